@@ -1,0 +1,43 @@
+"""The `sark-node` command line: one typer app, commands registered by topic.
+
+Modules:
+    local     info, bench: this device only, no network
+    swarm     gate, join, peers: the libp2p swarm
+    campaign  submit, plan, status, cancel, results, report: running campaigns
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="sark-node",
+    help="Benchmark ML models across a fleet of real devices, peer to peer.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_TOPICS = ("local", "swarm", "campaign")
+
+
+def _register() -> None:
+    for topic in _TOPICS:
+        try:
+            module = importlib.import_module(f"node.cli.{topic}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"node.cli.{topic}":
+                raise
+            continue
+        module.register(app)
+
+
+def main() -> None:
+    """Entry point of the `sark-node` console script."""
+    _register()
+    app()
+
+
+__all__ = ["app", "main"]

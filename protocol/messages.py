@@ -1,0 +1,321 @@
+"""Wire messages of every sark protocol: frozen values tagged by `kind`.
+
+Protocols and the kinds they carry:
+
+- `/sark/negotiate/1.0.0`: offer, commit, decline, dispatch, progress, result, failure, ack, cancel, reclaim
+- `/sark/blob/1.0.0`: blob_get, blob_meta, blob_chunk, blob_end, blob_missing
+- `/sark/profile/1.0.0`: profile_get, profile
+- `/sark/reach/1.0.0`: reach_get, reach
+- any protocol: busy (the node refused the stream: too many in flight from this peer)
+
+Signed payloads (offers, cancels, results, adverts) travel as an `Envelope` whose payload is the
+msgpack encoding of the body model; `protocol.records` seals and opens them.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Final, Literal
+
+from pydantic import Field, TypeAdapter
+
+from protocol.values import DeviceProfile, Load, Measurement, ModelRef, TaskSpec, Value
+
+NEGOTIATE: Final = "/sark/negotiate/1.0.0"
+BLOB: Final = "/sark/blob/1.0.0"
+PROFILE: Final = "/sark/profile/1.0.0"
+REACH: Final = "/sark/reach/1.0.0"
+KAD: Final = "/sark/kad/1.0.0"
+
+# Signature domains: a signature made for one use never verifies for another.
+DOMAIN_OFFER: Final = "sark/offer/v1"
+DOMAIN_CANCEL: Final = "sark/cancel/v1"
+DOMAIN_RESULT: Final = "sark/result/v1"
+DOMAIN_ADVERT: Final = "sark/advert/v1"
+
+ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+TaskId = Annotated[str, Field(pattern=ID_PATTERN)]
+LeaseId = Annotated[str, Field(pattern=ID_PATTERN)]
+Detail = Annotated[str, Field(max_length=2000)]
+
+
+class DeclineReason(enum.StrEnum):
+    """Why a worker will not take a task. A closed set: a worker never declines silently."""
+
+    BUSY = "busy"
+    QUEUE_FULL = "queue_full"
+    UNSUPPORTED_UNIT = "unsupported_unit"
+    NOT_ENOUGH_MEMORY = "not_enough_memory"
+    MODEL_TOO_LARGE = "model_too_large"
+    FORMAT_NOT_ALLOWED = "format_not_allowed"
+    POLICY = "policy"
+    BAD_OFFER = "bad_offer"
+    RELAYED = "relayed"
+    SHUTTING_DOWN = "shutting_down"
+
+
+class FailureReason(enum.StrEnum):
+    """Why a committed task ended without a measurement."""
+
+    UNIT_UNAVAILABLE = "unit_unavailable"
+    FETCH = "fetch"
+    URL_REFUSED = "url_refused"
+    DIGEST_MISMATCH = "digest_mismatch"
+    TOO_LARGE = "too_large"
+    FORMAT = "format"
+    LOAD = "load"
+    INPUT = "input"
+    FALLBACK = "fallback"
+    TIMEOUT = "timeout"
+    OUT_OF_MEMORY = "out_of_memory"
+    CRASHED = "crashed"
+    CANCELLED = "cancelled"
+    UNKNOWN_LEASE = "unknown_lease"
+    INTERNAL = "internal"
+
+
+class Phase(enum.StrEnum):
+    """Where a committed task is on the worker."""
+
+    QUEUED = "queued"
+    FETCHING = "fetching"
+    LOADING = "loading"
+    WARMUP = "warmup"
+    MEASURING = "measuring"
+
+
+class Envelope(Value):
+    """A payload signed by an Ed25519 key whose libp2p peer id is `peer_id`."""
+
+    peer_id: str = Field(max_length=128)
+    public_key: bytes = Field(min_length=32, max_length=32)
+    payload: bytes = Field(max_length=1 << 20)
+    signature: bytes = Field(min_length=64, max_length=64)
+
+
+# -- signed bodies ---------------------------------------------------------------------------------
+
+
+class OfferBody(Value):
+    """What a submitter signs when it offers a task to one worker."""
+
+    campaign_id: TaskId
+    task_id: TaskId
+    submitter: str
+    recipient: str
+    nonce: bytes = Field(min_length=16, max_length=32)
+    issued_at: float
+    expires_at: float
+    spec: TaskSpec
+    model: ModelRef
+    priority: int = Field(default=50, ge=0, le=100)
+    submitter_addrs: tuple[str, ...] = ()
+
+
+class CancelBody(Value):
+    """What a submitter signs to cancel a task on one worker."""
+
+    task_id: TaskId
+    lease_id: LeaseId | None = None
+    recipient: str
+    nonce: bytes = Field(min_length=16, max_length=32)
+    issued_at: float
+    expires_at: float
+    reason: Detail = ""
+
+
+class ResultBody(Value):
+    """What a worker signs when it reports a measurement."""
+
+    campaign_id: TaskId
+    task_id: TaskId
+    lease_id: LeaseId
+    worker: str
+    submitter: str
+    model_sha256: str
+    device: DeviceProfile
+    measurement: Measurement
+    finished_at: float
+
+
+class AdvertBody(Value):
+    """A worker's DHT advert: who it is, where to reach it, what it runs."""
+
+    peer_id: str
+    seq: int = Field(ge=0)
+    issued_at: float
+    expires_at: float
+    addrs: tuple[str, ...] = ()
+    circuit_addrs: tuple[str, ...] = ()
+    reachability: Literal["direct", "relayed", "unknown"] = "unknown"
+    profile: DeviceProfile
+    load: Load = Load()
+
+
+# -- /sark/negotiate/1.0.0 -------------------------------------------------------------------------
+
+
+class Offer(Value):
+    kind: Literal["offer"] = "offer"
+    task_id: TaskId
+    envelope: Envelope
+
+
+class Commit(Value):
+    kind: Literal["commit"] = "commit"
+    task_id: TaskId
+    lease_id: LeaseId
+    lease_ttl_s: float = Field(gt=0, le=3600)
+    queue_position: int = Field(default=0, ge=0)
+
+
+class Decline(Value):
+    kind: Literal["decline"] = "decline"
+    task_id: TaskId
+    reason: DeclineReason
+    detail: Detail = ""
+
+
+class Dispatch(Value):
+    kind: Literal["dispatch"] = "dispatch"
+    task_id: TaskId
+    lease_id: LeaseId
+
+
+class Progress(Value):
+    kind: Literal["progress"] = "progress"
+    task_id: TaskId
+    lease_id: LeaseId
+    phase: Phase
+    done: int = Field(default=0, ge=0)
+    total: int = Field(default=0, ge=0)
+    queue_position: int = Field(default=0, ge=0)
+    median_ms: float | None = None
+
+
+class Result(Value):
+    kind: Literal["result"] = "result"
+    task_id: TaskId
+    lease_id: LeaseId
+    envelope: Envelope
+
+
+class Failure(Value):
+    kind: Literal["failure"] = "failure"
+    task_id: TaskId
+    lease_id: LeaseId
+    reason: FailureReason
+    detail: Detail = ""
+
+
+class Ack(Value):
+    kind: Literal["ack"] = "ack"
+    task_id: TaskId
+    lease_id: LeaseId
+
+
+class Cancel(Value):
+    kind: Literal["cancel"] = "cancel"
+    task_id: TaskId
+    lease_id: LeaseId | None = None
+    envelope: Envelope
+
+
+class Reclaim(Value):
+    """A submitter back from a crash asks for a lease it granted before: result, progress or failure."""
+
+    kind: Literal["reclaim"] = "reclaim"
+    task_id: TaskId
+    lease_id: LeaseId
+
+
+# -- /sark/blob/1.0.0 ------------------------------------------------------------------------------
+
+
+class BlobGet(Value):
+    kind: Literal["blob_get"] = "blob_get"
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    offset: int = Field(default=0, ge=0)
+    length: int | None = Field(default=None, ge=0)
+
+
+class BlobMeta(Value):
+    kind: Literal["blob_meta"] = "blob_meta"
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+
+
+class BlobChunk(Value):
+    kind: Literal["blob_chunk"] = "blob_chunk"
+    offset: int = Field(ge=0)
+    data: bytes = Field(max_length=4 << 20)
+
+
+class BlobEnd(Value):
+    kind: Literal["blob_end"] = "blob_end"
+
+
+class BlobMissing(Value):
+    kind: Literal["blob_missing"] = "blob_missing"
+    sha256: str
+    detail: Detail = ""
+
+
+# -- /sark/profile/1.0.0 and /sark/reach/1.0.0 -----------------------------------------------------
+
+
+class ProfileGet(Value):
+    kind: Literal["profile_get"] = "profile_get"
+
+
+class ProfileReply(Value):
+    kind: Literal["profile"] = "profile"
+    advert: Envelope
+    load: Load
+
+
+class ReachGet(Value):
+    kind: Literal["reach_get"] = "reach_get"
+    addrs: tuple[str, ...] = Field(default=(), max_length=16)
+
+
+class ReachReply(Value):
+    kind: Literal["reach"] = "reach"
+    reachable: bool
+    addr: str | None = None
+    detail: Detail = ""
+
+
+class Busy(Value):
+    """The node refused this stream: too many in flight from this peer, or shutting down."""
+
+    kind: Literal["busy"] = "busy"
+    detail: Detail = ""
+
+
+NegotiateMessage = Offer | Commit | Decline | Dispatch | Progress | Result | Failure | Ack | Cancel | Reclaim
+Message = Annotated[
+    Offer
+    | Commit
+    | Decline
+    | Dispatch
+    | Progress
+    | Result
+    | Failure
+    | Ack
+    | Cancel
+    | Reclaim
+    | BlobGet
+    | BlobMeta
+    | BlobChunk
+    | BlobEnd
+    | BlobMissing
+    | ProfileGet
+    | ProfileReply
+    | ReachGet
+    | ReachReply
+    | Busy,
+    Field(discriminator="kind"),
+]
+
+MESSAGE_ADAPTER: Final[TypeAdapter[Message]] = TypeAdapter(Message)

@@ -1,0 +1,46 @@
+"""Compute units and the runtimes behind them: the names every role agrees on."""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+
+class ComputeUnit(enum.StrEnum):
+    """A runtime on a kind of processor, named as the original orchestrator named them."""
+
+    CPU_ONNX = "CPU (ONNX)"
+    GPU_ONNX = "GPU (ONNX)"
+    GPU_COREML = "GPU (CoreML)"
+    NE_COREML = "Neural Engine (CoreML)"
+    CPU_TORCH = "CPU (PyTorch)"
+    GPU_TORCH = "GPU (PyTorch)"
+
+
+class Runtime(enum.StrEnum):
+    """The inference runtime a compute unit runs on."""
+
+    ONNXRUNTIME = "onnxruntime"
+    TORCH = "torch"
+    COREMLTOOLS = "coremltools"
+
+
+RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
+    ComputeUnit.CPU_ONNX: Runtime.ONNXRUNTIME,
+    ComputeUnit.GPU_ONNX: Runtime.ONNXRUNTIME,
+    ComputeUnit.GPU_COREML: Runtime.COREMLTOOLS,
+    ComputeUnit.NE_COREML: Runtime.COREMLTOOLS,
+    ComputeUnit.CPU_TORCH: Runtime.TORCH,
+    ComputeUnit.GPU_TORCH: Runtime.TORCH,
+}
+
+GPU_UNITS: Final[frozenset[ComputeUnit]] = frozenset(
+    {ComputeUnit.GPU_ONNX, ComputeUnit.GPU_COREML, ComputeUnit.GPU_TORCH}
+)
+
+ANY_WORKER_KEY: Final[str] = "sark/cap/v1/any"
+
+
+def capability_key(unit: ComputeUnit | None) -> str:
+    """The string whose sha256 is the DHT provider key for a unit (None: any worker)."""
+    return ANY_WORKER_KEY if unit is None else f"sark/cap/v1/{unit.value}"

@@ -1,0 +1,180 @@
+"""Domain values shared by every role: device profiles, models, task specs and measurements."""
+
+from __future__ import annotations
+
+import enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocol.units import ComputeUnit
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class Value(BaseModel):
+    """Base of every wire value: frozen, and unknown fields are an error."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class UnitStatus(Value):
+    """Whether a compute unit really ran a probe model here, and if not, why."""
+
+    unit: ComputeUnit
+    usable: bool
+    reason: str = ""
+    provider: str | None = None
+
+
+class GpuInfo(Value):
+    """A discrete GPU as the driver (or a fallback tool) reports it."""
+
+    name: str
+    vram_mb: int = Field(ge=0)
+    driver: str = ""
+    source: Literal["nvml", "torch", "nvidia-smi"]
+
+
+class Calibration(Value):
+    """Short device calibration: what the hardware does on standard kernels."""
+
+    cpu_gflops: float = Field(ge=0)
+    mem_bandwidth_gbs: float = Field(ge=0)
+    gpu_tflops: dict[str, float] = Field(default_factory=dict)
+    seconds: float = Field(ge=0)
+    key: str = ""
+
+
+class DeviceProfile(Value):
+    """What a device is and what it can truthfully run."""
+
+    device_name: str
+    soc: str
+    cores_physical: int = Field(ge=0)
+    cores_logical: int = Field(ge=0)
+    ram_mb: int = Field(ge=0)
+    os: str
+    os_version: str
+    arch: str = ""
+    device_year: int | None = None
+    gpus: tuple[GpuInfo, ...] = ()
+    gpu_reason: str = ""
+    runtimes: dict[str, str] = Field(default_factory=dict)
+    units: tuple[UnitStatus, ...] = ()
+    fingerprint: str
+    calibration: Calibration | None = None
+
+    def usable_units(self) -> tuple[ComputeUnit, ...]:
+        """The units whose probe really ran."""
+        return tuple(s.unit for s in self.units if s.usable)
+
+    def unit_status(self, unit: ComputeUnit) -> UnitStatus | None:
+        """The probe outcome for one unit, or None if it was never probed."""
+        return next((s for s in self.units if s.unit == unit), None)
+
+    def vram_mb(self) -> int:
+        """The largest GPU memory on this device (0 without a GPU)."""
+        return max((g.vram_mb for g in self.gpus), default=0)
+
+
+class ModelFormat(enum.StrEnum):
+    """Model file formats a worker may be asked to load."""
+
+    ONNX = "onnx"
+    TORCH_EXPORT = "torch-export"
+    TORCHSCRIPT = "torchscript"
+    COREML = "coreml"
+
+
+class ModelRef(Value):
+    """A model pinned by content: all devices measure the same bytes."""
+
+    name: str = Field(min_length=1, max_length=255)
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=SHA256_PATTERN)
+    format: ModelFormat = ModelFormat.ONNX
+    sources: tuple[str, ...] = ()
+
+
+class TaskSpec(Value):
+    """How to benchmark one model on one compute unit."""
+
+    compute_unit: ComputeUnit
+    runs: int = Field(default=10, ge=1, le=100_000)
+    warmups: int = Field(default=5, ge=0, le=10_000)
+    warmup_until_stable: bool = False
+    load_runs: int = Field(default=3, ge=1, le=100)
+    processes: int = Field(default=1, ge=1, le=20)
+    timeout_s: float = Field(default=600.0, gt=0, le=86_400)
+    input_shapes: dict[str, tuple[int, ...]] = Field(default_factory=dict)
+    strict_placement: bool = True
+    threads: int | None = Field(default=None, ge=1, le=1024)
+    memory_limit_mb: int | None = Field(default=None, ge=16)
+
+
+class Stats(Value):
+    """Summary statistics of a sample, in the sample's unit (milliseconds for times)."""
+
+    n: int = Field(ge=0)
+    min: float
+    max: float
+    mean: float
+    median: float
+    stddev: float
+    p90: float
+    p95: float
+    p99: float
+    cv: float
+    mad: float = 0.0
+    iqr: float = 0.0
+    outliers: int = 0
+
+
+class RunConditions(Value):
+    """What the device was doing and how the runtime was set while it measured."""
+
+    intra_op_threads: int | None = None
+    inter_op_threads: int | None = None
+    spinning: bool | None = None
+    background_cores: float = 0.0
+    thermal: str = ""
+    power: str = ""
+    runtime_versions: dict[str, str] = Field(default_factory=dict)
+    model_sha256: str = ""
+
+
+class Measurement(Value):
+    """Everything one task measured: load, first inference, timed runs, memory, CPU, placement."""
+
+    compute_unit: ComputeUnit
+    load_ms: Stats
+    load_first_ms: float
+    first_inference_ms: float
+    warmups_used: int = Field(ge=0)
+    inference_ms: Stats
+    samples_ms: tuple[float, ...] = ()
+    process_medians_ms: tuple[float, ...] = ()
+    process_spread_pct: float = 0.0
+    peak_load_ram_mb: float = Field(ge=0)
+    peak_inference_ram_mb: float = Field(ge=0)
+    cpu_cores_used: float = Field(ge=0)
+    cpu_time_s: float = Field(default=0.0, ge=0)
+    gpu_util_pct: float | None = None
+    gpu_mem_mb: float | None = None
+    providers: tuple[str, ...] = ()
+    node_share: dict[str, float] = Field(default_factory=dict)
+    fallback: bool = False
+    unstable: bool = False
+    unstable_reasons: tuple[str, ...] = ()
+    conditions: RunConditions = RunConditions()
+
+
+class Load(Value):
+    """A worker's current load, as it advertises it."""
+
+    running: int = Field(default=0, ge=0)
+    queued: int = Field(default=0, ge=0)
+    max_queue: int = Field(default=4, ge=0)
+    cpu_busy: float = Field(default=0.0, ge=0)
+    mem_available_mb: int = Field(default=0, ge=0)
