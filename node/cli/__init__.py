@@ -23,6 +23,14 @@ app = typer.Typer(
 _TOPICS = ("local", "swarm", "campaign")
 
 
+@app.command()
+def version() -> None:
+    """Print the sark-node version."""
+    from importlib.metadata import version as dist_version
+
+    typer.echo(dist_version("sark-node"))
+
+
 def _register() -> None:
     for topic in _TOPICS:
         try:
