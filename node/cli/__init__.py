@@ -23,6 +23,11 @@ app = typer.Typer(
 _TOPICS = ("local", "swarm", "campaign")
 
 
+@app.callback()
+def _root() -> None:
+    """Benchmark ML models across a fleet of real devices, peer to peer."""
+
+
 @app.command()
 def version() -> None:
     """Print the sark-node version."""
