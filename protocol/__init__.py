@@ -13,7 +13,10 @@ Modules:
 
 from __future__ import annotations
 
+from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
+from protocol.framing import MAX_FRAME, FrameDecoder, frame
+from protocol.machine import TRANSITIONS, Conversation, Role, State
 from protocol.messages import (
     BLOB,
     DOMAIN_ADVERT,
@@ -55,6 +58,14 @@ from protocol.messages import (
     Result,
     ResultBody,
 )
+from protocol.records import (
+    NonceCache,
+    open_envelope,
+    peer_id_from_public_key,
+    public_key_from_peer_id,
+    public_key_of,
+    seal,
+)
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
     Calibration,
@@ -80,10 +91,12 @@ __all__ = [
     "DOMAIN_RESULT",
     "GPU_UNITS",
     "KAD",
+    "MAX_FRAME",
     "NEGOTIATE",
     "PROFILE",
     "REACH",
     "RUNTIME_OF",
+    "TRANSITIONS",
     "Ack",
     "AdvertBody",
     "BlobChunk",
@@ -97,6 +110,7 @@ __all__ = [
     "CancelBody",
     "Commit",
     "ComputeUnit",
+    "Conversation",
     "Decline",
     "DeclineReason",
     "DeviceProfile",
@@ -104,6 +118,7 @@ __all__ = [
     "Envelope",
     "Failure",
     "FailureReason",
+    "FrameDecoder",
     "GpuInfo",
     "Load",
     "LocalProtocolError",
@@ -112,6 +127,7 @@ __all__ = [
     "ModelFormat",
     "ModelRef",
     "NegotiateMessage",
+    "NonceCache",
     "Offer",
     "OfferBody",
     "Phase",
@@ -126,11 +142,23 @@ __all__ = [
     "RemoteProtocolError",
     "Result",
     "ResultBody",
+    "Role",
     "RunConditions",
     "Runtime",
+    "State",
     "Stats",
     "TaskSpec",
     "UnitStatus",
     "Value",
     "capability_key",
+    "decode",
+    "encode",
+    "frame",
+    "open_envelope",
+    "pack_body",
+    "peer_id_from_public_key",
+    "public_key_from_peer_id",
+    "public_key_of",
+    "seal",
+    "unpack_body",
 ]
