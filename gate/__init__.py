@@ -1,5 +1,13 @@
-"""gate package (see module docstring list once filled in)."""
+"""The gate role: bootstrap, DHT server, circuit relay v2 hop, reachability dial-back.
+
+Modules:
+    reach  `/sark/reach/1.0.0`: dial a caller back from a throwaway identity
+    serve  `serve_gate`: the whole gate, built on `node`'s host
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from gate.reach import dial_back_addrs, reach_handler
+from gate.serve import serve_gate
+
+__all__ = ["dial_back_addrs", "reach_handler", "serve_gate"]

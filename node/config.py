@@ -1,0 +1,99 @@
+"""Node configuration: one frozen model, built once in the CLI (file, then env `SARK_*`, then flags)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from node.errors import ConfigError
+
+_TUPLE_FIELDS = ("listen", "gates", "allow", "allow_networks")
+
+
+class NodeConfig(BaseModel):
+    """Everything a node's behaviour depends on; passed down, never read from the environment again."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data_dir: Path = Path.home() / ".sark-node"
+    listen: tuple[str, ...] = ("/ip4/0.0.0.0/tcp/0",)
+    gates: tuple[str, ...] = ()
+    device_name: str | None = None
+    allow: tuple[str, ...] = ()
+    open_mode: bool = False
+    dht_mode: Literal["auto", "server", "client"] = "auto"
+    heartbeat_s: float = Field(default=2.0, gt=0)
+    lease_ttl_s: float = Field(default=10.0, gt=0)
+    record_ttl_s: float = Field(default=300.0, gt=0, le=3600)
+    reannounce_s: float | None = Field(default=None, gt=0)
+    max_streams_per_peer: int = Field(default=8, ge=1, le=256)
+    max_queue: int = Field(default=4, ge=0)
+    allow_code_models: bool = False
+    allow_networks: tuple[str, ...] = ()
+    max_model_bytes: int = Field(default=2 << 30, gt=0)
+    calibrate: bool = True
+
+    @field_validator("listen", "gates")
+    @classmethod
+    def _multiaddrs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for addr in value:
+            if not addr.startswith("/") or "//" in addr:
+                raise ValueError(f"not a multiaddr: {addr!r}")
+        return value
+
+    def reannounce_interval(self) -> float:
+        """How often a worker re-puts its advert and re-provides: well inside the record lifetime."""
+        return self.reannounce_s if self.reannounce_s is not None else self.record_ttl_s / 3
+
+    def key_file(self) -> Path:
+        """The node's persistent Ed25519 identity."""
+        return self.data_dir / "identity.key"
+
+
+def _from_file(file: Path) -> dict[str, Any]:
+    try:
+        text = file.read_text()
+    except OSError as exc:
+        raise ConfigError("config file", f"cannot read {file}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError("config file", f"{file} is not valid: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError("config file", f"{file} must hold a table of settings")
+    return data
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in NodeConfig.model_fields:
+        raw = env.get(f"SARK_{name.upper()}")
+        if raw is None:
+            continue
+        out[name] = tuple(p for p in raw.split(",") if p) if name in _TUPLE_FIELDS else raw
+    return out
+
+
+def load_config(file: Path | None, env: Mapping[str, str], **flags: Any) -> NodeConfig:
+    """Build the configuration: file, then environment (`SARK_<FIELD>`), then flags (None = unset).
+
+    Raises:
+        ConfigError: unreadable file or an invalid value; the field path is named.
+    """
+    merged: dict[str, Any] = _from_file(file) if file is not None else {}
+    merged.update(_from_env(env))
+    merged.update({k: v for k, v in flags.items() if v is not None})
+    try:
+        return NodeConfig.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(p) for p in first["loc"]) or "config"
+        raise ConfigError(path, first["msg"]) from exc
+
+
+__all__ = ["NodeConfig", "load_config"]

@@ -1,0 +1,133 @@
+"""Our records in the DHT: signed adverts under short keys, capability provider keys, checked lookups.
+
+An advert lives under `/sark/<40 hex of sha256(peer id)>` (46 bytes: libp2p drops keys over 50, P7) as a
+msgpack-packed `Envelope` (domain `sark/advert/v1`) whose signer is the key's owner. The validator
+checks signer, expiry, lifetime and size on every put and get; `select` keeps the highest seq.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable
+from typing import Final, final
+
+from node.kad import Kad
+from protocol import (
+    DOMAIN_ADVERT,
+    AdvertBody,
+    ComputeUnit,
+    Envelope,
+    ProtocolError,
+    RecordError,
+    capability_key,
+)
+from protocol.codec import pack_body, unpack_body
+from protocol.records import open_envelope
+
+ADVERT_MAX_BYTES: Final = 8192
+ADVERT_MAX_LIFETIME_S: Final = 3600.0
+
+
+def advert_key(peer_id: str) -> str:
+    """The DHT key of a peer's advert (46 bytes)."""
+    return "/sark/" + hashlib.sha256(peer_id.encode()).hexdigest()[:40]
+
+
+def capability_dht_key(unit: ComputeUnit | None) -> bytes:
+    """The raw 32-byte provider key of a compute unit (None: any worker)."""
+    return hashlib.sha256(capability_key(unit).encode()).digest()
+
+
+def check_advert(key: str, value: bytes, now: float) -> tuple[Envelope, AdvertBody]:
+    """Verify an advert value found under `key`.
+
+    Raises:
+        RecordError: oversized, undecodable, badly signed, signed by someone other than the key's
+            owner, expired, or living longer than an hour.
+    """
+    if len(value) > ADVERT_MAX_BYTES:
+        raise RecordError("size", f"{len(value)} bytes > {ADVERT_MAX_BYTES}")
+    try:
+        envelope = unpack_body(value, Envelope)
+    except ProtocolError as exc:
+        raise RecordError("decode", exc.detail) from exc
+    if advert_key(envelope.peer_id) != key:
+        raise RecordError("signer", f"{envelope.peer_id} does not own {key}")
+    body = open_envelope(envelope, DOMAIN_ADVERT, AdvertBody, now=now, signer=envelope.peer_id)
+    if body.peer_id != envelope.peer_id:
+        raise RecordError("signer", f"advert for {body.peer_id} signed by {envelope.peer_id}")
+    if body.expires_at <= now:
+        raise RecordError("expired", f"expired at {body.expires_at:.0f}, now {now:.0f}")
+    if body.expires_at - body.issued_at > ADVERT_MAX_LIFETIME_S:
+        lifetime = body.expires_at - body.issued_at
+        raise RecordError("lifetime", f"{lifetime:.0f} s > {ADVERT_MAX_LIFETIME_S:.0f} s")
+    return envelope, body
+
+
+def select_advert(key: str, values: list[bytes], now: float) -> int:
+    """The index of the valid advert with the highest seq (0 when none is valid)."""
+    best, best_seq = 0, -1
+    for index, value in enumerate(values):
+        try:
+            _, body = check_advert(key, value, now)
+        except RecordError:
+            continue
+        if body.seq > best_seq:
+            best, best_seq = index, body.seq
+    return best
+
+
+def validate_record(key: str, value: bytes) -> None:
+    """libp2p's `validate` for the `/sark/` namespace, at the current time."""
+    check_advert(key, value, time.time())
+
+
+def select_record(key: str, values: list[bytes]) -> int:
+    """libp2p's `select` for the `/sark/` namespace, at the current time."""
+    return select_advert(key, values, time.time())
+
+
+@final
+class Dht:
+    """Adverts and capability providers over a running kad-dht."""
+
+    def __init__(self, kad: Kad) -> None:
+        self.kad = kad
+
+    async def publish(self, envelope: Envelope, units: Iterable[ComputeUnit]) -> None:
+        """Put our advert and provide the any-worker key and one key per usable unit."""
+        await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope))
+        for unit in (None, *units):
+            await self.kad.provide(capability_dht_key(unit))
+
+    async def providers(self, unit: ComputeUnit | None) -> dict[str, list[str]]:
+        """Peers providing a unit (None: any worker), from the network, de-duplicated."""
+        return await self.kad.find_providers(capability_dht_key(unit))
+
+    async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
+        """A peer's verified, unexpired advert, or None (a stale local copy is dropped and re-fetched)."""
+        key = advert_key(peer_id)
+        for _ in range(2):
+            value = await self.kad.get(key)
+            if value is None:
+                return None
+            try:
+                return check_advert(key, value, now)
+            except RecordError:
+                if await self.kad.get_local(key) is None:
+                    return None
+                self.kad.drop_local(key)
+        return None
+
+
+__all__ = [
+    "ADVERT_MAX_BYTES",
+    "Dht",
+    "advert_key",
+    "capability_dht_key",
+    "check_advert",
+    "select_advert",
+    "select_record",
+    "validate_record",
+]

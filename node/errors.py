@@ -1,0 +1,57 @@
+"""Errors of the node package: the network edge, named for who is at fault."""
+
+from __future__ import annotations
+
+
+class NodeError(Exception):
+    """Base of every error raised by `node`.
+
+    Attributes:
+        detail: what went wrong, for people and logs; never branched on.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class PeerUnreachable(NodeError):
+    """No connection to the peer could be made (direct or through a relay)."""
+
+    def __init__(self, peer_id: str, detail: str) -> None:
+        super().__init__(f"peer {peer_id} unreachable: {detail}")
+        self.peer_id = peer_id
+
+
+class PeerGone(NodeError):
+    """The peer closed or reset the stream before the message we waited for."""
+
+    def __init__(self, peer_id: str) -> None:
+        super().__init__(f"peer {peer_id} closed the stream")
+        self.peer_id = peer_id
+
+
+class PeerTimeout(NodeError):
+    """The peer did not answer within the deadline."""
+
+    def __init__(self, peer_id: str, what: str) -> None:
+        super().__init__(f"peer {peer_id} timed out: {what}")
+        self.peer_id = peer_id
+        self.what = what
+
+
+class StreamRefused(NodeError):
+    """The peer answered our stream with `busy`: too many of our streams in flight there."""
+
+    def __init__(self, peer_id: str, detail: str) -> None:
+        super().__init__(f"peer {peer_id} refused the stream: {detail}")
+        self.peer_id = peer_id
+
+
+class ConfigError(NodeError):
+    """Bad configuration or input from the user (a field and what is wrong with it)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem

@@ -1,0 +1,417 @@
+"""Our libp2p host: the one module (with `node.kad`) that imports libp2p, and where its workarounds live.
+
+Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/notes/libp2p.md, P-numbers):
+
+- P6 plaintext accepted: `sec_opt` is Noise only (a plaintext dialer is refused).
+- P2 250 ms per dial: `max_connections_per_peer=1` ends the happy-eyeballs wait at the first connection.
+- P1 a handler exception kills the host: the swarm-level stream handler is guarded, so *every* protocol
+  (ours, kad, relay, identify) is covered; our handlers are further wrapped with a deadline and a
+  per-peer in-flight cap answered with `Busy` (P22: yamux stalls the 257th stream instead of refusing).
+- P3 nothing has a deadline: every dial, stream open and handler runs under one.
+- P4 EOF is an exception: `LibStream.read` returns `b""`.
+- P14 relay addresses: the swarm never dials `/p2p-circuit`; `open_channel` dials circuits explicitly.
+- P15 shutdown: `host.close()` on exit so remotes see us leave at once.
+- P18 logging: libp2p's logger is routed through ours at WARNING, not Python's last-resort handler.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import stat
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, final
+
+import multiaddr
+import trio
+from libp2p import new_host
+from libp2p.crypto.ed25519 import create_new_key_pair
+from libp2p.crypto.keys import KeyPair
+from libp2p.crypto.x25519 import create_new_key_pair as create_x25519_key_pair
+from libp2p.custom_types import TProtocol
+from libp2p.io.exceptions import IOException
+from libp2p.network.config import ConnectionConfig
+from libp2p.network.stream.exceptions import StreamEOF
+from libp2p.peer.id import ID
+from libp2p.peer.peerinfo import PeerInfo
+from libp2p.rcmgr.manager import ResourceLimits, new_resource_manager
+from libp2p.relay.circuit_v2.config import RelayConfig, RelayRole
+from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID as HOP_ID
+from libp2p.relay.circuit_v2.protocol import CircuitV2Protocol
+from libp2p.relay.circuit_v2.resources import RelayLimits
+from libp2p.relay.circuit_v2.transport import CircuitV2Transport
+from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
+from libp2p.security.noise.transport import Transport as NoiseTransport
+from libp2p.stream_muxer.exceptions import MuxedStreamError
+from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
+from libp2p.stream_muxer.yamux.yamux import Yamux
+from libp2p.tools.anyio_service import background_trio_service
+
+from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable
+from node.wire import Channel, Handler
+from protocol import Busy
+from protocol.codec import encode
+from protocol.framing import frame
+
+log = logging.getLogger(__name__)
+
+SECURITY_PROTOCOLS: Final = (str(NOISE_ID),)
+"""The only security protocol our hosts offer or accept (P6)."""
+_STREAM_ERRORS: Final = (IOException, MuxedStreamError)
+# Gate relay: py-libp2p defaults are 1 GiB and 3600 s per circuit; control traffic only here.
+RELAY_LIMITS: Final = RelayLimits(
+    duration=300, data=16 << 20, max_circuit_conns=16, max_reservations=64, reservation_ttl=600
+)
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """How to build a host.
+
+    Attributes:
+        key_file: the persistent Ed25519 seed (mode 0600); None for a throwaway identity.
+        listen: multiaddrs to listen on; read the bound ports back with `Host.addrs()`.
+        relay_hop: serve circuit relay v2 hop (the gate) with `RELAY_LIMITS`.
+        max_connections: connection cap of the whole host.
+        max_streams: stream cap of the whole host.
+    """
+
+    key_file: Path | None
+    listen: tuple[str, ...] = ("/ip4/127.0.0.1/tcp/0",)
+    relay_hop: bool = False
+    max_connections: int = 512
+    max_streams: int = 4096
+
+
+def parse_multiaddr(addr: str, *, field: str = "address") -> multiaddr.Multiaddr:
+    """A multiaddr from user input, or a `ConfigError` naming the field."""
+    try:
+        return multiaddr.Multiaddr(addr)
+    except Exception as exc:  # multiaddr raises a zoo of types for bad input
+        raise ConfigError(field, f"not a valid multiaddr: {addr!r}") from exc
+
+
+def peer_of(addr: str) -> str:
+    """The last `/p2p/<id>` of a multiaddr (the destination, also for a circuit address)."""
+    parts = addr.rstrip("/").split("/")
+    ids = [parts[i + 1] for i, p in enumerate(parts[:-1]) if p == "p2p"]
+    if not ids:
+        raise ConfigError("address", f"no /p2p/<peer id> in {addr!r}")
+    return ids[-1]
+
+
+def _identity(key_file: Path | None) -> KeyPair:
+    """Load or create the Ed25519 identity; refuse a key file readable by others (T17)."""
+    if key_file is None:
+        return create_new_key_pair()
+    if key_file.exists():
+        mode = stat.S_IMODE(key_file.stat().st_mode)
+        if mode & 0o077:
+            raise ConfigError("key file", f"{key_file} has mode {mode:04o}; it must be 0600 (chmod 600)")
+        try:
+            seed = key_file.read_bytes()
+            return create_new_key_pair(seed) if len(seed) == 32 else _bad_key(key_file)
+        except (OSError, ValueError) as exc:
+            raise ConfigError("key file", f"cannot read {key_file}: {exc}") from exc
+    key_pair = create_new_key_pair()
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(key_pair.private_key.to_bytes())
+    return key_pair
+
+
+def _bad_key(key_file: Path) -> KeyPair:
+    raise ConfigError("key file", f"{key_file} is not a 32-byte Ed25519 seed")
+
+
+def _tame_logging() -> None:
+    # P18: import sets logger "libp2p" to propagate=False with no handler, so Python's last-resort
+    # handler prints its warnings raw to stderr. Route it through the application's handlers instead.
+    lib = logging.getLogger("libp2p")
+    lib.propagate = True
+    lib.setLevel(logging.ERROR)
+    # P11: kad servers hand out client peers as "closer"; libp2p logs each refused kad stream at ERROR.
+    logging.getLogger("libp2p.host.basic_host").setLevel(logging.CRITICAL)
+    logging.getLogger("libp2p.network.auto_connector").setLevel(logging.WARNING)
+
+
+@final
+class LibStream:
+    """A libp2p stream as a `node.wire.ByteStream`: EOF is `b""` (P4), errors are `PeerGone`."""
+
+    def __init__(self, stream: Any, peer_id: str) -> None:
+        self._stream = stream
+        self._peer_id = peer_id
+
+    async def read(self, max_bytes: int) -> bytes:
+        try:
+            return bytes(await self._stream.read(max_bytes))
+        except StreamEOF:
+            return b""
+        except _STREAM_ERRORS as exc:
+            raise PeerGone(self._peer_id) from exc
+
+    async def write(self, data: bytes) -> None:
+        try:
+            await self._stream.write(data)
+        except _STREAM_ERRORS as exc:
+            raise PeerGone(self._peer_id) from exc
+
+    async def close(self) -> None:
+        with trio.move_on_after(2):
+            with suppress(*_STREAM_ERRORS):
+                await self._stream.close()
+
+    async def reset(self) -> None:
+        with trio.move_on_after(2):
+            with suppress(*_STREAM_ERRORS):
+                await self._stream.reset()
+
+
+def _guarded(handler: Any) -> Any:
+    """P1: an exception escaping any stream handler must not tear down the host."""
+
+    async def guarded(stream: Any) -> None:
+        try:
+            await handler(stream)
+        except Exception:
+            log.debug("stream handler failed; stream reset", exc_info=True)
+            await LibStream(stream, "?").reset()
+
+    return guarded
+
+
+def _remote_ip(stream: Any) -> str | None:
+    try:
+        remote = stream.muxed_conn.get_remote_address()
+    except Exception:
+        return None
+    return str(remote[0]) if remote else None
+
+
+@final
+class Host:
+    """A running libp2p host with our workarounds: build it with `open_host`.
+
+    Attributes:
+        peer_id: our peer id (base58).
+        private_key: our 32-byte Ed25519 seed, for signing records.
+    """
+
+    def __init__(self, lp: Any, key_pair: KeyPair, nursery: trio.Nursery, relay: CircuitV2Transport) -> None:
+        self._lp = lp
+        self._nursery = nursery
+        self._relay = relay
+        self._inflight: dict[tuple[str, str], int] = {}
+        self.peer_id: str = lp.get_id().to_base58()
+        self.private_key: bytes = key_pair.private_key.to_bytes()
+
+    @property
+    def raw(self) -> Any:
+        """The libp2p host, for `node.kad` only."""
+        return self._lp
+
+    def addrs(self) -> list[str]:
+        """Our listen addresses, each ending in `/p2p/<our id>`."""
+        return [str(a) for a in self._lp.get_addrs()]
+
+    def set_handler(
+        self, protocol: str, handler: Handler, *, max_per_peer: int = 4, deadline: float = 30.0
+    ) -> None:
+        """Serve `protocol` with `handler`, wrapped: deadline, per-peer cap with `Busy`, errors contained.
+
+        Long-lived handlers pass `deadline=math.inf` and enforce their own read deadlines.
+        """
+
+        async def on_stream(stream: Any) -> None:
+            peer = stream.muxed_conn.peer_id.to_base58()
+            byte_stream = LibStream(stream, peer)
+            key = (protocol, peer)
+            if self._inflight.get(key, 0) >= max_per_peer:
+                await _refuse(byte_stream, f"more than {max_per_peer} {protocol} streams in flight")
+                return
+            self._inflight[key] = self._inflight.get(key, 0) + 1
+            try:
+                channel = Channel(byte_stream, peer, remote_ip=_remote_ip(stream))
+                await _run_handler(handler, channel, deadline)
+            finally:
+                self._inflight[key] -= 1
+                if not self._inflight[key]:
+                    del self._inflight[key]
+
+        self._lp.set_stream_handler(TProtocol(protocol), on_stream)
+
+    async def connect(self, addr: str, timeout: float = 10.0) -> str:  # noqa: ASYNC109 (team API)
+        """Connect to a `/p2p/<id>` multiaddr (direct or circuit); return the peer id."""
+        peer = peer_of(addr)
+        await self._ensure_connected(peer, (addr,), timeout)
+        return peer
+
+    async def open_channel(
+        self,
+        peer_id: str,
+        protocol: str,
+        *,
+        addrs: Sequence[str] = (),
+        timeout: float = 10.0,  # noqa: ASYNC109 (team API: the dial deadline)
+        read_timeout: float = 10.0,
+    ) -> Channel:
+        """Open a stream: direct addresses first, then explicit circuit dials (P14).
+
+        Raises:
+            PeerUnreachable: no connection could be made.
+            PeerTimeout: the connection or protocol negotiation took longer than `timeout`.
+        """
+        with trio.move_on_after(timeout) as scope:
+            await self._ensure_connected(peer_id, addrs, timeout)
+            try:
+                stream = await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
+            except Exception as exc:  # libp2p raises StreamFailure, SwarmException, MultiselectError...
+                raise PeerUnreachable(peer_id, f"cannot open {protocol}: {exc}") from exc
+            return Channel(LibStream(stream, peer_id), peer_id, read_timeout=read_timeout)
+        assert scope.cancelled_caught
+        raise PeerTimeout(peer_id, f"opening {protocol}")
+
+    def is_connected(self, peer_id: str) -> bool:
+        """Do we hold a live connection to the peer?"""
+        return bool(self._connections(peer_id))
+
+    def is_relayed(self, peer_id: str) -> bool:
+        """Is our connection to this peer carried by a relay (and none direct)?"""
+        conns = self._connections(peer_id)
+        return bool(conns) and all(str(c.get_connection_type().value) == "relayed" for c in conns)
+
+    async def disconnect(self, peer_id: str) -> None:
+        """Close our connections to a peer."""
+        with trio.move_on_after(2):
+            try:
+                await self._lp.disconnect(ID.from_base58(peer_id))
+            except Exception:
+                log.debug("disconnect from %s failed", peer_id, exc_info=True)
+
+    async def reserve_relay(self, gate_addr: str, timeout: float = 10.0) -> str:  # noqa: ASYNC109
+        """Reserve a relay slot on a gate; return our circuit address through it.
+
+        The reservation is refreshed by a task in the host's nursery for as long as the host lives.
+        """
+        gate = peer_of(gate_addr)
+        with trio.move_on_after(timeout) as scope:
+            await self._ensure_connected(gate, (gate_addr,), timeout)
+            stream = await self._lp.new_stream(ID.from_base58(gate), [HOP_ID])
+            ok = await self._relay.reserve(stream, ID.from_base58(gate), self._nursery)
+            if not ok:
+                raise PeerUnreachable(gate, "relay reservation refused")
+            return f"{gate_addr}/p2p-circuit/p2p/{self.peer_id}"
+        assert scope.cancelled_caught
+        raise PeerTimeout(gate, "relay reservation")
+
+    def _connections(self, peer_id: str) -> list[Any]:
+        conns = self._lp.get_network().connections.get(ID.from_base58(peer_id), [])
+        return list(conns) if isinstance(conns, list | tuple) else [conns]
+
+    async def _ensure_connected(self, peer_id: str, addrs: Sequence[str], seconds: float) -> None:
+        if self.is_connected(peer_id):
+            return
+        direct = [a for a in addrs if "/p2p-circuit" not in a]
+        circuit = [a for a in addrs if "/p2p-circuit" in a]
+        errors: list[str] = []
+        with trio.move_on_after(seconds):
+            if direct or not circuit:
+                try:
+                    maddrs = [_without_p2p(a) for a in direct]
+                    await self._lp.connect(PeerInfo(ID.from_base58(peer_id), maddrs))
+                    return
+                except Exception as exc:
+                    errors.append(f"direct: {exc}")
+            for addr in circuit:
+                try:
+                    await self._relay.dial(multiaddr.Multiaddr(addr))
+                    return
+                except Exception as exc:
+                    errors.append(f"circuit {addr}: {exc}")
+            raise PeerUnreachable(peer_id, "; ".join(errors) or "no address")
+        raise PeerTimeout(peer_id, f"connecting within {seconds:g} s ({'; '.join(errors)})")
+
+
+def _without_p2p(addr: str) -> multiaddr.Multiaddr:
+    return multiaddr.Multiaddr(addr.split("/p2p/", 1)[0])
+
+
+async def _refuse(stream: LibStream, detail: str) -> None:
+    with trio.move_on_after(1):
+        with suppress(PeerGone):
+            await stream.write(frame(encode(Busy(detail=detail))))
+    await stream.close()
+
+
+async def _run_handler(handler: Handler, channel: Channel, deadline: float) -> None:
+    try:
+        with trio.move_on_after(deadline if deadline > 0 else math.inf) as scope:
+            await handler(channel)
+        if scope.cancelled_caught:
+            log.info("handler for %s passed its %g s deadline; stream reset", channel.peer_id, deadline)
+            await channel.reset()
+    except Exception:
+        log.info("handler for %s failed; stream reset", channel.peer_id, exc_info=True)
+        await channel.reset()
+
+
+def _new_libp2p_host(key_pair: KeyPair, listen: list[multiaddr.Multiaddr], config: HostConfig) -> Any:
+    connection_config = ConnectionConfig(
+        max_connections_per_peer=1,  # P2: the dial-delay fix
+        max_connections=config.max_connections,
+        # libp2p's auto-connector dials known peers until 50-100 connections exist: off.
+        min_connections=0,
+        low_watermark=0,
+        dial_timeout=10.0,
+    )
+    limits = ResourceLimits(max_connections=config.max_connections, max_streams=config.max_streams)
+    return new_host(
+        key_pair=key_pair,
+        listen_addrs=listen,
+        # P6: Noise only; the default also offers TLS, secio and /plaintext/2.0.0.
+        sec_opt={NOISE_ID: NoiseTransport(key_pair, noise_privkey=create_x25519_key_pair().private_key)},
+        muxer_opt={TProtocol(YAMUX_ID): Yamux},
+        connection_config=connection_config,
+        resource_manager=new_resource_manager(limits=limits, enable_metrics=False),
+    )
+
+
+@asynccontextmanager
+async def open_host(config: HostConfig) -> AsyncIterator[Host]:
+    """Build, listen and yield a host; on exit close it so remotes see us go at once (P15).
+
+    Raises:
+        ConfigError: a loose or unreadable key file, or a bad listen address.
+    """
+    _tame_logging()
+    key_pair = _identity(config.key_file)
+    listen = [parse_multiaddr(a, field="listen") for a in config.listen]
+    lp = _new_libp2p_host(key_pair, listen, config)
+    network = lp.get_network()
+    network.set_stream_handler(_guarded(network.common_stream_handler))  # P1, for every protocol
+    async with lp.run(listen):
+        try:
+            async with trio.open_nursery() as nursery:
+                relay = CircuitV2Protocol(lp, limits=RELAY_LIMITS, allow_hop=config.relay_hop)
+                async with background_trio_service(relay):
+                    relay_config = RelayConfig(roles=_roles(config), limits=RELAY_LIMITS)
+                    transport = CircuitV2Transport(lp, relay, relay_config)
+                    yield Host(lp, key_pair, nursery, transport)
+                    nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(3):
+                await lp.close()
+
+
+def _roles(config: HostConfig) -> RelayRole:
+    roles = RelayRole.STOP | RelayRole.CLIENT
+    return roles | RelayRole.HOP if config.relay_hop else roles
+
+
+__all__ = ["SECURITY_PROTOCOLS", "Host", "HostConfig", "LibStream", "open_host", "parse_multiaddr", "peer_of"]

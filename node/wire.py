@@ -1,0 +1,160 @@
+"""The seam between the pure protocol and I/O: a tiny byte stream and a framed message channel.
+
+Every read has a deadline; a foreign error never escapes: EOF becomes `PeerGone`, a deadline
+`PeerTimeout`, bad bytes `RemoteProtocolError` (from `protocol.codec`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Protocol, final
+
+import trio
+import trio.testing
+
+from node.errors import PeerGone, PeerTimeout, StreamRefused
+from protocol import Busy, Message
+from protocol.codec import decode, encode
+from protocol.framing import MAX_FRAME, FrameDecoder, frame
+
+
+class ByteStream(Protocol):
+    """What a channel needs from a transport stream (libp2p stream, memory stream)."""
+
+    async def read(self, max_bytes: int) -> bytes:
+        """Up to `max_bytes` bytes; `b""` at EOF."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Write all of `data`."""
+        ...
+
+    async def close(self) -> None:
+        """Close our side gracefully."""
+        ...
+
+    async def reset(self) -> None:
+        """Abort the stream in both directions."""
+        ...
+
+
+@final
+class Channel:
+    """Framed `protocol.Message` I/O over one byte stream, with a deadline on every read.
+
+    Attributes:
+        peer_id: the authenticated peer at the other end.
+        remote_ip: the IP address the peer's connection comes from, when known (inbound streams).
+    """
+
+    def __init__(
+        self,
+        stream: ByteStream,
+        peer_id: str,
+        *,
+        read_timeout: float = 10.0,
+        max_frame: int = MAX_FRAME,
+        remote_ip: str | None = None,
+    ) -> None:
+        self.peer_id = peer_id
+        self.remote_ip = remote_ip
+        self._stream = stream
+        self._read_timeout = read_timeout
+        self._decoder = FrameDecoder(max_frame)
+
+    async def send(self, message: Message) -> None:
+        """Encode, frame and write one message."""
+        await self._stream.write(frame(encode(message)))
+
+    async def send_raw(self, framed: bytes) -> None:
+        """Write bytes that are already framed (e.g. from `protocol.machine.Conversation.send`)."""
+        await self._stream.write(framed)
+
+    async def receive(self, timeout: float | None = None) -> Message:  # noqa: ASYNC109 (team API)
+        """The next message.
+
+        Raises:
+            PeerGone: the stream ended before a whole message.
+            PeerTimeout: no whole message within the deadline.
+            RemoteProtocolError: the bytes are not a valid message (or the frame is too large).
+            StreamRefused: the peer answered `busy`.
+        """
+        deadline = self._read_timeout if timeout is None else timeout
+        with trio.move_on_after(deadline if deadline > 0 else math.inf):
+            while True:
+                payload = self._decoder.next_frame()
+                if payload is not None:
+                    return self._checked(decode(payload))
+                data = await self._stream.read(65536)
+                if not data:
+                    raise PeerGone(self.peer_id)
+                self._decoder.feed(data)
+        raise PeerTimeout(self.peer_id, f"no message within {deadline:g} s")
+
+    def _checked(self, message: Message) -> Message:
+        if isinstance(message, Busy):
+            raise StreamRefused(self.peer_id, message.detail)
+        return message
+
+    async def receive_raw(
+        self,
+        max_bytes: int = 65536,
+        timeout: float | None = None,  # noqa: ASYNC109 (team API)
+    ) -> bytes:
+        """Raw bytes as they arrive (`b""` at EOF), for a caller that runs its own decoder."""
+        deadline = self._read_timeout if timeout is None else timeout
+        with trio.move_on_after(deadline if deadline > 0 else math.inf):
+            return await self._stream.read(max_bytes)
+        raise PeerTimeout(self.peer_id, f"no bytes within {deadline:g} s")
+
+    async def close(self) -> None:
+        """Close our side gracefully."""
+        await self._stream.close()
+
+    async def reset(self) -> None:
+        """Abort the stream."""
+        await self._stream.reset()
+
+
+Handler = Callable[[Channel], Awaitable[None]]
+
+
+@final
+class _MemoryStream:
+    """A `ByteStream` over one end of `trio.testing.memory_stream_pair`."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self._stream = stream
+
+    async def read(self, max_bytes: int) -> bytes:
+        try:
+            return bytes(await self._stream.receive_some(max_bytes))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return b""
+
+    async def write(self, data: bytes) -> None:
+        try:
+            await self._stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise PeerGone("memory") from exc
+
+    async def close(self) -> None:
+        await self._stream.aclose()
+
+    async def reset(self) -> None:
+        await trio.aclose_forcefully(self._stream)
+
+
+def memory_channel_pair(
+    left_peer: str = "left", right_peer: str = "right", *, read_timeout: float = 10.0
+) -> tuple[Channel, Channel]:
+    """Two connected channels in memory: the left one talks to `right_peer` and vice versa."""
+    a, b = trio.testing.memory_stream_pair()
+    return (
+        Channel(_MemoryStream(a), right_peer, read_timeout=read_timeout),
+        Channel(_MemoryStream(b), left_peer, read_timeout=read_timeout),
+    )
+
+
+__all__ = ["ByteStream", "Channel", "Handler", "memory_channel_pair"]
