@@ -91,9 +91,8 @@ def load_config(file: Path | None, env: Mapping[str, str], **flags: Any) -> Node
     try:
         return NodeConfig.model_validate(merged)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join(str(p) for p in first["loc"]) or "config"
-        raise ConfigError(path, first["msg"]) from exc
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError("config", "; ".join(problems)) from exc
 
 
 __all__ = ["NodeConfig", "load_config"]

@@ -134,7 +134,7 @@ def _tame_logging() -> None:
     # handler prints its warnings raw to stderr. Route it through the application's handlers instead.
     lib = logging.getLogger("libp2p")
     lib.propagate = True
-    lib.setLevel(logging.ERROR)
+    lib.setLevel(logging.CRITICAL)  # its expected failures (refused dials, resets) are ours to report
     # P11: kad servers hand out client peers as "closer"; libp2p logs each refused kad stream at ERROR.
     logging.getLogger("libp2p.host.basic_host").setLevel(logging.CRITICAL)
     logging.getLogger("libp2p.network.auto_connector").setLevel(logging.WARNING)
