@@ -1,0 +1,108 @@
+"""Start `sark-node` processes on loopback and read their JSON event lines (no sleeps, every wait bounded)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SARK = [sys.executable, "-c", "from node.cli import main; main()"]
+LOOPBACK = "/ip4/127.0.0.1/tcp/0"
+
+
+@dataclass
+class Proc:
+    """One running `sark-node` process and the events it printed."""
+
+    name: str
+    popen: subprocess.Popen[str]
+    events: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
+    ready: dict[str, Any] = field(default_factory=dict)
+
+    def wait_event(self, kind: str, timeout: float) -> dict[str, Any]:
+        """The next event of a kind, or AssertionError after `timeout` seconds."""
+        while True:
+            try:
+                event = self.events.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"{self.name}: no {kind!r} event within {timeout} s") from None
+            if event.get("event") == kind:
+                return event
+
+
+class Lab:
+    """Gates and workers as child processes in their own sessions; `close()` kills them all."""
+
+    def __init__(self, root: Path, *, record_ttl: float = 300.0) -> None:
+        self.root = root
+        self.record_ttl = record_ttl
+        self.procs: list[Proc] = []
+
+    def _start(self, name: str, args: list[str]) -> Proc:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        popen = subprocess.Popen(
+            [*SARK, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            start_new_session=True, env=env,
+        )
+        proc = Proc(name, popen)
+        threading.Thread(target=_pump, args=(proc,), daemon=True).start()
+        self.procs.append(proc)
+        return proc
+
+    def gate(self, name: str = "gate", timeout: float = 30.0) -> Proc:
+        """Start a gate and wait for its ready line."""
+        proc = self._start(name, ["gate", "--listen", LOOPBACK, "--data-dir", str(self.root / name),
+                                  "--record-ttl", str(self.record_ttl), "--events"])
+        proc.ready = proc.wait_event("ready", timeout)
+        return proc
+
+    def worker(self, name: str, gates: list[str], profile: Path, timeout: float = 30.0) -> Proc:
+        """Start a `join` worker and wait for its ready line (its first advert is out)."""
+        args = ["join", "--listen", LOOPBACK, "--data-dir", str(self.root / name), "--profile", str(profile),
+                "--record-ttl", str(self.record_ttl), "--events"]
+        for gate in gates:
+            args += ["--gate", gate]
+        proc = self._start(name, args)
+        proc.ready = proc.wait_event("ready", timeout)
+        return proc
+
+    def peers(self, gates: list[str], timeout: float = 30.0) -> list[dict[str, Any]]:
+        """Run `sark-node peers --json` once and return its peers."""
+        args = [*SARK, "peers", "--json", "--data-dir", str(self.root / f"peers-{len(self.procs)}")]
+        for gate in gates:
+            args += ["--gate", gate]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=True)
+        peers: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])["peers"]
+        return peers
+
+    def kill(self, proc: Proc) -> None:
+        """SIGKILL a process group and reap it."""
+        if proc.popen.poll() is None:
+            os.killpg(proc.popen.pid, signal.SIGKILL)
+        proc.popen.wait(timeout=10)
+
+    def close(self) -> None:
+        """Kill every process this lab started."""
+        for proc in self.procs:
+            try:
+                self.kill(proc)
+            except ProcessLookupError:
+                pass
+
+
+def _pump(proc: Proc) -> None:
+    assert proc.popen.stdout is not None
+    for line in proc.popen.stdout:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            proc.events.put(event)

@@ -1,0 +1,151 @@
+"""node.host: each libp2p workaround pinned by a test on real hosts over loopback."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import multiaddr
+import pytest
+import trio
+from libp2p import new_host
+from libp2p.crypto.ed25519 import create_new_key_pair
+from libp2p.custom_types import TProtocol
+from libp2p.peer.peerinfo import info_from_p2p_addr
+from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
+
+from node.errors import ConfigError, PeerGone, PeerTimeout, StreamRefused
+from node.host import SECURITY_PROTOCOLS, Host, HostConfig, open_host
+from node.wire import Channel
+from protocol import PROFILE, ProfileGet, ReachReply
+
+LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
+
+ECHO = "/sark/test-echo/1.0.0"
+
+
+async def _echo(channel: Channel) -> None:
+    await channel.receive()
+    await channel.send(ReachReply(reachable=True))
+    await channel.close()
+
+
+async def _ask(client: Host, server: Host, protocol: str = ECHO) -> bool:
+    channel = await client.open_channel(server.peer_id, protocol, addrs=server.addrs(), timeout=5, read_timeout=5)
+    await channel.send(ProfileGet())
+    reply = await channel.receive()
+    await channel.close()
+    return isinstance(reply, ReachReply) and reply.reachable
+
+
+async def test_identity_file_is_0600_and_peer_id_is_stable(tmp_path: Path) -> None:
+    key = tmp_path / "id.key"
+    async with open_host(HostConfig(key_file=key, listen=LOOPBACK)) as first:
+        peer = first.peer_id
+    assert key.stat().st_mode & 0o777 == 0o600
+    async with open_host(HostConfig(key_file=key, listen=LOOPBACK)) as second:
+        assert second.peer_id == peer
+        assert len(second.private_key) == 32
+
+
+async def test_a_loose_key_file_is_refused(tmp_path: Path) -> None:
+    key = tmp_path / "id.key"
+    async with open_host(HostConfig(key_file=key, listen=LOOPBACK)):
+        pass
+    os.chmod(key, 0o644)
+    with pytest.raises(ConfigError, match="0644"):
+        async with open_host(HostConfig(key_file=key, listen=LOOPBACK)):
+            pass
+
+
+async def test_bad_listen_address_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        async with open_host(HostConfig(key_file=None, listen=("/ip4/not-an-ip/tcp/0",))):
+            pass
+
+
+async def test_noise_only_refuses_a_plaintext_dialer_with_an_allowed_key(host_pair: tuple[Host, Host]) -> None:
+    # P6 / T1: py-libp2p's default also accepts /plaintext/2.0.0, where a dialer can claim any key.
+    server, honest = host_pair
+    assert SECURITY_PROTOCOLS == ("/noise",)
+    server.set_handler(ECHO, _echo)
+    victim = create_new_key_pair(honest.private_key)  # the attacker presents the allowed peer's key
+    listen = [multiaddr.Multiaddr(LOOPBACK[0])]
+    spoof = new_host(key_pair=victim, listen_addrs=listen,
+                     sec_opt={TProtocol(PLAINTEXT_PROTOCOL_ID): InsecureTransport(victim)})
+    async with spoof.run(listen):
+        with pytest.raises(Exception), trio.fail_after(20):  # noqa: B017, PT011 (libp2p raises its own zoo)
+            await spoof.connect(info_from_p2p_addr(multiaddr.Multiaddr(server.addrs()[0])))
+        await spoof.close()
+    assert await _ask(honest, server)
+
+
+async def test_dial_delay_fix_is_configured(host_pair: tuple[Host, Host]) -> None:
+    # P2: with the default of 3 connections per peer every first dial waits a fixed 250 ms.
+    a, _ = host_pair
+    assert a.raw.get_network().connection_config.max_connections_per_peer == 1
+
+
+async def test_a_crashing_handler_does_not_kill_the_host(host_pair: tuple[Host, Host]) -> None:
+    server, client = host_pair
+
+    async def crash(channel: Channel) -> None:
+        raise RuntimeError("handler bug")
+
+    server.set_handler(PROFILE, crash)
+    server.set_handler(ECHO, _echo)
+    channel = await client.open_channel(server.peer_id, PROFILE, addrs=server.addrs(), timeout=5, read_timeout=5)
+    await channel.send(ProfileGet())
+    with pytest.raises(PeerGone):
+        await channel.receive()
+    assert await _ask(client, server)
+
+
+async def test_over_the_per_peer_cap_the_stream_gets_busy(host_pair: tuple[Host, Host]) -> None:
+    server, client = host_pair
+    release = trio.Event()
+
+    async def hold(channel: Channel) -> None:
+        await channel.receive()
+        await release.wait()
+        await channel.send(ReachReply(reachable=True))
+
+    server.set_handler(ECHO, hold, max_per_peer=1)
+    first = await client.open_channel(server.peer_id, ECHO, addrs=server.addrs(), timeout=5)
+    await first.send(ProfileGet())
+    second = await client.open_channel(server.peer_id, ECHO, timeout=5, read_timeout=5)
+    await second.send(ProfileGet())
+    # The first stream is in the handler once the second is refused: the refusal is the ordering point.
+    with pytest.raises(StreamRefused):
+        await second.receive()
+    release.set()
+    assert isinstance(await first.receive(), ReachReply)
+
+
+async def test_a_handler_past_its_deadline_is_reset(host_pair: tuple[Host, Host]) -> None:
+    server, client = host_pair
+
+    async def stall(channel: Channel) -> None:
+        await trio.sleep_forever()
+
+    server.set_handler(ECHO, stall, deadline=0.3)
+    channel = await client.open_channel(server.peer_id, ECHO, addrs=server.addrs(), timeout=5, read_timeout=10)
+    await channel.send(ProfileGet())
+    with pytest.raises(PeerGone):
+        await channel.receive()
+
+
+async def test_a_silent_server_times_out_the_reader(host_pair: tuple[Host, Host]) -> None:
+    server, client = host_pair
+
+    async def silent(channel: Channel) -> None:
+        await trio.sleep_forever()
+
+    server.set_handler(ECHO, silent, deadline=math.inf)
+    channel = await client.open_channel(server.peer_id, ECHO, addrs=server.addrs(), timeout=5, read_timeout=0.3)
+    with pytest.raises(PeerTimeout):
+        await channel.receive()
+    await channel.reset()
+
+
