@@ -1,5 +1,38 @@
-"""drivers package (see module docstring list once filled in)."""
+"""Device profile, runtime drivers and the measurement harness.
+
+Modules:
+    device     CPU, RAM, OS, GPUs (NVML, torch, nvidia-smi), runtime versions, fingerprint
+    probe      detect_profile: the device facts and a truthful probe of every compute unit
+    driver     the Driver interface the harness uses (load, inputs, run, placement, settings)
+    registry   the explicit registry: compute unit -> driver
+    onnx       onnxruntime: CPU (ONNX), GPU (ONNX) via CUDA / TensorRT / MIGraphX / DirectML / CoreML EP
+    torchrt    torch: CPU (PyTorch), GPU (PyTorch) for .pt2 and TorchScript (owner opt-in)
+    coreml     coremltools: GPU (CoreML), Neural Engine (CoreML), macOS only
+    formats    model file checks before any runtime or pickle opens them
+    inputs     inputs synthesised from a model's signature, with overrides
+    meters     kernel high-water-mark memory, CPU meter, NVML sampler, thermal and power state
+    stats      summary statistics, warm-up rule, stability verdict
+    harness    measure: the parent side, spawned children, timeout, cancel, aggregation
+    child      the spawned child's side of a measurement
+    calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
+    models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks
+    errors     DriverError, TaskFailed
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from drivers.errors import DriverError, TaskFailed
+from drivers.formats import check_model_file, detect_format
+from drivers.harness import measure
+from drivers.probe import detect_profile
+from drivers.stats import summarize
+
+__all__ = [
+    "DriverError",
+    "TaskFailed",
+    "check_model_file",
+    "detect_format",
+    "detect_profile",
+    "measure",
+    "summarize",
+]

@@ -108,6 +108,8 @@ class TaskSpec(Value):
     processes: int = Field(default=1, ge=1, le=20)
     timeout_s: float = Field(default=600.0, gt=0, le=86_400)
     input_shapes: dict[str, tuple[int, ...]] = Field(default_factory=dict)
+    # A constant that fills every element of the named input (e.g. an audio model's sample rate).
+    input_values: dict[str, float] = Field(default_factory=dict)
     strict_placement: bool = True
     threads: int | None = Field(default=None, ge=1, le=1024)
     memory_limit_mb: int | None = Field(default=None, ge=16)

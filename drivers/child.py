@@ -1,0 +1,262 @@
+"""The spawned child's side of a measurement: check, load N times, warm up, time, report over a pipe.
+
+Runs in a fresh `spawn` process (never `fork`), so a crash, an allocation past the memory limit or a
+hard kill stays here. It sends plain values: ("phase", Phase, done, total), then ("result",
+ProcessResult) or ("failed", FailureReason, detail).
+"""
+
+from __future__ import annotations
+
+import gc
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Final, TypeVar
+
+from drivers import device, meters
+from drivers.driver import Driver, Loaded, LoadOptions
+from drivers.errors import TaskFailed
+from drivers.formats import check_model_file
+from drivers.inputs import synthesize
+from drivers.registry import driver_for
+from drivers.stats import warmed_up
+from protocol import FailureReason, ModelFormat, Phase, TaskSpec
+
+WARMUP_CAP: Final = 200
+WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
+PROGRESS_CHUNKS: Final = 10
+NS_PER_MS: Final = 1e6
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ChildJob:
+    """What one child measures."""
+
+    model_path: str
+    fmt: ModelFormat
+    spec: TaskSpec
+    allow_code_models: bool = False
+    cache_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What one child measured, in plain numbers (milliseconds, MiB)."""
+
+    load_ms: list[float]
+    first_inference_ms: float
+    warmups_used: int
+    samples_ms: list[float]
+    peak_load_ram_mb: float
+    peak_inference_ram_mb: float
+    cpu_time_s: float
+    cores_used: float
+    background_cores: float
+    gpu_util_pct: float | None
+    gpu_mem_mb: float | None
+    providers: tuple[str, ...]
+    node_share: dict[str, float]
+    fallback: bool
+    intra_op_threads: int | None
+    inter_op_threads: int | None
+    spinning: bool | None
+    versions: dict[str, str] = field(default_factory=dict)
+    thermal: str = ""
+    power: str = ""
+
+
+def main(conn: Connection, job: ChildJob) -> None:
+    """Entry point of the spawned child: measure and send the outcome; never raises."""
+    try:
+        conn.send(("result", _measure(conn, job)))
+    except TaskFailed as exc:
+        conn.send(("failed", exc.reason, exc.detail))
+    except MemoryError:
+        conn.send(("failed", FailureReason.OUT_OF_MEMORY, _oom_detail(job.spec.memory_limit_mb)))
+    except Exception as exc:  # process boundary: report, never a traceback as the outcome
+        conn.send(("failed", FailureReason.CRASHED, f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def _oom_detail(limit_mb: int | None) -> str:
+    return f"out of memory (limit {limit_mb} MB)" if limit_mb else "out of memory"
+
+
+def limit_memory(limit_mb: int) -> None:
+    """Cap this process's address space at its current size plus `limit_mb` (RLIMIT_AS)."""
+    size_kb = 0
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            size_kb = int(line.split()[1])
+    cap = size_kb * 1024 + limit_mb * (1 << 20)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def _measure(conn: Connection, job: ChildJob) -> ProcessResult:
+    path, spec = Path(job.model_path), job.spec
+    check_model_file(path, job.fmt, allow_code_models=job.allow_code_models)
+    driver = driver_for(spec.compute_unit)
+    status = driver.probe()
+    if not status.usable:
+        raise TaskFailed(FailureReason.UNIT_UNAVAILABLE, f"unit unavailable: {status.reason}")
+    if job.fmt not in driver.formats:
+        raise TaskFailed(FailureReason.FORMAT, f"{spec.compute_unit.value} cannot run {job.fmt.value} models")
+    driver.prepare()
+    if spec.memory_limit_mb is not None:
+        limit_memory(spec.memory_limit_mb)
+    options = LoadOptions(
+        threads=spec.threads, allow_code_models=job.allow_code_models, cache_dir=job.cache_dir
+    )
+    load_ms, peak_load = _guard(lambda: _load_phase(conn, driver, path, options, spec.load_runs), spec)
+    loaded = _guard(lambda: driver.load(path, options), spec)
+    return _guard(
+        lambda: _inference_phase(
+            conn, loaded, spec, load_ms, peak_load, device.runtime_versions() | driver.versions()
+        ),
+        spec,
+    )
+
+
+def _load_phase(
+    conn: Connection, driver: Driver, path: Path, options: LoadOptions, runs: int
+) -> tuple[list[float], float]:
+    times: list[float] = []
+    peak = 0.0
+    for i in range(runs):
+        conn.send(("phase", Phase.LOADING, i, runs))
+        gc.collect()
+        meters.reset_peak()
+        t0 = time.perf_counter_ns()
+        loaded = driver.load(path, options)
+        times.append((time.perf_counter_ns() - t0) / NS_PER_MS)
+        peak = max(peak, meters.peak_mb())
+        del loaded
+    return times, peak
+
+
+def _guard(call: Callable[[], T], spec: TaskSpec) -> T:
+    """Run a runtime call, turning an allocation failure under the memory limit into OUT_OF_MEMORY."""
+    try:
+        return call()
+    except TaskFailed as exc:
+        if (
+            exc.reason == FailureReason.LOAD
+            and spec.memory_limit_mb is not None
+            and _allocation_failure(exc.detail)
+        ):
+            raise TaskFailed(FailureReason.OUT_OF_MEMORY, _oom_detail(spec.memory_limit_mb)) from exc
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:  # the runtime's own error types: classify at the seam
+        if spec.memory_limit_mb is not None and _allocation_failure(str(exc)):
+            raise TaskFailed(FailureReason.OUT_OF_MEMORY, _oom_detail(spec.memory_limit_mb)) from exc
+        reason = FailureReason.INPUT if type(exc).__name__ == "InvalidArgument" else FailureReason.CRASHED
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise TaskFailed(reason, f"inference failed: {type(exc).__name__}: {first}") from exc
+
+
+def _allocation_failure(text: str) -> bool:
+    # onnxruntime reports a failed allocation only in its message ("Failed to allocate memory", bad_alloc).
+    lowered = text.lower()
+    return "allocate" in lowered or "bad_alloc" in lowered
+
+
+def _inference_phase(
+    conn: Connection,
+    loaded: Loaded,
+    spec: TaskSpec,
+    load_ms: list[float],
+    peak_load: float,
+    versions: dict[str, str],
+) -> ProcessResult:
+    feeds = synthesize(loaded.inputs(), spec.input_shapes, spec.input_values)
+    run = loaded.runner(feeds)
+    _check_placement(loaded, spec)
+    gc.collect()
+    meters.reset_peak()
+    conn.send(("phase", Phase.WARMUP, 0, max(spec.warmups, 1)))
+    with meters.GpuSampler() as gpu:
+        t0 = time.perf_counter_ns()
+        run()
+        first_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
+        warmups = _warm_up(run, spec)
+        with meters.CpuMeter() as cpu:
+            samples = _timed(conn, run, spec.runs)
+    placement = loaded.placement()
+    settings = loaded.settings()
+    return ProcessResult(
+        load_ms=load_ms,
+        first_inference_ms=first_ms,
+        warmups_used=warmups,
+        samples_ms=samples,
+        peak_load_ram_mb=peak_load,
+        peak_inference_ram_mb=meters.peak_mb(),
+        cpu_time_s=cpu.cpu_s,
+        cores_used=cpu.cores_used,
+        background_cores=cpu.background_cores,
+        gpu_util_pct=gpu.util_pct,
+        gpu_mem_mb=gpu.mem_mb,
+        providers=placement.providers,
+        node_share=placement.node_share,
+        fallback=placement.fallback,
+        intra_op_threads=settings.intra_op_threads,
+        inter_op_threads=settings.inter_op_threads,
+        spinning=settings.spinning,
+        versions=versions,
+        thermal=meters.thermal_state(),
+        power=meters.power_state(),
+    )
+
+
+def _check_placement(loaded: Loaded, spec: TaskSpec) -> None:
+    placement = loaded.placement()
+    if placement.fallback and spec.strict_placement:
+        shares = ", ".join(f"{p} {s:.0%}" for p, s in placement.node_share.items())
+        raise TaskFailed(
+            FailureReason.FALLBACK,
+            f"model fell back from {spec.compute_unit.value}: providers {placement.providers} ({shares})",
+        )
+
+
+def _warm_up(run: Callable[[], object], spec: TaskSpec) -> int:
+    """Fixed warm-ups, or (warmup_until_stable) at least that many until the rolling median settles."""
+    if not spec.warmup_until_stable:
+        for _ in range(spec.warmups):
+            run()
+        return spec.warmups
+    budget_ns = spec.timeout_s * WARMUP_BUDGET * 1e9
+    start = time.perf_counter_ns()
+    times: list[float] = []
+    while len(times) < max(spec.warmups, WARMUP_CAP):
+        t0 = time.perf_counter_ns()
+        run()
+        t1 = time.perf_counter_ns()
+        times.append(float(t1 - t0))
+        if len(times) >= spec.warmups and (warmed_up(times) or t1 - start > budget_ns):
+            break
+    return len(times)
+
+
+def _timed(conn: Connection, run: Callable[[], object], runs: int) -> list[float]:
+    """The timed loop: one clock read either side of each call, pre-sized storage, no GC."""
+    ts = [0] * runs
+    pc = time.perf_counter_ns
+    step = max(1, -(-runs // PROGRESS_CHUNKS))
+    gc.disable()
+    try:
+        for start in range(0, runs, step):
+            conn.send(("phase", Phase.MEASURING, start, runs))
+            for i in range(start, min(start + step, runs)):
+                t0 = pc()
+                run()
+                ts[i] = pc() - t0
+    finally:
+        gc.enable()
+    return [t / NS_PER_MS for t in ts]

@@ -1,0 +1,189 @@
+"""Model file checks made before any runtime (or pickle) sees the bytes.
+
+Refused: pickle streams and pickle-bearing archives (`.pkl`, legacy and zip `torch.save` whole
+models), torch programs without the owner's opt-in, and ONNX external data that points outside the
+model's directory (absolute, `..`, or a symlink). ONNX files are walked at the protobuf wire level,
+so no `onnx` package is needed and tensor bytes are skipped, not read.
+"""
+
+from __future__ import annotations
+
+import mmap
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Final
+
+from drivers.errors import TaskFailed
+from protocol import FailureReason, ModelFormat
+
+PICKLE_SUFFIXES: Final = frozenset({".pkl", ".pickle", ".joblib", ".dill"})
+SUFFIX_FORMATS: Final = {
+    ".onnx": ModelFormat.ONNX,
+    ".pt2": ModelFormat.TORCH_EXPORT,
+    ".pt": ModelFormat.TORCHSCRIPT,
+    ".pth": ModelFormat.TORCHSCRIPT,
+    ".jit": ModelFormat.TORCHSCRIPT,
+    ".ts": ModelFormat.TORCHSCRIPT,
+    ".torchscript": ModelFormat.TORCHSCRIPT,
+    ".mlpackage": ModelFormat.COREML,
+    ".mlmodel": ModelFormat.COREML,
+}
+CODE_FORMATS: Final = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRIPT})
+# ONNX protobuf schema, only the paths that can lead to a TensorProto: message -> {field: message}.
+_SCHEMA: Final[dict[str, dict[int, str]]] = {
+    "model": {7: "graph", 25: "function"},
+    "graph": {1: "node", 5: "tensor", 15: "sparse"},
+    "function": {7: "node"},
+    "node": {5: "attribute"},
+    "attribute": {5: "tensor", 6: "graph", 10: "tensor", 11: "graph", 22: "sparse", 23: "sparse"},
+    "sparse": {1: "tensor", 2: "tensor"},
+    "tensor": {13: "entry"},
+}
+_TENSOR_EXTERNAL_DATA: Final = 13
+
+
+def detect_format(path: Path) -> ModelFormat:
+    """The model format named by a file's suffix.
+
+    Raises:
+        TaskFailed: FORMAT for pickle suffixes and unknown ones.
+    """
+    suffix = path.suffix.lower()
+    if suffix in PICKLE_SUFFIXES:
+        raise TaskFailed(
+            FailureReason.FORMAT, f"{path.name}: pickle files are refused (they run code when loaded)"
+        )
+    if suffix not in SUFFIX_FORMATS:
+        raise TaskFailed(
+            FailureReason.FORMAT, f"{path.name}: unknown model format {suffix or '(no suffix)'!r}"
+        )
+    return SUFFIX_FORMATS[suffix]
+
+
+def check_model_file(path: Path, fmt: ModelFormat, *, allow_code_models: bool) -> None:
+    """Refuse a model file that is unsafe or not what it claims, before pickle or a runtime opens it.
+
+    Args:
+        path: the model file (a directory for an `.mlpackage`).
+        fmt: the format the task says it is.
+        allow_code_models: the owner opted in to torch programs, which run code when loaded.
+
+    Raises:
+        TaskFailed: FORMAT with the reason.
+    """
+    if fmt == ModelFormat.COREML and path.is_dir():
+        return
+    if not path.is_file():
+        raise TaskFailed(FailureReason.FORMAT, f"{path}: not a regular file")
+    if path.suffix.lower() in PICKLE_SUFFIXES:
+        raise TaskFailed(
+            FailureReason.FORMAT, f"{path.name}: pickle files are refused (they run code when loaded)"
+        )
+    with path.open("rb") as f:
+        head = f.read(4)
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: a pickle stream (legacy torch.save) is refused")
+    if head == b"PK\x03\x04":
+        _check_archive(path, fmt)
+    if fmt in CODE_FORMATS and not allow_code_models:
+        raise TaskFailed(
+            FailureReason.FORMAT,
+            f"{path.name}: {fmt.value} runs code when loaded; the owner has not opted in",
+        )
+    if fmt == ModelFormat.ONNX:
+        _check_onnx(path)
+
+
+def _check_archive(path: Path, fmt: ModelFormat) -> None:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except zipfile.BadZipFile as exc:
+        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: a damaged zip archive") from exc
+    has_code = any("/code/" in n or n.startswith("code/") for n in names)
+    exported = any(
+        n.endswith(("archive_format", "serialized_exported_program.json")) or "/models/" in n for n in names
+    )
+    pickled = any(n.endswith("data.pkl") for n in names)
+    if fmt == ModelFormat.ONNX:
+        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: a zip archive, not an ONNX model")
+    if pickled and not has_code and not exported:
+        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: a whole-model torch.save pickle is refused")
+
+
+def _check_onnx(path: Path) -> None:
+    if path.stat().st_size == 0:
+        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: empty file")
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        view = memoryview(mapped)
+        try:
+            locations = list(external_locations(view))
+        except (IndexError, ValueError) as exc:
+            raise TaskFailed(FailureReason.FORMAT, f"{path.name}: not a valid ONNX protobuf ({exc})") from exc
+        finally:
+            view.release()
+    for location in locations:
+        _check_location(path.parent, location)
+
+
+def _check_location(root: Path, location: str) -> None:
+    posix, windows = PurePosixPath(location), PureWindowsPath(location)
+    if posix.is_absolute() or windows.is_absolute() or windows.drive:
+        raise TaskFailed(FailureReason.FORMAT, f"external data {location!r} is an absolute path")
+    if ".." in posix.parts or ".." in windows.parts:
+        raise TaskFailed(FailureReason.FORMAT, f"external data {location!r} leaves the model directory")
+    target = root
+    for part in posix.parts:
+        target = target / part
+        if target.is_symlink():
+            raise TaskFailed(FailureReason.FORMAT, f"external data {location!r} goes through a symlink")
+
+
+def external_locations(buf: memoryview, message: str = "model") -> Iterator[str]:
+    """Every external-data `location` of every tensor in an ONNX ModelProto, read from the wire format."""
+    schema = _SCHEMA[message]
+    for number, value in _length_fields(buf):
+        child = schema.get(number)
+        if child == "entry":
+            entry = dict(_length_fields(value))
+            if bytes(entry.get(1, b"")) == b"location":
+                yield bytes(entry.get(2, b"")).decode("utf-8", "replace")
+        elif child is not None:
+            yield from external_locations(value, child)
+
+
+def _length_fields(buf: memoryview) -> Iterator[tuple[int, memoryview]]:
+    pos, end = 0, len(buf)
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, pos = _varint(buf, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            size, pos = _varint(buf, pos)
+            if pos + size > end:
+                raise ValueError("field runs past the end")
+            yield number, buf[pos : pos + size]
+            pos += size
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        if pos > end:
+            raise ValueError("truncated field")
+
+
+def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")

@@ -1,0 +1,183 @@
+"""The parent side of a measurement: fresh spawned children, one after another, aggregated.
+
+Each child runs under the task's overall deadline and memory limit and is killed on timeout or
+cancel. A child that crashes, runs out of memory or times out becomes a `TaskFailed` with the
+matching reason; the parent process itself is never at risk.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Final
+
+from drivers import child, stats
+from drivers.errors import TaskFailed
+from drivers.formats import check_model_file, detect_format
+from drivers.models import sha256_file
+from protocol import FailureReason, Measurement, Phase, RunConditions, TaskSpec
+
+POLL_S: Final = 0.1  # how often the parent looks at the cancel event while it waits on the child
+Progress = Callable[[Phase, int, int], None]
+
+
+def measure(
+    model_path: Path,
+    spec: TaskSpec,
+    *,
+    model_sha256: str = "",
+    allow_code_models: bool = False,
+    on_progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> Measurement:
+    """Benchmark one model on one compute unit in `spec.processes` fresh child processes.
+
+    Blocking; call it from a worker thread. The median of the result's `inference_ms` is the median
+    of the process medians; every other statistic is over all timed samples, which are kept raw.
+
+    Args:
+        model_path: the model file.
+        spec: the task: unit, runs, warm-ups, loads, processes, timeout, memory limit, inputs.
+        model_sha256: the model's digest if the caller knows it (computed otherwise).
+        allow_code_models: the owner opted in to torch programs that run code when loaded.
+        on_progress: called with (phase, done, total) from this thread as children report.
+        cancel: set it to kill the running child and stop.
+
+    Returns:
+        The aggregated measurement.
+
+    Raises:
+        TaskFailed: with the reason (unit unavailable, format, fallback, timeout, out of memory, ...).
+    """
+    fmt = detect_format(model_path)
+    check_model_file(model_path, fmt, allow_code_models=allow_code_models)
+    job = child.ChildJob(str(model_path.resolve()), fmt, spec, allow_code_models)
+    deadline = time.monotonic() + spec.timeout_s
+    results = []
+    for index in range(spec.processes):
+        report = _scaled(on_progress, index, spec.processes)
+        results.append(_run_child(job, deadline, report, cancel))
+    return aggregate(results, spec, model_sha256 or sha256_file(model_path))
+
+
+def _scaled(on_progress: Progress | None, index: int, processes: int) -> Progress | None:
+    if on_progress is None:
+        return None
+    callback = on_progress
+
+    def report(phase: Phase, done: int, total: int) -> None:
+        callback(phase, index * total + done, processes * total)
+
+    return report
+
+
+def _run_child(
+    job: child.ChildJob, deadline: float, on_progress: Progress | None, cancel: threading.Event | None
+) -> child.ProcessResult:
+    ctx = multiprocessing.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=child.main, args=(sender, job), name="sark-measure", daemon=True)
+    process.start()
+    sender.close()
+    try:
+        return _collect(receiver, process, job, deadline, on_progress, cancel)
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join()
+        receiver.close()
+
+
+def _collect(
+    receiver: Connection,
+    process: BaseProcess,
+    job: child.ChildJob,
+    deadline: float,
+    on_progress: Progress | None,
+    cancel: threading.Event | None,
+) -> child.ProcessResult:
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise TaskFailed(FailureReason.CANCELLED, "cancelled")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TaskFailed(FailureReason.TIMEOUT, f"timed out after {job.spec.timeout_s:g} s")
+        if not wait([receiver], timeout=min(remaining, POLL_S)):
+            continue
+        try:
+            message = receiver.recv()
+        except EOFError:
+            process.join()
+            raise _exit_failure(process.exitcode, job.spec.memory_limit_mb) from None
+        if message[0] == "phase" and on_progress is not None:
+            on_progress(message[1], message[2], message[3])
+        elif message[0] == "failed":
+            raise TaskFailed(message[1], message[2])
+        elif message[0] == "result":
+            result: child.ProcessResult = message[1]
+            return result
+
+
+def _exit_failure(code: int | None, limit_mb: int | None) -> TaskFailed:
+    """The failure of a child that ended without a result."""
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name
+        if name == "SIGKILL":
+            return TaskFailed(
+                FailureReason.OUT_OF_MEMORY, "child killed by SIGKILL (the kernel's OOM killer)"
+            )
+        if limit_mb is not None and name in ("SIGABRT", "SIGSEGV", "SIGBUS"):
+            return TaskFailed(
+                FailureReason.OUT_OF_MEMORY, f"child died of {name} under a {limit_mb} MB memory limit"
+            )
+        return TaskFailed(FailureReason.CRASHED, f"child died of {name}")
+    return TaskFailed(FailureReason.CRASHED, f"child exited with code {code} and no result")
+
+
+def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: str) -> Measurement:
+    """One measurement from the processes' results: median of medians, spread, stability verdict."""
+    samples = [s for r in results for s in r.samples_ms]
+    medians = [stats.median(r.samples_ms) for r in results]
+    inference = stats.summarize(samples).model_copy(update={"median": stats.median(medians)})
+    background = max(r.background_cores for r in results)
+    first = results[0]
+    gpu_util = [r.gpu_util_pct for r in results if r.gpu_util_pct is not None]
+    gpu_mem = [r.gpu_mem_mb for r in results if r.gpu_mem_mb is not None]
+    return Measurement(
+        compute_unit=spec.compute_unit,
+        load_ms=stats.summarize([t for r in results for t in r.load_ms]),
+        load_first_ms=stats.median([r.load_ms[0] for r in results]),
+        first_inference_ms=stats.median([r.first_inference_ms for r in results]),
+        warmups_used=max(r.warmups_used for r in results),
+        inference_ms=inference,
+        samples_ms=tuple(samples),
+        process_medians_ms=tuple(medians),
+        process_spread_pct=stats.spread_pct(medians),
+        peak_load_ram_mb=max(r.peak_load_ram_mb for r in results),
+        peak_inference_ram_mb=max(r.peak_inference_ram_mb for r in results),
+        cpu_cores_used=stats.median([r.cores_used for r in results]),
+        cpu_time_s=sum(r.cpu_time_s for r in results),
+        gpu_util_pct=max(gpu_util) if gpu_util else None,
+        gpu_mem_mb=max(gpu_mem) if gpu_mem else None,
+        providers=first.providers,
+        node_share=first.node_share,
+        fallback=any(r.fallback for r in results),
+        unstable_reasons=(reasons := stats.instability(inference, medians, background)),
+        unstable=bool(reasons),
+        conditions=RunConditions(
+            intra_op_threads=first.intra_op_threads,
+            inter_op_threads=first.inter_op_threads,
+            spinning=first.spinning,
+            background_cores=background,
+            thermal=first.thermal,
+            power=first.power,
+            runtime_versions=first.versions,
+            model_sha256=model_sha256,
+        ),
+    )

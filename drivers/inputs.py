@@ -1,0 +1,130 @@
+"""Model inputs synthesised from a model's signature, with per-task overrides.
+
+Dynamic dimensions get sane defaults: the first (batch) is 1, the spatial pair of a rank-4 input is
+224 x 224 with 3 channels, anything else 64. Floating inputs are seeded normal noise, integer inputs
+zeros (safe for embedding lookups), booleans false. A task may override any input's shape and fill
+any input with a constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from drivers.errors import TaskFailed
+from protocol import FailureReason
+
+BATCH: Final = 1
+SPATIAL: Final = 224
+CHANNELS: Final = 3
+OTHER: Final = 64
+SEED: Final = 0
+
+Dim = int | str | None
+
+
+@dataclass(frozen=True)
+class InputSig:
+    """One model input as the runtime declares it.
+
+    Attributes:
+        name: the input's name.
+        dtype: a numpy dtype name ("float32", "int64", "bool", ...).
+        shape: static sizes as ints, dynamic ones as a symbol name or None; None when the runtime
+            does not declare the rank (TorchScript), so the task must give the shape.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[Dim, ...] | None
+
+
+def default_dim(position: int, rank: int) -> int:
+    """The size given to a dynamic dimension at `position` of an input of `rank`."""
+    if position == 0:
+        return BATCH
+    if rank == 4:
+        return CHANNELS if position == 1 else SPATIAL
+    return OTHER
+
+
+def resolve_shape(sig: InputSig, override: Sequence[int] | None) -> tuple[int, ...]:
+    """The concrete shape of one input: the override if given (checked against static dims), else defaults.
+
+    Raises:
+        TaskFailed: INPUT when an override contradicts the model's rank or a static dimension.
+    """
+    if sig.shape is None:
+        if override is None:
+            raise TaskFailed(
+                FailureReason.INPUT, f"input {sig.name!r}: the model declares no shape; give input_shapes"
+            )
+        return tuple(override)
+    if override is None:
+        return tuple(
+            d if isinstance(d, int) and d >= 0 else default_dim(i, len(sig.shape))
+            for i, d in enumerate(sig.shape)
+        )
+    shape = tuple(override)
+    if len(shape) != len(sig.shape):
+        raise TaskFailed(
+            FailureReason.INPUT,
+            f"input {sig.name!r}: override {list(shape)} has rank {len(shape)}, model has {len(sig.shape)}",
+        )
+    for i, (want, got) in enumerate(zip(sig.shape, shape, strict=True)):
+        if isinstance(want, int) and want >= 0 and want != got:
+            raise TaskFailed(
+                FailureReason.INPUT,
+                f"input {sig.name!r}: dimension {i} is fixed at {want}, override gives {got}",
+            )
+    return shape
+
+
+def synthesize(
+    sigs: Sequence[InputSig],
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, float] | None = None,
+) -> dict[str, npt.NDArray[np.generic]]:
+    """Build one feed per input, ready to pass to the runtime on every run.
+
+    Args:
+        sigs: the model's inputs.
+        shapes: per-input shape overrides.
+        values: per-input constant fills.
+
+    Returns:
+        Arrays keyed by input name.
+
+    Raises:
+        TaskFailed: INPUT for an override naming no input, a bad shape, or an unsupported dtype.
+    """
+    shapes = shapes or {}
+    values = values or {}
+    names = {s.name for s in sigs}
+    unknown = sorted((set(shapes) | set(values)) - names)
+    if unknown:
+        raise TaskFailed(
+            FailureReason.INPUT, f"overrides name unknown inputs {unknown}; model inputs are {sorted(names)}"
+        )
+    rng = np.random.default_rng(SEED)
+    return {s.name: _array(s, resolve_shape(s, shapes.get(s.name)), values.get(s.name), rng) for s in sigs}
+
+
+def _array(
+    sig: InputSig, shape: tuple[int, ...], fill: float | None, rng: np.random.Generator
+) -> npt.NDArray[np.generic]:
+    try:
+        dtype = np.dtype(sig.dtype)
+    except TypeError as exc:
+        raise TaskFailed(FailureReason.INPUT, f"input {sig.name!r}: unsupported type {sig.dtype!r}") from exc
+    if dtype.kind not in "fiub":
+        raise TaskFailed(FailureReason.INPUT, f"input {sig.name!r}: unsupported type {sig.dtype!r}")
+    if fill is not None:
+        return np.full(shape, fill, dtype=dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    return np.zeros(shape, dtype=dtype)

@@ -1,0 +1,150 @@
+"""Meters the child reads around each phase: peak memory, CPU time, background load, GPU, thermal state.
+
+Peak memory is the kernel high-water mark on Linux (reset by writing 5 to /proc/self/clear_refs, read
+from getrusage), exact and free; elsewhere `ru_maxrss` cannot be reset, so the peak is the process
+peak so far. CPU time is `time.process_time()` (microseconds), not psutil's 10 ms ticks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import sys
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import psutil
+
+MIB: Final = 1 << 20
+_CLEAR_REFS: Final = Path("/proc/self/clear_refs")
+
+
+def reset_peak() -> bool:
+    """Reset the kernel's resident high-water mark for this process; False where that is impossible."""
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_mb() -> float:
+    """This process's resident high-water mark in MiB (since the last reset on Linux)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / MIB if sys.platform == "darwin" else rss / 1024.0
+
+
+def rss_mb() -> float:
+    """This process's current resident set in MiB."""
+    return psutil.Process().memory_info().rss / MIB
+
+
+def _busy(times: Any) -> float:
+    return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
+
+
+class CpuMeter:
+    """Process CPU and the machine's background load over a `with` block.
+
+    Attributes:
+        wall_s: seconds the block took.
+        cpu_s: CPU seconds this process used.
+        cores_used: cpu_s / wall_s (above 1 with several threads).
+        background_cores: cores other processes kept busy meanwhile.
+    """
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    cores_used: float = 0.0
+    background_cores: float = 0.0
+
+    def __enter__(self) -> CpuMeter:
+        self._w0, self._p0, self._s0 = time.perf_counter(), time.process_time(), psutil.cpu_times()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.wall_s = max(time.perf_counter() - self._w0, 1e-9)
+        self.cpu_s = time.process_time() - self._p0
+        self.cores_used = self.cpu_s / self.wall_s
+        machine = (_busy(psutil.cpu_times()) - _busy(self._s0)) / self.wall_s
+        self.background_cores = max(0.0, machine - self.cores_used)
+
+
+class GpuSampler:
+    """NVML utilisation and memory sampled every `interval_s` on a thread; silent when NVML is absent.
+
+    Attributes:
+        util_pct: mean GPU utilisation over the block, None without NVML.
+        mem_mb: peak device memory used minus the baseline at entry, None without NVML.
+    """
+
+    util_pct: float | None = None
+    mem_mb: float | None = None
+
+    def __init__(self, device_index: int = 0, interval_s: float = 0.1) -> None:
+        self._index, self._interval = device_index, interval_s
+        self._stop = threading.Event()
+        self._utils: list[float] = []
+        self._peak = 0.0
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> GpuSampler:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml: Any = pynvml
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(self._index)
+            self._base = float(pynvml.nvmlDeviceGetMemoryInfo(self._handle).used)
+        except Exception:  # NVML missing or broken: a CPU job must never fail on it
+            return self
+        self._thread = threading.Thread(target=self._loop, name="nvml-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while True:
+            self._utils.append(float(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu))
+            self._peak = max(self._peak, float(self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used))
+            if self._stop.wait(self._interval):
+                return
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._nvml.nvmlShutdown()
+        if self._utils:
+            self.util_pct = sum(self._utils) / len(self._utils)
+        self.mem_mb = max(0.0, self._peak - self._base) / MIB
+
+
+def thermal_state() -> str:
+    """The hottest thermal zone and any CPU throttling the kernel exposes, or "" when /sys has none."""
+    temps: list[float] = []
+    for zone in Path("/sys/class/thermal").glob("thermal_zone*/temp"):
+        try:
+            temps.append(int(zone.read_text().strip()) / 1000.0)
+        except (OSError, ValueError):
+            continue
+    return f"max zone {max(temps):.1f} C" if temps else ""
+
+
+def power_state() -> str:
+    """Battery or mains, and the CPU frequency governor, as far as /sys and psutil expose them."""
+    parts: list[str] = []
+    battery = psutil.sensors_battery() if hasattr(psutil, "sensors_battery") else None
+    if battery is not None:
+        parts.append(f"{'mains' if battery.power_plugged else 'battery'} {battery.percent:.0f}%")
+    governor = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+    with contextlib.suppress(OSError):
+        parts.append(f"governor {governor.read_text().strip()}")
+    return ", ".join(parts)

@@ -1,0 +1,72 @@
+"""The device profile: facts about this device and a truthful probe of every compute unit."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+import psutil
+
+from drivers import calibrate as calibration
+from drivers import device
+from drivers.registry import REGISTRY
+from protocol import ComputeUnit, DeviceProfile, UnitStatus
+
+
+def probe_units() -> tuple[UnitStatus, ...]:
+    """Every compute unit, probed by its driver; a probe that raises is an unusable unit with the error."""
+    statuses = []
+    for unit in ComputeUnit:
+        try:
+            statuses.append(REGISTRY[unit].probe())
+        except Exception as exc:  # a broken runtime must not stop the others from being probed
+            statuses.append(
+                UnitStatus(unit=unit, usable=False, reason=f"probe failed: {type(exc).__name__}: {exc}")
+            )
+    return tuple(statuses)
+
+
+def device_name() -> str:
+    """The machine's product name where firmware gives one, else its host name."""
+    try:
+        name = Path("/sys/class/dmi/id/product_name").read_text().strip()
+    except OSError:
+        name = ""
+    return name or platform.node() or "unknown"
+
+
+def detect_profile(cache_dir: Path | None = None, *, calibrate: bool = True) -> DeviceProfile:
+    """This device's profile with every compute unit probed (usable or not, with the reason).
+
+    Args:
+        cache_dir: where the calibration is cached (None: not cached).
+        calibrate: measure (or reuse) CPU throughput and memory bandwidth, a few seconds at most.
+
+    Returns:
+        The protocol's `DeviceProfile`.
+    """
+    soc = device.cpu_model()
+    cores = psutil.cpu_count(logical=True) or 0
+    ram = device.memory_mb()
+    gpus, gpu_reason = device.detect_gpus()
+    versions = device.runtime_versions()
+    fingerprint = device.fingerprint(soc, cores, ram, gpus)
+    result = None
+    if calibrate:
+        result = calibration.calibrate(cache_dir, calibration.calibration_key(fingerprint, versions))
+    return DeviceProfile(
+        device_name=device_name(),
+        soc=soc,
+        cores_physical=psutil.cpu_count(logical=False) or 0,
+        cores_logical=cores,
+        ram_mb=ram,
+        os=platform.system(),
+        os_version=device.os_version(),
+        arch=platform.machine(),
+        gpus=gpus,
+        gpu_reason=gpu_reason,
+        runtimes=versions,
+        units=probe_units(),
+        fingerprint=fingerprint,
+        calibration=result,
+    )

@@ -1,0 +1,25 @@
+"""The explicit registry of drivers, one per compute unit: a new runtime plugs in here."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from drivers.coreml import CoremlDriver
+from drivers.driver import Driver
+from drivers.onnx import OnnxDriver
+from drivers.torchrt import TorchDriver
+from protocol import ComputeUnit
+
+REGISTRY: Final[dict[ComputeUnit, Driver]] = {
+    ComputeUnit.CPU_ONNX: OnnxDriver(ComputeUnit.CPU_ONNX),
+    ComputeUnit.GPU_ONNX: OnnxDriver(ComputeUnit.GPU_ONNX),
+    ComputeUnit.GPU_COREML: CoremlDriver(ComputeUnit.GPU_COREML),
+    ComputeUnit.NE_COREML: CoremlDriver(ComputeUnit.NE_COREML),
+    ComputeUnit.CPU_TORCH: TorchDriver(ComputeUnit.CPU_TORCH),
+    ComputeUnit.GPU_TORCH: TorchDriver(ComputeUnit.GPU_TORCH),
+}
+
+
+def driver_for(unit: ComputeUnit) -> Driver:
+    """The registered driver of a compute unit."""
+    return REGISTRY[unit]

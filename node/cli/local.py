@@ -1,0 +1,242 @@
+"""`sark-node info` and `sark-node bench`: this device only, no network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Final
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from drivers import TaskFailed, detect_profile, measure
+from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Phase, Stats, TaskSpec
+
+DEFAULT_DATA_DIR: Final = Path("~/.local/share/sark-node")
+# Failures that mean the user asked for something wrong (exit 2); the rest are runtime failures (exit 1).
+BAD_INPUT: Final = frozenset(
+    {FailureReason.UNIT_UNAVAILABLE, FailureReason.FORMAT, FailureReason.INPUT, FailureReason.FALLBACK}
+)
+STAT_FIELDS: Final = (
+    "n",
+    "min",
+    "max",
+    "mean",
+    "median",
+    "stddev",
+    "p90",
+    "p95",
+    "p99",
+    "cv",
+    "mad",
+    "iqr",
+    "outliers",
+)
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", envvar="SARK_DATA_DIR", help="Node data directory (default ~/.local/share/sark-node)."
+    ),
+]
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _cache_dir(data_dir: Path | None) -> Path:
+    return (data_dir or DEFAULT_DATA_DIR).expanduser() / "cache"
+
+
+def parse_unit(text: str) -> ComputeUnit:
+    """A compute unit from its display name ("CPU (ONNX)") or enum name ("cpu_onnx"), any case."""
+    for unit in ComputeUnit:
+        if text.strip().lower() in (unit.value.lower(), unit.name.lower()):
+            return unit
+    raise ValueError(f"unknown compute unit {text!r}; known: {', '.join(u.value for u in ComputeUnit)}")
+
+
+def parse_overrides(items: list[str], kind: str) -> dict[str, str]:
+    """NAME=VALUE pairs from repeated options."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--{kind} expects NAME=VALUE, got {item!r}")
+        pairs[name] = value
+    return pairs
+
+
+def info(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the DeviceProfile as JSON.")] = False,
+    data_dir: DataDir = None,
+    calibrate: Annotated[
+        bool, typer.Option(help="Measure (or reuse) the CPU and memory calibration.")
+    ] = True,
+) -> None:
+    """Show this device's profile and every compute unit, with the reason for each unusable one."""
+    profile = detect_profile(_cache_dir(data_dir), calibrate=calibrate)
+    if json_out:
+        typer.echo(profile.model_dump_json())
+        return
+    _print_profile(Console(), profile)
+
+
+def _print_profile(console: Console, profile: DeviceProfile) -> None:
+    facts = Table(title="Device", show_header=False)
+    facts.add_column(style="bold")
+    facts.add_column()
+    gpus = (
+        ", ".join(f"{g.name} ({g.vram_mb} MB, {g.source})" for g in profile.gpus)
+        or f"none: {profile.gpu_reason}"
+    )
+    for key, value in (
+        ("device", profile.device_name),
+        ("cpu", profile.soc),
+        ("cores", f"{profile.cores_physical} physical, {profile.cores_logical} logical"),
+        ("ram", f"{profile.ram_mb} MB"),
+        ("os", f"{profile.os} {profile.os_version} ({profile.arch})"),
+        ("gpus", gpus),
+        ("runtimes", ", ".join(f"{k} {v}" for k, v in profile.runtimes.items())),
+        ("fingerprint", profile.fingerprint),
+    ):
+        facts.add_row(key, escape(value))
+    if profile.calibration is not None:
+        cal = profile.calibration
+        facts.add_row(
+            "calibration", f"{cal.cpu_gflops:.1f} GFLOPS fp32 matmul, {cal.mem_bandwidth_gbs:.1f} GB/s copy"
+        )
+    units = Table(title="Compute units")
+    for column in ("unit", "usable", "provider", "reason"):
+        units.add_column(column)
+    for status in profile.units:
+        mark = "[green]yes[/green]" if status.usable else "[red]no[/red]"
+        units.add_row(status.unit.value, mark, status.provider or "", escape(status.reason))
+    console.print(facts)
+    console.print(units)
+
+
+def bench(
+    model: Annotated[Path, typer.Argument(help="The model file.")],
+    unit: Annotated[str, typer.Option("--unit", help='Compute unit, e.g. "CPU (ONNX)".')],
+    runs: Annotated[int, typer.Option(min=1, help="Timed runs per process.")] = 100,
+    warmups: Annotated[int, typer.Option(min=0, help="Warm-up runs (a minimum with --until-stable).")] = 5,
+    load_runs: Annotated[int, typer.Option(min=1, help="Timed loads per process.")] = 3,
+    processes: Annotated[int, typer.Option(min=1, help="Fresh child processes.")] = 3,
+    until_stable: Annotated[bool, typer.Option(help="Warm up until the rolling median settles.")] = False,
+    threads: Annotated[int | None, typer.Option(min=1, help="Intra-op threads.")] = None,
+    timeout: Annotated[float, typer.Option(help="Overall timeout in seconds.")] = 600.0,
+    memory_limit_mb: Annotated[int | None, typer.Option(help="Memory the model may add, in MB.")] = None,
+    input_shape: Annotated[list[str] | None, typer.Option(help="NAME=1x3x224x224, repeatable.")] = None,
+    input_value: Annotated[
+        list[str] | None, typer.Option(help="NAME=16000: fill an input, repeatable.")
+    ] = None,
+    allow_code_models: Annotated[bool, typer.Option(help="Allow torch programs (they run code).")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the Measurement as JSON.")] = False,
+) -> None:
+    """Benchmark one model on one compute unit of this device and print all statistics."""
+    if not model.exists():
+        raise _fail(f"no such model file: {model}", 2)
+    try:
+        spec = TaskSpec(
+            compute_unit=parse_unit(unit),
+            runs=runs,
+            warmups=warmups,
+            warmup_until_stable=until_stable,
+            load_runs=load_runs,
+            processes=processes,
+            timeout_s=timeout,
+            threads=threads,
+            memory_limit_mb=memory_limit_mb,
+            input_shapes={
+                k: tuple(int(d) for d in v.split("x"))
+                for k, v in parse_overrides(input_shape or [], "input-shape").items()
+            },
+            input_values={k: float(v) for k, v in parse_overrides(input_value or [], "input-value").items()},
+        )
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise _fail(f"invalid task: {fields}", 2) from None
+    except ValueError as exc:
+        raise _fail(str(exc), 2) from None
+    result = _run(model, spec, allow_code_models, quiet=json_out)
+    if json_out:
+        typer.echo(result.model_dump_json())
+    else:
+        _print_measurement(Console(), model, result)
+
+
+def _run(model: Path, spec: TaskSpec, allow_code_models: bool, *, quiet: bool) -> Measurement:
+    console = Console(stderr=True)
+    with console.status("starting", spinner="dots") as status:
+
+        def progress(phase: Phase, done: int, total: int) -> None:
+            if not quiet:
+                status.update(f"{phase.value} {done}/{total}")
+
+        try:
+            return measure(model, spec, allow_code_models=allow_code_models, on_progress=progress)
+        except TaskFailed as exc:
+            raise _fail(str(exc), 2 if exc.reason in BAD_INPUT else 1) from None
+
+
+def _cell(s: Stats, name: str) -> str:
+    value = getattr(s, name)
+    return str(value) if name in ("n", "outliers") else f"{value:.4g}"
+
+
+def _print_measurement(console: Console, model: Path, m: Measurement) -> None:
+    table = Table(title=f"{model.name} on {m.compute_unit.value}")
+    table.add_column("statistic")
+    table.add_column("load (ms)", justify="right")
+    table.add_column("inference (ms)", justify="right")
+    for name in STAT_FIELDS:
+        table.add_row(
+            name + (" (ratio)" if name == "cv" else ""), _cell(m.load_ms, name), _cell(m.inference_ms, name)
+        )
+    console.print(table)
+    facts = Table(show_header=False)
+    facts.add_column(style="bold")
+    facts.add_column()
+    c = m.conditions
+    for key, value in (
+        ("first load", f"{m.load_first_ms:.3f} ms"),
+        ("first inference", f"{m.first_inference_ms:.3f} ms"),
+        ("warm-ups", str(m.warmups_used)),
+        ("throughput", f"{1000.0 / m.inference_ms.mean:.1f} /s" if m.inference_ms.mean > 0 else "-"),
+        ("peak RAM", f"load {m.peak_load_ram_mb:.1f} MB, inference {m.peak_inference_ram_mb:.1f} MB"),
+        (
+            "CPU",
+            f"{m.cpu_cores_used:.2f} cores, {m.cpu_time_s:.3f} s; background {c.background_cores:.2f} cores",
+        ),
+        ("GPU", "-" if m.gpu_util_pct is None else f"{m.gpu_util_pct:.0f}% util, {m.gpu_mem_mb or 0:.0f} MB"),
+        (
+            "providers",
+            ", ".join(f"{p} {m.node_share.get(p, 0):.0%}" if m.node_share else p for p in m.providers),
+        ),
+        ("fallback", "yes" if m.fallback else "no"),
+        (
+            "process medians",
+            ", ".join(f"{v:.4g}" for v in m.process_medians_ms) + f" ms (spread {m.process_spread_pct:.1f}%)",
+        ),
+        ("stable", "[red]no[/red]: " + "; ".join(m.unstable_reasons) if m.unstable else "[green]yes[/green]"),
+        ("threads", f"intra {c.intra_op_threads}, inter {c.inter_op_threads}, spinning {c.spinning}"),
+        ("conditions", ", ".join(x for x in (c.thermal, c.power) if x) or "-"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in c.runtime_versions.items())),
+        ("model sha256", c.model_sha256),
+    ):
+        facts.add_row(key, value)
+    console.print(facts)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `info` and `bench` to the CLI."""
+    app.command("info")(info)
+    app.command("bench")(bench)
+
+
+__all__ = ["register"]
