@@ -426,4 +426,4 @@ async def download(
     return digest, sink.size
 
 
-__all__ = ["FetchError", "UrlPolicy", "download"]
+__all__ = ["FetchError", "OnBytes", "UrlPolicy", "download"]

@@ -1,0 +1,253 @@
+"""`/sark/blob/1.0.0`: content-addressed model transfer by sha256, chunked and resumable.
+
+One stream per request. The fetcher sends `BlobGet(sha256, offset, length)`; the server answers
+`BlobMeta(sha256, size)`, then `BlobChunk`s in order, then `BlobEnd` and closes, or `BlobMissing`
+when it does not hold the model or the peer is reached only through a relay (model bytes never
+cross a relay). No per-chunk acknowledgement: the muxer's flow control paces the sender.
+
+The fetcher keeps the partial file (`ModelCache.temp_path`) across failures and continues from its
+length on a fresh stream, up to a bounded number of attempts; the cache checks the sha256 before the
+file is moved into place. Disk reads and writes run in worker threads, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import BinaryIO, Final, final
+
+import trio
+
+from node.cache import ModelCache
+from node.errors import NodeError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
+from node.fetch import FetchError, OnBytes
+from node.wire import Channel, Handler
+from protocol import (
+    BlobChunk,
+    BlobEnd,
+    BlobGet,
+    BlobMeta,
+    BlobMissing,
+    Busy,
+    FailureReason,
+    Message,
+    RemoteProtocolError,
+)
+
+log = logging.getLogger(__name__)
+
+CHUNK_SIZE: Final = 1 << 20
+NO_RELAY: Final = "model bytes never cross a relay"
+ATTEMPTS: Final = 5
+
+ChannelFactory = Callable[[], Awaitable[Channel]]
+_RETRYABLE: Final = (PeerGone, PeerTimeout, PeerUnreachable, StreamRefused, RemoteProtocolError)
+
+
+def blob_handler(
+    cache: ModelCache,
+    *,
+    is_relayed: Callable[[str], bool] = lambda _: False,
+    chunk_size: int = CHUNK_SIZE,
+) -> Handler:
+    """The `/sark/blob/1.0.0` stream handler serving models from `cache`.
+
+    Args:
+        cache: where the served models live.
+        is_relayed: whether our connection to a peer goes through a relay; such peers get
+            `BlobMissing(detail=NO_RELAY)`.
+        chunk_size: payload bytes per `BlobChunk` (at most 4 MiB, the frame cap).
+    """
+    if not 0 < chunk_size <= 4 << 20:
+        raise ValueError(f"chunk_size must be in 1..{4 << 20}, got {chunk_size}")
+
+    async def handle(channel: Channel) -> None:
+        request = await channel.receive()
+        if not isinstance(request, BlobGet):
+            log.info("blob: %s sent %s instead of blob_get; stream reset", channel.peer_id, request.kind)
+            await channel.reset()
+            return
+        if is_relayed(channel.peer_id):
+            await _answer(channel, BlobMissing(sha256=request.sha256, detail=NO_RELAY))
+            return
+        path = await trio.to_thread.run_sync(cache.path_for, request.sha256)
+        if path is None:
+            await _answer(channel, BlobMissing(sha256=request.sha256, detail="not in this node's cache"))
+            return
+        try:
+            await _serve(channel, path, request, chunk_size)
+        except (PeerGone, PeerTimeout) as exc:
+            log.info("blob: %s went away mid-transfer: %s", channel.peer_id, exc.detail)
+            await channel.reset()
+
+    return handle
+
+
+async def _answer(channel: Channel, message: Message) -> None:
+    await channel.send(message)
+    await channel.close()
+
+
+async def _serve(channel: Channel, path: Path, request: BlobGet, chunk_size: int) -> None:
+    """Stream `path` from the requested offset: meta, chunks (each read in a thread), end."""
+    file = await trio.to_thread.run_sync(path.open, "rb")
+    try:
+        size = (await trio.to_thread.run_sync(os.fstat, file.fileno())).st_size
+        if request.offset > size:
+            detail = f"offset {request.offset} is past the end ({size} bytes)"
+            await _answer(channel, BlobMissing(sha256=request.sha256, detail=detail))
+            return
+        end = size if request.length is None else min(size, request.offset + request.length)
+        await channel.send(BlobMeta(sha256=request.sha256, size=size))
+        offset = request.offset
+        while offset < end:
+            count = min(chunk_size, end - offset)
+            data = await trio.to_thread.run_sync(os.pread, file.fileno(), count, offset)
+            if len(data) != count:
+                raise OSError(f"{path} changed size while being served")
+            await channel.send(BlobChunk(offset=offset, data=data))
+            offset += count
+        await _answer(channel, BlobEnd())
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(file.close)
+
+
+@final
+class _Transfer:
+    """One model's transfer into its partial file; `done` survives failed attempts."""
+
+    def __init__(self, sha256: str, size: int, temp: Path, on_bytes: OnBytes | None) -> None:
+        self.sha256 = sha256
+        self.size = size
+        self.temp = temp
+        self.done = 0
+        self._on_bytes = on_bytes
+
+    def resume_point(self) -> int:
+        """Length of a usable partial file (truncated if it is longer than the model)."""
+        try:
+            length = self.temp.stat().st_size
+        except FileNotFoundError:
+            return 0
+        if length > self.size:
+            os.truncate(self.temp, 0)
+            return 0
+        return length
+
+    def open_at(self, offset: int) -> BinaryIO:
+        file = self.temp.open("r+b" if self.temp.exists() else "wb")
+        file.truncate(offset)
+        file.seek(offset)
+        return file
+
+    async def pull(self, channel: Channel) -> None:
+        """One attempt on one stream, from `done` to the end."""
+        await channel.send(BlobGet(sha256=self.sha256, offset=self.done))
+        meta = await channel.receive()
+        if isinstance(meta, BlobMissing):
+            raise FetchError(
+                FailureReason.FETCH, f"peer {channel.peer_id} cannot serve the model: {meta.detail}"
+            )
+        if isinstance(meta, Busy):
+            raise StreamRefused(channel.peer_id, meta.detail)
+        if not isinstance(meta, BlobMeta) or meta.sha256 != self.sha256:
+            raise RemoteProtocolError(f"expected blob_meta for {self.sha256}, got {meta.kind}")
+        if meta.size != self.size:
+            raise FetchError(FailureReason.FETCH, f"peer has {meta.size} bytes, the offer says {self.size}")
+        file = await trio.to_thread.run_sync(self.open_at, self.done)
+        try:
+            await self._receive_chunks(channel, file)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(file.close)
+
+    async def _receive_chunks(self, channel: Channel, file: BinaryIO) -> None:
+        while True:
+            message = await channel.receive()
+            if isinstance(message, BlobEnd):
+                if self.done != self.size:
+                    raise RemoteProtocolError(f"blob ended at {self.done} of {self.size} bytes")
+                return
+            if not isinstance(message, BlobChunk):
+                raise RemoteProtocolError(f"expected blob_chunk, got {message.kind}")
+            if message.offset != self.done or self.done + len(message.data) > self.size:
+                raise RemoteProtocolError(
+                    f"chunk of {len(message.data)} at {message.offset}; expected {self.done} of {self.size}"
+                )
+            await trio.to_thread.run_sync(file.write, message.data)
+            self.done += len(message.data)
+            if self._on_bytes is not None:
+                self._on_bytes(self.done, self.size)
+
+
+async def fetch_blob(
+    channel_factory: ChannelFactory,
+    sha256: str,
+    size: int,
+    cache: ModelCache,
+    *,
+    on_bytes: OnBytes | None = None,
+    max_bytes: int,
+    attempts: int = ATTEMPTS,
+) -> Path:
+    """Fetch a model over `/sark/blob/1.0.0` into `cache`, resuming after failures.
+
+    Args:
+        channel_factory: opens a fresh `/sark/blob/1.0.0` channel to the peer holding the model.
+        sha256: the model's digest (from the signed offer).
+        size: the model's size in bytes (from the signed offer).
+        cache: where the model goes; a cached copy is returned without any transfer.
+        on_bytes: called with (bytes so far, size) after every chunk.
+        max_bytes: the node's cap on a model's size.
+        attempts: streams tried in all; a partial file survives and is continued on the next.
+
+    Returns:
+        The cached model's path.
+
+    Raises:
+        FetchError: TOO_LARGE, DIGEST_MISMATCH (the partial file is deleted), or FETCH (the peer has
+            no copy, refuses because the connection is relayed, or every attempt failed).
+    """
+    cached = await trio.to_thread.run_sync(cache.path_for, sha256)
+    if cached is not None:
+        return cached
+    if size > max_bytes:
+        raise FetchError(FailureReason.TOO_LARGE, f"model is {size} bytes, the cap is {max_bytes}")
+    transfer = _Transfer(sha256, size, cache.temp_path(sha256), on_bytes)
+    for attempt in range(1, attempts + 1):
+        transfer.done = await trio.to_thread.run_sync(transfer.resume_point)
+        try:
+            await _attempt(channel_factory, transfer)
+            break
+        except _RETRYABLE as exc:
+            log.info(
+                "blob %s: attempt %d/%d stopped at %d bytes: %s",
+                sha256,
+                attempt,
+                attempts,
+                transfer.done,
+                exc,
+            )
+            if attempt == attempts:
+                raise FetchError(
+                    FailureReason.FETCH, f"{attempts} attempts failed at {transfer.done}/{size} bytes: {exc}"
+                ) from exc
+    return await trio.to_thread.run_sync(cache.commit, sha256, transfer.temp)
+
+
+async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer) -> None:
+    channel = await channel_factory()
+    ok = False
+    try:
+        await transfer.pull(channel)
+        ok = True
+    finally:
+        with contextlib.suppress(NodeError):
+            await (channel.close() if ok else channel.reset())
+
+
+__all__ = ["CHUNK_SIZE", "NO_RELAY", "ChannelFactory", "blob_handler", "fetch_blob"]

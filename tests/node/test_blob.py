@@ -1,0 +1,227 @@
+"""`/sark/blob/1.0.0` with the real handler and fetcher: in memory, through a link that can cut
+the stream mid-transfer, and once between two real libp2p hosts on loopback."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import trio
+
+from node.blob import NO_RELAY, blob_handler, fetch_blob
+from node.cache import ModelCache
+from node.fetch import FetchError
+from node.host import HostConfig, open_host
+from node.wire import Channel, Handler, memory_channel_pair
+from protocol import BLOB, BlobChunk, BlobEnd, BlobGet, BlobMissing, FailureReason
+
+CHUNK = 64 * 1024
+DEADLINE = 30.0
+
+
+@dataclass
+class Link:
+    """Opens channels to a holder's blob handler through a forwarder that can cut after N chunks.
+
+    The cut is a fault injected on the path (like a dropped connection): both sides are reset.
+    """
+
+    nursery: trio.Nursery
+    handler: Handler
+    cuts: list[int | None] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+
+    async def open(self) -> Channel:
+        cut = self.cuts.pop(0) if self.cuts else None
+        fetcher_end, near = memory_channel_pair("fetcher", "holder")
+        far, holder_end = memory_channel_pair("fetcher", "holder")
+        self.nursery.start_soon(self.handler, holder_end)
+        self.nursery.start_soon(self._forward, near, far, cut)
+        return fetcher_end
+
+    async def _forward(self, near: Channel, far: Channel, cut: int | None) -> None:
+        request = await near.receive()
+        assert isinstance(request, BlobGet)
+        self.offsets.append(request.offset)
+        await far.send(request)
+        chunks = 0
+        while True:
+            message = await far.receive()
+            if isinstance(message, BlobChunk):
+                if cut is not None and chunks == cut:
+                    await near.reset()
+                    await far.reset()
+                    return
+                chunks += 1
+            await near.send(message)
+            if isinstance(message, BlobEnd | BlobMissing):
+                await near.close()
+                return
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def model() -> bytes:
+    return os.urandom(20 * CHUNK + 123)
+
+
+@pytest.fixture
+def holder(tmp_path: Path, model: bytes) -> ModelCache:
+    cache = ModelCache(tmp_path / "holder")
+    src = tmp_path / "model.onnx"
+    src.write_bytes(model)
+    cache.add_file(src)
+    return cache
+
+
+@pytest.fixture
+def fetcher(tmp_path: Path) -> ModelCache:
+    return ModelCache(tmp_path / "fetcher")
+
+
+def _link(nursery: trio.Nursery, holder: ModelCache, *cuts: int | None, relayed: bool = False) -> Link:
+    handler = blob_handler(holder, is_relayed=lambda peer: relayed and peer == "fetcher", chunk_size=CHUNK)
+    return Link(nursery, handler, list(cuts))
+
+
+async def _listing(cache: ModelCache) -> list[str]:
+    return sorted(await trio.to_thread.run_sync(os.listdir, cache.root))
+
+
+async def test_full_transfer_then_cache_hit(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    link = _link(nursery, holder)
+    seen: list[int] = []
+    sha = _sha(model)
+    with trio.fail_after(DEADLINE):
+        path = await fetch_blob(
+            link.open, sha, len(model), fetcher, max_bytes=1 << 30, on_bytes=lambda n, _: seen.append(n)
+        )
+        assert await trio.Path(path).read_bytes() == model
+        assert link.offsets == [0]
+        assert seen[-1] == len(model)
+        assert await _listing(fetcher) == [sha, f"{sha}.json"]
+        again = await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30)
+    assert again == path
+    assert link.offsets == [0]  # the second fetch moved no bytes
+
+
+async def test_resumes_after_a_mid_transfer_reset(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    link = _link(nursery, holder, 5, None)
+    seen: list[int] = []
+    with trio.fail_after(DEADLINE):
+        path = await fetch_blob(
+            link.open,
+            _sha(model),
+            len(model),
+            fetcher,
+            max_bytes=1 << 30,
+            on_bytes=lambda n, _: seen.append(n),
+        )
+    assert link.offsets == [0, 5 * CHUNK]
+    assert seen == sorted(seen)
+    assert len(seen) == 21  # every chunk arrived exactly once
+    assert await trio.Path(path).read_bytes() == model
+
+
+async def test_partial_file_outlives_a_failed_fetch(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    sha = _sha(model)
+    link = _link(nursery, holder, 1, 1, 1, None)
+    with trio.fail_after(DEADLINE):
+        with pytest.raises(FetchError) as info:
+            await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30, attempts=3)
+        assert info.value.reason is FailureReason.FETCH
+        assert "3 attempts failed" in info.value.detail
+        assert (await trio.Path(fetcher.temp_path(sha)).stat()).st_size == 3 * CHUNK
+        path = await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30)
+    assert link.offsets == [0, CHUNK, 2 * CHUNK, 3 * CHUNK]
+    assert await trio.Path(path).read_bytes() == model
+
+
+async def test_missing_digest(nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache) -> None:
+    link = _link(nursery, holder)
+    unknown = _sha(b"a model nobody has")
+    with trio.fail_after(DEADLINE), pytest.raises(FetchError) as info:
+        await fetch_blob(link.open, unknown, 1000, fetcher, max_bytes=1 << 30)
+    assert info.value.reason is FailureReason.FETCH
+    assert "not in this node's cache" in info.value.detail
+    assert link.offsets == [0]  # not retried
+    assert await _listing(fetcher) == []
+
+
+async def test_relayed_peer_is_refused(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    link = _link(nursery, holder, relayed=True)
+    with trio.fail_after(DEADLINE), pytest.raises(FetchError) as info:
+        await fetch_blob(link.open, _sha(model), len(model), fetcher, max_bytes=1 << 30)
+    assert info.value.reason is FailureReason.FETCH
+    assert NO_RELAY in info.value.detail
+    assert link.offsets == [0]
+    assert await _listing(fetcher) == []
+
+
+async def test_tampered_bytes_fail_the_digest_and_leave_nothing(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    sha = _sha(model)
+    path = holder.path_for(sha)
+    assert path is not None
+    st = path.stat()
+    os.chmod(path, 0o644)
+    with path.open("r+b") as f:  # one flipped byte, size and mtime kept: the holder cannot tell
+        f.seek(7 * CHUNK)
+        f.write(bytes([model[7 * CHUNK] ^ 1]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    link = _link(nursery, holder)
+    with trio.fail_after(DEADLINE), pytest.raises(FetchError) as info:
+        await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30)
+    assert info.value.reason is FailureReason.DIGEST_MISMATCH
+    assert await _listing(fetcher) == []
+
+
+async def test_too_large_model_opens_no_stream(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    link = _link(nursery, holder)
+    with pytest.raises(FetchError) as info:
+        await fetch_blob(link.open, _sha(model), len(model), fetcher, max_bytes=len(model) - 1)
+    assert info.value.reason is FailureReason.TOO_LARGE
+    assert link.offsets == []
+
+
+async def test_size_disagreeing_with_the_offer_is_refused(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    link = _link(nursery, holder)
+    with trio.fail_after(DEADLINE), pytest.raises(FetchError) as info:
+        await fetch_blob(link.open, _sha(model), len(model) + 1, fetcher, max_bytes=1 << 30)
+    assert info.value.reason is FailureReason.FETCH
+    assert "the offer says" in info.value.detail
+
+
+async def test_transfer_between_two_libp2p_hosts(
+    holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    sha = _sha(model)
+    with trio.fail_after(DEADLINE):
+        async with open_host(HostConfig(key_file=None)) as a, open_host(HostConfig(key_file=None)) as b:
+            a.set_handler(BLOB, blob_handler(holder, is_relayed=a.is_relayed))
+
+            async def open_to_a() -> Channel:
+                return await b.open_channel(a.peer_id, BLOB, addrs=a.addrs())
+
+            path = await fetch_blob(open_to_a, sha, len(model), fetcher, max_bytes=1 << 30)
+            assert not a.is_relayed(b.peer_id)
+    assert await trio.Path(path).read_bytes() == model
