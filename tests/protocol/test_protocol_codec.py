@@ -32,7 +32,7 @@ def test_every_message_kind_has_a_strategy() -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(MESSAGES))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=st.data())
 def test_round_trip_every_kind(kind: str, data: st.DataObject) -> None:
     message = data.draw(MESSAGES[kind])
@@ -42,7 +42,7 @@ def test_round_trip_every_kind(kind: str, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("cls", list(BODIES), ids=lambda c: c.__name__)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_round_trip_every_signed_body(cls: type[Any], data: st.DataObject) -> None:
     body = data.draw(BODIES[cls])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import tracemalloc
 
 import pytest
@@ -14,7 +15,14 @@ from protocol.framing import encode_varint
 
 @pytest.mark.parametrize(
     ("value", "encoded"),
-    [(0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"), (300, b"\xac\x02"), (16384, b"\x80\x80\x01")],
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        (16384, b"\x80\x80\x01"),
+    ],
 )
 def test_varint_is_unsigned_leb128(value: int, encoded: bytes) -> None:
     assert encode_varint(value) == encoded
@@ -36,7 +44,7 @@ def test_frames_survive_any_split_of_the_stream(payloads: list[bytes], cuts: lis
     bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
     decoder = FrameDecoder()
     out: list[bytes] = []
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         decoder.feed(stream[start:end])
         while (payload := decoder.next_frame()) is not None:
             out.append(payload)

@@ -304,7 +304,9 @@ CROSSINGS = [
 
 
 @pytest.mark.parametrize(("state", "s_kind", "w_kind"), CROSSINGS, ids=lambda v: str(getattr(v, "value", v)))
-def test_two_legal_moves_that_cross_on_the_wire_break_neither_end(state: State, s_kind: str, w_kind: str) -> None:
+def test_two_legal_moves_that_cross_on_the_wire_break_neither_end(
+    state: State, s_kind: str, w_kind: str
+) -> None:
     wire = reach(state, w_kind)
     submitter, worker = wire.ends[S], wire.ends[W]
     from_s = submitter.send(make(s_kind, submitter.lease_id), 1.0)

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for every wire message kind and every signed body, built from the models' constraints."""
+"""Hypothesis strategies for every wire message kind and every signed body, within the models' constraints."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any, get_args
 from hypothesis import strategies as st
 
 from protocol import (
-    ComputeUnit,
     AdvertBody,
     CancelBody,
+    ComputeUnit,
     DeviceProfile,
     Envelope,
     Load,
@@ -51,9 +51,7 @@ envelopes = st.builds(
     payload=st.binary(max_size=300),
     signature=st.binary(min_size=64, max_size=64),
 )
-loads = st.builds(
-    Load, running=u32, queued=u32, max_queue=u32, cpu_busy=non_negative, mem_available_mb=u32
-)
+loads = st.builds(Load, running=u32, queued=u32, max_queue=u32, cpu_busy=non_negative, mem_available_mb=u32)
 stats = st.builds(
     Stats,
     n=u32,

@@ -1,0 +1,66 @@
+"""The pure layers stay pure: `protocol` and `scheduler` load no networking, clock or randomness."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PURE = ("protocol", "scheduler")
+# Foreign modules a pure layer must never load, and our own packages that do I/O.
+FORBIDDEN_LOADED = ("trio", "libp2p", "multiaddr", "node", "gate", "drivers")
+# What the pure layers' own source may not import (ARCHITECTURE.md "Layout"): I/O, clock, randomness, logging.
+FORBIDDEN_IMPORTS = frozenset(
+    {"trio", "libp2p", "multiaddr", "socket", "time", "random", "secrets", "logging", "asyncio", "threading",
+     "subprocess", "node", "gate", "drivers"}
+)  # fmt: skip
+
+PROBE = """
+import json, sys
+import protocol, scheduler
+for name in list(protocol.__all__):
+    getattr(protocol, name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _loaded_after_import() -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded: list[str] = json.loads(done.stdout)
+    return loaded
+
+
+def test_importing_the_pure_layers_loads_no_networking_of_ours_or_libp2p() -> None:
+    loaded = _loaded_after_import()
+    assert "protocol.machine" in loaded  # the probe really imported the package
+    offending = sorted(m for m in loaded if m.split(".")[0] in FORBIDDEN_LOADED)
+    assert offending == []
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("path", [p for pkg in PURE for p in sorted((ROOT / pkg).rglob("*.py"))], ids=str)
+def test_pure_source_imports_nothing_impure(path: Path) -> None:
+    assert _imports(path) & FORBIDDEN_IMPORTS == set()
+
+
+def test_the_import_scan_sees_a_forbidden_import(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import time\nfrom trio import sleep\nfrom protocol import codec\n")
+    assert _imports(bad) & FORBIDDEN_IMPORTS == {"time", "trio"}
