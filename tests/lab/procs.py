@@ -25,6 +25,7 @@ class Proc:
     popen: subprocess.Popen[str]
     events: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
     ready: dict[str, Any] = field(default_factory=dict)
+    reader: threading.Thread | None = None
 
     def wait_event(self, kind: str, timeout: float) -> dict[str, Any]:
         """The next event of a kind, or AssertionError after `timeout` seconds."""
@@ -52,7 +53,8 @@ class Lab:
             start_new_session=True, env=env,
         )
         proc = Proc(name, popen)
-        threading.Thread(target=_pump, args=(proc,), daemon=True).start()
+        proc.reader = threading.Thread(target=_pump, args=(proc,), daemon=True)
+        proc.reader.start()
         self.procs.append(proc)
         return proc
 
@@ -87,6 +89,10 @@ class Lab:
         if proc.popen.poll() is None:
             os.killpg(proc.popen.pid, signal.SIGKILL)
         proc.popen.wait(timeout=10)
+        if proc.reader is not None:
+            proc.reader.join(timeout=10)
+        if proc.popen.stdout is not None:
+            proc.popen.stdout.close()
 
     def close(self) -> None:
         """Kill every process this lab started."""

@@ -9,22 +9,12 @@ from pathlib import Path
 import pytest
 
 from node.host import Host, HostConfig, open_host
-from protocol import ComputeUnit, DeviceProfile, UnitStatus
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
 from lab.procs import Lab  # noqa: E402
+from conftest_data import make_profile  # noqa: E402
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
-
-
-def make_profile(name: str = "lab-device") -> DeviceProfile:
-    """A small truthful-looking profile: CPU (ONNX) usable, GPU (ONNX) not."""
-    return DeviceProfile(
-        device_name=name, soc="test-cpu", cores_physical=1, cores_logical=2, ram_mb=1024, os="Linux",
-        os_version="6", fingerprint="f" * 16,
-        units=(UnitStatus(unit=ComputeUnit.CPU_ONNX, usable=True, provider="CPUExecutionProvider"),
-               UnitStatus(unit=ComputeUnit.GPU_ONNX, usable=False, reason="no GPU")),
-    )
 
 
 @pytest.fixture

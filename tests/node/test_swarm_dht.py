@@ -1,0 +1,79 @@
+"""node.dht: the advert validator (T4) and the kad patches (P7, P12), on put and on get."""
+
+from __future__ import annotations
+
+import pytest
+from libp2p.crypto.ed25519 import create_new_key_pair
+
+from node.dht import ADVERT_MAX_BYTES, advert_key, check_advert, select_advert
+from node.kad import kad_protocol_ids, patch_kad
+from protocol import DOMAIN_ADVERT, AdvertBody, RecordError
+from protocol.codec import pack_body
+from protocol.records import peer_id_from_public_key, public_key_of, seal
+
+from conftest_data import make_profile
+
+NOW = 1_800_000_000.0
+
+
+def _key() -> tuple[bytes, str]:
+    seed = create_new_key_pair().private_key.to_bytes()
+    return seed, peer_id_from_public_key(public_key_of(seed))
+
+
+def _advert(seed: bytes, peer: str, *, seq: int = 1, expires: float = NOW + 60, name: str = "d") -> bytes:
+    body = AdvertBody(peer_id=peer, seq=seq, issued_at=NOW - 1, expires_at=expires, profile=make_profile(name))
+    return pack_body(seal(body, DOMAIN_ADVERT, seed))
+
+
+def test_key_is_at_most_50_bytes() -> None:
+    _, peer = _key()
+    assert len(advert_key(peer).encode()) == 46
+
+
+def test_valid_advert_passes() -> None:
+    seed, peer = _key()
+    _, body = check_advert(advert_key(peer), _advert(seed, peer), NOW)
+    assert body.peer_id == peer
+
+
+def test_advert_signed_by_another_key_is_rejected() -> None:
+    seed, peer = _key()
+    other_seed, _ = _key()
+    with pytest.raises(RecordError):
+        check_advert(advert_key(peer), _advert(other_seed, peer), NOW)
+
+
+def test_advert_under_someone_elses_key_is_rejected() -> None:
+    seed, peer = _key()
+    _, victim = _key()
+    with pytest.raises(RecordError):
+        check_advert(advert_key(victim), _advert(seed, peer), NOW)
+
+
+def test_expired_advert_is_rejected() -> None:
+    seed, peer = _key()
+    with pytest.raises(RecordError):
+        check_advert(advert_key(peer), _advert(seed, peer, expires=NOW - 60), NOW)
+
+
+def test_oversized_advert_is_rejected() -> None:
+    seed, peer = _key()
+    with pytest.raises(RecordError, match="size"):
+        check_advert(advert_key(peer), _advert(seed, peer, name="x" * ADVERT_MAX_BYTES), NOW)
+
+
+def test_select_keeps_the_highest_valid_seq() -> None:
+    seed, peer = _key()
+    other_seed, _ = _key()
+    key = advert_key(peer)
+    low, high = _advert(seed, peer, seq=1), _advert(seed, peer, seq=2)
+    forged = _advert(other_seed, peer, seq=99)
+    assert select_advert(key, [high, low], NOW) == 0
+    assert select_advert(key, [low, high], NOW) == 1
+    assert select_advert(key, [low, forged], NOW) == 0
+
+
+def test_kad_runs_on_the_private_protocol_id() -> None:
+    patch_kad(300)
+    assert set(kad_protocol_ids().values()) == {"/sark/kad/1.0.0"}
