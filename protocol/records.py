@@ -193,6 +193,7 @@ def open_envelope(
     *,
     now: float,
     signer: str | None = None,
+    recipient: str | None = None,
     skew_s: float = 30.0,
 ) -> T:
     """Verify an envelope and return its body.
@@ -203,6 +204,7 @@ def open_envelope(
         cls: the body type the payload must hold.
         now: the current time (seconds since the epoch, the clock `issued_at`/`expires_at` use).
         signer: the peer id that must have signed it (the Noise-authenticated peer), if known.
+        recipient: our own peer id: a body with a `recipient` field (offers, cancels) must name it.
         skew_s: clock skew tolerated on `issued_at` and `expires_at`.
 
     Returns:
@@ -210,7 +212,7 @@ def open_envelope(
 
     Raises:
         RecordError: with `reason` one of bad_key, signer_mismatch, bad_signature, wrong_domain,
-            expired, not_yet_valid, malformed.
+            expired, not_yet_valid, malformed, and wrong_recipient (only when `recipient` is given).
     """
     if signer is not None and signer != envelope.peer_id:
         raise RecordError("signer_mismatch", f"signed by {envelope.peer_id}, expected {signer}")
@@ -222,6 +224,8 @@ def open_envelope(
     field = _SIGNER_FIELD.get(cls)
     if field is not None and getattr(body, field) != envelope.peer_id:
         raise RecordError("signer_mismatch", f"{cls.__name__}.{field} is not the signer {envelope.peer_id}")
+    if recipient is not None and getattr(body, "recipient", recipient) != recipient:
+        raise RecordError("wrong_recipient", f"{cls.__name__} is for another peer, not {recipient}")
     _check_time(body, now, skew_s)
     return body
 

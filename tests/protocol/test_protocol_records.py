@@ -191,6 +191,15 @@ def test_a_record_signed_under_another_domain_is_rejected() -> None:
     assert reason_of(private, DOMAIN_OFFER, OfferBody) == "bad_signature"
 
 
+def test_a_record_for_another_recipient_is_rejected_when_we_say_who_we_are() -> None:
+    envelope = seal(offer(), DOMAIN_OFFER, ALICE)
+    assert open_envelope(envelope, DOMAIN_OFFER, OfferBody, now=NOW, recipient=BOB_ID)
+    assert reason_of(envelope, DOMAIN_OFFER, OfferBody, recipient=ALICE_ID) == "wrong_recipient"
+    assert open_envelope(
+        seal(advert(), DOMAIN_ADVERT, BOB), DOMAIN_ADVERT, AdvertBody, now=NOW, recipient=ALICE_ID
+    )
+
+
 def test_a_payload_of_the_wrong_type_is_malformed() -> None:
     envelope = seal(advert(peer_id=ALICE_ID), DOMAIN_OFFER, ALICE)
     assert reason_of(envelope, DOMAIN_OFFER, OfferBody) == "malformed"
