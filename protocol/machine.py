@@ -110,6 +110,8 @@ TRANSITIONS: Final[Mapping[tuple[State, str, Role], Move]] = MappingProxyType(
         (State.CANCELLED, "progress", _W): Move(State.CANCELLED),
         (State.CANCELLED, "result", _W): Move(State.CANCELLED),
         (State.CANCELLED, "failure", _W): Move(State.CANCELLED),
+        # A result that crossed the cancel may still be acknowledged, so the worker can drop it.
+        (State.CANCELLED, "ack", _S): Move(State.CANCELLED),
         # The same crossings seen from the worker's end: its decline, failure or result was already
         # on the wire when the submitter's cancel (or dispatch) went out.
         (State.DECLINED, "cancel", _S): Move(State.DECLINED),
