@@ -1,5 +1,124 @@
-"""scheduler package (see module docstring list once filled in)."""
+"""Pure scheduler of sark-node: campaign file -> tasks -> needs; placement; the state machine; result rows.
+
+No trio, libp2p, sockets, files, clock, randomness or logging: time comes in as `now`, deadlines go
+out as data (`Scheduler.next_deadline`), outcomes are values with reasons.
+
+Modules:
+    errors     SchedulerError, CampaignError (with FieldProblems), UnresolvedModelError
+    problems   collecting a campaign file's problems in one pass, at the paths the user wrote
+    sources    the campaign's models (model, models, model_url) as ModelSource values
+    campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
+    needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
+    placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
+    tasks      TaskState, TaskView, Status, SchedulerSnapshot
+    events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
+    machine    Scheduler: one per campaign, handle(event, now) -> commands
+    results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from scheduler.campaign import Campaign, Job, Requirements, parse_campaign
+from scheduler.errors import CampaignError, FieldProblem, SchedulerError, UnresolvedModelError
+from scheduler.events import (
+    DEFAULT_LEASE_TTL_S,
+    CancelRequested,
+    Command,
+    Event,
+    FinishCampaign,
+    LeaseLapsed,
+    MarkUnschedulable,
+    OfferCommitted,
+    OfferDeclined,
+    OfferLost,
+    PeersDiscovered,
+    ProgressReported,
+    RecordOutcome,
+    ResultAccepted,
+    SendAck,
+    SendCancel,
+    SendDispatch,
+    SendOffer,
+    SendReclaim,
+    TaskFailedRemotely,
+    Tick,
+)
+from scheduler.machine import FINAL_FAILURES, Scheduler, task_id_of
+from scheduler.needs import Needs, campaign_needs, needs_of
+from scheduler.placement import (
+    JobPlan,
+    PeerView,
+    Plan,
+    Ranked,
+    Rejection,
+    Score,
+    Verdict,
+    device_kind,
+    explain,
+    feasible,
+    rank,
+)
+from scheduler.results import CSV_COLUMNS, failure_row, result_row, results_document, to_csv
+from scheduler.sources import ModelSource
+from scheduler.tasks import Attempt, SchedulerSnapshot, Status, TaskProgress, TaskState, TaskView
+
+__all__ = [
+    "CSV_COLUMNS",
+    "DEFAULT_LEASE_TTL_S",
+    "FINAL_FAILURES",
+    "Attempt",
+    "Campaign",
+    "CampaignError",
+    "CancelRequested",
+    "Command",
+    "Event",
+    "FieldProblem",
+    "FinishCampaign",
+    "Job",
+    "JobPlan",
+    "LeaseLapsed",
+    "MarkUnschedulable",
+    "ModelSource",
+    "Needs",
+    "OfferCommitted",
+    "OfferDeclined",
+    "OfferLost",
+    "PeerView",
+    "PeersDiscovered",
+    "Plan",
+    "ProgressReported",
+    "Ranked",
+    "RecordOutcome",
+    "Rejection",
+    "Requirements",
+    "ResultAccepted",
+    "Scheduler",
+    "SchedulerError",
+    "SchedulerSnapshot",
+    "Score",
+    "SendAck",
+    "SendCancel",
+    "SendDispatch",
+    "SendOffer",
+    "SendReclaim",
+    "Status",
+    "TaskFailedRemotely",
+    "TaskProgress",
+    "TaskState",
+    "TaskView",
+    "Tick",
+    "UnresolvedModelError",
+    "Verdict",
+    "campaign_needs",
+    "device_kind",
+    "explain",
+    "failure_row",
+    "feasible",
+    "needs_of",
+    "parse_campaign",
+    "rank",
+    "result_row",
+    "results_document",
+    "task_id_of",
+    "to_csv",
+]

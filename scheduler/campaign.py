@@ -1,0 +1,336 @@
+"""The campaign file: parse YAML or JSON text, validate every field, and return frozen values.
+
+Accepted shapes:
+
+- the design's YAML: ``name``, ``priority`` (0..100), ``processes``, ``model`` ({url | path, sha256?,
+  format?, key?, name?}) or ``models`` (a list of those), and ``jobs``;
+- the seeds' REST body as it is: ``{"model_url": ..., "jobs": [{"compute_unit": ..., ...}]}``.
+
+A job without ``model:`` runs on every model of the campaign; a job with ``sweep: {field: [values]}``
+becomes one job per combination (the product, in the order written). Job indexes count the expanded
+jobs in file order, so task ids stay stable for the same file.
+
+Every problem is collected in one pass and raised together as a `CampaignError`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Final, Literal
+
+import yaml
+from pydantic import ValidationError
+
+from protocol import ComputeUnit, TaskSpec, Value
+from scheduler.errors import CampaignError
+from scheduler.problems import Problems, check_keys, describe, dig
+from scheduler.sources import ModelSource, parse_models
+
+
+class Requirements(Value):
+    """What a job demands of a device beyond its compute unit.
+
+    Attributes:
+        min_ram_gb: installed RAM at least this (GB); the model size may raise it (see `needs_of`).
+        min_vram_gb: GPU memory at least this (GB), for GPU units.
+        os: the device OS must be one of these (case-insensitive); empty means any.
+        peers: only these peer ids; empty means any.
+    """
+
+    min_ram_gb: float = 0.0
+    min_vram_gb: float = 0.0
+    os: tuple[str, ...] = ()
+    peers: tuple[str, ...] = ()
+
+
+class Job(Value):
+    """One expanded job: a model, a task spec, how many devices, and requirements.
+
+    Attributes:
+        index: position among the campaign's expanded jobs; part of every task id.
+        model_key: which `ModelSource` it measures.
+        spec: how to benchmark.
+        devices: "all" feasible peers (one task each), "any" one peer, or exactly n distinct peers.
+        require: requirements on the device.
+        label: where it came from, for people: ``jobs[0]`` plus model and sweep values.
+    """
+
+    index: int
+    model_key: str
+    spec: TaskSpec
+    devices: Literal["all", "any"] | int = "all"
+    require: Requirements = Requirements()
+    label: str = ""
+
+
+class Campaign(Value):
+    """A validated campaign: what to measure, on which units, how often, with what priority."""
+
+    name: str
+    priority: int = 50
+    processes: int = 3
+    models: tuple[ModelSource, ...]
+    jobs: tuple[Job, ...]
+
+    def model(self, key: str) -> ModelSource:
+        """The model with this key (KeyError if none)."""
+        for source in self.models:
+            if source.key == key:
+                return source
+        raise KeyError(key)
+
+
+DEFAULT_PROCESSES: Final = 3
+DEFAULT_PRIORITY: Final = 50
+_TOP_FIELDS: Final = ("name", "priority", "processes", "model", "models", "model_url", "jobs")
+_SPEC_FIELDS: Final[dict[str, str]] = {
+    "num_inference_runs": "runs",
+    "warmup_runs": "warmups",
+    "warmup_until_stable": "warmup_until_stable",
+    "load_runs": "load_runs",
+    "processes": "processes",
+    "timeout_s": "timeout_s",
+    "input_shapes": "input_shapes",
+    "strict_placement": "strict_placement",
+    "threads": "threads",
+    "memory_limit_mb": "memory_limit_mb",
+}
+_JOB_FIELDS: Final = ("compute_unit", *_SPEC_FIELDS, "devices", "require", "model", "sweep")
+_REQUIRE_FIELDS: Final = ("min_ram_gb", "min_vram_gb", "os", "peers")
+_UNIT_NAMES: Final = frozenset(u.value for u in ComputeUnit)
+_VALID_UNITS: Final = ", ".join(u.value for u in ComputeUnit)
+
+
+def parse_campaign(text: str, *, source: str = "campaign.yaml") -> Campaign:
+    """Parse and validate a campaign file (YAML, or JSON such as the seeds' REST body).
+
+    Args:
+        text: the file's text.
+        source: where it came from, named in the error message.
+
+    Returns:
+        The validated campaign.
+
+    Raises:
+        CampaignError: with every problem found, each naming its field path.
+    """
+    problems = Problems()
+    data = _load(text, problems)
+    if data is None:
+        raise CampaignError(problems.items, source=source)
+    check_keys(data, "", _TOP_FIELDS, problems)
+    name = _name(data, problems)
+    priority = _bounded_int(data, "priority", DEFAULT_PRIORITY, (0, 100), problems)
+    processes = _bounded_int(data, "processes", DEFAULT_PROCESSES, (1, 20), problems)
+    models = parse_models(data, problems)
+    jobs = _jobs(data, [m.key for m in models], processes, problems)
+    if problems.items:
+        raise CampaignError(problems.items, source=source)
+    if not name:
+        name = models[0].key if models else "campaign"
+    return Campaign(name=name, priority=priority, processes=processes, models=tuple(models), jobs=tuple(jobs))
+
+
+def _load(text: str, problems: Problems) -> Mapping[str, object] | None:
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        problems.add("", f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}")
+        return None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+        problems.add("", f"not valid YAML: {where}{getattr(exc, 'problem', None) or exc}")
+        return None
+    if not isinstance(data, dict):
+        problems.add("", f"expected a mapping with model and jobs, got {describe(data)}")
+        return None
+    return data
+
+
+def _name(data: Mapping[str, object], problems: Problems) -> str:
+    name = data.get("name", "")
+    if not isinstance(name, str) or len(name) > 200:
+        problems.add("name", f"expected a text of at most 200 characters, got {describe(name)}")
+        return ""
+    return name
+
+
+def _bounded_int(
+    data: Mapping[str, object], field: str, default: int, bounds: tuple[int, int], problems: Problems
+) -> int:
+    value = data.get(field, default)
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        problems.add(field, f"expected a whole number from {low} to {high}, got {describe(value)}")
+        return default
+    return value
+
+
+def _jobs(
+    data: Mapping[str, object], model_keys: Sequence[str], processes: int, problems: Problems
+) -> list[Job]:
+    raw = data.get("jobs")
+    if not isinstance(raw, list) or not raw:
+        problems.add("jobs", f"expected a non-empty list of jobs, got {describe(raw)}")
+        return []
+    jobs: list[Job] = []
+    for i, entry in enumerate(raw):
+        path = f"jobs[{i}]"
+        if not isinstance(entry, dict):
+            problems.add(path, f"expected a mapping with compute_unit, got {describe(entry)}")
+            continue
+        check_keys(entry, path, _JOB_FIELDS, problems)
+        for fields, paths, label in _variants(path, entry, problems):
+            keys: list[object] = [fields["model"]] if "model" in fields else [*model_keys] or [None]
+            for key in keys:
+                job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
+                if job is not None:
+                    suffix = f" model={key}" if len(model_keys) > 1 else ""
+                    jobs.append(job.model_copy(update={"label": f"{label}{suffix}"}))
+    return jobs
+
+
+Variant = tuple[dict[str, object], dict[str, str], str]
+
+
+def _variants(path: str, entry: Mapping[str, object], problems: Problems) -> list[Variant]:
+    """Expand ``sweep: {field: [values]}`` into one field set per combination."""
+    base = {k: v for k, v in entry.items() if k != "sweep"}
+    paths = {k: f"{path}.{k}" for k in _JOB_FIELDS}
+    sweep = entry.get("sweep")
+    if sweep is None:
+        return [(base, paths, path)]
+    if not isinstance(sweep, dict) or not sweep:
+        problems.add(f"{path}.sweep", f"expected a mapping of field: [values], got {describe(sweep)}")
+        return [(base, paths, path)]
+    axes: list[list[tuple[str, int, object]]] = []
+    for field, values in sweep.items():
+        if field not in _JOB_FIELDS or field == "sweep":
+            problems.add(f"{path}.sweep.{field}", "unknown field: only job fields can be swept")
+        elif not isinstance(values, list) or not values:
+            problems.add(
+                f"{path}.sweep.{field}", f"expected a non-empty list of values, got {describe(values)}"
+            )
+        else:
+            axes.append([(str(field), k, v) for k, v in enumerate(values)])
+    variants: list[Variant] = []
+    for combo in itertools.product(*axes):
+        fields = dict(base) | {field: value for field, _, value in combo}
+        swept = {field: f"{path}.sweep.{field}[{k}]" for field, k, _ in combo}
+        label = " ".join([path, *(f"{field}={_short(value)}" for field, _, value in combo)])
+        variants.append((fields, paths | swept, label))
+    return variants
+
+
+def _short(value: object) -> str:
+    return json.dumps(value, separators=(",", ":")) if not isinstance(value, str) else value
+
+
+def _job(
+    index: int,
+    fields: Mapping[str, object],
+    paths: Mapping[str, str],
+    model_key: object,
+    model_keys: Sequence[str],
+    processes: int,
+    problems: Problems,
+) -> Job | None:
+    before = len(problems.items)
+    unit = _unit(fields, paths["compute_unit"], problems)
+    devices = _devices(fields.get("devices", "all"), paths["devices"], problems)
+    require = _require(fields.get("require", {}), paths["require"], problems)
+    if model_keys and (not isinstance(model_key, str) or model_key not in model_keys):
+        known = ", ".join(model_keys)
+        problems.add(paths["model"], f"no model with key {describe(model_key)}; the campaign has: {known}")
+    spec = _spec(fields, paths, unit, processes, problems)
+    if len(problems.items) > before or spec is None or require is None or devices is None:
+        return None
+    return Job(index=index, model_key=str(model_key), spec=spec, devices=devices, require=require)
+
+
+def _unit(fields: Mapping[str, object], path: str, problems: Problems) -> ComputeUnit | None:
+    if "compute_unit" not in fields:
+        problems.add(path, f"required; one of: {_VALID_UNITS}")
+        return None
+    raw = fields["compute_unit"]
+    if isinstance(raw, str) and raw in _UNIT_NAMES:
+        return ComputeUnit(raw)
+    what = "unknown compute unit" if isinstance(raw, str) else "expected a compute unit's name, got"
+    problems.add(path, f"{what} {describe(raw)}; valid: {_VALID_UNITS}")
+    return None
+
+
+def _devices(raw: object, path: str, problems: Problems) -> Literal["all", "any"] | int | None:
+    if raw == "all":
+        return "all"
+    if raw == "any":
+        return "any"
+    if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= 10_000:
+        return raw
+    problems.add(path, f"expected all, any or a whole number from 1, got {describe(raw)}")
+    return None
+
+
+def _require(raw: object, path: str, problems: Problems) -> Requirements | None:
+    if not isinstance(raw, dict):
+        problems.add(path, f"expected a mapping ({', '.join(_REQUIRE_FIELDS)}), got {describe(raw)}")
+        return None
+    before = len(problems.items)
+    check_keys(raw, path, _REQUIRE_FIELDS, problems)
+    values: dict[str, object] = {}
+    for field in ("min_ram_gb", "min_vram_gb"):
+        value = raw.get(field, 0.0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1e6:
+            problems.add(f"{path}.{field}", f"expected a non-negative number of GB, got {describe(value)}")
+        else:
+            values[field] = float(value)
+    for field in ("os", "peers"):
+        value = raw.get(field, [])
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(x, str) and x for x in items):
+            problems.add(f"{path}.{field}", f"expected a name or a list of names, got {describe(value)}")
+        else:
+            values[field] = tuple(items)
+    return Requirements.model_validate(values) if len(problems.items) == before else None
+
+
+def _spec(
+    fields: Mapping[str, object],
+    paths: Mapping[str, str],
+    unit: ComputeUnit | None,
+    processes: int,
+    problems: Problems,
+) -> TaskSpec | None:
+    """Build the `TaskSpec` in strict mode; its bounds are the single source of truth."""
+    mapped: dict[str, object] = {"compute_unit": unit or ComputeUnit.CPU_ONNX, "processes": processes}
+    back: dict[str, str] = {}
+    for field, spec_field in _SPEC_FIELDS.items():
+        if field in fields:
+            value = fields[field]
+            if spec_field == "input_shapes" and isinstance(value, dict):
+                value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+            mapped[spec_field] = value
+            back[spec_field] = paths[field]
+    try:
+        spec = TaskSpec.model_validate(mapped, strict=True)
+    except ValidationError as exc:
+        for error in exc.errors():
+            head, *rest = error["loc"]
+            path = back.get(str(head), str(head))
+            problems.add(path + dig(rest), _spec_problem(error["type"], error["msg"], error.get("input")))
+        return None
+    bad = [(name, k, d) for name, shape in spec.input_shapes.items() for k, d in enumerate(shape) if d < 1]
+    for name, k, dim in bad:
+        problems.add(f"{back['input_shapes']}.{name}[{k}]", f"a dimension must be at least 1, got {dim}")
+    return None if bad else spec
+
+
+def _spec_problem(kind: str, message: str, value: object) -> str:
+    if kind == "tuple_type":
+        return f"expected a list of whole numbers (a shape), got {describe(value)}"
+    if kind.endswith("_type"):
+        return f"{message.replace('Input should be', 'expected')}, got {describe(value)}"
+    return f"{message.replace('Input should be', 'must be')}, got {describe(value)}"

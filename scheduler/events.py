@@ -1,0 +1,213 @@
+"""What the node tells the scheduler (events, past tense) and what the scheduler asks of it (commands).
+
+All are small frozen values. The node turns wire messages, timers and user actions into events,
+feeds them to `Scheduler.handle` with the current time, and carries out the commands it gets back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from protocol import DeclineReason, FailureReason, ModelRef, Phase, TaskSpec
+from scheduler.placement import PeerView
+from scheduler.tasks import Status
+
+DEFAULT_LEASE_TTL_S: Final = 30.0
+
+# -- events ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PeersDiscovered:
+    """The node found (or refreshed) these candidates. The first one fixes the campaign's fan-out."""
+
+    peers: tuple[PeerView, ...]
+
+
+@dataclass(frozen=True)
+class OfferCommitted:
+    """A worker committed to a task and granted a lease (its `Commit` message)."""
+
+    task_id: str
+    peer_id: str
+    lease_id: str
+    queue_position: int = 0
+    lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+
+
+@dataclass(frozen=True)
+class OfferDeclined:
+    """A worker declined an offer, with a reason from the closed set."""
+
+    task_id: str
+    peer_id: str
+    reason: DeclineReason
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class OfferLost:
+    """The offer never got an answer: unreachable, or the stream failed before a commit."""
+
+    task_id: str
+    peer_id: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ProgressReported:
+    """A heartbeat from a leased task: where it is and, while measuring, its median so far."""
+
+    task_id: str
+    lease_id: str
+    phase: Phase
+    done: int = 0
+    total: int = 0
+    median_ms: float | None = None
+    queue_position: int = 0
+
+
+@dataclass(frozen=True)
+class ResultAccepted:
+    """The node verified a result's signature and that its lease is `current_lease(task_id)`."""
+
+    task_id: str
+    lease_id: str
+    peer_id: str
+
+
+@dataclass(frozen=True)
+class TaskFailedRemotely:
+    """A worker reported that a leased task ended without a measurement."""
+
+    task_id: str
+    lease_id: str
+    reason: FailureReason
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class LeaseLapsed:
+    """A lease went without a heartbeat past its deadline (the scheduler also detects this itself)."""
+
+    task_id: str
+    lease_id: str
+
+
+@dataclass(frozen=True)
+class CancelRequested:
+    """The user cancelled the campaign."""
+
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Time passed: the node calls with this at `next_deadline()` (or after a restore)."""
+
+
+Event = (
+    PeersDiscovered
+    | OfferCommitted
+    | OfferDeclined
+    | OfferLost
+    | ProgressReported
+    | ResultAccepted
+    | TaskFailedRemotely
+    | LeaseLapsed
+    | CancelRequested
+    | Tick
+)
+
+# -- commands -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SendOffer:
+    """Open a negotiation with a worker: offer it this task (signed by the node)."""
+
+    task_id: str
+    peer_id: str
+    job_index: int
+    spec: TaskSpec
+    model: ModelRef
+    priority: int
+
+
+@dataclass(frozen=True)
+class SendDispatch:
+    """Tell the committed worker to start (or queue) the task under this lease."""
+
+    task_id: str
+    lease_id: str
+
+
+@dataclass(frozen=True)
+class SendAck:
+    """Acknowledge a stored result, so the worker may forget it."""
+
+    task_id: str
+    lease_id: str
+
+
+@dataclass(frozen=True)
+class SendCancel:
+    """Withdraw an offer (lease None) or void a lease on that worker; best effort."""
+
+    task_id: str
+    peer_id: str
+    lease_id: str | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SendReclaim:
+    """After a restore: ask the worker for a lease granted before the crash (result, progress or failure)."""
+
+    task_id: str
+    peer_id: str
+    lease_id: str
+
+
+@dataclass(frozen=True)
+class MarkUnschedulable:
+    """A job could not get all its tasks placed: why, per peer (empty mapping: no peers at all)."""
+
+    job_index: int
+    task_ids: tuple[str, ...]
+    reasons: Mapping[str, tuple[str, ...]]
+    detail: str
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    """A task ended (exactly once): store its row. For Complete, store the result before `SendAck`."""
+
+    task_id: str
+    status: Status
+    reason: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class FinishCampaign:
+    """Every task has ended: write the reports and stop. Emitted exactly once."""
+
+    complete: int
+    failed: int
+    unschedulable: int
+    cancelled: int
+
+
+Command = (
+    SendOffer
+    | SendDispatch
+    | SendAck
+    | SendCancel
+    | SendReclaim
+    | MarkUnschedulable
+    | RecordOutcome
+    | FinishCampaign
+)

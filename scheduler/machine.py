@@ -1,0 +1,453 @@
+"""The scheduling state machine: one `Scheduler` per campaign, events in, commands out.
+
+Life of a task: PENDING (placed on a peer, offer not yet sent, or waiting out a retry backoff) ->
+OFFERED (offer sent; answered within ``offer_timeout_s`` or abandoned) -> LEASED (committed and
+dispatched; each heartbeat extends the lease by its ttl) -> one ending: DONE, FAILED,
+UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one `RecordOutcome`.
+
+Retry: a declined, lost, lapsed or retryably failed attempt moves the task to the best feasible
+peer this task has not tried and that holds no other live or done task of the same job; a peer that
+declined busy (or queue full) may be offered again after a backoff when nobody else fits. At most
+``1 + retry_budget`` attempts per task. A result, progress or failure for any lease but the task's
+current one changes nothing (the scheduler answers a stale result or heartbeat with `SendCancel`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final, final
+
+from protocol import DeclineReason, FailureReason, ModelRef
+from scheduler.campaign import Campaign
+from scheduler.events import (
+    CancelRequested,
+    Command,
+    Event,
+    FinishCampaign,
+    LeaseLapsed,
+    MarkUnschedulable,
+    OfferCommitted,
+    OfferDeclined,
+    OfferLost,
+    PeersDiscovered,
+    ProgressReported,
+    RecordOutcome,
+    ResultAccepted,
+    SendAck,
+    SendCancel,
+    SendDispatch,
+    SendOffer,
+    SendReclaim,
+    TaskFailedRemotely,
+    Tick,
+)
+from scheduler.needs import Needs, campaign_needs
+from scheduler.placement import JobPlan, PeerView, plan_campaign, rank
+from scheduler.tasks import STATUS_OF, Attempt, SchedulerSnapshot, TaskProgress, TaskState, TaskView
+
+FINAL_FAILURES: Final = frozenset(
+    {
+        FailureReason.UNIT_UNAVAILABLE,
+        FailureReason.DIGEST_MISMATCH,
+        FailureReason.FORMAT,
+        FailureReason.LOAD,
+        FailureReason.INPUT,
+        FailureReason.FALLBACK,
+    }
+)
+"""Failures that would fail the same way on any device: the task ends, no retry."""
+
+SAME_PEER_LATER: Final = frozenset({DeclineReason.BUSY, DeclineReason.QUEUE_FULL})
+"""Declines that mean "not now": the same peer may be offered again after a backoff."""
+
+MAX_BACKOFF_S: Final = 30.0
+
+
+def task_id_of(campaign_id: str, job_index: int, n: int) -> str:
+    """The deterministic task id: the seeds' JobId shape plus the task's number within its job."""
+    return f"{campaign_id}-job-{job_index}-{n}"
+
+
+@final
+class Scheduler:
+    """The only owner of one campaign's scheduling state. Pure: time comes in as `now`."""
+
+    def __init__(
+        self,
+        campaign_id: str,
+        campaign: Campaign,
+        models: Mapping[str, ModelRef],
+        *,
+        retry_budget: int = 3,
+        offer_timeout_s: float = 10.0,
+    ) -> None:
+        """Start a campaign with no tasks yet: the first `PeersDiscovered` fans its jobs out.
+
+        Raises:
+            UnresolvedModelError: a campaign model has no pinned `ModelRef`.
+        """
+        self._id = campaign_id
+        self._campaign = campaign
+        self._models = dict(models)
+        self._needs: tuple[Needs, ...] = campaign_needs(campaign, models)
+        self._retry_budget = retry_budget
+        self._offer_timeout_s = offer_timeout_s
+        self._peers: dict[str, PeerView] = {}
+        self._tasks: dict[str, TaskView] = {}
+        self._planned = False
+        self._cancelled = False
+        self._finished = False
+        self._resuming = False
+
+    # -- public -----------------------------------------------------------------------------------
+
+    def handle(self, event: Event, now: float) -> list[Command]:
+        """Apply one event at time `now` (wall-clock seconds), then act on deadlines that are due.
+
+        Returns:
+            The commands for the node to carry out, in order.
+        """
+        out: list[Command] = self._resume(now) if self._resuming else []
+        out += self._apply(event, now)
+        out += self._expire(now)
+        out += self._send_due_offers(now)
+        if self._planned and not self._finished and all(t.ended for t in self._tasks.values()):
+            self._finished = True
+            out.append(self._finish())
+        return out
+
+    def next_deadline(self) -> float | None:
+        """When to call `handle(Tick(), now)` next, or None if only an event can move things."""
+        deadlines = [t.deadline for t in self._tasks.values() if not t.ended and t.deadline is not None]
+        return min(deadlines, default=None)
+
+    @property
+    def done(self) -> bool:
+        """Whether every task has ended and `FinishCampaign` was emitted."""
+        return self._finished
+
+    def current_lease(self, task_id: str) -> str | None:
+        """The only lease whose result the node may pass on as `ResultAccepted` (None: accept none)."""
+        task = self._tasks.get(task_id)
+        if task is None or task.state not in (TaskState.LEASED, TaskState.DONE):
+            return None
+        return task.lease_id
+
+    def tasks(self) -> Sequence[TaskView]:
+        """Every task in task order (jobs in file order, then n)."""
+        return tuple(self._tasks.values())
+
+    def snapshot(self) -> SchedulerSnapshot:
+        """All state as a plain frozen value, for the node's campaign store."""
+        return SchedulerSnapshot(
+            campaign_id=self._id,
+            campaign=self._campaign,
+            models=self._models,
+            retry_budget=self._retry_budget,
+            offer_timeout_s=self._offer_timeout_s,
+            planned=self._planned,
+            cancelled=self._cancelled,
+            finished=self._finished,
+            peers=tuple(self._peers.values()),
+            tasks=self.tasks(),
+        )
+
+    @classmethod
+    def restore(cls, snap: SchedulerSnapshot) -> Scheduler:
+        """Rebuild a scheduler after a crash. Call `handle(Tick(), now)` right away: that first call
+        re-arms every deadline from `now`, re-sends interrupted offers and emits `SendReclaim` for each
+        lease granted before the crash."""
+        scheduler = cls(
+            snap.campaign_id,
+            snap.campaign,
+            snap.models,
+            retry_budget=snap.retry_budget,
+            offer_timeout_s=snap.offer_timeout_s,
+        )
+        scheduler._peers = {p.peer_id: p for p in snap.peers}
+        scheduler._tasks = {t.task_id: t for t in snap.tasks}
+        scheduler._planned, scheduler._cancelled = snap.planned, snap.cancelled
+        scheduler._finished = snap.finished
+        scheduler._resuming = not snap.finished
+        return scheduler
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def _apply(self, event: Event, now: float) -> list[Command]:
+        match event:
+            case PeersDiscovered():
+                return self._on_peers(event)
+            case OfferCommitted():
+                return self._on_commit(event, now)
+            case OfferDeclined():
+                return self._on_decline(event, now)
+            case OfferLost():
+                return self._on_lost(event, now)
+            case ProgressReported():
+                return self._on_progress(event, now)
+            case ResultAccepted():
+                return self._on_result(event)
+            case TaskFailedRemotely():
+                return self._on_failure(event, now)
+            case LeaseLapsed():
+                return self._on_lapse(event, now)
+            case CancelRequested():
+                return self._on_cancel(event)
+            case Tick():
+                return []
+
+    def _on_peers(self, event: PeersDiscovered) -> list[Command]:
+        self._peers.update({p.peer_id: p for p in event.peers})
+        if self._planned or self._cancelled:
+            return []
+        self._planned = True
+        out: list[Command] = []
+        peers = list(self._peers.values())
+        for plan in plan_campaign(self._campaign, self._needs, peers):
+            out += self._fan_out(plan)
+        return out
+
+    def _fan_out(self, plan: JobPlan) -> list[Command]:
+        index = plan.job.index
+        model = self._models[plan.job.model_key]
+        for n, ranked in enumerate(plan.chosen):
+            task_id = task_id_of(self._id, index, n)
+            self._tasks[task_id] = TaskView(
+                task_id=task_id,
+                job_index=index,
+                unit=plan.job.spec.compute_unit,
+                model=model,
+                peer_id=ranked.peer.peer_id,
+                device_name=ranked.peer.profile.device_name,
+            )
+        if not plan.shortfall:
+            return []
+        reasons = {r.peer_id: r.reasons for r in plan.rejected}
+        lines = tuple(
+            f"{r.device_name or r.peer_id} ({r.peer_id}): {'; '.join(r.reasons)}" for r in plan.rejected
+        )
+        ids = tuple(task_id_of(self._id, index, n) for n in range(len(plan.chosen), plan.wanted))
+        out: list[Command] = [MarkUnschedulable(index, ids, reasons, plan.shortfall)]
+        for task_id in ids:
+            task = TaskView(task_id=task_id, job_index=index, unit=plan.job.spec.compute_unit, model=model)
+            self._tasks[task_id] = task
+            out += self._end(task, TaskState.UNSCHEDULABLE, "no_feasible_peer", plan.shortfall, lines)
+        return out
+
+    def _on_commit(self, event: OfferCommitted, now: float) -> list[Command]:
+        task = self._tasks.get(event.task_id)
+        if task is None or task.state != TaskState.OFFERED or task.peer_id != event.peer_id:
+            return [SendCancel(event.task_id, event.peer_id, event.lease_id, "the offer no longer stands")]
+        attempts = (*task.attempts[:-1], task.attempts[-1].model_copy(update={"lease_id": event.lease_id}))
+        self._put(
+            task,
+            state=TaskState.LEASED,
+            lease_id=event.lease_id,
+            lease_ttl_s=event.lease_ttl_s,
+            attempts=attempts,
+            progress=TaskProgress(queue_position=event.queue_position),
+            deadline=now + event.lease_ttl_s,
+        )
+        return [SendDispatch(event.task_id, event.lease_id)]
+
+    def _on_decline(self, event: OfferDeclined, now: float) -> list[Command]:
+        task = self._offered(event.task_id, event.peer_id)
+        if task is None:
+            return []
+        why = f"declined {event.reason.value}" + (f": {event.detail}" if event.detail else "")
+        return self._retry(task, event.reason.value, why, now, same_peer=event.reason in SAME_PEER_LATER)
+
+    def _on_lost(self, event: OfferLost, now: float) -> list[Command]:
+        task = self._offered(event.task_id, event.peer_id)
+        if task is None:
+            return []
+        return self._retry(task, "offer_lost", f"offer lost: {event.detail or 'no answer'}", now)
+
+    def _on_progress(self, event: ProgressReported, now: float) -> list[Command]:
+        task = self._tasks.get(event.task_id)
+        if task is None or task.state != TaskState.LEASED or task.lease_id != event.lease_id:
+            return self._void(event.task_id, event.lease_id, "stale lease")
+        progress = TaskProgress(
+            phase=event.phase,
+            done=event.done,
+            total=event.total,
+            median_ms=event.median_ms,
+            queue_position=event.queue_position,
+        )
+        self._put(task, progress=progress, deadline=now + task.lease_ttl_s)
+        return []
+
+    def _on_result(self, event: ResultAccepted) -> list[Command]:
+        task = self._tasks.get(event.task_id)
+        if task is not None and task.lease_id == event.lease_id and task.state == TaskState.DONE:
+            return [SendAck(event.task_id, event.lease_id)]  # delivered again: ack, never a second result
+        if task is None or task.state != TaskState.LEASED or task.lease_id != event.lease_id:
+            return [
+                SendCancel(event.task_id, event.peer_id, event.lease_id, "stale lease: result not accepted")
+            ]
+        out = self._end(task, TaskState.DONE, "", "")
+        return [*out, SendAck(event.task_id, event.lease_id)]
+
+    def _on_failure(self, event: TaskFailedRemotely, now: float) -> list[Command]:
+        task = self._tasks.get(event.task_id)
+        if task is None or task.state != TaskState.LEASED or task.lease_id != event.lease_id:
+            return []
+        why = f"failed {event.reason.value}" + (f": {event.detail}" if event.detail else "")
+        if event.reason in FINAL_FAILURES:
+            task = self._close_attempt(task, why)
+            return self._end(task, TaskState.FAILED, event.reason.value, event.detail or why)
+        return self._retry(task, event.reason.value, why, now)
+
+    def _on_lapse(self, event: LeaseLapsed, now: float) -> list[Command]:
+        task = self._tasks.get(event.task_id)
+        if task is None or task.state != TaskState.LEASED or task.lease_id != event.lease_id:
+            return []
+        return self._lapse(task, now)
+
+    def _on_cancel(self, event: CancelRequested) -> list[Command]:
+        self._cancelled = True
+        self._planned = True
+        out: list[Command] = []
+        for task in list(self._tasks.values()):
+            if task.ended:
+                continue
+            if task.state in (TaskState.OFFERED, TaskState.LEASED) and task.peer_id is not None:
+                out.append(SendCancel(task.task_id, task.peer_id, task.lease_id, "campaign cancelled"))
+            out += self._end(task, TaskState.CANCELLED, "cancelled", event.detail or "campaign cancelled")
+        return out
+
+    # -- time -------------------------------------------------------------------------------------
+
+    def _expire(self, now: float) -> list[Command]:
+        out: list[Command] = []
+        for task in list(self._tasks.values()):
+            if task.deadline is None or task.deadline > now or task.peer_id is None:
+                continue
+            if task.state == TaskState.OFFERED:
+                why = f"no answer to the offer within {self._offer_timeout_s:g} s"
+                out.append(SendCancel(task.task_id, task.peer_id, None, why))
+                out += self._retry(task, "offer_lost", why, now)
+            elif task.state == TaskState.LEASED:
+                out += self._lapse(task, now)
+        return out
+
+    def _send_due_offers(self, now: float) -> list[Command]:
+        out: list[Command] = []
+        for task in list(self._tasks.values()):
+            due = task.deadline is None or task.deadline <= now
+            if task.state == TaskState.PENDING and task.peer_id is not None and due:
+                out.append(self._offer(task, now, (*task.attempts, Attempt(peer_id=task.peer_id))))
+        return out
+
+    def _offer(self, task: TaskView, now: float, attempts: tuple[Attempt, ...]) -> SendOffer:
+        assert task.peer_id is not None
+        job = self._campaign.jobs[task.job_index]
+        self._put(task, state=TaskState.OFFERED, attempts=attempts, deadline=now + self._offer_timeout_s)
+        return SendOffer(task.task_id, task.peer_id, job.index, job.spec, task.model, self._campaign.priority)
+
+    def _resume(self, now: float) -> list[Command]:
+        self._resuming = False
+        out: list[Command] = []
+        for task in list(self._tasks.values()):
+            if task.state == TaskState.OFFERED:
+                out.append(self._offer(task, now, task.attempts))
+            elif task.state == TaskState.LEASED and task.peer_id is not None and task.lease_id is not None:
+                self._put(task, deadline=now + task.lease_ttl_s)
+                out.append(SendReclaim(task.task_id, task.peer_id, task.lease_id))
+        return out
+
+    # -- transitions ------------------------------------------------------------------------------
+
+    def _lapse(self, task: TaskView, now: float) -> list[Command]:
+        assert task.peer_id is not None
+        why = f"lease {task.lease_id} lapsed: no heartbeat for {task.lease_ttl_s:g} s"
+        cancel = SendCancel(task.task_id, task.peer_id, task.lease_id, "lease lapsed")
+        return [cancel, *self._retry(task, "lease_lapsed", why, now)]
+
+    def _retry(
+        self, task: TaskView, cause: str, why: str, now: float, *, same_peer: bool = False
+    ) -> list[Command]:
+        """End the current attempt and place the task again, or end it failed with every attempt's story."""
+        task = self._close_attempt(task, why)
+        story = tuple(f"{a.peer_id}: {a.outcome}" for a in task.attempts)
+        if len(task.attempts) > self._retry_budget:
+            detail = f"gave up after {len(task.attempts)} attempts (retry budget {self._retry_budget})"
+            return self._end(task, TaskState.FAILED, cause, detail, story)
+        candidates = rank(self._needs[task.job_index], self._candidates(task), placed=self._placed())
+        if candidates:
+            peer = candidates[0].peer
+            self._put(
+                task,
+                state=TaskState.PENDING,
+                peer_id=peer.peer_id,
+                device_name=peer.profile.device_name,
+                lease_id=None,
+                deadline=None,
+            )
+        elif same_peer:
+            backoff = min(MAX_BACKOFF_S, 2.0 ** len(task.attempts))
+            self._put(task, state=TaskState.PENDING, lease_id=None, deadline=now + backoff)
+        else:
+            return self._end(
+                task, TaskState.FAILED, cause, f"{why}; no other feasible peer to retry on", story
+            )
+        return []
+
+    def _candidates(self, task: TaskView) -> list[PeerView]:
+        tried = {a.peer_id for a in task.attempts}
+        taken = {
+            t.peer_id
+            for t in self._tasks.values()
+            if t.job_index == task.job_index
+            and t.task_id != task.task_id
+            and t.state in (TaskState.PENDING, TaskState.OFFERED, TaskState.LEASED, TaskState.DONE)
+        }
+        return [p for p in self._peers.values() if p.peer_id not in tried | taken]
+
+    def _placed(self) -> dict[str, int]:
+        placed: dict[str, int] = {}
+        for t in self._tasks.values():
+            if t.peer_id is not None and not t.ended:
+                placed[t.peer_id] = placed.get(t.peer_id, 0) + 1
+        return placed
+
+    def _close_attempt(self, task: TaskView, outcome: str) -> TaskView:
+        if not task.attempts or task.attempts[-1].outcome:
+            return task
+        attempts = (*task.attempts[:-1], task.attempts[-1].model_copy(update={"outcome": outcome}))
+        return self._put(task, attempts=attempts)
+
+    def _end(
+        self, task: TaskView, state: TaskState, cause: str, detail: str, reasons: tuple[str, ...] = ()
+    ) -> list[Command]:
+        assert not task.ended, f"{task.task_id} ended twice"
+        if state == TaskState.DONE:
+            task = self._close_attempt(task, "done")
+        self._put(task, state=state, failure_reason=cause, detail=detail, reasons=reasons, deadline=None)
+        return [RecordOutcome(task.task_id, STATUS_OF[state], cause, detail)]
+
+    def _finish(self) -> FinishCampaign:
+        states = [t.state for t in self._tasks.values()]
+        return FinishCampaign(
+            complete=states.count(TaskState.DONE),
+            failed=states.count(TaskState.FAILED),
+            unschedulable=states.count(TaskState.UNSCHEDULABLE),
+            cancelled=states.count(TaskState.CANCELLED),
+        )
+
+    # -- small pieces -----------------------------------------------------------------------------
+
+    def _offered(self, task_id: str, peer_id: str) -> TaskView | None:
+        task = self._tasks.get(task_id)
+        ok = task is not None and task.state == TaskState.OFFERED and task.peer_id == peer_id
+        return task if ok else None
+
+    def _void(self, task_id: str, lease_id: str, reason: str) -> list[Command]:
+        task = self._tasks.get(task_id)
+        peer = next((a.peer_id for a in task.attempts if a.lease_id == lease_id), None) if task else None
+        return [SendCancel(task_id, peer, lease_id, reason)] if peer is not None else []
+
+    def _put(self, task: TaskView, **changes: object) -> TaskView:
+        updated = task.model_copy(update=changes)
+        self._tasks[task.task_id] = updated
+        return updated

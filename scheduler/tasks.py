@@ -1,0 +1,139 @@
+"""The scheduler's record of each task, and the snapshot a node stores to resume a campaign."""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+from protocol import ComputeUnit, ModelRef, Phase, Value
+from scheduler.campaign import Campaign
+from scheduler.placement import PeerView
+
+
+class TaskState(enum.StrEnum):
+    """Where a task is. The last four are endings: a task reaches exactly one of them, once."""
+
+    PENDING = "pending"
+    OFFERED = "offered"
+    LEASED = "leased"
+    DONE = "done"
+    FAILED = "failed"
+    UNSCHEDULABLE = "unschedulable"
+    CANCELLED = "cancelled"
+
+
+ENDED: Final = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.UNSCHEDULABLE, TaskState.CANCELLED})
+
+
+class Status(enum.StrEnum):
+    """A result row's Status column: the seeds' values plus Unschedulable."""
+
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+    UNSCHEDULABLE = "Unschedulable"
+
+
+STATUS_OF: Final[dict[TaskState, Status]] = {
+    TaskState.DONE: Status.COMPLETE,
+    TaskState.FAILED: Status.FAILED,
+    TaskState.UNSCHEDULABLE: Status.UNSCHEDULABLE,
+    TaskState.CANCELLED: Status.CANCELLED,
+}
+
+
+class Attempt(Value):
+    """One offer of a task to one peer, and how it ended ("" while it is still live)."""
+
+    peer_id: str
+    lease_id: str | None = None
+    outcome: str = ""
+
+
+class TaskProgress(Value):
+    """The latest heartbeat of a leased task."""
+
+    phase: Phase | None = None
+    done: int = 0
+    total: int = 0
+    median_ms: float | None = None
+    queue_position: int = 0
+
+
+class TaskView(Value):
+    """One task as the scheduler holds it: what the live view, the store and the reports read.
+
+    Attributes:
+        task_id: ``{campaign_id}-job-{index}-{n}``.
+        job_index: its job.
+        unit: the compute unit.
+        model: the pinned model.
+        state: where it is.
+        peer_id: the peer it is offered to, leased on, or ended on (None if never placed).
+        device_name: that peer's device name.
+        lease_id: the current lease (None unless leased or done).
+        lease_ttl_s: the lease's heartbeat window.
+        attempts: every offer so far, oldest first.
+        reasons: why it ended other than done (rejections, causes), or "".
+        failure_reason: the ending's short cause (a FailureReason or DeclineReason value, "lease_lapsed",
+            "offer_lost", "no_feasible_peer", "cancelled"), "" when done.
+        detail: a sentence for people.
+        progress: the latest heartbeat.
+        deadline: when the scheduler acts on its own next (offer timeout, lease lapse, retry backoff).
+    """
+
+    task_id: str
+    job_index: int
+    unit: ComputeUnit
+    model: ModelRef
+    state: TaskState = TaskState.PENDING
+    peer_id: str | None = None
+    device_name: str = ""
+    lease_id: str | None = None
+    lease_ttl_s: float = 0.0
+    attempts: tuple[Attempt, ...] = ()
+    reasons: tuple[str, ...] = ()
+    failure_reason: str = ""
+    detail: str = ""
+    progress: TaskProgress = TaskProgress()
+    deadline: float | None = None
+
+    @property
+    def ended(self) -> bool:
+        """Whether the task has reached its one ending."""
+        return self.state in ENDED
+
+    @property
+    def status(self) -> Status | None:
+        """Its result row's Status, once ended."""
+        return STATUS_OF.get(self.state)
+
+
+class SchedulerSnapshot(Value):
+    """Everything a `Scheduler` holds, as a plain value (store `model_dump_json()`, resume from it).
+
+    Attributes:
+        version: the snapshot format.
+        campaign_id: the campaign.
+        campaign: the validated campaign.
+        models: the pinned models by key.
+        retry_budget: retries allowed per task.
+        offer_timeout_s: how long an offer may go unanswered.
+        planned: whether the fan-out has happened.
+        cancelled: whether the user cancelled.
+        finished: whether FinishCampaign was emitted.
+        peers: the candidate pool last seen.
+        tasks: every task, in task order.
+    """
+
+    version: int = 1
+    campaign_id: str
+    campaign: Campaign
+    models: dict[str, ModelRef]
+    retry_budget: int
+    offer_timeout_s: float
+    planned: bool = False
+    cancelled: bool = False
+    finished: bool = False
+    peers: tuple[PeerView, ...] = ()
+    tasks: tuple[TaskView, ...] = ()
