@@ -6,7 +6,8 @@ dispatched; each heartbeat extends the lease by its ttl) -> one ending: DONE, FA
 UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one `RecordOutcome`.
 
 Retry: a declined, lost, lapsed or retryably failed attempt moves the task to the best feasible
-peer this task has not tried and that holds no other live or done task of the same job; a peer that
+peer this task has not tried and that holds no other live or done task of the same job (peers that
+lost an offer or a lease in this campaign come last); a peer that
 declined busy (or queue full) may be offered again after a backoff when nobody else fits. At most
 ``1 + retry_budget`` attempts per task. A result, progress or failure for any lease but the task's
 current one changes nothing (the scheduler answers a stale result or heartbeat with `SendCancel`).
@@ -61,6 +62,7 @@ SAME_PEER_LATER: Final = frozenset({DeclineReason.BUSY, DeclineReason.QUEUE_FULL
 """Declines that mean "not now": the same peer may be offered again after a backoff."""
 
 MAX_BACKOFF_S: Final = 30.0
+SUSPECT_CAUSES: Final = frozenset({"offer_lost", "lease_lapsed"})
 
 
 def task_id_of(campaign_id: str, job_index: int, n: int) -> str:
@@ -294,7 +296,7 @@ class Scheduler:
             return []
         why = f"failed {event.reason.value}" + (f": {event.detail}" if event.detail else "")
         if event.reason in FINAL_FAILURES:
-            task = self._close_attempt(task, why)
+            task = self._close_attempt(task, why, event.reason.value)
             return self._end(task, TaskState.FAILED, event.reason.value, event.detail or why)
         return self._retry(task, event.reason.value, why, now)
 
@@ -368,12 +370,14 @@ class Scheduler:
         self, task: TaskView, cause: str, why: str, now: float, *, same_peer: bool = False
     ) -> list[Command]:
         """End the current attempt and place the task again, or end it failed with every attempt's story."""
-        task = self._close_attempt(task, why)
+        task = self._close_attempt(task, why, cause)
         story = tuple(f"{a.peer_id}: {a.outcome}" for a in task.attempts)
         if len(task.attempts) > self._retry_budget:
             detail = f"gave up after {len(task.attempts)} attempts (retry budget {self._retry_budget})"
             return self._end(task, TaskState.FAILED, cause, detail, story)
         candidates = rank(self._needs[task.job_index], self._candidates(task), placed=self._placed())
+        suspects = self._suspects()
+        candidates.sort(key=lambda r: r.peer.peer_id in suspects)  # stable: rank order otherwise
         if candidates:
             peer = candidates[0].peer
             self._put(
@@ -404,6 +408,10 @@ class Scheduler:
         }
         return [p for p in self._peers.values() if p.peer_id not in tried | taken]
 
+    def _suspects(self) -> set[str]:
+        """Peers that lost an offer or a lease in this campaign: tried last on a retry."""
+        return {a.peer_id for t in self._tasks.values() for a in t.attempts if a.cause in SUSPECT_CAUSES}
+
     def _placed(self) -> dict[str, int]:
         placed: dict[str, int] = {}
         for t in self._tasks.values():
@@ -411,10 +419,11 @@ class Scheduler:
                 placed[t.peer_id] = placed.get(t.peer_id, 0) + 1
         return placed
 
-    def _close_attempt(self, task: TaskView, outcome: str) -> TaskView:
+    def _close_attempt(self, task: TaskView, outcome: str, cause: str) -> TaskView:
         if not task.attempts or task.attempts[-1].outcome:
             return task
-        attempts = (*task.attempts[:-1], task.attempts[-1].model_copy(update={"outcome": outcome}))
+        ended = task.attempts[-1].model_copy(update={"outcome": outcome, "cause": cause})
+        attempts = (*task.attempts[:-1], ended)
         return self._put(task, attempts=attempts)
 
     def _end(
@@ -422,7 +431,7 @@ class Scheduler:
     ) -> list[Command]:
         assert not task.ended, f"{task.task_id} ended twice"
         if state == TaskState.DONE:
-            task = self._close_attempt(task, "done")
+            task = self._close_attempt(task, "done", "done")
         self._put(task, state=state, failure_reason=cause, detail=detail, reasons=reasons, deadline=None)
         return [RecordOutcome(task.task_id, STATUS_OF[state], cause, detail)]
 

@@ -43,11 +43,19 @@ STATUS_OF: Final[dict[TaskState, Status]] = {
 
 
 class Attempt(Value):
-    """One offer of a task to one peer, and how it ended ("" while it is still live)."""
+    """One offer of a task to one peer, and how it ended ("" while it is still live).
+
+    Attributes:
+        peer_id: the peer offered to.
+        lease_id: the lease it granted, if it committed.
+        outcome: how the attempt ended, for people.
+        cause: the short cause ("done", a DeclineReason or FailureReason value, "offer_lost", "lease_lapsed").
+    """
 
     peer_id: str
     lease_id: str | None = None
     outcome: str = ""
+    cause: str = ""
 
 
 class TaskProgress(Value):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from protocol import (
     ComputeUnit,
@@ -113,6 +114,8 @@ def cpu_fleet(n: int = 3) -> tuple[PeerView, ...]:
     return tuple(peer(f"cpu{i}", unavailable={ComputeUnit.GPU_ONNX: CPU_ONLY_REASON}) for i in range(n))
 
 
+C = TypeVar("C")
+
 Reaction = str
 """What a peer does with one offer: "complete", "commit" (then silence), "silent", "lost",
 "decline:<reason>", "fail:<reason>"."""
@@ -196,7 +199,7 @@ class Node:
         """Each task's one recorded ending."""
         return {c.task_id: c for c in self.log if isinstance(c, RecordOutcome)}
 
-    def sent(self, kind: type) -> list[Command]:
+    def sent(self, kind: type[C]) -> list[C]:
         """Every command of one kind, in order."""
         return [c for c in self.log if isinstance(c, kind)]
 
