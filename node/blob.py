@@ -13,6 +13,7 @@ file is moved into place. Disk reads and writes run in worker threads, never on 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -26,6 +27,7 @@ from node.errors import NodeError, PeerGone, PeerTimeout, PeerUnreachable, Strea
 from node.fetch import FetchError, OnBytes
 from node.wire import Channel, Handler
 from protocol import (
+    MAX_FRAME,
     BlobChunk,
     BlobEnd,
     BlobGet,
@@ -40,8 +42,14 @@ from protocol import (
 log = logging.getLogger(__name__)
 
 CHUNK_SIZE: Final = 1 << 20
+MAX_CHUNK: Final = MAX_FRAME - 1024
+"""The largest chunk whose message (data plus a few bytes of msgpack) still fits one frame."""
 NO_RELAY: Final = "model bytes never cross a relay"
 ATTEMPTS: Final = 5
+STREAMS: Final = 4
+"""Parallel streams per transfer: yamux's per-stream window caps one stream's throughput."""
+MIN_SEGMENT: Final = 8 << 20
+"""A transfer is split into parallel ranges only down to this size."""
 
 ChannelFactory = Callable[[], Awaitable[Channel]]
 _RETRYABLE: Final = (PeerGone, PeerTimeout, PeerUnreachable, StreamRefused, RemoteProtocolError)
@@ -59,10 +67,10 @@ def blob_handler(
         cache: where the served models live.
         is_relayed: whether our connection to a peer goes through a relay; such peers get
             `BlobMissing(detail=NO_RELAY)`.
-        chunk_size: payload bytes per `BlobChunk` (at most 4 MiB, the frame cap).
+        chunk_size: payload bytes per `BlobChunk` (at most `MAX_CHUNK`, so a chunk fits a frame).
     """
-    if not 0 < chunk_size <= 4 << 20:
-        raise ValueError(f"chunk_size must be in 1..{4 << 20}, got {chunk_size}")
+    if not 0 < chunk_size <= MAX_CHUNK:
+        raise ValueError(f"chunk_size must be in 1..{MAX_CHUNK}, got {chunk_size}")
 
     async def handle(channel: Channel) -> None:
         request = await channel.receive()
@@ -117,18 +125,29 @@ async def _serve(channel: Channel, path: Path, request: BlobGet, chunk_size: int
 
 
 @final
+class _Segment:
+    """One stream's byte range [start, end); `pos` is how far it got."""
+
+    def __init__(self, start: int, end: int) -> None:
+        self.start = start
+        self.pos = start
+        self.end = end
+
+
+@final
 class _Transfer:
-    """One model's transfer into its partial file; `done` survives failed attempts."""
+    """One model's transfer into its partial file; the on-disk prefix survives failed attempts."""
 
     def __init__(self, sha256: str, size: int, temp: Path, on_bytes: OnBytes | None) -> None:
         self.sha256 = sha256
         self.size = size
         self.temp = temp
         self.done = 0
+        self.segments: list[_Segment] = []
         self._on_bytes = on_bytes
 
     def resume_point(self) -> int:
-        """Length of a usable partial file (truncated if it is longer than the model)."""
+        """Length of a usable partial file (emptied if it is longer than the model)."""
         try:
             length = self.temp.stat().st_size
         except FileNotFoundError:
@@ -138,15 +157,38 @@ class _Transfer:
             return 0
         return length
 
+    def plan(self, streams: int) -> None:
+        """Split what is left into up to `streams` ranges of at least `MIN_SEGMENT` bytes."""
+        left = self.size - self.done
+        count = max(1, min(streams, left // MIN_SEGMENT))
+        bounds = [self.done + left * i // count for i in range(count + 1)]
+        self.segments = [_Segment(a, b) for a, b in itertools.pairwise(bounds)]
+
+    def prefix(self) -> int:
+        """Bytes on disk without a gap from the start (what the next attempt keeps)."""
+        done = self.done
+        for segment in self.segments:
+            done = segment.pos
+            if segment.pos < segment.end:
+                break
+        return done
+
     def open_at(self, offset: int) -> BinaryIO:
         file = self.temp.open("r+b" if self.temp.exists() else "wb")
         file.truncate(offset)
-        file.seek(offset)
         return file
 
-    async def pull(self, channel: Channel) -> None:
-        """One attempt on one stream, from `done` to the end."""
-        await channel.send(BlobGet(sha256=self.sha256, offset=self.done))
+    def close_at(self, file: BinaryIO, offset: int) -> None:
+        """Cut the file back to its gap-free prefix; an empty one is removed (nothing to resume)."""
+        file.truncate(offset)
+        file.close()
+        if offset == 0:
+            self.temp.unlink(missing_ok=True)
+
+    async def pull(self, channel: Channel, segment: _Segment, fd: int) -> None:
+        """Fetch one segment on one stream."""
+        length = segment.end - segment.pos
+        await channel.send(BlobGet(sha256=self.sha256, offset=segment.pos, length=length))
         meta = await channel.receive()
         if isinstance(meta, BlobMissing):
             raise FetchError(
@@ -158,30 +200,27 @@ class _Transfer:
             raise RemoteProtocolError(f"expected blob_meta for {self.sha256}, got {meta.kind}")
         if meta.size != self.size:
             raise FetchError(FailureReason.FETCH, f"peer has {meta.size} bytes, the offer says {self.size}")
-        file = await trio.to_thread.run_sync(self.open_at, self.done)
-        try:
-            await self._receive_chunks(channel, file)
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(file.close)
-
-    async def _receive_chunks(self, channel: Channel, file: BinaryIO) -> None:
         while True:
             message = await channel.receive()
             if isinstance(message, BlobEnd):
-                if self.done != self.size:
-                    raise RemoteProtocolError(f"blob ended at {self.done} of {self.size} bytes")
+                if segment.pos != segment.end:
+                    raise RemoteProtocolError(f"blob ended at {segment.pos}; expected {segment.end}")
                 return
             if not isinstance(message, BlobChunk):
                 raise RemoteProtocolError(f"expected blob_chunk, got {message.kind}")
-            if message.offset != self.done or self.done + len(message.data) > self.size:
+            if message.offset != segment.pos or segment.pos + len(message.data) > segment.end:
                 raise RemoteProtocolError(
-                    f"chunk of {len(message.data)} at {message.offset}; expected {self.done} of {self.size}"
+                    f"chunk of {len(message.data)} at {message.offset}; expected {segment.pos}..{segment.end}"
                 )
-            await trio.to_thread.run_sync(file.write, message.data)
-            self.done += len(message.data)
+            await trio.to_thread.run_sync(_write_at, fd, message.data, segment.pos)
+            segment.pos += len(message.data)
             if self._on_bytes is not None:
-                self._on_bytes(self.done, self.size)
+                self._on_bytes(self.done + sum(s.pos - s.start for s in self.segments), self.size)
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    if os.pwrite(fd, data, offset) != len(data):
+        raise OSError(f"short write at {offset}")
 
 
 async def fetch_blob(
@@ -193,6 +232,7 @@ async def fetch_blob(
     on_bytes: OnBytes | None = None,
     max_bytes: int,
     attempts: int = ATTEMPTS,
+    streams: int = STREAMS,
 ) -> Path:
     """Fetch a model over `/sark/blob/1.0.0` into `cache`, resuming after failures.
 
@@ -201,9 +241,11 @@ async def fetch_blob(
         sha256: the model's digest (from the signed offer).
         size: the model's size in bytes (from the signed offer).
         cache: where the model goes; a cached copy is returned without any transfer.
-        on_bytes: called with (bytes so far, size) after every chunk.
+        on_bytes: called with (bytes so far, size) after every chunk; it can step back after a
+            failed attempt with several streams (bytes past the first gap are fetched again).
         max_bytes: the node's cap on a model's size.
-        attempts: streams tried in all; a partial file survives and is continued on the next.
+        attempts: attempts in all; the partial file's gap-free prefix is kept and continued.
+        streams: parallel streams per attempt, each a range of at least `MIN_SEGMENT` bytes.
 
     Returns:
         The cached model's path.
@@ -221,7 +263,7 @@ async def fetch_blob(
     for attempt in range(1, attempts + 1):
         transfer.done = await trio.to_thread.run_sync(transfer.resume_point)
         try:
-            await _attempt(channel_factory, transfer)
+            await _attempt(channel_factory, transfer, streams)
             break
         except _RETRYABLE as exc:
             log.info(
@@ -239,15 +281,58 @@ async def fetch_blob(
     return await trio.to_thread.run_sync(cache.commit, sha256, transfer.temp)
 
 
-async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer) -> None:
-    channel = await channel_factory()
-    ok = False
+async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer, streams: int) -> None:
+    """All segments in parallel; the first error stops the others and is raised (never a group)."""
+    transfer.plan(streams)
+    errors: list[Exception] = []
+    file = await trio.to_thread.run_sync(transfer.open_at, transfer.done)
     try:
-        await transfer.pull(channel)
-        ok = True
+        async with trio.open_nursery() as nursery:
+
+            def fail(exc: Exception) -> None:
+                errors.append(exc)
+                nursery.cancel_scope.cancel()
+
+            for segment in transfer.segments:
+                nursery.start_soon(_segment_task, channel_factory, transfer, segment, file.fileno(), fail)
     finally:
-        with contextlib.suppress(NodeError):
-            await (channel.close() if ok else channel.reset())
+        transfer.done = transfer.prefix()
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(transfer.close_at, file, transfer.done)
+    fatal = [e for e in errors if isinstance(e, FetchError)]
+    if fatal or errors:
+        raise (fatal or errors)[0]
 
 
-__all__ = ["CHUNK_SIZE", "NO_RELAY", "ChannelFactory", "blob_handler", "fetch_blob"]
+async def _segment_task(
+    channel_factory: ChannelFactory,
+    transfer: _Transfer,
+    segment: _Segment,
+    fd: int,
+    fail: Callable[[Exception], None],
+) -> None:
+    try:
+        channel = await channel_factory()
+        ok = False
+        try:
+            await transfer.pull(channel, segment, fd)
+            ok = True
+        finally:
+            with contextlib.suppress(NodeError):
+                await (channel.close() if ok else channel.reset())
+    except (FetchError, *_RETRYABLE) as exc:
+        fail(exc)
+    except OSError as exc:
+        fail(FetchError(FailureReason.FETCH, f"writing {transfer.temp}: {exc}"))
+
+
+__all__ = [
+    "CHUNK_SIZE",
+    "MAX_CHUNK",
+    "MIN_SEGMENT",
+    "NO_RELAY",
+    "STREAMS",
+    "ChannelFactory",
+    "blob_handler",
+    "fetch_blob",
+]
