@@ -80,7 +80,7 @@ def write_convnet(path: Path, *, channels: int = 16, blocks: int = 3, size: int 
     nodes: list[Any] = []
     prev, cin = "x", 3
     for b in range(blocks):
-        w = rng.standard_normal((channels, cin, 3, 3)).astype(np.float32) * np.sqrt(2.0 / (cin * 9))
+        w = (rng.standard_normal((channels, cin, 3, 3)) * np.sqrt(2.0 / (cin * 9))).astype(np.float32)
         inits.append(numpy_helper.from_array(w, f"w{b}"))
         nodes.append(helper.make_node("Conv", [prev, f"w{b}"], [f"c{b}"], pads=[1, 1, 1, 1]))
         nodes.append(helper.make_node("Relu", [f"c{b}"], [f"r{b}"]))

@@ -121,7 +121,7 @@ def warmed_up(samples: Sequence[float], k: int = 5, tol: float = 0.05) -> bool:
     """Whether warm-up may stop: the rolling median settled twice in a row.
 
     With at least 2k + 1 samples, the medians of the last k and of the k before agree within
-    `tol` (raised to 2 x MAD / median when the sample is noisier), for both the latest window
+    `tol` (raised to 2 x MAD / median of the latest window when that is noisier), for both the latest window
     and the one ending a sample earlier.
 
     Args:
@@ -134,9 +134,9 @@ def warmed_up(samples: Sequence[float], k: int = 5, tol: float = 0.05) -> bool:
     """
     if len(samples) < 2 * k + 1:
         return False
-    s = sorted(samples)
-    mid = percentile(s, 50.0)
-    bound = max(tol, 2.0 * median([abs(v - mid) for v in s]) / mid) if mid > 0 else tol
+    recent = samples[-k:]  # noise estimate from the latest window only, so a trend does not pass for noise
+    mid = median(recent)
+    bound = max(tol, 2.0 * median([abs(v - mid) for v in recent]) / mid) if mid > 0 else tol
     return all(_settled(samples[: len(samples) - shift], k, bound) for shift in (0, 1))
 
 

@@ -1,0 +1,85 @@
+"""`sark-node info` and `sark-node bench` as a user runs them: a real process, real output, exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from drivers.models import packaged_model, write_convnet
+from protocol import ComputeUnit, DeviceProfile, Measurement
+
+CLI = [sys.executable, "-c", "from node.cli import main; main()"]
+
+
+def _run(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"SARK_DATA_DIR": str(data_dir), "COLUMNS": "120"}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=env, check=False)
+
+
+def test_info_json_validates_and_is_calibrated_into_the_data_dir(tmp_path: Path) -> None:
+    done = _run("info", "--json", data_dir=tmp_path)
+    assert done.returncode == 0, done.stderr
+    profile = DeviceProfile.model_validate_json(done.stdout)
+    assert profile.unit_status(ComputeUnit.CPU_ONNX) is not None
+    assert ComputeUnit.CPU_ONNX in profile.usable_units()
+    assert profile.calibration is not None
+    assert list((tmp_path / "cache").glob("calibration-*.json"))
+
+
+def test_info_shows_every_unit_with_its_reason(tmp_path: Path) -> None:
+    done = _run("info", "--no-calibrate", data_dir=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for unit in ComputeUnit:
+        assert unit.value in done.stdout
+    assert "sark-node[torch]" in done.stdout or "CPU (PyTorch)" in done.stdout
+
+
+def test_bench_prints_every_statistic(tmp_path: Path) -> None:
+    model = write_convnet(tmp_path / "c.onnx")
+    done = _run("bench", str(model), "--unit", "CPU (ONNX)", "--runs", "8", "--load-runs", "1",
+                "--processes", "2", "--threads", "1", data_dir=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for label in ("median", "stddev", "p90", "p95", "p99", "cv", "mad", "iqr", "outliers", "first inference",
+                  "peak RAM", "providers", "process medians", "stable"):  # fmt: skip
+        assert label in done.stdout
+
+
+def test_bench_json_with_input_overrides(tmp_path: Path) -> None:
+    silero = str(packaged_model("silero_vad"))
+    overrides = ("--input-shape", "input=1x512", "--input-shape", "state=2x1x128", "--input-value=sr=16000")
+    args = ("--unit", "cpu_onnx", "--runs", "5", "--load-runs", "1", "--processes", "1", "--json")
+    done = _run("bench", silero, *args, *overrides, data_dir=tmp_path)
+    assert done.returncode == 0, done.stderr
+    m = Measurement.model_validate_json(done.stdout)
+    assert m.inference_ms.n == 5
+    assert len(m.samples_ms) == 5
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "fragment"),
+    [
+        (("bench", "/nonexistent/m.onnx", "--unit", "CPU (ONNX)"), 2, "no such model file"),
+        (("bench", "{model}", "--unit", "TPU"), 2, "unknown compute unit"),
+        (("bench", "{model}", "--unit", "GPU (ONNX)"), 2, "unit unavailable: "),
+        (("bench", "{model}", "--unit", "CPU (ONNX)", "--input-shape", "x"), 2, "NAME=VALUE"),
+        (("bench", "{model}", "--unit", "CPU (ONNX)", "--timeout", "0"), 2, "timeout_s"),
+        (
+            ("bench", "{model}", "--unit", "CPU (ONNX)", "--runs", "100000", "--timeout", "1.5"),
+            1,
+            "timed out",
+        ),
+    ],
+)
+def test_bench_errors_are_one_red_line_without_traceback(
+    tmp_path: Path, args: tuple[str, ...], code: int, fragment: str
+) -> None:
+    model = write_convnet(tmp_path / "c.onnx")
+    done = _run(*(a.format(model=model) for a in args), data_dir=tmp_path)
+    assert done.returncode == code, done.stderr
+    assert fragment in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
