@@ -1,0 +1,199 @@
+"""Result rows: exact column order, units, failure rows, CSV round trip, results.json with samples."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from scheduler_harness import CAMPAIGN_YAML, MODEL, SHA, profile
+
+from protocol import ComputeUnit, Measurement, ResultBody, RunConditions, Stats
+from scheduler import (
+    CSV_COLUMNS,
+    Status,
+    TaskState,
+    TaskView,
+    failure_row,
+    parse_campaign,
+    result_row,
+    results_document,
+    to_csv,
+)
+
+# The seeds' columns in the seeds' order, then the later reference ones, then the extended ones.
+SEED = (
+    "Status,JobId,FileName,FileSize,ComputeUnits,DeviceName,Soc,Ram,DeviceOs,LoadMsMedian,LoadMsAverage,"
+    "LoadMsStdDev,PeakLoadRamUsage,InferenceMsMedian,InferenceMsAverage,InferenceMsStdDev,PeakInferenceRamUsage"
+)
+REFERENCE = "CreatedUtc,DeviceYear,DiscreteGpu,VRam,DeviceOsVersion,LoadMsFirst,InferenceMsFirst"
+EXTENDED = (
+    "InferenceMsMin,InferenceMsMax,InferenceMsP90,InferenceMsP95,InferenceMsP99,InferenceCv,InferenceOutliers,"
+    "ProcessMedians,ProcessSpreadPct,Unstable,UnstableReasons,WarmupsUsed,CpuCoresUsed,BackgroundCores,GpuUtilPct,"
+    "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,FailureReason,Detail"
+)
+EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED) for name in group.split(",")]
+
+
+def stats(median: float) -> Stats:
+    return Stats(
+        n=3,
+        min=median - 1,
+        max=median + 2,
+        mean=median + 0.5,
+        median=median,
+        stddev=0.25,
+        p90=median + 1.5,
+        p95=median + 1.75,
+        p99=median + 1.95,
+        cv=0.0123,
+        outliers=1,
+    )
+
+
+def task(state: TaskState = TaskState.DONE, peer_id: str | None = "12D3-gpu") -> TaskView:
+    return TaskView(
+        task_id="campaign-7-job-0-0",
+        job_index=0,
+        unit=ComputeUnit.GPU_ONNX,
+        model=MODEL,
+        state=state,
+        peer_id=peer_id,
+        device_name="gpu box" if peer_id else "",
+        lease_id="lease-1",
+    )
+
+
+def body() -> ResultBody:
+    measurement = Measurement(
+        compute_unit=ComputeUnit.GPU_ONNX,
+        load_ms=stats(40.0),
+        load_first_ms=95.5,
+        first_inference_ms=30.25,
+        warmups_used=10,
+        inference_ms=stats(12.5),
+        samples_ms=(12.0, 12.5, 13.0),
+        process_medians_ms=(12.4, 12.6),
+        process_spread_pct=1.6,
+        peak_load_ram_mb=300.25,
+        peak_inference_ram_mb=410.0,
+        cpu_cores_used=1.234,
+        gpu_util_pct=87.5,
+        gpu_mem_mb=1024.0,
+        providers=("CUDAExecutionProvider",),
+        unstable=True,
+        unstable_reasons=("thermal", "background load"),
+        conditions=RunConditions(
+            background_cores=0.5, runtime_versions={"onnxruntime": "1.20.1", "python": "3.11"}
+        ),
+    )
+    device = profile("gpu box", units=[ComputeUnit.GPU_ONNX], ram_gb=16, gpu_vram_mb=8192, soc="Ryzen 9")
+    device = device.model_copy(update={"device_year": 2023})
+    return ResultBody(
+        campaign_id="campaign-7",
+        task_id="campaign-7-job-0-0",
+        lease_id="lease-1",
+        worker="12D3-gpu",
+        submitter="12D3-me",
+        model_sha256=SHA,
+        device=device,
+        measurement=measurement,
+        finished_at=1000.0,
+    )
+
+
+def test_columns_are_the_seed_columns_then_reference_then_extended_in_this_exact_order() -> None:
+    assert list(CSV_COLUMNS) == EXPECTED_COLUMNS
+    assert to_csv([]).splitlines() == [",".join(EXPECTED_COLUMNS)]
+
+
+def test_a_result_row_fills_every_column_in_the_documented_units() -> None:
+    row = result_row(task(), body(), "verified", "2026-11-22T03:30:00Z")
+    assert list(row) == EXPECTED_COLUMNS
+    assert {k: row[k] for k in EXPECTED_COLUMNS[:17]} == {
+        "Status": "Complete",
+        "JobId": "campaign-7-job-0-0",
+        "FileName": "mobilenet.onnx",
+        "FileSize": "14.000",
+        "ComputeUnits": "GPU (ONNX)",
+        "DeviceName": "gpu box",
+        "Soc": "Ryzen 9",
+        "Ram": "16",
+        "DeviceOs": "Linux",
+        "LoadMsMedian": "40.000",
+        "LoadMsAverage": "40.500",
+        "LoadMsStdDev": "0.250",
+        "PeakLoadRamUsage": "300.2",
+        "InferenceMsMedian": "12.500",
+        "InferenceMsAverage": "13.000",
+        "InferenceMsStdDev": "0.250",
+        "PeakInferenceRamUsage": "410.0",
+    }
+    assert (row["CreatedUtc"], row["DeviceYear"], row["DiscreteGpu"], row["VRam"]) == (
+        "2026-11-22T03:30:00Z",
+        "2023",
+        "RTX",
+        "8",
+    )
+    assert (row["LoadMsFirst"], row["InferenceMsFirst"], row["InferenceMsP99"]) == (
+        "95.500",
+        "30.250",
+        "14.450",
+    )
+    assert (row["InferenceCv"], row["InferenceOutliers"], row["ProcessMedians"]) == (
+        "0.0123",
+        "1",
+        "12.400;12.600",
+    )
+    assert (row["Unstable"], row["UnstableReasons"], row["Fallback"]) == (
+        "True",
+        "thermal;background load",
+        "False",
+    )
+    assert (row["GpuUtilPct"], row["GpuMemMb"], row["Providers"]) == (
+        "87.5",
+        "1024.0",
+        "CUDAExecutionProvider",
+    )
+    assert row["RuntimeVersions"] == "onnxruntime=1.20.1;python=3.11"
+    assert (row["ModelSha256"], row["WorkerPeerId"], row["SignatureStatus"]) == (SHA, "12D3-gpu", "verified")
+    assert (row["FailureReason"], row["Detail"]) == ("", "")
+
+
+@pytest.mark.parametrize("status", [Status.FAILED, Status.CANCELLED, Status.UNSCHEDULABLE])
+def test_a_failure_row_carries_the_task_the_reason_and_empty_measurements(status: Status) -> None:
+    row = failure_row(task(peer_id=None), status, "no_feasible_peer", "GPU (ONNX) unavailable", "t")
+    assert list(row) == EXPECTED_COLUMNS
+    assert (row["Status"], row["JobId"], row["ComputeUnits"], row["FileName"]) == (
+        status.value,
+        "campaign-7-job-0-0",
+        "GPU (ONNX)",
+        "mobilenet.onnx",
+    )
+    assert (row["FailureReason"], row["Detail"], row["InferenceMsMedian"], row["Ram"]) == (
+        "no_feasible_peer",
+        "GPU (ONNX) unavailable",
+        "",
+        "",
+    )
+
+
+def test_csv_round_trips_awkward_text() -> None:
+    rows = [
+        result_row(task(), body(), "verified", "t"),
+        failure_row(task(), Status.FAILED, "crashed", 'exit -9, "killed"\nsecond line', "t"),
+    ]
+    parsed = list(csv.DictReader(io.StringIO(to_csv(rows))))
+    assert parsed == rows
+
+
+def test_results_json_keeps_the_raw_samples() -> None:
+    campaign = parse_campaign(CAMPAIGN_YAML)
+    row = result_row(task(), body(), "verified", "t")
+    document = results_document("campaign-7", campaign, [(row, body().measurement.samples_ms)])
+    loaded = json.loads(json.dumps(document))
+    assert loaded["campaign_id"] == "campaign-7"
+    assert loaded["columns"] == EXPECTED_COLUMNS
+    assert loaded["campaign"]["jobs"][0]["spec"]["compute_unit"] == "CPU (ONNX)"
+    assert loaded["results"] == [{"row": row, "samples_ms": [12.0, 12.5, 13.0]}]
