@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -49,8 +50,12 @@ class Lab:
     def _start(self, name: str, args: list[str]) -> Proc:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         popen = subprocess.Popen(
-            [*SARK, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            start_new_session=True, env=env,
+            [*SARK, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+            env=env,
         )
         proc = Proc(name, popen)
         proc.reader = threading.Thread(target=_pump, args=(proc,), daemon=True)
@@ -60,15 +65,36 @@ class Lab:
 
     def gate(self, name: str = "gate", timeout: float = 30.0) -> Proc:
         """Start a gate and wait for its ready line."""
-        proc = self._start(name, ["gate", "--listen", LOOPBACK, "--data-dir", str(self.root / name),
-                                  "--record-ttl", str(self.record_ttl), "--events"])
+        proc = self._start(
+            name,
+            [
+                "gate",
+                "--listen",
+                LOOPBACK,
+                "--data-dir",
+                str(self.root / name),
+                "--record-ttl",
+                str(self.record_ttl),
+                "--events",
+            ],
+        )
         proc.ready = proc.wait_event("ready", timeout)
         return proc
 
     def worker(self, name: str, gates: list[str], profile: Path, timeout: float = 30.0) -> Proc:
         """Start a `join` worker and wait for its ready line (its first advert is out)."""
-        args = ["join", "--listen", LOOPBACK, "--data-dir", str(self.root / name), "--profile", str(profile),
-                "--record-ttl", str(self.record_ttl), "--events"]
+        args = [
+            "join",
+            "--listen",
+            LOOPBACK,
+            "--data-dir",
+            str(self.root / name),
+            "--profile",
+            str(profile),
+            "--record-ttl",
+            str(self.record_ttl),
+            "--events",
+        ]
         for gate in gates:
             args += ["--gate", gate]
         proc = self._start(name, args)
@@ -97,10 +123,8 @@ class Lab:
     def close(self) -> None:
         """Kill every process this lab started."""
         for proc in self.procs:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.kill(proc)
-            except ProcessLookupError:
-                pass
 
 
 def _pump(proc: Proc) -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from node.host import Host, HostConfig, open_host
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
-from lab.procs import Lab  # noqa: E402
-from conftest_data import make_profile  # noqa: E402
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
+from conftest_data import make_profile
+from lab.procs import Lab
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest_data import make_profile
 from libp2p.crypto.ed25519 import create_new_key_pair
 
 from node.dht import ADVERT_MAX_BYTES, advert_key, check_advert, select_advert
@@ -10,8 +11,6 @@ from node.kad import kad_protocol_ids, patch_kad
 from protocol import DOMAIN_ADVERT, AdvertBody, RecordError
 from protocol.codec import pack_body
 from protocol.records import peer_id_from_public_key, public_key_of, seal
-
-from conftest_data import make_profile
 
 NOW = 1_800_000_000.0
 
@@ -22,7 +21,9 @@ def _key() -> tuple[bytes, str]:
 
 
 def _advert(seed: bytes, peer: str, *, seq: int = 1, expires: float = NOW + 60, name: str = "d") -> bytes:
-    body = AdvertBody(peer_id=peer, seq=seq, issued_at=NOW - 1, expires_at=expires, profile=make_profile(name))
+    body = AdvertBody(
+        peer_id=peer, seq=seq, issued_at=NOW - 1, expires_at=expires, profile=make_profile(name)
+    )
     return pack_body(seal(body, DOMAIN_ADVERT, seed))
 
 
@@ -38,7 +39,7 @@ def test_valid_advert_passes() -> None:
 
 
 def test_advert_signed_by_another_key_is_rejected() -> None:
-    seed, peer = _key()
+    _seed, peer = _key()
     other_seed, _ = _key()
     with pytest.raises(RecordError):
         check_advert(advert_key(peer), _advert(other_seed, peer), NOW)
