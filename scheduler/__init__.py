@@ -10,7 +10,8 @@ Modules:
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
-    tasks      TaskState, TaskView, Status, SchedulerSnapshot
+    tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids and fan-out
+    retry      which failures end a task, which peer a retry goes to, backoff
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     machine    Scheduler: one per campaign, handle(event, now) -> commands
     results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
@@ -43,7 +44,7 @@ from scheduler.events import (
     TaskFailedRemotely,
     Tick,
 )
-from scheduler.machine import FINAL_FAILURES, Scheduler, task_id_of
+from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, needs_of
 from scheduler.placement import (
     JobPlan,
@@ -59,8 +60,9 @@ from scheduler.placement import (
     rank,
 )
 from scheduler.results import CSV_COLUMNS, failure_row, result_row, results_document, to_csv
+from scheduler.retry import FINAL_FAILURES
 from scheduler.sources import ModelSource
-from scheduler.tasks import Attempt, SchedulerSnapshot, Status, TaskProgress, TaskState, TaskView
+from scheduler.tasks import Attempt, SchedulerSnapshot, Status, TaskProgress, TaskState, TaskView, task_id_of
 
 __all__ = [
     "CSV_COLUMNS",

@@ -5,20 +5,18 @@ OFFERED (offer sent; answered within ``offer_timeout_s`` or abandoned) -> LEASED
 dispatched; each heartbeat extends the lease by its ttl) -> one ending: DONE, FAILED,
 UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one `RecordOutcome`.
 
-Retry: a declined, lost, lapsed or retryably failed attempt moves the task to the best feasible
-peer this task has not tried and that holds no other live or done task of the same job (peers that
-lost an offer or a lease in this campaign come last); a peer that
-declined busy (or queue full) may be offered again after a backoff when nobody else fits. At most
-``1 + retry_budget`` attempts per task. A result, progress or failure for any lease but the task's
+Retry (`scheduler.retry`): a declined, lost, lapsed or retryably failed attempt moves the task to
+another peer, or back to a busy one after a backoff; at most ``1 + retry_budget`` attempts per
+task. A result, progress or failure for any lease but the task's
 current one changes nothing (the scheduler answers a stale result or heartbeat with `SendCancel`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, final
+from typing import final
 
-from protocol import DeclineReason, FailureReason, ModelRef
+from protocol import ModelRef
 from scheduler.campaign import Campaign
 from scheduler.events import (
     CancelRequested,
@@ -43,31 +41,17 @@ from scheduler.events import (
     Tick,
 )
 from scheduler.needs import Needs, campaign_needs
-from scheduler.placement import JobPlan, PeerView, plan_campaign, rank
-from scheduler.tasks import STATUS_OF, Attempt, SchedulerSnapshot, TaskProgress, TaskState, TaskView
-
-FINAL_FAILURES: Final = frozenset(
-    {
-        FailureReason.UNIT_UNAVAILABLE,
-        FailureReason.DIGEST_MISMATCH,
-        FailureReason.FORMAT,
-        FailureReason.LOAD,
-        FailureReason.INPUT,
-        FailureReason.FALLBACK,
-    }
+from scheduler.placement import JobPlan, PeerView, plan_campaign
+from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, next_peer
+from scheduler.tasks import (
+    STATUS_OF,
+    Attempt,
+    SchedulerSnapshot,
+    TaskProgress,
+    TaskState,
+    TaskView,
+    fan_out,
 )
-"""Failures that would fail the same way on any device: the task ends, no retry."""
-
-SAME_PEER_LATER: Final = frozenset({DeclineReason.BUSY, DeclineReason.QUEUE_FULL})
-"""Declines that mean "not now": the same peer may be offered again after a backoff."""
-
-MAX_BACKOFF_S: Final = 30.0
-SUSPECT_CAUSES: Final = frozenset({"offer_lost", "lease_lapsed"})
-
-
-def task_id_of(campaign_id: str, job_index: int, n: int) -> str:
-    """The deterministic task id: the seeds' JobId shape plus the task's number within its job."""
-    return f"{campaign_id}-job-{job_index}-{n}"
 
 
 @final
@@ -100,8 +84,6 @@ class Scheduler:
         self._cancelled = False
         self._finished = False
         self._resuming = False
-
-    # -- public -----------------------------------------------------------------------------------
 
     def handle(self, event: Event, now: float) -> list[Command]:
         """Apply one event at time `now` (wall-clock seconds), then act on deadlines that are due.
@@ -173,8 +155,6 @@ class Scheduler:
         scheduler._resuming = not snap.finished
         return scheduler
 
-    # -- events -----------------------------------------------------------------------------------
-
     def _apply(self, event: Event, now: float) -> list[Command]:
         match event:
             case PeersDiscovered():
@@ -210,29 +190,15 @@ class Scheduler:
         return out
 
     def _fan_out(self, plan: JobPlan) -> list[Command]:
-        index = plan.job.index
-        model = self._models[plan.job.model_key]
-        for n, ranked in enumerate(plan.chosen):
-            task_id = task_id_of(self._id, index, n)
-            self._tasks[task_id] = TaskView(
-                task_id=task_id,
-                job_index=index,
-                unit=plan.job.spec.compute_unit,
-                model=model,
-                peer_id=ranked.peer.peer_id,
-                device_name=ranked.peer.profile.device_name,
-            )
+        placed, unplaced = fan_out(self._id, plan, self._models[plan.job.model_key])
+        self._tasks.update({t.task_id: t for t in (*placed, *unplaced)})
         if not plan.shortfall:
             return []
         reasons = {r.peer_id: r.reasons for r in plan.rejected}
-        lines = tuple(
-            f"{r.device_name or r.peer_id} ({r.peer_id}): {'; '.join(r.reasons)}" for r in plan.rejected
-        )
-        ids = tuple(task_id_of(self._id, index, n) for n in range(len(plan.chosen), plan.wanted))
-        out: list[Command] = [MarkUnschedulable(index, ids, reasons, plan.shortfall)]
-        for task_id in ids:
-            task = TaskView(task_id=task_id, job_index=index, unit=plan.job.spec.compute_unit, model=model)
-            self._tasks[task_id] = task
+        lines = tuple(f"{r.device_name} ({r.peer_id}): {'; '.join(r.reasons)}" for r in plan.rejected)
+        ids = tuple(t.task_id for t in unplaced)
+        out: list[Command] = [MarkUnschedulable(plan.job.index, ids, reasons, plan.shortfall)]
+        for task in unplaced:
             out += self._end(task, TaskState.UNSCHEDULABLE, "no_feasible_peer", plan.shortfall, lines)
         return out
 
@@ -266,8 +232,8 @@ class Scheduler:
         return self._retry(task, "offer_lost", f"offer lost: {event.detail or 'no answer'}", now)
 
     def _on_progress(self, event: ProgressReported, now: float) -> list[Command]:
-        task = self._tasks.get(event.task_id)
-        if task is None or task.state != TaskState.LEASED or task.lease_id != event.lease_id:
+        task = self._leased(event.task_id, event.lease_id)
+        if task is None:
             return self._void(event.task_id, event.lease_id, "stale lease")
         progress = TaskProgress(
             phase=event.phase,
@@ -291,8 +257,8 @@ class Scheduler:
         return [*out, SendAck(event.task_id, event.lease_id)]
 
     def _on_failure(self, event: TaskFailedRemotely, now: float) -> list[Command]:
-        task = self._tasks.get(event.task_id)
-        if task is None or task.state != TaskState.LEASED or task.lease_id != event.lease_id:
+        task = self._leased(event.task_id, event.lease_id)
+        if task is None:
             return []
         why = f"failed {event.reason.value}" + (f": {event.detail}" if event.detail else "")
         if event.reason in FINAL_FAILURES:
@@ -301,10 +267,8 @@ class Scheduler:
         return self._retry(task, event.reason.value, why, now)
 
     def _on_lapse(self, event: LeaseLapsed, now: float) -> list[Command]:
-        task = self._tasks.get(event.task_id)
-        if task is None or task.state != TaskState.LEASED or task.lease_id != event.lease_id:
-            return []
-        return self._lapse(task, now)
+        task = self._leased(event.task_id, event.lease_id)
+        return [] if task is None else self._lapse(task, now)
 
     def _on_cancel(self, event: CancelRequested) -> list[Command]:
         self._cancelled = True
@@ -317,8 +281,6 @@ class Scheduler:
                 out.append(SendCancel(task.task_id, task.peer_id, task.lease_id, "campaign cancelled"))
             out += self._end(task, TaskState.CANCELLED, "cancelled", event.detail or "campaign cancelled")
         return out
-
-    # -- time -------------------------------------------------------------------------------------
 
     def _expire(self, now: float) -> list[Command]:
         out: list[Command] = []
@@ -358,8 +320,6 @@ class Scheduler:
                 out.append(SendReclaim(task.task_id, task.peer_id, task.lease_id))
         return out
 
-    # -- transitions ------------------------------------------------------------------------------
-
     def _lapse(self, task: TaskView, now: float) -> list[Command]:
         assert task.peer_id is not None
         why = f"lease {task.lease_id} lapsed: no heartbeat for {task.lease_ttl_s:g} s"
@@ -375,11 +335,8 @@ class Scheduler:
         if len(task.attempts) > self._retry_budget:
             detail = f"gave up after {len(task.attempts)} attempts (retry budget {self._retry_budget})"
             return self._end(task, TaskState.FAILED, cause, detail, story)
-        candidates = rank(self._needs[task.job_index], self._candidates(task), placed=self._placed())
-        suspects = self._suspects()
-        candidates.sort(key=lambda r: r.peer.peer_id in suspects)  # stable: rank order otherwise
-        if candidates:
-            peer = candidates[0].peer
+        peer = next_peer(task, self._tasks, self._peers.values(), self._needs[task.job_index])
+        if peer is not None:
             self._put(
                 task,
                 state=TaskState.PENDING,
@@ -389,35 +346,14 @@ class Scheduler:
                 deadline=None,
             )
         elif same_peer:
-            backoff = min(MAX_BACKOFF_S, 2.0 ** len(task.attempts))
-            self._put(task, state=TaskState.PENDING, lease_id=None, deadline=now + backoff)
+            self._put(
+                task, state=TaskState.PENDING, lease_id=None, deadline=now + backoff_s(len(task.attempts))
+            )
         else:
             return self._end(
                 task, TaskState.FAILED, cause, f"{why}; no other feasible peer to retry on", story
             )
         return []
-
-    def _candidates(self, task: TaskView) -> list[PeerView]:
-        tried = {a.peer_id for a in task.attempts}
-        taken = {
-            t.peer_id
-            for t in self._tasks.values()
-            if t.job_index == task.job_index
-            and t.task_id != task.task_id
-            and t.state in (TaskState.PENDING, TaskState.OFFERED, TaskState.LEASED, TaskState.DONE)
-        }
-        return [p for p in self._peers.values() if p.peer_id not in tried | taken]
-
-    def _suspects(self) -> set[str]:
-        """Peers that lost an offer or a lease in this campaign: tried last on a retry."""
-        return {a.peer_id for t in self._tasks.values() for a in t.attempts if a.cause in SUSPECT_CAUSES}
-
-    def _placed(self) -> dict[str, int]:
-        placed: dict[str, int] = {}
-        for t in self._tasks.values():
-            if t.peer_id is not None and not t.ended:
-                placed[t.peer_id] = placed.get(t.peer_id, 0) + 1
-        return placed
 
     def _close_attempt(self, task: TaskView, outcome: str, cause: str) -> TaskView:
         if not task.attempts or task.attempts[-1].outcome:
@@ -446,14 +382,22 @@ class Scheduler:
 
     # -- small pieces -----------------------------------------------------------------------------
 
+    def _leased(self, task_id: str, lease_id: str) -> TaskView | None:
+        task = self._tasks.get(task_id)
+        ok = task is not None and task.state == TaskState.LEASED and task.lease_id == lease_id
+        return task if ok else None
+
     def _offered(self, task_id: str, peer_id: str) -> TaskView | None:
         task = self._tasks.get(task_id)
         ok = task is not None and task.state == TaskState.OFFERED and task.peer_id == peer_id
         return task if ok else None
 
     def _void(self, task_id: str, lease_id: str, reason: str) -> list[Command]:
+        """Cancel a lease that is not the task's current one (none if it is the done task's own)."""
         task = self._tasks.get(task_id)
-        peer = next((a.peer_id for a in task.attempts if a.lease_id == lease_id), None) if task else None
+        if task is None or (task.state == TaskState.DONE and task.lease_id == lease_id):
+            return []
+        peer = next((a.peer_id for a in task.attempts if a.lease_id == lease_id), None)
         return [SendCancel(task_id, peer, lease_id, reason)] if peer is not None else []
 
     def _put(self, task: TaskView, **changes: object) -> TaskView:

@@ -7,7 +7,7 @@ from typing import Final
 
 from protocol import ComputeUnit, ModelRef, Phase, Value
 from scheduler.campaign import Campaign
-from scheduler.placement import PeerView
+from scheduler.placement import JobPlan, PeerView
 
 
 class TaskState(enum.StrEnum):
@@ -145,3 +145,38 @@ class SchedulerSnapshot(Value):
     finished: bool = False
     peers: tuple[PeerView, ...] = ()
     tasks: tuple[TaskView, ...] = ()
+
+
+def task_id_of(campaign_id: str, job_index: int, n: int) -> str:
+    """The deterministic task id: the seeds' JobId shape plus the task's number within its job."""
+    return f"{campaign_id}-job-{job_index}-{n}"
+
+
+def fan_out(campaign_id: str, plan: JobPlan, model: ModelRef) -> tuple[list[TaskView], list[TaskView]]:
+    """A job's tasks from its plan: one per chosen peer (pending), then the ones no peer could take.
+
+    Returns:
+        The placed tasks, numbered first, and the unplaced ones (still pending: the caller ends them).
+    """
+    unit = plan.job.spec.compute_unit
+    placed = [
+        TaskView(
+            task_id=task_id_of(campaign_id, plan.job.index, n),
+            job_index=plan.job.index,
+            unit=unit,
+            model=model,
+            peer_id=ranked.peer.peer_id,
+            device_name=ranked.peer.profile.device_name,
+        )
+        for n, ranked in enumerate(plan.chosen)
+    ]
+    unplaced = [
+        TaskView(
+            task_id=task_id_of(campaign_id, plan.job.index, n),
+            job_index=plan.job.index,
+            unit=unit,
+            model=model,
+        )
+        for n in range(len(plan.chosen), plan.wanted)
+    ]
+    return placed, unplaced

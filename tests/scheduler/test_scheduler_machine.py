@@ -306,8 +306,9 @@ def test_racing_endings_for_one_lease_end_the_task_once() -> None:
     task = f"{CID}-job-0-0"
     lease = node.commit(task, "12D3-cpu0")
     node.feed(ResultAccepted(task, lease, "12D3-cpu0"))
-    node.feed(TaskFailedRemotely(task, lease, FailureReason.CRASHED))
-    node.feed(LeaseLapsed(task, lease))
+    assert node.feed(ProgressReported(task, lease, Phase.MEASURING)) == []  # crossed the result in flight
+    assert node.feed(TaskFailedRemotely(task, lease, FailureReason.CRASHED)) == []
+    assert node.feed(LeaseLapsed(task, lease)) == []
     node.now += 1000
     node.feed(Tick())
     node.feed(CancelRequested())

@@ -1,0 +1,77 @@
+"""The retry policy: which failures end a task, which peer a task tries next, and how long it waits.
+
+A retry goes to the best feasible peer (placement's ranking) that this task has not tried and that
+holds no other live or done task of the same job, so a job never measures one device twice; peers
+that lost an offer or a lease anywhere in the campaign come last. A peer that declined "not now"
+(busy, queue full) may be offered the same task again after an exponential backoff when nobody
+else fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from protocol import DeclineReason, FailureReason
+from scheduler.needs import Needs
+from scheduler.placement import PeerView, rank
+from scheduler.tasks import TaskState, TaskView
+
+FINAL_FAILURES: Final = frozenset(
+    {
+        FailureReason.UNIT_UNAVAILABLE,
+        FailureReason.DIGEST_MISMATCH,
+        FailureReason.FORMAT,
+        FailureReason.LOAD,
+        FailureReason.INPUT,
+        FailureReason.FALLBACK,
+    }
+)
+"""Failures that would fail the same way on any device: the task ends, no retry."""
+
+SAME_PEER_LATER: Final = frozenset({DeclineReason.BUSY, DeclineReason.QUEUE_FULL})
+"""Declines that mean "not now": the same peer may be offered again after a backoff."""
+
+SUSPECT_CAUSES: Final = frozenset({"offer_lost", "lease_lapsed"})
+"""Attempt causes that make a peer a last resort for every retry in the campaign."""
+
+MAX_BACKOFF_S: Final = 30.0
+_HOLDING: Final = frozenset({TaskState.PENDING, TaskState.OFFERED, TaskState.LEASED, TaskState.DONE})
+
+
+def backoff_s(attempts: int) -> float:
+    """How long to wait before offering a task again to a peer that said "not now": 2, 4, 8 ... 30 s."""
+    return min(MAX_BACKOFF_S, 2.0**attempts)
+
+
+def placed_load(tasks: Iterable[TaskView]) -> dict[str, int]:
+    """Live tasks of this campaign per peer, which ranking counts as load."""
+    placed: dict[str, int] = {}
+    for task in tasks:
+        if task.peer_id is not None and not task.ended:
+            placed[task.peer_id] = placed.get(task.peer_id, 0) + 1
+    return placed
+
+
+def next_peer(
+    task: TaskView, tasks: Mapping[str, TaskView], peers: Iterable[PeerView], needs: Needs
+) -> PeerView | None:
+    """The peer a task should try next, or None if no untried feasible peer is left.
+
+    Args:
+        task: the task whose attempt just ended (that attempt included in its attempts).
+        tasks: every task of the campaign, by id.
+        peers: the candidate pool.
+        needs: the task's job's needs.
+    """
+    tried = {a.peer_id for a in task.attempts}
+    taken = {
+        t.peer_id
+        for t in tasks.values()
+        if t.job_index == task.job_index and t.task_id != task.task_id and t.state in _HOLDING
+    }
+    pool = [p for p in peers if p.peer_id not in tried | taken]
+    ranked = rank(needs, pool, placed=placed_load(tasks.values()))
+    suspects = {a.peer_id for t in tasks.values() for a in t.attempts if a.cause in SUSPECT_CAUSES}
+    ranked.sort(key=lambda r: r.peer.peer_id in suspects)  # stable: rank order otherwise
+    return ranked[0].peer if ranked else None
