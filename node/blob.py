@@ -144,6 +144,7 @@ class _Transfer:
         self.temp = temp
         self.done = 0
         self.segments: list[_Segment] = []
+        self.refused = 0
         self._on_bytes = on_bytes
 
     def resume_point(self) -> int:
@@ -245,7 +246,8 @@ async def fetch_blob(
             failed attempt with several streams (bytes past the first gap are fetched again).
         max_bytes: the node's cap on a model's size.
         attempts: attempts in all; the partial file's gap-free prefix is kept and continued.
-        streams: parallel streams per attempt, each a range of at least `MIN_SEGMENT` bytes.
+        streams: parallel streams per attempt, each a range of at least `MIN_SEGMENT` bytes; streams
+            the holder refuses (its per-peer cap) are dropped from the next attempt.
 
     Returns:
         The cached model's path.
@@ -282,8 +284,12 @@ async def fetch_blob(
 
 
 async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer, streams: int) -> None:
-    """All segments in parallel; the first error stops the others and is raised (never a group)."""
+    """All segments in parallel; the first error stops the others and is raised (never a group).
+
+    A stream the holder refuses (`Busy`: its per-peer cap) does not stop the others.
+    """
     transfer.plan(streams)
+    transfer.refused = 0
     errors: list[Exception] = []
     file = await trio.to_thread.run_sync(transfer.open_at, transfer.done)
     try:
@@ -291,7 +297,10 @@ async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer, streams
 
             def fail(exc: Exception) -> None:
                 errors.append(exc)
-                nursery.cancel_scope.cancel()
+                if isinstance(exc, StreamRefused):
+                    transfer.refused += 1  # the holder's per-peer cap: the other streams go on
+                else:
+                    nursery.cancel_scope.cancel()
 
             for segment in transfer.segments:
                 nursery.start_soon(_segment_task, channel_factory, transfer, segment, file.fileno(), fail)

@@ -251,3 +251,20 @@ async def test_transfer_between_two_libp2p_hosts(
             path = await fetch_blob(open_to_a, sha, len(model), fetcher, max_bytes=1 << 30)
             assert not a.is_relayed(b.peer_id)
     assert await trio.Path(path).read_bytes() == model
+
+
+async def test_streams_over_the_holders_per_peer_cap_are_dropped(tmp_path: Path, fetcher: ModelCache) -> None:
+    data = os.urandom(2 * MIN_SEGMENT + 1)
+    src = tmp_path / "big.onnx"
+    src.write_bytes(data)
+    holder = ModelCache(tmp_path / "capped-holder")
+    sha, _ = holder.add_file(src)
+    with trio.fail_after(DEADLINE):
+        async with open_host(HostConfig(key_file=None)) as a, open_host(HostConfig(key_file=None)) as b:
+            a.set_handler(BLOB, blob_handler(holder), max_per_peer=1)
+
+            async def open_to_a() -> Channel:
+                return await b.open_channel(a.peer_id, BLOB, addrs=a.addrs())
+
+            path = await fetch_blob(open_to_a, sha, len(data), fetcher, max_bytes=1 << 30, streams=2)
+    assert await trio.Path(path).read_bytes() == data
