@@ -35,6 +35,7 @@ class NodeConfig(BaseModel):
     max_queue: int = Field(default=4, ge=0)
     allow_code_models: bool = False
     allow_networks: tuple[str, ...] = ()
+    allow_http: bool = False
     max_model_bytes: int = Field(default=2 << 30, gt=0)
     calibrate: bool = True
 

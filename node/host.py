@@ -125,6 +125,11 @@ def _identity(key_file: Path | None) -> KeyPair:
     return key_pair
 
 
+def identity_peer_id(key_file: Path) -> str:
+    """The peer id of the node whose identity lives in `key_file` (created if missing)."""
+    return str(ID.from_pubkey(_identity(key_file).public_key))
+
+
 def _bad_key(key_file: Path) -> KeyPair:
     raise ConfigError("key file", f"{key_file} is not a 32-byte Ed25519 seed")
 

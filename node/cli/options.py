@@ -1,0 +1,87 @@
+"""Options and plumbing every command shares: configuration, running trio, exit codes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import trio
+import typer
+
+from node.config import NodeConfig, load_config
+from node.errors import ConfigError, NodeError
+from node.host import parse_multiaddr
+from protocol import ProtocolError
+
+T = TypeVar("T")
+
+GateOpt = Annotated[list[str] | None, typer.Option("--gate", help="gate multiaddr with /p2p/<id>; repeatable")]
+DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help="identity, caches and state")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML or JSON settings file")]
+ListenOpt = Annotated[list[str] | None, typer.Option("--listen", help="multiaddr to listen on; repeatable")]
+TtlOpt = Annotated[float | None, typer.Option("--record-ttl", help="advert/provider lifetime, seconds")]
+EventsOpt = Annotated[bool, typer.Option("--events", help="print JSON event lines on stdout")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON document on stdout")]
+AllowNetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--allow-network", help="CIDR that model URLs may point into despite the SSRF rules; repeatable"),
+]
+AllowHttpOpt = Annotated[bool, typer.Option("--allow-http", help="allow plain-http model URLs")]
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """One red line on stderr, then exit with `code` (2: bad input or config, 1: runtime failure)."""
+    typer.secho(message, fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
+def emit(event: str, **fields: Any) -> None:
+    """A JSON event line on stdout (the test lab reads these)."""
+    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+
+
+def as_tuple(values: list[str] | None) -> tuple[str, ...] | None:
+    """A repeatable option as a config tuple (None: not given)."""
+    return tuple(values) if values else None
+
+
+def build_config(file: Path | None, **flags: Any) -> NodeConfig:
+    """The node's configuration from file, environment and flags; exits 2 on bad input."""
+    try:
+        config = load_config(file, os.environ, **flags)
+        for addr in (*config.listen, *config.gates):
+            parse_multiaddr(addr, field="address")
+    except ConfigError as exc:
+        fail(f"error: {exc.detail}", 2)
+    return config
+
+
+def guard(build: Callable[[], T]) -> T:
+    """Run a synchronous step whose ConfigError means bad input (exit 2)."""
+    try:
+        return build()
+    except ConfigError as exc:
+        fail(f"error: {exc.detail}", 2)
+
+
+def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False) -> T:
+    """Run an async command: bad input exits 2, a runtime failure 1, Ctrl-C quietly (130)."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return trio.run(main)
+    except ConfigError as exc:
+        fail(f"error: {exc.detail}", 2)
+    except (NodeError, ProtocolError) as exc:
+        fail(f"error: {exc.detail}", 1)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
