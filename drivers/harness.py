@@ -21,7 +21,7 @@ from drivers import child, stats
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file, detect_format
 from drivers.models import sha256_file
-from protocol import FailureReason, Measurement, Phase, RunConditions, TaskSpec
+from protocol import FailureReason, Measurement, ModelFormat, Phase, RunConditions, TaskSpec
 
 POLL_S: Final = 0.1  # how often the parent looks at the cancel event while it waits on the child
 Progress = Callable[[Phase, int, int], None]
@@ -35,6 +35,7 @@ def measure(
     allow_code_models: bool = False,
     on_progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    fmt: ModelFormat | None = None,
 ) -> Measurement:
     """Benchmark one model on one compute unit in `spec.processes` fresh child processes.
 
@@ -48,6 +49,7 @@ def measure(
         allow_code_models: the owner opted in to torch programs that run code when loaded.
         on_progress: called with (phase, done, total) from this thread as children report.
         cancel: set it to kill the running child and stop.
+        fmt: the model's format when the file name does not say it (content-addressed caches).
 
     Returns:
         The aggregated measurement.
@@ -55,7 +57,7 @@ def measure(
     Raises:
         TaskFailed: with the reason (unit unavailable, format, fallback, timeout, out of memory, ...).
     """
-    fmt = detect_format(model_path)
+    fmt = fmt or detect_format(model_path)
     check_model_file(model_path, fmt, allow_code_models=allow_code_models)
     job = child.ChildJob(str(model_path.resolve()), fmt, spec, allow_code_models)
     deadline = time.monotonic() + spec.timeout_s

@@ -1,0 +1,251 @@
+"""`sark-node submit`, `plan`, `status`, `cancel`, `results`: running campaigns."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+import scheduler as sch
+from node.cli.options import (
+    AllowHttpOpt,
+    AllowNetOpt,
+    ConfigOpt,
+    DataDirOpt,
+    GateOpt,
+    JsonOpt,
+    as_tuple,
+    build_config,
+    fail,
+    run,
+)
+from node.config import NodeConfig
+from node.discovery import DiscoveryConfig
+
+CampaignArg = Annotated[Path, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")]
+OutOpt = Annotated[Path, typer.Option("--out", help="results go to OUT/<campaign-id>/")]
+WaitOpt = Annotated[int | None, typer.Option("--wait-peers", help="wait until this many workers answered")]
+DiscoverOpt = Annotated[float, typer.Option("--discover-timeout", help="how long to look for workers, seconds")]
+WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
+
+_console = Console(stderr=True)
+
+
+def _read_campaign(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        fail(f"error: cannot read campaign file {path}: {exc.strerror}", 2)
+
+
+def _check_campaign(text: str, path: Path) -> sch.Campaign:
+    """Validate before anything touches the network: every bad field named, exit 2."""
+    try:
+        return sch.parse_campaign(text, source=str(path))
+    except sch.CampaignError as exc:
+        typer.secho(f"error: {path} is not a valid campaign:", fg=typer.colors.RED, err=True)
+        for problem in exc.problems:
+            typer.secho(f"  {problem}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+
+
+def _config(gates: list[str] | None, data_dir: Path | None, config_file: Path | None,
+            allow_network: list[str] | None, allow_http: bool) -> NodeConfig:
+    return build_config(config_file, gates=as_tuple(gates), data_dir=data_dir,
+                        allow_networks=as_tuple(allow_network), allow_http=allow_http or None)
+
+
+def _options(out: Path, wait_peers: int | None, discover_timeout: float, workers: int) -> Any:
+    from node.campaign import SubmitOptions
+
+    return SubmitOptions(
+        out_root=out,
+        discovery=DiscoveryConfig(want=wait_peers, timeout_s=discover_timeout),
+        embedded_workers=workers,
+    )
+
+
+def submit(
+    campaign: Annotated[Path | None, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="resume this stored campaign id")] = None,
+    gate_addrs: GateOpt = None,
+    data_dir: DataDirOpt = None,
+    config_file: ConfigOpt = None,
+    out: OutOpt = Path("sark-results"),
+    as_json: JsonOpt = False,
+    wait_peers: WaitOpt = None,
+    discover_timeout: DiscoverOpt = 5.0,
+    workers: WorkersOpt = 1,
+    allow_network: AllowNetOpt = None,
+    allow_http: AllowHttpOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run a campaign across the swarm (an embedded local swarm when no gate is given)."""
+    from node import campaign as runtime
+
+    if (campaign is None) == (resume is None):
+        fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
+    config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
+    options = _options(out, wait_peers, discover_timeout, workers)
+    if campaign is not None:
+        _check_campaign(_read_campaign(campaign), campaign)
+    view = _LiveView(enabled=not as_json and sys.stderr.isatty())
+
+    async def main() -> runtime.Outcome:
+        with view:
+            if campaign is not None:
+                return await runtime.submit(config, campaign, options, view=view.update)
+            assert resume is not None
+            return await runtime.resume(config, resume, options, view=view.update)
+
+    outcome = _run_submit(main, verbose)
+    _report(outcome, as_json)
+
+
+def _run_submit(main: Any, verbose: bool) -> Any:
+    from node.campaign import CampaignNotFound
+    from node.models import ModelSourceError
+
+    try:
+        return run(main, verbose=verbose)
+    except (ModelSourceError, CampaignNotFound) as exc:  # pragma: no cover - run() maps NodeError to exit 1
+        fail(f"error: {exc}", 2)
+
+
+def _report(outcome: Any, as_json: bool) -> None:
+    tasks: Sequence[sch.TaskView] = outcome.tasks
+    if as_json:
+        print(json.dumps({
+            "campaign_id": outcome.campaign_id,
+            "files": {k: str(v) for k, v in outcome.files.items()},
+            "tasks": [t.model_dump(mode="json") for t in tasks],
+        }))
+        return
+    console = Console()
+    console.print(_matrix(tasks, outcome))
+    for task in tasks:
+        if task.state != sch.TaskState.DONE:
+            console.print(f"[yellow]{task.task_id}[/] {task.unit.value}: {task.state.value}: {task.detail}")
+            for reason in task.reasons:
+                console.print(f"    {reason}")
+    console.print(f"campaign [bold]{outcome.campaign_id}[/]")
+    for kind, path in outcome.files.items():
+        console.print(f"  {kind}: {path}")
+
+
+def _matrix(tasks: Sequence[sch.TaskView], outcome: Any) -> Table:
+    """Device x compute unit: the median inference latency of each finished task."""
+    medians = getattr(outcome, "medians", {})
+    units = sorted({t.unit.value for t in tasks})
+    devices = sorted({t.device_name or t.peer_id or "(no peer)" for t in tasks})
+    table = Table(title="median inference latency (ms)")
+    table.add_column("device")
+    for unit in units:
+        table.add_column(unit, justify="right")
+    for device in devices:
+        cells = []
+        for unit in units:
+            hits = [t for t in tasks if (t.device_name or t.peer_id or "(no peer)") == device and t.unit.value == unit]
+            cells.append(", ".join(_cell(t, medians) for t in hits) or "")
+        table.add_row(device, *cells)
+    return table
+
+
+def _cell(task: sch.TaskView, medians: dict[str, float]) -> str:
+    if task.state == sch.TaskState.DONE and task.task_id in medians:
+        return f"{medians[task.task_id]:.3f}"
+    return task.state.value
+
+
+class _LiveView:
+    """A row per task (device, unit, phase, progress, median so far), redrawn as events arrive."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self._live = Live(Table(), console=_console, refresh_per_second=4, transient=False) if enabled else None
+        self._last = 0.0
+
+    def __enter__(self) -> _LiveView:
+        if self._live is not None:
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+
+    def update(self, tasks: Sequence[sch.TaskView]) -> None:
+        now = time.monotonic()
+        if self._live is None or now - self._last < 0.2:
+            return
+        self._last = now
+        table = Table(title="tasks")
+        for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
+            table.add_column(name)
+        for t in tasks:
+            p = t.progress
+            table.add_row(
+                t.task_id.rsplit("-job-", 1)[-1], t.device_name or (t.peer_id or "")[-8:], t.unit.value,
+                t.state.value, p.phase.value if p.phase else "", f"{p.done}/{p.total}" if p.total else "",
+                f"{p.median_ms:.3f}" if p.median_ms is not None else "",
+            )
+        self._live.update(table)
+
+
+def plan(
+    campaign: CampaignArg,
+    gate_addrs: GateOpt = None,
+    data_dir: DataDirOpt = None,
+    config_file: ConfigOpt = None,
+    as_json: JsonOpt = False,
+    wait_peers: WaitOpt = None,
+    discover_timeout: DiscoverOpt = 5.0,
+    workers: WorkersOpt = 1,
+) -> None:
+    """Dry run: per job, the matching peers and why every other peer was rejected. Sends no offer."""
+    from node import campaign as runtime
+
+    config = _config(gate_addrs, data_dir, config_file, None, False)
+    _check_campaign(_read_campaign(campaign), campaign)
+    options = _options(Path("sark-results"), wait_peers, discover_timeout, workers)
+
+    async def main() -> sch.Plan:
+        return await runtime.plan(config, campaign, options)
+
+    result = run(main)
+    if as_json:
+        print(json.dumps(_plan_json(result)))
+        return
+    _print_plan(result)
+
+
+def _plan_json(result: sch.Plan) -> dict[str, Any]:
+    return json.loads(json.dumps(result, default=lambda o: getattr(o, "__dict__", str(o))))  # type: ignore[no-any-return]
+
+
+def _print_plan(result: sch.Plan) -> None:
+    console = Console()
+    for job in result.jobs:
+        unit = job.job.spec.compute_unit.value
+        console.print(f"[bold]job {job.job.index}[/] {unit}: {len(job.chosen)} of {job.wanted} task(s) placed")
+        for ranked in job.matching:
+            chosen = "[green]✓[/]" if ranked in job.chosen else "[cyan]·[/]"
+            console.print(f"  {chosen} {ranked.peer.profile.device_name} {ranked.peer.peer_id}")
+        for rejection in job.rejected:
+            console.print(f"  [red]✗[/] {rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.reasons)}")
+        if job.shortfall:
+            console.print(f"  [yellow]{job.shortfall}[/]")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the campaign commands to the CLI."""
+    app.command()(submit)
+    app.command()(plan)

@@ -1,0 +1,102 @@
+"""Finding workers for a campaign: DHT adverts as hints, confirmed by a live `/sark/profile` answer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, final
+
+import trio
+
+import scheduler as sch
+from node.errors import NodeError
+from protocol import AdvertBody, Load
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DiscoveryConfig:
+    """How long to look for workers, and how many to wait for."""
+
+    want: int | None = None
+    timeout_s: float = 5.0
+    settle_s: float = 1.0
+    interval_s: float = 10.0
+    probe_timeout_s: float = 3.0
+
+
+@final
+class Discovery:
+    """Turns the DHT's view of the swarm into scheduler peer views, and remembers how to dial them."""
+
+    def __init__(self, node: Any, config: DiscoveryConfig, *, exclude: frozenset[str] = frozenset()) -> None:
+        self._node = node
+        self._config = config
+        self._exclude = exclude
+        self._adverts: dict[str, AdvertBody] = {}
+
+    def addrs(self, peer_id: str) -> tuple[str, ...]:
+        """Every address a peer advertised, direct ones first, then its circuit addresses."""
+        advert = self._adverts.get(peer_id)
+        return () if advert is None else (*advert.addrs, *advert.circuit_addrs)
+
+    async def initial(self) -> tuple[sch.PeerView, ...]:
+        """Look until `want` live workers answered (or the timeout), or until the count settles."""
+        deadline = trio.current_time() + self._config.timeout_s
+        best: tuple[sch.PeerView, ...] = ()
+        stable_since = trio.current_time()
+        while trio.current_time() < deadline:
+            found = await self.round()
+            if len(found) > len(best):
+                best, stable_since = found, trio.current_time()
+            want = self._config.want
+            if want is not None and len(best) >= want:
+                break
+            if want is None and best and trio.current_time() - stable_since >= self._config.settle_s:
+                break
+            await trio.sleep(0.2)
+        log.info("discovered %d live workers", len(best))
+        return best
+
+    async def updates(self) -> AsyncIterator[tuple[sch.PeerView, ...]]:
+        """A fresh view of the swarm every interval, for churn and retries."""
+        while True:
+            await trio.sleep(self._config.interval_s)
+            yield await self.round()
+
+    async def round(self) -> tuple[sch.PeerView, ...]:
+        """One lookup: adverts from the DHT, then a live profile from each (concurrently)."""
+        try:
+            peers = await self._node.find_workers(None, timeout=self._config.timeout_s)
+        except NodeError as exc:
+            log.info("DHT lookup failed: %s", exc)
+            return ()
+        views: list[sch.PeerView] = []
+        async with trio.open_nursery() as nursery:
+            for peer in peers:
+                if peer.peer_id not in self._exclude:
+                    nursery.start_soon(self._confirm, peer, views)
+        return tuple(sorted(views, key=lambda v: v.peer_id))
+
+    async def _confirm(self, peer: Any, views: list[sch.PeerView]) -> None:
+        with trio.move_on_after(self._config.probe_timeout_s):
+            try:
+                advert, load = await self._node.fresh_profile(peer, timeout=self._config.probe_timeout_s)
+            except NodeError as exc:
+                log.info("peer %s advertised but did not answer: %s", peer.peer_id, exc)
+                return
+            self._adverts[peer.peer_id] = advert
+            views.append(_view(advert, load))
+
+
+def _view(advert: AdvertBody, load: Load) -> sch.PeerView:
+    return sch.PeerView(
+        peer_id=advert.peer_id,
+        profile=advert.profile,
+        load=load,
+        reachability=advert.reachability,
+        age_s=max(0.0, time.time() - advert.issued_at),
+    )

@@ -1,0 +1,319 @@
+"""The submitter's side of `/sark/negotiate/1.0.0`: one coroutine per task attempt.
+
+The coroutine owns one stream and one `Conversation`. It turns what the worker says into scheduler
+events, and the scheduler's commands for its task (dispatch, ack, cancel) into messages. It never
+decides anything: the campaign loop feeds its events to the scheduler, which alone holds state.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+import scheduler as sch
+from node.errors import NodeError
+from node.wire import Channel
+from protocol import (
+    DOMAIN_CANCEL,
+    DOMAIN_OFFER,
+    DOMAIN_RESULT,
+    NEGOTIATE,
+    Ack,
+    Cancel,
+    CancelBody,
+    Commit,
+    Decline,
+    Dispatch,
+    Envelope,
+    Failure,
+    FailureReason,
+    ModelRef,
+    Offer,
+    OfferBody,
+    Progress,
+    ProtocolError,
+    Reclaim,
+    RecordError,
+    Result,
+    ResultBody,
+    TaskSpec,
+)
+from protocol.codec import decode
+from protocol.framing import FrameDecoder
+from protocol.machine import Conversation, Role, State
+from protocol.records import open_envelope, seal
+
+log = logging.getLogger(__name__)
+
+OFFER_LIFETIME_S = 300.0
+OFFER_ANSWER_S = 10.0
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try of one task on one peer."""
+
+    campaign_id: str
+    task_id: str
+    peer_id: str
+    addrs: tuple[str, ...]
+    spec: TaskSpec | None = None
+    model: ModelRef | None = None
+    priority: int = 50
+    reclaim_lease: str | None = None
+    reclaim_ttl_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Committed:
+    attempt: Attempt
+    lease_id: str
+    queue_position: int
+    lease_ttl_s: float
+
+
+@dataclass(frozen=True)
+class Declined:
+    attempt: Attempt
+    decline: Decline
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The stream failed before a commit: unreachable, refused, or it broke."""
+
+    attempt: Attempt
+    detail: str
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    attempt: Attempt
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A result whose signature, signer, task, lease, campaign and model all check out."""
+
+    attempt: Attempt
+    lease_id: str
+    body: ResultBody
+    envelope: Envelope
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A result that failed verification: it is never stored."""
+
+    attempt: Attempt
+    lease_id: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    attempt: Attempt
+    failure: Failure
+
+
+@dataclass(frozen=True)
+class Lapsed:
+    """The lease ran out: no heartbeat in time, or the worker's connection died."""
+
+    attempt: Attempt
+    lease_id: str
+    detail: str
+
+
+Note = Committed | Declined | Lost | Heartbeat | Verified | Rejected | Failed | Lapsed
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the submitter is: what it signs with and where workers fetch its blobs."""
+
+    peer_id: str
+    private_key: bytes
+    addrs: tuple[str, ...]
+
+
+OpenChannel = Callable[[str, tuple[str, ...]], Awaitable[Channel]]
+
+
+async def run_attempt(
+    attempt: Attempt,
+    me: Identity,
+    open_channel: OpenChannel,
+    inbox: trio.MemoryReceiveChannel[sch.Command],
+    notes: trio.MemorySendChannel[Note],
+) -> None:
+    """Drive one attempt from offer (or reclaim) to acknowledged outcome; report everything as notes."""
+    conv = Conversation(Role.SUBMITTER, attempt.task_id)
+    try:
+        channel = await open_channel(attempt.peer_id, attempt.addrs)
+    except NodeError as exc:
+        await notes.send(Lost(attempt, f"cannot open a negotiate stream: {exc}"))
+        return
+    try:
+        await _open(attempt, me, conv, channel)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_obey, attempt, me, conv, channel, inbox)
+            await _read(attempt, me, conv, channel, notes)
+            nursery.cancel_scope.cancel()
+    except (NodeError, ProtocolError) as exc:
+        await notes.send(_broken(attempt, conv, str(exc)))
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(1):
+            await channel.close()
+
+
+def _broken(attempt: Attempt, conv: Conversation, detail: str) -> Note:
+    if conv.lease_id is not None:
+        return Lapsed(attempt, conv.lease_id, f"stream to the worker broke: {detail}")
+    return Lost(attempt, detail)
+
+
+async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Channel) -> None:
+    now = time.time()
+    if attempt.reclaim_lease is not None:
+        conv.reclaim(attempt.reclaim_lease, lease_ttl_s=attempt.reclaim_ttl_s)
+        message: Offer | Reclaim = Reclaim(task_id=attempt.task_id, lease_id=attempt.reclaim_lease)
+    else:
+        assert attempt.spec is not None and attempt.model is not None
+        body = OfferBody(
+            campaign_id=attempt.campaign_id,
+            task_id=attempt.task_id,
+            submitter=me.peer_id,
+            recipient=attempt.peer_id,
+            nonce=os.urandom(16),
+            issued_at=now,
+            expires_at=now + OFFER_LIFETIME_S,
+            spec=attempt.spec,
+            model=attempt.model,
+            priority=attempt.priority,
+            submitter_addrs=me.addrs,
+        )
+        message = Offer(task_id=attempt.task_id, envelope=seal(body, DOMAIN_OFFER, me.private_key))
+    await channel.send_raw(conv.send(message, now))
+
+
+async def _obey(
+    attempt: Attempt,
+    me: Identity,
+    conv: Conversation,
+    channel: Channel,
+    inbox: trio.MemoryReceiveChannel[sch.Command],
+) -> None:
+    """Turn the scheduler's commands for this task into messages."""
+    async for command in inbox:
+        now = time.time()
+        if isinstance(command, sch.SendDispatch):
+            await channel.send_raw(conv.send(Dispatch(task_id=attempt.task_id, lease_id=command.lease_id), now))
+        elif isinstance(command, sch.SendAck):
+            await channel.send_raw(conv.send(Ack(task_id=attempt.task_id, lease_id=command.lease_id), now))
+        elif isinstance(command, sch.SendCancel) and conv.state in _CANCELLABLE:
+            await channel.send_raw(conv.send(_cancel(attempt, me, command.lease_id, command.reason, now), now))
+
+
+_CANCELLABLE = frozenset({State.OFFERED, State.COMMITTED, State.RUNNING})
+
+
+def _cancel(attempt: Attempt, me: Identity, lease_id: str | None, reason: str, now: float) -> Cancel:
+    body = CancelBody(task_id=attempt.task_id, lease_id=lease_id, recipient=attempt.peer_id,
+                      nonce=os.urandom(16), issued_at=now, expires_at=now + 60, reason=reason[:2000])
+    return Cancel(task_id=attempt.task_id, lease_id=lease_id, envelope=seal(body, DOMAIN_CANCEL, me.private_key))
+
+
+_ENDED = frozenset({State.DONE, State.DECLINED, State.FAILED, State.CANCELLED, State.LEASE_LOST})
+
+
+async def _read(
+    attempt: Attempt, me: Identity, conv: Conversation, channel: Channel, notes: trio.MemorySendChannel[Note]
+) -> None:
+    """Read until the conversation ends; a lapsed lease ends it too, and a zombie's late result is stale."""
+    while conv.state not in _ENDED:
+        deadline = conv.next_deadline()
+        timeout = math.inf if deadline is None else max(0.0, deadline - time.time())
+        if conv.lease_id is None:
+            timeout = OFFER_ANSWER_S
+        data: bytes | None = None
+        with trio.move_on_after(timeout):
+            data = await channel.receive_raw(timeout=math.inf)
+        if data is None and conv.lease_id is None:
+            raise NodeError(f"no answer to the offer within {OFFER_ANSWER_S:g} s")
+        if data is None:
+            if conv.tick(time.time()) == State.LEASE_LOST and conv.lease_id is not None:
+                await notes.send(Lapsed(attempt, conv.lease_id, "no heartbeat before the lease deadline"))
+                await _drain_zombie(attempt, me, channel, notes)
+            continue
+        if not data:
+            if conv.state in _ENDED:
+                return
+            raise NodeError(f"{attempt.peer_id} closed the stream")
+        conv.receive_data(data)
+        while (message := conv.next_event(time.time())) is not None:
+            await notes.send(_note(attempt, me, message))
+
+
+async def _drain_zombie(
+    attempt: Attempt, me: Identity, channel: Channel, notes: trio.MemorySendChannel[Note]
+) -> None:
+    """After a lapse, a frozen worker may wake and send its result: report it (the loop rejects it as stale)."""
+    decoder = FrameDecoder()
+    while data := await channel.receive_raw(timeout=None):
+        decoder.feed(data)
+        while (frame := decoder.next_frame()) is not None:
+            message = decode(frame)
+            if isinstance(message, Result):
+                await notes.send(verify_result(attempt, me, message))
+                return
+
+
+def _note(attempt: Attempt, me: Identity, message: object) -> Note:
+    if isinstance(message, Commit):
+        return Committed(attempt, message.lease_id, message.queue_position, message.lease_ttl_s)
+    if isinstance(message, Decline):
+        return Declined(attempt, message)
+    if isinstance(message, Progress):
+        return Heartbeat(attempt, message)
+    if isinstance(message, Failure):
+        return Failed(attempt, message)
+    if isinstance(message, Result):
+        return verify_result(attempt, me, message)
+    raise NodeError(f"unexpected {type(message).__name__} from {attempt.peer_id}")
+
+
+def verify_result(attempt: Attempt, me: Identity, result: Result) -> Verified | Rejected:
+    """Check a result's signature and that it is the result of this task, lease, campaign and model."""
+    try:
+        body = open_envelope(result.envelope, DOMAIN_RESULT, ResultBody, now=time.time(), signer=attempt.peer_id)
+    except RecordError as exc:
+        return Rejected(attempt, result.lease_id, f"result signature: {exc.detail}")
+    expected = {
+        "task": (body.task_id, attempt.task_id),
+        "lease": (body.lease_id, result.lease_id),
+        "campaign": (body.campaign_id, attempt.campaign_id),
+        "submitter": (body.submitter, me.peer_id),
+    }
+    if attempt.model is not None:
+        expected["model"] = (body.model_sha256, attempt.model.sha256)
+    wrong = [name for name, (got, want) in expected.items() if got != want]
+    if wrong:
+        return Rejected(attempt, result.lease_id, f"result names the wrong {', '.join(wrong)}")
+    return Verified(attempt, result.lease_id, body, result.envelope)
+
+
+async def open_negotiate(host: Any, peer_id: str, addrs: tuple[str, ...]) -> Channel:
+    """Open a negotiate stream with the node's host (direct first, then through a relay)."""
+    channel: Channel = await host.open_channel(peer_id, NEGOTIATE, addrs=addrs, read_timeout=math.inf)
+    return channel
+
+

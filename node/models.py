@@ -1,0 +1,64 @@
+"""Pinning a campaign's models on the submitter: every device measures the same bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import trio
+
+import scheduler as sch
+from node.cache import ModelCache
+from node.errors import NodeError
+from node.fetch import UrlPolicy, download
+from protocol import ModelRef
+
+UNKNOWN_SHA256 = "0" * 64
+
+
+class ModelSourceError(NodeError):
+    """A campaign's model cannot be used: the path is missing, or the pinned digest disagrees."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+async def pin_models(
+    campaign: sch.Campaign, base_dir: Path, cache: ModelCache, policy: UrlPolicy, *, fetch: bool = True
+) -> dict[str, ModelRef]:
+    """A ModelRef per campaign model: local files hashed into the cache (served over /sark/blob);
+    URLs without a sha256 downloaded once to pin them (unless `fetch` is off, for dry runs)."""
+    pinned: dict[str, ModelRef] = {}
+    for index, source in enumerate(campaign.models):
+        field = "model" if len(campaign.models) == 1 else f"models[{index}]"
+        if source.path is not None:
+            pinned[source.key] = await _pin_path(source, base_dir, cache, field)
+        elif source.sha256 is not None or not fetch:
+            pinned[source.key] = ModelRef(name=source.name, size=0, sha256=source.sha256 or UNKNOWN_SHA256,
+                                          format=source.format, sources=(source.url or "",))
+        else:
+            assert source.url is not None
+            temp = cache.temp_path(f"pin-{index}")
+            sha256, size = await download(source.url, temp, sha256=None, policy=policy)
+            cache.commit(sha256, temp)
+            pinned[source.key] = ModelRef(name=source.name, size=size, sha256=sha256, format=source.format,
+                                          sources=(source.url,))
+    return pinned
+
+
+async def _pin_path(source: sch.ModelSource, base_dir: Path, cache: ModelCache, field: str) -> ModelRef:
+    assert source.path is not None
+    path = (base_dir / source.path).resolve()
+    if not path.is_file():
+        raise ModelSourceError(f"{field}.path", f"no such file: {path}")
+    sha256, stored = await trio.to_thread.run_sync(cache.add_file, path)
+    if source.sha256 is not None and source.sha256 != sha256:
+        raise ModelSourceError(f"{field}.sha256", f"the file's sha256 is {sha256}, the campaign pins {source.sha256}")
+    return ModelRef(name=source.name, size=stored.stat().st_size, sha256=sha256, format=source.format)
+
+
+def refs_from_json(models: Mapping[str, object]) -> dict[str, ModelRef]:
+    """The pinned models back from the campaign store."""
+    return {key: ModelRef.model_validate(value) for key, value in models.items()}

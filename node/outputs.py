@@ -1,0 +1,75 @@
+"""A campaign's files: results.csv (seed columns first), results.json (raw samples), report.html."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import scheduler as sch
+from node.store import ResultRecord
+from protocol import Envelope, ResultBody
+from protocol.codec import pack_body, unpack_body
+
+
+def pack_envelope(envelope: Envelope) -> bytes:
+    """How the store keeps a result's signed envelope (verifiable again later)."""
+    return pack_body(envelope)
+
+
+def result_body(record: ResultRecord) -> ResultBody | None:
+    """The signed body of a stored result (None for rows without one)."""
+    if record.envelope is None:
+        return None
+    envelope = unpack_body(record.envelope, Envelope)
+    return unpack_body(envelope.payload, ResultBody)
+
+
+def campaign_rows(
+    scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str
+) -> list[tuple[dict[str, str], ResultRecord | None]]:
+    """One row per task, in task order: stored results as they arrived, endings for the rest."""
+    stored = {r.task_id: r for r in results}
+    rows: list[tuple[dict[str, str], ResultRecord | None]] = []
+    for task in scheduler.tasks():
+        record = stored.get(task.task_id)
+        if record is not None:
+            rows.append((dict(record.row), record))
+            continue
+        status = task.status or sch.Status.FAILED
+        detail = task.detail or ("" if task.ended else f"still {task.state.value} when the campaign stopped")
+        if task.reasons:
+            detail = f"{detail}: {'; '.join(task.reasons)}" if detail else "; ".join(task.reasons)
+        rows.append((sch.failure_row(task, status, task.failure_reason, detail, created_utc), None))
+    return rows
+
+
+def write_outputs(
+    out_dir: Path,
+    campaign_id: str,
+    campaign: sch.Campaign,
+    scheduler: sch.Scheduler,
+    results: Sequence[ResultRecord],
+    created_utc: str = "",
+) -> dict[str, Path]:
+    """Write the campaign's files into `out_dir`; returns their paths by kind."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = campaign_rows(scheduler, results, created_utc)
+    csv_path = out_dir / "results.csv"
+    csv_path.write_text(sch.to_csv(row for row, _ in rows))
+    document = sch.results_document(
+        campaign_id, campaign, ((row, record.samples if record else ()) for row, record in rows)
+    )
+    details = []
+    for _, record in rows:
+        body = result_body(record) if record is not None else None
+        details.append(None if body is None else {
+            "worker": body.worker,
+            "device": body.device.model_dump(mode="json"),
+            "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
+        })
+    for entry, detail in zip(document["results"], details, strict=True):  # type: ignore[call-overload]
+        entry["signed"] = detail
+    json_path = out_dir / "results.json"
+    json_path.write_text(json.dumps(document, indent=1))
+    return {"csv": csv_path, "json": json_path}

@@ -1,0 +1,99 @@
+"""Composition of the worker role: profile, cache, outbox, runner, negotiation, blob, advertising."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+
+import trio
+
+import drivers
+from node.blob import blob_handler
+from node.cache import ModelCache
+from node.config import NodeConfig
+from node.fetch import UrlPolicy
+from node.outbox import Outbox
+from node.runner import Runner
+from node.swarm import Advertised, Node, open_node, serve_worker
+from node.wire import Channel
+from node.worker import Negotiator, OfferPolicy
+from protocol import BLOB, NEGOTIATE, DeviceProfile
+
+log = logging.getLogger(__name__)
+
+
+def url_policy(config: NodeConfig) -> UrlPolicy:
+    """The model-download rules a node's owner set: https to public addresses unless widened."""
+    return UrlPolicy(
+        allow_http=config.allow_http,
+        allow_networks=config.allow_networks,
+        max_bytes=config.max_model_bytes,
+    )
+
+
+def model_cache(config: NodeConfig) -> ModelCache:
+    """The node's content-addressed model cache under its data directory."""
+    return ModelCache(config.data_dir / "models")
+
+
+@dataclass(frozen=True)
+class WorkerHandle:
+    """A running worker, for tests and the embedded swarm."""
+
+    node: Node
+    profile: DeviceProfile
+    runner: Runner
+    advertised: Advertised
+
+
+async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channel:
+    return await node.host.open_channel(peer_id, BLOB, addrs=addrs, read_timeout=30.0)
+
+
+@asynccontextmanager
+async def open_worker(config: NodeConfig, profile: DeviceProfile | None = None) -> AsyncIterator[WorkerHandle]:
+    """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
+    if profile is None:
+        profile = await trio.to_thread.run_sync(
+            lambda: drivers.detect_profile(config.data_dir / "profile", calibrate=config.calibrate)
+        )
+        if config.device_name:
+            profile = profile.model_copy(update={"device_name": config.device_name})
+    cache = model_cache(config)
+    async with open_node(config, role="worker") as node:
+        runner = Runner(
+            peer_id=node.host.peer_id,
+            private_key=node.host.private_key,
+            profile=profile,
+            cache=cache,
+            outbox=Outbox(config.data_dir / "outbox"),
+            policy=url_policy(config),
+            open_blob=lambda peer, addrs: _open_blob(node, peer, addrs),
+            max_queue=config.max_queue,
+            allow_code_models=config.allow_code_models,
+        )
+        negotiator = Negotiator(
+            peer_id=node.host.peer_id,
+            profile=profile,
+            runner=runner,
+            policy=OfferPolicy(
+                allow=frozenset(config.allow),
+                open_mode=config.open_mode,
+                max_model_bytes=config.max_model_bytes,
+                allow_code_models=config.allow_code_models,
+                lease_ttl_s=config.lease_ttl_s,
+                heartbeat_s=config.heartbeat_s,
+            ),
+            is_relayed=node.host.is_relayed,
+            has_model=lambda sha: cache.path_for(sha) is not None,
+        )
+        handlers = {NEGOTIATE: negotiator.handle, BLOB: blob_handler(cache, is_relayed=node.host.is_relayed)}
+        async with trio.open_nursery() as nursery:
+            await nursery.start(runner.serve)
+            advertised = await nursery.start(partial(serve_worker, handlers=handlers), node, profile, runner.load)
+            log.info("worker %s ready (%s)", node.host.peer_id, advertised.reachability)
+            yield WorkerHandle(node=node, profile=profile, runner=runner, advertised=advertised)
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,265 @@
+"""The worker's task runner: a priority queue of dispatched tasks, one measurement at a time.
+
+Measurements that share a device disturb each other, so by default one runs at a time; committed
+tasks wait in a short queue ordered by priority, then age. Each job outlives the stream that brought
+it: if the submitter goes away, the job still runs and its signed result waits in the outbox.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import final
+
+import trio
+
+import drivers
+from node.blob import fetch_blob
+from node.cache import ModelCache
+from node.fetch import FetchError, UrlPolicy, download
+from node.outbox import Outbox
+from node.wire import Channel
+from protocol import (
+    DOMAIN_RESULT,
+    DeviceProfile,
+    Failure,
+    FailureReason,
+    Load,
+    Measurement,
+    OfferBody,
+    Phase,
+    Result,
+    ResultBody,
+)
+from protocol.records import seal
+
+log = logging.getLogger(__name__)
+
+Outcome = Result | Failure
+
+
+@dataclass(eq=False)
+class Job:
+    """One committed task on this worker, from commit to acknowledged outcome."""
+
+    offer: OfferBody
+    lease_id: str
+    seq: int
+    phase: Phase = Phase.QUEUED
+    done: int = 0
+    total: int = 0
+    median_ms: float | None = None
+    dispatched: bool = False
+    cancel: threading.Event = field(default_factory=threading.Event)
+    finished: trio.Event = field(default_factory=trio.Event)
+    outcome: Outcome | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.offer.task_id
+
+    def sort_key(self) -> tuple[int, int]:
+        """Higher priority first, then older first."""
+        return (-self.offer.priority, self.seq)
+
+    def on_progress(self, phase: Phase, done: int, total: int) -> None:
+        """Called by the harness (from its thread) as the child reports phases."""
+        self.phase, self.done, self.total = phase, done, total
+
+
+ChannelOpener = Callable[[str, tuple[str, ...]], Awaitable[Channel]]
+
+
+@final
+class Runner:
+    """Holds the committed jobs and runs dispatched ones in priority order."""
+
+    def __init__(
+        self,
+        *,
+        peer_id: str,
+        private_key: bytes,
+        profile: DeviceProfile,
+        cache: ModelCache,
+        outbox: Outbox,
+        policy: UrlPolicy,
+        open_blob: ChannelOpener,
+        max_queue: int = 4,
+        allow_code_models: bool = False,
+    ) -> None:
+        self._peer_id = peer_id
+        self._key = private_key
+        self._profile = profile
+        self._cache = cache
+        self._outbox = outbox
+        self._policy = policy
+        self._open_blob = open_blob
+        self._max_queue = max_queue
+        self._allow_code_models = allow_code_models
+        self._jobs: dict[str, Job] = {}
+        self._ready: list[tuple[tuple[int, int], Job]] = []
+        self._wakeup = trio.Event()
+        self._seq = itertools.count()
+        self._running: Job | None = None
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+
+    def load(self) -> Load:
+        """What this worker is doing right now, for adverts and /sark/profile."""
+        queued = sum(1 for j in self._jobs.values() if j is not self._running and j.outcome is None)
+        return Load(running=int(self._running is not None), queued=queued, max_queue=self._max_queue)
+
+    def has_room(self) -> bool:
+        return sum(1 for j in self._jobs.values() if j.outcome is None) < self._max_queue + 1
+
+    def commit(self, offer: OfferBody) -> Job:
+        """Reserve a place for an accepted offer and grant it a fresh lease."""
+        job = Job(offer=offer, lease_id=f"L{secrets.token_hex(8)}", seq=next(self._seq))
+        self._jobs[job.lease_id] = job
+        return job
+
+    def queue_position(self, job: Job) -> int:
+        """How many jobs will run before this one."""
+        ahead = [j for j in self._jobs.values() if j.outcome is None and j is not job]
+        running = int(self._running is not None and self._running is not job)
+        waiting = sum(1 for j in ahead if j is not self._running and j.sort_key() < job.sort_key())
+        return running + waiting
+
+    def job(self, lease_id: str) -> Job | None:
+        return self._jobs.get(lease_id)
+
+    def dispatch(self, job: Job) -> None:
+        """The submitter confirmed: the job may run when its turn comes."""
+        if not job.dispatched:
+            job.dispatched = True
+            heapq.heappush(self._ready, (job.sort_key(), job))
+            self._wakeup.set()
+
+    def drop(self, job: Job) -> None:
+        """Forget a job that never started (declined dispatch, stream lost before dispatch)."""
+        if not job.dispatched:
+            self._jobs.pop(job.lease_id, None)
+
+    def cancel(self, job: Job) -> None:
+        """Stop a job: kill its measurement if it runs, skip it if it waits."""
+        job.cancel.set()
+        if not job.dispatched or job is not self._running:
+            self._finish(job, Failure(task_id=job.task_id, lease_id=job.lease_id,
+                                      reason=FailureReason.CANCELLED, detail="cancelled by the submitter"))
+
+    def acknowledged(self, job: Job) -> None:
+        """The submitter has the outcome: the lease is over."""
+        self._outbox.ack(job.task_id, job.lease_id)
+        self._jobs.pop(job.lease_id, None)
+
+    def stored(self, task_id: str, lease_id: str) -> Result | None:
+        """A result kept in the outbox from an earlier stream (or an earlier run of this worker)."""
+        return self._outbox.get(task_id, lease_id)
+
+    def forget(self, task_id: str, lease_id: str) -> None:
+        """A stored result was acknowledged."""
+        self._outbox.ack(task_id, lease_id)
+        self._jobs.pop(lease_id, None)
+
+    def _finish(self, job: Job, outcome: Outcome) -> None:
+        if job.outcome is None:
+            job.outcome = outcome
+            if isinstance(outcome, Result):
+                self._outbox.put(outcome)
+            job.finished.set()
+
+    # -- execution -------------------------------------------------------------------------------
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run dispatched jobs one at a time, forever."""
+        task_status.started()
+        while True:
+            while not self._ready:
+                self._wakeup = trio.Event()
+                await self._wakeup.wait()
+            _, job = heapq.heappop(self._ready)
+            if job.outcome is not None:
+                continue
+            self._running = job
+            try:
+                self._finish(job, await self._execute(job))
+            finally:
+                self._running = None
+
+    async def _execute(self, job: Job) -> Outcome:
+        try:
+            job.phase = Phase.FETCHING
+            path = await self._acquire_model(job)
+            job.phase = Phase.LOADING
+            measurement = await trio.to_thread.run_sync(partial(self._measure, job, path))
+        except drivers.TaskFailed as exc:
+            return Failure(task_id=job.task_id, lease_id=job.lease_id, reason=exc.reason, detail=exc.detail[:2000])
+        except FetchError as exc:
+            return Failure(task_id=job.task_id, lease_id=job.lease_id, reason=exc.reason, detail=exc.detail[:2000])
+        return self._sign(job, measurement)
+
+    def _measure(self, job: Job, path: Path) -> Measurement:
+        return drivers.measure(
+            path,
+            job.offer.spec,
+            model_sha256=job.offer.model.sha256,
+            allow_code_models=self._allow_code_models,
+            on_progress=job.on_progress,
+            cancel=job.cancel,
+            fmt=job.offer.model.format,
+        )
+
+    async def _acquire_model(self, job: Job) -> Path:
+        model = job.offer.model
+        cached = self._cache.path_for(model.sha256)
+        if cached is not None:
+            return cached
+        if model.size > self._policy.max_bytes:
+            raise FetchError(FailureReason.TOO_LARGE, f"model is {model.size} bytes, cap {self._policy.max_bytes}")
+        if model.sources:
+            return await self._download(model.sources, model.sha256)
+        offer = job.offer
+        return await fetch_blob(
+            lambda: self._open_blob(offer.submitter, offer.submitter_addrs),
+            model.sha256,
+            model.size,
+            self._cache,
+            max_bytes=self._policy.max_bytes,
+        )
+
+    async def _download(self, urls: tuple[str, ...], sha256: str) -> Path:
+        error: FetchError | None = None
+        for url in urls:
+            temp = self._cache.temp_path(sha256)
+            try:
+                await download(url, temp, sha256=sha256, policy=self._policy)
+            except FetchError as exc:
+                error = exc
+                log.info("model download from %s failed: %s", url, exc.detail)
+                continue
+            return self._cache.commit(sha256, temp)
+        assert error is not None
+        raise error
+
+    def _sign(self, job: Job, measurement: Measurement) -> Result:
+        body = ResultBody(
+            campaign_id=job.offer.campaign_id,
+            task_id=job.task_id,
+            lease_id=job.lease_id,
+            worker=self._peer_id,
+            submitter=job.offer.submitter,
+            model_sha256=job.offer.model.sha256,
+            device=self._profile,
+            measurement=measurement,
+            finished_at=time.time(),
+        )
+        envelope = seal(body, DOMAIN_RESULT, self._key)
+        return Result(task_id=job.task_id, lease_id=job.lease_id, envelope=envelope)

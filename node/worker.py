@@ -1,0 +1,262 @@
+"""The worker's side of `/sark/negotiate/1.0.0`: who may offer, what it takes, and the lease.
+
+One stream per task. The offer is checked against the Noise-authenticated peer id of the stream
+(never a message field), its signature, recipient, expiry and nonce; then against what this device
+can do. A commit grants a lease; progress messages are the heartbeats that keep it alive; the
+result is signed and kept in the outbox until the submitter acknowledges it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import final
+
+import trio
+
+from node.errors import NodeError
+from node.runner import Job, Runner
+from node.wire import Channel
+from protocol import (
+    DOMAIN_CANCEL,
+    DOMAIN_OFFER,
+    Ack,
+    Cancel,
+    CancelBody,
+    Commit,
+    Decline,
+    DeclineReason,
+    DeviceProfile,
+    Dispatch,
+    Failure,
+    FailureReason,
+    ModelFormat,
+    NegotiateMessage,
+    Offer,
+    OfferBody,
+    Progress,
+    Reclaim,
+    RecordError,
+)
+from protocol.codec import decode
+from protocol.framing import FrameDecoder
+from protocol.machine import Conversation, Role
+from protocol.records import NonceCache, open_envelope
+
+log = logging.getLogger(__name__)
+
+_CODE_FORMATS = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRIPT})
+
+
+@dataclass(frozen=True)
+class OfferPolicy:
+    """Which submitters a worker takes offers from, and what it will take on."""
+
+    allow: frozenset[str] = frozenset()
+    open_mode: bool = False
+    max_model_bytes: int = 2 << 30
+    allow_code_models: bool = False
+    lease_ttl_s: float = 10.0
+    heartbeat_s: float = 2.0
+    first_message_s: float = 10.0
+
+
+@final
+class Negotiator:
+    """Serves `/sark/negotiate/1.0.0` for one worker."""
+
+    def __init__(
+        self,
+        *,
+        peer_id: str,
+        profile: DeviceProfile,
+        runner: Runner,
+        policy: OfferPolicy,
+        is_relayed: Callable[[str], bool],
+        has_model: Callable[[str], bool],
+    ) -> None:
+        self._peer_id = peer_id
+        self._profile = profile
+        self._runner = runner
+        self._policy = policy
+        self._is_relayed = is_relayed
+        self._has_model = has_model
+        self._nonces = NonceCache()
+
+    async def handle(self, channel: Channel) -> None:
+        """One negotiate stream, from the first message to the acknowledged outcome."""
+        try:
+            conv, first = await self._open(channel)
+            if isinstance(first, Offer):
+                job = await self._answer_offer(channel, conv, first)
+            elif isinstance(first, Reclaim):
+                job = await self._answer_reclaim(channel, conv, first)
+            else:  # the conversation machine lets only an offer or a reclaim open a stream
+                return
+            if job is not None:
+                await self._follow(channel, conv, job)
+        except NodeError as exc:
+            log.info("negotiate stream from %s ended: %s", channel.peer_id, exc)
+
+    async def _open(self, channel: Channel) -> tuple[Conversation, NegotiateMessage]:
+        decoder, seen = FrameDecoder(), b""
+        with trio.fail_after(self._policy.first_message_s):
+            while (frame := decoder.next_frame()) is None:
+                data = await channel.receive_raw()
+                if not data:
+                    raise NodeError(f"{channel.peer_id} closed the negotiate stream before a message")
+                seen += data
+                decoder.feed(data)
+        first = decode(frame)
+        conv = Conversation(Role.WORKER, getattr(first, "task_id", "?"))
+        conv.receive_data(seen)
+        event = conv.next_event(time.time())
+        assert event is not None
+        return conv, event
+
+    # -- offers -----------------------------------------------------------------------------------
+
+    async def _answer_offer(self, channel: Channel, conv: Conversation, offer: Offer) -> Job | None:
+        body, refusal = self._judge(channel.peer_id, offer)
+        now = time.time()
+        if refusal is not None:
+            reason, detail = refusal
+            log.info("declined %s from %s: %s (%s)", offer.task_id, channel.peer_id, reason, detail)
+            await channel.send_raw(conv.send(Decline(task_id=offer.task_id, reason=reason, detail=detail), now))
+            return None
+        assert body is not None
+        job = self._runner.commit(body)
+        commit = Commit(
+            task_id=offer.task_id,
+            lease_id=job.lease_id,
+            lease_ttl_s=self._policy.lease_ttl_s,
+            queue_position=self._runner.queue_position(job),
+        )
+        await channel.send_raw(conv.send(commit, now))
+        return job
+
+    def _judge(self, submitter: str, offer: Offer) -> tuple[OfferBody | None, tuple[DeclineReason, str] | None]:
+        policy = self._policy
+        if not policy.open_mode and submitter not in policy.allow:
+            return None, (DeclineReason.POLICY, f"submitter {submitter} is not allowed on this worker")
+        now = time.time()
+        try:
+            body = open_envelope(offer.envelope, DOMAIN_OFFER, OfferBody, now=now, signer=submitter)
+        except RecordError as exc:
+            return None, (DeclineReason.BAD_OFFER, f"offer signature: {exc.detail}")
+        if body.task_id != offer.task_id or body.recipient != self._peer_id:
+            return None, (DeclineReason.BAD_OFFER, "offer is addressed to another peer or task")
+        if not self._nonces.check_and_add(submitter, body.nonce, body.expires_at, now):
+            return None, (DeclineReason.BAD_OFFER, "replayed offer (nonce already seen)")
+        return body, self._fit(submitter, body)
+
+    def _fit(self, submitter: str, body: OfferBody) -> tuple[DeclineReason, str] | None:
+        unit = body.spec.compute_unit
+        status = self._profile.unit_status(unit)
+        if status is None or not status.usable:
+            why = status.reason if status is not None else "not probed"
+            return DeclineReason.UNSUPPORTED_UNIT, f"{unit.value} unavailable: {why}"
+        if body.model.format in _CODE_FORMATS and not self._policy.allow_code_models:
+            return DeclineReason.FORMAT_NOT_ALLOWED, (
+                f"{body.model.format.value} models run code when loaded; this worker's owner has not opted in"
+            )
+        if body.model.size > self._policy.max_model_bytes:
+            return DeclineReason.MODEL_TOO_LARGE, (
+                f"model is {body.model.size} bytes, this worker takes at most {self._policy.max_model_bytes}"
+            )
+        if body.spec.memory_limit_mb is not None and body.spec.memory_limit_mb > self._profile.ram_mb:
+            return DeclineReason.NOT_ENOUGH_MEMORY, f"needs {body.spec.memory_limit_mb} MB, device has {self._profile.ram_mb}"
+        if not self._runner.has_room():
+            return DeclineReason.QUEUE_FULL, "the queue of committed tasks is full"
+        needs_transfer = not body.model.sources and not self._has_model(body.model.sha256)
+        if needs_transfer and self._is_relayed(submitter):
+            return DeclineReason.RELAYED, "model bytes never cross a relay: give the model a URL or connect directly"
+        return None
+
+    # -- reclaim after a submitter restart ---------------------------------------------------------
+
+    async def _answer_reclaim(self, channel: Channel, conv: Conversation, reclaim: Reclaim) -> Job | None:
+        job = self._runner.job(reclaim.lease_id)
+        if job is not None and job.offer.submitter == channel.peer_id:
+            return job
+        stored = self._runner.stored(reclaim.task_id, reclaim.lease_id)
+        now = time.time()
+        if stored is not None and stored.envelope.peer_id == self._peer_id:
+            await channel.send_raw(conv.send(stored, now))
+            await self._await_ack_stored(channel, conv, reclaim)
+            return None
+        failure = Failure(task_id=reclaim.task_id, lease_id=reclaim.lease_id,
+                          reason=FailureReason.UNKNOWN_LEASE, detail="this worker holds nothing for that lease")
+        await channel.send_raw(conv.send(failure, now))
+        return None
+
+    async def _await_ack_stored(self, channel: Channel, conv: Conversation, reclaim: Reclaim) -> None:
+        for message in await self._receive(channel, conv, timeout=self._policy.first_message_s):
+            if isinstance(message, Ack):
+                self._runner.forget(reclaim.task_id, reclaim.lease_id)
+
+    # -- after the commit --------------------------------------------------------------------------
+
+    async def _follow(self, channel: Channel, conv: Conversation, job: Job) -> None:
+        """Heartbeats out, dispatch/cancel/ack in, then the outcome, until acknowledged."""
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._heartbeats, channel, conv, job)
+                await self._listen(channel, conv, job)
+                nursery.cancel_scope.cancel()
+        finally:
+            if not job.dispatched:
+                self._runner.drop(job)
+
+    async def _heartbeats(self, channel: Channel, conv: Conversation, job: Job) -> None:
+        while job.outcome is None:
+            with trio.move_on_after(self._policy.heartbeat_s):
+                await job.finished.wait()
+            if job.outcome is not None:
+                break
+            progress = Progress(task_id=job.task_id, lease_id=job.lease_id, phase=job.phase, done=job.done,
+                                total=job.total, queue_position=self._runner.queue_position(job),
+                                median_ms=job.median_ms)
+            await channel.send_raw(conv.send(progress, time.time()))
+        assert job.outcome is not None
+        await channel.send_raw(conv.send(job.outcome, time.time()))
+
+    async def _listen(self, channel: Channel, conv: Conversation, job: Job) -> None:
+        while True:
+            for message in await self._receive(channel, conv, timeout=math.inf):
+                if isinstance(message, Dispatch):
+                    self._runner.dispatch(job)
+                elif isinstance(message, Cancel):
+                    self._on_cancel(channel.peer_id, message, job)
+                elif isinstance(message, Ack):
+                    self._runner.acknowledged(job)
+                    return
+
+    def _on_cancel(self, submitter: str, message: Cancel, job: Job) -> None:
+        now = time.time()
+        try:
+            body = open_envelope(message.envelope, DOMAIN_CANCEL, CancelBody, now=now, signer=submitter)
+        except RecordError as exc:
+            log.warning("ignored a cancel for %s: %s", job.task_id, exc.detail)
+            return
+        if body.recipient != self._peer_id or body.task_id != job.task_id:
+            log.warning("ignored a misdirected cancel for %s", job.task_id)
+            return
+        if not self._nonces.check_and_add(submitter, body.nonce, body.expires_at, now):
+            log.warning("ignored a replayed cancel for %s", job.task_id)
+            return
+        self._runner.cancel(job)
+
+    async def _receive(self, channel: Channel, conv: Conversation, *, timeout: float) -> list[NegotiateMessage]:
+        data = await channel.receive_raw(timeout=timeout)
+        if not data:
+            raise NodeError(f"{channel.peer_id} closed the negotiate stream")
+        conv.receive_data(data)
+        out = []
+        while (message := conv.next_event(time.time())) is not None:
+            out.append(message)
+        return out
+
