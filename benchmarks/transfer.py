@@ -6,7 +6,7 @@ A random 100 MB file (and 500 MB with --large) is served, each from a separate p
 by a libp2p host with `node.blob.blob_handler`, and by Python's threading `http.server`. This process
 fetches it with `node.blob.fetch_blob` (into a fresh `ModelCache`, sha256 checked at commit) and with
 `node.fetch.download` (sha256 checked while streaming). Both timings include verification and the
-final rename. Prints MB/s of each and the blob/HTTP ratio; writes JSON to benchmarks/out/.
+final rename. Prints MB/s of each and the blob/HTTP ratio; writes benchmarks/out/transfer.json.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ async def _hold(cache_dir: Path, chunk: int) -> None:
             BLOB, blob_handler(cache, is_relayed=host.is_relayed, chunk_size=chunk), deadline=3600
         )
         print(json.dumps({"peer_id": host.peer_id, "addrs": host.addrs()}), flush=True)
-        await trio.to_thread.run_sync(sys.stdin.read, abandon_on_cancel=True)
+        await trio.to_thread.run_sync(sys.stdin.read)
 
 
 def _spawn(args: list[str], *, quiet: bool = False) -> subprocess.Popen[str]:
@@ -179,7 +179,7 @@ async def _main(args: argparse.Namespace) -> None:
         "runs": args.runs,
         "results": results,
     }
-    path = OUT / f"transfer-{stamp}.json"
+    path = OUT / "transfer.json"
     path.write_text(json.dumps(report, indent=2))
     print(f"wrote {path}")
 

@@ -311,7 +311,8 @@ class _Sink:
     def hexdigest(self) -> str:
         return self._hash.hexdigest()
 
-    async def discard(self) -> None:
+    def discard(self) -> None:
+        """Close and delete the temp file; synchronous, so it also runs under cancellation."""
         self._file.close()
         self.path.unlink(missing_ok=True)
 
@@ -409,19 +410,19 @@ async def download(
             await _get(url, sink, policy, on_bytes)
             await sink.flush()
     except trio.TooSlowError as exc:
-        await sink.discard()
+        sink.discard()
         raise FetchError(FailureReason.FETCH, f"download not finished within {policy.timeout_s:g} s") from exc
     except BaseException:
-        await sink.discard()
+        sink.discard()
         raise
     digest = sink.hexdigest()
     if sha256 is not None and digest != sha256:
-        await sink.discard()
+        sink.discard()
         raise FetchError(FailureReason.DIGEST_MISMATCH, f"expected sha256 {sha256}, got {digest}")
     try:
         await sink.finish(dest)
     except BaseException:
-        await sink.discard()
+        sink.discard()
         raise
     return digest, sink.size
 
