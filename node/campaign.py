@@ -12,11 +12,10 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
-
 
 import scheduler as sch
 from node.blob import blob_handler
@@ -44,7 +43,7 @@ class SubmitOptions:
     """What `sark-node submit` was asked to do, beyond the node's configuration."""
 
     out_root: Path = Path("sark-results")
-    discovery: DiscoveryConfig = DiscoveryConfig()
+    discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     embedded_workers: int = 1
 
 
@@ -77,22 +76,32 @@ async def prepare(config: NodeConfig, text: str, source: Path) -> tuple[sch.Camp
 
 
 async def submit(
-    config: NodeConfig, source: Path, options: SubmitOptions, *, view: View = lambda _: None
+    config: NodeConfig, source: Path, text: str, options: SubmitOptions, *, view: View = lambda _: None
 ) -> Outcome:
-    """Run a campaign file to its end."""
-    text = source.read_text()
+    """Run a campaign (the text of the file at `source`) to its end."""
     campaign, models = await prepare(config, text, source)
     campaign_id = new_campaign_id()
     out_dir = options.out_root / campaign_id
     store = store_of(config)
-    record = CampaignRecord(campaign_id, campaign.name, utc_now(), str(source), text, models_json(models), None,
-                            "running", str(out_dir))
+    record = CampaignRecord(
+        campaign_id,
+        campaign.name,
+        utc_now(),
+        str(source),
+        text,
+        models_json(models),
+        None,
+        "running",
+        str(out_dir),
+    )
     store.add_campaign(record)
     scheduler = sch.Scheduler(campaign_id, campaign, models)
     return await _run(config, options, store, record, campaign, scheduler, view=view)
 
 
-async def resume(config: NodeConfig, campaign_id: str, options: SubmitOptions, *, view: View = lambda _: None) -> Outcome:
+async def resume(
+    config: NodeConfig, campaign_id: str, options: SubmitOptions, *, view: View = lambda _: None
+) -> Outcome:
     """Pick a stored campaign up where the last submitter stopped: reclaim leases, go on."""
     store = store_of(config)
     record = store.campaign(campaign_id)
@@ -132,7 +141,9 @@ async def _run(
         await loop.run()
     results = store.results(record.campaign_id)
     files = write_outputs(Path(record.out_dir), record.campaign_id, campaign, scheduler, results, utc_now())
-    medians = {r.task_id: float(r.row["InferenceMsMedian"]) for r in results if r.row.get("InferenceMsMedian")}
+    medians = {
+        r.task_id: float(r.row["InferenceMsMedian"]) for r in results if r.row.get("InferenceMsMedian")
+    }
     return Outcome(record.campaign_id, files, tuple(scheduler.tasks()), loop.tally, medians)
 
 
@@ -165,26 +176,26 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
         async with AsyncExitStack() as stack:
             for i in range(workers):
                 name = f"{config.device_name or 'local'}-{i}" if workers > 1 else config.device_name
-                worker_config = config.model_copy(update={
-                    "data_dir": root / f"worker-{i}",
-                    "listen": loopback,
-                    "gates": gates,
-                    "allow": (me,),
-                    "open_mode": False,
-                    "device_name": name,
-                })
+                worker_config = config.model_copy(
+                    update={
+                        "data_dir": root / f"worker-{i}",
+                        "listen": loopback,
+                        "gates": gates,
+                        "allow": (me,),
+                        "open_mode": False,
+                        "device_name": name,
+                    }
+                )
                 await stack.enter_async_context(open_worker(worker_config))
             yield config.model_copy(update={"gates": gates, "listen": loopback})
         nursery.cancel_scope.cancel()
 
 
-async def plan(config: NodeConfig, source: Path, options: SubmitOptions) -> sch.Plan:
+async def plan(config: NodeConfig, source: Path, text: str, options: SubmitOptions) -> sch.Plan:
     """A dry run: which peers each job would go to, and why every other peer would not. Sends nothing."""
-    campaign = sch.parse_campaign(source.read_text(), source=str(source))
+    campaign = sch.parse_campaign(text, source=str(source))
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
     async with open_submitter(config, options) as node:
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         peers = await discovery.initial()
     return sch.explain(campaign, models, peers)
-
-

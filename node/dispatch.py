@@ -33,7 +33,6 @@ from protocol import (
     Dispatch,
     Envelope,
     Failure,
-    FailureReason,
     ModelRef,
     Offer,
     OfferBody,
@@ -187,7 +186,8 @@ async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Cha
         conv.reclaim(attempt.reclaim_lease, lease_ttl_s=attempt.reclaim_ttl_s)
         message: Offer | Reclaim = Reclaim(task_id=attempt.task_id, lease_id=attempt.reclaim_lease)
     else:
-        assert attempt.spec is not None and attempt.model is not None
+        assert attempt.spec is not None
+        assert attempt.model is not None
         body = OfferBody(
             campaign_id=attempt.campaign_id,
             task_id=attempt.task_id,
@@ -216,20 +216,33 @@ async def _obey(
     async for command in inbox:
         now = time.time()
         if isinstance(command, sch.SendDispatch):
-            await channel.send_raw(conv.send(Dispatch(task_id=attempt.task_id, lease_id=command.lease_id), now))
+            await channel.send_raw(
+                conv.send(Dispatch(task_id=attempt.task_id, lease_id=command.lease_id), now)
+            )
         elif isinstance(command, sch.SendAck):
             await channel.send_raw(conv.send(Ack(task_id=attempt.task_id, lease_id=command.lease_id), now))
         elif isinstance(command, sch.SendCancel) and conv.state in _CANCELLABLE:
-            await channel.send_raw(conv.send(_cancel(attempt, me, command.lease_id, command.reason, now), now))
+            await channel.send_raw(
+                conv.send(_cancel(attempt, me, command.lease_id, command.reason, now), now)
+            )
 
 
 _CANCELLABLE = frozenset({State.OFFERED, State.COMMITTED, State.RUNNING})
 
 
 def _cancel(attempt: Attempt, me: Identity, lease_id: str | None, reason: str, now: float) -> Cancel:
-    body = CancelBody(task_id=attempt.task_id, lease_id=lease_id, recipient=attempt.peer_id,
-                      nonce=os.urandom(16), issued_at=now, expires_at=now + 60, reason=reason[:2000])
-    return Cancel(task_id=attempt.task_id, lease_id=lease_id, envelope=seal(body, DOMAIN_CANCEL, me.private_key))
+    body = CancelBody(
+        task_id=attempt.task_id,
+        lease_id=lease_id,
+        recipient=attempt.peer_id,
+        nonce=os.urandom(16),
+        issued_at=now,
+        expires_at=now + 60,
+        reason=reason[:2000],
+    )
+    return Cancel(
+        task_id=attempt.task_id, lease_id=lease_id, envelope=seal(body, DOMAIN_CANCEL, me.private_key)
+    )
 
 
 _ENDED = frozenset({State.DONE, State.DECLINED, State.FAILED, State.CANCELLED, State.LEASE_LOST})
@@ -266,7 +279,7 @@ async def _read(
 async def _drain_zombie(
     attempt: Attempt, me: Identity, channel: Channel, notes: trio.MemorySendChannel[Note]
 ) -> None:
-    """After a lapse, a frozen worker may wake and send its result: report it (the loop rejects it as stale)."""
+    """After a lapse a frozen worker may wake and send its result: report it (the loop rejects it)."""
     decoder = FrameDecoder()
     while data := await channel.receive_raw(timeout=None):
         decoder.feed(data)
@@ -294,7 +307,9 @@ def _note(attempt: Attempt, me: Identity, message: object) -> Note:
 def verify_result(attempt: Attempt, me: Identity, result: Result) -> Verified | Rejected:
     """Check a result's signature and that it is the result of this task, lease, campaign and model."""
     try:
-        body = open_envelope(result.envelope, DOMAIN_RESULT, ResultBody, now=time.time(), signer=attempt.peer_id)
+        body = open_envelope(
+            result.envelope, DOMAIN_RESULT, ResultBody, now=time.time(), signer=attempt.peer_id
+        )
     except RecordError as exc:
         return Rejected(attempt, result.lease_id, f"result signature: {exc.detail}")
     expected = {
@@ -315,5 +330,3 @@ async def open_negotiate(host: Any, peer_id: str, addrs: tuple[str, ...]) -> Cha
     """Open a negotiate stream with the node's host (direct first, then through a relay)."""
     channel: Channel = await host.open_channel(peer_id, NEGOTIATE, addrs=addrs, read_timeout=math.inf)
     return channel
-
-

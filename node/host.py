@@ -251,7 +251,7 @@ class Host:
 
         self._lp.set_stream_handler(TProtocol(protocol), on_stream)
 
-    async def connect(self, addr: str, timeout: float = 10.0) -> str:  # noqa: ASYNC109 (team API)
+    async def connect(self, addr: str, timeout: float = 10.0) -> str:
         """Connect to a `/p2p/<id>` multiaddr (direct or circuit); return the peer id."""
         peer = peer_of(addr)
         await self._ensure_connected(peer, (addr,), timeout)
@@ -263,7 +263,7 @@ class Host:
         protocol: str,
         *,
         addrs: Sequence[str] = (),
-        timeout: float = 10.0,  # noqa: ASYNC109 (team API: the dial deadline)
+        timeout: float = 10.0,
         read_timeout: float = 10.0,
     ) -> Channel:
         """Open a stream: direct addresses first, then explicit circuit dials (P14).
@@ -299,7 +299,7 @@ class Host:
             except Exception:
                 log.debug("disconnect from %s failed", peer_id, exc_info=True)
 
-    async def reserve_relay(self, gate_addr: str, timeout: float = 10.0) -> str:  # noqa: ASYNC109
+    async def reserve_relay(self, gate_addr: str, timeout: float = 10.0) -> str:
         """Reserve a relay slot on a gate; return our circuit address through it.
 
         The reservation is refreshed by a task in the host's nursery for as long as the host lives.

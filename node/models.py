@@ -36,15 +36,21 @@ async def pin_models(
         if source.path is not None:
             pinned[source.key] = await _pin_path(source, base_dir, cache, field)
         elif source.sha256 is not None or not fetch:
-            pinned[source.key] = ModelRef(name=source.name, size=0, sha256=source.sha256 or UNKNOWN_SHA256,
-                                          format=source.format, sources=(source.url or "",))
+            pinned[source.key] = ModelRef(
+                name=source.name,
+                size=0,
+                sha256=source.sha256 or UNKNOWN_SHA256,
+                format=source.format,
+                sources=(source.url or "",),
+            )
         else:
             assert source.url is not None
             temp = cache.temp_path(f"pin-{index}")
             sha256, size = await download(source.url, temp, sha256=None, policy=policy)
             cache.commit(sha256, temp)
-            pinned[source.key] = ModelRef(name=source.name, size=size, sha256=sha256, format=source.format,
-                                          sources=(source.url,))
+            pinned[source.key] = ModelRef(
+                name=source.name, size=size, sha256=sha256, format=source.format, sources=(source.url,)
+            )
     return pinned
 
 
@@ -55,7 +61,9 @@ async def _pin_path(source: sch.ModelSource, base_dir: Path, cache: ModelCache, 
         raise ModelSourceError(f"{field}.path", f"no such file: {path}")
     sha256, stored = await trio.to_thread.run_sync(cache.add_file, path)
     if source.sha256 is not None and source.sha256 != sha256:
-        raise ModelSourceError(f"{field}.sha256", f"the file's sha256 is {sha256}, the campaign pins {source.sha256}")
+        raise ModelSourceError(
+            f"{field}.sha256", f"the file's sha256 is {sha256}, the campaign pins {source.sha256}"
+        )
     return ModelRef(name=source.name, size=stored.stat().st_size, sha256=sha256, format=source.format)
 
 

@@ -49,5 +49,3 @@ class Outbox:
             task_id, _, lease_id = p.stem.rpartition(".")
             out.append((task_id, lease_id))
         return out
-
-

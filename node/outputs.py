@@ -63,11 +63,15 @@ def write_outputs(
     details = []
     for _, record in rows:
         body = result_body(record) if record is not None else None
-        details.append(None if body is None else {
-            "worker": body.worker,
-            "device": body.device.model_dump(mode="json"),
-            "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
-        })
+        details.append(
+            None
+            if body is None
+            else {
+                "worker": body.worker,
+                "device": body.device.model_dump(mode="json"),
+                "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
+            }
+        )
     for entry, detail in zip(document["results"], details, strict=True):  # type: ignore[call-overload]
         entry["signed"] = detail
     json_path = out_dir / "results.json"

@@ -54,7 +54,9 @@ async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channe
 
 
 @asynccontextmanager
-async def open_worker(config: NodeConfig, profile: DeviceProfile | None = None) -> AsyncIterator[WorkerHandle]:
+async def open_worker(
+    config: NodeConfig, profile: DeviceProfile | None = None
+) -> AsyncIterator[WorkerHandle]:
     """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
     if profile is None:
         profile = await trio.to_thread.run_sync(
@@ -93,7 +95,9 @@ async def open_worker(config: NodeConfig, profile: DeviceProfile | None = None) 
         handlers = {NEGOTIATE: negotiator.handle, BLOB: blob_handler(cache, is_relayed=node.host.is_relayed)}
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
-            advertised = await nursery.start(partial(serve_worker, handlers=handlers), node, profile, runner.load)
+            advertised = await nursery.start(
+                partial(serve_worker, handlers=handlers), node, profile, runner.load
+            )
             log.info("worker %s ready (%s)", node.host.peer_id, advertised.reachability)
             yield WorkerHandle(node=node, profile=profile, runner=runner, advertised=advertised)
             nursery.cancel_scope.cancel()

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import trio
 
@@ -40,6 +40,9 @@ from protocol import (
     ResultBody,
 )
 from protocol.records import seal
+
+if TYPE_CHECKING:
+    from trio_typing import TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +155,15 @@ class Runner:
         """Stop a job: kill its measurement if it runs, skip it if it waits."""
         job.cancel.set()
         if not job.dispatched or job is not self._running:
-            self._finish(job, Failure(task_id=job.task_id, lease_id=job.lease_id,
-                                      reason=FailureReason.CANCELLED, detail="cancelled by the submitter"))
+            self._finish(
+                job,
+                Failure(
+                    task_id=job.task_id,
+                    lease_id=job.lease_id,
+                    reason=FailureReason.CANCELLED,
+                    detail="cancelled by the submitter",
+                ),
+            )
 
     def acknowledged(self, job: Job) -> None:
         """The submitter has the outcome: the lease is over."""
@@ -178,7 +188,7 @@ class Runner:
 
     # -- execution -------------------------------------------------------------------------------
 
-    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def serve(self, *, task_status: TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run dispatched jobs one at a time, forever."""
         task_status.started()
         while True:
@@ -201,9 +211,13 @@ class Runner:
             job.phase = Phase.LOADING
             measurement = await trio.to_thread.run_sync(partial(self._measure, job, path))
         except drivers.TaskFailed as exc:
-            return Failure(task_id=job.task_id, lease_id=job.lease_id, reason=exc.reason, detail=exc.detail[:2000])
+            return Failure(
+                task_id=job.task_id, lease_id=job.lease_id, reason=exc.reason, detail=exc.detail[:2000]
+            )
         except FetchError as exc:
-            return Failure(task_id=job.task_id, lease_id=job.lease_id, reason=exc.reason, detail=exc.detail[:2000])
+            return Failure(
+                task_id=job.task_id, lease_id=job.lease_id, reason=exc.reason, detail=exc.detail[:2000]
+            )
         return self._sign(job, measurement)
 
     def _measure(self, job: Job, path: Path) -> Measurement:
@@ -223,7 +237,9 @@ class Runner:
         if cached is not None:
             return cached
         if model.size > self._policy.max_bytes:
-            raise FetchError(FailureReason.TOO_LARGE, f"model is {model.size} bytes, cap {self._policy.max_bytes}")
+            raise FetchError(
+                FailureReason.TOO_LARGE, f"model is {model.size} bytes, cap {self._policy.max_bytes}"
+            )
         if model.sources:
             return await self._download(model.sources, model.sha256)
         offer = job.offer

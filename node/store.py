@@ -147,7 +147,8 @@ class CampaignStore:
                 (campaign_id,),
             ).fetchall()
         return [
-            ResultRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), tuple(json.loads(r[6]))) for r in rows
+            ResultRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), tuple(json.loads(r[6])))
+            for r in rows
         ]
 
     def clear(self) -> None:

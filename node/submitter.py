@@ -19,7 +19,6 @@ import trio
 
 import scheduler as sch
 from node.discovery import Discovery
-from node.outputs import pack_envelope
 from node.dispatch import (
     Attempt,
     Committed,
@@ -35,6 +34,7 @@ from node.dispatch import (
     Verified,
     run_attempt,
 )
+from node.outputs import pack_envelope
 from node.store import CampaignStore, ResultRecord
 from protocol import FailureReason, ModelRef
 
@@ -204,22 +204,38 @@ class CampaignLoop:
         a = note.attempt
         match note:
             case Committed():
-                return sch.OfferCommitted(task_id=a.task_id, peer_id=a.peer_id, lease_id=note.lease_id,
-                                          queue_position=note.queue_position, lease_ttl_s=note.lease_ttl_s)
+                return sch.OfferCommitted(
+                    task_id=a.task_id,
+                    peer_id=a.peer_id,
+                    lease_id=note.lease_id,
+                    queue_position=note.queue_position,
+                    lease_ttl_s=note.lease_ttl_s,
+                )
             case Declined():
-                return sch.OfferDeclined(task_id=a.task_id, peer_id=a.peer_id, reason=note.decline.reason,
-                                         detail=note.decline.detail)
+                return sch.OfferDeclined(
+                    task_id=a.task_id,
+                    peer_id=a.peer_id,
+                    reason=note.decline.reason,
+                    detail=note.decline.detail,
+                )
             case Lost():
                 return sch.OfferLost(task_id=a.task_id, peer_id=a.peer_id, detail=note.detail)
             case Heartbeat():
                 p = note.progress
-                return sch.ProgressReported(task_id=a.task_id, lease_id=p.lease_id, phase=p.phase, done=p.done,
-                                            total=p.total, median_ms=p.median_ms,
-                                            queue_position=p.queue_position)
+                return sch.ProgressReported(
+                    task_id=a.task_id,
+                    lease_id=p.lease_id,
+                    phase=p.phase,
+                    done=p.done,
+                    total=p.total,
+                    median_ms=p.median_ms,
+                    queue_position=p.queue_position,
+                )
             case Failed():
                 f = note.failure
-                return sch.TaskFailedRemotely(task_id=a.task_id, lease_id=f.lease_id, reason=f.reason,
-                                              detail=f.detail)
+                return sch.TaskFailedRemotely(
+                    task_id=a.task_id, lease_id=f.lease_id, reason=f.reason, detail=f.detail
+                )
             case Lapsed():
                 self.tally.lapsed += 1
                 self._record("lapsed", a, note.detail)
@@ -227,8 +243,12 @@ class CampaignLoop:
             case Rejected():
                 self.tally.rejected += 1
                 self._record("rejected", a, note.detail)
-                return sch.TaskFailedRemotely(task_id=a.task_id, lease_id=note.lease_id,
-                                              reason=FailureReason.INTERNAL, detail=f"rejected result: {note.detail}")
+                return sch.TaskFailedRemotely(
+                    task_id=a.task_id,
+                    lease_id=note.lease_id,
+                    reason=FailureReason.INTERNAL,
+                    detail=f"rejected result: {note.detail}",
+                )
             case Verified():
                 return self._accept(note)
         return None
@@ -257,7 +277,13 @@ class CampaignLoop:
 
     def _record(self, what: str, attempt: Attempt, detail: str) -> None:
         self.tally.events.append(
-            {"event": what, "task": attempt.task_id, "peer": attempt.peer_id, "t": time.time(), "detail": detail}
+            {
+                "event": what,
+                "task": attempt.task_id,
+                "peer": attempt.peer_id,
+                "t": time.time(),
+                "detail": detail,
+            }
         )
 
 

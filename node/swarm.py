@@ -89,7 +89,7 @@ class Node:
         self,
         unit: ComputeUnit | None = None,
         *,
-        timeout: float = 5.0,  # noqa: ASYNC109 (team API)
+        timeout: float = 5.0,
     ) -> list[Peer]:
         """Workers providing `unit` (None: any) with a verified, unexpired advert, newest first."""
         found: list[Peer] = []
@@ -110,7 +110,7 @@ class Node:
             return
         found.append(Peer(peer_id, body, max(0.0, now - body.issued_at), envelope))
 
-    async def fresh_profile(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load]:  # noqa: ASYNC109
+    async def fresh_profile(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load]:
         """Ask the peer itself (`/sark/profile/1.0.0`) for its current signed advert and load."""
         channel = await self.host.open_channel(
             peer.peer_id, PROFILE, addrs=peer.dial_addrs(), timeout=timeout, read_timeout=timeout

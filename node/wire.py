@@ -71,7 +71,7 @@ class Channel:
         """Write bytes that are already framed (e.g. from `protocol.machine.Conversation.send`)."""
         await self._stream.write(framed)
 
-    async def receive(self, timeout: float | None = None) -> Message:  # noqa: ASYNC109 (team API)
+    async def receive(self, timeout: float | None = None) -> Message:
         """The next message.
 
         Raises:
@@ -100,7 +100,7 @@ class Channel:
     async def receive_raw(
         self,
         max_bytes: int = 65536,
-        timeout: float | None = None,  # noqa: ASYNC109 (team API)
+        timeout: float | None = None,
     ) -> bytes:
         """Raw bytes as they arrive (`b""` at EOF), for a caller that runs its own decoder."""
         deadline = self._read_timeout if timeout is None else timeout

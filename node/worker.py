@@ -125,7 +125,9 @@ class Negotiator:
         if refusal is not None:
             reason, detail = refusal
             log.info("declined %s from %s: %s (%s)", offer.task_id, channel.peer_id, reason, detail)
-            await channel.send_raw(conv.send(Decline(task_id=offer.task_id, reason=reason, detail=detail), now))
+            await channel.send_raw(
+                conv.send(Decline(task_id=offer.task_id, reason=reason, detail=detail), now)
+            )
             return None
         assert body is not None
         job = self._runner.commit(body)
@@ -138,7 +140,9 @@ class Negotiator:
         await channel.send_raw(conv.send(commit, now))
         return job
 
-    def _judge(self, submitter: str, offer: Offer) -> tuple[OfferBody | None, tuple[DeclineReason, str] | None]:
+    def _judge(
+        self, submitter: str, offer: Offer
+    ) -> tuple[OfferBody | None, tuple[DeclineReason, str] | None]:
         policy = self._policy
         if not policy.open_mode and submitter not in policy.allow:
             return None, (DeclineReason.POLICY, f"submitter {submitter} is not allowed on this worker")
@@ -168,12 +172,18 @@ class Negotiator:
                 f"model is {body.model.size} bytes, this worker takes at most {self._policy.max_model_bytes}"
             )
         if body.spec.memory_limit_mb is not None and body.spec.memory_limit_mb > self._profile.ram_mb:
-            return DeclineReason.NOT_ENOUGH_MEMORY, f"needs {body.spec.memory_limit_mb} MB, device has {self._profile.ram_mb}"
+            return (
+                DeclineReason.NOT_ENOUGH_MEMORY,
+                f"needs {body.spec.memory_limit_mb} MB, device has {self._profile.ram_mb}",
+            )
         if not self._runner.has_room():
             return DeclineReason.QUEUE_FULL, "the queue of committed tasks is full"
         needs_transfer = not body.model.sources and not self._has_model(body.model.sha256)
         if needs_transfer and self._is_relayed(submitter):
-            return DeclineReason.RELAYED, "model bytes never cross a relay: give the model a URL or connect directly"
+            return (
+                DeclineReason.RELAYED,
+                "model bytes never cross a relay: give the model a URL or connect directly",
+            )
         return None
 
     # -- reclaim after a submitter restart ---------------------------------------------------------
@@ -188,8 +198,12 @@ class Negotiator:
             await channel.send_raw(conv.send(stored, now))
             await self._await_ack_stored(channel, conv, reclaim)
             return None
-        failure = Failure(task_id=reclaim.task_id, lease_id=reclaim.lease_id,
-                          reason=FailureReason.UNKNOWN_LEASE, detail="this worker holds nothing for that lease")
+        failure = Failure(
+            task_id=reclaim.task_id,
+            lease_id=reclaim.lease_id,
+            reason=FailureReason.UNKNOWN_LEASE,
+            detail="this worker holds nothing for that lease",
+        )
         await channel.send_raw(conv.send(failure, now))
         return None
 
@@ -217,9 +231,15 @@ class Negotiator:
                 await job.finished.wait()
             if job.outcome is not None:
                 break
-            progress = Progress(task_id=job.task_id, lease_id=job.lease_id, phase=job.phase, done=job.done,
-                                total=job.total, queue_position=self._runner.queue_position(job),
-                                median_ms=job.median_ms)
+            progress = Progress(
+                task_id=job.task_id,
+                lease_id=job.lease_id,
+                phase=job.phase,
+                done=job.done,
+                total=job.total,
+                queue_position=self._runner.queue_position(job),
+                median_ms=job.median_ms,
+            )
             await channel.send_raw(conv.send(progress, time.time()))
         assert job.outcome is not None
         await channel.send_raw(conv.send(job.outcome, time.time()))
@@ -250,7 +270,9 @@ class Negotiator:
             return
         self._runner.cancel(job)
 
-    async def _receive(self, channel: Channel, conv: Conversation, *, timeout: float) -> list[NegotiateMessage]:
+    async def _receive(
+        self, channel: Channel, conv: Conversation, *, timeout: float
+    ) -> list[NegotiateMessage]:
         data = await channel.receive_raw(timeout=timeout)
         if not data:
             raise NodeError(f"{channel.peer_id} closed the negotiate stream")
@@ -259,4 +281,3 @@ class Negotiator:
         while (message := conv.next_event(time.time())) is not None:
             out.append(message)
         return out
-

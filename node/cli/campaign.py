@@ -33,7 +33,9 @@ from node.discovery import DiscoveryConfig
 CampaignArg = Annotated[Path, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")]
 OutOpt = Annotated[Path, typer.Option("--out", help="results go to OUT/<campaign-id>/")]
 WaitOpt = Annotated[int | None, typer.Option("--wait-peers", help="wait until this many workers answered")]
-DiscoverOpt = Annotated[float, typer.Option("--discover-timeout", help="how long to look for workers, seconds")]
+DiscoverOpt = Annotated[
+    float, typer.Option("--discover-timeout", help="how long to look for workers, seconds")
+]
 WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
 
@@ -58,10 +60,20 @@ def _check_campaign(text: str, path: Path) -> sch.Campaign:
         raise typer.Exit(2) from None
 
 
-def _config(gates: list[str] | None, data_dir: Path | None, config_file: Path | None,
-            allow_network: list[str] | None, allow_http: bool) -> NodeConfig:
-    return build_config(config_file, gates=as_tuple(gates), data_dir=data_dir,
-                        allow_networks=as_tuple(allow_network), allow_http=allow_http or None)
+def _config(
+    gates: list[str] | None,
+    data_dir: Path | None,
+    config_file: Path | None,
+    allow_network: list[str] | None,
+    allow_http: bool,
+) -> NodeConfig:
+    return build_config(
+        config_file,
+        gates=as_tuple(gates),
+        data_dir=data_dir,
+        allow_networks=as_tuple(allow_network),
+        allow_http=allow_http or None,
+    )
 
 
 def _options(out: Path, wait_peers: int | None, discover_timeout: float, workers: int) -> Any:
@@ -75,7 +87,9 @@ def _options(out: Path, wait_peers: int | None, discover_timeout: float, workers
 
 
 def submit(
-    campaign: Annotated[Path | None, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")] = None,
+    campaign: Annotated[
+        Path | None, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")
+    ] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="resume this stored campaign id")] = None,
     gate_addrs: GateOpt = None,
     data_dir: DataDirOpt = None,
@@ -96,14 +110,16 @@ def submit(
         fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
     options = _options(out, wait_peers, discover_timeout, workers)
+    text = ""
     if campaign is not None:
-        _check_campaign(_read_campaign(campaign), campaign)
+        text = _read_campaign(campaign)
+        _check_campaign(text, campaign)
     view = _LiveView(enabled=not as_json and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:
         with view:
             if campaign is not None:
-                return await runtime.submit(config, campaign, options, view=view.update)
+                return await runtime.submit(config, campaign, text, options, view=view.update)
             assert resume is not None
             return await runtime.resume(config, resume, options, view=view.update)
 
@@ -124,11 +140,15 @@ def _run_submit(main: Any, verbose: bool) -> Any:
 def _report(outcome: Any, as_json: bool) -> None:
     tasks: Sequence[sch.TaskView] = outcome.tasks
     if as_json:
-        print(json.dumps({
-            "campaign_id": outcome.campaign_id,
-            "files": {k: str(v) for k, v in outcome.files.items()},
-            "tasks": [t.model_dump(mode="json") for t in tasks],
-        }))
+        print(
+            json.dumps(
+                {
+                    "campaign_id": outcome.campaign_id,
+                    "files": {k: str(v) for k, v in outcome.files.items()},
+                    "tasks": [t.model_dump(mode="json") for t in tasks],
+                }
+            )
+        )
         return
     console = Console()
     console.print(_matrix(tasks, outcome))
@@ -154,7 +174,11 @@ def _matrix(tasks: Sequence[sch.TaskView], outcome: Any) -> Table:
     for device in devices:
         cells = []
         for unit in units:
-            hits = [t for t in tasks if (t.device_name or t.peer_id or "(no peer)") == device and t.unit.value == unit]
+            hits = [
+                t
+                for t in tasks
+                if (t.device_name or t.peer_id or "(no peer)") == device and t.unit.value == unit
+            ]
             cells.append(", ".join(_cell(t, medians) for t in hits) or "")
         table.add_row(device, *cells)
     return table
@@ -170,7 +194,9 @@ class _LiveView:
     """A row per task (device, unit, phase, progress, median so far), redrawn as events arrive."""
 
     def __init__(self, *, enabled: bool) -> None:
-        self._live = Live(Table(), console=_console, refresh_per_second=4, transient=False) if enabled else None
+        self._live = (
+            Live(Table(), console=_console, refresh_per_second=4, transient=False) if enabled else None
+        )
         self._last = 0.0
 
     def __enter__(self) -> _LiveView:
@@ -193,8 +219,12 @@ class _LiveView:
         for t in tasks:
             p = t.progress
             table.add_row(
-                t.task_id.rsplit("-job-", 1)[-1], t.device_name or (t.peer_id or "")[-8:], t.unit.value,
-                t.state.value, p.phase.value if p.phase else "", f"{p.done}/{p.total}" if p.total else "",
+                t.task_id.rsplit("-job-", 1)[-1],
+                t.device_name or (t.peer_id or "")[-8:],
+                t.unit.value,
+                t.state.value,
+                p.phase.value if p.phase else "",
+                f"{p.done}/{p.total}" if p.total else "",
                 f"{p.median_ms:.3f}" if p.median_ms is not None else "",
             )
         self._live.update(table)
@@ -214,11 +244,12 @@ def plan(
     from node import campaign as runtime
 
     config = _config(gate_addrs, data_dir, config_file, None, False)
-    _check_campaign(_read_campaign(campaign), campaign)
+    text = _read_campaign(campaign)
+    _check_campaign(text, campaign)
     options = _options(Path("sark-results"), wait_peers, discover_timeout, workers)
 
     async def main() -> sch.Plan:
-        return await runtime.plan(config, campaign, options)
+        return await runtime.plan(config, campaign, text, options)
 
     result = run(main)
     if as_json:
@@ -235,12 +266,16 @@ def _print_plan(result: sch.Plan) -> None:
     console = Console()
     for job in result.jobs:
         unit = job.job.spec.compute_unit.value
-        console.print(f"[bold]job {job.job.index}[/] {unit}: {len(job.chosen)} of {job.wanted} task(s) placed")
+        console.print(
+            f"[bold]job {job.job.index}[/] {unit}: {len(job.chosen)} of {job.wanted} task(s) placed"
+        )
         for ranked in job.matching:
             chosen = "[green]✓[/]" if ranked in job.chosen else "[cyan]·[/]"
             console.print(f"  {chosen} {ranked.peer.profile.device_name} {ranked.peer.peer_id}")
         for rejection in job.rejected:
-            console.print(f"  [red]✗[/] {rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.reasons)}")
+            console.print(
+                f"  [red]✗[/] {rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.reasons)}"
+            )
         if job.shortfall:
             console.print(f"  [yellow]{job.shortfall}[/]")
 

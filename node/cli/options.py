@@ -21,7 +21,9 @@ from protocol import ProtocolError
 
 T = TypeVar("T")
 
-GateOpt = Annotated[list[str] | None, typer.Option("--gate", help="gate multiaddr with /p2p/<id>; repeatable")]
+GateOpt = Annotated[
+    list[str] | None, typer.Option("--gate", help="gate multiaddr with /p2p/<id>; repeatable")
+]
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help="identity, caches and state")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML or JSON settings file")]
 ListenOpt = Annotated[list[str] | None, typer.Option("--listen", help="multiaddr to listen on; repeatable")]
@@ -30,7 +32,9 @@ EventsOpt = Annotated[bool, typer.Option("--events", help="print JSON event line
 JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON document on stdout")]
 AllowNetOpt = Annotated[
     list[str] | None,
-    typer.Option("--allow-network", help="CIDR that model URLs may point into despite the SSRF rules; repeatable"),
+    typer.Option(
+        "--allow-network", help="CIDR that model URLs may point into despite the SSRF rules; repeatable"
+    ),
 ]
 AllowHttpOpt = Annotated[bool, typer.Option("--allow-http", help="allow plain-http model URLs")]
 

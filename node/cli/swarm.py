@@ -68,14 +68,19 @@ def join(
     config_file: ConfigOpt = None,
     record_ttl: TtlOpt = None,
     device_name: Annotated[str | None, typer.Option("--device-name", help="override the device name")] = None,
-    profile_file: Annotated[Path | None, typer.Option("--profile", help="use this DeviceProfile JSON")] = None,
+    profile_file: Annotated[
+        Path | None, typer.Option("--profile", help="use this DeviceProfile JSON")
+    ] = None,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
     allow_code_models: Annotated[
-        bool, typer.Option("--allow-code-models", help="accept torch.export / TorchScript models (they run code)")
+        bool,
+        typer.Option("--allow-code-models", help="accept torch.export / TorchScript models (they run code)"),
     ] = False,
     heartbeat: Annotated[float | None, typer.Option("--heartbeat", help="seconds between heartbeats")] = None,
-    lease_ttl: Annotated[float | None, typer.Option("--lease-ttl", help="lease lifetime without heartbeat")] = None,
+    lease_ttl: Annotated[
+        float | None, typer.Option("--lease-ttl", help="lease lifetime without heartbeat")
+    ] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
     events: EventsOpt = False,
 ) -> None:
@@ -101,19 +106,31 @@ def join(
     if not config.gates:
         fail("error: give at least one --gate", 2)
     if not config.allow and not config.open_mode:
-        typer.secho("warning: no --allow and no --open: this worker will decline every offer",
-                    fg=typer.colors.YELLOW, err=True)
+        typer.secho(
+            "warning: no --allow and no --open: this worker will decline every offer",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
     profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None
 
     async def main() -> None:
         async with open_worker(config, profile) as worker:
             adv = worker.advertised
             if events:
-                emit("ready", role="worker", peer_id=adv.peer_id, addrs=list(adv.addrs),
-                     circuit_addrs=list(adv.circuit_addrs), reachability=adv.reachability)
+                emit(
+                    "ready",
+                    role="worker",
+                    peer_id=adv.peer_id,
+                    addrs=list(adv.addrs),
+                    circuit_addrs=list(adv.circuit_addrs),
+                    reachability=adv.reachability,
+                )
             else:
-                print(f"joined as {adv.peer_id} ({adv.reachability}); units: "
-                      f"{', '.join(u.value for u in worker.profile.usable_units()) or 'none'}", flush=True)
+                print(
+                    f"joined as {adv.peer_id} ({adv.reachability}); units: "
+                    f"{', '.join(u.value for u in worker.profile.usable_units()) or 'none'}",
+                    flush=True,
+                )
             await trio.sleep_forever()
 
     run(main)
@@ -173,8 +190,12 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
-            str(r["peer_id"]), str(r["device"]), ", ".join(r["units"]), str(r["reachability"]),
-            f"{r['age_s']:.1f} s", f"{cal.get('cpu_gflops', 0):.1f}" if cal else "-",
+            str(r["peer_id"]),
+            str(r["device"]),
+            ", ".join(r["units"]),
+            str(r["reachability"]),
+            f"{r['age_s']:.1f} s",
+            f"{cal.get('cpu_gflops', 0):.1f}" if cal else "-",
             f"{cal.get('mem_bandwidth_gbs', 0):.1f}" if cal else "-",
         )
     Console().print(table)
