@@ -110,9 +110,7 @@ def _measure(conn: Connection, job: ChildJob) -> ProcessResult:
     driver.prepare()
     if spec.memory_limit_mb is not None:
         limit_memory(spec.memory_limit_mb)
-    options = LoadOptions(
-        threads=spec.threads, allow_code_models=job.allow_code_models, cache_dir=job.cache_dir
-    )
+    options = LoadOptions(spec.threads, job.allow_code_models, job.cache_dir, job.fmt)
     load_ms, peak_load = _guard(lambda: _load_phase(conn, driver, path, options, spec.load_runs), spec)
     loaded = _guard(lambda: driver.load(path, options), spec)
     return _guard(

@@ -29,11 +29,13 @@ class LoadOptions:
         threads: intra-op threads (None: the runtime's default).
         allow_code_models: the owner opted in to formats that run code when loaded.
         cache_dir: where a runtime may keep compiled engines, or None.
+        fmt: the model's format (None: from the file name).
     """
 
     threads: int | None = None
     allow_code_models: bool = False
     cache_dir: str | None = None
+    fmt: ModelFormat | None = None
 
 
 @dataclass(frozen=True)

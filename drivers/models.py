@@ -54,11 +54,15 @@ def packaged_model(name: str) -> Path:
 
 
 def sha256_file(path: Path) -> str:
-    """The hex sha256 of a file, read in 1 MiB chunks."""
+    """The hex sha256 of a file; of a directory (.mlpackage), over its sorted relative paths and bytes."""
     digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with file.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
     return digest.hexdigest()
 
 

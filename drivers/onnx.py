@@ -41,7 +41,8 @@ PROBE_MODEL: Final = bytes.fromhex(
     "08083a3f0a0c0a0178120179220452656c75120570726f62655a130a0178120e0a0c080112080a0208010a02080462130a01"
     "79120e0a0c080112080a0208010a02080442040a001011"
 )
-_DTYPES: Final = {
+# onnxruntime input type -> numpy dtype name.
+DTYPES: Final = {
     "tensor(float)": "float32",
     "tensor(float16)": "float16",
     "tensor(double)": "float64",
@@ -210,9 +211,9 @@ class OnnxLoaded:
         """The session's inputs, dtypes mapped to numpy names."""
         sigs = []
         for i in self.session.get_inputs():
-            if i.type not in _DTYPES:
+            if i.type not in DTYPES:
                 raise TaskFailed(FailureReason.INPUT, f"input {i.name!r}: unsupported type {i.type}")
-            sigs.append(InputSig(i.name, _DTYPES[i.type], tuple(i.shape)))
+            sigs.append(InputSig(i.name, DTYPES[i.type], tuple(i.shape)))
         return sigs
 
     def runner(self, feeds: Feeds) -> Callable[[], object]:

@@ -94,7 +94,7 @@ class TorchDriver:
         if options.threads is not None:
             torch.set_num_threads(options.threads)
         try:
-            if path.suffix == ".pt2":
+            if options.fmt == ModelFormat.TORCH_EXPORT or (options.fmt is None and path.suffix == ".pt2"):
                 program = torch.export.load(str(path))
                 return TorchLoaded(program.module().to(device), device, _export_inputs(program))
             module = torch.jit.load(str(path), map_location=device)

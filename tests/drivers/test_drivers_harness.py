@@ -12,7 +12,7 @@ from drivers import TaskFailed, measure
 from drivers.harness import _exit_failure
 from drivers.models import packaged_model, sha256_file, write_allocator, write_convnet, write_embedding
 from drivers.onnx import OnnxDriver
-from protocol import ComputeUnit, FailureReason, Phase, TaskSpec
+from protocol import ComputeUnit, FailureReason, ModelFormat, Phase, TaskSpec
 
 CPU = ComputeUnit.CPU_ONNX
 
@@ -142,3 +142,11 @@ def test_a_child_that_dies_without_a_result_becomes_a_failure(
     code: int, limit: int | None, reason: FailureReason
 ) -> None:
     assert _exit_failure(code, limit).reason == reason
+
+
+def test_a_suffixless_cached_model_runs_when_the_format_is_given(tmp_path: Path) -> None:
+    cached = tmp_path / "blob"
+    cached.write_bytes(write_convnet(tmp_path / "c.onnx").read_bytes())
+    assert _fails(cached, _spec(load_runs=1)).reason == FailureReason.FORMAT
+    m = measure(cached, _spec(load_runs=1, runs=3), fmt=ModelFormat.ONNX)
+    assert m.inference_ms.n == 3

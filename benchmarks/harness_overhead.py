@@ -1,0 +1,180 @@
+"""Harness overhead: the harness's inference median against a bare `session.run` loop, paired trials.
+
+For each model and trial, one harness measurement (`drivers.measure`, one spawned child) and one bare
+loop (a spawned child that builds the same session, same feeds, and times `session.run` with nothing
+else around it) run back to back, the order alternating between trials. Both use 1 intra-op thread,
+the same warm-ups and runs. Prints per model the harness / bare ratio of medians per trial and their
+median, then the median of all ratios; writes benchmarks/out/harness_overhead.json.
+
+Usage: .venv/bin/python benchmarks/harness_overhead.py [--trials N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from drivers import measure
+from drivers.inputs import InputSig, synthesize
+from drivers.models import packaged_model, write_convnet
+from drivers.onnx import DTYPES
+from protocol import ComputeUnit, TaskSpec
+
+OUT = Path(__file__).resolve().parent / "out" / "harness_overhead.json"
+THREADS = 1
+WARMUPS = 10
+
+
+@dataclass(frozen=True)
+class Case:
+    """One model and how it is fed and run."""
+
+    name: str
+    path: Path
+    runs: int
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    values: dict[str, float] = field(default_factory=dict)
+
+
+def bare_child(
+    path: str, case_shapes: dict[str, tuple[int, ...]], case_values: dict[str, float], runs: int
+) -> float:
+    """In a spawned child: a plain session, the same feeds, a plain timed loop; returns the median in ms."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = THREADS
+    so.log_severity_level = 3  # as the harness: no "Removing initializer" warnings (logging only)
+    session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    sigs = [InputSig(i.name, DTYPES[i.type], tuple(i.shape)) for i in session.get_inputs()]
+    feeds = synthesize(sigs, case_shapes, case_values)
+    session.run(None, feeds)
+    for _ in range(WARMUPS):
+        session.run(None, feeds)
+    ts = [0] * runs
+    pc = time.perf_counter_ns
+    for i in range(runs):
+        t0 = pc()
+        session.run(None, feeds)
+        ts[i] = pc() - t0
+    return statistics.median(ts) / 1e6
+
+
+def bare(case: Case) -> float:
+    """The bare loop's median, measured in a fresh spawned process (the same process kind as the harness)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        result: float = pool.apply(bare_child, (str(case.path), case.shapes, case.values, case.runs))
+    return result
+
+
+def harness(case: Case) -> float:
+    """The harness's inference median for the same settings."""
+    spec = TaskSpec(
+        compute_unit=ComputeUnit.CPU_ONNX,
+        runs=case.runs,
+        warmups=WARMUPS,
+        load_runs=1,
+        processes=1,
+        threads=THREADS,
+        input_shapes=case.shapes,
+        input_values=case.values,
+    )
+    return measure(case.path, spec).inference_ms.median
+
+
+def cases(tmp: Path) -> list[Case]:
+    """Three models from PyPI wheels and one built here."""
+    return [
+        Case(
+            "silero_vad",
+            packaged_model("silero_vad"),
+            2000,
+            {"input": (1, 512), "state": (2, 1, 128)},
+            {"sr": 16000},
+        ),
+        Case("convnet (local)", write_convnet(tmp / "convnet.onnx", channels=32, blocks=4), 300),
+        Case("light_squeezenet", packaged_model("light_squeezenet"), 80),
+        Case("light_resnet50", packaged_model("light_resnet50"), 25),
+    ]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One paired trial: both medians in ms."""
+
+    harness_ms: float
+    bare_ms: float
+
+    @property
+    def ratio(self) -> float:
+        """harness / bare."""
+        return self.harness_ms / self.bare_ms
+
+
+def run_case(case: Case, trials: int) -> list[Trial]:
+    """Paired trials of one model, the order alternating so drift hits both sides alike."""
+    pairs = []
+    for trial in range(trials):
+        if trial % 2 == 0:
+            h, b = harness(case), bare(case)
+        else:
+            b, h = bare(case), harness(case)
+        pairs.append(Trial(h, b))
+    return pairs
+
+
+def main() -> int:
+    """Run every case, print the figures, write the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=6)
+    trials = parser.parse_args().trials
+    psutil.cpu_percent(None)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {case.name: run_case(case, trials) for case in cases(Path(tmp))}
+    ratios = [t.ratio for pairs in results.values() for t in pairs]
+    overall = statistics.median(ratios)
+    for name, pairs in results.items():
+        text = " ".join(f"{t.ratio:.3f}" for t in pairs)
+        median = statistics.median(t.ratio for t in pairs)
+        print(f"{name:<18} harness/bare median {median:.4f}   trials: {text}")
+    print(f"median of all {len(ratios)} paired ratios: {overall:.4f} (target 1.00 ± 0.02)")
+    busy = psutil.cpu_percent(None)
+    print(
+        f"machine CPU busy over the run, this benchmark included: {busy:.0f}% of {psutil.cpu_count()} cores"
+    )
+    models = [
+        {
+            "model": name,
+            "median_ratio": statistics.median(t.ratio for t in pairs),
+            "trials": [{"harness_ms": t.harness_ms, "bare_ms": t.bare_ms, "ratio": t.ratio} for t in pairs],
+        }
+        for name, pairs in results.items()
+    ]
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "python": platform.python_version(),
+        "threads": THREADS,
+        "warmups": WARMUPS,
+        "seconds": time.perf_counter() - start,
+        "machine_busy_pct": busy,
+        "median_of_ratios": overall,
+        "models": models,
+    }
+    OUT.write_text(json.dumps(summary, indent=1))
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
