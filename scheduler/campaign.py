@@ -93,6 +93,7 @@ _SPEC_FIELDS: Final[dict[str, str]] = {
     "processes": "processes",
     "timeout_s": "timeout_s",
     "input_shapes": "input_shapes",
+    "input_values": "input_values",
     "strict_placement": "strict_placement",
     "threads": "threads",
     "memory_limit_mb": "memory_limit_mb",

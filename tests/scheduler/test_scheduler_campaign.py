@@ -303,6 +303,14 @@ jobs:
     ]
 
 
+def test_input_values_fill_named_inputs() -> None:
+    text = GOOD_MODEL + "jobs: [{compute_unit: CPU (ONNX), input_values: {sample_rate: 16000, gain: 0.5}}]\n"
+    assert parse_campaign(text).jobs[0].spec.input_values == {"sample_rate": 16000.0, "gain": 0.5}
+    assert problems_of(text.replace("0.5", "loud")) == [
+        ("jobs[0].input_values.gain", "expected a valid number, got 'loud'")
+    ]
+
+
 def test_an_explicit_format_wins_over_the_extension() -> None:
     campaign = parse_campaign("model: {path: net.torchscript, format: torchscript}\n" + ONE_JOB)
     assert campaign.models[0].format == ModelFormat.TORCHSCRIPT
