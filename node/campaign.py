@@ -23,6 +23,7 @@ from node.config import NodeConfig
 from node.discovery import Discovery, DiscoveryConfig
 from node.dispatch import Identity, open_negotiate
 from node.errors import NodeError
+from node.events import EventSink, quiet
 from node.models import pin_models, refs_from_json
 from node.outputs import write_outputs
 from node.roles import model_cache, open_worker, url_policy
@@ -32,6 +33,9 @@ from node.swarm import Node, open_node
 from protocol import BLOB, ModelRef
 
 log = logging.getLogger(__name__)
+
+BLOB_DEADLINE_S = 1800.0
+"""How long one /sark/blob stream may take (a 2 GiB model at a slow link; resumable if cut)."""
 
 
 class CampaignNotFound(NodeError):
@@ -43,6 +47,7 @@ class SubmitOptions:
     """What `sark-node submit` was asked to do, beyond the node's configuration."""
 
     out_root: Path = Path("sark-results")
+    events: EventSink = quiet
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     embedded_workers: int = 1
 
@@ -137,7 +142,9 @@ async def _run(
             me=me,
             open_channel=lambda peer, addrs: open_negotiate(node.host, peer, addrs),
             view=view,
+            events=options.events,
         )
+        options.events("campaign", campaign=record.campaign_id, submitter=node.host.peer_id)
         await loop.run()
     results = store.results(record.campaign_id)
     files = write_outputs(Path(record.out_dir), record.campaign_id, campaign, scheduler, results, utc_now())
@@ -154,7 +161,9 @@ async def open_submitter(config: NodeConfig, options: SubmitOptions) -> AsyncIte
         if not config.gates:
             config = await stack.enter_async_context(embedded_swarm(config, options.embedded_workers))
         node = await stack.enter_async_context(open_node(config, role="submitter"))
-        node.host.set_handler(BLOB, blob_handler(model_cache(config), is_relayed=node.host.is_relayed))
+        node.host.set_handler(
+            BLOB, blob_handler(model_cache(config), is_relayed=node.host.is_relayed), deadline=BLOB_DEADLINE_S
+        )
         yield node
 
 

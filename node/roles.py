@@ -14,6 +14,7 @@ import drivers
 from node.blob import blob_handler
 from node.cache import ModelCache
 from node.config import NodeConfig
+from node.events import EventSink, quiet
 from node.fetch import UrlPolicy
 from node.outbox import Outbox
 from node.runner import Runner
@@ -55,7 +56,7 @@ async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channe
 
 @asynccontextmanager
 async def open_worker(
-    config: NodeConfig, profile: DeviceProfile | None = None
+    config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
 ) -> AsyncIterator[WorkerHandle]:
     """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
     if profile is None:
@@ -76,6 +77,7 @@ async def open_worker(
             open_blob=lambda peer, addrs: _open_blob(node, peer, addrs),
             max_queue=config.max_queue,
             allow_code_models=config.allow_code_models,
+            events=events,
         )
         negotiator = Negotiator(
             peer_id=node.host.peer_id,
@@ -91,6 +93,7 @@ async def open_worker(
             ),
             is_relayed=node.host.is_relayed,
             has_model=lambda sha: cache.path_for(sha) is not None,
+            events=events,
         )
         handlers = {NEGOTIATE: negotiator.handle, BLOB: blob_handler(cache, is_relayed=node.host.is_relayed)}
         async with trio.open_nursery() as nursery:

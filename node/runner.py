@@ -24,6 +24,7 @@ import trio
 import drivers
 from node.blob import fetch_blob
 from node.cache import ModelCache
+from node.events import EventSink, quiet
 from node.fetch import FetchError, UrlPolicy, download
 from node.outbox import Outbox
 from node.wire import Channel
@@ -97,6 +98,7 @@ class Runner:
         open_blob: ChannelOpener,
         max_queue: int = 4,
         allow_code_models: bool = False,
+        events: EventSink = quiet,
     ) -> None:
         self._peer_id = peer_id
         self._key = private_key
@@ -107,6 +109,7 @@ class Runner:
         self._open_blob = open_blob
         self._max_queue = max_queue
         self._allow_code_models = allow_code_models
+        self._emit = events
         self._jobs: dict[str, Job] = {}
         self._ready: list[tuple[tuple[int, int], Job]] = []
         self._wakeup = trio.Event()
@@ -199,10 +202,20 @@ class Runner:
             if job.outcome is not None:
                 continue
             self._running = job
+            self._emit("run", task=job.task_id, lease=job.lease_id, submitter=job.offer.submitter)
             try:
-                self._finish(job, await self._execute(job))
+                outcome = await self._execute(job)
+                self._finish(job, outcome)
             finally:
                 self._running = None
+            self._emit(
+                "outcome",
+                task=job.task_id,
+                lease=job.lease_id,
+                kind=outcome.kind,
+                reason=getattr(outcome, "reason", ""),
+                detail=getattr(outcome, "detail", ""),
+            )
 
     async def _execute(self, job: Job) -> Outcome:
         try:
@@ -233,23 +246,30 @@ class Runner:
 
     async def _acquire_model(self, job: Job) -> Path:
         model = job.offer.model
-        cached = self._cache.path_for(model.sha256)
+        cached = await trio.to_thread.run_sync(self._cache.path_for, model.sha256)
         if cached is not None:
+            self._emit("model", task=job.task_id, sha256=model.sha256, source="cache", bytes=0)
             return cached
         if model.size > self._policy.max_bytes:
             raise FetchError(
                 FailureReason.TOO_LARGE, f"model is {model.size} bytes, cap {self._policy.max_bytes}"
             )
         if model.sources:
-            return await self._download(model.sources, model.sha256)
+            path = await self._download(model.sources, model.sha256)
+            self._emit(
+                "model", task=job.task_id, sha256=model.sha256, source="url", bytes=path.stat().st_size
+            )
+            return path
         offer = job.offer
-        return await fetch_blob(
+        path = await fetch_blob(
             lambda: self._open_blob(offer.submitter, offer.submitter_addrs),
             model.sha256,
             model.size,
             self._cache,
             max_bytes=self._policy.max_bytes,
         )
+        self._emit("model", task=job.task_id, sha256=model.sha256, source="blob", bytes=model.size)
+        return path
 
     async def _download(self, urls: tuple[str, ...], sha256: str) -> Path:
         error: FetchError | None = None
@@ -261,7 +281,7 @@ class Runner:
                 error = exc
                 log.info("model download from %s failed: %s", url, exc.detail)
                 continue
-            return self._cache.commit(sha256, temp)
+            return await trio.to_thread.run_sync(self._cache.commit, sha256, temp)
         assert error is not None
         raise error
 

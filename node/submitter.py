@@ -34,6 +34,7 @@ from node.dispatch import (
     Verified,
     run_attempt,
 )
+from node.events import EventSink, quiet
 from node.outputs import pack_envelope
 from node.store import CampaignStore, ResultRecord
 from protocol import FailureReason, ModelRef
@@ -73,6 +74,7 @@ class CampaignLoop:
         me: Identity,
         open_channel: OpenChannel,
         view: View = lambda _: None,
+        events: EventSink = quiet,
     ) -> None:
         self._id = campaign_id
         self._sched = scheduler
@@ -81,6 +83,7 @@ class CampaignLoop:
         self._me = me
         self._open = open_channel
         self._view = view
+        self._emit = events
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
         self.tally = Tally()
@@ -146,8 +149,23 @@ class CampaignLoop:
                 self._start_reclaim(command)
             elif isinstance(command, sch.MarkUnschedulable):
                 log.info("job %s unschedulable: %s", command.job_index, command.detail)
+                self._emit(
+                    "unschedulable",
+                    job=command.job_index,
+                    detail=command.detail,
+                    reasons={k: list(v) for k, v in command.reasons.items()},
+                )
+            elif isinstance(command, sch.FinishCampaign):
+                self._emit(
+                    "finished",
+                    campaign=self._id,
+                    complete=command.complete,
+                    failed=command.failed,
+                    unschedulable=command.unschedulable,
+                )
 
     def _start_offer(self, command: sch.SendOffer) -> None:
+        self._emit("offered", task=command.task_id, peer=command.peer_id)
         attempt = Attempt(
             campaign_id=self._id,
             task_id=command.task_id,
@@ -202,6 +220,8 @@ class CampaignLoop:
 
     def _from_attempt(self, note: Note) -> sch.Event | None:
         a = note.attempt
+        if not isinstance(note, Lapsed | Rejected | Verified):
+            self._emit(type(note).__name__.lower(), task=a.task_id, peer=a.peer_id, **_fields(note))
         match note:
             case Committed():
                 return sch.OfferCommitted(
@@ -285,6 +305,28 @@ class CampaignLoop:
                 "detail": detail,
             }
         )
+        self._emit(what, task=attempt.task_id, peer=attempt.peer_id, detail=detail)
+
+
+def _fields(note: Note) -> dict[str, Any]:
+    """The interesting fields of a note, for its event line."""
+    match note:
+        case Committed():
+            return {"lease": note.lease_id, "queue_position": note.queue_position}
+        case Declined():
+            return {"reason": note.decline.reason.value, "detail": note.decline.detail}
+        case Lost():
+            return {"detail": note.detail}
+        case Heartbeat():
+            p = note.progress
+            return {"lease": p.lease_id, "phase": p.phase.value, "done": p.done, "total": p.total}
+        case Failed():
+            return {
+                "lease": note.failure.lease_id,
+                "reason": note.failure.reason.value,
+                "detail": note.failure.detail,
+            }
+    return {}
 
 
 def models_json(models: dict[str, ModelRef]) -> dict[str, Any]:

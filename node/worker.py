@@ -18,6 +18,7 @@ from typing import final
 import trio
 
 from node.errors import NodeError
+from node.events import EventSink, quiet
 from node.runner import Job, Runner
 from node.wire import Channel
 from protocol import (
@@ -77,6 +78,7 @@ class Negotiator:
         policy: OfferPolicy,
         is_relayed: Callable[[str], bool],
         has_model: Callable[[str], bool],
+        events: EventSink = quiet,
     ) -> None:
         self._peer_id = peer_id
         self._profile = profile
@@ -85,6 +87,7 @@ class Negotiator:
         self._is_relayed = is_relayed
         self._has_model = has_model
         self._nonces = NonceCache()
+        self._emit = events
 
     async def handle(self, channel: Channel) -> None:
         """One negotiate stream, from the first message to the acknowledged outcome."""
@@ -125,6 +128,9 @@ class Negotiator:
         if refusal is not None:
             reason, detail = refusal
             log.info("declined %s from %s: %s (%s)", offer.task_id, channel.peer_id, reason, detail)
+            self._emit(
+                "declined", task=offer.task_id, submitter=channel.peer_id, reason=reason.value, detail=detail
+            )
             await channel.send_raw(
                 conv.send(Decline(task_id=offer.task_id, reason=reason, detail=detail), now)
             )
@@ -138,6 +144,7 @@ class Negotiator:
             queue_position=self._runner.queue_position(job),
         )
         await channel.send_raw(conv.send(commit, now))
+        self._emit("committed", task=offer.task_id, submitter=channel.peer_id, lease=job.lease_id)
         return job
 
     def _judge(
@@ -195,6 +202,7 @@ class Negotiator:
         stored = self._runner.stored(reclaim.task_id, reclaim.lease_id)
         now = time.time()
         if stored is not None and stored.envelope.peer_id == self._peer_id:
+            self._emit("redelivered", task=reclaim.task_id, lease=reclaim.lease_id)
             await channel.send_raw(conv.send(stored, now))
             await self._await_ack_stored(channel, conv, reclaim)
             return None

@@ -20,6 +20,7 @@ from node.cli.options import (
     AllowNetOpt,
     ConfigOpt,
     DataDirOpt,
+    EventsOpt,
     GateOpt,
     JsonOpt,
     as_tuple,
@@ -29,6 +30,7 @@ from node.cli.options import (
 )
 from node.config import NodeConfig
 from node.discovery import DiscoveryConfig
+from node.events import json_lines, quiet
 
 CampaignArg = Annotated[Path, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")]
 OutOpt = Annotated[Path, typer.Option("--out", help="results go to OUT/<campaign-id>/")]
@@ -76,11 +78,14 @@ def _config(
     )
 
 
-def _options(out: Path, wait_peers: int | None, discover_timeout: float, workers: int) -> Any:
+def _options(
+    out: Path, wait_peers: int | None, discover_timeout: float, workers: int, events: bool = False
+) -> Any:
     from node.campaign import SubmitOptions
 
     return SubmitOptions(
         out_root=out,
+        events=json_lines if events else quiet,
         discovery=DiscoveryConfig(want=wait_peers, timeout_s=discover_timeout),
         embedded_workers=workers,
     )
@@ -102,6 +107,7 @@ def submit(
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
     verbose: VerboseOpt = False,
+    events: EventsOpt = False,
 ) -> None:
     """Run a campaign across the swarm (an embedded local swarm when no gate is given)."""
     from node import campaign as runtime
@@ -109,12 +115,12 @@ def submit(
     if (campaign is None) == (resume is None):
         fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
-    options = _options(out, wait_peers, discover_timeout, workers)
+    options = _options(out, wait_peers, discover_timeout, workers, events)
     text = ""
     if campaign is not None:
         text = _read_campaign(campaign)
         _check_campaign(text, campaign)
-    view = _LiveView(enabled=not as_json and sys.stderr.isatty())
+    view = _LiveView(enabled=not as_json and not events and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:
         with view:
@@ -124,6 +130,16 @@ def submit(
             return await runtime.resume(config, resume, options, view=view.update)
 
     outcome = _run_submit(main, verbose)
+    if events:
+        json_lines(
+            "outcome",
+            campaign=outcome.campaign_id,
+            files={k: str(v) for k, v in outcome.files.items()},
+            accepted=outcome.tally.accepted,
+            stale=outcome.tally.stale,
+            rejected=outcome.tally.rejected,
+        )
+        return
     _report(outcome, as_json)
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -43,11 +41,6 @@ def fail(message: str, code: int) -> NoReturn:
     """One red line on stderr, then exit with `code` (2: bad input or config, 1: runtime failure)."""
     typer.secho(message, fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
-
-
-def emit(event: str, **fields: Any) -> None:
-    """A JSON event line on stdout (the test lab reads these)."""
-    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
 
 
 def as_tuple(values: list[str] | None) -> tuple[str, ...] | None:

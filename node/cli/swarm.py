@@ -22,13 +22,13 @@ from node.cli.options import (
     TtlOpt,
     as_tuple,
     build_config,
-    emit,
     fail,
     guard,
     run,
 )
 from node.config import NodeConfig
 from node.errors import ConfigError
+from node.events import json_lines, quiet
 from node.swarm import Peer, open_node
 from protocol import DeviceProfile
 
@@ -52,7 +52,7 @@ def gate(
             if addrs_file is not None:
                 addrs_file.write_text("".join(f"{a}\n" for a in addrs))
             if events:
-                emit("ready", role="gate", peer_id=addrs[0].rsplit("/p2p/", 1)[-1], addrs=addrs)
+                json_lines("ready", role="gate", peer_id=addrs[0].rsplit("/p2p/", 1)[-1], addrs=addrs)
             else:
                 print("\n".join(addrs), flush=True)
 
@@ -114,10 +114,10 @@ def join(
     profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None
 
     async def main() -> None:
-        async with open_worker(config, profile) as worker:
+        async with open_worker(config, profile, events=json_lines if events else quiet) as worker:
             adv = worker.advertised
             if events:
-                emit(
+                json_lines(
                     "ready",
                     role="worker",
                     peer_id=adv.peer_id,
@@ -141,6 +141,17 @@ def _profile(profile_file: Path) -> DeviceProfile:
         return DeviceProfile.model_validate_json(profile_file.read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError("--profile", f"cannot use {profile_file}: {exc}") from exc
+
+
+def show_id(
+    data_dir: DataDirOpt = None,
+    config_file: ConfigOpt = None,
+) -> None:
+    """Print this node's peer id (created on first use): what a worker's owner passes to --allow."""
+    from node.host import identity_peer_id
+
+    config = build_config(config_file, data_dir=data_dir)
+    print(guard(lambda: identity_peer_id(config.key_file())))
 
 
 def peers(
@@ -206,3 +217,4 @@ def register(app: typer.Typer) -> None:
     app.command()(gate)
     app.command()(join)
     app.command()(peers)
+    app.command(name="id")(show_id)
