@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -45,9 +46,10 @@ async def pin_models(
             )
         else:
             assert source.url is not None
-            temp = cache.temp_path(f"pin-{index}")
-            sha256, size = await download(source.url, temp, sha256=None, policy=policy)
-            cache.commit(sha256, temp)
+            with tempfile.TemporaryDirectory(dir=cache.root) as scratch:
+                temp = Path(scratch) / "download"
+                sha256, size = await download(source.url, temp, sha256=None, policy=policy)
+                await trio.to_thread.run_sync(cache.commit, sha256, temp)
             pinned[source.key] = ModelRef(
                 name=source.name, size=size, sha256=sha256, format=source.format, sources=(source.url,)
             )

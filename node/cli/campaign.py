@@ -275,7 +275,23 @@ def plan(
 
 
 def _plan_json(result: sch.Plan) -> dict[str, Any]:
-    return json.loads(json.dumps(result, default=lambda o: getattr(o, "__dict__", str(o))))  # type: ignore[no-any-return]
+    return {
+        "jobs": [
+            {
+                "job": job.job.index,
+                "unit": job.job.spec.compute_unit.value,
+                "wanted": job.wanted,
+                "chosen": [r.peer.peer_id for r in job.chosen],
+                "matching": [r.peer.peer_id for r in job.matching],
+                "rejected": [
+                    {"peer_id": r.peer_id, "device": r.device_name, "reasons": list(r.reasons)}
+                    for r in job.rejected
+                ],
+                "shortfall": job.shortfall,
+            }
+            for job in result.jobs
+        ]
+    }
 
 
 def _print_plan(result: sch.Plan) -> None:

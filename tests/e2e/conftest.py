@@ -1,0 +1,145 @@
+"""The campaign lab: a gate and real `sark-node join` workers as processes, a submitter identity.
+
+Workers detect this machine for real (no calibration, to save time), take offers only from the
+lab's submitter, may fetch models over plain http from loopback, and use short heartbeats.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
+from lab.procs import LOOPBACK, SARK, Lab, Proc  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
+
+
+class CampaignLab(Lab):
+    """The process lab plus workers that run benchmarks for one submitter."""
+
+    def real_worker(self, name: str, gates: list[str], allow: str, timeout: float = 60.0) -> Proc:
+        args = ["join", "--listen", LOOPBACK, "--data-dir", str(self.root / name), "--allow", allow,
+                "--record-ttl", str(self.record_ttl), "--no-calibrate", "--allow-http",
+                "--allow-network", "127.0.0.0/8", "--heartbeat", "0.5", "--lease-ttl", "3", "--events"]
+        for gate in gates:
+            args += ["--gate", gate]
+        proc = self._start(name, args)
+        proc.ready = proc.wait_event("ready", timeout)
+        return proc
+
+
+@dataclass
+class Swarm:
+    """A running lab: its gate address, workers by peer id, and the submitter's data directory."""
+
+    lab: CampaignLab
+    gate: str
+    workers: dict[str, Proc]
+    submitter_dir: Path
+    root: Path
+    names: dict[str, str] = field(default_factory=dict)
+
+    def submit_args(self, *args: str) -> list[str]:
+        return [*SARK, *args, "--gate", self.gate, "--data-dir", str(self.submitter_dir)]
+
+    def run(self, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+        """Run a submitter command to its end."""
+        return subprocess.run(self.submit_args(*args), capture_output=True, text=True, timeout=timeout)
+
+    def drain(self) -> dict[str, list[dict[str, Any]]]:
+        """Every event each worker printed since the last drain."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for peer, proc in self.workers.items():
+            events = []
+            while not proc.events.empty():
+                events.append(proc.events.get_nowait())
+            out[peer] = events
+        return out
+
+
+def submitter_id(data_dir: Path) -> str:
+    out = subprocess.run([*SARK, "id", "--data-dir", str(data_dir)], capture_output=True, text=True, check=True,
+                         timeout=60)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def start_swarm(root: Path, workers: int) -> Swarm:
+    lab = CampaignLab(root, record_ttl=30.0)
+    try:
+        submitter_dir = root / "submitter"
+        me = submitter_id(submitter_dir)
+        gate = lab.gate().ready["addrs"][0]
+        procs: dict[str, Proc] = {}
+        for i in range(workers):
+            proc = lab.real_worker(f"w{i}", [gate], me)
+            procs[proc.ready["peer_id"]] = proc
+    except BaseException:
+        lab.close()
+        raise
+    return Swarm(lab, gate, procs, submitter_dir, root)
+
+
+@pytest.fixture(scope="module")
+def swarm3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Swarm]:
+    """A gate and three workers shared by a module's tests (nothing in them kills a process)."""
+    swarm = start_swarm(tmp_path_factory.mktemp("swarm3"), 3)
+    try:
+        yield swarm
+    finally:
+        swarm.lab.close()
+
+
+@pytest.fixture
+def swarm2(tmp_path: Path) -> Iterator[Swarm]:
+    """A gate and two workers of the test's own, for tests that kill processes."""
+    swarm = start_swarm(tmp_path, 2)
+    try:
+        yield swarm
+    finally:
+        swarm.lab.close()
+
+
+def write_campaign(path: Path, body: dict[str, Any]) -> Path:
+    """A campaign file (JSON is YAML) beside a copy of the example model."""
+    shutil.copy(MODEL, path.parent / MODEL.name)
+    path.write_text(json.dumps(body))
+    return path
+
+
+@pytest.fixture
+def model_server(tmp_path: Path) -> Iterator[str]:
+    """A loopback HTTP server serving the example model; yields its base URL."""
+    root = tmp_path / "www"
+    root.mkdir()
+    shutil.copy(MODEL, root / MODEL.name)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
