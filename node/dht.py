@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterable
 from typing import Final, final
 
+import trio
+
 from node.kad import Kad
 from protocol import (
     DOMAIN_ADVERT,
@@ -96,29 +98,34 @@ class Dht:
         self.kad = kad
 
     async def publish(self, envelope: Envelope, units: Iterable[ComputeUnit]) -> None:
-        """Put our advert and provide the any-worker key and one key per usable unit."""
-        await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope))
-        for unit in (None, *units):
-            await self.kad.provide(capability_dht_key(unit))
+        """Put our advert and provide the any-worker key and one key per usable unit, concurrently."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.kad.put, advert_key(envelope.peer_id), pack_body(envelope))
+            for unit in (None, *units):
+                nursery.start_soon(self.kad.provide, capability_dht_key(unit))
 
     async def providers(self, unit: ComputeUnit | None) -> dict[str, list[str]]:
         """Peers providing a unit (None: any worker), from the network, de-duplicated."""
         return await self.kad.find_providers(capability_dht_key(unit))
 
     async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
-        """A peer's verified, unexpired advert, or None (a stale local copy is dropped and re-fetched)."""
+        """A peer's verified, unexpired advert with the highest seq any server holds, or None.
+
+        Every value read is checked again here (T4 on get): a forged, expired or oversized value a
+        server hands out is skipped, and an invalid copy of our own is dropped.
+        """
         key = advert_key(peer_id)
-        for _ in range(2):
-            value = await self.kad.get(key)
-            if value is None:
-                return None
+        best: tuple[Envelope, AdvertBody] | None = None
+        for value in await self.kad.get(key):
             try:
-                return check_advert(key, value, now)
+                envelope, body = check_advert(key, value, now)
             except RecordError:
-                if await self.kad.get_local(key) is None:
-                    return None
-                self.kad.drop_local(key)
-        return None
+                if await self.kad.get_local(key) == value:
+                    self.kad.drop_local(key)
+                continue
+            if best is None or body.seq > best[1].seq:
+                best = envelope, body
+        return best
 
 
 __all__ = [

@@ -11,13 +11,22 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - P9 `find_providers()` answers from the local cache once it has any entry, with duplicates:
   `find_providers` here pops the local entry first (merging it back on a server) and de-duplicates.
 - P20 connecting does not fill the routing table: `bootstrap` adds the gates and runs a self-lookup.
+- P11 a server adds every peer that opens a kad stream to its routing table, client-mode peers too, and
+  hands them out as "closer peers": lookups then dial peers that refuse kad, and the real servers fall
+  out of the k closest. `_ServerOnlyKadDHT` admits such a peer only once identify lists our kad protocol.
+- P23 a kad server resets every inbound kad stream beyond 12 in flight, host-wide: a lookup of 20
+  adverts at once lost 8 of them. Servers get `INBOUND_KAD_STREAMS`; clients keep at most
+  `QUERIES_PER_SERVER` streams open to one server.
+- Lookups ask the servers in our routing table directly and concurrently, one round trip per key
+  (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
+  back to libp2p's iterative lookup only when none of them answers.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal, final
 
@@ -36,6 +45,13 @@ log = logging.getLogger(__name__)
 
 KAD_MODULES: Final = ("common", "kad_dht", "peer_routing", "provider_store", "value_store")
 NAMESPACE: Final = "sark"
+INBOUND_KAD_STREAMS: Final = 128
+"""Concurrent inbound kad streams a server accepts, host-wide (libp2p: 12, P23)."""
+QUERIES_PER_SERVER: Final = 8
+"""Concurrent kad streams a lookup opens to one server."""
+QUERY_TIMEOUT_S: Final = 5.0
+"""Deadline of one direct kad request."""
+K: Final = 20
 
 
 def patch_kad(record_ttl_s: float) -> None:
@@ -80,6 +96,26 @@ class _RecordValidator(Validator):
         return self._select(key, values)
 
 
+def serves_kad(host: Any, peer_id: ID) -> bool:
+    """Has identify told us that this peer serves our kad protocol (a DHT server)?"""
+    try:
+        protocols = host.get_peerstore().get_protocols(peer_id)
+    except Exception:  # libp2p raises PeerStoreError for a peer it has no entry for
+        return False
+    return KAD in {str(p) for p in protocols or ()}
+
+
+@final
+class _ServerOnlyKadDHT(KadDHT):
+    """P11: keep client-mode peers out of the routing table (and so out of "closer peers")."""
+
+    async def add_peer(self, peer_id: ID, *, skip_server_mode_check: bool = False) -> bool:
+        # libp2p passes skip_server_mode_check=True for any peer that opened a kad stream to us.
+        if skip_server_mode_check and not serves_kad(self.host, peer_id):
+            return False
+        return bool(await super().add_peer(peer_id, skip_server_mode_check=skip_server_mode_check))
+
+
 @final
 class Kad:
     """A running kad-dht on our host: raw puts, gets, provides and lookups on byte keys."""
@@ -88,12 +124,18 @@ class Kad:
         self._dht = dht
         self._host = host
         self.server = server
+        self._per_server: dict[ID, trio.Semaphore] = {}
 
     async def bootstrap(self, peer_ids: list[str]) -> None:
         """Add connected gates to the routing table and look ourselves up (P20)."""
         for peer in peer_ids:
-            await self._dht.add_peer(ID.from_base58(peer), skip_server_mode_check=True)
+            # A gate is a server by configuration: add it before identify has told us so.
+            await self._dht.routing_table.add_peer(ID.from_base58(peer), skip_server_mode_check=True)
         await self._dht.peer_routing.refresh_routing_table()
+
+    def routing_table_peers(self) -> list[str]:
+        """The peers in our routing table (DHT servers only, P11)."""
+        return [p.to_base58() for p in self._dht.routing_table.get_peer_ids()]
 
     def routing_table_size(self) -> int:
         """Peers in our routing table."""
@@ -112,37 +154,95 @@ class Kad:
         """Forget our copy of a value (an expired or invalid advert)."""
         self._dht.value_store.remove(key.encode())
 
-    async def get(self, key: str) -> bytes | None:
-        """The best value for a key: ours if held, else from the network (validated and selected)."""
-        value = await self._dht.get_value(key)
-        return None if value is None else bytes(value)
+    async def get(self, key: str) -> list[bytes]:
+        """Every value held for a key: ours, then each server's (unvalidated: the caller checks them).
+
+        One direct GET_VALUE to each server in our routing table, concurrently; libp2p's iterative
+        lookup only when no server answered with a value.
+        """
+        key_bytes = key.encode()
+        values: list[bytes] = []
+        local = self._dht.value_store.get(key_bytes)
+        if local is not None:
+            values.append(bytes(local.value))
+
+        async def ask(peer: ID) -> None:
+            record = await self._dht.value_store._get_from_peer(peer, key_bytes, return_record=True)
+            if record is not None and record.value:
+                values.append(bytes(record.value))
+
+        asked = await self._ask_servers(key_bytes, ask)
+        if not asked:
+            value = await self._dht.get_value(key)
+            if value is not None:
+                values.append(bytes(value))
+        return values
 
     async def provide(self, key: bytes) -> bool:
         """Announce ourselves as a provider of a raw key (ADD_PROVIDER is fire-and-forget, P9)."""
         return bool(await self._dht.provider_store.provide(key))
 
     async def find_providers(self, key: bytes, count: int = 200) -> dict[str, list[str]]:
-        """Providers of a raw key from the network, bypassing the local cache, de-duplicated (P9).
+        """Providers of a raw key from the servers, never only the local cache, de-duplicated (P9).
 
         Returns:
             peer id -> its known multiaddrs.
         """
         store = self._dht.provider_store
+        infos: list[Any] = list(store.get_providers(key)) if self.server else []
+
+        async def ask(peer: ID) -> None:
+            providers, _ = await store._get_providers_from_peer_with_closers(peer, key)
+            infos.extend(providers)
+
+        if not await self._ask_servers(key, ask):
+            infos.extend(await self._iterative_providers(key, count))
+        found: dict[str, list[str]] = {}
+        for info in infos:
+            addrs = found.setdefault(info.peer_id.to_base58(), [])
+            addrs.extend(str(a) for a in info.addrs if str(a) not in addrs)
+        return dict(list(found.items())[:count])
+
+    async def _iterative_providers(self, key: bytes, count: int) -> list[Any]:
+        """libp2p's lookup, with the local cache popped so it asks the network (P9)."""
+        store = self._dht.provider_store
         kept = store.providers.pop(key, None)
         try:
-            infos = await store.find_providers(key, count)
+            return list(await store.find_providers(key, count))
         finally:
             if self.server and kept is not None:
                 store.providers.setdefault(key, {}).update(kept)
             elif not self.server:
                 store.providers.pop(key, None)
-        if self.server and kept:
-            infos = list(infos) + store.get_providers(key)
-        found: dict[str, list[str]] = {}
-        for info in infos:
-            addrs = found.setdefault(info.peer_id.to_base58(), [])
-            addrs.extend(str(a) for a in info.addrs if str(a) not in addrs)
-        return found
+
+    async def _ask_servers(self, key: bytes, ask: Callable[[ID], Awaitable[None]]) -> int:
+        """Run `ask` at the k closest servers we know, concurrently; return how many answered."""
+        closest = self._dht.routing_table.find_local_closest_peers(key, K)
+        closest = [p for p in closest if p != self._dht.local_peer_id]
+        # Peers identify has shown to serve kad first; the rest only when we know of none (P11).
+        peers = [p for p in closest if serves_kad(self._dht.host, p)] or closest
+        answered = 0
+
+        async def one(peer: ID) -> None:
+            nonlocal answered
+            async with self._limit(peer):
+                with trio.move_on_after(QUERY_TIMEOUT_S):
+                    try:
+                        await ask(peer)
+                        answered += 1
+                    except Exception:  # libp2p's stream and parse errors: this server did not answer
+                        log.debug("kad query to %s failed", peer, exc_info=True)
+
+        async with trio.open_nursery() as nursery:
+            for peer in peers:
+                nursery.start_soon(one, peer)
+        return answered
+
+    def _limit(self, peer: ID) -> trio.Semaphore:
+        limit = self._per_server.get(peer)
+        if limit is None:
+            limit = self._per_server[peer] = trio.Semaphore(QUERIES_PER_SERVER)
+        return limit
 
 
 @asynccontextmanager
@@ -159,10 +259,20 @@ async def open_kad(
         {"pk": PublicKeyValidator(), NAMESPACE: _RecordValidator(validate, select)}, strict_validation=True
     )
     dht_mode = DHTMode.SERVER if mode == "server" else DHTMode.CLIENT
-    dht = KadDHT(host.raw, dht_mode, validator=validator, strict_validation=True)
+    dht = _ServerOnlyKadDHT(host.raw, dht_mode, validator=validator, strict_validation=True)
+    if mode == "server":
+        dht._inbound_limiter = trio.CapacityLimiter(INBOUND_KAD_STREAMS)  # P23
     async with background_trio_service(dht):
         await trio.lowlevel.checkpoint()
         yield Kad(dht, host, mode == "server")
 
 
-__all__ = ["KAD_MODULES", "Kad", "kad_protocol_ids", "open_kad", "patch_kad"]
+__all__ = [
+    "INBOUND_KAD_STREAMS",
+    "KAD_MODULES",
+    "Kad",
+    "kad_protocol_ids",
+    "open_kad",
+    "patch_kad",
+    "serves_kad",
+]
