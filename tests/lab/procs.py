@@ -27,6 +27,7 @@ class Proc:
     events: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
     ready: dict[str, Any] = field(default_factory=dict)
     reader: threading.Thread | None = None
+    log: Path | None = None
 
     def wait_event(self, kind: str, timeout: float) -> dict[str, Any]:
         """The next event of a kind, or AssertionError after `timeout` seconds."""
@@ -34,7 +35,8 @@ class Proc:
             try:
                 event = self.events.get(timeout=timeout)
             except queue.Empty:
-                raise AssertionError(f"{self.name}: no {kind!r} event within {timeout} s") from None
+                tail = self.log.read_text()[-2000:] if self.log is not None and self.log.exists() else ""
+                raise AssertionError(f"{self.name}: no {kind!r} event within {timeout} s\n{tail}") from None
             if event.get("event") == kind:
                 return event
 
@@ -47,46 +49,66 @@ class Lab:
         self.record_ttl = record_ttl
         self.procs: list[Proc] = []
 
-    def _start(self, name: str, args: list[str]) -> Proc:
+    def start(self, name: str, argv: list[str], *, ns: str | None = None) -> Proc:
+        """Start any command (in network namespace `ns` if given) and read its JSON event lines."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        popen = subprocess.Popen(
-            [*SARK, *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-            env=env,
-        )
-        proc = Proc(name, popen)
+        wrap = ["ip", "netns", "exec", ns] if ns else []
+        log = self.root / f"{name}.stderr"
+        with log.open("w") as err:
+            popen = subprocess.Popen(
+                [*wrap, *argv],
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                start_new_session=True,
+                env=env,
+            )
+        proc = Proc(name, popen, log=log)
         proc.reader = threading.Thread(target=_pump, args=(proc,), daemon=True)
         proc.reader.start()
         self.procs.append(proc)
         return proc
 
-    def gate(self, name: str = "gate", timeout: float = 30.0) -> Proc:
+    def _start(self, name: str, args: list[str], ns: str | None = None) -> Proc:
+        return self.start(name, [*SARK, *args], ns=ns)
+
+    def gate(
+        self, name: str = "gate", timeout: float = 30.0, *, listen: str = LOOPBACK, ns: str | None = None
+    ) -> Proc:
         """Start a gate and wait for its ready line."""
         proc = self._start(
             name,
             [
                 "gate",
                 "--listen",
-                LOOPBACK,
+                listen,
                 "--data-dir",
                 str(self.root / name),
                 "--record-ttl",
                 str(self.record_ttl),
                 "--events",
             ],
+            ns,
         )
         proc.ready = proc.wait_event("ready", timeout)
         return proc
 
-    def worker(self, name: str, gates: list[str], profile: Path, timeout: float = 30.0) -> Proc:
-        """Start a `join` worker and wait for its ready line (its first advert is out)."""
+    def worker(
+        self,
+        name: str,
+        gates: list[str],
+        profile: Path,
+        timeout: float = 30.0,
+        *,
+        listen: str = LOOPBACK,
+        ns: str | None = None,
+        wait: bool = True,
+    ) -> Proc:
+        """Start a `join` worker; with `wait`, wait for its ready line (its first advert is out)."""
         args = [
             "join",
             "--listen",
-            LOOPBACK,
+            listen,
             "--data-dir",
             str(self.root / name),
             "--profile",
@@ -97,8 +119,9 @@ class Lab:
         ]
         for gate in gates:
             args += ["--gate", gate]
-        proc = self._start(name, args)
-        proc.ready = proc.wait_event("ready", timeout)
+        proc = self._start(name, args, ns)
+        if wait:
+            proc.ready = proc.wait_event("ready", timeout)
         return proc
 
     def peers(self, gates: list[str], timeout: float = 30.0) -> list[dict[str, Any]]:
