@@ -60,8 +60,13 @@ async def main(args: argparse.Namespace) -> None:
     config = NodeConfig(data_dir=Path(args.data_dir), gates=tuple(args.gate), listen=(args.listen,))
     async with open_node(config, role="submitter") as node:
         peers = await find(node, args.expect, args.timeout)
-        emit("found", peers=[{"peer_id": p.peer_id, "addrs": list(p.dial_addrs()),
-                              "reachability": p.advert.reachability} for p in peers])
+        emit(
+            "found",
+            peers=[
+                {"peer_id": p.peer_id, "addrs": list(p.dial_addrs()), "reachability": p.advert.reachability}
+                for p in peers
+            ],
+        )
         for peer in peers:
             await round_trip(node, peer, args.timeout)
     emit("done")

@@ -14,7 +14,9 @@ PROBE = str(Path(__file__).resolve().parents[1] / "lab" / "probe.py")
 
 
 @pytest.mark.netns
-def test_nat_worker_is_relayed_and_reached_through_the_gate(net: NetLab, lab: Lab, profile_file: Path) -> None:
+def test_nat_worker_is_relayed_and_reached_through_the_gate(
+    net: NetLab, lab: Lab, profile_file: Path
+) -> None:
     gates = lab.gate(listen=f"/ip4/{H1}/tcp/0", ns=net.h1).ready["addrs"]
     direct = lab.worker("h2-worker", gates, profile_file, listen=f"/ip4/{H2}/tcp/0", ns=net.h2).ready
     natted = lab.worker("h3-worker", gates, profile_file, listen=f"/ip4/{H3}/tcp/0", ns=net.h3).ready
