@@ -1,0 +1,173 @@
+"""`sark-node report`: re-render a stored campaign (html, csv, json, md) or diff two campaigns."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+import scheduler as sch
+from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
+from node.models import refs_from_json
+from node.outputs import campaign_rows, result_body
+from node.report import diff_table, load_document, render_html, render_markdown
+from node.store import CampaignStore
+from scheduler.report import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, diff_entries, entries_from_document
+
+
+class Format(enum.StrEnum):
+    """What `report` writes."""
+
+    HTML = "html"
+    CSV = "csv"
+    JSON = "json"
+    MD = "md"
+
+
+CampaignArg = Annotated[
+    str | None, typer.Argument(help="a stored campaign id, or a results.json file (or its folder)")
+]
+DiffOpt = Annotated[
+    tuple[str, str] | None,
+    typer.Option("--diff", help="compare campaign A with B (ids or results.json paths)", metavar="A B"),
+]
+FormatOpt = Annotated[Format, typer.Option("--format", help="html, csv, json or md")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help="write here (html default: ./<campaign>-report.html; else stdout)"),
+]
+ThresholdOpt = Annotated[
+    float, typer.Option("--threshold", help="smallest change of the median that counts, percent", min=0.0)
+]
+AlphaOpt = Annotated[
+    float, typer.Option("--alpha", help="significance level of the Mann-Whitney test", min=0.0, max=1.0)
+]
+
+
+def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | None:
+    """A stored campaign as a results.json document (every task's row, raw samples, signed parts)."""
+    record = store.campaign(campaign_id)
+    if record is None:
+        return None
+    campaign = sch.parse_campaign(record.text, source=record.source)
+    if record.snapshot is None:
+        scheduler = sch.Scheduler(campaign_id, campaign, refs_from_json(record.models))
+    else:
+        scheduler = sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
+    rows = campaign_rows(scheduler, store.results(campaign_id), record.created_utc)
+    document = sch.results_document(
+        campaign_id, campaign, ((row, rec.samples if rec else ()) for row, rec in rows)
+    )
+    results: list[dict[str, Any]] = document["results"]  # type: ignore[assignment]
+    for entry, (_, rec) in zip(results, rows, strict=True):
+        body = result_body(rec) if rec is not None else None
+        entry["signed"] = (
+            None
+            if body is None
+            else {
+                "worker": body.worker,
+                "device": body.device.model_dump(mode="json"),
+                "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
+            }
+        )
+    return document
+
+
+def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dict[str, Any]:
+    """A campaign by results.json path (file or folder) or by id in this node's store; exits 2 if neither."""
+    path = Path(name)
+    if path.is_file() or (path.is_dir() and (path / "results.json").is_file()):
+        try:
+            return load_document(path)
+        except (OSError, ValueError) as exc:
+            fail(f"error: cannot read {path}: {exc}", 2)
+    config = build_config(config_file, data_dir=data_dir)
+    store_path = config.data_dir / "campaigns.sqlite"
+    document = store_document(CampaignStore(store_path), name) if store_path.is_file() else None
+    if document is None:
+        fail(f"error: no campaign {name} in {config.data_dir} (and no results.json at that path)", 2)
+    return document
+
+
+def _render(document: dict[str, Any], fmt: Format) -> str:
+    if fmt is Format.HTML:
+        return render_html(document)
+    if fmt is Format.CSV:
+        return sch.to_csv(r["row"] for r in document["results"])
+    if fmt is Format.JSON:
+        return json.dumps(document, indent=1) + "\n"
+    return render_markdown(document)
+
+
+def report(
+    campaign: CampaignArg = None,
+    diff: DiffOpt = None,
+    fmt: FormatOpt = Format.HTML,
+    out: OutOpt = None,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD_PCT,
+    alpha: AlphaOpt = DEFAULT_ALPHA,
+    data_dir: DataDirOpt = None,
+    config_file: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-render a campaign's report from the store, or diff two campaigns (--diff A B)."""
+    if (campaign is None) == (diff is None):
+        fail("error: give a campaign id (or results.json), or --diff A B", 2)
+    if diff is not None:
+        _diff(diff, (threshold, alpha), data_dir, config_file, as_json)
+        return
+    assert campaign is not None
+    document = _document(campaign, data_dir, config_file)
+    text = _render(document, fmt)
+    if out is None and fmt is Format.HTML:
+        out = Path(f"{document.get('campaign_id') or 'campaign'}-report.html")
+    if out is None:
+        sys.stdout.write(text)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    typer.echo(str(out))
+
+
+def _diff(
+    names: tuple[str, str],
+    bounds: tuple[float, float],
+    data_dir: Path | None,
+    config_file: Path | None,
+    as_json: bool,
+) -> None:
+    threshold, alpha = bounds
+    before, after = (_document(n, data_dir, config_file) for n in names)
+    rows = diff_entries(entries_from_document(before), entries_from_document(after), threshold, alpha)
+    ids = [d.get("campaign_id", n) for d, n in zip((before, after), names, strict=True)]
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "a": ids[0],
+                    "b": ids[1],
+                    "threshold_pct": threshold,
+                    "alpha": alpha,
+                    "rows": [r.model_dump(mode="json") for r in rows],
+                }
+            )
+        )
+        return
+    console = Console()
+    console.print(diff_table(rows, f"A = {ids[0]}  ->  B = {ids[1]}"))
+    regressions = sum(r.regression for r in rows)
+    console.print(
+        f"{regressions} regression(s), {sum(r.improvement for r in rows)} improvement(s) "
+        f"(significant: Mann-Whitney p < {alpha:g} on raw samples, change >= {threshold:g}%, "
+        "process medians apart)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the report command to the CLI."""
+    app.command()(report)

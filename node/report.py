@@ -1,0 +1,364 @@
+"""Campaign reports as people read them: report.html (matplotlib figures inline), Markdown, rich tables.
+
+report.html is one self-contained file: inline CSS, figures as inline SVG drawn by matplotlib's
+object API (no pyplot state, no backend switch), no script, font or image fetched from anywhere.
+The data it shows is shaped by `scheduler.report`; this module only draws and writes it.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from rich.table import Table
+
+from scheduler.report import (
+    NO_DEVICE,
+    DiffRow,
+    LatencyMatrix,
+    ReportEntry,
+    device_label,
+    entries_from_document,
+    latency_matrices,
+)
+
+_CSS: Final = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:1200px;color:#222;
+padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}
+th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.unstable{color:#b00020;font-weight:600}.stable{color:#1b5e20}.muted{color:#777}
+figure{margin:.5rem 0}figure svg{max-width:100%;height:auto}
+code{font-size:.8rem}
+"""
+
+
+def load_document(path: Path) -> dict[str, Any]:
+    """A results.json document, from the file or from the directory holding it."""
+    file = path / "results.json" if path.is_dir() else path
+    document: dict[str, Any] = json.loads(file.read_text())
+    return document
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
+    return f"{device_label(entry, entries)} · {entry.unit}"
+
+
+def _svg(figure: Any, salt: str) -> str:
+    """A figure as inline SVG (text kept as text; ids salted so several SVGs on one page never clash)."""
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
+        figure.savefig(buffer, format="svg", bbox_inches="tight")
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
+    """The matrix as a heatmap: colour by median latency, each cell annotated (an asterisk if unstable)."""
+    from matplotlib.colors import LogNorm, Normalize
+
+    values = [[c.median_ms if c and c.median_ms else math.nan for c in row] for row in matrix.cells]
+    finite = [v for row in values for v in row if not math.isnan(v)]
+    fig = _figure(1.6 + 1.7 * len(matrix.columns), 1.0 + 0.45 * len(matrix.devices))
+    ax = fig.add_subplot()
+    norm = (
+        LogNorm(min(finite), max(finite))
+        if finite and min(finite) > 0 and max(finite) / min(finite) > 10
+        else Normalize(0.0, max(finite, default=1.0))
+    )
+    image = ax.imshow(values, cmap="YlOrRd", norm=norm, aspect="auto")
+    ax.set_xticks(range(len(matrix.columns)), matrix.columns, rotation=20, ha="right")
+    ax.set_yticks(range(len(matrix.devices)), matrix.devices)
+    for i, row in enumerate(matrix.cells):
+        for j, cell in enumerate(row):
+            if cell is None:
+                continue
+            text = f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}" if cell.median_ms else cell.status
+            ax.text(j, i, text, ha="center", va="center", fontsize=8)
+    fig.colorbar(image, ax=ax, label="median latency (ms)")
+    ax.set_title(f"{matrix.model}: median inference latency (ms; * unstable)", fontsize=10)
+    return _svg(fig, salt)
+
+
+def distributions_svg(entries: Sequence[ReportEntry], salt: str) -> str:
+    """Latency distributions from the raw samples: a box plot and an ECDF per device and unit."""
+    measured = [e for e in entries if e.samples_ms]
+    labels = [_label(e, entries) for e in measured]
+    fig = _figure(11.0, 1.2 + 0.45 * len(measured))
+    box, ecdf = fig.subplots(1, 2)
+    box.boxplot(
+        [e.samples_ms for e in measured], vert=False, tick_labels=labels, flierprops={"markersize": 2}
+    )
+    box.invert_yaxis()
+    box.set_xscale("log")
+    box.set_xlabel("inference latency (ms, log)")
+    box.set_title("distribution of every timed run", fontsize=10)
+    for e, label in zip(measured, labels, strict=True):
+        xs = sorted(e.samples_ms)
+        ecdf.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", label=label)
+    ecdf.set_xscale("log")
+    ecdf.set_xlabel("inference latency (ms, log)")
+    ecdf.set_ylabel("share of runs at or below")
+    ecdf.set_title("ECDF", fontsize=10)
+    ecdf.legend(fontsize=7, loc="lower right")
+    return _svg(fig, salt)
+
+
+def resources_svg(entries: Sequence[ReportEntry], salt: str) -> str:
+    """Load time (median and first) and peak memory (load and inference) as bar charts."""
+    done = [e for e in entries if e.complete]
+    labels = [_label(e, entries) for e in done]
+    ys = range(len(done))
+    fig = _figure(11.0, 1.2 + 0.45 * len(done))
+    load, memory = fig.subplots(1, 2, sharey=True)
+    for ax, pairs, unit in (
+        (load, (("median load", "load_ms_median"), ("first load", "load_first_ms")), "ms"),
+        (
+            memory,
+            (("peak at load", "peak_load_ram_mb"), ("peak at inference", "peak_inference_ram_mb")),
+            "MB",
+        ),
+    ):
+        for k, (name, attr) in enumerate(pairs):
+            ax.barh([y + 0.4 * k - 0.2 for y in ys], [getattr(e, attr) or 0.0 for e in done], 0.4, label=name)
+        ax.set_xlabel(unit)
+        ax.legend(fontsize=7)
+    load.set_yticks(list(ys), labels)
+    load.invert_yaxis()
+    load.set_title("model load time", fontsize=10)
+    memory.set_title("peak memory (kernel high-water mark)", fontsize=10)
+    return _svg(fig, salt)
+
+
+def processes_svg(entries: Sequence[ReportEntry], salt: str) -> str:
+    """Each process's median per device and unit; red when the result is flagged unstable."""
+    done = [e for e in entries if e.process_medians_ms]
+    fig = _figure(7.0, 1.2 + 0.45 * len(done))
+    ax = fig.add_subplot()
+    for y, e in enumerate(done):
+        colour = "#b00020" if e.unstable else "#1b5e20"
+        ax.plot(e.process_medians_ms, [y] * len(e.process_medians_ms), "o", color=colour, alpha=0.8)
+        if e.median_ms is not None:
+            ax.plot([e.median_ms], [y], "|", color="black", markersize=14)
+    ax.set_yticks(range(len(done)), [_label(e, entries) for e in done])
+    ax.invert_yaxis()
+    ax.set_xlabel("process median (ms); | median of medians; red: unstable")
+    ax.set_title("per-process medians", fontsize=10)
+    return _svg(fig, salt)
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozenset[int] = frozenset()) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _matrix_html(matrix: LatencyMatrix) -> str:
+    rows = []
+    for device, cells in zip(matrix.devices, matrix.cells, strict=True):
+        shown = []
+        for c in cells:
+            if c is None:
+                shown.append("")
+            elif c.median_ms is None:
+                shown.append(f'<span class="muted">{html.escape(c.status)}</span>')
+            else:
+                flag = ' <span class="unstable" title="unstable">*</span>' if c.unstable else ""
+                shown.append(f"{c.median_ms:.3f}{flag}")
+        rows.append([html.escape(device), *shown])
+    numeric = frozenset(range(1, len(matrix.columns) + 1))
+    return _table(["device", *matrix.columns], rows, numeric)
+
+
+def _stability_html(entries: Sequence[ReportEntry]) -> str:
+    rows = []
+    for e in entries:
+        if not e.complete:
+            rows.append(
+                [html.escape(_label(e, entries)), "", "", html.escape(e.status), html.escape(e.detail)]
+            )
+            continue
+        verdict = (
+            '<span class="unstable">unstable</span>' if e.unstable else '<span class="stable">stable</span>'
+        )
+        rows.append(
+            [
+                html.escape(_label(e, entries)),
+                "; ".join(f"{m:.3f}" for m in e.process_medians_ms),
+                _fmt(e.process_spread_pct, 1),
+                verdict,
+                html.escape("; ".join(e.unstable_reasons)),
+            ]
+        )
+    return _table(["device · unit", "process medians (ms)", "spread %", "stability", "reasons"], rows)
+
+
+def _conditions_html(entries: Sequence[ReportEntry]) -> str:
+    rows = []
+    for e in entries:
+        c, p = e.conditions, e.device_profile
+        if c is None:
+            continue
+        threads = f"intra {c.intra_op_threads or 'default'}, inter {c.inter_op_threads or 'default'}"
+        spin = "" if c.spinning is None else (", spinning" if c.spinning else ", no spin")
+        cal = p.calibration if p is not None else None
+        rows.append(
+            [
+                html.escape(_label(e, entries)),
+                f"{c.background_cores:.2f}",
+                html.escape(threads + spin),
+                html.escape(", ".join(f"{k} {v}" for k, v in sorted(c.runtime_versions.items()))),
+                f'<code title="{html.escape(c.model_sha256)}">{html.escape(c.model_sha256[:16])}</code>',
+                html.escape(" / ".join(x for x in (c.thermal, c.power) if x) or "not exposed"),
+                "" if cal is None else f"{cal.cpu_gflops:.0f} GFLOPS, {cal.mem_bandwidth_gbs:.1f} GB/s",
+            ]
+        )
+    head = ["device · unit", "background cores", "threads", "runtimes", "model sha256", "thermal / power"]
+    return _table([*head, "calibration"], rows, frozenset({1}))
+
+
+def render_html(document: Mapping[str, Any]) -> str:
+    """report.html for a results.json document: one self-contained page."""
+    entries = entries_from_document(document)
+    campaign = document.get("campaign", {})
+    title = f"{campaign.get('name', '')} · {document.get('campaign_id', '')}"
+    done = sum(e.complete for e in entries)
+    created = next((e for e in document.get("results", []) if e["row"].get("CreatedUtc")), None)
+    parts = [
+        f"<h1>sark-node report: {html.escape(title)}</h1>",
+        f"<p>{done} of {len(entries)} task(s) measured"
+        + (f"; results from {html.escape(created['row']['CreatedUtc'])}" if created else "")
+        + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
+    ]
+    for k, matrix in enumerate(latency_matrices(entries)):
+        mine = sorted(
+            (e for e in entries if e.model == matrix.model),
+            key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
+        )
+        parts += [
+            f"<h2>{html.escape(matrix.model)}: device x compute unit, median latency (ms)</h2>",
+            f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
+            f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>',
+        ]
+        if any(e.samples_ms for e in mine):
+            parts += [
+                "<h2>Latency distributions</h2>",
+                f'<figure id="distributions-{k}" class="distributions">'
+                f"{distributions_svg(mine, f'd{k}')}</figure>",
+            ]
+        if any(e.complete for e in mine):
+            parts += [
+                "<h2>Load time and peak memory</h2>",
+                f'<figure id="resources-{k}" class="resources">{resources_svg(mine, f"r{k}")}</figure>',
+                "<h2>Processes and stability</h2>",
+                f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
+            ]
+        parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
+    parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(entries)}</div>']
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        + "\n".join(parts)
+        + "</body></html>\n"
+    )
+
+
+def write_html_report(path: Path, document: Mapping[str, Any]) -> Path:
+    """Write report.html for a results.json document to `path`; returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(document), encoding="utf-8")
+    return path
+
+
+def render_markdown(document: Mapping[str, Any]) -> str:
+    """The matrix and the per-task stability as Markdown tables."""
+    entries = entries_from_document(document)
+    lines = [f"# {document.get('campaign_id', '')}", ""]
+    for matrix in latency_matrices(entries):
+        lines += [f"## {matrix.model}: median inference latency (ms)", ""]
+        lines.append("| device | " + " | ".join(matrix.columns) + " |")
+        lines.append("|---|" + "---:|" * len(matrix.columns))
+        for device, cells in zip(matrix.devices, matrix.cells, strict=True):
+            shown = [
+                ""
+                if c is None
+                else (f"{c.median_ms:.3f}{' *' if c.unstable else ''}" if c.median_ms else c.status)
+                for c in cells
+            ]
+            lines.append(f"| {device} | " + " | ".join(shown) + " |")
+        lines.append("")
+    lines += ["| device · unit | process medians (ms) | spread % | stability |", "|---|---|---:|---|"]
+    for e in entries:
+        stability = ("unstable: " + "; ".join(e.unstable_reasons)) if e.unstable else "stable"
+        medians = "; ".join(f"{m:.3f}" for m in e.process_medians_ms)
+        verdict = stability if e.complete else e.status
+        lines.append(f"| {_label(e, entries)} | {medians} | {_fmt(e.process_spread_pct, 1)} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
+    """The latency matrices as rich tables (the terminal view at the end of `submit`)."""
+    tables = []
+    for matrix in latency_matrices(entries):
+        table = Table(title=f"{matrix.model}: median inference latency (ms; * unstable)")
+        table.add_column("device")
+        for column in matrix.columns:
+            table.add_column(column, justify="right")
+        for device, cells in zip(matrix.devices, matrix.cells, strict=True):
+            shown = [
+                ""
+                if c is None
+                else (
+                    f"{c.median_ms:.3f}{' *' if c.unstable else ''}" if c.median_ms else f"[dim]{c.status}[/]"
+                )
+                for c in cells
+            ]
+            table.add_row(device, *shown)
+        tables.append(table)
+    return tables
+
+
+def diff_table(rows: Sequence[DiffRow], title: str) -> Table:
+    """A diff as a rich table: regressions in red, improvements in green."""
+    table = Table(title=title)
+    for name, justify in (("device", "left"), ("unit", "left"), ("A ms", "right"), ("B ms", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name in ("change", "p", "verdict", "note"):
+        table.add_column(name, justify="right" if name in ("change", "p") else "left")
+    for r in rows:
+        colour = "red" if r.regression else "green" if r.improvement else "white"
+        table.add_row(
+            r.device,
+            r.column,
+            _fmt(r.before_ms),
+            _fmt(r.after_ms),
+            "" if r.change_pct is None else f"{r.change_pct:+.1f}%",
+            "" if r.p_value is None else f"{r.p_value:.2g}",
+            f"[{colour}]{r.verdict}[/]",
+            r.note,
+        )
+    return table

@@ -1,0 +1,408 @@
+"""What a campaign report shows, as data: entries, the device x unit latency matrix, and diffs.
+
+Pure: no files, clock, plotting or printing. `node.report` draws and writes what this module shapes.
+
+The diff compares two campaigns per device and compute unit. Its significance test is the
+Mann-Whitney U test on the raw inference samples (normal approximation with tie and continuity
+corrections, two-sided). Samples of one process are not independent of each other (a process can
+sit at 2x for its whole life on a shared machine), so a change counts as significant only when
+the test's p-value is below `alpha`, the medians differ by at least `threshold_pct`, and, where
+both sides ran at least two processes, no process median of one side falls inside the range of the
+other's (the process is the unit that repeats).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from protocol import DeviceProfile, Measurement, RunConditions, Value
+
+NO_DEVICE: Final = "(no device)"
+DEFAULT_THRESHOLD_PCT: Final = 5.0
+DEFAULT_ALPHA: Final = 0.05
+
+
+class ReportEntry(Value):
+    """One task of a campaign as the report shows it (a result row plus its raw samples)."""
+
+    task_id: str
+    job_index: int
+    status: str
+    model: str
+    model_sha256: str = ""
+    unit: str
+    device: str
+    fingerprint: str = ""
+    worker: str = ""
+    median_ms: float | None = None
+    samples_ms: tuple[float, ...] = ()
+    process_medians_ms: tuple[float, ...] = ()
+    process_spread_pct: float | None = None
+    unstable: bool = False
+    unstable_reasons: tuple[str, ...] = ()
+    load_ms_median: float | None = None
+    load_first_ms: float | None = None
+    first_inference_ms: float | None = None
+    peak_load_ram_mb: float | None = None
+    peak_inference_ram_mb: float | None = None
+    conditions: RunConditions | None = None
+    device_profile: DeviceProfile | None = None
+    detail: str = ""
+
+    @property
+    def complete(self) -> bool:
+        """Whether the task produced a measurement."""
+        return self.status == "Complete" and self.median_ms is not None
+
+
+class MatrixCell(Value):
+    """One device x unit cell: the median of process medians, or the task's ending."""
+
+    median_ms: float | None = None
+    status: str = ""
+    unstable: bool = False
+    task_id: str = ""
+
+
+class LatencyMatrix(Value):
+    """Median inference latency of one model, devices down, compute units (or jobs) across."""
+
+    model: str
+    devices: tuple[str, ...]
+    columns: tuple[str, ...]
+    cells: tuple[tuple[MatrixCell | None, ...], ...]
+
+
+class MannWhitney(Value):
+    """The outcome of a two-sided Mann-Whitney U test."""
+
+    u: float
+    z: float
+    p_value: float
+
+
+class DiffRow(Value):
+    """One device and unit compared between two campaigns (before = A, after = B)."""
+
+    device: str
+    column: str
+    before_ms: float | None = None
+    after_ms: float | None = None
+    change_pct: float | None = None
+    p_value: float | None = None
+    significant: bool = False
+    regression: bool = False
+    improvement: bool = False
+    verdict: str
+    note: str = ""
+    n_before: int = 0
+    n_after: int = 0
+
+
+def _num(row: Mapping[str, str], key: str) -> float | None:
+    text = row.get(key, "")
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def job_index_of(task_id: str) -> int:
+    """The job index inside a task id ``{campaign_id}-job-{index}-{n}`` (0 if it has none)."""
+    _, _, tail = task_id.rpartition("-job-")
+    head = tail.split("-", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def entry_of(
+    row: Mapping[str, str],
+    samples_ms: Sequence[float],
+    device: DeviceProfile | None = None,
+    measurement: Measurement | None = None,
+) -> ReportEntry:
+    """The report's view of one result row, with the signed device and measurement when there are some."""
+    medians = tuple(float(x) for x in row.get("ProcessMedians", "").split(";") if x)
+    reasons = tuple(r for r in row.get("UnstableReasons", "").split(";") if r)
+    detail = "; ".join(x for x in (row.get("FailureReason", ""), row.get("Detail", "")) if x)
+    return ReportEntry(
+        task_id=row.get("JobId", ""),
+        job_index=job_index_of(row.get("JobId", "")),
+        status=row.get("Status", ""),
+        model=row.get("FileName", ""),
+        model_sha256=row.get("ModelSha256", ""),
+        unit=row.get("ComputeUnits", ""),
+        device=row.get("DeviceName", "") or NO_DEVICE,
+        fingerprint=device.fingerprint if device is not None else "",
+        worker=row.get("WorkerPeerId", ""),
+        median_ms=_num(row, "InferenceMsMedian"),
+        samples_ms=tuple(samples_ms),
+        process_medians_ms=measurement.process_medians_ms if measurement is not None else medians,
+        process_spread_pct=_num(row, "ProcessSpreadPct"),
+        unstable=row.get("Unstable", "") == "True",
+        unstable_reasons=measurement.unstable_reasons if measurement is not None else reasons,
+        load_ms_median=_num(row, "LoadMsMedian"),
+        load_first_ms=_num(row, "LoadMsFirst"),
+        first_inference_ms=_num(row, "InferenceMsFirst"),
+        peak_load_ram_mb=_num(row, "PeakLoadRamUsage"),
+        peak_inference_ram_mb=_num(row, "PeakInferenceRamUsage"),
+        conditions=measurement.conditions if measurement is not None else None,
+        device_profile=device,
+        detail=detail,
+    )
+
+
+def entries_from_document(document: Mapping[str, Any]) -> tuple[ReportEntry, ...]:
+    """Every entry of a results.json document (rows, raw samples, and each row's "signed" part)."""
+    entries = []
+    for result in document.get("results", []):
+        signed = result.get("signed") or None
+        device = DeviceProfile.model_validate(signed["device"]) if signed else None
+        measurement = Measurement.model_validate(signed["measurement"]) if signed else None
+        entries.append(entry_of(result["row"], result.get("samples_ms", ()), device, measurement))
+    return tuple(entries)
+
+
+def column_of(entry: ReportEntry, shared_units: Iterable[str] = ()) -> str:
+    """The matrix column of an entry: its unit, with the job when several jobs share that unit."""
+    return f"{entry.unit} · job {entry.job_index}" if entry.unit in set(shared_units) else entry.unit
+
+
+def _shared_units(entries: Sequence[ReportEntry]) -> set[str]:
+    jobs: dict[str, set[int]] = {}
+    for e in entries:
+        jobs.setdefault(e.unit, set()).add(e.job_index)
+    return {unit for unit, indexes in jobs.items() if len(indexes) > 1}
+
+
+def device_label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
+    """A device's row name: its name, with the worker's id tail when two workers share the name."""
+    if entry.device == NO_DEVICE:
+        return NO_DEVICE
+    workers = {e.worker for e in entries if e.device == entry.device}
+    return f"{entry.device} [{entry.worker[-6:]}]" if len(workers) > 1 else entry.device
+
+
+def _cell(entry: ReportEntry) -> MatrixCell:
+    return MatrixCell(
+        median_ms=entry.median_ms if entry.complete else None,
+        status=entry.status,
+        unstable=entry.unstable,
+        task_id=entry.task_id,
+    )
+
+
+def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...]:
+    """One device x compute-unit matrix per model, devices and columns sorted (no device last).
+
+    A cell holds the completed task's median when there is one, else the task's ending.
+    """
+    matrices = []
+    for model in sorted({e.model for e in entries}):
+        mine = [e for e in entries if e.model == model]
+        shared = _shared_units(mine)
+        placed: dict[tuple[str, str], ReportEntry] = {}
+        for e in mine:
+            key = (device_label(e, mine), column_of(e, shared))
+            if key not in placed or (e.complete and not placed[key].complete):
+                placed[key] = e
+        devices = sorted({d for d, _ in placed}, key=lambda d: (d == NO_DEVICE, d))
+        columns = sorted({c for _, c in placed})
+        cells = tuple(
+            tuple(_cell(placed[(d, c)]) if (d, c) in placed else None for c in columns) for d in devices
+        )
+        matrices.append(
+            LatencyMatrix(model=model, devices=tuple(devices), columns=tuple(columns), cells=cells)
+        )
+    return tuple(matrices)
+
+
+def _ranks(values: Sequence[float]) -> tuple[list[float], float]:
+    """Average ranks (1-based) of `values`, and the tie term sum(t^3 - t) over groups of ties."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    ties = 0.0
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2.0 + 1.0
+        t = j - i + 1
+        ties += t**3 - t
+        i = j + 1
+    return ranks, ties
+
+
+def mann_whitney(a: Sequence[float], b: Sequence[float]) -> MannWhitney:
+    """Two-sided Mann-Whitney U test of `a` against `b` (normal approximation, tie and continuity corrected).
+
+    Args:
+        a: the first sample, not empty.
+        b: the second sample, not empty.
+
+    Returns:
+        U of `a`, the z score and the two-sided p-value (1.0 when every value is tied).
+    """
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        raise ValueError("the Mann-Whitney test needs two non-empty samples")
+    ranks, ties = _ranks([*a, *b])
+    n = n1 + n2
+    u1 = math.fsum(ranks[:n1]) - n1 * (n1 + 1) / 2.0
+    mean = n1 * n2 / 2.0
+    variance = n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1)))
+    if variance <= 0:
+        return MannWhitney(u=u1, z=0.0, p_value=1.0)
+    z = max(abs(u1 - mean) - 0.5, 0.0) / math.sqrt(variance)
+    return MannWhitney(u=u1, z=math.copysign(z, u1 - mean), p_value=min(1.0, math.erfc(z / math.sqrt(2.0))))
+
+
+def _key_full(e: ReportEntry) -> tuple[object, ...] | None:
+    return (e.fingerprint, e.device, e.unit, e.job_index)
+
+
+def _key_fingerprint(e: ReportEntry) -> tuple[object, ...] | None:
+    return (e.fingerprint, e.unit, e.job_index) if e.fingerprint else None
+
+
+def _key_name(e: ReportEntry) -> tuple[object, ...] | None:
+    return (e.device, e.unit, e.job_index)
+
+
+Pair = tuple[ReportEntry | None, ReportEntry | None]
+
+
+def match_entries(before: Sequence[ReportEntry], after: Sequence[ReportEntry]) -> list[Pair]:
+    """Pair the tasks of two campaigns by device and (unit, job).
+
+    Device fingerprint and name together first; then the fingerprint alone, then the name alone,
+    each only where it picks exactly one task on both sides. Tasks that never reached a device are
+    left out; the rest that found no partner come back alone.
+    """
+    left = [e for e in before if e.device != NO_DEVICE]
+    right = [e for e in after if e.device != NO_DEVICE]
+    pairs: list[Pair] = []
+    for key in (_key_full, _key_fingerprint, _key_name):
+        groups_a: dict[tuple[object, ...], list[ReportEntry]] = {}
+        groups_b: dict[tuple[object, ...], list[ReportEntry]] = {}
+        for entries, groups in ((left, groups_a), (right, groups_b)):
+            for e in entries:
+                k = key(e)
+                if k is not None:
+                    groups.setdefault(k, []).append(e)
+        for k, found in groups_a.items():
+            other = groups_b.get(k, [])
+            if len(found) == 1 and len(other) == 1:
+                pairs.append((found[0], other[0]))
+                left.remove(found[0])
+                right.remove(other[0])
+    pairs.extend((e, None) for e in left)
+    pairs.extend((None, e) for e in right)
+    return pairs
+
+
+def _separated(a: Sequence[float], b: Sequence[float]) -> bool | None:
+    """Whether the process medians of two sides do not overlap (None: fewer than two processes a side)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    return max(a) < min(b) or max(b) < min(a)
+
+
+def _alone(a: ReportEntry | None, b: ReportEntry | None) -> DiffRow | None:
+    one = a or b
+    assert one is not None
+    column = f"{one.unit} · job {one.job_index}" if one.job_index else one.unit
+    row = DiffRow(device=one.device, column=column, verdict="")
+    if a is None or b is None:
+        return row.model_copy(update={"verdict": "only in A" if b is None else "only in B"})
+    if not a.complete or not b.complete:
+        missing = " and ".join(n for n, e in (("A", a), ("B", b)) if not e.complete)
+        return row.model_copy(
+            update={"verdict": f"no result in {missing}", "before_ms": a.median_ms, "after_ms": b.median_ms}
+        )
+    return None
+
+
+def _notes(
+    a: ReportEntry,
+    b: ReportEntry,
+    test: MannWhitney | None,
+    change: float,
+    separated: bool | None,
+    bounds: tuple[float, float],
+) -> list[str]:
+    """Why a change did not count, and which side was flagged unstable."""
+    threshold_pct, alpha = bounds
+    notes = []
+    if test is None:
+        notes.append("no raw samples")
+    elif test.p_value >= alpha:
+        notes.append(f"p >= {alpha:g}")
+    if abs(change) < threshold_pct:
+        notes.append(f"change under {threshold_pct:g}%")
+    if separated is False:
+        notes.append("process medians overlap")
+    notes.extend(f"{n} unstable" for n, e in (("A", a), ("B", b)) if e.unstable)
+    return notes
+
+
+def compare(
+    a: ReportEntry | None,
+    b: ReportEntry | None,
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+    alpha: float = DEFAULT_ALPHA,
+) -> DiffRow:
+    """One diff row: change of the median from A to B, the test on raw samples, and the verdict."""
+    alone = _alone(a, b)
+    if alone is not None:
+        return alone
+    assert a is not None
+    assert a.median_ms is not None
+    assert b is not None
+    assert b.median_ms is not None
+    change = (b.median_ms - a.median_ms) / a.median_ms * 100.0 if a.median_ms > 0 else 0.0
+    test = mann_whitney(a.samples_ms, b.samples_ms) if a.samples_ms and b.samples_ms else None
+    separated = _separated(a.process_medians_ms, b.process_medians_ms)
+    significant = (
+        test is not None and test.p_value < alpha and abs(change) >= threshold_pct and separated is not False
+    )
+    verdict = ("regression" if change > 0 else "improvement") if significant else "no significant change"
+    return DiffRow(
+        device=a.device if a.device == b.device else f"{a.device} / {b.device}",
+        column=f"{a.unit} · job {a.job_index}" if a.job_index else a.unit,
+        before_ms=a.median_ms,
+        after_ms=b.median_ms,
+        change_pct=change,
+        p_value=test.p_value if test is not None else None,
+        significant=significant,
+        regression=significant and change > 0,
+        improvement=significant and change < 0,
+        verdict=verdict,
+        note="; ".join(_notes(a, b, test, change, separated, (threshold_pct, alpha))),
+        n_before=len(a.samples_ms),
+        n_after=len(b.samples_ms),
+    )
+
+
+def diff_entries(
+    before: Sequence[ReportEntry],
+    after: Sequence[ReportEntry],
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+    alpha: float = DEFAULT_ALPHA,
+) -> tuple[DiffRow, ...]:
+    """Every matched device and unit of two campaigns compared (see the module docstring for the rule).
+
+    Args:
+        before: campaign A's entries.
+        after: campaign B's entries.
+        threshold_pct: the smallest change of the median that can count, in percent.
+        alpha: the significance level of the Mann-Whitney test.
+
+    Returns:
+        One row per pair and per unmatched task, sorted by device then column.
+    """
+    rows = [compare(a, b, threshold_pct, alpha) for a, b in match_entries(before, after)]
+    return tuple(sorted(rows, key=lambda r: (r.device, r.column)))
