@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import scheduler as sch
+from node.report import write_html_report
 from node.store import ResultRecord
 from protocol import Envelope, ResultBody
 from protocol.codec import pack_body, unpack_body
@@ -76,4 +77,5 @@ def write_outputs(
         entry["signed"] = detail
     json_path = out_dir / "results.json"
     json_path.write_text(json.dumps(document, indent=1))
-    return {"csv": csv_path, "json": json_path}
+    html_path = write_html_report(out_dir / "report.html", document)
+    return {"csv": csv_path, "json": json_path, "html": html_path}

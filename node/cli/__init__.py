@@ -3,7 +3,8 @@
 Modules:
     local     info, bench: this device only, no network
     swarm     gate, join, peers: the libp2p swarm
-    campaign  submit, plan, status, cancel, results, report: running campaigns
+    campaign  submit, plan, status, cancel, results: running campaigns
+    report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_TOPICS = ("local", "swarm", "campaign")
+_TOPICS = ("local", "swarm", "campaign", "report")
 
 
 @app.callback()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
@@ -178,32 +178,12 @@ def _report(outcome: Any, as_json: bool) -> None:
         console.print(f"  {kind}: {path}")
 
 
-def _matrix(tasks: Sequence[sch.TaskView], outcome: Any) -> Table:
-    """Device x compute unit: the median inference latency of each finished task."""
-    medians = getattr(outcome, "medians", {})
-    units = sorted({t.unit.value for t in tasks})
-    devices = sorted({t.device_name or t.peer_id or "(no peer)" for t in tasks})
-    table = Table(title="median inference latency (ms)")
-    table.add_column("device")
-    for unit in units:
-        table.add_column(unit, justify="right")
-    for device in devices:
-        cells = []
-        for unit in units:
-            hits = [
-                t
-                for t in tasks
-                if (t.device_name or t.peer_id or "(no peer)") == device and t.unit.value == unit
-            ]
-            cells.append(", ".join(_cell(t, medians) for t in hits) or "")
-        table.add_row(device, *cells)
-    return table
+def _matrix(tasks: Sequence[sch.TaskView], outcome: Any) -> Group:
+    """Device x compute unit: the median inference latency of each task, the same matrix as report.html."""
+    from node.report import load_document, matrix_tables
+    from scheduler.report import entries_from_document
 
-
-def _cell(task: sch.TaskView, medians: dict[str, float]) -> str:
-    if task.state == sch.TaskState.DONE and task.task_id in medians:
-        return f"{medians[task.task_id]:.3f}"
-    return task.state.value
+    return Group(*matrix_tables(entries_from_document(load_document(outcome.files["json"]))))
 
 
 class _LiveView:
