@@ -1,0 +1,88 @@
+"""`sark-node serve`: the original orchestrator's REST API and a live dashboard over a submitter node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import trio
+import typer
+
+from node.cli.options import (
+    AllowHttpOpt,
+    AllowNetOpt,
+    ConfigOpt,
+    DataDirOpt,
+    EventsOpt,
+    GateOpt,
+    as_tuple,
+    build_config,
+    fail,
+    guard,
+    run,
+)
+from node.discovery import DiscoveryConfig
+from node.events import json_lines, quiet
+
+HttpOpt = Annotated[str, typer.Option("--http", help="HOST:PORT to serve on (port 0: any free port)")]
+TokenOpt = Annotated[
+    str | None,
+    typer.Option("--token", envvar="SARK_HTTP_TOKEN", help="bearer token every request must carry"),
+]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="results folder (default DATA_DIR/results)")]
+WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
+RefreshOpt = Annotated[float, typer.Option("--refresh", help="seconds between peer-view refreshes")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
+
+
+def serve(
+    http: HttpOpt = "127.0.0.1:5000",
+    token: TokenOpt = None,
+    gate_addrs: GateOpt = None,
+    data_dir: DataDirOpt = None,
+    config_file: ConfigOpt = None,
+    out: OutOpt = None,
+    workers: WorkersOpt = 1,
+    refresh: RefreshOpt = 2.0,
+    allow_network: AllowNetOpt = None,
+    allow_http: AllowHttpOpt = False,
+    events: EventsOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Serve the orchestrator's REST API under /api and a live dashboard at / (loopback by default)."""
+    from node.http import ServeOptions, UnsafeBind, build_app, check_bind, open_state, parse_bind, serve_http
+
+    host, port = guard(lambda: parse_bind(http))
+    try:
+        check_bind(host, token)
+    except UnsafeBind as exc:
+        fail(f"error: {exc.detail}", 2)
+    config = build_config(
+        config_file,
+        gates=as_tuple(gate_addrs),
+        data_dir=data_dir,
+        allow_networks=as_tuple(allow_network),
+        allow_http=allow_http or None,
+    )
+    sink = json_lines if events else quiet
+    options = ServeOptions(
+        results_dir=out or config.data_dir / "results",
+        events=sink,
+        discovery=DiscoveryConfig(),
+        refresh_s=refresh,
+        embedded_workers=workers,
+    )
+
+    async def main() -> None:
+        async with open_state(config, options) as state, trio.open_nursery() as nursery:
+            url = await nursery.start(serve_http, build_app(state, token), host, port)
+            sink("http", url=url, port=int(url.rsplit(":", 1)[1]), peer_id=state.node.host.peer_id)
+            if not events:
+                typer.echo(f"serving {url}/api and the dashboard at {url}/", err=True)
+
+    run(main, verbose=verbose)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the serve command to the CLI."""
+    app.command()(serve)

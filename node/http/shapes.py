@@ -1,0 +1,188 @@
+"""The original orchestrator's JSON shapes, filled from the swarm's view and the campaign store.
+
+A worker is a swarm peer: its id is the libp2p peer id, its status what its advert, load and the last
+discovery round say ("active", "busy" or "faulty"). A seeds "job" is a task here: a job with
+``devices: all`` fans out into one task per matching peer, so counts are of tasks once placed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import scheduler as sch
+from node.http.state import CampaignState, Seen
+
+SEED_RESULT_FIELDS: Final = (
+    "LoadMsMedian",
+    "LoadMsAverage",
+    "LoadMsStdDev",
+    "PeakLoadRamUsage",
+    "InferenceMsMedian",
+    "InferenceMsAverage",
+    "InferenceMsStdDev",
+    "PeakInferenceRamUsage",
+)
+
+_BREAKDOWN: Final[dict[sch.TaskState, str]] = {
+    sch.TaskState.PENDING: "pending",
+    sch.TaskState.OFFERED: "pending",
+    sch.TaskState.LEASED: "running",
+    sch.TaskState.DONE: "complete",
+    sch.TaskState.FAILED: "failed",
+    sch.TaskState.UNSCHEDULABLE: "failed",
+    sch.TaskState.CANCELLED: "failed",
+}
+
+
+def iso(t: float) -> str:
+    """A wall-clock time as the seeds print it (ISO 8601, UTC, seconds)."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def worker_status(seen: Seen, now: float, stale_after_s: float) -> str:
+    """ "faulty" when unseen for `stale_after_s`, "busy" when it runs something, else "active"."""
+    if not seen.fresh and now - seen.last_seen > stale_after_s:
+        return "faulty"
+    return "busy" if seen.view.load.running > 0 else "active"
+
+
+def _ip(addrs: Iterable[str]) -> str:
+    for addr in addrs:
+        parts = addr.split("/")
+        if len(parts) > 2 and parts[1] in ("ip4", "ip6"):
+            return parts[2]
+    return ""
+
+
+def worker(seen: Seen, now: float, stale_after_s: float) -> dict[str, Any]:
+    """A worker object: the seeds' fields, then the swarm's own (units with reasons, load, addresses)."""
+    view = seen.view
+    p = view.profile
+    status = worker_status(seen, now, stale_after_s)
+    return {
+        "worker_id": view.peer_id,
+        "device_name": p.device_name,
+        "ip_address": _ip(seen.addrs),
+        "capabilities": [u.value for u in p.usable_units()],
+        "device_info": {
+            "Soc": p.soc,
+            "Ram": f"{p.ram_mb / 1024:.0f}",
+            "DeviceOs": p.os,
+            "DeviceOsVersion": p.os_version,
+            "UDID": p.fingerprint,
+        },
+        "status": status,
+        "last_heartbeat": iso(seen.last_seen),
+        "is_healthy": status != "faulty",
+        "source": "swarm",
+        "reachability": view.reachability,
+        "addresses": list(seen.addrs),
+        "units": [{"unit": u.unit.value, "usable": u.usable, "reason": u.reason} for u in p.units],
+        "load": view.load.model_dump(mode="json"),
+    }
+
+
+def health(seen: Seen, now: float, stale_after_s: float) -> dict[str, Any]:
+    """A worker's health object (seeds' GET /workers/{id}/health)."""
+    status = worker_status(seen, now, stale_after_s)
+    return {
+        "worker_id": seen.view.peer_id,
+        "device_name": seen.view.profile.device_name,
+        "status": status,
+        "is_healthy": status != "faulty",
+        "last_heartbeat": iso(seen.last_seen),
+        "seconds_since_heartbeat": round(max(0.0, now - seen.last_seen), 1),
+    }
+
+
+def breakdown(tasks: Iterable[sch.TaskView]) -> dict[str, int]:
+    """Tasks counted by the seeds' job states."""
+    counts = Counter(_BREAKDOWN[t.state] for t in tasks)
+    return {k: counts.get(k, 0) for k in ("pending", "running", "complete", "failed")}
+
+
+def campaign_status(state: CampaignState) -> str:
+    """ "running", "completed", "cancelled", or "interrupted" (stored as running, but no loop runs it)."""
+    if state.running:
+        return "running"
+    if state.record.status == "finished":
+        cancelled = state.tasks and all(t.state == sch.TaskState.CANCELLED for t in state.tasks)
+        return "cancelled" if cancelled else "completed"
+    return "interrupted" if state.record.status == "running" else state.record.status
+
+
+def _model_url(state: CampaignState) -> str:
+    urls = [m.url for m in state.campaign.models if m.url]
+    return urls[0] if urls else ""
+
+
+def task(view: sch.TaskView) -> dict[str, Any]:
+    """A task with its live progress, for the dashboard and GET /jobs/{id}."""
+    p = view.progress
+    return {
+        "task_id": view.task_id,
+        "job_index": view.job_index,
+        "compute_unit": view.unit.value,
+        "state": view.state.value,
+        "status": _BREAKDOWN[view.state],
+        "worker_id": view.peer_id,
+        "device_name": view.device_name,
+        "phase": p.phase.value if p.phase else None,
+        "done": p.done,
+        "total": p.total,
+        "median_ms": p.median_ms,
+        "attempts": len(view.attempts),
+        "detail": view.detail,
+        "reasons": list(view.reasons),
+    }
+
+
+def campaign(state: CampaignState) -> dict[str, Any]:
+    """A campaign object (seeds' GET /campaigns/{id}), with its tasks."""
+    counts = breakdown(state.tasks)
+    total = len(state.tasks) if state.tasks else len(state.campaign.jobs)
+    return {
+        "campaign_id": state.record.campaign_id,
+        "name": state.record.name,
+        "model_url": _model_url(state),
+        "status": campaign_status(state),
+        "created_at": state.record.created_utc,
+        "total_jobs": total,
+        "completed_jobs": counts["complete"],
+        "job_breakdown": counts,
+        "tasks": [task(t) for t in state.tasks],
+    }
+
+
+def created(state: CampaignState) -> dict[str, Any]:
+    """The seeds' answer to POST /campaigns: one pending job per expanded campaign job."""
+    cid = state.record.campaign_id
+    return {
+        "campaign_id": cid,
+        "total_jobs": len(state.campaign.jobs),
+        "status": "running",
+        "jobs": [
+            {
+                "job_id": f"{cid}-job-{job.index}",
+                "compute_unit": job.spec.compute_unit.value,
+                "status": "pending",
+            }
+            for job in state.campaign.jobs
+        ],
+    }
+
+
+def result(row: Mapping[str, str]) -> dict[str, Any]:
+    """A result row in the seeds' JSON: Status and the timing columns as numbers (None when empty)."""
+    out: dict[str, Any] = {"status": row.get("Status", "")}
+    for name in SEED_RESULT_FIELDS:
+        raw = row.get(name, "")
+        try:
+            out[name] = float(raw) if raw else None
+        except ValueError:
+            out[name] = None
+    out["row"] = dict(row)
+    return out
