@@ -5,6 +5,7 @@ Modules:
     swarm     gate, join, peers: the libp2p swarm
     campaign  submit, plan, status, cancel, results: running campaigns
     report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
+    serve     serve: the orchestrator's REST API and a live dashboard
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_TOPICS = ("local", "swarm", "campaign", "report")
+_TOPICS = ("local", "swarm", "campaign", "report", "serve")
 
 
 @app.callback()
