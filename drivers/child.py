@@ -22,12 +22,14 @@ from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
 from drivers.inputs import synthesize
 from drivers.registry import driver_for
-from drivers.stats import warmed_up
+from drivers.stats import ci_within, warmed_up
 from protocol import FailureReason, ModelFormat, Phase, TaskSpec
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
 PROGRESS_CHUNKS: Final = 10
+STOP_RUNS_FACTOR: Final = 10  # the stopping rule's default cap: this many times the minimum runs
+STOP_BUDGET: Final = 0.2  # the stopping rule's default duration: this share of the task's timeout
 NS_PER_MS: Final = 1e6
 
 T = TypeVar("T")
@@ -186,7 +188,7 @@ def _inference_phase(
         first_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
         warmups = _warm_up(run, spec)
         with meters.CpuMeter() as cpu:
-            samples = _timed(conn, run, spec.runs)
+            samples = _timed_until(conn, run, spec)
     placement = loaded.placement()
     settings = loaded.settings()
     return ProcessResult(
@@ -240,6 +242,28 @@ def _warm_up(run: Callable[[], object], spec: TaskSpec) -> int:
         if len(times) >= spec.warmups and (warmed_up(times) or t1 - start > budget_ns):
             break
     return len(times)
+
+
+def _timed_until(conn: Connection, run: Callable[[], object], spec: TaskSpec) -> list[float]:
+    """`spec.runs` timed runs; with the stopping rule, more until the median's CI is tight enough.
+
+    The rule is checked between chunks of at most a quarter of the runs so far, each chunk sized to
+    fit the time left at the pace so far, so the cap and the duration are not overshot by much.
+    """
+    start = time.perf_counter()
+    samples = _timed(conn, run, spec.runs)
+    if spec.ci_target_pct is None:
+        return samples
+    cap = max(spec.runs, spec.max_runs or STOP_RUNS_FACTOR * spec.runs)
+    budget = spec.max_duration_s or spec.timeout_s * STOP_BUDGET / spec.processes
+    while len(samples) < cap and not ci_within(samples, spec.ci_target_pct):
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget:
+            break
+        pace = elapsed / len(samples)
+        fits = int((budget - elapsed) / pace) if pace > 0 else cap
+        samples += _timed(conn, run, max(1, min(cap - len(samples), len(samples) // 4, fits)))
+    return samples
 
 
 def _timed(conn: Connection, run: Callable[[], object], runs: int) -> list[float]:

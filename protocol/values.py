@@ -113,6 +113,12 @@ class TaskSpec(Value):
     strict_placement: bool = True
     threads: int | None = Field(default=None, ge=1, le=1024)
     memory_limit_mb: int | None = Field(default=None, ge=16)
+    # Optional stopping rule: with ci_target_pct set, `runs` is the minimum and each process runs on until
+    # the 95% confidence interval of its median is within ci_target_pct percent of the median, or it reached
+    # max_runs (default 10 x runs), or its timed runs took max_duration_s (default: a fifth of the timeout).
+    ci_target_pct: float | None = Field(default=None, gt=0, le=100)
+    max_runs: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_duration_s: float | None = Field(default=None, gt=0, le=86_400)
 
 
 class Stats(Value):

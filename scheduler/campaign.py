@@ -97,6 +97,9 @@ _SPEC_FIELDS: Final[dict[str, str]] = {
     "strict_placement": "strict_placement",
     "threads": "threads",
     "memory_limit_mb": "memory_limit_mb",
+    "ci_target_pct": "ci_target_pct",
+    "max_runs": "max_runs",
+    "max_duration_s": "max_duration_s",
 }
 _JOB_FIELDS: Final = ("compute_unit", *_SPEC_FIELDS, "devices", "require", "model", "sweep")
 _REQUIRE_FIELDS: Final = ("min_ram_gb", "min_vram_gb", "os", "peers")
