@@ -11,6 +11,8 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
 - P4 EOF is an exception: `LibStream.read` returns `b""`.
 - P14 relay addresses: the swarm never dials `/p2p-circuit`; `open_channel` dials circuits explicitly.
 - P15 shutdown: `host.close()` on exit so remotes see us leave at once.
+- T9 below our protocols: a connection that never finishes its Noise + yamux handshake (garbage, a
+  4 GiB multistream header, one byte a second) is cut after `HANDSHAKE_TIMEOUT_S` (libp2p: 10 s).
 - P18 logging: libp2p's logger is routed through ours at WARNING, not Python's last-resort handler.
 """
 
@@ -63,6 +65,8 @@ SECURITY_PROTOCOLS: Final = (str(NOISE_ID),)
 """The only security protocol our hosts offer or accept (P6)."""
 _STREAM_ERRORS: Final = (IOException, MuxedStreamError)
 # Gate relay: py-libp2p defaults are 1 GiB and 3600 s per circuit; control traffic only here.
+HANDSHAKE_TIMEOUT_S: Final = 5.0
+"""Deadline of an inbound connection's security and muxer upgrade."""
 RELAY_LIMITS: Final = RelayLimits(
     duration=300, data=16 << 20, max_circuit_conns=16, max_reservations=64, reservation_ttl=600
 )
@@ -374,6 +378,7 @@ def _new_libp2p_host(key_pair: KeyPair, listen: list[multiaddr.Multiaddr], confi
         min_connections=0,
         low_watermark=0,
         dial_timeout=10.0,
+        inbound_upgrade_timeout=HANDSHAKE_TIMEOUT_S,
     )
     limits = ResourceLimits(max_connections=config.max_connections, max_streams=config.max_streams)
     return new_host(

@@ -49,14 +49,18 @@ class Lab:
         self.record_ttl = record_ttl
         self.procs: list[Proc] = []
 
-    def start(self, name: str, argv: list[str], *, ns: str | None = None) -> Proc:
-        """Start any command (in network namespace `ns` if given) and read its JSON event lines."""
+    def start(self, name: str, argv: list[str], *, ns: str | None = None, stdin: bool = False) -> Proc:
+        """Start any command (in network namespace `ns` if given) and read its JSON event lines.
+
+        With `stdin`, the process gets a pipe on stdin (`proc.popen.stdin`); otherwise /dev/null.
+        """
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         wrap = ["ip", "netns", "exec", ns] if ns else []
         log = self.root / f"{name}.stderr"
         with log.open("w") as err:
             popen = subprocess.Popen(
                 [*wrap, *argv],
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=err,
                 text=True,
@@ -140,8 +144,10 @@ class Lab:
         proc.popen.wait(timeout=10)
         if proc.reader is not None:
             proc.reader.join(timeout=10)
-        if proc.popen.stdout is not None:
-            proc.popen.stdout.close()
+        for pipe in (proc.popen.stdout, proc.popen.stdin):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
     def close(self) -> None:
         """Kill every process this lab started."""
