@@ -167,8 +167,8 @@ async def run_attempt(
             nursery.start_soon(_obey, attempt, me, conv, channel, inbox)
             await _read(attempt, me, conv, channel, notes)
             nursery.cancel_scope.cancel()
-    except (NodeError, ProtocolError) as exc:
-        await notes.send(_broken(attempt, conv, str(exc)))
+    except* (NodeError, ProtocolError) as group:
+        await notes.send(_broken(attempt, conv, str(group.exceptions[0])))
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await channel.close()

@@ -62,6 +62,7 @@ class Job:
     total: int = 0
     median_ms: float | None = None
     dispatched: bool = False
+    orphaned_at: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     finished: trio.Event = field(default_factory=trio.Event)
     outcome: Outcome | None = None
@@ -146,13 +147,21 @@ class Runner:
         """The submitter confirmed: the job may run when its turn comes."""
         if not job.dispatched:
             job.dispatched = True
+            job.orphaned_at = None
             heapq.heappush(self._ready, (job.sort_key(), job))
             self._wakeup.set()
 
-    def drop(self, job: Job) -> None:
-        """Forget a job that never started (declined dispatch, stream lost before dispatch)."""
-        if not job.dispatched:
-            self._jobs.pop(job.lease_id, None)
+    def orphan(self, job: Job, grace_s: float) -> None:
+        """The stream broke before dispatch: keep the lease for `grace_s` in case the submitter
+        comes back and reclaims it, then forget it."""
+        job.orphaned_at = trio.current_time() + grace_s
+        self._wakeup.set()
+
+    def _sweep(self) -> None:
+        now = trio.current_time()
+        for job in list(self._jobs.values()):
+            if not job.dispatched and job.orphaned_at is not None and job.orphaned_at <= now:
+                self._jobs.pop(job.lease_id, None)
 
     def cancel(self, job: Job) -> None:
         """Stop a job: kill its measurement if it runs, skip it if it waits."""
@@ -196,8 +205,10 @@ class Runner:
         task_status.started()
         while True:
             while not self._ready:
+                self._sweep()
                 self._wakeup = trio.Event()
-                await self._wakeup.wait()
+                with trio.move_on_after(1.0):
+                    await self._wakeup.wait()
             _, job = heapq.heappop(self._ready)
             if job.outcome is not None:
                 continue

@@ -39,6 +39,7 @@ from protocol import (
     Offer,
     OfferBody,
     Progress,
+    ProtocolError,
     Reclaim,
     RecordError,
 )
@@ -101,8 +102,8 @@ class Negotiator:
                 return
             if job is not None:
                 await self._follow(channel, conv, job)
-        except NodeError as exc:
-            log.info("negotiate stream from %s ended: %s", channel.peer_id, exc)
+        except* (NodeError, ProtocolError) as group:
+            log.info("negotiate stream from %s ended: %s", channel.peer_id, group.exceptions[0])
 
     async def _open(self, channel: Channel) -> tuple[Conversation, NegotiateMessage]:
         decoder, seen = FrameDecoder(), b""
@@ -198,6 +199,7 @@ class Negotiator:
     async def _answer_reclaim(self, channel: Channel, conv: Conversation, reclaim: Reclaim) -> Job | None:
         job = self._runner.job(reclaim.lease_id)
         if job is not None and job.offer.submitter == channel.peer_id:
+            self._runner.dispatch(job)  # a reclaimed lease means "go on": it may have been waiting
             return job
         stored = self._runner.stored(reclaim.task_id, reclaim.lease_id)
         now = time.time()
@@ -231,7 +233,7 @@ class Negotiator:
                 nursery.cancel_scope.cancel()
         finally:
             if not job.dispatched:
-                self._runner.drop(job)
+                self._runner.orphan(job, self._policy.lease_ttl_s)
 
     async def _heartbeats(self, channel: Channel, conv: Conversation, job: Job) -> None:
         while job.outcome is None:

@@ -29,6 +29,10 @@ FINAL_FAILURES: Final = frozenset(
 )
 """Failures that would fail the same way on any device: the task ends, no retry."""
 
+BLAMELESS: Final = frozenset({FailureReason.UNKNOWN_LEASE.value, FailureReason.FETCH.value})
+"""Attempt causes that need not be the peer's fault (it lost a lease, or could not fetch the model,
+because the submitter was down): the same peer may be offered the task again."""
+
 SAME_PEER_LATER: Final = frozenset({DeclineReason.BUSY, DeclineReason.QUEUE_FULL})
 """Declines that mean "not now": the same peer may be offered again after a backoff."""
 
@@ -64,7 +68,7 @@ def next_peer(
         peers: the candidate pool.
         needs: the task's job's needs.
     """
-    tried = {a.peer_id for a in task.attempts}
+    tried = {a.peer_id for a in task.attempts if a.cause not in BLAMELESS}
     taken = {
         t.peer_id
         for t in tasks.values()

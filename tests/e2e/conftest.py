@@ -40,6 +40,11 @@ class CampaignLab(Lab):
         return proc
 
 
+    def submitter(self, args: list[str]) -> Proc:
+        """A submitter process printing event lines (the caller passes --events)."""
+        return self._start(f"submitter-{len(self.procs)}", args)
+
+
 @dataclass
 class Swarm:
     """A running lab: its gate address, workers by peer id, and the submitter's data directory."""
@@ -53,6 +58,10 @@ class Swarm:
 
     def submit_args(self, *args: str) -> list[str]:
         return [*SARK, *args, "--gate", self.gate, "--data-dir", str(self.submitter_dir)]
+
+    def start_submit(self, *args: str) -> Proc:
+        """A submitter as a background process with event lines."""
+        return self.lab.submitter([*args, "--events", "--gate", self.gate, "--data-dir", str(self.submitter_dir)])
 
     def run(self, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
         """Run a submitter command to its end."""

@@ -1,0 +1,65 @@
+"""Issue 5 acceptance 3: a worker killed mid-measurement, and a submitter killed mid-campaign."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from e2e.conftest import MODEL, Swarm, write_campaign
+from lab.procs import Proc
+
+LONG_JOB = {"num_inference_runs": 6000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
+
+
+def _wait(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> dict[str, Any]:
+    while True:
+        event = proc.wait_event(kind, timeout)
+        if all(event.get(k) == v for k, v in match.items()):
+            return event
+
+
+def _rows(path: str) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_worker_killed_mid_measurement_is_redispatched(swarm2: Swarm, tmp_path: Path) -> None:
+    campaign = write_campaign(tmp_path / "c.yaml", {
+        "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", "devices": 1, **LONG_JOB}],
+    })  # fmt: skip
+    submitter = swarm2.start_submit("submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out"))
+    measuring = _wait(submitter, "heartbeat", phase="measuring")
+    victim = measuring["peer"]
+    swarm2.lab.kill(swarm2.workers[victim])
+
+    lapsed = _wait(submitter, "lapsed")
+    assert lapsed["peer"] == victim
+    outcome = _wait(submitter, "outcome", timeout=180)
+    assert outcome["accepted"] == 1
+    rows = _rows(outcome["files"]["csv"])
+    assert len(rows) == 1  # exactly one result for the one task
+    assert rows[0]["Status"] == "Complete"
+    assert rows[0]["WorkerPeerId"] != victim
+    assert submitter.popen.wait(timeout=30) == 0
+
+
+def test_submitter_killed_and_resumed_loses_nothing(swarm2: Swarm, tmp_path: Path) -> None:
+    campaign = write_campaign(tmp_path / "c.yaml", {
+        "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", "devices": "all", **LONG_JOB}],
+    })  # fmt: skip
+    submitter = swarm2.start_submit("submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out"))
+    campaign_id = _wait(submitter, "campaign")["campaign"]
+    _wait(submitter, "committed")
+    _wait(submitter, "committed")
+    swarm2.lab.kill(submitter)
+
+    done = swarm2.run("submit", "--resume", campaign_id, "--json", "--wait-peers", "2")
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [t["state"] for t in outcome["tasks"]] == ["done", "done"], [(t["detail"], t["attempts"]) for t in outcome["tasks"]]
+    rows = _rows(outcome["files"]["csv"])
+    assert sorted(r["Status"] for r in rows) == ["Complete", "Complete"]
+    assert {r["WorkerPeerId"] for r in rows} == set(swarm2.workers)
+    assert len({r["JobId"] for r in rows}) == 2
