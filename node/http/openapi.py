@@ -112,17 +112,19 @@ SCHEMAS: Final[JSON] = {
         "type": "object",
         "required": ["model_url", "jobs"],
         "properties": {
-            "model_url": _STR,
-            "jobs": _array(
-                {
+            "model_url": {"type": "string", "pattern": "^https?://[^/]+"},
+            "jobs": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
                     "type": "object",
                     "required": ["compute_unit"],
                     "properties": {
                         "compute_unit": {"type": "string", "enum": [u.value for u in ComputeUnit]},
                         "num_inference_runs": {"type": "integer", "minimum": 1},
                     },
-                }
-            ),
+                },
+            },
         },
     },
     "JobCreated": _obj({"job_id": _STR, "compute_unit": _STR, "status": _STR}),

@@ -136,7 +136,10 @@ class ApiState:
             CampaignError: the body is not a valid campaign.
             BadRequest: it names a local path, or its model cannot be fetched or pinned.
         """
-        parsed = sch.parse_campaign(text, source="request body")
+        try:
+            parsed = sch.parse_campaign(text, source="request body")
+        except ValueError as exc:  # urlsplit's ValueError escapes scheduler.sources for some URLs
+            raise BadRequest(f"not a valid campaign: {exc}") from exc
         local = [m.key for m in parsed.models if m.path is not None]
         if local:
             raise BadRequest(
