@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
@@ -9,20 +11,27 @@ import trio
 from gate.reach import reach_handler
 from node.config import NodeConfig
 from node.host import HostConfig, open_host
-from node.swarm import open_node
+from node.swarm import Node, open_node
 from protocol import REACH
 
 
-async def serve_gate(config: NodeConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """Run a gate until cancelled; `task_status.started(addrs)` once it listens and serves."""
+@asynccontextmanager
+async def open_gate(config: NodeConfig) -> AsyncIterator[Node]:
+    """A gate serving while the block runs: DHT server, relay hop and `/sark/reach/1.0.0`."""
     probe_listen = tuple(a for a in config.listen if a.startswith("/ip4/")) or ("/ip4/127.0.0.1/tcp/0",)
     async with (
         open_node(config, role="gate") as node,
         open_host(HostConfig(key_file=None, listen=probe_listen[:1])) as probe,
     ):
         node.host.set_handler(REACH, reach_handler(probe), max_per_peer=2, deadline=15.0)
+        yield node
+
+
+async def serve_gate(config: NodeConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Run a gate until cancelled; `task_status.started(addrs)` once it listens and serves."""
+    async with open_gate(config) as node:
         task_status.started(node.host.addrs())
         await trio.sleep_forever()
 
 
-__all__ = ["serve_gate"]
+__all__ = ["open_gate", "serve_gate"]

@@ -137,6 +137,11 @@ class Kad:
         """The peers in our routing table (DHT servers only, P11)."""
         return [p.to_base58() for p in self._dht.routing_table.get_peer_ids()]
 
+    @property
+    def raw(self) -> Any:
+        """The libp2p `KadDHT`, for the tests that pin its behaviour."""
+        return self._dht
+
     def routing_table_size(self) -> int:
         """Peers in our routing table."""
         return int(self._dht.get_routing_table_size())
