@@ -1,40 +1,93 @@
 """Discovery time: a gate and N `join` processes; time from a fresh node's start until it has every advert.
 
-Prints a table and writes benchmarks/out/discovery.json. Run: .venv/bin/python benchmarks/discovery.py [N ...]
+Workers run `sark-node join --profile FILE` (a fixed device profile: no driver probes or calibration, so
+the figures are the network part only) and are started all at once. For each N the fresh node is run
+three ways, three times each:
+
+- `peers`: the whole `sark-node peers --json` process, from exec to exit (interpreter, imports, host,
+  lookup, shutdown);
+- `fresh node`: a child process that times itself from its first line: `import` (Python + libp2p),
+  `open` (host up, gate connected, DHT bootstrapped) and `lookup` (`Node.find_workers` until every
+  advert is verified); `start->all` is the sum, the issue's figure.
+
+Prints a table and writes benchmarks/out/discovery.json.
+Run: .venv/bin/python benchmarks/discovery.py [N ...]
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.append(str(Path(__file__).resolve().parents[1] / "tests" / "node"))
-
-import subprocess
-
-from conftest_data import make_profile
-from lab.procs import SARK, Lab
+T0 = time.monotonic()
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "tests"))
+sys.path.append(str(ROOT / "tests" / "node"))
 
 
-def fresh_lookup(gates: list[str], root: Path, expected: set[str]) -> tuple[float, int]:
-    """Start a fresh `peers` process; seconds from its start until it printed every advert."""
-    args = [*SARK, "peers", "--json", "--data-dir", str(root / f"fresh-{time.monotonic_ns()}")]
-    for gate in gates:
-        args += ["--gate", gate]
+def fresh_node(gates: list[str], data_dir: str) -> None:
+    """The child: time import, open_node and find_workers from this process's first line; print JSON."""
+    import trio
+
+    from node.config import NodeConfig
+    from node.swarm import open_node
+
+    imported = time.monotonic()
+
+    async def main() -> dict[str, Any]:
+        config = NodeConfig(data_dir=Path(data_dir), gates=tuple(gates), listen=("/ip4/127.0.0.1/tcp/0",))
+        start = time.monotonic()
+        async with open_node(config, role="submitter") as node:
+            opened = time.monotonic()
+            peers = await node.find_workers(timeout=30)
+            done = time.monotonic()
+        return {
+            "import_s": imported - T0,
+            "open_s": opened - start,
+            "lookup_s": done - opened,
+            "total_s": done - T0,
+            "peer_ids": [p.peer_id for p in peers],
+        }
+
+    print(json.dumps(trio.run(main)), flush=True)
+
+
+def _child(args: list[str]) -> tuple[float, str]:
     start = time.monotonic()
-    out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=True)
-    elapsed = time.monotonic() - start
-    found = {p["peer_id"] for p in json.loads(out.stdout.strip().splitlines()[-1])["peers"]}
-    return elapsed, len(found & expected)
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
+    return time.monotonic() - start, out.stdout.strip().splitlines()[-1]
 
 
-def run(n: int, repeats: int = 3) -> dict[str, object]:
+def measure(gates: list[str], root: Path, expected: set[str]) -> dict[str, Any]:
+    """One `peers` process and one timed fresh node."""
+    from lab.procs import SARK
+
+    stamp = time.monotonic_ns()
+    gate_args = [arg for gate in gates for arg in ("--gate", gate)]
+    wall, line = _child([*SARK, "peers", "--json", "--data-dir", str(root / f"peers-{stamp}"), *gate_args])
+    peers_found = {p["peer_id"] for p in json.loads(line)["peers"]}
+    _, line = _child([sys.executable, __file__, "--fresh", str(root / f"fresh-{stamp}"), *gates])
+    fresh = json.loads(line)
+    return {
+        "peers_process_s": wall,
+        "peers_found": len(peers_found & expected),
+        **{k: v for k, v in fresh.items() if k != "peer_ids"},
+        "fresh_found": len(set(fresh["peer_ids"]) & expected),
+    }
+
+
+def run(n: int, repeats: int = 3) -> dict[str, Any]:
+    """Gate + n workers started at once, then `repeats` fresh lookups."""
+    from conftest_data import make_profile
+    from lab.procs import Lab
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         profile = root / "profile.json"
@@ -43,31 +96,59 @@ def run(n: int, repeats: int = 3) -> dict[str, object]:
         try:
             t0 = time.monotonic()
             gates = lab.gate().ready["addrs"]
-            ids = {lab.worker(f"w{i}", gates, profile, timeout=120).ready["peer_id"] for i in range(n)}
-            settle = time.monotonic() - t0
-            runs = [fresh_lookup(gates, root, ids) for _ in range(repeats)]
+            started = time.time()
+            procs = [lab.worker(f"w{i}", gates, profile, wait=False) for i in range(n)]
+            ready_s = []
+            for proc in procs:
+                proc.ready = proc.wait_event("ready", 180)
+                ready_s.append(proc.ready["t"] - started)
+            start_all = time.monotonic() - t0
+            ids = {p.ready["peer_id"] for p in procs}
+            runs = [measure(gates, root, ids) for _ in range(repeats)]
         finally:
             lab.close()
-    times = [t for t, _ in runs]
+    med = {k: round(statistics.median(r[k] for r in runs), 3) for k in runs[0] if k.endswith("_s")}
     return {
         "n": n,
-        "start_all_s": round(settle, 2),
-        "lookup_s": [round(t, 3) for t in times],
-        "median_s": round(statistics.median(times), 3),
-        "found": [f for _, f in runs],
+        "start_all_s": round(start_all, 2),
+        "worker_ready_p50_s": round(statistics.median(ready_s), 2),
+        "worker_ready_max_s": round(max(ready_s), 2),
+        "median": med,
+        "found": [f"{r['fresh_found']}/{n}" for r in runs] + [f"{r['peers_found']}/{n}" for r in runs],
+        "runs": runs,
     }
 
 
 def main() -> None:
+    """Run N = 5, 10, 20 (or the sizes given), print the table, write the JSON."""
     sizes = [int(a) for a in sys.argv[1:]] or [5, 10, 20]
     rows = [run(n) for n in sizes]
-    print(f"{'N':>4} {'start all (s)':>14} {'fresh node -> all adverts, median (s)':>38} {'found':>12}")
+    head = (
+        "N",
+        "start all",
+        "worker ready p50/max",
+        "import",
+        "open",
+        "lookup",
+        "start->all",
+        "peers proc",
+        "found",
+    )
+    print(" | ".join(head))
     for r in rows:
-        print(f"{r['n']:>4} {r['start_all_s']:>14} {r['median_s']:>38} {r['found']!s:>12}")
+        m = r["median"]
+        print(
+            f"{r['n']} | {r['start_all_s']} s | {r['worker_ready_p50_s']}/{r['worker_ready_max_s']} s | "
+            f"{m['import_s']} s | {m['open_s']} s | {m['lookup_s']} s | {m['total_s']} s | "
+            f"{m['peers_process_s']} s | {', '.join(r['found'])}"
+        )
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
     (out / "discovery.json").write_text(json.dumps({"time": time.time(), "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 2 and sys.argv[1] == "--fresh":
+        fresh_node(sys.argv[3:], sys.argv[2])
+    else:
+        main()
