@@ -16,20 +16,28 @@ from protocol import REACH
 
 
 @asynccontextmanager
-async def open_gate(config: NodeConfig) -> AsyncIterator[Node]:
-    """A gate serving while the block runs: DHT server, relay hop and `/sark/reach/1.0.0`."""
+async def open_gate(config: NodeConfig, *, relay_allow: frozenset[str] | None = None) -> AsyncIterator[Node]:
+    """A gate serving while the block runs: DHT server, relay hop and `/sark/reach/1.0.0`.
+
+    `relay_allow` lists the peers that may reserve a relay slot (None: any peer; T16).
+    """
     probe_listen = tuple(a for a in config.listen if a.startswith("/ip4/")) or ("/ip4/127.0.0.1/tcp/0",)
     async with (
-        open_node(config, role="gate") as node,
+        open_node(config, role="gate", relay_allow=relay_allow) as node,
         open_host(HostConfig(key_file=None, listen=probe_listen[:1])) as probe,
     ):
         node.host.set_handler(REACH, reach_handler(probe), max_per_peer=2, deadline=15.0)
         yield node
 
 
-async def serve_gate(config: NodeConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+async def serve_gate(
+    config: NodeConfig,
+    *,
+    relay_allow: frozenset[str] | None = None,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
     """Run a gate until cancelled; `task_status.started(addrs)` once it listens and serves."""
-    async with open_gate(config) as node:
+    async with open_gate(config, relay_allow=relay_allow) as node:
         task_status.started(node.host.addrs())
         await trio.sleep_forever()
 

@@ -10,6 +10,8 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
 - P3 nothing has a deadline: every dial, stream open and handler runs under one.
 - P4 EOF is an exception: `LibStream.read` returns `b""`.
 - P14 relay addresses: the swarm never dials `/p2p-circuit`; `open_channel` dials circuits explicitly.
+- T16 relay abuse: libp2p reserves a slot for any peer, and for whatever peer id the request names;
+  `_GateRelay` reserves only for the Noise-authenticated caller, and only if `relay_allow` lists it.
 - P15 shutdown: `host.close()` on exit so remotes see us leave at once.
 - T9 below our protocols: a connection that never finishes its Noise + yamux handshake (garbage, a
   4 GiB multistream header, one byte a second) is cut after `HANDSHAKE_TIMEOUT_S` (libp2p: 10 s).
@@ -42,10 +44,13 @@ from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.rcmgr.manager import ResourceLimits, new_resource_manager
 from libp2p.relay.circuit_v2.config import RelayConfig, RelayRole
+from libp2p.relay.circuit_v2.pb.circuit_pb2 import HopMessage
 from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID as HOP_ID
 from libp2p.relay.circuit_v2.protocol import CircuitV2Protocol
+from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
 from libp2p.relay.circuit_v2.resources import RelayLimits
 from libp2p.relay.circuit_v2.transport import CircuitV2Transport
+from libp2p.relay.circuit_v2.utils import write_delimited_msg
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 from libp2p.stream_muxer.exceptions import MuxedStreamError
@@ -80,6 +85,7 @@ class HostConfig:
         key_file: the persistent Ed25519 seed (mode 0600); None for a throwaway identity.
         listen: multiaddrs to listen on; read the bound ports back with `Host.addrs()`.
         relay_hop: serve circuit relay v2 hop (the gate) with `RELAY_LIMITS`.
+        relay_allow: the peers that may reserve a relay slot here (None: any peer).
         max_connections: connection cap of the whole host.
         max_streams: stream cap of the whole host.
     """
@@ -87,6 +93,7 @@ class HostConfig:
     key_file: Path | None
     listen: tuple[str, ...] = ("/ip4/127.0.0.1/tcp/0",)
     relay_hop: bool = False
+    relay_allow: frozenset[str] | None = None
     max_connections: int = 512
     max_streams: int = 4096
 
@@ -193,6 +200,25 @@ def _guarded(handler: Any) -> Any:
             await LibStream(stream, "?").reset()
 
     return guarded
+
+
+@final
+class _GateRelay(CircuitV2Protocol):
+    """Circuit relay v2 whose reservations go only to the authenticated, allowlisted caller (T16)."""
+
+    def __init__(self, lp: Any, config: HostConfig) -> None:
+        super().__init__(lp, limits=RELAY_LIMITS, allow_hop=config.relay_hop)
+        self._allow = config.relay_allow
+
+    async def _handle_reserve(self, stream: Any, msg: Any) -> None:
+        caller = stream.muxed_conn.peer_id
+        named = ID(msg.peer.id) if msg.HasField("peer") and msg.peer.id else caller
+        if named != caller or (self._allow is not None and caller.to_base58() not in self._allow):
+            log.info("relay reservation refused to %s (for %s)", caller, named)
+            refusal = HopMessage(type=HopMessage.STATUS, status=to_proto_status(StatusCode.PERMISSION_DENIED))
+            await write_delimited_msg(stream, refusal)
+            return
+        await super()._handle_reserve(stream, msg)
 
 
 def _remote_ip(stream: Any) -> str | None:
@@ -408,7 +434,7 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
     async with lp.run(listen):
         try:
             async with trio.open_nursery() as nursery:
-                relay = CircuitV2Protocol(lp, limits=RELAY_LIMITS, allow_hop=config.relay_hop)
+                relay = _GateRelay(lp, config)
                 async with background_trio_service(relay):
                     relay_config = RelayConfig(roles=_roles(config), limits=RELAY_LIMITS)
                     transport = CircuitV2Transport(lp, relay, relay_config)

@@ -138,14 +138,20 @@ async def _connect_gates(host: Host, gates: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @asynccontextmanager
-async def open_node(config: NodeConfig, *, role: Role) -> AsyncIterator[Node]:
+async def open_node(
+    config: NodeConfig, *, role: Role, relay_allow: frozenset[str] | None = None
+) -> AsyncIterator[Node]:
     """A host listening, connected to the configured gates, with a bootstrapped DHT.
+
+    A gate relays for peers behind NAT: only for those in `relay_allow` when given (T16).
 
     Raises:
         ConfigError: bad key file or listen address.
         PeerUnreachable: gates were given and none answered.
     """
-    host_config = HostConfig(key_file=config.key_file(), listen=config.listen, relay_hop=role == "gate")
+    host_config = HostConfig(
+        key_file=config.key_file(), listen=config.listen, relay_hop=role == "gate", relay_allow=relay_allow
+    )
     async with open_host(host_config) as host:
         gates = await _connect_gates(host, config.gates)
         if config.gates and not gates:

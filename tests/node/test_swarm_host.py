@@ -15,7 +15,7 @@ from libp2p.custom_types import TProtocol
 from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
 
-from node.errors import ConfigError, PeerGone, PeerTimeout, StreamRefused
+from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
 from node.host import SECURITY_PROTOCOLS, Host, HostConfig, open_host
 from node.wire import Channel
 from protocol import PROFILE, ProfileGet, ReachReply
@@ -160,3 +160,19 @@ async def test_a_silent_server_times_out_the_reader(host_pair: tuple[Host, Host]
     with pytest.raises(PeerTimeout):
         await channel.receive()
     await channel.reset()
+
+
+async def test_relay_reservations_go_only_to_allowlisted_callers(tmp_path: Path) -> None:
+    # T16: py-libp2p reserves a slot for any peer (and for any peer id the request names).
+    async with (
+        open_host(HostConfig(key_file=tmp_path / "a.key", listen=LOOPBACK)) as allowed,
+        open_host(HostConfig(key_file=tmp_path / "b.key", listen=LOOPBACK)) as stranger,
+    ):
+        allow = frozenset({allowed.peer_id})
+        gate_config = HostConfig(key_file=None, listen=LOOPBACK, relay_hop=True, relay_allow=allow)
+        async with open_host(gate_config) as gate:
+            gate_addr = gate.addrs()[0]
+            circuit = await allowed.reserve_relay(gate_addr, timeout=10)
+            assert circuit == f"{gate_addr}/p2p-circuit/p2p/{allowed.peer_id}"
+            with pytest.raises(PeerUnreachable, match="refused"):
+                await stranger.reserve_relay(gate_addr, timeout=10)
