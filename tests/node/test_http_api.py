@@ -28,10 +28,25 @@ import pytest
 
 SARK = [sys.executable, "-c", "from node.cli import main; main()"]
 MODEL = Path(__file__).resolve().parents[2] / "examples" / "models" / "tiny-convnet.onnx"
-SEED_COLUMNS = (
-    "Status,JobId,FileName,FileSize,ComputeUnits,DeviceName,Soc,Ram,DeviceOs,LoadMsMedian,LoadMsAverage,"
-    "LoadMsStdDev,PeakLoadRamUsage,InferenceMsMedian,InferenceMsAverage,InferenceMsStdDev,PeakInferenceRamUsage"
-).split(",")
+SEED_COLUMNS = [
+    "Status",
+    "JobId",
+    "FileName",
+    "FileSize",
+    "ComputeUnits",
+    "DeviceName",
+    "Soc",
+    "Ram",
+    "DeviceOs",
+    "LoadMsMedian",
+    "LoadMsAverage",
+    "LoadMsStdDev",
+    "PeakLoadRamUsage",
+    "InferenceMsMedian",
+    "InferenceMsAverage",
+    "InferenceMsStdDev",
+    "PeakInferenceRamUsage",
+]
 
 
 @dataclass
@@ -179,36 +194,45 @@ def test_curl_examples_of_the_seeds(served: Served, model_server: ModelServer) -
     created = run_campaign(served, seeds_body(model_server.model_url))
     cid = created["campaign_id"]
     assert re.fullmatch(r"campaign-\d+", cid)
-    assert created["total_jobs"] == 2 and created["status"] == "running"
+    assert created["total_jobs"] == 2
+    assert created["status"] == "running"
     assert created["jobs"] == [
         {"job_id": f"{cid}-job-0", "compute_unit": "CPU (ONNX)", "status": "pending"},
         {"job_id": f"{cid}-job-1", "compute_unit": "GPU (ONNX)", "status": "pending"},
     ]
 
     detail = httpx.get(f"{served.api}/campaigns/{cid}").json()
-    assert detail["campaign_id"] == cid and detail["model_url"] == model_server.model_url
+    assert detail["campaign_id"] == cid
+    assert detail["model_url"] == model_server.model_url
     assert detail["status"] == "completed"
-    assert detail["total_jobs"] == 2 and detail["completed_jobs"] == 1
+    assert detail["total_jobs"] == 2
+    assert detail["completed_jobs"] == 1
     assert detail["job_breakdown"] == {"pending": 0, "running": 0, "complete": 1, "failed": 1}
 
     listing = httpx.get(f"{served.api}/campaigns").json()
-    assert listing["count"] >= 1 and cid in [c["campaign_id"] for c in listing["campaigns"]]
+    assert listing["count"] >= 1
+    assert cid in [c["campaign_id"] for c in listing["campaigns"]]
 
     r = httpx.get(f"{served.api}/campaigns/{cid}/results")
-    assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(r.text)))
     assert list(rows[0])[: len(SEED_COLUMNS)] == SEED_COLUMNS
     assert [row["Status"] for row in rows] == ["Complete", "Unschedulable"]
-    assert float(rows[0]["InferenceMsMedian"]) > 0 and rows[0]["FileName"] == MODEL.name
+    assert float(rows[0]["InferenceMsMedian"]) > 0
+    assert rows[0]["FileName"] == MODEL.name
 
     files = httpx.get(f"{served.api}/results/files").json()
     mine = [f for f in files["files"] if f["filename"].startswith(f"{cid}_")]
-    assert files["count"] == len(files["files"]) and len(mine) == 1
+    assert files["count"] == len(files["files"])
+    assert len(mine) == 1
     assert re.fullmatch(rf"{cid}_\d{{8}}_\d{{6}}_results\.csv", mine[0]["filename"])
-    assert mine[0]["size_mb"] >= 0 and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", mine[0]["modified"])
+    assert mine[0]["size_mb"] >= 0
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", mine[0]["modified"])
 
     download = httpx.get(f"{served.api}/results/download/{mine[0]['filename']}")
-    assert download.status_code == 200 and download.text == r.text
+    assert download.status_code == 200
+    assert download.text == r.text
 
     job = httpx.get(f"{served.api}/jobs/{cid}-job-0").json()
     assert job["job"] == {
@@ -217,37 +241,46 @@ def test_curl_examples_of_the_seeds(served: Served, model_server: ModelServer) -
         "compute_unit": "CPU (ONNX)",
         "status": "complete",
     }
-    assert job["result"]["status"] == "Complete" and job["result"]["InferenceMsMedian"] > 0
+    assert job["result"]["status"] == "Complete"
+    assert job["result"]["InferenceMsMedian"] > 0
 
 
 def test_workers_are_the_swarm_peers(served: Served) -> None:
     served_workers = httpx.get(f"{served.api}/workers").json()
     assert served_workers["count"] == 1
     w = served_workers["workers"][0]
-    assert w["worker_id"].startswith("12D3Koo") and "CPU (ONNX)" in w["capabilities"]
-    assert w["status"] in ("active", "busy") and w["ip_address"] == "127.0.0.1"
+    assert w["worker_id"].startswith("12D3Koo")
+    assert "CPU (ONNX)" in w["capabilities"]
+    assert w["status"] in ("active", "busy")
+    assert w["ip_address"] == "127.0.0.1"
     assert set(w["device_info"]) >= {"Soc", "Ram", "DeviceOs", "UDID"}
     wid = w["worker_id"]
     assert httpx.get(f"{served.api}/workers/{wid}").json()["worker_id"] == wid
 
     health = httpx.get(f"{served.api}/workers/{wid}/health").json()
-    assert health["is_healthy"] is True and health["seconds_since_heartbeat"] >= 0
+    assert health["is_healthy"] is True
+    assert health["seconds_since_heartbeat"] >= 0
     everyone = httpx.get(f"{served.api}/health/workers").json()
     assert (everyone["total"], everyone["healthy"], everyone["unhealthy"]) == (1, 1, 0)
 
     put = httpx.put(f"{served.api}/workers/{wid}/status", json={"status": "faulty"}).json()
-    assert put["worker_id"] == wid and put["applied"] is False and put["status"] in ("active", "busy")
+    assert put["worker_id"] == wid
+    assert put["applied"] is False
+    assert put["status"] in ("active", "busy")
     bad = httpx.put(f"{served.api}/workers/{wid}/status", json={"status": "asleep"})
     assert bad.status_code == 400
     beat = httpx.post(f"{served.api}/workers/{wid}/heartbeat").json()
-    assert beat["action"] == "observed" and beat["applied"] is False
+    assert beat["action"] == "observed"
+    assert beat["applied"] is False
     reset = httpx.put(f"{served.api}/workers/{wid}/reset").json()
-    assert reset["worker_id"] == wid and reset["applied"] is False
+    assert reset["worker_id"] == wid
+    assert reset["applied"] is False
 
     registered = httpx.post(f"{served.api}/register", json={"device_name": w["device_name"]}).json()
     assert registered == {**registered, "worker_id": wid, "status": "registered", "action": "found"}
     unknown = httpx.post(f"{served.api}/register", json={"device_name": "no-such-device"}).json()
-    assert unknown["worker_id"] is None and unknown["status"] == "not_registered"
+    assert unknown["worker_id"] is None
+    assert unknown["status"] == "not_registered"
 
     for path in ("/workers/nobody", "/workers/nobody/health", "/jobs/campaign-1-job-0", "/campaigns/x"):
         assert httpx.get(f"{served.api}{path}").status_code == 404, path
@@ -258,12 +291,14 @@ def test_workers_are_the_swarm_peers(served: Served) -> None:
 
 def test_bad_campaigns_are_refused_with_their_problems(served: Served, model_server: ModelServer) -> None:
     r = httpx.post(f"{served.api}/campaigns", json={"model_url": model_server.model_url, "jobs": []})
-    assert r.status_code == 400 and r.json()["problems"]
+    assert r.status_code == 400
+    assert r.json()["problems"]
     r = httpx.post(
         f"{served.api}/campaigns",
         json={"model": {"path": "/etc/passwd"}, "jobs": [{"compute_unit": "CPU (ONNX)"}]},
     )
-    assert r.status_code == 400 and "URL" in r.json()["error"]
+    assert r.status_code == 400
+    assert "URL" in r.json()["error"]
     r = httpx.post(f"{served.api}/campaigns", content=b"\xff\xfe")
     assert r.status_code == 400
 
@@ -289,7 +324,8 @@ def test_non_loopback_bind_without_token_refuses_to_start(tmp_path: Path) -> Non
     )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "token" in lines[0]
+    assert len(lines) == 1
+    assert "token" in lines[0]
 
 
 def test_with_a_token_every_request_needs_it(tmp_path: Path) -> None:

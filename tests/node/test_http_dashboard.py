@@ -1,0 +1,193 @@
+"""The dashboard in headless Chromium (DevTools protocol over a websocket): peers appear, a campaign's
+tasks move to done, the results matrix fills, and the page logs no console error or exception.
+
+Waits are promises in the page (a MutationObserver) awaited under a deadline; no sleeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from test_http_api import ModelServer, Served, model_server, seeds_body, start_serve
+from trio_websocket import WebSocketConnection, open_websocket_url
+
+CHROMIUM = "/usr/bin/chromium"
+
+pytestmark = [
+    pytest.mark.chromium,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
+__all__ = ["model_server"]  # the fixture, re-used from test_http_api
+
+WAIT_FOR = """
+(selector) => new Promise(resolve => {
+  const done = () => {
+    const el = document.querySelector(selector);
+    if (el) { resolve(el.outerHTML); return true; }
+  };
+  if (done()) return;
+  const observer = new MutationObserver(() => { if (done()) observer.disconnect(); });
+  observer.observe(document, { subtree: true, childList: true, attributes: true });
+})
+"""
+
+
+class Cdp:
+    """A tiny DevTools client on one page session: commands by id, events collected."""
+
+    def __init__(self, ws: WebSocketConnection) -> None:
+        self._ws = ws
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, trio.MemorySendChannel[dict[str, Any]]] = {}
+        self.session = ""
+        self.problems: list[str] = []
+        self.loaded = trio.Event()
+
+    async def pump(self) -> None:
+        while True:
+            message = json.loads(await self._ws.get_message())
+            if "id" in message and message["id"] in self._waiting:
+                await self._waiting.pop(message["id"]).send(message)
+            else:
+                self._note(message)
+
+    def _note(self, message: dict[str, Any]) -> None:
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Page.loadEventFired":
+            self.loaded.set()
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            self.problems.append(f"console: {params.get('args')}")
+        elif method == "Runtime.exceptionThrown":
+            self.problems.append(f"exception: {params['exceptionDetails']}")
+        elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
+            self.problems.append(f"log: {params['entry']['text']}")
+
+    async def send(self, method: str, **params: Any) -> dict[str, Any]:
+        ident = next(self._ids)
+        send, receive = trio.open_memory_channel[dict[str, Any]](1)
+        self._waiting[ident] = send
+        message: dict[str, Any] = {"id": ident, "method": method, "params": params}
+        if self.session:
+            message["sessionId"] = self.session
+        await self._ws.send_message(json.dumps(message))
+        reply = await receive.receive()
+        assert "error" not in reply, reply
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    async def wait_for(self, selector: str, seconds: float) -> str:
+        """The outerHTML of the first element matching `selector`, once the page shows one."""
+        with trio.fail_after(seconds):
+            reply = await self.send(
+                "Runtime.evaluate",
+                expression=f"({WAIT_FOR})({json.dumps(selector)})",
+                awaitPromise=True,
+                returnByValue=True,
+            )
+        assert "exceptionDetails" not in reply, reply
+        return str(reply["result"]["value"])
+
+    async def open(self, url: str, seconds: float) -> None:
+        """Navigate and wait for the page's load event."""
+        self.loaded = trio.Event()
+        await self.send("Page.navigate", url=url)
+        with trio.fail_after(seconds):
+            await self.loaded.wait()
+
+
+async def _devtools_url(proc: trio.Process) -> str:
+    assert proc.stderr is not None
+    seen = b""
+    with trio.fail_after(30):
+        async for chunk in proc.stderr:
+            seen += chunk
+            found = re.search(rb"DevTools listening on (ws://\S+)", seen)
+            if found:
+                return found.group(1).decode()
+    raise AssertionError(f"chromium printed no DevTools address: {seen[-500:]!r}")
+
+
+async def _drain(proc: trio.Process) -> None:
+    assert proc.stderr is not None
+    async for _ in proc.stderr:
+        pass
+
+
+@pytest.fixture
+async def page(tmp_path: Path) -> AsyncIterator[Cdp]:
+    args = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-extensions",
+        "--remote-debugging-address=127.0.0.1",
+        "--remote-debugging-port=0",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+        "about:blank",
+    ]
+    async with trio.open_nursery() as nursery:
+        proc = await trio.lowlevel.open_process(args, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            url = await _devtools_url(proc)
+            nursery.start_soon(_drain, proc)
+            async with open_websocket_url(url, max_message_size=64 << 20) as ws:
+                cdp = Cdp(ws)
+                nursery.start_soon(cdp.pump)
+                target = await cdp.send("Target.createTarget", url="about:blank")
+                attached = await cdp.send("Target.attachToTarget", targetId=target["targetId"], flatten=True)
+                cdp.session = attached["sessionId"]
+                for domain in ("Runtime", "Log", "Page"):
+                    await cdp.send(f"{domain}.enable")
+                yield cdp
+                nursery.cancel_scope.cancel()
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            with trio.CancelScope(shield=True):
+                await proc.wait()
+                if proc.stderr is not None:
+                    await proc.stderr.aclose()
+            shutil.rmtree(tmp_path / "chromium", ignore_errors=True)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    s = start_serve(tmp_path / "serve")
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+async def test_dashboard_shows_peers_and_a_campaign_to_done(
+    page: Cdp, served: Served, model_server: ModelServer
+) -> None:
+    await page.open(f"{served.url}/", 30)
+    peer = await page.wait_for("tr[data-peer]", 60)
+    assert 'data-status="active"' in peer
+    assert "CPU (ONNX)" in peer
+
+    async with httpx.AsyncClient() as client:
+        r = await client.post(f"{served.api}/campaigns", json=seeds_body(model_server.model_url), timeout=60)
+    assert r.status_code == 201
+    cid = r.json()["campaign_id"]
+    section = await page.wait_for(f'section[data-campaign="{cid}"][data-status="completed"]', 90)
+    assert f'data-task="{cid}-job-0-0" data-state="done"' in section
+    assert "100%" in section
+    assert 'data-state="unschedulable"' in section
+    matrix = await page.wait_for("#matrix tbody tr[data-device] td:nth-child(2):not(:empty)", 30)
+    assert re.search(r"\d+\.\d{3}", matrix)
+    assert page.problems == []
