@@ -1,5 +1,9 @@
-"""A reusable test lab: `sark-node` gate and worker processes on loopback, read through JSON event lines.
+"""Reusable test labs: `sark-node` processes read through JSON event lines, on loopback or in namespaces.
 
 Modules:
-    procs  `Lab`: start gates and workers as real child processes, wait for their events, kill them
+    procs  `Lab`: start gates, workers and any command as real child processes (optionally inside a
+           network namespace), wait for their events, kill them
+    netns  `NetLab`: h1, h2 on a bridge and h3 behind a NAT, in network namespaces with a per-lab prefix
+    probe  child script: find workers through a gate, then a `/sark/profile` round trip to each
+    flood  child script: stream, malformed-frame, raw-TCP and drip flooders, and an honest pinger
 """
