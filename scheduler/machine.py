@@ -42,7 +42,7 @@ from scheduler.events import (
 )
 from scheduler.needs import Needs, campaign_needs
 from scheduler.placement import JobPlan, PeerView, plan_campaign
-from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, next_peer
+from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, capacity_of, in_flight, next_peer
 from scheduler.tasks import (
     STATUS_OF,
     Attempt,
@@ -296,10 +296,15 @@ class Scheduler:
         return out
 
     def _send_due_offers(self, now: float) -> list[Command]:
+        """Offer every due pending task, but never more to a peer than it can hold (the rest wait)."""
         out: list[Command] = []
+        busy = in_flight(self._tasks.values())
         for task in list(self._tasks.values()):
             due = task.deadline is None or task.deadline <= now
             if task.state == TaskState.PENDING and task.peer_id is not None and due:
+                if busy.get(task.peer_id, 0) >= capacity_of(self._peers.get(task.peer_id)):
+                    continue
+                busy[task.peer_id] = busy.get(task.peer_id, 0) + 1
                 out.append(self._offer(task, now, (*task.attempts, Attempt(peer_id=task.peer_id))))
         return out
 

@@ -79,3 +79,23 @@ def next_peer(
     suspects = {a.peer_id for t in tasks.values() for a in t.attempts if a.cause in SUSPECT_CAUSES}
     ranked.sort(key=lambda r: r.peer.peer_id in suspects)  # stable: rank order otherwise
     return ranked[0].peer if ranked else None
+
+
+def in_flight(tasks: Iterable[TaskView]) -> dict[str, int]:
+    """Tasks of this campaign offered to or leased on each peer right now."""
+    live: dict[str, int] = {}
+    for task in tasks:
+        if task.peer_id is not None and task.state in (TaskState.OFFERED, TaskState.LEASED):
+            live[task.peer_id] = live.get(task.peer_id, 0) + 1
+    return live
+
+
+def capacity_of(peer: PeerView | None) -> int:
+    """How many tasks a peer can hold at once (running plus its queue), from its advertised load.
+
+    An unknown peer (e.g. after a restore, before discovery) is offered one task at a time.
+    """
+    if peer is None:
+        return 1
+    load = peer.load
+    return max(1, 1 + load.max_queue - load.running - load.queued)
