@@ -49,8 +49,8 @@ INBOUND_KAD_STREAMS: Final = 128
 """Concurrent inbound kad streams a server accepts, host-wide (libp2p: 12, P23)."""
 QUERIES_PER_SERVER: Final = 8
 """Concurrent kad streams a lookup opens to one server."""
-QUERY_TIMEOUT_S: Final = 5.0
-"""Deadline of one direct kad request."""
+QUERY_TIMEOUT_S: Final = 3.0
+"""Deadline of one direct kad request (a dead server must not hold a lookup up)."""
 K: Final = 20
 
 

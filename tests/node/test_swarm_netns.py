@@ -34,6 +34,10 @@ def test_nat_worker_is_relayed_and_reached_through_the_gate(
     assert natted["circuit_addrs"][0] in found[natted["peer_id"]]["addrs"]
 
     trips = {e["peer_id"]: e for e in (probe.wait_event("profile", 60) for _ in range(2))}
+    print(
+        f"\n/sark/profile ms (first, second): relayed {trips[natted['peer_id']].get('ms')}, "
+        f"direct {trips[direct['peer_id']].get('ms')}"
+    )
     assert trips[natted["peer_id"]]["ok"], trips[natted["peer_id"]]
     assert trips[natted["peer_id"]]["relayed"], "the NAT'd worker was reached directly: the NAT leaks"
     assert trips[direct["peer_id"]]["ok"], trips[direct["peer_id"]]
