@@ -48,8 +48,8 @@ def test_floods_do_not_stop_the_node_answering_a_second_peer(lab: Lab, profile_f
     assert pings["failed"] == 0, pings["errors"]
     assert pings["count"] >= 10
     streams = results["streams"]
-    assert streams["opened"] + streams["failed"] == attacks["streams"]
-    assert streams["refused"] >= streams["opened"] - 8, streams  # past the per-peer cap: busy, not a stall
+    assert streams["opened"] == attacks["streams"], streams  # none stalled past 30 s (P22)
+    assert streams["refused"] >= 0.9 * attacks["streams"], streams  # past the per-peer cap: busy at once
     assert results["junk"]["frames"] == attacks["junk"]
     assert results["junk"]["answered"] == 0
     assert results["tcp-junk"]["closed_by_node"] == attacks["tcp-junk"]
