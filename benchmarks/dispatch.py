@@ -40,8 +40,19 @@ def _start_swarm(lab: Lab, workers: int, submitter: str) -> tuple[str, list[Proc
     gate = lab.gate().ready["addrs"][0]
     procs = []
     for i in range(workers):
-        args = ["join", "--listen", LOOPBACK, "--data-dir", str(lab.root / f"w{i}"), "--allow", submitter,
-                "--gate", gate, "--no-calibrate", "--events"]
+        args = [
+            "join",
+            "--listen",
+            LOOPBACK,
+            "--data-dir",
+            str(lab.root / f"w{i}"),
+            "--allow",
+            submitter,
+            "--gate",
+            gate,
+            "--no-calibrate",
+            "--events",
+        ]
         proc = lab._start(f"w{i}", args)
         procs.append(proc)
     for proc in procs:
@@ -74,8 +85,16 @@ def _overheads(submitter: list[dict[str, Any]], workers: list[dict[str, Any]]) -
         total = t_acc - offered[task]
         measured = m["outcome"] - m["run"]
         queued = m["run"] - m["committed"]
-        rows.append({"total_ms": total * 1e3, "measured_ms": measured * 1e3, "queued_ms": queued * 1e3,
-                     "overhead_ms": (total - measured - queued) * 1e3})
+        rows.append(
+            {
+                "total_ms": total * 1e3,
+                "measured_ms": measured * 1e3,
+                "queued_ms": queued * 1e3,
+                "overhead_ms": (total - measured - queued) * 1e3,
+                "offer_to_commit_ms": (m["committed"] - offered[task]) * 1e3,
+                "outcome_to_accept_ms": (t_acc - m["outcome"]) * 1e3,
+            }
+        )
     return rows
 
 
@@ -88,18 +107,39 @@ def run(tasks: int, workers: int) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="sark-dispatch-"))
     lab = Lab(work, record_ttl=60.0)
     try:
-        ident = subprocess.run([*SARK, "id", "--data-dir", str(work / "submitter")], capture_output=True,
-                               text=True, check=True).stdout.strip()
+        ident = subprocess.run(
+            [*SARK, "id", "--data-dir", str(work / "submitter")], capture_output=True, text=True, check=True
+        ).stdout.strip()
         gate, procs = _start_swarm(lab, workers, ident)
         shutil.copy(MODEL, work / MODEL.name)
-        job = {"compute_unit": "CPU (ONNX)", "devices": 1, "num_inference_runs": 5, "warmup_runs": 1,
-               "load_runs": 1, "processes": 1}
+        job = {
+            "compute_unit": "CPU (ONNX)",
+            "devices": 1,
+            "num_inference_runs": 5,
+            "warmup_runs": 1,
+            "load_runs": 1,
+            "processes": 1,
+            "threads": 1,
+        }
         campaign = {"name": "dispatch", "model": {"path": MODEL.name}, "jobs": [job] * tasks}
         (work / "c.yaml").write_text(json.dumps(campaign))
         started = time.perf_counter()
-        sub = lab._start("submitter", ["submit", str(work / "c.yaml"), "--gate", gate, "--data-dir",
-                                       str(work / "submitter"), "--out", str(work / "out"), "--events",
-                                       "--wait-peers", str(workers)])
+        sub = lab._start(
+            "submitter",
+            [
+                "submit",
+                str(work / "c.yaml"),
+                "--gate",
+                gate,
+                "--data-dir",
+                str(work / "submitter"),
+                "--out",
+                str(work / "out"),
+                "--events",
+                "--wait-peers",
+                str(workers),
+            ],
+        )
         submitter_events = _until(sub, "outcome", 900)
         wall = time.perf_counter() - started
         worker_events = [e for p in procs for e in _events(p)]
@@ -108,9 +148,16 @@ def run(tasks: int, workers: int) -> dict[str, Any]:
         lab.close()
         shutil.rmtree(work, ignore_errors=True)
     over = [r["overhead_ms"] for r in rows]
-    return {"tasks": tasks, "workers": workers, "completed": len(rows), "campaign_wall_s": wall,
-            "overhead_p50_ms": statistics.median(over), "overhead_p99_ms": _pct(over, 0.99),
-            "measured_p50_ms": statistics.median(r["measured_ms"] for r in rows), "rows": rows}
+    return {
+        "tasks": tasks,
+        "workers": workers,
+        "completed": len(rows),
+        "campaign_wall_s": wall,
+        "overhead_p50_ms": statistics.median(over),
+        "overhead_p99_ms": _pct(over, 0.99),
+        "measured_p50_ms": statistics.median(r["measured_ms"] for r in rows),
+        "rows": rows,
+    }
 
 
 def _until(proc: Proc, kind: str, timeout: float) -> list[dict[str, Any]]:
@@ -125,19 +172,29 @@ def _until(proc: Proc, kind: str, timeout: float) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tasks", type=int, default=50)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--no-transfer", action="store_true", help="skip the /sark/blob vs HTTP part")
     args = parser.parse_args()
     result = run(args.tasks, args.workers)
-    print(f"{result['completed']}/{result['tasks']} tasks on {result['workers']} workers in "
-          f"{result['campaign_wall_s']:.1f} s")
-    print(f"per-task overhead  p50 {result['overhead_p50_ms']:.1f} ms   p99 {result['overhead_p99_ms']:.1f} ms   "
-          f"(worker's own measured time p50 {result['measured_p50_ms']:.0f} ms)")
+    print(
+        f"{result['completed']}/{result['tasks']} tasks on {result['workers']} workers in "
+        f"{result['campaign_wall_s']:.1f} s"
+    )
+    print(
+        f"per-task overhead p50 {result['overhead_p50_ms']:.1f} ms, p99 {result['overhead_p99_ms']:.1f} ms "
+        f"(worker's own measured time p50 {result['measured_p50_ms']:.0f} ms)"
+    )
     if not args.no_transfer:
-        done = subprocess.run([sys.executable, str(Path(__file__).parent / "transfer.py")], text=True,
-                              capture_output=True, check=True)
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).parent / "transfer.py")],
+            text=True,
+            capture_output=True,
+            check=True,
+        )
         print(done.stdout.strip())
         result["transfer"] = json.loads((OUT / "transfer.json").read_text())
     OUT.mkdir(exist_ok=True)

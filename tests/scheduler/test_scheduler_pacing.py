@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from scheduler import ResultAccepted, Scheduler, SendOffer, parse_campaign
 from scheduler_harness import MODEL, SHA, Node, peer
 
 from protocol import Load
+from scheduler import ResultAccepted, Scheduler, SendOffer, parse_campaign
 
 
 def _campaign(tasks: int) -> str:
