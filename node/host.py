@@ -450,4 +450,13 @@ def _roles(config: HostConfig) -> RelayRole:
     return roles | RelayRole.HOP if config.relay_hop else roles
 
 
-__all__ = ["SECURITY_PROTOCOLS", "Host", "HostConfig", "LibStream", "open_host", "parse_multiaddr", "peer_of"]
+__all__ = [
+    "HANDSHAKE_TIMEOUT_S",
+    "SECURITY_PROTOCOLS",
+    "Host",
+    "HostConfig",
+    "LibStream",
+    "open_host",
+    "parse_multiaddr",
+    "peer_of",
+]

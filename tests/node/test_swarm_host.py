@@ -16,7 +16,7 @@ from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
 
 from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
-from node.host import SECURITY_PROTOCOLS, Host, HostConfig, open_host
+from node.host import HANDSHAKE_TIMEOUT_S, SECURITY_PROTOCOLS, Host, HostConfig, open_host
 from node.wire import Channel
 from protocol import PROFILE, ProfileGet, ReachReply
 
@@ -92,6 +92,19 @@ async def test_dial_delay_fix_is_configured(host_pair: tuple[Host, Host]) -> Non
     # P2: with the default of 3 connections per peer every first dial waits a fixed 250 ms.
     a, _ = host_pair
     assert a.raw.get_network().connection_config.max_connections_per_peer == 1
+
+
+async def test_a_handshake_that_never_finishes_is_cut_at_our_deadline(host_pair: tuple[Host, Host]) -> None:
+    # T9 below our protocols: garbage or a 4 GiB multistream header instead of Noise (libp2p: 10 s).
+    server, _ = host_pair
+    assert server.raw.get_network().connection_config.inbound_upgrade_timeout == HANDSHAKE_TIMEOUT_S
+    ip, port = server.addrs()[0].split("/")[2], int(server.addrs()[0].split("/")[4])
+    stream = await trio.open_tcp_stream(ip, port)
+    await stream.send_all(b"\xff\xff\xff\xff\x0f")
+    with trio.fail_after(HANDSHAKE_TIMEOUT_S + 5):
+        while await stream.receive_some(4096):
+            pass
+    await stream.aclose()
 
 
 async def test_a_crashing_handler_does_not_kill_the_host(host_pair: tuple[Host, Host]) -> None:
