@@ -93,7 +93,8 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
             if cell is None:
                 continue
             text = f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}" if cell.median_ms else cell.status
-            ax.text(j, i, text, ha="center", va="center", fontsize=8)
+            dark = cell.median_ms is not None and float(norm(cell.median_ms)) > 0.6
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     fig.colorbar(image, ax=ax, label="median latency (ms)")
     ax.set_title(f"{matrix.model}: median inference latency (ms; * unstable)", fontsize=10)
     return _svg(fig, salt)
@@ -106,7 +107,10 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str) -> str:
     fig = _figure(11.0, 1.2 + 0.45 * len(measured))
     box, ecdf = fig.subplots(1, 2)
     box.boxplot(
-        [e.samples_ms for e in measured], vert=False, tick_labels=labels, flierprops={"markersize": 2}
+        [e.samples_ms for e in measured],
+        orientation="horizontal",
+        tick_labels=labels,
+        flierprops={"markersize": 2},
     )
     box.invert_yaxis()
     box.set_xscale("log")
@@ -278,7 +282,8 @@ def render_html(document: Mapping[str, Any]) -> str:
                 f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
             ]
         parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
-    parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(entries)}</div>']
+    ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
+    parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
