@@ -1,0 +1,124 @@
+"""report.html, Markdown and the rich tables from results.json documents of every shape (no processes)."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from node.report import (
+    diff_table,
+    load_document,
+    matrix_tables,
+    render_html,
+    render_markdown,
+    write_html_report,
+)
+from scheduler.report import DiffRow, entries_from_document
+
+
+def _result(
+    device: str, unit: str, median: float | None, *, job: int = 0, model: str = "a.onnx"
+) -> dict[str, Any]:
+    samples = [] if median is None else [median * (1 + 0.01 * (i % 5)) for i in range(40)]
+    row = {
+        "Status": "Complete" if median is not None else "Failed",
+        "JobId": f"campaign-9-job-{job}-0",
+        "FileName": model,
+        "ComputeUnits": unit,
+        "DeviceName": device,
+        "InferenceMsMedian": "" if median is None else f"{median:.3f}",
+        "ProcessMedians": "" if median is None else f"{median:.3f};{median * 1.02:.3f}",
+        "ProcessSpreadPct": "" if median is None else "2.00",
+        "Unstable": "True" if device == "noisy" else "False",
+        "UnstableReasons": "background load of 1.50 cores (> 0.2)" if device == "noisy" else "",
+        "LoadMsMedian": "" if median is None else "12.5",
+        "LoadMsFirst": "" if median is None else "20.0",
+        "PeakLoadRamUsage": "" if median is None else "100.0",
+        "PeakInferenceRamUsage": "" if median is None else "120.0",
+        "WorkerPeerId": f"peer-{device}",
+        "FailureReason": "" if median is not None else "timeout",
+    }
+    return {"row": row, "samples_ms": samples, "signed": None}
+
+
+def _document(*results: dict[str, Any]) -> dict[str, Any]:
+    return {"campaign_id": "campaign-9", "campaign": {"name": "shapes"}, "results": list(results)}
+
+
+def _svgs(page: str) -> int:
+    return page.count("<svg")
+
+
+def test_two_models_two_jobs_on_one_unit_a_failure_and_a_wide_range() -> None:
+    document = _document(
+        _result("fast", "CPU (ONNX)", 0.2),
+        _result("noisy", "CPU (ONNX)", 40.0),  # 200x apart: the heatmap goes logarithmic
+        _result("fast", "CPU (ONNX)", 0.3, job=1),
+        _result("slow", "GPU (ONNX)", None, job=2),
+        _result("fast", "CPU (ONNX)", 1.0, model="b.onnx", job=3),
+    )
+    page = render_html(document)
+    assert re.findall(r'id="(heatmap-\d)"', page) == ["heatmap-0", "heatmap-1"]
+    assert _svgs(page) == 8  # per model: heatmap, distributions, resources, processes
+    assert "CPU (ONNX) · job 0" in page
+    assert "CPU (ONNX) · job 1" in page
+    assert "timeout" in page
+    assert 'class="unstable"' in page
+    assert "<script" not in page
+
+
+def test_a_campaign_with_no_measurement_still_renders_its_matrix() -> None:
+    page = render_html(_document(_result("slow", "GPU (ONNX)", None)))
+    assert 'id="heatmap-0"' in page
+    assert 'id="distributions-0"' not in page
+    assert _svgs(page) == 1
+    assert "Failed" in page
+
+
+def test_an_empty_campaign_renders_a_page() -> None:
+    page = render_html(_document())
+    assert "0 of 0 task(s) measured" in page
+    assert _svgs(page) == 0
+
+
+def test_write_and_load_round_trip(tmp_path: Path) -> None:
+    document = _document(_result("fast", "CPU (ONNX)", 0.2))
+    path = write_html_report(tmp_path / "deep" / "report.html", document)
+    assert path.read_text().startswith("<!DOCTYPE html>")
+    (tmp_path / "results.json").write_text('{"campaign_id": "x", "results": []}')
+    assert (
+        load_document(tmp_path)
+        == load_document(tmp_path / "results.json")
+        == {"campaign_id": "x", "results": []}
+    )
+
+
+def test_markdown_and_terminal_tables_show_the_same_matrix() -> None:
+    document = _document(_result("fast", "CPU (ONNX)", 0.2), _result("noisy", "CPU (ONNX)", 0.25))
+    markdown = render_markdown(document)
+    assert "| fast | 0.200 |" in markdown
+    assert "| noisy | 0.250 * |" in markdown
+    console = Console(file=io.StringIO(), width=120)
+    for table in matrix_tables(entries_from_document(document)):
+        console.print(table)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert re.search(r"fast\s*│\s*0\.200", text)
+    assert re.search(r"noisy\s*│\s*0\.250 \*", text)
+
+
+def test_the_diff_table_marks_regressions() -> None:
+    rows = [
+        DiffRow(device="x", column="CPU (ONNX)", before_ms=1.0, after_ms=2.0, change_pct=100.0, p_value=1e-9,
+                significant=True, regression=True, verdict="regression"),
+        DiffRow(device="y", column="CPU (ONNX)", verdict="only in A"),
+    ]  # fmt: skip
+    console = Console(file=io.StringIO(), width=160)
+    console.print(diff_table(rows, "A -> B"))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "+100.0%" in text
+    assert "regression" in text
+    assert "only in A" in text
