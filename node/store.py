@@ -34,6 +34,10 @@ CREATE TABLE IF NOT EXISTS results (
     received    TEXT NOT NULL,
     PRIMARY KEY (campaign_id, task_id)
 );
+CREATE TABLE IF NOT EXISTS cancels (
+    campaign_id TEXT PRIMARY KEY,
+    requested   TEXT NOT NULL
+);
 """
 
 
@@ -151,10 +155,22 @@ class CampaignStore:
             for r in rows
         ]
 
+    def request_cancel(self, campaign_id: str, requested_utc: str) -> None:
+        """Ask whoever runs the campaign (now or on resume) to cancel it."""
+        with self._connect() as db:
+            db.execute("INSERT OR IGNORE INTO cancels VALUES (?, ?)", (campaign_id, requested_utc))
+
+    def cancel_requested(self, campaign_id: str) -> bool:
+        """Whether `sark-node cancel` was asked for this campaign."""
+        with self._connect() as db:
+            row = db.execute("SELECT 1 FROM cancels WHERE campaign_id = ?", (campaign_id,)).fetchone()
+        return row is not None
+
     def clear(self) -> None:
         """Forget every campaign and result (the HTTP API's reset)."""
         with self._connect() as db:
             db.execute("DELETE FROM results")
+            db.execute("DELETE FROM cancels")
             db.execute("DELETE FROM campaigns")
 
 

@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 
 View = Callable[[Sequence[sch.TaskView]], None]
 
+CANCEL_POLL_S = 1.0
+WIND_DOWN_S = 3.0
+
 
 def utc_now() -> str:
     """The current time as the CSV's CreatedUtc column writes it."""
@@ -90,7 +93,7 @@ class CampaignLoop:
         self._notes_in: trio.MemorySendChannel[Note | sch.Event]
         self._notes_out: trio.MemoryReceiveChannel[Note | sch.Event]
         self._notes_in, self._notes_out = trio.open_memory_channel(4096)
-        self._cancel_requested = False
+        self._idle = trio.Event()
 
     def request_cancel(self) -> None:
         """Cancel the campaign: running tasks are cancelled on their workers."""
@@ -104,9 +107,20 @@ class CampaignLoop:
             self._apply(self._sched.handle(sch.PeersDiscovered(peers=peers), time.time()))
             self._save()
             nursery.start_soon(self._rediscover)
+            nursery.start_soon(self._watch_cancel)
             await self._loop()
+            await self._wind_down()
             nursery.cancel_scope.cancel()
         self._save()
+
+    async def _wind_down(self) -> None:
+        """Let the last commands (acks, cancels) reach their workers before the streams close."""
+        for inbox in list(self._inboxes.values()):
+            inbox.close()
+        with trio.move_on_after(WIND_DOWN_S):
+            while self._inboxes:
+                self._idle = trio.Event()
+                await self._idle.wait()
 
     async def _loop(self) -> None:
         while not self._sched.done:
@@ -126,6 +140,15 @@ class CampaignLoop:
         with trio.move_on_after(timeout):
             return await self._notes_out.receive()
         return None
+
+    async def _watch_cancel(self) -> None:
+        """`sark-node cancel` (another process) leaves a mark in the store: act on it."""
+        while True:  # another process writes the mark: there is nothing to wait on but the store
+            if await trio.to_thread.run_sync(self._store.cancel_requested, self._id):
+                break
+            await trio.sleep(CANCEL_POLL_S)
+        self._emit("cancelling", campaign=self._id)
+        await self._notes_in.send(sch.CancelRequested(detail="cancelled with sark-node cancel"))
 
     async def _rediscover(self) -> None:
         async for peers in self._discovery.updates():
@@ -210,6 +233,7 @@ class CampaignLoop:
         finally:
             if self._inboxes.get(attempt.task_id) is send:
                 del self._inboxes[attempt.task_id]
+            self._idle.set()
 
     # -- notes in --------------------------------------------------------------------------------
 

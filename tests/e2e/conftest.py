@@ -30,15 +30,31 @@ class CampaignLab(Lab):
     """The process lab plus workers that run benchmarks for one submitter."""
 
     def real_worker(self, name: str, gates: list[str], allow: str, timeout: float = 60.0) -> Proc:
-        args = ["join", "--listen", LOOPBACK, "--data-dir", str(self.root / name), "--allow", allow,
-                "--record-ttl", str(self.record_ttl), "--no-calibrate", "--allow-http",
-                "--allow-network", "127.0.0.0/8", "--heartbeat", "0.5", "--lease-ttl", "3", "--events"]
+        args = [
+            "join",
+            "--listen",
+            LOOPBACK,
+            "--data-dir",
+            str(self.root / name),
+            "--allow",
+            allow,
+            "--record-ttl",
+            str(self.record_ttl),
+            "--no-calibrate",
+            "--allow-http",
+            "--allow-network",
+            "127.0.0.0/8",
+            "--heartbeat",
+            "0.5",
+            "--lease-ttl",
+            "3",
+            "--events",
+        ]
         for gate in gates:
             args += ["--gate", gate]
         proc = self._start(name, args)
         proc.ready = proc.wait_event("ready", timeout)
         return proc
-
 
     def submitter(self, args: list[str]) -> Proc:
         """A submitter process printing event lines (the caller passes --events)."""
@@ -61,7 +77,9 @@ class Swarm:
 
     def start_submit(self, *args: str) -> Proc:
         """A submitter as a background process with event lines."""
-        return self.lab.submitter([*args, "--events", "--gate", self.gate, "--data-dir", str(self.submitter_dir)])
+        return self.lab.submitter(
+            [*args, "--events", "--gate", self.gate, "--data-dir", str(self.submitter_dir)]
+        )
 
     def run(self, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
         """Run a submitter command to its end."""
@@ -79,8 +97,9 @@ class Swarm:
 
 
 def submitter_id(data_dir: Path) -> str:
-    out = subprocess.run([*SARK, "id", "--data-dir", str(data_dir)], capture_output=True, text=True, check=True,
-                         timeout=60)
+    out = subprocess.run(
+        [*SARK, "id", "--data-dir", str(data_dir)], capture_output=True, text=True, check=True, timeout=60
+    )
     return out.stdout.strip().splitlines()[-1]
 
 
@@ -150,5 +169,3 @@ def model_server(tmp_path: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
-
-

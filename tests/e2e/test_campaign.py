@@ -22,8 +22,16 @@ SMALL_JOB = {"num_inference_runs": 30, "warmup_runs": 3, "load_runs": 1, "proces
 
 
 def _submit(swarm: Swarm, campaign: Path, *extra: str) -> dict[str, Any]:
-    done = swarm.run("submit", str(campaign), "--json", "--wait-peers", str(len(swarm.workers)),
-                     "--out", str(campaign.parent / "out"), *extra)
+    done = swarm.run(
+        "submit",
+        str(campaign),
+        "--json",
+        "--wait-peers",
+        str(len(swarm.workers)),
+        "--out",
+        str(campaign.parent / "out"),
+        *extra,
+    )
     assert done.returncode == 0, done.stderr
     outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return outcome
@@ -104,7 +112,12 @@ def test_malformed_campaign_exits_2_naming_each_field(swarm3: Swarm, tmp_path: P
     swarm3.drain()
     done = swarm3.run("submit", str(campaign))
     assert done.returncode == 2
-    for field in ("model.sha256", "jobs[0].compute_unit", "jobs[1].num_inference_runs", "jobs[2].warmup_runs"):
+    for field in (
+        "model.sha256",
+        "jobs[0].compute_unit",
+        "jobs[1].num_inference_runs",
+        "jobs[2].warmup_runs",
+    ):
         assert field in done.stderr
     assert "Traceback" not in done.stderr
     assert all(not events for events in swarm3.drain().values())

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from e2e.conftest import MODEL, Swarm, write_campaign
-from lab.procs import Proc
+from lab.procs import SARK, Proc
 
 LONG_JOB = {"num_inference_runs": 6000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
 
@@ -29,7 +30,9 @@ def test_worker_killed_mid_measurement_is_redispatched(swarm2: Swarm, tmp_path: 
     campaign = write_campaign(tmp_path / "c.yaml", {
         "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", "devices": 1, **LONG_JOB}],
     })  # fmt: skip
-    submitter = swarm2.start_submit("submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out"))
+    submitter = swarm2.start_submit(
+        "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out")
+    )
     measuring = _wait(submitter, "heartbeat", phase="measuring")
     victim = measuring["peer"]
     swarm2.lab.kill(swarm2.workers[victim])
@@ -49,7 +52,9 @@ def test_submitter_killed_and_resumed_loses_nothing(swarm2: Swarm, tmp_path: Pat
     campaign = write_campaign(tmp_path / "c.yaml", {
         "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", "devices": "all", **LONG_JOB}],
     })  # fmt: skip
-    submitter = swarm2.start_submit("submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out"))
+    submitter = swarm2.start_submit(
+        "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out")
+    )
     campaign_id = _wait(submitter, "campaign")["campaign"]
     _wait(submitter, "committed")
     _wait(submitter, "committed")
@@ -58,8 +63,35 @@ def test_submitter_killed_and_resumed_loses_nothing(swarm2: Swarm, tmp_path: Pat
     done = swarm2.run("submit", "--resume", campaign_id, "--json", "--wait-peers", "2")
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [t["state"] for t in outcome["tasks"]] == ["done", "done"], [(t["detail"], t["attempts"]) for t in outcome["tasks"]]
+    assert [t["state"] for t in outcome["tasks"]] == ["done", "done"], [
+        (t["detail"], t["attempts"]) for t in outcome["tasks"]
+    ]
     rows = _rows(outcome["files"]["csv"])
     assert sorted(r["Status"] for r in rows) == ["Complete", "Complete"]
     assert {r["WorkerPeerId"] for r in rows} == set(swarm2.workers)
     assert len({r["JobId"] for r in rows}) == 2
+
+
+def test_cancel_from_another_process_stops_the_tasks_on_their_workers(swarm2: Swarm, tmp_path: Path) -> None:
+    campaign = write_campaign(tmp_path / "c.yaml", {
+        "model": {"path": MODEL.name},
+        "jobs": [{"compute_unit": "CPU (ONNX)", "devices": "all", **LONG_JOB, "num_inference_runs": 100_000}],
+    })  # fmt: skip
+    submitter = swarm2.start_submit(
+        "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out")
+    )
+    campaign_id = _wait(submitter, "campaign")["campaign"]
+    _wait(submitter, "heartbeat", phase="measuring")
+    done = subprocess.run(
+        [*SARK, "cancel", campaign_id, "--data-dir", str(swarm2.submitter_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+    outcome = _wait(submitter, "outcome", timeout=60)
+    rows = _rows(outcome["files"]["csv"])
+    assert sorted(r["Status"] for r in rows) == ["Cancelled", "Cancelled"]
+    for proc in swarm2.workers.values():  # each worker stopped its measurement: a cancelled outcome
+        _wait(proc, "outcome", timeout=30, reason="cancelled")
