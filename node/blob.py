@@ -55,11 +55,39 @@ ChannelFactory = Callable[[], Awaitable[Channel]]
 _RETRYABLE: Final = (PeerGone, PeerTimeout, PeerUnreachable, StreamRefused, RemoteProtocolError)
 
 
+@final
+class UploadSlots:
+    """At most `peers` peers download from this node at once (all their parallel streams count as one);
+    the rest are told `busy` at once and try another holder. Counts what it served."""
+
+    def __init__(self, peers: int | None) -> None:
+        self._limit = peers
+        self._active: dict[str, int] = {}
+        self.served_bytes: dict[str, int] = {}
+
+    def take(self, peer_id: str) -> bool:
+        if self._limit is not None and peer_id not in self._active and len(self._active) >= self._limit:
+            return False
+        self._active[peer_id] = self._active.get(peer_id, 0) + 1
+        return True
+
+    def give_back(self, peer_id: str) -> None:
+        left = self._active.get(peer_id, 1) - 1
+        if left:
+            self._active[peer_id] = left
+        else:
+            self._active.pop(peer_id, None)
+
+    def count(self, sha256: str, size: int) -> None:
+        self.served_bytes[sha256] = self.served_bytes.get(sha256, 0) + size
+
+
 def blob_handler(
     cache: ModelCache,
     *,
     is_relayed: Callable[[str], bool] = lambda _: False,
     chunk_size: int = CHUNK_SIZE,
+    slots: UploadSlots | None = None,
 ) -> Handler:
     """The `/sark/blob/1.0.0` stream handler serving models from `cache`.
 
@@ -68,9 +96,11 @@ def blob_handler(
         is_relayed: whether our connection to a peer goes through a relay; such peers get
             `BlobMissing(detail=NO_RELAY)`.
         chunk_size: payload bytes per `BlobChunk` (at most `MAX_CHUNK`, so a chunk fits a frame).
+        slots: how many peers may download at once (unlimited if None); the rest get `busy`.
     """
     if not 0 < chunk_size <= MAX_CHUNK:
         raise ValueError(f"chunk_size must be in 1..{MAX_CHUNK}, got {chunk_size}")
+    uploads = slots or UploadSlots(None)
 
     async def handle(channel: Channel) -> None:
         request = await channel.receive()
@@ -85,11 +115,16 @@ def blob_handler(
         if path is None:
             await _answer(channel, BlobMissing(sha256=request.sha256, detail="not in this node's cache"))
             return
+        if not uploads.take(channel.peer_id):
+            await _answer(channel, Busy(detail="all upload slots are taken: try another holder"))
+            return
         try:
-            await _serve(channel, path, request, chunk_size)
+            uploads.count(request.sha256, await _serve(channel, path, request, chunk_size))
         except (PeerGone, PeerTimeout) as exc:
             log.info("blob: %s went away mid-transfer: %s", channel.peer_id, exc.detail)
             await channel.reset()
+        finally:
+            uploads.give_back(channel.peer_id)
 
     return handle
 
@@ -99,15 +134,19 @@ async def _answer(channel: Channel, message: Message) -> None:
     await channel.close()
 
 
-async def _serve(channel: Channel, path: Path, request: BlobGet, chunk_size: int) -> None:
-    """Stream `path` from the requested offset: meta, chunks (each read in a thread), end."""
+async def _serve(channel: Channel, path: Path, request: BlobGet, chunk_size: int) -> int:
+    """Stream `path` from the requested offset: meta, chunks (each read in a thread), end.
+
+    Returns:
+        The payload bytes sent.
+    """
     file = await trio.to_thread.run_sync(path.open, "rb")
     try:
         size = (await trio.to_thread.run_sync(os.fstat, file.fileno())).st_size
         if request.offset > size:
             detail = f"offset {request.offset} is past the end ({size} bytes)"
             await _answer(channel, BlobMissing(sha256=request.sha256, detail=detail))
-            return
+            return 0
         end = size if request.length is None else min(size, request.offset + request.length)
         await channel.send(BlobMeta(sha256=request.sha256, size=size))
         offset = request.offset
@@ -119,6 +158,7 @@ async def _serve(channel: Channel, path: Path, request: BlobGet, chunk_size: int
             await channel.send(BlobChunk(offset=offset, data=data))
             offset += count
         await _answer(channel, BlobEnd())
+        return end - request.offset
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(file.close)

@@ -18,7 +18,7 @@ from pathlib import Path
 import trio
 
 import scheduler as sch
-from node.blob import blob_handler
+from node.blob import UploadSlots, blob_handler
 from node.config import NodeConfig
 from node.discovery import Discovery, DiscoveryConfig
 from node.dispatch import Identity, open_negotiate
@@ -34,6 +34,8 @@ from protocol import BLOB, ModelRef
 
 log = logging.getLogger(__name__)
 
+SUBMITTER_UPLOAD_PEERS = 1
+"""How many workers fetch models from the submitter at once; the rest fetch from workers that have it."""
 BLOB_DEADLINE_S = 1800.0
 """How long one /sark/blob stream may take (a 2 GiB model at a slow link; resumable if cut)."""
 
@@ -131,7 +133,8 @@ async def _run(
     *,
     view: View,
 ) -> Outcome:
-    async with open_submitter(config, options) as node:
+    uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
+    async with open_submitter(config, options, uploads) as node:
         me = Identity(node.host.peer_id, node.host.private_key, tuple(node.host.addrs()))
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         loop = CampaignLoop(
@@ -146,6 +149,7 @@ async def _run(
         )
         options.events("campaign", campaign=record.campaign_id, submitter=node.host.peer_id)
         await loop.run()
+    options.events("uploads", campaign=record.campaign_id, bytes=uploads.served_bytes)
     results = store.results(record.campaign_id)
     files = write_outputs(Path(record.out_dir), record.campaign_id, campaign, scheduler, results, utc_now())
     medians = {
@@ -155,15 +159,21 @@ async def _run(
 
 
 @asynccontextmanager
-async def open_submitter(config: NodeConfig, options: SubmitOptions) -> AsyncIterator[Node]:
-    """The submitter's node; with no gate configured, an embedded gate and local workers first."""
+async def open_submitter(
+    config: NodeConfig, options: SubmitOptions, uploads: UploadSlots | None = None
+) -> AsyncIterator[Node]:
+    """The submitter's node; with no gate configured, an embedded gate and local workers first.
+
+    It serves the campaign's models over /sark/blob through `uploads` (by default to one peer at a
+    time: the submitter seeds, the workers that have the model spread it).
+    """
+    uploads = uploads or UploadSlots(SUBMITTER_UPLOAD_PEERS)
     async with AsyncExitStack() as stack:
         if not config.gates:
             config = await stack.enter_async_context(embedded_swarm(config, options.embedded_workers))
         node = await stack.enter_async_context(open_node(config, role="submitter"))
-        node.host.set_handler(
-            BLOB, blob_handler(model_cache(config), is_relayed=node.host.is_relayed), deadline=BLOB_DEADLINE_S
-        )
+        handler = blob_handler(model_cache(config), is_relayed=node.host.is_relayed, slots=uploads)
+        node.host.set_handler(BLOB, handler, deadline=BLOB_DEADLINE_S)
         yield node
 
 

@@ -36,6 +36,7 @@ class NodeConfig(BaseModel):
     allow_code_models: bool = False
     allow_networks: tuple[str, ...] = ()
     allow_http: bool = False
+    upload_peers: int = Field(default=4, ge=1, le=64)
     max_model_bytes: int = Field(default=2 << 30, gt=0)
     calibrate: bool = True
 

@@ -43,6 +43,16 @@ class Discovery:
         advert = self._adverts.get(peer_id)
         return () if advert is None else (*advert.addrs, *advert.circuit_addrs)
 
+    def direct_addrs(self, peer_id: str) -> tuple[str, ...]:
+        """A peer's advertised direct addresses (no circuit ones)."""
+        advert = self._adverts.get(peer_id)
+        return () if advert is None else advert.addrs
+
+    def reachability(self, peer_id: str) -> str:
+        """What the peer's advert says: direct, relayed or unknown."""
+        advert = self._adverts.get(peer_id)
+        return "unknown" if advert is None else advert.reachability
+
     async def initial(self) -> tuple[sch.PeerView, ...]:
         """Look until `want` live workers answered (or the timeout), or until the count settles."""
         deadline = trio.current_time() + self._config.timeout_s

@@ -33,6 +33,7 @@ from protocol import (
     Dispatch,
     Envelope,
     Failure,
+    Holder,
     ModelRef,
     Offer,
     OfferBody,
@@ -68,6 +69,7 @@ class Attempt:
     priority: int = 50
     reclaim_lease: str | None = None
     reclaim_ttl_s: float | None = None
+    holders: tuple[Holder, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,7 @@ async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Cha
             model=attempt.model,
             priority=attempt.priority,
             submitter_addrs=me.addrs,
+            holders=attempt.holders,
         )
         message = Offer(task_id=attempt.task_id, envelope=seal(body, DOMAIN_OFFER, me.private_key))
     await channel.send_raw(conv.send(message, now))

@@ -11,7 +11,7 @@ from functools import partial
 import trio
 
 import drivers
-from node.blob import blob_handler
+from node.blob import UploadSlots, blob_handler
 from node.cache import ModelCache
 from node.config import NodeConfig
 from node.events import EventSink, quiet
@@ -95,7 +95,12 @@ async def open_worker(
             has_model=lambda sha: cache.path_for(sha) is not None,
             events=events,
         )
-        handlers = {NEGOTIATE: negotiator.handle, BLOB: blob_handler(cache, is_relayed=node.host.is_relayed)}
+        handlers = {
+            NEGOTIATE: negotiator.handle,
+            BLOB: blob_handler(
+                cache, is_relayed=node.host.is_relayed, slots=UploadSlots(config.upload_peers)
+            ),
+        }
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
             advertised = await nursery.start(

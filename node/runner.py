@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import random
 import secrets
 import threading
 import time
@@ -48,6 +49,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Outcome = Result | Failure
+
+FETCH_PATIENCE_S = 600.0
+"""How long a worker keeps asking holders and the submitter for a model before the task fails."""
+FIRST_PAUSE_S = 0.2
+MAX_PAUSE_S = 2.0
 
 
 @dataclass(eq=False)
@@ -271,16 +277,46 @@ class Runner:
                 "model", task=job.task_id, sha256=model.sha256, source="url", bytes=path.stat().st_size
             )
             return path
-        offer = job.offer
-        path = await fetch_blob(
-            lambda: self._open_blob(offer.submitter, offer.submitter_addrs),
-            model.sha256,
-            model.size,
-            self._cache,
-            max_bytes=self._policy.max_bytes,
-        )
-        self._emit("model", task=job.task_id, sha256=model.sha256, source="blob", bytes=model.size)
-        return path
+        return await self._fetch_from_peers(job)
+
+    async def _fetch_from_peers(self, job: Job) -> Path:
+        """Fetch the model over /sark/blob: from other workers that hold it first, the submitter last.
+
+        Holders that do not have it yet answer `blob_missing`, busy ones `busy`; a round over every
+        source is retried with a growing pause until one serves it (a partial file is resumed).
+        """
+        offer, model = job.offer, job.offer.model
+        holders = [h for h in offer.holders if h.peer_id not in (self._peer_id, offer.submitter)]
+        random.shuffle(holders)
+        sources = [(h.peer_id, h.addrs) for h in holders] + [(offer.submitter, offer.submitter_addrs)]
+        deadline = trio.current_time() + FETCH_PATIENCE_S
+        pause, failure = FIRST_PAUSE_S, None
+        while True:
+            for peer, addrs in sources:
+                try:
+                    path = await fetch_blob(
+                        partial(self._open_blob, peer, addrs),
+                        model.sha256,
+                        model.size,
+                        self._cache,
+                        max_bytes=self._policy.max_bytes,
+                        attempts=1,
+                    )
+                except FetchError as exc:
+                    if exc.reason != FailureReason.FETCH:
+                        raise  # the bytes are wrong or too many: no other source will fix that
+                    failure = exc
+                    continue
+                source = "blob" if peer == offer.submitter else "peer"
+                self._emit(
+                    "model", task=job.task_id, sha256=model.sha256, source=source, peer=peer, bytes=model.size
+                )
+                return path
+            if trio.current_time() + pause > deadline:
+                assert failure is not None
+                raise failure
+            await trio.sleep(pause)
+            pause = min(MAX_PAUSE_S, pause * 2)
 
     async def _download(self, urls: tuple[str, ...], sha256: str) -> Path:
         error: FetchError | None = None

@@ -37,7 +37,7 @@ from node.dispatch import (
 from node.events import EventSink, quiet
 from node.outputs import pack_envelope
 from node.store import CampaignStore, ResultRecord
-from protocol import FailureReason, ModelRef
+from protocol import FailureReason, Holder, ModelRef
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,7 @@ class CampaignLoop:
         self._notes_out: trio.MemoryReceiveChannel[Note | sch.Event]
         self._notes_in, self._notes_out = trio.open_memory_channel(4096)
         self._idle = trio.Event()
+        self._holders_of: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def request_cancel(self) -> None:
         """Cancel the campaign: running tasks are cancelled on their workers."""
@@ -187,6 +188,15 @@ class CampaignLoop:
                     unschedulable=command.unschedulable,
                 )
 
+    def _holders(self, sha256: str, peer_id: str) -> tuple[Holder, ...]:
+        """Peers offered this model before (they hold it, or soon will), direct ones only: model
+        bytes never cross a relay. Newest last; at most the 16 an offer carries."""
+        known = self._holders_of.setdefault(sha256, {})
+        holders = tuple(Holder(peer_id=p, addrs=a[:8]) for p, a in known.items() if p != peer_id)[-16:]
+        if self._discovery.reachability(peer_id) != "relayed":
+            known[peer_id] = self._discovery.direct_addrs(peer_id)
+        return holders
+
     def _start_offer(self, command: sch.SendOffer) -> None:
         self._emit("offered", task=command.task_id, peer=command.peer_id)
         attempt = Attempt(
@@ -197,6 +207,7 @@ class CampaignLoop:
             spec=command.spec,
             model=command.model,
             priority=command.priority,
+            holders=self._holders(command.model.sha256, command.peer_id) if not command.model.sources else (),
         )
         self._launch(attempt)
 

@@ -96,6 +96,13 @@ class Envelope(Value):
 # -- signed bodies ---------------------------------------------------------------------------------
 
 
+class Holder(Value):
+    """A peer that holds (or is fetching) a model: a worker may fetch it there instead of the submitter."""
+
+    peer_id: str = Field(max_length=128)
+    addrs: tuple[str, ...] = Field(default=(), max_length=8)
+
+
 class OfferBody(Value):
     """What a submitter signs when it offers a task to one worker."""
 
@@ -110,6 +117,7 @@ class OfferBody(Value):
     model: ModelRef
     priority: int = Field(default=50, ge=0, le=100)
     submitter_addrs: tuple[str, ...] = ()
+    holders: tuple[Holder, ...] = Field(default=(), max_length=16)
 
 
 class CancelBody(Value):

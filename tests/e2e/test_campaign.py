@@ -78,7 +78,11 @@ def test_cpu_job_on_every_worker_and_gpu_job_unschedulable(swarm3: Swarm, tmp_pa
             assert row["ModelSha256"] == hashlib.sha256(MODEL.read_bytes()).hexdigest()
     document = json.loads(Path(outcome["files"]["json"]).read_text())
     assert all(len(r["samples_ms"]) == 30 for r in document["results"] if r["row"]["Status"] == "Complete")
-    assert sorted(_model_events(swarm3)) == ["blob"] * 3  # the model went over /sark/blob once per worker
+    # each worker got the model once over /sark/blob: from the submitter, or from a worker that had it
+    sources = _model_events(swarm3)
+    assert len(sources) == 3
+    assert set(sources) <= {"blob", "peer"}
+    assert sources.count("blob") >= 1
 
     # a second campaign on the same bytes moves none: every worker has it cached
     again = _submit(swarm3, campaign)
