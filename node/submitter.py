@@ -104,7 +104,9 @@ class CampaignLoop:
         """Until the scheduler says the campaign is finished (a restored one first reclaims its leases)."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            started = trio.current_time()
             peers = await self._discovery.initial()
+            self._emit("discovered", peers=len(peers), seconds=round(trio.current_time() - started, 3))
             self._apply(self._sched.handle(sch.PeersDiscovered(peers=peers), time.time()))
             self._save()
             nursery.start_soon(self._rediscover)

@@ -1,0 +1,122 @@
+"""A large swarm on one machine: discovery, campaign wall time, per-task overhead, memory.
+
+    .venv/bin/python benchmarks/scale.py [--workers 50] [--tasks 100] [--gates 1]
+
+Starts gates and `--workers` `sark-node join` processes on loopback (started all at once), then a
+fresh submitter that runs a campaign of `--tasks` small tasks (one job each, `devices: 1`). Prints:
+the time from the fresh submitter's start to its discovery of every worker, the campaign's wall
+time, the per-task overhead p50/p99 (as in dispatch.py), and memory: RSS of an idle worker (after
+join, before any task) and the peak RSS of a busy worker with its measuring child. Writes
+benchmarks/out/scale-<workers>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from swarmlab import (
+    MODEL,
+    OUT,
+    SARK,
+    Lab,
+    Proc,
+    events,
+    overheads,
+    start_workers,
+    submitter_id,
+    summary,
+    tree_rss_mib,
+    until,
+)  # fmt: skip
+
+JOB = {"compute_unit": "CPU (ONNX)", "devices": 1, "num_inference_runs": 5, "warmup_runs": 1, "load_runs": 1,
+       "processes": 1, "threads": 1}  # fmt: skip
+
+
+class PeakRss:
+    """Samples every worker's process tree twice a second; keeps each one's peak."""
+
+    def __init__(self, procs: list[Proc]) -> None:
+        self.procs = procs
+        self.peaks = {p.popen.pid: 0.0 for p in procs}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            for pid in self.peaks:
+                self.peaks[pid] = max(self.peaks[pid], tree_rss_mib(pid))
+
+
+def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="sark-scale-"))
+    lab = Lab(work, record_ttl=120.0)
+    try:
+        me = submitter_id(work / "submitter")
+        gate_addrs = [lab.gate(f"gate{i}").ready["addrs"][0] for i in range(gates)]
+        started = time.perf_counter()
+        gate_flags = [flag for addr in gate_addrs for flag in ("--gate", addr)]
+        procs = start_workers(lab, workers, gate_addrs[0], me, *gate_flags[2:])
+        join_s = time.perf_counter() - started
+        idle = [tree_rss_mib(p.popen.pid) for p in procs]
+        shutil.copy(MODEL, work / MODEL.name)
+        (work / "c.yaml").write_text(json.dumps({"name": "scale", "model": {"path": MODEL.name},
+                                                 "jobs": [JOB] * tasks}))  # fmt: skip
+        with PeakRss(procs) as rss:
+            started = time.perf_counter()
+            sub = lab.start("submitter", [*SARK, "submit", str(work / "c.yaml"), *gate_flags, "--data-dir",
+                                          str(work / "submitter"), "--out", str(work / "out"), "--events",
+                                          "--wait-peers", str(workers),
+                                          "--discover-timeout", "60"])  # fmt: skip
+            seen = until(sub, "outcome", 3600)
+            wall = time.perf_counter() - started
+        discovered = next(e for e in seen if e["event"] == "discovered")
+        rows = overheads(seen, [e for p in procs for e in events(p)])
+        busy = [peak for pid, peak in rss.peaks.items()]
+    finally:
+        lab.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "workers": workers, "gates": gates, "tasks": tasks, "completed": len(rows),
+        "workers_join_s": join_s, "discovered": discovered["peers"], "discovery_s": discovered["seconds"],
+        "campaign_wall_s": wall, **summary(rows),
+        "idle_worker_rss_mib": statistics.median(idle), "busy_worker_peak_rss_mib": max(busy),
+    }  # fmt: skip
+
+
+def main() -> None:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
+    parser.add_argument("--workers", type=int, default=50)
+    parser.add_argument("--tasks", type=int, default=100)
+    parser.add_argument("--gates", type=int, default=1)
+    args = parser.parse_args()
+    r = run(args.workers, args.tasks, args.gates)
+    print(f"{r['workers']} workers joined in {r['workers_join_s']:.1f} s ({r['gates']} gate(s))")
+    print(f"fresh submitter discovered {r['discovered']}/{r['workers']} workers in {r['discovery_s']:.2f} s")
+    print(f"campaign: {r['completed']}/{r['tasks']} tasks in {r['campaign_wall_s']:.1f} s; per-task overhead "
+          f"p50 {r['overhead_p50_ms']:.0f} ms, p99 {r['overhead_p99_ms']:.0f} ms")  # fmt: skip
+    print(f"memory: idle worker {r['idle_worker_rss_mib']:.0f} MiB, busy worker with its child "
+          f"{r['busy_worker_peak_rss_mib']:.0f} MiB (peak)")  # fmt: skip
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"scale-{args.workers}.json").write_text(json.dumps(r, indent=1))
+
+
+if __name__ == "__main__":
+    main()
