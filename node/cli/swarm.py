@@ -39,16 +39,23 @@ def gate(
     data_dir: DataDirOpt = None,
     config_file: ConfigOpt = None,
     record_ttl: TtlOpt = None,
+    relay_allow: Annotated[
+        list[str] | None,
+        typer.Option("--relay-allow", help="peer id that may reserve a relay slot (default: any); repeatable"),
+    ] = None,
     events: EventsOpt = False,
 ) -> None:
     """Run a gate: DHT server and bootstrap, circuit relay v2, reachability dial-back."""
+    from functools import partial
+
     from gate import serve_gate
 
     config = build_config(config_file, listen=as_tuple(listen), data_dir=data_dir, record_ttl_s=record_ttl)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            addrs = await nursery.start(serve_gate, config)
+            allowed = frozenset(relay_allow) if relay_allow else None
+            addrs = await nursery.start(partial(serve_gate, relay_allow=allowed), config)
             if addrs_file is not None:
                 addrs_file.write_text("".join(f"{a}\n" for a in addrs))
             if events:
