@@ -41,7 +41,9 @@ def gate(
     record_ttl: TtlOpt = None,
     relay_allow: Annotated[
         list[str] | None,
-        typer.Option("--relay-allow", help="peer id that may reserve a relay slot (default: any); repeatable"),
+        typer.Option(
+            "--relay-allow", help="peer id that may reserve a relay slot (default: any); repeatable"
+        ),
     ] = None,
     events: EventsOpt = False,
 ) -> None:
