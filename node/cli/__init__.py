@@ -2,8 +2,9 @@
 
 Modules:
     local     info, bench: this device only, no network
-    swarm     gate, join, peers: the libp2p swarm
+    swarm     gate, join, peers, id: the libp2p swarm
     campaign  submit, plan, status, cancel, results: running campaigns
+    options   the options and plumbing every command shares
     report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
     serve     serve: the orchestrator's REST API and a live dashboard
 """
@@ -40,13 +41,7 @@ def version() -> None:
 
 def _register() -> None:
     for topic in _TOPICS:
-        try:
-            module = importlib.import_module(f"node.cli.{topic}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"node.cli.{topic}":
-                raise
-            continue
-        module.register(app)
+        importlib.import_module(f"node.cli.{topic}").register(app)
 
 
 def main() -> None:
