@@ -29,12 +29,20 @@ def build(depth: int = 4, width: int = 32, classes: int = 100, seed: int = 7) ->
 
     def conv_bn(x: str, cin: int, cout: int, name: str, stride: int = 1, relu: bool = True) -> str:
         w = rng.standard_normal((cout, cin, 3, 3)) * np.sqrt(2.0 / (cin * 9))
-        nodes.append(helper.make_node("Conv", [x, const(f"{name}.w", w)], [f"{name}.c"], pads=[1, 1, 1, 1],
-                                      strides=[stride, stride]))
-        bn = [const(f"{name}.{k}", v) for k, v in (("g", 1 + 0.1 * rng.standard_normal(cout)),
-                                                  ("b", 0.1 * rng.standard_normal(cout)),
-                                                  ("m", 0.1 * rng.standard_normal(cout)),
-                                                  ("v", 1 + 0.1 * rng.random(cout)))]
+        nodes.append(
+            helper.make_node(
+                "Conv", [x, const(f"{name}.w", w)], [f"{name}.c"], pads=[1, 1, 1, 1], strides=[stride, stride]
+            )
+        )
+        bn = [
+            const(f"{name}.{k}", v)
+            for k, v in (
+                ("g", 1 + 0.1 * rng.standard_normal(cout)),
+                ("b", 0.1 * rng.standard_normal(cout)),
+                ("m", 0.1 * rng.standard_normal(cout)),
+                ("v", 1 + 0.1 * rng.random(cout)),
+            )
+        ]
         nodes.append(helper.make_node("BatchNormalization", [f"{name}.c", *bn], [f"{name}.n"]))
         if not relu:
             return f"{name}.n"
@@ -51,10 +59,12 @@ def build(depth: int = 4, width: int = 32, classes: int = 100, seed: int = 7) ->
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"]))
     nodes.append(helper.make_node("Flatten", ["gap"], ["flat"]))
     fc = rng.standard_normal((width, classes)) * np.sqrt(1.0 / width)
-    nodes.append(helper.make_node("Gemm", ["flat", const("fc.w", fc), const("fc.b", np.zeros(classes))],
-                                  ["logits"]))
+    nodes.append(
+        helper.make_node("Gemm", ["flat", const("fc.w", fc), const("fc.b", np.zeros(classes))], ["logits"])
+    )
     graph = helper.make_graph(
-        nodes, f"tiny-convnet-d{depth}",
+        nodes,
+        f"tiny-convnet-d{depth}",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 64, 64])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", classes])],
         inits,
@@ -66,7 +76,9 @@ def build(depth: int = 4, width: int = 32, classes: int = 100, seed: int = 7) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "models" / "tiny-convnet.onnx")
     args = parser.parse_args()

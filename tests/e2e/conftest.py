@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
-from lab.procs import LOOPBACK, SARK, Lab, Proc  # noqa: E402
+from lab.procs import LOOPBACK, SARK, Lab, Proc
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"

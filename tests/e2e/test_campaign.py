@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from e2e.conftest import MODEL, Swarm, write_campaign
-
 from scheduler import CSV_COLUMNS
 
 SEED_COLUMNS = [

@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from e2e.conftest import MODEL, Swarm, write_campaign
 from lab.procs import SARK, Proc
+
+from e2e.conftest import MODEL, Swarm, write_campaign
 
 LONG_JOB = {"num_inference_runs": 6000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
 
