@@ -74,6 +74,17 @@ def patch_kad(record_ttl_s: float) -> None:
         setattr(module, name, value)
 
 
+def forget_failed_dials(host: Host, peer_id: str) -> None:
+    """Let libp2p dial a peer again at once (a gate that restarted).
+
+    py-libp2p 0.8.1 keeps a negative cache of peers whose every address failed and refuses to dial
+    them for a while ("recently failed all addresses (negative cache)"): a worker could not rejoin a
+    restarted gate until it expired. Used by `node.swarm` before each reconnect; pinned by
+    tests/faults/test_gates.py.
+    """
+    host.raw.get_network().unblock_peer(ID.from_base58(peer_id))
+
+
 def kad_protocol_ids() -> dict[str, str]:
     """The protocol id each patched libp2p kad module will use (for the test that pins P12)."""
     return {n: str(importlib.import_module(f"libp2p.kad_dht.{n}").PROTOCOL_ID) for n in KAD_MODULES}
@@ -276,6 +287,7 @@ __all__ = [
     "INBOUND_KAD_STREAMS",
     "KAD_MODULES",
     "Kad",
+    "forget_failed_dials",
     "kad_protocol_ids",
     "open_kad",
     "patch_kad",

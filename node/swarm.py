@@ -12,15 +12,15 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 import trio
 
 from node.config import NodeConfig
 from node.dht import Dht, select_record, validate_record
 from node.errors import NodeError, PeerUnreachable
-from node.host import Host, HostConfig, open_host
-from node.kad import open_kad
+from node.host import Host, HostConfig, open_host, peer_of
+from node.kad import Kad, forget_failed_dials, open_kad
 from node.wire import Channel, Handler
 from protocol import (
     DOMAIN_ADVERT,
@@ -42,6 +42,9 @@ from protocol.records import open_envelope, seal
 log = logging.getLogger(__name__)
 
 Role = Literal["worker", "submitter", "gate"]
+
+GATE_CHECK_S: Final = 2.0
+"""How often a worker checks that its gates are still connected (issue 6: a restarted gate)."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,17 @@ class Node:
         dht: adverts and capability providers.
         config: the node's configuration.
         gates: the gate addresses we connected to.
+        kad: the kad-dht under `dht` (to bootstrap again after a gate comes back), if any.
     """
 
-    def __init__(self, host: Host, dht: Dht, config: NodeConfig, gates: tuple[str, ...]) -> None:
+    def __init__(
+        self, host: Host, dht: Dht, config: NodeConfig, gates: tuple[str, ...], kad: Kad | None = None
+    ) -> None:
         self.host = host
         self.dht = dht
         self.config = config
         self.gates = gates
+        self.kad = kad
 
     async def find_workers(
         self,
@@ -162,7 +169,7 @@ async def open_node(
         ) as kad:
             if gates:
                 await kad.bootstrap([g.rsplit("/p2p/", 1)[-1] for g in gates])
-            yield Node(host, Dht(kad), config, gates)
+            yield Node(host, Dht(kad), config, gates, kad)
 
 
 async def check_reachability(node: Node, per_gate_s: float = 8.0) -> tuple[bool, str]:
@@ -269,17 +276,82 @@ async def serve_worker(
         cap = node.config.max_streams_per_peer
         node.host.set_handler(protocol, handler, max_per_peer=cap, deadline=math.inf)
     await _place(node, advertiser)
-    started = False
+    republish = trio.Event()
+
+    def wake() -> None:
+        republish.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_keep_gates, node, advertiser, wake)
+        started = False
+        while True:
+            republish = trio.Event()
+            try:
+                await node.dht.publish(advertiser.sign(), profile.usable_units())
+            except Exception:  # a task boundary: a failed announce is retried on the next tick
+                log.warning("advert publish failed", exc_info=True)
+            if not started:
+                started = True
+                a = advertiser
+                task_status.started(Advertised(node.host.peer_id, a.addrs, a.circuit_addrs, a.reachability))
+            with trio.move_on_after(node.config.reannounce_interval()):
+                await republish.wait()
+
+
+async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], None]) -> None:
+    """Notice gates that went away, reconnect when they are back, reserve again, republish. Never returns.
+
+    A gate that restarts forgets our relay reservation and its DHT copy of our advert: until we
+    reserve and publish again, nobody can reach a relayed worker through it.
+    """
+    gates = node.config.gates
+    down: set[str] = {g for g in gates if g not in node.gates}
     while True:
+        await trio.sleep(GATE_CHECK_S)  # a timer: libp2p has no "connection closed" event we can await
+        lost = {g for g in gates if g not in down and not node.host.is_connected(peer_of(g))}
+        if lost:
+            log.warning("lost gates %s", ", ".join(sorted(lost)))
+            down |= lost
+            advertiser.circuit_addrs = tuple(c for c in advertiser.circuit_addrs if _gate_of(c) not in down)
+            wake()
+        if down and await _rejoin(node, advertiser, down):
+            wake()
+
+
+async def _rejoin(node: Node, advertiser: _Advertiser, down: set[str]) -> bool:
+    """Try the gates in `down` again; those that answer leave it. True if any came back."""
+    back: list[str] = []
+    for gate in sorted(down):
+        forget_failed_dials(node.host, peer_of(gate))
         try:
-            await node.dht.publish(advertiser.sign(), profile.usable_units())
-        except Exception:  # a task boundary: a failed announce is retried on the next tick
-            log.warning("advert publish failed", exc_info=True)
-        if not started:
-            started = True
-            a = advertiser
-            task_status.started(Advertised(node.host.peer_id, a.addrs, a.circuit_addrs, a.reachability))
-        await trio.sleep(node.config.reannounce_interval())
+            await node.host.connect(gate, timeout=5.0)
+        except NodeError:
+            continue  # still down: tried again on the next check
+        log.warning("gate %s is back", gate)
+        back.append(gate)
+    for gate in back:
+        down.discard(gate)
+        if advertiser.reachability != "direct":
+            try:
+                circuit = await node.host.reserve_relay(gate)
+            except NodeError as exc:
+                log.warning("relay reservation on %s failed again: %s", gate, exc.detail)
+                down.add(gate)
+                continue
+            if circuit not in advertiser.circuit_addrs:
+                advertiser.circuit_addrs = (*advertiser.circuit_addrs, circuit)
+            advertiser.reachability = "relayed"
+    if back and node.kad is not None:
+        try:
+            await node.kad.bootstrap([peer_of(g) for g in back])
+        except Exception:  # a task boundary: the next publish still reaches the gates we know
+            log.warning("DHT bootstrap after a gate came back failed", exc_info=True)
+    return bool(back)
+
+
+def _gate_of(circuit: str) -> str:
+    """The gate address a circuit address goes through."""
+    return circuit.split("/p2p-circuit", 1)[0]
 
 
 __all__ = ["Advertised", "Node", "Peer", "check_reachability", "open_node", "serve_worker"]

@@ -51,7 +51,7 @@ async def round_trip(node: Node, peer: Peer, timeout: float) -> None:
             body, _ = await node.fresh_profile(peer, timeout=timeout)
             times.append(round((time.monotonic() - start) * 1000, 1))
     except (NodeError, ProtocolError) as exc:
-        emit("profile", peer_id=peer.peer_id, ok=False, error=str(exc)[:500])
+        emit("profile", peer_id=peer.peer_id, ok=False, error=str(exc)[:3000])
         return
     relayed = node.host.is_relayed(peer.peer_id)
     emit("profile", peer_id=peer.peer_id, ok=body.peer_id == peer.peer_id, relayed=relayed, ms=times)
