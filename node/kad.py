@@ -17,6 +17,9 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - P23 a kad server resets every inbound kad stream beyond 12 in flight, host-wide: a lookup of 20
   adverts at once lost 8 of them. Servers get `INBOUND_KAD_STREAMS`; clients keep at most
   `QUERIES_PER_SERVER` streams open to one server.
+- P24 a provider store keeps at most k (20) providers per key and silently ignores the rest: with
+  more than 20 workers, discovery found 20. `patch_kad` lifts the per-key cap to `PROVIDERS_PER_KEY`
+  (a GET_PROVIDERS answer of 10,000 providers is ~1 MB, inside the 4 MiB message cap).
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
   back to libp2p's iterative lookup only when none of them answers.
@@ -52,6 +55,8 @@ QUERIES_PER_SERVER: Final = 8
 QUERY_TIMEOUT_S: Final = 3.0
 """Deadline of one direct kad request (a dead server must not hold a lookup up)."""
 K: Final = 20
+PROVIDERS_PER_KEY: Final = 10_000
+"""Providers a server keeps per key (libp2p: k = 20, P24): every worker of a large swarm is found."""
 
 
 def patch_kad(record_ttl_s: float) -> None:
@@ -70,6 +75,7 @@ def patch_kad(record_ttl_s: float) -> None:
         (value_store, "REPUBLISH_INTERVAL", half),
         (common, "DEFAULT_TTL", ttl),
         (common, "TTL", ttl),
+        (provider_store, "BUCKET_SIZE", PROVIDERS_PER_KEY),  # only the per-key provider cap reads it (P24)
     ):
         setattr(module, name, value)
 
