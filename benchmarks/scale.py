@@ -13,12 +13,14 @@ benchmarks/out/scale-<workers>.json.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import shutil
 import statistics
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,9 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
             seen = until(sub, "outcome", 3600)
             wall = time.perf_counter() - started
         discovered = next(e for e in seen if e["event"] == "discovered")
+        outcome = next(e for e in seen if e["event"] == "outcome")
+        with open(outcome["files"]["csv"], newline="") as f:
+            endings = Counter(f"{r['Status']} {r['FailureReason']}".strip() for r in csv.DictReader(f))
         rows = overheads(seen, [e for p in procs for e in events(p)])
         busy = [peak for pid, peak in rss.peaks.items()]
     finally:
@@ -95,7 +100,7 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
     return {
         "workers": workers, "gates": gates, "tasks": tasks, "completed": len(rows),
         "workers_join_s": join_s, "discovered": discovered["peers"], "discovery_s": discovered["seconds"],
-        "campaign_wall_s": wall, **summary(rows),
+        "campaign_wall_s": wall, "endings": dict(endings), **summary(rows),
         "idle_worker_rss_mib": statistics.median(idle), "busy_worker_peak_rss_mib": max(busy),
     }  # fmt: skip
 
@@ -112,6 +117,7 @@ def main() -> None:
     print(f"fresh submitter discovered {r['discovered']}/{r['workers']} workers in {r['discovery_s']:.2f} s")
     print(f"campaign: {r['completed']}/{r['tasks']} tasks in {r['campaign_wall_s']:.1f} s; per-task overhead "
           f"p50 {r['overhead_p50_ms']:.0f} ms, p99 {r['overhead_p99_ms']:.0f} ms")  # fmt: skip
+    print(f"task endings: {r['endings']}")
     print(f"memory: idle worker {r['idle_worker_rss_mib']:.0f} MiB, busy worker with its child "
           f"{r['busy_worker_peak_rss_mib']:.0f} MiB (peak)")  # fmt: skip
     OUT.mkdir(exist_ok=True)
