@@ -251,7 +251,10 @@ class CampaignLoop:
     # -- notes in --------------------------------------------------------------------------------
 
     def _translate(self, note: Note | sch.Event) -> sch.Event | None:
-        if isinstance(note, sch.PeersDiscovered | sch.CancelRequested):
+        if isinstance(note, sch.PeersDiscovered):
+            self._emit("peers", peers=sorted(p.peer_id for p in note.peers))
+            return note
+        if isinstance(note, sch.CancelRequested):
             return note
         return self._from_attempt(note)  # type: ignore[arg-type]
 

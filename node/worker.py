@@ -199,6 +199,9 @@ class Negotiator:
     async def _answer_reclaim(self, channel: Channel, conv: Conversation, reclaim: Reclaim) -> Job | None:
         job = self._runner.job(reclaim.lease_id)
         if job is not None and job.offer.submitter == channel.peer_id:
+            self._emit(
+                "reclaimed", task=reclaim.task_id, lease=reclaim.lease_id, done=job.outcome is not None
+            )
             self._runner.dispatch(job)  # a reclaimed lease means "go on": it may have been waiting
             return job
         stored = self._runner.stored(reclaim.task_id, reclaim.lease_id)

@@ -223,6 +223,7 @@ table inet chaos {{
         if "ready" not in line:
             shim.kill()
             shim.wait(timeout=10)
+            shim.stdout.close()
             raise RuntimeError(f"the NFQUEUE delay shim did not start: {line!r}")
         rule = [
             "OUTPUT",
@@ -243,6 +244,7 @@ table inet chaos {{
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(shim.pid, signal.SIGTERM)
             shim.wait(timeout=10)
+            shim.stdout.close()
 
         self._push(f"delay:{ns}", undo)
         return self._note(f"delay {ms} ms {ns}")

@@ -55,14 +55,14 @@ class FaultNet(NetLab):
         self._plug(self.h4, f"{H4}/24", f"{self.prefix}4")
 
 
-def wait_for(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> dict[str, Any]:
+def wait_for(proc: Proc, what: str, timeout: float = 120.0, **match: Any) -> dict[str, Any]:
     """The next event of `kind` whose fields match (other events are skipped)."""
     deadline = time.monotonic() + timeout
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise AssertionError(f"{proc.name}: no {kind} event matching {match} within {timeout} s")
-        event = proc.wait_event(kind, left)
+            raise AssertionError(f"{proc.name}: no {what} event matching {match} within {timeout} s")
+        event = proc.wait_event(what, left)
         if all(event.get(k) == v for k, v in match.items()):
             return event
 
