@@ -244,7 +244,8 @@ table inet chaos {{
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(shim.pid, signal.SIGTERM)
             shim.wait(timeout=10)
-            shim.stdout.close()
+            if shim.stdout is not None:
+                shim.stdout.close()
 
         self._push(f"delay:{ns}", undo)
         return self._note(f"delay {ms} ms {ns}")

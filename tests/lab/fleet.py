@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,13 +189,13 @@ def run_fault(fleet: Fleet, kind: str) -> dict[str, Any]:
     )
     beat = _half_done(submitter)
     victim = fleet.workers[beat["peer"]]
-    inject = {
+    inject: Callable[[], float] = {
         "kill9": lambda: fleet.faults.kill9(victim),
         "sigstop": lambda: fleet.faults.stop(victim),
         "freeze": lambda: fleet.faults.freeze(victim),
         "partition": lambda: fleet.faults.partition(fleet.ips[beat["peer"]]),
     }[kind]
-    undo = {
+    undo: Callable[[], float] = {
         "kill9": lambda: time.time(),
         "sigstop": lambda: fleet.faults.cont(victim),
         "freeze": lambda: fleet.faults.thaw(victim),
