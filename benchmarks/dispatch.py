@@ -27,7 +27,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swarmlab import MODEL, OUT, SARK, Lab, events, overheads, start_workers, submitter_id, summary, until
+from swarmlab import (
+    MODEL,
+    OUT,
+    SARK,
+    Lab,
+    overheads,
+    start_workers,
+    submitter_id,
+    summary,
+    until,
+    worker_events,
+)
 
 SMALL_JOB = {"compute_unit": "CPU (ONNX)", "devices": 1, "num_inference_runs": 5, "warmup_runs": 1,
              "load_runs": 1, "processes": 1, "threads": 1}  # fmt: skip
@@ -50,7 +61,7 @@ def run(tasks: int, workers: int) -> dict[str, Any]:
                                       "--wait-peers", str(workers)])  # fmt: skip
         submitter_events = until(sub, "outcome", 900)
         wall = time.perf_counter() - started
-        rows = overheads(submitter_events, [e for p in procs for e in events(p)])
+        rows = overheads(submitter_events, worker_events(procs))
     finally:
         lab.close()
         shutil.rmtree(work, ignore_errors=True)

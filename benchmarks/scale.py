@@ -30,13 +30,13 @@ from swarmlab import (
     SARK,
     Lab,
     Proc,
-    events,
     overheads,
     start_workers,
     submitter_id,
     summary,
     tree_rss_mib,
     until,
+    worker_events,
 )  # fmt: skip
 
 JOB = {"compute_unit": "CPU (ONNX)", "devices": 1, "num_inference_runs": 5, "warmup_runs": 1, "load_runs": 1,
@@ -92,7 +92,8 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
         outcome = next(e for e in seen if e["event"] == "outcome")
         with open(outcome["files"]["csv"], newline="") as f:
             endings = Counter(f"{r['Status']} {r['FailureReason']}".strip() for r in csv.DictReader(f))
-        rows = overheads(seen, [e for p in procs for e in events(p)])
+        rows = overheads(seen, worker_events(procs))
+        losses = Counter(e["detail"][:80] for e in seen if e["event"] in ("lost", "lapsed"))
         busy = [peak for pid, peak in rss.peaks.items()]
     finally:
         lab.close()
@@ -100,7 +101,7 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
     return {
         "workers": workers, "gates": gates, "tasks": tasks, "completed": len(rows),
         "workers_join_s": join_s, "discovered": discovered["peers"], "discovery_s": discovered["seconds"],
-        "campaign_wall_s": wall, "endings": dict(endings), **summary(rows),
+        "campaign_wall_s": wall, "endings": dict(endings), "losses": dict(losses), **summary(rows),
         "idle_worker_rss_mib": statistics.median(idle), "busy_worker_peak_rss_mib": max(busy),
     }  # fmt: skip
 
@@ -118,6 +119,8 @@ def main() -> None:
     print(f"campaign: {r['completed']}/{r['tasks']} tasks in {r['campaign_wall_s']:.1f} s; per-task overhead "
           f"p50 {r['overhead_p50_ms']:.0f} ms, p99 {r['overhead_p99_ms']:.0f} ms")  # fmt: skip
     print(f"task endings: {r['endings']}")
+    if r["losses"]:
+        print(f"attempts lost: {r['losses']}")
     print(f"memory: idle worker {r['idle_worker_rss_mib']:.0f} MiB, busy worker with its child "
           f"{r['busy_worker_peak_rss_mib']:.0f} MiB (peak)")  # fmt: skip
     OUT.mkdir(exist_ok=True)

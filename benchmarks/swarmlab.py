@@ -62,23 +62,32 @@ def until(proc: Proc, kind: str, timeout: float) -> list[dict[str, Any]]:
             return seen
 
 
-def overheads(submitter: list[dict[str, Any]], workers: list[dict[str, Any]]) -> list[dict[str, float]]:
+def worker_events(procs: list[Proc]) -> dict[str, list[dict[str, Any]]]:
+    """Every unread event of each worker, by the worker's peer id."""
+    return {p.ready["peer_id"]: events(p) for p in procs}
+
+
+def overheads(
+    submitter: list[dict[str, Any]], workers: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, float]]:
     """Per accepted task: submit-to-result time minus the worker's own measured time and queue wait."""
-    offered: dict[str, float] = {}
-    accepted: dict[str, float] = {}
+    offered: dict[tuple[str, str], float] = {}
+    accepted: dict[str, tuple[str, float]] = {}
     for e in submitter:
         if e["event"] == "offered":
-            offered[e["task"]] = e["t"]  # the last offer is the one that led to the result
+            offered[e["task"], e["peer"]] = e["t"]  # the last offer to the peer whose result counted
         elif e["event"] == "accepted":
-            accepted[e["task"]] = e["t"]
-    marks: dict[str, dict[str, float]] = {}
-    for e in workers:
-        if e["event"] in ("committed", "run", "outcome"):
-            marks.setdefault(e["task"], {})[e["event"]] = e["t"]
+            accepted[e["task"]] = (e["peer"], e["t"])
+    marks: dict[tuple[str, str], dict[str, float]] = {}
+    for peer, seen in workers.items():
+        for e in seen:
+            if e["event"] in ("committed", "run", "outcome"):
+                marks.setdefault((e["task"], peer), {})[e["event"]] = e["t"]
     rows = []
-    for task, t_acc in accepted.items():
-        m = marks[task]
-        total = t_acc - offered[task]
+    for task, (peer, t_acc) in accepted.items():
+        m = marks[task, peer]
+        t_offer = offered[task, peer]
+        total = t_acc - t_offer
         measured = m["outcome"] - m["run"]
         queued = m["run"] - m["committed"]
         rows.append({
@@ -86,7 +95,7 @@ def overheads(submitter: list[dict[str, Any]], workers: list[dict[str, Any]]) ->
             "measured_ms": measured * 1e3,
             "queued_ms": queued * 1e3,
             "overhead_ms": (total - measured - queued) * 1e3,
-            "offer_to_commit_ms": (m["committed"] - offered[task]) * 1e3,
+            "offer_to_commit_ms": (m["committed"] - t_offer) * 1e3,
             "outcome_to_accept_ms": (t_acc - m["outcome"]) * 1e3,
         })  # fmt: skip
     return rows
