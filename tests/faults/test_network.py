@@ -14,11 +14,9 @@ from typing import Any
 
 import pytest
 from lab.faults import Faults
-from lab.fleet import H4, LONG_JOB, FaultNet, Fleet, collect_until, wait_for
+from lab.fleet import H4, LONG_JOB, FaultNet, Fleet, collect_until, run_impaired, wait_for
 from lab.netns import H2, H3
 from lab.procs import Lab
-
-SHORT_JOB = {"num_inference_runs": 30, "warmup_runs": 2, "load_runs": 1, "processes": 1}
 
 
 def _rows(outcome: dict[str, Any]) -> list[dict[str, str]]:
@@ -38,18 +36,12 @@ def test_campaign_completes_under_loss_delay_and_a_bandwidth_cap(
     fleet = Fleet.start(fnet, plab, faults)
     fleet.worker("w-h2", fnet.h2, H2)
     fleet.worker("w-h4", fnet.h4, H4)
-    for queue, ns in enumerate((fnet.h2, fnet.h4), start=1):
-        faults.loss(ns, 10)
-        faults.delay(ns, 50, queue=queue)
-    faults.tbf(fnet.h1, "8mbit")
-    jobs = [{"compute_unit": "CPU (ONNX)", "devices": "all", **SHORT_JOB} for _ in range(2)]
-    submitter = fleet.submit("submit", str(fleet.campaign(jobs)), "--wait-peers", "2")
-    outcome = wait_for(submitter, "outcome", 240)
-
-    rows = _rows(outcome)
-    assert sorted(r["Status"] for r in rows) == ["Complete"] * 4
-    assert outcome["accepted"] == 4
-    assert submitter.popen.wait(timeout=60) == 0
+    row = run_impaired(fleet)
+    print(f"\n{row}")
+    assert row["completed"] == 4
+    assert row["lost"] == 0
+    assert row["accepted"] == 4
+    assert row["exit"] == 0
     for ns in (fnet.h2, fnet.h4):
         dropped = _counter(ns, ["nft", "list", "table", "inet", "chaos"], r"counter packets (\d+)")
         queued = _counter(

@@ -224,3 +224,35 @@ def run_fault(fleet: Fleet, kind: str) -> dict[str, Any]:
         "winner": rows[0]["WorkerPeerId"] if rows else "",
         "exit": submitter.popen.wait(timeout=60),
     }
+
+
+SHORT_JOB = {"num_inference_runs": 30, "warmup_runs": 2, "load_runs": 1, "processes": 1}
+
+
+def run_impaired(fleet: Fleet) -> dict[str, Any]:
+    """Four short tasks on the two bridge workers under 10 % loss and a 50 ms delay (NFQUEUE shim) on
+    each worker's egress and an 8 Mbit/s tbf cap on h1; returns completion figures."""
+    net = fleet.net
+    for queue, ns in enumerate((net.h2, net.h4), start=1):
+        fleet.faults.loss(ns, 10)
+        fleet.faults.delay(ns, 50, queue=queue)
+    fleet.faults.tbf(net.h1, "8mbit")
+    jobs = [{"compute_unit": "CPU (ONNX)", "devices": "all", **SHORT_JOB} for _ in range(2)]
+    start = time.time()
+    submitter = fleet.submit("submit", str(fleet.campaign(jobs, "impaired")), "--wait-peers", "2")
+    seen = collect_until(submitter, "outcome", 240)
+    rows = _rows(seen[-1])
+    lapses = [e for e in seen if e["event"] == "lapsed"]
+    return {
+        "fault": "10% loss + 50 ms delay + 8 Mbit/s tbf",
+        "detection_s": None,
+        "redispatch_s": None,
+        "tasks": 4,
+        "completed": sum(r["Status"] == "Complete" for r in rows),
+        "lost": 4 - len(rows),
+        "accepted": seen[-1]["accepted"],
+        "stale_rejected": seen[-1]["stale"],
+        "lapses": len(lapses),
+        "wall_s": round(seen[-1]["t"] - start, 1),
+        "exit": submitter.popen.wait(timeout=60),
+    }
