@@ -6,4 +6,8 @@ Modules:
     netns  `NetLab`: h1, h2 on a bridge and h3 behind a NAT, in network namespaces with a per-lab prefix
     probe  child script: find workers through a gate, then a `/sark/profile` round trip to each
     flood  child script: stream, malformed-frame, raw-TCP and drip flooders, and an honest pinger
+    faults `Faults`: kill9, stop/cont, cgroup freeze/thaw, partition/heal, loss, delay, tbf; undoes itself
+    netdelay  child script: the NFQUEUE delay shim (netem's stand-in), run inside a namespace
+    fleet  `FaultNet` (the lab plus h4), `Fleet` (gates, model server, submitter, workers in namespaces),
+           `run_fault` and `run_impaired`: the scenarios tests/faults and benchmarks/chaos.py share
 """
