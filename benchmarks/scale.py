@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/scale.py [--workers 50] [--tasks 100] [--gates 1]
 
 Starts gates and `--workers` `sark-node join` processes on loopback (started all at once), then a
-fresh submitter that runs a campaign of `--tasks` small tasks (one job each, `devices: 1`). Prints:
+fresh submitter that runs a campaign of `--tasks` small tasks (one job each, `devices: 1`, at most
+`MAX_INFLIGHT` at once: the workers share this machine's cores). Prints:
 the time from the fresh submitter's start to its discovery of every worker, the campaign's wall
 time, the per-task overhead p50/p99 (as in dispatch.py), and memory: RSS of an idle worker (after
 join, before any task) and the peak RSS of a busy worker with its measuring child. Writes
@@ -39,6 +40,9 @@ from swarmlab import (
     worker_events,
 )  # fmt: skip
 
+MAX_INFLIGHT = 4
+"""Every worker shares this machine's 2 cores: more measurements at once than this only starve the
+nodes' event loops (heartbeats miss their lease, attempts are lost). A real fleet has a CPU per device."""
 JOB = {"compute_unit": "CPU (ONNX)", "devices": 1, "num_inference_runs": 5, "warmup_runs": 1, "load_runs": 1,
        "processes": 1, "threads": 1}  # fmt: skip
 
@@ -78,8 +82,13 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
         join_s = time.perf_counter() - started
         idle = [tree_rss_mib(p.popen.pid) for p in procs]
         shutil.copy(MODEL, work / MODEL.name)
-        (work / "c.yaml").write_text(json.dumps({"name": "scale", "model": {"path": MODEL.name},
-                                                 "jobs": [JOB] * tasks}))  # fmt: skip
+        campaign = {
+            "name": "scale",
+            "model": {"path": MODEL.name},
+            "max_inflight": MAX_INFLIGHT,
+            "jobs": [JOB] * tasks,
+        }
+        (work / "c.yaml").write_text(json.dumps(campaign))
         with PeakRss(procs) as rss:
             started = time.perf_counter()
             sub = lab.start("submitter", [*SARK, "submit", str(work / "c.yaml"), *gate_flags, "--data-dir",

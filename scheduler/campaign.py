@@ -71,6 +71,7 @@ class Campaign(Value):
     name: str
     priority: int = 50
     processes: int = 3
+    max_inflight: int = 0
     models: tuple[ModelSource, ...]
     jobs: tuple[Job, ...]
 
@@ -84,7 +85,7 @@ class Campaign(Value):
 
 DEFAULT_PROCESSES: Final = 3
 DEFAULT_PRIORITY: Final = 50
-_TOP_FIELDS: Final = ("name", "priority", "processes", "model", "models", "model_url", "jobs")
+_TOP_FIELDS: Final = ("name", "priority", "processes", "max_inflight", "model", "models", "model_url", "jobs")
 _SPEC_FIELDS: Final[dict[str, str]] = {
     "num_inference_runs": "runs",
     "warmup_runs": "warmups",
@@ -128,13 +129,21 @@ def parse_campaign(text: str, *, source: str = "campaign.yaml") -> Campaign:
     name = _name(data, problems)
     priority = _bounded_int(data, "priority", DEFAULT_PRIORITY, (0, 100), problems)
     processes = _bounded_int(data, "processes", DEFAULT_PROCESSES, (1, 20), problems)
+    max_inflight = _bounded_int(data, "max_inflight", 0, (0, 100_000), problems)
     models = parse_models(data, problems)
     jobs = _jobs(data, [m.key for m in models], processes, problems)
     if problems.items:
         raise CampaignError(problems.items, source=source)
     if not name:
         name = models[0].key if models else "campaign"
-    return Campaign(name=name, priority=priority, processes=processes, models=tuple(models), jobs=tuple(jobs))
+    return Campaign(
+        name=name,
+        priority=priority,
+        processes=processes,
+        max_inflight=max_inflight,
+        models=tuple(models),
+        jobs=tuple(jobs),
+    )
 
 
 def _load(text: str, problems: Problems) -> Mapping[str, object] | None:

@@ -296,12 +296,16 @@ class Scheduler:
         return out
 
     def _send_due_offers(self, now: float) -> list[Command]:
-        """Offer every due pending task, but never more to a peer than it can hold (the rest wait)."""
+        """Offer every due pending task, but never more to a peer than it can hold, nor more at once than
+        the campaign's `max_inflight` (0: no limit); the rest wait for a place."""
         out: list[Command] = []
         busy = in_flight(self._tasks.values())
+        limit = self._campaign.max_inflight or len(self._tasks)
         for task in list(self._tasks.values()):
             due = task.deadline is None or task.deadline <= now
             if task.state == TaskState.PENDING and task.peer_id is not None and due:
+                if sum(busy.values()) >= limit:
+                    break
                 if busy.get(task.peer_id, 0) >= capacity_of(self._peers.get(task.peer_id)):
                     continue
                 busy[task.peer_id] = busy.get(task.peer_id, 0) + 1

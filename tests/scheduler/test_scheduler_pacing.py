@@ -44,3 +44,12 @@ def test_paced_campaign_still_completes_every_task() -> None:
     node.run(max_steps=2000)
     assert sorted({o.status.value for o in node.outcomes().values()}) == ["Complete"]
     assert len(node.outcomes()) == 12
+
+
+def test_max_inflight_caps_the_whole_campaign() -> None:
+    campaign = parse_campaign("max_inflight: 3\n" + _campaign(10))
+    node = Node(Scheduler("c", campaign, {m.key: MODEL for m in campaign.models}))
+    first = _offers(node.discover([peer(f"p{i}") for i in range(5)]))
+    assert len(first) == 3
+    node.run(max_steps=2000)
+    assert len(node.outcomes()) == 10
