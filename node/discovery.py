@@ -16,6 +16,9 @@ from protocol import AdvertBody, Load
 
 log = logging.getLogger(__name__)
 
+PROBES_AT_ONCE = 16
+"""Live-profile probes in flight at once during discovery (each dials and opens a stream)."""
+
 
 @dataclass(frozen=True)
 class DiscoveryConfig:
@@ -37,6 +40,7 @@ class Discovery:
         self._config = config
         self._exclude = exclude
         self._adverts: dict[str, AdvertBody] = {}
+        self._probes = trio.CapacityLimiter(PROBES_AT_ONCE)
 
     def addrs(self, peer_id: str) -> tuple[str, ...]:
         """Every address a peer advertised, direct ones first, then its circuit addresses."""
@@ -54,22 +58,27 @@ class Discovery:
         return "unknown" if advert is None else advert.reachability
 
     async def initial(self) -> tuple[sch.PeerView, ...]:
-        """Look until `want` live workers answered (or the timeout), or until the count settles."""
+        """Look until `want` live workers answered (or the timeout), or until the count settles.
+
+        Rounds accumulate: a worker that answered once stays a candidate even if a later round's
+        probe of it timed out (on a busy machine some always do).
+        """
         deadline = trio.current_time() + self._config.timeout_s
-        best: tuple[sch.PeerView, ...] = ()
+        confirmed: dict[str, sch.PeerView] = {}
         stable_since = trio.current_time()
         while trio.current_time() < deadline:
-            found = await self.round()
-            if len(found) > len(best):
-                best, stable_since = found, trio.current_time()
+            before = len(confirmed)
+            confirmed.update((view.peer_id, view) for view in await self.round())
+            if len(confirmed) > before:
+                stable_since = trio.current_time()
             want = self._config.want
-            if want is not None and len(best) >= want:
+            if want is not None and len(confirmed) >= want:
                 break
-            if want is None and best and trio.current_time() - stable_since >= self._config.settle_s:
+            if want is None and confirmed and trio.current_time() - stable_since >= self._config.settle_s:
                 break
             await trio.sleep(0.2)
-        log.info("discovered %d live workers", len(best))
-        return best
+        log.info("discovered %d live workers", len(confirmed))
+        return tuple(sorted(confirmed.values(), key=lambda v: v.peer_id))
 
     async def updates(self) -> AsyncIterator[tuple[sch.PeerView, ...]]:
         """A fresh view of the swarm every interval, for churn and retries."""
@@ -92,6 +101,10 @@ class Discovery:
         return tuple(sorted(views, key=lambda v: v.peer_id))
 
     async def _confirm(self, peer: Any, views: list[sch.PeerView]) -> None:
+        async with self._probes:  # a few at a time: each probe's deadline is not spent waiting for CPU
+            await self._probe(peer, views)
+
+    async def _probe(self, peer: Any, views: list[sch.PeerView]) -> None:
         with trio.move_on_after(self._config.probe_timeout_s):
             try:
                 advert, load = await self._node.fresh_profile(peer, timeout=self._config.probe_timeout_s)
