@@ -313,8 +313,8 @@ async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], No
             log.warning("lost gates %s", ", ".join(sorted(lost)))
             down |= lost
             advertiser.circuit_addrs = tuple(c for c in advertiser.circuit_addrs if _gate_of(c) not in down)
-            wake()
-        if down and await _rejoin(node, advertiser, down):
+        back = bool(down) and await _rejoin(node, advertiser, down)
+        if lost or back:  # one republish, after any reservation: never a relayed advert without its circuit
             wake()
 
 
