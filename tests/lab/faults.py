@@ -24,7 +24,10 @@ from lab.procs import Proc
 
 NETDELAY = str(Path(__file__).resolve().parent / "netdelay.py")
 _V1_FREEZER = Path("/sys/fs/cgroup/freezer")
-_V2_ROOT = Path("/sys/fs/cgroup/unified")
+_V2_ROOT = next(
+    (p for p in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")) if (p / "cgroup.procs").exists()),
+    Path("/sys/fs/cgroup"),
+)  # a pure v2 machine mounts it at /sys/fs/cgroup; a hybrid one (this lab) under unified/
 
 
 def group_pids(pgid: int) -> list[int]:
