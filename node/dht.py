@@ -8,6 +8,7 @@ checks signer, expiry, lifetime and size on every put and get; `select` keeps th
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Iterable
 from typing import Final, final
@@ -29,6 +30,11 @@ from protocol.records import open_envelope
 
 ADVERT_MAX_BYTES: Final = 8192
 ADVERT_MAX_LIFETIME_S: Final = 3600.0
+
+log = logging.getLogger(__name__)
+
+PROVIDE_CHECKS_S: Final = (0.2, 0.5, 1.0, 2.0, 4.0)
+"""Pauses between reading our provider records back and providing again (ADD_PROVIDER can be lost)."""
 
 
 def advert_key(peer_id: str) -> str:
@@ -98,11 +104,25 @@ class Dht:
         self.kad = kad
 
     async def publish(self, envelope: Envelope, units: Iterable[ComputeUnit]) -> None:
-        """Put our advert and provide the any-worker key and one key per usable unit, concurrently."""
+        """Put our advert and provide the any-worker key and one key per usable unit, concurrently.
+
+        ADD_PROVIDER is fire-and-forget (P9) and a busy server drops some: each key is read back
+        from the servers and provided again, with a growing pause, until we are listed.
+        """
+        keys = [capability_dht_key(unit) for unit in (None, *units)]
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.kad.put, advert_key(envelope.peer_id), pack_body(envelope))
-            for unit in (None, *units):
-                nursery.start_soon(self.kad.provide, capability_dht_key(unit))
+            for key in keys:
+                nursery.start_soon(self.kad.provide, key)
+        for pause in PROVIDE_CHECKS_S:
+            missing = [key for key in keys if envelope.peer_id not in await self.kad.find_providers(key)]
+            if not missing:
+                return
+            await trio.sleep(pause)
+            async with trio.open_nursery() as nursery:
+                for key in missing:
+                    nursery.start_soon(self.kad.provide, key)
+        log.warning("provider records of %s not confirmed by any server yet", envelope.peer_id)
 
     async def providers(self, unit: ComputeUnit | None) -> dict[str, list[str]]:
         """Peers providing a unit (None: any worker), from the network, de-duplicated."""

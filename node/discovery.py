@@ -105,14 +105,16 @@ class Discovery:
             await self._probe(peer, views)
 
     async def _probe(self, peer: Any, views: list[sch.PeerView]) -> None:
-        with trio.move_on_after(self._config.probe_timeout_s):
+        with trio.move_on_after(self._config.probe_timeout_s) as scope:
             try:
                 advert, load = await self._node.fresh_profile(peer, timeout=self._config.probe_timeout_s)
             except NodeError as exc:
-                log.info("peer %s advertised but did not answer: %s", peer.peer_id, exc)
+                log.warning("peer %s advertised but did not answer: %s", peer.peer_id, exc)
                 return
             self._adverts[peer.peer_id] = advert
             views.append(_view(advert, load))
+        if scope.cancelled_caught:
+            log.warning("peer %s advertised but its profile probe timed out", peer.peer_id)
 
 
 def _view(advert: AdvertBody, load: Load) -> sch.PeerView:
