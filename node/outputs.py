@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import scheduler as sch
 from node.report import write_html_report
@@ -45,6 +46,24 @@ def campaign_rows(
     return rows
 
 
+def results_document(
+    campaign_id: str, campaign: sch.Campaign, rows: Sequence[tuple[dict[str, str], ResultRecord | None]]
+) -> dict[str, Any]:
+    """results.json: every row with its raw samples and, for a measured task, the signed device and
+    measurement (everything report.html draws)."""
+    document: dict[str, Any] = sch.results_document(
+        campaign_id, campaign, ((row, record.samples if record else ()) for row, record in rows)
+    )
+    for entry, (_, record) in zip(document["results"], rows, strict=True):
+        body = result_body(record) if record is not None else None
+        entry["signed"] = None if body is None else {
+            "worker": body.worker,
+            "device": body.device.model_dump(mode="json"),
+            "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
+        }  # fmt: skip
+    return document
+
+
 def write_outputs(
     out_dir: Path,
     campaign_id: str,
@@ -58,23 +77,7 @@ def write_outputs(
     rows = campaign_rows(scheduler, results, created_utc)
     csv_path = out_dir / "results.csv"
     csv_path.write_text(sch.to_csv(row for row, _ in rows))
-    document = sch.results_document(
-        campaign_id, campaign, ((row, record.samples if record else ()) for row, record in rows)
-    )
-    details = []
-    for _, record in rows:
-        body = result_body(record) if record is not None else None
-        details.append(
-            None
-            if body is None
-            else {
-                "worker": body.worker,
-                "device": body.device.model_dump(mode="json"),
-                "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
-            }
-        )
-    for entry, detail in zip(document["results"], details, strict=True):  # type: ignore[call-overload]
-        entry["signed"] = detail
+    document = results_document(campaign_id, campaign, rows)
     json_path = out_dir / "results.json"
     json_path.write_text(json.dumps(document, indent=1))
     html_path = write_html_report(out_dir / "report.html", document)

@@ -42,6 +42,8 @@ from protocol import FailureReason, Holder, ModelRef
 log = logging.getLogger(__name__)
 
 View = Callable[[Sequence[sch.TaskView]], None]
+Injected = sch.PeersDiscovered | sch.CancelRequested
+"""Events that reach the loop from its own helpers (discovery, the cancel watch) rather than attempts."""
 
 CANCEL_POLL_S = 1.0
 WIND_DOWN_S = 3.0
@@ -90,8 +92,8 @@ class CampaignLoop:
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
         self.tally = Tally()
-        self._notes_in: trio.MemorySendChannel[Note | sch.Event]
-        self._notes_out: trio.MemoryReceiveChannel[Note | sch.Event]
+        self._notes_in: trio.MemorySendChannel[Note | Injected]
+        self._notes_out: trio.MemoryReceiveChannel[Note | Injected]
         self._notes_in, self._notes_out = trio.open_memory_channel(4096)
         self._idle = trio.Event()
         self._holders_of: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -138,7 +140,7 @@ class CampaignLoop:
                 self._save()
         self._view(self._sched.tasks())
 
-    async def _next(self, deadline: float | None) -> Note | sch.Event | None:
+    async def _next(self, deadline: float | None) -> Note | Injected | None:
         timeout = math.inf if deadline is None else max(0.0, deadline - time.time())
         with trio.move_on_after(timeout):
             return await self._notes_out.receive()
@@ -250,13 +252,10 @@ class CampaignLoop:
 
     # -- notes in --------------------------------------------------------------------------------
 
-    def _translate(self, note: Note | sch.Event) -> sch.Event | None:
-        if isinstance(note, sch.PeersDiscovered):
-            self._emit("peers", peers=sorted(p.peer_id for p in note.peers))
+    def _translate(self, note: Note | Injected) -> sch.Event | None:
+        if isinstance(note, sch.PeersDiscovered | sch.CancelRequested):
             return note
-        if isinstance(note, sch.CancelRequested):
-            return note
-        return self._from_attempt(note)  # type: ignore[arg-type]
+        return self._from_attempt(note)
 
     def _from_attempt(self, note: Note) -> sch.Event | None:
         a = note.attempt

@@ -14,7 +14,7 @@ from rich.console import Console
 import scheduler as sch
 from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
 from node.models import refs_from_json
-from node.outputs import campaign_rows, result_body
+from node.outputs import campaign_rows, results_document
 from node.report import diff_table, load_document, render_html, render_markdown
 from node.store import CampaignStore
 from scheduler.report import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, diff_entries, entries_from_document
@@ -60,21 +60,7 @@ def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | N
     else:
         scheduler = sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
     rows = campaign_rows(scheduler, store.results(campaign_id), record.created_utc)
-    document = sch.results_document(
-        campaign_id, campaign, ((row, rec.samples if rec else ()) for row, rec in rows)
-    )
-    results: list[dict[str, Any]] = document["results"]  # type: ignore[assignment]
-    for entry, (_, rec) in zip(results, rows, strict=True):
-        body = result_body(rec) if rec is not None else None
-        entry["signed"] = (
-            None
-            if body is None
-            else {
-                "worker": body.worker,
-                "device": body.device.model_dump(mode="json"),
-                "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
-            }
-        )
+    document = results_document(campaign_id, campaign, rows)
     return document
 
 
