@@ -184,7 +184,7 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
     Yields the submitter's configuration pointed at the embedded gate.
     """
     from gate import serve_gate
-    from node.host import identity_peer_id
+    from node.identity import identity_peer_id
 
     me = identity_peer_id(config.key_file())
     root = config.data_dir / "embedded"

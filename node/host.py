@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import stat
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -59,6 +57,7 @@ from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
 from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable
+from node.identity import load_seed
 from node.wire import Channel, Handler
 from protocol import Busy
 from protocol.codec import encode
@@ -116,33 +115,8 @@ def peer_of(addr: str) -> str:
 
 
 def _identity(key_file: Path | None) -> KeyPair:
-    """Load or create the Ed25519 identity; refuse a key file readable by others (T17)."""
-    if key_file is None:
-        return create_new_key_pair()
-    if key_file.exists():
-        mode = stat.S_IMODE(key_file.stat().st_mode)
-        if mode & 0o077:
-            raise ConfigError("key file", f"{key_file} has mode {mode:04o}; it must be 0600 (chmod 600)")
-        try:
-            seed = key_file.read_bytes()
-            return create_new_key_pair(seed) if len(seed) == 32 else _bad_key(key_file)
-        except (OSError, ValueError) as exc:
-            raise ConfigError("key file", f"cannot read {key_file}: {exc}") from exc
-    key_pair = create_new_key_pair()
-    key_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(key_pair.private_key.to_bytes())
-    return key_pair
-
-
-def identity_peer_id(key_file: Path) -> str:
-    """The peer id of the node whose identity lives in `key_file` (created if missing)."""
-    return str(ID.from_pubkey(_identity(key_file).public_key))
-
-
-def _bad_key(key_file: Path) -> KeyPair:
-    raise ConfigError("key file", f"{key_file} is not a 32-byte Ed25519 seed")
+    """The node's libp2p key pair from its persistent seed (`node.identity`)."""
+    return create_new_key_pair(load_seed(key_file))
 
 
 def _tame_logging() -> None:

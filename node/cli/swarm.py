@@ -157,7 +157,7 @@ def show_id(
     config_file: ConfigOpt = None,
 ) -> None:
     """Print this node's peer id (created on first use): what a worker's owner passes to --allow."""
-    from node.host import identity_peer_id
+    from node.identity import identity_peer_id
 
     config = build_config(config_file, data_dir=data_dir)
     print(guard(lambda: identity_peer_id(config.key_file())))
