@@ -52,6 +52,8 @@ Outcome = Result | Failure
 
 FETCH_PATIENCE_S = 600.0
 """How long a worker keeps asking holders and the submitter for a model before the task fails."""
+HOLDERS_FIRST_S = 10.0
+"""How long a worker asks only the other holders of a model before it also asks the submitter."""
 FIRST_PAUSE_S = 0.2
 MAX_PAUSE_S = 2.0
 
@@ -288,11 +290,15 @@ class Runner:
         offer, model = job.offer, job.offer.model
         holders = [h for h in offer.holders if h.peer_id not in (self._peer_id, offer.submitter)]
         random.shuffle(holders)
-        sources = [(h.peer_id, h.addrs) for h in holders] + [(offer.submitter, offer.submitter_addrs)]
-        deadline = trio.current_time() + FETCH_PATIENCE_S
+        peers = [(h.peer_id, h.addrs) for h in holders]
+        submitter = (offer.submitter, offer.submitter_addrs)
+        started = trio.current_time()
+        deadline = started + FETCH_PATIENCE_S
         pause, failure = FIRST_PAUSE_S, None
         while True:
-            for peer, addrs in sources:
+            # the submitter seeds: while other holders may soon have the model, leave it to them
+            patient = peers and trio.current_time() - started < HOLDERS_FIRST_S
+            for peer, addrs in peers if patient else [*peers, submitter]:
                 try:
                     path = await fetch_blob(
                         partial(self._open_blob, peer, addrs),
@@ -312,8 +318,7 @@ class Runner:
                     "model", task=job.task_id, sha256=model.sha256, source=source, peer=peer, bytes=model.size
                 )
                 return path
-            if trio.current_time() + pause > deadline:
-                assert failure is not None
+            if trio.current_time() + pause > deadline and failure is not None:
                 raise failure
             await trio.sleep(pause)
             pause = min(MAX_PAUSE_S, pause * 2)
