@@ -52,7 +52,7 @@ Outcome = Result | Failure
 
 FETCH_PATIENCE_S = 600.0
 """How long a worker keeps asking holders and the submitter for a model before the task fails."""
-HOLDERS_FIRST_S = 10.0
+HOLDERS_FIRST_S = 20.0
 """How long a worker asks only the other holders of a model before it also asks the submitter."""
 FIRST_PAUSE_S = 0.2
 MAX_PAUSE_S = 2.0

@@ -194,9 +194,9 @@ class CampaignLoop:
 
     def _holders(self, sha256: str, peer_id: str) -> tuple[Holder, ...]:
         """Peers offered this model before (they hold it, or soon will), direct ones only: model
-        bytes never cross a relay. Newest last; at most the 16 an offer carries."""
+        bytes never cross a relay. The earliest first (the likeliest to have it); at most 16."""
         known = self._holders_of.setdefault(sha256, {})
-        holders = tuple(Holder(peer_id=p, addrs=a[:8]) for p, a in known.items() if p != peer_id)[-16:]
+        holders = tuple(Holder(peer_id=p, addrs=a[:8]) for p, a in known.items() if p != peer_id)[:16]
         if self._discovery.reachability(peer_id) != "relayed":
             known[peer_id] = self._discovery.direct_addrs(peer_id)
         return holders
