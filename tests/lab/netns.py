@@ -14,6 +14,7 @@ names are at most 15 characters), and `down()` kills whatever still runs in its 
 from __future__ import annotations
 
 import secrets
+import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,6 +41,9 @@ table ip filt {
 }
 """
 
+
+NEEDED_TOOLS = ("ip", "nft", "iptables", "tc")
+"""What the lab and its fault injectors run; without them the namespace tests skip, saying which."""
 
 class NetnsRefused(Exception):
     """`ip netns add` (or the lab's set-up) was refused here: not root, or no namespace support."""
@@ -72,6 +76,9 @@ class NetLab:
         Raises:
             NetnsRefused: the first `ip netns add` failed (no root, no namespaces).
         """
+        missing = [tool for tool in NEEDED_TOOLS if shutil.which(tool) is None]
+        if missing:
+            raise NetnsRefused(f"missing {', '.join(missing)} (apt-get install iproute2 nftables iptables)")
         try:
             _ip("netns", "add", self.sw)
         except subprocess.CalledProcessError as exc:
