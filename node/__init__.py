@@ -9,7 +9,9 @@ Modules:
     config     the node's one frozen configuration (file, environment, flags)
     errors     NodeError and its leaves
     events     structured event lines (`--events`)
-    fetch      SSRF-guarded model downloads
+    urls       which model URLs a worker may fetch (the SSRF policy)
+    fetch      model downloads over checked addresses, capped and verified
+    identity   the persistent Ed25519 seed and peer id
     cache      the content-addressed model cache
     blob       /sark/blob/1.0.0: serving and fetching models peer to peer
     runner     the worker's task runner: priority queue, model acquisition, measurement, signing
