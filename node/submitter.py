@@ -253,7 +253,10 @@ class CampaignLoop:
     # -- notes in --------------------------------------------------------------------------------
 
     def _translate(self, note: Note | Injected) -> sch.Event | None:
-        if isinstance(note, sch.PeersDiscovered | sch.CancelRequested):
+        if isinstance(note, sch.PeersDiscovered):
+            self._emit("peers", peers=sorted(p.peer_id for p in note.peers))
+            return note
+        if isinstance(note, sch.CancelRequested):
             return note
         return self._from_attempt(note)
 
