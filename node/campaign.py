@@ -22,7 +22,7 @@ from node.blob import UploadSlots, blob_handler
 from node.config import NodeConfig
 from node.discovery import Discovery, DiscoveryConfig
 from node.dispatch import Identity, open_negotiate
-from node.errors import NodeError
+from node.errors import ConfigError
 from node.events import EventSink, quiet
 from node.models import pin_models, refs_from_json
 from node.outputs import write_outputs
@@ -40,8 +40,11 @@ BLOB_DEADLINE_S = 1800.0
 """How long one /sark/blob stream may take (a 2 GiB model at a slow link; resumable if cut)."""
 
 
-class CampaignNotFound(NodeError):
-    """`--resume` named a campaign this node's store never saw."""
+class CampaignNotFound(ConfigError):
+    """`--resume` named a campaign this node's store never saw (bad input)."""
+
+    def __init__(self, campaign_id: str, data_dir: Path) -> None:
+        super().__init__("--resume", f"no campaign {campaign_id} in {data_dir}")
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ async def resume(
     store = store_of(config)
     record = store.campaign(campaign_id)
     if record is None:
-        raise CampaignNotFound(f"no campaign {campaign_id} in {config.data_dir}")
+        raise CampaignNotFound(campaign_id, config.data_dir)
     campaign = sch.parse_campaign(record.text, source=record.source)
     models = refs_from_json(record.models)
     if record.snapshot is None:

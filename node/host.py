@@ -198,7 +198,7 @@ class _GateRelay(CircuitV2Protocol):
 def _remote_ip(stream: Any) -> str | None:
     try:
         remote = stream.muxed_conn.get_remote_address()
-    except Exception:
+    except Exception:  # relayed and closing connections have no address; the caller treats None as unknown
         return None
     return str(remote[0]) if remote else None
 

@@ -10,20 +10,15 @@ import trio
 
 import scheduler as sch
 from node.cache import ModelCache
-from node.errors import NodeError
+from node.errors import ConfigError
 from node.fetch import UrlPolicy, download
 from protocol import ModelRef
 
 UNKNOWN_SHA256 = "0" * 64
 
 
-class ModelSourceError(NodeError):
-    """A campaign's model cannot be used: the path is missing, or the pinned digest disagrees."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
+class ModelSourceError(ConfigError):
+    """A campaign's model cannot be used: the path is missing, or the pinned digest disagrees (bad input)."""
 
 
 async def pin_models(

@@ -350,8 +350,10 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
 def diff_table(rows: Sequence[DiffRow], title: str) -> Table:
     """A diff as a rich table: regressions in red, improvements in green."""
     table = Table(title=title)
-    for name, justify in (("device", "left"), ("unit", "left"), ("A ms", "right"), ("B ms", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name in ("device", "unit"):
+        table.add_column(name, justify="left")
+    for name in ("A ms", "B ms"):
+        table.add_column(name, justify="right")
     for name in ("change", "p", "verdict", "note"):
         table.add_column(name, justify="right" if name in ("change", "p") else "left")
     for r in rows:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from typing import Final, TypeVar
 
-import msgpack  # type: ignore[import-untyped,unused-ignore]  # msgpack ships no type hints
+import msgpack  # untyped: pyproject's mypy overrides ignore its missing stubs
 from pydantic import ValidationError
 
 from protocol.errors import LocalProtocolError, RemoteProtocolError

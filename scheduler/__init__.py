@@ -59,7 +59,7 @@ from scheduler.placement import (
     feasible,
     rank,
 )
-from scheduler.results import CSV_COLUMNS, failure_row, result_row, results_document, to_csv
+from scheduler.results import CSV_COLUMNS, SEED_COLUMNS, failure_row, result_row, results_document, to_csv
 from scheduler.retry import FINAL_FAILURES
 from scheduler.sources import ModelSource
 from scheduler.tasks import Attempt, SchedulerSnapshot, Status, TaskProgress, TaskState, TaskView, task_id_of
@@ -68,6 +68,7 @@ __all__ = [
     "CSV_COLUMNS",
     "DEFAULT_LEASE_TTL_S",
     "FINAL_FAILURES",
+    "SEED_COLUMNS",
     "Attempt",
     "Campaign",
     "CampaignError",

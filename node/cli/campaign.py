@@ -129,7 +129,7 @@ def submit(
             assert resume is not None
             return await runtime.resume(config, resume, options, view=view.update)
 
-    outcome = _run_submit(main, verbose)
+    outcome = run(main, verbose=verbose)  # bad model paths and unknown ids are ConfigErrors: exit 2
     if events:
         json_lines(
             "outcome",
@@ -141,16 +141,6 @@ def submit(
         )
         return
     _report(outcome, as_json)
-
-
-def _run_submit(main: Any, verbose: bool) -> Any:
-    from node.campaign import CampaignNotFound
-    from node.models import ModelSourceError
-
-    try:
-        return run(main, verbose=verbose)
-    except (ModelSourceError, CampaignNotFound) as exc:  # pragma: no cover - run() maps NodeError to exit 1
-        fail(f"error: {exc}", 2)
 
 
 def _report(outcome: Any, as_json: bool) -> None:

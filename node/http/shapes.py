@@ -15,16 +15,8 @@ from typing import Any, Final
 import scheduler as sch
 from node.http.state import CampaignState, Seen
 
-SEED_RESULT_FIELDS: Final = (
-    "LoadMsMedian",
-    "LoadMsAverage",
-    "LoadMsStdDev",
-    "PeakLoadRamUsage",
-    "InferenceMsMedian",
-    "InferenceMsAverage",
-    "InferenceMsStdDev",
-    "PeakInferenceRamUsage",
-)
+SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
+"""The seeds' measurement columns, which `GET /jobs/{id}` returns in its result."""
 
 _BREAKDOWN: Final[dict[sch.TaskState, str]] = {
     sch.TaskState.PENDING: "pending",
