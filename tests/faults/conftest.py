@@ -11,22 +11,14 @@ import pytest
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
 from lab.faults import Faults
 from lab.fleet import FaultNet
-from lab.netns import NetnsRefused
+from lab.netns import running
 from lab.procs import Lab
 
 
 @pytest.fixture
 def fnet() -> Iterator[FaultNet]:
     """h1, h2, h4 on a bridge and h3 behind NAT, always torn down; skipped where namespaces are refused."""
-    net = FaultNet()
-    try:
-        try:
-            net.up()
-        except NetnsRefused as exc:
-            pytest.skip(f"network namespaces refused here (needs root and `ip netns`): {exc}")
-        yield net
-    finally:
-        net.down()
+    yield from running(FaultNet())
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Final, TypeVar
 
 H1: Final = "10.77.0.11"
 H2: Final = "10.77.0.12"
@@ -149,3 +149,20 @@ def _ip(*args: str) -> None:
 
 def _run(argv: list[str], stdin: str | None = None) -> None:
     subprocess.run(argv, input=stdin, capture_output=True, text=True, check=True, timeout=30)
+
+
+LabT = TypeVar("LabT", bound=NetLab)
+
+
+def running(net: LabT) -> Iterator[LabT]:
+    """Bring a lab up for one test and always tear it down; skip the test, saying why, where refused."""
+    import pytest
+
+    try:
+        try:
+            net.up()
+        except NetnsRefused as exc:
+            pytest.skip(f"network namespace lab refused here (needs root, `ip netns`, nft): {exc}")
+        yield net
+    finally:
+        net.down()

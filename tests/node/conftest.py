@@ -12,7 +12,7 @@ from node.host import Host, HostConfig, open_host
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
 from conftest_data import make_profile
-from lab.netns import NetLab, NetnsRefused
+from lab.netns import NetLab, running
 from lab.procs import Lab
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
@@ -46,12 +46,4 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
 @pytest.fixture
 def net() -> Iterator[NetLab]:
     """The namespace lab (h1, h2 on a bridge, h3 behind NAT), always torn down; skipped where refused."""
-    net = NetLab()
-    try:
-        try:
-            net.up()
-        except NetnsRefused as exc:
-            pytest.skip(f"network namespaces refused here (needs root and `ip netns`): {exc}")
-        yield net
-    finally:
-        net.down()
+    yield from running(NetLab())
