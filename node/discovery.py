@@ -6,12 +6,13 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, final
+from typing import final
 
 import trio
 
 import scheduler as sch
 from node.errors import NodeError
+from node.swarm import Node, Peer
 from protocol import AdvertBody, Load
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ class DiscoveryConfig:
 class Discovery:
     """Turns the DHT's view of the swarm into scheduler peer views, and remembers how to dial them."""
 
-    def __init__(self, node: Any, config: DiscoveryConfig, *, exclude: frozenset[str] = frozenset()) -> None:
+    def __init__(self, node: Node, config: DiscoveryConfig, *, exclude: frozenset[str] = frozenset()) -> None:
         self._node = node
         self._config = config
         self._exclude = exclude
@@ -100,11 +101,11 @@ class Discovery:
                     nursery.start_soon(self._confirm, peer, views)
         return tuple(sorted(views, key=lambda v: v.peer_id))
 
-    async def _confirm(self, peer: Any, views: list[sch.PeerView]) -> None:
+    async def _confirm(self, peer: Peer, views: list[sch.PeerView]) -> None:
         async with self._probes:  # a few at a time: each probe's deadline is not spent waiting for CPU
             await self._probe(peer, views)
 
-    async def _probe(self, peer: Any, views: list[sch.PeerView]) -> None:
+    async def _probe(self, peer: Peer, views: list[sch.PeerView]) -> None:
         with trio.move_on_after(self._config.probe_timeout_s) as scope:
             try:
                 advert, load = await self._node.fresh_profile(peer, timeout=self._config.probe_timeout_s)

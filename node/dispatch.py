@@ -13,12 +13,12 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import trio
 
 import scheduler as sch
 from node.errors import NodeError
+from node.host import Host
 from node.wire import Channel
 from protocol import (
     DOMAIN_CANCEL,
@@ -329,7 +329,6 @@ def verify_result(attempt: Attempt, me: Identity, result: Result) -> Verified | 
     return Verified(attempt, result.lease_id, body, result.envelope)
 
 
-async def open_negotiate(host: Any, peer_id: str, addrs: tuple[str, ...]) -> Channel:
+async def open_negotiate(host: Host, peer_id: str, addrs: tuple[str, ...]) -> Channel:
     """Open a negotiate stream with the node's host (direct first, then through a relay)."""
-    channel: Channel = await host.open_channel(peer_id, NEGOTIATE, addrs=addrs, read_timeout=math.inf)
-    return channel
+    return await host.open_channel(peer_id, NEGOTIATE, addrs=addrs, read_timeout=math.inf)
