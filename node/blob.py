@@ -320,6 +320,7 @@ async def fetch_blob(
                 raise FetchError(
                     FailureReason.FETCH, f"{attempts} attempts failed at {transfer.done}/{size} bytes: {exc}"
                 ) from exc
+            streams = max(1, streams - transfer.refused)  # the holder's cap: fewer streams next time
     return await trio.to_thread.run_sync(cache.commit, sha256, transfer.temp)
 
 

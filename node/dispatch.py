@@ -166,7 +166,13 @@ async def run_attempt(
     try:
         await _open(attempt, me, conv, channel)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_obey, attempt, me, conv, channel, inbox)
+
+            async def obey() -> None:
+                await _obey(attempt, me, conv, channel, inbox)
+                if conv.state in _ENDED:  # our ack ended it: nothing more will be read
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(obey)
             await _read(attempt, me, conv, channel, notes)
             nursery.cancel_scope.cancel()
     except* (NodeError, ProtocolError) as group:
@@ -215,7 +221,7 @@ async def _obey(
     channel: Channel,
     inbox: trio.MemoryReceiveChannel[sch.Command],
 ) -> None:
-    """Turn the scheduler's commands for this task into messages."""
+    """Turn the scheduler's commands for this task into messages, until the conversation ends."""
     async for command in inbox:
         now = time.time()
         if isinstance(command, sch.SendDispatch):
@@ -228,6 +234,8 @@ async def _obey(
             await channel.send_raw(
                 conv.send(_cancel(attempt, me, command.lease_id, command.reason, now), now)
             )
+        if conv.state in _ENDED:
+            return
 
 
 _CANCELLABLE = frozenset({State.OFFERED, State.COMMITTED, State.RUNNING})

@@ -25,6 +25,7 @@ import trio
 import drivers
 from node.blob import fetch_blob
 from node.cache import ModelCache
+from node.errors import PeerUnreachable
 from node.events import EventSink, quiet
 from node.fetch import FetchError, UrlPolicy, download
 from node.outbox import Outbox
@@ -298,7 +299,7 @@ class Runner:
         while True:
             # the submitter seeds: while other holders may soon have the model, leave it to them
             patient = peers and trio.current_time() - started < HOLDERS_FIRST_S
-            for peer, addrs in peers if patient else [*peers, submitter]:
+            for peer, addrs in list(peers) if patient else [*peers, submitter]:
                 try:
                     path = await fetch_blob(
                         partial(self._open_blob, peer, addrs),
@@ -312,6 +313,8 @@ class Runner:
                     if exc.reason != FailureReason.FETCH:
                         raise  # the bytes are wrong or too many: no other source will fix that
                     failure = exc
+                    if peer != offer.submitter and isinstance(exc.__cause__, PeerUnreachable):
+                        peers.remove((peer, addrs))  # a holder we cannot reach is not waited for
                     continue
                 source = "blob" if peer == offer.submitter else "peer"
                 self._emit(

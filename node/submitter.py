@@ -201,6 +201,11 @@ class CampaignLoop:
             known[peer_id] = self._discovery.direct_addrs(peer_id)
         return holders
 
+    def _forget_holder(self, peer_id: str) -> None:
+        """A peer whose stream broke is named to no one as a holder: it may be gone."""
+        for known in self._holders_of.values():
+            known.pop(peer_id, None)
+
     def _start_offer(self, command: sch.SendOffer) -> None:
         self._emit("offered", task=command.task_id, peer=command.peer_id)
         attempt = Attempt(
@@ -281,6 +286,7 @@ class CampaignLoop:
                     detail=note.decline.detail,
                 )
             case Lost():
+                self._forget_holder(a.peer_id)
                 return sch.OfferLost(task_id=a.task_id, peer_id=a.peer_id, detail=note.detail)
             case Heartbeat():
                 p = note.progress
@@ -299,6 +305,7 @@ class CampaignLoop:
                     task_id=a.task_id, lease_id=f.lease_id, reason=f.reason, detail=f.detail
                 )
             case Lapsed():
+                self._forget_holder(a.peer_id)
                 self.tally.lapsed += 1
                 self._record("lapsed", a, note.detail)
                 return sch.LeaseLapsed(task_id=a.task_id, lease_id=note.lease_id)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,11 +158,16 @@ class Lab:
 
 
 def _pump(proc: Proc) -> None:
+    """Queue each JSON event line; keep every stdout line, timed, beside the stderr log."""
     assert proc.popen.stdout is not None
-    for line in proc.popen.stdout:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            proc.events.put(event)
+    trail = proc.log.with_suffix(".stdout") if proc.log is not None else Path(os.devnull)
+    with trail.open("a") as out:
+        for line in proc.popen.stdout:
+            out.write(f"{time.monotonic():.3f} {line}")
+            out.flush()
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                proc.events.put(event)
