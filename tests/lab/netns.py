@@ -45,6 +45,7 @@ table ip filt {
 NEEDED_TOOLS = ("ip", "nft", "iptables", "tc")
 """What the lab and its fault injectors run; without them the namespace tests skip, saying which."""
 
+
 class NetnsRefused(Exception):
     """`ip netns add` (or the lab's set-up) was refused here: not root, or no namespace support."""
 
