@@ -83,9 +83,11 @@ def main() -> None:
     runs: dict[str, Any] = {}
     for label, inflight in (("all at once", 0), ("paced to the 2 cores (max_inflight 2)", 2)):
         r = runs[label] = run(args.tasks, args.workers, inflight)
-        print(f"{label}: {r['completed']}/{r['tasks']} tasks on {r['workers']} workers in "
-              f"{r['campaign_wall_s']:.1f} s; per-task overhead p50 {r['overhead_p50_ms']:.1f} ms, p99 "
-              f"{r['overhead_p99_ms']:.1f} ms (worker's own time p50 {r['measured_p50_ms']:.0f} ms)")
+        print(
+            f"{label}: {r['completed']}/{r['tasks']} tasks on {r['workers']} workers in "
+            f"{r['campaign_wall_s']:.1f} s; per-task overhead p50 {r['overhead_p50_ms']:.1f} ms, p99 "
+            f"{r['overhead_p99_ms']:.1f} ms (worker's own time p50 {r['measured_p50_ms']:.0f} ms)"
+        )
     result: dict[str, Any] = {"runs": runs}
     if not args.no_transfer:
         transfer = Path(__file__).parent / "transfer.py"

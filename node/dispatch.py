@@ -169,7 +169,7 @@ async def run_attempt(
 
             async def obey() -> None:
                 await _obey(attempt, me, conv, channel, inbox)
-                if conv.state in _ENDED:  # our ack ended it: nothing more will be read
+                if conv.state is State.DONE:  # our ack ended it: nothing more will be read
                     nursery.cancel_scope.cancel()
 
             nursery.start_soon(obey)
@@ -221,7 +221,7 @@ async def _obey(
     channel: Channel,
     inbox: trio.MemoryReceiveChannel[sch.Command],
 ) -> None:
-    """Turn the scheduler's commands for this task into messages, until the conversation ends."""
+    """Turn the scheduler's commands for this task into messages, until our ack ends the conversation."""
     async for command in inbox:
         now = time.time()
         if isinstance(command, sch.SendDispatch):
@@ -230,12 +230,11 @@ async def _obey(
             )
         elif isinstance(command, sch.SendAck):
             await channel.send_raw(conv.send(Ack(task_id=attempt.task_id, lease_id=command.lease_id), now))
+            return  # the ack ends the conversation
         elif isinstance(command, sch.SendCancel) and conv.state in _CANCELLABLE:
             await channel.send_raw(
                 conv.send(_cancel(attempt, me, command.lease_id, command.reason, now), now)
             )
-        if conv.state in _ENDED:
-            return
 
 
 _CANCELLABLE = frozenset({State.OFFERED, State.COMMITTED, State.RUNNING})

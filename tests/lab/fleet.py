@@ -165,12 +165,13 @@ def _rows(outcome: dict[str, Any]) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def _half_done(submitter: Proc, timeout: float = 120.0) -> dict[str, Any]:
-    """The first heartbeat of a measurement at least half done (the zombie then finishes first)."""
+def _two_thirds_done(submitter: Proc, timeout: float = 120.0) -> dict[str, Any]:
+    """The first heartbeat of a measurement two-thirds done: the zombie's third left ends well before
+    the new worker's fetch and whole run, so its late result is seen (and rejected as stale)."""
     deadline = time.monotonic() + timeout
     while True:
         beat = wait_for(submitter, "heartbeat", deadline - time.monotonic(), phase="measuring")
-        if beat.get("total") and beat["done"] * 2 >= beat["total"]:
+        if beat.get("total") and beat["done"] * 3 >= beat["total"] * 2:
             return beat
 
 
@@ -178,7 +179,7 @@ FAULTS = ("kill9", "sigstop", "freeze", "partition")
 
 
 def run_fault(fleet: Fleet, kind: str) -> dict[str, Any]:
-    """One task, two workers; fault the one measuring half-way, undo the fault after the lapse.
+    """One task, two workers; fault the one measuring two-thirds of the way, undo the fault after the lapse.
 
     Returns the figures: detection (fault to lapse), re-dispatch (lapse to the new commit), tasks
     completed, results lost, stale results rejected, and the checks the tests assert on.
@@ -187,7 +188,7 @@ def run_fault(fleet: Fleet, kind: str) -> dict[str, Any]:
     submitter = fleet.submit(
         "submit", str(fleet.campaign([job], kind)), "--wait-peers", str(len(fleet.workers))
     )
-    beat = _half_done(submitter)
+    beat = _two_thirds_done(submitter)
     victim = fleet.workers[beat["peer"]]
     inject: Callable[[], float] = {
         "kill9": lambda: fleet.faults.kill9(victim),
