@@ -38,6 +38,9 @@ WaitOpt = Annotated[int | None, typer.Option("--wait-peers", help="wait until th
 DiscoverOpt = Annotated[
     float, typer.Option("--discover-timeout", help="how long to look for workers, seconds")
 ]
+RediscoverOpt = Annotated[
+    float, typer.Option("--rediscover", min=0.5, help="seconds between fresh looks at the swarm (churn)")
+]
 WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
 
@@ -79,14 +82,19 @@ def _config(
 
 
 def _options(
-    out: Path, wait_peers: int | None, discover_timeout: float, workers: int, events: bool = False
+    out: Path,
+    wait_peers: int | None,
+    discover_timeout: float,
+    workers: int,
+    events: bool = False,
+    rediscover: float = DiscoveryConfig.interval_s,
 ) -> Any:
     from node.campaign import SubmitOptions
 
     return SubmitOptions(
         out_root=out,
         events=json_lines if events else quiet,
-        discovery=DiscoveryConfig(want=wait_peers, timeout_s=discover_timeout),
+        discovery=DiscoveryConfig(want=wait_peers, timeout_s=discover_timeout, interval_s=rediscover),
         embedded_workers=workers,
     )
 
@@ -103,6 +111,7 @@ def submit(
     as_json: JsonOpt = False,
     wait_peers: WaitOpt = None,
     discover_timeout: DiscoverOpt = 5.0,
+    rediscover: RediscoverOpt = DiscoveryConfig.interval_s,
     workers: WorkersOpt = 1,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
@@ -115,7 +124,7 @@ def submit(
     if (campaign is None) == (resume is None):
         fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
-    options = _options(out, wait_peers, discover_timeout, workers, events)
+    options = _options(out, wait_peers, discover_timeout, workers, events, rediscover)
     text = ""
     if campaign is not None:
         text = _read_campaign(campaign)
