@@ -6,13 +6,17 @@ when it does not hold the model or the peer is reached only through a relay (mod
 cross a relay). No per-chunk acknowledgement: the muxer's flow control paces the sender.
 
 The fetcher keeps the partial file (`ModelCache.temp_path`) across failures and continues from its
-length on a fresh stream, up to a bounded number of attempts; the cache checks the sha256 before the
-file is moved into place. Disk reads and writes run in worker threads, never on the event loop.
+length on a fresh stream, up to a bounded number of attempts. The sha256 is checked before the file
+is moved into place: a worker thread reads the file's gap-free prefix back and hashes it while the
+rest is still arriving, so the check costs no time after the last byte. Disk reads and writes run in
+worker threads, never on the event loop.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import itertools
 import logging
 import os
@@ -22,7 +26,7 @@ from typing import BinaryIO, Final, final
 
 import trio
 
-from node.cache import ModelCache
+from node.cache import HASH_BLOCK, ModelCache
 from node.errors import NodeError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
 from node.fetch import FetchError, OnBytes
 from node.wire import Channel, Handler
@@ -185,7 +189,26 @@ class _Transfer:
         self.done = 0
         self.segments: list[_Segment] = []
         self.refused = 0
+        self.active = 0
+        self.digest = _Digest()
         self._on_bytes = on_bytes
+        self._moved = trio.Event()
+
+    def moved(self) -> None:
+        """A segment wrote bytes or ended: wake the digest follower."""
+        self._moved.set()
+        self._moved = trio.Event()
+
+    async def follow(self) -> None:
+        """Hash the gap-free prefix as it grows, until every segment of this attempt has ended."""
+        while True:
+            target = self.prefix()
+            if target > self.digest.hashed:
+                await trio.to_thread.run_sync(self.digest.hash_to, self.temp, target)
+            elif self.active == 0:
+                return
+            else:
+                await self._moved.wait()
 
     def resume_point(self) -> int:
         """Length of a usable partial file (emptied if it is longer than the model)."""
@@ -255,8 +278,31 @@ class _Transfer:
                 )
             await trio.to_thread.run_sync(_write_at, fd, message.data, segment.pos)
             segment.pos += len(message.data)
+            self.moved()
             if self._on_bytes is not None:
                 self._on_bytes(self.done + sum(s.pos - s.start for s in self.segments), self.size)
+
+
+@final
+class _Digest:
+    """The sha256 of a partial file's first `hashed` bytes, read back from the file itself."""
+
+    def __init__(self) -> None:
+        self.hashed = 0
+        self._sha = hashlib.sha256()
+
+    def hash_to(self, path: Path, end: int) -> None:
+        """Read [hashed, end) from `path` and hash it (a worker thread: hashlib releases the GIL)."""
+        with path.open("rb") as file:
+            while self.hashed < end:
+                block = os.pread(file.fileno(), min(HASH_BLOCK, end - self.hashed), self.hashed)
+                if not block:
+                    raise OSError(f"{path} ended at {self.hashed} bytes; {end} were written")
+                self._sha.update(block)
+                self.hashed += len(block)
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
 
 
 def _write_at(fd: int, data: bytes, offset: int) -> None:
@@ -304,6 +350,8 @@ async def fetch_blob(
     transfer = _Transfer(sha256, size, cache.temp_path(sha256), on_bytes)
     for attempt in range(1, attempts + 1):
         transfer.done = await trio.to_thread.run_sync(transfer.resume_point)
+        if transfer.digest.hashed > transfer.done:  # a stale partial file was emptied
+            transfer.digest = _Digest()
         try:
             await _attempt(channel_factory, transfer, streams)
             break
@@ -321,7 +369,10 @@ async def fetch_blob(
                     FailureReason.FETCH, f"{attempts} attempts failed at {transfer.done}/{size} bytes: {exc}"
                 ) from exc
             streams = max(1, streams - transfer.refused)  # the holder's cap: fewer streams next time
-    return await trio.to_thread.run_sync(cache.commit, sha256, transfer.temp)
+    if transfer.digest.hashed != size:  # every segment ended, so the follower hashed all of it
+        raise FetchError(FailureReason.FETCH, f"hashed {transfer.digest.hashed} of {size} bytes")
+    commit = functools.partial(cache.commit, digest=transfer.digest.hexdigest())
+    return await trio.to_thread.run_sync(commit, sha256, transfer.temp)
 
 
 async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer, streams: int) -> None:
@@ -344,7 +395,9 @@ async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer, streams
                     nursery.cancel_scope.cancel()
 
             for segment in transfer.segments:
+                transfer.active += 1
                 nursery.start_soon(_segment_task, channel_factory, transfer, segment, file.fileno(), fail)
+            nursery.start_soon(_follow_task, transfer, fail)
     finally:
         transfer.done = transfer.prefix()
         with trio.CancelScope(shield=True):
@@ -374,6 +427,16 @@ async def _segment_task(
         fail(exc)
     except OSError as exc:
         fail(FetchError(FailureReason.FETCH, f"writing {transfer.temp}: {exc}"))
+    finally:
+        transfer.active -= 1
+        transfer.moved()
+
+
+async def _follow_task(transfer: _Transfer, fail: Callable[[Exception], None]) -> None:
+    try:
+        await transfer.follow()
+    except OSError as exc:
+        fail(FetchError(FailureReason.FETCH, f"reading back {transfer.temp}: {exc}"))
 
 
 __all__ = [

@@ -89,13 +89,17 @@ class ModelCache:
         """Where a partial transfer of this model lives (same directory: the final rename is atomic)."""
         return self.root / f"{_checked(sha256)}.part"
 
-    def commit(self, sha256: str, temp: Path) -> Path:
+    def commit(self, sha256: str, temp: Path, *, digest: str | None = None) -> Path:
         """Verify `temp` against `sha256` and move it into the cache.
+
+        Args:
+            digest: the sha256 of `temp`'s bytes if the caller hashed them as it wrote them;
+                otherwise the file is hashed here.
 
         Raises:
             FetchError: DIGEST_MISMATCH; `temp` is deleted.
         """
-        actual = file_sha256(temp)
+        actual = file_sha256(temp) if digest is None else digest
         if actual != _checked(sha256):
             temp.unlink(missing_ok=True)
             raise FetchError(FailureReason.DIGEST_MISMATCH, f"expected sha256 {sha256}, got {actual}")

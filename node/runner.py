@@ -331,12 +331,13 @@ class Runner:
         for url in urls:
             temp = self._cache.temp_path(sha256)
             try:
-                await download(url, temp, sha256=sha256, policy=self._policy)
+                digest, _ = await download(url, temp, sha256=sha256, policy=self._policy)
             except FetchError as exc:
                 error = exc
                 log.info("model download from %s failed: %s", url, exc.detail)
                 continue
-            return await trio.to_thread.run_sync(self._cache.commit, sha256, temp)
+            commit = partial(self._cache.commit, digest=digest)  # download hashed what it wrote
+            return await trio.to_thread.run_sync(commit, sha256, temp)
         assert error is not None
         raise error
 

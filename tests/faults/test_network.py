@@ -60,9 +60,7 @@ def test_churn_a_worker_leaves_mid_measurement_and_a_new_one_joins(
     fleet.worker("w-h2", fnet.h2, H2)
     fleet.worker("w-h4", fnet.h4, H4)
     job = {"compute_unit": "CPU (ONNX)", "devices": 2, **LONG_JOB, "num_inference_runs": 10000}
-    submitter = fleet.submit(
-        "submit", str(fleet.campaign([job])), "--wait-peers", "2", "--rediscover", "1"
-    )
+    submitter = fleet.submit("submit", str(fleet.campaign([job])), "--wait-peers", "2", "--rediscover", "1")
     wait_for(submitter, "heartbeat", 120, phase="measuring")
     joined = fleet.worker("w-h3", fnet.h3, H3).ready["peer_id"]  # behind NAT: reached through the gate
     while joined not in wait_for(submitter, "peers", 60)["peers"]:  # the submitter's next look at the swarm

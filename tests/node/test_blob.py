@@ -175,6 +175,22 @@ async def test_partial_file_outlives_a_failed_fetch(
     assert await trio.Path(path).read_bytes() == model
 
 
+async def test_a_corrupt_partial_file_is_caught_by_the_digest_of_the_bytes_on_disk(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    sha = _sha(model)
+    await trio.Path(fetcher.temp_path(sha)).write_bytes(bytes(b ^ 0xFF for b in model[:CHUNK]))
+    link = _link(nursery, holder)
+    with trio.fail_after(DEADLINE):
+        with pytest.raises(FetchError) as info:
+            await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30)
+        assert info.value.reason is FailureReason.DIGEST_MISMATCH
+        assert link.offsets == [CHUNK]  # it resumed after the bad prefix, and the digest still saw it
+        assert await _listing(fetcher) == []
+        path = await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30)
+    assert await trio.Path(path).read_bytes() == model
+
+
 async def test_missing_digest(nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache) -> None:
     link = _link(nursery, holder)
     unknown = _sha(b"a model nobody has")

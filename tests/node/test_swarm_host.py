@@ -14,9 +14,10 @@ from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.custom_types import TProtocol
 from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
+from libp2p.stream_muxer.yamux.yamux import Yamux
 
 from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
-from node.host import HANDSHAKE_TIMEOUT_S, SECURITY_PROTOCOLS, Host, HostConfig, open_host
+from node.host import HANDSHAKE_TIMEOUT_S, SECURITY_PROTOCOLS, YAMUX_FRAME, Host, HostConfig, open_host
 from node.wire import Channel
 from protocol import PROFILE, ProfileGet, ReachReply
 
@@ -105,6 +106,39 @@ async def test_a_handshake_that_never_finishes_is_cut_at_our_deadline(host_pair:
         while await stream.receive_some(4096):
             pass
     await stream.aclose()
+
+
+async def test_bulk_writes_go_out_in_frames_larger_than_64_kib(
+    host_pair: tuple[Host, Host], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P25: yamux frames as large as the window allows (libp2p cuts at 64 KiB), bytes intact."""
+    client, server = host_pair
+    frames: list[int] = []
+    write_frame = Yamux._write_frame
+
+    async def spy(self: Yamux, data: bytes) -> None:
+        frames.append(len(data))
+        await write_frame(self, data)
+
+    monkeypatch.setattr(Yamux, "_write_frame", spy)
+    payload = os.urandom(8 << 20)
+    got = bytearray()
+    done = trio.Event()
+
+    async def sink(channel: Channel) -> None:
+        while data := await channel.receive_raw(1 << 20):
+            got.extend(data)
+        done.set()
+
+    server.set_handler(ECHO, sink)
+    with trio.fail_after(30):
+        channel = await client.open_channel(server.peer_id, ECHO, addrs=server.addrs(), timeout=5)
+        await channel.send_raw(payload)
+        await channel.close()
+        await done.wait()
+    assert got == payload
+    assert 64 * 1024 + 12 < max(frames) <= YAMUX_FRAME + 12
+    assert os.environ["PY_YAMUX_RELEASE_ON_READ"] == "0"  # window credit in half-window batches
 
 
 async def test_a_crashing_handler_does_not_kill_the_host(host_pair: tuple[Host, Host]) -> None:
