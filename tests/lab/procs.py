@@ -36,10 +36,21 @@ class Proc:
             try:
                 event = self.events.get(timeout=timeout)
             except queue.Empty:
-                tail = self.log.read_text()[-2000:] if self.log is not None and self.log.exists() else ""
-                raise AssertionError(f"{self.name}: no {kind!r} event within {timeout} s\n{tail}") from None
+                excerpt = self.log_excerpt()
+                raise AssertionError(f"{self.name}: no {kind!r} event within {timeout} s\n{excerpt}") from None
             if event.get("event") == kind:
                 return event
+
+
+    def log_excerpt(self, lines: int = 12) -> str:
+        """The first and last lines of its stderr: the first warning is often the cause, the end the
+        effect (a traceback alone hides it)."""
+        if self.log is None or not self.log.exists():
+            return ""
+        text = self.log.read_text(errors="replace").splitlines()
+        if len(text) <= 2 * lines:
+            return "\n".join(text)
+        return "\n".join([*text[:lines], f"[... {len(text) - 2 * lines} lines ...]", *text[-lines:]])
 
 
 class Lab:
