@@ -36,11 +36,10 @@ class Proc:
             try:
                 event = self.events.get(timeout=timeout)
             except queue.Empty:
-                excerpt = self.log_excerpt()
-                raise AssertionError(f"{self.name}: no {kind!r} event within {timeout} s\n{excerpt}") from None
+                why = f"{self.name}: no {kind!r} event within {timeout} s\n{self.log_excerpt()}"
+                raise AssertionError(why) from None
             if event.get("event") == kind:
                 return event
-
 
     def log_excerpt(self, lines: int = 12) -> str:
         """The first and last lines of its stderr: the first warning is often the cause, the end the
