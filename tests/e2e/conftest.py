@@ -22,6 +22,9 @@ import pytest
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
 from lab.procs import LOOPBACK, SARK, Lab, Proc
 
+from node.config import NodeConfig
+from node.identity import identity_peer_id
+
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 
@@ -29,7 +32,9 @@ MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 class CampaignLab(Lab):
     """The process lab plus workers that run benchmarks for one submitter."""
 
-    def real_worker(self, name: str, gates: list[str], allow: str, timeout: float = 60.0) -> Proc:
+    def real_worker(
+        self, name: str, gates: list[str], allow: str, timeout: float = 60.0, *, wait: bool = True
+    ) -> Proc:
         args = [
             "join",
             "--listen",
@@ -53,7 +58,8 @@ class CampaignLab(Lab):
         for gate in gates:
             args += ["--gate", gate]
         proc = self._start(name, args)
-        proc.ready = proc.wait_event("ready", timeout)
+        if wait:
+            proc.ready = proc.wait_event("ready", timeout)
         return proc
 
     def submitter(self, args: list[str]) -> Proc:
@@ -97,10 +103,8 @@ class Swarm:
 
 
 def submitter_id(data_dir: Path) -> str:
-    out = subprocess.run(
-        [*SARK, "id", "--data-dir", str(data_dir)], capture_output=True, text=True, check=True, timeout=60
-    )
-    return out.stdout.strip().splitlines()[-1]
+    """The peer id of the identity in `data_dir` (created if missing), as `sark-node id` prints it."""
+    return identity_peer_id(NodeConfig(data_dir=data_dir).key_file())
 
 
 def start_swarm(root: Path, workers: int) -> Swarm:
@@ -110,8 +114,9 @@ def start_swarm(root: Path, workers: int) -> Swarm:
         me = submitter_id(submitter_dir)
         gate = lab.gate().ready["addrs"][0]
         procs: dict[str, Proc] = {}
-        for i in range(workers):
-            proc = lab.real_worker(f"w{i}", [gate], me)
+        started = [lab.real_worker(f"w{i}", [gate], me, wait=False) for i in range(workers)]
+        for proc in started:  # started at once: a start-up is mostly imports
+            proc.ready = proc.wait_event("ready", 60)
             procs[proc.ready["peer_id"]] = proc
     except BaseException:
         lab.close()

@@ -21,8 +21,7 @@ def test_fault_mid_measurement_is_detected_and_redispatched(
     kind: str, fnet: FaultNet, plab: Lab, faults: Faults
 ) -> None:
     fleet = Fleet.start(fnet, plab, faults)
-    fleet.worker("w-h2", fnet.h2, "10.77.0.12")
-    fleet.worker("w-h4", fnet.h4, "10.77.0.14")
+    fleet.start_workers(("w-h2", fnet.h2, "10.77.0.12"), ("w-h4", fnet.h4, "10.77.0.14"))
     row = run_fault(fleet, kind)
     print(f"\n{row}")
     assert row["detection_s"] < DETECT_S

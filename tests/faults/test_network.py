@@ -34,8 +34,7 @@ def test_campaign_completes_under_loss_delay_and_a_bandwidth_cap(
     fnet: FaultNet, plab: Lab, faults: Faults
 ) -> None:
     fleet = Fleet.start(fnet, plab, faults)
-    fleet.worker("w-h2", fnet.h2, H2)
-    fleet.worker("w-h4", fnet.h4, H4)
+    fleet.start_workers(("w-h2", fnet.h2, H2), ("w-h4", fnet.h4, H4))
     row = run_impaired(fleet)
     print(f"\n{row}")
     assert row["completed"] == 4
@@ -57,8 +56,7 @@ def test_churn_a_worker_leaves_mid_measurement_and_a_new_one_joins(
     fnet: FaultNet, plab: Lab, faults: Faults
 ) -> None:
     fleet = Fleet.start(fnet, plab, faults)
-    fleet.worker("w-h2", fnet.h2, H2)
-    fleet.worker("w-h4", fnet.h4, H4)
+    fleet.start_workers(("w-h2", fnet.h2, H2), ("w-h4", fnet.h4, H4))
     job = {"compute_unit": "CPU (ONNX)", "devices": 2, **LONG_JOB, "num_inference_runs": 10000}
     submitter = fleet.submit("submit", str(fleet.campaign([job])), "--wait-peers", "2", "--rediscover", "1")
     wait_for(submitter, "heartbeat", 120, phase="measuring")
@@ -83,8 +81,7 @@ def test_submitter_killed_and_resumed_gets_the_stored_results(
     fnet: FaultNet, plab: Lab, faults: Faults
 ) -> None:
     fleet = Fleet.start(fnet, plab, faults)
-    fleet.worker("w-h2", fnet.h2, H2)
-    fleet.worker("w-h4", fnet.h4, H4)
+    fleet.start_workers(("w-h2", fnet.h2, H2), ("w-h4", fnet.h4, H4))
     job = {"compute_unit": "CPU (ONNX)", "devices": "all", **LONG_JOB}
     submitter = fleet.submit("submit", str(fleet.campaign([job])), "--wait-peers", "2")
     campaign_id = wait_for(submitter, "campaign")["campaign"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +23,8 @@ from typing import Any
 from lab.faults import Faults
 from lab.netns import H1, NetLab
 from lab.procs import SARK, Lab, Proc
+from node.config import NodeConfig
+from node.identity import identity_peer_id
 
 H4 = "10.77.0.14"
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,11 +88,7 @@ class Fleet:
         """A gate (or two) in h1, the model server, and the submitter's identity."""
         fleet = cls(net, lab, faults)
         fleet.submitter_dir = lab.root / "submitter"
-        out = subprocess.run(
-            [*SARK, "id", "--data-dir", str(fleet.submitter_dir)],
-            capture_output=True, text=True, check=True, timeout=60,
-        )  # fmt: skip
-        fleet.submitter_id = out.stdout.strip().splitlines()[-1]
+        fleet.submitter_id = identity_peer_id(NodeConfig(data_dir=fleet.submitter_dir).key_file())
         for i in range(gates):
             fleet.start_gate(f"gate{i}")
         www = lab.root / "www"
@@ -120,10 +117,21 @@ class Fleet:
             args += ["--gate", gate]
         proc = self.lab.start(name, [*SARK, *args], ns=ns)
         if wait:
-            proc.ready = proc.wait_event("ready", 90)
-            self.workers[proc.ready["peer_id"]] = proc
-            self.ips[proc.ready["peer_id"]] = ip
+            self._enlist(proc, ip)
         return proc
+
+    def start_workers(self, *specs: tuple[str, str, str]) -> list[Proc]:
+        """Several workers `(name, ns, ip)` started at once, then each waited for: a start-up is
+        mostly imports, and the lab need not pay for them one after another."""
+        started = [(self.worker(name, ns, ip, wait=False), ip) for name, ns, ip in specs]
+        for proc, ip in started:
+            self._enlist(proc, ip)
+        return [proc for proc, _ in started]
+
+    def _enlist(self, proc: Proc, ip: str) -> None:
+        proc.ready = proc.wait_event("ready", 90)
+        self.workers[proc.ready["peer_id"]] = proc
+        self.ips[proc.ready["peer_id"]] = ip
 
     def campaign(self, jobs: list[dict[str, Any]], name: str = "c") -> Path:
         """A campaign file whose model is the h1 server's URL, pinned by sha256."""

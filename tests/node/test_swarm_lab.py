@@ -14,7 +14,9 @@ def _peer_ids(lab: Lab, gates: list[str]) -> set[str]:
 
 def test_peers_lists_three_workers_and_a_killed_one_expires(lab: Lab, profile_file: Path) -> None:
     gates = lab.gate().ready["addrs"]
-    workers = [lab.worker(f"w{i}", gates, profile_file) for i in range(3)]
+    workers = [lab.worker(f"w{i}", gates, profile_file, wait=False) for i in range(3)]
+    for worker in workers:
+        worker.ready = worker.wait_event("ready", 30)
     ids = {w.ready["peer_id"] for w in workers}
     listed = lab.peers(gates)
     assert {p["peer_id"] for p in listed} == ids
