@@ -13,8 +13,9 @@ CPUs as the nodes' event loops here (on a fleet each device has its own). For ea
              - (measurement start - commit on the worker)             waiting behind other tasks
 
 i.e. what negotiation, dispatch, result signing, verification and storage cost. All processes share
-one clock (one machine). Then runs benchmarks/transfer.py (100 MB over /sark/blob and over HTTP from
-loopback, in the same run) and prints its ratio. Writes benchmarks/out/dispatch.json.
+one clock (one machine). Then runs benchmarks/transfer.py (10 and 100 MB over /sark/blob and over
+HTTP from loopback, one fetcher and several at once, in the same run) and prints its ratios. Writes
+benchmarks/out/dispatch.json.
 """
 
 from __future__ import annotations
