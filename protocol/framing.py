@@ -104,7 +104,8 @@ class FrameDecoder:
         end = start + length
         if len(self._buffer) < end:
             return None
-        payload = bytes(self._buffer[start:end])
+        with memoryview(self._buffer) as view:
+            payload = bytes(view[start:end])  # one copy (a bytearray slice would make two)
         del self._buffer[:end]
         return payload
 
