@@ -22,6 +22,10 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
   py-libp2p read them), so writes go out in frames of up to `YAMUX_FRAME`, and window credit is
   returned in half-window batches (go-yamux's hysteresis; `PY_YAMUX_RELEASE_ON_READ=0`, which a user
   may still override). /sark/blob went from 0.33 to above 0.5 of an HTTP download (benchmarks/).
+- P26 negative dial cache: once every address of a peer failed, libp2p refuses to dial it again for
+  60 s ("recently failed all addresses"), so a gate or worker that restarts stays unreachable for a
+  minute. Every caller here paces its own retries (gate rounds, fetch rounds, discovery rounds), so
+  an explicit dial first clears the peer from that cache.
 """
 
 from __future__ import annotations
@@ -351,6 +355,7 @@ class Host:
             if direct or not circuit:
                 try:
                     maddrs = [_without_p2p(a) for a in direct]
+                    self._lp.get_network().unblock_peer(ID.from_base58(peer_id))  # P26
                     await self._lp.connect(PeerInfo(ID.from_base58(peer_id), maddrs))
                     return
                 except Exception as exc:

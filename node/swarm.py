@@ -133,14 +133,23 @@ class Node:
         return body, reply.load
 
 
+GATE_ROUNDS = 3
+"""Rounds over the gates while none answers (a gate restarting, a network coming up), 1 s, 2 s apart."""
+
+
 async def _connect_gates(host: Host, gates: tuple[str, ...]) -> tuple[str, ...]:
+    """The gates that answered; while none has, every gate is tried again, `GATE_ROUNDS` rounds in all."""
     connected: list[str] = []
-    for addr in gates:
-        try:
-            await host.connect(addr, timeout=10.0)
-            connected.append(addr)
-        except NodeError as exc:
-            log.warning("gate %s: %s", addr, exc.detail)
+    for round_ in range(1, GATE_ROUNDS + 1):
+        for addr in gates:
+            try:
+                await host.connect(addr, timeout=10.0)
+                connected.append(addr)
+            except NodeError as exc:
+                log.warning("gate %s (round %d of %d): %s", addr, round_, GATE_ROUNDS, exc.detail)
+        if connected or not gates or round_ == GATE_ROUNDS:
+            break
+        await trio.sleep(round_)
     return tuple(connected)
 
 

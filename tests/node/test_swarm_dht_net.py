@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -17,6 +18,7 @@ from libp2p.peer.id import ID
 from gate import open_gate
 from node.config import NodeConfig
 from node.dht import ADVERT_MAX_BYTES, advert_key
+from node.identity import identity_peer_id
 from node.swarm import Node, open_node, serve_worker
 from protocol import DOMAIN_ADVERT, AdvertBody, Load
 from protocol.codec import pack_body
@@ -147,3 +149,28 @@ async def test_invalid_values_a_server_hands_out_are_not_selected_on_get(tmp_pat
                     advert_key(ghost).encode(), _advert(ghost_seed, ghost, seq=seq, lifetime=lifetime)
                 )
                 assert await reader.dht.advert(ghost, time.time()) is None
+
+
+async def test_a_gate_that_comes_up_late_is_still_joined(tmp_path: Path) -> None:
+    """A node started while its gate is down (restarting) tries again, `GATE_ROUNDS` 1 s and 2 s apart,
+    and libp2p's negative dial cache does not refuse the later rounds (P26)."""
+    with socket.socket() as s:  # a free port for the gate to come up on later
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    gate_config = NodeConfig(data_dir=tmp_path / "gate", listen=(f"/ip4/127.0.0.1/tcp/{port}",))
+    gate_addr = f"/ip4/127.0.0.1/tcp/{port}/p2p/{identity_peer_id(gate_config.key_file())}"
+
+    async def late_gate(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        await trio.sleep(2.0)  # the node's first rounds find nobody
+        async with open_gate(gate_config):
+            await trio.sleep_forever()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(late_gate)
+            config = NodeConfig(data_dir=tmp_path / "n", gates=(gate_addr,), listen=LOOPBACK)
+            async with open_node(config, role="worker") as node:
+                assert node.gates == (gate_addr,)
+                assert node.host.is_connected(gate_addr.rsplit("/p2p/", 1)[1])
+            nursery.cancel_scope.cancel()
