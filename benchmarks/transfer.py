@@ -5,7 +5,7 @@
 Random files of 10 MB and 100 MB (and 500 MB with --large) are served on loopback, each method from
 one separate process: by a libp2p host with `node.blob.blob_handler` (the holder), and by Python's
 threading `http.server`. They are fetched by separate fetcher processes, each a real libp2p host
-like a worker: with `node.blob.fetch_blob` (--streams parallel streams, default 4, into a fresh
+like a worker: with `node.blob_fetch.fetch_blob` (--streams parallel streams, default 4, into a fresh
 `ModelCache`; sha256 computed while receiving, by a worker thread reading the gap-free prefix back
 from disk) and with `node.fetch.download` (sha256 computed while streaming). Both timings include
 verification and the final rename.
@@ -43,7 +43,8 @@ from typing import Any
 
 import trio
 
-from node.blob import CHUNK_SIZE, STREAMS, UploadSlots, blob_handler, fetch_blob
+from node.blob import CHUNK_SIZE, UploadSlots, blob_handler
+from node.blob_fetch import STREAMS, fetch_blob
 from node.cache import ModelCache
 from node.fetch import UrlPolicy, download
 from node.host import HostConfig, open_host

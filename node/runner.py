@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, final
 import trio
 
 import drivers
-from node.blob import fetch_blob
+from node.blob_fetch import fetch_blob
 from node.cache import ModelCache
 from node.errors import PeerUnreachable
 from node.events import EventSink, quiet

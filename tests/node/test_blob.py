@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from node.blob import MIN_SEGMENT, NO_RELAY, blob_handler, fetch_blob
+from node.blob import NO_RELAY, blob_handler
+from node.blob_fetch import MIN_SEGMENT, fetch_blob
 from node.cache import ModelCache
 from node.errors import PeerGone
 from node.fetch import FetchError
