@@ -25,7 +25,7 @@ import trio
 import drivers
 from node.blob_fetch import fetch_blob
 from node.cache import ModelCache
-from node.errors import PeerUnreachable
+from node.errors import PeerUnreachable, StreamRefused
 from node.events import EventSink, quiet
 from node.fetch import FetchError, UrlPolicy, download
 from node.outbox import Outbox
@@ -295,10 +295,12 @@ class Runner:
         submitter = (offer.submitter, offer.submitter_addrs)
         started = trio.current_time()
         deadline = started + FETCH_PATIENCE_S
-        pause, failure = FIRST_PAUSE_S, None
+        pause, failure, spreading = FIRST_PAUSE_S, None, False
         while True:
-            # the submitter seeds: while other holders may soon have the model, leave it to them
-            patient = peers and trio.current_time() - started < HOLDERS_FIRST_S
+            # the submitter seeds: while other holders may soon have the model, or a holder that has
+            # it is busy serving others (it is spreading), leave it to them
+            patient = peers and (spreading or trio.current_time() - started < HOLDERS_FIRST_S)
+            spreading = False
             for peer, addrs in list(peers) if patient else [*peers, submitter]:
                 try:
                     path = await fetch_blob(
@@ -315,6 +317,8 @@ class Runner:
                     failure = exc
                     if peer != offer.submitter and isinstance(exc.__cause__, PeerUnreachable):
                         peers.remove((peer, addrs))  # a holder we cannot reach is not waited for
+                    elif peer != offer.submitter and isinstance(exc.__cause__, StreamRefused):
+                        spreading = True  # `busy` comes only from a holder that has the model
                     continue
                 source = "blob" if peer == offer.submitter else "peer"
                 self._emit(

@@ -97,6 +97,7 @@ class CampaignLoop:
         self._notes_in, self._notes_out = trio.open_memory_channel(4096)
         self._idle = trio.Event()
         self._holders_of: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._fetching: set[tuple[str, str]] = set()  # (sha256, peer) of every commit
 
     def request_cancel(self) -> None:
         """Cancel the campaign: running tasks are cancelled on their workers."""
@@ -271,6 +272,8 @@ class CampaignLoop:
             self._emit(type(note).__name__.lower(), task=a.task_id, peer=a.peer_id, **_fields(note))
         match note:
             case Committed():
+                if a.model is not None:
+                    self._fetching.add((a.model.sha256, a.peer_id))
                 return sch.OfferCommitted(
                     task_id=a.task_id,
                     peer_id=a.peer_id,
@@ -279,6 +282,8 @@ class CampaignLoop:
                     lease_ttl_s=note.lease_ttl_s,
                 )
             case Declined():
+                if a.model is not None and (a.model.sha256, a.peer_id) not in self._fetching:
+                    self._holders_of.get(a.model.sha256, {}).pop(a.peer_id, None)  # it will not fetch it
                 return sch.OfferDeclined(
                     task_id=a.task_id,
                     peer_id=a.peer_id,
