@@ -79,12 +79,13 @@ class _Transfer:
         self._moved.set()
         self._moved = trio.Event()
 
-    async def follow(self) -> None:
-        """Hash the gap-free prefix as it grows, until every segment of this attempt has ended."""
+    async def follow(self, fd: int) -> None:
+        """Hash the gap-free prefix as it grows (read back through the attempt's own `fd`), until
+        every segment of this attempt has ended."""
         while True:
             target = self.prefix()
             if target > self.digest.hashed:
-                await trio.to_thread.run_sync(self.digest.hash_to, self.temp, target)
+                await trio.to_thread.run_sync(self.digest.hash_to, fd, target)
             elif self.active == 0:
                 return
             else:
@@ -118,7 +119,7 @@ class _Transfer:
         return done
 
     def open_at(self, offset: int) -> BinaryIO:
-        file = self.temp.open("r+b" if self.temp.exists() else "wb")
+        file = self.temp.open("r+b" if self.temp.exists() else "w+b")  # readable: the digest reads back
         file.truncate(offset)
         return file
 
@@ -171,15 +172,14 @@ class _Digest:
         self.hashed = 0
         self._sha = hashlib.sha256()
 
-    def hash_to(self, path: Path, end: int) -> None:
-        """Read [hashed, end) from `path` and hash it (a worker thread: hashlib releases the GIL)."""
-        with path.open("rb") as file:
-            while self.hashed < end:
-                block = os.pread(file.fileno(), min(HASH_BLOCK, end - self.hashed), self.hashed)
-                if not block:
-                    raise OSError(f"{path} ended at {self.hashed} bytes; {end} were written")
-                self._sha.update(block)
-                self.hashed += len(block)
+    def hash_to(self, fd: int, end: int) -> None:
+        """Read [hashed, end) from `fd` and hash it (a worker thread: hashlib releases the GIL)."""
+        while self.hashed < end:
+            block = os.pread(fd, min(HASH_BLOCK, end - self.hashed), self.hashed)
+            if not block:
+                raise OSError(f"the file ended at {self.hashed} bytes; {end} were written")
+            self._sha.update(block)
+            self.hashed += len(block)
 
     def hexdigest(self) -> str:
         return self._sha.hexdigest()
@@ -249,8 +249,7 @@ async def fetch_blob(
                     FailureReason.FETCH, f"{attempts} attempts failed at {transfer.done}/{size} bytes: {exc}"
                 ) from exc
             streams = max(1, streams - transfer.refused)  # the holder's cap: fewer streams next time
-    if transfer.digest.hashed != size:  # every segment ended, so the follower hashed all of it
-        raise FetchError(FailureReason.FETCH, f"hashed {transfer.digest.hashed} of {size} bytes")
+    assert transfer.digest.hashed == size  # every segment ended, so the follower hashed all of it
     commit = functools.partial(cache.commit, digest=transfer.digest.hexdigest())
     return await trio.to_thread.run_sync(commit, sha256, transfer.temp)
 
@@ -277,7 +276,7 @@ async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer, streams
             for segment in transfer.segments:
                 transfer.active += 1
                 nursery.start_soon(_segment_task, channel_factory, transfer, segment, file.fileno(), fail)
-            nursery.start_soon(_follow_task, transfer, fail)
+            nursery.start_soon(_follow_task, transfer, file.fileno(), fail)
     finally:
         transfer.done = transfer.prefix()
         with trio.CancelScope(shield=True):
@@ -312,9 +311,9 @@ async def _segment_task(
         transfer.moved()
 
 
-async def _follow_task(transfer: _Transfer, fail: Callable[[Exception], None]) -> None:
+async def _follow_task(transfer: _Transfer, fd: int, fail: Callable[[Exception], None]) -> None:
     try:
-        await transfer.follow()
+        await transfer.follow(fd)
     except OSError as exc:
         fail(FetchError(FailureReason.FETCH, f"reading back {transfer.temp}: {exc}"))
 

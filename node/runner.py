@@ -315,9 +315,11 @@ class Runner:
                     if exc.reason != FailureReason.FETCH:
                         raise  # the bytes are wrong or too many: no other source will fix that
                     failure = exc
-                    if peer != offer.submitter and isinstance(exc.__cause__, PeerUnreachable):
+                    if peer == offer.submitter:
+                        continue
+                    if isinstance(exc.__cause__, PeerUnreachable):
                         peers.remove((peer, addrs))  # a holder we cannot reach is not waited for
-                    elif peer != offer.submitter and isinstance(exc.__cause__, StreamRefused):
+                    elif isinstance(exc.__cause__, StreamRefused):
                         spreading = True  # `busy` comes only from a holder that has the model
                     continue
                 source = "blob" if peer == offer.submitter else "peer"

@@ -202,10 +202,12 @@ class CampaignLoop:
             known[peer_id] = self._discovery.direct_addrs(peer_id)
         return holders
 
-    def _forget_holder(self, peer_id: str) -> None:
-        """A peer whose stream broke is named to no one as a holder: it may be gone."""
-        for known in self._holders_of.values():
-            known.pop(peer_id, None)
+    def _forget_holder(self, peer_id: str, sha256: str | None = None) -> None:
+        """Name `peer_id` to no one as a holder (of `sha256`, or of any model): it may be gone, or it
+        declined and will not fetch the model."""
+        for sha, known in self._holders_of.items():
+            if sha256 in (None, sha):
+                known.pop(peer_id, None)
 
     def _start_offer(self, command: sch.SendOffer) -> None:
         self._emit("offered", task=command.task_id, peer=command.peer_id)
@@ -283,7 +285,7 @@ class CampaignLoop:
                 )
             case Declined():
                 if a.model is not None and (a.model.sha256, a.peer_id) not in self._fetching:
-                    self._holders_of.get(a.model.sha256, {}).pop(a.peer_id, None)  # it will not fetch it
+                    self._forget_holder(a.peer_id, a.model.sha256)
                 return sch.OfferDeclined(
                     task_id=a.task_id,
                     peer_id=a.peer_id,
