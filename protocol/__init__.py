@@ -2,7 +2,9 @@
 
 Modules:
     units     compute units, runtimes, DHT capability keys
+    base      the frozen Value base and summary Stats
     values    domain values: device profile, model reference, task spec, measurement
+    generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
     messages  wire messages of every protocol, tagged by `kind`, and the signed bodies
     codec     msgpack encoding with explicit limits
     framing   varint length prefix, incremental decoder, frame cap
@@ -13,9 +15,20 @@ Modules:
 
 from __future__ import annotations
 
+from protocol.base import Stats, Value
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
+from protocol.generation import (
+    FORMULAS,
+    Endpoint,
+    GenerateSpec,
+    GenerationStats,
+    Prompt,
+    RequestRecord,
+    Rouge,
+    Slo,
+)
 from protocol.machine import TRANSITIONS, Conversation, Role, State
 from protocol.messages import (
     BLOB,
@@ -77,10 +90,8 @@ from protocol.values import (
     ModelFormat,
     ModelRef,
     RunConditions,
-    Stats,
     TaskSpec,
     UnitStatus,
-    Value,
 )
 
 __all__ = [
@@ -90,6 +101,7 @@ __all__ = [
     "DOMAIN_CANCEL",
     "DOMAIN_OFFER",
     "DOMAIN_RESULT",
+    "FORMULAS",
     "GPU_UNITS",
     "KAD",
     "MAX_FRAME",
@@ -116,10 +128,13 @@ __all__ = [
     "DeclineReason",
     "DeviceProfile",
     "Dispatch",
+    "Endpoint",
     "Envelope",
     "Failure",
     "FailureReason",
     "FrameDecoder",
+    "GenerateSpec",
+    "GenerationStats",
     "GpuInfo",
     "Holder",
     "Load",
@@ -136,17 +151,21 @@ __all__ = [
     "ProfileGet",
     "ProfileReply",
     "Progress",
+    "Prompt",
     "ProtocolError",
     "ReachGet",
     "ReachReply",
     "Reclaim",
     "RecordError",
     "RemoteProtocolError",
+    "RequestRecord",
     "Result",
     "ResultBody",
     "Role",
+    "Rouge",
     "RunConditions",
     "Runtime",
+    "Slo",
     "State",
     "Stats",
     "TaskSpec",

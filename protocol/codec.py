@@ -16,9 +16,9 @@ from typing import Final, TypeVar
 import msgpack  # untyped: pyproject's mypy overrides ignore its missing stubs
 from pydantic import ValidationError
 
+from protocol.base import Value
 from protocol.errors import LocalProtocolError, RemoteProtocolError
 from protocol.messages import MESSAGE_ADAPTER, Message
-from protocol.values import Value
 
 T = TypeVar("T", bound=Value)
 

@@ -19,7 +19,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, TypeAdapter
 
-from protocol.values import DeviceProfile, Load, Measurement, ModelRef, TaskSpec, Value
+from protocol.base import Value
+from protocol.values import DeviceProfile, Load, Measurement, ModelRef, TaskSpec
 
 NEGOTIATE: Final = "/sark/negotiate/1.0.0"
 BLOB: Final = "/sark/blob/1.0.0"

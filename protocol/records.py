@@ -18,6 +18,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from protocol.base import Value
 from protocol.codec import pack_body, unpack_body
 from protocol.errors import RecordError, RemoteProtocolError
 from protocol.framing import encode_varint
@@ -31,7 +32,6 @@ from protocol.messages import (
     OfferBody,
     ResultBody,
 )
-from protocol.values import Value
 
 T = TypeVar("T", bound=Value)
 

@@ -5,17 +5,11 @@ from __future__ import annotations
 import enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from protocol.base import SHA256_PATTERN, Stats, Value
+from protocol.generation import GenerateSpec, GenerationStats
 from protocol.units import ComputeUnit
-
-SHA256_PATTERN = r"^[0-9a-f]{64}$"
-
-
-class Value(BaseModel):
-    """Base of every wire value: frozen, and unknown fields are an error."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class UnitStatus(Value):
@@ -119,24 +113,8 @@ class TaskSpec(Value):
     ci_target_pct: float | None = Field(default=None, gt=0, le=100)
     max_runs: int | None = Field(default=None, ge=1, le=1_000_000)
     max_duration_s: float | None = Field(default=None, gt=0, le=86_400)
-
-
-class Stats(Value):
-    """Summary statistics of a sample, in the sample's unit (milliseconds for times)."""
-
-    n: int = Field(ge=0)
-    min: float
-    max: float
-    mean: float
-    median: float
-    stddev: float
-    p90: float
-    p95: float
-    p99: float
-    cv: float
-    mad: float = 0.0
-    iqr: float = 0.0
-    outliers: int = 0
+    # A generative workload (LLM or model server) instead of single-shot tensor inference.
+    generate: GenerateSpec | None = None
 
 
 class RunConditions(Value):
@@ -176,6 +154,7 @@ class Measurement(Value):
     unstable: bool = False
     unstable_reasons: tuple[str, ...] = ()
     conditions: RunConditions = RunConditions()
+    generation: GenerationStats | None = None
 
 
 class Load(Value):

@@ -25,9 +25,10 @@ from protocol import (
     frame,
 )
 from protocol import messages as m
+from protocol.base import Value
 from protocol.codec import MAX_BIN_LEN
 from protocol.framing import encode_varint
-from protocol.values import Load, Value
+from protocol.values import Load
 
 SEED = 20261122
 CASES_PER_MODE = 4_000

@@ -24,8 +24,9 @@ from protocol import (
     TaskSpec,
 )
 from protocol import messages as m
+from protocol.base import SHA256_PATTERN
 from protocol.messages import ID_PATTERN
-from protocol.values import SHA256_PATTERN, Calibration, GpuInfo, UnitStatus
+from protocol.values import Calibration, GpuInfo, UnitStatus
 
 ALL_KINDS: frozenset[str] = frozenset(
     str(cls.model_fields["kind"].default) for cls in get_args(get_args(Message)[0])
