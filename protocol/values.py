@@ -79,6 +79,8 @@ class ModelFormat(enum.StrEnum):
     TORCH_EXPORT = "torch-export"
     TORCHSCRIPT = "torchscript"
     COREML = "coreml"
+    GGUF = "gguf"  # a generative model in one file (llama.cpp's format; no code runs on load)
+    SAFETENSORS = "safetensors"  # a folder in Hugging Face layout: config, tokenizer, safetensors shards
 
 
 class ModelRef(Value):
