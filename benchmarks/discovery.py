@@ -37,7 +37,7 @@ def fresh_node(gates: list[str], data_dir: str) -> None:
     import trio
 
     from node.config import NodeConfig
-    from node.swarm import open_node
+    from node.p2p.node import open_node
 
     imported = time.monotonic()
 

@@ -3,11 +3,11 @@
     .venv/bin/python benchmarks/transfer.py [--large] [--fetchers K] [--runs N] [--chunk B] [--streams S]
 
 Random files of 10 MB and 100 MB (and 500 MB with --large) are served on loopback, each method from
-one separate process: by a libp2p host with `node.blob.blob_handler` (the holder), and by Python's
+one separate process: by a libp2p host with `node.transfer.blob.blob_handler` (the holder), and by Python's
 threading `http.server`. They are fetched by separate fetcher processes, each a real libp2p host
-like a worker: with `node.blob_fetch.fetch_blob` (--streams parallel streams, default 4, into a fresh
+like a worker: with `node.transfer.blob_fetch.fetch_blob` (--streams parallel streams, default 4, into a fresh
 `ModelCache`; sha256 computed while receiving, by a worker thread reading the gap-free prefix back
-from disk) and with `node.fetch.download` (sha256 computed while streaming). Both timings include
+from disk) and with `node.transfer.fetch.download` (sha256 computed while streaming). Both timings include
 verification and the final rename.
 
 Two modes per size, each method's runs interleaved with the other's:
@@ -43,12 +43,12 @@ from typing import Any
 
 import trio
 
-from node.blob import CHUNK_SIZE, UploadSlots, blob_handler
-from node.blob_fetch import STREAMS, fetch_blob
-from node.cache import ModelCache
-from node.fetch import UrlPolicy, download
-from node.host import HostConfig, open_host
-from node.wire import Channel
+from node.p2p.host import HostConfig, open_host
+from node.p2p.wire import Channel
+from node.transfer.blob import CHUNK_SIZE, UploadSlots, blob_handler
+from node.transfer.blob_fetch import STREAMS, fetch_blob
+from node.transfer.cache import ModelCache
+from node.transfer.fetch import UrlPolicy, download
 from protocol import BLOB
 
 OUT = Path(__file__).parent / "out"

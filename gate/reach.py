@@ -11,8 +11,8 @@ import logging
 from typing import Final
 
 from node.errors import NodeError
-from node.host import Host
-from node.wire import Channel, Handler
+from node.p2p.host import Host
+from node.p2p.wire import Channel, Handler
 from protocol import ReachGet, ReachReply
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ import trio
 
 from gate.reach import reach_handler
 from node.config import NodeConfig
-from node.host import HostConfig, open_host
-from node.swarm import Node, open_node
+from node.p2p.host import HostConfig, open_host
+from node.p2p.node import Node, open_node
 from protocol import REACH
 
 

@@ -1,6 +1,6 @@
 """What a campaign report shows, as data: entries, the device x unit latency matrix, and diffs.
 
-Pure: no files, clock, plotting or printing. `node.report` draws and writes what this module shapes.
+Pure: no files, clock, plotting or printing. `node.submitter.render` draws and writes what this module shapes.
 
 The diff compares two campaigns per device and compute unit. Its significance test is the
 Mann-Whitney U test on the raw inference samples (normal approximation with tie and continuity

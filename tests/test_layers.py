@@ -64,3 +64,31 @@ def test_the_import_scan_sees_a_forbidden_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import time\nfrom trio import sleep\nfrom protocol import codec\n")
     assert _imports(bad) & FORBIDDEN_IMPORTS == {"time", "trio"}
+
+
+NODE = ROOT / "node"
+
+
+def _node_modules_importing(top: str) -> list[str]:
+    """Modules under node/ whose source imports the top-level package `top` (anywhere in the file)."""
+    return sorted(str(p.relative_to(ROOT)) for p in NODE.rglob("*.py") if top in _imports(p))
+
+
+def test_only_node_p2p_imports_libp2p() -> None:
+    importers = _node_modules_importing("libp2p") + _node_modules_importing("multiaddr")
+    assert importers, "the scan found no libp2p importer at all: it is not looking"
+    assert [p for p in importers if not p.startswith("node/p2p/")] == []
+
+
+def test_only_the_cli_imports_the_gate_role() -> None:
+    importers = _node_modules_importing("gate")
+    assert importers, "the embedded swarm composes the gate role in the CLI"
+    assert [p for p in importers if not p.startswith("node/cli/")] == []
+
+
+@pytest.mark.parametrize("package", sorted(p.parent.name for p in NODE.glob("*/__init__.py")))
+def test_each_node_package_lists_its_modules(package: str) -> None:
+    init = NODE / package / "__init__.py"
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+    modules = sorted(p.stem for p in (NODE / package).glob("*.py") if p.stem != "__init__")
+    assert [m for m in modules if f"\n    {m} " not in f"\n{doc}"] == []

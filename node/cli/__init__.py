@@ -7,6 +7,7 @@ Modules:
     options   the options and plumbing every command shares
     report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
     serve     serve: the orchestrator's REST API and a live dashboard
+    embedded  the embedded local swarm (a gate and workers on loopback) for submit, plan and serve
 """
 
 from __future__ import annotations

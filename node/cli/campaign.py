@@ -6,6 +6,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,8 +30,8 @@ from node.cli.options import (
     run,
 )
 from node.config import NodeConfig
-from node.discovery import DiscoveryConfig
 from node.events import json_lines, quiet
+from node.submitter.discovery import DiscoveryConfig
 
 CampaignArg = Annotated[Path, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")]
 OutOpt = Annotated[Path, typer.Option("--out", help="results go to OUT/<campaign-id>/")]
@@ -89,13 +90,14 @@ def _options(
     events: bool = False,
     rediscover: float = DiscoveryConfig.interval_s,
 ) -> Any:
-    from node.campaign import SubmitOptions
+    from node.cli.embedded import embedded_swarm
+    from node.submitter.run import SubmitOptions
 
     return SubmitOptions(
         out_root=out,
         events=json_lines if events else quiet,
         discovery=DiscoveryConfig(want=wait_peers, timeout_s=discover_timeout, interval_s=rediscover),
-        embedded_workers=workers,
+        swarm=partial(embedded_swarm, workers=workers),
     )
 
 
@@ -119,7 +121,7 @@ def submit(
     events: EventsOpt = False,
 ) -> None:
     """Run a campaign across the swarm (an embedded local swarm when no gate is given)."""
-    from node import campaign as runtime
+    from node.submitter import run as runtime
 
     if (campaign is None) == (resume is None):
         fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
@@ -179,7 +181,7 @@ def _report(outcome: Any, as_json: bool) -> None:
 
 def _matrix(tasks: Sequence[sch.TaskView], outcome: Any) -> Group:
     """Device x compute unit: the median inference latency of each task, the same matrix as report.html."""
-    from node.report import load_document, matrix_tables
+    from node.submitter.render import load_document, matrix_tables
     from scheduler.report import entries_from_document
 
     return Group(*matrix_tables(entries_from_document(load_document(outcome.files["json"]))))
@@ -236,7 +238,7 @@ def plan(
     workers: WorkersOpt = 1,
 ) -> None:
     """Dry run: per job, the matching peers and why every other peer was rejected. Sends no offer."""
-    from node import campaign as runtime
+    from node.submitter import run as runtime
 
     config = _config(gate_addrs, data_dir, config_file, None, False)
     text = _read_campaign(campaign)
@@ -295,7 +297,7 @@ IdArg = Annotated[str, typer.Argument(help="campaign id (from submit or status)"
 
 
 def _stored(data_dir: Path | None, config_file: Path | None) -> Any:
-    from node.campaign import store_of
+    from node.submitter.run import store_of
 
     return store_of(build_config(config_file, data_dir=data_dir))
 
@@ -358,7 +360,7 @@ def status(
 
 def cancel(campaign_id: IdArg, data_dir: DataDirOpt = None, config_file: ConfigOpt = None) -> None:
     """Cancel a campaign: its submitter (running now, or on --resume) cancels every task on its worker."""
-    from node.submitter import utc_now
+    from node.submitter.loop import utc_now
 
     store = _stored(data_dir, config_file)
     if store.campaign(campaign_id) is None:
@@ -373,8 +375,8 @@ def results(
     config_file: ConfigOpt = None,
 ) -> None:
     """Print a campaign's results.csv (every task, rebuilt from the store) on stdout."""
-    from node.outputs import campaign_rows
-    from node.submitter import utc_now
+    from node.submitter.loop import utc_now
+    from node.submitter.outputs import campaign_rows
 
     store = _stored(data_dir, config_file)
     record = store.campaign(campaign_id)

@@ -14,7 +14,7 @@ import typer
 
 from node.config import NodeConfig, load_config
 from node.errors import ConfigError, NodeError
-from node.host import parse_multiaddr
+from node.p2p.host import parse_multiaddr
 from protocol import ProtocolError
 
 T = TypeVar("T")

@@ -13,10 +13,10 @@ from rich.console import Console
 
 import scheduler as sch
 from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
-from node.models import refs_from_json
-from node.outputs import campaign_rows, results_document
-from node.report import diff_table, load_document, render_html, render_markdown
-from node.store import CampaignStore
+from node.submitter.models import refs_from_json
+from node.submitter.outputs import campaign_rows, results_document
+from node.submitter.render import diff_table, load_document, render_html, render_markdown
+from node.submitter.store import CampaignStore
 from scheduler.report import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, diff_entries, entries_from_document
 
 

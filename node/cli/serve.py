@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -21,8 +22,8 @@ from node.cli.options import (
     guard,
     run,
 )
-from node.discovery import DiscoveryConfig
 from node.events import json_lines, quiet
+from node.submitter.discovery import DiscoveryConfig
 
 HttpOpt = Annotated[str, typer.Option("--http", help="HOST:PORT to serve on (port 0: any free port)")]
 TokenOpt = Annotated[
@@ -50,6 +51,7 @@ def serve(
     verbose: VerboseOpt = False,
 ) -> None:
     """Serve the orchestrator's REST API under /api and a live dashboard at / (loopback by default)."""
+    from node.cli.embedded import embedded_swarm
     from node.http import ServeOptions, UnsafeBind, build_app, check_bind, open_state, parse_bind, serve_http
 
     host, port = guard(lambda: parse_bind(http))
@@ -70,7 +72,7 @@ def serve(
         events=sink,
         discovery=DiscoveryConfig(),
         refresh_s=refresh,
-        embedded_workers=workers,
+        swarm=partial(embedded_swarm, workers=workers),
     )
 
     async def main() -> None:

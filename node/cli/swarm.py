@@ -29,7 +29,7 @@ from node.cli.options import (
 from node.config import NodeConfig
 from node.errors import ConfigError
 from node.events import json_lines, quiet
-from node.swarm import Peer, open_node
+from node.p2p.node import Peer, open_node
 from protocol import DeviceProfile
 
 
@@ -94,7 +94,7 @@ def join(
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters."""
-    from node.roles import open_worker
+    from node.worker.role import open_worker
 
     config = build_config(
         config_file,
@@ -157,7 +157,7 @@ def show_id(
     config_file: ConfigOpt = None,
 ) -> None:
     """Print this node's peer id (created on first use): what a worker's owner passes to --allow."""
-    from node.identity import identity_peer_id
+    from node.p2p.identity import identity_peer_id
 
     config = build_config(config_file, data_dir=data_dir)
     print(guard(lambda: identity_peer_id(config.key_file())))

@@ -20,18 +20,18 @@ from typing import final
 import trio
 
 import scheduler as sch
-from node.campaign import SubmitOptions, new_campaign_id, open_submitter, prepare, store_of
 from node.config import NodeConfig
-from node.discovery import Discovery, DiscoveryConfig
-from node.dispatch import Identity, open_negotiate
 from node.events import EventSink, quiet
-from node.fetch import FetchError
 from node.http.errors import BadRequest
-from node.models import ModelSourceError, refs_from_json
-from node.outputs import campaign_rows, write_outputs
-from node.store import CampaignRecord, CampaignStore
-from node.submitter import CampaignLoop, models_json, utc_now
-from node.swarm import Node
+from node.p2p.node import Node
+from node.submitter.attempt import Identity, open_negotiate
+from node.submitter.discovery import Discovery, DiscoveryConfig
+from node.submitter.loop import CampaignLoop, models_json, utc_now
+from node.submitter.models import ModelSourceError, refs_from_json
+from node.submitter.outputs import campaign_rows, write_outputs
+from node.submitter.run import LocalSwarm, SubmitOptions, new_campaign_id, open_submitter, prepare, store_of
+from node.submitter.store import CampaignRecord, CampaignStore
+from node.transfer.fetch import FetchError
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class ServeOptions:
         discovery: how each campaign looks for workers.
         refresh_s: how often the peer view is refreshed.
         stale_after_s: a peer unseen for this long is reported "faulty".
-        embedded_workers: local workers in the embedded swarm (no gate configured).
+        swarm: the local swarm to start when no gate is configured (the CLI's embedded one).
     """
 
     results_dir: Path = Path("sark-results")
@@ -54,7 +54,7 @@ class ServeOptions:
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     refresh_s: float = 2.0
     stale_after_s: float = 30.0
-    embedded_workers: int = 1
+    swarm: LocalSwarm | None = None
 
 
 @dataclass
@@ -284,7 +284,7 @@ async def open_state(config: NodeConfig, options: ServeOptions) -> AsyncIterator
         out_root=options.results_dir,
         events=options.events,
         discovery=options.discovery,
-        embedded_workers=options.embedded_workers,
+        swarm=options.swarm,
     )
     async with open_submitter(config, submit_options) as node, trio.open_nursery() as nursery:
         state = ApiState(node, config, options, nursery)

@@ -23,7 +23,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab li
 from lab.procs import LOOPBACK, SARK, Lab, Proc
 
 from node.config import NodeConfig
-from node.identity import identity_peer_id
+from node.p2p.identity import identity_peer_id
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"

@@ -17,15 +17,15 @@ import pytest
 import trio
 import trio.testing
 
-from node.cache import ModelCache
-from node.dispatch import Attempt, Identity, Rejected, Verified, verify_result
 from node.errors import NodeError
 from node.events import EventSink
-from node.fetch import UrlPolicy
-from node.outbox import Outbox
-from node.runner import Runner
-from node.wire import Channel, memory_channel_pair
-from node.worker import Negotiator, OfferPolicy
+from node.p2p.wire import Channel, memory_channel_pair
+from node.submitter.attempt import Attempt, Identity, Rejected, Verified, verify_result
+from node.transfer.cache import ModelCache
+from node.transfer.fetch import UrlPolicy
+from node.worker.negotiator import Negotiator, OfferPolicy
+from node.worker.outbox import Outbox
+from node.worker.runner import Runner
 from protocol import (
     DOMAIN_CANCEL,
     DOMAIN_OFFER,

@@ -23,7 +23,7 @@ from e2e.conftest import MODEL, CampaignLab, submitter_id
 from lab.fleet import collect_until
 from lab.procs import LOOPBACK, Proc
 
-from node.host import HostConfig, open_host
+from node.p2p.host import HostConfig, open_host
 from protocol import NEGOTIATE, Commit, Decline, DeclineReason, Offer
 
 from .test_trust import Key, offer

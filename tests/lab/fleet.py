@@ -24,7 +24,7 @@ from lab.faults import Faults
 from lab.netns import H1, NetLab
 from lab.procs import SARK, Lab, Proc
 from node.config import NodeConfig
-from node.identity import identity_peer_id
+from node.p2p.identity import identity_peer_id
 
 H4 = "10.77.0.14"
 ROOT = Path(__file__).resolve().parents[2]

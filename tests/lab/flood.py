@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import trio
 
 from node.errors import NodeError, StreamRefused
-from node.host import Host, HostConfig, open_host, peer_of
+from node.p2p.host import Host, HostConfig, open_host, peer_of
 from protocol import PROFILE, ProfileGet, ProfileReply, ProtocolError
 
 JUNK: tuple[bytes, ...] = (

@@ -21,7 +21,7 @@ import trio
 
 from node.config import NodeConfig
 from node.errors import NodeError
-from node.swarm import Node, Peer, open_node
+from node.p2p.node import Node, Peer, open_node
 from protocol import ProtocolError
 
 

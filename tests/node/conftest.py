@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from node.host import Host, HostConfig, open_host
+from node.p2p.host import Host, HostConfig, open_host
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
 from conftest_data import make_profile

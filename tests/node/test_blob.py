@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import trio
 
-from node.blob import NO_RELAY, blob_handler
-from node.blob_fetch import MIN_SEGMENT, fetch_blob
-from node.cache import ModelCache
 from node.errors import PeerGone
-from node.fetch import FetchError
-from node.host import HostConfig, open_host
-from node.wire import Channel, Handler, memory_channel_pair
+from node.p2p.host import HostConfig, open_host
+from node.p2p.wire import Channel, Handler, memory_channel_pair
+from node.transfer.blob import NO_RELAY, blob_handler
+from node.transfer.blob_fetch import MIN_SEGMENT, fetch_blob
+from node.transfer.cache import ModelCache
+from node.transfer.fetch import FetchError
 from protocol import BLOB, BlobChunk, BlobEnd, BlobGet, BlobMissing, FailureReason
 
 CHUNK = 64 * 1024

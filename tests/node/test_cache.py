@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from node.cache import ModelCache
-from node.fetch import FetchError
+from node.transfer.cache import ModelCache
+from node.transfer.fetch import FetchError
 from protocol import FailureReason
 
 

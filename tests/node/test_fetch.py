@@ -25,7 +25,7 @@ from cryptography.x509.oid import NameOID
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from node.fetch import FetchError, UrlPolicy, download
+from node.transfer.fetch import FetchError, UrlPolicy, download
 from protocol import FailureReason
 
 Route = Callable[[trio.abc.Stream], Awaitable[None]]

@@ -7,8 +7,8 @@ from libp2p.kad_dht.provider_store import ProviderStore
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
-from node.host import Host
-from node.kad import PROVIDERS_PER_KEY, K, patch_kad
+from node.p2p.host import Host
+from node.p2p.kad import PROVIDERS_PER_KEY, K, patch_kad
 
 
 async def test_a_server_keeps_more_than_k_providers_per_key(host_pair: tuple[Host, Host]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from node.report import (
+from node.submitter.render import (
     diff_table,
     load_document,
     matrix_tables,

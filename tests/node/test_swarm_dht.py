@@ -6,8 +6,8 @@ import pytest
 from conftest_data import make_profile
 from libp2p.crypto.ed25519 import create_new_key_pair
 
-from node.dht import ADVERT_MAX_BYTES, advert_key, check_advert, select_advert
-from node.kad import kad_protocol_ids, patch_kad
+from node.p2p.dht import ADVERT_MAX_BYTES, advert_key, check_advert, select_advert
+from node.p2p.kad import kad_protocol_ids, patch_kad
 from protocol import DOMAIN_ADVERT, AdvertBody, RecordError
 from protocol.codec import pack_body
 from protocol.records import peer_id_from_public_key, public_key_of, seal

@@ -17,9 +17,10 @@ from libp2p.peer.id import ID
 
 from gate import open_gate
 from node.config import NodeConfig
-from node.dht import ADVERT_MAX_BYTES, advert_key
-from node.identity import identity_peer_id
-from node.swarm import Node, open_node, serve_worker
+from node.p2p.dht import ADVERT_MAX_BYTES, advert_key
+from node.p2p.identity import identity_peer_id
+from node.p2p.node import Node, open_node
+from node.worker.advertising import serve_worker
 from protocol import DOMAIN_ADVERT, AdvertBody, Load
 from protocol.codec import pack_body
 from protocol.records import seal

@@ -17,8 +17,8 @@ from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTr
 from libp2p.stream_muxer.yamux.yamux import Yamux
 
 from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
-from node.host import HANDSHAKE_TIMEOUT_S, SECURITY_PROTOCOLS, YAMUX_FRAME, Host, HostConfig, open_host
-from node.wire import Channel
+from node.p2p.host import HANDSHAKE_TIMEOUT_S, SECURITY_PROTOCOLS, YAMUX_FRAME, Host, HostConfig, open_host
+from node.p2p.wire import Channel
 from protocol import PROFILE, ProfileGet, ReachReply
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)

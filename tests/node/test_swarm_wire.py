@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from node.errors import PeerGone, PeerTimeout, StreamRefused
-from node.wire import memory_channel_pair
+from node.p2p.wire import memory_channel_pair
 from protocol import Busy, ProfileGet, RemoteProtocolError
 from protocol.framing import frame
 

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, final
 import trio
 
 import drivers
-from node.blob_fetch import fetch_blob
-from node.cache import ModelCache
 from node.errors import PeerUnreachable, StreamRefused
 from node.events import EventSink, quiet
-from node.fetch import FetchError, UrlPolicy, download
-from node.outbox import Outbox
-from node.wire import Channel
+from node.p2p.wire import Channel
+from node.transfer.blob_fetch import fetch_blob
+from node.transfer.cache import ModelCache
+from node.transfer.fetch import FetchError, UrlPolicy, download
+from node.worker.outbox import Outbox
 from protocol import (
     DOMAIN_RESULT,
     DeviceProfile,

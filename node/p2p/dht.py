@@ -15,7 +15,7 @@ from typing import Final, final
 
 import trio
 
-from node.kad import Kad
+from node.p2p.kad import Kad
 from protocol import (
     DOMAIN_ADVERT,
     AdvertBody,

@@ -1,11 +1,11 @@
-"""libp2p's kad-dht with our workarounds: the only module beside `node.host` that imports libp2p.
+"""libp2p's kad-dht with our workarounds: the only module beside `node.p2p.host` that imports libp2p.
 
 Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 
 - P12 `KadDHT(protocol_prefix=...)` is ignored on the wire: `PROTOCOL_ID` is imported by value into five
   modules, so `patch_kad` sets it in each to `/sark/kad/1.0.0` before any DHT is built.
 - P10/P12 records live for days (providers 48 h, values 24 h): `patch_kad` sets our lifetime; workers
-  re-announce on a timer (`node.swarm`).
+  re-announce on a timer (`node.p2p.node`).
 - P8/T4 updates need `select()` and un-namespaced keys are stored unvalidated: a strict
   `NamespacedValidator` with our `/sark/` validator, `strict_validation=True` on the DHT too.
 - P9 `find_providers()` answers from the local cache once it has any entry, with duplicates:
@@ -41,7 +41,7 @@ from libp2p.records.pubkey import PublicKeyValidator
 from libp2p.records.validator import NamespacedValidator, Validator
 from libp2p.tools.anyio_service import background_trio_service
 
-from node.host import Host
+from node.p2p.host import Host
 from protocol import KAD
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def forget_failed_dials(host: Host, peer_id: str) -> None:
 
     py-libp2p 0.8.1 keeps a negative cache of peers whose every address failed and refuses to dial
     them for a while ("recently failed all addresses (negative cache)"): a worker could not rejoin a
-    restarted gate until it expired. Used by `node.swarm` before each reconnect; pinned by
+    restarted gate until it expired. Used by `node.p2p.node` before each reconnect; pinned by
     tests/faults/test_gates.py.
     """
     host.raw.get_network().unblock_peer(ID.from_base58(peer_id))

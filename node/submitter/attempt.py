@@ -18,8 +18,8 @@ import trio
 
 import scheduler as sch
 from node.errors import NodeError
-from node.host import Host
-from node.wire import Channel
+from node.p2p.host import Host
+from node.p2p.wire import Channel
 from protocol import (
     DOMAIN_CANCEL,
     DOMAIN_OFFER,

@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Final, final
 
-from node.fetch import FetchError
+from node.config import NodeConfig
+from node.transfer.fetch import FetchError
 from protocol import FailureReason
 
 HASH_BLOCK: Final = 1 << 20
@@ -176,4 +177,9 @@ class ModelCache:
         self._blob(sha256).unlink(missing_ok=True)
 
 
-__all__ = ["ModelCache", "file_sha256"]
+def model_cache(config: NodeConfig) -> ModelCache:
+    """The node's content-addressed model cache under its data directory."""
+    return ModelCache(config.data_dir / "models")
+
+
+__all__ = ["ModelCache", "file_sha256", "model_cache"]

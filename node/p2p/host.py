@@ -1,4 +1,4 @@
-"""Our libp2p host: the one module (with `node.kad`) that imports libp2p, and where its workarounds live.
+"""Our libp2p host: the one module (with `node.p2p.kad`) that imports libp2p, and where its workarounds live.
 
 Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/notes/libp2p.md, P-numbers):
 
@@ -69,8 +69,8 @@ from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
 from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable
-from node.identity import load_seed
-from node.wire import Channel, Handler
+from node.p2p.identity import load_seed
+from node.p2p.wire import Channel, Handler
 from protocol import Busy
 from protocol.codec import encode
 from protocol.framing import frame
@@ -127,7 +127,7 @@ def peer_of(addr: str) -> str:
 
 
 def _identity(key_file: Path | None) -> KeyPair:
-    """The node's libp2p key pair from its persistent seed (`node.identity`)."""
+    """The node's libp2p key pair from its persistent seed (`node.p2p.identity`)."""
     return create_new_key_pair(load_seed(key_file))
 
 
@@ -154,7 +154,7 @@ def _tame_logging() -> None:
 
 @final
 class LibStream:
-    """A libp2p stream as a `node.wire.ByteStream`: EOF is `b""` (P4), errors are `PeerGone`."""
+    """A libp2p stream as a `node.p2p.wire.ByteStream`: EOF is `b""` (P4), errors are `PeerGone`."""
 
     def __init__(self, stream: Any, peer_id: str) -> None:
         self._stream = stream
@@ -244,7 +244,7 @@ class Host:
 
     @property
     def raw(self) -> Any:
-        """The libp2p host, for `node.kad` only."""
+        """The libp2p host, for `node.p2p.kad` only."""
         return self._lp
 
     def addrs(self) -> list[str]:

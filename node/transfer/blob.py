@@ -1,6 +1,6 @@
 """`/sark/blob/1.0.0`: content-addressed model transfer by sha256, chunked and resumable (the serving side).
 
-One stream per request. The fetcher (`node.blob_fetch`) sends `BlobGet(sha256, offset, length)`;
+One stream per request. The fetcher (`node.transfer.blob_fetch`) sends `BlobGet(sha256, offset, length)`;
 the server answers `BlobMeta(sha256, size)`, then `BlobChunk`s in order, then `BlobEnd` and closes,
 or `BlobMissing` when it does not hold the model or the peer is reached only through a relay (model
 bytes never cross a relay). No per-chunk acknowledgement: the muxer's flow control paces the sender.
@@ -17,9 +17,9 @@ from typing import Final, final
 
 import trio
 
-from node.cache import ModelCache
 from node.errors import PeerGone, PeerTimeout
-from node.wire import Channel, Handler
+from node.p2p.wire import Channel, Handler
+from node.transfer.cache import ModelCache
 from protocol import (
     MAX_FRAME,
     BlobChunk,

@@ -3,7 +3,7 @@
 Every spelling of a host is normalised and checked (numeric forms like `127.1`, `2130706433` and
 `0x7f.1` included), and every resolved address must be global: loopback, private, link-local and
 metadata, CGNAT, multicast, reserved and IPv4-embedding IPv6 ranges are refused, unless the owner
-allows a network (`allow_networks`). `node.fetch` connects to the checked address itself.
+allows a network (`allow_networks`). `node.transfer.fetch` connects to the checked address itself.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Final, final
 from urllib.parse import urlsplit
 
+from node.config import NodeConfig
 from node.errors import NodeError
 from protocol import FailureReason
 
@@ -176,3 +177,12 @@ def _non_global_reason(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> s
         (not addr.is_global, "not globally routable (e.g. CGNAT)"),
     )
     return next((why for hit, why in checks if hit), "")
+
+
+def url_policy(config: NodeConfig) -> UrlPolicy:
+    """The model-download rules a node's owner set: https to public addresses unless widened."""
+    return UrlPolicy(
+        allow_http=config.allow_http,
+        allow_networks=config.allow_networks,
+        max_bytes=config.max_model_bytes,
+    )

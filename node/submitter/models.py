@@ -9,9 +9,9 @@ from pathlib import Path
 import trio
 
 import scheduler as sch
-from node.cache import ModelCache
 from node.errors import ConfigError
-from node.fetch import UrlPolicy, download
+from node.transfer.cache import ModelCache
+from node.transfer.fetch import UrlPolicy, download
 from protocol import ModelRef
 
 UNKNOWN_SHA256 = "0" * 64

@@ -1,4 +1,4 @@
-"""Fetching a model over `/sark/blob/1.0.0` (the server is `node.blob`): parallel ranges, resumable.
+"""Fetching a model over `/sark/blob/1.0.0` (the server is `node.transfer.blob`): parallel ranges, resumable.
 
 The fetcher keeps the partial file (`ModelCache.temp_path`) across failures and continues from its
 length on a fresh stream, up to a bounded number of attempts. The sha256 is checked before the file
@@ -21,10 +21,10 @@ from typing import BinaryIO, Final, final
 
 import trio
 
-from node.cache import HASH_BLOCK, ModelCache
 from node.errors import NodeError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
-from node.fetch import FetchError, OnBytes
-from node.wire import Channel
+from node.p2p.wire import Channel
+from node.transfer.cache import HASH_BLOCK, ModelCache
+from node.transfer.fetch import FetchError, OnBytes
 from protocol import (
     BlobChunk,
     BlobEnd,

@@ -12,7 +12,7 @@ import trio
 
 import scheduler as sch
 from node.errors import NodeError
-from node.swarm import Node, Peer
+from node.p2p.node import Node, Peer
 from protocol import AdvertBody, Load
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from typing import Any, final
 import trio
 
 import scheduler as sch
-from node.discovery import Discovery
-from node.dispatch import (
+from node.events import EventSink, quiet
+from node.submitter.attempt import (
     Attempt,
     Committed,
     Declined,
@@ -34,9 +34,9 @@ from node.dispatch import (
     Verified,
     run_attempt,
 )
-from node.events import EventSink, quiet
-from node.outputs import pack_envelope
-from node.store import CampaignStore, ResultRecord
+from node.submitter.discovery import Discovery
+from node.submitter.outputs import pack_envelope
+from node.submitter.store import CampaignStore, ResultRecord
 from protocol import FailureReason, Holder, ModelRef
 
 log = logging.getLogger(__name__)

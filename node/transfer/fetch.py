@@ -25,7 +25,7 @@ from urllib.parse import urljoin
 import h11
 import trio
 
-from node.urls import FetchError, Target, UrlPolicy
+from node.transfer.urls import FetchError, Target, UrlPolicy
 from protocol import FailureReason
 
 MAX_REDIRECTS: Final = 3

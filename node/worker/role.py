@@ -11,33 +11,20 @@ from functools import partial
 import trio
 
 import drivers
-from node.blob import UploadSlots, blob_handler
-from node.cache import ModelCache
 from node.config import NodeConfig
 from node.events import EventSink, quiet
-from node.fetch import UrlPolicy
-from node.outbox import Outbox
-from node.runner import Runner
-from node.swarm import Advertised, Node, open_node, serve_worker
-from node.wire import Channel
-from node.worker import Negotiator, OfferPolicy
+from node.p2p.node import Node, open_node
+from node.p2p.wire import Channel
+from node.transfer.blob import UploadSlots, blob_handler
+from node.transfer.cache import model_cache
+from node.transfer.urls import url_policy
+from node.worker.advertising import Advertised, serve_worker
+from node.worker.negotiator import Negotiator, OfferPolicy
+from node.worker.outbox import Outbox
+from node.worker.runner import Runner
 from protocol import BLOB, NEGOTIATE, DeviceProfile
 
 log = logging.getLogger(__name__)
-
-
-def url_policy(config: NodeConfig) -> UrlPolicy:
-    """The model-download rules a node's owner set: https to public addresses unless widened."""
-    return UrlPolicy(
-        allow_http=config.allow_http,
-        allow_networks=config.allow_networks,
-        max_bytes=config.max_model_bytes,
-    )
-
-
-def model_cache(config: NodeConfig) -> ModelCache:
-    """The node's content-addressed model cache under its data directory."""
-    return ModelCache(config.data_dir / "models")
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import scheduler as sch
-from node.report import write_html_report
-from node.store import ResultRecord
+from node.submitter.render import write_html_report
+from node.submitter.store import ResultRecord
 from protocol import Envelope, ResultBody
 from protocol.codec import pack_body, unpack_body
 

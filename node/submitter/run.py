@@ -10,26 +10,25 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import trio
-
 import scheduler as sch
-from node.blob import UploadSlots, blob_handler
 from node.config import NodeConfig
-from node.discovery import Discovery, DiscoveryConfig
-from node.dispatch import Identity, open_negotiate
 from node.errors import ConfigError
 from node.events import EventSink, quiet
-from node.models import pin_models, refs_from_json
-from node.outputs import write_outputs
-from node.roles import model_cache, open_worker, url_policy
-from node.store import CampaignRecord, CampaignStore
-from node.submitter import CampaignLoop, Tally, View, models_json, utc_now
-from node.swarm import Node, open_node
+from node.p2p.node import Node, open_node
+from node.submitter.attempt import Identity, open_negotiate
+from node.submitter.discovery import Discovery, DiscoveryConfig
+from node.submitter.loop import CampaignLoop, Tally, View, models_json, utc_now
+from node.submitter.models import pin_models, refs_from_json
+from node.submitter.outputs import write_outputs
+from node.submitter.store import CampaignRecord, CampaignStore
+from node.transfer.blob import UploadSlots, blob_handler
+from node.transfer.cache import model_cache
+from node.transfer.urls import url_policy
 from protocol import BLOB, ModelRef
 
 log = logging.getLogger(__name__)
@@ -38,6 +37,10 @@ SUBMITTER_UPLOAD_PEERS = 1
 """How many workers fetch models from the submitter at once; the rest fetch from workers that have it."""
 BLOB_DEADLINE_S = 1800.0
 """How long one /sark/blob stream may take (a 2 GiB model at a slow link; resumable if cut)."""
+
+
+LocalSwarm = Callable[[NodeConfig], AbstractAsyncContextManager[NodeConfig]]
+"""Starts a swarm on this machine; yields the configuration pointed at its gate (the CLI's embedded one)."""
 
 
 class CampaignNotFound(ConfigError):
@@ -54,7 +57,7 @@ class SubmitOptions:
     out_root: Path = Path("sark-results")
     events: EventSink = quiet
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
-    embedded_workers: int = 1
+    swarm: LocalSwarm | None = None
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ async def _run(
 async def open_submitter(
     config: NodeConfig, options: SubmitOptions, uploads: UploadSlots | None = None
 ) -> AsyncIterator[Node]:
-    """The submitter's node; with no gate configured, an embedded gate and local workers first.
+    """The submitter's node; with no gate configured, the options' local swarm (a gate and workers) first.
 
     It serves the campaign's models over /sark/blob through `uploads` (by default to one peer at a
     time: the submitter seeds, the workers that have the model spread it).
@@ -173,44 +176,13 @@ async def open_submitter(
     uploads = uploads or UploadSlots(SUBMITTER_UPLOAD_PEERS)
     async with AsyncExitStack() as stack:
         if not config.gates:
-            config = await stack.enter_async_context(embedded_swarm(config, options.embedded_workers))
+            if options.swarm is None:
+                raise ConfigError("--gate", "no gate configured and no local swarm to start")
+            config = await stack.enter_async_context(options.swarm(config))
         node = await stack.enter_async_context(open_node(config, role="submitter"))
         handler = blob_handler(model_cache(config), is_relayed=node.host.is_relayed, slots=uploads)
         node.host.set_handler(BLOB, handler, deadline=BLOB_DEADLINE_S)
         yield node
-
-
-@asynccontextmanager
-async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[NodeConfig]:
-    """A gate and `workers` local workers on loopback that take offers from this submitter only.
-
-    Yields the submitter's configuration pointed at the embedded gate.
-    """
-    from gate import serve_gate
-    from node.identity import identity_peer_id
-
-    me = identity_peer_id(config.key_file())
-    root = config.data_dir / "embedded"
-    loopback = ("/ip4/127.0.0.1/tcp/0",)
-    gate_config = config.model_copy(update={"data_dir": root / "gate", "listen": loopback, "gates": ()})
-    async with trio.open_nursery() as nursery:
-        gates = tuple(await nursery.start(serve_gate, gate_config))
-        async with AsyncExitStack() as stack:
-            for i in range(workers):
-                name = f"{config.device_name or 'local'}-{i}" if workers > 1 else config.device_name
-                worker_config = config.model_copy(
-                    update={
-                        "data_dir": root / f"worker-{i}",
-                        "listen": loopback,
-                        "gates": gates,
-                        "allow": (me,),
-                        "open_mode": False,
-                        "device_name": name,
-                    }
-                )
-                await stack.enter_async_context(open_worker(worker_config))
-            yield config.model_copy(update={"gates": gates, "listen": loopback})
-        nursery.cancel_scope.cancel()
 
 
 async def plan(config: NodeConfig, source: Path, text: str, options: SubmitOptions) -> sch.Plan:

@@ -19,8 +19,8 @@ import trio
 
 from node.errors import NodeError
 from node.events import EventSink, quiet
-from node.runner import Job, Runner
-from node.wire import Channel
+from node.p2p.wire import Channel
+from node.worker.runner import Job, Runner
 from protocol import (
     DOMAIN_CANCEL,
     DOMAIN_OFFER,

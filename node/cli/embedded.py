@@ -1,0 +1,47 @@
+"""The embedded local swarm: a gate and workers on loopback, for `submit`, `plan` and `serve` with no gate.
+
+It lives in the CLI, the composition root, because it is the one place that composes the gate role
+with the worker role; the submitter gets it as `SubmitOptions.swarm`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import trio
+
+from gate import serve_gate
+from node.config import NodeConfig
+from node.p2p.identity import identity_peer_id
+from node.worker.role import open_worker
+
+
+@asynccontextmanager
+async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[NodeConfig]:
+    """A gate and `workers` local workers on loopback that take offers from this submitter only.
+
+    Yields the submitter's configuration pointed at the embedded gate.
+    """
+    me = identity_peer_id(config.key_file())
+    root = config.data_dir / "embedded"
+    loopback = ("/ip4/127.0.0.1/tcp/0",)
+    gate_config = config.model_copy(update={"data_dir": root / "gate", "listen": loopback, "gates": ()})
+    async with trio.open_nursery() as nursery:
+        gates = tuple(await nursery.start(serve_gate, gate_config))
+        async with AsyncExitStack() as stack:
+            for i in range(workers):
+                name = f"{config.device_name or 'local'}-{i}" if workers > 1 else config.device_name
+                worker_config = config.model_copy(
+                    update={
+                        "data_dir": root / f"worker-{i}",
+                        "listen": loopback,
+                        "gates": gates,
+                        "allow": (me,),
+                        "open_mode": False,
+                        "device_name": name,
+                    }
+                )
+                await stack.enter_async_context(open_worker(worker_config))
+            yield config.model_copy(update={"gates": gates, "listen": loopback})
+        nursery.cancel_scope.cancel()

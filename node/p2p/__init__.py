@@ -1,0 +1,18 @@
+"""The libp2p edge: the only code under node/ that imports libp2p (host and kad).
+
+Modules:
+    host      our libp2p host: Noise-only, handler guards, per-peer caps, relay; the workarounds but kad's
+    kad       libp2p's kad-dht on /sark/kad/1.0.0, with its workarounds
+    dht       advert keys, the advert validator, publishing and provider lookups
+    wire      the seam to the pure protocol: a byte stream and a framed message channel
+    identity  the persistent Ed25519 seed and peer id (no libp2p import)
+    node      open_node: a host connected to its gates with a bootstrapped DHT; worker lookups; reachability
+
+Callers import the module they need (`from node.p2p.host import ...`): the package root
+imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
+to import).
+"""
+
+from __future__ import annotations
+
+__all__ = ["dht", "host", "identity", "kad", "node", "wire"]

@@ -1,0 +1,20 @@
+"""The submitter role: one campaign run from file to results, and what it writes.
+
+Modules:
+    run        the campaign-run seam: prepare, submit, resume, plan, open_submitter
+    loop       the campaign loop: the scheduler's one owner, results verified and stored
+    attempt    the submitter's side of /sark/negotiate/1.0.0: one coroutine per task attempt
+    discovery  finding workers: DHT adverts confirmed by a live /sark/profile answer
+    store      the SQLite campaign store
+    models     pinning a campaign's models
+    outputs    results.csv, results.json, report.html
+    render     drawing report.html, Markdown and terminal tables
+
+Callers import the module they need (`from node.submitter.run import ...`): the package root
+imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
+to import).
+"""
+
+from __future__ import annotations
+
+__all__ = ["attempt", "discovery", "loop", "models", "outputs", "render", "run", "store"]

@@ -1,0 +1,17 @@
+"""The worker role: advertising, the negotiation it answers, the task runner and its outbox.
+
+Modules:
+    role         open_worker: composition of the worker role (cache, runner, negotiator, advertising)
+    advertising  the signed advert in the DHT, /sark/profile, relay slots, gates that come back
+    negotiator   the worker's side of /sark/negotiate/1.0.0: who may offer, what it takes, the lease
+    runner       the task runner: priority queue, model acquisition, measurement, signing
+    outbox       signed results kept on disk until acknowledged
+
+Callers import the module they need (`from node.worker.role import ...`): the package root
+imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
+to import).
+"""
+
+from __future__ import annotations
+
+__all__ = ["advertising", "negotiator", "outbox", "role", "runner"]
