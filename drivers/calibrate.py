@@ -1,7 +1,10 @@
 """Device calibration: CPU matrix throughput and memory bandwidth, a few seconds, cached per device.
 
 The cache key is the device fingerprint plus numpy's and onnxruntime's versions, so an upgrade
-recalibrates. Figures are the best of several short repeats (least disturbed by other tenants).
+recalibrates. Figures are the best of several short repeats (least disturbed by other tenants), and
+they are taken on a quiet machine only: before measuring, the background load is sampled; a figure
+measured while other processes kept more than `QUIET_CORES` busy is kept, marked `quiet=False` with
+the load it ran under, and taken again at the next chance on a quiet machine.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ from typing import Final
 import numpy as np
 from pydantic import ValidationError
 
+from drivers.meters import CpuMeter
 from protocol import Calibration
 
 MATMUL_N: Final = 512
 COPY_MB: Final = 64
 REPEAT_S: Final = 0.6  # time spent on each kernel
+QUIET_CORES: Final = 0.25  # background load (cores busy in other processes) up to which a machine is quiet
+SAMPLE_S: Final = 0.3  # how long the background load is sampled before measuring
 
 
 def calibration_key(fingerprint: str, versions: dict[str, str]) -> str:
@@ -57,24 +63,63 @@ def _best(kernel: object, seconds: float) -> float:
             return max(best, 1e-9)
 
 
-def calibrate(cache_dir: Path | None, key: str) -> Calibration:
-    """The device's calibration: read from `cache_dir` when cached under `key`, else measured and cached."""
-    path = cache_dir / f"calibration-{key}.json" if cache_dir is not None else None
-    if path is not None and path.is_file():
-        try:
-            return Calibration.model_validate_json(path.read_text())
-        except ValidationError:
-            path.unlink()
+def background_cores(seconds: float = SAMPLE_S) -> float:
+    """Cores that other processes keep busy, sampled over `seconds` while this process sleeps."""
+    with CpuMeter() as meter:
+        time.sleep(seconds)
+    return meter.background_cores
+
+
+def measure(key: str, quiet_cores: float = QUIET_CORES) -> Calibration:
+    """Calibrate now, recording the background load before and during the kernels (the larger one)."""
+    before = background_cores()
     start = time.perf_counter()
-    result = Calibration(
-        cpu_gflops=cpu_gflops(),
-        mem_bandwidth_gbs=mem_bandwidth_gbs(),
+    with CpuMeter() as meter:
+        gflops, bandwidth = cpu_gflops(), mem_bandwidth_gbs()
+    load = max(before, meter.background_cores)
+    return Calibration(
+        cpu_gflops=gflops,
+        mem_bandwidth_gbs=bandwidth,
         seconds=time.perf_counter() - start,
         key=key,
+        taken_at=time.time(),
+        background_cores=round(load, 2),
+        quiet=load <= quiet_cores,
     )
+
+
+def calibrate(
+    cache_dir: Path | None, key: str, *, force: bool = False, quiet_cores: float = QUIET_CORES
+) -> Calibration:
+    """The device's calibration, measured only when it has to be.
+
+    A quiet cached figure is reused unless `force`. A figure taken under load (or of unknown load) is
+    taken again when the machine is quiet now, and otherwise returned as it is, still marked.
+    `quiet_cores` is the background load up to which the machine counts as quiet.
+    """
+    path = cache_dir / f"calibration-{key}.json" if cache_dir is not None else None
+    cached = _read(path)
+    if cached is not None and not force and (cached.quiet or background_cores() > quiet_cores):
+        return cached
+    result = measure(key, quiet_cores)
+    if cached is not None and not result.quiet and cached.taken_at and not force:
+        return cached  # still loaded: a new loaded figure is no better than the old one
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(result.model_dump()))
         tmp.replace(path)
     return result
+
+
+def _read(path: Path | None) -> Calibration | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return Calibration.model_validate_json(path.read_text())
+    except ValidationError:
+        path.unlink()
+        return None
+
+
+__all__ = ["QUIET_CORES", "background_cores", "calibrate", "calibration_key", "measure"]

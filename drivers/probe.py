@@ -35,12 +35,15 @@ def device_name() -> str:
     return name or platform.node() or "unknown"
 
 
-def detect_profile(cache_dir: Path | None = None, *, calibrate: bool = True) -> DeviceProfile:
+def detect_profile(
+    cache_dir: Path | None = None, *, calibrate: bool = True, recalibrate: bool = False
+) -> DeviceProfile:
     """This device's profile with every compute unit probed (usable or not, with the reason).
 
     Args:
         cache_dir: where the calibration is cached (None: not cached).
         calibrate: measure (or reuse) CPU throughput and memory bandwidth, a few seconds at most.
+        recalibrate: measure the calibration again even when a quiet one is cached.
 
     Returns:
         The protocol's `DeviceProfile`.
@@ -53,7 +56,8 @@ def detect_profile(cache_dir: Path | None = None, *, calibrate: bool = True) -> 
     fingerprint = device.fingerprint(soc, cores, ram, gpus)
     result = None
     if calibrate:
-        result = calibration.calibrate(cache_dir, calibration.calibration_key(fingerprint, versions))
+        key = calibration.calibration_key(fingerprint, versions)
+        result = calibration.calibrate(cache_dir, key, force=recalibrate)
     return DeviceProfile(
         device_name=device_name(),
         soc=soc,

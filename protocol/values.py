@@ -38,6 +38,14 @@ class Calibration(Value):
     gpu_tflops: dict[str, float] = Field(default_factory=dict)
     seconds: float = Field(ge=0)
     key: str = ""
+    taken_at: float = Field(default=0.0, ge=0)  # seconds since the epoch; 0: unknown (an old cache entry)
+    background_cores: float = Field(default=0.0, ge=0)  # cores other processes kept busy while it ran
+    quiet: bool = False  # True only when the machine was quiet: a loaded figure is marked and re-taken later
+
+    def summary(self) -> str:
+        """The figures for people, marked when they were taken under load."""
+        text = f"{self.cpu_gflops:.1f} GFLOPS fp32 matmul, {self.mem_bandwidth_gbs:.1f} GB/s copy"
+        return text if self.quiet else f"{text} (under load: {self.background_cores:.1f} cores busy)"
 
 
 class DeviceProfile(Value):

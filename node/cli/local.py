@@ -77,9 +77,14 @@ def info(
     calibrate: Annotated[
         bool, typer.Option(help="Measure (or reuse) the CPU and memory calibration.")
     ] = True,
+    recalibrate: Annotated[
+        bool, typer.Option("--recalibrate", help="Measure the calibration again (on a quiet machine).")
+    ] = False,
 ) -> None:
     """Show this device's profile and every compute unit, with the reason for each unusable one."""
-    profile = detect_profile(_cache_dir(data_dir), calibrate=calibrate)
+    profile = detect_profile(
+        _cache_dir(data_dir), calibrate=calibrate or recalibrate, recalibrate=recalibrate
+    )
     if json_out:
         typer.echo(profile.model_dump_json())
         return
@@ -106,10 +111,7 @@ def _print_profile(console: Console, profile: DeviceProfile) -> None:
     ):
         facts.add_row(key, escape(value))
     if profile.calibration is not None:
-        cal = profile.calibration
-        facts.add_row(
-            "calibration", f"{cal.cpu_gflops:.1f} GFLOPS fp32 matmul, {cal.mem_bandwidth_gbs:.1f} GB/s copy"
-        )
+        facts.add_row("calibration", profile.calibration.summary())
     units = Table(title="Compute units")
     for column in ("unit", "usable", "provider", "reason"):
         units.add_column(column)

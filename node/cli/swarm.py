@@ -215,7 +215,7 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
             ", ".join(r["units"]),
             str(r["reachability"]),
             f"{r['age_s']:.1f} s",
-            f"{cal.get('cpu_gflops', 0):.1f}" if cal else "-",
+            (f"{cal['cpu_gflops']:.1f}" + ("" if cal["quiet"] else " (under load)")) if cal else "-",
             f"{cal.get('mem_bandwidth_gbs', 0):.1f}" if cal else "-",
         )
     Console().print(table)

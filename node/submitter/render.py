@@ -238,7 +238,7 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
                 html.escape(", ".join(f"{k} {v}" for k, v in sorted(c.runtime_versions.items()))),
                 f'<code title="{html.escape(c.model_sha256)}">{html.escape(c.model_sha256[:16])}</code>',
                 html.escape(" / ".join(x for x in (c.thermal, c.power) if x) or "not exposed"),
-                "" if cal is None else f"{cal.cpu_gflops:.0f} GFLOPS, {cal.mem_bandwidth_gbs:.1f} GB/s",
+                "" if cal is None else html.escape(cal.summary()),
             ]
         )
     head = ["device · unit", "background cores", "threads", "runtimes", "model sha256", "thermal / power"]

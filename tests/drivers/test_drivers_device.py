@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -54,15 +55,38 @@ def test_profile_lists_every_unit_and_round_trips_as_json() -> None:
     assert profile.ram_mb > 0
 
 
-def test_calibration_is_measured_once_then_reused(tmp_path: Path) -> None:
-    key = calibration_key("f" * 64, {"numpy": "2", "onnxruntime": "1"})
-    first = calibrate(tmp_path, key)
+KEY = calibration_key("f" * 64, {"numpy": "2", "onnxruntime": "1"})
+QUIET = math.inf  # every load counts as quiet
+LOADED = -1.0  # no load counts as quiet
+
+
+def test_a_quiet_calibration_is_measured_once_then_reused(tmp_path: Path) -> None:
+    first = calibrate(tmp_path, KEY, quiet_cores=QUIET)
     assert first.cpu_gflops > 0
     assert first.mem_bandwidth_gbs > 0
-    assert first.key == key
-    assert (tmp_path / f"calibration-{key}.json").is_file()
-    assert calibrate(tmp_path, key) == first  # timings never repeat exactly: equal means cached
-    assert calibration_key("f" * 64, {"numpy": "3", "onnxruntime": "1"}) != key
+    assert first.key == KEY
+    assert first.quiet
+    assert first.taken_at > 0
+    assert "under load" not in first.summary()
+    assert (tmp_path / f"calibration-{KEY}.json").is_file()
+    assert (
+        calibrate(tmp_path, KEY, quiet_cores=QUIET) == first
+    )  # equal timings = cached
+    assert calibrate(tmp_path, KEY, quiet_cores=QUIET, force=True) != first  # --recalibrate measures again
+    assert calibration_key("f" * 64, {"numpy": "3", "onnxruntime": "1"}) != KEY
+
+
+def test_a_calibration_taken_under_load_is_marked_kept_while_loaded_and_retaken_when_quiet(
+    tmp_path: Path,
+) -> None:
+    loaded = calibrate(tmp_path, KEY, quiet_cores=LOADED)
+    assert not loaded.quiet
+    assert f"(under load: {loaded.background_cores:.1f} cores busy)" in loaded.summary()
+    assert calibrate(tmp_path, KEY, quiet_cores=LOADED) == loaded  # still loaded: kept, not re-measured
+    quiet = calibrate(tmp_path, KEY, quiet_cores=QUIET)
+    assert quiet.quiet
+    assert quiet.taken_at > loaded.taken_at
+    assert calibrate(tmp_path, KEY, quiet_cores=LOADED) == quiet  # a quiet figure is never replaced by load
 
 
 def test_kernel_high_water_mark_sees_a_touched_allocation() -> None:

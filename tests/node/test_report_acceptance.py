@@ -279,7 +279,10 @@ def test_info_and_peers_show_the_calibration_and_the_next_join_reuses_it(lab: La
     (peer,) = [p for p in lab.peers(gates) if p["peer_id"] == peer_id]
     assert peer["calibration"]["cpu_gflops"] > 0
     assert peer["calibration"]["mem_bandwidth_gbs"] > 0
-    assert peer["calibration"] == cached  # timings never repeat exactly: equal figures are the cached ones
-    assert cache.stat().st_mtime_ns == written
+    if cached["quiet"]:  # a quiet figure is reused (timings never repeat exactly: equal means cached)
+        assert peer["calibration"] == cached
+        assert cache.stat().st_mtime_ns == written
+    else:  # taken under load: kept while the machine stays loaded, taken again once it is quiet
+        assert peer["calibration"] == cached or peer["calibration"]["quiet"]
     info = _sark("info", "--data-dir", tmp_path / "w", cwd=tmp_path)
     assert re.search(r"calibration\W+[\d.]+ GFLOPS fp32 matmul, [\d.]+ GB/s copy", info)
