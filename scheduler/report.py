@@ -177,11 +177,11 @@ def _shared_units(entries: Sequence[ReportEntry]) -> set[str]:
 
 
 def device_label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
-    """A device's row name: its name, with the worker's id tail when two workers share the name."""
+    """A device's row name: its name, with the worker's id tail on every row when two workers share it."""
     if entry.device == NO_DEVICE:
         return NO_DEVICE
-    workers = {e.worker for e in entries if e.device == entry.device}
-    return f"{entry.device} [{entry.worker[-6:]}]" if len(workers) > 1 else entry.device
+    workers = {e.worker for e in entries if e.device == entry.device and e.worker}
+    return f"{entry.device} [{entry.worker[-6:] or 'no worker'}]" if len(workers) > 1 else entry.device
 
 
 def _cell(entry: ReportEntry) -> MatrixCell:

@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 import trio
 
+from drivers.probe import device_name
 from gate import serve_gate
 from node.config import NodeConfig
 from node.p2p.identity import identity_peer_id
@@ -24,6 +25,7 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
     Yields the submitter's configuration pointed at the embedded gate.
     """
     me = identity_peer_id(config.key_file())
+    base = config.device_name or device_name()
     root = config.data_dir / "embedded"
     loopback = ("/ip4/127.0.0.1/tcp/0",)
     gate_config = config.model_copy(update={"data_dir": root / "gate", "listen": loopback, "gates": ()})
@@ -31,7 +33,7 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
         gates = tuple(await nursery.start(serve_gate, gate_config))
         async with AsyncExitStack() as stack:
             for i in range(workers):
-                name = f"{config.device_name or 'local'}-{i}" if workers > 1 else config.device_name
+                name = f"{base}-{i}"  # the same names whatever `workers` is: reports of runs compare
                 worker_config = config.model_copy(
                     update={
                         "data_dir": root / f"worker-{i}",

@@ -69,9 +69,7 @@ def test_a_quiet_calibration_is_measured_once_then_reused(tmp_path: Path) -> Non
     assert first.taken_at > 0
     assert "under load" not in first.summary()
     assert (tmp_path / f"calibration-{KEY}.json").is_file()
-    assert (
-        calibrate(tmp_path, KEY, quiet_cores=QUIET) == first
-    )  # equal timings = cached
+    assert calibrate(tmp_path, KEY, quiet_cores=QUIET) == first  # equal timings = cached
     assert calibrate(tmp_path, KEY, quiet_cores=QUIET, force=True) != first  # --recalibrate measures again
     assert calibration_key("f" * 64, {"numpy": "3", "onnxruntime": "1"}) != KEY
 

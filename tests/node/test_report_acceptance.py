@@ -7,6 +7,7 @@ onnxruntime children); the models are examples/make_model.py's network at depth 
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from lab.procs import LOOPBACK, Lab, Proc
 from typer.testing import CliRunner
 
 import scheduler as sch
+from drivers.probe import device_name
 from node.cli.report import register
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,8 +142,8 @@ def test_three_workers_write_a_self_contained_report(three_workers: Run) -> None
     for part in ("matrix-0", "heatmap-0", "distributions-0", "resources-0", "processes-0", "conditions"):
         assert f'id="{part}"' in page
     assert page.count("<svg") == 4
-    for device in ("local-0", "local-1", "local-2"):
-        assert device in page
+    for i in range(3):  # embedded workers: this machine's name and their index, whatever --workers is
+        assert f"{html.escape(device_name())}-{i}" in page
     assert "Unschedulable" in page  # the GPU job, with no GPU here
     # Nothing to fetch: no scripts, links or images; every reference is inside the page (an id, inline data).
     assert not re.search(r"<script|<link|<img|@import|url\(\s*['\"]?http", page)
@@ -188,7 +190,7 @@ def test_report_renders_in_headless_chromium_without_network(three_workers: Run,
     )
     for part in ("matrix-0", "heatmap-0", "distributions-0", "processes-0"):
         assert re.search(rf'<figure id="{part}"[^>]*><svg|<div id="{part}"[^>]*><table', dom.stdout)
-    assert "local-0" in dom.stdout
+    assert f"{html.escape(device_name())}-0" in dom.stdout
     problems = re.findall(r".*(?:net::ERR_|Uncaught|Failed to load resource|CONSOLE\(\d+\)).*", dom.stderr)
     assert problems == []
     subprocess.run(

@@ -9,6 +9,7 @@ from scheduler.report import (
     NO_DEVICE,
     ReportEntry,
     compare,
+    device_label,
     diff_entries,
     entries_from_document,
     entry_of,
@@ -77,6 +78,7 @@ def _entry(
     fingerprint: str = "",
     unit: str = "CPU (ONNX)",
     job: int = 0,
+    worker: str | None = None,
 ) -> ReportEntry:
     ordered = sorted(samples)
     return ReportEntry(
@@ -87,7 +89,7 @@ def _entry(
         unit=unit,
         device=device,
         fingerprint=fingerprint,
-        worker=f"peer-{device}",
+        worker=f"peer-{device}" if worker is None else worker,
         median_ms=ordered[len(ordered) // 2],
         samples_ms=tuple(samples),
         process_medians_ms=medians,
@@ -251,3 +253,17 @@ def test_unmatched_and_failed_tasks_are_listed_not_judged() -> None:
     verdicts = {(r.device, r.verdict) for r in rows}
     assert verdicts == {("x", "only in A"), ("y", "no result in B"), ("z", "only in B")}
     assert not any(r.significant for r in rows)
+
+
+def test_two_workers_sharing_a_device_name_are_told_apart_on_every_row() -> None:
+    vm_a = _entry("vm", [1.0], worker="12D3KooWaaaaaa")
+    vm_a2 = _entry("vm", [1.0], unit="GPU (ONNX)", worker="12D3KooWaaaaaa")
+    vm_b = _entry("vm", [2.0], worker="12D3KooWbbbbbb")
+    unplaced = _entry("vm", [3.0], unit="CPU (PyTorch)", worker="")
+    alone = _entry("box", [1.0])
+    entries = [vm_a, vm_a2, vm_b, unplaced, alone]
+    labels = [device_label(e, entries) for e in entries]
+    assert labels == ["vm [aaaaaa]", "vm [aaaaaa]", "vm [bbbbbb]", "vm [no worker]", "box"]
+    assert (
+        device_label(vm_a, [vm_a, unplaced]) == "vm"
+    )  # one worker: nothing to tell apart
