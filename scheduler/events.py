@@ -76,6 +76,7 @@ class ResultAccepted:
     task_id: str
     lease_id: str
     peer_id: str
+    median_ms: float | None = None  # the result's inference median: a finished task's progress shows it
 
 
 @dataclass(frozen=True)

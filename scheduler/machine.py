@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import final
 
-from protocol import ModelRef
+from protocol import ModelRef, Phase
 from scheduler.campaign import Campaign
 from scheduler.events import (
     CancelRequested,
@@ -253,7 +253,10 @@ class Scheduler:
             return [
                 SendCancel(event.task_id, event.peer_id, event.lease_id, "stale lease: result not accepted")
             ]
-        out = self._end(task, TaskState.DONE, "", "")
+        p = task.progress  # finished: the last phase, every run done, the result's median
+        total = max(p.total, p.done, 1)
+        final = TaskProgress(phase=Phase.MEASURING, done=total, total=total, median_ms=event.median_ms)
+        out = self._end(self._put(task, progress=final), TaskState.DONE, "", "")
         return [*out, SendAck(event.task_id, event.lease_id)]
 
     def _on_failure(self, event: TaskFailedRemotely, now: float) -> list[Command]:

@@ -349,7 +349,10 @@ class CampaignLoop:
         self._store.put_result(self._id, record, utc_now())
         self.tally.accepted += 1
         self._record("accepted", a, "")
-        return sch.ResultAccepted(task_id=a.task_id, lease_id=note.lease_id, peer_id=a.peer_id)
+        median = note.body.measurement.inference_ms.median
+        return sch.ResultAccepted(
+            task_id=a.task_id, lease_id=note.lease_id, peer_id=a.peer_id, median_ms=median
+        )
 
     def _record(self, what: str, attempt: Attempt, detail: str) -> None:
         self.tally.events.append(

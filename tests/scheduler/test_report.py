@@ -264,6 +264,4 @@ def test_two_workers_sharing_a_device_name_are_told_apart_on_every_row() -> None
     entries = [vm_a, vm_a2, vm_b, unplaced, alone]
     labels = [device_label(e, entries) for e in entries]
     assert labels == ["vm [aaaaaa]", "vm [aaaaaa]", "vm [bbbbbb]", "vm [no worker]", "box"]
-    assert (
-        device_label(vm_a, [vm_a, unplaced]) == "vm"
-    )  # one worker: nothing to tell apart
+    assert device_label(vm_a, [vm_a, unplaced]) == "vm"  # one worker: nothing to tell apart

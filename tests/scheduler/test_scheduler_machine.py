@@ -376,3 +376,21 @@ def test_the_unit_and_model_of_each_task_are_in_its_view() -> None:
         "mac",
         "12D3-mac",
     )
+
+
+def test_a_finished_task_shows_every_run_done_its_last_phase_and_its_median() -> None:
+    node = node_for(one_job("any"))
+    node.discover(cpu_fleet(1))
+    task = f"{CID}-job-0-0"
+    lease = node.commit(task, "12D3-cpu0")
+    node.feed(ProgressReported(task, lease, Phase.LOADING, 7, 9))  # the last heartbeat was mid-load
+    node.feed(ResultAccepted(task, lease, "12D3-cpu0", median_ms=1.25))
+    (view,) = node.scheduler.tasks()
+    progress = view.progress
+    assert (view.state, progress.phase, progress.done, progress.total, progress.median_ms) == (
+        TaskState.DONE,
+        Phase.MEASURING,
+        9,
+        9,
+        1.25,
+    )
