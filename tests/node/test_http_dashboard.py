@@ -187,6 +187,7 @@ async def test_dashboard_shows_peers_and_a_campaign_to_done(
     section = await page.wait_for(f'section[data-campaign="{cid}"][data-status="completed"]', 90)
     assert f'data-task="{cid}-job-0-0" data-state="done"' in section
     assert "100%" in section
+    assert "100% (loading)" not in section  # a finished task shows its last phase, not its last heartbeat
     assert 'data-state="unschedulable"' in section
     matrix = await page.wait_for("#matrix tbody tr[data-device] td:nth-child(2):not(:empty)", 30)
     assert re.search(r"\d+\.\d{3}", matrix)
