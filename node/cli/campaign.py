@@ -195,6 +195,7 @@ class _LiveView:
             Live(Table(), console=_console, refresh_per_second=4, transient=False) if enabled else None
         )
         self._last = 0.0
+        self._tasks: Sequence[sch.TaskView] = ()
 
     def __enter__(self) -> _LiveView:
         if self._live is not None:
@@ -203,28 +204,35 @@ class _LiveView:
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
+            self._live.update(task_table(self._tasks))  # the last frame shows how every task ended
             self._live.__exit__(None, None, None)
 
     def update(self, tasks: Sequence[sch.TaskView]) -> None:
+        self._tasks = tasks
         now = time.monotonic()
         if self._live is None or now - self._last < 0.2:
             return
         self._last = now
-        table = Table(title="tasks")
-        for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
-            table.add_column(name)
-        for t in tasks:
-            p = t.progress
-            table.add_row(
-                t.task_id.rsplit("-job-", 1)[-1],
-                t.device_name or (t.peer_id or "")[-8:],
-                t.unit.value,
-                t.state.value,
-                p.phase.value if p.phase else "",
-                f"{p.done}/{p.total}" if p.total else "",
-                f"{p.median_ms:.3f}" if p.median_ms is not None else "",
-            )
-        self._live.update(table)
+        self._live.update(task_table(tasks))
+
+
+def task_table(tasks: Sequence[sch.TaskView]) -> Table:
+    """The live view's frame: a row per task (device, unit, state, phase, progress, median so far)."""
+    table = Table(title="tasks")
+    for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
+        table.add_column(name)
+    for t in tasks:
+        p = t.progress
+        table.add_row(
+            t.task_id.rsplit("-job-", 1)[-1],
+            t.device_name or (t.peer_id or "")[-8:],
+            t.unit.value,
+            t.state.value,
+            p.phase.value if p.phase else "",
+            f"{p.done}/{p.total}" if p.total else "",
+            f"{p.median_ms:.3f}" if p.median_ms is not None else "",
+        )
+    return table
 
 
 def plan(
