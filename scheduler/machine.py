@@ -84,6 +84,7 @@ class Scheduler:
         self._cancelled = False
         self._finished = False
         self._resuming = False
+        self._now = 0.0  # the `now` of the event being handled
 
     def handle(self, event: Event, now: float) -> list[Command]:
         """Apply one event at time `now` (wall-clock seconds), then act on deadlines that are due.
@@ -91,6 +92,7 @@ class Scheduler:
         Returns:
             The commands for the node to carry out, in order.
         """
+        self._now = now
         out: list[Command] = self._resume(now) if self._resuming else []
         out += self._apply(event, now)
         out += self._expire(now)
@@ -380,7 +382,15 @@ class Scheduler:
         assert not task.ended, f"{task.task_id} ended twice"
         if state == TaskState.DONE:
             task = self._close_attempt(task, "done", "done")
-        self._put(task, state=state, failure_reason=cause, detail=detail, reasons=reasons, deadline=None)
+        self._put(
+            task,
+            state=state,
+            failure_reason=cause,
+            detail=detail,
+            reasons=reasons,
+            deadline=None,
+            ended_at=self._now,
+        )
         return [RecordOutcome(task.task_id, STATUS_OF[state], cause, detail)]
 
     def _finish(self) -> FinishCampaign:

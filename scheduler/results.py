@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Final
 
 from protocol import DeviceProfile, Measurement, ResultBody
@@ -179,7 +180,12 @@ def result_row(task: TaskView, body: ResultBody, signature: str, created_utc: st
 
 
 def failure_row(task: TaskView, status: Status, reason: str, detail: str, created_utc: str) -> dict[str, str]:
-    """The row of a task that ended without a measurement (Failed, Cancelled or Unschedulable)."""
+    """The row of a task that ended without a measurement (Failed, Cancelled or Unschedulable).
+
+    `created_utc` stamps a task that has not ended; an ended task keeps the time it ended.
+    """
+    if task.ended_at is not None:
+        created_utc = datetime.fromtimestamp(task.ended_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     row = _task_columns(task, status, created_utc)
     row.update(FailureReason=reason, Detail=detail)
     return row

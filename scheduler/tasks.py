@@ -88,6 +88,7 @@ class TaskView(Value):
         detail: a sentence for people.
         progress: the latest heartbeat.
         deadline: when the scheduler acts on its own next (offer timeout, lease lapse, retry backoff).
+        ended_at: when it ended (wall-clock seconds, the `now` of the event that ended it), None while live.
     """
 
     task_id: str
@@ -105,6 +106,7 @@ class TaskView(Value):
     detail: str = ""
     progress: TaskProgress = TaskProgress()
     deadline: float | None = None
+    ended_at: float | None = None
 
     @property
     def ended(self) -> bool:

@@ -394,3 +394,11 @@ def test_a_finished_task_shows_every_run_done_its_last_phase_and_its_median() ->
         9,
         1.25,
     )
+
+
+def test_a_task_records_when_it_ended_from_the_event_that_ended_it() -> None:
+    node = node_for(one_job("any", unit="GPU (ONNX)"))
+    node.discover(cpu_fleet(1))  # no GPU anywhere: unschedulable on discovery
+    (view,) = node.scheduler.tasks()
+    assert view.state == TaskState.UNSCHEDULABLE
+    assert view.ended_at == node.now

@@ -197,3 +197,14 @@ def test_results_json_keeps_the_raw_samples() -> None:
     assert loaded["columns"] == EXPECTED_COLUMNS
     assert loaded["campaign"]["jobs"][0]["spec"]["compute_unit"] == "CPU (ONNX)"
     assert loaded["results"] == [{"row": row, "samples_ms": [12.0, 12.5, 13.0]}]
+
+
+def test_an_ended_task_keeps_the_time_it_ended_whenever_its_row_is_rebuilt() -> None:
+    ended = TaskView.model_validate(
+        {**task(TaskState.UNSCHEDULABLE, None).model_dump(), "ended_at": 1_700_000_000}
+    )
+    assert failure_row(ended, Status.UNSCHEDULABLE, "no_feasible_peer", "", "later")["CreatedUtc"] == (
+        "2023-11-14T22:13:20Z"
+    )
+    live = task(TaskState.LEASED)
+    assert failure_row(live, Status.FAILED, "", "still leased", "now")["CreatedUtc"] == "now"
