@@ -320,7 +320,8 @@ def render_markdown(document: Mapping[str, Any]) -> str:
     for e in entries:
         stability = ("unstable: " + "; ".join(e.unstable_reasons)) if e.unstable else "stable"
         medians = "; ".join(f"{m:.3f}" for m in e.process_medians_ms)
-        verdict = stability if e.complete else e.status
+        verdict = stability if e.complete else f"{e.status}: {e.detail}" if e.detail else e.status
+        verdict = verdict.replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {_label(e, entries)} | {medians} | {_fmt(e.process_spread_pct, 1)} | {verdict} |")
     return "\n".join(lines) + "\n"
 

@@ -122,3 +122,14 @@ def test_the_diff_table_marks_regressions() -> None:
     assert "+100.0%" in text
     assert "regression" in text
     assert "only in A" in text
+
+
+def test_markdown_keeps_the_reason_a_task_did_not_run() -> None:
+    unplaced = _result("", "GPU (ONNX)", None)
+    unplaced["row"] |= {
+        "Status": "Unschedulable",
+        "FailureReason": "no_feasible_peer",
+        "Detail": "vm (12D3): unit unavailable | CUDA not found",
+    }
+    markdown = render_markdown(_document(_result("fast", "CPU (ONNX)", 0.2), unplaced))
+    assert "| Unschedulable: no_feasible_peer; vm (12D3): unit unavailable \\| CUDA not found |" in markdown
