@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
+import psutil
 import trio
 
 import drivers
@@ -131,7 +132,13 @@ class Runner:
     def load(self) -> Load:
         """What this worker is doing right now, for adverts and /sark/profile."""
         queued = sum(1 for j in self._jobs.values() if j is not self._running and j.outcome is None)
-        return Load(running=int(self._running is not None), queued=queued, max_queue=self._max_queue)
+        return Load(
+            running=int(self._running is not None),
+            queued=queued,
+            max_queue=self._max_queue,
+            cpu_busy=round(psutil.cpu_percent(interval=None) / 100 * (psutil.cpu_count() or 1), 2),
+            mem_available_mb=psutil.virtual_memory().available >> 20,
+        )
 
     def has_room(self) -> bool:
         return sum(1 for j in self._jobs.values() if j.outcome is None) < self._max_queue + 1

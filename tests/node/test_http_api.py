@@ -258,6 +258,7 @@ def test_workers_are_the_swarm_peers(served: Served) -> None:
     assert w["status"] in ("active", "busy")
     assert w["ip_address"] == "127.0.0.1"
     assert set(w["device_info"]) >= {"Soc", "Ram", "DeviceOs", "UDID"}
+    assert 0 < w["load"]["mem_available_mb"] <= int(w["device_info"]["Ram"]) * 1024 * 1.1  # real, not 0
     wid = w["worker_id"]
     assert httpx.get(f"{served.api}/workers/{wid}").json()["worker_id"] == wid
 
