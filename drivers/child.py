@@ -20,10 +20,10 @@ from drivers import device, meters
 from drivers.driver import Driver, Loaded, LoadOptions
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
-from drivers.inputs import synthesize
+from drivers.inputs import fed, synthesize
 from drivers.registry import driver_for
 from drivers.stats import ci_within, warmed_up
-from protocol import FailureReason, ModelFormat, Phase, TaskSpec
+from protocol import FailureReason, InputFed, ModelFormat, Phase, TaskSpec
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
@@ -70,6 +70,7 @@ class ProcessResult:
     versions: dict[str, str] = field(default_factory=dict)
     thermal: str = ""
     power: str = ""
+    inputs: tuple[InputFed, ...] = ()
 
 
 def main(conn: Connection, job: ChildJob) -> None:
@@ -176,7 +177,8 @@ def _inference_phase(
     peak_load: float,
     versions: dict[str, str],
 ) -> ProcessResult:
-    feeds = synthesize(loaded.inputs(), spec.input_shapes, spec.input_values)
+    sigs = loaded.inputs()
+    feeds = synthesize(sigs, spec.input_shapes, spec.input_values)
     run = loaded.runner(feeds)
     _check_placement(loaded, spec)
     gc.collect()
@@ -212,6 +214,7 @@ def _inference_phase(
         versions=versions,
         thermal=meters.thermal_state(),
         power=meters.power_state(),
+        inputs=fed(sigs, feeds, spec.input_shapes, spec.input_values),
     )
 
 

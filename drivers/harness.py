@@ -182,4 +182,5 @@ def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: 
             runtime_versions=first.versions,
             model_sha256=model_sha256,
         ),
+        inputs=first.inputs,
     )

@@ -3,7 +3,8 @@
 Dynamic dimensions get sane defaults: the first (batch) is 1, the spatial pair of a rank-4 input is
 224 x 224 with 3 channels, anything else 64. Floating inputs are seeded normal noise, integer inputs
 zeros (safe for embedding lookups), booleans false. A task may override any input's shape and fill
-any input with a constant.
+any input with a constant. `fed` describes exactly what was fed (shape, type, fill, the dimensions
+that got a default), and every result carries it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from drivers.errors import TaskFailed
-from protocol import FailureReason
+from protocol import FailureReason, InputFed
 
 BATCH: Final = 1
 SPATIAL: Final = 224
@@ -82,6 +83,47 @@ def resolve_shape(sig: InputSig, override: Sequence[int] | None) -> tuple[int, .
                 f"input {sig.name!r}: dimension {i} is fixed at {want}, override gives {got}",
             )
     return shape
+
+
+def defaulted_dims(sig: InputSig, override: Sequence[int] | None) -> tuple[int, ...]:
+    """The positions of `sig`'s dynamic dimensions that got a default size (none when overridden)."""
+    if override is not None or sig.shape is None:
+        return ()
+    return tuple(i for i, d in enumerate(sig.shape) if not (isinstance(d, int) and d >= 0))
+
+
+def fed(
+    sigs: Sequence[InputSig],
+    feeds: Mapping[str, npt.NDArray[np.generic]],
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    values: Mapping[str, float] | None = None,
+) -> tuple[InputFed, ...]:
+    """What `synthesize` fed each input, for the result: shape, dtype, fill and defaulted dimensions."""
+    shapes = shapes or {}
+    values = values or {}
+    described = []
+    for s in sigs:
+        array = feeds[s.name]
+        kind = array.dtype.kind
+        fill = (
+            "constant"
+            if s.name in values
+            else "seeded_normal"
+            if kind == "f"
+            else "false"
+            if kind == "b"
+            else "zeros"
+        )
+        described.append(
+            InputFed(
+                name=s.name,
+                dtype=str(array.dtype),
+                shape=tuple(int(d) for d in array.shape),
+                fill=fill,
+                defaulted_dims=defaulted_dims(s, shapes.get(s.name)),
+            )
+        )
+    return tuple(described)
 
 
 def synthesize(

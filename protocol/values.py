@@ -140,6 +140,20 @@ class RunConditions(Value):
     model_sha256: str = ""
 
 
+class InputFed(Value):
+    """One input as it was fed to the model on every run: its shape, type and how it was filled."""
+
+    name: str = Field(max_length=256)
+    dtype: str = Field(max_length=32)
+    shape: tuple[int, ...]
+    fill: Literal["seeded_normal", "zeros", "false", "constant"]
+    defaulted_dims: tuple[int, ...] = ()  # dynamic dimensions given the documented default size
+
+    def label(self) -> str:
+        """`name:dtype[d0,d1,...]`, the form of the CSV's InputShapes column."""
+        return f"{self.name}:{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+
+
 class Measurement(Value):
     """Everything one task measured: load, first inference, timed runs, memory, CPU, placement."""
 
@@ -164,6 +178,13 @@ class Measurement(Value):
     unstable: bool = False
     unstable_reasons: tuple[str, ...] = ()
     conditions: RunConditions = RunConditions()
+    inputs: tuple[InputFed, ...] = ()
+
+    @property
+    def inputs_defaulted(self) -> bool:
+        """True when a dynamic dimension was given a default size because the task named none."""
+        return any(i.defaulted_dims for i in self.inputs)
+
     generation: GenerationStats | None = None
 
 

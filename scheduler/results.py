@@ -68,6 +68,8 @@ EXTENDED_COLUMNS: Final = (
     "RuntimeVersions",
     "WorkerPeerId",
     "SignatureStatus",
+    "InputShapes",
+    "InputsDefaulted",
     "FailureReason",
     "Detail",
 )
@@ -152,6 +154,8 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
         "GpuMemMb": _mb(m.gpu_mem_mb),
         "Providers": ";".join(m.providers),
         "Fallback": _flag(m.fallback),
+        "InputShapes": ";".join(i.label() for i in m.inputs),
+        "InputsDefaulted": _flag(m.inputs_defaulted) if m.inputs else "",
     }
     if m.conditions.runtime_versions:
         columns["RuntimeVersions"] = ";".join(

@@ -167,8 +167,18 @@ def _report(outcome: Any, as_json: bool) -> None:
             )
         )
         return
+    from node.submitter.render import load_document
+
     console = Console()
-    console.print(_matrix(tasks, outcome))
+    document = load_document(outcome.files["json"])
+    console.print(_matrix(document))
+    for result in document.get("results", []):
+        row = result["row"]
+        if row.get("InputsDefaulted") == "True":
+            console.print(
+                f"[yellow]{row['JobId']}[/] inputs defaulted: {row['InputShapes']} "
+                "(dynamic dimensions got the documented defaults; set input_shapes to choose)"
+            )
     for task in tasks:
         if task.state != sch.TaskState.DONE:
             console.print(f"[yellow]{task.task_id}[/] {task.unit.value}: {task.state.value}: {task.detail}")
@@ -179,12 +189,12 @@ def _report(outcome: Any, as_json: bool) -> None:
         console.print(f"  {kind}: {path}")
 
 
-def _matrix(tasks: Sequence[sch.TaskView], outcome: Any) -> Group:
+def _matrix(document: dict[str, Any]) -> Group:
     """Device x compute unit: the median inference latency of each task, the same matrix as report.html."""
-    from node.submitter.render import load_document, matrix_tables
+    from node.submitter.render import matrix_tables
     from scheduler.report import entries_from_document
 
-    return Group(*matrix_tables(entries_from_document(load_document(outcome.files["json"]))))
+    return Group(*matrix_tables(entries_from_document(document)))
 
 
 class _LiveView:

@@ -65,11 +65,16 @@ def test_silero_needs_and_takes_input_overrides() -> None:
     m = measure(model, spec)
     assert m.inference_ms.n == 12
     assert m.inference_ms.median > 0
+    fills = {i.name: (i.label(), i.fill, i.defaulted_dims) for i in m.inputs}  # what was really fed
+    assert fills["input"] == ("input:float32[1,512]", "seeded_normal", ())
+    assert fills["sr"][1] == "constant"
+    assert not m.inputs_defaulted
 
 
 def test_integer_inputs_are_synthesised_as_zeros(tmp_path: Path) -> None:
     m = measure(write_embedding(tmp_path / "e.onnx"), _spec(load_runs=1, runs=5))
     assert m.inference_ms.n == 5
+    assert {i.dtype: i.fill for i in m.inputs}["int64"] == "zeros"
 
 
 def test_warm_up_until_stable_uses_at_least_the_minimum(tmp_path: Path) -> None:

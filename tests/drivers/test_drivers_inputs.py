@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from drivers import TaskFailed
-from drivers.inputs import InputSig, resolve_shape, synthesize
+from drivers.inputs import InputSig, fed, resolve_shape, synthesize
 from protocol import FailureReason
 
 
@@ -82,3 +82,18 @@ def test_unsupported_dtype_is_an_input_failure() -> None:
     with pytest.raises(TaskFailed) as info:
         synthesize([InputSig("s", "str", (1,))])
     assert info.value.reason == FailureReason.INPUT
+
+
+def test_what_was_fed_is_described_with_the_dimensions_that_got_a_default() -> None:
+    sigs = [
+        InputSig("image", "float32", ("N", 3, "H", "W")),
+        InputSig("bytes", "int32", ("unk", 2048)),
+        InputSig("mask", "bool", (4,)),
+        InputSig("rate", "int64", ()),
+    ]
+    shapes, values = {"bytes": (2, 2048)}, {"rate": 16000.0}
+    described = {i.name: i for i in fed(sigs, synthesize(sigs, shapes, values), shapes, values)}
+    assert described["image"].label() == "image:float32[1,3,224,224]"
+    assert (described["image"].fill, described["image"].defaulted_dims) == ("seeded_normal", (0, 2, 3))
+    assert (described["bytes"].label(), described["bytes"].defaulted_dims) == ("bytes:int32[2,2048]", ())
+    assert (described["mask"].fill, described["rate"].fill) == ("false", "constant")

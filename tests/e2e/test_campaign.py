@@ -75,6 +75,8 @@ def test_cpu_job_on_every_worker_and_gpu_job_unschedulable(swarm3: Swarm, tmp_pa
             assert float(row["InferenceMsMedian"]) > 0
             assert row["SignatureStatus"] == "verified"
             assert row["ModelSha256"] == hashlib.sha256(MODEL.read_bytes()).hexdigest()
+            # the model's batch dimension is dynamic: the inputs fed are recorded, the default flagged
+            assert (row["InputShapes"], row["InputsDefaulted"]) == ("input:float32[1,3,64,64]", "True")
     document = json.loads(Path(outcome["files"]["json"]).read_text())
     assert all(len(r["samples_ms"]) == 30 for r in document["results"] if r["row"]["Status"] == "Complete")
     # each worker got the model once over /sark/blob: from the submitter, or from a worker that had it

@@ -9,7 +9,7 @@ import json
 import pytest
 from scheduler_harness import CAMPAIGN_YAML, MODEL, SHA, profile
 
-from protocol import ComputeUnit, Measurement, ResultBody, RunConditions, Stats
+from protocol import ComputeUnit, InputFed, Measurement, ResultBody, RunConditions, Stats
 from scheduler import (
     CSV_COLUMNS,
     Status,
@@ -31,7 +31,8 @@ REFERENCE = "CreatedUtc,DeviceYear,DiscreteGpu,VRam,DeviceOsVersion,LoadMsFirst,
 EXTENDED = (
     "InferenceMsMin,InferenceMsMax,InferenceMsP90,InferenceMsP95,InferenceMsP99,InferenceCv,InferenceOutliers,"
     "ProcessMedians,ProcessSpreadPct,Unstable,UnstableReasons,WarmupsUsed,CpuCoresUsed,BackgroundCores,GpuUtilPct,"
-    "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,FailureReason,Detail"
+    "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,InputShapes,InputsDefaulted,"
+    "FailureReason,Detail"
 )
 EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED) for name in group.split(",")]
 
@@ -86,6 +87,10 @@ def body() -> ResultBody:
         unstable_reasons=("thermal", "background load"),
         conditions=RunConditions(
             background_cores=0.5, runtime_versions={"onnxruntime": "1.20.1", "python": "3.11"}
+        ),
+        inputs=(
+            InputFed(name="bytes", dtype="int32", shape=(1, 2048), fill="zeros", defaulted_dims=(0,)),
+            InputFed(name="mask", dtype="bool", shape=(1, 2048), fill="false"),
         ),
     )
     device = profile("gpu box", units=[ComputeUnit.GPU_ONNX], ram_gb=16, gpu_vram_mb=8192, soc="Ryzen 9")
@@ -159,6 +164,7 @@ def test_a_result_row_fills_every_column_in_the_documented_units() -> None:
     assert row["RuntimeVersions"] == "onnxruntime=1.20.1;python=3.11"
     assert (row["ModelSha256"], row["WorkerPeerId"], row["SignatureStatus"]) == (SHA, "12D3-gpu", "verified")
     assert (row["FailureReason"], row["Detail"]) == ("", "")
+    assert (row["InputShapes"], row["InputsDefaulted"]) == ("bytes:int32[1,2048];mask:bool[1,2048]", "True")
 
 
 @pytest.mark.parametrize("status", [Status.FAILED, Status.CANCELLED, Status.UNSCHEDULABLE])
