@@ -72,6 +72,15 @@ def _figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _log_ticks(axis: Any) -> None:
+    """Plain numbers at 1, 2 and 5 of each decade on a log axis, and no minor labels (they overlapped)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
     """The matrix as a heatmap: colour by median latency, each cell annotated (an asterisk if unstable)."""
     from matplotlib.colors import LogNorm, Normalize
@@ -95,7 +104,9 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
             text = f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}" if cell.median_ms else cell.status
             dark = cell.median_ms is not None and float(norm(cell.median_ms)) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
-    fig.colorbar(image, ax=ax, label="median latency (ms)")
+    bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
+    if isinstance(norm, LogNorm):
+        _log_ticks(bar.ax.yaxis)
     ax.set_title(f"{matrix.model}: median inference latency (ms; * unstable)", fontsize=10)
     return _svg(fig, salt)
 
@@ -114,13 +125,17 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str) -> str:
     )
     box.invert_yaxis()
     box.set_xscale("log")
+    _log_ticks(box.xaxis)
     box.set_xlabel("inference latency (ms, log)")
     box.set_title("distribution of every timed run", fontsize=10)
     for e, label in zip(measured, labels, strict=True):
         xs = sorted(e.samples_ms)
         ecdf.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", label=label)
     ecdf.set_xscale("log")
+    _log_ticks(ecdf.xaxis)
     ecdf.set_xlabel("inference latency (ms, log)")
+    ecdf.yaxis.set_label_position("right")  # on the left it sat between the two plots
+    ecdf.yaxis.tick_right()
     ecdf.set_ylabel("share of runs at or below")
     ecdf.set_title("ECDF", fontsize=10)
     ecdf.legend(fontsize=7, loc="lower right")
@@ -139,17 +154,18 @@ def resources_svg(entries: Sequence[ReportEntry], salt: str) -> str:
         (
             memory,
             (("peak at load", "peak_load_ram_mb"), ("peak at inference", "peak_inference_ram_mb")),
-            "MB",
+            "MB (process peak resident set)",
         ),
     ):
         for k, (name, attr) in enumerate(pairs):
             ax.barh([y + 0.4 * k - 0.2 for y in ys], [getattr(e, attr) or 0.0 for e in done], 0.4, label=name)
         ax.set_xlabel(unit)
-        ax.legend(fontsize=7)
+        # below the axes, never over a bar
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
     load.set_yticks(list(ys), labels)
     load.invert_yaxis()
     load.set_title("model load time", fontsize=10)
-    memory.set_title("peak memory (kernel high-water mark)", fontsize=10)
+    memory.set_title("peak memory of the whole measuring process (kernel high-water mark)", fontsize=10)
     return _svg(fig, salt)
 
 
@@ -165,7 +181,9 @@ def processes_svg(entries: Sequence[ReportEntry], salt: str) -> str:
             ax.plot([e.median_ms], [y], "|", color="black", markersize=14)
     ax.set_yticks(range(len(done)), [_label(e, entries) for e in done])
     ax.invert_yaxis()
-    ax.set_xlabel("process median (ms); | median of medians; red: unstable")
+    # from zero: a 5 % spread between processes must look like 5 %, not fill the axis
+    ax.set_xlim(0, 1.08 * max((m for e in done for m in e.process_medians_ms), default=1.0))
+    ax.set_xlabel("process median (ms, axis from 0); | median of medians; red: unstable")
     ax.set_title("per-process medians", fontsize=10)
     return _svg(fig, salt)
 
@@ -266,8 +284,10 @@ def render_html(document: Mapping[str, Any]) -> str:
         parts += [
             f"<h2>{html.escape(matrix.model)}: device x compute unit, median latency (ms)</h2>",
             f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
-            f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>',
         ]
+        if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
+            # colour compares medians: with fewer than two there is nothing to compare (the table says it)
+            parts.append(f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>')
         if any(e.samples_ms for e in mine):
             parts += [
                 "<h2>Latency distributions</h2>",

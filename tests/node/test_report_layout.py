@@ -1,0 +1,101 @@
+"""report.html's pictures laid out for reading, measured in headless Chromium: no two labels overlap, and
+no legend covers a bar. The test renders a realistic campaign (three devices, one of them noisy, a
+failure and an unschedulable unit) and measures every text and legend box the browser drew.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_http_dashboard import CHROMIUM, Cdp, page
+
+from node.submitter.render import write_html_report
+
+pytestmark = [
+    pytest.mark.chromium,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
+__all__ = ["page"]  # the fixture, re-used from test_http_dashboard
+
+# Every pair of drawn labels in one picture whose boxes overlap by more than a sliver, and every legend
+# box that intersects a bar of its own axes.
+MEASURE = """
+(() => {
+  const area = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left)) *
+                         Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
+  const found = [];
+  document.querySelectorAll("figure").forEach(figure => {
+    const texts = [...figure.querySelectorAll("text")]
+      .filter(t => t.textContent.trim() && !t.closest("[id^=legend]"))
+      .map(t => ({text: t.textContent.trim(), box: t.getBoundingClientRect()}))
+      .filter(t => t.box.width > 0 && t.box.height > 0);
+    for (let i = 0; i < texts.length; i++)
+      for (let j = i + 1; j < texts.length; j++) {
+        const shared = area(texts[i].box, texts[j].box);
+        const size = t => t.box.width * t.box.height;
+        const smaller = Math.min(size(texts[i]), size(texts[j]));
+        if (shared > 0.1 * smaller)
+          found.push(`${figure.id}: label "${texts[i].text}" overlaps "${texts[j].text}"`);
+      }
+    figure.querySelectorAll("g[id^=axes]").forEach(axes => {
+      const bars = [...axes.querySelectorAll(":scope > g[id^=patch]")].slice(1)  // [0]: the background
+        .map(p => p.getBoundingClientRect()).filter(b => b.width > 0 && b.height > 0);
+      axes.querySelectorAll(":scope > g[id^=legend]").forEach(legend => {
+        const box = legend.getBoundingClientRect();
+        if (bars.some(b => area(b, box) > 1)) found.push(`${figure.id}: a legend covers a bar`);
+      });
+    });
+  });
+  return JSON.stringify({figures: document.querySelectorAll("figure svg").length, found});
+})()
+"""
+
+
+def _result(
+    device: str, worker: str, unit: str, median: float | None, status: str = "Complete"
+) -> dict[str, Any]:
+    measured = median is not None
+    samples = [median * (1 + 0.02 * (i % 7)) for i in range(60)] if measured else []
+    row = {
+        "Status": status,
+        "JobId": f"campaign-5-job-{0 if unit == 'CPU (ONNX)' else 1}-{worker[-1:] or 0}",
+        "FileName": "mobilenet.onnx",
+        "ComputeUnits": unit,
+        "DeviceName": device,
+        "InferenceMsMedian": f"{median:.3f}" if measured else "",
+        "ProcessMedians": f"{median:.3f};{median * 1.05:.3f};{median * 0.97:.3f}" if measured else "",
+        "ProcessSpreadPct": "8.00" if measured else "",
+        "Unstable": "True" if device == "noisy-laptop" else "False",
+        "UnstableReasons": "background load of 1.50 cores (> 0.2)" if device == "noisy-laptop" else "",
+        "LoadMsMedian": "41.5" if measured else "",
+        "LoadMsFirst": "120.0" if measured else "",
+        "PeakLoadRamUsage": "180.0" if measured else "",
+        "PeakInferenceRamUsage": "240.0" if measured else "",
+        "WorkerPeerId": worker,
+        "FailureReason": "" if measured else "no_feasible_peer",
+        "Detail": "" if measured else "GPU (ONNX) unavailable on every peer",
+    }
+    return {"row": row, "samples_ms": samples, "signed": None}
+
+
+async def test_no_label_overlaps_another_and_no_legend_covers_a_bar(page: Cdp, tmp_path: Path) -> None:
+    document = {
+        "campaign_id": "campaign-5",
+        "campaign": {"name": "layout"},
+        "results": [
+            _result("workstation", "12D3KooWaaaa1", "CPU (ONNX)", 1.8),
+            _result("noisy-laptop", "12D3KooWbbbb2", "CPU (ONNX)", 6.4),
+            _result("raspberry-pi-5", "12D3KooWcccc3", "CPU (ONNX)", 38.0),
+            _result("", "", "GPU (ONNX)", None, status="Unschedulable"),
+        ],
+    }
+    report = write_html_report(tmp_path / "report.html", document)
+    await page.open(report.as_uri(), 30)
+    reply = await page.send("Runtime.evaluate", expression=MEASURE, returnByValue=True)
+    measured = json.loads(reply["result"]["value"])
+    assert measured["figures"] == 4  # heatmap, distributions, resources, processes: the test saw them all
+    assert measured["found"] == [], "\n".join(" ".join(f.split()) for f in measured["found"])
+    assert page.problems == []
