@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Final
 
 from protocol import ComputeUnit, ModelRef, Phase, Value
@@ -145,6 +146,20 @@ class SchedulerSnapshot(Value):
     finished: bool = False
     peers: tuple[PeerView, ...] = ()
     tasks: tuple[TaskView, ...] = ()
+
+
+def leased_task(tasks: Mapping[str, TaskView], task_id: str, lease_id: str) -> TaskView | None:
+    """The task if `lease_id` is its current lease (LEASED), else None: another lease changes nothing."""
+    task = tasks.get(task_id)
+    ok = task is not None and task.state == TaskState.LEASED and task.lease_id == lease_id
+    return task if ok else None
+
+
+def offered_task(tasks: Mapping[str, TaskView], task_id: str, peer_id: str) -> TaskView | None:
+    """The task if it is OFFERED to `peer_id` and waits on its answer, else None."""
+    task = tasks.get(task_id)
+    ok = task is not None and task.state == TaskState.OFFERED and task.peer_id == peer_id
+    return task if ok else None
 
 
 def task_id_of(campaign_id: str, job_index: int, n: int) -> str:
