@@ -24,9 +24,10 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
     Yields the submitter's configuration pointed at the embedded gate.
     """
     me = identity_peer_id(config.key_file())
-    root = config.data_dir / "embedded"
     loopback = ("/ip4/127.0.0.1/tcp/0",)
-    gate_config = config.model_copy(update={"data_dir": root / "gate", "listen": loopback, "gates": ()})
+    gate_config = config.model_copy(
+        update={"data_dir": config.data.embedded("gate"), "listen": loopback, "gates": ()}
+    )
     async with trio.open_nursery() as nursery:
         gates = tuple(await nursery.start(serve_gate, gate_config))
         async with AsyncExitStack() as stack:
@@ -34,7 +35,7 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
                 name = f"{config.device_name or 'local'}-{i}" if workers > 1 else config.device_name
                 worker_config = config.model_copy(
                     update={
-                        "data_dir": root / f"worker-{i}",
+                        "data_dir": config.data.embedded(f"worker-{i}"),
                         "listen": loopback,
                         "gates": gates,
                         "allow": (me,),
