@@ -1,18 +1,85 @@
-"""Node configuration: one frozen model, built once in the CLI (file, then env `SARK_*`, then flags)."""
+"""Node configuration, one frozen model built once in the CLI, and `DataDir`, its data folder's paths.
+
+The configuration comes from a file, then the environment (`SARK_*`), then flags. `DataDir` is the one
+owner of every path under the node's data folder.
+"""
 
 from __future__ import annotations
 
 import json
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal, final
 
+import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from node.errors import ConfigError
 
 _TUPLE_FIELDS = ("listen", "gates", "allow", "allow_networks")
+APP_NAME: Final = "sark-node"
+LEGACY_DATA_DIR: Final = ".sark-node"
+"""The data folder of earlier versions, under the home folder: still used where it is the one that exists."""
+
+
+def default_data_dir() -> Path:
+    """The platform's user data folder for sark-node (platformdirs: `$XDG_DATA_HOME/sark-node` or
+    `~/.local/share/sark-node` on Linux, `~/Library/Application Support/sark-node` on macOS,
+    `%LOCALAPPDATA%\\sark-node` on Windows), or `~/.sark-node` when that exists and the former does not.
+    """
+    standard = platformdirs.user_data_path(APP_NAME, appauthor=False)
+    legacy = Path.home() / LEGACY_DATA_DIR
+    if legacy.is_dir() and not standard.exists():
+        return legacy
+    return standard
+
+
+@final
+@dataclass(frozen=True)
+class DataDir:
+    """Every path under one node's data folder: nobody else joins names onto the folder.
+
+    Attributes:
+        root: the data folder itself.
+    """
+
+    root: Path
+
+    @property
+    def key_file(self) -> Path:
+        """The node's persistent Ed25519 identity (a 32-byte seed, mode 0600)."""
+        return self.root / "identity.key"
+
+    @property
+    def campaigns(self) -> Path:
+        """The submitter's SQLite campaign store."""
+        return self.root / "campaigns.sqlite"
+
+    @property
+    def results(self) -> Path:
+        """Where `serve` writes each campaign's results folder unless told otherwise."""
+        return self.root / "results"
+
+    @property
+    def models(self) -> Path:
+        """The content-addressed model cache."""
+        return self.root / "models"
+
+    @property
+    def outbox(self) -> Path:
+        """A worker's signed results not yet acknowledged by their submitter."""
+        return self.root / "outbox"
+
+    @property
+    def calibration(self) -> Path:
+        """The device calibration cache that `info` and `join` share."""
+        return self.root / "profile"
+
+    def embedded(self, node: str) -> Path:
+        """The data folder of one node of the embedded local swarm (`gate`, `worker-0`, ...)."""
+        return self.root / "embedded" / node
 
 
 class NodeConfig(BaseModel):
@@ -20,7 +87,7 @@ class NodeConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    data_dir: Path = Path.home() / ".sark-node"
+    data_dir: Path = Field(default_factory=default_data_dir)
     listen: tuple[str, ...] = ("/ip4/0.0.0.0/tcp/0",)
     gates: tuple[str, ...] = ()
     device_name: str | None = None
@@ -52,9 +119,14 @@ class NodeConfig(BaseModel):
         """How often a worker re-puts its advert and re-provides: well inside the record lifetime."""
         return self.reannounce_s if self.reannounce_s is not None else self.record_ttl_s / 3
 
+    @property
+    def data(self) -> DataDir:
+        """Every path under this node's data folder."""
+        return DataDir(self.data_dir)
+
     def key_file(self) -> Path:
         """The node's persistent Ed25519 identity."""
-        return self.data_dir / "identity.key"
+        return self.data.key_file
 
 
 def _from_file(file: Path) -> dict[str, Any]:
@@ -97,4 +169,4 @@ def load_config(file: Path | None, env: Mapping[str, str], **flags: Any) -> Node
         raise ConfigError("config", "; ".join(problems)) from exc
 
 
-__all__ = ["NodeConfig", "load_config"]
+__all__ = ["DataDir", "NodeConfig", "default_data_dir", "load_config"]

@@ -15,6 +15,8 @@ Modules:
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     machine    Scheduler: one per campaign, handle(event, now) -> commands
     results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
+    report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
+    significance  the Mann-Whitney U test the diffs use
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@ feeds them to `Scheduler.handle` with the current time, and carries out the comm
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from protocol import DeclineReason, FailureReason, ModelRef, Phase, TaskSpec
 from scheduler.placement import PeerView
-from scheduler.tasks import Status
+from scheduler.tasks import Status, TaskState
 
 DEFAULT_LEASE_TTL_S: Final = 30.0
 
@@ -200,6 +200,16 @@ class FinishCampaign:
     failed: int
     unschedulable: int
     cancelled: int
+
+    @classmethod
+    def tally(cls, states: Sequence[TaskState]) -> FinishCampaign:
+        """How many tasks reached each ending."""
+        return cls(
+            complete=states.count(TaskState.DONE),
+            failed=states.count(TaskState.FAILED),
+            unschedulable=states.count(TaskState.UNSCHEDULABLE),
+            cancelled=states.count(TaskState.CANCELLED),
+        )
 
 
 Command = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import final
 
-from protocol import ModelRef, Phase
+from protocol import ModelRef
 from scheduler.campaign import Campaign
 from scheduler.events import (
     CancelRequested,
@@ -50,7 +50,10 @@ from scheduler.tasks import (
     TaskProgress,
     TaskState,
     TaskView,
+    close_last,
     fan_out,
+    leased_task,
+    offered_task,
 )
 
 
@@ -99,7 +102,7 @@ class Scheduler:
         out += self._send_due_offers(now)
         if self._planned and not self._finished and all(t.ended for t in self._tasks.values()):
             self._finished = True
-            out.append(self._finish())
+            out.append(FinishCampaign.tally([t.state for t in self._tasks.values()]))
         return out
 
     def next_deadline(self) -> float | None:
@@ -205,8 +208,8 @@ class Scheduler:
         return out
 
     def _on_commit(self, event: OfferCommitted, now: float) -> list[Command]:
-        task = self._tasks.get(event.task_id)
-        if task is None or task.state != TaskState.OFFERED or task.peer_id != event.peer_id:
+        task = offered_task(self._tasks, event.task_id, event.peer_id)
+        if task is None:
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, "the offer no longer stands")]
         attempts = (*task.attempts[:-1], task.attempts[-1].model_copy(update={"lease_id": event.lease_id}))
         self._put(
@@ -221,20 +224,20 @@ class Scheduler:
         return [SendDispatch(event.task_id, event.lease_id)]
 
     def _on_decline(self, event: OfferDeclined, now: float) -> list[Command]:
-        task = self._offered(event.task_id, event.peer_id)
+        task = offered_task(self._tasks, event.task_id, event.peer_id)
         if task is None:
             return []
         why = f"declined {event.reason.value}" + (f": {event.detail}" if event.detail else "")
         return self._retry(task, event.reason.value, why, now, same_peer=event.reason in SAME_PEER_LATER)
 
     def _on_lost(self, event: OfferLost, now: float) -> list[Command]:
-        task = self._offered(event.task_id, event.peer_id)
+        task = offered_task(self._tasks, event.task_id, event.peer_id)
         if task is None:
             return []
         return self._retry(task, "offer_lost", f"offer lost: {event.detail or 'no answer'}", now)
 
     def _on_progress(self, event: ProgressReported, now: float) -> list[Command]:
-        task = self._leased(event.task_id, event.lease_id)
+        task = leased_task(self._tasks, event.task_id, event.lease_id)
         if task is None:
             return self._void(event.task_id, event.lease_id, "stale lease")
         progress = TaskProgress(
@@ -255,14 +258,12 @@ class Scheduler:
             return [
                 SendCancel(event.task_id, event.peer_id, event.lease_id, "stale lease: result not accepted")
             ]
-        p = task.progress  # finished: the last phase, every run done, the result's median
-        total = max(p.total, p.done, 1)
-        final = TaskProgress(phase=Phase.MEASURING, done=total, total=total, median_ms=event.median_ms)
+        final = task.progress.finished(event.median_ms)
         out = self._end(self._put(task, progress=final), TaskState.DONE, "", "")
         return [*out, SendAck(event.task_id, event.lease_id)]
 
     def _on_failure(self, event: TaskFailedRemotely, now: float) -> list[Command]:
-        task = self._leased(event.task_id, event.lease_id)
+        task = leased_task(self._tasks, event.task_id, event.lease_id)
         if task is None:
             return []
         why = f"failed {event.reason.value}" + (f": {event.detail}" if event.detail else "")
@@ -272,7 +273,7 @@ class Scheduler:
         return self._retry(task, event.reason.value, why, now)
 
     def _on_lapse(self, event: LeaseLapsed, now: float) -> list[Command]:
-        task = self._leased(event.task_id, event.lease_id)
+        task = leased_task(self._tasks, event.task_id, event.lease_id)
         return [] if task is None else self._lapse(task, now)
 
     def _on_cancel(self, event: CancelRequested) -> list[Command]:
@@ -370,11 +371,7 @@ class Scheduler:
         return []
 
     def _close_attempt(self, task: TaskView, outcome: str, cause: str) -> TaskView:
-        if not task.attempts or task.attempts[-1].outcome:
-            return task
-        ended = task.attempts[-1].model_copy(update={"outcome": outcome, "cause": cause})
-        attempts = (*task.attempts[:-1], ended)
-        return self._put(task, attempts=attempts)
+        return self._put(task, attempts=close_last(task.attempts, outcome, cause))
 
     def _end(
         self, task: TaskView, state: TaskState, cause: str, detail: str, reasons: tuple[str, ...] = ()
@@ -382,37 +379,11 @@ class Scheduler:
         assert not task.ended, f"{task.task_id} ended twice"
         if state == TaskState.DONE:
             task = self._close_attempt(task, "done", "done")
-        self._put(
-            task,
-            state=state,
-            failure_reason=cause,
-            detail=detail,
-            reasons=reasons,
-            deadline=None,
-            ended_at=self._now,
-        )
+        ending = {"failure_reason": cause, "detail": detail, "reasons": reasons, "ended_at": self._now}
+        self._put(task, state=state, deadline=None, **ending)
         return [RecordOutcome(task.task_id, STATUS_OF[state], cause, detail)]
 
-    def _finish(self) -> FinishCampaign:
-        states = [t.state for t in self._tasks.values()]
-        return FinishCampaign(
-            complete=states.count(TaskState.DONE),
-            failed=states.count(TaskState.FAILED),
-            unschedulable=states.count(TaskState.UNSCHEDULABLE),
-            cancelled=states.count(TaskState.CANCELLED),
-        )
-
     # -- small pieces -----------------------------------------------------------------------------
-
-    def _leased(self, task_id: str, lease_id: str) -> TaskView | None:
-        task = self._tasks.get(task_id)
-        ok = task is not None and task.state == TaskState.LEASED and task.lease_id == lease_id
-        return task if ok else None
-
-    def _offered(self, task_id: str, peer_id: str) -> TaskView | None:
-        task = self._tasks.get(task_id)
-        ok = task is not None and task.state == TaskState.OFFERED and task.peer_id == peer_id
-        return task if ok else None
 
     def _void(self, task_id: str, lease_id: str, reason: str) -> list[Command]:
         """Cancel a lease that is not the task's current one (none if it is the done task's own)."""

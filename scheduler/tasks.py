@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Final
 
 from protocol import ComputeUnit, ModelRef, Phase, Value
@@ -58,6 +59,16 @@ class Attempt(Value):
     cause: str = ""
 
 
+def close_last(attempts: tuple[Attempt, ...], outcome: str, cause: str) -> tuple[Attempt, ...]:
+    """The attempts with the last one ended as `outcome` (`cause`), unless it has ended already."""
+    if not attempts or attempts[-1].outcome:
+        return attempts
+    ended = Attempt(
+        peer_id=attempts[-1].peer_id, lease_id=attempts[-1].lease_id, outcome=outcome, cause=cause
+    )
+    return (*attempts[:-1], ended)
+
+
 class TaskProgress(Value):
     """The latest heartbeat of a leased task."""
 
@@ -66,6 +77,11 @@ class TaskProgress(Value):
     total: int = 0
     median_ms: float | None = None
     queue_position: int = 0
+
+    def finished(self, median_ms: float | None) -> TaskProgress:
+        """The progress of a task whose result was accepted: last phase, every run done, its median."""
+        total = max(self.total, self.done, 1)
+        return TaskProgress(phase=Phase.MEASURING, done=total, total=total, median_ms=median_ms)
 
 
 class TaskView(Value):
@@ -147,6 +163,20 @@ class SchedulerSnapshot(Value):
     finished: bool = False
     peers: tuple[PeerView, ...] = ()
     tasks: tuple[TaskView, ...] = ()
+
+
+def leased_task(tasks: Mapping[str, TaskView], task_id: str, lease_id: str) -> TaskView | None:
+    """The task if `lease_id` is its current lease (LEASED), else None: another lease changes nothing."""
+    task = tasks.get(task_id)
+    ok = task is not None and task.state == TaskState.LEASED and task.lease_id == lease_id
+    return task if ok else None
+
+
+def offered_task(tasks: Mapping[str, TaskView], task_id: str, peer_id: str) -> TaskView | None:
+    """The task if it is OFFERED to `peer_id` and waits on its answer, else None."""
+    task = tasks.get(task_id)
+    ok = task is not None and task.state == TaskState.OFFERED and task.peer_id == peer_id
+    return task if ok else None
 
 
 def task_id_of(campaign_id: str, job_index: int, n: int) -> str:

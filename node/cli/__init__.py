@@ -3,11 +3,17 @@
 Modules:
     local     info, bench: this device only, no network
     swarm     gate, join, peers, id: the libp2p swarm
-    campaign  submit, plan, status, cancel, results: running campaigns
+    campaign  submit, plan: running campaigns
+    stored    status, cancel, results: the campaigns in this node's store
     options   the options and plumbing every command shares
     report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
     serve     serve: the orchestrator's REST API and a live dashboard
     embedded  the embedded local swarm (a gate and workers on loopback) for submit, plan and serve
+
+Start-up stays fast: the app and every command module import only typer and our light modules; each
+command imports what it runs (trio, pydantic, libp2p, onnxruntime, matplotlib) inside its function.
+Help is click's plain layout (`rich_markup_mode=None`): flags read as flags, with no `<bool>` beside
+them, and `--help` never loads typer's rich help renderer.
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
-_TOPICS = ("local", "swarm", "campaign", "report", "serve")
+_TOPICS = ("local", "swarm", "campaign", "stored", "report", "serve")
 
 
 @app.callback()

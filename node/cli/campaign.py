@@ -1,21 +1,18 @@
-"""`sark-node submit`, `plan`, `status`, `cancel`, `results`: running campaigns."""
+"""`sark-node submit`, `plan`: running campaigns (`node.cli.stored` reads the ones stored)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
 
-import scheduler as sch
 from node.cli.options import (
     AllowHttpOpt,
     AllowNetOpt,
@@ -29,9 +26,13 @@ from node.cli.options import (
     fail,
     run,
 )
-from node.config import NodeConfig
 from node.events import json_lines, quiet
-from node.submitter.discovery import DiscoveryConfig
+
+if TYPE_CHECKING:
+    from rich.console import Group
+
+    import scheduler as sch
+    from node.config import NodeConfig
 
 CampaignArg = Annotated[Path, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")]
 OutOpt = Annotated[Path, typer.Option("--out", help="results go to OUT/<campaign-id>/")]
@@ -40,12 +41,13 @@ DiscoverOpt = Annotated[
     float, typer.Option("--discover-timeout", help="how long to look for workers, seconds")
 ]
 RediscoverOpt = Annotated[
-    float, typer.Option("--rediscover", min=0.5, help="seconds between fresh looks at the swarm (churn)")
+    float | None,
+    typer.Option(
+        "--rediscover", min=0.5, help="seconds between fresh looks at the swarm (churn; default 10)"
+    ),
 ]
 WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
-
-_console = Console(stderr=True)
 
 
 def _read_campaign(path: Path) -> str:
@@ -57,6 +59,8 @@ def _read_campaign(path: Path) -> str:
 
 def _check_campaign(text: str, path: Path) -> sch.Campaign:
     """Validate before anything touches the network: every bad field named, exit 2."""
+    import scheduler as sch
+
     try:
         return sch.parse_campaign(text, source=str(path))
     except sch.CampaignError as exc:
@@ -88,15 +92,19 @@ def _options(
     discover_timeout: float,
     workers: int,
     events: bool = False,
-    rediscover: float = DiscoveryConfig.interval_s,
+    rediscover: float | None = None,
 ) -> Any:
     from node.cli.embedded import embedded_swarm
+    from node.submitter.discovery import DiscoveryConfig
     from node.submitter.run import SubmitOptions
 
+    discovery = DiscoveryConfig(want=wait_peers, timeout_s=discover_timeout)
+    if rediscover is not None:
+        discovery = dataclasses.replace(discovery, interval_s=rediscover)
     return SubmitOptions(
         out_root=out,
         events=json_lines if events else quiet,
-        discovery=DiscoveryConfig(want=wait_peers, timeout_s=discover_timeout, interval_s=rediscover),
+        discovery=discovery,
         swarm=partial(embedded_swarm, workers=workers),
     )
 
@@ -113,7 +121,7 @@ def submit(
     as_json: JsonOpt = False,
     wait_peers: WaitOpt = None,
     discover_timeout: DiscoverOpt = 5.0,
-    rediscover: RediscoverOpt = DiscoveryConfig.interval_s,
+    rediscover: RediscoverOpt = None,
     workers: WorkersOpt = 1,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
@@ -155,6 +163,10 @@ def submit(
 
 
 def _report(outcome: Any, as_json: bool) -> None:
+    from rich.console import Console
+
+    import scheduler as sch
+
     tasks: Sequence[sch.TaskView] = outcome.tasks
     if as_json:
         print(
@@ -191,6 +203,8 @@ def _report(outcome: Any, as_json: bool) -> None:
 
 def _matrix(document: dict[str, Any]) -> Group:
     """Device x compute unit: the median inference latency of each task, the same matrix as report.html."""
+    from rich.console import Group
+
     from node.submitter.render import matrix_tables
     from scheduler.report import entries_from_document
 
@@ -201,8 +215,14 @@ class _LiveView:
     """A row per task (device, unit, phase, progress, median so far), redrawn as events arrive."""
 
     def __init__(self, *, enabled: bool) -> None:
+        from rich.console import Console
+        from rich.live import Live
+        from rich.table import Table
+
         self._live = (
-            Live(Table(), console=_console, refresh_per_second=4, transient=False) if enabled else None
+            Live(Table(), console=Console(stderr=True), refresh_per_second=4, transient=False)
+            if enabled
+            else None
         )
         self._last = 0.0
         self._tasks: Sequence[sch.TaskView] = ()
@@ -218,6 +238,7 @@ class _LiveView:
             self._live.__exit__(None, None, None)
 
     def update(self, tasks: Sequence[sch.TaskView]) -> None:
+        """Redraw the table, at most five times a second."""
         self._tasks = tasks
         now = time.monotonic()
         if self._live is None or now - self._last < 0.2:
@@ -226,8 +247,10 @@ class _LiveView:
         self._live.update(task_table(tasks))
 
 
-def task_table(tasks: Sequence[sch.TaskView]) -> Table:
-    """The live view's frame: a row per task (device, unit, state, phase, progress, median so far)."""
+def task_table(tasks: Sequence[sch.TaskView]) -> Any:
+    """The live view's frame (a rich Table): a row per task (device, unit, state, phase, progress, median)."""
+    from rich.table import Table
+
     table = Table(title="tasks")
     for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
         table.add_column(name)
@@ -294,6 +317,8 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
 
 
 def _print_plan(result: sch.Plan) -> None:
+    from rich.console import Console
+
     console = Console()
     for job in result.jobs:
         unit = job.job.spec.compute_unit.value
@@ -311,106 +336,7 @@ def _print_plan(result: sch.Plan) -> None:
             console.print(f"  [yellow]{job.shortfall}[/]")
 
 
-IdArg = Annotated[str, typer.Argument(help="campaign id (from submit or status)")]
-
-
-def _stored(data_dir: Path | None, config_file: Path | None) -> Any:
-    from node.submitter.run import store_of
-
-    return store_of(build_config(config_file, data_dir=data_dir))
-
-
-def _restored(record: Any) -> sch.Scheduler | None:
-    if record.snapshot is None:
-        return None
-    return sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
-
-
-def status(
-    campaign_id: Annotated[str | None, typer.Argument(help="a campaign id; all campaigns if omitted")] = None,
-    data_dir: DataDirOpt = None,
-    config_file: ConfigOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """A campaign's tasks as the store last saw them, or every stored campaign."""
-    store = _stored(data_dir, config_file)
-    if campaign_id is None:
-        records = store.campaigns()
-        rows = [
-            {
-                "campaign_id": r.campaign_id,
-                "name": r.name,
-                "created": r.created_utc,
-                "status": r.status,
-                "results": len(store.results(r.campaign_id)),
-            }
-            for r in records
-        ]
-        if as_json:
-            print(json.dumps({"campaigns": rows}))
-            return
-        table = Table("campaign", "name", "created", "status", "results")
-        for row in rows:
-            table.add_row(*(str(v) for v in row.values()))
-        Console().print(table)
-        return
-    record = store.campaign(campaign_id)
-    if record is None:
-        fail(f"error: no campaign {campaign_id} in this node's store", 2)
-    scheduler = _restored(record)
-    tasks = list(scheduler.tasks()) if scheduler is not None else []
-    if as_json:
-        print(
-            json.dumps(
-                {
-                    "campaign_id": campaign_id,
-                    "status": record.status,
-                    "tasks": [t.model_dump(mode="json") for t in tasks],
-                }
-            )
-        )
-        return
-    table = Table("task", "unit", "device", "state", "detail", title=f"{campaign_id} ({record.status})")
-    for t in tasks:
-        table.add_row(t.task_id, t.unit.value, t.device_name or "", t.state.value, t.detail)
-    Console().print(table)
-
-
-def cancel(campaign_id: IdArg, data_dir: DataDirOpt = None, config_file: ConfigOpt = None) -> None:
-    """Cancel a campaign: its submitter (running now, or on --resume) cancels every task on its worker."""
-    from node.submitter.loop import utc_now
-
-    store = _stored(data_dir, config_file)
-    if store.campaign(campaign_id) is None:
-        fail(f"error: no campaign {campaign_id} in this node's store", 2)
-    store.request_cancel(campaign_id, utc_now())
-    print(f"cancel requested for {campaign_id}")
-
-
-def results(
-    campaign_id: IdArg,
-    data_dir: DataDirOpt = None,
-    config_file: ConfigOpt = None,
-) -> None:
-    """Print a campaign's results.csv (every task, rebuilt from the store) on stdout."""
-    from node.submitter.loop import utc_now
-    from node.submitter.outputs import campaign_rows
-
-    store = _stored(data_dir, config_file)
-    record = store.campaign(campaign_id)
-    if record is None:
-        fail(f"error: no campaign {campaign_id} in this node's store", 2)
-    scheduler = _restored(record)
-    if scheduler is None:
-        fail(f"error: campaign {campaign_id} never got as far as discovery", 1)
-    rows = campaign_rows(scheduler, store.results(campaign_id), utc_now())
-    sys.stdout.write(sch.to_csv(row for row, _ in rows))
-
-
 def register(app: typer.Typer) -> None:
-    """Add the campaign commands to the CLI."""
+    """Add `submit` and `plan` to the CLI."""
     app.command()(submit)
     app.command()(plan)
-    app.command()(status)
-    app.command()(cancel)
-    app.command()(results)

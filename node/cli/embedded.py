@@ -26,9 +26,10 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
     """
     me = identity_peer_id(config.key_file())
     base = config.device_name or device_name()
-    root = config.data_dir / "embedded"
     loopback = ("/ip4/127.0.0.1/tcp/0",)
-    gate_config = config.model_copy(update={"data_dir": root / "gate", "listen": loopback, "gates": ()})
+    gate_config = config.model_copy(
+        update={"data_dir": config.data.embedded("gate"), "listen": loopback, "gates": ()}
+    )
     async with trio.open_nursery() as nursery:
         gates = tuple(await nursery.start(serve_gate, gate_config))
         async with AsyncExitStack() as stack:
@@ -36,7 +37,7 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
                 name = f"{base}-{i}"  # the same names whatever `workers` is: reports of runs compare
                 worker_config = config.model_copy(
                     update={
-                        "data_dir": root / f"worker-{i}",
+                        "data_dir": config.data.embedded(f"worker-{i}"),
                         "listen": loopback,
                         "gates": gates,
                         "allow": (me,),

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from drivers import TaskFailed, detect_profile, measure
-from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Phase, Stats, TaskSpec
+from node.cli.options import ConfigOpt, DataDirOpt, build_config
 
-DEFAULT_DATA_DIR: Final = Path("~/.local/share/sark-node")
-# Failures that mean the user asked for something wrong (exit 2); the rest are runtime failures (exit 1).
-BAD_INPUT: Final = frozenset(
-    {FailureReason.UNIT_UNAVAILABLE, FailureReason.FORMAT, FailureReason.INPUT, FailureReason.FALLBACK}
-)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec
+
 STAT_FIELDS: Final = (
     "n",
     "min",
@@ -35,25 +30,19 @@ STAT_FIELDS: Final = (
     "outliers",
 )
 
-DataDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir", envvar="SARK_DATA_DIR", help="Node data directory (default ~/.local/share/sark-node)."
-    ),
-]
-
 
 def _fail(message: str, code: int) -> typer.Exit:
+    from rich.console import Console
+    from rich.markup import escape
+
     Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
-def _cache_dir(data_dir: Path | None) -> Path:
-    return (data_dir or DEFAULT_DATA_DIR).expanduser() / "cache"
-
-
 def parse_unit(text: str) -> ComputeUnit:
     """A compute unit from its display name ("CPU (ONNX)") or enum name ("cpu_onnx"), any case."""
+    from protocol import ComputeUnit
+
     for unit in ComputeUnit:
         if text.strip().lower() in (unit.value.lower(), unit.name.lower()):
             return unit
@@ -73,7 +62,8 @@ def parse_overrides(items: list[str], kind: str) -> dict[str, str]:
 
 def info(
     json_out: Annotated[bool, typer.Option("--json", help="Print the DeviceProfile as JSON.")] = False,
-    data_dir: DataDir = None,
+    data_dir: DataDirOpt = None,
+    config_file: ConfigOpt = None,
     calibrate: Annotated[
         bool, typer.Option(help="Measure (or reuse) the CPU and memory calibration.")
     ] = True,
@@ -82,8 +72,13 @@ def info(
     ] = False,
 ) -> None:
     """Show this device's profile and every compute unit, with the reason for each unusable one."""
+    from rich.console import Console
+
+    from drivers import detect_profile
+
+    config = build_config(config_file, data_dir=data_dir)
     profile = detect_profile(
-        _cache_dir(data_dir), calibrate=calibrate or recalibrate, recalibrate=recalibrate
+        config.data.calibration, calibrate=calibrate or recalibrate, recalibrate=recalibrate
     )
     if json_out:
         typer.echo(profile.model_dump_json())
@@ -92,6 +87,9 @@ def info(
 
 
 def _print_profile(console: Console, profile: DeviceProfile) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     facts = Table(title="Device", show_header=False)
     facts.add_column(style="bold")
     facts.add_column()
@@ -141,6 +139,11 @@ def bench(
     json_out: Annotated[bool, typer.Option("--json", help="Print the Measurement as JSON.")] = False,
 ) -> None:
     """Benchmark one model on one compute unit of this device and print all statistics."""
+    from pydantic import ValidationError
+    from rich.console import Console
+
+    from protocol import TaskSpec
+
     if not model.exists():
         raise _fail(f"no such model file: {model}", 2)
     try:
@@ -173,6 +176,11 @@ def bench(
 
 
 def _run(model: Path, spec: TaskSpec, allow_code_models: bool, *, quiet: bool) -> Measurement:
+    from rich.console import Console
+
+    from drivers import TaskFailed, measure
+    from protocol import Phase
+
     console = Console(stderr=True)
     with console.status("starting", spinner="dots") as status:
 
@@ -183,7 +191,20 @@ def _run(model: Path, spec: TaskSpec, allow_code_models: bool, *, quiet: bool) -
         try:
             return measure(model, spec, allow_code_models=allow_code_models, on_progress=progress)
         except TaskFailed as exc:
-            raise _fail(str(exc), 2 if exc.reason in BAD_INPUT else 1) from None
+            raise _fail(str(exc), _exit_code(exc.reason)) from None
+
+
+def _exit_code(reason: FailureReason) -> int:
+    """2 for a failure that means the user asked for something wrong, 1 for a runtime failure."""
+    from protocol import FailureReason
+
+    bad_input = {
+        FailureReason.UNIT_UNAVAILABLE,
+        FailureReason.FORMAT,
+        FailureReason.INPUT,
+        FailureReason.FALLBACK,
+    }
+    return 2 if reason in bad_input else 1
 
 
 def _cell(s: Stats, name: str) -> str:
@@ -192,6 +213,8 @@ def _cell(s: Stats, name: str) -> str:
 
 
 def _print_measurement(console: Console, model: Path, m: Measurement) -> None:
+    from rich.table import Table
+
     table = Table(title=f"{model.name} on {m.compute_unit.value}")
     table.add_column("statistic")
     table.add_column("load (ms)", justify="right")

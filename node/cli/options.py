@@ -1,4 +1,8 @@
-"""Options and plumbing every command shares: configuration, running trio, exit codes."""
+"""Options and plumbing every command shares: configuration, running trio, exit codes.
+
+Light on purpose: every command module imports this one while the CLI starts, so it loads only typer.
+What a command needs (trio, pydantic, libp2p, onnxruntime, matplotlib) is imported when it runs.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,14 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
-import trio
 import typer
 
-from node.config import NodeConfig, load_config
 from node.errors import ConfigError, NodeError
-from node.p2p.host import parse_multiaddr
-from protocol import ProtocolError
+
+if TYPE_CHECKING:
+    from node.config import NodeConfig
 
 T = TypeVar("T")
 
@@ -50,6 +53,9 @@ def as_tuple(values: list[str] | None) -> tuple[str, ...] | None:
 
 def build_config(file: Path | None, **flags: Any) -> NodeConfig:
     """The node's configuration from file, environment and flags; exits 2 on bad input."""
+    from node.config import load_config
+    from node.p2p.addrs import parse_multiaddr
+
     try:
         config = load_config(file, os.environ, **flags)
         for addr in (*config.listen, *config.gates):
@@ -69,6 +75,10 @@ def guard(build: Callable[[], T]) -> T:
 
 def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False) -> T:
     """Run an async command: bad input exits 2, a runtime failure 1, Ctrl-C quietly (130)."""
+    import trio
+
+    from protocol import ProtocolError
+
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         stream=sys.stderr,

@@ -6,18 +6,14 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
-import scheduler as sch
 from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
-from node.submitter.models import refs_from_json
-from node.submitter.outputs import campaign_rows, results_document
-from node.submitter.render import diff_table, load_document, render_html, render_markdown
-from node.submitter.store import CampaignStore
-from scheduler.report import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, diff_entries, entries_from_document
+
+if TYPE_CHECKING:
+    from node.submitter.store import CampaignStore
 
 
 class Format(enum.StrEnum):
@@ -42,15 +38,25 @@ OutOpt = Annotated[
     typer.Option("--out", help="write here (html default: ./<campaign>-report.html; else stdout)"),
 ]
 ThresholdOpt = Annotated[
-    float, typer.Option("--threshold", help="smallest change of the median that counts, percent", min=0.0)
+    float | None,
+    typer.Option(
+        "--threshold", help="smallest change of the median that counts, percent (default 5)", min=0.0
+    ),
 ]
 AlphaOpt = Annotated[
-    float, typer.Option("--alpha", help="significance level of the Mann-Whitney test", min=0.0, max=1.0)
+    float | None,
+    typer.Option(
+        "--alpha", help="significance level of the Mann-Whitney test (default 0.05)", min=0.0, max=1.0
+    ),
 ]
 
 
 def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | None:
     """A stored campaign as a results.json document (every task's row, raw samples, signed parts)."""
+    import scheduler as sch
+    from node.submitter.models import refs_from_json
+    from node.submitter.outputs import campaign_rows, results_document
+
     record = store.campaign(campaign_id)
     if record is None:
         return None
@@ -66,6 +72,9 @@ def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | N
 
 def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dict[str, Any]:
     """A campaign by results.json path (file or folder) or by id in this node's store; exits 2 if neither."""
+    from node.submitter.render import load_document
+    from node.submitter.store import CampaignStore
+
     path = Path(name)
     if path.is_file() or (path.is_dir() and (path / "results.json").is_file()):
         try:
@@ -73,7 +82,7 @@ def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dic
         except (OSError, ValueError) as exc:
             fail(f"error: cannot read {path}: {exc}", 2)
     config = build_config(config_file, data_dir=data_dir)
-    store_path = config.data_dir / "campaigns.sqlite"
+    store_path = config.data.campaigns
     document = store_document(CampaignStore(store_path), name) if store_path.is_file() else None
     if document is None:
         fail(f"error: no campaign {name} in {config.data_dir} (and no results.json at that path)", 2)
@@ -81,6 +90,9 @@ def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dic
 
 
 def _render(document: dict[str, Any], fmt: Format) -> str:
+    import scheduler as sch
+    from node.submitter.render import render_html, render_markdown
+
     if fmt is Format.HTML:
         return render_html(document)
     if fmt is Format.CSV:
@@ -95,8 +107,8 @@ def report(
     diff: DiffOpt = None,
     fmt: FormatOpt = Format.HTML,
     out: OutOpt = None,
-    threshold: ThresholdOpt = DEFAULT_THRESHOLD_PCT,
-    alpha: AlphaOpt = DEFAULT_ALPHA,
+    threshold: ThresholdOpt = None,
+    alpha: AlphaOpt = None,
     data_dir: DataDirOpt = None,
     config_file: ConfigOpt = None,
     as_json: JsonOpt = False,
@@ -105,7 +117,13 @@ def report(
     if (campaign is None) == (diff is None):
         fail("error: give a campaign id (or results.json), or --diff A B", 2)
     if diff is not None:
-        _diff(diff, (threshold, alpha), data_dir, config_file, as_json)
+        from scheduler.report import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
+
+        bounds = (
+            DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
+            DEFAULT_ALPHA if alpha is None else alpha,
+        )
+        _diff(diff, bounds, data_dir, config_file, as_json)
         return
     assert campaign is not None
     document = _document(campaign, data_dir, config_file)
@@ -127,6 +145,11 @@ def _diff(
     config_file: Path | None,
     as_json: bool,
 ) -> None:
+    from rich.console import Console
+
+    from node.submitter.render import diff_table
+    from scheduler.report import diff_entries, entries_from_document
+
     threshold, alpha = bounds
     before, after = (_document(n, data_dir, config_file) for n in names)
     rows = diff_entries(entries_from_document(before), entries_from_document(after), threshold, alpha)

@@ -6,7 +6,6 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated
 
-import trio
 import typer
 
 from node.cli.options import (
@@ -23,7 +22,6 @@ from node.cli.options import (
     run,
 )
 from node.events import json_lines, quiet
-from node.submitter.discovery import DiscoveryConfig
 
 HttpOpt = Annotated[str, typer.Option("--http", help="HOST:PORT to serve on (port 0: any free port)")]
 TokenOpt = Annotated[
@@ -51,6 +49,8 @@ def serve(
     verbose: VerboseOpt = False,
 ) -> None:
     """Serve the orchestrator's REST API under /api and a live dashboard at / (loopback by default)."""
+    import trio
+
     from node.cli.embedded import embedded_swarm
     from node.http import ServeOptions, UnsafeBind, build_app, check_bind, open_state, parse_bind, serve_http
 
@@ -67,8 +67,10 @@ def serve(
         allow_http=allow_http or None,
     )
     sink = json_lines if events else quiet
+    from node.submitter.discovery import DiscoveryConfig
+
     options = ServeOptions(
-        results_dir=out or config.data_dir / "results",
+        results_dir=out or config.data.results,
         events=sink,
         discovery=DiscoveryConfig(),
         refresh_s=refresh,

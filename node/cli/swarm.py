@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import trio
 import typer
 
 from node.cli.options import (
@@ -26,11 +25,13 @@ from node.cli.options import (
     guard,
     run,
 )
-from node.config import NodeConfig
 from node.errors import ConfigError
 from node.events import json_lines, quiet
-from node.p2p.node import Peer, open_node
-from protocol import DeviceProfile
+
+if TYPE_CHECKING:
+    from node.config import NodeConfig
+    from node.p2p.node import Peer
+    from protocol import DeviceProfile
 
 
 def gate(
@@ -49,6 +50,8 @@ def gate(
 ) -> None:
     """Run a gate: DHT server and bootstrap, circuit relay v2, reachability dial-back."""
     from functools import partial
+
+    import trio
 
     from gate import serve_gate
 
@@ -94,8 +97,6 @@ def join(
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters."""
-    from node.worker.role import open_worker
-
     config = build_config(
         config_file,
         gates=as_tuple(gate_addrs),
@@ -121,31 +122,38 @@ def join(
             err=True,
         )
     profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None
+    run(lambda: _serve_worker(config, profile, events))
 
-    async def main() -> None:
-        async with open_worker(config, profile, events=json_lines if events else quiet) as worker:
-            adv = worker.advertised
-            if events:
-                json_lines(
-                    "ready",
-                    role="worker",
-                    peer_id=adv.peer_id,
-                    addrs=list(adv.addrs),
-                    circuit_addrs=list(adv.circuit_addrs),
-                    reachability=adv.reachability,
-                )
-            else:
-                print(
-                    f"joined as {adv.peer_id} ({adv.reachability}); units: "
-                    f"{', '.join(u.value for u in worker.profile.usable_units()) or 'none'}",
-                    flush=True,
-                )
-            await trio.sleep_forever()
 
-    run(main)
+async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, events: bool) -> None:
+    """Run the worker role until cancelled, after one `ready` event line (or one line for people)."""
+    import trio
+
+    from node.worker.role import open_worker
+
+    async with open_worker(config, profile, events=json_lines if events else quiet) as worker:
+        adv = worker.advertised
+        if events:
+            json_lines(
+                "ready",
+                role="worker",
+                peer_id=adv.peer_id,
+                addrs=list(adv.addrs),
+                circuit_addrs=list(adv.circuit_addrs),
+                reachability=adv.reachability,
+            )
+        else:
+            print(
+                f"joined as {adv.peer_id} ({adv.reachability}); units: "
+                f"{', '.join(u.value for u in worker.profile.usable_units()) or 'none'}",
+                flush=True,
+            )
+        await trio.sleep_forever()
 
 
 def _profile(profile_file: Path) -> DeviceProfile:
+    from protocol import DeviceProfile
+
     try:
         return DeviceProfile.model_validate_json(profile_file.read_text())
     except (OSError, ValueError) as exc:
@@ -170,6 +178,8 @@ def peers(
     timeout: Annotated[float, typer.Option("--timeout", help="lookup deadline, seconds")] = 5.0,
 ) -> None:
     """List the workers the DHT shows: peer id, device, usable units, reachability, advert age."""
+    from node.p2p.node import open_node
+
     scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"sark-peers-{os.getpid()}"
     config: NodeConfig = build_config(
         None, gates=as_tuple(gate_addrs), data_dir=data_dir or scratch, listen=("/ip4/127.0.0.1/tcp/0",)

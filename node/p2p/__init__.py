@@ -1,7 +1,9 @@
-"""The libp2p edge: the only code under node/ that imports libp2p (host and kad).
+"""The libp2p edge: the only code under node/ that imports libp2p (host, stream and kad).
 
 Modules:
     host      our libp2p host: Noise-only, handler guards, per-peer caps, relay; the workarounds but kad's
+    stream    libp2p streams as byte streams (EOF, errors) and the guards every inbound stream runs under
+    addrs     multiaddr parsing and peer ids from addresses (no libp2p import: the CLI checks addresses)
     kad       libp2p's kad-dht on /sark/kad/1.0.0, with its workarounds
     dht       advert keys, the advert validator, publishing and provider lookups
     wire      the seam to the pure protocol: a byte stream and a framed message channel
@@ -15,4 +17,4 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["dht", "host", "identity", "kad", "node", "wire"]
+__all__ = ["addrs", "dht", "host", "identity", "kad", "node", "stream", "wire"]

@@ -1,4 +1,4 @@
-"""Our libp2p host: the one module (with `node.p2p.kad`) that imports libp2p, and where its workarounds live.
+"""Our libp2p host: where the libp2p workarounds live (with `node.p2p.kad` and `node.p2p.stream`).
 
 Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/notes/libp2p.md, P-numbers):
 
@@ -8,7 +8,7 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
   (ours, kad, relay, identify) is covered; our handlers are further wrapped with a deadline and a
   per-peer in-flight cap answered with `Busy` (P22: yamux stalls the 257th stream instead of refusing).
 - P3 nothing has a deadline: every dial, stream open and handler runs under one.
-- P4 EOF is an exception: `LibStream.read` returns `b""`.
+- P4 EOF is an exception: `LibStream.read` returns `b""` (`node.p2p.stream`, with the handler guards).
 - P14 relay addresses: the swarm never dials `/p2p-circuit`; `open_channel` dials circuits explicitly.
 - T16 relay abuse: libp2p reserves a slot for any peer, and for whatever peer id the request names;
   `_GateRelay` reserves only for the Noise-authenticated caller, and only if `relay_allow` lists it.
@@ -31,10 +31,9 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
@@ -46,9 +45,7 @@ from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.crypto.keys import KeyPair
 from libp2p.crypto.x25519 import create_new_key_pair as create_x25519_key_pair
 from libp2p.custom_types import TProtocol
-from libp2p.io.exceptions import IOException
 from libp2p.network.config import ConnectionConfig
-from libp2p.network.stream.exceptions import StreamEOF
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.rcmgr.manager import ResourceLimits, new_resource_manager
@@ -62,24 +59,21 @@ from libp2p.relay.circuit_v2.transport import CircuitV2Transport
 from libp2p.relay.circuit_v2.utils import write_delimited_msg
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
-from libp2p.stream_muxer.exceptions import MuxedStreamError
 from libp2p.stream_muxer.yamux import yamux as yamux_module
 from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
-from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable
+from node.errors import PeerTimeout, PeerUnreachable
+from node.p2p.addrs import parse_multiaddr, peer_of, without_p2p
 from node.p2p.identity import load_seed
+from node.p2p.stream import LibStream, guarded_handler, refuse, remote_ip, run_handler
 from node.p2p.wire import Channel, Handler
-from protocol import Busy
-from protocol.codec import encode
-from protocol.framing import frame
 
 log = logging.getLogger(__name__)
 
 SECURITY_PROTOCOLS: Final = (str(NOISE_ID),)
 """The only security protocol our hosts offer or accept (P6)."""
-_STREAM_ERRORS: Final = (IOException, MuxedStreamError)
 # Gate relay: py-libp2p defaults are 1 GiB and 3600 s per circuit; control traffic only here.
 HANDSHAKE_TIMEOUT_S: Final = 5.0
 """Deadline of an inbound connection's security and muxer upgrade."""
@@ -109,23 +103,6 @@ class HostConfig:
     max_streams: int = 4096
 
 
-def parse_multiaddr(addr: str, *, field: str = "address") -> multiaddr.Multiaddr:
-    """A multiaddr from user input, or a `ConfigError` naming the field."""
-    try:
-        return multiaddr.Multiaddr(addr)
-    except Exception as exc:  # multiaddr raises a zoo of types for bad input
-        raise ConfigError(field, f"not a valid multiaddr: {addr!r}") from exc
-
-
-def peer_of(addr: str) -> str:
-    """The last `/p2p/<id>` of a multiaddr (the destination, also for a circuit address)."""
-    parts = addr.rstrip("/").split("/")
-    ids = [parts[i + 1] for i, p in enumerate(parts[:-1]) if p == "p2p"]
-    if not ids:
-        raise ConfigError("address", f"no /p2p/<peer id> in {addr!r}")
-    return ids[-1]
-
-
 def _identity(key_file: Path | None) -> KeyPair:
     """The node's libp2p key pair from its persistent seed (`node.p2p.identity`)."""
     return create_new_key_pair(load_seed(key_file))
@@ -153,52 +130,6 @@ def _tame_logging() -> None:
 
 
 @final
-class LibStream:
-    """A libp2p stream as a `node.p2p.wire.ByteStream`: EOF is `b""` (P4), errors are `PeerGone`."""
-
-    def __init__(self, stream: Any, peer_id: str) -> None:
-        self._stream = stream
-        self._peer_id = peer_id
-
-    async def read(self, max_bytes: int) -> bytes:
-        try:
-            return bytes(await self._stream.read(max_bytes))
-        except StreamEOF:
-            return b""
-        except _STREAM_ERRORS as exc:
-            raise PeerGone(self._peer_id) from exc
-
-    async def write(self, data: bytes) -> None:
-        try:
-            await self._stream.write(data)
-        except _STREAM_ERRORS as exc:
-            raise PeerGone(self._peer_id) from exc
-
-    async def close(self) -> None:
-        with trio.move_on_after(2):
-            with suppress(*_STREAM_ERRORS):
-                await self._stream.close()
-
-    async def reset(self) -> None:
-        with trio.move_on_after(2):
-            with suppress(*_STREAM_ERRORS):
-                await self._stream.reset()
-
-
-def _guarded(handler: Any) -> Any:
-    """P1: an exception escaping any stream handler must not tear down the host."""
-
-    async def guarded(stream: Any) -> None:
-        try:
-            await handler(stream)
-        except Exception:
-            log.debug("stream handler failed; stream reset", exc_info=True)
-            await LibStream(stream, "?").reset()
-
-    return guarded
-
-
-@final
 class _GateRelay(CircuitV2Protocol):
     """Circuit relay v2 whose reservations go only to the authenticated, allowlisted caller (T16)."""
 
@@ -215,14 +146,6 @@ class _GateRelay(CircuitV2Protocol):
             await write_delimited_msg(stream, refusal)
             return
         await super()._handle_reserve(stream, msg)
-
-
-def _remote_ip(stream: Any) -> str | None:
-    try:
-        remote = stream.muxed_conn.get_remote_address()
-    except Exception:  # relayed and closing connections have no address; the caller treats None as unknown
-        return None
-    return str(remote[0]) if remote else None
 
 
 @final
@@ -264,12 +187,12 @@ class Host:
             byte_stream = LibStream(stream, peer)
             key = (protocol, peer)
             if self._inflight.get(key, 0) >= max_per_peer:
-                await _refuse(byte_stream, f"more than {max_per_peer} {protocol} streams in flight")
+                await refuse(byte_stream, f"more than {max_per_peer} {protocol} streams in flight")
                 return
             self._inflight[key] = self._inflight.get(key, 0) + 1
             try:
-                channel = Channel(byte_stream, peer, remote_ip=_remote_ip(stream))
-                await _run_handler(handler, channel, deadline)
+                channel = Channel(byte_stream, peer, remote_ip=remote_ip(stream))
+                await run_handler(handler, channel, deadline)
             finally:
                 self._inflight[key] -= 1
                 if not self._inflight[key]:
@@ -354,7 +277,7 @@ class Host:
         with trio.move_on_after(seconds):
             if direct or not circuit:
                 try:
-                    maddrs = [_without_p2p(a) for a in direct]
+                    maddrs = [without_p2p(a) for a in direct]
                     self._lp.get_network().unblock_peer(ID.from_base58(peer_id))  # P26
                     await self._lp.connect(PeerInfo(ID.from_base58(peer_id), maddrs))
                     return
@@ -368,29 +291,6 @@ class Host:
                     errors.append(f"circuit {addr}: {exc}")
             raise PeerUnreachable(peer_id, "; ".join(errors) or "no address")
         raise PeerTimeout(peer_id, f"connecting within {seconds:g} s ({'; '.join(errors)})")
-
-
-def _without_p2p(addr: str) -> multiaddr.Multiaddr:
-    return multiaddr.Multiaddr(addr.split("/p2p/", 1)[0])
-
-
-async def _refuse(stream: LibStream, detail: str) -> None:
-    with trio.move_on_after(1):
-        with suppress(PeerGone):
-            await stream.write(frame(encode(Busy(detail=detail))))
-    await stream.close()
-
-
-async def _run_handler(handler: Handler, channel: Channel, deadline: float) -> None:
-    try:
-        with trio.move_on_after(deadline if deadline > 0 else math.inf) as scope:
-            await handler(channel)
-        if scope.cancelled_caught:
-            log.info("handler for %s passed its %g s deadline; stream reset", channel.peer_id, deadline)
-            await channel.reset()
-    except Exception:
-        log.info("handler for %s failed; stream reset", channel.peer_id, exc_info=True)
-        await channel.reset()
 
 
 def _new_libp2p_host(key_pair: KeyPair, listen: list[multiaddr.Multiaddr], config: HostConfig) -> Any:
@@ -428,7 +328,7 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
     listen = [parse_multiaddr(a, field="listen") for a in config.listen]
     lp = _new_libp2p_host(key_pair, listen, config)
     network = lp.get_network()
-    network.set_stream_handler(_guarded(network.common_stream_handler))  # P1, for every protocol
+    network.set_stream_handler(guarded_handler(network.common_stream_handler))  # P1, for every protocol
     async with lp.run(listen):
         try:
             async with trio.open_nursery() as nursery:

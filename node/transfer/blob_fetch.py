@@ -228,17 +228,31 @@ async def fetch_blob(
     if size > max_bytes:
         raise FetchError(FailureReason.TOO_LARGE, f"model is {size} bytes, the cap is {max_bytes}")
     transfer = _Transfer(sha256, size, cache.temp_path(sha256), on_bytes)
+    await _attempts(channel_factory, transfer, attempts, streams)
+    assert transfer.digest.hashed == size  # every segment ended, so the follower hashed all of it
+    commit = functools.partial(cache.commit, digest=transfer.digest.hexdigest())
+    return await trio.to_thread.run_sync(commit, sha256, transfer.temp)
+
+
+async def _attempts(
+    channel_factory: ChannelFactory, transfer: _Transfer, attempts: int, streams: int
+) -> None:
+    """Attempt the transfer until it completes, each attempt continuing the partial file's prefix.
+
+    Raises:
+        FetchError: FETCH once `attempts` attempts failed.
+    """
     for attempt in range(1, attempts + 1):
         transfer.done = await trio.to_thread.run_sync(transfer.resume_point)
         if transfer.digest.hashed > transfer.done:  # a stale partial file was emptied
             transfer.digest = _Digest()
         try:
             await _attempt(channel_factory, transfer, streams)
-            break
+            return
         except _RETRYABLE as exc:
             log.info(
                 "blob %s: attempt %d/%d stopped at %d bytes: %s",
-                sha256,
+                transfer.sha256,
                 attempt,
                 attempts,
                 transfer.done,
@@ -246,12 +260,10 @@ async def fetch_blob(
             )
             if attempt == attempts:
                 raise FetchError(
-                    FailureReason.FETCH, f"{attempts} attempts failed at {transfer.done}/{size} bytes: {exc}"
+                    FailureReason.FETCH,
+                    f"{attempts} attempts failed at {transfer.done}/{transfer.size} bytes: {exc}",
                 ) from exc
             streams = max(1, streams - transfer.refused)  # the holder's cap: fewer streams next time
-    assert transfer.digest.hashed == size  # every segment ended, so the follower hashed all of it
-    commit = functools.partial(cache.commit, digest=transfer.digest.hexdigest())
-    return await trio.to_thread.run_sync(commit, sha256, transfer.temp)
 
 
 async def _attempt(channel_factory: ChannelFactory, transfer: _Transfer, streams: int) -> None:

@@ -179,7 +179,7 @@ class ModelCache:
 
 def model_cache(config: NodeConfig) -> ModelCache:
     """The node's content-addressed model cache under its data directory."""
-    return ModelCache(config.data_dir / "models")
+    return ModelCache(config.data.models)
 
 
 __all__ = ["ModelCache", "file_sha256", "model_cache"]

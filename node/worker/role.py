@@ -48,7 +48,7 @@ async def open_worker(
     """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
     if profile is None:
         profile = await trio.to_thread.run_sync(
-            lambda: drivers.detect_profile(config.data_dir / "profile", calibrate=config.calibrate)
+            lambda: drivers.detect_profile(config.data.calibration, calibrate=config.calibrate)
         )
         if config.device_name:
             profile = profile.model_copy(update={"device_name": config.device_name})
@@ -59,7 +59,7 @@ async def open_worker(
             private_key=node.host.private_key,
             profile=profile,
             cache=cache,
-            outbox=Outbox(config.data_dir / "outbox"),
+            outbox=Outbox(config.data.outbox),
             policy=url_policy(config),
             open_blob=lambda peer, addrs: _open_blob(node, peer, addrs),
             max_queue=config.max_queue,

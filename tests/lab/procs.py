@@ -60,12 +60,21 @@ class Lab:
         self.record_ttl = record_ttl
         self.procs: list[Proc] = []
 
-    def start(self, name: str, argv: list[str], *, ns: str | None = None, stdin: bool = False) -> Proc:
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        ns: str | None = None,
+        stdin: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> Proc:
         """Start any command (in network namespace `ns` if given) and read its JSON event lines.
 
         With `stdin`, the process gets a pipe on stdin (`proc.popen.stdin`); otherwise /dev/null.
+        `env` replaces this process's environment (PYTHONUNBUFFERED is always set).
         """
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
         wrap = ["ip", "netns", "exec", ns] if ns else []
         log = self.root / f"{name}.stderr"
         with log.open("w") as err:

@@ -15,9 +15,9 @@ from scheduler.report import (
     entry_of,
     job_index_of,
     latency_matrices,
-    mann_whitney,
     match_entries,
 )
+from scheduler.significance import mann_whitney
 
 # Reference values from scipy.stats.mannwhitneyu(a, b, method="asymptotic") (continuity and tie corrected).
 MWU_CASES = [

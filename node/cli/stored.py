@@ -1,0 +1,126 @@
+"""`sark-node status`, `cancel`, `results`: the campaigns in this node's store, no network."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import scheduler as sch
+    from node.submitter.store import CampaignStore
+
+
+IdArg = Annotated[str, typer.Argument(help="campaign id (from submit or status)")]
+
+
+def _stored(data_dir: Path | None, config_file: Path | None) -> CampaignStore:
+    from node.submitter.store import CampaignStore
+
+    return CampaignStore(build_config(config_file, data_dir=data_dir).data.campaigns)
+
+
+def _restored(record: Any) -> sch.Scheduler | None:
+    import scheduler as sch
+
+    if record.snapshot is None:
+        return None
+    return sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
+
+
+def status(
+    campaign_id: Annotated[str | None, typer.Argument(help="a campaign id; all campaigns if omitted")] = None,
+    data_dir: DataDirOpt = None,
+    config_file: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A campaign's tasks as the store last saw them, or every stored campaign."""
+    from rich.console import Console
+    from rich.table import Table
+
+    store = _stored(data_dir, config_file)
+    if campaign_id is None:
+        records = store.campaigns()
+        rows = [
+            {
+                "campaign_id": r.campaign_id,
+                "name": r.name,
+                "created": r.created_utc,
+                "status": r.status,
+                "results": len(store.results(r.campaign_id)),
+            }
+            for r in records
+        ]
+        if as_json:
+            print(json.dumps({"campaigns": rows}))
+            return
+        table = Table("campaign", "name", "created", "status", "results")
+        for row in rows:
+            table.add_row(*(str(v) for v in row.values()))
+        Console().print(table)
+        return
+    record = store.campaign(campaign_id)
+    if record is None:
+        fail(f"error: no campaign {campaign_id} in this node's store", 2)
+    scheduler = _restored(record)
+    tasks = list(scheduler.tasks()) if scheduler is not None else []
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "campaign_id": campaign_id,
+                    "status": record.status,
+                    "tasks": [t.model_dump(mode="json") for t in tasks],
+                }
+            )
+        )
+        return
+    table = Table("task", "unit", "device", "state", "detail", title=f"{campaign_id} ({record.status})")
+    for t in tasks:
+        table.add_row(t.task_id, t.unit.value, t.device_name or "", t.state.value, t.detail)
+    Console().print(table)
+
+
+def cancel(campaign_id: IdArg, data_dir: DataDirOpt = None, config_file: ConfigOpt = None) -> None:
+    """Cancel a campaign: its submitter (running now, or on --resume) cancels every task on its worker."""
+    from node.submitter.loop import utc_now
+
+    store = _stored(data_dir, config_file)
+    if store.campaign(campaign_id) is None:
+        fail(f"error: no campaign {campaign_id} in this node's store", 2)
+    store.request_cancel(campaign_id, utc_now())
+    print(f"cancel requested for {campaign_id}")
+
+
+def results(
+    campaign_id: IdArg,
+    data_dir: DataDirOpt = None,
+    config_file: ConfigOpt = None,
+) -> None:
+    """Print a campaign's results.csv (every task, rebuilt from the store) on stdout."""
+    from node.submitter.loop import utc_now
+    from node.submitter.outputs import campaign_rows
+    from scheduler import to_csv
+
+    store = _stored(data_dir, config_file)
+    record = store.campaign(campaign_id)
+    if record is None:
+        fail(f"error: no campaign {campaign_id} in this node's store", 2)
+    scheduler = _restored(record)
+    if scheduler is None:
+        fail(f"error: campaign {campaign_id} never got as far as discovery", 1)
+    rows = campaign_rows(scheduler, store.results(campaign_id), utc_now())
+    sys.stdout.write(to_csv(row for row, _ in rows))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `status`, `cancel` and `results` to the CLI."""
+    app.command()(status)
+    app.command()(cancel)
+    app.command()(results)

@@ -1,0 +1,66 @@
+"""The CLI starts at once: help and the light commands load no libp2p, onnxruntime, matplotlib or torch.
+
+Each case runs the real `sark-node` entry point in a fresh interpreter (a subprocess) and lists the
+modules it loaded. Speed itself is measured by benchmarks/startup.py, never asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("libp2p", "onnxruntime", "matplotlib", "torch")
+PROBE = """
+import json, sys
+from node.cli import main
+sys.argv = ["sark-node", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def _run(args: list[str], home: Path) -> tuple[dict[str, object], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SARK_"))}
+    env["HOME"] = str(home)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    report: dict[str, object] = json.loads(done.stderr.strip().splitlines()[-1])
+    return report, done.stdout
+
+
+@pytest.mark.parametrize(
+    "args", [["--help"], ["id"], ["status"], ["peers", "--help"], ["join", "--help"]], ids=" ".join
+)
+def test_light_commands_load_no_heavy_runtime(args: list[str], tmp_path: Path) -> None:
+    report, _ = _run(args, tmp_path)
+    assert report["code"] in (0, None)
+    modules = report["modules"]
+    assert isinstance(modules, list)
+    assert "node.cli.swarm" in modules  # the probe really ran the CLI with every command registered
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_the_probe_sees_a_heavy_import(tmp_path: Path) -> None:
+    report, _ = _run(["info", "--json", "--no-calibrate"], tmp_path)
+    modules = report["modules"]
+    assert isinstance(modules, list)
+    assert "onnxruntime" in modules
+
+
+@pytest.mark.parametrize("command", ["join", "submit", "serve", "info", "bench", "gate", "peers", "report"])
+def test_flags_read_as_flags_in_help(command: str, tmp_path: Path) -> None:
+    _, text = _run([command, "--help"], tmp_path)
+    assert "--help" in text
+    assert "<bool>" not in text
