@@ -6,6 +6,8 @@ Waits are promises in the page (a MutationObserver) awaited under a deadline; no
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import json
 import os
@@ -99,6 +101,12 @@ class Cdp:
         assert "exceptionDetails" not in reply, reply
         return str(reply["result"]["value"])
 
+    async def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page."""
+        reply = await self.send("Runtime.evaluate", expression=expression, returnByValue=True)
+        assert "exceptionDetails" not in reply, reply
+        return reply["result"]["value"]
+
     async def open(self, url: str, seconds: float) -> None:
         """Navigate and wait for the page's load event."""
         self.loaded = trio.Event()
@@ -189,6 +197,28 @@ async def test_dashboard_shows_peers_and_a_campaign_to_done(
     assert "100%" in section
     assert "100% (loading)" not in section  # a finished task shows its last phase, not its last heartbeat
     assert 'data-state="unschedulable"' in section
-    matrix = await page.wait_for("#matrix tbody tr[data-device] td:nth-child(2):not(:empty)", 30)
-    assert re.search(r"\d+\.\d{3}", matrix)
+    await page.wait_for(f'#matrix[data-campaign="{cid}"] td[data-median]', 30)
+    await page.wait_for(f'#picture svg g[data-task="{cid}-job-0-0"]', 30)  # the latency picture
+    shown = await page.evaluate(
+        "JSON.stringify([...document.querySelectorAll('#matrix td[data-task]')]"
+        ".map(td => [td.dataset.task, td.textContent, td.title]))"
+    )
+    cells = {task: (text, title) for task, text, title in json.loads(shown)}
+    async with httpx.AsyncClient() as client:
+        r = await client.get(f"{served.api}/campaigns/{cid}/results", timeout=30)
+    rows = {row["JobId"]: row for row in csv.DictReader(io.StringIO(r.text))}
+    assert set(cells) == set(rows)  # one cell per task, the page's numbers are results.csv's
+    for task, row in rows.items():
+        text, title = cells[task]
+        if row["Status"] == "Complete":
+            assert text.split()[0] == f"{float(row['InferenceMsMedian']):.3f}"
+            assert ("*" in text) == (row["Unstable"] == "True")
+            assert title == (
+                "unstable: " + row["UnstableReasons"].replace(";", "; ") if "*" in text else "stable"
+            )
+        else:  # a unit that did not run says why
+            assert text.startswith("unschedulable: ")
+            assert "GPU (ONNX) unavailable" in text
+    peers = await page.wait_for("#peers tbody tr[data-peer]", 5)
+    assert "✗ GPU (ONNX): " in peers  # an unavailable unit with its reason
     assert page.problems == []
