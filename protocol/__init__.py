@@ -71,6 +71,7 @@ from protocol.messages import (
     Reclaim,
     Result,
     ResultBody,
+    Stage,
 )
 from protocol.records import (
     NonceCache,
@@ -166,6 +167,7 @@ __all__ = [
     "RunConditions",
     "Runtime",
     "Slo",
+    "Stage",
     "State",
     "Stats",
     "TaskSpec",

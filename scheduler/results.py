@@ -68,6 +68,7 @@ EXTENDED_COLUMNS: Final = (
     "WorkerPeerId",
     "SignatureStatus",
     "FailureReason",
+    "FailureStage",
     "Detail",
 )
 CSV_COLUMNS: Final = (*SEED_COLUMNS, *REFERENCE_COLUMNS, *EXTENDED_COLUMNS)
@@ -181,7 +182,7 @@ def result_row(task: TaskView, body: ResultBody, signature: str, created_utc: st
 def failure_row(task: TaskView, status: Status, reason: str, detail: str, created_utc: str) -> dict[str, str]:
     """The row of a task that ended without a measurement (Failed, Cancelled or Unschedulable)."""
     row = _task_columns(task, status, created_utc)
-    row.update(FailureReason=reason, Detail=detail)
+    row.update(FailureReason=reason, FailureStage=task.failure_stage, Detail=detail)
     return row
 
 

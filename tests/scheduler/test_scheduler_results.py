@@ -31,7 +31,7 @@ REFERENCE = "CreatedUtc,DeviceYear,DiscreteGpu,VRam,DeviceOsVersion,LoadMsFirst,
 EXTENDED = (
     "InferenceMsMin,InferenceMsMax,InferenceMsP90,InferenceMsP95,InferenceMsP99,InferenceCv,InferenceOutliers,"
     "ProcessMedians,ProcessSpreadPct,Unstable,UnstableReasons,WarmupsUsed,CpuCoresUsed,BackgroundCores,GpuUtilPct,"
-    "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,FailureReason,Detail"
+    "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,FailureReason,FailureStage,Detail"
 )
 EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED) for name in group.split(",")]
 
