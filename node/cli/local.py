@@ -11,14 +11,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from drivers import TaskFailed, detect_profile, measure
+from drivers import TaskFailed, detect_format, detect_profile, measure
 from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Phase, Stats, TaskSpec
 
 DEFAULT_DATA_DIR: Final = Path("~/.local/share/sark-node")
-# Failures that mean the user asked for something wrong (exit 2); the rest are runtime failures (exit 1).
-BAD_INPUT: Final = frozenset(
-    {FailureReason.UNIT_UNAVAILABLE, FailureReason.FORMAT, FailureReason.INPUT, FailureReason.FALLBACK}
-)
+# Failures that mean the command line asked for something wrong (exit 2): a unit this device lacks.
+# Whatever the model's bytes cause (inspect, load, input, run) is a runtime failure (exit 1).
+BAD_INPUT: Final = frozenset({FailureReason.UNIT_UNAVAILABLE})
 STAT_FIELDS: Final = (
     "n",
     "min",
@@ -163,6 +162,10 @@ def bench(
         raise _fail(f"invalid task: {fields}", 2) from None
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
+    try:
+        detect_format(model)  # the name only: a suffix we cannot run is bad input
+    except TaskFailed as exc:
+        raise _fail(f"{model.name}: {exc.detail}", 2) from None
     result = _run(model, spec, allow_code_models, quiet=json_out)
     if json_out:
         typer.echo(result.model_dump_json())
@@ -182,6 +185,8 @@ def _run(model: Path, spec: TaskSpec, allow_code_models: bool, *, quiet: bool) -
             return measure(model, spec, allow_code_models=allow_code_models, on_progress=progress)
         except TaskFailed as exc:
             raise _fail(str(exc), 2 if exc.reason in BAD_INPUT else 1) from None
+        except OSError as exc:  # the file went away or cannot be read while hashing it
+            raise _fail(f"{model.name}: cannot read the model: {exc.strerror or exc}", 1) from None
 
 
 def _cell(s: Stats, name: str) -> str:
