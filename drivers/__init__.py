@@ -8,7 +8,8 @@ Modules:
     onnx       onnxruntime: CPU (ONNX), GPU (ONNX) via CUDA / TensorRT / MIGraphX / DirectML / CoreML EP
     torchrt    torch: CPU (PyTorch), GPU (PyTorch) for .pt2 and TorchScript (owner opt-in)
     coreml     coremltools: GPU (CoreML), Neural Engine (CoreML), macOS only
-    formats    model file checks before any runtime or pickle opens them
+    formats    model file checks before any runtime or pickle opens them (run in the child)
+    headers    bounded safetensors and GGUF header checks against the file's size
     inputs     inputs synthesised from a model's signature, with overrides
     meters     kernel high-water-mark memory, CPU meter, NVML sampler, thermal and power state
     stats      summary statistics, warm-up rule, stability verdict

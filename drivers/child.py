@@ -1,8 +1,10 @@
 """The spawned child's side of a measurement: check, load N times, warm up, time, report over a pipe.
 
 Runs in a fresh `spawn` process (never `fork`), so a crash, an allocation past the memory limit or a
-hard kill stays here. It sends plain values: ("phase", Phase, done, total), then ("result",
-ProcessResult) or ("failed", FailureReason, detail).
+hard kill stays here. This is the only place that reads the model's bytes: inspection (headers,
+protobuf, pickle sniffing) runs here under an address-space cap, then the runtime loads and runs it.
+It sends plain values: ("stage", Stage), ("phase", Phase, done, total), then ("result",
+ProcessResult) or ("failed", FailureReason, detail, Stage), the detail naming the model and stage.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from drivers import device, meters
-from drivers.driver import Driver, Loaded, LoadOptions
+from drivers.driver import Driver, Feeds, Loaded, LoadOptions
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
 from drivers.inputs import fed, synthesize
 from drivers.registry import driver_for
 from drivers.stats import ci_within, warmed_up
-from protocol import FailureReason, InputFed, ModelFormat, Phase, TaskSpec
+from protocol import FailureReason, InputFed, ModelFormat, Phase, Stage, TaskSpec
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
@@ -31,19 +33,25 @@ PROGRESS_CHUNKS: Final = 10
 STOP_RUNS_FACTOR: Final = 10  # the stopping rule's default cap: this many times the minimum runs
 STOP_BUDGET: Final = 0.2  # the stopping rule's default duration: this share of the task's timeout
 NS_PER_MS: Final = 1e6
+INSPECT_MB: Final = 512  # address space inspection may take beyond the process and the mapped file
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class ChildJob:
-    """What one child measures."""
+    """What one child measures.
+
+    Attributes:
+        name: the model's name for people (the campaign's name for it, not a cache file's digest).
+    """
 
     model_path: str
     fmt: ModelFormat
     spec: TaskSpec
     allow_code_models: bool = False
     cache_dir: str | None = None
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,16 +83,38 @@ class ProcessResult:
 
 def main(conn: Connection, job: ChildJob) -> None:
     """Entry point of the spawned child: measure and send the outcome; never raises."""
+    at = _Stages(conn)
+    name = job.name or Path(job.model_path).name
     try:
-        conn.send(("result", _measure(conn, job)))
+        conn.send(("result", _measure(conn, job, at)))
     except TaskFailed as exc:
-        conn.send(("failed", exc.reason, exc.detail))
+        failure = exc.located(name, at.stage)
     except MemoryError:
-        conn.send(("failed", FailureReason.OUT_OF_MEMORY, _oom_detail(job.spec.memory_limit_mb)))
+        failure = TaskFailed(FailureReason.OUT_OF_MEMORY, _oom_detail(job.spec.memory_limit_mb))
+        failure = failure.located(name, at.stage)
     except Exception as exc:  # process boundary: report, never a traceback as the outcome
-        conn.send(("failed", FailureReason.CRASHED, f"{type(exc).__name__}: {exc}"))
-    finally:
+        failure = TaskFailed(FailureReason.CRASHED, _first_line(exc)).located(name, at.stage)
+    else:
         conn.close()
+        return
+    conn.send(("failed", failure.reason, failure.detail, failure.stage))
+    conn.close()
+
+
+class _Stages:
+    """The stage the child is in, told to the parent as it changes (so a crash is placed too)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn, self.stage = conn, Stage.INSPECT
+
+    def enter(self, stage: Stage) -> None:
+        self.stage = stage
+        self.conn.send(("stage", stage))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def _oom_detail(limit_mb: int | None) -> str:
@@ -93,17 +123,15 @@ def _oom_detail(limit_mb: int | None) -> str:
 
 def limit_memory(limit_mb: int) -> None:
     """Cap this process's address space at its current size plus `limit_mb` (RLIMIT_AS)."""
-    size_kb = 0
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmSize:"):
-            size_kb = int(line.split()[1])
-    cap = size_kb * 1024 + limit_mb * (1 << 20)
+    cap = _vm_size_bytes() + limit_mb * (1 << 20)
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def _measure(conn: Connection, job: ChildJob) -> ProcessResult:
+def _measure(conn: Connection, job: ChildJob, at: _Stages) -> ProcessResult:
     path, spec = Path(job.model_path), job.spec
-    check_model_file(path, job.fmt, allow_code_models=job.allow_code_models)
+    at.enter(Stage.INSPECT)
+    _inspect(path, job)
+    at.enter(Stage.LOAD)
     driver = driver_for(spec.compute_unit)
     status = driver.probe()
     if not status.usable:
@@ -116,12 +144,34 @@ def _measure(conn: Connection, job: ChildJob) -> ProcessResult:
     options = LoadOptions(spec.threads, job.allow_code_models, job.cache_dir, job.fmt)
     load_ms, peak_load = _guard(lambda: _load_phase(conn, driver, path, options, spec.load_runs), spec)
     loaded = _guard(lambda: driver.load(path, options), spec)
-    return _guard(
-        lambda: _inference_phase(
-            conn, loaded, spec, load_ms, peak_load, device.runtime_versions() | driver.versions()
-        ),
-        spec,
-    )
+    at.enter(Stage.INSPECT)
+    feeds = synthesize(loaded.inputs(), spec.input_shapes, spec.input_values)
+    at.enter(Stage.RUN)
+    versions = device.runtime_versions() | driver.versions()
+    return _guard(lambda: _inference_phase(conn, loaded, feeds, spec, load_ms, peak_load, versions), spec)
+
+
+def _inspect(path: Path, job: ChildJob) -> None:
+    """Check the model file under a soft address-space cap: the process, the mapped file, INSPECT_MB.
+
+    Only the soft limit is set (and restored after), so the later task memory limit is still free to
+    be set; a header that makes the check allocate past the cap fails as MemoryError, out of memory.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    size = path.stat().st_size if path.is_file() else 0
+    cap = _vm_size_bytes() + size + INSPECT_MB * (1 << 20)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    try:
+        check_model_file(path, job.fmt, allow_code_models=job.allow_code_models)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _vm_size_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def _load_phase(
@@ -159,8 +209,7 @@ def _guard(call: Callable[[], T], spec: TaskSpec) -> T:
         if spec.memory_limit_mb is not None and _allocation_failure(str(exc)):
             raise TaskFailed(FailureReason.OUT_OF_MEMORY, _oom_detail(spec.memory_limit_mb)) from exc
         reason = FailureReason.INPUT if type(exc).__name__ == "InvalidArgument" else FailureReason.CRASHED
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise TaskFailed(reason, f"inference failed: {type(exc).__name__}: {first}") from exc
+        raise TaskFailed(reason, _first_line(exc)) from exc
 
 
 def _allocation_failure(text: str) -> bool:
@@ -172,13 +221,12 @@ def _allocation_failure(text: str) -> bool:
 def _inference_phase(
     conn: Connection,
     loaded: Loaded,
+    feeds: Feeds,
     spec: TaskSpec,
     load_ms: list[float],
     peak_load: float,
     versions: dict[str, str],
 ) -> ProcessResult:
-    sigs = loaded.inputs()
-    feeds = synthesize(sigs, spec.input_shapes, spec.input_values)
     run = loaded.runner(feeds)
     _check_placement(loaded, spec)
     gc.collect()
@@ -214,7 +262,7 @@ def _inference_phase(
         versions=versions,
         thermal=meters.thermal_state(),
         power=meters.power_state(),
-        inputs=fed(sigs, feeds, spec.input_shapes, spec.input_values),
+        inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocol import FailureReason
+from protocol import FailureReason, Stage
 
 
 class DriverError(Exception):
@@ -22,12 +22,21 @@ class TaskFailed(DriverError):
 
     Attributes:
         reason: the protocol's closed failure reason, the field callers branch on.
-        detail: a one-line explanation for people.
+        detail: a one-line explanation for people; once located, it starts with the model's name and
+            the stage ("resnet.onnx: inspect failed: ...").
+        stage: the step that failed (inspect, load, run), None until the harness or child locates it.
     """
 
-    def __init__(self, reason: FailureReason, detail: str) -> None:
+    def __init__(self, reason: FailureReason, detail: str, stage: Stage | None = None) -> None:
         super().__init__(detail)
         self.reason = reason
+        self.stage = stage
+
+    def located(self, name: str, stage: Stage) -> TaskFailed:
+        """This failure named for the model and placed at `stage`; one that is located already stays."""
+        if self.stage is not None:
+            return self
+        return TaskFailed(self.reason, f"{name}: {stage.value} failed: {self.detail}", stage)
 
     def __str__(self) -> str:
         return f"{self.detail} ({self.reason.value})"

@@ -2,8 +2,12 @@
 
 Refused: pickle streams and pickle-bearing archives (`.pkl`, legacy and zip `torch.save` whole
 models), torch programs without the owner's opt-in, and ONNX external data that points outside the
-model's directory (absolute, `..`, or a symlink). ONNX files are walked at the protobuf wire level,
-so no `onnx` package is needed and tensor bytes are skipped, not read.
+model's directory (absolute, `..`, or a symlink) or is missing; safetensors and GGUF headers that
+lie about their tensors (`drivers.headers`). ONNX files are walked at the protobuf wire level, so no
+`onnx` package is needed and tensor bytes are skipped, not read.
+
+`detect_format` reads only the name; `check_model_file` reads the bytes and so runs only in the
+spawned child (`drivers.child`), never in the node.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Final
 
 from drivers.errors import TaskFailed
+from drivers.headers import check_gguf, check_safetensors
 from protocol import FailureReason, ModelFormat
 
 PICKLE_SUFFIXES: Final = frozenset({".pkl", ".pickle", ".joblib", ".dill"})
@@ -28,6 +33,8 @@ SUFFIX_FORMATS: Final = {
     ".torchscript": ModelFormat.TORCHSCRIPT,
     ".mlpackage": ModelFormat.COREML,
     ".mlmodel": ModelFormat.COREML,
+    ".gguf": ModelFormat.GGUF,
+    ".safetensors": ModelFormat.SAFETENSORS,
 }
 CODE_FORMATS: Final = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRIPT})
 # ONNX protobuf schema, only the paths that can lead to a TensorProto: message -> {field: message}.
@@ -51,48 +58,59 @@ def detect_format(path: Path) -> ModelFormat:
     """
     suffix = path.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
-        raise TaskFailed(
-            FailureReason.FORMAT, f"{path.name}: pickle files are refused (they run code when loaded)"
-        )
+        raise TaskFailed(FailureReason.FORMAT, "pickle files are refused (they run code when loaded)")
     if suffix not in SUFFIX_FORMATS:
-        raise TaskFailed(
-            FailureReason.FORMAT, f"{path.name}: unknown model format {suffix or '(no suffix)'!r}"
-        )
+        raise TaskFailed(FailureReason.FORMAT, f"unknown model format {suffix or '(no suffix)'!r}")
     return SUFFIX_FORMATS[suffix]
 
 
 def check_model_file(path: Path, fmt: ModelFormat, *, allow_code_models: bool) -> None:
     """Refuse a model file that is unsafe or not what it claims, before pickle or a runtime opens it.
 
+    Reads the file's bytes: call it only where a failure cannot take the node down (the child).
+
     Args:
-        path: the model file (a directory for an `.mlpackage`).
+        path: the model file (a directory for an `.mlpackage` or a safetensors folder).
         fmt: the format the task says it is.
         allow_code_models: the owner opted in to torch programs, which run code when loaded.
 
     Raises:
-        TaskFailed: FORMAT with the reason.
+        TaskFailed: FORMAT with the reason (the caller names the model; the detail says the cause).
     """
-    if fmt == ModelFormat.COREML and path.is_dir():
+    if fmt in (ModelFormat.COREML, ModelFormat.SAFETENSORS) and path.is_dir():
+        if fmt == ModelFormat.SAFETENSORS:
+            for shard in sorted(path.glob("*.safetensors")):
+                _at_shard(shard)
         return
     if not path.is_file():
-        raise TaskFailed(FailureReason.FORMAT, f"{path}: not a regular file")
+        raise TaskFailed(FailureReason.FORMAT, "not a regular file")
     if path.suffix.lower() in PICKLE_SUFFIXES:
-        raise TaskFailed(
-            FailureReason.FORMAT, f"{path.name}: pickle files are refused (they run code when loaded)"
-        )
+        raise TaskFailed(FailureReason.FORMAT, "pickle files are refused (they run code when loaded)")
+    if path.stat().st_size == 0:
+        raise TaskFailed(FailureReason.FORMAT, "empty file (0 bytes)")
     with path.open("rb") as f:
         head = f.read(4)
     if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
-        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: a pickle stream (legacy torch.save) is refused")
+        raise TaskFailed(FailureReason.FORMAT, "a pickle stream (legacy torch.save) is refused")
     if head == b"PK\x03\x04":
         _check_archive(path, fmt)
     if fmt in CODE_FORMATS and not allow_code_models:
         raise TaskFailed(
-            FailureReason.FORMAT,
-            f"{path.name}: {fmt.value} runs code when loaded; the owner has not opted in",
+            FailureReason.FORMAT, f"{fmt.value} runs code when loaded; the owner has not opted in"
         )
     if fmt == ModelFormat.ONNX:
         _check_onnx(path)
+    elif fmt == ModelFormat.GGUF:
+        check_gguf(path)
+    elif fmt == ModelFormat.SAFETENSORS:
+        check_safetensors(path)
+
+
+def _at_shard(shard: Path) -> None:
+    try:
+        check_safetensors(shard)
+    except TaskFailed as exc:
+        raise TaskFailed(exc.reason, f"{shard.name}: {exc.detail}") from None
 
 
 def _check_archive(path: Path, fmt: ModelFormat) -> None:
@@ -100,31 +118,42 @@ def _check_archive(path: Path, fmt: ModelFormat) -> None:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
     except zipfile.BadZipFile as exc:
-        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: a damaged zip archive") from exc
+        raise TaskFailed(FailureReason.FORMAT, "a damaged zip archive") from exc
     has_code = any("/code/" in n or n.startswith("code/") for n in names)
     exported = any(
         n.endswith(("archive_format", "serialized_exported_program.json")) or "/models/" in n for n in names
     )
     pickled = any(n.endswith("data.pkl") for n in names)
     if fmt == ModelFormat.ONNX:
-        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: a zip archive, not an ONNX model")
+        raise TaskFailed(FailureReason.FORMAT, "a zip archive, not an ONNX model")
     if pickled and not has_code and not exported:
-        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: a whole-model torch.save pickle is refused")
+        raise TaskFailed(FailureReason.FORMAT, "a whole-model torch.save pickle is refused")
 
 
 def _check_onnx(path: Path) -> None:
-    if path.stat().st_size == 0:
-        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: empty file")
+    locations, problem = _onnx_locations(path)
+    if problem:
+        raise TaskFailed(FailureReason.FORMAT, f"not a valid ONNX protobuf ({problem})")
+    for location in locations:
+        _check_location(path.parent, location)
+
+
+def _onnx_locations(path: Path) -> tuple[list[str], str]:
+    """The external-data locations, or why the protobuf walk failed.
+
+    The failure is returned, not raised, so that no traceback still holds slices of the mapping when
+    it is released (a live slice makes `mmap.close` raise BufferError).
+    """
+    problem = ""
+    locations: list[str] = []
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         view = memoryview(mapped)
         try:
             locations = list(external_locations(view))
-        except (IndexError, ValueError) as exc:
-            raise TaskFailed(FailureReason.FORMAT, f"{path.name}: not a valid ONNX protobuf ({exc})") from exc
-        finally:
-            view.release()
-    for location in locations:
-        _check_location(path.parent, location)
+        except (IndexError, ValueError, RecursionError) as exc:
+            problem = str(exc) or type(exc).__name__
+        view.release()
+    return locations, problem
 
 
 def _check_location(root: Path, location: str) -> None:
@@ -138,6 +167,8 @@ def _check_location(root: Path, location: str) -> None:
         target = target / part
         if target.is_symlink():
             raise TaskFailed(FailureReason.FORMAT, f"external data {location!r} goes through a symlink")
+    if not target.is_file():
+        raise TaskFailed(FailureReason.FORMAT, f"external data {location!r} is missing beside the model")
 
 
 def external_locations(buf: memoryview, message: str = "model") -> Iterator[str]:

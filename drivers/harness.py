@@ -2,7 +2,9 @@
 
 Each child runs under the task's overall deadline and memory limit and is killed on timeout or
 cancel. A child that crashes, runs out of memory or times out becomes a `TaskFailed` with the
-matching reason; the parent process itself is never at risk.
+matching reason, named for the model and placed at the stage the child had reached; the parent
+process itself is never at risk. The parent never parses the model: it reads the file's name (the
+format) and, only when the caller does not know it, hashes the bytes.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import Final
 
 from drivers import child, stats
 from drivers.errors import TaskFailed
-from drivers.formats import check_model_file, detect_format
+from drivers.formats import detect_format
 from drivers.models import sha256_file
-from protocol import FailureReason, Measurement, ModelFormat, Phase, RunConditions, TaskSpec
+from protocol import FailureReason, Measurement, ModelFormat, Phase, RunConditions, Stage, TaskSpec
 
 POLL_S: Final = 0.1  # how often the parent looks at the cancel event while it waits on the child
 Progress = Callable[[Phase, int, int], None]
@@ -36,6 +38,7 @@ def measure(
     on_progress: Progress | None = None,
     cancel: threading.Event | None = None,
     fmt: ModelFormat | None = None,
+    name: str = "",
 ) -> Measurement:
     """Benchmark one model on one compute unit in `spec.processes` fresh child processes.
 
@@ -50,16 +53,21 @@ def measure(
         on_progress: called with (phase, done, total) from this thread as children report.
         cancel: set it to kill the running child and stop.
         fmt: the model's format when the file name does not say it (content-addressed caches).
+        name: the model's name for people, used in failures (default: the file's name).
 
     Returns:
         The aggregated measurement.
 
     Raises:
-        TaskFailed: with the reason (unit unavailable, format, fallback, timeout, out of memory, ...).
+        TaskFailed: with the reason (unit unavailable, format, fallback, timeout, out of memory, ...),
+            its `stage`, and a detail that starts with the model's name and the stage.
     """
-    fmt = fmt or detect_format(model_path)
-    check_model_file(model_path, fmt, allow_code_models=allow_code_models)
-    job = child.ChildJob(str(model_path.resolve()), fmt, spec, allow_code_models)
+    name = name or model_path.name
+    try:
+        fmt = fmt or detect_format(model_path)
+    except TaskFailed as exc:
+        raise exc.located(name, Stage.INSPECT) from None
+    job = child.ChildJob(str(model_path.resolve()), fmt, spec, allow_code_models, name=name)
     deadline = time.monotonic() + spec.timeout_s
     results = []
     for index in range(spec.processes):
@@ -104,23 +112,27 @@ def _collect(
     on_progress: Progress | None,
     cancel: threading.Event | None,
 ) -> child.ProcessResult:
+    stage = Stage.INSPECT
     while True:
         if cancel is not None and cancel.is_set():
-            raise TaskFailed(FailureReason.CANCELLED, "cancelled")
+            raise TaskFailed(FailureReason.CANCELLED, "cancelled").located(job.name, stage)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise TaskFailed(FailureReason.TIMEOUT, f"timed out after {job.spec.timeout_s:g} s")
+            failure = TaskFailed(FailureReason.TIMEOUT, f"timed out after {job.spec.timeout_s:g} s")
+            raise failure.located(job.name, stage)
         if not wait([receiver], timeout=min(remaining, POLL_S)):
             continue
         try:
             message = receiver.recv()
         except EOFError:
             process.join()
-            raise _exit_failure(process.exitcode, job.spec.memory_limit_mb) from None
-        if message[0] == "phase" and on_progress is not None:
+            raise _exit_failure(process.exitcode, job.spec.memory_limit_mb).located(job.name, stage) from None
+        if message[0] == "stage":
+            stage = message[1]
+        elif message[0] == "phase" and on_progress is not None:
             on_progress(message[1], message[2], message[3])
         elif message[0] == "failed":
-            raise TaskFailed(message[1], message[2])
+            raise TaskFailed(message[1], message[2], message[3])
         elif message[0] == "result":
             result: child.ProcessResult = message[1]
             return result

@@ -212,7 +212,10 @@ class OnnxLoaded:
         sigs = []
         for i in self.session.get_inputs():
             if i.type not in DTYPES:
-                raise TaskFailed(FailureReason.INPUT, f"input {i.name!r}: unsupported type {i.type}")
+                raise TaskFailed(
+                    FailureReason.INPUT,
+                    f"input {i.name!r} has type {i.type}: only numeric and bool tensors can be synthesised",
+                )
             sigs.append(InputSig(i.name, DTYPES[i.type], tuple(i.shape)))
         return sigs
 

@@ -71,6 +71,7 @@ from protocol.messages import (
     Reclaim,
     Result,
     ResultBody,
+    Stage,
 )
 from protocol.records import (
     NonceCache,
@@ -168,6 +169,7 @@ __all__ = [
     "RunConditions",
     "Runtime",
     "Slo",
+    "Stage",
     "State",
     "Stats",
     "TaskSpec",

@@ -75,6 +75,17 @@ class FailureReason(enum.StrEnum):
     INTERNAL = "internal"
 
 
+class Stage(enum.StrEnum):
+    """Which step on the worker met the failure: the model's bytes were fetched, verified against the
+    pinned digest, inspected (headers and signature, in the spawned child), loaded by the runtime, or run."""
+
+    FETCH = "fetch"
+    VERIFY = "verify"
+    INSPECT = "inspect"
+    LOAD = "load"
+    RUN = "run"
+
+
 class Phase(enum.StrEnum):
     """Where a committed task is on the worker."""
 
@@ -215,6 +226,7 @@ class Failure(Value):
     lease_id: LeaseId
     reason: FailureReason
     detail: Detail = ""
+    stage: Stage | None = None
 
 
 class Ack(Value):

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from protocol import DeclineReason, FailureReason, ModelRef, Phase, TaskSpec
+from protocol import DeclineReason, FailureReason, ModelRef, Phase, Stage, TaskSpec
 from scheduler.placement import PeerView
 from scheduler.tasks import Status, TaskState
 
@@ -87,6 +87,7 @@ class TaskFailedRemotely:
     lease_id: str
     reason: FailureReason
     detail: str = ""
+    stage: Stage | None = None
 
 
 @dataclass(frozen=True)

@@ -267,6 +267,7 @@ class Scheduler:
         if task is None:
             return []
         why = f"failed {event.reason.value}" + (f": {event.detail}" if event.detail else "")
+        task = self._put(task, failure_stage=event.stage.value if event.stage is not None else "")
         if event.reason in FINAL_FAILURES:
             task = self._close_attempt(task, why, event.reason.value)
             return self._end(task, TaskState.FAILED, event.reason.value, event.detail or why)

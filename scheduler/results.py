@@ -71,6 +71,7 @@ EXTENDED_COLUMNS: Final = (
     "InputShapes",
     "InputsDefaulted",
     "FailureReason",
+    "FailureStage",
     "Detail",
 )
 CSV_COLUMNS: Final = (*SEED_COLUMNS, *REFERENCE_COLUMNS, *EXTENDED_COLUMNS)
@@ -191,7 +192,7 @@ def failure_row(task: TaskView, status: Status, reason: str, detail: str, create
     if task.ended_at is not None:
         created_utc = datetime.fromtimestamp(task.ended_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     row = _task_columns(task, status, created_utc)
-    row.update(FailureReason=reason, Detail=detail)
+    row.update(FailureReason=reason, FailureStage=task.failure_stage, Detail=detail)
     return row
 
 

@@ -101,6 +101,8 @@ class TaskView(Value):
         reasons: why it ended other than done (rejections, causes), or "".
         failure_reason: the ending's short cause (a FailureReason or DeclineReason value, "lease_lapsed",
             "offer_lost", "no_feasible_peer", "cancelled"), "" when done.
+        failure_stage: the worker's stage that failed (a Stage value: fetch, verify, inspect, load,
+            run) when the worker reported one, else "".
         detail: a sentence for people.
         progress: the latest heartbeat.
         deadline: when the scheduler acts on its own next (offer timeout, lease lapse, retry backoff).
@@ -119,6 +121,7 @@ class TaskView(Value):
     attempts: tuple[Attempt, ...] = ()
     reasons: tuple[str, ...] = ()
     failure_reason: str = ""
+    failure_stage: str = ""
     detail: str = ""
     progress: TaskProgress = TaskProgress()
     deadline: float | None = None

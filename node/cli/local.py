@@ -168,6 +168,12 @@ def bench(
         raise _fail(f"invalid task: {fields}", 2) from None
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
+    from drivers import TaskFailed, detect_format
+
+    try:
+        detect_format(model)  # the name only: a suffix we cannot run is bad input
+    except TaskFailed as exc:
+        raise _fail(f"{model.name}: {exc.detail}", 2) from None
     result = _run(model, spec, allow_code_models, quiet=json_out)
     if json_out:
         typer.echo(result.model_dump_json())
@@ -192,19 +198,16 @@ def _run(model: Path, spec: TaskSpec, allow_code_models: bool, *, quiet: bool) -
             return measure(model, spec, allow_code_models=allow_code_models, on_progress=progress)
         except TaskFailed as exc:
             raise _fail(str(exc), _exit_code(exc.reason)) from None
+        except OSError as exc:  # the file went away or cannot be read while hashing it
+            raise _fail(f"{model.name}: cannot read the model: {exc.strerror or exc}", 1) from None
 
 
 def _exit_code(reason: FailureReason) -> int:
-    """2 for a failure that means the user asked for something wrong, 1 for a runtime failure."""
+    """2 when the command line asked for something this device lacks; 1 for whatever the model's bytes
+    caused (inspect, load, input, run): a runtime failure."""
     from protocol import FailureReason
 
-    bad_input = {
-        FailureReason.UNIT_UNAVAILABLE,
-        FailureReason.FORMAT,
-        FailureReason.INPUT,
-        FailureReason.FALLBACK,
-    }
-    return 2 if reason in bad_input else 1
+    return 2 if reason == FailureReason.UNIT_UNAVAILABLE else 1
 
 
 def _cell(s: Stats, name: str) -> str:

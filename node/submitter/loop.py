@@ -309,7 +309,7 @@ class CampaignLoop:
             case Failed():
                 f = note.failure
                 return sch.TaskFailedRemotely(
-                    task_id=a.task_id, lease_id=f.lease_id, reason=f.reason, detail=f.detail
+                    task_id=a.task_id, lease_id=f.lease_id, reason=f.reason, detail=f.detail, stage=f.stage
                 )
             case Lapsed():
                 self._forget_holder(a.peer_id)

@@ -42,6 +42,7 @@ from protocol import (
     Phase,
     Result,
     ResultBody,
+    Stage,
 )
 from protocol.records import seal
 
@@ -252,11 +253,21 @@ class Runner:
             measurement = await trio.to_thread.run_sync(partial(self._measure, job, path))
         except drivers.TaskFailed as exc:
             return Failure(
-                task_id=job.task_id, lease_id=job.lease_id, reason=exc.reason, detail=exc.detail[:2000]
+                task_id=job.task_id,
+                lease_id=job.lease_id,
+                reason=exc.reason,
+                detail=exc.detail[:2000],
+                stage=exc.stage,
             )
         except FetchError as exc:
+            stage = Stage.VERIFY if exc.reason == FailureReason.DIGEST_MISMATCH else Stage.FETCH
+            detail = f"{job.offer.model.name}: {stage.value} failed: {exc.detail}"
             return Failure(
-                task_id=job.task_id, lease_id=job.lease_id, reason=exc.reason, detail=exc.detail[:2000]
+                task_id=job.task_id,
+                lease_id=job.lease_id,
+                reason=exc.reason,
+                detail=detail[:2000],
+                stage=stage,
             )
         return self._sign(job, measurement)
 
@@ -269,6 +280,7 @@ class Runner:
             on_progress=job.on_progress,
             cancel=job.cancel,
             fmt=job.offer.model.format,
+            name=job.offer.model.name,
         )
 
     async def _acquire_model(self, job: Job) -> Path:

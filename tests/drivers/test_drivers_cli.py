@@ -11,6 +11,7 @@ import pytest
 
 from drivers.models import packaged_model, write_convnet
 from protocol import ComputeUnit, DeviceProfile, Measurement
+from tests.lab.badfiles import BAD_FILES
 
 CLI = [sys.executable, "-c", "from node.cli import main; main()"]
 
@@ -67,6 +68,7 @@ def test_bench_json_with_input_overrides(tmp_path: Path) -> None:
         (("bench", "{model}", "--unit", "GPU (ONNX)"), 2, "unit unavailable: "),
         (("bench", "{model}", "--unit", "CPU (ONNX)", "--input-shape", "x"), 2, "NAME=VALUE"),
         (("bench", "{model}", "--unit", "CPU (ONNX)", "--timeout", "0"), 2, "timeout_s"),
+        (("bench", "{tmp}/weights.bin", "--unit", "CPU (ONNX)"), 2, "weights.bin: unknown model format"),
         (
             ("bench", "{model}", "--unit", "CPU (ONNX)", "--runs", "100000", "--timeout", "1.5"),
             1,
@@ -78,8 +80,23 @@ def test_bench_errors_are_one_red_line_without_traceback(
     tmp_path: Path, args: tuple[str, ...], code: int, fragment: str
 ) -> None:
     model = write_convnet(tmp_path / "c.onnx")
-    done = _run(*(a.format(model=model) for a in args), data_dir=tmp_path)
+    (tmp_path / "weights.bin").write_bytes(b"\0" * 16)
+    done = _run(*(a.format(model=model, tmp=tmp_path) for a in args), data_dir=tmp_path)
     assert done.returncode == code, done.stderr
     assert fragment in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("file_name", ["truncated.onnx", "notes.onnx", "lying.gguf"])
+def test_bench_of_a_bad_model_exits_1_with_one_line_naming_file_stage_and_cause(
+    tmp_path: Path, file_name: str
+) -> None:
+    build, stage = BAD_FILES[file_name]
+    model = build(tmp_path / file_name)
+    args = ("--unit", "CPU (ONNX)", "--runs", "2", "--load-runs", "1", "--processes", "1")
+    done = _run("bench", str(model), *args, data_dir=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"{file_name}: {stage.value} failed: " in line

@@ -106,8 +106,25 @@ def test_onnx_external_data_through_a_symlink_is_refused(tmp_path: Path) -> None
 
 def test_plain_relative_external_data_is_accepted(tmp_path: Path) -> None:
     path = _external(tmp_path, "weights/w.bin")
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "w.bin").write_bytes(np.ones((4, 4), np.float32).tobytes())
     assert list(external_locations(memoryview(path.read_bytes()))) == ["weights/w.bin"]
     check_model_file(path, ModelFormat.ONNX, allow_code_models=False)
+
+
+def test_missing_external_data_is_refused_before_the_runtime_looks(tmp_path: Path) -> None:
+    assert "'w.bin' is missing" in _refused(_external(tmp_path, "w.bin"), ModelFormat.ONNX)
+
+
+def test_a_truncated_onnx_is_a_format_failure_not_a_buffer_error(tmp_path: Path) -> None:
+    whole = write_convnet(tmp_path / "c.onnx", channels=32, blocks=4).read_bytes()
+    for keep in (100_000, 1000, 7):
+        cut = tmp_path / f"cut{keep}.onnx"
+        cut.write_bytes(whole[:keep])
+        assert "not a valid ONNX protobuf" in _refused(cut, ModelFormat.ONNX)
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    assert "empty file" in _refused(empty, ModelFormat.ONNX)
 
 
 def test_real_models_pass_and_garbage_does_not(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from drivers import TaskFailed, measure
 from drivers.harness import _exit_failure
 from drivers.models import packaged_model, sha256_file, write_allocator, write_convnet, write_embedding
 from drivers.onnx import OnnxDriver
-from protocol import ComputeUnit, FailureReason, ModelFormat, Phase, TaskSpec
+from protocol import ComputeUnit, FailureReason, ModelFormat, Phase, Stage, TaskSpec
 
 CPU = ComputeUnit.CPU_ONNX
 
@@ -95,14 +95,15 @@ def test_gpu_onnx_here_is_unit_unavailable_never_a_cpu_timing(tmp_path: Path) ->
         return
     failure = _fails(write_convnet(tmp_path / "c.onnx"), spec)
     assert failure.reason == FailureReason.UNIT_UNAVAILABLE
-    assert failure.detail.startswith("unit unavailable: ")
+    assert failure.detail.startswith("c.onnx: load failed: unit unavailable: ")
 
 
-def test_a_pickle_is_refused_before_any_child_starts(tmp_path: Path) -> None:
+def test_a_pickle_is_refused_by_the_child_before_any_runtime_opens_it(tmp_path: Path) -> None:
     model = tmp_path / "m.pt"
     model.write_bytes(pickle.dumps({"w": 1}))
     failure = _fails(model, _spec(compute_unit=ComputeUnit.CPU_TORCH), allow_code_models=True)
-    assert failure.reason == FailureReason.FORMAT
+    assert (failure.reason, failure.stage) == (FailureReason.FORMAT, Stage.INSPECT)
+    assert failure.detail.startswith("m.pt: inspect failed: a pickle stream")
 
 
 def test_unbounded_allocation_is_stopped_by_the_memory_limit_and_the_parent_carries_on(
@@ -119,6 +120,7 @@ def test_unbounded_allocation_is_stopped_by_the_memory_limit_and_the_parent_carr
 def test_a_child_that_outlives_the_timeout_is_killed(tmp_path: Path) -> None:
     failure = _fails(write_convnet(tmp_path / "c.onnx"), _spec(load_runs=1, runs=100_000, timeout_s=2.0))
     assert failure.reason == FailureReason.TIMEOUT
+    assert failure.stage in (Stage.LOAD, Stage.RUN)  # the stage the child had told when it was killed
 
 
 def test_cancel_kills_the_child_mid_measurement(tmp_path: Path) -> None:

@@ -10,4 +10,6 @@ Modules:
     netdelay  child script: the NFQUEUE delay shim (netem's stand-in), run inside a namespace
     fleet  `FaultNet` (the lab plus h4), `Fleet` (gates, model server, submitter, workers in namespaces),
            `run_fault` and `run_impaired`: the scenarios tests/faults and benchmarks/chaos.py share
+    badfiles  broken and hostile model files (truncated, mislabelled, empty, lying headers, missing
+           external data) and the stage each must fail at
 """

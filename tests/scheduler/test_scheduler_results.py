@@ -32,7 +32,7 @@ EXTENDED = (
     "InferenceMsMin,InferenceMsMax,InferenceMsP90,InferenceMsP95,InferenceMsP99,InferenceCv,InferenceOutliers,"
     "ProcessMedians,ProcessSpreadPct,Unstable,UnstableReasons,WarmupsUsed,CpuCoresUsed,BackgroundCores,GpuUtilPct,"
     "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,InputShapes,InputsDefaulted,"
-    "FailureReason,Detail"
+    "FailureReason,FailureStage,Detail"
 )
 EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED) for name in group.split(",")]
 
