@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import final
 
-from protocol import ModelRef
+from protocol import FailureReason, ModelRef
 from scheduler.campaign import Campaign
 from scheduler.events import (
     CancelRequested,
@@ -32,6 +32,7 @@ from scheduler.events import (
     ProgressReported,
     RecordOutcome,
     ResultAccepted,
+    ResultRejected,
     SendAck,
     SendCancel,
     SendDispatch,
@@ -170,7 +171,10 @@ class Scheduler:
             case ResultAccepted():
                 return self._on_result(event)
             case TaskFailedRemotely():
-                return self._on_failure(event, now)
+                return self._on_failure(event.task_id, event.lease_id, event.reason, event.detail, now)
+            case ResultRejected():
+                detail = f"rejected result: {event.detail}"
+                return self._on_failure(event.task_id, event.lease_id, FailureReason.INTERNAL, detail, now)
             case LeaseLapsed():
                 return self._on_lapse(event, now)
             case CancelRequested():
@@ -206,7 +210,7 @@ class Scheduler:
         task = self._tasks.get(event.task_id)
         if task is None or task.state != TaskState.OFFERED or task.peer_id != event.peer_id:
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, "the offer no longer stands")]
-        attempts = (*task.attempts[:-1], task.attempts[-1].model_copy(update={"lease_id": event.lease_id}))
+        attempts = (*task.attempts[:-1], task.attempts[-1].with_(lease_id=event.lease_id))
         self._put(
             task,
             state=TaskState.LEASED,
@@ -256,15 +260,17 @@ class Scheduler:
         out = self._end(task, TaskState.DONE, "", "")
         return [*out, SendAck(event.task_id, event.lease_id)]
 
-    def _on_failure(self, event: TaskFailedRemotely, now: float) -> list[Command]:
-        task = self._leased(event.task_id, event.lease_id)
+    def _on_failure(
+        self, task_id: str, lease_id: str, reason: FailureReason, detail: str, now: float
+    ) -> list[Command]:
+        task = self._leased(task_id, lease_id)
         if task is None:
             return []
-        why = f"failed {event.reason.value}" + (f": {event.detail}" if event.detail else "")
-        if event.reason in FINAL_FAILURES:
-            task = self._close_attempt(task, why, event.reason.value)
-            return self._end(task, TaskState.FAILED, event.reason.value, event.detail or why)
-        return self._retry(task, event.reason.value, why, now)
+        why = f"failed {reason.value}" + (f": {detail}" if detail else "")
+        if reason in FINAL_FAILURES:
+            task = self._close_attempt(task, why, reason.value)
+            return self._end(task, TaskState.FAILED, reason.value, detail or why)
+        return self._retry(task, reason.value, why, now)
 
     def _on_lapse(self, event: LeaseLapsed, now: float) -> list[Command]:
         task = self._leased(event.task_id, event.lease_id)
@@ -367,7 +373,7 @@ class Scheduler:
     def _close_attempt(self, task: TaskView, outcome: str, cause: str) -> TaskView:
         if not task.attempts or task.attempts[-1].outcome:
             return task
-        ended = task.attempts[-1].model_copy(update={"outcome": outcome, "cause": cause})
+        ended = task.attempts[-1].with_(outcome=outcome, cause=cause)
         attempts = (*task.attempts[:-1], ended)
         return self._put(task, attempts=attempts)
 
@@ -410,6 +416,6 @@ class Scheduler:
         return [SendCancel(task_id, peer, lease_id, reason)] if peer is not None else []
 
     def _put(self, task: TaskView, **changes: object) -> TaskView:
-        updated = task.model_copy(update=changes)
+        updated = task.with_(**changes)
         self._tasks[task.task_id] = updated
         return updated

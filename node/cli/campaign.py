@@ -303,9 +303,10 @@ def _stored(data_dir: Path | None, config_file: Path | None) -> Any:
 
 
 def _restored(record: Any) -> sch.Scheduler | None:
-    if record.snapshot is None:
-        return None
-    return sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
+    """The stored campaign's scheduler as last saved; None if it never got as far as discovery."""
+    from node.submitter.run import restore
+
+    return None if record.snapshot is None else restore(record).scheduler
 
 
 def status(

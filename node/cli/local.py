@@ -12,7 +12,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from drivers import TaskFailed, detect_profile, measure
-from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Phase, Stats, TaskSpec
+from protocol import (
+    ComputeUnit,
+    DeviceProfile,
+    FailureReason,
+    Measurement,
+    Phase,
+    Stats,
+    TaskSpec,
+    field_problems,
+)
 
 DEFAULT_DATA_DIR: Final = Path("~/.local/share/sark-node")
 # Failures that mean the user asked for something wrong (exit 2); the rest are runtime failures (exit 1).
@@ -159,8 +168,7 @@ def bench(
             input_values={k: float(v) for k, v in parse_overrides(input_value or [], "input-value").items()},
         )
     except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise _fail(f"invalid task: {fields}", 2) from None
+        raise _fail(f"invalid task: {'; '.join(field_problems(exc))}", 2) from None
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
     result = _run(model, spec, allow_code_models, quiet=json_out)

@@ -13,7 +13,6 @@ from rich.console import Console
 
 import scheduler as sch
 from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
-from node.submitter.models import refs_from_json
 from node.submitter.outputs import campaign_rows, results_document
 from node.submitter.render import diff_table, load_document, render_html, render_markdown
 from node.submitter.store import CampaignStore
@@ -51,17 +50,14 @@ AlphaOpt = Annotated[
 
 def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | None:
     """A stored campaign as a results.json document (every task's row, raw samples, signed parts)."""
+    from node.submitter.run import restore  # loads libp2p: only when a stored campaign is asked for
+
     record = store.campaign(campaign_id)
     if record is None:
         return None
-    campaign = sch.parse_campaign(record.text, source=record.source)
-    if record.snapshot is None:
-        scheduler = sch.Scheduler(campaign_id, campaign, refs_from_json(record.models))
-    else:
-        scheduler = sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
-    rows = campaign_rows(scheduler, store.results(campaign_id), record.created_utc)
-    document = results_document(campaign_id, campaign, rows)
-    return document
+    run = restore(record)
+    rows = campaign_rows(run.scheduler, store.results(campaign_id), record.created_utc)
+    return results_document(campaign_id, run.campaign, rows)
 
 
 def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dict[str, Any]:
