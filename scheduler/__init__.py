@@ -59,6 +59,7 @@ from scheduler.placement import (
     explain,
     feasible,
     rank,
+    unit_problem,
 )
 from scheduler.results import CSV_COLUMNS, SEED_COLUMNS, failure_row, result_row, results_document, to_csv
 from scheduler.retry import FINAL_FAILURES
@@ -126,4 +127,5 @@ __all__ = [
     "results_document",
     "task_id_of",
     "to_csv",
+    "unit_problem",
 ]
