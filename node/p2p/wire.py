@@ -47,8 +47,9 @@ class ByteStream(Protocol):
 class Channel:
     """Framed `protocol.Message` I/O over one byte stream, with a deadline on every read.
 
-    An async context manager: `async with channel:` closes it gracefully on the way out, or resets
-    it when an error (not a cancellation) escapes the block.
+    An async context manager: `async with channel:` closes it gracefully when the block ends, and
+    resets it when an exception (an error or a cancellation) leaves the block: the peer must not
+    wait for, or keep sending, the rest of a conversation we abandoned.
 
     Attributes:
         peer_id: the authenticated peer at the other end.
@@ -76,9 +77,8 @@ class Channel:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        failed = exc is not None and isinstance(exc, Exception)
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_S):
-            await (self.reset() if failed else self.close())
+            await (self.close() if exc is None else self.reset())
 
     async def send(self, message: Message) -> None:
         """Encode, frame and write one message."""
