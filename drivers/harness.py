@@ -158,7 +158,7 @@ def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: 
     """One measurement from the processes' results: median of medians, spread, stability verdict."""
     samples = [s for r in results for s in r.samples_ms]
     medians = [stats.median(r.samples_ms) for r in results]
-    inference = stats.summarize(samples).model_copy(update={"median": stats.median(medians)})
+    inference = stats.summarize(samples).with_(median=stats.median(medians))
     background = max(r.background_cores for r in results)
     first = results[0]
     gpu_util = [r.gpu_util_pct for r in results if r.gpu_util_pct is not None]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -13,6 +13,9 @@ from node.config import NodeConfig
 from node.p2p.host import HostConfig, open_host
 from node.p2p.node import Node, open_node
 from protocol import REACH
+
+if TYPE_CHECKING:
+    from trio_typing import TaskStatus
 
 
 @asynccontextmanager
@@ -34,7 +37,7 @@ async def serve_gate(
     config: NodeConfig,
     *,
     relay_allow: frozenset[str] | None = None,
-    task_status: Any = trio.TASK_STATUS_IGNORED,
+    task_status: TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a gate until cancelled; `task_status.started(addrs)` once it listens and serves."""
     async with open_gate(config, relay_allow=relay_allow) as node:

@@ -17,6 +17,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from node.errors import ConfigError
+from protocol import field_problems
 
 _TUPLE_FIELDS = ("listen", "gates", "allow", "allow_networks")
 APP_NAME: Final = "sark-node"
@@ -115,6 +116,17 @@ class NodeConfig(BaseModel):
                 raise ValueError(f"not a multiaddr: {addr!r}")
         return value
 
+    def with_(self, **changes: object) -> NodeConfig:
+        """A copy with some settings changed, validated like the original (a misspelt name is an error).
+
+        Raises:
+            ConfigError: a name that is no setting, or an invalid value.
+        """
+        try:
+            return NodeConfig.model_validate({**self.model_dump(), **changes})
+        except ValidationError as exc:
+            raise ConfigError("config", "; ".join(field_problems(exc, root="config"))) from exc
+
     def reannounce_interval(self) -> float:
         """How often a worker re-puts its advert and re-provides: well inside the record lifetime."""
         return self.reannounce_s if self.reannounce_s is not None else self.record_ttl_s / 3
@@ -165,8 +177,7 @@ def load_config(file: Path | None, env: Mapping[str, str], **flags: Any) -> Node
     try:
         return NodeConfig.model_validate(merged)
     except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()]
-        raise ConfigError("config", "; ".join(problems)) from exc
+        raise ConfigError("config", "; ".join(field_problems(exc, root="config"))) from exc
 
 
 __all__ = ["DataDir", "NodeConfig", "default_data_dir", "load_config"]

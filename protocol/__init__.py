@@ -2,7 +2,7 @@
 
 Modules:
     units     compute units, runtimes, DHT capability keys
-    base      the frozen Value base and summary Stats
+    base      the frozen Value base (with its checked `with_`), summary Stats, pydantic errors by field
     values    domain values: device profile, model reference, task spec, measurement
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
     messages  wire messages of every protocol, tagged by `kind`, and the signed bodies
@@ -15,7 +15,7 @@ Modules:
 
 from __future__ import annotations
 
-from protocol.base import Stats, Value
+from protocol.base import Stats, Value, field_problems
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
@@ -178,6 +178,7 @@ __all__ = [
     "capability_key",
     "decode",
     "encode",
+    "field_problems",
     "frame",
     "open_envelope",
     "pack_body",

@@ -16,7 +16,7 @@ from typing import Final, TypeVar
 import msgpack  # untyped: pyproject's mypy overrides ignore its missing stubs
 from pydantic import ValidationError
 
-from protocol.base import Value
+from protocol.base import Value, field_problems
 from protocol.errors import LocalProtocolError, RemoteProtocolError
 from protocol.messages import MESSAGE_ADAPTER, Message
 
@@ -83,10 +83,8 @@ def _unpack(data: bytes) -> object:
 
 
 def _validation_detail(exc: ValidationError) -> str:
-    errors = exc.errors(include_url=False, include_input=False)
-    first = errors[0] if errors else {"loc": (), "msg": str(exc)}
-    where = ".".join(str(p) for p in first["loc"]) or "<root>"
-    return f"{exc.error_count()} invalid field(s), first {where}: {first['msg']}"
+    problems = field_problems(exc, root="<root>") or [f"<root>: {exc}"]
+    return f"{exc.error_count()} invalid field(s), first {problems[0]}"
 
 
 def encode(message: Message) -> bytes:

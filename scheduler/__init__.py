@@ -38,6 +38,7 @@ from scheduler.events import (
     ProgressReported,
     RecordOutcome,
     ResultAccepted,
+    ResultRejected,
     SendAck,
     SendCancel,
     SendDispatch,
@@ -60,6 +61,7 @@ from scheduler.placement import (
     explain,
     feasible,
     rank,
+    unit_problem,
 )
 from scheduler.results import CSV_COLUMNS, SEED_COLUMNS, failure_row, result_row, results_document, to_csv
 from scheduler.retry import FINAL_FAILURES
@@ -97,6 +99,7 @@ __all__ = [
     "Rejection",
     "Requirements",
     "ResultAccepted",
+    "ResultRejected",
     "Scheduler",
     "SchedulerError",
     "SchedulerSnapshot",
@@ -126,4 +129,5 @@ __all__ = [
     "results_document",
     "task_id_of",
     "to_csv",
+    "unit_problem",
 ]

@@ -202,7 +202,7 @@ def _jobs(
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
                 if job is not None:
                     suffix = f" model={key}" if len(model_keys) > 1 else ""
-                    jobs.append(job.model_copy(update={"label": f"{label}{suffix}"}))
+                    jobs.append(job.with_(label=f"{label}{suffix}"))
     return jobs
 
 

@@ -80,6 +80,19 @@ class ResultAccepted:
 
 
 @dataclass(frozen=True)
+class ResultRejected:
+    """A result failed the node's checks (signature, signer, task, lease, campaign or model): never stored.
+
+    The scheduler treats it as an internal failure of the attempt, retried within the budget.
+    """
+
+    task_id: str
+    lease_id: str
+    peer_id: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class TaskFailedRemotely:
     """A worker reported that a leased task ended without a measurement."""
 
@@ -92,10 +105,12 @@ class TaskFailedRemotely:
 
 @dataclass(frozen=True)
 class LeaseLapsed:
-    """A lease went without a heartbeat past its deadline (the scheduler also detects this itself)."""
+    """A lease went without a heartbeat past its deadline, or its stream broke (the scheduler also
+    detects a silent lease itself)."""
 
     task_id: str
     lease_id: str
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,6 +132,7 @@ Event = (
     | OfferLost
     | ProgressReported
     | ResultAccepted
+    | ResultRejected
     | TaskFailedRemotely
     | LeaseLapsed
     | CancelRequested

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import final
 
-from protocol import ModelRef
+from protocol import FailureReason, ModelRef
 from scheduler.campaign import Campaign
 from scheduler.events import (
     CancelRequested,
@@ -32,6 +32,7 @@ from scheduler.events import (
     ProgressReported,
     RecordOutcome,
     ResultAccepted,
+    ResultRejected,
     SendAck,
     SendCancel,
     SendDispatch,
@@ -174,8 +175,11 @@ class Scheduler:
                 return self._on_progress(event, now)
             case ResultAccepted():
                 return self._on_result(event)
-            case TaskFailedRemotely():
-                return self._on_failure(event, now)
+            case TaskFailedRemotely(task_id=task, lease_id=lease, reason=reason, detail=detail, stage=stage):
+                return self._on_failure(task, lease, reason, detail, now, stage.value if stage else "")
+            case ResultRejected():
+                detail = f"rejected result: {event.detail}"
+                return self._on_failure(event.task_id, event.lease_id, FailureReason.INTERNAL, detail, now)
             case LeaseLapsed():
                 return self._on_lapse(event, now)
             case CancelRequested():
@@ -211,16 +215,11 @@ class Scheduler:
         task = offered_task(self._tasks, event.task_id, event.peer_id)
         if task is None:
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, "the offer no longer stands")]
-        attempts = (*task.attempts[:-1], task.attempts[-1].model_copy(update={"lease_id": event.lease_id}))
-        self._put(
-            task,
-            state=TaskState.LEASED,
-            lease_id=event.lease_id,
-            lease_ttl_s=event.lease_ttl_s,
-            attempts=attempts,
-            progress=TaskProgress(queue_position=event.queue_position),
-            deadline=now + event.lease_ttl_s,
-        )
+        attempts = (*task.attempts[:-1], task.attempts[-1].with_(lease_id=event.lease_id))
+        ttl = event.lease_ttl_s
+        lease = {"lease_id": event.lease_id, "lease_ttl_s": ttl, "deadline": now + ttl}
+        progress = TaskProgress(queue_position=event.queue_position)
+        self._put(task, state=TaskState.LEASED, attempts=attempts, progress=progress, **lease)
         return [SendDispatch(event.task_id, event.lease_id)]
 
     def _on_decline(self, event: OfferDeclined, now: float) -> list[Command]:
@@ -255,23 +254,24 @@ class Scheduler:
         if task is not None and task.lease_id == event.lease_id and task.state == TaskState.DONE:
             return [SendAck(event.task_id, event.lease_id)]  # delivered again: ack, never a second result
         if task is None or task.state != TaskState.LEASED or task.lease_id != event.lease_id:
-            return [
-                SendCancel(event.task_id, event.peer_id, event.lease_id, "stale lease: result not accepted")
-            ]
+            stale = "stale lease: result not accepted"
+            return [SendCancel(event.task_id, event.peer_id, event.lease_id, stale)]
         final = task.progress.finished(event.median_ms)
         out = self._end(self._put(task, progress=final), TaskState.DONE, "", "")
         return [*out, SendAck(event.task_id, event.lease_id)]
 
-    def _on_failure(self, event: TaskFailedRemotely, now: float) -> list[Command]:
-        task = leased_task(self._tasks, event.task_id, event.lease_id)
+    def _on_failure(
+        self, task_id: str, lease_id: str, reason: FailureReason, detail: str, now: float, stage: str = ""
+    ) -> list[Command]:
+        task = leased_task(self._tasks, task_id, lease_id)
         if task is None:
             return []
-        why = f"failed {event.reason.value}" + (f": {event.detail}" if event.detail else "")
-        task = self._put(task, failure_stage=event.stage.value if event.stage is not None else "")
-        if event.reason in FINAL_FAILURES:
-            task = self._close_attempt(task, why, event.reason.value)
-            return self._end(task, TaskState.FAILED, event.reason.value, event.detail or why)
-        return self._retry(task, event.reason.value, why, now)
+        why = f"failed {reason.value}" + (f": {detail}" if detail else "")
+        task = self._put(task, failure_stage=stage)
+        if reason in FINAL_FAILURES:
+            task = self._close_attempt(task, why, reason.value)
+            return self._end(task, TaskState.FAILED, reason.value, detail or why)
+        return self._retry(task, reason.value, why, now)
 
     def _on_lapse(self, event: LeaseLapsed, now: float) -> list[Command]:
         task = leased_task(self._tasks, event.task_id, event.lease_id)
@@ -395,6 +395,6 @@ class Scheduler:
         return [SendCancel(task_id, peer, lease_id, reason)] if peer is not None else []
 
     def _put(self, task: TaskView, **changes: object) -> TaskView:
-        updated = task.model_copy(update=changes)
+        updated = task.with_(**changes)
         self._tasks[task.task_id] = updated
         return updated

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from protocol import DeviceProfile, Load, ModelRef
+from protocol import ComputeUnit, DeviceProfile, Load, ModelRef
 from scheduler.campaign import Campaign, Job
 from scheduler.needs import Needs, campaign_needs
 
@@ -121,13 +121,21 @@ ADVERT_RELAYED: Final = "relayed"
 ADVERT_DIRECT: Final = "direct"
 
 
-def _check_unit(needs: Needs, peer: PeerView) -> str | None:
-    if needs.unit in peer.profile.usable_units():
+def unit_problem(unit: ComputeUnit, profile: DeviceProfile) -> str | None:
+    """Why a device cannot run `unit` (not probed, or its probe failed), or None if it can.
+
+    Placement asks it of a peer's advert; a worker's admission asks it of its own profile.
+    """
+    if unit in profile.usable_units():
         return None
-    status = peer.profile.unit_status(needs.unit)
+    status = profile.unit_status(unit)
     if status is None:
-        return f"{needs.unit.value} not probed on this device"
-    return f"{needs.unit.value} unavailable: {status.reason or 'its probe failed'}"
+        return f"{unit.value} not probed on this device"
+    return f"{unit.value} unavailable: {status.reason or 'its probe failed'}"
+
+
+def _check_unit(needs: Needs, peer: PeerView) -> str | None:
+    return unit_problem(needs.unit, peer.profile)
 
 
 def _check_os(needs: Needs, peer: PeerView) -> str | None:

@@ -267,12 +267,10 @@ def _alone(a: ReportEntry | None, b: ReportEntry | None) -> DiffRow | None:
     column = f"{one.unit} · job {one.job_index}" if one.job_index else one.unit
     row = DiffRow(device=one.device, column=column, verdict="")
     if a is None or b is None:
-        return row.model_copy(update={"verdict": "only in A" if b is None else "only in B"})
+        return row.with_(verdict="only in A" if b is None else "only in B")
     if not a.complete or not b.complete:
         missing = " and ".join(n for n, e in (("A", a), ("B", b)) if not e.complete)
-        return row.model_copy(
-            update={"verdict": f"no result in {missing}", "before_ms": a.median_ms, "after_ms": b.median_ms}
-        )
+        return row.with_(verdict=f"no result in {missing}", before_ms=a.median_ms, after_ms=b.median_ms)
     return None
 
 

@@ -27,24 +27,20 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
     me = identity_peer_id(config.key_file())
     base = config.device_name or device_name()
     loopback = ("/ip4/127.0.0.1/tcp/0",)
-    gate_config = config.model_copy(
-        update={"data_dir": config.data.embedded("gate"), "listen": loopback, "gates": ()}
-    )
+    gate_config = config.with_(data_dir=config.data.embedded("gate"), listen=loopback, gates=())
     async with trio.open_nursery() as nursery:
         gates = tuple(await nursery.start(serve_gate, gate_config))
         async with AsyncExitStack() as stack:
             for i in range(workers):
                 name = f"{base}-{i}"  # the same names whatever `workers` is: reports of runs compare
-                worker_config = config.model_copy(
-                    update={
-                        "data_dir": config.data.embedded(f"worker-{i}"),
-                        "listen": loopback,
-                        "gates": gates,
-                        "allow": (me,),
-                        "open_mode": False,
-                        "device_name": name,
-                    }
+                worker_config = config.with_(
+                    data_dir=config.data.embedded(f"worker-{i}"),
+                    listen=loopback,
+                    gates=gates,
+                    allow=(me,),
+                    open_mode=False,
+                    device_name=name,
                 )
                 await stack.enter_async_context(open_worker(worker_config))
-            yield config.model_copy(update={"gates": gates, "listen": loopback})
+            yield config.with_(gates=gates, listen=loopback)
         nursery.cancel_scope.cancel()

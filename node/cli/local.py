@@ -142,7 +142,7 @@ def bench(
     from pydantic import ValidationError
     from rich.console import Console
 
-    from protocol import TaskSpec
+    from protocol import TaskSpec, field_problems
 
     if not model.exists():
         raise _fail(f"no such model file: {model}", 2)
@@ -164,8 +164,7 @@ def bench(
             input_values={k: float(v) for k, v in parse_overrides(input_value or [], "input-value").items()},
         )
     except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise _fail(f"invalid task: {fields}", 2) from None
+        raise _fail(f"invalid task: {'; '.join(field_problems(exc))}", 2) from None
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
     from drivers import TaskFailed, detect_format

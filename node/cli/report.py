@@ -53,21 +53,15 @@ AlphaOpt = Annotated[
 
 def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | None:
     """A stored campaign as a results.json document (every task's row, raw samples, signed parts)."""
-    import scheduler as sch
-    from node.submitter.models import refs_from_json
     from node.submitter.outputs import campaign_rows, results_document
+    from node.submitter.run import restore  # loads libp2p: only when a stored campaign is asked for
 
     record = store.campaign(campaign_id)
     if record is None:
         return None
-    campaign = sch.parse_campaign(record.text, source=record.source)
-    if record.snapshot is None:
-        scheduler = sch.Scheduler(campaign_id, campaign, refs_from_json(record.models))
-    else:
-        scheduler = sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
-    rows = campaign_rows(scheduler, store.results(campaign_id), record.created_utc)
-    document = results_document(campaign_id, campaign, rows)
-    return document
+    run = restore(record)
+    rows = campaign_rows(run.scheduler, store.results(campaign_id), record.created_utc)
+    return results_document(campaign_id, run.campaign, rows)
 
 
 def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dict[str, Any]:

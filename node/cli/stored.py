@@ -27,11 +27,9 @@ def _stored(data_dir: Path | None, config_file: Path | None) -> CampaignStore:
 
 
 def _restored(record: Any) -> sch.Scheduler | None:
-    import scheduler as sch
+    from node.submitter.run import restore
 
-    if record.snapshot is None:
-        return None
-    return sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
+    return None if record.snapshot is None else restore(record).scheduler
 
 
 def status(

@@ -221,7 +221,7 @@ class Endpoints:
             live = await self._s.create(text)
         except sch.CampaignError as exc:
             raise BadRequest("not a valid campaign", tuple(str(p) for p in exc.problems)) from exc
-        state = self._s.campaign(live.record.campaign_id)
+        state = self._s.campaign(live.run.campaign_id)
         assert state is not None
         return JSONResponse(shapes.created(state), status_code=201)
 

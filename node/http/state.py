@@ -24,13 +24,24 @@ from node.config import NodeConfig
 from node.events import EventSink, quiet
 from node.http.errors import BadRequest
 from node.p2p.node import Node
-from node.submitter.attempt import Identity, open_negotiate
 from node.submitter.discovery import Discovery, DiscoveryConfig
-from node.submitter.loop import CampaignLoop, models_json, utc_now
-from node.submitter.models import ModelSourceError, refs_from_json
-from node.submitter.outputs import campaign_rows, write_outputs
-from node.submitter.run import LocalSwarm, SubmitOptions, new_campaign_id, open_submitter, prepare, store_of
-from node.submitter.store import CampaignRecord, CampaignStore
+from node.submitter.models import ModelSourceError
+from node.submitter.outputs import campaign_rows
+from node.submitter.run import (
+    CampaignRun,
+    LocalSwarm,
+    NewCampaign,
+    SubmitOptions,
+    drive,
+    mark_failed,
+    open_submitter,
+    prepare,
+    restore,
+    start,
+    store_of,
+    write_out,
+)
+from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore
 from node.transfer.fetch import FetchError
 
 log = logging.getLogger(__name__)
@@ -71,9 +82,7 @@ class Seen:
 class Live:
     """A campaign this server is running."""
 
-    record: CampaignRecord
-    campaign: sch.Campaign
-    scheduler: sch.Scheduler
+    run: CampaignRun
     scope: trio.CancelScope
     files: dict[str, Path] = field(default_factory=dict)
 
@@ -150,44 +159,20 @@ class ApiState:
             campaign, models = await prepare(self.config, text, Path("request-body.json"))
         except (ModelSourceError, FetchError) as exc:
             raise BadRequest(f"model cannot be used: {exc.detail}") from exc
-        campaign_id = new_campaign_id()
-        record = CampaignRecord(
-            campaign_id,
-            campaign.name,
-            utc_now(),
-            "http",
-            text,
-            models_json(models),
-            None,
-            "running",
-            str(self.options.results_dir / campaign_id),
-        )
-        self.store.add_campaign(record)
-        live = Live(record, campaign, sch.Scheduler(campaign_id, campaign, models), trio.CancelScope())
-        self.live[campaign_id] = live
+        run = start(self.store, NewCampaign(campaign, models, text, "http"), self.options.results_dir)
+        live = Live(run, trio.CancelScope())
+        self.live[run.campaign_id] = live
         self._nursery.start_soon(self._run, live)
         return live
 
     async def _run(self, live: Live) -> None:
-        cid = live.record.campaign_id
-        node = self.node
-        me = Identity(node.host.peer_id, node.host.private_key, tuple(node.host.addrs()))
-        loop = CampaignLoop(
-            campaign_id=cid,
-            scheduler=live.scheduler,
-            store=self.store,
-            discovery=self._discovery,
-            me=me,
-            open_channel=lambda peer, addrs: open_negotiate(node.host, peer, addrs),
-            events=self.options.events,
-        )
-        self.options.events("campaign", campaign=cid, submitter=node.host.peer_id)
+        cid = live.run.campaign_id
         with live.scope:
             try:
-                await loop.run()
+                await drive(self.node, live.run, self.store, self._discovery, events=self.options.events)
             except Exception:  # a task boundary: one campaign's crash must not stop the server
                 log.exception("campaign %s stopped on an internal error", cid)
-                self.store.save_state(cid, live.scheduler.snapshot().model_dump_json().encode(), "failed")
+                mark_failed(self.store, live.run)
                 return
         if live.scope.cancelled_caught:
             return
@@ -195,11 +180,8 @@ class ApiState:
         self.options.events("campaign_done", campaign=cid, files={k: str(v) for k, v in live.files.items()})
 
     def _write(self, live: Live) -> dict[str, Path]:
-        cid = live.record.campaign_id
-        results = self.store.results(cid)
-        files = write_outputs(
-            Path(live.record.out_dir), cid, live.campaign, live.scheduler, results, utc_now()
-        )
+        cid = live.run.campaign_id
+        files = write_out(live.run, self.store)
         stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
         flat = self.options.results_dir / f"{cid}_{stamp}_results.csv"
         shutil.copyfile(files["csv"], flat)
@@ -222,8 +204,8 @@ class ApiState:
         return out
 
     def _stored(self, record: CampaignRecord) -> CampaignState:
-        campaign = sch.parse_campaign(record.text, source=record.source)
-        return CampaignState(record, campaign, _snapshot_tasks(record), False)
+        run = restore(record)
+        return CampaignState(record, run.campaign, tuple(run.scheduler.tasks()), False)
 
     def csv(self, campaign_id: str) -> str | None:
         """The campaign's results CSV: its written file once finished, else as it stands (None: unknown)."""
@@ -231,10 +213,10 @@ class ApiState:
         if state is None:
             return None
         written = Path(state.record.out_dir) / "results.csv"
-        if state.record.status == "finished" and written.is_file():
+        if state.record.status == CampaignStatus.FINISHED and written.is_file():
             return written.read_text()
         live = self.live.get(campaign_id)
-        scheduler = live.scheduler if live is not None else _scheduler_of(state)
+        scheduler = (live.run if live is not None else restore(state.record)).scheduler
         rows = campaign_rows(scheduler, self.store.results(campaign_id), state.record.created_utc)
         return sch.to_csv(row for row, _ in rows)
 
@@ -244,7 +226,7 @@ class ApiState:
         Returns:
             How many running campaigns were stopped.
         """
-        running = [live for live in self.live.values() if not live.scheduler.done]
+        running = [live for live in self.live.values() if not live.run.scheduler.done]
         for live in running:
             live.scope.cancel()
         self.live.clear()
@@ -259,22 +241,9 @@ class ApiState:
 
 
 def _live_state(live: Live) -> CampaignState:
-    done = live.scheduler.done
-    record = replace(live.record, status="finished" if done else "running")
-    return CampaignState(record, live.campaign, tuple(live.scheduler.tasks()), not done)
-
-
-def _snapshot_tasks(record: CampaignRecord) -> tuple[sch.TaskView, ...]:
-    if record.snapshot is None:
-        return ()
-    return tuple(sch.SchedulerSnapshot.model_validate_json(record.snapshot).tasks)
-
-
-def _scheduler_of(state: CampaignState) -> sch.Scheduler:
-    record = state.record
-    if record.snapshot is None:
-        return sch.Scheduler(record.campaign_id, state.campaign, refs_from_json(record.models))
-    return sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
+    done = live.run.scheduler.done
+    record = replace(live.run.record, status=CampaignStatus.FINISHED if done else CampaignStatus.RUNNING)
+    return CampaignState(record, live.run.campaign, tuple(live.run.scheduler.tasks()), not done)
 
 
 @asynccontextmanager

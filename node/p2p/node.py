@@ -106,11 +106,9 @@ class Node:
         channel = await self.host.open_channel(
             peer.peer_id, PROFILE, addrs=peer.dial_addrs(), timeout=timeout, read_timeout=timeout
         )
-        try:
+        async with channel:
             await channel.send(ProfileGet())
             reply = await channel.receive()
-        finally:
-            await channel.close()
         if not isinstance(reply, ProfileReply):
             raise PeerUnreachable(peer.peer_id, f"answered {reply.kind} to profile_get")
         body = open_envelope(reply.advert, DOMAIN_ADVERT, AdvertBody, now=time.time(), signer=peer.peer_id)
@@ -183,11 +181,9 @@ async def check_reachability(node: Node, per_gate_s: float = 8.0) -> tuple[bool,
 async def _ask_reach(host: Host, gate: str, seconds: float) -> ReachReply:
     gate_id = gate.rsplit("/p2p/", 1)[-1]
     channel = await host.open_channel(gate_id, REACH, addrs=(gate,), timeout=seconds, read_timeout=seconds)
-    try:
+    async with channel:
         await channel.send(ReachGet(addrs=tuple(host.addrs()[:16])))
         reply = await channel.receive()
-    finally:
-        await channel.close()
     if not isinstance(reply, ReachReply):
         raise PeerUnreachable(gate_id, f"answered {reply.kind} to reach_get")
     return reply

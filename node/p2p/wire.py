@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from typing import Protocol, final
+from types import TracebackType
+from typing import Final, Protocol, final
 
 import trio
 import trio.testing
@@ -17,6 +18,9 @@ from node.errors import PeerGone, PeerTimeout, StreamRefused
 from protocol import Busy, Message
 from protocol.codec import decode, encode
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
+
+CLOSE_S: Final = 1.0
+"""How long leaving a channel's `async with` may spend closing it (shielded from cancellation)."""
 
 
 class ByteStream(Protocol):
@@ -43,6 +47,10 @@ class ByteStream(Protocol):
 class Channel:
     """Framed `protocol.Message` I/O over one byte stream, with a deadline on every read.
 
+    An async context manager: `async with channel:` closes it gracefully when the block ends, and
+    resets it when an exception (an error or a cancellation) leaves the block: the peer must not
+    wait for, or keep sending, the rest of a conversation we abandoned.
+
     Attributes:
         peer_id: the authenticated peer at the other end.
         remote_ip: the IP address the peer's connection comes from, when known (inbound streams).
@@ -62,6 +70,15 @@ class Channel:
         self._stream = stream
         self._read_timeout = read_timeout
         self._decoder = FrameDecoder(max_frame)
+
+    async def __aenter__(self) -> Channel:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_S):
+            await (self.close() if exc is None else self.reset())
 
     async def send(self, message: Message) -> None:
         """Encode, frame and write one message."""

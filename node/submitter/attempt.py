@@ -73,68 +73,25 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class Committed:
-    attempt: Attempt
-    lease_id: str
-    queue_position: int
-    lease_ttl_s: float
+class Delivered:
+    """A result whose signature, signer, task, lease, campaign and model all check out.
 
+    The loop stores it and, when its lease is still the task's current one, tells the scheduler
+    `ResultAccepted`: that event needs the store's answer, so the attempt cannot build it.
+    """
 
-@dataclass(frozen=True)
-class Declined:
-    attempt: Attempt
-    decline: Decline
-
-
-@dataclass(frozen=True)
-class Lost:
-    """The stream failed before a commit: unreachable, refused, or it broke."""
-
-    attempt: Attempt
-    detail: str
-
-
-@dataclass(frozen=True)
-class Heartbeat:
-    attempt: Attempt
-    progress: Progress
-
-
-@dataclass(frozen=True)
-class Verified:
-    """A result whose signature, signer, task, lease, campaign and model all check out."""
-
-    attempt: Attempt
     lease_id: str
     body: ResultBody
     envelope: Envelope
 
 
 @dataclass(frozen=True)
-class Rejected:
-    """A result that failed verification: it is never stored."""
+class Heard:
+    """What one attempt tells the campaign loop: the scheduler event a worker's message (or its silence)
+    makes, built where the message is read, or a verified result to store."""
 
     attempt: Attempt
-    lease_id: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class Failed:
-    attempt: Attempt
-    failure: Failure
-
-
-@dataclass(frozen=True)
-class Lapsed:
-    """The lease ran out: no heartbeat in time, or the worker's connection died."""
-
-    attempt: Attempt
-    lease_id: str
-    detail: str
-
-
-Note = Committed | Declined | Lost | Heartbeat | Verified | Rejected | Failed | Lapsed
+    event: sch.Event | Delivered
 
 
 @dataclass(frozen=True)
@@ -154,15 +111,27 @@ async def run_attempt(
     me: Identity,
     open_channel: OpenChannel,
     inbox: trio.MemoryReceiveChannel[sch.Command],
-    notes: trio.MemorySendChannel[Note],
+    heard: trio.MemorySendChannel[Heard],
 ) -> None:
-    """Drive one attempt from offer (or reclaim) to acknowledged outcome; report everything as notes."""
+    """Drive one attempt from offer (or reclaim) to acknowledged outcome; report each fact as it is heard."""
     conv = Conversation(Role.SUBMITTER, attempt.task_id)
     try:
         channel = await open_channel(attempt.peer_id, attempt.addrs)
     except NodeError as exc:
-        await notes.send(Lost(attempt, f"cannot open a negotiate stream: {exc}"))
+        await heard.send(_lost(attempt, f"cannot open a negotiate stream: {exc}"))
         return
+    async with channel:
+        await _converse(attempt, me, conv, channel, inbox, heard)
+
+
+async def _converse(
+    attempt: Attempt,
+    me: Identity,
+    conv: Conversation,
+    channel: Channel,
+    inbox: trio.MemoryReceiveChannel[sch.Command],
+    heard: trio.MemorySendChannel[Heard],
+) -> None:
     try:
         await _open(attempt, me, conv, channel)
         async with trio.open_nursery() as nursery:
@@ -173,19 +142,24 @@ async def run_attempt(
                     nursery.cancel_scope.cancel()
 
             nursery.start_soon(obey)
-            await _read(attempt, me, conv, channel, notes)
+            await _read(attempt, me, conv, channel, heard)
             nursery.cancel_scope.cancel()
     except* (NodeError, ProtocolError) as group:
-        await notes.send(_broken(attempt, conv, str(group.exceptions[0])))
-    finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(1):
-            await channel.close()
+        await heard.send(_broken(attempt, conv, str(group.exceptions[0])))
 
 
-def _broken(attempt: Attempt, conv: Conversation, detail: str) -> Note:
+def _lost(attempt: Attempt, detail: str) -> Heard:
+    return Heard(attempt, sch.OfferLost(task_id=attempt.task_id, peer_id=attempt.peer_id, detail=detail))
+
+
+def _lapsed(attempt: Attempt, lease_id: str, detail: str) -> Heard:
+    return Heard(attempt, sch.LeaseLapsed(task_id=attempt.task_id, lease_id=lease_id, detail=detail))
+
+
+def _broken(attempt: Attempt, conv: Conversation, detail: str) -> Heard:
     if conv.lease_id is not None:
-        return Lapsed(attempt, conv.lease_id, f"stream to the worker broke: {detail}")
-    return Lost(attempt, detail)
+        return _lapsed(attempt, conv.lease_id, f"stream to the worker broke: {detail}")
+    return _lost(attempt, detail)
 
 
 async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Channel) -> None:
@@ -259,7 +233,7 @@ _ENDED = frozenset({State.DONE, State.DECLINED, State.FAILED, State.CANCELLED, S
 
 
 async def _read(
-    attempt: Attempt, me: Identity, conv: Conversation, channel: Channel, notes: trio.MemorySendChannel[Note]
+    attempt: Attempt, me: Identity, conv: Conversation, channel: Channel, heard: trio.MemorySendChannel[Heard]
 ) -> None:
     """Read until the conversation ends; a lapsed lease ends it too, and a zombie's late result is stale."""
     while conv.state not in _ENDED:
@@ -274,8 +248,8 @@ async def _read(
             raise NodeError(f"no answer to the offer within {OFFER_ANSWER_S:g} s")
         if data is None:
             if conv.tick(time.time()) == State.LEASE_LOST and conv.lease_id is not None:
-                await notes.send(Lapsed(attempt, conv.lease_id, "no heartbeat before the lease deadline"))
-                await _drain_zombie(attempt, me, channel, notes)
+                await heard.send(_lapsed(attempt, conv.lease_id, "no heartbeat before the lease deadline"))
+                await _drain_zombie(attempt, me, channel, heard)
             continue
         if not data:
             if conv.state in _ENDED:
@@ -283,11 +257,11 @@ async def _read(
             raise NodeError(f"{attempt.peer_id} closed the stream")
         conv.receive_data(data)
         while (message := conv.next_event(time.time())) is not None:
-            await notes.send(_note(attempt, me, message))
+            await heard.send(Heard(attempt, _event(attempt, me, message)))
 
 
 async def _drain_zombie(
-    attempt: Attempt, me: Identity, channel: Channel, notes: trio.MemorySendChannel[Note]
+    attempt: Attempt, me: Identity, channel: Channel, heard: trio.MemorySendChannel[Heard]
 ) -> None:
     """After a lapse a frozen worker may wake and send its result: report it (the loop rejects it)."""
     decoder = FrameDecoder()
@@ -296,32 +270,43 @@ async def _drain_zombie(
         while (frame := decoder.next_frame()) is not None:
             message = decode(frame)
             if isinstance(message, Result):
-                await notes.send(verify_result(attempt, me, message))
+                await heard.send(Heard(attempt, verify_result(attempt, me, message)))
                 return
 
 
-def _note(attempt: Attempt, me: Identity, message: object) -> Note:
-    if isinstance(message, Commit):
-        return Committed(attempt, message.lease_id, message.queue_position, message.lease_ttl_s)
-    if isinstance(message, Decline):
-        return Declined(attempt, message)
-    if isinstance(message, Progress):
-        return Heartbeat(attempt, message)
-    if isinstance(message, Failure):
-        return Failed(attempt, message)
-    if isinstance(message, Result):
-        return verify_result(attempt, me, message)
-    raise NodeError(f"unexpected {type(message).__name__} from {attempt.peer_id}")
+def _event(attempt: Attempt, me: Identity, message: object) -> sch.Event | Delivered:
+    """The scheduler event a worker's message makes (a result: once its checks pass, a `Delivered`)."""
+    task, peer = attempt.task_id, attempt.peer_id
+    match message:
+        case Commit(lease_id=lease, queue_position=queue, lease_ttl_s=ttl):
+            return sch.OfferCommitted(task, peer, lease, queue_position=queue, lease_ttl_s=ttl)
+        case Decline(reason=reason, detail=detail):
+            return sch.OfferDeclined(task, peer, reason, detail)
+        case Progress(lease_id=lease, phase=phase, done=done, total=total):
+            return sch.ProgressReported(
+                task,
+                lease,
+                phase,
+                done=done,
+                total=total,
+                median_ms=message.median_ms,
+                queue_position=message.queue_position,
+            )
+        case Failure(lease_id=lease, reason=reason, detail=detail):
+            return sch.TaskFailedRemotely(task, lease, reason, detail, stage=message.stage)
+        case Result():
+            return verify_result(attempt, me, message)
+    raise NodeError(f"unexpected {type(message).__name__} from {peer}")
 
 
-def verify_result(attempt: Attempt, me: Identity, result: Result) -> Verified | Rejected:
+def verify_result(attempt: Attempt, me: Identity, result: Result) -> Delivered | sch.ResultRejected:
     """Check a result's signature and that it is the result of this task, lease, campaign and model."""
     try:
         body = open_envelope(
             result.envelope, DOMAIN_RESULT, ResultBody, now=time.time(), signer=attempt.peer_id
         )
     except RecordError as exc:
-        return Rejected(attempt, result.lease_id, f"result signature: {exc.detail}")
+        return _rejected(attempt, result, f"result signature: {exc.detail}")
     expected = {
         "task": (body.task_id, attempt.task_id),
         "lease": (body.lease_id, result.lease_id),
@@ -332,8 +317,12 @@ def verify_result(attempt: Attempt, me: Identity, result: Result) -> Verified | 
         expected["model"] = (body.model_sha256, attempt.model.sha256)
     wrong = [name for name, (got, want) in expected.items() if got != want]
     if wrong:
-        return Rejected(attempt, result.lease_id, f"result names the wrong {', '.join(wrong)}")
-    return Verified(attempt, result.lease_id, body, result.envelope)
+        return _rejected(attempt, result, f"result names the wrong {', '.join(wrong)}")
+    return Delivered(result.lease_id, body, result.envelope)
+
+
+def _rejected(attempt: Attempt, result: Result, detail: str) -> sch.ResultRejected:
+    return sch.ResultRejected(attempt.task_id, result.lease_id, attempt.peer_id, detail)
 
 
 async def open_negotiate(host: Host, peer_id: str, addrs: tuple[str, ...]) -> Channel:

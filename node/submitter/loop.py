@@ -1,8 +1,8 @@
 """The submitter's campaign loop: discovery, one attempt per offer, the scheduler, the store.
 
-One task (this loop) owns the scheduler and feeds it events; attempts report notes through a
-bounded channel and obey the commands routed to them. Every result is verified, checked against the
-task's current lease, and stored in SQLite before it is acknowledged.
+One task (this loop) owns the scheduler and feeds it events; attempts report the scheduler events
+they hear (`Heard`) through a bounded channel and obey the commands routed to them. Every result is
+verified, checked against the task's current lease, and stored in SQLite before it is acknowledged.
 """
 
 from __future__ import annotations
@@ -19,25 +19,11 @@ import trio
 
 import scheduler as sch
 from node.events import EventSink, quiet
-from node.submitter.attempt import (
-    Attempt,
-    Committed,
-    Declined,
-    Failed,
-    Heartbeat,
-    Identity,
-    Lapsed,
-    Lost,
-    Note,
-    OpenChannel,
-    Rejected,
-    Verified,
-    run_attempt,
-)
+from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChannel, run_attempt
 from node.submitter.discovery import Discovery
 from node.submitter.outputs import pack_envelope
-from node.submitter.store import CampaignStore, ResultRecord
-from protocol import FailureReason, Holder, ModelRef
+from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
+from protocol import Holder, ModelRef
 
 log = logging.getLogger(__name__)
 
@@ -92,16 +78,16 @@ class CampaignLoop:
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
         self.tally = Tally()
-        self._notes_in: trio.MemorySendChannel[Note | Injected]
-        self._notes_out: trio.MemoryReceiveChannel[Note | Injected]
-        self._notes_in, self._notes_out = trio.open_memory_channel(4096)
+        self._heard_in: trio.MemorySendChannel[Heard | Injected]
+        self._heard_out: trio.MemoryReceiveChannel[Heard | Injected]
+        self._heard_in, self._heard_out = trio.open_memory_channel(4096)
         self._idle = trio.Event()
         self._holders_of: dict[str, dict[str, tuple[str, ...]]] = {}
         self._fetching: set[tuple[str, str]] = set()  # (sha256, peer) of every commit
 
     def request_cancel(self) -> None:
         """Cancel the campaign: running tasks are cancelled on their workers."""
-        self._notes_in.send_nowait(sch.CancelRequested())
+        self._heard_in.send_nowait(sch.CancelRequested())
 
     async def run(self) -> None:
         """Until the scheduler says the campaign is finished (a restored one first reclaims its leases)."""
@@ -141,10 +127,10 @@ class CampaignLoop:
                 self._save()
         self._view(self._sched.tasks())
 
-    async def _next(self, deadline: float | None) -> Note | Injected | None:
+    async def _next(self, deadline: float | None) -> Heard | Injected | None:
         timeout = math.inf if deadline is None else max(0.0, deadline - time.time())
         with trio.move_on_after(timeout):
-            return await self._notes_out.receive()
+            return await self._heard_out.receive()
         return None
 
     async def _watch_cancel(self) -> None:
@@ -154,14 +140,14 @@ class CampaignLoop:
                 break
             await trio.sleep(CANCEL_POLL_S)
         self._emit("cancelling", campaign=self._id)
-        await self._notes_in.send(sch.CancelRequested(detail="cancelled with sark-node cancel"))
+        await self._heard_in.send(sch.CancelRequested(detail="cancelled with sark-node cancel"))
 
     async def _rediscover(self) -> None:
         async for peers in self._discovery.updates():
-            await self._notes_in.send(sch.PeersDiscovered(peers=peers))
+            await self._heard_in.send(sch.PeersDiscovered(peers=peers))
 
     def _save(self) -> None:
-        status = "finished" if self._sched.done else "running"
+        status = CampaignStatus.FINISHED if self._sched.done else CampaignStatus.RUNNING
         self._store.save_state(self._id, self._sched.snapshot().model_dump_json().encode(), status)
 
     # -- commands out ----------------------------------------------------------------------------
@@ -252,107 +238,67 @@ class CampaignLoop:
         receive: trio.MemoryReceiveChannel[sch.Command],
     ) -> None:
         try:
-            await run_attempt(attempt, self._me, self._open, receive, self._notes_in)
+            await run_attempt(attempt, self._me, self._open, receive, self._heard_in)
         finally:
             if self._inboxes.get(attempt.task_id) is send:
                 del self._inboxes[attempt.task_id]
             self._idle.set()
 
-    # -- notes in --------------------------------------------------------------------------------
+    # -- events in -----------------------------------------------------------------------------
 
-    def _translate(self, note: Note | Injected) -> sch.Event | None:
-        if isinstance(note, sch.PeersDiscovered):
-            self._emit("peers", peers=sorted(p.peer_id for p in note.peers))
-            return note
-        if isinstance(note, sch.CancelRequested):
-            return note
-        return self._from_attempt(note)
+    def _translate(self, item: Heard | Injected) -> sch.Event | None:
+        if isinstance(item, sch.PeersDiscovered):
+            self._emit("peers", peers=sorted(p.peer_id for p in item.peers))
+            return item
+        if isinstance(item, sch.CancelRequested):
+            return item
+        if isinstance(item.event, Delivered):
+            return self._accept(item.attempt, item.event)
+        self._observe(item.attempt, item.event)
+        return item.event
 
-    def _from_attempt(self, note: Note) -> sch.Event | None:
-        a = note.attempt
-        if not isinstance(note, Lapsed | Rejected | Verified):
-            self._emit(type(note).__name__.lower(), task=a.task_id, peer=a.peer_id, **_fields(note))
-        match note:
-            case Committed():
-                if a.model is not None:
-                    self._fetching.add((a.model.sha256, a.peer_id))
-                return sch.OfferCommitted(
-                    task_id=a.task_id,
-                    peer_id=a.peer_id,
-                    lease_id=note.lease_id,
-                    queue_position=note.queue_position,
-                    lease_ttl_s=note.lease_ttl_s,
-                )
-            case Declined():
-                if a.model is not None and (a.model.sha256, a.peer_id) not in self._fetching:
-                    self._forget_holder(a.peer_id, a.model.sha256)
-                return sch.OfferDeclined(
-                    task_id=a.task_id,
-                    peer_id=a.peer_id,
-                    reason=note.decline.reason,
-                    detail=note.decline.detail,
-                )
-            case Lost():
+    def _observe(self, a: Attempt, event: sch.Event) -> None:
+        """What an attempt's event means for the holders named to others, the tally and the event lines."""
+        line = _line(event)
+        if line is not None:
+            self._emit(line[0], task=a.task_id, peer=a.peer_id, **line[1])
+        sha = a.model.sha256 if a.model is not None else None
+        match event:
+            case sch.OfferCommitted() if sha is not None:
+                self._fetching.add((sha, a.peer_id))
+            case sch.OfferDeclined() if sha is not None and (sha, a.peer_id) not in self._fetching:
+                self._forget_holder(a.peer_id, sha)
+            case sch.OfferLost():
                 self._forget_holder(a.peer_id)
-                return sch.OfferLost(task_id=a.task_id, peer_id=a.peer_id, detail=note.detail)
-            case Heartbeat():
-                p = note.progress
-                return sch.ProgressReported(
-                    task_id=a.task_id,
-                    lease_id=p.lease_id,
-                    phase=p.phase,
-                    done=p.done,
-                    total=p.total,
-                    median_ms=p.median_ms,
-                    queue_position=p.queue_position,
-                )
-            case Failed():
-                f = note.failure
-                return sch.TaskFailedRemotely(
-                    task_id=a.task_id, lease_id=f.lease_id, reason=f.reason, detail=f.detail, stage=f.stage
-                )
-            case Lapsed():
+            case sch.LeaseLapsed():
                 self._forget_holder(a.peer_id)
                 self.tally.lapsed += 1
-                self._record("lapsed", a, note.detail)
-                return sch.LeaseLapsed(task_id=a.task_id, lease_id=note.lease_id)
-            case Rejected():
+                self._record("lapsed", a, event.detail)
+            case sch.ResultRejected():
                 self.tally.rejected += 1
-                self._record("rejected", a, note.detail)
-                return sch.TaskFailedRemotely(
-                    task_id=a.task_id,
-                    lease_id=note.lease_id,
-                    reason=FailureReason.INTERNAL,
-                    detail=f"rejected result: {note.detail}",
-                )
-            case Verified():
-                return self._accept(note)
-        return None
+                self._record("rejected", a, event.detail)
 
-    def _accept(self, note: Verified) -> sch.Event | None:
-        a = note.attempt
-        if self._sched.current_lease(a.task_id) != note.lease_id:
+    def _accept(self, a: Attempt, delivered: Delivered) -> sch.Event | None:
+        if self._sched.current_lease(a.task_id) != delivered.lease_id:
             self.tally.stale += 1
-            self._record("stale", a, f"result for lease {note.lease_id} is stale")
-            log.info("rejected a stale result for %s (lease %s)", a.task_id, note.lease_id)
+            self._record("stale", a, f"result for lease {delivered.lease_id} is stale")
+            log.info("rejected a stale result for %s (lease %s)", a.task_id, delivered.lease_id)
             return None
-        row = sch.result_row(self._task(a.task_id), note.body, "verified", utc_now())
+        row = sch.result_row(self._task(a.task_id), delivered.body, "verified", utc_now())
         record = ResultRecord(
             task_id=a.task_id,
-            lease_id=note.lease_id,
+            lease_id=delivered.lease_id,
             peer_id=a.peer_id,
             status="Complete",
-            envelope=pack_envelope(note.envelope),
+            envelope=pack_envelope(delivered.envelope),
             row=row,
-            samples=note.body.measurement.samples_ms,
+            samples=delivered.body.measurement.samples_ms,
         )
         self._store.put_result(self._id, record, utc_now())
         self.tally.accepted += 1
         self._record("accepted", a, "")
-        median = note.body.measurement.inference_ms.median
-        return sch.ResultAccepted(
-            task_id=a.task_id, lease_id=note.lease_id, peer_id=a.peer_id, median_ms=median
-        )
+        median = delivered.body.measurement.inference_ms.median
+        return sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median_ms=median)
 
     def _record(self, what: str, attempt: Attempt, detail: str) -> None:
         self.tally.events.append(
@@ -367,25 +313,21 @@ class CampaignLoop:
         self._emit(what, task=attempt.task_id, peer=attempt.peer_id, detail=detail)
 
 
-def _fields(note: Note) -> dict[str, Any]:
-    """The interesting fields of a note, for its event line."""
-    match note:
-        case Committed():
-            return {"lease": note.lease_id, "queue_position": note.queue_position}
-        case Declined():
-            return {"reason": note.decline.reason.value, "detail": note.decline.detail}
-        case Lost():
-            return {"detail": note.detail}
-        case Heartbeat():
-            p = note.progress
-            return {"lease": p.lease_id, "phase": p.phase.value, "done": p.done, "total": p.total}
-        case Failed():
-            return {
-                "lease": note.failure.lease_id,
-                "reason": note.failure.reason.value,
-                "detail": note.failure.detail,
-            }
-    return {}
+def _line(event: sch.Event) -> tuple[str, dict[str, Any]] | None:
+    """The event line an attempt's event makes (name and fields); lapses and rejections are recorded."""
+    match event:
+        case sch.OfferCommitted():
+            return "committed", {"lease": event.lease_id, "queue_position": event.queue_position}
+        case sch.OfferDeclined():
+            return "declined", {"reason": event.reason.value, "detail": event.detail}
+        case sch.OfferLost():
+            return "lost", {"detail": event.detail}
+        case sch.ProgressReported():
+            fields = {"lease": event.lease_id, "phase": event.phase.value, "done": event.done}
+            return "heartbeat", {**fields, "total": event.total}
+        case sch.TaskFailedRemotely():
+            return "failed", {"lease": event.lease_id, "reason": event.reason.value, "detail": event.detail}
+    return None
 
 
 def models_json(models: dict[str, ModelRef]) -> dict[str, Any]:

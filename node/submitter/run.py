@@ -1,8 +1,9 @@
-"""Composition of the submitter role: campaign file in, results out.
+"""The campaign-run seam: every command that starts, runs, resumes, plans or writes out a campaign.
 
-`submit` pins the models, starts an embedded local swarm when no gate is given, opens the submitter
-node (which also serves the pinned models over /sark/blob), runs the campaign loop and writes
-results.csv, results.json and report.html. `resume` picks a stored campaign up where it stopped.
+`start` stores a new campaign and its fresh scheduler; `restore` rebuilds one from the store (its
+scheduler from the last snapshot); `drive` runs a `CampaignLoop` over it on a submitter node;
+`write_out` writes results.csv, results.json and report.html. `submit`, `resume` and `plan` compose
+them for the CLI; `serve` (node/http/state.py) and `report` call the same pieces.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.loop import CampaignLoop, Tally, View, models_json, utc_now
 from node.submitter.models import pin_models, refs_from_json
 from node.submitter.outputs import write_outputs
-from node.submitter.store import CampaignRecord, CampaignStore
+from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore
 from node.transfer.blob import UploadSlots, blob_handler
 from node.transfer.cache import model_cache
 from node.transfer.urls import url_policy
@@ -71,6 +72,20 @@ class Outcome:
     medians: dict[str, float]
 
 
+@dataclass(frozen=True)
+class CampaignRun:
+    """One campaign as a submitter holds it: the stored record, the parsed file and its scheduler."""
+
+    record: CampaignRecord
+    campaign: sch.Campaign
+    scheduler: sch.Scheduler
+
+    @property
+    def campaign_id(self) -> str:
+        """The campaign's id."""
+        return self.record.campaign_id
+
+
 def store_of(config: NodeConfig) -> CampaignStore:
     """The submitter's campaign store under its data directory."""
     return CampaignStore(config.data_dir / "campaigns.sqlite")
@@ -88,28 +103,95 @@ async def prepare(config: NodeConfig, text: str, source: Path) -> tuple[sch.Camp
     return campaign, models
 
 
+@dataclass(frozen=True)
+class NewCampaign:
+    """A validated campaign with its models pinned, ready to `start`."""
+
+    campaign: sch.Campaign
+    models: dict[str, ModelRef]
+    text: str
+    source: str
+
+
+def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun:
+    """Store a new campaign (a fresh id, results under `out_root/<id>`) with a fresh scheduler."""
+    campaign_id = new_campaign_id()
+    record = CampaignRecord(
+        campaign_id=campaign_id,
+        name=new.campaign.name,
+        created_utc=utc_now(),
+        source=new.source,
+        text=new.text,
+        models=models_json(new.models),
+        snapshot=None,
+        status=CampaignStatus.RUNNING,
+        out_dir=str(out_root / campaign_id),
+    )
+    store.add_campaign(record)
+    return CampaignRun(record, new.campaign, sch.Scheduler(campaign_id, new.campaign, new.models))
+
+
+def restore(record: CampaignRecord) -> CampaignRun:
+    """A stored campaign with its scheduler as last saved (a fresh one if it never got a snapshot).
+
+    The snapshot holds the campaign as it was parsed then: the stored text is parsed only when there
+    is no snapshot, so a stricter parser never locks an old campaign out.
+    """
+    if record.snapshot is None:
+        campaign = sch.parse_campaign(record.text, source=record.source)
+        scheduler = sch.Scheduler(record.campaign_id, campaign, refs_from_json(record.models))
+        return CampaignRun(record, campaign, scheduler)
+    snapshot = sch.SchedulerSnapshot.model_validate_json(record.snapshot)
+    return CampaignRun(record, snapshot.campaign, sch.Scheduler.restore(snapshot))
+
+
+def mark_failed(store: CampaignStore, run: CampaignRun) -> None:
+    """Record that the campaign's loop stopped on an internal error, with the scheduler as it stood."""
+    snapshot = run.scheduler.snapshot().model_dump_json().encode()
+    store.save_state(run.campaign_id, snapshot, CampaignStatus.FAILED)
+
+
+async def drive(
+    node: Node,
+    run: CampaignRun,
+    store: CampaignStore,
+    discovery: Discovery,
+    *,
+    events: EventSink = quiet,
+    view: View = lambda _: None,
+) -> Tally:
+    """Run the campaign's loop on `node` until the scheduler finishes (or the caller cancels)."""
+    host = node.host
+    loop = CampaignLoop(
+        campaign_id=run.campaign_id,
+        scheduler=run.scheduler,
+        store=store,
+        discovery=discovery,
+        me=Identity(host.peer_id, host.private_key, tuple(host.addrs())),
+        open_channel=lambda peer, addrs: open_negotiate(host, peer, addrs),
+        view=view,
+        events=events,
+    )
+    events("campaign", campaign=run.campaign_id, submitter=host.peer_id)
+    await loop.run()
+    return loop.tally
+
+
+def write_out(run: CampaignRun, store: CampaignStore) -> dict[str, Path]:
+    """Write results.csv, results.json and report.html into the campaign's folder; their paths."""
+    results = store.results(run.campaign_id)
+    out_dir = Path(run.record.out_dir)
+    return write_outputs(out_dir, run.campaign_id, run.campaign, run.scheduler, results, utc_now())
+
+
 async def submit(
     config: NodeConfig, source: Path, text: str, options: SubmitOptions, *, view: View = lambda _: None
 ) -> Outcome:
     """Run a campaign (the text of the file at `source`) to its end."""
     campaign, models = await prepare(config, text, source)
-    campaign_id = new_campaign_id()
-    out_dir = options.out_root / campaign_id
     store = store_of(config)
-    record = CampaignRecord(
-        campaign_id,
-        campaign.name,
-        utc_now(),
-        str(source),
-        text,
-        models_json(models),
-        None,
-        "running",
-        str(out_dir),
-    )
-    store.add_campaign(record)
-    scheduler = sch.Scheduler(campaign_id, campaign, models)
-    return await _run(config, options, store, record, campaign, scheduler, view=view)
+    run = start(store, NewCampaign(campaign, models, text, str(source)), options.out_root)
+    return await _run(config, options, store, run, view=view)
 
 
 async def resume(
@@ -120,48 +202,23 @@ async def resume(
     record = store.campaign(campaign_id)
     if record is None:
         raise CampaignNotFound(campaign_id, config.data_dir)
-    campaign = sch.parse_campaign(record.text, source=record.source)
-    models = refs_from_json(record.models)
-    if record.snapshot is None:
-        scheduler = sch.Scheduler(campaign_id, campaign, models)
-    else:
-        scheduler = sch.Scheduler.restore(sch.SchedulerSnapshot.model_validate_json(record.snapshot))
-    return await _run(config, options, store, record, campaign, scheduler, view=view)
+    return await _run(config, options, store, restore(record), view=view)
 
 
 async def _run(
-    config: NodeConfig,
-    options: SubmitOptions,
-    store: CampaignStore,
-    record: CampaignRecord,
-    campaign: sch.Campaign,
-    scheduler: sch.Scheduler,
-    *,
-    view: View,
+    config: NodeConfig, options: SubmitOptions, store: CampaignStore, run: CampaignRun, *, view: View
 ) -> Outcome:
     uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
     async with open_submitter(config, options, uploads) as node:
-        me = Identity(node.host.peer_id, node.host.private_key, tuple(node.host.addrs()))
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
-        loop = CampaignLoop(
-            campaign_id=record.campaign_id,
-            scheduler=scheduler,
-            store=store,
-            discovery=discovery,
-            me=me,
-            open_channel=lambda peer, addrs: open_negotiate(node.host, peer, addrs),
-            view=view,
-            events=options.events,
-        )
-        options.events("campaign", campaign=record.campaign_id, submitter=node.host.peer_id)
-        await loop.run()
-    options.events("uploads", campaign=record.campaign_id, bytes=uploads.served_bytes)
-    results = store.results(record.campaign_id)
-    files = write_outputs(Path(record.out_dir), record.campaign_id, campaign, scheduler, results, utc_now())
+        tally = await drive(node, run, store, discovery, events=options.events, view=view)
+    options.events("uploads", campaign=run.campaign_id, bytes=uploads.served_bytes)
+    files = write_out(run, store)
+    results = store.results(run.campaign_id)
     medians = {
         r.task_id: float(r.row["InferenceMsMedian"]) for r in results if r.row.get("InferenceMsMedian")
     }
-    return Outcome(record.campaign_id, files, tuple(scheduler.tasks()), loop.tally, medians)
+    return Outcome(run.campaign_id, files, tuple(run.scheduler.tasks()), tally, medians)
 
 
 @asynccontextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -41,6 +42,15 @@ CREATE TABLE IF NOT EXISTS cancels (
 """
 
 
+class CampaignStatus(enum.StrEnum):
+    """Where a stored campaign is: its `status` column."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    """A submitter's loop stopped on an internal error (the HTTP server keeps serving)."""
+
+
 @dataclass(frozen=True)
 class CampaignRecord:
     """One stored campaign: what was asked, the pinned models, and where the scheduler was."""
@@ -52,7 +62,7 @@ class CampaignRecord:
     text: str
     models: Mapping[str, Any]
     snapshot: bytes | None
-    status: str
+    status: CampaignStatus
     out_dir: str
 
 
@@ -104,7 +114,7 @@ class CampaignStore:
                 ),
             )
 
-    def save_state(self, campaign_id: str, snapshot: bytes, status: str) -> None:
+    def save_state(self, campaign_id: str, snapshot: bytes, status: CampaignStatus) -> None:
         """Record where the scheduler is, so a restarted submitter resumes from here."""
         with self._connect() as db:
             db.execute(
@@ -183,6 +193,6 @@ def _campaign(row: tuple[Any, ...]) -> CampaignRecord:
         text=row[4],
         models=json.loads(row[5]),
         snapshot=row[6],
-        status=row[7],
+        status=CampaignStatus(row[7]),
         out_dir=row[8],
     )

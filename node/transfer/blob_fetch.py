@@ -9,7 +9,6 @@ worker threads, never on the event loop.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import itertools
@@ -21,10 +20,11 @@ from typing import BinaryIO, Final, final
 
 import trio
 
-from node.errors import NodeError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
+from node.errors import PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
 from node.p2p.wire import Channel
 from node.transfer.cache import HASH_BLOCK, ModelCache
 from node.transfer.fetch import FetchError, OnBytes
+from node.transfer.urls import PeerTrouble
 from protocol import (
     BlobChunk,
     BlobEnd,
@@ -46,6 +46,13 @@ MIN_SEGMENT: Final = 8 << 20
 
 ChannelFactory = Callable[[], Awaitable[Channel]]
 _RETRYABLE: Final = (PeerGone, PeerTimeout, PeerUnreachable, StreamRefused, RemoteProtocolError)
+
+
+def _trouble(exc: Exception) -> PeerTrouble | None:
+    """What the peer did, for the caller that picks the next holder (the runner)."""
+    if isinstance(exc, PeerUnreachable):
+        return PeerTrouble.UNREACHABLE
+    return PeerTrouble.BUSY if isinstance(exc, StreamRefused) else None
 
 
 @final
@@ -259,10 +266,8 @@ async def _attempts(
                 exc,
             )
             if attempt == attempts:
-                raise FetchError(
-                    FailureReason.FETCH,
-                    f"{attempts} attempts failed at {transfer.done}/{transfer.size} bytes: {exc}",
-                ) from exc
+                detail = f"{attempts} attempts failed at {transfer.done}/{transfer.size} bytes: {exc}"
+                raise FetchError(FailureReason.FETCH, detail, peer=_trouble(exc)) from exc
             streams = max(1, streams - transfer.refused)  # the holder's cap: fewer streams next time
 
 
@@ -306,14 +311,8 @@ async def _segment_task(
     fail: Callable[[Exception], None],
 ) -> None:
     try:
-        channel = await channel_factory()
-        ok = False
-        try:
+        async with await channel_factory() as channel:  # closed when pulled, reset on an error
             await transfer.pull(channel, segment, fd)
-            ok = True
-        finally:
-            with contextlib.suppress(NodeError):
-                await (channel.close() if ok else channel.reset())
     except (FetchError, *_RETRYABLE) as exc:
         fail(exc)
     except OSError as exc:

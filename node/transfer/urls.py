@@ -8,6 +8,7 @@ allows a network (`allow_networks`). `node.transfer.fetch` connects to the check
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -29,18 +30,29 @@ _EMBEDDING_V6: Final = (
 )
 
 
+class PeerTrouble(enum.StrEnum):
+    """What the peer a /sark/blob fetch asked did, when the fetch failed because of it."""
+
+    UNREACHABLE = "unreachable"
+    """No connection could be made: not worth waiting for."""
+    BUSY = "busy"
+    """It refused the stream (its per-peer cap): it has the model and is spreading it."""
+
+
 class FetchError(NodeError):
     """A model could not be fetched; `reason` is what the task's `Failure` carries.
 
     Attributes:
         reason: URL_REFUSED, TOO_LARGE, DIGEST_MISMATCH or FETCH.
         detail: the specific cause, for people and logs.
+        peer: for a /sark/blob fetch that failed because of the peer, what it did (else None).
     """
 
-    def __init__(self, reason: FailureReason, detail: str) -> None:
+    def __init__(self, reason: FailureReason, detail: str, *, peer: PeerTrouble | None = None) -> None:
         super().__init__(f"{reason.value}: {detail}")
         self.reason = reason
         self.detail = detail
+        self.peer = peer
 
 
 def refused(detail: str) -> FetchError:

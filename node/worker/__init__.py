@@ -4,6 +4,7 @@ Modules:
     role         open_worker: composition of the worker role (cache, runner, negotiator, advertising)
     advertising  the signed advert in the DHT, /sark/profile, relay slots, gates that come back
     negotiator   the worker's side of /sark/negotiate/1.0.0: who may offer, what it takes, the lease
+    admission    pure: whether the worker takes an authenticated offer (offer, profile, policy, load)
     runner       the task runner: priority queue, model acquisition, measurement, signing
     outbox       signed results kept on disk until acknowledged
 
@@ -14,4 +15,4 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["advertising", "negotiator", "outbox", "role", "runner"]
+__all__ = ["admission", "advertising", "negotiator", "outbox", "role", "runner"]

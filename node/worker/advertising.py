@@ -10,7 +10,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, final
+from typing import TYPE_CHECKING, Final, Literal, final
 
 import trio
 
@@ -21,6 +21,9 @@ from node.p2p.node import Node, check_reachability
 from node.p2p.wire import Channel, Handler
 from protocol import DOMAIN_ADVERT, PROFILE, AdvertBody, DeviceProfile, Envelope, Load, ProfileReply
 from protocol.records import seal
+
+if TYPE_CHECKING:
+    from trio_typing import TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +104,7 @@ async def serve_worker(
     load: Callable[[], Load],
     *,
     handlers: Mapping[str, Handler] | None = None,
-    task_status: Any = trio.TASK_STATUS_IGNORED,
+    task_status: TaskStatus[Advertised] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Advertise this device and keep the advert fresh; serve `/sark/profile` and `handlers`. Never returns.
 

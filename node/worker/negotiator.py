@@ -12,7 +12,6 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import final
 
 import trio
@@ -20,6 +19,7 @@ import trio
 from node.errors import NodeError
 from node.events import EventSink, quiet
 from node.p2p.wire import Channel
+from node.worker.admission import OfferPolicy, WorkerLoad, admit
 from node.worker.runner import Job, Runner
 from protocol import (
     DOMAIN_CANCEL,
@@ -34,7 +34,6 @@ from protocol import (
     Dispatch,
     Failure,
     FailureReason,
-    ModelFormat,
     NegotiateMessage,
     Offer,
     OfferBody,
@@ -49,21 +48,6 @@ from protocol.machine import Conversation, Role
 from protocol.records import NonceCache, open_envelope
 
 log = logging.getLogger(__name__)
-
-_CODE_FORMATS = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRIPT})
-
-
-@dataclass(frozen=True)
-class OfferPolicy:
-    """Which submitters a worker takes offers from, and what it will take on."""
-
-    allow: frozenset[str] = frozenset()
-    open_mode: bool = False
-    max_model_bytes: int = 2 << 30
-    allow_code_models: bool = False
-    lease_ttl_s: float = 10.0
-    heartbeat_s: float = 2.0
-    first_message_s: float = 10.0
 
 
 @final
@@ -166,33 +150,13 @@ class Negotiator:
         return body, self._fit(submitter, body)
 
     def _fit(self, submitter: str, body: OfferBody) -> tuple[DeclineReason, str] | None:
-        unit = body.spec.compute_unit
-        status = self._profile.unit_status(unit)
-        if status is None or not status.usable:
-            why = status.reason if status is not None else "not probed"
-            return DeclineReason.UNSUPPORTED_UNIT, f"{unit.value} unavailable: {why}"
-        if body.model.format in _CODE_FORMATS and not self._policy.allow_code_models:
-            return DeclineReason.FORMAT_NOT_ALLOWED, (
-                f"{body.model.format.value} models run code when loaded; this worker's owner has not opted in"
-            )
-        if body.model.size > self._policy.max_model_bytes:
-            return DeclineReason.MODEL_TOO_LARGE, (
-                f"model is {body.model.size} bytes, this worker takes at most {self._policy.max_model_bytes}"
-            )
-        if body.spec.memory_limit_mb is not None and body.spec.memory_limit_mb > self._profile.ram_mb:
-            return (
-                DeclineReason.NOT_ENOUGH_MEMORY,
-                f"needs {body.spec.memory_limit_mb} MB, device has {self._profile.ram_mb}",
-            )
-        if not self._runner.has_room():
-            return DeclineReason.QUEUE_FULL, "the queue of committed tasks is full"
-        needs_transfer = not body.model.sources and not self._has_model(body.model.sha256)
-        if needs_transfer and self._is_relayed(submitter):
-            return (
-                DeclineReason.RELAYED,
-                "model bytes never cross a relay: give the model a URL or connect directly",
-            )
-        return None
+        load = WorkerLoad(
+            has_room=self._runner.has_room(),
+            has_model=self._has_model(body.model.sha256),
+            submitter_relayed=self._is_relayed(submitter),
+        )
+        refusal = admit(body, self._profile, self._policy, load)
+        return None if refusal is None else (refusal.reason, refusal.detail)
 
     # -- reclaim after a submitter restart ---------------------------------------------------------
 
@@ -294,3 +258,6 @@ class Negotiator:
         while (message := conv.next_event(time.time())) is not None:
             out.append(message)
         return out
+
+
+__all__ = ["Negotiator", "OfferPolicy"]

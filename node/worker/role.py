@@ -51,7 +51,7 @@ async def open_worker(
             lambda: drivers.detect_profile(config.data.calibration, calibrate=config.calibrate)
         )
         if config.device_name:
-            profile = profile.model_copy(update={"device_name": config.device_name})
+            profile = profile.with_(device_name=config.device_name)
     cache = model_cache(config)
     async with open_node(config, role="worker") as node:
         runner = Runner(

@@ -24,12 +24,12 @@ import psutil
 import trio
 
 import drivers
-from node.errors import PeerUnreachable, StreamRefused
 from node.events import EventSink, quiet
 from node.p2p.wire import Channel
 from node.transfer.blob_fetch import fetch_blob
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError, UrlPolicy, download
+from node.transfer.urls import PeerTrouble
 from node.worker.outbox import Outbox
 from protocol import (
     DOMAIN_RESULT,
@@ -336,9 +336,9 @@ class Runner:
                     failure = exc
                     if peer == offer.submitter:
                         continue
-                    if isinstance(exc.__cause__, PeerUnreachable):
+                    if exc.peer is PeerTrouble.UNREACHABLE:
                         peers.remove((peer, addrs))  # a holder we cannot reach is not waited for
-                    elif isinstance(exc.__cause__, StreamRefused):
+                    elif exc.peer is PeerTrouble.BUSY:
                         spreading = True  # `busy` comes only from a holder that has the model
                     continue
                 source = "blob" if peer == offer.submitter else "peer"

@@ -120,7 +120,8 @@ def test_unbounded_allocation_is_stopped_by_the_memory_limit_and_the_parent_carr
 def test_a_child_that_outlives_the_timeout_is_killed(tmp_path: Path) -> None:
     failure = _fails(write_convnet(tmp_path / "c.onnx"), _spec(load_runs=1, runs=100_000, timeout_s=2.0))
     assert failure.reason == FailureReason.TIMEOUT
-    assert failure.stage in (Stage.LOAD, Stage.RUN)  # the stage the child had told when it was killed
+    # the stage the child had told when it was killed (inspect only on a machine too loaded to load in 2 s)
+    assert failure.stage in (Stage.INSPECT, Stage.LOAD, Stage.RUN)
 
 
 def test_cancel_kills_the_child_mid_measurement(tmp_path: Path) -> None:

@@ -17,10 +17,11 @@ import pytest
 import trio
 import trio.testing
 
+import scheduler as sch
 from node.errors import NodeError
 from node.events import EventSink
 from node.p2p.wire import Channel, memory_channel_pair
-from node.submitter.attempt import Attempt, Identity, Rejected, Verified, verify_result
+from node.submitter.attempt import Attempt, Delivered, Identity, verify_result
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import UrlPolicy
 from node.worker.negotiator import Negotiator, OfferPolicy
@@ -216,8 +217,8 @@ def _flip(message: Offer) -> Offer:
     """One changed byte in the signed payload."""
     payload = bytearray(message.envelope.payload)
     payload[len(payload) // 2] ^= 0x01
-    envelope = message.envelope.model_copy(update={"payload": bytes(payload)})
-    return message.model_copy(update={"envelope": envelope})
+    envelope = message.envelope.with_(payload=bytes(payload))
+    return message.with_(envelope=envelope)
 
 
 async def _committed(worker: Worker, task: str = "t1") -> tuple[Channel, str]:
@@ -262,7 +263,7 @@ async def test_a_valid_cancel_cancels_and_its_replay_is_ignored(worker: Worker) 
     assert failure.reason == FailureReason.CANCELLED
 
     again, lease2 = await _committed(worker)  # the same task offered again: the old cancel replayed
-    await again.send(valid.model_copy(update={"lease_id": lease2}))
+    await again.send(valid.with_(lease_id=lease2))
     await trio.testing.wait_all_tasks_blocked()
     job = worker.runner.job(lease2)
     assert job is not None
@@ -293,13 +294,13 @@ def test_a_result_with_one_changed_byte_is_rejected(where: str) -> None:
     attempt = Attempt(campaign_id="c1", task_id="t1", peer_id=wkey.peer_id, addrs=(), model=MODEL)
     identity = Identity(peer_id=me.peer_id, private_key=me.seed, addrs=())
     result = _signed_result(wkey, me, "L1")
-    assert isinstance(verify_result(attempt, identity, result), Verified)  # the untouched one passes
+    assert isinstance(verify_result(attempt, identity, result), Delivered)  # the untouched one passes
 
     payload = bytearray(result.envelope.payload)
     payload[{"start": 0, "middle": len(payload) // 2, "end": len(payload) - 1}[where]] ^= 0x01
-    tampered = result.model_copy(update={"envelope": _with_payload(result.envelope, bytes(payload))})
+    tampered = result.with_(envelope=_with_payload(result.envelope, bytes(payload)))
     verdict = verify_result(attempt, identity, tampered)
-    assert isinstance(verdict, Rejected)
+    assert isinstance(verdict, sch.ResultRejected)
     assert "signature" in verdict.detail
 
 
@@ -307,12 +308,12 @@ def test_a_result_signed_by_another_worker_or_for_another_lease_is_rejected() ->
     wkey, me, other = _key(), _key(), _key()
     attempt = Attempt(campaign_id="c1", task_id="t1", peer_id=wkey.peer_id, addrs=(), model=MODEL)
     identity = Identity(peer_id=me.peer_id, private_key=me.seed, addrs=())
-    assert isinstance(verify_result(attempt, identity, _signed_result(other, me, "L1")), Rejected)
-    moved = _signed_result(wkey, me, "L1").model_copy(update={"lease_id": "L2"})
+    assert isinstance(verify_result(attempt, identity, _signed_result(other, me, "L1")), sch.ResultRejected)
+    moved = _signed_result(wkey, me, "L1").with_(lease_id="L2")
     verdict = verify_result(attempt, identity, moved)
-    assert isinstance(verdict, Rejected)
+    assert isinstance(verdict, sch.ResultRejected)
     assert "lease" in verdict.detail
 
 
 def _with_payload(envelope: Envelope, payload: bytes) -> Envelope:
-    return envelope.model_copy(update={"payload": payload})
+    return envelope.with_(payload=payload)

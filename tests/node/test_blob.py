@@ -19,6 +19,7 @@ from node.transfer.blob import NO_RELAY, blob_handler
 from node.transfer.blob_fetch import MIN_SEGMENT, fetch_blob
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError
+from node.transfer.urls import PeerTrouble
 from protocol import BLOB, BlobChunk, BlobEnd, BlobGet, BlobMissing, FailureReason
 
 CHUNK = 64 * 1024
@@ -285,3 +286,32 @@ async def test_streams_over_the_holders_per_peer_cap_are_dropped(tmp_path: Path,
 
             path = await fetch_blob(open_to_a, sha, len(data), fetcher, max_bytes=1 << 30, streams=2)
     assert await trio.Path(path).read_bytes() == data
+
+
+async def test_a_holder_that_cannot_be_reached_is_named_so(fetcher: ModelCache, model: bytes) -> None:
+    with trio.fail_after(DEADLINE):
+        async with open_host(HostConfig(key_file=None)) as gone:
+            gone_id, gone_addrs = gone.peer_id, gone.addrs()
+        async with open_host(HostConfig(key_file=None)) as b:
+
+            async def open_to_gone() -> Channel:
+                return await b.open_channel(gone_id, BLOB, addrs=gone_addrs, timeout=5)
+
+            with pytest.raises(FetchError) as info:
+                await fetch_blob(open_to_gone, _sha(model), len(model), fetcher, max_bytes=1 << 30)
+    assert (info.value.reason, info.value.peer) == (FailureReason.FETCH, PeerTrouble.UNREACHABLE)
+
+
+async def test_a_holder_that_refuses_every_stream_is_named_busy(
+    holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    with trio.fail_after(DEADLINE):
+        async with open_host(HostConfig(key_file=None)) as a, open_host(HostConfig(key_file=None)) as b:
+            a.set_handler(BLOB, blob_handler(holder), max_per_peer=0)
+
+            async def open_to_a() -> Channel:
+                return await b.open_channel(a.peer_id, BLOB, addrs=a.addrs())
+
+            with pytest.raises(FetchError) as info:
+                await fetch_blob(open_to_a, _sha(model), len(model), fetcher, max_bytes=1 << 30)
+    assert (info.value.reason, info.value.peer) == (FailureReason.FETCH, PeerTrouble.BUSY)

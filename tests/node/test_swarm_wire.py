@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from node.errors import PeerGone, PeerTimeout, StreamRefused
-from node.p2p.wire import memory_channel_pair
+from node.p2p.wire import Channel, memory_channel_pair
 from protocol import Busy, ProfileGet, RemoteProtocolError
 from protocol.framing import frame
 
@@ -59,3 +59,35 @@ async def test_receive_raw_returns_empty_at_eof() -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(a.close)
         assert await b.receive_raw() == b""
+
+
+class _Ends:
+    """A `ByteStream` that keeps how it was ended (a transport of its own, to watch `Channel` use it)."""
+
+    def __init__(self) -> None:
+        self.ended: list[str] = []
+
+    async def read(self, max_bytes: int) -> bytes:
+        return b""
+
+    async def write(self, data: bytes) -> None:
+        return None
+
+    async def close(self) -> None:
+        self.ended.append("close")
+
+    async def reset(self) -> None:
+        self.ended.append("reset")
+
+
+async def test_a_channel_block_closes_when_it_ends_and_resets_when_left_by_an_exception() -> None:
+    normal, failed, cancelled = _Ends(), _Ends(), _Ends()
+    async with Channel(normal, "peer") as channel:
+        await channel.send(ProfileGet())
+    with pytest.raises(RuntimeError):
+        async with Channel(failed, "peer"):
+            raise RuntimeError("the caller gave up")
+    with trio.move_on_after(0):
+        async with Channel(cancelled, "peer"):
+            await trio.sleep_forever()
+    assert (normal.ended, failed.ended, cancelled.ended) == (["close"], ["reset"], ["reset"])

@@ -139,9 +139,9 @@ def test_seal_then_open(body: OfferBody, domain: str, signer: bytes) -> None:
 def test_a_signature_by_one_key_claiming_another_peer_id_is_rejected() -> None:
     real = seal(offer(submitter=BOB_ID), DOMAIN_OFFER, ALICE)
     assert reason_of(real, DOMAIN_OFFER, OfferBody) == "signer_mismatch"  # body names Bob, Alice signed
-    claimed = real.model_copy(update={"peer_id": BOB_ID})
+    claimed = real.with_(peer_id=BOB_ID)
     assert reason_of(claimed, DOMAIN_OFFER, OfferBody) == "bad_key"  # Alice's key is not Bob's id
-    swapped = real.model_copy(update={"peer_id": BOB_ID, "public_key": public_key_of(BOB)})
+    swapped = real.with_(peer_id=BOB_ID, public_key=public_key_of(BOB))
     assert reason_of(swapped, DOMAIN_OFFER, OfferBody) == "bad_signature"  # Bob's key, Alice's signature
     honest = seal(offer(), DOMAIN_OFFER, ALICE)
     assert reason_of(honest, DOMAIN_OFFER, OfferBody, signer=BOB_ID) == "signer_mismatch"
@@ -164,7 +164,7 @@ def test_every_single_changed_byte_is_rejected() -> None:
         value: bytes = getattr(envelope, field)
         for i in range(len(value)):
             changed = value[:i] + bytes([value[i] ^ 0x01]) + value[i + 1 :]
-            assert reason_of(envelope.model_copy(update={field: changed}), DOMAIN_OFFER, OfferBody) in {
+            assert reason_of(envelope.with_(**{field: changed}), DOMAIN_OFFER, OfferBody) in {
                 "bad_signature",
                 "bad_key",
             }
@@ -207,7 +207,7 @@ def test_a_payload_of_the_wrong_type_is_malformed() -> None:
 
 def test_domains_cannot_be_confused_by_moving_bytes_between_domain_and_payload() -> None:
     envelope = seal(offer(), "sark/offer/v", ALICE)
-    moved = envelope.model_copy(update={"payload": b"1" + envelope.payload})
+    moved = envelope.with_(payload=b"1" + envelope.payload)
     assert reason_of(moved, DOMAIN_OFFER, OfferBody) == "bad_signature"
 
 

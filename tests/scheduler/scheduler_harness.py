@@ -35,6 +35,7 @@ from scheduler import (
     ProgressReported,
     RecordOutcome,
     ResultAccepted,
+    ResultRejected,
     Scheduler,
     SendOffer,
     TaskFailedRemotely,
@@ -118,7 +119,7 @@ C = TypeVar("C")
 
 Reaction = str
 """What a peer does with one offer: "complete", "commit" (then silence), "silent", "lost",
-"decline:<reason>", "fail:<reason>"."""
+"decline:<reason>", "fail:<reason>", "forged" (commits, then sends a result that fails the node's checks)."""
 
 
 @dataclass
@@ -169,13 +170,15 @@ class Node:
             self.feed(OfferDeclined(task, who, DeclineReason(arg)))
         elif kind == "lost":
             self.feed(OfferLost(task, who, "connection refused"))
-        elif kind in ("complete", "commit", "fail"):
+        elif kind in ("complete", "commit", "fail", "forged"):
             lease = self.commit(task, who)
             if kind == "complete":
                 self.feed(ProgressReported(task, lease, Phase.MEASURING, 50, 100, 12.5))
                 self.deliver(task, lease, who)
             elif kind == "fail":
                 self.feed(TaskFailedRemotely(task, lease, FailureReason(arg), "boom"))
+            elif kind == "forged":
+                self.feed(ResultRejected(task, lease, who, "result signature: bad signature"))
         # "silent" and "commit" leave the scheduler's own deadlines to act
 
     def commit(self, task_id: str, peer_id: str, ttl: float = 30.0) -> str:

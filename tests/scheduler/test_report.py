@@ -248,7 +248,7 @@ def test_a_small_or_process_overlapping_change_does_not_count() -> None:
 
 
 def test_unmatched_and_failed_tasks_are_listed_not_judged() -> None:
-    failed = _entry("y", [1.0]).model_copy(update={"status": "Failed", "median_ms": None})
+    failed = _entry("y", [1.0]).with_(status="Failed", median_ms=None)
     rows = diff_entries([_entry("x", [1.0]), _entry("y", [1.0])], [failed, _entry("z", [1.0])])
     verdicts = {(r.device, r.verdict) for r in rows}
     assert verdicts == {("x", "only in A"), ("y", "no result in B"), ("z", "only in B")}

@@ -141,6 +141,11 @@ RETRIES = [
     ("no answer", ["silent"], [("12D3-cpu0", "no answer to the offer within 10 s")]),
     ("lease lapsed", ["commit"], [("12D3-cpu0", "lease lease-1 lapsed: no heartbeat for 30 s")]),
     ("retryable failure", ["fail:crashed"], [("12D3-cpu0", "failed crashed: boom")]),
+    (
+        "rejected result",
+        ["forged"],
+        [("12D3-cpu0", "failed internal: rejected result: result signature: bad signature")],
+    ),
 ]
 
 

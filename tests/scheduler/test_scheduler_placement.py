@@ -29,7 +29,7 @@ CPU = ComputeUnit.CPU_ONNX
 def job(unit: ComputeUnit = CPU, devices: str | int = "all", **require: object) -> Job:
     text = f"model: {{path: m.onnx}}\njobs: [{{compute_unit: {unit.value}}}]\n"
     base = parse_campaign(text).jobs[0]
-    return base.model_copy(update={"devices": devices, "require": Requirements.model_validate(require)})
+    return base.with_(devices=devices, require=Requirements.model_validate(require))
 
 
 def needs(unit: ComputeUnit = CPU, size_mb: int = 14, web: bool = True, **require: object) -> Needs:
@@ -62,7 +62,7 @@ def test_needs_carry_os_peers_transfer_and_the_memory_limit() -> None:
     derived = needs(CPU, web=False, os=["Linux"], peers=["12D3-a"])
     assert (derived.os, derived.peers, derived.transfer) == (("Linux",), ("12D3-a",), "direct")
     assert needs(CPU).transfer == "url"
-    limited = job().model_copy(update={"spec": job().spec.model_copy(update={"memory_limit_mb": 5000})})
+    limited = job().with_(spec=job().spec.with_(memory_limit_mb=5000))
     assert needs_of(limited, MODEL).min_ram_mb == 5000
 
 
@@ -214,7 +214,7 @@ def test_explain_refuses_unpinned_or_contradicting_models() -> None:
     with pytest.raises(UnresolvedModelError) as missing:
         explain(campaign, {}, [])
     assert missing.value.missing == ("mobilenet",)
-    other = MODEL.model_copy(update={"sha256": "cd" * 32})
+    other = MODEL.with_(sha256="cd" * 32)
     with pytest.raises(UnresolvedModelError) as mismatched:
         explain(campaign, {"mobilenet": other}, [])
     assert mismatched.value.mismatched == ("mobilenet",)

@@ -94,7 +94,7 @@ def body() -> ResultBody:
         ),
     )
     device = profile("gpu box", units=[ComputeUnit.GPU_ONNX], ram_gb=16, gpu_vram_mb=8192, soc="Ryzen 9")
-    device = device.model_copy(update={"device_year": 2023})
+    device = device.with_(device_year=2023)
     return ResultBody(
         campaign_id="campaign-7",
         task_id="campaign-7-job-0-0",
