@@ -9,9 +9,47 @@ directory by itself; this makes both ways of running the suite import the same c
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+
+# Every trio test body runs under a trio deadline, below pytest-timeout's 300 s: a hung test fails
+# with trio.TooSlowError and the traceback of the await it hung in, and its nursery unwinds (a
+# pytest-timeout kill gives only a thread dump). pytest-trio runs fixtures in tasks of their own, so a
+# fixture cannot put a cancel scope around the test; the test function itself is wrapped instead.
+# A test that needs longer says so with `@pytest.mark.trio_deadline(seconds)`.
+TRIO_DEADLINE_S = 240.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "trio_deadline(seconds): the trio deadline of this test body (default 240 s)"
+    )
+
+
+def _under_deadline(test: Callable[..., Awaitable[None]], seconds: float) -> Callable[..., Awaitable[None]]:
+    @functools.wraps(test)
+    async def bounded(*args: Any, **kwargs: Any) -> None:
+        with trio.fail_after(seconds):
+            await test(*args, **kwargs)
+
+    return bounded
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
+            marker = item.get_closest_marker("trio_deadline")
+            seconds = float(marker.args[0]) if marker is not None else TRIO_DEADLINE_S
+            item.obj = _under_deadline(item.obj, seconds)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from drivers.models import packaged_model, write_convnet
+from node.config import DataDir
 from protocol import ComputeUnit, DeviceProfile, Measurement
 from tests.lab.badfiles import BAD_FILES
 
@@ -28,7 +29,7 @@ def test_info_json_validates_and_is_calibrated_into_the_data_dir(tmp_path: Path)
     assert profile.unit_status(ComputeUnit.CPU_ONNX) is not None
     assert ComputeUnit.CPU_ONNX in profile.usable_units()
     assert profile.calibration is not None
-    assert list((tmp_path / "profile").glob("calibration-*.json"))  # where join reads it
+    assert list(DataDir(tmp_path).calibration.glob("calibration-*.json"))  # where `join` reads it
 
 
 def test_info_shows_every_unit_with_its_reason(tmp_path: Path) -> None:

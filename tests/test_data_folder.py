@@ -1,0 +1,100 @@
+"""One data folder: `id`, `info`, `join`, `submit`, `serve` and `status`, given no flags, all use the
+platform's user data folder (platformdirs), or an existing `~/.sark-node`.
+
+Real commands in subprocesses with a fresh HOME. The identity is the witness: `join` and `serve`
+announce the peer id that `id` printed, so they read the same identity.key; `submit` stores its
+campaign where `status` finds it; `info` caches its calibration where `join` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lab.procs import SARK, Lab
+
+from node.config import DataDir
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT / "examples" / "models" / "tiny-convnet.onnx"
+
+
+def _env(home: Path, xdg: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SARK_"))}
+    env["HOME"] = str(home)
+    if xdg is not None:
+        env["XDG_DATA_HOME"] = str(xdg)
+    return env
+
+
+def _sark(args: list[str], env: dict[str, str], timeout: float = 120) -> str:
+    done = subprocess.run([*SARK, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    procs = Lab(tmp_path / "lab")
+    (tmp_path / "lab").mkdir()
+    try:
+        yield procs
+    finally:
+        procs.close()
+
+
+@pytest.mark.parametrize("xdg", [False, True], ids=["xdg-unset", "xdg-set"])
+def test_every_command_uses_one_data_folder(xdg: bool, tmp_path: Path, lab: Lab) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    xdg_home = tmp_path / "xdg" if xdg else None
+    env = _env(home, xdg_home)
+    data = DataDir((xdg_home or home / ".local" / "share") / "sark-node")
+
+    me = _sark(["id"], env).strip()
+    assert data.key_file.is_file()
+
+    _sark(["info", "--json"], env)
+    assert list(data.calibration.glob("calibration-*.json"))
+
+    gate = lab.gate()
+    join = lab.start("join", [*SARK, "join", "--gate", gate.ready["addrs"][0], "--events"], env=env)
+    assert join.wait_event("ready", 60)["peer_id"] == me
+    lab.kill(join)
+
+    serve = lab.start("serve", [*SARK, "serve", "--http", "127.0.0.1:0", "--events"], env=env)
+    assert serve.wait_event("http", 60)["peer_id"] == me
+    lab.kill(serve)
+
+    campaign = tmp_path / "campaign.yaml"
+    campaign.write_text(
+        f"name: one-folder\nprocesses: 1\nmodel: {{path: {TINY}}}\n"
+        "jobs:\n  - {compute_unit: CPU (ONNX), num_inference_runs: 5, warmup_runs: 1, load_runs: 1}\n"
+    )
+    _sark(["submit", str(campaign), "--json", "--out", str(tmp_path / "out")], env, timeout=240)
+    stored = json.loads(_sark(["status", "--json"], env))["campaigns"]
+    assert [c["name"] for c in stored] == ["one-folder"]
+    assert data.campaigns.is_file()
+    assert not (home / ".sark-node").exists()
+
+
+def test_an_existing_legacy_folder_is_kept(tmp_path: Path) -> None:
+    legacy = tmp_path / ".sark-node"
+    legacy.mkdir()
+    me = _sark(["id"], _env(tmp_path, None)).strip()
+    assert (legacy / "identity.key").is_file()
+    assert not (tmp_path / ".local").exists()
+    assert _sark(["id"], _env(tmp_path, None)).strip() == me
+
+
+def test_the_standard_folder_wins_once_it_exists(tmp_path: Path) -> None:
+    (tmp_path / ".sark-node").mkdir()
+    standard = tmp_path / "xdg" / "sark-node"
+    standard.mkdir(parents=True)
+    _sark(["id"], _env(tmp_path, tmp_path / "xdg"))
+    assert (standard / "identity.key").is_file()
+    assert not (tmp_path / ".sark-node" / "identity.key").exists()
