@@ -22,6 +22,7 @@ from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
     FORMULAS,
     Endpoint,
+    ErrorKind,
     GenerateSpec,
     GenerationStats,
     Prompt,
@@ -130,6 +131,7 @@ __all__ = [
     "Dispatch",
     "Endpoint",
     "Envelope",
+    "ErrorKind",
     "Failure",
     "FailureReason",
     "FrameDecoder",
