@@ -23,13 +23,14 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import trio
 
-from drivers.sse import SseDecoder, StreamFault, Usage, read_chunk
+from drivers.sse import SseDecoder, SseEvent, StreamFault, Usage, read_chunk
 from protocol import ErrorKind, GenerateSpec, Prompt, RequestRecord
 
 MAX_BODY_BYTES: Final = 64 << 20
 MAX_TEXT_CHARS: Final = 200_000
 MAX_DETAIL_CHARS: Final = 500
 RETRIED: Final = frozenset({429, 500, 502, 503, 504})
+DRAIN_S: Final = 0.5  # after [DONE], how long the body may take to end before the connection is dropped
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ async def complete(
                 await _stream(client, server, body, attempt)
             except _Failed as exc:
                 failure = exc
-        if scope.cancelled_caught:
+        if scope.cancelled_caught and not attempt.done:
             failure = _Failed("deadline", "the stream was cut at its deadline")
         elif failure is None and not attempt.done:
             failure = _Failed("stream_error", "the stream ended without [DONE]")
@@ -185,32 +186,55 @@ async def _check_response(response: httpx.Response) -> None:
 
 
 async def _read_events(response: httpx.Response, attempt: Attempt) -> None:
+    """Decode and time every read until `[DONE]`, a fault, or the end of the body.
+
+    The loop is never left by `break` or `raise`: httpx 0.28's nested async generators would be
+    abandoned, which trio reports when they are collected (encode/httpx#3686). A cancel makes them
+    unwind instead: at once on a fault, after a short grace that lets the body end on `[DONE]`.
+    """
     decoder, received = SseDecoder(), 0
-    async for raw in response.aiter_bytes():
-        arrived = time.perf_counter_ns()
-        received += len(raw)
-        if received > MAX_BODY_BYTES:
-            raise _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
-        for event in decoder.feed(raw):
-            chunk = read_chunk(event)
-            if chunk.text:
-                attempt.times_ms.append(attempt.since_sent_ms(arrived))
-                attempt.text.append(chunk.text)
-            attempt.usage = chunk.usage or attempt.usage
-            attempt.done = attempt.done or chunk.done
-        attempt.parse_ns.append(time.perf_counter_ns() - arrived)
-        if attempt.done:
-            return
+    fault: _Failed | None = None
+    with trio.CancelScope() as reading:
+        async for raw in response.aiter_bytes():
+            if fault is not None or attempt.done:
+                continue  # draining until the body ends or the scope fires
+            arrived = time.perf_counter_ns()
+            received += len(raw)
+            try:
+                _take(decoder.feed(raw), attempt, arrived)
+            except StreamFault as exc:
+                fault = _Failed(exc.kind, exc.detail)
+            if received > MAX_BODY_BYTES:
+                fault = _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
+            attempt.parse_ns.append(time.perf_counter_ns() - arrived)
+            if fault is not None:
+                reading.cancel()
+            elif attempt.done:
+                reading.deadline = trio.current_time() + DRAIN_S
+    if fault is not None:
+        raise fault
+
+
+def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
+    """Fold one read's events into the attempt: every content delta is timed at the read's arrival."""
+    for event in events:
+        chunk = read_chunk(event)
+        if chunk.text:
+            attempt.times_ms.append(attempt.since_sent_ms(arrived_ns))
+            attempt.text.append(chunk.text)
+        attempt.usage = chunk.usage or attempt.usage
+        attempt.done = attempt.done or chunk.done
 
 
 async def _head(response: httpx.Response, limit: int = 2048) -> bytes:
     """The first bytes of a body that is not the stream we asked for (for the error detail)."""
     head = b""
-    async for raw in response.aiter_bytes():
-        head += raw
-        if len(head) >= limit:
-            break
-    return head[:limit]
+    with trio.CancelScope() as reading:  # a cancel, not a break: see `_read_events`
+        async for raw in response.aiter_bytes():
+            head += raw[: max(0, limit - len(head))]
+            if len(head) >= limit:
+                reading.cancel()
+    return head
 
 
 def _status_kind(status: int) -> ErrorKind:

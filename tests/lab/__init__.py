@@ -10,4 +10,5 @@ Modules:
     netdelay  child script: the NFQUEUE delay shim (netem's stand-in), run inside a namespace
     fleet  `FaultNet` (the lab plus h4), `Fleet` (gates, model server, submitter, workers in namespaces),
            `run_fault` and `run_impaired`: the scenarios tests/faults and benchmarks/chaos.py share
+    sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
 """
