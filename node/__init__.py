@@ -11,6 +11,7 @@ Modules:
     events     structured event lines (`--events`)
     urls       which model URLs a worker may fetch (the SSRF policy)
     fetch      model downloads over checked addresses, capped and verified
+    endpoints  a black-box model server's URL checked by the same policy, resolved to a pinned address
     identity   the persistent Ed25519 seed and peer id
     cache      the content-addressed model cache
     blob       /sark/blob/1.0.0: serving and fetching models peer to peer

@@ -270,3 +270,14 @@ async def test_deadline_is_a_trio_deadline() -> None:
         hang = Reply(hang=True)
         run, _ = await _run(lambda b, a: hang, _spec("a", "b", "c"), deadline_s=0.5)
     assert {r.error for r in run.records} == {"deadline"}
+
+
+def test_a_pinned_address_is_connected_to_and_the_name_is_never_resolved() -> None:
+    options = EndpointOptions(connect_ip="127.0.0.1", rtt_samples=2)
+    with serve_sse(lambda b, a: scheduled(["x"], usage=(1, 1))) as server:
+        port = server.url.rsplit(":", 1)[1]
+        url = f"http://endpoint.invalid:{port}"  # .invalid never resolves (RFC 6761)
+        run = run_endpoint(_spec("a"), url, deadline_s=20.0, options=options)
+    assert _only(run).error is None
+    assert run.rtt.samples == 2
+    assert server.seen[0].headers["host"] == f"endpoint.invalid:{port}"
