@@ -20,6 +20,7 @@ Modules:
     completion one streamed completion request to a model server, timed per read, as a RequestRecord
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
     endpoint   closed- and open-loop load against a model server; `run_endpoint` for the spawned child
+    servers    model servers the owner declared (gray-box): list their models, try each, statuses
     errors     DriverError, TaskFailed
 """
 

@@ -85,6 +85,7 @@ from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, R
 from protocol.values import (
     Calibration,
     DeviceProfile,
+    EndpointStatus,
     GpuInfo,
     Load,
     Measurement,
@@ -130,6 +131,7 @@ __all__ = [
     "DeviceProfile",
     "Dispatch",
     "Endpoint",
+    "EndpointStatus",
     "Envelope",
     "ErrorKind",
     "Failure",
