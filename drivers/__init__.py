@@ -17,6 +17,11 @@ Modules:
     child      the spawned child's side of a measurement
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
     models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks
+    sse        server-sent events of an OpenAI-compatible stream, decoded incrementally (pure)
+    completion one streamed completion request to a model server, timed per read, as a RequestRecord
+    rtt        the vantage point's TCP connect (and TLS handshake) time to a server
+    endpoint   closed- and open-loop load against a model server; `run_endpoint` for the spawned child
+    servers    model servers the owner declared (gray-box): list their models, try each, statuses
     errors     DriverError, TaskFailed
 """
 

@@ -22,6 +22,7 @@ from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
     FORMULAS,
     Endpoint,
+    ErrorKind,
     GenerateSpec,
     GenerationStats,
     Prompt,
@@ -85,6 +86,7 @@ from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, R
 from protocol.values import (
     Calibration,
     DeviceProfile,
+    EndpointStatus,
     GpuInfo,
     InputFed,
     Load,
@@ -131,7 +133,9 @@ __all__ = [
     "DeviceProfile",
     "Dispatch",
     "Endpoint",
+    "EndpointStatus",
     "Envelope",
+    "ErrorKind",
     "Failure",
     "FailureReason",
     "FrameDecoder",

@@ -21,6 +21,22 @@ class UnitStatus(Value):
     provider: str | None = None
 
 
+class EndpointStatus(Value):
+    """A model server the device's owner declared, as its probe found it: no URL, no secret.
+
+    Attributes:
+        name: the owner's name for the server (`--endpoint NAME=URL`).
+        model: a model id the server lists (`GET /v1/models`); "" when the listing failed.
+        usable: a short streamed completion of this model succeeded.
+        reason: why not, when not usable.
+    """
+
+    name: str = Field(min_length=1, max_length=64)
+    model: str = Field(default="", max_length=256)
+    usable: bool
+    reason: str = Field(default="", max_length=500)
+
+
 class GpuInfo(Value):
     """A discrete GPU as the driver (or a fallback tool) reports it."""
 
@@ -64,6 +80,7 @@ class DeviceProfile(Value):
     gpu_reason: str = ""
     runtimes: dict[str, str] = Field(default_factory=dict)
     units: tuple[UnitStatus, ...] = ()
+    endpoints: tuple[EndpointStatus, ...] = ()  # declared model servers (gray-box), as probed
     fingerprint: str
     calibration: Calibration | None = None
 

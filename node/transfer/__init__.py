@@ -6,6 +6,7 @@ Modules:
     blob_fetch  /sark/blob/1.0.0 fetching: parallel ranges from holders, resumable, digest while receiving
     urls        which model URLs a worker may fetch (the SSRF policy)
     fetch       model downloads over checked addresses, capped and verified
+    endpoints   a black-box model server's URL checked by the same policy, resolved to a pinned address
 
 Callers import the module they need (`from node.transfer.cache import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow

@@ -12,4 +12,5 @@ Modules:
            `run_fault` and `run_impaired`: the scenarios tests/faults and benchmarks/chaos.py share
     badfiles  broken and hostile model files (truncated, mislabelled, empty, lying headers, missing
            external data) and the stage each must fail at
+    sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
 """

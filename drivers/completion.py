@@ -1,0 +1,322 @@
+"""One streamed completion request to an OpenAI-compatible server, measured as a `RequestRecord`.
+
+The request is greedy (temperature 0), streamed (`stream: true`) and asks for the trailing usage
+chunk (`stream_options.include_usage`). Every read is timed on `time.perf_counter_ns` the moment it
+arrives, before it is parsed; the parse time is kept apart as the client's own overhead. TTFT is
+the first read that carried output text, E2E the last one (not the usage chunk). Output tokens come
+from the usage chunk; without one they are counted (one per content delta) and flagged
+`tokens_counted`. A 429 or 5xx is retried after its `Retry-After` (or a doubling back-off), within a
+bounded number of retries and a bounded total wait. Every failure is a record with an error kind; the
+API key goes only into the Authorization header and is scrubbed from every detail.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Final
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import trio
+
+from drivers.sse import SseDecoder, SseEvent, StreamFault, Usage, read_chunk
+from protocol import ErrorKind, GenerateSpec, Prompt, RequestRecord
+
+MAX_BODY_BYTES: Final = 64 << 20
+MAX_TEXT_CHARS: Final = 200_000
+MAX_DETAIL_CHARS: Final = 500
+RETRIED: Final = frozenset({429, 500, 502, 503, 504})
+DRAIN_S: Final = 0.5  # after [DONE], how long the body may take to end before the connection is dropped
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long a request may wait on a 429 or 5xx before it is reported instead.
+
+    Attributes:
+        max_retries: retries after the first attempt.
+        max_wait_s: total time one request may spend waiting between attempts.
+        backoff_s: the first wait when the server gives no `Retry-After`; it doubles.
+    """
+
+    max_retries: int = 3
+    max_wait_s: float = 30.0
+    backoff_s: float = 0.5
+
+
+@dataclass(frozen=True)
+class Server:
+    """Where a request goes: the completions URL, the model id, the key, and a pinned address.
+
+    Attributes:
+        url: the full `.../v1/chat/completions` or `.../v1/completions` URL.
+        model: the served model id.
+        api_key: sent only as `Authorization: Bearer`; never in a record, a detail or a repr.
+        connect_ip: connect to this checked address instead of resolving the URL's host again.
+    """
+
+    url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    connect_ip: str | None = None
+
+
+@dataclass
+class Attempt:
+    """What one attempt saw so far; a deadline turns it into a record as it stands."""
+
+    sent_ns: int = field(default_factory=time.perf_counter_ns)
+    times_ms: list[float] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    done: bool = False
+    parse_ns: list[int] = field(default_factory=list)
+
+    def since_sent_ms(self, now_ns: int) -> float:
+        return (now_ns - self.sent_ns) / 1e6
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A request's record, the parse time of each read, and how many retries it took."""
+
+    record: RequestRecord
+    parse_ns: tuple[int, ...]
+    retries: int
+
+
+class _Failed(Exception):
+    """An attempt ended without a complete stream: the record's error kind and detail."""
+
+    def __init__(
+        self, kind: ErrorKind, detail: str, status: int | None = None, retry_after: str | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.kind: ErrorKind = kind
+        self.detail, self.status, self.retry_after = detail, status, retry_after
+
+
+def request_body(model: str, prompt: Prompt, spec: GenerateSpec) -> dict[str, object]:
+    """The JSON body: greedy, streamed, with usage; `ignore_eos` only when asked (not every server has it)."""
+    body: dict[str, object] = {"model": model}
+    if spec.chat:
+        body["messages"] = [{"role": "user", "content": prompt.text}]
+    else:
+        body["prompt"] = prompt.text
+    body |= {
+        "max_tokens": spec.max_new_tokens,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if spec.ignore_eos:
+        body["ignore_eos"] = True
+    return body
+
+
+def open_client(concurrency: int) -> httpx.AsyncClient:
+    """An HTTP client for one run: no environment (proxies), no redirects, deadlines by cancel scope."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    return httpx.AsyncClient(timeout=None, trust_env=False, follow_redirects=False, limits=limits)
+
+
+async def complete(
+    client: httpx.AsyncClient, server: Server, body: dict[str, object], *, deadline: float, retry: RetryPolicy
+) -> Outcome:
+    """Send one request (retrying 429 and 5xx within `retry`) and measure it until `deadline` (trio time).
+
+    Returns:
+        The outcome; a failure is a record with `error` set, never an exception.
+    """
+    retries, waited = 0, 0.0
+    while True:
+        attempt = Attempt()
+        failure: _Failed | None = None
+        with trio.move_on_at(deadline) as scope:
+            try:
+                await _stream(client, server, body, attempt)
+            except _Failed as exc:
+                failure = exc
+        if scope.cancelled_caught and not attempt.done:
+            failure = _Failed("deadline", "the stream was cut at its deadline")
+        elif failure is None and not attempt.done:
+            failure = _Failed("stream_error", "the stream ended without [DONE]")
+        wait = _retry_wait(failure, retries, waited, retry, deadline - trio.current_time())
+        if failure is not None and wait is not None:
+            retries, waited = retries + 1, waited + wait
+            await trio.sleep(wait)
+            continue
+        if failure is not None and failure.status in RETRIED and retries:
+            failure.detail += f" (after {retries} retries, {waited:.1f} s waited)"
+        record = _record(attempt, failure, server.api_key)
+        return Outcome(record, tuple(attempt.parse_ns), retries)
+
+
+async def _stream(
+    client: httpx.AsyncClient, server: Server, body: dict[str, object], attempt: Attempt
+) -> None:
+    """One attempt: send, check status and type, then decode and time every read."""
+    url, headers, extensions = _pinned(server)
+    try:
+        async with client.stream("POST", url, json=body, headers=headers, extensions=extensions) as response:
+            await _check_response(response)
+            await _read_events(response, attempt)
+    except StreamFault as exc:
+        raise _Failed(exc.kind, exc.detail) from exc
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise _Failed("connect", f"cannot connect: {_cause(exc)}") from exc
+    except (httpx.HTTPError, httpx.StreamError, OSError) as exc:
+        raise _Failed("stream_error", f"the connection broke: {_cause(exc)}") from exc
+
+
+async def _check_response(response: httpx.Response) -> None:
+    if response.status_code != 200:
+        text = (await _head(response)).decode("utf-8", "replace").strip()
+        kind = _status_kind(response.status_code)
+        detail = f"HTTP {response.status_code}: {text[:200]!r}"
+        raise _Failed(kind, detail, response.status_code, response.headers.get("retry-after"))
+    content_type = response.headers.get("content-type", "")
+    if not content_type.lower().startswith("text/event-stream"):
+        text = (await _head(response)).decode("utf-8", "replace").strip()
+        raise _Failed("not_sse", f"content-type {content_type[:80]!r}, body starts {text[:120]!r}")
+
+
+async def _read_events(response: httpx.Response, attempt: Attempt) -> None:
+    """Decode and time every read until `[DONE]`, a fault, or the end of the body.
+
+    The loop is never left by `break` or `raise`: httpx 0.28's nested async generators would be
+    abandoned, which trio reports when they are collected (encode/httpx#3686). A cancel makes them
+    unwind instead: at once on a fault, after a short grace that lets the body end on `[DONE]`.
+    """
+    decoder, received = SseDecoder(), 0
+    fault: _Failed | None = None
+    with trio.CancelScope() as reading:
+        async for raw in response.aiter_bytes():
+            if fault is not None or attempt.done:
+                continue  # draining until the body ends or the scope fires
+            arrived = time.perf_counter_ns()
+            received += len(raw)
+            try:
+                _take(decoder.feed(raw), attempt, arrived)
+            except StreamFault as exc:
+                fault = _Failed(exc.kind, exc.detail)
+            if received > MAX_BODY_BYTES:
+                fault = _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
+            attempt.parse_ns.append(time.perf_counter_ns() - arrived)
+            if fault is not None:
+                reading.cancel()
+            elif attempt.done:
+                reading.deadline = trio.current_time() + DRAIN_S
+    if fault is not None:
+        raise fault
+
+
+def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
+    """Fold one read's events into the attempt: every content delta is timed at the read's arrival."""
+    for event in events:
+        chunk = read_chunk(event)
+        if chunk.text:
+            attempt.times_ms.append(attempt.since_sent_ms(arrived_ns))
+            attempt.text.append(chunk.text)
+        attempt.usage = chunk.usage or attempt.usage
+        attempt.done = attempt.done or chunk.done
+
+
+async def _head(response: httpx.Response, limit: int = 2048) -> bytes:
+    """The first bytes of a body that is not the stream we asked for (for the error detail)."""
+    head = b""
+    with trio.CancelScope() as reading:  # a cancel, not a break: see `_read_events`
+        async for raw in response.aiter_bytes():
+            head += raw[: max(0, limit - len(head))]
+            if len(head) >= limit:
+                reading.cancel()
+    return head
+
+
+def _status_kind(status: int) -> ErrorKind:
+    if status == 429:
+        return "rate_limited"
+    return "server_error" if status >= 500 else "http_status"
+
+
+def _retry_wait(
+    failure: _Failed | None, retries: int, waited: float, policy: RetryPolicy, left_s: float
+) -> float | None:
+    """How long to wait before the next attempt, or None to report the failure now."""
+    if failure is None or failure.status not in RETRIED or retries >= policy.max_retries:
+        return None
+    wait = _retry_after_s(failure.retry_after)
+    if wait is None:
+        wait = policy.backoff_s * 2**retries
+    if waited + wait > policy.max_wait_s or wait >= left_s:
+        failure.detail += f" (Retry-After {wait:.1f} s is past the retry budget)"
+        return None
+    return wait
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    """`Retry-After` as seconds: a number, or an HTTP date; None if absent or unreadable."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _record(attempt: Attempt, failure: _Failed | None, api_key: str | None) -> RequestRecord:
+    ended_ms = attempt.since_sent_ms(time.perf_counter_ns())
+    times = attempt.times_ms
+    usage = attempt.usage
+    return RequestRecord(
+        prompt_id="",
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        output_tokens=usage.completion_tokens if usage else len(times),
+        ttft_ms=times[0] if times else None,
+        e2e_ms=times[-1] if times and failure is None else ended_ms,
+        token_times_ms=tuple(times),
+        output_text="".join(attempt.text)[:MAX_TEXT_CHARS],
+        tokens_counted=usage is None,
+        error=failure.kind if failure else None,
+        error_detail=_scrub(failure.detail, api_key) if failure else "",
+    )
+
+
+def _scrub(detail: str, api_key: str | None) -> str:
+    """A detail safe to store: the key replaced wherever a server echoed it, and bounded."""
+    if api_key:
+        detail = detail.replace(api_key, "[api key]")
+    return detail[:MAX_DETAIL_CHARS]
+
+
+def _cause(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _pinned(server: Server) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The URL to send to, its headers and extensions: a pinned address keeps the host for Host and SNI."""
+    headers = {"accept": "text/event-stream", "accept-encoding": "identity"}
+    if server.api_key:
+        headers["authorization"] = f"Bearer {server.api_key}"
+    if not server.connect_ip:
+        return server.url, headers, {}
+    parts = urlsplit(server.url)
+    host = parts.hostname or ""
+    ip = f"[{server.connect_ip}]" if ":" in server.connect_ip else server.connect_ip
+    netloc = f"{ip}:{parts.port}" if parts.port else ip
+    headers["host"] = parts.netloc
+    return urlunsplit(parts._replace(netloc=netloc)), headers, {"sni_hostname": host}
+
+
+__all__ = ["Outcome", "RetryPolicy", "Server", "complete", "open_client", "request_body"]

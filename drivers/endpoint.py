@@ -1,0 +1,201 @@
+"""Drive a model server with a generate workload from this vantage point.
+
+Closed loop: `spec.concurrency` workers each send the next prompt when their last request ended.
+Open loop: Poisson arrivals at `spec.request_rate` (exponential gaps from a seeded RNG; the seed is
+returned) whatever the server's state. Either runs through the prompts once, or cycles them for
+`spec.duration_s`. The round trip to the server is measured first, on raw sockets. `run_endpoint`
+is the synchronous entry the spawned child calls; it returns the raw records for the aggregator.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Final
+
+import httpx
+import trio
+
+from drivers.completion import Outcome, RetryPolicy, Server, complete, open_client, request_body
+from drivers.errors import DriverError
+from drivers.rtt import Rtt, measure_rtt
+from protocol import GenerateSpec, Prompt, RequestRecord
+from protocol.generation import MAX_RECORDS
+
+MAX_INFLIGHT: Final = 1024  # open loop: requests in flight at once, whatever the arrival rate
+
+
+@dataclass(frozen=True)
+class EndpointOptions:
+    """How to run against the server, beyond what the spec says.
+
+    Attributes:
+        connect_ip: the address the worker checked against its URL policy; connections go there.
+        seed: the open loop's RNG seed (drawn and returned when None).
+        request_timeout_s: a deadline per request, besides the run's (None: the run's only).
+        retry: how 429 and 5xx answers are retried.
+        rtt_samples: TCP connects timed before the run.
+    """
+
+    connect_ip: str | None = None
+    seed: int | None = None
+    request_timeout_s: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    rtt_samples: int = 5
+
+
+@dataclass(frozen=True)
+class EndpointRun:
+    """What one vantage point measured: the raw records and what the aggregator needs beside them.
+
+    Attributes:
+        records: one per request sent, in the order they ended.
+        wall_s: from the first request sent to the last one ended.
+        rtt: TCP connect (and TLS handshake) medians from here to the server.
+        client_overhead_ms: median over requests of this client's own parse time per request.
+        read_overhead_ms: median parse time of one read (chunk) of a stream.
+        retries: 429 / 5xx retries over the run.
+        seed: the open loop's seed, None for a closed loop.
+    """
+
+    records: tuple[RequestRecord, ...]
+    wall_s: float
+    rtt: Rtt
+    client_overhead_ms: float | None
+    read_overhead_ms: float | None
+    retries: int
+    seed: int | None
+
+
+def completions_url(url: str, chat: bool) -> str:
+    """The completions URL for a server URL given as its root, its `/v1` base, or the full path."""
+    base = url.rstrip("/")
+    if base.endswith(("/chat/completions", "/completions")):
+        return base
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return base + ("/chat/completions" if chat else "/completions")
+
+
+def run_endpoint(
+    spec: GenerateSpec, url: str, *, deadline_s: float, options: EndpointOptions | None = None
+) -> EndpointRun:
+    """Run the workload against the server at `url` and return what was measured (blocking).
+
+    Raises:
+        DriverError: the spec names no endpoint (a caller's bug, not a server fault).
+    """
+    return trio.run(drive_endpoint, spec, url, deadline_s, options or EndpointOptions())
+
+
+async def drive_endpoint(
+    spec: GenerateSpec, url: str, deadline_s: float, options: EndpointOptions
+) -> EndpointRun:
+    """The async body of `run_endpoint`, for callers already inside trio."""
+    if spec.endpoint is None:
+        raise DriverError("a generate spec without an endpoint cannot be run against a server")
+    deadline = trio.current_time() + deadline_s
+    rtt = Rtt(None, None, 0, "the run's deadline passed before the round trip was measured")
+    with trio.move_on_at(deadline):
+        rtt = await measure_rtt(url, connect_ip=options.connect_ip, samples=options.rtt_samples)
+    server = Server(
+        completions_url(url, spec.chat), spec.endpoint.model, spec.endpoint.api_key, options.connect_ip
+    )
+    seed = None
+    if spec.request_rate is not None:
+        seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+    async with open_client(spec.concurrency if seed is None else MAX_INFLIGHT) as client:
+        load = _Load(spec, server, options, client, (deadline, trio.current_time()))
+        if spec.request_rate is None:
+            await load.closed_loop()
+        else:
+            await load.open_loop(random.Random(seed), spec.request_rate)
+    outcomes = load.outcomes
+    wall_s = max((o.record.started_s + o.record.e2e_ms / 1e3 for o in outcomes), default=0.0)
+    return EndpointRun(
+        records=tuple(o.record for o in outcomes),
+        wall_s=wall_s,
+        rtt=rtt,
+        client_overhead_ms=_median_ms([sum(o.parse_ns) for o in outcomes if o.parse_ns]),
+        read_overhead_ms=_median_ms([ns for o in outcomes for ns in o.parse_ns]),
+        retries=sum(o.retries for o in outcomes),
+        seed=seed,
+    )
+
+
+@dataclass
+class _Load:
+    """One run's state: the prompts still to send, and the outcomes so far (one trio task owns it)."""
+
+    spec: GenerateSpec
+    server: Server
+    options: EndpointOptions
+    client: httpx.AsyncClient
+    window: tuple[float, float]  # (deadline, start) in trio time
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def deadline(self) -> float:
+        return self.window[0]
+
+    @property
+    def start(self) -> float:
+        return self.window[1]
+
+    def prompts(self) -> Iterator[Prompt]:
+        """Each prompt once, or cycled until `duration_s`; never past the deadline or `MAX_RECORDS`."""
+        source = itertools.cycle(self.spec.prompts) if self.spec.duration_s else iter(self.spec.prompts)
+        until = self.start + self.spec.duration_s if self.spec.duration_s else self.deadline
+        for sent, prompt in enumerate(source):
+            now = trio.current_time()
+            if sent >= MAX_RECORDS or now >= min(until, self.deadline):
+                return
+            yield prompt
+
+    async def closed_loop(self) -> None:
+        prompts = self.prompts()  # shared: each worker takes the next one when it is free
+
+        async def worker() -> None:
+            for prompt in prompts:
+                await self.one(prompt)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(self.spec.concurrency):
+                nursery.start_soon(worker)
+
+    async def open_loop(self, rng: random.Random, rate: float) -> None:
+        inflight = trio.Semaphore(MAX_INFLIGHT)
+        arrival = self.start
+        async with trio.open_nursery() as nursery:
+            for prompt in self.prompts():
+                await inflight.acquire()
+                nursery.start_soon(self._released, inflight, prompt)
+                arrival += rng.expovariate(rate)
+                await trio.sleep_until(min(arrival, self.deadline))
+
+    async def _released(self, inflight: trio.Semaphore, prompt: Prompt) -> None:
+        try:
+            await self.one(prompt)
+        finally:
+            inflight.release()
+
+    async def one(self, prompt: Prompt) -> None:
+        """Send one prompt and keep its outcome."""
+        sent = trio.current_time()
+        deadline = self.deadline
+        if self.options.request_timeout_s is not None:
+            deadline = min(deadline, sent + self.options.request_timeout_s)
+        body = request_body(self.server.model, prompt, self.spec)
+        outcome = await complete(self.client, self.server, body, deadline=deadline, retry=self.options.retry)
+        record = outcome.record.model_copy(update={"prompt_id": prompt.id, "started_s": sent - self.start})
+        self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries))
+
+
+def _median_ms(values_ns: list[int]) -> float | None:
+    return statistics.median(values_ns) / 1e6 if values_ns else None
+
+
+__all__ = ["EndpointOptions", "EndpointRun", "completions_url", "drive_endpoint", "run_endpoint"]

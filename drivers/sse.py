@@ -1,0 +1,179 @@
+"""Server-sent events of an OpenAI-compatible stream, decoded incrementally, with no I/O.
+
+`SseDecoder.feed(bytes)` takes whatever a read returned (a line or a UTF-8 character may straddle
+two reads) and returns the complete events; `read_chunk` turns one event's data into a `Chunk`: a
+content delta, the trailing usage, the end marker `[DONE]`, or an error object the server sent
+mid-stream. Lines starting with `:` are comments (keep-alive pings) and are counted, not returned.
+Anything that is not SSE of JSON is a `StreamFault` with the kind the request record will carry.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from dataclasses import dataclass
+from typing import Final, Literal, final
+
+MAX_LINE_CHARS: Final = 1 << 20  # one SSE line; a server that never sends a newline is not SSE
+DONE: Final = "[DONE]"
+_LINE_END: Final = re.compile(r"\r\n|\r|\n")  # only these end a line (not U+2028 and kin)
+
+FaultKind = Literal["not_sse", "stream_error"]
+
+
+class StreamFault(Exception):
+    """The stream broke the SSE or OpenAI streaming format, or reported an error itself.
+
+    Attributes:
+        kind: `not_sse` (the bytes are not SSE of JSON) or `stream_error` (the server said so).
+        detail: what was wrong, for people; never branched on.
+    """
+
+    def __init__(self, kind: FaultKind, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind: FaultKind = kind
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    """One dispatched event: its type (`message` unless the server named one) and its data."""
+
+    event: str
+    data: str
+
+
+@final
+class SseDecoder:
+    """Incremental SSE decoder (the WHATWG event-stream rules: LF, CRLF or CR ends a line)."""
+
+    def __init__(self) -> None:
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self._pending = ""
+        self._data: list[str] = []
+        self._event = ""
+        self._skip_lf = False
+        self.comments = 0
+
+    def feed(self, raw: bytes) -> list[SseEvent]:
+        """Decode one read's bytes; return the events it completed.
+
+        Raises:
+            StreamFault: `not_sse` for bytes that are not UTF-8 or a line past `MAX_LINE_CHARS`.
+        """
+        try:
+            text = self._utf8.decode(raw)
+        except UnicodeDecodeError as exc:
+            raise StreamFault("not_sse", f"body is not UTF-8 ({exc.reason})") from exc
+        if not text:  # a read that ended inside a UTF-8 character
+            return []
+        if self._skip_lf and text.startswith("\n"):
+            text = text[1:]  # the LF of a CRLF that straddled two reads
+        buffer, start = self._pending + text, 0
+        events: list[SseEvent] = []
+        for end in _LINE_END.finditer(buffer):
+            event = self._line(buffer[start : end.start()])
+            start = end.end()
+            if event is not None:
+                events.append(event)
+        self._pending = buffer[start:]
+        self._skip_lf = buffer.endswith("\r") and not self._pending
+        if len(self._pending) > MAX_LINE_CHARS:
+            raise StreamFault("not_sse", f"a line longer than {MAX_LINE_CHARS} characters")
+        return events
+
+    def _line(self, line: str) -> SseEvent | None:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            self.comments += 1
+            return None
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name not in ("id", "retry"):  # stricter than WHATWG, which ignores unknown fields
+            raise StreamFault("not_sse", f"not an SSE line: {line[:80]!r}")
+        return None
+
+    def _dispatch(self) -> SseEvent | None:
+        if not self._data:
+            self._event = ""
+            return None
+        event = SseEvent(self._event or "message", "\n".join(self._data))
+        self._data, self._event = [], ""
+        return event
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The token counts of the server's usage object."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """What one event meant: output text (possibly empty), usage, or the end of the stream."""
+
+    text: str = ""
+    usage: Usage | None = None
+    done: bool = False
+
+
+def read_chunk(event: SseEvent) -> Chunk:
+    """Interpret one event of an OpenAI-compatible completion stream (chat or text completion).
+
+    Raises:
+        StreamFault: `stream_error` for an error object; `not_sse` for data that is not such a chunk.
+    """
+    if event.data.strip() == DONE:
+        return Chunk(done=True)
+    try:
+        body = json.loads(event.data)
+    except ValueError as exc:
+        raise StreamFault("not_sse", f"event data is not JSON: {event.data[:80]!r}") from exc
+    if not isinstance(body, dict):
+        raise StreamFault("not_sse", f"event data is not a JSON object: {event.data[:80]!r}")
+    if event.event == "error" or "error" in body or body.get("object") == "error":
+        raise StreamFault("stream_error", f"server error mid-stream: {_error_text(body)}")
+    return Chunk(text=_delta_text(body.get("choices")), usage=_usage(body.get("usage")))
+
+
+def _delta_text(choices: object) -> str:
+    if not isinstance(choices, list) or not choices:
+        return ""
+    first = choices[0]
+    if not isinstance(first, dict):
+        raise StreamFault("not_sse", "a choice is not a JSON object")
+    delta = first.get("delta")
+    if isinstance(delta, dict):  # chat: content, or a reasoning model's thinking
+        parts = (delta.get("content"), delta.get("reasoning_content"), delta.get("reasoning"))
+        return "".join(p for p in parts if isinstance(p, str))
+    text = first.get("text")  # text completion
+    return text if isinstance(text, str) else ""
+
+
+def _usage(usage: object) -> Usage | None:
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
+        return None
+    prompt_ok = isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0
+    return Usage(prompt if prompt_ok and isinstance(prompt, int) else 0, completion)
+
+
+def _error_text(body: dict[str, object]) -> str:
+    error = body.get("error", body)
+    if isinstance(error, dict):
+        message = error.get("message") or error.get("type") or error.get("code") or "no message"
+        return str(message)[:300]
+    return str(error)[:300]
+
+
+__all__ = ["DONE", "Chunk", "SseDecoder", "SseEvent", "StreamFault", "Usage", "read_chunk"]

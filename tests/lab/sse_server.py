@@ -1,0 +1,146 @@
+"""A scripted OpenAI-compatible streaming server on 127.0.0.1, for endpoint tests and benchmarks.
+
+A script maps each request (its JSON body and how many times this prompt was asked before) to a
+`Reply`: a status, headers and pieces of body, each written and flushed after its own delay, in
+HTTP/1.1 chunked encoding. Faults are replies too: an error status with `Retry-After`, a body that
+is not SSE, bytes split mid-line or mid-character, a stream that never ends. The server runs in
+threads (one per connection), so synchronous and trio callers can both use it; every request is
+recorded (path, headers, body) for the test to inspect.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: status, headers, then (delay_s, bytes) pieces; `hang` keeps it open."""
+
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = SSE_HEADERS
+    pieces: tuple[tuple[float, bytes], ...] = ()
+    hang: bool = False
+
+
+Script = Callable[[dict[str, object], int], Reply]
+
+
+@dataclass
+class Seen:
+    """A request as the server received it."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, object]
+
+
+def chunk_event(text: str, *, chat: bool = True) -> bytes:
+    """One `data:` event carrying a content delta, shaped as a chat or a text completion chunk."""
+    choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+    return b"data: " + json.dumps({"object": "chunk", "choices": [choice]}).encode() + b"\n\n"
+
+
+def usage_event(prompt_tokens: int, completion_tokens: int) -> bytes:
+    """The trailing usage chunk (empty choices), as `stream_options.include_usage` asks for."""
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    return b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n"
+
+
+DONE_EVENT = b"data: [DONE]\n\n"
+
+
+def scheduled(
+    texts: list[str], *, first_s: float = 0.0, every_s: float = 0.0, usage: tuple[int, int] | None = None
+) -> Reply:
+    """A well-formed stream: first delta after `first_s`, then one every `every_s`, usage, [DONE]."""
+    pieces = [(first_s if i == 0 else every_s, chunk_event(t)) for i, t in enumerate(texts)]
+    tail = (usage_event(*usage) if usage else b"") + DONE_EVENT
+    return Reply(pieces=(*pieces, (0.0, tail)))
+
+
+def prompt_of(body: dict[str, object]) -> str:
+    """The prompt text of a chat or a text completion body."""
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[0], dict):
+        return str(messages[0].get("content", ""))
+    return str(body.get("prompt", ""))
+
+
+@dataclass
+class SseServer:
+    """A running scripted server: its URL, the requests it saw, and the stop switch."""
+
+    url: str
+    seen: list[Seen] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+@contextmanager
+def serve_sse(script: Script) -> Iterator[SseServer]:
+    """Serve `script` on 127.0.0.1 on a free port until the block ends (hanging replies are released)."""
+    asked: Counter[str] = Counter()
+    lock = threading.Lock()
+    state = SseServer(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:  # quiet
+            return
+
+        def do_GET(self) -> None:
+            self._answer({})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            raw = self.rfile.read(length) if length else b"{}"
+            self._answer(json.loads(raw))
+
+        def _answer(self, body: dict[str, object]) -> None:
+            with lock:
+                state.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                key = f"{self.path} {prompt_of(body)}"
+                attempt = asked[key]
+                asked[key] += 1
+            reply = script(body, attempt)
+            self.send_response(reply.status)
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            try:
+                for delay, data in reply.pieces:
+                    if delay and state.stop.wait(delay):
+                        return
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                if reply.hang:
+                    state.stop.wait()
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.stop.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

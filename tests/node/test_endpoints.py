@@ -1,0 +1,34 @@
+"""A black-box endpoint URL passes the worker's URL policy before any request is sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from node.transfer.endpoints import checked_endpoint_address
+from node.transfer.urls import FetchError, UrlPolicy
+from protocol import FailureReason
+
+OPEN_LOOPBACK = UrlPolicy(allow_http=True, allow_networks=("127.0.0.0/8", "::1/128"))
+
+
+@pytest.mark.parametrize(
+    ("url", "policy"),
+    [
+        ("http://127.0.0.1:8000/v1", UrlPolicy()),  # http refused by default
+        ("https://127.0.0.1:8000/v1", UrlPolicy()),  # loopback refused by default
+        ("https://localhost:8000/v1", UrlPolicy()),  # a name that resolves to loopback
+        ("http://169.254.169.254/latest", UrlPolicy(allow_http=True)),  # cloud metadata
+        ("https://user:pw@127.0.0.1/v1", OPEN_LOOPBACK),  # userinfo
+        ("https://2130706433/v1", OPEN_LOOPBACK),  # a numeric spelling of 127.0.0.1
+        ("http://10.0.0.5:8000/v1", OPEN_LOOPBACK),  # private, not the allowed network
+    ],
+)
+async def test_a_refused_endpoint_is_url_refused(url: str, policy: UrlPolicy) -> None:
+    with pytest.raises(FetchError) as caught:
+        await checked_endpoint_address(url, policy)
+    assert caught.value.reason == FailureReason.URL_REFUSED
+
+
+async def test_an_allowed_endpoint_gives_the_checked_address() -> None:
+    assert await checked_endpoint_address("http://127.0.0.1:8000/v1", OPEN_LOOPBACK) == "127.0.0.1"
+    assert await checked_endpoint_address("http://localhost:8000/v1", OPEN_LOOPBACK) in ("127.0.0.1", "::1")
