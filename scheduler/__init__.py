@@ -6,6 +6,7 @@ out as data (`Scheduler.next_deadline`), outcomes are values with reasons.
 Modules:
     errors     SchedulerError, CampaignError (with FieldProblems), UnresolvedModelError
     problems   collecting a campaign file's problems in one pass, at the paths the user wrote
+    document   the file's text as data: JSON, or YAML with alias expansion bounded before construction
     sources    the campaign's models (model, models, model_url) as ModelSource values
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer

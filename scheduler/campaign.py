@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
-import yaml
 from pydantic import ValidationError
 
 from protocol import ComputeUnit, TaskSpec, Value
+from scheduler.document import DocumentError, load_document
 from scheduler.errors import CampaignError
 from scheduler.problems import Problems, check_keys, describe, dig
 from scheduler.sources import ModelSource, parse_models
@@ -85,6 +86,7 @@ class Campaign(Value):
 
 DEFAULT_PROCESSES: Final = 3
 DEFAULT_PRIORITY: Final = 50
+MAX_SWEEP: Final = 10_000  # jobs one sweep may expand to (the product of its value lists)
 _TOP_FIELDS: Final = ("name", "priority", "processes", "max_inflight", "model", "models", "model_url", "jobs")
 _SPEC_FIELDS: Final[dict[str, str]] = {
     "num_inference_runs": "runs",
@@ -148,14 +150,9 @@ def parse_campaign(text: str, *, source: str = "campaign.yaml") -> Campaign:
 
 def _load(text: str, problems: Problems) -> Mapping[str, object] | None:
     try:
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        problems.add("", f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}")
-        return None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
-        problems.add("", f"not valid YAML: {where}{getattr(exc, 'problem', None) or exc}")
+        data = load_document(text)
+    except DocumentError as exc:
+        problems.add("", exc.detail)
         return None
     if not isinstance(data, dict):
         problems.add("", f"expected a mapping with model and jobs, got {describe(data)}")
@@ -229,6 +226,10 @@ def _variants(path: str, entry: Mapping[str, object], problems: Problems) -> lis
             )
         else:
             axes.append([(str(field), k, v) for k, v in enumerate(values)])
+    combinations = math.prod(len(axis) for axis in axes)
+    if combinations > MAX_SWEEP:
+        problems.add(f"{path}.sweep", f"expands to {combinations} jobs, at most {MAX_SWEEP}")
+        return [(base, paths, path)]
     variants: list[Variant] = []
     for combo in itertools.product(*axes):
         fields = dict(base) | {field: value for field, _, value in combo}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from scheduler.errors import FieldProblem
 
@@ -34,11 +36,20 @@ def dig(loc: Sequence[int | str]) -> str:
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
 
 
+_SHORT: Final = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxtuple, _SHORT.maxset = 2, 4, 4, 4, 4
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 60, 60, 40
+
+
 def describe(value: object) -> str:
-    """A short, type-revealing rendering of a user's value for an error message."""
+    """A short, type-revealing rendering of a user's value for an error message.
+
+    Bounded before it is built: a huge or deeply shared value (a YAML alias bomb) shows its first
+    few items and levels only, so the message costs the same whatever the value's size.
+    """
     if value is None:
         return "nothing"
-    text = repr(value)
+    text = _SHORT.repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}" if not isinstance(value, str) else text
