@@ -49,9 +49,11 @@ from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, needs_of
 from scheduler.placement import (
     JobPlan,
+    Misfit,
     PeerView,
     Plan,
     Ranked,
+    Reason,
     Rejection,
     Score,
     Verdict,
@@ -83,6 +85,7 @@ __all__ = [
     "JobPlan",
     "LeaseLapsed",
     "MarkUnschedulable",
+    "Misfit",
     "ModelSource",
     "Needs",
     "OfferCommitted",
@@ -93,6 +96,7 @@ __all__ = [
     "Plan",
     "ProgressReported",
     "Ranked",
+    "Reason",
     "RecordOutcome",
     "Rejection",
     "Requirements",

@@ -168,7 +168,7 @@ class CampaignLoop:
                     "unschedulable",
                     job=command.job_index,
                     detail=command.detail,
-                    reasons={k: list(v) for k, v in command.reasons.items()},
+                    reasons={k: [r.detail for r in v] for k, v in command.reasons.items()},
                 )
             elif isinstance(command, sch.FinishCampaign):
                 self._emit(
