@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from protocol import ComputeUnit, DeviceProfile, Load, ModelRef
+from protocol import ComputeUnit, DeviceProfile, Load, ModelRef, Reachability
 from scheduler.campaign import Campaign, Job
 from scheduler.needs import Needs, campaign_needs
 
@@ -34,7 +34,7 @@ class PeerView:
         peer_id: the libp2p peer id.
         profile: the device profile from its (verified) advert.
         load: its latest load (advert or ``/sark/profile``).
-        reachability: "direct", "relayed" or "unknown".
+        reachability: as its advert says.
         age_s: how old the freshest information about it is, in seconds.
         has_model: it already caches the campaign's model.
     """
@@ -42,7 +42,7 @@ class PeerView:
     peer_id: str
     profile: DeviceProfile
     load: Load = field(default_factory=Load)
-    reachability: str = "unknown"
+    reachability: Reachability = Reachability.UNKNOWN
     age_s: float = 0.0
     has_model: bool = False
 
@@ -151,10 +151,6 @@ class Plan:
     jobs: tuple[JobPlan, ...]
 
 
-ADVERT_RELAYED: Final = "relayed"
-ADVERT_DIRECT: Final = "direct"
-
-
 def unit_problem(unit: ComputeUnit, profile: DeviceProfile) -> str | None:
     """Why a device cannot run `unit` (not probed, or its probe failed), or None if it can.
 
@@ -253,9 +249,9 @@ def _headroom(needs: Needs, peer: PeerView) -> float:
 
 
 def _reach(needs: Needs, peer: PeerView) -> float:
-    if peer.reachability == ADVERT_DIRECT:
+    if peer.reachability == Reachability.DIRECT:
         return 1.0
-    if peer.reachability == ADVERT_RELAYED:
+    if peer.reachability == Reachability.RELAYED:
         return 0.5 if needs.transfer == "url" or peer.has_model else 0.25
     return 0.75
 
