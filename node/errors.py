@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class NodeError(Exception):
     """Base of every error raised by `node`.
@@ -16,11 +19,17 @@ class NodeError(Exception):
 
 
 class PeerUnreachable(NodeError):
-    """No connection to the peer could be made (direct or through a relay)."""
+    """No connection to the peer could be made (direct or through a relay).
 
-    def __init__(self, peer_id: str, detail: str) -> None:
-        super().__init__(f"peer {peer_id} unreachable: {detail}")
+    Attributes:
+        peer_id: the peer.
+        why: what failed, without the peer (`detail` is the whole sentence).
+    """
+
+    def __init__(self, peer_id: str, why: str) -> None:
+        super().__init__(f"peer {peer_id} unreachable: {why}")
         self.peer_id = peer_id
+        self.why = why
 
 
 class PeerGone(NodeError):
@@ -55,3 +64,20 @@ class ConfigError(NodeError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+
+@contextmanager
+def map_exceptions(peer_id: str, what: str) -> Iterator[None]:
+    """The one seam for libp2p's errors: any error in the block becomes `PeerUnreachable`.
+
+    py-libp2p raises a zoo of types (its own, plain `Exception`s from the resource manager, OSError,
+    trio's and multiaddr's: P27 in node/p2p/host.py), so the block's foreign errors all become
+    `PeerUnreachable(peer_id, "<what>: <error>")`. Our own errors pass through unchanged; trio's
+    cancellation is a BaseException and is never caught.
+    """
+    try:
+        yield
+    except NodeError:
+        raise
+    except Exception as exc:  # the seam: libp2p's zoo of types ends here
+        raise PeerUnreachable(peer_id, f"{what}: {exc}") from exc

@@ -158,6 +158,14 @@ class ResultBody(Value):
     finished_at: float
 
 
+class Reachability(enum.StrEnum):
+    """How a worker can be reached: it decides this itself (a gate's dial-back) and says so in its advert."""
+
+    DIRECT = "direct"
+    RELAYED = "relayed"
+    UNKNOWN = "unknown"
+
+
 class AdvertBody(Value):
     """A worker's DHT advert: who it is, where to reach it, what it runs."""
 
@@ -167,7 +175,7 @@ class AdvertBody(Value):
     expires_at: float
     addrs: tuple[str, ...] = ()
     circuit_addrs: tuple[str, ...] = ()
-    reachability: Literal["direct", "relayed", "unknown"] = "unknown"
+    reachability: Reachability = Reachability.UNKNOWN
     profile: DeviceProfile
     load: Load = Load()
 

@@ -52,9 +52,11 @@ from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, needs_of
 from scheduler.placement import (
     JobPlan,
+    Misfit,
     PeerView,
     Plan,
     Ranked,
+    Reason,
     Rejection,
     Score,
     Verdict,
@@ -86,6 +88,7 @@ __all__ = [
     "JobPlan",
     "LeaseLapsed",
     "MarkUnschedulable",
+    "Misfit",
     "ModelSource",
     "Needs",
     "OfferCommitted",
@@ -96,6 +99,7 @@ __all__ = [
     "Plan",
     "ProgressReported",
     "Ranked",
+    "Reason",
     "RecordOutcome",
     "Rejection",
     "Requirements",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from protocol import DeclineReason, FailureReason, ModelRef, Phase, Stage, TaskSpec
-from scheduler.placement import PeerView
+from scheduler.placement import PeerView, Reason
 from scheduler.tasks import Status, TaskState
 
 DEFAULT_LEASE_TTL_S: Final = 30.0
@@ -195,7 +195,7 @@ class MarkUnschedulable:
 
     job_index: int
     task_ids: tuple[str, ...]
-    reasons: Mapping[str, tuple[str, ...]]
+    reasons: Mapping[str, tuple[Reason, ...]]
     detail: str
 
 

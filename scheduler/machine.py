@@ -204,7 +204,7 @@ class Scheduler:
         if not plan.shortfall:
             return []
         reasons = {r.peer_id: r.reasons for r in plan.rejected}
-        lines = tuple(f"{r.device_name} ({r.peer_id}): {'; '.join(r.reasons)}" for r in plan.rejected)
+        lines = tuple(f"{r.device_name} ({r.peer_id}): {'; '.join(r.details)}" for r in plan.rejected)
         ids = tuple(t.task_id for t in unplaced)
         out: list[Command] = [MarkUnschedulable(plan.job.index, ids, reasons, plan.shortfall)]
         for task in unplaced:

@@ -16,11 +16,12 @@ because headroom is continuous: below it, spread would never decide anything.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from protocol import ComputeUnit, DeviceProfile, Load, ModelRef
+from protocol import ComputeUnit, DeviceProfile, Load, ModelRef, Reachability
 from scheduler.campaign import Campaign, Job
 from scheduler.needs import Needs, campaign_needs
 
@@ -33,7 +34,7 @@ class PeerView:
         peer_id: the libp2p peer id.
         profile: the device profile from its (verified) advert.
         load: its latest load (advert or ``/sark/profile``).
-        reachability: "direct", "relayed" or "unknown".
+        reachability: as its advert says.
         age_s: how old the freshest information about it is, in seconds.
         has_model: it already caches the campaign's model.
     """
@@ -41,9 +42,32 @@ class PeerView:
     peer_id: str
     profile: DeviceProfile
     load: Load = field(default_factory=Load)
-    reachability: str = "unknown"
+    reachability: Reachability = Reachability.UNKNOWN
     age_s: float = 0.0
     has_model: bool = False
+
+
+class Misfit(enum.StrEnum):
+    """Why a peer cannot take a job: the code of a placement reason (tests and tools read the code)."""
+
+    UNIT_UNAVAILABLE = "unit_unavailable"
+    OS = "os"
+    RAM = "ram"
+    VRAM = "vram"
+    NOT_ALLOWED = "not_allowed"
+    STALE_ADVERT = "stale_advert"
+    QUEUE_FULL = "queue_full"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One reason a peer was rejected: a code, and a detail for people (its wording may change)."""
+
+    code: Misfit
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 @dataclass(frozen=True)
@@ -51,7 +75,12 @@ class Verdict:
     """Whether a peer can take a job; if not, every reason why."""
 
     ok: bool
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[Reason, ...] = ()
+
+    @property
+    def codes(self) -> tuple[Misfit, ...]:
+        """The reasons' codes, in check order."""
+        return tuple(r.code for r in self.reasons)
 
 
 @dataclass(frozen=True)
@@ -83,7 +112,12 @@ class Rejection:
 
     peer_id: str
     device_name: str
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
+
+    @property
+    def details(self) -> tuple[str, ...]:
+        """The reasons for people."""
+        return tuple(r.detail for r in self.reasons)
 
 
 @dataclass(frozen=True)
@@ -117,10 +151,6 @@ class Plan:
     jobs: tuple[JobPlan, ...]
 
 
-ADVERT_RELAYED: Final = "relayed"
-ADVERT_DIRECT: Final = "direct"
-
-
 def unit_problem(unit: ComputeUnit, profile: DeviceProfile) -> str | None:
     """Why a device cannot run `unit` (not probed, or its probe failed), or None if it can.
 
@@ -134,15 +164,16 @@ def unit_problem(unit: ComputeUnit, profile: DeviceProfile) -> str | None:
     return f"{unit.value} unavailable: {status.reason or 'its probe failed'}"
 
 
-def _check_unit(needs: Needs, peer: PeerView) -> str | None:
-    return unit_problem(needs.unit, peer.profile)
+def _check_unit(needs: Needs, peer: PeerView) -> Reason | None:
+    problem = unit_problem(needs.unit, peer.profile)
+    return None if problem is None else Reason(Misfit.UNIT_UNAVAILABLE, problem)
 
 
-def _check_os(needs: Needs, peer: PeerView) -> str | None:
+def _check_os(needs: Needs, peer: PeerView) -> Reason | None:
     allowed = {name.lower() for name in needs.os}
     if not allowed or peer.profile.os.lower() in allowed:
         return None
-    return f"OS {peer.profile.os} not in {', '.join(needs.os)}"
+    return Reason(Misfit.OS, f"OS {peer.profile.os} not in {', '.join(needs.os)}")
 
 
 def _ram_need_mb(needs: Needs, profile: DeviceProfile) -> int:
@@ -150,40 +181,41 @@ def _ram_need_mb(needs: Needs, profile: DeviceProfile) -> int:
     return needs.min_ram_mb + unified
 
 
-def _check_ram(needs: Needs, peer: PeerView) -> str | None:
+def _check_ram(needs: Needs, peer: PeerView) -> Reason | None:
     need = _ram_need_mb(needs, peer.profile)
     if peer.profile.ram_mb >= need:
         return None
-    return f"RAM {peer.profile.ram_mb} MB < {need} MB needed"
+    return Reason(Misfit.RAM, f"RAM {peer.profile.ram_mb} MB < {need} MB needed")
 
 
-def _check_vram(needs: Needs, peer: PeerView) -> str | None:
+def _check_vram(needs: Needs, peer: PeerView) -> Reason | None:
     have = peer.profile.vram_mb()
     if needs.min_vram_mb == 0 or have == 0 or have >= needs.min_vram_mb:
         return None
-    return f"GPU memory {have} MB < {needs.min_vram_mb} MB needed"
+    return Reason(Misfit.VRAM, f"GPU memory {have} MB < {needs.min_vram_mb} MB needed")
 
 
-def _check_allowed(needs: Needs, peer: PeerView) -> str | None:
+def _check_allowed(needs: Needs, peer: PeerView) -> Reason | None:
     if not needs.peers or peer.peer_id in needs.peers:
         return None
-    return "not in the job's require.peers"
+    return Reason(Misfit.NOT_ALLOWED, "not in the job's require.peers")
 
 
-def _check_fresh(needs: Needs, peer: PeerView) -> str | None:
+def _check_fresh(needs: Needs, peer: PeerView) -> Reason | None:
     if peer.age_s <= needs.max_advert_age_s:
         return None
-    return f"advert {peer.age_s:.0f} s old (limit {needs.max_advert_age_s:.0f} s)"
+    detail = f"advert {peer.age_s:.0f} s old (limit {needs.max_advert_age_s:.0f} s)"
+    return Reason(Misfit.STALE_ADVERT, detail)
 
 
-def _check_queue(needs: Needs, peer: PeerView) -> str | None:
+def _check_queue(needs: Needs, peer: PeerView) -> Reason | None:
     load = peer.load
     if load.running == 0 or load.queued < load.max_queue:
         return None
-    return f"queue full ({load.queued} of {load.max_queue} queued)"
+    return Reason(Misfit.QUEUE_FULL, f"queue full ({load.queued} of {load.max_queue} queued)")
 
 
-CHECKS: Final[tuple[Callable[[Needs, PeerView], str | None], ...]] = (
+CHECKS: Final[tuple[Callable[[Needs, PeerView], Reason | None], ...]] = (
     _check_unit,
     _check_os,
     _check_ram,
@@ -217,9 +249,9 @@ def _headroom(needs: Needs, peer: PeerView) -> float:
 
 
 def _reach(needs: Needs, peer: PeerView) -> float:
-    if peer.reachability == ADVERT_DIRECT:
+    if peer.reachability == Reachability.DIRECT:
         return 1.0
-    if peer.reachability == ADVERT_RELAYED:
+    if peer.reachability == Reachability.RELAYED:
         return 0.5 if needs.transfer == "url" or peer.has_model else 0.25
     return 0.75
 

@@ -306,7 +306,12 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
                 "chosen": [r.peer.peer_id for r in job.chosen],
                 "matching": [r.peer.peer_id for r in job.matching],
                 "rejected": [
-                    {"peer_id": r.peer_id, "device": r.device_name, "reasons": list(r.reasons)}
+                    {
+                        "peer_id": r.peer_id,
+                        "device": r.device_name,
+                        "reasons": list(r.details),
+                        "codes": [reason.code.value for reason in r.reasons],
+                    }
                     for r in job.rejected
                 ],
                 "shortfall": job.shortfall,
@@ -330,7 +335,7 @@ def _print_plan(result: sch.Plan) -> None:
             console.print(f"  {chosen} {ranked.peer.profile.device_name} {ranked.peer.peer_id}")
         for rejection in job.rejected:
             console.print(
-                f"  [red]✗[/] {rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.reasons)}"
+                f"  [red]✗[/] {rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}"
             )
         if job.shortfall:
             console.print(f"  [yellow]{job.shortfall}[/]")

@@ -22,6 +22,10 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
   py-libp2p read them), so writes go out in frames of up to `YAMUX_FRAME`, and window credit is
   returned in half-window batches (go-yamux's hysteresis; `PY_YAMUX_RELEASE_ON_READ=0`, which a user
   may still override). /sark/blob went from 0.33 to above 0.5 of an HTTP download (benchmarks/).
+- P27 a zoo of exception types: libp2p raises its own (BaseLibp2pError and subclasses), plain
+  `Exception`s (resource manager), OSError, trio's and multiaddr's; `map_exceptions` is the one place
+  that turns them into `PeerUnreachable` (`node.errors.map_exceptions`, around every libp2p call
+  here), so no caller ever sees a libp2p type.
 - P26 negative dial cache: once every address of a peer failed, libp2p refuses to dial it again for
   60 s ("recently failed all addresses"), so a gate or worker that restarts stays unreachable for a
   minute. Every caller here paces its own retries (gate rounds, fetch rounds, discovery rounds), so
@@ -64,7 +68,7 @@ from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
-from node.errors import PeerTimeout, PeerUnreachable
+from node.errors import PeerTimeout, PeerUnreachable, map_exceptions
 from node.p2p.addrs import parse_multiaddr, peer_of, without_p2p
 from node.p2p.identity import load_seed
 from node.p2p.stream import LibStream, guarded_handler, refuse, remote_ip, run_handler
@@ -223,10 +227,8 @@ class Host:
         """
         with trio.move_on_after(timeout) as scope:
             await self._ensure_connected(peer_id, addrs, timeout)
-            try:
+            with map_exceptions(peer_id, f"cannot open {protocol}"):
                 stream = await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
-            except Exception as exc:  # libp2p raises StreamFailure, SwarmException, MultiselectError...
-                raise PeerUnreachable(peer_id, f"cannot open {protocol}: {exc}") from exc
             return Channel(LibStream(stream, peer_id), peer_id, read_timeout=read_timeout)
         assert scope.cancelled_caught
         raise PeerTimeout(peer_id, f"opening {protocol}")
@@ -244,9 +246,10 @@ class Host:
         """Close our connections to a peer."""
         with trio.move_on_after(2):
             try:
-                await self._lp.disconnect(ID.from_base58(peer_id))
-            except Exception:
-                log.debug("disconnect from %s failed", peer_id, exc_info=True)
+                with map_exceptions(peer_id, "disconnect"):
+                    await self._lp.disconnect(ID.from_base58(peer_id))
+            except PeerUnreachable as exc:
+                log.debug("disconnect from %s failed: %s", peer_id, exc.why)
 
     async def reserve_relay(self, gate_addr: str, timeout: float = 10.0) -> str:
         """Reserve a relay slot on a gate; return our circuit address through it.
@@ -256,8 +259,9 @@ class Host:
         gate = peer_of(gate_addr)
         with trio.move_on_after(timeout) as scope:
             await self._ensure_connected(gate, (gate_addr,), timeout)
-            stream = await self._lp.new_stream(ID.from_base58(gate), [HOP_ID])
-            ok = await self._relay.reserve(stream, ID.from_base58(gate), self._nursery)
+            with map_exceptions(gate, "relay reservation"):
+                stream = await self._lp.new_stream(ID.from_base58(gate), [HOP_ID])
+                ok = await self._relay.reserve(stream, ID.from_base58(gate), self._nursery)
             if not ok:
                 raise PeerUnreachable(gate, "relay reservation refused")
             return f"{gate_addr}/p2p-circuit/p2p/{self.peer_id}"
@@ -277,18 +281,20 @@ class Host:
         with trio.move_on_after(seconds):
             if direct or not circuit:
                 try:
-                    maddrs = [without_p2p(a) for a in direct]
-                    self._lp.get_network().unblock_peer(ID.from_base58(peer_id))  # P26
-                    await self._lp.connect(PeerInfo(ID.from_base58(peer_id), maddrs))
+                    with map_exceptions(peer_id, "direct"):
+                        maddrs = [without_p2p(a) for a in direct]
+                        self._lp.get_network().unblock_peer(ID.from_base58(peer_id))  # P26
+                        await self._lp.connect(PeerInfo(ID.from_base58(peer_id), maddrs))
                     return
-                except Exception as exc:
-                    errors.append(f"direct: {exc}")
+                except PeerUnreachable as exc:
+                    errors.append(exc.why)
             for addr in circuit:
                 try:
-                    await self._relay.dial(multiaddr.Multiaddr(addr))
+                    with map_exceptions(peer_id, f"circuit {addr}"):
+                        await self._relay.dial(multiaddr.Multiaddr(addr))
                     return
-                except Exception as exc:
-                    errors.append(f"circuit {addr}: {exc}")
+                except PeerUnreachable as exc:
+                    errors.append(exc.why)
             raise PeerUnreachable(peer_id, "; ".join(errors) or "no address")
         raise PeerTimeout(peer_id, f"connecting within {seconds:g} s ({'; '.join(errors)})")
 

@@ -13,7 +13,7 @@ import trio
 import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node, Peer
-from protocol import AdvertBody, Load
+from protocol import AdvertBody, Load, Reachability
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +53,10 @@ class Discovery:
         advert = self._adverts.get(peer_id)
         return () if advert is None else advert.addrs
 
-    def reachability(self, peer_id: str) -> str:
+    def reachability(self, peer_id: str) -> Reachability:
         """What the peer's advert says: direct, relayed or unknown."""
         advert = self._adverts.get(peer_id)
-        return "unknown" if advert is None else advert.reachability
+        return Reachability.UNKNOWN if advert is None else advert.reachability
 
     async def initial(self) -> tuple[sch.PeerView, ...]:
         """Look until `want` live workers answered (or the timeout), or until the count settles.

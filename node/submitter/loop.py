@@ -23,7 +23,7 @@ from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChan
 from node.submitter.discovery import Discovery
 from node.submitter.outputs import pack_envelope
 from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
-from protocol import Holder, ModelRef
+from protocol import Holder, ModelRef, Reachability
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ class CampaignLoop:
                     "unschedulable",
                     job=command.job_index,
                     detail=command.detail,
-                    reasons={k: list(v) for k, v in command.reasons.items()},
+                    reasons={k: [r.detail for r in v] for k, v in command.reasons.items()},
                 )
             elif isinstance(command, sch.FinishCampaign):
                 self._emit(
@@ -184,7 +184,7 @@ class CampaignLoop:
         bytes never cross a relay. The earliest first (the likeliest to have it); at most 16."""
         known = self._holders_of.setdefault(sha256, {})
         holders = tuple(Holder(peer_id=p, addrs=a[:8]) for p, a in known.items() if p != peer_id)[:16]
-        if self._discovery.reachability(peer_id) != "relayed":
+        if self._discovery.reachability(peer_id) != Reachability.RELAYED:
             known[peer_id] = self._discovery.direct_addrs(peer_id)
         return holders
 

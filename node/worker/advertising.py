@@ -10,7 +10,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal, final
+from typing import TYPE_CHECKING, Final, final
 
 import trio
 
@@ -19,7 +19,16 @@ from node.p2p.host import peer_of
 from node.p2p.kad import forget_failed_dials
 from node.p2p.node import Node, check_reachability
 from node.p2p.wire import Channel, Handler
-from protocol import DOMAIN_ADVERT, PROFILE, AdvertBody, DeviceProfile, Envelope, Load, ProfileReply
+from protocol import (
+    DOMAIN_ADVERT,
+    PROFILE,
+    AdvertBody,
+    DeviceProfile,
+    Envelope,
+    Load,
+    ProfileReply,
+    Reachability,
+)
 from protocol.records import seal
 
 if TYPE_CHECKING:
@@ -38,7 +47,7 @@ class Advertised:
     peer_id: str
     addrs: tuple[str, ...]
     circuit_addrs: tuple[str, ...]
-    reachability: Literal["direct", "relayed", "unknown"]
+    reachability: Reachability
 
 
 @final
@@ -52,7 +61,7 @@ class _Advertiser:
         self._seq = int(time.time() * 1000)
         self.addrs: tuple[str, ...] = ()
         self.circuit_addrs: tuple[str, ...] = ()
-        self.reachability: Literal["direct", "relayed", "unknown"] = "unknown"
+        self.reachability = Reachability.UNKNOWN
         self.current: Envelope | None = None
 
     def sign(self) -> Envelope:
@@ -85,7 +94,7 @@ async def _place(node: Node, advertiser: _Advertiser) -> None:
         return
     reachable, detail = await check_reachability(node)
     if reachable:
-        advertiser.reachability = "direct"
+        advertiser.reachability = Reachability.DIRECT
         return
     log.info("not directly reachable (%s); reserving a relay slot", detail)
     circuits: list[str] = []
@@ -95,7 +104,7 @@ async def _place(node: Node, advertiser: _Advertiser) -> None:
         except NodeError as exc:
             log.warning("relay reservation on %s failed: %s", gate, exc.detail)
     advertiser.circuit_addrs = tuple(circuits)
-    advertiser.reachability = "relayed" if circuits else "unknown"
+    advertiser.reachability = Reachability.RELAYED if circuits else Reachability.UNKNOWN
 
 
 async def serve_worker(
@@ -172,7 +181,7 @@ async def _rejoin(node: Node, advertiser: _Advertiser, down: set[str]) -> bool:
         back.append(gate)
     for gate in back:
         down.discard(gate)
-        if advertiser.reachability != "direct":
+        if advertiser.reachability != Reachability.DIRECT:
             try:
                 circuit = await node.host.reserve_relay(gate)
             except NodeError as exc:
@@ -181,7 +190,7 @@ async def _rejoin(node: Node, advertiser: _Advertiser, down: set[str]) -> bool:
                 continue
             if circuit not in advertiser.circuit_addrs:
                 advertiser.circuit_addrs = (*advertiser.circuit_addrs, circuit)
-            advertiser.reachability = "relayed"
+            advertiser.reachability = Reachability.RELAYED
     if back and node.kad is not None:
         try:
             await node.kad.bootstrap([peer_of(g) for g in back])

@@ -12,12 +12,20 @@ import trio
 from libp2p import new_host
 from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.custom_types import TProtocol
+from libp2p.network.exceptions import SwarmException
 from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
 from libp2p.stream_muxer.yamux.yamux import Yamux
 
-from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused
-from node.p2p.host import HANDSHAKE_TIMEOUT_S, SECURITY_PROTOCOLS, YAMUX_FRAME, Host, HostConfig, open_host
+from node.errors import ConfigError, PeerGone, PeerTimeout, PeerUnreachable, StreamRefused, map_exceptions
+from node.p2p.host import (
+    HANDSHAKE_TIMEOUT_S,
+    SECURITY_PROTOCOLS,
+    YAMUX_FRAME,
+    Host,
+    HostConfig,
+    open_host,
+)
 from node.p2p.wire import Channel
 from protocol import PROFILE, ProfileGet, ReachReply
 
@@ -223,3 +231,27 @@ async def test_relay_reservations_go_only_to_allowlisted_callers(tmp_path: Path)
             assert circuit == f"{gate_addr}/p2p-circuit/p2p/{allowed.peer_id}"
             with pytest.raises(PeerUnreachable, match="refused"):
                 await stranger.reserve_relay(gate_addr, timeout=10)
+
+
+def test_map_exceptions_turns_every_libp2p_error_into_ours() -> None:
+    for foreign in (SwarmException("no route"), OSError("refused"), Exception("resource manager")):
+        with pytest.raises(PeerUnreachable) as info, map_exceptions("12D3-peer", "direct"):
+            raise foreign
+        assert (info.value.peer_id, info.value.why, info.value.__cause__) == (
+            "12D3-peer",
+            f"direct: {foreign}",
+            foreign,
+        )
+    with pytest.raises(PeerTimeout), map_exceptions("12D3-peer", "direct"):  # ours pass through
+        raise PeerTimeout("12D3-peer", "slow")
+
+
+async def test_a_protocol_the_peer_does_not_speak_is_unreachable_not_a_libp2p_error(
+    host_pair: tuple[Host, Host],
+) -> None:
+    server, client = host_pair
+    with trio.fail_after(10), pytest.raises(PeerUnreachable) as info:
+        await client.open_channel(
+            server.peer_id, "/sark/nobody-speaks/1.0.0", addrs=server.addrs(), timeout=5
+        )
+    assert "cannot open /sark/nobody-speaks/1.0.0" in info.value.why

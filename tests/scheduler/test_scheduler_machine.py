@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from scheduler_harness import CAMPAIGN_YAML, CPU_ONLY_REASON, MODEL, Node, cpu_fleet, peer
+from scheduler_harness import CAMPAIGN_YAML, MODEL, Node, cpu_fleet, peer
 
 from protocol import ComputeUnit, DeclineReason, FailureReason, Phase
 from scheduler import (
@@ -11,6 +11,7 @@ from scheduler import (
     FinishCampaign,
     LeaseLapsed,
     MarkUnschedulable,
+    Misfit,
     OfferCommitted,
     OfferDeclined,
     ProgressReported,
@@ -68,8 +69,8 @@ def test_cpu_job_on_all_three_peers_and_gpu_job_unschedulable_with_each_peers_re
         (f"{CID}-job-1-0",),
         "no feasible peer among 3",
     )
-    assert dict(mark.reasons) == {
-        f"12D3-cpu{i}": (f"GPU (ONNX) unavailable: {CPU_ONLY_REASON}",) for i in range(3)
+    assert {peer: tuple(r.code for r in why) for peer, why in mark.reasons.items()} == {
+        f"12D3-cpu{i}": (Misfit.UNIT_UNAVAILABLE,) for i in range(3)
     }
     node.run()
     assert statuses(node) == {

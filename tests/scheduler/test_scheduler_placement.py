@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from scheduler_harness import CAMPAIGN_YAML, CPU_ONLY_REASON, MODEL, SHA, cpu_fleet, peer
+from scheduler_harness import CAMPAIGN_YAML, MODEL, SHA, cpu_fleet, peer
 
 from protocol import ComputeUnit, Load, ModelRef
 from scheduler import (
     Job,
+    Misfit,
     Needs,
     PeerView,
     Requirements,
@@ -72,60 +73,61 @@ CASES = [
         "GPU job on a CPU-only peer",
         cpu_fleet(1)[0],
         needs(GPU),
-        (f"GPU (ONNX) unavailable: {CPU_ONLY_REASON}",),
+        (Misfit.UNIT_UNAVAILABLE,),
     ),
     (
         "unit never probed",
         peer("a"),
         needs(ComputeUnit.CPU_TORCH),
-        ("CPU (PyTorch) not probed on this device",),
+        (Misfit.UNIT_UNAVAILABLE,),
     ),
     (
         "wrong OS",
         peer("w", os="Windows"),
         needs(os=["Linux", "darwin"]),
-        ("OS Windows not in Linux, darwin",),
+        (Misfit.OS,),
     ),
     ("OS case-insensitive", peer("m", os="Darwin"), needs(os=["darwin"]), ()),
-    ("too little RAM", peer("s", ram_gb=2), needs(min_ram_gb=4), ("RAM 2048 MB < 4096 MB needed",)),
+    ("too little RAM", peer("s", ram_gb=2), needs(min_ram_gb=4), (Misfit.RAM,)),
     (
         "too little GPU memory",
         peer("g", units=[GPU], gpu_vram_mb=1024),
         needs(GPU, size_mb=600),
-        ("GPU memory 1024 MB < 1456 MB needed",),
+        (Misfit.VRAM,),
     ),
     (
         "unified memory holds the GPU need in RAM",
         peer("u", units=[GPU], ram_gb=1),
         needs(GPU, size_mb=200),
-        ("RAM 1024 MB < 1512 MB needed",),
+        (Misfit.RAM,),
     ),
-    ("not an allowed peer", peer("a"), needs(peers=["12D3-b"]), ("not in the job's require.peers",)),
+    ("not an allowed peer", peer("a"), needs(peers=["12D3-b"]), (Misfit.NOT_ALLOWED,)),
     (
         "stale advert",
         PeerView("12D3-old", peer("old").profile, age_s=900.0),
         needs(),
-        ("advert 900 s old (limit 600 s)",),
+        (Misfit.STALE_ADVERT,),
     ),
     (
         "queue full",
         peer("q", load=Load(running=1, queued=4, max_queue=4)),
         needs(),
-        ("queue full (4 of 4 queued)",),
+        (Misfit.QUEUE_FULL,),
     ),
     (
         "every reason, not just the first",
         peer("x", os="Windows", ram_gb=1, unavailable={GPU: "no GPU"}),
         needs(GPU, os=["Linux"], min_ram_gb=2),
-        ("GPU (ONNX) unavailable: no GPU", "OS Windows not in Linux", "RAM 1024 MB < 2332 MB needed"),
+        (Misfit.UNIT_UNAVAILABLE, Misfit.OS, Misfit.RAM),
     ),
 ]
 
 
-@pytest.mark.parametrize(("candidate", "need", "reasons"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_feasibility_says_why(candidate: PeerView, need: Needs, reasons: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(("candidate", "need", "codes"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_feasibility_says_why(candidate: PeerView, need: Needs, codes: tuple[Misfit, ...]) -> None:
     verdict = feasible(need, candidate)
-    assert (verdict.ok, verdict.reasons) == (not reasons, reasons)
+    assert (verdict.ok, verdict.codes) == (not codes, codes)
+    assert all(reason.detail for reason in verdict.reasons)  # and says it for people
 
 
 def idle(mb: int = 8192) -> Load:
@@ -199,8 +201,8 @@ def test_explain_lists_matching_peers_and_every_rejection_with_its_reason() -> N
     assert (cpu_job.rejected, cpu_job.shortfall) == ((), "")
     assert gpu_job.chosen == ()
     assert gpu_job.shortfall == "no feasible peer among 3"
-    assert [(r.peer_id, r.reasons) for r in gpu_job.rejected] == [
-        (f"12D3-cpu{i}", (f"GPU (ONNX) unavailable: {CPU_ONLY_REASON}",)) for i in range(3)
+    assert [(r.peer_id, tuple(x.code for x in r.reasons)) for r in gpu_job.rejected] == [
+        (f"12D3-cpu{i}", (Misfit.UNIT_UNAVAILABLE,)) for i in range(3)
     ]
 
 
