@@ -32,6 +32,20 @@ TokenOpt = Annotated[
 OutOpt = Annotated[Path | None, typer.Option("--out", help="results folder (default DATA_DIR/results)")]
 WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
 RefreshOpt = Annotated[float, typer.Option("--refresh", help="seconds between peer-view refreshes")]
+AllowedHostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowed-host",
+        help="a Host name to answer to besides the bound address (NAME or NAME:PORT; repeatable)",
+    ),
+]
+AllowOriginOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-origin",
+        help="a web origin (scheme://host[:port]) whose pages may call the API (repeatable)",
+    ),
+]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
 
 
@@ -46,13 +60,26 @@ def serve(
     refresh: RefreshOpt = 2.0,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
+    allowed_host: AllowedHostOpt = None,
+    allow_origin: AllowOriginOpt = None,
     events: EventsOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Serve the orchestrator's REST API under /api and a live dashboard at / (loopback by default)."""
-    from node.http import ServeOptions, UnsafeBind, build_app, check_bind, open_state, parse_bind, serve_http
+    from node.http import (
+        ServeOptions,
+        UnsafeBind,
+        admission,
+        build_app,
+        check_bind,
+        open_state,
+        parse_bind,
+        serve_http,
+    )
 
     host, port = guard(lambda: parse_bind(http))
+    allowed_hosts, allow_origins = tuple(allowed_host or ()), tuple(allow_origin or ())
+    guard(lambda: admission(allowed_hosts, allow_origins))
     try:
         check_bind(host, token)
     except UnsafeBind as exc:
@@ -71,6 +98,8 @@ def serve(
         discovery=DiscoveryConfig(),
         refresh_s=refresh,
         embedded_workers=workers,
+        allowed_hosts=allowed_hosts,
+        allow_origins=allow_origins,
     )
 
     async def main() -> None:

@@ -20,18 +20,29 @@ from typing import final
 import trio
 
 import scheduler as sch
-from node.campaign import SubmitOptions, new_campaign_id, open_submitter, prepare, store_of
+from node.campaign import SubmitOptions, new_campaign_id, open_submitter, store_of
 from node.config import NodeConfig
 from node.discovery import Discovery, DiscoveryConfig
 from node.dispatch import Identity, open_negotiate
 from node.events import EventSink, quiet
 from node.fetch import FetchError
 from node.http.errors import BadRequest
-from node.models import ModelSourceError, refs_from_json
+from node.http.vetting import (
+    MAX_VETTING,
+    Vetted,
+    local_path_problems,
+    refusal_problem,
+    url_problems,
+    vet_campaign,
+)
+from node.models import pin_models, refs_from_json
 from node.outputs import campaign_rows, write_outputs
+from node.roles import model_cache, url_policy
 from node.store import CampaignRecord, CampaignStore
 from node.submitter import CampaignLoop, models_json, utc_now
 from node.swarm import Node
+from node.urls import UrlPolicy
+from protocol import ModelRef
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +58,8 @@ class ServeOptions:
         refresh_s: how often the peer view is refreshed.
         stale_after_s: a peer unseen for this long is reported "faulty".
         embedded_workers: local workers in the embedded swarm (no gate configured).
+        allowed_hosts: Host names served besides the bound address (``--allowed-host``).
+        allow_origins: web origins whose pages may call the API (``--allow-origin``).
     """
 
     results_dir: Path = Path("sark-results")
@@ -55,6 +68,8 @@ class ServeOptions:
     refresh_s: float = 2.0
     stale_after_s: float = 30.0
     embedded_workers: int = 1
+    allowed_hosts: tuple[str, ...] = ()
+    allow_origins: tuple[str, ...] = ()
 
 
 @dataclass
@@ -102,6 +117,7 @@ class ApiState:
         self.peers: dict[str, Seen] = {}
         self.live: dict[str, Live] = {}
         self._nursery = nursery
+        self._vetting = trio.CapacityLimiter(MAX_VETTING)
         self._discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         options.results_dir.mkdir(parents=True, exist_ok=True)
 
@@ -130,26 +146,19 @@ class ApiState:
     # -- campaigns -------------------------------------------------------------------------------
 
     async def create(self, text: str) -> Live:
-        """Validate and pin a campaign posted over HTTP, then start running it.
+        """Validate (in a child process) and pin a campaign posted over HTTP, then start running it.
 
         Raises:
-            CampaignError: the body is not a valid campaign.
-            BadRequest: it names a local path, or its model cannot be fetched or pinned.
+            BadRequest: the body is not a valid campaign, names a local path, or a model cannot be
+                fetched or pinned; every problem at its field.
         """
-        try:
-            parsed = sch.parse_campaign(text, source="request body")
-        except ValueError as exc:  # urlsplit's ValueError escapes scheduler.sources for some URLs
-            raise BadRequest(f"not a valid campaign: {exc}") from exc
-        local = [m.key for m in parsed.models if m.path is not None]
-        if local:
-            raise BadRequest(
-                "models must be URLs: the API never reads files on this machine",
-                tuple(f"model {key}: a local path" for key in local),
-            )
-        try:
-            campaign, models = await prepare(self.config, text, Path("request-body.json"))
-        except (ModelSourceError, FetchError) as exc:
-            raise BadRequest(f"model cannot be used: {exc.detail}") from exc
+        vetted = await vet_campaign(text, self._vetting)
+        policy = url_policy(self.config)
+        problems = local_path_problems(vetted.campaign) + url_problems(vetted, policy)
+        if problems:
+            raise BadRequest("the campaign's models cannot be used", problems)
+        campaign = vetted.campaign
+        models = await self._pin(vetted, policy)
         campaign_id = new_campaign_id()
         record = CampaignRecord(
             campaign_id,
@@ -167,6 +176,19 @@ class ApiState:
         self.live[campaign_id] = live
         self._nursery.start_soon(self._run, live)
         return live
+
+    async def _pin(self, vetted: Vetted, policy: UrlPolicy) -> dict[str, ModelRef]:
+        """Fetch each model once to pin its digest; a model that cannot be fetched is named by its field."""
+        pinned: dict[str, ModelRef] = {}
+        for source in vetted.campaign.models:
+            one = vetted.campaign.model_copy(update={"models": (source,)})
+            try:
+                pinned.update(await pin_models(one, Path("."), model_cache(self.config), policy))
+            except FetchError as exc:
+                field = vetted.url_fields.get(source.key, "model_url")
+                problem = refusal_problem(field, source.url or "", exc, policy, resolved=True)
+                raise BadRequest("a model cannot be used", [problem]) from exc
+        return pinned
 
     async def _run(self, live: Live) -> None:
         cid = live.record.campaign_id
