@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Final, final
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from node.errors import ConfigError
 from node.http.errors import Problem, Refused, Rule
 
+_NAME_RE: Final = re.compile(r"[a-z0-9_]([a-z0-9_.-]{0,252})")
 LOOPBACK_NAMES: Final = frozenset({"localhost"})
 MISDIRECTED: Final = 421
 FORBIDDEN: Final = 403
@@ -38,13 +40,19 @@ def split_host(text: str) -> tuple[str, int | None] | None:
         (name, port or None), or None if the text is not a host.
     """
     text = text.strip().lower()
+    if text.count(":") > 1 and not text.startswith("["):
+        return None
     if text.startswith("["):
         name, bracket, rest = text[1:].partition("]")
         if not bracket or (rest and not rest.startswith(":")):
             return None
         port_text = rest[1:] if rest else ""
+        if _ip(name) is None:
+            return None
     else:
         name, _, port_text = text.partition(":")
+        if not _NAME_RE.fullmatch(name):
+            return None
     name = name.rstrip(".")
     if not name or (port_text and (not port_text.isdigit() or int(port_text) > 65535)):
         return None

@@ -38,7 +38,7 @@ from node.http.vetting import (
 from node.models import pin_models, refs_from_json
 from node.outputs import campaign_rows, write_outputs
 from node.roles import model_cache, url_policy
-from node.store import CampaignRecord, CampaignStore
+from node.store import CampaignRecord, CampaignStore, ResultRecord
 from node.submitter import CampaignLoop, models_json, utc_now
 from node.swarm import Node
 from node.urls import UrlPolicy
@@ -213,12 +213,14 @@ class ApiState:
                 return
         if live.scope.cancelled_caught:
             return
-        live.files = self._write(live)
+        results = self.store.results(cid)  # the store's connection belongs to this thread
+        live.files = await trio.to_thread.run_sync(self._write, live, results)
         self.options.events("campaign_done", campaign=cid, files={k: str(v) for k, v in live.files.items()})
 
-    def _write(self, live: Live) -> dict[str, Path]:
+    def _write(self, live: Live, results: Sequence[ResultRecord]) -> dict[str, Path]:
+        """The campaign's files (CSV, JSON, HTML report) and the seeds' flat CSV; in a worker thread,
+        since rendering the report takes seconds on a busy machine and the loop must keep answering."""
         cid = live.record.campaign_id
-        results = self.store.results(cid)
         files = write_outputs(
             Path(live.record.out_dir), cid, live.campaign, live.scheduler, results, utc_now()
         )
