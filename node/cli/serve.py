@@ -31,6 +31,20 @@ TokenOpt = Annotated[
 OutOpt = Annotated[Path | None, typer.Option("--out", help="results folder (default DATA_DIR/results)")]
 WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
 RefreshOpt = Annotated[float, typer.Option("--refresh", help="seconds between peer-view refreshes")]
+AllowedHostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowed-host",
+        help="a Host name to answer to besides the bound address (NAME or NAME:PORT; repeatable)",
+    ),
+]
+AllowOriginOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-origin",
+        help="a web origin (scheme://host[:port]) whose pages may call the API (repeatable)",
+    ),
+]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
 
 
@@ -45,6 +59,8 @@ def serve(
     refresh: RefreshOpt = 2.0,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
+    allowed_host: AllowedHostOpt = None,
+    allow_origin: AllowOriginOpt = None,
     events: EventsOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -52,13 +68,11 @@ def serve(
     import trio
 
     from node.cli.embedded import embedded_swarm
-    from node.http import ServeOptions, UnsafeBind, build_app, check_bind, open_state, parse_bind, serve_http
+    from node.http import ServeOptions, build_app, open_state, serve_http
 
-    host, port = guard(lambda: parse_bind(http))
-    try:
-        check_bind(host, token)
-    except UnsafeBind as exc:
-        fail(f"error: {exc.detail}", 2)
+    host, port = _bind(http, token)
+    allowed_hosts, allow_origins = tuple(allowed_host or ()), tuple(allow_origin or ())
+    _check_admission(allowed_hosts, allow_origins)
     config = build_config(
         config_file,
         gates=as_tuple(gate_addrs),
@@ -75,6 +89,8 @@ def serve(
         discovery=DiscoveryConfig(),
         refresh_s=refresh,
         swarm=partial(embedded_swarm, workers=workers),
+        allowed_hosts=allowed_hosts,
+        allow_origins=allow_origins,
     )
 
     async def main() -> None:
@@ -85,6 +101,25 @@ def serve(
                 typer.echo(f"serving {url}/api and the dashboard at {url}/", err=True)
 
     run(main, verbose=verbose)
+
+
+def _bind(http: str, token: str | None) -> tuple[str, int]:
+    """The address to serve on; exits 2 for a bad one, or a non-loopback one without a token."""
+    from node.http import UnsafeBind, check_bind, parse_bind
+
+    host, port = guard(lambda: parse_bind(http))
+    try:
+        check_bind(host, token)
+    except UnsafeBind as exc:
+        fail(f"error: {exc.detail}", 2)
+    return host, port
+
+
+def _check_admission(allowed_hosts: tuple[str, ...], allow_origins: tuple[str, ...]) -> None:
+    """Exits 2 for a malformed --allowed-host or --allow-origin."""
+    from node.http import admission
+
+    guard(lambda: admission(allowed_hosts, allow_origins))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,8 @@
 """The ASGI app (Starlette) and its server (Hypercorn on trio): /api, /api/openapi.json, the dashboard.
 
 Loopback by default. Any other bind address needs a token; with a token, every request must carry
-``Authorization: Bearer <token>`` or it gets 401.
+``Authorization: Bearer <token>`` or it gets 401. Before that, `RequestGuard` refuses a foreign Host
+(421) or a foreign Origin (403); origins allowed with ``--allow-origin`` also get CORS headers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -23,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from node.errors import ConfigError
 from node.http.errors import ApiError, UnsafeBind
+from node.http.guard import RequestGuard, admission, normal_origin
 from node.http.openapi import openapi_schema
 from node.http.routes import Endpoints
 from node.http.state import ApiState
@@ -89,18 +92,19 @@ class BearerAuth:
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return JSONResponse({"error": exc.detail, "problems": list(exc.problems)}, status_code=exc.status)
+    return JSONResponse(exc.to_json(), status_code=exc.status)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 (no such route) and 405 (method): nothing in the body to point at."""
     assert isinstance(exc, HTTPException)
     return JSONResponse(
-        {"error": exc.detail, "problems": []}, status_code=exc.status_code, headers=exc.headers
+        ApiError(exc.status_code, exc.detail).to_json(), status_code=exc.status_code, headers=exc.headers
     )
 
 
 def build_app(state: ApiState, token: str | None = None) -> ASGIApp:
-    """The whole HTTP surface over one running `ApiState`."""
+    """The whole HTTP surface over one running `ApiState`: guard, then CORS, then token, then routes."""
     html = DASHBOARD.read_text()
     schema = openapi_schema()
 
@@ -118,7 +122,16 @@ def build_app(state: ApiState, token: str | None = None) -> ASGIApp:
         ],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error},
     )
-    return app if token is None else BearerAuth(app, token)
+    inner: ASGIApp = app if token is None else BearerAuth(app, token)
+    options = state.options
+    if options.allow_origins:
+        inner = CORSMiddleware(
+            inner,
+            allow_origins=[normal_origin(o) for o in options.allow_origins],
+            allow_methods=["GET", "POST", "PUT"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    return RequestGuard(inner, admission(options.allowed_hosts, options.allow_origins))
 
 
 async def serve_http(

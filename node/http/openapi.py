@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from node.http.errors import Rule
 from protocol import ComputeUnit
 
 JSON = dict[str, Any]
@@ -32,7 +33,15 @@ _WORKER_STATUS: Final[JSON] = {"type": "string", "enum": ["active", "busy", "fau
 _BREAKDOWN: Final[JSON] = _obj({k: _INT for k in ("pending", "running", "complete", "failed")})
 
 SCHEMAS: Final[JSON] = {
-    "Error": _obj({"error": _STR, "problems": _array(_STR)}),
+    "Error": _obj({"error": _STR, "problems": _array(_ref("Problem"))}),
+    "Problem": _obj(
+        {
+            "path": _STR,
+            "rule": {"type": "string", "enum": [r.value for r in Rule]},
+            "message": _STR,
+            "hint": _STR,
+        }
+    ),
     "Health": _obj({"status": _STR, "timestamp": _STR, "redis": _OBJ, "swarm": _OBJ}),
     "Reset": _obj(
         {
@@ -196,7 +205,13 @@ def _json(name: str, description: str) -> JSON:
 
 
 _CSV: Final[JSON] = {"description": "CSV file", "content": {"text/csv": {"schema": _STR}}}
-_ERRORS: Final[dict[str, JSON]] = {"401": _json("Error", "a token is set and the request did not carry it")}
+_ERRORS: Final[dict[str, JSON]] = {
+    "401": _json("Error", "a token is set and the request did not carry it"),
+    "403": _json("Error", "the request's Origin is neither this server nor one allowed with --allow-origin"),
+    "421": _json(
+        "Error", "the request's Host is not this server's address nor one allowed with --allowed-host"
+    ),
+}
 _NOT_FOUND: Final[JSON] = _json("Error", "no such item")
 _BAD: Final[JSON] = _json("Error", "invalid body or parameter")
 
@@ -205,13 +220,23 @@ def _param(name: str) -> JSON:
     return {"name": name, "in": "path", "required": True, "schema": _STR}
 
 
-def _op(summary: str, ok: JSON, *, code: str = "200", params: tuple[str, ...] = (), **extra: JSON) -> JSON:
+def _op(
+    summary: str,
+    ok: JSON,
+    *,
+    code: str = "200",
+    params: tuple[str, ...] = (),
+    more: dict[str, JSON] | None = None,
+    **extra: JSON,
+) -> JSON:
     responses: JSON = {code: ok, **_ERRORS}
     if params:
         responses["404"] = _NOT_FOUND
     body = extra.pop("body", None)
+    responses.update(more or {})
     if body is not None:
         responses["400"] = _BAD
+        responses["413"] = _json("Error", "the body is larger than 1 MiB")
     op: JSON = {"summary": summary, "responses": responses, "parameters": [_param(p) for p in params]}
     if body is not None:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
@@ -252,6 +277,9 @@ def _paths() -> JSON:
                 _json("CampaignCreated", "created"),
                 code="201",
                 body=_ref("CampaignRequest"),
+                more={
+                    "415": _json("Error", "the body is not JSON or YAML (application/json, application/yaml)")
+                },
             ),
             "get": _op("Every campaign", _json("CampaignList", "campaigns")),
         },

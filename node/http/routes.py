@@ -7,7 +7,6 @@ its signed advert, load and the last discovery round say): they answer in the se
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
@@ -19,7 +18,8 @@ from starlette.routing import Route
 
 import scheduler as sch
 from node.http import shapes
-from node.http.errors import BadRequest, NotFound
+from node.http.bodies import campaign_type, json_object, read_body
+from node.http.errors import BadRequest, NotFound, Problem, Rule
 from node.http.state import ApiState, Seen
 
 WORKER_STATUSES: Final = ("active", "busy", "cleanup", "faulty")
@@ -28,17 +28,6 @@ _NO_COMMAND: Final = (
     "peers are not commanded over HTTP: a worker's status is what its signed advert, load and "
     "the last discovery round say"
 )
-
-
-async def _json_object(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    try:
-        body = json.loads(raw) if raw else None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest("the body is not valid JSON") from exc
-    if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object")
-    return body
 
 
 @final
@@ -121,7 +110,7 @@ class Endpoints:
 
     async def register(self, request: Request) -> Response:
         """POST /register: a device joins with `sark-node join`; known devices are found by name."""
-        body = await _json_object(request)
+        body = await json_object(request)
         name = body.get("device_name")
         found = [s for s in self._s.peers.values() if name and s.view.profile.device_name == name]
         return JSONResponse(
@@ -150,10 +139,11 @@ class Endpoints:
     async def worker_status(self, request: Request) -> Response:
         """PUT /workers/{id}/status: validated, answered with the status the swarm reports."""
         seen = self._seen(request)
-        body = await _json_object(request)
+        body = await json_object(request)
         wanted = body.get("status")
         if wanted not in WORKER_STATUSES:
-            raise BadRequest(f"status must be one of {', '.join(WORKER_STATUSES)}")
+            message = f"status must be one of {', '.join(WORKER_STATUSES)}"
+            raise BadRequest(message, [Problem("status", Rule.INVALID, message)])
         now = time.time()
         status = shapes.worker_status(seen, now, self._s.options.stale_after_s)
         return JSONResponse(
@@ -212,15 +202,14 @@ class Endpoints:
 
     async def create_campaign(self, request: Request) -> Response:
         """POST /campaigns: the seeds' body (or any campaign file as JSON/YAML), run by the scheduler."""
-        raw = await request.body()
+        campaign_type(request)
+        raw = await read_body(request)
         try:
             text = raw.decode()
         except UnicodeDecodeError as exc:
-            raise BadRequest("the body is not UTF-8") from exc
-        try:
-            live = await self._s.create(text)
-        except sch.CampaignError as exc:
-            raise BadRequest("not a valid campaign", tuple(str(p) for p in exc.problems)) from exc
+            problem = Problem("", Rule.NOT_UTF8, "the body is not UTF-8 text")
+            raise BadRequest("the body is not UTF-8", [problem]) from exc
+        live = await self._s.create(text)
         state = self._s.campaign(live.run.campaign_id)
         assert state is not None
         return JSONResponse(shapes.created(state), status_code=201)

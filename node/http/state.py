@@ -23,9 +23,17 @@ import scheduler as sch
 from node.config import NodeConfig
 from node.events import EventSink, quiet
 from node.http.errors import BadRequest
+from node.http.vetting import (
+    MAX_VETTING,
+    Vetted,
+    local_path_problems,
+    refusal_problem,
+    url_problems,
+    vet_campaign,
+)
 from node.p2p.node import Node
 from node.submitter.discovery import Discovery, DiscoveryConfig
-from node.submitter.models import ModelSourceError
+from node.submitter.models import pin_models
 from node.submitter.outputs import campaign_rows
 from node.submitter.run import (
     CampaignRun,
@@ -35,14 +43,16 @@ from node.submitter.run import (
     drive,
     mark_failed,
     open_submitter,
-    prepare,
     restore,
     start,
     store_of,
     write_out,
 )
 from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore
+from node.transfer.cache import model_cache
 from node.transfer.fetch import FetchError
+from node.transfer.urls import UrlPolicy, url_policy
+from protocol import ModelRef
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,8 @@ class ServeOptions:
         refresh_s: how often the peer view is refreshed.
         stale_after_s: a peer unseen for this long is reported "faulty".
         swarm: the local swarm to start when no gate is configured (the CLI's embedded one).
+        allowed_hosts: Host names served besides the bound address (``--allowed-host``).
+        allow_origins: web origins whose pages may call the API (``--allow-origin``).
     """
 
     results_dir: Path = Path("sark-results")
@@ -66,6 +78,8 @@ class ServeOptions:
     refresh_s: float = 2.0
     stale_after_s: float = 30.0
     swarm: LocalSwarm | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    allow_origins: tuple[str, ...] = ()
 
 
 @dataclass
@@ -111,6 +125,7 @@ class ApiState:
         self.peers: dict[str, Seen] = {}
         self.live: dict[str, Live] = {}
         self._nursery = nursery
+        self._vetting = trio.CapacityLimiter(MAX_VETTING)
         self._discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         options.results_dir.mkdir(parents=True, exist_ok=True)
 
@@ -139,31 +154,37 @@ class ApiState:
     # -- campaigns -------------------------------------------------------------------------------
 
     async def create(self, text: str) -> Live:
-        """Validate and pin a campaign posted over HTTP, then start running it.
+        """Validate (in a child process) and pin a campaign posted over HTTP, then start running it.
 
         Raises:
-            CampaignError: the body is not a valid campaign.
-            BadRequest: it names a local path, or its model cannot be fetched or pinned.
+            BadRequest: the body is not a valid campaign, names a local path, or a model cannot be
+                fetched or pinned; every problem at its field.
         """
-        try:
-            parsed = sch.parse_campaign(text, source="request body")
-        except ValueError as exc:  # urlsplit's ValueError escapes scheduler.sources for some URLs
-            raise BadRequest(f"not a valid campaign: {exc}") from exc
-        local = [m.key for m in parsed.models if m.path is not None]
-        if local:
-            raise BadRequest(
-                "models must be URLs: the API never reads files on this machine",
-                tuple(f"model {key}: a local path" for key in local),
-            )
-        try:
-            campaign, models = await prepare(self.config, text, Path("request-body.json"))
-        except (ModelSourceError, FetchError) as exc:
-            raise BadRequest(f"model cannot be used: {exc.detail}") from exc
-        run = start(self.store, NewCampaign(campaign, models, text, "http"), self.options.results_dir)
+        vetted = await vet_campaign(text, self._vetting)
+        policy = url_policy(self.config)
+        problems = local_path_problems(vetted.campaign) + url_problems(vetted, policy)
+        if problems:
+            raise BadRequest("the campaign's models cannot be used", problems)
+        models = await self._pin(vetted, policy)
+        new = NewCampaign(vetted.campaign, models, text, "http")
+        run = start(self.store, new, self.options.results_dir)
         live = Live(run, trio.CancelScope())
         self.live[run.campaign_id] = live
         self._nursery.start_soon(self._run, live)
         return live
+
+    async def _pin(self, vetted: Vetted, policy: UrlPolicy) -> dict[str, ModelRef]:
+        """Fetch each model once to pin its digest; a model that cannot be fetched is named by its field."""
+        pinned: dict[str, ModelRef] = {}
+        for source in vetted.campaign.models:
+            one = vetted.campaign.with_(models=(source,))
+            try:
+                pinned.update(await pin_models(one, Path("."), model_cache(self.config), policy))
+            except FetchError as exc:
+                field = vetted.url_fields.get(source.key, "model_url")
+                problem = refusal_problem(field, source.url or "", exc, policy, resolved=True)
+                raise BadRequest("a model cannot be used", [problem]) from exc
+        return pinned
 
     async def _run(self, live: Live) -> None:
         cid = live.run.campaign_id
@@ -176,10 +197,12 @@ class ApiState:
                 return
         if live.scope.cancelled_caught:
             return
-        live.files = self._write(live)
+        live.files = await trio.to_thread.run_sync(self._write, live)
         self.options.events("campaign_done", campaign=cid, files={k: str(v) for k, v in live.files.items()})
 
     def _write(self, live: Live) -> dict[str, Path]:
+        """The campaign's files (CSV, JSON, HTML report) and the seeds' flat CSV; in a worker thread,
+        since rendering the report takes seconds on a busy machine and the loop must keep answering."""
         cid = live.run.campaign_id
         files = write_out(live.run, self.store)
         stamp = datetime.now().strftime("%Y%m%d_%H%M%S")

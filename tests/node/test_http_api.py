@@ -295,17 +295,25 @@ def test_workers_are_the_swarm_peers(served: Served) -> None:
 
 
 def test_bad_campaigns_are_refused_with_their_problems(served: Served, model_server: ModelServer) -> None:
-    r = httpx.post(f"{served.api}/campaigns", json={"model_url": model_server.model_url, "jobs": []})
+    r = httpx.post(
+        f"{served.api}/campaigns", json={"model_url": model_server.model_url, "jobs": []}, timeout=60
+    )
     assert r.status_code == 400
-    assert r.json()["problems"]
+    assert [(p["path"], p["rule"]) for p in r.json()["problems"]] == [("jobs", "invalid")]
     r = httpx.post(
         f"{served.api}/campaigns",
         json={"model": {"path": "/etc/passwd"}, "jobs": [{"compute_unit": "CPU (ONNX)"}]},
+        timeout=60,
     )
     assert r.status_code == 400
-    assert "URL" in r.json()["error"]
-    r = httpx.post(f"{served.api}/campaigns", content=b"\xff\xfe")
+    [problem] = r.json()["problems"]
+    assert (problem["path"], problem["rule"]) == ("model.path", "local_path")
+    assert "URL" in problem["message"]
+    r = httpx.post(
+        f"{served.api}/campaigns", content=b"\xff\xfe", headers={"Content-Type": "application/json"}
+    )
     assert r.status_code == 400
+    assert r.json()["problems"][0]["rule"] == "not_utf8"
 
 
 @pytest.mark.parametrize(

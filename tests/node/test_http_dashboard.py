@@ -222,3 +222,40 @@ async def test_dashboard_shows_peers_and_a_campaign_to_done(
     peers = await page.wait_for("#peers tbody tr[data-peer]", 5)
     assert "✗ GPU (ONNX): " in peers  # an unavailable unit with its reason
     assert page.problems == []
+
+
+CROSS_SITE = """
+async (api, campaign) => {
+  const sent = [];
+  for (const [path, body] of [["/reset", ""], ["/campaigns", campaign]]) {
+    // no-cors with text/plain: a "simple" request the browser sends without asking the server first
+    const r = await fetch(api + path, {method: "POST", mode: "no-cors",
+                                       headers: {"Content-Type": "text/plain"}, body});
+    sent.push(r.type);
+  }
+  return sent;
+}
+"""
+
+
+async def test_a_page_of_another_origin_cannot_reset_or_create(
+    page: Cdp, served: Served, model_server: ModelServer
+) -> None:
+    async with httpx.AsyncClient() as client:
+        r = await client.post(f"{served.api}/campaigns", json=seeds_body(model_server.model_url), timeout=60)
+        assert r.status_code == 201
+        before = (await client.get(f"{served.api}/campaigns", timeout=30)).json()["campaigns"]
+    other = model_server.model_url.rsplit("/", 1)[0] + "/"  # 127.0.0.1 on another port: another origin
+    await page.open(other, 30)
+    body = json.dumps(seeds_body(model_server.model_url))
+    with trio.fail_after(60):
+        reply = await page.send(
+            "Runtime.evaluate",
+            expression=f"({CROSS_SITE})({json.dumps(served.api)}, {json.dumps(body)})",
+            awaitPromise=True,
+            returnByValue=True,
+        )
+    assert reply["result"]["value"] == ["opaque", "opaque"], reply  # the browser did send both
+    async with httpx.AsyncClient() as client:
+        after = (await client.get(f"{served.api}/campaigns", timeout=30)).json()["campaigns"]
+    assert [c["campaign_id"] for c in after] == [c["campaign_id"] for c in before]

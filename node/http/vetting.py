@@ -1,0 +1,142 @@
+"""A campaign posted over HTTP, checked without stalling the node: validated in a child, models checked.
+
+`vet_campaign` hands the text to ``python -m node.intake`` (see `node.intake`) and waits for it off
+the event loop, at most `VET_DEADLINE_S`, at most `limiter`'s count at once; the child is killed on
+timeout or cancel, so a YAML bomb costs one child, never the loop. `model_problems` turns a model the
+URL policy refuses into a problem at the model's field, with the `serve` options that would allow it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import trio
+
+import scheduler as sch
+from node.http.errors import BadRequest, Problem, Rule
+from node.transfer.urls import FetchError, UrlPolicy
+from protocol import FailureReason
+
+MAX_VETTING: Final = 2
+"""How many campaigns are validated at once; more posts wait their turn (the loop does not)."""
+VET_DEADLINE_S: Final = 10.0
+"""Wall-clock limit of one validation child (a valid campaign takes well under a second)."""
+CHILD: Final = (sys.executable, "-m", "node.intake")
+_AVOID_ALIASES: Final = "write the campaign without YAML anchors and aliases (&name / *name)"
+
+
+@dataclass(frozen=True)
+class Vetted:
+    """A campaign the child found valid.
+
+    Attributes:
+        campaign: the validated campaign.
+        url_fields: model key to the field its URL is written in (``model_url``, ``models[1].url``).
+    """
+
+    campaign: sch.Campaign
+    url_fields: dict[str, str]
+
+
+def _costly(message: str) -> BadRequest:
+    return BadRequest("not a valid campaign", (Problem("", Rule.TOO_COSTLY, message, _AVOID_ALIASES),))
+
+
+async def vet_campaign(text: str, limiter: trio.CapacityLimiter) -> Vetted:
+    """Validate a campaign's text in a child process.
+
+    Raises:
+        BadRequest: the campaign is invalid (every problem at its field), or validating it took
+            more than `VET_DEADLINE_S` or more memory than the child may use (rule too_costly).
+    """
+    async with limiter:
+        try:
+            with trio.fail_after(VET_DEADLINE_S):
+                done = await trio.run_process(
+                    CHILD, stdin=text.encode(), capture_stdout=True, capture_stderr=True, check=False
+                )
+        except trio.TooSlowError:
+            raise _costly(f"validation did not finish within {VET_DEADLINE_S:g} s") from None
+    if done.returncode != 0:
+        raise _costly(f"validation stopped (exit code {done.returncode}): it needs too much memory or CPU")
+    answer: dict[str, Any] = json.loads(done.stdout)
+    if "problems" in answer:
+        problems = [Problem(p["path"], Rule.INVALID, p["message"]) for p in answer["problems"]]
+        raise BadRequest("not a valid campaign", problems)
+    return Vetted(sch.Campaign.model_validate(answer["campaign"]), dict(answer["url_fields"]))
+
+
+def local_path_problems(campaign: sch.Campaign) -> list[Problem]:
+    """A problem for each model given as a path: the API never reads files on the serving machine."""
+    return [
+        Problem(
+            "model.path" if len(campaign.models) == 1 else f"models[{index}].path",
+            Rule.LOCAL_PATH,
+            f"model {m.key}: a local path; models must be URLs",
+            "give the model as a URL (model_url, or model: {url: ...})",
+        )
+        for index, m in enumerate(campaign.models)
+        if m.path is not None
+    ]
+
+
+def url_problems(vetted: Vetted, policy: UrlPolicy) -> list[Problem]:
+    """A problem for each model URL the policy refuses on its text alone (scheme, literal address)."""
+    problems = []
+    for source in vetted.campaign.models:
+        if source.url is None:
+            continue
+        try:
+            policy.check_url(source.url)
+        except FetchError as exc:
+            field = vetted.url_fields.get(source.key, "model_url")
+            problems.append(refusal_problem(field, source.url, exc, policy, resolved=False))
+    return problems
+
+
+def refusal_problem(field: str, url: str, exc: FetchError, policy: UrlPolicy, *, resolved: bool) -> Problem:
+    """The problem for a model that could not be fetched, with the options that would allow its URL.
+
+    Args:
+        field: where the URL is written.
+        url: the model's URL.
+        exc: why it could not be fetched.
+        policy: the URL policy in force.
+        resolved: the refusal came after resolving the host (its address), not from the URL's text.
+    """
+    if exc.reason is not FailureReason.URL_REFUSED:
+        return Problem(field, Rule.MODEL_UNAVAILABLE, f"{url}: {exc.detail}")
+    message = f"{url} is refused by the URL policy: {exc.detail}"
+    flags = _flags(url, policy, resolved=resolved)
+    hint = f"start serve with {' and '.join(flags)} (allow_http, allow_networks in the config file)"
+    return Problem(field, Rule.URL_REFUSED, message, hint if flags else "")
+
+
+def _flags(url: str, policy: UrlPolicy, *, resolved: bool) -> list[str]:
+    """The options of `serve` that would let this URL through."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return []
+    flags = ["--allow-http"] if parts.scheme == "http" and not policy.allow_http else []
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if host == "localhost" or (address is not None and address.is_loopback):
+        flags.append(
+            "--allow-network 127.0.0.0/8"
+            if address is None or address.version == 4
+            else "--allow-network ::1/128"
+        )
+    elif address is not None and not address.is_global:
+        flags.append(f"--allow-network {address}/{address.max_prefixlen}")
+    elif address is None and resolved:
+        flags.append("--allow-network CIDR (the network the name resolves to)")
+    return flags
