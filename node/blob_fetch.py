@@ -250,6 +250,8 @@ async def fetch_blob(
                 ) from exc
             streams = max(1, streams - transfer.refused)  # the holder's cap: fewer streams next time
     assert transfer.digest.hashed == size  # every segment ended, so the follower hashed all of it
+    if size == 0:  # an empty model has no segment, so no attempt opened the partial file
+        await trio.to_thread.run_sync(transfer.temp.touch)
     commit = functools.partial(cache.commit, digest=transfer.digest.hexdigest())
     return await trio.to_thread.run_sync(commit, sha256, transfer.temp)
 

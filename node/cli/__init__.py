@@ -5,6 +5,7 @@ Modules:
     swarm     gate, join, peers, id: the libp2p swarm
     campaign  submit, plan, status, cancel, results: running campaigns
     options   the options and plumbing every command shares
+    exits     the exit code of a finished campaign (0 all placeable tasks done, 1 any failed)
     report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
     serve     serve: the orchestrator's REST API and a live dashboard
 """

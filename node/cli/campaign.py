@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.table import Table
 
 import scheduler as sch
+from node.cli.exits import exit_for
 from node.cli.options import (
     AllowHttpOpt,
     AllowNetOpt,
@@ -43,6 +44,9 @@ RediscoverOpt = Annotated[
 ]
 WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="count tasks no peer could take (Unschedulable) as failures: exit 1")
+]
 
 _console = Console(stderr=True)
 
@@ -117,8 +121,13 @@ def submit(
     allow_http: AllowHttpOpt = False,
     verbose: VerboseOpt = False,
     events: EventsOpt = False,
+    strict: StrictOpt = False,
 ) -> None:
-    """Run a campaign across the swarm (an embedded local swarm when no gate is given)."""
+    """Run a campaign across the swarm (an embedded local swarm when no gate is given).
+
+    Exit code: 0 when every task that could be placed completed, 1 when any failed or was cancelled
+    (with --strict also when one was unschedulable), 2 for a bad campaign file or configuration.
+    """
     from node import campaign as runtime
 
     if (campaign is None) == (resume is None):
@@ -148,8 +157,9 @@ def submit(
             stale=outcome.tally.stale,
             rejected=outcome.tally.rejected,
         )
-        return
-    _report(outcome, as_json)
+    else:
+        _report(outcome, as_json)
+    exit_for(outcome.tasks, strict=strict)
 
 
 def _report(outcome: Any, as_json: bool) -> None:
