@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scheduler import CampaignError, parse_campaign  # noqa: E402
-from tests.scheduler.test_scheduler_document import BILLION_LAUGHS  # noqa: E402
+from tests.lab.badfiles import BILLION_LAUGHS  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "campaign_bomb.json"
 CLI = [sys.executable, "-c", "from node.cli import main; main()"]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from node.cli.exits import exit_for
 from node.cli.options import (
     AllowHttpOpt,
     AllowNetOpt,
@@ -48,6 +49,9 @@ RediscoverOpt = Annotated[
 ]
 WorkersOpt = Annotated[int, typer.Option("--workers", help="local workers in the embedded swarm (no --gate)")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what the node does")]
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="count tasks no peer could take (Unschedulable) as failures: exit 1")
+]
 
 
 def _read_campaign(path: Path) -> str:
@@ -127,8 +131,13 @@ def submit(
     allow_http: AllowHttpOpt = False,
     verbose: VerboseOpt = False,
     events: EventsOpt = False,
+    strict: StrictOpt = False,
 ) -> None:
-    """Run a campaign across the swarm (an embedded local swarm when no gate is given)."""
+    """Run a campaign across the swarm (an embedded local swarm when no gate is given).
+
+    Exit code: 0 when every task that could be placed completed, 1 when any failed or was cancelled
+    (with --strict also when one was unschedulable), 2 for a bad campaign file or configuration.
+    """
     from node.submitter import run as runtime
 
     if (campaign is None) == (resume is None):
@@ -158,8 +167,9 @@ def submit(
             stale=outcome.tally.stale,
             rejected=outcome.tally.rejected,
         )
-        return
-    _report(outcome, as_json)
+    else:
+        _report(outcome, as_json)
+    exit_for(outcome.tasks, strict=strict)
 
 
 def _report(outcome: Any, as_json: bool) -> None:

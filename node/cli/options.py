@@ -19,6 +19,7 @@ from node.errors import ConfigError, NodeError
 
 if TYPE_CHECKING:
     from node.config import NodeConfig
+    from protocol import ProtocolError
 
 T = TypeVar("T")
 
@@ -92,3 +93,27 @@ def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False) -> T:
         fail(f"error: {exc.detail}", 1)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except BaseExceptionGroup as group:  # our error raised inside libp2p's or our own nurseries
+        ours = _first_ours(group)
+        if ours is None:
+            raise
+        fail(f"error: {ours.detail}", 2 if isinstance(ours, ConfigError) else 1)
+
+
+def _first_ours(group: BaseExceptionGroup[BaseException]) -> NodeError | ProtocolError | None:
+    """The first of our own errors inside nested exception groups, if that is all they hold but
+    cancellations (a nursery that failed on our error cancels its other tasks)."""
+    import trio
+
+    from protocol import ProtocolError
+
+    found = group.subgroup(lambda e: isinstance(e, NodeError | ProtocolError))
+    rest = group.subgroup(  # the condition sees the groups too: only leaves count
+        lambda e: not isinstance(e, BaseExceptionGroup | NodeError | ProtocolError | trio.Cancelled)
+    )
+    if found is None or rest is not None:
+        return None
+    leaf: BaseException | None = found
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf if isinstance(leaf, NodeError | ProtocolError) else None

@@ -237,6 +237,8 @@ async def fetch_blob(
     transfer = _Transfer(sha256, size, cache.temp_path(sha256), on_bytes)
     await _attempts(channel_factory, transfer, attempts, streams)
     assert transfer.digest.hashed == size  # every segment ended, so the follower hashed all of it
+    if size == 0:  # an empty model has no segment, so no attempt opened the partial file
+        await trio.to_thread.run_sync(transfer.temp.touch)
     commit = functools.partial(cache.commit, digest=transfer.digest.hexdigest())
     return await trio.to_thread.run_sync(commit, sha256, transfer.temp)
 

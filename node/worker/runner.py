@@ -261,15 +261,19 @@ class Runner:
             )
         except FetchError as exc:
             stage = Stage.VERIFY if exc.reason == FailureReason.DIGEST_MISMATCH else Stage.FETCH
-            detail = f"{job.offer.model.name}: {stage.value} failed: {exc.detail}"
-            return Failure(
-                task_id=job.task_id,
-                lease_id=job.lease_id,
-                reason=exc.reason,
-                detail=detail[:2000],
-                stage=stage,
-            )
+            return self._failure(job, exc.reason, stage, exc.detail)
+        except Exception as exc:  # task boundary: a bug met by one task fails that task, not the worker
+            log.exception("task %s failed on an internal error", job.task_id)
+            stage = Stage.FETCH if job.phase == Phase.FETCHING else Stage.LOAD
+            cause = f"internal error: {type(exc).__name__}: {exc}"
+            return self._failure(job, FailureReason.INTERNAL, stage, cause)
         return self._sign(job, measurement)
+
+    def _failure(self, job: Job, reason: FailureReason, stage: Stage, cause: str) -> Failure:
+        detail = f"{job.offer.model.name}: {stage.value} failed: {cause}"
+        return Failure(
+            task_id=job.task_id, lease_id=job.lease_id, reason=reason, detail=detail[:2000], stage=stage
+        )
 
     def _measure(self, job: Job, path: Path) -> Measurement:
         return drivers.measure(

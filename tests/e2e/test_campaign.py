@@ -20,7 +20,7 @@ SEED_COLUMNS = [
 SMALL_JOB = {"num_inference_runs": 30, "warmup_runs": 3, "load_runs": 1, "processes": 1}
 
 
-def _submit(swarm: Swarm, campaign: Path, *extra: str) -> dict[str, Any]:
+def _submit(swarm: Swarm, campaign: Path, *extra: str, code: int = 0) -> dict[str, Any]:
     done = swarm.run(
         "submit",
         str(campaign),
@@ -31,7 +31,7 @@ def _submit(swarm: Swarm, campaign: Path, *extra: str) -> dict[str, Any]:
         str(campaign.parent / "out"),
         *extra,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == code, done.stderr
     outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return outcome
 
@@ -138,10 +138,11 @@ def test_model_by_url_digest_mismatch_fails_the_task_and_leaves_nothing(
         "jobs": [{"compute_unit": "CPU (ONNX)", "model": "bad", "devices": 1, **SMALL_JOB},
                  {"compute_unit": "CPU (ONNX)", "model": "good", "devices": 1, **SMALL_JOB}],
     })  # fmt: skip
-    outcome = _submit(swarm3, campaign, "--allow-http", "--allow-network", "127.0.0.0/8")
+    outcome = _submit(swarm3, campaign, "--allow-http", "--allow-network", "127.0.0.0/8", code=1)
     bad, good = outcome["tasks"]
     assert bad["state"] == "failed"
     assert bad["failure_reason"] == "digest_mismatch"
+    assert (bad["failure_stage"], bad["detail"][:20]) == ("verify", "bad: verify failed: ")
     assert "sha256" in bad["detail"]
     assert good["state"] == "done"
     for proc_dir in (swarm3.root / name / "models" for name in ("w0", "w1", "w2")):

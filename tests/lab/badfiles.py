@@ -2,7 +2,8 @@
 
 Each builder writes one file and returns its path. The honest builders (`write_safetensors`,
 `write_gguf`) write valid files; a `lie` argument makes the header claim more bytes than the file has.
-`BAD_FILES` names every broken file the containment tests submit, with the stage it must fail at.
+`BAD_FILES` names every broken file the containment tests submit, with the stage it must fail at;
+`BILLION_LAUGHS` is a campaign file that is a YAML alias bomb.
 """
 
 from __future__ import annotations
@@ -19,6 +20,18 @@ from onnx import TensorProto, helper, numpy_helper
 
 from drivers.models import IR_VERSION, OPSET, write_convnet
 from protocol import Stage
+
+# The classic 9-level bomb: 10^9 strings from a few hundred bytes.
+BILLION_LAUGHS = "\n".join(
+    [
+        'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+        *(
+            f"{chr(ord('a') + i)}: &{chr(ord('a') + i)} [{','.join(['*' + chr(ord('a') + i - 1)] * 9)}]"
+            for i in range(1, 9)
+        ),
+        "jobs: *i",
+    ]
+)
 
 GGUF_F32: Final = 0
 GGUF_TYPE_UINT32: Final = 4

@@ -21,6 +21,7 @@ from protocol import (
     Load,
     ModelRef,
     Phase,
+    Reachability,
     UnitStatus,
 )
 from scheduler import (
@@ -103,7 +104,7 @@ def peer(name: str, *, reach: str = "direct", load: Load | None = None, **kwargs
         peer_id=f"12D3-{name}",
         profile=profile(name, **kwargs),  # type: ignore[arg-type]
         load=load or Load(mem_available_mb=8 * 1024),
-        reachability=reach,
+        reachability=Reachability(reach),
     )
 
 

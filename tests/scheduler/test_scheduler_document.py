@@ -10,18 +10,7 @@ import pytest
 from scheduler import CampaignError, parse_campaign
 from scheduler.document import MAX_NODES, DocumentError, load_document
 from scheduler.problems import describe
-
-# The classic 9-level bomb: 10^9 strings from a few hundred bytes.
-BILLION_LAUGHS = "\n".join(
-    [
-        'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
-        *(
-            f"{chr(ord('a') + i)}: &{chr(ord('a') + i)} [{','.join(['*' + chr(ord('a') + i - 1)] * 9)}]"
-            for i in range(1, 9)
-        ),
-        "jobs: *i",
-    ]
-)
+from tests.lab.badfiles import BILLION_LAUGHS
 
 
 def _problems(text: str) -> list[str]:

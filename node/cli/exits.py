@@ -1,0 +1,31 @@
+"""Exit codes of a finished campaign: 0 every placeable task completed, 1 something failed.
+
+Exit 2 (a bad campaign file or configuration) is decided earlier, before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import scheduler as sch
+from node.cli.options import fail
+
+
+def exit_code(states: Sequence[sch.TaskState], *, strict: bool) -> int:
+    """The exit code of a finished campaign: 1 when a task failed, was cancelled or never ended (and,
+    with `strict`, when one was unschedulable), else 0. Unschedulable rows are reported either way."""
+    fine = {sch.TaskState.DONE} | (set() if strict else {sch.TaskState.UNSCHEDULABLE})
+    return 0 if all(state in fine for state in states) else 1
+
+
+def exit_for(tasks: Sequence[sch.TaskView], *, strict: bool) -> None:
+    """Exit with `exit_code` (one red line on stderr saying what did not complete), or return on 0."""
+    code = exit_code([t.state for t in tasks], strict=strict)
+    if code:
+        done = sum(1 for t in tasks if t.state == sch.TaskState.DONE)
+        counts = ", ".join(
+            f"{n} {state.value}"
+            for state in (sch.TaskState.FAILED, sch.TaskState.CANCELLED, sch.TaskState.UNSCHEDULABLE)
+            if (n := sum(1 for t in tasks if t.state == state))
+        )
+        fail(f"error: {done} of {len(tasks)} tasks completed ({counts or 'the rest unfinished'})", code)
