@@ -23,7 +23,7 @@ from drivers.formats import check_model_file
 from drivers.inputs import synthesize
 from drivers.registry import driver_for
 from drivers.stats import ci_within, warmed_up
-from protocol import FailureReason, ModelFormat, Phase, TaskSpec
+from protocol import FailureReason, ModelFormat, Phase, RequestRecord, TaskSpec
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
@@ -70,12 +70,21 @@ class ProcessResult:
     versions: dict[str, str] = field(default_factory=dict)
     thermal: str = ""
     power: str = ""
+    records: tuple[RequestRecord, ...] = ()  # generate tasks: every timed request
+    wall_s: float = 0.0  # generate tasks: wall time of the timed requests
 
 
 def main(conn: Connection, job: ChildJob) -> None:
     """Entry point of the spawned child: measure and send the outcome; never raises."""
+    run_boundary(conn, job, _measure)
+
+
+def run_boundary(
+    conn: Connection, job: ChildJob, work: Callable[[Connection, ChildJob], ProcessResult]
+) -> None:
+    """Run `work` and send its result or its failure over the pipe; never raises (the process boundary)."""
     try:
-        conn.send(("result", _measure(conn, job)))
+        conn.send(("result", work(conn, job)))
     except TaskFailed as exc:
         conn.send(("failed", exc.reason, exc.detail))
     except MemoryError:

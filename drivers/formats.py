@@ -28,6 +28,7 @@ SUFFIX_FORMATS: Final = {
     ".torchscript": ModelFormat.TORCHSCRIPT,
     ".mlpackage": ModelFormat.COREML,
     ".mlmodel": ModelFormat.COREML,
+    ".gguf": ModelFormat.GGUF,
 }
 CODE_FORMATS: Final = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRIPT})
 # ONNX protobuf schema, only the paths that can lead to a TensorProto: message -> {field: message}.
