@@ -26,6 +26,7 @@ from node.errors import ConfigError
 from node.events import EventSink, quiet
 from node.models import pin_models, refs_from_json
 from node.outputs import write_outputs
+from node.prompts import read_prompt_files
 from node.roles import model_cache, open_worker, url_policy
 from node.store import CampaignRecord, CampaignStore
 from node.submitter import CampaignLoop, Tally, View, models_json, utc_now
@@ -80,7 +81,7 @@ def new_campaign_id() -> str:
 
 async def prepare(config: NodeConfig, text: str, source: Path) -> tuple[sch.Campaign, dict[str, ModelRef]]:
     """Validate the campaign file and pin its models (CampaignError / ModelSourceError on bad input)."""
-    campaign = sch.parse_campaign(text, source=str(source))
+    campaign = sch.parse_campaign(text, source=str(source), files=read_prompt_files(text, source.parent))
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config))
     return campaign, models
 
@@ -117,7 +118,8 @@ async def resume(
     record = store.campaign(campaign_id)
     if record is None:
         raise CampaignNotFound(campaign_id, config.data_dir)
-    campaign = sch.parse_campaign(record.text, source=record.source)
+    files = read_prompt_files(record.text, Path(record.source).parent)
+    campaign = sch.parse_campaign(record.text, source=record.source, files=files)
     models = refs_from_json(record.models)
     if record.snapshot is None:
         scheduler = sch.Scheduler(campaign_id, campaign, models)
@@ -215,7 +217,7 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
 
 async def plan(config: NodeConfig, source: Path, text: str, options: SubmitOptions) -> sch.Plan:
     """A dry run: which peers each job would go to, and why every other peer would not. Sends nothing."""
-    campaign = sch.parse_campaign(text, source=str(source))
+    campaign = sch.parse_campaign(text, source=str(source), files=read_prompt_files(text, source.parent))
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
     async with open_submitter(config, options) as node:
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))

@@ -8,6 +8,9 @@ Modules:
     problems   collecting a campaign file's problems in one pass, at the paths the user wrote
     sources    the campaign's models (model, models, model_url) as ModelSource values
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
+    generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts to read)
+    prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
+    summaries  the built-in summaries set, written for this project
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
     tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids and fan-out
@@ -44,6 +47,7 @@ from scheduler.events import (
     TaskFailedRemotely,
     Tick,
 )
+from scheduler.generate import campaign_files
 from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, needs_of
 from scheduler.placement import (
@@ -112,6 +116,7 @@ __all__ = [
     "Tick",
     "UnresolvedModelError",
     "Verdict",
+    "campaign_files",
     "campaign_needs",
     "device_kind",
     "explain",

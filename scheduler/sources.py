@@ -39,6 +39,7 @@ _BY_EXTENSION: Final[dict[str, ModelFormat]] = {
     ".pt2": ModelFormat.TORCH_EXPORT,
     ".mlmodel": ModelFormat.COREML,
     ".mlpackage": ModelFormat.COREML,
+    ".gguf": ModelFormat.GGUF,
 }
 _PICKLES: Final = (".pkl", ".pickle", ".pth", ".pt", ".bin", ".joblib")
 _FORMATS: Final = ", ".join(f.value for f in ModelFormat)

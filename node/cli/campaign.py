@@ -31,6 +31,7 @@ from node.cli.options import (
 from node.config import NodeConfig
 from node.discovery import DiscoveryConfig
 from node.events import json_lines, quiet
+from node.prompts import read_prompt_files
 
 CampaignArg = Annotated[Path, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")]
 OutOpt = Annotated[Path, typer.Option("--out", help="results go to OUT/<campaign-id>/")]
@@ -57,7 +58,7 @@ def _read_campaign(path: Path) -> str:
 def _check_campaign(text: str, path: Path) -> sch.Campaign:
     """Validate before anything touches the network: every bad field named, exit 2."""
     try:
-        return sch.parse_campaign(text, source=str(path))
+        return sch.parse_campaign(text, source=str(path), files=read_prompt_files(text, path.parent))
     except sch.CampaignError as exc:
         typer.secho(f"error: {path} is not a valid campaign:", fg=typer.colors.RED, err=True)
         for problem in exc.problems:

@@ -15,6 +15,7 @@ import scheduler as sch
 from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
 from node.models import refs_from_json
 from node.outputs import campaign_rows, results_document
+from node.prompts import read_prompt_files
 from node.report import diff_table, load_document, render_html, render_markdown
 from node.store import CampaignStore
 from scheduler.report import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, diff_entries, entries_from_document
@@ -54,7 +55,8 @@ def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | N
     record = store.campaign(campaign_id)
     if record is None:
         return None
-    campaign = sch.parse_campaign(record.text, source=record.source)
+    files = read_prompt_files(record.text, Path(record.source).parent)
+    campaign = sch.parse_campaign(record.text, source=record.source, files=files)
     if record.snapshot is None:
         scheduler = sch.Scheduler(campaign_id, campaign, refs_from_json(record.models))
     else:
