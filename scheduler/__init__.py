@@ -18,6 +18,7 @@ Modules:
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     machine    Scheduler: one per campaign, handle(event, now) -> commands
     results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
+    genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from scheduler import (
     to_csv,
 )
 
-# The seeds' columns in the seeds' order, then the later reference ones, then the extended ones.
+# The seeds' columns in the seeds' order, the later reference ones, the extended ones, then generation's.
 SEED = (
     "Status,JobId,FileName,FileSize,ComputeUnits,DeviceName,Soc,Ram,DeviceOs,LoadMsMedian,LoadMsAverage,"
     "LoadMsStdDev,PeakLoadRamUsage,InferenceMsMedian,InferenceMsAverage,InferenceMsStdDev,PeakInferenceRamUsage"
@@ -33,7 +33,11 @@ EXTENDED = (
     "ProcessMedians,ProcessSpreadPct,Unstable,UnstableReasons,WarmupsUsed,CpuCoresUsed,BackgroundCores,GpuUtilPct,"
     "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,FailureReason,Detail"
 )
-EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED) for name in group.split(",")]
+GENERATION = (
+    "TtftMsMedian,TtftMsP90,TpotMsMedian,TpotMsP90,ItlMsP99,E2eMsMedian,PrefillTokPerS,DecodeTokPerS,"
+    "OutputTokensMean,Rouge1,Rouge2,RougeL"
+)
+EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED, GENERATION) for name in group.split(",")]
 
 
 def stats(median: float) -> Stats:
@@ -197,3 +201,41 @@ def test_results_json_keeps_the_raw_samples() -> None:
     assert loaded["columns"] == EXPECTED_COLUMNS
     assert loaded["campaign"]["jobs"][0]["spec"]["compute_unit"] == "CPU (ONNX)"
     assert loaded["results"] == [{"row": row, "samples_ms": [12.0, 12.5, 13.0]}]
+
+
+def test_a_generate_result_fills_the_generation_columns() -> None:
+    from drivers.genstats import summarize_generation
+    from protocol import GenerateSpec, Prompt, RequestRecord
+
+    spec = GenerateSpec(
+        prompts=(Prompt(id="a", text="x", reference="the cat sat"),), prompts_sha256=SHA, quality=("rouge",)
+    )
+    record = RequestRecord(
+        prompt_id="a",
+        prompt_tokens=20,
+        output_tokens=3,
+        ttft_ms=200.0,
+        e2e_ms=300.0,
+        token_times_ms=(200.0, 250.0, 300.0),
+        output_text="the cat sat",
+    )
+    generated = body()
+    measurement = generated.measurement.model_copy(
+        update={"generation": summarize_generation([record], 0.3, spec)}
+    )
+    row = result_row(task(), generated.model_copy(update={"measurement": measurement}), "verified", "")
+    assert {k: row[k] for k in GENERATION.split(",")} == {
+        "TtftMsMedian": "200.000",
+        "TtftMsP90": "200.000",
+        "TpotMsMedian": "50.000",
+        "TpotMsP90": "50.000",
+        "ItlMsP99": "50.000",
+        "E2eMsMedian": "300.000",
+        "PrefillTokPerS": "100.00",
+        "DecodeTokPerS": "20.00",
+        "OutputTokensMean": "3.00",
+        "Rouge1": "1.0000",
+        "Rouge2": "1.0000",
+        "RougeL": "1.0000",
+    }
+    assert all(result_row(task(), body(), "verified", "")[k] == "" for k in GENERATION.split(","))
