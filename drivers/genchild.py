@@ -8,7 +8,9 @@ are the raw per-request records.
 from __future__ import annotations
 
 import gc
+import tempfile
 import time
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -32,6 +34,12 @@ def measure_generation(conn: Connection, job: ChildJob) -> ProcessResult:
     Raises:
         TaskFailed: with the reason (unit unavailable, format, load, input).
     """
+    with tempfile.TemporaryDirectory(prefix="sark-llm-") as folder:
+        path = llm.gguf_named(Path(job.model_path), job.fmt, Path(folder))
+        return _measure(conn, replace(job, model_path=str(path)))
+
+
+def _measure(conn: Connection, job: ChildJob) -> ProcessResult:
     path, spec = Path(job.model_path), job.spec
     gen = _generate_spec(spec)
     if job.fmt not in llm.GENERATIVE_FORMATS:

@@ -98,6 +98,19 @@ def probe(unit: ComputeUnit) -> UnitStatus:
     )
 
 
+def gguf_named(path: Path, fmt: ModelFormat, folder: Path) -> Path:
+    """The model path as transformers must see it: a GGUF file's name must end in `.gguf`.
+
+    A worker's cache names files by digest; transformers would take a GGUF without the suffix for a
+    torch checkpoint (and torch.load it). Such a file gets a `<name>.gguf` symlink in `folder`.
+    """
+    if fmt != ModelFormat.GGUF or path.suffix.lower() == ".gguf":
+        return path
+    link = folder / f"{path.name}.gguf"
+    link.symlink_to(path.resolve())
+    return link
+
+
 def _sources(path: Path, fmt: ModelFormat) -> tuple[str, dict[str, Any]]:
     """Where transformers reads the model from, and the keyword arguments that keep it code-free."""
     common: dict[str, Any] = {"trust_remote_code": False, "local_files_only": True}

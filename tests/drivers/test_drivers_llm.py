@@ -142,12 +142,12 @@ def test_folder_without_tokenizer_is_refused(tmp_path: Path) -> None:
 
 
 def test_max_new_tokens_beyond_the_context_fails_before_loading(tmp_path: Path) -> None:
-    model = tmp_path / "smol.gguf"
+    model = tmp_path / ("ab" * 32)  # named by digest, as in a worker's cache: read through a .gguf link
     shutil.copyfile(packaged_llm(), model)
     spec = _spec()
     assert spec.generate is not None
     too_long = spec.model_copy(update={"generate": spec.generate.model_copy(update={"max_new_tokens": 9000})})
-    failure = _fails(model, too_long)
+    failure = _fails(model, too_long, ModelFormat.GGUF)
     assert failure.reason == FailureReason.INPUT
     assert "9000" in failure.detail
     assert "8192" in failure.detail
