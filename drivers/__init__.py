@@ -7,6 +7,8 @@ Modules:
     registry   the explicit registry: compute unit -> driver
     onnx       onnxruntime: CPU (ONNX), GPU (ONNX) via CUDA / TensorRT / MIGraphX / DirectML / CoreML EP
     torchrt    torch: CPU (PyTorch), GPU (PyTorch) for .pt2 and TorchScript (owner opt-in)
+    llm        transformers: generation on CPU (PyTorch) / GPU (PyTorch) from GGUF or safetensors folders
+    llmclock   the streamer that timestamps every generated token (imported only by llm)
     coreml     coremltools: GPU (CoreML), Neural Engine (CoreML), macOS only
     formats    model file checks before any runtime or pickle opens them (run in the child)
     headers    bounded safetensors and GGUF header checks against the file's size
@@ -15,6 +17,9 @@ Modules:
     stats      summary statistics, warm-up rule, stability verdict
     harness    measure: the parent side, spawned children, timeout, cancel, aggregation
     child      the spawned child's side of a measurement
+    genchild   the spawned child's side of a generate task (load timed, warm-up, one request per prompt)
+    genstats   summarize_generation: per-request records -> GenerationStats, as FORMULAS says
+    rouge      ROUGE-1/2/L F1, no external package
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
     models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks
     sse        server-sent events of an OpenAI-compatible stream, decoded incrementally (pure)
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 from drivers.errors import DriverError, TaskFailed
 from drivers.formats import check_model_file, detect_format
+from drivers.genstats import summarize_generation
 from drivers.harness import measure
 from drivers.probe import detect_profile
 from drivers.stats import summarize
@@ -41,4 +47,5 @@ __all__ = [
     "detect_profile",
     "measure",
     "summarize",
+    "summarize_generation",
 ]

@@ -25,7 +25,7 @@ from drivers.formats import check_model_file
 from drivers.inputs import fed, synthesize
 from drivers.registry import driver_for
 from drivers.stats import ci_within, warmed_up
-from protocol import FailureReason, InputFed, ModelFormat, Phase, Stage, TaskSpec
+from protocol import FailureReason, InputFed, ModelFormat, Phase, RequestRecord, Stage, TaskSpec
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
@@ -79,14 +79,24 @@ class ProcessResult:
     thermal: str = ""
     power: str = ""
     inputs: tuple[InputFed, ...] = ()
+    records: tuple[RequestRecord, ...] = ()  # generate tasks: every timed request
+    wall_s: float = 0.0  # generate tasks: wall time of the timed requests
 
 
 def main(conn: Connection, job: ChildJob) -> None:
     """Entry point of the spawned child: measure and send the outcome; never raises."""
-    at = _Stages(conn)
+    run_boundary(conn, job, _measure)
+
+
+def run_boundary(
+    conn: Connection, job: ChildJob, work: Callable[[Connection, ChildJob, Stages], ProcessResult]
+) -> None:
+    """Run `work` and send its result or its failure, placed at its stage, over the pipe; never raises
+    (the process boundary)."""
+    at = Stages(conn)
     name = job.name or Path(job.model_path).name
     try:
-        conn.send(("result", _measure(conn, job, at)))
+        conn.send(("result", work(conn, job, at)))
     except TaskFailed as exc:
         failure = exc.located(name, at.stage)
     except MemoryError:
@@ -101,7 +111,7 @@ def main(conn: Connection, job: ChildJob) -> None:
     conn.close()
 
 
-class _Stages:
+class Stages:
     """The stage the child is in, told to the parent as it changes (so a crash is placed too)."""
 
     def __init__(self, conn: Connection) -> None:
@@ -127,7 +137,7 @@ def limit_memory(limit_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def _measure(conn: Connection, job: ChildJob, at: _Stages) -> ProcessResult:
+def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
     path, spec = Path(job.model_path), job.spec
     at.enter(Stage.INSPECT)
     _inspect(path, job)

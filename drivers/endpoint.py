@@ -190,7 +190,7 @@ class _Load:
             deadline = min(deadline, sent + self.options.request_timeout_s)
         body = request_body(self.server.model, prompt, self.spec)
         outcome = await complete(self.client, self.server, body, deadline=deadline, retry=self.options.retry)
-        record = outcome.record.model_copy(update={"prompt_id": prompt.id, "started_s": sent - self.start})
+        record = outcome.record.with_(prompt_id=prompt.id, started_s=sent - self.start)
         self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries))
 
 

@@ -19,9 +19,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Final
 
-from drivers import child, stats
+from drivers import child, genchild, stats
 from drivers.errors import TaskFailed
 from drivers.formats import detect_format
+from drivers.genstats import summarize_generation
 from drivers.models import sha256_file
 from protocol import FailureReason, Measurement, ModelFormat, Phase, RunConditions, Stage, TaskSpec
 
@@ -92,7 +93,8 @@ def _run_child(
 ) -> child.ProcessResult:
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=child.main, args=(sender, job), name="sark-measure", daemon=True)
+    target = child.main if job.spec.generate is None else genchild.main
+    process = ctx.Process(target=target, args=(sender, job), name="sark-measure", daemon=True)
     process.start()
     sender.close()
     try:
@@ -163,6 +165,10 @@ def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: 
     first = results[0]
     gpu_util = [r.gpu_util_pct for r in results if r.gpu_util_pct is not None]
     gpu_mem = [r.gpu_mem_mb for r in results if r.gpu_mem_mb is not None]
+    generation = None
+    if spec.generate is not None:  # every process's requests pooled; rates over the summed wall time
+        records = [rec for r in results for rec in r.records]
+        generation = summarize_generation(records, sum(r.wall_s for r in results), spec.generate)
     return Measurement(
         compute_unit=spec.compute_unit,
         load_ms=stats.summarize([t for r in results for t in r.load_ms]),
@@ -195,4 +201,5 @@ def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: 
             model_sha256=model_sha256,
         ),
         inputs=first.inputs,
+        generation=generation,
     )

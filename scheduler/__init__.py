@@ -9,6 +9,9 @@ Modules:
     document   the file's text as data: JSON, or YAML with alias expansion bounded before construction
     sources    the campaign's models (model, models, model_url) as ModelSource values
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
+    generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts to read)
+    prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
+    summaries  the built-in summaries set, written for this project
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
     tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids and fan-out
@@ -18,6 +21,7 @@ Modules:
     results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
     report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
     significance  the Mann-Whitney U test the diffs use
+    genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from scheduler.events import (
     TaskFailedRemotely,
     Tick,
 )
+from scheduler.generate import campaign_files
 from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, needs_of
 from scheduler.placement import (
@@ -122,6 +127,7 @@ __all__ = [
     "Tick",
     "UnresolvedModelError",
     "Verdict",
+    "campaign_files",
     "campaign_needs",
     "device_kind",
     "explain",

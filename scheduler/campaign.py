@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from protocol import ComputeUnit, TaskSpec, Value
 from scheduler.document import DocumentError, load_document
 from scheduler.errors import CampaignError
+from scheduler.generate import GENERATE_DEFAULTS, parse_generate
 from scheduler.problems import Problems, check_keys, describe, dig
 from scheduler.sources import ModelSource, parse_models
 
@@ -104,18 +105,30 @@ _SPEC_FIELDS: Final[dict[str, str]] = {
     "max_runs": "max_runs",
     "max_duration_s": "max_duration_s",
 }
-_JOB_FIELDS: Final = ("compute_unit", *_SPEC_FIELDS, "devices", "require", "model", "sweep")
+_JOB_FIELDS: Final = (
+    "compute_unit",
+    *_SPEC_FIELDS,
+    "devices",
+    "require",
+    "model",
+    "sweep",
+    "generate",
+    "quality",
+)
 _REQUIRE_FIELDS: Final = ("min_ram_gb", "min_vram_gb", "os", "peers")
 _UNIT_NAMES: Final = frozenset(u.value for u in ComputeUnit)
 _VALID_UNITS: Final = ", ".join(u.value for u in ComputeUnit)
 
 
-def parse_campaign(text: str, *, source: str = "campaign.yaml") -> Campaign:
+def parse_campaign(
+    text: str, *, source: str = "campaign.yaml", files: Mapping[str, bytes] | None = None
+) -> Campaign:
     """Parse and validate a campaign file (YAML, or JSON such as the seeds' REST body).
 
     Args:
         text: the file's text.
         source: where it came from, named in the error message.
+        files: the bytes of the prompts files that generate jobs name (see `campaign_files`), by name.
 
     Returns:
         The validated campaign.
@@ -133,7 +146,7 @@ def parse_campaign(text: str, *, source: str = "campaign.yaml") -> Campaign:
     processes = _bounded_int(data, "processes", DEFAULT_PROCESSES, (1, 20), problems)
     max_inflight = _bounded_int(data, "max_inflight", 0, (0, 100_000), problems)
     models = parse_models(data, problems)
-    jobs = _jobs(data, [m.key for m in models], processes, problems)
+    jobs = _jobs(data, [m.key for m in models], processes, files or {}, problems)
     if problems.items:
         raise CampaignError(problems.items, source=source)
     if not name:
@@ -180,7 +193,11 @@ def _bounded_int(
 
 
 def _jobs(
-    data: Mapping[str, object], model_keys: Sequence[str], processes: int, problems: Problems
+    data: Mapping[str, object],
+    model_keys: Sequence[str],
+    processes: int,
+    files: Mapping[str, bytes],
+    problems: Problems,
 ) -> list[Job]:
     raw = data.get("jobs")
     if not isinstance(raw, list) or not raw:
@@ -197,6 +214,7 @@ def _jobs(
             keys: list[object] = [fields["model"]] if "model" in fields else [*model_keys] or [None]
             for key in keys:
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
+                job = _with_generate(job, fields, path, files, problems)
                 if job is not None:
                     suffix = f" model={key}" if len(model_keys) > 1 else ""
                     jobs.append(job.with_(label=f"{label}{suffix}"))
@@ -263,6 +281,25 @@ def _job(
     if len(problems.items) > before or spec is None or require is None or devices is None:
         return None
     return Job(index=index, model_key=str(model_key), spec=spec, devices=devices, require=require)
+
+
+def _with_generate(
+    job: Job | None, fields: Mapping[str, object], path: str, files: Mapping[str, bytes], problems: Problems
+) -> Job | None:
+    """Attach the job's `generate:` block and `quality:`, with a generate job's load and warm-up defaults."""
+    if "generate" not in fields:
+        if "quality" in fields:
+            problems.add(f"{path}.quality", "quality metrics need a generate: block")
+        return job
+    spec = parse_generate(fields["generate"], fields.get("quality"), path, files, problems)
+    if job is None or spec is None:
+        return None
+    defaults = {
+        name: value
+        for name, value in GENERATE_DEFAULTS.items()
+        if {"load_runs": "load_runs", "warmups": "warmup_runs"}[name] not in fields
+    }
+    return job.with_(spec=job.spec.with_(generate=spec, **defaults))
 
 
 def _unit(fields: Mapping[str, object], path: str, problems: Problems) -> ComputeUnit | None:

@@ -1,4 +1,5 @@
-"""Result rows: the seeds' CSV columns first, then the later reference ones, then the extended ones.
+"""Result rows: the seeds' CSV columns first, then the later reference ones, the extended ones, then a
+generate task's (`scheduler.genrows`).
 
 Units: Ram and VRam in GB (whole numbers, like the seeds' "16"), FileSize and every other memory
 column in MB, times in ms. Lists are joined with ";", booleans are "True"/"False", and a value
@@ -15,6 +16,7 @@ from typing import Final
 
 from protocol import DeviceProfile, Measurement, ResultBody
 from scheduler.campaign import Campaign
+from scheduler.genrows import GENERATION_COLUMNS, generation_columns
 from scheduler.tasks import Status, TaskView
 
 SEED_COLUMNS: Final = (
@@ -74,7 +76,7 @@ EXTENDED_COLUMNS: Final = (
     "FailureStage",
     "Detail",
 )
-CSV_COLUMNS: Final = (*SEED_COLUMNS, *REFERENCE_COLUMNS, *EXTENDED_COLUMNS)
+CSV_COLUMNS: Final = (*SEED_COLUMNS, *REFERENCE_COLUMNS, *EXTENDED_COLUMNS, *GENERATION_COLUMNS)
 _MB: Final = 1024 * 1024
 
 
@@ -162,6 +164,7 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
         columns["RuntimeVersions"] = ";".join(
             f"{k}={v}" for k, v in sorted(m.conditions.runtime_versions.items())
         )
+    columns.update(generation_columns(m.generation))
     return columns
 
 

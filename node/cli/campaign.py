@@ -28,6 +28,7 @@ from node.cli.options import (
     run,
 )
 from node.events import json_lines, quiet
+from node.submitter.prompts import read_prompt_files
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -66,7 +67,7 @@ def _check_campaign(text: str, path: Path) -> sch.Campaign:
     import scheduler as sch
 
     try:
-        return sch.parse_campaign(text, source=str(path))
+        return sch.parse_campaign(text, source=str(path), files=read_prompt_files(text, path.parent))
     except sch.CampaignError as exc:
         typer.secho(f"error: {path} is not a valid campaign:", fg=typer.colors.RED, err=True)
         for problem in exc.problems:

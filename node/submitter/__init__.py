@@ -9,6 +9,8 @@ Modules:
     models     pinning a campaign's models
     outputs    results.csv, results.json, report.html
     render     drawing report.html, Markdown and terminal tables
+    genreport  report.html's generation sections: TTFT and TPOT per device, the quality table
+    prompts    reading a campaign's prompts files (JSONL) for the pure parser
 
 Callers import the module they need (`from node.submitter.run import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
@@ -17,4 +19,15 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["attempt", "discovery", "loop", "models", "outputs", "render", "run", "store"]
+__all__ = [
+    "attempt",
+    "discovery",
+    "genreport",
+    "loop",
+    "models",
+    "outputs",
+    "prompts",
+    "render",
+    "run",
+    "store",
+]

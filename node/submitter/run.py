@@ -26,6 +26,7 @@ from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.loop import CampaignLoop, Tally, View, models_json, utc_now
 from node.submitter.models import pin_models, refs_from_json
 from node.submitter.outputs import write_outputs
+from node.submitter.prompts import read_prompt_files
 from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore
 from node.transfer.blob import UploadSlots, blob_handler
 from node.transfer.cache import model_cache
@@ -98,7 +99,7 @@ def new_campaign_id() -> str:
 
 async def prepare(config: NodeConfig, text: str, source: Path) -> tuple[sch.Campaign, dict[str, ModelRef]]:
     """Validate the campaign file and pin its models (CampaignError / ModelSourceError on bad input)."""
-    campaign = sch.parse_campaign(text, source=str(source))
+    campaign = sch.parse_campaign(text, source=str(source), files=read_prompt_files(text, source.parent))
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config))
     return campaign, models
 
@@ -138,7 +139,8 @@ def restore(record: CampaignRecord) -> CampaignRun:
     is no snapshot, so a stricter parser never locks an old campaign out.
     """
     if record.snapshot is None:
-        campaign = sch.parse_campaign(record.text, source=record.source)
+        files = read_prompt_files(record.text, Path(record.source).parent)
+        campaign = sch.parse_campaign(record.text, source=record.source, files=files)
         scheduler = sch.Scheduler(record.campaign_id, campaign, refs_from_json(record.models))
         return CampaignRun(record, campaign, scheduler)
     snapshot = sch.SchedulerSnapshot.model_validate_json(record.snapshot)
@@ -244,7 +246,7 @@ async def open_submitter(
 
 async def plan(config: NodeConfig, source: Path, text: str, options: SubmitOptions) -> sch.Plan:
     """A dry run: which peers each job would go to, and why every other peer would not. Sends nothing."""
-    campaign = sch.parse_campaign(text, source=str(source))
+    campaign = sch.parse_campaign(text, source=str(source), files=read_prompt_files(text, source.parent))
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
     async with open_submitter(config, options) as node:
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))

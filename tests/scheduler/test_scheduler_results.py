@@ -22,7 +22,7 @@ from scheduler import (
     to_csv,
 )
 
-# The seeds' columns in the seeds' order, then the later reference ones, then the extended ones.
+# The seeds' columns in the seeds' order, the later reference ones, the extended ones, then generation's.
 SEED = (
     "Status,JobId,FileName,FileSize,ComputeUnits,DeviceName,Soc,Ram,DeviceOs,LoadMsMedian,LoadMsAverage,"
     "LoadMsStdDev,PeakLoadRamUsage,InferenceMsMedian,InferenceMsAverage,InferenceMsStdDev,PeakInferenceRamUsage"
@@ -34,7 +34,11 @@ EXTENDED = (
     "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,InputShapes,InputsDefaulted,"
     "FailureReason,FailureStage,Detail"
 )
-EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED) for name in group.split(",")]
+GENERATION = (
+    "TtftMsMedian,TtftMsP90,TpotMsMedian,TpotMsP90,ItlMsP99,E2eMsMedian,PrefillTokPerS,DecodeTokPerS,"
+    "OutputTokensMean,Rouge1,Rouge2,RougeL"
+)
+EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED, GENERATION) for name in group.split(",")]
 
 
 def stats(median: float) -> Stats:
@@ -214,3 +218,39 @@ def test_an_ended_task_keeps_the_time_it_ended_whenever_its_row_is_rebuilt() -> 
     )
     live = task(TaskState.LEASED)
     assert failure_row(live, Status.FAILED, "", "still leased", "now")["CreatedUtc"] == "now"
+
+
+def test_a_generate_result_fills_the_generation_columns() -> None:
+    from drivers.genstats import summarize_generation
+    from protocol import GenerateSpec, Prompt, RequestRecord
+
+    spec = GenerateSpec(
+        prompts=(Prompt(id="a", text="x", reference="the cat sat"),), prompts_sha256=SHA, quality=("rouge",)
+    )
+    record = RequestRecord(
+        prompt_id="a",
+        prompt_tokens=20,
+        output_tokens=3,
+        ttft_ms=200.0,
+        e2e_ms=300.0,
+        token_times_ms=(200.0, 250.0, 300.0),
+        output_text="the cat sat",
+    )
+    generated = body()
+    measurement = generated.measurement.with_(generation=summarize_generation([record], 0.3, spec))
+    row = result_row(task(), generated.with_(measurement=measurement), "verified", "")
+    assert {k: row[k] for k in GENERATION.split(",")} == {
+        "TtftMsMedian": "200.000",
+        "TtftMsP90": "200.000",
+        "TpotMsMedian": "50.000",
+        "TpotMsP90": "50.000",
+        "ItlMsP99": "50.000",
+        "E2eMsMedian": "300.000",
+        "PrefillTokPerS": "100.00",
+        "DecodeTokPerS": "20.00",
+        "OutputTokensMean": "3.00",
+        "Rouge1": "1.0000",
+        "Rouge2": "1.0000",
+        "RougeL": "1.0000",
+    }
+    assert all(result_row(task(), body(), "verified", "")[k] == "" for k in GENERATION.split(","))

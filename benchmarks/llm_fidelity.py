@@ -1,0 +1,118 @@
+"""LLM fidelity: sark's TTFT and TPOT medians against a bare transformers `generate` loop, same run.
+
+Both sides use the same model (SmolLM2-135M-Instruct GGUF), prompts (builtin:summaries), chat template,
+greedy decoding and a fixed number of new tokens (ignore_eos). sark's figures come from
+`drivers.measure` (spawned child, streamer clock); the baseline times `model.generate` in this process
+with a minimal streamer: TTFT = first token, TPOT = (E2E - TTFT) / (n - 1). Prints both medians and
+the relative difference (target: within +-5 %), and writes benchmarks/out/llm_fidelity.json.
+
+    .venv/bin/python benchmarks/llm_fidelity.py [--prompts 8] [--tokens 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from drivers import measure
+from drivers.models import packaged_llm
+from protocol import ComputeUnit, GenerateSpec, TaskSpec
+from scheduler.prompts import builtin_prompts, take
+
+
+def bare(path: Path, spec: GenerateSpec) -> tuple[list[float], list[float]]:
+    """TTFT and TPOT (ms) of each prompt from a plain transformers loop in this process."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.generation.streamers import BaseStreamer
+
+    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name).eval()
+
+    class Clock(BaseStreamer):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def put(self, value: Any) -> None:
+            self.times.append(time.perf_counter())
+
+        def end(self) -> None:
+            pass
+
+    ttft, tpot = [], []
+    for i, prompt in enumerate((spec.prompts[0], *spec.prompts)):  # the first one warms up
+        messages = [{"role": "user", "content": prompt.text}]
+        ids = tok.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        clock = Clock()
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(
+                ids["input_ids"],
+                attention_mask=ids["attention_mask"],
+                max_new_tokens=spec.max_new_tokens,
+                min_new_tokens=spec.max_new_tokens,
+                do_sample=False,
+                streamer=clock,
+                pad_token_id=tok.eos_token_id,
+            )
+        tokens = clock.times[1:]  # the first put is the prompt
+        if i > 0:
+            ttft.append((tokens[0] - t0) * 1000)
+            tpot.append((tokens[-1] - tokens[0]) * 1000 / (len(tokens) - 1))
+    return ttft, tpot
+
+
+def main() -> None:
+    """Run sark and the bare loop one after the other and print the medians side by side."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=32)
+    args = parser.parse_args()
+    prompts, digest = builtin_prompts("summaries")
+    gen = GenerateSpec(
+        prompts=take(prompts, args.prompts),
+        prompts_sha256=digest,
+        max_new_tokens=args.tokens,
+        ignore_eos=True,
+    )
+    path = packaged_llm()
+    threads = os.cpu_count() or 1
+    spec = TaskSpec(
+        compute_unit=ComputeUnit.CPU_TORCH,
+        load_runs=1,
+        warmups=1,
+        threads=threads,
+        timeout_s=3000,
+        generate=gen,
+    )
+    import torch
+
+    torch.set_num_threads(threads)
+    m = measure(path, spec)
+    assert m.generation is not None
+    base_ttft, base_tpot = bare(path, gen)
+    figures = {
+        "sark_ttft_ms": m.generation.ttft_ms.median,
+        "bare_ttft_ms": statistics.median(base_ttft),
+        "sark_tpot_ms": m.generation.tpot_ms.median,
+        "bare_tpot_ms": statistics.median(base_tpot),
+    }
+    figures["ttft_diff_pct"] = 100 * (figures["sark_ttft_ms"] / figures["bare_ttft_ms"] - 1)
+    figures["tpot_diff_pct"] = 100 * (figures["sark_tpot_ms"] / figures["bare_tpot_ms"] - 1)
+    for key, value in figures.items():
+        print(f"{key:>15}: {value:9.2f}")
+    out = Path(__file__).parent / "out"
+    out.mkdir(exist_ok=True)
+    (out / "llm_fidelity.json").write_text(json.dumps(figures | vars(args), indent=1))
+
+
+if __name__ == "__main__":
+    main()

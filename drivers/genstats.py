@@ -1,0 +1,123 @@
+"""The aggregate of a generate run: per-request records in, `GenerationStats` out, as `FORMULAS` says.
+
+Pure: no clock, no runtime. Every figure is computed from the raw `RequestRecord`s, which the result
+keeps, so any other definition can be recomputed later.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+
+from drivers import rouge
+from drivers.stats import median, summarize
+from protocol import GenerateSpec, GenerationStats, RequestRecord, Rouge
+from protocol.generation import MAX_RECORDS
+
+
+def tpot_ms(record: RequestRecord) -> float | None:
+    """(e2e - ttft) / (output_tokens - 1), or None with fewer than 2 output tokens or no TTFT."""
+    if record.ttft_ms is None or record.output_tokens < 2:
+        return None
+    return (record.e2e_ms - record.ttft_ms) / (record.output_tokens - 1)
+
+
+def gaps_ms(record: RequestRecord) -> list[float]:
+    """Every gap between consecutive output tokens of one request."""
+    times = record.token_times_ms
+    return [b - a for a, b in itertools.pairwise(times)]
+
+
+def _prefill(record: RequestRecord) -> float | None:
+    if record.ttft_ms is None or record.ttft_ms <= 0:
+        return None
+    return record.prompt_tokens / (record.ttft_ms / 1000)
+
+
+def _decode(record: RequestRecord) -> float | None:
+    if record.ttft_ms is None or record.output_tokens < 2 or record.e2e_ms <= record.ttft_ms:
+        return None
+    return (record.output_tokens - 1) / ((record.e2e_ms - record.ttft_ms) / 1000)
+
+
+def _median_or_zero(values: Sequence[float | None]) -> float:
+    present = [v for v in values if v is not None]
+    return median(present) if present else 0.0
+
+
+def score_rouge(records: Sequence[RequestRecord], spec: GenerateSpec) -> Rouge | None:
+    """ROUGE-1/2/L F1 averaged over successful requests whose prompt has a reference; None if not asked."""
+    if "rouge" not in spec.quality:
+        return None
+    references = {p.id: p.reference for p in spec.prompts if p.reference}
+    scores = [
+        rouge.score(r.output_text, references[r.prompt_id])
+        for r in records
+        if r.error is None and r.prompt_id in references
+    ]
+    if not scores:
+        return Rouge(rouge1=0.0, rouge2=0.0, rouge_l=0.0, scored=0)
+    n = len(scores)
+    return Rouge(
+        rouge1=sum(s.rouge1 for s in scores) / n,
+        rouge2=sum(s.rouge2 for s in scores) / n,
+        rouge_l=sum(s.rouge_l for s in scores) / n,
+        scored=n,
+    )
+
+
+def _goodput(records: Sequence[RequestRecord], spec: GenerateSpec) -> float | None:
+    slo = spec.slo
+    if not records or (slo.ttft_ms is None and slo.tpot_ms is None and slo.e2e_ms is None):
+        return None
+
+    def meets(r: RequestRecord) -> bool:
+        tpot = tpot_ms(r)
+        return (
+            r.error is None
+            and (slo.ttft_ms is None or (r.ttft_ms is not None and r.ttft_ms <= slo.ttft_ms))
+            and (slo.tpot_ms is None or (tpot is not None and tpot <= slo.tpot_ms))
+            and (slo.e2e_ms is None or r.e2e_ms <= slo.e2e_ms)
+        )
+
+    return sum(1 for r in records if meets(r)) / len(records)
+
+
+def summarize_generation(
+    records: Sequence[RequestRecord], wall_s: float, spec: GenerateSpec
+) -> GenerationStats:
+    """The run's aggregate, each figure as `protocol.FORMULAS` defines it; the raw records kept.
+
+    Args:
+        records: every request of the run, failed ones included.
+        wall_s: the run's wall time in seconds (first request sent to last token), for the rates.
+        spec: what was asked (quality metrics, SLOs, concurrency).
+
+    Returns:
+        The protocol's `GenerationStats`.
+    """
+    ok = [r for r in records if r.error is None]
+    output_total = sum(r.output_tokens for r in ok)
+    return GenerationStats(
+        requests=len(records),
+        errors=len(records) - len(ok),
+        errors_by_kind=dict(Counter(str(r.error) for r in records if r.error is not None)),
+        wall_s=wall_s,
+        concurrency=spec.concurrency,
+        request_rate=spec.request_rate,
+        ttft_ms=summarize([r.ttft_ms for r in ok if r.ttft_ms is not None]),
+        tpot_ms=summarize([t for r in ok if (t := tpot_ms(r)) is not None]),
+        itl_ms=summarize([g for r in ok for g in gaps_ms(r)]),
+        e2e_ms=summarize([r.e2e_ms for r in ok]),
+        prompt_tokens_mean=sum(r.prompt_tokens for r in ok) / len(ok) if ok else 0.0,
+        output_tokens_mean=output_total / len(ok) if ok else 0.0,
+        prefill_tok_per_s=_median_or_zero([_prefill(r) for r in ok]),
+        decode_tok_per_s=_median_or_zero([_decode(r) for r in ok]),
+        output_tok_per_s=output_total / wall_s if wall_s > 0 else 0.0,
+        request_per_s=len(ok) / wall_s if wall_s > 0 else 0.0,
+        goodput=_goodput(records, spec),
+        tokens_counted=any(r.tokens_counted for r in records),
+        rouge=score_rouge(records, spec),
+        records=tuple(records[:MAX_RECORDS]),
+    )

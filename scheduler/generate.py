@@ -1,0 +1,117 @@
+"""A job's ``generate:`` block and ``quality:`` list -> `GenerateSpec`, with every problem at its path.
+
+Pure: a prompts file arrives as bytes in `files` (read by node/ beside the campaign file, keyed by the
+name the campaign wrote); ``builtin:<set>`` needs no file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Final
+
+import yaml
+from pydantic import ValidationError
+
+from protocol import GenerateSpec, Prompt
+from scheduler import prompts as prompt_sets
+from scheduler.problems import Problems, check_keys, describe
+
+GENERATE_FIELDS: Final = ("prompts", "num_prompts", "max_new_tokens", "ignore_eos", "chat")
+QUALITY_METRICS: Final = ("rouge",)
+# A generate job loads a model of hundreds of MB: two loads (first and repeated) and one warm-up request.
+GENERATE_DEFAULTS: Final[dict[str, int]] = {"load_runs": 2, "warmups": 1}
+
+
+def campaign_files(text: str) -> list[str]:
+    """The prompts files a campaign's generate jobs name (not built-in sets), for node/ to read first."""
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError):
+        return []  # parse_campaign reports it
+    raw_jobs = data.get("jobs") if isinstance(data, dict) else None
+    names: list[str] = []
+    for job in raw_jobs if isinstance(raw_jobs, list) else []:
+        block = job.get("generate") if isinstance(job, dict) else None
+        source = block.get("prompts") if isinstance(block, dict) else None
+        if (
+            isinstance(source, str)
+            and not source.startswith(prompt_sets.BUILTIN_PREFIX)
+            and source not in names
+        ):
+            names.append(source)
+    return names
+
+
+def parse_generate(
+    raw: object, quality: object, path: str, files: Mapping[str, bytes], problems: Problems
+) -> GenerateSpec | None:
+    """The job's `GenerateSpec`, or None with its problems recorded (``jobs[0].generate.max_new_tokens``)."""
+    where = f"{path}.generate"
+    if not isinstance(raw, dict):
+        problems.add(where, f"expected a mapping ({', '.join(GENERATE_FIELDS)}), got {describe(raw)}")
+        return None
+    before = len(problems.items)
+    check_keys(raw, where, GENERATE_FIELDS, problems)
+    loaded = _prompts(raw.get("prompts"), f"{where}.prompts", files, problems)
+    count = raw.get("num_prompts")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        problems.add(f"{where}.num_prompts", f"expected a whole number from 1, got {describe(count)}")
+        count = None
+    metrics = _quality(quality, f"{path}.quality", problems)
+    if loaded is None or len(problems.items) > before:
+        return None
+    prompts, digest, source = loaded
+    fields = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat") if k in raw}
+    try:
+        return GenerateSpec.model_validate(
+            fields
+            | {
+                "prompts": prompt_sets.take(prompts, count),
+                "prompts_source": source,
+                "prompts_sha256": digest,
+                "quality": metrics,
+            },
+            strict=False,
+        )
+    except ValidationError as exc:
+        for error in exc.errors():
+            field = ".".join(str(p) for p in error["loc"][:1])
+            message = error["msg"].replace("Input should be", "must be")
+            problems.add(f"{where}.{field}", f"{message}, got {describe(error.get('input'))}")
+        return None
+
+
+def _prompts(
+    source: object, where: str, files: Mapping[str, bytes], problems: Problems
+) -> tuple[tuple[Prompt, ...], str, str] | None:
+    if not isinstance(source, str) or not source:
+        problems.add(where, f"required: a JSONL file or builtin:summaries, got {describe(source)}")
+        return None
+    if source.startswith(prompt_sets.BUILTIN_PREFIX):
+        name = source.removeprefix(prompt_sets.BUILTIN_PREFIX)
+        try:
+            prompts, digest = prompt_sets.builtin_prompts(name)
+        except KeyError:
+            problems.add(
+                where, f"unknown built-in set {name!r}; known: {', '.join(prompt_sets.BUILTIN_SETS)}"
+            )
+            return None
+        return prompts, digest, source
+    if source not in files:
+        problems.add(where, f"cannot read prompts file {source!r}")
+        return None
+    prompts, bad = prompt_sets.parse_jsonl(files[source], source)
+    for problem in bad:
+        problems.add(where, f"{source}: {problem}")
+    return (prompts, prompt_sets.digest_bytes(files[source]), source) if not bad else None
+
+
+def _quality(raw: object, where: str, problems: Problems) -> tuple[str, ...]:
+    items = [] if raw is None else [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or any(m not in QUALITY_METRICS for m in items):
+        problems.add(
+            where, f"expected a list of metrics from {', '.join(QUALITY_METRICS)}, got {describe(raw)}"
+        )
+        return ()
+    return tuple(dict.fromkeys(str(m) for m in items))

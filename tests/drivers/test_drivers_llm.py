@@ -1,0 +1,159 @@
+"""White-box generation with the real SmolLM2-135M GGUF in spawned children, and its refusals.
+
+Loading the model costs tens of seconds on two cores, so one measurement is shared by the module and
+every refusal is made to fail before the model's weights are loaded.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from drivers import TaskFailed, measure
+from drivers.genstats import tpot_ms
+from drivers.models import packaged_llm
+from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
+
+pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
+CPU = ComputeUnit.CPU_TORCH
+PROMPTS = (
+    Prompt(
+        id="p1",
+        text="Summarize in one sentence: The river rose after three days of rain, and volunteers "
+        "filled sandbags along the main street until the water went down.",
+        reference="Volunteers filled sandbags while the river flooded the town after three days of rain.",
+    ),
+    Prompt(id="p2", text="Name one colour of the sky.", reference="The sky is blue."),
+)
+DIGEST = "0" * 64
+
+
+def _spec(**changes: object) -> TaskSpec:
+    generate = GenerateSpec(
+        prompts=PROMPTS, prompts_sha256=DIGEST, max_new_tokens=6, ignore_eos=True, quality=("rouge",)
+    )
+    base: dict[str, object] = {
+        "compute_unit": CPU,
+        "load_runs": 1,
+        "warmups": 1,
+        "timeout_s": 280,
+        "threads": 2,
+        "generate": generate,
+    }
+    return TaskSpec.model_validate(base | changes)
+
+
+def _fails(path: Path, spec: TaskSpec, fmt: ModelFormat | None = None) -> TaskFailed:
+    with pytest.raises(TaskFailed) as info:
+        measure(path, spec, fmt=fmt)
+    return info.value
+
+
+@pytest.fixture(scope="module")
+def measured() -> Measurement:
+    return measure(packaged_llm(), _spec())
+
+
+def test_every_request_timed_token_by_token(measured: Measurement) -> None:
+    gen = measured.generation
+    assert gen is not None
+    assert gen.requests == 2
+    assert gen.errors == 0
+    for record, prompt in zip(gen.records, PROMPTS, strict=True):
+        assert record.prompt_id == prompt.id
+        assert record.output_tokens == 6  # ignore_eos: always max_new_tokens
+        assert len(record.token_times_ms) == 6
+        assert record.ttft_ms == record.token_times_ms[0] > 0
+        assert record.e2e_ms == record.token_times_ms[-1]
+        assert list(record.token_times_ms) == sorted(record.token_times_ms)
+        assert record.prompt_tokens > 10  # the chat template wraps the prompt
+        assert record.output_text.strip()
+        assert record.tokens_counted
+    tpots = [tpot_ms(r) for r in gen.records]
+    assert gen.tpot_ms.n == 2
+    assert gen.tpot_ms.min == min(t for t in tpots if t is not None)
+    assert gen.itl_ms.n == 2 * 5
+    assert gen.output_tokens_mean == 6
+    assert gen.prefill_tok_per_s > 0
+    assert gen.decode_tok_per_s > 0
+    assert gen.output_tok_per_s > 0
+    assert gen.formulas["tpot_ms"].startswith("(e2e_ms - ttft_ms)")
+
+
+def test_tensor_fields_filled_for_existing_columns(measured: Measurement) -> None:
+    gen = measured.generation
+    assert gen is not None
+    assert measured.load_ms.n == 1
+    assert measured.load_first_ms > 0
+    assert measured.inference_ms.n == 2
+    assert measured.inference_ms.median == gen.e2e_ms.median
+    assert measured.first_inference_ms > 0
+    assert measured.peak_load_ram_mb > 100
+    assert measured.peak_inference_ram_mb > 100
+    assert measured.providers == ("cpu",)
+    assert "transformers" in measured.conditions.runtime_versions
+
+
+def test_rouge_against_references(measured: Measurement) -> None:
+    gen = measured.generation
+    assert gen is not None
+    assert gen.rouge is not None
+    assert gen.rouge.scored == 2
+    assert 0 <= gen.rouge.rouge2 <= gen.rouge.rouge1 <= 1
+
+
+def test_truncated_gguf_fails_naming_the_file(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.gguf"
+    with packaged_llm().open("rb") as f:
+        cut.write_bytes(f.read(1 << 20))
+    failure = _fails(cut, _spec())
+    assert failure.reason in (FailureReason.LOAD, FailureReason.FORMAT)
+    assert "cut.gguf" in failure.detail
+
+
+def test_unsupported_architecture_fails_at_load(tmp_path: Path) -> None:
+    import gguf
+    import numpy as np
+
+    path = tmp_path / "odd.gguf"
+    writer = gguf.GGUFWriter(str(path), arch="sarkodd")
+    writer.add_context_length(64)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    failure = _fails(path, _spec())
+    assert failure.reason == FailureReason.LOAD
+    assert "odd.gguf" in failure.detail
+    assert "sarkodd" in failure.detail
+
+
+def test_folder_without_tokenizer_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "llama"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    (folder / "model.safetensors").write_bytes(b"")
+    failure = _fails(folder, _spec(), ModelFormat.SAFETENSORS)
+    assert failure.reason == FailureReason.FORMAT
+    assert "no tokenizer" in failure.detail
+
+
+def test_max_new_tokens_beyond_the_context_fails_before_loading(tmp_path: Path) -> None:
+    model = tmp_path / ("ab" * 32)  # named by digest, as in a worker's cache: read through a .gguf link
+    shutil.copyfile(packaged_llm(), model)
+    spec = _spec()
+    assert spec.generate is not None
+    too_long = spec.with_(generate=spec.generate.with_(max_new_tokens=9000))
+    failure = _fails(model, too_long, ModelFormat.GGUF)
+    assert failure.reason == FailureReason.INPUT
+    assert "9000" in failure.detail
+    assert "8192" in failure.detail
+
+
+def test_generation_needs_a_torch_unit() -> None:
+    failure = _fails(packaged_llm(), _spec(compute_unit=ComputeUnit.CPU_ONNX))
+    assert failure.reason == FailureReason.UNIT_UNAVAILABLE
+    assert "CPU (PyTorch)" in failure.detail
