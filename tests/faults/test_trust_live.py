@@ -9,6 +9,7 @@ as part of a campaign.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import http.server
 import json
@@ -119,7 +120,10 @@ def test_a_submitter_the_worker_does_not_allow_is_refused_and_nothing_runs(
     assert declined[0]["reason"] == "policy"
     assert me in declined[0]["detail"]  # the worker names who it refused
     assert seen[-1]["accepted"] == 0
-    assert sub.popen.wait(timeout=30) == 0
+    assert sub.popen.wait(timeout=30) == 1  # the one task failed: no peer would run it
+    results = next((tmp_path / "out").glob("*/results.csv")).read_text()
+    [row] = csv.DictReader(results.splitlines())
+    assert (row["Status"], row["FailureReason"]) == ("Failed", "policy")
     events = _worker_events(worker)
     assert "declined" in events
     assert not {"committed", "model", "run"} & set(events)  # nothing downloaded or run
