@@ -74,7 +74,17 @@ from scheduler.placement import (
 from scheduler.results import CSV_COLUMNS, SEED_COLUMNS, failure_row, result_row, results_document, to_csv
 from scheduler.retry import FINAL_FAILURES
 from scheduler.sources import ModelSource
-from scheduler.tasks import Attempt, SchedulerSnapshot, Status, TaskProgress, TaskState, TaskView, task_id_of
+from scheduler.tasks import (
+    Attempt,
+    Cause,
+    Lapse,
+    SchedulerSnapshot,
+    Status,
+    TaskProgress,
+    TaskState,
+    TaskView,
+    task_id_of,
+)
 
 __all__ = [
     "CSV_COLUMNS",
@@ -85,12 +95,14 @@ __all__ = [
     "Campaign",
     "CampaignError",
     "CancelRequested",
+    "Cause",
     "Command",
     "Event",
     "FieldProblem",
     "FinishCampaign",
     "Job",
     "JobPlan",
+    "Lapse",
     "LeaseLapsed",
     "MarkUnschedulable",
     "Misfit",

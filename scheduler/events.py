@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from protocol import DeclineReason, FailureReason, ModelRef, Phase, Stage, TaskSpec
 from scheduler.placement import PeerView, Reason
-from scheduler.tasks import Status, TaskState
+from scheduler.tasks import Cause, Status, TaskState
 
 DEFAULT_LEASE_TTL_S: Final = 30.0
 
@@ -205,7 +205,7 @@ class RecordOutcome:
 
     task_id: str
     status: Status
-    reason: str = ""
+    reason: Cause | Literal[""] = ""
     detail: str = ""
 
 

@@ -47,6 +47,8 @@ from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, capacity
 from scheduler.tasks import (
     STATUS_OF,
     Attempt,
+    Cause,
+    Lapse,
     SchedulerSnapshot,
     TaskProgress,
     TaskState,
@@ -208,7 +210,7 @@ class Scheduler:
         ids = tuple(t.task_id for t in unplaced)
         out: list[Command] = [MarkUnschedulable(plan.job.index, ids, reasons, plan.shortfall)]
         for task in unplaced:
-            out += self._end(task, TaskState.UNSCHEDULABLE, "no_feasible_peer", plan.shortfall, lines)
+            out += self._end(task, TaskState.UNSCHEDULABLE, Lapse.NO_FEASIBLE_PEER, plan.shortfall, lines)
         return out
 
     def _on_commit(self, event: OfferCommitted, now: float) -> list[Command]:
@@ -227,13 +229,13 @@ class Scheduler:
         if task is None:
             return []
         why = f"declined {event.reason.value}" + (f": {event.detail}" if event.detail else "")
-        return self._retry(task, event.reason.value, why, now, same_peer=event.reason in SAME_PEER_LATER)
+        return self._retry(task, event.reason, why, now, same_peer=event.reason in SAME_PEER_LATER)
 
     def _on_lost(self, event: OfferLost, now: float) -> list[Command]:
         task = offered_task(self._tasks, event.task_id, event.peer_id)
         if task is None:
             return []
-        return self._retry(task, "offer_lost", f"offer lost: {event.detail or 'no answer'}", now)
+        return self._retry(task, Lapse.OFFER_LOST, f"offer lost: {event.detail or 'no answer'}", now)
 
     def _on_progress(self, event: ProgressReported, now: float) -> list[Command]:
         task = leased_task(self._tasks, event.task_id, event.lease_id)
@@ -257,7 +259,7 @@ class Scheduler:
             stale = "stale lease: result not accepted"
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, stale)]
         final = task.progress.finished(event.median_ms)
-        out = self._end(self._put(task, progress=final), TaskState.DONE, "", "")
+        out = self._end(self._put(task, progress=final), TaskState.DONE, None, "")
         return [*out, SendAck(event.task_id, event.lease_id)]
 
     def _on_failure(
@@ -269,9 +271,9 @@ class Scheduler:
         why = f"failed {reason.value}" + (f": {detail}" if detail else "")
         task = self._put(task, failure_stage=stage)
         if reason in FINAL_FAILURES:
-            task = self._close_attempt(task, why, reason.value)
-            return self._end(task, TaskState.FAILED, reason.value, detail or why)
-        return self._retry(task, reason.value, why, now)
+            task = self._close_attempt(task, why, reason)
+            return self._end(task, TaskState.FAILED, reason, detail or why)
+        return self._retry(task, reason, why, now)
 
     def _on_lapse(self, event: LeaseLapsed, now: float) -> list[Command]:
         task = leased_task(self._tasks, event.task_id, event.lease_id)
@@ -286,7 +288,7 @@ class Scheduler:
                 continue
             if task.state in (TaskState.OFFERED, TaskState.LEASED) and task.peer_id is not None:
                 out.append(SendCancel(task.task_id, task.peer_id, task.lease_id, "campaign cancelled"))
-            out += self._end(task, TaskState.CANCELLED, "cancelled", event.detail or "campaign cancelled")
+            out += self._end(task, TaskState.CANCELLED, Lapse.CANCELLED, event.detail or "campaign cancelled")
         return out
 
     def _expire(self, now: float) -> list[Command]:
@@ -297,7 +299,7 @@ class Scheduler:
             if task.state == TaskState.OFFERED:
                 why = f"no answer to the offer within {self._offer_timeout_s:g} s"
                 out.append(SendCancel(task.task_id, task.peer_id, None, why))
-                out += self._retry(task, "offer_lost", why, now)
+                out += self._retry(task, Lapse.OFFER_LOST, why, now)
             elif task.state == TaskState.LEASED:
                 out += self._lapse(task, now)
         return out
@@ -340,10 +342,10 @@ class Scheduler:
         assert task.peer_id is not None
         why = f"lease {task.lease_id} lapsed: no heartbeat for {task.lease_ttl_s:g} s"
         cancel = SendCancel(task.task_id, task.peer_id, task.lease_id, "lease lapsed")
-        return [cancel, *self._retry(task, "lease_lapsed", why, now)]
+        return [cancel, *self._retry(task, Lapse.LEASE_LAPSED, why, now)]
 
     def _retry(
-        self, task: TaskView, cause: str, why: str, now: float, *, same_peer: bool = False
+        self, task: TaskView, cause: Cause, why: str, now: float, *, same_peer: bool = False
     ) -> list[Command]:
         """End the current attempt and place the task again, or end it failed with every attempt's story."""
         task = self._close_attempt(task, why, cause)
@@ -371,18 +373,23 @@ class Scheduler:
             )
         return []
 
-    def _close_attempt(self, task: TaskView, outcome: str, cause: str) -> TaskView:
+    def _close_attempt(self, task: TaskView, outcome: str, cause: Cause) -> TaskView:
         return self._put(task, attempts=close_last(task.attempts, outcome, cause))
 
     def _end(
-        self, task: TaskView, state: TaskState, cause: str, detail: str, reasons: tuple[str, ...] = ()
+        self,
+        task: TaskView,
+        state: TaskState,
+        cause: Cause | None,
+        detail: str,
+        reasons: tuple[str, ...] = (),
     ) -> list[Command]:
         assert not task.ended, f"{task.task_id} ended twice"
         if state == TaskState.DONE:
-            task = self._close_attempt(task, "done", "done")
-        ending = {"failure_reason": cause, "detail": detail, "reasons": reasons, "ended_at": self._now}
+            task = self._close_attempt(task, "done", Lapse.DONE)
+        ending = {"failure_reason": cause or "", "detail": detail, "reasons": reasons, "ended_at": self._now}
         self._put(task, state=state, deadline=None, **ending)
-        return [RecordOutcome(task.task_id, STATUS_OF[state], cause, detail)]
+        return [RecordOutcome(task.task_id, STATUS_OF[state], cause or "", detail)]
 
     # -- small pieces -----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from typing import Final
 from protocol import DeclineReason, FailureReason
 from scheduler.needs import Needs
 from scheduler.placement import PeerView, rank
-from scheduler.tasks import TaskState, TaskView
+from scheduler.tasks import Cause, Lapse, TaskState, TaskView
 
 FINAL_FAILURES: Final = frozenset(
     {
@@ -29,14 +29,14 @@ FINAL_FAILURES: Final = frozenset(
 )
 """Failures that would fail the same way on any device: the task ends, no retry."""
 
-BLAMELESS: Final = frozenset({FailureReason.UNKNOWN_LEASE.value, FailureReason.FETCH.value})
+BLAMELESS: Final[frozenset[Cause]] = frozenset({FailureReason.UNKNOWN_LEASE, FailureReason.FETCH})
 """Attempt causes that need not be the peer's fault (it lost a lease, or could not fetch the model,
 because the submitter was down): the same peer may be offered the task again."""
 
 SAME_PEER_LATER: Final = frozenset({DeclineReason.BUSY, DeclineReason.QUEUE_FULL})
 """Declines that mean "not now": the same peer may be offered again after a backoff."""
 
-SUSPECT_CAUSES: Final = frozenset({"offer_lost", "lease_lapsed"})
+SUSPECT_CAUSES: Final[frozenset[Cause]] = frozenset({Lapse.OFFER_LOST, Lapse.LEASE_LAPSED})
 """Attempt causes that make a peer a last resort for every retry in the campaign."""
 
 MAX_BACKOFF_S: Final = 30.0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Literal
 
-from protocol import ComputeUnit, ModelRef, Phase, Value
+from protocol import ComputeUnit, DeclineReason, FailureReason, ModelRef, Phase, Value
 from scheduler.campaign import Campaign
 from scheduler.placement import JobPlan, PeerView
 
@@ -43,6 +43,20 @@ STATUS_OF: Final[dict[TaskState, Status]] = {
 }
 
 
+class Lapse(enum.StrEnum):
+    """The scheduler's own causes, beside the worker's (`FailureReason`, `DeclineReason`)."""
+
+    DONE = "done"  # an attempt that produced the task's result
+    OFFER_LOST = "offer_lost"  # no answer to an offer, or the stream broke before a lease
+    LEASE_LAPSED = "lease_lapsed"  # a leased worker stopped sending heartbeats
+    NO_FEASIBLE_PEER = "no_feasible_peer"  # placement found no peer (an Unschedulable ending)
+    CANCELLED = "cancelled"  # the campaign was cancelled
+
+
+Cause = Lapse | FailureReason | DeclineReason
+"""Why an attempt or a task ended: a closed vocabulary (tests and the retry rules compare these)."""
+
+
 class Attempt(Value):
     """One offer of a task to one peer, and how it ended ("" while it is still live).
 
@@ -50,16 +64,16 @@ class Attempt(Value):
         peer_id: the peer offered to.
         lease_id: the lease it granted, if it committed.
         outcome: how the attempt ended, for people.
-        cause: the short cause ("done", a DeclineReason or FailureReason value, "offer_lost", "lease_lapsed").
+        cause: why it ended (a `Cause`), "" while it is live.
     """
 
     peer_id: str
     lease_id: str | None = None
     outcome: str = ""
-    cause: str = ""
+    cause: Cause | Literal[""] = ""
 
 
-def close_last(attempts: tuple[Attempt, ...], outcome: str, cause: str) -> tuple[Attempt, ...]:
+def close_last(attempts: tuple[Attempt, ...], outcome: str, cause: Cause) -> tuple[Attempt, ...]:
     """The attempts with the last one ended as `outcome` (`cause`), unless it has ended already."""
     if not attempts or attempts[-1].outcome:
         return attempts
@@ -99,8 +113,7 @@ class TaskView(Value):
         lease_ttl_s: the lease's heartbeat window.
         attempts: every offer so far, oldest first.
         reasons: why it ended other than done (rejections, causes), or "".
-        failure_reason: the ending's short cause (a FailureReason or DeclineReason value, "lease_lapsed",
-            "offer_lost", "no_feasible_peer", "cancelled"), "" when done.
+        failure_reason: why it ended other than done (a `Cause`), "" when done.
         failure_stage: the worker's stage that failed (a Stage value: fetch, verify, inspect, load,
             run) when the worker reported one, else "".
         detail: a sentence for people.
@@ -120,7 +133,7 @@ class TaskView(Value):
     lease_ttl_s: float = 0.0
     attempts: tuple[Attempt, ...] = ()
     reasons: tuple[str, ...] = ()
-    failure_reason: str = ""
+    failure_reason: Cause | Literal[""] = ""
     failure_stage: str = ""
     detail: str = ""
     progress: TaskProgress = TaskProgress()

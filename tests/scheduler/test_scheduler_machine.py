@@ -9,6 +9,7 @@ from protocol import ComputeUnit, DeclineReason, FailureReason, Phase
 from scheduler import (
     CancelRequested,
     FinishCampaign,
+    Lapse,
     LeaseLapsed,
     MarkUnschedulable,
     Misfit,
@@ -230,7 +231,7 @@ def test_an_all_task_that_is_lost_does_not_move_onto_a_peer_that_has_its_own_tas
     node.run()
     assert statuses(node) == {f"{CID}-job-0-0": "Failed", f"{CID}-job-0-1": "Complete"}
     failed = node.outcomes()[f"{CID}-job-0-0"]
-    assert failed.reason == "offer_lost"
+    assert failed.reason is Lapse.OFFER_LOST
     assert failed.detail == "offer lost: connection refused; no other feasible peer to retry on"
 
 
@@ -361,6 +362,21 @@ def test_snapshot_and_restore_mid_campaign_resume_with_reclaims() -> None:
     later.run()
     assert statuses(later) == {t0: "Complete", t1: "Complete", t2: "Complete"}
     assert later.sent(FinishCampaign) == [FinishCampaign(3, 0, 0, 0)]
+
+
+def test_a_snapshot_with_a_cause_outside_the_vocabulary_is_refused() -> None:
+    node = node_for(one_job(1))
+    node.scripts["12D3-cpu0"] = ["lost"]
+    node.discover(cpu_fleet(1))
+    node.run()
+    stored = node.scheduler.snapshot().model_dump(mode="json")
+    [task] = stored["tasks"]
+    assert task["failure_reason"] == "offer_lost"
+    assert task["attempts"][-1]["cause"] == "offer_lost"
+    SchedulerSnapshot.model_validate(stored)  # the vocabulary round-trips
+    task["attempts"][-1]["cause"] = "ofer_lost"  # a misspelt cause is not silently kept
+    with pytest.raises(ValueError, match="cause"):
+        SchedulerSnapshot.model_validate(stored)
 
 
 def test_a_finished_campaign_restores_finished() -> None:
