@@ -364,32 +364,25 @@ class Scheduler:
                 deadline=None,
             )
         elif same_peer:
-            self._put(
-                task, state=TaskState.PENDING, lease_id=None, deadline=now + backoff_s(len(task.attempts))
-            )
+            later = now + backoff_s(len(task.attempts))
+            self._put(task, state=TaskState.PENDING, lease_id=None, deadline=later)
         else:
-            return self._end(
-                task, TaskState.FAILED, cause, f"{why}; no other feasible peer to retry on", story
-            )
+            why = f"{why}; no other feasible peer to retry on"
+            return self._end(task, TaskState.FAILED, cause, why, story)
         return []
 
     def _close_attempt(self, task: TaskView, outcome: str, cause: Cause) -> TaskView:
         return self._put(task, attempts=close_last(task.attempts, outcome, cause))
 
     def _end(
-        self,
-        task: TaskView,
-        state: TaskState,
-        cause: Cause | None,
-        detail: str,
-        reasons: tuple[str, ...] = (),
+        self, task: TaskView, state: TaskState, cause: Cause | None, why: str, reasons: tuple[str, ...] = ()
     ) -> list[Command]:
         assert not task.ended, f"{task.task_id} ended twice"
         if state == TaskState.DONE:
             task = self._close_attempt(task, "done", Lapse.DONE)
-        ending = {"failure_reason": cause or "", "detail": detail, "reasons": reasons, "ended_at": self._now}
+        ending = {"failure_reason": cause or "", "detail": why, "reasons": reasons, "ended_at": self._now}
         self._put(task, state=state, deadline=None, **ending)
-        return [RecordOutcome(task.task_id, STATUS_OF[state], cause or "", detail)]
+        return [RecordOutcome(task.task_id, STATUS_OF[state], cause or "", why)]
 
     # -- small pieces -----------------------------------------------------------------------------
 
