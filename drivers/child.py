@@ -155,7 +155,7 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
     load_ms, peak_load = _guard(lambda: _load_phase(conn, driver, path, options, spec.load_runs), spec)
     loaded = _guard(lambda: driver.load(path, options), spec)
     at.enter(Stage.INSPECT)
-    feeds = synthesize(loaded.inputs(), spec.input_shapes, spec.input_values)
+    feeds = synthesize(loaded.inputs(), spec.input_shapes, spec.input_values, spec.input_data)
     at.enter(Stage.RUN)
     versions = device.runtime_versions() | driver.versions()
     return _guard(lambda: _inference_phase(conn, loaded, feeds, spec, load_ms, peak_load, versions), spec)
@@ -272,7 +272,7 @@ def _inference_phase(
         versions=versions,
         thermal=meters.thermal_state(),
         power=meters.power_state(),
-        inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values),
+        inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values, spec.input_data),
     )
 
 

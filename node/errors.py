@@ -50,11 +50,13 @@ class PeerTimeout(NodeError):
 
 
 class StreamRefused(NodeError):
-    """The peer answered our stream with `busy`: too many of our streams in flight there."""
+    """The peer answered our stream with `busy`: too many of our streams in flight there, or (with
+    `measuring`) a worker that serves no model while its own measurement runs."""
 
-    def __init__(self, peer_id: str, detail: str) -> None:
+    def __init__(self, peer_id: str, detail: str, *, measuring: bool = False) -> None:
         super().__init__(f"peer {peer_id} refused the stream: {detail}")
         self.peer_id = peer_id
+        self.measuring = measuring
 
 
 class ConfigError(NodeError):

@@ -85,10 +85,12 @@ from protocol.records import (
 )
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
+    MAX_INPUT_DATA,
     Calibration,
     DeviceProfile,
     EndpointStatus,
     GpuInfo,
+    InputData,
     InputFed,
     Load,
     Measurement,
@@ -110,6 +112,7 @@ __all__ = [
     "GPU_UNITS",
     "KAD",
     "MAX_FRAME",
+    "MAX_INPUT_DATA",
     "NEGOTIATE",
     "PROFILE",
     "REACH",
@@ -144,6 +147,7 @@ __all__ = [
     "GenerationStats",
     "GpuInfo",
     "Holder",
+    "InputData",
     "InputFed",
     "Load",
     "LocalProtocolError",

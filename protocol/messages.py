@@ -316,10 +316,15 @@ class ReachReply(Value):
 
 
 class Busy(Value):
-    """The node refused this stream: too many in flight from this peer, or shutting down."""
+    """The node refused this stream: too many in flight from this peer, or shutting down.
+
+    `measuring`: a worker refusing a model upload because one of its own measurements runs; it will
+    not serve until that ends, so the fetcher asks another holder (or the submitter) at once.
+    """
 
     kind: Literal["busy"] = "busy"
     detail: Detail = ""
+    measuring: bool = False
 
 
 NegotiateMessage = Offer | Commit | Decline | Dispatch | Progress | Result | Failure | Ack | Cancel | Reclaim

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Final, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.generation import GenerateSpec, GenerationStats
@@ -118,6 +118,23 @@ class ModelRef(Value):
     sources: tuple[str, ...] = ()
 
 
+MAX_INPUT_DATA: Final = 1 << 20
+"""Bytes of input data files one job may give in all: they travel inside the signed offer."""
+
+
+class InputData(Value):
+    """Input arrays a campaign gives in a file: an `.npy` for one input, or an `.npz` with arrays by
+    input name. Carried in the offer (so the submitter's signature covers it); parsed only in the
+    measuring child."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
+    file: str = Field(min_length=1, max_length=255)
+    input: str | None = Field(default=None, max_length=256)  # the input an .npy feeds; None: an .npz
+    sha256: str = Field(pattern=SHA256_PATTERN)
+    data: bytes = Field(max_length=MAX_INPUT_DATA)
+
+
 class TaskSpec(Value):
     """How to benchmark one model on one compute unit."""
 
@@ -131,6 +148,8 @@ class TaskSpec(Value):
     input_shapes: dict[str, tuple[int, ...]] = Field(default_factory=dict)
     # A constant that fills every element of the named input (e.g. an audio model's sample rate).
     input_values: dict[str, float] = Field(default_factory=dict)
+    # Arrays from the campaign's files for some or all inputs (`input_data:` in a campaign).
+    input_data: tuple[InputData, ...] = Field(default=(), max_length=64)
     strict_placement: bool = True
     threads: int | None = Field(default=None, ge=1, le=1024)
     memory_limit_mb: int | None = Field(default=None, ge=16)
@@ -163,12 +182,15 @@ class InputFed(Value):
     name: str = Field(max_length=256)
     dtype: str = Field(max_length=32)
     shape: tuple[int, ...]
-    fill: Literal["seeded_normal", "zeros", "false", "constant"]
+    fill: Literal["seeded_normal", "zeros", "false", "constant", "file"]
     defaulted_dims: tuple[int, ...] = ()  # dynamic dimensions given the documented default size
+    file: str = Field(default="", max_length=255)  # fill "file": the campaign's file, and its digest
+    file_sha256: str = Field(default="", max_length=64)
 
     def label(self) -> str:
-        """`name:dtype[d0,d1,...]`, the form of the CSV's InputShapes column."""
-        return f"{self.name}:{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+        """`name:dtype[d0,d1,...]` (`@file` when a campaign file filled it), the CSV's InputShapes form."""
+        shape = f"{self.name}:{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+        return f"{shape}@{self.file}" if self.fill == "file" else shape
 
 
 class Measurement(Value):

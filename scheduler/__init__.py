@@ -9,7 +9,8 @@ Modules:
     document   the file's text as data: JSON, or YAML with alias expansion bounded before construction
     sources    the campaign's models (model, models, model_url) as ModelSource values
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
-    generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts to read)
+    generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts, input data)
+    inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
     prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
     summaries  the built-in summaries set, written for this project
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer

@@ -27,6 +27,7 @@ from protocol import ComputeUnit, TaskSpec, Value
 from scheduler.document import DocumentError, load_document
 from scheduler.errors import CampaignError
 from scheduler.generate import GENERATE_DEFAULTS, parse_generate
+from scheduler.inputdata import parse_input_data
 from scheduler.problems import Problems, check_keys, describe, dig
 from scheduler.sources import ModelSource, parse_models
 
@@ -114,6 +115,7 @@ _JOB_FIELDS: Final = (
     "sweep",
     "generate",
     "quality",
+    "input_data",
 )
 _REQUIRE_FIELDS: Final = ("min_ram_gb", "min_vram_gb", "os", "peers")
 _UNIT_NAMES: Final = frozenset(u.value for u in ComputeUnit)
@@ -215,6 +217,9 @@ def _jobs(
             for key in keys:
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
                 job = _with_generate(job, fields, path, files, problems)
+                if job is not None and "input_data" in fields:
+                    given = parse_input_data(fields["input_data"], paths["input_data"], files, problems)
+                    job = None if given is None else job.with_(spec=job.spec.with_(input_data=given))
                 if job is not None:
                     suffix = f" model={key}" if len(model_keys) > 1 else ""
                     jobs.append(job.with_(label=f"{label}{suffix}"))

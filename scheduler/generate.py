@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from protocol import GenerateSpec, Prompt
 from scheduler import prompts as prompt_sets
+from scheduler.inputdata import input_data_files
 from scheduler.problems import Problems, check_keys, describe
 
 GENERATE_FIELDS: Final = ("prompts", "num_prompts", "max_new_tokens", "ignore_eos", "chat")
@@ -24,7 +25,8 @@ GENERATE_DEFAULTS: Final[dict[str, int]] = {"load_runs": 2, "warmups": 1}
 
 
 def campaign_files(text: str) -> list[str]:
-    """The prompts files a campaign's generate jobs name (not built-in sets), for node/ to read first."""
+    """The files a campaign's jobs name, for node/ to read first: prompts files of generate jobs (not
+    built-in sets) and input data files (`scheduler.inputdata`)."""
     try:
         data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError):
@@ -40,6 +42,7 @@ def campaign_files(text: str) -> list[str]:
             and source not in names
         ):
             names.append(source)
+        names += [name for name in input_data_files(job) if name not in names]
     return names
 
 

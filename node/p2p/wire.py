@@ -111,7 +111,7 @@ class Channel:
 
     def _checked(self, message: Message) -> Message:
         if isinstance(message, Busy):
-            raise StreamRefused(self.peer_id, message.detail)
+            raise StreamRefused(self.peer_id, message.detail, measuring=message.measuring)
         return message
 
     async def receive_raw(
@@ -164,10 +164,14 @@ class _MemoryStream:
 
 
 def memory_channel_pair(
-    left_peer: str = "left", right_peer: str = "right", *, read_timeout: float = 10.0
+    left_peer: str = "left", right_peer: str = "right", *, read_timeout: float = 10.0, lockstep: bool = False
 ) -> tuple[Channel, Channel]:
-    """Two connected channels in memory: the left one talks to `right_peer` and vice versa."""
-    a, b = trio.testing.memory_stream_pair()
+    """Two connected channels in memory: the left one talks to `right_peer` and vice versa.
+
+    With `lockstep`, a send waits until the other side has read it (a muxer whose window is full),
+    so a reader that stops stalls the sender; otherwise sends are buffered without bound.
+    """
+    a, b = trio.testing.lockstep_stream_pair() if lockstep else trio.testing.memory_stream_pair()
     return (
         Channel(_MemoryStream(a), right_peer, read_timeout=read_timeout),
         Channel(_MemoryStream(b), left_peer, read_timeout=read_timeout),

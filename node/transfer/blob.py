@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Final, final
 
 import trio
 
 from node.errors import PeerGone, PeerTimeout
+from node.events import EventSink, quiet
 from node.p2p.wire import Channel, Handler
 from node.transfer.cache import ModelCache
 from protocol import (
@@ -39,15 +42,34 @@ MAX_CHUNK: Final = MAX_FRAME - 1024
 NO_RELAY: Final = "model bytes never cross a relay"
 
 
+DRAIN_S: Final = 30.0
+"""How long a measurement about to start waits for uploads already streaming before it cuts them."""
+
+
 @final
 class UploadSlots:
     """At most `peers` peers download from this node at once (all their parallel streams count as one);
-    the rest are told `busy` at once and try another holder. Counts what it served."""
+    the rest are told `busy` at once and try another holder. Counts what it served.
 
-    def __init__(self, peers: int | None) -> None:
+    While the node's own measurement runs (`measuring`) it uploads nothing: every request is told
+    `busy` with `measuring=True`. Uploads already streaming when a measurement is about to start
+    are given `drain_s` to finish; the measurement waits for them, and cuts those still running
+    then (their fetchers keep the prefix they received and resume it from another source).
+    """
+
+    def __init__(self, peers: int | None, *, drain_s: float = DRAIN_S) -> None:
         self._limit = peers
+        self._drain_s = drain_s
         self._active: dict[str, int] = {}
+        self._streaming: set[trio.CancelScope] = set()
+        self._idle = trio.Event()
+        self._idle.set()
+        self._measuring = 0
         self.served_bytes: dict[str, int] = {}
+
+    @property
+    def measuring_now(self) -> bool:
+        return self._measuring > 0
 
     def take(self, peer_id: str) -> bool:
         if self._limit is not None and peer_id not in self._active and len(self._active) >= self._limit:
@@ -65,6 +87,36 @@ class UploadSlots:
     def count(self, sha256: str, size: int) -> None:
         self.served_bytes[sha256] = self.served_bytes.get(sha256, 0) + size
 
+    @contextmanager
+    def streaming(self) -> Iterator[trio.CancelScope]:
+        """One upload's lifetime, with the scope (for the upload to enter) that `measuring` may cancel;
+        a measurement starts only after every such block was left."""
+        scope = trio.CancelScope()
+        self._streaming.add(scope)
+        self._idle = trio.Event() if len(self._streaming) == 1 else self._idle
+        try:
+            yield scope
+        finally:
+            self._streaming.discard(scope)
+            if not self._streaming:
+                self._idle.set()
+
+    @asynccontextmanager
+    async def measuring(self) -> AsyncIterator[None]:
+        """No upload runs inside this block: new requests are refused from its start, streaming ones
+        are waited for (up to `drain_s`), then cut."""
+        self._measuring += 1
+        try:
+            with trio.move_on_after(self._drain_s):
+                await self._idle.wait()
+            for scope in list(self._streaming):
+                scope.cancel()
+            with trio.CancelScope(shield=True):
+                await self._idle.wait()  # a cut upload only closes its file on the way out
+            yield
+        finally:
+            self._measuring -= 1
+
 
 def blob_handler(
     cache: ModelCache,
@@ -72,6 +124,7 @@ def blob_handler(
     is_relayed: Callable[[str], bool] = lambda _: False,
     chunk_size: int = CHUNK_SIZE,
     slots: UploadSlots | None = None,
+    events: EventSink = quiet,
 ) -> Handler:
     """The `/sark/blob/1.0.0` stream handler serving models from `cache`.
 
@@ -80,7 +133,10 @@ def blob_handler(
         is_relayed: whether our connection to a peer goes through a relay; such peers get
             `BlobMissing(detail=NO_RELAY)`.
         chunk_size: payload bytes per `BlobChunk` (at most `MAX_CHUNK`, so a chunk fits a frame).
-        slots: how many peers may download at once (unlimited if None); the rest get `busy`.
+        slots: how many peers may download at once (unlimited if None), and whether the node is
+            measuring; the rest get `busy`.
+        events: gets `upload` (peer, sha256, bytes, started, ended, cut: wall-clock seconds) after
+            each upload and `upload_refused` (peer, sha256, measuring) for each `busy`.
     """
     if not 0 < chunk_size <= MAX_CHUNK:
         raise ValueError(f"chunk_size must be in 1..{MAX_CHUNK}, got {chunk_size}")
@@ -99,18 +155,54 @@ def blob_handler(
         if path is None:
             await _answer(channel, BlobMissing(sha256=request.sha256, detail="not in this node's cache"))
             return
-        if not uploads.take(channel.peer_id):
-            await _answer(channel, Busy(detail="all upload slots are taken: try another holder"))
+        busy = _refusal(uploads, channel.peer_id)
+        if busy is not None:
+            events("upload_refused", peer=channel.peer_id, sha256=request.sha256, measuring=busy.measuring)
+            await _answer(channel, busy)
             return
         try:
-            uploads.count(request.sha256, await _serve(channel, path, request, chunk_size))
-        except (PeerGone, PeerTimeout) as exc:
-            log.info("blob: %s went away mid-transfer: %s", channel.peer_id, exc.detail)
-            await channel.reset()
+            await _upload(channel, path, request, chunk_size, uploads, events)
         finally:
             uploads.give_back(channel.peer_id)
 
     return handle
+
+
+def _refusal(uploads: UploadSlots, peer_id: str) -> Busy | None:
+    """Why this request is not served now (`take` is checked last: it takes a slot)."""
+    if uploads.measuring_now:
+        return Busy(detail="this worker is measuring: try another holder", measuring=True)
+    if not uploads.take(peer_id):
+        return Busy(detail="all upload slots are taken: try another holder")
+    return None
+
+
+async def _upload(
+    channel: Channel, path: Path, request: BlobGet, chunk_size: int, uploads: UploadSlots, events: EventSink
+) -> None:
+    """Serve one request inside an upload scope that a starting measurement may cut."""
+    started, sent = time.time(), 0
+    with uploads.streaming() as scope:
+        with scope:
+            try:
+                sent = await _serve(channel, path, request, chunk_size)
+                uploads.count(request.sha256, sent)
+            except (PeerGone, PeerTimeout) as exc:
+                log.info("blob: %s went away mid-transfer: %s", channel.peer_id, exc.detail)
+                await channel.reset()
+        if scope.cancelled_caught:
+            log.info("blob: upload to %s cut: a measurement starts", channel.peer_id)
+            with trio.CancelScope(shield=True):
+                await channel.reset()
+        events(
+            "upload",
+            peer=channel.peer_id,
+            sha256=request.sha256,
+            bytes=sent,
+            started=started,
+            ended=time.time(),
+            cut=scope.cancelled_caught,
+        )
 
 
 async def _answer(channel: Channel, message: Message) -> None:
@@ -148,4 +240,4 @@ async def _serve(channel: Channel, path: Path, request: BlobGet, chunk_size: int
             await trio.to_thread.run_sync(file.close)
 
 
-__all__ = ["CHUNK_SIZE", "MAX_CHUNK", "NO_RELAY", "UploadSlots", "blob_handler"]
+__all__ = ["CHUNK_SIZE", "DRAIN_S", "MAX_CHUNK", "NO_RELAY", "UploadSlots", "blob_handler"]

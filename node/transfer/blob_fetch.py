@@ -52,7 +52,9 @@ def _trouble(exc: Exception) -> PeerTrouble | None:
     """What the peer did, for the caller that picks the next holder (the runner)."""
     if isinstance(exc, PeerUnreachable):
         return PeerTrouble.UNREACHABLE
-    return PeerTrouble.BUSY if isinstance(exc, StreamRefused) else None
+    if isinstance(exc, StreamRefused):
+        return PeerTrouble.MEASURING if exc.measuring else PeerTrouble.BUSY
+    return None
 
 
 @final
@@ -147,7 +149,7 @@ class _Transfer:
                 FailureReason.FETCH, f"peer {channel.peer_id} cannot serve the model: {meta.detail}"
             )
         if isinstance(meta, Busy):
-            raise StreamRefused(channel.peer_id, meta.detail)
+            raise StreamRefused(channel.peer_id, meta.detail, measuring=meta.measuring)
         if not isinstance(meta, BlobMeta) or meta.sha256 != self.sha256:
             raise RemoteProtocolError(f"expected blob_meta for {self.sha256}, got {meta.kind}")
         if meta.size != self.size:

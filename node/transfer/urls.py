@@ -37,6 +37,8 @@ class PeerTrouble(enum.StrEnum):
     """No connection could be made: not worth waiting for."""
     BUSY = "busy"
     """It refused the stream (its per-peer cap): it has the model and is spreading it."""
+    MEASURING = "measuring"
+    """It has the model but serves no one while its own measurement runs: ask another source now."""
 
 
 class FetchError(NodeError):

@@ -6,6 +6,7 @@ Modules:
     negotiator   the worker's side of /sark/negotiate/1.0.0: who may offer, what it takes, the lease
     admission    pure: whether the worker takes an authenticated offer (offer, profile, policy, load)
     runner       the task runner: priority queue, model acquisition, measurement, signing
+    holders      a model from the other workers that hold it, the submitter last (who to ask when)
     outbox       signed results kept on disk until acknowledged
 
 Callers import the module they need (`from node.worker.role import ...`): the package root
@@ -15,4 +16,4 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["admission", "advertising", "negotiator", "outbox", "role", "runner"]
+__all__ = ["admission", "advertising", "holders", "negotiator", "outbox", "role", "runner"]

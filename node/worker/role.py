@@ -54,6 +54,7 @@ async def open_worker(
             profile = profile.with_(device_name=config.device_name)
     cache = model_cache(config)
     async with open_node(config, role="worker") as node:
+        uploads = UploadSlots(config.upload_peers)  # shared: no upload while a measurement runs
         runner = Runner(
             peer_id=node.host.peer_id,
             private_key=node.host.private_key,
@@ -65,6 +66,7 @@ async def open_worker(
             max_queue=config.max_queue,
             allow_code_models=config.allow_code_models,
             events=events,
+            uploads=uploads,
         )
         negotiator = Negotiator(
             peer_id=node.host.peer_id,
@@ -84,9 +86,7 @@ async def open_worker(
         )
         handlers = {
             NEGOTIATE: negotiator.handle,
-            BLOB: blob_handler(
-                cache, is_relayed=node.host.is_relayed, slots=UploadSlots(config.upload_peers)
-            ),
+            BLOB: blob_handler(cache, is_relayed=node.host.is_relayed, slots=uploads, events=events),
         }
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import random
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -25,11 +25,10 @@ import trio
 
 import drivers
 from node.events import EventSink, quiet
-from node.p2p.wire import Channel
-from node.transfer.blob_fetch import fetch_blob
+from node.transfer.blob import UploadSlots
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError, UrlPolicy, download
-from node.transfer.urls import PeerTrouble
+from node.worker.holders import ChannelOpener, fetch_from_holders
 from node.worker.outbox import Outbox
 from protocol import (
     DOMAIN_RESULT,
@@ -52,13 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Outcome = Result | Failure
-
-FETCH_PATIENCE_S = 600.0
-"""How long a worker keeps asking holders and the submitter for a model before the task fails."""
-HOLDERS_FIRST_S = 20.0
-"""How long a worker asks only the other holders of a model before it also asks the submitter."""
-FIRST_PAUSE_S = 0.2
-MAX_PAUSE_S = 2.0
 
 
 @dataclass(eq=False)
@@ -91,9 +83,6 @@ class Job:
         self.phase, self.done, self.total = phase, done, total
 
 
-ChannelOpener = Callable[[str, tuple[str, ...]], Awaitable[Channel]]
-
-
 @final
 class Runner:
     """Holds the committed jobs and runs dispatched ones in priority order."""
@@ -111,6 +100,7 @@ class Runner:
         max_queue: int = 4,
         allow_code_models: bool = False,
         events: EventSink = quiet,
+        uploads: UploadSlots | None = None,
     ) -> None:
         self._peer_id = peer_id
         self._key = private_key
@@ -122,6 +112,7 @@ class Runner:
         self._max_queue = max_queue
         self._allow_code_models = allow_code_models
         self._emit = events
+        self._uploads = uploads
         self._jobs: dict[str, Job] = {}
         self._ready: list[tuple[tuple[int, int], Job]] = []
         self._wakeup = trio.Event()
@@ -249,8 +240,9 @@ class Runner:
         try:
             job.phase = Phase.FETCHING
             path = await self._acquire_model(job)
-            job.phase = Phase.LOADING
-            measurement = await trio.to_thread.run_sync(partial(self._measure, job, path))
+            async with self._alone(job):
+                job.phase = Phase.LOADING
+                measurement = await trio.to_thread.run_sync(partial(self._measure, job, path))
         except drivers.TaskFailed as exc:
             return Failure(
                 task_id=job.task_id,
@@ -268,6 +260,18 @@ class Runner:
             cause = f"internal error: {type(exc).__name__}: {exc}"
             return self._failure(job, FailureReason.INTERNAL, stage, cause)
         return self._sign(job, measurement)
+
+    @asynccontextmanager
+    async def _alone(self, job: Job) -> AsyncIterator[None]:
+        """The measurement's span, with no model upload from this worker inside it (`UploadSlots`):
+        emits `measuring` when it starts and `measured` (started, ended: wall-clock seconds) at its end."""
+        async with nullcontext() if self._uploads is None else self._uploads.measuring():
+            started = time.time()
+            self._emit("measuring", task=job.task_id, started=started)
+            try:
+                yield
+            finally:
+                self._emit("measured", task=job.task_id, started=started, ended=time.time())
 
     def _failure(self, job: Job, reason: FailureReason, stage: Stage, cause: str) -> Failure:
         detail = f"{job.offer.model.name}: {stage.value} failed: {cause}"
@@ -303,57 +307,12 @@ class Runner:
                 "model", task=job.task_id, sha256=model.sha256, source="url", bytes=path.stat().st_size
             )
             return path
-        return await self._fetch_from_peers(job)
-
-    async def _fetch_from_peers(self, job: Job) -> Path:
-        """Fetch the model over /sark/blob: from other workers that hold it first, the submitter last.
-
-        Holders that do not have it yet answer `blob_missing`, busy ones `busy`; a round over every
-        source is retried with a growing pause until one serves it (a partial file is resumed).
-        """
-        offer, model = job.offer, job.offer.model
-        holders = [h for h in offer.holders if h.peer_id not in (self._peer_id, offer.submitter)]
-        random.shuffle(holders)
-        peers = [(h.peer_id, h.addrs) for h in holders]
-        submitter = (offer.submitter, offer.submitter_addrs)
-        started = trio.current_time()
-        deadline = started + FETCH_PATIENCE_S
-        pause, failure, spreading = FIRST_PAUSE_S, None, False
-        while True:
-            # the submitter seeds: while other holders may soon have the model, or a holder that has
-            # it is busy serving others (it is spreading), leave it to them
-            patient = peers and (spreading or trio.current_time() - started < HOLDERS_FIRST_S)
-            spreading = False
-            for peer, addrs in list(peers) if patient else [*peers, submitter]:
-                try:
-                    path = await fetch_blob(
-                        partial(self._open_blob, peer, addrs),
-                        model.sha256,
-                        model.size,
-                        self._cache,
-                        max_bytes=self._policy.max_bytes,
-                        attempts=1,
-                    )
-                except FetchError as exc:
-                    if exc.reason != FailureReason.FETCH:
-                        raise  # the bytes are wrong or too many: no other source will fix that
-                    failure = exc
-                    if peer == offer.submitter:
-                        continue
-                    if exc.peer is PeerTrouble.UNREACHABLE:
-                        peers.remove((peer, addrs))  # a holder we cannot reach is not waited for
-                    elif exc.peer is PeerTrouble.BUSY:
-                        spreading = True  # `busy` comes only from a holder that has the model
-                    continue
-                source = "blob" if peer == offer.submitter else "peer"
-                self._emit(
-                    "model", task=job.task_id, sha256=model.sha256, source=source, peer=peer, bytes=model.size
-                )
-                return path
-            if trio.current_time() + pause > deadline and failure is not None:
-                raise failure
-            await trio.sleep(pause)
-            pause = min(MAX_PAUSE_S, pause * 2)
+        path, peer = await fetch_from_holders(
+            job.offer, self._peer_id, self._cache, self._policy.max_bytes, self._open_blob
+        )
+        source = "blob" if peer == job.offer.submitter else "peer"
+        self._emit("model", task=job.task_id, sha256=model.sha256, source=source, peer=peer, bytes=model.size)
+        return path
 
     async def _download(self, urls: tuple[str, ...], sha256: str) -> Path:
         error: FetchError | None = None

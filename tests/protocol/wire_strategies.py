@@ -259,7 +259,7 @@ MESSAGES: dict[str, st.SearchStrategy[Any]] = {
     "profile": st.builds(m.ProfileReply, advert=envelopes, load=loads),
     "reach_get": st.builds(m.ReachGet, addrs=st.lists(texts, max_size=16).map(tuple)),
     "reach": st.builds(m.ReachReply, reachable=st.booleans(), addr=st.none() | texts, detail=details),
-    "busy": st.builds(m.Busy, detail=details),
+    "busy": st.builds(m.Busy, detail=details, measuring=st.booleans()),
 }
 
 any_message: st.SearchStrategy[Any] = st.one_of(*MESSAGES.values())
