@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+UNKNOWN_RECHECK_S: Final = 1.0
+"""First pause before an "unknown" reachability is checked again (it doubles up to the republish timer)."""
 GATE_CHECK_S: Final = 2.0
 """How often a worker checks that its gates are still connected (issue 6: a restarted gate)."""
 
@@ -157,8 +159,6 @@ async def serve_worker(
         started, refused = False, tuple[str, ...]()
         while True:
             republish = trio.Event()
-            if started and advertiser.reachability == Reachability.UNKNOWN:
-                await _place(node, advertiser, askers)
             refused = await _publish(node, advertiser, profile, refused)
             if not started:
                 started = True
@@ -166,8 +166,29 @@ async def serve_worker(
                 task_status.started(
                     Advertised(node.host.peer_id, a.addrs, a.circuit_addrs, a.reachability, refused)
                 )
-            with trio.move_on_after(node.config.reannounce_interval()):
-                await republish.wait()
+            await _until_republish(node, advertiser, askers, republish)
+
+
+async def _until_republish(
+    node: Node, advertiser: _Advertiser, askers: Sequence[str], republish: trio.Event
+) -> None:
+    """Wait for the next republish: the timer, a wake-up, or an "unknown" reachability that resolved.
+
+    While nobody has dialled us back ("unknown": workers that started together found no sark peer
+    to ask), the check is tried again after 1 s, 2 s, 4 s, ... rather than only at the next timer.
+    """
+    deadline = trio.current_time() + node.config.reannounce_interval()
+    pause = UNKNOWN_RECHECK_S
+    while trio.current_time() < deadline:
+        with trio.move_on_after(min(pause, deadline - trio.current_time())):
+            await republish.wait()
+        if advertiser.reachability == Reachability.UNKNOWN:
+            await _place(node, advertiser, askers)
+            if advertiser.reachability != Reachability.UNKNOWN:
+                return
+        if republish.is_set():
+            return
+        pause *= 2
 
 
 async def _publish(

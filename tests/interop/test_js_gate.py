@@ -96,22 +96,27 @@ def test_a_gate_that_refuses_provider_records_is_named(lab: Lab, profile_file: P
         "submitters that use only this gate will not find this worker"
     ]
 
-    done = _peers(lab, gate, "peers")
-    assert done.returncode == 1
-    assert "error: no worker found (no_provider): no worker advertises any unit" in done.stderr
-
     campaign = write_campaign(lab.root / "campaign.yaml", {
         "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", **SMALL_JOB}],
     })  # fmt: skip
     args = ["submit", str(campaign), "--json", "--discover-timeout", "2", "--out", str(lab.root / "out")]
-    submit = subprocess.run(
+    submit = subprocess.Popen(  # beside `peers`: two independent processes, half the wait
         [*SARK, *args, "--gate", gate, "--data-dir", str(lab.root / "submitter")],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
     )
-    assert submit.returncode == 1, submit.stderr
-    assert "error: no worker found (no_provider)" in submit.stderr
+    try:
+        done = _peers(lab, gate, "peers")
+        _, submit_err = submit.communicate(timeout=120)
+    finally:
+        submit.kill()
+        submit.wait()
+
+    assert done.returncode == 1
+    assert "error: no worker found (no_provider): no worker advertises any unit" in done.stderr
+    assert submit.returncode == 1, submit_err
+    assert "error: no worker found (no_provider)" in submit_err
 
 
 def test_peers_with_no_gate_answering_exits_1_naming_it(lab: Lab) -> None:
