@@ -3,6 +3,9 @@
 An advert lives under `/sark/<40 hex of sha256(peer id)>` (46 bytes: libp2p drops keys over 50, P7) as a
 msgpack-packed `Envelope` (domain `sark/advert/v1`) whose signer is the key's owner. The validator
 checks signer, expiry, lifetime and size on every put and get; `select` keeps the highest seq.
+That value is a cache on gates that run our validator; provider keys are standard (the sha2-256
+multihash of the capability string) so that any kad-dht server keeps them, and a submitter can always
+ask a provider itself for its advert over `/sark/profile` (issue 15).
 """
 
 from __future__ import annotations

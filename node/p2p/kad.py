@@ -23,6 +23,9 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
   back to libp2p's iterative lookup only when none of them answers.
+- libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
+  the request (reset the stream, answered garbage): `lookup_providers` sends its own request and
+  records each failure, so `peers` and `submit` can say a gate refused rather than "nobody" (issue 15).
 """
 
 from __future__ import annotations
