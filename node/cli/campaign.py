@@ -170,7 +170,17 @@ def submit(
         )
     else:
         _report(outcome, as_json)
+    _fail_if_nobody(outcome)
     exit_for(outcome.tasks, strict=strict)
+
+
+def _fail_if_nobody(outcome: Any) -> None:
+    """Exit 1 naming the cause when discovery found no worker and no task completed."""
+    import scheduler as sch
+
+    why = outcome.no_workers
+    if why is not None and not any(t.state == sch.TaskState.DONE for t in outcome.tasks):
+        fail(f"error: no worker found ({why.code.value}): {why.detail}", 1)
 
 
 def _report(outcome: Any, as_json: bool) -> None:

@@ -31,6 +31,7 @@ from node.events import json_lines, quiet
 if TYPE_CHECKING:
     from node.config import NodeConfig
     from node.p2p.node import Peer
+    from node.p2p.survey import Shortfall
     from protocol import DeviceProfile
 
 
@@ -133,6 +134,13 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
 
     async with open_worker(config, profile, events=json_lines if events else quiet) as worker:
         adv = worker.advertised
+        for gate_addr in adv.refused_by:
+            typer.secho(
+                f"warning: gate {gate_addr} refused or dropped our provider records: "
+                "submitters that use only this gate will not find this worker",
+                fg=typer.colors.YELLOW,
+                err=True,
+            )
         if events:
             json_lines(
                 "ready",
@@ -141,6 +149,7 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
                 addrs=list(adv.addrs),
                 circuit_addrs=list(adv.circuit_addrs),
                 reachability=adv.reachability,
+                refused_by=list(adv.refused_by),
             )
         else:
             print(
@@ -177,8 +186,13 @@ def peers(
     data_dir: DataDirOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="lookup deadline, seconds")] = 5.0,
 ) -> None:
-    """List the workers the DHT shows: peer id, device, usable units, reachability, advert age."""
+    """List the workers the DHT shows: peer id, device, usable units, reachability, advert age.
+
+    Exit code: 1 with the cause when no worker was found (no gate answered, the gate refused our
+    lookups, no worker advertises), 2 for bad input.
+    """
     from node.p2p.node import open_node
+    from node.p2p.survey import why_no_workers
 
     scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"sark-peers-{os.getpid()}"
     config: NodeConfig = build_config(
@@ -187,12 +201,15 @@ def peers(
     if not config.gates:
         fail("error: give at least one --gate", 2)
 
-    async def main() -> list[Peer]:
+    async def main() -> tuple[list[Peer], Shortfall | None]:
         async with open_node(config, role="submitter") as node:
             found: list[Peer] = await node.find_workers(timeout=timeout)
-            return found
+            return found, None if found else await why_no_workers(node)
 
-    _print_peers(run(main), as_json)
+    found, why = run(main)
+    _print_peers(found, as_json)
+    if why is not None:
+        fail(f"error: no worker found ({why.code.value}): {why.detail}", 1)
 
 
 def _print_peers(found: list[Peer], as_json: bool) -> None:

@@ -9,6 +9,8 @@ Modules:
     wire      the seam to the pure protocol: a byte stream and a framed message channel
     identity  the persistent Ed25519 seed and peer id (no libp2p import)
     node      open_node: a host connected to its gates with a bootstrapped DHT; worker lookups; reachability
+    reach     /sark/reach/1.0.0 dial-backs (gates and workers) and the verdict a worker draws from them
+    survey    why a lookup found no worker (reason codes for `peers` and `submit`)
 
 Callers import the module they need (`from node.p2p.host import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
@@ -17,4 +19,4 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["addrs", "dht", "host", "identity", "kad", "node", "stream", "wire"]
+__all__ = ["addrs", "dht", "host", "identity", "kad", "node", "reach", "stream", "survey", "wire"]

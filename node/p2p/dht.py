@@ -3,19 +3,24 @@
 An advert lives under `/sark/<40 hex of sha256(peer id)>` (46 bytes: libp2p drops keys over 50, P7) as a
 msgpack-packed `Envelope` (domain `sark/advert/v1`) whose signer is the key's owner. The validator
 checks signer, expiry, lifetime and size on every put and get; `select` keeps the highest seq.
+That value is a cache on gates that run our validator; provider keys are standard (the sha2-256
+multihash of the capability string) so that any kad-dht server keeps them, and a submitter can always
+ask a provider itself for its advert over `/sark/profile` (issue 15).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final, final
 
 import trio
 
-from node.p2p.kad import Kad
+from node.p2p.addrs import peer_of
+from node.p2p.kad import Kad, ProviderLookup
 from protocol import (
     DOMAIN_ADVERT,
     AdvertBody,
@@ -42,9 +47,25 @@ def advert_key(peer_id: str) -> str:
     return "/sark/" + hashlib.sha256(peer_id.encode()).hexdigest()[:40]
 
 
+SHA2_256_MULTIHASH: Final = b"\x12\x20"
+"""Multihash prefix of a sha2-256 digest: code 0x12, length 32."""
+RAW_CODEC: Final = 0x55
+
+
 def capability_dht_key(unit: ComputeUnit | None) -> bytes:
-    """The raw 32-byte provider key of a compute unit (None: any worker)."""
-    return hashlib.sha256(capability_key(unit).encode()).digest()
+    """The provider key of a compute unit (None: any worker): the multihash of its capability string.
+
+    Standard kad-dht servers read a provider key as a CID's multihash and refuse anything else
+    ("Invalid CID"), so the key is sha2-256 in multihash form (0x12 0x20 + 32-byte digest, 34 bytes);
+    an API that wants a CID gets `capability_cid` (v1, raw codec), whose multihash is these bytes.
+    """
+    return SHA2_256_MULTIHASH + hashlib.sha256(capability_key(unit).encode()).digest()
+
+
+def capability_cid(unit: ComputeUnit | None) -> str:
+    """The capability key as a CIDv1 string (raw codec, base32 `b...`), for tools that take a CID."""
+    cid = bytes([0x01, RAW_CODEC]) + capability_dht_key(unit)
+    return "b" + base64.b32encode(cid).decode().lower().rstrip("=")
 
 
 def check_advert(key: str, value: bytes, now: float) -> tuple[Envelope, AdvertBody]:
@@ -103,26 +124,40 @@ class Dht:
     def __init__(self, kad: Kad) -> None:
         self.kad = kad
 
-    async def publish(self, envelope: Envelope, units: Iterable[ComputeUnit]) -> None:
+    async def publish(
+        self, envelope: Envelope, units: Iterable[ComputeUnit], *, gates: Sequence[str] = ()
+    ) -> tuple[str, ...]:
         """Put our advert and provide the any-worker key and one key per usable unit, concurrently.
 
         ADD_PROVIDER is fire-and-forget (P9) and a busy server drops some: each key is read back
-        from the servers and provided again, with a growing pause, until we are listed.
+        from the servers, and the any-worker key from each gate, and provided again, with a growing
+        pause, until we are listed.
+
+        Returns:
+            The gates (addresses) that still do not list us: they refused or dropped our records.
         """
         keys = [capability_dht_key(unit) for unit in (None, *units)]
+        me = envelope.peer_id
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.kad.put, advert_key(envelope.peer_id), pack_body(envelope))
+            nursery.start_soon(self.kad.put, advert_key(me), pack_body(envelope))
             for key in keys:
                 nursery.start_soon(self.kad.provide, key)
+        lacking: list[str] = []
         for pause in PROVIDE_CHECKS_S:
-            missing = [key for key in keys if envelope.peer_id not in await self.kad.find_providers(key)]
-            if not missing:
-                return
+            missing = [key for key in keys if me not in await self.kad.find_providers(key)]
+            lacking = [g for g in gates if me not in (await self.kad.providers_at(peer_of(g), keys[0]) or ())]
+            if not missing and not lacking:
+                return ()
             await trio.sleep(pause)
             async with trio.open_nursery() as nursery:
-                for key in missing:
+                for key in missing or keys:
                     nursery.start_soon(self.kad.provide, key)
-        log.warning("provider records of %s not confirmed by any server yet", envelope.peer_id)
+        log.info("provider records of %s not confirmed by %s", me, ", ".join(lacking) or "any server")
+        return tuple(lacking)
+
+    async def lookup(self, unit: ComputeUnit | None) -> ProviderLookup:
+        """Providers of a unit (None: any worker) with what each server said (answered, refused)."""
+        return await self.kad.lookup_providers(capability_dht_key(unit))
 
     async def providers(self, unit: ComputeUnit | None) -> dict[str, list[str]]:
         """Peers providing a unit (None: any worker), from the network, de-duplicated."""
@@ -152,6 +187,7 @@ __all__ = [
     "ADVERT_MAX_BYTES",
     "Dht",
     "advert_key",
+    "capability_cid",
     "capability_dht_key",
     "check_advert",
     "select_advert",

@@ -30,6 +30,9 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
   60 s ("recently failed all addresses"), so a gate or worker that restarts stays unreachable for a
   minute. Every caller here paces its own retries (gate rounds, fetch rounds, discovery rounds), so
   an explicit dial first clears the peer from that cache.
+- P28 stale addresses: libp2p dials at most one address per transport class, the first its peerstore
+  lists (kept for minutes), so a peer back on a new port was dialled at its dead old one. An explicit
+  dial replaces the peer's addresses with the one being tried, each given address in turn.
 """
 
 from __future__ import annotations
@@ -279,12 +282,9 @@ class Host:
         circuit = [a for a in addrs if "/p2p-circuit" in a]
         errors: list[str] = []
         with trio.move_on_after(seconds):
-            if direct or not circuit:
+            for batch in [[a] for a in direct] or ([] if circuit else [[]]):
                 try:
-                    with map_exceptions(peer_id, "direct"):
-                        maddrs = [without_p2p(a) for a in direct]
-                        self._lp.get_network().unblock_peer(ID.from_base58(peer_id))  # P26
-                        await self._lp.connect(PeerInfo(ID.from_base58(peer_id), maddrs))
+                    await self._dial_direct(peer_id, batch)
                     return
                 except PeerUnreachable as exc:
                     errors.append(exc.why)
@@ -297,6 +297,23 @@ class Host:
                     errors.append(exc.why)
             raise PeerUnreachable(peer_id, "; ".join(errors) or "no address")
         raise PeerTimeout(peer_id, f"connecting within {seconds:g} s ({'; '.join(errors)})")
+
+    async def _dial_direct(self, peer_id: str, addrs: list[str]) -> None:
+        """Dial a peer at exactly `addrs` (none: whatever the peerstore knows).
+
+        P28: libp2p dials at most one address per transport class, the first the peerstore lists
+        for the peer, and keeps addresses for minutes: a peer that restarted on a new port was
+        dialled at its dead old one and never at the new one (a restarted worker was labelled
+        relayed by the gate's dial-back). So the peerstore's addresses for the peer are replaced
+        by the ones we were asked to dial, one at a time (`_ensure_connected`).
+        """
+        peer = ID.from_base58(peer_id)
+        with map_exceptions(peer_id, "direct"):
+            maddrs = [without_p2p(a) for a in addrs]
+            if maddrs:
+                self._lp.get_peerstore().clear_addrs(peer)
+            self._lp.get_network().unblock_peer(peer)  # P26
+            await self._lp.connect(PeerInfo(peer, maddrs))
 
 
 def _new_libp2p_host(key_pair: KeyPair, listen: list[multiaddr.Multiaddr], config: HostConfig) -> Any:

@@ -23,6 +23,9 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
   back to libp2p's iterative lookup only when none of them answers.
+- libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
+  the request (reset the stream, answered garbage): `lookup_providers` sends its own request and
+  records each failure, so `peers` and `submit` can say a gate refused rather than "nobody" (issue 15).
 """
 
 from __future__ import annotations
@@ -31,15 +34,21 @@ import importlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Final, Literal, final
 
 import trio
 from libp2p.custom_types import TProtocol
+from libp2p.kad_dht.common import MAX_DHT_MESSAGE_SIZE
 from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
+from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
+from libp2p.peer.peerinfo import PeerInfo
 from libp2p.records.pubkey import PublicKeyValidator
 from libp2p.records.validator import NamespacedValidator, Validator
 from libp2p.tools.anyio_service import background_trio_service
+from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
+from multiaddr import Multiaddr
 
 from node.p2p.host import Host
 from protocol import KAD
@@ -94,6 +103,21 @@ def forget_failed_dials(host: Host, peer_id: str) -> None:
 def kad_protocol_ids() -> dict[str, str]:
     """The protocol id each patched libp2p kad module will use (for the test that pins P12)."""
     return {n: str(importlib.import_module(f"libp2p.kad_dht.{n}").PROTOCOL_ID) for n in KAD_MODULES}
+
+
+@dataclass(frozen=True)
+class ProviderLookup:
+    """Providers of a key and how the lookup went.
+
+    Attributes:
+        providers: peer id -> its known multiaddrs.
+        answered: servers that answered (with or without providers).
+        failures: server peer id -> why it gave no answer (refused the key, reset, timed out).
+    """
+
+    providers: dict[str, list[str]]
+    answered: int
+    failures: dict[str, str]
 
 
 @final
@@ -210,20 +234,58 @@ class Kad:
         Returns:
             peer id -> its known multiaddrs.
         """
+        return (await self.lookup_providers(key, count)).providers
+
+    async def lookup_providers(self, key: bytes, count: int = 200) -> ProviderLookup:
+        """Providers of a key, and which servers answered or failed (a refusal is never silent)."""
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
+        failures: dict[str, str] = {}
 
         async def ask(peer: ID) -> None:
-            providers, _ = await store._get_providers_from_peer_with_closers(peer, key)
-            infos.extend(providers)
+            try:
+                infos.extend(await self._get_providers(peer, key))
+            except Exception as exc:
+                failures[peer.to_base58()] = f"{type(exc).__name__}: {exc}"[:200]
+                raise
 
-        if not await self._ask_servers(key, ask):
+        answered = await self._ask_servers(key, ask)
+        if not answered and not failures:
             infos.extend(await self._iterative_providers(key, count))
         found: dict[str, list[str]] = {}
         for info in infos:
             addrs = found.setdefault(info.peer_id.to_base58(), [])
             addrs.extend(str(a) for a in info.addrs if str(a) not in addrs)
-        return dict(list(found.items())[:count])
+        return ProviderLookup(dict(list(found.items())[:count]), answered, failures)
+
+    async def providers_at(self, peer_id: str, key: bytes) -> set[str] | None:
+        """The providers one server lists for a key, or None when it did not answer."""
+        with trio.move_on_after(QUERY_TIMEOUT_S):
+            try:
+                infos = await self._get_providers(ID.from_base58(peer_id), key)
+            except Exception:  # libp2p's stream and parse errors: this server did not answer
+                log.debug("GET_PROVIDERS at %s failed", peer_id, exc_info=True)
+                return None
+            return {i.peer_id.to_base58() for i in infos}
+        return None
+
+    async def _get_providers(self, peer: ID, key: bytes) -> list[Any]:
+        """One GET_PROVIDERS at one server; raises when it refused or failed.
+
+        libp2p's own call returns an empty list for a refusal (a server that resets the stream on a
+        key it cannot read) as for "no providers": discovery must tell the two apart.
+        """
+        stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
+        try:
+            request = Message(type=Message.MessageType.GET_PROVIDERS, key=key).SerializeToString()
+            await stream.write(encode_uvarint(len(request)) + request)
+            reply = Message()
+            reply.ParseFromString(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
+        finally:
+            await stream.close()
+        if reply.type != Message.MessageType.GET_PROVIDERS:
+            raise ValueError(f"answered message type {reply.type} to GET_PROVIDERS")
+        return [PeerInfo(ID(p.id), _multiaddrs(p.addrs)) for p in reply.providerPeers]
 
     async def _iterative_providers(self, key: bytes, count: int) -> list[Any]:
         """libp2p's lookup, with the local cache popped so it asks the network (P9)."""
@@ -267,6 +329,16 @@ class Kad:
         return limit
 
 
+def _multiaddrs(raw: Any) -> list[Multiaddr]:
+    out: list[Multiaddr] = []
+    for data in raw:
+        try:
+            out.append(Multiaddr(data))
+        except Exception:  # a foreign server's unreadable address: skip it, keep the others
+            continue
+    return out
+
+
 @asynccontextmanager
 async def open_kad(
     host: Host,
@@ -293,6 +365,7 @@ __all__ = [
     "INBOUND_KAD_STREAMS",
     "KAD_MODULES",
     "Kad",
+    "ProviderLookup",
     "forget_failed_dials",
     "kad_protocol_ids",
     "open_kad",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal, final
+from typing import Final, Literal, final
 
 import trio
 
@@ -20,10 +20,10 @@ from node.errors import NodeError, PeerUnreachable
 from node.p2p.dht import Dht, select_record, validate_record
 from node.p2p.host import Host, HostConfig, open_host
 from node.p2p.kad import Kad, open_kad
+from node.p2p.reach import ReachVerdict, dial_back_verdict
 from protocol import (
     DOMAIN_ADVERT,
     PROFILE,
-    REACH,
     AdvertBody,
     ComputeUnit,
     Envelope,
@@ -31,14 +31,17 @@ from protocol import (
     ProfileGet,
     ProfileReply,
     ProtocolError,
-    ReachGet,
-    ReachReply,
 )
 from protocol.records import open_envelope
 
 log = logging.getLogger(__name__)
 
 Role = Literal["worker", "submitter", "gate"]
+
+PROFILE_PROBES_AT_ONCE: Final = 16
+"""`/sark/profile` requests in flight at once when a lookup asks providers for their adverts."""
+PROFILE_PROBE_S: Final = 3.0
+"""Deadline of one such request."""
 
 
 @dataclass(frozen=True)
@@ -82,18 +85,33 @@ class Node:
         *,
         timeout: float = 5.0,
     ) -> list[Peer]:
-        """Workers providing `unit` (None: any) with a verified, unexpired advert, newest first."""
+        """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id.
+
+        The advert comes from the DHT where a gate keeps it (a cache) and otherwise from the worker
+        itself over `/sark/profile`: a foreign gate stores provider records but no `/sark/` values.
+        """
         found: list[Peer] = []
         with trio.move_on_after(timeout):
             providers = await self.dht.providers(unit)
+            probes = trio.CapacityLimiter(PROFILE_PROBES_AT_ONCE)
             async with trio.open_nursery() as nursery:
-                for peer_id in providers:
-                    nursery.start_soon(self._collect, peer_id, unit, found)
+                for peer_id, addrs in providers.items():
+                    nursery.start_soon(self._collect, peer_id, addrs, unit, found, probes)
         return sorted(found, key=lambda p: p.peer_id)
 
-    async def _collect(self, peer_id: str, unit: ComputeUnit | None, found: list[Peer]) -> None:
+    async def _collect(
+        self,
+        peer_id: str,
+        addrs: list[str],
+        unit: ComputeUnit | None,
+        found: list[Peer],
+        probes: trio.CapacityLimiter,
+    ) -> None:
         now = time.time()
         advert = await self.dht.advert(peer_id, now)
+        if advert is None and peer_id != self.host.peer_id:
+            async with probes:
+                advert = await self._advert_from_peer(peer_id, addrs)
         if advert is None:
             return
         envelope, body = advert
@@ -101,18 +119,43 @@ class Node:
             return
         found.append(Peer(peer_id, body, max(0.0, now - body.issued_at), envelope))
 
+    async def _advert_from_peer(self, peer_id: str, addrs: list[str]) -> tuple[Envelope, AdvertBody] | None:
+        """The signed advert a provider gives over `/sark/profile`: at its provider addresses, then
+        through each of our gates as a relay (a relayed worker's provider record has no usable address)."""
+        relayed = tuple(f"{gate}/p2p-circuit/p2p/{peer_id}" for gate in self.gates)
+        try:
+            envelope, body, _ = await self.profile_at(peer_id, (*addrs, *relayed), PROFILE_PROBE_S)
+        except (NodeError, ProtocolError) as exc:
+            log.info("provider %s gave no profile: %s", peer_id, exc)
+            return None
+        return envelope, body
+
     async def fresh_profile(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load]:
         """Ask the peer itself (`/sark/profile/1.0.0`) for its current signed advert and load."""
+        _, body, load = await self.profile_at(peer.peer_id, peer.dial_addrs(), timeout)
+        return body, load
+
+    async def profile_at(
+        self, peer_id: str, addrs: Sequence[str], timeout: float
+    ) -> tuple[Envelope, AdvertBody, Load]:
+        """A peer's signed advert and load over `/sark/profile/1.0.0`, checked: signed by `peer_id`.
+
+        Raises:
+            NodeError: the peer could not be reached or answered something else.
+            ProtocolError: the advert is not validly signed by the peer, or is about another peer.
+        """
         channel = await self.host.open_channel(
-            peer.peer_id, PROFILE, addrs=peer.dial_addrs(), timeout=timeout, read_timeout=timeout
+            peer_id, PROFILE, addrs=addrs, timeout=timeout, read_timeout=timeout
         )
         async with channel:
             await channel.send(ProfileGet())
             reply = await channel.receive()
         if not isinstance(reply, ProfileReply):
-            raise PeerUnreachable(peer.peer_id, f"answered {reply.kind} to profile_get")
-        body = open_envelope(reply.advert, DOMAIN_ADVERT, AdvertBody, now=time.time(), signer=peer.peer_id)
-        return body, reply.load
+            raise PeerUnreachable(peer_id, f"answered {reply.kind} to profile_get")
+        body = open_envelope(reply.advert, DOMAIN_ADVERT, AdvertBody, now=time.time(), signer=peer_id)
+        if body.peer_id != peer_id:
+            raise PeerUnreachable(peer_id, f"answered with the advert of {body.peer_id}")
+        return reply.advert, body, reply.load
 
 
 GATE_ROUNDS = 3
@@ -163,30 +206,18 @@ async def open_node(
             yield Node(host, Dht(kad), config, gates, kad)
 
 
-async def check_reachability(node: Node, per_gate_s: float = 8.0) -> tuple[bool, str]:
-    """Ask each gate to dial us back from a throwaway identity (P13: AutoNAT always says yes)."""
-    details: list[str] = []
-    for gate in node.gates:
-        try:
-            reply = await _ask_reach(node.host, gate, per_gate_s)
-        except (NodeError, ProtocolError) as exc:
-            details.append(f"{gate}: {exc}")
-            continue
-        if reply.reachable:
-            return True, reply.addr or ""
-        details.append(reply.detail)
-    return False, "; ".join(details)
+async def check_reachability(node: Node, askers: Sequence[str] = ()) -> ReachVerdict:
+    """Dial-backs by our gates, or by other sark peers when no gate serves `/sark/reach` (P13).
 
+    `askers` are sark peers that asked us for a dial-back (so serve `/sark/reach` themselves); the
+    providers of the any-worker key come after them.
+    """
 
-async def _ask_reach(host: Host, gate: str, seconds: float) -> ReachReply:
-    gate_id = gate.rsplit("/p2p/", 1)[-1]
-    channel = await host.open_channel(gate_id, REACH, addrs=(gate,), timeout=seconds, read_timeout=seconds)
-    async with channel:
-        await channel.send(ReachGet(addrs=tuple(host.addrs()[:16])))
-        reply = await channel.receive()
-    if not isinstance(reply, ReachReply):
-        raise PeerUnreachable(gate_id, f"answered {reply.kind} to reach_get")
-    return reply
+    async def helpers() -> list[tuple[str, tuple[str, ...]]]:
+        found = await node.dht.providers(None)
+        return [*((p, ()) for p in askers), *((p, tuple(a)) for p, a in found.items() if p not in askers)]
+
+    return await dial_back_verdict(node.host, node.gates, helpers)
 
 
 __all__ = ["Node", "Peer", "Role", "check_reachability", "open_node"]

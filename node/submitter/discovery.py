@@ -13,6 +13,7 @@ import trio
 import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node, Peer
+from node.p2p.survey import Shortfall, why_no_workers
 from protocol import AdvertBody, Load, Reachability
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,8 @@ class Discovery:
         self._exclude = exclude
         self._adverts: dict[str, AdvertBody] = {}
         self._probes = trio.CapacityLimiter(PROBES_AT_ONCE)
+        self.empty_cause: Shortfall | None = None
+        """Why `initial` found no worker (None when it found some)."""
 
     def addrs(self, peer_id: str) -> tuple[str, ...]:
         """Every address a peer advertised, direct ones first, then its circuit addresses."""
@@ -79,6 +82,9 @@ class Discovery:
                 break
             await trio.sleep(0.2)
         log.info("discovered %d live workers", len(confirmed))
+        if not confirmed:
+            self.empty_cause = await why_no_workers(self._node)
+            log.warning("no worker found (%s): %s", self.empty_cause.code.value, self.empty_cause.detail)
         return tuple(sorted(confirmed.values(), key=lambda v: v.peer_id))
 
     async def updates(self) -> AsyncIterator[tuple[sch.PeerView, ...]]:

@@ -21,6 +21,7 @@ from node.config import NodeConfig
 from node.errors import ConfigError
 from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
+from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
 from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.loop import CampaignLoop, Tally, View, models_json, utc_now
@@ -71,6 +72,8 @@ class Outcome:
     tasks: tuple[sch.TaskView, ...]
     tally: Tally
     medians: dict[str, float]
+    no_workers: Shortfall | None = None
+    """Why the first discovery found no worker, when it found none."""
 
 
 @dataclass(frozen=True)
@@ -220,7 +223,8 @@ async def _run(
     medians = {
         r.task_id: float(r.row["InferenceMsMedian"]) for r in results if r.row.get("InferenceMsMedian")
     }
-    return Outcome(run.campaign_id, files, tuple(run.scheduler.tasks()), tally, medians)
+    shortfall = discovery.empty_cause
+    return Outcome(run.campaign_id, files, tuple(run.scheduler.tasks()), tally, medians, shortfall)
 
 
 @asynccontextmanager

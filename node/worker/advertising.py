@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, final
 
@@ -18,10 +18,12 @@ from node.errors import NodeError
 from node.p2p.host import peer_of
 from node.p2p.kad import forget_failed_dials
 from node.p2p.node import Node, check_reachability
+from node.p2p.reach import throwaway_reach_handler
 from node.p2p.wire import Channel, Handler
 from protocol import (
     DOMAIN_ADVERT,
     PROFILE,
+    REACH,
     AdvertBody,
     DeviceProfile,
     Envelope,
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+UNKNOWN_RECHECK_S: Final = 1.0
+"""First pause before an "unknown" reachability is checked again (it doubles up to the republish timer)."""
 GATE_CHECK_S: Final = 2.0
 """How often a worker checks that its gates are still connected (issue 6: a restarted gate)."""
 
@@ -48,6 +52,8 @@ class Advertised:
     addrs: tuple[str, ...]
     circuit_addrs: tuple[str, ...]
     reachability: Reachability
+    refused_by: tuple[str, ...] = ()
+    """Gates that did not keep our provider records: submitters using only those cannot find us."""
 
 
 @final
@@ -87,24 +93,33 @@ class _Advertiser:
         await channel.close()
 
 
-async def _place(node: Node, advertiser: _Advertiser) -> None:
-    """Decide reachability; behind NAT, reserve a relay slot and advertise the circuit address."""
+async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()) -> None:
+    """Decide reachability; unless a dial-back reached us, reserve relay slots and advertise the circuits.
+
+    "direct" only when a dial-back reached us, "relayed" only when dial-backs were tried and failed,
+    "unknown" otherwise (checked again at each republish while it stays so). `askers`: sark peers
+    that asked us for a dial-back, so can dial us back in turn (a foreign gate serves no `/sark/reach`).
+    """
     advertiser.addrs = tuple(a for a in node.host.addrs() if "/ip4/0.0.0.0/" not in a)
     if not node.gates:
         return
-    reachable, detail = await check_reachability(node)
-    if reachable:
+    verdict = await check_reachability(node, askers)
+    if verdict.reachability == Reachability.DIRECT:
         advertiser.reachability = Reachability.DIRECT
+        log.info("directly reachable: %s", verdict.detail)
         return
-    log.info("not directly reachable (%s); reserving a relay slot", detail)
-    circuits: list[str] = []
+    log.info("reachability %s (%s); reserving relay slots", verdict.reachability, verdict.detail)
+    circuits: list[str] = list(advertiser.circuit_addrs)
     for gate in node.gates:
+        if any(_gate_of(c) == gate for c in circuits):
+            continue
         try:
             circuits.append(await node.host.reserve_relay(gate))
         except NodeError as exc:
             log.warning("relay reservation on %s failed: %s", gate, exc.detail)
     advertiser.circuit_addrs = tuple(circuits)
-    advertiser.reachability = Reachability.RELAYED if circuits else Reachability.UNKNOWN
+    relayed = verdict.reachability == Reachability.RELAYED and circuits
+    advertiser.reachability = Reachability.RELAYED if relayed else Reachability.UNKNOWN
 
 
 async def serve_worker(
@@ -119,33 +134,76 @@ async def serve_worker(
 
     `handlers` (e.g. `/sark/negotiate/1.0.0`) run with no overall deadline and the configured per-peer
     cap; they enforce their own read deadlines. `task_status.started(Advertised)` after the first advert.
+    The worker also serves `/sark/reach` (dial-backs from a throwaway host) for peers whose gate does not.
     """
     advertiser = _Advertiser(node, profile, load)
     node.host.set_handler(PROFILE, advertiser.serve_profile, deadline=10.0)
     for protocol, handler in (handlers or {}).items():
         cap = node.config.max_streams_per_peer
         node.host.set_handler(protocol, handler, max_per_peer=cap, deadline=math.inf)
-    await _place(node, advertiser)
+    askers: list[str] = []
     republish = trio.Event()
 
     def wake() -> None:
         republish.set()
 
+    def asked(peer_id: str) -> None:  # a sark peer that can dial us back in turn
+        askers[:] = [peer_id, *(p for p in askers if p != peer_id)][:8]
+        if advertiser.reachability == Reachability.UNKNOWN:
+            wake()
+
+    node.host.set_handler(REACH, throwaway_reach_handler(asked), max_per_peer=1, deadline=15.0)
+    await _place(node, advertiser)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_keep_gates, node, advertiser, wake)
-        started = False
+        started, refused = False, tuple[str, ...]()
         while True:
             republish = trio.Event()
-            try:
-                await node.dht.publish(advertiser.sign(), profile.usable_units())
-            except Exception:  # a task boundary: a failed announce is retried on the next tick
-                log.warning("advert publish failed", exc_info=True)
+            refused = await _publish(node, advertiser, profile, refused)
             if not started:
                 started = True
                 a = advertiser
-                task_status.started(Advertised(node.host.peer_id, a.addrs, a.circuit_addrs, a.reachability))
-            with trio.move_on_after(node.config.reannounce_interval()):
-                await republish.wait()
+                task_status.started(
+                    Advertised(node.host.peer_id, a.addrs, a.circuit_addrs, a.reachability, refused)
+                )
+            await _until_republish(node, advertiser, askers, republish)
+
+
+async def _until_republish(
+    node: Node, advertiser: _Advertiser, askers: Sequence[str], republish: trio.Event
+) -> None:
+    """Wait for the next republish: the timer, a wake-up, or an "unknown" reachability that resolved.
+
+    While nobody has dialled us back ("unknown": workers that started together found no sark peer
+    to ask), the check is tried again after 1 s, 2 s, 4 s, ... rather than only at the next timer.
+    """
+    deadline = trio.current_time() + node.config.reannounce_interval()
+    pause = UNKNOWN_RECHECK_S
+    while trio.current_time() < deadline:
+        with trio.move_on_after(min(pause, deadline - trio.current_time())):
+            await republish.wait()
+        if advertiser.reachability == Reachability.UNKNOWN:
+            await _place(node, advertiser, askers)
+            if advertiser.reachability != Reachability.UNKNOWN:
+                return
+        if republish.is_set():
+            return
+        pause *= 2
+
+
+async def _publish(
+    node: Node, advertiser: _Advertiser, profile: DeviceProfile, refused_before: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Publish our advert and provider records; return the gates that do not keep them (logged on change)."""
+    try:
+        refused = await node.dht.publish(advertiser.sign(), profile.usable_units(), gates=node.gates)
+    except Exception:  # a task boundary: a failed announce is retried on the next tick
+        log.warning("advert publish failed", exc_info=True)
+        return refused_before
+    for gate in refused:
+        if gate not in refused_before:
+            log.warning("gate %s did not keep our provider records (refused or dropped them)", gate)
+    return refused
 
 
 async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], None]) -> None:
@@ -190,7 +248,7 @@ async def _rejoin(node: Node, advertiser: _Advertiser, down: set[str]) -> bool:
                 continue
             if circuit not in advertiser.circuit_addrs:
                 advertiser.circuit_addrs = (*advertiser.circuit_addrs, circuit)
-            advertiser.reachability = Reachability.RELAYED
+            # reachability stays as the dial-backs left it: "unknown" is never turned into a guess
     if back and node.kad is not None:
         try:
             await node.kad.bootstrap([peer_of(g) for g in back])

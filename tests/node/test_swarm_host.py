@@ -60,6 +60,21 @@ async def test_identity_file_is_0600_and_peer_id_is_stable(tmp_path: Path) -> No
         assert len(second.private_key) == 32
 
 
+async def test_a_peer_back_on_a_new_port_is_dialled_there_not_at_its_old_address(tmp_path: Path) -> None:
+    """P28: libp2p dials one TCP address per peer, the first its peerstore lists (minutes old)."""
+    key = tmp_path / "id.key"
+    async with open_host(HostConfig(key_file=None, listen=LOOPBACK)) as client:
+        async with open_host(HostConfig(key_file=key, listen=LOOPBACK)) as first:
+            first.set_handler(ECHO, _echo)
+            assert await _ask(client, first)
+        await client.disconnect(first.peer_id)
+        async with open_host(HostConfig(key_file=key, listen=LOOPBACK)) as again:  # same id, new port
+            again.set_handler(ECHO, _echo)
+            assert again.peer_id == first.peer_id
+            assert again.addrs() != first.addrs()
+            assert await _ask(client, again)
+
+
 async def test_a_loose_key_file_is_refused(tmp_path: Path) -> None:
     key = tmp_path / "id.key"
     async with open_host(HostConfig(key_file=key, listen=LOOPBACK)):
