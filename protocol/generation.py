@@ -53,11 +53,14 @@ class Endpoint(Value):
     """A model server to measure instead of a model file.
 
     Gray-box: `url` is None and the worker uses the server its owner declared for `model`.
-    Black-box: `url` is the campaign's; `api_key` rides only inside the signed, Noise-encrypted offer.
+    Black-box: `url` is the campaign's. The campaign names only `api_key_env`, the submitter's
+    environment variable; the submitter puts its value in `api_key` of the one offer to the chosen
+    worker (signed, on a Noise-encrypted stream), and nothing else ever holds it.
     """
 
     model: str = Field(min_length=1, max_length=256)
     url: str | None = Field(default=None, max_length=2048)
+    api_key_env: str | None = Field(default=None, max_length=128)
     api_key: str | None = Field(default=None, max_length=4096, repr=False)
 
 
