@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -73,6 +74,21 @@ def _check_campaign(text: str, path: Path) -> sch.Campaign:
         for problem in exc.problems:
             typer.secho(f"  {problem}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
+
+
+def _endpoint_keys(campaign: sch.Campaign) -> dict[str, str]:
+    """The black-box endpoints' API keys from this process's environment, by variable name; exit 2 for a
+    variable that is not set. The values stay in memory: they go only into offers."""
+    keys: dict[str, str] = {}
+    for job in campaign.jobs:
+        endpoint = job.spec.generate.endpoint if job.spec.generate else None
+        name = endpoint.api_key_env if endpoint else None
+        if name is not None and name not in keys:
+            value = os.environ.get(name)
+            if not value:
+                fail(f"error: {job.label}.endpoint.api_key_env: {name} is not set in the environment", 2)
+            keys[name] = value
+    return keys
 
 
 def _config(
@@ -148,7 +164,7 @@ def submit(
     text = ""
     if campaign is not None:
         text = _read_campaign(campaign)
-        _check_campaign(text, campaign)
+        options = dataclasses.replace(options, keys=_endpoint_keys(_check_campaign(text, campaign)))
     view = _LiveView(enabled=not as_json and not events and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:

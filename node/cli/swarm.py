@@ -94,6 +94,10 @@ def join(
         float | None, typer.Option("--lease-ttl", help="lease lifetime without heartbeat")
     ] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
+    endpoint: Annotated[
+        list[str] | None,
+        typer.Option("--endpoint", help="a local model server to offer, NAME=URL (OpenAI API); repeatable"),
+    ] = None,
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters."""
@@ -112,6 +116,7 @@ def join(
         heartbeat_s=heartbeat,
         lease_ttl_s=lease_ttl,
         calibrate=False if no_calibrate else None,
+        endpoints=_declared(endpoint),
     )
     if not config.gates:
         fail("error: give at least one --gate", 2)
@@ -141,14 +146,37 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
                 addrs=list(adv.addrs),
                 circuit_addrs=list(adv.circuit_addrs),
                 reachability=adv.reachability,
+                endpoints=[e.model_dump(mode="json") for e in worker.profile.endpoints],
             )
         else:
             print(
                 f"joined as {adv.peer_id} ({adv.reachability}); units: "
-                f"{', '.join(u.value for u in worker.profile.usable_units()) or 'none'}",
+                f"{', '.join(u.value for u in worker.profile.usable_units()) or 'none'}"
+                f"{_served(worker.profile)}",
                 flush=True,
             )
         await trio.sleep_forever()
+
+
+def _served(profile: DeviceProfile) -> str:
+    """The declared servers' model ids for the `joined` line, or why a server serves none."""
+    parts = [
+        f"{e.name}: {e.model or '-'}" + ("" if e.usable else f" ({e.reason})") for e in profile.endpoints
+    ]
+    return f"; served models: {', '.join(parts)}" if parts else ""
+
+
+def _declared(flags: list[str] | None) -> dict[str, str] | None:
+    """`--endpoint NAME=URL` flags as a mapping (None when none is given: the config file's stand)."""
+    if not flags:
+        return None
+    declared: dict[str, str] = {}
+    for flag in flags:
+        name, sep, url = flag.partition("=")
+        if not sep or not name or not url:
+            fail(f"error: --endpoint: expected NAME=URL, got {flag!r}", 2)
+        declared[name] = url
+    return declared
 
 
 def _profile(profile_file: Path) -> DeviceProfile:
@@ -204,6 +232,7 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
             "reachability": p.advert.reachability,
             "age_s": round(p.age_s, 2),
             "addrs": list(p.dial_addrs()),
+            "endpoints": [e.model_dump(mode="json") for e in p.advert.profile.endpoints],
             "calibration": (
                 p.advert.profile.calibration.model_dump(mode="json") if p.advert.profile.calibration else None
             ),
@@ -216,13 +245,14 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("peer id", "device", "units", "reach", "age", "CPU GFLOPS", "mem GB/s")
+    table = Table("peer id", "device", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s")
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
             str(r["peer_id"]),
             str(r["device"]),
             ", ".join(r["units"]),
+            ", ".join(e["model"] for e in r["endpoints"] if e["usable"]) or "-",
             str(r["reachability"]),
             f"{r['age_s']:.1f} s",
             (f"{cal['cpu_gflops']:.1f}" + ("" if cal["quiet"] else " (under load)")) if cal else "-",

@@ -7,6 +7,7 @@ Modules:
     admission    pure: whether the worker takes an authenticated offer (offer, profile, policy, load)
     runner       the task runner: priority queue, model acquisition, measurement, signing
     outbox       signed results kept on disk until acknowledged
+    targets      where an endpoint task's requests go: a declared server, or a campaign URL once checked
 
 Callers import the module they need (`from node.worker.role import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
@@ -15,4 +16,4 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["admission", "advertising", "negotiator", "outbox", "role", "runner"]
+__all__ = ["admission", "advertising", "negotiator", "outbox", "role", "runner", "targets"]

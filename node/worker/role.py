@@ -22,6 +22,7 @@ from node.worker.advertising import Advertised, serve_worker
 from node.worker.negotiator import Negotiator, OfferPolicy
 from node.worker.outbox import Outbox
 from node.worker.runner import Runner
+from node.worker.targets import Targets
 from protocol import BLOB, NEGOTIATE, DeviceProfile
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,9 @@ async def open_worker(
         )
         if config.device_name:
             profile = profile.with_(device_name=config.device_name)
+    if config.endpoints:
+        found = [await drivers.probe_server(name, url) for name, url in sorted(config.endpoints.items())]
+        profile = profile.with_(endpoints=tuple(s for statuses in found for s in statuses))
     cache = model_cache(config)
     async with open_node(config, role="worker") as node:
         runner = Runner(
@@ -65,6 +69,7 @@ async def open_worker(
             max_queue=config.max_queue,
             allow_code_models=config.allow_code_models,
             events=events,
+            targets=Targets(url_policy(config), config.endpoints, profile),
         )
         negotiator = Negotiator(
             peer_id=node.host.peer_id,

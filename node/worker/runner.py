@@ -31,6 +31,7 @@ from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError, UrlPolicy, download
 from node.transfer.urls import PeerTrouble
 from node.worker.outbox import Outbox
+from node.worker.targets import Targets, endpoint_of
 from protocol import (
     DOMAIN_RESULT,
     DeviceProfile,
@@ -111,6 +112,7 @@ class Runner:
         max_queue: int = 4,
         allow_code_models: bool = False,
         events: EventSink = quiet,
+        targets: Targets | None = None,
     ) -> None:
         self._peer_id = peer_id
         self._key = private_key
@@ -122,6 +124,7 @@ class Runner:
         self._max_queue = max_queue
         self._allow_code_models = allow_code_models
         self._emit = events
+        self._targets = targets or Targets(policy)
         self._jobs: dict[str, Job] = {}
         self._ready: list[tuple[tuple[int, int], Job]] = []
         self._wakeup = trio.Event()
@@ -248,6 +251,13 @@ class Runner:
     async def _execute(self, job: Job) -> Outcome:
         try:
             job.phase = Phase.FETCHING
+            endpoint = endpoint_of(job.offer.spec)
+            if endpoint is not None:  # a model server: no model bytes, the requests are the task
+                url, address = await self._targets.resolve(endpoint)
+                job.phase = Phase.MEASURING
+                options = drivers.EndpointOptions(connect_ip=address)
+                measurement = await drivers.measure_endpoint(job.offer.spec, url, options)
+                return self._sign(job, measurement)
             path = await self._acquire_model(job)
             job.phase = Phase.LOADING
             measurement = await trio.to_thread.run_sync(partial(self._measure, job, path))
