@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from node.submitter.attempt import with_key
 from node.transfer.endpoints import checked_endpoint_address
 from node.transfer.urls import FetchError, UrlPolicy
-from protocol import FailureReason
+from protocol import ComputeUnit, Endpoint, FailureReason, GenerateSpec, Prompt, TaskSpec
 
 OPEN_LOOPBACK = UrlPolicy(allow_http=True, allow_networks=("127.0.0.0/8", "::1/128"))
 
@@ -32,3 +33,18 @@ async def test_a_refused_endpoint_is_url_refused(url: str, policy: UrlPolicy) ->
 async def test_an_allowed_endpoint_gives_the_checked_address() -> None:
     assert await checked_endpoint_address("http://127.0.0.1:8000/v1", OPEN_LOOPBACK) == "127.0.0.1"
     assert await checked_endpoint_address("http://localhost:8000/v1", OPEN_LOOPBACK) in ("127.0.0.1", "::1")
+
+
+def test_the_offer_spec_carries_the_key_the_campaign_spec_does_not() -> None:
+    endpoint = Endpoint(model="m", url="https://api.example.com/v1", api_key_env="EXAMPLE_API_KEY")
+    generate = GenerateSpec(prompts=(Prompt(id="p", text="hi"),), prompts_sha256="0" * 64, endpoint=endpoint)
+    spec = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=generate)
+    offered = with_key(spec, {"EXAMPLE_API_KEY": "sk-secret"})
+    assert offered.generate is not None
+    assert offered.generate.endpoint is not None
+    assert offered.generate.endpoint.api_key == "sk-secret"
+    assert "sk-secret" not in repr(offered)  # repr=False: a log line of the spec shows no key
+    assert spec.generate is not None
+    assert spec.generate.endpoint is not None
+    assert spec.generate.endpoint.api_key is None
+    assert with_key(spec, {}) == spec  # no key in the submitter's environment: nothing to add
