@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from node.submitter.attempt import with_key
@@ -48,3 +54,29 @@ def test_the_offer_spec_carries_the_key_the_campaign_spec_does_not() -> None:
     assert spec.generate.endpoint is not None
     assert spec.generate.endpoint.api_key is None
     assert with_key(spec, {}) == spec  # no key in the submitter's environment: nothing to add
+
+
+def _sark(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    run = [sys.executable, "-c", "from node.cli import main; main()", *args]
+    return subprocess.run(run, capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
+
+
+@pytest.mark.parametrize("flag", ["local", "=http://127.0.0.1:8000", "local=ftp://127.0.0.1"])
+def test_join_with_a_malformed_endpoint_exits_2_naming_it(flag: str, tmp_path: Path) -> None:
+    gate = "/ip4/127.0.0.1/tcp/9/p2p/12D3KooWJWoaqZhDaoEFshF7Rh1bpY9ohihFhzcW6d69Lr2NASuq"
+    done = _sark("join", "--gate", gate, "--data-dir", str(tmp_path), "--endpoint", flag, "--no-calibrate")
+    assert done.returncode == 2, done.stderr
+    assert "endpoint" in done.stderr
+
+
+def test_a_key_variable_missing_from_the_environment_exits_2_naming_the_field(tmp_path: Path) -> None:
+    campaign = tmp_path / "black.yaml"
+    endpoint = {"url": "https://api.example.com/v1", "model": "m", "api_key_env": "SARK_UNSET_TEST_KEY"}
+    job = {"endpoint": endpoint, "generate": {"prompts": "builtin:summaries"}}
+    campaign.write_text(json.dumps({"jobs": [job]}))
+    env = {k: v for k, v in os.environ.items() if k != "SARK_UNSET_TEST_KEY"}
+    done = _sark("submit", str(campaign), "--data-dir", str(tmp_path / "data"), env=env, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "jobs[0].endpoint.api_key_env: SARK_UNSET_TEST_KEY is not set" in done.stderr

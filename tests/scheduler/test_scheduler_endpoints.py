@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import scheduler as sch
@@ -126,3 +128,14 @@ def test_gray_box_placement_matches_the_declared_model_id() -> None:
 def test_black_box_placement_takes_any_worker_whatever_its_units() -> None:
     (needs,) = sch.campaign_needs(sch.parse_campaign(BLACK), {})
     assert sch.feasible(needs, sch.PeerView("a", _profile())).ok
+
+
+def test_the_example_campaign_parses() -> None:
+    text = (Path(__file__).resolve().parents[2] / "examples" / "llm-endpoint.yaml").read_text()
+    campaign = sch.parse_campaign(text)
+    assert [job.label for job in campaign.jobs] == [
+        "jobs[0] concurrency=1",
+        "jobs[0] concurrency=4",
+        "jobs[0] concurrency=8",
+        "jobs[1]",
+    ]
