@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from rich.table import Table
 
+from node.submitter.endreport import endpoint_parts
 from node.submitter.genreport import generation_parts
 from scheduler.report import (
     NO_DEVICE,
@@ -303,7 +304,7 @@ def render_html(document: Mapping[str, Any]) -> str:
                 f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
             ]
         parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
-    parts += generation_parts(document)
+    parts += generation_parts(document) + endpoint_parts(document)
     ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
     return (

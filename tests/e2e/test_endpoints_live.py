@@ -78,9 +78,13 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
             text=True,
             timeout=240,
         )
-        rows = _rows(_outcome(done)["files"]["csv"])
+        outcome = _outcome(done)
+        rows = _rows(outcome["files"]["csv"])
     finally:
         lab.close()
+    report = Path(outcome["files"]["html"]).read_text()
+    assert 'id="endpoint-levels"' in report
+    assert report.count("concurrency 1</td>") == report.count("concurrency 2</td>") == 1
     assert sorted(r["Concurrency"] for r in rows) == ["1", "2"]
     for row in rows:
         assert row["Status"] == "Complete"
@@ -114,6 +118,8 @@ def test_black_box_from_two_vantage_points_and_the_key_is_nowhere(served: str, t
         assert float(row["RttMs"]) > 0
         assert float(row["TtftMsMedian"]) > 0
 
+    report = Path(outcome["files"]["html"]).read_text()
+    assert report.count("concurrency 1</td>") == 2  # the vantage table: one line per worker
     needle = key.encode()
     assert needle not in done.stdout.encode()
     assert needle not in done.stderr.encode()
