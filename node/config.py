@@ -108,6 +108,7 @@ class NodeConfig(BaseModel):
     max_model_bytes: int = Field(default=2 << 30, gt=0)
     calibrate: bool = True
     endpoints: dict[str, str] = Field(default_factory=dict)  # declared model servers: NAME -> URL
+    endpoint_probe_s: float = Field(default=300.0, gt=0)  # how often a worker probes them again
 
     @field_validator("endpoints")
     @classmethod

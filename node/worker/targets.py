@@ -8,12 +8,63 @@ model downloads) and is resolved once here; the measuring client connects to the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import final
 
+import trio
+
+import drivers
 from node.transfer.endpoints import checked_endpoint_address
 from node.transfer.urls import FetchError, UrlPolicy
-from protocol import DeviceProfile, Endpoint, FailureReason, TaskSpec
+from protocol import DeviceProfile, Endpoint, EndpointStatus, FailureReason, TaskSpec
+
+log = logging.getLogger(__name__)
+
+
+@final
+class LiveProfile:
+    """This device's profile with its declared servers as last probed: the probe loop writes it, the
+    advert, admission and the runner read it (one trio thread, no lock needed)."""
+
+    def __init__(self, profile: DeviceProfile) -> None:
+        self.value = profile
+        self._changed = trio.Event()
+
+    def get(self) -> DeviceProfile:
+        """The profile now."""
+        return self.value
+
+    def set(self, profile: DeviceProfile) -> None:
+        """Replace the profile and wake whoever waits for a change."""
+        self.value = profile
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def changed(self) -> None:
+        """Wait until the profile is next replaced."""
+        await self._changed.wait()
+
+
+async def probe_declared(declared: Mapping[str, str]) -> tuple[EndpointStatus, ...]:
+    """Probe every declared server (name -> URL): one status per served model, or one saying why none."""
+    found: list[EndpointStatus] = []
+    for name, url in sorted(declared.items()):
+        found.extend(await drivers.probe_server(name, url))
+    return tuple(found)
+
+
+async def reprobe_forever(declared: Mapping[str, str], live: LiveProfile, interval_s: float) -> None:
+    """Probe the declared servers again every `interval_s` and keep what they serve now. Never returns."""
+    while True:
+        await trio.sleep(interval_s)
+        statuses = await probe_declared(declared)
+        if statuses != live.value.endpoints:
+            log.info(
+                "declared servers now: %s", ", ".join(f"{s.name}:{s.model}:{s.usable}" for s in statuses)
+            )
+            live.set(live.value.with_(endpoints=statuses))
 
 
 def endpoint_of(spec: TaskSpec) -> Endpoint | None:
@@ -27,7 +78,7 @@ class Targets:
 
     policy: UrlPolicy
     declared: Mapping[str, str] = field(default_factory=dict)
-    profile: DeviceProfile | None = None
+    live: LiveProfile | None = None
 
     async def resolve(self, endpoint: Endpoint) -> tuple[str, str | None]:
         """The URL to send to and the checked address to connect to (None: the owner's own server).
@@ -37,11 +88,11 @@ class Targets:
         """
         if endpoint.url is not None:
             return endpoint.url, await checked_endpoint_address(endpoint.url, self.policy)
-        served = self.profile.endpoints if self.profile is not None else ()
+        served = self.live.get().endpoints if self.live is not None else ()
         for status in served:
             if status.usable and status.model == endpoint.model and status.name in self.declared:
                 return self.declared[status.name], None
         raise FetchError(FailureReason.URL_REFUSED, f"no declared server here serves {endpoint.model}")
 
 
-__all__ = ["Targets", "endpoint_of"]
+__all__ = ["LiveProfile", "Targets", "endpoint_of", "probe_declared", "reprobe_forever"]
