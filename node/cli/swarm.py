@@ -14,6 +14,7 @@ from node.cli.options import (
     AllowNetOpt,
     ConfigOpt,
     DataDirOpt,
+    EndpointOpt,
     EventsOpt,
     GateOpt,
     JsonOpt,
@@ -21,6 +22,7 @@ from node.cli.options import (
     TtlOpt,
     as_tuple,
     build_config,
+    declared_endpoints,
     fail,
     guard,
     run,
@@ -94,10 +96,7 @@ def join(
         float | None, typer.Option("--lease-ttl", help="lease lifetime without heartbeat")
     ] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
-    endpoint: Annotated[
-        list[str] | None,
-        typer.Option("--endpoint", help="a local model server to offer, NAME=URL (OpenAI API); repeatable"),
-    ] = None,
+    endpoint: EndpointOpt = None,
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters."""
@@ -116,7 +115,7 @@ def join(
         heartbeat_s=heartbeat,
         lease_ttl_s=lease_ttl,
         calibrate=False if no_calibrate else None,
-        endpoints=_declared(endpoint),
+        endpoints=declared_endpoints(endpoint),
     )
     if not config.gates:
         fail("error: give at least one --gate", 2)
@@ -164,19 +163,6 @@ def _served(profile: DeviceProfile) -> str:
         f"{e.name}: {e.model or '-'}" + ("" if e.usable else f" ({e.reason})") for e in profile.endpoints
     ]
     return f"; served models: {', '.join(parts)}" if parts else ""
-
-
-def _declared(flags: list[str] | None) -> dict[str, str] | None:
-    """`--endpoint NAME=URL` flags as a mapping (None when none is given: the config file's stand)."""
-    if not flags:
-        return None
-    declared: dict[str, str] = {}
-    for flag in flags:
-        name, sep, url = flag.partition("=")
-        if not sep or not name or not url:
-            fail(f"error: --endpoint: expected NAME=URL, got {flag!r}", 2)
-        declared[name] = url
-    return declared
 
 
 def _profile(profile_file: Path) -> DeviceProfile:

@@ -97,6 +97,17 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
     assert '"event": "model"' not in events  # no model bytes moved
 
 
+def test_info_shows_what_a_declared_server_serves(served: str, tmp_path: Path) -> None:
+    args = ["info", "--json", "--no-calibrate", "--data-dir", str(tmp_path), "--endpoint", f"local={served}"]
+    done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    profile = json.loads(done.stdout)
+    assert profile["endpoints"] == [
+        {"name": "local", "model": tfserve.SMOLLM2_ID, "usable": True, "reason": ""}
+    ]
+    assert served not in done.stdout  # the URL is the owner's: never in a profile
+
+
 def test_black_box_from_two_vantage_points_and_the_key_is_nowhere(served: str, tmp_path: Path) -> None:
     key = f"sk-sark-test-{secrets.token_hex(16)}"
     campaign = tmp_path / "black.yaml"
