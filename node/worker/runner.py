@@ -76,6 +76,7 @@ class Job:
     dispatched: bool = False
     orphaned_at: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    stop: trio.CancelScope = field(default_factory=trio.CancelScope)  # an endpoint task's requests
     finished: trio.Event = field(default_factory=trio.Event)
     outcome: Outcome | None = None
 
@@ -186,6 +187,7 @@ class Runner:
     def cancel(self, job: Job) -> None:
         """Stop a job: kill its measurement if it runs, skip it if it waits."""
         job.cancel.set()
+        job.stop.cancel()
         if not job.dispatched or job is not self._running:
             self._finish(
                 job,
@@ -253,11 +255,8 @@ class Runner:
             job.phase = Phase.FETCHING
             endpoint = endpoint_of(job.offer.spec)
             if endpoint is not None:  # a model server: no model bytes, the requests are the task
-                url, address = await self._targets.resolve(endpoint)
                 job.phase = Phase.MEASURING
-                options = drivers.EndpointOptions(connect_ip=address)
-                measurement = await drivers.measure_endpoint(job.offer.spec, url, options)
-                return self._sign(job, measurement)
+                return self._sign(job, await self._targets.measure(job.offer.spec, endpoint, job.stop))
             path = await self._acquire_model(job)
             job.phase = Phase.LOADING
             measurement = await trio.to_thread.run_sync(partial(self._measure, job, path))

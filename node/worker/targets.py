@@ -18,7 +18,7 @@ import trio
 import drivers
 from node.transfer.endpoints import checked_endpoint_address
 from node.transfer.urls import FetchError, UrlPolicy
-from protocol import DeviceProfile, Endpoint, EndpointStatus, FailureReason, TaskSpec
+from protocol import DeviceProfile, Endpoint, EndpointStatus, FailureReason, Measurement, Stage, TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,22 @@ class Targets:
             if status.usable and status.model == endpoint.model and status.name in self.declared:
                 return self.declared[status.name], None
         raise FetchError(FailureReason.URL_REFUSED, f"no declared server here serves {endpoint.model}")
+
+    async def measure(self, spec: TaskSpec, endpoint: Endpoint, stop: trio.CancelScope) -> Measurement:
+        """Resolve the target and run the task's requests against it until done or `stop` is cancelled.
+
+        Raises:
+            FetchError: the target is refused (see `resolve`).
+            TaskFailed: CANCELLED when `stop` was cancelled (the submitter cancelled the task).
+        """
+        url, address = await self.resolve(endpoint)
+        measurement = None
+        with stop:
+            options = drivers.EndpointOptions(connect_ip=address)
+            measurement = await drivers.measure_endpoint(spec, url, options)
+        if measurement is None:
+            raise drivers.TaskFailed(FailureReason.CANCELLED, "cancelled by the submitter", Stage.RUN)
+        return measurement
 
 
 __all__ = ["LiveProfile", "Targets", "endpoint_of", "probe_declared", "reprobe_forever"]

@@ -80,3 +80,26 @@ def test_a_key_variable_missing_from_the_environment_exits_2_naming_the_field(tm
     done = _sark("submit", str(campaign), "--data-dir", str(tmp_path / "data"), env=env, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "jobs[0].endpoint.api_key_env: SARK_UNSET_TEST_KEY is not set" in done.stderr
+
+
+async def test_a_cancelled_endpoint_task_sends_nothing_more_and_fails_cancelled() -> None:
+    import trio
+
+    from drivers import TaskFailed
+    from node.worker.targets import Targets
+    from tests.lab.sse_server import Reply, chunk_event, serve_sse
+
+    hang = Reply(pieces=((0.0, chunk_event("a")),), hang=True)
+    stop = trio.CancelScope()
+    stop.cancel()  # the submitter's cancel, as Runner.cancel gives it to a running endpoint task
+    with serve_sse(lambda body, attempt: hang) as server:
+        endpoint = Endpoint(model="m", url=server.url)
+        generate = GenerateSpec(
+            prompts=(Prompt(id="p", text="hi"),), prompts_sha256="0" * 64, endpoint=endpoint
+        )
+        spec = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=generate, timeout_s=60)
+        with trio.fail_after(20), pytest.raises(TaskFailed) as caught:
+            await Targets(OPEN_LOOPBACK).measure(spec, endpoint, stop)
+        seen = list(server.seen)
+    assert caught.value.reason == FailureReason.CANCELLED
+    assert seen == []
