@@ -32,6 +32,11 @@ def _endpoint_runs(document: Mapping[str, Any]) -> list[Run]:
     return found
 
 
+def endpoint_tasks(document: Mapping[str, Any]) -> frozenset[str]:
+    """The task ids of the measured endpoint tasks: the tensor sections (load, processes) leave them out."""
+    return frozenset(row.get("JobId", "") for row, _ in _endpoint_runs(document))
+
+
 def _vantage(row: Mapping[str, str]) -> str:
     return f"{row.get('DeviceName', '?')} · {row.get('FileName', '?')}"
 
@@ -45,6 +50,7 @@ def _levels_svg(runs: list[Run]) -> str:
             lines[_vantage(row)].append((s.concurrency, s.ttft_ms.median, s.tpot_ms.median))
     fig = Figure(figsize=(11.0, 3.6), layout="constrained")
     ttft_ax, tpot_ax = fig.subplots(1, 2)
+    levels_seen = sorted({p[0] for points in lines.values() for p in points})
     for label, points in sorted(lines.items()):
         points.sort()
         levels = [p[0] for p in points]
@@ -52,6 +58,7 @@ def _levels_svg(runs: list[Run]) -> str:
         tpot_ax.plot(levels, [p[2] for p in points], marker="o", label=label)
     for ax, name in ((ttft_ax, "TTFT median (ms)"), (tpot_ax, "TPOT median (ms)")):
         ax.set_xlabel("concurrency (requests in flight)")
+        ax.set_xticks(levels_seen)
         ax.set_ylabel(name)
         ax.set_ylim(bottom=0)
     if lines:
@@ -94,4 +101,4 @@ def endpoint_parts(document: Mapping[str, Any]) -> list[str]:
     ]
 
 
-__all__ = ["endpoint_parts"]
+__all__ = ["endpoint_parts", "endpoint_tasks"]

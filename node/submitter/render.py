@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from rich.table import Table
 
-from node.submitter.endreport import endpoint_parts
+from node.submitter.endreport import endpoint_parts, endpoint_tasks
 from node.submitter.genreport import generation_parts
 from scheduler.report import (
     NO_DEVICE,
@@ -278,9 +278,10 @@ def render_html(document: Mapping[str, Any]) -> str:
         + (f"; results from {html.escape(created['row']['CreatedUtc'])}" if created else "")
         + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
     ]
-    for k, matrix in enumerate(latency_matrices(entries)):
+    served = endpoint_tasks(document)  # model servers: no load, no processes; their own sections below
+    for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
         mine = sorted(
-            (e for e in entries if e.model == matrix.model),
+            (e for e in entries if e.model == matrix.model and e.task_id not in served),
             key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
         )
         parts += [
