@@ -140,7 +140,8 @@ class GenerationStats(Value):
     goodput: float | None = Field(default=None, ge=0, le=1)
     tokens_counted: bool = False
     rouge: Rouge | None = None
-    rtt_ms: float | None = Field(default=None, ge=0)  # endpoint only: TCP (+TLS) connect time
+    rtt_ms: float | None = Field(default=None, ge=0)  # endpoint only: TCP connect time (median)
+    tls_ms: float | None = Field(default=None, ge=0)  # endpoint only, https: TLS handshake (median)
     client_overhead_ms: float | None = Field(default=None, ge=0)
     formulas: dict[str, str] = Field(default_factory=lambda: dict(FORMULAS))
     records: tuple[RequestRecord, ...] = Field(default=(), max_length=MAX_RECORDS)

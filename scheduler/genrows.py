@@ -36,6 +36,7 @@ GENERATION_COLUMNS: Final = (
     "ErrorsByKind",
     "TokensCounted",
     "RttMs",
+    "TlsMs",
 )
 
 
@@ -73,4 +74,5 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "ErrorsByKind": ";".join(f"{k}={n}" for k, n in sorted(stats.errors_by_kind.items())),
         "TokensCounted": "true" if stats.tokens_counted else "false",
         "RttMs": "" if stats.rtt_ms is None else _ms(stats.rtt_ms),
+        "TlsMs": "" if stats.tls_ms is None else _ms(stats.tls_ms),
     }

@@ -40,7 +40,7 @@ GENERATION = (
 )
 SERVICE = (
     "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,Errors,"
-    "ErrorsByKind,TokensCounted,RttMs"
+    "ErrorsByKind,TokensCounted,RttMs,TlsMs"
 )
 EXPECTED_COLUMNS = [
     name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE) for name in group.split(",")
