@@ -28,7 +28,7 @@ Modules:
 from __future__ import annotations
 
 from scheduler.campaign import Campaign, Job, Requirements, parse_campaign
-from scheduler.endpoints import endpoint_ref, is_endpoint_key
+from scheduler.endpoints import endpoint_ref, endpoint_unit, is_endpoint_key
 from scheduler.errors import CampaignError, FieldProblem, SchedulerError, UnresolvedModelError
 from scheduler.events import (
     DEFAULT_LEASE_TTL_S,
@@ -148,6 +148,7 @@ __all__ = [
     "endpoint_models",
     "endpoint_problem",
     "endpoint_ref",
+    "endpoint_unit",
     "explain",
     "failure_row",
     "feasible",

@@ -26,6 +26,8 @@ SLO_FIELDS: Final = ("ttft_ms", "tpot_ms", "e2e_ms")
 MAX_LEVELS: Final = 64
 _ENV_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _KEY_PREFIX: Final = "endpoint:"
+_GRAY: Final = "endpoint:gray-box"  # the pseudo-model's one source: never fetched, it names the kind
+_BLACK: Final = "endpoint:black-box"
 
 
 def parse_endpoint(raw: object, where: str, problems: Problems) -> Endpoint | None:
@@ -93,7 +95,16 @@ def endpoint_ref(spec: GenerateSpec) -> ModelRef:
     """The pseudo-model of an endpoint job: the model id, size 0, a digest of the target."""
     assert spec.endpoint is not None
     digest = hashlib.sha256(b"sark/endpoint/v1\n" + endpoint_key(spec.endpoint).encode()).hexdigest()
-    return ModelRef(name=spec.endpoint.model[:255], size=0, sha256=digest, format=ModelFormat.ONNX)
+    kind = _BLACK if spec.endpoint.url else _GRAY
+    return ModelRef(
+        name=spec.endpoint.model[:255], size=0, sha256=digest, format=ModelFormat.ONNX, sources=(kind,)
+    )
+
+
+def endpoint_unit(model: ModelRef) -> str | None:
+    """What a result row says in place of a compute unit for an endpoint task (None for a model)."""
+    kinds = {_GRAY: "Endpoint (gray-box)", _BLACK: "Endpoint (black-box)"}
+    return kinds.get(model.sources[0]) if model.size == 0 and len(model.sources) == 1 else None
 
 
 def is_endpoint_key(key: str) -> bool:
@@ -106,6 +117,7 @@ __all__ = [
     "LOAD_FIELDS",
     "endpoint_key",
     "endpoint_ref",
+    "endpoint_unit",
     "is_endpoint_key",
     "load_label",
     "load_levels",

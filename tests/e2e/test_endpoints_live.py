@@ -88,6 +88,7 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
     assert sorted(r["Concurrency"] for r in rows) == ["1", "2"]
     for row in rows:
         assert row["Status"] == "Complete"
+        assert row["ComputeUnits"] == "Endpoint (gray-box)"
         assert (row["Requests"], row["Errors"]) == ("3", "0")
         assert float(row["TtftMsMedian"]) > 0
         assert float(row["TpotMsMedian"]) > 0
@@ -126,6 +127,7 @@ def test_black_box_from_two_vantage_points_and_the_key_is_nowhere(served: str, t
     for row in rows:
         assert row["Status"] == "Complete"
         assert row["Errors"] == "0"
+        assert row["ComputeUnits"] == "Endpoint (black-box)"
         assert float(row["RttMs"]) > 0
         assert float(row["TtftMsMedian"]) > 0
 

@@ -61,6 +61,7 @@ def test_a_gray_box_job_needs_no_models_and_expands_one_job_per_concurrency_leve
     models = sch.endpoint_models(campaign)
     ref = models[campaign.jobs[0].model_key]
     assert (ref.name, ref.size) == ("smollm2", 0)
+    assert sch.endpoint_unit(ref) == "Endpoint (gray-box)"
     needs = sch.campaign_needs(campaign, {})
     assert needs[0].endpoint == endpoint
 
