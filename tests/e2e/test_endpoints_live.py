@@ -113,7 +113,8 @@ def test_black_box_from_two_vantage_points_and_the_key_is_nowhere(served: str, t
     key = f"sk-sark-test-{secrets.token_hex(16)}"
     campaign = tmp_path / "black.yaml"
     endpoint = {"url": served, "model": tfserve.SMOLLM2_ID, "api_key_env": "SARK_TEST_API_KEY"}
-    job = {"endpoint": endpoint, "devices": "all", "generate": {**GENERATE, "num_prompts": 2}}
+    generate = {**GENERATE, "num_prompts": 2, "request_rate": 4}  # open loop: Poisson arrivals
+    job = {"endpoint": endpoint, "devices": "all", "generate": generate}
     campaign.write_text(json.dumps({"name": "black", "jobs": [job]}))
     args = [*SARK, "submit", str(campaign), "--json", "--workers", "2", "--wait-peers", "2"]
     args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
@@ -128,11 +129,12 @@ def test_black_box_from_two_vantage_points_and_the_key_is_nowhere(served: str, t
         assert row["Status"] == "Complete"
         assert row["Errors"] == "0"
         assert row["ComputeUnits"] == "Endpoint (black-box)"
+        assert (row["RequestRate"], row["Concurrency"]) == ("4", "")
         assert float(row["RttMs"]) > 0
         assert float(row["TtftMsMedian"]) > 0
 
     report = Path(outcome["files"]["html"]).read_text()
-    assert report.count("concurrency 1</td>") == 2  # the vantage table: one line per worker
+    assert report.count("4 req/s</td>") == 2  # the vantage table: one line per worker
     needle = key.encode()
     assert needle not in done.stdout.encode()
     assert needle not in done.stderr.encode()
