@@ -141,3 +141,25 @@ def test_black_box_from_two_vantage_points_and_the_key_is_nowhere(served: str, t
     scanned = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(scanned) > 5  # the store, results, report, identities: the run wrote them here
     assert [p for p in scanned if needle in p.read_bytes()] == []
+
+
+def test_the_key_reaches_the_server_from_the_worker_the_offer_chose(tmp_path: Path) -> None:
+    from lab.sse_server import scheduled, serve_sse
+
+    key = f"sk-sark-test-{secrets.token_hex(16)}"
+    with serve_sse(lambda body, attempt: scheduled(["o", "k"], usage=(3, 2))) as server:
+        campaign = tmp_path / "black.yaml"
+        endpoint = {"url": server.url, "model": "scripted", "api_key_env": "SARK_TEST_API_KEY"}
+        job = {"endpoint": endpoint, "generate": {**GENERATE, "num_prompts": 2}}
+        campaign.write_text(json.dumps({"name": "keyed", "jobs": [job]}))
+        args = [*SARK, "submit", str(campaign), "--json", "--workers", "1", "--wait-peers", "1"]
+        args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
+        args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
+        env = {**os.environ, "SARK_TEST_API_KEY": key, "SARK_CALIBRATE": "false"}
+        done = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+        completions = [s for s in server.seen if s.path.endswith("/chat/completions")]
+    (row,) = _rows(_outcome(done)["files"]["csv"])
+    assert (row["Requests"], row["Errors"], row["TokensCounted"]) == ("2", "0", "false")
+    assert len(completions) == 2
+    assert all(s.headers["authorization"] == f"Bearer {key}" for s in completions)
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and key.encode() in p.read_bytes()] == []
