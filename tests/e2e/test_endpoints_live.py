@@ -25,7 +25,7 @@ from lab.procs import SARK
 from e2e.conftest import CampaignLab, submitter_id
 
 SLO = {"ttft_ms": 60_000, "tpot_ms": 10_000}
-GENERATE = {"prompts": "builtin:summaries", "num_prompts": 3, "max_new_tokens": 6}
+GENERATE = {"prompts": "builtin:summaries", "num_prompts": 2, "max_new_tokens": 5}
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
     for row in rows:
         assert row["Status"] == "Complete"
         assert row["ComputeUnits"] == "Endpoint (gray-box)"
-        assert (row["Requests"], row["Errors"]) == ("3", "0")
+        assert (row["Requests"], row["Errors"]) == ("2", "0")
         assert float(row["TtftMsMedian"]) > 0
         assert float(row["TpotMsMedian"]) > 0
         assert float(row["Goodput"]) == 1.0
