@@ -27,25 +27,32 @@ Modules:
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
     endpoint   closed- and open-loop load against a model server; `run_endpoint` for the spawned child
     servers    model servers the owner declared (gray-box): list their models, try each, statuses
+    endpointrun  one endpoint task -> Measurement (the worker runs it in its own loop)
     errors     DriverError, TaskFailed
 """
 
 from __future__ import annotations
 
+from drivers.endpoint import EndpointOptions
+from drivers.endpointrun import measure_endpoint
 from drivers.errors import DriverError, TaskFailed
 from drivers.formats import check_model_file, detect_format
 from drivers.genstats import summarize_generation
 from drivers.harness import measure
 from drivers.probe import detect_profile
+from drivers.servers import probe_server
 from drivers.stats import summarize
 
 __all__ = [
     "DriverError",
+    "EndpointOptions",
     "TaskFailed",
     "check_model_file",
     "detect_format",
     "detect_profile",
     "measure",
+    "measure_endpoint",
+    "probe_server",
     "summarize",
     "summarize_generation",
 ]

@@ -74,6 +74,7 @@ class Attempt:
     text: list[str] = field(default_factory=list)
     usage: Usage | None = None
     done: bool = False
+    finished: bool = False  # a finish_reason came: a body that then ends without [DONE] is complete
     parse_ns: list[int] = field(default_factory=list)
 
     def since_sent_ms(self, now_ns: int) -> float:
@@ -143,8 +144,8 @@ async def complete(
                 failure = exc
         if scope.cancelled_caught and not attempt.done:
             failure = _Failed("deadline", "the stream was cut at its deadline")
-        elif failure is None and not attempt.done:
-            failure = _Failed("stream_error", "the stream ended without [DONE]")
+        elif failure is None and not (attempt.done or attempt.finished):
+            failure = _Failed("stream_error", "the stream ended without [DONE] or a finish_reason")
         wait = _retry_wait(failure, retries, waited, retry, deadline - trio.current_time())
         if failure is not None and wait is not None:
             retries, waited = retries + 1, waited + wait
@@ -224,6 +225,7 @@ def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
             attempt.text.append(chunk.text)
         attempt.usage = chunk.usage or attempt.usage
         attempt.done = attempt.done or chunk.done
+        attempt.finished = attempt.finished or chunk.finished
 
 
 async def _head(response: httpx.Response, limit: int = 2048) -> bytes:

@@ -118,11 +118,14 @@ class Usage:
 
 @dataclass(frozen=True)
 class Chunk:
-    """What one event meant: output text (possibly empty), usage, or the end of the stream."""
+    """What one event meant: output text (possibly empty), usage, the end of the stream, or (`finished`)
+    a choice's `finish_reason`: the answer is complete even if the server then closes the body without
+    `[DONE]`, as `transformers serve` (5.x) does."""
 
     text: str = ""
     usage: Usage | None = None
     done: bool = False
+    finished: bool = False
 
 
 def read_chunk(event: SseEvent) -> Chunk:
@@ -141,7 +144,8 @@ def read_chunk(event: SseEvent) -> Chunk:
         raise StreamFault("not_sse", f"event data is not a JSON object: {event.data[:80]!r}")
     if event.event == "error" or "error" in body or body.get("object") == "error":
         raise StreamFault("stream_error", f"server error mid-stream: {_error_text(body)}")
-    return Chunk(text=_delta_text(body.get("choices")), usage=_usage(body.get("usage")))
+    choices = body.get("choices")
+    return Chunk(text=_delta_text(choices), usage=_usage(body.get("usage")), finished=_finished(choices))
 
 
 def _delta_text(choices: object) -> str:
@@ -156,6 +160,12 @@ def _delta_text(choices: object) -> str:
         return "".join(p for p in parts if isinstance(p, str))
     text = first.get("text")  # text completion
     return text if isinstance(text, str) else ""
+
+
+def _finished(choices: object) -> bool:
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False
+    return choices[0].get("finish_reason") is not None
 
 
 def _usage(usage: object) -> Usage | None:

@@ -107,6 +107,16 @@ class NodeConfig(BaseModel):
     upload_peers: int = Field(default=4, ge=1, le=64)
     max_model_bytes: int = Field(default=2 << 30, gt=0)
     calibrate: bool = True
+    endpoints: dict[str, str] = Field(default_factory=dict)  # declared model servers: NAME -> URL
+    endpoint_probe_s: float = Field(default=300.0, gt=0)  # how often a worker probes them again
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, url in value.items():
+            if not 0 < len(name) <= 64 or not url.startswith(("http://", "https://")):
+                raise ValueError(f"expected NAME=http(s)://host:port, got {name}={url}")
+        return value
 
     @field_validator("listen", "gates")
     @classmethod

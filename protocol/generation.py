@@ -53,11 +53,14 @@ class Endpoint(Value):
     """A model server to measure instead of a model file.
 
     Gray-box: `url` is None and the worker uses the server its owner declared for `model`.
-    Black-box: `url` is the campaign's; `api_key` rides only inside the signed, Noise-encrypted offer.
+    Black-box: `url` is the campaign's. The campaign names only `api_key_env`, the submitter's
+    environment variable; the submitter puts its value in `api_key` of the one offer to the chosen
+    worker (signed, on a Noise-encrypted stream), and nothing else ever holds it.
     """
 
     model: str = Field(min_length=1, max_length=256)
     url: str | None = Field(default=None, max_length=2048)
+    api_key_env: str | None = Field(default=None, max_length=128)
     api_key: str | None = Field(default=None, max_length=4096, repr=False)
 
 
@@ -137,7 +140,8 @@ class GenerationStats(Value):
     goodput: float | None = Field(default=None, ge=0, le=1)
     tokens_counted: bool = False
     rouge: Rouge | None = None
-    rtt_ms: float | None = Field(default=None, ge=0)  # endpoint only: TCP (+TLS) connect time
+    rtt_ms: float | None = Field(default=None, ge=0)  # endpoint only: TCP connect time (median)
+    tls_ms: float | None = Field(default=None, ge=0)  # endpoint only, https: TLS handshake (median)
     client_overhead_ms: float | None = Field(default=None, ge=0)
     formulas: dict[str, str] = Field(default_factory=lambda: dict(FORMULAS))
     records: tuple[RequestRecord, ...] = Field(default=(), max_length=MAX_RECORDS)

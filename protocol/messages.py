@@ -46,6 +46,7 @@ class DeclineReason(enum.StrEnum):
     BUSY = "busy"
     QUEUE_FULL = "queue_full"
     UNSUPPORTED_UNIT = "unsupported_unit"
+    NO_ENDPOINT = "no_endpoint"  # a gray-box task for a model no server declared here serves
     NOT_ENOUGH_MEMORY = "not_enough_memory"
     MODEL_TOO_LARGE = "model_too_large"
     FORMAT_NOT_ALLOWED = "format_not_allowed"

@@ -11,6 +11,7 @@ Modules:
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
     generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts, input data)
     inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
+    endpoints  a job's endpoint: block (gray- or black-box model server), its load levels, its pseudo-model
     prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
     summaries  the built-in summaries set, written for this project
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
@@ -28,6 +29,7 @@ Modules:
 from __future__ import annotations
 
 from scheduler.campaign import Campaign, Job, Requirements, parse_campaign
+from scheduler.endpoints import endpoint_ref, endpoint_unit, is_endpoint_key
 from scheduler.errors import CampaignError, FieldProblem, SchedulerError, UnresolvedModelError
 from scheduler.events import (
     DEFAULT_LEASE_TTL_S,
@@ -55,7 +57,7 @@ from scheduler.events import (
 )
 from scheduler.generate import campaign_files
 from scheduler.machine import Scheduler
-from scheduler.needs import Needs, campaign_needs, needs_of
+from scheduler.needs import Needs, campaign_needs, endpoint_models, needs_of
 from scheduler.placement import (
     JobPlan,
     Misfit,
@@ -67,6 +69,7 @@ from scheduler.placement import (
     Score,
     Verdict,
     device_kind,
+    endpoint_problem,
     explain,
     feasible,
     rank,
@@ -143,9 +146,14 @@ __all__ = [
     "campaign_files",
     "campaign_needs",
     "device_kind",
+    "endpoint_models",
+    "endpoint_problem",
+    "endpoint_ref",
+    "endpoint_unit",
     "explain",
     "failure_row",
     "feasible",
+    "is_endpoint_key",
     "needs_of",
     "parse_campaign",
     "rank",

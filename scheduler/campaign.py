@@ -23,10 +23,11 @@ from typing import Final, Literal
 
 from pydantic import ValidationError
 
-from protocol import ComputeUnit, TaskSpec, Value
+from protocol import ComputeUnit, Endpoint, TaskSpec, Value
 from scheduler.document import DocumentError, load_document
+from scheduler.endpoints import endpoint_key, load_label, only_endpoint_jobs, parse_endpoint
 from scheduler.errors import CampaignError
-from scheduler.generate import GENERATE_DEFAULTS, parse_generate
+from scheduler.generate import generate_specs
 from scheduler.inputdata import parse_input_data
 from scheduler.problems import Problems, check_keys, describe, dig
 from scheduler.sources import ModelSource, parse_models
@@ -116,6 +117,7 @@ _JOB_FIELDS: Final = (
     "generate",
     "quality",
     "input_data",
+    "endpoint",
 )
 _REQUIRE_FIELDS: Final = ("min_ram_gb", "min_vram_gb", "os", "peers")
 _UNIT_NAMES: Final = frozenset(u.value for u in ComputeUnit)
@@ -147,7 +149,7 @@ def parse_campaign(
     priority = _bounded_int(data, "priority", DEFAULT_PRIORITY, (0, 100), problems)
     processes = _bounded_int(data, "processes", DEFAULT_PROCESSES, (1, 20), problems)
     max_inflight = _bounded_int(data, "max_inflight", 0, (0, 100_000), problems)
-    models = parse_models(data, problems)
+    models = [] if only_endpoint_jobs(data) else parse_models(data, problems)
     jobs = _jobs(data, [m.key for m in models], processes, files or {}, problems)
     if problems.items:
         raise CampaignError(problems.items, source=source)
@@ -213,17 +215,33 @@ def _jobs(
             continue
         check_keys(entry, path, _JOB_FIELDS, problems)
         for fields, paths, label in _variants(path, entry, problems):
+            endpoint = None
+            if "endpoint" in fields:
+                endpoint = parse_endpoint(fields["endpoint"], paths["endpoint"], problems)
             keys: list[object] = [fields["model"]] if "model" in fields else [*model_keys] or [None]
-            for key in keys:
+            for key in [endpoint_key(endpoint)] if endpoint else keys:
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
-                job = _with_generate(job, fields, path, files, problems)
                 if job is not None and "input_data" in fields:
                     given = parse_input_data(fields["input_data"], paths["input_data"], files, problems)
                     job = None if given is None else job.with_(spec=job.spec.with_(input_data=given))
+                specs = generate_specs(job.spec if job else None, fields, path, files, problems)
                 if job is not None:
-                    suffix = f" model={key}" if len(model_keys) > 1 else ""
-                    jobs.append(job.with_(label=f"{label}{suffix}"))
+                    suffix = f" model={key}" if len(model_keys) > 1 and not endpoint else ""
+                    jobs.extend(_levels(job.with_(label=label + suffix), specs, endpoint, len(jobs)))
     return jobs
+
+
+def _levels(job: Job, specs: Sequence[TaskSpec], endpoint: Endpoint | None, first: int) -> list[Job]:
+    """One job per load level (a generate block's concurrency or request-rate list), indexed in order."""
+    levels: list[Job] = []
+    for spec in specs:
+        generate = spec.generate
+        label = job.label
+        if generate is not None:
+            label += load_label(generate) if len(specs) > 1 else ""
+            spec = spec.with_(generate=generate.with_(endpoint=endpoint)) if endpoint else spec
+        levels.append(job.with_(index=first + len(levels), spec=spec, label=label))
+    return levels
 
 
 Variant = tuple[dict[str, object], dict[str, str], str]
@@ -276,35 +294,27 @@ def _job(
     problems: Problems,
 ) -> Job | None:
     before = len(problems.items)
-    unit = _unit(fields, paths["compute_unit"], problems)
+    endpoint = "endpoint" in fields
+    unit = _unit(fields, paths["compute_unit"], problems) if not endpoint else None
     devices = _devices(fields.get("devices", "all"), paths["devices"], problems)
     require = _require(fields.get("require", {}), paths["require"], problems)
-    if model_keys and (not isinstance(model_key, str) or model_key not in model_keys):
+    if endpoint and ("compute_unit" in fields or "model" in fields or "generate" not in fields):
+        problems.add(paths["endpoint"], "an endpoint job takes a generate: block, no compute_unit or model")
+    generate = fields.get("generate")
+    loads = [
+        k
+        for k in ("concurrency", "request_rate", "duration_s")
+        if isinstance(generate, dict) and k in generate
+    ]
+    for load in loads if not endpoint else []:
+        problems.add(f"{paths['generate']}.{load}", "load levels apply to endpoint jobs only")
+    if not endpoint and model_keys and (not isinstance(model_key, str) or model_key not in model_keys):
         known = ", ".join(model_keys)
         problems.add(paths["model"], f"no model with key {describe(model_key)}; the campaign has: {known}")
     spec = _spec(fields, paths, unit, processes, problems)
     if len(problems.items) > before or spec is None or require is None or devices is None:
         return None
     return Job(index=index, model_key=str(model_key), spec=spec, devices=devices, require=require)
-
-
-def _with_generate(
-    job: Job | None, fields: Mapping[str, object], path: str, files: Mapping[str, bytes], problems: Problems
-) -> Job | None:
-    """Attach the job's `generate:` block and `quality:`, with a generate job's load and warm-up defaults."""
-    if "generate" not in fields:
-        if "quality" in fields:
-            problems.add(f"{path}.quality", "quality metrics need a generate: block")
-        return job
-    spec = parse_generate(fields["generate"], fields.get("quality"), path, files, problems)
-    if job is None or spec is None:
-        return None
-    defaults = {
-        name: value
-        for name, value in GENERATE_DEFAULTS.items()
-        if {"load_runs": "load_runs", "warmups": "warmup_runs"}[name] not in fields
-    }
-    return job.with_(spec=job.spec.with_(generate=spec, **defaults))
 
 
 def _unit(fields: Mapping[str, object], path: str, problems: Problems) -> ComputeUnit | None:

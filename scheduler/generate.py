@@ -13,15 +13,40 @@ from typing import Final
 import yaml
 from pydantic import ValidationError
 
-from protocol import GenerateSpec, Prompt
+from protocol import GenerateSpec, Prompt, TaskSpec
 from scheduler import prompts as prompt_sets
+from scheduler.endpoints import LOAD_FIELDS, load_levels
 from scheduler.inputdata import input_data_files
-from scheduler.problems import Problems, check_keys, describe
+from scheduler.problems import Problems, check_keys, describe, dig
 
-GENERATE_FIELDS: Final = ("prompts", "num_prompts", "max_new_tokens", "ignore_eos", "chat")
+GENERATE_FIELDS: Final = ("prompts", "num_prompts", "max_new_tokens", "ignore_eos", "chat", *LOAD_FIELDS)
 QUALITY_METRICS: Final = ("rouge",)
 # A generate job loads a model of hundreds of MB: two loads (first and repeated) and one warm-up request.
 GENERATE_DEFAULTS: Final[dict[str, int]] = {"load_runs": 2, "warmups": 1}
+
+
+def generate_specs(
+    spec: TaskSpec | None,
+    fields: Mapping[str, object],
+    path: str,
+    files: Mapping[str, bytes],
+    problems: Problems,
+) -> list[TaskSpec]:
+    """The job's task spec with its `generate:` block and `quality:`, one per load level, with a generate
+    job's load and warm-up defaults; the spec alone when the job generates nothing."""
+    if "generate" not in fields:
+        if "quality" in fields:
+            problems.add(f"{path}.quality", "quality metrics need a generate: block")
+        return [] if spec is None else [spec]
+    generated = parse_generate(fields["generate"], fields.get("quality"), path, files, problems)
+    if spec is None:
+        return []
+    defaults = {
+        name: value
+        for name, value in GENERATE_DEFAULTS.items()
+        if {"load_runs": "load_runs", "warmups": "warmup_runs"}[name] not in fields
+    }
+    return [spec.with_(generate=g, **defaults) for g in generated]
 
 
 def campaign_files(text: str) -> list[str]:
@@ -48,12 +73,13 @@ def campaign_files(text: str) -> list[str]:
 
 def parse_generate(
     raw: object, quality: object, path: str, files: Mapping[str, bytes], problems: Problems
-) -> GenerateSpec | None:
-    """The job's `GenerateSpec`, or None with its problems recorded (``jobs[0].generate.max_new_tokens``)."""
+) -> list[GenerateSpec]:
+    """The job's `GenerateSpec`s, one per load level, or none with its problems recorded
+    (``jobs[0].generate.max_new_tokens``)."""
     where = f"{path}.generate"
     if not isinstance(raw, dict):
         problems.add(where, f"expected a mapping ({', '.join(GENERATE_FIELDS)}), got {describe(raw)}")
-        return None
+        return []
     before = len(problems.items)
     check_keys(raw, where, GENERATE_FIELDS, problems)
     loaded = _prompts(raw.get("prompts"), f"{where}.prompts", files, problems)
@@ -62,27 +88,26 @@ def parse_generate(
         problems.add(f"{where}.num_prompts", f"expected a whole number from 1, got {describe(count)}")
         count = None
     metrics = _quality(quality, f"{path}.quality", problems)
+    levels = load_levels(raw, where, problems)
     if loaded is None or len(problems.items) > before:
-        return None
+        return []
     prompts, digest, source = loaded
-    fields = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat") if k in raw}
-    try:
-        return GenerateSpec.model_validate(
-            fields
-            | {
-                "prompts": prompt_sets.take(prompts, count),
-                "prompts_source": source,
-                "prompts_sha256": digest,
-                "quality": metrics,
-            },
-            strict=False,
-        )
-    except ValidationError as exc:
-        for error in exc.errors():
-            field = ".".join(str(p) for p in error["loc"][:1])
-            message = error["msg"].replace("Input should be", "must be")
-            problems.add(f"{where}.{field}", f"{message}, got {describe(error.get('input'))}")
-        return None
+    fields = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat") if k in raw} | {
+        "prompts": prompt_sets.take(prompts, count),
+        "prompts_source": source,
+        "prompts_sha256": digest,
+        "quality": metrics,
+    }
+    specs: list[GenerateSpec] = []
+    for level in levels:
+        try:
+            specs.append(GenerateSpec.model_validate(fields | level, strict=False))
+        except ValidationError as exc:
+            for error in exc.errors():
+                field = dig(error["loc"]).lstrip(".")
+                message = error["msg"].replace("Input should be", "must be")
+                problems.add(f"{where}.{field}", f"{message}, got {describe(error.get('input'))}")
+    return specs if len(specs) == len(levels) else []
 
 
 def _prompts(

@@ -23,6 +23,20 @@ GENERATION_COLUMNS: Final = (
     "Rouge1",
     "Rouge2",
     "RougeL",
+    # load and service figures (model servers: one row per load level and vantage point)
+    "Concurrency",
+    "RequestRate",
+    "TtftMsP99",
+    "TpotMsP99",
+    "RequestPerS",
+    "OutputTokPerS",
+    "Goodput",
+    "Requests",
+    "Errors",
+    "ErrorsByKind",
+    "TokensCounted",
+    "RttMs",
+    "TlsMs",
 )
 
 
@@ -48,4 +62,17 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "Rouge1": "" if rouge is None else f"{rouge.rouge1:.4f}",
         "Rouge2": "" if rouge is None else f"{rouge.rouge2:.4f}",
         "RougeL": "" if rouge is None else f"{rouge.rouge_l:.4f}",
+        "Concurrency": "" if stats.request_rate is not None else str(stats.concurrency),
+        "RequestRate": "" if stats.request_rate is None else f"{stats.request_rate:g}",
+        "TtftMsP99": _ms(stats.ttft_ms.p99),
+        "TpotMsP99": _ms(stats.tpot_ms.p99),
+        "RequestPerS": f"{stats.request_per_s:.3f}",
+        "OutputTokPerS": f"{stats.output_tok_per_s:.2f}",
+        "Goodput": "" if stats.goodput is None else f"{stats.goodput:.4f}",
+        "Requests": str(stats.requests),
+        "Errors": str(stats.errors),
+        "ErrorsByKind": ";".join(f"{k}={n}" for k, n in sorted(stats.errors_by_kind.items())),
+        "TokensCounted": "true" if stats.tokens_counted else "false",
+        "RttMs": "" if stats.rtt_ms is None else _ms(stats.rtt_ms),
+        "TlsMs": "" if stats.tls_ms is None else _ms(stats.tls_ms),
     }

@@ -41,7 +41,7 @@ from scheduler.events import (
     TaskFailedRemotely,
     Tick,
 )
-from scheduler.needs import Needs, campaign_needs
+from scheduler.needs import Needs, campaign_needs, endpoint_models
 from scheduler.placement import JobPlan, PeerView, plan_campaign
 from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, capacity_of, in_flight, next_peer
 from scheduler.tasks import (
@@ -80,7 +80,7 @@ class Scheduler:
         """
         self._id = campaign_id
         self._campaign = campaign
-        self._models = dict(models)
+        self._models = {**models, **endpoint_models(campaign)}
         self._needs: tuple[Needs, ...] = campaign_needs(campaign, models)
         self._retry_budget = retry_budget
         self._offer_timeout_s = offer_timeout_s

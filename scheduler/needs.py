@@ -20,8 +20,9 @@ import math
 from collections.abc import Mapping
 from typing import Final, Literal
 
-from protocol import GPU_UNITS, RUNTIME_OF, ComputeUnit, ModelRef, Runtime, Value
+from protocol import GPU_UNITS, RUNTIME_OF, ComputeUnit, Endpoint, ModelRef, Runtime, Value
 from scheduler.campaign import Campaign, Job
+from scheduler.endpoints import endpoint_ref
 from scheduler.errors import UnresolvedModelError
 
 RAM_BASE_MB: Final = 256
@@ -47,6 +48,7 @@ class Needs(Value):
         transfer: "url" (the worker fetches it) or "direct" (from the submitter, never through a relay).
         peers: only these peer ids (empty: any).
         max_advert_age_s: a peer whose advert is older than this is not trusted to still exist.
+        endpoint: the model server an endpoint job measures (its unit is then not checked).
     """
 
     job_index: int
@@ -60,6 +62,7 @@ class Needs(Value):
     transfer: Literal["url", "direct"]
     peers: tuple[str, ...] = ()
     max_advert_age_s: float = MAX_ADVERT_AGE_S
+    endpoint: Endpoint | None = None
 
 
 def needs_of(job: Job, model: ModelRef) -> Needs:
@@ -83,7 +86,17 @@ def needs_of(job: Job, model: ModelRef) -> Needs:
         model_size=model.size,
         transfer="url" if web else "direct",
         peers=job.require.peers,
+        endpoint=job.spec.generate.endpoint if job.spec.generate else None,
     )
+
+
+def endpoint_models(campaign: Campaign) -> dict[str, ModelRef]:
+    """The pseudo-models of the campaign's endpoint jobs, by model key (they need no pinning)."""
+    return {
+        job.model_key: endpoint_ref(job.spec.generate)
+        for job in campaign.jobs
+        if job.spec.generate is not None and job.spec.generate.endpoint is not None
+    }
 
 
 def campaign_needs(campaign: Campaign, models: Mapping[str, ModelRef]) -> tuple[Needs, ...]:
@@ -98,4 +111,5 @@ def campaign_needs(campaign: Campaign, models: Mapping[str, ModelRef]) -> tuple[
     ]
     if missing or mismatched:
         raise UnresolvedModelError(missing, mismatched)
+    models = {**models, **endpoint_models(campaign)}
     return tuple(needs_of(job, models[job.model_key]) for job in campaign.jobs)

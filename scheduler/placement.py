@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from protocol import ComputeUnit, DeviceProfile, Load, ModelRef, Reachability
+from protocol import ComputeUnit, DeviceProfile, Endpoint, Load, ModelRef, Reachability
 from scheduler.campaign import Campaign, Job
 from scheduler.needs import Needs, campaign_needs
 
@@ -51,6 +51,7 @@ class Misfit(enum.StrEnum):
     """Why a peer cannot take a job: the code of a placement reason (tests and tools read the code)."""
 
     UNIT_UNAVAILABLE = "unit_unavailable"
+    NO_ENDPOINT = "no_endpoint"
     OS = "os"
     RAM = "ram"
     VRAM = "vram"
@@ -164,7 +165,26 @@ def unit_problem(unit: ComputeUnit, profile: DeviceProfile) -> str | None:
     return f"{unit.value} unavailable: {status.reason or 'its probe failed'}"
 
 
+def endpoint_problem(endpoint: Endpoint, profile: DeviceProfile) -> str | None:
+    """Why a device cannot measure an endpoint, or None if it can.
+
+    A black-box URL can be reached from anywhere (the worker's URL policy decides, at run time); a
+    gray-box model needs a server the device's owner declared whose probe served that model.
+    """
+    if endpoint.url is not None:
+        return None
+    served = [s for s in profile.endpoints if s.model == endpoint.model]
+    if any(s.usable for s in served):
+        return None
+    if served:
+        return f"the declared server for {endpoint.model} failed its probe: {served[0].reason}"
+    return f"no declared server here serves {endpoint.model}"
+
+
 def _check_unit(needs: Needs, peer: PeerView) -> Reason | None:
+    if needs.endpoint is not None:
+        problem = endpoint_problem(needs.endpoint, peer.profile)
+        return None if problem is None else Reason(Misfit.NO_ENDPOINT, problem)
     problem = unit_problem(needs.unit, peer.profile)
     return None if problem is None else Reason(Misfit.UNIT_UNAVAILABLE, problem)
 

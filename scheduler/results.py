@@ -16,6 +16,7 @@ from typing import Final
 
 from protocol import DeviceProfile, Measurement, ResultBody
 from scheduler.campaign import Campaign
+from scheduler.endpoints import endpoint_unit
 from scheduler.genrows import GENERATION_COLUMNS, generation_columns
 from scheduler.tasks import Status, TaskView
 
@@ -103,7 +104,7 @@ def _task_columns(task: TaskView, status: Status, created_utc: str) -> dict[str,
         JobId=task.task_id,
         FileName=task.model.name,
         FileSize=f"{task.model.size / _MB:.3f}",
-        ComputeUnits=task.unit.value,
+        ComputeUnits=endpoint_unit(task.model) or task.unit.value,
         DeviceName=task.device_name,
         CreatedUtc=created_utc,
         ModelSha256=task.model.sha256,

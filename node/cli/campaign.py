@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -73,6 +74,32 @@ def _check_campaign(text: str, path: Path) -> sch.Campaign:
         for problem in exc.problems:
             typer.secho(f"  {problem}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
+
+
+def _keys_for(config: NodeConfig, text: str, campaign: Path | None, resume: str | None) -> dict[str, str]:
+    """The black-box keys of the campaign file (validated here, exit 2), or of the stored campaign that
+    is resumed: no key is ever stored, so a resume reads them from this environment again."""
+    from node.submitter import run as runtime
+
+    if campaign is not None:
+        return _endpoint_keys(_check_campaign(text, campaign))
+    stored = runtime.store_of(config).campaign(resume or "")
+    return _endpoint_keys(runtime.restore(stored).campaign) if stored is not None else {}
+
+
+def _endpoint_keys(campaign: sch.Campaign) -> dict[str, str]:
+    """The black-box endpoints' API keys from this process's environment, by variable name; exit 2 for a
+    variable that is not set. The values stay in memory: they go only into offers."""
+    keys: dict[str, str] = {}
+    for job in campaign.jobs:
+        endpoint = job.spec.generate.endpoint if job.spec.generate else None
+        name = endpoint.api_key_env if endpoint else None
+        if name is not None and name not in keys:
+            value = os.environ.get(name)
+            if not value:
+                fail(f"error: {job.label}.endpoint.api_key_env: {name} is not set in the environment", 2)
+            keys[name] = value
+    return keys
 
 
 def _config(
@@ -145,10 +172,8 @@ def submit(
         fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
     options = _options(out, wait_peers, discover_timeout, workers, events, rediscover)
-    text = ""
-    if campaign is not None:
-        text = _read_campaign(campaign)
-        _check_campaign(text, campaign)
+    text = _read_campaign(campaign) if campaign is not None else ""
+    options = dataclasses.replace(options, keys=_keys_for(config, text, campaign, resume))
     view = _LiveView(enabled=not as_json and not events and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:

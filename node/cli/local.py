@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
-from node.cli.options import ConfigOpt, DataDirOpt, build_config
+from node.cli.options import ConfigOpt, DataDirOpt, EndpointOpt, build_config, declared_endpoints
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -70,16 +70,21 @@ def info(
     recalibrate: Annotated[
         bool, typer.Option("--recalibrate", help="Measure the calibration again (on a quiet machine).")
     ] = False,
+    endpoint: EndpointOpt = None,
 ) -> None:
-    """Show this device's profile and every compute unit, with the reason for each unusable one."""
+    """Show this device's profile, every compute unit (with the reason for each unusable one) and the
+    models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
     from rich.console import Console
 
     from drivers import detect_profile
+    from drivers.servers import probe_servers
 
-    config = build_config(config_file, data_dir=data_dir)
+    config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
     profile = detect_profile(
         config.data.calibration, calibrate=calibrate or recalibrate, recalibrate=recalibrate
     )
+    if config.endpoints:
+        profile = profile.with_(endpoints=probe_servers(config.endpoints))
     if json_out:
         typer.echo(profile.model_dump_json())
         return
@@ -118,6 +123,14 @@ def _print_profile(console: Console, profile: DeviceProfile) -> None:
         units.add_row(status.unit.value, mark, status.provider or "", escape(status.reason))
     console.print(facts)
     console.print(units)
+    if profile.endpoints:
+        served = Table(title="Declared model servers")
+        for column in ("name", "model", "usable", "reason"):
+            served.add_column(column)
+        for e in profile.endpoints:
+            mark = "[green]yes[/green]" if e.usable else "[red]no[/red]"
+            served.add_row(escape(e.name), escape(e.model), mark, escape(e.reason))
+        console.print(served)
 
 
 def bench(

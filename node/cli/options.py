@@ -52,6 +52,25 @@ def as_tuple(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(values) if values else None
 
 
+EndpointOpt = Annotated[
+    list[str] | None,
+    typer.Option("--endpoint", help="a local model server to offer, NAME=URL (OpenAI API); repeatable"),
+]
+
+
+def declared_endpoints(flags: list[str] | None) -> dict[str, str] | None:
+    """`--endpoint NAME=URL` flags as a mapping (None when none is given: the config file's stand)."""
+    if not flags:
+        return None
+    declared: dict[str, str] = {}
+    for flag in flags:
+        name, sep, url = flag.partition("=")
+        if not sep or not name or not url:
+            fail(f"error: --endpoint: expected NAME=URL, got {flag!r}", 2)
+        declared[name] = url
+    return declared
+
+
 def build_config(file: Path | None, **flags: Any) -> NodeConfig:
     """The node's configuration from file, environment and flags; exits 2 on bad input."""
     from node.config import load_config

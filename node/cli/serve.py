@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -91,6 +92,7 @@ def serve(
         swarm=partial(embedded_swarm, workers=workers),
         allowed_hosts=allowed_hosts,
         allow_origins=allow_origins,
+        key_source=os.environ.get,  # only the variables a posted campaign names are read
     )
 
     async def main() -> None:

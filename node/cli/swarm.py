@@ -14,6 +14,7 @@ from node.cli.options import (
     AllowNetOpt,
     ConfigOpt,
     DataDirOpt,
+    EndpointOpt,
     EventsOpt,
     GateOpt,
     JsonOpt,
@@ -21,6 +22,7 @@ from node.cli.options import (
     TtlOpt,
     as_tuple,
     build_config,
+    declared_endpoints,
     fail,
     guard,
     run,
@@ -95,6 +97,7 @@ def join(
         float | None, typer.Option("--lease-ttl", help="lease lifetime without heartbeat")
     ] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
+    endpoint: EndpointOpt = None,
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters."""
@@ -113,6 +116,7 @@ def join(
         heartbeat_s=heartbeat,
         lease_ttl_s=lease_ttl,
         calibrate=False if no_calibrate else None,
+        endpoints=declared_endpoints(endpoint),
     )
     if not config.gates:
         fail("error: give at least one --gate", 2)
@@ -150,14 +154,24 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
                 circuit_addrs=list(adv.circuit_addrs),
                 reachability=adv.reachability,
                 refused_by=list(adv.refused_by),
+                endpoints=[e.model_dump(mode="json") for e in worker.profile.endpoints],
             )
         else:
             print(
                 f"joined as {adv.peer_id} ({adv.reachability}); units: "
-                f"{', '.join(u.value for u in worker.profile.usable_units()) or 'none'}",
+                f"{', '.join(u.value for u in worker.profile.usable_units()) or 'none'}"
+                f"{_served(worker.profile)}",
                 flush=True,
             )
         await trio.sleep_forever()
+
+
+def _served(profile: DeviceProfile) -> str:
+    """The declared servers' model ids for the `joined` line, or why a server serves none."""
+    parts = [
+        f"{e.name}: {e.model or '-'}" + ("" if e.usable else f" ({e.reason})") for e in profile.endpoints
+    ]
+    return f"; served models: {', '.join(parts)}" if parts else ""
 
 
 def _profile(profile_file: Path) -> DeviceProfile:
@@ -221,6 +235,7 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
             "reachability": p.advert.reachability,
             "age_s": round(p.age_s, 2),
             "addrs": list(p.dial_addrs()),
+            "endpoints": [e.model_dump(mode="json") for e in p.advert.profile.endpoints],
             "calibration": (
                 p.advert.profile.calibration.model_dump(mode="json") if p.advert.profile.calibration else None
             ),
@@ -233,13 +248,14 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("peer id", "device", "units", "reach", "age", "CPU GFLOPS", "mem GB/s")
+    table = Table("peer id", "device", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s")
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
             str(r["peer_id"]),
             str(r["device"]),
             ", ".join(r["units"]),
+            ", ".join(e["model"] for e in r["endpoints"] if e["usable"]) or "-",
             str(r["reachability"]),
             f"{r['age_s']:.1f} s",
             (f"{cal['cpu_gflops']:.1f}" + ("" if cal["quiet"] else " (under load)")) if cal else "-",

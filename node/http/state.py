@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -26,6 +26,7 @@ from node.http.errors import BadRequest
 from node.http.vetting import (
     MAX_VETTING,
     Vetted,
+    endpoint_keys,
     local_path_problems,
     refusal_problem,
     url_problems,
@@ -70,6 +71,7 @@ class ServeOptions:
         swarm: the local swarm to start when no gate is configured (the CLI's embedded one).
         allowed_hosts: Host names served besides the bound address (``--allowed-host``).
         allow_origins: web origins whose pages may call the API (``--allow-origin``).
+        key_source: reads a black-box campaign's `api_key_env` (the CLI gives its environment's).
     """
 
     results_dir: Path = Path("sark-results")
@@ -80,6 +82,7 @@ class ServeOptions:
     swarm: LocalSwarm | None = None
     allowed_hosts: tuple[str, ...] = ()
     allow_origins: tuple[str, ...] = ()
+    key_source: Callable[[str], str | None] = field(default=lambda _: None, repr=False)
 
 
 @dataclass
@@ -99,6 +102,7 @@ class Live:
     run: CampaignRun
     scope: trio.CancelScope
     files: dict[str, Path] = field(default_factory=dict)
+    keys: Mapping[str, str] = field(default_factory=dict, repr=False)  # black-box API keys, memory only
 
 
 @dataclass(frozen=True)
@@ -162,13 +166,14 @@ class ApiState:
         """
         vetted = await vet_campaign(text, self._vetting)
         policy = url_policy(self.config)
-        problems = local_path_problems(vetted.campaign) + url_problems(vetted, policy)
+        keys, missing = endpoint_keys(vetted.campaign, self.options.key_source)
+        problems = local_path_problems(vetted.campaign) + url_problems(vetted, policy) + missing
         if problems:
             raise BadRequest("the campaign's models cannot be used", problems)
         models = await self._pin(vetted, policy)
         new = NewCampaign(vetted.campaign, models, text, "http")
         run = start(self.store, new, self.options.results_dir)
-        live = Live(run, trio.CancelScope())
+        live = Live(run, trio.CancelScope(), keys=keys)
         self.live[run.campaign_id] = live
         self._nursery.start_soon(self._run, live)
         return live
@@ -190,7 +195,8 @@ class ApiState:
         cid = live.run.campaign_id
         with live.scope:
             try:
-                await drive(self.node, live.run, self.store, self._discovery, events=self.options.events)
+                events = self.options.events
+                await drive(self.node, live.run, self.store, self._discovery, events=events, keys=live.keys)
             except Exception:  # a task boundary: one campaign's crash must not stop the server
                 log.exception("campaign %s stopped on an internal error", cid)
                 mark_failed(self.store, live.run)

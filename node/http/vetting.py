@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -69,6 +70,28 @@ async def vet_campaign(text: str, limiter: trio.CapacityLimiter) -> Vetted:
         problems = [Problem(p["path"], Rule.INVALID, p["message"]) for p in answer["problems"]]
         raise BadRequest("not a valid campaign", problems)
     return Vetted(sch.Campaign.model_validate(answer["campaign"]), dict(answer["url_fields"]))
+
+
+def endpoint_keys(
+    campaign: sch.Campaign, key_source: Callable[[str], str | None]
+) -> tuple[dict[str, str], list[Problem]]:
+    """A black-box campaign's API keys, by variable name, from `key_source` (the serving process's
+    environment); a problem for each variable that is not set there. The keys stay in memory."""
+    keys: dict[str, str] = {}
+    problems: list[Problem] = []
+    for job in campaign.jobs:
+        endpoint = job.spec.generate.endpoint if job.spec.generate else None
+        name = endpoint.api_key_env if endpoint else None
+        if name is None or name in keys:
+            continue
+        value = key_source(name)
+        if value:
+            keys[name] = value
+        else:
+            path = f"{job.label.split(' ')[0]}.endpoint.api_key_env"
+            hint = f"set {name} in the environment of `sark-node serve`"
+            problems.append(Problem(path, Rule.INVALID, f"{name} is not set on the server", hint))
+    return keys, problems
 
 
 def local_path_problems(campaign: sch.Campaign) -> list[Problem]:

@@ -10,6 +10,7 @@ Modules:
     outputs    results.csv, results.json, report.html
     render     drawing report.html, Markdown and terminal tables
     genreport  report.html's generation sections: TTFT and TPOT per device, the quality table
+    endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     prompts    reading a campaign's prompts files (JSONL) for the pure parser
 
 Callers import the module they need (`from node.submitter.run import ...`): the package root
@@ -22,6 +23,7 @@ from __future__ import annotations
 __all__ = [
     "attempt",
     "discovery",
+    "endreport",
     "genreport",
     "loop",
     "models",

@@ -11,8 +11,8 @@ import logging
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
 import trio
 
@@ -96,11 +96,16 @@ class Heard:
 
 @dataclass(frozen=True)
 class Identity:
-    """Who the submitter is: what it signs with and where workers fetch its blobs."""
+    """Who the submitter is: what it signs with, where workers fetch its blobs, and its endpoint keys.
+
+    `keys` maps a campaign's `api_key_env` names to the values read from the submitter's environment;
+    a key leaves this process only inside the signed offer to the worker chosen for its task.
+    """
 
     peer_id: str
-    private_key: bytes
+    private_key: bytes = field(repr=False)
     addrs: tuple[str, ...]
+    keys: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 OpenChannel = Callable[[str, tuple[str, ...]], Awaitable[Channel]]
@@ -178,7 +183,7 @@ async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Cha
             nonce=os.urandom(16),
             issued_at=now,
             expires_at=now + OFFER_LIFETIME_S,
-            spec=attempt.spec,
+            spec=with_key(attempt.spec, me.keys),
             model=attempt.model,
             priority=attempt.priority,
             submitter_addrs=me.addrs,
@@ -186,6 +191,16 @@ async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Cha
         )
         message = Offer(task_id=attempt.task_id, envelope=seal(body, DOMAIN_OFFER, me.private_key))
     await channel.send_raw(conv.send(message, now))
+
+
+def with_key(spec: TaskSpec, keys: Mapping[str, str]) -> TaskSpec:
+    """The spec with its black-box endpoint's API key filled in from the submitter's keys, if it names one."""
+    generate = spec.generate
+    endpoint = generate.endpoint if generate is not None else None
+    if generate is None or endpoint is None or endpoint.api_key_env not in keys:
+        return spec
+    endpoint = endpoint.with_(api_key=keys[endpoint.api_key_env or ""])
+    return spec.with_(generate=generate.with_(endpoint=endpoint))
 
 
 async def _obey(

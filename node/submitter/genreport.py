@@ -29,7 +29,8 @@ def _generations(document: Mapping[str, Any]) -> list[tuple[str, GenerationStats
     return found
 
 
-def _svg(figure: Any, salt: str) -> str:
+def svg_of(figure: Any, salt: str) -> str:
+    """A matplotlib figure as inline SVG, its ids salted so that several figures share one page."""
     import matplotlib
 
     buffer = io.StringIO()
@@ -56,7 +57,7 @@ def _distributions_svg(runs: list[tuple[str, GenerationStats]]) -> str:
         ax.set_xlabel(f"{name} (ms)")
         ax.set_title(f"{name}, every request", fontsize=10)
     tpot_ax.set_yticks([])
-    return _svg(fig, "gen")
+    return svg_of(fig, "gen")
 
 
 def _quality_table(runs: list[tuple[str, GenerationStats]]) -> str:

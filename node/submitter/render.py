@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from rich.table import Table
 
+from node.submitter.endreport import endpoint_parts, endpoint_tasks
 from node.submitter.genreport import generation_parts
 from scheduler.report import (
     NO_DEVICE,
@@ -277,9 +278,10 @@ def render_html(document: Mapping[str, Any]) -> str:
         + (f"; results from {html.escape(created['row']['CreatedUtc'])}" if created else "")
         + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
     ]
-    for k, matrix in enumerate(latency_matrices(entries)):
+    served = endpoint_tasks(document)  # model servers: no load, no processes; their own sections below
+    for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
         mine = sorted(
-            (e for e in entries if e.model == matrix.model),
+            (e for e in entries if e.model == matrix.model and e.task_id not in served),
             key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
         )
         parts += [
@@ -303,7 +305,7 @@ def render_html(document: Mapping[str, Any]) -> str:
                 f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
             ]
         parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
-    parts += generation_parts(document)
+    parts += generation_parts(document) + endpoint_parts(document)
     ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
     return (

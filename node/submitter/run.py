@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +61,7 @@ class SubmitOptions:
     events: EventSink = quiet
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     swarm: LocalSwarm | None = None
+    keys: Mapping[str, str] = field(default_factory=dict, repr=False)  # api_key_env -> value, memory only
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,7 @@ async def drive(
     *,
     events: EventSink = quiet,
     view: View = lambda _: None,
+    keys: Mapping[str, str] | None = None,
 ) -> Tally:
     """Run the campaign's loop on `node` until the scheduler finishes (or the caller cancels)."""
     host = node.host
@@ -172,7 +174,7 @@ async def drive(
         scheduler=run.scheduler,
         store=store,
         discovery=discovery,
-        me=Identity(host.peer_id, host.private_key, tuple(host.addrs())),
+        me=Identity(host.peer_id, host.private_key, tuple(host.addrs()), keys or {}),
         open_channel=lambda peer, addrs: open_negotiate(host, peer, addrs),
         view=view,
         events=events,
@@ -216,7 +218,7 @@ async def _run(
     uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
     async with open_submitter(config, options, uploads) as node:
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
-        tally = await drive(node, run, store, discovery, events=options.events, view=view)
+        tally = await drive(node, run, store, discovery, events=options.events, view=view, keys=options.keys)
     options.events("uploads", campaign=run.campaign_id, bytes=uploads.served_bytes)
     files = write_out(run, store)
     results = store.results(run.campaign_id)

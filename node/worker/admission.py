@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from protocol import DeclineReason, DeviceProfile, ModelFormat, OfferBody
-from scheduler import unit_problem
+from scheduler import endpoint_problem, unit_problem
 
 CODE_FORMATS: Final = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRIPT})
 """Model formats that run code when loaded: taken only when the owner opted in."""
@@ -64,6 +64,10 @@ class _Facts:
 
 
 def _unit(f: _Facts) -> Refusal | None:
+    generate = f.offer.spec.generate
+    if generate is not None and generate.endpoint is not None:
+        problem = endpoint_problem(generate.endpoint, f.profile)
+        return None if problem is None else Refusal(DeclineReason.NO_ENDPOINT, problem)
     problem = unit_problem(f.offer.spec.compute_unit, f.profile)
     return None if problem is None else Refusal(DeclineReason.UNSUPPORTED_UNIT, problem)
 
@@ -97,7 +101,9 @@ def _queue(f: _Facts) -> Refusal | None:
 
 
 def _relay(f: _Facts) -> Refusal | None:
-    needs_transfer = not f.offer.model.sources and not f.load.has_model
+    generate = f.offer.spec.generate
+    moves_bytes = generate is None or generate.endpoint is None
+    needs_transfer = moves_bytes and not f.offer.model.sources and not f.load.has_model
     if not (needs_transfer and f.load.submitter_relayed):
         return None
     detail = "model bytes never cross a relay: give the model a URL or connect directly"

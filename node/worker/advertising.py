@@ -60,7 +60,7 @@ class Advertised:
 class _Advertiser:
     """Signs our advert with a seq that grows across restarts (milliseconds since the epoch)."""
 
-    def __init__(self, node: Node, profile: DeviceProfile, load: Callable[[], Load]) -> None:
+    def __init__(self, node: Node, profile: Callable[[], DeviceProfile], load: Callable[[], Load]) -> None:
         self._node = node
         self._profile = profile
         self._load = load
@@ -81,7 +81,7 @@ class _Advertiser:
             addrs=self.addrs,
             circuit_addrs=self.circuit_addrs,
             reachability=self.reachability,
-            profile=self._profile,
+            profile=self._profile(),
             load=self._load(),
         )
         self.current = seal(body, DOMAIN_ADVERT, self._node.host.private_key)
@@ -128,6 +128,7 @@ async def serve_worker(
     load: Callable[[], Load],
     *,
     handlers: Mapping[str, Handler] | None = None,
+    live: Callable[[], DeviceProfile] | None = None,
     task_status: TaskStatus[Advertised] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Advertise this device and keep the advert fresh; serve `/sark/profile` and `handlers`. Never returns.
@@ -135,8 +136,10 @@ async def serve_worker(
     `handlers` (e.g. `/sark/negotiate/1.0.0`) run with no overall deadline and the configured per-peer
     cap; they enforce their own read deadlines. `task_status.started(Advertised)` after the first advert.
     The worker also serves `/sark/reach` (dial-backs from a throwaway host) for peers whose gate does not.
+    `live` gives the profile as it is now (declared model servers are probed again); each advert and
+    `/sark/profile` answer carries it.
     """
-    advertiser = _Advertiser(node, profile, load)
+    advertiser = _Advertiser(node, live or (lambda: profile), load)
     node.host.set_handler(PROFILE, advertiser.serve_profile, deadline=10.0)
     for protocol, handler in (handlers or {}).items():
         cap = node.config.max_streams_per_peer

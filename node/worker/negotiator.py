@@ -64,9 +64,11 @@ class Negotiator:
         is_relayed: Callable[[str], bool],
         has_model: Callable[[str], bool],
         events: EventSink = quiet,
+        live: Callable[[], DeviceProfile] | None = None,
     ) -> None:
         self._peer_id = peer_id
         self._profile = profile
+        self._live = live or (lambda: profile)  # the profile now: declared servers are probed again
         self._runner = runner
         self._policy = policy
         self._is_relayed = is_relayed
@@ -155,7 +157,7 @@ class Negotiator:
             has_model=self._has_model(body.model.sha256),
             submitter_relayed=self._is_relayed(submitter),
         )
-        refusal = admit(body, self._profile, self._policy, load)
+        refusal = admit(body, self._live(), self._policy, load)
         return None if refusal is None else (refusal.reason, refusal.detail)
 
     # -- reclaim after a submitter restart ---------------------------------------------------------

@@ -22,6 +22,7 @@ from node.worker.advertising import Advertised, serve_worker
 from node.worker.negotiator import Negotiator, OfferPolicy
 from node.worker.outbox import Outbox
 from node.worker.runner import Runner
+from node.worker.targets import LiveProfile, Targets, probe_declared, reprobe_forever
 from protocol import BLOB, NEGOTIATE, DeviceProfile
 
 log = logging.getLogger(__name__)
@@ -41,17 +42,26 @@ async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channe
     return await node.host.open_channel(peer_id, BLOB, addrs=addrs, read_timeout=30.0)
 
 
-@asynccontextmanager
-async def open_worker(
-    config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
-) -> AsyncIterator[WorkerHandle]:
-    """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
+async def _profile(config: NodeConfig, profile: DeviceProfile | None) -> DeviceProfile:
+    """This device's profile (detected unless given) with its declared model servers as probed now."""
     if profile is None:
         profile = await trio.to_thread.run_sync(
             lambda: drivers.detect_profile(config.data.calibration, calibrate=config.calibrate)
         )
         if config.device_name:
             profile = profile.with_(device_name=config.device_name)
+    if config.endpoints:
+        profile = profile.with_(endpoints=await probe_declared(config.endpoints))
+    return profile
+
+
+@asynccontextmanager
+async def open_worker(
+    config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
+) -> AsyncIterator[WorkerHandle]:
+    """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
+    profile = await _profile(config, profile)
+    live = LiveProfile(profile)
     cache = model_cache(config)
     async with open_node(config, role="worker") as node:
         uploads = UploadSlots(config.upload_peers)  # shared: no upload while a measurement runs
@@ -67,6 +77,7 @@ async def open_worker(
             allow_code_models=config.allow_code_models,
             events=events,
             uploads=uploads,
+            targets=Targets(url_policy(config), config.endpoints, live),
         )
         negotiator = Negotiator(
             peer_id=node.host.peer_id,
@@ -83,6 +94,7 @@ async def open_worker(
             is_relayed=node.host.is_relayed,
             has_model=lambda sha: cache.path_for(sha) is not None,
             events=events,
+            live=live.get,
         )
         handlers = {
             NEGOTIATE: negotiator.handle,
@@ -91,8 +103,10 @@ async def open_worker(
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
             advertised = await nursery.start(
-                partial(serve_worker, handlers=handlers), node, profile, runner.load
+                partial(serve_worker, handlers=handlers, live=live.get), node, profile, runner.load
             )
+            if config.endpoints:
+                nursery.start_soon(reprobe_forever, config.endpoints, live, config.endpoint_probe_s)
             log.info("worker %s ready (%s)", node.host.peer_id, advertised.reachability)
             yield WorkerHandle(node=node, profile=profile, runner=runner, advertised=advertised)
             nursery.cancel_scope.cancel()

@@ -30,6 +30,7 @@ from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError, UrlPolicy, download
 from node.worker.holders import ChannelOpener, fetch_from_holders
 from node.worker.outbox import Outbox
+from node.worker.targets import Targets, endpoint_of
 from protocol import (
     DOMAIN_RESULT,
     DeviceProfile,
@@ -67,6 +68,7 @@ class Job:
     dispatched: bool = False
     orphaned_at: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    stop: trio.CancelScope = field(default_factory=trio.CancelScope)  # an endpoint task's requests
     finished: trio.Event = field(default_factory=trio.Event)
     outcome: Outcome | None = None
 
@@ -101,6 +103,7 @@ class Runner:
         allow_code_models: bool = False,
         events: EventSink = quiet,
         uploads: UploadSlots | None = None,
+        targets: Targets | None = None,
     ) -> None:
         self._peer_id = peer_id
         self._key = private_key
@@ -113,6 +116,7 @@ class Runner:
         self._allow_code_models = allow_code_models
         self._emit = events
         self._uploads = uploads
+        self._targets = targets or Targets(policy)
         self._jobs: dict[str, Job] = {}
         self._ready: list[tuple[tuple[int, int], Job]] = []
         self._wakeup = trio.Event()
@@ -174,6 +178,7 @@ class Runner:
     def cancel(self, job: Job) -> None:
         """Stop a job: kill its measurement if it runs, skip it if it waits."""
         job.cancel.set()
+        job.stop.cancel()
         if not job.dispatched or job is not self._running:
             self._finish(
                 job,
@@ -239,6 +244,10 @@ class Runner:
     async def _execute(self, job: Job) -> Outcome:
         try:
             job.phase = Phase.FETCHING
+            endpoint = endpoint_of(job.offer.spec)
+            if endpoint is not None:  # a model server: no model bytes, the requests are the task
+                job.phase = Phase.MEASURING
+                return self._sign(job, await self._targets.measure(job.offer.spec, endpoint, job.stop))
             path = await self._acquire_model(job)
             async with self._alone(job):
                 job.phase = Phase.LOADING

@@ -139,6 +139,17 @@ async def test_each_fault_is_a_request_error_of_its_kind(name: str, kind: str) -
     assert len(server.seen) == 1  # nothing here is retried (and no redirect followed)
 
 
+async def test_a_finish_reason_then_the_end_of_the_body_is_a_complete_answer() -> None:
+    # transformers serve (5.x) ends its streams after the finish_reason and usage chunk, with no [DONE]
+    finish = b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}\n\n'
+    reply = Reply(
+        pieces=((0.0, chunk_event("a")), (0.0, chunk_event("b")), (0.0, finish + usage_event(3, 2)))
+    )
+    record = _only((await _run(lambda b, a: reply, _spec("a")))[0])
+    assert record.error is None, record.error_detail
+    assert (record.output_text, record.output_tokens, record.tokens_counted) == ("ab", 2, False)
+
+
 async def test_an_error_mid_stream_keeps_what_came_before() -> None:
     record = _only((await _run(lambda b, a: _faulty("error-mid-stream"), _spec("a")))[0])
     assert record.output_text == "partial"

@@ -53,3 +53,31 @@ def test_the_profile_carries_the_statuses() -> None:
     profile = DeviceProfile.model_validate(fields | {"endpoints": (status,)})
     assert DeviceProfile.model_validate_json(profile.model_dump_json()).endpoints == (status,)
     assert models_url("http://h:8000/v1/") == "http://h:8000/v1/models"
+
+
+async def test_the_worker_probes_again_and_keeps_what_is_served_now() -> None:
+    import trio
+
+    from node.worker.targets import LiveProfile, probe_declared, reprobe_forever
+
+    state = {"loaded": False}
+
+    def loading(body: dict[str, object], attempt: int) -> Reply:
+        if body and not state["loaded"]:
+            return Reply(503, (("content-type", "text/plain"),), ((0.0, b"still loading"),))
+        return _server(body, attempt)
+
+    fields = {"device_name": "d", "soc": "s", "cores_physical": 1, "cores_logical": 1, "ram_mb": 1}
+    base = DeviceProfile.model_validate(fields | {"os": "Linux", "os_version": "6", "fingerprint": "f"})
+    with serve_sse(loading) as server:
+        declared = {"local": server.url}
+        live = LiveProfile(base.with_(endpoints=await probe_declared(declared)))
+        assert not any(s.usable for s in live.get().endpoints)
+        state["loaded"] = True
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(reprobe_forever, declared, live, 0.1)
+                while not any(s.usable for s in live.get().endpoints):
+                    await live.changed()
+                nursery.cancel_scope.cancel()
+    assert [s.model for s in live.get().endpoints if s.usable] == ["tiny-chat"]

@@ -33,7 +33,14 @@ class CampaignLab(Lab):
     """The process lab plus workers that run benchmarks for one submitter."""
 
     def real_worker(
-        self, name: str, gates: list[str], allow: str, timeout: float = 60.0, *, wait: bool = True
+        self,
+        name: str,
+        gates: list[str],
+        allow: str,
+        timeout: float = 60.0,
+        *,
+        wait: bool = True,
+        extra: list[str] | None = None,
     ) -> Proc:
         args = [
             "join",
@@ -57,7 +64,7 @@ class CampaignLab(Lab):
         ]
         for gate in gates:
             args += ["--gate", gate]
-        proc = self._start(name, args)
+        proc = self._start(name, [*args, *(extra or [])])
         if wait:
             proc.ready = proc.wait_event("ready", timeout)
         return proc

@@ -309,6 +309,12 @@ def test_bad_campaigns_are_refused_with_their_problems(served: Served, model_ser
     [problem] = r.json()["problems"]
     assert (problem["path"], problem["rule"]) == ("model.path", "local_path")
     assert "URL" in problem["message"]
+    endpoint = {"url": "https://api.example.com/v1", "model": "m", "api_key_env": "SARK_UNSET_HTTP_KEY"}
+    black = {"jobs": [{"endpoint": endpoint, "generate": {"prompts": "builtin:summaries"}}]}
+    r = httpx.post(f"{served.api}/campaigns", json=black, timeout=60)
+    assert r.status_code == 400
+    [problem] = r.json()["problems"]
+    assert problem["path"] == "jobs[0].endpoint.api_key_env"
     r = httpx.post(
         f"{served.api}/campaigns", content=b"\xff\xfe", headers={"Content-Type": "application/json"}
     )

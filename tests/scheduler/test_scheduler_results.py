@@ -38,7 +38,13 @@ GENERATION = (
     "TtftMsMedian,TtftMsP90,TpotMsMedian,TpotMsP90,ItlMsP99,E2eMsMedian,PrefillTokPerS,DecodeTokPerS,"
     "OutputTokensMean,Rouge1,Rouge2,RougeL"
 )
-EXPECTED_COLUMNS = [name for group in (SEED, REFERENCE, EXTENDED, GENERATION) for name in group.split(",")]
+SERVICE = (
+    "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,Errors,"
+    "ErrorsByKind,TokensCounted,RttMs,TlsMs"
+)
+EXPECTED_COLUMNS = [
+    name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE) for name in group.split(",")
+]
 
 
 def stats(median: float) -> Stats:
@@ -253,4 +259,5 @@ def test_a_generate_result_fills_the_generation_columns() -> None:
         "Rouge2": "1.0000",
         "RougeL": "1.0000",
     }
+    assert (row["Concurrency"], row["Requests"], row["Errors"], row["RttMs"]) == ("1", "1", "0", "")
     assert all(result_row(task(), body(), "verified", "")[k] == "" for k in GENERATION.split(","))

@@ -1,0 +1,45 @@
+"""One endpoint task as a `Measurement`: drive the server from this vantage point, then aggregate.
+
+The worker calls `measure_endpoint` inside its own trio loop: the load is network I/O that the
+client parses incrementally under its own caps (drivers.sse), with nothing loaded or run locally.
+The measurement has no load or inference phase: its `inference_ms` is the requests' end-to-end
+latency and `generation` holds every figure, with the round trip to the server (`rtt_ms`).
+"""
+
+from __future__ import annotations
+
+from drivers.endpoint import EndpointOptions, drive_endpoint
+from drivers.errors import DriverError
+from drivers.genstats import summarize_generation
+from drivers.stats import summarize
+from protocol import Measurement, TaskSpec
+
+
+async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -> Measurement:
+    """Run the task's generate workload against the server at `url` and aggregate it.
+
+    Raises:
+        DriverError: the task has no endpoint generate workload (a caller's bug).
+    """
+    generate = spec.generate
+    if generate is None or generate.endpoint is None:
+        raise DriverError("an endpoint measurement needs a generate spec with an endpoint")
+    run = await drive_endpoint(generate, url, spec.timeout_s, options)
+    stats = summarize_generation(run.records, run.wall_s, generate).with_(
+        rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
+    )
+    return Measurement(
+        compute_unit=spec.compute_unit,
+        load_ms=summarize([]),
+        load_first_ms=0.0,
+        first_inference_ms=stats.ttft_ms.median,
+        warmups_used=0,
+        inference_ms=stats.e2e_ms,
+        peak_load_ram_mb=0.0,
+        peak_inference_ram_mb=0.0,
+        cpu_cores_used=0.0,
+        generation=stats,
+    )
+
+
+__all__ = ["measure_endpoint"]

@@ -1,0 +1,104 @@
+"""report.html's part for model servers: TTFT and TPOT against concurrency, and the vantage points.
+
+An endpoint task is a generate task whose measurement carries the vantage point's round trip
+(`generation.rtt_ms`) or client overhead: white-box tasks have neither. Read from results.json's
+signed measurements, so a re-rendered report draws the same pictures.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from node.submitter.genreport import svg_of
+from protocol import GenerationStats
+
+Run = tuple[Mapping[str, str], GenerationStats]
+
+
+def _endpoint_runs(document: Mapping[str, Any]) -> list[Run]:
+    """(row, stats) of every measured endpoint task."""
+    found: list[Run] = []
+    for entry in document.get("results", []):
+        signed = entry.get("signed") or {}
+        raw = (signed.get("measurement") or {}).get("generation")
+        if raw is None:
+            continue
+        stats = GenerationStats.model_validate(raw)
+        if stats.rtt_ms is not None or stats.client_overhead_ms is not None:
+            found.append((entry.get("row", {}), stats))
+    return found
+
+
+def endpoint_tasks(document: Mapping[str, Any]) -> frozenset[str]:
+    """The task ids of the measured endpoint tasks: the tensor sections (load, processes) leave them out."""
+    return frozenset(row.get("JobId", "") for row, _ in _endpoint_runs(document))
+
+
+def _vantage(row: Mapping[str, str]) -> str:
+    return f"{row.get('DeviceName', '?')} · {row.get('FileName', '?')}"
+
+
+def _levels_svg(runs: list[Run]) -> str:
+    from matplotlib.figure import Figure
+
+    lines: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+    for row, s in runs:
+        if s.request_rate is None:
+            lines[_vantage(row)].append((s.concurrency, s.ttft_ms.median, s.tpot_ms.median))
+    fig = Figure(figsize=(11.0, 3.6), layout="constrained")
+    ttft_ax, tpot_ax = fig.subplots(1, 2)
+    levels_seen = sorted({p[0] for points in lines.values() for p in points})
+    for label, points in sorted(lines.items()):
+        points.sort()
+        levels = [p[0] for p in points]
+        ttft_ax.plot(levels, [p[1] for p in points], marker="o", label=label)
+        tpot_ax.plot(levels, [p[2] for p in points], marker="o", label=label)
+    for ax, name in ((ttft_ax, "TTFT median (ms)"), (tpot_ax, "TPOT median (ms)")):
+        ax.set_xlabel("concurrency (requests in flight)")
+        ax.set_xticks(levels_seen)
+        ax.set_ylabel(name)
+        ax.set_ylim(bottom=0)
+    if lines:
+        tpot_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return svg_of(fig, "levels")
+
+
+def _vantage_table(runs: list[Run]) -> str:
+    head = ("device · model", "load", "RTT ms", "TTFT p50", "TTFT p99", "TPOT p50", "goodput", "errors")
+    rows = []
+    for row, s in sorted(runs, key=lambda r: (_vantage(r[0]), r[1].concurrency, r[1].request_rate or 0)):
+        load = f"{s.request_rate:g} req/s" if s.request_rate is not None else f"concurrency {s.concurrency}"
+        rows.append(
+            [
+                html.escape(_vantage(row)),
+                load,
+                "" if s.rtt_ms is None else f"{s.rtt_ms:.2f}",
+                f"{s.ttft_ms.median:.1f}",
+                f"{s.ttft_ms.p99:.1f}",
+                f"{s.tpot_ms.median:.1f}",
+                "" if s.goodput is None else f"{s.goodput:.2f}",
+                f"{s.errors}/{s.requests}",
+            ]
+        )
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def endpoint_parts(document: Mapping[str, Any]) -> list[str]:
+    """The HTML sections for the document's endpoint tasks (none when it has none)."""
+    runs = _endpoint_runs(document)
+    if not runs:
+        return []
+    return [
+        "<h2>Model servers: TTFT and TPOT against concurrency</h2>",
+        f'<figure id="endpoint-levels" class="distributions">{_levels_svg(runs)}</figure>',
+        "<h2>Model servers: vantage points</h2>",
+        f'<div id="endpoint-vantage">{_vantage_table(runs)}</div>',
+    ]
+
+
+__all__ = ["endpoint_parts", "endpoint_tasks"]

@@ -1,0 +1,114 @@
+"""Where an endpoint task's requests go: the owner's declared server, or the campaign's URL once checked.
+
+Gray-box: the offer names a model id; the worker sends to the server its owner declared
+(`join --endpoint NAME=URL`) whose probe served that id. That URL is the owner's own and never
+leaves this worker. Black-box: the campaign's URL passes the worker's URL policy (the SSRF rules of
+model downloads) and is resolved once here; the measuring client connects to the checked address.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import final
+
+import trio
+
+import drivers
+from node.transfer.endpoints import checked_endpoint_address
+from node.transfer.urls import FetchError, UrlPolicy
+from protocol import DeviceProfile, Endpoint, EndpointStatus, FailureReason, Measurement, Stage, TaskSpec
+
+log = logging.getLogger(__name__)
+
+
+@final
+class LiveProfile:
+    """This device's profile with its declared servers as last probed: the probe loop writes it, the
+    advert, admission and the runner read it (one trio thread, no lock needed)."""
+
+    def __init__(self, profile: DeviceProfile) -> None:
+        self.value = profile
+        self._changed = trio.Event()
+
+    def get(self) -> DeviceProfile:
+        """The profile now."""
+        return self.value
+
+    def set(self, profile: DeviceProfile) -> None:
+        """Replace the profile and wake whoever waits for a change."""
+        self.value = profile
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def changed(self) -> None:
+        """Wait until the profile is next replaced."""
+        await self._changed.wait()
+
+
+async def probe_declared(declared: Mapping[str, str]) -> tuple[EndpointStatus, ...]:
+    """Probe every declared server (name -> URL): one status per served model, or one saying why none."""
+    found: list[EndpointStatus] = []
+    for name, url in sorted(declared.items()):
+        found.extend(await drivers.probe_server(name, url))
+    return tuple(found)
+
+
+async def reprobe_forever(declared: Mapping[str, str], live: LiveProfile, interval_s: float) -> None:
+    """Probe the declared servers again every `interval_s` and keep what they serve now. Never returns."""
+    while True:
+        await trio.sleep(interval_s)
+        statuses = await probe_declared(declared)
+        if statuses != live.value.endpoints:
+            log.info(
+                "declared servers now: %s", ", ".join(f"{s.name}:{s.model}:{s.usable}" for s in statuses)
+            )
+            live.set(live.value.with_(endpoints=statuses))
+
+
+def endpoint_of(spec: TaskSpec) -> Endpoint | None:
+    """The model server a task measures, or None for a model task."""
+    return spec.generate.endpoint if spec.generate is not None else None
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The declared servers (name -> URL), this device's probe of them, and the URL policy."""
+
+    policy: UrlPolicy
+    declared: Mapping[str, str] = field(default_factory=dict)
+    live: LiveProfile | None = None
+
+    async def resolve(self, endpoint: Endpoint) -> tuple[str, str | None]:
+        """The URL to send to and the checked address to connect to (None: the owner's own server).
+
+        Raises:
+            FetchError: URL_REFUSED for a URL the policy refuses or a model no declared server serves.
+        """
+        if endpoint.url is not None:
+            return endpoint.url, await checked_endpoint_address(endpoint.url, self.policy)
+        served = self.live.get().endpoints if self.live is not None else ()
+        for status in served:
+            if status.usable and status.model == endpoint.model and status.name in self.declared:
+                return self.declared[status.name], None
+        raise FetchError(FailureReason.URL_REFUSED, f"no declared server here serves {endpoint.model}")
+
+    async def measure(self, spec: TaskSpec, endpoint: Endpoint, stop: trio.CancelScope) -> Measurement:
+        """Resolve the target and run the task's requests against it until done or `stop` is cancelled.
+
+        Raises:
+            FetchError: the target is refused (see `resolve`).
+            TaskFailed: CANCELLED when `stop` was cancelled (the submitter cancelled the task).
+        """
+        url, address = await self.resolve(endpoint)
+        measurement = None
+        with stop:
+            options = drivers.EndpointOptions(connect_ip=address)
+            measurement = await drivers.measure_endpoint(spec, url, options)
+        if measurement is None:
+            raise drivers.TaskFailed(FailureReason.CANCELLED, "cancelled by the submitter", Stage.RUN)
+        return measurement
+
+
+__all__ = ["LiveProfile", "Targets", "endpoint_of", "probe_declared", "reprobe_forever"]
