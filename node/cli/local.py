@@ -12,7 +12,7 @@ from node.cli.options import ConfigOpt, DataDirOpt, build_config
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec
+    from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec, UnitStatus
 
 STAT_FIELDS: Final = (
     "n",
@@ -74,7 +74,7 @@ def info(
     """Show this device's profile and every compute unit, with the reason for each unusable one."""
     from rich.console import Console
 
-    from drivers import detect_profile
+    from drivers import detect_profile, probe_generation
 
     config = build_config(config_file, data_dir=data_dir)
     profile = detect_profile(
@@ -83,7 +83,9 @@ def info(
     if json_out:
         typer.echo(profile.model_dump_json())
         return
-    _print_profile(Console(), profile)
+    console = Console()
+    _print_profile(console, profile)
+    _print_units(console, "Generative units (transformers)", probe_generation())
 
 
 def _print_profile(console: Console, profile: DeviceProfile) -> None:
@@ -110,13 +112,20 @@ def _print_profile(console: Console, profile: DeviceProfile) -> None:
         facts.add_row(key, escape(value))
     if profile.calibration is not None:
         facts.add_row("calibration", profile.calibration.summary())
-    units = Table(title="Compute units")
+    console.print(facts)
+    _print_units(console, "Compute units", profile.units)
+
+
+def _print_units(console: Console, title: str, statuses: tuple[UnitStatus, ...]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    units = Table(title=title)
     for column in ("unit", "usable", "provider", "reason"):
         units.add_column(column)
-    for status in profile.units:
+    for status in statuses:
         mark = "[green]yes[/green]" if status.usable else "[red]no[/red]"
         units.add_row(status.unit.value, mark, status.provider or "", escape(status.reason))
-    console.print(facts)
     console.print(units)
 
 
