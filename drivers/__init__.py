@@ -2,7 +2,8 @@
 
 Modules:
     device     CPU, RAM, OS, GPUs (NVML, torch, nvidia-smi), runtime versions, fingerprint
-    probe      detect_profile: the device facts and a truthful probe of every compute unit
+    probe      detect_profile: the device facts and a truthful probe of every compute unit;
+               probe_generation: which units generate (transformers) here, with reasons
     driver     the Driver interface the harness uses (load, inputs, run, placement, settings)
     registry   the explicit registry: compute unit -> driver
     onnx       onnxruntime: CPU (ONNX), GPU (ONNX) via CUDA / TensorRT / MIGraphX / DirectML / CoreML EP
@@ -39,7 +40,7 @@ from drivers.errors import DriverError, TaskFailed
 from drivers.formats import check_model_file, detect_format
 from drivers.genstats import summarize_generation
 from drivers.harness import measure
-from drivers.probe import detect_profile
+from drivers.probe import detect_profile, probe_generation
 from drivers.servers import probe_server
 from drivers.stats import summarize
 
@@ -52,6 +53,7 @@ __all__ = [
     "detect_profile",
     "measure",
     "measure_endpoint",
+    "probe_generation",
     "probe_server",
     "summarize",
     "summarize_generation",

@@ -26,6 +26,14 @@ def probe_units() -> tuple[UnitStatus, ...]:
     return tuple(statuses)
 
 
+def probe_generation() -> tuple[UnitStatus, ...]:
+    """The units that generate with transformers here, each probed by generating 2 tokens from a tiny
+    in-memory Llama; the others with the reason (runtime missing, no device, the probe's error)."""
+    from drivers import llm  # transformers and torch are imported by the probe itself, if at all
+
+    return tuple(llm.probe(unit) for unit in llm.GENERATIVE_UNITS)
+
+
 def device_name() -> str:
     """The machine's product name where firmware gives one, else its host name."""
     try:

@@ -12,7 +12,7 @@ from node.cli.options import ConfigOpt, DataDirOpt, EndpointOpt, build_config, d
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec
+    from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec, UnitStatus
 
 STAT_FIELDS: Final = (
     "n",
@@ -76,7 +76,7 @@ def info(
     models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
     from rich.console import Console
 
-    from drivers import detect_profile
+    from drivers import detect_profile, probe_generation
     from drivers.servers import probe_servers
 
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
@@ -88,7 +88,9 @@ def info(
     if json_out:
         typer.echo(profile.model_dump_json())
         return
-    _print_profile(Console(), profile)
+    console = Console()
+    _print_profile(console, profile)
+    _print_units(console, "Generative units (transformers)", probe_generation())
 
 
 def _print_profile(console: Console, profile: DeviceProfile) -> None:
@@ -115,14 +117,8 @@ def _print_profile(console: Console, profile: DeviceProfile) -> None:
         facts.add_row(key, escape(value))
     if profile.calibration is not None:
         facts.add_row("calibration", profile.calibration.summary())
-    units = Table(title="Compute units")
-    for column in ("unit", "usable", "provider", "reason"):
-        units.add_column(column)
-    for status in profile.units:
-        mark = "[green]yes[/green]" if status.usable else "[red]no[/red]"
-        units.add_row(status.unit.value, mark, status.provider or "", escape(status.reason))
     console.print(facts)
-    console.print(units)
+    _print_units(console, "Compute units", profile.units)
     if profile.endpoints:
         served = Table(title="Declared model servers")
         for column in ("name", "model", "usable", "reason"):
@@ -131,6 +127,19 @@ def _print_profile(console: Console, profile: DeviceProfile) -> None:
             mark = "[green]yes[/green]" if e.usable else "[red]no[/red]"
             served.add_row(escape(e.name), escape(e.model), mark, escape(e.reason))
         console.print(served)
+
+
+def _print_units(console: Console, title: str, statuses: tuple[UnitStatus, ...]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    units = Table(title=title)
+    for column in ("unit", "usable", "provider", "reason"):
+        units.add_column(column)
+    for status in statuses:
+        mark = "[green]yes[/green]" if status.usable else "[red]no[/red]"
+        units.add_row(status.unit.value, mark, status.provider or "", escape(status.reason))
+    console.print(units)
 
 
 def bench(

@@ -40,6 +40,25 @@ def test_info_shows_every_unit_with_its_reason(tmp_path: Path) -> None:
     assert "sark-node[torch]" in done.stdout or "CPU (PyTorch)" in done.stdout
 
 
+def test_info_lists_the_generative_units_with_reasons_for_the_rest(tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="the llm extra is not installed")
+    env = os.environ | {"SARK_DATA_DIR": str(tmp_path), "COLUMNS": "400"}
+    done = subprocess.run(
+        [*CLI, "info", "--no-calibrate"], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    section = done.stdout.split("Generative units (transformers)", 1)[1]
+    rows = {
+        cells[0]: cells[1:]
+        for line in section.splitlines()
+        if len(cells := [c.strip() for c in line.strip().strip("│").split("│")]) == 4
+        and cells[0] in ("CPU (PyTorch)", "GPU (PyTorch)")
+    }
+    assert rows["CPU (PyTorch)"][:2] == ["yes", "cpu"]  # it generated 2 tokens from a tiny Llama
+    usable, _, reason = rows["GPU (PyTorch)"]
+    assert usable == "yes" or reason  # a unit that cannot generate here says why
+
+
 def test_bench_prints_every_statistic(tmp_path: Path) -> None:
     model = write_convnet(tmp_path / "c.onnx")
     done = _run("bench", str(model), "--unit", "CPU (ONNX)", "--runs", "8", "--load-runs", "1",

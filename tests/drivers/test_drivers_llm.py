@@ -6,6 +6,7 @@ every refusal is made to fail before the model's weights are loaded.
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
 
@@ -139,6 +140,29 @@ def test_folder_without_tokenizer_is_refused(tmp_path: Path) -> None:
     failure = _fails(folder, _spec(), ModelFormat.SAFETENSORS)
     assert failure.reason == FailureReason.FORMAT
     assert "no tokenizer" in failure.detail
+
+
+class _Marker:
+    """Unpickling this creates the marker file: proof that pickle ran."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.path), "w"))
+
+
+def test_folder_with_only_a_pickled_checkpoint_is_refused_unopened(tmp_path: Path) -> None:
+    folder = tmp_path / "pickled"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    (folder / "tokenizer.json").write_text("{}")
+    marker = tmp_path / "pickle-ran"
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_Marker(marker), protocol=4))
+    failure = _fails(folder, _spec(), ModelFormat.SAFETENSORS)
+    assert failure.reason == FailureReason.FORMAT
+    assert "no *.safetensors" in failure.detail
+    assert not marker.exists()  # the pickled .bin was never a fallback
 
 
 def test_max_new_tokens_beyond_the_context_fails_before_loading(tmp_path: Path) -> None:
