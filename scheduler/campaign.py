@@ -6,9 +6,8 @@ Accepted shapes:
   format?, key?, name?}) or ``models`` (a list of those), and ``jobs``;
 - the seeds' REST body as it is: ``{"model_url": ..., "jobs": [{"compute_unit": ..., ...}]}``.
 
-A job without ``model:`` runs on every model of the campaign; a job with ``sweep: {field: [values]}``
-becomes one job per combination (the product, in the order written). Job indexes count the expanded
-jobs in file order, so task ids stay stable for the same file.
+A job without ``model:`` runs on every model; ``sweep: {field: [values]}`` makes one job per combination
+(the product, in the order written). Job indexes count the expanded jobs in file order: stable task ids.
 
 Every problem is collected in one pass and raised together as a `CampaignError`.
 """
@@ -215,15 +214,14 @@ def _jobs(
             continue
         check_keys(entry, path, _JOB_FIELDS, problems)
         for fields, paths, label in _variants(path, entry, problems):
-            endpoint = None
-            if "endpoint" in fields:
-                endpoint = parse_endpoint(fields["endpoint"], paths["endpoint"], problems)
+            given = "endpoint" in fields
+            endpoint = parse_endpoint(fields["endpoint"], paths["endpoint"], problems) if given else None
             keys: list[object] = [fields["model"]] if "model" in fields else [*model_keys] or [None]
             for key in [endpoint_key(endpoint)] if endpoint else keys:
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
                 if job is not None and "input_data" in fields:
-                    given = parse_input_data(fields["input_data"], paths["input_data"], files, problems)
-                    job = None if given is None else job.with_(spec=job.spec.with_(input_data=given))
+                    data = parse_input_data(fields["input_data"], paths["input_data"], files, problems)
+                    job = None if data is None else job.with_(spec=job.spec.with_(input_data=data))
                 specs = generate_specs(job.spec if job else None, fields, path, files, problems)
                 if job is not None:
                     suffix = f" model={key}" if len(model_keys) > 1 and not endpoint else ""
