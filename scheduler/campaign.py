@@ -220,8 +220,8 @@ def _jobs(
             for key in [endpoint_key(endpoint)] if endpoint else keys:
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
                 if job is not None and "input_data" in fields:
-                    data = parse_input_data(fields["input_data"], paths["input_data"], files, problems)
-                    job = None if data is None else job.with_(spec=job.spec.with_(input_data=data))
+                    fed = parse_input_data(fields["input_data"], paths["input_data"], files, problems)
+                    job = None if fed is None else job.with_(spec=job.spec.with_(input_data=fed))
                 specs = generate_specs(job.spec if job else None, fields, path, files, problems)
                 if job is not None:
                     suffix = f" model={key}" if len(model_keys) > 1 and not endpoint else ""
