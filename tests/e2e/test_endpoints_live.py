@@ -32,8 +32,8 @@ GENERATE = {"prompts": "builtin:summaries", "num_prompts": 2, "max_new_tokens": 
 def served(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One `transformers serve` for the module; the converted model is kept in pytest's cache."""
     kept = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider: convert afresh
-    cache = kept.mkdir("smollm2-hub") if kept is not None else tmp_path_factory.mktemp("smollm2-hub")
-    repo = cache / f"models--{tfserve.SMOLLM2_ID.replace('/', '--')}"
+    cache = kept.mkdir("smollm2-cut-hub") if kept is not None else tmp_path_factory.mktemp("smollm2-cut-hub")
+    repo = cache / f"models--{tfserve.MODEL_ID.replace('/', '--')}"
     if not (repo / "refs" / "main").exists():
         tfserve.prepare(cache)
     proc, url = tfserve.start(cache, tmp_path_factory.mktemp("tfserve") / "serve.log")
@@ -62,13 +62,13 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
         worker = lab.real_worker("w0", [gate], me, wait=False, extra=["--endpoint", f"local={served}"])
         ready = worker.wait_event("ready", 90)
         assert ready["endpoints"] == [
-            {"name": "local", "model": tfserve.SMOLLM2_ID, "usable": True, "reason": ""}
+            {"name": "local", "model": tfserve.MODEL_ID, "usable": True, "reason": ""}
         ]
         (peer,) = lab.peers([gate])
-        assert [e["model"] for e in peer["endpoints"] if e["usable"]] == [tfserve.SMOLLM2_ID]
+        assert [e["model"] for e in peer["endpoints"] if e["usable"]] == [tfserve.MODEL_ID]
 
         campaign = tmp_path / "gray.yaml"
-        job = {"endpoint": {"model": tfserve.SMOLLM2_ID}}
+        job = {"endpoint": {"model": tfserve.MODEL_ID}}
         generate = {**GENERATE, "concurrency": [1, 2], "slo": SLO}
         campaign.write_text(json.dumps({"name": "gray", "jobs": [{**job, "generate": generate}]}))
         args = ["submit", str(campaign), "--json", "--wait-peers", "1", "--out", str(tmp_path / "out")]
@@ -104,7 +104,7 @@ def test_info_shows_what_a_declared_server_serves(served: str, tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     profile = json.loads(done.stdout)
     assert profile["endpoints"] == [
-        {"name": "local", "model": tfserve.SMOLLM2_ID, "usable": True, "reason": ""}
+        {"name": "local", "model": tfserve.MODEL_ID, "usable": True, "reason": ""}
     ]
     assert served not in done.stdout  # the URL is the owner's: never in a profile
 
@@ -112,7 +112,7 @@ def test_info_shows_what_a_declared_server_serves(served: str, tmp_path: Path) -
 def test_black_box_from_two_vantage_points_and_the_key_is_nowhere(served: str, tmp_path: Path) -> None:
     key = f"sk-sark-test-{secrets.token_hex(16)}"
     campaign = tmp_path / "black.yaml"
-    endpoint = {"url": served, "model": tfserve.SMOLLM2_ID, "api_key_env": "SARK_TEST_API_KEY"}
+    endpoint = {"url": served, "model": tfserve.MODEL_ID, "api_key_env": "SARK_TEST_API_KEY"}
     generate = {**GENERATE, "num_prompts": 2, "request_rate": 4}  # open loop: Poisson arrivals
     job = {"endpoint": endpoint, "devices": "all", "generate": generate}
     campaign.write_text(json.dumps({"name": "black", "jobs": [job]}))

