@@ -32,22 +32,10 @@ _RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 
 def convert(cache: Path) -> Path:
     """Write the cut SmolLM2 into a hub-cache layout under `cache` as `MODEL_ID`; return `cache`."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from lab.tinyllm import dequantized, smollm2_cut
 
-    from lab.tinyllm import smollm2_cut
-
-    gguf = smollm2_cut(cache / "gguf")
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    settings = loaded.config.to_dict()
-    settings.pop("quantization_config", None)  # a dequantized copy: plain fp32 safetensors
-    settings["architectures"] = [type(loaded).__name__]
-    model = type(loaded)(AutoConfig.for_model(**settings))
-    model.load_state_dict(loaded.state_dict())
     repo = cache / f"models--{MODEL_ID.replace('/', '--')}"
-    snapshot = repo / "snapshots" / REVISION
-    model.save_pretrained(snapshot)
-    tokenizer.save_pretrained(snapshot)
+    snapshot = dequantized(smollm2_cut(cache / "gguf"), repo / "snapshots" / REVISION)
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     (repo / "refs" / "main").write_text(REVISION)
     blobs = repo / "blobs"

@@ -76,3 +76,20 @@ def _kept(name: str, blocks: int) -> bool:
     if not name.startswith("blk."):
         return True
     return int(name.split(".")[1]) < blocks
+
+
+def dequantized(gguf: Path, folder: Path) -> Path:
+    """`gguf` loaded by transformers (de-quantized to fp32) and saved into `folder` as a Hugging Face
+    folder: config (with `architectures`), safetensors weights, tokenizer and chat template."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    settings = loaded.config.to_dict()
+    settings.pop("quantization_config", None)  # a de-quantized copy: plain fp32 safetensors
+    settings["architectures"] = [type(loaded).__name__]
+    model = type(loaded)(AutoConfig.for_model(**settings))
+    model.load_state_dict(loaded.state_dict())
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
