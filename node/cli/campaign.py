@@ -248,13 +248,16 @@ def _report(outcome: Any, as_json: bool) -> None:
 
 
 def _matrix(document: dict[str, Any]) -> Group:
-    """Device x compute unit: the median inference latency of each task, the same matrix as report.html."""
+    """Device x compute unit: the median inference latency of each task, the same matrix as report.html;
+    then the generate tasks' TTFT, TPOT, throughput and quality."""
     from rich.console import Group
 
+    from node.submitter.genreport import generation_table
     from node.submitter.render import matrix_tables
     from scheduler.report import entries_from_document
 
-    return Group(*matrix_tables(entries_from_document(document)))
+    generation = generation_table(document)
+    return Group(*matrix_tables(entries_from_document(document)), *([generation] if generation else []))
 
 
 class _LiveView:

@@ -9,7 +9,7 @@ Modules:
     models     pinning a campaign's models
     outputs    results.csv, results.json, report.html
     render     drawing report.html, Markdown and terminal tables
-    genreport  report.html's generation sections: TTFT and TPOT per device, the quality table
+    genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     prompts    reading a campaign's prompts files (JSONL) for the pure parser
 

@@ -1,4 +1,5 @@
-"""report.html's part for generate tasks: TTFT and TPOT distributions per device, and a quality table.
+"""report.html's part for generate tasks: TTFT and TPOT distributions per device, and a quality table;
+and the terminal's table of the same figures at the end of `submit`.
 
 Read from results.json's signed measurements (`generation.records`, every request's raw record), so a
 re-rendered report draws the same pictures. Tensor-only campaigns get nothing from here.
@@ -9,10 +10,13 @@ from __future__ import annotations
 import html
 import io
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drivers.genstats import tpot_ms
 from protocol import GenerationStats
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _generations(document: Mapping[str, Any]) -> list[tuple[str, GenerationStats]]:
@@ -92,3 +96,31 @@ def generation_parts(document: Mapping[str, Any]) -> list[str]:
         "<h2>Generation quality</h2>",
         f'<div id="generation-quality">{_quality_table(runs)}</div>',
     ]
+
+
+def generation_table(document: Mapping[str, Any]) -> Table | None:
+    """The generate tasks' medians as a rich table (None when there are none): what an LLM run is for."""
+    runs = _generations(document)
+    if not runs:
+        return None
+    from rich.table import Table
+
+    table = Table(title="generation (ms; medians over requests)")
+    labels = [label.rsplit(" · ", 1)[0] for label, _ in runs]  # the task id only where it tells runs apart
+    if len(set(labels)) < len(labels):
+        labels = [label for label, _ in runs]
+    table.add_column("device · unit")
+    for name in ("requests", "TTFT", "TTFT p90", "TPOT", "ITL p99", "E2E", "decode tok/s", "out tokens"):
+        table.add_column(name, justify="right")
+    table.add_column("ROUGE-L", justify="right")
+    for label, (_, s) in zip(labels, runs, strict=True):
+        table.add_row(
+            label,
+            f"{s.requests - s.errors}/{s.requests}",
+            *(f"{v:.1f}" for v in (s.ttft_ms.median, s.ttft_ms.p90, s.tpot_ms.median, s.itl_ms.p99)),
+            f"{s.e2e_ms.median:.0f}",
+            f"{s.decode_tok_per_s:.1f}",
+            f"{s.output_tokens_mean:.1f}",
+            f"{s.rouge.rouge_l:.3f}" if s.rouge else "",
+        )
+    return table
