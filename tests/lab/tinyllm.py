@@ -6,7 +6,8 @@ cores (dequantizing 30 blocks, converting 49,152 tokens of BPE), and each such t
 times. This cut keeps the packaged model's architecture, its first `blocks` blocks, and its first
 `vocab` tokens with the merges among them (the vocabulary is in merge order, the chat template's
 special tokens first), so transformers loads it the same way, in about a tenth of the time. Its text
-is not English; the drivers' own tests use the whole model for that.
+is not English; the drivers' own tests use the whole model for that. `dequantized` writes a GGUF out as a
+safetensors folder (for `transformers serve` and the fidelity benchmark).
 """
 
 from __future__ import annotations
