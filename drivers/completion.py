@@ -13,6 +13,7 @@ API key goes only into the Authorization header and is scrubbed from every detai
 from __future__ import annotations
 
 import math
+import ssl
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -120,9 +121,17 @@ def request_body(model: str, prompt: Prompt, spec: GenerateSpec) -> dict[str, ob
 
 
 def open_client(concurrency: int) -> httpx.AsyncClient:
-    """An HTTP client for one run: no environment (proxies), no redirects, deadlines by cancel scope."""
+    """An HTTP client for one run: no proxies from the environment, no redirects, deadlines by cancel
+    scope; https verified against the platform's trust store (as `drivers.rtt`'s handshake and model
+    downloads are: `SSL_CERT_FILE` and `SSL_CERT_DIR` apply), not httpx's bundled one."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    return httpx.AsyncClient(timeout=None, trust_env=False, follow_redirects=False, limits=limits)
+    return httpx.AsyncClient(
+        timeout=None,
+        trust_env=False,
+        follow_redirects=False,
+        limits=limits,
+        verify=ssl.create_default_context(),
+    )
 
 
 async def complete(
@@ -303,7 +312,12 @@ def _scrub(detail: str, api_key: str | None) -> str:
 
 
 def _cause(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:300]
+    """The exception and, where its own text is empty (httpx wraps TLS and socket errors so), its cause's."""
+    inner: BaseException | None = exc
+    while inner is not None and not str(inner):
+        inner = inner.__cause__ or inner.__context__
+    text = "" if inner is None else str(inner) if inner is exc else f"{type(inner).__name__}: {inner}"
+    return f"{type(exc).__name__}: {text}"[:300]
 
 
 def _pinned(server: Server) -> tuple[str, dict[str, str], dict[str, str]]:

@@ -6,6 +6,7 @@ import itertools
 import json
 import socket
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import trio
@@ -23,6 +24,7 @@ from tests.lab.sse_server import (
     serve_sse,
     usage_event,
 )
+from tests.lab.tlscert import self_signed
 
 KEY = "sk-test-7f3a9c1e55d04b2a8e6f"  # the secret that must appear nowhere but the header
 QUICK = RetryPolicy(max_retries=3, max_wait_s=5.0, backoff_s=0.01)
@@ -292,3 +294,31 @@ def test_a_pinned_address_is_connected_to_and_the_name_is_never_resolved() -> No
     assert _only(run).error is None
     assert run.rtt.samples == 2
     assert server.seen[0].headers["host"] == f"endpoint.invalid:{port}"
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_an_https_server_is_verified_and_its_handshake_timed(
+    trusted: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """https: the client trusts what the platform trusts (SSL_CERT_FILE here), and TlsMs is measured."""
+    ca_file, server_ctx = self_signed(tmp_path, "127.0.0.1")
+    (tmp_path / "other").mkdir()
+    other_ca, _ = self_signed(tmp_path / "other", "127.0.0.1")  # the same name, signed by someone else
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file if trusted else other_ca))
+    script = lambda body, attempt: scheduled(["Hi", " there"], first_s=0.01, every_s=0.01)  # noqa: E731
+    options = EndpointOptions(retry=QUICK, rtt_samples=3, seed=11)
+    with serve_sse(script, tls=server_ctx) as server:
+        assert server.url.startswith("https://127.0.0.1:")
+        run = await drive_endpoint(_spec("a", "b"), server.url, 20.0, options)
+    assert run.rtt.connect_ms is not None
+    if trusted:
+        assert [r.error for r in run.records] == [None, None]
+        assert all(r.output_text == "Hi there" for r in run.records)
+        assert run.rtt.tls_ms is not None
+        assert run.rtt.tls_ms > 0
+        assert run.rtt.error == ""
+    else:
+        assert [r.error for r in run.records] == ["connect", "connect"]
+        assert all("CERTIFICATE_VERIFY_FAILED" in r.error_detail for r in run.records)
+        assert run.rtt.tls_ms is None
+        assert "TLS handshake" in run.rtt.error

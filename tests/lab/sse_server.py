@@ -11,6 +11,7 @@ recorded (path, headers, body) for the test to inspect.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -85,8 +86,9 @@ class SseServer:
 
 
 @contextmanager
-def serve_sse(script: Script) -> Iterator[SseServer]:
-    """Serve `script` on 127.0.0.1 on a free port until the block ends (hanging replies are released)."""
+def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[SseServer]:
+    """Serve `script` on 127.0.0.1 on a free port until the block ends (hanging replies are released);
+    over TLS with the server context `tls` (an https URL) when given."""
     asked: Counter[str] = Counter()
     lock = threading.Lock()
     state = SseServer(url="")
@@ -134,7 +136,9 @@ def serve_sse(script: Script) -> Iterator[SseServer]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    if tls is not None:  # each accepted connection does its handshake in its own handler thread
+        server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+    state.url = f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

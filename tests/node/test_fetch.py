@@ -7,7 +7,6 @@ counts every accepted connection: hostile URLs must be refused before any connec
 from __future__ import annotations
 
 import contextlib
-import datetime
 import hashlib
 import ipaddress
 import os
@@ -18,12 +17,9 @@ from pathlib import Path
 
 import pytest
 import trio
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lab.tlscert import self_signed
 
 from node.transfer.fetch import FetchError, UrlPolicy, download
 from protocol import FailureReason
@@ -354,43 +350,13 @@ async def test_proxy_environment_is_ignored(
     assert (origin.hits, canary.hits) == (1, 0)
 
 
-def _self_signed(tmp_path: Path, ip: str) -> tuple[Path, ssl.SSLContext]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sark test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]), critical=False
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp_path / f"{ip}.pem", tmp_path / f"{ip}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_ctx.load_cert_chain(cert_path, key_path)
-    return cert_path, server_ctx
-
-
 @pytest.mark.parametrize(("cert_ip", "ok"), [("127.0.0.1", True), ("127.0.0.9", False)])
 async def test_https_verifies_the_certificate_for_the_host(
     cert_ip: str, ok: bool, nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     certs = tmp_path / "certs"
     certs.mkdir()
-    ca_file, server_ctx = _self_signed(certs, cert_ip)
+    ca_file, server_ctx = self_signed(certs, cert_ip)
     monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
     server = Server("127.0.0.1", routes={"/m": _body(b"secret model")}, tls=server_ctx)
     await server.start(nursery)
