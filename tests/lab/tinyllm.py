@@ -1,13 +1,13 @@
-"""A small real GGUF for swarm tests: SmolLM2-135M-Instruct cut to its first blocks and tokens.
+"""A small real GGUF for the model-server tests: SmolLM2-135M-Instruct cut to its first blocks and tokens.
 
-The tests that drive generation through processes (gate, workers, submitter) check the plumbing:
-dispatch, leases, timing per token, signing, rows. Loading the whole 135M model takes about 30 s on two
-cores (dequantizing 30 blocks, converting 49,152 tokens of BPE), and each such test loads it several
-times. This cut keeps the packaged model's architecture, its first `blocks` blocks, and its first
-`vocab` tokens with the merges among them (the vocabulary is in merge order, the chat template's
-special tokens first), so transformers loads it the same way, in about a tenth of the time. Its text
-is not English; the drivers' own tests use the whole model for that. `dequantized` writes a GGUF out as a
-safetensors folder (for `transformers serve` and the fidelity benchmark).
+`transformers serve` in tests/e2e/test_endpoints_live.py is measured for its server, SSE stream, usage
+chunk and batching, and the whole 135M model would make every request (and the conversion, about 30 s
+on two cores: dequantizing 30 blocks, converting 49,152 tokens of BPE) ten times slower. This cut keeps
+the packaged model's architecture, its first `blocks` blocks, and its first `vocab` tokens with the
+merges among them (the vocabulary is in merge order, the chat template's special tokens first), so
+transformers loads it the same way, in about a tenth of the time. Its text is not English; the
+generation tests on workers load the whole model. `dequantized` writes a GGUF out as a safetensors
+folder (for `transformers serve` and the fidelity benchmark).
 """
 
 from __future__ import annotations
