@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SARK = [sys.executable, "-c", "from node.cli import main; main()"]
 NOBODY = "/ip4/127.0.0.1/tcp/9/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN"
-TARGET_RATIO = 2.5
+TARGET_RATIO = 2.0
 
 
 def _cases(home: Path) -> dict[str, tuple[list[str], bool]]:

@@ -1,7 +1,10 @@
 """The CLI starts at once: help and the light commands load no libp2p, onnxruntime, matplotlib or torch.
 
 Each case runs the real `sark-node` entry point in a fresh interpreter (a subprocess) and lists the
-modules it loaded. Speed itself is measured by benchmarks/startup.py, never asserted here.
+modules it loaded. Speed itself is measured by benchmarks/startup.py, never asserted here; what these
+tests pin is its cause: `--help` loads the command modules and typer, and none of the packages whose
+import made it 5x slower once (issue 22: a module-level `import scheduler` in `node/cli/exits.py`
+pulled in every pydantic model of `protocol`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("libp2p", "onnxruntime", "matplotlib", "torch")
+MODELS = ("pydantic", "scheduler", "protocol", "drivers", "gate", "yaml", "trio", "numpy", "msgpack")
+"""What `--help` must not load: pydantic and the packages made of its models, runtimes, the event loop."""
+HELP_OWN_MODULES = {
+    "node",
+    "node.cli",
+    "node.cli.campaign",
+    "node.cli.local",
+    "node.cli.options",
+    "node.cli.report",
+    "node.cli.serve",
+    "node.cli.stored",
+    "node.cli.swarm",
+    "node.errors",
+    "node.events",
+}
+"""Every module of ours that `--help` loads: the command modules and the two light ones they share."""
 PROBE = """
 import json, sys
 from node.cli import main
@@ -50,6 +69,16 @@ def test_light_commands_load_no_heavy_runtime(args: list[str], tmp_path: Path) -
     assert isinstance(modules, list)
     assert "node.cli.swarm" in modules  # the probe really ran the CLI with every command registered
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_help_loads_only_the_command_modules(tmp_path: Path) -> None:
+    report, text = _run(["--help"], tmp_path)
+    modules = report["modules"]
+    assert isinstance(modules, list)
+    assert "submit" in text
+    ours = {m for m in modules if m.split(".")[0] in ("node", "scheduler", "protocol", "drivers", "gate")}
+    assert ours == HELP_OWN_MODULES
+    assert sorted(m for m in modules if m.split(".")[0] in MODELS) == []
 
 
 def test_the_probe_sees_a_heavy_import(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from node.cli.exits import exit_for
 from node.cli.options import (
     AllowHttpOpt,
     AllowNetOpt,
@@ -29,7 +28,6 @@ from node.cli.options import (
     run,
 )
 from node.events import json_lines, quiet
-from node.submitter.prompts import read_prompt_files
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -66,6 +64,7 @@ def _read_campaign(path: Path) -> str:
 def _check_campaign(text: str, path: Path) -> sch.Campaign:
     """Validate before anything touches the network: every bad field named, exit 2."""
     import scheduler as sch
+    from node.submitter.prompts import read_prompt_files
 
     try:
         return sch.parse_campaign(text, source=str(path), files=read_prompt_files(text, path.parent))
@@ -196,6 +195,8 @@ def submit(
     else:
         _report(outcome, as_json)
     _fail_if_nobody(outcome)
+    from node.cli.exits import exit_for
+
     exit_for(outcome.tasks, strict=strict)
 
 
