@@ -1,14 +1,16 @@
-"""A large swarm on one machine: discovery, campaign wall time, per-task overhead, memory.
+"""A large swarm on one machine: join, discovery, campaign wall time, per-task overhead, memory.
 
-    .venv/bin/python benchmarks/scale.py [--workers 50] [--tasks 100] [--gates 1]
+    .venv/bin/python benchmarks/scale.py [--workers 100] [--tasks 0] [--gates 1]
 
-Starts gates and `--workers` `sark-node join` processes on loopback (started all at once), then a
-fresh submitter that runs a campaign of `--tasks` small tasks (one job each, `devices: 1`, at most
-`MAX_INFLIGHT` at once: the workers share this machine's cores). Prints:
-the time from the fresh submitter's start to its discovery of every worker, the campaign's wall
-time, the per-task overhead p50/p99 (as in dispatch.py), and memory: RSS of an idle worker (after
-join, before any task) and the peak RSS of a busy worker with its measuring child. Writes
-benchmarks/out/scale-<workers>.json.
+Starts gates and `--workers` `sark-node join` processes on loopback (started all at once), then
+`sark-node peers --json` as a fresh process (how many workers it lists, and how long it took), then a
+fresh submitter that runs a campaign: with `--tasks 0` (the default) one job with `devices: all`, one
+task per worker; otherwise `--tasks` small jobs of `devices: 1`. At most `MAX_INFLIGHT` tasks run at
+once: the workers share this machine's cores. Prints the time until every worker was ready, the time
+from the fresh submitter's start to its discovery of every worker, the campaign's wall time, the
+per-task overhead p50/p99 (as in dispatch.py), and memory: RSS of an idle worker (after join, before
+any task), the total RSS of the gates and idle workers, and the peak RSS of a busy worker with its
+measuring child. Writes benchmarks/out/scale-<workers>.json.
 """
 
 from __future__ import annotations
@@ -81,12 +83,17 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
         procs = start_workers(lab, workers, gate_addrs[0], me, *gate_flags[2:])
         join_s = time.perf_counter() - started
         idle = [tree_rss_mib(p.popen.pid) for p in procs]
+        total_rss = sum(idle) + sum(tree_rss_mib(g.popen.pid) for g in lab.procs if g not in procs)
+        started = time.perf_counter()
+        listed = lab.peers(gate_addrs, timeout=300)
+        peers_s = time.perf_counter() - started
         shutil.copy(MODEL, work / MODEL.name)
+        jobs = [JOB] * tasks if tasks else [{**JOB, "devices": "all"}]
         campaign = {
             "name": "scale",
             "model": {"path": MODEL.name},
             "max_inflight": MAX_INFLIGHT,
-            "jobs": [JOB] * tasks,
+            "jobs": jobs,
         }
         (work / "c.yaml").write_text(json.dumps(campaign))
         with PeakRss(procs) as rss:
@@ -108,8 +115,10 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
         lab.close()
         shutil.rmtree(work, ignore_errors=True)
     return {
-        "workers": workers, "gates": gates, "tasks": tasks, "completed": len(rows),
-        "workers_join_s": join_s, "discovered": discovered["peers"], "discovery_s": discovered["seconds"],
+        "workers": workers, "gates": gates, "tasks": tasks or workers, "completed": len(rows),
+        "workers_join_s": join_s, "peers_listed": len(listed), "peers_s": peers_s,
+        "discovered": discovered["peers"], "discovery_s": discovered["seconds"],
+        "total_idle_rss_mib": total_rss,
         "campaign_wall_s": wall, "endings": dict(endings), "losses": dict(losses), **summary(rows),
         "idle_worker_rss_mib": statistics.median(idle), "busy_worker_peak_rss_mib": max(busy),
     }  # fmt: skip
@@ -118,19 +127,23 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
 def main() -> None:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
-    parser.add_argument("--workers", type=int, default=50)
-    parser.add_argument("--tasks", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=100)
+    parser.add_argument("--tasks", type=int, default=0, help="0: one devices: all job (a task per worker)")
     parser.add_argument("--gates", type=int, default=1)
     args = parser.parse_args()
     r = run(args.workers, args.tasks, args.gates)
     print(f"{r['workers']} workers joined in {r['workers_join_s']:.1f} s ({r['gates']} gate(s))")
+    print(
+        f"`peers` (a fresh process) listed {r['peers_listed']}/{r['workers']} workers in {r['peers_s']:.1f} s"
+    )
     print(f"fresh submitter discovered {r['discovered']}/{r['workers']} workers in {r['discovery_s']:.2f} s")
     print(f"campaign: {r['completed']}/{r['tasks']} tasks in {r['campaign_wall_s']:.1f} s; per-task overhead "
           f"p50 {r['overhead_p50_ms']:.0f} ms, p99 {r['overhead_p99_ms']:.0f} ms")  # fmt: skip
     print(f"task endings: {r['endings']}")
     if r["losses"]:
         print(f"attempts lost: {r['losses']}")
-    print(f"memory: idle worker {r['idle_worker_rss_mib']:.0f} MiB, busy worker with its child "
+    print(f"memory: idle worker {r['idle_worker_rss_mib']:.0f} MiB, gates and idle workers together "
+          f"{r['total_idle_rss_mib'] / 1024:.2f} GiB, busy worker with its child "
           f"{r['busy_worker_peak_rss_mib']:.0f} MiB (peak)")  # fmt: skip
     OUT.mkdir(exist_ok=True)
     (OUT / f"scale-{args.workers}.json").write_text(json.dumps(r, indent=1))
