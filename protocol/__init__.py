@@ -11,6 +11,7 @@ Modules:
     machine   the per-task negotiation state machine (`Conversation`)
     records   Ed25519 signed envelopes bound to libp2p peer ids
     errors    ProtocolError, LocalProtocolError, RemoteProtocolError, RecordError
+    text      the output seams for peer- and campaign-written text: visible, for_rich, for_csv, for_markdown
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ from protocol.records import (
     public_key_of,
     seal,
 )
+from protocol.text import control_characters, for_csv, for_markdown, for_rich, visible
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
     MAX_INPUT_DATA,
@@ -186,9 +188,13 @@ __all__ = [
     "UnitStatus",
     "Value",
     "capability_key",
+    "control_characters",
     "decode",
     "encode",
     "field_problems",
+    "for_csv",
+    "for_markdown",
+    "for_rich",
     "frame",
     "open_envelope",
     "pack_body",
@@ -197,4 +203,5 @@ __all__ = [
     "public_key_of",
     "seal",
     "unpack_body",
+    "visible",
 ]

@@ -253,7 +253,7 @@ def _matrix(document: dict[str, Any]) -> Group:
     from rich.console import Group
 
     from node.submitter.genreport import generation_table
-    from node.submitter.render import matrix_tables
+    from node.submitter.tables import matrix_tables
     from scheduler.report import entries_from_document
 
     generation = generation_table(document)

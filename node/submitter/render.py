@@ -1,8 +1,10 @@
-"""Campaign reports as people read them: report.html (matplotlib figures inline), Markdown, rich tables.
+"""report.html, a campaign report as people read it in a browser (matplotlib figures inline).
 
 report.html is one self-contained file: inline CSS, figures as inline SVG drawn by matplotlib's
 object API (no pyplot state, no backend switch), no script, font or image fetched from anywhere.
-The data it shows is shaped by `scheduler.report`; this module only draws and writes it.
+The data it shows is shaped by `scheduler.report`; this module only draws and writes it. Text is
+HTML-escaped where each table is built, and drawn with mathtext off (a "$" a peer wrote stays text).
+The terminal and Markdown views are `tables`.
 """
 
 from __future__ import annotations
@@ -15,13 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from rich.table import Table
-
 from node.submitter.endreport import endpoint_parts, endpoint_tasks
 from node.submitter.genreport import generation_parts
 from scheduler.report import (
     NO_DEVICE,
-    DiffRow,
     LatencyMatrix,
     ReportEntry,
     device_label,
@@ -267,53 +266,63 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
 
 def render_html(document: Mapping[str, Any]) -> str:
     """report.html for a results.json document: one self-contained page."""
-    entries = entries_from_document(document)
-    campaign = document.get("campaign", {})
-    title = f"{campaign.get('name', '')} · {document.get('campaign_id', '')}"
-    done = sum(e.complete for e in entries)
-    created = next((e for e in document.get("results", []) if e["row"].get("CreatedUtc")), None)
-    parts = [
-        f"<h1>sark-node report: {html.escape(title)}</h1>",
-        f"<p>{done} of {len(entries)} task(s) measured"
-        + (f"; results from {html.escape(created['row']['CreatedUtc'])}" if created else "")
-        + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
-    ]
-    served = endpoint_tasks(document)  # model servers: no load, no processes; their own sections below
-    for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
-        mine = sorted(
-            (e for e in entries if e.model == matrix.model and e.task_id not in served),
-            key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
-        )
-        parts += [
-            f"<h2>{html.escape(matrix.model)}: device x compute unit, median latency (ms)</h2>",
-            f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
-        ]
-        if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
-            # colour compares medians: with fewer than two there is nothing to compare (the table says it)
-            parts.append(f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>')
-        if any(e.samples_ms for e in mine):
-            parts += [
-                "<h2>Latency distributions</h2>",
-                f'<figure id="distributions-{k}" class="distributions">'
-                f"{distributions_svg(mine, f'd{k}')}</figure>",
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, never mathtext
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, never mathtext
+            entries = entries_from_document(document)
+            campaign = document.get("campaign", {})
+            title = f"{campaign.get('name', '')} · {document.get('campaign_id', '')}"
+            done = sum(e.complete for e in entries)
+            created = next((e for e in document.get("results", []) if e["row"].get("CreatedUtc")), None)
+            parts = [
+                f"<h1>sark-node report: {html.escape(title)}</h1>",
+                f"<p>{done} of {len(entries)} task(s) measured"
+                + (f"; results from {html.escape(created['row']['CreatedUtc'])}" if created else "")
+                + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
             ]
-        if any(e.complete for e in mine):
-            parts += [
-                "<h2>Load time and peak memory</h2>",
-                f'<figure id="resources-{k}" class="resources">{resources_svg(mine, f"r{k}")}</figure>',
-                "<h2>Processes and stability</h2>",
-                f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
-            ]
-        parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
-    parts += generation_parts(document) + endpoint_parts(document)
-    ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
-    parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        + "\n".join(parts)
-        + "</body></html>\n"
-    )
+            served = endpoint_tasks(
+                document
+            )  # model servers: no load, no processes; their own sections below
+            for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
+                mine = sorted(
+                    (e for e in entries if e.model == matrix.model and e.task_id not in served),
+                    key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
+                )
+                parts += [
+                    f"<h2>{html.escape(matrix.model)}: device x compute unit, median latency (ms)</h2>",
+                    f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
+                ]
+                if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
+                    # colour compares medians: with fewer than two there is nothing to compare (the table says it)
+                    parts.append(
+                        f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>'
+                    )
+                if any(e.samples_ms for e in mine):
+                    parts += [
+                        "<h2>Latency distributions</h2>",
+                        f'<figure id="distributions-{k}" class="distributions">'
+                        f"{distributions_svg(mine, f'd{k}')}</figure>",
+                    ]
+                if any(e.complete for e in mine):
+                    parts += [
+                        "<h2>Load time and peak memory</h2>",
+                        f'<figure id="resources-{k}" class="resources">{resources_svg(mine, f"r{k}")}</figure>',
+                        "<h2>Processes and stability</h2>",
+                        f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
+                    ]
+                parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
+            parts += generation_parts(document) + endpoint_parts(document)
+            ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
+            parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
+            return (
+                '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+                f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+                + "\n".join(parts)
+                + "</body></html>\n"
+            )
 
 
 def write_html_report(path: Path, document: Mapping[str, Any]) -> Path:
@@ -321,76 +330,3 @@ def write_html_report(path: Path, document: Mapping[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(document), encoding="utf-8")
     return path
-
-
-def render_markdown(document: Mapping[str, Any]) -> str:
-    """The matrix and the per-task stability as Markdown tables."""
-    entries = entries_from_document(document)
-    lines = [f"# {document.get('campaign_id', '')}", ""]
-    for matrix in latency_matrices(entries):
-        lines += [f"## {matrix.model}: median inference latency (ms)", ""]
-        lines.append("| device | " + " | ".join(matrix.columns) + " |")
-        lines.append("|---|" + "---:|" * len(matrix.columns))
-        for device, cells in zip(matrix.devices, matrix.cells, strict=True):
-            shown = [
-                ""
-                if c is None
-                else (f"{c.median_ms:.3f}{' *' if c.unstable else ''}" if c.median_ms else c.status)
-                for c in cells
-            ]
-            lines.append(f"| {device} | " + " | ".join(shown) + " |")
-        lines.append("")
-    lines += ["| device · unit | process medians (ms) | spread % | stability |", "|---|---|---:|---|"]
-    for e in entries:
-        stability = ("unstable: " + "; ".join(e.unstable_reasons)) if e.unstable else "stable"
-        medians = "; ".join(f"{m:.3f}" for m in e.process_medians_ms)
-        verdict = stability if e.complete else f"{e.status}: {e.detail}" if e.detail else e.status
-        verdict = verdict.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {_label(e, entries)} | {medians} | {_fmt(e.process_spread_pct, 1)} | {verdict} |")
-    return "\n".join(lines) + "\n"
-
-
-def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
-    """The latency matrices as rich tables (the terminal view at the end of `submit`)."""
-    tables = []
-    for matrix in latency_matrices(entries):
-        table = Table(title=f"{matrix.model}: median inference latency (ms; * unstable)")
-        table.add_column("device")
-        for column in matrix.columns:
-            table.add_column(column, justify="right")
-        for device, cells in zip(matrix.devices, matrix.cells, strict=True):
-            shown = [
-                ""
-                if c is None
-                else (
-                    f"{c.median_ms:.3f}{' *' if c.unstable else ''}" if c.median_ms else f"[dim]{c.status}[/]"
-                )
-                for c in cells
-            ]
-            table.add_row(device, *shown)
-        tables.append(table)
-    return tables
-
-
-def diff_table(rows: Sequence[DiffRow], title: str) -> Table:
-    """A diff as a rich table: regressions in red, improvements in green."""
-    table = Table(title=title)
-    for name in ("device", "unit"):
-        table.add_column(name, justify="left")
-    for name in ("A ms", "B ms"):
-        table.add_column(name, justify="right")
-    for name in ("change", "p", "verdict", "note"):
-        table.add_column(name, justify="right" if name in ("change", "p") else "left")
-    for r in rows:
-        colour = "red" if r.regression else "green" if r.improvement else "white"
-        table.add_row(
-            r.device,
-            r.column,
-            _fmt(r.before_ms),
-            _fmt(r.after_ms),
-            "" if r.change_pct is None else f"{r.change_pct:+.1f}%",
-            "" if r.p_value is None else f"{r.p_value:.2g}",
-            f"[{colour}]{r.verdict}[/]",
-            r.note,
-        )
-    return table
