@@ -11,7 +11,7 @@ Modules:
     machine   the per-task negotiation state machine (`Conversation`)
     records   Ed25519 signed envelopes bound to libp2p peer ids
     errors    ProtocolError, LocalProtocolError, RemoteProtocolError, RecordError
-    text      the output seams for peer- and campaign-written text: visible, for_rich, for_csv, for_markdown
+    text      one seam per medium for peer- and campaign-written text (visible, for_rich, for_csv, ...)
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ from protocol.records import (
     public_key_of,
     seal,
 )
-from protocol.text import control_characters, for_csv, for_markdown, for_rich, visible
+from protocol.text import control_characters, for_csv, for_html, for_markdown, for_rich, visible
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
     MAX_INPUT_DATA,
@@ -193,6 +193,7 @@ __all__ = [
     "encode",
     "field_problems",
     "for_csv",
+    "for_html",
     "for_markdown",
     "for_rich",
     "frame",

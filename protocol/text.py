@@ -12,11 +12,12 @@ each print. Pure: strings in, strings out.
 - `for_markdown`: `visible`, then Markdown's active characters backslash-escaped (a table cell
   stays one cell; no link, image, HTML tag, code span or heading comes from the text).
 
-HTML is escaped by `html.escape` where report.html is built; the dashboard sets `textContent`.
+- `for_html`: `visible`, then HTML-escaped (report.html); the dashboard sets `textContent` only.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Final
 
@@ -26,7 +27,9 @@ _CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-
 FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER: Final = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _RICH_TAG: Final = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")  # rich.markup's own escape pattern
-_MARKDOWN: Final = re.compile(r"[\\`*\[\]<>|#~&!]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")  # "a_b" is no emphasis
+_MARKDOWN: Final = re.compile(
+    r"[\\`*\[\]<>|#~&!$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])"
+)  # "a_b" is no emphasis
 
 
 def control_characters(text: str) -> list[str]:
@@ -70,3 +73,8 @@ def for_csv(cell: str) -> str:
 def for_markdown(text: str) -> str:
     """Text for a Markdown table cell or heading: controls visible, Markdown's active characters escaped."""
     return _MARKDOWN.sub(lambda m: "\\" + m.group(), visible(text))
+
+
+def for_html(text: str) -> str:
+    """Text for an HTML element or attribute: controls visible, `<`, `>`, `&` and quotes escaped."""
+    return html.escape(visible(text))

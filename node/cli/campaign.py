@@ -226,6 +226,7 @@ def _report(outcome: Any, as_json: bool) -> None:
         )
         return
     from node.submitter.render import load_document
+    from protocol import for_rich as shown
 
     console = Console()
     document = load_document(outcome.files["json"])
@@ -234,17 +235,18 @@ def _report(outcome: Any, as_json: bool) -> None:
         row = result["row"]
         if row.get("InputsDefaulted") == "True":
             console.print(
-                f"[yellow]{row['JobId']}[/] inputs defaulted: {row['InputShapes']} "
+                f"[yellow]{shown(row['JobId'])}[/] inputs defaulted: {shown(row['InputShapes'])} "
                 "(dynamic dimensions got the documented defaults; set input_shapes to choose)"
             )
     for task in tasks:
         if task.state != sch.TaskState.DONE:
-            console.print(f"[yellow]{task.task_id}[/] {task.unit.value}: {task.state.value}: {task.detail}")
+            ending = f"{task.unit.value}: {task.state.value}: {shown(task.detail)}"
+            console.print(f"[yellow]{shown(task.task_id)}[/] {ending}")
             for reason in task.reasons:
-                console.print(f"    {reason}")
-    console.print(f"campaign [bold]{outcome.campaign_id}[/]")
+                console.print(f"    {shown(reason)}")
+    console.print(f"campaign [bold]{shown(outcome.campaign_id)}[/]")
     for kind, path in outcome.files.items():
-        console.print(f"  {kind}: {path}")
+        console.print(f"  {kind}: {shown(str(path))}")
 
 
 def _matrix(document: dict[str, Any]) -> Group:
@@ -300,14 +302,16 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
     """The live view's frame (a rich Table): a row per task (device, unit, state, phase, progress, median)."""
     from rich.table import Table
 
+    from protocol import for_rich
+
     table = Table(title="tasks")
     for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
         table.add_column(name)
     for t in tasks:
         p = t.progress
         table.add_row(
-            t.task_id.rsplit("-job-", 1)[-1],
-            t.device_name or (t.peer_id or "")[-8:],
+            for_rich(t.task_id.rsplit("-job-", 1)[-1]),
+            for_rich(t.device_name or (t.peer_id or "")[-8:]),
             t.unit.value,
             t.state.value,
             p.phase.value if p.phase else "",
@@ -373,6 +377,8 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
 def _print_plan(result: sch.Plan) -> None:
     from rich.console import Console
 
+    from protocol import for_rich as shown
+
     console = Console()
     for job in result.jobs:
         unit = job.job.spec.compute_unit.value
@@ -381,13 +387,14 @@ def _print_plan(result: sch.Plan) -> None:
         )
         for ranked in job.matching:
             chosen = "[green]✓[/]" if ranked in job.chosen else "[cyan]·[/]"
-            console.print(f"  {chosen} {ranked.peer.profile.device_name} {ranked.peer.peer_id}")
+            console.print(f"  {chosen} {shown(ranked.peer.profile.device_name)} {shown(ranked.peer.peer_id)}")
         for rejection in job.rejected:
+            why = "; ".join(rejection.details)
             console.print(
-                f"  [red]✗[/] {rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}"
+                f"  [red]✗[/] {shown(rejection.device_name)} {shown(rejection.peer_id)}: {shown(why)}"
             )
         if job.shortfall:
-            console.print(f"  [yellow]{job.shortfall}[/]")
+            console.print(f"  [yellow]{shown(job.shortfall)}[/]")
 
 
 def register(app: typer.Typer) -> None:

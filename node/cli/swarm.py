@@ -248,15 +248,17 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from protocol import for_rich
+
     table = Table("peer id", "device", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s")
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
-            str(r["peer_id"]),
-            str(r["device"]),
+            for_rich(str(r["peer_id"])),
+            for_rich(str(r["device"])),
             ", ".join(r["units"]),
-            ", ".join(e["model"] for e in r["endpoints"] if e["usable"]) or "-",
-            str(r["reachability"]),
+            for_rich(", ".join(e["model"] for e in r["endpoints"] if e["usable"]) or "-"),
+            for_rich(str(r["reachability"])),
             f"{r['age_s']:.1f} s",
             (f"{cal['cpu_gflops']:.1f}" + ("" if cal["quiet"] else " (under load)")) if cal else "-",
             f"{cal.get('mem_bandwidth_gbs', 0):.1f}" if cal else "-",

@@ -9,7 +9,6 @@ The terminal and Markdown views are `tables`.
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import math
@@ -19,6 +18,7 @@ from typing import Any, Final
 
 from node.submitter.endreport import endpoint_parts, endpoint_tasks
 from node.submitter.genreport import generation_parts
+from protocol import for_html, visible
 from scheduler.report import (
     NO_DEVICE,
     LatencyMatrix,
@@ -53,7 +53,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def _label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
-    return f"{device_label(entry, entries)} · {entry.unit}"
+    return visible(f"{device_label(entry, entries)} · {entry.unit}")  # a label in a figure: no control
 
 
 def _svg(figure: Any, salt: str) -> str:
@@ -96,19 +96,23 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
         else Normalize(0.0, max(finite, default=1.0))
     )
     image = ax.imshow(values, cmap="YlOrRd", norm=norm, aspect="auto")
-    ax.set_xticks(range(len(matrix.columns)), matrix.columns, rotation=20, ha="right")
-    ax.set_yticks(range(len(matrix.devices)), matrix.devices)
+    ax.set_xticks(range(len(matrix.columns)), [visible(c) for c in matrix.columns], rotation=20, ha="right")
+    ax.set_yticks(range(len(matrix.devices)), [visible(d) for d in matrix.devices])
     for i, row in enumerate(matrix.cells):
         for j, cell in enumerate(row):
             if cell is None:
                 continue
-            text = f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}" if cell.median_ms else cell.status
+            text = (
+                f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}"
+                if cell.median_ms
+                else visible(cell.status)
+            )
             dark = cell.median_ms is not None and float(norm(cell.median_ms)) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
     if isinstance(norm, LogNorm):
         _log_ticks(bar.ax.yaxis)
-    ax.set_title(f"{matrix.model}: median inference latency (ms; * unstable)", fontsize=10)
+    ax.set_title(f"{visible(matrix.model)}: median inference latency (ms; * unstable)", fontsize=10)
     return _svg(fig, salt)
 
 
@@ -190,7 +194,7 @@ def processes_svg(entries: Sequence[ReportEntry], salt: str) -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozenset[int] = frozenset()) -> str:
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    th = "".join(f"<th>{for_html(h)}</th>" for h in head)
     body = "".join(
         "<tr>"
         + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
@@ -208,11 +212,11 @@ def _matrix_html(matrix: LatencyMatrix) -> str:
             if c is None:
                 shown.append("")
             elif c.median_ms is None:
-                shown.append(f'<span class="muted">{html.escape(c.status)}</span>')
+                shown.append(f'<span class="muted">{for_html(c.status)}</span>')
             else:
                 flag = ' <span class="unstable" title="unstable">*</span>' if c.unstable else ""
                 shown.append(f"{c.median_ms:.3f}{flag}")
-        rows.append([html.escape(device), *shown])
+        rows.append([for_html(device), *shown])
     numeric = frozenset(range(1, len(matrix.columns) + 1))
     return _table(["device", *matrix.columns], rows, numeric)
 
@@ -221,20 +225,18 @@ def _stability_html(entries: Sequence[ReportEntry]) -> str:
     rows = []
     for e in entries:
         if not e.complete:
-            rows.append(
-                [html.escape(_label(e, entries)), "", "", html.escape(e.status), html.escape(e.detail)]
-            )
+            rows.append([for_html(_label(e, entries)), "", "", for_html(e.status), for_html(e.detail)])
             continue
         verdict = (
             '<span class="unstable">unstable</span>' if e.unstable else '<span class="stable">stable</span>'
         )
         rows.append(
             [
-                html.escape(_label(e, entries)),
+                for_html(_label(e, entries)),
                 "; ".join(f"{m:.3f}" for m in e.process_medians_ms),
                 _fmt(e.process_spread_pct, 1),
                 verdict,
-                html.escape("; ".join(e.unstable_reasons)),
+                for_html("; ".join(e.unstable_reasons)),
             ]
         )
     return _table(["device · unit", "process medians (ms)", "spread %", "stability", "reasons"], rows)
@@ -251,13 +253,13 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
         cal = p.calibration if p is not None else None
         rows.append(
             [
-                html.escape(_label(e, entries)),
+                for_html(_label(e, entries)),
                 f"{c.background_cores:.2f}",
-                html.escape(threads + spin),
-                html.escape(", ".join(f"{k} {v}" for k, v in sorted(c.runtime_versions.items()))),
-                f'<code title="{html.escape(c.model_sha256)}">{html.escape(c.model_sha256[:16])}</code>',
-                html.escape(" / ".join(x for x in (c.thermal, c.power) if x) or "not exposed"),
-                "" if cal is None else html.escape(cal.summary()),
+                for_html(threads + spin),
+                for_html(", ".join(f"{k} {v}" for k, v in sorted(c.runtime_versions.items()))),
+                f'<code title="{for_html(c.model_sha256)}">{for_html(c.model_sha256[:16])}</code>',
+                for_html(" / ".join(x for x in (c.thermal, c.power) if x) or "not exposed"),
+                "" if cal is None else for_html(cal.summary()),
             ]
         )
     head = ["device · unit", "background cores", "threads", "runtimes", "model sha256", "thermal / power"]
@@ -269,60 +271,58 @@ def render_html(document: Mapping[str, Any]) -> str:
     import matplotlib
 
     with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, never mathtext
-        import matplotlib
+        return _page(document)
 
-        with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, never mathtext
-            entries = entries_from_document(document)
-            campaign = document.get("campaign", {})
-            title = f"{campaign.get('name', '')} · {document.get('campaign_id', '')}"
-            done = sum(e.complete for e in entries)
-            created = next((e for e in document.get("results", []) if e["row"].get("CreatedUtc")), None)
-            parts = [
-                f"<h1>sark-node report: {html.escape(title)}</h1>",
-                f"<p>{done} of {len(entries)} task(s) measured"
-                + (f"; results from {html.escape(created['row']['CreatedUtc'])}" if created else "")
-                + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
+
+def _page(document: Mapping[str, Any]) -> str:
+    """The page itself (`render_html` sets how matplotlib draws text around it)."""
+    entries = entries_from_document(document)
+    campaign = document.get("campaign", {})
+    title = f"{campaign.get('name', '')} · {document.get('campaign_id', '')}"
+    done = sum(e.complete for e in entries)
+    created = next((e for e in document.get("results", []) if e["row"].get("CreatedUtc")), None)
+    parts = [
+        f"<h1>sark-node report: {for_html(title)}</h1>",
+        f"<p>{done} of {len(entries)} task(s) measured"
+        + (f"; results from {for_html(created['row']['CreatedUtc'])}" if created else "")
+        + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
+    ]
+    served = endpoint_tasks(document)  # model servers: no load, no processes; their own sections below
+    for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
+        mine = sorted(
+            (e for e in entries if e.model == matrix.model and e.task_id not in served),
+            key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
+        )
+        parts += [
+            f"<h2>{for_html(matrix.model)}: device x compute unit, median latency (ms)</h2>",
+            f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
+        ]
+        if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
+            # colour compares medians: with fewer than two there is nothing to compare (the table says it)
+            parts.append(f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>')
+        if any(e.samples_ms for e in mine):
+            parts += [
+                "<h2>Latency distributions</h2>",
+                f'<figure id="distributions-{k}" class="distributions">'
+                f"{distributions_svg(mine, f'd{k}')}</figure>",
             ]
-            served = endpoint_tasks(
-                document
-            )  # model servers: no load, no processes; their own sections below
-            for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
-                mine = sorted(
-                    (e for e in entries if e.model == matrix.model and e.task_id not in served),
-                    key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
-                )
-                parts += [
-                    f"<h2>{html.escape(matrix.model)}: device x compute unit, median latency (ms)</h2>",
-                    f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
-                ]
-                if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
-                    # colour compares medians: with fewer than two there is nothing to compare (the table says it)
-                    parts.append(
-                        f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>'
-                    )
-                if any(e.samples_ms for e in mine):
-                    parts += [
-                        "<h2>Latency distributions</h2>",
-                        f'<figure id="distributions-{k}" class="distributions">'
-                        f"{distributions_svg(mine, f'd{k}')}</figure>",
-                    ]
-                if any(e.complete for e in mine):
-                    parts += [
-                        "<h2>Load time and peak memory</h2>",
-                        f'<figure id="resources-{k}" class="resources">{resources_svg(mine, f"r{k}")}</figure>',
-                        "<h2>Processes and stability</h2>",
-                        f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
-                    ]
-                parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
-            parts += generation_parts(document) + endpoint_parts(document)
-            ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
-            parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
-            return (
-                '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-                f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-                + "\n".join(parts)
-                + "</body></html>\n"
-            )
+        if any(e.complete for e in mine):
+            parts += [
+                "<h2>Load time and peak memory</h2>",
+                f'<figure id="resources-{k}" class="resources">{resources_svg(mine, f"r{k}")}</figure>',
+                "<h2>Processes and stability</h2>",
+                f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
+            ]
+        parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
+    parts += generation_parts(document) + endpoint_parts(document)
+    ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
+    parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{for_html(title)}</title><style>{_CSS}</style></head><body>"
+        + "\n".join(parts)
+        + "</body></html>\n"
+    )
 
 
 def write_html_report(path: Path, document: Mapping[str, Any]) -> Path:

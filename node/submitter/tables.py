@@ -79,7 +79,7 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
 
 def diff_table(rows: Sequence[DiffRow], title: str) -> Table:
     """A diff as a rich table: regressions in red, improvements in green."""
-    table = Table(title=title)
+    table = Table(title=for_rich(title))
     for name in ("device", "unit"):
         table.add_column(name, justify="left")
     for name in ("A ms", "B ms"):

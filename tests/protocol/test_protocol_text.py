@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.table import Table
 
-from protocol.text import control_characters, for_csv, for_markdown, for_rich, is_number, visible
+from protocol.text import control_characters, for_csv, for_html, for_markdown, for_rich, is_number, visible
 
 ESC, BEL, CSI, DEL = "\x1b", "\x07", "\x9b", "\x7f"
 HOSTILE = f'{ESC}[2J{ESC}]8;;http://evil{BEL}click{ESC}]8;;{BEL} [bold red]x[/bold red] {CSI}31m{DEL}\u202eab'
@@ -109,7 +109,7 @@ def test_control_characters_lists_what_it_found() -> None:
 
 @given(st.text())
 def test_no_seam_lets_a_control_character_through(text: str) -> None:
-    for seam in (visible, for_rich, for_csv, for_markdown):
+    for seam in (visible, for_rich, for_csv, for_markdown, for_html):
         assert not set(seam(text)) & FORBIDDEN
 
 
