@@ -175,10 +175,16 @@ def _served(profile: DeviceProfile) -> str:
 
 
 def _profile(profile_file: Path) -> DeviceProfile:
-    from protocol import DeviceProfile
+    """The profile in `profile_file`, checked like any advert (no control characters, bounded lengths)."""
+    from pydantic import ValidationError
+
+    from protocol import DeviceProfile, field_problems
 
     try:
         return DeviceProfile.model_validate_json(profile_file.read_text())
+    except ValidationError as exc:
+        problems = "; ".join(field_problems(exc, root="profile"))
+        raise ConfigError("--profile", f"cannot use {profile_file}: {problems}") from exc
     except (OSError, ValueError) as exc:
         raise ConfigError("--profile", f"cannot use {profile_file}: {exc}") from exc
 
