@@ -122,3 +122,18 @@ def test_report_html_escapes_and_draws_mathtext_as_text() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert not set(page) & CONTROLS
     assert "\\x1b[2J\\x07 $\\foo{$" in page  # in the tables and as SVG text, drawn as written
+
+
+def test_the_live_view_shows_a_device_name_literally() -> None:
+    from node.cli.campaign import task_table
+    from protocol import ComputeUnit, ModelRef
+    from scheduler import TaskView
+
+    model = ModelRef(name="a.onnx", size=1, sha256="0" * 64)
+    task = TaskView(
+        task_id="c-job-0-0", job_index=0, unit=ComputeUnit.CPU_ONNX, model=model, device_name=DEVICE
+    )
+    out = _printed(task_table([task]))
+    assert not set(out) & CONTROLS
+    assert MARKUP in out
+    assert "\\x1b[2J" in out
