@@ -30,6 +30,7 @@ from node.cli.options import (
 )
 from node.events import json_lines, quiet
 from node.submitter.prompts import read_prompt_files
+from protocol import for_rich
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -226,7 +227,6 @@ def _report(outcome: Any, as_json: bool) -> None:
         )
         return
     from node.submitter.render import load_document
-    from protocol import for_rich as shown
 
     console = Console()
     document = load_document(outcome.files["json"])
@@ -235,18 +235,18 @@ def _report(outcome: Any, as_json: bool) -> None:
         row = result["row"]
         if row.get("InputsDefaulted") == "True":
             console.print(
-                f"[yellow]{shown(row['JobId'])}[/] inputs defaulted: {shown(row['InputShapes'])} "
+                f"[yellow]{for_rich(row['JobId'])}[/] inputs defaulted: {for_rich(row['InputShapes'])} "
                 "(dynamic dimensions got the documented defaults; set input_shapes to choose)"
             )
     for task in tasks:
         if task.state != sch.TaskState.DONE:
-            ending = f"{task.unit.value}: {task.state.value}: {shown(task.detail)}"
-            console.print(f"[yellow]{shown(task.task_id)}[/] {ending}")
+            ending = f"{task.unit.value}: {task.state.value}: {for_rich(task.detail)}"
+            console.print(f"[yellow]{for_rich(task.task_id)}[/] {ending}")
             for reason in task.reasons:
-                console.print(f"    {shown(reason)}")
-    console.print(f"campaign [bold]{shown(outcome.campaign_id)}[/]")
+                console.print(f"    {for_rich(reason)}")
+    console.print(f"campaign [bold]{for_rich(outcome.campaign_id)}[/]")
     for kind, path in outcome.files.items():
-        console.print(f"  {kind}: {shown(str(path))}")
+        console.print(f"  {kind}: {for_rich(str(path))}")
 
 
 def _matrix(document: dict[str, Any]) -> Group:
@@ -301,8 +301,6 @@ class _LiveView:
 def task_table(tasks: Sequence[sch.TaskView]) -> Any:
     """The live view's frame (a rich Table): a row per task (device, unit, state, phase, progress, median)."""
     from rich.table import Table
-
-    from protocol import for_rich
 
     table = Table(title="tasks")
     for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
@@ -377,8 +375,6 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
 def _print_plan(result: sch.Plan) -> None:
     from rich.console import Console
 
-    from protocol import for_rich as shown
-
     console = Console()
     for job in result.jobs:
         unit = job.job.spec.compute_unit.value
@@ -386,15 +382,13 @@ def _print_plan(result: sch.Plan) -> None:
             f"[bold]job {job.job.index}[/] {unit}: {len(job.chosen)} of {job.wanted} task(s) placed"
         )
         for ranked in job.matching:
-            chosen = "[green]✓[/]" if ranked in job.chosen else "[cyan]·[/]"
-            console.print(f"  {chosen} {shown(ranked.peer.profile.device_name)} {shown(ranked.peer.peer_id)}")
+            peer = for_rich(f"{ranked.peer.profile.device_name} {ranked.peer.peer_id}")
+            console.print(f"  {'[green]✓[/]' if ranked in job.chosen else '[cyan]·[/]'} {peer}")
         for rejection in job.rejected:
-            why = "; ".join(rejection.details)
-            console.print(
-                f"  [red]✗[/] {shown(rejection.device_name)} {shown(rejection.peer_id)}: {shown(why)}"
-            )
+            why = for_rich(f"{rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}")
+            console.print(f"  [red]✗[/] {why}")
         if job.shortfall:
-            console.print(f"  [yellow]{shown(job.shortfall)}[/]")
+            console.print(f"  [yellow]{for_rich(job.shortfall)}[/]")
 
 
 def register(app: typer.Typer) -> None:
