@@ -14,7 +14,7 @@ from rich.table import Table
 from protocol.text import control_characters, for_csv, for_html, for_markdown, for_rich, is_number, visible
 
 ESC, BEL, CSI, DEL = "\x1b", "\x07", "\x9b", "\x7f"
-HOSTILE = f'{ESC}[2J{ESC}]8;;http://evil{BEL}click{ESC}]8;;{BEL} [bold red]x[/bold red] {CSI}31m{DEL}\u202eab'
+HOSTILE = f"{ESC}[2J{ESC}]8;;http://evil{BEL}click{ESC}]8;;{BEL} [bold red]x[/bold red] {CSI}31m{DEL}\u202eab"
 FORBIDDEN = frozenset(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, 0x202E, 0x2066])
 
 
