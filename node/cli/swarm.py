@@ -168,10 +168,12 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
 
 def _served(profile: DeviceProfile) -> str:
     """The declared servers' model ids for the `joined` line, or why a server serves none."""
+    from protocol import visible
+
     parts = [
         f"{e.name}: {e.model or '-'}" + ("" if e.usable else f" ({e.reason})") for e in profile.endpoints
     ]
-    return f"; served models: {', '.join(parts)}" if parts else ""
+    return visible(f"; served models: {', '.join(parts)}") if parts else ""  # a server's reason, shown
 
 
 def _profile(profile_file: Path) -> DeviceProfile:
