@@ -10,7 +10,7 @@ import psutil
 from drivers import calibrate as calibration
 from drivers import device
 from drivers.registry import REGISTRY
-from protocol import ComputeUnit, DeviceProfile, UnitStatus
+from protocol import ComputeUnit, DeviceProfile, UnitStatus, visible
 
 
 def probe_units() -> tuple[UnitStatus, ...]:
@@ -40,7 +40,7 @@ def device_name() -> str:
         name = Path("/sys/class/dmi/id/product_name").read_text().strip()
     except OSError:
         name = ""
-    return name or platform.node() or "unknown"
+    return visible(name or platform.node() or "unknown")[:128]  # a profile's name: printable, bounded
 
 
 def detect_profile(
@@ -56,7 +56,7 @@ def detect_profile(
     Returns:
         The protocol's `DeviceProfile`.
     """
-    soc = device.cpu_model()
+    soc = visible(device.cpu_model())[:256]  # facts the firmware wrote: printable and bounded, as adverts are
     cores = psutil.cpu_count(logical=True) or 0
     ram = device.memory_mb()
     gpus, gpu_reason = device.detect_gpus()
@@ -73,7 +73,7 @@ def detect_profile(
         cores_logical=cores,
         ram_mb=ram,
         os=platform.system(),
-        os_version=device.os_version(),
+        os_version=visible(device.os_version())[:256],
         arch=platform.machine(),
         gpus=gpus,
         gpu_reason=gpu_reason,

@@ -16,7 +16,7 @@ import trio
 
 from drivers.completion import RetryPolicy, Server, complete, open_client, request_body
 from drivers.endpoint import completions_url
-from protocol import EndpointStatus, GenerateSpec, Prompt
+from protocol import EndpointStatus, GenerateSpec, Prompt, control_characters
 
 PROBE_TIMEOUT_S: Final = 30.0
 MAX_LISTING_BYTES: Final = 1 << 20
@@ -78,7 +78,9 @@ async def _list_models(client: httpx.AsyncClient, url: str) -> list[str]:
     if not isinstance(data, list):
         raise ValueError("the answer has no `data` list")
     ids = [entry.get("id") for entry in data if isinstance(entry, dict)]
-    return [i for i in ids if isinstance(i, str) and 0 < len(i) <= 256]
+    # an id a profile could not carry (too long, a control character) is left out, never escaped:
+    # a campaign names the served id exactly
+    return [i for i in ids if isinstance(i, str) and 0 < len(i) <= 256 and not control_characters(i)]
 
 
 async def _try_model(

@@ -17,7 +17,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from node.errors import ConfigError
-from protocol import field_problems
+from protocol import ProfileName, field_problems
 
 _TUPLE_FIELDS = ("listen", "gates", "allow", "allow_networks")
 APP_NAME: Final = "sark-node"
@@ -91,7 +91,7 @@ class NodeConfig(BaseModel):
     data_dir: Path = Field(default_factory=default_data_dir)
     listen: tuple[str, ...] = ("/ip4/0.0.0.0/tcp/0",)
     gates: tuple[str, ...] = ()
-    device_name: str | None = None
+    device_name: ProfileName | None = None  # checked like the profile it goes into
     allow: tuple[str, ...] = ()
     open_mode: bool = False
     dht_mode: Literal["auto", "server", "client"] = "auto"
@@ -107,7 +107,7 @@ class NodeConfig(BaseModel):
     upload_peers: int = Field(default=4, ge=1, le=64)
     max_model_bytes: int = Field(default=2 << 30, gt=0)
     calibrate: bool = True
-    endpoints: dict[str, str] = Field(default_factory=dict)  # declared model servers: NAME -> URL
+    endpoints: dict[ProfileName, str] = Field(default_factory=dict)  # declared model servers: NAME -> URL
     endpoint_probe_s: float = Field(default=300.0, gt=0)  # how often a worker probes them again
 
     @field_validator("endpoints")

@@ -11,6 +11,7 @@ Modules:
     machine   the per-task negotiation state machine (`Conversation`)
     records   Ed25519 signed envelopes bound to libp2p peer ids
     errors    ProtocolError, LocalProtocolError, RemoteProtocolError, RecordError
+    text      one seam per medium for peer- and campaign-written text (visible, for_rich, for_csv, ...)
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ from protocol.records import (
     public_key_of,
     seal,
 )
+from protocol.text import control_characters, for_csv, for_html, for_markdown, for_rich, visible
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
     MAX_INPUT_DATA,
@@ -96,6 +98,8 @@ from protocol.values import (
     Measurement,
     ModelFormat,
     ModelRef,
+    ProfileFact,
+    ProfileName,
     RunConditions,
     TaskSpec,
     UnitStatus,
@@ -160,7 +164,9 @@ __all__ = [
     "Offer",
     "OfferBody",
     "Phase",
+    "ProfileFact",
     "ProfileGet",
+    "ProfileName",
     "ProfileReply",
     "Progress",
     "Prompt",
@@ -186,9 +192,14 @@ __all__ = [
     "UnitStatus",
     "Value",
     "capability_key",
+    "control_characters",
     "decode",
     "encode",
     "field_problems",
+    "for_csv",
+    "for_html",
+    "for_markdown",
+    "for_rich",
     "frame",
     "open_envelope",
     "pack_body",
@@ -197,4 +208,5 @@ __all__ = [
     "public_key_of",
     "seal",
     "unpack_body",
+    "visible",
 ]

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import enum
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.generation import GenerateSpec, GenerationStats
+from protocol.text import control_characters
 from protocol.units import ComputeUnit
+
+
+def _printable(text: str) -> str:
+    """A profile's name or fact as given, or ValueError naming the control characters in it."""
+    found = control_characters(text)
+    if found:
+        raise ValueError(f"control characters are not allowed ({', '.join(dict.fromkeys(found))})")
+    return text
+
+
+ProfileFact = Annotated[str, Field(max_length=256), AfterValidator(_printable)]
+"""A short printable string a device states about itself (name, SoC, OS, versions, GPU): checked at the
+edge, on the worker that advertises it and on every peer that reads it. Free text (a probe's reason, a
+failure detail) is not a ProfileFact: it is neutralised where it is shown (`protocol.text`)."""
+ProfileName = Annotated[str, Field(max_length=128), AfterValidator(_printable)]
+"""A device's or a runtime's name: a ProfileFact of at most 128 characters."""
 
 
 class UnitStatus(Value):
@@ -18,7 +35,7 @@ class UnitStatus(Value):
     unit: ComputeUnit
     usable: bool
     reason: str = ""
-    provider: str | None = None
+    provider: ProfileName | None = None
 
 
 class EndpointStatus(Value):
@@ -31,8 +48,8 @@ class EndpointStatus(Value):
         reason: why not, when not usable.
     """
 
-    name: str = Field(min_length=1, max_length=64)
-    model: str = Field(default="", max_length=256)
+    name: Annotated[ProfileName, Field(min_length=1, max_length=64)]
+    model: ProfileFact = ""
     usable: bool
     reason: str = Field(default="", max_length=500)
 
@@ -40,9 +57,9 @@ class EndpointStatus(Value):
 class GpuInfo(Value):
     """A discrete GPU as the driver (or a fallback tool) reports it."""
 
-    name: str
+    name: ProfileFact
     vram_mb: int = Field(ge=0)
-    driver: str = ""
+    driver: ProfileName = ""
     source: Literal["nvml", "torch", "nvidia-smi"]
 
 
@@ -51,9 +68,9 @@ class Calibration(Value):
 
     cpu_gflops: float = Field(ge=0)
     mem_bandwidth_gbs: float = Field(ge=0)
-    gpu_tflops: dict[str, float] = Field(default_factory=dict)
+    gpu_tflops: dict[ProfileName, float] = Field(default_factory=dict, max_length=16)
     seconds: float = Field(ge=0)
-    key: str = ""
+    key: ProfileFact = ""
     taken_at: float = Field(default=0.0, ge=0)  # seconds since the epoch; 0: unknown (an old cache entry)
     background_cores: float = Field(default=0.0, ge=0)  # cores other processes kept busy while it ran
     quiet: bool = False  # True only when the machine was quiet: a loaded figure is marked and re-taken later
@@ -67,21 +84,21 @@ class Calibration(Value):
 class DeviceProfile(Value):
     """What a device is and what it can truthfully run."""
 
-    device_name: str
-    soc: str
+    device_name: ProfileName
+    soc: ProfileFact
     cores_physical: int = Field(ge=0)
     cores_logical: int = Field(ge=0)
     ram_mb: int = Field(ge=0)
-    os: str
-    os_version: str
-    arch: str = ""
+    os: ProfileName
+    os_version: ProfileFact
+    arch: ProfileName = ""
     device_year: int | None = None
     gpus: tuple[GpuInfo, ...] = ()
     gpu_reason: str = ""
-    runtimes: dict[str, str] = Field(default_factory=dict)
+    runtimes: dict[ProfileName, ProfileName] = Field(default_factory=dict, max_length=64)
     units: tuple[UnitStatus, ...] = ()
     endpoints: tuple[EndpointStatus, ...] = ()  # declared model servers (gray-box), as probed
-    fingerprint: str
+    fingerprint: ProfileFact
     calibration: Calibration | None = None
 
     def usable_units(self) -> tuple[ComputeUnit, ...]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
-from protocol import DeviceProfile, Measurement, ResultBody
+from protocol import DeviceProfile, Measurement, ResultBody, for_csv
 from scheduler.campaign import Campaign
 from scheduler.endpoints import endpoint_unit
 from scheduler.genrows import GENERATION_COLUMNS, generation_columns
@@ -201,13 +201,16 @@ def failure_row(task: TaskView, status: Status, reason: str, detail: str, create
 
 
 def to_csv(rows: Iterable[Mapping[str, str]]) -> str:
-    """results.csv: a header of `CSV_COLUMNS` then one line per row (missing columns are empty)."""
+    """results.csv: a header of `CSV_COLUMNS` then one line per row (missing columns are empty).
+
+    Every cell passes `protocol.for_csv`, the CSV seam: no formula, no control character.
+    """
     buffer = io.StringIO()
     writer = csv.DictWriter(
         buffer, fieldnames=CSV_COLUMNS, restval="", extrasaction="raise", lineterminator="\n"
     )
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({name: for_csv(cell) for name, cell in row.items()} for row in rows)
     return buffer.getvalue()
 
 

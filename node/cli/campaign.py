@@ -194,19 +194,10 @@ def submit(
         )
     else:
         _report(outcome, as_json)
-    _fail_if_nobody(outcome)
-    from node.cli.exits import exit_for
+    from node.cli.exits import exit_for, fail_if_nobody
 
+    fail_if_nobody(outcome)
     exit_for(outcome.tasks, strict=strict)
-
-
-def _fail_if_nobody(outcome: Any) -> None:
-    """Exit 1 naming the cause when discovery found no worker and no task completed."""
-    import scheduler as sch
-
-    why = outcome.no_workers
-    if why is not None and not any(t.state == sch.TaskState.DONE for t in outcome.tasks):
-        fail(f"error: no worker found ({why.code.value}): {why.detail}", 1)
 
 
 def _report(outcome: Any, as_json: bool) -> None:
@@ -227,6 +218,7 @@ def _report(outcome: Any, as_json: bool) -> None:
         )
         return
     from node.submitter.render import load_document
+    from protocol import for_rich
 
     console = Console()
     document = load_document(outcome.files["json"])
@@ -235,17 +227,18 @@ def _report(outcome: Any, as_json: bool) -> None:
         row = result["row"]
         if row.get("InputsDefaulted") == "True":
             console.print(
-                f"[yellow]{row['JobId']}[/] inputs defaulted: {row['InputShapes']} "
+                f"[yellow]{for_rich(row['JobId'])}[/] inputs defaulted: {for_rich(row['InputShapes'])} "
                 "(dynamic dimensions got the documented defaults; set input_shapes to choose)"
             )
     for task in tasks:
         if task.state != sch.TaskState.DONE:
-            console.print(f"[yellow]{task.task_id}[/] {task.unit.value}: {task.state.value}: {task.detail}")
+            ending = f"{task.unit.value}: {task.state.value}: {for_rich(task.detail)}"
+            console.print(f"[yellow]{for_rich(task.task_id)}[/] {ending}")
             for reason in task.reasons:
-                console.print(f"    {reason}")
-    console.print(f"campaign [bold]{outcome.campaign_id}[/]")
+                console.print(f"    {for_rich(reason)}")
+    console.print(f"campaign [bold]{for_rich(outcome.campaign_id)}[/]")
     for kind, path in outcome.files.items():
-        console.print(f"  {kind}: {path}")
+        console.print(f"  {kind}: {for_rich(str(path))}")
 
 
 def _matrix(document: dict[str, Any]) -> Group:
@@ -254,7 +247,7 @@ def _matrix(document: dict[str, Any]) -> Group:
     from rich.console import Group
 
     from node.submitter.genreport import generation_table
-    from node.submitter.render import matrix_tables
+    from node.submitter.tables import matrix_tables
     from scheduler.report import entries_from_document
 
     generation = generation_table(document)
@@ -301,14 +294,16 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
     """The live view's frame (a rich Table): a row per task (device, unit, state, phase, progress, median)."""
     from rich.table import Table
 
+    from protocol import for_rich
+
     table = Table(title="tasks")
     for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
         table.add_column(name)
     for t in tasks:
         p = t.progress
         table.add_row(
-            t.task_id.rsplit("-job-", 1)[-1],
-            t.device_name or (t.peer_id or "")[-8:],
+            for_rich(t.task_id.rsplit("-job-", 1)[-1]),
+            for_rich(t.device_name or (t.peer_id or "")[-8:]),
             t.unit.value,
             t.state.value,
             p.phase.value if p.phase else "",
@@ -374,6 +369,8 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
 def _print_plan(result: sch.Plan) -> None:
     from rich.console import Console
 
+    from protocol import for_rich
+
     console = Console()
     for job in result.jobs:
         unit = job.job.spec.compute_unit.value
@@ -381,14 +378,13 @@ def _print_plan(result: sch.Plan) -> None:
             f"[bold]job {job.job.index}[/] {unit}: {len(job.chosen)} of {job.wanted} task(s) placed"
         )
         for ranked in job.matching:
-            chosen = "[green]✓[/]" if ranked in job.chosen else "[cyan]·[/]"
-            console.print(f"  {chosen} {ranked.peer.profile.device_name} {ranked.peer.peer_id}")
+            peer = for_rich(f"{ranked.peer.profile.device_name} {ranked.peer.peer_id}")
+            console.print(f"  {'[green]✓[/]' if ranked in job.chosen else '[cyan]·[/]'} {peer}")
         for rejection in job.rejected:
-            console.print(
-                f"  [red]✗[/] {rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}"
-            )
+            why = for_rich(f"{rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}")
+            console.print(f"  [red]✗[/] {why}")
         if job.shortfall:
-            console.print(f"  [yellow]{job.shortfall}[/]")
+            console.print(f"  [yellow]{for_rich(job.shortfall)}[/]")
 
 
 def register(app: typer.Typer) -> None:

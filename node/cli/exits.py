@@ -6,6 +6,7 @@ Exit 2 (a bad campaign file or configuration) is decided earlier, before anythin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import scheduler as sch
 from node.cli.options import fail
@@ -16,6 +17,13 @@ def exit_code(states: Sequence[sch.TaskState], *, strict: bool) -> int:
     with `strict`, when one was unschedulable), else 0. Unschedulable rows are reported either way."""
     fine = {sch.TaskState.DONE} | (set() if strict else {sch.TaskState.UNSCHEDULABLE})
     return 0 if all(state in fine for state in states) else 1
+
+
+def fail_if_nobody(outcome: Any) -> None:
+    """Exit 1 naming the cause when discovery found no worker and no task completed."""
+    why = outcome.no_workers
+    if why is not None and not any(t.state == sch.TaskState.DONE for t in outcome.tasks):
+        fail(f"error: no worker found ({why.code.value}): {why.detail}", 1)
 
 
 def exit_for(tasks: Sequence[sch.TaskView], *, strict: bool) -> None:

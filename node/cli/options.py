@@ -42,8 +42,13 @@ AllowHttpOpt = Annotated[bool, typer.Option("--allow-http", help="allow plain-ht
 
 
 def fail(message: str, code: int) -> NoReturn:
-    """One red line on stderr, then exit with `code` (2: bad input or config, 1: runtime failure)."""
-    typer.secho(message, fg=typer.colors.RED, err=True)
+    """One red line on stderr, then exit with `code` (2: bad input or config, 1: runtime failure).
+
+    The line passes the terminal seam (`protocol.visible`): a peer's or a file's text in it is shown.
+    """
+    from protocol import visible
+
+    typer.secho(visible(message), fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
 
 

@@ -85,7 +85,8 @@ def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dic
 
 def _render(document: dict[str, Any], fmt: Format) -> str:
     import scheduler as sch
-    from node.submitter.render import render_html, render_markdown
+    from node.submitter.render import render_html
+    from node.submitter.tables import render_markdown
 
     if fmt is Format.HTML:
         return render_html(document)
@@ -141,7 +142,7 @@ def _diff(
 ) -> None:
     from rich.console import Console
 
-    from node.submitter.render import diff_table
+    from node.submitter.tables import diff_table
     from scheduler.report import diff_entries, entries_from_document
 
     threshold, alpha = bounds

@@ -42,6 +42,8 @@ def status(
     from rich.console import Console
     from rich.table import Table
 
+    from protocol import for_rich
+
     store = _stored(data_dir, config_file)
     if campaign_id is None:
         records = store.campaigns()
@@ -60,7 +62,7 @@ def status(
             return
         table = Table("campaign", "name", "created", "status", "results")
         for row in rows:
-            table.add_row(*(str(v) for v in row.values()))
+            table.add_row(*(for_rich(str(v)) for v in row.values()))
         Console().print(table)
         return
     record = store.campaign(campaign_id)
@@ -79,9 +81,12 @@ def status(
             )
         )
         return
-    table = Table("task", "unit", "device", "state", "detail", title=f"{campaign_id} ({record.status})")
+    table = Table(
+        "task", "unit", "device", "state", "detail", title=for_rich(f"{campaign_id} ({record.status})")
+    )
     for t in tasks:
-        table.add_row(t.task_id, t.unit.value, t.device_name or "", t.state.value, t.detail)
+        cells = (t.task_id, t.unit.value, t.device_name or "", t.state.value, t.detail)
+        table.add_row(*(for_rich(c) for c in cells))
     Console().print(table)
 
 

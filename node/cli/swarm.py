@@ -168,17 +168,25 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
 
 def _served(profile: DeviceProfile) -> str:
     """The declared servers' model ids for the `joined` line, or why a server serves none."""
+    from protocol import visible
+
     parts = [
         f"{e.name}: {e.model or '-'}" + ("" if e.usable else f" ({e.reason})") for e in profile.endpoints
     ]
-    return f"; served models: {', '.join(parts)}" if parts else ""
+    return visible(f"; served models: {', '.join(parts)}") if parts else ""  # a server's reason, shown
 
 
 def _profile(profile_file: Path) -> DeviceProfile:
-    from protocol import DeviceProfile
+    """The profile in `profile_file`, checked like any advert (no control characters, bounded lengths)."""
+    from pydantic import ValidationError
+
+    from protocol import DeviceProfile, field_problems
 
     try:
         return DeviceProfile.model_validate_json(profile_file.read_text())
+    except ValidationError as exc:
+        problems = "; ".join(field_problems(exc, root="profile"))
+        raise ConfigError("--profile", f"cannot use {profile_file}: {problems}") from exc
     except (OSError, ValueError) as exc:
         raise ConfigError("--profile", f"cannot use {profile_file}: {exc}") from exc
 
@@ -248,15 +256,17 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from protocol import for_rich
+
     table = Table("peer id", "device", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s")
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
-            str(r["peer_id"]),
-            str(r["device"]),
+            for_rich(str(r["peer_id"])),
+            for_rich(str(r["device"])),
             ", ".join(r["units"]),
-            ", ".join(e["model"] for e in r["endpoints"] if e["usable"]) or "-",
-            str(r["reachability"]),
+            for_rich(", ".join(e["model"] for e in r["endpoints"] if e["usable"]) or "-"),
+            for_rich(str(r["reachability"])),
             f"{r['age_s']:.1f} s",
             (f"{cal['cpu_gflops']:.1f}" + ("" if cal["quiet"] else " (under load)")) if cal else "-",
             f"{cal.get('mem_bandwidth_gbs', 0):.1f}" if cal else "-",

@@ -8,7 +8,8 @@ Modules:
     store      the SQLite campaign store
     models     pinning a campaign's models
     outputs    results.csv, results.json, report.html
-    render     drawing report.html, Markdown and terminal tables
+    render     drawing report.html
+    tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     prompts    reading a campaign's prompts files (JSONL) for the pure parser
@@ -32,4 +33,5 @@ __all__ = [
     "render",
     "run",
     "store",
+    "tables",
 ]

@@ -7,13 +7,12 @@ signed measurements, so a re-rendered report draws the same pictures.
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
 from node.submitter.genreport import svg_of
-from protocol import GenerationStats
+from protocol import GenerationStats, for_html, visible
 
 Run = tuple[Mapping[str, str], GenerationStats]
 
@@ -38,7 +37,7 @@ def endpoint_tasks(document: Mapping[str, Any]) -> frozenset[str]:
 
 
 def _vantage(row: Mapping[str, str]) -> str:
-    return f"{row.get('DeviceName', '?')} · {row.get('FileName', '?')}"
+    return visible(f"{row.get('DeviceName', '?')} · {row.get('FileName', '?')}")  # also a figure's label
 
 
 def _levels_svg(runs: list[Run]) -> str:
@@ -73,7 +72,7 @@ def _vantage_table(runs: list[Run]) -> str:
         load = f"{s.request_rate:g} req/s" if s.request_rate is not None else f"concurrency {s.concurrency}"
         rows.append(
             [
-                html.escape(_vantage(row)),
+                for_html(_vantage(row)),
                 load,
                 "" if s.rtt_ms is None else f"{s.rtt_ms:.2f}",
                 f"{s.ttft_ms.median:.1f}",
@@ -83,7 +82,7 @@ def _vantage_table(runs: list[Run]) -> str:
                 f"{s.errors}/{s.requests}",
             ]
         )
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    th = "".join(f"<th>{for_html(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 

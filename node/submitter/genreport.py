@@ -7,13 +7,12 @@ re-rendered report draws the same pictures. Tensor-only campaigns get nothing fr
 
 from __future__ import annotations
 
-import html
 import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from drivers.genstats import tpot_ms
-from protocol import GenerationStats
+from protocol import GenerationStats, for_html, for_rich, visible
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -28,7 +27,9 @@ def _generations(document: Mapping[str, Any]) -> list[tuple[str, GenerationStats
         if raw is None:
             continue
         row = entry.get("row", {})
-        label = f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
+        label = visible(
+            f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
+        )
         found.append((label, GenerationStats.model_validate(raw)))
     return found
 
@@ -78,9 +79,9 @@ def _quality_table(runs: list[tuple[str, GenerationStats]]) -> str:
     for label, s in runs:
         r = s.rouge
         scores = [f"{v:.4f}" for v in (r.rouge1, r.rouge2, r.rouge_l)] if r else ["", "", ""]
-        cells = [html.escape(label), str(s.requests), f"{s.output_tokens_mean:.1f}", *scores]
+        cells = [for_html(label), str(s.requests), f"{s.output_tokens_mean:.1f}", *scores]
         rows.append([*cells, f"{s.output_tok_per_s:.2f}"])
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    th = "".join(f"<th>{for_html(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -115,7 +116,7 @@ def generation_table(document: Mapping[str, Any]) -> Table | None:
     table.add_column("ROUGE-L", justify="right")
     for label, (_, s) in zip(labels, runs, strict=True):
         table.add_row(
-            label,
+            for_rich(label),
             f"{s.requests - s.errors}/{s.requests}",
             *(f"{v:.1f}" for v in (s.ttft_ms.median, s.ttft_ms.p90, s.tpot_ms.median, s.itl_ms.p99)),
             f"{s.e2e_ms.median:.0f}",

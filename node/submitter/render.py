@@ -1,13 +1,14 @@
-"""Campaign reports as people read them: report.html (matplotlib figures inline), Markdown, rich tables.
+"""report.html, a campaign report as people read it in a browser (matplotlib figures inline).
 
 report.html is one self-contained file: inline CSS, figures as inline SVG drawn by matplotlib's
 object API (no pyplot state, no backend switch), no script, font or image fetched from anywhere.
-The data it shows is shaped by `scheduler.report`; this module only draws and writes it.
+The data it shows is shaped by `scheduler.report`; this module only draws and writes it. Text is
+HTML-escaped where each table is built, and drawn with mathtext off (a "$" a peer wrote stays text).
+The terminal and Markdown views are `tables`.
 """
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import math
@@ -15,13 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from rich.table import Table
-
 from node.submitter.endreport import endpoint_parts, endpoint_tasks
 from node.submitter.genreport import generation_parts
+from protocol import for_html, visible
 from scheduler.report import (
     NO_DEVICE,
-    DiffRow,
     LatencyMatrix,
     ReportEntry,
     device_label,
@@ -54,7 +53,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def _label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
-    return f"{device_label(entry, entries)} · {entry.unit}"
+    return visible(f"{device_label(entry, entries)} · {entry.unit}")  # a label in a figure: no control
 
 
 def _svg(figure: Any, salt: str) -> str:
@@ -97,19 +96,23 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
         else Normalize(0.0, max(finite, default=1.0))
     )
     image = ax.imshow(values, cmap="YlOrRd", norm=norm, aspect="auto")
-    ax.set_xticks(range(len(matrix.columns)), matrix.columns, rotation=20, ha="right")
-    ax.set_yticks(range(len(matrix.devices)), matrix.devices)
+    ax.set_xticks(range(len(matrix.columns)), [visible(c) for c in matrix.columns], rotation=20, ha="right")
+    ax.set_yticks(range(len(matrix.devices)), [visible(d) for d in matrix.devices])
     for i, row in enumerate(matrix.cells):
         for j, cell in enumerate(row):
             if cell is None:
                 continue
-            text = f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}" if cell.median_ms else cell.status
+            text = (
+                f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}"
+                if cell.median_ms
+                else visible(cell.status)
+            )
             dark = cell.median_ms is not None and float(norm(cell.median_ms)) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
     if isinstance(norm, LogNorm):
         _log_ticks(bar.ax.yaxis)
-    ax.set_title(f"{matrix.model}: median inference latency (ms; * unstable)", fontsize=10)
+    ax.set_title(f"{visible(matrix.model)}: median inference latency (ms; * unstable)", fontsize=10)
     return _svg(fig, salt)
 
 
@@ -191,7 +194,7 @@ def processes_svg(entries: Sequence[ReportEntry], salt: str) -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozenset[int] = frozenset()) -> str:
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    th = "".join(f"<th>{for_html(h)}</th>" for h in head)
     body = "".join(
         "<tr>"
         + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
@@ -209,11 +212,11 @@ def _matrix_html(matrix: LatencyMatrix) -> str:
             if c is None:
                 shown.append("")
             elif c.median_ms is None:
-                shown.append(f'<span class="muted">{html.escape(c.status)}</span>')
+                shown.append(f'<span class="muted">{for_html(c.status)}</span>')
             else:
                 flag = ' <span class="unstable" title="unstable">*</span>' if c.unstable else ""
                 shown.append(f"{c.median_ms:.3f}{flag}")
-        rows.append([html.escape(device), *shown])
+        rows.append([for_html(device), *shown])
     numeric = frozenset(range(1, len(matrix.columns) + 1))
     return _table(["device", *matrix.columns], rows, numeric)
 
@@ -222,20 +225,18 @@ def _stability_html(entries: Sequence[ReportEntry]) -> str:
     rows = []
     for e in entries:
         if not e.complete:
-            rows.append(
-                [html.escape(_label(e, entries)), "", "", html.escape(e.status), html.escape(e.detail)]
-            )
+            rows.append([for_html(_label(e, entries)), "", "", for_html(e.status), for_html(e.detail)])
             continue
         verdict = (
             '<span class="unstable">unstable</span>' if e.unstable else '<span class="stable">stable</span>'
         )
         rows.append(
             [
-                html.escape(_label(e, entries)),
+                for_html(_label(e, entries)),
                 "; ".join(f"{m:.3f}" for m in e.process_medians_ms),
                 _fmt(e.process_spread_pct, 1),
                 verdict,
-                html.escape("; ".join(e.unstable_reasons)),
+                for_html("; ".join(e.unstable_reasons)),
             ]
         )
     return _table(["device · unit", "process medians (ms)", "spread %", "stability", "reasons"], rows)
@@ -252,13 +253,13 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
         cal = p.calibration if p is not None else None
         rows.append(
             [
-                html.escape(_label(e, entries)),
+                for_html(_label(e, entries)),
                 f"{c.background_cores:.2f}",
-                html.escape(threads + spin),
-                html.escape(", ".join(f"{k} {v}" for k, v in sorted(c.runtime_versions.items()))),
-                f'<code title="{html.escape(c.model_sha256)}">{html.escape(c.model_sha256[:16])}</code>',
-                html.escape(" / ".join(x for x in (c.thermal, c.power) if x) or "not exposed"),
-                "" if cal is None else html.escape(cal.summary()),
+                for_html(threads + spin),
+                for_html(", ".join(f"{k} {v}" for k, v in sorted(c.runtime_versions.items()))),
+                f'<code title="{for_html(c.model_sha256)}">{for_html(c.model_sha256[:16])}</code>',
+                for_html(" / ".join(x for x in (c.thermal, c.power) if x) or "not exposed"),
+                "" if cal is None else for_html(cal.summary()),
             ]
         )
     head = ["device · unit", "background cores", "threads", "runtimes", "model sha256", "thermal / power"]
@@ -267,15 +268,23 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
 
 def render_html(document: Mapping[str, Any]) -> str:
     """report.html for a results.json document: one self-contained page."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, never mathtext
+        return _page(document)
+
+
+def _page(document: Mapping[str, Any]) -> str:
+    """The page itself (`render_html` sets how matplotlib draws text around it)."""
     entries = entries_from_document(document)
     campaign = document.get("campaign", {})
     title = f"{campaign.get('name', '')} · {document.get('campaign_id', '')}"
     done = sum(e.complete for e in entries)
     created = next((e for e in document.get("results", []) if e["row"].get("CreatedUtc")), None)
     parts = [
-        f"<h1>sark-node report: {html.escape(title)}</h1>",
+        f"<h1>sark-node report: {for_html(title)}</h1>",
         f"<p>{done} of {len(entries)} task(s) measured"
-        + (f"; results from {html.escape(created['row']['CreatedUtc'])}" if created else "")
+        + (f"; results from {for_html(created['row']['CreatedUtc'])}" if created else "")
         + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
     ]
     served = endpoint_tasks(document)  # model servers: no load, no processes; their own sections below
@@ -285,7 +294,7 @@ def render_html(document: Mapping[str, Any]) -> str:
             key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
         )
         parts += [
-            f"<h2>{html.escape(matrix.model)}: device x compute unit, median latency (ms)</h2>",
+            f"<h2>{for_html(matrix.model)}: device x compute unit, median latency (ms)</h2>",
             f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
         ]
         if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
@@ -310,7 +319,7 @@ def render_html(document: Mapping[str, Any]) -> str:
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<title>{for_html(title)}</title><style>{_CSS}</style></head><body>"
         + "\n".join(parts)
         + "</body></html>\n"
     )
@@ -321,76 +330,3 @@ def write_html_report(path: Path, document: Mapping[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(document), encoding="utf-8")
     return path
-
-
-def render_markdown(document: Mapping[str, Any]) -> str:
-    """The matrix and the per-task stability as Markdown tables."""
-    entries = entries_from_document(document)
-    lines = [f"# {document.get('campaign_id', '')}", ""]
-    for matrix in latency_matrices(entries):
-        lines += [f"## {matrix.model}: median inference latency (ms)", ""]
-        lines.append("| device | " + " | ".join(matrix.columns) + " |")
-        lines.append("|---|" + "---:|" * len(matrix.columns))
-        for device, cells in zip(matrix.devices, matrix.cells, strict=True):
-            shown = [
-                ""
-                if c is None
-                else (f"{c.median_ms:.3f}{' *' if c.unstable else ''}" if c.median_ms else c.status)
-                for c in cells
-            ]
-            lines.append(f"| {device} | " + " | ".join(shown) + " |")
-        lines.append("")
-    lines += ["| device · unit | process medians (ms) | spread % | stability |", "|---|---|---:|---|"]
-    for e in entries:
-        stability = ("unstable: " + "; ".join(e.unstable_reasons)) if e.unstable else "stable"
-        medians = "; ".join(f"{m:.3f}" for m in e.process_medians_ms)
-        verdict = stability if e.complete else f"{e.status}: {e.detail}" if e.detail else e.status
-        verdict = verdict.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {_label(e, entries)} | {medians} | {_fmt(e.process_spread_pct, 1)} | {verdict} |")
-    return "\n".join(lines) + "\n"
-
-
-def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
-    """The latency matrices as rich tables (the terminal view at the end of `submit`)."""
-    tables = []
-    for matrix in latency_matrices(entries):
-        table = Table(title=f"{matrix.model}: median inference latency (ms; * unstable)")
-        table.add_column("device")
-        for column in matrix.columns:
-            table.add_column(column, justify="right")
-        for device, cells in zip(matrix.devices, matrix.cells, strict=True):
-            shown = [
-                ""
-                if c is None
-                else (
-                    f"{c.median_ms:.3f}{' *' if c.unstable else ''}" if c.median_ms else f"[dim]{c.status}[/]"
-                )
-                for c in cells
-            ]
-            table.add_row(device, *shown)
-        tables.append(table)
-    return tables
-
-
-def diff_table(rows: Sequence[DiffRow], title: str) -> Table:
-    """A diff as a rich table: regressions in red, improvements in green."""
-    table = Table(title=title)
-    for name in ("device", "unit"):
-        table.add_column(name, justify="left")
-    for name in ("A ms", "B ms"):
-        table.add_column(name, justify="right")
-    for name in ("change", "p", "verdict", "note"):
-        table.add_column(name, justify="right" if name in ("change", "p") else "left")
-    for r in rows:
-        colour = "red" if r.regression else "green" if r.improvement else "white"
-        table.add_row(
-            r.device,
-            r.column,
-            _fmt(r.before_ms),
-            _fmt(r.after_ms),
-            "" if r.change_pct is None else f"{r.change_pct:+.1f}%",
-            "" if r.p_value is None else f"{r.p_value:.2g}",
-            f"[{colour}]{r.verdict}[/]",
-            r.note,
-        )
-    return table

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from functools import partial
 
 import trio
+from pydantic import ValidationError
 
 import drivers
 from node.config import NodeConfig
+from node.errors import ConfigError
 from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.wire import Channel
@@ -23,7 +25,7 @@ from node.worker.negotiator import Negotiator, OfferPolicy
 from node.worker.outbox import Outbox
 from node.worker.runner import Runner
 from node.worker.targets import LiveProfile, Targets, probe_declared, reprobe_forever
-from protocol import BLOB, NEGOTIATE, DeviceProfile
+from protocol import BLOB, NEGOTIATE, DeviceProfile, field_problems
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,20 @@ async def _profile(config: NodeConfig, profile: DeviceProfile | None) -> DeviceP
             profile = profile.with_(device_name=config.device_name)
     if config.endpoints:
         profile = profile.with_(endpoints=await probe_declared(config.endpoints))
-    return profile
+    return checked(profile)
+
+
+def checked(profile: DeviceProfile) -> DeviceProfile:
+    """The profile validated again (`with_` does not), as every peer will check it: the worker
+    refuses to advertise a name or fact with a control character or past its length.
+
+    Raises:
+        ConfigError: naming each bad field.
+    """
+    try:
+        return DeviceProfile.model_validate(profile.model_dump())
+    except ValidationError as exc:
+        raise ConfigError("profile", "; ".join(field_problems(exc, root="profile"))) from exc
 
 
 @asynccontextmanager

@@ -9,14 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
-from node.submitter.render import (
-    diff_table,
-    load_document,
-    matrix_tables,
-    render_html,
-    render_markdown,
-    write_html_report,
-)
+from node.submitter.render import load_document, render_html, write_html_report
+from node.submitter.tables import diff_table, matrix_tables, render_markdown
 from scheduler.report import DiffRow, entries_from_document
 
 

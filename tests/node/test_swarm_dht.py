@@ -21,9 +21,8 @@ def _key() -> tuple[bytes, str]:
 
 
 def _advert(seed: bytes, peer: str, *, seq: int = 1, expires: float = NOW + 60, name: str = "d") -> bytes:
-    body = AdvertBody(
-        peer_id=peer, seq=seq, issued_at=NOW - 1, expires_at=expires, profile=make_profile(name)
-    )
+    profile = make_profile().with_(device_name=name)  # `with_` does not validate: a patched worker's name
+    body = AdvertBody(peer_id=peer, seq=seq, issued_at=NOW - 1, expires_at=expires, profile=profile)
     return pack_body(seal(body, DOMAIN_ADVERT, seed))
 
 
@@ -62,6 +61,14 @@ def test_oversized_advert_is_rejected() -> None:
     seed, peer = _key()
     with pytest.raises(RecordError, match="size"):
         check_advert(advert_key(peer), _advert(seed, peer, name="x" * ADVERT_MAX_BYTES), NOW)
+
+
+@pytest.mark.parametrize("name", ["\x1b[2J", "pixel\x07", "a\x9b31m", "x" * 129])
+def test_advert_with_a_control_character_or_a_long_name_is_invalid(name: str) -> None:
+    seed, peer = _key()
+    with pytest.raises(RecordError, match="device_name"):
+        check_advert(advert_key(peer), _advert(seed, peer, name=name), NOW)
+    assert select_advert(advert_key(peer), [_advert(seed, peer, name=name), _advert(seed, peer)], NOW) == 1
 
 
 def test_select_keeps_the_highest_valid_seq() -> None:

@@ -36,6 +36,14 @@ ids = st.from_regex(ID_PATTERN, fullmatch=True)
 sha256s = st.from_regex(SHA256_PATTERN, fullmatch=True)
 texts = st.text(max_size=40)
 details = st.text(max_size=200)
+# a profile's names and facts are printable (protocol.values.ProfileFact): no C0, DEL, C1, bidi
+facts = st.text(
+    st.characters(
+        blacklist_categories=("Cc", "Cs", "Zl", "Zp"),
+        blacklist_characters="\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+    ),
+    max_size=40,
+)
 floats = st.floats(allow_nan=False, width=64)
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 non_negative = st.floats(min_value=0, allow_nan=False, allow_infinity=False)
@@ -93,46 +101,46 @@ model_refs = st.builds(
 )
 profiles = st.builds(
     DeviceProfile,
-    device_name=texts,
-    soc=texts,
+    device_name=facts,
+    soc=facts,
     cores_physical=u32,
     cores_logical=u32,
     ram_mb=u32,
-    os=texts,
-    os_version=texts,
-    arch=texts,
+    os=facts,
+    os_version=facts,
+    arch=facts,
     device_year=st.none() | st.integers(1990, 2100),
     gpus=st.lists(
         st.builds(
             GpuInfo,
-            name=texts,
+            name=facts,
             vram_mb=u32,
-            driver=texts,
+            driver=facts,
             source=st.sampled_from(["nvml", "torch", "nvidia-smi"]),
         ),
         max_size=2,
     ).map(tuple),
     gpu_reason=texts,
-    runtimes=st.dictionaries(texts, texts, max_size=3),
+    runtimes=st.dictionaries(facts, facts, max_size=3),
     units=st.lists(
         st.builds(
             UnitStatus,
             unit=st.sampled_from(ComputeUnit),
             usable=st.booleans(),
             reason=texts,
-            provider=st.none() | texts,
+            provider=st.none() | facts,
         ),
         max_size=3,
     ).map(tuple),
-    fingerprint=texts,
+    fingerprint=facts,
     calibration=st.none()
     | st.builds(
         Calibration,
         cpu_gflops=non_negative,
         mem_bandwidth_gbs=non_negative,
-        gpu_tflops=small_dict_floats,
+        gpu_tflops=st.dictionaries(facts, finite, max_size=3),
         seconds=non_negative,
-        key=texts,
+        key=facts,
     ),
 )
 measurements = st.builds(

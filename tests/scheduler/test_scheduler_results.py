@@ -201,7 +201,14 @@ def test_csv_round_trips_awkward_text() -> None:
         failure_row(task(), Status.FAILED, "crashed", 'exit -9, "killed"\nsecond line', "t"),
     ]
     parsed = list(csv.DictReader(io.StringIO(to_csv(rows))))
-    assert parsed == rows
+    # quotes and commas round trip; a newline comes back as a visible escape (the CSV seam, protocol.text)
+    assert parsed == [rows[0], {**rows[1], "Detail": 'exit -9, "killed"\\x0asecond line'}]
+
+
+def test_csv_cells_that_look_like_formulas_are_prefixed_and_numbers_are_not() -> None:
+    row = failure_row(task(), Status.FAILED, "crashed", '=HYPERLINK("http://evil","x")', "t")
+    parsed = next(csv.DictReader(io.StringIO(to_csv([row | {"LoadMsMedian": "-1.5", "Soc": "@x"}]))))
+    assert (parsed["Detail"], parsed["LoadMsMedian"], parsed["Soc"]) == ("'" + row["Detail"], "-1.5", "'@x")
 
 
 def test_results_json_keeps_the_raw_samples() -> None:
