@@ -144,9 +144,11 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
     from node.worker.role import open_worker
 
     sink = json_lines if events else quiet
-    await serve_until_signalled(
+    left = await serve_until_signalled(
         open_worker(config, profile, events=sink), lambda worker: _announce(worker, events), events=sink
     )
+    if left is not None and not events:
+        print(f"left the swarm in {left.seconds:g} s; leases handed back: {len(left.released)}", flush=True)
 
 
 def _announce(worker: WorkerHandle, events: bool) -> None:
