@@ -7,8 +7,9 @@ the submitter in h1, real `sark-node join` workers in h2 and h4 (heartbeat 0.5 s
 task measured half-way when the fault strikes (tests/lab/fleet.py `run_fault`), then the lossy,
 delayed and capped network (`run_impaired`). Figures come from the processes' event lines:
 
-    detection   fault injected -> the submitter's `lapsed` event
-    re-dispatch `lapsed` -> the task's next `committed` on another worker
+    detection   fault injected -> the submitter's `lapsed` event (`sigterm`: its `released` event, the
+                worker's signed hand-back on a graceful leave)
+    re-dispatch `lapsed` (or `released`) -> the task's next `committed` on another worker
     completed / lost / stale rejected   from the final CSV and the submitter's tally
 
 Prints a table and writes benchmarks/out/chaos.json.
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from lab.faults import Faults  # noqa: E402
-from lab.fleet import FAULTS, H4, FaultNet, Fleet, run_fault, run_impaired  # noqa: E402
+from lab.fleet import FAULTS, H4, LEAVES, FaultNet, Fleet, run_fault, run_impaired  # noqa: E402
 from lab.netns import H2  # noqa: E402
 from lab.procs import Lab  # noqa: E402
 
@@ -75,10 +76,10 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument(
-        "--only", default="", help="comma-separated faults (default: all, and the impaired net)"
+        "--only", default="", help="comma-separated faults (default: all, sigterm, and the impaired net)"
     )
     args = parser.parse_args()
-    wanted = [f for f in args.only.split(",") if f] or [*FAULTS, "impaired"]
+    wanted = [f for f in args.only.split(",") if f] or [*FAULTS, *LEAVES, "impaired"]
     rows: list[dict[str, Any]] = []
     for _ in range(args.repeat):
         for kind in wanted:

@@ -5,6 +5,7 @@ Packages and modules:
     errors     NodeError and its leaves
     events     structured event lines (`--events`)
     intake     `python -m node.intake`: a posted campaign validated in a child process the node can kill
+    service    the worker as a user service: systemd unit and launchd agent paths and text (pure)
     p2p        the libp2p edge: host, kad, dht, wire, identity, open_node (the only libp2p importers)
     transfer   model bytes: cache, /sark/blob serving and fetching, URL policy, download
     worker     the worker role: advertising, negotiator, runner, outbox
@@ -18,4 +19,16 @@ Imports point down this list's roles: `p2p` imports nothing of node's roles; `tr
 
 from __future__ import annotations
 
-__all__ = ["cli", "config", "errors", "events", "http", "intake", "p2p", "submitter", "transfer", "worker"]
+__all__ = [
+    "cli",
+    "config",
+    "errors",
+    "events",
+    "http",
+    "intake",
+    "p2p",
+    "service",
+    "submitter",
+    "transfer",
+    "worker",
+]

@@ -34,6 +34,7 @@ from protocol.messages import (
     Offer,
     Progress,
     Reclaim,
+    Release,
     Result,
 )
 
@@ -50,6 +51,7 @@ class State(enum.StrEnum):
     DECLINED = "declined"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    RELEASED = "released"
     LEASE_LOST = "lease_lost"
     ERROR = "error"
 
@@ -101,6 +103,10 @@ TRANSITIONS: Final[Mapping[tuple[State, str, Role], Move]] = MappingProxyType(
         (State.RUNNING, "failure", _W): Move(State.FAILED),
         (State.RUNNING, "cancel", _S): Move(State.CANCELLED),
         (State.RESULT_SENT, "ack", _S): Move(State.DONE),
+        # A leaving worker hands back a lease it will not finish: final, no ack (the submitter offers the
+        # task elsewhere at once).
+        (State.COMMITTED, "release", _W): Move(State.RELEASED),
+        (State.RUNNING, "release", _W): Move(State.RELEASED),
         # A submitter back from a crash takes over a lease it granted before.
         (State.IDLE, "reclaim", _S): Move(State.RUNNING, Effect.RECLAIM),
         # Messages that crossed a cancel in flight are accepted and ignored: the state stays CANCELLED.
@@ -110,6 +116,7 @@ TRANSITIONS: Final[Mapping[tuple[State, str, Role], Move]] = MappingProxyType(
         (State.CANCELLED, "progress", _W): Move(State.CANCELLED),
         (State.CANCELLED, "result", _W): Move(State.CANCELLED),
         (State.CANCELLED, "failure", _W): Move(State.CANCELLED),
+        (State.CANCELLED, "release", _W): Move(State.CANCELLED),
         # A result that crossed the cancel may still be acknowledged, so the worker can drop it.
         (State.CANCELLED, "ack", _S): Move(State.CANCELLED),
         # The same crossings seen from the worker's end: its decline, failure or result was already
@@ -118,7 +125,10 @@ TRANSITIONS: Final[Mapping[tuple[State, str, Role], Move]] = MappingProxyType(
         (State.FAILED, "cancel", _S): Move(State.FAILED),
         (State.FAILED, "dispatch", _S): Move(State.FAILED),
         (State.RESULT_SENT, "cancel", _S): Move(State.CANCELLED),
-        # DONE, DECLINED (but for a crossed cancel), LEASE_LOST and ERROR accept nothing.
+        (State.RELEASED, "cancel", _S): Move(State.RELEASED),
+        (State.RELEASED, "dispatch", _S): Move(State.RELEASED),
+        # DONE, DECLINED and RELEASED (but for a crossed cancel or dispatch), LEASE_LOST and ERROR accept
+        # nothing.
     }
 )
 
@@ -127,7 +137,19 @@ NEGOTIATE_KINDS: Final[tuple[str, ...]] = tuple(
 )
 """Every message kind of `/sark/negotiate/1.0.0`."""
 
-_NEGOTIATE_TYPES: Final = (Offer, Commit, Decline, Dispatch, Progress, Result, Failure, Ack, Cancel, Reclaim)
+_NEGOTIATE_TYPES: Final = (
+    Offer,
+    Commit,
+    Decline,
+    Dispatch,
+    Progress,
+    Result,
+    Failure,
+    Ack,
+    Cancel,
+    Reclaim,
+    Release,
+)
 _LEASED: Final = frozenset({State.COMMITTED, State.RUNNING})
 
 

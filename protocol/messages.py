@@ -2,13 +2,14 @@
 
 Protocols and the kinds they carry:
 
-- `/sark/negotiate/1.0.0`: offer, commit, decline, dispatch, progress, result, failure, ack, cancel, reclaim
+- `/sark/negotiate/1.0.0`: offer, commit, decline, dispatch, progress, result, failure, ack, cancel, reclaim,
+  release
 - `/sark/blob/1.0.0`: blob_get, blob_meta, blob_chunk, blob_end, blob_missing
 - `/sark/profile/1.0.0`: profile_get, profile
 - `/sark/reach/1.0.0`: reach_get, reach
 - any protocol: busy (the node refused the stream: too many in flight from this peer)
 
-Signed payloads (offers, cancels, results, adverts) travel as an `Envelope` whose payload is the
+Signed payloads (offers, cancels, results, releases, adverts) travel as an `Envelope` whose payload is the
 msgpack encoding of the body model; `protocol.records` seals and opens them.
 """
 
@@ -33,6 +34,7 @@ DOMAIN_OFFER: Final = "sark/offer/v1"
 DOMAIN_CANCEL: Final = "sark/cancel/v1"
 DOMAIN_RESULT: Final = "sark/result/v1"
 DOMAIN_ADVERT: Final = "sark/advert/v1"
+DOMAIN_RELEASE: Final = "sark/release/v1"
 
 ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 TaskId = Annotated[str, Field(pattern=ID_PATTERN)]
@@ -159,6 +161,18 @@ class ResultBody(Value):
     finished_at: float
 
 
+class ReleaseBody(Value):
+    """What a worker signs when it hands back a lease it will not finish (it is leaving the swarm)."""
+
+    campaign_id: TaskId
+    task_id: TaskId
+    lease_id: LeaseId
+    worker: str
+    submitter: str
+    issued_at: float
+    reason: Detail = ""
+
+
 class Reachability(enum.StrEnum):
     """How a worker can be reached: it decides this itself (a gate's dial-back) and says so in its advert."""
 
@@ -259,6 +273,16 @@ class Reclaim(Value):
     lease_id: LeaseId
 
 
+class Release(Value):
+    """A worker hands back a lease it will not finish (it is leaving): the submitter offers the task
+    elsewhere at once instead of waiting for the lease to lapse. Signed (`ReleaseBody`), final: no ack."""
+
+    kind: Literal["release"] = "release"
+    task_id: TaskId
+    lease_id: LeaseId
+    envelope: Envelope
+
+
 # -- /sark/blob/1.0.0 ------------------------------------------------------------------------------
 
 
@@ -328,7 +352,9 @@ class Busy(Value):
     measuring: bool = False
 
 
-NegotiateMessage = Offer | Commit | Decline | Dispatch | Progress | Result | Failure | Ack | Cancel | Reclaim
+NegotiateMessage = (
+    Offer | Commit | Decline | Dispatch | Progress | Result | Failure | Ack | Cancel | Reclaim | Release
+)
 Message = Annotated[
     Offer
     | Commit
@@ -340,6 +366,7 @@ Message = Annotated[
     | Ack
     | Cancel
     | Reclaim
+    | Release
     | BlobGet
     | BlobMeta
     | BlobChunk

@@ -26,10 +26,12 @@ from protocol.messages import (
     DOMAIN_ADVERT,
     DOMAIN_CANCEL,
     DOMAIN_OFFER,
+    DOMAIN_RELEASE,
     DOMAIN_RESULT,
     AdvertBody,
     Envelope,
     OfferBody,
+    ReleaseBody,
     ResultBody,
 )
 
@@ -40,10 +42,11 @@ _PEER_ID_PREFIX: Final = b"\x00\x24\x08\x01\x12\x20"
 _SIGNING_PREFIX: Final = b"sark-record:"
 _ALPHABET: Final = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _INDEX: Final = {c: i for i, c in enumerate(_ALPHABET)}
-_KNOWN_DOMAINS: Final = (DOMAIN_OFFER, DOMAIN_CANCEL, DOMAIN_RESULT, DOMAIN_ADVERT)
+_KNOWN_DOMAINS: Final = (DOMAIN_OFFER, DOMAIN_CANCEL, DOMAIN_RESULT, DOMAIN_RELEASE, DOMAIN_ADVERT)
 _SIGNER_FIELD: Final[Mapping[type[Value], str]] = {
     AdvertBody: "peer_id",
     ResultBody: "worker",
+    ReleaseBody: "worker",
     OfferBody: "submitter",
 }
 """The body field that names who signed it, per body type."""

@@ -114,6 +114,17 @@ class LeaseLapsed:
 
 
 @dataclass(frozen=True)
+class LeaseReleased:
+    """A leaving worker handed a lease back unfinished (its signed `Release`, verified by the node): the
+    task is offered elsewhere at once, and the attempt does not count against the retry budget."""
+
+    task_id: str
+    lease_id: str
+    peer_id: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class CancelRequested:
     """The user cancelled the campaign."""
 
@@ -135,6 +146,7 @@ Event = (
     | ResultRejected
     | TaskFailedRemotely
     | LeaseLapsed
+    | LeaseReleased
     | CancelRequested
     | Tick
 )

@@ -5,9 +5,9 @@ OFFERED (offer sent; answered within ``offer_timeout_s`` or abandoned) -> LEASED
 dispatched; each heartbeat extends the lease by its ttl) -> one ending: DONE, FAILED,
 UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one `RecordOutcome`.
 
-Retry (`scheduler.retry`): a declined, lost, lapsed or retryably failed attempt moves the task to
-another peer, or back to a busy one after a backoff; at most ``1 + retry_budget`` attempts per
-task. A result, progress or failure for any lease but the task's
+Retry (`scheduler.retry`): a declined, lost, lapsed, released or retryably failed attempt moves the
+task to another peer, or back to a busy (or leaving) one after a backoff; at most ``1 + retry_budget``
+attempts per task, released ones not counted. A result, progress or failure for any lease but the task's
 current one changes nothing (the scheduler answers a stale result or heartbeat with `SendCancel`).
 """
 
@@ -24,6 +24,7 @@ from scheduler.events import (
     Event,
     FinishCampaign,
     LeaseLapsed,
+    LeaseReleased,
     MarkUnschedulable,
     OfferCommitted,
     OfferDeclined,
@@ -43,7 +44,7 @@ from scheduler.events import (
 )
 from scheduler.needs import Needs, campaign_needs, endpoint_models
 from scheduler.placement import JobPlan, PeerView, plan_campaign
-from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, capacity_of, in_flight, next_peer
+from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, next_peer, spent
 from scheduler.tasks import (
     STATUS_OF,
     Attempt,
@@ -184,6 +185,8 @@ class Scheduler:
                 return self._on_failure(event.task_id, event.lease_id, FailureReason.INTERNAL, detail, now)
             case LeaseLapsed():
                 return self._on_lapse(event, now)
+            case LeaseReleased():
+                return self._on_release(event, now)
             case CancelRequested():
                 return self._on_cancel(event)
             case Tick():
@@ -279,6 +282,13 @@ class Scheduler:
         task = leased_task(self._tasks, event.task_id, event.lease_id)
         return [] if task is None else self._lapse(task, now)
 
+    def _on_release(self, event: LeaseReleased, now: float) -> list[Command]:
+        task = leased_task(self._tasks, event.task_id, event.lease_id)
+        if task is None:
+            return []
+        why = f"lease {event.lease_id} released: {event.detail or 'the worker is leaving'}"
+        return self._retry(task, Lapse.RELEASED, why, now, same_peer=True)
+
     def _on_cancel(self, event: CancelRequested) -> list[Command]:
         self._cancelled = True
         self._planned = True
@@ -305,21 +315,9 @@ class Scheduler:
         return out
 
     def _send_due_offers(self, now: float) -> list[Command]:
-        """Offer every due pending task, but never more to a peer than it can hold, nor more at once than
-        the campaign's `max_inflight` (0: no limit); the rest wait for a place."""
-        out: list[Command] = []
-        busy = in_flight(self._tasks.values())
-        limit = self._campaign.max_inflight or len(self._tasks)
-        for task in list(self._tasks.values()):
-            due = task.deadline is None or task.deadline <= now
-            if task.state == TaskState.PENDING and task.peer_id is not None and due:
-                if sum(busy.values()) >= limit:
-                    break
-                if busy.get(task.peer_id, 0) >= capacity_of(self._peers.get(task.peer_id)):
-                    continue
-                busy[task.peer_id] = busy.get(task.peer_id, 0) + 1
-                out.append(self._offer(task, now, (*task.attempts, Attempt(peer_id=task.peer_id))))
-        return out
+        """Offer every due pending task within each peer's capacity and the campaign's `max_inflight`."""
+        due = due_offers(self._tasks.values(), self._peers, self._campaign.max_inflight, now)
+        return [self._offer(task, now, (*task.attempts, Attempt(peer_id=peer))) for task, peer in due]
 
     def _offer(self, task: TaskView, now: float, attempts: tuple[Attempt, ...]) -> SendOffer:
         assert task.peer_id is not None
@@ -350,7 +348,7 @@ class Scheduler:
         """End the current attempt and place the task again, or end it failed with every attempt's story."""
         task = self._close_attempt(task, why, cause)
         story = tuple(f"{a.peer_id}: {a.outcome}" for a in task.attempts)
-        if len(task.attempts) > self._retry_budget:
+        if spent(task.attempts) > self._retry_budget:
             detail = f"gave up after {len(task.attempts)} attempts (retry budget {self._retry_budget})"
             return self._end(task, TaskState.FAILED, cause, detail, story)
         peer = next_peer(task, self._tasks, self._peers.values(), self._needs[task.job_index])

@@ -2,9 +2,9 @@
 
 A retry goes to the best feasible peer (placement's ranking) that this task has not tried and that
 holds no other live or done task of the same job, so a job never measures one device twice; peers
-that lost an offer or a lease anywhere in the campaign come last. A peer that declined "not now"
-(busy, queue full) may be offered the same task again after an exponential backoff when nobody
-else fits.
+that lost an offer or a lease, or handed one back, anywhere in the campaign come last. A peer that
+declined "not now" (busy, queue full) or released the lease (it was leaving: a restarted service comes
+back) may be offered the same task again after an exponential backoff when nobody else fits.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Final
 from protocol import DeclineReason, FailureReason
 from scheduler.needs import Needs
 from scheduler.placement import PeerView, rank
-from scheduler.tasks import Cause, Lapse, TaskState, TaskView
+from scheduler.tasks import Attempt, Cause, Lapse, TaskState, TaskView
 
 FINAL_FAILURES: Final = frozenset(
     {
@@ -36,8 +36,14 @@ because the submitter was down): the same peer may be offered the task again."""
 SAME_PEER_LATER: Final = frozenset({DeclineReason.BUSY, DeclineReason.QUEUE_FULL})
 """Declines that mean "not now": the same peer may be offered again after a backoff."""
 
-SUSPECT_CAUSES: Final[frozenset[Cause]] = frozenset({Lapse.OFFER_LOST, Lapse.LEASE_LAPSED})
-"""Attempt causes that make a peer a last resort for every retry in the campaign."""
+SUSPECT_CAUSES: Final[frozenset[Cause]] = frozenset({Lapse.OFFER_LOST, Lapse.LEASE_LAPSED, Lapse.RELEASED})
+"""Attempt causes that make a peer a last resort for every retry in the campaign (a released lease: the
+peer is leaving)."""
+
+FREE_CAUSES: Final[frozenset[Cause]] = frozenset({Lapse.RELEASED})
+"""Attempt causes that do not count against the retry budget, once per peer: a worker that leaves and hands
+its lease back says nothing about the task. A second release of the same task by the same peer (a worker
+that keeps leaving) counts, so the budget still bounds every task."""
 
 MAX_BACKOFF_S: Final = 30.0
 _HOLDING: Final = frozenset({TaskState.PENDING, TaskState.OFFERED, TaskState.LEASED, TaskState.DONE})
@@ -46,6 +52,19 @@ _HOLDING: Final = frozenset({TaskState.PENDING, TaskState.OFFERED, TaskState.LEA
 def backoff_s(attempts: int) -> float:
     """How long to wait before offering a task again to a peer that said "not now": 2, 4, 8 ... 30 s."""
     return min(MAX_BACKOFF_S, 2.0**attempts)
+
+
+def spent(attempts: Iterable[Attempt]) -> int:
+    """How many of a task's attempts count against its retry budget: all but each peer's first `FREE_CAUSES`
+    attempt."""
+    freed: set[str] = set()
+    count = 0
+    for attempt in attempts:
+        if attempt.cause in FREE_CAUSES and attempt.peer_id not in freed:
+            freed.add(attempt.peer_id)
+        else:
+            count += 1
+    return count
 
 
 def placed_load(tasks: Iterable[TaskView]) -> dict[str, int]:
@@ -88,6 +107,35 @@ def in_flight(tasks: Iterable[TaskView]) -> dict[str, int]:
         if task.peer_id is not None and task.state in (TaskState.OFFERED, TaskState.LEASED):
             live[task.peer_id] = live.get(task.peer_id, 0) + 1
     return live
+
+
+def due_offers(
+    tasks: Iterable[TaskView], peers: Mapping[str, PeerView], max_inflight: int, now: float
+) -> list[tuple[TaskView, str]]:
+    """The pending tasks to offer now, each with its peer: due (no deadline or past it), never more to a
+    peer than it can hold, nor more in flight at once than `max_inflight` (0: no limit); the rest wait.
+
+    Args:
+        tasks: every task of the campaign, in task order.
+        peers: the candidate pool by peer id (an unknown peer is offered one task at a time).
+        max_inflight: the campaign's cap on tasks offered or leased at once; 0 for none.
+        now: the current time.
+    """
+    tasks = list(tasks)
+    busy = in_flight(tasks)
+    limit = max_inflight or len(tasks)
+    due: list[tuple[TaskView, str]] = []
+    for task in tasks:
+        peer, ripe = task.peer_id, task.deadline is None or task.deadline <= now
+        if task.state != TaskState.PENDING or peer is None or not ripe:
+            continue
+        if sum(busy.values()) >= limit:
+            break
+        if busy.get(peer, 0) >= capacity_of(peers.get(peer)):
+            continue
+        busy[peer] = busy.get(peer, 0) + 1
+        due.append((task, peer))
+    return due
 
 
 def capacity_of(peer: PeerView | None) -> int:

@@ -44,11 +44,13 @@ STATUS_OF: Final[dict[TaskState, Status]] = {
 
 
 class Lapse(enum.StrEnum):
-    """The scheduler's own causes, beside the worker's (`FailureReason`, `DeclineReason`)."""
+    """The scheduler's own causes, beside the worker's (`FailureReason`, `DeclineReason`): how a lease or
+    an offer ended without the worker's verdict on the task."""
 
     DONE = "done"  # an attempt that produced the task's result
     OFFER_LOST = "offer_lost"  # no answer to an offer, or the stream broke before a lease
     LEASE_LAPSED = "lease_lapsed"  # a leased worker stopped sending heartbeats
+    RELEASED = "released"  # a leaving worker handed its lease back (a signed release)
     NO_FEASIBLE_PEER = "no_feasible_peer"  # placement found no peer (an Unschedulable ending)
     CANCELLED = "cancelled"  # the campaign was cancelled
 

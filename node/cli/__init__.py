@@ -10,6 +10,8 @@ Modules:
     report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
     serve     serve: the orchestrator's REST API and a live dashboard
     embedded  the embedded local swarm (a gate and workers on loopback) for submit, plan and serve
+    service   service install, uninstall, status: `join` as a systemd user unit or a launchd agent
+    __main__  `python -m node.cli`, for a service where no `sark-node` script is installed
 
 Start-up stays fast: the app and every command module import only typer and our light modules; each
 command imports what it runs (trio, pydantic, libp2p, onnxruntime, matplotlib) inside its function.
@@ -32,7 +34,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_TOPICS = ("local", "swarm", "campaign", "stored", "report", "serve")
+_TOPICS = ("local", "swarm", "campaign", "stored", "report", "serve", "service")
 
 
 @app.callback()

@@ -191,6 +191,8 @@ def submit(
             accepted=outcome.tally.accepted,
             stale=outcome.tally.stale,
             rejected=outcome.tally.rejected,
+            lapsed=outcome.tally.lapsed,
+            released=outcome.tally.released,
         )
     else:
         _report(outcome, as_json)

@@ -155,6 +155,11 @@ class Dht:
         log.info("provider records of %s not confirmed by %s", me, ", ".join(lacking) or "any server")
         return tuple(lacking)
 
+    async def put_advert(self, envelope: Envelope) -> None:
+        """Put our advert alone, providing nothing: a leaving worker's last, short-lived one replaces the
+        copies the servers hold (highest seq wins) and expires soon after (kad-dht has no unprovide)."""
+        await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope))
+
     async def lookup(self, unit: ComputeUnit | None) -> ProviderLookup:
         """Providers of a unit (None: any worker) with what each server said (answered, refused)."""
         return await self.kad.lookup_providers(capability_dht_key(unit))

@@ -23,6 +23,7 @@ from node.p2p.wire import Channel
 from protocol import (
     DOMAIN_CANCEL,
     DOMAIN_OFFER,
+    DOMAIN_RELEASE,
     DOMAIN_RESULT,
     NEGOTIATE,
     Ack,
@@ -41,6 +42,8 @@ from protocol import (
     ProtocolError,
     Reclaim,
     RecordError,
+    Release,
+    ReleaseBody,
     Result,
     ResultBody,
     TaskSpec,
@@ -244,7 +247,9 @@ def _cancel(attempt: Attempt, me: Identity, lease_id: str | None, reason: str, n
     )
 
 
-_ENDED = frozenset({State.DONE, State.DECLINED, State.FAILED, State.CANCELLED, State.LEASE_LOST})
+_ENDED = frozenset(
+    {State.DONE, State.DECLINED, State.FAILED, State.CANCELLED, State.RELEASED, State.LEASE_LOST}
+)
 
 
 async def _read(
@@ -311,6 +316,8 @@ def _event(attempt: Attempt, me: Identity, message: object) -> sch.Event | Deliv
             return sch.TaskFailedRemotely(task, lease, reason, detail, stage=message.stage)
         case Result():
             return verify_result(attempt, me, message)
+        case Release():
+            return verify_release(attempt, me, message)
     raise NodeError(f"unexpected {type(message).__name__} from {peer}")
 
 
@@ -334,6 +341,28 @@ def verify_result(attempt: Attempt, me: Identity, result: Result) -> Delivered |
     if wrong:
         return _rejected(attempt, result, f"result names the wrong {', '.join(wrong)}")
     return Delivered(result.lease_id, body, result.envelope)
+
+
+def verify_release(attempt: Attempt, me: Identity, release: Release) -> sch.LeaseReleased | sch.LeaseLapsed:
+    """A leaving worker's release, once its signature, signer, task, lease, campaign and recipient check out;
+    one that does not is taken for what it is: the worker stopped working on the lease (a lapse)."""
+    try:
+        body = open_envelope(
+            release.envelope, DOMAIN_RELEASE, ReleaseBody, now=time.time(), signer=attempt.peer_id
+        )
+    except RecordError as exc:
+        return sch.LeaseLapsed(attempt.task_id, release.lease_id, f"release refused: {exc.detail}")
+    expected = {
+        "task": (body.task_id, attempt.task_id),
+        "lease": (body.lease_id, release.lease_id),
+        "campaign": (body.campaign_id, attempt.campaign_id),
+        "submitter": (body.submitter, me.peer_id),
+    }
+    wrong = [name for name, (got, want) in expected.items() if got != want]
+    if wrong:
+        detail = f"release refused: it names the wrong {', '.join(wrong)}"
+        return sch.LeaseLapsed(attempt.task_id, release.lease_id, detail)
+    return sch.LeaseReleased(attempt.task_id, release.lease_id, attempt.peer_id, body.reason)
 
 
 def _rejected(attempt: Attempt, result: Result, detail: str) -> sch.ResultRejected:

@@ -48,6 +48,7 @@ class Tally:
     stale: int = 0
     rejected: int = 0
     lapsed: int = 0
+    released: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -274,6 +275,10 @@ class CampaignLoop:
                 self._forget_holder(a.peer_id)
                 self.tally.lapsed += 1
                 self._record("lapsed", a, event.detail)
+            case sch.LeaseReleased():
+                self._forget_holder(a.peer_id)
+                self.tally.released += 1
+                self._record("released", a, event.detail)
             case sch.ResultRejected():
                 self.tally.rejected += 1
                 self._record("rejected", a, event.detail)

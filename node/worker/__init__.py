@@ -8,6 +8,7 @@ Modules:
     runner       the task runner: priority queue, model acquisition, measurement, signing
     holders      a model from the other workers that hold it, the submitter last (who to ask when)
     outbox       signed results kept on disk until acknowledged
+    leave        the graceful leave on SIGTERM/SIGINT: no offers, leases handed back, advert withdrawn
     targets      where an endpoint task's requests go: a declared server, or a campaign URL once checked
 
 Callers import the module they need (`from node.worker.role import ...`): the package root
@@ -17,4 +18,14 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["admission", "advertising", "holders", "negotiator", "outbox", "role", "runner", "targets"]
+__all__ = [
+    "admission",
+    "advertising",
+    "holders",
+    "leave",
+    "negotiator",
+    "outbox",
+    "role",
+    "runner",
+    "targets",
+]

@@ -40,11 +40,13 @@ class WorkerLoad:
         has_room: the queue of committed tasks has a free place.
         has_model: the model is already in this worker's cache.
         submitter_relayed: our connection to the submitter runs through a relay.
+        leaving: the worker is leaving the swarm (SIGTERM): it takes nothing more.
     """
 
     has_room: bool
     has_model: bool = False
     submitter_relayed: bool = False
+    leaving: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,12 @@ class _Facts:
     profile: DeviceProfile
     policy: OfferPolicy
     load: WorkerLoad
+
+
+def _leaving(f: _Facts) -> Refusal | None:
+    if not f.load.leaving:
+        return None
+    return Refusal(DeclineReason.SHUTTING_DOWN, "this worker is leaving the swarm")
 
 
 def _unit(f: _Facts) -> Refusal | None:
@@ -111,7 +119,7 @@ def _relay(f: _Facts) -> Refusal | None:
 
 
 Check = Callable[[_Facts], Refusal | None]
-CHECKS: Final[tuple[Check, ...]] = (_unit, _format, _size, _memory, _queue, _relay)
+CHECKS: Final[tuple[Check, ...]] = (_leaving, _unit, _format, _size, _memory, _queue, _relay)
 """In order: the first that objects is the answer (a worker declines with one reason)."""
 
 

@@ -1,6 +1,7 @@
 """The worker's advertising: its signed advert in the DHT, `/sark/profile`, relay slots, gates that come back.
 
-`serve_worker` advertises a device into a `Node`, keeps the advert fresh and never returns.
+`serve_worker` advertises a device into a `Node`, keeps the advert fresh and never returns. A worker that
+leaves calls `Advertised.withdraw`: no more republishing, and a last advert that expires within seconds.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, final
 
@@ -42,6 +43,14 @@ UNKNOWN_RECHECK_S: Final = 1.0
 """First pause before an "unknown" reachability is checked again (it doubles up to the republish timer)."""
 GATE_CHECK_S: Final = 2.0
 """How often a worker checks that its gates are still connected (issue 6: a restarted gate)."""
+LEAVING_ADVERT_S: Final = 2.0
+"""The lifetime of a leaving worker's adverts: the last one put replaces the servers' copies, then expires."""
+WITHDRAW_S: Final = 1.5
+"""How long a leaving worker waits for its last advert to be put."""
+
+
+async def _not_advertised() -> None:
+    """`Advertised.withdraw` of a worker that never advertised."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,9 @@ class Advertised:
     reachability: Reachability
     refused_by: tuple[str, ...] = ()
     """Gates that did not keep our provider records: submitters using only those cannot find us."""
+    withdraw: Callable[[], Awaitable[None]] = _not_advertised
+    """Leave: stop republishing and put a last advert that expires within `LEAVING_ADVERT_S` (bounded by
+    `WITHDRAW_S`); the provider records lapse with their TTL, and `/sark/profile` stops with the host."""
 
 
 @final
@@ -69,15 +81,17 @@ class _Advertiser:
         self.circuit_addrs: tuple[str, ...] = ()
         self.reachability = Reachability.UNKNOWN
         self.current: Envelope | None = None
+        self.leaving = False
 
     def sign(self) -> Envelope:
         now = time.time()
+        lifetime = LEAVING_ADVERT_S if self.leaving else self._node.config.record_ttl_s
         self._seq = max(self._seq + 1, int(now * 1000))
         body = AdvertBody(
             peer_id=self._node.host.peer_id,
             seq=self._seq,
             issued_at=now,
-            expires_at=now + self._node.config.record_ttl_s,
+            expires_at=now + lifetime,
             addrs=self.addrs,
             circuit_addrs=self.circuit_addrs,
             reachability=self.reachability,
@@ -155,21 +169,27 @@ async def serve_worker(
         if advertiser.reachability == Reachability.UNKNOWN:
             wake()
 
+    async def withdraw() -> None:
+        advertiser.leaving = True
+        with trio.move_on_after(WITHDRAW_S):
+            await node.dht.put_advert(advertiser.sign())
+
     node.host.set_handler(REACH, throwaway_reach_handler(asked), max_per_peer=1, deadline=15.0)
     await _place(node, advertiser)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_keep_gates, node, advertiser, wake)
         started, refused = False, tuple[str, ...]()
-        while True:
+        while not advertiser.leaving:
             republish = trio.Event()
             refused = await _publish(node, advertiser, profile, refused)
             if not started:
                 started = True
                 a = advertiser
                 task_status.started(
-                    Advertised(node.host.peer_id, a.addrs, a.circuit_addrs, a.reachability, refused)
+                    Advertised(node.host.peer_id, a.addrs, a.circuit_addrs, a.reachability, refused, withdraw)
                 )
             await _until_republish(node, advertiser, askers, republish)
+        nursery.cancel_scope.cancel()  # left: nothing more to keep fresh
 
 
 async def _until_republish(

@@ -41,6 +41,7 @@ from protocol import (
     ProtocolError,
     Reclaim,
     RecordError,
+    Release,
 )
 from protocol.codec import decode
 from protocol.framing import FrameDecoder
@@ -156,6 +157,7 @@ class Negotiator:
             has_room=self._runner.has_room(),
             has_model=self._has_model(body.model.sha256),
             submitter_relayed=self._is_relayed(submitter),
+            leaving=self._runner.leaving,
         )
         refusal = admit(body, self._live(), self._policy, load)
         return None if refusal is None else (refusal.reason, refusal.detail)
@@ -197,14 +199,16 @@ class Negotiator:
         """Heartbeats out, dispatch/cancel/ack in, then the outcome, until acknowledged."""
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._heartbeats, channel, conv, job)
+                nursery.start_soon(self._heartbeats, channel, conv, job, nursery.cancel_scope)
                 await self._listen(channel, conv, job)
                 nursery.cancel_scope.cancel()
         finally:
             if not job.dispatched:
                 self._runner.orphan(job, self._policy.lease_ttl_s)
 
-    async def _heartbeats(self, channel: Channel, conv: Conversation, job: Job) -> None:
+    async def _heartbeats(
+        self, channel: Channel, conv: Conversation, job: Job, scope: trio.CancelScope
+    ) -> None:
         while job.outcome is None:
             with trio.move_on_after(self._policy.heartbeat_s):
                 await job.finished.wait()
@@ -222,6 +226,9 @@ class Negotiator:
             await channel.send_raw(conv.send(progress, time.time()))
         assert job.outcome is not None
         await channel.send_raw(conv.send(job.outcome, time.time()))
+        job.sent.set()
+        if isinstance(job.outcome, Release):  # final: no ack follows, the stream ends here
+            scope.cancel()
 
     async def _listen(self, channel: Channel, conv: Conversation, job: Job) -> None:
         while True:

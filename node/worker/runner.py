@@ -2,7 +2,8 @@
 
 Measurements that share a device disturb each other, so by default one runs at a time; committed
 tasks wait in a short queue ordered by priority, then age. Each job outlives the stream that brought
-it: if the submitter goes away, the job still runs and its signed result waits in the outbox.
+it: if the submitter goes away, the job still runs and its signed result waits in the outbox. A worker
+that leaves (`leave`) hands every unfinished job back with a signed release instead.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from node.worker.holders import ChannelOpener, fetch_from_holders
 from node.worker.outbox import Outbox
 from node.worker.targets import Targets, endpoint_of
 from protocol import (
+    DOMAIN_RELEASE,
     DOMAIN_RESULT,
     DeviceProfile,
     Failure,
@@ -40,6 +42,8 @@ from protocol import (
     Measurement,
     OfferBody,
     Phase,
+    Release,
+    ReleaseBody,
     Result,
     ResultBody,
     Stage,
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Outcome = Result | Failure
+Outcome = Result | Failure | Release
 
 
 @dataclass(eq=False)
@@ -71,6 +75,7 @@ class Job:
     stop: trio.CancelScope = field(default_factory=trio.CancelScope)  # an endpoint task's requests
     finished: trio.Event = field(default_factory=trio.Event)
     outcome: Outcome | None = None
+    sent: trio.Event = field(default_factory=trio.Event)  # the outcome is written to the submitter's stream
 
     @property
     def task_id(self) -> str:
@@ -122,6 +127,7 @@ class Runner:
         self._wakeup = trio.Event()
         self._seq = itertools.count()
         self._running: Job | None = None
+        self._leaving = False
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -135,6 +141,27 @@ class Runner:
             cpu_busy=round(psutil.cpu_percent(interval=None) / 100 * (psutil.cpu_count() or 1), 2),
             mem_available_mb=psutil.virtual_memory().available >> 20,
         )
+
+    @property
+    def leaving(self) -> bool:
+        """Whether this worker is leaving: it takes no more offers."""
+        return self._leaving
+
+    def leave(self, reason: str) -> list[Job]:
+        """Take no more offers; hand back every unfinished job (returned): its outcome becomes a signed
+        release (sent on its stream, if it has one), its measurement is killed or it never runs."""
+        self._leaving = True
+        released = [job for job in self._jobs.values() if job.outcome is None]
+        for job in released:
+            job.cancel.set()
+            job.stop.cancel()
+            self._finish(job, self._release(job, reason))
+        return released
+
+    def owed(self) -> list[Job]:
+        """Jobs whose outcome is ready but not yet written to their stream (an orphan has none)."""
+        jobs = self._jobs.values()
+        return [j for j in jobs if j.outcome is not None and not j.sent.is_set() and j.orphaned_at is None]
 
     def has_room(self) -> bool:
         return sum(1 for j in self._jobs.values() if j.outcome is None) < self._max_queue + 1
@@ -228,10 +255,11 @@ class Runner:
             self._running = job
             self._emit("run", task=job.task_id, lease=job.lease_id, submitter=job.offer.submitter)
             try:
-                outcome = await self._execute(job)
-                self._finish(job, outcome)
+                self._finish(job, await self._execute(job))
             finally:
                 self._running = None
+            outcome = job.outcome  # a release set while it ran wins over the killed measurement's failure
+            assert outcome is not None
             self._emit(
                 "outcome",
                 task=job.task_id,
@@ -352,3 +380,16 @@ class Runner:
         )
         envelope = seal(body, DOMAIN_RESULT, self._key)
         return Result(task_id=job.task_id, lease_id=job.lease_id, envelope=envelope)
+
+    def _release(self, job: Job, reason: str) -> Release:
+        body = ReleaseBody(
+            campaign_id=job.offer.campaign_id,
+            task_id=job.task_id,
+            lease_id=job.lease_id,
+            worker=self._peer_id,
+            submitter=job.offer.submitter,
+            issued_at=time.time(),
+            reason=reason[:2000],
+        )
+        envelope = seal(body, DOMAIN_RELEASE, self._key)
+        return Release(task_id=job.task_id, lease_id=job.lease_id, envelope=envelope)

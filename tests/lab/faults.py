@@ -111,6 +111,14 @@ class Faults:
         proc.popen.wait(timeout=10)
         return now
 
+    def sigterm(self, proc: Proc) -> float:
+        """SIGTERM the process alone (as systemd's KillMode=mixed does): a graceful leave; returns the wall
+        time. Nothing to undo: the process exits by itself."""
+        now = self._note(f"sigterm {proc.name}")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.popen.pid, signal.SIGTERM)
+        return now
+
     def _release(self, proc: Proc) -> None:
         self._pop(f"stop:{proc.popen.pid}")
         self._pop(f"freeze:{proc.popen.pid}")

@@ -185,13 +185,16 @@ def _half_done(submitter: Proc, timeout: float = 120.0) -> dict[str, Any]:
 
 
 FAULTS = ("kill9", "sigstop", "freeze", "partition")
+LEAVES = ("sigterm",)
+"""Not faults but a graceful leave: the worker hands its lease back (a `released` event, not a lapse)."""
 
 
 def run_fault(fleet: Fleet, kind: str) -> dict[str, Any]:
     """One task, two workers; fault the one measuring half-way, undo the fault after the lapse.
 
-    Returns the figures: detection (fault to lapse), re-dispatch (lapse to the new commit), tasks
-    completed, results lost, stale results rejected, and the checks the tests assert on.
+    Returns the figures: detection (fault to lapse; for a SIGTERM, to the release), re-dispatch (lapse
+    or release to the new commit), tasks completed, results lost, stale results rejected, and the checks
+    the tests assert on.
     """
     job = {"compute_unit": "CPU (ONNX)", "devices": 1, **LONG_JOB}
     submitter = fleet.submit(
@@ -204,15 +207,17 @@ def run_fault(fleet: Fleet, kind: str) -> dict[str, Any]:
         "sigstop": lambda: fleet.faults.stop(victim),
         "freeze": lambda: fleet.faults.freeze(victim),
         "partition": lambda: fleet.faults.partition(fleet.ips[beat["peer"]]),
+        "sigterm": lambda: fleet.faults.sigterm(victim),
     }[kind]
     undo: Callable[[], float] = {
         "kill9": lambda: time.time(),
         "sigstop": lambda: fleet.faults.cont(victim),
         "freeze": lambda: fleet.faults.thaw(victim),
         "partition": lambda: fleet.faults.heal(fleet.ips[beat["peer"]]),
+        "sigterm": lambda: time.time(),
     }[kind]
     t_fault = inject()
-    lapsed = wait_for(submitter, "lapsed", 60, peer=beat["peer"])
+    lapsed = wait_for(submitter, "released" if kind in LEAVES else "lapsed", 60, peer=beat["peer"])
     undo()
     after = collect_until(submitter, "outcome", 180)
     outcome = after[-1]

@@ -82,6 +82,12 @@ CASES: list[tuple[str, Case, DeclineReason | None]] = [
         None,
     ),
     ("no URL, direct submitter", Case(sources=()), None),
+    ("a leaving worker", Case(load=WorkerLoad(has_room=True, leaving=True)), DeclineReason.SHUTTING_DOWN),
+    (
+        "a leaving worker that could not run it anyway: leaving answers first",
+        Case(unit=ComputeUnit.GPU_ONNX, load=WorkerLoad(has_room=False, leaving=True)),
+        DeclineReason.SHUTTING_DOWN,
+    ),
     (
         "several objections: the first in check order answers",
         Case(unit=ComputeUnit.GPU_ONNX, memory_mb=4096, load=WorkerLoad(has_room=False)),

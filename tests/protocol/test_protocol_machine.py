@@ -25,6 +25,7 @@ from protocol import (
     Phase,
     Progress,
     Reclaim,
+    Release,
     RemoteProtocolError,
     Result,
     Role,
@@ -55,6 +56,7 @@ def make(kind: str, lease: str | None = LEASE, task: str = TASK) -> NegotiateMes
         "ack": Ack(task_id=task, lease_id=lease_id),
         "cancel": Cancel(task_id=task, lease_id=lease, envelope=ENVELOPE),
         "reclaim": Reclaim(task_id=task, lease_id=lease_id),
+        "release": Release(task_id=task, lease_id=lease_id, envelope=ENVELOPE),
     }
     return messages[kind]
 
@@ -95,6 +97,7 @@ PATH_TO: dict[State, tuple[tuple[Role, str], ...]] = {
     State.DECLINED: (OFFER, (W, "decline")),
     State.FAILED: (OFFER, COMMIT, (W, "failure")),
     State.CANCELLED: (OFFER, COMMIT, CANCEL),
+    State.RELEASED: (OFFER, COMMIT, DISPATCH, (W, "release")),
 }
 
 
@@ -151,6 +154,21 @@ def test_cancel_at_each_phase(phase: State) -> None:
     wire.say(S, make("cancel", lease))
     assert wire.states() == (State.CANCELLED, State.CANCELLED)
     assert wire.ends[S].next_deadline() is None
+
+
+@pytest.mark.parametrize("phase", [State.COMMITTED, State.RUNNING])
+def test_a_leaving_worker_releases_its_lease_and_the_conversation_ends(phase: State) -> None:
+    wire = reach(phase).walk((W, "release"))
+    assert wire.states() == (State.RELEASED, State.RELEASED)
+    assert wire.ends[S].next_deadline() is None  # no lease to wait out: the task moves on at once
+    with pytest.raises(LocalProtocolError):
+        wire.ends[W].send(make("progress"), 1.0)  # nothing follows a release
+
+
+def test_a_release_cannot_precede_a_lease_nor_follow_a_result() -> None:
+    for state in (State.OFFERED, State.RESULT_SENT):
+        with pytest.raises(LocalProtocolError):
+            reach(state).ends[W].send(make("release"), 1.0)
 
 
 @pytest.mark.parametrize("phase", [State.COMMITTED, State.RUNNING])
@@ -277,8 +295,8 @@ COMPLEMENT = sorted(
 
 
 def test_the_complement_is_most_of_the_space() -> None:
-    assert len(NEGOTIATE_KINDS) == 10
-    assert len(COMPLEMENT) + len(TRANSITIONS) == len(State) * 10 * 2
+    assert len(NEGOTIATE_KINDS) == 11
+    assert len(COMPLEMENT) + len(TRANSITIONS) == len(State) * 11 * 2
     assert len(COMPLEMENT) > 180
 
 
@@ -329,6 +347,7 @@ def test_crossings_cover_cancel_against_every_worker_move() -> None:
         (State.RUNNING, "progress"),
         (State.RUNNING, "result"),
         (State.RUNNING, "failure"),
+        (State.RUNNING, "release"),
     }
 
 

@@ -13,6 +13,7 @@ from protocol import (
     DOMAIN_ADVERT,
     DOMAIN_CANCEL,
     DOMAIN_OFFER,
+    DOMAIN_RELEASE,
     DOMAIN_RESULT,
     AdvertBody,
     CancelBody,
@@ -24,9 +25,11 @@ from protocol import (
     NonceCache,
     OfferBody,
     RecordError,
+    ReleaseBody,
     ResultBody,
     Stats,
     TaskSpec,
+    Value,
     open_envelope,
     pack_body,
     peer_id_from_public_key,
@@ -147,14 +150,29 @@ def test_a_signature_by_one_key_claiming_another_peer_id_is_rejected() -> None:
     assert reason_of(honest, DOMAIN_OFFER, OfferBody, signer=BOB_ID) == "signer_mismatch"
 
 
-@pytest.mark.parametrize(
-    ("body", "cls"), [(result(worker=ALICE_ID), ResultBody), (advert(peer_id=ALICE_ID), AdvertBody)]
+RELEASE = ReleaseBody(
+    campaign_id="c-1", task_id="t-1", lease_id="L1", worker=ALICE_ID, submitter=BOB_ID, issued_at=NOW
 )
-def test_results_and_adverts_must_be_signed_by_the_peer_they_name(
-    body: ResultBody, cls: type[object]
+
+
+@pytest.mark.parametrize(
+    ("body", "cls", "domain"),
+    [
+        (result(worker=ALICE_ID), ResultBody, DOMAIN_RESULT),
+        (advert(peer_id=ALICE_ID), AdvertBody, DOMAIN_ADVERT),
+        (RELEASE, ReleaseBody, DOMAIN_RELEASE),
+    ],
+)
+def test_results_releases_and_adverts_must_be_signed_by_the_peer_they_name(
+    body: Value, cls: type[Value], domain: str
 ) -> None:
-    domain = DOMAIN_RESULT if cls is ResultBody else DOMAIN_ADVERT
     assert reason_of(seal(body, domain, BOB), domain, cls) == "signer_mismatch"
+    assert open_envelope(seal(body, domain, ALICE), domain, cls, now=NOW) == body
+
+
+def test_a_release_signature_is_no_result_signature() -> None:
+    envelope = seal(RELEASE, DOMAIN_RELEASE, ALICE)
+    assert reason_of(envelope, DOMAIN_RESULT, ReleaseBody) == "wrong_domain"
 
 
 def test_every_single_changed_byte_is_rejected() -> None:

@@ -28,6 +28,7 @@ from scheduler import (
     Command,
     Event,
     FinishCampaign,
+    LeaseReleased,
     OfferCommitted,
     OfferDeclined,
     OfferLost,
@@ -120,7 +121,8 @@ C = TypeVar("C")
 
 Reaction = str
 """What a peer does with one offer: "complete", "commit" (then silence), "silent", "lost",
-"decline:<reason>", "fail:<reason>", "forged" (commits, then sends a result that fails the node's checks)."""
+"decline:<reason>", "fail:<reason>", "forged" (commits, then sends a result that fails the node's checks),
+"release" (commits, then hands the lease back: it is leaving)."""
 
 
 @dataclass
@@ -171,7 +173,7 @@ class Node:
             self.feed(OfferDeclined(task, who, DeclineReason(arg)))
         elif kind == "lost":
             self.feed(OfferLost(task, who, "connection refused"))
-        elif kind in ("complete", "commit", "fail", "forged"):
+        elif kind in ("complete", "commit", "fail", "forged", "release"):
             lease = self.commit(task, who)
             if kind == "complete":
                 self.feed(ProgressReported(task, lease, Phase.MEASURING, 50, 100, 12.5))
@@ -180,6 +182,8 @@ class Node:
                 self.feed(TaskFailedRemotely(task, lease, FailureReason(arg), "boom"))
             elif kind == "forged":
                 self.feed(ResultRejected(task, lease, who, "result signature: bad signature"))
+            elif kind == "release":
+                self.feed(LeaseReleased(task, lease, who, "leaving"))
         # "silent" and "commit" leave the scheduler's own deadlines to act
 
     def commit(self, task_id: str, peer_id: str, ttl: float = 30.0) -> str:

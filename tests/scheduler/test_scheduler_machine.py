@@ -142,6 +142,7 @@ RETRIES = [
     ("lost", ["lost"], [("12D3-cpu0", "offer lost: connection refused")]),
     ("no answer", ["silent"], [("12D3-cpu0", "no answer to the offer within 10 s")]),
     ("lease lapsed", ["commit"], [("12D3-cpu0", "lease lease-1 lapsed: no heartbeat for 30 s")]),
+    ("lease released", ["release"], [("12D3-cpu0", "lease lease-1 released: leaving")]),
     ("retryable failure", ["fail:crashed"], [("12D3-cpu0", "failed crashed: boom")]),
     (
         "rejected result",
@@ -210,6 +211,41 @@ def test_the_retry_budget_caps_attempts() -> None:
     assert len(node.sent(SendOffer)) == 3
     (task,) = node.scheduler.tasks()
     assert task.reasons == tuple(f"12D3-cpu{i}: declined policy" for i in range(3))
+
+
+def test_a_release_is_retried_at_once_elsewhere_and_spends_no_retry_budget() -> None:
+    node = node_for(one_job("any"), retry_budget=0)
+    node.scripts["12D3-cpu0"] = ["release"]
+    node.discover(cpu_fleet(2))
+    start = node.now
+    node.run()
+    task = f"{CID}-job-0-0"
+    assert statuses(node) == {task: "Complete"}
+    assert node.now == start  # no deadline waited out: the next offer went with the release's commands
+    assert [c.lease_id for c in node.sent(SendCancel)] == []  # the worker gave the lease up itself
+    (view,) = node.scheduler.tasks()
+    assert [a.cause for a in view.attempts] == [Lapse.RELEASED, Lapse.DONE]
+
+
+def test_a_second_release_by_the_same_peer_spends_the_budget() -> None:
+    node = node_for(one_job("all"), retry_budget=1)
+    node.scripts["12D3-cpu0"] = ["release", "release", "release"]
+    node.discover(cpu_fleet(1))
+    node.run()
+    (outcome,) = node.outcomes().values()
+    assert (outcome.status, outcome.reason) == (Status.FAILED, "released")
+    assert len(node.sent(SendOffer)) == 3  # free, counted, counted: over a budget of 1
+
+
+def test_a_released_task_with_no_other_peer_goes_back_after_a_backoff() -> None:
+    node = node_for(one_job("all"))
+    node.scripts["12D3-cpu0"] = ["release"]  # a service restarted: the same peer id comes back
+    node.discover(cpu_fleet(1))
+    start = node.now
+    node.run()
+    assert [o.peer_id for o in node.sent(SendOffer)] == ["12D3-cpu0"] * 2
+    assert node.now == start + 2.0
+    assert statuses(node) == {f"{CID}-job-0-0": "Complete"}
 
 
 def test_a_busy_peer_with_no_alternative_is_offered_again_after_a_backoff() -> None:

@@ -17,6 +17,7 @@ from scheduler import (
     Event,
     FinishCampaign,
     LeaseLapsed,
+    LeaseReleased,
     OfferCommitted,
     OfferDeclined,
     OfferLost,
@@ -48,6 +49,7 @@ KINDS = [
     "result",
     "fail",
     "lapse",
+    "release",
     "tick",
     "cancel",
 ]
@@ -77,6 +79,7 @@ def event_for(node: Node, kind: str, pick: int, stale: bool) -> Event:
         "result": ResultAccepted(task.task_id, lease, peer),
         "fail": TaskFailedRemotely(task.task_id, lease, list(FailureReason)[pick % len(FailureReason)]),
         "lapse": LeaseLapsed(task.task_id, lease),
+        "release": LeaseReleased(task.task_id, lease, peer),
         "tick": Tick(),
         "cancel": CancelRequested() if pick % 5 == 0 else PeersDiscovered(PEERS[: pick % 4]),
     }

@@ -1,0 +1,219 @@
+"""`sark-node service`: the unit and agent it writes, and install, status, uninstall in a scratch home.
+
+The systemd unit is checked by `systemd-analyze verify` (Debian's `systemd` package; .ci/deps installs
+it); the launchd plist by plistlib; the commands run as real processes with HOME and XDG_CONFIG_HOME in
+a temporary folder and no service manager on PATH, so they never touch this machine's own services.
+The last test runs the installed unit's command line itself: it joins a gate and leaves on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import plistlib
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lab.procs import Lab
+
+from node.config import load_config
+from node.errors import ConfigError
+from node.service import (
+    LABEL,
+    ServicePaths,
+    join_argv,
+    node_command,
+    render_config,
+    render_plist,
+    render_unit,
+)
+from node.worker.leave import LEAVE_S
+
+ROOT = Path(__file__).resolve().parents[2]
+GATE = "/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWJQPHjrivtP2YnhYNYWN5Hn6DDrEue8WVUDid1mZachZU"
+PEER = "12D3KooWCx3DTDeChPGu6qekB5n86CSeHpygDtVaUWbrq9Du8NUa"
+
+
+def _unit_keys(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if re.match(r"^[A-Za-z]+=", line))
+
+
+def test_the_unit_runs_join_with_the_config_restarts_on_failure_and_logs_to_the_journal() -> None:
+    argv = join_argv(("/opt/sark/sark-node",), Path("/home/u/.config/sark-node/node.toml"))
+    keys = _unit_keys(render_unit(argv))
+    assert (
+        keys["ExecStart"] == '"/opt/sark/sark-node" "join" "--config" "/home/u/.config/sark-node/node.toml"'
+    )
+    assert (keys["Restart"], keys["RestartPreventExitStatus"]) == ("on-failure", "2")
+    assert float(keys["RestartSec"]) > 0
+    assert (keys["StandardOutput"], keys["StandardError"]) == ("journal", "journal")
+    assert (keys["KillSignal"], keys["KillMode"]) == ("SIGTERM", "mixed")  # SIGTERM to join, not its child
+    assert float(keys["TimeoutStopSec"]) > LEAVE_S
+    assert keys["WantedBy"] == "default.target"
+
+
+def test_the_unit_verifies(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze not found: install Debian's `systemd` package (.ci/deps does)")
+    odd = tmp_path / "odd dir 100%"  # a space and a specifier in the executable's path
+    odd.mkdir()
+    (odd / "sark-node").symlink_to(sys.executable)  # verify checks that the executable exists
+    config = tmp_path / 'cfg $HOME "q" \\x 5%' / "node.toml"  # and the argument quoting
+    text = render_unit(join_argv((str(odd / "sark-node"),), config))
+    assert f'"{odd}%/sark-node" "join" "--config" ' in text
+    assert '/cfg $$HOME \\"q\\" \\\\x 5%%/node.toml"' in text
+    unit = tmp_path / "user" / "sark-node.service"
+    unit.parent.mkdir()
+    unit.write_text(text)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(runtime)}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "cfg")
+    done = subprocess.run(
+        [analyze, "--user", "verify", str(unit)], capture_output=True, text=True, env=env, timeout=60
+    )
+    said = (done.stdout + done.stderr).strip()
+    assert done.returncode == 0, said
+    assert said == "", said  # verify reports unknown keys and bad values as warnings, with exit 0
+
+
+def test_an_executable_path_systemd_refuses_is_bad_input() -> None:
+    with pytest.raises(ConfigError):
+        render_unit(join_argv(('/opt/a "b"/sark-node',), Path("/c/node.toml")))
+
+
+def test_the_launchd_agent_is_a_well_formed_plist_that_keeps_join_alive_on_failure(tmp_path: Path) -> None:
+    paths = ServicePaths.of("launchd", {}, tmp_path)
+    argv = join_argv(("/Applications/sark-node",), paths.config)
+    assert paths.logs is not None
+    agent = plistlib.loads(render_plist(argv, paths.logs))
+    assert paths.unit == tmp_path / "Library" / "LaunchAgents" / f"{LABEL}.plist"
+    assert agent["Label"] == LABEL
+    assert agent["ProgramArguments"] == ["/Applications/sark-node", "join", "--config", str(paths.config)]
+    assert agent["KeepAlive"] == {"SuccessfulExit": False}
+    assert agent["RunAtLoad"] is True
+    assert Path(agent["StandardOutPath"]).parent == tmp_path / "Library" / "Logs" / "sark-node"
+    assert Path(agent["StandardErrorPath"]).parent == paths.logs
+
+
+def test_systemd_paths_follow_xdg_config_home(tmp_path: Path) -> None:
+    default = ServicePaths.of("systemd", {}, tmp_path)
+    assert default.unit == tmp_path / ".config" / "systemd" / "user" / "sark-node.service"
+    moved = ServicePaths.of("systemd", {"XDG_CONFIG_HOME": str(tmp_path / "x")}, tmp_path)
+    assert moved.unit == tmp_path / "x" / "systemd" / "user" / "sark-node.service"
+    assert moved.config == tmp_path / "x" / "sark-node" / "node.toml"
+
+
+def test_the_service_runs_this_very_node(tmp_path: Path) -> None:
+    assert node_command("/opt/sark-node", frozen=True) == ("/opt/sark-node",)
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    assert node_command(str(venv / "python"), frozen=False) == (str(venv / "python"), "-m", "node.cli")
+    (venv / "sark-node").write_text("#!/bin/sh\n")
+    assert node_command(str(venv / "python"), frozen=False) == (str(venv / "sark-node"),)
+
+
+def test_the_config_file_reads_back_as_written(tmp_path: Path) -> None:
+    settings: dict[str, Any] = {
+        "gates": [GATE],
+        "allow": [PEER],
+        "device_name": 'bench "rig" \\ №1',
+        "open_mode": False,
+        "record_ttl_s": 60.0,
+        "endpoints": {"llama cpp": "http://127.0.0.1:8080/v1"},
+    }
+    path = tmp_path / "node.toml"
+    path.write_text(render_config(settings))
+    assert tomllib.loads(path.read_text()) == settings
+    assert load_config(path, {}).device_name == settings["device_name"]
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`sark-node` with a scratch home and no service manager on PATH."""
+    empty = home / "empty-path"
+    empty.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SARK_"))}
+    env |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / "cfg"), "PATH": str(empty)}
+    env["PYTHONPATH"] = str(ROOT)
+    argv = [sys.executable, "-m", "node.cli", *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+
+def test_install_status_uninstall_in_a_scratch_home(tmp_path: Path) -> None:
+    unit = tmp_path / "cfg" / "systemd" / "user" / "sark-node.service"
+    config = tmp_path / "cfg" / "sark-node" / "node.toml"
+    assert json.loads(_cli(tmp_path, "service", "status", "--json").stdout)["installed"] is False
+
+    done = _cli(tmp_path, "service", "install", "--gate", GATE, "--allow", PEER, "--no-calibrate")
+    assert done.returncode == 0, done.stderr
+    assert "systemctl --user enable sark-node.service" in done.stdout  # no manager here: what to run
+    settings = load_config(config, {})
+    assert (settings.gates, settings.allow, settings.calibrate) == ((GATE,), (PEER,), False)
+    assert settings.data_dir == tmp_path / ".local" / "share" / "sark-node"  # this user's identity, pinned
+    assert config.stat().st_mode & 0o077 == 0
+    exec_start = _unit_keys(unit.read_text())["ExecStart"]
+    assert shlex.split(exec_start)[-3:] == ["join", "--config", str(config)]
+
+    again = _cli(tmp_path, "service", "install", "--open")  # settings merge over the file's
+    assert again.returncode == 0, again.stderr
+    assert (load_config(config, {}).gates, load_config(config, {}).open_mode) == ((GATE,), True)
+
+    state = json.loads(_cli(tmp_path, "service", "status", "--json").stdout)
+    assert (state["installed"], state["unit"], state["config"]) == (True, str(unit), str(config))
+    assert state["enabled"].startswith("unknown")
+    assert state["active"].startswith("unknown")
+    assert "journalctl --user -u sark-node" in state["logs"]
+
+    gone = _cli(tmp_path, "service", "uninstall")
+    assert gone.returncode == 0, gone.stderr
+    assert not unit.exists()
+    assert config.exists()  # the settings stay
+    assert json.loads(_cli(tmp_path, "service", "status", "--json").stdout)["installed"] is False
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--allow", PEER], "give at least one --gate"),
+        (["--gate", "not-an-address"], "multiaddr"),
+        (["--config", "missing.toml"], "no config file"),
+        (["--config", "missing.toml", "--open"], "not both"),
+    ],
+)
+def test_install_refuses_bad_settings_with_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
+    done = _cli(tmp_path, "service", "install", *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "cfg" / "systemd").exists()
+
+
+def test_the_installed_command_joins_and_leaves_on_sigterm_with_exit_0(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, record_ttl=30.0)
+    try:
+        gate = lab.gate().ready["addrs"][0]
+        done = _cli(
+            tmp_path, "service", "install", "--gate", gate, "--open", "--no-calibrate",
+            "--listen", "/ip4/127.0.0.1/tcp/0",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        unit = tmp_path / "cfg" / "systemd" / "user" / "sark-node.service"
+        argv = shlex.split(_unit_keys(unit.read_text())["ExecStart"])  # no % or $ in these paths
+        env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+        worker = lab.start("service", [*argv, "--events"], env=env)
+        ready = worker.wait_event("ready", 90)
+        assert ready["role"] == "worker"
+        worker.popen.send_signal(signal.SIGTERM)
+        assert worker.popen.wait(timeout=LEAVE_S) == 0, worker.log_excerpt()
+        assert worker.wait_event("left", 5)["released"] == []
+    finally:
+        lab.close()
