@@ -29,6 +29,7 @@ HELP_OWN_MODULES = {
     "node.cli.options",
     "node.cli.report",
     "node.cli.serve",
+    "node.cli.service",
     "node.cli.stored",
     "node.cli.swarm",
     "node.errors",
