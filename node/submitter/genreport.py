@@ -12,8 +12,8 @@ import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from drivers.genstats import tpot_ms
 from protocol import GenerationStats
+from protocol.genstats import tpot_ms
 
 if TYPE_CHECKING:
     from rich.table import Table
