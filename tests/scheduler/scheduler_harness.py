@@ -108,6 +108,7 @@ def peer(name: str, *, reach: str = "direct", load: Load | None = None, **kwargs
     )
 
 
+REFUSED_DETAIL = "inference_ms.median: the worker says 1.0, its raw parts give 2.0"
 CPU_ONLY_REASON = "no CUDA device (nvidia-smi not found)"
 
 
@@ -120,7 +121,8 @@ C = TypeVar("C")
 
 Reaction = str
 """What a peer does with one offer: "complete", "commit" (then silence), "silent", "lost",
-"decline:<reason>", "fail:<reason>", "forged" (commits, then sends a result that fails the node's checks)."""
+"decline:<reason>", "fail:<reason>", "forged" (commits, then sends a result that fails the node's checks),
+"refuse:<reason>" (commits, then sends a result whose figures the node refuses: invalid, inconsistent)."""
 
 
 @dataclass
@@ -171,7 +173,7 @@ class Node:
             self.feed(OfferDeclined(task, who, DeclineReason(arg)))
         elif kind == "lost":
             self.feed(OfferLost(task, who, "connection refused"))
-        elif kind in ("complete", "commit", "fail", "forged"):
+        elif kind in ("complete", "commit", "fail", "forged", "refuse"):
             lease = self.commit(task, who)
             if kind == "complete":
                 self.feed(ProgressReported(task, lease, Phase.MEASURING, 50, 100, 12.5))
@@ -180,6 +182,8 @@ class Node:
                 self.feed(TaskFailedRemotely(task, lease, FailureReason(arg), "boom"))
             elif kind == "forged":
                 self.feed(ResultRejected(task, lease, who, "result signature: bad signature"))
+            elif kind == "refuse":
+                self.feed(ResultRejected(task, lease, who, REFUSED_DETAIL, FailureReason(arg)))
         # "silent" and "commit" leave the scheduler's own deadlines to act
 
     def commit(self, task_id: str, peer_id: str, ttl: float = 30.0) -> str:
