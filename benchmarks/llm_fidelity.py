@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from drivers import measure
-from drivers.genstats import tpot_ms
 from drivers.llm import GENERATIVE_UNITS, device_for
 from drivers.models import packaged_llm
 from protocol import ComputeUnit, GenerateSpec, ModelFormat, TaskSpec
+from protocol.genstats import tpot_ms
 from scheduler.prompts import builtin_prompts, take
 
 ROOT = Path(__file__).resolve().parents[1]

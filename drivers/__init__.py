@@ -15,12 +15,10 @@ Modules:
     headers    bounded safetensors and GGUF header checks against the file's size
     inputs     inputs synthesised from a model's signature, with overrides
     meters     kernel high-water-mark memory, CPU meter, NVML sampler, thermal and power state
-    stats      summary statistics, warm-up rule, stability verdict
+    stats      the median's confidence interval and the warm-up rule (summaries: protocol.stats)
     harness    measure: the parent side, spawned children, timeout, cancel, aggregation
     child      the spawned child's side of a measurement
     genchild   the spawned child's side of a generate task (load timed, warm-up, one request per prompt)
-    genstats   summarize_generation: per-request records -> GenerationStats, as FORMULAS says
-    rouge      ROUGE-1/2/L F1, no external package
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
     models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks
     sse        server-sent events of an OpenAI-compatible stream, decoded incrementally (pure)
@@ -38,11 +36,9 @@ from drivers.endpoint import EndpointOptions
 from drivers.endpointrun import measure_endpoint
 from drivers.errors import DriverError, TaskFailed
 from drivers.formats import check_model_file, detect_format
-from drivers.genstats import summarize_generation
 from drivers.harness import measure
 from drivers.probe import detect_profile, probe_generation
 from drivers.servers import probe_server
-from drivers.stats import summarize
 
 __all__ = [
     "DriverError",
@@ -55,6 +51,4 @@ __all__ = [
     "measure_endpoint",
     "probe_generation",
     "probe_server",
-    "summarize",
-    "summarize_generation",
 ]

@@ -30,7 +30,6 @@ from protocol import FailureReason, InputFed, ModelFormat, Phase, RequestRecord,
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
 PROGRESS_CHUNKS: Final = 10
-STOP_RUNS_FACTOR: Final = 10  # the stopping rule's default cap: this many times the minimum runs
 STOP_BUDGET: Final = 0.2  # the stopping rule's default duration: this share of the task's timeout
 NS_PER_MS: Final = 1e6
 INSPECT_MB: Final = 512  # address space inspection may take beyond the process and the mapped file
@@ -315,7 +314,7 @@ def _timed_until(conn: Connection, run: Callable[[], object], spec: TaskSpec) ->
     samples = _timed(conn, run, spec.runs)
     if spec.ci_target_pct is None:
         return samples
-    cap = max(spec.runs, spec.max_runs or STOP_RUNS_FACTOR * spec.runs)
+    cap = spec.run_cap()
     budget = spec.max_duration_s or spec.timeout_s * STOP_BUDGET / spec.processes
     while len(samples) < cap and not ci_within(samples, spec.ci_target_pct):
         elapsed = time.perf_counter() - start

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from drivers.endpoint import EndpointOptions, drive_endpoint
 from drivers.errors import DriverError
-from drivers.genstats import summarize_generation
-from drivers.stats import summarize
 from protocol import Measurement, TaskSpec
+from protocol.aggregate import NO_SAMPLES, derive
+from protocol.genstats import summarize_generation
 
 
 async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -> Measurement:
@@ -28,18 +28,19 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
     stats = summarize_generation(run.records, run.wall_s, generate).with_(
         rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
     )
-    return Measurement(
+    raw = Measurement(
         compute_unit=spec.compute_unit,
-        load_ms=summarize([]),
+        load_ms=NO_SAMPLES,
         load_first_ms=0.0,
-        first_inference_ms=stats.ttft_ms.median,
+        first_inference_ms=0.0,
         warmups_used=0,
-        inference_ms=stats.e2e_ms,
+        inference_ms=NO_SAMPLES,
         peak_load_ram_mb=0.0,
         peak_inference_ram_mb=0.0,
         cpu_cores_used=0.0,
         generation=stats,
     )
+    return derive(raw, spec)
 
 
 __all__ = ["measure_endpoint"]

@@ -19,12 +19,14 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Final
 
-from drivers import child, genchild, stats
+from drivers import child, genchild
 from drivers.errors import TaskFailed
 from drivers.formats import detect_format
-from drivers.genstats import summarize_generation
 from drivers.models import sha256_file
 from protocol import FailureReason, Measurement, ModelFormat, Phase, RunConditions, Stage, TaskSpec
+from protocol.aggregate import NO_SAMPLES, derive
+from protocol.genstats import summarize_generation
+from protocol.stats import median
 
 POLL_S: Final = 0.1  # how often the parent looks at the cancel event while it waits on the child
 Progress = Callable[[Phase, int, int], None]
@@ -157,11 +159,8 @@ def _exit_failure(code: int | None, limit_mb: int | None) -> TaskFailed:
 
 
 def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: str) -> Measurement:
-    """One measurement from the processes' results: median of medians, spread, stability verdict."""
-    samples = [s for r in results for s in r.samples_ms]
-    medians = [stats.median(r.samples_ms) for r in results]
-    inference = stats.summarize(samples).with_(median=stats.median(medians))
-    background = max(r.background_cores for r in results)
+    """One measurement from the processes' results: their raw parts, and the figures `derive` makes of
+    them (median of medians, spread, stability verdict), as the submitter will recompute them."""
     first = results[0]
     gpu_util = [r.gpu_util_pct for r in results if r.gpu_util_pct is not None]
     gpu_mem = [r.gpu_mem_mb for r in results if r.gpu_mem_mb is not None]
@@ -169,32 +168,31 @@ def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: 
     if spec.generate is not None:  # every process's requests pooled; rates over the summed wall time
         records = [rec for r in results for rec in r.records]
         generation = summarize_generation(records, sum(r.wall_s for r in results), spec.generate)
-    return Measurement(
+    raw = Measurement(
         compute_unit=spec.compute_unit,
-        load_ms=stats.summarize([t for r in results for t in r.load_ms]),
-        load_first_ms=stats.median([r.load_ms[0] for r in results]),
-        first_inference_ms=stats.median([r.first_inference_ms for r in results]),
+        load_ms=NO_SAMPLES,
+        load_first_ms=0.0,
+        first_inference_ms=0.0,
         warmups_used=max(r.warmups_used for r in results),
-        inference_ms=inference,
-        samples_ms=tuple(samples),
-        process_medians_ms=tuple(medians),
-        process_spread_pct=stats.spread_pct(medians),
+        inference_ms=NO_SAMPLES,
+        samples_ms=tuple(s for r in results for s in r.samples_ms),
+        process_runs=tuple(len(r.samples_ms) for r in results),
+        load_samples_ms=tuple(t for r in results for t in r.load_ms),
+        first_inferences_ms=tuple(r.first_inference_ms for r in results),
         peak_load_ram_mb=max(r.peak_load_ram_mb for r in results),
         peak_inference_ram_mb=max(r.peak_inference_ram_mb for r in results),
-        cpu_cores_used=stats.median([r.cores_used for r in results]),
+        cpu_cores_used=median([r.cores_used for r in results]),
         cpu_time_s=sum(r.cpu_time_s for r in results),
         gpu_util_pct=max(gpu_util) if gpu_util else None,
         gpu_mem_mb=max(gpu_mem) if gpu_mem else None,
         providers=first.providers,
         node_share=first.node_share,
         fallback=any(r.fallback for r in results),
-        unstable_reasons=(reasons := stats.instability(inference, medians, background)),
-        unstable=bool(reasons),
         conditions=RunConditions(
             intra_op_threads=first.intra_op_threads,
             inter_op_threads=first.inter_op_threads,
             spinning=first.spinning,
-            background_cores=background,
+            background_cores=max(r.background_cores for r in results),
             thermal=first.thermal,
             power=first.power,
             runtime_versions=first.versions,
@@ -203,3 +201,4 @@ def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: 
         inputs=first.inputs,
         generation=generation,
     )
+    return derive(raw, spec)

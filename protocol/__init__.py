@@ -5,6 +5,10 @@ Modules:
     base      the frozen Value base (with its checked `with_`), summary Stats, pydantic errors by field
     values    domain values: device profile, model reference, task spec, measurement
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
+    stats     summary statistics of a sample, process spread, the stability verdict
+    genstats  a generate run's aggregate from its records, as FORMULAS says
+    rouge     ROUGE-1/2/L F1, no external package
+    aggregate derive: a measurement's figures from its raw parts (worker and submitter alike)
     messages  wire messages of every protocol, tagged by `kind`, and the signed bodies
     codec     msgpack encoding with explicit limits
     framing   varint length prefix, incremental decoder, frame cap
@@ -16,6 +20,7 @@ Modules:
 
 from __future__ import annotations
 
+from protocol.aggregate import derive
 from protocol.base import Stats, Value, field_problems
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
@@ -200,6 +205,7 @@ __all__ = [
     "capability_key",
     "control_characters",
     "decode",
+    "derive",
     "encode",
     "field_problems",
     "for_csv",

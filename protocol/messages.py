@@ -76,6 +76,10 @@ class FailureReason(enum.StrEnum):
     CANCELLED = "cancelled"
     UNKNOWN_LEASE = "unknown_lease"
     INTERNAL = "internal"
+    # The submitter's refusals of a signed result (`scheduler.figures`): its figures contradict its own
+    # samples (inconsistent), or its numbers cannot be a measurement (invalid: NaN, negative, too long).
+    INCONSISTENT = "inconsistent"
+    INVALID = "invalid"
 
 
 class Stage(enum.StrEnum):

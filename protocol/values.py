@@ -135,6 +135,9 @@ class ModelRef(Value):
     sources: tuple[str, ...] = ()
 
 
+STOP_RUNS_FACTOR: Final = 10
+"""The stopping rule's default cap on timed runs per process: this many times the minimum `runs`."""
+
 MAX_INPUT_DATA: Final = 1 << 20
 """Bytes of input data files one job may give in all: they travel inside the signed offer."""
 
@@ -179,6 +182,13 @@ class TaskSpec(Value):
     # A generative workload (LLM or model server) instead of single-shot tensor inference.
     generate: GenerateSpec | None = None
 
+    def run_cap(self) -> int:
+        """The most timed runs one process may take: `runs`, or under the stopping rule `max_runs`
+        (default `STOP_RUNS_FACTOR` x runs)."""
+        if self.ci_target_pct is None:
+            return self.runs
+        return max(self.runs, self.max_runs or STOP_RUNS_FACTOR * self.runs)
+
 
 class RunConditions(Value):
     """What the device was doing and how the runtime was set while it measured."""
@@ -220,6 +230,10 @@ class Measurement(Value):
     warmups_used: int = Field(ge=0)
     inference_ms: Stats
     samples_ms: tuple[float, ...] = ()
+    # The raw parts the figures are derived from (`protocol.aggregate`), process after process:
+    process_runs: tuple[int, ...] = ()  # how many of `samples_ms` each process timed
+    load_samples_ms: tuple[float, ...] = ()  # every timed load, `load_runs` per process
+    first_inferences_ms: tuple[float, ...] = ()  # each process's first inference
     process_medians_ms: tuple[float, ...] = ()
     process_spread_pct: float = 0.0
     peak_load_ram_mb: float = Field(ge=0)

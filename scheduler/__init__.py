@@ -20,6 +20,7 @@ Modules:
     retry      which failures end a task, which peer a retry goes to, backoff
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     machine    Scheduler: one per campaign, handle(event, now) -> commands
+    figures    check_figures: a result's figures derived again from its raw parts, or a Refusal
     results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
     report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
     significance  the Mann-Whitney U test the diffs use
@@ -56,6 +57,7 @@ from scheduler.events import (
     TaskFailedRemotely,
     Tick,
 )
+from scheduler.figures import Refusal, check_figures
 from scheduler.generate import campaign_files
 from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, endpoint_models, needs_of
@@ -124,6 +126,7 @@ __all__ = [
     "Ranked",
     "Reason",
     "RecordOutcome",
+    "Refusal",
     "Rejection",
     "Requirements",
     "ResultAccepted",
@@ -147,6 +150,7 @@ __all__ = [
     "Verdict",
     "campaign_files",
     "campaign_needs",
+    "check_figures",
     "device_kind",
     "endpoint_models",
     "endpoint_problem",

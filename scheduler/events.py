@@ -81,15 +81,19 @@ class ResultAccepted:
 
 @dataclass(frozen=True)
 class ResultRejected:
-    """A result failed the node's checks (signature, signer, task, lease, campaign or model): never stored.
+    """A result failed the node's checks (signature, signer, task, lease, campaign or model; its figures,
+    `scheduler.figures`): never stored.
 
-    The scheduler treats it as an internal failure of the attempt, retried within the budget.
+    The scheduler fails the attempt with `reason` (internal for a check of the envelope; inconsistent
+    or invalid for its figures) and retries within the budget, never again on a peer whose figures
+    were refused.
     """
 
     task_id: str
     lease_id: str
     peer_id: str
     detail: str = ""
+    reason: FailureReason = FailureReason.INTERNAL
 
 
 @dataclass(frozen=True)

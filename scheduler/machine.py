@@ -182,7 +182,7 @@ class Scheduler:
                 return self._on_failure(task, lease, reason, detail, now, stage.value if stage else "")
             case ResultRejected():
                 detail = f"rejected result: {event.detail}"
-                return self._on_failure(event.task_id, event.lease_id, FailureReason.INTERNAL, detail, now)
+                return self._on_failure(event.task_id, event.lease_id, event.reason, detail, now)
             case LeaseLapsed():
                 return self._on_lapse(event, now)
             case LeaseReleased():

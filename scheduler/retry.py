@@ -2,9 +2,10 @@
 
 A retry goes to the best feasible peer (placement's ranking) that this task has not tried and that
 holds no other live or done task of the same job, so a job never measures one device twice; peers
-that lost an offer or a lease, or handed one back, anywhere in the campaign come last. A peer that
-declined "not now" (busy, queue full) or released the lease (it was leaving: a restarted service comes
-back) may be offered the same task again after an exponential backoff when nobody else fits.
+that lost an offer or a lease, or handed one back, anywhere in the campaign come last, and a peer
+whose figures were refused (`DISTRUSTED`) is never tried again. A peer that declined "not now" (busy,
+queue full) or released the lease (it was leaving: a restarted service comes back) may be offered the
+same task again after an exponential backoff when nobody else fits.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ FREE_CAUSES: Final[frozenset[Cause]] = frozenset({Lapse.RELEASED})
 """Attempt causes that do not count against the retry budget, once per peer: a worker that leaves and hands
 its lease back says nothing about the task. A second release of the same task by the same peer (a worker
 that keeps leaving) counts, so the budget still bounds every task."""
+
+DISTRUSTED: Final[frozenset[Cause]] = frozenset({FailureReason.INCONSISTENT, FailureReason.INVALID})
+"""Attempt causes that mean a peer sent figures its own samples refute: no retry in the campaign goes
+to it (its tasks placed already still run, and each of its results is checked like any other)."""
 
 MAX_BACKOFF_S: Final = 30.0
 _HOLDING: Final = frozenset({TaskState.PENDING, TaskState.OFFERED, TaskState.LEASED, TaskState.DONE})
@@ -93,7 +98,8 @@ def next_peer(
         for t in tasks.values()
         if t.job_index == task.job_index and t.task_id != task.task_id and t.state in _HOLDING
     }
-    pool = [p for p in peers if p.peer_id not in tried | taken]
+    liars = {a.peer_id for t in tasks.values() for a in t.attempts if a.cause in DISTRUSTED}
+    pool = [p for p in peers if p.peer_id not in tried | taken | liars]
     ranked = rank(needs, pool, placed=placed_load(tasks.values()))
     suspects = {a.peer_id for t in tasks.values() for a in t.attempts if a.cause in SUSPECT_CAUSES}
     ranked.sort(key=lambda r: r.peer.peer_id in suspects)  # stable: rank order otherwise

@@ -34,6 +34,7 @@ from protocol import (
     Dispatch,
     Envelope,
     Failure,
+    FailureReason,
     Holder,
     ModelRef,
     Offer,
@@ -328,6 +329,8 @@ def verify_result(attempt: Attempt, me: Identity, result: Result) -> Delivered |
             result.envelope, DOMAIN_RESULT, ResultBody, now=time.time(), signer=attempt.peer_id
         )
     except RecordError as exc:
+        if exc.reason == "malformed":  # signed by the worker, but no measurement fits the schema
+            return _rejected(attempt, result, f"result body: {exc.detail}", FailureReason.INVALID)
         return _rejected(attempt, result, f"result signature: {exc.detail}")
     expected = {
         "task": (body.task_id, attempt.task_id),
@@ -365,8 +368,10 @@ def verify_release(attempt: Attempt, me: Identity, release: Release) -> sch.Leas
     return sch.LeaseReleased(attempt.task_id, release.lease_id, attempt.peer_id, body.reason)
 
 
-def _rejected(attempt: Attempt, result: Result, detail: str) -> sch.ResultRejected:
-    return sch.ResultRejected(attempt.task_id, result.lease_id, attempt.peer_id, detail)
+def _rejected(
+    attempt: Attempt, result: Result, detail: str, reason: FailureReason = FailureReason.INTERNAL
+) -> sch.ResultRejected:
+    return sch.ResultRejected(attempt.task_id, result.lease_id, attempt.peer_id, detail, reason)
 
 
 async def open_negotiate(host: Host, peer_id: str, addrs: tuple[str, ...]) -> Channel:

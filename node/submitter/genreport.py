@@ -11,8 +11,8 @@ import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from drivers.genstats import tpot_ms
 from protocol import GenerationStats, for_html, for_rich, visible
+from protocol.genstats import tpot_ms
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -2,7 +2,9 @@
 
 One task (this loop) owns the scheduler and feeds it events; attempts report the scheduler events
 they hear (`Heard`) through a bounded channel and obey the commands routed to them. Every result is
-verified, checked against the task's current lease, and stored in SQLite before it is acknowledged.
+verified, checked against the task's current lease, its figures derived again from its raw parts
+(`scheduler.check_figures`: a refused one is a `ResultRejected`), and stored in SQLite before it is
+acknowledged.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class CampaignLoop:
         self,
         *,
         campaign_id: str,
+        campaign: sch.Campaign,
         scheduler: sch.Scheduler,
         store: CampaignStore,
         discovery: Discovery,
@@ -69,6 +72,7 @@ class CampaignLoop:
         events: EventSink = quiet,
     ) -> None:
         self._id = campaign_id
+        self._campaign = campaign
         self._sched = scheduler
         self._store = store
         self._discovery = discovery
@@ -289,20 +293,27 @@ class CampaignLoop:
             self._record("stale", a, f"result for lease {delivered.lease_id} is stale")
             log.info("rejected a stale result for %s (lease %s)", a.task_id, delivered.lease_id)
             return None
-        row = sch.result_row(self._task(a.task_id), delivered.body, "verified", utc_now())
+        task = self._task(a.task_id)
+        figures = sch.check_figures(delivered.body.measurement, self._campaign.jobs[task.job_index].spec)
+        if isinstance(figures, sch.Refusal):
+            log.info("refused the result for %s: %s %s", a.task_id, figures.reason.value, figures.detail)
+            return sch.ResultRejected(
+                a.task_id, delivered.lease_id, a.peer_id, figures.detail, figures.reason
+            )
+        body = delivered.body.with_(measurement=figures)  # the rows show the derived figures
         record = ResultRecord(
             task_id=a.task_id,
             lease_id=delivered.lease_id,
             peer_id=a.peer_id,
             status="Complete",
             envelope=pack_envelope(delivered.envelope),
-            row=row,
-            samples=delivered.body.measurement.samples_ms,
+            row=sch.result_row(task, body, "verified", utc_now()),
+            samples=figures.samples_ms,
         )
         self._store.put_result(self._id, record, utc_now())
         self.tally.accepted += 1
         self._record("accepted", a, "")
-        median = delivered.body.measurement.inference_ms.median
+        median = figures.inference_ms.median
         return sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median_ms=median)
 
     def _record(self, what: str, attempt: Attempt, detail: str) -> None:

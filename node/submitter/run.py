@@ -171,6 +171,7 @@ async def drive(
     host = node.host
     loop = CampaignLoop(
         campaign_id=run.campaign_id,
+        campaign=run.campaign,
         scheduler=run.scheduler,
         store=store,
         discovery=discovery,

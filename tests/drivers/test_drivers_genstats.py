@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from drivers import rouge
-from drivers.genstats import gaps_ms, summarize_generation, tpot_ms
-from protocol import GenerateSpec, Prompt, RequestRecord, Slo
+from protocol import GenerateSpec, Prompt, RequestRecord, Slo, rouge
+from protocol.genstats import gaps_ms, summarize_generation, tpot_ms
 
 SPEC = GenerateSpec(
     prompts=(Prompt(id="a", text="x", reference="the cat sat on the mat"), Prompt(id="b", text="y")),

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from drivers import TaskFailed, measure
-from drivers.genstats import tpot_ms
 from drivers.models import packaged_llm
 from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
+from protocol.genstats import tpot_ms
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
 CPU = ComputeUnit.CPU_TORCH

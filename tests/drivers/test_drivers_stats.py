@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from drivers.stats import instability, percentile, spread_pct, summarize, warmed_up
+from drivers.stats import warmed_up
+from protocol.stats import instability, percentile, spread_pct, summarize
 
 
 def test_summary_of_a_sample_with_one_outlier_matches_hand_computation() -> None:

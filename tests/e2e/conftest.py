@@ -41,7 +41,10 @@ class CampaignLab(Lab):
         *,
         wait: bool = True,
         extra: list[str] | None = None,
+        program: list[str] | None = None,
     ) -> Proc:
+        """A `join` worker for the lab's submitter; `program` runs instead of `sark-node` (a hostile
+        worker script from tests/lab that takes the same arguments)."""
         args = [
             "join",
             "--listen",
@@ -64,7 +67,7 @@ class CampaignLab(Lab):
         ]
         for gate in gates:
             args += ["--gate", gate]
-        proc = self._start(name, [*args, *(extra or [])])
+        proc = self.start(name, [*(program or SARK), *args, *(extra or [])])
         if wait:
             proc.ready = proc.wait_event("ready", timeout)
         return proc

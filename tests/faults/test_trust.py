@@ -52,7 +52,7 @@ from protocol import (
     TaskSpec,
     UnitStatus,
 )
-from protocol.records import peer_id_from_public_key, public_key_of, seal
+from protocol.records import open_envelope, peer_id_from_public_key, public_key_of, seal
 
 MODEL = ModelRef(name="m.onnx", size=10, sha256="a" * 64, sources=("https://example.invalid/m.onnx",))
 
@@ -317,3 +317,20 @@ def test_a_result_signed_by_another_worker_or_for_another_lease_is_rejected() ->
 
 def _with_payload(envelope: Envelope, payload: bytes) -> Envelope:
     return envelope.with_(payload=payload)
+
+
+def test_a_signed_body_that_no_measurement_fits_is_rejected_invalid() -> None:
+    wkey, me = _key(), _key()
+    attempt = Attempt(campaign_id="c1", task_id="t1", peer_id=wkey.peer_id, addrs=(), model=MODEL)
+    identity = Identity(peer_id=me.peer_id, private_key=me.seed, addrs=())
+    honest = _signed_result(wkey, me, "L1")
+    body = open_envelope(honest.envelope, DOMAIN_RESULT, ResultBody, now=time.time())
+    bad = body.with_(measurement=body.measurement.with_(peak_load_ram_mb=-1.0))  # with_ does not validate
+    result = honest.with_(envelope=seal(bad, DOMAIN_RESULT, wkey.seed))  # signed by the worker's own key
+    verdict = verify_result(attempt, identity, result)
+    assert isinstance(verdict, sch.ResultRejected)
+    assert verdict.reason == FailureReason.INVALID
+    assert "peak_load_ram_mb" in verdict.detail
+    forged = verify_result(attempt, identity, _signed_result(_key(), me, "L1"))
+    assert isinstance(forged, sch.ResultRejected)
+    assert forged.reason == FailureReason.INTERNAL  # a signature that does not check out stays internal

@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
-from drivers.genstats import summarize_generation
 from node.submitter.genreport import generation_parts, generation_table
 from protocol import GenerateSpec, Prompt, RequestRecord
+from protocol.genstats import summarize_generation
 
 
 def _document() -> dict[str, Any]:

@@ -109,6 +109,7 @@ def peer(name: str, *, reach: str = "direct", load: Load | None = None, **kwargs
     )
 
 
+REFUSED_DETAIL = "inference_ms.median: the worker says 1.0, its raw parts give 2.0"
 CPU_ONLY_REASON = "no CUDA device (nvidia-smi not found)"
 
 
@@ -122,7 +123,8 @@ C = TypeVar("C")
 Reaction = str
 """What a peer does with one offer: "complete", "commit" (then silence), "silent", "lost",
 "decline:<reason>", "fail:<reason>", "forged" (commits, then sends a result that fails the node's checks),
-"release" (commits, then hands the lease back: it is leaving)."""
+"release" (commits, then hands the lease back: it is leaving), "refuse:<reason>" (commits, then sends a
+result whose figures the node refuses: invalid, inconsistent)."""
 
 
 @dataclass
@@ -173,7 +175,7 @@ class Node:
             self.feed(OfferDeclined(task, who, DeclineReason(arg)))
         elif kind == "lost":
             self.feed(OfferLost(task, who, "connection refused"))
-        elif kind in ("complete", "commit", "fail", "forged", "release"):
+        elif kind in ("complete", "commit", "fail", "forged", "release", "refuse"):
             lease = self.commit(task, who)
             if kind == "complete":
                 self.feed(ProgressReported(task, lease, Phase.MEASURING, 50, 100, 12.5))
@@ -184,6 +186,8 @@ class Node:
                 self.feed(ResultRejected(task, lease, who, "result signature: bad signature"))
             elif kind == "release":
                 self.feed(LeaseReleased(task, lease, who, "leaving"))
+            elif kind == "refuse":
+                self.feed(ResultRejected(task, lease, who, REFUSED_DETAIL, FailureReason(arg)))
         # "silent" and "commit" leave the scheduler's own deadlines to act
 
     def commit(self, task_id: str, peer_id: str, ttl: float = 30.0) -> str:

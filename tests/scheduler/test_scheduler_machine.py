@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from scheduler_harness import CAMPAIGN_YAML, MODEL, Node, cpu_fleet, peer
+from scheduler_harness import CAMPAIGN_YAML, MODEL, REFUSED_DETAIL, Node, cpu_fleet, peer
 
 from protocol import ComputeUnit, DeclineReason, FailureReason, Phase
 from scheduler import (
@@ -177,6 +177,30 @@ def test_no_answer_and_lapse_withdraw_the_offer_or_void_the_lease_on_the_old_pee
     ]
     assert statuses(node) == {f"{CID}-job-0-0": "Complete", f"{CID}-job-0-1": "Complete"}
     assert {t.peer_id for t in node.scheduler.tasks()} == {"12D3-cpu2", "12D3-cpu3"}
+
+
+@pytest.mark.parametrize("reason", [FailureReason.INCONSISTENT, FailureReason.INVALID])
+def test_a_refused_result_fails_the_task_with_its_reason_and_detail_when_no_one_else_fits(
+    reason: FailureReason,
+) -> None:
+    node = node_for(one_job("any"))
+    node.scripts["12D3-cpu0"] = [f"refuse:{reason.value}"]
+    node.discover(cpu_fleet(1))
+    node.run()
+    (outcome,) = node.outcomes().values()
+    assert (outcome.status, outcome.reason) == (Status.FAILED, reason.value)
+    assert REFUSED_DETAIL in outcome.detail
+
+
+def test_a_peer_whose_figures_were_refused_gets_no_retry_of_any_task() -> None:
+    node = node_for(one_job(2))
+    node.scripts = {"12D3-cpu0": ["refuse:inconsistent"], "12D3-cpu1": ["fail:crashed"]}
+    node.discover(cpu_fleet(3))
+    node.run()
+    first, second = f"{CID}-job-0-0", f"{CID}-job-0-1"
+    assert statuses(node) == {first: "Complete", second: "Failed"}
+    assert [o.peer_id for o in node.sent(SendOffer) if o.task_id == second] == ["12D3-cpu1"]
+    assert node.outcomes()[second].reason == "crashed"
 
 
 @pytest.mark.parametrize(

@@ -234,8 +234,8 @@ def test_an_ended_task_keeps_the_time_it_ended_whenever_its_row_is_rebuilt() -> 
 
 
 def test_a_generate_result_fills_the_generation_columns() -> None:
-    from drivers.genstats import summarize_generation
     from protocol import GenerateSpec, Prompt, RequestRecord
+    from protocol.genstats import summarize_generation
 
     spec = GenerateSpec(
         prompts=(Prompt(id="a", text="x", reference="the cat sat"),), prompts_sha256=SHA, quality=("rouge",)

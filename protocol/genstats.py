@@ -1,7 +1,8 @@
 """The aggregate of a generate run: per-request records in, `GenerationStats` out, as `FORMULAS` says.
 
 Pure: no clock, no runtime. Every figure is computed from the raw `RequestRecord`s, which the result
-keeps, so any other definition can be recomputed later.
+keeps, so any other definition can be recomputed later, and the submitter recomputes these ones with
+the same functions (`protocol.aggregate`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 
-from drivers import rouge
-from drivers.stats import median, summarize
-from protocol import GenerateSpec, GenerationStats, RequestRecord, Rouge
-from protocol.generation import MAX_RECORDS
+from protocol import rouge
+from protocol.generation import MAX_RECORDS, GenerateSpec, GenerationStats, RequestRecord, Rouge
+from protocol.stats import median, summarize
 
 
 def tpot_ms(record: RequestRecord) -> float | None:

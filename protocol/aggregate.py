@@ -1,0 +1,92 @@
+"""A measurement's figures from its raw parts: the one computation the worker and the submitter share.
+
+The worker measures raw parts (the timed samples and how many each process took, every timed load,
+each process's first inference, every request's record and the run's wall time) and `derive`
+computes every figure that rows and reports show from them. The submitter calls `derive` again on
+the signed result and compares (`scheduler.figures`), so a figure that its own samples contradict
+is refused rather than shown. Single readings (peak memory, CPU and GPU use, background load, round
+trip) have no raw parts: they are taken as measured, within sane bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from protocol.base import Stats
+from protocol.generation import GenerateSpec, GenerationStats
+from protocol.genstats import summarize_generation
+from protocol.stats import instability, median, spread_pct, summarize
+from protocol.values import Measurement, TaskSpec
+
+NO_SAMPLES: Final[Stats] = summarize([])
+"""The statistics of no sample (all zeros): a phase a measurement does not have."""
+
+
+def split(values: Sequence[float], counts: Sequence[int]) -> tuple[tuple[float, ...], ...]:
+    """`values` cut into consecutive parts of the given lengths (one per process)."""
+    parts, start = [], 0
+    for count in counts:
+        parts.append(tuple(values[start : start + count]))
+        start += count
+    return tuple(parts)
+
+
+def is_endpoint(spec: TaskSpec) -> bool:
+    """Whether the task drives a model server (no load, no process: every figure is per request)."""
+    return spec.generate is not None and spec.generate.endpoint is not None
+
+
+def derive_generation(stats: GenerationStats, spec: GenerateSpec) -> GenerationStats:
+    """A generate run's aggregate recomputed from its records and wall time, its readings kept."""
+    return summarize_generation(stats.records, stats.wall_s, spec).with_(
+        rtt_ms=stats.rtt_ms, tls_ms=stats.tls_ms, client_overhead_ms=stats.client_overhead_ms
+    )
+
+
+def derive(m: Measurement, spec: TaskSpec) -> Measurement:
+    """`m` with every figure computed from its raw parts, as `spec` asked for them.
+
+    A tensor or white-box generate task: the inference statistics are over all samples (a generate
+    task's are its requests' end-to-end times), their median the median of the process medians;
+    loads, first loads and first inferences come from the raw ones, the stability verdict from
+    those and the background load. An endpoint task: its requests' end-to-end latency is its
+    inference figure. The raw parts must fit together (`scheduler.figures` checks that first): one
+    count per process adding up to the samples, `spec.load_runs` loads per process, one first
+    inference per process, generation figures exactly when `spec.generate` is set.
+    """
+    generation = m.generation
+    if spec.generate is not None and generation is not None:
+        generation = derive_generation(generation, spec.generate)
+    if is_endpoint(spec):
+        assert generation is not None
+        return m.with_(
+            compute_unit=spec.compute_unit,
+            load_ms=NO_SAMPLES,
+            load_first_ms=0.0,
+            first_inference_ms=generation.ttft_ms.median,
+            inference_ms=generation.e2e_ms,
+            process_medians_ms=(),
+            process_spread_pct=0.0,
+            unstable=False,
+            unstable_reasons=(),
+            generation=generation,
+        )
+    samples = m.samples_ms if generation is None else tuple(r.e2e_ms for r in generation.records)
+    medians = tuple(median(part) for part in split(samples, m.process_runs))
+    inference = summarize(samples).with_(median=median(medians))
+    loads = split(m.load_samples_ms, [spec.load_runs] * len(m.process_runs))
+    reasons = instability(inference, medians, m.conditions.background_cores)
+    return m.with_(
+        compute_unit=spec.compute_unit,
+        load_ms=summarize(m.load_samples_ms),
+        load_first_ms=median([part[0] for part in loads]),
+        first_inference_ms=median(m.first_inferences_ms),
+        inference_ms=inference,
+        samples_ms=samples,
+        process_medians_ms=medians,
+        process_spread_pct=spread_pct(medians),
+        unstable=bool(reasons),
+        unstable_reasons=reasons,
+        generation=generation,
+    )
