@@ -134,6 +134,7 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
     """Run the worker role until cancelled, after one `ready` event line (or one line for people)."""
     import trio
 
+    from node.p2p.addrs import undialable
     from node.worker.role import open_worker
 
     async with open_worker(config, profile, events=json_lines if events else quiet) as worker:
@@ -142,6 +143,13 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
             typer.secho(
                 f"warning: gate {gate_addr} refused or dropped our provider records: "
                 "submitters that use only this gate will not find this worker",
+                fg=typer.colors.YELLOW,
+                err=True,
+            )
+        why = undialable(adv.addrs, adv.circuit_addrs, config.gates)
+        if why is not None:
+            typer.secho(
+                f"warning: no submitter can dial this worker: {why} (listen: {', '.join(config.listen)})",
                 fg=typer.colors.YELLOW,
                 err=True,
             )
