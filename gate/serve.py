@@ -24,7 +24,7 @@ async def open_gate(config: NodeConfig, *, relay_allow: frozenset[str] | None = 
 
     `relay_allow` lists the peers that may reserve a relay slot (None: any peer; T16).
     """
-    # The probe listens on a port of its own: libp2p binds with SO_REUSEPORT, so on the gate's port
+    # P30: the probe listens on a port of its own: libp2p binds with SO_REUSEPORT, so on the gate's port
     # the kernel handed it a share of the gate's inbound connections (dials met the wrong peer id).
     probe_listen = [_any_port(a) for a in config.listen if a.startswith("/ip4/")] or ["/ip4/127.0.0.1/tcp/0"]
     async with (

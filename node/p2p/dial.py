@@ -1,4 +1,4 @@
-"""Dialling a peer's addresses in turn, each but the last under a short deadline (P30 in `host`).
+"""Dialling a peer's addresses in turn, each but the last under a short deadline (P3, P28 in `host`).
 
 No libp2p import: `host` passes the one-address dial. A dead first address (a host that drops SYNs,
 a port that accepts and never speaks: libp2p's own dial gives up after 10 s to 2 min) used to hold

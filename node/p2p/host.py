@@ -32,10 +32,10 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
   an explicit dial first clears the peer from that cache.
 - P28 stale addresses: libp2p dials at most one address per transport class, the first its peerstore
   lists (kept for minutes), so a peer back on a new port was dialled at its dead old one. An explicit
-  dial replaces the peer's addresses with the one being tried, each given address in turn.
+  dial replaces the peer's addresses with the one being tried, each given address in turn, each but
+  the last under a short deadline (`node.p2p.dial`: a dead first address held the whole deadline).
 - P29 wildcards: libp2p reports `/ip4/0.0.0.0` as it is; `addrs_factory` gives `addrs.announced`
   instead. Its observed addresses are off: they carry our outbound connections' ephemeral ports.
-- P30 a dead first address held the whole dial deadline: `node.p2p.dial` caps each but the last.
 """
 
 from __future__ import annotations
