@@ -11,8 +11,10 @@ networks first. Both are pure: `local_interfaces` is the one function here that 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Sequence
-from typing import Final
+import math
+import time
+from collections.abc import Sequence
+from typing import Final, final
 
 import multiaddr
 
@@ -119,15 +121,36 @@ def announced(listen: Sequence[str], local: Sequence[IPInterface], observed: Seq
     return sorted(seen, key=scope)
 
 
-def announce_factory(reached: list[str]) -> Callable[[list[multiaddr.Multiaddr]], list[multiaddr.Multiaddr]]:
-    """libp2p's `addrs_factory`: the bound addresses as `announced`, with this machine's interfaces
-    now and `reached` (a list the host appends to) as the observed addresses."""
+@final
+class AddressBook:
+    """A host's own addresses: the interfaces (read again at most every `max_age_s`: psutil takes
+    about 2 ms) and the addresses peers reached us at; `announce` is libp2p's `addrs_factory`."""
 
-    def factory(bound: list[multiaddr.Multiaddr]) -> list[multiaddr.Multiaddr]:
-        addrs = announced([str(a) for a in bound], local_interfaces(), reached)
-        return [multiaddr.Multiaddr(a) for a in addrs]
+    def __init__(self, max_age_s: float = 5.0) -> None:
+        self._max_age_s = max_age_s
+        self._read_at = -math.inf
+        self._interfaces: list[IPInterface] = []
+        self._reached: list[str] = []
 
-    return factory
+    def interfaces(self) -> list[IPInterface]:
+        """This machine's running interfaces, at most `max_age_s` old."""
+        now = time.monotonic()
+        if now - self._read_at > self._max_age_s:
+            self._interfaces, self._read_at = local_interfaces(), now
+        return self._interfaces
+
+    def reached_at(self, addr: str) -> None:
+        """A peer dialled us at `addr` (`/p2p/` and after ignored): announced from now on."""
+        transport = addr.split("/p2p/", 1)[0]
+        if transport not in self._reached:
+            self._reached.append(transport)
+
+    def announce(self, bound: list[multiaddr.Multiaddr]) -> list[multiaddr.Multiaddr]:
+        """The bound addresses as `announced`, with the interfaces and the addresses that reached us."""
+        return [
+            multiaddr.Multiaddr(a)
+            for a in announced([str(a) for a in bound], self.interfaces(), self._reached)
+        ]
 
 
 def dial_order(addrs: Sequence[str], local: Sequence[IPInterface]) -> list[str]:
@@ -161,8 +184,8 @@ def undialable(addrs: Sequence[str], circuits: Sequence[str], gates: Sequence[st
 
 
 __all__ = [
+    "AddressBook",
     "IPInterface",
-    "announce_factory",
     "announced",
     "dial_order",
     "expand",

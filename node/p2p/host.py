@@ -76,7 +76,7 @@ from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
 from node.errors import PeerTimeout, PeerUnreachable, map_exceptions
-from node.p2p.addrs import announce_factory, local_interfaces, parse_multiaddr, peer_of, without_p2p
+from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
 from node.p2p.dial import dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
 from node.p2p.stream import LibStream, guarded_handler, refuse, remote_ip, run_handler
@@ -170,12 +170,12 @@ class Host:
     """
 
     def __init__(
-        self, lp: Any, key_pair: KeyPair, nursery: trio.Nursery, relay: CircuitV2Transport, reached: list[str]
+        self, lp: Any, key_pair: KeyPair, nursery: trio.Nursery, relay: CircuitV2Transport, book: AddressBook
     ) -> None:
         self._lp = lp
         self._nursery = nursery
         self._relay = relay
-        self._reached = reached
+        self._book = book
         self._inflight: dict[tuple[str, str], int] = {}
         self.peer_id: str = lp.get_id().to_base58()
         self.private_key: bytes = key_pair.private_key.to_bytes()
@@ -191,9 +191,7 @@ class Host:
 
     def reached_at(self, addr: str) -> None:
         """A peer dialled us back at `addr` (a reachability check): advertise it from now on (P29)."""
-        transport = str(without_p2p(addr))
-        if transport not in self._reached:
-            self._reached.append(transport)
+        self._book.reached_at(addr)
 
     def set_handler(
         self, protocol: str, handler: Handler, *, max_per_peer: int = 4, deadline: float = 30.0
@@ -292,7 +290,7 @@ class Host:
     async def _ensure_connected(self, peer_id: str, addrs: Sequence[str], seconds: float) -> None:
         """Direct addresses (ours first: `dial_order`), then circuits, in turn, each capped (P30)."""
         if not self.is_connected(peer_id):
-            plan = dial_plan(addrs, local_interfaces())
+            plan = dial_plan(addrs, self._book.interfaces())
             await dial_in_turn(peer_id, plan, seconds, partial(self._dial_one, peer_id))
 
     async def _dial_one(self, peer_id: str, addr: str | None) -> None:
@@ -317,7 +315,7 @@ class Host:
 
 
 def _new_libp2p_host(
-    key_pair: KeyPair, listen: list[multiaddr.Multiaddr], config: HostConfig, reached: list[str]
+    key_pair: KeyPair, listen: list[multiaddr.Multiaddr], config: HostConfig, book: AddressBook
 ) -> Any:
     connection_config = ConnectionConfig(
         max_connections_per_peer=1,  # P2: the dial-delay fix
@@ -337,7 +335,7 @@ def _new_libp2p_host(
         muxer_opt={TProtocol(YAMUX_ID): Yamux},
         connection_config=connection_config,
         resource_manager=new_resource_manager(limits=limits, enable_metrics=False),
-        addrs_factory=announce_factory(reached),  # P29
+        addrs_factory=book.announce,  # P29
         disable_identify_address_discovery=True,  # P29: observed ephemeral ports are not addresses
     )
 
@@ -353,8 +351,8 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
     _tune_yamux()
     key_pair = _identity(config.key_file)
     listen = [parse_multiaddr(a, field="listen") for a in config.listen]
-    reached: list[str] = []
-    lp = _new_libp2p_host(key_pair, listen, config, reached)
+    book = AddressBook()
+    lp = _new_libp2p_host(key_pair, listen, config, book)
     network = lp.get_network()
     network.set_stream_handler(guarded_handler(network.common_stream_handler))  # P1, for every protocol
     async with lp.run(listen):
@@ -364,7 +362,7 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
                 async with background_trio_service(relay):
                     relay_config = RelayConfig(roles=_roles(config), limits=RELAY_LIMITS)
                     transport = CircuitV2Transport(lp, relay, relay_config)
-                    yield Host(lp, key_pair, nursery, transport, reached)
+                    yield Host(lp, key_pair, nursery, transport, book)
                     nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(3):

@@ -7,9 +7,19 @@ from __future__ import annotations
 
 from ipaddress import ip_interface
 
+import multiaddr
 import pytest
 
-from node.p2p.addrs import IPInterface, announced, dial_order, expand, local_interfaces, scope, undialable
+from node.p2p.addrs import (
+    AddressBook,
+    IPInterface,
+    announced,
+    dial_order,
+    expand,
+    local_interfaces,
+    scope,
+    undialable,
+)
 from node.p2p.dial import dial_plan
 from node.p2p.reach import dial_back_addrs
 
@@ -173,3 +183,13 @@ def test_this_machine_has_a_running_loopback_interface() -> None:
     found = local_interfaces()
     assert any(i.ip.is_loopback for i in found), found
     assert all(not i.ip.is_unspecified for i in found)
+
+
+def test_an_address_a_gate_reached_us_at_is_announced_with_the_interfaces() -> None:
+    book = AddressBook()
+    book.reached_at("/ip4/198.51.100.7/tcp/4001/p2p/12D3KooWx")  # a NAT forwarding our port
+    book.reached_at("/ip4/198.51.100.7/tcp/4001/p2p/12D3KooWx")
+    out = [str(a) for a in book.announce([multiaddr.Multiaddr("/ip4/0.0.0.0/tcp/4001")])]
+    assert out.count("/ip4/198.51.100.7/tcp/4001") == 1
+    assert out[-1] == "/ip4/127.0.0.1/tcp/4001"
+    assert not any("/0.0.0.0/" in a for a in out)
