@@ -24,13 +24,23 @@ async def open_gate(config: NodeConfig, *, relay_allow: frozenset[str] | None = 
 
     `relay_allow` lists the peers that may reserve a relay slot (None: any peer; T16).
     """
-    probe_listen = tuple(a for a in config.listen if a.startswith("/ip4/")) or ("/ip4/127.0.0.1/tcp/0",)
+    # P30: the probe listens on a port of its own: libp2p binds with SO_REUSEPORT, so on the gate's port
+    # the kernel handed it a share of the gate's inbound connections (dials met the wrong peer id).
+    probe_listen = [_any_port(a) for a in config.listen if a.startswith("/ip4/")] or ["/ip4/127.0.0.1/tcp/0"]
     async with (
         open_node(config, role="gate", relay_allow=relay_allow) as node,
-        open_host(HostConfig(key_file=None, listen=probe_listen[:1])) as probe,
+        open_host(HostConfig(key_file=None, listen=tuple(probe_listen[:1]))) as probe,
     ):
         node.host.set_handler(REACH, reach_handler(probe), max_per_peer=2, deadline=15.0)
         yield node
+
+
+def _any_port(addr: str) -> str:
+    """`addr` with its TCP port replaced by 0 (any free port)."""
+    parts = addr.split("/")
+    if "tcp" in parts[:-1]:
+        parts[parts.index("tcp") + 1] = "0"
+    return "/".join(parts)
 
 
 async def serve_gate(

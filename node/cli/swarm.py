@@ -145,19 +145,31 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
 
     sink = json_lines if events else quiet
     left = await serve_until_signalled(
-        open_worker(config, profile, events=sink), lambda worker: _announce(worker, events), events=sink
+        open_worker(config, profile, events=sink),
+        lambda worker: _announce(worker, config, events),
+        events=sink,
     )
     if left is not None and not events:
         print(f"left the swarm in {left.seconds:g} s; leases handed back: {len(left.released)}", flush=True)
 
 
-def _announce(worker: WorkerHandle, events: bool) -> None:
-    """The `ready` event line (or the `joined` line for people), after a warning per refusing gate."""
+def _announce(worker: WorkerHandle, config: NodeConfig, events: bool) -> None:
+    """The `ready` event line (or the `joined` line for people), after a warning per refusing gate and
+    one when no submitter could dial this worker."""
+    from node.p2p.addrs import undialable
+
     adv = worker.advertised
     for gate_addr in adv.refused_by:
         typer.secho(
             f"warning: gate {gate_addr} refused or dropped our provider records: "
             "submitters that use only this gate will not find this worker",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+    why = undialable(adv.addrs, adv.circuit_addrs, config.gates)
+    if why is not None:
+        typer.secho(
+            f"warning: no submitter can dial this worker: {why} (listen: {', '.join(config.listen)})",
             fg=typer.colors.YELLOW,
             err=True,
         )

@@ -3,7 +3,8 @@
 Modules:
     host      our libp2p host: Noise-only, handler guards, per-peer caps, relay; the workarounds but kad's
     stream    libp2p streams as byte streams (EOF, errors) and the guards every inbound stream runs under
-    addrs     multiaddr parsing and peer ids from addresses (no libp2p import: the CLI checks addresses)
+    addrs     multiaddr parsing, peer ids, the addresses we announce, the order to dial a peer's (no libp2p)
+    dial      a peer's addresses dialled in turn, each but the last under a short deadline (no libp2p)
     kad       libp2p's kad-dht on /sark/kad/1.0.0, with its workarounds
     dht       advert keys, the advert validator, publishing and provider lookups
     wire      the seam to the pure protocol: a byte stream and a framed message channel
@@ -19,4 +20,4 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["addrs", "dht", "host", "identity", "kad", "node", "reach", "stream", "survey", "wire"]
+__all__ = ["addrs", "dht", "dial", "host", "identity", "kad", "node", "reach", "stream", "survey", "wire"]

@@ -32,7 +32,10 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
   an explicit dial first clears the peer from that cache.
 - P28 stale addresses: libp2p dials at most one address per transport class, the first its peerstore
   lists (kept for minutes), so a peer back on a new port was dialled at its dead old one. An explicit
-  dial replaces the peer's addresses with the one being tried, each given address in turn.
+  dial replaces the peer's addresses with the one being tried, each given address in turn, each but
+  the last under a short deadline (`node.p2p.dial`: a dead first address held the whole deadline).
+- P29 wildcards: libp2p reports `/ip4/0.0.0.0` as it is; `addrs_factory` gives `addrs.announced`
+  instead. Its observed addresses are off: they carry our outbound connections' ephemeral ports.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -72,7 +76,8 @@ from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
 from node.errors import PeerTimeout, PeerUnreachable, map_exceptions
-from node.p2p.addrs import parse_multiaddr, peer_of, without_p2p
+from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
+from node.p2p.dial import dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
 from node.p2p.stream import LibStream, guarded_handler, refuse, remote_ip, run_handler
 from node.p2p.wire import Channel, Handler
@@ -164,10 +169,13 @@ class Host:
         private_key: our 32-byte Ed25519 seed, for signing records.
     """
 
-    def __init__(self, lp: Any, key_pair: KeyPair, nursery: trio.Nursery, relay: CircuitV2Transport) -> None:
+    def __init__(
+        self, lp: Any, key_pair: KeyPair, nursery: trio.Nursery, relay: CircuitV2Transport, book: AddressBook
+    ) -> None:
         self._lp = lp
         self._nursery = nursery
         self._relay = relay
+        self._book = book
         self._inflight: dict[tuple[str, str], int] = {}
         self.peer_id: str = lp.get_id().to_base58()
         self.private_key: bytes = key_pair.private_key.to_bytes()
@@ -178,8 +186,12 @@ class Host:
         return self._lp
 
     def addrs(self) -> list[str]:
-        """Our listen addresses, each ending in `/p2p/<our id>`."""
+        """The addresses we can be dialled at, ranked, each ending in `/p2p/<our id>` (P29)."""
         return [str(a) for a in self._lp.get_addrs()]
+
+    def reached_at(self, addr: str) -> None:
+        """A peer dialled us back at `addr` (a reachability check): advertise it from now on (P29)."""
+        self._book.reached_at(addr)
 
     def set_handler(
         self, protocol: str, handler: Handler, *, max_per_peer: int = 4, deadline: float = 30.0
@@ -276,47 +288,35 @@ class Host:
         return list(conns) if isinstance(conns, list | tuple) else [conns]
 
     async def _ensure_connected(self, peer_id: str, addrs: Sequence[str], seconds: float) -> None:
-        if self.is_connected(peer_id):
-            return
-        direct = [a for a in addrs if "/p2p-circuit" not in a]
-        circuit = [a for a in addrs if "/p2p-circuit" in a]
-        errors: list[str] = []
-        with trio.move_on_after(seconds):
-            for batch in [[a] for a in direct] or ([] if circuit else [[]]):
-                try:
-                    await self._dial_direct(peer_id, batch)
-                    return
-                except PeerUnreachable as exc:
-                    errors.append(exc.why)
-            for addr in circuit:
-                try:
-                    with map_exceptions(peer_id, f"circuit {addr}"):
-                        await self._relay.dial(multiaddr.Multiaddr(addr))
-                    return
-                except PeerUnreachable as exc:
-                    errors.append(exc.why)
-            raise PeerUnreachable(peer_id, "; ".join(errors) or "no address")
-        raise PeerTimeout(peer_id, f"connecting within {seconds:g} s ({'; '.join(errors)})")
+        """Direct addresses (ours first: `dial_order`), then circuits, in turn, each capped (P30)."""
+        if not self.is_connected(peer_id):
+            plan = dial_plan(addrs, self._book.interfaces())
+            await dial_in_turn(peer_id, plan, seconds, partial(self._dial_one, peer_id))
 
-    async def _dial_direct(self, peer_id: str, addrs: list[str]) -> None:
-        """Dial a peer at exactly `addrs` (none: whatever the peerstore knows).
+    async def _dial_one(self, peer_id: str, addr: str | None) -> None:
+        """Dial one address: a circuit through its relay (P14), or direct (None: what the peerstore knows).
 
         P28: libp2p dials at most one address per transport class, the first the peerstore lists
         for the peer, and keeps addresses for minutes: a peer that restarted on a new port was
         dialled at its dead old one and never at the new one (a restarted worker was labelled
         relayed by the gate's dial-back). So the peerstore's addresses for the peer are replaced
-        by the ones we were asked to dial, one at a time (`_ensure_connected`).
+        by the one we were asked to dial (`_ensure_connected` tries each in turn).
         """
         peer = ID.from_base58(peer_id)
-        with map_exceptions(peer_id, "direct"):
-            maddrs = [without_p2p(a) for a in addrs]
-            if maddrs:
+        circuit = addr is not None and "/p2p-circuit" in addr
+        with map_exceptions(peer_id, f"circuit {addr}" if circuit else f"direct {addr or ''}".strip()):
+            if addr is not None and circuit:
+                await self._relay.dial(multiaddr.Multiaddr(addr))
+                return
+            if addr is not None:
                 self._lp.get_peerstore().clear_addrs(peer)
             self._lp.get_network().unblock_peer(peer)  # P26
-            await self._lp.connect(PeerInfo(peer, maddrs))
+            await self._lp.connect(PeerInfo(peer, [] if addr is None else [without_p2p(addr)]))
 
 
-def _new_libp2p_host(key_pair: KeyPair, listen: list[multiaddr.Multiaddr], config: HostConfig) -> Any:
+def _new_libp2p_host(
+    key_pair: KeyPair, listen: list[multiaddr.Multiaddr], config: HostConfig, book: AddressBook
+) -> Any:
     connection_config = ConnectionConfig(
         max_connections_per_peer=1,  # P2: the dial-delay fix
         max_connections=config.max_connections,
@@ -335,6 +335,8 @@ def _new_libp2p_host(key_pair: KeyPair, listen: list[multiaddr.Multiaddr], confi
         muxer_opt={TProtocol(YAMUX_ID): Yamux},
         connection_config=connection_config,
         resource_manager=new_resource_manager(limits=limits, enable_metrics=False),
+        addrs_factory=book.announce,  # P29
+        disable_identify_address_discovery=True,  # P29: observed ephemeral ports are not addresses
     )
 
 
@@ -349,7 +351,8 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
     _tune_yamux()
     key_pair = _identity(config.key_file)
     listen = [parse_multiaddr(a, field="listen") for a in config.listen]
-    lp = _new_libp2p_host(key_pair, listen, config)
+    book = AddressBook()
+    lp = _new_libp2p_host(key_pair, listen, config, book)
     network = lp.get_network()
     network.set_stream_handler(guarded_handler(network.common_stream_handler))  # P1, for every protocol
     async with lp.run(listen):
@@ -359,7 +362,7 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
                 async with background_trio_service(relay):
                     relay_config = RelayConfig(roles=_roles(config), limits=RELAY_LIMITS)
                     transport = CircuitV2Transport(lp, relay, relay_config)
-                    yield Host(lp, key_pair, nursery, transport)
+                    yield Host(lp, key_pair, nursery, transport, book)
                     nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(3):

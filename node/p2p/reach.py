@@ -8,6 +8,10 @@ A gate of another libp2p implementation serves no `/sark/reach`: the worker then
 peers (those that asked it, then the providers of the any-worker key), each of which dials back from
 a throwaway identity. The verdict is "direct" once any dial-back reached us, "relayed" only when
 dial-backs were tried and all failed, and "unknown" when nobody could try.
+
+The claimed addresses are the ones we advertise (`Host.addrs`: a wildcard listen address expanded,
+P29), never `0.0.0.0`; the address a gate reached us at is what it observed of us, and the worker
+advertises it too (`ReachVerdict.addr`), so "direct" always comes with an address that was dialled.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from typing import Final
 
 import trio
 
-from node.errors import NodeError, PeerUnreachable
-from node.p2p.addrs import peer_of
+from node.errors import ConfigError, NodeError, PeerUnreachable
+from node.p2p.addrs import parse_multiaddr, peer_of
 from node.p2p.host import Host, HostConfig, open_host
 from node.p2p.wire import Channel, Handler
 from protocol import REACH, ProtocolError, Reachability, ReachGet, ReachReply
@@ -39,13 +43,14 @@ THROWAWAY_PROBES: Final = 2
 
 def dial_back_addrs(observed_ip: str, peer_id: str, claimed: tuple[str, ...]) -> list[str]:
     """The addresses to probe: each claimed TCP port, at the IP the caller really came from."""
+    family = "ip6" if ":" in observed_ip else "ip4"
     out: list[str] = []
     for addr in claimed:
         parts = addr.split("/")
         if "tcp" not in parts or "p2p-circuit" in parts:
             continue
         port = parts[parts.index("tcp") + 1]
-        candidate = f"/ip4/{observed_ip}/tcp/{port}/p2p/{peer_id}"
+        candidate = f"/{family}/{observed_ip}/tcp/{port}/p2p/{peer_id}"
         if port.isdigit() and candidate not in out:
             out.append(candidate)
     return out[:MAX_PROBES]
@@ -100,10 +105,13 @@ class ReachVerdict:
     Attributes:
         reachability: direct (a dial-back reached us), relayed (all tried failed) or unknown.
         detail: who reached us at which address, or why not, for people.
+        addr: the address one of our gates reached us at ("" otherwise: a helper peer's word is
+            enough for a verdict, not for an address we then advertise).
     """
 
     reachability: Reachability
     detail: str
+    addr: str = ""
 
 
 async def ask_reach(
@@ -133,16 +141,27 @@ async def dial_back_verdict(
     when no gate does).
     """
     tried, failures = await _ask_all(host, [(peer_of(g), (g,)) for g in gates])
+    by_gate = tried.reachable is not None
     if tried.reachable is None:
         skip = {host.peer_id, *(peer_of(g) for g in gates)}
         others = [(p, addrs) for p, addrs in await helpers() if p not in skip]
         tried, more = await _ask_all(host, others[:MAX_HELPERS])
         failures += more
     if tried.reachable:
-        return ReachVerdict(Reachability.DIRECT, f"{tried.by} dialled us back at {tried.addr}")
+        addr = tried.addr if by_gate and _is_ours(tried.addr, host.peer_id) else ""
+        return ReachVerdict(Reachability.DIRECT, f"{tried.by} dialled us back at {tried.addr}", addr)
     if tried.reachable is False:
         return ReachVerdict(Reachability.RELAYED, "; ".join(failures))
     return ReachVerdict(Reachability.UNKNOWN, "; ".join(failures) or "no peer to dial us back")
+
+
+def _is_ours(addr: str, peer_id: str) -> bool:
+    """Is `addr` a multiaddr of ours: it parses and ends in our peer id."""
+    try:
+        parse_multiaddr(addr)
+        return peer_of(addr) == peer_id
+    except ConfigError:
+        return False
 
 
 @dataclass

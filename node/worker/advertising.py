@@ -110,15 +110,19 @@ class _Advertiser:
 async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()) -> None:
     """Decide reachability; unless a dial-back reached us, reserve relay slots and advertise the circuits.
 
-    "direct" only when a dial-back reached us, "relayed" only when dial-backs were tried and failed,
-    "unknown" otherwise (checked again at each republish while it stays so). `askers`: sark peers
-    that asked us for a dial-back, so can dial us back in turn (a foreign gate serves no `/sark/reach`).
+    "direct" only when a dial-back reached us and we advertise an address, "relayed" only when
+    dial-backs were tried and failed, "unknown" otherwise (checked again at each republish while it
+    stays so). `askers`: sark peers that asked us for a dial-back, so can dial us back in turn (a
+    foreign gate serves no `/sark/reach`).
     """
-    advertiser.addrs = tuple(a for a in node.host.addrs() if "/ip4/0.0.0.0/" not in a)
+    advertiser.addrs = tuple(node.host.addrs())  # a wildcard expanded, ranked (P29)
     if not node.gates:
         return
     verdict = await check_reachability(node, askers)
-    if verdict.reachability == Reachability.DIRECT:
+    if verdict.addr:  # where a gate reached us (what it observes of us): advertised too
+        node.host.reached_at(verdict.addr)
+        advertiser.addrs = tuple(node.host.addrs())
+    if verdict.reachability == Reachability.DIRECT and advertiser.addrs:
         advertiser.reachability = Reachability.DIRECT
         log.info("directly reachable: %s", verdict.detail)
         return

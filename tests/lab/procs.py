@@ -26,6 +26,7 @@ class Proc:
     name: str
     popen: subprocess.Popen[str]
     events: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
+    lines: queue.Queue[str] = field(default_factory=queue.Queue)
     ready: dict[str, Any] = field(default_factory=dict)
     reader: threading.Thread | None = None
     log: Path | None = None
@@ -40,6 +41,19 @@ class Proc:
                 raise AssertionError(why) from None
             if event.get("event") == kind:
                 return event
+
+    def wait_line(self, prefix: str, timeout: float) -> str:
+        """The next stdout line that starts with `prefix` (a command that prints for people), or
+        AssertionError after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                why = f"{self.name}: no line starting {prefix!r} within {timeout} s\n{self.log_excerpt()}"
+                raise AssertionError(why) from None
+            if line.startswith(prefix):
+                return line
 
     def log_excerpt(self, lines: int = 12) -> str:
         """The first and last lines of its stderr: the first warning is often the cause, the end the
@@ -184,6 +198,7 @@ def _pump(proc: Proc) -> None:
         for line in proc.popen.stdout:
             out.write(f"{time.monotonic():.3f} {line}")
             out.flush()
+            proc.lines.put(line.rstrip("\n"))
             try:
                 event = json.loads(line)
             except ValueError:
