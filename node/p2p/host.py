@@ -74,7 +74,7 @@ from libp2p.tools.anyio_service import background_trio_service
 from node.errors import PeerTimeout, PeerUnreachable, map_exceptions
 from node.p2p.addrs import parse_multiaddr, peer_of, without_p2p
 from node.p2p.identity import load_seed
-from node.p2p.stream import LibStream, guarded_handler, refuse, remote_ip, run_handler
+from node.p2p.stream import FIRST_FRAME_S, LibStream, guarded_handler, refuse, remote_ip, run_handler
 from node.p2p.wire import Channel, Handler
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,7 @@ class HostConfig:
         relay_allow: the peers that may reserve a relay slot here (None: any peer).
         max_connections: connection cap of the whole host.
         max_streams: stream cap of the whole host.
+        first_frame_s: how long an inbound stream of ours may take to send its first whole frame.
     """
 
     key_file: Path | None
@@ -108,6 +109,7 @@ class HostConfig:
     relay_allow: frozenset[str] | None = None
     max_connections: int = 512
     max_streams: int = 4096
+    first_frame_s: float = FIRST_FRAME_S
 
 
 def _identity(key_file: Path | None) -> KeyPair:
@@ -164,8 +166,11 @@ class Host:
         private_key: our 32-byte Ed25519 seed, for signing records.
     """
 
-    def __init__(self, lp: Any, key_pair: KeyPair, nursery: trio.Nursery, relay: CircuitV2Transport) -> None:
+    def __init__(
+        self, lp: Any, key_pair: KeyPair, nursery: trio.Nursery, relay: CircuitV2Transport, config: HostConfig
+    ) -> None:
         self._lp = lp
+        self._first_frame_s = config.first_frame_s
         self._nursery = nursery
         self._relay = relay
         self._inflight: dict[tuple[str, str], int] = {}
@@ -199,7 +204,7 @@ class Host:
             self._inflight[key] = self._inflight.get(key, 0) + 1
             try:
                 channel = Channel(byte_stream, peer, remote_ip=remote_ip(stream))
-                await run_handler(handler, channel, deadline)
+                await run_handler(handler, channel, deadline, self._first_frame_s)
             finally:
                 self._inflight[key] -= 1
                 if not self._inflight[key]:
@@ -359,7 +364,7 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
                 async with background_trio_service(relay):
                     relay_config = RelayConfig(roles=_roles(config), limits=RELAY_LIMITS)
                     transport = CircuitV2Transport(lp, relay, relay_config)
-                    yield Host(lp, key_pair, nursery, transport)
+                    yield Host(lp, key_pair, nursery, transport, config)
                     nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(3):

@@ -38,9 +38,9 @@ from protocol import (
     Offer,
     OfferBody,
     Progress,
-    ProtocolError,
     Reclaim,
     RecordError,
+    RemoteProtocolError,
 )
 from protocol.codec import decode
 from protocol.framing import FrameDecoder
@@ -77,19 +77,20 @@ class Negotiator:
         self._emit = events
 
     async def handle(self, channel: Channel) -> None:
-        """One negotiate stream, from the first message to the acknowledged outcome."""
-        try:
-            conv, first = await self._open(channel)
-            if isinstance(first, Offer):
-                job = await self._answer_offer(channel, conv, first)
-            elif isinstance(first, Reclaim):
-                job = await self._answer_reclaim(channel, conv, first)
-            else:  # the conversation machine lets only an offer or a reclaim open a stream
-                return
-            if job is not None:
-                await self._follow(channel, conv, job)
-        except* (NodeError, ProtocolError) as group:
-            log.info("negotiate stream from %s ended: %s", channel.peer_id, group.exceptions[0])
+        """One negotiate stream, from the first message to the acknowledged outcome.
+
+        Junk, a peer gone or late, a move the conversation does not allow: the error escapes to
+        `node.p2p.stream.run_handler`, which logs it and resets the stream (as on every protocol).
+        """
+        conv, first = await self._open(channel)
+        if isinstance(first, Offer):
+            job = await self._answer_offer(channel, conv, first)
+        elif isinstance(first, Reclaim):
+            job = await self._answer_reclaim(channel, conv, first)
+        else:  # the conversation machine lets only an offer or a reclaim open a stream
+            raise RemoteProtocolError(f"a negotiate stream cannot open with {first.kind}")
+        if job is not None:
+            await self._follow(channel, conv, job)
 
     async def _open(self, channel: Channel) -> tuple[Conversation, NegotiateMessage]:
         decoder, seen = FrameDecoder(), b""
