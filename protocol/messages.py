@@ -52,6 +52,7 @@ class DeclineReason(enum.StrEnum):
     FORMAT_NOT_ALLOWED = "format_not_allowed"
     POLICY = "policy"
     BAD_OFFER = "bad_offer"
+    LIFETIME = "lifetime"  # the offer is valid for longer than this worker accepts (`max_offer_lifetime_s`)
     RELAYED = "relayed"
     SHUTTING_DOWN = "shutting_down"
 

@@ -73,7 +73,7 @@ class Negotiator:
         self._policy = policy
         self._is_relayed = is_relayed
         self._has_model = has_model
-        self._nonces = NonceCache()
+        self._nonces = NonceCache(policy.nonce_capacity, share=policy.nonce_share)
         self._emit = events
 
     async def handle(self, channel: Channel) -> None:
@@ -143,11 +143,26 @@ class Negotiator:
             return None, (DeclineReason.POLICY, f"submitter {submitter} is not allowed on this worker")
         now = time.time()
         try:
-            body = open_envelope(offer.envelope, DOMAIN_OFFER, OfferBody, now=now, signer=submitter)
+            body = open_envelope(
+                offer.envelope,
+                DOMAIN_OFFER,
+                OfferBody,
+                now=now,
+                signer=submitter,
+                max_lifetime_s=policy.max_offer_lifetime_s,
+            )
         except RecordError as exc:
+            if exc.reason == "lifetime":  # refused before its nonce could take a place in the cache
+                return None, (DeclineReason.LIFETIME, f"offer {exc.detail}")
             return None, (DeclineReason.BAD_OFFER, f"offer signature: {exc.detail}")
         if body.task_id != offer.task_id or body.recipient != self._peer_id:
             return None, (DeclineReason.BAD_OFFER, "offer is addressed to another peer or task")
+        if not self._nonces.has_room(submitter, now):
+            held = self._nonces.held_by(submitter)
+            return None, (
+                DeclineReason.BUSY,
+                f"{held} offers of this submitter are still within their lifetime",
+            )
         if not self._nonces.check_and_add(submitter, body.nonce, body.expires_at, now):
             return None, (DeclineReason.BAD_OFFER, "replayed offer (nonce already seen)")
         return body, self._fit(submitter, body)
@@ -238,7 +253,14 @@ class Negotiator:
     def _on_cancel(self, submitter: str, message: Cancel, job: Job) -> None:
         now = time.time()
         try:
-            body = open_envelope(message.envelope, DOMAIN_CANCEL, CancelBody, now=now, signer=submitter)
+            body = open_envelope(
+                message.envelope,
+                DOMAIN_CANCEL,
+                CancelBody,
+                now=now,
+                signer=submitter,
+                max_lifetime_s=self._policy.max_offer_lifetime_s,
+            )
         except RecordError as exc:
             log.warning("ignored a cancel for %s: %s", job.task_id, exc.detail)
             return
