@@ -25,7 +25,7 @@ from drivers.formats import check_model_file
 from drivers.inputs import fed, synthesize
 from drivers.registry import driver_for
 from drivers.stats import ci_within, warmed_up
-from protocol import FailureReason, InputFed, ModelFormat, Phase, RequestRecord, Stage, TaskSpec
+from protocol import MAX_SAMPLES, FailureReason, InputFed, ModelFormat, Phase, RequestRecord, Stage, TaskSpec
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
@@ -315,7 +315,8 @@ def _timed_until(conn: Connection, run: Callable[[], object], spec: TaskSpec) ->
     samples = _timed(conn, run, spec.runs)
     if spec.ci_target_pct is None:
         return samples
-    cap = max(spec.runs, spec.max_runs or STOP_RUNS_FACTOR * spec.runs)
+    most = MAX_SAMPLES // spec.processes  # all processes' samples travel in one result (`MAX_SAMPLES`)
+    cap = max(spec.runs, min(spec.max_runs or STOP_RUNS_FACTOR * spec.runs, most))
     budget = spec.max_duration_s or spec.timeout_s * STOP_BUDGET / spec.processes
     while len(samples) < cap and not ci_within(samples, spec.ci_target_pct):
         elapsed = time.perf_counter() - start

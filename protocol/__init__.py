@@ -38,6 +38,7 @@ from protocol.messages import (
     DOMAIN_OFFER,
     DOMAIN_RESULT,
     KAD,
+    MAX_ENVELOPE,
     NEGOTIATE,
     PROFILE,
     REACH,
@@ -86,6 +87,7 @@ from protocol.records import (
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
     MAX_INPUT_DATA,
+    MAX_SAMPLES,
     Calibration,
     DeviceProfile,
     EndpointStatus,
@@ -111,8 +113,10 @@ __all__ = [
     "FORMULAS",
     "GPU_UNITS",
     "KAD",
+    "MAX_ENVELOPE",
     "MAX_FRAME",
     "MAX_INPUT_DATA",
+    "MAX_SAMPLES",
     "NEGOTIATE",
     "PROFILE",
     "REACH",

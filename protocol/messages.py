@@ -20,6 +20,7 @@ from typing import Annotated, Final, Literal
 from pydantic import Field, TypeAdapter
 
 from protocol.base import Value
+from protocol.framing import MAX_FRAME
 from protocol.values import DeviceProfile, Load, Measurement, ModelRef, TaskSpec
 
 NEGOTIATE: Final = "/sark/negotiate/1.0.0"
@@ -38,6 +39,10 @@ ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 TaskId = Annotated[str, Field(pattern=ID_PATTERN)]
 LeaseId = Annotated[str, Field(pattern=ID_PATTERN)]
 Detail = Annotated[str, Field(max_length=2000)]
+
+MAX_ENVELOPE: Final = MAX_FRAME - (64 << 10)
+"""Largest signed payload: the frame cap less room for the message around it, so that any envelope
+(a result with `values.MAX_SAMPLES` samples included) travels in one frame."""
 
 
 class DeclineReason(enum.StrEnum):
@@ -103,7 +108,7 @@ class Envelope(Value):
 
     peer_id: str = Field(max_length=128)
     public_key: bytes = Field(min_length=32, max_length=32)
-    payload: bytes = Field(max_length=1 << 20)
+    payload: bytes = Field(max_length=MAX_ENVELOPE)
     signature: bytes = Field(min_length=64, max_length=64)
 
 

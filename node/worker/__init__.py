@@ -6,6 +6,7 @@ Modules:
     negotiator   the worker's side of /sark/negotiate/1.0.0: who may offer, what it takes, the lease
     admission    pure: whether the worker takes an authenticated offer (offer, profile, policy, load)
     runner       the task runner: priority queue, model acquisition, measurement, signing
+    fit          a result cut (and the cuts declared) until it fits one signed envelope
     holders      a model from the other workers that hold it, the submitter last (who to ask when)
     outbox       signed results kept on disk until acknowledged
     targets      where an endpoint task's requests go: a declared server, or a campaign URL once checked
@@ -17,4 +18,4 @@ to import).
 
 from __future__ import annotations
 
-__all__ = ["admission", "advertising", "holders", "negotiator", "outbox", "role", "runner", "targets"]
+__all__ = ["admission", "advertising", "fit", "holders", "negotiator", "outbox", "role", "runner", "targets"]

@@ -28,11 +28,13 @@ from node.events import EventSink, quiet
 from node.transfer.blob import UploadSlots
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError, UrlPolicy, download
+from node.worker.fit import fit_result
 from node.worker.holders import ChannelOpener, fetch_from_holders
 from node.worker.outbox import Outbox
 from node.worker.targets import Targets, endpoint_of
 from protocol import (
     DOMAIN_RESULT,
+    MAX_ENVELOPE,
     DeviceProfile,
     Failure,
     FailureReason,
@@ -338,8 +340,9 @@ class Runner:
         assert error is not None
         raise error
 
-    def _sign(self, job: Job, measurement: Measurement) -> Result:
-        body = ResultBody(
+    def _sign(self, job: Job, measurement: Measurement) -> Result | Failure:
+        """The signed result, cut to fit one envelope (`node.worker.fit`); a failure if it cannot fit."""
+        whole = ResultBody(
             campaign_id=job.offer.campaign_id,
             task_id=job.task_id,
             lease_id=job.lease_id,
@@ -350,5 +353,11 @@ class Runner:
             measurement=measurement,
             finished_at=time.time(),
         )
+        body = fit_result(whole)
+        if body is None:
+            cause = f"the result does not fit one envelope of {MAX_ENVELOPE} bytes even cut"
+            return self._failure(job, FailureReason.TOO_LARGE, Stage.RUN, cause)
+        if body.measurement.trimmed:
+            log.info("result of %s cut to fit: %s", job.task_id, "; ".join(body.measurement.trimmed))
         envelope = seal(body, DOMAIN_RESULT, self._key)
         return Result(task_id=job.task_id, lease_id=job.lease_id, envelope=envelope)
