@@ -74,6 +74,32 @@ class LibStream:
                 await self._stream.reset()
 
 
+@final
+class PacedStream:
+    """A libp2p stream for a handler that is not ours (kad): each request must arrive in time.
+
+    Every read must finish within `idle_s` of the stream's opening or of our last write (the answer
+    to the request before), else it raises `trio.TooSlowError`, which libp2p's handler treats as a
+    read error and resets the stream. Everything else is the stream's own.
+    """
+
+    def __init__(self, stream: Any, idle_s: float) -> None:
+        self._stream = stream
+        self._idle_s = idle_s
+        self._deadline = trio.current_time() + idle_s
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def read(self, n: int | None = None) -> bytes:
+        with trio.fail_at(self._deadline):
+            return bytes(await self._stream.read(n))
+
+    async def write(self, data: bytes) -> None:
+        await self._stream.write(data)
+        self._deadline = trio.current_time() + self._idle_s
+
+
 def guarded_handler(handler: Any) -> Any:
     """P1: an exception escaping any stream handler must not tear down the host."""
 
@@ -138,4 +164,13 @@ def _peer_fault(exc: BaseException) -> BaseException | None:
     return None
 
 
-__all__ = ["STREAM_ERRORS", "LibStream", "guarded_handler", "refuse", "remote_ip", "run_handler"]
+__all__ = [
+    "FIRST_FRAME_S",
+    "STREAM_ERRORS",
+    "LibStream",
+    "PacedStream",
+    "guarded_handler",
+    "refuse",
+    "remote_ip",
+    "run_handler",
+]
