@@ -100,6 +100,8 @@ class NodeConfig(BaseModel):
     record_ttl_s: float = Field(default=300.0, gt=0, le=3600)
     reannounce_s: float | None = Field(default=None, gt=0)
     max_streams_per_peer: int = Field(default=8, ge=1, le=256)
+    first_frame_s: float = Field(default=5.0, gt=0, le=60)  # an inbound stream's first frame, or reset
+    max_offer_lifetime_s: float = Field(default=600.0, gt=0, le=86_400)  # expires_at - issued_at
     max_queue: int = Field(default=4, ge=0)
     allow_code_models: bool = False
     allow_networks: tuple[str, ...] = ()

@@ -45,6 +45,7 @@ from protocol.messages import (
     DOMAIN_RELEASE,
     DOMAIN_RESULT,
     KAD,
+    MAX_ENVELOPE,
     NEGOTIATE,
     PROFILE,
     REACH,
@@ -96,6 +97,7 @@ from protocol.text import control_characters, for_csv, for_html, for_markdown, f
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
     MAX_INPUT_DATA,
+    MAX_SAMPLES,
     Calibration,
     DeviceProfile,
     EndpointStatus,
@@ -124,8 +126,10 @@ __all__ = [
     "FORMULAS",
     "GPU_UNITS",
     "KAD",
+    "MAX_ENVELOPE",
     "MAX_FRAME",
     "MAX_INPUT_DATA",
+    "MAX_SAMPLES",
     "NEGOTIATE",
     "PROFILE",
     "REACH",

@@ -19,15 +19,16 @@ from pydantic import ValidationError
 from protocol.base import Value, field_problems
 from protocol.errors import LocalProtocolError, RemoteProtocolError
 from protocol.messages import MESSAGE_ADAPTER, Message
+from protocol.values import MAX_SAMPLES
 
 T = TypeVar("T", bound=Value)
 
 MAX_STR_LEN: Final = 64 << 10
 """Longest string accepted (ids are <= 128 chars, details <= 2000, URLs and addresses short)."""
 MAX_BIN_LEN: Final = 4 << 20
-"""Longest byte string accepted (a blob chunk; an envelope payload is <= 1 MiB)."""
-MAX_ARRAY_LEN: Final = 1 << 18
-"""Longest array accepted (raw latency samples: up to 100,000 runs)."""
+"""Longest byte string accepted (a blob chunk; an envelope payload is <= `MAX_ENVELOPE`)."""
+MAX_ARRAY_LEN: Final = MAX_SAMPLES
+"""Longest array accepted (raw latency samples: up to `MAX_SAMPLES` timed runs per task)."""
 MAX_MAP_LEN: Final = 1024
 """Largest map accepted (messages have < 40 fields; per-op or per-runtime tables stay small)."""
 

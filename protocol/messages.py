@@ -21,6 +21,7 @@ from typing import Annotated, Final, Literal
 from pydantic import Field, TypeAdapter
 
 from protocol.base import Value
+from protocol.framing import MAX_FRAME
 from protocol.values import DeviceProfile, Load, Measurement, ModelRef, TaskSpec
 
 NEGOTIATE: Final = "/sark/negotiate/1.0.0"
@@ -41,6 +42,10 @@ TaskId = Annotated[str, Field(pattern=ID_PATTERN)]
 LeaseId = Annotated[str, Field(pattern=ID_PATTERN)]
 Detail = Annotated[str, Field(max_length=2000)]
 
+MAX_ENVELOPE: Final = MAX_FRAME - (64 << 10)
+"""Largest signed payload: the frame cap less room for the message around it, so that any envelope
+(a result with `values.MAX_SAMPLES` samples included) travels in one frame."""
+
 
 class DeclineReason(enum.StrEnum):
     """Why a worker will not take a task. A closed set: a worker never declines silently."""
@@ -54,6 +59,7 @@ class DeclineReason(enum.StrEnum):
     FORMAT_NOT_ALLOWED = "format_not_allowed"
     POLICY = "policy"
     BAD_OFFER = "bad_offer"
+    LIFETIME = "lifetime"  # the offer is valid for longer than this worker accepts (`max_offer_lifetime_s`)
     RELAYED = "relayed"
     SHUTTING_DOWN = "shutting_down"
 
@@ -108,7 +114,7 @@ class Envelope(Value):
 
     peer_id: str = Field(max_length=128)
     public_key: bytes = Field(min_length=32, max_length=32)
-    payload: bytes = Field(max_length=1 << 20)
+    payload: bytes = Field(max_length=MAX_ENVELOPE)
     signature: bytes = Field(min_length=64, max_length=64)
 
 

@@ -179,14 +179,23 @@ def _check_signature(envelope: Envelope, domain: str) -> None:
     raise RecordError("bad_signature", f"signature does not verify under {domain}")
 
 
-def _check_time(body: Value, now: float, skew_s: float) -> None:
-    """A body with `expires_at` is valid until then (plus skew), and not before `issued_at` (minus skew)."""
+def _check_time(body: Value, now: float, skew_s: float, max_lifetime_s: float | None) -> None:
+    """A body with `expires_at` is valid until then (plus skew), and not before `issued_at` (minus skew);
+    with `max_lifetime_s`, `expires_at - issued_at` may not exceed it (NaN and infinities never pass)."""
     expires_at = getattr(body, "expires_at", None)
     if isinstance(expires_at, float | int) and not now <= expires_at + skew_s:
         raise RecordError("expired", f"expired at {expires_at}, now {now}")
     issued_at = getattr(body, "issued_at", None)
     if isinstance(issued_at, float | int) and not issued_at <= now + skew_s:
         raise RecordError("not_yet_valid", f"issued at {issued_at}, now {now}")
+    if (
+        max_lifetime_s is not None
+        and isinstance(expires_at, float | int)
+        and isinstance(issued_at, float | int)
+    ):
+        lifetime = expires_at - issued_at
+        if not 0 <= lifetime <= max_lifetime_s:
+            raise RecordError("lifetime", f"valid for {lifetime:.0f} s, at most {max_lifetime_s:.0f} s taken")
 
 
 def open_envelope(
@@ -198,6 +207,7 @@ def open_envelope(
     signer: str | None = None,
     recipient: str | None = None,
     skew_s: float = 30.0,
+    max_lifetime_s: float | None = None,
 ) -> T:
     """Verify an envelope and return its body.
 
@@ -209,13 +219,15 @@ def open_envelope(
         signer: the peer id that must have signed it (the Noise-authenticated peer), if known.
         recipient: our own peer id: a body with a `recipient` field (offers, cancels) must name it.
         skew_s: clock skew tolerated on `issued_at` and `expires_at`.
+        max_lifetime_s: the longest `expires_at - issued_at` accepted (None: any).
 
     Returns:
         The verified body.
 
     Raises:
         RecordError: with `reason` one of bad_key, signer_mismatch, bad_signature, wrong_domain,
-            expired, not_yet_valid, malformed, and wrong_recipient (only when `recipient` is given).
+            expired, not_yet_valid, malformed, wrong_recipient (only when `recipient` is given) and
+            lifetime (only when `max_lifetime_s` is given).
     """
     if signer is not None and signer != envelope.peer_id:
         raise RecordError("signer_mismatch", f"signed by {envelope.peer_id}, expected {signer}")
@@ -229,7 +241,7 @@ def open_envelope(
         raise RecordError("signer_mismatch", f"{cls.__name__}.{field} is not the signer {envelope.peer_id}")
     if recipient is not None and getattr(body, "recipient", recipient) != recipient:
         raise RecordError("wrong_recipient", f"{cls.__name__} is for another peer, not {recipient}")
-    _check_time(body, now, skew_s)
+    _check_time(body, now, skew_s, max_lifetime_s)
     return body
 
 
@@ -237,23 +249,38 @@ def open_envelope(
 class NonceCache:
     """Replay guard: remembers each (signer, nonce) until its record can no longer be accepted.
 
-    Pure: time is passed in. When full of unexpired entries it refuses new ones (fails closed).
+    Pure: time is passed in. Partitioned by signer: each signer may hold at most `share` unexpired
+    nonces and all together at most `capacity`, so one signer flooding offers fills only its own
+    share; a signer at its share, or any new nonce while the whole cache is full, is refused (fails
+    closed: a nonce is never forgotten before its record expires, or the record could be replayed).
     """
 
-    def __init__(self, capacity: int = 100_000, *, skew_s: float = 30.0) -> None:
+    def __init__(self, capacity: int = 100_000, *, share: int | None = None, skew_s: float = 30.0) -> None:
         """Start empty.
 
         Args:
-            capacity: how many unexpired nonces are remembered at most.
+            capacity: how many unexpired nonces are remembered at most, all signers together.
+            share: how many one signer may hold at most (default: a tenth of `capacity`).
             skew_s: kept past `expires_at` as long as `open_envelope` still accepts the record.
         """
         self._capacity = capacity
+        self._share = max(1, capacity // 10) if share is None else share
         self._skew_s = skew_s
-        self._seen: dict[tuple[str, bytes], float] = {}
+        self._seen: dict[str, dict[bytes, float]] = {}
+        self._count = 0
         self._expiry: list[tuple[float, str, bytes]] = []
 
     def __len__(self) -> int:
-        return len(self._seen)
+        return self._count
+
+    def held_by(self, signer: str) -> int:
+        """How many unexpired nonces of this signer are remembered (as of the last check)."""
+        return len(self._seen.get(signer, ()))
+
+    def has_room(self, signer: str, now: float) -> bool:
+        """Would a new nonce of this signer be remembered now (its share and the whole cache not full)?"""
+        self._purge(now)
+        return self.held_by(signer) < self._share and self._count < self._capacity
 
     def check_and_add(self, signer: str, nonce: bytes, expires_at: float, now: float) -> bool:
         """Record a nonce if it is new.
@@ -266,20 +293,26 @@ class NonceCache:
 
         Returns:
             True if the nonce is new (and is now remembered); False for a replay, an already expired
-            record, or a full cache.
+            record, a signer whose share is full, or a full cache.
         """
         self._purge(now)
-        key = (signer, nonce)
-        if key in self._seen or len(self._seen) >= self._capacity:
+        mine = self._seen.get(signer, {})
+        if nonce in mine or len(mine) >= self._share or self._count >= self._capacity:
             return False
         forget_at = expires_at + self._skew_s
         if not forget_at >= now:
             return False  # expired for everyone (NaN too): refused, and nothing to remember
-        self._seen[key] = forget_at
+        mine[nonce] = forget_at
+        self._seen[signer] = mine
+        self._count += 1
         heapq.heappush(self._expiry, (forget_at, signer, nonce))
         return True
 
     def _purge(self, now: float) -> None:
         while self._expiry and self._expiry[0][0] < now:
             _, signer, nonce = heapq.heappop(self._expiry)
-            self._seen.pop((signer, nonce), None)
+            mine = self._seen.get(signer)
+            if mine is not None and mine.pop(nonce, None) is not None:
+                self._count -= 1
+                if not mine:
+                    del self._seen[signer]

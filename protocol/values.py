@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Final, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.generation import GenerateSpec, GenerationStats
@@ -138,6 +138,11 @@ class ModelRef(Value):
 STOP_RUNS_FACTOR: Final = 10
 """The stopping rule's default cap on timed runs per process: this many times the minimum `runs`."""
 
+MAX_SAMPLES: Final = 1 << 18
+"""The most timed runs one task measures (all its processes together): the wire's array cap
+(`protocol.codec`). At 9 msgpack bytes a float, 262,144 samples are 2.25 MiB: a result at the cap
+fits one envelope (`messages.MAX_ENVELOPE`, 4 MiB less 64 KiB) and one frame."""
+
 MAX_INPUT_DATA: Final = 1 << 20
 """Bytes of input data files one job may give in all: they travel inside the signed offer."""
 
@@ -184,10 +189,24 @@ class TaskSpec(Value):
 
     def run_cap(self) -> int:
         """The most timed runs one process may take: `runs`, or under the stopping rule `max_runs`
-        (default `STOP_RUNS_FACTOR` x runs)."""
+        (default `STOP_RUNS_FACTOR` x runs), and never more than its share of `MAX_SAMPLES` (all the
+        processes' samples travel in one result)."""
         if self.ci_target_pct is None:
             return self.runs
-        return max(self.runs, self.max_runs or STOP_RUNS_FACTOR * self.runs)
+        most = MAX_SAMPLES // self.processes
+        return max(self.runs, min(self.max_runs or STOP_RUNS_FACTOR * self.runs, most))
+
+    @model_validator(mode="after")
+    def _samples_fit_the_wire(self) -> TaskSpec:
+        if self.runs * self.processes > MAX_SAMPLES:
+            raise ValueError(
+                f"runs x processes is {self.runs * self.processes}: at most {MAX_SAMPLES} timed runs per task"
+            )
+        if self.max_runs is not None and self.max_runs * self.processes > MAX_SAMPLES:
+            raise ValueError(
+                f"max_runs x processes is {self.max_runs * self.processes}: at most {MAX_SAMPLES} per task"
+            )
+        return self
 
 
 class RunConditions(Value):
@@ -249,6 +268,9 @@ class Measurement(Value):
     unstable_reasons: tuple[str, ...] = ()
     conditions: RunConditions = RunConditions()
     inputs: tuple[InputFed, ...] = ()
+    # What the worker left out so that the signed result fits one envelope, one line per cut
+    # (`node.worker.fit`); empty when the result is whole.
+    trimmed: tuple[str, ...] = Field(default=(), max_length=8)
 
     @property
     def inputs_defaulted(self) -> bool:

@@ -73,6 +73,7 @@ EXTENDED_COLUMNS: Final = (
     "SignatureStatus",
     "InputShapes",
     "InputsDefaulted",
+    "Trimmed",
     "FailureReason",
     "FailureStage",
     "Detail",
@@ -160,6 +161,7 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
         "Fallback": _flag(m.fallback),
         "InputShapes": ";".join(i.label() for i in m.inputs),
         "InputsDefaulted": _flag(m.inputs_defaulted) if m.inputs else "",
+        "Trimmed": ";".join(m.trimmed),  # what the worker cut to fit one envelope (node/worker/fit.py)
     }
     if m.conditions.runtime_versions:
         columns["RuntimeVersions"] = ";".join(

@@ -79,7 +79,7 @@ from node.errors import PeerTimeout, PeerUnreachable, map_exceptions
 from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
 from node.p2p.dial import dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
-from node.p2p.stream import LibStream, guarded_handler, refuse, remote_ip, run_handler
+from node.p2p.stream import FIRST_FRAME_S, LibStream, guarded_handler, refuse, remote_ip, run_handler
 from node.p2p.wire import Channel, Handler
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,7 @@ class HostConfig:
         relay_allow: the peers that may reserve a relay slot here (None: any peer).
         max_connections: connection cap of the whole host.
         max_streams: stream cap of the whole host.
+        first_frame_s: how long an inbound stream of ours may take to send its first whole frame.
     """
 
     key_file: Path | None
@@ -113,6 +114,7 @@ class HostConfig:
     relay_allow: frozenset[str] | None = None
     max_connections: int = 512
     max_streams: int = 4096
+    first_frame_s: float = FIRST_FRAME_S
 
 
 def _identity(key_file: Path | None) -> KeyPair:
@@ -170,9 +172,16 @@ class Host:
     """
 
     def __init__(
-        self, lp: Any, key_pair: KeyPair, nursery: trio.Nursery, relay: CircuitV2Transport, book: AddressBook
+        self,
+        lp: Any,
+        key_pair: KeyPair,
+        nursery: trio.Nursery,
+        relay: CircuitV2Transport,
+        book: AddressBook,
+        config: HostConfig,
     ) -> None:
         self._lp = lp
+        self._first_frame_s = config.first_frame_s
         self._nursery = nursery
         self._relay = relay
         self._book = book
@@ -211,7 +220,7 @@ class Host:
             self._inflight[key] = self._inflight.get(key, 0) + 1
             try:
                 channel = Channel(byte_stream, peer, remote_ip=remote_ip(stream))
-                await run_handler(handler, channel, deadline)
+                await run_handler(handler, channel, deadline, self._first_frame_s)
             finally:
                 self._inflight[key] -= 1
                 if not self._inflight[key]:
@@ -362,7 +371,7 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
                 async with background_trio_service(relay):
                     relay_config = RelayConfig(roles=_roles(config), limits=RELAY_LIMITS)
                     transport = CircuitV2Transport(lp, relay, relay_config)
-                    yield Host(lp, key_pair, nursery, transport, book)
+                    yield Host(lp, key_pair, nursery, transport, book, config)
                     nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(3):

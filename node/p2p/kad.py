@@ -16,7 +16,9 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   out of the k closest. `_ServerOnlyKadDHT` admits such a peer only once identify lists our kad protocol.
 - P23 a kad server resets every inbound kad stream beyond 12 in flight, host-wide: a lookup of 20
   adverts at once lost 8 of them. Servers get `INBOUND_KAD_STREAMS`; clients keep at most
-  `QUERIES_PER_SERVER` streams open to one server.
+  `QUERIES_PER_SERVER` streams open to one server. Those tokens are held while libp2p waits, with no
+  deadline, for a request: each must come within `FIRST_FRAME_S` of the stream's opening or of our
+  last answer (`PacedStream`), so silent streams cannot take them all (issue 23).
 - P24 a provider store keeps at most k (20) providers per key and silently ignores the rest: with
   more than 20 workers, discovery found 20. `patch_kad` lifts the per-key cap to `PROVIDERS_PER_KEY`
   (a GET_PROVIDERS answer of 10,000 providers is ~1 MB, inside the 4 MiB message cap).
@@ -51,6 +53,7 @@ from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limit
 from multiaddr import Multiaddr
 
 from node.p2p.host import Host
+from node.p2p.stream import FIRST_FRAME_S, PacedStream
 from protocol import KAD
 
 log = logging.getLogger(__name__)
@@ -155,6 +158,11 @@ class _ServerOnlyKadDHT(KadDHT):
         if skip_server_mode_check and not serves_kad(self.host, peer_id):
             return False
         return bool(await super().add_peer(peer_id, skip_server_mode_check=skip_server_mode_check))
+
+    async def handle_stream(self, stream: Any) -> None:
+        # libp2p reads a kad stream's requests with no deadline while it holds one of the server's
+        # INBOUND_KAD_STREAMS tokens: silent streams would take them all. Each request must come in time.
+        await super().handle_stream(PacedStream(stream, FIRST_FRAME_S))  # type: ignore[arg-type]
 
 
 @final

@@ -191,7 +191,11 @@ async def open_node(
         PeerUnreachable: gates were given and none answered.
     """
     host_config = HostConfig(
-        key_file=config.key_file(), listen=config.listen, relay_hop=role == "gate", relay_allow=relay_allow
+        key_file=config.key_file(),
+        listen=config.listen,
+        relay_hop=role == "gate",
+        relay_allow=relay_allow,
+        first_frame_s=config.first_frame_s,
     )
     async with open_host(host_config) as host:
         gates = await _connect_gates(host, config.gates)

@@ -1,7 +1,8 @@
 """The seam between the pure protocol and I/O: a tiny byte stream and a framed message channel.
 
 Every read has a deadline; a foreign error never escapes: EOF becomes `PeerGone`, a deadline
-`PeerTimeout`, bad bytes `RemoteProtocolError` (from `protocol.codec`).
+`PeerTimeout`, bad bytes `RemoteProtocolError` (from `protocol.codec`). An inbound stream's first
+frame is awaited under its own short deadline (`Channel.await_first_frame`) before any handler runs.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ class Channel:
         self.remote_ip = remote_ip
         self._stream = stream
         self._read_timeout = read_timeout
+        self._max_frame = max_frame
         self._decoder = FrameDecoder(max_frame)
+        self._pending = b""  # read ahead by `await_first_frame`, not yet handed to a reader
 
     async def __aenter__(self) -> Channel:
         return self
@@ -88,6 +91,29 @@ class Channel:
         """Write bytes that are already framed (e.g. from `protocol.machine.Conversation.send`)."""
         await self._stream.write(framed)
 
+    async def await_first_frame(self, deadline: float) -> None:
+        """Read ahead until one whole frame has arrived, and keep it for the handler's first read.
+
+        Raises:
+            PeerTimeout: no whole frame within `deadline` (a silent or dripping peer).
+            PeerGone: the stream ended before a whole frame.
+            RemoteProtocolError: the length prefix is malformed or announces more than the cap.
+        """
+        decoder = FrameDecoder(self._max_frame)
+        with trio.move_on_after(deadline if deadline > 0 else math.inf):
+            while decoder.next_frame() is None:
+                data = await self._stream.read(65536)
+                if not data:
+                    raise PeerGone(self.peer_id)
+                self._pending += data
+                decoder.feed(data)
+            return
+        raise PeerTimeout(self.peer_id, f"no whole first frame within {deadline:g} s")
+
+    def _take_pending(self) -> bytes:
+        pending, self._pending = self._pending, b""
+        return pending
+
     async def receive(self, timeout: float | None = None) -> Message:
         """The next message.
 
@@ -98,6 +124,7 @@ class Channel:
             StreamRefused: the peer answered `busy`.
         """
         deadline = self._read_timeout if timeout is None else timeout
+        self._decoder.feed(self._take_pending())
         with trio.move_on_after(deadline if deadline > 0 else math.inf):
             while True:
                 payload = self._decoder.next_frame()
@@ -120,6 +147,8 @@ class Channel:
         timeout: float | None = None,
     ) -> bytes:
         """Raw bytes as they arrive (`b""` at EOF), for a caller that runs its own decoder."""
+        if self._pending:
+            return self._take_pending()
         deadline = self._read_timeout if timeout is None else timeout
         with trio.move_on_after(deadline if deadline > 0 else math.inf):
             return await self._stream.read(max_bytes)

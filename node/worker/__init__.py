@@ -6,6 +6,7 @@ Modules:
     negotiator   the worker's side of /sark/negotiate/1.0.0: who may offer, what it takes, the lease
     admission    pure: whether the worker takes an authenticated offer (offer, profile, policy, load)
     runner       the task runner: priority queue, model acquisition, measurement, signing
+    fit          a result cut (and the cuts declared) until it fits one signed envelope
     holders      a model from the other workers that hold it, the submitter last (who to ask when)
     outbox       signed results kept on disk until acknowledged
     leave        the graceful leave on SIGTERM/SIGINT: no offers, leases handed back, advert withdrawn
@@ -21,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "admission",
     "advertising",
+    "fit",
     "holders",
     "leave",
     "negotiator",

@@ -21,7 +21,11 @@ CODE_FORMATS: Final = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRI
 
 @dataclass(frozen=True)
 class OfferPolicy:
-    """Which submitters a worker takes offers from, and what it will take on."""
+    """Which submitters a worker takes offers from, and what it will take on.
+
+    An offer valid for longer than `max_offer_lifetime_s` is declined `lifetime` before its nonce is
+    remembered; each submitter may hold `nonce_share` of the `nonce_capacity` remembered nonces.
+    """
 
     allow: frozenset[str] = frozenset()
     open_mode: bool = False
@@ -30,6 +34,9 @@ class OfferPolicy:
     lease_ttl_s: float = 10.0
     heartbeat_s: float = 2.0
     first_message_s: float = 10.0
+    max_offer_lifetime_s: float = 600.0
+    nonce_capacity: int = 100_000
+    nonce_share: int = 10_000
 
 
 @dataclass(frozen=True)

@@ -38,10 +38,10 @@ from protocol import (
     Offer,
     OfferBody,
     Progress,
-    ProtocolError,
     Reclaim,
     RecordError,
     Release,
+    RemoteProtocolError,
 )
 from protocol.codec import decode
 from protocol.framing import FrameDecoder
@@ -74,23 +74,24 @@ class Negotiator:
         self._policy = policy
         self._is_relayed = is_relayed
         self._has_model = has_model
-        self._nonces = NonceCache()
+        self._nonces = NonceCache(policy.nonce_capacity, share=policy.nonce_share)
         self._emit = events
 
     async def handle(self, channel: Channel) -> None:
-        """One negotiate stream, from the first message to the acknowledged outcome."""
-        try:
-            conv, first = await self._open(channel)
-            if isinstance(first, Offer):
-                job = await self._answer_offer(channel, conv, first)
-            elif isinstance(first, Reclaim):
-                job = await self._answer_reclaim(channel, conv, first)
-            else:  # the conversation machine lets only an offer or a reclaim open a stream
-                return
-            if job is not None:
-                await self._follow(channel, conv, job)
-        except* (NodeError, ProtocolError) as group:
-            log.info("negotiate stream from %s ended: %s", channel.peer_id, group.exceptions[0])
+        """One negotiate stream, from the first message to the acknowledged outcome.
+
+        Junk, a peer gone or late, a move the conversation does not allow: the error escapes to
+        `node.p2p.stream.run_handler`, which logs it and resets the stream (as on every protocol).
+        """
+        conv, first = await self._open(channel)
+        if isinstance(first, Offer):
+            job = await self._answer_offer(channel, conv, first)
+        elif isinstance(first, Reclaim):
+            job = await self._answer_reclaim(channel, conv, first)
+        else:  # the conversation machine lets only an offer or a reclaim open a stream
+            raise RemoteProtocolError(f"a negotiate stream cannot open with {first.kind}")
+        if job is not None:
+            await self._follow(channel, conv, job)
 
     async def _open(self, channel: Channel) -> tuple[Conversation, NegotiateMessage]:
         decoder, seen = FrameDecoder(), b""
@@ -143,11 +144,26 @@ class Negotiator:
             return None, (DeclineReason.POLICY, f"submitter {submitter} is not allowed on this worker")
         now = time.time()
         try:
-            body = open_envelope(offer.envelope, DOMAIN_OFFER, OfferBody, now=now, signer=submitter)
+            body = open_envelope(
+                offer.envelope,
+                DOMAIN_OFFER,
+                OfferBody,
+                now=now,
+                signer=submitter,
+                max_lifetime_s=policy.max_offer_lifetime_s,
+            )
         except RecordError as exc:
+            if exc.reason == "lifetime":  # refused before its nonce could take a place in the cache
+                return None, (DeclineReason.LIFETIME, f"offer {exc.detail}")
             return None, (DeclineReason.BAD_OFFER, f"offer signature: {exc.detail}")
         if body.task_id != offer.task_id or body.recipient != self._peer_id:
             return None, (DeclineReason.BAD_OFFER, "offer is addressed to another peer or task")
+        if not self._nonces.has_room(submitter, now):
+            held = self._nonces.held_by(submitter)
+            return None, (
+                DeclineReason.BUSY,
+                f"{held} offers of this submitter are still within their lifetime",
+            )
         if not self._nonces.check_and_add(submitter, body.nonce, body.expires_at, now):
             return None, (DeclineReason.BAD_OFFER, "replayed offer (nonce already seen)")
         return body, self._fit(submitter, body)
@@ -244,7 +260,14 @@ class Negotiator:
     def _on_cancel(self, submitter: str, message: Cancel, job: Job) -> None:
         now = time.time()
         try:
-            body = open_envelope(message.envelope, DOMAIN_CANCEL, CancelBody, now=now, signer=submitter)
+            body = open_envelope(
+                message.envelope,
+                DOMAIN_CANCEL,
+                CancelBody,
+                now=now,
+                signer=submitter,
+                max_lifetime_s=self._policy.max_offer_lifetime_s,
+            )
         except RecordError as exc:
             log.warning("ignored a cancel for %s: %s", job.task_id, exc.detail)
             return

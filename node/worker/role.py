@@ -105,6 +105,7 @@ async def open_worker(
                 allow_code_models=config.allow_code_models,
                 lease_ttl_s=config.lease_ttl_s,
                 heartbeat_s=config.heartbeat_s,
+                max_offer_lifetime_s=config.max_offer_lifetime_s,
             ),
             is_relayed=node.host.is_relayed,
             has_model=lambda sha: cache.path_for(sha) is not None,

@@ -1,9 +1,8 @@
 """The worker's task runner: a priority queue of dispatched tasks, one measurement at a time.
 
 Measurements that share a device disturb each other, so by default one runs at a time; committed
-tasks wait in a short queue ordered by priority, then age. Each job outlives the stream that brought
-it: if the submitter goes away, the job still runs and its signed result waits in the outbox. A worker
-that leaves (`leave`) hands every unfinished job back with a signed release instead.
+tasks wait in a short queue ordered by priority, then age. Each job outlives the stream that brought it:
+its signed result waits in the outbox; a worker that leaves hands unfinished jobs back (signed releases).
 """
 
 from __future__ import annotations
@@ -29,12 +28,14 @@ from node.events import EventSink, quiet
 from node.transfer.blob import UploadSlots
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError, UrlPolicy, download
+from node.worker.fit import fit_result
 from node.worker.holders import ChannelOpener, fetch_from_holders
 from node.worker.outbox import Outbox
 from node.worker.targets import Targets, endpoint_of
 from protocol import (
     DOMAIN_RELEASE,
     DOMAIN_RESULT,
+    MAX_ENVELOPE,
     DeviceProfile,
     Failure,
     FailureReason,
@@ -366,8 +367,9 @@ class Runner:
         assert error is not None
         raise error
 
-    def _sign(self, job: Job, measurement: Measurement) -> Result:
-        body = ResultBody(
+    def _sign(self, job: Job, measurement: Measurement) -> Result | Failure:
+        """The signed result, cut to fit one envelope (`node.worker.fit`); a failure if it cannot fit."""
+        whole = ResultBody(
             campaign_id=job.offer.campaign_id,
             task_id=job.task_id,
             lease_id=job.lease_id,
@@ -378,6 +380,9 @@ class Runner:
             measurement=measurement,
             finished_at=time.time(),
         )
+        if (body := fit_result(whole)) is None:
+            cause = f"the result does not fit one envelope of {MAX_ENVELOPE} bytes even cut"
+            return self._failure(job, FailureReason.TOO_LARGE, Stage.RUN, cause)
         envelope = seal(body, DOMAIN_RESULT, self._key)
         return Result(task_id=job.task_id, lease_id=job.lease_id, envelope=envelope)
 

@@ -77,14 +77,21 @@ def _profile() -> DeviceProfile:
 
 
 def offer(
-    sub: Key, recipient: str, *, task: str = "t1", issued: float | None = None, nonce: bytes = b""
+    sub: Key,
+    recipient: str,
+    *,
+    task: str = "t1",
+    issued: float | None = None,
+    nonce: bytes = b"",
+    lifetime: float = 60,
+    spec: TaskSpec | None = None,
 ) -> Offer:
     """A signed offer; `issued` in the past makes an expired one."""
     now = time.time() if issued is None else issued
     body = OfferBody(
         campaign_id="c1", task_id=task, submitter=sub.peer_id, recipient=recipient,
-        nonce=nonce or os.urandom(16), issued_at=now, expires_at=now + 60,
-        spec=TaskSpec(compute_unit=ComputeUnit.CPU_ONNX), model=MODEL,
+        nonce=nonce or os.urandom(16), issued_at=now, expires_at=now + lifetime,
+        spec=spec or TaskSpec(compute_unit=ComputeUnit.CPU_ONNX), model=MODEL,
     )  # fmt: skip
     return Offer(task_id=task, envelope=seal(body, DOMAIN_OFFER, sub.seed))
 
@@ -334,3 +341,38 @@ def test_a_signed_body_that_no_measurement_fits_is_rejected_invalid() -> None:
     forged = verify_result(attempt, identity, _signed_result(_key(), me, "L1"))
     assert isinstance(forged, sch.ResultRejected)
     assert forged.reason == FailureReason.INTERNAL  # a signature that does not check out stays internal
+
+
+async def test_an_offer_valid_for_a_year_is_declined_for_lifetime_and_its_nonce_is_not_kept(
+    worker: Worker,
+) -> None:
+    nonce = os.urandom(16)
+    year = offer(ALLOWED, worker.key.peer_id, nonce=nonce, lifetime=365 * 86_400)
+    reply = await worker.ask(ALLOWED.peer_id, year)
+    assert isinstance(reply, Decline)
+    assert reply.reason == DeclineReason.LIFETIME, reply.detail
+    # the nonce was not remembered: the same nonce in an offer of a sane lifetime is no replay
+    assert isinstance(
+        await worker.ask(ALLOWED.peer_id, offer(ALLOWED, worker.key.peer_id, nonce=nonce)), Commit
+    )
+
+
+async def test_one_submitter_flooding_offers_cannot_lock_out_another(worker: Worker, tmp_path: Path) -> None:
+    """Far-future offers take no place; valid ones fill only the flooder's share; the other commits."""
+    flooder, honest = _key(), _key()
+    allow = frozenset({flooder.peer_id, honest.peer_id})
+    shared = Negotiator(
+        peer_id=worker.key.peer_id, profile=_profile(), runner=worker.runner,
+        policy=OfferPolicy(allow=allow, nonce_capacity=9, nonce_share=8),
+        is_relayed=lambda _: False, has_model=lambda _: False,
+    )  # fmt: skip
+    worker.negotiator = shared
+    far = [offer(flooder, worker.key.peer_id, task=f"f{i}", lifetime=1e12) for i in range(100)]
+    assert {(await worker.ask(flooder.peer_id, o)).reason for o in far} == {DeclineReason.LIFETIME}
+    # valid offers with fresh nonces up to its share (for a unit this worker lacks: none is queued)
+    gpu = TaskSpec(compute_unit=ComputeUnit.GPU_ONNX)
+    fill = [offer(flooder, worker.key.peer_id, task=f"v{i}", spec=gpu) for i in range(12)]
+    reasons = [(await worker.ask(flooder.peer_id, o)).reason for o in fill]
+    assert reasons[:8] == [DeclineReason.UNSUPPORTED_UNIT] * 8
+    assert reasons[8:] == [DeclineReason.BUSY] * 4  # its share is full: declined before its nonce
+    assert isinstance(await worker.ask(honest.peer_id, offer(honest, worker.key.peer_id)), Commit)

@@ -13,6 +13,7 @@ import csv
 import hashlib
 import http.server
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -160,8 +161,8 @@ async def test_signed_offers_replayed_expired_or_misdirected_are_refused_by_a_re
         worker = _worker(lab, "w", gate, me)
         await _hand_made_offers(tmp_path / "submitter" / "identity.key", me, worker.ready)
         events = _worker_events(worker)
-        assert events.count("committed") == 1
-        assert events.count("declined") == 3
+        assert events.count("committed") == 2
+        assert events.count("declined") == 4
     finally:
         lab.close()
 
@@ -182,12 +183,19 @@ async def _hand_made_offers(key_file: Path, me: str, ready: dict[str, Any]) -> N
 
         good = offer(sub, worker_id)
         assert isinstance(await ask(good), Commit)
+        year_nonce = os.urandom(16)
         cases = {
-            "replayed": good,
-            "expired": offer(sub, worker_id, issued=time.time() - 600),
-            "misdirected": offer(sub, host.peer_id),
+            "replayed": (good, DeclineReason.BAD_OFFER),
+            "expired": (offer(sub, worker_id, issued=time.time() - 600), DeclineReason.BAD_OFFER),
+            "misdirected": (offer(sub, host.peer_id), DeclineReason.BAD_OFFER),
+            "valid for a year": (
+                offer(sub, worker_id, task="t2", nonce=year_nonce, lifetime=365 * 86_400),
+                DeclineReason.LIFETIME,
+            ),
         }
-        for case, message in cases.items():
+        for case, (message, reason) in cases.items():
             reply = await ask(message)
             assert isinstance(reply, Decline), case
-            assert reply.reason == DeclineReason.BAD_OFFER, (case, reply.detail)
+            assert reply.reason == reason, (case, reply.detail)
+        # the year-long offer's nonce was never stored: the same nonce in a sane offer commits
+        assert isinstance(await ask(offer(sub, worker_id, task="t3", nonce=year_nonce)), Commit)

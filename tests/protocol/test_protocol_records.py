@@ -241,9 +241,45 @@ def test_a_replayed_nonce_is_refused_until_it_expires() -> None:
 
 
 def test_a_full_nonce_cache_fails_closed_and_frees_room_as_entries_expire() -> None:
-    cache = NonceCache(capacity=3, skew_s=0.0)
+    cache = NonceCache(capacity=3, share=3, skew_s=0.0)
     for i in range(3):
         assert cache.check_and_add(ALICE_ID, bytes([i]) * 16, expires_at=NOW + 10 + i, now=NOW)
     assert not cache.check_and_add(ALICE_ID, b"x" * 16, expires_at=NOW + 100, now=NOW)
     assert cache.check_and_add(ALICE_ID, b"x" * 16, expires_at=NOW + 100, now=NOW + 10.5)
     assert len(cache) == 3
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "reason"),
+    [
+        (NOW + 365 * 86_400, "lifetime"),  # a year
+        (1e12, "lifetime"),  # the year 33658
+        (float("inf"), "lifetime"),
+        (float("nan"), "expired"),  # NaN fails the expiry check first: never accepted either way
+    ],
+)
+def test_an_offer_valid_for_longer_than_the_maximum_is_refused(expires_at: float, reason: str) -> None:
+    envelope = seal(offer(expires_at=expires_at), DOMAIN_OFFER, ALICE)
+    assert reason_of(envelope, DOMAIN_OFFER, OfferBody, max_lifetime_s=600.0) == reason
+
+
+def test_an_offer_within_the_maximum_lifetime_opens() -> None:
+    envelope = seal(offer(expires_at=NOW + 600), DOMAIN_OFFER, ALICE)
+    assert (
+        open_envelope(envelope, DOMAIN_OFFER, OfferBody, now=NOW, max_lifetime_s=600.0).expires_at
+        == NOW + 600
+    )
+
+
+def test_one_signer_fills_only_its_own_share_of_the_nonce_cache() -> None:
+    cache = NonceCache(capacity=10, share=4, skew_s=0.0)
+    for i in range(4):
+        assert cache.check_and_add(ALICE_ID, bytes([i]) * 16, expires_at=NOW + 600, now=NOW)
+    assert not cache.has_room(ALICE_ID, NOW)
+    assert not cache.check_and_add(ALICE_ID, b"x" * 16, expires_at=NOW + 600, now=NOW)  # its share is full
+    assert cache.held_by(ALICE_ID) == 4
+    assert cache.has_room(BOB_ID, NOW)
+    assert cache.check_and_add(BOB_ID, b"x" * 16, expires_at=NOW + 600, now=NOW)  # another signer: room
+    assert len(cache) == 5
+    assert cache.check_and_add(ALICE_ID, b"x" * 16, expires_at=NOW + 700, now=NOW + 601)  # its own expired
+    assert len(cache) == 1

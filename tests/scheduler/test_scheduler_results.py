@@ -32,7 +32,7 @@ EXTENDED = (
     "InferenceMsMin,InferenceMsMax,InferenceMsP90,InferenceMsP95,InferenceMsP99,InferenceCv,InferenceOutliers,"
     "ProcessMedians,ProcessSpreadPct,Unstable,UnstableReasons,WarmupsUsed,CpuCoresUsed,BackgroundCores,GpuUtilPct,"
     "GpuMemMb,Providers,Fallback,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,InputShapes,InputsDefaulted,"
-    "FailureReason,FailureStage,Detail"
+    "Trimmed,FailureReason,FailureStage,Detail"
 )
 GENERATION = (
     "TtftMsMedian,TtftMsP90,TpotMsMedian,TpotMsP90,ItlMsP99,E2eMsMedian,PrefillTokPerS,DecodeTokPerS,"
