@@ -45,6 +45,15 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def device_name() -> str:
+    """The machine's product name where firmware gives one, else its host name."""
+    try:
+        name = Path("/sys/class/dmi/id/product_name").read_text().strip()
+    except OSError:
+        name = ""
+    return name or platform.node() or "unknown"
+
+
 def os_version() -> str:
     """The OS release: distribution name and version on Linux, product version on macOS."""
     if platform.system() == "Darwin":

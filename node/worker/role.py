@@ -12,6 +12,7 @@ import trio
 
 import drivers
 from node.config import NodeConfig
+from node.errors import DeviceProbeFailed
 from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.wire import Channel
@@ -42,16 +43,23 @@ async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channe
     return await node.host.open_channel(peer_id, BLOB, addrs=addrs, read_timeout=30.0)
 
 
-async def _profile(config: NodeConfig, profile: DeviceProfile | None) -> DeviceProfile:
-    """This device's profile (detected unless given) with its declared model servers as probed now."""
-    if profile is None:
-        profile = await trio.to_thread.run_sync(
-            lambda: drivers.detect_profile(config.data.calibration, calibrate=config.calibrate)
-        )
-        if config.device_name:
-            profile = profile.with_(device_name=config.device_name)
-    if config.endpoints:
-        profile = profile.with_(endpoints=await probe_declared(config.endpoints))
+async def device_profile(config: NodeConfig, profile: DeviceProfile | None = None) -> DeviceProfile:
+    """This device's profile (detected unless given) with its declared model servers as probed now,
+    both in a spawned child: this long-running process never loads a runtime.
+
+    Raises:
+        DeviceProbeFailed: the probe child failed, died or timed out.
+    """
+    try:
+        if profile is None:
+            profile = await drivers.detect_profile_apart(
+                config.data.calibration, calibrate=config.calibrate, declared=config.endpoints
+            )
+            return profile.with_(device_name=config.device_name) if config.device_name else profile
+        if config.endpoints:
+            profile = profile.with_(endpoints=await probe_declared(config.endpoints))
+    except drivers.ProbeFailed as exc:
+        raise DeviceProbeFailed(exc.stage, exc.why) from exc
     return profile
 
 
@@ -60,7 +68,7 @@ async def open_worker(
     config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
 ) -> AsyncIterator[WorkerHandle]:
     """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
-    profile = await _profile(config, profile)
+    profile = await device_profile(config, profile)
     live = LiveProfile(profile)
     cache = model_cache(config)
     async with open_node(config, role="worker") as node:
