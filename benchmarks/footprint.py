@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests.lab.procs import SARK, Lab  # noqa: E402
 
 HEAVY = re.compile(r"libtorch|libonnxruntime|onnxruntime_pybind|transformers|ft2font|libc10")
+ROLES = ("gate", "worker", "submitter")
 CAMPAIGN = ROOT / "examples" / "campaign.yaml"
 PROBES = {
     "python (bare)": "pass",
@@ -128,14 +129,13 @@ def main() -> None:
     args = parser.parse_args()
     rounds = [one_round(args.idle_s) for _ in range(args.rounds)]
     probes = {name: statistics.median(probe_import(code) for _ in range(3)) for name, code in PROBES.items()}
-    roles = ("gate", "worker", "submitter")
+    kinds = ("idle", "peak", "peak_busy")
     table = {
-        role: {k: statistics.median(r["roles"][role][k] for r in rounds) for k in ("idle", "peak", "peak_busy")}
-        for role in roles
+        role: {k: statistics.median(r["roles"][role][k] for r in rounds) for k in kinds} for role in ROLES
     }
     gate_idle = table["gate"]["idle"]
     print(f"{'process':32} {'idle MiB':>9} {'peak MiB':>9} {'peak busy':>10} {'x gate idle':>12}")
-    for role in roles:
+    for role in ROLES:
         row = table[role]
         print(f"{role:32} {row['idle']:9.1f} {row['peak']:9.1f} {row['peak_busy']:10.1f} "
               f"{row['idle'] / gate_idle:12.2f}")  # fmt: skip

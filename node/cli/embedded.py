@@ -43,8 +43,6 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
                     open_mode=False,
                     device_name=name,
                 )
-                await stack.enter_async_context(
-                    open_worker(worker_config, profile.with_(device_name=name))
-                )
+                await stack.enter_async_context(open_worker(worker_config, profile.with_(device_name=name)))
             yield config.with_(gates=gates, listen=loopback)
         nursery.cancel_scope.cancel()
