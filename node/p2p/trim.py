@@ -1,5 +1,6 @@
 """Leave out of the process the libp2p subsystems that py-libp2p 0.8.1 imports unconditionally and the
-node never calls: QUIC, WebSocket, mDNS, UPnP, AutoTLS (ACME) and Prometheus metrics.
+node never calls: QUIC, WebSocket, mDNS, UPnP, TLS and SECIO security, AutoTLS (ACME), persistent
+peerstores and Prometheus metrics.
 
 `import libp2p` loads about 1,400 modules (~90 MiB RSS, about a second on this machine), most of them
 for transports and services the node never turns on: it speaks TCP + Noise + yamux, kad-dht, circuit
@@ -76,9 +77,15 @@ CUTS: Final = (
     Cut("libp2p.discovery.mdns", "mDNS discovery (zeroconf)", "libp2p/host/basic_host.py (MDNSDiscovery)"),
     Cut("libp2p.discovery.upnp", "UPnP port mapping (miniupnpc)", "libp2p/host/basic_host.py (UpnpManager)"),
     Cut(
-        "libp2p.security.tls.autotls",
-        "AutoTLS certificates over ACME (requests, httpx, multibase)",
+        "libp2p.security.tls",
+        "TLS security and AutoTLS certificates over ACME (requests, httpx, x509 handling)",
+        "libp2p/__init__.py (TLSTransport, for the default sec_opt), libp2p/security/__init__.py, "
         "libp2p/host/basic_host.py (ACMEClient, BrokerClient)",
+    ),
+    Cut(
+        "libp2p.security.secio",
+        "SECIO security (deprecated in libp2p)",
+        "libp2p/__init__.py (secio.Transport, for the default sec_opt), libp2p/security/__init__.py",
     ),
     Cut(
         "libp2p.peer.persistent",
