@@ -17,6 +17,7 @@ Modules:
     meters     kernel high-water-mark memory, CPU meter, NVML sampler, thermal and power state
     stats      the median's confidence interval and the warm-up rule (summaries: protocol.stats)
     harness    measure: the parent side, spawned children, timeout, cancel, aggregation
+    jobs       what a measuring child is given and returns, and its entry (no runtime imported)
     child      the spawned child's side of a measurement
     genchild   the spawned child's side of a generate task (load timed, warm-up, one request per prompt)
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
@@ -27,28 +28,68 @@ Modules:
     endpoint   closed- and open-loop load against a model server; `run_endpoint` for the spawned child
     servers    model servers the owner declared (gray-box): list their models, try each, statuses
     endpointrun  one endpoint task -> Measurement (the worker runs it in its own loop)
-    errors     DriverError, TaskFailed
+    probechild detect_profile_apart, probe_servers_apart: the device probe, calibration and
+               declared-server probes in a spawned child; the parent reads the result as JSON
+    errors     DriverError, TaskFailed, ProbeFailed
+
+The package's names load lazily, on first use: `import drivers` costs nothing, and a process that
+only spawns children (a joined worker) never loads numpy, onnxruntime, torch or transformers.
 """
 
 from __future__ import annotations
 
-from drivers.endpoint import EndpointOptions
-from drivers.endpointrun import measure_endpoint
-from drivers.errors import DriverError, TaskFailed
-from drivers.formats import check_model_file, detect_format
-from drivers.harness import measure
-from drivers.probe import detect_profile, probe_generation
-from drivers.servers import probe_server
+import importlib
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from drivers.endpoint import EndpointOptions
+    from drivers.endpointrun import measure_endpoint
+    from drivers.errors import DriverError, ProbeFailed, TaskFailed
+    from drivers.formats import check_model_file, detect_format
+    from drivers.harness import measure
+    from drivers.probe import detect_profile, probe_generation
+    from drivers.probechild import detect_profile_apart, probe_servers_apart
+    from drivers.servers import probe_server
+
+_HOMES: Final = {
+    "DriverError": "errors",
+    "EndpointOptions": "endpoint",
+    "ProbeFailed": "errors",
+    "TaskFailed": "errors",
+    "check_model_file": "formats",
+    "detect_format": "formats",
+    "detect_profile": "probe",
+    "detect_profile_apart": "probechild",
+    "measure": "harness",
+    "measure_endpoint": "endpointrun",
+    "probe_generation": "probe",
+    "probe_server": "servers",
+    "probe_servers_apart": "probechild",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name's module the first time the name is used."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'drivers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"drivers.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DriverError",
     "EndpointOptions",
+    "ProbeFailed",
     "TaskFailed",
     "check_model_file",
     "detect_format",
     "detect_profile",
+    "detect_profile_apart",
     "measure",
     "measure_endpoint",
     "probe_generation",
     "probe_server",
+    "probe_servers_apart",
 ]

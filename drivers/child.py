@@ -13,7 +13,6 @@ import gc
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final, TypeVar
@@ -23,9 +22,10 @@ from drivers.driver import Driver, Feeds, Loaded, LoadOptions
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
 from drivers.inputs import fed, synthesize
+from drivers.jobs import ChildJob, ProcessResult
 from drivers.registry import driver_for
 from drivers.stats import ci_within, warmed_up
-from protocol import FailureReason, InputFed, ModelFormat, Phase, RequestRecord, Stage, TaskSpec
+from protocol import FailureReason, Phase, Stage, TaskSpec
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
@@ -35,51 +35,6 @@ NS_PER_MS: Final = 1e6
 INSPECT_MB: Final = 512  # address space inspection may take beyond the process and the mapped file
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class ChildJob:
-    """What one child measures.
-
-    Attributes:
-        name: the model's name for people (the campaign's name for it, not a cache file's digest).
-    """
-
-    model_path: str
-    fmt: ModelFormat
-    spec: TaskSpec
-    allow_code_models: bool = False
-    cache_dir: str | None = None
-    name: str = ""
-
-
-@dataclass(frozen=True)
-class ProcessResult:
-    """What one child measured, in plain numbers (milliseconds, MiB)."""
-
-    load_ms: list[float]
-    first_inference_ms: float
-    warmups_used: int
-    samples_ms: list[float]
-    peak_load_ram_mb: float
-    peak_inference_ram_mb: float
-    cpu_time_s: float
-    cores_used: float
-    background_cores: float
-    gpu_util_pct: float | None
-    gpu_mem_mb: float | None
-    providers: tuple[str, ...]
-    node_share: dict[str, float]
-    fallback: bool
-    intra_op_threads: int | None
-    inter_op_threads: int | None
-    spinning: bool | None
-    versions: dict[str, str] = field(default_factory=dict)
-    thermal: str = ""
-    power: str = ""
-    inputs: tuple[InputFed, ...] = ()
-    records: tuple[RequestRecord, ...] = ()  # generate tasks: every timed request
-    wall_s: float = 0.0  # generate tasks: wall time of the timed requests
 
 
 def main(conn: Connection, job: ChildJob) -> None:

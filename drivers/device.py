@@ -19,6 +19,7 @@ from typing import Final
 import psutil
 
 from protocol import GpuInfo
+from protocol.text import visible
 
 MIB: Final = 1 << 20
 RUNTIME_DISTS: Final = {
@@ -43,6 +44,15 @@ def cpu_model() -> str:
         if out:
             return out.strip()
     return platform.processor() or platform.machine()
+
+
+def device_name() -> str:
+    """The machine's product name where firmware gives one, else its host name."""
+    try:
+        name = Path("/sys/class/dmi/id/product_name").read_text().strip()
+    except OSError:
+        name = ""
+    return visible(name or platform.node() or "unknown")[:128]  # a profile's name: printable, bounded
 
 
 def os_version() -> str:

@@ -40,3 +40,17 @@ class TaskFailed(DriverError):
 
     def __str__(self) -> str:
         return f"{self.detail} ({self.reason.value})"
+
+
+class ProbeFailed(DriverError):
+    """The spawned child that probes this device (or its declared servers) ended without a result.
+
+    Attributes:
+        stage: the step the child had reached (start, device, calibration, units, servers, result).
+        why: what went wrong there, without the stage (`detail` is the whole sentence).
+    """
+
+    def __init__(self, stage: str, why: str) -> None:
+        super().__init__(f"device probe failed at {stage}: {why}")
+        self.stage = stage
+        self.why = why

@@ -15,9 +15,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from drivers import device, llm, meters
-from drivers.child import ChildJob, ProcessResult, Stages, limit_memory, run_boundary
+from drivers.child import Stages, limit_memory, run_boundary
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
+from drivers.jobs import ChildJob, ProcessResult
 from protocol import FailureReason, GenerateSpec, Phase, RequestRecord, Stage, TaskSpec
 
 NS_PER_MS = 1e6

@@ -19,9 +19,9 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Final
 
-from drivers import child, genchild
 from drivers.errors import TaskFailed
 from drivers.formats import detect_format
+from drivers.jobs import ChildJob, ProcessResult, spawned
 from drivers.models import sha256_file
 from protocol import FailureReason, Measurement, ModelFormat, Phase, RunConditions, Stage, TaskSpec
 from protocol.aggregate import NO_SAMPLES, derive
@@ -70,7 +70,7 @@ def measure(
         fmt = fmt or detect_format(model_path)
     except TaskFailed as exc:
         raise exc.located(name, Stage.INSPECT) from None
-    job = child.ChildJob(str(model_path.resolve()), fmt, spec, allow_code_models, name=name)
+    job = ChildJob(str(model_path.resolve()), fmt, spec, allow_code_models, name=name)
     deadline = time.monotonic() + spec.timeout_s
     results = []
     for index in range(spec.processes):
@@ -91,12 +91,11 @@ def _scaled(on_progress: Progress | None, index: int, processes: int) -> Progres
 
 
 def _run_child(
-    job: child.ChildJob, deadline: float, on_progress: Progress | None, cancel: threading.Event | None
-) -> child.ProcessResult:
+    job: ChildJob, deadline: float, on_progress: Progress | None, cancel: threading.Event | None
+) -> ProcessResult:
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    target = child.main if job.spec.generate is None else genchild.main
-    process = ctx.Process(target=target, args=(sender, job), name="sark-measure", daemon=True)
+    process = ctx.Process(target=spawned, args=(sender, job), name="sark-measure", daemon=True)
     process.start()
     sender.close()
     try:
@@ -111,11 +110,11 @@ def _run_child(
 def _collect(
     receiver: Connection,
     process: BaseProcess,
-    job: child.ChildJob,
+    job: ChildJob,
     deadline: float,
     on_progress: Progress | None,
     cancel: threading.Event | None,
-) -> child.ProcessResult:
+) -> ProcessResult:
     stage = Stage.INSPECT
     while True:
         if cancel is not None and cancel.is_set():
@@ -138,7 +137,7 @@ def _collect(
         elif message[0] == "failed":
             raise TaskFailed(message[1], message[2], message[3])
         elif message[0] == "result":
-            result: child.ProcessResult = message[1]
+            result: ProcessResult = message[1]
             return result
 
 
@@ -158,7 +157,7 @@ def _exit_failure(code: int | None, limit_mb: int | None) -> TaskFailed:
     return TaskFailed(FailureReason.CRASHED, f"child exited with code {code} and no result")
 
 
-def aggregate(results: list[child.ProcessResult], spec: TaskSpec, model_sha256: str) -> Measurement:
+def aggregate(results: list[ProcessResult], spec: TaskSpec, model_sha256: str) -> Measurement:
     """One measurement from the processes' results: their raw parts, and the figures `derive` makes of
     them (median of medians, spread, stability verdict), as the submitter will recompute them."""
     first = results[0]

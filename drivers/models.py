@@ -13,8 +13,6 @@ import importlib.metadata
 from pathlib import Path
 from typing import Any, Final
 
-import numpy as np
-
 LIGHT_MODELS: Final = (
     "light_resnet50",
     "light_vgg19",
@@ -77,6 +75,7 @@ def relu_model() -> bytes:
 
 def write_convnet(path: Path, *, channels: int = 16, blocks: int = 3, size: int = 64) -> Path:
     """A small CNN with real (seeded He-init) weights: input float[N, 3, size, size], dynamic batch."""
+    import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(1)
@@ -99,6 +98,7 @@ def write_convnet(path: Path, *, channels: int = 16, blocks: int = 3, size: int 
 
 def write_embedding(path: Path, *, vocab: int = 100, dim: int = 16) -> Path:
     """A two-input model: ids int64[N, T] looked up in an embedding, times scale float[N, dim]."""
+    import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
     table = np.random.default_rng(2).standard_normal((vocab, dim)).astype(np.float32)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -34,17 +35,12 @@ def probe_generation() -> tuple[UnitStatus, ...]:
     return tuple(llm.probe(unit) for unit in llm.GENERATIVE_UNITS)
 
 
-def device_name() -> str:
-    """The machine's product name where firmware gives one, else its host name."""
-    try:
-        name = Path("/sys/class/dmi/id/product_name").read_text().strip()
-    except OSError:
-        name = ""
-    return visible(name or platform.node() or "unknown")[:128]  # a profile's name: printable, bounded
-
-
 def detect_profile(
-    cache_dir: Path | None = None, *, calibrate: bool = True, recalibrate: bool = False
+    cache_dir: Path | None = None,
+    *,
+    calibrate: bool = True,
+    recalibrate: bool = False,
+    on_stage: Callable[[str], None] | None = None,
 ) -> DeviceProfile:
     """This device's profile with every compute unit probed (usable or not, with the reason).
 
@@ -52,10 +48,13 @@ def detect_profile(
         cache_dir: where the calibration is cached (None: not cached).
         calibrate: measure (or reuse) CPU throughput and memory bandwidth, a few seconds at most.
         recalibrate: measure the calibration again even when a quiet one is cached.
+        on_stage: told "device", "calibration", "units" as each step starts (a child tells its parent).
 
     Returns:
         The protocol's `DeviceProfile`.
     """
+    stage = on_stage or (lambda _: None)
+    stage("device")
     soc = visible(device.cpu_model())[:256]  # facts the firmware wrote: printable and bounded, as adverts are
     cores = psutil.cpu_count(logical=True) or 0
     ram = device.memory_mb()
@@ -64,10 +63,13 @@ def detect_profile(
     fingerprint = device.fingerprint(soc, cores, ram, gpus)
     result = None
     if calibrate:
+        stage("calibration")
         key = calibration.calibration_key(fingerprint, versions)
         result = calibration.calibrate(cache_dir, key, force=recalibrate)
+    stage("units")
+    units = probe_units()
     return DeviceProfile(
-        device_name=device_name(),
+        device_name=device.device_name(),
         soc=soc,
         cores_physical=psutil.cpu_count(logical=False) or 0,
         cores_logical=cores,
@@ -78,7 +80,7 @@ def detect_profile(
         gpus=gpus,
         gpu_reason=gpu_reason,
         runtimes=versions,
-        units=probe_units(),
+        units=units,
         fingerprint=fingerprint,
         calibration=result,
     )

@@ -68,6 +68,16 @@ class ConfigError(NodeError):
         self.problem = problem
 
 
+class DeviceProbeFailed(NodeError):
+    """This device (or a model server its owner declared) could not be probed: the spawned probe child
+    failed, died or timed out at `stage` (start, device, calibration, units, servers, result)."""
+
+    def __init__(self, stage: str, why: str) -> None:
+        super().__init__(f"this device could not be probed: {stage} failed: {why}")
+        self.stage = stage
+        self.why = why
+
+
 @contextmanager
 def map_exceptions(peer_id: str, what: str) -> Iterator[None]:
     """The one seam for libp2p's errors: any error in the block becomes `PeerUnreachable`.

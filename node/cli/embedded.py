@@ -11,11 +11,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 import trio
 
-from drivers.probe import device_name
+from drivers.device import device_name
 from gate import serve_gate
 from node.config import NodeConfig
 from node.p2p.identity import identity_peer_id
-from node.worker.role import open_worker
+from node.worker.role import device_profile, open_worker
 
 
 @asynccontextmanager
@@ -30,6 +30,8 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
     gate_config = config.with_(data_dir=config.data.embedded("gate"), listen=loopback, gates=())
     async with trio.open_nursery() as nursery:
         gates = tuple(await nursery.start(serve_gate, gate_config))
+        first = config.with_(data_dir=config.data.embedded("worker-0"), endpoints={})
+        profile = await device_profile(first)  # one probe child for every local worker: one device
         async with AsyncExitStack() as stack:
             for i in range(workers):
                 name = f"{base}-{i}"  # the same names whatever `workers` is: reports of runs compare
@@ -41,6 +43,6 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
                     open_mode=False,
                     device_name=name,
                 )
-                await stack.enter_async_context(open_worker(worker_config))
+                await stack.enter_async_context(open_worker(worker_config, profile.with_(device_name=name)))
             yield config.with_(gates=gates, listen=loopback)
         nursery.cancel_scope.cancel()

@@ -12,12 +12,28 @@ Modules:
     node      open_node: a host connected to its gates with a bootstrapped DHT; worker lookups; reachability
     reach     /sark/reach/1.0.0 dial-backs (gates and workers) and the verdict a worker draws from them
     survey    why a lookup found no worker (reason codes for `peers` and `submit`)
+    trim      leaves out libp2p's unused subsystems (QUIC, WebSocket, mDNS, UPnP, AutoTLS, metrics)
 
-Callers import the module they need (`from node.p2p.host import ...`): the package root
-imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
-to import).
+Callers import the module they need (`from node.p2p.host import ...`): the package root imports
+only `trim` (light, and first: before any libp2p import), so that a command loads only what it
+uses (libp2p, onnxruntime and matplotlib are slow to import).
 """
 
 from __future__ import annotations
 
-__all__ = ["addrs", "dht", "dial", "host", "identity", "kad", "node", "reach", "stream", "survey", "wire"]
+import node.p2p.trim  # first: libp2p is then imported without its unused subsystems
+
+__all__ = [
+    "addrs",
+    "dht",
+    "dial",
+    "host",
+    "identity",
+    "kad",
+    "node",
+    "reach",
+    "stream",
+    "survey",
+    "trim",
+    "wire",
+]

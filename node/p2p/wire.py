@@ -13,7 +13,6 @@ from types import TracebackType
 from typing import Final, Protocol, final
 
 import trio
-import trio.testing
 
 from node.errors import PeerGone, PeerTimeout, StreamRefused
 from protocol import Busy, Message
@@ -200,6 +199,8 @@ def memory_channel_pair(
     With `lockstep`, a send waits until the other side has read it (a muxer whose window is full),
     so a reader that stops stalls the sender; otherwise sends are buffered without bound.
     """
+    import trio.testing  # here, not at the top: it imports pytest where pytest is installed
+
     a, b = trio.testing.lockstep_stream_pair() if lockstep else trio.testing.memory_stream_pair()
     return (
         Channel(_MemoryStream(a), right_peer, read_timeout=read_timeout),

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 import drivers
 from node.config import NodeConfig
-from node.errors import ConfigError
+from node.errors import ConfigError, DeviceProbeFailed
 from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.wire import Channel
@@ -44,16 +44,25 @@ async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channe
     return await node.host.open_channel(peer_id, BLOB, addrs=addrs, read_timeout=30.0)
 
 
-async def _profile(config: NodeConfig, profile: DeviceProfile | None) -> DeviceProfile:
-    """This device's profile (detected unless given) with its declared model servers as probed now."""
-    if profile is None:
-        profile = await trio.to_thread.run_sync(
-            lambda: drivers.detect_profile(config.data.calibration, calibrate=config.calibrate)
-        )
-        if config.device_name:
-            profile = profile.with_(device_name=config.device_name)
-    if config.endpoints:
-        profile = profile.with_(endpoints=await probe_declared(config.endpoints))
+async def device_profile(config: NodeConfig, profile: DeviceProfile | None = None) -> DeviceProfile:
+    """This device's profile (detected unless given) with its declared model servers as probed now,
+    both in a spawned child: this long-running process never loads a runtime.
+
+    Raises:
+        DeviceProbeFailed: the probe child failed, died or timed out.
+        ConfigError: a name or fact the profile may not carry (`checked`).
+    """
+    try:
+        if profile is None:
+            profile = await drivers.detect_profile_apart(
+                config.data.calibration, calibrate=config.calibrate, declared=config.endpoints
+            )
+            if config.device_name:
+                profile = profile.with_(device_name=config.device_name)
+        elif config.endpoints:
+            profile = profile.with_(endpoints=await probe_declared(config.endpoints))
+    except drivers.ProbeFailed as exc:
+        raise DeviceProbeFailed(exc.stage, exc.why) from exc
     return checked(profile)
 
 
@@ -75,7 +84,7 @@ async def open_worker(
     config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
 ) -> AsyncIterator[WorkerHandle]:
     """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
-    profile = await _profile(config, profile)
+    profile = await device_profile(config, profile)
     live = LiveProfile(profile)
     cache = model_cache(config)
     async with open_node(config, role="worker") as node:

@@ -48,18 +48,24 @@ class LiveProfile:
 
 
 async def probe_declared(declared: Mapping[str, str]) -> tuple[EndpointStatus, ...]:
-    """Probe every declared server (name -> URL): one status per served model, or one saying why none."""
-    found: list[EndpointStatus] = []
-    for name, url in sorted(declared.items()):
-        found.extend(await drivers.probe_server(name, url))
-    return tuple(found)
+    """Probe every declared server (name -> URL) in a spawned child (its HTTP client stays out of this
+    process): one status per served model, or one saying why none.
+
+    Raises:
+        drivers.ProbeFailed: the child failed, died or timed out.
+    """
+    return await drivers.probe_servers_apart(declared)
 
 
 async def reprobe_forever(declared: Mapping[str, str], live: LiveProfile, interval_s: float) -> None:
     """Probe the declared servers again every `interval_s` and keep what they serve now. Never returns."""
     while True:
         await trio.sleep(interval_s)
-        statuses = await probe_declared(declared)
+        try:
+            statuses = await probe_declared(declared)
+        except drivers.ProbeFailed as exc:
+            log.warning("declared servers not probed again (%s); keeping the last statuses", exc.detail)
+            continue
         if statuses != live.value.endpoints:
             log.info(
                 "declared servers now: %s", ", ".join(f"{s.name}:{s.model}:{s.usable}" for s in statuses)

@@ -25,7 +25,7 @@ from lab.procs import LOOPBACK, Lab, Proc
 from typer.testing import CliRunner
 
 import scheduler as sch
-from drivers.probe import device_name
+from drivers.device import device_name
 from node.cli.report import register
 
 ROOT = Path(__file__).resolve().parents[2]
