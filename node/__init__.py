@@ -19,4 +19,16 @@ Imports point down this list's roles: `p2p` imports nothing of node's roles; `tr
 
 from __future__ import annotations
 
-__all__ = ["build", "cli", "config", "errors", "events", "http", "intake", "p2p", "submitter", "transfer", "worker"]
+__all__ = [
+    "build",
+    "cli",
+    "config",
+    "errors",
+    "events",
+    "http",
+    "intake",
+    "p2p",
+    "submitter",
+    "transfer",
+    "worker",
+]
