@@ -17,7 +17,11 @@ if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "-m":
         module = sys.argv[2]
         sys.argv = [sys.argv[0], *sys.argv[3:]]
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        try:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        except ImportError as exc:  # a module the binary does not carry: bad input, not a crash
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
         sys.exit(0)
     from node.cli import main
 
