@@ -126,6 +126,15 @@ def test_submit_on_the_embedded_swarm_completes(tmp_path: Path) -> None:
     assert [r["ComputeUnits"] for r in complete] == ["CPU (ONNX)"]
     assert float(complete[0]["InferenceMsMedian"]) > 0
     assert "<svg" in (folder / "report.html").read_text()  # matplotlib drew the figures
+    report = sark(["report", folder.name, "--format", "md"], tmp_path)  # from the store in HOME
+    assert report.returncode == 0, report.stderr
+    assert "CPU (ONNX)" in report.stdout
+
+
+def test_plan_on_the_embedded_swarm(tmp_path: Path) -> None:
+    done = sark(["plan", str(CAMPAIGN)], tmp_path, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "GPU (ONNX)" in done.stdout  # the job no peer here can run, with its reason
 
 
 def test_bench_runs_spawned_children(tmp_path: Path) -> None:
