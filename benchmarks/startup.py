@@ -4,7 +4,9 @@ time of `id`, `status` and `peers` (against a gate address nobody listens on: a 
 Each round runs every case once, in turn, so that the machine's load falls on all of them alike;
 the figure is the median over rounds. Prints a table and writes benchmarks/out/startup.json.
 
-    .venv/bin/python benchmarks/startup.py [--rounds 15]
+    .venv/bin/python benchmarks/startup.py [--rounds 15] [--binary dist/sark-node/sark-node]
+
+`--binary PATH` adds the built binary's `--help` and `--version` (README's binary command) to the rounds.
 """
 
 from __future__ import annotations
@@ -25,14 +27,21 @@ NOBODY = "/ip4/127.0.0.1/tcp/9/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4
 TARGET_RATIO = 2.0
 
 
-def _cases(home: Path) -> dict[str, tuple[list[str], bool]]:
+def _cases(home: Path, binary: Path | None) -> dict[str, tuple[list[str], bool]]:
     """name: (argv, must exit 0)."""
+    built: dict[str, tuple[list[str], bool]] = {}
+    if binary is not None:
+        built = {
+            "binary --help": ([str(binary.resolve()), "--help"], True),
+            "binary --version": ([str(binary.resolve()), "--version"], True),
+        }
     return {
         "import typer, rich": ([sys.executable, "-c", "import typer, rich"], True),
         "sark-node --help": ([*SARK, "--help"], True),
         "sark-node id": ([*SARK, "id"], True),
         "sark-node status": ([*SARK, "status"], True),
         "sark-node peers (no gate there)": ([*SARK, "peers", "--gate", NOBODY, "--timeout", "1"], False),
+        **built,
     }
 
 
@@ -48,11 +57,12 @@ def _time(argv: list[str], env: dict[str, str], must_succeed: bool) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--binary", type=Path, help="the built binary, e.g. dist/sark-node/sark-node")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SARK_"))}
         env["HOME"] = home
-        cases = _cases(Path(home))
+        cases = _cases(Path(home), args.binary)
         samples: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.rounds):
             for name, (argv, must) in cases.items():

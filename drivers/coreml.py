@@ -20,6 +20,7 @@ from typing import Any, Final
 from drivers.driver import Feeds, LoadOptions, Placement, Settings
 from drivers.errors import TaskFailed
 from drivers.inputs import InputSig
+from node.build import not_installed
 from protocol import ComputeUnit, FailureReason, ModelFormat, UnitStatus
 
 # Compute unit -> `coremltools.ComputeUnit` member name.
@@ -35,7 +36,7 @@ def unavailable_reason(platform: str, installed: bool, version: str = "") -> str
             return f"Core ML needs macOS (this is {platform}); coremltools {version} can convert, not predict"
         return f"Core ML needs macOS (this is {platform})"
     if not installed:
-        return "coremltools not installed (install sark-node[coreml])"
+        return not_installed(["coremltools"], "coreml", "Core ML units")
     return ""
 
 

@@ -18,6 +18,7 @@ from typing import Final
 
 import psutil
 
+from node.build import FROZEN
 from protocol import GpuInfo
 from protocol.text import visible
 
@@ -143,7 +144,7 @@ def _nvml_gpus() -> tuple[tuple[GpuInfo, ...], str]:
 
 def _torch_gpus() -> tuple[tuple[GpuInfo, ...], str]:
     if importlib.util.find_spec("torch") is None:
-        return (), "torch: not installed"
+        return (), "torch: not in this build" if FROZEN else "torch: not installed"
     import torch
 
     if not torch.cuda.is_available():

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from drivers.errors import TaskFailed
 from drivers.torchrt import TorchDriver
+from node.build import not_installed
 from protocol import ComputeUnit, FailureReason, GenerateSpec, ModelFormat, Prompt, RequestRecord, UnitStatus
 
 GENERATIVE_UNITS: Final = (ComputeUnit.CPU_TORCH, ComputeUnit.GPU_TORCH)
@@ -30,7 +31,7 @@ NS_PER_MS: Final = 1e6
 def missing_runtime() -> str:
     """Why generation cannot run here ("" when transformers, gguf and torch are installed)."""
     missing = [m for m in ("torch", "transformers", "gguf") if importlib.util.find_spec(m) is None]
-    return f"{', '.join(missing)} not installed (install sark-node[llm])" if missing else ""
+    return not_installed(missing, "llm", "generation") if missing else ""
 
 
 def device_for(unit: ComputeUnit) -> tuple[str | None, str]:

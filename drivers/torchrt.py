@@ -15,6 +15,7 @@ from typing import Any
 from drivers.driver import Feeds, LoadOptions, Placement, Settings
 from drivers.errors import TaskFailed
 from drivers.inputs import InputSig
+from node.build import not_installed
 from protocol import ComputeUnit, FailureReason, ModelFormat, UnitStatus
 
 
@@ -42,7 +43,7 @@ class TorchDriver:
     def device(self) -> tuple[str | None, str]:
         """The torch device for this unit, or None and why."""
         if importlib.util.find_spec("torch") is None:
-            return None, "torch not installed (install sark-node[torch])"
+            return None, not_installed(["torch"], "torch", "PyTorch units")
         torch = _torch()
         if self.unit == ComputeUnit.CPU_TORCH:
             return "cpu", ""

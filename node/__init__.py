@@ -1,6 +1,7 @@
 """The libp2p edge and composition root: the node's roles, their wiring, and the CLI.
 
 Packages and modules:
+    build      what this program is: version, commit, build kind (binary or pip), for --version and reasons
     config     the node's one frozen configuration (file, environment, flags) and its data folder
     errors     NodeError and its leaves
     events     structured event lines (`--events`)
@@ -20,6 +21,7 @@ Imports point down this list's roles: `p2p` imports nothing of node's roles; `tr
 from __future__ import annotations
 
 __all__ = [
+    "build",
     "cli",
     "config",
     "errors",

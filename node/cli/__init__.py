@@ -22,6 +22,7 @@ them, and `--help` never loads typer's rich help renderer.
 from __future__ import annotations
 
 import importlib
+from typing import Annotated
 
 import typer
 
@@ -37,17 +38,30 @@ app = typer.Typer(
 _TOPICS = ("local", "swarm", "campaign", "stored", "report", "serve", "service")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        version()
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print version, commit, build kind."
+        ),
+    ] = False,
+) -> None:
     """Benchmark ML models across a fleet of real devices, peer to peer."""
 
 
 @app.command()
 def version() -> None:
-    """Print the sark-node version."""
-    from importlib.metadata import version as dist_version
+    """Print the sark-node version, the commit it was built from and how it was installed."""
+    from node.build import current
 
-    typer.echo(dist_version("sark-node"))
+    typer.echo(current().line())
 
 
 def _register() -> None:
