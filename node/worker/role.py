@@ -45,13 +45,14 @@ async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channe
 
 
 async def _profile(config: NodeConfig, profile: DeviceProfile | None) -> DeviceProfile:
-    """This device's profile (detected unless given) with its declared model servers as probed now."""
+    """This device's profile (detected unless given), named by `--device-name` if set, with its
+    declared model servers as probed now."""
     if profile is None:
         profile = await trio.to_thread.run_sync(
             lambda: drivers.detect_profile(config.data.calibration, calibrate=config.calibrate)
         )
-        if config.device_name:
-            profile = profile.with_(device_name=config.device_name)
+    if config.device_name:
+        profile = profile.with_(device_name=config.device_name)
     if config.endpoints:
         profile = profile.with_(endpoints=await probe_declared(config.endpoints))
     return checked(profile)
