@@ -1,7 +1,8 @@
 """The libp2p edge and composition root: the node's roles, their wiring, and the CLI.
 
 Packages and modules:
-    config     the node's one frozen configuration (file, environment, flags) and its data folder
+    config     the node's one frozen configuration (file, environment, flags)
+    datadir    the data folder (where it is, every path under it) and the settings file; no pydantic
     errors     NodeError and its leaves
     events     structured event lines (`--events`)
     intake     `python -m node.intake`: a posted campaign validated in a child process the node can kill
@@ -18,4 +19,16 @@ Imports point down this list's roles: `p2p` imports nothing of node's roles; `tr
 
 from __future__ import annotations
 
-__all__ = ["cli", "config", "errors", "events", "http", "intake", "p2p", "submitter", "transfer", "worker"]
+__all__ = [
+    "cli",
+    "config",
+    "datadir",
+    "errors",
+    "events",
+    "http",
+    "intake",
+    "p2p",
+    "submitter",
+    "transfer",
+    "worker",
+]
