@@ -2,7 +2,8 @@
 
 Packages and modules:
     build      what this program is: version, commit, build kind (binary or pip), for --version and reasons
-    config     the node's one frozen configuration (file, environment, flags) and its data folder
+    config     the node's one frozen configuration (file, environment, flags)
+    datadir    the data folder (where it is, every path under it) and the settings file; no pydantic
     errors     NodeError and its leaves
     events     structured event lines (`--events`)
     intake     `python -m node.intake`: a posted campaign validated in a child process the node can kill
@@ -24,6 +25,7 @@ __all__ = [
     "build",
     "cli",
     "config",
+    "datadir",
     "errors",
     "events",
     "http",

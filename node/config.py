@@ -1,86 +1,23 @@
-"""Node configuration, one frozen model built once in the CLI, and `DataDir`, its data folder's paths.
+"""Node configuration, one frozen model built once in the CLI.
 
-The configuration comes from a file, then the environment (`SARK_*`), then flags. `DataDir` is the one
-owner of every path under the node's data folder.
+The configuration comes from a file, then the environment (`SARK_*`), then flags. `DataDir`, the one
+owner of every path under the node's data folder, and `default_data_dir` live in the light
+`node.datadir` (no pydantic, for `sark-node id`) and are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, final
+from typing import Any, Literal
 
-import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from node.datadir import DataDir, default_data_dir, read_settings
 from node.errors import ConfigError
 from protocol import ProfileName, field_problems
 
 _TUPLE_FIELDS = ("listen", "gates", "allow", "allow_networks")
-APP_NAME: Final = "sark-node"
-LEGACY_DATA_DIR: Final = ".sark-node"
-"""The data folder of earlier versions, under the home folder: still used where it is the one that exists."""
-
-
-def default_data_dir() -> Path:
-    """The platform's user data folder for sark-node (platformdirs: `$XDG_DATA_HOME/sark-node` or
-    `~/.local/share/sark-node` on Linux, `~/Library/Application Support/sark-node` on macOS,
-    `%LOCALAPPDATA%\\sark-node` on Windows), or `~/.sark-node` when that exists and the former does not.
-    """
-    standard = platformdirs.user_data_path(APP_NAME, appauthor=False)
-    legacy = Path.home() / LEGACY_DATA_DIR
-    if legacy.is_dir() and not standard.exists():
-        return legacy
-    return standard
-
-
-@final
-@dataclass(frozen=True)
-class DataDir:
-    """Every path under one node's data folder: nobody else joins names onto the folder.
-
-    Attributes:
-        root: the data folder itself.
-    """
-
-    root: Path
-
-    @property
-    def key_file(self) -> Path:
-        """The node's persistent Ed25519 identity (a 32-byte seed, mode 0600)."""
-        return self.root / "identity.key"
-
-    @property
-    def campaigns(self) -> Path:
-        """The submitter's SQLite campaign store."""
-        return self.root / "campaigns.sqlite"
-
-    @property
-    def results(self) -> Path:
-        """Where `serve` writes each campaign's results folder unless told otherwise."""
-        return self.root / "results"
-
-    @property
-    def models(self) -> Path:
-        """The content-addressed model cache."""
-        return self.root / "models"
-
-    @property
-    def outbox(self) -> Path:
-        """A worker's signed results not yet acknowledged by their submitter."""
-        return self.root / "outbox"
-
-    @property
-    def calibration(self) -> Path:
-        """The device calibration cache that `info` and `join` share."""
-        return self.root / "profile"
-
-    def embedded(self, node: str) -> Path:
-        """The data folder of one node of the embedded local swarm (`gate`, `worker-0`, ...)."""
-        return self.root / "embedded" / node
 
 
 class NodeConfig(BaseModel):
@@ -153,20 +90,6 @@ class NodeConfig(BaseModel):
         return self.data.key_file
 
 
-def _from_file(file: Path) -> dict[str, Any]:
-    try:
-        text = file.read_text()
-    except OSError as exc:
-        raise ConfigError("config file", f"cannot read {file}: {exc.strerror}") from exc
-    try:
-        data = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError("config file", f"{file} is not valid: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError("config file", f"{file} must hold a table of settings")
-    return data
-
-
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in NodeConfig.model_fields:
@@ -183,7 +106,7 @@ def load_config(file: Path | None, env: Mapping[str, str], **flags: Any) -> Node
     Raises:
         ConfigError: unreadable file or an invalid value; the field path is named.
     """
-    merged: dict[str, Any] = _from_file(file) if file is not None else {}
+    merged: dict[str, Any] = read_settings(file) if file is not None else {}
     merged.update(_from_env(env))
     merged.update({k: v for k, v in flags.items() if v is not None})
     try:

@@ -6,7 +6,10 @@ each print. Pure: strings in, strings out.
 
 - `visible`: control characters (C0 with tab and newline, DEL, C1, the Unicode line separators and
   bidirectional overrides) become visible escapes such as `\\x1b`; for plain terminal lines.
-- `for_rich`: `visible`, then rich markup escaped, so `[bold red]` is shown and never applied.
+- `for_rich`: `visible`, then made inert for rich markup: `[bold red]` is shown and never applied,
+  and an emoji code such as `:skull:` is shown as typed, never replaced by an emoji. Rich has no escape
+  for emoji codes, so the text is cut with empty spans (`[none][/none]`, markup that renders nothing)
+  after each `[` and `:`; what the user sees is exactly the text, with no hidden character.
 - `for_csv`: `visible`, and a cell that is not a number and starts with `=`, `+`, `-`, `@`, tab or
   CR is prefixed with `'` (OWASP's CSV injection advice), so no spreadsheet runs it as a formula.
 - `for_markdown`: `visible`, then Markdown's active characters backslash-escaped (a table cell
@@ -26,7 +29,11 @@ _CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-
 
 FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER: Final = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_RICH_TAG: Final = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")  # rich.markup's own escape pattern
+_CUT: Final = "[none][/none]"
+"""An empty rich span. It renders nothing, and it ends rich's plain run: no tag starts at a `[` just
+before it and no emoji code (`:name:`, replaced within one run) spans it."""
+_RICH_ACTIVE: Final = re.compile(r"\[|:|\\+\Z")
+_EMOJI_EDGE: Final = re.compile(r"\S*:|\S+\Z")  # the text's first word could close a `:` before it
 _MARKDOWN: Final = re.compile(
     r"[\\`*\[\]<>|#~&!$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])"
 )  # "a_b" is no emphasis
@@ -48,14 +55,24 @@ def visible(text: str) -> str:
 
 
 def for_rich(text: str) -> str:
-    """`text` for a rich markup string or table cell: controls visible, markup shown literally."""
+    """`text` for a rich markup string or table cell: controls visible, markup and emoji codes shown as typed.
 
-    def doubled(match: re.Match[str]) -> str:
-        backslashes, tag = match.groups()
-        return f"{backslashes}{backslashes}\\{tag}"
+    Rich reads `\\[` as `[` in plain text, and a tag's leading backslashes in pairs: every `[` becomes
+    `\\[` followed by a cut (no tag can start there), every `:` is followed by a cut (no two colons
+    share a run), and trailing backslashes are doubled before a cut, so a tag our markup puts after
+    the text is not escaped by them. A first word that could close an emoji code opened by the text
+    before it (`peer:` then `skull:`) starts with a cut.
+    """
 
-    shown = _RICH_TAG.sub(doubled, visible(text))
-    return shown + "\\" if shown.endswith("\\") and not shown.endswith("\\\\") else shown
+    def inert(match: re.Match[str]) -> str:
+        active = match.group()
+        if active == "[":
+            return "\\[" + _CUT
+        return (active if active == ":" else active * 2) + _CUT
+
+    shown = visible(text)
+    lead = _CUT if _EMOJI_EDGE.match(shown) else ""
+    return lead + _RICH_ACTIVE.sub(inert, shown)
 
 
 def is_number(text: str) -> bool:

@@ -46,7 +46,16 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+def models():  # every pydantic model class defined so far (typer 0.29 imports pydantic for options)
+    if "pydantic.main" not in sys.modules:
+        return []
+    found, todo = [], list(sys.modules["pydantic.main"].BaseModel.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        found.append(f"{cls.__module__}.{cls.__qualname__}")
+        todo.extend(cls.__subclasses__())
+    return sorted(found)
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "models": models()}), file=sys.stderr)
 """
 
 
@@ -82,11 +91,29 @@ def test_help_loads_only_the_command_modules(tmp_path: Path) -> None:
     assert sorted(m for m in modules if m.split(".")[0] in MODELS) == []
 
 
-def test_the_probe_sees_a_heavy_import(tmp_path: Path) -> None:
+def test_id_loads_no_pydantic_model(tmp_path: Path) -> None:
+    """`id` resolves the data folder and derives the peer id without the configuration model or `protocol`.
+
+    typer (0.29) imports pydantic itself to coerce option values, so the library may be loaded: what
+    is pinned is that no model class exists, and none of the packages made of models was imported."""
+    report, text = _run(["id"], tmp_path)
+    assert report["code"] in (0, None)
+    assert text.startswith("12D3KooW")
+    modules = report["modules"]
+    assert isinstance(modules, list)
+    assert sorted(m for m in modules if m.split(".")[0] in MODELS and m.split(".")[0] != "pydantic") == []
+    assert "node.config" not in modules
+    assert report["models"] == []
+
+
+def test_the_probe_sees_a_model_and_a_heavy_import(tmp_path: Path) -> None:
     report, _ = _run(["info", "--json", "--no-calibrate"], tmp_path)
     modules = report["modules"]
     assert isinstance(modules, list)
     assert "onnxruntime" in modules
+    models = report["models"]
+    assert isinstance(models, list)
+    assert "protocol.values.DeviceProfile" in models
 
 
 @pytest.mark.parametrize("command", ["join", "submit", "serve", "info", "bench", "gate", "peers", "report"])

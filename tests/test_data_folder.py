@@ -1,5 +1,7 @@
 """One data folder: `id`, `info`, `join`, `submit`, `serve` and `status`, given no flags, all use the
-platform's user data folder (platformdirs), or an existing `~/.sark-node`.
+platform's user data folder (platformdirs), or an existing `~/.sark-node`. `id`, which resolves the
+folder without the pydantic configuration (`node.datadir.data_folder`), finds the one `load_config`
+finds for every mix of flag, environment and config file.
 
 Real commands in subprocesses with a fresh HOME. The identity is the witness: `join` and `serve`
 announce the peer id that `id` printed, so they read the same identity.key; `submit` stores its
@@ -17,7 +19,8 @@ from pathlib import Path
 import pytest
 from lab.procs import SARK, Lab
 
-from node.config import DataDir
+from node.config import DataDir, load_config
+from node.datadir import data_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "examples" / "models" / "tiny-convnet.onnx"
@@ -98,3 +101,47 @@ def test_the_standard_folder_wins_once_it_exists(tmp_path: Path) -> None:
     _sark(["id"], _env(tmp_path, tmp_path / "xdg"))
     assert (standard / "identity.key").is_file()
     assert not (tmp_path / ".sark-node" / "identity.key").exists()
+
+
+@pytest.mark.parametrize("flag", [False, True], ids=["no-flag", "flag"])
+@pytest.mark.parametrize("env", [False, True], ids=["no-env", "env"])
+@pytest.mark.parametrize("setting", [False, True], ids=["no-setting", "setting"])
+def test_id_finds_the_folder_that_load_config_finds(
+    flag: bool, env: bool, setting: bool, tmp_path: Path
+) -> None:
+    """`id` resolves the folder without the pydantic configuration: flag, SARK_DATA_DIR, file, default."""
+    file = tmp_path / "sark.toml"
+    file.write_text(f'data_dir = "{tmp_path / "file"}"\n' if setting else "heartbeat_s = 1.0\n")
+    environ = {"SARK_DATA_DIR": str(tmp_path / "env")} if env else {}
+    given = tmp_path / "flag" if flag else None
+    assert data_folder(file, environ, given).root == load_config(file, environ, data_dir=given).data_dir
+
+
+def test_id_reads_the_data_dir_of_its_config_file(tmp_path: Path) -> None:
+    file = tmp_path / "sark.toml"
+    file.write_text(f'data_dir = "{tmp_path / "node"}"\n')
+    me = _sark(["id", "--config", str(file)], _env(tmp_path, None)).strip()
+    assert me.startswith("12D3KooW")
+    assert DataDir(tmp_path / "node").key_file.is_file()
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [(None, "cannot read"), ("data_dir = [", "is not valid"), ("data_dir = 3", "data_dir")],
+    ids=["missing", "not-toml", "not-a-path"],
+)
+def test_id_with_a_bad_config_file_exits_2(text: str | None, says: str, tmp_path: Path) -> None:
+    file = tmp_path / "sark.toml"
+    if text is not None:
+        file.write_text(text)
+    done = subprocess.run(
+        [*SARK, "id", "--config", str(file)],
+        env=_env(tmp_path, None),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert says in done.stderr
+    assert not (tmp_path / ".local").exists()  # no identity made anywhere

@@ -223,10 +223,11 @@ def show_id(
     config_file: ConfigOpt = None,
 ) -> None:
     """Print this node's peer id (created on first use): what a worker's owner passes to --allow."""
+    from node.datadir import data_folder
     from node.p2p.identity import identity_peer_id
 
-    config = build_config(config_file, data_dir=data_dir)
-    print(guard(lambda: identity_peer_id(config.key_file())))
+    data = guard(lambda: data_folder(config_file, os.environ, data_dir))  # no pydantic: starts at once
+    print(guard(lambda: identity_peer_id(data.key_file)))
 
 
 def peers(

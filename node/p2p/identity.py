@@ -1,15 +1,29 @@
-"""A node's persistent Ed25519 identity: a 32-byte seed in a file only its owner can read (T17)."""
+"""A node's persistent Ed25519 identity: a 32-byte seed in a file only its owner can read (T17),
+and the peer id it gives.
+
+The peer id is derived here a second time, beside `protocol.records.peer_id_from_public_key`, on
+purpose: `sark-node id` must start at once, and importing anything of `protocol` runs its package
+root, which builds every pydantic model; `protocol` may import nothing of ours, so the one
+derivation cannot live below both. The derivation is a fixed byte prefix and base58btc, and
+tests/node/test_identity.py pins that both give the same id for random keys.
+"""
 
 from __future__ import annotations
 
 import os
 import stat
 from pathlib import Path
+from typing import Final
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from node.errors import ConfigError
-from protocol.records import peer_id_from_public_key, public_key_of
 
-SEED_BYTES = 32
+SEED_BYTES: Final = 32
+_PEER_ID_PREFIX: Final = b"\x00\x24\x08\x01\x12\x20"
+"""identity multihash (0x00), length 36, protobuf PublicKey{Type: Ed25519 (1), Data: 32 bytes}."""
+_BASE58: Final = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 
 def load_seed(key_file: Path | None) -> bytes:
@@ -40,6 +54,21 @@ def load_seed(key_file: Path | None) -> bytes:
     return seed
 
 
+def peer_id_of_seed(seed: bytes) -> str:
+    """The libp2p peer id (`12D3KooW...`) of the Ed25519 key with this 32-byte seed: the base58btc
+    identity multihash of its public key, as `protocol.records.peer_id_from_public_key` writes it."""
+    public = (
+        Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    )
+    data = _PEER_ID_PREFIX + public
+    number = int.from_bytes(data, "big")
+    digits = []
+    while number:
+        number, rest = divmod(number, 58)
+        digits.append(_BASE58[rest])
+    return "1" * (len(data) - len(data.lstrip(b"\0"))) + "".join(reversed(digits))
+
+
 def identity_peer_id(key_file: Path) -> str:
     """The peer id of the node whose identity lives in `key_file` (created if missing)."""
-    return peer_id_from_public_key(public_key_of(load_seed(key_file)))
+    return peer_id_of_seed(load_seed(key_file))

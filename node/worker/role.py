@@ -45,8 +45,8 @@ async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channe
 
 
 async def device_profile(config: NodeConfig, profile: DeviceProfile | None = None) -> DeviceProfile:
-    """This device's profile (detected unless given) with its declared model servers as probed now,
-    both in a spawned child: this long-running process never loads a runtime.
+    """This device's profile (detected unless given), named by `--device-name` if set, with its declared
+    model servers as probed now, both in a spawned child: this long-running process never loads a runtime.
 
     Raises:
         DeviceProbeFailed: the probe child failed, died or timed out.
@@ -57,12 +57,12 @@ async def device_profile(config: NodeConfig, profile: DeviceProfile | None = Non
             profile = await drivers.detect_profile_apart(
                 config.data.calibration, calibrate=config.calibrate, declared=config.endpoints
             )
-            if config.device_name:
-                profile = profile.with_(device_name=config.device_name)
         elif config.endpoints:
             profile = profile.with_(endpoints=await probe_declared(config.endpoints))
     except drivers.ProbeFailed as exc:
         raise DeviceProbeFailed(exc.stage, exc.why) from exc
+    if config.device_name:
+        profile = profile.with_(device_name=config.device_name)
     return checked(profile)
 
 

@@ -1,11 +1,11 @@
-"""Issue 23's acceptance for untrusted text: a real worker whose profile carries a spreadsheet formula
-and rich markup (printable: they pass the edge check and reach every output for real) and a unit
-reason with terminal escapes (free text), and a campaign whose model name carries escapes (it comes
-back inside the worker's failure detail).
+"""Issue 23's acceptance for untrusted text: a real worker whose profile carries a spreadsheet formula,
+rich markup and a rich emoji code (printable: they pass the edge check and reach every output for
+real) and a unit reason with terminal escapes (free text), and a campaign whose model name carries
+escapes (it comes back inside the worker's failure detail).
 
 Every output is read as bytes from real processes: results.csv has no formula cell and no control
 character; `plan`, `submit`, `status`, `peers` and `report --format md` print no ESC or BEL byte and
-show the markup literally.
+show the markup and the emoji code literally.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from e2e.conftest import MODEL, CampaignLab, Swarm, submitter_id, write_campaign
 FORMULA = '=HYPERLINK("http://evil","x")'
 MARKUP = "[bold red]pwn[/bold red]"
 ESCAPES = "\x1b[2J\x1b]8;;http://evil\x07click\x1b]8;;\x07\x9b31m"
-DEVICE = f"{FORMULA} {MARKUP}"
+EMOJI = ":skull:"  # rich would print U+1F480 for it
+DEVICE = f"{FORMULA} {MARKUP} {EMOJI}"
 INPUT = f"in{ESCAPES}{MARKUP}"
 CONTROLS = frozenset(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]) - {"\n"}
 WIDE = {**os.environ, "COLUMNS": "400"}  # rich wraps at 80 columns without a terminal: keep cells whole
@@ -70,6 +71,7 @@ def _inert(done: subprocess.CompletedProcess[bytes]) -> str:
     """Its output as text, after checking it carries no ESC, BEL, C1 or other control byte."""
     out = (done.stdout + done.stderr).decode()
     assert not set(out) & CONTROLS, out
+    assert "\U0001f480" not in out, out
     return out
 
 
@@ -98,7 +100,7 @@ def test_every_output_shows_hostile_text_and_obeys_none_of_it(hostile: Swarm, tm
     local = write_campaign(tmp_path / "plan.yaml", {"model": {"path": MODEL.name},
                                                     "jobs": [{"compute_unit": "GPU (ONNX)"}]})  # fmt: skip
     plan = _inert(_run(hostile.submit_args("plan", str(local), "--wait-peers", "1")))
-    assert MARKUP in plan  # the device name, shown
+    assert f"{MARKUP} {EMOJI}" in plan  # the device name, shown
     assert "\\x1b[2J" in plan  # the GPU unit's reason, escapes made visible
 
     done = _run(
@@ -106,7 +108,7 @@ def test_every_output_shows_hostile_text_and_obeys_none_of_it(hostile: Swarm, tm
     )
     assert done.returncode == 0, done.stderr  # two tasks done, the GPU one unschedulable
     submit = _inert(done)
-    assert MARKUP in submit  # latency matrix and failure lines show the markup
+    assert f"{MARKUP} {EMOJI}" in submit  # latency matrix and failure lines show the markup
     assert "in\\x1b[2J" in submit  # "inputs defaulted: <the inputs fed>", escapes visible
     assert "\\x1b]8;;http://evil\\x07click" in submit  # the GPU unit's reason, in the unschedulable lines
     campaign_id = next(line.split()[1] for line in submit.splitlines() if line.startswith("campaign "))
@@ -121,9 +123,9 @@ def test_every_output_shows_hostile_text_and_obeys_none_of_it(hostile: Swarm, tm
     listing = _inert(_run([*SARK, "status", *store]))
     assert f"hostile {MARKUP}" in listing
     status = _inert(_run([*SARK, "status", campaign_id, *store]))
-    assert MARKUP in status
+    assert f"{MARKUP} {EMOJI}" in status
     peers = _inert(_run([*SARK, "peers", "--gate", hostile.gate, "--data-dir", str(tmp_path / "peers")]))
-    assert MARKUP in peers
+    assert f"{MARKUP} {EMOJI}" in peers
     markdown = _inert(_run([*SARK, "report", campaign_id, "--format", "md", *store]))
     assert "\\[bold red\\]pwn\\[/bold red\\]" in markdown  # Markdown shows it, renders nothing
     assert "=HYPERLINK(" in markdown
