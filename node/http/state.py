@@ -103,6 +103,9 @@ class Live:
     scope: trio.CancelScope
     files: dict[str, Path] = field(default_factory=dict)
     keys: Mapping[str, str] = field(default_factory=dict, repr=False)  # black-box API keys, memory only
+    status: CampaignStatus = CampaignStatus.RUNNING
+    """RUNNING until the loop stopped and, for a finished campaign, its files are written and listed:
+    the API says "completed" only then (the seeds poll, then list and download at once)."""
 
 
 @dataclass(frozen=True)
@@ -200,10 +203,12 @@ class ApiState:
             except Exception:  # a task boundary: one campaign's crash must not stop the server
                 log.exception("campaign %s stopped on an internal error", cid)
                 mark_failed(self.store, live.run)
+                live.status = CampaignStatus.FAILED
                 return
         if live.scope.cancelled_caught:
             return
         live.files = await trio.to_thread.run_sync(self._write, live)
+        live.status = CampaignStatus.FINISHED
         self.options.events("campaign_done", campaign=cid, files={k: str(v) for k, v in live.files.items()})
 
     def _write(self, live: Live) -> dict[str, Path]:
@@ -270,9 +275,9 @@ class ApiState:
 
 
 def _live_state(live: Live) -> CampaignState:
-    done = live.run.scheduler.done
-    record = replace(live.run.record, status=CampaignStatus.FINISHED if done else CampaignStatus.RUNNING)
-    return CampaignState(record, live.run.campaign, tuple(live.run.scheduler.tasks()), not done)
+    running = live.status == CampaignStatus.RUNNING
+    record = replace(live.run.record, status=live.status)
+    return CampaignState(record, live.run.campaign, tuple(live.run.scheduler.tasks()), running)
 
 
 @asynccontextmanager
