@@ -52,6 +52,7 @@ from scheduler.events import (
     SendDispatch,
     SendOffer,
     SendReclaim,
+    SubmitterStopped,
     TaskFailedRemotely,
     Tick,
 )
@@ -136,6 +137,7 @@ __all__ = [
     "SendOffer",
     "SendReclaim",
     "Status",
+    "SubmitterStopped",
     "TaskFailedRemotely",
     "TaskProgress",
     "TaskState",
