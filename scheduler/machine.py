@@ -181,8 +181,8 @@ class Scheduler:
                 detail = f"rejected result: {event.detail}"
                 return self._on_failure(event.task_id, event.lease_id, FailureReason.INTERNAL, detail, now)
             case LeaseLapsed():
-                task = leased_task(self._tasks, event.task_id, event.lease_id)
-                return [] if task is None else self._lapse(task, now)
+                leased = leased_task(self._tasks, event.task_id, event.lease_id)
+                return [] if leased is None else self._lapse(leased, now)
             case CancelRequested():
                 return self._on_cancel(event)
             case SubmitterStopped():
