@@ -68,6 +68,22 @@ class ConfigError(NodeError):
         self.problem = problem
 
 
+class Interrupted(NodeError):
+    """The user stopped the command (Ctrl-C): not a failure; the CLI prints `detail` and exits 130."""
+
+
+class CampaignInterrupted(Interrupted):
+    """A campaign stopped by Ctrl-C: its tasks out on offer or lease were withdrawn and the store says
+    "interrupted"; `sark-node submit --resume <id>` goes on from there."""
+
+    def __init__(self, campaign_id: str, flags: str = "") -> None:
+        super().__init__(
+            f"campaign {campaign_id} stopped, its leases released; "
+            f"resume it with: sark-node submit --resume {campaign_id}{flags}"
+        )
+        self.campaign_id = campaign_id
+
+
 @contextmanager
 def map_exceptions(peer_id: str, what: str) -> Iterator[None]:
     """The one seam for libp2p's errors: any error in the block becomes `PeerUnreachable`.

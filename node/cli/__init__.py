@@ -10,6 +10,7 @@ Modules:
     report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
     serve     serve: the orchestrator's REST API and a live dashboard
     embedded  the embedded local swarm (a gate and workers on loopback) for submit, plan and serve
+    live      the live view of submit: a row per task, redrawn on stderr
 
 Start-up stays fast: the app and every command module import only typer and our light modules; each
 command imports what it runs (trio, pydantic, libp2p, onnxruntime, matplotlib) inside its function.
@@ -54,9 +55,18 @@ def _register() -> None:
 
 
 def main() -> None:
-    """Entry point of the `sark-node` console script."""
-    _register()
-    app()
+    """Entry point of the `sark-node` console script. Ctrl-C anywhere: one line, exit 130."""
+    from node.cli.options import InterruptedExit, interrupted
+
+    try:
+        _register()
+        app()
+    except KeyboardInterrupt:  # while the commands load, before typer runs
+        interrupted()
+    except SystemExit as exc:  # typer turns a KeyboardInterrupt into a silent exit 130
+        if exc.code == 130 and not isinstance(exc, InterruptedExit):
+            interrupted()
+        raise
 
 
 __all__ = ["app", "main"]

@@ -49,6 +49,8 @@ class CampaignStatus(enum.StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
     """A submitter's loop stopped on an internal error (the HTTP server keeps serving)."""
+    INTERRUPTED = "interrupted"
+    """Stopped by Ctrl-C with its offers and leases withdrawn; `submit --resume` goes on."""
 
 
 @dataclass(frozen=True)
