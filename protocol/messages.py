@@ -73,6 +73,8 @@ class FailureReason(enum.StrEnum):
     CRASHED = "crashed"
     CANCELLED = "cancelled"
     UNKNOWN_LEASE = "unknown_lease"
+    DISK = "disk"
+    """The worker's disk (its model cache) is full: tried on another worker."""
     INTERNAL = "internal"
 
 

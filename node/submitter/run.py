@@ -218,7 +218,10 @@ async def resume(
     record = store.campaign(campaign_id)
     if record is None:
         raise CampaignNotFound(campaign_id, config.data_dir)
-    return await _run(config, options, store, restore(record), view=view)
+    run = restore(record)
+    if run.scheduler.done:  # it ended, but its files were not written (a full disk): write them only
+        return _outcome(run, store, Tally(), None)
+    return await _run(config, options, store, run, view=view)
 
 
 async def _run(
@@ -241,12 +244,16 @@ async def _run(
         except CampaignInterrupted as exc:  # the resume command, with the flags this one was given
             raise CampaignInterrupted(exc.campaign_id, options.resume_flags) from None
     options.events("uploads", campaign=run.campaign_id, bytes=uploads.served_bytes)
+    return _outcome(run, store, tally, discovery.empty_cause)
+
+
+def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
+    """Write the ended campaign's files (`DiskFull` when its folder's disk is full) and sum it up."""
     files = write_out(run, store)
     results = store.results(run.campaign_id)
     medians = {
         r.task_id: float(r.row["InferenceMsMedian"]) for r in results if r.row.get("InferenceMsMedian")
     }
-    shortfall = discovery.empty_cause
     return Outcome(run.campaign_id, files, tuple(run.scheduler.tasks()), tally, medians, shortfall)
 
 

@@ -24,6 +24,7 @@ import psutil
 import trio
 
 import drivers
+from node.errors import DiskFull, disk_full, megabytes
 from node.events import EventSink, quiet
 from node.transfer.blob import UploadSlots
 from node.transfer.cache import ModelCache
@@ -208,7 +209,10 @@ class Runner:
         if job.outcome is None:
             job.outcome = outcome
             if isinstance(outcome, Result):
-                self._outbox.put(outcome)
+                try:
+                    self._outbox.put(outcome)
+                except DiskFull as exc:  # delivered from memory still; only a crash of ours would lose it
+                    log.warning("task %s: %s; the result is kept in memory only", job.task_id, exc.detail)
             job.finished.set()
 
     # -- execution -------------------------------------------------------------------------------
@@ -260,10 +264,12 @@ class Runner:
                 detail=exc.detail[:2000],
                 stage=exc.stage,
             )
-        except FetchError as exc:
-            stage = Stage.VERIFY if exc.reason == FailureReason.DIGEST_MISMATCH else Stage.FETCH
-            return self._failure(job, exc.reason, stage, exc.detail)
         except Exception as exc:  # task boundary: a bug met by one task fails that task, not the worker
+            if disk_full(exc):
+                return self._no_space(job)
+            if isinstance(exc, FetchError):
+                stage = Stage.VERIFY if exc.reason == FailureReason.DIGEST_MISMATCH else Stage.FETCH
+                return self._failure(job, exc.reason, stage, exc.detail)
             log.exception("task %s failed on an internal error", job.task_id)
             stage = Stage.FETCH if job.phase == Phase.FETCHING else Stage.LOAD
             cause = f"internal error: {type(exc).__name__}: {exc}"
@@ -281,6 +287,15 @@ class Runner:
                 yield
             finally:
                 self._emit("measured", task=job.task_id, started=started, ended=time.time())
+
+    def _no_space(self, job: Job) -> Failure:
+        """The model cache's disk is full: the partial model goes (a resumable one would hold the space),
+        the task fails with reason `disk` naming the folder, and the worker serves on."""
+        model = job.offer.model
+        self._cache.temp_path(model.sha256).unlink(missing_ok=True)
+        what = f"storing model {model.name}" + (f" ({megabytes(model.size)})" if model.size else "")
+        log.warning("task %s: no space left on %s while %s", job.task_id, self._cache.root, what)
+        return self._failure(job, FailureReason.DISK, Stage.FETCH, DiskFull(self._cache.root, what).detail)
 
     def _failure(self, job: Job, reason: FailureReason, stage: Stage, cause: str) -> Failure:
         detail = f"{job.offer.model.name}: {stage.value} failed: {cause}"
