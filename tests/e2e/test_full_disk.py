@@ -112,3 +112,17 @@ def test_a_worker_with_a_full_cache_fails_the_task_with_disk_and_serves_on(tmp_p
             assert "Traceback" not in worker.log_excerpt(lines=1000)
     finally:
         lab.close()
+
+
+def test_a_full_model_cache_on_the_submitter_is_one_line(tmp_path: Path) -> None:
+    campaign = write_campaign(tmp_path / "c.yaml", {
+        "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", "devices": 1, **SMALL_JOB}],
+    })  # fmt: skip
+    data = tmp_path / "submitter"
+    with tmpfs(NodeConfig(data_dir=data).data.models, "64k") as models:
+        failed = _sark("submit", str(campaign), "--json", "--data-dir", str(data))
+        assert failed.returncode == 1, failed.stderr
+        assert failed.stderr.splitlines() == [
+            f"error: no space left on {models} while storing model {MODEL.name} (0.3 MB)"
+        ]
+        assert list(models.iterdir()) == []  # the partial copy was removed
