@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+# the repository root first: tests/ holds folders named after the packages (tests/protocol), which
+# would otherwise be imported as namespace packages in place of an installed sark-node
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from lab.faults import Faults  # noqa: E402
 from lab.fleet import FAULTS, H4, LEAVES, FaultNet, Fleet, run_fault, run_impaired  # noqa: E402

@@ -16,6 +16,7 @@ Run: .venv/bin/python benchmarks/discovery.py [N ...]
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import subprocess
@@ -121,7 +122,9 @@ def run(n: int, repeats: int = 3) -> dict[str, Any]:
 
 def main() -> None:
     """Run N = 5, 10, 20 (or the sizes given), print the table, write the JSON."""
-    sizes = [int(a) for a in sys.argv[1:]] or [5, 10, 20]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sizes", nargs="*", type=int, help="how many workers (default: 5 10 20)")
+    sizes = parser.parse_args().sizes or [5, 10, 20]
     rows = [run(n) for n in sizes]
     head = (
         "N",

@@ -34,17 +34,17 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from drivers import measure
-from drivers.llm import GENERATIVE_UNITS, device_for
-from drivers.models import packaged_llm
-from protocol import ComputeUnit, GenerateSpec, ModelFormat, TaskSpec
-from protocol.genstats import tpot_ms
-from scheduler.prompts import builtin_prompts, take
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # spawned children too: drivers/ before tests/drivers/
 
 from lab.tinyllm import dequantized  # noqa: E402
+
+from drivers import measure  # noqa: E402  (the packages of this checkout, whatever is installed)
+from drivers.llm import GENERATIVE_UNITS, device_for  # noqa: E402
+from drivers.models import packaged_llm  # noqa: E402
+from protocol import ComputeUnit, GenerateSpec, ModelFormat, TaskSpec  # noqa: E402
+from protocol.genstats import tpot_ms  # noqa: E402
+from scheduler.prompts import builtin_prompts, take  # noqa: E402
 
 T = TypeVar("T")
 

@@ -15,7 +15,9 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+# the repository root first: tests/ holds folders named after the packages (tests/protocol), which
+# would otherwise be imported as namespace packages in place of an installed sark-node
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from lab.procs import LOOPBACK, SARK, Lab, Proc  # noqa: E402
 
 OUT = Path(__file__).parent / "out"

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+FULL_DISK: Final = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""The errnos of a full disk: no space left, or the user's quota spent."""
 
 
 class NodeError(Exception):
@@ -76,6 +82,73 @@ class DeviceProbeFailed(NodeError):
         super().__init__(f"this device could not be probed: {stage} failed: {why}")
         self.stage = stage
         self.why = why
+
+
+class DiskFull(NodeError):
+    """A folder's file system is full (or its quota spent): nothing was half-written, free space and
+    go on (`submit --resume` for a campaign).
+
+    Attributes:
+        folder: the folder that could not be written.
+        what: what was being written there.
+    """
+
+    def __init__(self, folder: Path, what: str) -> None:
+        super().__init__(f"no space left on {folder} while {what}")
+        self.folder = folder
+        self.what = what
+
+
+def disk_full(exc: BaseException | None) -> bool:
+    """Whether an error comes from a full disk (an OSError with ENOSPC or EDQUOT, or SQLite's
+    SQLITE_FULL), however many times it was wrapped (`raise ... from`, or raised while handling it)."""
+    import sqlite3
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in FULL_DISK:
+            return True
+        if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@contextmanager
+def disk_errors(folder: Path, what: str) -> Iterator[None]:
+    """The seam for full disks: an error of the block that `disk_full` recognises becomes
+    `DiskFull(folder, what)`; every other error passes unchanged."""
+    try:
+        yield
+    except DiskFull:
+        raise
+    except Exception as exc:
+        if disk_full(exc):
+            raise DiskFull(folder, what) from exc
+        raise
+
+
+def megabytes(size: int) -> str:
+    """A size for people: "412 MB", "0.3 MB"."""
+    mb = size / 1e6
+    return f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
+
+
+class Interrupted(NodeError):
+    """The user stopped the command (Ctrl-C): not a failure; the CLI prints `detail` and exits 130."""
+
+
+class CampaignInterrupted(Interrupted):
+    """A campaign stopped by Ctrl-C: its tasks out on offer or lease were withdrawn and the store says
+    "interrupted"; `sark-node submit --resume <id>` goes on from there."""
+
+    def __init__(self, campaign_id: str, flags: str = "") -> None:
+        super().__init__(
+            f"campaign {campaign_id} stopped, its leases released; "
+            f"resume it with: sark-node submit --resume {campaign_id}{flags}"
+        )
+        self.campaign_id = campaign_id
 
 
 @contextmanager

@@ -81,6 +81,8 @@ class FailureReason(enum.StrEnum):
     CRASHED = "crashed"
     CANCELLED = "cancelled"
     UNKNOWN_LEASE = "unknown_lease"
+    DISK = "disk"
+    """The worker's disk (its model cache) is full: tried on another worker."""
     INTERNAL = "internal"
     # The submitter's refusals of a signed result (`scheduler.figures`): its figures contradict its own
     # samples (inconsistent), or its numbers cannot be a measurement (invalid: NaN, negative, too long).

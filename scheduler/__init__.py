@@ -54,6 +54,7 @@ from scheduler.events import (
     SendDispatch,
     SendOffer,
     SendReclaim,
+    SubmitterStopped,
     TaskFailedRemotely,
     Tick,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "SendOffer",
     "SendReclaim",
     "Status",
+    "SubmitterStopped",
     "TaskFailedRemotely",
     "TaskProgress",
     "TaskState",

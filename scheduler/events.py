@@ -136,6 +136,14 @@ class CancelRequested:
 
 
 @dataclass(frozen=True)
+class SubmitterStopped:
+    """The submitter stops for now (Ctrl-C) and will resume later: every task out on offer or lease is
+    withdrawn (a `SendCancel` to its worker) and waits, pending, for the resumed run."""
+
+    detail: str = "the submitter stopped"
+
+
+@dataclass(frozen=True)
 class Tick:
     """Time passed: the node calls with this at `next_deadline()` (or after a restore)."""
 
@@ -152,6 +160,7 @@ Event = (
     | LeaseLapsed
     | LeaseReleased
     | CancelRequested
+    | SubmitterStopped
     | Tick
 )
 

@@ -8,7 +8,8 @@ UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one `RecordOut
 Retry (`scheduler.retry`): a declined, lost, lapsed, released or retryably failed attempt moves the
 task to another peer, or back to a busy (or leaving) one after a backoff; at most ``1 + retry_budget``
 attempts per task, released ones not counted. A result, progress or failure for any lease but the task's
-current one changes nothing (the scheduler answers a stale result or heartbeat with `SendCancel`).
+current one changes nothing (answered with `SendCancel`). `SubmitterStopped` (Ctrl-C) withdraws what
+is out: pending again, no budget spent.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from scheduler.events import (
     SendDispatch,
     SendOffer,
     SendReclaim,
+    SubmitterStopped,
     TaskFailedRemotely,
     Tick,
 )
@@ -58,6 +60,7 @@ from scheduler.tasks import (
     fan_out,
     leased_task,
     offered_task,
+    withdrawn,
 )
 
 
@@ -87,10 +90,7 @@ class Scheduler:
         self._offer_timeout_s = offer_timeout_s
         self._peers: dict[str, PeerView] = {}
         self._tasks: dict[str, TaskView] = {}
-        self._planned = False
-        self._cancelled = False
-        self._finished = False
-        self._resuming = False
+        self._planned = self._cancelled = self._finished = self._resuming = self._stopped = False
         self._now = 0.0  # the `now` of the event being handled
 
     def handle(self, event: Event, now: float) -> list[Command]:
@@ -103,7 +103,7 @@ class Scheduler:
         out: list[Command] = self._resume(now) if self._resuming else []
         out += self._apply(event, now)
         out += self._expire(now)
-        out += self._send_due_offers(now)
+        out += [] if self._stopped else self._send_due_offers(now)  # stopped: nothing new goes out
         if self._planned and not self._finished and all(t.ended for t in self._tasks.values()):
             self._finished = True
             out.append(FinishCampaign.tally([t.state for t in self._tasks.values()]))
@@ -160,8 +160,7 @@ class Scheduler:
         scheduler._peers = {p.peer_id: p for p in snap.peers}
         scheduler._tasks = {t.task_id: t for t in snap.tasks}
         scheduler._planned, scheduler._cancelled = snap.planned, snap.cancelled
-        scheduler._finished = snap.finished
-        scheduler._resuming = not snap.finished
+        scheduler._finished, scheduler._resuming = snap.finished, not snap.finished
         return scheduler
 
     def _apply(self, event: Event, now: float) -> list[Command]:
@@ -183,12 +182,12 @@ class Scheduler:
             case ResultRejected():
                 detail = f"rejected result: {event.detail}"
                 return self._on_failure(event.task_id, event.lease_id, event.reason, detail, now)
-            case LeaseLapsed():
+            case LeaseLapsed() | LeaseReleased():
                 return self._on_lapse(event, now)
-            case LeaseReleased():
-                return self._on_release(event, now)
             case CancelRequested():
                 return self._on_cancel(event)
+            case SubmitterStopped():
+                return self._withdraw(event.detail)
             case Tick():
                 return []
 
@@ -229,16 +228,14 @@ class Scheduler:
 
     def _on_decline(self, event: OfferDeclined, now: float) -> list[Command]:
         task = offered_task(self._tasks, event.task_id, event.peer_id)
-        if task is None:
-            return []
         why = f"declined {event.reason.value}" + (f": {event.detail}" if event.detail else "")
-        return self._retry(task, event.reason, why, now, same_peer=event.reason in SAME_PEER_LATER)
+        later = event.reason in SAME_PEER_LATER
+        return [] if task is None else self._retry(task, event.reason, why, now, same_peer=later)
 
     def _on_lost(self, event: OfferLost, now: float) -> list[Command]:
         task = offered_task(self._tasks, event.task_id, event.peer_id)
-        if task is None:
-            return []
-        return self._retry(task, Lapse.OFFER_LOST, f"offer lost: {event.detail or 'no answer'}", now)
+        why = f"offer lost: {event.detail or 'no answer'}"
+        return [] if task is None else self._retry(task, Lapse.OFFER_LOST, why, now)
 
     def _on_progress(self, event: ProgressReported, now: float) -> list[Command]:
         task = leased_task(self._tasks, event.task_id, event.lease_id)
@@ -278,20 +275,16 @@ class Scheduler:
             return self._end(task, TaskState.FAILED, reason, detail or why)
         return self._retry(task, reason, why, now)
 
-    def _on_lapse(self, event: LeaseLapsed, now: float) -> list[Command]:
-        task = leased_task(self._tasks, event.task_id, event.lease_id)
-        return [] if task is None else self._lapse(task, now)
-
-    def _on_release(self, event: LeaseReleased, now: float) -> list[Command]:
-        task = leased_task(self._tasks, event.task_id, event.lease_id)
-        if task is None:
+    def _on_lapse(self, event: LeaseLapsed | LeaseReleased, now: float) -> list[Command]:
+        if (task := leased_task(self._tasks, event.task_id, event.lease_id)) is None:
             return []
+        if isinstance(event, LeaseLapsed):
+            return self._lapse(task, now)
         why = f"lease {event.lease_id} released: {event.detail or 'the worker is leaving'}"
         return self._retry(task, Lapse.RELEASED, why, now, same_peer=True)
 
     def _on_cancel(self, event: CancelRequested) -> list[Command]:
-        self._cancelled = True
-        self._planned = True
+        self._cancelled = self._planned = True
         out: list[Command] = []
         for task in list(self._tasks.values()):
             if task.ended:
@@ -300,6 +293,12 @@ class Scheduler:
                 out.append(SendCancel(task.task_id, task.peer_id, task.lease_id, "campaign cancelled"))
             out += self._end(task, TaskState.CANCELLED, Lapse.CANCELLED, event.detail or "campaign cancelled")
         return out
+
+    def _withdraw(self, why: str) -> list[Command]:
+        self._stopped = True
+        out = [t for t in self._tasks.values() if t.state in (TaskState.OFFERED, TaskState.LEASED)]
+        self._tasks.update({t.task_id: withdrawn(t) for t in out})
+        return [SendCancel(t.task_id, t.peer_id, t.lease_id, why) for t in out if t.peer_id is not None]
 
     def _expire(self, now: float) -> list[Command]:
         out: list[Command] = []

@@ -183,6 +183,18 @@ class SchedulerSnapshot(Value):
     tasks: tuple[TaskView, ...] = ()
 
 
+def withdrawn(task: TaskView) -> TaskView:
+    """A task taken back from its peer before it ended (the submitter stopped): pending on the same
+    peer again, with no lease, and its last attempt struck, so a withdrawal spends no retry budget."""
+    return task.with_(
+        state=TaskState.PENDING,
+        attempts=task.attempts[:-1],
+        lease_id=None,
+        deadline=None,
+        progress=TaskProgress(),
+    )
+
+
 def leased_task(tasks: Mapping[str, TaskView], task_id: str, lease_id: str) -> TaskView | None:
     """The task if `lease_id` is its current lease (LEASED), else None: another lease changes nothing."""
     task = tasks.get(task_id)

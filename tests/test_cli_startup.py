@@ -25,6 +25,7 @@ HELP_OWN_MODULES = {
     "node",
     "node.cli",
     "node.cli.campaign",
+    "node.cli.live",
     "node.cli.local",
     "node.cli.options",
     "node.cli.report",

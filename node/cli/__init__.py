@@ -12,6 +12,7 @@ Modules:
     embedded  the embedded local swarm (a gate and workers on loopback) for submit, plan and serve
     service   service install, uninstall, status: `join` as a systemd user unit or a launchd agent
     __main__  `python -m node.cli`, for a service where no `sark-node` script is installed
+    live      the live view of submit: a row per task, redrawn on stderr
 
 Start-up stays fast: the app and every command module import only typer and our light modules; each
 command imports what it runs (trio, pydantic, libp2p, onnxruntime, matplotlib) inside its function.
@@ -70,9 +71,18 @@ def _register() -> None:
 
 
 def main() -> None:
-    """Entry point of the `sark-node` console script."""
-    _register()
-    app()
+    """Entry point of the `sark-node` console script. Ctrl-C anywhere: one line, exit 130."""
+    from node.cli.options import InterruptedExit, interrupted
+
+    try:
+        _register()
+        app()
+    except KeyboardInterrupt:  # while the commands load, before typer runs
+        interrupted()
+    except SystemExit as exc:  # typer turns a KeyboardInterrupt into a silent exit 130
+        if exc.code == 130 and not isinstance(exc, InterruptedExit):
+            interrupted()
+        raise
 
 
 __all__ = ["app", "main"]

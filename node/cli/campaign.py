@@ -6,7 +6,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from node.cli.live import LiveView
 from node.cli.options import (
     AllowHttpOpt,
     AllowNetOpt,
@@ -125,6 +125,8 @@ def _options(
     events: bool = False,
     rediscover: float | None = None,
 ) -> Any:
+    import trio
+
     from node.cli.embedded import embedded_swarm
     from node.submitter.discovery import DiscoveryConfig
     from node.submitter.run import SubmitOptions
@@ -137,6 +139,7 @@ def _options(
         events=json_lines if events else quiet,
         discovery=discovery,
         swarm=partial(embedded_swarm, workers=workers),
+        stop=trio.Event(),  # Ctrl-C: withdraw what is out, store "interrupted", say how to resume
     )
 
 
@@ -165,6 +168,7 @@ def submit(
     Exit code: 0 when every task that could be placed completed, 1 when any failed or was cancelled
     (with --strict also when one was unschedulable), 2 for a bad campaign file or configuration.
     """
+    from node.cli.exits import exit_for, fail_if_nobody
     from node.submitter import run as runtime
 
     if (campaign is None) == (resume is None):
@@ -172,8 +176,9 @@ def submit(
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
     options = _options(out, wait_peers, discover_timeout, workers, events, rediscover)
     text = _read_campaign(campaign) if campaign is not None else ""
-    options = dataclasses.replace(options, keys=_keys_for(config, text, campaign, resume))
-    view = _LiveView(enabled=not as_json and not events and sys.stderr.isatty())
+    keys = _keys_for(config, text, campaign, resume)
+    options = dataclasses.replace(options, keys=keys, resume_flags=_flags(gate_addrs, data_dir, config_file))
+    view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:
         with view:
@@ -182,7 +187,7 @@ def submit(
             assert resume is not None
             return await runtime.resume(config, resume, options, view=view.update)
 
-    outcome = run(main, verbose=verbose)  # bad model paths and unknown ids are ConfigErrors: exit 2
+    outcome = run(main, verbose=verbose, stop=options.stop)  # bad model paths and unknown ids: exit 2
     if events:
         json_lines(
             "outcome",
@@ -196,10 +201,16 @@ def submit(
         )
     else:
         _report(outcome, as_json)
-    from node.cli.exits import exit_for, fail_if_nobody
-
     fail_if_nobody(outcome)
     exit_for(outcome.tasks, strict=strict)
+
+
+def _flags(gates: list[str] | None, data_dir: Path | None, config_file: Path | None) -> str:
+    """The node flags a command was given, to repeat in the `--resume` line."""
+    words = [f"--gate {g}" for g in gates or ()]
+    words += [f"--data-dir {data_dir}"] if data_dir else []
+    words += [f"--config {config_file}"] if config_file else []
+    return "".join(f" {w}" for w in words)
 
 
 def _report(outcome: Any, as_json: bool) -> None:
@@ -254,65 +265,6 @@ def _matrix(document: dict[str, Any]) -> Group:
 
     generation = generation_table(document)
     return Group(*matrix_tables(entries_from_document(document)), *([generation] if generation else []))
-
-
-class _LiveView:
-    """A row per task (device, unit, phase, progress, median so far), redrawn as events arrive."""
-
-    def __init__(self, *, enabled: bool) -> None:
-        from rich.console import Console
-        from rich.live import Live
-        from rich.table import Table
-
-        self._live = (
-            Live(Table(), console=Console(stderr=True), refresh_per_second=4, transient=False)
-            if enabled
-            else None
-        )
-        self._last = 0.0
-        self._tasks: Sequence[sch.TaskView] = ()
-
-    def __enter__(self) -> _LiveView:
-        if self._live is not None:
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.update(task_table(self._tasks))  # the last frame shows how every task ended
-            self._live.__exit__(None, None, None)
-
-    def update(self, tasks: Sequence[sch.TaskView]) -> None:
-        """Redraw the table, at most five times a second."""
-        self._tasks = tasks
-        now = time.monotonic()
-        if self._live is None or now - self._last < 0.2:
-            return
-        self._last = now
-        self._live.update(task_table(tasks))
-
-
-def task_table(tasks: Sequence[sch.TaskView]) -> Any:
-    """The live view's frame (a rich Table): a row per task (device, unit, state, phase, progress, median)."""
-    from rich.table import Table
-
-    from protocol import for_rich
-
-    table = Table(title="tasks")
-    for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
-        table.add_column(name)
-    for t in tasks:
-        p = t.progress
-        table.add_row(
-            for_rich(t.task_id.rsplit("-job-", 1)[-1]),
-            for_rich(t.device_name or (t.peer_id or "")[-8:]),
-            t.unit.value,
-            t.state.value,
-            p.phase.value if p.phase else "",
-            f"{p.done}/{p.total}" if p.total else "",
-            f"{p.median_ms:.3f}" if p.median_ms is not None else "",
-        )
-    return table
 
 
 def plan(

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, TypeVar
 
 import typer
 
-from node.errors import ConfigError, NodeError
+from node.errors import ConfigError, Interrupted, NodeError
 
 if TYPE_CHECKING:
+    import trio
+
     from node.config import NodeConfig
     from protocol import ProtocolError
 
@@ -98,8 +101,29 @@ def guard(build: Callable[[], T]) -> T:
         fail(f"error: {exc.detail}", 2)
 
 
-def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False) -> T:
-    """Run an async command: bad input exits 2, a runtime failure 1, Ctrl-C quietly (130)."""
+INTERRUPT_GRACE_S: Final = 10.0
+"""How long a command that winds down on Ctrl-C (submit withdrawing its offers and leases) may take
+before it is cancelled outright; a second Ctrl-C cancels it at once."""
+
+
+class InterruptedExit(SystemExit):
+    """Exit 130 after Ctrl-C, its one line already printed (`node.cli.main` prints "interrupted" for
+    an exit 130 that typer made of a KeyboardInterrupt outside `run`)."""
+
+
+def interrupted(line: str = "interrupted") -> NoReturn:
+    """One line on stderr, then exit 130: the user stopped the command (Ctrl-C), nothing failed."""
+    typer.echo(line, err=True)
+    raise InterruptedExit(130)
+
+
+def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False, stop: trio.Event | None = None) -> T:
+    """Run an async command: bad input exits 2, a runtime failure 1, Ctrl-C 130 with one line.
+
+    Ctrl-C sets `stop` when the command has one (it winds down and raises `Interrupted`, whose detail
+    is the line printed), else cancels the command; a second Ctrl-C, or `INTERRUPT_GRACE_S` after the
+    first, cancels it too.
+    """
     import trio
 
     from protocol import ProtocolError
@@ -110,18 +134,69 @@ def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False) -> T:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return trio.run(main)
+        finished: list[T] = trio.run(_interruptible, main, stop)
+    except Interrupted as exc:
+        interrupted(f"interrupted: {exc.detail}")
     except ConfigError as exc:
         fail(f"error: {exc.detail}", 2)
     except (NodeError, ProtocolError) as exc:
         fail(f"error: {exc.detail}", 1)
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt:  # before the Ctrl-C watch started, or after it ended
+        interrupted()
     except BaseExceptionGroup as group:  # our error raised inside libp2p's or our own nurseries
+        if group.split(_an_interrupt)[1] is None:  # only Ctrl-C and the cancellations it caused
+            interrupted()
         ours = _first_ours(group)
         if ours is None:
             raise
+        if isinstance(ours, Interrupted):
+            interrupted(f"interrupted: {ours.detail}")
         fail(f"error: {ours.detail}", 2 if isinstance(ours, ConfigError) else 1)
+    if not finished:
+        interrupted()
+    return finished[0]
+
+
+async def _interruptible(main: Callable[[], Awaitable[T]], stop: trio.Event | None) -> list[T]:
+    """`main`'s result in a list, or an empty list when Ctrl-C cancelled it. Its errors come out as
+    they were raised, not wrapped in a group by the nursery of the Ctrl-C watch."""
+    import trio
+
+    result: list[T] = []
+    failure: Exception | None = None
+    async with trio.open_nursery() as nursery:
+        scope = trio.CancelScope()
+        nursery.start_soon(_watch_ctrl_c, scope, stop)
+        try:
+            with scope:
+                result.append(await main())
+        except Exception as exc:  # raised again below, outside this nursery
+            failure = exc
+        finally:
+            nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result
+
+
+async def _watch_ctrl_c(scope: trio.CancelScope, stop: trio.Event | None) -> None:
+    """The first SIGINT sets `stop` (and arms the grace deadline); without one, or at the second, the
+    command is cancelled."""
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async for _ in signals:
+            if stop is None or stop.is_set():
+                scope.cancel()
+                return
+            stop.set()
+            scope.deadline = trio.current_time() + INTERRUPT_GRACE_S
+
+
+def _an_interrupt(exc: BaseException) -> bool:
+    import trio
+
+    return isinstance(exc, KeyboardInterrupt | trio.Cancelled)
 
 
 def _first_ours(group: BaseExceptionGroup[BaseException]) -> NodeError | ProtocolError | None:

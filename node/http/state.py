@@ -8,7 +8,6 @@ One submitter node, one campaign store. A background task asks the swarm for its
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -21,6 +20,7 @@ import trio
 
 import scheduler as sch
 from node.config import NodeConfig
+from node.errors import DiskFull
 from node.events import EventSink, quiet
 from node.http.errors import BadRequest
 from node.http.vetting import (
@@ -35,7 +35,7 @@ from node.http.vetting import (
 from node.p2p.node import Node
 from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.models import pin_models
-from node.submitter.outputs import campaign_rows
+from node.submitter.outputs import campaign_rows, write_whole
 from node.submitter.run import (
     CampaignRun,
     LocalSwarm,
@@ -103,6 +103,9 @@ class Live:
     scope: trio.CancelScope
     files: dict[str, Path] = field(default_factory=dict)
     keys: Mapping[str, str] = field(default_factory=dict, repr=False)  # black-box API keys, memory only
+    status: CampaignStatus = CampaignStatus.RUNNING
+    """RUNNING until the loop stopped and, for a finished campaign, its files are written and listed:
+    the API says "completed" only then (the seeds poll, then list and download at once)."""
 
 
 @dataclass(frozen=True)
@@ -200,10 +203,17 @@ class ApiState:
             except Exception:  # a task boundary: one campaign's crash must not stop the server
                 log.exception("campaign %s stopped on an internal error", cid)
                 mark_failed(self.store, live.run)
+                live.status = CampaignStatus.FAILED
                 return
         if live.scope.cancelled_caught:
             return
-        live.files = await trio.to_thread.run_sync(self._write, live)
+        try:
+            live.files = await trio.to_thread.run_sync(self._write, live)
+        except DiskFull as exc:  # the results stay in the store: the files can be written again later
+            log.error("campaign %s: %s", cid, exc.detail)
+            live.status = CampaignStatus.FAILED
+            return
+        live.status = CampaignStatus.FINISHED
         self.options.events("campaign_done", campaign=cid, files={k: str(v) for k, v in live.files.items()})
 
     def _write(self, live: Live) -> dict[str, Path]:
@@ -213,7 +223,7 @@ class ApiState:
         files = write_out(live.run, self.store)
         stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
         flat = self.options.results_dir / f"{cid}_{stamp}_results.csv"
-        shutil.copyfile(files["csv"], flat)
+        write_whole(flat, files["csv"].read_text())
         return {**files, "flat_csv": flat}
 
     def campaign(self, campaign_id: str) -> CampaignState | None:
@@ -270,9 +280,9 @@ class ApiState:
 
 
 def _live_state(live: Live) -> CampaignState:
-    done = live.run.scheduler.done
-    record = replace(live.run.record, status=CampaignStatus.FINISHED if done else CampaignStatus.RUNNING)
-    return CampaignState(record, live.run.campaign, tuple(live.run.scheduler.tasks()), not done)
+    running = live.status == CampaignStatus.RUNNING
+    record = replace(live.run.record, status=live.status)
+    return CampaignState(record, live.run.campaign, tuple(live.run.scheduler.tasks()), running)
 
 
 @asynccontextmanager

@@ -147,8 +147,8 @@ async def _converse(
 
             async def obey() -> None:
                 await _obey(attempt, me, conv, channel, inbox)
-                if conv.state is State.DONE:  # our ack ended it: nothing more will be read
-                    nursery.cancel_scope.cancel()
+                if conv.state in (State.DONE, State.CANCELLED):  # our ack, or our cancel as the loop
+                    nursery.cancel_scope.cancel()  # winds down, ended it: nothing more will be read
 
             nursery.start_soon(obey)
             await _read(attempt, me, conv, channel, heard)

@@ -20,6 +20,7 @@ from typing import Any, final
 import trio
 
 import scheduler as sch
+from node.errors import CampaignInterrupted
 from node.events import EventSink, quiet
 from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChannel, run_attempt
 from node.submitter.discovery import Discovery
@@ -30,8 +31,8 @@ from protocol import Holder, ModelRef, Reachability
 log = logging.getLogger(__name__)
 
 View = Callable[[Sequence[sch.TaskView]], None]
-Injected = sch.PeersDiscovered | sch.CancelRequested
-"""Events that reach the loop from its own helpers (discovery, the cancel watch) rather than attempts."""
+Injected = sch.PeersDiscovered | sch.CancelRequested | sch.SubmitterStopped
+"""Events that reach the loop from its own helpers (discovery, the cancel and stop watches), not attempts."""
 
 CANCEL_POLL_S = 1.0
 WIND_DOWN_S = 3.0
@@ -70,6 +71,7 @@ class CampaignLoop:
         open_channel: OpenChannel,
         view: View = lambda _: None,
         events: EventSink = quiet,
+        stop: trio.Event | None = None,
     ) -> None:
         self._id = campaign_id
         self._campaign = campaign
@@ -80,6 +82,7 @@ class CampaignLoop:
         self._open = open_channel
         self._view = view
         self._emit = events
+        self._stop = stop if stop is not None else trio.Event()
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
         self.tally = Tally()
@@ -89,26 +92,37 @@ class CampaignLoop:
         self._idle = trio.Event()
         self._holders_of: dict[str, dict[str, tuple[str, ...]]] = {}
         self._fetching: set[tuple[str, str]] = set()  # (sha256, peer) of every commit
+        self._stopped = False  # the scheduler has withdrawn what was out: the loop ends
 
     def request_cancel(self) -> None:
         """Cancel the campaign: running tasks are cancelled on their workers."""
         self._heard_in.send_nowait(sch.CancelRequested())
 
     async def run(self) -> None:
-        """Until the scheduler says the campaign is finished (a restored one first reclaims its leases)."""
+        """Until the scheduler says the campaign is finished (a restored one first reclaims its leases).
+
+        Raises:
+            CampaignInterrupted: `stop` was set (Ctrl-C): what was out on offer or lease is withdrawn
+                (the workers are told), and the store says "interrupted".
+        """
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            nursery.start_soon(self._watch_stop)
             started = trio.current_time()
             peers = await self._discovery.initial()
             self._emit("discovered", peers=len(peers), seconds=round(trio.current_time() - started, 3))
-            self._apply(self._sched.handle(sch.PeersDiscovered(peers=peers), time.time()))
-            self._save()
-            nursery.start_soon(self._rediscover)
-            nursery.start_soon(self._watch_cancel)
-            await self._loop()
-            await self._wind_down()
+            if not self._stop.is_set():  # stopped while looking: nothing went out, nothing to withdraw
+                self._apply(self._sched.handle(sch.PeersDiscovered(peers=peers), time.time()))
+                self._save()
+                nursery.start_soon(self._rediscover)
+                nursery.start_soon(self._watch_cancel)
+                await self._loop()
+                await self._wind_down()
             nursery.cancel_scope.cancel()
         self._save()
+        if self._stop.is_set() and not self._sched.done:
+            self._emit("interrupted", campaign=self._id)
+            raise CampaignInterrupted(self._id)
 
     async def _wind_down(self) -> None:
         """Let the last commands (acks, cancels) reach their workers before the streams close."""
@@ -120,7 +134,7 @@ class CampaignLoop:
                 await self._idle.wait()
 
     async def _loop(self) -> None:
-        while not self._sched.done:
+        while not self._sched.done and not self._stopped:
             self._view(self._sched.tasks())
             event = await self._next(self._sched.next_deadline())
             now = time.time()
@@ -147,12 +161,18 @@ class CampaignLoop:
         self._emit("cancelling", campaign=self._id)
         await self._heard_in.send(sch.CancelRequested(detail="cancelled with sark-node cancel"))
 
+    async def _watch_stop(self) -> None:
+        await self._stop.wait()
+        await self._heard_in.send(sch.SubmitterStopped("the submitter was interrupted (Ctrl-C)"))
+
     async def _rediscover(self) -> None:
         async for peers in self._discovery.updates():
             await self._heard_in.send(sch.PeersDiscovered(peers=peers))
 
     def _save(self) -> None:
         status = CampaignStatus.FINISHED if self._sched.done else CampaignStatus.RUNNING
+        if self._stop.is_set() and not self._sched.done:
+            status = CampaignStatus.INTERRUPTED
         self._store.save_state(self._id, self._sched.snapshot().model_dump_json().encode(), status)
 
     # -- commands out ----------------------------------------------------------------------------
@@ -256,6 +276,9 @@ class CampaignLoop:
             self._emit("peers", peers=sorted(p.peer_id for p in item.peers))
             return item
         if isinstance(item, sch.CancelRequested):
+            return item
+        if isinstance(item, sch.SubmitterStopped):
+            self._stopped = True
             return item
         if isinstance(item.event, Delivered):
             return self._accept(item.attempt, item.event)

@@ -9,7 +9,7 @@ from pathlib import Path
 import trio
 
 import scheduler as sch
-from node.errors import ConfigError
+from node.errors import ConfigError, disk_errors, megabytes
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import UrlPolicy, download
 from protocol import ModelRef
@@ -41,7 +41,10 @@ async def pin_models(
             )
         else:
             assert source.url is not None
-            with tempfile.TemporaryDirectory(dir=cache.root) as scratch:
+            with (
+                disk_errors(cache.root, f"storing model {source.name} from {source.url}"),
+                tempfile.TemporaryDirectory(dir=cache.root) as scratch,
+            ):
                 temp = Path(scratch) / "download"
                 sha256, size = await download(source.url, temp, sha256=None, policy=policy)
                 await trio.to_thread.run_sync(cache.commit, sha256, temp)
@@ -56,7 +59,8 @@ async def _pin_path(source: sch.ModelSource, base_dir: Path, cache: ModelCache, 
     path = (base_dir / source.path).resolve()
     if not path.is_file():
         raise ModelSourceError(f"{field}.path", f"no such file: {path}")
-    sha256, stored = await trio.to_thread.run_sync(cache.add_file, path)
+    with disk_errors(cache.root, f"storing model {path.name} ({megabytes(path.stat().st_size)})"):
+        sha256, stored = await trio.to_thread.run_sync(cache.add_file, path)
     if source.sha256 is not None and source.sha256 != sha256:
         raise ModelSourceError(
             f"{field}.sha256", f"the file's sha256 is {sha256}, the campaign pins {source.sha256}"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import scheduler as sch
-from node.submitter.render import write_html_report
+from node.errors import disk_errors, megabytes
+from node.submitter.render import render_html
 from node.submitter.store import ResultRecord
 from protocol import Envelope, ResultBody
 from protocol.codec import pack_body, unpack_body
@@ -72,13 +74,33 @@ def write_outputs(
     results: Sequence[ResultRecord],
     created_utc: str = "",
 ) -> dict[str, Path]:
-    """Write the campaign's files into `out_dir`; returns their paths by kind."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write the campaign's files into `out_dir`; returns their paths by kind.
+
+    Raises:
+        DiskFull: the folder's disk is full; no file is left half-written (a complete one from an
+            earlier run may stay), and the store still holds everything to write them again.
+    """
+    with disk_errors(out_dir, "creating the results folder"):
+        out_dir.mkdir(parents=True, exist_ok=True)
     rows = campaign_rows(scheduler, results, created_utc)
-    csv_path = out_dir / "results.csv"
-    csv_path.write_text(sch.to_csv(row for row, _ in rows))
     document = results_document(campaign_id, campaign, rows)
-    json_path = out_dir / "results.json"
-    json_path.write_text(json.dumps(document, indent=1))
-    html_path = write_html_report(out_dir / "report.html", document)
-    return {"csv": csv_path, "json": json_path, "html": html_path}
+    texts = {
+        "csv": ("results.csv", sch.to_csv(row for row, _ in rows)),
+        "json": ("results.json", json.dumps(document, indent=1)),
+        "html": ("report.html", render_html(document)),
+    }
+    return {kind: write_whole(out_dir / name, text) for kind, (name, text) in texts.items()}
+
+
+def write_whole(path: Path, text: str) -> Path:
+    """Write a file whole or not at all: into a temp file beside it, then renamed into place; on a full
+    disk the temp file is removed and `DiskFull` names the folder and the file."""
+    data = text.encode()
+    temp = path.with_name(f".{path.name}.part")
+    try:
+        with disk_errors(path.parent, f"writing {path.name} ({megabytes(len(data))})"):
+            temp.write_bytes(data)
+            os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    return path

@@ -16,9 +16,11 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import trio
+
 import scheduler as sch
 from node.config import NodeConfig
-from node.errors import ConfigError
+from node.errors import CampaignInterrupted, ConfigError
 from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
@@ -62,6 +64,10 @@ class SubmitOptions:
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     swarm: LocalSwarm | None = None
     keys: Mapping[str, str] = field(default_factory=dict, repr=False)  # api_key_env -> value, memory only
+    stop: trio.Event | None = None
+    """Set on Ctrl-C: the campaign withdraws what is out and raises `CampaignInterrupted`."""
+    resume_flags: str = ""
+    """The node flags to repeat in `CampaignInterrupted`'s resume command (" --data-dir D", ...)."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +172,10 @@ async def drive(
     events: EventSink = quiet,
     view: View = lambda _: None,
     keys: Mapping[str, str] | None = None,
+    stop: trio.Event | None = None,
 ) -> Tally:
-    """Run the campaign's loop on `node` until the scheduler finishes (or the caller cancels)."""
+    """Run the campaign's loop on `node` until the scheduler finishes (or the caller cancels; or `stop`
+    is set: `CampaignInterrupted`)."""
     host = node.host
     loop = CampaignLoop(
         campaign_id=run.campaign_id,
@@ -179,6 +187,7 @@ async def drive(
         open_channel=lambda peer, addrs: open_negotiate(host, peer, addrs),
         view=view,
         events=events,
+        stop=stop,
     )
     events("campaign", campaign=run.campaign_id, submitter=host.peer_id)
     await loop.run()
@@ -210,7 +219,10 @@ async def resume(
     record = store.campaign(campaign_id)
     if record is None:
         raise CampaignNotFound(campaign_id, config.data_dir)
-    return await _run(config, options, store, restore(record), view=view)
+    run = restore(record)
+    if run.scheduler.done:  # it ended, but its files were not written (a full disk): write them only
+        return _outcome(run, store, Tally(), None)
+    return await _run(config, options, store, run, view=view)
 
 
 async def _run(
@@ -219,14 +231,30 @@ async def _run(
     uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
     async with open_submitter(config, options, uploads) as node:
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
-        tally = await drive(node, run, store, discovery, events=options.events, view=view, keys=options.keys)
+        try:
+            tally = await drive(
+                node,
+                run,
+                store,
+                discovery,
+                events=options.events,
+                view=view,
+                keys=options.keys,
+                stop=options.stop,
+            )
+        except CampaignInterrupted as exc:  # the resume command, with the flags this one was given
+            raise CampaignInterrupted(exc.campaign_id, options.resume_flags) from None
     options.events("uploads", campaign=run.campaign_id, bytes=uploads.served_bytes)
+    return _outcome(run, store, tally, discovery.empty_cause)
+
+
+def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
+    """Write the ended campaign's files (`DiskFull` when its folder's disk is full) and sum it up."""
     files = write_out(run, store)
     results = store.results(run.campaign_id)
     medians = {
         r.task_id: float(r.row["InferenceMsMedian"]) for r in results if r.row.get("InferenceMsMedian")
     }
-    shortfall = discovery.empty_cause
     return Outcome(run.campaign_id, files, tuple(run.scheduler.tasks()), tally, medians, shortfall)
 
 

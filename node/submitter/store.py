@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from node.errors import disk_errors
+
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS campaigns (
     id          TEXT PRIMARY KEY,
@@ -49,6 +51,8 @@ class CampaignStatus(enum.StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
     """A submitter's loop stopped on an internal error (the HTTP server keeps serving)."""
+    INTERRUPTED = "interrupted"
+    """Stopped by Ctrl-C with its offers and leases withdrawn; `submit --resume` goes on."""
 
 
 @dataclass(frozen=True)
@@ -83,14 +87,20 @@ class CampaignStore:
     """A small SQLite database under the node's data directory."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self._path = path
+        with disk_errors(path.parent, "creating the campaign store"):
+            path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        with closing(sqlite3.connect(self._path, timeout=10.0)) as db:
+        """A connection whose block is one transaction: all of it is stored, or (a full disk:
+        `DiskFull`) none of it."""
+        with (
+            disk_errors(self._path.parent, f"writing the campaign store {self._path.name}"),
+            closing(sqlite3.connect(self._path, timeout=10.0)) as db,
+        ):
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             with db:

@@ -9,6 +9,7 @@ worker threads, never on the event loop.
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import itertools
@@ -195,8 +196,14 @@ class _Digest:
 
 
 def _write_at(fd: int, data: bytes, offset: int) -> None:
-    if os.pwrite(fd, data, offset) != len(data):
-        raise OSError(f"short write at {offset}")
+    """Write all of `data` at `offset`: a short write goes on with the rest, so a full disk shows as
+    its ENOSPC from the next write, not as a short write with no errno."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        if written == 0:
+            raise OSError(errno.EIO, f"nothing written at {offset}")
+        view, offset = view[written:], offset + written
 
 
 async def fetch_blob(
@@ -320,7 +327,7 @@ async def _segment_task(
     except (FetchError, *_RETRYABLE) as exc:
         fail(exc)
     except OSError as exc:
-        fail(FetchError(FailureReason.FETCH, f"writing {transfer.temp}: {exc}"))
+        fail(_caused(FetchError(FailureReason.FETCH, f"writing {transfer.temp}: {exc}"), exc))
     finally:
         transfer.active -= 1
         transfer.moved()
@@ -330,7 +337,13 @@ async def _follow_task(transfer: _Transfer, fd: int, fail: Callable[[Exception],
     try:
         await transfer.follow(fd)
     except OSError as exc:
-        fail(FetchError(FailureReason.FETCH, f"reading back {transfer.temp}: {exc}"))
+        fail(_caused(FetchError(FailureReason.FETCH, f"reading back {transfer.temp}: {exc}"), exc))
+
+
+def _caused(error: FetchError, cause: OSError) -> FetchError:
+    """`error` with its cause kept, though raised later: a full disk stays known (`disk_full`)."""
+    error.__cause__ = cause
+    return error
 
 
 __all__ = ["ATTEMPTS", "MIN_SEGMENT", "STREAMS", "ChannelFactory", "fetch_blob"]

@@ -167,8 +167,13 @@ class ModelCache:
         os.replace(temp, blob)
         st = blob.stat()
         record_tmp = self.root / f".{sha256}.json.tmp"
-        record_tmp.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
-        os.replace(record_tmp, self._record(sha256))
+        try:
+            record_tmp.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+            os.replace(record_tmp, self._record(sha256))
+        except OSError:  # a full disk: no record, so the model is not there (path_for), and no litter
+            record_tmp.unlink(missing_ok=True)
+            blob.unlink(missing_ok=True)
+            raise
         self.evict(keep=frozenset({sha256}))
         return blob
 

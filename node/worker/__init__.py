@@ -5,7 +5,8 @@ Modules:
     advertising  the signed advert in the DHT, /sark/profile, relay slots, gates that come back
     negotiator   the worker's side of /sark/negotiate/1.0.0: who may offer, what it takes, the lease
     admission    pure: whether the worker takes an authenticated offer (offer, profile, policy, load)
-    runner       the task runner: priority queue, model acquisition, measurement, signing
+    runner       the task runner: priority queue, model acquisition, measurement
+    job          one committed task and its signed outcomes: a result cut to fit, a failure, a release
     fit          a result cut (and the cuts declared) until it fits one signed envelope
     holders      a model from the other workers that hold it, the submitter last (who to ask when)
     outbox       signed results kept on disk until acknowledged
@@ -24,6 +25,7 @@ __all__ = [
     "advertising",
     "fit",
     "holders",
+    "job",
     "leave",
     "negotiator",
     "outbox",

@@ -18,6 +18,7 @@ from typing import Final
 
 import trio
 
+from node.errors import disk_full
 from node.p2p.wire import Channel
 from node.transfer.blob_fetch import fetch_blob
 from node.transfer.cache import ModelCache
@@ -60,8 +61,8 @@ async def fetch_from_holders(
             try:
                 return await fetch(holder), holder[0]
             except FetchError as exc:
-                if exc.reason != FailureReason.FETCH:
-                    raise  # the bytes are wrong or too many: no other source will fix that
+                if exc.reason != FailureReason.FETCH or disk_full(exc):
+                    raise  # the bytes are wrong or too many, or our disk full: no other source helps
                 failure = exc
                 if exc.peer is PeerTrouble.UNREACHABLE:
                     holders.remove(holder)  # a holder we cannot reach is not waited for
@@ -71,7 +72,7 @@ async def fetch_from_holders(
             try:
                 return await fetch((offer.submitter, offer.submitter_addrs)), offer.submitter
             except FetchError as exc:
-                if exc.reason != FailureReason.FETCH:
+                if exc.reason != FailureReason.FETCH or disk_full(exc):
                     raise
                 failure = exc
         if trio.current_time() + pause > deadline and failure is not None:

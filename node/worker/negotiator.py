@@ -20,7 +20,8 @@ from node.errors import NodeError
 from node.events import EventSink, quiet
 from node.p2p.wire import Channel
 from node.worker.admission import OfferPolicy, WorkerLoad, admit
-from node.worker.runner import Job, Runner
+from node.worker.job import Job
+from node.worker.runner import Runner
 from protocol import (
     DOMAIN_CANCEL,
     DOMAIN_OFFER,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from node.errors import disk_errors
 from protocol import Result
 from protocol.codec import decode, encode
 
@@ -20,14 +21,21 @@ class Outbox:
         return self._root / f"{task_id}.{lease_id}.result"
 
     def put(self, result: Result) -> None:
-        """Keep a result until `ack`; survives a crash of the worker."""
+        """Keep a result until `ack`; survives a crash of the worker.
+
+        Raises:
+            DiskFull: the outbox's disk is full; nothing is left half-written.
+        """
         path = self._path(result.task_id, result.lease_id)
         tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            f.write(encode(result))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            with disk_errors(self._root, f"keeping the result of {result.task_id}"), open(tmp, "wb") as f:
+                f.write(encode(result))
+                f.flush()
+                os.fsync(f.fileno())
+                os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def get(self, task_id: str, lease_id: str) -> Result | None:
         """The stored result of a lease, or None."""

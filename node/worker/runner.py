@@ -13,9 +13,8 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, final
@@ -24,18 +23,16 @@ import psutil
 import trio
 
 import drivers
+from node.errors import DiskFull, disk_full, megabytes
 from node.events import EventSink, quiet
 from node.transfer.blob import UploadSlots
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError, UrlPolicy, download
-from node.worker.fit import fit_result
 from node.worker.holders import ChannelOpener, fetch_from_holders
+from node.worker.job import Job, Outcome, failure, signed_release, signed_result
 from node.worker.outbox import Outbox
 from node.worker.targets import Targets, endpoint_of
 from protocol import (
-    DOMAIN_RELEASE,
-    DOMAIN_RESULT,
-    MAX_ENVELOPE,
     DeviceProfile,
     Failure,
     FailureReason,
@@ -43,52 +40,14 @@ from protocol import (
     Measurement,
     OfferBody,
     Phase,
-    Release,
-    ReleaseBody,
     Result,
-    ResultBody,
     Stage,
 )
-from protocol.records import seal
 
 if TYPE_CHECKING:
     from trio_typing import TaskStatus
 
 log = logging.getLogger(__name__)
-
-Outcome = Result | Failure | Release
-
-
-@dataclass(eq=False)
-class Job:
-    """One committed task on this worker, from commit to acknowledged outcome."""
-
-    offer: OfferBody
-    lease_id: str
-    seq: int
-    phase: Phase = Phase.QUEUED
-    done: int = 0
-    total: int = 0
-    median_ms: float | None = None
-    dispatched: bool = False
-    orphaned_at: float | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    stop: trio.CancelScope = field(default_factory=trio.CancelScope)  # an endpoint task's requests
-    finished: trio.Event = field(default_factory=trio.Event)
-    outcome: Outcome | None = None
-    sent: trio.Event = field(default_factory=trio.Event)  # the outcome is written to the submitter's stream
-
-    @property
-    def task_id(self) -> str:
-        return self.offer.task_id
-
-    def sort_key(self) -> tuple[int, int]:
-        """Higher priority first, then older first."""
-        return (-self.offer.priority, self.seq)
-
-    def on_progress(self, phase: Phase, done: int, total: int) -> None:
-        """Called by the harness (from its thread) as the child reports phases."""
-        self.phase, self.done, self.total = phase, done, total
 
 
 @final
@@ -156,7 +115,7 @@ class Runner:
         for job in released:
             job.cancel.set()
             job.stop.cancel()
-            self._finish(job, self._release(job, reason))
+            self._finish(job, signed_release(job, self._peer_id, self._key, reason))
         return released
 
     def owed(self) -> list[Job]:
@@ -236,7 +195,10 @@ class Runner:
         if job.outcome is None:
             job.outcome = outcome
             if isinstance(outcome, Result):
-                self._outbox.put(outcome)
+                try:
+                    self._outbox.put(outcome)
+                except DiskFull as exc:  # delivered from memory still; only a crash of ours would lose it
+                    log.warning("task %s: %s; the result is kept in memory only", job.task_id, exc.detail)
             job.finished.set()
 
     # -- execution -------------------------------------------------------------------------------
@@ -276,11 +238,17 @@ class Runner:
             endpoint = endpoint_of(job.offer.spec)
             if endpoint is not None:  # a model server: no model bytes, the requests are the task
                 job.phase = Phase.MEASURING
-                return self._sign(job, await self._targets.measure(job.offer.spec, endpoint, job.stop))
+                return signed_result(
+                    job,
+                    self._peer_id,
+                    self._key,
+                    self._profile,
+                    await self._targets.measure(job.offer.spec, endpoint, job.stop),
+                )
             path = await self._acquire_model(job)
             async with self._alone(job):
                 job.phase = Phase.LOADING
-                measurement = await trio.to_thread.run_sync(partial(self._measure, job, path))
+                measurement = await _killable(partial(self._measure, job, path), job.cancel)
         except drivers.TaskFailed as exc:
             return Failure(
                 task_id=job.task_id,
@@ -289,15 +257,17 @@ class Runner:
                 detail=exc.detail[:2000],
                 stage=exc.stage,
             )
-        except FetchError as exc:
-            stage = Stage.VERIFY if exc.reason == FailureReason.DIGEST_MISMATCH else Stage.FETCH
-            return self._failure(job, exc.reason, stage, exc.detail)
         except Exception as exc:  # task boundary: a bug met by one task fails that task, not the worker
+            if disk_full(exc):
+                return self._no_space(job)
+            if isinstance(exc, FetchError):
+                stage = Stage.VERIFY if exc.reason == FailureReason.DIGEST_MISMATCH else Stage.FETCH
+                return failure(job, exc.reason, stage, exc.detail)
             log.exception("task %s failed on an internal error", job.task_id)
             stage = Stage.FETCH if job.phase == Phase.FETCHING else Stage.LOAD
             cause = f"internal error: {type(exc).__name__}: {exc}"
-            return self._failure(job, FailureReason.INTERNAL, stage, cause)
-        return self._sign(job, measurement)
+            return failure(job, FailureReason.INTERNAL, stage, cause)
+        return signed_result(job, self._peer_id, self._key, self._profile, measurement)
 
     @asynccontextmanager
     async def _alone(self, job: Job) -> AsyncIterator[None]:
@@ -311,11 +281,14 @@ class Runner:
             finally:
                 self._emit("measured", task=job.task_id, started=started, ended=time.time())
 
-    def _failure(self, job: Job, reason: FailureReason, stage: Stage, cause: str) -> Failure:
-        detail = f"{job.offer.model.name}: {stage.value} failed: {cause}"
-        return Failure(
-            task_id=job.task_id, lease_id=job.lease_id, reason=reason, detail=detail[:2000], stage=stage
-        )
+    def _no_space(self, job: Job) -> Failure:
+        """The model cache's disk is full: the partial model goes (a resumable one would hold the space),
+        the task fails with reason `disk` naming the folder, and the worker serves on."""
+        model = job.offer.model
+        self._cache.temp_path(model.sha256).unlink(missing_ok=True)
+        what = f"storing model {model.name}" + (f" ({megabytes(model.size)})" if model.size else "")
+        log.warning("task %s: no space left on %s while %s", job.task_id, self._cache.root, what)
+        return failure(job, FailureReason.DISK, Stage.FETCH, DiskFull(self._cache.root, what).detail)
 
     def _measure(self, job: Job, path: Path) -> Measurement:
         return drivers.measure(
@@ -367,34 +340,13 @@ class Runner:
         assert error is not None
         raise error
 
-    def _sign(self, job: Job, measurement: Measurement) -> Result | Failure:
-        """The signed result, cut to fit one envelope (`node.worker.fit`); a failure if it cannot fit."""
-        whole = ResultBody(
-            campaign_id=job.offer.campaign_id,
-            task_id=job.task_id,
-            lease_id=job.lease_id,
-            worker=self._peer_id,
-            submitter=job.offer.submitter,
-            model_sha256=job.offer.model.sha256,
-            device=self._profile,
-            measurement=measurement,
-            finished_at=time.time(),
-        )
-        if (body := fit_result(whole)) is None:
-            cause = f"the result does not fit one envelope of {MAX_ENVELOPE} bytes even cut"
-            return self._failure(job, FailureReason.TOO_LARGE, Stage.RUN, cause)
-        envelope = seal(body, DOMAIN_RESULT, self._key)
-        return Result(task_id=job.task_id, lease_id=job.lease_id, envelope=envelope)
 
-    def _release(self, job: Job, reason: str) -> Release:
-        body = ReleaseBody(
-            campaign_id=job.offer.campaign_id,
-            task_id=job.task_id,
-            lease_id=job.lease_id,
-            worker=self._peer_id,
-            submitter=job.offer.submitter,
-            issued_at=time.time(),
-            reason=reason[:2000],
-        )
-        envelope = seal(body, DOMAIN_RELEASE, self._key)
-        return Release(task_id=job.task_id, lease_id=job.lease_id, envelope=envelope)
+async def _killable(measure: Callable[[], Measurement], cancel: threading.Event) -> Measurement:
+    """Run a blocking measurement in a thread; when this task is cancelled (the node is stopping), set
+    `cancel`, on which the harness kills its child within a poll, instead of waiting the run out."""
+    try:
+        # trio_typing's stubs (libp2p's dependency) still call the flag `cancellable`
+        return await trio.to_thread.run_sync(measure, abandon_on_cancel=True)  # type: ignore[call-arg]
+    except trio.Cancelled:
+        cancel.set()
+        raise

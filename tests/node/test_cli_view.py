@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 import scheduler as sch
-from node.cli.campaign import task_table
+from node.cli.live import task_table
 from protocol import ComputeUnit, ModelRef, Phase
 
 

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -359,3 +360,25 @@ def test_with_a_token_every_request_needs_it(tmp_path: Path) -> None:
         assert httpx.post(f"{s.url}/api/reset").status_code == 401
     finally:
         s.stop()
+
+
+def test_completed_means_the_files_are_listed(served: Served, model_server: ModelServer) -> None:
+    """The seeds' workflow: POST, poll GET /campaigns/{id} until it is no longer running, then list the
+    result files and download the CSV at once. "completed" is said only once the files are there."""
+    r = httpx.post(f"{served.api}/campaigns", json=seeds_body(model_server.model_url), timeout=60)
+    assert r.status_code == 201, r.text
+    cid = r.json()["campaign_id"]
+    deadline = time.monotonic() + 120
+    status = "running"
+    while status == "running":  # the client's own polling is the workflow under test
+        assert time.monotonic() < deadline, f"{cid} still running after 120 s"
+        status = httpx.get(f"{served.api}/campaigns/{cid}", timeout=30).json()["status"]
+        time.sleep(0.02)  # a client's poll interval; the assertion below does not depend on it
+    assert status == "completed"
+    files = httpx.get(f"{served.api}/results/files", timeout=30).json()["files"]
+    mine = [f["filename"] for f in files if f["filename"].startswith(f"{cid}_")]
+    assert len(mine) == 1, files
+    download = httpx.get(f"{served.api}/results/download/{mine[0]}", timeout=30)
+    assert download.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(download.text)))
+    assert [row["Status"] for row in rows] == ["Complete", "Unschedulable"]

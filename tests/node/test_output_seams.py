@@ -125,7 +125,7 @@ def test_report_html_escapes_and_draws_mathtext_as_text() -> None:
 
 
 def test_the_live_view_shows_a_device_name_literally() -> None:
-    from node.cli.campaign import task_table
+    from node.cli.live import task_table
     from protocol import ComputeUnit, ModelRef
     from scheduler import TaskView
 

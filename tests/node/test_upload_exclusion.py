@@ -30,8 +30,9 @@ from node.p2p.wire import Channel, memory_channel_pair
 from node.transfer.blob import UploadSlots, blob_handler
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import UrlPolicy
+from node.worker.job import Job
 from node.worker.outbox import Outbox
-from node.worker.runner import Job, Runner
+from node.worker.runner import Runner
 from protocol import (
     BLOB,
     BlobChunk,

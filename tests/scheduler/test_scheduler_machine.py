@@ -26,6 +26,7 @@ from scheduler import (
     SendOffer,
     SendReclaim,
     Status,
+    SubmitterStopped,
     TaskFailedRemotely,
     TaskState,
     Tick,
@@ -422,6 +423,33 @@ def test_snapshot_and_restore_mid_campaign_resume_with_reclaims() -> None:
     later.run()
     assert statuses(later) == {t0: "Complete", t1: "Complete", t2: "Complete"}
     assert later.sent(FinishCampaign) == [FinishCampaign(3, 0, 0, 0)]
+
+
+def test_a_stopping_submitter_withdraws_what_is_out_and_resumes_it_without_spending_budget() -> None:
+    node = node_for(one_job(3), retry_budget=0)
+    node.discover(cpu_fleet(4))
+    t0, t1, t2 = (f"{CID}-job-0-{n}" for n in range(3))
+    lease0 = node.commit(t0, "12D3-cpu0")
+    node.feed(ProgressReported(t0, lease0, Phase.MEASURING, done=5, total=20))
+    lease2 = node.commit(t2, "12D3-cpu2")
+    node.deliver(t2, lease2, "12D3-cpu2")
+    out = node.feed(SubmitterStopped("ctrl-c"))
+    assert out == [SendCancel(t0, "12D3-cpu0", lease0, "ctrl-c"), SendCancel(t1, "12D3-cpu1", None, "ctrl-c")]
+    views = {t.task_id: t for t in node.scheduler.tasks()}
+    assert [views[t].state for t in (t0, t1, t2)] == [TaskState.PENDING, TaskState.PENDING, TaskState.DONE]
+    assert views[t0].attempts == views[t1].attempts == ()  # struck: no retry budget spent
+    assert (views[t0].peer_id, views[t0].lease_id, views[t0].progress.done) == ("12D3-cpu0", None, 0)
+    assert not node.scheduler.done
+
+    stored = SchedulerSnapshot.model_validate_json(node.scheduler.snapshot().model_dump_json())
+    later = Node(Scheduler.restore(stored), now=node.now + 60.0, log=list(node.log))
+    offers = [c for c in later.feed(Tick()) if isinstance(c, SendOffer)]
+    assert [(o.task_id, o.peer_id) for o in offers] == [(t0, "12D3-cpu0"), (t1, "12D3-cpu1")]  # no reclaim
+    assert later.feed(ResultAccepted(t0, lease0, "12D3-cpu0")) == [
+        SendCancel(t0, "12D3-cpu0", lease0, "stale lease: result not accepted")
+    ]  # the withdrawn lease's late result is never accepted
+    later.run()
+    assert statuses(later) == {t0: "Complete", t1: "Complete", t2: "Complete"}
 
 
 def test_a_snapshot_with_a_cause_outside_the_vocabulary_is_refused() -> None:

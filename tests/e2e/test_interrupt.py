@@ -1,0 +1,91 @@
+"""Issue 23: Ctrl-C. `submit` interrupted mid-measurement exits 130 with one line naming the campaign
+and its `--resume` command, tells the worker to stop, stores the campaign "interrupted" with no lease
+held; `submit --resume` then completes it. `serve` and `gate` stop on Ctrl-C with one line, exit 130."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from lab.procs import SARK, Proc
+
+from e2e.conftest import MODEL, CampaignLab, Swarm, write_campaign
+
+MEASURED_JOB = {"num_inference_runs": 3000, "warmup_runs": 2, "load_runs": 1, "processes": 1}
+
+
+def _wait(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> dict[str, Any]:
+    while True:
+        event = proc.wait_event(kind, timeout)
+        if all(event.get(k) == v for k, v in match.items()):
+            return event
+
+
+def _stderr(proc: Proc) -> list[str]:
+    assert proc.log is not None
+    return proc.log.read_text().splitlines()
+
+
+def _stored(data_dir: Path, campaign_id: str) -> tuple[str, list[dict[str, Any]]]:
+    with sqlite3.connect(data_dir / "campaigns.sqlite") as db:
+        status, snapshot = db.execute(
+            "SELECT status, snapshot FROM campaigns WHERE id = ?", (campaign_id,)
+        ).fetchone()
+    return status, json.loads(snapshot)["tasks"]
+
+
+def test_ctrl_c_mid_measurement_releases_the_lease_and_resume_completes(
+    swarm2: Swarm, tmp_path: Path
+) -> None:
+    campaign = write_campaign(tmp_path / "c.yaml", {
+        "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", "devices": 1, **MEASURED_JOB}],
+    })  # fmt: skip
+    out = tmp_path / "out"
+    submitter = swarm2.start_submit("submit", str(campaign), "--wait-peers", "2", "--out", str(out))
+    campaign_id = _wait(submitter, "campaign")["campaign"]
+    measuring = _wait(submitter, "heartbeat", phase="measuring")
+    submitter.popen.send_signal(signal.SIGINT)
+
+    assert submitter.popen.wait(timeout=60) == 130
+    interrupted = _wait(submitter, "interrupted", timeout=5)
+    assert interrupted["campaign"] == campaign_id
+    lines = _stderr(submitter)
+    assert len(lines) == 1, lines
+    assert "Traceback" not in lines[0]
+    assert f"sark-node submit --resume {campaign_id}" in lines[0]
+    assert f"--data-dir {swarm2.submitter_dir}" in lines[0]  # the flags this run was given
+
+    worker = swarm2.workers[measuring["peer"]]
+    stopped = _wait(worker, "outcome", timeout=30, task=measuring["task"])
+    assert (stopped["kind"], stopped["reason"]) == ("failure", "cancelled")  # it stopped measuring
+    status, tasks = _stored(swarm2.submitter_dir, campaign_id)
+    assert status == "interrupted"
+    assert [(t["state"], t["lease_id"], t["attempts"]) for t in tasks] == [("pending", None, [])]
+
+    done = swarm2.run("submit", "--resume", campaign_id, "--json", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["campaign_id"] == campaign_id
+    with (out / campaign_id / "results.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [row["Status"] for row in rows] == ["Complete"]
+    assert _stored(swarm2.submitter_dir, campaign_id)[0] == "finished"
+
+
+def test_ctrl_c_stops_serve_and_gate_with_one_line(tmp_path: Path) -> None:
+    lab = CampaignLab(tmp_path)
+    try:
+        gate = lab.gate()
+        args = ["serve", "--http", "127.0.0.1:0", "--events", "--data-dir", str(tmp_path / "serve")]
+        serve = lab.start("serve", [*SARK, *args, "--gate", gate.ready["addrs"][0]])
+        _wait(serve, "http", timeout=60)
+        for proc in (serve, gate):
+            proc.popen.send_signal(signal.SIGINT)
+        for proc in (serve, gate):
+            assert proc.popen.wait(timeout=60) == 130, proc.log_excerpt()
+            assert _stderr(proc) == ["interrupted"], proc.log_excerpt()
+    finally:
+        lab.close()

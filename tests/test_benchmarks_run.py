@@ -1,0 +1,41 @@
+"""Every script under benchmarks/ starts from a plain install: `--help` in a child that ignores
+PYTHONPATH, run from the repository root, so a tests/ folder named after a package (tests/protocol)
+cannot shadow the package the script imports (issue 23)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name != "swarmlab.py")  # a library
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_a_benchmark_script_starts(script: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-E", "-s", str(script.relative_to(ROOT)), "--help"],  # -E: no PYTHONPATH
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage:" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_swarmlab_imports_the_packages_not_the_test_folders() -> None:
+    code = "import swarmlab, protocol, scheduler; print(protocol.__file__, scheduler.__file__)"
+    done = subprocess.run(
+        [sys.executable, "-E", "-s", "-c", code],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all(Path(f).parent.parent == ROOT for f in done.stdout.split()), done.stdout
