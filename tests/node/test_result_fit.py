@@ -34,8 +34,8 @@ from protocol import (
 )
 from protocol.aggregate import NO_SAMPLES
 from protocol.codec import decode, encode, pack_body
-from protocol.genstats import summarize_generation
 from protocol.framing import MAX_FRAME
+from protocol.genstats import summarize_generation
 from protocol.records import open_envelope, peer_id_from_public_key, public_key_of, seal
 from scheduler import Refusal, check_figures
 
@@ -149,7 +149,8 @@ def test_a_huge_generation_result_is_cut_and_the_submitter_derives_the_same_figu
     assert [t.split(" ")[0] for t in trimmed] == ["error_detail", "output_text", "token_times_ms"], trimmed
     assert "ITL from their gaps" in trimmed[2]
     before, after = _generation(whole.measurement), _generation(m)
-    assert len(after.records) == 300 and m.samples_ms == whole.measurement.samples_ms
+    assert len(after.records) == 300
+    assert m.samples_ms == whole.measurement.samples_ms
     assert m.process_runs == (300,)  # every request and count whole: the shape still fits the task
     for name in ("ttft_ms", "tpot_ms", "e2e_ms", "decode_tok_per_s", "output_tok_per_s", "rouge"):
         assert getattr(after, name) == getattr(before, name), name  # figures that read no cut part
@@ -196,7 +197,8 @@ def test_every_cut_is_declared_and_rouge_is_over_the_texts_kept() -> None:
     assert _generation(m).itl_ms.n == 0
     rouge = _generation(m).rouge
     kept = [r for r in _generation(m).records if r.prompt_id == "scored" and not r.text_dropped]
-    assert rouge is not None and 0 < rouge.scored == len(kept) < 30
+    assert rouge is not None
+    assert 0 < rouge.scored == len(kept) < 30
     assert f"kept in {len(kept)} of the 30 scored requests; ROUGE over those {len(kept)} only" in trimmed[3]
     assert all(r.output_text == "" for r in _generation(m).records if r.text_dropped)
 
@@ -250,5 +252,6 @@ def test_a_record_that_says_its_text_was_dropped_but_carries_one_is_invalid() ->
     records = list(generation.records)
     records[i] = records[i].with_(output_text="the quick brown fox")
     refusal = check_figures(fitted.with_(generation=generation.with_(records=tuple(records))), WHITE_BOX)
-    assert isinstance(refusal, Refusal) and refusal.reason is FailureReason.INVALID
+    assert isinstance(refusal, Refusal)
+    assert refusal.reason is FailureReason.INVALID
     assert "says it was dropped" in refusal.detail
