@@ -20,6 +20,7 @@ from protocol import (
     MAX_ENVELOPE,
     MAX_SAMPLES,
     ComputeUnit,
+    Endpoint,
     FailureReason,
     GenerateSpec,
     GenerationStats,
@@ -49,6 +50,10 @@ GENERATE = GenerateSpec(
     prompts_sha256="0" * 64, max_new_tokens=4096, quality=("rouge",),
 )  # fmt: skip
 WHITE_BOX = TaskSpec(compute_unit=ComputeUnit.CPU_TORCH, runs=1, load_runs=1, processes=1, generate=GENERATE)
+ENDPOINT = TaskSpec(
+    compute_unit=ComputeUnit.CPU_ONNX,
+    generate=GENERATE.with_(endpoint=Endpoint(model="m", url="http://127.0.0.1:1/v1"), concurrency=4),
+)
 
 
 def _measurement(samples: int = 10, generation: GenerationStats | None = None) -> Measurement:
@@ -255,3 +260,20 @@ def test_a_record_that_says_its_text_was_dropped_but_carries_one_is_invalid() ->
     assert isinstance(refusal, Refusal)
     assert refusal.reason is FailureReason.INVALID
     assert "says it was dropped" in refusal.detail
+
+
+def test_a_cut_endpoint_result_passes_the_check_too() -> None:
+    body = _generate_body(60, 50, 200)
+    assert ENDPOINT.generate is not None
+    generation = _generation(body.measurement)
+    raw = _measurement(0).with_(
+        warmups_used=0,
+        generation=summarize_generation(generation.records, generation.wall_s, ENDPOINT.generate).with_(
+            rtt_ms=0.4
+        ),
+    )
+    whole = body.with_(measurement=derive(raw, ENDPOINT))
+    fitted = fit_result(whole, ENDPOINT, limit=len(pack_body(whole)) // 2)
+    assert fitted is not None
+    assert len(fitted.measurement.trimmed) >= 2
+    assert check_figures(fitted.measurement, ENDPOINT) == fitted.measurement
