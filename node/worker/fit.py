@@ -51,15 +51,17 @@ def fit_result(body: ResultBody, spec: TaskSpec, limit: int = MAX_ENVELOPE) -> R
     figures derived again from what is kept (`spec` is the task's), or None if it cannot fit."""
     candidate = body.with_(measurement=_shorten_texts(body.measurement, spec))
     steps: tuple[Step, ...] = (_shorten_details, _drop_unscored_texts, _sample_token_times, _sample_texts)
+    size = len(pack_body(candidate))
     for step in steps:
-        size = len(pack_body(candidate))
         if size <= limit:
             break
         candidate = step(candidate, spec, size, limit)
+        size = len(pack_body(candidate))
     m = candidate.measurement
     if m.trimmed:
         candidate = candidate.with_(measurement=derive(m, spec))  # the figures of what is kept
-    if len(pack_body(candidate)) > limit:
+        size = len(pack_body(candidate))
+    if size > limit:
         return None
     if not m.trimmed:
         return body
