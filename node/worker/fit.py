@@ -22,7 +22,8 @@ cut in `Measurement.trimmed` (shown in the result's row):
 Every count (tokens, requests, end-to-end times) stays whole. The rule: every figure a cut result
 shows is derived from the records it carries. After cutting, the worker calls `protocol.derive` on
 what it kept, so the submitter's check (`scheduler.check_figures`) derives the same figures again.
-What still does not fit is `None`: the runner reports the task failed `too_large` instead of sealing.
+What still does not fit is `None`: the worker (`node.worker.job.signed_result`) reports the task
+failed `too_large` instead of sealing.
 """
 
 from __future__ import annotations
