@@ -103,6 +103,9 @@ class RequestRecord(Value):
     e2e_ms: float = Field(ge=0)
     token_times_ms: tuple[float, ...] = ()
     output_text: str = Field(default="", max_length=200_000)
+    # True: the worker dropped this text so that the result fits one envelope (`node.worker.fit`);
+    # ROUGE then scores only the requests that kept theirs.
+    text_dropped: bool = False
     tokens_counted: bool = False  # True: counted by us, not reported by the server's usage chunk
     started_s: float = Field(default=0.0, ge=0)  # when it was sent, seconds since the run began
     error: ErrorKind | None = None

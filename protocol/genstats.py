@@ -47,15 +47,16 @@ def _median_or_zero(values: Sequence[float | None]) -> float:
 
 
 def score_rouge(records: Sequence[RequestRecord], spec: GenerateSpec) -> Rouge | None:
-    """ROUGE-1/2/L F1 averaged over successful requests whose prompt has a reference; None if not asked."""
+    """ROUGE-1/2/L F1 averaged over successful requests whose prompt has a reference and whose text
+    the result kept; None if not asked, or if every such text was dropped to fit (nothing to score)."""
     if "rouge" not in spec.quality:
         return None
     references = {p.id: p.reference for p in spec.prompts if p.reference}
-    scores = [
-        rouge.score(r.output_text, references[r.prompt_id])
-        for r in records
-        if r.error is None and r.prompt_id in references
-    ]
+    scorable = [r for r in records if r.error is None and r.prompt_id in references]
+    kept = [r for r in scorable if not r.text_dropped]
+    if scorable and not kept:
+        return None
+    scores = [rouge.score(r.output_text, references[r.prompt_id]) for r in kept]
     if not scores:
         return Rouge(rouge1=0.0, rouge2=0.0, rouge_l=0.0, scored=0)
     n = len(scores)

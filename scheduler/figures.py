@@ -10,6 +10,7 @@ of another platform's float library. Refused, as a `Refusal`:
 
 - `invalid`: numbers that cannot be a measurement of this task: NaN or infinity anywhere, a negative
   duration (a sample, a load, a first inference, a gap between tokens, a first token after the end),
+  a record that says its text was dropped (`node.worker.fit`) but carries one,
   a duration longer than the task's whole timeout, counts that do not fit the task or each other
   (processes, loads, runs per process, samples, records), a request ending after the run did.
 - `inconsistent`: a figure its raw parts contradict, named with the worker's value and the derived one.
@@ -152,6 +153,8 @@ def _records(stats: GenerationStats, limit_ms: float, spec: TaskSpec) -> Iterato
         yield from _duration(f"{where}.e2e_ms", r.e2e_ms, limit_ms, spec)
         if r.ttft_ms is not None and r.ttft_ms > r.e2e_ms * (1 + REL_TOL) + ABS_TOL:
             yield f"{where}.ttft_ms: first token at {r.ttft_ms!r} ms, after the end at {r.e2e_ms!r} ms"
+        if r.text_dropped and r.output_text:
+            yield f"{where}.output_text: a text kept although the record says it was dropped"
         times = r.token_times_ms
         if any(t < 0 for t in times) or any(b < a for a, b in itertools.pairwise(times)):
             yield f"{where}.token_times_ms: a negative time or gap between tokens"

@@ -86,7 +86,7 @@ def signed_result(
         measurement=measurement,
         finished_at=time.time(),
     )
-    if (body := fit_result(whole)) is None:
+    if (body := fit_result(whole, job.offer.spec)) is None:
         cause = f"the result does not fit one envelope of {MAX_ENVELOPE} bytes even cut"
         return failure(job, FailureReason.TOO_LARGE, Stage.RUN, cause)
     envelope = seal(body, DOMAIN_RESULT, key)
