@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/scale.py [--workers 100] [--tasks 0] [--gates 1]
 
-Starts gates and `--workers` `sark-node join` processes on loopback (started all at once), then
+Starts gates and `--workers` `sark-node join` processes on loopback (`--batch` at a time: each probes
+its device in a child that imports the runtimes, too much for 2 cores a hundred at once), then
 `sark-node peers --json` as a fresh process (how many workers it lists, and how long it took), then a
 fresh submitter that runs a campaign: with `--tasks 0` (the default) one job with `devices: all`, one
 task per worker; otherwise `--tasks` small jobs of `devices: 1`. At most `MAX_INFLIGHT` tasks run at
@@ -72,7 +73,7 @@ class PeakRss:
                 self.peaks[pid] = max(self.peaks[pid], tree_rss_mib(pid))
 
 
-def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
+def run(workers: int, tasks: int, gates: int, batch: int) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="sark-scale-"))
     lab = Lab(work, record_ttl=120.0)
     try:
@@ -80,7 +81,7 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
         gate_addrs = [lab.gate(f"gate{i}").ready["addrs"][0] for i in range(gates)]
         started = time.perf_counter()
         gate_flags = [flag for addr in gate_addrs for flag in ("--gate", addr)]
-        procs = start_workers(lab, workers, gate_addrs[0], me, *gate_flags[2:])
+        procs = start_workers(lab, workers, gate_addrs[0], me, *gate_flags[2:], batch=batch)
         join_s = time.perf_counter() - started
         idle = [tree_rss_mib(p.popen.pid) for p in procs]
         total_rss = sum(idle) + sum(tree_rss_mib(g.popen.pid) for g in lab.procs if g not in procs)
@@ -115,7 +116,7 @@ def run(workers: int, tasks: int, gates: int) -> dict[str, Any]:
         lab.close()
         shutil.rmtree(work, ignore_errors=True)
     return {
-        "workers": workers, "gates": gates, "tasks": tasks or workers, "completed": len(rows),
+        "workers": workers, "gates": gates, "batch": batch, "tasks": tasks or workers, "completed": len(rows),
         "workers_join_s": join_s, "peers_listed": len(listed), "peers_s": peers_s,
         "discovered": discovered["peers"], "discovery_s": discovered["seconds"],
         "total_idle_rss_mib": total_rss,
@@ -130,9 +131,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=100)
     parser.add_argument("--tasks", type=int, default=0, help="0: one devices: all job (a task per worker)")
     parser.add_argument("--gates", type=int, default=1)
+    parser.add_argument(
+        "--batch", type=int, default=10, help="workers started at a time (each probes its device)"
+    )
     args = parser.parse_args()
-    r = run(args.workers, args.tasks, args.gates)
-    print(f"{r['workers']} workers joined in {r['workers_join_s']:.1f} s ({r['gates']} gate(s))")
+    r = run(args.workers, args.tasks, args.gates, args.batch)
+    print(
+        f"{r['workers']} workers joined in {r['workers_join_s']:.1f} s, {r['batch']} at a time ({r['gates']} gate(s))"
+    )
     print(
         f"`peers` (a fresh process) listed {r['peers_listed']}/{r['workers']} workers in {r['peers_s']:.1f} s"
     )

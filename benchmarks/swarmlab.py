@@ -33,15 +33,23 @@ def submitter_id(data_dir: Path) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def start_workers(lab: Lab, count: int, gate: str, submitter: str, *extra: str) -> list[Proc]:
-    """`count` workers started at once (each `join --events`), then waited for."""
-    procs = []
-    for i in range(count):
-        args = ["join", "--listen", LOOPBACK, "--data-dir", str(lab.root / f"w{i}"), "--allow", submitter,
-                "--gate", gate, "--no-calibrate", "--events", *extra]  # fmt: skip
-        procs.append(lab.start(f"w{i}", [*SARK, *args]))
-    for proc in procs:
-        proc.ready = proc.wait_event("ready", 600)
+def start_workers(
+    lab: Lab, count: int, gate: str, submitter: str, *extra: str, batch: int | None = None
+) -> list[Proc]:
+    """`count` workers (each `join --events`), started `batch` at a time (default: all at once), each
+    batch waited for before the next: every `join` probes its device in a child that imports the
+    runtimes, and 100 such children at once on 2 cores starve every node's event loop for minutes."""
+    procs: list[Proc] = []
+    step = batch or count
+    for first in range(0, count, step):
+        started = []
+        for i in range(first, min(first + step, count)):
+            args = ["join", "--listen", LOOPBACK, "--data-dir", str(lab.root / f"w{i}"), "--allow", submitter,
+                    "--gate", gate, "--no-calibrate", "--events", *extra]  # fmt: skip
+            started.append(lab.start(f"w{i}", [*SARK, *args]))
+        for proc in started:
+            proc.ready = proc.wait_event("ready", 600)
+        procs += started
     return procs
 
 
