@@ -136,9 +136,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     r = run(args.workers, args.tasks, args.gates, args.batch)
-    print(
-        f"{r['workers']} workers joined in {r['workers_join_s']:.1f} s, {r['batch']} at a time ({r['gates']} gate(s))"
-    )
+    joined = f"{r['workers_join_s']:.1f} s, {r['batch']} at a time"
+    print(f"{r['workers']} workers joined in {joined} ({r['gates']} gate(s))")
     print(
         f"`peers` (a fresh process) listed {r['peers_listed']}/{r['workers']} workers in {r['peers_s']:.1f} s"
     )
