@@ -90,7 +90,7 @@ def test_bench_json_with_input_overrides(tmp_path: Path) -> None:
         (("bench", "{model}", "--unit", "CPU (ONNX)", "--timeout", "0"), 2, "timeout_s"),
         (("bench", "{tmp}/weights.bin", "--unit", "CPU (ONNX)"), 2, "weights.bin: unknown model format"),
         (
-            ("bench", "{model}", "--unit", "CPU (ONNX)", "--runs", "100000", "--timeout", "1.5"),
+            ("bench", "{model}", "--unit", "CPU (ONNX)", "--runs", "80000", "--timeout", "1.5"),
             1,
             "timed out",
         ),

@@ -58,9 +58,8 @@ async def swarm(root: Path, workers: int) -> AsyncIterator[Swarm]:
 
 def _advert(seed: bytes, peer: str, *, seq: int, lifetime: float = 60.0, name: str = "d") -> bytes:
     now = time.time()
-    body = AdvertBody(
-        peer_id=peer, seq=seq, issued_at=now - 1, expires_at=now + lifetime, profile=make_profile(name)
-    )
+    profile = make_profile("d").with_(device_name=name)  # with_ does not validate: an oversized name stays
+    body = AdvertBody(peer_id=peer, seq=seq, issued_at=now - 1, expires_at=now + lifetime, profile=profile)
     return pack_body(seal(body, DOMAIN_ADVERT, seed))
 
 
