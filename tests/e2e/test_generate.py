@@ -95,6 +95,9 @@ def test_truncated_gguf_fails_named_on_a_worker(swarm: Swarm, tmp_path: Path) ->
         assert worker.popen.poll() is None, worker.log_excerpt()
 
 
+# The whole SmolLM2 loaded by each worker (issue 16): about 2 minutes alone on 2 cores, beyond pytest's
+# 300 s while another suite shares the cores (issue 23); the wait is bounded all the same.
+@pytest.mark.timeout(900)
 def test_devices_all_generates_on_both_and_gpu_is_unschedulable(swarm: Swarm, tmp_path: Path) -> None:
     jobs = [_job(devices="all", quality=["rouge"]), _job("GPU (PyTorch)", prompts=1, devices=1)]
     code, outcome, stderr = _submit(swarm, _campaign(tmp_path / "all", GGUF, jobs, linked=True))
@@ -129,6 +132,9 @@ def test_devices_all_generates_on_both_and_gpu_is_unschedulable(swarm: Swarm, tm
     assert report.count("<svg") >= 2  # the generation pictures, inline
 
 
+# The whole SmolLM2 loaded by each worker (issue 16): about 2 minutes alone on 2 cores, beyond pytest's
+# 300 s while another suite shares the cores (issue 23); the wait is bounded all the same.
+@pytest.mark.timeout(900)
 def test_worker_killed_mid_generation_is_redispatched_with_one_result(swarm: Swarm, tmp_path: Path) -> None:
     campaign = _campaign(tmp_path / "kill", GGUF, [_job(prompts=4, tokens=16, devices=1)], linked=True)
     submitter = swarm.start_submit(
@@ -139,7 +145,7 @@ def test_worker_killed_mid_generation_is_redispatched_with_one_result(swarm: Swa
     swarm.lab.kill(swarm.workers[victim])
 
     assert _wait(submitter, "lapsed")["peer"] == victim
-    outcome = _wait(submitter, "outcome", timeout=300)
+    outcome = _wait(submitter, "outcome", timeout=600)
     assert outcome["accepted"] == 1
     [row] = _rows(outcome)  # exactly one result for the one task
     assert row["Status"] == "Complete"

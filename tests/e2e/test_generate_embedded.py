@@ -37,11 +37,14 @@ def _shrunk(tmp_path: Path) -> Path:
     return path
 
 
+# The whole SmolLM2 loaded by each worker (issue 16): about 2 minutes alone on 2 cores, beyond pytest's
+# 300 s while another suite shares the cores (issue 23); the wait is bounded all the same.
+@pytest.mark.timeout(900)
 def test_the_example_runs_on_the_embedded_swarm(tmp_path: Path) -> None:
     campaign = _shrunk(tmp_path)
     args = ["submit", str(campaign), "--workers", "1", "--wait-peers", "1", "--json"]
     args += ["--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
-    done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=800, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
 
