@@ -30,6 +30,7 @@ Modules:
     endpointrun  one endpoint task -> Measurement (the worker runs it in its own loop)
     probechild detect_profile_apart, probe_servers_apart: the device probe, calibration and
                declared-server probes in a spawned child; the parent reads the result as JSON
+    spawning   children started apart leave Ctrl-C (SIGINT to the process group) to their parent
     errors     DriverError, TaskFailed, ProbeFailed
 
 The package's names load lazily, on first use: `import drivers` costs nothing, and a process that

@@ -23,6 +23,7 @@ from drivers.errors import TaskFailed
 from drivers.formats import detect_format
 from drivers.jobs import ChildJob, ProcessResult, spawned
 from drivers.models import sha256_file
+from drivers.spawning import start_apart
 from protocol import FailureReason, Measurement, ModelFormat, Phase, RunConditions, Stage, TaskSpec
 from protocol.aggregate import NO_SAMPLES, derive
 from protocol.genstats import summarize_generation
@@ -96,7 +97,7 @@ def _run_child(
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
     process = ctx.Process(target=spawned, args=(sender, job), name="sark-measure", daemon=True)
-    process.start()
+    start_apart(process)
     sender.close()
     try:
         return _collect(receiver, process, job, deadline, on_progress, cancel)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
+from drivers.spawning import ignore_interrupts
 from protocol import InputFed, ModelFormat, RequestRecord, TaskSpec
 
 
@@ -61,6 +62,7 @@ class ProcessResult:
 
 def spawned(conn: Connection, job: ChildJob) -> None:
     """Entry point of a spawned measuring child: the generate side or the model side; never raises."""
+    ignore_interrupts()
     if job.spec.generate is None:
         from drivers import child
 

@@ -25,6 +25,7 @@ import trio
 from pydantic import ValidationError
 
 from drivers.errors import ProbeFailed
+from drivers.spawning import ignore_interrupts, start_apart
 from protocol import DeviceProfile, EndpointStatus
 
 PROFILE_TIMEOUT_S: Final = 300.0  # a cold page cache makes `import torch` alone take 10 s
@@ -91,7 +92,7 @@ async def _run_apart(job: ProbeJob, timeout_s: float) -> str:
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
     process = ctx.Process(target=main, args=(sender, job), name="sark-probe", daemon=True)
-    process.start()
+    start_apart(process)
     sender.close()
     stage = "start"
     try:
@@ -132,6 +133,7 @@ def _exit_detail(code: int | None) -> str:
 
 def main(conn: Connection, job: ProbeJob) -> None:
     """Entry point of the spawned child: probe, send the JSON text or the failure; never raises."""
+    ignore_interrupts()
     stage = "start"
 
     def enter(name: str) -> None:

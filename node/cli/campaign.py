@@ -25,6 +25,7 @@ from node.cli.options import (
     as_tuple,
     build_config,
     fail,
+    resume_flags,
     run,
 )
 from node.events import json_lines, quiet
@@ -177,7 +178,9 @@ def submit(
     options = _options(out, wait_peers, discover_timeout, workers, events, rediscover)
     text = _read_campaign(campaign) if campaign is not None else ""
     keys = _keys_for(config, text, campaign, resume)
-    options = dataclasses.replace(options, keys=keys, resume_flags=_flags(gate_addrs, data_dir, config_file))
+    options = dataclasses.replace(
+        options, keys=keys, resume_flags=resume_flags(gate_addrs, data_dir, config_file)
+    )
     view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:
@@ -203,14 +206,6 @@ def submit(
         _report(outcome, as_json)
     fail_if_nobody(outcome)
     exit_for(outcome.tasks, strict=strict)
-
-
-def _flags(gates: list[str] | None, data_dir: Path | None, config_file: Path | None) -> str:
-    """The node flags a command was given, to repeat in the `--resume` line."""
-    words = [f"--gate {g}" for g in gates or ()]
-    words += [f"--data-dir {data_dir}"] if data_dir else []
-    words += [f"--config {config_file}"] if config_file else []
-    return "".join(f" {w}" for w in words)
 
 
 def _report(outcome: Any, as_json: bool) -> None:

@@ -111,6 +111,14 @@ class InterruptedExit(SystemExit):
     an exit 130 that typer made of a KeyboardInterrupt outside `run`)."""
 
 
+def resume_flags(gates: list[str] | None, data_dir: Path | None, config_file: Path | None) -> str:
+    """The node flags a command was given, to repeat in the `--resume` line."""
+    words = [f"--gate {g}" for g in gates or ()]
+    words += [f"--data-dir {data_dir}"] if data_dir else []
+    words += [f"--config {config_file}"] if config_file else []
+    return "".join(f" {w}" for w in words)
+
+
 def interrupted(line: str = "interrupted") -> NoReturn:
     """One line on stderr, then exit 130: the user stopped the command (Ctrl-C), nothing failed."""
     typer.echo(line, err=True)

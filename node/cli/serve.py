@@ -20,8 +20,10 @@ from node.cli.options import (
     build_config,
     fail,
     guard,
+    resume_flags,
     run,
 )
+from node.errors import Interrupted
 from node.events import json_lines, quiet
 
 HttpOpt = Annotated[str, typer.Option("--http", help="HOST:PORT to serve on (port 0: any free port)")]
@@ -84,6 +86,7 @@ def serve(
     sink = json_lines if events else quiet
     from node.submitter.discovery import DiscoveryConfig
 
+    stop = trio.Event()
     options = ServeOptions(
         results_dir=out or config.data.results,
         events=sink,
@@ -93,6 +96,7 @@ def serve(
         allowed_hosts=allowed_hosts,
         allow_origins=allow_origins,
         key_source=os.environ.get,  # only the variables a posted campaign names are read
+        stop=stop,
     )
 
     async def main() -> None:
@@ -101,8 +105,29 @@ def serve(
             sink("http", url=url, port=int(url.rsplit(":", 1)[1]), peer_id=state.node.host.peer_id)
             if not events:
                 typer.echo(f"serving {url}/api and the dashboard at {url}/", err=True)
+            await stop.wait()  # Ctrl-C: running campaigns withdraw their tasks before the node goes
+            stopped = await state.wind_down()
+            nursery.cancel_scope.cancel()
+        raise Interrupted(stopped_line(stopped, resume_flags(gate_addrs, data_dir, config_file)))
 
-    run(main, verbose=verbose)
+    run(main, verbose=verbose, stop=stop)
+
+
+def stopped_line(campaign_ids: list[str], flags: str) -> str:
+    """What `serve` says on Ctrl-C: the campaigns it stopped and how to go on with each."""
+    if not campaign_ids:
+        return "stopped serving"
+    if len(campaign_ids) == 1:
+        cid = campaign_ids[0]
+        return (
+            f"stopped serving; campaign {cid} stopped, its leases released; "
+            f"resume it with: sark-node submit --resume {cid}{flags}"
+        )
+    ids = ", ".join(campaign_ids)
+    return (
+        f"stopped serving; campaigns {ids} stopped, their leases released; "
+        f"resume each with: sark-node submit --resume ID{flags}"
+    )
 
 
 def _bind(http: str, token: str | None) -> tuple[str, int]:

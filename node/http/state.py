@@ -20,7 +20,7 @@ import trio
 
 import scheduler as sch
 from node.config import NodeConfig
-from node.errors import DiskFull
+from node.errors import CampaignInterrupted, DiskFull
 from node.events import EventSink, quiet
 from node.http.errors import BadRequest
 from node.http.vetting import (
@@ -83,6 +83,8 @@ class ServeOptions:
     allowed_hosts: tuple[str, ...] = ()
     allow_origins: tuple[str, ...] = ()
     key_source: Callable[[str], str | None] = field(default=lambda _: None, repr=False)
+    stop: trio.Event | None = None
+    """Set on Ctrl-C: every running campaign withdraws what is out and is stored "interrupted"."""
 
 
 @dataclass
@@ -103,6 +105,7 @@ class Live:
     scope: trio.CancelScope
     files: dict[str, Path] = field(default_factory=dict)
     keys: Mapping[str, str] = field(default_factory=dict, repr=False)  # black-box API keys, memory only
+    ended: trio.Event = field(default_factory=trio.Event)
     status: CampaignStatus = CampaignStatus.RUNNING
     """RUNNING until the loop stopped and, for a finished campaign, its files are written and listed:
     the API says "completed" only then (the seeds poll, then list and download at once)."""
@@ -195,11 +198,22 @@ class ApiState:
         return pinned
 
     async def _run(self, live: Live) -> None:
+        try:
+            await self._drive(live)
+        finally:
+            live.ended.set()
+
+    async def _drive(self, live: Live) -> None:
         cid = live.run.campaign_id
         with live.scope:
             try:
-                events = self.options.events
-                await drive(self.node, live.run, self.store, self._discovery, events=events, keys=live.keys)
+                events, stop = self.options.events, self.options.stop
+                await drive(
+                    self.node, live.run, self.store, self._discovery, events=events, keys=live.keys, stop=stop
+                )
+            except CampaignInterrupted:  # Ctrl-C: withdrawn and stored "interrupted" by the loop
+                live.status = CampaignStatus.INTERRUPTED
+                return
             except Exception:  # a task boundary: one campaign's crash must not stop the server
                 log.exception("campaign %s stopped on an internal error", cid)
                 mark_failed(self.store, live.run)
@@ -225,6 +239,13 @@ class ApiState:
         flat = self.options.results_dir / f"{cid}_{stamp}_results.csv"
         write_whole(flat, files["csv"].read_text())
         return {**files, "flat_csv": flat}
+
+    async def wind_down(self) -> list[str]:
+        """After `stop` was set: wait until every running campaign has withdrawn its tasks; their ids."""
+        running = [live for live in self.live.values() if not live.ended.is_set()]
+        for live in running:
+            await live.ended.wait()
+        return [live.run.campaign_id for live in running if live.status == CampaignStatus.INTERRUPTED]
 
     def campaign(self, campaign_id: str) -> CampaignState | None:
         """A campaign by id, live or stored (None if this node never ran it)."""

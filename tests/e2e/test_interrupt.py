@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import signal
 import sqlite3
 from pathlib import Path
@@ -84,8 +85,32 @@ def test_ctrl_c_stops_serve_and_gate_with_one_line(tmp_path: Path) -> None:
         _wait(serve, "http", timeout=60)
         for proc in (serve, gate):
             proc.popen.send_signal(signal.SIGINT)
-        for proc in (serve, gate):
+        for proc, line in ((serve, "interrupted: stopped serving"), (gate, "interrupted")):
             assert proc.popen.wait(timeout=60) == 130, proc.log_excerpt()
-            assert _stderr(proc) == ["interrupted"], proc.log_excerpt()
+            assert _stderr(proc) == [line], proc.log_excerpt()
     finally:
         lab.close()
+
+
+def test_ctrl_c_from_a_terminal_reaches_every_child_and_still_prints_one_line(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C goes to the whole process group: README's main command (its embedded swarm
+    in the same process, the measuring child apart) gets it mid-measurement. The child leaves it to
+    its parent: one line, exit 130, no child's traceback, and the campaign stored "interrupted"."""
+    campaign = write_campaign(tmp_path / "c.yaml", {
+        "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", **MEASURED_JOB}],
+    })  # fmt: skip
+    data = tmp_path / "data"
+    lab = CampaignLab(tmp_path)
+    try:
+        args = ["submit", str(campaign), "--events", "--data-dir", str(data), "--out", str(tmp_path / "out")]
+        submitter = lab.start("submit", [*SARK, *args])
+        campaign_id = _wait(submitter, "campaign")["campaign"]
+        _wait(submitter, "heartbeat", phase="measuring")
+        os.killpg(submitter.popen.pid, signal.SIGINT)  # as the terminal does: the whole group
+        assert submitter.popen.wait(timeout=60) == 130
+    finally:
+        lab.close()
+    lines = _stderr(submitter)
+    assert len(lines) == 1, lines
+    assert f"sark-node submit --resume {campaign_id}" in lines[0]
+    assert _stored(data, campaign_id)[0] == "interrupted"

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -95,8 +95,9 @@ def _pump(served: Served) -> None:
             served.events.put(json.loads(line))
 
 
-def start_serve(root: Path, *extra: str, timeout: float = 60.0) -> Served:
-    """Start `serve` on 127.0.0.1:0 with an embedded swarm that may fetch loopback http URLs."""
+def start_serve(root: Path, *extra: str, timeout: float = 60.0, stderr: IO[str] | None = None) -> Served:
+    """Start `serve` on 127.0.0.1:0 with an embedded swarm that may fetch loopback http URLs (its
+    stderr into the open file `stderr`, else dropped)."""
     args = [
         "serve",
         "--http",
@@ -114,7 +115,7 @@ def start_serve(root: Path, *extra: str, timeout: float = 60.0) -> Served:
     popen = subprocess.Popen(
         [*SARK, *args],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if stderr is None else stderr,
         text=True,
         start_new_session=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
