@@ -190,8 +190,14 @@ class _Load:
             deadline = min(deadline, sent + self.options.request_timeout_s)
         body = request_body(self.server.model, prompt, self.spec)
         outcome = await complete(self.client, self.server, body, deadline=deadline, retry=self.options.retry)
-        record = outcome.record.with_(prompt_id=prompt.id, started_s=sent - self.start)
-        self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries))
+        record = outcome.record.with_(
+            prompt_id=prompt.id,
+            started_s=sent - self.start,
+            input_tokens_asked=prompt.input_tokens,
+            output_tokens_asked=prompt.output_tokens,
+            dataset_seed=self.spec.dataset_seed,
+        )
+        self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries, outcome.reasoning))
 
 
 def _median_ms(values_ns: list[int]) -> float | None:

@@ -27,6 +27,7 @@ from protocol.errors import LocalProtocolError, ProtocolError, RecordError, Remo
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
     FORMULAS,
+    ChatMessage,
     Endpoint,
     ErrorKind,
     GenerateSpec,
@@ -35,6 +36,7 @@ from protocol.generation import (
     RequestRecord,
     Rouge,
     Slo,
+    TokenizerPin,
 )
 from protocol.machine import TRANSITIONS, Conversation, Role, State
 from protocol.messages import (
@@ -160,6 +162,7 @@ __all__ = [
     "Failure",
     "FailureReason",
     "FrameDecoder",
+    "ChatMessage",
     "GenerateSpec",
     "GenerationStats",
     "GpuInfo",
@@ -193,6 +196,7 @@ __all__ = [
     "ReleaseBody",
     "RemoteProtocolError",
     "RequestRecord",
+    "TokenizerPin",
     "Result",
     "ResultBody",
     "Role",
