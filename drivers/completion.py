@@ -6,9 +6,10 @@ arrives, before it is parsed; the parse time is kept apart as the client's own o
 the first read that carried output text of any kind (answer or reasoning), TTFO the first that
 carried answer text, E2E the last one (not the usage chunk). Output tokens come from the usage chunk
 (`token_source` server-usage); without one they are counted one per delta and flagged
-`tokens_counted` (`chunks`), until a pinned tokenizer counts them (`drivers.tokencount`). A 429 or 5xx is retried after its `Retry-After` (or a doubling back-off), within a
-bounded number of retries and a bounded total wait. Every failure is a record with an error kind; the
-API key goes only into the Authorization header and is scrubbed from every detail.
+`tokens_counted` (`chunks`), until a pinned tokenizer counts them (`drivers.tokencount`). A 429 or
+5xx is retried after its `Retry-After` (or a doubling back-off), within a bounded number of retries
+and a bounded total wait. Every failure is a record with an error kind; the API key goes only into
+the Authorization header and is scrubbed from every detail.
 """
 
 from __future__ import annotations

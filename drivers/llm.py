@@ -20,7 +20,16 @@ from typing import Any, Final
 from drivers.errors import TaskFailed
 from drivers.torchrt import TorchDriver
 from node.build import not_installed
-from protocol import ChatMessage, ComputeUnit, FailureReason, GenerateSpec, ModelFormat, Prompt, RequestRecord, UnitStatus
+from protocol import (
+    ChatMessage,
+    ComputeUnit,
+    FailureReason,
+    GenerateSpec,
+    ModelFormat,
+    Prompt,
+    RequestRecord,
+    UnitStatus,
+)
 
 GENERATIVE_UNITS: Final = (ComputeUnit.CPU_TORCH, ComputeUnit.GPU_TORCH)
 GENERATIVE_FORMATS: Final = frozenset({ModelFormat.GGUF, ModelFormat.SAFETENSORS})

@@ -186,7 +186,7 @@ def _usage(usage: object) -> Usage | None:
     prompt_ok = isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0
     details = usage.get("completion_tokens_details")
     reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    reasoning_ok = isinstance(reasoning, int) and not isinstance(reasoning, bool) and 0 <= reasoning
+    reasoning_ok = isinstance(reasoning, int) and not isinstance(reasoning, bool) and reasoning >= 0
     return Usage(
         prompt if prompt_ok and isinstance(prompt, int) else 0,
         completion,

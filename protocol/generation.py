@@ -75,6 +75,8 @@ class TokenizerPin(Value):
     """A tokenizer the campaign pinned: its name, the sha256 of its `tokenizer.json`, and (for a
     worker to count a server's output with) the file itself, zlib-compressed."""
 
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
     name: str = Field(min_length=1, max_length=128)
     sha256: str = Field(pattern=SHA256_PATTERN)
     data: bytes = Field(default=b"", max_length=MAX_TOKENIZER_BYTES, repr=False)
