@@ -59,6 +59,7 @@ class EndpointRun:
         read_overhead_ms: median parse time of one read (chunk) of a stream.
         retries: 429 / 5xx retries over the run.
         seed: the open loop's seed, None for a closed loop.
+        reasoning: each record's reasoning text (not kept in the record; a pinned tokenizer counts it).
     """
 
     records: tuple[RequestRecord, ...]
@@ -68,6 +69,7 @@ class EndpointRun:
     read_overhead_ms: float | None
     retries: int
     seed: int | None
+    reasoning: tuple[str, ...] = ()
 
 
 def completions_url(url: str, chat: bool) -> str:
@@ -123,6 +125,7 @@ async def drive_endpoint(
         read_overhead_ms=_median_ms([ns for o in outcomes for ns in o.parse_ns]),
         retries=sum(o.retries for o in outcomes),
         seed=seed,
+        reasoning=tuple(o.reasoning for o in outcomes),
     )
 
 

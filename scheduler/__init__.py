@@ -15,7 +15,6 @@ Modules:
     prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
     datablock  a generate block's tokenizer: and dataset: fields -> the pinned tokenizer and its prompts
     dataset    random prompts of exact token lengths from a seed (splitmix64), ShareGPT conversations
-    tokenizer  a pinned tokenizer.json: pin (name, sha256, compressed bytes), unpack, Pinned (encode)
     summaries  the built-in summaries set, written for this project
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)

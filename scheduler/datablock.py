@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from protocol import Prompt, TokenizerPin
+from protocol.tokenizer import Pinned, TokenizerError, pin
 from scheduler import dataset
 from scheduler.problems import Problems, check_keys, describe
-from scheduler.tokenizer import Pinned, TokenizerError, pin
 
 DATASET_KINDS: Final = ("random", "sharegpt")
 RANDOM_FIELDS: Final = ("input_tokens", "output_tokens", "seed")

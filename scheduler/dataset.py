@@ -36,7 +36,7 @@ DEFAULT_PROMPTS: Final = 100
 
 
 class Vocabulary(Protocol):
-    """A pinned tokenizer as the dataset uses it (`scheduler.tokenizer.Pinned`)."""
+    """A pinned tokenizer as the dataset uses it (`protocol.tokenizer.Pinned`)."""
 
     def encode(self, text: str) -> list[int]:
         """The token ids of `text`, without special tokens."""

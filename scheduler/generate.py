@@ -14,12 +14,12 @@ import yaml
 from pydantic import ValidationError
 
 from protocol import GenerateSpec, Prompt, TaskSpec, TokenizerPin
+from protocol.tokenizer import Pinned
 from scheduler import prompts as prompt_sets
 from scheduler.datablock import Made, dataset_files, made_dataset, tokenizer_of
 from scheduler.endpoints import LOAD_FIELDS, load_levels
 from scheduler.inputdata import input_data_files
 from scheduler.problems import Problems, check_keys, describe, dig
-from scheduler.tokenizer import Pinned
 
 GENERATE_FIELDS: Final = (
     "prompts",

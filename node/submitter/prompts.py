@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Final
 
 import scheduler as sch
-from scheduler.tokenizer import FOLDER_FILE
+from protocol.tokenizer import FOLDER_FILE
 
 MAX_PROMPTS_FILE: Final = 64 << 20  # MAX_PROMPTS x MAX_PROMPT_CHARS is about this much text
 

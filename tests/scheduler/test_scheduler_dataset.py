@@ -1,27 +1,19 @@
 """Datasets of generate jobs: random prompts of exact token lengths from a seed, ShareGPT conversations.
 
-The tokenizer is a real one: a byte-level BPE trained here with the `tokenizers` library (the format
-of every Hugging Face `tokenizer.json`), so no file is downloaded.
+The tokenizer is a real one: a byte-level BPE trained with the `tokenizers` library (`lab.bpe`).
 """
 
 from __future__ import annotations
 
 import json
-from functools import cache
 
 import pytest
 
 import scheduler as sch
 from protocol import GenerateSpec
+from protocol.tokenizer import Pinned, TokenizerError, pin, unpack
 from scheduler.dataset import MAX_INPUT_TOKENS, Draws, Lengths
-from scheduler.tokenizer import Pinned, TokenizerError, pin, unpack
-
-CORPUS = [
-    "The quick brown fox jumps over the lazy dog while the cat watches from the warm windowsill.",
-    "Benchmarks measure what a device does; a figure without its formula cannot be compared.",
-    "Servers batch several tokens per chunk, and speculative decoding breaks chunk equals token.",
-    "Numbers 0123456789, punctuation (like this!), and symbols #@%& keep the vocabulary varied.",
-] * 20
+from tests.lab.bpe import tokenizer_json
 
 CAMPAIGN = """
 name: random
@@ -33,24 +25,6 @@ jobs:
       num_prompts: %d
       max_new_tokens: 32
 """
-
-
-@cache
-def tokenizer_json() -> bytes:
-    """A small byte-level BPE tokenizer, trained on `CORPUS` (deterministic)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(CORPUS, trainer)
-    return tokenizer.to_str().encode()
 
 
 def _spec(dataset: object, count: int, files: dict[str, bytes] | None = None) -> GenerateSpec:

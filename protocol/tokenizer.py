@@ -6,7 +6,7 @@ row's `TokenSource` names: `tokenizer:<name>@<first 12 hex>`), and the file itse
 for the worker that counts a server's output with it (`drivers.tokencount`, in a child). On the
 submitter it builds random datasets (`scheduler.dataset`): the bytes are parsed by the `tokenizers`
 library (no code runs; the file is bounded by `MAX_TOKENIZER_FILE`), imported only when a campaign
-pins one.
+pins one. Pure like the rest of `protocol`: the submitter and the worker share it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from protocol import TokenizerPin
-from protocol.generation import MAX_TOKENIZER_BYTES
+from protocol.generation import MAX_TOKENIZER_BYTES, TokenizerPin
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
