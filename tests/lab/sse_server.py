@@ -42,6 +42,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, object]
+    raw: bytes = b""  # the body's bytes as sent
 
 
 def chunk_event(text: str, *, chat: bool = True) -> bytes:
@@ -121,11 +122,12 @@ def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[Sse
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             raw = self.rfile.read(length) if length else b"{}"
-            self._answer(json.loads(raw))
+            self._answer(json.loads(raw), raw)
 
-        def _answer(self, body: dict[str, object]) -> None:
+        def _answer(self, body: dict[str, object], raw: bytes = b"") -> None:
             with lock:
-                state.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                state.seen.append(Seen(self.path, headers, body, raw))
                 key = f"{self.path} {prompt_of(body)}"
                 attempt = asked[key]
                 asked[key] += 1
