@@ -21,7 +21,8 @@ MAX_RECORDS: Final = 5_000
 MAX_TOKENIZER_BYTES: Final = 1 << 20  # a pinned tokenizer.json, compressed, inside one signed offer
 
 FORMULAS: Final[dict[str, str]] = {
-    "ttft_ms": "time from sending the request to the first output token, per request",
+    "ttft_ms": "time from sending the request to the first output token of any kind (answer or "
+    "reasoning), per request",
     "tpot_ms": "(e2e_ms - ttft_ms) / (output_tokens - 1), per request with at least 2 output tokens",
     "itl_ms": "every gap between consecutive output tokens, pooled over all requests",
     "e2e_ms": "time from sending the request to the last output token, per request",
