@@ -136,9 +136,7 @@ def test_dataset_problems_are_named_at_their_path() -> None:
 
 def test_a_pin_refuses_data_that_is_not_what_it_says() -> None:
     pinned = pin("tok", tokenizer_json())
-    noise = b"".join(
-        hashlib.sha256(str(i).encode()).digest() for i in range(40_000)
-    )  # 1.28 MB of noise
+    noise = b"".join(hashlib.sha256(str(i).encode()).digest() for i in range(40_000))  # 1.28 MB of noise
     assert pin("big", noise).data == b""  # too big for an offer: pinned by its digest only
     with pytest.raises(TokenizerError, match="sha256"):
         unpack(pinned.with_(sha256="0" * 64))
