@@ -28,6 +28,7 @@ Modules:
     endpoint   closed- and open-loop load against a model server; `run_endpoint` for the spawned child
     servers    model servers the owner declared (gray-box): list their models, try each, statuses
     endpointrun  one endpoint task -> Measurement (the worker runs it in its own loop)
+    tokencount  a server's output counted with the campaign's pinned tokenizer, in a spawned child
     probechild detect_profile_apart, probe_servers_apart: the device probe, calibration and
                declared-server probes in a spawned child; the parent reads the result as JSON
     spawning   children started apart leave Ctrl-C (SIGINT to the process group) to their parent

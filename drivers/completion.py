@@ -3,11 +3,13 @@
 The request is greedy (temperature 0), streamed (`stream: true`) and asks for the trailing usage
 chunk (`stream_options.include_usage`). Every read is timed on `time.perf_counter_ns` the moment it
 arrives, before it is parsed; the parse time is kept apart as the client's own overhead. TTFT is
-the first read that carried output text, E2E the last one (not the usage chunk). Output tokens come
-from the usage chunk; without one they are counted (one per content delta) and flagged
-`tokens_counted`. A 429 or 5xx is retried after its `Retry-After` (or a doubling back-off), within a
-bounded number of retries and a bounded total wait. Every failure is a record with an error kind; the
-API key goes only into the Authorization header and is scrubbed from every detail.
+the first read that carried output text of any kind (answer or reasoning), TTFO the first that
+carried answer text, E2E the last one (not the usage chunk). Output tokens come from the usage chunk
+(`token_source` server-usage); without one they are counted one per delta and flagged
+`tokens_counted` (`chunks`), until a pinned tokenizer counts them (`drivers.tokencount`). A 429 or
+5xx is retried after its `Retry-After` (or a doubling back-off), within a bounded number of retries
+and a bounded total wait. Every failure is a record with an error kind; the API key goes only into
+the Authorization header and is scrubbed from every detail.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import httpx
 import trio
 
 from drivers.sse import SseDecoder, SseEvent, StreamFault, Usage, read_chunk
-from protocol import ErrorKind, GenerateSpec, Prompt, RequestRecord
+from protocol import ChatMessage, ErrorKind, GenerateSpec, Prompt, RequestRecord
 
 MAX_BODY_BYTES: Final = 64 << 20
 MAX_TEXT_CHARS: Final = 200_000
@@ -73,6 +75,8 @@ class Attempt:
     sent_ns: int = field(default_factory=time.perf_counter_ns)
     times_ms: list[float] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
+    answer_ms: float | None = None  # the first answer (not reasoning) text
+    reasoning: list[str] = field(default_factory=list)
     usage: Usage | None = None
     done: bool = False
     finished: bool = False  # a finish_reason came: a body that then ends without [DONE] is complete
@@ -84,11 +88,13 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A request's record, the parse time of each read, and how many retries it took."""
+    """A request's record, the parse time of each read, how many retries it took, and the reasoning
+    text (not kept in the record; a pinned tokenizer counts it)."""
 
     record: RequestRecord
     parse_ns: tuple[int, ...]
     retries: int
+    reasoning: str = ""
 
 
 class _Failed(Exception):
@@ -103,20 +109,24 @@ class _Failed(Exception):
 
 
 def request_body(model: str, prompt: Prompt, spec: GenerateSpec) -> dict[str, object]:
-    """The JSON body: greedy, streamed, with usage; `ignore_eos` only when asked (not every server has it)."""
+    """The JSON body: greedy, streamed, with usage; the prompt's chat turns when a dataset gave them, its
+    own output length when it asks one; `ignore_eos` and `min_tokens` only when asked (not every
+    server has them)."""
     body: dict[str, object] = {"model": model}
     if spec.chat:
-        body["messages"] = [{"role": "user", "content": prompt.text}]
+        turns = prompt.messages or (ChatMessage(role="user", content=prompt.text),)
+        body["messages"] = [{"role": m.role, "content": m.content} for m in turns]
     else:
         body["prompt"] = prompt.text
+    max_tokens = prompt.output_tokens or spec.max_new_tokens
     body |= {
-        "max_tokens": spec.max_new_tokens,
+        "max_tokens": max_tokens,
         "temperature": 0,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    if spec.ignore_eos:
-        body["ignore_eos"] = True
+    if spec.ignore_eos:  # vLLM and SGLang take both; a server without them may refuse or ignore them
+        body |= {"ignore_eos": True, "min_tokens": max_tokens}
     return body
 
 
@@ -163,7 +173,7 @@ async def complete(
         if failure is not None and failure.status in RETRIED and retries:
             failure.detail += f" (after {retries} retries, {waited:.1f} s waited)"
         record = _record(attempt, failure, server.api_key)
-        return Outcome(record, tuple(attempt.parse_ns), retries)
+        return Outcome(record, tuple(attempt.parse_ns), retries, "".join(attempt.reasoning))
 
 
 async def _stream(
@@ -226,12 +236,17 @@ async def _read_events(response: httpx.Response, attempt: Attempt) -> None:
 
 
 def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
-    """Fold one read's events into the attempt: every content delta is timed at the read's arrival."""
+    """Fold one read's events into the attempt: every answer or reasoning delta is timed at the read's
+    arrival."""
     for event in events:
         chunk = read_chunk(event)
-        if chunk.text:
+        if chunk.text or chunk.reasoning:
             attempt.times_ms.append(attempt.since_sent_ms(arrived_ns))
+            attempt.reasoning.append(chunk.reasoning)
+        if chunk.text:
             attempt.text.append(chunk.text)
+            if attempt.answer_ms is None:
+                attempt.answer_ms = attempt.times_ms[-1]
         attempt.usage = chunk.usage or attempt.usage
         attempt.done = attempt.done or chunk.done
         attempt.finished = attempt.finished or chunk.finished
@@ -290,6 +305,7 @@ def _record(attempt: Attempt, failure: _Failed | None, api_key: str | None) -> R
     ended_ms = attempt.since_sent_ms(time.perf_counter_ns())
     times = attempt.times_ms
     usage = attempt.usage
+    thinking = sum(1 for r in attempt.reasoning if r)
     return RequestRecord(
         prompt_id="",
         prompt_tokens=usage.prompt_tokens if usage else 0,
@@ -299,6 +315,11 @@ def _record(attempt: Attempt, failure: _Failed | None, api_key: str | None) -> R
         token_times_ms=tuple(times),
         output_text="".join(attempt.text)[:MAX_TEXT_CHARS],
         tokens_counted=usage is None,
+        token_source="chunks" if usage is None else "server-usage",
+        chunks=len(times),
+        usage_tokens=usage.completion_tokens if usage else None,
+        ttfo_ms=attempt.answer_ms,
+        reasoning_tokens=usage.reasoning_tokens if usage and usage.reasoning_tokens else thinking,
         error=failure.kind if failure else None,
         error_detail=_scrub(failure.detail, api_key) if failure else "",
     )

@@ -59,6 +59,7 @@ class EndpointRun:
         read_overhead_ms: median parse time of one read (chunk) of a stream.
         retries: 429 / 5xx retries over the run.
         seed: the open loop's seed, None for a closed loop.
+        reasoning: each record's reasoning text (not kept in the record; a pinned tokenizer counts it).
     """
 
     records: tuple[RequestRecord, ...]
@@ -68,6 +69,7 @@ class EndpointRun:
     read_overhead_ms: float | None
     retries: int
     seed: int | None
+    reasoning: tuple[str, ...] = ()
 
 
 def completions_url(url: str, chat: bool) -> str:
@@ -123,6 +125,7 @@ async def drive_endpoint(
         read_overhead_ms=_median_ms([ns for o in outcomes for ns in o.parse_ns]),
         retries=sum(o.retries for o in outcomes),
         seed=seed,
+        reasoning=tuple(o.reasoning for o in outcomes),
     )
 
 
@@ -190,8 +193,14 @@ class _Load:
             deadline = min(deadline, sent + self.options.request_timeout_s)
         body = request_body(self.server.model, prompt, self.spec)
         outcome = await complete(self.client, self.server, body, deadline=deadline, retry=self.options.retry)
-        record = outcome.record.with_(prompt_id=prompt.id, started_s=sent - self.start)
-        self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries))
+        record = outcome.record.with_(
+            prompt_id=prompt.id,
+            started_s=sent - self.start,
+            input_tokens_asked=prompt.input_tokens,
+            output_tokens_asked=prompt.output_tokens,
+            dataset_seed=self.spec.dataset_seed,
+        )
+        self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries, outcome.reasoning))
 
 
 def _median_ms(values_ns: list[int]) -> float | None:

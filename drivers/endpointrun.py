@@ -3,16 +3,22 @@
 The worker calls `measure_endpoint` inside its own trio loop: the load is network I/O that the
 client parses incrementally under its own caps (drivers.sse), with nothing loaded or run locally.
 The measurement has no load or inference phase: its `inference_ms` is the requests' end-to-end
-latency and `generation` holds every figure, with the round trip to the server (`rtt_ms`).
+latency and `generation` holds every figure, with the round trip to the server (`rtt_ms`). With a
+pinned tokenizer, each request's output is counted with it in a child (`drivers.tokencount`).
 """
 
 from __future__ import annotations
 
+import logging
+
 from drivers.endpoint import EndpointOptions, drive_endpoint
 from drivers.errors import DriverError
+from drivers.tokencount import counted
 from protocol import Measurement, TaskSpec
 from protocol.aggregate import NO_SAMPLES, derive
 from protocol.genstats import summarize_generation
+
+logger = logging.getLogger(__name__)
 
 
 async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -> Measurement:
@@ -25,7 +31,12 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
     if generate is None or generate.endpoint is None:
         raise DriverError("an endpoint measurement needs a generate spec with an endpoint")
     run = await drive_endpoint(generate, url, spec.timeout_s, options)
-    stats = summarize_generation(run.records, run.wall_s, generate).with_(
+    records = run.records
+    if generate.tokenizer is not None and generate.tokenizer.data:
+        records, problem = await counted(records, run.reasoning, generate.tokenizer)
+        if problem:
+            logger.warning("token counts stay per chunk: %s", problem)
+    stats = summarize_generation(records, run.wall_s, generate).with_(
         rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
     )
     raw = Measurement(

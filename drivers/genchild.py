@@ -56,6 +56,7 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
     llm.check_context(path, job.fmt, gen)
     at.enter(Stage.LOAD)
     loaded, load_ms, peak_load = _load_phase(conn, path, job)
+    loaded.name = job.name or loaded.name  # the campaign's name, not a cache digest (token_source)
     at.enter(Stage.RUN)
     gc.collect()
     meters.reset_peak()

@@ -24,7 +24,16 @@ from drivers.formats import detect_format
 from drivers.jobs import ChildJob, ProcessResult, spawned
 from drivers.models import sha256_file
 from drivers.spawning import start_apart
-from protocol import FailureReason, Measurement, ModelFormat, Phase, RunConditions, Stage, TaskSpec
+from protocol import (
+    FailureReason,
+    Measurement,
+    ModelFormat,
+    Phase,
+    RequestRecord,
+    RunConditions,
+    Stage,
+    TaskSpec,
+)
 from protocol.aggregate import NO_SAMPLES, derive
 from protocol.genstats import summarize_generation
 from protocol.stats import median
@@ -158,6 +167,14 @@ def _exit_failure(code: int | None, limit_mb: int | None) -> TaskFailed:
     return TaskFailed(FailureReason.CRASHED, f"child exited with code {code} and no result")
 
 
+def _revised(record: RequestRecord, model_sha256: str) -> RequestRecord:
+    """A white-box record's token source with its revision: the model file's digest (its tokenizer's)."""
+    source = record.token_source
+    if not source.startswith("tokenizer:") or "@" in source:
+        return record
+    return record.with_(token_source=f"{source}@{model_sha256[:12]}")
+
+
 def aggregate(results: list[ProcessResult], spec: TaskSpec, model_sha256: str) -> Measurement:
     """One measurement from the processes' results: their raw parts, and the figures `derive` makes of
     them (median of medians, spread, stability verdict), as the submitter will recompute them."""
@@ -166,7 +183,7 @@ def aggregate(results: list[ProcessResult], spec: TaskSpec, model_sha256: str) -
     gpu_mem = [r.gpu_mem_mb for r in results if r.gpu_mem_mb is not None]
     generation = None
     if spec.generate is not None:  # every process's requests pooled; rates over the summed wall time
-        records = [rec for r in results for rec in r.records]
+        records = [_revised(rec, model_sha256) for r in results for rec in r.records]
         generation = summarize_generation(records, sum(r.wall_s for r in results), spec.generate)
     raw = Measurement(
         compute_unit=spec.compute_unit,

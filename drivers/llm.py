@@ -20,7 +20,16 @@ from typing import Any, Final
 from drivers.errors import TaskFailed
 from drivers.torchrt import TorchDriver
 from node.build import not_installed
-from protocol import ComputeUnit, FailureReason, GenerateSpec, ModelFormat, Prompt, RequestRecord, UnitStatus
+from protocol import (
+    ChatMessage,
+    ComputeUnit,
+    FailureReason,
+    GenerateSpec,
+    ModelFormat,
+    Prompt,
+    RequestRecord,
+    UnitStatus,
+)
 
 GENERATIVE_UNITS: Final = (ComputeUnit.CPU_TORCH, ComputeUnit.GPU_TORCH)
 GENERATIVE_FORMATS: Final = frozenset({ModelFormat.GGUF, ModelFormat.SAFETENSORS})
@@ -206,7 +215,8 @@ class LoadedLlm:
                 raise TaskFailed(
                     FailureReason.INPUT, f"{self.name}: chat asked for, but it has no chat template"
                 )
-            messages = [{"role": "user", "content": prompt.text}]
+            turns = prompt.messages or (ChatMessage(role="user", content=prompt.text),)
+            messages = [{"role": m.role, "content": m.content} for m in turns]
             encoded = self.tokenizer.apply_chat_template(
                 messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
             )
@@ -226,10 +236,11 @@ class LoadedLlm:
         ids = self.encode(prompt, spec.chat)
         n_prompt = int(ids.shape[1])
         context = self.context_length()
-        if context is not None and n_prompt + spec.max_new_tokens > context:
+        max_new = prompt.output_tokens or spec.max_new_tokens
+        if context is not None and n_prompt + max_new > context:
             raise TaskFailed(
                 FailureReason.INPUT,
-                f"prompt {prompt.id}: {n_prompt} prompt tokens + max_new_tokens {spec.max_new_tokens} "
+                f"prompt {prompt.id}: {n_prompt} prompt tokens + max_new_tokens {max_new} "
                 f"exceed {self.name}'s context of {context} tokens",
             )
         pad = (
@@ -237,13 +248,13 @@ class LoadedLlm:
             if self.tokenizer.pad_token_id is not None
             else self.tokenizer.eos_token_id
         )
-        extra = {"min_new_tokens": spec.max_new_tokens} if spec.ignore_eos else {}
+        extra = {"min_new_tokens": max_new} if spec.ignore_eos else {}
         clock = TokenClock(time.perf_counter_ns())
         with torch.inference_mode():
             out = self.model.generate(
                 ids,
                 attention_mask=torch.ones_like(ids),
-                max_new_tokens=spec.max_new_tokens,
+                max_new_tokens=max_new,
                 do_sample=False,
                 streamer=clock,
                 pad_token_id=pad,
@@ -258,6 +269,13 @@ class LoadedLlm:
             prompt_tokens=n_prompt,
             output_tokens=int(new.shape[0]),
             ttft_ms=times[0] if times else None,
+            ttfo_ms=times[0] if times else None,  # the model's own tokens: no reasoning channel apart
+            chunks=len(times),
+            counted_tokens=int(new.shape[0]),
+            token_source=f"tokenizer:{self.name}",  # the harness adds the model's digest (its revision)
+            input_tokens_asked=prompt.input_tokens,
+            output_tokens_asked=prompt.output_tokens,
+            dataset_seed=spec.dataset_seed,
             e2e_ms=times[-1] if times else (end_ns - clock.start_ns) / NS_PER_MS,
             token_times_ms=times,
             output_text=self.tokenizer.decode(new, skip_special_tokens=True),

@@ -3,7 +3,9 @@
 `SseDecoder.feed(bytes)` takes whatever a read returned (a line or a UTF-8 character may straddle
 two reads) and returns the complete events; `read_chunk` turns one event's data into a `Chunk`: a
 content delta, the trailing usage, the end marker `[DONE]`, or an error object the server sent
-mid-stream. Lines starting with `:` are comments (keep-alive pings) and are counted, not returned.
+mid-stream. A chat delta's `content` is answer text; its `reasoning_content` (or `reasoning`) is a
+reasoning model's thinking, kept apart so that the answer's first token can be timed on its own.
+Lines starting with `:` are comments (keep-alive pings) and are counted, not returned.
 Anything that is not SSE of JSON is a `StreamFault` with the kind the request record will carry.
 """
 
@@ -110,19 +112,22 @@ class SseDecoder:
 
 @dataclass(frozen=True)
 class Usage:
-    """The token counts of the server's usage object."""
+    """The token counts of the server's usage object (`completion_tokens_details.reasoning_tokens`:
+    how many of the completion tokens were reasoning, 0 when the server does not say)."""
 
     prompt_tokens: int
     completion_tokens: int
+    reasoning_tokens: int = 0
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """What one event meant: output text (possibly empty), usage, the end of the stream, or (`finished`)
-    a choice's `finish_reason`: the answer is complete even if the server then closes the body without
-    `[DONE]`, as `transformers serve` (5.x) does."""
+    """What one event meant: answer text and reasoning text (either possibly empty), usage, the end of
+    the stream, or (`finished`) a choice's `finish_reason`: the answer is complete even if the server
+    then closes the body without `[DONE]`, as `transformers serve` (5.x) does."""
 
     text: str = ""
+    reasoning: str = ""
     usage: Usage | None = None
     done: bool = False
     finished: bool = False
@@ -145,21 +150,25 @@ def read_chunk(event: SseEvent) -> Chunk:
     if event.event == "error" or "error" in body or body.get("object") == "error":
         raise StreamFault("stream_error", f"server error mid-stream: {_error_text(body)}")
     choices = body.get("choices")
-    return Chunk(text=_delta_text(choices), usage=_usage(body.get("usage")), finished=_finished(choices))
+    text, reasoning = _delta_text(choices)
+    return Chunk(text, reasoning, usage=_usage(body.get("usage")), finished=_finished(choices))
 
 
-def _delta_text(choices: object) -> str:
+def _delta_text(choices: object) -> tuple[str, str]:
+    """(answer text, reasoning text) of the first choice."""
     if not isinstance(choices, list) or not choices:
-        return ""
+        return "", ""
     first = choices[0]
     if not isinstance(first, dict):
         raise StreamFault("not_sse", "a choice is not a JSON object")
     delta = first.get("delta")
     if isinstance(delta, dict):  # chat: content, or a reasoning model's thinking
-        parts = (delta.get("content"), delta.get("reasoning_content"), delta.get("reasoning"))
-        return "".join(p for p in parts if isinstance(p, str))
+        thoughts = (delta.get("reasoning_content"), delta.get("reasoning"))
+        content = delta.get("content")
+        answer = content if isinstance(content, str) else ""
+        return answer, "".join(p for p in thoughts if isinstance(p, str))
     text = first.get("text")  # text completion
-    return text if isinstance(text, str) else ""
+    return (text if isinstance(text, str) else ""), ""
 
 
 def _finished(choices: object) -> bool:
@@ -175,7 +184,14 @@ def _usage(usage: object) -> Usage | None:
     if not isinstance(completion, int) or isinstance(completion, bool) or completion < 0:
         return None
     prompt_ok = isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0
-    return Usage(prompt if prompt_ok and isinstance(prompt, int) else 0, completion)
+    details = usage.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    reasoning_ok = isinstance(reasoning, int) and not isinstance(reasoning, bool) and reasoning >= 0
+    return Usage(
+        prompt if prompt_ok and isinstance(prompt, int) else 0,
+        completion,
+        min(reasoning, completion) if reasoning_ok and isinstance(reasoning, int) else 0,
+    )
 
 
 def _error_text(body: dict[str, object]) -> str:

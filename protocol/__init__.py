@@ -5,6 +5,8 @@ Modules:
     base      the frozen Value base (with its checked `with_`), summary Stats, pydantic errors by field
     values    domain values: device profile, model reference, task spec, measurement
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
+    tokenizer   a pinned tokenizer.json: pin (name, sha256, compressed bytes), unpack, Pinned (encode),
+                shared by the submitter's datasets and the worker's token counts
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
     rouge     ROUGE-1/2/L F1, no external package
@@ -27,6 +29,7 @@ from protocol.errors import LocalProtocolError, ProtocolError, RecordError, Remo
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
     FORMULAS,
+    ChatMessage,
     Endpoint,
     ErrorKind,
     GenerateSpec,
@@ -35,6 +38,7 @@ from protocol.generation import (
     RequestRecord,
     Rouge,
     Slo,
+    TokenizerPin,
 )
 from protocol.machine import TRANSITIONS, Conversation, Role, State
 from protocol.messages import (
@@ -146,6 +150,7 @@ __all__ = [
     "Calibration",
     "Cancel",
     "CancelBody",
+    "ChatMessage",
     "Commit",
     "ComputeUnit",
     "Conversation",
@@ -204,6 +209,7 @@ __all__ = [
     "State",
     "Stats",
     "TaskSpec",
+    "TokenizerPin",
     "UnitStatus",
     "Value",
     "capability_key",

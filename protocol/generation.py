@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from protocol.base import SHA256_PATTERN, Stats, Value
 
 MAX_PROMPTS: Final = 2_000
 MAX_PROMPT_CHARS: Final = 32_000
 MAX_RECORDS: Final = 5_000
+MAX_TOKENIZER_BYTES: Final = 1 << 20  # a pinned tokenizer.json, compressed, inside one signed offer
 
 FORMULAS: Final[dict[str, str]] = {
-    "ttft_ms": "time from sending the request to the first output token, per request",
+    "ttft_ms": "time from sending the request to the first output token of any kind (answer or "
+    "reasoning), per request",
     "tpot_ms": "(e2e_ms - ttft_ms) / (output_tokens - 1), per request with at least 2 output tokens",
     "itl_ms": "every gap between consecutive output tokens, pooled over all requests",
     "e2e_ms": "time from sending the request to the last output token, per request",
@@ -30,15 +32,59 @@ FORMULAS: Final[dict[str, str]] = {
     "request_per_s": "successful requests / wall time of the run",
     "goodput": "share of all requests that succeeded and met every SLO",
     "rouge": "ROUGE-1/2/L F1 of each output against its reference, averaged over requests with one",
+    # the declared measurement policy (issue 24): how tokens were counted and what TTFT includes
+    "token_source": "where output_tokens came from: server-usage (the stream's usage chunk), "
+    "tokenizer:<name>@<revision> (a pinned tokenizer counted the text), chunks (one token per chunk)",
+    "tokens_per_chunk_mean": "mean over successful requests with a chunk of output_tokens / chunks "
+    "(chunks: stream events that carried answer or reasoning text)",
+    "usage_vs_counted_pct": "100 x (sum of usage tokens - sum of tokenizer-counted tokens) / sum of "
+    "tokenizer-counted tokens, over successful requests that have both",
+    "ttfo_ms": "time from sending the request to the first answer token, after any reasoning tokens "
+    "(ttft_ms is the first token of any kind), per request",
+    "reasoning_tokens_mean": "mean over successful requests of the reasoning tokens (the usage's "
+    "completion_tokens_details.reasoning_tokens, else counted as output_tokens are)",
 }
 
 
+TOKEN_SOURCES: Final = ("server-usage", "chunks")  # besides "tokenizer:<name>@<revision>"
+
+
+class ChatMessage(Value):
+    """One turn of a chat conversation, as an OpenAI-compatible `messages` entry."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str = Field(max_length=MAX_PROMPT_CHARS)
+
+
 class Prompt(Value):
-    """One prompt of a generate workload, with an optional reference output for quality scores."""
+    """One prompt of a generate workload, with an optional reference output for quality scores.
+
+    A dataset (`scheduler.dataset`) may give the prompt as chat `messages` (a ShareGPT conversation;
+    `text` is then its first user turn), its exact token length under the pinned tokenizer
+    (`input_tokens`), and the output length it asks for (`output_tokens`: sent as `max_tokens`).
+    """
 
     id: str = Field(min_length=1, max_length=128)
     text: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
     reference: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    messages: tuple[ChatMessage, ...] = Field(default=(), max_length=256)
+    input_tokens: int | None = Field(default=None, ge=1)
+    output_tokens: int | None = Field(default=None, ge=1, le=32_768)
+
+
+class TokenizerPin(Value):
+    """A tokenizer the campaign pinned: its name, the sha256 of its `tokenizer.json`, and (for a
+    worker to count a server's output with) the file itself, zlib-compressed."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
+    name: str = Field(min_length=1, max_length=128)
+    sha256: str = Field(pattern=SHA256_PATTERN)
+    data: bytes = Field(default=b"", max_length=MAX_TOKENIZER_BYTES, repr=False)
+
+    def source(self) -> str:
+        """The `token_source` of a count made with it: `tokenizer:<name>@<first 12 hex of sha256>`."""
+        return f"tokenizer:{self.name}@{self.sha256[:12]}"
 
 
 class Slo(Value):
@@ -79,6 +125,8 @@ class GenerateSpec(Value):
     quality: tuple[Literal["rouge"], ...] = ()
     slo: Slo = Slo()
     endpoint: Endpoint | None = None
+    tokenizer: TokenizerPin | None = None  # counts a server's output when its stream has no usage
+    dataset_seed: int | None = Field(default=None, ge=0)  # a random dataset's seed (`scheduler.dataset`)
 
 
 ErrorKind = Literal[
@@ -107,6 +155,16 @@ class RequestRecord(Value):
     # ROUGE then scores only the requests that kept theirs.
     text_dropped: bool = False
     tokens_counted: bool = False  # True: counted by us, not reported by the server's usage chunk
+    # How output_tokens was counted (`FORMULAS["token_source"]`); "" in records from before issue 24.
+    token_source: str = Field(default="", max_length=300)
+    chunks: int = Field(default=0, ge=0)  # stream events that carried answer or reasoning text
+    usage_tokens: int | None = Field(default=None, ge=0)  # the usage chunk's completion_tokens
+    counted_tokens: int | None = Field(default=None, ge=0)  # a pinned tokenizer's count of the text
+    ttfo_ms: float | None = Field(default=None, ge=0)  # the first answer token, after reasoning
+    reasoning_tokens: int = Field(default=0, ge=0)
+    input_tokens_asked: int | None = Field(default=None, ge=1)  # the dataset's exact prompt length
+    output_tokens_asked: int | None = Field(default=None, ge=1)  # the max_tokens sent for it
+    dataset_seed: int | None = Field(default=None, ge=0)
     started_s: float = Field(default=0.0, ge=0)  # when it was sent, seconds since the run began
     error: ErrorKind | None = None
     error_detail: str = Field(default="", max_length=2000)
@@ -142,6 +200,12 @@ class GenerationStats(Value):
     request_per_s: float = Field(ge=0)
     goodput: float | None = Field(default=None, ge=0, le=1)
     tokens_counted: bool = False
+    token_source: str = ""
+    tokens_per_chunk_mean: float | None = Field(default=None, ge=0)
+    usage_vs_counted_pct: float | None = None
+    ttfo_ms: Stats | None = None
+    reasoning_tokens_mean: float = Field(default=0.0, ge=0)
+    dataset_seed: int | None = None
     rouge: Rouge | None = None
     rtt_ms: float | None = Field(default=None, ge=0)  # endpoint only: TCP connect time (median)
     tls_ms: float | None = Field(default=None, ge=0)  # endpoint only, https: TLS handshake (median)

@@ -41,6 +41,30 @@ def _decode(record: RequestRecord) -> float | None:
     return (record.output_tokens - 1) / ((record.e2e_ms - record.ttft_ms) / 1000)
 
 
+def token_source(record: RequestRecord) -> str:
+    """How the record's output tokens were counted (a record from before issue 24 says only whether)."""
+    if record.token_source:
+        return record.token_source
+    return "chunks" if record.tokens_counted else "server-usage"
+
+
+def _policy(ok: Sequence[RequestRecord]) -> dict[str, object]:
+    """The declared measurement policy of the successful requests (`FORMULAS`: token_source and after)."""
+    sources = sorted({token_source(r) for r in ok})
+    per_chunk = [r.output_tokens / r.chunks for r in ok if r.chunks > 0]
+    both = [(r.usage_tokens, r.counted_tokens) for r in ok if r.usage_tokens is not None]
+    pairs = [(u, c) for u, c in both if c is not None]
+    counted = sum(c for _, c in pairs)
+    ttfo = [r.ttfo_ms for r in ok if r.ttfo_ms is not None]
+    return {
+        "token_source": ";".join(sources),
+        "tokens_per_chunk_mean": sum(per_chunk) / len(per_chunk) if per_chunk else None,
+        "usage_vs_counted_pct": 100 * (sum(u for u, _ in pairs) - counted) / counted if counted else None,
+        "ttfo_ms": summarize(ttfo) if ttfo else None,
+        "reasoning_tokens_mean": sum(r.reasoning_tokens for r in ok) / len(ok) if ok else 0.0,
+    }
+
+
 def _median_or_zero(values: Sequence[float | None]) -> float:
     present = [v for v in values if v is not None]
     return median(present) if present else 0.0
@@ -119,6 +143,8 @@ def summarize_generation(
         request_per_s=len(ok) / wall_s if wall_s > 0 else 0.0,
         goodput=_goodput(records, spec),
         tokens_counted=any(r.tokens_counted for r in records),
+        dataset_seed=spec.dataset_seed,
         rouge=score_rouge(records, spec),
         records=tuple(records[:MAX_RECORDS]),
+        **_policy(ok),
     )

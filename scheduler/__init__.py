@@ -13,6 +13,8 @@ Modules:
     inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
     endpoints  a job's endpoint: block (gray- or black-box model server), its load levels, its pseudo-model
     prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
+    datablock  a generate block's tokenizer: and dataset: fields -> the pinned tokenizer and its prompts
+    dataset    random prompts of exact token lengths from a seed (splitmix64), ShareGPT conversations
     summaries  the built-in summaries set, written for this project
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)

@@ -153,6 +153,9 @@ def _records(stats: GenerationStats, limit_ms: float, spec: TaskSpec) -> Iterato
         yield from _duration(f"{where}.e2e_ms", r.e2e_ms, limit_ms, spec)
         if r.ttft_ms is not None and r.ttft_ms > r.e2e_ms * (1 + REL_TOL) + ABS_TOL:
             yield f"{where}.ttft_ms: first token at {r.ttft_ms!r} ms, after the end at {r.e2e_ms!r} ms"
+        end = r.e2e_ms * (1 + REL_TOL) + ABS_TOL
+        if r.ttfo_ms is not None and not (r.ttft_ms or 0.0) <= r.ttfo_ms <= end:
+            yield f"{where}.ttfo_ms: the first answer token at {r.ttfo_ms!r} ms, outside TTFT..E2E"
         if r.text_dropped and r.output_text:
             yield f"{where}.output_text: a text kept although the record says it was dropped"
         times = r.token_times_ms

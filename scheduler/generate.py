@@ -13,13 +13,24 @@ from typing import Final
 import yaml
 from pydantic import ValidationError
 
-from protocol import GenerateSpec, Prompt, TaskSpec
+from protocol import GenerateSpec, Prompt, TaskSpec, TokenizerPin
+from protocol.tokenizer import Pinned
 from scheduler import prompts as prompt_sets
+from scheduler.datablock import Made, dataset_files, made_dataset, tokenizer_of
 from scheduler.endpoints import LOAD_FIELDS, load_levels
 from scheduler.inputdata import input_data_files
 from scheduler.problems import Problems, check_keys, describe, dig
 
-GENERATE_FIELDS: Final = ("prompts", "num_prompts", "max_new_tokens", "ignore_eos", "chat", *LOAD_FIELDS)
+GENERATE_FIELDS: Final = (
+    "prompts",
+    "dataset",
+    "tokenizer",
+    "num_prompts",
+    "max_new_tokens",
+    "ignore_eos",
+    "chat",
+    *LOAD_FIELDS,
+)
 QUALITY_METRICS: Final = ("rouge",)
 # A generate job loads a model of hundreds of MB: two loads (first and repeated) and one warm-up request.
 GENERATE_DEFAULTS: Final[dict[str, int]] = {"load_runs": 2, "warmups": 1}
@@ -51,7 +62,8 @@ def generate_specs(
 
 def campaign_files(text: str) -> list[str]:
     """The files a campaign's jobs name, for node/ to read first: prompts files of generate jobs (not
-    built-in sets) and input data files (`scheduler.inputdata`)."""
+    built-in sets), their tokenizers and dataset files (`scheduler.datablock`), and input data files
+    (`scheduler.inputdata`)."""
     try:
         data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError):
@@ -67,7 +79,8 @@ def campaign_files(text: str) -> list[str]:
             and source not in names
         ):
             names.append(source)
-        names += [name for name in input_data_files(job) if name not in names]
+        more = dataset_files(block) if isinstance(block, dict) else []
+        names += [name for name in [*more, *input_data_files(job)] if name not in names]
     return names
 
 
@@ -82,21 +95,23 @@ def parse_generate(
         return []
     before = len(problems.items)
     check_keys(raw, where, GENERATE_FIELDS, problems)
-    loaded = _prompts(raw.get("prompts"), f"{where}.prompts", files, problems)
     count = raw.get("num_prompts")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
         problems.add(f"{where}.num_prompts", f"expected a whole number from 1, got {describe(count)}")
         count = None
+    pinned = tokenizer_of(raw, where, files, problems)
+    made = _made(raw, where, files, pinned, count, problems)
     metrics = _quality(quality, f"{path}.quality", problems)
     levels = load_levels(raw, where, problems)
-    if loaded is None or len(problems.items) > before:
+    if made is None or len(problems.items) > before:
         return []
-    prompts, digest, source = loaded
     fields = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat") if k in raw} | {
-        "prompts": prompt_sets.take(prompts, count),
-        "prompts_source": source,
-        "prompts_sha256": digest,
+        "prompts": prompt_sets.take(made.prompts, count),
+        "prompts_source": made.source,
+        "prompts_sha256": made.digest,
         "quality": metrics,
+        "tokenizer": None if pinned is None else pinned[0],
+        "dataset_seed": made.seed,
     }
     specs: list[GenerateSpec] = []
     for level in levels:
@@ -108,6 +123,25 @@ def parse_generate(
                 message = error["msg"].replace("Input should be", "must be")
                 problems.add(f"{where}.{field}", f"{message}, got {describe(error.get('input'))}")
     return specs if len(specs) == len(levels) else []
+
+
+def _made(
+    raw: Mapping[str, object],
+    where: str,
+    files: Mapping[str, bytes],
+    pinned: tuple[TokenizerPin, Pinned] | None,
+    count: int | None,
+    problems: Problems,
+) -> Made | None:
+    """The block's prompts: its `dataset:` (`scheduler.datablock`) or its `prompts:` file or set."""
+    if "dataset" not in raw:
+        loaded = _prompts(raw.get("prompts"), f"{where}.prompts", files, problems)
+        return None if loaded is None else Made(*loaded)
+    if "prompts" in raw:
+        problems.add(f"{where}.dataset", "give prompts or a dataset, not both")
+        return None
+    vocabulary = None if pinned is None else pinned[1]
+    return made_dataset(raw["dataset"], f"{where}.dataset", files, vocabulary, count, problems)
 
 
 def _prompts(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from protocol import GenerationStats
+from protocol import FORMULAS, GenerationStats
 
 GENERATION_COLUMNS: Final = (
     "TtftMsMedian",
@@ -37,11 +37,53 @@ GENERATION_COLUMNS: Final = (
     "TokensCounted",
     "RttMs",
     "TlsMs",
+    # the declared measurement policy (issue 24): how tokens were counted, what TTFT includes
+    "TokenSource",
+    "TokensPerChunkMean",
+    "UsageVsCountedTokens",
+    "TtfoMsMedian",
+    "ReasoningTokensMean",
+    "DatasetSeed",
 )
+
+
+COLUMN_FORMULAS: Final[dict[str, str]] = {
+    "TtftMsMedian": "ttft_ms",
+    "TtftMsP90": "ttft_ms",
+    "TtftMsP99": "ttft_ms",
+    "TpotMsMedian": "tpot_ms",
+    "TpotMsP90": "tpot_ms",
+    "TpotMsP99": "tpot_ms",
+    "ItlMsP99": "itl_ms",
+    "E2eMsMedian": "e2e_ms",
+    "PrefillTokPerS": "prefill_tok_per_s",
+    "DecodeTokPerS": "decode_tok_per_s",
+    "OutputTokPerS": "output_tok_per_s",
+    "RequestPerS": "request_per_s",
+    "Goodput": "goodput",
+    "Rouge1": "rouge",
+    "Rouge2": "rouge",
+    "RougeL": "rouge",
+    "TokenSource": "token_source",
+    "TokensPerChunkMean": "tokens_per_chunk_mean",
+    "UsageVsCountedTokens": "usage_vs_counted_pct",
+    "TtfoMsMedian": "ttfo_ms",
+    "ReasoningTokensMean": "reasoning_tokens_mean",
+}
+"""The `FORMULAS` entry each generation column is computed by (results.json lists them by column)."""
+
+
+def column_formulas() -> dict[str, str]:
+    """Each generation column that is a computed figure, with its formula's text."""
+    return {column: FORMULAS[key] for column, key in COLUMN_FORMULAS.items()}
 
 
 def _ms(value: float) -> str:
     return f"{value:.3f}"
+
+
+def _opt(value: float | None, form: str) -> str:
+    return "" if value is None else form.format(value)
 
 
 def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
@@ -75,4 +117,10 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "TokensCounted": "true" if stats.tokens_counted else "false",
         "RttMs": "" if stats.rtt_ms is None else _ms(stats.rtt_ms),
         "TlsMs": "" if stats.tls_ms is None else _ms(stats.tls_ms),
+        "TokenSource": stats.token_source,
+        "TokensPerChunkMean": _opt(stats.tokens_per_chunk_mean, "{:.3f}"),
+        "UsageVsCountedTokens": _opt(stats.usage_vs_counted_pct, "{:+.2f}%"),
+        "TtfoMsMedian": "" if stats.ttfo_ms is None else _ms(stats.ttfo_ms.median),
+        "ReasoningTokensMean": f"{stats.reasoning_tokens_mean:.2f}",
+        "DatasetSeed": "" if stats.dataset_seed is None else str(stats.dataset_seed),
     }

@@ -17,7 +17,7 @@ from typing import Final
 from protocol import DeviceProfile, Measurement, ResultBody, for_csv
 from scheduler.campaign import Campaign
 from scheduler.endpoints import endpoint_unit
-from scheduler.genrows import GENERATION_COLUMNS, generation_columns
+from scheduler.genrows import GENERATION_COLUMNS, column_formulas, generation_columns
 from scheduler.tasks import Status, TaskView
 
 SEED_COLUMNS: Final = (
@@ -221,10 +221,12 @@ def results_document(
     campaign: Campaign,
     rows_with_samples: Iterable[tuple[Mapping[str, str], Sequence[float]]],
 ) -> dict[str, object]:
-    """results.json: the campaign, the columns, and every row with its raw inference samples (ms)."""
+    """results.json: the campaign, the columns, the formula of each computed generation column, and
+    every row with its raw inference samples (ms)."""
     return {
         "campaign_id": campaign_id,
         "campaign": campaign.model_dump(mode="json"),
         "columns": list(CSV_COLUMNS),
+        "formulas": column_formulas(),
         "results": [{"row": dict(row), "samples_ms": list(samples)} for row, samples in rows_with_samples],
     }

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from drivers import TaskFailed, measure
-from drivers.models import packaged_llm
+from drivers.models import packaged_llm, sha256_file
 from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
 from protocol.genstats import tpot_ms
 
@@ -81,6 +81,12 @@ def test_every_request_timed_token_by_token(measured: Measurement) -> None:
     assert gen.decode_tok_per_s > 0
     assert gen.output_tok_per_s > 0
     assert gen.formulas["tpot_ms"].startswith("(e2e_ms - ttft_ms)")
+    # the declared measurement policy: the model's own tokenizer, revised by the model file's digest
+    digest = sha256_file(packaged_llm())
+    assert gen.token_source == f"tokenizer:{packaged_llm().name}@{digest[:12]}"
+    assert gen.tokens_per_chunk_mean == 1.0  # the streamer sees one token at a time
+    assert gen.ttfo_ms is not None
+    assert gen.ttfo_ms.median == gen.ttft_ms.median  # no reasoning channel apart
 
 
 def test_tensor_fields_filled_for_existing_columns(measured: Measurement) -> None:

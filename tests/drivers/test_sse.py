@@ -92,8 +92,31 @@ def test_an_endless_line_is_refused() -> None:
             Chunk(usage=Usage(4, 9)),
         ),
         (SseEvent("message", '{"choices": [], "usage": {"completion_tokens": "9"}}'), Chunk()),
+        (SseEvent("message", '{"choices": [{"delta": {"reasoning_content": "hm"}}]}'), Chunk(reasoning="hm")),
+        (
+            SseEvent("message", '{"choices": [{"delta": {"reasoning": "so", "content": "A"}}]}'),
+            Chunk("A", "so"),
+        ),
+        (
+            SseEvent(
+                "message",
+                '{"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 9,'
+                ' "completion_tokens_details": {"reasoning_tokens": 4}}}',
+            ),
+            Chunk(usage=Usage(1, 9, 4)),
+        ),
     ],
-    ids=["done", "chat-delta", "text-completion", "role-only", "usage", "bad-usage"],
+    ids=[
+        "done",
+        "chat-delta",
+        "text-completion",
+        "role-only",
+        "usage",
+        "bad-usage",
+        "reasoning-only",
+        "reasoning-and-answer",
+        "usage-with-reasoning",
+    ],
 )
 def test_chunks_are_read(event: SseEvent, chunk: Chunk) -> None:
     assert read_chunk(event) == chunk

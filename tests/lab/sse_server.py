@@ -42,6 +42,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, object]
+    raw: bytes = b""  # the body's bytes as sent
 
 
 def chunk_event(text: str, *, chat: bool = True) -> bytes:
@@ -50,9 +51,18 @@ def chunk_event(text: str, *, chat: bool = True) -> bytes:
     return b"data: " + json.dumps({"object": "chunk", "choices": [choice]}).encode() + b"\n\n"
 
 
-def usage_event(prompt_tokens: int, completion_tokens: int) -> bytes:
-    """The trailing usage chunk (empty choices), as `stream_options.include_usage` asks for."""
-    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+def reasoning_event(text: str) -> bytes:
+    """One chat chunk carrying a reasoning model's thinking (`reasoning_content`), no answer text."""
+    choice = {"index": 0, "delta": {"reasoning_content": text}}
+    return b"data: " + json.dumps({"object": "chunk", "choices": [choice]}).encode() + b"\n\n"
+
+
+def usage_event(prompt_tokens: int, completion_tokens: int, reasoning_tokens: int | None = None) -> bytes:
+    """The trailing usage chunk (empty choices), as `stream_options.include_usage` asks for; with
+    `completion_tokens_details.reasoning_tokens` when `reasoning_tokens` is given."""
+    usage: dict[str, object] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n"
 
 
@@ -60,10 +70,17 @@ DONE_EVENT = b"data: [DONE]\n\n"
 
 
 def scheduled(
-    texts: list[str], *, first_s: float = 0.0, every_s: float = 0.0, usage: tuple[int, int] | None = None
+    texts: list[str],
+    *,
+    first_s: float = 0.0,
+    every_s: float = 0.0,
+    usage: tuple[int, int] | tuple[int, int, int] | None = None,
+    thinking: list[str] | None = None,
 ) -> Reply:
-    """A well-formed stream: first delta after `first_s`, then one every `every_s`, usage, [DONE]."""
-    pieces = [(first_s if i == 0 else every_s, chunk_event(t)) for i, t in enumerate(texts)]
+    """A well-formed stream: first delta after `first_s`, then one every `every_s`, usage, [DONE];
+    the `thinking` deltas (reasoning_content) come first when given, on the same clock."""
+    events = [reasoning_event(t) for t in thinking or []] + [chunk_event(t) for t in texts]
+    pieces = [(first_s if i == 0 else every_s, event) for i, event in enumerate(events)]
     tail = (usage_event(*usage) if usage else b"") + DONE_EVENT
     return Reply(pieces=(*pieces, (0.0, tail)))
 
@@ -105,11 +122,12 @@ def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[Sse
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             raw = self.rfile.read(length) if length else b"{}"
-            self._answer(json.loads(raw))
+            self._answer(json.loads(raw), raw)
 
-        def _answer(self, body: dict[str, object]) -> None:
+        def _answer(self, body: dict[str, object], raw: bytes = b"") -> None:
             with lock:
-                state.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                state.seen.append(Seen(self.path, headers, body, raw))
                 key = f"{self.path} {prompt_of(body)}"
                 attempt = asked[key]
                 asked[key] += 1

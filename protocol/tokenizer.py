@@ -1,0 +1,93 @@
+"""A campaign's pinned tokenizer: a local `tokenizer.json` (Hugging Face `tokenizers` format), by digest.
+
+`generate: {tokenizer: PATH}` names a file or a folder holding `tokenizer.json`; node/ reads its bytes
+beside the campaign file, as it reads prompts files. The pin is its name and sha256 (the revision a
+row's `TokenSource` names: `tokenizer:<name>@<first 12 hex>`), and the file itself zlib-compressed
+for the worker that counts a server's output with it (`drivers.tokencount`, in a child). On the
+submitter it builds random datasets (`scheduler.dataset`): the bytes are parsed by the `tokenizers`
+library (no code runs; the file is bounded by `MAX_TOKENIZER_FILE`), imported only when a campaign
+pins one. Pure like the rest of `protocol`: the submitter and the worker share it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from protocol.generation import MAX_TOKENIZER_BYTES, TokenizerPin
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+MAX_TOKENIZER_FILE: Final = 32 << 20
+FOLDER_FILE: Final = "tokenizer.json"
+
+
+class TokenizerError(ValueError):
+    """The tokenizer cannot be pinned or read; the message says why (a campaign problem)."""
+
+
+def pin(name: str, data: bytes) -> TokenizerPin:
+    """The pin of a tokenizer.json's bytes, carrying them compressed when an offer can hold them
+    (`MAX_TOKENIZER_BYTES`); a larger one is pinned by digest only: it still makes the submitter's
+    datasets, and workers count a server's output per chunk, as the rows then say."""
+    packed = zlib.compress(data, 9)
+    if len(packed) > MAX_TOKENIZER_BYTES:
+        packed = b""
+    label = name.rstrip("/").rsplit("/", 1)[-1] or name
+    return TokenizerPin(name=label[:128], sha256=hashlib.sha256(data).hexdigest(), data=packed)
+
+
+def unpack(pin: TokenizerPin) -> bytes:
+    """The tokenizer.json bytes a pin carries, inflated no further than `MAX_TOKENIZER_FILE`.
+
+    Raises:
+        TokenizerError: the data is not zlib, inflates past the bound, or does not match its digest.
+    """
+    inflater = zlib.decompressobj()
+    try:
+        data = inflater.decompress(pin.data, MAX_TOKENIZER_FILE)
+    except zlib.error as exc:
+        raise TokenizerError(f"{pin.name}: not zlib data ({exc})") from exc
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise TokenizerError(f"{pin.name}: inflates past {MAX_TOKENIZER_FILE} bytes, or is cut")
+    if hashlib.sha256(data).hexdigest() != pin.sha256:
+        raise TokenizerError(f"{pin.name}: its bytes do not match its sha256")
+    return data
+
+
+class Pinned:
+    """A pinned tokenizer, loaded: what `scheduler.dataset.Vocabulary` asks for."""
+
+    def __init__(self, data: bytes, name: str) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise TokenizerError(f"{name}: reading a tokenizer needs the tokenizers package ([llm])") from exc
+        try:
+            self._tokenizer: Tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+        except (UnicodeDecodeError, Exception) as exc:  # the library's errors are plain Exceptions
+            raise TokenizerError(f"{name}: not a tokenizer.json ({str(exc)[:200]})") from exc
+        self._plain: list[int] | None = None
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self._tokenizer.decode(list(ids), skip_special_tokens=True))
+
+    def plain_ids(self) -> list[int]:
+        if self._plain is None:
+            special = set(self._tokenizer.get_added_tokens_decoder())
+            self._plain = [
+                i
+                for i in range(self._tokenizer.get_vocab_size())
+                if i not in special and _plain(self._tokenizer.decode([i]))
+            ]
+        return self._plain
+
+
+def _plain(text: str) -> bool:
+    return bool(text.strip()) and text.isprintable() and "\ufffd" not in text
