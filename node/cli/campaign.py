@@ -178,9 +178,8 @@ def submit(
     options = _options(out, wait_peers, discover_timeout, workers, events, rediscover)
     text = _read_campaign(campaign) if campaign is not None else ""
     keys = _keys_for(config, text, campaign, resume)
-    options = dataclasses.replace(
-        options, keys=keys, resume_flags=resume_flags(gate_addrs, data_dir, config_file)
-    )
+    flags = resume_flags(gate_addrs, data_dir, config_file)
+    options = dataclasses.replace(options, keys=keys, resume_flags=flags)
     view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:
