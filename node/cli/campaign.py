@@ -177,9 +177,8 @@ def submit(
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
     options = _options(out, wait_peers, discover_timeout, workers, events, rediscover)
     text = _read_campaign(campaign) if campaign is not None else ""
-    keys = _keys_for(config, text, campaign, resume)
     flags = resume_flags(gate_addrs, data_dir, config_file)
-    options = dataclasses.replace(options, keys=keys, resume_flags=flags)
+    options = dataclasses.replace(options, keys=_keys_for(config, text, campaign, resume), resume_flags=flags)
     view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:
