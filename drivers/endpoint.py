@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -38,6 +38,9 @@ class EndpointOptions:
         request_timeout_s: a deadline per request, besides the run's (None: the run's only).
         retry: how 429 and 5xx answers are retried.
         rtt_samples: TCP connects timed before the run.
+        max_requests: send at most this many (None: `MAX_RECORDS`).
+        watch: called with the outcomes so far each time a request ends; True ends the run there,
+            the requests still in flight cancelled and left out (a capacity level over-saturated).
     """
 
     connect_ip: str | None = None
@@ -45,6 +48,8 @@ class EndpointOptions:
     request_timeout_s: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     rtt_samples: int = 5
+    max_requests: int | None = None
+    watch: Callable[[Sequence[Outcome]], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,10 +114,11 @@ async def drive_endpoint(
         seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     async with open_client(spec.concurrency if seed is None else MAX_INFLIGHT) as client:
         load = _Load(spec, server, options, client, (deadline, trio.current_time()))
-        if spec.request_rate is None:
-            await load.closed_loop()
-        else:
-            await load.open_loop(random.Random(seed), spec.request_rate)
+        with load.scope:
+            if spec.request_rate is None:
+                await load.closed_loop()
+            else:
+                await load.open_loop(random.Random(seed), spec.request_rate)
     outcomes = load.outcomes
     wall_s = max((o.record.started_s + o.record.e2e_ms / 1e3 for o in outcomes), default=0.0)
     return EndpointRun(
@@ -136,6 +142,8 @@ class _Load:
     client: httpx.AsyncClient
     window: tuple[float, float]  # (deadline, start) in trio time
     outcomes: list[Outcome] = field(default_factory=list)
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    watched_out: bool = False  # `options.watch` ended the run: later outcomes are not kept
 
     @property
     def deadline(self) -> float:
@@ -151,7 +159,7 @@ class _Load:
         until = self.start + self.spec.duration_s if self.spec.duration_s else self.deadline
         for sent, prompt in enumerate(source):
             now = trio.current_time()
-            if sent >= MAX_RECORDS or now >= min(until, self.deadline):
+            if sent >= (self.options.max_requests or MAX_RECORDS) or now >= min(until, self.deadline):
                 return
             yield prompt
 
@@ -191,7 +199,12 @@ class _Load:
         body = request_body(self.server.model, prompt, self.spec)
         outcome = await complete(self.client, self.server, body, deadline=deadline, retry=self.options.retry)
         record = outcome.record.with_(prompt_id=prompt.id, started_s=sent - self.start)
+        if self.watched_out:
+            return
         self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries))
+        if self.options.watch is not None and self.options.watch(self.outcomes):
+            self.watched_out = True
+            self.scope.cancel()
 
 
 def _median_ms(values_ns: list[int]) -> float | None:

@@ -1,0 +1,99 @@
+"""A capacity search from this vantage point: the levels `protocol.capacity` picks, each one a load run.
+
+Each level is a `drive_endpoint` run of the job's workload at that concurrency or request rate, for
+the search's `level_s` (and at most `level_requests` requests). A watch judges the level on the
+requests ended so far (`protocol.capacity.saturation`) and ends it as soon as it is plainly
+over-saturated; the requests then in flight are cancelled and left out, so the level's records are
+exactly those the verdict was reached on, and the submitter reaches it again from them. The search
+stops when it has its answer, when the task's time left is shorter than a level, or when the levels
+together hold the records one result keeps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import trio
+
+from drivers.completion import Outcome
+from drivers.endpoint import EndpointOptions, drive_endpoint
+from protocol import CapacityLevel, CapacityResult, GenerateSpec, LevelEnd
+from protocol.capacity import (
+    MIN_EVIDENCE,
+    by,
+    derive_capacity,
+    level_passed,
+    level_spec,
+    next_level,
+    saturation,
+)
+from protocol.generation import MAX_RECORDS
+from protocol.genstats import summarize_generation
+
+EVERY_FROM: Final = 100
+"""Past this many ended requests, a level is judged on every `EVERY`-th one (the check sorts them all)."""
+EVERY: Final = 10
+
+
+@dataclass
+class _Watch:
+    """Judges one level each time a request ends; keeps the verdict that ended it."""
+
+    generate: GenerateSpec
+    ended: LevelEnd | None = None
+
+    def __call__(self, outcomes: Sequence[Outcome]) -> bool:
+        done = len(outcomes)
+        if done < MIN_EVIDENCE or (done > EVERY_FROM and done % EVERY):
+            return False
+        self.ended = saturation([o.record for o in outcomes], self.generate)
+        return self.ended is not None
+
+
+async def search_capacity(
+    generate: GenerateSpec, url: str, deadline_s: float, options: EndpointOptions
+) -> CapacityResult:
+    """Run the capacity search of `generate` against the server at `url` within `deadline_s` seconds.
+
+    Returns:
+        Every level run, with its records, figures and verdict, and the knee, as
+        `protocol.capacity.derive_capacity` gives them (the submitter derives the same).
+    """
+    capacity = generate.capacity
+    assert capacity is not None
+    deadline = trio.current_time() + deadline_s
+    levels: list[CapacityLevel] = []
+    tried: list[tuple[float, bool]] = []
+    budget = MAX_RECORDS
+    while (level := next_level(capacity, tried)) is not None:
+        left = deadline - trio.current_time()
+        if left < capacity.level_s or budget <= 0:
+            break
+        spec = level_spec(generate, level)
+        watch = _Watch(generate)
+        most = min(capacity.level_requests or budget, budget)
+        run = await drive_endpoint(
+            spec, url, left, dataclasses.replace(options, max_requests=most, watch=watch)
+        )
+        stats = summarize_generation(run.records, run.wall_s, spec).with_(
+            rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
+        )
+        passed = level_passed(stats, watch.ended, capacity)
+        levels.append(CapacityLevel(level=level, generation=stats, ended_early=watch.ended, passed=passed))
+        tried.append((level, passed))
+        budget -= len(run.records)
+    measured = CapacityResult(
+        by=by(capacity),
+        goodput_pct=capacity.goodput_pct,
+        levels=tuple(levels),
+        knee=None,
+        first_fail=None,
+        finished=False,
+    )
+    return derive_capacity(measured, generate)
+
+
+__all__ = ["search_capacity"]
