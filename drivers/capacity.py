@@ -3,17 +3,17 @@
 Each level is a `drive_endpoint` run of the job's workload at that concurrency or request rate, for
 the search's `level_s` (and at most `level_requests` requests). A watch judges the level on the
 requests ended so far (`protocol.capacity.saturation`) and ends it as soon as it is plainly
-over-saturated; the requests then in flight are cancelled and left out, so the level's records are
-exactly those the verdict was reached on, and the submitter reaches it again from them. The search
+over-saturated: nothing more is sent, and the requests then in flight end unrecorded, so the level's
+records are exactly those the verdict was reached on, and the submitter reaches it again from them.
+A level's requests must end within `level_s` plus `LEVEL_GRACE` (then they fail as `deadline`). The search
 stops when it has its answer, when the task's time left is shorter than a level, or when the levels
 together hold the records one result keeps.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 import trio
@@ -33,6 +33,8 @@ from protocol.capacity import (
 from protocol.generation import MAX_RECORDS
 from protocol.genstats import summarize_generation
 
+LEVEL_GRACE: Final = (2.0, 10.0)
+"""A level's deadline: `level_s` x 2 + 10 s (its requests still in flight after `level_s` end by then)."""
 EVERY_FROM: Final = 100
 """Past this many ended requests, a level is judged on every `EVERY`-th one (the check sorts them all)."""
 EVERY: Final = 10
@@ -68,6 +70,7 @@ async def search_capacity(
     levels: list[CapacityLevel] = []
     tried: list[tuple[float, bool]] = []
     budget = MAX_RECORDS
+    factor, grace = LEVEL_GRACE
     while (level := next_level(capacity, tried)) is not None:
         left = deadline - trio.current_time()
         if left < capacity.level_s or budget <= 0:
@@ -76,7 +79,10 @@ async def search_capacity(
         watch = _Watch(generate)
         most = min(capacity.level_requests or budget, budget)
         run = await drive_endpoint(
-            spec, url, left, dataclasses.replace(options, max_requests=most, watch=watch)
+            spec,
+            url,
+            min(left, capacity.level_s * factor + grace),
+            replace(options, max_requests=most, watch=watch),
         )
         stats = summarize_generation(run.records, run.wall_s, spec).with_(
             rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms

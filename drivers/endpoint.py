@@ -39,8 +39,10 @@ class EndpointOptions:
         retry: how 429 and 5xx answers are retried.
         rtt_samples: TCP connects timed before the run.
         max_requests: send at most this many (None: `MAX_RECORDS`).
-        watch: called with the outcomes so far each time a request ends; True ends the run there,
-            the requests still in flight cancelled and left out (a capacity level over-saturated).
+        watch: called with the outcomes so far each time a request ends; True ends the run there:
+            nothing more is sent, and the requests still in flight end but are left out (a capacity
+            level judged over-saturated on exactly the outcomes kept). They are not cancelled: a
+            cancel while httpx sends a body abandons its async generator (trio warns).
     """
 
     connect_ip: str | None = None
@@ -114,11 +116,10 @@ async def drive_endpoint(
         seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     async with open_client(spec.concurrency if seed is None else MAX_INFLIGHT) as client:
         load = _Load(spec, server, options, client, (deadline, trio.current_time()))
-        with load.scope:
-            if spec.request_rate is None:
-                await load.closed_loop()
-            else:
-                await load.open_loop(random.Random(seed), spec.request_rate)
+        if spec.request_rate is None:
+            await load.closed_loop()
+        else:
+            await load.open_loop(random.Random(seed), spec.request_rate)
     outcomes = load.outcomes
     wall_s = max((o.record.started_s + o.record.e2e_ms / 1e3 for o in outcomes), default=0.0)
     return EndpointRun(
@@ -142,8 +143,7 @@ class _Load:
     client: httpx.AsyncClient
     window: tuple[float, float]  # (deadline, start) in trio time
     outcomes: list[Outcome] = field(default_factory=list)
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    watched_out: bool = False  # `options.watch` ended the run: later outcomes are not kept
+    watched_out: bool = False  # `options.watch` ended the run: nothing more is sent or kept
 
     @property
     def deadline(self) -> float:
@@ -159,7 +159,8 @@ class _Load:
         until = self.start + self.spec.duration_s if self.spec.duration_s else self.deadline
         for sent, prompt in enumerate(source):
             now = trio.current_time()
-            if sent >= (self.options.max_requests or MAX_RECORDS) or now >= min(until, self.deadline):
+            most = self.options.max_requests or MAX_RECORDS
+            if self.watched_out or sent >= most or now >= min(until, self.deadline):
                 return
             yield prompt
 
@@ -204,7 +205,6 @@ class _Load:
         self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries))
         if self.options.watch is not None and self.options.watch(self.outcomes):
             self.watched_out = True
-            self.scope.cancel()
 
 
 def _median_ms(values_ns: list[int]) -> float | None:
