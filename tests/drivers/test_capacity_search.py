@@ -40,7 +40,8 @@ async def test_the_search_finds_the_knee_the_stub_was_built_with() -> None:
     found = await _search(stub, CapacitySpec(max_concurrency=8, level_s=1.0, goodput_pct=90))
     tried = [(level.level, level.passed) for level in found.levels]
     assert found.finished, tried
-    assert found.knee is not None and abs(found.knee - 3) <= 1, tried  # within one level
+    assert found.knee is not None, tried
+    assert abs(found.knee - 3) <= 1, tried  # within one level
     assert found.first_fail == found.knee + 1, tried
     assert [level for level, _ in tried][:3] == [1.0, 2.0, 4.0]  # doubling, then bisecting
     for level in found.levels:
@@ -69,6 +70,7 @@ async def test_a_rate_above_capacity_ends_early_as_a_growing_queue() -> None:
     found = await _search(stub, capacity)
     first = found.levels[0]
     assert (first.level, first.passed) == (80.0, False)
-    assert first.ended_early is not None and first.ended_early.code == "ttft_rising", first.ended_early
+    assert first.ended_early is not None
+    assert first.ended_early.code == "ttft_rising", first.ended_early
     assert first.generation.wall_s < capacity.level_s
     assert (found.knee, found.first_fail, found.finished) == (None, 80.0, True)
