@@ -15,6 +15,8 @@ from lab.knee import KneeStub
 from lab.procs import SARK
 from lab.sse_server import serve_sse
 
+from e2e.conftest import CampaignLab, submitter_id
+
 KNEE = 3
 CAPACITY = {
     "slo": {"ttft_ms": 150},  # the stub: 20 ms up to 3 in flight, 270 ms and more beyond
@@ -73,3 +75,39 @@ def test_capacity_finds_the_knee_and_ends_an_over_saturated_level_early(tmp_path
     for level, row in zip(capacity["levels"], levels, strict=True):  # the raw records of every level
         assert len(level["generation"]["records"]) == int(row["Requests"])
     assert stub.peak >= KNEE + 1
+
+
+def test_gray_box_each_worker_searches_its_own_server_one_capacity_row_per_device(tmp_path: Path) -> None:
+    stubs = {"w0": KneeStub(knee=2, model="served"), "w1": KneeStub(knee=4, model="served")}
+    lab = CampaignLab(tmp_path, record_ttl=30.0)
+    try:
+        with serve_sse(stubs["w0"]) as first, serve_sse(stubs["w1"]) as second:
+            me = submitter_id(tmp_path / "submitter")
+            gate = lab.gate().ready["addrs"][0]
+            workers = [
+                lab.real_worker(name, [gate], me, wait=False, extra=["--endpoint", f"local={server.url}",
+                                                                     "--device-name", name])
+                for name, server in (("w0", first), ("w1", second))
+            ]  # fmt: skip
+            for worker in workers:
+                assert worker.wait_event("ready", 120)["endpoints"][0]["usable"]
+            search = {**CAPACITY, "max_concurrency": 8}
+            generate = {"prompts": "builtin:summaries", "max_new_tokens": 4, "capacity": search}
+            job = {"endpoint": {"model": "served"}, "devices": "all", "generate": generate}
+            campaign = tmp_path / "gray.yaml"
+            campaign.write_text(json.dumps({"name": "per-device", "jobs": [job]}))
+            args = ["submit", str(campaign), "--json", "--wait-peers", "2", "--out", str(tmp_path / "out")]
+            args += ["--gate", gate, "--data-dir", str(tmp_path / "submitter")]
+            done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=300)
+    finally:
+        lab.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    with open(outcome["files"]["csv"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    table = {r["DeviceName"]: r for r in rows if r["CapacityRow"] == "knee"}
+    assert sorted(table) == ["w0", "w1"]  # the per-device capacity table
+    for name, row in table.items():
+        assert row["ComputeUnits"] == "Endpoint (gray-box)"
+        assert abs(int(row["CapacityKnee"]) - stubs[name].knee) <= 1, (name, row["CapacityKnee"])
+    assert len([r for r in rows if r["CapacityRow"] == "level"]) >= 6

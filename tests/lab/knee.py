@@ -6,16 +6,20 @@ a server that keeps up to `knee` requests at once and queues the rest. In a clos
 `knee` meets a first-token SLO between `fast_s` and `fast_s + step_s` and `knee + 1` does not; in an
 open loop above its capacity the queue, and with it the first-token time, keeps growing. The server
 counts a request in flight until its scheduled last token, even if the client went away (as a real
-server finishes what it started).
+server finishes what it started). A GET (no body) lists `model` as `GET /v1/models` does, so a
+worker can declare it as its own server (gray-box).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
 
 from tests.lab.sse_server import Reply, scheduled
+
+JSON = (("content-type", "application/json"),)
 
 
 @dataclass
@@ -23,6 +27,7 @@ class KneeStub:
     """The script: call it as `serve_sse`'s script. `peak` is the most requests it held at once."""
 
     knee: int
+    model: str = "knee"
     fast_s: float = 0.02
     step_s: float = 0.25
     tokens: int = 4
@@ -36,6 +41,9 @@ class KneeStub:
         return self.fast_s + self.step_s * max(0, in_flight - self.knee)
 
     def __call__(self, body: dict[str, object], attempt: int) -> Reply:
+        if not body:  # GET /v1/models
+            listing = {"object": "list", "data": [{"id": self.model}]}
+            return Reply(200, JSON, ((0.0, json.dumps(listing).encode()),))
         now = time.monotonic()
         with self._lock:
             self._ends = [end for end in self._ends if end > now]
