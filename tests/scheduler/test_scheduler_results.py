@@ -42,8 +42,12 @@ SERVICE = (
     "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,Errors,"
     "ErrorsByKind,TokensCounted,RttMs,TlsMs"
 )
+CAPACITY = (
+    "CapacityRow,CapacityBy,CapacityKnee,CapacityFirstFail,CapacityGoodputPct,CapacityFinished,"
+    "LevelPassed,LevelEndedEarly"
+)
 EXPECTED_COLUMNS = [
-    name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE) for name in group.split(",")
+    name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, CAPACITY) for name in group.split(",")
 ]
 
 
