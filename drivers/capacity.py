@@ -7,7 +7,7 @@ over-saturated: nothing more is sent, and the requests then in flight end unreco
 records are exactly those the verdict was reached on, and the submitter reaches it again from them.
 A level's requests must end within `level_s` plus `LEVEL_GRACE` (then they fail as `deadline`). The search
 stops when it has its answer, when the task's time left is shorter than a level, or when the levels
-together hold the records one result keeps.
+together hold `MAX_SEARCH_RECORDS`. Level records keep no output text unless the job asks for ROUGE.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import trio
 
 from drivers.completion import Outcome
 from drivers.endpoint import EndpointOptions, drive_endpoint
-from protocol import CapacityLevel, CapacityResult, GenerateSpec, LevelEnd
+from protocol import CapacityLevel, CapacityResult, GenerateSpec, LevelEnd, RequestRecord
 from protocol.capacity import (
+    MAX_SEARCH_RECORDS,
     MIN_EVIDENCE,
     by,
     derive_capacity,
@@ -30,7 +31,6 @@ from protocol.capacity import (
     next_level,
     saturation,
 )
-from protocol.generation import MAX_RECORDS
 from protocol.genstats import summarize_generation
 
 LEVEL_GRACE: Final = (2.0, 10.0)
@@ -55,6 +55,11 @@ class _Watch:
         return self.ended is not None
 
 
+def _textless(record: RequestRecord) -> RequestRecord:
+    """A level's record without its output text (only ROUGE reads it): the search keeps many."""
+    return record.with_(output_text="", text_dropped=True) if record.output_text else record
+
+
 async def search_capacity(
     generate: GenerateSpec, url: str, deadline_s: float, options: EndpointOptions
 ) -> CapacityResult:
@@ -69,7 +74,7 @@ async def search_capacity(
     deadline = trio.current_time() + deadline_s
     levels: list[CapacityLevel] = []
     tried: list[tuple[float, bool]] = []
-    budget = MAX_RECORDS
+    budget = MAX_SEARCH_RECORDS
     factor, grace = LEVEL_GRACE
     while (level := next_level(capacity, tried)) is not None:
         left = deadline - trio.current_time()
@@ -84,13 +89,14 @@ async def search_capacity(
             min(left, capacity.level_s * factor + grace),
             replace(options, max_requests=most, watch=watch),
         )
-        stats = summarize_generation(run.records, run.wall_s, spec).with_(
+        records = run.records if "rouge" in generate.quality else tuple(map(_textless, run.records))
+        stats = summarize_generation(records, run.wall_s, spec).with_(
             rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
         )
         passed = level_passed(stats, watch.ended, capacity)
         levels.append(CapacityLevel(level=level, generation=stats, ended_early=watch.ended, passed=passed))
         tried.append((level, passed))
-        budget -= len(run.records)
+        budget -= len(records)
     measured = CapacityResult(
         by=by(capacity),
         goodput_pct=capacity.goodput_pct,

@@ -27,6 +27,9 @@ from protocol.genstats import meets_slo, summarize_generation
 from protocol.stats import median
 
 EndCode = Literal["ttft_rising", "errors", "slo_unreachable"]
+MAX_SEARCH_RECORDS: Final = 2_500
+"""Request records a search keeps over all its levels: with their token times they must fit one signed
+result (`messages.MAX_ENVELOPE`) beside the knee level's copy; the search stops, unfinished, there."""
 MIN_EVIDENCE: Final = 10
 """Requests a level must have ended before it may be judged over-saturated."""
 MIN_RISING: Final = 12
@@ -203,6 +206,7 @@ def headline(result: CapacityResult) -> GenerationStats | None:
 
 
 __all__ = [
+    "MAX_SEARCH_RECORDS",
     "CapacityLevel",
     "CapacityResult",
     "EndCode",

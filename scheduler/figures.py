@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from protocol import FailureReason, GenerationStats, Measurement, TaskSpec, derive
 from protocol.aggregate import is_endpoint
+from protocol.capacity import MAX_SEARCH_RECORDS as MAX_SEARCH
 from protocol.generation import MAX_RECORDS
 
 REL_TOL: Final = 1e-9
@@ -101,8 +102,8 @@ def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:
     if searched != (m.capacity is not None):
         yield "capacity: a capacity search's levels for a task that asked for none, or none for one that did"
         return
-    if m.capacity is not None and sum(len(v.generation.records) for v in m.capacity.levels) > MAX_RECORDS:
-        yield f"capacity.levels: more than the {MAX_RECORDS} records a capacity search keeps"
+    if m.capacity is not None and sum(len(v.generation.records) for v in m.capacity.levels) > MAX_SEARCH:
+        yield f"capacity.levels: more than the {MAX_SEARCH} records a capacity search keeps"
         return
     raw = {"process_runs": m.process_runs, "load_samples_ms": m.load_samples_ms,
            "first_inferences_ms": m.first_inferences_ms, "samples_ms": m.samples_ms}  # fmt: skip
