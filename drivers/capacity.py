@@ -7,7 +7,8 @@ over-saturated: nothing more is sent, and the requests then in flight end unreco
 records are exactly those the verdict was reached on, and the submitter reaches it again from them.
 A level's requests must end within `level_s` plus `LEVEL_GRACE` (then they fail as `deadline`). The search
 stops when it has its answer, when the task's time left is shorter than a level, or when the levels
-together hold `MAX_SEARCH_RECORDS`. Level records keep no output text unless the job asks for ROUGE.
+together hold `MAX_SEARCH_RECORDS`, or as many as `SEARCH_BYTES` holds at `max_new_tokens` token
+times each. Level records keep no output text unless the job asks for ROUGE.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ from protocol.genstats import summarize_generation
 
 LEVEL_GRACE: Final = (2.0, 10.0)
 """A level's deadline: `level_s` x 2 + 10 s (its requests still in flight after `level_s` end by then)."""
+SEARCH_BYTES: Final = 3 << 20
+"""What a search's records may take packed (an envelope holds 4 MiB less 64 KiB): at most
+`SEARCH_BYTES` / (`max_new_tokens` x `TOKEN_BYTES` + `RECORD_BYTES`) records, a token time packing to
+9 bytes and the rest of a textless record to about 200."""
+TOKEN_BYTES: Final = 9
+RECORD_BYTES: Final = 200
 EVERY_FROM: Final = 100
 """Past this many ended requests, a level is judged on every `EVERY`-th one (the check sorts them all)."""
 EVERY: Final = 10
@@ -74,7 +81,7 @@ async def search_capacity(
     deadline = trio.current_time() + deadline_s
     levels: list[CapacityLevel] = []
     tried: list[tuple[float, bool]] = []
-    budget = MAX_SEARCH_RECORDS
+    budget = min(MAX_SEARCH_RECORDS, SEARCH_BYTES // (generate.max_new_tokens * TOKEN_BYTES + RECORD_BYTES))
     factor, grace = LEVEL_GRACE
     while (level := next_level(capacity, tried)) is not None:
         left = deadline - trio.current_time()

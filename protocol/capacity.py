@@ -28,8 +28,8 @@ from protocol.stats import median
 
 EndCode = Literal["ttft_rising", "errors", "slo_unreachable"]
 MAX_SEARCH_RECORDS: Final = 2_500
-"""Request records a search keeps over all its levels: with their token times they must fit one signed
-result (`messages.MAX_ENVELOPE`) beside the knee level's copy; the search stops, unfinished, there."""
+"""Request records a search keeps over all its levels (all travel in one signed result); the search
+stops, unfinished, there. The driver also bounds them by their token times' size."""
 MIN_EVIDENCE: Final = 10
 """Requests a level must have ended before it may be judged over-saturated."""
 MIN_RISING: Final = 12
@@ -198,11 +198,12 @@ def derive_capacity(result: CapacityResult, generate: GenerateSpec) -> CapacityR
 
 
 def headline(result: CapacityResult) -> GenerationStats | None:
-    """The figures a capacity task's own row shows: the knee level's, else the lowest level tried's."""
+    """The figures a capacity task's own row shows: the knee level's, else the lowest level tried's;
+    without its records, which that level in `result` carries (one copy on the wire, not two)."""
     for level in result.levels:
         if level.level == result.knee:
-            return level.generation
-    return result.levels[0].generation if result.levels else None
+            return level.generation.with_(records=())
+    return result.levels[0].generation.with_(records=()) if result.levels else None
 
 
 __all__ = [

@@ -3,11 +3,28 @@ over-saturated level early with its reason (issue 24, scope item 4)."""
 
 from __future__ import annotations
 
-from drivers.capacity import search_capacity
+import pytest
+
+from drivers.capacity import RECORD_BYTES, SEARCH_BYTES, TOKEN_BYTES, search_capacity
 from drivers.completion import RetryPolicy
 from drivers.endpoint import EndpointOptions
-from protocol import CapacityResult, CapacitySpec, Endpoint, GenerateSpec, Prompt, Slo
-from protocol.capacity import derive_capacity
+from protocol import (
+    MAX_ENVELOPE,
+    CapacityLevel,
+    CapacityResult,
+    CapacitySpec,
+    ComputeUnit,
+    Endpoint,
+    GenerateSpec,
+    Measurement,
+    Prompt,
+    RequestRecord,
+    Slo,
+)
+from protocol.aggregate import NO_SAMPLES
+from protocol.capacity import MAX_SEARCH_RECORDS, derive_capacity, headline, level_spec
+from protocol.codec import pack_body
+from protocol.genstats import summarize_generation
 from tests.lab.knee import KneeStub
 from tests.lab.sse_server import serve_sse
 
@@ -74,3 +91,25 @@ async def test_a_rate_above_capacity_ends_early_as_a_growing_queue() -> None:
     assert first.ended_early.code == "ttft_rising", first.ended_early
     assert first.generation.wall_s < capacity.level_s
     assert (found.knee, found.first_fail, found.finished) == (None, 80.0, True)
+
+
+@pytest.mark.parametrize("tokens", [16, 256, 4096])
+def test_a_search_at_its_record_budget_fits_one_signed_result(tokens: int) -> None:
+    budget = min(MAX_SEARCH_RECORDS, SEARCH_BYTES // (tokens * TOKEN_BYTES + RECORD_BYTES))
+    times = tuple(123.456789 + 7.123456789 * i for i in range(tokens))
+    record = RequestRecord(prompt_id="summaries-01", prompt_tokens=120, output_tokens=tokens,
+                           ttft_ms=times[0], e2e_ms=times[-1], token_times_ms=times,
+                           started_s=1.23456789, tokens_counted=True, text_dropped=True)  # fmt: skip
+    spec = _spec(CapacitySpec(max_concurrency=1024)).with_(max_new_tokens=tokens)
+    levels, share = [], budget // 10
+    for n in range(10):
+        stats = summarize_generation((record,) * share, 9.87654321, level_spec(spec, 2.0**n))
+        levels.append(CapacityLevel(level=2.0**n, generation=stats, passed=True))
+    found = derive_capacity(CapacityResult(by="concurrency", goodput_pct=90, levels=tuple(levels),
+                                           knee=None, first_fail=None, finished=False), spec)  # fmt: skip
+    m = Measurement(compute_unit=ComputeUnit.CPU_ONNX, load_ms=NO_SAMPLES, load_first_ms=0.0,
+                    first_inference_ms=0.0, warmups_used=0, inference_ms=NO_SAMPLES,
+                    peak_load_ram_mb=0.0, peak_inference_ram_mb=0.0, cpu_cores_used=0.0,
+                    generation=headline(found), capacity=found)  # fmt: skip
+    size = len(pack_body(m))
+    assert size < MAX_ENVELOPE - (64 << 10)  # room for the rest of the signed body
