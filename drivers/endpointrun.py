@@ -5,7 +5,7 @@ client parses incrementally under its own caps (drivers.sse), with nothing loade
 The measurement has no load or inference phase: its `inference_ms` is the requests' end-to-end
 latency and `generation` holds every figure, with the round trip to the server (`rtt_ms`). A
 capacity search (`generate.capacity`) runs its levels (`drivers.capacity`) and keeps them all in
-`capacity`; `generation` is then the knee level's.
+`capacity`; `generation` is then the knee level's figures (its records stay in the level).
 """
 
 from __future__ import annotations
