@@ -78,7 +78,7 @@ def test_capacity_finds_the_knee_and_ends_an_over_saturated_level_early(tmp_path
     report = [*SARK, "report", outcome["files"]["json"], "--format", "md"]  # the level rows read back
     shown = subprocess.run(report, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr[-3000:]
-    assert shown.stdout.count("Endpoint (black-box) |") == 1  # the Capacity row: levels are not tasks
+    assert shown.stdout.count("· Endpoint (black-box) |") == 1  # the Capacity row; levels are no tasks
 
 
 def test_gray_box_each_worker_searches_its_own_server_one_capacity_row_per_device(tmp_path: Path) -> None:
