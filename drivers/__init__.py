@@ -27,6 +27,7 @@ Modules:
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
     endpoint   closed- and open-loop load against a model server; `run_endpoint` for the spawned child
     servers    model servers the owner declared (gray-box): list their models, try each, statuses
+    capacity   a capacity search under an SLO: one endpoint run per level, over-saturated levels ended
     endpointrun  one endpoint task -> Measurement (the worker runs it in its own loop)
     tokencount  a server's output counted with the campaign's pinned tokenizer, in a spawned child
     probechild detect_profile_apart, probe_servers_apart: the device probe, calibration and

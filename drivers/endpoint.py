@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -38,6 +38,11 @@ class EndpointOptions:
         request_timeout_s: a deadline per request, besides the run's (None: the run's only).
         retry: how 429 and 5xx answers are retried.
         rtt_samples: TCP connects timed before the run.
+        max_requests: send at most this many (None: `MAX_RECORDS`).
+        watch: called with the outcomes so far each time a request ends; True ends the run there:
+            nothing more is sent, and the requests still in flight end but are left out (a capacity
+            level judged over-saturated on exactly the outcomes kept). They are not cancelled: a
+            cancel while httpx sends a body abandons its async generator (trio warns).
     """
 
     connect_ip: str | None = None
@@ -45,6 +50,8 @@ class EndpointOptions:
     request_timeout_s: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     rtt_samples: int = 5
+    max_requests: int | None = None
+    watch: Callable[[Sequence[Outcome]], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +146,7 @@ class _Load:
     client: httpx.AsyncClient
     window: tuple[float, float]  # (deadline, start) in trio time
     outcomes: list[Outcome] = field(default_factory=list)
+    watched_out: bool = False  # `options.watch` ended the run: nothing more is sent or kept
 
     @property
     def deadline(self) -> float:
@@ -154,7 +162,8 @@ class _Load:
         until = self.start + self.spec.duration_s if self.spec.duration_s else self.deadline
         for sent, prompt in enumerate(source):
             now = trio.current_time()
-            if sent >= MAX_RECORDS or now >= min(until, self.deadline):
+            most = self.options.max_requests or MAX_RECORDS
+            if self.watched_out or sent >= most or now >= min(until, self.deadline):
                 return
             yield prompt
 
@@ -200,7 +209,11 @@ class _Load:
             output_tokens_asked=prompt.output_tokens,
             dataset_seed=self.spec.dataset_seed,
         )
+        if self.watched_out:
+            return
         self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries, outcome.reasoning))
+        if self.options.watch is not None and self.options.watch(self.outcomes):
+            self.watched_out = True
 
 
 def _median_ms(values_ns: list[int]) -> float | None:

@@ -4,18 +4,23 @@ The worker calls `measure_endpoint` inside its own trio loop: the load is networ
 client parses incrementally under its own caps (drivers.sse), with nothing loaded or run locally.
 The measurement has no load or inference phase: its `inference_ms` is the requests' end-to-end
 latency and `generation` holds every figure, with the round trip to the server (`rtt_ms`). With a
-pinned tokenizer, each request's output is counted with it in a child (`drivers.tokencount`).
+pinned tokenizer, each request's output is counted with it in a child (`drivers.tokencount`). A
+capacity search (`generate.capacity`) runs its levels (`drivers.capacity`) and keeps them all in
+`capacity`; `generation` is then the knee level's figures (its records stay in the level; their
+tokens are as the stream counted them).
 """
 
 from __future__ import annotations
 
 import logging
 
+from drivers.capacity import search_capacity
 from drivers.endpoint import EndpointOptions, drive_endpoint
 from drivers.errors import DriverError
 from drivers.tokencount import counted
 from protocol import Measurement, TaskSpec
 from protocol.aggregate import NO_SAMPLES, derive
+from protocol.capacity import headline
 from protocol.genstats import summarize_generation
 
 logger = logging.getLogger(__name__)
@@ -30,15 +35,20 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
     generate = spec.generate
     if generate is None or generate.endpoint is None:
         raise DriverError("an endpoint measurement needs a generate spec with an endpoint")
-    run = await drive_endpoint(generate, url, spec.timeout_s, options)
-    records = run.records
-    if generate.tokenizer is not None and generate.tokenizer.data:
-        records, problem = await counted(records, run.reasoning, generate.tokenizer)
-        if problem:
-            logger.warning("token counts stay per chunk: %s", problem)
-    stats = summarize_generation(records, run.wall_s, generate).with_(
-        rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
-    )
+    capacity = None
+    if generate.capacity is not None:  # the knee level's figures head the row; every level is kept
+        capacity = await search_capacity(generate, url, spec.timeout_s, options)
+        stats = headline(capacity) or summarize_generation((), 0.0, generate)
+    else:
+        run = await drive_endpoint(generate, url, spec.timeout_s, options)
+        records = run.records
+        if generate.tokenizer is not None and generate.tokenizer.data:
+            records, problem = await counted(records, run.reasoning, generate.tokenizer)
+            if problem:
+                logger.warning("token counts stay per chunk: %s", problem)
+        stats = summarize_generation(records, run.wall_s, generate).with_(
+            rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
+        )
     raw = Measurement(
         compute_unit=spec.compute_unit,
         load_ms=NO_SAMPLES,
@@ -50,6 +60,7 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
         peak_inference_ram_mb=0.0,
         cpu_cores_used=0.0,
         generation=stats,
+        capacity=capacity,
     )
     return derive(raw, spec)
 

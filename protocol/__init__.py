@@ -10,6 +10,7 @@ Modules:
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
     rouge     ROUGE-1/2/L F1, no external package
+    capacity  capacity under an SLO: the level search, over-saturation, the knee (derived again)
     aggregate derive: a measurement's figures from its raw parts (worker and submitter alike)
     messages  wire messages of every protocol, tagged by `kind`, and the signed bodies
     codec     msgpack encoding with explicit limits
@@ -24,11 +25,13 @@ from __future__ import annotations
 
 from protocol.aggregate import derive
 from protocol.base import Stats, Value, field_problems
+from protocol.capacity import CapacityLevel, CapacityResult, LevelEnd
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
     FORMULAS,
+    CapacitySpec,
     ChatMessage,
     Endpoint,
     ErrorKind,
@@ -150,6 +153,9 @@ __all__ = [
     "Calibration",
     "Cancel",
     "CancelBody",
+    "CapacityLevel",
+    "CapacityResult",
+    "CapacitySpec",
     "ChatMessage",
     "Commit",
     "ComputeUnit",
@@ -171,6 +177,7 @@ __all__ = [
     "Holder",
     "InputData",
     "InputFed",
+    "LevelEnd",
     "Load",
     "LocalProtocolError",
     "Measurement",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from protocol.base import Stats
+from protocol.capacity import derive_capacity, headline
 from protocol.generation import GenerateSpec, GenerationStats
 from protocol.genstats import summarize_generation
 from protocol.stats import instability, median, spread_pct, summarize
@@ -51,13 +52,18 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     task's are its requests' end-to-end times), their median the median of the process medians;
     loads, first loads and first inferences come from the raw ones, the stability verdict from
     those and the background load. An endpoint task: its requests' end-to-end latency is its
-    inference figure. The raw parts must fit together (`scheduler.figures` checks that first): one
-    count per process adding up to the samples, `spec.load_runs` loads per process, one first
-    inference per process, generation figures exactly when `spec.generate` is set.
+    inference figure; a capacity search's levels are derived again and the search replayed
+    (`protocol.capacity.derive_capacity`), its generation figures the knee level's. The raw parts
+    must fit together (`scheduler.figures` checks that first): one count per process adding up to
+    the samples, `spec.load_runs` loads per process, one first inference per process,
+    generation figures exactly when `spec.generate` is set.
     """
-    generation = m.generation
+    generation, capacity = m.generation, m.capacity
     if spec.generate is not None and generation is not None:
         generation = derive_generation(generation, spec.generate)
+    if spec.generate is not None and spec.generate.capacity is not None and capacity is not None:
+        capacity = derive_capacity(capacity, spec.generate)
+        generation = headline(capacity) or generation
     if is_endpoint(spec):
         assert generation is not None
         return m.with_(
@@ -71,6 +77,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
             unstable=False,
             unstable_reasons=(),
             generation=generation,
+            capacity=capacity,
         )
     samples = m.samples_ms if generation is None else tuple(r.e2e_ms for r in generation.records)
     medians = tuple(median(part) for part in split(samples, m.process_runs))

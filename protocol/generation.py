@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from protocol.base import SHA256_PATTERN, Stats, Value
 
@@ -95,6 +95,37 @@ class Slo(Value):
     e2e_ms: float | None = Field(default=None, gt=0)
 
 
+class CapacitySpec(Value):
+    """A search for the highest load that keeps goodput (the `slo`) at `goodput_pct` (`protocol.capacity`).
+
+    Concurrency levels 1, 2, 4, ... up to `max_concurrency`, or request rates from `rate_min` doubling
+    up to `rate_max`, then bisection between the last level that passed and the first that failed.
+    Each level runs for `level_s` seconds (and at most `level_requests` requests); one that is plainly
+    over-saturated (first-token times rising steadily, errors over `max_error_pct`, or more misses
+    than `goodput_pct` allows of `level_requests`) ends early, failed, with its reason.
+    """
+
+    goodput_pct: float = Field(default=90.0, gt=0, le=100)
+    max_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    rate_min: float | None = Field(default=None, gt=0)
+    rate_max: float | None = Field(default=None, gt=0)
+    level_s: float = Field(default=10.0, gt=0, le=3600)
+    level_requests: int | None = Field(default=None, ge=1, le=MAX_RECORDS)
+    max_error_pct: float = Field(default=10.0, ge=0, le=100)
+    rate_resolution_pct: float = Field(default=10.0, gt=0, le=100)
+
+    @model_validator(mode="after")
+    def _one_range(self) -> CapacitySpec:
+        rates = (self.rate_min, self.rate_max)
+        if self.max_concurrency is not None and rates != (None, None):
+            raise ValueError("give max_concurrency or a rate range, not both")
+        if self.max_concurrency is None and None in rates:
+            raise ValueError("give max_concurrency, or a rate range with both min and max")
+        if self.rate_min is not None and self.rate_max is not None and self.rate_min > self.rate_max:
+            raise ValueError(f"the rate range's min {self.rate_min:g} is above its max {self.rate_max:g}")
+        return self
+
+
 class Endpoint(Value):
     """A model server to measure instead of a model file.
 
@@ -127,6 +158,7 @@ class GenerateSpec(Value):
     endpoint: Endpoint | None = None
     tokenizer: TokenizerPin | None = None  # counts a server's output when its stream has no usage
     dataset_seed: int | None = Field(default=None, ge=0)  # a random dataset's seed (`scheduler.dataset`)
+    capacity: CapacitySpec | None = None  # search levels instead of one load (endpoint jobs only)
 
 
 ErrorKind = Literal[

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from protocol import rouge
-from protocol.generation import MAX_RECORDS, GenerateSpec, GenerationStats, RequestRecord, Rouge
+from protocol.generation import MAX_RECORDS, GenerateSpec, GenerationStats, RequestRecord, Rouge, Slo
 from protocol.stats import median, summarize
 
 
@@ -92,21 +92,22 @@ def score_rouge(records: Sequence[RequestRecord], spec: GenerateSpec) -> Rouge |
     )
 
 
+def meets_slo(r: RequestRecord, slo: Slo) -> bool:
+    """Whether one request succeeded and met every SLO that is set (what goodput counts)."""
+    tpot = tpot_ms(r)
+    return (
+        r.error is None
+        and (slo.ttft_ms is None or (r.ttft_ms is not None and r.ttft_ms <= slo.ttft_ms))
+        and (slo.tpot_ms is None or (tpot is not None and tpot <= slo.tpot_ms))
+        and (slo.e2e_ms is None or r.e2e_ms <= slo.e2e_ms)
+    )
+
+
 def _goodput(records: Sequence[RequestRecord], spec: GenerateSpec) -> float | None:
     slo = spec.slo
     if not records or (slo.ttft_ms is None and slo.tpot_ms is None and slo.e2e_ms is None):
         return None
-
-    def meets(r: RequestRecord) -> bool:
-        tpot = tpot_ms(r)
-        return (
-            r.error is None
-            and (slo.ttft_ms is None or (r.ttft_ms is not None and r.ttft_ms <= slo.ttft_ms))
-            and (slo.tpot_ms is None or (tpot is not None and tpot <= slo.tpot_ms))
-            and (slo.e2e_ms is None or r.e2e_ms <= slo.e2e_ms)
-        )
-
-    return sum(1 for r in records if meets(r)) / len(records)
+    return sum(1 for r in records if meets_slo(r, slo)) / len(records)
 
 
 def summarize_generation(

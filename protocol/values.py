@@ -8,6 +8,7 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from protocol.base import SHA256_PATTERN, Stats, Value
+from protocol.capacity import CapacityResult
 from protocol.generation import GenerateSpec, GenerationStats
 from protocol.text import control_characters
 from protocol.units import ComputeUnit
@@ -278,6 +279,9 @@ class Measurement(Value):
         return any(i.defaulted_dims for i in self.inputs)
 
     generation: GenerationStats | None = None
+    # A capacity search (`GenerateSpec.capacity`): every level with its records; `generation` is then
+    # the knee level's figures (`protocol.capacity.headline`).
+    capacity: CapacityResult | None = None
 
 
 class Load(Value):

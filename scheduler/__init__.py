@@ -11,6 +11,7 @@ Modules:
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
     generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts, input data)
     inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
+    capacity   a generate block's capacity: search (SLO, goodput, concurrency or rate range, levels)
     endpoints  a job's endpoint: block (gray- or black-box model server), its load levels, its pseudo-model
     prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
     datablock  a generate block's tokenizer: and dataset: fields -> the pinned tokenizer and its prompts
@@ -27,11 +28,13 @@ Modules:
     report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
     significance  the Mann-Whitney U test the diffs use
     genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
+    caprows    CAPACITY_COLUMNS: a capacity search's Capacity row (the knee) and one row per level
 """
 
 from __future__ import annotations
 
 from scheduler.campaign import Campaign, Job, Requirements, parse_campaign
+from scheduler.caprows import level_rows
 from scheduler.endpoints import endpoint_ref, endpoint_unit, is_endpoint_key
 from scheduler.errors import CampaignError, FieldProblem, SchedulerError, UnresolvedModelError
 from scheduler.events import (
@@ -164,6 +167,7 @@ __all__ = [
     "failure_row",
     "feasible",
     "is_endpoint_key",
+    "level_rows",
     "needs_of",
     "parse_campaign",
     "rank",

@@ -4,7 +4,8 @@ Gray-box: ``endpoint: {model: ID}`` runs only on workers whose owner declared a 
 Black-box: ``endpoint: {url: https://..., model: ID, api_key_env: NAME}``; the campaign names the
 submitter's environment variable, never the key. Load: ``generate.concurrency`` (a level or a list:
 closed loop, one job per level) or ``generate.request_rate`` (Poisson arrivals, one job per rate),
-``generate.duration_s`` to cycle the prompts for that long, and ``generate.slo`` for goodput.
+``generate.duration_s`` to cycle the prompts for that long, and ``generate.slo`` for goodput; or
+``generate.capacity`` to search the highest load that meets the SLO (`scheduler.capacity`).
 
 An endpoint job moves no model bytes: its `ModelRef` is a name and a digest of the target (never
 the key), size 0, so placement, results and reports treat it like any model.
@@ -18,11 +19,11 @@ from collections.abc import Mapping
 from typing import Final
 
 from protocol import Endpoint, GenerateSpec, ModelFormat, ModelRef
+from scheduler.capacity import SLO_FIELDS, capacity_fields
 from scheduler.problems import Problems, check_keys, describe
 
 ENDPOINT_FIELDS: Final = ("model", "url", "api_key_env")
-LOAD_FIELDS: Final = ("concurrency", "request_rate", "duration_s", "slo")
-SLO_FIELDS: Final = ("ttft_ms", "tpot_ms", "e2e_ms")
+LOAD_FIELDS: Final = ("concurrency", "request_rate", "duration_s", "slo", "capacity")
 MAX_LEVELS: Final = 64
 _ENV_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _KEY_PREFIX: Final = "endpoint:"
@@ -52,7 +53,11 @@ def parse_endpoint(raw: object, where: str, problems: Problems) -> Endpoint | No
 
 
 def load_levels(raw: Mapping[str, object], where: str, problems: Problems) -> list[dict[str, object]]:
-    """The generate block's load fields, one mapping per level (concurrency or request rate)."""
+    """The generate block's load fields, one mapping per level (concurrency or request rate); a
+    capacity search (`scheduler.capacity`) is one mapping: it runs its levels itself."""
+    searched = capacity_fields(raw, where, problems)
+    if searched is not None:
+        return [searched]
     slo = raw.get("slo")
     if isinstance(slo, dict):
         check_keys(slo, f"{where}.slo", SLO_FIELDS, problems)

@@ -12,7 +12,9 @@ of another platform's float library. Refused, as a `Refusal`:
   duration (a sample, a load, a first inference, a gap between tokens, a first token after the end),
   a record that says its text was dropped (`node.worker.fit`) but carries one,
   a duration longer than the task's whole timeout, counts that do not fit the task or each other
-  (processes, loads, runs per process, samples, records), a request ending after the run did.
+  (processes, loads, runs per process, samples, records; a capacity search's levels for a task
+  that asked for none, more records over its levels than a result keeps), a request ending after
+  the run (or its level) did.
 - `inconsistent`: a figure its raw parts contradict, named with the worker's value and the derived one.
 
 An accepted result is shown as derived: `check_figures` returns the derived measurement.
@@ -30,6 +32,7 @@ from pydantic import BaseModel
 
 from protocol import FailureReason, GenerationStats, Measurement, TaskSpec, derive
 from protocol.aggregate import is_endpoint
+from protocol.capacity import MAX_SEARCH_RECORDS as MAX_SEARCH
 from protocol.generation import MAX_RECORDS
 
 REL_TOL: Final = 1e-9
@@ -84,6 +87,9 @@ def invalid_parts(m: Measurement, spec: TaskSpec) -> Iterator[str]:
     yield from _readings(m)
     if m.generation is not None:
         yield from _records(m.generation, limit_ms, spec)
+    for i, level in enumerate(m.capacity.levels if m.capacity is not None else ()):
+        problems = _records(level.generation, limit_ms, spec)
+        yield from (f"capacity.levels[{i}]: {problem}" for problem in problems)
 
 
 def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:
@@ -91,6 +97,13 @@ def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:
     generation = m.generation
     if (spec.generate is None) != (generation is None):
         yield "generation: generate figures for a tensor task, or none for a generate task"
+        return
+    searched = spec.generate is not None and spec.generate.capacity is not None
+    if searched != (m.capacity is not None):
+        yield "capacity: a capacity search's levels for a task that asked for none, or none for one that did"
+        return
+    if m.capacity is not None and sum(len(v.generation.records) for v in m.capacity.levels) > MAX_SEARCH:
+        yield f"capacity.levels: more than the {MAX_SEARCH} records a capacity search keeps"
         return
     raw = {"process_runs": m.process_runs, "load_samples_ms": m.load_samples_ms,
            "first_inferences_ms": m.first_inferences_ms, "samples_ms": m.samples_ms}  # fmt: skip

@@ -50,6 +50,8 @@ def generate_specs(
             problems.add(f"{path}.quality", "quality metrics need a generate: block")
         return [] if spec is None else [spec]
     generated = parse_generate(fields["generate"], fields.get("quality"), path, files, problems)
+    if "endpoint" not in fields and any(g.capacity is not None for g in generated):
+        problems.add(f"{path}.generate.capacity", "a capacity search drives a model server: give an endpoint")
     if spec is None:
         return []
     defaults = {

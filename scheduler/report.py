@@ -146,9 +146,12 @@ def entry_of(
 
 
 def entries_from_document(document: Mapping[str, Any]) -> tuple[ReportEntry, ...]:
-    """Every entry of a results.json document (rows, raw samples, and each row's "signed" part)."""
+    """Every entry of a results.json document (rows, raw samples, and each row's "signed" part), a
+    capacity search's level rows left out."""
     entries = []
     for result in document.get("results", []):
+        if result["row"].get("CapacityRow") == "level":
+            continue  # a capacity search's level: its task's Capacity row stands for it (scheduler.caprows)
         signed = result.get("signed") or None
         device = DeviceProfile.model_validate(signed["device"]) if signed else None
         measurement = Measurement.model_validate(signed["measurement"]) if signed else None

@@ -32,13 +32,18 @@ def result_body(record: ResultRecord) -> ResultBody | None:
 def campaign_rows(
     scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str
 ) -> list[tuple[dict[str, str], ResultRecord | None]]:
-    """One row per task, in task order: stored results as they arrived, endings for the rest."""
+    """One row per task, in task order: stored results as they arrived, endings for the rest; a
+    capacity search's level rows (no raw samples or signed part of their own) follow its row."""
     stored = {r.task_id: r for r in results}
     rows: list[tuple[dict[str, str], ResultRecord | None]] = []
     for task in scheduler.tasks():
         record = stored.get(task.task_id)
         if record is not None:
             rows.append((dict(record.row), record))
+            body = result_body(record)
+            found = body.measurement.capacity if body is not None else None
+            if found is not None:  # a capacity search: one row per level after its Capacity row
+                rows.extend((level, None) for level in sch.level_rows(record.row, found))
             continue
         status = task.status or sch.Status.FAILED
         detail = task.detail or ("" if task.ended else f"still {task.state.value} when the campaign stopped")

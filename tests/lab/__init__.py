@@ -13,4 +13,5 @@ Modules:
     badfiles  broken and hostile model files (truncated, mislabelled, empty, lying headers, missing
            external data) and the stage each must fail at
     sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
+    knee   `KneeStub`: a `serve_sse` script whose first token comes later beyond a known number in flight
 """

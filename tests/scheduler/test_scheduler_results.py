@@ -43,8 +43,14 @@ SERVICE = (
     "ErrorsByKind,TokensCounted,RttMs,TlsMs"
 )
 POLICY = "TokenSource,TokensPerChunkMean,UsageVsCountedTokens,TtfoMsMedian,ReasoningTokensMean,DatasetSeed"
+CAPACITY = (
+    "CapacityRow,CapacityBy,CapacityKnee,CapacityFirstFail,CapacityGoodputPct,CapacityFinished,"
+    "LevelPassed,LevelEndedEarly"
+)
 EXPECTED_COLUMNS = [
-    name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY) for name in group.split(",")
+    name
+    for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY, CAPACITY)
+    for name in group.split(",")
 ]
 
 

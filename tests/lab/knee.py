@@ -1,0 +1,55 @@
+"""A scripted model server with a known knee: its first token comes later the more requests it holds.
+
+A `serve_sse` script. Each request's first token comes `fast_s` after it arrives while at most
+`knee` requests (itself included) are in flight, and `step_s` later for each one beyond `knee`:
+a server that keeps up to `knee` requests at once and queues the rest. In a closed loop, concurrency
+`knee` meets a first-token SLO between `fast_s` and `fast_s + step_s` and `knee + 1` does not; in an
+open loop above its capacity the queue, and with it the first-token time, keeps growing. The server
+counts a request in flight until its scheduled last token, even if the client went away (as a real
+server finishes what it started). A GET (no body) lists `model` as `GET /v1/models` does, so a
+worker can declare it as its own server (gray-box).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+
+from tests.lab.sse_server import Reply, scheduled
+
+JSON = (("content-type", "application/json"),)
+
+
+@dataclass
+class KneeStub:
+    """The script: call it as `serve_sse`'s script. `peak` is the most requests it held at once."""
+
+    knee: int
+    model: str = "knee"
+    fast_s: float = 0.02
+    step_s: float = 0.25
+    tokens: int = 4
+    every_s: float = 0.005
+    peak: int = 0
+    _ends: list[float] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def first_token_s(self, in_flight: int) -> float:
+        """When the first token of a request that arrives with `in_flight` held (itself included) comes."""
+        return self.fast_s + self.step_s * max(0, in_flight - self.knee)
+
+    def __call__(self, body: dict[str, object], attempt: int) -> Reply:
+        if not body:  # GET /v1/models
+            listing = {"object": "list", "data": [{"id": self.model}]}
+            return Reply(200, JSON, ((0.0, json.dumps(listing).encode()),))
+        now = time.monotonic()
+        with self._lock:
+            self._ends = [end for end in self._ends if end > now]
+            in_flight = len(self._ends) + 1
+            self.peak = max(self.peak, in_flight)
+            first = self.first_token_s(in_flight)
+            self._ends.append(now + first + self.every_s * (self.tokens - 1))
+        texts = ["tok"] * self.tokens
+        return scheduled(texts, first_s=first, every_s=self.every_s, usage=(8, self.tokens))
