@@ -255,8 +255,8 @@ def _report(outcome: Any, as_json: bool) -> None:
 
 
 def _matrix(document: dict[str, Any]) -> Group:
-    """Device x compute unit: the median inference latency of each task, the same matrix as report.html;
-    then the generate tasks' TTFT, TPOT, throughput and quality."""
+    """The generate tasks' TTFT, TPOT, ITL, decode tok/s and quality first (what an LLM run is for);
+    then device x compute unit: the median latency of each task, the same matrix as report.html."""
     from rich.console import Group
 
     from node.submitter.genreport import generation_table
@@ -264,7 +264,7 @@ def _matrix(document: dict[str, Any]) -> Group:
     from scheduler.report import entries_from_document
 
     generation = generation_table(document)
-    return Group(*matrix_tables(entries_from_document(document)), *([generation] if generation else []))
+    return Group(*([generation] if generation else []), *matrix_tables(entries_from_document(document)))
 
 
 def plan(

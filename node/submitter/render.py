@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from node.submitter.endreport import endpoint_parts, endpoint_tasks
-from node.submitter.genreport import generation_parts
+from node.submitter.genreport import generation_parts, lead_parts
 from protocol import for_html, visible
 from scheduler.report import (
     NO_DEVICE,
@@ -287,14 +287,17 @@ def _page(document: Mapping[str, Any]) -> str:
         + (f"; results from {for_html(created['row']['CreatedUtc'])}" if created else "")
         + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
     ]
+    parts += lead_parts(document)  # an LLM campaign leads with TTFT, TPOT, ITL, decode tok/s, ROUGE-L
     served = endpoint_tasks(document)  # model servers: no load, no processes; their own sections below
+    generative = {e.model for e in entries if e.generation is not None}
     for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
         mine = sorted(
             (e for e in entries if e.model == matrix.model and e.task_id not in served),
             key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
         )
+        what = "median end-to-end time per request" if matrix.model in generative else "median latency"
         parts += [
-            f"<h2>{for_html(matrix.model)}: device x compute unit, median latency (ms)</h2>",
+            f"<h2>{for_html(matrix.model)}: device x compute unit, {what} (ms)</h2>",
             f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
         ]
         if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
