@@ -179,6 +179,8 @@ def submit(
     keys = _keys_for(config, text, campaign, resume)
     options = dataclasses.replace(options, keys=keys, resume_flags=_flags(gate_addrs, data_dir, config_file))
     view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())
+    if not events:  # --events prints the same "campaign" event as a JSON line
+        options = dataclasses.replace(options, events=view.event)
 
     async def main() -> runtime.Outcome:
         with view:

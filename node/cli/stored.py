@@ -39,6 +39,7 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """A campaign's tasks as the store last saw them, or every stored campaign."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -60,7 +61,9 @@ def status(
         if as_json:
             print(json.dumps({"campaigns": rows}))
             return
-        table = Table("campaign", "name", "created", "status", "results")
+        table = Table(box=box.SIMPLE_HEAD)  # reads at 80 columns: ids whole, the name folded
+        for name in ("campaign", "name", "created", "status", "results"):
+            table.add_column(name, no_wrap=name != "name", overflow="fold")
         for row in rows:
             table.add_row(*(for_rich(str(v)) for v in row.values()))
         Console().print(table)
@@ -81,11 +84,11 @@ def status(
             )
         )
         return
-    table = Table(
-        "task", "unit", "device", "state", "detail", title=for_rich(f"{campaign_id} ({record.status})")
-    )
-    for t in tasks:
-        cells = (t.task_id, t.unit.value, t.device_name or "", t.state.value, t.detail)
+    table = Table(title=for_rich(f"{campaign_id} ({record.status})"), box=box.SIMPLE_HEAD)
+    for name in ("task", "unit", "device", "state", "detail"):
+        table.add_column(name, no_wrap=name == "task", overflow="fold")
+    for t in tasks:  # the title names the campaign: a task is its job and number (as in submit's view)
+        cells = (t.task_id.rsplit("-job-", 1)[-1], t.unit.value, t.device_name or "", t.state.value, t.detail)
         table.add_row(*(for_rich(c) for c in cells))
     Console().print(table)
 
