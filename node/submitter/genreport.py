@@ -61,7 +61,7 @@ def _distributions_svg(runs: list[Run]) -> str:
     for ax, data, figure in ((ttft_ax, ttfts, ttft), (tpot_ax, tpots, tpot)):
         ax.boxplot(data, orientation="horizontal", tick_labels=labels, flierprops={"markersize": 2})
         ax.invert_yaxis()
-        ax.set_xlabel(figure.titled.replace(", median", "; each request"))
+        ax.set_xlabel(f"{figure.label}, each request\n{figure.formula.removesuffix(', median')}")
         ax.set_title(f"{figure.label.split()[0]}, every request", fontsize=10)
     tpot_ax.set_yticks([])
     return svg_of(fig, "gen")

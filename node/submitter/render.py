@@ -154,19 +154,23 @@ def resources_svg(entries: Sequence[ReportEntry], salt: str) -> str:
     ys = range(len(done))
     fig = _figure(11.0, 1.2 + 0.45 * len(done))
     load, memory = fig.subplots(1, 2, sharey=True)
-    for ax, pairs, unit in (
-        (load, (("median load", "load_ms_median"), ("first load", "load_first_ms")), "ms"),
+    for ax, pairs, unit, corner in (
+        (load, (("median load", "load_ms_median"), ("first load", "load_first_ms")), "ms", "left"),
         (
             memory,
             (("peak at load", "peak_load_ram_mb"), ("peak at inference", "peak_inference_ram_mb")),
             "MB (process peak resident set)",
+            "right",
         ),
     ):
-        for k, (name, attr) in enumerate(pairs):
+        bars = [
             ax.barh([y + 0.4 * k - 0.2 for y in ys], [getattr(e, attr) or 0.0 for e in done], 0.4, label=name)
+            for k, (name, attr) in enumerate(pairs)
+        ]
         ax.set_xlabel(unit)
-        # below the axes, never over a bar
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
+        # a figure legend "outside": the layout keeps room for it under the x-axis labels, never over a
+        # bar or a label (an axes legend anchored below the axes sat on the labels of a one-row chart)
+        fig.legend(handles=bars, fontsize=7, loc=f"outside lower {corner}", ncol=2, frameon=False)
     load.set_yticks(list(ys), labels)
     load.invert_yaxis()
     load.set_title("model load time", fontsize=10)
