@@ -27,7 +27,7 @@ from node.cli.options import (
     fail,
     run,
 )
-from node.events import json_lines, quiet
+from node.events import EventSink, json_lines, quiet
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -124,6 +124,7 @@ def _options(
     workers: int,
     events: bool = False,
     rediscover: float | None = None,
+    sink: EventSink = quiet,
 ) -> Any:
     import trio
 
@@ -136,7 +137,7 @@ def _options(
         discovery = dataclasses.replace(discovery, interval_s=rediscover)
     return SubmitOptions(
         out_root=out,
-        events=json_lines if events else quiet,
+        events=json_lines if events else sink,  # --events: every event as a JSON line
         discovery=discovery,
         swarm=partial(embedded_swarm, workers=workers),
         stop=trio.Event(),  # Ctrl-C: withdraw what is out, store "interrupted", say how to resume
@@ -174,13 +175,11 @@ def submit(
     if (campaign is None) == (resume is None):
         fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
-    options = _options(out, wait_peers, discover_timeout, workers, events, rediscover)
+    view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())  # names the campaign too
+    options = _options(out, wait_peers, discover_timeout, workers, events, rediscover, view.event)
     text = _read_campaign(campaign) if campaign is not None else ""
     keys = _keys_for(config, text, campaign, resume)
     options = dataclasses.replace(options, keys=keys, resume_flags=_flags(gate_addrs, data_dir, config_file))
-    view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())
-    if not events:  # --events prints the same "campaign" event as a JSON line
-        options = dataclasses.replace(options, events=view.event)
 
     async def main() -> runtime.Outcome:
         with view:

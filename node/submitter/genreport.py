@@ -174,7 +174,6 @@ def generation_table(document: Mapping[str, Any]) -> Group | None:
         for figure in (*LLM_FIGURES, E2E, THROUGHPUT):
             table.add_row(figure.label, _value(s, figure) or "-", figure.formula)
         table.add_row("TTFT ms p90", f"{s.ttft_ms.p90:.1f}", "90th percentile over requests")
-        table.add_row("ITL ms p99", f"{s.itl_ms.p99:.1f}", "99th percentile of every gap")
         table.add_row("output tokens", f"{s.output_tokens_mean:.1f}", "mean over requests")
         stable = _stability(row)
         table.add_row("stability", "stable" if stable == "stable" else "[red]unstable[/]", for_rich(stable))
