@@ -61,11 +61,14 @@ def status(
         if as_json:
             print(json.dumps({"campaigns": rows}))
             return
-        table = Table(box=box.SIMPLE_HEAD)  # reads at 80 columns: ids whole, the name folded
-        for name in ("campaign", "name", "created", "status", "results"):
+        # reads at 80 columns: ids whole (they differ only in their tail), the name last, folded if long
+        table = Table(box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+        for name in ("campaign", "created (UTC)", "status", "results", "name"):
             table.add_column(name, no_wrap=name != "name", overflow="fold")
         for row in rows:
-            table.add_row(*(for_rich(str(v)) for v in row.values()))
+            created = str(row["created"]).replace("T", " ")[:16]
+            cells = (row["campaign_id"], created, row["status"], row["results"], row["name"])
+            table.add_row(*(for_rich(str(v)) for v in cells))
         Console().print(table)
         return
     record = store.campaign(campaign_id)

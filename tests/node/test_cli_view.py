@@ -4,6 +4,11 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
 
 from rich.console import Console
 
@@ -11,6 +16,7 @@ import scheduler as sch
 from node.cli.live import LiveView, task_table
 from protocol import ComputeUnit, ModelRef, Phase
 
+ROOT: Final = Path(__file__).parents[2]
 MODEL = ModelRef(name="m.onnx", size=1, sha256="0" * 64)
 
 
@@ -58,3 +64,39 @@ def test_submit_names_its_campaign_when_it_starts() -> None:
         out.getvalue()
         == "campaign campaign-17954409605958 running (sark-node status campaign-17954409605958)\n"
     )
+
+
+def test_status_tells_campaigns_apart_at_80_columns(tmp_path: Path) -> None:
+    """`sark-node status` as a user runs it, in a terminal 80 columns wide: every id whole."""
+    from node.datadir import DataDir
+    from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore
+
+    ids = [f"campaign-179544160797{n:02d}" for n in (58, 59)]  # the same up to their last digits
+    store = CampaignStore(DataDir(tmp_path).campaigns)
+    for cid in ids:
+        record = CampaignRecord(
+            cid,
+            "smollm-summaries",
+            "2026-11-23T13:46:00Z",
+            "llm.yaml",
+            "",
+            {},
+            None,
+            CampaignStatus.FINISHED,
+            "",
+        )
+        store.add_campaign(record)
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", "from node.cli import main; main()", "status", "--data-dir", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "…" not in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    for cid in ids:
+        assert cid in done.stdout
+    assert "smollm-summaries" in done.stdout
