@@ -82,7 +82,7 @@ def _log_ticks(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
+def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency") -> str:
     """The matrix as a heatmap: colour by median latency, each cell annotated (an asterisk if unstable)."""
     from matplotlib.colors import LogNorm, Normalize
 
@@ -112,11 +112,11 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
     bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
     if isinstance(norm, LogNorm):
         _log_ticks(bar.ax.yaxis)
-    ax.set_title(f"{visible(matrix.model)}: median inference latency (ms; * unstable)", fontsize=10)
+    ax.set_title(f"{visible(matrix.model)}: median {what} (ms; * unstable)", fontsize=10)
     return _svg(fig, salt)
 
 
-def distributions_svg(entries: Sequence[ReportEntry], salt: str) -> str:
+def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "inference latency") -> str:
     """Latency distributions from the raw samples: a box plot and an ECDF per device and unit."""
     measured = [e for e in entries if e.samples_ms]
     labels = [_label(e, entries) for e in measured]
@@ -131,14 +131,14 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str) -> str:
     box.invert_yaxis()
     box.set_xscale("log")
     _log_ticks(box.xaxis)
-    box.set_xlabel("inference latency (ms, log)")
+    box.set_xlabel(f"{what} (ms, log)")
     box.set_title("distribution of every timed run", fontsize=10)
     for e, label in zip(measured, labels, strict=True):
         xs = sorted(e.samples_ms)
         ecdf.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", label=label)
     ecdf.set_xscale("log")
     _log_ticks(ecdf.xaxis)
-    ecdf.set_xlabel("inference latency (ms, log)")
+    ecdf.set_xlabel(f"{what} (ms, log)")
     ecdf.yaxis.set_label_position("right")  # on the left it sat between the two plots
     ecdf.yaxis.tick_right()
     ecdf.set_ylabel("share of runs at or below")
@@ -299,19 +299,21 @@ def _page(document: Mapping[str, Any]) -> str:
             (e for e in entries if e.model == matrix.model and e.task_id not in served),
             key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
         )
-        what = "median end-to-end time per request" if matrix.model in generative else "median latency"
+        what = "end-to-end time per request" if matrix.model in generative else "inference latency"
         parts += [
-            f"<h2>{for_html(matrix.model)}: device x compute unit, {what} (ms)</h2>",
+            f"<h2>{for_html(matrix.model)}: device x compute unit, median {what} (ms)</h2>",
             f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
         ]
         if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
             # colour compares medians: with fewer than two there is nothing to compare (the table says it)
-            parts.append(f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>')
+            parts.append(
+                f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}", what)}</figure>'
+            )
         if any(e.samples_ms for e in mine):
             parts += [
                 "<h2>Latency distributions</h2>",
                 f'<figure id="distributions-{k}" class="distributions">'
-                f"{distributions_svg(mine, f'd{k}')}</figure>",
+                f"{distributions_svg(mine, f'd{k}', what)}</figure>",
             ]
         if any(e.complete for e in mine):
             parts += [
