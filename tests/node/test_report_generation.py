@@ -3,14 +3,18 @@ table, from results.json's records."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from node.submitter.genreport import generation_parts, generation_table, lead_markdown, lead_parts
+from node.submitter.tables import diff_table
 from protocol import GenerateSpec, Prompt, RequestRecord
 from protocol.genstats import summarize_generation
+from scheduler.report import diff_entries, entries_from_document
 
 
 def _document() -> dict[str, Any]:
@@ -105,3 +109,31 @@ def test_the_terminal_table_reads_at_80_columns_and_says_why_a_row_is_unstable()
     assert figures["stability"] == "unstable"
     assert "TPOT stddev is 40.0% of the mean" in " ".join(text.split())
     assert generation_table({"results": [{"row": {}, "signed": None}]}) is None
+
+
+LLM_RESULTS = Path(__file__).parent / "llm_results.json"  # `sark-node submit examples/llm.yaml`, as run
+
+
+def test_submit_ends_with_the_llm_figures_then_the_matrix_at_80_columns() -> None:
+    from node.cli.campaign import _matrix
+
+    console = Console(width=80, record=True)
+    console.print(_matrix(json.loads(LLM_RESULTS.read_text())))
+    text = console.export_text()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert text.index("TTFT ms") < text.index("end-to-end time per request")  # the LLM table first
+    assert "* vm-0 · CPU (PyTorch): " in text  # why the starred cell is unstable
+
+
+def test_the_diff_of_two_llm_runs_reads_at_80_columns() -> None:
+    entries = entries_from_document(json.loads(LLM_RESULTS.read_text()))
+    console = Console(width=80, record=True)
+    console.print(diff_table(diff_entries(entries, entries), "A -> B"))
+    text = console.export_text()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    figures = [
+        line.split()[0] for line in text.splitlines() if line.strip().startswith(("TTFT", "TPOT", "ITL"))
+    ]
+    assert figures[:3] == ["TTFT", "TPOT", "ITL"]
