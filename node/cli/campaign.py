@@ -175,7 +175,7 @@ def submit(
     if (campaign is None) == (resume is None):
         fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
-    view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())  # names the campaign too
+    view = LiveView(enabled=not as_json and not events and sys.stderr.isatty(), announce=not as_json)
     options = _options(out, wait_peers, discover_timeout, workers, events, rediscover, view.event)
     text = _read_campaign(campaign) if campaign is not None else ""
     keys = _keys_for(config, text, campaign, resume)

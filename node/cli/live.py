@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 class LiveView:
     """A row per task (device, unit, phase, progress, median so far), redrawn as events arrive."""
 
-    def __init__(self, *, enabled: bool) -> None:
+    def __init__(self, *, enabled: bool, announce: bool = True) -> None:
         from rich.console import Console
         from rich.live import Live
         from rich.table import Table
@@ -22,6 +22,7 @@ class LiveView:
         self._live = (
             Live(Table(), console=self._console, refresh_per_second=4, transient=False) if enabled else None
         )
+        self._announce = announce  # False under --json: stdout's closing object names the campaign
         self._last = 0.0
         self._tasks: Sequence[sch.TaskView] = ()
 
@@ -38,7 +39,7 @@ class LiveView:
     def event(self, event: str, /, **fields: Any) -> None:
         """An event sink (`node.events.EventSink`) that says the campaign's id once it starts, on stderr
         above the live view, so that `status`, `cancel` or `--resume` can name it while it runs."""
-        if event == "campaign":
+        if event == "campaign" and self._announce:
             from protocol import for_rich
 
             campaign = for_rich(str(fields.get("campaign", "")))

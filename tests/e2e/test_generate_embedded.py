@@ -47,7 +47,6 @@ def test_the_example_runs_on_the_embedded_swarm(tmp_path: Path) -> None:
     done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=800, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
-    assert f"campaign {outcome['campaign_id']} running" in done.stderr  # named as it starts
     # issue 24: transformers' GGUF loader drew a tqdm bar from the worker's child into submit's output
     assert "Converting and de-quantizing" not in done.stderr
     assert "it/s]" not in done.stderr

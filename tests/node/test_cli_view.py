@@ -64,6 +64,11 @@ def test_submit_names_its_campaign_when_it_starts() -> None:
         out.getvalue()
         == "campaign campaign-17954409605958 running (sark-node status campaign-17954409605958)\n"
     )
+    machine = LiveView(enabled=False, announce=False)  # --json: stdout's closing object names it
+    silent = io.StringIO()
+    machine._console = Console(file=silent, width=80)
+    machine.event("campaign", campaign="campaign-17954409605958", submitter="12D3Koo")
+    assert silent.getvalue() == ""
 
 
 def test_status_tells_campaigns_apart_at_80_columns(tmp_path: Path) -> None:
