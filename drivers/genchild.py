@@ -8,11 +8,13 @@ are the raw per-request records.
 from __future__ import annotations
 
 import gc
+import os
 import tempfile
 import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Final
 
 from drivers import device, llm, meters
 from drivers.child import Stages, limit_memory, run_boundary
@@ -24,9 +26,31 @@ from protocol import FailureReason, GenerateSpec, Phase, RequestRecord, Stage, T
 NS_PER_MS = 1e6
 
 
+QUIET_ENV: Final = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+"""Turns off third-party progress bars: transformers' GGUF loader calls tqdm itself, which
+`transformers.utils.logging.disable_progress_bar()` does not reach (tqdm >= 4.66 reads TQDM_DISABLE)."""
+
+
 def main(conn: Connection, job: ChildJob) -> None:
     """Entry point of the spawned child of a generate task; never raises."""
+    silence_output()
     run_boundary(conn, job, measure_generation)
+
+
+def silence_output() -> None:
+    """Keep the runtimes' own output (progress bars, warnings) off the terminal the child inherited.
+
+    The child reports only through its pipe: its outcome, stage and progress are messages, and a
+    crash is read from its exit code. Its stdout and stderr would otherwise be the worker's, which on
+    the embedded swarm is `submit`'s terminal, where a tqdm bar breaks the live view.
+    """
+    os.environ.update(QUIET_ENV)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def measure_generation(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:

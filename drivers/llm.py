@@ -57,6 +57,8 @@ def prepare() -> None:
     """Import torch and transformers (seconds: kept out of load time), offline and quiet."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["TQDM_DISABLE"] = "1"  # the GGUF loader's own tqdm bar, which the call below misses
     import transformers
 
     transformers.utils.logging.set_verbosity_error()

@@ -16,7 +16,7 @@ from typing import Final
 from protocol.base import Stats
 from protocol.capacity import derive_capacity, headline
 from protocol.generation import GenerateSpec, GenerationStats
-from protocol.genstats import summarize_generation
+from protocol.genstats import summarize_generation, tpot_ms
 from protocol.stats import instability, median, spread_pct, summarize
 from protocol.values import Measurement, TaskSpec
 
@@ -45,13 +45,31 @@ def derive_generation(stats: GenerationStats, spec: GenerateSpec) -> GenerationS
     )
 
 
+def per_token_instability(
+    generation: GenerationStats, process_runs: Sequence[int], background_cores: float
+) -> tuple[str, ...]:
+    """A generation's stability, judged on its requests' TPOT (per-process medians included).
+
+    End-to-end times grow with each answer's length, which differs by prompt: judged on them, every
+    generation would be "unstable". Time per output token is what should repeat.
+    """
+    tpots: list[list[float]] = []
+    start = 0
+    for count in process_runs:
+        tpots.append([t for r in generation.records[start : start + count] if (t := tpot_ms(r)) is not None])
+        start += count
+    medians = [median(part) for part in tpots if part]
+    return instability(summarize([t for part in tpots for t in part]), medians, background_cores, of="TPOT")
+
+
 def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     """`m` with every figure computed from its raw parts, as `spec` asked for them.
 
     A tensor or white-box generate task: the inference statistics are over all samples (a generate
     task's are its requests' end-to-end times), their median the median of the process medians;
     loads, first loads and first inferences come from the raw ones, the stability verdict from
-    those and the background load. An endpoint task: its requests' end-to-end latency is its
+    those and the background load (a generate task's from its requests' TPOT instead:
+    `per_token_instability`). An endpoint task: its requests' end-to-end latency is its
     inference figure; a capacity search's levels are derived again and the search replayed
     (`protocol.capacity.derive_capacity`), its generation figures the knee level's. The raw parts
     must fit together (`scheduler.figures` checks that first): one count per process adding up to
@@ -83,7 +101,10 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     medians = tuple(median(part) for part in split(samples, m.process_runs))
     inference = summarize(samples).with_(median=median(medians))
     loads = split(m.load_samples_ms, [spec.load_runs] * len(m.process_runs))
-    reasons = instability(inference, medians, m.conditions.background_cores)
+    if generation is None:
+        reasons = instability(inference, medians, m.conditions.background_cores)
+    else:
+        reasons = per_token_instability(generation, m.process_runs, m.conditions.background_cores)
     return m.with_(
         compute_unit=spec.compute_unit,
         load_ms=summarize(m.load_samples_ms),

@@ -93,28 +93,33 @@ def spread_pct(medians: Sequence[float]) -> float:
     return (max(medians) - min(medians)) / mid * 100.0 if mid > 0 else 0.0
 
 
-def instability(stats: Stats, process_medians: Sequence[float], background_cores: float) -> tuple[str, ...]:
+def instability(
+    stats: Stats, process_medians: Sequence[float], background_cores: float, of: str = ""
+) -> tuple[str, ...]:
     """Why a measurement should not be trusted as it stands; empty when it looks stable.
 
     Args:
         stats: the statistics of all timed samples.
         process_medians: the median of each child process.
         background_cores: CPU cores other processes used while this one measured.
+        of: what the samples are, named in the reasons ("TPOT": a generation is judged on its time
+            per output token, since end-to-end times vary with each answer's length); "" for latency.
 
     Returns:
         Human-readable reasons, one per rule broken.
     """
     reasons: list[str] = []
+    what = f"{of} " if of else ""
     if stats.n > 1 and stats.cv >= MAX_CV:
-        reasons.append(f"stddev is {stats.cv * 100:.1f}% of the mean (>= {MAX_CV * 100:.0f}%)")
+        reasons.append(f"{what}stddev is {stats.cv * 100:.1f}% of the mean (>= {MAX_CV * 100:.0f}%)")
     if stats.mean > 0 and (
         (stats.mean - stats.min) / stats.mean >= MAX_MIN_MAX_DEVIATION
         or (stats.max - stats.mean) / stats.mean >= MAX_MIN_MAX_DEVIATION
     ):
-        reasons.append(f"min or max is >= {MAX_MIN_MAX_DEVIATION * 100:.0f}% from the mean")
+        reasons.append(f"{what}min or max is >= {MAX_MIN_MAX_DEVIATION * 100:.0f}% from the mean")
     if background_cores > MAX_BACKGROUND_CORES:
         reasons.append(f"background load of {background_cores:.2f} cores (> {MAX_BACKGROUND_CORES})")
     spread = spread_pct(process_medians)
     if spread > MAX_PROCESS_SPREAD_PCT:
-        reasons.append(f"process medians {spread:.1f}% apart (> {MAX_PROCESS_SPREAD_PCT:.0f}%)")
+        reasons.append(f"{what}process medians {spread:.1f}% apart (> {MAX_PROCESS_SPREAD_PCT:.0f}%)")
     return tuple(reasons)

@@ -27,6 +27,7 @@ Modules:
     results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
     report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
     significance  the Mann-Whitney U test the diffs use
+    llmview    LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
     genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
     caprows    CAPACITY_COLUMNS: a capacity search's Capacity row (the knee) and one row per level
 """

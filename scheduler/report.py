@@ -2,7 +2,8 @@
 
 Pure: no files, clock, plotting or printing. `node.submitter.render` draws and writes what this module shapes.
 
-The diff compares two campaigns per device and compute unit. Its significance test is the
+The diff compares two campaigns per device and compute unit (a generate task: its `llmview` figures
+first, each tested on its per-request values, then its end-to-end latency). Its significance test is the
 Mann-Whitney U test on the raw inference samples (normal approximation with tie and continuity
 corrections, two-sided). Samples of one process are not independent of each other (a process can
 sit at 2x for its whole life on a shared machine), so a change counts as significant only when
@@ -16,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from protocol import DeviceProfile, Measurement, RunConditions, Value
+from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Value
+from scheduler.llmview import E2E, LLM_FIGURES, LlmFigure, headline, per_request
 from scheduler.significance import MannWhitney, mann_whitney
 
 NO_DEVICE: Final = "(no device)"
@@ -49,6 +51,7 @@ class ReportEntry(Value):
     peak_inference_ram_mb: float | None = None
     conditions: RunConditions | None = None
     device_profile: DeviceProfile | None = None
+    generation: GenerationStats | None = None
     detail: str = ""
 
     @property
@@ -80,6 +83,7 @@ class DiffRow(Value):
 
     device: str
     column: str
+    metric: str = "latency ms"
     before_ms: float | None = None
     after_ms: float | None = None
     change_pct: float | None = None
@@ -141,6 +145,7 @@ def entry_of(
         peak_inference_ram_mb=_num(row, "PeakInferenceRamUsage"),
         conditions=measurement.conditions if measurement is not None else None,
         device_profile=device,
+        generation=measurement.generation if measurement is not None else None,
         detail=detail,
     )
 
@@ -324,6 +329,7 @@ def compare(
     return DiffRow(
         device=a.device if a.device == b.device else f"{a.device} / {b.device}",
         column=f"{a.unit} · job {a.job_index}" if a.job_index else a.unit,
+        metric=E2E.label if a.generation is not None and b.generation is not None else "latency ms",
         before_ms=a.median_ms,
         after_ms=b.median_ms,
         change_pct=change,
@@ -336,6 +342,40 @@ def compare(
         n_before=len(a.samples_ms),
         n_after=len(b.samples_ms),
     )
+
+
+def compare_figure(a: ReportEntry, b: ReportEntry, figure: LlmFigure, bounds: tuple[float, float]) -> DiffRow:
+    """One LLM figure of two generate tasks compared, tested on its per-request values, better either way."""
+    threshold_pct, alpha = bounds
+    before, after = headline(a.generation, figure), headline(b.generation, figure)
+    change = (after - before) / before * 100.0 if before and after is not None else 0.0
+    xs, ys = per_request(a.generation, figure), per_request(b.generation, figure)
+    test = mann_whitney(xs, ys) if xs and ys else None
+    significant = test is not None and test.p_value < alpha and abs(change) >= threshold_pct
+    worse = change < 0 if figure.higher_is_better else change > 0
+    return compare(a, b, threshold_pct, alpha).with_(
+        metric=figure.label,
+        before_ms=before,
+        after_ms=after,
+        change_pct=change,
+        p_value=test.p_value if test is not None else None,
+        significant=significant,
+        regression=significant and worse,
+        improvement=significant and not worse,
+        verdict=("regression" if worse else "improvement") if significant else "no significant change",
+        note="; ".join(_notes(a, b, test, change, None, bounds)),
+        n_before=len(xs),
+        n_after=len(ys),
+    )
+
+
+def _rows_of(a: ReportEntry | None, b: ReportEntry | None, bounds: tuple[float, float]) -> list[DiffRow]:
+    """A pair's rows: a generate task's LLM figures that both sides have first, then its latency."""
+    latency = compare(a, b, *bounds)
+    if not (a and b and a.complete and b.complete and a.generation and b.generation):
+        return [latency]
+    both = [f for f in LLM_FIGURES if None not in (headline(a.generation, f), headline(b.generation, f))]
+    return [*(compare_figure(a, b, f, bounds) for f in both), latency]
 
 
 def diff_entries(
@@ -353,7 +393,8 @@ def diff_entries(
         alpha: the significance level of the Mann-Whitney test.
 
     Returns:
-        One row per pair and per unmatched task, sorted by device then column.
+        One row per pair and per unmatched task (a generate task's pair: one per LLM figure, then its
+        end-to-end latency), sorted by device then column, the figures in their order.
     """
-    rows = [compare(a, b, threshold_pct, alpha) for a, b in match_entries(before, after)]
-    return tuple(sorted(rows, key=lambda r: (r.device, r.column)))
+    rows = [r for a, b in match_entries(before, after) for r in _rows_of(a, b, (threshold_pct, alpha))]
+    return tuple(sorted(rows, key=lambda r: (r.device, r.column)))  # stable: each pair's order kept

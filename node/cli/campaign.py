@@ -28,7 +28,7 @@ from node.cli.options import (
     resume_flags,
     run,
 )
-from node.events import json_lines, quiet
+from node.events import EventSink, json_lines, quiet
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -125,6 +125,7 @@ def _options(
     workers: int,
     events: bool = False,
     rediscover: float | None = None,
+    sink: EventSink = quiet,
 ) -> Any:
     import trio
 
@@ -137,7 +138,7 @@ def _options(
         discovery = dataclasses.replace(discovery, interval_s=rediscover)
     return SubmitOptions(
         out_root=out,
-        events=json_lines if events else quiet,
+        events=json_lines if events else sink,  # --events: every event as a JSON line
         discovery=discovery,
         swarm=partial(embedded_swarm, workers=workers),
         stop=trio.Event(),  # Ctrl-C: withdraw what is out, store "interrupted", say how to resume
@@ -175,11 +176,11 @@ def submit(
     if (campaign is None) == (resume is None):
         fail("error: give a campaign file, or --resume CAMPAIGN_ID", 2)
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
-    options = _options(out, wait_peers, discover_timeout, workers, events, rediscover)
+    view = LiveView(enabled=not as_json and not events and sys.stderr.isatty(), announce=not as_json)
+    options = _options(out, wait_peers, discover_timeout, workers, events, rediscover, view.event)
     text = _read_campaign(campaign) if campaign is not None else ""
     flags = resume_flags(gate_addrs, data_dir, config_file)
     options = dataclasses.replace(options, keys=_keys_for(config, text, campaign, resume), resume_flags=flags)
-    view = LiveView(enabled=not as_json and not events and sys.stderr.isatty())
 
     async def main() -> runtime.Outcome:
         with view:
@@ -248,8 +249,8 @@ def _report(outcome: Any, as_json: bool) -> None:
 
 
 def _matrix(document: dict[str, Any]) -> Group:
-    """Device x compute unit: the median inference latency of each task, the same matrix as report.html;
-    then the generate tasks' TTFT, TPOT, throughput and quality."""
+    """The generate tasks' TTFT, TPOT, ITL, decode tok/s and quality first (what an LLM run is for);
+    then device x compute unit: the median latency of each task, the same matrix as report.html."""
     from rich.console import Group
 
     from node.submitter.genreport import generation_table
@@ -257,7 +258,7 @@ def _matrix(document: dict[str, Any]) -> Group:
     from scheduler.report import entries_from_document
 
     generation = generation_table(document)
-    return Group(*matrix_tables(entries_from_document(document)), *([generation] if generation else []))
+    return Group(*([generation] if generation else []), *matrix_tables(entries_from_document(document)))
 
 
 def plan(

@@ -13,16 +13,16 @@ if TYPE_CHECKING:
 class LiveView:
     """A row per task (device, unit, phase, progress, median so far), redrawn as events arrive."""
 
-    def __init__(self, *, enabled: bool) -> None:
+    def __init__(self, *, enabled: bool, announce: bool = True) -> None:
         from rich.console import Console
         from rich.live import Live
         from rich.table import Table
 
+        self._console = Console(stderr=True, highlight=False)
         self._live = (
-            Live(Table(), console=Console(stderr=True), refresh_per_second=4, transient=False)
-            if enabled
-            else None
+            Live(Table(), console=self._console, refresh_per_second=4, transient=False) if enabled else None
         )
+        self._announce = announce  # False under --json: stdout's closing object names the campaign
         self._last = 0.0
         self._tasks: Sequence[sch.TaskView] = ()
 
@@ -36,6 +36,17 @@ class LiveView:
             self._live.update(task_table(self._tasks))  # the last frame shows how every task ended
             self._live.__exit__(None, None, None)
 
+    def event(self, event: str, /, **fields: Any) -> None:
+        """An event sink (`node.events.EventSink`) that says the campaign's id once it starts, on stderr
+        above the live view, so that `status`, `cancel` or `--resume` can name it while it runs."""
+        if event == "campaign" and self._announce:
+            from protocol import for_rich
+
+            campaign = for_rich(str(fields.get("campaign", "")))
+            self._console.print(
+                f"campaign [bold]{campaign}[/] running (sark-node status {campaign})", soft_wrap=True
+            )
+
     def update(self, tasks: Sequence[sch.TaskView]) -> None:
         """Redraw the table, at most five times a second."""
         self._tasks = tasks
@@ -48,13 +59,15 @@ class LiveView:
 
 def task_table(tasks: Sequence[sch.TaskView]) -> Any:
     """The live view's frame (a rich Table): a row per task (device, unit, state, phase, progress, median)."""
+    from rich import box
     from rich.table import Table
 
     from protocol import for_rich
 
-    table = Table(title="tasks")
+    # no rules between columns, one space of padding: every cell but the device reads whole at 80 columns
+    table = Table(title="tasks", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
     for name in ("task", "device", "unit", "state", "phase", "progress", "median ms"):
-        table.add_column(name)
+        table.add_column(name, no_wrap=name != "device", justify="right" if name == "median ms" else "left")
     for t in tasks:
         p = t.progress
         table.add_row(
@@ -62,7 +75,7 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
             for_rich(t.device_name or (t.peer_id or "")[-8:]),
             t.unit.value,
             t.state.value,
-            p.phase.value if p.phase else "",
+            p.phase.value if p.phase and t.state.value == "leased" else "",  # a phase only while it runs
             f"{p.done}/{p.total}" if p.total else "",
             f"{p.median_ms:.3f}" if p.median_ms is not None else "",
         )

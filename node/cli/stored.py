@@ -39,6 +39,7 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """A campaign's tasks as the store last saw them, or every stored campaign."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -60,10 +61,7 @@ def status(
         if as_json:
             print(json.dumps({"campaigns": rows}))
             return
-        table = Table("campaign", "name", "created", "status", "results")
-        for row in rows:
-            table.add_row(*(for_rich(str(v)) for v in row.values()))
-        Console().print(table)
+        Console().print(_campaigns_table(rows))
         return
     record = store.campaign(campaign_id)
     if record is None:
@@ -81,13 +79,31 @@ def status(
             )
         )
         return
-    table = Table(
-        "task", "unit", "device", "state", "detail", title=for_rich(f"{campaign_id} ({record.status})")
-    )
-    for t in tasks:
-        cells = (t.task_id, t.unit.value, t.device_name or "", t.state.value, t.detail)
+    table = Table(title=for_rich(f"{campaign_id} ({record.status})"), box=box.SIMPLE_HEAD)
+    for name in ("task", "unit", "device", "state", "detail"):
+        table.add_column(name, no_wrap=name == "task", overflow="fold")
+    for t in tasks:  # the title names the campaign: a task is its job and number (as in submit's view)
+        cells = (t.task_id.rsplit("-job-", 1)[-1], t.unit.value, t.device_name or "", t.state.value, t.detail)
         table.add_row(*(for_rich(c) for c in cells))
     Console().print(table)
+
+
+def _campaigns_table(rows: list[dict[str, Any]]) -> Any:
+    """Every stored campaign, one a line. It reads at 80 columns: ids whole (they differ only in their
+    tail), the creation time to the minute, the name last and folded if long."""
+    from rich import box
+    from rich.table import Table
+
+    from protocol import for_rich
+
+    table = Table(box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    for name in ("campaign", "created (UTC)", "status", "results", "name"):
+        table.add_column(name, no_wrap=name != "name", overflow="fold")
+    for row in rows:
+        created = str(row["created"]).replace("T", " ")[:16]
+        cells = (row["campaign_id"], created, row["status"], row["results"], row["name"])
+        table.add_row(*(for_rich(str(v)) for v in cells))
+    return table
 
 
 def cancel(campaign_id: IdArg, data_dir: DataDirOpt = None, config_file: ConfigOpt = None) -> None:

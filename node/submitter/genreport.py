@@ -1,5 +1,6 @@
-"""report.html's part for generate tasks: TTFT and TPOT distributions per device, and a quality table;
-and the terminal's table of the same figures at the end of `submit`.
+"""The views of generate tasks: report.html's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L per
+device, each header naming its formula: `scheduler.llmview`), its TTFT and TPOT distributions and
+quality table; the same lead table in Markdown; and the terminal's vertical table at the end of `submit`.
 
 Read from results.json's signed measurements (`generation.records`, every request's raw record), so a
 re-rendered report draws the same pictures. Tensor-only campaigns get nothing from here.
@@ -11,15 +12,18 @@ import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from protocol import GenerationStats, for_html, for_rich, visible
+from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
+from scheduler.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
 
 if TYPE_CHECKING:
-    from rich.table import Table
+    from rich.console import Group
+
+Run = tuple[str, GenerationStats, Mapping[str, str]]
 
 
-def _generations(document: Mapping[str, Any]) -> list[tuple[str, GenerationStats]]:
-    """(label, stats) of every measured generate task: device name and compute unit."""
+def _generations(document: Mapping[str, Any]) -> list[Run]:
+    """(label, stats, row) of every measured generate task: device name, compute unit and task."""
     found = []
     for entry in document.get("results", []):
         signed = entry.get("signed") or {}
@@ -30,7 +34,7 @@ def _generations(document: Mapping[str, Any]) -> list[tuple[str, GenerationStats
         label = visible(
             f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
         )
-        found.append((label, GenerationStats.model_validate(raw)))
+        found.append((label, GenerationStats.model_validate(raw), row))
     return found
 
 
@@ -45,45 +49,76 @@ def svg_of(figure: Any, salt: str) -> str:
     return text[text.index("<svg") :]
 
 
-def _distributions_svg(runs: list[tuple[str, GenerationStats]]) -> str:
+def _distributions_svg(runs: list[Run]) -> str:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11.0, 1.2 + 0.45 * len(runs)), layout="constrained")
     ttft_ax, tpot_ax = fig.subplots(1, 2)
-    labels = [label for label, _ in runs]
-    ttfts = [[r.ttft_ms for r in s.records if r.ttft_ms is not None] or [0.0] for _, s in runs]
-    tpots = [[t for r in s.records if (t := tpot_ms(r)) is not None] or [0.0] for _, s in runs]
-    for ax, data, name in (
-        (ttft_ax, ttfts, "time to first token"),
-        (tpot_ax, tpots, "time per output token"),
-    ):
+    labels = [label for label, _, _ in runs]
+    ttfts = [[r.ttft_ms for r in s.records if r.ttft_ms is not None] or [0.0] for _, s, _ in runs]
+    tpots = [[t for r in s.records if (t := tpot_ms(r)) is not None] or [0.0] for _, s, _ in runs]
+    ttft, tpot = LLM_FIGURES[0], LLM_FIGURES[1]
+    for ax, data, figure in ((ttft_ax, ttfts, ttft), (tpot_ax, tpots, tpot)):
         ax.boxplot(data, orientation="horizontal", tick_labels=labels, flierprops={"markersize": 2})
         ax.invert_yaxis()
-        ax.set_xlabel(f"{name} (ms)")
-        ax.set_title(f"{name}, every request", fontsize=10)
+        ax.set_xlabel(f"{figure.label}, each request\n{figure.formula.removesuffix(', median')}")
+        ax.set_title(f"{figure.label.split()[0]}, every request", fontsize=10)
     tpot_ax.set_yticks([])
     return svg_of(fig, "gen")
 
 
-def _quality_table(runs: list[tuple[str, GenerationStats]]) -> str:
-    head = (
-        "device · unit · task",
-        "requests",
-        "output tokens (mean)",
-        "ROUGE-1",
-        "ROUGE-2",
-        "ROUGE-L",
-        "tok/s",
-    )
+def _quality_table(runs: list[Run]) -> str:
+    head = ("device · unit · task", "requests", "output tokens (mean)", "ROUGE-1", "ROUGE-2", "ROUGE-L")
     rows = []
-    for label, s in runs:
+    for label, s, _ in runs:
         r = s.rouge
         scores = [f"{v:.4f}" for v in (r.rouge1, r.rouge2, r.rouge_l)] if r else ["", "", ""]
-        cells = [for_html(label), str(s.requests), f"{s.output_tokens_mean:.1f}", *scores]
-        rows.append([*cells, f"{s.output_tok_per_s:.2f}"])
+        rows.append([for_html(label), str(s.requests), f"{s.output_tokens_mean:.1f}", *scores])
     th = "".join(f"<th>{for_html(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _value(stats: GenerationStats, figure: LlmFigure) -> str:
+    value = headline(stats, figure)
+    if value is None:
+        return ""
+    return f"{value:.3f}" if figure.key == "rouge_l" else f"{value:.1f}"
+
+
+def _stability(row: Mapping[str, str]) -> str:
+    """Why a row is flagged unstable (judged on TPOT), or "stable"."""
+    reasons = [r for r in row.get("UnstableReasons", "").split(";") if r]
+    return "unstable: " + "; ".join(reasons) if row.get("Unstable") == "True" else "stable"
+
+
+def _lead_html(runs: list[Run]) -> str:
+    """The LLM figures per device, each header naming its formula: the first table of an LLM report."""
+    figures = (*LLM_FIGURES, E2E, THROUGHPUT)
+    th = "".join(
+        f'<th title="{for_html(f.titled)}">{for_html(f.label)}<br><small class="muted">'
+        f"{for_html(f.formula)}</small></th>"
+        for f in figures
+    )
+    body = "".join(
+        f"<tr><td>{for_html(label)}</td>"
+        + "".join(f'<td class="num">{_value(s, f)}</td>' for f in figures)
+        + f"<td>{for_html(_stability(row))}</td></tr>"
+        for label, s, row in runs
+    )
+    head = f"<tr><th>device · unit · task</th>{th}<th>stability (judged on TPOT)</th></tr>"
+    return f'<table class="lead"><thead>{head}</thead><tbody>{body}</tbody></table>'
+
+
+def lead_parts(document: Mapping[str, Any]) -> list[str]:
+    """The first section of a report with generate tasks: TTFT, TPOT, ITL, decode tok/s, ROUGE-L."""
+    runs = _generations(document)
+    if not runs:
+        return []
+    return [
+        "<h2>Generation: TTFT, TPOT, ITL, decode tok/s and ROUGE-L per device</h2>",
+        f'<div id="generation-lead">{_lead_html(runs)}</div>',
+    ]
 
 
 def generation_parts(document: Mapping[str, Any]) -> list[str]:
@@ -99,29 +134,48 @@ def generation_parts(document: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def generation_table(document: Mapping[str, Any]) -> Table | None:
-    """The generate tasks' medians as a rich table (None when there are none): what an LLM run is for."""
+def lead_markdown(document: Mapping[str, Any]) -> list[str]:
+    """The same first table for `report --format md`, the formulas listed under it."""
+    runs = _generations(document)
+    if not runs:
+        return []
+    figures = (*LLM_FIGURES, E2E)
+    lines = ["## Generation: LLM figures per device", ""]
+    lines.append("| device · unit · task | " + " | ".join(f.label for f in figures) + " | stability |")
+    lines.append("|---|" + "---:|" * len(figures) + "---|")
+    for label, s, row in runs:
+        cells = " | ".join(_value(s, f) for f in figures)
+        lines.append(f"| {for_markdown(label)} | {cells} | {for_markdown(_stability(row))} |")
+    return [*lines, "", *(f"- {f.titled}" for f in (*figures, THROUGHPUT)), ""]
+
+
+def generation_table(document: Mapping[str, Any]) -> Group | None:
+    """The generate tasks' figures for the terminal (None when there are none): what an LLM run is for.
+
+    One vertical table per task, a figure a line with its formula beside it, as `vllm bench serve`
+    prints its result: it reads at 80 columns, and the stability line says why a row is unstable.
+    """
     runs = _generations(document)
     if not runs:
         return None
+    from rich.console import Group
     from rich.table import Table
 
-    table = Table(title="generation (ms; medians over requests)")
-    labels = [label.rsplit(" · ", 1)[0] for label, _ in runs]  # the task id only where it tells runs apart
+    labels = [label.rsplit(" · ", 1)[0] for label, _, _ in runs]  # the task id only where it tells runs apart
     if len(set(labels)) < len(labels):
-        labels = [label for label, _ in runs]
-    table.add_column("device · unit")
-    for name in ("requests", "TTFT", "TTFT p90", "TPOT", "ITL p99", "E2E", "decode tok/s", "out tokens"):
-        table.add_column(name, justify="right")
-    table.add_column("ROUGE-L", justify="right")
-    for label, (_, s) in zip(labels, runs, strict=True):
-        table.add_row(
-            for_rich(label),
-            f"{s.requests - s.errors}/{s.requests}",
-            *(f"{v:.1f}" for v in (s.ttft_ms.median, s.ttft_ms.p90, s.tpot_ms.median, s.itl_ms.p99)),
-            f"{s.e2e_ms.median:.0f}",
-            f"{s.decode_tok_per_s:.1f}",
-            f"{s.output_tokens_mean:.1f}",
-            f"{s.rouge.rouge_l:.3f}" if s.rouge else "",
-        )
-    return table
+        labels = [label for label, _, _ in runs]
+    tables = []
+    for label, (_, s, row) in zip(labels, runs, strict=True):
+        table = Table(title=f"generation: {for_rich(label)}", title_justify="left")
+        table.add_column("figure", no_wrap=True)
+        table.add_column("value", justify="right", no_wrap=True)
+        table.add_column("how it is measured", overflow="fold")
+        table.add_row("requests", f"{s.requests - s.errors}/{s.requests}", "succeeded / sent")
+        for figure in (*LLM_FIGURES, E2E, THROUGHPUT):
+            table.add_row(figure.label, _value(s, figure) or "-", figure.formula)
+        table.add_row("TTFT ms p90", f"{s.ttft_ms.p90:.1f}", "90th percentile over requests")
+        table.add_row("output tokens", f"{s.output_tokens_mean:.1f}", "mean over requests")
+        stable = _stability(row)
+        table.add_row("stability", "stable" if stable == "stable" else "[red]unstable[/]", for_rich(stable))
+        tables.append(table)
+    return Group(*tables)

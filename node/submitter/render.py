@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from node.submitter.endreport import endpoint_parts, endpoint_tasks
-from node.submitter.genreport import generation_parts
+from node.submitter.genreport import generation_parts, lead_parts
 from protocol import for_html, visible
 from scheduler.report import (
     NO_DEVICE,
@@ -82,7 +82,7 @@ def _log_ticks(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
+def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency") -> str:
     """The matrix as a heatmap: colour by median latency, each cell annotated (an asterisk if unstable)."""
     from matplotlib.colors import LogNorm, Normalize
 
@@ -112,11 +112,11 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str) -> str:
     bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
     if isinstance(norm, LogNorm):
         _log_ticks(bar.ax.yaxis)
-    ax.set_title(f"{visible(matrix.model)}: median inference latency (ms; * unstable)", fontsize=10)
+    ax.set_title(f"{visible(matrix.model)}: median {what} (ms; * unstable)", fontsize=10)
     return _svg(fig, salt)
 
 
-def distributions_svg(entries: Sequence[ReportEntry], salt: str) -> str:
+def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "inference latency") -> str:
     """Latency distributions from the raw samples: a box plot and an ECDF per device and unit."""
     measured = [e for e in entries if e.samples_ms]
     labels = [_label(e, entries) for e in measured]
@@ -131,14 +131,14 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str) -> str:
     box.invert_yaxis()
     box.set_xscale("log")
     _log_ticks(box.xaxis)
-    box.set_xlabel("inference latency (ms, log)")
+    box.set_xlabel(f"{what} (ms, log)")
     box.set_title("distribution of every timed run", fontsize=10)
     for e, label in zip(measured, labels, strict=True):
         xs = sorted(e.samples_ms)
         ecdf.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", label=label)
     ecdf.set_xscale("log")
     _log_ticks(ecdf.xaxis)
-    ecdf.set_xlabel("inference latency (ms, log)")
+    ecdf.set_xlabel(f"{what} (ms, log)")
     ecdf.yaxis.set_label_position("right")  # on the left it sat between the two plots
     ecdf.yaxis.tick_right()
     ecdf.set_ylabel("share of runs at or below")
@@ -154,19 +154,23 @@ def resources_svg(entries: Sequence[ReportEntry], salt: str) -> str:
     ys = range(len(done))
     fig = _figure(11.0, 1.2 + 0.45 * len(done))
     load, memory = fig.subplots(1, 2, sharey=True)
-    for ax, pairs, unit in (
-        (load, (("median load", "load_ms_median"), ("first load", "load_first_ms")), "ms"),
+    for ax, pairs, unit, corner in (
+        (load, (("median load", "load_ms_median"), ("first load", "load_first_ms")), "ms", "left"),
         (
             memory,
             (("peak at load", "peak_load_ram_mb"), ("peak at inference", "peak_inference_ram_mb")),
             "MB (process peak resident set)",
+            "right",
         ),
     ):
-        for k, (name, attr) in enumerate(pairs):
+        bars = [
             ax.barh([y + 0.4 * k - 0.2 for y in ys], [getattr(e, attr) or 0.0 for e in done], 0.4, label=name)
+            for k, (name, attr) in enumerate(pairs)
+        ]
         ax.set_xlabel(unit)
-        # below the axes, never over a bar
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
+        # a figure legend "outside": the layout keeps room for it under the x-axis labels, never over a
+        # bar or a label (an axes legend anchored below the axes sat on the labels of a one-row chart)
+        fig.legend(handles=bars, fontsize=7, loc=f"outside lower {corner}", ncol=2, frameon=False)
     load.set_yticks(list(ys), labels)
     load.invert_yaxis()
     load.set_title("model load time", fontsize=10)
@@ -287,24 +291,29 @@ def _page(document: Mapping[str, Any]) -> str:
         + (f"; results from {for_html(created['row']['CreatedUtc'])}" if created else "")
         + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
     ]
+    parts += lead_parts(document)  # an LLM campaign leads with TTFT, TPOT, ITL, decode tok/s, ROUGE-L
     served = endpoint_tasks(document)  # model servers: no load, no processes; their own sections below
+    generative = {e.model for e in entries if e.generation is not None}
     for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
         mine = sorted(
             (e for e in entries if e.model == matrix.model and e.task_id not in served),
             key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
         )
+        what = "end-to-end time per request" if matrix.model in generative else "inference latency"
         parts += [
-            f"<h2>{for_html(matrix.model)}: device x compute unit, median latency (ms)</h2>",
+            f"<h2>{for_html(matrix.model)}: device x compute unit, median {what} (ms)</h2>",
             f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
         ]
         if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
             # colour compares medians: with fewer than two there is nothing to compare (the table says it)
-            parts.append(f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}")}</figure>')
+            parts.append(
+                f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}", what)}</figure>'
+            )
         if any(e.samples_ms for e in mine):
             parts += [
                 "<h2>Latency distributions</h2>",
                 f'<figure id="distributions-{k}" class="distributions">'
-                f"{distributions_svg(mine, f'd{k}')}</figure>",
+                f"{distributions_svg(mine, f'd{k}', what)}</figure>",
             ]
         if any(e.complete for e in mine):
             parts += [

@@ -10,10 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 
+from node.submitter.genreport import lead_markdown
 from protocol import for_markdown, for_rich
-from scheduler.report import DiffRow, ReportEntry, device_label, entries_from_document, latency_matrices
+from scheduler.report import (
+    DiffRow,
+    LatencyMatrix,
+    ReportEntry,
+    device_label,
+    entries_from_document,
+    latency_matrices,
+)
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -24,13 +33,20 @@ def _label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
     return f"{device_label(entry, entries)} · {entry.unit}"
 
 
+def _what(matrix: LatencyMatrix, entries: Sequence[ReportEntry]) -> str:
+    """What a matrix's cells are: a generate task's are whole requests, not one inference."""
+    generative = any(e.generation is not None for e in entries if e.model == matrix.model)
+    return "median end-to-end time per request (ms)" if generative else "median inference latency (ms)"
+
+
 def render_markdown(document: Mapping[str, Any]) -> str:
-    """The matrix and the per-task stability as Markdown tables."""
+    """An LLM campaign's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L), the matrix, and the
+    per-task stability as Markdown tables."""
     entries = entries_from_document(document)
     md = for_markdown  # every peer- or campaign-written string passes the Markdown seam
-    lines = [f"# {md(str(document.get('campaign_id', '')))}", ""]
+    lines = [f"# {md(str(document.get('campaign_id', '')))}", "", *lead_markdown(document)]
     for matrix in latency_matrices(entries):
-        lines += [f"## {md(matrix.model)}: median inference latency (ms)", ""]
+        lines += [f"## {md(matrix.model)}: {_what(matrix, entries)}", ""]
         lines.append("| device | " + " | ".join(md(c) for c in matrix.columns) + " |")
         lines.append("|---|" + "---:|" * len(matrix.columns))
         for device, cells in zip(matrix.devices, matrix.cells, strict=True):
@@ -54,10 +70,20 @@ def render_markdown(document: Mapping[str, Any]) -> str:
 
 
 def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
-    """The latency matrices as rich tables (the terminal view at the end of `submit`)."""
+    """The latency matrices as rich tables (the terminal view at the end of `submit`), each unstable
+    cell's reasons under its table."""
     tables = []
     for matrix in latency_matrices(entries):
-        table = Table(title=f"{for_rich(matrix.model)}: median inference latency (ms; * unstable)")
+        why = [
+            f"* {for_rich(_label(e, entries))}: {for_rich('; '.join(e.unstable_reasons))}"
+            for e in entries
+            if e.model == matrix.model and e.complete and e.unstable
+        ]
+        table = Table(
+            title=f"{for_rich(matrix.model)}: {_what(matrix, entries)[:-5]} (ms; * unstable)",
+            caption="\n".join(why) or None,
+            caption_justify="left",
+        )
         table.add_column("device")
         for column in matrix.columns:
             table.add_column(for_rich(column), justify="right")
@@ -77,25 +103,40 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
     return tables
 
 
-def diff_table(rows: Sequence[DiffRow], title: str) -> Table:
-    """A diff as a rich table: regressions in red, improvements in green."""
-    table = Table(title=for_rich(title))
-    for name in ("device", "unit"):
-        table.add_column(name, justify="left")
-    for name in ("A ms", "B ms"):
-        table.add_column(name, justify="right")
-    for name in ("change", "p", "verdict", "note"):
-        table.add_column(name, justify="right" if name in ("change", "p") else "left")
+def diff_table(rows: Sequence[DiffRow], title: str) -> Group:
+    """A diff for the terminal: one small table per device and unit, a figure a line (a generate task:
+    TTFT, TPOT, ITL, decode tok/s, ROUGE-L, then E2E), regressions in red, improvements in green, and
+    why a change did not count under each table. It reads at 80 columns."""
+    from rich import box
+    from rich.console import Group
+    from rich.text import Text
+
+    parts: list[Table | Text] = [Text(title, style="bold")]  # a Text: markup in a campaign id stays text
+    groups: dict[tuple[str, str], list[DiffRow]] = {}
     for r in rows:
-        colour = "red" if r.regression else "green" if r.improvement else "white"
-        table.add_row(
-            for_rich(r.device),
-            for_rich(r.column),
-            _fmt(r.before_ms),
-            _fmt(r.after_ms),
-            "" if r.change_pct is None else f"{r.change_pct:+.1f}%",
-            "" if r.p_value is None else f"{r.p_value:.2g}",
-            f"[{colour}]{for_rich(r.verdict)}[/]",
-            for_rich(r.note),
+        groups.setdefault((r.device, r.column), []).append(r)
+    for (device, column), mine in groups.items():
+        notes = [f"{for_rich(r.metric)}: {for_rich(r.note)}" for r in mine if r.note]
+        table = Table(
+            title=f"{for_rich(device)} · {for_rich(column)}",
+            title_justify="left",
+            caption="\n".join(notes) or None,
+            caption_justify="left",
+            box=box.SIMPLE_HEAD,
         )
-    return table
+        table.add_column("figure", no_wrap=True)
+        for name in ("A", "B", "change", "p"):
+            table.add_column(name, justify="right", no_wrap=True)
+        table.add_column("verdict")
+        for r in mine:
+            colour = "red" if r.regression else "green" if r.improvement else "white"
+            table.add_row(
+                for_rich(r.metric),
+                _fmt(r.before_ms),
+                _fmt(r.after_ms),
+                "" if r.change_pct is None else f"{r.change_pct:+.1f}%",
+                "" if r.p_value is None else f"{r.p_value:.2g}",
+                f"[{colour}]{for_rich(r.verdict)}[/]",
+            )
+        parts.append(table)
+    return Group(*parts)

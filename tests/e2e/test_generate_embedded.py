@@ -47,6 +47,9 @@ def test_the_example_runs_on_the_embedded_swarm(tmp_path: Path) -> None:
     done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=800, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    # issue 24: transformers' GGUF loader drew a tqdm bar from the worker's child into submit's output
+    assert "Converting and de-quantizing" not in done.stderr
+    assert "it/s]" not in done.stderr
 
     with open(outcome["files"]["csv"], newline="") as f:
         reader = csv.DictReader(f)
@@ -76,6 +79,7 @@ def test_the_example_runs_on_the_embedded_swarm(tmp_path: Path) -> None:
     assert "TTFT" in report
     assert "ROUGE" in report
     assert report.count("<svg") >= 2
+    assert report.index('id="generation-lead"') < report.index('id="matrix-0"')  # the LLM figures first
 
 
 def test_a_prompts_file_with_a_bad_line_exits_2_naming_the_line(tmp_path: Path) -> None:

@@ -194,11 +194,18 @@ async def test_dashboard_shows_peers_and_a_campaign_to_done(
     cid = r.json()["campaign_id"]
     section = await page.wait_for(f'section[data-campaign="{cid}"][data-status="completed"]', 90)
     assert f'data-task="{cid}-job-0-0" data-state="done"' in section
-    assert "100%" in section
-    assert "100% (loading)" not in section  # a finished task shows its last phase, not its last heartbeat
+    assert '<td class="ok">done</td>' in section
+    assert "100% (" not in section  # a finished task shows that it is done, not its last phase
     assert 'data-state="unschedulable"' in section
+    tally = await page.evaluate(
+        f"document.querySelector('section[data-campaign=\"{cid}\"] .tally').textContent"
+    )
+    assert "0 failed, 1 unschedulable" in tally  # a unit no peer has is not a failure
     await page.wait_for(f'#matrix[data-campaign="{cid}"] td[data-median]', 30)
     await page.wait_for(f'#picture svg g[data-task="{cid}-job-0-0"]', 30)  # the latency picture
+    strip = json.loads(await page.evaluate(STRIP))
+    assert strip["overTheCaption"] == []
+    assert strip["cut"] == []
     shown = await page.evaluate(
         "JSON.stringify([...document.querySelectorAll('#matrix td[data-task]')]"
         ".map(td => [td.dataset.task, td.textContent, td.title]))"
@@ -222,6 +229,22 @@ async def test_dashboard_shows_peers_and_a_campaign_to_done(
     peers = await page.wait_for("#peers tbody tr[data-peer]", 5)
     assert "✗ GPU (ONNX): " in peers  # an unavailable unit with its reason
     assert page.problems == []
+
+
+STRIP = """
+(() => {
+  // the latency strip: its ticks, whether one sits on the caption, and whether one runs off the picture
+  const svg = document.querySelector("#picture svg"), box = svg.getBoundingClientRect();
+  const on = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const ticks = [...svg.querySelectorAll("text.tick")].map(t => [t.textContent, t.getBoundingClientRect()]);
+  const caption = svg.querySelector("text.caption").getBoundingClientRect();
+  return JSON.stringify({
+    ticks: ticks.map(([text]) => text),
+    overTheCaption: ticks.filter(([, b]) => on(b, caption)).map(([text]) => text),
+    cut: ticks.filter(([, b]) => b.left < box.left || b.right > box.right).map(([text]) => text),
+  });
+})()
+"""
 
 
 CROSS_SITE = """

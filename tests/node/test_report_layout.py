@@ -1,5 +1,5 @@
 """report.html's pictures laid out for reading, measured in headless Chromium: no two labels overlap, and
-no legend covers a bar. The test renders a realistic campaign (three devices, one of them noisy, a
+no legend covers a bar or a label. The test renders a realistic campaign (three devices, one of them noisy, a
 failure and an unschedulable unit) and measures every text and legend box the browser drew.
 """
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from test_http_dashboard import CHROMIUM, Cdp, page
@@ -40,6 +40,11 @@ MEASURE = """
         if (shared > 0.1 * smaller)
           found.push(`${figure.id}: label "${texts[i].text}" overlaps "${texts[j].text}"`);
       }
+    figure.querySelectorAll("g[id^=legend]").forEach(legend => {
+      const box = legend.getBoundingClientRect();
+      for (const t of texts)
+        if (area(t.box, box) > 1) found.push(`${figure.id}: a legend covers the label "${t.text}"`);
+    });
     figure.querySelectorAll("g[id^=axes]").forEach(axes => {
       const bars = [...axes.querySelectorAll(":scope > g[id^=patch]")].slice(1)  // [0]: the background
         .map(p => p.getBoundingClientRect()).filter(b => b.width > 0 && b.height > 0);
@@ -81,6 +86,16 @@ def _result(
     return {"row": row, "samples_ms": samples, "signed": None}
 
 
+async def _overlaps(page: Cdp, tmp_path: Path, document: dict[str, Any], figures: int) -> None:
+    report = write_html_report(tmp_path / "report.html", document)
+    await page.open(report.as_uri(), 30)
+    reply = await page.send("Runtime.evaluate", expression=MEASURE, returnByValue=True)
+    measured = json.loads(reply["result"]["value"])
+    assert measured["figures"] == figures  # the test saw every picture
+    assert measured["found"] == [], "\n".join(" ".join(f.split()) for f in measured["found"])
+    assert page.problems == []
+
+
 async def test_no_label_overlaps_another_and_no_legend_covers_a_bar(page: Cdp, tmp_path: Path) -> None:
     document = {
         "campaign_id": "campaign-5",
@@ -92,10 +107,17 @@ async def test_no_label_overlaps_another_and_no_legend_covers_a_bar(page: Cdp, t
             _result("", "", "GPU (ONNX)", None, status="Unschedulable"),
         ],
     }
-    report = write_html_report(tmp_path / "report.html", document)
-    await page.open(report.as_uri(), 30)
-    reply = await page.send("Runtime.evaluate", expression=MEASURE, returnByValue=True)
-    measured = json.loads(reply["result"]["value"])
-    assert measured["figures"] == 4  # heatmap, distributions, resources, processes: the test saw them all
-    assert measured["found"] == [], "\n".join(" ".join(f.split()) for f in measured["found"])
-    assert page.problems == []
+    # heatmap, distributions, resources, processes
+    await _overlaps(page, tmp_path, document, 4)
+
+
+LLM_RESULTS: Final = Path(__file__).parent / "llm_results.json"
+"""results.json of `sark-node submit examples/llm.yaml` on this machine's embedded swarm (one worker)."""
+
+
+async def test_a_one_device_llm_report_keeps_legends_off_the_axis_labels(page: Cdp, tmp_path: Path) -> None:
+    """examples/llm.yaml on one worker: one row per chart, where the load-time and memory legends
+    printed over the x-axis labels, and the TTFT and TPOT axis labels (with their formulas) meet."""
+    document = json.loads(LLM_RESULTS.read_text())
+    # distributions, resources, processes, generation TTFT/TPOT (one device: no heatmap)
+    await _overlaps(page, tmp_path, document, 4)

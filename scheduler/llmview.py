@@ -1,0 +1,81 @@
+"""The figures an LLM engineer reads first, each under one label that names its formula.
+
+TTFT, TPOT, ITL, decode tok/s and ROUGE-L, in this order and under these labels, lead report.html,
+`report --format md`, the table at the end of `submit` and `report --diff` for a generate task (the
+dashboard shows the same five, named the same). The per-request values are what a diff tests; the
+headline is the figure a row shows. Pure: every value is read from a `GenerationStats` and its raw
+request records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from protocol import GenerationStats
+from protocol.genstats import gaps_ms, tpot_ms
+
+
+@dataclass(frozen=True)
+class LlmFigure:
+    """One LLM figure: its key, its short label, the formula the label stands for, and which way is better."""
+
+    key: str
+    label: str
+    formula: str
+    higher_is_better: bool = False
+
+    @property
+    def titled(self) -> str:
+        """The label with its formula: "TPOT ms = (E2E - TTFT) / (output tokens - 1), median"."""
+        return f"{self.label} = {self.formula}"
+
+
+LLM_FIGURES: Final = (
+    LlmFigure("ttft", "TTFT ms", "request sent -> first output token, median"),
+    LlmFigure("tpot", "TPOT ms", "(E2E - TTFT) / (output tokens - 1), median"),
+    LlmFigure("itl", "ITL ms p99", "gap between consecutive tokens, all requests pooled, p99"),
+    LlmFigure("decode", "decode tok/s", "(output tokens - 1) / (E2E - TTFT), median", higher_is_better=True),
+    LlmFigure("rouge_l", "ROUGE-L", "F1 against the reference, mean over requests", higher_is_better=True),
+)
+"""The lead figures of a generate task, in the order every view shows them."""
+
+E2E: Final = LlmFigure("e2e", "E2E ms", "request sent -> last output token, median")
+THROUGHPUT: Final = LlmFigure(
+    "output_tok_per_s", "output tok/s", "all output tokens / wall time of the run", higher_is_better=True
+)
+
+
+def headline(stats: GenerationStats | None, figure: LlmFigure) -> float | None:
+    """The figure a row shows (None: not a generate task, or ROUGE not asked for)."""
+    if stats is None:
+        return None
+    values = {
+        "ttft": stats.ttft_ms.median,
+        "tpot": stats.tpot_ms.median,
+        "itl": stats.itl_ms.p99,  # the stalls a reader feels; its median is close to TPOT's
+        "decode": stats.decode_tok_per_s,
+        "e2e": stats.e2e_ms.median,
+        "output_tok_per_s": stats.output_tok_per_s,
+    }
+    if figure.key == "rouge_l":
+        return stats.rouge.rouge_l if stats.rouge is not None else None
+    return values[figure.key]
+
+
+def per_request(stats: GenerationStats | None, figure: LlmFigure) -> tuple[float, ...]:
+    """The raw values behind a figure, for a test between two runs (empty: no per-request values kept)."""
+    if stats is None:
+        return ()
+    ok = [r for r in stats.records if r.error is None]
+    if figure.key == "ttft":
+        return tuple(r.ttft_ms for r in ok if r.ttft_ms is not None)
+    if figure.key == "tpot":
+        return tuple(t for r in ok if (t := tpot_ms(r)) is not None)
+    if figure.key == "itl":
+        return tuple(g for r in ok for g in gaps_ms(r))
+    if figure.key == "decode":
+        return tuple(1000.0 / t for r in ok if (t := tpot_ms(r)) is not None and t > 0)
+    if figure.key == "e2e":
+        return tuple(r.e2e_ms for r in ok)
+    return ()
