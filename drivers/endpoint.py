@@ -22,7 +22,7 @@ import trio
 from drivers.completion import Outcome, RetryPolicy, Server, complete, open_client, request_body
 from drivers.errors import DriverError
 from drivers.rtt import Rtt, measure_rtt
-from protocol import GenerateSpec, Prompt, RequestRecord
+from protocol import ComputeUnit, GenerateSpec, Prompt, RequestRecord
 from protocol.generation import MAX_RECORDS
 
 MAX_INFLIGHT: Final = 1024  # open loop: requests in flight at once, whatever the arrival rate
@@ -38,6 +38,9 @@ class EndpointOptions:
         request_timeout_s: a deadline per request, besides the run's (None: the run's only).
         retry: how 429 and 5xx answers are retried.
         rtt_samples: TCP connects timed before the run.
+        energy_unit: set only when the worker's owner declared that the server runs on this device
+            (gray-box): the unit whose energy source (`drivers.energy`) covers the server's hardware.
+            None: the server's energy is not this device's, and none is read.
     """
 
     connect_ip: str | None = None
@@ -45,6 +48,7 @@ class EndpointOptions:
     request_timeout_s: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     rtt_samples: int = 5
+    energy_unit: ComputeUnit | None = None
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,18 @@ The worker calls `measure_endpoint` inside its own trio loop: the load is networ
 client parses incrementally under its own caps (drivers.sse), with nothing loaded or run locally.
 The measurement has no load or inference phase: its `inference_ms` is the requests' end-to-end
 latency and `generation` holds every figure, with the round trip to the server (`rtt_ms`).
+Energy is the server's: read only when the owner declared the server runs on this device
+(`EndpointOptions.energy_unit`, gray-box), else left out with a note that says so.
 """
 
 from __future__ import annotations
 
-from drivers.endpoint import EndpointOptions, drive_endpoint
+import trio
+
+from drivers.endpoint import EndpointOptions, EndpointRun, drive_endpoint
+from drivers.energy import EnergyMeter, offer_for
 from drivers.errors import DriverError
-from protocol import Measurement, TaskSpec
+from protocol import EnergyReading, Measurement, TaskSpec
 from protocol.aggregate import NO_SAMPLES, derive
 from protocol.genstats import summarize_generation
 
@@ -24,7 +29,7 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
     generate = spec.generate
     if generate is None or generate.endpoint is None:
         raise DriverError("an endpoint measurement needs a generate spec with an endpoint")
-    run = await drive_endpoint(generate, url, spec.timeout_s, options)
+    run, energy = await _metered(spec, url, options)
     stats = summarize_generation(run.records, run.wall_s, generate).with_(
         rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
     )
@@ -39,8 +44,29 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
         peak_inference_ram_mb=0.0,
         cpu_cores_used=0.0,
         generation=stats,
+        energy_readings=(energy,),
     )
     return derive(raw, spec)
+
+
+NOT_OURS = (
+    "endpoint: the energy is the server's and the worker did not declare that the server runs on "
+    "this device, so none is read here"
+)
+
+
+async def _metered(spec: TaskSpec, url: str, options: EndpointOptions) -> tuple[EndpointRun, EnergyReading]:
+    """The run, and the energy of this device over it when the server is declared to run here."""
+    assert spec.generate is not None
+    if options.energy_unit is None:
+        return await drive_endpoint(spec.generate, url, spec.timeout_s, options), EnergyReading(note=NOT_OURS)
+    meter = EnergyMeter(offer_for(options.energy_unit))
+    await trio.to_thread.run_sync(meter.idle)
+    with meter.measuring():
+        run = await drive_endpoint(spec.generate, url, spec.timeout_s, options)
+    reading = meter.reading()
+    where = f"gray-box endpoint on this device ({options.energy_unit.value}): {reading.note}"
+    return run, reading.with_(note=where[:500])
 
 
 __all__ = ["measure_endpoint"]

@@ -9,6 +9,7 @@ Modules:
     genstats  a generate run's aggregate from its records, as FORMULAS says
     rouge     ROUGE-1/2/L F1, no external package
     aggregate derive: a measurement's figures from its raw parts (worker and submitter alike)
+    energy    a measured phase's energy readings (per process) and the figures derived from them
     messages  wire messages of every protocol, tagged by `kind`, and the signed bodies
     codec     msgpack encoding with explicit limits
     framing   varint length prefix, incremental decoder, frame cap
@@ -23,6 +24,7 @@ from __future__ import annotations
 from protocol.aggregate import derive
 from protocol.base import Stats, Value, field_problems
 from protocol.codec import decode, encode, pack_body, unpack_body
+from protocol.energy import EnergyFigures, EnergyReading
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
@@ -155,6 +157,8 @@ __all__ = [
     "Dispatch",
     "Endpoint",
     "EndpointStatus",
+    "EnergyFigures",
+    "EnergyReading",
     "Envelope",
     "ErrorKind",
     "Failure",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from protocol.base import Stats
+from protocol.energy import energy_figures
 from protocol.generation import GenerateSpec, GenerationStats
 from protocol.genstats import summarize_generation
 from protocol.stats import instability, median, spread_pct, summarize
@@ -53,7 +54,8 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     those and the background load. An endpoint task: its requests' end-to-end latency is its
     inference figure. The raw parts must fit together (`scheduler.figures` checks that first): one
     count per process adding up to the samples, `spec.load_runs` loads per process, one first
-    inference per process, generation figures exactly when `spec.generate` is set.
+    inference per process, generation figures exactly when `spec.generate` is set. Energy figures
+    come from the processes' energy readings over the same runs or requests (`protocol.energy`).
     """
     generation = m.generation
     if spec.generate is not None and generation is not None:
@@ -71,6 +73,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
             unstable=False,
             unstable_reasons=(),
             generation=generation,
+            energy=energy_figures(m.energy_readings, (), generation.records),
         )
     samples = m.samples_ms if generation is None else tuple(r.e2e_ms for r in generation.records)
     medians = tuple(median(part) for part in split(samples, m.process_runs))
@@ -89,4 +92,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
         unstable=bool(reasons),
         unstable_reasons=reasons,
         generation=generation,
+        energy=energy_figures(
+            m.energy_readings, m.process_runs, None if generation is None else generation.records
+        ),
     )

@@ -8,6 +8,7 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from protocol.base import SHA256_PATTERN, Stats, Value
+from protocol.energy import EnergyFigures, EnergyReading
 from protocol.generation import GenerateSpec, GenerationStats
 from protocol.text import control_characters
 from protocol.units import ComputeUnit
@@ -278,6 +279,9 @@ class Measurement(Value):
         return any(i.defaulted_dims for i in self.inputs)
 
     generation: GenerationStats | None = None
+    # Each process's energy over its measured window (`protocol.energy`), and the figures from them.
+    energy_readings: tuple[EnergyReading, ...] = Field(default=(), max_length=20)
+    energy: EnergyFigures | None = None
 
 
 class Load(Value):

@@ -25,6 +25,7 @@ Modules:
     report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
     significance  the Mann-Whitney U test the diffs use
     genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
+    energyrows ENERGY_COLUMNS: energy per inference and per token, power, method, note
 """
 
 from __future__ import annotations

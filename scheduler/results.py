@@ -1,5 +1,5 @@
 """Result rows: the seeds' CSV columns first, then the later reference ones, the extended ones, then a
-generate task's (`scheduler.genrows`).
+generate task's (`scheduler.genrows`), then the energy ones (`scheduler.energyrows`).
 
 Units: Ram and VRam in GB (whole numbers, like the seeds' "16"), FileSize and every other memory
 column in MB, times in ms. Lists are joined with ";", booleans are "True"/"False", and a value
@@ -17,6 +17,7 @@ from typing import Final
 from protocol import DeviceProfile, Measurement, ResultBody, for_csv
 from scheduler.campaign import Campaign
 from scheduler.endpoints import endpoint_unit
+from scheduler.energyrows import ENERGY_COLUMNS, energy_columns
 from scheduler.genrows import GENERATION_COLUMNS, generation_columns
 from scheduler.tasks import Status, TaskView
 
@@ -78,7 +79,13 @@ EXTENDED_COLUMNS: Final = (
     "FailureStage",
     "Detail",
 )
-CSV_COLUMNS: Final = (*SEED_COLUMNS, *REFERENCE_COLUMNS, *EXTENDED_COLUMNS, *GENERATION_COLUMNS)
+CSV_COLUMNS: Final = (
+    *SEED_COLUMNS,
+    *REFERENCE_COLUMNS,
+    *EXTENDED_COLUMNS,
+    *GENERATION_COLUMNS,
+    *ENERGY_COLUMNS,
+)
 _MB: Final = 1024 * 1024
 
 
@@ -168,6 +175,7 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
             f"{k}={v}" for k, v in sorted(m.conditions.runtime_versions.items())
         )
     columns.update(generation_columns(m.generation))
+    columns.update(energy_columns(m.energy))
     return columns
 
 
