@@ -43,16 +43,15 @@ NO_TDP: Final = "no estimate is made from TDP or a model of the chip"
 
 
 class EnergySource(Protocol):
-    """A counter of joules since `start`, read by `joules` (a running total) until `stop`."""
+    """Energy from `start` to `stop`: `stop` returns the joules and the seconds between the source's own
+    first and last readings (the window the joules cover)."""
 
     method: str
     covers: str
 
     def start(self) -> None: ...
 
-    def joules(self) -> float: ...
-
-    def stop(self) -> float: ...
+    def stop(self) -> tuple[float, float]: ...
 
 
 @dataclass(frozen=True)
@@ -133,6 +132,7 @@ class RaplSource:
 
     def start(self) -> None:
         self._last, self._uj = self.read(), 0
+        self._t0 = time.perf_counter()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="rapl-reader", daemon=True)
         self._thread.start()
@@ -141,15 +141,12 @@ class RaplSource:
         while not self._stop.wait(self._poll):
             self._step()
 
-    def joules(self) -> float:
-        self._step()
-        return self._uj / 1e6
-
-    def stop(self) -> float:
+    def stop(self) -> tuple[float, float]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        return self.joules()
+        self._step()
+        return self._uj / 1e6, time.perf_counter() - self._t0
 
 
 class NvmlCounter:
@@ -159,19 +156,16 @@ class NvmlCounter:
     covers = "the GPU board (NVML), not the CPU or the rest of the machine"
 
     def __init__(self, nvml: Any, handle: Any) -> None:
-        self._nvml, self._handle, self._mj0 = nvml, handle, 0
+        self._nvml, self._handle, self._mj0, self._t0 = nvml, handle, 0, 0.0
 
     def _read(self) -> int:
         return int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
 
     def start(self) -> None:
-        self._mj0 = self._read()
+        self._mj0, self._t0 = self._read(), time.perf_counter()
 
-    def joules(self) -> float:
-        return (self._read() - self._mj0) / 1e3
-
-    def stop(self) -> float:
-        return self.joules()
+    def stop(self) -> tuple[float, float]:
+        return (self._read() - self._mj0) / 1e3, time.perf_counter() - self._t0
 
 
 class NvmlPowerSampled:
@@ -198,6 +192,7 @@ class NvmlPowerSampled:
     def start(self) -> None:
         self._j = 0.0
         self._last = (time.perf_counter(), self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3)
+        self._t0 = self._last[0]
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="nvml-power", daemon=True)
         self._thread.start()
@@ -206,15 +201,12 @@ class NvmlPowerSampled:
         while not self._stop.wait(self._period):
             self._sample()
 
-    def joules(self) -> float:
-        self._sample()
-        return self._j
-
-    def stop(self) -> float:
+    def stop(self) -> tuple[float, float]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        return self.joules()
+        self._sample()
+        return self._j, self._last[0] - self._t0
 
 
 def rapl_offer(root: Path | None = None) -> Offer:
@@ -313,14 +305,13 @@ class EnergyMeter:
             return
         try:
             source.start()
-            t0 = time.perf_counter()
         except Exception as exc:  # a counter that vanished or an NVML error: a note, not a failure
             self._failure = f"{type(exc).__name__}: {exc}"
             yield cell
             return
         yield cell
         try:
-            cell.value = (source.stop(), time.perf_counter() - t0)
+            cell.value = source.stop()
         except Exception as exc:
             self._failure = f"{type(exc).__name__}: {exc}"
 
