@@ -22,7 +22,7 @@ from scheduler import (
     to_csv,
 )
 
-# The seeds' columns in the seeds' order, the later reference ones, the extended ones, then generation's.
+# The seeds' columns in the seeds' order, the later reference ones, the extended ones, generation's, energy's.
 SEED = (
     "Status,JobId,FileName,FileSize,ComputeUnits,DeviceName,Soc,Ram,DeviceOs,LoadMsMedian,LoadMsAverage,"
     "LoadMsStdDev,PeakLoadRamUsage,InferenceMsMedian,InferenceMsAverage,InferenceMsStdDev,PeakInferenceRamUsage"
@@ -42,8 +42,9 @@ SERVICE = (
     "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,Errors,"
     "ErrorsByKind,TokensCounted,RttMs,TlsMs"
 )
+ENERGY = "EnergyJoulesPerInference,EnergyJoulesPerToken,AvgPowerW,IdlePowerW,EnergyMethod,EnergyNote"
 EXPECTED_COLUMNS = [
-    name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE) for name in group.split(",")
+    name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, ENERGY) for name in group.split(",")
 ]
 
 
