@@ -10,8 +10,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pynvml
 import pytest
@@ -26,67 +26,17 @@ from protocol.generation import RequestRecord
 from scheduler.energyrows import ENERGY_COLUMNS, energy_columns
 from scheduler.figures import Refusal, check_figures
 from scheduler.results import CSV_COLUMNS
+from tests.lab.powercap import DRAM_RANGE_UJ, DRAM_W, PACKAGE_RANGE_UJ, PACKAGE_W, advancing_powercap, zone
 
 CPU = ComputeUnit.CPU_ONNX
-PACKAGE_W, DRAM_W, CORE_W = 5.0, 1.5, 3.0  # core is inside the package: never added again
-PACKAGE_RANGE_UJ, DRAM_RANGE_UJ = 8_000_000, 2_500_000  # wraps every 1.6 s and every 1.7 s
-
-# A powercap writer: every millisecond each counter is set to its power x elapsed time, modulo its
-# range (a RAPL counter wraps to 0 at max_energy_range_uj), replaced atomically as sysfs reads are.
-WRITER = """
-import os, sys, time
-root, zones = sys.argv[1], [(p, float(w), int(r)) for p, w, r in (z.split(",") for z in sys.argv[2:])]
-t0 = time.monotonic()
-def write():
-    now = time.monotonic() - t0
-    for path, watts, rng in zones:
-        tmp = os.path.join(root, path, ".energy_uj")
-        with open(tmp, "w") as f:
-            f.write(str(int(watts * now * 1e6) % rng))
-        os.replace(tmp, os.path.join(root, path, "energy_uj"))
-write()
-print("ready", flush=True)
-while True:
-    time.sleep(0.001)
-    write()
-"""
-
-
-def _zone(root: Path, folder: str, name: str, range_uj: int) -> str:
-    path = root / folder
-    path.mkdir(parents=True)
-    (path / "name").write_text(f"{name}\n")
-    (path / "max_energy_range_uj").write_text(f"{range_uj}\n")
-    (path / "energy_uj").write_text("0\n")
-    return folder
 
 
 @pytest.fixture
-def powercap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def powercap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A powercap tree (package 0 with core and dram subzones, a psys zone) advanced by a writer process."""
-    root = tmp_path / "powercap"
-    zones = [
-        f"{_zone(root, 'intel-rapl:0', 'package-0', PACKAGE_RANGE_UJ)},{PACKAGE_W},{PACKAGE_RANGE_UJ}",
-        f"{_zone(root, 'intel-rapl:0/intel-rapl:0:0', 'core', PACKAGE_RANGE_UJ)},{CORE_W},{PACKAGE_RANGE_UJ}",
-        f"{_zone(root, 'intel-rapl:0/intel-rapl:0:1', 'dram', DRAM_RANGE_UJ)},{DRAM_W},{DRAM_RANGE_UJ}",
-        f"{_zone(root, 'intel-rapl:1', 'psys', PACKAGE_RANGE_UJ)},20.0,{PACKAGE_RANGE_UJ}",
-    ]
-    # sysfs nests subzones inside their package's folder and links every zone at the top
-    for sub in ("intel-rapl:0:0", "intel-rapl:0:1"):
-        (root / sub).symlink_to(root / "intel-rapl:0" / sub)
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(root), *zones], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert writer.stdout is not None
-        assert writer.stdout.readline().strip() == "ready"
+    with advancing_powercap(tmp_path / "powercap") as root:
         monkeypatch.setenv("SARK_POWERCAP_ROOT", str(root))
         yield root
-    finally:
-        writer.kill()
-        writer.wait()
-        if writer.stdout is not None:
-            writer.stdout.close()
 
 
 def test_rapl_zones_are_packages_and_their_dram(powercap: Path) -> None:
@@ -162,7 +112,7 @@ def test_counters_only_root_may_read_are_named() -> None:
     root = Path(tempfile.mkdtemp(prefix="sark-powercap-"))  # a folder an unprivileged user may enter
     try:
         root.chmod(0o755)
-        _zone(root, "intel-rapl:0", "package-0", PACKAGE_RANGE_UJ)
+        zone(root, "intel-rapl:0", "package-0", PACKAGE_RANGE_UJ)
         (root / "intel-rapl:0" / "energy_uj").chmod(0o400)  # as since Linux 5.10
         probe = "from drivers.energy import rapl_offer; print(rapl_offer().note)"
         env = os.environ | {"SARK_POWERCAP_ROOT": str(root), "PYTHONPATH": str(Path.cwd())}
