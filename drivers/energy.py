@@ -259,11 +259,11 @@ def nvml_offer(nvml: Any = None, index: int = 0) -> Offer:
 
 def offer_for(unit: ComputeUnit, platform: str = sys.platform) -> Offer:
     """The energy source this device offers `unit` here, or why there is none."""
-    if platform == "darwin":
+    if platform == "darwin" or unit in (ComputeUnit.GPU_COREML, ComputeUnit.NE_COREML):
         return Offer(
             "",
-            "macOS: powermetrics needs root and IOReport is a private interface, so no energy is "
-            f"read; {NO_TDP}",
+            "macOS (Core ML runs there only): powermetrics needs root and IOReport is a private "
+            f"interface, so no energy is read; {NO_TDP}",
         )
     if unit in GPU_UNITS:
         return nvml_offer()

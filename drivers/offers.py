@@ -30,19 +30,19 @@ class UnitOffer:
 
 
 def _cpu_telemetry() -> str:
-    parts = []
+    have, missing = [], []
     if Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq").exists():
-        parts.append("cpufreq per core")
+        have.append("cpufreq per core")
     else:
-        parts.append("no cpufreq (a VM or no frequency driver)")
+        missing.append("no cpufreq (a VM or no frequency driver)")
     sensors: Any = getattr(psutil, "sensors_temperatures", None)
     temps = sensors() if sensors is not None else {}
     zones = list(Path("/sys/class/thermal").glob("thermal_zone*/temp"))
     if temps or zones:
-        parts.append(f"temperatures ({len(temps)} psutil sensors, {len(zones)} thermal zones)")
+        have.append(f"temperatures ({len(temps)} psutil sensors, {len(zones)} thermal zones)")
     else:
-        parts.append("no temperature sensor (no psutil sensor, no thermal zone)")
-    return "; ".join(parts)
+        missing.append("no temperature sensor (no psutil sensor, no thermal zone)")
+    return "; ".join(have + missing) if have else f"none: {'; '.join(missing)}"
 
 
 def _gpu_telemetry() -> str:

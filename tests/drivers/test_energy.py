@@ -218,5 +218,6 @@ def test_info_offers_say_why_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert set(offers) == set(ComputeUnit)
     assert offers[CPU].energy.startswith("none: no RAPL package zone")
     assert offers[CPU].telemetry
+    assert "Core ML runs there only" in offers[ComputeUnit.NE_COREML].energy
     gpu = offers[ComputeUnit.GPU_ONNX]
     assert gpu.energy.startswith(("nvml-", "none: no NVML", "none: NVML"))
