@@ -20,10 +20,12 @@ from node.cli.options import (
     GateOpt,
     JsonOpt,
     ListenOpt,
+    OnDeviceOpt,
     TtlOpt,
     as_tuple,
     build_config,
     declared_endpoints,
+    endpoints_on_device,
     fail,
     guard,
     run,
@@ -100,6 +102,7 @@ def join(
     ] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
     endpoint: EndpointOpt = None,
+    on_device: OnDeviceOpt = None,
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters.
@@ -123,6 +126,7 @@ def join(
         lease_ttl_s=lease_ttl,
         calibrate=False if no_calibrate else None,
         endpoints=declared_endpoints(endpoint),
+        endpoints_on_device=endpoints_on_device(on_device),
     )
     if not config.gates:
         fail("error: give at least one --gate", 2)

@@ -20,7 +20,16 @@ from drivers import measure
 from drivers.energy import EnergyMeter, nvml_offer, offer_for, rapl_offer, rapl_zones
 from drivers.models import write_convnet
 from drivers.offers import unit_offers
-from protocol import ComputeUnit, EnergyReading, TaskSpec
+from protocol import (
+    ComputeUnit,
+    DeviceProfile,
+    Endpoint,
+    EndpointStatus,
+    EnergyReading,
+    GenerateSpec,
+    Prompt,
+    TaskSpec,
+)
 from protocol.energy import energy_figures
 from protocol.generation import RequestRecord
 from scheduler.energyrows import ENERGY_COLUMNS, energy_columns
@@ -221,3 +230,36 @@ def test_info_offers_say_why_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "Core ML runs there only" in offers[ComputeUnit.NE_COREML].energy
     gpu = offers[ComputeUnit.GPU_ONNX]
     assert gpu.energy.startswith(("nvml-", "none: no NVML", "none: NVML"))
+
+
+async def test_endpoint_energy_only_for_a_server_declared_on_this_device(powercap: Path) -> None:
+    import trio
+
+    from node.transfer.urls import UrlPolicy
+    from node.worker.targets import LiveProfile, Targets
+    from tests.lab.sse_server import scheduled, serve_sse
+
+    fields = {"device_name": "d", "soc": "s", "cores_physical": 1, "cores_logical": 1, "ram_mb": 1}
+    base = DeviceProfile.model_validate(fields | {"os": "Linux", "os_version": "6", "fingerprint": "f"})
+    live = LiveProfile(base.with_(endpoints=(EndpointStatus(name="local", model="tiny", usable=True),)))
+    policy = UrlPolicy(allow_http=True, allow_networks=("127.0.0.0/8", "::1/128"))
+    gray, black = Endpoint(model="tiny"), None
+    with serve_sse(lambda body, attempt: scheduled(["a", "b", "c"], usage=(3, 3))) as server:
+        black = Endpoint(model="tiny", url=server.url)
+        targets = Targets(policy, {"local": server.url}, live, {"local": CPU})
+        readings = {}
+        for name, endpoint in (("gray", gray), ("black", black)):
+            generate = GenerateSpec(
+                prompts=(Prompt(id="p", text="hi"),), prompts_sha256="0" * 64, endpoint=endpoint
+            )
+            spec = TaskSpec(compute_unit=CPU, generate=generate, timeout_s=60)
+            with trio.fail_after(40):
+                m = await targets.measure(spec, endpoint, trio.CancelScope())
+            (readings[name],) = m.energy_readings
+            assert check_figures(m, spec) == m
+    assert readings["gray"].method == "rapl-package+dram"
+    assert readings["gray"].note.startswith("gray-box endpoint on this device (CPU (ONNX))")
+    assert readings["gray"].joules is not None
+    assert readings["gray"].idle_joules is not None
+    assert readings["black"].joules is None
+    assert "the energy is the server's" in readings["black"].note

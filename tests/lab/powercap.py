@@ -2,11 +2,11 @@
 
 `drivers.energy` reads RAPL from `SARK_POWERCAP_ROOT` by the same code as from /sys/class/powercap.
 This lab builds package 0 with its `core` and `dram` subzones (nested, and linked at the top as
-sysfs does) and a `psys` zone, and a writer process that every millisecond sets each counter to its
-power x elapsed time modulo its range (a RAPL counter wraps to 0 at `max_energy_range_uj`), each
-file replaced atomically as a sysfs read is. The writer asks for real-time scheduling where it may
-(root), so that a loaded machine does not leave the counters stale. Only package and dram count:
-core is inside the package, psys is the whole platform.
+sysfs does) and a `psys` zone, and a writer process that every 10 ms sets each counter to its power
+x elapsed time modulo its range (a RAPL counter wraps to 0 at `max_energy_range_uj`), each file
+replaced atomically as a sysfs read is. The writer asks for real-time scheduling where it may
+(root), so that a loaded machine does not leave the counters stale (a 10 ms step at 6.5 W is
+0.065 J). Only package and dram count: core is inside the package, psys is the whole platform.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def write():
 write()
 print("ready", flush=True)
 while True:
-    time.sleep(0.001)
+    time.sleep(0.01)
     write()
 """
 
