@@ -78,6 +78,9 @@ def gate(
     run(main)
 
 
+ProfileFileOpt = Annotated[Path | None, typer.Option("--profile", help="use this DeviceProfile JSON")]
+
+
 def join(
     gate_addrs: GateOpt = None,
     allow: Annotated[list[str] | None, typer.Option("--allow", help="submitter peer id to accept")] = None,
@@ -87,9 +90,7 @@ def join(
     config_file: ConfigOpt = None,
     record_ttl: TtlOpt = None,
     device_name: Annotated[str | None, typer.Option("--device-name", help="override the device name")] = None,
-    profile_file: Annotated[
-        Path | None, typer.Option("--profile", help="use this DeviceProfile JSON")
-    ] = None,
+    profile_file: ProfileFileOpt = None,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
     allow_code_models: Annotated[
