@@ -309,11 +309,13 @@ class EnergyMeter:
             self._failure = f"{type(exc).__name__}: {exc}"
             yield cell
             return
-        yield cell
         try:
-            cell.value = source.stop()
-        except Exception as exc:
-            self._failure = f"{type(exc).__name__}: {exc}"
+            yield cell
+        finally:  # the block may fail or be cancelled: the source's thread stops either way
+            try:
+                cell.value = source.stop()
+            except Exception as exc:
+                self._failure = f"{type(exc).__name__}: {exc}"
 
     def reading(self) -> EnergyReading:
         """What was read: joules and seconds of the window and of the idle seconds, or the reason."""
