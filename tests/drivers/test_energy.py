@@ -247,7 +247,7 @@ async def test_endpoint_energy_only_for_a_server_declared_on_this_device(powerca
     with serve_sse(lambda body, attempt: scheduled(["a", "b", "c"], usage=(3, 3))) as server:
         black = Endpoint(model="tiny", url=server.url)
         targets = Targets(policy, {"local": server.url}, live, {"local": CPU})
-        readings = {}
+        readings, figures = {}, {}
         for name, endpoint in (("gray", gray), ("black", black)):
             generate = GenerateSpec(
                 prompts=(Prompt(id="p", text="hi"),), prompts_sha256="0" * 64, endpoint=endpoint
@@ -256,10 +256,14 @@ async def test_endpoint_energy_only_for_a_server_declared_on_this_device(powerca
             with trio.fail_after(40):
                 m = await targets.measure(spec, endpoint, trio.CancelScope())
             (readings[name],) = m.energy_readings
+            figures[name] = m.energy
             assert check_figures(m, spec) == m
     assert readings["gray"].method == "rapl-package+dram"
     assert readings["gray"].note.startswith("gray-box endpoint on this device (CPU (ONNX))")
     assert readings["gray"].joules is not None
     assert readings["gray"].idle_joules is not None
+    gray_figures = figures["gray"]
+    assert gray_figures is not None
+    assert gray_figures.joules_per_token is not None  # over the 3 output tokens the usage chunk counted
     assert readings["black"].joules is None
     assert "the energy is the server's" in readings["black"].note
