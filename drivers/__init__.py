@@ -15,6 +15,9 @@ Modules:
     headers    bounded safetensors and GGUF header checks against the file's size
     inputs     inputs synthesised from a model's signature, with overrides
     meters     kernel high-water-mark memory, CPU meter, NVML sampler, thermal and power state
+    energy     EnergyMeter: idle and measured-phase energy from NVML or RAPL (a declared method, never
+               an estimate), or the reason there is none
+    offers     unit_offers: per unit, the energy method and telemetry this device offers, or why not
     stats      the median's confidence interval and the warm-up rule (summaries: protocol.stats)
     harness    measure: the parent side, spawned children, timeout, cancel, aggregation
     jobs       what a measuring child is given and returns, and its entry (no runtime imported)
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
     from drivers.errors import DriverError, ProbeFailed, TaskFailed
     from drivers.formats import check_model_file, detect_format
     from drivers.harness import measure
+    from drivers.offers import unit_offers
     from drivers.probe import detect_profile, probe_generation
     from drivers.probechild import detect_profile_apart, probe_servers_apart
     from drivers.servers import probe_server
@@ -68,6 +72,7 @@ _HOMES: Final = {
     "probe_generation": "probe",
     "probe_server": "servers",
     "probe_servers_apart": "probechild",
+    "unit_offers": "offers",
 }
 
 
@@ -95,4 +100,5 @@ __all__ = [
     "probe_generation",
     "probe_server",
     "probe_servers_apart",
+    "unit_offers",
 ]

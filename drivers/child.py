@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final, TypeVar
 
-from drivers import device, meters
+from drivers import device, energy, meters
 from drivers.driver import Driver, Feeds, Loaded, LoadOptions
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
@@ -195,13 +195,15 @@ def _inference_phase(
     _check_placement(loaded, spec)
     gc.collect()
     meters.reset_peak()
+    meter = energy.EnergyMeter(energy.offer_for(spec.compute_unit))
+    meter.idle()  # idle power with the model loaded, before the first inference
     conn.send(("phase", Phase.WARMUP, 0, max(spec.warmups, 1)))
     with meters.GpuSampler() as gpu:
         t0 = time.perf_counter_ns()
         run()
         first_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
         warmups = _warm_up(run, spec)
-        with meters.CpuMeter() as cpu:
+        with meters.CpuMeter() as cpu, meter.measuring():
             samples = _timed_until(conn, run, spec)
     placement = loaded.placement()
     settings = loaded.settings()
@@ -227,6 +229,7 @@ def _inference_phase(
         thermal=meters.thermal_state(),
         power=meters.power_state(),
         inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values, spec.input_data),
+        energy=meter.reading(),
     )
 
 

@@ -22,7 +22,7 @@ import trio
 from drivers.completion import Outcome, RetryPolicy, Server, complete, open_client, request_body
 from drivers.errors import DriverError
 from drivers.rtt import Rtt, measure_rtt
-from protocol import GenerateSpec, Prompt, RequestRecord
+from protocol import ComputeUnit, GenerateSpec, Prompt, RequestRecord
 from protocol.generation import MAX_RECORDS
 
 MAX_INFLIGHT: Final = 1024  # open loop: requests in flight at once, whatever the arrival rate
@@ -43,6 +43,9 @@ class EndpointOptions:
             nothing more is sent, and the requests still in flight end but are left out (a capacity
             level judged over-saturated on exactly the outcomes kept). They are not cancelled: a
             cancel while httpx sends a body abandons its async generator (trio warns).
+        energy_unit: set only when the worker's owner declared that the server runs on this device
+            (gray-box): the unit whose energy source (`drivers.energy`) covers the server's hardware.
+            None: the server's energy is not this device's, and none is read.
     """
 
     connect_ip: str | None = None
@@ -52,6 +55,7 @@ class EndpointOptions:
     rtt_samples: int = 5
     max_requests: int | None = None
     watch: Callable[[Sequence[Outcome]], bool] | None = None
+    energy_unit: ComputeUnit | None = None
 
 
 @dataclass(frozen=True)

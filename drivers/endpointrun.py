@@ -8,17 +8,23 @@ pinned tokenizer, each request's output is counted with it in a child (`drivers.
 capacity search (`generate.capacity`) runs its levels (`drivers.capacity`) and keeps them all in
 `capacity`; `generation` is then the knee level's figures (its records stay in the level; their
 tokens are as the stream counted them).
+Energy is the server's: read only when the owner declared the server runs on this device
+(`EndpointOptions.energy_unit`, gray-box), else left out with a note that says so; a capacity
+search reads none (its levels are not one window).
 """
 
 from __future__ import annotations
 
 import logging
 
+import trio
+
 from drivers.capacity import search_capacity
-from drivers.endpoint import EndpointOptions, drive_endpoint
+from drivers.endpoint import EndpointOptions, EndpointRun, drive_endpoint
+from drivers.energy import EnergyMeter, offer_for
 from drivers.errors import DriverError
 from drivers.tokencount import counted
-from protocol import Measurement, TaskSpec
+from protocol import EnergyReading, Measurement, TaskSpec
 from protocol.aggregate import NO_SAMPLES, derive
 from protocol.capacity import headline
 from protocol.genstats import summarize_generation
@@ -39,8 +45,9 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
     if generate.capacity is not None:  # the knee level's figures head the row; every level is kept
         capacity = await search_capacity(generate, url, spec.timeout_s, options)
         stats = headline(capacity) or summarize_generation((), 0.0, generate)
+        energy = EnergyReading(note=NOT_ONE_WINDOW)
     else:
-        run = await drive_endpoint(generate, url, spec.timeout_s, options)
+        run, energy = await _metered(spec, url, options)
         records = run.records
         if generate.tokenizer is not None and generate.tokenizer.data:
             records, problem = await counted(records, run.reasoning, generate.tokenizer)
@@ -61,8 +68,30 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
         cpu_cores_used=0.0,
         generation=stats,
         capacity=capacity,
+        energy_readings=(energy,),
     )
     return derive(raw, spec)
+
+
+NOT_ONE_WINDOW = "capacity search: its levels are not one measured window, so no energy is read"
+NOT_OURS = (
+    "endpoint: the energy is the server's and the worker did not declare that the server runs on "
+    "this device, so none is read here"
+)
+
+
+async def _metered(spec: TaskSpec, url: str, options: EndpointOptions) -> tuple[EndpointRun, EnergyReading]:
+    """The run, and the energy of this device over it when the server is declared to run here."""
+    assert spec.generate is not None
+    if options.energy_unit is None:
+        return await drive_endpoint(spec.generate, url, spec.timeout_s, options), EnergyReading(note=NOT_OURS)
+    meter = EnergyMeter(offer_for(options.energy_unit))
+    await trio.to_thread.run_sync(meter.idle)
+    with meter.measuring():
+        run = await drive_endpoint(spec.generate, url, spec.timeout_s, options)
+    reading = meter.reading()
+    where = f"gray-box endpoint on this device ({options.energy_unit.value}): {reading.note}"
+    return run, reading.with_(note=where[:500])
 
 
 __all__ = ["measure_endpoint"]

@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final
 
-from drivers import device, llm, meters
+from drivers import device, energy, llm, meters
 from drivers.child import Stages, limit_memory, run_boundary
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
@@ -84,12 +84,14 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
     at.enter(Stage.RUN)
     gc.collect()
     meters.reset_peak()
+    meter = energy.EnergyMeter(energy.offer_for(spec.compute_unit))
+    meter.idle()  # idle power with the model loaded, before the first request
     conn.send(("phase", Phase.WARMUP, 0, max(spec.warmups, 1)))
     with meters.GpuSampler() as gpu:
         first = loaded.generate(gen.prompts[0], gen)
         for i in range(1, spec.warmups):
             loaded.generate(gen.prompts[i % len(gen.prompts)], gen)
-        with meters.CpuMeter() as cpu:
+        with meters.CpuMeter() as cpu, meter.measuring():  # the tokens counted: these requests'
             records = _timed(conn, loaded, gen)
     return ProcessResult(
         load_ms=load_ms,
@@ -114,6 +116,7 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
         power=meters.power_state(),
         records=tuple(records),
         wall_s=cpu.wall_s,
+        energy=meter.reading(),
     )
 
 

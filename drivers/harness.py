@@ -217,5 +217,6 @@ def aggregate(results: list[ProcessResult], spec: TaskSpec, model_sha256: str) -
         ),
         inputs=first.inputs,
         generation=generation,
+        energy_readings=tuple(r.energy for r in results if r.energy is not None),
     )
     return derive(raw, spec)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from drivers.spawning import ignore_interrupts
-from protocol import InputFed, ModelFormat, RequestRecord, TaskSpec
+from protocol import EnergyReading, InputFed, ModelFormat, RequestRecord, TaskSpec
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class ProcessResult:
     inputs: tuple[InputFed, ...] = ()
     records: tuple[RequestRecord, ...] = ()  # generate tasks: every timed request
     wall_s: float = 0.0  # generate tasks: wall time of the timed requests
+    energy: EnergyReading | None = None  # the measured phase's energy (drivers.energy)
 
 
 def spawned(conn: Connection, job: ChildJob) -> None:

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from node.datadir import DataDir, default_data_dir, read_settings
 from node.errors import ConfigError
-from protocol import ProfileName, field_problems
+from protocol import ComputeUnit, ProfileName, field_problems
 
 _TUPLE_FIELDS = ("listen", "gates", "allow", "allow_networks")
 
@@ -48,6 +48,9 @@ class NodeConfig(BaseModel):
     calibrate: bool = True
     endpoints: dict[ProfileName, str] = Field(default_factory=dict)  # declared model servers: NAME -> URL
     endpoint_probe_s: float = Field(default=300.0, gt=0)  # how often a worker probes them again
+    # Declared servers that run on this device (gray-box energy): NAME -> the unit whose energy source
+    # (drivers.energy) covers the server's hardware. Any other server's energy is not read.
+    endpoints_on_device: dict[ProfileName, ComputeUnit] = Field(default_factory=dict)
 
     @field_validator("endpoints")
     @classmethod
@@ -56,6 +59,13 @@ class NodeConfig(BaseModel):
             if not 0 < len(name) <= 64 or not url.startswith(("http://", "https://")):
                 raise ValueError(f"expected NAME=http(s)://host:port, got {name}={url}")
         return value
+
+    @model_validator(mode="after")
+    def _on_device_are_declared(self) -> NodeConfig:
+        unknown = sorted(self.endpoints_on_device.keys() - self.endpoints.keys())
+        if unknown:
+            raise ValueError(f"endpoints_on_device names no declared endpoint: {', '.join(unknown)}")
+        return self
 
     @field_validator("listen", "gates")
     @classmethod

@@ -12,6 +12,7 @@ Modules:
     rouge     ROUGE-1/2/L F1, no external package
     capacity  capacity under an SLO: the level search, over-saturation, the knee (derived again)
     aggregate derive: a measurement's figures from its raw parts (worker and submitter alike)
+    energy    a measured phase's energy readings (per process) and the figures derived from them
     messages  wire messages of every protocol, tagged by `kind`, and the signed bodies
     codec     msgpack encoding with explicit limits
     framing   varint length prefix, incremental decoder, frame cap
@@ -27,6 +28,7 @@ from protocol.aggregate import derive
 from protocol.base import Stats, Value, field_problems
 from protocol.capacity import CapacityLevel, CapacityResult, LevelEnd
 from protocol.codec import decode, encode, pack_body, unpack_body
+from protocol.energy import EnergyFigures, EnergyReading
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
@@ -166,6 +168,8 @@ __all__ = [
     "Dispatch",
     "Endpoint",
     "EndpointStatus",
+    "EnergyFigures",
+    "EnergyReading",
     "Envelope",
     "ErrorKind",
     "Failure",

@@ -15,6 +15,7 @@ from typing import Final
 
 from protocol.base import Stats
 from protocol.capacity import derive_capacity, headline
+from protocol.energy import energy_figures
 from protocol.generation import GenerateSpec, GenerationStats
 from protocol.genstats import summarize_generation, tpot_ms
 from protocol.stats import instability, median, spread_pct, summarize
@@ -74,7 +75,8 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     (`protocol.capacity.derive_capacity`), its generation figures the knee level's. The raw parts
     must fit together (`scheduler.figures` checks that first): one count per process adding up to
     the samples, `spec.load_runs` loads per process, one first inference per process,
-    generation figures exactly when `spec.generate` is set.
+    generation figures exactly when `spec.generate` is set. Energy figures come from the
+    processes' energy readings over the same runs or requests (`protocol.energy`).
     """
     generation, capacity = m.generation, m.capacity
     if spec.generate is not None and generation is not None:
@@ -96,6 +98,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
             unstable_reasons=(),
             generation=generation,
             capacity=capacity,
+            energy=energy_figures(m.energy_readings, (), generation.records),
         )
     samples = m.samples_ms if generation is None else tuple(r.e2e_ms for r in generation.records)
     medians = tuple(median(part) for part in split(samples, m.process_runs))
@@ -117,4 +120,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
         unstable=bool(reasons),
         unstable_reasons=reasons,
         generation=generation,
+        energy=energy_figures(
+            m.energy_readings, m.process_runs, None if generation is None else generation.records
+        ),
     )

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.capacity import CapacityResult
+from protocol.energy import EnergyFigures, EnergyReading
 from protocol.generation import GenerateSpec, GenerationStats
 from protocol.text import control_characters
 from protocol.units import ComputeUnit
@@ -282,6 +283,9 @@ class Measurement(Value):
     # A capacity search (`GenerateSpec.capacity`): every level with its records; `generation` is then
     # the knee level's figures (`protocol.capacity.headline`).
     capacity: CapacityResult | None = None
+    # Each process's energy over its measured window (`protocol.energy`), and the figures from them.
+    energy_readings: tuple[EnergyReading, ...] = Field(default=(), max_length=20)
+    energy: EnergyFigures | None = None
 
 
 class Load(Value):

@@ -30,6 +30,7 @@ Modules:
     llmview    LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
     genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
     caprows    CAPACITY_COLUMNS: a capacity search's Capacity row (the knee) and one row per level
+    energyrows ENERGY_COLUMNS: energy per inference and per token, power, method, note
 """
 
 from __future__ import annotations

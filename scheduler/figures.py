@@ -12,9 +12,10 @@ of another platform's float library. Refused, as a `Refusal`:
   duration (a sample, a load, a first inference, a gap between tokens, a first token after the end),
   a record that says its text was dropped (`node.worker.fit`) but carries one,
   a duration longer than the task's whole timeout, counts that do not fit the task or each other
-  (processes, loads, runs per process, samples, records; a capacity search's levels for a task
-  that asked for none, more records over its levels than a result keeps), a request ending after
-  the run (or its level) did.
+  (processes, loads, runs per process, samples, records, energy readings; a capacity search's
+  levels for a task that asked for none, more records over its levels than a result keeps), a
+  request ending after the run (or its level) did, an energy window longer than the timeout
+  (negative joules fail the schema).
 - `inconsistent`: a figure its raw parts contradict, named with the worker's value and the derived one.
 
 An accepted result is shown as derived: `check_figures` returns the derived measurement.
@@ -85,6 +86,7 @@ def invalid_parts(m: Measurement, spec: TaskSpec) -> Iterator[str]:
         for i, value in enumerate(getattr(m, name)):
             yield from _duration(f"{name}[{i}]", value, limit_ms, spec)
     yield from _readings(m)
+    yield from _energy(m, limit_ms, spec)
     if m.generation is not None:
         yield from _records(m.generation, limit_ms, spec)
     for i, level in enumerate(m.capacity.levels if m.capacity is not None else ()):
@@ -154,6 +156,16 @@ def _readings(m: Measurement) -> Iterator[str]:
         yield f"gpu_util_pct: {m.gpu_util_pct!r}, not a percentage"
     if m.gpu_mem_mb is not None and m.gpu_mem_mb < 0:
         yield f"gpu_mem_mb: {m.gpu_mem_mb!r}, below 0"
+
+
+def _energy(m: Measurement, limit_ms: float, spec: TaskSpec) -> Iterator[str]:
+    """Energy readings: one per process (an endpoint task: one), each window within the timeout."""
+    expected = 1 if is_endpoint(spec) else spec.processes
+    if m.energy_readings and len(m.energy_readings) != expected:
+        yield f"energy_readings: {len(m.energy_readings)} readings, one per process is {expected}"
+    for i, r in enumerate(m.energy_readings):
+        if max(r.window_s, r.idle_s) * 1000.0 > limit_ms:
+            yield f"energy_readings[{i}]: a window longer than the task's timeout of {spec.timeout_s:g} s"
 
 
 def _records(stats: GenerationStats, limit_ms: float, spec: TaskSpec) -> Iterator[str]:

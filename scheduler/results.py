@@ -1,5 +1,5 @@
 """Result rows: the seeds' CSV columns first, then the later reference ones, the extended ones, then a
-generate task's (`scheduler.genrows`).
+generate task's (`scheduler.genrows`), then the energy ones (`scheduler.energyrows`).
 
 Units: Ram and VRam in GB (whole numbers, like the seeds' "16"), FileSize and every other memory
 column in MB, times in ms. Lists are joined with ";", booleans are "True"/"False", and a value
@@ -18,6 +18,7 @@ from protocol import DeviceProfile, Measurement, ResultBody, for_csv
 from scheduler.campaign import Campaign
 from scheduler.caprows import CAPACITY_COLUMNS, capacity_columns
 from scheduler.endpoints import endpoint_unit
+from scheduler.energyrows import ENERGY_COLUMNS, energy_columns
 from scheduler.genrows import GENERATION_COLUMNS, column_formulas, generation_columns
 from scheduler.tasks import Status, TaskView
 
@@ -85,6 +86,7 @@ CSV_COLUMNS: Final = (
     *EXTENDED_COLUMNS,
     *GENERATION_COLUMNS,
     *CAPACITY_COLUMNS,  # a capacity search's (`scheduler.caprows`)
+    *ENERGY_COLUMNS,
 )
 _MB: Final = 1024 * 1024
 
@@ -176,6 +178,7 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
         )
     columns.update(generation_columns(m.generation))
     columns.update(capacity_columns(m))
+    columns.update(energy_columns(m.energy))
     return columns
 
 

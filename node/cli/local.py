@@ -12,6 +12,7 @@ from node.cli.options import ConfigOpt, DataDirOpt, EndpointOpt, build_config, d
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from drivers.offers import UnitOffer
     from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec, UnitStatus
 
 STAT_FIELDS: Final = (
@@ -76,7 +77,7 @@ def info(
     models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
     from rich.console import Console
 
-    from drivers import detect_profile, probe_generation
+    from drivers import detect_profile, probe_generation, unit_offers
     from drivers.servers import probe_servers
 
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
@@ -91,6 +92,7 @@ def info(
     console = Console()
     _print_profile(console, profile)
     _print_units(console, "Generative units (transformers)", probe_generation())
+    _print_offers(console, unit_offers())
 
 
 def _print_profile(console: Console, profile: DeviceProfile) -> None:
@@ -140,6 +142,18 @@ def _print_units(console: Console, title: str, statuses: tuple[UnitStatus, ...])
         mark = "[green]yes[/green]" if status.usable else "[red]no[/red]"
         units.add_row(status.unit.value, mark, status.provider or "", escape(status.reason))
     console.print(units)
+
+
+def _print_offers(console: Console, offers: tuple[UnitOffer, ...]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Energy and telemetry")
+    for column in ("unit", "energy", "telemetry"):
+        table.add_column(column)
+    for offer in offers:
+        table.add_row(offer.unit.value, escape(offer.energy), escape(offer.telemetry))
+    console.print(table)
 
 
 def bench(
@@ -236,6 +250,17 @@ def _cell(s: Stats, name: str) -> str:
     return str(value) if name in ("n", "outliers") else f"{value:.4g}"
 
 
+def _energy_text(m: Measurement) -> str:
+    from rich.markup import escape
+
+    e = m.energy
+    if e is None or e.avg_power_w is None:
+        return "-" if e is None else escape(f"none: {e.note}")
+    idle = "not measured" if e.idle_power_w is None else f"{e.idle_power_w:.3g} W"
+    per = "-" if e.joules_per_inference is None else f"{e.joules_per_inference:.4g} J/inference above idle"
+    return escape(f"{per}; {e.avg_power_w:.3g} W average, idle {idle} ({e.method}: {e.note})")
+
+
 def _print_measurement(console: Console, model: Path, m: Measurement) -> None:
     from rich.table import Table
 
@@ -275,6 +300,7 @@ def _print_measurement(console: Console, model: Path, m: Measurement) -> None:
         ("stable", "[red]no[/red]: " + "; ".join(m.unstable_reasons) if m.unstable else "[green]yes[/green]"),
         ("threads", f"intra {c.intra_op_threads}, inter {c.inter_op_threads}, spinning {c.spinning}"),
         ("conditions", ", ".join(x for x in (c.thermal, c.power) if x) or "-"),
+        ("energy", _energy_text(m)),
         ("versions", ", ".join(f"{k} {v}" for k, v in c.runtime_versions.items())),
         ("model sha256", c.model_sha256),
     ):

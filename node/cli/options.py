@@ -79,6 +79,33 @@ def declared_endpoints(flags: list[str] | None) -> dict[str, str] | None:
     return declared
 
 
+OnDeviceOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--endpoint-on-device",
+        help="a declared server that runs on this device, NAME=UNIT (e.g. gpu_torch): its energy is read "
+        "with that unit's method; repeatable",
+    ),
+]
+
+
+def endpoints_on_device(flags: list[str] | None) -> dict[str, str] | None:
+    """`--endpoint-on-device NAME=UNIT` flags as NAME -> unit name (None when none is given)."""
+    if not flags:
+        return None
+    from protocol import ComputeUnit
+
+    units = {key: unit.value for unit in ComputeUnit for key in (unit.value.lower(), unit.name.lower())}
+    on_device: dict[str, str] = {}
+    for flag in flags:
+        name, sep, unit = flag.partition("=")
+        if not sep or not name or unit.strip().lower() not in units:
+            known = ", ".join(u.name.lower() for u in ComputeUnit)
+            fail(f"error: --endpoint-on-device: expected NAME=UNIT ({known}), got {flag!r}", 2)
+        on_device[name] = units[unit.strip().lower()]
+    return on_device
+
+
 def build_config(file: Path | None, **flags: Any) -> NodeConfig:
     """The node's configuration from file, environment and flags; exits 2 on bad input."""
     from node.config import load_config

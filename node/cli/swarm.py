@@ -20,10 +20,12 @@ from node.cli.options import (
     GateOpt,
     JsonOpt,
     ListenOpt,
+    OnDeviceOpt,
     TtlOpt,
     as_tuple,
     build_config,
     declared_endpoints,
+    endpoints_on_device,
     fail,
     guard,
     run,
@@ -76,6 +78,9 @@ def gate(
     run(main)
 
 
+ProfileFileOpt = Annotated[Path | None, typer.Option("--profile", help="use this DeviceProfile JSON")]
+
+
 def join(
     gate_addrs: GateOpt = None,
     allow: Annotated[list[str] | None, typer.Option("--allow", help="submitter peer id to accept")] = None,
@@ -85,9 +90,7 @@ def join(
     config_file: ConfigOpt = None,
     record_ttl: TtlOpt = None,
     device_name: Annotated[str | None, typer.Option("--device-name", help="override the device name")] = None,
-    profile_file: Annotated[
-        Path | None, typer.Option("--profile", help="use this DeviceProfile JSON")
-    ] = None,
+    profile_file: ProfileFileOpt = None,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
     allow_code_models: Annotated[
@@ -100,6 +103,7 @@ def join(
     ] = None,
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
     endpoint: EndpointOpt = None,
+    on_device: OnDeviceOpt = None,
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters.
@@ -123,6 +127,7 @@ def join(
         lease_ttl_s=lease_ttl,
         calibrate=False if no_calibrate else None,
         endpoints=declared_endpoints(endpoint),
+        endpoints_on_device=endpoints_on_device(on_device),
     )
     if not config.gates:
         fail("error: give at least one --gate", 2)

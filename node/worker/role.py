@@ -101,7 +101,7 @@ async def open_worker(
             allow_code_models=config.allow_code_models,
             events=events,
             uploads=uploads,
-            targets=Targets(url_policy(config), config.endpoints, live),
+            targets=Targets(url_policy(config), config.endpoints, live, config.endpoints_on_device),
         )
         negotiator = Negotiator(
             peer_id=node.host.peer_id,

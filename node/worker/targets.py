@@ -18,7 +18,16 @@ import trio
 import drivers
 from node.transfer.endpoints import checked_endpoint_address
 from node.transfer.urls import FetchError, UrlPolicy
-from protocol import DeviceProfile, Endpoint, EndpointStatus, FailureReason, Measurement, Stage, TaskSpec
+from protocol import (
+    ComputeUnit,
+    DeviceProfile,
+    Endpoint,
+    EndpointStatus,
+    FailureReason,
+    Measurement,
+    Stage,
+    TaskSpec,
+)
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +89,13 @@ def endpoint_of(spec: TaskSpec) -> Endpoint | None:
 
 @dataclass(frozen=True)
 class Targets:
-    """The declared servers (name -> URL), this device's probe of them, and the URL policy."""
+    """The declared servers (name -> URL), this device's probe of them, the URL policy, and which
+    declared servers run on this device (name -> the unit whose energy covers them)."""
 
     policy: UrlPolicy
     declared: Mapping[str, str] = field(default_factory=dict)
     live: LiveProfile | None = None
+    on_device: Mapping[str, ComputeUnit] = field(default_factory=dict)
 
     async def resolve(self, endpoint: Endpoint) -> tuple[str, str | None]:
         """The URL to send to and the checked address to connect to (None: the owner's own server).
@@ -94,11 +105,21 @@ class Targets:
         """
         if endpoint.url is not None:
             return endpoint.url, await checked_endpoint_address(endpoint.url, self.policy)
+        return self.declared[self._declared_name(endpoint)], None
+
+    def _declared_name(self, endpoint: Endpoint) -> str:
         served = self.live.get().endpoints if self.live is not None else ()
         for status in served:
             if status.usable and status.model == endpoint.model and status.name in self.declared:
-                return self.declared[status.name], None
+                return status.name
         raise FetchError(FailureReason.URL_REFUSED, f"no declared server here serves {endpoint.model}")
+
+    def energy_unit(self, endpoint: Endpoint) -> ComputeUnit | None:
+        """The unit whose energy covers the task's server: only a declared server the owner said runs
+        on this device (gray-box); None for any other (its energy is not this device's)."""
+        if endpoint.url is not None:
+            return None
+        return self.on_device.get(self._declared_name(endpoint))
 
     async def measure(self, spec: TaskSpec, endpoint: Endpoint, stop: trio.CancelScope) -> Measurement:
         """Resolve the target and run the task's requests against it until done or `stop` is cancelled.
@@ -110,7 +131,7 @@ class Targets:
         url, address = await self.resolve(endpoint)
         measurement = None
         with stop:
-            options = drivers.EndpointOptions(connect_ip=address)
+            options = drivers.EndpointOptions(connect_ip=address, energy_unit=self.energy_unit(endpoint))
             measurement = await drivers.measure_endpoint(spec, url, options)
         if measurement is None:
             raise drivers.TaskFailed(FailureReason.CANCELLED, "cancelled by the submitter", Stage.RUN)

@@ -38,6 +38,7 @@ def test_info_shows_every_unit_with_its_reason(tmp_path: Path) -> None:
     for unit in ComputeUnit:
         assert unit.value in done.stdout
     assert "sark-node[torch]" in done.stdout or "CPU (PyTorch)" in done.stdout
+    assert "Energy and telemetry" in done.stdout  # per unit: the energy method and telemetry, or why not
 
 
 def test_info_lists_the_generative_units_with_reasons_for_the_rest(tmp_path: Path) -> None:

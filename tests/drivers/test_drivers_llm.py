@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pickle
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from drivers import TaskFailed, measure
 from drivers.models import packaged_llm, sha256_file
 from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
 from protocol.genstats import tpot_ms
+from tests.lab.powercap import COUNTED_W, advancing_powercap
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
 CPU = ComputeUnit.CPU_TORCH
@@ -53,8 +55,13 @@ def _fails(path: Path, spec: TaskSpec, fmt: ModelFormat | None = None) -> TaskFa
 
 
 @pytest.fixture(scope="module")
-def measured() -> Measurement:
-    return measure(packaged_llm(), _spec())
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Measurement]:
+    """One generation measured while a RAPL powercap tree advances (drivers.energy reads it as it would
+    /sys/class/powercap): its energy per token covers the timed requests."""
+    root = tmp_path_factory.mktemp("energy") / "powercap"
+    with pytest.MonkeyPatch.context() as patch, advancing_powercap(root):
+        patch.setenv("SARK_POWERCAP_ROOT", str(root))
+        yield measure(packaged_llm(), _spec())
 
 
 def test_every_request_timed_token_by_token(measured: Measurement) -> None:
@@ -101,6 +108,23 @@ def test_tensor_fields_filled_for_existing_columns(measured: Measurement) -> Non
     assert measured.peak_inference_ram_mb > 100
     assert measured.providers == ("cpu",)
     assert "transformers" in measured.conditions.runtime_versions
+
+
+def test_energy_per_output_token_over_the_timed_requests(measured: Measurement) -> None:
+    (reading,) = measured.energy_readings
+    assert reading.method == "rapl-package+dram"
+    assert reading.joules is not None
+    assert reading.window_s == pytest.approx(
+        measured.generation.wall_s if measured.generation else 0, rel=0.05
+    )
+    assert reading.joules == pytest.approx(COUNTED_W * reading.window_s, rel=0.01)
+    figures = measured.energy
+    assert figures is not None
+    assert figures.idle_power_w is not None
+    tokens = sum(r.output_tokens for r in measured.generation.records) if measured.generation else 0
+    net = reading.joules - figures.idle_power_w * reading.window_s
+    assert figures.joules_per_token == pytest.approx(net / tokens)
+    assert figures.joules_per_inference is None
 
 
 def test_rouge_against_references(measured: Measurement) -> None:

@@ -12,6 +12,7 @@ Modules:
            `run_fault` and `run_impaired`: the scenarios tests/faults and benchmarks/chaos.py share
     badfiles  broken and hostile model files (truncated, mislabelled, empty, lying headers, missing
            external data) and the stage each must fail at
+    powercap  `advancing_powercap`: a RAPL powercap tree a writer process advances (with wrap-arounds)
     sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
     knee   `KneeStub`: a `serve_sse` script whose first token comes later beyond a known number in flight
 """

@@ -71,6 +71,23 @@ def test_join_with_a_malformed_endpoint_exits_2_naming_it(flag: str, tmp_path: P
     assert "endpoint" in done.stderr
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--endpoint-on-device", "local=tpu"],  # no such unit
+        ["--endpoint-on-device", "local"],  # no unit
+        ["--endpoint-on-device", "other=gpu_torch"],  # names no declared server
+    ],
+)
+def test_join_with_a_bad_endpoint_on_device_exits_2_naming_it(flags: list[str], tmp_path: Path) -> None:
+    gate = "/ip4/127.0.0.1/tcp/9/p2p/12D3KooWJWoaqZhDaoEFshF7Rh1bpY9ohihFhzcW6d69Lr2NASuq"
+    declared = ["--endpoint", "local=http://127.0.0.1:8000"]
+    done = _sark("join", "--gate", gate, "--data-dir", str(tmp_path), *declared, *flags, "--no-calibrate")
+    assert done.returncode == 2, done.stderr
+    assert "endpoint" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_key_variable_missing_from_the_environment_exits_2_naming_the_field(tmp_path: Path) -> None:
     campaign = tmp_path / "black.yaml"
     endpoint = {"url": "https://api.example.com/v1", "model": "m", "api_key_env": "SARK_UNSET_TEST_KEY"}
@@ -103,3 +120,14 @@ async def test_a_cancelled_endpoint_task_sends_nothing_more_and_fails_cancelled(
         seen = list(server.seen)
     assert caught.value.reason == FailureReason.CANCELLED
     assert seen == []
+
+
+def test_endpoint_on_device_names_a_unit_by_either_spelling() -> None:
+    from node.cli.options import endpoints_on_device
+    from node.config import load_config
+
+    flags = endpoints_on_device(["local=gpu_torch", "cpu=CPU (ONNX)"])
+    assert flags == {"local": "GPU (PyTorch)", "cpu": "CPU (ONNX)"}
+    declared = {"local": "http://127.0.0.1:8000", "cpu": "http://127.0.0.1:8001"}
+    config = load_config(None, {}, endpoints=declared, endpoints_on_device=flags)
+    assert config.endpoints_on_device == {"local": ComputeUnit.GPU_TORCH, "cpu": ComputeUnit.CPU_ONNX}

@@ -22,7 +22,7 @@ from scheduler import (
     to_csv,
 )
 
-# The seeds' columns in the seeds' order, the later reference ones, the extended ones, then generation's.
+# The seeds' columns in the seeds' order, the later reference ones, the extended ones, generation's, energy's.
 SEED = (
     "Status,JobId,FileName,FileSize,ComputeUnits,DeviceName,Soc,Ram,DeviceOs,LoadMsMedian,LoadMsAverage,"
     "LoadMsStdDev,PeakLoadRamUsage,InferenceMsMedian,InferenceMsAverage,InferenceMsStdDev,PeakInferenceRamUsage"
@@ -47,9 +47,10 @@ CAPACITY = (
     "CapacityRow,CapacityBy,CapacityKnee,CapacityFirstFail,CapacityGoodputPct,CapacityFinished,"
     "LevelPassed,LevelEndedEarly"
 )
+ENERGY = "EnergyJoulesPerInference,EnergyJoulesPerToken,AvgPowerW,IdlePowerW,EnergyMethod,EnergyNote"
 EXPECTED_COLUMNS = [
     name
-    for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY, CAPACITY)
+    for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY, CAPACITY, ENERGY)
     for name in group.split(",")
 ]
 
