@@ -78,28 +78,11 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     generation figures exactly when `spec.generate` is set. Energy figures come from the
     processes' energy readings over the same runs or requests (`protocol.energy`).
     """
-    generation, capacity = m.generation, m.capacity
+    if is_endpoint(spec):
+        return _derive_endpoint(m, spec)
+    generation = m.generation
     if spec.generate is not None and generation is not None:
         generation = derive_generation(generation, spec.generate)
-    if spec.generate is not None and spec.generate.capacity is not None and capacity is not None:
-        capacity = derive_capacity(capacity, spec.generate)
-        generation = headline(capacity) or generation
-    if is_endpoint(spec):
-        assert generation is not None
-        return m.with_(
-            compute_unit=spec.compute_unit,
-            load_ms=NO_SAMPLES,
-            load_first_ms=0.0,
-            first_inference_ms=generation.ttft_ms.median,
-            inference_ms=generation.e2e_ms,
-            process_medians_ms=(),
-            process_spread_pct=0.0,
-            unstable=False,
-            unstable_reasons=(),
-            generation=generation,
-            capacity=capacity,
-            energy=energy_figures(m.energy_readings, (), generation.records),
-        )
     samples = m.samples_ms if generation is None else tuple(r.e2e_ms for r in generation.records)
     medians = tuple(median(part) for part in split(samples, m.process_runs))
     inference = summarize(samples).with_(median=median(medians))
@@ -123,4 +106,29 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
         energy=energy_figures(
             m.energy_readings, m.process_runs, None if generation is None else generation.records
         ),
+    )
+
+
+def _derive_endpoint(m: Measurement, spec: TaskSpec) -> Measurement:
+    """An endpoint task's figures: its requests' end-to-end latency is the inference figure; a
+    capacity search's levels are derived again and the search replayed."""
+    assert spec.generate is not None
+    assert m.generation is not None
+    generation, capacity = derive_generation(m.generation, spec.generate), m.capacity
+    if spec.generate.capacity is not None and capacity is not None:
+        capacity = derive_capacity(capacity, spec.generate)
+        generation = headline(capacity) or generation
+    return m.with_(
+        compute_unit=spec.compute_unit,
+        load_ms=NO_SAMPLES,
+        load_first_ms=0.0,
+        first_inference_ms=generation.ttft_ms.median,
+        inference_ms=generation.e2e_ms,
+        process_medians_ms=(),
+        process_spread_pct=0.0,
+        unstable=False,
+        unstable_reasons=(),
+        generation=generation,
+        capacity=capacity,
+        energy=energy_figures(m.energy_readings, (), generation.records),
     )
