@@ -5,6 +5,7 @@ Modules:
     base      the frozen Value base (with its checked `with_`), summary Stats, pydantic errors by field
     values    domain values: device profile, model reference, task spec, measurement
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
+    fleet     fleet load: one member's deal of a shared schedule, the clock probe messages
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
     rouge     ROUGE-1/2/L F1, no external package
@@ -24,6 +25,7 @@ from protocol.aggregate import derive
 from protocol.base import Stats, Value, field_problems
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
+from protocol.fleet import ClockGet, ClockReply, FleetDeal
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
     FORMULAS,
@@ -146,6 +148,8 @@ __all__ = [
     "Calibration",
     "Cancel",
     "CancelBody",
+    "ClockGet",
+    "ClockReply",
     "Commit",
     "ComputeUnit",
     "Conversation",
@@ -159,6 +163,7 @@ __all__ = [
     "ErrorKind",
     "Failure",
     "FailureReason",
+    "FleetDeal",
     "FrameDecoder",
     "GenerateSpec",
     "GenerationStats",

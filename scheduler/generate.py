@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from protocol import GenerateSpec, Prompt, TaskSpec
 from scheduler import prompts as prompt_sets
 from scheduler.endpoints import LOAD_FIELDS, load_levels
+from scheduler.fleet import fleet_field
 from scheduler.inputdata import input_data_files
 from scheduler.problems import Problems, check_keys, describe, dig
 
@@ -39,6 +40,8 @@ def generate_specs(
             problems.add(f"{path}.quality", "quality metrics need a generate: block")
         return [] if spec is None else [spec]
     generated = parse_generate(fields["generate"], fields.get("quality"), path, files, problems)
+    fleet = fleet_field(fields, path, problems)
+    generated = [g.with_(fleet_size=fleet) for g in generated] if fleet is not None else generated
     if spec is None:
         return []
     defaults = {

@@ -17,6 +17,7 @@ from typing import Final
 from protocol import DeviceProfile, Measurement, ResultBody, for_csv
 from scheduler.campaign import Campaign
 from scheduler.endpoints import endpoint_unit
+from scheduler.fleet import FLEET_COLUMNS
 from scheduler.genrows import GENERATION_COLUMNS, generation_columns
 from scheduler.tasks import Status, TaskView
 
@@ -78,7 +79,7 @@ EXTENDED_COLUMNS: Final = (
     "FailureStage",
     "Detail",
 )
-CSV_COLUMNS: Final = (*SEED_COLUMNS, *REFERENCE_COLUMNS, *EXTENDED_COLUMNS, *GENERATION_COLUMNS)
+CSV_COLUMNS: Final = (*SEED_COLUMNS, *REFERENCE_COLUMNS, *EXTENDED_COLUMNS, *GENERATION_COLUMNS, *FLEET_COLUMNS)
 _MB: Final = 1024 * 1024
 
 
