@@ -26,7 +26,10 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
         raise DriverError("an endpoint measurement needs a generate spec with an endpoint")
     run = await drive_endpoint(generate, url, spec.timeout_s, options)
     stats = summarize_generation(run.records, run.wall_s, generate).with_(
-        rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
+        rtt_ms=run.rtt.connect_ms,
+        tls_ms=run.rtt.tls_ms,
+        client_overhead_ms=run.client_overhead_ms,
+        client_cpu_pct=run.cpu_pct,
     )
     raw = Measurement(
         compute_unit=spec.compute_unit,

@@ -25,7 +25,7 @@ from protocol.aggregate import derive
 from protocol.base import Stats, Value, field_problems
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
-from protocol.fleet import ClockGet, ClockReply, FleetDeal
+from protocol.fleet import CLOCK, ClockGet, ClockReply, FleetDeal
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
     FORMULAS,
@@ -120,6 +120,7 @@ from protocol.values import (
 __all__ = [
     "ANY_WORKER_KEY",
     "BLOB",
+    "CLOCK",
     "DOMAIN_ADVERT",
     "DOMAIN_CANCEL",
     "DOMAIN_OFFER",

@@ -18,6 +18,8 @@ from pydantic import Field
 
 from protocol.base import Value
 
+CLOCK: Final = "/sark/clock/1.0.0"
+CLOCK_ROUNDS: Final = 8
 MAX_FLEET: Final = 256
 MAX_DEALT: Final = 5_000  # planned sends per member: a member keeps at most MAX_RECORDS records
 
@@ -52,15 +54,15 @@ class ClockGet(Value):
     """A clock probe round: the submitter asks for the worker's clock (`/sark/clock/1.0.0`)."""
 
     kind: Literal["clock_get"] = "clock_get"
-    round: int = Field(ge=0, le=64)
+    round: int = Field(ge=0, lt=CLOCK_ROUNDS)
 
 
 class ClockReply(Value):
     """The worker's wall clock (seconds since the epoch) when it read the round's `ClockGet`."""
 
     kind: Literal["clock"] = "clock"
-    round: int = Field(ge=0, le=64)
+    round: int = Field(ge=0, lt=CLOCK_ROUNDS)
     now: float
 
 
-__all__ = ["MAX_FLEET", "ClockGet", "ClockReply", "FleetDeal"]
+__all__ = ["CLOCK", "CLOCK_ROUNDS", "MAX_FLEET", "ClockGet", "ClockReply", "FleetDeal"]

@@ -80,9 +80,10 @@ class GenerateSpec(Value):
     quality: tuple[Literal["rouge"], ...] = ()
     slo: Slo = Slo()
     endpoint: Endpoint | None = None
-    # fleet load (protocol.fleet): members asked for (0: every feasible worker), and in the offer to
-    # one member only, its deal of the shared schedule
+    # fleet load (protocol.fleet): members asked for (0: every feasible worker), the schedule's seed,
+    # and in the offer to one member only, its deal of the shared schedule
     fleet_size: int | None = Field(default=None, ge=0, le=MAX_FLEET)
+    fleet_seed: int | None = Field(default=None, ge=0, lt=2**63)  # None: the submitter draws one
     deal: FleetDeal | None = None
 
 

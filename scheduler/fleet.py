@@ -19,7 +19,7 @@ from typing import Final, Literal
 from protocol import FleetDeal, GenerateSpec, RequestRecord
 from protocol.fleet import MAX_DEALT, MAX_FLEET
 from protocol.stats import percentile
-from scheduler.problems import Problems, describe
+from scheduler.problems import Problems, check_keys, describe
 
 FLEET_COLUMNS: Final = (
     "FleetSize",
@@ -42,14 +42,27 @@ _MASK: Final = (1 << 64) - 1
 Devices = Literal["all", "any"] | int
 
 
-def parse_fleet(raw: object, where: str, problems: Problems) -> int | None:
-    """A job's ``fleet:`` as a member count (0 for ``all``), or None with the problem recorded."""
+def parse_fleet(raw: object, where: str, problems: Problems) -> dict[str, int] | None:
+    """A job's ``fleet:`` (``N``, ``all``, or ``{workers: N | all, seed: S}``) as the spec's
+    `fleet_size` (0 for all) and, when given, `fleet_seed`; None with the problem recorded."""
+    seed = None
+    if isinstance(raw, dict):
+        check_keys(raw, where, ("workers", "seed"), problems)
+        seed = raw.get("seed")
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63
+        ):
+            problems.add(f"{where}.seed", f"expected a whole number from 0 below 2**63, got {describe(seed)}")
+            return None
+        where, raw = f"{where}.workers", raw.get("workers")
     if raw == "all":
-        return 0
-    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_FLEET:
+        size = 0
+    elif isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_FLEET:
         problems.add(where, f"expected a number of workers from 1 to {MAX_FLEET} or all, got {describe(raw)}")
         return None
-    return raw
+    else:
+        size = raw
+    return {"fleet_size": size} | ({} if seed is None else {"fleet_seed": seed})
 
 
 class SplitMix64:
@@ -72,7 +85,7 @@ def arrivals(rate: float, duration_s: float, seed: int, limit: int = MAX_DEALT) 
 
     The first request goes at 0; gaps are exponential, -ln(1 - u) / rate. At most `limit` arrivals.
     """
-    rng, t, times = SplitMix64(seed), 0.0, []
+    rng, t, times = SplitMix64(seed), 0.0, list[float]()
     while t < duration_s and len(times) < limit:
         times.append(t)
         t += -math.log1p(-rng.next_float()) / rate
@@ -184,9 +197,9 @@ __all__ = [
 ]
 
 
-def fleet_field(fields: Mapping[str, object], path: str, problems: Problems) -> int | None:
-    """A job's ``fleet:`` checked against the rest of the job: an endpoint job with a load and a
-    duration, no ``devices:`` beside it. The member count (0: all), or None (none asked, or a problem)."""
+def fleet_field(fields: Mapping[str, object], path: str, problems: Problems) -> dict[str, int] | None:
+    """A job's ``fleet:`` checked against the rest of the job: an endpoint job with a duration, no
+    ``devices:`` beside it. The spec's fleet fields, or None (none asked, or a problem recorded)."""
     if "fleet" not in fields:
         return None
     size = parse_fleet(fields["fleet"], f"{path}.fleet", problems)

@@ -41,7 +41,7 @@ def generate_specs(
         return [] if spec is None else [spec]
     generated = parse_generate(fields["generate"], fields.get("quality"), path, files, problems)
     fleet = fleet_field(fields, path, problems)
-    generated = [g.with_(fleet_size=fleet) for g in generated] if fleet is not None else generated
+    generated = [g.with_(**fleet) for g in generated] if fleet is not None else generated
     if spec is None:
         return []
     defaults = {
