@@ -8,15 +8,18 @@ seed, so the schedule (and the count it asks for) is known before the run.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
-from lab.procs import SARK
-from lab.sse_server import scheduled, serve_sse
+from lab.procs import SARK, Proc
+from lab.sse_server import Reply, scheduled, serve_sse
 
+from e2e.conftest import Swarm
 from scheduler.fleet import arrivals
 
 RATE, DURATION_S, SEED = 40.0, 4.0, 24
@@ -24,10 +27,10 @@ FIRST_S, EVERY_S = 0.05, 0.005
 TEXTS = ["The", " quick", " brown", " fox"]
 
 
-def _campaign(tmp_path: Path, url: str) -> Path:
+def _campaign(tmp_path: Path, url: str, *, duration_s: float = DURATION_S, rate: float = RATE) -> Path:
     endpoint = {"url": url, "model": "scripted"}
-    generate = {"prompts": "builtin:summaries", "max_new_tokens": 4, "request_rate": RATE}
-    job = {"endpoint": endpoint, "generate": {**generate, "duration_s": DURATION_S}}
+    generate = {"prompts": "builtin:summaries", "max_new_tokens": 4, "request_rate": rate}
+    job = {"endpoint": endpoint, "generate": {**generate, "duration_s": duration_s}}
     path = tmp_path / "fleet.yaml"
     path.write_text(json.dumps({"name": "fleet", "jobs": [{**job, "fleet": {"workers": 2, "seed": SEED}}]}))
     return path
@@ -75,3 +78,48 @@ def test_two_workers_hold_one_schedule_and_merge_into_one_row(tmp_path: Path) ->
     assert all(r["Status"] == "Complete" and r["FleetSize"] == "2" for r in members)
     assert sum(int(r["Requests"]) for r in members) == int(merged["Requests"]) == len(seen)
     assert sorted(merged["WorkerPeerId"].split(";")) == sorted(r["WorkerPeerId"] for r in members)
+
+
+def _wait(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> dict[str, Any]:
+    while True:
+        event = proc.wait_event(kind, timeout)
+        if all(event.get(k) == v for k, v in match.items()):
+            return event
+
+
+def test_a_member_killed_mid_run_is_named_and_the_rest_is_kept(swarm2: Swarm, tmp_path: Path) -> None:
+    started = threading.Event()
+    count = itertools.count(1)
+
+    def script(body: dict[str, object], attempt: int) -> Reply:
+        if next(count) == 20:  # a fifth of the way into the run: both members are sending
+            started.set()
+        return scheduled(TEXTS, first_s=FIRST_S, every_s=EVERY_S, usage=(9, 4))
+
+    with serve_sse(script) as server:
+        campaign = _campaign(tmp_path, server.url, duration_s=5.0, rate=20.0)
+        submitter = swarm2.start_submit(
+            "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out")
+        )
+        member = _wait(submitter, "fleet_member")
+        victim = member["peer"]
+        assert member["bound_s"] is not None  # the clock probe over /sark/clock/1.0.0 was answered
+        assert abs(member["offset_s"]) <= member["bound_s"] + 0.005  # one machine: one clock
+        assert started.wait(60), "the stub never saw the run's requests"
+        swarm2.lab.kill(swarm2.workers[victim])
+        assert _wait(submitter, "lapsed")["peer"] == victim
+        outcome = _wait(submitter, "outcome", timeout=120)
+        seen = len([s for s in server.seen if s.path.endswith("/chat/completions")])
+    assert submitter.popen.wait(timeout=30) == 1  # a member failed: the campaign says so
+    rows = _rows(outcome)
+    [merged] = [r for r in rows if r["ComputeUnits"] == "Endpoint (fleet)"]
+    [kept] = [r for r in rows if r["ComputeUnits"] == "Endpoint (black-box)" and r["Status"] == "Complete"]
+    [lost] = [r for r in rows if r["WorkerPeerId"] == victim and r["ComputeUnits"] != "Endpoint (fleet)"]
+    assert lost["Status"] == "Failed"
+    assert merged["Status"] == "Complete"
+    assert victim in merged["FleetLost"]
+    assert victim in merged["Detail"]
+    assert merged["FleetSize"] == "2"
+    assert merged["WorkerPeerId"] == kept["WorkerPeerId"] != victim
+    assert merged["Requests"] == kept["Requests"]  # what the survivor measured, all of it
+    assert 0 < int(merged["Requests"]) < seen  # the victim's sent requests died with it
