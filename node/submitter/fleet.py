@@ -29,7 +29,7 @@ from protocol.fleet import CLOCK_ROUNDS
 
 log = logging.getLogger(__name__)
 
-FLEET_LEAD_S: Final = 3.0  # first offer to start instant: clock probes, offers, commits, dispatches
+FLEET_LEAD_S: Final = 5.0  # first offer to start instant: clock probes, offers, commits, dispatches
 PROBE_S: Final = 3.0  # the whole clock probe of one member
 
 OpenClock = Callable[[str, tuple[str, ...]], Awaitable[Channel]]
