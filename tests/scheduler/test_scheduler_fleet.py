@@ -8,10 +8,11 @@ import json
 import math
 
 import pytest
+from scheduler_harness import Node, cpu_fleet
 
 from protocol import Endpoint, GenerateSpec, ModelRef, Prompt, RequestRecord
 from protocol.genstats import summarize_generation
-from scheduler import CampaignError, TaskView, parse_campaign
+from scheduler import CampaignError, Scheduler, SendOffer, TaskView, parse_campaign
 from scheduler.fleet import (
     ClockRound,
     SplitMix64,
@@ -194,3 +195,21 @@ def test_fleet_all_places_on_every_feasible_peer_with_its_seed() -> None:
     assert job.devices == "all"
     assert job.spec.generate is not None
     assert (job.spec.generate.fleet_size, job.spec.generate.fleet_seed) == (0, 11)
+
+
+@pytest.mark.parametrize(("fleet", "statuses"), [
+    ("fleet: 1", ["Failed"]),  # a fleet member's moment has passed: no retry
+    ("devices: 1", ["Complete"]),  # the same job without fleet: retried on the other peer
+])  # fmt: skip
+def test_a_lapsed_fleet_member_is_not_retried(fleet: str, statuses: list[str]) -> None:
+    text = (
+        "jobs:\n- endpoint: {url: 'http://127.0.0.1:1', model: m}\n"
+        f"  generate: {{prompts: 'builtin:summaries', request_rate: 5, duration_s: 3}}\n  {fleet}\n"
+    )
+    node = Node(Scheduler("c", parse_campaign(text), {}))
+    peers = cpu_fleet(2)
+    node.scripts = {peers[0].peer_id: ["commit"]}  # the first one offered commits, then goes silent
+    node.discover(peers)
+    node.run()
+    assert [o.status.value for o in node.outcomes().values()] == statuses
+    assert (len(node.sent(SendOffer)) == 1) == (statuses == ["Failed"])
