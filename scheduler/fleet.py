@@ -213,9 +213,22 @@ def fleet_field(fields: Mapping[str, object], path: str, problems: Problems) -> 
         )
     elif "duration_s" not in load:
         problems.add(f"{path}.generate.duration_s", "fleet load runs for a set time: give duration_s")
+    elif size is not None and (asked := _asked(load, size["fleet_size"])) is not None:
+        problems.add(f"{path}.generate.request_rate", asked)
     else:
         return size
     return None
+
+
+def _asked(load: Mapping[str, object], size: int) -> str | None:
+    """Why a rate x duration asks more of each member than one result keeps, or None."""
+    rates, duration = load.get("request_rate"), load.get("duration_s")
+    top = max(
+        (r for r in (rates if isinstance(rates, list) else [rates]) if isinstance(r, int | float)), default=0
+    )
+    if not size or not isinstance(duration, int | float) or top * duration <= 0.9 * MAX_DEALT * size:
+        return None
+    return f"{top:g} req/s for {duration:g} s is about {top * duration:g} requests, over {MAX_DEALT} a member"
 
 
 def fleet_devices(spec: GenerateSpec | None, devices: Devices) -> Devices:

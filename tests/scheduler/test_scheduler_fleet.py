@@ -168,14 +168,16 @@ def test_the_merged_row_takes_percentiles_over_all_requests_not_medians_of_membe
         ("{workers: 2, sed: 1}", {}, "jobs[0].fleet.sed"),
         ("2", {"devices": 2}, "jobs[0].devices"),
         ("2", {"no_duration": True}, "jobs[0].generate.duration_s"),
+        ("1", {"rate": 10_000}, "jobs[0].generate.request_rate"),  # 30,000 requests for one member
     ],
 )
 def test_a_bad_fleet_is_named_at_its_path(fleet: str, extra: dict[str, object], path: str) -> None:
     duration = "" if extra.get("no_duration") else ", duration_s: 3"
+    rate = extra.get("rate", 5)
     devices = f"\n  devices: {extra['devices']}" if "devices" in extra else ""
     text = (
         "jobs:\n- endpoint: {url: 'http://127.0.0.1:1', model: m}\n"
-        f"  generate: {{prompts: 'builtin:summaries', request_rate: 5{duration}}}\n"
+        f"  generate: {{prompts: 'builtin:summaries', request_rate: {rate}{duration}}}\n"
         f"  fleet: {fleet}{devices}\n"
     )
     with pytest.raises(CampaignError) as caught:
