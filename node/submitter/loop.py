@@ -235,11 +235,10 @@ class CampaignLoop:
             priority=command.priority,
             holders=self._holders(command.model.sha256, command.peer_id) if not command.model.sources else (),
         )
-        job = self._task(command.task_id).job_index
-        if not self._fleet.is_fleet(job):
+        if not self._fleet.is_fleet(command.job_index):
             self._launch(attempt)
             return
-        deal = self._fleet.deal(command.task_id, job, self._sched.tasks(), time.time())
+        deal = self._fleet.deal(command.task_id, command.job_index, self._sched.tasks(), time.time())
         self._nursery.start_soon(self._fleet_offer, attempt, deal)
 
     async def _fleet_offer(self, attempt: Attempt, deal: FleetDeal) -> None:
