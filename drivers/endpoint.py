@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 import statistics
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -21,6 +22,7 @@ import trio
 
 from drivers.completion import Outcome, RetryPolicy, Server, complete, open_client, request_body
 from drivers.errors import DriverError
+from drivers.fleetload import fleet_closed_loop, fleet_open_loop, start_instant
 from drivers.rtt import Rtt, measure_rtt
 from protocol import ComputeUnit, GenerateSpec, Prompt, RequestRecord
 from protocol.generation import MAX_RECORDS
@@ -71,6 +73,7 @@ class EndpointRun:
         retries: 429 / 5xx retries over the run.
         seed: the open loop's seed, None for a closed loop.
         reasoning: each record's reasoning text (not kept in the record; a pinned tokenizer counts it).
+        cpu_pct: this process's CPU time over the run's wall time, in % of one core.
     """
 
     records: tuple[RequestRecord, ...]
@@ -81,6 +84,7 @@ class EndpointRun:
     retries: int
     seed: int | None
     reasoning: tuple[str, ...] = ()
+    cpu_pct: float | None = None
 
 
 def completions_url(url: str, chat: bool) -> str:
@@ -120,9 +124,14 @@ async def drive_endpoint(
     seed = None
     if spec.request_rate is not None:
         seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+    deal = spec.deal
+    start = start_instant(deal) if deal is not None else trio.current_time()
+    cpu = time.process_time(), trio.current_time()
     async with open_client(spec.concurrency if seed is None else MAX_INFLIGHT) as client:
-        load = _Load(spec, server, options, client, (deadline, trio.current_time()))
-        if spec.request_rate is None:
+        load = _Load(spec, server, options, client, (deadline, start))
+        if deal is not None:
+            await (fleet_open_loop if deal.planned_s else fleet_closed_loop)(load, deal)
+        elif spec.request_rate is None:
             await load.closed_loop()
         else:
             await load.open_loop(random.Random(seed), spec.request_rate)
@@ -137,6 +146,7 @@ async def drive_endpoint(
         retries=sum(o.retries for o in outcomes),
         seed=seed,
         reasoning=tuple(o.reasoning for o in outcomes),
+        cpu_pct=_cpu_pct(cpu[0], max(cpu[1], start)),
     )
 
 
@@ -198,8 +208,8 @@ class _Load:
         finally:
             inflight.release()
 
-    async def one(self, prompt: Prompt) -> None:
-        """Send one prompt and keep its outcome."""
+    async def one(self, prompt: Prompt, planned: float | None = None) -> None:
+        """Send one prompt and keep its outcome (with its planned send time, for a fleet member)."""
         sent = trio.current_time()
         deadline = self.deadline
         if self.options.request_timeout_s is not None:
@@ -208,16 +218,24 @@ class _Load:
         outcome = await complete(self.client, self.server, body, deadline=deadline, retry=self.options.retry)
         record = outcome.record.with_(
             prompt_id=prompt.id,
-            started_s=sent - self.start,
+            started_s=max(0.0, sent - self.start),
             input_tokens_asked=prompt.input_tokens,
             output_tokens_asked=prompt.output_tokens,
             dataset_seed=self.spec.dataset_seed,
         )
+        record = record if planned is None else record.with_(planned_s=planned)
         if self.watched_out:
             return
         self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries, outcome.reasoning))
         if self.options.watch is not None and self.options.watch(self.outcomes):
             self.watched_out = True
+
+
+def _cpu_pct(cpu_s: float, wall: float) -> float | None:
+    """This process's CPU time since `cpu_s` over the trio time since `wall` (a fleet member: since its
+    start instant; the wait before it is idle), in % of one core."""
+    elapsed = trio.current_time() - wall
+    return max(0.0, time.process_time() - cpu_s) / elapsed * 100 if elapsed > 0 else None
 
 
 def _median_ms(values_ns: list[int]) -> float | None:

@@ -7,6 +7,7 @@ Modules:
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
     tokenizer   a pinned tokenizer.json: pin (name, sha256, compressed bytes), unpack, Pinned (encode),
                 shared by the submitter's datasets and the worker's token counts
+    fleet     fleet load: one member's deal of a shared schedule, the clock probe messages
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
     rouge     ROUGE-1/2/L F1, no external package
@@ -30,6 +31,7 @@ from protocol.capacity import CapacityLevel, CapacityResult, LevelEnd
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.energy import EnergyFigures, EnergyReading
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
+from protocol.fleet import CLOCK, ClockGet, ClockReply, FleetDeal
 from protocol.framing import MAX_FRAME, FrameDecoder, frame
 from protocol.generation import (
     FORMULAS,
@@ -127,6 +129,7 @@ from protocol.values import (
 __all__ = [
     "ANY_WORKER_KEY",
     "BLOB",
+    "CLOCK",
     "DOMAIN_ADVERT",
     "DOMAIN_CANCEL",
     "DOMAIN_OFFER",
@@ -159,6 +162,8 @@ __all__ = [
     "CapacityResult",
     "CapacitySpec",
     "ChatMessage",
+    "ClockGet",
+    "ClockReply",
     "Commit",
     "ComputeUnit",
     "Conversation",
@@ -174,6 +179,7 @@ __all__ = [
     "ErrorKind",
     "Failure",
     "FailureReason",
+    "FleetDeal",
     "FrameDecoder",
     "GenerateSpec",
     "GenerationStats",

@@ -14,6 +14,7 @@ from typing import Final, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from protocol.base import SHA256_PATTERN, Stats, Value
+from protocol.fleet import MAX_FLEET, FleetDeal
 
 MAX_PROMPTS: Final = 2_000
 MAX_PROMPT_CHARS: Final = 32_000
@@ -159,6 +160,11 @@ class GenerateSpec(Value):
     tokenizer: TokenizerPin | None = None  # counts a server's output when its stream has no usage
     dataset_seed: int | None = Field(default=None, ge=0)  # a random dataset's seed (`scheduler.dataset`)
     capacity: CapacitySpec | None = None  # search levels instead of one load (endpoint jobs only)
+    # fleet load (protocol.fleet): members asked for (0: every feasible worker), the schedule's seed,
+    # and in the offer to one member only, its deal of the shared schedule
+    fleet_size: int | None = Field(default=None, ge=0, le=MAX_FLEET)
+    fleet_seed: int | None = Field(default=None, ge=0, lt=2**63)  # None: the submitter draws one
+    deal: FleetDeal | None = None
 
 
 ErrorKind = Literal[
@@ -200,6 +206,7 @@ class RequestRecord(Value):
     started_s: float = Field(default=0.0, ge=0)  # when it was sent, seconds since the run began
     error: ErrorKind | None = None
     error_detail: str = Field(default="", max_length=2000)
+    planned_s: float | None = Field(default=None, ge=0)  # fleet load: when it was due, as started_s
 
 
 class Rouge(Value):
@@ -242,5 +249,6 @@ class GenerationStats(Value):
     rtt_ms: float | None = Field(default=None, ge=0)  # endpoint only: TCP connect time (median)
     tls_ms: float | None = Field(default=None, ge=0)  # endpoint only, https: TLS handshake (median)
     client_overhead_ms: float | None = Field(default=None, ge=0)
+    client_cpu_pct: float | None = Field(default=None, ge=0)  # endpoint: the client's CPU over the run
     formulas: dict[str, str] = Field(default_factory=lambda: dict(FORMULAS))
     records: tuple[RequestRecord, ...] = Field(default=(), max_length=MAX_RECORDS)

@@ -21,6 +21,7 @@ from typing import Annotated, Final, Literal
 from pydantic import Field, TypeAdapter
 
 from protocol.base import Value
+from protocol.fleet import ClockGet, ClockReply
 from protocol.framing import MAX_FRAME
 from protocol.values import DeviceProfile, Load, Measurement, ModelRef, TaskSpec
 
@@ -388,6 +389,8 @@ Message = Annotated[
     | ProfileReply
     | ReachGet
     | ReachReply
+    | ClockGet
+    | ClockReply
     | Busy,
     Field(discriminator="kind"),
 ]

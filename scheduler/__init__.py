@@ -31,6 +31,8 @@ Modules:
     genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
     caprows    CAPACITY_COLUMNS: a capacity search's Capacity row (the knee) and one row per level
     energyrows ENERGY_COLUMNS: energy per inference and per token, power, method, note
+    fleet      fleet load: fleet: N parsed, the seeded schedule and its deal, clock offsets, fleet columns
+    fleetrows  a fleet job's member rows and its merged row, from every member's raw records
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ from scheduler.events import (
     Tick,
 )
 from scheduler.figures import Refusal, check_figures
+from scheduler.fleet import FLEET_COLUMNS, FLEET_UNIT, ClockRound, clock_offset, deal, is_fleet
+from scheduler.fleetrows import Member, fleet_rows
 from scheduler.generate import campaign_files
 from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, endpoint_models, needs_of
@@ -105,12 +109,15 @@ __all__ = [
     "CSV_COLUMNS",
     "DEFAULT_LEASE_TTL_S",
     "FINAL_FAILURES",
+    "FLEET_COLUMNS",
+    "FLEET_UNIT",
     "SEED_COLUMNS",
     "Attempt",
     "Campaign",
     "CampaignError",
     "CancelRequested",
     "Cause",
+    "ClockRound",
     "Command",
     "Event",
     "FieldProblem",
@@ -121,6 +128,7 @@ __all__ = [
     "LeaseLapsed",
     "LeaseReleased",
     "MarkUnschedulable",
+    "Member",
     "Misfit",
     "ModelSource",
     "Needs",
@@ -160,6 +168,8 @@ __all__ = [
     "campaign_files",
     "campaign_needs",
     "check_figures",
+    "clock_offset",
+    "deal",
     "device_kind",
     "endpoint_models",
     "endpoint_problem",
@@ -168,7 +178,9 @@ __all__ = [
     "explain",
     "failure_row",
     "feasible",
+    "fleet_rows",
     "is_endpoint_key",
+    "is_fleet",
     "level_rows",
     "needs_of",
     "parse_campaign",

@@ -24,8 +24,9 @@ from pydantic import ValidationError
 
 from protocol import ComputeUnit, Endpoint, TaskSpec, Value
 from scheduler.document import DocumentError, load_document
-from scheduler.endpoints import endpoint_key, load_label, only_endpoint_jobs, parse_endpoint
+from scheduler.endpoints import LOAD_FIELDS, endpoint_key, load_label, only_endpoint_jobs, parse_endpoint
 from scheduler.errors import CampaignError
+from scheduler.fleet import fleet_devices
 from scheduler.generate import generate_specs
 from scheduler.inputdata import parse_input_data
 from scheduler.problems import Problems, check_keys, describe, dig
@@ -117,6 +118,7 @@ _JOB_FIELDS: Final = (
     "quality",
     "input_data",
     "endpoint",
+    "fleet",
 )
 _REQUIRE_FIELDS: Final = ("min_ram_gb", "min_vram_gb", "os", "peers")
 _UNIT_NAMES: Final = frozenset(u.value for u in ComputeUnit)
@@ -238,7 +240,8 @@ def _levels(job: Job, specs: Sequence[TaskSpec], endpoint: Endpoint | None, firs
         if generate is not None:
             label += load_label(generate) if len(specs) > 1 else ""
             spec = spec.with_(generate=generate.with_(endpoint=endpoint)) if endpoint else spec
-        levels.append(job.with_(index=first + len(levels), spec=spec, label=label))
+        devices = fleet_devices(spec.generate, job.devices)
+        levels.append(job.with_(index=first + len(levels), spec=spec, label=label, devices=devices))
     return levels
 
 
@@ -299,11 +302,7 @@ def _job(
     if endpoint and ("compute_unit" in fields or "model" in fields or "generate" not in fields):
         problems.add(paths["endpoint"], "an endpoint job takes a generate: block, no compute_unit or model")
     generate = fields.get("generate")
-    loads = [
-        k
-        for k in ("concurrency", "request_rate", "duration_s")
-        if isinstance(generate, dict) and k in generate
-    ]
+    loads = [k for k in LOAD_FIELDS[:3] if isinstance(generate, dict) and k in generate]
     for load in loads if not endpoint else []:
         problems.add(f"{paths['generate']}.{load}", "load levels apply to endpoint jobs only")
     if not endpoint and model_keys and (not isinstance(model_key, str) or model_key not in model_keys):

@@ -18,6 +18,7 @@ from protocol.tokenizer import Pinned
 from scheduler import prompts as prompt_sets
 from scheduler.datablock import Made, dataset_files, made_dataset, tokenizer_of
 from scheduler.endpoints import LOAD_FIELDS, load_levels
+from scheduler.fleet import fleet_field
 from scheduler.inputdata import input_data_files
 from scheduler.problems import Problems, check_keys, describe, dig
 
@@ -52,6 +53,8 @@ def generate_specs(
     generated = parse_generate(fields["generate"], fields.get("quality"), path, files, problems)
     if "endpoint" not in fields and any(g.capacity is not None for g in generated):
         problems.add(f"{path}.generate.capacity", "a capacity search drives a model server: give an endpoint")
+    fleet = fleet_field(fields, path, problems)
+    generated = [g.with_(**fleet) for g in generated] if fleet is not None else generated
     if spec is None:
         return []
     defaults = {

@@ -44,6 +44,7 @@ from scheduler.events import (
     TaskFailedRemotely,
     Tick,
 )
+from scheduler.fleet import is_fleet
 from scheduler.needs import Needs, campaign_needs, endpoint_models
 from scheduler.placement import JobPlan, PeerView, plan_campaign
 from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, next_peer, spent
@@ -347,8 +348,10 @@ class Scheduler:
         """End the current attempt and place the task again, or end it failed with every attempt's story."""
         task = self._close_attempt(task, why, cause)
         story = tuple(f"{a.peer_id}: {a.outcome}" for a in task.attempts)
-        if spent(task.attempts) > self._retry_budget:
-            detail = f"gave up after {len(task.attempts)} attempts (retry budget {self._retry_budget})"
+        fleet = task.lease_id is not None and is_fleet(self._campaign.jobs[task.job_index].spec.generate)
+        budget = 0 if fleet else self._retry_budget  # a fleet member's start instant passed: no retry
+        if spent(task.attempts) > budget:
+            detail = f"gave up after {len(task.attempts)} attempts (retry budget {budget})"
             return self._end(task, TaskState.FAILED, cause, detail, story)
         peer = next_peer(task, self._tasks, self._peers.values(), self._needs[task.job_index])
         if peer is not None:

@@ -19,6 +19,7 @@ from scheduler.campaign import Campaign
 from scheduler.caprows import CAPACITY_COLUMNS, capacity_columns
 from scheduler.endpoints import endpoint_unit
 from scheduler.energyrows import ENERGY_COLUMNS, energy_columns
+from scheduler.fleet import FLEET_COLUMNS
 from scheduler.genrows import GENERATION_COLUMNS, column_formulas, generation_columns
 from scheduler.tasks import Status, TaskView
 
@@ -87,6 +88,7 @@ CSV_COLUMNS: Final = (
     *GENERATION_COLUMNS,
     *CAPACITY_COLUMNS,  # a capacity search's (`scheduler.caprows`)
     *ENERGY_COLUMNS,
+    *FLEET_COLUMNS,
 )
 _MB: Final = 1024 * 1024
 

@@ -60,7 +60,7 @@ def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | N
     if record is None:
         return None
     run = restore(record)
-    rows = campaign_rows(run.scheduler, store.results(campaign_id), record.created_utc)
+    rows = campaign_rows(run.scheduler, store.results(campaign_id), record.created_utc, run.campaign)
     return results_document(campaign_id, run.campaign, rows)
 
 

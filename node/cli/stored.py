@@ -125,6 +125,7 @@ def results(
     """Print a campaign's results.csv (every task, rebuilt from the store) on stdout."""
     from node.submitter.loop import utc_now
     from node.submitter.outputs import campaign_rows
+    from node.submitter.run import restore
     from scheduler import to_csv
 
     store = _stored(data_dir, config_file)
@@ -134,7 +135,7 @@ def results(
     scheduler = _restored(record)
     if scheduler is None:
         fail(f"error: campaign {campaign_id} never got as far as discovery", 1)
-    rows = campaign_rows(scheduler, store.results(campaign_id), utc_now())
+    rows = campaign_rows(scheduler, store.results(campaign_id), utc_now(), restore(record).campaign)
     sys.stdout.write(to_csv(row for row, _ in rows))
 
 

@@ -276,8 +276,10 @@ class ApiState:
         if state.record.status == CampaignStatus.FINISHED and written.is_file():
             return written.read_text()
         live = self.live.get(campaign_id)
-        scheduler = (live.run if live is not None else restore(state.record)).scheduler
-        rows = campaign_rows(scheduler, self.store.results(campaign_id), state.record.created_utc)
+        run = live.run if live is not None else restore(state.record)
+        rows = campaign_rows(
+            run.scheduler, self.store.results(campaign_id), state.record.created_utc, run.campaign
+        )
         return sch.to_csv(row for row, _ in rows)
 
     def reset(self) -> int:

@@ -13,7 +13,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, final
 
@@ -24,9 +24,10 @@ from node.errors import CampaignInterrupted
 from node.events import EventSink, quiet
 from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChannel, run_attempt
 from node.submitter.discovery import Discovery
+from node.submitter.fleet import FleetBook, with_deal
 from node.submitter.outputs import pack_envelope
 from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
-from protocol import Holder, ModelRef, Reachability
+from protocol import FleetDeal, Holder, ModelRef, Reachability
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class CampaignLoop:
         view: View = lambda _: None,
         events: EventSink = quiet,
         stop: trio.Event | None = None,
+        fleet: FleetBook | None = None,
     ) -> None:
         self._id = campaign_id
         self._campaign = campaign
@@ -83,6 +85,7 @@ class CampaignLoop:
         self._view = view
         self._emit = events
         self._stop = stop if stop is not None else trio.Event()
+        self._fleet = fleet or FleetBook(campaign)
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
         self.tally = Tally()
@@ -232,7 +235,26 @@ class CampaignLoop:
             priority=command.priority,
             holders=self._holders(command.model.sha256, command.peer_id) if not command.model.sources else (),
         )
-        self._launch(attempt)
+        if not self._fleet.is_fleet(command.job_index):
+            self._launch(attempt)
+            return
+        deal = self._fleet.deal(command.task_id, command.job_index, self._sched.tasks(), time.time())
+        self._nursery.start_soon(self._fleet_offer, attempt, deal)
+
+    async def _fleet_offer(self, attempt: Attempt, deal: FleetDeal) -> None:
+        """A fleet member's offer, once its clock offset is measured: its deal goes in the signed spec."""
+        deal = await self._fleet.measured(deal, attempt.peer_id, attempt.addrs)
+        assert attempt.spec is not None
+        self._emit(
+            "fleet_member",
+            task=attempt.task_id,
+            peer=attempt.peer_id,
+            member=deal.member,
+            offset_s=deal.offset_s,
+            bound_s=deal.offset_bound_s,
+            start_at=deal.start_at,
+        )
+        self._launch(replace(attempt, spec=with_deal(attempt.spec, deal)))
 
     def _start_reclaim(self, command: sch.SendReclaim) -> None:
         task = self._task(command.task_id)

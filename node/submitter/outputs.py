@@ -30,6 +30,39 @@ def result_body(record: ResultRecord) -> ResultBody | None:
 
 
 def campaign_rows(
+    scheduler: sch.Scheduler,
+    results: Sequence[ResultRecord],
+    created_utc: str,
+    campaign: sch.Campaign | None = None,
+) -> list[tuple[dict[str, str], ResultRecord | None]]:
+    """One row per task, in task order: stored results as they arrived, endings for the rest; with
+    `campaign`, each fleet job's member rows get their fleet columns and its merged row comes last."""
+    rows = _task_rows(scheduler, results, created_utc)
+    return rows if campaign is None else with_fleet_rows(rows, scheduler, campaign, created_utc)
+
+
+def with_fleet_rows(
+    rows: list[tuple[dict[str, str], ResultRecord | None]],
+    scheduler: sch.Scheduler,
+    campaign: sch.Campaign,
+    created_utc: str,
+) -> list[tuple[dict[str, str], ResultRecord | None]]:
+    """The rows with every fleet job's members completed and its merged row appended
+    (`scheduler.fleet_rows`: derived from the members' raw records, never from their figures)."""
+    members: dict[int, list[sch.Member]] = {}
+    for task, (row, record) in zip(scheduler.tasks(), rows, strict=False):
+        if sch.is_fleet(campaign.jobs[task.job_index].spec.generate):
+            body = result_body(record) if record is not None else None
+            generation = body.measurement.generation if body is not None else None
+            members.setdefault(task.job_index, []).append(sch.Member(task, row, generation))
+    if not members:
+        return rows
+    updated, merged = sch.fleet_rows(campaign.jobs, members, created_utc)
+    kept = [(updated.get(row["JobId"], row), record) for row, record in rows]
+    return kept + [(row, None) for row in merged]
+
+
+def _task_rows(
     scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str
 ) -> list[tuple[dict[str, str], ResultRecord | None]]:
     """One row per task, in task order: stored results as they arrived, endings for the rest; a
@@ -87,7 +120,7 @@ def write_outputs(
     """
     with disk_errors(out_dir, "creating the results folder"):
         out_dir.mkdir(parents=True, exist_ok=True)
-    rows = campaign_rows(scheduler, results, created_utc)
+    rows = campaign_rows(scheduler, results, created_utc, campaign)
     document = results_document(campaign_id, campaign, rows)
     texts = {
         "csv": ("results.csv", sch.to_csv(row for row, _ in rows)),

@@ -26,6 +26,7 @@ from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
 from node.submitter.discovery import Discovery, DiscoveryConfig
+from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View, models_json, utc_now
 from node.submitter.models import pin_models, refs_from_json
 from node.submitter.outputs import write_outputs
@@ -188,6 +189,7 @@ async def drive(
         view=view,
         events=events,
         stop=stop,
+        fleet=FleetBook(run.campaign, lambda peer, addrs: open_clock(host, peer, addrs)),
     )
     events("campaign", campaign=run.campaign_id, submitter=host.peer_id)
     await loop.run()

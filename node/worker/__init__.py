@@ -12,6 +12,7 @@ Modules:
     outbox       signed results kept on disk until acknowledged
     leave        the graceful leave on SIGTERM/SIGINT: no offers, leases handed back, advert withdrawn
     targets      where an endpoint task's requests go: a declared server, or a campaign URL once checked
+    clock        /sark/clock/1.0.0: the worker's wall clock for a fleet job's offset probe
 
 Callers import the module they need (`from node.worker.role import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
@@ -23,6 +24,7 @@ from __future__ import annotations
 __all__ = [
     "admission",
     "advertising",
+    "clock",
     "fit",
     "holders",
     "job",

@@ -53,6 +53,8 @@ CORPUS: tuple[Value, ...] = (
     m.ProfileReply(advert=ENVELOPE, load=Load(running=1, queued=2)),
     m.ReachGet(addrs=("/ip4/127.0.0.1/tcp/4001",)),
     m.ReachReply(reachable=True, addr="/ip4/127.0.0.1/tcp/4001"),
+    m.ClockGet(round=0),
+    m.ClockReply(round=0, now=1.7e9),
     m.Busy(detail="4 in flight"),
 )
 VALID: tuple[bytes, ...] = tuple(encode(msg) for msg in CORPUS)  # type: ignore[arg-type,unused-ignore]

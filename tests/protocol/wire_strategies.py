@@ -279,6 +279,8 @@ MESSAGES: dict[str, st.SearchStrategy[Any]] = {
     "profile": st.builds(m.ProfileReply, advert=envelopes, load=loads),
     "reach_get": st.builds(m.ReachGet, addrs=st.lists(texts, max_size=16).map(tuple)),
     "reach": st.builds(m.ReachReply, reachable=st.booleans(), addr=st.none() | texts, detail=details),
+    "clock_get": st.builds(m.ClockGet, round=st.integers(min_value=0, max_value=7)),
+    "clock": st.builds(m.ClockReply, round=st.integers(min_value=0, max_value=7), now=finite),
     "busy": st.builds(m.Busy, detail=details, measuring=st.booleans()),
 }
 

@@ -48,9 +48,10 @@ CAPACITY = (
     "LevelPassed,LevelEndedEarly"
 )
 ENERGY = "EnergyJoulesPerInference,EnergyJoulesPerToken,AvgPowerW,IdlePowerW,EnergyMethod,EnergyNote"
+FLEET = "FleetSize,RequestRateAchieved,ScheduleLagMsP99,ClientCpuMaxPct,ClientSaturated,FleetLost"
 EXPECTED_COLUMNS = [
     name
-    for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY, CAPACITY, ENERGY)
+    for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY, CAPACITY, ENERGY, FLEET)
     for name in group.split(",")
 ]
 

@@ -1,0 +1,238 @@
+"""Fleet load: one seeded arrival schedule dealt among N members, their clocks, and their figures.
+
+Pure: the randomness is a seeded SplitMix64 stream (the seed is drawn by node/ and kept in every
+member's deal), time is an argument. Open loop (`request_rate`): Poisson arrivals over `duration_s`,
+request k dealt to member k mod N, so each member's share is itself a Poisson stream of rate/N.
+Closed loop (`concurrency`): every member keeps C requests in flight, N x C in all. A member's clock
+offset is the midpoint of the tightest of several ping-pong rounds, its bound half that round trip.
+A member's figures and the merged row's are computed from raw request records (`RequestRecord`
+with `planned_s` and `started_s` in the submitter's time base), never from members' medians.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from protocol import FleetDeal, GenerateSpec, RequestRecord
+from protocol.fleet import MAX_DEALT, MAX_FLEET
+from protocol.stats import percentile
+from scheduler.problems import Problems, check_keys, describe
+
+FLEET_COLUMNS: Final = (
+    "FleetSize",
+    "RequestRateAchieved",
+    "ScheduleLagMsP99",
+    "ClientCpuMaxPct",
+    "ClientSaturated",
+    "FleetLost",
+)
+FLEET_UNIT: Final = "Endpoint (fleet)"
+SATURATED_CPU_PCT: Final = 90.0  # genai-bench warns past 90 % client CPU
+SATURATED_LAG_MS: Final = 10.0  # a member whose p99 send lag passes this is behind its schedule
+FLEET_FORMULAS: Final[dict[str, str]] = {
+    "request_rate_achieved": "requests sent within [start, start + duration_s] / duration_s, all members",
+    "schedule_lag_ms_p99": "p99 over requests of (actual - planned send time), submitter's time base",
+    "client_cpu_max_pct": "max over members of client process CPU time / run wall time x 100",
+    "client_saturated": f"a member over {SATURATED_CPU_PCT:g} % CPU or p99 lag over {SATURATED_LAG_MS:g} ms",
+}
+_MASK: Final = (1 << 64) - 1
+Devices = Literal["all", "any"] | int
+
+
+def parse_fleet(raw: object, where: str, problems: Problems) -> dict[str, int] | None:
+    """A job's ``fleet:`` (``N``, ``all``, or ``{workers: N | all, seed: S}``) as the spec's
+    `fleet_size` (0 for all) and, when given, `fleet_seed`; None with the problem recorded."""
+    seed = None
+    if isinstance(raw, dict):
+        check_keys(raw, where, ("workers", "seed"), problems)
+        seed = raw.get("seed")
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63
+        ):
+            problems.add(f"{where}.seed", f"expected a whole number from 0 below 2**63, got {describe(seed)}")
+            return None
+        where, raw = f"{where}.workers", raw.get("workers")
+    if raw == "all":
+        size = 0
+    elif isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_FLEET:
+        problems.add(where, f"expected a number of workers from 1 to {MAX_FLEET} or all, got {describe(raw)}")
+        return None
+    else:
+        size = raw
+    return {"fleet_size": size} | ({} if seed is None else {"fleet_seed": seed})
+
+
+class SplitMix64:
+    """A seeded stream of uniform floats in [0, 1): SplitMix64 (Steele, Lea, Flood 2014)."""
+
+    def __init__(self, seed: int) -> None:
+        self._state = seed & _MASK
+
+    def next_float(self) -> float:
+        """The next uniform float in [0, 1), from the top 53 bits of the next output."""
+        self._state = (self._state + 0x9E3779B97F4A7C15) & _MASK
+        z = self._state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return ((z ^ (z >> 31)) >> 11) / float(1 << 53)
+
+
+def arrivals(rate: float, duration_s: float, seed: int, limit: int = MAX_DEALT) -> tuple[float, ...]:
+    """Poisson arrival times (seconds after the start) at `rate` per second, within `duration_s`.
+
+    The first request goes at 0; gaps are exponential, -ln(1 - u) / rate. At most `limit` arrivals.
+    """
+    rng, t, times = SplitMix64(seed), 0.0, list[float]()
+    while t < duration_s and len(times) < limit:
+        times.append(t)
+        t += -math.log1p(-rng.next_float()) / rate
+    return tuple(times)
+
+
+def deal(spec: GenerateSpec, size: int, member: int, *, seed: int, start_at: float) -> FleetDeal:
+    """Member `member`'s share of the fleet's schedule (its clock offset still unmeasured).
+
+    Open loop: the arrivals k with k mod size == member, each with prompt k (cycled by the worker).
+    Closed loop: `spec.concurrency` slots for `spec.duration_s`.
+    """
+    base = FleetDeal(size=size, member=member, seed=seed, start_at=start_at)
+    if spec.request_rate is None:
+        return base.with_(slots=spec.concurrency)
+    limit = min(MAX_DEALT * size, 2**31)
+    times = arrivals(spec.request_rate, spec.duration_s or 1.0, seed, limit)
+    mine = range(member, len(times), size)
+    return base.with_(planned_s=tuple(times[k] for k in mine), prompts=tuple(mine))
+
+
+@dataclass(frozen=True)
+class ClockRound:
+    """One ping-pong round: submitter clock when sent and when answered, the worker's clock between."""
+
+    sent: float
+    worker: float
+    received: float
+
+
+def clock_offset(rounds: Sequence[ClockRound]) -> tuple[float, float] | None:
+    """(offset, bound): the worker's clock minus ours at the tightest round's midpoint, and half that
+    round's trip, which bounds the error; None with no round."""
+    valid = [r for r in rounds if r.received >= r.sent]
+    if not valid:
+        return None
+    best = min(valid, key=lambda r: r.received - r.sent)
+    return best.worker - (best.sent + best.received) / 2, (best.received - best.sent) / 2
+
+
+def schedule_lag_ms(records: Sequence[RequestRecord]) -> list[float]:
+    """Actual minus planned send time (ms) of each request that had a plan."""
+    return [(r.started_s - r.planned_s) * 1e3 for r in records if r.planned_s is not None]
+
+
+def lag_p99_ms(records: Sequence[RequestRecord]) -> float | None:
+    """The p99 of `schedule_lag_ms` (None for a run without planned sends)."""
+    lags = sorted(schedule_lag_ms(records))
+    return percentile(lags, 99.0) if lags else None
+
+
+def achieved_rate(records: Sequence[RequestRecord], duration_s: float | None) -> float | None:
+    """Requests sent within the schedule's window, per second of it (None without a window)."""
+    if not duration_s:
+        return None
+    return sum(1 for r in records if r.started_s <= duration_s) / duration_s
+
+
+def saturated(cpu_pct: float | None, lag_ms: float | None) -> bool:
+    """Whether a client was above `SATURATED_CPU_PCT` or behind its schedule by `SATURATED_LAG_MS`."""
+    return (cpu_pct or 0.0) > SATURATED_CPU_PCT or (lag_ms or 0.0) > SATURATED_LAG_MS
+
+
+def fleet_columns(
+    records: Sequence[RequestRecord],
+    spec: GenerateSpec,
+    size: int,
+    cpu_pcts: Sequence[float | None],
+    lost: Sequence[str] = (),
+) -> dict[str, str]:
+    """The fleet columns of a member's row or of the merged row, from raw records."""
+    lag = lag_p99_ms(records)
+    cpus = [c for c in cpu_pcts if c is not None]
+    cpu = max(cpus) if cpus else None
+    rate = achieved_rate(records, spec.duration_s) if spec.request_rate is not None else None
+    return {
+        "FleetSize": str(size),
+        "RequestRateAchieved": "" if rate is None else f"{rate:.3f}",
+        "ScheduleLagMsP99": "" if lag is None else f"{lag:.3f}",
+        "ClientCpuMaxPct": "" if cpu is None else f"{cpu:.1f}",
+        "ClientSaturated": "true" if saturated(cpu, lag) else "false",
+        "FleetLost": ";".join(lost),
+    }
+
+
+def is_fleet(spec: GenerateSpec | None) -> bool:
+    """Whether a job's generate spec asks for fleet load."""
+    return spec is not None and spec.fleet_size is not None
+
+
+__all__ = [
+    "FLEET_COLUMNS",
+    "FLEET_FORMULAS",
+    "FLEET_UNIT",
+    "ClockRound",
+    "SplitMix64",
+    "achieved_rate",
+    "arrivals",
+    "clock_offset",
+    "deal",
+    "fleet_columns",
+    "fleet_devices",
+    "fleet_field",
+    "is_fleet",
+    "lag_p99_ms",
+    "parse_fleet",
+    "saturated",
+    "schedule_lag_ms",
+]
+
+
+def fleet_field(fields: Mapping[str, object], path: str, problems: Problems) -> dict[str, int] | None:
+    """A job's ``fleet:`` checked against the rest of the job: an endpoint job with a duration, no
+    ``devices:`` beside it. The spec's fleet fields, or None (none asked, or a problem recorded)."""
+    if "fleet" not in fields:
+        return None
+    size = parse_fleet(fields["fleet"], f"{path}.fleet", problems)
+    block = fields.get("generate")
+    load = block if isinstance(block, dict) else {}
+    if "endpoint" not in fields:
+        problems.add(f"{path}.fleet", "fleet load drives a model server: it needs an endpoint: block")
+    elif "devices" in fields:
+        problems.add(
+            f"{path}.devices", "a fleet job picks its own workers: give fleet: or devices:, not both"
+        )
+    elif "duration_s" not in load:
+        problems.add(f"{path}.generate.duration_s", "fleet load runs for a set time: give duration_s")
+    elif size is not None and (asked := _asked(load, size["fleet_size"])) is not None:
+        problems.add(f"{path}.generate.request_rate", asked)
+    else:
+        return size
+    return None
+
+
+def _asked(load: Mapping[str, object], size: int) -> str | None:
+    """Why a rate x duration asks more of each member than one result keeps, or None."""
+    rates, duration = load.get("request_rate"), load.get("duration_s")
+    top = max(
+        (r for r in (rates if isinstance(rates, list) else [rates]) if isinstance(r, int | float)), default=0
+    )
+    if not size or not isinstance(duration, int | float) or top * duration <= 0.9 * MAX_DEALT * size:
+        return None
+    return f"{top:g} req/s for {duration:g} s is about {top * duration:g} requests, over {MAX_DEALT} a member"
+
+
+def fleet_devices(spec: GenerateSpec | None, devices: Devices) -> Devices:
+    """The devices a fleet job's placement asks for: its member count, or every feasible peer."""
+    if spec is None or spec.fleet_size is None:
+        return devices
+    return spec.fleet_size or "all"

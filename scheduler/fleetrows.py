@@ -1,0 +1,117 @@
+"""A fleet job's rows: each member's fleet columns, and one merged row derived from all raw records.
+
+The merged row is computed by the submitter from the members' request records together (every
+percentile over all requests, never a mean of members' medians), with `ComputeUnits` = `Endpoint
+(fleet)`. A member lost mid-run (its worker died, its lease lapsed, it failed) is named in
+`FleetLost` and in `Detail`; it is not retried (its place in the schedule has passed), and the row
+keeps what the others measured. A lost member's own records are not in the row: a worker delivers
+its records only in its signed result, so a member that never delivered one contributes none (its
+dealt requests are counted in `Detail`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from protocol import GenerateSpec, GenerationStats
+from protocol.genstats import summarize_generation
+from scheduler.campaign import Job
+from scheduler.fleet import FLEET_UNIT, fleet_columns
+from scheduler.genrows import generation_columns
+from scheduler.results import CSV_COLUMNS
+from scheduler.tasks import Status, TaskView
+
+_MB: Final = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member task of a fleet job as the rows see it: its row, and its measurement if it has one."""
+
+    task: TaskView
+    row: Mapping[str, str]
+    generation: GenerationStats | None
+
+
+def member_row(member: Member, spec: GenerateSpec, size: int) -> dict[str, str]:
+    """The member's row with its own fleet columns (its records only)."""
+    row = dict(member.row)
+    if member.generation is not None:
+        g = member.generation
+        row.update(fleet_columns(g.records, spec, size, [g.client_cpu_pct]))
+    else:
+        row["FleetSize"] = str(size)
+    return row
+
+
+def _lost(members: Sequence[Member]) -> list[str]:
+    return [
+        f"{m.task.device_name or 'unplaced'} ({m.task.peer_id or '-'}): "
+        f"{m.row.get('Status', '')} {m.task.failure_reason}".rstrip()
+        for m in members
+        if m.generation is None
+    ]
+
+
+def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[str, str]:
+    """The fleet's merged row, derived from every measured member's raw records together."""
+    spec = job.spec.generate
+    assert spec is not None
+    assert members
+    measured = [m.generation for m in members if m.generation is not None]
+    records = [r for g in measured for r in g.records]
+    stats = summarize_generation(records, max((g.wall_s for g in measured), default=0.0), spec)
+    size, lost = len(members), _lost(members)
+    first = members[0].task
+    row = dict.fromkeys(CSV_COLUMNS, "")
+    row.update(
+        Status=(Status.COMPLETE if measured else Status.FAILED).value,
+        JobId=first.task_id.rsplit("-", 1)[0] + "-fleet",
+        FileName=first.model.name,
+        FileSize=f"{first.model.size / _MB:.3f}",
+        ComputeUnits=FLEET_UNIT,
+        DeviceName=f"fleet of {size}",
+        CreatedUtc=created_utc,
+        ModelSha256=first.model.sha256,
+        WorkerPeerId=";".join(m.task.peer_id or "" for m in members if m.generation is not None),
+        InferenceMsMedian=f"{stats.e2e_ms.median:.3f}",
+        InferenceMsAverage=f"{stats.e2e_ms.mean:.3f}",
+        InferenceMsStdDev=f"{stats.e2e_ms.stddev:.3f}",
+        InferenceMsP99=f"{stats.e2e_ms.p99:.3f}",
+        InferenceMsFirst=f"{stats.ttft_ms.median:.3f}",
+    )
+    row.update(generation_columns(stats))
+    if spec.request_rate is None:
+        row["Concurrency"] = str(spec.concurrency * size)
+    row.update(fleet_columns(records, spec, size, [g.client_cpu_pct for g in measured], lost))
+    row["Detail"] = _detail(members, lost)
+    return row
+
+
+def _detail(members: Sequence[Member], lost: Sequence[str]) -> str:
+    kept = sum(1 for m in members if m.generation is not None)
+    text = f"merged from the raw records of {kept} of {len(members)} members"
+    if lost:
+        text += f"; lost: {'; '.join(lost)} (a lost member's records are not in this row)"
+    return text
+
+
+def fleet_rows(
+    jobs: Sequence[Job], members: Mapping[int, Sequence[Member]], created_utc: str
+) -> tuple[dict[str, dict[str, str]], list[dict[str, str]]]:
+    """Member rows with their fleet columns (by task id) and one merged row per fleet job."""
+    updated: dict[str, dict[str, str]] = {}
+    merged: list[dict[str, str]] = []
+    for index, group in sorted(members.items()):
+        spec = jobs[index].spec.generate
+        if spec is None or not group:
+            continue
+        for member in group:
+            updated[member.task.task_id] = member_row(member, spec, len(group))
+        merged.append(merged_row(jobs[index], group, created_utc))
+    return updated, merged
+
+
+__all__ = ["Member", "fleet_rows", "member_row", "merged_row"]
