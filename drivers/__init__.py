@@ -15,6 +15,8 @@ Modules:
     headers    bounded safetensors and GGUF header checks against the file's size
     inputs     inputs synthesised from a model's signature, with overrides
     meters     kernel high-water-mark memory, CPU meter, NVML sampler, thermal and power state
+    telemetry  the sampler thread: CPU clock per core group, temperatures, CPU use and share, NVML GPU
+    sustain    marks on the timed phase's time axis, and a sustained run's timed loop
     stats      the median's confidence interval and the warm-up rule (summaries: protocol.stats)
     harness    measure: the parent side, spawned children, timeout, cancel, aggregation
     jobs       what a measuring child is given and returns, and its entry (no runtime imported)

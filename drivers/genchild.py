@@ -14,7 +14,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from drivers import device, llm, meters
+from drivers import device, llm, meters, telemetry
 from drivers.child import Stages, limit_memory, run_boundary
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
@@ -64,7 +64,7 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
         first = loaded.generate(gen.prompts[0], gen)
         for i in range(1, spec.warmups):
             loaded.generate(gen.prompts[i % len(gen.prompts)], gen)
-        with meters.CpuMeter() as cpu:
+        with telemetry.Sampler() as sampler, meters.CpuMeter() as cpu:
             records = _timed(conn, loaded, gen)
     return ProcessResult(
         load_ms=load_ms,
@@ -89,6 +89,7 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
         power=meters.power_state(),
         records=tuple(records),
         wall_s=cpu.wall_s,
+        telemetry=sampler.telemetry(),
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from protocol import InputFed, ModelFormat, RequestRecord, TaskSpec
+from protocol.telemetry import Telemetry
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class ProcessResult:
     inputs: tuple[InputFed, ...] = ()
     records: tuple[RequestRecord, ...] = ()  # generate tasks: every timed request
     wall_s: float = 0.0  # generate tasks: wall time of the timed requests
+    telemetry: Telemetry | None = None  # the device over the timed phase (`drivers.telemetry`)
+    mark_runs: list[int] = field(default_factory=list)  # marks on that phase (`drivers.sustain`)
+    mark_ms: list[float] = field(default_factory=list)
 
 
 def spawned(conn: Connection, job: ChildJob) -> None:

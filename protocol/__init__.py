@@ -5,6 +5,8 @@ Modules:
     base      the frozen Value base (with its checked `with_`), summary Stats, pydantic errors by field
     values    domain values: device profile, model reference, task spec, measurement
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
+    telemetry live device telemetry of a timed phase, sustained-run spec, windows and throttle causes
+    windows   windows over time from samples, marks and telemetry; a sustained run's throttling verdict
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
     rouge     ROUGE-1/2/L F1, no external package
@@ -92,6 +94,14 @@ from protocol.records import (
     public_key_from_peer_id,
     public_key_of,
     seal,
+)
+from protocol.telemetry import (
+    Sustained,
+    SustainSpec,
+    Telemetry,
+    TelemetryPoint,
+    ThrottleCause,
+    Window,
 )
 from protocol.text import control_characters, for_csv, for_html, for_markdown, for_rich, visible
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
@@ -203,9 +213,15 @@ __all__ = [
     "Stage",
     "State",
     "Stats",
+    "SustainSpec",
+    "Sustained",
     "TaskSpec",
+    "Telemetry",
+    "TelemetryPoint",
+    "ThrottleCause",
     "UnitStatus",
     "Value",
+    "Window",
     "capability_key",
     "control_characters",
     "decode",

@@ -18,6 +18,7 @@ from protocol.generation import GenerateSpec, GenerationStats
 from protocol.genstats import summarize_generation
 from protocol.stats import instability, median, spread_pct, summarize
 from protocol.values import Measurement, TaskSpec
+from protocol.windows import sustained
 
 NO_SAMPLES: Final[Stats] = summarize([])
 """The statistics of no sample (all zeros): a phase a measurement does not have."""
@@ -77,6 +78,10 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     inference = summarize(samples).with_(median=median(medians))
     loads = split(m.load_samples_ms, [spec.load_runs] * len(m.process_runs))
     reasons = instability(inference, medians, m.conditions.background_cores)
+    points = m.telemetry.points if m.telemetry is not None else ()
+    windows = None
+    if spec.sustain is not None:
+        windows = sustained(samples, m.mark_runs, m.mark_ms, points, spec.sustain.window_s)
     return m.with_(
         compute_unit=spec.compute_unit,
         load_ms=summarize(m.load_samples_ms),
@@ -89,4 +94,5 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
         unstable=bool(reasons),
         unstable_reasons=reasons,
         generation=generation,
+        sustained=windows,
     )
