@@ -11,6 +11,7 @@ Modules:
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
     generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts, input data)
     inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
+    sustain    a job's fields that change its built spec: input_data: and sustain: (sustained runs)
     endpoints  a job's endpoint: block (gray- or black-box model server), its load levels, its pseudo-model
     prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
     summaries  the built-in summaries set, written for this project
