@@ -26,6 +26,7 @@ Modules:
     report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
     significance  the Mann-Whitney U test the diffs use
     genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
+    sustainrows  SUSTAIN_COLUMNS: Throttled with its causes, window medians, the telemetry kept
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from protocol import DeviceProfile, Measurement, ResultBody, for_csv
 from scheduler.campaign import Campaign
 from scheduler.endpoints import endpoint_unit
 from scheduler.genrows import GENERATION_COLUMNS, generation_columns
+from scheduler.sustainrows import SUSTAIN_COLUMNS, sustain_columns
 from scheduler.tasks import Status, TaskView
 
 SEED_COLUMNS: Final = (
@@ -78,7 +79,13 @@ EXTENDED_COLUMNS: Final = (
     "FailureStage",
     "Detail",
 )
-CSV_COLUMNS: Final = (*SEED_COLUMNS, *REFERENCE_COLUMNS, *EXTENDED_COLUMNS, *GENERATION_COLUMNS)
+CSV_COLUMNS: Final = (
+    *SEED_COLUMNS,
+    *REFERENCE_COLUMNS,
+    *EXTENDED_COLUMNS,
+    *GENERATION_COLUMNS,
+    *SUSTAIN_COLUMNS,
+)
 _MB: Final = 1024 * 1024
 
 
@@ -168,6 +175,7 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
             f"{k}={v}" for k, v in sorted(m.conditions.runtime_versions.items())
         )
     columns.update(generation_columns(m.generation))
+    columns.update(sustain_columns(m))
     return columns
 
 

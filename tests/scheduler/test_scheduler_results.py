@@ -42,8 +42,9 @@ SERVICE = (
     "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,Errors,"
     "ErrorsByKind,TokensCounted,RttMs,TlsMs"
 )
+SUSTAIN = "Throttled,ThrottleCauses,ThrottleDetail,WindowMediansMs,TelemetryPeriodMs,TelemetryPoints"
 EXPECTED_COLUMNS = [
-    name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE) for name in group.split(",")
+    name for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, SUSTAIN) for name in group.split(",")
 ]
 
 
