@@ -48,6 +48,7 @@ class ReportEntry(Value):
     peak_load_ram_mb: float | None = None
     peak_inference_ram_mb: float | None = None
     conditions: RunConditions | None = None
+    throttled: str = ""  # a sustained run that drifted: its causes (`ThrottleCauses`), else ""
     device_profile: DeviceProfile | None = None
     detail: str = ""
 
@@ -140,6 +141,7 @@ def entry_of(
         peak_load_ram_mb=_num(row, "PeakLoadRamUsage"),
         peak_inference_ram_mb=_num(row, "PeakInferenceRamUsage"),
         conditions=measurement.conditions if measurement is not None else None,
+        throttled=(row.get("ThrottleCauses", "") or "unexplained") if row.get("Throttled") == "True" else "",
         device_profile=device,
         detail=detail,
     )
@@ -294,6 +296,7 @@ def _notes(
     if separated is False:
         notes.append("process medians overlap")
     notes.extend(f"{n} unstable" for n, e in (("A", a), ("B", b)) if e.unstable)
+    notes.extend(f"{n} throttled ({e.throttled})" for n, e in (("A", a), ("B", b)) if e.throttled)
     return notes
 
 
