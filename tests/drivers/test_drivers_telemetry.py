@@ -150,3 +150,59 @@ def test_a_cpu_hog_half_way_through_a_sustained_run_is_named_as_background_load(
     assert not {ThrottleCause.THERMAL, ThrottleCause.POWER_LIMIT} & set(s.causes)
     assert "background load" in s.detail
     assert check_figures(m, spec) == m  # the submitter derives the same windows from the raw parts
+
+
+# NVIDIA's binding as documented (nvidia-ml-py's pynvml), standing in for a GPU this machine lacks: a
+# board that heats up and halves its SM clock with the HW thermal slowdown reason after a few reads.
+FAKE_PYNVML = """
+NVML_TEMPERATURE_GPU = 0
+NVML_CLOCK_SM = 1
+class NVMLError(Exception):
+    pass
+reads = 0
+def nvmlInit(): pass
+def nvmlShutdown(): pass
+def nvmlDeviceGetHandleByIndex(index): return ("gpu", index)
+def nvmlDeviceGetTemperature(handle, sensor):
+    global reads
+    reads += 1
+    assert sensor == NVML_TEMPERATURE_GPU
+    return 60 if reads <= 3 else 91
+def nvmlDeviceGetClockInfo(handle, clock):
+    assert clock == NVML_CLOCK_SM
+    return 1980 if reads <= 3 else 990
+def nvmlDeviceGetPowerUsage(handle): return 300000  # milliwatts
+def {reasons}(handle): return 0 if reads <= 3 else 0x40  # nvmlClocksEventReasonHwThermalSlowdown
+"""
+READ_GPU = """
+import json, time
+from drivers.telemetry import Sampler
+with Sampler(period_s=0.05) as sampler:
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+print(sampler.telemetry().model_dump_json())
+"""
+
+
+@pytest.mark.parametrize(
+    "reasons", ["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"]
+)
+def test_the_sampler_reads_the_gpu_through_nvml_s_documented_calls(tmp_path: Path, reasons: str) -> None:
+    (tmp_path / "pynvml.py").write_text(FAKE_PYNVML.replace("{reasons}", reasons))
+    root = Path(__file__).resolve().parents[2]
+    env = os.environ | {"PYTHONPATH": f"{tmp_path}{os.pathsep}{root}"}
+    out = subprocess.run(
+        [sys.executable, "-c", READ_GPU], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    telemetry = Telemetry.model_validate_json(out.stdout)
+    first, last = telemetry.points[0], telemetry.points[-1]
+    assert (first.gpu_temp_c, first.gpu_sm_mhz, first.gpu_power_w, first.gpu_reasons) == (
+        60.0,
+        1980.0,
+        300.0,
+        0,
+    )
+    assert (last.gpu_temp_c, last.gpu_sm_mhz, last.gpu_reasons) == (91.0, 990.0, 0x40)
+    assert "gpu: NVML temperature, SM clock, power, clock-event reasons" in telemetry.sources
