@@ -72,9 +72,14 @@ class _Nvml:
             import pynvml
 
             pynvml.nvmlInit()
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        except Exception as exc:  # no NVML, no driver, no device: a CPU job must never fail on it
+        except Exception as exc:  # no binding, no driver: a CPU job must never fail on it
             self.note = f"gpu: NVML unavailable ({type(exc).__name__})"
+            return
+        try:
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError as exc:  # a driver but no such device
+            pynvml.nvmlShutdown()
+            self.note = f"gpu: NVML has no device {index} ({type(exc).__name__})"
             return
         self._lib = pynvml
         # nvmlDeviceGetCurrentClocksEventReasons (driver 535+) replaced ...ThrottleReasons; same bits.
