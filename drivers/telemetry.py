@@ -50,7 +50,10 @@ def schedstat_ns() -> tuple[int, int]:
 
 def core_groups() -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]:
     """The core groups (CPUs that share a maximum clock: big and little cores apart), named and listed."""
-    freqs = psutil.cpu_freq(percpu=True) or []
+    try:
+        freqs = psutil.cpu_freq(percpu=True) or []
+    except (AttributeError, NotImplementedError, OSError):  # a platform where psutil has no clock
+        freqs = []
     by_max: dict[float, list[int]] = {}
     for cpu, freq in enumerate(freqs):
         by_max.setdefault(round(freq.max), []).append(cpu)
@@ -125,6 +128,7 @@ class Sampler:
         self._points: list[TelemetryPoint] = []
         self._stride, self._seen = 1, 0
         self._thread: threading.Thread | None = None
+        self._failure = ""
         self.origin_ns = 0
 
     def __enter__(self) -> Sampler:
@@ -143,12 +147,23 @@ class Sampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self._keep(self._read())  # the last, partial period: a short run still has a reading
+        if not self._failure:
+            self._guarded()  # the last, partial period: a short run still has a reading
         self._nvml.close()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
+        while not self._stop.wait(self.period_s) and self._guarded():
+            pass
+
+    def _guarded(self) -> bool:
+        """Take one reading; on an error (an odd sensor driver), stop reading and say why: telemetry
+        never fails the measurement it watches."""
+        try:
             self._keep(self._read())
+        except Exception as exc:  # the thread's boundary: psutil's and the kernel's errors alike
+            self._failure = f"telemetry stopped at {len(self._points)} points: {type(exc).__name__}: {exc}"
+            return False
+        return True
 
     def _keep(self, point: TelemetryPoint | None) -> None:
         if point is None:
@@ -222,6 +237,7 @@ class Sampler:
             if _TASKS.is_dir()
             else "cpu share: none (no /proc/self/task/*/schedstat here)",
             self._nvml.note,
+            *([self._failure] if self._failure else []),
         )
 
 
