@@ -207,7 +207,8 @@ def main() -> int:
         text = " ".join(f"{t.ratio:.3f}" for t in pairs)
         median = statistics.median(t.ratio for t in pairs)
         print(f"{name:<18} harness/bare median {median:.4f}   trials: {text}")
-    print(f"median of all {len(ratios)} paired ratios: {overall:.4f} (target 1.00 ± 0.02)")
+    if ratios:
+        print(f"median of all {len(ratios)} paired ratios: {overall:.4f} (target 1.00 ± 0.02)")
     sampler_medians = {}
     for name, blocks in sampler.items():
         sampler_medians[name] = statistics.median(a / b for a, b in blocks)
