@@ -281,3 +281,10 @@ def merged(
         return None, tuple(runs), tuple(times)
     step = -(-len(points) // MAX_POINTS)
     return first.with_(stride=stride * step, points=tuple(points[::step])), tuple(runs), tuple(times)
+
+
+def offered() -> tuple[str, ...]:
+    """What telemetry this device offers and what it does not, with why (for `info`): one reading taken."""
+    with Sampler(period_s=3600.0) as sampler:
+        pass
+    return sampler.telemetry().sources

@@ -21,7 +21,7 @@ import pytest
 from drivers import measure
 from drivers.models import write_convnet
 from drivers.sustain import Marks, sustained_runs
-from drivers.telemetry import Sampler, merged
+from drivers.telemetry import Sampler, merged, offered
 from protocol import ComputeUnit, Phase, SustainSpec, TaskSpec, Telemetry, TelemetryPoint, ThrottleCause
 from protocol.windows import windows
 from scheduler import check_figures
@@ -53,6 +53,12 @@ def test_the_sampler_reads_at_its_period_and_names_its_sources() -> None:
     assert "cpu clock" in sources
     assert "temperature" in sources
     assert "gpu: NVML" in sources
+
+
+def test_offered_names_what_this_machine_gives_and_what_it_does_not() -> None:
+    sources = offered()
+    assert any(s.startswith("cpu clock: ") for s in sources)
+    assert any(s.startswith("gpu: NVML") for s in sources)  # read, or unavailable with the reason
 
 
 def test_merged_lays_processes_back_to_back() -> None:
