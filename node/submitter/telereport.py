@@ -54,28 +54,33 @@ def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str
     fig = Figure(figsize=(11.0, 7.0), layout="constrained")
     axes = fig.subplots(5, 1, sharex=True)
     spans = [w for w in _stretches(m, samples) if w.median_ms is not None]
-    axes[0].step([w.start_ms / 1000 for w in spans], [w.median_ms for w in spans], where="post")
+    if spans:  # each stretch's median held from its start to its end
+        edges = [w.start_ms / 1000 for w in spans] + [spans[-1].end_ms / 1000]
+        axes[0].step(edges, [w.median_ms for w in spans] + [spans[-1].median_ms], where="post")
     axes[0].set_ylabel("median ms")
     axes[0].set_title(f"{label}: every {m.telemetry.period_ms:g} ms", fontsize=10)
-    for k, group in enumerate(m.telemetry.groups):
-        axes[1].plot(t, [p.cpu_mhz[k] if k < len(p.cpu_mhz) else None for p in points], label=visible(group))
-    axes[1].plot(t, [p.gpu_sm_mhz for p in points], label="GPU SM")
-    axes[1].set_ylabel("clock MHz")
-    axes[2].plot(t, [p.temp_c for p in points], label="hottest sensor")
-    axes[2].plot(t, [p.gpu_temp_c for p in points], label="GPU")
-    axes[2].set_ylabel("temp °C")
-    axes[3].plot(t, [p.gpu_power_w for p in points], label="GPU board")
-    axes[3].set_ylabel("power W")
-    axes[4].plot(t, [p.background_cores for p in points], label="other processes (cores)")
-    axes[4].plot(t, [p.cpu_share for p in points], label="CPU share of the measuring process")
-    axes[4].set_ylabel("load")
+    series: list[tuple[int, str, list[float | None]]] = [
+        *((1, visible(group), [p.cpu_mhz[k] if k < len(p.cpu_mhz) else None for p in points])
+          for k, group in enumerate(m.telemetry.groups)),
+        (1, "GPU SM", [p.gpu_sm_mhz for p in points]),
+        (2, "hottest sensor", [p.temp_c for p in points]),
+        (2, "GPU", [p.gpu_temp_c for p in points]),
+        (3, "GPU board", [p.gpu_power_w for p in points]),
+        (4, "other processes (cores)", [p.background_cores for p in points]),
+        (4, "CPU share of the measuring process", [p.cpu_share for p in points]),
+    ]  # fmt: skip
+    for row, name, ys in series:
+        if any(y is not None for y in ys):  # a reading this device does not give draws no line
+            axes[row].plot(t, [float("nan") if y is None else y for y in ys], label=name)
+    for ax, what in zip(axes[1:], ("clock MHz", "temp °C", "power W", "load"), strict=True):
+        ax.set_ylabel(what)
+        if ax.get_lines():
+            ax.legend(loc="best", fontsize=7, ncols=3)
+        else:
+            ax.text(
+                0.5, 0.5, f"no {what.split()[0]} reading on this device", transform=ax.transAxes, ha="center"
+            )
     axes[4].set_xlabel("time since the timed phase began (s; processes back to back)")
-    for ax, what in zip(axes[1:4], ("clock", "temperature", "power"), strict=True):
-        if not ax.get_lines() or all(y is None for line in ax.get_lines() for y in line.get_ydata()):
-            ax.text(0.5, 0.5, f"no {what} reading on this device", transform=ax.transAxes, ha="center")
-    for ax in axes[1:]:
-        if any(line.get_label() and not line.get_label().startswith("_") for line in ax.get_lines()):
-            ax.legend(loc="upper left", fontsize=7, ncols=3)
     return svg_of(fig, salt)
 
 

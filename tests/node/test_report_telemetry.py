@@ -56,7 +56,7 @@ def test_every_task_with_telemetry_gets_a_timeline_and_a_sustained_one_its_windo
     assert page.count('class="telemetry"') == 2
     assert page.count("<svg") == 2
     assert "box&lt;1&gt; · CPU (ONNX) · c-job-0-0" in page
-    assert "no temperature reading on this device" in page
+    assert "no temp reading on this device" in page
     assert '<div id="sustained">' in page
     assert "throttled: window 2 (2.0-4.0 s): median 16 ms, +60% on window 1: background load" in page
     assert "<td>background_load</td>" in page
