@@ -53,6 +53,7 @@ def sustained_runs(
     """Timed runs for `sustain.duration_s`, one mark at the start and at each window's edge (the
     last edge is the end); returns the kept samples in ms (every one, or 1 in 2**k past `cap`)."""
     edges = _edges(sustain)
+    conn.send(("phase", Phase.MEASURING, 0, len(edges)))
     start = time.perf_counter_ns()
     marks.add(0, start)
     kept: list[int] = []

@@ -95,7 +95,7 @@ def test_a_sustained_loop_past_its_cap_keeps_every_other_run_and_renumbers_its_m
     edges = []
     while receiver.poll():
         edges.append(receiver.recv())
-    assert edges == [("phase", Phase.MEASURING, k, 3) for k in (1, 2, 3)]
+    assert edges == [("phase", Phase.MEASURING, k, 3) for k in (0, 1, 2, 3)]
 
 
 def test_an_ordinary_run_marks_its_chunks_and_carries_telemetry(tmp_path: Path) -> None:
