@@ -72,6 +72,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
             unstable=False,
             unstable_reasons=(),
             generation=generation,
+            sustained=None,
         )
     samples = m.samples_ms if generation is None else tuple(r.e2e_ms for r in generation.records)
     medians = tuple(median(part) for part in split(samples, m.process_runs))
