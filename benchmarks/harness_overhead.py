@@ -116,6 +116,18 @@ def sampler_child(
     return out
 
 
+def reading_cost(readings: int = 400) -> float:
+    """CPU ms one telemetry reading takes (thread CPU time over `readings` readings, this thread)."""
+    from drivers.telemetry import Sampler
+
+    with Sampler(period_s=3600.0) as sampler:  # the thread sleeps; this thread takes the readings
+        t0 = time.thread_time()
+        for _ in range(readings):
+            sampler._read()
+        spent = time.thread_time() - t0
+    return spent / readings * 1000.0
+
+
 def sampler_ratios(case: Case, rounds: int) -> list[tuple[float, float]]:
     """The sampler's interleaved on/off block medians for one model, in a fresh spawned process."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
@@ -214,6 +226,8 @@ def main() -> int:
         sampler_medians[name] = statistics.median(a / b for a, b in blocks)
         text = " ".join(f"{a / b:.3f}" for a, b in blocks)
         print(f"{name:<18} sampler on/off median {sampler_medians[name]:.4f}   rounds: {text}")
+    cost = reading_cost()
+    print(f"one telemetry reading: {cost:.3f} CPU ms, {cost / 250 * 100:.2f} % of a core at 250 ms")
     if sampler:
         every = [a / b for blocks in sampler.values() for a, b in blocks]
         print(f"median of all {len(every)} sampler on/off ratios: {statistics.median(every):.4f}")
@@ -237,6 +251,7 @@ def main() -> int:
         "seconds": time.perf_counter() - start,
         "machine_busy_pct": busy,
         "median_of_ratios": overall,
+        "telemetry_reading_cpu_ms": cost,
         "models": models,
         "sampler_on_off": {
             name: {"median_ratio": sampler_medians[name], "blocks_ms": blocks}
