@@ -4,9 +4,15 @@ For each model and trial, one harness measurement (`drivers.measure`, one spawne
 loop (a spawned child that builds the same session, same feeds, and times `session.run` with nothing
 else around it) run back to back, the order alternating between trials. Both use 1 intra-op thread,
 the same warm-ups and runs. Prints per model the harness / bare ratio of medians per trial and their
-median, then the median of all ratios; writes benchmarks/out/harness_overhead.json.
+median, then the median of all ratios; writes benchmarks/out/harness_overhead.json. The harness runs
+with its telemetry sampler on (every timed phase has it).
 
-Usage: .venv/bin/python benchmarks/harness_overhead.py [--trials N]
+Then the sampler alone, interleaved in one process per model (`--sampler-rounds`, 0 to skip): 1 s
+blocks of timed runs with `drivers.telemetry.Sampler` running and without, the order alternating each
+round; the ratio of the block medians (on / off) per round, and their median. Interleaving in one
+process takes out the process-to-process and drift noise a shared machine puts into the paired trials.
+
+Usage: .venv/bin/python benchmarks/harness_overhead.py [--trials N] [--sampler-rounds N]
 """
 
 from __future__ import annotations
@@ -68,6 +74,67 @@ def bare_child(
         session.run(None, feeds)
         ts[i] = pc() - t0
     return statistics.median(ts) / 1e6
+
+
+def sampler_child(
+    path: str, case_shapes: dict[str, tuple[int, ...]], case_values: dict[str, float], rounds: int
+) -> list[tuple[float, float]]:
+    """In a spawned child: (median with the sampler on, median with it off) of 1 s blocks, per round."""
+    import onnxruntime as ort
+
+    from drivers.telemetry import Sampler
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = THREADS
+    so.log_severity_level = 3
+    session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    sigs = [InputSig(i.name, DTYPES[i.type], tuple(i.shape)) for i in session.get_inputs()]
+    feeds = synthesize(sigs, case_shapes, case_values)
+    for _ in range(WARMUPS):
+        session.run(None, feeds)
+
+    def block() -> float:
+        ts: list[int] = []
+        pc = time.perf_counter_ns
+        end = pc() + 1_000_000_000
+        while (t0 := pc()) < end:
+            session.run(None, feeds)
+            ts.append(pc() - t0)
+        return statistics.median(ts) / 1e6
+
+    def on() -> float:
+        with Sampler():
+            return block()
+
+    out = []
+    for r in range(rounds):
+        if r % 2 == 0:
+            a, b = on(), block()
+        else:
+            b, a = block(), on()
+        out.append((a, b))
+    return out
+
+
+def reading_cost(readings: int = 400) -> float:
+    """CPU ms one telemetry reading takes (thread CPU time over `readings` readings, this thread)."""
+    from drivers.telemetry import Sampler
+
+    with Sampler(period_s=3600.0) as sampler:  # the thread sleeps; this thread takes the readings
+        t0 = time.thread_time()
+        for _ in range(readings):
+            sampler._read()
+        spent = time.thread_time() - t0
+    return spent / readings * 1000.0
+
+
+def sampler_ratios(case: Case, rounds: int) -> list[tuple[float, float]]:
+    """The sampler's interleaved on/off block medians for one model, in a fresh spawned process."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        result: list[tuple[float, float]] = pool.apply(
+            sampler_child, (str(case.path), case.shapes, case.values, rounds)
+        )
+    return result
 
 
 def bare(case: Case) -> float:
@@ -137,18 +204,33 @@ def main() -> int:
     """Run every case, print the figures, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=6)
-    trials = parser.parse_args().trials
+    parser.add_argument("--sampler-rounds", type=int, default=10)
+    args = parser.parse_args()
+    trials, rounds = args.trials, args.sampler_rounds
     psutil.cpu_percent(None)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        results = {case.name: run_case(case, trials) for case in cases(Path(tmp))}
+        models_here = cases(Path(tmp))
+        results = {case.name: run_case(case, trials) for case in models_here if trials}
+        sampler = {case.name: sampler_ratios(case, rounds) for case in models_here if rounds}
     ratios = [t.ratio for pairs in results.values() for t in pairs]
-    overall = statistics.median(ratios)
+    overall = statistics.median(ratios) if ratios else float("nan")
     for name, pairs in results.items():
         text = " ".join(f"{t.ratio:.3f}" for t in pairs)
         median = statistics.median(t.ratio for t in pairs)
         print(f"{name:<18} harness/bare median {median:.4f}   trials: {text}")
-    print(f"median of all {len(ratios)} paired ratios: {overall:.4f} (target 1.00 ± 0.02)")
+    if ratios:
+        print(f"median of all {len(ratios)} paired ratios: {overall:.4f} (target 1.00 ± 0.02)")
+    sampler_medians = {}
+    for name, blocks in sampler.items():
+        sampler_medians[name] = statistics.median(a / b for a, b in blocks)
+        text = " ".join(f"{a / b:.3f}" for a, b in blocks)
+        print(f"{name:<18} sampler on/off median {sampler_medians[name]:.4f}   rounds: {text}")
+    cost = reading_cost()
+    print(f"one telemetry reading: {cost:.3f} CPU ms, {cost / 250 * 100:.2f} % of a core at 250 ms")
+    if sampler:
+        every = [a / b for blocks in sampler.values() for a, b in blocks]
+        print(f"median of all {len(every)} sampler on/off ratios: {statistics.median(every):.4f}")
     busy = psutil.cpu_percent(None)
     print(
         f"machine CPU busy over the run, this benchmark included: {busy:.0f}% of {psutil.cpu_count()} cores"
@@ -169,7 +251,12 @@ def main() -> int:
         "seconds": time.perf_counter() - start,
         "machine_busy_pct": busy,
         "median_of_ratios": overall,
+        "telemetry_reading_cpu_ms": cost,
         "models": models,
+        "sampler_on_off": {
+            name: {"median_ratio": sampler_medians[name], "blocks_ms": blocks}
+            for name, blocks in sampler.items()
+        },
     }
     OUT.write_text(json.dumps(summary, indent=1))
     print(f"wrote {OUT}")

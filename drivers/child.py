@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final, TypeVar
 
-from drivers import device, energy, meters
+from drivers import device, energy, meters, telemetry
 from drivers.driver import Driver, Feeds, Loaded, LoadOptions
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
@@ -25,6 +25,7 @@ from drivers.inputs import fed, synthesize
 from drivers.jobs import ChildJob, ProcessResult
 from drivers.registry import driver_for
 from drivers.stats import ci_within, warmed_up
+from drivers.sustain import Marks, sustained_runs
 from protocol import FailureReason, Phase, Stage, TaskSpec
 
 WARMUP_CAP: Final = 200
@@ -203,8 +204,13 @@ def _inference_phase(
         run()
         first_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
         warmups = _warm_up(run, spec)
-        with meters.CpuMeter() as cpu, meter.measuring():
-            samples = _timed_until(conn, run, spec)
+        with telemetry.Sampler() as sampler, meters.CpuMeter() as cpu, meter.measuring():
+            marks = Marks(sampler.origin_ns)
+            if spec.sustain is not None:
+                samples = sustained_runs(conn, run, spec.sustain, marks)
+            else:
+                samples = _timed_until(conn, run, spec, marks)
+                marks.add(len(samples))
     placement = loaded.placement()
     settings = loaded.settings()
     return ProcessResult(
@@ -230,6 +236,9 @@ def _inference_phase(
         power=meters.power_state(),
         inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values, spec.input_data),
         energy=meter.reading(),
+        telemetry=sampler.telemetry(),
+        mark_runs=marks.runs,
+        mark_ms=marks.ms,
     )
 
 
@@ -262,14 +271,14 @@ def _warm_up(run: Callable[[], object], spec: TaskSpec) -> int:
     return len(times)
 
 
-def _timed_until(conn: Connection, run: Callable[[], object], spec: TaskSpec) -> list[float]:
+def _timed_until(conn: Connection, run: Callable[[], object], spec: TaskSpec, marks: Marks) -> list[float]:
     """`spec.runs` timed runs; with the stopping rule, more until the median's CI is tight enough.
 
     The rule is checked between chunks of at most a quarter of the runs so far, each chunk sized to
     fit the time left at the pace so far, so the cap and the duration are not overshot by much.
     """
     start = time.perf_counter()
-    samples = _timed(conn, run, spec.runs)
+    samples = _timed(conn, run, spec.runs, marks)
     if spec.ci_target_pct is None:
         return samples
     cap = spec.run_cap()
@@ -280,12 +289,16 @@ def _timed_until(conn: Connection, run: Callable[[], object], spec: TaskSpec) ->
             break
         pace = elapsed / len(samples)
         fits = int((budget - elapsed) / pace) if pace > 0 else cap
-        samples += _timed(conn, run, max(1, min(cap - len(samples), len(samples) // 4, fits)))
+        more = max(1, min(cap - len(samples), len(samples) // 4, fits))
+        samples += _timed(conn, run, more, marks, done=len(samples))
     return samples
 
 
-def _timed(conn: Connection, run: Callable[[], object], runs: int) -> list[float]:
-    """The timed loop: one clock read either side of each call, pre-sized storage, no GC."""
+def _timed(
+    conn: Connection, run: Callable[[], object], runs: int, marks: Marks, done: int = 0
+) -> list[float]:
+    """The timed loop: one clock read either side of each call, pre-sized storage, no GC; a mark at
+    each progress chunk, outside the inner loop (`done`: runs timed before this call)."""
     ts = [0] * runs
     pc = time.perf_counter_ns
     step = max(1, -(-runs // PROGRESS_CHUNKS))
@@ -293,6 +306,7 @@ def _timed(conn: Connection, run: Callable[[], object], runs: int) -> list[float
     try:
         for start in range(0, runs, step):
             conn.send(("phase", Phase.MEASURING, start, runs))
+            marks.add(done + start)
             for i in range(start, min(start + step, runs)):
                 t0 = pc()
                 run()

@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final
 
-from drivers import device, energy, llm, meters
+from drivers import device, energy, llm, meters, telemetry
 from drivers.child import Stages, limit_memory, run_boundary
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
@@ -91,7 +91,11 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
         first = loaded.generate(gen.prompts[0], gen)
         for i in range(1, spec.warmups):
             loaded.generate(gen.prompts[i % len(gen.prompts)], gen)
-        with meters.CpuMeter() as cpu, meter.measuring():  # the tokens counted: these requests'
+        with (
+            telemetry.Sampler() as sampler,
+            meters.CpuMeter() as cpu,
+            meter.measuring(),
+        ):  # the tokens counted: these requests'
             records = _timed(conn, loaded, gen)
     return ProcessResult(
         load_ms=load_ms,
@@ -117,6 +121,7 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
         records=tuple(records),
         wall_s=cpu.wall_s,
         energy=meter.reading(),
+        telemetry=sampler.telemetry(),
     )
 
 

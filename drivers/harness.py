@@ -24,6 +24,7 @@ from drivers.formats import detect_format
 from drivers.jobs import ChildJob, ProcessResult, spawned
 from drivers.models import sha256_file
 from drivers.spawning import start_apart
+from drivers.telemetry import merged
 from protocol import (
     FailureReason,
     Measurement,
@@ -185,6 +186,8 @@ def aggregate(results: list[ProcessResult], spec: TaskSpec, model_sha256: str) -
     if spec.generate is not None:  # every process's requests pooled; rates over the summed wall time
         records = [_revised(rec, model_sha256) for r in results for rec in r.records]
         generation = summarize_generation(records, sum(r.wall_s for r in results), spec.generate)
+    parts = [(r.telemetry, r.mark_runs, r.mark_ms, len(r.samples_ms)) for r in results]
+    telemetry, mark_runs, mark_ms = merged(parts)
     raw = Measurement(
         compute_unit=spec.compute_unit,
         load_ms=NO_SAMPLES,
@@ -218,5 +221,8 @@ def aggregate(results: list[ProcessResult], spec: TaskSpec, model_sha256: str) -
         inputs=first.inputs,
         generation=generation,
         energy_readings=tuple(r.energy for r in results if r.energy is not None),
+        telemetry=telemetry,
+        mark_runs=mark_runs,
+        mark_ms=mark_ms,
     )
     return derive(raw, spec)

@@ -13,6 +13,7 @@ from multiprocessing.connection import Connection
 
 from drivers.spawning import ignore_interrupts
 from protocol import EnergyReading, InputFed, ModelFormat, RequestRecord, TaskSpec
+from protocol.telemetry import Telemetry
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class ProcessResult:
     records: tuple[RequestRecord, ...] = ()  # generate tasks: every timed request
     wall_s: float = 0.0  # generate tasks: wall time of the timed requests
     energy: EnergyReading | None = None  # the measured phase's energy (drivers.energy)
+    telemetry: Telemetry | None = None  # the device over the timed phase (`drivers.telemetry`)
+    mark_runs: list[int] = field(default_factory=list)  # marks on that phase (`drivers.sustain`)
+    mark_ms: list[float] = field(default_factory=list)
 
 
 def spawned(conn: Connection, job: ChildJob) -> None:

@@ -8,6 +8,8 @@ Modules:
     tokenizer   a pinned tokenizer.json: pin (name, sha256, compressed bytes), unpack, Pinned (encode),
                 shared by the submitter's datasets and the worker's token counts
     fleet     fleet load: one member's deal of a shared schedule, the clock probe messages
+    telemetry live device telemetry of a timed phase, sustained-run spec, windows and throttle causes
+    windows   windows over time from samples, marks and telemetry; a sustained run's throttling verdict
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
     rouge     ROUGE-1/2/L F1, no external package
@@ -103,6 +105,14 @@ from protocol.records import (
     public_key_from_peer_id,
     public_key_of,
     seal,
+)
+from protocol.telemetry import (
+    Sustained,
+    SustainSpec,
+    Telemetry,
+    TelemetryPoint,
+    ThrottleCause,
+    Window,
 )
 from protocol.text import control_characters, for_csv, for_html, for_markdown, for_rich, visible
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
@@ -225,10 +235,16 @@ __all__ = [
     "Stage",
     "State",
     "Stats",
+    "SustainSpec",
+    "Sustained",
     "TaskSpec",
+    "Telemetry",
+    "TelemetryPoint",
+    "ThrottleCause",
     "TokenizerPin",
     "UnitStatus",
     "Value",
+    "Window",
     "capability_key",
     "control_characters",
     "decode",

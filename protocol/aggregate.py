@@ -20,6 +20,7 @@ from protocol.generation import GenerateSpec, GenerationStats
 from protocol.genstats import summarize_generation, tpot_ms
 from protocol.stats import instability, median, spread_pct, summarize
 from protocol.values import Measurement, TaskSpec
+from protocol.windows import sustained
 
 NO_SAMPLES: Final[Stats] = summarize([])
 """The statistics of no sample (all zeros): a phase a measurement does not have."""
@@ -90,10 +91,15 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     medians = tuple(median(part) for part in split(samples, m.process_runs))
     inference = summarize(samples).with_(median=median(medians))
     loads = split(m.load_samples_ms, [spec.load_runs] * len(m.process_runs))
-    if generation is None:
-        reasons = instability(inference, medians, m.conditions.background_cores)
-    else:
-        reasons = per_token_instability(generation, m.process_runs, m.conditions.background_cores)
+    reasons = (
+        instability(inference, medians, m.conditions.background_cores)
+        if generation is None
+        else per_token_instability(generation, m.process_runs, m.conditions.background_cores)
+    )
+    windows = None
+    if spec.sustain is not None:
+        points = m.telemetry.points if m.telemetry is not None else ()
+        windows = sustained(samples, m.mark_runs, m.mark_ms, points, spec.sustain.window_s)
     return m.with_(
         compute_unit=spec.compute_unit,
         load_ms=summarize(m.load_samples_ms),
@@ -109,6 +115,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
         energy=energy_figures(
             m.energy_readings, m.process_runs, None if generation is None else generation.records
         ),
+        sustained=windows,
     )
 
 
@@ -134,4 +141,5 @@ def _derive_endpoint(m: Measurement, spec: TaskSpec) -> Measurement:
         generation=generation,
         capacity=capacity,
         energy=energy_figures(m.energy_readings, (), generation.records),
+        sustained=None,
     )

@@ -11,6 +11,7 @@ from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.capacity import CapacityResult
 from protocol.energy import EnergyFigures, EnergyReading
 from protocol.generation import GenerateSpec, GenerationStats
+from protocol.telemetry import Sustained, SustainSpec, Telemetry
 from protocol.text import control_characters
 from protocol.units import ComputeUnit
 
@@ -162,6 +163,9 @@ class InputData(Value):
     data: bytes = Field(max_length=MAX_INPUT_DATA)
 
 
+DEFAULT_TIMEOUT_S: Final = 600.0
+
+
 class TaskSpec(Value):
     """How to benchmark one model on one compute unit."""
 
@@ -171,7 +175,7 @@ class TaskSpec(Value):
     warmup_until_stable: bool = False
     load_runs: int = Field(default=3, ge=1, le=100)
     processes: int = Field(default=1, ge=1, le=20)
-    timeout_s: float = Field(default=600.0, gt=0, le=86_400)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, le=86_400 * 2)
     input_shapes: dict[str, tuple[int, ...]] = Field(default_factory=dict)
     # A constant that fills every element of the named input (e.g. an audio model's sample rate).
     input_values: dict[str, float] = Field(default_factory=dict)
@@ -188,15 +192,30 @@ class TaskSpec(Value):
     max_duration_s: float | None = Field(default=None, gt=0, le=86_400)
     # A generative workload (LLM or model server) instead of single-shot tensor inference.
     generate: GenerateSpec | None = None
+    # A sustained run: one process times runs for sustain.duration_s, reported per window.
+    sustain: SustainSpec | None = None
 
     def run_cap(self) -> int:
         """The most timed runs one process may take: `runs`, or under the stopping rule `max_runs`
         (default `STOP_RUNS_FACTOR` x runs), and never more than its share of `MAX_SAMPLES` (all the
-        processes' samples travel in one result)."""
+        processes' samples travel in one result). A sustained run keeps at most `MAX_SAMPLES`."""
+        if self.sustain is not None:
+            return MAX_SAMPLES
         if self.ci_target_pct is None:
             return self.runs
         most = MAX_SAMPLES // self.processes
         return max(self.runs, min(self.max_runs or STOP_RUNS_FACTOR * self.runs, most))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sustain_timeout(cls, data: object) -> object:
+        """A sustained run without its own timeout gets its duration plus the default timeout."""
+        if isinstance(data, dict) and data.get("sustain") is not None and "timeout_s" not in data:
+            sustain = data["sustain"]
+            duration = sustain.get("duration_s") if isinstance(sustain, dict) else sustain.duration_s
+            if isinstance(duration, int | float) and not isinstance(duration, bool):
+                return {**data, "timeout_s": float(duration) + DEFAULT_TIMEOUT_S}
+        return data
 
     @model_validator(mode="after")
     def _samples_fit_the_wire(self) -> TaskSpec:
@@ -208,6 +227,10 @@ class TaskSpec(Value):
             raise ValueError(
                 f"max_runs x processes is {self.max_runs * self.processes}: at most {MAX_SAMPLES} per task"
             )
+        if self.sustain is not None and (self.processes != 1 or self.generate or self.ci_target_pct):
+            raise ValueError("a sustained run is one process of tensor runs, without ci_target_pct")
+        if self.sustain is not None and self.sustain.duration_s >= self.timeout_s:
+            raise ValueError(f"sustain.duration_s must be shorter than timeout_s ({self.timeout_s:g} s)")
         return self
 
 
@@ -270,6 +293,12 @@ class Measurement(Value):
     unstable_reasons: tuple[str, ...] = ()
     conditions: RunConditions = RunConditions()
     inputs: tuple[InputFed, ...] = ()
+    # Raw parts of windows over time (`protocol.windows`): the index in `samples_ms` of the first run
+    # timed after each mark's time (ms on the task's time axis), and the device's telemetry.
+    mark_runs: tuple[int, ...] = ()
+    mark_ms: tuple[float, ...] = ()
+    telemetry: Telemetry | None = None
+    sustained: Sustained | None = None  # derived: a sustained run's windows and throttling verdict
     # What the worker left out so that the signed result fits one envelope, one line per cut
     # (`node.worker.fit`); empty when the result is whole.
     trimmed: tuple[str, ...] = Field(default=(), max_length=8)

@@ -12,6 +12,7 @@ Modules:
     generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts, input data)
     inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
     capacity   a generate block's capacity: search (SLO, goodput, concurrency or rate range, levels)
+    sustain    a job's fields that change its built spec: input_data: and sustain: (sustained runs)
     endpoints  a job's endpoint: block (gray- or black-box model server), its load levels, its pseudo-model
     prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
     datablock  a generate block's tokenizer: and dataset: fields -> the pinned tokenizer and its prompts
@@ -33,6 +34,7 @@ Modules:
     energyrows ENERGY_COLUMNS: energy per inference and per token, power, method, note
     fleet      fleet load: fleet: N parsed, the seeded schedule and its deal, clock offsets, fleet columns
     fleetrows  a fleet job's member rows and its merged row, from every member's raw records
+    sustainrows  SUSTAIN_COLUMNS: Throttled with its causes, window medians, the telemetry kept
 """
 
 from __future__ import annotations

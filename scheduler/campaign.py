@@ -28,9 +28,9 @@ from scheduler.endpoints import LOAD_FIELDS, endpoint_key, load_label, only_endp
 from scheduler.errors import CampaignError
 from scheduler.fleet import fleet_devices
 from scheduler.generate import generate_specs
-from scheduler.inputdata import parse_input_data
 from scheduler.problems import Problems, check_keys, describe, dig
 from scheduler.sources import ModelSource, parse_models
+from scheduler.sustain import extend_spec
 
 
 class Requirements(Value):
@@ -119,6 +119,7 @@ _JOB_FIELDS: Final = (
     "input_data",
     "endpoint",
     "fleet",
+    "sustain",
 )
 _REQUIRE_FIELDS: Final = ("min_ram_gb", "min_vram_gb", "os", "peers")
 _UNIT_NAMES: Final = frozenset(u.value for u in ComputeUnit)
@@ -221,9 +222,8 @@ def _jobs(
             keys: list[object] = [fields["model"]] if "model" in fields else [*model_keys] or [None]
             for key in [endpoint_key(endpoint)] if endpoint else keys:
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
-                if job is not None and "input_data" in fields:
-                    fed = parse_input_data(fields["input_data"], paths["input_data"], files, problems)
-                    job = None if fed is None else job.with_(spec=job.spec.with_(input_data=fed))
+                spec = extend_spec(job.spec, fields, paths, files, problems) if job is not None else None
+                job = job.with_(spec=spec) if job is not None and spec is not None else None
                 specs = generate_specs(job.spec if job else None, fields, path, files, problems)
                 if job is not None:
                     suffix = f" model={key}" if len(model_keys) > 1 and not endpoint else ""

@@ -126,8 +126,9 @@ def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:
     for name, (have, want, what) in counts.items():
         if have != want:
             yield f"{name}: {have} values, {what} {want}"
+    yield from _marks(m)
     if generation is None:
-        low, high = spec.runs, spec.run_cap()
+        low, high = (1 if spec.sustain is not None else spec.runs), spec.run_cap()
         for i, runs in enumerate(m.process_runs):
             if not low <= runs <= high:
                 yield f"process_runs[{i}]: {runs} timed runs, the task allows {low} to {high}"
@@ -139,6 +140,17 @@ def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:
         yield from (
             f"process_runs[{i}]: a process with no request" for i, n in enumerate(m.process_runs) if n < 1
         )
+
+
+def _marks(m: Measurement) -> Iterator[str]:
+    """Marks that cannot cut the samples into stretches of time (`protocol.windows`)."""
+    runs, times = m.mark_runs, m.mark_ms
+    if len(runs) != len(times):
+        yield f"mark_runs: {len(runs)} marks for {len(times)} mark times"
+    elif any(r < 0 or r > len(m.samples_ms) for r in runs) or any(b < a for a, b in itertools.pairwise(runs)):
+        yield f"mark_runs: not non-decreasing indexes within the {len(m.samples_ms)} samples"
+    elif any(t < 0 for t in times) or any(b < a for a, b in itertools.pairwise(times)):
+        yield "mark_ms: a negative or decreasing time"
 
 
 def _duration(path: str, value: float, limit_ms: float, spec: TaskSpec) -> Iterator[str]:

@@ -50,6 +50,7 @@ class ReportEntry(Value):
     peak_load_ram_mb: float | None = None
     peak_inference_ram_mb: float | None = None
     conditions: RunConditions | None = None
+    throttled: str = ""  # a sustained run that drifted: its causes (`ThrottleCauses`), else ""
     device_profile: DeviceProfile | None = None
     generation: GenerationStats | None = None
     detail: str = ""
@@ -144,6 +145,7 @@ def entry_of(
         peak_load_ram_mb=_num(row, "PeakLoadRamUsage"),
         peak_inference_ram_mb=_num(row, "PeakInferenceRamUsage"),
         conditions=measurement.conditions if measurement is not None else None,
+        throttled=(row.get("ThrottleCauses", "") or "unexplained") if row.get("Throttled") == "True" else "",
         device_profile=device,
         generation=measurement.generation if measurement is not None else None,
         detail=detail,
@@ -302,6 +304,7 @@ def _notes(
     if separated is False:
         notes.append("process medians overlap")
     notes.extend(f"{n} unstable" for n, e in (("A", a), ("B", b)) if e.unstable)
+    notes.extend(f"{n} throttled ({e.throttled})" for n, e in (("A", a), ("B", b)) if e.throttled)
     return notes
 
 

@@ -21,6 +21,7 @@ from scheduler.endpoints import endpoint_unit
 from scheduler.energyrows import ENERGY_COLUMNS, energy_columns
 from scheduler.fleet import FLEET_COLUMNS
 from scheduler.genrows import GENERATION_COLUMNS, column_formulas, generation_columns
+from scheduler.sustainrows import SUSTAIN_COLUMNS, sustain_columns
 from scheduler.tasks import Status, TaskView
 
 SEED_COLUMNS: Final = (
@@ -89,6 +90,7 @@ CSV_COLUMNS: Final = (
     *CAPACITY_COLUMNS,  # a capacity search's (`scheduler.caprows`)
     *ENERGY_COLUMNS,
     *FLEET_COLUMNS,
+    *SUSTAIN_COLUMNS,
 )
 _MB: Final = 1024 * 1024
 
@@ -181,6 +183,7 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
     columns.update(generation_columns(m.generation))
     columns.update(capacity_columns(m))
     columns.update(energy_columns(m.energy))
+    columns.update(sustain_columns(m))
     return columns
 
 

@@ -13,6 +13,7 @@ Modules:
     tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
+    telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
     prompts    reading a campaign's prompts files (JSONL) for the pure parser
 
 Callers import the module they need (`from node.submitter.run import ...`): the package root
@@ -36,4 +37,5 @@ __all__ = [
     "run",
     "store",
     "tables",
+    "telereport",
 ]

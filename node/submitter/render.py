@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from node.submitter.endreport import endpoint_parts, endpoint_tasks
 from node.submitter.genreport import generation_parts, lead_parts
+from node.submitter.telereport import telemetry_parts
 from protocol import for_html, visible
 from scheduler.report import (
     NO_DEVICE,
@@ -323,7 +324,7 @@ def _page(document: Mapping[str, Any]) -> str:
                 f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
             ]
         parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
-    parts += generation_parts(document) + endpoint_parts(document)
+    parts += generation_parts(document) + endpoint_parts(document) + telemetry_parts(document)
     ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
     return (

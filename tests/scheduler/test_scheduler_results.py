@@ -49,9 +49,10 @@ CAPACITY = (
 )
 ENERGY = "EnergyJoulesPerInference,EnergyJoulesPerToken,AvgPowerW,IdlePowerW,EnergyMethod,EnergyNote"
 FLEET = "FleetSize,RequestRateAchieved,ScheduleLagMsP99,ClientCpuMaxPct,ClientSaturated,FleetLost"
+SUSTAIN = "Throttled,ThrottleCauses,ThrottleDetail,WindowMediansMs,TelemetryPeriodMs,TelemetryPoints"
 EXPECTED_COLUMNS = [
     name
-    for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY, CAPACITY, ENERGY, FLEET)
+    for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY, CAPACITY, ENERGY, FLEET, SUSTAIN)
     for name in group.split(",")
 ]
 

@@ -1,0 +1,73 @@
+"""Windows and throttle causes from raw parts (pure): drift against the first window, and each cause."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol import TelemetryPoint, ThrottleCause
+from protocol.telemetry import NVML_HW_SLOWDOWN, NVML_HW_THERMAL, NVML_SW_POWER_CAP
+from protocol.windows import sustained, windows
+
+CALM = TelemetryPoint(t_ms=0.0, cpu_mhz=(3000.0,), temp_c=50.0, busy_cores=1.0, own_cores=1.0, cpu_share=0.95)
+
+
+def _run(second: float, first: float = 10.0) -> tuple[list[float], list[int], list[float]]:
+    """Two 1 s windows of 10 runs each, medians `first` then `second`; telemetry every 250 ms."""
+    samples = [first] * 10 + [second] * 10
+    return samples, [0, 10, 20], [0.0, 1000.0, 2000.0]
+
+
+def _points(late: TelemetryPoint) -> list[TelemetryPoint]:
+    early = [CALM.with_(t_ms=t) for t in (250.0, 500.0, 750.0, 1000.0)]
+    return early + [late.with_(t_ms=t) for t in (1250.0, 1500.0, 1750.0, 2000.0)]
+
+
+@pytest.mark.parametrize(
+    ("late", "cause"),
+    [
+        (CALM.with_(busy_cores=2.0), ThrottleCause.BACKGROUND_LOAD),  # others' CPU use rose by a core
+        (CALM.with_(cpu_share=0.5), ThrottleCause.BACKGROUND_LOAD),  # saturated: our share fell instead
+        (CALM.with_(cpu_mhz=(2000.0,)), ThrottleCause.CLOCK_DROP),
+        (CALM.with_(gpu_reasons=NVML_HW_THERMAL), ThrottleCause.THERMAL),
+        (CALM.with_(temp_high=True, temp_c=95.0), ThrottleCause.THERMAL),
+        (CALM.with_(gpu_reasons=NVML_SW_POWER_CAP), ThrottleCause.POWER_LIMIT),
+        (CALM.with_(gpu_reasons=NVML_HW_SLOWDOWN), ThrottleCause.HARDWARE_SLOWDOWN),
+        (CALM, ThrottleCause.UNEXPLAINED),
+    ],
+)
+def test_a_drifted_window_names_what_telemetry_shows(late: TelemetryPoint, cause: ThrottleCause) -> None:
+    samples, runs, times = _run(13.0)
+    s = sustained(samples, runs, times, _points(late), window_s=1.0)
+    assert s.throttled
+    assert s.windows[1].drift_pct == pytest.approx(30.0)
+    assert s.windows[1].causes == (cause,)
+    assert s.causes == (cause,)
+    assert s.windows[0].causes == ()
+    assert s.detail.startswith("window 2 (1.0-2.0 s): median 13 ms, +30% on window 1")
+
+
+def test_a_window_within_ten_percent_is_not_throttled_whatever_telemetry_says() -> None:
+    late = CALM.with_(busy_cores=2.0, gpu_reasons=NVML_HW_THERMAL)
+    samples, runs, times = _run(10.9)
+    s = sustained(samples, runs, times, _points(late), window_s=1.0)
+    assert not s.throttled
+    assert s.causes == ()
+    assert s.detail == ""
+
+
+def test_a_faster_later_window_blames_the_first_window_s_load() -> None:
+    early = CALM.with_(busy_cores=2.0)  # the first window was the loaded one
+    samples, runs, times = _run(10.0, first=14.0)
+    points = [early.with_(t_ms=t) for t in (500.0, 1000.0)] + [CALM.with_(t_ms=t) for t in (1500.0, 2000.0)]
+    s = sustained(samples, runs, times, points, window_s=1.0)
+    assert s.windows[1].causes == (ThrottleCause.BACKGROUND_LOAD,)
+
+
+def test_windows_summarise_their_own_points_and_skip_empty_stretches() -> None:
+    points = [CALM.with_(t_ms=500.0, cpu_mhz=(1000.0, 3000.0)), CALM.with_(t_ms=1500.0, temp_c=70.0)]
+    out = windows([1.0, 2.0, 3.0, 4.0], [0, 3, 3, 4], [0.0, 1000.0, 1000.0, 2000.0], points)
+    assert [w.runs for w in out] == [3, 0, 1]
+    assert [w.median_ms for w in out] == [2.0, None, 4.0]
+    assert out[0].cpu_mhz == 1000.0  # the slowest core group
+    assert out[2].temp_c == 70.0
+    assert out[1].background_cores is None
