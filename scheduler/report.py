@@ -14,7 +14,7 @@ other's (the process is the unit that repeats).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Value
@@ -220,16 +220,13 @@ def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...
     return tuple(matrices)
 
 
-def _key_full(e: ReportEntry) -> tuple[object, ...] | None:
-    return (e.fingerprint, e.device, e.unit, e.job_index)
-
-
-def _key_fingerprint(e: ReportEntry) -> tuple[object, ...] | None:
-    return (e.fingerprint, e.unit, e.job_index) if e.fingerprint else None
-
-
-def _key_name(e: ReportEntry) -> tuple[object, ...] | None:
-    return (e.device, e.unit, e.job_index)
+# How two campaigns' entries are paired, tried in turn: same device fingerprint and name, same
+# fingerprint (a renamed device), same name.
+_KEYS: Final[tuple[Callable[[ReportEntry], tuple[object, ...] | None], ...]] = (
+    lambda e: (e.fingerprint, e.device, e.unit, e.job_index),
+    lambda e: (e.fingerprint, e.unit, e.job_index) if e.fingerprint else None,
+    lambda e: (e.device, e.unit, e.job_index),
+)
 
 
 Pair = tuple[ReportEntry | None, ReportEntry | None]
@@ -245,7 +242,7 @@ def match_entries(before: Sequence[ReportEntry], after: Sequence[ReportEntry]) -
     left = [e for e in before if e.device != NO_DEVICE]
     right = [e for e in after if e.device != NO_DEVICE]
     pairs: list[Pair] = []
-    for key in (_key_full, _key_fingerprint, _key_name):
+    for key in _KEYS:
         groups_a: dict[tuple[object, ...], list[ReportEntry]] = {}
         groups_b: dict[tuple[object, ...], list[ReportEntry]] = {}
         for entries, groups in ((left, groups_a), (right, groups_b)):
