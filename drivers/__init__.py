@@ -17,7 +17,8 @@ Modules:
     meters     kernel high-water-mark memory, CPU meter, NVML sampler, thermal and power state
     energy     EnergyMeter: idle and measured-phase energy from NVML or RAPL (a declared method, never
                an estimate), or the reason there is none
-    offers     unit_offers: per unit, the energy method and telemetry this device offers, or why not
+    offers     unit_offers, machine_telemetry: per unit, the energy method and telemetry this
+               device offers, or why not
     telemetry  the sampler thread: CPU clock per core group, temperatures, CPU use and share, NVML GPU
     sustain    marks on the timed phase's time axis, and a sustained run's timed loop
     stats      the median's confidence interval and the warm-up rule (summaries: protocol.stats)

@@ -1,21 +1,16 @@
 """What this device offers to meter each compute unit: an energy method and telemetry, or why not.
 
 `sark-node info` shows it. Energy comes from `drivers.energy` (the same choice the measuring child
-makes). Telemetry is what a sampler could read here: CPU frequency (cpufreq), temperatures (psutil
-sensors, thermal zones) for CPU units; NVML's temperature, SM clock, power and throttle reasons for
-GPU units. `telemetry_methods` is the one place that says so; the telemetry sampler, when it reads
-more, says it here too.
+makes); telemetry from the sampler itself (`drivers.telemetry`), so `info` says what a run records.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import Final
 
 from drivers.energy import offer_for
+from drivers.telemetry import offered
 from protocol import ComputeUnit
 from protocol.units import GPU_UNITS
 
@@ -29,53 +24,28 @@ class UnitOffer:
     telemetry: str
 
 
-def _cpu_telemetry() -> str:
-    have, missing = [], []
-    if Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq").exists():
-        have.append("cpufreq per core")
-    else:
-        missing.append("no cpufreq (a VM or no frequency driver)")
-    sensors: Any = getattr(psutil, "sensors_temperatures", None)
-    temps = sensors() if sensors is not None else {}
-    zones = list(Path("/sys/class/thermal").glob("thermal_zone*/temp"))
-    if temps or zones:
-        have.append(f"temperatures ({len(temps)} psutil sensors, {len(zones)} thermal zones)")
-    else:
-        missing.append("no temperature sensor (no psutil sensor, no thermal zone)")
-    return "; ".join(have + missing) if have else f"none: {'; '.join(missing)}"
+MACHINE: Final = "the machine's readings (below)"
 
 
-def _gpu_telemetry() -> str:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception as exc:  # ImportError or NVMLError: no NVML here
-        return f"none: no NVML ({type(exc).__name__}: {exc})"
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-    finally:
-        pynvml.nvmlShutdown()
-    if not count:
-        return "none: NVML sees no GPU"
-    return "NVML: temperature, SM clock, power, clock-event (throttle) reasons"
+def machine_telemetry() -> tuple[str, str]:
+    """What the telemetry sampler reads here and what it cannot, with why: its own account
+    (`drivers.telemetry.offered`, one reading taken), as the machine's part (CPU clock,
+    temperatures, CPU use and share: every run records it) and the GPU's (NVML)."""
+    sources = offered()
+    machine = "; ".join(s for s in sources if not s.startswith("gpu"))
+    return machine, "; ".join(s for s in sources if s.startswith("gpu"))
 
 
-def telemetry_methods() -> dict[ComputeUnit, str]:
-    """Per unit, the telemetry a sampler can read here, or "none: why"."""
-    cpu, gpu = _cpu_telemetry(), _gpu_telemetry()
-    return {unit: gpu if unit in GPU_UNITS else cpu for unit in ComputeUnit}
-
-
-def unit_offers() -> tuple[UnitOffer, ...]:
-    """Every unit's energy method (with what it covers) and telemetry, or why not."""
-    telemetry = telemetry_methods()
+def unit_offers(gpu_telemetry: str) -> tuple[UnitOffer, ...]:
+    """Every unit's energy method (with what it covers) and telemetry (`MACHINE`, and for GPU units
+    `gpu_telemetry` too), or why not."""
     offers = []
     for unit in ComputeUnit:
         offer = offer_for(unit)
         energy = f"{offer.method}: {offer.note}" if offer.source is not None else f"none: {offer.note}"
-        offers.append(UnitOffer(unit, energy, telemetry[unit]))
+        telemetry = f"{MACHINE}; {gpu_telemetry}" if unit in GPU_UNITS else MACHINE
+        offers.append(UnitOffer(unit, energy, telemetry))
     return tuple(offers)
 
 
-__all__ = ["UnitOffer", "telemetry_methods", "unit_offers"]
+__all__ = ["MACHINE", "UnitOffer", "machine_telemetry", "unit_offers"]

@@ -12,7 +12,6 @@ from node.cli.options import ConfigOpt, DataDirOpt, EndpointOpt, build_config, d
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from drivers.offers import UnitOffer
     from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec, UnitStatus
 
 STAT_FIELDS: Final = (
@@ -77,7 +76,7 @@ def info(
     models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
     from rich.console import Console
 
-    from drivers import detect_profile, probe_generation, unit_offers
+    from drivers import detect_profile, probe_generation
     from drivers.servers import probe_servers
 
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
@@ -92,7 +91,7 @@ def info(
     console = Console()
     _print_profile(console, profile)
     _print_units(console, "Generative units (transformers)", probe_generation())
-    _print_offers(console, unit_offers())
+    _print_offers(console)
 
 
 def _print_profile(console: Console, profile: DeviceProfile) -> None:
@@ -144,16 +143,20 @@ def _print_units(console: Console, title: str, statuses: tuple[UnitStatus, ...])
     console.print(units)
 
 
-def _print_offers(console: Console, offers: tuple[UnitOffer, ...]) -> None:
+def _print_offers(console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from drivers.offers import machine_telemetry, unit_offers
+
+    machine, gpu = machine_telemetry()
     table = Table(title="Energy and telemetry")
     for column in ("unit", "energy", "telemetry"):
         table.add_column(column)
-    for offer in offers:
+    for offer in unit_offers(gpu):
         table.add_row(offer.unit.value, escape(offer.energy), escape(offer.telemetry))
     console.print(table)
+    console.print(f"the machine's readings, in every run: {escape(machine)}")
 
 
 def bench(

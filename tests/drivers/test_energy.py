@@ -19,7 +19,7 @@ import pytest
 from drivers import measure
 from drivers.energy import EnergyMeter, nvml_offer, offer_for, rapl_offer, rapl_zones
 from drivers.models import write_convnet
-from drivers.offers import unit_offers
+from drivers.offers import MACHINE, machine_telemetry, unit_offers
 from protocol import (
     ComputeUnit,
     DeviceProfile,
@@ -223,13 +223,17 @@ def test_figures_per_token_over_the_same_requests() -> None:
 
 def test_info_offers_say_why_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SARK_POWERCAP_ROOT", str(tmp_path / "none"))
-    offers = {o.unit: o for o in unit_offers()}
+    machine, gpu_part = machine_telemetry()
+    offers = {o.unit: o for o in unit_offers(gpu_part)}
     assert set(offers) == set(ComputeUnit)
     assert offers[CPU].energy.startswith("none: no RAPL package zone")
-    assert offers[CPU].telemetry
+    assert machine.startswith("cpu clock: ")  # the sampler's own account of itself
+    assert offers[CPU].telemetry == MACHINE
     assert "Core ML runs there only" in offers[ComputeUnit.NE_COREML].energy
     gpu = offers[ComputeUnit.GPU_ONNX]
     assert gpu.energy.startswith(("nvml-", "none: no NVML", "none: NVML"))
+    assert gpu.telemetry == f"{MACHINE}; {gpu_part}"
+    assert gpu_part.startswith("gpu: ")
 
 
 async def test_endpoint_energy_only_for_a_server_declared_on_this_device(powercap: Path) -> None:
