@@ -147,10 +147,11 @@ def test_a_cpu_hog_half_way_through_a_sustained_run_is_named_as_background_load(
     s = m.sustained
     assert s is not None
     assert len(s.windows) == 4
-    late = s.windows[-1]
-    assert late.drift_pct is not None
-    assert late.drift_pct > 10, s
-    assert ThrottleCause.BACKGROUND_LOAD in late.causes, s
+    # The hog runs from the 3rd window on; on a machine busy with other work the first window can
+    # be slow too, so one of the hog's windows (not necessarily the last) is what drifts.
+    hogged = [w for w in s.windows[2:] if w.drift_pct is not None and w.drift_pct > 10]
+    assert hogged, s
+    assert all(ThrottleCause.BACKGROUND_LOAD in w.causes for w in hogged), s
     assert s.throttled
     assert ThrottleCause.BACKGROUND_LOAD in s.causes
     assert not {ThrottleCause.THERMAL, ThrottleCause.POWER_LIMIT} & set(s.causes)

@@ -24,10 +24,16 @@ def _run(apart: bool) -> tuple[list[str], int | None]:
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     process = ctx.Process(target=_child, args=(child, apart), daemon=True)
-    if apart:
-        start_apart(process)
-    else:
-        process.start()
+    # A child inherits an ignored SIGINT (pytest-xdist's workers ignore it): start it as the CLI
+    # would, with Python's own handler in place.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        if apart:
+            start_apart(process)
+        else:
+            process.start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert process.pid is not None
     os.kill(process.pid, signal.SIGINT)  # at once: the child is still starting its interpreter
     heard: list[str] = []

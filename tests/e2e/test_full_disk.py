@@ -63,7 +63,7 @@ def test_full_results_folder_one_line_then_resume_writes_the_files(tmp_path: Pat
         "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", "devices": 1, **SMALL_JOB}],
     })  # fmt: skip
     data = ["--data-dir", str(tmp_path / "submitter")]
-    with tmpfs(tmp_path / "out", "64k") as out:
+    with tmpfs(tmp_path / "out", "2m") as out:  # room for the files (report.html ~0.1 MB) once freed
         filler = fill(out)
         failed = _sark("submit", str(campaign), "--json", "--out", str(out), *data)
         assert failed.returncode == 1, failed.stderr
