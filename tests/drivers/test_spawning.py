@@ -34,6 +34,7 @@ def _run(apart: bool) -> tuple[list[str], int | None]:
             process.start()
     finally:
         signal.signal(signal.SIGINT, previous)
+    child.close()  # the child's end is the child's alone: its death reads as EOF here, at once
     assert process.pid is not None
     os.kill(process.pid, signal.SIGINT)  # at once: the child is still starting its interpreter
     heard: list[str] = []
