@@ -199,19 +199,27 @@ def test_fleet_all_places_on_every_feasible_peer_with_its_seed() -> None:
     assert (job.spec.generate.fleet_size, job.spec.generate.fleet_seed) == (0, 11)
 
 
+@pytest.mark.parametrize("leaves", ["commit", "release"])  # goes silent (lapses), or hands its lease back
 @pytest.mark.parametrize(("fleet", "statuses"), [
-    ("fleet: 1", ["Failed"]),  # a fleet member's moment has passed: no retry
+    ("fleet: 1", ["Failed"]),  # a fleet member's moment has passed: not replaced
     ("devices: 1", ["Complete"]),  # the same job without fleet: retried on the other peer
 ])  # fmt: skip
-def test_a_lapsed_fleet_member_is_not_retried(fleet: str, statuses: list[str]) -> None:
+def test_a_fleet_member_that_leaves_is_lost_not_replaced(
+    fleet: str, statuses: list[str], leaves: str
+) -> None:
     text = (
         "jobs:\n- endpoint: {url: 'http://127.0.0.1:1', model: m}\n"
         f"  generate: {{prompts: 'builtin:summaries', request_rate: 5, duration_s: 3}}\n  {fleet}\n"
     )
     node = Node(Scheduler("c", parse_campaign(text), {}))
     peers = cpu_fleet(2)
-    node.scripts = {peers[0].peer_id: ["commit"]}  # the first one offered commits, then goes silent
+    node.scripts = {peers[0].peer_id: [leaves]}  # the first one offered leaves after its commit
     node.discover(peers)
     node.run()
     assert [o.status.value for o in node.outcomes().values()] == statuses
-    assert (len(node.sent(SendOffer)) == 1) == (statuses == ["Failed"])
+    assert (len(node.sent(SendOffer)) == 1) == (statuses == ["Failed"])  # no spare fires its sends
+    if statuses == ["Failed"]:
+        [task] = node.scheduler.tasks()
+        assert task.failure_reason == ("released" if leaves == "release" else "lease_lapsed")
+        assert task.peer_id == peers[0].peer_id  # the row (and FleetLost) names the member that left
+        assert "not replaced" in task.detail
