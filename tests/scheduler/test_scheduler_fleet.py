@@ -23,6 +23,7 @@ from scheduler.fleet import (
     fleet_columns,
     lag_p99_ms,
     saturated,
+    still_ahead,
 )
 from scheduler.fleetrows import Member, fleet_rows
 from scheduler.tasks import TaskState
@@ -68,6 +69,16 @@ def test_the_deal_partitions_the_schedule_round_robin() -> None:
         assert (d.size, d.seed, d.start_at, d.slots) == (3, 9, 1000.0, 0)
         assert all(whole[i] == t for i, t in zip(d.prompts, d.planned_s, strict=True))
         assert all(i % 3 == d.member for i in d.prompts)
+
+
+def test_a_member_offered_late_is_dealt_only_the_sends_still_ahead() -> None:
+    whole = deal(_spec(request_rate=20.0), 2, 1, seed=9, start_at=1000.0)
+    assert still_ahead(whole, 995.0, 1.0) == whole  # offered before the start: every send is ahead
+    late = still_ahead(whole, 1003.0, 1.0)  # offered 3 s after the start instant
+    assert late.planned_s == tuple(t for t in whole.planned_s if t >= 4.0)
+    assert late.prompts == tuple(i for i, t in zip(whole.prompts, whole.planned_s, strict=True) if t >= 4.0)
+    assert 0 < len(late.planned_s) < len(whole.planned_s)
+    assert still_ahead(whole, 1020.0, 1.0).planned_s == ()  # after the run: nothing to send
 
 
 def test_a_closed_loop_deal_gives_each_member_c_slots() -> None:
