@@ -120,7 +120,8 @@ class LeaseLapsed:
 @dataclass(frozen=True)
 class LeaseReleased:
     """A leaving worker handed a lease back unfinished (its signed `Release`, verified by the node): the
-    task is offered elsewhere at once, and the attempt does not count against the retry budget."""
+    task is offered elsewhere at once, and the attempt does not count against the retry budget (a fleet
+    member is not offered again: it is lost, `Scheduler._retry`)."""
 
     task_id: str
     lease_id: str
