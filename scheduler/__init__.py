@@ -33,6 +33,8 @@ Modules:
     caprows    CAPACITY_COLUMNS: a capacity search's Capacity row (the knee) and one row per level
     energyrows ENERGY_COLUMNS: energy per inference and per token, power, method, note
     fleet      fleet load: fleet: N parsed, the seeded schedule and its deal, clock offsets, fleet columns
+    fleetcheck check_fleet: a fleet member's records against the deal the submitter signed, or a Refusal
+    leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
     fleetrows  a fleet job's member rows and its merged row, from every member's raw records
     sustainrows  SUSTAIN_COLUMNS: Throttled with its causes, window medians, the telemetry kept
 """
@@ -71,6 +73,7 @@ from scheduler.events import (
 )
 from scheduler.figures import Refusal, check_figures
 from scheduler.fleet import FLEET_COLUMNS, FLEET_UNIT, ClockRound, clock_offset, deal, is_fleet
+from scheduler.fleetcheck import check_fleet
 from scheduler.fleetrows import Member, fleet_rows
 from scheduler.generate import campaign_files
 from scheduler.machine import Scheduler
@@ -170,6 +173,7 @@ __all__ = [
     "campaign_files",
     "campaign_needs",
     "check_figures",
+    "check_fleet",
     "clock_offset",
     "deal",
     "device_kind",

@@ -12,7 +12,7 @@ from typing import Final, Literal
 
 from protocol import DeclineReason, FailureReason, ModelRef, Phase, Stage, TaskSpec
 from scheduler.placement import PeerView, Reason
-from scheduler.tasks import Cause, Status, TaskState
+from scheduler.tasks import Cause, Status, TaskState, TaskView
 
 DEFAULT_LEASE_TTL_S: Final = 30.0
 
@@ -120,7 +120,8 @@ class LeaseLapsed:
 @dataclass(frozen=True)
 class LeaseReleased:
     """A leaving worker handed a lease back unfinished (its signed `Release`, verified by the node): the
-    task is offered elsewhere at once, and the attempt does not count against the retry budget."""
+    task is offered elsewhere at once, and the attempt does not count against the retry budget (a fleet
+    member is not offered again: it is lost, `Scheduler._retry`)."""
 
     task_id: str
     lease_id: str
@@ -264,3 +265,11 @@ Command = (
     | RecordOutcome
     | FinishCampaign
 )
+
+
+def void_lease(task: TaskView | None, lease_id: str, reason: str) -> list[Command]:
+    """Cancel a lease that is not the task's current one (none if it is the done task's own)."""
+    if task is None or (task.state == TaskState.DONE and task.lease_id == lease_id):
+        return []
+    peer = next((a.peer_id for a in task.attempts if a.lease_id == lease_id), None)
+    return [SendCancel(task.task_id, peer, lease_id, reason)] if peer is not None else []

@@ -107,6 +107,14 @@ def deal(spec: GenerateSpec, size: int, member: int, *, seed: int, start_at: flo
     return base.with_(planned_s=tuple(times[k] for k in mine), prompts=tuple(mine))
 
 
+def still_ahead(dealt: FleetDeal, now: float, margin_s: float) -> FleetDeal:
+    """The deal without the planned sends due before `now + margin_s` (submitter clock): a member offered
+    late (another declined or lost the offer first) never sends a planned time that has passed."""
+    cut = now + margin_s - dealt.start_at
+    kept = [(t, p) for t, p in zip(dealt.planned_s, dealt.prompts, strict=True) if t >= cut]
+    return dealt.with_(planned_s=tuple(t for t, _ in kept), prompts=tuple(p for _, p in kept))
+
+
 @dataclass(frozen=True)
 class ClockRound:
     """One ping-pong round: submitter clock when sent and when answered, the worker's clock between."""
@@ -194,6 +202,7 @@ __all__ = [
     "parse_fleet",
     "saturated",
     "schedule_lag_ms",
+    "still_ahead",
 ]
 
 

@@ -2,14 +2,16 @@
 
 Life of a task: PENDING (placed on a peer, offer not yet sent, or waiting out a retry backoff) ->
 OFFERED (offer sent; answered within ``offer_timeout_s`` or abandoned) -> LEASED (committed and
-dispatched; each heartbeat extends the lease by its ttl) -> one ending: DONE, FAILED,
-UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one `RecordOutcome`.
+dispatched; each heartbeat extends the lease by its ttl, never past its end: `scheduler.leases`) ->
+one ending: DONE, FAILED, UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one
+`RecordOutcome`.
 
-Retry (`scheduler.retry`): a declined, lost, lapsed, released or retryably failed attempt moves the
-task to another peer, or back to a busy (or leaving) one after a backoff; at most ``1 + retry_budget``
-attempts per task, released ones not counted. A result, progress or failure for any lease but the task's
-current one changes nothing (answered with `SendCancel`). `SubmitterStopped` (Ctrl-C) withdraws what
-is out: pending again, no budget spent.
+Retry (`scheduler.retry`): a declined, lost, lapsed, overrun, released or retryably failed attempt
+moves the task to another peer, or back to a busy (or leaving) one after a backoff; at most ``1 +
+retry_budget`` attempts per task, released ones not counted. A fleet member that had a lease is never
+replaced (its planned sends are passing): however it left, it ends failed and its merged row names it.
+A result, progress or failure for any lease but the task's current one changes nothing (answered with
+`SendCancel`). `SubmitterStopped` (Ctrl-C) withdraws what is out: pending again, no budget spent.
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ from scheduler.events import (
     SubmitterStopped,
     TaskFailedRemotely,
     Tick,
+    void_lease,
 )
 from scheduler.fleet import is_fleet
+from scheduler.leases import granted, lapse_of, lease_deadline, reclaimed
 from scheduler.needs import Needs, campaign_needs, endpoint_models
 from scheduler.placement import JobPlan, PeerView, plan_campaign
 from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, next_peer, spent
@@ -221,8 +225,8 @@ class Scheduler:
         if task is None:
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, "the offer no longer stands")]
         attempts = (*task.attempts[:-1], task.attempts[-1].with_(lease_id=event.lease_id))
-        ttl = event.lease_ttl_s
-        lease = {"lease_id": event.lease_id, "lease_ttl_s": ttl, "deadline": now + ttl}
+        timeout_s = self._campaign.jobs[task.job_index].spec.timeout_s
+        lease = granted(task.model, event.lease_id, event.lease_ttl_s, timeout_s, now)
         progress = TaskProgress(queue_position=event.queue_position)
         self._put(task, state=TaskState.LEASED, attempts=attempts, progress=progress, **lease)
         return [SendDispatch(event.task_id, event.lease_id)]
@@ -241,7 +245,7 @@ class Scheduler:
     def _on_progress(self, event: ProgressReported, now: float) -> list[Command]:
         task = leased_task(self._tasks, event.task_id, event.lease_id)
         if task is None:
-            return self._void(event.task_id, event.lease_id, "stale lease")
+            return void_lease(self._tasks.get(event.task_id), event.lease_id, "stale lease")
         progress = TaskProgress(
             phase=event.phase,
             done=event.done,
@@ -249,7 +253,7 @@ class Scheduler:
             median_ms=event.median_ms,
             queue_position=event.queue_position,
         )
-        self._put(task, progress=progress, deadline=now + task.lease_ttl_s)
+        self._put(task, progress=progress, deadline=lease_deadline(task, now))  # never past the lease's end
         return []
 
     def _on_result(self, event: ResultAccepted) -> list[Command]:
@@ -332,15 +336,15 @@ class Scheduler:
             if task.state == TaskState.OFFERED:
                 out.append(self._offer(task, now, task.attempts))
             elif task.state == TaskState.LEASED and task.peer_id is not None and task.lease_id is not None:
-                self._put(task, deadline=now + task.lease_ttl_s)
+                self._put(task, **reclaimed(task, now))
                 out.append(SendReclaim(task.task_id, task.peer_id, task.lease_id))
         return out
 
     def _lapse(self, task: TaskView, now: float) -> list[Command]:
         assert task.peer_id is not None
-        why = f"lease {task.lease_id} lapsed: no heartbeat for {task.lease_ttl_s:g} s"
-        cancel = SendCancel(task.task_id, task.peer_id, task.lease_id, "lease lapsed")
-        return [cancel, *self._retry(task, Lapse.LEASE_LAPSED, why, now)]
+        cause, why = lapse_of(task, now, self._campaign.jobs[task.job_index].spec.timeout_s)
+        cancel = SendCancel(task.task_id, task.peer_id, task.lease_id, why)
+        return [cancel, *self._retry(task, cause, why, now)]
 
     def _retry(
         self, task: TaskView, cause: Cause, why: str, now: float, *, same_peer: bool = False
@@ -348,9 +352,10 @@ class Scheduler:
         """End the current attempt and place the task again, or end it failed with every attempt's story."""
         task = self._close_attempt(task, why, cause)
         story = tuple(f"{a.peer_id}: {a.outcome}" for a in task.attempts)
-        fleet = task.lease_id is not None and is_fleet(self._campaign.jobs[task.job_index].spec.generate)
-        budget = 0 if fleet else self._retry_budget  # a fleet member's start instant passed: no retry
-        if spent(task.attempts) > budget:
+        if task.lease_id is not None and is_fleet(self._campaign.jobs[task.job_index].spec.generate):
+            why = f"{why}; a fleet member is not replaced once leased: its planned sends are passing"
+            return self._end(task, TaskState.FAILED, cause, why, story)  # lost, however it left
+        if spent(task.attempts) > (budget := self._retry_budget):
             detail = f"gave up after {len(task.attempts)} attempts (retry budget {budget})"
             return self._end(task, TaskState.FAILED, cause, detail, story)
         peer = next_peer(task, self._tasks, self._peers.values(), self._needs[task.job_index])
@@ -385,14 +390,6 @@ class Scheduler:
         return [RecordOutcome(task.task_id, STATUS_OF[state], cause or "", why)]
 
     # -- small pieces -----------------------------------------------------------------------------
-
-    def _void(self, task_id: str, lease_id: str, reason: str) -> list[Command]:
-        """Cancel a lease that is not the task's current one (none if it is the done task's own)."""
-        task = self._tasks.get(task_id)
-        if task is None or (task.state == TaskState.DONE and task.lease_id == lease_id):
-            return []
-        peer = next((a.peer_id for a in task.attempts if a.lease_id == lease_id), None)
-        return [SendCancel(task_id, peer, lease_id, reason)] if peer is not None else []
 
     def _put(self, task: TaskView, **changes: object) -> TaskView:
         updated = task.with_(**changes)

@@ -2,10 +2,10 @@
 
 A retry goes to the best feasible peer (placement's ranking) that this task has not tried and that
 holds no other live or done task of the same job, so a job never measures one device twice; peers
-that lost an offer or a lease, or handed one back, anywhere in the campaign come last, and a peer
-whose figures were refused (`DISTRUSTED`) is never tried again. A peer that declined "not now" (busy,
-queue full) or released the lease (it was leaving: a restarted service comes back) may be offered the
-same task again after an exponential backoff when nobody else fits.
+that lost an offer or a lease (silent or overrun), or handed one back, anywhere in the campaign come
+last, and a peer whose figures were refused (`DISTRUSTED`) is never tried again. A peer that declined
+"not now" (busy, queue full) or released the lease (it was leaving: a restarted service comes back)
+may be offered the same task again after an exponential backoff when nobody else fits.
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ because the submitter was down): the same peer may be offered the task again."""
 SAME_PEER_LATER: Final = frozenset({DeclineReason.BUSY, DeclineReason.QUEUE_FULL})
 """Declines that mean "not now": the same peer may be offered again after a backoff."""
 
-SUSPECT_CAUSES: Final[frozenset[Cause]] = frozenset({Lapse.OFFER_LOST, Lapse.LEASE_LAPSED, Lapse.RELEASED})
+SUSPECT_CAUSES: Final[frozenset[Cause]] = frozenset(
+    {Lapse.OFFER_LOST, Lapse.LEASE_LAPSED, Lapse.LEASE_OVERRUN, Lapse.RELEASED}
+)
 """Attempt causes that make a peer a last resort for every retry in the campaign (a released lease: the
-peer is leaving)."""
+peer is leaving; an overrun one: it held a task past its bound)."""
 
 FREE_CAUSES: Final[frozenset[Cause]] = frozenset({Lapse.RELEASED})
 """Attempt causes that do not count against the retry budget, once per peer: a worker that leaves and hands

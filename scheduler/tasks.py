@@ -51,6 +51,7 @@ class Lapse(enum.StrEnum):
     OFFER_LOST = "offer_lost"  # no answer to an offer, or the stream broke before a lease
     LEASE_LAPSED = "lease_lapsed"  # a leased worker stopped sending heartbeats
     RELEASED = "released"  # a leaving worker handed its lease back (a signed release)
+    LEASE_OVERRUN = "lease_overrun"  # a lease outlived dispatch + transfer allowance + timeout (`leases`)
     NO_FEASIBLE_PEER = "no_feasible_peer"  # placement found no peer (an Unschedulable ending)
     CANCELLED = "cancelled"  # the campaign was cancelled
 
@@ -113,6 +114,8 @@ class TaskView(Value):
         device_name: that peer's device name.
         lease_id: the current lease (None unless leased or done).
         lease_ttl_s: the lease's heartbeat window.
+        lease_ends_at: when the lease ends whatever its heartbeats say (`scheduler.leases`); None
+            unless leased (and in snapshots stored before leases ended).
         attempts: every offer so far, oldest first.
         reasons: why it ended other than done (rejections, causes), or "".
         failure_reason: why it ended other than done (a `Cause`), "" when done.
@@ -133,6 +136,7 @@ class TaskView(Value):
     device_name: str = ""
     lease_id: str | None = None
     lease_ttl_s: float = 0.0
+    lease_ends_at: float | None = None
     attempts: tuple[Attempt, ...] = ()
     reasons: tuple[str, ...] = ()
     failure_reason: Cause | Literal[""] = ""

@@ -3,9 +3,11 @@
 `FleetBook` belongs to the campaign loop. The first offer of a fleet job fixes its seed (drawn here:
 the pure scheduler takes randomness as data) and its start instant, `FLEET_LEAD_S` after that offer
 on the submitter's wall clock; every member's offer then carries its deal of the one schedule
-(`scheduler.deal`). Before each member's offer, `measure_offset` probes the worker's clock over
-`/sark/clock/1.0.0` (`CLOCK_ROUNDS` ping-pong rounds, the tightest round's midpoint and its bound);
-a worker that cannot be probed gets offset 0 and no bound, which its deal says.
+(`scheduler.deal`); a member offered late (another declined or lost the offer first) is dealt only the
+sends planned at least `OFFER_MARGIN_S` after its offer (`scheduler.fleet.still_ahead`): a replacement
+never sends a planned time that has passed. Before each member's offer, `measure_offset` probes the
+worker's clock over `/sark/clock/1.0.0` (`CLOCK_ROUNDS` ping-pong rounds, the tightest round's
+midpoint and its bound); a worker that cannot be probed gets offset 0 and no bound, which its deal says.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from node.p2p.host import Host
 from node.p2p.wire import Channel
 from protocol import CLOCK, ClockGet, ClockReply, FleetDeal, ProtocolError, TaskSpec
 from protocol.fleet import CLOCK_ROUNDS
+from scheduler.fleet import still_ahead
 
 log = logging.getLogger(__name__)
 
 FLEET_LEAD_S: Final = 5.0  # first offer to start instant: clock probes, offers, commits, dispatches
 PROBE_S: Final = 3.0  # the whole clock probe of one member
+OFFER_MARGIN_S: Final = 1.0  # an offer to its dispatch: sends planned sooner are not dealt to a late member
 
 OpenClock = Callable[[str, tuple[str, ...]], Awaitable[Channel]]
 
@@ -63,7 +67,8 @@ class FleetBook:
             seed = spec.fleet_seed if spec.fleet_seed is not None else random.SystemRandom().randrange(2**63)
             fleet = self._fleets[job_index] = _Fleet(seed, now + FLEET_LEAD_S)
         members = [t.task_id for t in tasks if t.job_index == job_index]
-        return sch.deal(spec, len(members), members.index(task_id), seed=fleet.seed, start_at=fleet.start_at)
+        dealt = sch.deal(spec, len(members), members.index(task_id), seed=fleet.seed, start_at=fleet.start_at)
+        return still_ahead(dealt, now, OFFER_MARGIN_S)
 
     async def measured(self, deal: FleetDeal, peer_id: str, addrs: tuple[str, ...]) -> FleetDeal:
         """The deal with the worker's clock offset and its bound, when the worker answers the probe."""

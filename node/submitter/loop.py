@@ -3,7 +3,8 @@
 One task (this loop) owns the scheduler and feeds it events; attempts report the scheduler events
 they hear (`Heard`) through a bounded channel and obey the commands routed to them. Every result is
 verified, checked against the task's current lease, its figures derived again from its raw parts
-(`scheduler.check_figures`: a refused one is a `ResultRejected`), and stored in SQLite before it is
+(`scheduler.check_figures`) and a fleet member's records checked against its signed deal
+(`scheduler.check_fleet`): a refused one is a `ResultRejected`; then it is stored in SQLite before it is
 acknowledged.
 """
 
@@ -339,7 +340,10 @@ class CampaignLoop:
             log.info("rejected a stale result for %s (lease %s)", a.task_id, delivered.lease_id)
             return None
         task = self._task(a.task_id)
-        figures = sch.check_figures(delivered.body.measurement, self._campaign.jobs[task.job_index].spec)
+        spec = self._campaign.jobs[task.job_index].spec
+        figures = sch.check_figures(delivered.body.measurement, spec)
+        if not isinstance(figures, sch.Refusal):  # a fleet member's records against the deal it signed
+            figures = sch.check_fleet(figures, spec, a.spec)
         if isinstance(figures, sch.Refusal):
             log.info("refused the result for %s: %s %s", a.task_id, figures.reason.value, figures.detail)
             return sch.ResultRejected(

@@ -14,5 +14,7 @@ Modules:
            external data) and the stage each must fail at
     powercap  `advancing_powercap`: a RAPL powercap tree a writer process advances (with wrap-arounds)
     sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
+    fleetliar  child script: a `join` fleet member that signs lying records (fabricated or repeated)
+    stall  child script: a `join` worker that commits and heartbeats "queued" forever, never running
     knee   `KneeStub`: a `serve_sse` script whose first token comes later beyond a known number in flight
 """

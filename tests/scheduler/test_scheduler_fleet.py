@@ -23,6 +23,7 @@ from scheduler.fleet import (
     fleet_columns,
     lag_p99_ms,
     saturated,
+    still_ahead,
 )
 from scheduler.fleetrows import Member, fleet_rows
 from scheduler.tasks import TaskState
@@ -68,6 +69,16 @@ def test_the_deal_partitions_the_schedule_round_robin() -> None:
         assert (d.size, d.seed, d.start_at, d.slots) == (3, 9, 1000.0, 0)
         assert all(whole[i] == t for i, t in zip(d.prompts, d.planned_s, strict=True))
         assert all(i % 3 == d.member for i in d.prompts)
+
+
+def test_a_member_offered_late_is_dealt_only_the_sends_still_ahead() -> None:
+    whole = deal(_spec(request_rate=20.0), 2, 1, seed=9, start_at=1000.0)
+    assert still_ahead(whole, 995.0, 1.0) == whole  # offered before the start: every send is ahead
+    late = still_ahead(whole, 1003.0, 1.0)  # offered 3 s after the start instant
+    assert late.planned_s == tuple(t for t in whole.planned_s if t >= 4.0)
+    assert late.prompts == tuple(i for i, t in zip(whole.prompts, whole.planned_s, strict=True) if t >= 4.0)
+    assert 0 < len(late.planned_s) < len(whole.planned_s)
+    assert still_ahead(whole, 1020.0, 1.0).planned_s == ()  # after the run: nothing to send
 
 
 def test_a_closed_loop_deal_gives_each_member_c_slots() -> None:
@@ -199,19 +210,27 @@ def test_fleet_all_places_on_every_feasible_peer_with_its_seed() -> None:
     assert (job.spec.generate.fleet_size, job.spec.generate.fleet_seed) == (0, 11)
 
 
+@pytest.mark.parametrize("leaves", ["commit", "release"])  # goes silent (lapses), or hands its lease back
 @pytest.mark.parametrize(("fleet", "statuses"), [
-    ("fleet: 1", ["Failed"]),  # a fleet member's moment has passed: no retry
+    ("fleet: 1", ["Failed"]),  # a fleet member's moment has passed: not replaced
     ("devices: 1", ["Complete"]),  # the same job without fleet: retried on the other peer
 ])  # fmt: skip
-def test_a_lapsed_fleet_member_is_not_retried(fleet: str, statuses: list[str]) -> None:
+def test_a_fleet_member_that_leaves_is_lost_not_replaced(
+    fleet: str, statuses: list[str], leaves: str
+) -> None:
     text = (
         "jobs:\n- endpoint: {url: 'http://127.0.0.1:1', model: m}\n"
         f"  generate: {{prompts: 'builtin:summaries', request_rate: 5, duration_s: 3}}\n  {fleet}\n"
     )
     node = Node(Scheduler("c", parse_campaign(text), {}))
     peers = cpu_fleet(2)
-    node.scripts = {peers[0].peer_id: ["commit"]}  # the first one offered commits, then goes silent
+    node.scripts = {peers[0].peer_id: [leaves]}  # the first one offered leaves after its commit
     node.discover(peers)
     node.run()
     assert [o.status.value for o in node.outcomes().values()] == statuses
-    assert (len(node.sent(SendOffer)) == 1) == (statuses == ["Failed"])
+    assert (len(node.sent(SendOffer)) == 1) == (statuses == ["Failed"])  # no spare fires its sends
+    if statuses == ["Failed"]:
+        [task] = node.scheduler.tasks()
+        assert task.failure_reason == ("released" if leaves == "release" else "lease_lapsed")
+        assert task.peer_id == peers[0].peer_id  # the row (and FleetLost) names the member that left
+        assert "not replaced" in task.detail

@@ -1,0 +1,152 @@
+"""A fleet member's records against the deal the submitter signed: each way to depart from it is refused
+with the field, the worker's value and the bound; an honest member's records pass unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from protocol import (
+    ComputeUnit,
+    Endpoint,
+    FailureReason,
+    GenerateSpec,
+    Measurement,
+    Prompt,
+    RequestRecord,
+    RunConditions,
+    TaskSpec,
+    derive,
+)
+from protocol.aggregate import NO_SAMPLES
+from protocol.genstats import summarize_generation
+from scheduler import Refusal, check_figures, check_fleet, deal
+from scheduler.fleetcheck import LATE_SLACK_S
+
+GENERATE = GenerateSpec(
+    prompts=(Prompt(id="a", text="one"), Prompt(id="b", text="two")),
+    prompts_sha256="0" * 64,
+    endpoint=Endpoint(model="m", url="http://127.0.0.1:1/v1"),
+    request_rate=20.0,
+    duration_s=4.0,
+    fleet_size=2,
+)
+SPEC = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=GENERATE, timeout_s=60.0)
+BOUND = 0.002
+DEAL = deal(GENERATE, 2, 1, seed=7, start_at=1.7e9).with_(offset_s=0.01, offset_bound_s=BOUND)
+SIGNED = SPEC.with_(generate=GENERATE.with_(deal=DEAL))
+
+
+def _record(planned: float, lag: float = 0.003) -> RequestRecord:
+    return RequestRecord(
+        prompt_id="a", prompt_tokens=3, output_tokens=2, ttft_ms=20.0, e2e_ms=30.0,
+        token_times_ms=(20.0, 30.0), started_s=planned + lag, planned_s=planned,
+    )  # fmt: skip
+
+
+def _measurement(records: list[RequestRecord]) -> Measurement:
+    """A member's measurement as the worker builds it: raw records, every figure derived from them."""
+    wall = max(r.started_s + r.e2e_ms / 1e3 for r in records)
+    raw: dict[str, Any] = {
+        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
+        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
+        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
+        "conditions": RunConditions(background_cores=0.05),
+        "generation": summarize_generation(records, wall, GENERATE),
+    }  # fmt: skip
+    return derive(Measurement(**raw), SPEC)
+
+
+def _checked(records: list[RequestRecord]) -> Measurement | Refusal:
+    figures = check_figures(_measurement(records), SPEC)  # self-consistent: the figures check passes
+    assert not isinstance(figures, Refusal), figures
+    return check_fleet(figures, SPEC, SIGNED)
+
+
+def _refused(records: list[RequestRecord]) -> str:
+    refusal = _checked(records)
+    assert isinstance(refusal, Refusal)
+    assert refusal.reason == FailureReason.INVALID
+    return refusal.detail
+
+
+HONEST = [_record(t) for t in DEAL.planned_s]
+
+
+def test_an_honest_member_passes_unchanged_and_a_late_one_within_the_slack_too() -> None:
+    assert len(HONEST) > 30  # 20 req/s for 4 s, every other arrival
+    m = _measurement(HONEST)
+    assert _checked(HONEST) == m
+    behind = [_record(t, lag=BOUND + LATE_SLACK_S - 0.01) for t in DEAL.planned_s[:5]]
+    assert not isinstance(_checked(behind), Refusal)  # late within the slack: shown (and saturated)
+    early = [_record(t, lag=-BOUND + 1e-4) for t in DEAL.planned_s[:5]]
+    assert not isinstance(_checked(early), Refusal)  # early within the clock bound
+
+
+def test_more_records_than_dealt_are_refused_with_both_counts() -> None:
+    made_up = HONEST + [_record(DEAL.planned_s[-1] + 0.001 * i) for i in range(1, 2000)]
+    detail = _refused(made_up)
+    assert detail == (
+        f"generation.records: {len(made_up)} records, more than the {len(HONEST)} sends this member was dealt"
+    )
+
+
+def test_a_planned_time_the_deal_does_not_have_is_refused() -> None:
+    other = deal(GENERATE, 2, 0, seed=7, start_at=1.7e9).planned_s[3]  # member 0's, not this one's
+    detail = _refused([*HONEST[:5], _record(other)])
+    assert detail.startswith(f"generation.records[5].planned_s: {other!r}, not a planned send of the deal (")
+    assert f"{len(DEAL.planned_s)} planned times" in detail
+
+
+def test_a_record_without_a_planned_time_is_refused() -> None:
+    unplanned = HONEST[0].with_(planned_s=None)
+    assert _refused([unplanned]).startswith("generation.records[0].planned_s: None, not a planned send")
+
+
+def test_a_duplicate_is_refused_naming_the_first() -> None:
+    copied = HONEST[: len(HONEST) // 2]
+    detail = _refused([*copied, *copied])  # no more records than dealt: only the repeat gives it away
+    planned = copied[0].planned_s
+    again = "repeats records[0]: each dealt send goes once"
+    assert detail == f"generation.records[{len(copied)}].planned_s: {planned!r} s {again}"
+
+
+@pytest.mark.parametrize(("lag", "words"), [
+    (BOUND + LATE_SLACK_S + 0.01, "after its planned"),  # a replay: fired long after its time
+    (-BOUND - 0.001, "before its planned"),  # sent before its time, beyond the clock bound
+])  # fmt: skip
+def test_a_send_outside_its_planned_time_and_bound_is_refused(lag: float, words: str) -> None:
+    planned = DEAL.planned_s[4]
+    detail = _refused([*HONEST[:4], _record(planned, lag=lag), *HONEST[5:]])
+    assert detail.startswith(f"generation.records[4].started_s: {planned + lag!r} s, {words} {planned!r} s")
+    assert f"clock bound {BOUND:.6g} s" in detail
+
+
+def test_a_closed_loop_member_is_bounded_by_the_run() -> None:
+    closed = GENERATE.with_(request_rate=None, concurrency=2)
+    spec = SPEC.with_(generate=closed)
+    signed = spec.with_(generate=closed.with_(deal=deal(closed, 2, 0, seed=7, start_at=1.7e9)))
+    ok = [_record(0.5).with_(planned_s=None), _record(3.9).with_(planned_s=None)]
+    m = _measurement(ok)
+    assert check_fleet(m, spec, signed) == m
+    late = _measurement([*ok, _record(4.0 + LATE_SLACK_S + 0.5).with_(planned_s=None)])
+    refusal = check_fleet(late, spec, signed)
+    assert isinstance(refusal, Refusal)
+    assert refusal.detail.startswith("generation.records[2].started_s: ")
+    planned = check_fleet(_measurement([_record(0.5)]), spec, signed)
+    assert isinstance(planned, Refusal)
+    assert "dealt slots, no planned sends" in planned.detail
+
+
+def test_a_member_without_a_known_deal_cannot_be_checked_and_says_so() -> None:
+    refusal = check_fleet(_measurement(HONEST), SPEC, None)  # a lease reclaimed after a restart
+    assert isinstance(refusal, Refusal)
+    assert refusal.reason == FailureReason.INTERNAL
+    assert "deal is not known" in refusal.detail
+
+
+def test_a_job_without_fleet_is_not_checked() -> None:
+    plain = SPEC.with_(generate=GENERATE.with_(fleet_size=None))
+    m = _measurement(HONEST)
+    assert check_fleet(m, plain, None) == m
