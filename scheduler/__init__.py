@@ -37,6 +37,11 @@ Modules:
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
     fleetrows  a fleet job's member rows and its merged row, from every member's raw records
     sustainrows  SUSTAIN_COLUMNS: Throttled with its causes, window medians, the telemetry kept
+    classes    device classes: the profile parts two peers share exactly when their timings should agree
+    replicas   pick_replicas: N peers of one class, distinct in identity and in host
+    agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
+    reputation a peer's record of agreements; adaptive spot checks (p rises for peers that disagreed)
+    claims     a peer's advertised calibration against physics and its class: claim_unverified
 """
 
 from __future__ import annotations

@@ -1,0 +1,191 @@
+"""When replicas of one task on one device class agree, and how a disagreement is settled.
+
+Each replica is one peer's accepted result for the same task (same model, spec and class), reduced to
+the figure the row shows (the median of its process medians, as `protocol.derive` computes it), its
+relative standard error (from the scatter of its process medians) and its outputs' fingerprint. The
+rule:
+
+    two replicas agree  <=>  same fingerprint  and  |a - b| / min(a, b)  <=  band
+    band                 =   max(FLOOR, K * sqrt(2) * s_class)     (s_class: the class's pooled error)
+                         or  max(FLOOR, K * hypot(s_a, s_b))       (until the class has POOL_MIN replicas)
+
+Why it holds on this machine. Process medians of one model scatter with a CV of 2.4 % (ResNet18,
+1 thread), 6.0 % (MobileNetV2) and 7.4 % (tiny-BERT) when quiet (../shared/notes/measurement.md,
+"Noise"); the submitter sees that scatter in every replica's own processes and pools it over the
+class's replicas (three processes estimate it poorly alone; the median over a class does not). K =
+3.5 standard errors of a difference keeps honest pairs together (about 1 pair in 2,000 apart by
+noise alone before boards differ); FLOOR = 4 % covers what one replica's processes cannot see,
+devices of one class differing by about 1 % (clock bins, memory timings). A peer that reports 0.9x
+its latency is then caught where the class is quiet (2.4 %: every cheat of 0.5-0.9x) and passes where
+process medians scatter by 6 % or more unless the task runs more processes: the row says the band it
+was judged with, and benchmarks/replication_sim.py gives the shares per noise level.
+
+Settling: two replicas that disagree ask one more, once; the largest group of mutually agreeing
+replicas that is a strict majority wins (of two such groups, the tighter: a third replica between an
+honest one and a cheater agrees with both, and sits closer to the honest one); its members are
+`replicated k/n` and the others outliers with their figure beside the agreed one; with no majority
+the task is `disagreed` and no figure is shown as verified. A peer caught more often than it agreed
+(`reputation.PeerRecord.distrusted`) is never a member of a majority: two cheaters of one class that
+meet cannot outvote the truth once either has met an honest peer before.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from collections.abc import Sequence, Set
+from dataclasses import dataclass
+from typing import Final
+
+FLOOR: Final = 0.04
+"""The smallest band: differences between devices of one class that one replica cannot see."""
+K: Final = 3.5
+"""The band in standard errors of the difference of two replicas' figures."""
+POOL_MIN: Final = 10
+"""Replicas of a class before its pooled spread replaces each pair's own."""
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One peer's accepted result of a replicated task.
+
+    Attributes:
+        peer_id: the worker.
+        median_ms: the figure its row shows (median of process medians).
+        spread: the half-range of its process medians over their median (0 for one process).
+        fingerprint: its outputs' fingerprint ("" when the task has none).
+    """
+
+    peer_id: str
+    median_ms: float
+    spread: float
+    fingerprint: str = ""
+
+
+def spread_of(process_medians: Sequence[float]) -> float:
+    """The relative standard error of a replica's figure, the median of its process medians:
+    sqrt(pi/2) x their standard deviation / sqrt(P), over the figure (0 with fewer than two)."""
+    if len(process_medians) < 2:
+        return 0.0
+    middle = statistics.median(process_medians)
+    error = math.sqrt(math.pi / 2) * statistics.stdev(process_medians) / math.sqrt(len(process_medians))
+    return error / middle if middle > 0 else 0.0
+
+
+def band(a: Replica, b: Replica, class_spread: float = 0.0) -> float:
+    """The relative difference within which two replicas agree: K standard errors of their
+    difference, from the class's pooled spread once there is one, else from the pair's own."""
+    if class_spread > 0:
+        return max(FLOOR, K * math.sqrt(2) * class_spread)
+    return max(FLOOR, K * math.hypot(a.spread, b.spread))
+
+
+def agree(a: Replica, b: Replica, class_spread: float = 0.0) -> bool:
+    """Whether two replicas agree on the figure and on the outputs."""
+    if a.fingerprint != b.fingerprint:
+        return False
+    low = min(a.median_ms, b.median_ms)
+    return low > 0 and abs(a.median_ms - b.median_ms) / low <= band(a, b, class_spread)
+
+
+class Outcome(enum.StrEnum):
+    """How a row was verified."""
+
+    REPLICATED = "replicated"  # a strict majority of at least two replicas agreed
+    SINGLE = "single"  # one result: not verified
+    DISAGREED = "disagreed"  # no strict majority agreed
+    PENDING = "pending"  # two replicas disagreed: one more is needed
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """The verdict over a task's replicas.
+
+    Attributes:
+        outcome: how the row is verified.
+        agreed: the peers of the agreeing majority (empty unless replicated).
+        outliers: each peer outside it with its figure.
+        figure_ms: the agreed figure (median of the majority's), None unless replicated.
+        reason: for people: who disagreed with whom, and the band.
+    """
+
+    outcome: Outcome
+    agreed: tuple[str, ...] = ()
+    outliers: tuple[tuple[str, float], ...] = ()
+    figure_ms: float | None = None
+    reason: str = ""
+
+    def label(self, total: int) -> str:
+        """`replicated k/n`, `single`, `disagreed` or `pending` as a row says it."""
+        if self.outcome == Outcome.REPLICATED:
+            return f"replicated {len(self.agreed)}/{total}"
+        return self.outcome.value
+
+
+def _groups(replicas: Sequence[Replica], class_spread: float, distrusted: Set[str]) -> list[list[Replica]]:
+    """Every maximal set of trusted replicas that agree pairwise, largest first and, among groups of
+    one size, tightest first (the smallest relative range: a replica between an honest one and a
+    cheater agrees with both, and sits closer to the honest one). n is small: at most a few."""
+    trusted = [r for r in replicas if r.peer_id not in distrusted]
+    found: list[list[Replica]] = []
+    for seed in trusted:
+        group = [seed]
+        for other in trusted:
+            if other is not seed and all(agree(other, member, class_spread) for member in group):
+                group.append(other)
+        if {r.peer_id for r in group} not in [{r.peer_id for r in g} for g in found]:
+            found.append(group)
+    return sorted(found, key=lambda g: (-len(g), _range(g)))
+
+
+def _range(group: Sequence[Replica]) -> float:
+    figures = [r.median_ms for r in group]
+    return (max(figures) - min(figures)) / min(figures) if min(figures) > 0 else math.inf
+
+
+def settle(
+    replicas: Sequence[Replica], wanted: int, class_spread: float = 0.0, distrusted: Set[str] = frozenset()
+) -> Settlement:
+    """The verdict once `replicas` have arrived for a task that asked for `wanted` of them.
+
+    One replica is `single`. A strict majority (more than half of those that arrived, at least two)
+    that agrees pairwise makes the row `replicated` (of two such groups, the tighter); without one,
+    the first time (as many as were wanted arrived) is `pending`: one more replica is asked, once;
+    after it, `disagreed`. `class_spread` is the class's pooled spread (`pooled_spread`);
+    `distrusted` peers (`reputation.PeerRecord.distrusted`) are never members of a majority.
+    """
+    if len(replicas) <= 1:
+        return Settlement(Outcome.SINGLE, reason="one result: not verified")
+    groups = _groups(replicas, class_spread, distrusted) or [[]]
+    group = groups[0]
+    if len(group) >= 2 and 2 * len(group) > len(replicas):
+        inside = {r.peer_id for r in group}
+        figure = statistics.median(r.median_ms for r in group)
+        outliers = tuple((r.peer_id, r.median_ms) for r in replicas if r.peer_id not in inside)
+        why = "; ".join(
+            _outlier_reason(r, figure, group[0], class_spread) for r in replicas if r.peer_id not in inside
+        )
+        return Settlement(Outcome.REPLICATED, tuple(sorted(inside)), outliers, figure, why)
+    if len(replicas) == wanted:
+        return Settlement(Outcome.PENDING, reason=_disagreement(replicas))
+    return Settlement(Outcome.DISAGREED, reason=_disagreement(replicas))
+
+
+def pooled_spread(spreads: Sequence[float]) -> float:
+    """A class's spread pooled over its replicas so far: the median of their own (0 with fewer than
+    `POOL_MIN`, when each pair's own spread stands alone). Three processes estimate a replica's
+    spread poorly (two degrees of freedom); the median over a class's replicas does not."""
+    return statistics.median(spreads) if len(spreads) >= POOL_MIN else 0.0
+
+
+def _outlier_reason(r: Replica, figure: float, member: Replica, class_spread: float) -> str:
+    if r.fingerprint != member.fingerprint:
+        return f"{r.peer_id}: outputs differ from the majority's"
+    width = band(r, member, class_spread)
+    return f"{r.peer_id}: {r.median_ms:.4g} ms against the agreed {figure:.4g} ms (band {width:.1%})"
+
+
+def _disagreement(replicas: Sequence[Replica]) -> str:
+    said = ", ".join(f"{r.peer_id} {r.median_ms:.4g} ms" for r in replicas)
+    return f"no majority within the band: {said}"

@@ -1,0 +1,177 @@
+"""Device classes, replica choice, agreement, reputation and claims: the pure parts of verification by
+replication (issue 31). The simulation in benchmarks/replication_sim.py runs these same functions."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from protocol import ComputeUnit, DeviceProfile
+from protocol.values import Calibration, GpuInfo, UnitStatus
+from scheduler.agreement import FLOOR, Outcome, Replica, agree, band, pooled_spread, settle, spread_of
+from scheduler.claims import claim_problems
+from scheduler.classes import device_class, major_minor, memory_bucket_gib
+from scheduler.replicas import Candidate, by_class, pick_replicas
+from scheduler.reputation import TRUST_AFTER, PeerRecord, check_probability, draw, should_check
+
+CPU = ComputeUnit.CPU_ONNX
+
+
+def profile(**changes: object) -> DeviceProfile:
+    base: dict[str, object] = {
+        "device_name": "board", "soc": "Cortex-A76", "cores_physical": 4, "cores_logical": 4,
+        "ram_mb": 8000, "os": "Linux", "os_version": "6.1.0-18-arm64", "runtimes": {"onnxruntime": "1.31.1"},
+        "fingerprint": "fp", "units": (UnitStatus(unit=CPU, usable=True, provider="CPUExecutionProvider"),),
+    }  # fmt: skip
+    base.update(changes)
+    return DeviceProfile.model_validate(base)
+
+
+def test_two_boards_of_one_model_share_a_class_whatever_their_names_and_patch_levels() -> None:
+    a = device_class(profile(device_name="vm", fingerprint="a"), CPU)
+    b = device_class(
+        profile(device_name="lab-7", fingerprint="b", os_version="6.1.0-21-arm64", ram_mb=8192), CPU
+    )
+    assert a == b
+    assert a.name == b.name
+    assert a.name.startswith("cls-")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"soc": "Cortex-A72"}, {"cores_logical": 8}, {"ram_mb": 32000}, {"os_version": "6.6.0"},
+     {"runtimes": {"onnxruntime": "1.30.0"}}, {"os": "Darwin"}],
+)  # fmt: skip
+def test_anything_that_moves_a_timing_splits_the_class(change: dict[str, object]) -> None:
+    assert device_class(profile(), CPU) != device_class(profile(**change), CPU)
+
+
+def test_the_accelerator_counts_for_gpu_units_only() -> None:
+    gpu = (GpuInfo(name="NVIDIA H100", vram_mb=80000, source="nvml"),)
+    other = (GpuInfo(name="NVIDIA L4", vram_mb=24000, source="nvml"),)
+    assert device_class(profile(gpus=gpu), CPU) == device_class(profile(gpus=other), CPU)
+    unit = ComputeUnit.GPU_ONNX
+    assert device_class(profile(gpus=gpu), unit) != device_class(profile(gpus=other), unit)
+
+
+def test_memory_buckets_and_versions() -> None:
+    assert [memory_bucket_gib(mb) for mb in (0, 7800, 8192, 16000, 64000)] == [0, 8, 8, 16, 64]
+    assert major_minor("6.1.0-18-amd64") == "6.1"
+    assert major_minor("1.31.1") == "1.31"
+
+
+def cand(i: int, cls: str = "A", host: str | None = None) -> Candidate:
+    from scheduler.classes import DeviceClass
+
+    return Candidate(f"p{i}", DeviceClass(cls), f"h{i}" if host is None else host)
+
+
+def test_replicas_are_distinct_identities_on_distinct_hosts_of_one_class() -> None:
+    pool = [cand(0), cand(1, host="h0"), cand(2, "B"), cand(3), cand(4)]
+    chosen = pick_replicas(pool, 3)
+    assert [c.peer_id for c in chosen] == ["p0", "p3", "p4"]  # p1 shares p0's host, p2 is another class
+
+
+def test_the_class_with_enough_independent_peers_is_chosen_and_taken_peers_are_skipped() -> None:
+    pool = [cand(0, "A"), cand(1, "B"), cand(2, "B"), cand(3, "A", host="h0")]
+    assert [c.peer_id for c in pick_replicas(pool, 2)] == ["p1", "p2"]
+    again = pick_replicas(pool, 1, taken=["p1"], taken_hosts=["h1"], device_class=pool[1].device_class)
+    assert [c.peer_id for c in again] == ["p2"]
+    assert len(by_class(pool)) == 2
+
+
+def test_peers_with_no_known_host_never_make_a_quorum_together() -> None:
+    pool = [cand(0, host=""), cand(1, host=""), cand(2)]
+    assert [c.peer_id for c in pick_replicas(pool, 3)] == ["p0", "p2"]
+
+
+def rep(peer: str, median: float, spread: float = 0.005, fingerprint: str = "") -> Replica:
+    return Replica(peer, median, spread, fingerprint)
+
+
+def test_spread_is_the_standard_error_of_a_median_of_process_medians() -> None:
+    assert spread_of([10.0]) == 0.0
+    medians = [9.0, 10.0, 11.0]
+    assert spread_of(medians) == pytest.approx(1.2533 * statistics.stdev(medians) / 3**0.5 / 10, rel=1e-3)
+
+
+def test_agreement_within_the_band_and_not_beyond() -> None:
+    a = rep("a", 10.0)
+    assert band(a, rep("b", 10.0)) == FLOOR
+    assert agree(a, rep("b", 10.0 * (1 + FLOOR * 0.99)))
+    assert not agree(a, rep("b", 10.0 * (1 + FLOOR * 1.01)))
+    assert not agree(a, rep("b", 10.0, fingerprint="other"))  # same time, other outputs
+    assert band(a, rep("b", 10.0), class_spread=0.05) > band(a, rep("b", 10.0))  # a noisy class widens it
+
+
+def test_a_cheater_at_half_its_latency_is_the_outlier_once_a_third_replica_settles_it() -> None:
+    honest, cheat = rep("honest", 10.0), rep("cheat", 5.0)
+    first = settle([honest, cheat], wanted=2)
+    assert first.outcome == Outcome.PENDING
+    done = settle([honest, cheat, rep("third", 10.2)], wanted=2)
+    assert done.outcome == Outcome.REPLICATED
+    assert done.agreed == ("honest", "third")
+    assert done.outliers == (("cheat", 5.0),)
+    assert "cheat: 5 ms against the agreed" in done.reason
+    assert done.label(3) == "replicated 2/3"
+    assert done.figure_ms == pytest.approx(10.1)
+
+
+def test_no_majority_is_disagreed_and_one_result_is_single() -> None:
+    assert settle([rep("a", 10.0)], wanted=2).label(1) == "single"
+    spread_out = settle([rep("a", 10.0), rep("b", 7.0), rep("c", 5.0)], wanted=2)
+    assert spread_out.outcome == Outcome.DISAGREED
+    assert spread_out.figure_ms is None
+
+
+def test_a_replica_between_an_honest_one_and_a_cheater_sides_with_the_tighter_pair() -> None:
+    got = settle([rep("cheat", 9.3), rep("honest", 10.0), rep("middle", 9.65)], wanted=2)
+    assert got.agreed == ("honest", "middle")
+
+
+def test_distrusted_peers_cannot_form_a_majority() -> None:
+    two_cheats = [rep("c1", 5.0), rep("c2", 5.05), rep("honest", 10.0)]
+    assert settle(two_cheats, wanted=2).agreed == ("c1", "c2")
+    assert settle(two_cheats, wanted=2, distrusted={"c1"}).outcome == Outcome.DISAGREED
+
+
+def test_pooling_waits_for_enough_replicas() -> None:
+    assert pooled_spread([0.02] * 9) == 0.0
+    assert pooled_spread([0.01] * 5 + [0.03] * 6) == 0.03
+
+
+def test_a_peer_earns_spot_checks_and_loses_them_at_a_disagreement() -> None:
+    record = PeerRecord()
+    assert check_probability(record, 0.1) == 1.0
+    for _ in range(TRUST_AFTER):
+        record = record.after(True)
+    assert record.trusted
+    assert check_probability(record, 0.1) == 0.1
+    caught = record.after(False)
+    assert not caught.trusted
+    assert check_probability(caught, 0.1) == 1.0
+    assert not caught.distrusted
+    assert PeerRecord().after(False).after(False).distrusted
+
+
+def test_spot_checks_are_drawn_from_the_seed_and_the_task() -> None:
+    assert draw(1, "t") == draw(1, "t") != draw(2, "t")
+    trusted = PeerRecord(agreed=TRUST_AFTER, streak=TRUST_AFTER)
+    checked = sum(should_check(trusted, 0.1, 7, f"task-{i}") for i in range(2000))
+    assert 140 < checked < 260  # about 10 %
+
+
+def test_claims_beyond_physics_or_the_class_are_unverified() -> None:
+    honest = Calibration(cpu_gflops=40.0, mem_bandwidth_gbs=10.0, seconds=1.0)
+    assert claim_problems(profile(calibration=honest)) == []
+    fast = profile(calibration=honest.model_copy(update={"cpu_gflops": 5000.0}))
+    assert "over 4 cores x 300 GFLOPS" in claim_problems(fast)[0]
+    gpu_speed = profile(calibration=honest.model_copy(update={"gpu_tflops": {"cuda:0": 60.0}}))
+    assert "with no GPU listed" in claim_problems(gpu_speed)[0]
+    gpu_unit = profile(units=(UnitStatus(unit=ComputeUnit.GPU_ONNX, usable=True),))
+    assert "usable with no GPU listed" in claim_problems(gpu_unit)[0]
+    peers = [profile(calibration=honest), profile(calibration=honest)]
+    boosted = profile(calibration=honest.model_copy(update={"cpu_gflops": 100.0}))
+    assert "2.50x its class's median" in claim_problems(boosted, peers)[0]
+    assert claim_problems(profile(calibration=honest.model_copy(update={"cpu_gflops": 55.0})), peers) == []
