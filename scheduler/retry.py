@@ -11,6 +11,7 @@ may be offered the same task again after an exponential backoff when nobody else
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from protocol import DeclineReason, FailureReason
@@ -106,6 +107,27 @@ def next_peer(
     suspects = {a.peer_id for t in tasks.values() for a in t.attempts if a.cause in SUSPECT_CAUSES}
     ranked.sort(key=lambda r: r.peer.peer_id in suspects)  # stable: rank order otherwise
     return ranked[0].peer if ranked else None
+
+
+@dataclass(frozen=True)
+class RetryStep:
+    """Where a task whose attempt ended goes: a peer, or none (`spent`: the budget is, and `detail`
+    says so)."""
+
+    peer: PeerView | None = None
+    spent: bool = False
+    detail: str = ""
+
+
+def retry_step(
+    task: TaskView, tasks: Mapping[str, TaskView], peers: Iterable[PeerView], needs: Needs, budget: int
+) -> RetryStep:
+    """The next peer for a task within its retry budget (`next_peer`), or why none."""
+    if spent(task.attempts) > budget:
+        return RetryStep(
+            spent=True, detail=f"gave up after {len(task.attempts)} attempts (retry budget {budget})"
+        )
+    return RetryStep(peer=next_peer(task, tasks, peers, needs))
 
 
 def in_flight(tasks: Iterable[TaskView]) -> dict[str, int]:
