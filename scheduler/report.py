@@ -19,7 +19,9 @@ from typing import Any, Final
 
 from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Value
 from scheduler.llmview import E2E, LLM_FIGURES, LlmFigure, headline, per_request
+from scheduler.settling import flagged
 from scheduler.significance import MannWhitney, mann_whitney
+from scheduler.tasks import job_index_of
 
 NO_DEVICE: Final = "(no device)"
 DEFAULT_THRESHOLD_PCT: Final = 5.0
@@ -54,11 +56,12 @@ class ReportEntry(Value):
     device_profile: DeviceProfile | None = None
     generation: GenerationStats | None = None
     detail: str = ""
+    verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
 
     @property
     def complete(self) -> bool:
-        """Whether the task produced a measurement."""
-        return self.status == "Complete" and self.median_ms is not None
+        """Whether the task produced a measurement that may stand as its figure (`scheduler.settling`)."""
+        return self.status == "Complete" and self.median_ms is not None and not flagged(self.verified)
 
 
 class MatrixCell(Value):
@@ -106,13 +109,6 @@ def _num(row: Mapping[str, str], key: str) -> float | None:
         return None
 
 
-def job_index_of(task_id: str) -> int:
-    """The job index inside a task id ``{campaign_id}-job-{index}-{n}`` (0 if it has none)."""
-    _, _, tail = task_id.rpartition("-job-")
-    head = tail.split("-", 1)[0]
-    return int(head) if head.isdigit() else 0
-
-
 def entry_of(
     row: Mapping[str, str],
     samples_ms: Sequence[float],
@@ -149,6 +145,7 @@ def entry_of(
         device_profile=device,
         generation=measurement.generation if measurement is not None else None,
         detail=detail,
+        verified=row.get("Verified", ""),
     )
 
 

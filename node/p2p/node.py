@@ -132,8 +132,21 @@ class Node:
 
     async def fresh_profile(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load]:
         """Ask the peer itself (`/sark/profile/1.0.0`) for its current signed advert and load."""
-        _, body, load = await self.profile_at(peer.peer_id, peer.dial_addrs(), timeout)
+        body, load, _ = await self.profile_and_host(peer, timeout)
         return body, load
+
+    async def profile_and_host(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load, str]:
+        """`fresh_profile`, and the IP address the connection that carried it reached ("" unknown:
+        relayed). The address the submitter saw, not one the peer advertises: replicas of a task
+        must come from distinct hosts (`scheduler.replicas`)."""
+        channel = await self.host.open_channel(
+            peer.peer_id, PROFILE, addrs=peer.dial_addrs(), timeout=timeout, read_timeout=timeout
+        )
+        host = channel.remote_ip or ""
+        async with channel:
+            await channel.send(ProfileGet())
+            reply = await channel.receive()
+        return *self._checked_profile(peer.peer_id, reply), host
 
     async def profile_at(
         self, peer_id: str, addrs: Sequence[str], timeout: float
@@ -150,12 +163,18 @@ class Node:
         async with channel:
             await channel.send(ProfileGet())
             reply = await channel.receive()
+        body, load = self._checked_profile(peer_id, reply)
+        assert isinstance(reply, ProfileReply)
+        return reply.advert, body, load
+
+    @staticmethod
+    def _checked_profile(peer_id: str, reply: object) -> tuple[AdvertBody, Load]:
         if not isinstance(reply, ProfileReply):
-            raise PeerUnreachable(peer_id, f"answered {reply.kind} to profile_get")
+            raise PeerUnreachable(peer_id, f"answered {getattr(reply, 'kind', '?')} to profile_get")
         body = open_envelope(reply.advert, DOMAIN_ADVERT, AdvertBody, now=time.time(), signer=peer_id)
         if body.peer_id != peer_id:
             raise PeerUnreachable(peer_id, f"answered with the advert of {body.peer_id}")
-        return reply.advert, body, reply.load
+        return body, reply.load
 
 
 GATE_ROUNDS = 3

@@ -72,7 +72,8 @@ def test_a_halving_liar_is_the_outlier_of_a_third_replica_and_the_others_are_rep
     assert sorted(others) == ["replicated 2/2", "replicated 2/2", "replicated 2/3", "replicated 2/3"]
     settled = [c for c in log if isinstance(c, ReplicasSettled)]
     assert sorted(s.outcome for s in settled) == ["replicated", "replicated"]
-    assert sched.done and all(t.state == TaskState.DONE for t in tasks.values())
+    assert sched.done
+    assert all(t.state == TaskState.DONE for t in tasks.values())
 
 
 def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
@@ -80,10 +81,12 @@ def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
     fleet_peers = fleet(["127.0.0.1"] * 4)
     c = parse_campaign(campaign())
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
-    assert len(plan.chosen) == 1 and "distinct hosts" in plan.shortfall
+    assert len(plan.chosen) == 1
+    assert "distinct hosts" in plan.shortfall
     c = parse_campaign(campaign(", same_host: allow"))
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
-    assert len(plan.chosen) == 4 and not plan.shortfall
+    assert len(plan.chosen) == 4
+    assert not plan.shortfall
     sched = Scheduler("c2", c, {"m": MODEL, MODEL.name: MODEL})
     run(sched, {p.peer_id: 10.0 for p in fleet_peers})
     assert {t.verified for t in sched.tasks()} == {"replicated 2/2 (same host)"}
