@@ -268,9 +268,14 @@ def peers(
 
 
 def _print_peers(found: list[Peer], as_json: bool) -> None:
+    from node.submitter.discovery import claims_of, home_class
+
+    claims = claims_of([p.advert.profile for p in found])
     rows: list[dict[str, Any]] = [
         {
             "peer_id": p.peer_id,
+            "class": home_class(p.advert.profile).name,
+            "claim": "claim_unverified: " + "; ".join(claim) if claim else "",
             "device": p.advert.profile.device_name,
             "units": [u.value for u in p.advert.profile.usable_units()],
             "reachability": p.advert.reachability,
@@ -281,7 +286,7 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
                 p.advert.profile.calibration.model_dump(mode="json") if p.advert.profile.calibration else None
             ),
         }
-        for p in found
+        for p, claim in zip(found, claims, strict=True)
     ]
     if as_json:
         print(json.dumps({"peers": rows}), flush=True)
@@ -291,12 +296,15 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
 
     from protocol import for_rich
 
-    table = Table("peer id", "device", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s")
+    table = Table(
+        "peer id", "device", "class", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s"
+    )
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
             for_rich(str(r["peer_id"])),
-            for_rich(str(r["device"])),
+            for_rich(str(r["device"])) + (f"\n[red]{for_rich(r['claim'])}[/red]" if r["claim"] else ""),
+            r["class"],
             ", ".join(r["units"]),
             for_rich(", ".join(e["model"] for e in r["endpoints"] if e["usable"]) or "-"),
             for_rich(str(r["reachability"])),

@@ -146,14 +146,22 @@ def home_class(profile: DeviceProfile) -> DeviceClass:
     return device_class(profile, units[0] if units else ComputeUnit.CPU_ONNX)
 
 
+def claims_of(profiles: Sequence[DeviceProfile]) -> list[tuple[str, ...]]:
+    """Why each advertised device is not believed (`scheduler.claims`): against physics, and against
+    the other profiles of its class among these."""
+    classes = [home_class(p) for p in profiles]
+    found = []
+    for i, (profile, cls) in enumerate(zip(profiles, classes, strict=True)):
+        peers = [o for j, (o, c) in enumerate(zip(profiles, classes, strict=True)) if c == cls and j != i]
+        found.append(tuple(claim_problems(profile, peers)))
+    return found
+
+
 def with_claims(views: Sequence[sch.PeerView]) -> list[sch.PeerView]:
-    """Each view marked with why its advertised device is not believed (`scheduler.claims`): against
-    physics, and against the other peers of its class found in the same round."""
-    classes = [home_class(v.profile) for v in views]
+    """Each view marked with why its advertised device is not believed, against the other peers of
+    its class found in the same round (`claims_of`)."""
     marked = []
-    for view, cls in zip(views, classes, strict=True):
-        peers = [o.profile for o, c in zip(views, classes, strict=True) if c == cls and o is not view]
-        problems = tuple(claim_problems(view.profile, peers))
+    for view, problems in zip(views, claims_of([v.profile for v in views]), strict=True):
         if problems:
             log.warning("peer %s: claim_unverified: %s", view.peer_id, "; ".join(problems))
         marked.append(dataclasses.replace(view, claim=problems))
