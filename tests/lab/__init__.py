@@ -15,6 +15,8 @@ Modules:
     powercap  `advancing_powercap`: a RAPL powercap tree a writer process advances (with wrap-arounds)
     sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
     fleetliar  child script: a `join` fleet member that signs lying records (fabricated or repeated)
+    replicaliar  child script: a `join` replica that halves its samples, never runs the model, or
+           advertises a calibration its CPU cannot reach (MODE: halve, norun, claim)
     stall  child script: a `join` worker that commits and heartbeats "queued" forever, never running
     knee   `KneeStub`: a `serve_sse` script whose first token comes later beyond a known number in flight
 """
