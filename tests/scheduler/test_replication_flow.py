@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from scheduler_harness import MODEL, SHA, peer
+
 from scheduler import (
     OfferCommitted,
     PeersDiscovered,
@@ -17,7 +19,6 @@ from scheduler import (
 )
 from scheduler.placement import PeerView, explain
 from scheduler.reputation import PeerRecord
-from tests.scheduler.scheduler_harness import MODEL, SHA, peer
 
 YAML = f"""\
 model: {{url: https://example.org/m.onnx, sha256: {SHA}}}
