@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from scheduler_harness import MODEL, SHA, peer
 
 from scheduler import (
+    CampaignError,
     OfferCommitted,
     PeersDiscovered,
     ReplicasSettled,
@@ -117,3 +119,20 @@ def test_spot_checks_replicate_every_task_of_an_untrusted_peer_and_few_of_a_trus
     sched.know_records({p.peer_id: PeerRecord(agreed=9, streak=9) for p in fleet_peers})
     run(sched, {p.peer_id: 10.0 for p in fleet_peers})
     assert [t.verified for t in sched.tasks()] == ["single"]
+
+
+def test_bad_verify_blocks_are_refused_naming_each_field() -> None:
+    bad = campaign().replace(
+        "verify: {replicas: 2}", "verify: {replicas: 11, spot_check: 0.5, same_host: yes}"
+    )
+    with pytest.raises(CampaignError) as caught:
+        parse_campaign(bad)
+    paths = {p.path for p in caught.value.problems}
+    assert paths == {"verify.replicas", "verify.same_host"}
+    both = campaign().replace("verify: {replicas: 2}", "verify: {replicas: 3, spot_check: 0.5}")
+    with pytest.raises(CampaignError) as caught:
+        parse_campaign(both)
+    assert [p.path for p in caught.value.problems] == ["verify.spot_check"]
+    job = campaign().replace("devices: all}", "devices: all, verify: {replicas: 3}}")
+    parsed = parse_campaign(job)
+    assert parsed.verify_of(parsed.jobs[0]).replicas == 3
