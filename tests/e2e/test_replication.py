@@ -73,15 +73,19 @@ def submit(swarm: Swarm, path: Path) -> tuple[list[dict[str, str]], dict[str, An
 
 
 def check_caught(rows: list[dict[str, str]], document: dict[str, Any], liar: str, why: str) -> None:
+    """The liar's one row is the outlier of its group, with `why`, its figures kept but never standing
+    as a figure; every honest row is replicated 2 of 2 or 2 of 3 (the group the liar was in asked a
+    third replica), so at least 5 rows: two groups of two and the third replica."""
     mine = [r for r in rows if r["WorkerPeerId"] == liar]
     others = [r for r in rows if r["WorkerPeerId"] != liar]
     assert len(mine) == 1, rows
     assert mine[0]["Verified"].startswith("outlier: "), mine[0]["Verified"]
     assert why in mine[0]["Verified"], mine[0]["Verified"]
     assert mine[0]["InferenceMsMedian"]  # its figures are kept, flagged
-    assert len(others) == 4  # two groups of two, and the third replica the disagreement asked for
+    assert len(others) >= 4
     verdicts = sorted(r["Verified"] for r in others)
-    assert verdicts == ["replicated 2/2 (same host)"] * 2 + ["replicated 2/3 (same host)"] * 2, verdicts
+    assert all(v in ("replicated 2/2 (same host)", "replicated 2/3 (same host)") for v in verdicts), verdicts
+    assert verdicts.count("replicated 2/3 (same host)") == 2, verdicts  # the liar's group, settled by a third
     assert len({r["DeviceClass"] for r in rows}) == 1
     standing = {e.task_id for e in entries_from_document(document) if e.complete}
     assert mine[0]["JobId"] not in standing  # never the figure in the views that compare devices
