@@ -84,6 +84,8 @@ class Pinned:
         self._tokenizer: Tokenizer = self._guarded(
             "not a tokenizer.json", lambda: Tokenizer.from_str(data.decode("utf-8"))
         )
+        self._tokenizer.no_padding()  # counts are of the text's own tokens: a file's padding or
+        self._tokenizer.no_truncation()  # truncation would change them (and padding can ask for gigabytes)
         size = self._guarded("reading its vocabulary", self._tokenizer.get_vocab_size)
         if size > MAX_VOCABULARY:
             raise TokenizerError(
