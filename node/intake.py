@@ -104,8 +104,9 @@ def model_problems(campaign: sch.Campaign, folder: Path) -> list[tuple[str, str]
         field = "model.path" if len(campaign.models) == 1 else f"models[{index}].path"
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         size = path.stat().st_size if path.is_file() else 0
-        if soft != resource.RLIM_INFINITY:
-            resource.setrlimit(resource.RLIMIT_AS, (soft + size, hard))  # the file is mapped
+        if soft != resource.RLIM_INFINITY:  # the file is mapped: room for it
+            raised = soft + size if hard == resource.RLIM_INFINITY else min(soft + size, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (raised, hard))
         try:
             check_model_file(path, source.format, allow_code_models=True)
         except TaskFailed as exc:
@@ -120,11 +121,22 @@ def model_problems(campaign: sch.Campaign, folder: Path) -> list[tuple[str, str]
     return problems
 
 
+def _soft_limits(memory: int, cpu_s: int) -> None:
+    """Soft address-space and CPU caps under the inherited hard ones (the hard address-space cap stays,
+    so that inspecting a model may raise the soft one by the file's size); where the system refuses
+    (macOS), the parent's wall-clock deadline still bounds the child."""
+    for kind, cap in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu_s)):
+        _soft, hard = resource.getrlimit(kind)
+        try:
+            resource.setrlimit(kind, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+        except (OSError, ValueError):
+            continue
+
+
 def main() -> None:
     """Entry point of the child: limits, then stdin to stdout."""
     if sys.argv[1:2] == ["--folder"]:
-        resource.setrlimit(resource.RLIMIT_AS, (LOCAL_MEMORY_BYTES, resource.RLIM_INFINITY))
-        resource.setrlimit(resource.RLIMIT_CPU, (LOCAL_CPU_S, LOCAL_CPU_S))
+        _soft_limits(LOCAL_MEMORY_BYTES, LOCAL_CPU_S)
         text = sys.stdin.buffer.read().decode("utf-8")
         kind, body = vet_local(text, Path(sys.argv[2]), sys.argv[3])
         sys.stdout.write(f"{kind}\n{body}")
