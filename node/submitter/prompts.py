@@ -8,6 +8,7 @@ from typing import Final
 
 import scheduler as sch
 from node.errors import megabytes
+from protocol.generation import MAX_PROMPTS
 from protocol.tokenizer import FOLDER_FILE
 
 MAX_PROMPTS_FILE: Final = 64 << 20  # MAX_PROMPTS x MAX_PROMPT_CHARS is about this much text
@@ -31,7 +32,8 @@ def read_prompt_files(text: str, folder: Path) -> sch.CampaignFiles:
             if size > MAX_PROMPTS_FILE:
                 refused[name] = (
                     f"{megabytes(size)} ({size} bytes), over the limit of {megabytes(MAX_PROMPTS_FILE)} "
-                    f"({MAX_PROMPTS_FILE} bytes) for a file a campaign names"
+                    f"({MAX_PROMPTS_FILE} bytes) for a file a campaign names; at most {MAX_PROMPTS} "
+                    "prompts are used, so a file of those is enough"
                 )
                 continue
             found[name] = path.read_bytes()
