@@ -5,7 +5,7 @@ out as data (`Scheduler.next_deadline`), outcomes are values with reasons.
 
 Modules:
     errors     SchedulerError, CampaignError (with FieldProblems), UnresolvedModelError
-    problems   collecting a campaign file's problems in one pass, at the paths the user wrote
+    problems   collecting a campaign file's problems in one pass, at the paths the user wrote; CampaignFiles
     document   the file's text as data: JSON, or YAML with alias expansion bounded before construction
     sources    the campaign's models (model, models, model_url) as ModelSource values
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
@@ -100,6 +100,7 @@ from scheduler.placement import (
     rank,
     unit_problem,
 )
+from scheduler.problems import CampaignFiles
 from scheduler.results import CSV_COLUMNS, SEED_COLUMNS, failure_row, result_row, results_document, to_csv
 from scheduler.retry import FINAL_FAILURES
 from scheduler.sources import ModelSource
@@ -125,6 +126,7 @@ __all__ = [
     "Attempt",
     "Campaign",
     "CampaignError",
+    "CampaignFiles",
     "CancelRequested",
     "Cause",
     "ClockRound",

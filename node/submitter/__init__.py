@@ -14,7 +14,8 @@ Modules:
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
-    prompts    reading a campaign's prompts files (JSONL) for the pure parser
+    prompts    reading the files a campaign names (prompts, datasets, tokenizers) for the pure parser
+    vetting    the campaign file, the files it names and its local models checked in a child
 
 Callers import the module they need (`from node.submitter.run import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
@@ -38,4 +39,5 @@ __all__ = [
     "store",
     "tables",
     "telereport",
+    "vetting",
 ]
