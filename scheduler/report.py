@@ -158,7 +158,7 @@ def entries_from_document(document: Mapping[str, Any]) -> tuple[ReportEntry, ...
     entries = []
     for result in document.get("results", []):
         if result["row"].get("CapacityRow") == "level":
-            continue  # a capacity search's level: its task's Capacity row stands for it (scheduler.caprows)
+            continue  # a capacity search's level: its task's Capacity row stands for it (results.caprows)
         signed = result.get("signed") or None
         device = DeviceProfile.model_validate(signed["device"]) if signed else None
         measurement = Measurement.model_validate(signed["measurement"]) if signed else None
