@@ -19,7 +19,7 @@ PACKAGES = ("node", "scheduler", "protocol", "drivers", "gate")
 ROOM = ROOT / "scheduler" / "results"
 NAMES = frozenset(CSV_COLUMNS)
 NOT_A_ROW: dict[str, str] = {
-    "node/http/shapes.py": "the seeds' /workers `device_info` object (Soc, Ram, DeviceOs...), not a result row",
+    "node/http/shapes.py": "the seeds' /workers device_info object (Soc, Ram, DeviceOs...), not a result row",
 }
 
 
@@ -71,3 +71,11 @@ def test_the_registry_names_each_column_once_with_a_known_formula_and_a_form_tha
             sample = 3 if "d}" in column.form else 2.5
             assert cell(column.name, sample) != ""
     assert (cell("Unstable", True), cell("Fallback", False), cell("Detail", None)) == ("True", "False", "")
+
+
+def test_one_boolean_spelling_in_every_golden_file() -> None:
+    golden = sorted((ROOT / "tests" / "golden").glob("*/results.csv"))
+    assert golden
+    cells = {c for path in golden for line in path.read_text().splitlines() for c in line.split(",")}
+    assert {"True", "False"} <= cells
+    assert cells & {"true", "false"} == set()

@@ -52,7 +52,7 @@ def fleet_columns(
         "RequestRateAchieved": cell("RequestRateAchieved", rate),
         "ScheduleLagMsP99": cell("ScheduleLagMsP99", lag),
         "ClientCpuMaxPct": cell("ClientCpuMaxPct", cpu),
-        "ClientSaturated": "true" if saturated(cpu, lag) else "false",
+        "ClientSaturated": cell("ClientSaturated", saturated(cpu, lag)),
         "FleetLost": cells("FleetLost", lost),
     }
 

@@ -39,7 +39,7 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "Requests": cell("Requests", stats.requests),
         "Errors": cell("Errors", stats.errors),
         "ErrorsByKind": cells("ErrorsByKind", (f"{k}={n}" for k, n in sorted(stats.errors_by_kind.items()))),
-        "TokensCounted": "true" if stats.tokens_counted else "false",
+        "TokensCounted": cell("TokensCounted", stats.tokens_counted),
         "RttMs": cell("RttMs", stats.rtt_ms),
         "TlsMs": cell("TlsMs", stats.tls_ms),
         "TokenSource": stats.token_source,
