@@ -81,8 +81,11 @@ def _commands(paths: ServicePaths, action: str) -> list[tuple[str, ...]]:
         return [("launchctl", "bootout", target)]
     name = paths.unit.name
     if action == "install":
-        return [("systemctl", "--user", "daemon-reload"), ("systemctl", "--user", "enable", name),
-                ("systemctl", "--user", "restart", name)]  # fmt: skip
+        return [
+            ("systemctl", "--user", "daemon-reload"),
+            ("systemctl", "--user", "enable", name),
+            ("systemctl", "--user", "restart", name),
+        ]
     return [("systemctl", "--user", "disable", "--now", name)]
 
 
@@ -155,12 +158,17 @@ def install(
 
     paths = _paths()
     flags: dict[str, Any] = {
-        "gates": as_tuple(gate_addrs), "allow": as_tuple(allow), "open_mode": open_mode or None,
-        "listen": as_tuple(listen), "data_dir": str(data_dir.resolve()) if data_dir else None,
-        "device_name": device_name, "allow_networks": as_tuple(allow_network),
-        "allow_http": allow_http or None, "endpoints": declared_endpoints(endpoint),
+        "gates": as_tuple(gate_addrs),
+        "allow": as_tuple(allow),
+        "open_mode": open_mode or None,
+        "listen": as_tuple(listen),
+        "data_dir": str(data_dir.resolve()) if data_dir else None,
+        "device_name": device_name,
+        "allow_networks": as_tuple(allow_network),
+        "allow_http": allow_http or None,
+        "endpoints": declared_endpoints(endpoint),
         "calibrate": False if no_calibrate else None,
-    }  # fmt: skip
+    }
     if config_file is not None:
         if any(v is not None for v in flags.values()):
             fail("error: give the settings either in --config FILE or as options, not both", 2)
