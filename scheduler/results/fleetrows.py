@@ -97,7 +97,9 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
         DeviceName=f"fleet of {size}",
         CreatedUtc=created_utc,
         ModelSha256=first.model.sha256,
-        WorkerPeerId=";".join(m.task.peer_id or "" for m in members if m.generation is not None),
+        WorkerPeerId=cells(
+            "WorkerPeerId", (m.task.peer_id or "" for m in members if m.generation is not None)
+        ),
         InferenceMsMedian=cell("InferenceMsMedian", stats.e2e_ms.median),
         InferenceMsAverage=cell("InferenceMsAverage", stats.e2e_ms.mean),
         InferenceMsStdDev=cell("InferenceMsStdDev", stats.e2e_ms.stddev),

@@ -53,10 +53,10 @@ def _device_columns(device: DeviceProfile) -> dict[str, str]:
         "Ram": _gb("Ram", device.ram_mb),
         "DeviceOs": device.os,
         "DeviceYear": cell("DeviceYear", device.device_year),
-        "DiscreteGpu": ";".join(g.name for g in device.gpus),
+        "DiscreteGpu": cells("DiscreteGpu", (g.name for g in device.gpus)),
         "VRam": _gb("VRam", device.vram_mb()),
         "DeviceOsVersion": device.os_version,
-        "RuntimeVersions": ";".join(f"{k}={v}" for k, v in sorted(device.runtimes.items())),
+        "RuntimeVersions": cells("RuntimeVersions", (f"{k}={v}" for k, v in sorted(device.runtimes.items()))),
     }
 
 
@@ -93,14 +93,12 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
         "Fallback": cell("Fallback", m.fallback),
         "InputShapes": cells("InputShapes", (i.label() for i in m.inputs)),
         "InputsDefaulted": cell("InputsDefaulted", m.inputs_defaulted) if m.inputs else "",
-        "Trimmed": cells(
-            "Trimmed", m.trimmed
-        ),  # what the worker cut to fit one envelope (node/worker/fit.py)
+        # what the worker cut to fit one envelope (node/worker/fit.py)
+        "Trimmed": cells("Trimmed", m.trimmed),
     }
     if m.conditions.runtime_versions:
-        columns["RuntimeVersions"] = ";".join(
-            f"{k}={v}" for k, v in sorted(m.conditions.runtime_versions.items())
-        )
+        versions = sorted(m.conditions.runtime_versions.items())
+        columns["RuntimeVersions"] = cells("RuntimeVersions", (f"{k}={v}" for k, v in versions))
     columns.update(generation_columns(m.generation))
     columns.update(capacity_columns(m))
     columns.update(energy_columns(m.energy))
