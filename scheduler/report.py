@@ -158,7 +158,7 @@ def entries_from_document(document: Mapping[str, Any]) -> tuple[ReportEntry, ...
     entries = []
     for result in document.get("results", []):
         if result["row"].get("CapacityRow") == "level":
-            continue  # a capacity search's level: its task's Capacity row stands for it (scheduler.caprows)
+            continue  # a capacity search's level: its task's Capacity row stands for it (results.caprows)
         signed = result.get("signed") or None
         device = DeviceProfile.model_validate(signed["device"]) if signed else None
         measurement = Measurement.model_validate(signed["measurement"]) if signed else None
@@ -220,13 +220,26 @@ def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...
     return tuple(matrices)
 
 
-# How two campaigns' entries are paired, tried in turn: same device fingerprint and name, same
-# fingerprint (a renamed device), same name.
+def _by_fingerprint_and_name(e: ReportEntry) -> tuple[object, ...] | None:
+    return (e.fingerprint, e.device, e.unit, e.job_index)
+
+
+def _by_fingerprint(e: ReportEntry) -> tuple[object, ...] | None:
+    """A renamed device: the same fingerprint under another name."""
+    return (e.fingerprint, e.unit, e.job_index) if e.fingerprint else None
+
+
+def _by_name(e: ReportEntry) -> tuple[object, ...] | None:
+    return (e.device, e.unit, e.job_index)
+
+
 _KEYS: Final[tuple[Callable[[ReportEntry], tuple[object, ...] | None], ...]] = (
-    lambda e: (e.fingerprint, e.device, e.unit, e.job_index),
-    lambda e: (e.fingerprint, e.unit, e.job_index) if e.fingerprint else None,
-    lambda e: (e.device, e.unit, e.job_index),
+    _by_fingerprint_and_name,
+    _by_fingerprint,
+    _by_name,
 )
+"""How two campaigns' entries are paired, tried in turn: same device fingerprint and name, same
+fingerprint (a renamed device), same name."""
 
 
 Pair = tuple[ReportEntry | None, ReportEntry | None]

@@ -1,4 +1,8 @@
-"""The submitter role: one campaign run from file to results, and what it writes.
+"""The submitter role: running a campaign, from file to results, and writing what it produced.
+
+The campaign language and its scheduling are `scheduler`'s (pure), and so are the rows and their
+columns (`scheduler.results`, the results room); this package runs a campaign on the swarm: it
+discovers workers, negotiates, verifies and stores results, and writes the files to disk.
 
 Modules:
     run        the campaign-run seam: prepare, submit, resume, plan, open_submitter

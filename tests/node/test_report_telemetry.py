@@ -18,7 +18,7 @@ from protocol import (
 )
 from protocol.aggregate import NO_SAMPLES
 from scheduler.report import compare, entry_of
-from scheduler.sustainrows import sustain_columns
+from scheduler.results.sustainrows import sustain_columns
 
 SAMPLES = (10.0,) * 100 + (16.0,) * 60
 
