@@ -25,6 +25,7 @@ Modules:
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     machine    Scheduler: one per campaign, handle(event, now) -> commands
     figures    check_figures: a result's figures derived again from its raw parts, or a Refusal
+    bounds     out_of_bounds: readings without raw parts held to physics, the worker's profile, the task
     results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
     report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
     significance  the Mann-Whitney U test the diffs use
@@ -39,6 +40,7 @@ Modules:
 
 from __future__ import annotations
 
+from scheduler.bounds import placed_profile
 from scheduler.campaign import Campaign, Job, Requirements, parse_campaign
 from scheduler.caprows import level_rows
 from scheduler.endpoints import endpoint_ref, endpoint_unit, is_endpoint_key
@@ -186,6 +188,7 @@ __all__ = [
     "level_rows",
     "needs_of",
     "parse_campaign",
+    "placed_profile",
     "rank",
     "result_row",
     "results_document",

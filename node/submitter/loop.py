@@ -339,7 +339,9 @@ class CampaignLoop:
             log.info("rejected a stale result for %s (lease %s)", a.task_id, delivered.lease_id)
             return None
         task = self._task(a.task_id)
-        figures = sch.check_figures(delivered.body.measurement, self._campaign.jobs[task.job_index].spec)
+        spec = self._campaign.jobs[task.job_index].spec  # the profile placed by, else the result's own:
+        profile = sch.placed_profile(self._sched.snapshot().peers, a.peer_id) or delivered.body.device
+        figures = sch.check_figures(delivered.body.measurement, spec, profile)
         if isinstance(figures, sch.Refusal):
             log.info("refused the result for %s: %s %s", a.task_id, figures.reason.value, figures.detail)
             return sch.ResultRejected(
