@@ -123,8 +123,11 @@ def placed_profile(peers: Iterable[PeerView], peer_id: str) -> DeviceProfile | N
 
 
 def _within(path: str, value: float | None, low: float, high: float, unit: str) -> Iterator[str]:
+    """`path: the worker says V unit, outside low to high unit (why)` when `value` is out of bounds;
+    `unit` may end with why the bound is what it is, in parentheses, named after the bound only."""
     if value is not None and not low <= value <= high:
-        yield f"{path}: the worker says {value!r} {unit}, outside {low:g} to {high:g} {unit}"
+        said = f"{value!r} {'' if unit.startswith('(') else unit.split(' (')[0]}".rstrip()
+        yield f"{path}: the worker says {said}, outside {low:g} to {high:g} {unit}"
 
 
 def _cores(profile: DeviceProfile | None) -> float:
