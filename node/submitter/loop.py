@@ -2,9 +2,9 @@
 
 One task (this loop) owns the scheduler and feeds it events; attempts report the scheduler events
 they hear (`Heard`) through a bounded channel and obey the commands routed to them. Every result is
-verified, checked against the task's current lease, its figures derived again from its raw parts
-(`scheduler.check_figures`: a refused one is a `ResultRejected`), and stored in SQLite before it is
-acknowledged.
+verified, checked against the task's current lease, its figures derived again from its raw parts and
+its readings bounded by the profile it was placed by (`scheduler.check_figures`: a refused one is a
+`ResultRejected`), and stored in SQLite before it is acknowledged.
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ class CampaignLoop:
             log.info("rejected a stale result for %s (lease %s)", a.task_id, delivered.lease_id)
             return None
         task = self._task(a.task_id)
-        spec = self._campaign.jobs[task.job_index].spec  # the profile placed by, else the result's own:
+        spec = self._campaign.jobs[task.job_index].spec
         profile = sch.placed_profile(self._sched.snapshot().peers, a.peer_id) or delivered.body.device
         figures = sch.check_figures(delivered.body.measurement, spec, profile)
         if isinstance(figures, sch.Refusal):
