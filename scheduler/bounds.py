@@ -43,6 +43,11 @@ Bounds, generous but physical, and why:
 
 Checked against what the submitter knows:
 
+- The result's `device` (shown in its row): its hardware (`HARDWARE`: fingerprint, OS, architecture,
+  cores, RAM, GPUs) must be the profile's it was placed by; its calibration within physics (CPU
+  1e6 GFLOPS, memory 1e5 GB/s, a GPU 1e5 TFLOPS: each about fifty times the fastest part shipped;
+  at most a day of calibrating; background cores as above).
+
 - The energy method against the profile and the task's unit (`drivers.energy.offer_for`): an NVML
   method needs a GPU in the profile, and for a model task a GPU unit that the profile says is usable
   and that the task ran on; a RAPL method needs Linux and, for a model task, a CPU unit; any other
@@ -94,18 +99,32 @@ POWER_RATIO: Final = 2.0
 POWER_SLACK_W: Final = 25.0
 MIN_POWER_POINTS: Final = 3
 NET_TOLERANCE: Final = 0.5
+MAX_CPU_GFLOPS: Final = 1e6
+MAX_BANDWIDTH_GBS: Final = 1e5
+MAX_GPU_TFLOPS: Final = 1e5
+MAX_CALIBRATION_S: Final = 86_400.0
+HARDWARE: Final = ("fingerprint", "os", "arch", "cores_physical", "cores_logical", "ram_mb", "gpus")
+"""What a device is, as its result states it: the same as the profile it was placed by."""
+_REPR: Final = 80
 OVERRUN: Final = 1.05  # as `scheduler.figures.OVERRUN`: a deadline takes a moment to act
 
 
-def out_of_bounds(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None) -> Iterator[str]:
-    """Every reading of `m` outside its bound, as `path: the worker says V, bound`.
+def out_of_bounds(
+    m: Measurement, spec: TaskSpec, profile: DeviceProfile | None, device: DeviceProfile | None = None
+) -> Iterator[str]:
+    """Every reading of `m` (and of the result's `device`) outside its bound, as `path: the worker
+    says V, bound`.
 
     Args:
         m: a measurement whose numbers are finite and whose counts fit the task (`scheduler.figures`).
         spec: the task's spec as the campaign gave it.
         profile: the worker's profile as the submitter placed the task by; None: physics only.
+        device: the profile the result itself states, shown in its row: its hardware must be the
+            placed profile's, its calibration within physics; None: not checked.
     """
     limit_ms = spec.timeout_s * 1000.0 * OVERRUN
+    if device is not None:
+        yield from _device(device, profile)
     yield from _readings(m, spec, profile, limit_ms)
     if m.telemetry is not None:
         yield from _telemetry(m.telemetry, profile, limit_ms)
@@ -120,6 +139,30 @@ def out_of_bounds(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None)
 def placed_profile(peers: Iterable[PeerView], peer_id: str) -> DeviceProfile | None:
     """The profile the submitter placed by for `peer_id` (its verified advert), or None if unknown."""
     return next((p.profile for p in peers if p.peer_id == peer_id), None)
+
+
+def _device(device: DeviceProfile, profile: DeviceProfile | None) -> Iterator[str]:
+    """The result's device against the profile placed by, and its calibration within physics."""
+    for name in HARDWARE if profile is not None else ():
+        said, placed = getattr(device, name), getattr(profile, name)
+        if said != placed:
+            yield f"device.{name}: the worker says {_short(said)}, its placed profile says {_short(placed)}"
+            return
+    cal = device.calibration
+    if cal is None:
+        return
+    numbers = [("cpu_gflops", cal.cpu_gflops, MAX_CPU_GFLOPS, "GFLOPS"),
+               ("mem_bandwidth_gbs", cal.mem_bandwidth_gbs, MAX_BANDWIDTH_GBS, "GB/s"),
+               ("seconds", cal.seconds, MAX_CALIBRATION_S, "s"),
+               ("background_cores", cal.background_cores, _cores(device), "cores")]  # fmt: skip
+    numbers += [(f"gpu_tflops[{k}]", v, MAX_GPU_TFLOPS, "TFLOPS") for k, v in cal.gpu_tflops.items()]
+    for name, value, high, unit in numbers:  # NaN and infinity fall outside too
+        yield from _within(f"device.calibration.{name}", value, 0.0, high, unit)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _REPR else f"{text[: _REPR - 3]}..."
 
 
 def _within(path: str, value: float | None, low: float, high: float, unit: str) -> Iterator[str]:

@@ -54,7 +54,7 @@ class Refusal:
 
 
 def check_figures(
-    m: Measurement, spec: TaskSpec, profile: DeviceProfile | None = None
+    m: Measurement, spec: TaskSpec, profile: DeviceProfile | None = None, device: DeviceProfile | None = None
 ) -> Measurement | Refusal:
     """The measurement with every figure derived from its raw parts, or why it is refused.
 
@@ -63,8 +63,9 @@ def check_figures(
         spec: the task's spec as the campaign gave it (runs, processes, loads, timeout, generate).
         profile: the worker's profile as the submitter placed the task by (`scheduler.bounds`); the
             submitter always gives it; None bounds the readings by physics alone.
+        device: the profile the result itself states (`ResultBody.device`), checked against `profile`.
     """
-    problem = next(invalid_parts(m, spec, profile), None)
+    problem = next(invalid_parts(m, spec, profile, device), None)
     if problem is not None:
         return Refusal(FailureReason.INVALID, problem)
     derived = derive(m, spec)
@@ -76,7 +77,9 @@ def check_figures(
     return derived
 
 
-def invalid_parts(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None = None) -> Iterator[str]:
+def invalid_parts(
+    m: Measurement, spec: TaskSpec, profile: DeviceProfile | None = None, device: DeviceProfile | None = None
+) -> Iterator[str]:
     """Every reason the measurement cannot be one of this task, first the non-finite numbers, then
     the counts, the durations, and the readings outside their bounds (`scheduler.bounds`)."""
     for path, value in _numbers("", m):
@@ -97,7 +100,7 @@ def invalid_parts(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None 
     for i, level in enumerate(m.capacity.levels if m.capacity is not None else ()):
         problems = _records(level.generation, limit_ms, spec)
         yield from (f"capacity.levels[{i}]: {problem}" for problem in problems)
-    yield from out_of_bounds(m, spec, profile)
+    yield from out_of_bounds(m, spec, profile, device)
 
 
 def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:

@@ -341,7 +341,7 @@ class CampaignLoop:
         task = self._task(a.task_id)
         spec = self._campaign.jobs[task.job_index].spec
         profile = sch.placed_profile(self._sched.snapshot().peers, a.peer_id) or delivered.body.device
-        figures = sch.check_figures(delivered.body.measurement, spec, profile)
+        figures = sch.check_figures(delivered.body.measurement, spec, profile, delivered.body.device)
         if isinstance(figures, sch.Refusal):
             log.info("refused the result for %s: %s %s", a.task_id, figures.reason.value, figures.detail)
             return sch.ResultRejected(

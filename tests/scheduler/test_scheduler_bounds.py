@@ -8,6 +8,7 @@ worker's value and the bound named.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 import scheduler as sch
 from protocol import (
+    Calibration,
     ComputeUnit,
     DeviceProfile,
     EnergyReading,
@@ -263,6 +265,31 @@ def test_idle_joules_larger_than_the_windows_are_refused() -> None:
     assert refusal.detail.startswith(
         "energy_readings[0].joules: the worker says 1.0 J over 2.0 s, below 0.5 x"
     )
+
+
+@pytest.mark.parametrize(
+    ("device", "said"),
+    [
+        (CPU_ONLY.with_(ram_mb=1 << 60),
+         "device.ram_mb: the worker says 1152921504606846976, its placed profile says 16384"),
+        (WITH_GPU, "device.gpus: the worker says (GpuInfo(name='H100'"),
+        (CPU_ONLY.with_(cores_logical=4096),
+         "device.cores_logical: the worker says 4096, its placed profile says 8"),
+        (CPU_ONLY.with_(calibration=Calibration(cpu_gflops=1e308, mem_bandwidth_gbs=10.0, seconds=1.0)),
+         "device.calibration.cpu_gflops: the worker says 1e+308 GFLOPS, outside 0 to 1e+06 GFLOPS"),
+        (CPU_ONLY.with_(calibration=Calibration(cpu_gflops=50.0, mem_bandwidth_gbs=math.inf, seconds=1.0)),
+         "device.calibration.mem_bandwidth_gbs: the worker says inf GB/s, outside 0 to 100000 GB/s"),
+    ],
+)  # fmt: skip
+def test_the_results_device_is_the_placed_profile_with_a_physical_calibration(
+    device: DeviceProfile, said: str
+) -> None:
+    ok = CPU_ONLY.with_(calibration=Calibration(cpu_gflops=50.0, mem_bandwidth_gbs=10.0, seconds=1.0))
+    assert check_figures(honest(), CPU_TASK, CPU_ONLY, ok) == honest()  # a calibration taken again
+    refusal = check_figures(honest(), CPU_TASK, CPU_ONLY, device)
+    assert isinstance(refusal, Refusal)
+    assert refusal.reason == FailureReason.INVALID
+    assert refusal.detail.startswith(said)
 
 
 def test_the_profile_placed_by_is_the_peers_advert() -> None:
