@@ -38,6 +38,12 @@ Bounds, generous but physical, and why:
   the profile does not say.
 - Times without raw parts (`generation.rtt_ms`, `tls_ms`, `client_overhead_ms`, each request's
   `token_times_ms`, `mark_ms`, telemetry `t_ms` and `period_ms`): within the task's timeout.
+- Token counts of each request (`output_tokens`, `usage_tokens`, `counted_tokens`,
+  `reasoning_tokens`): at most 16 x the most the task asked for (`max_new_tokens`, or a prompt's own
+  `output_tokens`) + 16. A server stops at `max_tokens` by its own count; a pinned tokenizer counting
+  the same text with another vocabulary, or one token per stream chunk, differs from it by far less
+  than 16 x. `prompt_tokens`: at most 4 x the longest prompt's characters (a byte-level tokenizer
+  emits at most one token per UTF-8 byte, at most 4 a character) + 4,096 for a chat template.
 - GPU telemetry (`gpu_temp_c`, `gpu_sm_mhz`, `gpu_power_w`) only from a device whose profile lists a
   GPU: the sampler reads NVML, which the profile's probe reads first.
 
@@ -80,7 +86,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
-from protocol import DeviceProfile, EnergyReading, GenerationStats, Measurement, TaskSpec
+from protocol import DeviceProfile, EnergyReading, GenerateSpec, GenerationStats, Measurement, TaskSpec
 from protocol.aggregate import is_endpoint
 from protocol.telemetry import Telemetry
 from protocol.units import GPU_UNITS
@@ -99,6 +105,9 @@ POWER_RATIO: Final = 2.0
 POWER_SLACK_W: Final = 25.0
 MIN_POWER_POINTS: Final = 3
 NET_TOLERANCE: Final = 0.5
+TOKEN_FACTOR: Final = 16
+BYTES_PER_CHAR: Final = 4
+TEMPLATE_TOKENS: Final = 4096
 MAX_CPU_GFLOPS: Final = 1e6
 MAX_BANDWIDTH_GBS: Final = 1e5
 MAX_GPU_TFLOPS: Final = 1e5
@@ -134,6 +143,8 @@ def out_of_bounds(
     stats += [(f"capacity.levels[{i}].generation", level.generation) for i, level in enumerate(levels)]
     for where, generation in stats:
         yield from _generation(where, generation, _cores(profile), limit_ms)
+        if spec.generate is not None:
+            yield from _tokens(where, generation, spec.generate)
 
 
 def placed_profile(peers: Iterable[PeerView], peer_id: str) -> DeviceProfile | None:
@@ -311,6 +322,23 @@ def _generation(where: str, stats: GenerationStats, cores: float, limit_ms: floa
     for i, r in enumerate(stats.records):
         late = next((t for t in r.token_times_ms if t > limit_ms), None)
         yield from _within(f"{where}.records[{i}].token_times_ms", late, 0.0, limit_ms, timeout)
+
+
+def _tokens(where: str, stats: GenerationStats, generate: GenerateSpec) -> Iterator[str]:
+    """Each request's token counts within what the task asked for (`TOKEN_FACTOR`, `TEMPLATE_TOKENS`)."""
+    asked = max([generate.max_new_tokens, *(p.output_tokens or 0 for p in generate.prompts)])
+    most_out = TOKEN_FACTOR * asked + TOKEN_FACTOR
+    longest = max(len(p.text) + sum(len(t.content) for t in p.messages) for p in generate.prompts)
+    most_in = BYTES_PER_CHAR * longest + TEMPLATE_TOKENS
+    out_bound = f"tokens ({TOKEN_FACTOR} x the {asked} asked + {TOKEN_FACTOR})"
+    in_bound = f"tokens ({BYTES_PER_CHAR} x the longest prompt's {longest} characters + {TEMPLATE_TOKENS})"
+    for i, r in enumerate(stats.records):
+        at = f"{where}.records[{i}]"
+        counts = {"output_tokens": r.output_tokens, "usage_tokens": r.usage_tokens,
+                  "counted_tokens": r.counted_tokens, "reasoning_tokens": r.reasoning_tokens}  # fmt: skip
+        for name, count in counts.items():
+            yield from _within(f"{at}.{name}", count, 0, most_out, out_bound)
+        yield from _within(f"{at}.prompt_tokens", r.prompt_tokens, 0, most_in, in_bound)
 
 
 __all__ = ["MAX_POWER_W", "NET_TOLERANCE", "POWER_RATIO", "out_of_bounds", "placed_profile"]

@@ -19,10 +19,14 @@ from protocol import (
     Calibration,
     ComputeUnit,
     DeviceProfile,
+    Endpoint,
     EnergyReading,
     FailureReason,
+    GenerateSpec,
     GpuInfo,
     Measurement,
+    Prompt,
+    RequestRecord,
     RunConditions,
     TaskSpec,
     Telemetry,
@@ -31,6 +35,7 @@ from protocol import (
     derive,
 )
 from protocol.aggregate import NO_SAMPLES
+from protocol.genstats import summarize_generation
 from scheduler import CampaignError, Refusal, check_figures, parse_campaign
 
 CPU_TASK = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, runs=5, load_runs=1, processes=1, timeout_s=60.0)
@@ -290,6 +295,58 @@ def test_the_results_device_is_the_placed_profile_with_a_physical_calibration(
     assert isinstance(refusal, Refusal)
     assert refusal.reason == FailureReason.INVALID
     assert refusal.detail.startswith(said)
+
+
+ENDPOINT = TaskSpec(
+    compute_unit=ComputeUnit.CPU_ONNX,
+    timeout_s=60.0,
+    generate=GenerateSpec(
+        prompts=(Prompt(id="a", text="Say it."),),  # 7 characters
+        prompts_sha256="0" * 64,
+        max_new_tokens=8,
+        endpoint=Endpoint(model="m", url="http://127.0.0.1:1/v1"),
+    ),
+)
+
+
+def served(rtt_ms: float = 0.4, **record: Any) -> Measurement:
+    """An endpoint task's one request as the worker derives it, with `record`'s fields changed."""
+    assert ENDPOINT.generate is not None
+    fields: dict[str, Any] = {"prompt_id": "a", "prompt_tokens": 12, "output_tokens": 4, "ttft_ms": 30.0,
+                              "e2e_ms": 61.0, "token_times_ms": (30.0, 41.0, 50.5, 61.0)}  # fmt: skip
+    generation = summarize_generation((RequestRecord(**{**fields, **record}),), 0.1, ENDPOINT.generate)
+    raw = honest().with_(samples_ms=(), process_runs=(), load_samples_ms=(), first_inferences_ms=(),
+                         telemetry=None, energy_readings=(), node_share={})  # fmt: skip
+    return derive(raw.with_(generation=generation.with_(rtt_ms=rtt_ms)), ENDPOINT)
+
+
+ASKED = "tokens (16 x the 8 asked + 16)"
+PROMPT = "tokens (4 x the longest prompt's 7 characters + 4096)"
+
+
+@pytest.mark.parametrize(
+    ("field", "inside", "outside", "bound"),
+    [
+        ("output_tokens", 144, 145, f"outside 0 to 144 {ASKED}"),
+        ("usage_tokens", 144, 10**15, f"outside 0 to 144 {ASKED}"),
+        ("counted_tokens", 0, 145, f"outside 0 to 144 {ASKED}"),
+        ("prompt_tokens", 4124, 4125, f"outside 0 to 4124 {PROMPT}"),
+    ],
+)
+def test_token_counts_within_what_the_task_asked(field: str, inside: int, outside: int, bound: str) -> None:
+    within = served(**{field: inside})
+    assert check_figures(within, ENDPOINT, CPU_ONLY) == within
+    refusal = check_figures(served(**{field: outside}), ENDPOINT, CPU_ONLY)
+    assert isinstance(refusal, Refusal)
+    assert refusal.detail == f"generation.records[0].{field}: the worker says {outside!r} tokens, {bound}"
+
+
+def test_a_round_trip_longer_than_the_timeout_is_refused() -> None:
+    refusal = check_figures(served(rtt_ms=63_001.0), ENDPOINT, CPU_ONLY)
+    assert isinstance(refusal, Refusal)
+    assert refusal.detail == (
+        "generation.rtt_ms: the worker says 63001.0 ms, outside 0 to 63000 ms (the timeout)"
+    )
 
 
 def test_the_profile_placed_by_is_the_peers_advert() -> None:
