@@ -20,7 +20,8 @@ Bounds, generous but physical, and why:
   and DRAM (RAPL): the largest boards draw about 1.2 kW, a two-socket server's packages and DRAM
   about 1.5 kW; 10 kW is several times any single device.
 - Energy (`EnergyReading.joules`, `idle_joules`): 0 to `MAX_POWER_W` x its own seconds (`window_s`,
-  `idle_s`); the seconds are bounded by the timeout (`scheduler.figures`).
+  `idle_s`); the seconds are bounded by the timeout (`scheduler.figures`), and a tensor task's window,
+  which wraps its process's timed loop on the same clock, by the runs it timed from below.
 - Temperatures (`temp_c`, `gpu_temp_c`): -40 to 150 C. Silicon is specified from -40 C (industrial
   parts) and shuts down before 125 C junction; 150 C is the absolute maximum rating of a junction.
 - Clocks (`cpu_mhz`, `gpu_sm_mhz`): 0 to 10 GHz. No shipped CPU or GPU core runs past 6.2 GHz; 0 is
@@ -105,6 +106,7 @@ POWER_RATIO: Final = 2.0
 POWER_SLACK_W: Final = 25.0
 MIN_POWER_POINTS: Final = 3
 NET_TOLERANCE: Final = 0.5
+WINDOW_SLACK_S: Final = 1e-3
 TOKEN_FACTOR: Final = 16
 BYTES_PER_CHAR: Final = 4
 TEMPLATE_TOKENS: Final = 4096
@@ -256,7 +258,24 @@ def _energy(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None) -> It
         yield from _within(f"{where}.idle_joules", r.idle_joules, 0.0, MAX_POWER_W * r.idle_s, idle_bound)
         yield from _method(where, r, spec, profile)
         yield from _below_idle(where, r)
+    yield from _covers_runs(m)
     yield from _against_telemetry(m.energy_readings, m.telemetry)
+
+
+def _covers_runs(m: Measurement) -> Iterator[str]:
+    """A tensor task's energy window wraps its process's timed loop: it cannot be shorter than the
+    runs it timed (both are read on the same monotonic clock; `WINDOW_SLACK_S` for rounding)."""
+    if m.generation is not None:
+        return
+    start = 0
+    for i, (r, runs) in enumerate(zip(m.energy_readings, m.process_runs, strict=False)):
+        timed_s = math.fsum(m.samples_ms[start : start + runs]) / 1000.0
+        start += runs
+        if r.joules is not None and r.window_s < timed_s - WINDOW_SLACK_S:
+            yield (
+                f"energy_readings[{i}].window_s: the worker says {r.window_s!r} s, shorter than the "
+                f"{runs} timed runs it covers ({timed_s!r} s)"
+            )
 
 
 def _method(where: str, r: EnergyReading, spec: TaskSpec, profile: DeviceProfile | None) -> Iterator[str]:

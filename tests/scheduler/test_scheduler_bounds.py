@@ -349,6 +349,19 @@ def test_a_round_trip_longer_than_the_timeout_is_refused() -> None:
     )
 
 
+def test_an_energy_window_shorter_than_the_runs_it_wraps_is_refused() -> None:
+    """The five timed runs take 53.7 ms: a window may not be shorter (1 ms allowed for rounding)."""
+    at_least = derive(_reading(honest(), window_s=0.0528, joules=0.5), CPU_TASK)
+    assert check_figures(at_least, CPU_TASK, CPU_ONLY) == at_least
+    refusal = check_figures(
+        derive(_reading(honest(), window_s=0.05, joules=0.5), CPU_TASK), CPU_TASK, CPU_ONLY
+    )
+    assert isinstance(refusal, Refusal)
+    assert refusal.detail.startswith(
+        "energy_readings[0].window_s: the worker says 0.05 s, shorter than the 5 timed runs it covers (0.0537"
+    )
+
+
 def test_the_profile_placed_by_is_the_peers_advert() -> None:
     peers = [sch.PeerView(peer_id="a", profile=CPU_ONLY), sch.PeerView(peer_id="b", profile=WITH_GPU)]
     assert sch.placed_profile(peers, "b") == WITH_GPU
