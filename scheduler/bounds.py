@@ -22,8 +22,10 @@ Bounds, generous but physical, and why:
 - Energy (`EnergyReading.joules`, `idle_joules`): 0 to `MAX_POWER_W` x its own seconds (`window_s`,
   `idle_s`); the seconds are bounded by the timeout (`scheduler.figures`), and a tensor task's window,
   which wraps its process's timed loop on the same clock, by the runs it timed from below.
-- Temperatures (`temp_c`, `gpu_temp_c`): -40 to 150 C. Silicon is specified from -40 C (industrial
-  parts) and shuts down before 125 C junction; 150 C is the absolute maximum rating of a junction.
+- Temperatures (`temp_c`, `gpu_temp_c`): -40 to 150 C (`protocol.telemetry.MIN_TEMP_C`,
+  `MAX_TEMP_C`). Silicon is specified from -40 C (industrial parts) and shuts down before 125 C
+  junction; 150 C is the absolute maximum rating of a junction. The sampler skips a sensor outside
+  the range (a broken or missing one reads -273 or 255 C), so an honest worker never sends one.
 - Clocks (`cpu_mhz`, `gpu_sm_mhz`): 0 to 10 GHz. No shipped CPU or GPU core runs past 6.2 GHz; 0 is
   kept because a virtual machine may report an unknown current clock as 0 (`psutil.cpu_freq`).
 - Cores busy (`busy_cores`, `own_cores`, `cpu_cores_used`, `conditions.background_cores`): 0 to the
@@ -89,13 +91,11 @@ from typing import Final
 
 from protocol import DeviceProfile, EnergyReading, GenerateSpec, GenerationStats, Measurement, TaskSpec
 from protocol.aggregate import is_endpoint
-from protocol.telemetry import Telemetry
+from protocol.telemetry import MAX_TEMP_C, MIN_TEMP_C, Telemetry
 from protocol.units import GPU_UNITS
 from scheduler.placement import PeerView
 
 MAX_POWER_W: Final = 10_000.0
-MIN_TEMP_C: Final = -40.0
-MAX_TEMP_C: Final = 150.0
 MAX_CLOCK_MHZ: Final = 10_000.0
 MAX_CORES: Final = 4096  # cores of a device whose profile does not say
 CORE_SLACK: Final = 1.25
