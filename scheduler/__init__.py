@@ -28,6 +28,7 @@ Modules:
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     machine    Scheduler: one per campaign, handle(event, now) -> commands
     figures    check_figures: a result's figures derived again from its raw parts, or a Refusal
+    bounds     out_of_bounds: readings without raw parts held to physics, the worker's profile, the task
     results    the results room (a package): the column registry, result rows, results.csv and .json
     report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
     significance  the Mann-Whitney U test the diffs use
@@ -44,6 +45,7 @@ Modules:
 
 from __future__ import annotations
 
+from scheduler.bounds import placed_profile
 from scheduler.campaign import Campaign, Job, Requirements, parse_campaign
 from scheduler.endpoints import endpoint_ref, endpoint_unit, is_endpoint_key
 from scheduler.errors import CampaignError, FieldProblem, SchedulerError, UnresolvedModelError
@@ -210,6 +212,7 @@ __all__ = [
     "level_rows",
     "needs_of",
     "parse_campaign",
+    "placed_profile",
     "rank",
     "result_row",
     "results_document",

@@ -20,7 +20,7 @@ from typing import Final, Literal
 from protocol import FleetDeal, GenerateSpec, RequestRecord
 from protocol.fleet import MAX_DEALT, MAX_FLEET
 from protocol.stats import percentile
-from scheduler.problems import Problems, check_keys, describe
+from scheduler.problems import Problems, check_keys, describe, number
 
 FLEET_UNIT: Final = "Endpoint (fleet)"
 SATURATED_CPU_PCT: Final = 90.0  # genai-bench warns past 90 % client CPU
@@ -199,14 +199,17 @@ def fleet_field(fields: Mapping[str, object], path: str, problems: Problems) -> 
 
 
 def _asked(load: Mapping[str, object], size: int) -> str | None:
-    """Why a rate x duration asks more of each member than one result keeps, or None."""
-    rates, duration = load.get("request_rate"), load.get("duration_s")
-    top = max(
-        (r for r in (rates if isinstance(rates, list) else [rates]) if isinstance(r, int | float)), default=0
-    )
-    if not size or not isinstance(duration, int | float) or top * duration <= 0.9 * MAX_DEALT * size:
+    """Why a rate x duration asks more of each member than one result keeps, or None. `fleet: all`
+    (size 0) is checked with the most members a fleet may have (`MAX_FLEET`): how many will take
+    part is known only at placement, and no fleet can carry more than that."""
+    rates, duration = load.get("request_rate"), number(load.get("duration_s"))
+    numbers = (number(r) for r in (rates if isinstance(rates, list) else [rates]))
+    top = max((r for r in numbers if r is not None), default=0.0)
+    members = size or MAX_FLEET
+    if duration is None or top * duration <= 0.9 * MAX_DEALT * members:
         return None
-    return f"{top:g} req/s for {duration:g} s is about {top * duration:g} requests, over {MAX_DEALT} a member"
+    over = f"over {MAX_DEALT} a member" if size else f"over {MAX_DEALT} a member for all {MAX_FLEET} members"
+    return f"{top:g} req/s for {duration:g} s is about {top * duration:g} requests, {over}"
 
 
 def fleet_devices(spec: GenerateSpec | None, devices: Devices) -> Devices:

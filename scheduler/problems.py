@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
@@ -53,6 +54,18 @@ def describe(value: object) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}" if not isinstance(value, str) else text
+
+
+def number(value: object) -> float | None:
+    """A campaign's number as the spec will read it (pydantic takes "1e300" for a float; YAML reads
+    an exponent without a dot as text), or None when it is no finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        found = float(value)
+    except ValueError:
+        return None
+    return found if math.isfinite(found) else None
 
 
 def check_keys(keys: Iterable[object], path: str, known: Iterable[str], problems: Problems) -> None:

@@ -2,10 +2,10 @@
 
 One task (this loop) owns the scheduler and feeds it events; attempts report the scheduler events
 they hear (`Heard`) through a bounded channel and obey the commands routed to them. Every result is
-verified, checked against the task's current lease, its figures derived again from its raw parts
-(`scheduler.check_figures`) and a fleet member's records checked against its signed deal
-(`scheduler.check_fleet`): a refused one is a `ResultRejected`; then it is stored in SQLite before it is
-acknowledged.
+verified, checked against the task's current lease, its figures derived again from its raw parts and
+its readings bounded by the profile it was placed by (`scheduler.check_figures`), and a fleet
+member's records checked against its signed deal (`scheduler.check_fleet`): a refused one is a
+`ResultRejected`; then it is stored in SQLite before it is acknowledged.
 """
 
 from __future__ import annotations
@@ -341,7 +341,8 @@ class CampaignLoop:
             return None
         task = self._task(a.task_id)
         spec = self._campaign.jobs[task.job_index].spec
-        figures = sch.check_figures(delivered.body.measurement, spec)
+        profile = sch.placed_profile(self._sched.snapshot().peers, a.peer_id) or delivered.body.device
+        figures = sch.check_figures(delivered.body.measurement, spec, profile, delivered.body.device)
         if not isinstance(figures, sch.Refusal):  # a fleet member's records against the deal it signed
             figures = sch.check_fleet(figures, spec, a.spec)
         if isinstance(figures, sch.Refusal):
