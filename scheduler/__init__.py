@@ -26,7 +26,8 @@ Modules:
     machine    Scheduler: one per campaign, handle(event, now) -> commands
     figures    check_figures: a result's figures derived again from its raw parts, or a Refusal
     results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
-    report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
+    report     a campaign report as data: entries, the device x unit matrix
+    diff       two campaigns compared: tasks paired by worker, then device; each change tested
     significance  the Mann-Whitney U test the diffs use
     llmview    LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
     genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
