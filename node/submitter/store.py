@@ -149,10 +149,7 @@ class CampaignStore:
             path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
-            have = {row[1] for row in db.execute("PRAGMA table_info(campaigns)")}
-            for name, kind in _ADDED_COLUMNS:
-                if name not in have:
-                    db.execute(f"ALTER TABLE campaigns ADD COLUMN {name} {kind}")
+            _add_columns(db)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -263,6 +260,19 @@ class CampaignStore:
             db.execute("DELETE FROM results")
             db.execute("DELETE FROM cancels")
             db.execute("DELETE FROM campaigns")
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Give a store written by an older sark-node the columns it lacks (`_ADDED_COLUMNS`)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(campaigns)")}
+    for name, kind in _ADDED_COLUMNS:
+        if name in have:
+            continue
+        try:
+            db.execute(f"ALTER TABLE campaigns ADD COLUMN {name} {kind}")
+        except sqlite3.OperationalError as exc:  # another process opening the store added it first
+            if "duplicate column" not in str(exc):
+                raise
 
 
 _COLUMNS: Final = "id, name, created_utc, source, text, models, snapshot, status, out_dir, swarm, submitter"
