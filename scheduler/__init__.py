@@ -30,7 +30,8 @@ Modules:
     figures    check_figures: a result's figures derived again from its raw parts, or a Refusal
     bounds     out_of_bounds: readings without raw parts held to physics, the worker's profile, the task
     results    the results room (a package): the column registry, result rows, results.csv and .json
-    report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
+    report     a campaign report as data: entries, the device x unit matrix
+    diff       two campaigns compared: tasks paired by worker, then device; each change tested
     significance  the Mann-Whitney U test the diffs use
     llmview    LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
     fleet      fleet load: fleet: N parsed, the seeded schedule and its deal, clock offsets, lag, saturation

@@ -189,7 +189,8 @@ def submit(
     options = _options(out, wait_peers, discover_timeout, workers, events, rediscover, view.event)
     text, vetted = _checked(campaign)
     flags = resume_flags(gate_addrs, data_dir, config_file)
-    options = dataclasses.replace(options, keys=_keys_for(config, vetted, resume), resume_flags=flags)
+    keys = _keys_for(config, vetted, resume)
+    options = dataclasses.replace(options, keys=keys, resume_flags=flags, gate_given=bool(gate_addrs))
 
     async def main() -> runtime.Outcome:
         with view:
@@ -200,26 +201,30 @@ def submit(
 
     outcome = run(main, verbose=verbose, stop=options.stop)  # bad model paths and unknown ids: exit 2
     if events:
-        json_lines(
-            "outcome",
-            campaign=outcome.campaign_id,
-            files={k: str(v) for k, v in outcome.files.items()},
-            accepted=outcome.tally.accepted,
-            stale=outcome.tally.stale,
-            rejected=outcome.tally.rejected,
-            lapsed=outcome.tally.lapsed,
-            released=outcome.tally.released,
-        )
+        _outcome_event(outcome)
     else:
         _report(outcome, as_json)
     fail_if_nobody(outcome)
     exit_for(outcome.tasks, strict=strict)
 
 
-def _report(outcome: Any, as_json: bool) -> None:
-    from rich.console import Console
+def _outcome_event(outcome: Any) -> None:
+    """`--events`: the campaign's end as one JSON line."""
+    json_lines(
+        "outcome",
+        campaign=outcome.campaign_id,
+        files={k: str(v) for k, v in outcome.files.items()},
+        accepted=outcome.tally.accepted,
+        stale=outcome.tally.stale,
+        rejected=outcome.tally.rejected,
+        lapsed=outcome.tally.lapsed,
+        released=outcome.tally.released,
+    )
 
+
+def _report(outcome: Any, as_json: bool) -> None:
     import scheduler as sch
+    from node.cli.console import console as out_console
 
     tasks: Sequence[sch.TaskView] = outcome.tasks
     if as_json:
@@ -236,7 +241,7 @@ def _report(outcome: Any, as_json: bool) -> None:
     from node.submitter.render import load_document
     from protocol import for_rich
 
-    console = Console()
+    console = out_console()
     document = load_document(outcome.files["json"])
     console.print(_matrix(document))
     for result in document.get("results", []):
@@ -324,11 +329,10 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
 
 
 def _print_plan(result: sch.Plan) -> None:
-    from rich.console import Console
-
+    from node.cli.console import console as out_console
     from protocol import for_rich
 
-    console = Console()
+    console = out_console()
     for job in result.jobs:
         unit = job.job.spec.compute_unit.value
         console.print(

@@ -11,6 +11,7 @@ Modules:
     fleet      a fleet job's seed, start instant and member deals; the /sark/clock/1.0.0 offset probe
     discovery  finding workers: DHT adverts confirmed by a live /sark/profile answer
     store      the SQLite campaign store
+    swarms     which swarm a campaign runs on: recorded at its start, gone back to on --resume
     models     pinning a campaign's models
     outputs    results.csv, results.json, report.html
     render     drawing report.html
@@ -41,6 +42,7 @@ __all__ = [
     "render",
     "run",
     "store",
+    "swarms",
     "tables",
     "telereport",
     "vetting",

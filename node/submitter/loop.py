@@ -97,6 +97,7 @@ class CampaignLoop:
         self._holders_of: dict[str, dict[str, tuple[str, ...]]] = {}
         self._fetching: set[tuple[str, str]] = set()  # (sha256, peer) of every commit
         self._stopped = False  # the scheduler has withdrawn what was out: the loop ends
+        self._cancelled = False  # the scheduler took a cancel: the campaign ends "cancelled"
 
     def request_cancel(self) -> None:
         """Cancel the campaign: running tasks are cancelled on their workers."""
@@ -145,6 +146,7 @@ class CampaignLoop:
             sched_event = self._translate(event) if event is not None else sch.Tick()
             if sched_event is None:
                 continue
+            self._cancelled |= isinstance(sched_event, sch.CancelRequested)
             self._apply(self._sched.handle(sched_event, now))
             if not isinstance(sched_event, sch.ProgressReported):
                 self._save()
@@ -174,7 +176,8 @@ class CampaignLoop:
             await self._heard_in.send(sch.PeersDiscovered(peers=peers))
 
     def _save(self) -> None:
-        status = CampaignStatus.FINISHED if self._sched.done else CampaignStatus.RUNNING
+        ended = CampaignStatus.CANCELLED if self._cancelled else CampaignStatus.FINISHED
+        status = ended if self._sched.done else CampaignStatus.RUNNING
         if self._stop.is_set() and not self._sched.done:
             status = CampaignStatus.INTERRUPTED
         self._store.save_state(self._id, self._sched.snapshot().model_dump_json().encode(), status)

@@ -31,7 +31,8 @@ from node.submitter.loop import CampaignLoop, Tally, View, models_json, utc_now
 from node.submitter.models import pin_models, refs_from_json
 from node.submitter.outputs import write_outputs
 from node.submitter.prompts import read_prompt_files
-from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore
+from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter
+from node.submitter.swarms import resume_config, swarm_of
 from node.submitter.vetting import vet_local
 from node.transfer.blob import UploadSlots, blob_handler
 from node.transfer.cache import model_cache
@@ -70,6 +71,8 @@ class SubmitOptions:
     """Set on Ctrl-C: the campaign withdraws what is out and raises `CampaignInterrupted`."""
     resume_flags: str = ""
     """The node flags to repeat in `CampaignInterrupted`'s resume command (" --data-dir D", ...)."""
+    gate_given: bool = False
+    """`--gate` was on the command line: `resume` runs the campaign there, whatever swarm it ran on."""
 
 
 @dataclass(frozen=True)
@@ -226,7 +229,8 @@ async def submit(
 async def resume(
     config: NodeConfig, campaign_id: str, options: SubmitOptions, *, view: View = lambda _: None
 ) -> Outcome:
-    """Pick a stored campaign up where the last submitter stopped: reclaim leases, go on."""
+    """Pick a stored campaign up where the last submitter stopped, on the swarm it ran on
+    (`node.submitter.swarms`): reclaim leases, go on."""
     store = store_of(config)
     record = store.campaign(campaign_id)
     if record is None:
@@ -234,6 +238,8 @@ async def resume(
     run = restore(record)
     if run.scheduler.done:  # it ended, but its files were not written (a full disk): write them only
         return _outcome(run, store, Tally(), None)
+    peers = {t.peer_id for t in run.scheduler.tasks() if t.peer_id}
+    config = resume_config(record, config, peers, explicit=options.gate_given)
     return await _run(config, options, store, run, view=view)
 
 
@@ -241,6 +247,7 @@ async def _run(
     config: NodeConfig, options: SubmitOptions, store: CampaignStore, run: CampaignRun, *, view: View
 ) -> Outcome:
     uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
+    store.claim(run.campaign_id, swarm_of(config), Submitter.this_process())  # `status`, `--resume` read it
     async with open_submitter(config, options, uploads) as node:
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         try:
