@@ -3,11 +3,13 @@
 Refused: pickle streams and pickle-bearing archives (`.pkl`, legacy and zip `torch.save` whole
 models), torch programs without the owner's opt-in, and ONNX external data that points outside the
 model's directory (absolute, `..`, or a symlink) or is missing; safetensors and GGUF headers that
-lie about their tensors (`drivers.headers`). ONNX files are walked at the protobuf wire level, so no
+lie about their tensors (`drivers.headers`); an ONNX file that is not a protobuf with a graph, and a
+torch program that is not a zip archive. ONNX files are walked at the protobuf wire level, so no
 `onnx` package is needed and tensor bytes are skipped, not read.
 
-`detect_format` reads only the name; `check_model_file` reads the bytes and so runs only in the
-spawned child (`drivers.child`), never in the node.
+`detect_format` reads only the name; `check_model_file` reads the bytes and so runs only in a
+spawned child: the worker's (`drivers.child`), and the submitter's before it sends a model
+(`node.intake`), never in the node itself.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ _SCHEMA: Final[dict[str, dict[int, str]]] = {
     "tensor": {13: "entry"},
 }
 _TENSOR_EXTERNAL_DATA: Final = 13
+_MODEL_GRAPH: Final = 7
 
 
 def detect_format(path: Path) -> ModelFormat:
@@ -98,6 +101,11 @@ def check_model_file(path: Path, fmt: ModelFormat, *, allow_code_models: bool) -
         raise TaskFailed(
             FailureReason.FORMAT, f"{fmt.value} runs code when loaded; the owner has not opted in"
         )
+    if fmt in CODE_FORMATS and head != b"PK\x03\x04":
+        raise TaskFailed(
+            FailureReason.FORMAT,
+            f"not a zip archive (torch.jit.save and torch.export.save write one: {fmt.value})",
+        )
     if fmt == ModelFormat.ONNX:
         _check_onnx(path)
     elif fmt == ModelFormat.GGUF:
@@ -134,12 +142,14 @@ def _check_onnx(path: Path) -> None:
     locations, problem = _onnx_locations(path)
     if problem:
         raise TaskFailed(FailureReason.FORMAT, f"not a valid ONNX protobuf ({problem})")
+    if locations is None:
+        raise TaskFailed(FailureReason.FORMAT, "not an ONNX model (no graph in its protobuf)")
     for location in locations:
         _check_location(path.parent, location)
 
 
-def _onnx_locations(path: Path) -> tuple[list[str], str]:
-    """The external-data locations, or why the protobuf walk failed.
+def _onnx_locations(path: Path) -> tuple[list[str] | None, str]:
+    """The external-data locations (None when the model has no graph), or why the protobuf walk failed.
 
     The failure is returned, not raised, so that no traceback still holds slices of the mapping when
     it is released (a live slice makes `mmap.close` raise BufferError).
@@ -150,10 +160,11 @@ def _onnx_locations(path: Path) -> tuple[list[str], str]:
         view = memoryview(mapped)
         try:
             locations = list(external_locations(view))
+            graph = any(number == _MODEL_GRAPH for number, _ in _length_fields(view))
         except (IndexError, ValueError, RecursionError) as exc:
-            problem = str(exc) or type(exc).__name__
+            problem, graph = str(exc) or type(exc).__name__, True
         view.release()
-    return locations, problem
+    return (locations if graph else None), problem
 
 
 def _check_location(root: Path, location: str) -> None:

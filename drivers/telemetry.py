@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import psutil
 
-from protocol.telemetry import MAX_POINTS, Telemetry, TelemetryPoint
+from protocol.telemetry import MAX_POINTS, MAX_TEMP_C, MIN_TEMP_C, Telemetry, TelemetryPoint
 
 PERIOD_S: Final = 0.25
 _TASKS: Final = Path("/proc/self/task")
@@ -208,7 +208,12 @@ class Sampler:
     def _temperature(self) -> tuple[float | None, bool]:
         if not self._sensors:
             return None, False
-        readings = [t for group in psutil.sensors_temperatures().values() for t in group]
+        readings = [  # a sensor outside what silicon can be (a missing one reads -273 or 255 C) is skipped
+            t
+            for group in psutil.sensors_temperatures().values()
+            for t in group
+            if MIN_TEMP_C <= t.current <= MAX_TEMP_C
+        ]
         if not readings:
             return None, False
         hottest = max(t.current for t in readings)

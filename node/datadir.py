@@ -84,6 +84,10 @@ class DataDir:
         """The data folder of one node of the embedded local swarm (`gate`, `worker-0`, ...)."""
         return self.root / "embedded" / node
 
+    def embedded_keys(self, prefix: str) -> list[Path]:
+        """The identity keys of the embedded swarm's nodes whose names start with `prefix` (those started)."""
+        return sorted(p for p in (self.root / "embedded").glob(f"{prefix}*/identity.key") if p.is_file())
+
 
 def read_settings(file: Path) -> dict[str, Any]:
     """The settings in a TOML file (JSON if it ends in `.json`), unchecked.

@@ -30,6 +30,8 @@ EndCode = Literal["ttft_rising", "errors", "slo_unreachable"]
 MAX_SEARCH_RECORDS: Final = 2_500
 """Request records a search keeps over all its levels (all travel in one signed result); the search
 stops, unfinished, there. The driver also bounds them by their token times' size."""
+MAX_LEVELS: Final = 64
+"""Levels one search result holds (the campaign's range must need no more: `scheduler.capacity`)."""
 MIN_EVIDENCE: Final = 10
 """Requests a level must have ended before it may be judged over-saturated."""
 MIN_RISING: Final = 12
@@ -59,7 +61,7 @@ class CapacityResult(Value):
 
     by: Literal["concurrency", "request_rate"]
     goodput_pct: float = Field(gt=0, le=100)
-    levels: tuple[CapacityLevel, ...] = Field(max_length=64)
+    levels: tuple[CapacityLevel, ...] = Field(max_length=MAX_LEVELS)
     knee: float | None  # the highest passing level below the first failing one; None: the lowest failed
     first_fail: float | None  # the lowest failing level; None: the top level passed
     finished: bool  # False: the task's time ran out before the search had its answer

@@ -22,6 +22,10 @@ MAX_POINTS: Final = 2000
 """Telemetry points one task keeps; the child keeps 1 in `stride` once it has this many."""
 MAX_WINDOWS: Final = 1000
 """Windows one sustained run may have (duration_s / window_s)."""
+MIN_TEMP_C: Final = -40.0
+MAX_TEMP_C: Final = 150.0
+"""A temperature of silicon: parts are specified from -40 C and a junction's absolute maximum is 150 C.
+A sensor outside is broken, not hot (the sampler skips it; the submitter refuses such a point)."""
 
 # NVML clock-event reasons (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*), as documented.
 NVML_SW_POWER_CAP: Final = 0x4

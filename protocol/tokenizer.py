@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from protocol.generation import MAX_TOKENIZER_BYTES, TokenizerPin
 
@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 MAX_TOKENIZER_FILE: Final = 32 << 20
+MAX_VOCABULARY: Final = 1 << 20
+"""Tokens a pinned tokenizer may have: four times the largest published vocabularies (about 256k);
+loading and scanning 2,000,000 took 20 s and 770 MiB."""
 FOLDER_FILE: Final = "tokenizer.json"
+T = TypeVar("T")
 
 
 class TokenizerError(ValueError):
@@ -59,35 +63,73 @@ def unpack(pin: TokenizerPin) -> bytes:
 
 
 class Pinned:
-    """A pinned tokenizer, loaded: what `scheduler.dataset.Vocabulary` asks for."""
+    """A pinned tokenizer, loaded: what `scheduler.dataset.Vocabulary` asks for.
+
+    Bounded before and after parsing: at most `MAX_TOKENIZER_FILE` bytes and `MAX_VOCABULARY` tokens
+    (the library's cost grows with both). The library's own failures, a Rust panic included (pyo3's
+    `PanicException` is a BaseException, raised for instance when a pre-tokenizer regex backtracks past
+    Oniguruma's retry limit), come out as `TokenizerError` naming the file and the stage.
+    """
 
     def __init__(self, data: bytes, name: str) -> None:
+        self.name = name
+        if len(data) > MAX_TOKENIZER_FILE:
+            raise TokenizerError(
+                f"{name}: {len(data)} bytes, over the limit of {MAX_TOKENIZER_FILE} bytes for a tokenizer"
+            )
         try:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise TokenizerError(f"{name}: reading a tokenizer needs the tokenizers package ([llm])") from exc
-        try:
-            self._tokenizer: Tokenizer = Tokenizer.from_str(data.decode("utf-8"))
-        except (UnicodeDecodeError, Exception) as exc:  # the library's errors are plain Exceptions
-            raise TokenizerError(f"{name}: not a tokenizer.json ({str(exc)[:200]})") from exc
+        self._tokenizer: Tokenizer = self._guarded(
+            "not a tokenizer.json", lambda: Tokenizer.from_str(data.decode("utf-8"))
+        )
+        self._tokenizer.no_padding()  # counts are of the text's own tokens: a file's padding or
+        self._tokenizer.no_truncation()  # truncation would change them (and padding can ask for gigabytes)
+        size = self._guarded("reading its vocabulary", self._tokenizer.get_vocab_size)
+        if size > MAX_VOCABULARY:
+            raise TokenizerError(
+                f"{name}: {size} tokens, over the limit of {MAX_VOCABULARY} tokens for a tokenizer"
+            )
         self._plain: list[int] | None = None
 
+    def _guarded(self, stage: str, call: Callable[[], T]) -> T:
+        """`call`, with the library's failures (a panic too) as a TokenizerError naming `stage`."""
+        try:
+            return call()
+        except Exception as exc:  # the library's errors are plain Exceptions (and UnicodeDecodeError)
+            raise TokenizerError(f"{self.name}: {stage} ({_first_line(exc)})") from None
+        except BaseException as exc:
+            if type(exc).__name__ != "PanicException":
+                raise
+            raise TokenizerError(
+                f"{self.name}: {stage}: the tokenizers library panicked ({_first_line(exc)})"
+            ) from None
+
     def encode(self, text: str) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        ids = self._guarded("encoding", lambda: self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return list(ids)
 
     def decode(self, ids: Sequence[int]) -> str:
-        return str(self._tokenizer.decode(list(ids), skip_special_tokens=True))
+        return str(
+            self._guarded("decoding", lambda: self._tokenizer.decode(list(ids), skip_special_tokens=True))
+        )
 
     def plain_ids(self) -> list[int]:
         if self._plain is None:
             special = set(self._tokenizer.get_added_tokens_decoder())
-            self._plain = [
-                i
-                for i in range(self._tokenizer.get_vocab_size())
-                if i not in special and _plain(self._tokenizer.decode([i]))
-            ]
+            size = self._tokenizer.get_vocab_size()
+            texts = self._guarded(
+                "decoding its vocabulary", lambda: self._tokenizer.decode_batch([[i] for i in range(size)])
+            )
+            self._plain = [i for i, text in enumerate(texts) if i not in special and _plain(text)]
         return self._plain
 
 
 def _plain(text: str) -> bool:
     return bool(text.strip()) and text.isprintable() and "\ufffd" not in text
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]

@@ -1,11 +1,14 @@
-"""Pure scheduler of sark-node: campaign file -> tasks -> needs; placement; the state machine; result rows.
+"""Pure scheduler of sark-node: the campaign language and the scheduling of a campaign (campaign file
+-> tasks -> needs; placement; the state machine), and the results room (`scheduler.results`: rows,
+files and the one column registry). Running a campaign (the swarm, the store, the files on disk) is
+`node.submitter`'s.
 
 No trio, libp2p, sockets, files, clock, randomness or logging: time comes in as `now`, deadlines go
 out as data (`Scheduler.next_deadline`), outcomes are values with reasons.
 
 Modules:
     errors     SchedulerError, CampaignError (with FieldProblems), UnresolvedModelError
-    problems   collecting a campaign file's problems in one pass, at the paths the user wrote
+    problems   collecting a campaign file's problems in one pass, at the paths the user wrote; CampaignFiles
     document   the file's text as data: JSON, or YAML with alias expansion bounded before construction
     sources    the campaign's models (model, models, model_url) as ModelSource values
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job
@@ -27,18 +30,15 @@ Modules:
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     machine    Scheduler: one per campaign, handle(event, now) -> commands
     figures    check_figures: a result's figures derived again from its raw parts, or a Refusal
-    results    CSV_COLUMNS, result_row, failure_row, to_csv, results_document
-    report     a campaign report as data: entries, the device x unit matrix, diffs of two campaigns
+    bounds     out_of_bounds: readings without raw parts held to physics, the worker's profile, the task
+    results    the results room (a package): the column registry, result rows, results.csv and .json
+    report     a campaign report as data: entries, the device x unit matrix
+    diff       two campaigns compared: tasks paired by worker, then device; each change tested
     significance  the Mann-Whitney U test the diffs use
     llmview    LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
-    genrows    GENERATION_COLUMNS: a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE)
-    caprows    CAPACITY_COLUMNS: a capacity search's Capacity row (the knee) and one row per level
-    energyrows ENERGY_COLUMNS: energy per inference and per token, power, method, note
-    fleet      fleet load: fleet: N parsed, the seeded schedule and its deal, clock offsets, fleet columns
+    fleet      fleet load: fleet: N parsed, the seeded schedule and its deal, clock offsets, lag, saturation
     fleetcheck check_fleet: a fleet member's records against the deal the submitter signed, or a Refusal
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
-    fleetrows  a fleet job's member rows and its merged row, from every member's raw records
-    sustainrows  SUSTAIN_COLUMNS: Throttled with its causes, window medians, the telemetry kept
     classes    device classes: the profile parts two peers share exactly when their timings should agree
     replicas   pick_replicas: N peers of one class, distinct in identity and in host
     agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
@@ -50,8 +50,8 @@ Modules:
 
 from __future__ import annotations
 
+from scheduler.bounds import placed_profile
 from scheduler.campaign import Campaign, Job, parse_campaign
-from scheduler.caprows import level_rows
 from scheduler.endpoints import endpoint_ref, endpoint_unit, is_endpoint_key
 from scheduler.errors import CampaignError, FieldProblem, SchedulerError, UnresolvedModelError
 from scheduler.events import (
@@ -82,9 +82,8 @@ from scheduler.events import (
     Tick,
 )
 from scheduler.figures import Refusal, check_figures
-from scheduler.fleet import FLEET_COLUMNS, FLEET_UNIT, ClockRound, clock_offset, deal, is_fleet
+from scheduler.fleet import FLEET_UNIT, ClockRound, clock_offset, deal, is_fleet
 from scheduler.fleetcheck import check_fleet
-from scheduler.fleetrows import Member, fleet_rows
 from scheduler.generate import campaign_files
 from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, endpoint_models, needs_of
@@ -105,8 +104,23 @@ from scheduler.placement import (
     rank,
     unit_problem,
 )
+from scheduler.problems import CampaignFiles
 from scheduler.requirements import Requirements
-from scheduler.results import CSV_COLUMNS, SEED_COLUMNS, failure_row, result_row, results_document, to_csv
+from scheduler.results import (
+    COLUMNS,
+    CSV_COLUMNS,
+    FLEET_COLUMNS,
+    SEED_COLUMNS,
+    Column,
+    Member,
+    Section,
+    failure_row,
+    fleet_rows,
+    level_rows,
+    result_row,
+    results_document,
+    to_csv,
+)
 from scheduler.retry import FINAL_FAILURES
 from scheduler.sources import ModelSource
 from scheduler.tasks import (
@@ -123,6 +137,7 @@ from scheduler.tasks import (
 from scheduler.verify import Verify
 
 __all__ = [
+    "COLUMNS",
     "CSV_COLUMNS",
     "DEFAULT_LEASE_TTL_S",
     "FINAL_FAILURES",
@@ -132,9 +147,11 @@ __all__ = [
     "Attempt",
     "Campaign",
     "CampaignError",
+    "CampaignFiles",
     "CancelRequested",
     "Cause",
     "ClockRound",
+    "Column",
     "Command",
     "Event",
     "FieldProblem",
@@ -169,6 +186,7 @@ __all__ = [
     "SchedulerError",
     "SchedulerSnapshot",
     "Score",
+    "Section",
     "SendAck",
     "SendCancel",
     "SendDispatch",
@@ -204,6 +222,7 @@ __all__ = [
     "level_rows",
     "needs_of",
     "parse_campaign",
+    "placed_profile",
     "rank",
     "result_row",
     "results_document",

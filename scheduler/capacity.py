@@ -10,10 +10,12 @@ server (an ``endpoint:`` job), and picks its own levels, so the block takes no `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Final
 
-from scheduler.problems import Problems, check_keys, describe
+from protocol.capacity import MAX_LEVELS
+from scheduler.problems import Problems, check_keys, describe, number
 
 CAPACITY_FIELDS: Final = (
     "slo",
@@ -57,9 +59,29 @@ def capacity_fields(raw: Mapping[str, object], where: str, problems: Problems) -
     if isinstance(rate, dict):
         check_keys(rate, f"{where}.rate", RATE_FIELDS, problems)
         search |= {"rate_min": rate.get("min"), "rate_max": rate.get("max")}
+        levels = rate_levels(rate.get("min"), rate.get("max"), block.get("rate_resolution_pct", 10.0))
+        if levels is not None and levels > MAX_LEVELS:
+            problems.add(
+                f"{where}.rate",
+                f"{number(rate.get('min')):g} to {number(rate.get('max')):g} req/s needs up to {levels} "
+                f"levels, over the {MAX_LEVELS} one search result holds",
+            )
     elif rate is not None:
         problems.add(f"{where}.rate", f"expected a mapping with min and max (req/s), got {describe(rate)}")
     return {"capacity": search, "slo": slo}
 
 
-__all__ = ["CAPACITY_FIELDS", "SLO_FIELDS", "capacity_fields"]
+def rate_levels(low: object, high: object, resolution_pct: object) -> int | None:
+    """The most levels a request-rate search from `low` to `high` may run (`protocol.capacity.next_level`):
+    doubling from `low` to `high`, then bisecting a doubled gap until it is within `resolution_pct`;
+    None when the numbers are not yet valid (the spec's own checks name them)."""
+    low_n, high_n, resolution = number(low), number(high), number(resolution_pct)
+    if low_n is None or high_n is None or resolution is None:
+        return None
+    if not 0 < low_n <= high_n or not 0 < resolution <= 100:
+        return None
+    doubling = math.ceil(math.log2(high_n) - math.log2(low_n)) + 1  # a quotient of the two may overflow
+    return doubling + math.ceil(math.log2(100.0 / resolution))
+
+
+__all__ = ["CAPACITY_FIELDS", "SLO_FIELDS", "capacity_fields", "rate_levels"]

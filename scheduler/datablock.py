@@ -21,10 +21,13 @@ from typing import Final
 from protocol import Prompt, TokenizerPin
 from protocol.tokenizer import Pinned, TokenizerError, pin
 from scheduler import dataset
-from scheduler.problems import Problems, check_keys, describe
+from scheduler.problems import Problems, check_keys, describe, unread
 
 DATASET_KINDS: Final = ("random", "sharegpt")
 RANDOM_FIELDS: Final = ("input_tokens", "output_tokens", "seed")
+NO_PLAIN_TOKEN: Final = (
+    "no ordinary token (each is special, blank or unprintable) to build random prompts from"
+)
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,14 @@ def tokenizer_of(
         )
         return None
     if name not in files:
-        problems.add(f"{where}.tokenizer", f"cannot read tokenizer {name!r} (a tokenizer.json or its folder)")
+        problems.add(
+            f"{where}.tokenizer",
+            unread(files, name, f"cannot read tokenizer {name!r} (a tokenizer.json or its folder)"),
+        )
         return None
     try:
-        return pin(name, files[name]), Pinned(files[name], name)
+        loaded = Pinned(files[name], name)  # the bounds first: pinning compresses the whole file
+        return pin(name, files[name]), loaded
     except TokenizerError as exc:
         problems.add(f"{where}.tokenizer", str(exc))
         return None
@@ -83,9 +90,16 @@ def made_dataset(
     kind, body = next(iter(raw.items()))
     if kind == "sharegpt":
         if not isinstance(body, str) or body not in files:
-            problems.add(f"{where}.sharegpt", f"cannot read ShareGPT file {describe(body)}")
+            fallback = f"cannot read ShareGPT file {describe(body)}"
+            problems.add(
+                f"{where}.sharegpt", unread(files, body, fallback) if isinstance(body, str) else fallback
+            )
             return None
-        prompts, bad = dataset.sharegpt_prompts(files[body], body, vocabulary, count)
+        try:
+            prompts, bad = dataset.sharegpt_prompts(files[body], body, vocabulary, count)
+        except TokenizerError as exc:  # counting the turns' tokens
+            problems.add(f"{where}.sharegpt", str(exc))
+            return None
         for problem in bad:
             problems.add(f"{where}.sharegpt", problem)
         return Made(prompts, dataset.digest(prompts), f"sharegpt:{body}") if not bad else None
@@ -97,7 +111,14 @@ def made_dataset(
     spec = _random_set(body, f"{where}.random", count, problems)
     if spec is None:
         return None
-    prompts = dataset.random_prompts(spec, vocabulary)
+    try:
+        if not vocabulary.plain_ids():
+            problems.add(f"{where}.random", f"{vocabulary.name}: {NO_PLAIN_TOKEN}")
+            return None
+        prompts = dataset.random_prompts(spec, vocabulary)
+    except TokenizerError as exc:
+        problems.add(f"{where}.random", str(exc))
+        return None
     return Made(prompts, dataset.digest(prompts), f"random:seed={spec.seed}", spec.seed)
 
 

@@ -146,6 +146,8 @@ def sharegpt_prompts(
         entries = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return (), [f"{name}: not a JSON file ({exc})"]
+    except RecursionError:
+        return (), [f"{name}: values nested deeper than the JSON reader follows (not a ShareGPT file)"]
     if not isinstance(entries, list):
         return (), [f'{name}: expected a JSON list of {{"conversations": [...]}}']
     prompts: list[Prompt] = []

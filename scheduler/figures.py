@@ -15,7 +15,9 @@ of another platform's float library. Refused, as a `Refusal`:
   (processes, loads, runs per process, samples, records, energy readings; a capacity search's
   levels for a task that asked for none, more records over its levels than a result keeps), a
   request ending after the run (or its level) did, an energy window longer than the timeout
-  (negative joules fail the schema).
+  (negative joules fail the schema); and every reading no raw part re-derives outside what physics,
+  the worker's profile and the task allow (`scheduler.bounds`: power, energy and its method, idle,
+  temperature, clock, cores, memory, shares), each named with the worker's value and the bound.
 - `inconsistent`: a figure its raw parts contradict, named with the worker's value and the derived one.
 
 An accepted result is shown as derived: `check_figures` returns the derived measurement.
@@ -31,15 +33,14 @@ from typing import Final
 
 from pydantic import BaseModel
 
-from protocol import FailureReason, GenerationStats, Measurement, TaskSpec, derive
+from protocol import DeviceProfile, FailureReason, GenerationStats, Measurement, TaskSpec, derive
 from protocol.aggregate import is_endpoint
 from protocol.capacity import MAX_SEARCH_RECORDS as MAX_SEARCH
 from protocol.generation import MAX_RECORDS
+from scheduler.bounds import OVERRUN, out_of_bounds
 
 REL_TOL: Final = 1e-9
 ABS_TOL: Final = 1e-9
-OVERRUN: Final = 1.05
-"""A timed duration may pass the task's timeout by this factor: the deadline takes a moment to act."""
 SHOWN: Final = 3  # differences named in one refusal
 _REPR: Final = 80  # characters of a value in a refusal's detail
 
@@ -52,14 +53,19 @@ class Refusal:
     detail: str
 
 
-def check_figures(m: Measurement, spec: TaskSpec) -> Measurement | Refusal:
+def check_figures(
+    m: Measurement, spec: TaskSpec, profile: DeviceProfile | None = None, device: DeviceProfile | None = None
+) -> Measurement | Refusal:
     """The measurement with every figure derived from its raw parts, or why it is refused.
 
     Args:
         m: the measurement of a result whose signature checked out.
         spec: the task's spec as the campaign gave it (runs, processes, loads, timeout, generate).
+        profile: the worker's profile as the submitter placed the task by (`scheduler.bounds`); the
+            submitter always gives it; None bounds the readings by physics alone.
+        device: the profile the result itself states (`ResultBody.device`), checked against `profile`.
     """
-    problem = next(invalid_parts(m, spec), None)
+    problem = next(invalid_parts(m, spec, profile, device), None)
     if problem is not None:
         return Refusal(FailureReason.INVALID, problem)
     derived = derive(m, spec)
@@ -71,8 +77,11 @@ def check_figures(m: Measurement, spec: TaskSpec) -> Measurement | Refusal:
     return derived
 
 
-def invalid_parts(m: Measurement, spec: TaskSpec) -> Iterator[str]:
-    """Every reason the measurement cannot be one of this task, first the non-finite numbers."""
+def invalid_parts(
+    m: Measurement, spec: TaskSpec, profile: DeviceProfile | None = None, device: DeviceProfile | None = None
+) -> Iterator[str]:
+    """Every reason the measurement cannot be one of this task, first the non-finite numbers, then
+    the counts, the durations, and the readings outside their bounds (`scheduler.bounds`)."""
     for path, value in _numbers("", m):
         if not math.isfinite(value):
             yield f"{path} is {value!r}"
@@ -85,13 +94,13 @@ def invalid_parts(m: Measurement, spec: TaskSpec) -> Iterator[str]:
     for name in ("samples_ms", "load_samples_ms", "first_inferences_ms"):
         for i, value in enumerate(getattr(m, name)):
             yield from _duration(f"{name}[{i}]", value, limit_ms, spec)
-    yield from _readings(m)
     yield from _energy(m, limit_ms, spec)
     if m.generation is not None:
         yield from _records(m.generation, limit_ms, spec)
     for i, level in enumerate(m.capacity.levels if m.capacity is not None else ()):
         problems = _records(level.generation, limit_ms, spec)
         yield from (f"capacity.levels[{i}]: {problem}" for problem in problems)
+    yield from out_of_bounds(m, spec, profile, device)
 
 
 def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:
@@ -158,16 +167,6 @@ def _duration(path: str, value: float, limit_ms: float, spec: TaskSpec) -> Itera
         yield f"{path}: a negative duration, {value!r} ms"
     elif value > limit_ms:
         yield f"{path}: {value!r} ms, longer than the task's timeout of {spec.timeout_s:g} s"
-
-
-def _readings(m: Measurement) -> Iterator[str]:
-    """Single readings that have no raw parts, within the bounds of a reading."""
-    if m.conditions.background_cores < 0:
-        yield f"conditions.background_cores: {m.conditions.background_cores!r}, below 0"
-    if m.gpu_util_pct is not None and not 0 <= m.gpu_util_pct <= 100:
-        yield f"gpu_util_pct: {m.gpu_util_pct!r}, not a percentage"
-    if m.gpu_mem_mb is not None and m.gpu_mem_mb < 0:
-        yield f"gpu_mem_mb: {m.gpu_mem_mb!r}, below 0"
 
 
 def _energy(m: Measurement, limit_ms: float, spec: TaskSpec) -> Iterator[str]:

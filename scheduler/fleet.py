@@ -5,8 +5,9 @@ member's deal), time is an argument. Open loop (`request_rate`): Poisson arrival
 request k dealt to member k mod N, so each member's share is itself a Poisson stream of rate/N.
 Closed loop (`concurrency`): every member keeps C requests in flight, N x C in all. A member's clock
 offset is the midpoint of the tightest of several ping-pong rounds, its bound half that round trip.
-A member's figures and the merged row's are computed from raw request records (`RequestRecord`
-with `planned_s` and `started_s` in the submitter's time base), never from members' medians.
+A member's figures and the merged row's (`scheduler.results.fleetrows`) are computed from raw
+request records (`RequestRecord` with `planned_s` and `started_s` in the submitter's time base),
+never from members' medians.
 """
 
 from __future__ import annotations
@@ -19,16 +20,8 @@ from typing import Final, Literal
 from protocol import FleetDeal, GenerateSpec, RequestRecord
 from protocol.fleet import MAX_DEALT, MAX_FLEET
 from protocol.stats import percentile
-from scheduler.problems import Problems, check_keys, describe
+from scheduler.problems import Problems, check_keys, describe, number
 
-FLEET_COLUMNS: Final = (
-    "FleetSize",
-    "RequestRateAchieved",
-    "ScheduleLagMsP99",
-    "ClientCpuMaxPct",
-    "ClientSaturated",
-    "FleetLost",
-)
 FLEET_UNIT: Final = "Endpoint (fleet)"
 SATURATED_CPU_PCT: Final = 90.0  # genai-bench warns past 90 % client CPU
 SATURATED_LAG_MS: Final = 10.0  # a member whose p99 send lag passes this is behind its schedule
@@ -157,35 +150,12 @@ def saturated(cpu_pct: float | None, lag_ms: float | None) -> bool:
     return (cpu_pct or 0.0) > SATURATED_CPU_PCT or (lag_ms or 0.0) > SATURATED_LAG_MS
 
 
-def fleet_columns(
-    records: Sequence[RequestRecord],
-    spec: GenerateSpec,
-    size: int,
-    cpu_pcts: Sequence[float | None],
-    lost: Sequence[str] = (),
-) -> dict[str, str]:
-    """The fleet columns of a member's row or of the merged row, from raw records."""
-    lag = lag_p99_ms(records)
-    cpus = [c for c in cpu_pcts if c is not None]
-    cpu = max(cpus) if cpus else None
-    rate = achieved_rate(records, spec.duration_s) if spec.request_rate is not None else None
-    return {
-        "FleetSize": str(size),
-        "RequestRateAchieved": "" if rate is None else f"{rate:.3f}",
-        "ScheduleLagMsP99": "" if lag is None else f"{lag:.3f}",
-        "ClientCpuMaxPct": "" if cpu is None else f"{cpu:.1f}",
-        "ClientSaturated": "true" if saturated(cpu, lag) else "false",
-        "FleetLost": ";".join(lost),
-    }
-
-
 def is_fleet(spec: GenerateSpec | None) -> bool:
     """Whether a job's generate spec asks for fleet load."""
     return spec is not None and spec.fleet_size is not None
 
 
 __all__ = [
-    "FLEET_COLUMNS",
     "FLEET_FORMULAS",
     "FLEET_UNIT",
     "ClockRound",
@@ -194,7 +164,6 @@ __all__ = [
     "arrivals",
     "clock_offset",
     "deal",
-    "fleet_columns",
     "fleet_devices",
     "fleet_field",
     "is_fleet",
@@ -230,14 +199,17 @@ def fleet_field(fields: Mapping[str, object], path: str, problems: Problems) -> 
 
 
 def _asked(load: Mapping[str, object], size: int) -> str | None:
-    """Why a rate x duration asks more of each member than one result keeps, or None."""
-    rates, duration = load.get("request_rate"), load.get("duration_s")
-    top = max(
-        (r for r in (rates if isinstance(rates, list) else [rates]) if isinstance(r, int | float)), default=0
-    )
-    if not size or not isinstance(duration, int | float) or top * duration <= 0.9 * MAX_DEALT * size:
+    """Why a rate x duration asks more of each member than one result keeps, or None. `fleet: all`
+    (size 0) is checked with the most members a fleet may have (`MAX_FLEET`): how many will take
+    part is known only at placement, and no fleet can carry more than that."""
+    rates, duration = load.get("request_rate"), number(load.get("duration_s"))
+    numbers = (number(r) for r in (rates if isinstance(rates, list) else [rates]))
+    top = max((r for r in numbers if r is not None), default=0.0)
+    members = size or MAX_FLEET
+    if duration is None or top * duration <= 0.9 * MAX_DEALT * members:
         return None
-    return f"{top:g} req/s for {duration:g} s is about {top * duration:g} requests, over {MAX_DEALT} a member"
+    over = f"over {MAX_DEALT} a member" if size else f"over {MAX_DEALT} a member for all {MAX_FLEET} members"
+    return f"{top:g} req/s for {duration:g} s is about {top * duration:g} requests, {over}"
 
 
 def fleet_devices(spec: GenerateSpec | None, devices: Devices) -> Devices:

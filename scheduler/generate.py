@@ -20,7 +20,7 @@ from scheduler.datablock import Made, dataset_files, made_dataset, tokenizer_of
 from scheduler.endpoints import LOAD_FIELDS, load_levels
 from scheduler.fleet import fleet_field
 from scheduler.inputdata import input_data_files
-from scheduler.problems import Problems, check_keys, describe, dig
+from scheduler.problems import Problems, check_keys, describe, dig, unread
 
 GENERATE_FIELDS: Final = (
     "prompts",
@@ -71,7 +71,7 @@ def campaign_files(text: str) -> list[str]:
     (`scheduler.inputdata`)."""
     try:
         data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError):
+    except (json.JSONDecodeError, yaml.YAMLError, RecursionError):
         return []  # parse_campaign reports it
     raw_jobs = data.get("jobs") if isinstance(data, dict) else None
     names: list[str] = []
@@ -145,6 +145,8 @@ def _made(
     if "prompts" in raw:
         problems.add(f"{where}.dataset", "give prompts or a dataset, not both")
         return None
+    if pinned is None and raw.get("tokenizer") is not None:
+        return None  # the tokenizer's problem is recorded; the dataset cannot be built without it
     vocabulary = None if pinned is None else pinned[1]
     return made_dataset(raw["dataset"], f"{where}.dataset", files, vocabulary, count, problems)
 
@@ -166,7 +168,7 @@ def _prompts(
             return None
         return prompts, digest, source
     if source not in files:
-        problems.add(where, f"cannot read prompts file {source!r}")
+        problems.add(where, unread(files, source, f"cannot read prompts file {source!r}"))
         return None
     prompts, bad = prompt_sets.parse_jsonl(files[source], source)
     for problem in bad:

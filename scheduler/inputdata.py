@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from protocol import MAX_INPUT_DATA, InputData
-from scheduler.problems import Problems, describe
+from scheduler.problems import Problems, describe, unread
 
 NPY_MAGIC: Final = b"\x93NUMPY"
 NPZ_MAGIC: Final = b"PK\x03\x04"  # an .npz is a zip archive of .npy members
@@ -72,7 +72,9 @@ def _one(
         return None
     data = files.get(file)
     if data is None:
-        problems.add(at, f"cannot read input data file {file!r} (relative to the campaign file)")
+        problems.add(
+            at, unread(files, file, f"cannot read input data file {file!r} (relative to the campaign file)")
+        )
         return None
     if len(data) > MAX_INPUT_DATA:
         problems.add(at, f"{file!r} is {len(data)} bytes, at most {MAX_INPUT_DATA} (it travels in the offer)")

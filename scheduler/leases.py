@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Final
 
 from protocol import ModelRef
-from scheduler.figures import OVERRUN
+from scheduler.bounds import OVERRUN
 from scheduler.tasks import Lapse, TaskView
 
 TRANSFER_BASE_S: Final = 15.0

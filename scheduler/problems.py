@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import math
 import reprlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from scheduler.errors import FieldProblem
@@ -55,6 +56,18 @@ def describe(value: object) -> str:
     return f"{type(value).__name__} {text}" if not isinstance(value, str) else text
 
 
+def number(value: object) -> float | None:
+    """A campaign's number as the spec will read it (pydantic takes "1e300" for a float; YAML reads
+    an exponent without a dot as text), or None when it is no finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        found = float(value)
+    except ValueError:
+        return None
+    return found if math.isfinite(found) else None
+
+
 def check_keys(keys: Iterable[object], path: str, known: Iterable[str], problems: Problems) -> None:
     """Flag every key not in `known`, suggesting the closest known one."""
     names = list(known)
@@ -64,3 +77,18 @@ def check_keys(keys: Iterable[object], path: str, known: Iterable[str], problems
         close = difflib.get_close_matches(str(key), names, n=1)
         hint = f"; did you mean {close[0]}?" if close else f"; known: {', '.join(names)}"
         problems.add(join(path, str(key)), f"unknown field{hint}")
+
+
+class CampaignFiles(dict[str, bytes]):
+    """The bytes of the files a campaign names (`campaign_files`), by name, and why node/ left out each
+    one it did not read (too large, not there): the problem at the field then says so."""
+
+    def __init__(self, found: Mapping[str, bytes] | None = None, refused: Mapping[str, str] | None = None):
+        super().__init__(found or {})
+        self.refused: dict[str, str] = dict(refused or {})
+
+
+def unread(files: Mapping[str, bytes], name: str, fallback: str) -> str:
+    """The problem for a named file that is not in `files`: why node/ refused it, or `fallback`."""
+    reason = files.refused.get(name) if isinstance(files, CampaignFiles) else None
+    return f"{name}: {reason}" if reason else fallback

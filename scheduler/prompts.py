@@ -64,6 +64,9 @@ def _line(line: str, number: int, problems: list[str]) -> Prompt | None:
     except json.JSONDecodeError as exc:
         problems.append(f"line {number}: not JSON ({exc.msg} at column {exc.colno})")
         return None
+    except RecursionError:
+        problems.append(f"line {number}: values nested deeper than the JSON reader follows")
+        return None
     if not isinstance(entry, dict) or not isinstance(entry.get("prompt"), str):
         problems.append(f'line {number}: expected {{"prompt": text, "reference": text}}')
         return None

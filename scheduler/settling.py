@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from scheduler.agreement import Outcome, Replica, Settlement, pooled_spread, settle
 from scheduler.campaign import Campaign
-from scheduler.classes import DeviceClass, device_class
+from scheduler.classes import DeviceClass
 from scheduler.events import Command, RecordOutcome, ReplicasSettled
 from scheduler.needs import Needs
 from scheduler.placement import PeerView, rank
@@ -247,21 +247,6 @@ def flagged(verified: str) -> bool:
     """Whether a row's Verified keeps its figure from standing as the task's (an outlier, or a
     replica of a group that disagreed)."""
     return verified.startswith(("outlier", "disagreed"))
-
-
-def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
-    """A row's Verified, DeviceClass and Claim: how its group settled (`single` for an accepted result
-    no other replica checked; `pending` while its group is unsettled), and the peer's marks."""
-    verified = ""
-    if task.state == TaskState.DONE:
-        verified = task.verified or ("pending" if task.replica_group else "single")
-        if flagged(verified) and task.verify_detail:
-            verified = f"{verified}: {task.verify_detail}"
-    cls = DeviceClass(task.device_class).name if task.device_class else ""
-    if not cls and peer is not None:
-        cls = device_class(peer.profile, task.unit).name
-    claim = f"claim_unverified: {'; '.join(peer.claim)}" if peer is not None and peer.claim else ""
-    return {"Verified": verified, "DeviceClass": cls, "Claim": claim}
 
 
 def class_spread(tasks: Iterable[TaskView], device_class: str) -> float:

@@ -233,13 +233,6 @@ def task_id_of(campaign_id: str, job_index: int, n: int) -> str:
     return f"{campaign_id}-job-{job_index}-{n}"
 
 
-def job_index_of(task_id: str) -> int:
-    """The job index inside a task id ``{campaign_id}-job-{index}-{n}`` (0 if it has none)."""
-    _, _, tail = task_id.rpartition("-job-")
-    head = tail.split("-", 1)[0]
-    return int(head) if head.isdigit() else 0
-
-
 def fan_out(campaign_id: str, plan: JobPlan, model: ModelRef) -> tuple[list[TaskView], list[TaskView]]:
     """A job's tasks from its plan: one per chosen peer (pending), then the ones no peer could take.
 

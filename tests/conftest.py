@@ -53,3 +53,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             marker = item.get_closest_marker("trio_deadline")
             seconds = float(marker.args[0]) if marker is not None else TRIO_DEADLINE_S
             item.obj = _under_deadline(item.obj, seconds)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Lists a test recorded for review (a `record_property` named "review: ..."), e.g. the modules
+    over 400 lines (tests/test_sizes.py): a signal in the summary, never a failure."""
+    for report in terminalreporter.stats.get("passed", []):
+        for name, listed in getattr(report, "user_properties", ()):
+            if str(name).startswith("review:") and listed:
+                terminalreporter.write_sep("-", f"{str(name)[len('review:') :].strip()}, for review")
+                for line in listed:
+                    terminalreporter.write_line(str(line))

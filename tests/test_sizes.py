@@ -1,18 +1,22 @@
-"""Sizes stay held (STYLE.md): no module over 400 lines, no function over 60, in any package we ship.
+"""Sizes (STYLE.md): no function over 60 lines, and modules over 400 lines listed for review.
 
-A module or a function past its limit is listed with its length; split it by concept, or extract
-well-named pieces. Tests are not counted.
+A function past its limit fails, listed with its length: extract well-named pieces. A module past
+400 lines does not fail: the run's summary lists it ("modules over 400 lines, for review"), a
+question for the reviewer (is it still one concept?), never a reason to squeeze code into fewer
+lines. Tests are not counted.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("node", "scheduler", "protocol", "drivers", "gate")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+REVIEW = "review: modules over 400 lines"
 
 
 def _sources() -> list[Path]:
@@ -42,8 +46,10 @@ def test_the_scan_covers_every_package() -> None:
     assert scanned == set(PACKAGES)
 
 
-def test_no_module_over_400_lines() -> None:
-    assert long_modules(_sources()) == []
+def test_modules_over_400_lines_are_listed_for_review(record_property: Callable[[str, object], None]) -> None:
+    listed = long_modules(_sources())
+    assert all((ROOT / line.rsplit(": ", 1)[0]).is_file() for line in listed)
+    record_property(REVIEW, listed)  # tests/conftest.py prints it in the run's summary
 
 
 def test_no_function_over_60_lines() -> None:

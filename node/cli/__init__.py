@@ -6,6 +6,7 @@ Modules:
     campaign  submit, plan: running campaigns
     stored    status, cancel, results: the campaigns in this node's store
     options   the options and plumbing every command shares
+    console   the rich console (never hard-wraps a pipe or a file) and peer ids shortened to their end
     exits     the exit code of a finished campaign (0 all placeable tasks done, 1 any failed)
     report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
     serve     serve: the orchestrator's REST API and a live dashboard

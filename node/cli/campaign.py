@@ -63,12 +63,13 @@ def _read_campaign(path: Path) -> str:
 
 
 def _check_campaign(text: str, path: Path) -> sch.Campaign:
-    """Validate before anything touches the network: every bad field named, exit 2."""
+    """Validate before anything touches the network: the file, the files it names and its local models,
+    in a child (`node.submitter.vetting`); every bad field named, exit 2."""
     import scheduler as sch
-    from node.submitter.prompts import read_prompt_files
+    from node.submitter.vetting import vet_local
 
     try:
-        return sch.parse_campaign(text, source=str(path), files=read_prompt_files(text, path.parent))
+        return vet_local(text, path)
     except sch.CampaignError as exc:
         typer.secho(f"error: {path} is not a valid campaign:", fg=typer.colors.RED, err=True)
         for problem in exc.problems:
@@ -76,13 +77,21 @@ def _check_campaign(text: str, path: Path) -> sch.Campaign:
         raise typer.Exit(2) from None
 
 
-def _keys_for(config: NodeConfig, text: str, campaign: Path | None, resume: str | None) -> dict[str, str]:
-    """The black-box keys of the campaign file (validated here, exit 2), or of the stored campaign that
+def _checked(path: Path | None) -> tuple[str, sch.Campaign | None]:
+    """The campaign file's text and the campaign checked in a child (exit 2 if bad); none to resume."""
+    if path is None:
+        return "", None
+    text = _read_campaign(path)
+    return text, _check_campaign(text, path)
+
+
+def _keys_for(config: NodeConfig, vetted: sch.Campaign | None, resume: str | None) -> dict[str, str]:
+    """The black-box keys of the campaign file (validated already), or of the stored campaign that
     is resumed: no key is ever stored, so a resume reads them from this environment again."""
     from node.submitter import run as runtime
 
-    if campaign is not None:
-        return _endpoint_keys(_check_campaign(text, campaign))
+    if vetted is not None:
+        return _endpoint_keys(vetted)
     stored = runtime.store_of(config).campaign(resume or "")
     return _endpoint_keys(runtime.restore(stored).campaign) if stored is not None else {}
 
@@ -178,39 +187,44 @@ def submit(
     config = _config(gate_addrs, data_dir, config_file, allow_network, allow_http)
     view = LiveView(enabled=not as_json and not events and sys.stderr.isatty(), announce=not as_json)
     options = _options(out, wait_peers, discover_timeout, workers, events, rediscover, view.event)
-    text = _read_campaign(campaign) if campaign is not None else ""
+    text, vetted = _checked(campaign)
     flags = resume_flags(gate_addrs, data_dir, config_file)
-    options = dataclasses.replace(options, keys=_keys_for(config, text, campaign, resume), resume_flags=flags)
+    keys = _keys_for(config, vetted, resume)
+    options = dataclasses.replace(options, keys=keys, resume_flags=flags, gate_given=bool(gate_addrs))
 
     async def main() -> runtime.Outcome:
         with view:
             if campaign is not None:
-                return await runtime.submit(config, campaign, text, options, view=view.update)
+                return await runtime.submit(config, campaign, text, options, view=view.update, vetted=vetted)
             assert resume is not None
             return await runtime.resume(config, resume, options, view=view.update)
 
     outcome = run(main, verbose=verbose, stop=options.stop)  # bad model paths and unknown ids: exit 2
     if events:
-        json_lines(
-            "outcome",
-            campaign=outcome.campaign_id,
-            files={k: str(v) for k, v in outcome.files.items()},
-            accepted=outcome.tally.accepted,
-            stale=outcome.tally.stale,
-            rejected=outcome.tally.rejected,
-            lapsed=outcome.tally.lapsed,
-            released=outcome.tally.released,
-        )
+        _outcome_event(outcome)
     else:
         _report(outcome, as_json)
     fail_if_nobody(outcome)
     exit_for(outcome.tasks, strict=strict)
 
 
-def _report(outcome: Any, as_json: bool) -> None:
-    from rich.console import Console
+def _outcome_event(outcome: Any) -> None:
+    """`--events`: the campaign's end as one JSON line."""
+    json_lines(
+        "outcome",
+        campaign=outcome.campaign_id,
+        files={k: str(v) for k, v in outcome.files.items()},
+        accepted=outcome.tally.accepted,
+        stale=outcome.tally.stale,
+        rejected=outcome.tally.rejected,
+        lapsed=outcome.tally.lapsed,
+        released=outcome.tally.released,
+    )
 
+
+def _report(outcome: Any, as_json: bool) -> None:
     import scheduler as sch
+    from node.cli.console import console as out_console
 
     tasks: Sequence[sch.TaskView] = outcome.tasks
     if as_json:
@@ -227,7 +241,7 @@ def _report(outcome: Any, as_json: bool) -> None:
     from node.submitter.render import load_document
     from protocol import for_rich
 
-    console = Console()
+    console = out_console()
     document = load_document(outcome.files["json"])
     console.print(_matrix(document))
     for result in document.get("results", []):
@@ -276,11 +290,11 @@ def plan(
 
     config = _config(gate_addrs, data_dir, config_file, None, False)
     text = _read_campaign(campaign)
-    _check_campaign(text, campaign)
+    vetted = _check_campaign(text, campaign)
     options = _options(Path("sark-results"), wait_peers, discover_timeout, workers)
 
     async def main() -> sch.Plan:
-        return await runtime.plan(config, campaign, text, options)
+        return await runtime.plan(config, campaign, text, options, vetted)
 
     result = run(main)
     if as_json:
@@ -328,11 +342,10 @@ def _class_name(job: sch.JobPlan, peer: sch.PeerView) -> str:
 
 
 def _print_plan(result: sch.Plan) -> None:
-    from rich.console import Console
-
+    from node.cli.console import console as out_console
     from protocol import for_rich
 
-    console = Console()
+    console = out_console()
     for job in result.jobs:
         unit = job.job.spec.compute_unit.value
         console.print(

@@ -72,7 +72,7 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
         p = t.progress
         table.add_row(
             for_rich(t.task_id.rsplit("-job-", 1)[-1]),
-            for_rich(t.device_name or (t.peer_id or "")[-8:]),
+            for_rich(worker_cell(t, tasks)),
             t.unit.value,
             t.state.value,
             p.phase.value if p.phase and t.state.value == "leased" else "",  # a phase only while it runs
@@ -80,3 +80,16 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
             f"{p.median_ms:.3f}" if p.median_ms is not None else "",
         )
     return table
+
+
+def worker_cell(task: sch.TaskView, tasks: Sequence[sch.TaskView]) -> str:
+    """A task's device as people tell it apart: its name, with the end of its worker's id where
+    another worker carries the same name (identical boards with one hostname), or the id's end alone."""
+    from node.cli.console import id_tail
+
+    if not task.peer_id:
+        return task.device_name or ""
+    peers = {t.peer_id for t in tasks if t.peer_id and t.device_name == task.device_name}
+    if task.device_name and len(peers) < 2:
+        return task.device_name
+    return f"{task.device_name} {id_tail(task.peer_id)}".strip()

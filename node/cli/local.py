@@ -74,10 +74,9 @@ def info(
 ) -> None:
     """Show this device's profile, every compute unit (with the reason for each unusable one) and the
     models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
-    from rich.console import Console
-
     from drivers import detect_profile, probe_generation
     from drivers.servers import probe_servers
+    from node.cli.console import console as out_console
 
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
     profile = detect_profile(
@@ -88,7 +87,7 @@ def info(
     if json_out:
         typer.echo(profile.model_dump_json())
         return
-    console = Console()
+    console = out_console()
     _print_profile(console, profile)
     _print_units(console, "Generative units (transformers)", probe_generation())
     _print_offers(console)
@@ -179,8 +178,8 @@ def bench(
 ) -> None:
     """Benchmark one model on one compute unit of this device and print all statistics."""
     from pydantic import ValidationError
-    from rich.console import Console
 
+    from node.cli.console import console as out_console
     from protocol import TaskSpec, field_problems
 
     if not model.exists():
@@ -216,7 +215,7 @@ def bench(
     if json_out:
         typer.echo(result.model_dump_json())
     else:
-        _print_measurement(Console(), model, result)
+        _print_measurement(out_console(), model, result)
 
 
 def _run(model: Path, spec: TaskSpec, allow_code_models: bool, *, quiet: bool) -> Measurement:

@@ -112,7 +112,7 @@ def report(
     if (campaign is None) == (diff is None):
         fail("error: give a campaign id (or results.json), or --diff A B", 2)
     if diff is not None:
-        from scheduler.report import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
+        from scheduler.diff import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
 
         bounds = (
             DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
@@ -140,10 +140,10 @@ def _diff(
     config_file: Path | None,
     as_json: bool,
 ) -> None:
-    from rich.console import Console
-
+    from node.cli.console import console as out_console
     from node.submitter.tables import diff_table
-    from scheduler.report import diff_entries, entries_from_document
+    from scheduler.diff import diff_entries
+    from scheduler.report import entries_from_document
 
     threshold, alpha = bounds
     before, after = (_document(n, data_dir, config_file) for n in names)
@@ -162,7 +162,7 @@ def _diff(
             )
         )
         return
-    console = Console()
+    console = out_console()
     console.print(diff_table(rows, f"A = {ids[0]}  ->  B = {ids[1]}"))
     regressions = sum(r.regression for r in rows)
     console.print(

@@ -81,8 +81,11 @@ def _commands(paths: ServicePaths, action: str) -> list[tuple[str, ...]]:
         return [("launchctl", "bootout", target)]
     name = paths.unit.name
     if action == "install":
-        return [("systemctl", "--user", "daemon-reload"), ("systemctl", "--user", "enable", name),
-                ("systemctl", "--user", "restart", name)]  # fmt: skip
+        return [
+            ("systemctl", "--user", "daemon-reload"),
+            ("systemctl", "--user", "enable", name),
+            ("systemctl", "--user", "restart", name),
+        ]
     return [("systemctl", "--user", "disable", "--now", name)]
 
 
@@ -130,6 +133,21 @@ def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
     temp.replace(path)
 
 
+def _config(
+    paths: ServicePaths, config_file: Path | None, flags: dict[str, Any]
+) -> tuple[Path, dict[str, Any] | None]:
+    """The config file the service runs with, and the settings to write into it (None: --config FILE
+    is given and used as it is; exits 2 when options come with it or it is not there)."""
+    if config_file is None:
+        return paths.config, _settings(paths, flags)
+    if any(v is not None for v in flags.values()):
+        fail("error: give the settings either in --config FILE or as options, not both", 2)
+    config = config_file.resolve()
+    if not config.is_file():
+        fail(f"error: no config file at {config}", 2)
+    return config, None
+
+
 def install(
     config_file: ConfigOpt = None,
     gate_addrs: GateOpt = None,
@@ -155,21 +173,18 @@ def install(
 
     paths = _paths()
     flags: dict[str, Any] = {
-        "gates": as_tuple(gate_addrs), "allow": as_tuple(allow), "open_mode": open_mode or None,
-        "listen": as_tuple(listen), "data_dir": str(data_dir.resolve()) if data_dir else None,
-        "device_name": device_name, "allow_networks": as_tuple(allow_network),
-        "allow_http": allow_http or None, "endpoints": declared_endpoints(endpoint),
+        "gates": as_tuple(gate_addrs),
+        "allow": as_tuple(allow),
+        "open_mode": open_mode or None,
+        "listen": as_tuple(listen),
+        "data_dir": str(data_dir.resolve()) if data_dir else None,
+        "device_name": device_name,
+        "allow_networks": as_tuple(allow_network),
+        "allow_http": allow_http or None,
+        "endpoints": declared_endpoints(endpoint),
         "calibrate": False if no_calibrate else None,
-    }  # fmt: skip
-    if config_file is not None:
-        if any(v is not None for v in flags.values()):
-            fail("error: give the settings either in --config FILE or as options, not both", 2)
-        config = config_file.resolve()
-        if not config.is_file():
-            fail(f"error: no config file at {config}", 2)
-        settings = None
-    else:
-        config, settings = paths.config, _settings(paths, flags)
+    }
+    config, settings = _config(paths, config_file, flags)
     argv = join_argv(node_command(sys.executable, bool(getattr(sys, "frozen", False))), config)
     if paths.platform == "launchd":
         assert paths.logs is not None

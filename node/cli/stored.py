@@ -40,9 +40,9 @@ def status(
 ) -> None:
     """A campaign's tasks as the store last saw them, or every stored campaign."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
+    from node.cli.console import console, id_tail
     from protocol import for_rich
 
     store = _stored(data_dir, config_file)
@@ -53,7 +53,7 @@ def status(
                 "campaign_id": r.campaign_id,
                 "name": r.name,
                 "created": r.created_utc,
-                "status": r.status,
+                "status": r.shown_status(),
                 "results": len(store.results(r.campaign_id)),
             }
             for r in records
@@ -61,7 +61,7 @@ def status(
         if as_json:
             print(json.dumps({"campaigns": rows}))
             return
-        Console().print(_campaigns_table(rows))
+        console().print(_campaigns_table(rows))
         return
     record = store.campaign(campaign_id)
     if record is None:
@@ -73,19 +73,20 @@ def status(
             json.dumps(
                 {
                     "campaign_id": campaign_id,
-                    "status": record.status,
+                    "status": record.shown_status(),
                     "tasks": [t.model_dump(mode="json") for t in tasks],
                 }
             )
         )
         return
-    table = Table(title=for_rich(f"{campaign_id} ({record.status})"), box=box.SIMPLE_HEAD)
-    for name in ("task", "unit", "device", "state", "detail"):
-        table.add_column(name, no_wrap=name == "task", overflow="fold")
+    table = Table(title=for_rich(f"{campaign_id} ({record.shown_status()})"), box=box.SIMPLE_HEAD)
+    for name in ("task", "unit", "device", "worker", "state", "detail"):
+        table.add_column(name, no_wrap=name in ("task", "worker"), overflow="fold")
     for t in tasks:  # the title names the campaign: a task is its job and number (as in submit's view)
-        cells = (t.task_id.rsplit("-job-", 1)[-1], t.unit.value, t.device_name or "", t.state.value, t.detail)
-        table.add_row(*(for_rich(c) for c in cells))
-    Console().print(table)
+        worker = id_tail(t.peer_id) if t.peer_id else ""
+        cells = (t.task_id.rsplit("-job-", 1)[-1], t.unit.value, t.device_name or "", worker, t.state.value)
+        table.add_row(*(for_rich(c) for c in (*cells, t.detail)))
+    console().print(table)
 
 
 def _campaigns_table(rows: list[dict[str, Any]]) -> Any:

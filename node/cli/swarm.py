@@ -267,7 +267,13 @@ def peers(
         fail(f"error: no worker found ({why.code.value}): {why.detail}", 1)
 
 
+WHOLE_IDS_WIDTH = 150
+"""The console width from which `peers` prints whole peer ids; narrower: their ends."""
+
+
 def _print_peers(found: list[Peer], as_json: bool) -> None:
+    from node.cli.console import console as out_console
+    from node.cli.console import id_tail
     from node.submitter.discovery import claims_of, home_class
 
     claims = claims_of([p.advert.profile for p in found])
@@ -291,18 +297,20 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
     if as_json:
         print(json.dumps({"peers": rows}), flush=True)
         return
-    from rich.console import Console
     from rich.table import Table
 
     from protocol import for_rich
 
+    out = out_console()
+    whole = out.width >= WHOLE_IDS_WIDTH  # narrower: each id's end (`peers --json` has them whole)
     table = Table(
         "peer id", "device", "class", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s"
     )
+    table.columns[0].no_wrap = True
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
-            for_rich(str(r["peer_id"])),
+            for_rich(str(r["peer_id"]) if whole else id_tail(str(r["peer_id"]))),
             for_rich(str(r["device"])) + (f"\n[red]{for_rich(r['claim'])}[/red]" if r["claim"] else ""),
             r["class"],
             ", ".join(r["units"]),
@@ -312,7 +320,7 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
             (f"{cal['cpu_gflops']:.1f}" + ("" if cal["quiet"] else " (under load)")) if cal else "-",
             f"{cal.get('mem_bandwidth_gbs', 0):.1f}" if cal else "-",
         )
-    Console().print(table)
+    out.print(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -100,6 +100,8 @@ def campaign_status(state: CampaignState) -> str:
     """ "running", "completed", "cancelled", or "interrupted" (stored as running, but no loop runs it)."""
     if state.running:
         return "running"
+    if state.record.status == "cancelled":
+        return "cancelled"
     if state.record.status == "finished":
         cancelled = state.tasks and all(t.state == sch.TaskState.CANCELLED for t in state.tasks)
         return "cancelled" if cancelled else "completed"

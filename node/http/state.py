@@ -49,7 +49,8 @@ from node.submitter.run import (
     store_of,
     write_out,
 )
-from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore
+from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter
+from node.submitter.swarms import swarm_of
 from node.transfer.cache import model_cache
 from node.transfer.fetch import FetchError
 from node.transfer.urls import UrlPolicy, url_policy
@@ -205,6 +206,7 @@ class ApiState:
 
     async def _drive(self, live: Live) -> None:
         cid = live.run.campaign_id
+        self.store.claim(cid, swarm_of(self.config), Submitter.this_process())
         with live.scope:
             try:
                 events, stop = self.options.events, self.options.stop
@@ -273,7 +275,8 @@ class ApiState:
         if state is None:
             return None
         written = Path(state.record.out_dir) / "results.csv"
-        if state.record.status == CampaignStatus.FINISHED and written.is_file():
+        ended = state.record.status in (CampaignStatus.FINISHED, CampaignStatus.CANCELLED)
+        if ended and written.is_file():
             return written.read_text()
         live = self.live.get(campaign_id)
         run = live.run if live is not None else restore(state.record)

@@ -1,4 +1,8 @@
-"""The submitter role: one campaign run from file to results, and what it writes.
+"""The submitter role: running a campaign, from file to results, and writing what it produced.
+
+The campaign language and its scheduling are `scheduler`'s (pure), and so are the rows and their
+columns (`scheduler.results`, the results room); this package runs a campaign on the swarm: it
+discovers workers, negotiates, verifies and stores results, and writes the files to disk.
 
 Modules:
     run        the campaign-run seam: prepare, submit, resume, plan, open_submitter
@@ -8,6 +12,7 @@ Modules:
     fleet      a fleet job's seed, start instant and member deals; the /sark/clock/1.0.0 offset probe
     discovery  finding workers: DHT adverts confirmed by a live /sark/profile answer
     store      the SQLite campaign store
+    swarms     which swarm a campaign runs on: recorded at its start, gone back to on --resume
     models     pinning a campaign's models
     outputs    results.csv, results.json, report.html
     render     drawing report.html
@@ -15,7 +20,8 @@ Modules:
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
-    prompts    reading a campaign's prompts files (JSONL) for the pure parser
+    prompts    reading the files a campaign names (prompts, datasets, tokenizers) for the pure parser
+    vetting    the campaign file, the files it names and its local models checked in a child
 
 Callers import the module they need (`from node.submitter.run import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
@@ -38,6 +44,8 @@ __all__ = [
     "render",
     "run",
     "store",
+    "swarms",
     "tables",
     "telereport",
+    "vetting",
 ]

@@ -2,10 +2,10 @@
 
 One task (this loop) owns the scheduler and feeds it events; attempts report the scheduler events
 they hear (`Heard`) through a bounded channel and obey the commands routed to them. Every result is
-verified, checked against the task's current lease, its figures derived again from its raw parts
-(`scheduler.check_figures`) and a fleet member's records checked against its signed deal
-(`scheduler.check_fleet`): a refused one is a `ResultRejected`; then it is stored in SQLite before it is
-acknowledged.
+verified, checked against the task's current lease, its figures derived again from its raw parts and
+its readings bounded by the profile it was placed by (`scheduler.check_figures`), and a fleet
+member's records checked against its signed deal (`scheduler.check_fleet`): a refused one is a
+`ResultRejected`; then it is stored in SQLite before it is acknowledged.
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ class CampaignLoop:
         self._holders_of: dict[str, dict[str, tuple[str, ...]]] = {}
         self._fetching: set[tuple[str, str]] = set()  # (sha256, peer) of every commit
         self._stopped = False  # the scheduler has withdrawn what was out: the loop ends
+        self._cancelled = False  # the scheduler took a cancel: the campaign ends "cancelled"
 
     def request_cancel(self) -> None:
         """Cancel the campaign: running tasks are cancelled on their workers."""
@@ -148,6 +149,7 @@ class CampaignLoop:
             sched_event = self._translate(event) if event is not None else sch.Tick()
             if sched_event is None:
                 continue
+            self._cancelled |= isinstance(sched_event, sch.CancelRequested)
             self._apply(self._sched.handle(sched_event, now))
             if not isinstance(sched_event, sch.ProgressReported):
                 self._save()
@@ -177,7 +179,8 @@ class CampaignLoop:
             await self._heard_in.send(sch.PeersDiscovered(peers=peers))
 
     def _save(self) -> None:
-        status = CampaignStatus.FINISHED if self._sched.done else CampaignStatus.RUNNING
+        ended = CampaignStatus.CANCELLED if self._cancelled else CampaignStatus.FINISHED
+        status = ended if self._sched.done else CampaignStatus.RUNNING
         if self._stop.is_set() and not self._sched.done:
             status = CampaignStatus.INTERRUPTED
         self._store.save_state(self._id, self._sched.snapshot().model_dump_json().encode(), status)
@@ -347,7 +350,8 @@ class CampaignLoop:
             return None
         task = self._task(a.task_id)
         spec = self._campaign.jobs[task.job_index].spec
-        figures = sch.check_figures(delivered.body.measurement, spec)
+        profile = sch.placed_profile(self._sched.snapshot().peers, a.peer_id) or delivered.body.device
+        figures = sch.check_figures(delivered.body.measurement, spec, profile, delivered.body.device)
         if not isinstance(figures, sch.Refusal):  # a fleet member's records against the deal it signed
             figures = sch.check_fleet(figures, spec, a.spec)
         if isinstance(figures, sch.Refusal):

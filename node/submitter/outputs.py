@@ -14,7 +14,7 @@ from node.submitter.render import render_html
 from node.submitter.store import ResultRecord
 from protocol import Envelope, ResultBody
 from protocol.codec import pack_body, unpack_body
-from scheduler.settling import verify_columns
+from scheduler.results.verifyrows import verify_columns
 
 
 def pack_envelope(envelope: Envelope) -> bytes:

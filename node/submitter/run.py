@@ -31,7 +31,9 @@ from node.submitter.loop import CampaignLoop, Tally, View, models_json, utc_now
 from node.submitter.models import pin_models, refs_from_json
 from node.submitter.outputs import write_outputs
 from node.submitter.prompts import read_prompt_files
-from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore
+from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter
+from node.submitter.swarms import resume_config, swarm_of
+from node.submitter.vetting import vet_local
 from node.transfer.blob import UploadSlots, blob_handler
 from node.transfer.cache import model_cache
 from node.transfer.urls import url_policy
@@ -69,6 +71,8 @@ class SubmitOptions:
     """Set on Ctrl-C: the campaign withdraws what is out and raises `CampaignInterrupted`."""
     resume_flags: str = ""
     """The node flags to repeat in `CampaignInterrupted`'s resume command (" --data-dir D", ...)."""
+    gate_given: bool = False
+    """`--gate` was on the command line: `resume` runs the campaign there, whatever swarm it ran on."""
 
 
 @dataclass(frozen=True)
@@ -108,9 +112,12 @@ def new_campaign_id() -> str:
     return f"campaign-{int(time.time())}{secrets.randbelow(10_000):04d}"
 
 
-async def prepare(config: NodeConfig, text: str, source: Path) -> tuple[sch.Campaign, dict[str, ModelRef]]:
-    """Validate the campaign file and pin its models (CampaignError / ModelSourceError on bad input)."""
-    campaign = sch.parse_campaign(text, source=str(source), files=read_prompt_files(text, source.parent))
+async def prepare(
+    config: NodeConfig, text: str, source: Path, vetted: sch.Campaign | None = None
+) -> tuple[sch.Campaign, dict[str, ModelRef]]:
+    """Validate the campaign file with the files it names and its local models, in a child (`vet_local`;
+    `vetted`: the caller did), then pin its models (CampaignError / ModelSourceError on bad input)."""
+    campaign = vetted if vetted is not None else await trio.to_thread.run_sync(vet_local, text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config))
     return campaign, models
 
@@ -204,10 +211,16 @@ def write_out(run: CampaignRun, store: CampaignStore) -> dict[str, Path]:
 
 
 async def submit(
-    config: NodeConfig, source: Path, text: str, options: SubmitOptions, *, view: View = lambda _: None
+    config: NodeConfig,
+    source: Path,
+    text: str,
+    options: SubmitOptions,
+    *,
+    view: View = lambda _: None,
+    vetted: sch.Campaign | None = None,
 ) -> Outcome:
-    """Run a campaign (the text of the file at `source`) to its end."""
-    campaign, models = await prepare(config, text, source)
+    """Run a campaign (the text of the file at `source`; `vetted`: already checked) to its end."""
+    campaign, models = await prepare(config, text, source, vetted)
     store = store_of(config)
     run = start(store, NewCampaign(campaign, models, text, str(source)), options.out_root)
     return await _run(config, options, store, run, view=view)
@@ -216,7 +229,8 @@ async def submit(
 async def resume(
     config: NodeConfig, campaign_id: str, options: SubmitOptions, *, view: View = lambda _: None
 ) -> Outcome:
-    """Pick a stored campaign up where the last submitter stopped: reclaim leases, go on."""
+    """Pick a stored campaign up where the last submitter stopped, on the swarm it ran on
+    (`node.submitter.swarms`): reclaim leases, go on."""
     store = store_of(config)
     record = store.campaign(campaign_id)
     if record is None:
@@ -224,6 +238,8 @@ async def resume(
     run = restore(record)
     if run.scheduler.done:  # it ended, but its files were not written (a full disk): write them only
         return _outcome(run, store, Tally(), None)
+    peers = {t.peer_id for t in run.scheduler.tasks() if t.peer_id}
+    config = resume_config(record, config, peers, explicit=options.gate_given)
     return await _run(config, options, store, run, view=view)
 
 
@@ -231,6 +247,7 @@ async def _run(
     config: NodeConfig, options: SubmitOptions, store: CampaignStore, run: CampaignRun, *, view: View
 ) -> Outcome:
     uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
+    store.claim(run.campaign_id, swarm_of(config), Submitter.this_process())  # `status`, `--resume` read it
     async with open_submitter(config, options, uploads) as node:
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         try:
@@ -281,9 +298,11 @@ async def open_submitter(
         yield node
 
 
-async def plan(config: NodeConfig, source: Path, text: str, options: SubmitOptions) -> sch.Plan:
+async def plan(
+    config: NodeConfig, source: Path, text: str, options: SubmitOptions, vetted: sch.Campaign | None = None
+) -> sch.Plan:
     """A dry run: which peers each job would go to, and why every other peer would not. Sends nothing."""
-    campaign = sch.parse_campaign(text, source=str(source), files=read_prompt_files(text, source.parent))
+    campaign = vetted if vetted is not None else await trio.to_thread.run_sync(vet_local, text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
     async with open_submitter(config, options) as node:
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import enum
 import json
+import os
+import socket
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
+
+import psutil
 
 from node.errors import disk_errors
 from scheduler.reputation import PeerRecord
@@ -24,7 +28,9 @@ CREATE TABLE IF NOT EXISTS campaigns (
     models      TEXT NOT NULL,
     snapshot    BLOB,
     status      TEXT NOT NULL,
-    out_dir     TEXT NOT NULL DEFAULT ''
+    out_dir     TEXT NOT NULL DEFAULT '',
+    swarm       TEXT,
+    submitter   TEXT
 );
 CREATE TABLE IF NOT EXISTS results (
     campaign_id TEXT NOT NULL,
@@ -49,6 +55,8 @@ CREATE TABLE IF NOT EXISTS cancels (
     requested   TEXT NOT NULL
 );
 """
+_ADDED_COLUMNS: Final = (("swarm", "TEXT"), ("submitter", "TEXT"))
+"""Columns a store written by an older sark-node lacks: added on open, NULL for its campaigns."""
 
 
 class CampaignStatus(enum.StrEnum):
@@ -60,6 +68,43 @@ class CampaignStatus(enum.StrEnum):
     """A submitter's loop stopped on an internal error (the HTTP server keeps serving)."""
     INTERRUPTED = "interrupted"
     """Stopped by Ctrl-C with its offers and leases withdrawn; `submit --resume` goes on."""
+    CANCELLED = "cancelled"
+    """Ended by `sark-node cancel` (or the HTTP API's cancel): its tasks were cancelled on their workers."""
+
+
+SUBMITTER_GONE: Final = "running (submitter gone)"
+"""The status shown for a campaign stored `running` whose submitter process no longer exists."""
+EMBEDDED: Final = "embedded"
+"""The swarm of a campaign run on the embedded local swarm (no gate), as `CampaignRecord.swarm` holds it."""
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """The process that runs a campaign: what `status` needs to tell whether it is still there.
+
+    A pid alone is reused; the pid with its process's start time (seconds since the epoch, as the
+    kernel reports it) names one process on one boot, and the host says whose pid it is.
+    """
+
+    host: str
+    pid: int
+    started: float
+
+    @classmethod
+    def this_process(cls) -> Submitter:
+        """This process, as a campaign's submitter."""
+        return cls(socket.gethostname(), os.getpid(), psutil.Process().create_time())
+
+    def gone(self) -> bool | None:
+        """Whether the process has ended: True when no process on this host has its pid and start
+        time; None when it ran on another host (a store on a shared disk), where this cannot tell."""
+        if self.host != socket.gethostname():
+            return None
+        try:
+            started = psutil.Process(self.pid).create_time()
+        except psutil.Error:  # no such process (or one we may not look at: then not ours)
+            return True
+        return abs(started - self.started) > 1.0  # the pid was reused by a later process
 
 
 @dataclass(frozen=True)
@@ -75,6 +120,18 @@ class CampaignRecord:
     snapshot: bytes | None
     status: CampaignStatus
     out_dir: str
+    swarm: tuple[str, ...] | None = None
+    """The gates it last ran on, or (`EMBEDDED`,); None for a campaign stored before this was recorded."""
+    submitter: Submitter | None = None
+    """The process that last ran it (None: never run, or stored before this was recorded)."""
+
+    def shown_status(self) -> str:
+        """The status as `sark-node status` shows it: the stored one, except a campaign stored
+        `running` whose submitter process has ended (SIGKILL, a crash, a power cut):
+        "running (submitter gone)". `submit --resume` goes on with either."""
+        if self.status == CampaignStatus.RUNNING and self.submitter is not None and self.submitter.gone():
+            return SUBMITTER_GONE
+        return self.status.value
 
 
 @dataclass(frozen=True)
@@ -99,6 +156,7 @@ class CampaignStore:
             path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
+            _add_columns(db)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -117,7 +175,7 @@ class CampaignStore:
         """Store a new campaign (its id must be new)."""
         with self._connect() as db:
             db.execute(
-                "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO campaigns ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.campaign_id,
                     record.name,
@@ -128,7 +186,17 @@ class CampaignStore:
                     record.snapshot,
                     record.status,
                     record.out_dir,
+                    None if record.swarm is None else json.dumps(list(record.swarm)),
+                    None if record.submitter is None else json.dumps(asdict(record.submitter)),
                 ),
+            )
+
+    def claim(self, campaign_id: str, swarm: tuple[str, ...], submitter: Submitter) -> None:
+        """Record that `submitter` now runs the campaign on `swarm` (a start, or a resume)."""
+        with self._connect() as db:
+            db.execute(
+                "UPDATE campaigns SET swarm = ?, submitter = ? WHERE id = ?",
+                (json.dumps(list(swarm)), json.dumps(asdict(submitter)), campaign_id),
             )
 
     def save_state(self, campaign_id: str, snapshot: bytes, status: CampaignStatus) -> None:
@@ -141,13 +209,13 @@ class CampaignStore:
     def campaign(self, campaign_id: str) -> CampaignRecord | None:
         """One campaign, or None if this store never saw it."""
         with self._connect() as db:
-            row = db.execute("SELECT * FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+            row = db.execute(f"SELECT {_COLUMNS} FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
         return None if row is None else _campaign(row)
 
     def campaigns(self) -> list[CampaignRecord]:
         """Every stored campaign, newest first."""
         with self._connect() as db:
-            rows = db.execute("SELECT * FROM campaigns ORDER BY created_utc DESC").fetchall()
+            rows = db.execute(f"SELECT {_COLUMNS} FROM campaigns ORDER BY created_utc DESC").fetchall()
         return [_campaign(r) for r in rows]
 
     def put_result(self, campaign_id: str, result: ResultRecord, received_utc: str) -> bool:
@@ -221,6 +289,22 @@ class CampaignStore:
             db.execute("DELETE FROM campaigns")
 
 
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Give a store written by an older sark-node the columns it lacks (`_ADDED_COLUMNS`)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(campaigns)")}
+    for name, kind in _ADDED_COLUMNS:
+        if name in have:
+            continue
+        try:
+            db.execute(f"ALTER TABLE campaigns ADD COLUMN {name} {kind}")
+        except sqlite3.OperationalError as exc:  # another process opening the store added it first
+            if "duplicate column" not in str(exc):
+                raise
+
+
+_COLUMNS: Final = "id, name, created_utc, source, text, models, snapshot, status, out_dir, swarm, submitter"
+
+
 def _campaign(row: tuple[Any, ...]) -> CampaignRecord:
     return CampaignRecord(
         campaign_id=row[0],
@@ -232,4 +316,6 @@ def _campaign(row: tuple[Any, ...]) -> CampaignRecord:
         snapshot=row[6],
         status=CampaignStatus(row[7]),
         out_dir=row[8],
+        swarm=None if row[9] is None else tuple(json.loads(row[9])),
+        submitter=None if row[10] is None else Submitter(**json.loads(row[10])),
     )

@@ -60,15 +60,17 @@ def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str
     axes[0].set_ylabel("median ms")
     axes[0].set_title(f"{label}: every {m.telemetry.period_ms:g} ms", fontsize=10)
     series: list[tuple[int, str, list[float | None]]] = [
-        *((1, visible(group), [p.cpu_mhz[k] if k < len(p.cpu_mhz) else None for p in points])
-          for k, group in enumerate(m.telemetry.groups)),
+        *(
+            (1, visible(group), [p.cpu_mhz[k] if k < len(p.cpu_mhz) else None for p in points])
+            for k, group in enumerate(m.telemetry.groups)
+        ),
         (1, "GPU SM", [p.gpu_sm_mhz for p in points]),
         (2, "hottest sensor", [p.temp_c for p in points]),
         (2, "GPU", [p.gpu_temp_c for p in points]),
         (3, "GPU board", [p.gpu_power_w for p in points]),
         (4, "other processes (cores)", [p.background_cores for p in points]),
         (4, "CPU share of the measuring process", [p.cpu_share for p in points]),
-    ]  # fmt: skip
+    ]
     for row, name, ys in series:
         if any(y is not None for y in ys):  # a reading this device does not give draws no line
             axes[row].plot(t, [float("nan") if y is None else y for y in ys], label=name)
@@ -85,8 +87,18 @@ def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str
 
 
 def _windows_table(sustained_runs: list[tuple[str, Measurement]]) -> str:
-    head = ("window", "start-end s", "runs", "median ms", "drift %", "clock MHz", "temp °C", "background",
-            "CPU share", "causes")  # fmt: skip
+    head = (
+        "window",
+        "start-end s",
+        "runs",
+        "median ms",
+        "drift %",
+        "clock MHz",
+        "temp °C",
+        "background",
+        "CPU share",
+        "causes",
+    )
     blocks = []
     for label, m in sustained_runs:
         s = m.sustained

@@ -148,3 +148,23 @@ def test_detect_format_by_suffix(name: str, fmt: ModelFormat) -> None:
 def test_unknown_suffix_is_a_format_failure() -> None:
     with pytest.raises(TaskFailed, match="unknown model format"):
         detect_format(Path("model.bin"))
+
+
+def test_random_bytes_are_refused_in_every_format_that_has_a_structure(tmp_path: Path) -> None:
+    noise = np.random.default_rng(30).bytes(100_000)
+    for name, fmt in [
+        ("m.onnx", ModelFormat.ONNX),
+        ("m.pt", ModelFormat.TORCHSCRIPT),
+        ("m.pt2", ModelFormat.TORCH_EXPORT),
+        ("m.safetensors", ModelFormat.SAFETENSORS),
+        ("m.gguf", ModelFormat.GGUF),
+    ]:
+        (tmp_path / name).write_bytes(noise)
+        assert _refused(tmp_path / name, fmt, allow=True)
+
+
+def test_a_protobuf_without_a_graph_is_not_an_onnx_model(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"\x08\x07\x12\x04sark")  # ir_version 7, producer_name "sark": valid wire, no graph
+    assert "no graph" in _refused(model, ModelFormat.ONNX)
+    check_model_file(write_convnet(tmp_path / "c.onnx"), ModelFormat.ONNX, allow_code_models=False)

@@ -17,7 +17,7 @@ from drivers.endpointrun import measure_endpoint
 from protocol import ComputeUnit, Endpoint, GenerateSpec, Measurement, Prompt, TaskSpec
 from protocol.tokenizer import Pinned, pin
 from scheduler import check_figures
-from scheduler.genrows import generation_columns
+from scheduler.results.genrows import generation_columns
 from tests.lab.bpe import tokenizer_json
 from tests.lab.sse_server import Reply, scheduled, serve_sse
 
@@ -52,7 +52,7 @@ async def test_usage_gives_server_usage_and_the_tokens_in_each_chunk() -> None:
     assert row["TokenSource"] == "server-usage"
     assert row["TokensPerChunkMean"] == "3.000"  # 9 tokens in 3 chunks
     assert (row["TokensCounted"], row["UsageVsCountedTokens"], row["ReasoningTokensMean"]) == (
-        "false",
+        "False",
         "",
         "0.00",
     )
@@ -63,7 +63,7 @@ async def test_without_usage_each_chunk_counts_as_one_token_and_says_so() -> Non
     measured, row = await _row(lambda body, n: scheduled(ANSWER), _task())
     assert (row["TokenSource"], row["TokensCounted"], row["TokensPerChunkMean"]) == (
         "chunks",
-        "true",
+        "True",
         "1.000",
     )
     assert measured.generation is not None

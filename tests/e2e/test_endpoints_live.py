@@ -93,7 +93,7 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
         assert float(row["TtftMsMedian"]) > 0
         assert float(row["TpotMsMedian"]) > 0
         assert float(row["Goodput"]) == 1.0
-        assert row["TokensCounted"] == "false"  # the server's usage chunk gave the counts
+        assert row["TokensCounted"] == "False"  # the server's usage chunk gave the counts
     events = (tmp_path / "w0.stderr").with_suffix(".stdout").read_text()
     assert '"event": "model"' not in events  # no model bytes moved
 
@@ -159,7 +159,7 @@ def test_the_key_reaches_the_server_from_the_worker_the_offer_chose(tmp_path: Pa
         done = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
         completions = [s for s in server.seen if s.path.endswith("/chat/completions")]
     (row,) = _rows(_outcome(done)["files"]["csv"])
-    assert (row["Requests"], row["Errors"], row["TokensCounted"]) == ("2", "0", "false")
+    assert (row["Requests"], row["Errors"], row["TokensCounted"]) == ("2", "0", "False")
     assert len(completions) == 2
     assert all(s.headers["authorization"] == f"Bearer {key}" for s in completions)
     assert [p for p in tmp_path.rglob("*") if p.is_file() and key.encode() in p.read_bytes()] == []

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,13 @@ def test_ctrl_c_mid_measurement_releases_the_lease_and_resume_completes(
     assert (stopped["kind"], stopped["reason"]) == ("failure", "cancelled")  # it stopped measuring
     status, tasks = _stored(swarm2.submitter_dir, campaign_id)
     assert status == "interrupted"
+    shown = subprocess.run(
+        [*SARK, "status", "--json", "--data-dir", str(swarm2.submitter_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(shown.stdout)["campaigns"][0]["status"] == "interrupted"  # not "submitter gone"
     assert [(t["state"], t["lease_id"], t["attempts"]) for t in tasks] == [("pending", None, [])]
 
     done = swarm2.run("submit", "--resume", campaign_id, "--json", "--out", str(out))

@@ -96,3 +96,9 @@ def test_cancel_from_another_process_stops_the_tasks_on_their_workers(swarm2: Sw
     assert sorted(r["Status"] for r in rows) == ["Cancelled", "Cancelled"]
     for proc in swarm2.workers.values():  # each worker stopped its measurement: a cancelled outcome
         _wait(proc, "outcome", timeout=30, reason="cancelled")
+    assert submitter.popen.wait(timeout=30) == 1
+    for args in (["status", "--json"], ["status", campaign_id, "--json"]):  # the list, and the campaign
+        argv = [*SARK, *args, "--data-dir", str(swarm2.submitter_dir)]
+        shown = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        document = json.loads(shown.stdout)
+        assert document.get("campaigns", [document])[0]["status"] == "cancelled", shown.stdout

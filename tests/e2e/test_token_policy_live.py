@@ -87,7 +87,7 @@ def test_rows_declare_their_token_source_and_a_seeded_dataset_sends_the_same_byt
     assert real["UsageVsCountedTokens"].endswith("%")  # usage and the tokenizer's count side by side
     assert real["TtfoMsMedian"] == real["TtftMsMedian"]  # no reasoning channel
     assert scripted["TokenSource"] == pinned.source()
-    assert scripted["TokensCounted"] == "true"
+    assert scripted["TokensCounted"] == "True"
 
     document = json.loads(Path(first["files"]["json"]).read_text())
     assert document["formulas"]["TtfoMsMedian"].startswith(

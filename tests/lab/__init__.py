@@ -14,6 +14,8 @@ Modules:
            external data) and the stage each must fail at
     powercap  `advancing_powercap`: a RAPL powercap tree a writer process advances (with wrap-arounds)
     sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
+    liar   child script: a real `join` whose measurements halve their median
+    boundliar  child script: a real `join` whose readings are absurd but self-consistent, a lie per task
     fleetliar  child script: a `join` fleet member that signs lying records (fabricated or repeated)
     replicaliar  child script: a `join` replica that halves its samples, never runs the model, or
            advertises a calibration its CPU cannot reach (MODE: halve, norun, claim)

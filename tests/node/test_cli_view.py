@@ -54,6 +54,23 @@ def test_the_live_view_reads_at_80_columns() -> None:
     assert "measuring" in text  # the running task's phase
 
 
+def test_two_workers_of_one_hostname_read_apart_at_80_columns() -> None:
+    ids = (
+        "12D3KooWGzBXRwmwgv8WXnbQqbu9KvaNmSwgGAVjRkBYCxcW35MA",
+        "12D3KooWGzBXRwmwgv8WXnbQqbu9KvaNmSwgGAVjRkBYCxcXy7Qp2",
+    )
+    tasks = [_task(sch.TaskState.LEASED, ComputeUnit.CPU_ONNX, device="vm").with_(peer_id=i) for i in ids]
+    console = Console(record=True, width=80)
+    console.print(task_table(tasks))
+    text = console.export_text()
+    assert "vm …cW35MA" in text
+    assert "vm …Xy7Qp2" in text
+    alone = task_table(tasks[:1])  # one worker of that name: the name alone
+    console = Console(record=True, width=80)
+    console.print(alone)
+    assert "…" not in console.export_text()
+
+
 def test_submit_names_its_campaign_when_it_starts() -> None:
     view = LiveView(enabled=False)
     out = io.StringIO()

@@ -17,8 +17,9 @@ from protocol import (
     derive,
 )
 from protocol.aggregate import NO_SAMPLES
-from scheduler.report import compare, entry_of
-from scheduler.sustainrows import sustain_columns
+from scheduler.diff import compare
+from scheduler.report import entry_of
+from scheduler.results.sustainrows import sustain_columns
 
 SAMPLES = (10.0,) * 100 + (16.0,) * 60
 

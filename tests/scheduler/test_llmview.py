@@ -6,8 +6,9 @@ from __future__ import annotations
 from protocol import GenerateSpec, GenerationStats, Prompt, RequestRecord
 from protocol.aggregate import per_token_instability
 from protocol.genstats import summarize_generation
+from scheduler.diff import diff_entries
 from scheduler.llmview import LLM_FIGURES, headline, per_request
-from scheduler.report import ReportEntry, diff_entries
+from scheduler.report import ReportEntry
 
 SPEC = GenerateSpec(
     prompts=(Prompt(id="a", text="x", reference="the cat sat on the mat"),),

@@ -5,17 +5,15 @@ from __future__ import annotations
 import pytest
 
 from protocol import ComputeUnit, DeviceProfile, Measurement, Stats
+from scheduler.diff import compare, diff_entries, match_entries
 from scheduler.report import (
     NO_DEVICE,
     ReportEntry,
-    compare,
     device_label,
-    diff_entries,
     entries_from_document,
     entry_of,
     job_index_of,
     latency_matrices,
-    match_entries,
 )
 from scheduler.significance import mann_whitney
 

@@ -116,9 +116,12 @@ def test_sharegpt_conversations_give_their_first_human_turn_and_the_answer_as_re
 
 def test_dataset_problems_are_named_at_their_path() -> None:
     assert [p.split(": ")[0] for p in _problems(RANDOM, {})] == [
-        "jobs[0].generate.tokenizer",  # cannot read it
-        "jobs[0].generate.dataset.random",  # a random dataset needs one
+        "jobs[0].generate.tokenizer",  # cannot read it (the dataset that needs it is not judged apart)
     ]
+    without = CAMPAIGN.replace("      tokenizer: tok\n", "") % (json.dumps(RANDOM), 5)
+    with pytest.raises(sch.CampaignError) as info:
+        sch.parse_campaign(without)
+    assert [p.path for p in info.value.problems] == ["jobs[0].generate.dataset.random"]  # it needs one
     bad = {"random": {"input_tokens": {"mean": 0}, "output_tokens": {"mean": 5, "stddev": -1}, "seed": -2}}
     assert [p.split(":")[0] for p in _problems(bad)] == [
         "jobs[0].generate.dataset.random.seed",

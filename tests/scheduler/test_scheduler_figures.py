@@ -244,8 +244,9 @@ INVALID: list[tuple[str, str, Callable[[Measurement], Measurement], str]] = [
     ("generation on a tensor task", "tensor", lambda m: m.with_(generation=white_box().generation),
      "generation: generate figures for a tensor task"),
     ("negative background load", "tensor", lambda m: changed(m, "conditions.background_cores", -2.0),
-     "conditions.background_cores: -2.0, below 0"),
-    ("GPU use over 100 %", "tensor", lambda m: m.with_(gpu_util_pct=150.0), "gpu_util_pct: 150.0"),
+     "conditions.background_cores: the worker says -2.0 cores, outside 0 to"),
+    ("GPU use over 100 %", "tensor", lambda m: m.with_(gpu_util_pct=150.0),
+     "gpu_util_pct: the worker says 150.0 %, outside 0 to 100 %"),
 ]  # fmt: skip
 
 

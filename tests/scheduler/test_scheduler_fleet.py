@@ -20,12 +20,11 @@ from scheduler.fleet import (
     arrivals,
     clock_offset,
     deal,
-    fleet_columns,
     lag_p99_ms,
     saturated,
     still_ahead,
 )
-from scheduler.fleetrows import Member, fleet_rows
+from scheduler.results.fleetrows import Member, fleet_columns, fleet_rows
 from scheduler.tasks import TaskState
 
 PROMPTS = (Prompt(id="a", text="one"), Prompt(id="b", text="two"))

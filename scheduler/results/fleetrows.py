@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from protocol import GenerateSpec, GenerationStats
+from protocol import GenerateSpec, GenerationStats, RequestRecord
 from protocol.genstats import summarize_generation
 from scheduler.campaign import Job
-from scheduler.fleet import FLEET_UNIT, fleet_columns
-from scheduler.genrows import generation_columns
-from scheduler.results import CSV_COLUMNS
+from scheduler.fleet import FLEET_UNIT, achieved_rate, lag_p99_ms, saturated
+from scheduler.results.columns import CSV_COLUMNS, cell, cells
+from scheduler.results.genrows import generation_columns
 from scheduler.tasks import Status, TaskView
 
 _MB: Final = 1024 * 1024
@@ -35,6 +35,28 @@ class Member:
     generation: GenerationStats | None
 
 
+def fleet_columns(
+    records: Sequence[RequestRecord],
+    spec: GenerateSpec,
+    size: int,
+    cpu_pcts: Sequence[float | None],
+    lost: Sequence[str] = (),
+) -> dict[str, str]:
+    """The fleet columns of a member's row or of the merged row, from raw records."""
+    lag = lag_p99_ms(records)
+    cpus = [c for c in cpu_pcts if c is not None]
+    cpu = max(cpus) if cpus else None
+    rate = achieved_rate(records, spec.duration_s) if spec.request_rate is not None else None
+    return {
+        "FleetSize": cell("FleetSize", size),
+        "RequestRateAchieved": cell("RequestRateAchieved", rate),
+        "ScheduleLagMsP99": cell("ScheduleLagMsP99", lag),
+        "ClientCpuMaxPct": cell("ClientCpuMaxPct", cpu),
+        "ClientSaturated": cell("ClientSaturated", saturated(cpu, lag)),
+        "FleetLost": cells("FleetLost", lost),
+    }
+
+
 def member_row(member: Member, spec: GenerateSpec, size: int) -> dict[str, str]:
     """The member's row with its own fleet columns (its records only)."""
     row = dict(member.row)
@@ -42,7 +64,7 @@ def member_row(member: Member, spec: GenerateSpec, size: int) -> dict[str, str]:
         g = member.generation
         row.update(fleet_columns(g.records, spec, size, [g.client_cpu_pct]))
     else:
-        row["FleetSize"] = str(size)
+        row["FleetSize"] = cell("FleetSize", size)
     return row
 
 
@@ -70,21 +92,23 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
         Status=(Status.COMPLETE if measured else Status.FAILED).value,
         JobId=first.task_id.rsplit("-", 1)[0] + "-fleet",
         FileName=first.model.name,
-        FileSize=f"{first.model.size / _MB:.3f}",
+        FileSize=cell("FileSize", first.model.size / _MB),
         ComputeUnits=FLEET_UNIT,
         DeviceName=f"fleet of {size}",
         CreatedUtc=created_utc,
         ModelSha256=first.model.sha256,
-        WorkerPeerId=";".join(m.task.peer_id or "" for m in members if m.generation is not None),
-        InferenceMsMedian=f"{stats.e2e_ms.median:.3f}",
-        InferenceMsAverage=f"{stats.e2e_ms.mean:.3f}",
-        InferenceMsStdDev=f"{stats.e2e_ms.stddev:.3f}",
-        InferenceMsP99=f"{stats.e2e_ms.p99:.3f}",
-        InferenceMsFirst=f"{stats.ttft_ms.median:.3f}",
+        WorkerPeerId=cells(
+            "WorkerPeerId", (m.task.peer_id or "" for m in members if m.generation is not None)
+        ),
+        InferenceMsMedian=cell("InferenceMsMedian", stats.e2e_ms.median),
+        InferenceMsAverage=cell("InferenceMsAverage", stats.e2e_ms.mean),
+        InferenceMsStdDev=cell("InferenceMsStdDev", stats.e2e_ms.stddev),
+        InferenceMsP99=cell("InferenceMsP99", stats.e2e_ms.p99),
+        InferenceMsFirst=cell("InferenceMsFirst", stats.ttft_ms.median),
     )
     row.update(generation_columns(stats))
     if spec.request_rate is None:
-        row["Concurrency"] = str(spec.concurrency * size)
+        row["Concurrency"] = cell("Concurrency", spec.concurrency * size)
     row.update(fleet_columns(records, spec, size, [g.client_cpu_pct for g in measured], lost))
     row["Detail"] = _detail(members, lost)
     return row
@@ -114,4 +138,4 @@ def fleet_rows(
     return updated, merged
 
 
-__all__ = ["Member", "fleet_rows", "member_row", "merged_row"]
+__all__ = ["Member", "fleet_columns", "fleet_rows", "member_row", "merged_row"]

@@ -14,23 +14,10 @@ from collections.abc import Mapping
 from typing import Final
 
 from protocol import CapacityResult, Measurement
-from scheduler.genrows import generation_columns
+from scheduler.results.columns import cell
+from scheduler.results.genrows import generation_columns
 
-CAPACITY_COLUMNS: Final = (
-    "CapacityRow",
-    "CapacityBy",
-    "CapacityKnee",
-    "CapacityFirstFail",
-    "CapacityGoodputPct",
-    "CapacityFinished",
-    "LevelPassed",
-    "LevelEndedEarly",
-)
 _SEARCH_ONLY: Final = ("CapacityKnee", "CapacityFirstFail", "CapacityFinished")
-
-
-def _level(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"
 
 
 def capacity_columns(m: Measurement) -> dict[str, str]:
@@ -41,10 +28,10 @@ def capacity_columns(m: Measurement) -> dict[str, str]:
     return {
         "CapacityRow": "knee",
         "CapacityBy": found.by,
-        "CapacityKnee": _level(found.knee),
-        "CapacityFirstFail": _level(found.first_fail),
-        "CapacityGoodputPct": f"{found.goodput_pct:g}",
-        "CapacityFinished": "True" if found.finished else "False",
+        "CapacityKnee": cell("CapacityKnee", found.knee),
+        "CapacityFirstFail": cell("CapacityFirstFail", found.first_fail),
+        "CapacityGoodputPct": cell("CapacityGoodputPct", found.goodput_pct),
+        "CapacityFinished": cell("CapacityFinished", found.finished),
     }
 
 
@@ -58,21 +45,21 @@ def level_rows(row: Mapping[str, str], found: CapacityResult) -> list[dict[str, 
         cells.update(
             JobId=f"{row['JobId']}/{n}",
             CapacityRow="level",
-            LevelPassed="True" if level.passed else "False",
+            LevelPassed=cell("LevelPassed", level.passed),
             LevelEndedEarly="" if ended is None else ended.code,
             Detail="" if ended is None else ended.detail,
-            InferenceMsFirst=f"{level.generation.ttft_ms.median:.3f}",
-            InferenceMsMedian=f"{e2e.median:.3f}",
-            InferenceMsAverage=f"{e2e.mean:.3f}",
-            InferenceMsStdDev=f"{e2e.stddev:.3f}",
-            InferenceMsMin=f"{e2e.min:.3f}",
-            InferenceMsMax=f"{e2e.max:.3f}",
-            InferenceMsP90=f"{e2e.p90:.3f}",
-            InferenceMsP95=f"{e2e.p95:.3f}",
-            InferenceMsP99=f"{e2e.p99:.3f}",
+            InferenceMsFirst=cell("InferenceMsFirst", level.generation.ttft_ms.median),
+            InferenceMsMedian=cell("InferenceMsMedian", e2e.median),
+            InferenceMsAverage=cell("InferenceMsAverage", e2e.mean),
+            InferenceMsStdDev=cell("InferenceMsStdDev", e2e.stddev),
+            InferenceMsMin=cell("InferenceMsMin", e2e.min),
+            InferenceMsMax=cell("InferenceMsMax", e2e.max),
+            InferenceMsP90=cell("InferenceMsP90", e2e.p90),
+            InferenceMsP95=cell("InferenceMsP95", e2e.p95),
+            InferenceMsP99=cell("InferenceMsP99", e2e.p99),
         )
         rows.append(cells)
     return rows
 
 
-__all__ = ["CAPACITY_COLUMNS", "capacity_columns", "level_rows"]
+__all__ = ["capacity_columns", "level_rows"]

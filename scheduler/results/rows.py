@@ -1,0 +1,167 @@
+"""A task's result row and the two files: results.csv and results.json.
+
+The columns, their order, units and forms are the registry's (`scheduler.results.columns`); a
+section's cells come from its module (`genrows`, `caprows`, `energyrows`, `sustainrows`; a fleet's
+from `fleetrows`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Final
+
+from protocol import DeviceProfile, Measurement, ResultBody, for_csv
+from scheduler.campaign import Campaign
+from scheduler.endpoints import endpoint_unit
+from scheduler.results.caprows import capacity_columns
+from scheduler.results.columns import CSV_COLUMNS, cell, cells, column_formulas
+from scheduler.results.energyrows import energy_columns
+from scheduler.results.genrows import generation_columns
+from scheduler.results.sustainrows import sustain_columns
+from scheduler.tasks import Status, TaskView
+
+_MB: Final = 1024 * 1024
+
+
+def _gb(name: str, mb: int) -> str:
+    return cell(name, round(mb / 1024)) if mb else ""
+
+
+def _task_columns(task: TaskView, status: Status, created_utc: str) -> dict[str, str]:
+    row = dict.fromkeys(CSV_COLUMNS, "")
+    row.update(
+        Status=status.value,
+        JobId=task.task_id,
+        FileName=task.model.name,
+        FileSize=cell("FileSize", task.model.size / _MB),
+        ComputeUnits=endpoint_unit(task.model) or task.unit.value,
+        DeviceName=task.device_name,
+        CreatedUtc=created_utc,
+        ModelSha256=task.model.sha256,
+        WorkerPeerId=task.peer_id or "",
+    )
+    return row
+
+
+def _device_columns(device: DeviceProfile) -> dict[str, str]:
+    return {
+        "DeviceName": device.device_name,
+        "Soc": device.soc,
+        "Ram": _gb("Ram", device.ram_mb),
+        "DeviceOs": device.os,
+        "DeviceYear": cell("DeviceYear", device.device_year),
+        "DiscreteGpu": cells("DiscreteGpu", (g.name for g in device.gpus)),
+        "VRam": _gb("VRam", device.vram_mb()),
+        "DeviceOsVersion": device.os_version,
+        "RuntimeVersions": cells("RuntimeVersions", (f"{k}={v}" for k, v in sorted(device.runtimes.items()))),
+    }
+
+
+def _measurement_columns(m: Measurement) -> dict[str, str]:
+    inference = m.inference_ms
+    columns = {
+        "LoadMsMedian": cell("LoadMsMedian", m.load_ms.median),
+        "LoadMsAverage": cell("LoadMsAverage", m.load_ms.mean),
+        "LoadMsStdDev": cell("LoadMsStdDev", m.load_ms.stddev),
+        "PeakLoadRamUsage": cell("PeakLoadRamUsage", m.peak_load_ram_mb),
+        "InferenceMsMedian": cell("InferenceMsMedian", inference.median),
+        "InferenceMsAverage": cell("InferenceMsAverage", inference.mean),
+        "InferenceMsStdDev": cell("InferenceMsStdDev", inference.stddev),
+        "PeakInferenceRamUsage": cell("PeakInferenceRamUsage", m.peak_inference_ram_mb),
+        "LoadMsFirst": cell("LoadMsFirst", m.load_first_ms),
+        "InferenceMsFirst": cell("InferenceMsFirst", m.first_inference_ms),
+        "InferenceMsMin": cell("InferenceMsMin", inference.min),
+        "InferenceMsMax": cell("InferenceMsMax", inference.max),
+        "InferenceMsP90": cell("InferenceMsP90", inference.p90),
+        "InferenceMsP95": cell("InferenceMsP95", inference.p95),
+        "InferenceMsP99": cell("InferenceMsP99", inference.p99),
+        "InferenceCv": cell("InferenceCv", inference.cv),
+        "InferenceOutliers": cell("InferenceOutliers", inference.outliers),
+        "ProcessMedians": cells("ProcessMedians", m.process_medians_ms),
+        "ProcessSpreadPct": cell("ProcessSpreadPct", m.process_spread_pct),
+        "Unstable": cell("Unstable", m.unstable),
+        "UnstableReasons": cells("UnstableReasons", m.unstable_reasons),
+        "WarmupsUsed": cell("WarmupsUsed", m.warmups_used),
+        "CpuCoresUsed": cell("CpuCoresUsed", m.cpu_cores_used),
+        "BackgroundCores": cell("BackgroundCores", m.conditions.background_cores),
+        "GpuUtilPct": cell("GpuUtilPct", m.gpu_util_pct),
+        "GpuMemMb": cell("GpuMemMb", m.gpu_mem_mb),
+        "Providers": cells("Providers", m.providers),
+        "Fallback": cell("Fallback", m.fallback),
+        "InputShapes": cells("InputShapes", (i.label() for i in m.inputs)),
+        "InputsDefaulted": cell("InputsDefaulted", m.inputs_defaulted) if m.inputs else "",
+        # what the worker cut to fit one envelope (node/worker/fit.py)
+        "Trimmed": cells("Trimmed", m.trimmed),
+    }
+    if m.conditions.runtime_versions:
+        versions = sorted(m.conditions.runtime_versions.items())
+        columns["RuntimeVersions"] = cells("RuntimeVersions", (f"{k}={v}" for k, v in versions))
+    columns.update(generation_columns(m.generation))
+    columns.update(capacity_columns(m))
+    columns.update(energy_columns(m.energy))
+    columns.update(sustain_columns(m))
+    return columns
+
+
+def result_row(task: TaskView, body: ResultBody, signature: str, created_utc: str) -> dict[str, str]:
+    """The row of a completed task.
+
+    Args:
+        task: the task as the scheduler holds it.
+        body: the verified result body.
+        signature: how its signature checked out ("verified", or why not).
+        created_utc: when the result was stored, ISO 8601.
+
+    Returns:
+        Every column of `CSV_COLUMNS`, as text.
+    """
+    row = _task_columns(task, Status.COMPLETE, created_utc)
+    row.update(_device_columns(body.device))
+    row.update(_measurement_columns(body.measurement))
+    row.update(ModelSha256=body.model_sha256, WorkerPeerId=body.worker, SignatureStatus=signature)
+    return row
+
+
+def failure_row(task: TaskView, status: Status, reason: str, detail: str, created_utc: str) -> dict[str, str]:
+    """The row of a task that ended without a measurement (Failed, Cancelled or Unschedulable).
+
+    `created_utc` stamps a task that has not ended; an ended task keeps the time it ended.
+    """
+    if task.ended_at is not None:
+        created_utc = datetime.fromtimestamp(task.ended_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    row = _task_columns(task, status, created_utc)
+    row.update(FailureReason=reason, FailureStage=task.failure_stage, Detail=detail)
+    return row
+
+
+def to_csv(rows: Iterable[Mapping[str, str]]) -> str:
+    """results.csv: a header of `CSV_COLUMNS` then one line per row (missing columns are empty).
+
+    Every cell passes `protocol.for_csv`, the CSV seam: no formula, no control character.
+    """
+    buffer = io.StringIO()
+    writer = csv.DictWriter(
+        buffer, fieldnames=CSV_COLUMNS, restval="", extrasaction="raise", lineterminator="\n"
+    )
+    writer.writeheader()
+    writer.writerows({name: for_csv(cell) for name, cell in row.items()} for row in rows)
+    return buffer.getvalue()
+
+
+def results_document(
+    campaign_id: str,
+    campaign: Campaign,
+    rows_with_samples: Iterable[tuple[Mapping[str, str], Sequence[float]]],
+) -> dict[str, object]:
+    """results.json: the campaign, the columns, the formula of each computed generation column, and
+    every row with its raw inference samples (ms)."""
+    return {
+        "campaign_id": campaign_id,
+        "campaign": campaign.model_dump(mode="json"),
+        "columns": list(CSV_COLUMNS),
+        "formulas": column_formulas(),
+        "results": [{"row": dict(row), "samples_ms": list(samples)} for row, samples in rows_with_samples],
+    }
