@@ -136,3 +136,15 @@ def test_bad_verify_blocks_are_refused_naming_each_field() -> None:
     job = campaign().replace("devices: all}", "devices: all, verify: {replicas: 3}}")
     parsed = parse_campaign(job)
     assert parsed.verify_of(parsed.jobs[0]).replicas == 3
+
+
+def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["10.0.0.1", "10.0.0.2"])
+    sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL})
+    run(sched, {"12D3-b0": 10.0, "12D3-b1": 5.0})
+    tasks = sched.tasks()
+    assert [t.state for t in tasks] == [TaskState.DONE, TaskState.DONE, TaskState.UNSCHEDULABLE]
+    assert [t.verified for t in tasks[:2]] == ["disagreed", "disagreed"]
+    assert "no further replica ran" in tasks[0].verify_detail
+    assert sched.done
