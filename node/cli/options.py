@@ -152,12 +152,20 @@ def interrupted(line: str = "interrupted") -> NoReturn:
     raise InterruptedExit(130)
 
 
-def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False, stop: trio.Event | None = None) -> T:
+def run(
+    main: Callable[[], Awaitable[T]],
+    *,
+    verbose: bool = False,
+    stop: trio.Event | None = None,
+    own_signals: bool = False,
+) -> T:
     """Run an async command: bad input exits 2, a runtime failure 1, Ctrl-C 130 with one line.
 
     Ctrl-C sets `stop` when the command has one (it winds down and raises `Interrupted`, whose detail
     is the line printed), else cancels the command; a second Ctrl-C, or `INTERRUPT_GRACE_S` after the
-    first, cancels it too.
+    first, cancels it too. With `own_signals` the command receives SIGINT itself (`join`: the graceful
+    leave, as on SIGTERM) and no watch is set over it: trio delivers a signal only to the receiver
+    opened last, and a watch started beside the command would open after it and take its Ctrl-C.
     """
     import trio
 
@@ -169,7 +177,7 @@ def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False, stop: trio.E
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        finished: list[T] = trio.run(_interruptible, main, stop)
+        finished: list[T] = trio.run(_interruptible, main, stop, not own_signals)
     except Interrupted as exc:
         interrupted(f"interrupted: {exc.detail}")
     except ConfigError as exc:
@@ -192,7 +200,7 @@ def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False, stop: trio.E
     return finished[0]
 
 
-async def _interruptible(main: Callable[[], Awaitable[T]], stop: trio.Event | None) -> list[T]:
+async def _interruptible(main: Callable[[], Awaitable[T]], stop: trio.Event | None, watch: bool) -> list[T]:
     """`main`'s result in a list, or an empty list when Ctrl-C cancelled it. Its errors come out as
     they were raised, not wrapped in a group by the nursery of the Ctrl-C watch."""
     import trio
@@ -201,7 +209,8 @@ async def _interruptible(main: Callable[[], Awaitable[T]], stop: trio.Event | No
     failure: Exception | None = None
     async with trio.open_nursery() as nursery:
         scope = trio.CancelScope()
-        nursery.start_soon(_watch_ctrl_c, scope, stop)
+        if watch:
+            nursery.start_soon(_watch_ctrl_c, scope, stop)
         try:
             with scope:
                 result.append(await main())

@@ -138,7 +138,7 @@ def join(
             err=True,
         )
     profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None
-    run(lambda: _serve_worker(config, profile, events))
+    run(lambda: _serve_worker(config, profile, events), own_signals=True)  # Ctrl-C is the leave too
     gc.freeze()  # left: the interpreter's last full collection took 1.5 s of a 2 s exit, and frees nothing
 
 
