@@ -3,7 +3,9 @@
 Linux: a systemd user unit, `$XDG_CONFIG_HOME/systemd/user/sark-node.service` (`~/.config/...` when the
 variable is unset). macOS: a launchd agent, `~/Library/LaunchAgents/local.sark-node.plist`. Either runs
 `sark-node join --config FILE` with the node's config file, restarts it when it fails (not when it exits
-0, a graceful leave, nor, under systemd, 2: bad configuration, which a restart does not mend), and
+0, a graceful leave, nor, under systemd, 2: bad configuration, which a restart does not mend), every
+`RESTART_S` for as long as it takes (systemd: no start limit, `StartLimitIntervalSec=0`; launchd's
+`KeepAlive` never gives up; `join` itself waits out a gate outage, `node/p2p/gates.py`), and
 stops it with SIGTERM, which `join` answers with a graceful leave. Logs go where the platform keeps
 them: the journal (`journalctl --user -u sark-node`), or `~/Library/Logs/sark-node/`.
 
@@ -126,8 +128,7 @@ def render_unit(argv: Sequence[str]) -> str:
 # {_HEADER}
 [Unit]
 Description=sark-node worker: runs benchmarks for the swarm's allowed submitters
-StartLimitIntervalSec=300
-StartLimitBurst=10
+StartLimitIntervalSec=0
 
 [Service]
 Type=exec

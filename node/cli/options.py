@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, TypeVar
 
@@ -109,15 +109,49 @@ def endpoints_on_device(flags: list[str] | None) -> dict[str, str] | None:
 def build_config(file: Path | None, **flags: Any) -> NodeConfig:
     """The node's configuration from file, environment and flags; exits 2 on bad input."""
     from node.config import load_config
-    from node.p2p.addrs import parse_multiaddr
 
     try:
+        check_flags(flags)
         config = load_config(file, os.environ, **flags)
-        for addr in (*config.listen, *config.gates):
-            parse_multiaddr(addr, field="address")
+        check_settings(config)
     except ConfigError as exc:
         fail(f"error: {exc.detail}", 2)
     return config
+
+
+def check_flags(flags: Mapping[str, Any]) -> None:
+    """The address and peer-id flags checked as `join` reads them, each error naming its flag
+    (`--gate` a multiaddr ending in `/p2p/<id>`, `--listen` a multiaddr, `--allow` a peer id; none
+    with a control character).
+
+    Raises:
+        ConfigError: the first bad value, its field the flag.
+    """
+    from node.p2p.addrs import parse_gate, parse_multiaddr, parse_peer_id
+
+    for addr in flags.get("listen") or ():
+        parse_multiaddr(addr, field="--listen")
+    for addr in flags.get("gates") or ():
+        parse_gate(addr, field="--gate")
+    for peer in flags.get("allow") or ():
+        parse_peer_id(peer, field="--allow")
+
+
+def check_settings(config: NodeConfig) -> None:
+    """`check_flags` over the settings, wherever they came from (a file, `SARK_*`), each error naming
+    the setting.
+
+    Raises:
+        ConfigError: the first bad value.
+    """
+    from node.p2p.addrs import parse_gate, parse_multiaddr, parse_peer_id
+
+    for addr in config.listen:
+        parse_multiaddr(addr, field="listen")
+    for addr in config.gates:
+        parse_gate(addr, field="gates")
+    for peer in config.allow:
+        parse_peer_id(peer, field="allow")
 
 
 def guard(build: Callable[[], T]) -> T:

@@ -41,6 +41,7 @@ async def dial_in_turn(
         PeerTimeout: the deadline passed.
     """
     errors: list[str] = []
+    last: PeerUnreachable | None = None  # its chain keeps libp2p's and the socket's own errors
     deadline = trio.current_time() + seconds
     for i, addr in enumerate(plan):
         left = deadline - trio.current_time()
@@ -53,11 +54,12 @@ async def dial_in_turn(
                 return
             except PeerUnreachable as exc:
                 errors.append(exc.why)
+                last = exc
         if scope.cancelled_caught:
             errors.append(f"{addr}: no connection within {cap:.3g} s")
     if trio.current_time() < deadline:
-        raise PeerUnreachable(peer_id, "; ".join(errors) or "no address")
-    raise PeerTimeout(peer_id, f"connecting within {seconds:g} s ({'; '.join(errors)})")
+        raise PeerUnreachable(peer_id, "; ".join(errors) or "no address") from last
+    raise PeerTimeout(peer_id, f"connecting within {seconds:g} s ({'; '.join(errors)})") from last
 
 
 __all__ = ["PER_ADDRESS_S", "dial_in_turn", "dial_plan"]
