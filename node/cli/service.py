@@ -200,6 +200,24 @@ def _render(paths: ServicePaths, argv: tuple[str, ...], config_flag: bool) -> by
     return unit
 
 
+def _config_and_settings(
+    paths: ServicePaths, config_file: Path | None, flags: dict[str, Any], reset: list[str]
+) -> tuple[Path, dict[str, Any] | None]:
+    """The config file the service runs with, and the settings to write into it (None: the owner's
+    own `--config FILE`, written by nobody here)."""
+    unknown = sorted(set(reset) - RESETTABLE.keys())
+    if unknown:
+        fail(f"error: --reset: no such setting: {', '.join(unknown)} (one of {', '.join(RESETTABLE)})", 2)
+    if config_file is None:
+        return paths.config, _settings(paths, flags, reset)
+    if any(v is not None for v in flags.values()) or reset:
+        fail("error: give the settings either in --config FILE or as options, not both", 2)
+    config = config_file.resolve()
+    if not config.is_file():
+        fail(f"error: no config file at {config}", 2)
+    return config, None
+
+
 OpenOpt = Annotated[
     bool | None, typer.Option("--open/--no-open", help="accept any submitter (--no-open: only --allow)")
 ]
@@ -257,18 +275,7 @@ def install(
         device_name=device_name, allow_network=allow_network, allow_http=allow_http, endpoint=endpoint,
         calibrate=calibrate,
     )  # fmt: skip
-    unknown = sorted(set(reset or ()) - RESETTABLE.keys())
-    if unknown:
-        fail(f"error: --reset: no such setting: {', '.join(unknown)} (one of {', '.join(RESETTABLE)})", 2)
-    if config_file is not None:
-        if any(v is not None for v in flags.values()) or reset:
-            fail("error: give the settings either in --config FILE or as options, not both", 2)
-        config = config_file.resolve()
-        if not config.is_file():
-            fail(f"error: no config file at {config}", 2)
-        settings = None
-    else:
-        config, settings = paths.config, _settings(paths, flags, reset or [])
+    config, settings = _config_and_settings(paths, config_file, flags, reset or [])
     argv = join_argv(node_command(sys.executable, bool(getattr(sys, "frozen", False))), config)
     unit = _render(paths, argv, config_file is not None)
     if paths.logs is not None:

@@ -115,6 +115,12 @@ def _ip(addr: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return None
 
 
+def ip_of(addr: str) -> str | None:
+    """The IP of an `/ip4/...` or `/ip6/...` multiaddr as text (None for a DNS name or anything else)."""
+    ip = _ip(addr)
+    return None if ip is None else str(ip)
+
+
 def _with_ip(addr: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     parts = addr.split("/")
     return "/".join(["", f"ip{ip.version}", str(ip), *parts[3:]])
@@ -227,6 +233,7 @@ __all__ = [
     "announced",
     "dial_order",
     "expand",
+    "ip_of",
     "local_interfaces",
     "parse_gate",
     "parse_multiaddr",

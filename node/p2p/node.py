@@ -43,6 +43,8 @@ PROFILE_PROBES_AT_ONCE: Final = 16
 """`/sark/profile` requests in flight at once when a lookup asks providers for their adverts."""
 PROFILE_PROBE_S: Final = 3.0
 """Deadline of one such request."""
+SEEN_FROM_DHT: Final = 4
+"""A provider record's first addresses taken as where the DHT saw the peer."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class Node:
         probes: trio.CapacityLimiter,
     ) -> None:
         now = time.time()
+        self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
         advert = await self.dht.advert(peer_id, now)
         if advert is None and peer_id != self.host.peer_id:
             async with probes:
