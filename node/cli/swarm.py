@@ -110,6 +110,7 @@ def join(
 
     SIGTERM or SIGINT is a graceful leave (exit 0 within seconds): no more offers, each unfinished lease
     handed back with a signed release (the submitter offers it elsewhere at once), the advert withdrawn.
+    While no gate answers it keeps trying, 1 s to 30 s apart, one line per attempt.
     """
     config = build_config(
         config_file,
@@ -154,7 +155,11 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
         lambda worker: _announce(worker, config, events),
         events=sink,
     )
-    if left is not None and not events:
+    if events:
+        return
+    if left is None:
+        print("stopped before joining the swarm", flush=True)
+    else:
         print(f"left the swarm in {left.seconds:g} s; leases handed back: {len(left.released)}", flush=True)
 
 

@@ -4,11 +4,13 @@
 started with a gate address where nothing listens: it stays up and prints one line per attempt (it
 used to exit 1 after about 10 s, and under systemd's restart limit a fleet's workers stopped for good
 after a gate outage of 2.5 minutes). Then a real gate comes up on that address: the worker joins, and
-`peers` lists it.
+`peers` lists it; Ctrl-C then is its graceful leave (exit 0).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from lab.procs import SARK, Lab
 
 from e2e.conftest import submitter_id
 from node.p2p.gates import backoff
+from node.worker.leave import LEAVE_S
 
 WATCH_S = 8.0
 """How long the worker is watched with its gate down: rounds at 0, 1, 3 and 7 s."""
@@ -76,5 +79,8 @@ def test_a_worker_outlives_its_gate_being_down_and_joins_when_it_comes_up(tmp_pa
             assert time.monotonic() < deadline, worker.log_excerpt()
             time.sleep(1)
         print(f"\n{len(attempts)} attempts in {WATCH_S:g} s with the gate down; joined as {peer_id}")
+        os.killpg(worker.popen.pid, signal.SIGINT)  # Ctrl-C in its terminal: the graceful leave
+        assert worker.popen.wait(timeout=LEAVE_S) == 0, worker.log_excerpt()
+        worker.wait_line("left the swarm in ", timeout=5)
     finally:
         lab.close()
