@@ -71,7 +71,7 @@ def test_a_bad_gate_address_is_exit_2_in_one_line(command: str, form: str, tmp_p
     assert not (tmp_path / "node").exists()  # refused before anything started
 
 
-@pytest.mark.parametrize("command", ["submit", "plan", "peers"])
+@pytest.mark.parametrize("command", ["submit", "plan", "peers", "serve"])
 def test_a_gate_where_nothing_listens_is_one_line(command: str, tmp_path: Path) -> None:
     gate = f"/ip4/127.0.0.1/tcp/{_free_port()}/p2p/{STRANGER}"
     done = _run(_command(command, gate, tmp_path))

@@ -28,5 +28,5 @@ def lying_advert(decoys: tuple[str, ...]) -> Any:
 
 if __name__ == "__main__":
     listed = tuple(Path(sys.argv.pop(1)).read_text().split())
-    advertising.AdvertBody = lying_advert(listed)  # type: ignore[misc]
+    advertising.AdvertBody = lying_advert(listed)  # type: ignore[attr-defined]
     main()
