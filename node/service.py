@@ -3,7 +3,9 @@
 Linux: a systemd user unit, `$XDG_CONFIG_HOME/systemd/user/sark-node.service` (`~/.config/...` when the
 variable is unset). macOS: a launchd agent, `~/Library/LaunchAgents/local.sark-node.plist`. Either runs
 `sark-node join --config FILE` with the node's config file, restarts it when it fails (not when it exits
-0, a graceful leave, nor, under systemd, 2: bad configuration, which a restart does not mend), and
+0, a graceful leave, nor, under systemd, 2: bad configuration, which a restart does not mend), every
+`RESTART_S` for as long as it takes (systemd: no start limit, `StartLimitIntervalSec=0`; launchd's
+`KeepAlive` never gives up; `join` itself waits out a gate outage, `node/p2p/gates.py`), and
 stops it with SIGTERM, which `join` answers with a graceful leave. Logs go where the platform keeps
 them: the journal (`journalctl --user -u sark-node`), or `~/Library/Logs/sark-node/`.
 
@@ -96,6 +98,23 @@ def join_argv(command: Sequence[str], config: Path) -> tuple[str, ...]:
     return (*command, "join", "--config", str(config))
 
 
+def check_words(named: Mapping[str, str]) -> None:
+    """Paths that go into a unit or a plist, by where they come from (a flag, an environment variable):
+    no control character (a newline would start a new line of the unit: another `ExecStart=`; XML 1.0
+    cannot hold one at all) and valid UTF-8.
+
+    Raises:
+        ConfigError: the first that is not, its field the source.
+    """
+    for source, word in named.items():
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" for c in word):
+            raise ConfigError(source, f"a control character in {word!r}: it cannot go into a service file")
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(source, f"not valid UTF-8: {word!r}") from None
+
+
 _UNSAFE_EXECUTABLE: Final = re.compile(r"[\\\"'\x00-\x1f\x7f]")
 """What systemd refuses in an executable's path ("Executable name contains special characters")."""
 
@@ -119,15 +138,16 @@ def render_unit(argv: Sequence[str]) -> str:
     """The systemd user unit that runs `argv` (see the module), as text.
 
     Raises:
-        ConfigError: the executable's path holds characters systemd refuses there.
+        ConfigError: the executable's path holds characters systemd refuses there, or a word a
+            control character (`check_words`).
     """
+    check_words({f"word {i}": w for i, w in enumerate(argv)})
     command = " ".join(_systemd_word(w, executable=i == 0) for i, w in enumerate(argv))
     return f"""\
 # {_HEADER}
 [Unit]
 Description=sark-node worker: runs benchmarks for the swarm's allowed submitters
-StartLimitIntervalSec=300
-StartLimitBurst=10
+StartLimitIntervalSec=0
 
 [Service]
 Type=exec
@@ -152,7 +172,12 @@ def render_plist(argv: Sequence[str], logs: Path) -> bytes:
     """The launchd agent that runs `argv` (see the module), as plist XML.
 
     launchd has no "do not restart on exit 2": a bad configuration is retried every `ThrottleInterval`.
+
+    Raises:
+        ConfigError: a word or the logs' path holds a control character (`check_words`), which XML
+            cannot carry (plistlib would raise ValueError).
     """
+    check_words({**{f"word {i}": w for i, w in enumerate(argv)}, "logs": str(logs)})
     agent: dict[str, Any] = {
         "Label": LABEL,
         "ProgramArguments": list(argv),
@@ -188,6 +213,7 @@ __all__ = [
     "UNIT_NAME",
     "Platform",
     "ServicePaths",
+    "check_words",
     "join_argv",
     "node_command",
     "render_config",

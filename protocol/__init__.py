@@ -117,6 +117,8 @@ from protocol.telemetry import (
 from protocol.text import control_characters, for_csv, for_html, for_markdown, for_rich, visible
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
+    MAX_ADVERT_ADDRS,
+    MAX_ADVERT_CIRCUITS,
     MAX_INPUT_DATA,
     MAX_SAMPLES,
     Calibration,
@@ -148,6 +150,8 @@ __all__ = [
     "FORMULAS",
     "GPU_UNITS",
     "KAD",
+    "MAX_ADVERT_ADDRS",
+    "MAX_ADVERT_CIRCUITS",
     "MAX_ENVELOPE",
     "MAX_FRAME",
     "MAX_INPUT_DATA",

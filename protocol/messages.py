@@ -23,7 +23,7 @@ from pydantic import Field, TypeAdapter
 from protocol.base import Value
 from protocol.fleet import ClockGet, ClockReply
 from protocol.framing import MAX_FRAME
-from protocol.values import DeviceProfile, Load, Measurement, ModelRef, TaskSpec
+from protocol.values import AdvertAddrs, AdvertCircuits, DeviceProfile, Load, Measurement, ModelRef, TaskSpec
 
 NEGOTIATE: Final = "/sark/negotiate/1.0.0"
 BLOB: Final = "/sark/blob/1.0.0"
@@ -201,8 +201,8 @@ class AdvertBody(Value):
     seq: int = Field(ge=0)
     issued_at: float
     expires_at: float
-    addrs: tuple[str, ...] = ()
-    circuit_addrs: tuple[str, ...] = ()
+    addrs: AdvertAddrs = ()
+    circuit_addrs: AdvertCircuits = ()
     reachability: Reachability = Reachability.UNKNOWN
     profile: DeviceProfile
     load: Load = Load()

@@ -32,6 +32,18 @@ ProfileName = Annotated[str, Field(max_length=128), AfterValidator(_printable)]
 """A device's or a runtime's name: a ProfileFact of at most 128 characters."""
 
 
+MAX_ADVERT_ADDRS: Final = 16
+"""Direct addresses an advert may list (a worker announces its best-ranked ones): more is invalid."""
+MAX_ADVERT_CIRCUITS: Final = 8
+"""Relay circuit addresses an advert may list (one per gate the worker reserved on): more is invalid."""
+AddrText = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_printable)]
+"""One multiaddr in an advert, as text."""
+AdvertAddrs = Annotated[tuple[AddrText, ...], Field(max_length=MAX_ADVERT_ADDRS)]
+"""An advert's direct addresses: a peer's claim, bounded at the edge (a dialer still dials a few)."""
+AdvertCircuits = Annotated[tuple[AddrText, ...], Field(max_length=MAX_ADVERT_CIRCUITS)]
+"""An advert's relay circuit addresses, bounded at the edge."""
+
+
 class UnitStatus(Value):
     """Whether a compute unit really ran a probe model here, and if not, why."""
 

@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, TypeVar
 
@@ -109,15 +109,49 @@ def endpoints_on_device(flags: list[str] | None) -> dict[str, str] | None:
 def build_config(file: Path | None, **flags: Any) -> NodeConfig:
     """The node's configuration from file, environment and flags; exits 2 on bad input."""
     from node.config import load_config
-    from node.p2p.addrs import parse_multiaddr
 
     try:
+        check_flags(flags)
         config = load_config(file, os.environ, **flags)
-        for addr in (*config.listen, *config.gates):
-            parse_multiaddr(addr, field="address")
+        check_settings(config)
     except ConfigError as exc:
         fail(f"error: {exc.detail}", 2)
     return config
+
+
+def check_flags(flags: Mapping[str, Any]) -> None:
+    """The address and peer-id flags checked as `join` reads them, each error naming its flag
+    (`--gate` a multiaddr ending in `/p2p/<id>`, `--listen` a multiaddr, `--allow` a peer id; none
+    with a control character).
+
+    Raises:
+        ConfigError: the first bad value, its field the flag.
+    """
+    from node.p2p.addrs import parse_gate, parse_multiaddr, parse_peer_id
+
+    for addr in flags.get("listen") or ():
+        parse_multiaddr(addr, field="--listen")
+    for addr in flags.get("gates") or ():
+        parse_gate(addr, field="--gate")
+    for peer in flags.get("allow") or ():
+        parse_peer_id(peer, field="--allow")
+
+
+def check_settings(config: NodeConfig) -> None:
+    """`check_flags` over the settings, wherever they came from (a file, `SARK_*`), each error naming
+    the setting.
+
+    Raises:
+        ConfigError: the first bad value.
+    """
+    from node.p2p.addrs import parse_gate, parse_multiaddr, parse_peer_id
+
+    for addr in config.listen:
+        parse_multiaddr(addr, field="listen")
+    for addr in config.gates:
+        parse_gate(addr, field="gates")
+    for peer in config.allow:
+        parse_peer_id(peer, field="allow")
 
 
 def guard(build: Callable[[], T]) -> T:
@@ -152,12 +186,20 @@ def interrupted(line: str = "interrupted") -> NoReturn:
     raise InterruptedExit(130)
 
 
-def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False, stop: trio.Event | None = None) -> T:
+def run(
+    main: Callable[[], Awaitable[T]],
+    *,
+    verbose: bool = False,
+    stop: trio.Event | None = None,
+    own_signals: bool = False,
+) -> T:
     """Run an async command: bad input exits 2, a runtime failure 1, Ctrl-C 130 with one line.
 
     Ctrl-C sets `stop` when the command has one (it winds down and raises `Interrupted`, whose detail
     is the line printed), else cancels the command; a second Ctrl-C, or `INTERRUPT_GRACE_S` after the
-    first, cancels it too.
+    first, cancels it too. With `own_signals` the command receives SIGINT itself (`join`: the graceful
+    leave, as on SIGTERM) and no watch is set over it: trio delivers a signal only to the receiver
+    opened last, and a watch started beside the command would open after it and take its Ctrl-C.
     """
     import trio
 
@@ -169,7 +211,7 @@ def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False, stop: trio.E
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        finished: list[T] = trio.run(_interruptible, main, stop)
+        finished: list[T] = trio.run(_interruptible, main, stop, not own_signals)
     except Interrupted as exc:
         interrupted(f"interrupted: {exc.detail}")
     except ConfigError as exc:
@@ -192,7 +234,7 @@ def run(main: Callable[[], Awaitable[T]], *, verbose: bool = False, stop: trio.E
     return finished[0]
 
 
-async def _interruptible(main: Callable[[], Awaitable[T]], stop: trio.Event | None) -> list[T]:
+async def _interruptible(main: Callable[[], Awaitable[T]], stop: trio.Event | None, watch: bool) -> list[T]:
     """`main`'s result in a list, or an empty list when Ctrl-C cancelled it. Its errors come out as
     they were raised, not wrapped in a group by the nursery of the Ctrl-C watch."""
     import trio
@@ -201,7 +243,8 @@ async def _interruptible(main: Callable[[], Awaitable[T]], stop: trio.Event | No
     failure: Exception | None = None
     async with trio.open_nursery() as nursery:
         scope = trio.CancelScope()
-        nursery.start_soon(_watch_ctrl_c, scope, stop)
+        if watch:
+            nursery.start_soon(_watch_ctrl_c, scope, stop)
         try:
             with scope:
                 result.append(await main())

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from node.cli.options import (
-    AllowHttpOpt,
     AllowNetOpt,
     ConfigOpt,
     DataDirOpt,
@@ -30,6 +29,8 @@ from node.cli.options import (
     JsonOpt,
     ListenOpt,
     as_tuple,
+    check_flags,
+    check_settings,
     declared_endpoints,
     fail,
     guard,
@@ -98,8 +99,20 @@ def _apply(commands: list[tuple[str, ...]], *, tolerate_first: bool = False) -> 
             fail(f"error: {' '.join(argv)} failed: {(done.stderr or done.stdout).strip()}", 1)
 
 
-def _settings(paths: ServicePaths, flags: dict[str, Any]) -> dict[str, Any]:
-    """The config file's settings with the flags given over them, validated as `join` will read them."""
+RESETTABLE = {
+    "gate": "gates",
+    "allow": "allow",
+    "listen": "listen",
+    "device-name": "device_name",
+    "allow-network": "allow_networks",
+    "endpoint": "endpoints",
+}
+"""`--reset NAME`: the settings a flag fills, by the flag's name, that `install` can remove from the file."""
+
+
+def _settings(paths: ServicePaths, flags: dict[str, Any], reset: list[str]) -> dict[str, Any]:
+    """The config file's settings with the flags given over them (`--reset` ones removed), validated
+    as `join` will read them."""
     from node.config import default_data_dir, load_config
     from node.errors import ConfigError
 
@@ -111,10 +124,15 @@ def _settings(paths: ServicePaths, flags: dict[str, Any]) -> dict[str, Any]:
             merged = tomllib.loads(paths.config.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
             fail(f"error: cannot update {paths.config}: {exc}", 2)
+    for name in reset:
+        merged.pop(RESETTABLE[name], None)
     merged.update({k: v for k, v in flags.items() if v is not None})
+    if flags["allow"] is not None and flags["open_mode"] is None:
+        merged["open_mode"] = False  # --allow names who may submit: the file's --open goes
     merged.setdefault("data_dir", str(default_data_dir()))
     try:
         config = load_config(None, {}, **merged)
+        check_settings(config)
     except ConfigError as exc:
         fail(f"error: {exc.detail}", 2)
     if not config.gates:
@@ -133,14 +151,81 @@ def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
     temp.replace(path)
 
 
-def _config(
-    paths: ServicePaths, config_file: Path | None, flags: dict[str, Any]
+def _verify(unit: bytes) -> None:
+    """`systemd-analyze --user verify` on the unit, in a scratch folder, where the tool is installed:
+    what it says about the unit is exit 1 with its words (nothing is written)."""
+    import tempfile
+
+    from node.service import UNIT_NAME
+
+    if shutil.which("systemd-analyze") is None:
+        return
+    with tempfile.TemporaryDirectory(prefix="sark-node-verify-") as scratch:
+        path, runtime = Path(scratch) / UNIT_NAME, Path(scratch) / "run"
+        path.write_bytes(unit)
+        runtime.mkdir(mode=0o700)  # the tool's manager needs a runtime folder; a private one will do
+        env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
+        done = subprocess.run(
+            ["systemd-analyze", "--user", "verify", str(path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=MANAGER_S,
+            check=False,
+        )
+        said = [ln for ln in (done.stdout + done.stderr).splitlines() if UNIT_NAME in ln or scratch in ln]
+    if done.returncode != 0 or said:
+        why = "; ".join(said) or (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
+        fail(f"error: systemd-analyze verify refused the unit (nothing written): {why}", 1)
+
+
+def _flag_values(**given: Any) -> dict[str, Any]:
+    """`install`'s options as config settings (None: not given, the file's value stays); the flags are
+    checked as `join` checks them, each error naming its flag (exit 2)."""
+    flags: dict[str, Any] = {
+        "gates": as_tuple(given["gate_addrs"]),
+        "allow": as_tuple(given["allow"]),
+        "open_mode": given["open_mode"],
+        "listen": as_tuple(given["listen"]),
+        "data_dir": str(given["data_dir"].resolve()) if given["data_dir"] else None,
+        "device_name": given["device_name"],
+        "allow_networks": as_tuple(given["allow_network"]),
+        "allow_http": given["allow_http"],
+        "endpoints": declared_endpoints(given["endpoint"]),
+        "calibrate": given["calibrate"],
+    }
+    guard(lambda: check_flags(flags))
+    return flags
+
+
+def _render(paths: ServicePaths, argv: tuple[str, ...], config_flag: bool) -> bytes:
+    """The unit or the agent, its paths checked first (a control character: exit 2 naming its source)."""
+    from node.service import check_words, render_plist, render_unit
+
+    home = "XDG_CONFIG_HOME" if os.environ.get("XDG_CONFIG_HOME") and paths.platform == "systemd" else "HOME"
+    named = {"the executable's path": argv[0], "--config" if config_flag else home: argv[-1]}
+    if paths.logs is not None:
+        named["HOME"] = str(paths.logs)
+    guard(lambda: check_words(named))
+    if paths.platform == "launchd":
+        assert paths.logs is not None
+        return render_plist(argv, paths.logs)
+    unit = guard(lambda: render_unit(argv)).encode()  # an executable path systemd refuses: exit 2
+    _verify(unit)
+    return unit
+
+
+def _config_and_settings(
+    paths: ServicePaths, config_file: Path | None, flags: dict[str, Any], reset: list[str]
 ) -> tuple[Path, dict[str, Any] | None]:
-    """The config file the service runs with, and the settings to write into it (None: --config FILE
-    is given and used as it is; exits 2 when options come with it or it is not there)."""
+    """The config file the service runs with, and the settings to write into it (None: the owner's
+    own `--config FILE`, written by nobody here)."""
+    unknown = sorted(set(reset) - RESETTABLE.keys())
+    if unknown:
+        fail(f"error: --reset: no such setting: {', '.join(unknown)} (one of {', '.join(RESETTABLE)})", 2)
     if config_file is None:
-        return paths.config, _settings(paths, flags)
-    if any(v is not None for v in flags.values()):
+        return paths.config, _settings(paths, flags, reset)
+    if any(v is not None for v in flags.values()) or reset:
         fail("error: give the settings either in --config FILE or as options, not both", 2)
     config = config_file.resolve()
     if not config.is_file():
@@ -148,54 +233,84 @@ def _config(
     return config, None
 
 
+OpenOpt = Annotated[
+    bool | None, typer.Option("--open/--no-open", help="accept any submitter (--no-open: only --allow)")
+]
+HttpOpt = Annotated[
+    bool | None, typer.Option("--allow-http/--no-allow-http", help="allow plain-http model URLs")
+]
+CalibrateOpt = Annotated[
+    bool | None, typer.Option("--calibrate/--no-calibrate", help="calibrate the device at start")
+]
+ResetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reset",
+        help="remove a setting from the config file (back to its default): "
+        f"{', '.join(RESETTABLE)}; repeatable",
+    ),
+]
+
+
 def install(
     config_file: ConfigOpt = None,
     gate_addrs: GateOpt = None,
-    allow: Annotated[list[str] | None, typer.Option("--allow", help="submitter peer id to accept")] = None,
-    open_mode: Annotated[bool, typer.Option("--open", help="accept any submitter")] = False,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option("--allow", help="submitter peer id to accept (replaces the list; sets --no-open)"),
+    ] = None,
+    open_mode: OpenOpt = None,
     listen: ListenOpt = None,
     data_dir: DataDirOpt = None,
     device_name: Annotated[str | None, typer.Option("--device-name", help="override the device name")] = None,
     allow_network: AllowNetOpt = None,
-    allow_http: AllowHttpOpt = False,
+    allow_http: HttpOpt = None,
     endpoint: EndpointOpt = None,
-    no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
+    calibrate: CalibrateOpt = None,
+    reset: ResetOpt = None,
     no_start: Annotated[
         bool, typer.Option("--no-start", help="write the files only; print the commands that start it")
     ] = False,
 ) -> None:
     """Install `join` as a user service that starts at login, restarts when it fails, and logs to the
     platform's logs. Give `join`'s options (written into the node's config file) or --config FILE.
+    Each option replaces the file's value; --no-open, --no-allow-http, --reset NAME take one back.
 
-    Exit code: 0 installed, 1 the service manager refused, 2 bad options or settings.
+    Every value is checked as `join` checks it, and the systemd unit by `systemd-analyze verify` where
+    that tool is installed, before anything is written.
+
+    Exit code: 0 installed, 1 systemd-analyze verify or the service manager refused, 2 bad options or
+    settings.
     """
-    from node.service import join_argv, node_command, render_config, render_plist, render_unit
+    from node.service import join_argv, node_command, render_config
 
     paths = _paths()
-    flags: dict[str, Any] = {
-        "gates": as_tuple(gate_addrs),
-        "allow": as_tuple(allow),
-        "open_mode": open_mode or None,
-        "listen": as_tuple(listen),
-        "data_dir": str(data_dir.resolve()) if data_dir else None,
-        "device_name": device_name,
-        "allow_networks": as_tuple(allow_network),
-        "allow_http": allow_http or None,
-        "endpoints": declared_endpoints(endpoint),
-        "calibrate": False if no_calibrate else None,
-    }
-    config, settings = _config(paths, config_file, flags)
+    flags = _flag_values(
+        gate_addrs=gate_addrs,
+        allow=allow,
+        open_mode=open_mode,
+        listen=listen,
+        data_dir=data_dir,
+        device_name=device_name,
+        allow_network=allow_network,
+        allow_http=allow_http,
+        endpoint=endpoint,
+        calibrate=calibrate,
+    )
+    config, settings = _config_and_settings(paths, config_file, flags, reset or [])
     argv = join_argv(node_command(sys.executable, bool(getattr(sys, "frozen", False))), config)
-    if paths.platform == "launchd":
-        assert paths.logs is not None
+    unit = _render(paths, argv, config_file is not None)
+    if paths.logs is not None:
         paths.logs.mkdir(parents=True, exist_ok=True)
-        unit = render_plist(argv, paths.logs)
-    else:
-        unit = guard(lambda: render_unit(argv)).encode()  # an executable path systemd refuses: exit 2
     if settings is not None:
         _write(config, render_config(settings).encode(), mode=0o600)
     _write(paths.unit, unit)
     print(f"wrote {paths.unit}\nruns {' '.join(argv)}")
+    _start(paths, no_start)
+
+
+def _start(paths: ServicePaths, no_start: bool) -> None:
+    """Start the installed service, or say how when asked not to or no user service manager answers."""
     commands = _commands(paths, "install")
     if no_start or not _manager_answers(paths):
         why = "as asked" if no_start else "no user service manager answers here"

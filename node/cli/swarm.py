@@ -110,6 +110,7 @@ def join(
 
     SIGTERM or SIGINT is a graceful leave (exit 0 within seconds): no more offers, each unfinished lease
     handed back with a signed release (the submitter offers it elsewhere at once), the advert withdrawn.
+    While no gate answers it keeps trying, 1 s to 30 s apart, one line per attempt.
     """
     config = build_config(
         config_file,
@@ -138,7 +139,7 @@ def join(
             err=True,
         )
     profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None
-    run(lambda: _serve_worker(config, profile, events))
+    run(lambda: _serve_worker(config, profile, events), own_signals=True)  # Ctrl-C is the leave too
     gc.freeze()  # left: the interpreter's last full collection took 1.5 s of a 2 s exit, and frees nothing
 
 
@@ -154,7 +155,11 @@ async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, event
         lambda worker: _announce(worker, config, events),
         events=sink,
     )
-    if left is not None and not events:
+    if events:
+        return
+    if left is None:
+        print("stopped before joining the swarm", flush=True)
+    else:
         print(f"left the swarm in {left.seconds:g} s; leases handed back: {len(left.released)}", flush=True)
 
 

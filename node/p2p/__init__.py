@@ -9,6 +9,7 @@ Modules:
     dht       advert keys, the advert validator, publishing and provider lookups
     wire      the seam to the pure protocol: a byte stream and a framed message channel
     identity  the persistent Ed25519 seed and peer id (no libp2p or protocol import: `id` starts at once)
+    gates     connecting to the gates at start-up: a worker retries with backoff, a command fails in one line
     node      open_node: a host connected to its gates with a bootstrapped DHT; worker lookups; reachability
     reach     /sark/reach/1.0.0 dial-backs (gates and workers) and the verdict a worker draws from them
     survey    why a lookup found no worker (reason codes for `peers` and `submit`)
@@ -27,6 +28,7 @@ __all__ = [
     "addrs",
     "dht",
     "dial",
+    "gates",
     "host",
     "identity",
     "kad",

@@ -26,12 +26,45 @@ IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 WILDCARDS: Final = {"ip4": "0.0.0.0", "ip6": "::"}
 
 
+def printable(value: str) -> bool:
+    """No control character (C0, DEL, C1) and no line or paragraph separator: text that can go into a
+    systemd unit line, a plist or one terminal line as it is."""
+    return not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" for c in value)
+
+
 def parse_multiaddr(addr: str, *, field: str = "address") -> multiaddr.Multiaddr:
-    """A multiaddr from user input, or a `ConfigError` naming the field."""
+    """A multiaddr from user input, or a `ConfigError` naming the field (the `multiaddr` package
+    accepts a trailing newline: refused here, with every other control character and space)."""
+    if not printable(addr) or " " in addr:
+        raise ConfigError(field, f"not a valid multiaddr (a space or control character): {addr!r}")
     try:
         return multiaddr.Multiaddr(addr)
     except Exception as exc:  # multiaddr raises a zoo of types for bad input
         raise ConfigError(field, f"not a valid multiaddr: {addr!r}") from exc
+
+
+def parse_gate(addr: str, *, field: str = "--gate") -> str:
+    """A gate address from user input: a multiaddr ending in `/p2p/<the gate's peer id>` (what
+    `sark-node gate` prints), or a `ConfigError` naming the field. Without the peer id no connection
+    could be authenticated, so it is bad input, found before anything is dialled."""
+    parse_multiaddr(addr, field=field)
+    if "/p2p/" not in addr:
+        raise ConfigError(
+            field, f"no /p2p/<peer id> in {addr!r} (a gate address ends in /p2p/ and the gate's id)"
+        )
+    return addr
+
+
+def parse_peer_id(value: str, *, field: str = "--allow") -> str:
+    """A libp2p peer id from user input (base58btc multihash, as `sark-node id` prints it), or a
+    `ConfigError` naming the field."""
+    if not value or "/" in value or not printable(value) or " " in value:
+        raise ConfigError(field, f"not a peer id: {value!r}")
+    try:
+        multiaddr.Multiaddr(f"/p2p/{value}")  # the p2p codec checks the base58 multihash
+    except Exception as exc:
+        raise ConfigError(field, f"not a peer id: {value!r}") from exc
+    return value
 
 
 def peer_of(addr: str) -> str:
@@ -80,6 +113,12 @@ def _ip(addr: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return ipaddress.ip_address(parts[2])
     except ValueError:
         return None
+
+
+def ip_of(addr: str) -> str | None:
+    """The IP of an `/ip4/...` or `/ip6/...` multiaddr as text (None for a DNS name or anything else)."""
+    ip = _ip(addr)
+    return None if ip is None else str(ip)
 
 
 def _with_ip(addr: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
@@ -194,9 +233,13 @@ __all__ = [
     "announced",
     "dial_order",
     "expand",
+    "ip_of",
     "local_interfaces",
+    "parse_gate",
     "parse_multiaddr",
+    "parse_peer_id",
     "peer_of",
+    "printable",
     "scope",
     "undialable",
     "without_p2p",

@@ -77,7 +77,7 @@ from libp2p.tools.anyio_service import background_trio_service
 
 from node.errors import PeerTimeout, PeerUnreachable, map_exceptions
 from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
-from node.p2p.dial import dial_in_turn, dial_plan
+from node.p2p.dial import Sightings, dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
 from node.p2p.stream import FIRST_FRAME_S, LibStream, guarded_handler, refuse, remote_ip, run_handler
 from node.p2p.wire import Channel, Handler
@@ -186,6 +186,7 @@ class Host:
         self._relay = relay
         self._book = book
         self._inflight: dict[tuple[str, str], int] = {}
+        self.sightings = Sightings()  # where peers were reached or listed: dialled there first
         self.peer_id: str = lp.get_id().to_base58()
         self.private_key: bytes = key_pair.private_key.to_bytes()
 
@@ -300,10 +301,12 @@ class Host:
         return list(conns) if isinstance(conns, list | tuple) else [conns]
 
     async def _ensure_connected(self, peer_id: str, addrs: Sequence[str], seconds: float) -> None:
-        """Direct addresses (ours first: `dial_order`), then circuits, in turn, each capped (P30)."""
+        """A few direct addresses (seen ones, then ours first: `dial_plan`), then circuits, in turn, each
+        capped (P30)."""
         if not self.is_connected(peer_id):
-            plan = dial_plan(addrs, self._book.interfaces())
-            await dial_in_turn(peer_id, plan, seconds, partial(self._dial_one, peer_id))
+            plan = dial_plan(addrs, self._book.interfaces(), self.sightings.of(peer_id))
+            reached = await dial_in_turn(peer_id, plan, seconds, partial(self._dial_one, peer_id))
+            self.sightings.saw(peer_id, reached)
 
     async def _dial_one(self, peer_id: str, addr: str | None) -> None:
         """Dial one address: a circuit through its relay (P14), or direct (None: what the peerstore knows).

@@ -18,6 +18,7 @@ import trio
 from node.config import NodeConfig
 from node.errors import NodeError, PeerUnreachable
 from node.p2p.dht import Dht, select_record, validate_record
+from node.p2p.gates import connect_gates
 from node.p2p.host import Host, HostConfig, open_host
 from node.p2p.kad import Kad, open_kad
 from node.p2p.reach import ReachVerdict, dial_back_verdict
@@ -42,6 +43,8 @@ PROFILE_PROBES_AT_ONCE: Final = 16
 """`/sark/profile` requests in flight at once when a lookup asks providers for their adverts."""
 PROFILE_PROBE_S: Final = 3.0
 """Deadline of one such request."""
+SEEN_FROM_DHT: Final = 4
+"""A provider record's first addresses taken as where the DHT saw the peer."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class Node:
         probes: trio.CapacityLimiter,
     ) -> None:
         now = time.time()
+        self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
         advert = await self.dht.advert(peer_id, now)
         if advert is None and peer_id != self.host.peer_id:
             async with probes:
@@ -139,14 +143,8 @@ class Node:
         """`fresh_profile`, and the IP address the connection that carried it reached ("" unknown:
         relayed). The address the submitter saw, not one the peer advertises: replicas of a task
         must come from distinct hosts (`scheduler.replicas`)."""
-        channel = await self.host.open_channel(
-            peer.peer_id, PROFILE, addrs=peer.dial_addrs(), timeout=timeout, read_timeout=timeout
-        )
-        host = channel.remote_ip or ""
-        async with channel:
-            await channel.send(ProfileGet())
-            reply = await channel.receive()
-        return *self._checked_profile(peer.peer_id, reply), host
+        _, body, load, host = await self._ask_profile(peer.peer_id, peer.dial_addrs(), timeout)
+        return body, load, host
 
     async def profile_at(
         self, peer_id: str, addrs: Sequence[str], timeout: float
@@ -157,44 +155,25 @@ class Node:
             NodeError: the peer could not be reached or answered something else.
             ProtocolError: the advert is not validly signed by the peer, or is about another peer.
         """
+        envelope, body, load, _ = await self._ask_profile(peer_id, addrs, timeout)
+        return envelope, body, load
+
+    async def _ask_profile(
+        self, peer_id: str, addrs: Sequence[str], timeout: float
+    ) -> tuple[Envelope, AdvertBody, Load, str]:
         channel = await self.host.open_channel(
             peer_id, PROFILE, addrs=addrs, timeout=timeout, read_timeout=timeout
         )
+        host = channel.remote_ip or ""
         async with channel:
             await channel.send(ProfileGet())
             reply = await channel.receive()
-        body, load = self._checked_profile(peer_id, reply)
-        assert isinstance(reply, ProfileReply)
-        return reply.advert, body, load
-
-    @staticmethod
-    def _checked_profile(peer_id: str, reply: object) -> tuple[AdvertBody, Load]:
         if not isinstance(reply, ProfileReply):
-            raise PeerUnreachable(peer_id, f"answered {getattr(reply, 'kind', '?')} to profile_get")
+            raise PeerUnreachable(peer_id, f"answered {reply.kind} to profile_get")
         body = open_envelope(reply.advert, DOMAIN_ADVERT, AdvertBody, now=time.time(), signer=peer_id)
         if body.peer_id != peer_id:
             raise PeerUnreachable(peer_id, f"answered with the advert of {body.peer_id}")
-        return body, reply.load
-
-
-GATE_ROUNDS = 3
-"""Rounds over the gates while none answers (a gate restarting, a network coming up), 1 s, 2 s apart."""
-
-
-async def _connect_gates(host: Host, gates: tuple[str, ...]) -> tuple[str, ...]:
-    """The gates that answered; while none has, every gate is tried again, `GATE_ROUNDS` rounds in all."""
-    connected: list[str] = []
-    for round_ in range(1, GATE_ROUNDS + 1):
-        for addr in gates:
-            try:
-                await host.connect(addr, timeout=10.0)
-                connected.append(addr)
-            except NodeError as exc:
-                log.warning("gate %s (round %d of %d): %s", addr, round_, GATE_ROUNDS, exc.detail)
-        if connected or not gates or round_ == GATE_ROUNDS:
-            break
-        await trio.sleep(round_)
-    return tuple(connected)
+        return reply.advert, body, reply.load, host
 
 
 @asynccontextmanager
@@ -207,7 +186,7 @@ async def open_node(
 
     Raises:
         ConfigError: bad key file or listen address.
-        PeerUnreachable: gates were given and none answered.
+        NoGateAnswered: gates were given and none answered (a worker keeps trying: `node/p2p/gates.py`).
     """
     host_config = HostConfig(
         key_file=config.key_file(),
@@ -217,9 +196,7 @@ async def open_node(
         first_frame_s=config.first_frame_s,
     )
     async with open_host(host_config) as host:
-        gates = await _connect_gates(host, config.gates)
-        if config.gates and not gates:
-            raise PeerUnreachable(",".join(config.gates), "no gate answered")
+        gates = await connect_gates(host, config.gates, patient=role == "worker")
         server = role == "gate" or config.dht_mode == "server"
         async with open_kad(
             host, "server" if server else "client", config.record_ttl_s, validate_record, select_record

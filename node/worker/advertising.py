@@ -23,6 +23,8 @@ from node.p2p.reach import throwaway_reach_handler
 from node.p2p.wire import Channel, Handler
 from protocol import (
     DOMAIN_ADVERT,
+    MAX_ADVERT_ADDRS,
+    MAX_ADVERT_CIRCUITS,
     PROFILE,
     REACH,
     AdvertBody,
@@ -115,13 +117,13 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
     stays so). `askers`: sark peers that asked us for a dial-back, so can dial us back in turn (a
     foreign gate serves no `/sark/reach`).
     """
-    advertiser.addrs = tuple(node.host.addrs())  # a wildcard expanded, ranked (P29)
+    advertiser.addrs = tuple(node.host.addrs()[:MAX_ADVERT_ADDRS])  # a wildcard expanded, ranked (P29)
     if not node.gates:
         return
     verdict = await check_reachability(node, askers)
     if verdict.addr:  # where a gate reached us (what it observes of us): advertised too
         node.host.reached_at(verdict.addr)
-        advertiser.addrs = tuple(node.host.addrs())
+        advertiser.addrs = tuple(node.host.addrs()[:MAX_ADVERT_ADDRS])
     if verdict.reachability == Reachability.DIRECT and advertiser.addrs:
         advertiser.reachability = Reachability.DIRECT
         log.info("directly reachable: %s", verdict.detail)
@@ -135,7 +137,7 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
             circuits.append(await node.host.reserve_relay(gate))
         except NodeError as exc:
             log.warning("relay reservation on %s failed: %s", gate, exc.detail)
-    advertiser.circuit_addrs = tuple(circuits)
+    advertiser.circuit_addrs = tuple(circuits[:MAX_ADVERT_CIRCUITS])
     relayed = verdict.reachability == Reachability.RELAYED and circuits
     advertiser.reachability = Reachability.RELAYED if relayed else Reachability.UNKNOWN
 
@@ -274,7 +276,7 @@ async def _rejoin(node: Node, advertiser: _Advertiser, down: set[str]) -> bool:
                 down.add(gate)
                 continue
             if circuit not in advertiser.circuit_addrs:
-                advertiser.circuit_addrs = (*advertiser.circuit_addrs, circuit)
+                advertiser.circuit_addrs = (*advertiser.circuit_addrs, circuit)[-MAX_ADVERT_CIRCUITS:]
             # reachability stays as the dial-backs left it: "unknown" is never turned into a guess
     if back and node.kad is not None:
         try:

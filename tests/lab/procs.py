@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SARK = [sys.executable, "-c", "from node.cli import main; main()"]
+SARK = [sys.executable, "-P", "-c", "from node.cli import main; main()"]
+"""`sark-node` as the console script runs it: `-P` keeps the working directory off `sys.path`, so a
+lab folder named like a package (a gate's data folder `gate/`) cannot shadow it."""
 LOOPBACK = "/ip4/127.0.0.1/tcp/0"
 
 

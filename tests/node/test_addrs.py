@@ -20,7 +20,7 @@ from node.p2p.addrs import (
     scope,
     undialable,
 )
-from node.p2p.dial import dial_plan
+from node.p2p.dial import MAX_CIRCUITS, MAX_DIRECT, Sightings, dial_plan
 from node.p2p.reach import dial_back_addrs
 
 LO = ip_interface("127.0.0.1/8")
@@ -150,6 +150,20 @@ def test_dial_plan_dials_direct_addresses_before_circuits_and_the_peerstore_when
     direct = ["/ip4/127.0.0.1/tcp/1/p2p/W", "/ip4/10.77.0.12/tcp/1/p2p/W"]
     assert dial_plan([circuit, *direct], [ip_interface("10.77.0.11/24")]) == [direct[1], direct[0], circuit]
     assert dial_plan([], []) == [None]
+
+
+def test_dial_plan_dials_a_few_addresses_where_the_peer_was_seen_first() -> None:
+    decoys = [f"/ip4/10.0.0.{i}/tcp/{i}/p2p/W" for i in range(1, 16)]
+    real = "/ip4/192.0.2.7/tcp/4001/p2p/W"
+    circuits = [f"/ip4/198.51.100.{i}/tcp/1/p2p/R{i}/p2p-circuit/p2p/W" for i in range(5)]
+    plan = dial_plan([*decoys, real, *circuits], [])
+    assert plan == [*decoys[:MAX_DIRECT], *circuits[:MAX_CIRCUITS]]  # as many as it lists: a few
+    sightings = Sightings()
+    sightings.saw("W", real, None)  # a connection was made there, or the DHT's record gave it
+    assert dial_plan([*decoys, real], [], sightings.of("W"))[0] == real
+    same_ip = "/ip4/192.0.2.7/tcp/9/p2p/W"  # the seen address itself first, then its IP
+    assert dial_plan([*decoys, same_ip, real], [], sightings.of("W"))[:2] == [real, same_ip]
+    assert dial_plan([real, real, real], []) == [real]
 
 
 GATE_ELSEWHERE = "/ip4/10.77.0.11/tcp/4001/p2p/GATE"

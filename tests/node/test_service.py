@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from lab.procs import Lab
 
-from node.config import load_config
+from node.config import NodeConfig, load_config
 from node.errors import ConfigError
 from node.service import (
     LABEL,
@@ -58,6 +58,8 @@ def test_the_unit_runs_join_with_the_config_restarts_on_failure_and_logs_to_the_
     assert (keys["KillSignal"], keys["KillMode"]) == ("SIGTERM", "mixed")  # SIGTERM to join, not its child
     assert float(keys["TimeoutStopSec"]) > LEAVE_S
     assert keys["WantedBy"] == "default.target"
+    assert keys["StartLimitIntervalSec"] == "0"  # no start limit: an outage never stops it for good
+    assert "StartLimitBurst" not in keys
 
 
 def test_the_unit_verifies(tmp_path: Path) -> None:
@@ -89,6 +91,13 @@ def test_the_unit_verifies(tmp_path: Path) -> None:
 def test_an_executable_path_systemd_refuses_is_bad_input() -> None:
     with pytest.raises(ConfigError):
         render_unit(join_argv(('/opt/a "b"/sark-node',), Path("/c/node.toml")))
+
+
+@pytest.mark.parametrize("render", ["unit", "plist"])
+def test_a_control_character_never_reaches_a_unit_or_plist(render: str, tmp_path: Path) -> None:
+    argv = join_argv(("/opt/sark-node",), Path("/home/u/cfg\nExecStartPre=/bin/sh/node.toml"))
+    with pytest.raises(ConfigError, match="control character"):  # not plistlib's ValueError
+        render_unit(argv) if render == "unit" else render_plist(argv, tmp_path)
 
 
 def test_the_launchd_agent_is_a_well_formed_plist_that_keeps_join_alive_on_failure(tmp_path: Path) -> None:
@@ -137,15 +146,17 @@ def test_the_config_file_reads_back_as_written(tmp_path: Path) -> None:
     assert load_config(path, {}).device_name == settings["device_name"]
 
 
-def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`sark-node` with a scratch home and no service manager on PATH."""
+def _cli(
+    home: Path, *args: str, env: dict[str, str] | None = None, python: str = sys.executable
+) -> subprocess.CompletedProcess[str]:
+    """`sark-node` with a scratch home and no service manager on PATH (`env` over that)."""
     empty = home / "empty-path"
     empty.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SARK_"))}
-    env |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / "cfg"), "PATH": str(empty)}
-    env["PYTHONPATH"] = str(ROOT)
-    argv = [sys.executable, "-m", "node.cli", *args]
-    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SARK_"))}
+    base |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / "cfg"), "PATH": str(empty)}
+    base["PYTHONPATH"] = str(ROOT)
+    argv = [python, "-m", "node.cli", *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=base | (env or {}), cwd=ROOT, timeout=120)
 
 
 def test_install_status_uninstall_in_a_scratch_home(tmp_path: Path) -> None:
@@ -217,3 +228,100 @@ def test_the_installed_command_joins_and_leaves_on_sigterm_with_exit_0(tmp_path:
         assert worker.wait_event("left", 5)["released"] == []
     finally:
         lab.close()
+
+
+def test_every_install_option_can_be_set_and_taken_back(tmp_path: Path) -> None:
+    """Issue 30: after `install --open`, `install --allow ID` left `open_mode = true`; no flag turned
+    plain-http models or calibration back off, and no list could be emptied."""
+    config = tmp_path / "cfg" / "sark-node" / "node.toml"
+
+    def install(*args: str) -> NodeConfig:
+        done = _cli(tmp_path, "service", "install", *args)
+        assert done.returncode == 0, done.stderr
+        return load_config(config, {})
+
+    first = install(
+        "--gate", GATE, "--open", "--allow-http", "--no-calibrate", "--allow-network", "10.0.0.0/8"
+    )
+    assert (first.open_mode, first.allow_http, first.calibrate) == (True, True, False)
+    assert first.allow_networks == ("10.0.0.0/8",)
+    only = install("--allow", PEER)  # names who may submit: the worker takes nobody else now
+    assert (only.open_mode, only.allow, only.gates) == (False, (PEER,), (GATE,))
+    other = "12D3KooWJQPHjrivtP2YnhYNYWN5Hn6DDrEue8WVUDid1mZachZU"
+    assert install("--allow", other).allow == (other,)  # the list is replaced, not added to
+    back = install("--open", "--no-allow-http", "--calibrate", "--reset", "allow-network", "--reset", "allow")
+    assert (back.open_mode, back.allow_http, back.calibrate) == (True, False, True)
+    assert (back.allow_networks, back.allow) == ((), ())
+    assert install("--no-open", "--allow", PEER).open_mode is False
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [
+        (["--gate", GATE.rsplit("/p2p/", 1)[0], "--open"], {}, "error: --gate: no /p2p/<peer id>"),
+        (["--gate", GATE + "\nExecStartPre=/bin/sh -c id", "--open"], {}, "error: --gate: "),
+        (["--gate", "/ip4/1.2.3.4/tcp/1/p2p/" + PEER + "\n", "--open"], {}, "error: --gate: "),
+        (["--gate", GATE, "--allow", "someone"], {}, "error: --allow: not a peer id: 'someone'"),
+        (["--gate", GATE, "--open", "--listen", "/ip4/0.0.0.0/tcp/0\n"], {}, "error: --listen: "),
+        (["--gate", GATE, "--open", "--reset", "data-dir"], {}, "error: --reset: no such setting"),
+        (["--gate", GATE, "--open"], {"XDG_CONFIG_HOME": "CFG\nExecStartPre=/bin/sh"}, "XDG_CONFIG_HOME: "),
+        (["--config", "CFG/a\nExecStartPre=/bin/sh/node.toml"], {}, "error: --config: a control character"),
+    ],
+    ids=["gate-no-p2p", "gate-newline", "gate-trailing-newline", "allow", "listen", "reset", "xdg", "config"],
+)
+def test_install_checks_every_value_as_join_does_before_writing_anything(
+    tmp_path: Path, args: list[str], env: dict[str, str], says: str
+) -> None:
+    scratch = tmp_path / "scratch"
+    args = [a.replace("CFG", str(scratch)) for a in args]
+    if args[0] == "--config":
+        Path(args[1]).parent.mkdir(parents=True)
+        Path(args[1]).write_text(
+            f'gates = ["{GATE}"]\nopen_mode = true\n'
+        )  # a real file, a newline in its path
+    done = _cli(
+        tmp_path, "service", "install", *args, env={k: v.replace("CFG", str(scratch)) for k, v in env.items()}
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert says in lines[0]
+    assert not list(tmp_path.rglob("*.service"))
+    assert [str(p) for p in tmp_path.rglob("*.toml")] == (args[1:2] if args[0] == "--config" else [])
+
+
+def _systemd_analyze_only(home: Path) -> str:
+    """A PATH folder holding only systemd-analyze (no systemctl: nothing is started here)."""
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze not found: install Debian's `systemd` package (.ci/deps does)")
+    tools = home / "tools"
+    tools.mkdir()
+    (tools / "systemd-analyze").symlink_to(analyze)
+    return str(tools)
+
+
+def test_install_runs_systemd_analyze_verify_and_writes_nothing_when_it_refuses(tmp_path: Path) -> None:
+    """A venv copied without its modes: the `sark-node` script beside the interpreter is not executable.
+    systemd would refuse the unit at start; install asks `systemd-analyze verify` first: exit 1."""
+    tools = _systemd_analyze_only(tmp_path)
+    fine = _cli(tmp_path, "service", "install", "--gate", GATE, "--open", env={"PATH": tools})
+    assert fine.returncode == 0, fine.stderr
+    unit = tmp_path / "cfg" / "systemd" / "user" / "sark-node.service"
+    unit.unlink()
+    (tmp_path / "cfg" / "sark-node" / "node.toml").unlink()
+
+    venv = tmp_path / "copied-venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    (venv / "sark-node").write_text("#!/bin/sh\n")  # mode 644: not executable
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    done = _cli(
+        tmp_path, "service", "install", "--gate", GATE, "--open", python=str(venv / "python"),
+        env={"PATH": tools, "PYTHONPATH": os.pathsep.join([str(ROOT), *site])},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith("error: systemd-analyze verify refused the unit (nothing written): ")
+    assert "not executable" in done.stderr
+    assert not unit.exists()
+    assert not (tmp_path / "cfg" / "sark-node" / "node.toml").exists()

@@ -8,7 +8,15 @@ from libp2p.crypto.ed25519 import create_new_key_pair
 
 from node.p2p.dht import ADVERT_MAX_BYTES, advert_key, check_advert, select_advert
 from node.p2p.kad import kad_protocol_ids, patch_kad
-from protocol import DOMAIN_ADVERT, AdvertBody, RecordError
+from protocol import (
+    DOMAIN_ADVERT,
+    MAX_ADVERT_ADDRS,
+    MAX_ADVERT_CIRCUITS,
+    AdvertBody,
+    Load,
+    Reachability,
+    RecordError,
+)
 from protocol.codec import pack_body
 from protocol.records import peer_id_from_public_key, public_key_of, seal
 
@@ -69,6 +77,33 @@ def test_advert_with_a_control_character_or_a_long_name_is_invalid(name: str) ->
     with pytest.raises(RecordError, match="device_name"):
         check_advert(advert_key(peer), _advert(seed, peer, name=name), NOW)
     assert select_advert(advert_key(peer), [_advert(seed, peer, name=name), _advert(seed, peer)], NOW) == 1
+
+
+@pytest.mark.parametrize(
+    ("addrs", "circuits"),
+    [
+        (tuple(f"/ip4/127.0.0.1/tcp/{p}" for p in range(1, MAX_ADVERT_ADDRS + 2)), ()),
+        (
+            (),
+            tuple(f"/ip4/127.0.0.1/tcp/1/p2p/R/p2p-circuit/p2p/{p}" for p in range(MAX_ADVERT_CIRCUITS + 1)),
+        ),
+        (("/ip4/127.0.0.1/tcp/1\nx",), ()),
+        (("/ip4/127.0.0.1/tcp/" + "1" * 300,), ()),
+    ],
+    ids=["too-many", "too-many-circuits", "control-character", "too-long"],
+)
+def test_advert_with_too_many_or_odd_addresses_is_invalid(
+    addrs: tuple[str, ...], circuits: tuple[str, ...]
+) -> None:
+    """Issue 30: an advert's addresses are the peer's claim; a list of other services' is refused."""
+    seed, peer = _key()
+    profile = make_profile()
+    body = AdvertBody.model_construct(  # as a hostile worker's own code would build it
+        peer_id=peer, seq=1, issued_at=NOW - 1, expires_at=NOW + 60, addrs=addrs, circuit_addrs=circuits,
+        reachability=Reachability.UNKNOWN, profile=profile, load=Load(),
+    )  # fmt: skip
+    with pytest.raises(RecordError, match="addrs"):
+        check_advert(advert_key(peer), pack_body(seal(body, DOMAIN_ADVERT, seed)), NOW)
 
 
 def test_select_keeps_the_highest_valid_seq() -> None:

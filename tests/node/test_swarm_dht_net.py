@@ -152,7 +152,7 @@ async def test_invalid_values_a_server_hands_out_are_not_selected_on_get(tmp_pat
 
 
 async def test_a_gate_that_comes_up_late_is_still_joined(tmp_path: Path) -> None:
-    """A node started while its gate is down (restarting) tries again, `GATE_ROUNDS` 1 s and 2 s apart,
+    """A node started while its gate is down (restarting) tries again (`node/p2p/gates.py` backoff),
     and libp2p's negative dial cache does not refuse the later rounds (P26)."""
     with socket.socket() as s:  # a free port for the gate to come up on later
         s.bind(("127.0.0.1", 0))

@@ -53,6 +53,8 @@ u64 = st.integers(min_value=0, max_value=2**64 - 1)
 i64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 small_dict_floats = st.dictionaries(texts, finite, max_size=3)
 str_tuples = st.lists(texts, max_size=3).map(tuple)
+# an advert's addresses: printable, non-empty (protocol.values.AdvertAddrs)
+addr_tuples = st.lists(facts.filter(bool), max_size=3).map(tuple)
 
 envelopes = st.builds(
     Envelope,
@@ -233,8 +235,8 @@ BODIES: dict[type[Any], st.SearchStrategy[Any]] = {
         seq=u64,
         issued_at=floats,
         expires_at=floats,
-        addrs=str_tuples,
-        circuit_addrs=str_tuples,
+        addrs=addr_tuples,
+        circuit_addrs=addr_tuples,
         reachability=st.sampled_from(["direct", "relayed", "unknown"]),
         profile=profiles,
         load=loads,
