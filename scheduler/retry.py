@@ -96,10 +96,13 @@ def next_peer(
         needs: the task's job's needs.
     """
     tried = {a.peer_id for a in task.attempts if a.cause not in BLAMELESS}
-    taken = {
+    taken = {  # a replica's peers must differ within its group only (another group's may take it)
         t.peer_id
         for t in tasks.values()
-        if t.job_index == task.job_index and t.task_id != task.task_id and t.state in _HOLDING
+        if t.job_index == task.job_index
+        and t.task_id != task.task_id
+        and t.state in _HOLDING
+        and t.replica_group == task.replica_group
     }
     liars = {a.peer_id for t in tasks.values() for a in t.attempts if a.cause in DISTRUSTED}
     pool = [p for p in peers if p.peer_id not in tried | taken | liars]

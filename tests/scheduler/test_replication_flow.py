@@ -8,12 +8,14 @@ import dataclasses
 import pytest
 from scheduler_harness import MODEL, SHA, peer
 
+from protocol import FailureReason
 from scheduler import (
     CampaignError,
     OfferCommitted,
     PeersDiscovered,
     ReplicasSettled,
     ResultAccepted,
+    ResultRejected,
     Scheduler,
     SendOffer,
     TaskState,
@@ -148,3 +150,22 @@ def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends(
     assert [t.verified for t in tasks[:2]] == ["disagreed", "disagreed"]
     assert "no further replica ran" in tasks[0].verify_detail
     assert sched.done
+
+
+def test_a_refused_replica_is_retried_on_a_peer_of_another_group_of_its_class() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
+    sched = Scheduler("c5", parse_campaign(campaign()), {"m": MODEL})
+    out = sched.handle(PeersDiscovered(peers=tuple(fleet_peers)), 0.0)
+    offers = [c for c in out if isinstance(c, SendOffer)]
+    for o in offers:
+        sched.handle(OfferCommitted(o.task_id, o.peer_id, f"L-{o.task_id}"), 1.0)
+    first = offers[0]
+    retried = sched.handle(
+        ResultRejected(first.task_id, f"L-{first.task_id}", first.peer_id, "a bound", FailureReason.INVALID),
+        2.0,
+    )
+    (again,) = [c for c in retried if isinstance(c, SendOffer)]
+    group = {o.peer_id for o in offers if o.task_id != first.task_id} & {o.peer_id for o in offers[:2]}
+    assert again.task_id == first.task_id
+    assert again.peer_id not in group | {first.peer_id}  # another group's peer, never the refused one
