@@ -25,6 +25,7 @@ Modules:
     harness    measure: the parent side, spawned children, timeout, cancel, aggregation
     jobs       what a measuring child is given and returns, and its entry (no runtime imported)
     child      the spawned child's side of a measurement
+    outputs    a fingerprint of a model's outputs (rounded, hashed) that replicas of one class compare
     genchild   the spawned child's side of a generate task (load timed, warm-up, one request per prompt)
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
     models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks

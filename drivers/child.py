@@ -23,6 +23,7 @@ from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
 from drivers.inputs import fed, synthesize
 from drivers.jobs import ChildJob, ProcessResult
+from drivers.outputs import output_fingerprint
 from drivers.registry import driver_for
 from drivers.stats import ci_within, warmed_up
 from drivers.sustain import Marks, sustained_runs
@@ -201,7 +202,7 @@ def _inference_phase(
     conn.send(("phase", Phase.WARMUP, 0, max(spec.warmups, 1)))
     with meters.GpuSampler() as gpu:
         t0 = time.perf_counter_ns()
-        run()
+        first_outputs = run()
         first_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
         warmups = _warm_up(run, spec)
         with telemetry.Sampler() as sampler, meters.CpuMeter() as cpu, meter.measuring():
@@ -213,6 +214,7 @@ def _inference_phase(
                 marks.add(len(samples))
     placement = loaded.placement()
     settings = loaded.settings()
+    fingerprint = output_fingerprint(first_outputs)  # untimed: after the timed phase
     return ProcessResult(
         load_ms=load_ms,
         first_inference_ms=first_ms,
@@ -239,6 +241,7 @@ def _inference_phase(
         telemetry=sampler.telemetry(),
         mark_runs=marks.runs,
         mark_ms=marks.ms,
+        fingerprint=fingerprint,
     )
 
 

@@ -199,6 +199,7 @@ def aggregate(results: list[ProcessResult], spec: TaskSpec, model_sha256: str) -
         process_runs=tuple(len(r.samples_ms) for r in results),
         load_samples_ms=tuple(t for r in results for t in r.load_ms),
         first_inferences_ms=tuple(r.first_inference_ms for r in results),
+        output_fingerprints=tuple(r.fingerprint for r in results if r.fingerprint),
         peak_load_ram_mb=max(r.peak_load_ram_mb for r in results),
         peak_inference_ram_mb=max(r.peak_inference_ram_mb for r in results),
         cpu_cores_used=median([r.cores_used for r in results]),

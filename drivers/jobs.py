@@ -63,6 +63,7 @@ class ProcessResult:
     telemetry: Telemetry | None = None  # the device over the timed phase (`drivers.telemetry`)
     mark_runs: list[int] = field(default_factory=list)  # marks on that phase (`drivers.sustain`)
     mark_ms: list[float] = field(default_factory=list)
+    fingerprint: str = ""  # the first inference's outputs (`drivers.outputs`); "" for generate tasks
 
 
 def spawned(conn: Connection, job: ChildJob) -> None:

@@ -290,6 +290,9 @@ class Measurement(Value):
     process_runs: tuple[int, ...] = ()  # how many of `samples_ms` each process timed
     load_samples_ms: tuple[float, ...] = ()  # every timed load, `load_runs` per process
     first_inferences_ms: tuple[float, ...] = ()  # each process's first inference
+    # Each process's fingerprint of its first inference's outputs (`drivers.outputs`): replicas of
+    # one device class must agree on it (`scheduler.agreement`); empty for generate tasks.
+    output_fingerprints: tuple[str, ...] = Field(default=(), max_length=20)
     process_medians_ms: tuple[float, ...] = ()
     process_spread_pct: float = 0.0
     peak_load_ram_mb: float = Field(ge=0)

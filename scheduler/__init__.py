@@ -11,7 +11,9 @@ Modules:
     problems   collecting a campaign file's problems in one pass, at the paths the user wrote; CampaignFiles
     document   the file's text as data: JSON, or YAML with alias expansion bounded before construction
     sources    the campaign's models (model, models, model_url) as ModelSource values
-    campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job, Requirements
+    campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job
+    requirements  a job's require: block -> Requirements
+    verify     a campaign's or job's verify: block (replicas, spot_check, unverified, same_host)
     generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts, input data)
     inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
     capacity   a generate block's capacity: search (SLO, goodput, concurrency or rate range, levels)
@@ -42,12 +44,14 @@ Modules:
     agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
     reputation a peer's record of agreements; adaptive spot checks (p rises for peers that disagreed)
     claims     a peer's advertised calibration against physics and its class: claim_unverified
+    replication  a replicated job's placement: groups of verify.replicas, one class each
+    settling   a replica group's verdict in the machine: labels, or one more replica
 """
 
 from __future__ import annotations
 
 from scheduler.bounds import placed_profile
-from scheduler.campaign import Campaign, Job, Requirements, parse_campaign
+from scheduler.campaign import Campaign, Job, parse_campaign
 from scheduler.endpoints import endpoint_ref, endpoint_unit, is_endpoint_key
 from scheduler.errors import CampaignError, FieldProblem, SchedulerError, UnresolvedModelError
 from scheduler.events import (
@@ -65,6 +69,7 @@ from scheduler.events import (
     PeersDiscovered,
     ProgressReported,
     RecordOutcome,
+    ReplicasSettled,
     ResultAccepted,
     ResultRejected,
     SendAck,
@@ -100,6 +105,7 @@ from scheduler.placement import (
     unit_problem,
 )
 from scheduler.problems import CampaignFiles
+from scheduler.requirements import Requirements
 from scheduler.results import (
     COLUMNS,
     CSV_COLUMNS,
@@ -128,6 +134,7 @@ from scheduler.tasks import (
     TaskView,
     task_id_of,
 )
+from scheduler.verify import Verify
 
 __all__ = [
     "COLUMNS",
@@ -171,6 +178,7 @@ __all__ = [
     "RecordOutcome",
     "Refusal",
     "Rejection",
+    "ReplicasSettled",
     "Requirements",
     "ResultAccepted",
     "ResultRejected",
@@ -193,6 +201,7 @@ __all__ = [
     "Tick",
     "UnresolvedModelError",
     "Verdict",
+    "Verify",
     "campaign_files",
     "campaign_needs",
     "check_figures",

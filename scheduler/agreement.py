@@ -8,6 +8,7 @@ rule:
     two replicas agree  <=>  same fingerprint  and  |a - b| / min(a, b)  <=  band
     band                 =   max(FLOOR, K * sqrt(2) * s_class)     (s_class: the class's pooled error)
                          or  max(FLOOR, K * hypot(s_a, s_b))       (until the class has POOL_MIN replicas)
+                         and never over CEILING (50 %)
 
 Why it holds on this machine. Process medians of one model scatter with a CV of 2.4 % (ResNet18,
 1 thread), 6.0 % (MobileNetV2) and 7.4 % (tiny-BERT) when quiet (../shared/notes/measurement.md,
@@ -44,6 +45,11 @@ K: Final = 3.5
 """The band in standard errors of the difference of two replicas' figures."""
 POOL_MIN: Final = 10
 """Replicas of a class before its pooled spread replaces each pair's own."""
+CEILING: Final = 0.5
+"""The widest band: replicas whose processes scatter so much that K standard errors exceed it (a
+loaded machine: process medians 1.5 ms and 9 ms) are held to 50 %, so a cheat of 2x or more never
+agrees with an honest replica however noisy both are; honest replicas that noisy may then
+disagree, which is the truth about them (a third replica, or `disagreed`)."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +83,8 @@ def band(a: Replica, b: Replica, class_spread: float = 0.0) -> float:
     """The relative difference within which two replicas agree: K standard errors of their
     difference, from the class's pooled spread once there is one, else from the pair's own."""
     if class_spread > 0:
-        return max(FLOOR, K * math.sqrt(2) * class_spread)
-    return max(FLOOR, K * math.hypot(a.spread, b.spread))
+        return min(CEILING, max(FLOOR, K * math.sqrt(2) * class_spread))
+    return min(CEILING, max(FLOOR, K * math.hypot(a.spread, b.spread)))
 
 
 def agree(a: Replica, b: Replica, class_spread: float = 0.0) -> bool:

@@ -29,24 +29,10 @@ from scheduler.errors import CampaignError
 from scheduler.fleet import fleet_devices
 from scheduler.generate import generate_specs
 from scheduler.problems import Problems, check_keys, describe, dig
+from scheduler.requirements import Requirements, parse_requirements
 from scheduler.sources import ModelSource, parse_models
 from scheduler.sustain import extend_spec
-
-
-class Requirements(Value):
-    """What a job demands of a device beyond its compute unit.
-
-    Attributes:
-        min_ram_gb: installed RAM at least this (GB); the model size may raise it (see `needs_of`).
-        min_vram_gb: GPU memory at least this (GB), for GPU units.
-        os: the device OS must be one of these (case-insensitive); empty means any.
-        peers: only these peer ids; empty means any.
-    """
-
-    min_ram_gb: float = 0.0
-    min_vram_gb: float = 0.0
-    os: tuple[str, ...] = ()
-    peers: tuple[str, ...] = ()
+from scheduler.verify import Verify, verify_field, verify_of
 
 
 class Job(Value):
@@ -67,6 +53,7 @@ class Job(Value):
     devices: Literal["all", "any"] | int = "all"
     require: Requirements = Requirements()
     label: str = ""
+    verify: Verify | None = None  # None: the campaign's (`scheduler.verify`)
 
 
 class Campaign(Value):
@@ -78,6 +65,11 @@ class Campaign(Value):
     max_inflight: int = 0
     models: tuple[ModelSource, ...]
     jobs: tuple[Job, ...]
+    verify: Verify = Verify()
+
+    def verify_of(self, job: Job) -> Verify:
+        """The `verify:` block that applies to a job: its own, else the campaign's."""
+        return verify_of(self.verify, job.verify)
 
     def model(self, key: str) -> ModelSource:
         """The model with this key (KeyError if none)."""
@@ -90,7 +82,17 @@ class Campaign(Value):
 DEFAULT_PROCESSES: Final = 3
 DEFAULT_PRIORITY: Final = 50
 MAX_SWEEP: Final = 10_000  # jobs one sweep may expand to (the product of its value lists)
-_TOP_FIELDS: Final = ("name", "priority", "processes", "max_inflight", "model", "models", "model_url", "jobs")
+_TOP_FIELDS: Final = (
+    "name",
+    "priority",
+    "processes",
+    "max_inflight",
+    "model",
+    "models",
+    "model_url",
+    "jobs",
+    "verify",
+)
 _SPEC_FIELDS: Final[dict[str, str]] = {
     "num_inference_runs": "runs",
     "warmup_runs": "warmups",
@@ -120,8 +122,8 @@ _JOB_FIELDS: Final = (
     "endpoint",
     "fleet",
     "sustain",
+    "verify",
 )
-_REQUIRE_FIELDS: Final = ("min_ram_gb", "min_vram_gb", "os", "peers")
 _UNIT_NAMES: Final = frozenset(u.value for u in ComputeUnit)
 _VALID_UNITS: Final = ", ".join(u.value for u in ComputeUnit)
 
@@ -153,6 +155,7 @@ def parse_campaign(
     max_inflight = _bounded_int(data, "max_inflight", 0, (0, 100_000), problems)
     models = [] if only_endpoint_jobs(data) else parse_models(data, problems)
     jobs = _jobs(data, [m.key for m in models], processes, files or {}, problems)
+    verify = verify_field(data, "verify", problems) or Verify()
     if problems.items:
         raise CampaignError(problems.items, source=source)
     if not name:
@@ -164,6 +167,7 @@ def parse_campaign(
         max_inflight=max_inflight,
         models=tuple(models),
         jobs=tuple(jobs),
+        verify=verify,
     )
 
 
@@ -298,7 +302,7 @@ def _job(
     endpoint = "endpoint" in fields
     unit = _unit(fields, paths["compute_unit"], problems) if not endpoint else None
     devices = _devices(fields.get("devices", "all"), paths["devices"], problems)
-    require = _require(fields.get("require", {}), paths["require"], problems)
+    require = parse_requirements(fields.get("require", {}), paths["require"], problems)
     if endpoint and ("compute_unit" in fields or "model" in fields or "generate" not in fields):
         problems.add(paths["endpoint"], "an endpoint job takes a generate: block, no compute_unit or model")
     generate = fields.get("generate")
@@ -309,9 +313,12 @@ def _job(
         known = ", ".join(model_keys)
         problems.add(paths["model"], f"no model with key {describe(model_key)}; the campaign has: {known}")
     spec = _spec(fields, paths, unit, processes, problems)
+    verify = verify_field(fields, paths["verify"], problems)
     if len(problems.items) > before or spec is None or require is None or devices is None:
         return None
-    return Job(index=index, model_key=str(model_key), spec=spec, devices=devices, require=require)
+    return Job(
+        index=index, model_key=str(model_key), spec=spec, devices=devices, require=require, verify=verify
+    )
 
 
 def _unit(fields: Mapping[str, object], path: str, problems: Problems) -> ComputeUnit | None:
@@ -335,29 +342,6 @@ def _devices(raw: object, path: str, problems: Problems) -> Literal["all", "any"
         return raw
     problems.add(path, f"expected all, any or a whole number from 1, got {describe(raw)}")
     return None
-
-
-def _require(raw: object, path: str, problems: Problems) -> Requirements | None:
-    if not isinstance(raw, dict):
-        problems.add(path, f"expected a mapping ({', '.join(_REQUIRE_FIELDS)}), got {describe(raw)}")
-        return None
-    before = len(problems.items)
-    check_keys(raw, path, _REQUIRE_FIELDS, problems)
-    values: dict[str, object] = {}
-    for field in ("min_ram_gb", "min_vram_gb"):
-        value = raw.get(field, 0.0)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1e6:
-            problems.add(f"{path}.{field}", f"expected a non-negative number of GB, got {describe(value)}")
-        else:
-            values[field] = float(value)
-    for field in ("os", "peers"):
-        value = raw.get(field, [])
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(x, str) and x for x in items):
-            problems.add(f"{path}.{field}", f"expected a name or a list of names, got {describe(value)}")
-        else:
-            values[field] = tuple(items)
-    return Requirements.model_validate(values) if len(problems.items) == before else None
 
 
 def _spec(

@@ -77,6 +77,8 @@ class ResultAccepted:
     lease_id: str
     peer_id: str
     median_ms: float | None = None  # the result's inference median: a finished task's progress shows it
+    spread: float = 0.0  # its relative standard error (`agreement.spread_of`): a replica's band
+    fingerprint: str = ""  # its output fingerprints, joined: replicas must agree on it
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,18 @@ class FinishCampaign:
         )
 
 
+@dataclass(frozen=True)
+class ReplicasSettled:
+    """A replica group settled (`scheduler.settling`): the node keeps each peer's record of
+    agreements in its store (`agreed` peers agreed with the majority, `outliers` did not)."""
+
+    group: str
+    outcome: str
+    agreed: tuple[str, ...] = ()
+    outliers: tuple[str, ...] = ()
+    detail: str = ""
+
+
 Command = (
     SendOffer
     | SendDispatch
@@ -264,6 +278,7 @@ Command = (
     | MarkUnschedulable
     | RecordOutcome
     | FinishCampaign
+    | ReplicasSettled
 )
 
 

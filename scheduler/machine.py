@@ -51,7 +51,9 @@ from scheduler.fleet import is_fleet
 from scheduler.leases import granted, lapse_of, lease_deadline, reclaimed
 from scheduler.needs import Needs, campaign_needs, endpoint_models
 from scheduler.placement import JobPlan, PeerView, plan_campaign
-from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, next_peer, spent
+from scheduler.reputation import PeerRecord
+from scheduler.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, retry_step
+from scheduler.settling import Settling, replica_pool
 from scheduler.tasks import (
     STATUS_OF,
     Attempt,
@@ -70,7 +72,7 @@ from scheduler.tasks import (
 
 
 @final
-class Scheduler:
+class Scheduler(Settling):
     """The only owner of one campaign's scheduling state. Pure: time comes in as `now`."""
 
     def __init__(
@@ -97,6 +99,7 @@ class Scheduler:
         self._tasks: dict[str, TaskView] = {}
         self._planned = self._cancelled = self._finished = self._resuming = self._stopped = False
         self._now = 0.0  # the `now` of the event being handled
+        self._records: dict[str, PeerRecord] = {}  # each peer's record of agreements (the node's store)
 
     def handle(self, event: Event, now: float) -> list[Command]:
         """Apply one event at time `now` (wall-clock seconds), then act on deadlines that are due.
@@ -107,6 +110,7 @@ class Scheduler:
         self._now = now
         out: list[Command] = self._resume(now) if self._resuming else []
         out += self._apply(event, now)
+        out += self._settle_groups()
         out += self._expire(now)
         out += [] if self._stopped else self._send_due_offers(now)  # stopped: nothing new goes out
         if self._planned and not self._finished and all(t.ended for t in self._tasks.values()):
@@ -264,7 +268,8 @@ class Scheduler:
             stale = "stale lease: result not accepted"
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, stale)]
         final = task.progress.finished(event.median_ms)
-        out = self._end(self._put(task, progress=final), TaskState.DONE, None, "")
+        task = self._put(task, progress=final, spread=event.spread, fingerprint=event.fingerprint)
+        out = self._end(task, TaskState.DONE, None, "")
         return [*out, SendAck(event.task_id, event.lease_id)]
 
     def _on_failure(
@@ -355,24 +360,18 @@ class Scheduler:
         if task.lease_id is not None and is_fleet(self._campaign.jobs[task.job_index].spec.generate):
             why = f"{why}; a fleet member is not replaced once leased: its planned sends are passing"
             return self._end(task, TaskState.FAILED, cause, why, story)  # lost, however it left
-        if spent(task.attempts) > (budget := self._retry_budget):
-            detail = f"gave up after {len(task.attempts)} attempts (retry budget {budget})"
-            return self._end(task, TaskState.FAILED, cause, detail, story)
-        peer = next_peer(task, self._tasks, self._peers.values(), self._needs[task.job_index])
-        if peer is not None:
+        pool = replica_pool(task, self._tasks, self._peers, self._campaign)  # a replica stays in its class
+        step = retry_step(task, self._tasks, pool, self._needs[task.job_index], self._retry_budget)
+        if step.peer is not None:
+            peer, name = step.peer.peer_id, step.peer.profile.device_name
             self._put(
-                task,
-                state=TaskState.PENDING,
-                peer_id=peer.peer_id,
-                device_name=peer.profile.device_name,
-                lease_id=None,
-                deadline=None,
+                task, state=TaskState.PENDING, peer_id=peer, device_name=name, lease_id=None, deadline=None
             )
-        elif same_peer:
+        elif same_peer and not step.spent:
             later = now + backoff_s(len(task.attempts))
             self._put(task, state=TaskState.PENDING, lease_id=None, deadline=later)
         else:
-            why = f"{why}; no other feasible peer to retry on"
+            why = step.detail or f"{why}; no other feasible peer to retry on"
             return self._end(task, TaskState.FAILED, cause, why, story)
         return []
 

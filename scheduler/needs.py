@@ -49,6 +49,7 @@ class Needs(Value):
         peers: only these peer ids (empty: any).
         max_advert_age_s: a peer whose advert is older than this is not trusted to still exist.
         endpoint: the model server an endpoint job measures (its unit is then not checked).
+        allow_unverified: a peer marked `claim_unverified` may be placed (`verify: {unverified: allow}`).
     """
 
     job_index: int
@@ -63,6 +64,7 @@ class Needs(Value):
     peers: tuple[str, ...] = ()
     max_advert_age_s: float = MAX_ADVERT_AGE_S
     endpoint: Endpoint | None = None
+    allow_unverified: bool = False
 
 
 def needs_of(job: Job, model: ModelRef) -> Needs:
@@ -112,4 +114,9 @@ def campaign_needs(campaign: Campaign, models: Mapping[str, ModelRef]) -> tuple[
     if missing or mismatched:
         raise UnresolvedModelError(missing, mismatched)
     models = {**models, **endpoint_models(campaign)}
-    return tuple(needs_of(job, models[job.model_key]) for job in campaign.jobs)
+    return tuple(
+        needs_of(job, models[job.model_key]).with_(
+            allow_unverified=campaign.verify_of(job).unverified == "allow"
+        )
+        for job in campaign.jobs
+    )

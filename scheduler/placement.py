@@ -24,6 +24,8 @@ from typing import Final
 from protocol import ComputeUnit, DeviceProfile, Endpoint, Load, ModelRef, Reachability
 from scheduler.campaign import Campaign, Job
 from scheduler.needs import Needs, campaign_needs
+from scheduler.replication import place_groups
+from scheduler.verify import NOT_VERIFIED, Verify
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class PeerView:
         reachability: as its advert says.
         age_s: how old the freshest information about it is, in seconds.
         has_model: it already caches the campaign's model.
+        host: the IP address the submitter's connection to it came from ("" unknown): replicas of
+            one task come from distinct hosts (`scheduler.replicas`).
+        claim: why its advertised device is not believed (`scheduler.claims`; empty: believed).
     """
 
     peer_id: str
@@ -45,6 +50,8 @@ class PeerView:
     reachability: Reachability = Reachability.UNKNOWN
     age_s: float = 0.0
     has_model: bool = False
+    host: str = ""
+    claim: tuple[str, ...] = ()
 
 
 class Misfit(enum.StrEnum):
@@ -58,6 +65,7 @@ class Misfit(enum.StrEnum):
     NOT_ALLOWED = "not_allowed"
     STALE_ADVERT = "stale_advert"
     QUEUE_FULL = "queue_full"
+    CLAIM_UNVERIFIED = "claim_unverified"
 
 
 @dataclass(frozen=True)
@@ -133,6 +141,8 @@ class JobPlan:
         rejected: every other peer with its reasons.
         wanted: how many tasks the job wants (len(matching) for "all", at least 1).
         shortfall: why fewer than `wanted` peers were chosen, or "".
+        verify: how its results are verified; a replicated job's chosen peers come in groups of
+            `verify.replicas` (`scheduler.replication`).
     """
 
     job: Job
@@ -142,6 +152,7 @@ class JobPlan:
     rejected: tuple[Rejection, ...]
     wanted: int
     shortfall: str = ""
+    verify: Verify = NOT_VERIFIED
 
 
 @dataclass(frozen=True)
@@ -235,6 +246,15 @@ def _check_queue(needs: Needs, peer: PeerView) -> Reason | None:
     return Reason(Misfit.QUEUE_FULL, f"queue full ({load.queued} of {load.max_queue} queued)")
 
 
+def _check_claim(needs: Needs, peer: PeerView) -> Reason | None:
+    if not peer.claim or needs.allow_unverified:
+        return None
+    why = "; ".join(peer.claim)
+    return Reason(
+        Misfit.CLAIM_UNVERIFIED, f"claim_unverified: {why} (verify: {{unverified: allow}} places it)"
+    )
+
+
 CHECKS: Final[tuple[Callable[[Needs, PeerView], Reason | None], ...]] = (
     _check_unit,
     _check_os,
@@ -243,6 +263,7 @@ CHECKS: Final[tuple[Callable[[Needs, PeerView], Reason | None], ...]] = (
     _check_allowed,
     _check_fresh,
     _check_queue,
+    _check_claim,
 )
 
 
@@ -319,7 +340,12 @@ def rank(needs: Needs, peers: Sequence[PeerView], *, placed: Mapping[str, int] |
 
 
 def plan_job(
-    job: Job, needs: Needs, peers: Sequence[PeerView], *, placed: Mapping[str, int] | None = None
+    job: Job,
+    needs: Needs,
+    peers: Sequence[PeerView],
+    *,
+    placed: Mapping[str, int] | None = None,
+    verify: Verify = NOT_VERIFIED,
 ) -> JobPlan:
     """Place one job: fan out per ``devices``, and say why any shortfall and every rejection."""
     matching = tuple(rank(needs, peers, placed=placed))
@@ -328,6 +354,10 @@ def plan_job(
         for p in peers
         if not (verdict := feasible(needs, p)).ok
     )
+    if verify.replicas > 1 and needs.endpoint is None:
+        chosen, wanted, short = place_groups(matching, job.devices, job.spec.compute_unit, verify)
+        shortfall = "no peers discovered" if not peers else short
+        return JobPlan(job, needs, chosen, matching, rejected, wanted, shortfall, verify)
     if job.devices == "all":
         wanted = max(1, len(matching))
     elif job.devices == "any":
@@ -342,7 +372,7 @@ def plan_job(
         shortfall = f"no feasible peer among {len(peers)}"
     elif len(chosen) < wanted:
         shortfall = f"devices: {wanted} distinct peers wanted, {len(matching)} feasible"
-    return JobPlan(job, needs, chosen, matching, rejected, wanted, shortfall)
+    return JobPlan(job, needs, chosen, matching, rejected, wanted, shortfall, verify)
 
 
 def plan_campaign(
@@ -352,7 +382,7 @@ def plan_campaign(
     placed: dict[str, int] = {}
     plans = []
     for job, job_needs in zip(campaign.jobs, needs, strict=True):
-        plan = plan_job(job, job_needs, peers, placed=placed)
+        plan = plan_job(job, job_needs, peers, placed=placed, verify=campaign.verify_of(job))
         for ranked in plan.chosen:
             placed[ranked.peer.peer_id] = placed.get(ranked.peer.peer_id, 0) + 1
         plans.append(plan)

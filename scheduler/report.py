@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Value
+from scheduler.settling import flagged
 
 NO_DEVICE: Final = "(no device)"
 
@@ -42,11 +43,12 @@ class ReportEntry(Value):
     device_profile: DeviceProfile | None = None
     generation: GenerationStats | None = None
     detail: str = ""
+    verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
 
     @property
     def complete(self) -> bool:
-        """Whether the task produced a measurement."""
-        return self.status == "Complete" and self.median_ms is not None
+        """Whether the task produced a measurement that may stand as its figure (`scheduler.settling`)."""
+        return self.status == "Complete" and self.median_ms is not None and not flagged(self.verified)
 
 
 class MatrixCell(Value):
@@ -118,6 +120,7 @@ def entry_of(
         device_profile=device,
         generation=measurement.generation if measurement is not None else None,
         detail=detail,
+        verified=row.get("Verified", ""),
     )
 
 

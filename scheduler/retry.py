@@ -11,6 +11,7 @@ may be offered the same task again after an exponential backoff when nobody else
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from protocol import DeclineReason, FailureReason
@@ -95,10 +96,13 @@ def next_peer(
         needs: the task's job's needs.
     """
     tried = {a.peer_id for a in task.attempts if a.cause not in BLAMELESS}
-    taken = {
+    taken = {  # a replica's peers must differ within its group only (another group's may take it)
         t.peer_id
         for t in tasks.values()
-        if t.job_index == task.job_index and t.task_id != task.task_id and t.state in _HOLDING
+        if t.job_index == task.job_index
+        and t.task_id != task.task_id
+        and t.state in _HOLDING
+        and t.replica_group == task.replica_group
     }
     liars = {a.peer_id for t in tasks.values() for a in t.attempts if a.cause in DISTRUSTED}
     pool = [p for p in peers if p.peer_id not in tried | taken | liars]
@@ -106,6 +110,27 @@ def next_peer(
     suspects = {a.peer_id for t in tasks.values() for a in t.attempts if a.cause in SUSPECT_CAUSES}
     ranked.sort(key=lambda r: r.peer.peer_id in suspects)  # stable: rank order otherwise
     return ranked[0].peer if ranked else None
+
+
+@dataclass(frozen=True)
+class RetryStep:
+    """Where a task whose attempt ended goes: a peer, or none (`spent`: the budget is, and `detail`
+    says so)."""
+
+    peer: PeerView | None = None
+    spent: bool = False
+    detail: str = ""
+
+
+def retry_step(
+    task: TaskView, tasks: Mapping[str, TaskView], peers: Iterable[PeerView], needs: Needs, budget: int
+) -> RetryStep:
+    """The next peer for a task within its retry budget (`next_peer`), or why none."""
+    if spent(task.attempts) > budget:
+        return RetryStep(
+            spent=True, detail=f"gave up after {len(task.attempts)} attempts (retry budget {budget})"
+        )
+    return RetryStep(peer=next_peer(task, tasks, peers, needs))
 
 
 def in_flight(tasks: Iterable[TaskView]) -> dict[str, int]:

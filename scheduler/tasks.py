@@ -8,6 +8,7 @@ from typing import Final, Literal
 
 from protocol import ComputeUnit, DeclineReason, FailureReason, ModelRef, Phase, Value
 from scheduler.campaign import Campaign
+from scheduler.classes import device_class
 from scheduler.placement import JobPlan, PeerView
 
 
@@ -125,6 +126,14 @@ class TaskView(Value):
         progress: the latest heartbeat.
         deadline: when the scheduler acts on its own next (offer timeout, lease lapse, retry backoff).
         ended_at: when it ended (wall-clock seconds, the `now` of the event that ended it), None while live.
+        replica_group: the first task id of its replica group ("" unless its job is verified:
+            `scheduler.verify`); a group's tasks measure one thing on peers of one class.
+        device_class: the key of its group's device class (`scheduler.classes`), "" unless grouped.
+        spread: its accepted result's relative standard error (`agreement.spread_of`).
+        fingerprint: its accepted result's output fingerprints, joined ("" none).
+        verified: how its group settled it, as the row says: `replicated k/n`, `outlier`, `single`,
+            `disagreed` ("" while unsettled or not verified).
+        verify_detail: the settlement's reason (who disagreed, the band).
     """
 
     task_id: str
@@ -145,6 +154,12 @@ class TaskView(Value):
     progress: TaskProgress = TaskProgress()
     deadline: float | None = None
     ended_at: float | None = None
+    replica_group: str = ""
+    device_class: str = ""
+    spread: float = 0.0
+    fingerprint: str = ""
+    verified: str = ""
+    verify_detail: str = ""
 
     @property
     def ended(self) -> bool:
@@ -225,6 +240,8 @@ def fan_out(campaign_id: str, plan: JobPlan, model: ModelRef) -> tuple[list[Task
         The placed tasks, numbered first, and the unplaced ones (still pending: the caller ends them).
     """
     unit = plan.job.spec.compute_unit
+    size = plan.verify.replicas
+    grouped = plan.verify.replicated and plan.needs.endpoint is None
     placed = [
         TaskView(
             task_id=task_id_of(campaign_id, plan.job.index, n),
@@ -233,6 +250,8 @@ def fan_out(campaign_id: str, plan: JobPlan, model: ModelRef) -> tuple[list[Task
             model=model,
             peer_id=ranked.peer.peer_id,
             device_name=ranked.peer.profile.device_name,
+            replica_group=task_id_of(campaign_id, plan.job.index, n // size * size) if grouped else "",
+            device_class=device_class(ranked.peer.profile, unit).key if grouped else "",
         )
         for n, ranked in enumerate(plan.chosen)
     ]

@@ -312,6 +312,12 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
                 "wanted": job.wanted,
                 "chosen": [r.peer.peer_id for r in job.chosen],
                 "matching": [r.peer.peer_id for r in job.matching],
+                "classes": {r.peer.peer_id: _class_name(job, r.peer) for r in job.matching},
+                "claims": {r.peer.peer_id: list(r.peer.claim) for r in job.matching if r.peer.claim},
+                "replicas": job.verify.replicas,
+                "replica_class": _class_name(job, job.chosen[0].peer)
+                if job.verify.replicated and job.chosen
+                else "",
                 "rejected": [
                     {
                         "peer_id": r.peer_id,
@@ -328,6 +334,13 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
     }
 
 
+def _class_name(job: sch.JobPlan, peer: sch.PeerView) -> str:
+    """A peer's device class for the job's unit (`scheduler.classes`), as `plan` shows it."""
+    from scheduler.classes import device_class
+
+    return device_class(peer.profile, job.job.spec.compute_unit).name
+
+
 def _print_plan(result: sch.Plan) -> None:
     from node.cli.console import console as out_console
     from protocol import for_rich
@@ -338,9 +351,20 @@ def _print_plan(result: sch.Plan) -> None:
         console.print(
             f"[bold]job {job.job.index}[/] {unit}: {len(job.chosen)} of {job.wanted} task(s) placed"
         )
+        if job.verify.replicas > 1 and job.chosen:
+            console.print(
+                f"  replicated {job.verify.replicas}x on class {_class_name(job, job.chosen[0].peer)}"
+            )
         for ranked in job.matching:
-            peer = for_rich(f"{ranked.peer.profile.device_name} {ranked.peer.peer_id}")
-            console.print(f"  {'[green]✓[/]' if ranked in job.chosen else '[cyan]·[/]'} {peer}")
+            peer = for_rich(
+                f"{ranked.peer.profile.device_name} {ranked.peer.peer_id} {_class_name(job, ranked.peer)}"
+            )
+            claim = (
+                f" [red]claim_unverified: {for_rich('; '.join(ranked.peer.claim))}[/]"
+                if ranked.peer.claim
+                else ""
+            )
+            console.print(f"  {'[green]✓[/]' if ranked in job.chosen else '[cyan]·[/]'} {peer}{claim}")
         for rejection in job.rejected:
             why = for_rich(f"{rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}")
             console.print(f"  [red]✗[/] {why}")

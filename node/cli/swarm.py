@@ -279,10 +279,14 @@ WHOLE_IDS_WIDTH = 150
 def _print_peers(found: list[Peer], as_json: bool) -> None:
     from node.cli.console import console as out_console
     from node.cli.console import id_tail
+    from node.submitter.discovery import claims_of, home_class
 
+    claims = claims_of([p.advert.profile for p in found])
     rows: list[dict[str, Any]] = [
         {
             "peer_id": p.peer_id,
+            "class": home_class(p.advert.profile).name,
+            "claim": "claim_unverified: " + "; ".join(claim) if claim else "",
             "device": p.advert.profile.device_name,
             "units": [u.value for u in p.advert.profile.usable_units()],
             "reachability": p.advert.reachability,
@@ -293,7 +297,7 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
                 p.advert.profile.calibration.model_dump(mode="json") if p.advert.profile.calibration else None
             ),
         }
-        for p in found
+        for p, claim in zip(found, claims, strict=True)
     ]
     if as_json:
         print(json.dumps({"peers": rows}), flush=True)
@@ -304,13 +308,16 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
 
     out = out_console()
     whole = out.width >= WHOLE_IDS_WIDTH  # narrower: each id's end (`peers --json` has them whole)
-    table = Table("peer id", "device", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s")
+    table = Table(
+        "peer id", "device", "class", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s"
+    )
     table.columns[0].no_wrap = True
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
             for_rich(str(r["peer_id"]) if whole else id_tail(str(r["peer_id"]))),
-            for_rich(str(r["device"])),
+            for_rich(str(r["device"])) + (f"\n[red]{for_rich(r['claim'])}[/red]" if r["claim"] else ""),
+            r["class"],
             ", ".join(r["units"]),
             for_rich(", ".join(e["model"] for e in r["endpoints"] if e["usable"]) or "-"),
             for_rich(str(r["reachability"])),

@@ -254,7 +254,10 @@ class Host:
             await self._ensure_connected(peer_id, addrs, timeout)
             with map_exceptions(peer_id, f"cannot open {protocol}"):
                 stream = await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
-            return Channel(LibStream(stream, peer_id), peer_id, read_timeout=read_timeout)
+            ip = remote_ip(
+                stream
+            )  # the address this connection reached: a replica's host (scheduler.replicas)
+            return Channel(LibStream(stream, peer_id), peer_id, read_timeout=read_timeout, remote_ip=ip)
         assert scope.cancelled_caught
         raise PeerTimeout(peer_id, f"opening {protocol}")
 

@@ -136,8 +136,15 @@ class Node:
 
     async def fresh_profile(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load]:
         """Ask the peer itself (`/sark/profile/1.0.0`) for its current signed advert and load."""
-        _, body, load = await self.profile_at(peer.peer_id, peer.dial_addrs(), timeout)
+        body, load, _ = await self.profile_and_host(peer, timeout)
         return body, load
+
+    async def profile_and_host(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load, str]:
+        """`fresh_profile`, and the IP address the connection that carried it reached ("" unknown:
+        relayed). The address the submitter saw, not one the peer advertises: replicas of a task
+        must come from distinct hosts (`scheduler.replicas`)."""
+        _, body, load, host = await self._ask_profile(peer.peer_id, peer.dial_addrs(), timeout)
+        return body, load, host
 
     async def profile_at(
         self, peer_id: str, addrs: Sequence[str], timeout: float
@@ -148,9 +155,16 @@ class Node:
             NodeError: the peer could not be reached or answered something else.
             ProtocolError: the advert is not validly signed by the peer, or is about another peer.
         """
+        envelope, body, load, _ = await self._ask_profile(peer_id, addrs, timeout)
+        return envelope, body, load
+
+    async def _ask_profile(
+        self, peer_id: str, addrs: Sequence[str], timeout: float
+    ) -> tuple[Envelope, AdvertBody, Load, str]:
         channel = await self.host.open_channel(
             peer_id, PROFILE, addrs=addrs, timeout=timeout, read_timeout=timeout
         )
+        host = channel.remote_ip or ""
         async with channel:
             await channel.send(ProfileGet())
             reply = await channel.receive()
@@ -159,7 +173,7 @@ class Node:
         body = open_envelope(reply.advert, DOMAIN_ADVERT, AdvertBody, now=time.time(), signer=peer_id)
         if body.peer_id != peer_id:
             raise PeerUnreachable(peer_id, f"answered with the advert of {body.peer_id}")
-        return reply.advert, body, reply.load
+        return reply.advert, body, reply.load, host
 
 
 @asynccontextmanager

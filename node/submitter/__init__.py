@@ -8,6 +8,7 @@ Modules:
     run        the campaign-run seam: prepare, submit, resume, plan, open_submitter
     loop       the campaign loop: the scheduler's one owner, results verified and stored
     attempt    the submitter's side of /sark/negotiate/1.0.0: one coroutine per task attempt
+    eventlines the event line each attempt's scheduler event makes (--events)
     fleet      a fleet job's seed, start instant and member deals; the /sark/clock/1.0.0 offset probe
     discovery  finding workers: DHT adverts confirmed by a live /sark/profile answer
     store      the SQLite campaign store
@@ -33,6 +34,7 @@ __all__ = [
     "attempt",
     "discovery",
     "endreport",
+    "eventlines",
     "fleet",
     "genreport",
     "loop",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import final
 
@@ -14,7 +15,9 @@ import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node, Peer
 from node.p2p.survey import Shortfall, why_no_workers
-from protocol import AdvertBody, Load, Reachability
+from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, Reachability
+from scheduler.claims import claim_problems
+from scheduler.classes import DeviceClass, device_class
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,7 @@ class Discovery:
             for peer in peers:
                 if peer.peer_id not in self._exclude:
                     nursery.start_soon(self._confirm, peer, views)
-        return tuple(sorted(views, key=lambda v: v.peer_id))
+        return tuple(sorted(with_claims(views), key=lambda v: v.peer_id))
 
     async def _confirm(self, peer: Peer, views: list[sch.PeerView]) -> None:
         async with self._probes:  # a few at a time: each probe's deadline is not spent waiting for CPU
@@ -114,21 +117,52 @@ class Discovery:
     async def _probe(self, peer: Peer, views: list[sch.PeerView]) -> None:
         with trio.move_on_after(self._config.probe_timeout_s) as scope:
             try:
-                advert, load = await self._node.fresh_profile(peer, timeout=self._config.probe_timeout_s)
+                advert, load, host = await self._node.profile_and_host(
+                    peer, timeout=self._config.probe_timeout_s
+                )
             except NodeError as exc:
                 log.warning("peer %s advertised but did not answer: %s", peer.peer_id, exc)
                 return
             self._adverts[peer.peer_id] = advert
-            views.append(_view(advert, load))
+            views.append(_view(advert, load, host))
         if scope.cancelled_caught:
             log.warning("peer %s advertised but its profile probe timed out", peer.peer_id)
 
 
-def _view(advert: AdvertBody, load: Load) -> sch.PeerView:
+def _view(advert: AdvertBody, load: Load, host: str = "") -> sch.PeerView:
     return sch.PeerView(
         peer_id=advert.peer_id,
         profile=advert.profile,
         load=load,
         reachability=advert.reachability,
         age_s=max(0.0, time.time() - advert.issued_at),
+        host=host,
     )
+
+
+def home_class(profile: DeviceProfile) -> DeviceClass:
+    """The class a peer's claims are compared within: its first usable unit's (CPU (ONNX) if none)."""
+    units = profile.usable_units()
+    return device_class(profile, units[0] if units else ComputeUnit.CPU_ONNX)
+
+
+def claims_of(profiles: Sequence[DeviceProfile]) -> list[tuple[str, ...]]:
+    """Why each advertised device is not believed (`scheduler.claims`): against physics, and against
+    the other profiles of its class among these."""
+    classes = [home_class(p) for p in profiles]
+    found = []
+    for i, (profile, cls) in enumerate(zip(profiles, classes, strict=True)):
+        peers = [o for j, (o, c) in enumerate(zip(profiles, classes, strict=True)) if c == cls and j != i]
+        found.append(tuple(claim_problems(profile, peers)))
+    return found
+
+
+def with_claims(views: Sequence[sch.PeerView]) -> list[sch.PeerView]:
+    """Each view marked with why its advertised device is not believed, against the other peers of
+    its class found in the same round (`claims_of`)."""
+    marked = []
+    for view, problems in zip(views, claims_of([v.profile for v in views]), strict=True):
+        if problems:
+            log.warning("peer %s: claim_unverified: %s", view.peer_id, "; ".join(problems))
+        marked.append(dataclasses.replace(view, claim=problems))
+    return marked

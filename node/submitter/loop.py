@@ -25,10 +25,12 @@ from node.errors import CampaignInterrupted
 from node.events import EventSink, quiet
 from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChannel, run_attempt
 from node.submitter.discovery import Discovery
+from node.submitter.eventlines import event_line
 from node.submitter.fleet import FleetBook, with_deal
 from node.submitter.outputs import pack_envelope
 from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
 from protocol import FleetDeal, Holder, ModelRef, Reachability
+from scheduler.agreement import spread_of
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,7 @@ class CampaignLoop:
             self._nursery = nursery
             nursery.start_soon(self._watch_stop)
             started = trio.current_time()
+            self._sched.know_records(await trio.to_thread.run_sync(self._store.peer_records))
             peers = await self._discovery.initial()
             self._emit("discovered", peers=len(peers), seconds=round(trio.current_time() - started, 3))
             if not self._stop.is_set():  # stopped while looking: nothing went out, nothing to withdraw
@@ -202,6 +205,9 @@ class CampaignLoop:
                     detail=command.detail,
                     reasons={k: [r.detail for r in v] for k, v in command.reasons.items()},
                 )
+            elif isinstance(command, sch.ReplicasSettled):
+                self._store.settled(command.agreed, command.outliers)
+                self._emit("settled", group=command.group, outcome=command.outcome, detail=command.detail)
             elif isinstance(command, sch.FinishCampaign):
                 self._emit(
                     "finished",
@@ -313,7 +319,7 @@ class CampaignLoop:
 
     def _observe(self, a: Attempt, event: sch.Event) -> None:
         """What an attempt's event means for the holders named to others, the tally and the event lines."""
-        line = _line(event)
+        line = event_line(event)
         if line is not None:
             self._emit(line[0], task=a.task_id, peer=a.peer_id, **line[1])
         sha = a.model.sha256 if a.model is not None else None
@@ -367,7 +373,9 @@ class CampaignLoop:
         self.tally.accepted += 1
         self._record("accepted", a, "")
         median = figures.inference_ms.median
-        return sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median_ms=median)
+        spread = spread_of(figures.process_medians_ms)
+        fingerprint = "+".join(sorted(set(figures.output_fingerprints)))  # processes of one worker agree
+        return sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint)
 
     def _record(self, what: str, attempt: Attempt, detail: str) -> None:
         self.tally.events.append(
@@ -380,23 +388,6 @@ class CampaignLoop:
             }
         )
         self._emit(what, task=attempt.task_id, peer=attempt.peer_id, detail=detail)
-
-
-def _line(event: sch.Event) -> tuple[str, dict[str, Any]] | None:
-    """The event line an attempt's event makes (name and fields); lapses and rejections are recorded."""
-    match event:
-        case sch.OfferCommitted():
-            return "committed", {"lease": event.lease_id, "queue_position": event.queue_position}
-        case sch.OfferDeclined():
-            return "declined", {"reason": event.reason.value, "detail": event.detail}
-        case sch.OfferLost():
-            return "lost", {"detail": event.detail}
-        case sch.ProgressReported():
-            fields = {"lease": event.lease_id, "phase": event.phase.value, "done": event.done}
-            return "heartbeat", {**fields, "total": event.total}
-        case sch.TaskFailedRemotely():
-            return "failed", {"lease": event.lease_id, "reason": event.reason.value, "detail": event.detail}
-    return None
 
 
 def models_json(models: dict[str, ModelRef]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from node.submitter.render import render_html
 from node.submitter.store import ResultRecord
 from protocol import Envelope, ResultBody
 from protocol.codec import pack_body, unpack_body
+from scheduler.results.verifyrows import verify_columns
 
 
 def pack_envelope(envelope: Envelope) -> bytes:
@@ -68,11 +69,13 @@ def _task_rows(
     """One row per task, in task order: stored results as they arrived, endings for the rest; a
     capacity search's level rows (no raw samples or signed part of their own) follow its row."""
     stored = {r.task_id: r for r in results}
+    peers = {p.peer_id: p for p in scheduler.snapshot().peers}
     rows: list[tuple[dict[str, str], ResultRecord | None]] = []
     for task in scheduler.tasks():
         record = stored.get(task.task_id)
+        marks = verify_columns(task, peers.get(task.peer_id or ""))  # settled after the row was stored
         if record is not None:
-            rows.append((dict(record.row), record))
+            rows.append(({**record.row, **marks}, record))
             body = result_body(record)
             found = body.measurement.capacity if body is not None else None
             if found is not None:  # a capacity search: one row per level after its Capacity row
@@ -82,7 +85,9 @@ def _task_rows(
         detail = task.detail or ("" if task.ended else f"still {task.state.value} when the campaign stopped")
         if task.reasons:
             detail = f"{detail}: {'; '.join(task.reasons)}" if detail else "; ".join(task.reasons)
-        rows.append((sch.failure_row(task, status, task.failure_reason, detail, created_utc), None))
+        rows.append(
+            ({**sch.failure_row(task, status, task.failure_reason, detail, created_utc), **marks}, None)
+        )
     return rows
 
 

@@ -7,7 +7,7 @@ import json
 import os
 import socket
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any, Final
 import psutil
 
 from node.errors import disk_errors
+from scheduler.reputation import PeerRecord
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS campaigns (
@@ -42,6 +43,12 @@ CREATE TABLE IF NOT EXISTS results (
     samples     TEXT NOT NULL,
     received    TEXT NOT NULL,
     PRIMARY KEY (campaign_id, task_id)
+);
+CREATE TABLE IF NOT EXISTS peer_records (
+    peer_id     TEXT PRIMARY KEY,
+    agreed      INTEGER NOT NULL,
+    disagreed   INTEGER NOT NULL,
+    streak      INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS cancels (
     campaign_id TEXT PRIMARY KEY,
@@ -242,6 +249,26 @@ class CampaignStore:
             ResultRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), tuple(json.loads(r[6])))
             for r in rows
         ]
+
+    def peer_records(self) -> dict[str, PeerRecord]:
+        """Each peer's record of replicated results (`scheduler.reputation`), across campaigns."""
+        with self._connect() as db:
+            rows = db.execute("SELECT peer_id, agreed, disagreed, streak FROM peer_records").fetchall()
+        return {r[0]: PeerRecord(agreed=r[1], disagreed=r[2], streak=r[3]) for r in rows}
+
+    def settled(self, agreed: Iterable[str], outliers: Iterable[str]) -> None:
+        """A replica group settled: one agreement for each `agreed` peer, one disagreement for each
+        outlier, in one transaction."""
+        with self._connect() as db:
+            for peer, ok in [*((p, True) for p in agreed), *((p, False) for p in outliers)]:
+                row = db.execute(
+                    "SELECT agreed, disagreed, streak FROM peer_records WHERE peer_id = ?", (peer,)
+                ).fetchone()
+                record = (PeerRecord(*row) if row else PeerRecord()).after(ok)
+                db.execute(
+                    "INSERT OR REPLACE INTO peer_records VALUES (?, ?, ?, ?)",
+                    (peer, record.agreed, record.disagreed, record.streak),
+                )
 
     def request_cancel(self, campaign_id: str, requested_utc: str) -> None:
         """Ask whoever runs the campaign (now or on resume) to cancel it."""

@@ -12,6 +12,7 @@ Modules:
     energyrows   energy per inference and per token, power, method, note
     sustainrows  Throttled with its causes, window medians, the telemetry kept
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
+    verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark
 """
 
 from __future__ import annotations

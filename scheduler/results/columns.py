@@ -115,6 +115,9 @@ _EXTENDED = _section(
     ("RuntimeVersions",),
     ("WorkerPeerId",),
     ("SignatureStatus",),
+    ("Verified",),  # how replicas settled it (scheduler/results/verifyrows.py)
+    ("DeviceClass",),
+    ("Claim",),
     ("InputShapes",),
     ("InputsDefaulted",),
     ("Trimmed",),  # what the worker cut to fit one envelope (node/worker/fit.py)

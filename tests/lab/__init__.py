@@ -17,6 +17,8 @@ Modules:
     liar   child script: a real `join` whose measurements halve their median
     boundliar  child script: a real `join` whose readings are absurd but self-consistent, a lie per task
     fleetliar  child script: a `join` fleet member that signs lying records (fabricated or repeated)
+    replicaliar  child script: a `join` replica that halves its samples, never runs the model, or
+           advertises a calibration its CPU cannot reach (MODE: halve, norun, claim)
     stall  child script: a `join` worker that commits and heartbeats "queued" forever, never running
     knee   `KneeStub`: a `serve_sse` script whose first token comes later beyond a known number in flight
 """

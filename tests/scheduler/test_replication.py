@@ -9,7 +9,17 @@ import pytest
 
 from protocol import ComputeUnit, DeviceProfile
 from protocol.values import Calibration, GpuInfo, UnitStatus
-from scheduler.agreement import FLOOR, Outcome, Replica, agree, band, pooled_spread, settle, spread_of
+from scheduler.agreement import (
+    CEILING,
+    FLOOR,
+    Outcome,
+    Replica,
+    agree,
+    band,
+    pooled_spread,
+    settle,
+    spread_of,
+)
 from scheduler.claims import claim_problems
 from scheduler.classes import device_class, major_minor, memory_bucket_gib
 from scheduler.replicas import Candidate, by_class, pick_replicas
@@ -175,3 +185,10 @@ def test_claims_beyond_physics_or_the_class_are_unverified() -> None:
     boosted = profile(calibration=honest.model_copy(update={"cpu_gflops": 100.0}))
     assert "2.50x its class's median" in claim_problems(boosted, peers)[0]
     assert claim_problems(profile(calibration=honest.model_copy(update={"cpu_gflops": 55.0})), peers) == []
+
+
+def test_the_band_never_widens_past_its_ceiling_so_a_halving_cheat_never_agrees() -> None:
+    honest, cheat = rep("h", 1.5, spread=0.6), rep("c", 0.74, spread=0.6)  # a loaded machine's scatter
+    assert band(honest, cheat) == CEILING
+    assert not agree(honest, cheat)
+    assert agree(honest, rep("h2", 1.9, spread=0.6))  # 27 % apart: within the ceiling

@@ -1,0 +1,69 @@
+"""A fingerprint of a model's outputs for the inputs a task fed: what replicas of one class compare.
+
+Each output array is reduced to `SIGNIFICANT` significant digits, then hashed (sha256 over each
+array's dtype, shape and rounded values, in output order). Why 4 digits: fp32 carries about 7, and
+within one device class (same CPU or GPU, same runtime version) a deterministic CPU kernel gives the
+same bits run after run; what differs between honest replicas is the order of a multithreaded or GPU
+reduction, a relative difference of order 1e-6 (fp32) to 1e-3 (fp16 accumulations). Rounding to 4
+digits absorbs the first with room; values smaller than `FLOOR` x the array's largest magnitude are
+taken as 0 (a cancellation's residue has no significant digits to keep). What rounding cannot
+absorb: an element that sits on a rounding boundary flips when the two devices straddle it; the
+chance is about (elements) x (relative difference) / 1e-4, small for classifier logits on one class,
+and a mismatch is settled by a third replica like any other disagreement, never refused alone. A
+worker that skips the run, returns cached outputs or runs another model gives different digits.
+
+Generation (greedy token ids) is left out: a generate task's replicas are compared on their figures
+only (`Measurement.output_fingerprints` is empty there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any, Final
+
+SIGNIFICANT: Final = 4
+FLOOR: Final = 1e-6
+
+
+def output_fingerprint(outputs: object) -> str:
+    """`sha256:` and the hex digest of the rounded outputs ("" when there is nothing array-like)."""
+    import numpy as np
+
+    arrays = [np.asarray(a) for a in _arrays(outputs)]
+    if not arrays:
+        return ""
+    digest = hashlib.sha256()
+    for array in arrays:
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(_rounded(array).tobytes())
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _arrays(outputs: object) -> list[Any]:
+    """The arrays in the runner's return value, in order: onnxruntime's list, Core ML's dict (by
+    name), a torch tensor or a tuple of them (moved to the CPU)."""
+    if isinstance(outputs, Mapping):
+        return [a for key in sorted(outputs) for a in _arrays(outputs[key])]
+    if isinstance(outputs, list | tuple):
+        return [a for item in outputs for a in _arrays(item)]
+    if hasattr(outputs, "detach"):  # a torch tensor
+        return [outputs.detach().cpu().float().numpy()]
+    if hasattr(outputs, "dtype") and hasattr(outputs, "shape"):
+        return [outputs]
+    return []
+
+
+def _rounded(array: Any) -> Any:
+    """Floats to `SIGNIFICANT` significant digits as (mantissa, exponent) integers; others as they are."""
+    import numpy as np
+
+    if array.dtype.kind != "f" or array.size == 0:
+        return np.ascontiguousarray(array)
+    values = array.astype(np.float64)
+    values = np.where(np.isfinite(values), values, 0.0)
+    largest = float(np.max(np.abs(values)))
+    values = np.where(np.abs(values) < FLOOR * largest, 0.0, values)
+    exponent = np.floor(np.log10(np.abs(values), where=values != 0, out=np.zeros_like(values)))
+    mantissa = np.round(values / 10.0 ** (exponent - (SIGNIFICANT - 1)))
+    return np.stack([mantissa.astype(np.int64), exponent.astype(np.int64)])

@@ -1,0 +1,25 @@
+"""A row's verification columns: how its replica group settled it, its device class, its peer's claim."""
+
+from __future__ import annotations
+
+from scheduler.classes import DeviceClass, device_class
+from scheduler.placement import PeerView
+from scheduler.settling import flagged
+from scheduler.tasks import TaskState, TaskView
+
+
+def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
+    """Verified, DeviceClass and Claim. Verified: how the task's group settled it (`replicated k/n`,
+    `outlier: why`, `disagreed: why`), `single` for an accepted result no other replica checked,
+    `pending` while its group is unsettled, "" for a task without a result. Claim: the peer's
+    `claim_unverified` mark and why (`scheduler.claims`)."""
+    verified = ""
+    if task.state == TaskState.DONE:
+        verified = task.verified or ("pending" if task.replica_group else "single")
+        if flagged(verified) and task.verify_detail:
+            verified = f"{verified}: {task.verify_detail}"
+    cls = DeviceClass(task.device_class).name if task.device_class else ""
+    if not cls and peer is not None:
+        cls = device_class(peer.profile, task.unit).name
+    claim = f"claim_unverified: {'; '.join(peer.claim)}" if peer is not None and peer.claim else ""
+    return {"Verified": verified, "DeviceClass": cls, "Claim": claim}

@@ -1,0 +1,139 @@
+"""Issue 31: replicas of one device class check each other's timings and outputs, end to end.
+
+Real processes: a gate, three honest `join` workers and three hostile ones (tests/lab/replicaliar.py:
+one halves its samples and derives every figure again, one returns outputs without running the
+model, one advertises a calibration its CPU cannot reach), and `sark-node submit` / `plan` / `peers`.
+Every worker runs on 127.0.0.1, so the campaigns say `verify: {same_host: allow}` (the lab's explicit
+way around the distinct-host rule; the rows say "(same host)").
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from scheduler.report import entries_from_document
+
+LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
+HONEST = ("h0", "h1", "h2")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
+    root = tmp_path_factory.mktemp("replication")
+    lab = CampaignLab(root, record_ttl=30.0)
+    try:
+        submitter_dir = root / "submitter"
+        me = submitter_id(submitter_dir)
+        gate = lab.gate().ready["addrs"][0]
+        names = [*HONEST, "halve", "norun", "claim"]
+        started = [
+            lab.real_worker(
+                n, [gate], me, wait=False, program=None if n in HONEST else [sys.executable, str(LIAR), n]
+            )
+            for n in names
+        ]
+        ids: dict[str, str] = {}
+        for name, proc in zip(names, started, strict=True):
+            proc.ready = proc.wait_event("ready", 120)
+            ids[name] = proc.ready["peer_id"]
+        swarm = Swarm(
+            lab, gate, {ids[n]: p for n, p in zip(names, started, strict=True)}, submitter_dir, root
+        )
+        yield swarm, ids
+    finally:
+        lab.close()
+
+
+def campaign(root: Path, name: str, peers: list[str], verify: dict[str, Any]) -> Path:
+    job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 40, "warmup_runs": 3,
+           "load_runs": 1, "processes": 3, "require": {"peers": peers}}  # fmt: skip
+    body = {"name": name, "model": {"path": MODEL.name}, "verify": verify, "jobs": [job]}
+    (root / name).mkdir(exist_ok=True)
+    return write_campaign(root / name / "c.yaml", body)
+
+
+def submit(swarm: Swarm, path: Path) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    done = swarm.run(
+        "submit", str(path), "--json", "--wait-peers", "6", "--out", str(path.parent / "out"), timeout=400
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    with open(outcome["files"]["csv"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    document = json.loads(Path(outcome["files"]["json"]).read_text())
+    return rows, document
+
+
+def check_caught(rows: list[dict[str, str]], document: dict[str, Any], liar: str, why: str) -> None:
+    """The liar's one row is the outlier of its group, with `why`, its figures kept but never standing
+    as a figure; every honest row is replicated 2 of 2 or 2 of 3 (the group the liar was in asked a
+    third replica), so at least 5 rows: two groups of two and the third replica."""
+    mine = [r for r in rows if r["WorkerPeerId"] == liar]
+    others = [r for r in rows if r["WorkerPeerId"] != liar]
+    assert len(mine) == 1, rows
+    assert mine[0]["Verified"].startswith("outlier: "), mine[0]["Verified"]
+    assert why in mine[0]["Verified"], mine[0]["Verified"]
+    assert mine[0]["InferenceMsMedian"]  # its figures are kept, flagged
+    assert len(others) >= 4
+    verdicts = sorted(r["Verified"] for r in others)
+    assert all(v in ("replicated 2/2 (same host)", "replicated 2/3 (same host)") for v in verdicts), verdicts
+    assert verdicts.count("replicated 2/3 (same host)") == 2, verdicts  # the liar's group, settled by a third
+    assert len({r["DeviceClass"] for r in rows}) == 1
+    standing = {e.task_id for e in entries_from_document(document) if e.complete}
+    assert mine[0]["JobId"] not in standing  # never the figure in the views that compare devices
+    assert {r["JobId"] for r in others} <= standing
+
+
+def test_a_liar_that_halves_its_samples_is_the_outlier_and_the_others_are_replicated(
+    lab: tuple[Swarm, dict[str, str]],
+) -> None:
+    swarm, ids = lab
+    peers = [ids["h0"], ids["h1"], ids["h2"], ids["halve"]]
+    rows, document = submit(
+        swarm, campaign(swarm.root, "halve", peers, {"replicas": 2, "same_host": "allow"})
+    )
+    check_caught(rows, document, ids["halve"], "against the agreed")
+
+
+def test_a_liar_that_never_runs_the_model_is_refused_by_its_outputs(
+    lab: tuple[Swarm, dict[str, str]],
+) -> None:
+    swarm, ids = lab
+    peers = [ids["h0"], ids["h1"], ids["h2"], ids["norun"]]
+    rows, document = submit(
+        swarm, campaign(swarm.root, "norun", peers, {"replicas": 2, "same_host": "allow"})
+    )
+    check_caught(rows, document, ids["norun"], "outputs differ from the majority's")
+
+
+def test_a_peer_claiming_a_speed_it_does_not_have_is_marked_everywhere(
+    lab: tuple[Swarm, dict[str, str]],
+) -> None:
+    swarm, ids = lab
+    claimer = ids["claim"]
+    listed = swarm.run("peers", "--json")
+    assert listed.returncode == 0, listed.stderr
+    found = {p["peer_id"]: p for p in json.loads(listed.stdout)["peers"]}
+    assert found[claimer]["claim"].startswith("claim_unverified: calibration.cpu_gflops")
+    assert not found[ids["h0"]]["claim"]
+    refused = campaign(swarm.root, "claim-refused", [claimer, ids["h0"]], {})
+    planned = swarm.run("plan", str(refused), "--json", "--wait-peers", "6")
+    assert planned.returncode == 0, planned.stderr
+    (job,) = json.loads(planned.stdout)["jobs"]
+    assert job["chosen"] == [ids["h0"]]
+    (rejected,) = [r for r in job["rejected"] if r["peer_id"] == claimer]
+    assert rejected["codes"] == ["claim_unverified"]
+    assert job["classes"][ids["h0"]].startswith("cls-")
+    rows, _ = submit(swarm, campaign(swarm.root, "claim-allowed", [claimer], {"unverified": "allow"}))
+    (row,) = rows
+    assert row["WorkerPeerId"] == claimer
+    assert row["Claim"].startswith("claim_unverified: calibration.cpu_gflops"), row
+    assert row["Verified"] == "single"

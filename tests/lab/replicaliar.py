@@ -1,0 +1,81 @@
+"""Hostile replicas for tests: the real `sark-node join`, patched in memory, by MODE.
+
+Run as `python tests/lab/replicaliar.py MODE join ...`. It is the node's own worker with its own key,
+speaking the real protocol; by MODE:
+
+- `halve`: `drivers.measure` is wrapped in this process: every timed sample and first inference is
+  halved and every figure derived again from them (`protocol.derive`), so the result is
+  self-consistent (the submitter's own check passes) and only another replica can refute it;
+- `norun`: the measuring children (spawned: they import this file as `__mp_main__`) load the model
+  but never run it: the runner returns zeros of each output's shape, so the timings are of nothing
+  and the outputs are not the model's;
+- `claim`: the profile it advertises claims a calibration this machine cannot reach (1,000 GFLOPS a
+  logical core), as a CPU advertising a GPU's speed would.
+
+Nothing in the product reads this file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import drivers
+from protocol import Calibration, DeviceProfile, Measurement, TaskSpec, derive
+
+MODES = ("halve", "norun", "claim")
+_honest_measure = drivers.measure
+_honest_profile = drivers.detect_profile_apart
+
+
+def halving_measure(model_path: Any, spec: TaskSpec, *args: Any, **kwargs: Any) -> Measurement:
+    """The real measurement with its samples halved and every figure derived again."""
+    m = _honest_measure(model_path, spec, *args, **kwargs)
+    half = m.with_(
+        samples_ms=tuple(s / 2 for s in m.samples_ms),
+        first_inferences_ms=tuple(s / 2 for s in m.first_inferences_ms),
+    )
+    return derive(half, spec)
+
+
+async def claiming_profile(*args: Any, **kwargs: Any) -> DeviceProfile:
+    """The real profile with a calibration no CPU of its core count measures."""
+    profile = await _honest_profile(*args, **kwargs)
+    fake = Calibration(cpu_gflops=1000.0 * max(profile.cores_logical, 1), mem_bandwidth_gbs=20.0, seconds=1.0)
+    return profile.with_(calibration=fake)
+
+
+def _no_run() -> None:
+    """In a measuring child: the ONNX runner answers zeros without running the session."""
+    import numpy as np
+
+    from drivers.onnx import OnnxLoaded
+
+    def runner(self: OnnxLoaded, feeds: Any) -> Any:
+        outputs = [
+            np.zeros([d if isinstance(d, int) and d > 0 else 1 for d in o.shape], dtype=np.float32)
+            for o in self.session.get_outputs()
+        ]
+        return lambda: outputs
+
+    OnnxLoaded.runner = runner  # type: ignore[method-assign]
+
+
+NORUN_ENV = "SARK_LAB_NORUN"
+"""Set by a `norun` worker for its spawned children (they do not see its arguments)."""
+
+if __name__ == "__main__":
+    mode = sys.argv.pop(1)
+    assert mode in MODES, mode
+    if mode == "norun":
+        os.environ[NORUN_ENV] = "1"
+    if mode == "halve":
+        drivers.measure = halving_measure
+    elif mode == "claim":
+        drivers.detect_profile_apart = claiming_profile
+    from node.cli import main
+
+    main()
+elif __name__ == "__mp_main__" and os.environ.get(NORUN_ENV):  # a measuring child of a `norun` worker
+    _no_run()

@@ -1,0 +1,171 @@
+"""Replication through the scheduler itself: groups of one class on distinct hosts, a disagreement
+settled by a third replica, labels and records, claims refused unless allowed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from scheduler_harness import MODEL, SHA, peer
+
+from protocol import FailureReason
+from scheduler import (
+    CampaignError,
+    OfferCommitted,
+    PeersDiscovered,
+    ReplicasSettled,
+    ResultAccepted,
+    ResultRejected,
+    Scheduler,
+    SendOffer,
+    TaskState,
+    parse_campaign,
+)
+from scheduler.placement import PeerView, explain
+from scheduler.reputation import PeerRecord
+
+YAML = f"""\
+model: {{url: https://example.org/m.onnx, sha256: {SHA}}}
+verify: {{replicas: 2{{extra}}}}
+jobs: [{{compute_unit: CPU (ONNX), devices: all}}]
+"""
+
+
+def campaign(extra: str = "") -> str:
+    return YAML.replace("{extra}", extra)
+
+
+def fleet(hosts: list[str]) -> list[PeerView]:
+    return [dataclasses.replace(peer(f"b{i}"), host=h) for i, h in enumerate(hosts)]
+
+
+def run(sched: Scheduler, figures: dict[str, float]) -> list[object]:
+    """Commit every offer and deliver each peer's figure, until nothing is offered."""
+    log: list[object] = []
+    out = sched.handle(PeersDiscovered(peers=tuple(fleet_peers)), 0.0)
+    now = 1.0
+    while True:
+        log += out
+        offers = [c for c in out if isinstance(c, SendOffer)]
+        if not offers:
+            return log
+        out = []
+        for o in offers:
+            out += sched.handle(OfferCommitted(o.task_id, o.peer_id, f"L-{o.task_id}"), now)
+            event = ResultAccepted(
+                o.task_id, f"L-{o.task_id}", o.peer_id, figures[o.peer_id], 0.01, "sha256:x"
+            )
+            out += sched.handle(event, now + 1)
+            now += 2
+
+
+fleet_peers: list[PeerView] = []
+
+
+def test_a_halving_liar_is_the_outlier_of_a_third_replica_and_the_others_are_replicated() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
+    sched = Scheduler("c1", parse_campaign(campaign()), {"mobilenet": MODEL, MODEL.name: MODEL, "m": MODEL})
+    figures = {"12D3-b0": 10.0, "12D3-b1": 10.1, "12D3-b2": 9.9, "12D3-b3": 5.0}
+    log = run(sched, figures)
+    tasks = {t.task_id: t for t in sched.tasks()}
+    assert len(tasks) == 5  # two groups of two, and one more replica for the group with the liar
+    liar = [t for t in tasks.values() if t.peer_id == "12D3-b3"]
+    assert [t.verified for t in liar] == ["outlier"]
+    assert "5 ms against the agreed" in liar[0].verify_detail
+    others = [t.verified for t in tasks.values() if t.peer_id != "12D3-b3"]
+    assert sorted(others) == ["replicated 2/2", "replicated 2/2", "replicated 2/3", "replicated 2/3"]
+    settled = [c for c in log if isinstance(c, ReplicasSettled)]
+    assert sorted(s.outcome for s in settled) == ["replicated", "replicated"]
+    assert sched.done
+    assert all(t.state == TaskState.DONE for t in tasks.values())
+
+
+def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["127.0.0.1"] * 4)
+    c = parse_campaign(campaign())
+    (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
+    assert len(plan.chosen) == 1
+    assert "distinct hosts" in plan.shortfall
+    c = parse_campaign(campaign(", same_host: allow"))
+    (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
+    assert len(plan.chosen) == 4
+    assert not plan.shortfall
+    sched = Scheduler("c2", c, {"m": MODEL, MODEL.name: MODEL})
+    run(sched, {p.peer_id: 10.0 for p in fleet_peers})
+    assert {t.verified for t in sched.tasks()} == {"replicated 2/2 (same host)"}
+
+
+def test_a_claim_unverified_peer_is_placed_only_when_the_campaign_allows_it() -> None:
+    peers = fleet(["10.0.0.1", "10.0.0.2"])
+    peers[1] = dataclasses.replace(peers[1], claim=("calibration.cpu_gflops 9e+04 over 8 cores",))
+    yaml = campaign().replace("verify: {replicas: 2}\n", "")
+    (plan,) = explain(parse_campaign(yaml), {"m": MODEL}, peers).jobs
+    assert [r.peer.peer_id for r in plan.chosen] == ["12D3-b0"]
+    assert "claim_unverified" in plan.rejected[0].details[0]
+    allowed = yaml + "verify: {unverified: allow}\n"
+    (plan,) = explain(parse_campaign(allowed), {"m": MODEL}, peers).jobs
+    assert len(plan.chosen) == 2
+
+
+def test_spot_checks_replicate_every_task_of_an_untrusted_peer_and_few_of_a_trusted_one() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["10.0.0.1", "10.0.0.2"])
+    yaml = campaign().replace("verify: {replicas: 2}", "verify: {spot_check: 0.0001}")
+    yaml = yaml.replace("devices: all", "devices: 1")
+    sched = Scheduler("c3", parse_campaign(yaml), {"m": MODEL})
+    run(sched, {p.peer_id: 10.0 for p in fleet_peers})
+    assert len(sched.tasks()) == 2  # a new peer: checked
+    sched = Scheduler("c3", parse_campaign(yaml), {"m": MODEL})
+    sched.know_records({p.peer_id: PeerRecord(agreed=9, streak=9) for p in fleet_peers})
+    run(sched, {p.peer_id: 10.0 for p in fleet_peers})
+    assert [t.verified for t in sched.tasks()] == ["single"]
+
+
+def test_bad_verify_blocks_are_refused_naming_each_field() -> None:
+    bad = campaign().replace(
+        "verify: {replicas: 2}", "verify: {replicas: 11, spot_check: 0.5, same_host: yes}"
+    )
+    with pytest.raises(CampaignError) as caught:
+        parse_campaign(bad)
+    paths = {p.path for p in caught.value.problems}
+    assert paths == {"verify.replicas", "verify.same_host"}
+    both = campaign().replace("verify: {replicas: 2}", "verify: {replicas: 3, spot_check: 0.5}")
+    with pytest.raises(CampaignError) as caught:
+        parse_campaign(both)
+    assert [p.path for p in caught.value.problems] == ["verify.spot_check"]
+    job = campaign().replace("devices: all}", "devices: all, verify: {replicas: 3}}")
+    parsed = parse_campaign(job)
+    assert parsed.verify_of(parsed.jobs[0]).replicas == 3
+
+
+def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["10.0.0.1", "10.0.0.2"])
+    sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL})
+    run(sched, {"12D3-b0": 10.0, "12D3-b1": 5.0})
+    tasks = sched.tasks()
+    assert [t.state for t in tasks] == [TaskState.DONE, TaskState.DONE, TaskState.UNSCHEDULABLE]
+    assert [t.verified for t in tasks[:2]] == ["disagreed", "disagreed"]
+    assert "no further replica ran" in tasks[0].verify_detail
+    assert sched.done
+
+
+def test_a_refused_replica_is_retried_on_a_peer_of_another_group_of_its_class() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
+    sched = Scheduler("c5", parse_campaign(campaign()), {"m": MODEL})
+    out = sched.handle(PeersDiscovered(peers=tuple(fleet_peers)), 0.0)
+    offers = [c for c in out if isinstance(c, SendOffer)]
+    for o in offers:
+        sched.handle(OfferCommitted(o.task_id, o.peer_id, f"L-{o.task_id}"), 1.0)
+    first = offers[0]
+    retried = sched.handle(
+        ResultRejected(first.task_id, f"L-{first.task_id}", first.peer_id, "a bound", FailureReason.INVALID),
+        2.0,
+    )
+    (again,) = [c for c in retried if isinstance(c, SendOffer)]
+    group = {o.peer_id for o in offers if o.task_id != first.task_id} & {o.peer_id for o in offers[:2]}
+    assert again.task_id == first.task_id
+    assert again.peer_id not in group | {first.peer_id}  # another group's peer, never the refused one
