@@ -36,6 +36,22 @@ def _busy(times: Any) -> float:
     return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
 
 
+MAX_BRACKET: Final = 0.1
+"""A reading whose counters took longer than this share of its interval to read is not kept."""
+
+
+def counters() -> tuple[int, int, float, float, tuple[int, int]]:
+    """The machine's busy CPU seconds, this process's CPU seconds and its schedstat, with the instant
+    they were read at: the midpoint of a clock read before and after them, and that bracket's width
+    (ns). On a loaded machine the sampling thread can be descheduled between a clock read and a
+    counter read for longer than its period: a busy-cores figure over a wall time that does not
+    cover the counters' own interval once read 7.9 cores on 2."""
+    before = time.perf_counter_ns()
+    busy, own, sched = _busy(psutil.cpu_times()), time.process_time(), schedstat_ns()
+    after = time.perf_counter_ns()
+    return after - before, (before + after) // 2, busy, own, sched
+
+
 def schedstat_ns() -> tuple[int, int]:
     """Nanoseconds this process's threads have run, and waited on a run queue ((0, 0) without schedstat)."""
     ran = waited = 0
@@ -136,7 +152,7 @@ class Sampler:
         self._nvml = _Nvml(self._gpu_index)
         self._sensors = hasattr(psutil, "sensors_temperatures")
         self.origin_ns = time.perf_counter_ns()
-        self._last = (self.origin_ns, _busy(psutil.cpu_times()), time.process_time(), schedstat_ns())
+        self._last = counters()[1:]
         self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
         self._thread.start()
         return self
@@ -177,12 +193,11 @@ class Sampler:
             self._stride *= 2
 
     def _read(self) -> TelemetryPoint | None:
-        now, busy, own = time.perf_counter_ns(), _busy(psutil.cpu_times()), time.process_time()
-        sched = schedstat_ns()
+        width, now, busy, own, sched = counters()
         then, busy0, own0, sched0 = self._last
         wall = (now - then) / 1e9
-        if wall <= 0:
-            return None
+        if wall <= 0 or width > MAX_BRACKET * (now - then):
+            return None  # the counters' instant is not known well enough: the next reading spans both
         self._last = (now, busy, own, sched)
         temp, high = self._temperature()
         return TelemetryPoint(

@@ -55,6 +55,33 @@ def test_the_sampler_reads_at_its_period_and_names_its_sources() -> None:
     assert "gpu: NVML" in sources
 
 
+def test_a_sampler_descheduled_between_its_reads_never_reports_more_cores_than_the_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sampling thread stalls inside its counter reads (as a loaded machine deschedules it):
+    such a reading is left out and the next one spans both, so busy cores stay physical."""
+    import psutil
+
+    import drivers.telemetry as telemetry
+
+    real, calls = psutil.cpu_times, itertools.count()
+
+    def stalling() -> object:
+        if next(calls) % 3 == 1:
+            time.sleep(0.12)  # descheduled after the clock was read, for longer than the period
+        return real()
+
+    monkeypatch.setattr(telemetry.psutil, "cpu_times", stalling)
+    spin_until = time.monotonic() + 1.2
+    with Sampler(period_s=0.05) as sampler:
+        while time.monotonic() < spin_until:
+            pass  # one core busy all along
+    points = sampler.telemetry().points
+    assert points, "some readings are kept"
+    cores = os.cpu_count() or 1
+    assert max(p.busy_cores for p in points) <= cores * 1.1, [p.busy_cores for p in points]
+
+
 def test_offered_names_what_this_machine_gives_and_what_it_does_not() -> None:
     sources = offered()
     assert any(s.startswith("cpu clock: ") for s in sources)
