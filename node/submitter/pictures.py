@@ -98,15 +98,17 @@ def plottable(values: Iterable[float | None]) -> tuple[list[float], int]:
     return out, bad
 
 
-def inside(values: Iterable[float]) -> tuple[list[float], int]:
-    """The values a picture can place (for box plots, ECDFs and limits), and how many were left out."""
+def inside(values: Iterable[float], *, log: bool = False) -> tuple[list[float], int]:
+    """The values a picture can place (for box plots, ECDFs and limits), and how many were left out;
+    on a `log` axis zero and negative values have no place either."""
     given = list(values)
-    kept = [v for v in given if fits(v)]
+    kept = [v for v in given if fits(v) and (v > 0 or not log)]
     return kept, len(given) - len(kept)
 
 
-def left_out(count: int, what: str = "values") -> str:
+def left_out(count: int, what: str = "values", *, log: bool = False) -> str:
     """The caption for values a picture left out ("" when none was)."""
     if not count:
         return ""
-    return f"{count} {what} not drawn: not finite or beyond ±{PLOT_LIMIT:g}"
+    why = f"not finite or beyond ±{PLOT_LIMIT:g}"
+    return f"{count} {what} not drawn: {why}" + (", or not positive on a log axis" if log else "")

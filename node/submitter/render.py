@@ -103,7 +103,7 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
                 if cell.median_ms
                 else visible(cell.status)
             )
-            dark = fits(cell.median_ms) and float(norm(cell.median_ms)) > 0.6
+            dark = cell.median_ms is not None and fits(cell.median_ms) and float(norm(cell.median_ms)) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
     if isinstance(norm, LogNorm):
@@ -116,7 +116,7 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "in
     """Latency distributions from the raw samples: a box plot and an ECDF per device and unit."""
     measured = [e for e in entries if e.samples_ms]
     labels = [_label(e, entries) for e in measured]
-    kept = [inside(e.samples_ms) for e in measured]
+    kept = [inside(e.samples_ms, log=True) for e in measured]
     fig = _figure(11.0, 1.2 + 0.45 * len(measured))
     box, ecdf = fig.subplots(1, 2)
     box.boxplot(
@@ -141,7 +141,7 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "in
     ecdf.set_ylabel("share of runs at or below")
     ecdf.set_title("ECDF", fontsize=10)
     ecdf.legend(fontsize=7, loc="lower right")
-    return Picture(svg_of(fig, salt), left_out(sum(n for _, n in kept), "samples"))
+    return Picture(svg_of(fig, salt), left_out(sum(n for _, n in kept), "samples", log=True))
 
 
 def resources_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
