@@ -18,6 +18,7 @@ import csv
 import json
 import queue
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -27,7 +28,7 @@ from typing import Any
 
 import httpx
 import pytest
-from lab.procs import Proc
+from lab.procs import SARK, Proc
 
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 
@@ -89,6 +90,18 @@ def test_submit_writes_every_file_despite_absurd_telemetry(lab: Swarm, tmp_path:
     assert len(rows) == 2
     complete = all(row["Status"] == "Complete" for row in rows)
     assert done.returncode == (0 if complete else 1), done.stderr  # as for any campaign: 1 if a task failed
+    cid, again = outcome["campaign_id"], tmp_path / "again.html"
+    for args in (
+        [cid, "--format", "html", "--out", str(again)],
+        [cid, "--format", "md"],
+        [cid, "--format", "csv"],
+        ["--diff", cid, cid],
+    ):
+        command = [*SARK, "report", *args, "--data-dir", str(lab.submitter_dir)]
+        shown = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert (shown.returncode, shown.stderr) == (0, ""), args  # `report ID` re-renders it, every view
+    first = Path(outcome["files"]["html"]).read_text()
+    assert again.read_text().count("<figure") == first.count("<figure")
 
 
 class Health:
