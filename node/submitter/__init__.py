@@ -8,8 +8,9 @@ Modules:
     discovery  finding workers: DHT adverts confirmed by a live /sark/profile answer
     store      the SQLite campaign store
     models     pinning a campaign's models
-    outputs    results.csv, results.json, report.html
-    render     drawing report.html
+    outputs    results.csv and results.json, then report.html (which never stops them)
+    render     drawing report.html (a page that cannot be built says why)
+    pictures   the one seam every report picture passes: drawn, or a note naming it and the error
     tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
@@ -32,6 +33,7 @@ __all__ = [
     "loop",
     "models",
     "outputs",
+    "pictures",
     "prompts",
     "render",
     "run",

@@ -86,20 +86,32 @@ def _series(m: Measurement) -> list[tuple[int, str, list[float | None]]]:
     assert m.telemetry is not None
     points = m.telemetry.points
     return [
-        *((1, visible(group), [p.cpu_mhz[k] if k < len(p.cpu_mhz) else None for p in points])
-          for k, group in enumerate(m.telemetry.groups)),
+        *(
+            (1, visible(group), [p.cpu_mhz[k] if k < len(p.cpu_mhz) else None for p in points])
+            for k, group in enumerate(m.telemetry.groups)
+        ),
         (1, "GPU SM", [p.gpu_sm_mhz for p in points]),
         (2, "hottest sensor", [p.temp_c for p in points]),
         (2, "GPU", [p.gpu_temp_c for p in points]),
         (3, "GPU board", [p.gpu_power_w for p in points]),
         (4, "other processes (cores)", [p.background_cores for p in points]),
         (4, "CPU share of the measuring process", [p.cpu_share for p in points]),
-    ]  # fmt: skip
+    ]
 
 
 def _windows_table(sustained_runs: list[tuple[str, Measurement]]) -> str:
-    head = ("window", "start-end s", "runs", "median ms", "drift %", "clock MHz", "temp °C", "background",
-            "CPU share", "causes")  # fmt: skip
+    head = (
+        "window",
+        "start-end s",
+        "runs",
+        "median ms",
+        "drift %",
+        "clock MHz",
+        "temp °C",
+        "background",
+        "CPU share",
+        "causes",
+    )
     blocks = []
     for label, m in sustained_runs:
         s = m.sustained

@@ -33,8 +33,14 @@ from lab.procs import SARK, Proc
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 
 HOT = ROOT / "tests" / "lab" / "hotliar.py"
-JOB = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 20, "warmup_runs": 2,
-       "load_runs": 1, "processes": 1}  # fmt: skip
+JOB = {
+    "compute_unit": "CPU (ONNX)",
+    "devices": "all",
+    "num_inference_runs": 20,
+    "warmup_runs": 2,
+    "load_runs": 1,
+    "processes": 1,
+}
 TELEMETRY_FIELDS = re.compile(r"telemetry|cpu_mhz|temp_c|gpu_power_w|gpu_sm_mhz|gpu_temp_c")
 
 
@@ -132,10 +138,9 @@ class Health:
 
 def _serve(lab: Swarm, out: Path) -> tuple[Proc, str]:
     """`sark-node serve` over the lab's gate with the submitter's identity, once it sees both workers."""
-    args = ["serve", "--http", "127.0.0.1:0", "--events", "--data-dir", str(lab.submitter_dir),
-            "--gate", lab.gate, "--out", str(out), "--allow-http", "--allow-network", "127.0.0.0/8",
-            "--refresh", "0.5"]  # fmt: skip
-    served = lab.lab.submitter(args)
+    network = ["--allow-http", "--allow-network", "127.0.0.0/8", "--refresh", "0.5"]
+    where = ["--data-dir", str(lab.submitter_dir), "--gate", lab.gate, "--out", str(out)]
+    served = lab.lab.submitter(["serve", "--http", "127.0.0.1:0", "--events", *where, *network])
     url: str = served.wait_event("http", 90)["url"]
     while served.wait_event("peers", 90)["count"] < 2:
         pass

@@ -40,9 +40,10 @@ def absurd(telemetry: Telemetry | None) -> Telemetry:
     return base.with_(points=tuple(lied))
 
 
-def hot_measure(model_path: Any, spec: TaskSpec, /, *args: Any, **kwargs: Any) -> Measurement:
-    """The real measurement with absurd telemetry, its figures derived again."""
-    m = _honest(model_path, spec, *args, **kwargs)
+def hot_measure(*args: Any, **kwargs: Any) -> Measurement:
+    """The real measurement with absurd telemetry, its figures derived again for its task."""
+    m = _honest(*args, **kwargs)
+    spec: TaskSpec = kwargs["spec"] if "spec" in kwargs else args[1]
     return derive(m.with_(telemetry=absurd(m.telemetry)), spec)
 
 

@@ -67,7 +67,7 @@ SLOW: Final = settings(max_examples=6, deadline=None, suppress_health_check=[Hea
 def _mixed() -> dict[str, Any]:
     """One document of every kind of task: tensor (telemetry, sustained windows, an unschedulable
     job) and generate (one more copy of the generate task made an endpoint task by a round trip)."""
-    document = copy.deepcopy(TENSOR)
+    document: dict[str, Any] = copy.deepcopy(TENSOR)
     served = copy.deepcopy(LLM["results"][0])
     served["row"]["JobId"] = served["row"]["JobId"].replace("-job-0-", "-job-2-")
     served["signed"]["measurement"]["generation"]["rtt_ms"] = 1.5
@@ -140,11 +140,19 @@ def _restored(drawn: Any, stored: Any, model: type[BaseModel]) -> Any:
 
 
 def _put(drawn: Any, stored: Any, loc: tuple[int | str, ...]) -> None:
-    *path, last = loc
-    for key in path:
-        drawn, stored = drawn[key], stored[key]
-    if isinstance(drawn, dict | list) and (isinstance(last, int) or last in drawn):
-        drawn[last] = copy.deepcopy(stored[last])
+    """Set back the stored value at `loc`, or at the deepest part of it the drawn value has (a
+    location may name a union's member, which the JSON value has no key for)."""
+    reached: tuple[Any, Any, Any] | None = None
+    for step in loc:
+        in_dict = isinstance(drawn, dict) and step in drawn
+        in_list = isinstance(drawn, list) and isinstance(step, int) and step < len(drawn)
+        if not (in_dict or in_list):
+            break
+        reached = (drawn, stored, step)
+        drawn, stored = reached[0][step], reached[1][step]
+    if reached is not None:
+        container, original, key = reached
+        container[key] = copy.deepcopy(original[key])
 
 
 def _absurd(base: dict[str, Any], numbers: Absurd) -> dict[str, Any]:
@@ -300,6 +308,6 @@ def test_the_live_view_and_the_dashboards_json_return(numbers: Absurd) -> None:
     profile = DeviceProfile.model_validate(signed["device"])
     busy = numbers.float(0.5)
     load = Load(running=1, cpu_busy=busy if busy >= 0 else 0.5)  # NaN and negatives are no Load
-    view = sch.PeerView(peer_id="12D3KooWpeer", profile=profile, load=load)
-    shown = _strict(ApiJson(worker(Seen(view, (), 1.7e9), 1.7e9, 30.0)))
+    peer = sch.PeerView(peer_id="12D3KooWpeer", profile=profile, load=load)
+    shown = _strict(ApiJson(worker(Seen(peer, (), 1.7e9), 1.7e9, 30.0)))
     assert shown["load"]["cpu_busy"] == (load.cpu_busy if math.isfinite(load.cpu_busy) else None)
