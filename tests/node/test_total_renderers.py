@@ -41,7 +41,12 @@ from node.submitter.tables import diff_table, matrix_tables, render_markdown
 from node.submitter.telereport import telemetry_parts
 from protocol import ComputeUnit, DeviceProfile, Measurement, ModelRef
 from protocol.values import Load
-from scheduler.report import diff_entries, entries_from_document
+from scheduler.report import entries_from_document
+
+try:  # the diff moved to scheduler.diff on main (issue 30); after the merge this is the only import
+    from scheduler.diff import diff_entries  # type: ignore[import-not-found,unused-ignore]
+except ImportError:
+    from scheduler.report import diff_entries  # type: ignore[attr-defined,no-redef,unused-ignore]
 
 HERE: Final = Path(__file__).parent
 TENSOR: Final = json.loads((HERE / "tensor_results.json").read_text())
