@@ -2,13 +2,14 @@
 
 Every renderer is fed real stored campaigns (`tensor_results.json`: `sark-node submit` of a tensor
 campaign with a sustained job on two workers, telemetry and an unschedulable GPU job;
-`llm_results.json`: examples/llm.yaml, one of its tasks made an endpoint task by giving it a round
-trip) whose numbers are drawn across the whole float range: infinities, NaN, ±1e308, the smallest
-subnormals, negative zero, and anything between. Every number is drawn: each float in the signed
-device and measurement (a value the protocol's own model refuses, such as a negative timestamp,
-keeps its stored value: the store only ever holds validated envelopes), each raw sample, and each
-number in a row's cells. Each renderer must return; report.html must hold, for every figure, either
-its picture or a note saying why it is missing.
+`llm_results.json`: examples/llm.yaml, plus a copy of its generate task made an endpoint task by a
+round trip) whose numbers are drawn across the whole float range: infinities, NaN, ±1e308, the
+smallest subnormals, negative zero, and anything between. Any number may be drawn: each float in the
+signed device and measurement (a value the protocol's own model refuses, such as a negative
+timestamp, keeps its stored value: the store only ever holds validated envelopes), each raw sample,
+and each number in a row's cells; a drawn share of them (all, half, a tenth) is replaced. Each
+renderer must return; report.html must hold, for every figure, either its picture or a note saying
+why it is missing.
 """
 
 from __future__ import annotations
