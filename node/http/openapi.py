@@ -172,6 +172,7 @@ SCHEMAS: Final[JSON] = {
             "completed_jobs": _INT,
             "job_breakdown": _BREAKDOWN,
             "tasks": _array(_ref("Task")),
+            "error": _NULL_STR,
         }
     ),
     "CampaignList": _obj({"count": _INT, "campaigns": _array(_ref("Campaign"))}),

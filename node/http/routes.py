@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any, Final, final
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 import scheduler as sch
 from node.http import shapes
 from node.http.bodies import campaign_type, json_object, read_body
 from node.http.errors import BadRequest, NotFound, Problem, Rule
+from node.http.shapes import ApiJson
 from node.http.state import ApiState, Seen
 
 WORKER_STATUSES: Final = ("active", "busy", "cleanup", "faulty")
@@ -67,7 +68,7 @@ class Endpoints:
     async def health(self, request: Request) -> Response:
         """GET /health: the node is up; `redis` is replaced by the swarm's own facts."""
         node = self._s.node
-        return JSONResponse(
+        return ApiJson(
             {
                 "status": "healthy",
                 "timestamp": shapes.iso(time.time()),
@@ -84,7 +85,7 @@ class Endpoints:
     async def reset(self, request: Request) -> Response:
         """POST /reset: stop running campaigns, forget stored ones and the local peer view."""
         stopped = self._s.reset()
-        return JSONResponse(
+        return ApiJson(
             {
                 "status": "reset",
                 "message": f"stopped {stopped} running campaign(s); store and peer view cleared; "
@@ -113,7 +114,7 @@ class Endpoints:
         body = await json_object(request)
         name = body.get("device_name")
         found = [s for s in self._s.peers.values() if name and s.view.profile.device_name == name]
-        return JSONResponse(
+        return ApiJson(
             {
                 "worker_id": found[0].view.peer_id if found else None,
                 "status": "registered" if found else "not_registered",
@@ -130,11 +131,11 @@ class Endpoints:
     async def workers(self, request: Request) -> Response:
         """GET /workers: every peer discovery has seen."""
         items = [self._worker(s) for s in sorted(self._s.peers.values(), key=lambda s: s.view.peer_id)]
-        return JSONResponse({"count": len(items), "workers": items})
+        return ApiJson({"count": len(items), "workers": items})
 
     async def worker(self, request: Request) -> Response:
         """GET /workers/{id}."""
-        return JSONResponse(self._worker(self._seen(request)))
+        return ApiJson(self._worker(self._seen(request)))
 
     async def worker_status(self, request: Request) -> Response:
         """PUT /workers/{id}/status: validated, answered with the status the swarm reports."""
@@ -146,7 +147,7 @@ class Endpoints:
             raise BadRequest(message, [Problem("status", Rule.INVALID, message)])
         now = time.time()
         status = shapes.worker_status(seen, now, self._s.options.stale_after_s)
-        return JSONResponse(
+        return ApiJson(
             {
                 "worker_id": seen.view.peer_id,
                 "status": status,
@@ -160,7 +161,7 @@ class Endpoints:
         """POST /workers/{id}/heartbeat: peers heartbeat over the swarm; this reports the last sighting."""
         seen = self._seen(request)
         status = shapes.worker_status(seen, time.time(), self._s.options.stale_after_s)
-        return JSONResponse(
+        return ApiJson(
             {
                 "worker_id": seen.view.peer_id,
                 "status": status,
@@ -174,14 +175,14 @@ class Endpoints:
     async def worker_health(self, request: Request) -> Response:
         """GET /workers/{id}/health."""
         seen = self._seen(request)
-        return JSONResponse(shapes.health(seen, time.time(), self._s.options.stale_after_s))
+        return ApiJson(shapes.health(seen, time.time(), self._s.options.stale_after_s))
 
     async def workers_health(self, request: Request) -> Response:
         """GET /health/workers."""
         now = time.time()
         items = [shapes.health(s, now, self._s.options.stale_after_s) for s in self._s.peers.values()]
         healthy = sum(1 for h in items if h["is_healthy"])
-        return JSONResponse(
+        return ApiJson(
             {"total": len(items), "healthy": healthy, "unhealthy": len(items) - healthy, "workers": items}
         )
 
@@ -189,7 +190,7 @@ class Endpoints:
         """PUT /workers/{id}/reset: nothing to reset here; a faulty peer recovers by answering again."""
         seen = self._seen(request)
         status = shapes.worker_status(seen, time.time(), self._s.options.stale_after_s)
-        return JSONResponse(
+        return ApiJson(
             {
                 "worker_id": seen.view.peer_id,
                 "status": status,
@@ -212,12 +213,12 @@ class Endpoints:
         live = await self._s.create(text)
         state = self._s.campaign(live.run.campaign_id)
         assert state is not None
-        return JSONResponse(shapes.created(state), status_code=201)
+        return ApiJson(shapes.created(state), status_code=201)
 
     async def campaigns(self, request: Request) -> Response:
         """GET /campaigns."""
         items = [shapes.campaign(s) for s in self._s.campaigns()]
-        return JSONResponse({"count": len(items), "campaigns": items})
+        return ApiJson({"count": len(items), "campaigns": items})
 
     async def campaign(self, request: Request) -> Response:
         """GET /campaigns/{id}."""
@@ -225,7 +226,7 @@ class Endpoints:
         state = self._s.campaign(campaign_id)
         if state is None:
             raise NotFound("campaign", campaign_id)
-        return JSONResponse(shapes.campaign(state))
+        return ApiJson(shapes.campaign(state))
 
     async def campaign_results(self, request: Request) -> Response:
         """GET /campaigns/{id}/results: the CSV as it stands (final once the campaign completed)."""
@@ -251,7 +252,7 @@ class Endpoints:
         jobs = [j for j in state.campaign.jobs if str(j.index) == index]
         if not jobs or (not tasks and "-" in rest):
             raise NotFound("job", job_id)
-        return JSONResponse(self._job_json(job_id, state.record.campaign_id, jobs[0], tasks))
+        return ApiJson(self._job_json(job_id, state.record.campaign_id, jobs[0], tasks))
 
     def _job_json(
         self, job_id: str, campaign_id: str, job: sch.Job, tasks: list[sch.TaskView]
@@ -287,7 +288,7 @@ class Endpoints:
             for t in state.tasks if state.running else ():
                 if t.state in (sch.TaskState.PENDING, sch.TaskState.OFFERED):
                     waiting[t.unit.value] = waiting.get(t.unit.value, 0) + 1
-        return JSONResponse({"worker_queues": workers, "capability_queues": waiting, "results_queue_size": 0})
+        return ApiJson({"worker_queues": workers, "capability_queues": waiting, "results_queue_size": 0})
 
     # -- result files ----------------------------------------------------------------------------
 
@@ -304,7 +305,7 @@ class Endpoints:
                     "modified": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(st.st_mtime)),
                 }
             )
-        return JSONResponse({"count": len(files), "files": files})
+        return ApiJson({"count": len(files), "files": files})
 
     async def download(self, request: Request) -> Response:
         """GET /results/download/{filename}: only a plain .csv name directly inside the results folder."""
@@ -327,7 +328,7 @@ class Endpoints:
         stale = self._s.options.stale_after_s
         statuses = [shapes.worker_status(s, now, stale) for s in self._s.peers.values()]
         states = self._s.campaigns()
-        return JSONResponse(
+        return ApiJson(
             {
                 "health_monitor": {
                     "workers": len(statuses),

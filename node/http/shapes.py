@@ -7,10 +7,13 @@ discovery round say ("active", "busy" or "faulty"). A seeds "job" is a task here
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
+
+from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
@@ -27,6 +30,26 @@ _BREAKDOWN: Final[dict[sch.TaskState, str]] = {
     sch.TaskState.UNSCHEDULABLE: "failed",
     sch.TaskState.CANCELLED: "failed",
 }
+
+
+def strict(value: Any) -> Any:
+    """A JSON value with every NaN and infinity made None: JSON has no such numbers (Starlette refuses
+    them, and a browser's `JSON.parse` too), and a peer's heartbeat, advert or row may carry one."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    return value
+
+
+class ApiJson(JSONResponse):
+    """Every JSON answer of the API: strict JSON whatever a peer sent (`strict`)."""
+
+    def render(self, content: Any) -> bytes:
+        """The body, non-finite numbers as null."""
+        return super().render(strict(content))
 
 
 def iso(t: float) -> str:
@@ -148,6 +171,7 @@ def campaign(state: CampaignState) -> dict[str, Any]:
         "completed_jobs": counts["complete"],
         "job_breakdown": counts,
         "tasks": [task(t) for t in state.tasks],
+        "error": state.error or None,
     }
 
 
@@ -170,7 +194,8 @@ def created(state: CampaignState) -> dict[str, Any]:
 
 
 def result(row: Mapping[str, str]) -> dict[str, Any]:
-    """A result row in the seeds' JSON: Status and the timing columns as numbers (None when empty)."""
+    """A result row in the seeds' JSON: Status and the timing columns as numbers (None when empty; a
+    cell that reads as NaN or infinity becomes null in the answer, `ApiJson`)."""
     out: dict[str, Any] = {"status": row.get("Status", "")}
     for name in SEED_RESULT_FIELDS:
         raw = row.get(name, "")

@@ -110,6 +110,8 @@ class Live:
     status: CampaignStatus = CampaignStatus.RUNNING
     """RUNNING until the loop stopped and, for a finished campaign, its files are written and listed:
     the API says "completed" only then (the seeds poll, then list and download at once)."""
+    error: str = ""
+    """Why the campaign ended FAILED: its loop's internal error, or why its files were not written."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class CampaignState:
     campaign: sch.Campaign
     tasks: tuple[sch.TaskView, ...]
     running: bool
+    error: str = ""
 
 
 @final
@@ -216,18 +219,30 @@ class ApiState:
             except CampaignInterrupted:  # Ctrl-C: withdrawn and stored "interrupted" by the loop
                 live.status = CampaignStatus.INTERRUPTED
                 return
-            except Exception:  # a task boundary: one campaign's crash must not stop the server
+            except Exception as exc:  # a task boundary: one campaign's crash must not stop the server
                 log.exception("campaign %s stopped on an internal error", cid)
                 mark_failed(self.store, live.run)
-                live.status = CampaignStatus.FAILED
+                live.status, live.error = CampaignStatus.FAILED, f"internal error: {_named(exc)}"
                 return
         if live.scope.cancelled_caught:
             return
+        await self._write_out(live)
+
+    async def _write_out(self, live: Live) -> None:
+        """Write a finished campaign's files; a failure is the campaign's, recorded with its reason,
+        never the server's (cancellation and Ctrl-C pass: they are no `Exception`)."""
+        cid = live.run.campaign_id
         try:
             live.files = await trio.to_thread.run_sync(self._write, live)
         except DiskFull as exc:  # the results stay in the store: the files can be written again later
             log.error("campaign %s: %s", cid, exc.detail)
+            live.error = f"outputs not written: {exc.detail}"
+        except Exception as exc:  # the output step's boundary: one campaign's files must not stop the API
+            log.exception("campaign %s: its files could not be written", cid)
+            live.error = f"outputs not written: {_named(exc)}"
+        if live.error:
             live.status = CampaignStatus.FAILED
+            self.options.events("campaign_failed", campaign=cid, error=live.error)
             return
         live.status = CampaignStatus.FINISHED
         self.options.events("campaign_done", campaign=cid, files={k: str(v) for k, v in live.files.items()})
@@ -308,7 +323,14 @@ class ApiState:
 def _live_state(live: Live) -> CampaignState:
     running = live.status == CampaignStatus.RUNNING
     record = replace(live.run.record, status=live.status)
-    return CampaignState(record, live.run.campaign, tuple(live.run.scheduler.tasks()), running)
+    return CampaignState(record, live.run.campaign, tuple(live.run.scheduler.tasks()), running, live.error)
+
+
+def _named(exc: BaseException) -> str:
+    """An error as the API reports it: its class and message, cut to 300 characters."""
+    message = str(exc)
+    message = message[:300] + "…" if len(message) > 300 else message
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 @asynccontextmanager

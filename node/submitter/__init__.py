@@ -14,8 +14,9 @@ Modules:
     store      the SQLite campaign store
     swarms     which swarm a campaign runs on: recorded at its start, gone back to on --resume
     models     pinning a campaign's models
-    outputs    results.csv, results.json, report.html
-    render     drawing report.html
+    outputs    results.csv and results.json, then report.html (which never stops them)
+    render     drawing report.html (a page that cannot be built says why)
+    pictures   the one seam every report picture passes: drawn, or a note naming it and the error
     tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
@@ -40,6 +41,7 @@ __all__ = [
     "loop",
     "models",
     "outputs",
+    "pictures",
     "prompts",
     "render",
     "run",

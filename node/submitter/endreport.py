@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
-from node.submitter.genreport import svg_of
+from node.submitter.pictures import Picture, drawn, left_out, plottable, svg_of
 from protocol import GenerationStats, for_html, visible
 
 Run = tuple[Mapping[str, str], GenerationStats]
@@ -40,7 +41,7 @@ def _vantage(row: Mapping[str, str]) -> str:
     return visible(f"{row.get('DeviceName', '?')} · {row.get('FileName', '?')}")  # also a figure's label
 
 
-def _levels_svg(runs: list[Run]) -> str:
+def _levels_svg(runs: list[Run]) -> Picture:
     from matplotlib.figure import Figure
 
     lines: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
@@ -50,11 +51,15 @@ def _levels_svg(runs: list[Run]) -> str:
     fig = Figure(figsize=(11.0, 3.6), layout="constrained")
     ttft_ax, tpot_ax = fig.subplots(1, 2)
     levels_seen = sorted({p[0] for points in lines.values() for p in points})
+    dropped = 0
     for label, points in sorted(lines.items()):
         points.sort()
         levels = [p[0] for p in points]
-        ttft_ax.plot(levels, [p[1] for p in points], marker="o", label=label)
-        tpot_ax.plot(levels, [p[2] for p in points], marker="o", label=label)
+        ttfts, bad_ttft = plottable(p[1] for p in points)
+        tpots, bad_tpot = plottable(p[2] for p in points)
+        dropped += bad_ttft + bad_tpot
+        ttft_ax.plot(levels, ttfts, marker="o", label=label)
+        tpot_ax.plot(levels, tpots, marker="o", label=label)
     for ax, name in ((ttft_ax, "TTFT median (ms)"), (tpot_ax, "TPOT median (ms)")):
         ax.set_xlabel("concurrency (requests in flight)")
         ax.set_xticks(levels_seen)
@@ -62,7 +67,7 @@ def _levels_svg(runs: list[Run]) -> str:
         ax.set_ylim(bottom=0)
     if lines:
         tpot_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    return svg_of(fig, "levels")
+    return Picture(svg_of(fig, "levels"), left_out(dropped, "medians"))
 
 
 def _vantage_table(runs: list[Run]) -> str:
@@ -94,7 +99,12 @@ def endpoint_parts(document: Mapping[str, Any]) -> list[str]:
         return []
     return [
         "<h2>Model servers: TTFT and TPOT against concurrency</h2>",
-        f'<figure id="endpoint-levels" class="distributions">{_levels_svg(runs)}</figure>',
+        drawn(
+            "TTFT and TPOT against concurrency",
+            partial(_levels_svg, runs),
+            element_id="endpoint-levels",
+            css_class="distributions",
+        ),
         "<h2>Model servers: vantage points</h2>",
         f'<div id="endpoint-vantage">{_vantage_table(runs)}</div>',
     ]

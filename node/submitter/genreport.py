@@ -8,10 +8,11 @@ re-rendered report draws the same pictures. Tensor-only campaigns get nothing fr
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from node.submitter.pictures import Picture, drawn, inside, left_out, svg_of
 from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
 from scheduler.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
@@ -38,33 +39,24 @@ def _generations(document: Mapping[str, Any]) -> list[Run]:
     return found
 
 
-def svg_of(figure: Any, salt: str) -> str:
-    """A matplotlib figure as inline SVG, its ids salted so that several figures share one page."""
-    import matplotlib
-
-    buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
-        figure.savefig(buffer, format="svg", bbox_inches="tight")
-    text = buffer.getvalue()
-    return text[text.index("<svg") :]
-
-
-def _distributions_svg(runs: list[Run]) -> str:
+def _distributions_svg(runs: list[Run]) -> Picture:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11.0, 1.2 + 0.45 * len(runs)), layout="constrained")
     ttft_ax, tpot_ax = fig.subplots(1, 2)
     labels = [label for label, _, _ in runs]
-    ttfts = [[r.ttft_ms for r in s.records if r.ttft_ms is not None] or [0.0] for _, s, _ in runs]
-    tpots = [[t for r in s.records if (t := tpot_ms(r)) is not None] or [0.0] for _, s, _ in runs]
+    ttfts = [inside(r.ttft_ms for r in s.records if r.ttft_ms is not None) for _, s, _ in runs]
+    tpots = [inside(t for r in s.records if (t := tpot_ms(r)) is not None) for _, s, _ in runs]
     ttft, tpot = LLM_FIGURES[0], LLM_FIGURES[1]
     for ax, data, figure in ((ttft_ax, ttfts, ttft), (tpot_ax, tpots, tpot)):
-        ax.boxplot(data, orientation="horizontal", tick_labels=labels, flierprops={"markersize": 2})
+        values = [kept or [0.0] for kept, _ in data]
+        ax.boxplot(values, orientation="horizontal", tick_labels=labels, flierprops={"markersize": 2})
         ax.invert_yaxis()
         ax.set_xlabel(f"{figure.label}, each request\n{figure.formula.removesuffix(', median')}")
         ax.set_title(f"{figure.label.split()[0]}, every request", fontsize=10)
     tpot_ax.set_yticks([])
-    return svg_of(fig, "gen")
+    dropped = sum(n for _, n in ttfts) + sum(n for _, n in tpots)
+    return Picture(svg_of(fig, "gen"), left_out(dropped, "request times"))
 
 
 def _quality_table(runs: list[Run]) -> str:
@@ -128,7 +120,12 @@ def generation_parts(document: Mapping[str, Any]) -> list[str]:
         return []
     return [
         "<h2>Generation: TTFT and TPOT per device</h2>",
-        f'<figure id="generation-latency" class="distributions">{_distributions_svg(runs)}</figure>',
+        drawn(
+            "TTFT and TPOT per device",
+            partial(_distributions_svg, runs),
+            element_id="generation-latency",
+            css_class="distributions",
+        ),
         "<h2>Generation quality</h2>",
         f'<div id="generation-quality">{_quality_table(runs)}</div>',
     ]

@@ -1,10 +1,10 @@
-"""A campaign's files: results.csv (seed columns first), results.json (raw samples), report.html."""
+"""A campaign's files: results.csv (seed columns first), results.json (raw samples), then report.html."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,12 +127,23 @@ def write_outputs(
         out_dir.mkdir(parents=True, exist_ok=True)
     rows = campaign_rows(scheduler, results, created_utc, campaign)
     document = results_document(campaign_id, campaign, rows)
-    texts = {
-        "csv": ("results.csv", sch.to_csv(row for row, _ in rows)),
-        "json": ("results.json", json.dumps(document, indent=1)),
-        "html": ("report.html", render_html(document)),
+    return write_files(out_dir, sch.to_csv(row for row, _ in rows), document)
+
+
+def write_files(out_dir: Path, csv_text: str, document: Mapping[str, Any]) -> dict[str, Path]:
+    """results.csv and results.json first, then report.html: the report is drawn from what the two
+    hold and never stops them (`render_html` is total: a picture that cannot be drawn is a note, a page
+    that cannot be built says why), so every result reaches a file whatever a peer sent.
+
+    Raises:
+        DiskFull: as `write_outputs`.
+    """
+    files = {
+        "csv": write_whole(out_dir / "results.csv", csv_text),
+        "json": write_whole(out_dir / "results.json", json.dumps(document, indent=1)),
     }
-    return {kind: write_whole(out_dir / name, text) for kind, (name, text) in texts.items()}
+    files["html"] = write_whole(out_dir / "report.html", render_html(document))
+    return files
 
 
 def write_whole(path: Path, text: str) -> Path:

@@ -9,15 +9,17 @@ The terminal and Markdown views are `tables`.
 
 from __future__ import annotations
 
-import io
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 from node.submitter.endreport import endpoint_parts, endpoint_tasks
 from node.submitter.genreport import generation_parts, lead_parts
+from node.submitter.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
 from node.submitter.telereport import telemetry_parts
 from protocol import for_html, visible
 from scheduler.report import (
@@ -28,6 +30,8 @@ from scheduler.report import (
     entries_from_document,
     latency_matrices,
 )
+
+log = logging.getLogger(__name__)
 
 _CSS: Final = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:1200px;color:#222;
@@ -57,17 +61,6 @@ def _label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
     return visible(f"{device_label(entry, entries)} · {entry.unit}")  # a label in a figure: no control
 
 
-def _svg(figure: Any, salt: str) -> str:
-    """A figure as inline SVG (text kept as text; ids salted so several SVGs on one page never clash)."""
-    import matplotlib
-
-    buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
-        figure.savefig(buffer, format="svg", bbox_inches="tight")
-    text = buffer.getvalue()
-    return text[text.index("<svg") :]
-
-
 def _figure(width: float, height: float) -> Any:
     from matplotlib.figure import Figure
 
@@ -83,11 +76,13 @@ def _log_ticks(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency") -> str:
-    """The matrix as a heatmap: colour by median latency, each cell annotated (an asterisk if unstable)."""
+def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency") -> Picture:
+    """The matrix as a heatmap: colour by median latency, each cell annotated (an asterisk if unstable);
+    a median a picture cannot place is annotated but not coloured."""
     from matplotlib.colors import LogNorm, Normalize
 
-    values = [[c.median_ms if c and c.median_ms else math.nan for c in row] for row in matrix.cells]
+    medians = [[c.median_ms if c and c.median_ms else None for c in row] for row in matrix.cells]
+    values = [plottable(row)[0] for row in medians]
     finite = [v for row in values for v in row if not math.isnan(v)]
     fig = _figure(1.6 + 1.7 * len(matrix.columns), 1.0 + 0.45 * len(matrix.devices))
     ax = fig.add_subplot()
@@ -108,23 +103,24 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
                 if cell.median_ms
                 else visible(cell.status)
             )
-            dark = cell.median_ms is not None and float(norm(cell.median_ms)) > 0.6
+            dark = cell.median_ms is not None and fits(cell.median_ms) and float(norm(cell.median_ms)) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
     if isinstance(norm, LogNorm):
         _log_ticks(bar.ax.yaxis)
     ax.set_title(f"{visible(matrix.model)}: median {what} (ms; * unstable)", fontsize=10)
-    return _svg(fig, salt)
+    return Picture(svg_of(fig, salt), left_out(sum(plottable(row)[1] for row in medians), "medians"))
 
 
-def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "inference latency") -> str:
+def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "inference latency") -> Picture:
     """Latency distributions from the raw samples: a box plot and an ECDF per device and unit."""
     measured = [e for e in entries if e.samples_ms]
     labels = [_label(e, entries) for e in measured]
+    kept = [inside(e.samples_ms, log=True) for e in measured]
     fig = _figure(11.0, 1.2 + 0.45 * len(measured))
     box, ecdf = fig.subplots(1, 2)
     box.boxplot(
-        [e.samples_ms for e in measured],
+        [samples or [math.nan] for samples, _ in kept],
         orientation="horizontal",
         tick_labels=labels,
         flierprops={"markersize": 2},
@@ -134,8 +130,8 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "in
     _log_ticks(box.xaxis)
     box.set_xlabel(f"{what} (ms, log)")
     box.set_title("distribution of every timed run", fontsize=10)
-    for e, label in zip(measured, labels, strict=True):
-        xs = sorted(e.samples_ms)
+    for (samples, _), label in zip(kept, labels, strict=True):
+        xs = sorted(samples)
         ecdf.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", label=label)
     ecdf.set_xscale("log")
     _log_ticks(ecdf.xaxis)
@@ -145,16 +141,17 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "in
     ecdf.set_ylabel("share of runs at or below")
     ecdf.set_title("ECDF", fontsize=10)
     ecdf.legend(fontsize=7, loc="lower right")
-    return _svg(fig, salt)
+    return Picture(svg_of(fig, salt), left_out(sum(n for _, n in kept), "samples", log=True))
 
 
-def resources_svg(entries: Sequence[ReportEntry], salt: str) -> str:
+def resources_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
     """Load time (median and first) and peak memory (load and inference) as bar charts."""
     done = [e for e in entries if e.complete]
     labels = [_label(e, entries) for e in done]
     ys = range(len(done))
     fig = _figure(11.0, 1.2 + 0.45 * len(done))
     load, memory = fig.subplots(1, 2, sharey=True)
+    dropped = 0
     for ax, pairs, unit, corner in (
         (load, (("median load", "load_ms_median"), ("first load", "load_first_ms")), "ms", "left"),
         (
@@ -164,10 +161,11 @@ def resources_svg(entries: Sequence[ReportEntry], salt: str) -> str:
             "right",
         ),
     ):
-        bars = [
-            ax.barh([y + 0.4 * k - 0.2 for y in ys], [getattr(e, attr) or 0.0 for e in done], 0.4, label=name)
-            for k, (name, attr) in enumerate(pairs)
-        ]
+        bars = []
+        for k, (name, attr) in enumerate(pairs):
+            widths, bad = plottable(getattr(e, attr) for e in done)
+            dropped += bad
+            bars.append(ax.barh([y + 0.4 * k - 0.2 for y in ys], widths, 0.4, label=name))
         ax.set_xlabel(unit)
         # a figure legend "outside": the layout keeps room for it under the x-axis labels, never over a
         # bar or a label (an axes legend anchored below the axes sat on the labels of a one-row chart)
@@ -176,26 +174,27 @@ def resources_svg(entries: Sequence[ReportEntry], salt: str) -> str:
     load.invert_yaxis()
     load.set_title("model load time", fontsize=10)
     memory.set_title("peak memory of the whole measuring process (kernel high-water mark)", fontsize=10)
-    return _svg(fig, salt)
+    return Picture(svg_of(fig, salt), left_out(dropped, "readings"))
 
 
-def processes_svg(entries: Sequence[ReportEntry], salt: str) -> str:
+def processes_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
     """Each process's median per device and unit; red when the result is flagged unstable."""
     done = [e for e in entries if e.process_medians_ms]
+    kept = [inside(e.process_medians_ms) for e in done]
     fig = _figure(7.0, 1.2 + 0.45 * len(done))
     ax = fig.add_subplot()
-    for y, e in enumerate(done):
+    for y, (e, (medians, _)) in enumerate(zip(done, kept, strict=True)):
         colour = "#b00020" if e.unstable else "#1b5e20"
-        ax.plot(e.process_medians_ms, [y] * len(e.process_medians_ms), "o", color=colour, alpha=0.8)
-        if e.median_ms is not None:
+        ax.plot(medians, [y] * len(medians), "o", color=colour, alpha=0.8)
+        if fits(e.median_ms):
             ax.plot([e.median_ms], [y], "|", color="black", markersize=14)
     ax.set_yticks(range(len(done)), [_label(e, entries) for e in done])
     ax.invert_yaxis()
     # from zero: a 5 % spread between processes must look like 5 %, not fill the axis
-    ax.set_xlim(0, 1.08 * max((m for e in done for m in e.process_medians_ms), default=1.0))
+    ax.set_xlim(0, 1.08 * max((m for medians, _ in kept for m in medians), default=1.0) or 1.0)
     ax.set_xlabel("process median (ms, axis from 0); | median of medians; red: unstable")
     ax.set_title("per-process medians", fontsize=10)
-    return _svg(fig, salt)
+    return Picture(svg_of(fig, salt), left_out(sum(n for _, n in kept), "process medians"))
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozenset[int] = frozenset()) -> str:
@@ -272,18 +271,56 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
 
 
 def render_html(document: Mapping[str, Any]) -> str:
-    """report.html for a results.json document: one self-contained page."""
+    """report.html for a results.json document: one self-contained page, whatever the document holds.
+
+    Each picture is drawn or replaced by a note saying why (`pictures.drawn`); if the page itself
+    cannot be built, the page says that instead, so a report.html is always written."""
     import matplotlib
 
-    with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, never mathtext
-        return _page(document)
+    try:
+        with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, not mathtext
+            return _page(document)
+    except Exception as exc:  # the renderer's boundary: no stored value may stop the outputs
+        log.warning("report.html not rendered: %s: %s", type(exc).__name__, exc)
+        return _unrendered(document, exc)
+
+
+def _title(document: Mapping[str, Any]) -> str:
+    campaign = document.get("campaign", {})
+    name = campaign.get("name", "") if isinstance(campaign, Mapping) else ""
+    return f"{name} · {document.get('campaign_id', '')}"
+
+
+def _wrap(title: str, parts: Sequence[str]) -> str:
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{for_html(title)}</title><style>{_CSS}</style></head><body>"
+        + "\n".join(parts)
+        + "</body></html>\n"
+    )
+
+
+def _unrendered(document: Mapping[str, Any], exc: Exception) -> str:
+    """The page written when the report cannot be built: why, and where the results are."""
+    try:
+        title = _title(document)
+    except Exception:  # a document without even a readable name still gets its page
+        title = "a campaign"
+    why = not_drawn("the report", exc)
+    return _wrap(
+        title,
+        [
+            f"<h1>sark-node report: {for_html(title)}</h1>",
+            f'<p class="note" id="not-rendered">{for_html(why)}</p>',
+            "<p>results.csv and results.json beside this file hold every result.</p>",
+        ],
+    )
 
 
 def _page(document: Mapping[str, Any]) -> str:
     """The page itself (`render_html` sets how matplotlib draws text around it)."""
     entries = entries_from_document(document)
-    campaign = document.get("campaign", {})
-    title = f"{campaign.get('name', '')} · {document.get('campaign_id', '')}"
+    title = _title(document)
     done = sum(e.complete for e in entries)
     created = next((e for e in document.get("results", []) if e["row"].get("CreatedUtc")), None)
     parts = [
@@ -301,38 +338,58 @@ def _page(document: Mapping[str, Any]) -> str:
             key=lambda e: (e.device == NO_DEVICE, _label(e, entries)),
         )
         what = "end-to-end time per request" if matrix.model in generative else "inference latency"
-        parts += [
-            f"<h2>{for_html(matrix.model)}: device x compute unit, median {what} (ms)</h2>",
-            f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
-        ]
-        if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
-            # colour compares medians: with fewer than two there is nothing to compare (the table says it)
-            parts.append(
-                f'<figure id="heatmap-{k}" class="heatmap">{heatmap_svg(matrix, f"h{k}", what)}</figure>'
-            )
-        if any(e.samples_ms for e in mine):
-            parts += [
-                "<h2>Latency distributions</h2>",
-                f'<figure id="distributions-{k}" class="distributions">'
-                f"{distributions_svg(mine, f'd{k}', what)}</figure>",
-            ]
-        if any(e.complete for e in mine):
-            parts += [
-                "<h2>Load time and peak memory</h2>",
-                f'<figure id="resources-{k}" class="resources">{resources_svg(mine, f"r{k}")}</figure>',
-                "<h2>Processes and stability</h2>",
-                f'<figure id="processes-{k}" class="processes">{processes_svg(mine, f"p{k}")}</figure>',
-            ]
-        parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
+        parts += _model_parts(k, matrix, mine, what)
     parts += generation_parts(document) + endpoint_parts(document) + telemetry_parts(document)
     ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{for_html(title)}</title><style>{_CSS}</style></head><body>"
-        + "\n".join(parts)
-        + "</body></html>\n"
-    )
+    return _wrap(title, parts)
+
+
+def _model_parts(k: int, matrix: LatencyMatrix, mine: Sequence[ReportEntry], what: str) -> list[str]:
+    """One model's sections: its matrix, heatmap, distributions, resources, processes and stability."""
+    model = visible(matrix.model)
+    parts = [
+        f"<h2>{for_html(matrix.model)}: device x compute unit, median {what} (ms)</h2>",
+        f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
+    ]
+    if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
+        # colour compares medians: with fewer than two there is nothing to compare (the table says it)
+        heatmap = drawn(
+            f"heatmap of {model}",
+            partial(heatmap_svg, matrix, f"h{k}", what),
+            element_id=f"heatmap-{k}",
+            css_class="heatmap",
+        )
+        parts.append(heatmap)
+    if any(e.samples_ms for e in mine):
+        parts += [
+            "<h2>Latency distributions</h2>",
+            drawn(
+                f"latency distributions of {model}",
+                partial(distributions_svg, mine, f"d{k}", what),
+                element_id=f"distributions-{k}",
+                css_class="distributions",
+            ),
+        ]
+    if any(e.complete for e in mine):
+        parts += [
+            "<h2>Load time and peak memory</h2>",
+            drawn(
+                f"load time and peak memory of {model}",
+                partial(resources_svg, mine, f"r{k}"),
+                element_id=f"resources-{k}",
+                css_class="resources",
+            ),
+            "<h2>Processes and stability</h2>",
+            drawn(
+                f"per-process medians of {model}",
+                partial(processes_svg, mine, f"p{k}"),
+                element_id=f"processes-{k}",
+                css_class="processes",
+            ),
+        ]
+    parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
+    return parts
 
 
 def write_html_report(path: Path, document: Mapping[str, Any]) -> Path:

@@ -11,9 +11,10 @@ telemetry (an endpoint task, an older result) gets nothing from here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
-from node.submitter.genreport import svg_of
+from node.submitter.pictures import Picture, drawn, left_out, plottable, svg_of
 from protocol import Measurement, Window, for_html, visible
 from protocol.windows import windows
 
@@ -44,22 +45,47 @@ def _stretches(m: Measurement, samples: Sequence[float]) -> tuple[Window, ...]:
     return windows(samples, m.mark_runs, m.mark_ms)
 
 
-def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str) -> str:
-    """Latency, clock, temperature, power and background load against time (s), stacked, x shared."""
+def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str) -> Picture:
+    """Latency, clock, temperature, power and background load against time (s), stacked, x shared;
+    a reading a picture cannot place is a gap in its line, counted in the caption."""
     from matplotlib.figure import Figure
 
     assert m.telemetry is not None
     points = m.telemetry.points
-    t = [p.t_ms / 1000 for p in points]
+    t, dropped = plottable(p.t_ms / 1000 for p in points)
     fig = Figure(figsize=(11.0, 7.0), layout="constrained")
     axes = fig.subplots(5, 1, sharex=True)
     spans = [w for w in _stretches(m, samples) if w.median_ms is not None]
     if spans:  # each stretch's median held from its start to its end
-        edges = [w.start_ms / 1000 for w in spans] + [spans[-1].end_ms / 1000]
-        axes[0].step(edges, [w.median_ms for w in spans] + [spans[-1].median_ms], where="post")
+        edges, bad_edges = plottable([w.start_ms / 1000 for w in spans] + [spans[-1].end_ms / 1000])
+        medians, bad_medians = plottable([w.median_ms for w in spans] + [spans[-1].median_ms])
+        axes[0].step(edges, medians, where="post")
+        dropped += bad_edges + bad_medians
     axes[0].set_ylabel("median ms")
     axes[0].set_title(f"{label}: every {m.telemetry.period_ms:g} ms", fontsize=10)
-    series: list[tuple[int, str, list[float | None]]] = [
+    for row, name, readings in _series(m):
+        ys, bad = plottable(readings)
+        dropped += bad
+        if any(y is not None for y in readings):  # a reading this device does not give draws no line
+            axes[row].plot(t, ys, label=name)
+    for ax, what in zip(axes[1:], ("clock MHz", "temp °C", "power W", "load"), strict=True):
+        ax.set_ylabel(what)
+        if ax.get_lines():
+            ax.legend(loc="best", fontsize=7, ncols=3)
+        else:
+            ax.text(
+                0.5, 0.5, f"no {what.split()[0]} reading on this device", transform=ax.transAxes, ha="center"
+            )
+    axes[4].set_xlabel("time since the timed phase began (s; processes back to back)")
+    return Picture(svg_of(fig, salt), left_out(dropped, "readings"))
+
+
+def _series(m: Measurement) -> list[tuple[int, str, list[float | None]]]:
+    """Each telemetry line: the axis it goes on (1 clock, 2 temperature, 3 power, 4 load), its name,
+    and its readings (None where the point has none)."""
+    assert m.telemetry is not None
+    points = m.telemetry.points
+    return [
         *(
             (1, visible(group), [p.cpu_mhz[k] if k < len(p.cpu_mhz) else None for p in points])
             for k, group in enumerate(m.telemetry.groups)
@@ -71,19 +97,6 @@ def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str
         (4, "other processes (cores)", [p.background_cores for p in points]),
         (4, "CPU share of the measuring process", [p.cpu_share for p in points]),
     ]
-    for row, name, ys in series:
-        if any(y is not None for y in ys):  # a reading this device does not give draws no line
-            axes[row].plot(t, [float("nan") if y is None else y for y in ys], label=name)
-    for ax, what in zip(axes[1:], ("clock MHz", "temp °C", "power W", "load"), strict=True):
-        ax.set_ylabel(what)
-        if ax.get_lines():
-            ax.legend(loc="best", fontsize=7, ncols=3)
-        else:
-            ax.text(
-                0.5, 0.5, f"no {what.split()[0]} reading on this device", transform=ax.transAxes, ha="center"
-            )
-    axes[4].set_xlabel("time since the timed phase began (s; processes back to back)")
-    return svg_of(fig, salt)
 
 
 def _windows_table(sustained_runs: list[tuple[str, Measurement]]) -> str:
@@ -130,8 +143,8 @@ def telemetry_parts(document: Mapping[str, Any]) -> list[str]:
         return []
     parts = ["<h2>Telemetry over time</h2>"]
     for k, (label, m, samples) in enumerate(measured[:MAX_FIGURES]):
-        svg = timeline_svg(label, m, samples, f"t{k}")
-        parts.append(f'<figure id="telemetry-{k}" class="telemetry">{svg}</figure>')
+        draw = partial(timeline_svg, label, m, samples, f"t{k}")
+        parts.append(drawn(f"telemetry of {label}", draw, element_id=f"telemetry-{k}", css_class="telemetry"))
     if len(measured) > MAX_FIGURES:
         rest = ", ".join(label for label, _, _ in measured[MAX_FIGURES:])
         parts.append(f"<p>Not drawn ({len(measured) - MAX_FIGURES} more): {for_html(rest)}</p>")
