@@ -36,8 +36,12 @@ def _busy(times: Any) -> float:
     return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
 
 
-MAX_BRACKET: Final = 0.1
+MAX_BRACKET: Final = 0.25
 """A reading whose counters took longer than this share of its interval to read is not kept."""
+IMPOSSIBLE: Final = 1.1
+"""A reading of more busy cores than this many times the machine's is not kept: the counters of
+/proc/stat moved by more than the CPUs could run in the interval (tick accounting catching up under
+heavy load read 5 cores on 2 with the reads bracketed), so the interval is passed over, not sent."""
 
 
 def counters() -> tuple[int, int, float, float, tuple[int, int]]:
@@ -47,9 +51,9 @@ def counters() -> tuple[int, int, float, float, tuple[int, int]]:
     counter read for longer than its period: a busy-cores figure over a wall time that does not
     cover the counters' own interval once read 7.9 cores on 2."""
     before = time.perf_counter_ns()
-    busy, own, sched = _busy(psutil.cpu_times()), time.process_time(), schedstat_ns()
+    busy, own = _busy(psutil.cpu_times()), time.process_time()
     after = time.perf_counter_ns()
-    return after - before, (before + after) // 2, busy, own, sched
+    return after - before, (before + after) // 2, busy, own, schedstat_ns()  # a ratio: no instant
 
 
 def schedstat_ns() -> tuple[int, int]:
@@ -152,6 +156,7 @@ class Sampler:
         self._nvml = _Nvml(self._gpu_index)
         self._sensors = hasattr(psutil, "sensors_temperatures")
         self.origin_ns = time.perf_counter_ns()
+        self._cores = psutil.cpu_count() or 1
         self._last = counters()[1:]
         self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
         self._thread.start()
@@ -199,6 +204,8 @@ class Sampler:
         if wall <= 0 or width > MAX_BRACKET * (now - then):
             return None  # the counters' instant is not known well enough: the next reading spans both
         self._last = (now, busy, own, sched)
+        if (busy - busy0) / wall > self._cores * IMPOSSIBLE:
+            return None  # the kernel's counters jumped (seen under heavy load): no reading, not a false one
         temp, high = self._temperature()
         return TelemetryPoint(
             t_ms=(now - self.origin_ns) / NS_PER_MS,

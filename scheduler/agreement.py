@@ -35,6 +35,7 @@ from __future__ import annotations
 import enum
 import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Final
@@ -158,7 +159,8 @@ def settle(
     One replica is `single`. A strict majority (more than half of those that arrived, at least two)
     that agrees pairwise makes the row `replicated` (of two such groups, the tighter); without one,
     the first time (as many as were wanted arrived) is `pending`: one more replica is asked, once;
-    after it, `disagreed`. `class_spread` is the class's pooled spread (`pooled_spread`);
+    after it, `disagreed`, and a replica whose outputs differ from a strict majority's is an outlier
+    in either case (`_wrong_outputs`). `class_spread` is the class's pooled spread (`pooled_spread`);
     `distrusted` peers (`reputation.PeerRecord.distrusted`) are never members of a majority.
     """
     if len(replicas) <= 1:
@@ -173,9 +175,27 @@ def settle(
             _outlier_reason(r, figure, group[0], class_spread) for r in replicas if r.peer_id not in inside
         )
         return Settlement(Outcome.REPLICATED, tuple(sorted(inside)), outliers, figure, why)
+    wrong = _wrong_outputs(replicas, distrusted)
+    outliers = tuple((r.peer_id, r.median_ms) for r in wrong)
+    why = "; ".join(
+        [*(f"{r.peer_id}: outputs differ from the majority's" for r in wrong), _disagreement(replicas)]
+    )
     if len(replicas) == wanted:
-        return Settlement(Outcome.PENDING, reason=_disagreement(replicas))
-    return Settlement(Outcome.DISAGREED, reason=_disagreement(replicas))
+        return Settlement(Outcome.PENDING, outliers=outliers, reason=why)
+    return Settlement(Outcome.DISAGREED, outliers=outliers, reason=why)
+
+
+def _wrong_outputs(replicas: Sequence[Replica], distrusted: Set[str]) -> list[Replica]:
+    """The replicas whose outputs differ from a strict majority (at least two trusted replicas with one
+    fingerprint): their outputs are wrong whatever the timings say, so they are outliers even when the
+    others' timings are too far apart to agree (a loaded machine)."""
+    counts = Counter(r.fingerprint for r in replicas if r.peer_id not in distrusted)
+    if len(counts) < 2:
+        return []
+    fingerprint, n = counts.most_common(1)[0]
+    if n < 2 or 2 * n <= len(replicas):
+        return []
+    return [r for r in replicas if r.fingerprint != fingerprint]
 
 
 def pooled_spread(spreads: Sequence[float]) -> float:

@@ -120,9 +120,9 @@ def _settle_round(
         out.commands.append(
             ReplicasSettled(group, settled.outcome.value, settled.agreed, outliers, settled.reason)
         )
-        if settled.outcome == Outcome.REPLICATED:
-            for peer, agreed in [*((p, True) for p in settled.agreed), *((p, False) for p in outliers)]:
-                out.records[peer] = out.records.get(peer, PeerRecord()).after(agreed)
+        # a replicated settlement says who agreed; a disagreed one only whose outputs were wrong
+        for peer, agreed in [*((p, True) for p in settled.agreed), *((p, False) for p in outliers)]:
+            out.records[peer] = out.records.get(peer, PeerRecord()).after(agreed)
 
 
 def _replica(
@@ -204,13 +204,14 @@ def verdict(
 def _labels(done: Sequence[TaskView], settled: Settlement, verify: Verify) -> dict[str, tuple[str, str]]:
     host = " (same host)" if verify.same_host == "allow" and settled.outcome == Outcome.REPLICATED else ""
     labels: dict[str, tuple[str, str]] = {}
+    outlying = {peer for peer, _ in settled.outliers}
     for task in done:
         if settled.outcome == Outcome.REPLICATED and task.peer_id in settled.agreed:
             label = settled.label(len(done)) + host
             detail = f"agreed at {settled.figure_ms:.4g} ms" + (
                 f"; {settled.reason}" if settled.reason else ""
             )
-        elif settled.outcome == Outcome.REPLICATED:
+        elif settled.outcome == Outcome.REPLICATED or task.peer_id in outlying:
             label, detail = "outlier", settled.reason
         else:
             label, detail = settled.label(len(done)), settled.reason

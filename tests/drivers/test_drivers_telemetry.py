@@ -82,6 +82,30 @@ def test_a_sampler_descheduled_between_its_reads_never_reports_more_cores_than_t
     assert max(p.busy_cores for p in points) <= cores * 1.1, [p.busy_cores for p in points]
 
 
+def test_counters_that_jump_past_what_the_cpus_could_run_give_no_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """/proc/stat catching up under heavy load once moved 5 cores' worth on 2: such an interval is
+    passed over, never sent as a reading the submitter's bounds would refuse."""
+    import psutil
+
+    import drivers.telemetry as telemetry
+
+    real, calls = psutil.cpu_times, itertools.count()
+
+    def jumping() -> object:
+        times = real()
+        return times._replace(user=times.user + 30.0) if next(calls) == 2 else times
+
+    monkeypatch.setattr(telemetry.psutil, "cpu_times", jumping)
+    with Sampler(period_s=0.05) as sampler:
+        time.sleep(0.5)
+    points = sampler.telemetry().points
+    assert len(points) >= 4
+    cores = os.cpu_count() or 1
+    assert max(p.busy_cores for p in points) <= cores * 1.1, [p.busy_cores for p in points]
+
+
 def test_offered_names_what_this_machine_gives_and_what_it_does_not() -> None:
     sources = offered()
     assert any(s.startswith("cpu clock: ") for s in sources)

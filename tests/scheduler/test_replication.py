@@ -192,3 +192,18 @@ def test_the_band_never_widens_past_its_ceiling_so_a_halving_cheat_never_agrees(
     assert band(honest, cheat) == CEILING
     assert not agree(honest, cheat)
     assert agree(honest, rep("h2", 1.9, spread=0.6))  # 27 % apart: within the ceiling
+
+
+def test_outputs_that_differ_from_a_majority_are_outliers_even_when_timings_disagree() -> None:
+    """On a loaded machine honest timings can be too far apart to agree; the replica that never ran
+    the model is still caught by its outputs."""
+    replicas = [
+        rep("h1", 1.5, fingerprint="f"),
+        rep("norun", 0.0001, fingerprint="zeros"),
+        rep("h2", 6.4, fingerprint="f"),
+    ]
+    got = settle(replicas, wanted=2)
+    assert got.outcome == Outcome.DISAGREED
+    assert got.outliers == (("norun", 0.0001),)
+    assert "norun: outputs differ from the majority's" in got.reason
+    assert settle(replicas[:2], wanted=2).outliers == ()  # one against one: nobody is the majority
