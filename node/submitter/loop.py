@@ -26,7 +26,7 @@ from node.events import EventSink, quiet
 from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChannel, run_attempt
 from node.submitter.discovery import Discovery
 from node.submitter.fleet import FleetBook, with_deal
-from node.submitter.outputs import pack_envelope
+from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
 from protocol import FleetDeal, Holder, ModelRef, Reachability
 
@@ -350,17 +350,17 @@ class CampaignLoop:
             return sch.ResultRejected(
                 a.task_id, delivered.lease_id, a.peer_id, figures.detail, figures.reason
             )
-        body = delivered.body.with_(measurement=figures)  # the rows show the derived figures
-        record = ResultRecord(
+        record = ResultRecord(  # the outputs show the derived figures, rendered from these at output time
             task_id=a.task_id,
             lease_id=delivered.lease_id,
             peer_id=a.peer_id,
             status="Complete",
             envelope=pack_envelope(delivered.envelope),
-            row=sch.result_row(task, body, "verified", utc_now()),
             samples=figures.samples_ms,
+            derived=pack_measurement(figures),
+            received=utc_now(),
         )
-        self._store.put_result(self._id, record, utc_now())
+        self._store.put_result(self._id, record)
         self.tally.accepted += 1
         self._record("accepted", a, "")
         median = figures.inference_ms.median

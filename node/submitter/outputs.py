@@ -1,4 +1,9 @@
-"""A campaign's files: results.csv (seed columns first), results.json (raw samples), report.html."""
+"""A campaign's files: results.csv (seed columns first), results.json (raw samples), report.html.
+
+Every row is rendered at output time from a typed value (`scheduler.TaskResult`) built once per
+task from the store: the signed envelope with the measurement the submitter derived, or the task's
+ending as the scheduler holds it. No row is kept as text, and no figure is read back from one.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,11 @@ import scheduler as sch
 from node.errors import disk_errors, megabytes
 from node.submitter.render import render_html
 from node.submitter.store import ResultRecord
-from protocol import Envelope, ResultBody
+from protocol import Envelope, Measurement, ResultBody
 from protocol.codec import pack_body, unpack_body
+
+Shown = tuple[dict[str, str], sch.TaskResult | None]
+"""One output row and the typed value it was rendered from (None: a capacity search's level row)."""
 
 
 def pack_envelope(envelope: Envelope) -> bytes:
@@ -21,86 +29,89 @@ def pack_envelope(envelope: Envelope) -> bytes:
     return pack_body(envelope)
 
 
+def pack_measurement(measurement: Measurement) -> bytes:
+    """How the store keeps the measurement the submitter derived from a result's raw parts."""
+    return pack_body(measurement)
+
+
 def result_body(record: ResultRecord) -> ResultBody | None:
-    """The signed body of a stored result (None for rows without one)."""
+    """The signed body of a stored result, as the worker sent it (None for rows without one)."""
     if record.envelope is None:
         return None
     envelope = unpack_body(record.envelope, Envelope)
     return unpack_body(envelope.payload, ResultBody)
 
 
+def task_results(
+    scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str, campaign: sch.Campaign
+) -> list[sch.TaskResult]:
+    """Each task's typed value, in task order: a stored result with its derived measurement (derived
+    again for a result stored before it was kept), else the task's ending stamped `created_utc`."""
+    stored = {r.task_id: r for r in results}
+    found: list[sch.TaskResult] = []
+    for task in scheduler.tasks():
+        record = stored.get(task.task_id)
+        body = result_body(record) if record is not None else None
+        if record is None or body is None:
+            found.append(sch.ended(task, created_utc))
+            continue
+        derived = unpack_body(record.derived, Measurement) if record.derived is not None else None
+        spec = campaign.jobs[task.job_index].spec
+        found.append(sch.measured(task, spec, body, derived, record.samples, record.received or created_utc))
+    return found
+
+
 def campaign_rows(
-    scheduler: sch.Scheduler,
-    results: Sequence[ResultRecord],
-    created_utc: str,
-    campaign: sch.Campaign | None = None,
-) -> list[tuple[dict[str, str], ResultRecord | None]]:
-    """One row per task, in task order: stored results as they arrived, endings for the rest; with
-    `campaign`, each fleet job's member rows get their fleet columns and its merged row comes last."""
-    rows = _task_rows(scheduler, results, created_utc)
-    return rows if campaign is None else with_fleet_rows(rows, scheduler, campaign, created_utc)
+    scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str, campaign: sch.Campaign
+) -> list[Shown]:
+    """One row per task, in task order, rendered from its typed value; a capacity search's level rows
+    follow its row; each fleet job's member rows get their fleet columns and its merged row comes last."""
+    rows: list[Shown] = []
+    for result in task_results(scheduler, results, created_utc, campaign):
+        row = sch.row_of(result)
+        rows.append((row, result))
+        found = result.measurement.capacity if result.measurement is not None else None
+        if found is not None:  # a capacity search: one row per level after its Capacity row
+            rows.extend((level, None) for level in sch.level_rows(row, found))
+    return with_fleet_rows(rows, campaign, created_utc)
 
 
-def with_fleet_rows(
-    rows: list[tuple[dict[str, str], ResultRecord | None]],
-    scheduler: sch.Scheduler,
-    campaign: sch.Campaign,
-    created_utc: str,
-) -> list[tuple[dict[str, str], ResultRecord | None]]:
+def with_fleet_rows(rows: list[Shown], campaign: sch.Campaign, created_utc: str) -> list[Shown]:
     """The rows with every fleet job's members completed and its merged row appended
     (`scheduler.fleet_rows`: derived from the members' raw records, never from their figures)."""
     members: dict[int, list[sch.Member]] = {}
-    for task, (row, record) in zip(scheduler.tasks(), rows, strict=False):
-        if sch.is_fleet(campaign.jobs[task.job_index].spec.generate):
-            body = result_body(record) if record is not None else None
-            generation = body.measurement.generation if body is not None else None
-            members.setdefault(task.job_index, []).append(sch.Member(task, row, generation))
+    for row, result in rows:
+        if result is not None and sch.is_fleet(campaign.jobs[result.task.job_index].spec.generate):
+            generation = result.measurement.generation if result.measurement is not None else None
+            members.setdefault(result.task.job_index, []).append(sch.Member(result.task, row, generation))
     if not members:
         return rows
     updated, merged = sch.fleet_rows(campaign.jobs, members, created_utc)
-    kept = [(updated.get(row["JobId"], row), record) for row, record in rows]
-    return kept + [(row, None) for row in merged]
+    kept = [(updated.get(row["JobId"], row), result) for row, result in rows]
+    groups = [(i, g) for i, g in sorted(members.items()) if campaign.jobs[i].spec.generate is not None and g]
+    figures = [
+        sch.TaskResult(group[0].task, created_utc, merged=sch.merged_stats(campaign.jobs[i], group))
+        for i, group in groups
+    ]
+    return kept + list(zip(merged, figures, strict=True))
 
 
-def _task_rows(
-    scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str
-) -> list[tuple[dict[str, str], ResultRecord | None]]:
-    """One row per task, in task order: stored results as they arrived, endings for the rest; a
-    capacity search's level rows (no raw samples or signed part of their own) follow its row."""
-    stored = {r.task_id: r for r in results}
-    rows: list[tuple[dict[str, str], ResultRecord | None]] = []
-    for task in scheduler.tasks():
-        record = stored.get(task.task_id)
-        if record is not None:
-            rows.append((dict(record.row), record))
-            body = result_body(record)
-            found = body.measurement.capacity if body is not None else None
-            if found is not None:  # a capacity search: one row per level after its Capacity row
-                rows.extend((level, None) for level in sch.level_rows(record.row, found))
-            continue
-        status = task.status or sch.Status.FAILED
-        detail = task.detail or ("" if task.ended else f"still {task.state.value} when the campaign stopped")
-        if task.reasons:
-            detail = f"{detail}: {'; '.join(task.reasons)}" if detail else "; ".join(task.reasons)
-        rows.append((sch.failure_row(task, status, task.failure_reason, detail, created_utc), None))
-    return rows
-
-
-def results_document(
-    campaign_id: str, campaign: sch.Campaign, rows: Sequence[tuple[dict[str, str], ResultRecord | None]]
-) -> dict[str, Any]:
-    """results.json: every row with its raw samples and, for a measured task, the signed device and
-    measurement (everything report.html draws)."""
+def results_document(campaign_id: str, campaign: sch.Campaign, rows: Sequence[Shown]) -> dict[str, Any]:
+    """results.json: every row with its raw samples and, for a measured task, the signed device and the
+    measurement the submitter derived (everything report.html draws); a fleet's merged row with the
+    end-to-end figures of its merged records."""
     document: dict[str, Any] = sch.results_document(
-        campaign_id, campaign, ((row, record.samples if record else ()) for row, record in rows)
+        campaign_id, campaign, ((row, result.samples_ms if result else ()) for row, result in rows)
     )
-    for entry, (_, record) in zip(document["results"], rows, strict=True):
-        body = result_body(record) if record is not None else None
+    for entry, (_, result) in zip(document["results"], rows, strict=True):
+        body = result.body if result is not None else None
         entry["signed"] = None if body is None else {
             "worker": body.worker,
             "device": body.device.model_dump(mode="json"),
             "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
         }  # fmt: skip
+        if result is not None and result.merged is not None:
+            entry["merged"] = {"e2e_ms": result.merged.e2e_ms.model_dump(mode="json")}
     return document
 
 

@@ -12,6 +12,7 @@ Modules:
     energyrows   energy per inference and per token, power, method, note
     sustainrows  Throttled with its causes, window medians, the telemetry kept
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
+    typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ from scheduler.results.columns import (
     names,
 )
 from scheduler.results.energyrows import energy_columns
-from scheduler.results.fleetrows import Member, fleet_columns, fleet_rows, member_row, merged_row
+from scheduler.results.fleetrows import Member, fleet_columns, fleet_rows, member_row, merged_row, merged_stats
 from scheduler.results.genrows import generation_columns
 from scheduler.results.rows import failure_row, result_row, results_document, to_csv
 from scheduler.results.sustainrows import sustain_columns
+from scheduler.results.typed import TaskResult, ended, measured, row_of
 
 __all__ = [
     "BY_NAME",
@@ -58,10 +60,12 @@ __all__ = [
     "Column",
     "Member",
     "Section",
+    "TaskResult",
     "capacity_columns",
     "cell",
     "cells",
     "column_formulas",
+    "ended",
     "energy_columns",
     "failure_row",
     "flag",
@@ -69,11 +73,14 @@ __all__ = [
     "fleet_rows",
     "generation_columns",
     "level_rows",
+    "measured",
     "member_row",
     "merged_row",
+    "merged_stats",
     "names",
     "result_row",
     "results_document",
+    "row_of",
     "sustain_columns",
     "to_csv",
 ]
