@@ -117,6 +117,7 @@ from scheduler.results import (
     result_row,
     results_document,
     row_of,
+    seed_figures,
     to_csv,
 )
 from scheduler.retry import FINAL_FAILURES
@@ -205,11 +206,11 @@ __all__ = [
     "clock_offset",
     "deal",
     "device_kind",
+    "ended",
     "endpoint_models",
     "endpoint_problem",
     "endpoint_ref",
     "endpoint_unit",
-    "ended",
     "explain",
     "failure_row",
     "feasible",
@@ -226,6 +227,7 @@ __all__ = [
     "result_row",
     "results_document",
     "row_of",
+    "seed_figures",
     "task_id_of",
     "to_csv",
     "unit_problem",

@@ -17,7 +17,7 @@ import scheduler as sch
 from node.errors import disk_errors, megabytes
 from node.submitter.render import render_html
 from node.submitter.store import ResultRecord
-from protocol import Envelope, Measurement, ResultBody
+from protocol import Envelope, Measurement, ResultBody, TaskSpec
 from protocol.codec import pack_body, unpack_body
 
 Shown = tuple[dict[str, str], sch.TaskResult | None]
@@ -48,17 +48,21 @@ def task_results(
     """Each task's typed value, in task order: a stored result with its derived measurement (derived
     again for a result stored before it was kept), else the task's ending stamped `created_utc`."""
     stored = {r.task_id: r for r in results}
-    found: list[sch.TaskResult] = []
-    for task in scheduler.tasks():
-        record = stored.get(task.task_id)
-        body = result_body(record) if record is not None else None
-        if record is None or body is None:
-            found.append(sch.ended(task, created_utc))
-            continue
-        derived = unpack_body(record.derived, Measurement) if record.derived is not None else None
-        spec = campaign.jobs[task.job_index].spec
-        found.append(sch.measured(task, spec, body, derived, record.samples, record.received or created_utc))
-    return found
+    return [
+        task_result(task, campaign.jobs[task.job_index].spec, stored.get(task.task_id), created_utc)
+        for task in scheduler.tasks()
+    ]
+
+
+def task_result(
+    task: sch.TaskView, spec: TaskSpec, record: ResultRecord | None, created_utc: str
+) -> sch.TaskResult:
+    """One task's typed value: its stored result with the derived measurement, else its ending."""
+    body = result_body(record) if record is not None else None
+    if record is None or body is None:
+        return sch.ended(task, created_utc)
+    derived = unpack_body(record.derived, Measurement) if record.derived is not None else None
+    return sch.measured(task, spec, body, derived, record.samples, record.received or created_utc)
 
 
 def campaign_rows(

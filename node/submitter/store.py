@@ -176,9 +176,8 @@ class CampaignStore:
         """Store a task's outcome once; False if the task already has one (nothing is overwritten)."""
         with self._connect() as db:
             cur = db.execute(
-                "INSERT OR IGNORE INTO results "
-                "(campaign_id, task_id, lease_id, peer_id, status, envelope, row, samples, received, derived) "
-                "VALUES (?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
+                "INSERT OR IGNORE INTO results (campaign_id, task_id, lease_id, peer_id, status, "
+                "envelope, row, samples, received, derived) VALUES (?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
                 (
                     campaign_id,
                     result.task_id,
@@ -201,7 +200,10 @@ class CampaignStore:
                 "FROM results WHERE campaign_id = ? ORDER BY task_id",
                 (campaign_id,),
             ).fetchall()
-        return [ResultRecord(*r[:5], tuple(json.loads(r[5])), r[6], _received(r[7], r[8])) for r in rows]
+        return [
+            ResultRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], _received(r[7], r[8]))
+            for r in rows
+        ]
 
     def put_offer(self, campaign_id: str, task_id: str, peer_id: str, spec: bytes) -> None:
         """Keep the spec a task was offered to a peer with (a fleet member's: its signed deal)."""

@@ -6,7 +6,7 @@ no module outside this package names a column in a row it builds (tests/test_col
 
 Modules:
     columns      the registry: Column (name, section, unit, form, formula), COLUMNS, CSV_COLUMNS, cell
-    rows         result_row, failure_row, to_csv, results_document: a task's row and the two files
+    rows         result_row, failure_row, to_csv, results_document, seed_figures: a task's row, the two files
     genrows      a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE, the policy columns)
     caprows      a capacity search's Capacity row (the knee) and one row per level
     energyrows   energy per inference and per token, power, method, note
@@ -39,9 +39,16 @@ from scheduler.results.columns import (
     names,
 )
 from scheduler.results.energyrows import energy_columns
-from scheduler.results.fleetrows import Member, fleet_columns, fleet_rows, member_row, merged_row, merged_stats
+from scheduler.results.fleetrows import (
+    Member,
+    fleet_columns,
+    fleet_rows,
+    member_row,
+    merged_row,
+    merged_stats,
+)
 from scheduler.results.genrows import generation_columns
-from scheduler.results.rows import failure_row, result_row, results_document, to_csv
+from scheduler.results.rows import failure_row, result_row, results_document, seed_figures, to_csv
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
 
@@ -81,6 +88,7 @@ __all__ = [
     "result_row",
     "results_document",
     "row_of",
+    "seed_figures",
     "sustain_columns",
     "to_csv",
 ]

@@ -122,7 +122,12 @@ def _measured(device: str, unit: str, median: float, *, job: int = 0) -> ReportE
 
 def test_entry_of_takes_who_from_the_row_and_every_figure_from_the_typed_value() -> None:
     entry = entry_of(_row("box", "CPU (ONNX)", 2.0), [1.0, 2.0, 3.0], measurement=_measurement())
-    assert (entry.device, entry.unit, entry.median_ms, entry.load_ms_median) == ("box", "CPU (ONNX)", 2.0, 5.5)
+    assert (entry.device, entry.unit, entry.median_ms, entry.load_ms_median) == (
+        "box",
+        "CPU (ONNX)",
+        2.0,
+        5.5,
+    )
     assert entry.process_medians_ms == (1.9, 2.1)
     assert entry.unstable
     assert entry.unstable_reasons == ("a", "b")
@@ -145,7 +150,12 @@ def test_no_figure_is_parsed_back_from_a_row_cell() -> None:
     garbage = row | {c.name: "not a number" for c in COLUMNS if c.form}
     assert entry_of(garbage, [], measurement=_measurement()) == entry
     bare = entry_of(row, [])  # no typed value: no figure at all, whatever the cells say
-    assert (bare.median_ms, bare.load_ms_median, bare.process_medians_ms, bare.unstable) == (None, None, (), False)
+    assert (bare.median_ms, bare.load_ms_median, bare.process_medians_ms, bare.unstable) == (
+        None,
+        None,
+        (),
+        False,
+    )
     assert not bare.complete
 
 
