@@ -28,7 +28,8 @@ from node.submitter.discovery import Discovery
 from node.submitter.fleet import FleetBook, with_deal
 from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
-from protocol import FleetDeal, Holder, ModelRef, Reachability
+from protocol import FleetDeal, Holder, ModelRef, Reachability, TaskSpec
+from protocol.codec import pack_body, unpack_body
 
 log = logging.getLogger(__name__)
 
@@ -255,15 +256,23 @@ class CampaignLoop:
             bound_s=deal.offset_bound_s,
             start_at=deal.start_at,
         )
-        self._launch(replace(attempt, spec=with_deal(attempt.spec, deal)))
+        spec = with_deal(attempt.spec, deal)
+        self._store.put_offer(
+            self._id, attempt.task_id, attempt.peer_id, pack_body(spec)
+        )  # before it goes out
+        self._launch(replace(attempt, spec=spec))
 
     def _start_reclaim(self, command: sch.SendReclaim) -> None:
+        """A lease granted before a restart; a fleet member's is checked against the deal it signed
+        (its offer spec, kept in the store when the offer went out)."""
         task = self._task(command.task_id)
+        kept = self._store.offer(self._id, command.task_id, command.peer_id)
         attempt = Attempt(
             campaign_id=self._id,
             task_id=command.task_id,
             peer_id=command.peer_id,
             addrs=self._discovery.addrs(command.peer_id),
+            spec=unpack_body(kept, TaskSpec) if kept is not None else None,
             model=task.model,
             reclaim_lease=command.lease_id,
             reclaim_ttl_s=task.lease_ttl_s,

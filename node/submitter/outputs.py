@@ -17,7 +17,7 @@ import scheduler as sch
 from node.errors import disk_errors, megabytes
 from node.submitter.render import render_html
 from node.submitter.store import ResultRecord
-from protocol import Envelope, Measurement, ResultBody, TaskSpec
+from protocol import Envelope, Measurement, ResultBody, TaskSpec, derive
 from protocol.codec import pack_body, unpack_body
 
 Shown = tuple[dict[str, str], sch.TaskResult | None]
@@ -57,12 +57,18 @@ def task_results(
 def task_result(
     task: sch.TaskView, spec: TaskSpec, record: ResultRecord | None, created_utc: str
 ) -> sch.TaskResult:
-    """One task's typed value: its stored result with the derived measurement, else its ending."""
+    """One task's typed value: its stored result with the derived measurement, else its ending.
+
+    A result stored before the derived measurement was kept is derived again from its raw parts
+    (`protocol.derive` is pure, and an accepted result derives again to the bit), in the store's
+    packed form so that its files come out as a kept one's would.
+    """
     body = result_body(record) if record is not None else None
     if record is None or body is None:
         return sch.ended(task, created_utc)
-    derived = unpack_body(record.derived, Measurement) if record.derived is not None else None
-    return sch.measured(task, spec, body, derived, record.samples, record.received or created_utc)
+    kept = record.derived if record.derived is not None else pack_measurement(derive(body.measurement, spec))
+    derived = unpack_body(kept, Measurement)
+    return sch.measured(task, body, derived, record.samples, record.received or created_utc)
 
 
 def campaign_rows(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol import GenerationStats, Measurement, ResultBody, TaskSpec, derive
+from protocol import GenerationStats, Measurement, ResultBody
 from scheduler.results.rows import failure_row, result_row
 from scheduler.tasks import Status, TaskView
 
@@ -44,27 +44,11 @@ class TaskResult:
 
 
 def measured(
-    task: TaskView,
-    spec: TaskSpec,
-    body: ResultBody,
-    derived: Measurement | None,
-    samples_ms: tuple[float, ...],
-    created_utc: str,
+    task: TaskView, body: ResultBody, derived: Measurement, samples_ms: tuple[float, ...], created_utc: str
 ) -> TaskResult:
-    """A completed task: its signed body shown with the measurement the submitter derived.
-
-    Args:
-        task: the task as the scheduler holds it.
-        spec: its job's spec.
-        body: the verified body as the worker signed it.
-        derived: the measurement the submitter derived when it accepted the result; None for a
-            result stored before that was kept: it is derived again from the body's raw parts
-            (`protocol.derive` is pure, and an accepted result derives again to the bit).
-        samples_ms: the raw inference samples.
-        created_utc: when the result was stored.
-    """
-    figures = derived if derived is not None else derive(body.measurement, spec)
-    return TaskResult(task, created_utc, body.with_(measurement=figures), samples_ms)
+    """A completed task: its signed body shown with the measurement the submitter derived from its raw
+    parts (`derived`), with its raw inference samples, stored at `created_utc`."""
+    return TaskResult(task, created_utc, body.with_(measurement=derived), samples_ms)
 
 
 def ended(task: TaskView, created_utc: str) -> TaskResult:
