@@ -118,6 +118,7 @@ from scheduler.results import (
     results_document,
     row_of,
     seed_figures,
+    shown_figures,
     to_csv,
 )
 from scheduler.retry import FINAL_FAILURES
@@ -228,6 +229,7 @@ __all__ = [
     "results_document",
     "row_of",
     "seed_figures",
+    "shown_figures",
     "task_id_of",
     "to_csv",
     "unit_problem",

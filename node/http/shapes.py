@@ -175,4 +175,5 @@ def result(row: Mapping[str, str], measurement: Measurement | None) -> dict[str,
     figures = sch.seed_figures(measurement) if measurement is not None else {}
     out.update({name: figures.get(name) for name in SEED_RESULT_FIELDS})
     out["row"] = dict(row)
+    out["figures"] = sch.shown_figures(measurement) if measurement is not None else None  # the dashboard's
     return out

@@ -6,7 +6,8 @@ no module outside this package names a column in a row it builds (tests/test_col
 
 Modules:
     columns      the registry: Column (name, section, unit, form, formula), COLUMNS, CSV_COLUMNS, cell
-    rows         result_row, failure_row, to_csv, results_document, seed_figures: a task's row, the two files
+    rows         result_row, failure_row, to_csv, results_document, seed_figures, shown_figures: a
+                 task's row, the two files, the typed figures the REST API and dashboard get
     genrows      a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE, the policy columns)
     caprows      a capacity search's Capacity row (the knee) and one row per level
     energyrows   energy per inference and per token, power, method, note
@@ -48,7 +49,15 @@ from scheduler.results.fleetrows import (
     merged_stats,
 )
 from scheduler.results.genrows import generation_columns
-from scheduler.results.rows import failure_row, result_row, results_document, seed_figures, to_csv
+from scheduler.results.rows import (
+    Figure,
+    failure_row,
+    result_row,
+    results_document,
+    seed_figures,
+    shown_figures,
+    to_csv,
+)
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
 
@@ -65,6 +74,7 @@ __all__ = [
     "SEED_COLUMNS",
     "SUSTAIN_COLUMNS",
     "Column",
+    "Figure",
     "Member",
     "Section",
     "TaskResult",
@@ -89,6 +99,7 @@ __all__ = [
     "results_document",
     "row_of",
     "seed_figures",
+    "shown_figures",
     "sustain_columns",
     "to_csv",
 ]

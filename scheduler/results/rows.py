@@ -74,6 +74,36 @@ def seed_figures(m: Measurement) -> dict[str, float]:
     }
 
 
+Figure = float | bool | str | tuple[str, ...] | None
+"""A figure as the REST API and the dashboard get it: a number, a flag, text or a list, never a cell."""
+
+
+def shown_figures(m: Measurement) -> dict[str, Figure]:
+    """The figures the dashboard draws, by column name, typed, from a derived measurement: the seeds'
+    columns, the inference percentiles, stability, throttling and a generate task's lead figures."""
+    inference, g, sustained = m.inference_ms, m.generation, m.sustained
+    figures: dict[str, Figure] = {**seed_figures(m)}
+    figures |= {
+        "InferenceMsMin": inference.min,
+        "InferenceMsMax": inference.max,
+        "InferenceMsP90": inference.p90,
+        "InferenceMsP95": inference.p95,
+        "InferenceMsP99": inference.p99,
+        "Unstable": m.unstable,
+        "UnstableReasons": m.unstable_reasons,
+        "Throttled": sustained.throttled if sustained is not None else None,
+        "ThrottleCauses": tuple(c.value for c in sustained.causes) if sustained is not None else (),
+        "ThrottleDetail": sustained.detail if sustained is not None else "",
+        "TtftMsMedian": g.ttft_ms.median if g is not None else None,
+        "TpotMsMedian": g.tpot_ms.median if g is not None else None,
+        "ItlMsP99": g.itl_ms.p99 if g is not None else None,
+        "DecodeTokPerS": g.decode_tok_per_s if g is not None else None,
+        "RougeL": g.rouge.rouge_l if g is not None and g.rouge is not None else None,
+        "E2eMsMedian": g.e2e_ms.median if g is not None else None,
+    }
+    return figures
+
+
 def _measurement_columns(m: Measurement) -> dict[str, str]:
     inference = m.inference_ms
     columns = {name: cell(name, value) for name, value in seed_figures(m).items()}

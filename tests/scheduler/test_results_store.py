@@ -22,6 +22,7 @@ from node.submitter.outputs import campaign_rows, pack_measurement, result_body,
 from node.submitter.store import CampaignStore, ResultRecord
 from protocol import FailureReason, TaskSpec
 from protocol.codec import pack_body, unpack_body
+from scheduler.results import cell, cells
 
 OLD_RESULTS = """
 CREATE TABLE results (
@@ -111,3 +112,18 @@ def test_a_fleet_members_offer_spec_is_kept_and_checks_a_reclaimed_result_agains
     assert unknown.reason == FailureReason.INTERNAL
     store.clear()
     assert store.offer("c", "c-job-0-1", "peer-a") is None
+
+
+@pytest.mark.parametrize("name", sorted(CAMPAIGNS))
+def test_the_typed_figures_the_api_and_dashboard_get_are_the_rows_cells_before_formatting(name: str) -> None:
+    golden = CAMPAIGNS[name]()
+    rows = campaign_rows(golden.scheduler, golden.results, CREATED, golden.campaign)
+    measured = [
+        (row, result) for row, result in rows if result is not None and result.measurement is not None
+    ]
+    assert measured
+    for row, result in measured:
+        assert result.measurement is not None
+        for column, value in sch.shown_figures(result.measurement).items():
+            shown = cells(column, value) if isinstance(value, tuple) else cell(column, value)
+            assert shown == row[column], column
