@@ -12,29 +12,31 @@ import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
+from protocol import GenerationStats, Measurement, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
 from scheduler.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
 
 if TYPE_CHECKING:
     from rich.console import Group
 
-Run = tuple[str, GenerationStats, Mapping[str, str]]
+Run = tuple[str, GenerationStats, Measurement]
 
 
 def _generations(document: Mapping[str, Any]) -> list[Run]:
-    """(label, stats, row) of every measured generate task: device name, compute unit and task."""
+    """(label, stats, measurement) of every measured generate task: the label (device name, compute
+    unit and task) from its row, the figures from its derived measurement."""
     found = []
     for entry in document.get("results", []):
         signed = entry.get("signed") or {}
-        raw = (signed.get("measurement") or {}).get("generation")
-        if raw is None:
+        if (signed.get("measurement") or {}).get("generation") is None:
             continue
+        measurement = Measurement.model_validate(signed["measurement"])
+        assert measurement.generation is not None
         row = entry.get("row", {})
         label = visible(
             f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
         )
-        found.append((label, GenerationStats.model_validate(raw), row))
+        found.append((label, measurement.generation, measurement))
     return found
 
 
@@ -86,10 +88,9 @@ def _value(stats: GenerationStats, figure: LlmFigure) -> str:
     return f"{value:.3f}" if figure.key == "rouge_l" else f"{value:.1f}"
 
 
-def _stability(row: Mapping[str, str]) -> str:
-    """Why a row is flagged unstable (judged on TPOT), or "stable"."""
-    reasons = [r for r in row.get("UnstableReasons", "").split(";") if r]
-    return "unstable: " + "; ".join(reasons) if row.get("Unstable") == "True" else "stable"
+def _stability(m: Measurement) -> str:
+    """Why a task is flagged unstable (judged on TPOT), or "stable"."""
+    return "unstable: " + "; ".join(m.unstable_reasons) if m.unstable else "stable"
 
 
 def _lead_html(runs: list[Run]) -> str:
