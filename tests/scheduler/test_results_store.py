@@ -8,6 +8,7 @@ against the deal that member signed.
 
 from __future__ import annotations
 
+import copy
 import json
 import sqlite3
 from pathlib import Path
@@ -18,11 +19,18 @@ from test_results_golden import GOLDEN
 from test_scheduler_fleetcheck import HONEST, SIGNED, SPEC, _measurement
 
 import scheduler as sch
-from node.submitter.outputs import campaign_rows, pack_measurement, result_body, write_outputs
+from node.submitter.outputs import (
+    campaign_rows,
+    pack_measurement,
+    result_body,
+    results_document,
+    write_outputs,
+)
 from node.submitter.store import CampaignStore, ResultRecord
 from protocol import FailureReason, TaskSpec
 from protocol.codec import pack_body, unpack_body
-from scheduler.results import cell, cells
+from scheduler.report import entries_from_document
+from scheduler.results import COLUMNS, cell, cells
 
 OLD_RESULTS = """
 CREATE TABLE results (
@@ -127,3 +135,23 @@ def test_the_typed_figures_the_api_and_dashboard_get_are_the_rows_cells_before_f
         for column, value in sch.shown_figures(result.measurement).items():
             shown = cells(column, value) if isinstance(value, tuple) else cell(column, value)
             assert shown == row[column], column
+
+
+@pytest.mark.parametrize("name", sorted(CAMPAIGNS))
+def test_no_view_reads_a_figure_back_from_a_row_cell(name: str) -> None:
+    """results.json with every numeric and flag cell turned to garbage: the report's entries, its
+    Markdown and the terminal's generation table come out the same (fleet merged row included)."""
+    from node.submitter.tables import render_markdown
+
+    golden = CAMPAIGNS[name]()
+    rows = campaign_rows(golden.scheduler, golden.results, CREATED, golden.campaign)
+    document = results_document(golden.campaign_id, golden.campaign, rows)
+    spoiled = copy.deepcopy(document)
+    flags = ("Unstable", "UnstableReasons", "Throttled", "ThrottleCauses", "InputsDefaulted")
+    for result in spoiled["results"]:
+        row = result["row"]
+        row.update({c.name: "garbage" for c in COLUMNS if c.form and row.get(c.name)})
+        row.update({f: "True" if row.get(f) == "False" else "garbage" for f in flags if f in row})
+    assert entries_from_document(spoiled) == entries_from_document(document)
+    assert any(e.complete for e in entries_from_document(spoiled))
+    assert render_markdown(spoiled) == render_markdown(document)
