@@ -10,33 +10,43 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from protocol import GenerationStats, Measurement, for_html, for_markdown, for_rich, visible
+from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
 from scheduler.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
 
 if TYPE_CHECKING:
     from rich.console import Group
 
-Run = tuple[str, GenerationStats, Measurement]
+@dataclass(frozen=True)
+class Stability:
+    """A generate task's stability verdict (judged on TPOT), as its derived measurement gives it."""
+
+    unstable: bool
+    reasons: tuple[str, ...]
+
+
+Run = tuple[str, GenerationStats, Stability]
 
 
 def _generations(document: Mapping[str, Any]) -> list[Run]:
-    """(label, stats, measurement) of every measured generate task: the label (device name, compute
-    unit and task) from its row, the figures from its derived measurement."""
+    """(label, stats, stability) of every measured generate task: the label (device name, compute
+    unit and task) from its row, the figures and the verdict from its derived measurement."""
     found = []
     for entry in document.get("results", []):
-        signed = entry.get("signed") or {}
-        if (signed.get("measurement") or {}).get("generation") is None:
+        measured = (entry.get("signed") or {}).get("measurement") or {}
+        raw = measured.get("generation")
+        if raw is None:
             continue
-        measurement = Measurement.model_validate(signed["measurement"])
-        assert measurement.generation is not None
         row = entry.get("row", {})
         label = visible(
             f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
         )
-        found.append((label, measurement.generation, measurement))
+        reasons = tuple(str(r) for r in measured.get("unstable_reasons") or ())
+        stability = Stability(measured.get("unstable") is True, reasons)
+        found.append((label, GenerationStats.model_validate(raw), stability))
     return found
 
 
@@ -88,9 +98,9 @@ def _value(stats: GenerationStats, figure: LlmFigure) -> str:
     return f"{value:.3f}" if figure.key == "rouge_l" else f"{value:.1f}"
 
 
-def _stability(m: Measurement) -> str:
+def _stability(s: Stability) -> str:
     """Why a task is flagged unstable (judged on TPOT), or "stable"."""
-    return "unstable: " + "; ".join(m.unstable_reasons) if m.unstable else "stable"
+    return "unstable: " + "; ".join(s.reasons) if s.unstable else "stable"
 
 
 def _lead_html(runs: list[Run]) -> str:
