@@ -20,6 +20,7 @@ from scheduler.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
 if TYPE_CHECKING:
     from rich.console import Group
 
+
 @dataclass(frozen=True)
 class Stability:
     """A generate task's stability verdict (judged on TPOT), as its derived measurement gives it."""
