@@ -66,9 +66,18 @@ def task_result(
     body = result_body(record) if record is not None else None
     if record is None or body is None:
         return sch.ended(task, created_utc)
-    kept = record.derived if record.derived is not None else pack_measurement(derive(body.measurement, spec))
+    kept = record.derived if record.derived is not None else pack_measurement(_derived_again(body, spec))
     derived = unpack_body(kept, Measurement)
     return sch.measured(task, body, derived, record.samples, record.received or created_utc)
+
+
+def _derived_again(body: ResultBody, spec: TaskSpec) -> Measurement:
+    """A result stored before the derived measurement was kept, derived again; one whose raw parts
+    no longer derive (stored before the submitter derived figures at all) is shown as it was then."""
+    try:
+        return derive(body.measurement, spec)
+    except (ValueError, ArithmeticError, IndexError):
+        return body.measurement
 
 
 def campaign_rows(

@@ -118,9 +118,7 @@ class CampaignStore:
             path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
-            columns = {r[1] for r in db.execute("PRAGMA table_info(results)")}
-            if "derived" not in columns:  # a store written before the derived measurement was kept
-                db.execute("ALTER TABLE results ADD COLUMN derived BLOB")
+            _add_derived(db)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -239,6 +237,17 @@ class CampaignStore:
             db.execute("DELETE FROM cancels")
             db.execute("DELETE FROM offers")
             db.execute("DELETE FROM campaigns")
+
+
+def _add_derived(db: sqlite3.Connection) -> None:
+    """Give a store written before the derived measurement was kept its `derived` column."""
+    if "derived" in {r[1] for r in db.execute("PRAGMA table_info(results)")}:
+        return
+    try:
+        db.execute("ALTER TABLE results ADD COLUMN derived BLOB")
+    except sqlite3.OperationalError as exc:  # another process opening the store added it first
+        if "duplicate column" not in str(exc):
+            raise
 
 
 def _received(received: str, legacy_row: str) -> str:
