@@ -48,16 +48,17 @@ def check_fleet(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
     Args:
         m: a measurement whose figures `check_figures` derived again.
         spec: the task's spec as the campaign gave it.
-        signed: the spec of the offer this attempt answered, with the member's deal (None for a lease
-            reclaimed after a restart).
+        signed: the spec of the offer this attempt answered, with the member's deal (a lease reclaimed
+            after a restart: the offer spec the campaign store kept; None if it kept none).
     """
     generate = spec.generate
     if generate is None or not is_fleet(generate):
         return m
     deal = signed.generate.deal if signed is not None and signed.generate is not None else None
     if deal is None:
-        why = "fleet records: this member's deal is not known to this submitter run (a lease reclaimed "
-        return Refusal(FailureReason.INTERNAL, why + "after a restart), so they cannot be checked against it")
+        why = "fleet records: this member's deal is not known to this submitter (a lease reclaimed after a "
+        why += "restart whose offer the campaign store did not keep), so they cannot be checked against it"
+        return Refusal(FailureReason.INTERNAL, why)
     records = m.generation.records if m.generation is not None else ()
     problem = next(deal_problems(records, deal, generate), None)
     return m if problem is None else Refusal(FailureReason.INVALID, problem)

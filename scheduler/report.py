@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Value
+from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Stats, Value
 from scheduler.settling import flagged
 
 NO_DEVICE: Final = "(no device)"
@@ -69,14 +69,6 @@ class LatencyMatrix(Value):
     cells: tuple[tuple[MatrixCell | None, ...], ...]
 
 
-def _num(row: Mapping[str, str], key: str) -> float | None:
-    text = row.get(key, "")
-    try:
-        return float(text) if text else None
-    except ValueError:
-        return None
-
-
 def job_index_of(task_id: str) -> int:
     """The job index inside a task id ``{campaign_id}-job-{index}-{n}`` (0 if it has none)."""
     _, _, tail = task_id.rpartition("-job-")
@@ -89,12 +81,14 @@ def entry_of(
     samples_ms: Sequence[float],
     device: DeviceProfile | None = None,
     measurement: Measurement | None = None,
+    merged: Stats | None = None,
 ) -> ReportEntry:
-    """The report's view of one result row, with the signed device and measurement when there are some."""
-    medians = tuple(float(x) for x in row.get("ProcessMedians", "").split(";") if x)
-    reasons = tuple(r for r in row.get("UnstableReasons", "").split(";") if r)
+    """The report's view of one task: who and what from its row's text (task, status, model, unit,
+    device, worker, ending), every figure from its typed value: the measurement the submitter
+    derived (or, for a fleet's merged row, its merged end-to-end figures). No figure is read back
+    from a cell: a row without a typed value has none."""
     detail = "; ".join(x for x in (row.get("FailureReason", ""), row.get("Detail", "")) if x)
-    return ReportEntry(
+    entry = ReportEntry(
         task_id=row.get("JobId", ""),
         job_index=job_index_of(row.get("JobId", "")),
         status=row.get("Status", ""),
@@ -104,29 +98,40 @@ def entry_of(
         device=row.get("DeviceName", "") or NO_DEVICE,
         fingerprint=device.fingerprint if device is not None else "",
         worker=row.get("WorkerPeerId", ""),
-        median_ms=_num(row, "InferenceMsMedian"),
+        median_ms=merged.median if merged is not None else None,
         samples_ms=tuple(samples_ms),
-        process_medians_ms=measurement.process_medians_ms if measurement is not None else medians,
-        process_spread_pct=_num(row, "ProcessSpreadPct"),
-        unstable=row.get("Unstable", "") == "True",
-        unstable_reasons=measurement.unstable_reasons if measurement is not None else reasons,
-        load_ms_median=_num(row, "LoadMsMedian"),
-        load_first_ms=_num(row, "LoadMsFirst"),
-        first_inference_ms=_num(row, "InferenceMsFirst"),
-        peak_load_ram_mb=_num(row, "PeakLoadRamUsage"),
-        peak_inference_ram_mb=_num(row, "PeakInferenceRamUsage"),
-        conditions=measurement.conditions if measurement is not None else None,
-        throttled=(row.get("ThrottleCauses", "") or "unexplained") if row.get("Throttled") == "True" else "",
         device_profile=device,
-        generation=measurement.generation if measurement is not None else None,
         detail=detail,
         verified=row.get("Verified", ""),
     )
+    return entry if measurement is None else entry.with_(**_figures(measurement))
+
+
+def _figures(m: Measurement) -> dict[str, Any]:
+    """An entry's figures from a derived measurement."""
+    sustained = m.sustained
+    throttled = sustained is not None and sustained.throttled
+    causes = ";".join(c.value for c in sustained.causes) if sustained is not None else ""
+    return {
+        "median_ms": m.inference_ms.median,
+        "process_medians_ms": m.process_medians_ms,
+        "process_spread_pct": m.process_spread_pct,
+        "unstable": m.unstable,
+        "unstable_reasons": m.unstable_reasons,
+        "load_ms_median": m.load_ms.median,
+        "load_first_ms": m.load_first_ms,
+        "first_inference_ms": m.first_inference_ms,
+        "peak_load_ram_mb": m.peak_load_ram_mb,
+        "peak_inference_ram_mb": m.peak_inference_ram_mb,
+        "conditions": m.conditions,
+        "throttled": (causes or "unexplained") if throttled else "",
+        "generation": m.generation,
+    }
 
 
 def entries_from_document(document: Mapping[str, Any]) -> tuple[ReportEntry, ...]:
-    """Every entry of a results.json document (rows, raw samples, and each row's "signed" part), a
-    capacity search's level rows left out."""
+    """Every entry of a results.json document (rows, raw samples, each row's "signed" part with the
+    derived measurement, a fleet's "merged" figures), a capacity search's level rows left out."""
     entries = []
     for result in document.get("results", []):
         if result["row"].get("CapacityRow") == "level":
@@ -134,7 +139,9 @@ def entries_from_document(document: Mapping[str, Any]) -> tuple[ReportEntry, ...
         signed = result.get("signed") or None
         device = DeviceProfile.model_validate(signed["device"]) if signed else None
         measurement = Measurement.model_validate(signed["measurement"]) if signed else None
-        entries.append(entry_of(result["row"], result.get("samples_ms", ()), device, measurement))
+        merged = (result.get("merged") or {}).get("e2e_ms")
+        e2e = Stats.model_validate(merged) if merged else None
+        entries.append(entry_of(result["row"], result.get("samples_ms", ()), device, measurement, e2e))
     return tuple(entries)
 
 

@@ -239,14 +239,15 @@ def _report(outcome: Any, as_json: bool) -> None:
         )
         return
     from node.submitter.render import load_document
-    from protocol import for_rich
+    from protocol import Measurement, for_rich
 
     console = out_console()
     document = load_document(outcome.files["json"])
     console.print(_matrix(document))
     for result in document.get("results", []):
         row = result["row"]
-        if row.get("InputsDefaulted") == "True":
+        signed = result.get("signed") or {}
+        if signed and Measurement.model_validate(signed["measurement"]).inputs_defaulted:
             console.print(
                 f"[yellow]{for_rich(row['JobId'])}[/] inputs defaulted: {for_rich(row['InputShapes'])} "
                 "(dynamic dimensions got the documented defaults; set input_shapes to choose)"

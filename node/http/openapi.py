@@ -176,7 +176,11 @@ SCHEMAS: Final[JSON] = {
         }
     ),
     "CampaignList": _obj({"count": _INT, "campaigns": _array(_ref("Campaign"))}),
-    "Result": _obj({"status": _STR, "row": {"type": "object", "additionalProperties": _STR}}),
+    "Result": _obj(
+        {"status": _STR, "row": {"type": "object", "additionalProperties": _STR}},
+        # the figures typed (numbers, flags, lists) from the derived measurement; null without one
+        {"figures": {"type": "object", "nullable": True}},
+    ),
     "Job": _obj(
         {
             "job": _obj({"job_id": _STR, "campaign_id": _STR, "compute_unit": _STR, "status": _STR}),

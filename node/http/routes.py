@@ -22,6 +22,7 @@ from node.http.bodies import campaign_type, json_object, read_body
 from node.http.errors import BadRequest, NotFound, Problem, Rule
 from node.http.shapes import ApiJson
 from node.http.state import ApiState, Seen
+from node.submitter.outputs import task_result
 
 WORKER_STATUSES: Final = ("active", "busy", "cleanup", "faulty")
 _FILE_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.csv$")
@@ -257,8 +258,9 @@ class Endpoints:
     def _job_json(
         self, job_id: str, campaign_id: str, job: sch.Job, tasks: list[sch.TaskView]
     ) -> dict[str, Any]:
-        rows = {r.task_id: r.row for r in self._s.store.results(campaign_id)}
-        results = [shapes.result(rows[t.task_id]) for t in tasks if t.task_id in rows]
+        stored = {r.task_id: r for r in self._s.store.results(campaign_id)}
+        typed = [task_result(t, job.spec, stored[t.task_id], "") for t in tasks if t.task_id in stored]
+        results = [shapes.result(sch.row_of(r), r.measurement) for r in typed]
         states = shapes.breakdown(tasks)
         status = next((k for k in ("running", "pending", "failed") if states[k]), "complete")
         return {

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
+from protocol import Measurement
 
 SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
 """The seeds' measurement columns, which `GET /jobs/{id}` returns in its result."""
@@ -193,15 +194,13 @@ def created(state: CampaignState) -> dict[str, Any]:
     }
 
 
-def result(row: Mapping[str, str]) -> dict[str, Any]:
-    """A result row in the seeds' JSON: Status and the timing columns as numbers (None when empty; a
-    cell that reads as NaN or infinity becomes null in the answer, `ApiJson`)."""
+def result(row: Mapping[str, str], measurement: Measurement | None) -> dict[str, Any]:
+    """A result in the seeds' JSON: Status, the timing columns as numbers from the derived
+    measurement (None without one; never read back from the row's text; NaN or infinity becomes null
+    in the answer, `ApiJson`), and the row."""
     out: dict[str, Any] = {"status": row.get("Status", "")}
-    for name in SEED_RESULT_FIELDS:
-        raw = row.get(name, "")
-        try:
-            out[name] = float(raw) if raw else None
-        except ValueError:
-            out[name] = None
+    figures = sch.seed_figures(measurement) if measurement is not None else {}
+    out.update({name: figures.get(name) for name in SEED_RESULT_FIELDS})
     out["row"] = dict(row)
+    out["figures"] = sch.shown_figures(measurement) if measurement is not None else None  # the dashboard's
     return out

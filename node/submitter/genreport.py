@@ -9,6 +9,7 @@ re-rendered report draws the same pictures. Tensor-only campaigns get nothing fr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -20,22 +21,34 @@ from scheduler.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
 if TYPE_CHECKING:
     from rich.console import Group
 
-Run = tuple[str, GenerationStats, Mapping[str, str]]
+
+@dataclass(frozen=True)
+class Stability:
+    """A generate task's stability verdict (judged on TPOT), as its derived measurement gives it."""
+
+    unstable: bool
+    reasons: tuple[str, ...]
+
+
+Run = tuple[str, GenerationStats, Stability]
 
 
 def _generations(document: Mapping[str, Any]) -> list[Run]:
-    """(label, stats, row) of every measured generate task: device name, compute unit and task."""
+    """(label, stats, stability) of every measured generate task: the label (device name, compute
+    unit and task) from its row, the figures and the verdict from its derived measurement."""
     found = []
     for entry in document.get("results", []):
-        signed = entry.get("signed") or {}
-        raw = (signed.get("measurement") or {}).get("generation")
+        measured = (entry.get("signed") or {}).get("measurement") or {}
+        raw = measured.get("generation")
         if raw is None:
             continue
         row = entry.get("row", {})
         label = visible(
             f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
         )
-        found.append((label, GenerationStats.model_validate(raw), row))
+        reasons = tuple(str(r) for r in measured.get("unstable_reasons") or ())
+        stability = Stability(measured.get("unstable") is True, reasons)
+        found.append((label, GenerationStats.model_validate(raw), stability))
     return found
 
 
@@ -78,10 +91,9 @@ def _value(stats: GenerationStats, figure: LlmFigure) -> str:
     return f"{value:.3f}" if figure.key == "rouge_l" else f"{value:.1f}"
 
 
-def _stability(row: Mapping[str, str]) -> str:
-    """Why a row is flagged unstable (judged on TPOT), or "stable"."""
-    reasons = [r for r in row.get("UnstableReasons", "").split(";") if r]
-    return "unstable: " + "; ".join(reasons) if row.get("Unstable") == "True" else "stable"
+def _stability(s: Stability) -> str:
+    """Why a task is flagged unstable (judged on TPOT), or "stable"."""
+    return "unstable: " + "; ".join(s.reasons) if s.unstable else "stable"
 
 
 def _lead_html(runs: list[Run]) -> str:

@@ -27,9 +27,10 @@ from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChan
 from node.submitter.discovery import Discovery
 from node.submitter.eventlines import event_line
 from node.submitter.fleet import FleetBook, with_deal
-from node.submitter.outputs import pack_envelope
+from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
-from protocol import FleetDeal, Holder, ModelRef, Reachability
+from protocol import FleetDeal, Holder, ModelRef, Reachability, TaskSpec
+from protocol.codec import pack_body, unpack_body
 from scheduler.agreement import spread_of
 
 log = logging.getLogger(__name__)
@@ -264,15 +265,23 @@ class CampaignLoop:
             bound_s=deal.offset_bound_s,
             start_at=deal.start_at,
         )
-        self._launch(replace(attempt, spec=with_deal(attempt.spec, deal)))
+        spec = with_deal(attempt.spec, deal)
+        self._store.put_offer(
+            self._id, attempt.task_id, attempt.peer_id, pack_body(spec)
+        )  # before it goes out
+        self._launch(replace(attempt, spec=spec))
 
     def _start_reclaim(self, command: sch.SendReclaim) -> None:
+        """A lease granted before a restart; a fleet member's is checked against the deal it signed
+        (its offer spec, kept in the store when the offer went out)."""
         task = self._task(command.task_id)
+        kept = self._store.offer(self._id, command.task_id, command.peer_id)
         attempt = Attempt(
             campaign_id=self._id,
             task_id=command.task_id,
             peer_id=command.peer_id,
             addrs=self._discovery.addrs(command.peer_id),
+            spec=unpack_body(kept, TaskSpec) if kept is not None else None,
             model=task.model,
             reclaim_lease=command.lease_id,
             reclaim_ttl_s=task.lease_ttl_s,
@@ -359,17 +368,17 @@ class CampaignLoop:
             return sch.ResultRejected(
                 a.task_id, delivered.lease_id, a.peer_id, figures.detail, figures.reason
             )
-        body = delivered.body.with_(measurement=figures)  # the rows show the derived figures
-        record = ResultRecord(
+        record = ResultRecord(  # the outputs show the derived figures, rendered from these at output time
             task_id=a.task_id,
             lease_id=delivered.lease_id,
             peer_id=a.peer_id,
             status="Complete",
             envelope=pack_envelope(delivered.envelope),
-            row=sch.result_row(task, body, "verified", utc_now()),
             samples=figures.samples_ms,
+            derived=pack_measurement(figures),
+            received=utc_now(),
         )
-        self._store.put_result(self._id, record, utc_now())
+        self._store.put_result(self._id, record)
         self.tally.accepted += 1
         self._record("accepted", a, "")
         median = figures.inference_ms.median

@@ -1,4 +1,9 @@
-"""A campaign's files: results.csv (seed columns first), results.json (raw samples), then report.html."""
+"""A campaign's files: results.csv (seed columns first), results.json (raw samples), then report.html.
+
+Every row is rendered at output time from a typed value (`scheduler.TaskResult`) built once per
+task from the store: the signed envelope with the measurement the submitter derived, or the task's
+ending as the scheduler holds it. No row is kept as text, and no figure is read back from one.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,12 @@ import scheduler as sch
 from node.errors import disk_errors, megabytes
 from node.submitter.render import render_html
 from node.submitter.store import ResultRecord
-from protocol import Envelope, ResultBody
+from protocol import Envelope, Measurement, ResultBody, TaskSpec, derive
 from protocol.codec import pack_body, unpack_body
 from scheduler.results.verifyrows import verify_columns
+
+Shown = tuple[dict[str, str], sch.TaskResult | None]
+"""One output row and the typed value it was rendered from (None: a capacity search's level row)."""
 
 
 def pack_envelope(envelope: Envelope) -> bytes:
@@ -22,90 +30,110 @@ def pack_envelope(envelope: Envelope) -> bytes:
     return pack_body(envelope)
 
 
+def pack_measurement(measurement: Measurement) -> bytes:
+    """How the store keeps the measurement the submitter derived from a result's raw parts."""
+    return pack_body(measurement)
+
+
 def result_body(record: ResultRecord) -> ResultBody | None:
-    """The signed body of a stored result (None for rows without one)."""
+    """The signed body of a stored result, as the worker sent it (None for rows without one)."""
     if record.envelope is None:
         return None
     envelope = unpack_body(record.envelope, Envelope)
     return unpack_body(envelope.payload, ResultBody)
 
 
+def task_results(
+    scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str, campaign: sch.Campaign
+) -> list[sch.TaskResult]:
+    """Each task's typed value, in task order: a stored result with its derived measurement (derived
+    again for a result stored before it was kept), else the task's ending stamped `created_utc`."""
+    stored = {r.task_id: r for r in results}
+    return [
+        task_result(task, campaign.jobs[task.job_index].spec, stored.get(task.task_id), created_utc)
+        for task in scheduler.tasks()
+    ]
+
+
+def task_result(
+    task: sch.TaskView, spec: TaskSpec, record: ResultRecord | None, created_utc: str
+) -> sch.TaskResult:
+    """One task's typed value: its stored result with the derived measurement, else its ending.
+
+    A result stored before the derived measurement was kept is derived again from its raw parts
+    (`protocol.derive` is pure, and an accepted result derives again to the bit), in the store's
+    packed form so that its files come out as a kept one's would.
+    """
+    body = result_body(record) if record is not None else None
+    if record is None or body is None:
+        return sch.ended(task, created_utc)
+    kept = record.derived if record.derived is not None else pack_measurement(_derived_again(body, spec))
+    derived = unpack_body(kept, Measurement)
+    return sch.measured(task, body, derived, record.samples, record.received or created_utc)
+
+
+def _derived_again(body: ResultBody, spec: TaskSpec) -> Measurement:
+    """A result stored before the derived measurement was kept, derived again; one whose raw parts
+    no longer derive (stored before the submitter derived figures at all) is shown as it was then."""
+    try:
+        return derive(body.measurement, spec)
+    except (ValueError, ArithmeticError, IndexError):
+        return body.measurement
+
+
 def campaign_rows(
-    scheduler: sch.Scheduler,
-    results: Sequence[ResultRecord],
-    created_utc: str,
-    campaign: sch.Campaign | None = None,
-) -> list[tuple[dict[str, str], ResultRecord | None]]:
-    """One row per task, in task order: stored results as they arrived, endings for the rest; with
-    `campaign`, each fleet job's member rows get their fleet columns and its merged row comes last."""
-    rows = _task_rows(scheduler, results, created_utc)
-    return rows if campaign is None else with_fleet_rows(rows, scheduler, campaign, created_utc)
+    scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str, campaign: sch.Campaign
+) -> list[Shown]:
+    """One row per task, in task order, rendered from its typed value; a capacity search's level rows
+    follow its row; each fleet job's member rows get their fleet columns and its merged row comes last."""
+    rows: list[Shown] = []
+    peers = {p.peer_id: p for p in scheduler.snapshot().peers}
+    for result in task_results(scheduler, results, created_utc, campaign):
+        plain = sch.row_of(result)
+        marks = verify_columns(result.task, peers.get(result.task.peer_id or ""))  # settled after storing
+        rows.append(({**plain, **marks}, result))
+        found = result.measurement.capacity if result.measurement is not None else None
+        if found is not None:  # a capacity search: one row per level after its Capacity row
+            rows.extend((level, None) for level in sch.level_rows(plain, found))
+    return with_fleet_rows(rows, campaign, created_utc)
 
 
-def with_fleet_rows(
-    rows: list[tuple[dict[str, str], ResultRecord | None]],
-    scheduler: sch.Scheduler,
-    campaign: sch.Campaign,
-    created_utc: str,
-) -> list[tuple[dict[str, str], ResultRecord | None]]:
+def with_fleet_rows(rows: list[Shown], campaign: sch.Campaign, created_utc: str) -> list[Shown]:
     """The rows with every fleet job's members completed and its merged row appended
     (`scheduler.fleet_rows`: derived from the members' raw records, never from their figures)."""
     members: dict[int, list[sch.Member]] = {}
-    for task, (row, record) in zip(scheduler.tasks(), rows, strict=False):
-        if sch.is_fleet(campaign.jobs[task.job_index].spec.generate):
-            body = result_body(record) if record is not None else None
-            generation = body.measurement.generation if body is not None else None
-            members.setdefault(task.job_index, []).append(sch.Member(task, row, generation))
+    for row, result in rows:
+        if result is not None and sch.is_fleet(campaign.jobs[result.task.job_index].spec.generate):
+            generation = result.measurement.generation if result.measurement is not None else None
+            members.setdefault(result.task.job_index, []).append(sch.Member(result.task, row, generation))
     if not members:
         return rows
     updated, merged = sch.fleet_rows(campaign.jobs, members, created_utc)
-    kept = [(updated.get(row["JobId"], row), record) for row, record in rows]
-    return kept + [(row, None) for row in merged]
+    kept = [(updated.get(row["JobId"], row), result) for row, result in rows]
+    groups = [(i, g) for i, g in sorted(members.items()) if campaign.jobs[i].spec.generate is not None and g]
+    figures = [
+        sch.TaskResult(group[0].task, created_utc, merged=sch.merged_stats(campaign.jobs[i], group))
+        for i, group in groups
+    ]
+    return kept + list(zip(merged, figures, strict=True))
 
 
-def _task_rows(
-    scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str
-) -> list[tuple[dict[str, str], ResultRecord | None]]:
-    """One row per task, in task order: stored results as they arrived, endings for the rest; a
-    capacity search's level rows (no raw samples or signed part of their own) follow its row."""
-    stored = {r.task_id: r for r in results}
-    peers = {p.peer_id: p for p in scheduler.snapshot().peers}
-    rows: list[tuple[dict[str, str], ResultRecord | None]] = []
-    for task in scheduler.tasks():
-        record = stored.get(task.task_id)
-        marks = verify_columns(task, peers.get(task.peer_id or ""))  # settled after the row was stored
-        if record is not None:
-            rows.append(({**record.row, **marks}, record))
-            body = result_body(record)
-            found = body.measurement.capacity if body is not None else None
-            if found is not None:  # a capacity search: one row per level after its Capacity row
-                rows.extend((level, None) for level in sch.level_rows(record.row, found))
-            continue
-        status = task.status or sch.Status.FAILED
-        detail = task.detail or ("" if task.ended else f"still {task.state.value} when the campaign stopped")
-        if task.reasons:
-            detail = f"{detail}: {'; '.join(task.reasons)}" if detail else "; ".join(task.reasons)
-        rows.append(
-            ({**sch.failure_row(task, status, task.failure_reason, detail, created_utc), **marks}, None)
-        )
-    return rows
-
-
-def results_document(
-    campaign_id: str, campaign: sch.Campaign, rows: Sequence[tuple[dict[str, str], ResultRecord | None]]
-) -> dict[str, Any]:
-    """results.json: every row with its raw samples and, for a measured task, the signed device and
-    measurement (everything report.html draws)."""
+def results_document(campaign_id: str, campaign: sch.Campaign, rows: Sequence[Shown]) -> dict[str, Any]:
+    """results.json: every row with its raw samples and, for a measured task, the signed device and the
+    measurement the submitter derived (everything report.html draws); a fleet's merged row with the
+    end-to-end figures of its merged records."""
     document: dict[str, Any] = sch.results_document(
-        campaign_id, campaign, ((row, record.samples if record else ()) for row, record in rows)
+        campaign_id, campaign, ((row, result.samples_ms if result else ()) for row, result in rows)
     )
-    for entry, (_, record) in zip(document["results"], rows, strict=True):
-        body = result_body(record) if record is not None else None
+    for entry, (_, result) in zip(document["results"], rows, strict=True):
+        body = result.body if result is not None else None
         entry["signed"] = None if body is None else {
             "worker": body.worker,
             "device": body.device.model_dump(mode="json"),
             "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
         }  # fmt: skip
+        if result is not None and result.merged is not None:
+            entry["merged"] = {"e2e_ms": result.merged.e2e_ms.model_dump(mode="json")}
     return document
 
 

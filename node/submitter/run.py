@@ -270,9 +270,8 @@ async def _run(
 def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
     """Write the ended campaign's files (`DiskFull` when its folder's disk is full) and sum it up."""
     files = write_out(run, store)
-    results = store.results(run.campaign_id)
-    medians = {
-        r.task_id: float(r.row["InferenceMsMedian"]) for r in results if r.row.get("InferenceMsMedian")
+    medians = {  # each accepted result's median of its derived measurement, as the scheduler heard it
+        t.task_id: t.progress.median_ms for t in run.scheduler.tasks() if t.progress.median_ms is not None
     }
     return Outcome(run.campaign_id, files, tuple(run.scheduler.tasks()), tally, medians, shortfall)
 

@@ -1,4 +1,13 @@
-"""The submitter's campaign store: SQLite, written as results arrive, so a campaign survives a crash."""
+"""The submitter's campaign store: SQLite, written as results arrive, so a campaign survives a crash.
+
+A result is kept as what it is made of, never as rendered text: the worker's signed envelope, its
+raw samples, the measurement the submitter derived from its raw parts when it accepted it, and when
+it was received. Every output rebuilds its rows from these (`node.submitter.outputs`). A store
+written before the derived measurement was kept still opens: those results keep a text row in the
+`row` column, which nothing reads but its `CreatedUtc`; their figures are derived again from the
+envelope. A fleet member's offer spec (its signed deal) is kept too, so that a lease reclaimed after
+a restart is checked against the deal that member signed.
+"""
 
 from __future__ import annotations
 
@@ -42,6 +51,7 @@ CREATE TABLE IF NOT EXISTS results (
     row         TEXT NOT NULL,
     samples     TEXT NOT NULL,
     received    TEXT NOT NULL,
+    derived     BLOB,
     PRIMARY KEY (campaign_id, task_id)
 );
 CREATE TABLE IF NOT EXISTS peer_records (
@@ -49,6 +59,13 @@ CREATE TABLE IF NOT EXISTS peer_records (
     agreed      INTEGER NOT NULL,
     disagreed   INTEGER NOT NULL,
     streak      INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS offers (
+    campaign_id TEXT NOT NULL,
+    task_id     TEXT NOT NULL,
+    peer_id     TEXT NOT NULL,
+    spec        BLOB NOT NULL,
+    PRIMARY KEY (campaign_id, task_id, peer_id)
 );
 CREATE TABLE IF NOT EXISTS cancels (
     campaign_id TEXT PRIMARY KEY,
@@ -136,15 +153,24 @@ class CampaignRecord:
 
 @dataclass(frozen=True)
 class ResultRecord:
-    """One task's final outcome as the submitter stored it."""
+    """One task's accepted result as the submitter stored it.
+
+    Attributes:
+        envelope: the worker's signed envelope (`outputs.pack_envelope`).
+        samples: the raw inference samples (ms).
+        derived: the measurement the submitter derived from the envelope's raw parts
+            (`outputs.pack_measurement`); None for a result stored before it was kept.
+        received: when it was stored (ISO 8601): its rows' CreatedUtc.
+    """
 
     task_id: str
     lease_id: str
     peer_id: str
     status: str
     envelope: bytes | None
-    row: Mapping[str, str]
     samples: tuple[float, ...]
+    derived: bytes | None = None
+    received: str = ""
 
 
 class CampaignStore:
@@ -157,6 +183,7 @@ class CampaignStore:
         with self._connect() as db:
             db.executescript(_SCHEMA)
             _add_columns(db)
+            _add_derived(db)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -218,11 +245,12 @@ class CampaignStore:
             rows = db.execute(f"SELECT {_COLUMNS} FROM campaigns ORDER BY created_utc DESC").fetchall()
         return [_campaign(r) for r in rows]
 
-    def put_result(self, campaign_id: str, result: ResultRecord, received_utc: str) -> bool:
+    def put_result(self, campaign_id: str, result: ResultRecord) -> bool:
         """Store a task's outcome once; False if the task already has one (nothing is overwritten)."""
         with self._connect() as db:
             cur = db.execute(
-                "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO results (campaign_id, task_id, lease_id, peer_id, status, "
+                "envelope, row, samples, received, derived) VALUES (?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
                 (
                     campaign_id,
                     result.task_id,
@@ -230,9 +258,9 @@ class CampaignStore:
                     result.peer_id,
                     result.status,
                     result.envelope,
-                    json.dumps(dict(result.row)),
                     json.dumps(list(result.samples)),
-                    received_utc,
+                    result.received,
+                    result.derived,
                 ),
             )
             return cur.rowcount == 1
@@ -241,12 +269,12 @@ class CampaignStore:
         """Every stored outcome of a campaign, in task order."""
         with self._connect() as db:
             rows = db.execute(
-                "SELECT task_id, lease_id, peer_id, status, envelope, row, samples FROM results "
-                "WHERE campaign_id = ? ORDER BY task_id",
+                "SELECT task_id, lease_id, peer_id, status, envelope, samples, derived, received, row "
+                "FROM results WHERE campaign_id = ? ORDER BY task_id",
                 (campaign_id,),
             ).fetchall()
         return [
-            ResultRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), tuple(json.loads(r[6])))
+            ResultRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], _received(r[7], r[8]))
             for r in rows
         ]
 
@@ -270,6 +298,22 @@ class CampaignStore:
                     (peer, record.agreed, record.disagreed, record.streak),
                 )
 
+    def put_offer(self, campaign_id: str, task_id: str, peer_id: str, spec: bytes) -> None:
+        """Keep the spec a task was offered to a peer with (a fleet member's: its signed deal)."""
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO offers VALUES (?, ?, ?, ?)", (campaign_id, task_id, peer_id, spec)
+            )
+
+    def offer(self, campaign_id: str, task_id: str, peer_id: str) -> bytes | None:
+        """The spec last offered to `peer_id` for the task, if one was kept."""
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT spec FROM offers WHERE campaign_id = ? AND task_id = ? AND peer_id = ?",
+                (campaign_id, task_id, peer_id),
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
     def request_cancel(self, campaign_id: str, requested_utc: str) -> None:
         """Ask whoever runs the campaign (now or on resume) to cancel it."""
         with self._connect() as db:
@@ -286,6 +330,7 @@ class CampaignStore:
         with self._connect() as db:
             db.execute("DELETE FROM results")
             db.execute("DELETE FROM cancels")
+            db.execute("DELETE FROM offers")
             db.execute("DELETE FROM campaigns")
 
 
@@ -303,6 +348,26 @@ def _add_columns(db: sqlite3.Connection) -> None:
 
 
 _COLUMNS: Final = "id, name, created_utc, source, text, models, snapshot, status, out_dir, swarm, submitter"
+
+
+def _add_derived(db: sqlite3.Connection) -> None:
+    """Give a store written before the derived measurement was kept its `derived` column."""
+    if "derived" in {r[1] for r in db.execute("PRAGMA table_info(results)")}:
+        return
+    try:
+        db.execute("ALTER TABLE results ADD COLUMN derived BLOB")
+    except sqlite3.OperationalError as exc:  # another process opening the store added it first
+        if "duplicate column" not in str(exc):
+            raise
+
+
+def _received(received: str, legacy_row: str) -> str:
+    """When a result was stored: a result kept with a text row (an older store) keeps that row's
+    CreatedUtc, the one its files were first written with."""
+    if legacy_row in ("", "{}"):
+        return received
+    created = json.loads(legacy_row).get("CreatedUtc", "")
+    return created if isinstance(created, str) and created else received
 
 
 def _campaign(row: tuple[Any, ...]) -> CampaignRecord:

@@ -77,6 +77,15 @@ def _lost(members: Sequence[Member]) -> list[str]:
     ]
 
 
+def merged_stats(job: Job, members: Sequence[Member]) -> GenerationStats:
+    """The fleet's figures: every measured member's raw records summarized together."""
+    spec = job.spec.generate
+    assert spec is not None
+    measured = [m.generation for m in members if m.generation is not None]
+    records = [r for g in measured for r in g.records]
+    return summarize_generation(records, max((g.wall_s for g in measured), default=0.0), spec)
+
+
 def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[str, str]:
     """The fleet's merged row, derived from every measured member's raw records together."""
     spec = job.spec.generate
@@ -84,7 +93,7 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
     assert members
     measured = [m.generation for m in members if m.generation is not None]
     records = [r for g in measured for r in g.records]
-    stats = summarize_generation(records, max((g.wall_s for g in measured), default=0.0), spec)
+    stats = merged_stats(job, members)
     size, lost = len(members), _lost(members)
     first = members[0].task
     row = dict.fromkeys(CSV_COLUMNS, "")
@@ -138,4 +147,4 @@ def fleet_rows(
     return updated, merged
 
 
-__all__ = ["Member", "fleet_columns", "fleet_rows", "member_row", "merged_row"]
+__all__ = ["Member", "fleet_columns", "fleet_rows", "member_row", "merged_row", "merged_stats"]

@@ -60,17 +60,54 @@ def _device_columns(device: DeviceProfile) -> dict[str, str]:
     }
 
 
+def seed_figures(m: Measurement) -> dict[str, float]:
+    """The seeds' measurement columns as numbers, from a derived measurement (the REST API's result)."""
+    return {
+        "LoadMsMedian": m.load_ms.median,
+        "LoadMsAverage": m.load_ms.mean,
+        "LoadMsStdDev": m.load_ms.stddev,
+        "PeakLoadRamUsage": m.peak_load_ram_mb,
+        "InferenceMsMedian": m.inference_ms.median,
+        "InferenceMsAverage": m.inference_ms.mean,
+        "InferenceMsStdDev": m.inference_ms.stddev,
+        "PeakInferenceRamUsage": m.peak_inference_ram_mb,
+    }
+
+
+Figure = float | bool | str | tuple[str, ...] | None
+"""A figure as the REST API and the dashboard get it: a number, a flag, text or a list, never a cell."""
+
+
+def shown_figures(m: Measurement) -> dict[str, Figure]:
+    """The figures the dashboard draws, by column name, typed, from a derived measurement: the seeds'
+    columns, the inference percentiles, stability, throttling and a generate task's lead figures."""
+    inference, g, sustained = m.inference_ms, m.generation, m.sustained
+    figures: dict[str, Figure] = {**seed_figures(m)}
+    figures |= {
+        "InferenceMsMin": inference.min,
+        "InferenceMsMax": inference.max,
+        "InferenceMsP90": inference.p90,
+        "InferenceMsP95": inference.p95,
+        "InferenceMsP99": inference.p99,
+        "Unstable": m.unstable,
+        "UnstableReasons": m.unstable_reasons,
+        "Throttled": sustained.throttled if sustained is not None else None,
+        "ThrottleCauses": tuple(c.value for c in sustained.causes) if sustained is not None else (),
+        "ThrottleDetail": sustained.detail if sustained is not None else "",
+        "TtftMsMedian": g.ttft_ms.median if g is not None else None,
+        "TpotMsMedian": g.tpot_ms.median if g is not None else None,
+        "ItlMsP99": g.itl_ms.p99 if g is not None else None,
+        "DecodeTokPerS": g.decode_tok_per_s if g is not None else None,
+        "RougeL": g.rouge.rouge_l if g is not None and g.rouge is not None else None,
+        "E2eMsMedian": g.e2e_ms.median if g is not None else None,
+    }
+    return figures
+
+
 def _measurement_columns(m: Measurement) -> dict[str, str]:
     inference = m.inference_ms
-    columns = {
-        "LoadMsMedian": cell("LoadMsMedian", m.load_ms.median),
-        "LoadMsAverage": cell("LoadMsAverage", m.load_ms.mean),
-        "LoadMsStdDev": cell("LoadMsStdDev", m.load_ms.stddev),
-        "PeakLoadRamUsage": cell("PeakLoadRamUsage", m.peak_load_ram_mb),
-        "InferenceMsMedian": cell("InferenceMsMedian", inference.median),
-        "InferenceMsAverage": cell("InferenceMsAverage", inference.mean),
-        "InferenceMsStdDev": cell("InferenceMsStdDev", inference.stddev),
-        "PeakInferenceRamUsage": cell("PeakInferenceRamUsage", m.peak_inference_ram_mb),
+    columns = {name: cell(name, value) for name, value in seed_figures(m).items()}
+    columns |= {
         "LoadMsFirst": cell("LoadMsFirst", m.load_first_ms),
         "InferenceMsFirst": cell("InferenceMsFirst", m.first_inference_ms),
         "InferenceMsMin": cell("InferenceMsMin", inference.min),

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.procs import SARK, Proc
+from lab.sse_server import scheduled, serve_sse
 
 from e2e.conftest import MODEL, Swarm, write_campaign
 
@@ -102,3 +103,36 @@ def test_cancel_from_another_process_stops_the_tasks_on_their_workers(swarm2: Sw
         shown = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         document = json.loads(shown.stdout)
         assert document.get("campaigns", [document])[0]["status"] == "cancelled", shown.stdout
+
+
+def test_a_resumed_fleet_checks_its_reclaimed_members_against_the_deals_they_signed(
+    swarm2: Swarm, tmp_path: Path
+) -> None:
+    """A fleet of two whose submitter is killed once both members hold their leases: `--resume`
+    reclaims them and checks their records against the deals kept in the store (before, a reclaimed
+    member was refused `internal`, its deal unknown, and the fleet lost it)."""
+    script = lambda body, attempt: scheduled(["The", " fox"], first_s=0.02, every_s=0.005)  # noqa: E731
+    allow = ("--allow-http", "--allow-network", "127.0.0.0/8")
+    with serve_sse(script) as server:
+        generate = {"prompts": "builtin:summaries", "max_new_tokens": 2, "request_rate": 10, "duration_s": 6}
+        job = {"endpoint": {"url": server.url, "model": "scripted"}, "generate": generate}
+        campaign = tmp_path / "fleet.yaml"
+        campaign.write_text(
+            json.dumps({"name": "fleet", "jobs": [{**job, "fleet": {"workers": 2, "seed": 3}}]})
+        )
+        submitter = swarm2.start_submit("submit", str(campaign), "--wait-peers", "2", *allow)
+        campaign_id = _wait(submitter, "campaign")["campaign"]
+        _wait(submitter, "committed")
+        _wait(submitter, "committed")
+        swarm2.lab.kill(submitter)
+        done = swarm2.run("submit", "--resume", campaign_id, "--json", "--wait-peers", "2", *allow)
+        sent = len([s for s in server.seen if s.path.endswith("/chat/completions")])
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [t["state"] for t in outcome["tasks"]] == ["done", "done"], [
+        (t["detail"], t["reasons"]) for t in outcome["tasks"]
+    ]
+    rows = _rows(outcome["files"]["csv"])
+    [merged] = [r for r in rows if r["ComputeUnits"] == "Endpoint (fleet)"]
+    assert (merged["Status"], merged["FleetLost"]) == ("Complete", "")
+    assert int(merged["Requests"]) == sent  # every dealt request the server saw, verified

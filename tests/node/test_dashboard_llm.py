@@ -16,6 +16,8 @@ from typing import Any, Final
 import pytest
 from test_http_dashboard import CHROMIUM, STRIP, Cdp, page
 
+from protocol import Measurement
+from scheduler import shown_figures
 from scheduler.llmview import E2E, LLM_FIGURES
 
 pytestmark = [
@@ -31,7 +33,7 @@ DRAW = """
 ((doc) => {
   const tasks = doc.results.map(r => ({task_id: r.row.JobId, compute_unit: r.row.ComputeUnits,
     device_name: r.row.DeviceName, state: r.row.Status === "Complete" ? "done" : "unschedulable"}));
-  for (const r of doc.results) if (r.row.Status === "Complete") rows.set(r.row.JobId, r.row);
+  for (const r of doc.results) if (r.row.Status === "Complete") rows.set(r.row.JobId, r.figures);
   const campaign = {campaign_id: doc.campaign_id, tasks};
   renderGeneration(campaign);
   renderMatrix(campaign);
@@ -50,7 +52,16 @@ DRAW = """
 """
 
 
+def _with_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """Each measured result with the typed figures `/api/jobs/{id}` gives the dashboard."""
+    for r in document["results"]:
+        signed = r.get("signed")
+        r["figures"] = shown_figures(Measurement.model_validate(signed["measurement"])) if signed else None
+    return document
+
+
 async def _drawn(page: Cdp, document: dict[str, Any]) -> dict[str, Any]:
+    document = json.loads(json.dumps(_with_figures(document)))
     await page.open(DASHBOARD.as_uri(), 30)  # no server behind it: the page's own fetches fail, quietly
     drawn: dict[str, Any] = json.loads(await page.evaluate(f"({DRAW % STRIP})({json.dumps(document)})"))
     return drawn

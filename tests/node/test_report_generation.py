@@ -41,10 +41,15 @@ def _document() -> dict[str, Any]:
                     "DeviceName": "box<1>",
                     "ComputeUnits": "CPU (PyTorch)",
                     "JobId": "c-job-0-0",
-                    "Unstable": "True",
-                    "UnstableReasons": "TPOT stddev is 40.0% of the mean (>= 10%)",
+                    "Unstable": "False",  # the cells are not read: the verdict is the measurement's
                 },
-                "signed": {"measurement": {"generation": stats.model_dump(mode="json")}},
+                "signed": {
+                    "measurement": {
+                        "generation": stats.model_dump(mode="json"),
+                        "unstable": True,
+                        "unstable_reasons": ["TPOT stddev is 40.0% of the mean (>= 10%)"],
+                    }
+                },
             },
             {"row": {"DeviceName": "other"}, "signed": None},
         ]

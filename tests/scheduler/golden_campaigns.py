@@ -2,7 +2,8 @@
 
 Each campaign is a real `Scheduler` played to its end by the harness's `Node` (no swarm), and a
 store's `ResultRecord` per completed task: the worker's body signed with a fixed key (Ed25519 is
-deterministic) and its row made as the submitter makes it (`scheduler.result_row`). The write path
+deterministic) and the measurement kept as the submitter derived it (the golden measurements are
+taken as derived). The write path
 (`node.submitter.outputs.write_outputs`) turns them into results.csv and results.json, byte for byte
 the same on every run.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from scheduler_harness import SHA, Node, cpu_fleet, profile
 
 import scheduler as sch
-from node.submitter.outputs import pack_envelope
+from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import ResultRecord
 from protocol import (
     DOMAIN_RESULT,
@@ -151,8 +152,9 @@ def _stored(campaign_id: str, task: sch.TaskView, measurement: Measurement) -> R
         peer_id=task.peer_id,
         status="Complete",
         envelope=pack_envelope(seal(body, DOMAIN_RESULT, WORKER_KEY)),
-        row=sch.result_row(task, body, "verified", CREATED),
         samples=measurement.samples_ms,
+        derived=pack_measurement(measurement),
+        received=CREATED,
     )
 
 

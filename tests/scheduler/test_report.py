@@ -15,6 +15,7 @@ from scheduler.report import (
     job_index_of,
     latency_matrices,
 )
+from scheduler.results import COLUMNS
 from scheduler.significance import mann_whitney
 
 # Reference values from scipy.stats.mannwhitneyu(a, b, method="asymptotic") (continuity and tie corrected).
@@ -94,20 +95,38 @@ def _entry(
     )
 
 
-def test_entry_of_reads_the_row_and_the_signed_parts() -> None:
-    row = _row("box", "CPU (ONNX)", 2.0) | {
-        "Unstable": "True",
-        "UnstableReasons": "a;b",
-        "LoadMsMedian": "5.5",
-    }
-    entry = entry_of(row, [1.0, 2.0, 3.0])
+def _measurement(median: float = 2.0) -> Measurement:
+    stats = Stats(n=3, min=1, max=3, mean=2, median=median, stddev=1, p90=3, p95=3, p99=3, cv=0.5)
+    return Measurement(
+        compute_unit=ComputeUnit.CPU_ONNX,
+        load_ms=stats.with_(median=5.5),
+        load_first_ms=4.0,
+        first_inference_ms=3.0,
+        warmups_used=1,
+        inference_ms=stats,
+        process_medians_ms=(1.9, 2.1),
+        process_spread_pct=10.0,
+        unstable=True,
+        unstable_reasons=("a", "b"),
+        peak_load_ram_mb=10.0,
+        peak_inference_ram_mb=11.0,
+        cpu_cores_used=1.0,
+    )
+
+
+def _measured(device: str, unit: str, median: float, *, job: int = 0) -> ReportEntry:
+    return entry_of(_row(device, unit, median, job=job), [], measurement=_measurement(median))
+
+
+def test_entry_of_takes_who_from_the_row_and_every_figure_from_the_typed_value() -> None:
+    entry = entry_of(_row("box", "CPU (ONNX)", 2.0), [1.0, 2.0, 3.0], measurement=_measurement())
     assert (entry.device, entry.unit, entry.median_ms, entry.load_ms_median) == (
         "box",
         "CPU (ONNX)",
         2.0,
         5.5,
     )
-    assert entry.process_medians_ms == (2.0, 2.02)
+    assert entry.process_medians_ms == (1.9, 2.1)
     assert entry.unstable
     assert entry.unstable_reasons == ("a", "b")
     assert entry.samples_ms == (1.0, 2.0, 3.0)
@@ -118,20 +137,24 @@ def test_entry_of_reads_the_row_and_the_signed_parts() -> None:
     assert failed.detail == "no_feasible_peer"
 
 
-def _measurement() -> Measurement:
-    stats = Stats(n=3, min=1, max=3, mean=2, median=2, stddev=1, p90=3, p95=3, p99=3, cv=0.5)
-    return Measurement(
-        compute_unit=ComputeUnit.CPU_ONNX,
-        load_ms=stats,
-        load_first_ms=4.0,
-        first_inference_ms=3.0,
-        warmups_used=1,
-        inference_ms=stats,
-        process_medians_ms=(1.9, 2.1),
-        peak_load_ram_mb=10.0,
-        peak_inference_ram_mb=11.0,
-        cpu_cores_used=1.0,
+def test_no_figure_is_parsed_back_from_a_row_cell() -> None:
+    """Every numeric cell of the row is garbage (or a lie): the entry's figures are the typed value's."""
+    lies = {"Unstable": "False", "UnstableReasons": "lies", "Throttled": "True", "ThrottleCauses": "thermal"}
+    row = _row("box", "CPU (ONNX)", 2.0) | {c.name: "999.999" for c in COLUMNS if c.form} | lies
+    entry = entry_of(row, [], measurement=_measurement())
+    assert entry == entry_of(_row("box", "CPU (ONNX)", 2.0), [], measurement=_measurement())
+    assert (entry.median_ms, entry.process_spread_pct, entry.peak_inference_ram_mb) == (2.0, 10.0, 11.0)
+    assert (entry.unstable, entry.unstable_reasons, entry.throttled) == (True, ("a", "b"), "")
+    garbage = row | {c.name: "not a number" for c in COLUMNS if c.form}
+    assert entry_of(garbage, [], measurement=_measurement()) == entry
+    bare = entry_of(row, [])  # no typed value: no figure at all, whatever the cells say
+    assert (bare.median_ms, bare.load_ms_median, bare.process_medians_ms, bare.unstable) == (
+        None,
+        None,
+        (),
+        False,
     )
+    assert not bare.complete
 
 
 def test_entries_from_a_results_document_take_the_device_fingerprint() -> None:
@@ -166,8 +189,8 @@ def test_entries_from_a_results_document_take_the_device_fingerprint() -> None:
 
 def test_the_matrix_has_devices_down_units_across_and_the_unplaced_last() -> None:
     entries = [
-        entry_of(_row("b-box", "CPU (ONNX)", 2.0), [2.0]),
-        entry_of(_row("a-box", "CPU (ONNX)", 1.0), [1.0]),
+        _measured("b-box", "CPU (ONNX)", 2.0),
+        _measured("a-box", "CPU (ONNX)", 1.0),
         entry_of(_row("", "GPU (ONNX)", None, status="Unschedulable", job=1), []),
     ]
     (matrix,) = latency_matrices(entries)
@@ -185,10 +208,10 @@ def test_the_matrix_has_devices_down_units_across_and_the_unplaced_last() -> Non
 
 
 def test_two_jobs_on_one_unit_get_a_column_each_and_same_named_workers_a_row_each() -> None:
-    one = _row("box", "CPU (ONNX)", 1.0)
-    two = _row("box", "CPU (ONNX)", 2.0, job=1)
-    other = _row("box", "CPU (ONNX)", 3.0) | {"WorkerPeerId": "peer-other-abcdef"}
-    (matrix,) = latency_matrices([entry_of(one, []), entry_of(two, []), entry_of(other, [])])
+    one = _measured("box", "CPU (ONNX)", 1.0)
+    two = _measured("box", "CPU (ONNX)", 2.0, job=1)
+    other = _measured("box", "CPU (ONNX)", 3.0).with_(worker="peer-other-abcdef")
+    (matrix,) = latency_matrices([one, two, other])
     assert matrix.columns == ("CPU (ONNX) · job 0", "CPU (ONNX) · job 1")
     assert matrix.devices == ("box [abcdef]", "box [er-box]")
 
