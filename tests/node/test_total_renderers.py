@@ -304,7 +304,9 @@ def test_the_live_view_and_the_dashboards_json_return(numbers: Absurd) -> None:
     ]
     assert _text(task_table(views))
     for entry, view in zip(document["results"], views, strict=True):
-        shown = _strict(ApiJson({"result": result(entry["row"]), "task": task(view)}))
+        signed = entry.get("signed")
+        measurement = Measurement.model_validate(signed["measurement"]) if signed else None
+        shown = _strict(ApiJson({"result": result(entry["row"], measurement), "task": task(view)}))
         assert shown["result"]["row"] == entry["row"]
     signed = document["results"][0]["signed"]
     profile = DeviceProfile.model_validate(signed["device"])
