@@ -5,7 +5,8 @@ A scripted server (tests/lab/sse_server.py, threads, 127.0.0.1) sends the first 
 `[DONE]`. Each trial runs the same requests twice, back to back, order alternating: once through
 sark's endpoint client (`drivers.endpoint`: httpx on trio, SSE decoding, records) and once through a
 bare baseline (a raw trio socket that timestamps each read holding a content delta, no HTTP library,
-no parsing). TTFT and TPOT medians come from the records per protocol.FORMULAS:
+no parsing). Each side's CPU per request is its trio thread's CPU time (`time.thread_time`, the
+server's threads not counted) over the run, divided by the requests. TTFT and TPOT medians come from the records per protocol.FORMULAS:
 TPOT = (e2e - ttft) / (output_tokens - 1). The target: sark within 5 % + 2 ms of the schedule.
 Prints the figures; writes benchmarks/out/endpoint_overhead.json.
 
@@ -115,7 +116,9 @@ def main() -> int:
             figures: dict[str, dict[str, float | None]] = {}
             for who in order:
                 if who == "sark":
+                    cpu = time.thread_time()  # the server's threads are not counted: only trio's
                     run = run_endpoint(spec, server.url, deadline_s=120.0, options=EndpointOptions())
+                    cpu_ms = (time.thread_time() - cpu) * 1e3 / max(1, len(run.records))
                     ttft, tpot = _ttft_tpot(_of_records(run.records))
                     figures[who] = {
                         "ttft_ms": ttft,
@@ -123,11 +126,14 @@ def main() -> int:
                         "rtt_ms": run.rtt.connect_ms,
                         "client_overhead_ms": run.client_overhead_ms,
                         "read_overhead_ms": run.read_overhead_ms,
+                        "cpu_per_request_ms": cpu_ms,
                     }
                 else:
+                    cpu = time.thread_time()
                     bare = trio.run(_bare, port, args.requests, args.concurrency, args.tokens)
+                    cpu_ms = (time.thread_time() - cpu) * 1e3 / max(1, len(bare))
                     ttft, tpot = _ttft_tpot(bare)
-                    figures[who] = {"ttft_ms": ttft, "tpot_ms": tpot}
+                    figures[who] = {"ttft_ms": ttft, "tpot_ms": tpot, "cpu_per_request_ms": cpu_ms}
             trials.append(figures)
     return _report(args, trials)
 
@@ -142,17 +148,20 @@ def _report(args: argparse.Namespace, trials: list[dict[str, dict[str, float | N
         f" then {args.tokens - 1} x {args.every_ms:.0f} ms; {args.requests} requests"
         f" at concurrency {args.concurrency}, {args.trials} trials"
     )
-    columns = ("TTFT p50 ms", "TPOT p50 ms", "RTT ms", "parse/req ms")
-    print(f"{'trial':>5} {'who':>5} {columns[0]:>12} {columns[1]:>12} {columns[2]:>8} {columns[3]:>13}")
+    columns = ("TTFT p50 ms", "TPOT p50 ms", "RTT ms", "parse/req ms", "CPU/req ms")
+    print(
+        f"{'trial':>5} {'who':>5} {columns[0]:>12} {columns[1]:>12} {columns[2]:>8} {columns[3]:>13}"
+        f" {columns[4]:>11}"
+    )
     ok = True
     for i, figures in enumerate(trials):
         for who in ("sark", "bare"):
             f = figures[who]
             ttft, tpot = float(f["ttft_ms"] or 0), float(f["tpot_ms"] or 0)
-            rtt, parse = f.get("rtt_ms"), f.get("client_overhead_ms")
+            rtt, parse, cpu = f.get("rtt_ms"), f.get("client_overhead_ms"), f.get("cpu_per_request_ms")
             print(
                 f"{i:>5} {who:>5} {ttft:>12.2f} {tpot:>12.3f} {'' if rtt is None else f'{rtt:.3f}':>8}"
-                f" {'' if parse is None else f'{parse:.3f}':>13}"
+                f" {'' if parse is None else f'{parse:.3f}':>13} {'' if cpu is None else f'{cpu:.3f}':>11}"
             )
             if who == "sark":
                 ok = ok and _within(ttft, args.first_ms) and _within(tpot, args.every_ms)
