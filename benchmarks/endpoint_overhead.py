@@ -6,7 +6,8 @@ A scripted server (tests/lab/sse_server.py, threads, 127.0.0.1) sends the first 
 sark's endpoint client (`drivers.endpoint`: httpx on trio, SSE decoding, records) and once through a
 bare baseline (a raw trio socket that timestamps each read holding a content delta, no HTTP library,
 no parsing). Each side's CPU per request is its trio thread's CPU time (`time.thread_time`, the
-server's threads not counted) over the run, divided by the requests. TTFT and TPOT medians come from the records per protocol.FORMULAS:
+server's threads not counted) over the run, divided by the requests.
+TTFT and TPOT medians come from the records per protocol.FORMULAS:
 TPOT = (e2e - ttft) / (output_tokens - 1). The target: sark within 5 % + 2 ms of the schedule.
 Prints the figures; writes benchmarks/out/endpoint_overhead.json.
 

@@ -14,6 +14,7 @@ the Authorization header and is scrubbed from every detail.
 
 from __future__ import annotations
 
+import json
 import math
 import ssl
 import time
@@ -21,11 +22,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-import httpx
+import h11
 import trio
 
+from drivers.http1 import Connection, Origin, Pool, next_event, send_request
 from drivers.sse import SseDecoder, SseEvent, StreamFault, Usage, read_chunk
 from protocol import ChatMessage, ErrorKind, GenerateSpec, Prompt, RequestRecord
 
@@ -97,6 +99,10 @@ class Outcome:
     reasoning: str = ""
 
 
+class _Closed(Exception):
+    """The server closed a connection before it answered (a kept-alive one may be stale)."""
+
+
 class _Failed(Exception):
     """An attempt ended without a complete stream: the record's error kind and detail."""
 
@@ -130,22 +136,15 @@ def request_body(model: str, prompt: Prompt, spec: GenerateSpec) -> dict[str, ob
     return body
 
 
-def open_client(concurrency: int) -> httpx.AsyncClient:
-    """An HTTP client for one run: no proxies from the environment, no redirects, deadlines by cancel
-    scope; https verified against the platform's trust store (as `drivers.rtt`'s handshake and model
-    downloads are: `SSL_CERT_FILE` and `SSL_CERT_DIR` apply), not httpx's bundled one."""
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    return httpx.AsyncClient(
-        timeout=None,
-        trust_env=False,
-        follow_redirects=False,
-        limits=limits,
-        verify=ssl.create_default_context(),
-    )
+def open_client() -> Pool:
+    """The connections of one run (`drivers.http1`): keep-alive per server, no proxies from the
+    environment, no redirects, deadlines by cancel scope; https verified against the platform's trust
+    store (as `drivers.rtt`'s handshake and model downloads are: `SSL_CERT_FILE` and `SSL_CERT_DIR`)."""
+    return Pool()
 
 
 async def complete(
-    client: httpx.AsyncClient, server: Server, body: dict[str, object], *, deadline: float, retry: RetryPolicy
+    client: Pool, server: Server, body: dict[str, object], *, deadline: float, retry: RetryPolicy
 ) -> Outcome:
     """Send one request (retrying 429 and 5xx within `retry`) and measure it until `deadline` (trio time).
 
@@ -176,63 +175,103 @@ async def complete(
         return Outcome(record, tuple(attempt.parse_ns), retries, "".join(attempt.reasoning))
 
 
-async def _stream(
-    client: httpx.AsyncClient, server: Server, body: dict[str, object], attempt: Attempt
-) -> None:
-    """One attempt: send, check status and type, then decode and time every read."""
-    url, headers, extensions = _pinned(server)
+async def _stream(client: Pool, server: Server, body: dict[str, object], attempt: Attempt) -> None:
+    """One attempt: take a connection, send, check status and type, then time and decode every read.
+    A kept-alive connection the server closed meanwhile is replaced once by a fresh one."""
+    origin, target, headers = _pinned(server)
+    payload = json.dumps(body).encode()
+    conn: Connection | None = None
     try:
-        async with client.stream("POST", url, json=body, headers=headers, extensions=extensions) as response:
-            await _check_response(response)
-            await _read_events(response, attempt)
+        conn = await _connect(client, origin)
+        try:
+            event = await _send(conn, origin, target, headers, payload, attempt)
+        except _STALE:
+            if not conn.reused:
+                raise
+            await conn.aclose()
+            conn = await _connect(client, origin, fresh=True)
+            event = await _send(conn, origin, target, headers, payload, attempt)
+        await _check_response(conn, event)
+        await _read_events(conn, attempt)
     except StreamFault as exc:
         raise _Failed(exc.kind, exc.detail) from exc
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        raise _Failed("connect", f"cannot connect: {_cause(exc)}") from exc
-    except (httpx.HTTPError, httpx.StreamError, OSError) as exc:
+    except _Closed as exc:
+        raise _Failed("stream_error", str(exc)) from exc
+    except h11.ProtocolError as exc:
+        raise _Failed("stream_error", f"not HTTP/1.1: {_cause(exc)}") from exc
+    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         raise _Failed("stream_error", f"the connection broke: {_cause(exc)}") from exc
+    finally:
+        if conn is not None:
+            with trio.CancelScope(shield=True):
+                await client.give(origin, conn)
 
 
-async def _check_response(response: httpx.Response) -> None:
+_STALE: Final = (OSError, trio.BrokenResourceError, h11.ProtocolError, _Closed)
+
+
+async def _connect(client: Pool, origin: Origin, *, fresh: bool = False) -> Connection:
+    try:
+        return await client.take(origin, fresh=fresh)
+    except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
+        raise _Failed("connect", f"cannot connect: {_cause(exc)}") from exc
+
+
+async def _send(
+    conn: Connection,
+    origin: Origin,
+    target: str,
+    headers: list[tuple[str, str]],
+    payload: bytes,
+    attempt: Attempt,
+) -> h11.Response:
+    """Write the request (the clock starts at its first byte) and read the response's head."""
+    attempt.sent_ns = await send_request(conn, origin, target, headers, payload)
+    event, _ = await next_event(conn)
+    if not isinstance(event, h11.Response):
+        raise _Closed(f"the server answered {type(event).__name__} instead of a response")
+    return event
+
+
+async def _check_response(conn: Connection, response: h11.Response) -> None:
+    content_type = _header(response, b"content-type")
     if response.status_code != 200:
-        text = (await _head(response)).decode("utf-8", "replace").strip()
+        text = (await _head(conn)).decode("utf-8", "replace").strip()
         kind = _status_kind(response.status_code)
         detail = f"HTTP {response.status_code}: {text[:200]!r}"
-        raise _Failed(kind, detail, response.status_code, response.headers.get("retry-after"))
-    content_type = response.headers.get("content-type", "")
+        raise _Failed(kind, detail, response.status_code, _header(response, b"retry-after") or None)
     if not content_type.lower().startswith("text/event-stream"):
-        text = (await _head(response)).decode("utf-8", "replace").strip()
+        text = (await _head(conn)).decode("utf-8", "replace").strip()
         raise _Failed("not_sse", f"content-type {content_type[:80]!r}, body starts {text[:120]!r}")
 
 
-async def _read_events(response: httpx.Response, attempt: Attempt) -> None:
-    """Decode and time every read until `[DONE]`, a fault, or the end of the body.
+def _header(response: h11.Response, name: bytes) -> str:
+    for key, value in response.headers:
+        if key == name:
+            return value.decode("latin-1")
+    return ""
 
-    The loop is never left by `break` or `raise`: httpx 0.28's nested async generators would be
-    abandoned, which trio reports when they are collected (encode/httpx#3686). A cancel makes them
-    unwind instead: at once on a fault, after a short grace that lets the body end on `[DONE]`.
-    """
+
+async def _read_events(conn: Connection, attempt: Attempt) -> None:
+    """Decode every read until the body ends: each is stamped when its bytes arrived (`drivers.http1`),
+    then parsed. After `[DONE]` the body has `DRAIN_S` to end, or the connection is dropped."""
     decoder, received = SseDecoder(), 0
-    fault: _Failed | None = None
-    with trio.CancelScope() as reading:
-        async for raw in response.aiter_bytes():
-            if fault is not None or attempt.done:
-                continue  # draining until the body ends or the scope fires
-            arrived = time.perf_counter_ns()
-            received += len(raw)
-            try:
-                _take(decoder.feed(raw), attempt, arrived)
-            except StreamFault as exc:
-                fault = _Failed(exc.kind, exc.detail)
+    drain = trio.CancelScope()
+    with drain:
+        while True:
+            event, arrived = await next_event(conn)
+            if not isinstance(event, h11.Data):
+                return
+            started = time.perf_counter_ns()
+            received += len(event.data)
             if received > MAX_BODY_BYTES:
-                fault = _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
-            attempt.parse_ns.append(time.perf_counter_ns() - arrived)
-            if fault is not None:
-                reading.cancel()
-            elif attempt.done:
-                reading.deadline = trio.current_time() + DRAIN_S
-    if fault is not None:
-        raise fault
+                raise _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
+            was_done = attempt.done
+            _take(decoder.feed(bytes(event.data)), attempt, arrived)
+            attempt.parse_ns.append(time.perf_counter_ns() - started)
+            if attempt.done and not was_done:
+                drain.deadline = trio.current_time() + DRAIN_S
+    # the drain ran out: the connection is left mid-body and `Pool.give` closes it
 
 
 def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
@@ -252,14 +291,14 @@ def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
         attempt.finished = attempt.finished or chunk.finished
 
 
-async def _head(response: httpx.Response, limit: int = 2048) -> bytes:
+async def _head(conn: Connection, limit: int = 2048) -> bytes:
     """The first bytes of a body that is not the stream we asked for (for the error detail)."""
     head = b""
-    with trio.CancelScope() as reading:  # a cancel, not a break: see `_read_events`
-        async for raw in response.aiter_bytes():
-            head += raw[: max(0, limit - len(head))]
-            if len(head) >= limit:
-                reading.cancel()
+    while len(head) < limit:
+        event, _ = await next_event(conn)
+        if not isinstance(event, h11.Data):
+            break
+        head += bytes(event.data)[: limit - len(head)]
     return head
 
 
@@ -341,19 +380,15 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300]
 
 
-def _pinned(server: Server) -> tuple[str, dict[str, str], dict[str, str]]:
-    """The URL to send to, its headers and extensions: a pinned address keeps the host for Host and SNI."""
-    headers = {"accept": "text/event-stream", "accept-encoding": "identity"}
+def _pinned(server: Server) -> tuple[Origin, str, list[tuple[str, str]]]:
+    """Where to connect (a pinned address keeps the URL's host for Host and SNI), the request target,
+    and the headers besides Host and the body's."""
+    headers = [("accept", "text/event-stream"), ("accept-encoding", "identity")]
     if server.api_key:
-        headers["authorization"] = f"Bearer {server.api_key}"
-    if not server.connect_ip:
-        return server.url, headers, {}
+        headers.append(("authorization", f"Bearer {server.api_key}"))
     parts = urlsplit(server.url)
-    host = parts.hostname or ""
-    ip = f"[{server.connect_ip}]" if ":" in server.connect_ip else server.connect_ip
-    netloc = f"{ip}:{parts.port}" if parts.port else ip
-    headers["host"] = parts.netloc
-    return urlunsplit(parts._replace(netloc=netloc)), headers, {"sni_hostname": host}
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Origin.of(server.url, server.connect_ip), target, headers
 
 
 __all__ = ["Outcome", "RetryPolicy", "Server", "complete", "open_client", "request_body"]

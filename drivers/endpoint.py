@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-import httpx
 import trio
 
 from drivers.completion import Outcome, RetryPolicy, Server, complete, open_client, request_body
 from drivers.errors import DriverError
 from drivers.fleetload import fleet_closed_loop, fleet_open_loop, start_instant
+from drivers.http1 import Pool
 from drivers.rtt import Rtt, measure_rtt
 from protocol import ComputeUnit, GenerateSpec, Prompt, RequestRecord
 from protocol.generation import MAX_RECORDS
@@ -127,7 +127,7 @@ async def drive_endpoint(
     deal = spec.deal
     start = start_instant(deal) if deal is not None else trio.current_time()
     cpu = time.process_time(), trio.current_time()
-    async with open_client(spec.concurrency if seed is None else MAX_INFLIGHT) as client:
+    async with open_client() as client:
         load = _Load(spec, server, options, client, (deadline, start))
         if deal is not None:
             await (fleet_open_loop if deal.planned_s else fleet_closed_loop)(load, deal)
@@ -157,7 +157,7 @@ class _Load:
     spec: GenerateSpec
     server: Server
     options: EndpointOptions
-    client: httpx.AsyncClient
+    client: Pool
     window: tuple[float, float]  # (deadline, start) in trio time
     outcomes: list[Outcome] = field(default_factory=list)
     watched_out: bool = False  # `options.watch` ended the run: nothing more is sent or kept
