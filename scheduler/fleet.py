@@ -2,7 +2,8 @@
 
 Pure: the randomness is the seeded SplitMix64 stream of `protocol.arrivals` (the seed is drawn
 by node/ and kept in every member's deal), time is an argument. Open loop (`request_rate`): Poisson
-arrivals over `duration_s`, request k dealt to member k mod N, so each member's share is itself a Poisson stream of rate/N.
+arrivals over `duration_s`, request k dealt to member k mod N, so each member's share is itself a
+Poisson stream of rate/N.
 Closed loop (`concurrency`): every member keeps C requests in flight, N x C in all. A member's clock
 offset is the midpoint of the tightest of several ping-pong rounds, its bound half that round trip.
 A member's figures and the merged row's are computed from raw request records (`RequestRecord`
