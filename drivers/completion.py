@@ -18,7 +18,7 @@ import json
 import math
 import ssl
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Final
@@ -97,6 +97,10 @@ class Outcome:
     parse_ns: tuple[int, ...]
     retries: int
     reasoning: str = ""
+    sent_ns: int = 0  # perf clock: the first attempt's first byte written
+
+    def with_record(self, record: RequestRecord) -> Outcome:
+        return replace(self, record=record)
 
 
 class _Closed(Exception):
@@ -151,7 +155,7 @@ async def complete(
     Returns:
         The outcome; a failure is a record with `error` set, never an exception.
     """
-    retries, waited = 0, 0.0
+    retries, waited, first_sent = 0, 0.0, 0
     while True:
         attempt = Attempt()
         failure: _Failed | None = None
@@ -164,6 +168,7 @@ async def complete(
             failure = _Failed("deadline", "the stream was cut at its deadline")
         elif failure is None and not (attempt.done or attempt.finished):
             failure = _Failed("stream_error", "the stream ended without [DONE] or a finish_reason")
+        first_sent = first_sent or attempt.sent_ns
         wait = _retry_wait(failure, retries, waited, retry, deadline - trio.current_time())
         if failure is not None and wait is not None:
             retries, waited = retries + 1, waited + wait
@@ -172,7 +177,7 @@ async def complete(
         if failure is not None and failure.status in RETRIED and retries:
             failure.detail += f" (after {retries} retries, {waited:.1f} s waited)"
         record = _record(attempt, failure, server.api_key)
-        return Outcome(record, tuple(attempt.parse_ns), retries, "".join(attempt.reasoning))
+        return Outcome(record, tuple(attempt.parse_ns), retries, "".join(attempt.reasoning), first_sent)
 
 
 async def _stream(client: Pool, server: Server, body: dict[str, object], attempt: Attempt) -> None:
