@@ -13,6 +13,7 @@ Modules:
     windows   windows over time from samples, marks and telemetry; a sustained run's throttling verdict
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
+    clientload  whether the load client held its schedule: send rate, send lag, saturation and why
     rouge     ROUGE-1/2/L F1, no external package
     capacity  capacity under an SLO: the level search, over-saturation, the knee (derived again)
     aggregate derive: a measurement's figures from its raw parts (worker and submitter alike)

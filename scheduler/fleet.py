@@ -18,6 +18,7 @@ from typing import Final, Literal
 
 from protocol import FleetDeal, GenerateSpec, RequestRecord
 from protocol.arrivals import SplitMix64, arrivals
+from protocol.clientload import SATURATED_CPU_PCT, SATURATED_LAG_MS, client_load, schedule_lag_ms
 from protocol.fleet import MAX_DEALT, MAX_FLEET
 from protocol.stats import percentile
 from scheduler.problems import Problems, check_keys, describe
@@ -31,13 +32,12 @@ FLEET_COLUMNS: Final = (
     "FleetLost",
 )
 FLEET_UNIT: Final = "Endpoint (fleet)"
-SATURATED_CPU_PCT: Final = 90.0  # genai-bench warns past 90 % client CPU
-SATURATED_LAG_MS: Final = 10.0  # a member whose p99 send lag passes this is behind its schedule
 FLEET_FORMULAS: Final[dict[str, str]] = {
     "request_rate_achieved": "requests sent within [start, start + duration_s] / duration_s, all members",
     "schedule_lag_ms_p99": "p99 over requests of (actual - planned send time), submitter's time base",
     "client_cpu_max_pct": "max over members of client process CPU time / run wall time x 100",
-    "client_saturated": f"a member over {SATURATED_CPU_PCT:g} % CPU or p99 lag over {SATURATED_LAG_MS:g} ms",
+    "client_saturated": f"a member over {SATURATED_CPU_PCT:g} % CPU or p99 lag over {SATURATED_LAG_MS:g} ms, "
+    "sends left unsent, or under 95 % of the planned sends sent within the span (protocol.clientload)",
 }
 Devices = Literal["all", "any"] | int
 
@@ -99,11 +99,6 @@ def clock_offset(rounds: Sequence[ClockRound]) -> tuple[float, float] | None:
     return best.worker - (best.sent + best.received) / 2, (best.received - best.sent) / 2
 
 
-def schedule_lag_ms(records: Sequence[RequestRecord]) -> list[float]:
-    """Actual minus planned send time (ms) of each request that had a plan."""
-    return [(r.started_s - r.planned_s) * 1e3 for r in records if r.planned_s is not None]
-
-
 def lag_p99_ms(records: Sequence[RequestRecord]) -> float | None:
     """The p99 of `schedule_lag_ms` (None for a run without planned sends)."""
     lags = sorted(schedule_lag_ms(records))
@@ -128,18 +123,23 @@ def fleet_columns(
     size: int,
     cpu_pcts: Sequence[float | None],
     lost: Sequence[str] = (),
+    *,
+    unsent: int = 0,
 ) -> dict[str, str]:
-    """The fleet columns of a member's row or of the merged row, from raw records."""
-    lag = lag_p99_ms(records)
+    """The fleet columns of a member's row or of the merged row, from raw records (the client's
+    verdict as every generate row's: `protocol.clientload`, on the busiest member's CPU)."""
     cpus = [c for c in cpu_pcts if c is not None]
     cpu = max(cpus) if cpus else None
+    client = client_load(records, spec, cpu, unsent)
     rate = achieved_rate(records, spec.duration_s) if spec.request_rate is not None else None
+    lag = client.lag_p99_ms
     return {
         "FleetSize": str(size),
         "RequestRateAchieved": "" if rate is None else f"{rate:.3f}",
         "ScheduleLagMsP99": "" if lag is None else f"{lag:.3f}",
         "ClientCpuMaxPct": "" if cpu is None else f"{cpu:.1f}",
-        "ClientSaturated": "true" if saturated(cpu, lag) else "false",
+        "ClientSaturated": "true" if client.saturated else "false",
+        "ClientSaturatedReason": client.reason,
         "FleetLost": ";".join(lost),
     }
 

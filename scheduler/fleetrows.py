@@ -40,7 +40,7 @@ def member_row(member: Member, spec: GenerateSpec, size: int) -> dict[str, str]:
     row = dict(member.row)
     if member.generation is not None:
         g = member.generation
-        row.update(fleet_columns(g.records, spec, size, [g.client_cpu_pct]))
+        row.update(fleet_columns(g.records, spec, size, [g.client_cpu_pct], unsent=g.unsent))
     else:
         row["FleetSize"] = str(size)
     return row
@@ -62,7 +62,10 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
     assert members
     measured = [m.generation for m in members if m.generation is not None]
     records = [r for g in measured for r in g.records]
-    stats = summarize_generation(records, max((g.wall_s for g in measured), default=0.0), spec)
+    cpus = [g.client_cpu_pct for g in measured if g.client_cpu_pct is not None]
+    unsent = sum(g.unsent for g in measured)
+    wall_s = max((g.wall_s for g in measured), default=0.0)
+    stats = summarize_generation(records, wall_s, spec, cpu_pct=max(cpus, default=None), unsent=unsent)
     size, lost = len(members), _lost(members)
     first = members[0].task
     row = dict.fromkeys(CSV_COLUMNS, "")
@@ -85,7 +88,7 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
     row.update(generation_columns(stats))
     if spec.request_rate is None:
         row["Concurrency"] = str(spec.concurrency * size)
-    row.update(fleet_columns(records, spec, size, [g.client_cpu_pct for g in measured], lost))
+    row.update(fleet_columns(records, spec, size, cpus, lost, unsent=unsent))
     row["Detail"] = _detail(members, lost)
     return row
 

@@ -44,6 +44,12 @@ GENERATION_COLUMNS: Final = (
     "TtfoMsMedian",
     "ReasoningTokensMean",
     "DatasetSeed",
+    # whether the load client held its schedule (issue 33; `protocol.clientload`); RequestRateAchieved,
+    # ScheduleLagMsP99, ClientCpuMaxPct and ClientSaturated sit with the fleet's columns, filled here
+    # for every endpoint row
+    "ScheduleLagMsP50",
+    "Unsent",
+    "ClientSaturatedReason",
 )
 
 
@@ -69,6 +75,10 @@ COLUMN_FORMULAS: Final[dict[str, str]] = {
     "UsageVsCountedTokens": "usage_vs_counted_pct",
     "TtfoMsMedian": "ttfo_ms",
     "ReasoningTokensMean": "reasoning_tokens_mean",
+    "RequestRateAchieved": "request_rate_achieved",
+    "ScheduleLagMsP50": "schedule_lag_ms",
+    "ScheduleLagMsP99": "schedule_lag_ms",
+    "ClientSaturated": "client_saturated",
 }
 """The `FORMULAS` entry each generation column is computed by (results.json lists them by column)."""
 
@@ -123,4 +133,22 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "TtfoMsMedian": "" if stats.ttfo_ms is None else _ms(stats.ttfo_ms.median),
         "ReasoningTokensMean": f"{stats.reasoning_tokens_mean:.2f}",
         "DatasetSeed": "" if stats.dataset_seed is None else str(stats.dataset_seed),
+        **client_columns(stats),
+    }
+
+
+def client_columns(stats: GenerationStats) -> dict[str, str]:
+    """Whether the load client held its schedule: asked (`RequestRate`) against achieved send rate,
+    send lag, the client's CPU, and the verdict with its reason. Empty for a run with no client
+    readings (a white-box generate task)."""
+    if stats.client_cpu_pct is None and stats.schedule_lag_ms_p99 is None:
+        return {}
+    return {
+        "RequestRateAchieved": _opt(stats.request_rate_achieved, "{:.3f}"),
+        "ScheduleLagMsP50": _opt(stats.schedule_lag_ms_p50, "{:.3f}"),
+        "ScheduleLagMsP99": _opt(stats.schedule_lag_ms_p99, "{:.3f}"),
+        "ClientCpuMaxPct": _opt(stats.client_cpu_pct, "{:.1f}"),
+        "Unsent": str(stats.unsent),
+        "ClientSaturated": "true" if stats.client_saturated else "false",
+        "ClientSaturatedReason": stats.client_saturated_reason,
     }
