@@ -258,25 +258,51 @@ def _header(response: h11.Response, name: bytes) -> str:
 
 
 async def _read_events(conn: Connection, attempt: Attempt) -> None:
-    """Decode every read until the body ends: each is stamped when its bytes arrived (`drivers.http1`),
-    then parsed. After `[DONE]` the body has `DRAIN_S` to end, or the connection is dropped."""
-    decoder, received = SseDecoder(), 0
+    """Read the body until it ends, each read stamped when its bytes arrived (`drivers.http1`) and
+    kept; parse them after, so that parsing one read never delays the stamp of the next. After
+    `[DONE]` the body has `DRAIN_S` to end, or the connection is dropped. A deadline that cuts the
+    body still leaves what arrived before it parsed into the attempt."""
+    pieces: list[tuple[int, bytes]] = []
+    received, tail = 0, b""
+    fault: _Failed | None = None
     drain = trio.CancelScope()
-    with drain:
-        while True:
-            event, arrived = await next_event(conn)
-            if not isinstance(event, h11.Data):
-                return
-            started = time.perf_counter_ns()
-            received += len(event.data)
-            if received > MAX_BODY_BYTES:
-                raise _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
-            was_done = attempt.done
-            _take(decoder.feed(bytes(event.data)), attempt, arrived)
+    try:
+        with drain:
+            while True:
+                event, arrived = await next_event(conn)
+                if not isinstance(event, h11.Data):
+                    break
+                data = bytes(event.data)
+                received += len(data)
+                if received > MAX_BODY_BYTES:
+                    fault = _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
+                    break
+                pieces.append((arrived, data))
+                if _DONE_MARK in tail + data and drain.deadline == math.inf:
+                    drain.deadline = trio.current_time() + DRAIN_S
+                tail = data[-len(_DONE_MARK) :]
+    finally:
+        fault = fault or _parse(pieces, attempt)
+    if fault is not None:
+        raise fault
+
+
+_DONE_MARK: Final = b"[DONE]"
+
+
+def _parse(pieces: list[tuple[int, bytes]], attempt: Attempt) -> _Failed | None:
+    """Decode the body's reads in order into the attempt, each delta timed at its read's arrival;
+    the first fault stops it (returned, never raised: this also runs while a cancel unwinds)."""
+    decoder = SseDecoder()
+    for arrived, data in pieces:
+        started = time.perf_counter_ns()
+        try:
+            _take(decoder.feed(data), attempt, arrived)
+        except StreamFault as exc:
+            return _Failed(exc.kind, exc.detail)
+        finally:
             attempt.parse_ns.append(time.perf_counter_ns() - started)
-            if attempt.done and not was_done:
-                drain.deadline = trio.current_time() + DRAIN_S
-    # the drain ran out: the connection is left mid-body and `Pool.give` closes it
+    return None
 
 
 def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
