@@ -30,46 +30,75 @@ _STAMP_SPACE: Final = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") els
 
 
 class StampedStream(trio.abc.HalfCloseableStream):
-    """A TCP stream whose every read records when its bytes arrived (`arrived_ns`, perf clock)."""
+    """A TCP stream whose every read records when its bytes arrived (`arrived_ns`, perf clock).
+
+    It drives the socket itself: a read waits until the socket is readable, then reads once (trio's
+    own stream tries first and waits on the refusal, a system call more per read of a stream).
+    """
 
     def __init__(self, tcp: trio.SocketStream) -> None:
-        self.tcp = tcp
+        self.sock = socket.socket(fileno=tcp.socket.detach())
+        self.sock.setblocking(False)
         self.stamped = False
         if _TIMESTAMPNS is not None and _STAMP_SPACE:
             try:
-                tcp.socket.setsockopt(socket.SOL_SOCKET, _TIMESTAMPNS, 1)
+                self.sock.setsockopt(socket.SOL_SOCKET, _TIMESTAMPNS, 1)
                 self.stamped = True
             except OSError:
                 pass
         self.arrived_ns = 0
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        if not self.stamped:
-            data = await self.tcp.receive_some(max_bytes)
-            self.arrived_ns = time.perf_counter_ns()
+        while True:
+            await trio.lowlevel.wait_readable(self.sock.fileno())
+            try:
+                if not self.stamped:
+                    data = self.sock.recv(max_bytes or READ_BYTES)
+                    self.arrived_ns = time.perf_counter_ns()
+                    return data
+                data, ancdata, _, _ = self.sock.recvmsg(max_bytes or READ_BYTES, _STAMP_SPACE)
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from exc
+            self.arrived_ns = _arrival(ancdata)
             return data
-        data, ancdata, _, _ = await self.tcp.socket.recvmsg(max_bytes or READ_BYTES, _STAMP_SPACE)
-        read_ns, wall_ns = time.perf_counter_ns(), time.time_ns()
-        self.arrived_ns = read_ns
-        for level, kind, raw in ancdata:
-            if level == socket.SOL_SOCKET and kind == _TIMESTAMPNS and len(raw) >= 16:
-                seconds, nanos = struct.unpack("qq", raw[:16])
-                lag = wall_ns - (seconds * 10**9 + nanos)
-                if 0 <= lag < MAX_STAMP_LAG_NS:
-                    self.arrived_ns = read_ns - lag
-        return data
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.tcp.send_all(bytes(data) if isinstance(data, bytearray) else data)
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[self.sock.send(view) :]
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.sock.fileno())
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from exc
+        await trio.lowlevel.checkpoint()
 
     async def wait_send_all_might_not_block(self) -> None:
-        await self.tcp.wait_send_all_might_not_block()
+        await trio.lowlevel.wait_writable(self.sock.fileno())
 
     async def send_eof(self) -> None:
-        await self.tcp.send_eof()
+        await trio.lowlevel.checkpoint()
+        self.sock.shutdown(socket.SHUT_WR)
 
     async def aclose(self) -> None:
-        await self.tcp.aclose()
+        if self.sock.fileno() >= 0:
+            trio.lowlevel.notify_closing(self.sock.fileno())
+            self.sock.close()
+        await trio.lowlevel.checkpoint()
+
+
+def _arrival(ancdata: list[tuple[int, int, bytes]]) -> int:
+    """The kernel's receive time of a read's last packet on the perf clock (now, without one)."""
+    read_ns, wall_ns = time.perf_counter_ns(), time.time_ns()
+    for level, kind, raw in ancdata:
+        if level == socket.SOL_SOCKET and kind == _TIMESTAMPNS and len(raw) >= 16:
+            seconds, nanos = struct.unpack("qq", raw[:16])
+            lag: int = wall_ns - (seconds * 10**9 + nanos)
+            if 0 <= lag < MAX_STAMP_LAG_NS:
+                return read_ns - lag
+    return read_ns
 
 
 @dataclass(frozen=True)
