@@ -2,11 +2,13 @@
 
 A scripted server (tests/lab/sse_server.py, threads, 127.0.0.1) sends the first delta after
 `--first-ms`, then one every `--every-ms`, `--tokens` deltas in all, then the usage chunk and
-`[DONE]`. Each trial runs the same requests twice, back to back, order alternating: once through
-sark's endpoint client (`drivers.endpoint`: httpx on trio, SSE decoding, records) and once through a
-bare baseline (a raw trio socket that timestamps each read holding a content delta, no HTTP library,
-no parsing). Each side's CPU per request is its trio thread's CPU time (`time.thread_time`, the
-server's threads not counted) over the run, divided by the requests.
+`[DONE]`. Each trial runs the same requests three times, back to back, order alternating: through
+sark's endpoint client (`drivers.endpoint`: trio sockets and h11, reads stamped by the kernel's
+arrival time, parsed after the body ends, records); through the stack sark used before issue 33
+(httpx on trio, each read stamped when httpx hands it over and parsed at once); and through a bare
+baseline (a raw trio socket that timestamps each read holding a content delta, no HTTP library, no
+parsing): the HTTP/SSE options side by side. Each one's CPU per request is its trio thread's CPU
+time (`time.thread_time`; the server's threads are not counted) over the run, over the requests.
 TTFT and TPOT medians come from the records per protocol.FORMULAS:
 TPOT = (e2e - ttft) / (output_tokens - 1). The target: sark within 5 % + 2 ms of the schedule.
 Prints the figures; writes benchmarks/out/endpoint_overhead.json.
@@ -82,6 +84,38 @@ async def _bare_one(port: int, body: bytes) -> tuple[float, float, int]:
     return times[0], times[-1], tokens
 
 
+async def _httpx(port: int, requests: int, concurrency: int) -> list[tuple[float, float, int]]:
+    """The stack before issue 33, as one loop: httpx on trio, each read stamped after httpx handed it
+    over, parsed at once (`drivers.sse`)."""
+    import httpx
+
+    from drivers.sse import SseDecoder, read_chunk
+
+    body = {"model": "schedule", "messages": [{"role": "user", "content": "x"}], "stream": True}
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    results: list[tuple[float, float, int]] = []
+    todo = iter(range(requests))
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=None, trust_env=False, limits=limits) as client:
+
+        async def worker() -> None:
+            for _ in todo:
+                decoder, times = SseDecoder(), list[float]()
+                sent = time.perf_counter_ns()
+                async with client.stream("POST", url, json=body) as response:
+                    async for raw in response.aiter_bytes():
+                        now = time.perf_counter_ns()
+                        for event in decoder.feed(raw):
+                            if read_chunk(event).text:
+                                times.append((now - sent) / 1e6)
+                results.append((times[0], times[-1], len(times)))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(concurrency):
+                nursery.start_soon(worker)
+    return results
+
+
 async def _bare(port: int, requests: int, concurrency: int, tokens: int) -> list[tuple[float, float, int]]:
     body = json.dumps({"model": "schedule", "messages": [{"role": "user", "content": "x"}], "stream": True})
     results: list[tuple[float, float, int]] = []
@@ -113,7 +147,7 @@ def main() -> int:
     with serve_sse(lambda body, attempt: reply) as server:
         port = int(server.url.rsplit(":", 1)[1])
         for trial in range(args.trials):
-            order = ("sark", "bare") if trial % 2 == 0 else ("bare", "sark")
+            order = ("sark", "httpx", "bare") if trial % 2 == 0 else ("bare", "httpx", "sark")
             figures: dict[str, dict[str, float | None]] = {}
             for who in order:
                 if who == "sark":
@@ -131,7 +165,10 @@ def main() -> int:
                     }
                 else:
                     cpu = time.thread_time()
-                    bare = trio.run(_bare, port, args.requests, args.concurrency, args.tokens)
+                    if who == "httpx":
+                        bare = trio.run(_httpx, port, args.requests, args.concurrency)
+                    else:
+                        bare = trio.run(_bare, port, args.requests, args.concurrency, args.tokens)
                     cpu_ms = (time.thread_time() - cpu) * 1e3 / max(1, len(bare))
                     ttft, tpot = _ttft_tpot(bare)
                     figures[who] = {"ttft_ms": ttft, "tpot_ms": tpot, "cpu_per_request_ms": cpu_ms}
@@ -156,7 +193,7 @@ def _report(args: argparse.Namespace, trials: list[dict[str, dict[str, float | N
     )
     ok = True
     for i, figures in enumerate(trials):
-        for who in ("sark", "bare"):
+        for who in ("sark", "httpx", "bare"):
             f = figures[who]
             ttft, tpot = float(f["ttft_ms"] or 0), float(f["tpot_ms"] or 0)
             rtt, parse, cpu = f.get("rtt_ms"), f.get("client_overhead_ms"), f.get("cpu_per_request_ms")
