@@ -269,7 +269,7 @@ async def _read_events(conn: Connection, attempt: Attempt) -> None:
     try:
         with drain:
             while True:
-                event, arrived = await next_event(conn)
+                event, arrived = await next_event(conn, attempt.sent_ns)
                 if not isinstance(event, h11.Data):
                     break
                 data = bytes(event.data)

@@ -47,6 +47,7 @@ class StampedStream(trio.abc.HalfCloseableStream):
             except OSError:
                 pass
         self.arrived_ns = 0
+        self.read_ns = 0  # when the last read returned (the stamp when the kernel's cannot be used)
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         while True:
@@ -54,14 +55,15 @@ class StampedStream(trio.abc.HalfCloseableStream):
             try:
                 if not self.stamped:
                     data = self.sock.recv(max_bytes or READ_BYTES)
-                    self.arrived_ns = time.perf_counter_ns()
+                    self.arrived_ns = self.read_ns = time.perf_counter_ns()
                     return data
                 data, ancdata, _, _ = self.sock.recvmsg(max_bytes or READ_BYTES, _STAMP_SPACE)
             except BlockingIOError:
                 continue
             except OSError as exc:
                 raise trio.BrokenResourceError(str(exc)) from exc
-            self.arrived_ns = _arrival(ancdata)
+            self.read_ns = time.perf_counter_ns()
+            self.arrived_ns = _arrival(ancdata, self.read_ns)
             return data
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
@@ -89,9 +91,9 @@ class StampedStream(trio.abc.HalfCloseableStream):
         await trio.lowlevel.checkpoint()
 
 
-def _arrival(ancdata: list[tuple[int, int, bytes]]) -> int:
-    """The kernel's receive time of a read's last packet on the perf clock (now, without one)."""
-    read_ns, wall_ns = time.perf_counter_ns(), time.time_ns()
+def _arrival(ancdata: list[tuple[int, int, bytes]], read_ns: int) -> int:
+    """The kernel's receive time of a read's last packet on the perf clock (`read_ns`, without one)."""
+    wall_ns = time.time_ns()
     for level, kind, raw in ancdata:
         if level == socket.SOL_SOCKET and kind == _TIMESTAMPNS and len(raw) >= 16:
             seconds, nanos = struct.unpack("qq", raw[:16])
@@ -192,13 +194,16 @@ async def send_request(
     return sent_ns
 
 
-async def next_event(conn: Connection) -> tuple[object, int]:
-    """h11's next event and the arrival stamp of the read it came from (reads as needed)."""
+async def next_event(conn: Connection, not_before: int = 0) -> tuple[object, int]:
+    """h11's next event and the arrival stamp of the read it came from (reads as needed). A kernel
+    stamp before `not_before` (the request's first byte: a wall-clock step between the kernel's
+    stamp and ours) is not used: the read's own time is."""
     state = conn.h11
     while True:
         event = state.next_event()
         if event is not h11.NEED_DATA:
-            return event, conn.raw.arrived_ns
+            raw = conn.raw
+            return event, raw.arrived_ns if raw.arrived_ns >= not_before else raw.read_ns
         data = await conn.stream.receive_some(READ_BYTES)
         state.receive_data(data)
 
