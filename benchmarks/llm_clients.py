@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -49,6 +50,7 @@ def chunk(data):
 async def answer(writer, path, body):
     read_ns = time.monotonic_ns()
     chat = path.endswith("/chat/completions")
+    kind = "chat.completion.chunk" if chat else "text_completion"
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
     await writer.drain()
     writes = []
@@ -57,13 +59,14 @@ async def answer(writer, path, body):
         due = start + first_s + i * every_s
         await asyncio.sleep(max(0.0, due - time.monotonic()))
         choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
-        writer.write(chunk(event({"id": "x", "object": "chunk", "model": body.get("model", "m"),
+        writer.write(chunk(event({"id": "x", "object": kind, "model": body.get("model", "m"),
                                   "created": 0, "choices": [choice]})))
         writes.append(time.monotonic_ns())
         await writer.drain()
     usage = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
-    tail = event({"id": "x", "object": "chunk", "model": body.get("model", "m"), "created": 0,
-                  "choices": [], "usage": usage}) + b"data: [DONE]\n\n"
+    last = {"id": "x", "object": kind, "model": body.get("model", "m"), "created": 0,
+            "choices": [], "usage": usage}
+    tail = event(last) + b"data: [DONE]\n\n"
     writer.write(chunk(tail) + b"0\r\n\r\n")
     await writer.drain()
     log.write(json.dumps({"read": read_ns, "writes": writes}) + "\n")
@@ -81,7 +84,8 @@ async def serve(reader, writer):
                     length = int(line.split(":", 1)[1])
             raw = await reader.readexactly(length) if length else b""
             if method == "GET":
-                listing = json.dumps({"object": "list", "data": [{"id": "sched", "object": "model"}]}).encode()
+                models = [{"id": "sched", "object": "model"}]
+                listing = json.dumps({"object": "list", "data": models}).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
                              + str(len(listing)).encode() + b"\r\n\r\n" + listing)
                 await writer.drain()
@@ -165,6 +169,21 @@ def _tokenizer(work: Path) -> Path:
     return folder
 
 
+def _hf_cache(work: Path) -> Path:
+    """An HF_HOME whose hub cache holds the local tokenizer as repo `sark/tok` (for tools that resolve
+    a tokenizer through the hub cache even offline)."""
+    home = work / "hf"
+    snapshot = home / "hub" / "models--sark--tok" / "snapshots" / ("0" * 40)
+    if not snapshot.exists():
+        snapshot.mkdir(parents=True)
+        for file in _tokenizer(work).iterdir():
+            (snapshot / file.name).write_bytes(file.read_bytes())
+        refs = home / "hub" / "models--sark--tok" / "refs"
+        refs.mkdir(parents=True)
+        (refs / "main").write_text("0" * 40)
+    return home
+
+
 def _run_tool(args: list[str], cwd: Path, env: dict[str, str]) -> str | None:
     done = subprocess.run(args, capture_output=True, text=True, cwd=cwd, env=env, timeout=900)
     if done.returncode != 0:
@@ -200,8 +219,8 @@ def _aiperf(
     venv: Path, url: str, requests: int, concurrency: int, tokens: int, work: Path
 ) -> tuple[float, float] | str:
     out = work / f"aiperf-{concurrency}"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
-    tok = _tokenizer(work)
+    shutil.rmtree(out, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": "", "HF_HOME": str(_hf_cache(work)), "HF_HUB_OFFLINE": "1"}
     args = [
         str(venv / "bin" / "aiperf"),
         "profile",
@@ -215,7 +234,7 @@ def _aiperf(
     args += ["--streaming", "--concurrency", str(concurrency), "--request-count", str(requests)]
     args += [
         "--tokenizer",
-        str(tok),
+        "sark/tok",  # the local tokenizer, from the hub cache `_hf_cache` wrote
         "--synthetic-input-tokens-mean",
         "16",
         "--output-tokens-mean",
@@ -280,12 +299,14 @@ def main() -> int:
         if venv is not None:
             clients.append((name, lambda u, r, c, t, w, run=run, venv=venv: run(venv, u, r, c, t, w)))
     rows = []
+    load = os.getloadavg()[0]
     print(
-        f"load average {os.getloadavg()[0]:.2f}; schedule {args.first_ms:g} ms, then {args.every_ms:g} ms x {args.tokens - 1}"
+        f"load average {load:.2f}; schedule {args.first_ms:g} ms, then {args.every_ms:g} ms"
+        f" x {args.tokens - 1}"
     )
-    print(
-        f"{'client':>14} {'conc':>5} {'TTFT ms':>9} {'server':>9} {'error':>7} {'TPOT ms':>8} {'server':>8} {'error':>7}  load"
-    )
+    head = ("client", "conc", "TTFT ms", "server", "error", "TPOT ms", "server", "error")
+    widths = (14, 5, 9, 9, 7, 8, 8, 7)
+    print(" ".join(f"{h:>{w}}" for h, w in zip(head, widths, strict=True)) + "  load")
     try:
         for concurrency in (int(c) for c in args.concurrency.split(",")):
             for name, run in clients:
@@ -303,8 +324,10 @@ def main() -> int:
                     f"{name:>14} {concurrency:>5} {ttft:>9.2f} {s_ttft:>9.2f} {abs(ttft - s_ttft):>7.2f}"
                     f" {tpot:>8.3f} {s_tpot:>8.3f} {abs(tpot - s_tpot):>7.3f}  {load:.2f}"
                 )
-                rows.append({"client": name, "concurrency": concurrency, "ttft_ms": ttft, "server_ttft_ms": s_ttft,
-                             "tpot_ms": tpot, "server_tpot_ms": s_tpot, "server_requests": n, "load": load})  # fmt: skip
+                rows.append(
+                    {"client": name, "concurrency": concurrency, "ttft_ms": ttft, "server_ttft_ms": s_ttft,
+                     "tpot_ms": tpot, "server_tpot_ms": s_tpot, "server_requests": n, "load": load}
+                )  # fmt: skip
     finally:
         server.communicate("", timeout=30)
     OUT.parent.mkdir(parents=True, exist_ok=True)
