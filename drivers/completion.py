@@ -19,8 +19,6 @@ import math
 import ssl
 import time
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -28,29 +26,14 @@ import h11
 import trio
 
 from drivers.http1 import Connection, Origin, Pool, next_event, send_request
+from drivers.retrying import RETRIED, RetryPolicy, retry_after_s
 from drivers.sse import SseDecoder, SseEvent, StreamFault, Usage, read_chunk
 from protocol import ChatMessage, ErrorKind, GenerateSpec, Prompt, RequestRecord
 
 MAX_BODY_BYTES: Final = 64 << 20
 MAX_TEXT_CHARS: Final = 200_000
 MAX_DETAIL_CHARS: Final = 500
-RETRIED: Final = frozenset({429, 500, 502, 503, 504})
 DRAIN_S: Final = 0.5  # after [DONE], how long the body may take to end before the connection is dropped
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long a request may wait on a 429 or 5xx before it is reported instead.
-
-    Attributes:
-        max_retries: retries after the first attempt.
-        max_wait_s: total time one request may spend waiting between attempts.
-        backoff_s: the first wait when the server gives no `Retry-After`; it doubles.
-    """
-
-    max_retries: int = 3
-    max_wait_s: float = 30.0
-    backoff_s: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -345,30 +328,13 @@ def _retry_wait(
     """How long to wait before the next attempt, or None to report the failure now."""
     if failure is None or failure.status not in RETRIED or retries >= policy.max_retries:
         return None
-    wait = _retry_after_s(failure.retry_after)
+    wait = retry_after_s(failure.retry_after)
     if wait is None:
         wait = policy.backoff_s * 2**retries
     if waited + wait > policy.max_wait_s or wait >= left_s:
         failure.detail += f" (Retry-After {wait:.1f} s is past the retry budget)"
         return None
     return wait
-
-
-def _retry_after_s(value: str | None) -> float | None:
-    """`Retry-After` as seconds: a number, or an HTTP date; None if absent or unreadable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _record(attempt: Attempt, failure: _Failed | None, api_key: str | None) -> RequestRecord:

@@ -21,7 +21,8 @@ from protocol.arrivals import arrivals
 from tests.lab.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serve_sse, usage_event
 
 ROOT = Path(__file__).resolve().parents[2]
-GAP_S = 0.03  # the server's pause between the burst and the small chunk
+GAP_S = 0.02  # the server's pause between the burst and the small chunk
+BURST = 24_000  # content deltas in the burst (~1.6 MB): long to parse
 
 
 def _spec(count: int = 1, **fields: object) -> GenerateSpec:
@@ -35,9 +36,9 @@ def _spec(count: int = 1, **fields: object) -> GenerateSpec:
 
 
 async def test_a_chunk_is_stamped_when_it_arrived_not_after_the_client_parsed_the_one_before() -> None:
-    burst = b"".join(chunk_event("x") for _ in range(12_000))  # ~0.8 MB of deltas: long to parse
+    burst = b"".join(chunk_event("x") for _ in range(BURST))
     reply = Reply(
-        pieces=((0.0, burst), (GAP_S, chunk_event("late")), (0.0, usage_event(1, 12_001) + DONE_EVENT))
+        pieces=((0.0, burst), (GAP_S, chunk_event("late")), (0.0, usage_event(1, BURST + 1) + DONE_EVENT))
     )
     with serve_sse(lambda body, attempt: reply) as server:
         run = await drive_endpoint(_spec(), server.url, 60.0, EndpointOptions(rtt_samples=1))
@@ -58,8 +59,8 @@ async def test_a_chunk_is_stamped_when_it_arrived_not_after_the_client_parsed_th
 _SERVER = """
 import sys, threading
 from tests.lab.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serve_sse, usage_event
-burst = b"".join(chunk_event("x") for _ in range(12_000))
-big = Reply(pieces=((0.0, burst + usage_event(1, 12_000) + DONE_EVENT),))
+burst = b"".join(chunk_event("x") for _ in range(int(sys.argv[2])))
+big = Reply(pieces=((0.0, burst + usage_event(1, int(sys.argv[2])) + DONE_EVENT),))
 small = scheduled(["a", "b"], first_s=float(sys.argv[1]), every_s=0.001, usage=(1, 2))
 with serve_sse(lambda body, attempt: big if "prompt 0" in str(body) else small) as server:
     print(server.url, flush=True)
@@ -70,7 +71,10 @@ with serve_sse(lambda body, attempt: big if "prompt 0" in str(body) else small) 
 def test_a_chunk_that_came_while_another_request_was_parsed_is_stamped_when_it_came() -> None:
     # the server runs in its own process: in this one, the client's parsing would delay its writes
     child = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, str(GAP_S)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _SERVER, str(GAP_S), str(BURST)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None
