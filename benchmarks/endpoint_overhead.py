@@ -2,10 +2,14 @@
 
 A scripted server (tests/lab/sse_server.py, threads, 127.0.0.1) sends the first delta after
 `--first-ms`, then one every `--every-ms`, `--tokens` deltas in all, then the usage chunk and
-`[DONE]`. Each trial runs the same requests twice, back to back, order alternating: once through
-sark's endpoint client (`drivers.endpoint`: httpx on trio, SSE decoding, records) and once through a
-bare baseline (a raw trio socket that timestamps each read holding a content delta, no HTTP library,
-no parsing). TTFT and TPOT medians come from the records per protocol.FORMULAS:
+`[DONE]`. Each trial runs the same requests three times, back to back, order alternating: through
+sark's endpoint client (`drivers.endpoint`: trio sockets and h11, reads stamped by the kernel's
+arrival time, parsed after the body ends, records); through the stack sark used before issue 33
+(httpx on trio, each read stamped when httpx hands it over and parsed at once); and through a bare
+baseline (a raw trio socket that timestamps each read holding a content delta, no HTTP library, no
+parsing): the HTTP/SSE options side by side. Each one's CPU per request is its trio thread's CPU
+time (`time.thread_time`; the server's threads are not counted) over the run, over the requests.
+TTFT and TPOT medians come from the records per protocol.FORMULAS:
 TPOT = (e2e - ttft) / (output_tokens - 1). The target: sark within 5 % + 2 ms of the schedule.
 Prints the figures; writes benchmarks/out/endpoint_overhead.json.
 
@@ -80,6 +84,38 @@ async def _bare_one(port: int, body: bytes) -> tuple[float, float, int]:
     return times[0], times[-1], tokens
 
 
+async def _httpx(port: int, requests: int, concurrency: int) -> list[tuple[float, float, int]]:
+    """The stack before issue 33, as one loop: httpx on trio, each read stamped after httpx handed it
+    over, parsed at once (`drivers.sse`)."""
+    import httpx
+
+    from drivers.sse import SseDecoder, read_chunk
+
+    body = {"model": "schedule", "messages": [{"role": "user", "content": "x"}], "stream": True}
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    results: list[tuple[float, float, int]] = []
+    todo = iter(range(requests))
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=None, trust_env=False, limits=limits) as client:
+
+        async def worker() -> None:
+            for _ in todo:
+                decoder, times = SseDecoder(), list[float]()
+                sent = time.perf_counter_ns()
+                async with client.stream("POST", url, json=body) as response:
+                    async for raw in response.aiter_bytes():
+                        now = time.perf_counter_ns()
+                        for event in decoder.feed(raw):
+                            if read_chunk(event).text:
+                                times.append((now - sent) / 1e6)
+                results.append((times[0], times[-1], len(times)))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(concurrency):
+                nursery.start_soon(worker)
+    return results
+
+
 async def _bare(port: int, requests: int, concurrency: int, tokens: int) -> list[tuple[float, float, int]]:
     body = json.dumps({"model": "schedule", "messages": [{"role": "user", "content": "x"}], "stream": True})
     results: list[tuple[float, float, int]] = []
@@ -111,11 +147,13 @@ def main() -> int:
     with serve_sse(lambda body, attempt: reply) as server:
         port = int(server.url.rsplit(":", 1)[1])
         for trial in range(args.trials):
-            order = ("sark", "bare") if trial % 2 == 0 else ("bare", "sark")
+            order = ("sark", "httpx", "bare") if trial % 2 == 0 else ("bare", "httpx", "sark")
             figures: dict[str, dict[str, float | None]] = {}
             for who in order:
                 if who == "sark":
+                    cpu = time.thread_time()  # the server's threads are not counted: only trio's
                     run = run_endpoint(spec, server.url, deadline_s=120.0, options=EndpointOptions())
+                    cpu_ms = (time.thread_time() - cpu) * 1e3 / max(1, len(run.records))
                     ttft, tpot = _ttft_tpot(_of_records(run.records))
                     figures[who] = {
                         "ttft_ms": ttft,
@@ -123,11 +161,17 @@ def main() -> int:
                         "rtt_ms": run.rtt.connect_ms,
                         "client_overhead_ms": run.client_overhead_ms,
                         "read_overhead_ms": run.read_overhead_ms,
+                        "cpu_per_request_ms": cpu_ms,
                     }
                 else:
-                    bare = trio.run(_bare, port, args.requests, args.concurrency, args.tokens)
+                    cpu = time.thread_time()
+                    if who == "httpx":
+                        bare = trio.run(_httpx, port, args.requests, args.concurrency)
+                    else:
+                        bare = trio.run(_bare, port, args.requests, args.concurrency, args.tokens)
+                    cpu_ms = (time.thread_time() - cpu) * 1e3 / max(1, len(bare))
                     ttft, tpot = _ttft_tpot(bare)
-                    figures[who] = {"ttft_ms": ttft, "tpot_ms": tpot}
+                    figures[who] = {"ttft_ms": ttft, "tpot_ms": tpot, "cpu_per_request_ms": cpu_ms}
             trials.append(figures)
     return _report(args, trials)
 
@@ -142,17 +186,20 @@ def _report(args: argparse.Namespace, trials: list[dict[str, dict[str, float | N
         f" then {args.tokens - 1} x {args.every_ms:.0f} ms; {args.requests} requests"
         f" at concurrency {args.concurrency}, {args.trials} trials"
     )
-    columns = ("TTFT p50 ms", "TPOT p50 ms", "RTT ms", "parse/req ms")
-    print(f"{'trial':>5} {'who':>5} {columns[0]:>12} {columns[1]:>12} {columns[2]:>8} {columns[3]:>13}")
+    columns = ("TTFT p50 ms", "TPOT p50 ms", "RTT ms", "parse/req ms", "CPU/req ms")
+    print(
+        f"{'trial':>5} {'who':>5} {columns[0]:>12} {columns[1]:>12} {columns[2]:>8} {columns[3]:>13}"
+        f" {columns[4]:>11}"
+    )
     ok = True
     for i, figures in enumerate(trials):
-        for who in ("sark", "bare"):
+        for who in ("sark", "httpx", "bare"):
             f = figures[who]
             ttft, tpot = float(f["ttft_ms"] or 0), float(f["tpot_ms"] or 0)
-            rtt, parse = f.get("rtt_ms"), f.get("client_overhead_ms")
+            rtt, parse, cpu = f.get("rtt_ms"), f.get("client_overhead_ms"), f.get("cpu_per_request_ms")
             print(
                 f"{i:>5} {who:>5} {ttft:>12.2f} {tpot:>12.3f} {'' if rtt is None else f'{rtt:.3f}':>8}"
-                f" {'' if parse is None else f'{parse:.3f}':>13}"
+                f" {'' if parse is None else f'{parse:.3f}':>13} {'' if cpu is None else f'{cpu:.3f}':>11}"
             )
             if who == "sark":
                 ok = ok and _within(ttft, args.first_ms) and _within(tpot, args.every_ms)

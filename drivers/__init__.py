@@ -30,9 +30,13 @@ Modules:
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
     models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks
     sse        server-sent events of an OpenAI-compatible stream, decoded incrementally (pure)
+    http1      HTTP/1.1 on trio sockets and h11: a keep-alive pool, each read stamped on arrival
+    retrying   how a 429 or 5xx is retried: the policy's bounds, the server's Retry-After
     completion one streamed completion request to a model server, timed per read, as a RequestRecord
+    sender     the one request loop: closed, open (protocol.arrivals), a fleet deal, a capacity level
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
-    endpoint   closed- and open-loop load against a model server; `run_endpoint` for the spawned child
+    endpoint   load against a model server through `sender`; `run_endpoint` for the spawned child
+    fleetload  a fleet member's start instant on this worker's clock (its deal is sent by `sender`)
     servers    model servers the owner declared (gray-box): list their models, try each, statuses
     capacity   a capacity search under an SLO: one endpoint run per level, over-saturated levels ended
     endpointrun  one endpoint task -> Measurement (the worker runs it in its own loop)

@@ -97,7 +97,7 @@ async def search_capacity(
             replace(options, max_requests=most, watch=watch),
         )
         records = run.records if "rouge" in generate.quality else tuple(map(_textless, run.records))
-        stats = summarize_generation(records, run.wall_s, spec).with_(
+        stats = summarize_generation(records, run.wall_s, spec, cpu_pct=run.cpu_pct, unsent=run.unsent).with_(
             rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms
         )
         passed = level_passed(stats, watch.ended, capacity)

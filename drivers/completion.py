@@ -14,41 +14,26 @@ the Authorization header and is scrubbed from every detail.
 
 from __future__ import annotations
 
+import json
 import math
 import ssl
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from dataclasses import dataclass, field, replace
 from typing import Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-import httpx
+import h11
 import trio
 
+from drivers.http1 import Connection, Origin, Pool, next_event, send_request
+from drivers.retrying import RETRIED, RetryPolicy, retry_after_s
 from drivers.sse import SseDecoder, SseEvent, StreamFault, Usage, read_chunk
 from protocol import ChatMessage, ErrorKind, GenerateSpec, Prompt, RequestRecord
 
 MAX_BODY_BYTES: Final = 64 << 20
 MAX_TEXT_CHARS: Final = 200_000
 MAX_DETAIL_CHARS: Final = 500
-RETRIED: Final = frozenset({429, 500, 502, 503, 504})
 DRAIN_S: Final = 0.5  # after [DONE], how long the body may take to end before the connection is dropped
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long a request may wait on a 429 or 5xx before it is reported instead.
-
-    Attributes:
-        max_retries: retries after the first attempt.
-        max_wait_s: total time one request may spend waiting between attempts.
-        backoff_s: the first wait when the server gives no `Retry-After`; it doubles.
-    """
-
-    max_retries: int = 3
-    max_wait_s: float = 30.0
-    backoff_s: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -95,6 +80,14 @@ class Outcome:
     parse_ns: tuple[int, ...]
     retries: int
     reasoning: str = ""
+    sent_ns: int = 0  # perf clock: the first attempt's first byte written
+
+    def with_record(self, record: RequestRecord) -> Outcome:
+        return replace(self, record=record)
+
+
+class _Closed(Exception):
+    """The server closed a connection before it answered (a kept-alive one may be stale)."""
 
 
 class _Failed(Exception):
@@ -130,29 +123,22 @@ def request_body(model: str, prompt: Prompt, spec: GenerateSpec) -> dict[str, ob
     return body
 
 
-def open_client(concurrency: int) -> httpx.AsyncClient:
-    """An HTTP client for one run: no proxies from the environment, no redirects, deadlines by cancel
-    scope; https verified against the platform's trust store (as `drivers.rtt`'s handshake and model
-    downloads are: `SSL_CERT_FILE` and `SSL_CERT_DIR` apply), not httpx's bundled one."""
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    return httpx.AsyncClient(
-        timeout=None,
-        trust_env=False,
-        follow_redirects=False,
-        limits=limits,
-        verify=ssl.create_default_context(),
-    )
+def open_client() -> Pool:
+    """The connections of one run (`drivers.http1`): keep-alive per server, no proxies from the
+    environment, no redirects, deadlines by cancel scope; https verified against the platform's trust
+    store (as `drivers.rtt`'s handshake and model downloads are: `SSL_CERT_FILE` and `SSL_CERT_DIR`)."""
+    return Pool()
 
 
 async def complete(
-    client: httpx.AsyncClient, server: Server, body: dict[str, object], *, deadline: float, retry: RetryPolicy
+    client: Pool, server: Server, body: dict[str, object], *, deadline: float, retry: RetryPolicy
 ) -> Outcome:
     """Send one request (retrying 429 and 5xx within `retry`) and measure it until `deadline` (trio time).
 
     Returns:
         The outcome; a failure is a record with `error` set, never an exception.
     """
-    retries, waited = 0, 0.0
+    retries, waited, first_sent = 0, 0.0, 0
     while True:
         attempt = Attempt()
         failure: _Failed | None = None
@@ -165,6 +151,7 @@ async def complete(
             failure = _Failed("deadline", "the stream was cut at its deadline")
         elif failure is None and not (attempt.done or attempt.finished):
             failure = _Failed("stream_error", "the stream ended without [DONE] or a finish_reason")
+        first_sent = first_sent or attempt.sent_ns
         wait = _retry_wait(failure, retries, waited, retry, deadline - trio.current_time())
         if failure is not None and wait is not None:
             retries, waited = retries + 1, waited + wait
@@ -173,66 +160,132 @@ async def complete(
         if failure is not None and failure.status in RETRIED and retries:
             failure.detail += f" (after {retries} retries, {waited:.1f} s waited)"
         record = _record(attempt, failure, server.api_key)
-        return Outcome(record, tuple(attempt.parse_ns), retries, "".join(attempt.reasoning))
+        return Outcome(record, tuple(attempt.parse_ns), retries, "".join(attempt.reasoning), first_sent)
 
 
-async def _stream(
-    client: httpx.AsyncClient, server: Server, body: dict[str, object], attempt: Attempt
-) -> None:
-    """One attempt: send, check status and type, then decode and time every read."""
-    url, headers, extensions = _pinned(server)
+async def _stream(client: Pool, server: Server, body: dict[str, object], attempt: Attempt) -> None:
+    """One attempt: take a connection, send, check status and type, then time and decode every read.
+    A kept-alive connection the server closed meanwhile is replaced once by a fresh one."""
+    origin, target, headers = _pinned(server)
+    payload = json.dumps(body).encode()
+    conn: Connection | None = None
     try:
-        async with client.stream("POST", url, json=body, headers=headers, extensions=extensions) as response:
-            await _check_response(response)
-            await _read_events(response, attempt)
+        conn = await _connect(client, origin)
+        try:
+            event = await _send(conn, origin, target, headers, payload, attempt)
+        except _STALE:
+            if not conn.reused:
+                raise
+            await conn.aclose()
+            conn = await _connect(client, origin, fresh=True)
+            event = await _send(conn, origin, target, headers, payload, attempt)
+        await _check_response(conn, event)
+        await _read_events(conn, attempt)
     except StreamFault as exc:
         raise _Failed(exc.kind, exc.detail) from exc
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        raise _Failed("connect", f"cannot connect: {_cause(exc)}") from exc
-    except (httpx.HTTPError, httpx.StreamError, OSError) as exc:
+    except _Closed as exc:
+        raise _Failed("stream_error", str(exc)) from exc
+    except h11.ProtocolError as exc:
+        raise _Failed("stream_error", f"not HTTP/1.1: {_cause(exc)}") from exc
+    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         raise _Failed("stream_error", f"the connection broke: {_cause(exc)}") from exc
+    finally:
+        if conn is not None:
+            with trio.CancelScope(shield=True):
+                await client.give(origin, conn)
 
 
-async def _check_response(response: httpx.Response) -> None:
+_STALE: Final = (OSError, trio.BrokenResourceError, h11.ProtocolError, _Closed)
+
+
+async def _connect(client: Pool, origin: Origin, *, fresh: bool = False) -> Connection:
+    try:
+        return await client.take(origin, fresh=fresh)
+    except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
+        raise _Failed("connect", f"cannot connect: {_cause(exc)}") from exc
+
+
+async def _send(
+    conn: Connection,
+    origin: Origin,
+    target: str,
+    headers: list[tuple[str, str]],
+    payload: bytes,
+    attempt: Attempt,
+) -> h11.Response:
+    """Write the request (the clock starts at its first byte) and read the response's head."""
+    attempt.sent_ns = await send_request(conn, origin, target, headers, payload)
+    event, _ = await next_event(conn)
+    if not isinstance(event, h11.Response):
+        raise _Closed(f"the server answered {type(event).__name__} instead of a response")
+    return event
+
+
+async def _check_response(conn: Connection, response: h11.Response) -> None:
+    content_type = _header(response, b"content-type")
     if response.status_code != 200:
-        text = (await _head(response)).decode("utf-8", "replace").strip()
+        text = (await _head(conn)).decode("utf-8", "replace").strip()
         kind = _status_kind(response.status_code)
         detail = f"HTTP {response.status_code}: {text[:200]!r}"
-        raise _Failed(kind, detail, response.status_code, response.headers.get("retry-after"))
-    content_type = response.headers.get("content-type", "")
+        raise _Failed(kind, detail, response.status_code, _header(response, b"retry-after") or None)
     if not content_type.lower().startswith("text/event-stream"):
-        text = (await _head(response)).decode("utf-8", "replace").strip()
+        text = (await _head(conn)).decode("utf-8", "replace").strip()
         raise _Failed("not_sse", f"content-type {content_type[:80]!r}, body starts {text[:120]!r}")
 
 
-async def _read_events(response: httpx.Response, attempt: Attempt) -> None:
-    """Decode and time every read until `[DONE]`, a fault, or the end of the body.
+def _header(response: h11.Response, name: bytes) -> str:
+    for key, value in response.headers:
+        if key == name:
+            return value.decode("latin-1")
+    return ""
 
-    The loop is never left by `break` or `raise`: httpx 0.28's nested async generators would be
-    abandoned, which trio reports when they are collected (encode/httpx#3686). A cancel makes them
-    unwind instead: at once on a fault, after a short grace that lets the body end on `[DONE]`.
-    """
-    decoder, received = SseDecoder(), 0
+
+async def _read_events(conn: Connection, attempt: Attempt) -> None:
+    """Read the body until it ends, each read stamped when its bytes arrived (`drivers.http1`) and
+    kept; parse them after, so that parsing one read never delays the stamp of the next. After
+    `[DONE]` the body has `DRAIN_S` to end, or the connection is dropped. A deadline that cuts the
+    body still leaves what arrived before it parsed into the attempt."""
+    pieces: list[tuple[int, bytes]] = []
+    received, tail = 0, b""
     fault: _Failed | None = None
-    with trio.CancelScope() as reading:
-        async for raw in response.aiter_bytes():
-            if fault is not None or attempt.done:
-                continue  # draining until the body ends or the scope fires
-            arrived = time.perf_counter_ns()
-            received += len(raw)
-            try:
-                _take(decoder.feed(raw), attempt, arrived)
-            except StreamFault as exc:
-                fault = _Failed(exc.kind, exc.detail)
-            if received > MAX_BODY_BYTES:
-                fault = _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
-            attempt.parse_ns.append(time.perf_counter_ns() - arrived)
-            if fault is not None:
-                reading.cancel()
-            elif attempt.done:
-                reading.deadline = trio.current_time() + DRAIN_S
+    drain = trio.CancelScope()
+    try:
+        with drain:
+            while True:
+                event, arrived = await next_event(conn, attempt.sent_ns)
+                if not isinstance(event, h11.Data):
+                    break
+                data = bytes(event.data)
+                received += len(data)
+                if received > MAX_BODY_BYTES:
+                    fault = _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
+                    break
+                pieces.append((arrived, data))
+                if _DONE_MARK in tail + data and drain.deadline == math.inf:
+                    drain.deadline = trio.current_time() + DRAIN_S
+                tail = data[-len(_DONE_MARK) :]
+    finally:
+        fault = fault or _parse(pieces, attempt)
     if fault is not None:
         raise fault
+
+
+_DONE_MARK: Final = b"[DONE]"
+
+
+def _parse(pieces: list[tuple[int, bytes]], attempt: Attempt) -> _Failed | None:
+    """Decode the body's reads in order into the attempt, each delta timed at its read's arrival;
+    the first fault stops it (returned, never raised: this also runs while a cancel unwinds)."""
+    decoder = SseDecoder()
+    for arrived, data in pieces:
+        started = time.perf_counter_ns()
+        try:
+            _take(decoder.feed(data), attempt, arrived)
+        except StreamFault as exc:
+            return _Failed(exc.kind, exc.detail)
+        finally:
+            attempt.parse_ns.append(time.perf_counter_ns() - started)
+    return None
 
 
 def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
@@ -252,14 +305,14 @@ def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
         attempt.finished = attempt.finished or chunk.finished
 
 
-async def _head(response: httpx.Response, limit: int = 2048) -> bytes:
+async def _head(conn: Connection, limit: int = 2048) -> bytes:
     """The first bytes of a body that is not the stream we asked for (for the error detail)."""
     head = b""
-    with trio.CancelScope() as reading:  # a cancel, not a break: see `_read_events`
-        async for raw in response.aiter_bytes():
-            head += raw[: max(0, limit - len(head))]
-            if len(head) >= limit:
-                reading.cancel()
+    while len(head) < limit:
+        event, _ = await next_event(conn)
+        if not isinstance(event, h11.Data):
+            break
+        head += bytes(event.data)[: limit - len(head)]
     return head
 
 
@@ -275,30 +328,13 @@ def _retry_wait(
     """How long to wait before the next attempt, or None to report the failure now."""
     if failure is None or failure.status not in RETRIED or retries >= policy.max_retries:
         return None
-    wait = _retry_after_s(failure.retry_after)
+    wait = retry_after_s(failure.retry_after)
     if wait is None:
         wait = policy.backoff_s * 2**retries
     if waited + wait > policy.max_wait_s or wait >= left_s:
         failure.detail += f" (Retry-After {wait:.1f} s is past the retry budget)"
         return None
     return wait
-
-
-def _retry_after_s(value: str | None) -> float | None:
-    """`Retry-After` as seconds: a number, or an HTTP date; None if absent or unreadable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _record(attempt: Attempt, failure: _Failed | None, api_key: str | None) -> RequestRecord:
@@ -341,19 +377,15 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300]
 
 
-def _pinned(server: Server) -> tuple[str, dict[str, str], dict[str, str]]:
-    """The URL to send to, its headers and extensions: a pinned address keeps the host for Host and SNI."""
-    headers = {"accept": "text/event-stream", "accept-encoding": "identity"}
+def _pinned(server: Server) -> tuple[Origin, str, list[tuple[str, str]]]:
+    """Where to connect (a pinned address keeps the URL's host for Host and SNI), the request target,
+    and the headers besides Host and the body's."""
+    headers = [("accept", "text/event-stream"), ("accept-encoding", "identity")]
     if server.api_key:
-        headers["authorization"] = f"Bearer {server.api_key}"
-    if not server.connect_ip:
-        return server.url, headers, {}
+        headers.append(("authorization", f"Bearer {server.api_key}"))
     parts = urlsplit(server.url)
-    host = parts.hostname or ""
-    ip = f"[{server.connect_ip}]" if ":" in server.connect_ip else server.connect_ip
-    netloc = f"{ip}:{parts.port}" if parts.port else ip
-    headers["host"] = parts.netloc
-    return urlunsplit(parts._replace(netloc=netloc)), headers, {"sni_hostname": host}
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Origin.of(server.url, server.connect_ip), target, headers
 
 
 __all__ = ["Outcome", "RetryPolicy", "Server", "complete", "open_client", "request_body"]

@@ -9,25 +9,21 @@ is the synchronous entry the spawned child calls; it returns the raw records for
 
 from __future__ import annotations
 
-import itertools
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
 
-import httpx
 import trio
 
-from drivers.completion import Outcome, RetryPolicy, Server, complete, open_client, request_body
+from drivers.completion import Outcome, RetryPolicy, Server, open_client
 from drivers.errors import DriverError
-from drivers.fleetload import fleet_closed_loop, fleet_open_loop, start_instant
+from drivers.fleetload import start_instant
 from drivers.rtt import Rtt, measure_rtt
-from protocol import ComputeUnit, GenerateSpec, Prompt, RequestRecord
+from drivers.sender import Load, Schedule, closed, of_deal, open_at, send
+from protocol import ComputeUnit, GenerateSpec, RequestRecord
 from protocol.generation import MAX_RECORDS
-
-MAX_INFLIGHT: Final = 1024  # open loop: requests in flight at once, whatever the arrival rate
 
 
 @dataclass(frozen=True)
@@ -74,6 +70,8 @@ class EndpointRun:
         seed: the open loop's seed, None for a closed loop.
         reasoning: each record's reasoning text (not kept in the record; a pinned tokenizer counts it).
         cpu_pct: this process's CPU time over the run's wall time, in % of one core.
+        unsent: open loop: planned sends the run's deadline came before (never dropped silently).
+        span_s: the schedule's own span (`drivers.sender.Schedule`), for the achieved send rate.
     """
 
     records: tuple[RequestRecord, ...]
@@ -85,6 +83,8 @@ class EndpointRun:
     seed: int | None
     reasoning: tuple[str, ...] = ()
     cpu_pct: float | None = None
+    unsent: int = 0
+    span_s: float | None = None
 
 
 def completions_url(url: str, chat: bool) -> str:
@@ -122,19 +122,14 @@ async def drive_endpoint(
         completions_url(url, spec.chat), spec.endpoint.model, spec.endpoint.api_key, options.connect_ip
     )
     seed = None
-    if spec.request_rate is not None:
+    if spec.request_rate is not None and spec.deal is None:
         seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     deal = spec.deal
     start = start_instant(deal) if deal is not None else trio.current_time()
     cpu = time.process_time(), trio.current_time()
-    async with open_client(spec.concurrency if seed is None else MAX_INFLIGHT) as client:
-        load = _Load(spec, server, options, client, (deadline, start))
-        if deal is not None:
-            await (fleet_open_loop if deal.planned_s else fleet_closed_loop)(load, deal)
-        elif spec.request_rate is None:
-            await load.closed_loop()
-        else:
-            await load.open_loop(random.Random(seed), spec.request_rate)
+    async with open_client() as client:
+        load = Load(spec, server, options, client, (deadline, start))
+        await send(load, _schedule(spec, seed, options))
     outcomes = load.outcomes
     wall_s = max((o.record.started_s + o.record.e2e_ms / 1e3 for o in outcomes), default=0.0)
     return EndpointRun(
@@ -147,88 +142,18 @@ async def drive_endpoint(
         seed=seed,
         reasoning=tuple(o.reasoning for o in outcomes),
         cpu_pct=_cpu_pct(cpu[0], max(cpu[1], start)),
+        unsent=load.unsent,
+        span_s=_schedule(spec, seed, options).span_s,
     )
 
 
-@dataclass
-class _Load:
-    """One run's state: the prompts still to send, and the outcomes so far (one trio task owns it)."""
-
-    spec: GenerateSpec
-    server: Server
-    options: EndpointOptions
-    client: httpx.AsyncClient
-    window: tuple[float, float]  # (deadline, start) in trio time
-    outcomes: list[Outcome] = field(default_factory=list)
-    watched_out: bool = False  # `options.watch` ended the run: nothing more is sent or kept
-
-    @property
-    def deadline(self) -> float:
-        return self.window[0]
-
-    @property
-    def start(self) -> float:
-        return self.window[1]
-
-    def prompts(self) -> Iterator[Prompt]:
-        """Each prompt once, or cycled until `duration_s`; never past the deadline or `MAX_RECORDS`."""
-        source = itertools.cycle(self.spec.prompts) if self.spec.duration_s else iter(self.spec.prompts)
-        until = self.start + self.spec.duration_s if self.spec.duration_s else self.deadline
-        for sent, prompt in enumerate(source):
-            now = trio.current_time()
-            most = self.options.max_requests or MAX_RECORDS
-            if self.watched_out or sent >= most or now >= min(until, self.deadline):
-                return
-            yield prompt
-
-    async def closed_loop(self) -> None:
-        prompts = self.prompts()  # shared: each worker takes the next one when it is free
-
-        async def worker() -> None:
-            for prompt in prompts:
-                await self.one(prompt)
-
-        async with trio.open_nursery() as nursery:
-            for _ in range(self.spec.concurrency):
-                nursery.start_soon(worker)
-
-    async def open_loop(self, rng: random.Random, rate: float) -> None:
-        inflight = trio.Semaphore(MAX_INFLIGHT)
-        arrival = self.start
-        async with trio.open_nursery() as nursery:
-            for prompt in self.prompts():
-                await inflight.acquire()
-                nursery.start_soon(self._released, inflight, prompt)
-                arrival += rng.expovariate(rate)
-                await trio.sleep_until(min(arrival, self.deadline))
-
-    async def _released(self, inflight: trio.Semaphore, prompt: Prompt) -> None:
-        try:
-            await self.one(prompt)
-        finally:
-            inflight.release()
-
-    async def one(self, prompt: Prompt, planned: float | None = None) -> None:
-        """Send one prompt and keep its outcome (with its planned send time, for a fleet member)."""
-        sent = trio.current_time()
-        deadline = self.deadline
-        if self.options.request_timeout_s is not None:
-            deadline = min(deadline, sent + self.options.request_timeout_s)
-        body = request_body(self.server.model, prompt, self.spec)
-        outcome = await complete(self.client, self.server, body, deadline=deadline, retry=self.options.retry)
-        record = outcome.record.with_(
-            prompt_id=prompt.id,
-            started_s=max(0.0, sent - self.start),
-            input_tokens_asked=prompt.input_tokens,
-            output_tokens_asked=prompt.output_tokens,
-            dataset_seed=self.spec.dataset_seed,
-        )
-        record = record if planned is None else record.with_(planned_s=planned)
-        if self.watched_out:
-            return
-        self.outcomes.append(Outcome(record, outcome.parse_ns, outcome.retries, outcome.reasoning))
-        if self.options.watch is not None and self.options.watch(self.outcomes):
-            self.watched_out = True
+def _schedule(spec: GenerateSpec, seed: int | None, options: EndpointOptions) -> Schedule:
+    """A fleet member's deal, an open loop's planned sends from `seed`, or a closed loop."""
+    if spec.deal is not None:
+        return of_deal(spec.deal, spec.duration_s)
+    if spec.request_rate is not None and seed is not None:
+        return open_at(spec.request_rate, seed, spec, options.max_requests or MAX_RECORDS)
+    return closed(spec.concurrency, spec.duration_s)
 
 
 def _cpu_pct(cpu_s: float, wall: float) -> float | None:

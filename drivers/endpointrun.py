@@ -53,12 +53,9 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
             records, problem = await counted(records, run.reasoning, generate.tokenizer)
             if problem:
                 logger.warning("token counts stay per chunk: %s", problem)
-        stats = summarize_generation(records, run.wall_s, generate).with_(
-            rtt_ms=run.rtt.connect_ms,
-            tls_ms=run.rtt.tls_ms,
-            client_overhead_ms=run.client_overhead_ms,
-            client_cpu_pct=run.cpu_pct,
-        )
+        stats = summarize_generation(
+            records, run.wall_s, generate, cpu_pct=run.cpu_pct, unsent=run.unsent
+        ).with_(rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms)
     raw = Measurement(
         compute_unit=spec.compute_unit,
         load_ms=NO_SAMPLES,

@@ -9,6 +9,7 @@ nor any secret is advertised: submitters match on the served model id only.
 from __future__ import annotations
 
 import json
+import ssl
 from typing import Final
 
 import httpx
@@ -16,6 +17,7 @@ import trio
 
 from drivers.completion import RetryPolicy, Server, complete, open_client, request_body
 from drivers.endpoint import completions_url
+from drivers.http1 import Pool
 from protocol import EndpointStatus, GenerateSpec, Prompt, control_characters
 
 PROBE_TIMEOUT_S: Final = 30.0
@@ -48,10 +50,10 @@ def probe_servers(
 async def probe_server(name: str, url: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> list[EndpointStatus]:
     """List a server's models and try each with one short streamed completion, under `timeout_s`."""
     deadline = trio.current_time() + timeout_s
-    async with open_client(1) as client:
+    async with open_client() as client:
         try:
             with trio.fail_after(max(0.0, deadline - trio.current_time())):
-                models = await _list_models(client, models_url(url))
+                models = await _list_models(models_url(url))
         except (httpx.HTTPError, trio.TooSlowError, ValueError) as exc:
             reason = f"GET /v1/models failed: {type(exc).__name__}: {exc}"[:500]
             return [EndpointStatus(name=name, usable=False, reason=reason)]
@@ -60,10 +62,13 @@ async def probe_server(name: str, url: str, *, timeout_s: float = PROBE_TIMEOUT_
         return [await _try_model(client, name, url, model, deadline) for model in models[:MAX_MODELS]]
 
 
-async def _list_models(client: httpx.AsyncClient, url: str) -> list[str]:
+async def _list_models(url: str) -> list[str]:
     """The model ids of an OpenAI `GET /v1/models` answer; ValueError for anything else."""
     body = b""
-    async with client.stream("GET", url) as response:
+    listing_client = httpx.AsyncClient(
+        timeout=None, trust_env=False, follow_redirects=False, verify=ssl.create_default_context()
+    )
+    async with listing_client as client, client.stream("GET", url) as response:
         with trio.CancelScope() as reading:  # a cancel, not a break: see completion._read_events
             async for raw in response.aiter_bytes():
                 body += raw
@@ -83,9 +88,7 @@ async def _list_models(client: httpx.AsyncClient, url: str) -> list[str]:
     return [i for i in ids if isinstance(i, str) and 0 < len(i) <= 256 and not control_characters(i)]
 
 
-async def _try_model(
-    client: httpx.AsyncClient, name: str, url: str, model: str, deadline: float
-) -> EndpointStatus:
+async def _try_model(client: Pool, name: str, url: str, model: str, deadline: float) -> EndpointStatus:
     spec = GenerateSpec(prompts=(PROBE_PROMPT,), prompts_sha256="0" * 64, max_new_tokens=4)
     server = Server(completions_url(url, chat=True), model)
     outcome = await complete(

@@ -8,10 +8,12 @@ Modules:
     tokenizer   a pinned tokenizer.json: pin (name, sha256, compressed bytes), unpack, Pinned (encode),
                 shared by the submitter's datasets and the worker's token counts
     fleet     fleet load: one member's deal of a shared schedule, the clock probe messages
+    arrivals  the one seeded arrival generator (SplitMix64, Poisson send times) of open-loop load
     telemetry live device telemetry of a timed phase, sustained-run spec, windows and throttle causes
     windows   windows over time from samples, marks and telemetry; a sustained run's throttling verdict
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
+    clientload  whether the load client held its schedule: send rate, send lag, saturation and why
     rouge     ROUGE-1/2/L F1, no external package
     capacity  capacity under an SLO: the level search, over-saturation, the knee (derived again)
     aggregate derive: a measurement's figures from its raw parts (worker and submitter alike)

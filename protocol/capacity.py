@@ -169,8 +169,8 @@ def derive_capacity(result: CapacityResult, generate: GenerateSpec) -> CapacityR
     again, the levels kept while each is the one the search picks next, the knee from their verdicts.
 
     A level that says it ended early is judged again on its records (a claim they do not bear out
-    derives as not ended, and differs); readings without raw parts (RTT, TLS, client overhead) are
-    kept as measured.
+    derives as not ended, and differs); readings without raw parts (RTT, TLS, client overhead, client CPU,
+    unsent sends) are kept as measured.
     """
     capacity = generate.capacity
     assert capacity is not None
@@ -181,9 +181,13 @@ def derive_capacity(result: CapacityResult, generate: GenerateSpec) -> CapacityR
         if expected is None:
             break
         raw = given.generation
-        stats = summarize_generation(raw.records, raw.wall_s, level_spec(generate, expected)).with_(
-            rtt_ms=raw.rtt_ms, tls_ms=raw.tls_ms, client_overhead_ms=raw.client_overhead_ms
-        )
+        stats = summarize_generation(
+            raw.records,
+            raw.wall_s,
+            level_spec(generate, expected),
+            cpu_pct=raw.client_cpu_pct,
+            unsent=raw.unsent,
+        ).with_(rtt_ms=raw.rtt_ms, tls_ms=raw.tls_ms, client_overhead_ms=raw.client_overhead_ms)
         ended = None if given.ended_early is None else saturation(raw.records, generate)
         passed = level_passed(stats, ended, capacity)
         levels.append(CapacityLevel(level=expected, generation=stats, ended_early=ended, passed=passed))

@@ -30,7 +30,9 @@ FORMULAS: Final[dict[str, str]] = {
     "prefill_tok_per_s": "median over requests of prompt_tokens / ttft_s",
     "decode_tok_per_s": "median over requests of (output_tokens - 1) / (e2e_s - ttft_s)",
     "output_tok_per_s": "sum of output_tokens over all successful requests / wall time of the run",
-    "request_per_s": "successful requests / wall time of the run",
+    "request_per_s": "a timed run: successful requests sent within duration_s / duration_s (the tail "
+    "after it is not in the divisor); a run through its prompts once: successful requests / wall time "
+    "(first request sent to last ended)",
     "goodput": "share of all requests that succeeded and met every SLO",
     "rouge": "ROUGE-1/2/L F1 of each output against its reference, averaged over requests with one",
     # the declared measurement policy (issue 24): how tokens were counted and what TTFT includes
@@ -44,6 +46,11 @@ FORMULAS: Final[dict[str, str]] = {
     "(ttft_ms is the first token of any kind), per request",
     "reasoning_tokens_mean": "mean over successful requests of the reasoning tokens (the usage's "
     "completion_tokens_details.reasoning_tokens, else counted as output_tokens are)",
+    "request_rate_achieved": "requests whose first byte was written within the schedule's span / span "
+    "(span: duration_s, else the last planned send, else the last send)",
+    "schedule_lag_ms": "actual (first byte written) - planned send time per open-loop request",
+    "client_saturated": "client CPU over 90 % of one core, p99 send lag over 10 ms, planned sends left "
+    "unsent at the deadline, or (open loop) under 95 % of the sends planned within the span sent in it",
 }
 
 
@@ -203,10 +210,10 @@ class RequestRecord(Value):
     input_tokens_asked: int | None = Field(default=None, ge=1)  # the dataset's exact prompt length
     output_tokens_asked: int | None = Field(default=None, ge=1)  # the max_tokens sent for it
     dataset_seed: int | None = Field(default=None, ge=0)
-    started_s: float = Field(default=0.0, ge=0)  # when it was sent, seconds since the run began
+    started_s: float = Field(default=0.0, ge=0)  # its first byte written, seconds since the run began
     error: ErrorKind | None = None
     error_detail: str = Field(default="", max_length=2000)
-    planned_s: float | None = Field(default=None, ge=0)  # fleet load: when it was due, as started_s
+    planned_s: float | None = Field(default=None, ge=0)  # open loop: when it was due, as started_s
 
 
 class Rouge(Value):
@@ -250,5 +257,13 @@ class GenerationStats(Value):
     tls_ms: float | None = Field(default=None, ge=0)  # endpoint only, https: TLS handshake (median)
     client_overhead_ms: float | None = Field(default=None, ge=0)
     client_cpu_pct: float | None = Field(default=None, ge=0)  # endpoint: the client's CPU over the run
+    unsent: int = Field(default=0, ge=0)  # open loop: planned sends the run's deadline came before
+    # derived (`protocol.clientload`) from the records, client_cpu_pct and unsent:
+    schedule_span_s: float | None = Field(default=None, ge=0)
+    request_rate_achieved: float | None = Field(default=None, ge=0)
+    schedule_lag_ms_p50: float | None = None
+    schedule_lag_ms_p99: float | None = None
+    client_saturated: bool = False
+    client_saturated_reason: str = Field(default="", max_length=2000)
     formulas: dict[str, str] = Field(default_factory=lambda: dict(FORMULAS))
     records: tuple[RequestRecord, ...] = Field(default=(), max_length=MAX_RECORDS)

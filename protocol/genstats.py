@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from protocol import rouge
+from protocol.clientload import client_load
 from protocol.generation import MAX_RECORDS, GenerateSpec, GenerationStats, RequestRecord, Rouge, Slo
 from protocol.stats import median, summarize
 
@@ -111,7 +112,12 @@ def _goodput(records: Sequence[RequestRecord], spec: GenerateSpec) -> float | No
 
 
 def summarize_generation(
-    records: Sequence[RequestRecord], wall_s: float, spec: GenerateSpec
+    records: Sequence[RequestRecord],
+    wall_s: float,
+    spec: GenerateSpec,
+    *,
+    cpu_pct: float | None = None,
+    unsent: int = 0,
 ) -> GenerationStats:
     """The run's aggregate, each figure as `protocol.FORMULAS` defines it; the raw records kept.
 
@@ -119,12 +125,15 @@ def summarize_generation(
         records: every request of the run, failed ones included.
         wall_s: the run's wall time in seconds (first request sent to last token), for the rates.
         spec: what was asked (quality metrics, SLOs, concurrency).
+        cpu_pct: an endpoint client's CPU over the run (% of one core), kept and judged.
+        unsent: an open loop's planned sends that its deadline came before.
 
     Returns:
         The protocol's `GenerationStats`.
     """
     ok = [r for r in records if r.error is None]
     output_total = sum(r.output_tokens for r in ok)
+    client = client_load(records, spec, cpu_pct, unsent)
     return GenerationStats(
         requests=len(records),
         errors=len(records) - len(ok),
@@ -141,11 +150,26 @@ def summarize_generation(
         prefill_tok_per_s=_median_or_zero([_prefill(r) for r in ok]),
         decode_tok_per_s=_median_or_zero([_decode(r) for r in ok]),
         output_tok_per_s=output_total / wall_s if wall_s > 0 else 0.0,
-        request_per_s=len(ok) / wall_s if wall_s > 0 else 0.0,
+        request_per_s=_request_per_s(ok, wall_s, spec),
         goodput=_goodput(records, spec),
         tokens_counted=any(r.tokens_counted for r in records),
         dataset_seed=spec.dataset_seed,
         rouge=score_rouge(records, spec),
         records=tuple(records[:MAX_RECORDS]),
+        client_cpu_pct=cpu_pct,
+        unsent=unsent,
+        schedule_span_s=client.span_s,
+        request_rate_achieved=client.rate_achieved,
+        schedule_lag_ms_p50=client.lag_p50_ms,
+        schedule_lag_ms_p99=client.lag_p99_ms,
+        client_saturated=client.saturated,
+        client_saturated_reason=client.reason,
         **_policy(ok),
     )
+
+
+def _request_per_s(ok: Sequence[RequestRecord], wall_s: float, spec: GenerateSpec) -> float:
+    """`FORMULAS["request_per_s"]`: a timed run over its own duration, not the tail after it."""
+    if spec.duration_s:
+        return sum(1 for r in ok if r.started_s <= spec.duration_s) / spec.duration_s
+    return len(ok) / wall_s if wall_s > 0 else 0.0

@@ -1,8 +1,9 @@
 """Fleet load: one seeded arrival schedule dealt among N members, their clocks, and their figures.
 
-Pure: the randomness is a seeded SplitMix64 stream (the seed is drawn by node/ and kept in every
-member's deal), time is an argument. Open loop (`request_rate`): Poisson arrivals over `duration_s`,
-request k dealt to member k mod N, so each member's share is itself a Poisson stream of rate/N.
+Pure: the randomness is the seeded SplitMix64 stream of `protocol.arrivals` (the seed is drawn
+by node/ and kept in every member's deal), time is an argument. Open loop (`request_rate`): Poisson
+arrivals over `duration_s`, request k dealt to member k mod N, so each member's share is itself a
+Poisson stream of rate/N.
 Closed loop (`concurrency`): every member keeps C requests in flight, N x C in all. A member's clock
 offset is the midpoint of the tightest of several ping-pong rounds, its bound half that round trip.
 A member's figures and the merged row's (`scheduler.results.fleetrows`) are computed from raw
@@ -12,26 +13,25 @@ never from members' medians.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from protocol import FleetDeal, GenerateSpec, RequestRecord
+from protocol.arrivals import SplitMix64, arrivals
+from protocol.clientload import SATURATED_CPU_PCT, SATURATED_LAG_MS, schedule_lag_ms
 from protocol.fleet import MAX_DEALT, MAX_FLEET
 from protocol.stats import percentile
 from scheduler.problems import Problems, check_keys, describe, number
 
 FLEET_UNIT: Final = "Endpoint (fleet)"
-SATURATED_CPU_PCT: Final = 90.0  # genai-bench warns past 90 % client CPU
-SATURATED_LAG_MS: Final = 10.0  # a member whose p99 send lag passes this is behind its schedule
 FLEET_FORMULAS: Final[dict[str, str]] = {
     "request_rate_achieved": "requests sent within [start, start + duration_s] / duration_s, all members",
     "schedule_lag_ms_p99": "p99 over requests of (actual - planned send time), submitter's time base",
     "client_cpu_max_pct": "max over members of client process CPU time / run wall time x 100",
-    "client_saturated": f"a member over {SATURATED_CPU_PCT:g} % CPU or p99 lag over {SATURATED_LAG_MS:g} ms",
+    "client_saturated": f"a member over {SATURATED_CPU_PCT:g} % CPU or p99 lag over {SATURATED_LAG_MS:g} ms, "
+    "sends left unsent, or under 95 % of the planned sends sent within the span (protocol.clientload)",
 }
-_MASK: Final = (1 << 64) - 1
 Devices = Literal["all", "any"] | int
 
 
@@ -56,33 +56,6 @@ def parse_fleet(raw: object, where: str, problems: Problems) -> dict[str, int] |
     else:
         size = raw
     return {"fleet_size": size} | ({} if seed is None else {"fleet_seed": seed})
-
-
-class SplitMix64:
-    """A seeded stream of uniform floats in [0, 1): SplitMix64 (Steele, Lea, Flood 2014)."""
-
-    def __init__(self, seed: int) -> None:
-        self._state = seed & _MASK
-
-    def next_float(self) -> float:
-        """The next uniform float in [0, 1), from the top 53 bits of the next output."""
-        self._state = (self._state + 0x9E3779B97F4A7C15) & _MASK
-        z = self._state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        return ((z ^ (z >> 31)) >> 11) / float(1 << 53)
-
-
-def arrivals(rate: float, duration_s: float, seed: int, limit: int = MAX_DEALT) -> tuple[float, ...]:
-    """Poisson arrival times (seconds after the start) at `rate` per second, within `duration_s`.
-
-    The first request goes at 0; gaps are exponential, -ln(1 - u) / rate. At most `limit` arrivals.
-    """
-    rng, t, times = SplitMix64(seed), 0.0, list[float]()
-    while t < duration_s and len(times) < limit:
-        times.append(t)
-        t += -math.log1p(-rng.next_float()) / rate
-    return tuple(times)
 
 
 def deal(spec: GenerateSpec, size: int, member: int, *, seed: int, start_at: float) -> FleetDeal:
@@ -125,11 +98,6 @@ def clock_offset(rounds: Sequence[ClockRound]) -> tuple[float, float] | None:
         return None
     best = min(valid, key=lambda r: r.received - r.sent)
     return best.worker - (best.sent + best.received) / 2, (best.received - best.sent) / 2
-
-
-def schedule_lag_ms(records: Sequence[RequestRecord]) -> list[float]:
-    """Actual minus planned send time (ms) of each request that had a plan."""
-    return [(r.started_s - r.planned_s) * 1e3 for r in records if r.planned_s is not None]
 
 
 def lag_p99_ms(records: Sequence[RequestRecord]) -> float | None:

@@ -25,8 +25,9 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 
 from protocol import FailureReason, FleetDeal, GenerateSpec, Measurement, RequestRecord, TaskSpec
+from protocol.clientload import SATURATED_LAG_MS
 from scheduler.figures import Refusal
-from scheduler.fleet import SATURATED_LAG_MS, is_fleet
+from scheduler.fleet import is_fleet
 
 PLAN_TOL_S: Final = 1e-9
 """A planned time travels as a float64 both ways (msgpack doubles): an honest record echoes it to the bit;

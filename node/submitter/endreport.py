@@ -71,7 +71,20 @@ def _levels_svg(runs: list[Run]) -> Picture:
 
 
 def _vantage_table(runs: list[Run]) -> str:
-    head = ("device · model", "load", "RTT ms", "TTFT p50", "TTFT p99", "TPOT p50", "goodput", "errors")
+    head = (
+        "device · model",
+        "load",
+        "sent req/s",
+        "lag p99 ms",
+        "client CPU %",
+        "client",
+        "RTT ms",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "goodput",
+        "errors",
+    )
     rows = []
     for row, s in sorted(runs, key=lambda r: (_vantage(r[0]), r[1].concurrency, r[1].request_rate or 0)):
         load = f"{s.request_rate:g} req/s" if s.request_rate is not None else f"concurrency {s.concurrency}"
@@ -79,6 +92,10 @@ def _vantage_table(runs: list[Run]) -> str:
             [
                 for_html(_vantage(row)),
                 load,
+                "" if s.request_rate_achieved is None else f"{s.request_rate_achieved:.1f}",
+                "" if s.schedule_lag_ms_p99 is None else f"{s.schedule_lag_ms_p99:.2f}",
+                "" if s.client_cpu_pct is None else f"{s.client_cpu_pct:.0f}",
+                _client(s),
                 "" if s.rtt_ms is None else f"{s.rtt_ms:.2f}",
                 f"{s.ttft_ms.median:.1f}",
                 f"{s.ttft_ms.p99:.1f}",
@@ -90,6 +107,13 @@ def _vantage_table(runs: list[Run]) -> str:
     th = "".join(f"<th>{for_html(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _client(stats: GenerationStats) -> str:
+    """The client's verdict: held its schedule, or saturated and why."""
+    if not stats.client_saturated:
+        return "held"
+    return f'<span class="client-saturated">saturated: {for_html(stats.client_saturated_reason)}</span>'
 
 
 def endpoint_parts(document: Mapping[str, Any]) -> list[str]:

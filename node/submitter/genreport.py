@@ -20,6 +20,7 @@ from scheduler.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
 
 if TYPE_CHECKING:
     from rich.console import Group
+    from rich.table import Table
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,27 @@ def lead_markdown(document: Mapping[str, Any]) -> list[str]:
     return [*lines, "", *(f"- {f.titled}" for f in (*figures, THROUGHPUT)), ""]
 
 
+def _client_rows(table: Table, s: GenerationStats) -> None:
+    """An endpoint run's load client: the send rate it held against the asked one, its send lag, its
+    CPU, and whether it was saturated and why (`protocol.clientload`)."""
+    if s.client_cpu_pct is None and s.schedule_lag_ms_p99 is None:
+        return
+    asked = "" if s.request_rate is None else f" of {s.request_rate:g}"
+    if s.request_rate_achieved is not None:
+        table.add_row(
+            "sent req/s", f"{s.request_rate_achieved:.1f}{asked}", "sent within the schedule's span / span"
+        )
+    if s.schedule_lag_ms_p99 is not None:
+        lag = f"{s.schedule_lag_ms_p50 or 0.0:.2f} / {s.schedule_lag_ms_p99:.2f}"
+        table.add_row("send lag ms p50/p99", lag, "actual - planned send time")
+    if s.client_cpu_pct is not None:
+        table.add_row("client CPU %", f"{s.client_cpu_pct:.0f}", "client process CPU / run wall time")
+    if s.unsent:
+        table.add_row("unsent", str(s.unsent), "planned sends the deadline came before")
+    verdict = "[red]saturated[/]" if s.client_saturated else "held"
+    table.add_row("client", verdict, for_rich(s.client_saturated_reason or "held its schedule"))
+
+
 def generation_table(document: Mapping[str, Any]) -> Group | None:
     """The generate tasks' figures for the terminal (None when there are none): what an LLM run is for.
 
@@ -186,5 +208,6 @@ def generation_table(document: Mapping[str, Any]) -> Group | None:
         table.add_row("output tokens", f"{s.output_tokens_mean:.1f}", "mean over requests")
         stable = _stability(row)
         table.add_row("stability", "stable" if stable == "stable" else "[red]unstable[/]", for_rich(stable))
+        _client_rows(table, s)
         tables.append(table)
     return Group(*tables)

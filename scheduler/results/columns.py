@@ -160,6 +160,12 @@ _GENERATION = _section(
     ("TtfoMsMedian", "ms", MS, "ttfo_ms"),
     ("ReasoningTokensMean", "tokens", "{:.2f}", "reasoning_tokens_mean"),
     ("DatasetSeed", "", "{:d}"),
+    # whether the load client held its schedule (issue 33; `protocol.clientload`): RequestRateAchieved,
+    # ScheduleLagMsP99, ClientCpuMaxPct and ClientSaturated sit with the fleet's columns, filled for
+    # every endpoint row
+    ("ScheduleLagMsP50", "ms", MS, "schedule_lag_ms"),
+    ("Unsent", "", "{:d}"),
+    ("ClientSaturatedReason",),
 )
 _CAPACITY = _section(
     Section.CAPACITY,
@@ -184,10 +190,10 @@ _ENERGY = _section(
 _FLEET = _section(
     Section.FLEET,
     ("FleetSize", "", "{:d}"),
-    ("RequestRateAchieved", "req/s", MS),
-    ("ScheduleLagMsP99", "ms", MS),
+    ("RequestRateAchieved", "req/s", MS, "request_rate_achieved"),
+    ("ScheduleLagMsP99", "ms", MS, "schedule_lag_ms"),
     ("ClientCpuMaxPct", "%", "{:.1f}"),
-    ("ClientSaturated",),
+    ("ClientSaturated", "", "", "client_saturated"),
     ("FleetLost",),
 )
 _SUSTAIN = _section(

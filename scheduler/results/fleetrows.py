@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from protocol import GenerateSpec, GenerationStats, RequestRecord
+from protocol.clientload import client_load
 from protocol.genstats import summarize_generation
 from scheduler.campaign import Job
-from scheduler.fleet import FLEET_UNIT, achieved_rate, lag_p99_ms, saturated
+from scheduler.fleet import FLEET_UNIT, achieved_rate
 from scheduler.results.columns import CSV_COLUMNS, cell, cells
 from scheduler.results.genrows import generation_columns
 from scheduler.tasks import Status, TaskView
@@ -41,18 +42,22 @@ def fleet_columns(
     size: int,
     cpu_pcts: Sequence[float | None],
     lost: Sequence[str] = (),
+    *,
+    unsent: int = 0,
 ) -> dict[str, str]:
-    """The fleet columns of a member's row or of the merged row, from raw records."""
-    lag = lag_p99_ms(records)
+    """The fleet columns of a member's row or of the merged row, from raw records (the client's
+    verdict as every generate row's: `protocol.clientload`, on the busiest member's CPU)."""
     cpus = [c for c in cpu_pcts if c is not None]
     cpu = max(cpus) if cpus else None
+    client = client_load(records, spec, cpu, unsent)
     rate = achieved_rate(records, spec.duration_s) if spec.request_rate is not None else None
     return {
         "FleetSize": cell("FleetSize", size),
         "RequestRateAchieved": cell("RequestRateAchieved", rate),
-        "ScheduleLagMsP99": cell("ScheduleLagMsP99", lag),
+        "ScheduleLagMsP99": cell("ScheduleLagMsP99", client.lag_p99_ms),
         "ClientCpuMaxPct": cell("ClientCpuMaxPct", cpu),
-        "ClientSaturated": cell("ClientSaturated", saturated(cpu, lag)),
+        "ClientSaturated": cell("ClientSaturated", client.saturated),
+        "ClientSaturatedReason": client.reason,
         "FleetLost": cells("FleetLost", lost),
     }
 
@@ -62,7 +67,7 @@ def member_row(member: Member, spec: GenerateSpec, size: int) -> dict[str, str]:
     row = dict(member.row)
     if member.generation is not None:
         g = member.generation
-        row.update(fleet_columns(g.records, spec, size, [g.client_cpu_pct]))
+        row.update(fleet_columns(g.records, spec, size, [g.client_cpu_pct], unsent=g.unsent))
     else:
         row["FleetSize"] = cell("FleetSize", size)
     return row
@@ -83,7 +88,10 @@ def merged_stats(job: Job, members: Sequence[Member]) -> GenerationStats:
     assert spec is not None
     measured = [m.generation for m in members if m.generation is not None]
     records = [r for g in measured for r in g.records]
-    return summarize_generation(records, max((g.wall_s for g in measured), default=0.0), spec)
+    cpus = [g.client_cpu_pct for g in measured if g.client_cpu_pct is not None]
+    unsent = sum(g.unsent for g in measured)
+    wall_s = max((g.wall_s for g in measured), default=0.0)
+    return summarize_generation(records, wall_s, spec, cpu_pct=max(cpus, default=None), unsent=unsent)
 
 
 def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[str, str]:
@@ -118,7 +126,8 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
     row.update(generation_columns(stats))
     if spec.request_rate is None:
         row["Concurrency"] = cell("Concurrency", spec.concurrency * size)
-    row.update(fleet_columns(records, spec, size, [g.client_cpu_pct for g in measured], lost))
+    cpus = [g.client_cpu_pct for g in measured]
+    row.update(fleet_columns(records, spec, size, cpus, lost, unsent=sum(g.unsent for g in measured)))
     row["Detail"] = _detail(members, lost)
     return row
 

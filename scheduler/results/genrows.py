@@ -48,4 +48,22 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "TtfoMsMedian": "" if stats.ttfo_ms is None else cell("TtfoMsMedian", stats.ttfo_ms.median),
         "ReasoningTokensMean": cell("ReasoningTokensMean", stats.reasoning_tokens_mean),
         "DatasetSeed": cell("DatasetSeed", stats.dataset_seed),
+        **client_columns(stats),
+    }
+
+
+def client_columns(stats: GenerationStats) -> dict[str, str]:
+    """Whether the load client held its schedule: asked (`RequestRate`) against achieved send rate,
+    send lag, the client's CPU, and the verdict with its reason. Empty for a run with no client
+    readings (a white-box generate task)."""
+    if stats.client_cpu_pct is None and stats.schedule_lag_ms_p99 is None:
+        return {}
+    return {
+        "RequestRateAchieved": cell("RequestRateAchieved", stats.request_rate_achieved),
+        "ScheduleLagMsP50": cell("ScheduleLagMsP50", stats.schedule_lag_ms_p50),
+        "ScheduleLagMsP99": cell("ScheduleLagMsP99", stats.schedule_lag_ms_p99),
+        "ClientCpuMaxPct": cell("ClientCpuMaxPct", stats.client_cpu_pct),
+        "Unsent": cell("Unsent", stats.unsent),
+        "ClientSaturated": cell("ClientSaturated", stats.client_saturated),
+        "ClientSaturatedReason": stats.client_saturated_reason,
     }

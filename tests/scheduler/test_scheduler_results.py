@@ -43,6 +43,7 @@ SERVICE = (
     "ErrorsByKind,TokensCounted,RttMs,TlsMs"
 )
 POLICY = "TokenSource,TokensPerChunkMean,UsageVsCountedTokens,TtfoMsMedian,ReasoningTokensMean,DatasetSeed"
+CLIENT = "ScheduleLagMsP50,Unsent,ClientSaturatedReason"
 CAPACITY = (
     "CapacityRow,CapacityBy,CapacityKnee,CapacityFirstFail,CapacityGoodputPct,CapacityFinished,"
     "LevelPassed,LevelEndedEarly"
@@ -52,7 +53,19 @@ FLEET = "FleetSize,RequestRateAchieved,ScheduleLagMsP99,ClientCpuMaxPct,ClientSa
 SUSTAIN = "Throttled,ThrottleCauses,ThrottleDetail,WindowMediansMs,TelemetryPeriodMs,TelemetryPoints"
 EXPECTED_COLUMNS = [
     name
-    for group in (SEED, REFERENCE, EXTENDED, GENERATION, SERVICE, POLICY, CAPACITY, ENERGY, FLEET, SUSTAIN)
+    for group in (
+        SEED,
+        REFERENCE,
+        EXTENDED,
+        GENERATION,
+        SERVICE,
+        POLICY,
+        CLIENT,
+        CAPACITY,
+        ENERGY,
+        FLEET,
+        SUSTAIN,
+    )
     for name in group.split(",")
 ]
 

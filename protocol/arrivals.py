@@ -1,0 +1,45 @@
+"""The one seeded arrival generator of open-loop load: Poisson send times from a SplitMix64 stream.
+
+Pure: the seed is an argument (drawn by the caller and kept with the run). The submitter deals a
+fleet's schedule from it (`scheduler.fleet.deal`) and a lone worker's open loop plans its own sends
+with it (`drivers.sender`), so the same seed and rate give the same send times everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from protocol.fleet import MAX_DEALT
+
+_MASK: Final = (1 << 64) - 1
+
+
+class SplitMix64:
+    """A seeded stream of uniform floats in [0, 1): SplitMix64 (Steele, Lea, Flood 2014)."""
+
+    def __init__(self, seed: int) -> None:
+        self._state = seed & _MASK
+
+    def next_float(self) -> float:
+        """The next uniform float in [0, 1), from the top 53 bits of the next output."""
+        self._state = (self._state + 0x9E3779B97F4A7C15) & _MASK
+        z = self._state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return ((z ^ (z >> 31)) >> 11) / float(1 << 53)
+
+
+def arrivals(rate: float, duration_s: float, seed: int, limit: int = MAX_DEALT) -> tuple[float, ...]:
+    """Poisson arrival times (seconds after the start) at `rate` per second, within `duration_s`.
+
+    The first request goes at 0; gaps are exponential, -ln(1 - u) / rate. At most `limit` arrivals.
+    """
+    rng, t, times = SplitMix64(seed), 0.0, list[float]()
+    while t < duration_s and len(times) < limit:
+        times.append(t)
+        t += -math.log1p(-rng.next_float()) / rate
+    return tuple(times)
+
+
+__all__ = ["SplitMix64", "arrivals"]

@@ -1,0 +1,146 @@
+"""The request loop's mechanism, not its speed: where a read is stamped, one sender, one generator.
+
+- A read is stamped when its bytes arrived, not when the client got round to it: a server sends a
+  large burst the client takes long to parse, then one small chunk soon after; the small chunk's
+  recorded time is the server's gap after the burst, not the client's parse time.
+- One module (`drivers.sender`) holds the request loop; one (`protocol.arrivals`) the arrival
+  generator; an open loop sends exactly the seeded schedule, and what its deadline prevents is
+  counted as unsent, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from drivers.endpoint import EndpointOptions, drive_endpoint, run_endpoint
+from protocol import Endpoint, GenerateSpec, Prompt
+from protocol.arrivals import arrivals
+from tests.lab.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serve_sse, usage_event
+
+ROOT = Path(__file__).resolve().parents[2]
+GAP_S = 0.02  # the server's pause between the burst and the small chunk
+BURST = 24_000  # content deltas in the burst (~1.6 MB): long to parse
+
+
+def _spec(count: int = 1, **fields: object) -> GenerateSpec:
+    prompts = tuple(Prompt(id=f"p{i}", text=f"prompt {i}") for i in range(count))
+    values: dict[str, object] = {
+        "prompts": prompts,
+        "prompts_sha256": "0" * 64,
+        "endpoint": Endpoint(model="m"),
+    }
+    return GenerateSpec.model_validate(values | fields)
+
+
+async def test_a_chunk_is_stamped_when_it_arrived_not_after_the_client_parsed_the_one_before() -> None:
+    burst = b"".join(chunk_event("x") for _ in range(BURST))
+    reply = Reply(
+        pieces=((0.0, burst), (GAP_S, chunk_event("late")), (0.0, usage_event(1, BURST + 1) + DONE_EVENT))
+    )
+    with serve_sse(lambda body, attempt: reply) as server:
+        run = await drive_endpoint(_spec(), server.url, 60.0, EndpointOptions(rtt_samples=1))
+    [record] = run.records
+    assert record.error is None, record.error_detail
+    times = record.token_times_ms
+    assert record.output_text.endswith("late")
+    assert run.client_overhead_ms is not None
+    parse_ms = run.client_overhead_ms  # one request: the parse time of all its reads
+    gap_ms = times[-1] - times[-2]
+    # stamped after parsing, the small chunk would trail the burst by the parse time; stamped on
+    # arrival, by the server's pause (plus the burst's own transfer)
+    assert parse_ms > 4 * GAP_S * 1e3, f"the burst parsed in {parse_ms:.1f} ms: not long enough to tell"
+    assert gap_ms < parse_ms / 2, (gap_ms, parse_ms)
+    assert gap_ms >= GAP_S * 1e3 / 3, gap_ms  # two reads, not one holding both
+
+
+_SERVER = """
+import sys, threading
+from tests.lab.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serve_sse, usage_event
+burst = b"".join(chunk_event("x") for _ in range(int(sys.argv[2])))
+big = Reply(pieces=((0.0, burst + usage_event(1, int(sys.argv[2])) + DONE_EVENT),))
+small = scheduled(["a", "b"], first_s=float(sys.argv[1]), every_s=0.001, usage=(1, 2))
+with serve_sse(lambda body, attempt: big if "prompt 0" in str(body) else small) as server:
+    print(server.url, flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_chunk_that_came_while_another_request_was_parsed_is_stamped_when_it_came() -> None:
+    # the server runs in its own process: in this one, the client's parsing would delay its writes
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(GAP_S), str(BURST)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        run = run_endpoint(
+            _spec(2, concurrency=2), url, deadline_s=60.0, options=EndpointOptions(rtt_samples=1)
+        )
+    finally:
+        child.communicate("", timeout=30)
+    by_id = {r.prompt_id: r for r in run.records}
+    assert [by_id["p0"].error, by_id["p1"].error] == [None, None]
+    assert run.client_overhead_ms is not None
+    burst_parse_ms = 2 * run.client_overhead_ms  # the median of two: the burst's and a negligible one
+    ttft = by_id["p1"].ttft_ms
+    assert ttft is not None
+    # the burst ended long before this request's first chunk, and the one event loop parsed it well
+    # past that chunk's arrival: stamped when read, its TTFT would carry the parse time
+    assert by_id["p0"].e2e_ms < GAP_S * 1e3
+    assert burst_parse_ms > 4 * GAP_S * 1e3, burst_parse_ms
+    assert ttft < burst_parse_ms / 2, (ttft, burst_parse_ms)
+
+
+async def test_an_open_loop_sends_the_seeded_schedule_and_counts_what_its_deadline_prevented() -> None:
+    rate, duration, seed = 40.0, 3.0, 7
+    planned = arrivals(rate, duration, seed)
+    quick = scheduled(["a"], usage=(1, 1))
+    spec = _spec(5, request_rate=rate, duration_s=duration)
+    options = EndpointOptions(seed=seed, rtt_samples=1)
+    with serve_sse(lambda body, attempt: quick) as server:
+        run = await drive_endpoint(spec, server.url, 1.5, options)  # the deadline cuts the schedule
+    sent = sorted(r.planned_s for r in run.records if r.planned_s is not None)
+    assert len(sent) == len(run.records)
+    assert sent == sorted(planned[: len(sent)])  # the same generator, the same seed: the same times
+    assert run.unsent > 0
+    assert len(run.records) + run.unsent == len(planned)  # none dropped without being counted
+    assert all(r.started_s >= r.planned_s - 1e-3 for r in run.records if r.planned_s is not None)
+
+
+def _calls(path: Path, names: set[str]) -> set[str]:
+    """The names among `names` that the module at `path` calls or defines."""
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in names:
+                found.add(name)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name in names:
+            found.add(node.name)
+    return found
+
+
+def test_one_module_sends_requests_and_one_generates_arrivals() -> None:
+    sources = [
+        p for layer in ("drivers", "protocol", "scheduler", "node") for p in (ROOT / layer).rglob("*.py")
+    ]
+    drivers = [p for p in sources if p.parent.name == "drivers"]
+    senders = {p.name for p in drivers if _calls(p, {"complete"})}
+    # the request loop; the server probe sends one request per model, on no schedule
+    assert senders == {"sender.py", "servers.py", "completion.py"}, senders
+    timed = {p.name for p in drivers if _calls(p, {"sleep_until", "Semaphore"})}
+    assert timed == {"sender.py"}, timed
+    generators = {
+        p.relative_to(ROOT).as_posix()
+        for p in sources
+        if _calls(p, {"expovariate", "log1p", "SplitMix64", "Random", "gammavariate"})
+    }
+    assert generators == {"protocol/arrivals.py"}, generators
