@@ -169,18 +169,18 @@ class Sampler:
         if self._thread is not None:
             self._thread.join()
         if not self._failure:
-            self._guarded()  # the last, partial period: a short run still has a reading
+            self._guarded(final=True)  # the last, partial period: a short run still has a reading
         self._nvml.close()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.period_s) and self._guarded():
             pass
 
-    def _guarded(self) -> bool:
+    def _guarded(self, final: bool = False) -> bool:
         """Take one reading; on an error (an odd sensor driver), stop reading and say why: telemetry
         never fails the measurement it watches."""
         try:
-            self._keep(self._read())
+            self._keep(self._read(final and not self._points))
         except Exception as exc:  # the thread's boundary: psutil's and the kernel's errors alike
             self._failure = f"telemetry stopped at {len(self._points)} points: {type(exc).__name__}: {exc}"
             return False
@@ -197,22 +197,28 @@ class Sampler:
             self._points = self._points[::2]
             self._stride *= 2
 
-    def _read(self) -> TelemetryPoint | None:
+    def _read(self, only: bool = False) -> TelemetryPoint | None:
+        """One reading over the interval since the last one kept; None when its counters' instant is
+        too uncertain or they moved more than the CPUs could, unless it is the run's `only` reading
+        (a run shorter than one period): that one is kept, its busy cores held to the machine's."""
         width, now, busy, own, sched = counters()
         then, busy0, own0, sched0 = self._last
         wall = (now - then) / 1e9
-        if wall <= 0 or width > MAX_BRACKET * (now - then):
+        if wall <= 0 or (width > MAX_BRACKET * (now - then) and not only):
             return None  # the counters' instant is not known well enough: the next reading spans both
         self._last = (now, busy, own, sched)
-        if (busy - busy0) / wall > self._cores * IMPOSSIBLE:
-            return None  # the kernel's counters jumped (seen under heavy load): no reading, not a false one
+        busy_cores = max(0.0, (busy - busy0) / wall)
+        if busy_cores > self._cores * IMPOSSIBLE:
+            if not only:  # the kernel's counters jumped (seen under heavy load): no reading, not a false one
+                return None
+            busy_cores = float(self._cores)
         temp, high = self._temperature()
         return TelemetryPoint(
             t_ms=(now - self.origin_ns) / NS_PER_MS,
             cpu_mhz=self._clocks(),
             temp_c=temp,
             temp_high=high,
-            busy_cores=max(0.0, (busy - busy0) / wall),
+            busy_cores=busy_cores,
             own_cores=max(0.0, (own - own0) / wall),
             cpu_share=_share(sched0, sched),
             **(self._nvml.read() if self._nvml.present else {}),
@@ -306,7 +312,7 @@ def merged(
         shift_runs += kept
     if first is None:
         return None, tuple(runs), tuple(times)
-    step = -(-len(points) // MAX_POINTS)
+    step = max(1, -(-len(points) // MAX_POINTS))  # a run whose readings were all passed over has none
     return first.with_(stride=stride * step, points=tuple(points[::step])), tuple(runs), tuple(times)
 
 

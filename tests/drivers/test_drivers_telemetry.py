@@ -128,6 +128,15 @@ def test_merged_lays_processes_back_to_back() -> None:
     assert [p.t_ms for p in telemetry.points] == [250.0, 500.0, 850.0]
 
 
+def test_merged_keeps_a_run_whose_readings_were_all_passed_over() -> None:
+    """A short process whose only reading the sampler left out has telemetry with no points."""
+    empty = Telemetry(period_ms=250, points=())
+    telemetry, runs, _ = merged([(empty, [0], [1.0], 3), (empty, [0], [2.0], 3)])
+    assert telemetry is not None
+    assert telemetry.points == ()
+    assert runs == (0, 3)
+
+
 def test_a_sustained_loop_past_its_cap_keeps_every_other_run_and_renumbers_its_marks() -> None:
     receiver, sender = multiprocessing.Pipe(duplex=False)
     marks = Marks(time.perf_counter_ns())

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import http.server
 import json
+import queue
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reusable lab lives in tests/lab
@@ -184,3 +187,45 @@ def model_server(tmp_path: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+class Health:
+    """`/api/health` asked every 0.2 s from a thread until stopped; every answer that was not a 200."""
+
+    def __init__(self, api: str) -> None:
+        self.api, self.asked, self.failed = api, 0, list[str]()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        with httpx.Client(timeout=10) as client:
+            while not self._stop.wait(0.2):
+                try:
+                    status = client.get(f"{self.api}/health").status_code
+                except httpx.HTTPError as exc:
+                    self.failed.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                self.asked += 1
+                if status != 200:
+                    self.failed.append(str(status))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+
+def campaign_end(served: Proc, campaign_id: str, timeout: float) -> dict[str, Any]:
+    """The event that ends the campaign: its files written ("campaign_done") or why not; an
+    AssertionError at once if serve exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            event = served.events.get(timeout=1.0)
+        except queue.Empty:
+            assert served.popen.poll() is None, f"serve exited {served.popen.poll()}\n{served.log_excerpt()}"
+            continue
+        ends = event.get("event") in ("campaign_done", "campaign_failed")
+        if ends and event.get("campaign") == campaign_id:
+            return event
+    raise AssertionError(f"campaign {campaign_id} did not end\n{served.log_excerpt()}")

@@ -16,21 +16,17 @@ from __future__ import annotations
 
 import csv
 import json
-import queue
 import re
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from lab.procs import SARK, Proc
 
-from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from e2e.conftest import MODEL, ROOT, CampaignLab, Health, Swarm, campaign_end, submitter_id, write_campaign
 
 HOT = ROOT / "tests" / "lab" / "hotliar.py"
 JOB = {
@@ -110,32 +106,6 @@ def test_submit_writes_every_file_despite_absurd_telemetry(lab: Swarm, tmp_path:
     assert again.read_text().count("<figure") == first.count("<figure")
 
 
-class Health:
-    """`/api/health` asked every 0.2 s from a thread until stopped; every answer that was not a 200."""
-
-    def __init__(self, api: str) -> None:
-        self.api, self.asked, self.failed = api, 0, list[str]()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-        self._thread.start()
-
-    def _poll(self) -> None:
-        with httpx.Client(timeout=10) as client:
-            while not self._stop.wait(0.2):
-                try:
-                    status = client.get(f"{self.api}/health").status_code
-                except httpx.HTTPError as exc:
-                    self.failed.append(f"{type(exc).__name__}: {exc}")
-                    continue
-                self.asked += 1
-                if status != 200:
-                    self.failed.append(str(status))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=15)
-
-
 def _serve(lab: Swarm, out: Path) -> tuple[Proc, str]:
     """`sark-node serve` over the lab's gate with the submitter's identity, once it sees both workers."""
     network = ["--allow-http", "--allow-network", "127.0.0.0/8", "--refresh", "0.5"]
@@ -147,22 +117,6 @@ def _serve(lab: Swarm, out: Path) -> tuple[Proc, str]:
     return served, f"{url}/api"
 
 
-def _ended(served: Proc, campaign_id: str, timeout: float) -> dict[str, Any]:
-    """The event that ends the campaign: its files written ("campaign_done") or why not; an
-    AssertionError at once if serve exits first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            event = served.events.get(timeout=1.0)
-        except queue.Empty:
-            assert served.popen.poll() is None, f"serve exited {served.popen.poll()}\n{served.log_excerpt()}"
-            continue
-        ends = event.get("event") in ("campaign_done", "campaign_failed")
-        if ends and event.get("campaign") == campaign_id:
-            return event
-    raise AssertionError(f"campaign {campaign_id} did not end\n{served.log_excerpt()}")
-
-
 def test_serve_keeps_answering_and_writes_the_campaign(lab: Swarm, tmp_path: Path, model_server: str) -> None:
     served, api = _serve(lab, tmp_path / "served")
     health = Health(api)
@@ -171,7 +125,7 @@ def test_serve_keeps_answering_and_writes_the_campaign(lab: Swarm, tmp_path: Pat
         created = httpx.post(f"{api}/campaigns", json=body, timeout=60)
         assert created.status_code == 201, created.text
         cid = created.json()["campaign_id"]
-        ended = _ended(served, cid, 240)
+        ended = campaign_end(served, cid, 240)
         shown = httpx.get(f"{api}/campaigns/{cid}", timeout=30).json()
         after = httpx.get(f"{api}/health", timeout=30)
     finally:
