@@ -56,7 +56,7 @@ def test_a_rate_the_client_cannot_hold_is_said_in_every_view(tmp_path: Path) -> 
         }
     )
     assert row["RequestRate"] == f"{RATE:g}"
-    assert row["ClientSaturated"] == "true", row
+    assert row["ClientSaturated"] == "True", row
     reason = row["ClientSaturatedReason"]
     assert reason, row
     achieved = float(row["RequestRateAchieved"])

@@ -1,8 +1,10 @@
 """Issue 13: no input takes a worker down and no failure hides.
 
 A gate and ONE real worker process. Every broken model file of `tests/lab/badfiles` is submitted in a
-campaign of its own: the task fails with the file's name and the stage in its detail and in the
-result row, `submit` exits 1, and the same worker process stays up and then completes a good campaign.
+campaign of its own: the submitter's inspection refuses it first (exit 2 naming the file and the
+stage, nothing dispatched: issue 30), or the task fails on the worker with the file's name and the
+stage in its detail and in the result row and `submit` exits 1; the same worker process stays up and
+then completes a good campaign (the worker's child on every bad file: tests/drivers/test_drivers_contain.py).
 Then the other exit codes: --strict, a campaign bomb (2), `peers` with no gate answering (1).
 """
 
@@ -64,6 +66,12 @@ def test_every_bad_file_fails_named_and_placed_and_the_worker_then_completes_a_g
             json.dumps({"name": f"bad-{file_name}", "model": {"path": file_name}, "jobs": [JOB]})
         )
         code, outcome, stderr = _submit(swarm1, campaign)
+        if code == 2:  # the submitter's own inspection refused it before any worker was sent it
+            assert f"{file_name}: {stage.value} failed: " in stderr, stderr
+            assert "refused here, before any worker is sent it" in stderr, stderr
+            assert not outcome, outcome
+            assert worker.popen.poll() is None
+            continue
         assert code == 1, f"{file_name}: {stderr}"
         assert "0 of 1 tasks completed (1 failed)" in stderr
         [task] = outcome["tasks"]

@@ -78,19 +78,26 @@ def _wait(proc: Proc, kind: str, timeout: float = 240.0, **match: Any) -> dict[s
             return event
 
 
-def test_truncated_gguf_fails_named_on_a_worker(swarm: Swarm, tmp_path: Path) -> None:
+def test_truncated_gguf_is_refused_named_and_no_worker_goes_down(swarm: Swarm, tmp_path: Path) -> None:
+    """Cut inside its metadata, the submitter's own inspection refuses it before any worker is sent
+    it (exit 2, issue 30); a cut its headers do not show fails on the worker, named. Either way every
+    worker stays up (and the next test has both generate)."""
     folder = tmp_path / "truncated"
     folder.mkdir()
     with packaged_llm().open("rb") as f:
         (folder / "truncated.gguf").write_bytes(f.read(1 << 20))
     code, outcome, stderr = _submit(swarm, _campaign(folder, "truncated.gguf", [_job(prompts=1, devices=1)]))
-    assert code == 1, stderr
-    [task] = outcome["tasks"]
-    assert task["state"] == "failed", task
-    assert task["failure_reason"] in ("load", "format"), task
-    assert task["detail"].startswith("truncated.gguf: "), task["detail"]
-    [row] = _rows(outcome)
-    assert (row["Status"], row["FileName"]) == ("Failed", "truncated.gguf")
+    if code == 2:
+        assert "truncated.gguf: inspect failed: " in stderr, stderr
+        assert "refused here, before any worker is sent it" in stderr, stderr
+    else:
+        assert code == 1, stderr
+        [task] = outcome["tasks"]
+        assert task["state"] == "failed", task
+        assert task["failure_reason"] in ("load", "format"), task
+        assert task["detail"].startswith("truncated.gguf: "), task["detail"]
+        [row] = _rows(outcome)
+        assert (row["Status"], row["FileName"]) == ("Failed", "truncated.gguf")
     for worker in swarm.workers.values():
         assert worker.popen.poll() is None, worker.log_excerpt()
 
