@@ -16,18 +16,24 @@ _MASK: Final = (1 << 64) - 1
 
 
 class SplitMix64:
-    """A seeded stream of uniform floats in [0, 1): SplitMix64 (Steele, Lea, Flood 2014)."""
+    """A seeded stream of 64-bit outputs and uniform floats in [0, 1): SplitMix64 (Steele, Lea,
+    Flood 2014), the project's one seeded generator (arrivals here, datasets' prompts in
+    `scheduler.dataset`): the same seed gives the same draws on every platform."""
 
     def __init__(self, seed: int) -> None:
         self._state = seed & _MASK
 
-    def next_float(self) -> float:
-        """The next uniform float in [0, 1), from the top 53 bits of the next output."""
+    def next64(self) -> int:
+        """The next 64-bit output."""
         self._state = (self._state + 0x9E3779B97F4A7C15) & _MASK
         z = self._state
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        return ((z ^ (z >> 31)) >> 11) / float(1 << 53)
+        return z ^ (z >> 31)
+
+    def next_float(self) -> float:
+        """The next uniform float in [0, 1), from the top 53 bits of the next output."""
+        return (self.next64() >> 11) / float(1 << 53)
 
 
 def arrivals(rate: float, duration_s: float, seed: int, limit: int = MAX_DEALT) -> tuple[float, ...]:

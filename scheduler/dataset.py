@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from protocol import ChatMessage, Prompt
+from protocol.arrivals import SplitMix64
 from protocol.generation import MAX_PROMPTS
 
-MASK: Final = (1 << 64) - 1
 MAX_INPUT_TOKENS: Final = 6_000  # mean + 2 stddev: a prompt stays under MAX_PROMPT_CHARS
 MAX_OUTPUT_TOKENS: Final = 32_768
 SPREAD: Final = 2.0  # lengths are kept within this many standard deviations of the mean
@@ -51,22 +51,12 @@ class Vocabulary(Protocol):
         ...
 
 
-class Draws:
-    """A seeded splitmix64 generator: the same seed gives the same draws on every platform."""
-
-    def __init__(self, seed: int) -> None:
-        self._state = seed & MASK
-
-    def next64(self) -> int:
-        self._state = (self._state + 0x9E3779B97F4A7C15) & MASK
-        z = self._state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-        return z ^ (z >> 31)
+class Draws(SplitMix64):
+    """The seeded SplitMix64 stream (`protocol.arrivals`) with the draws a dataset needs."""
 
     def uniform(self) -> float:
         """A float in [0, 1)."""
-        return (self.next64() >> 11) / (1 << 53)
+        return self.next_float()
 
     def below(self, n: int) -> int:
         """An int in [0, n)."""
