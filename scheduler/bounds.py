@@ -80,7 +80,10 @@ Checked against what the submitter knows:
   background process that stops as the phase starts, or clocks that settle, lower the window's power
   under the idle's. Half the idle power is a swing no honest phase makes (the phase runs work on the
   very unit measured) and refuses what the issue saw: -33,333 J per inference from idle joules
-  larger than the window's.
+  larger than the window's. A window shorter than `METER_PERIOD_S` is not held to it: a counter that
+  updates less often than the window lasts can honestly read 0 J over it (a gray-box endpoint run of
+  5 ms read 0 J on the lab's tree; NVML's counter updates about every 100 ms, the RAPL reader polls
+  every `drivers.energy.RAPL_POLL_S` = 0.5 s).
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ POWER_RATIO: Final = 2.0
 POWER_SLACK_W: Final = 25.0
 MIN_POWER_POINTS: Final = 3
 NET_TOLERANCE: Final = 0.5
+METER_PERIOD_S: Final = 0.5  # the longest update or read period of a meter the node reads
 WINDOW_SLACK_S: Final = 1e-3
 TOKEN_FACTOR: Final = 16
 BYTES_PER_CHAR: Final = 4
@@ -302,7 +306,7 @@ def _method(where: str, r: EnergyReading, spec: TaskSpec, profile: DeviceProfile
 
 def _below_idle(where: str, r: EnergyReading) -> Iterator[str]:
     """The window's energy against its idle power x the window, less the tolerance."""
-    if r.joules is None or r.idle_joules is None or r.idle_s <= 0:
+    if r.joules is None or r.idle_joules is None or r.idle_s <= 0 or r.window_s < METER_PERIOD_S:
         return
     idle_w = r.idle_joules / r.idle_s
     floor = (1.0 - NET_TOLERANCE) * idle_w * r.window_s

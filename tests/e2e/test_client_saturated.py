@@ -60,7 +60,9 @@ def test_a_rate_the_client_cannot_hold_is_said_in_every_view(tmp_path: Path) -> 
     reason = row["ClientSaturatedReason"]
     assert reason, row
     achieved = float(row["RequestRateAchieved"])
-    assert 0 < achieved < 0.95 * RATE, row
+    assert 0 < achieved <= RATE, row  # what it sent, never more than asked
+    if achieved >= 0.95 * RATE:  # it nearly kept the rate, late: the verdict is the send lag's
+        assert "lag" in reason, row
     assert float(row["ClientCpuMaxPct"]) > 0
     assert float(row["ScheduleLagMsP99"]) >= float(row["ScheduleLagMsP50"]) >= 0
     # every planned send was sent (late) or is counted as unsent: none dropped without a word

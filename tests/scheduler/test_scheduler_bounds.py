@@ -259,6 +259,12 @@ def test_net_energy_below_idle_beyond_the_tolerance_is_refused() -> None:
     )
 
 
+def test_a_window_shorter_than_a_meter_period_is_not_held_to_its_idle() -> None:
+    """A counter that updates less often than the window lasts can honestly read 0 J over it."""
+    quick = derive(_reading(honest(), window_s=0.06, joules=0.0), CPU_TASK)
+    assert check_figures(quick, CPU_TASK, CPU_ONLY) == quick
+
+
 def test_idle_joules_larger_than_the_windows_are_refused() -> None:
     """The issue's -33,333 J per inference: idle energy many times the window's."""
     lie = derive(_reading(honest(), joules=1.0, idle_joules=250_000.0, idle_s=25.0), CPU_TASK)
