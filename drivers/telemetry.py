@@ -207,11 +207,12 @@ class Sampler:
         if wall <= 0 or (width > MAX_BRACKET * (now - then) and not only):
             return None  # the counters' instant is not known well enough: the next reading spans both
         self._last = (now, busy, own, sched)
-        busy_cores = max(0.0, (busy - busy0) / wall)
-        if busy_cores > self._cores * IMPOSSIBLE:
+        busy_cores, own_cores = max(0.0, (busy - busy0) / wall), max(0.0, (own - own0) / wall)
+        if max(busy_cores, own_cores) > self._cores * IMPOSSIBLE:
             if not only:  # the kernel's counters jumped (seen under heavy load): no reading, not a false one
                 return None
-            busy_cores = float(self._cores)
+            # a run of a few ms: 10 ms ticks over it say nothing; held to what the machine has
+            busy_cores, own_cores = min(busy_cores, self._cores), min(own_cores, self._cores)
         temp, high = self._temperature()
         return TelemetryPoint(
             t_ms=(now - self.origin_ns) / NS_PER_MS,
@@ -219,7 +220,7 @@ class Sampler:
             temp_c=temp,
             temp_high=high,
             busy_cores=busy_cores,
-            own_cores=max(0.0, (own - own0) / wall),
+            own_cores=own_cores,
             cpu_share=_share(sched0, sched),
             **(self._nvml.read() if self._nvml.present else {}),
         )

@@ -106,6 +106,17 @@ def test_counters_that_jump_past_what_the_cpus_could_run_give_no_reading(
     assert max(p.busy_cores for p in points) <= cores * 1.1, [p.busy_cores for p in points]
 
 
+def test_a_run_of_a_few_milliseconds_keeps_its_one_reading_within_the_machine() -> None:
+    """Over a millisecond, 10 ms ticks say nothing: the only reading is kept, held to the machine's
+    cores (a worker that returned at once was refused for 'own_cores' beyond physics)."""
+    with Sampler(period_s=0.25) as sampler:
+        sum(range(1000))
+    [point] = sampler.telemetry().points
+    cores = os.cpu_count() or 1
+    assert point.busy_cores <= cores
+    assert point.own_cores <= cores
+
+
 def test_offered_names_what_this_machine_gives_and_what_it_does_not() -> None:
     sources = offered()
     assert any(s.startswith("cpu clock: ") for s in sources)

@@ -19,7 +19,7 @@ from e2e.conftest import CampaignLab, submitter_id
 
 KNEE = 3
 CAPACITY = {
-    "slo": {"ttft_ms": 150},  # the stub: 20 ms up to 3 in flight, 270 ms and more beyond
+    "slo": {"ttft_ms": 150},  # the stub: 80 ms up to its knee in flight, 330 ms and more beyond
     "goodput_pct": 90,
     "max_concurrency": 16,
     "level_s": 1.5,
