@@ -46,6 +46,10 @@ def _busy(times: Any) -> float:
     return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
 
 
+TICKS_S = 0.5
+"""A phase shorter than this is read in too few 10 ms ticks for its own CPU share to be exact."""
+
+
 class CpuMeter:
     """Process CPU and the machine's background load over a `with` block.
 
@@ -70,8 +74,13 @@ class CpuMeter:
     ) -> None:
         self.wall_s = max(time.perf_counter() - self._w0, 1e-9)
         self.cpu_s = time.process_time() - self._p0
-        self.cores_used = self.cpu_s / self.wall_s
-        machine = (_busy(psutil.cpu_times()) - _busy(self._s0)) / self.wall_s
+        cores = float(psutil.cpu_count() or 1)
+        # /proc/stat counts in 10 ms ticks: over a phase of a few ms its share says nothing, so both
+        # readings are held to what the machine has (a phase that returned at once read 33 cores on 2)
+        self.cores_used = (
+            min(self.cpu_s / self.wall_s, cores) if self.wall_s < TICKS_S else self.cpu_s / self.wall_s
+        )
+        machine = min((_busy(psutil.cpu_times()) - _busy(self._s0)) / self.wall_s, cores)
         self.background_cores = max(0.0, machine - self.cores_used)
 
 

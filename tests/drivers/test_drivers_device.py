@@ -113,3 +113,18 @@ def test_gpu_sampler_is_silent_without_nvml() -> None:
     if "NVMLError" in reason:
         assert gpu.util_pct is None
         assert gpu.mem_mb is None
+
+
+def test_a_phase_of_a_few_milliseconds_reads_no_more_cores_than_the_machine_has() -> None:
+    """/proc/stat counts in 10 ms ticks: a phase that returned at once once read 33 background cores
+    on 2, which the submitter's bounds refuse; both readings are held to the machine's cores."""
+    import os
+
+    from drivers.meters import CpuMeter
+
+    for _ in range(20):
+        with CpuMeter() as meter:
+            pass
+        cores = os.cpu_count() or 1
+        assert 0.0 <= meter.background_cores <= cores
+        assert 0.0 <= meter.cores_used <= cores
