@@ -29,7 +29,7 @@ from tests.lab.knee import KneeStub
 from tests.lab.sse_server import serve_sse
 
 OPTIONS = EndpointOptions(retry=RetryPolicy(max_retries=0), rtt_samples=1, seed=5)
-SLO = Slo(ttft_ms=150)  # the stub: 80 ms up to its knee, 330 ms and more beyond
+SLO = Slo(ttft_ms=150)  # the stub: 20 ms up to its knee, 270 ms and more beyond
 
 
 def _spec(capacity: CapacitySpec) -> GenerateSpec:

@@ -19,7 +19,7 @@ from e2e.conftest import CampaignLab, submitter_id
 
 KNEE = 3
 CAPACITY = {
-    "slo": {"ttft_ms": 150},  # the stub: 80 ms up to its knee in flight, 330 ms and more beyond
+    "slo": {"ttft_ms": 150},  # the stubs: 20 (gray box: 80) ms up to the knee in flight, 270 (330) ms beyond
     "goodput_pct": 90,
     "max_concurrency": 16,
     "level_s": 1.5,
@@ -82,7 +82,11 @@ def test_capacity_finds_the_knee_and_ends_an_over_saturated_level_early(tmp_path
 
 
 def test_gray_box_each_worker_searches_its_own_server_one_capacity_row_per_device(tmp_path: Path) -> None:
-    stubs = {"w0": KneeStub(knee=2, model="served"), "w1": KneeStub(knee=4, model="served")}
+    # 80 ms a request: a loaded client still keeps a level's concurrency in flight on both servers
+    stubs = {
+        "w0": KneeStub(knee=2, model="served", fast_s=0.08),
+        "w1": KneeStub(knee=4, model="served", fast_s=0.08),
+    }
     lab = CampaignLab(tmp_path, record_ttl=30.0)
     try:
         with serve_sse(stubs["w0"]) as first, serve_sse(stubs["w1"]) as second:

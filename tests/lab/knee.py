@@ -28,9 +28,7 @@ class KneeStub:
 
     knee: int
     model: str = "knee"
-    fast_s: float = (
-        0.08  # a request lives ~95 ms: a loaded client still keeps a level's concurrency in flight
-    )
+    fast_s: float = 0.02
     step_s: float = 0.25
     tokens: int = 4
     every_s: float = 0.005
