@@ -139,6 +139,10 @@ class Scheduler(Settling):
         """Every task in task order (jobs in file order, then n)."""
         return tuple(self._tasks.values())
 
+    def peers(self) -> Sequence[PeerView]:
+        """The peers the scheduler knows, as last discovered (without building a snapshot)."""
+        return tuple(self._peers.values())
+
     def snapshot(self) -> SchedulerSnapshot:
         """All state as a plain frozen value, for the node's campaign store."""
         return SchedulerSnapshot(
@@ -150,7 +154,7 @@ class Scheduler(Settling):
             planned=self._planned,
             cancelled=self._cancelled,
             finished=self._finished,
-            peers=tuple(self._peers.values()),
+            peers=self.peers(),
             tasks=self.tasks(),
         )
 

@@ -359,7 +359,7 @@ class CampaignLoop:
             return None
         task = self._task(a.task_id)
         spec = self._campaign.jobs[task.job_index].spec
-        profile = sch.placed_profile(self._sched.snapshot().peers, a.peer_id) or delivered.body.device
+        profile = sch.placed_profile(self._sched.peers(), a.peer_id) or delivered.body.device
         figures = sch.check_figures(delivered.body.measurement, spec, profile, delivered.body.device)
         if not isinstance(figures, sch.Refusal):  # a fleet member's records against the deal it signed
             figures = sch.check_fleet(figures, spec, a.spec)

@@ -87,7 +87,7 @@ def campaign_rows(
     """One row per task, in task order, rendered from its typed value; a capacity search's level rows
     follow its row; each fleet job's member rows get their fleet columns and its merged row comes last."""
     rows: list[Shown] = []
-    peers = {p.peer_id: p for p in scheduler.snapshot().peers}
+    peers = {p.peer_id: p for p in scheduler.peers()}
     for result in task_results(scheduler, results, created_utc, campaign):
         plain = sch.row_of(result)
         marks = verify_columns(result.task, peers.get(result.task.peer_id or ""))  # settled after storing
