@@ -6,8 +6,8 @@ relative standard error (from the scatter of its process medians) and its output
 rule:
 
     two replicas agree  <=>  same fingerprint  and  |a - b| / min(a, b)  <=  band
-    band                 =   max(FLOOR, K * sqrt(2) * s_class)     (s_class: the class's pooled error)
-                         or  max(FLOOR, K * hypot(s_a, s_b))       (until the class has POOL_MIN replicas)
+    band                 =   K * sqrt(2 * (s_class^2 + BOARD^2))     (s_class: the class's pooled error)
+                         or  K * sqrt(s_a^2 + s_b^2 + 2 * BOARD^2)   (until the class has POOL_MIN replicas)
                          and never over CEILING (50 %)
 
 Why it holds on this machine. Process medians of one model scatter with a CV of 2.4 % (ResNet18,
@@ -15,11 +15,15 @@ Why it holds on this machine. Process medians of one model scatter with a CV of 
 "Noise"); the submitter sees that scatter in every replica's own processes and pools it over the
 class's replicas (three processes estimate it poorly alone; the median over a class does not). K =
 3.5 standard errors of a difference keeps honest pairs together (about 1 pair in 2,000 apart by
-noise alone before boards differ); FLOOR = 4 % covers what one replica's processes cannot see,
-devices of one class differing by about 1 % (clock bins, memory timings). A peer that reports 0.9x
-its latency is then caught where the class is quiet (2.4 %: every cheat of 0.5-0.9x) and passes where
-process medians scatter by 6 % or more unless the task runs more processes: the row says the band it
-was judged with, and benchmarks/replication_sim.py gives the shares per noise level.
+noise alone); BOARD = 1 % is what one replica's processes cannot see, devices of one class
+differing by about that much (clock bins, memory timings), added to each replica's error, so the
+band is never under 5 % (it was a 4 % floor beside the processes' error, which flagged honest
+replicas of a quiet class running many processes: 1.2 % of them at 7 processes, 0.3 % now). A peer
+that reports 0.9x its latency is then caught in one comparison where the class is quiet (2.4 %:
+every cheat of 0.5-0.9x) and may pass one where process medians scatter by 6 % or more; there,
+the offsets each settlement hands its peer's record (`Settlement.offsets`,
+`reputation.PeerRecord.biased`) catch it over a few tasks. The row says the band it was judged
+with, and benchmarks/replication_sim.py gives the shares per noise level.
 
 Settling: two replicas that disagree ask one more, once; the largest group of mutually agreeing
 replicas that is a strict majority wins (of two such groups, the tighter: a third replica between an
@@ -36,11 +40,13 @@ import enum
 import math
 import statistics
 from collections import Counter
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Final
 
-FLOOR: Final = 0.04
+BOARD: Final = 0.01
+"""How far apart devices of one class sit (clock bins, memory timings): each replica's figure is off
+its class's by this much on top of its own processes' error, which they cannot see."""
 """The smallest band: differences between devices of one class that one replica cannot see."""
 K: Final = 3.5
 """The band in standard errors of the difference of two replicas' figures."""
@@ -84,8 +90,8 @@ def band(a: Replica, b: Replica, class_spread: float = 0.0) -> float:
     """The relative difference within which two replicas agree: K standard errors of their
     difference, from the class's pooled spread once there is one, else from the pair's own."""
     if class_spread > 0:
-        return min(CEILING, max(FLOOR, K * math.sqrt(2) * class_spread))
-    return min(CEILING, max(FLOOR, K * math.hypot(a.spread, b.spread)))
+        return min(CEILING, K * math.sqrt(2 * (class_spread**2 + BOARD**2)))
+    return min(CEILING, K * math.sqrt(a.spread**2 + b.spread**2 + 2 * BOARD**2))
 
 
 def agree(a: Replica, b: Replica, class_spread: float = 0.0) -> bool:
@@ -115,6 +121,9 @@ class Settlement:
         outliers: each peer outside it with its figure.
         figure_ms: the agreed figure (median of the majority's), None unless replicated.
         reason: for people: who disagreed with whom, and the band.
+        offsets: each timed replica's log of its figure over the others' (the rest of the majority
+            for a member, the agreed figure for an outlier of the same outputs): what
+            `reputation.PeerRecord` adds up to find a peer that is off its class for good.
     """
 
     outcome: Outcome
@@ -122,6 +131,11 @@ class Settlement:
     outliers: tuple[tuple[str, float], ...] = ()
     figure_ms: float | None = None
     reason: str = ""
+    offsets: tuple[tuple[str, float], ...] = ()
+
+    def offset_of(self, peer_id: str) -> float | None:
+        """The peer's offset in this settlement, if it had one."""
+        return next((o for p, o in self.offsets if p == peer_id), None)
 
     def label(self, total: int) -> str:
         """`replicated k/n`, `single`, `disagreed` or `pending` as a row says it."""
@@ -130,7 +144,9 @@ class Settlement:
         return self.outcome.value
 
 
-def _groups(replicas: Sequence[Replica], class_spread: float, distrusted: Set[str]) -> list[list[Replica]]:
+def _groups(
+    replicas: Sequence[Replica], class_spread: float, distrusted: Set[str] | Mapping[str, str]
+) -> list[list[Replica]]:
     """Every maximal set of trusted replicas that agree pairwise, largest first and, among groups of
     one size, tightest first (the smallest relative range: a replica between an honest one and a
     cheater agrees with both, and sits closer to the honest one). n is small: at most a few."""
@@ -152,7 +168,10 @@ def _range(group: Sequence[Replica]) -> float:
 
 
 def settle(
-    replicas: Sequence[Replica], wanted: int, class_spread: float = 0.0, distrusted: Set[str] = frozenset()
+    replicas: Sequence[Replica],
+    wanted: int,
+    class_spread: float = 0.0,
+    distrusted: Set[str] | Mapping[str, str] = frozenset(),
 ) -> Settlement:
     """The verdict once `replicas` have arrived for a task that asked for `wanted` of them.
 
@@ -161,7 +180,8 @@ def settle(
     the first time (as many as were wanted arrived) is `pending`: one more replica is asked, once;
     after it, `disagreed`, and a replica whose outputs differ from a strict majority's is an outlier
     in either case (`_wrong_outputs`). `class_spread` is the class's pooled spread (`pooled_spread`);
-    `distrusted` peers (`reputation.PeerRecord.distrusted`) are never members of a majority.
+    `distrusted` peers (`reputation.PeerRecord.distrusted`) are never members of a majority; given
+    as a mapping, each with why (`PeerRecord.why_distrusted`), which its outlier reason says.
     """
     if len(replicas) <= 1:
         return Settlement(Outcome.SINGLE, reason="one result: not verified")
@@ -172,20 +192,52 @@ def settle(
         figure = statistics.median(r.median_ms for r in group)
         outliers = tuple((r.peer_id, r.median_ms) for r in replicas if r.peer_id not in inside)
         why = "; ".join(
-            _outlier_reason(r, figure, group[0], class_spread) for r in replicas if r.peer_id not in inside
+            _outlier_reason(r, figure, group[0], class_spread, distrusted)
+            for r in replicas
+            if r.peer_id not in inside
         )
-        return Settlement(Outcome.REPLICATED, tuple(sorted(inside)), outliers, figure, why)
+        offsets = _offsets(replicas, group, figure)
+        return Settlement(Outcome.REPLICATED, tuple(sorted(inside)), outliers, figure, why, offsets)
     wrong = _wrong_outputs(replicas, distrusted)
     outliers = tuple((r.peer_id, r.median_ms) for r in wrong)
+    distrust = [
+        f"{r.peer_id}: distrusted: {distrusted[r.peer_id]}"
+        for r in replicas
+        if isinstance(distrusted, Mapping) and distrusted.get(r.peer_id)
+    ]
     why = "; ".join(
-        [*(f"{r.peer_id}: outputs differ from the majority's" for r in wrong), _disagreement(replicas)]
+        [
+            *(f"{r.peer_id}: outputs differ from the majority's" for r in wrong),
+            *distrust,
+            _disagreement(replicas),
+        ]
     )
     if len(replicas) == wanted:
         return Settlement(Outcome.PENDING, outliers=outliers, reason=why)
     return Settlement(Outcome.DISAGREED, outliers=outliers, reason=why)
 
 
-def _wrong_outputs(replicas: Sequence[Replica], distrusted: Set[str]) -> list[Replica]:
+def _offsets(
+    replicas: Sequence[Replica], group: Sequence[Replica], figure: float
+) -> tuple[tuple[str, float], ...]:
+    """Each replica's log of its figure over the others': the rest of the group for a member, the
+    agreed figure for an outlier whose outputs match the group's (one with other outputs is wrong,
+    not off)."""
+    offsets: list[tuple[str, float]] = []
+    for r in replicas:
+        if r in group:
+            others = [m.median_ms for m in group if m is not r]
+            reference = statistics.median(others)
+        elif r.fingerprint == group[0].fingerprint:
+            reference = figure
+        else:
+            continue
+        if r.median_ms > 0 and reference > 0:
+            offsets.append((r.peer_id, math.log(r.median_ms / reference)))
+    return tuple(offsets)
+
+
+def _wrong_outputs(replicas: Sequence[Replica], distrusted: Set[str] | Mapping[str, str]) -> list[Replica]:
     """The replicas whose outputs differ from a strict majority (at least two trusted replicas with one
     fingerprint): their outputs are wrong whatever the timings say, so they are outliers even when the
     others' timings are too far apart to agree (a loaded machine)."""
@@ -205,9 +257,13 @@ def pooled_spread(spreads: Sequence[float]) -> float:
     return statistics.median(spreads) if len(spreads) >= POOL_MIN else 0.0
 
 
-def _outlier_reason(r: Replica, figure: float, member: Replica, class_spread: float) -> str:
+def _outlier_reason(
+    r: Replica, figure: float, member: Replica, class_spread: float, distrusted: Set[str] | Mapping[str, str]
+) -> str:
     if r.fingerprint != member.fingerprint:
         return f"{r.peer_id}: outputs differ from the majority's"
+    if isinstance(distrusted, Mapping) and distrusted.get(r.peer_id):
+        return f"{r.peer_id}: {r.median_ms:.4g} ms, distrusted: {distrusted[r.peer_id]}"
     width = band(r, member, class_spread)
     return f"{r.peer_id}: {r.median_ms:.4g} ms against the agreed {figure:.4g} ms (band {width:.1%})"
 

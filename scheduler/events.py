@@ -260,13 +260,15 @@ class FinishCampaign:
 @dataclass(frozen=True)
 class ReplicasSettled:
     """A replica group settled (`scheduler.settling`): the node keeps each peer's record of
-    agreements in its store (`agreed` peers agreed with the majority, `outliers` did not)."""
+    agreements in its store (`agreed` peers agreed with the majority, `outliers` did not; `offsets`:
+    each one's log of its figure over the others', `agreement.Settlement.offsets`)."""
 
     group: str
     outcome: str
     agreed: tuple[str, ...] = ()
     outliers: tuple[str, ...] = ()
     detail: str = ""
+    offsets: tuple[tuple[str, float], ...] = ()
 
 
 Command = (

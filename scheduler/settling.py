@@ -12,7 +12,7 @@ peer's record (`reputation.PeerRecord`) in its store.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from scheduler.agreement import Outcome, Replica, Settlement, pooled_spread, settle
@@ -76,12 +76,15 @@ def settle_groups(
     now: float,
 ) -> Settled:
     """Every group whose tasks have all ended: its labels and `ReplicasSettled`, or one more task
-    (settled at once in a second round when no peer is left for it: it is added ended)."""
+    (settled at once in a second round when no peer is left for it: it is added ended). A peer that
+    turns distrusted in a round has the groups it agreed in settled again in the next."""
     out = Settled([], [], dict(records))
-    for _ in range(2):
+    for _ in range(3):
         current = {**tasks, **{t.task_id: t for t in out.tasks}}
+        distrusted = {p for p, r in out.records.items() if r.distrusted}
         _settle_round(campaign_id, campaign, current, peers, needs, now, out)
-        if not any(t.ended and t.task_id not in tasks for t in out.tasks):
+        turned = {p for p, r in out.records.items() if r.distrusted} - distrusted
+        if not turned and not any(t.ended and t.task_id not in tasks for t in out.tasks):
             break
     return out
 
@@ -95,7 +98,8 @@ def _settle_round(
     now: float,
     out: Settled,
 ) -> None:
-    for group, members in unsettled_groups(tasks.values()).items():
+    distrusted = {p for p, r in out.records.items() if r.distrusted}
+    for group, members in unsettled_groups(tasks.values(), distrusted).items():
         verify = campaign.verify_of(campaign.jobs[members[0].job_index])
         spread = class_spread(tasks.values(), members[0].device_class)
         found = verdict(members, verify, spread, out.records, campaign_seed(campaign_id))
@@ -116,13 +120,17 @@ def _settle_round(
             tasks[i].with_(verified=label, verify_detail=why) for i, (label, why) in found.labels.items()
         )
         settled = found.settlement
-        outliers = tuple(p for p, _ in settled.outliers)
+        # a group settled again (a member turned distrusted) counts only its new replicas' records
+        fresh = {t.peer_id for t in members if not t.verified}
+        agreed = tuple(p for p in settled.agreed if p in fresh)
+        outliers = tuple(p for p, _ in settled.outliers if p in fresh)
+        offsets = tuple((p, o) for p, o in settled.offsets if p in fresh)
         out.commands.append(
-            ReplicasSettled(group, settled.outcome.value, settled.agreed, outliers, settled.reason)
+            ReplicasSettled(group, settled.outcome.value, agreed, outliers, settled.reason, offsets)
         )
         # a replicated settlement says who agreed; a disagreed one only whose outputs were wrong
-        for peer, agreed in [*((p, True) for p in settled.agreed), *((p, False) for p in outliers)]:
-            out.records[peer] = out.records.get(peer, PeerRecord()).after(agreed)
+        for peer, ok in [*((p, True) for p in agreed), *((p, False) for p in outliers)]:
+            out.records[peer] = out.records.get(peer, PeerRecord()).after(ok, settled.offset_of(peer))
 
 
 def _replica(
@@ -160,8 +168,12 @@ def campaign_seed(campaign_id: str) -> int:
     return int.from_bytes(hashlib.sha256(campaign_id.encode()).digest()[:8], "big")
 
 
-def unsettled_groups(tasks: Iterable[TaskView]) -> dict[str, list[TaskView]]:
-    """Groups whose tasks have all ended and none of whose accepted tasks carries a label yet."""
+def unsettled_groups(
+    tasks: Iterable[TaskView], distrusted: Set[str] = frozenset()
+) -> dict[str, list[TaskView]]:
+    """Groups whose tasks have all ended and none of whose accepted tasks carries a label yet, and
+    groups settled with a `distrusted` peer in their agreeing majority (it turned distrusted since:
+    they are settled again without it, with one more replica when the rest are no majority)."""
     groups: dict[str, list[TaskView]] = {}
     for task in tasks:
         if task.replica_group:
@@ -171,7 +183,10 @@ def unsettled_groups(tasks: Iterable[TaskView]) -> dict[str, list[TaskView]]:
         for g, members in groups.items()
         if all(t.ended for t in members)
         and any(t.state == TaskState.DONE for t in members)
-        and not any(t.verified for t in members)
+        and (
+            not any(t.verified for t in members)
+            or any(t.peer_id in distrusted and t.verified.startswith("replicated") for t in members)
+        )
     }
 
 
@@ -192,7 +207,7 @@ def verdict(
         ):
             return MORE
     replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
-    distrusted = {p for p, r in records.items() if r.distrusted}
+    distrusted = {p: r.why_distrusted() for p, r in records.items() if r.distrusted}
     settled = settle(replicas, wanted, class_spread, distrusted)
     if settled.outcome == Outcome.PENDING:
         if len(members) <= wanted:

@@ -18,7 +18,7 @@ import socket
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -58,7 +58,10 @@ CREATE TABLE IF NOT EXISTS peer_records (
     peer_id     TEXT PRIMARY KEY,
     agreed      INTEGER NOT NULL,
     disagreed   INTEGER NOT NULL,
-    streak      INTEGER NOT NULL
+    streak      INTEGER NOT NULL,
+    offsets     INTEGER NOT NULL DEFAULT 0,
+    offset_sum  REAL NOT NULL DEFAULT 0,
+    offset_squares REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS offers (
     campaign_id TEXT NOT NULL,
@@ -72,8 +75,16 @@ CREATE TABLE IF NOT EXISTS cancels (
     requested   TEXT NOT NULL
 );
 """
-_ADDED_COLUMNS: Final = (("swarm", "TEXT"), ("submitter", "TEXT"))
-"""Columns a store written by an older sark-node lacks: added on open, NULL for its campaigns."""
+_ADDED_COLUMNS: Final = (
+    ("campaigns", "swarm", "TEXT"),
+    ("campaigns", "submitter", "TEXT"),
+    ("results", "derived", "BLOB"),
+    ("peer_records", "offsets", "INTEGER NOT NULL DEFAULT 0"),
+    ("peer_records", "offset_sum", "REAL NOT NULL DEFAULT 0"),
+    ("peer_records", "offset_squares", "REAL NOT NULL DEFAULT 0"),
+)
+"""Columns a store written by an older sark-node lacks (table, name, kind): added on open, NULL
+(or their default) for what it holds."""
 
 
 class CampaignStatus(enum.StrEnum):
@@ -183,7 +194,6 @@ class CampaignStore:
         with self._connect() as db:
             db.executescript(_SCHEMA)
             _add_columns(db)
-            _add_derived(db)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -281,21 +291,22 @@ class CampaignStore:
     def peer_records(self) -> dict[str, PeerRecord]:
         """Each peer's record of replicated results (`scheduler.reputation`), across campaigns."""
         with self._connect() as db:
-            rows = db.execute("SELECT peer_id, agreed, disagreed, streak FROM peer_records").fetchall()
-        return {r[0]: PeerRecord(agreed=r[1], disagreed=r[2], streak=r[3]) for r in rows}
+            rows = db.execute(f"SELECT peer_id, {_RECORD} FROM peer_records").fetchall()
+        return {r[0]: PeerRecord(*r[1:]) for r in rows}
 
-    def settled(self, agreed: Iterable[str], outliers: Iterable[str]) -> None:
+    def settled(
+        self, agreed: Iterable[str], outliers: Iterable[str], offsets: Iterable[tuple[str, float]] = ()
+    ) -> None:
         """A replica group settled: one agreement for each `agreed` peer, one disagreement for each
-        outlier, in one transaction."""
+        outlier, each with its offset from the others when it had one, in one transaction."""
+        offset = dict(offsets)
         with self._connect() as db:
             for peer, ok in [*((p, True) for p in agreed), *((p, False) for p in outliers)]:
-                row = db.execute(
-                    "SELECT agreed, disagreed, streak FROM peer_records WHERE peer_id = ?", (peer,)
-                ).fetchone()
-                record = (PeerRecord(*row) if row else PeerRecord()).after(ok)
+                row = db.execute(f"SELECT {_RECORD} FROM peer_records WHERE peer_id = ?", (peer,)).fetchone()
+                record = (PeerRecord(*row) if row else PeerRecord()).after(ok, offset.get(peer))
                 db.execute(
-                    "INSERT OR REPLACE INTO peer_records VALUES (?, ?, ?, ?)",
-                    (peer, record.agreed, record.disagreed, record.streak),
+                    f"INSERT OR REPLACE INTO peer_records (peer_id, {_RECORD}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (peer, *astuple(record)),
                 )
 
     def put_offer(self, campaign_id: str, task_id: str, peer_id: str, spec: bytes) -> None:
@@ -336,29 +347,20 @@ class CampaignStore:
 
 def _add_columns(db: sqlite3.Connection) -> None:
     """Give a store written by an older sark-node the columns it lacks (`_ADDED_COLUMNS`)."""
-    have = {row[1] for row in db.execute("PRAGMA table_info(campaigns)")}
-    for name, kind in _ADDED_COLUMNS:
-        if name in have:
+    for table, name, kind in _ADDED_COLUMNS:
+        if name in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
             continue
         try:
-            db.execute(f"ALTER TABLE campaigns ADD COLUMN {name} {kind}")
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
         except sqlite3.OperationalError as exc:  # another process opening the store added it first
             if "duplicate column" not in str(exc):
                 raise
 
 
+_RECORD: Final = "agreed, disagreed, streak, offsets, offset_sum, offset_squares"
+"""A `PeerRecord`'s columns, in its fields' order."""
+
 _COLUMNS: Final = "id, name, created_utc, source, text, models, snapshot, status, out_dir, swarm, submitter"
-
-
-def _add_derived(db: sqlite3.Connection) -> None:
-    """Give a store written before the derived measurement was kept its `derived` column."""
-    if "derived" in {r[1] for r in db.execute("PRAGMA table_info(results)")}:
-        return
-    try:
-        db.execute("ALTER TABLE results ADD COLUMN derived BLOB")
-    except sqlite3.OperationalError as exc:  # another process opening the store added it first
-        if "duplicate column" not in str(exc):
-            raise
 
 
 def _received(received: str, legacy_row: str) -> str:

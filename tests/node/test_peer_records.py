@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from node.submitter.store import CampaignStore
 from scheduler.reputation import PeerRecord
@@ -20,3 +23,22 @@ def test_settled_groups_add_up_per_peer_and_survive_a_reopened_store(tmp_path: P
         "c": PeerRecord(agreed=1, disagreed=0, streak=1),
         "liar": PeerRecord(agreed=0, disagreed=1, streak=0),
     }
+
+
+def test_offsets_add_up_in_the_store_and_an_old_store_gains_their_columns(tmp_path: Path) -> None:
+    path = tmp_path / "campaigns.db"
+    with sqlite3.connect(path) as db:  # a store from before offsets were kept
+        db.execute(
+            "CREATE TABLE peer_records (peer_id TEXT PRIMARY KEY, agreed INTEGER NOT NULL, "
+            "disagreed INTEGER NOT NULL, streak INTEGER NOT NULL)"
+        )
+        db.execute("INSERT INTO peer_records VALUES ('old', 3, 0, 3)")
+    db.close()
+    store = CampaignStore(path)
+    assert store.peer_records() == {"old": PeerRecord(agreed=3, disagreed=0, streak=3)}
+    store.settled(["old", "liar"], [], [("old", 0.1), ("liar", -0.1)])
+    store.settled(["liar"], ["old"], [("liar", -0.2)])
+    records = CampaignStore(path).peer_records()
+    assert records["old"] == PeerRecord(4, 1, 0, offsets=1, offset_sum=0.1, offset_squares=0.1 * 0.1)
+    liar = records["liar"]
+    assert (liar.offsets, liar.offset) == (2, pytest.approx(-0.15))

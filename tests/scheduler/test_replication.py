@@ -3,6 +3,7 @@ replication (issue 31). The simulation in benchmarks/replication_sim.py runs the
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
@@ -10,8 +11,9 @@ import pytest
 from protocol import ComputeUnit, DeviceProfile
 from protocol.values import Calibration, GpuInfo, UnitStatus
 from scheduler.agreement import (
+    BOARD,
     CEILING,
-    FLOOR,
+    K,
     Outcome,
     Replica,
     agree,
@@ -22,8 +24,9 @@ from scheduler.agreement import (
 )
 from scheduler.claims import claim_problems
 from scheduler.classes import device_class, major_minor, memory_bucket_gib
+from scheduler.dataset import Draws
 from scheduler.replicas import Candidate, by_class, pick_replicas
-from scheduler.reputation import TRUST_AFTER, PeerRecord, check_probability, draw, should_check
+from scheduler.reputation import BIAS_MIN, TRUST_AFTER, PeerRecord, check_probability, draw, should_check
 
 CPU = ComputeUnit.CPU_ONNX
 
@@ -108,9 +111,10 @@ def test_spread_is_the_standard_error_of_a_median_of_process_medians() -> None:
 
 def test_agreement_within_the_band_and_not_beyond() -> None:
     a = rep("a", 10.0)
-    assert band(a, rep("b", 10.0)) == FLOOR
-    assert agree(a, rep("b", 10.0 * (1 + FLOOR * 0.99)))
-    assert not agree(a, rep("b", 10.0 * (1 + FLOOR * 1.01)))
+    width = band(a, rep("b", 10.0))
+    assert width == pytest.approx(K * (2 * 0.005**2 + 2 * BOARD**2) ** 0.5)  # never under K x sqrt(2) x 1 %
+    assert agree(a, rep("b", 10.0 * (1 + width * 0.99)))
+    assert not agree(a, rep("b", 10.0 * (1 + width * 1.01)))
     assert not agree(a, rep("b", 10.0, fingerprint="other"))  # same time, other outputs
     assert band(a, rep("b", 10.0), class_spread=0.05) > band(a, rep("b", 10.0))  # a noisy class widens it
 
@@ -207,3 +211,37 @@ def test_outputs_that_differ_from_a_majority_are_outliers_even_when_timings_disa
     assert got.outliers == (("norun", 0.0001),)
     assert "norun: outputs differ from the majority's" in got.reason
     assert settle(replicas[:2], wanted=2).outliers == ()  # one against one: nobody is the majority
+
+
+def test_a_peer_off_its_class_for_good_is_biased_and_an_honest_one_never_is() -> None:
+    draws = Draws(3)
+    honest, liar = PeerRecord(), PeerRecord()
+    for _ in range(60):  # one replica's noise (7.6 % a comparison) around 1.0x, and around 0.9x
+        honest = honest.after(True, draws.normal(0.0, 0.076))
+        liar = liar.after(True, math.log(0.9) + draws.normal(0.0, 0.076))
+    assert not honest.biased
+    assert not honest.distrusted
+    assert honest.trusted
+    assert liar.biased
+    assert liar.distrusted
+    assert not liar.trusted
+    assert liar.offset == pytest.approx(math.log(0.9), abs=0.03)
+    assert "x its class's over 60 comparisons" in liar.why_distrusted()
+    early = PeerRecord()
+    for _ in range(BIAS_MIN - 1):  # too few comparisons to judge, however far off
+        early = early.after(True, math.log(0.5))
+    assert not early.biased
+    assert not early.trusted  # leaning off its class: checked every time until its record says
+    assert early.after(True, math.log(0.5)).biased
+
+
+def test_a_settlement_gives_each_replica_its_offset_from_the_others() -> None:
+    settled = settle([Replica("a", 10.0, 0.01), Replica("b", 9.8, 0.01), Replica("c", 5.0, 0.01)], 2)
+    assert settled.outcome == Outcome.REPLICATED
+    assert settled.offset_of("a") == pytest.approx(math.log(10.0 / 9.8))
+    assert settled.offset_of("b") == pytest.approx(math.log(9.8 / 10.0))
+    assert settled.offset_of("c") == pytest.approx(math.log(5.0 / 9.9))  # against the agreed figure
+    wrong = settle(
+        [Replica("a", 10.0, 0.01, "x"), Replica("b", 10.0, 0.01, "x"), Replica("c", 5.0, 0.01, "y")], 2
+    )
+    assert wrong.offset_of("c") is None  # other outputs: wrong, not off

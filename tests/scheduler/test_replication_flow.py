@@ -169,3 +169,32 @@ def test_a_refused_replica_is_retried_on_a_peer_of_another_group_of_its_class() 
     group = {o.peer_id for o in offers if o.task_id != first.task_id} & {o.peer_id for o in offers[:2]}
     assert again.task_id == first.task_id
     assert again.peer_id not in group | {first.peer_id}  # another group's peer, never the refused one
+
+
+def test_a_peer_that_turns_biased_has_the_groups_it_agreed_in_settled_again_without_it() -> None:
+    """A peer reporting 0.96x its class's figure agrees within the band; its record already holds
+    seven comparisons at 0.9x, so the eighth proves it off its class for good (`PeerRecord.biased`):
+    the group it agreed in is settled again without it, with one more replica."""
+    global fleet_peers
+    fleet_peers = fleet([f"10.0.0.{i}" for i in range(1, 5)])
+    sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL, MODEL.name: MODEL})
+    cheat = "12D3-b3"
+    leaning = PeerRecord(agreed=7, streak=7, offsets=7, offset_sum=-0.7, offset_squares=0.0707)
+    assert not leaning.distrusted
+    sched.know_records({cheat: leaning})
+    figures = {p.peer_id: 10.0 for p in fleet_peers} | {cheat: 9.6}
+    log = run(sched, figures)
+    tasks = sched.tasks()
+    assert len(tasks) == 5  # two groups of two, and one more replica for the cheat's group
+    [mine] = [t for t in tasks if t.peer_id == cheat]
+    assert mine.verified == "outlier"
+    assert "distrusted: its figures ran 0.9" in mine.verify_detail, mine.verify_detail
+    group = [t for t in tasks if t.replica_group == mine.replica_group]
+    assert sorted(t.verified for t in group) == ["outlier", "replicated 2/3", "replicated 2/3"]
+    settled = [c for c in log if isinstance(c, ReplicasSettled) and c.group == mine.replica_group]
+    assert settled[0].agreed == tuple(sorted(t.peer_id or "" for t in group[:2]))
+    again = settled[-1]  # settled again: only the new replica's record is added
+    assert len(again.agreed) == 1
+    assert cheat not in again.agreed
+    assert not again.outliers
+    assert sched.done
