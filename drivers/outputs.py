@@ -12,8 +12,10 @@ chance is about (elements) x (relative difference) / 1e-4, small for classifier 
 and a mismatch is settled by a third replica like any other disagreement, never refused alone. A
 worker that skips the run, returns cached outputs or runs another model gives different digits.
 
-Generation (greedy token ids) is left out: a generate task's replicas are compared on their figures
-only (`Measurement.output_fingerprints` is empty there).
+A generate task's outputs are its greedy texts, already in its raw records: the submitter derives
+their fingerprint itself (`protocol.genstats.outputs_fingerprint`) for a task on the worker's own
+model; a served model's texts (black- or gray-box) are not compared (a server's batching may change
+a greedy answer), and `Measurement.output_fingerprints` is empty there.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ the same functions (`protocol.aggregate`).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Sequence
@@ -91,6 +92,26 @@ def score_rouge(records: Sequence[RequestRecord], spec: GenerateSpec) -> Rouge |
         rouge_l=sum(s.rouge_l for s in scores) / n,
         scored=n,
     )
+
+
+def outputs_fingerprint(records: Sequence[RequestRecord]) -> str:
+    """A greedy generation's outputs fingerprint, as replicas of one class compare it: `sha256:` over
+    each prompt's output texts (by prompt id; a prompt answered twice differently keeps both), the
+    records whose text was dropped to fit an envelope left out ("" when no text is left). Greedy
+    decoding of one model on one class gives the same token ids, hence the same text; a worker that
+    never ran the model, or ran another, cannot give them. Derived by the submitter from the raw
+    records, not the worker's word."""
+    texts: dict[str, set[str]] = {}
+    for r in records:
+        if r.error is None and not r.text_dropped:
+            texts.setdefault(r.prompt_id, set()).add(r.output_text)
+    if not texts:
+        return ""
+    digest = hashlib.sha256()
+    for prompt_id in sorted(texts):
+        for text in sorted(texts[prompt_id]):
+            digest.update(prompt_id.encode() + b"\0" + text.encode() + b"\0")
+    return "sha256:" + digest.hexdigest()
 
 
 def meets_slo(r: RequestRecord, slo: Slo) -> bool:

@@ -31,6 +31,7 @@ from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
 from protocol import FleetDeal, Holder, ModelRef, Reachability, TaskSpec
 from protocol.codec import pack_body, unpack_body
+from protocol.genstats import outputs_fingerprint
 from scheduler.agreement import spread_of
 
 log = logging.getLogger(__name__)
@@ -207,7 +208,7 @@ class CampaignLoop:
                     reasons={k: [r.detail for r in v] for k, v in command.reasons.items()},
                 )
             elif isinstance(command, sch.ReplicasSettled):
-                self._store.settled(command.agreed, command.outliers)
+                self._store.settled(command.agreed, command.outliers, command.offsets)
                 self._emit("settled", group=command.group, outcome=command.outcome, detail=command.detail)
             elif isinstance(command, sch.FinishCampaign):
                 self._emit(
@@ -384,6 +385,9 @@ class CampaignLoop:
         median = figures.inference_ms.median
         spread = spread_of(figures.process_medians_ms)
         fingerprint = "+".join(sorted(set(figures.output_fingerprints)))  # processes of one worker agree
+        local = spec.generate is not None and spec.generate.endpoint is None
+        if figures.generation is not None and local:  # greedy on its own model: the texts are the outputs
+            fingerprint = outputs_fingerprint(figures.generation.records)
         return sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint)
 
     def _record(self, what: str, attempt: Attempt, detail: str) -> None:

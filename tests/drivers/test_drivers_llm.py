@@ -16,7 +16,7 @@ import pytest
 from drivers import TaskFailed, measure
 from drivers.models import packaged_llm, sha256_file
 from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
-from protocol.genstats import tpot_ms
+from protocol.genstats import outputs_fingerprint, tpot_ms
 from tests.lab.powercap import COUNTED_W, advancing_powercap
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
@@ -211,3 +211,18 @@ def test_generation_needs_a_torch_unit() -> None:
     failure = _fails(packaged_llm(), _spec(compute_unit=ComputeUnit.CPU_ONNX))
     assert failure.reason == FailureReason.UNIT_UNAVAILABLE
     assert "CPU (PyTorch)" in failure.detail
+
+
+def test_the_greedy_texts_fingerprint_the_outputs(measured: Measurement) -> None:
+    """What the submitter derives from a white-box result's raw records (`outputs_fingerprint`): the
+    same texts in any order give the same print; another answer, or none, does not."""
+    gen = measured.generation
+    assert gen is not None
+    found = outputs_fingerprint(gen.records)
+    assert found.startswith("sha256:")
+    assert outputs_fingerprint(tuple(reversed(gen.records))) == found
+    invented = [r.with_(output_text="The sky is blue.") for r in gen.records]  # never ran the model
+    assert outputs_fingerprint(invented) != found
+    kept = [gen.records[0], gen.records[1].with_(output_text="", text_dropped=True)]
+    assert outputs_fingerprint(kept) == outputs_fingerprint(gen.records[:1])  # a dropped text is left out
+    assert outputs_fingerprint([r.with_(text_dropped=True) for r in gen.records]) == ""
