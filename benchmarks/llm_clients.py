@@ -20,12 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,23 +56,27 @@ async def answer(writer, path, body):
     kind = "chat.completion.chunk" if chat else "text_completion"
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
     await writer.drain()
-    writes = []
+    writes, done = [], False
+    asked = body.get("max_tokens") or body.get("max_completion_tokens")
     start = time.monotonic()
-    for i in range(tokens):
-        due = start + first_s + i * every_s
-        await asyncio.sleep(max(0.0, due - time.monotonic()))
-        choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
-        writer.write(chunk(event({"id": "x", "object": kind, "model": body.get("model", "m"),
-                                  "created": 0, "choices": [choice]})))
-        writes.append(time.monotonic_ns())
+    try:
+        for i in range(tokens):
+            due = start + first_s + i * every_s
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
+            writer.write(chunk(event({"id": "x", "object": kind, "model": body.get("model", "m"),
+                                      "created": 0, "choices": [choice]})))
+            writes.append(time.monotonic_ns())
+            await writer.drain()
+        usage = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
+        last = {"id": "x", "object": kind, "model": body.get("model", "m"), "created": 0,
+                "choices": [], "usage": usage}
+        tail = event(last) + b"data: [DONE]\n\n"
+        writer.write(chunk(tail) + b"0\r\n\r\n")
         await writer.drain()
-    usage = {"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": tokens + 8}
-    last = {"id": "x", "object": kind, "model": body.get("model", "m"), "created": 0,
-            "choices": [], "usage": usage}
-    tail = event(last) + b"data: [DONE]\n\n"
-    writer.write(chunk(tail) + b"0\r\n\r\n")
-    await writer.drain()
-    log.write(json.dumps({"read": read_ns, "writes": writes}) + "\n")
+        done = True
+    finally:  # a request cut short (its client left) is logged too: it was read
+        log.write(json.dumps({"read": read_ns, "writes": writes, "done": done, "asked": asked}) + "\n")
 
 async def serve(reader, writer):
     writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -103,28 +110,100 @@ asyncio.run(main())
 """
 
 
+@dataclass(frozen=True)
+class Shape:
+    """One load, the same for every client: closed (`concurrency` in flight, `requests` in all) or
+    open (Poisson arrivals at `rate` req/s for `duration_s`)."""
+
+    concurrency: int = 0
+    requests: int = 0
+    rate: float = 0.0
+    duration_s: float = 0.0
+
+    @property
+    def tag(self) -> str:
+        return f"r{self.rate:g}" if self.rate else f"c{self.concurrency}"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A client's own TTFT and TPOT medians (ms) and its CPU seconds over its run (sark: this process
+    over `run_endpoint`; a peer: its whole process tree, start-up included)."""
+
+    ttft_ms: float
+    tpot_ms: float
+    cpu_s: float
+
+
+Client = Callable[[str, Shape, int, Path], Measured | str]
+Peer = Callable[[Path, str, Shape, int, Path], Measured | str]
+
+
+def server_entries(log: Path, since: int) -> list[dict[str, object]]:
+    """What the server logged since line `since`: per request read, its read time, its token writes,
+    whether it ended (`done`) and the output tokens it asked for (`asked`)."""
+    return [json.loads(line) for line in log.read_text().splitlines()[since:]]
+
+
+def log_lines(log: Path) -> int:
+    return len(log.read_text().splitlines())
+
+
 def _server_figures(log: Path, since: int) -> tuple[float, float, int]:
-    """The server's median TTFT and TPOT (ms) over the requests it logged since line `since`."""
-    entries = [json.loads(line) for line in log.read_text().splitlines()[since:]]
-    ttft = [(e["writes"][0] - e["read"]) / 1e6 for e in entries]
-    tpot = [(e["writes"][-1] - e["writes"][0]) / 1e6 / (len(e["writes"]) - 1) for e in entries]
+    """The server's median TTFT and TPOT (ms) over the requests it ended since line `since`."""
+    entries: list[dict[str, object]] = [e for e in server_entries(log, since) if e["done"]]
+    ttft = [(_writes(e)[0] - _read(e)) / 1e6 for e in entries]
+    tpot = [(_writes(e)[-1] - _writes(e)[0]) / 1e6 / (len(_writes(e)) - 1) for e in entries]
     return statistics.median(ttft), statistics.median(tpot), len(entries)
 
 
-def _sark(url: str, requests: int, concurrency: int, tokens: int, work: Path) -> tuple[float, float]:
-    prompts = tuple(Prompt(id=f"p{i}", text=f"prompt {i}") for i in range(requests))
+def _writes(entry: dict[str, object]) -> list[int]:
+    writes = entry["writes"]
+    assert isinstance(writes, list)
+    return writes
+
+
+def _read(entry: dict[str, object]) -> int:
+    read = entry["read"]
+    assert isinstance(read, int)
+    return read
+
+
+def start_server(
+    first_ms: float, every_ms: float, tokens: int, log: Path
+) -> tuple[subprocess.Popen[str], str]:
+    """The scheduled server in its own process, logging to `log`; its URL. End it with
+    `.communicate("")`."""
+    log.write_text("")
+    schedule = (str(first_ms / 1e3), str(every_ms / 1e3), str(tokens), str(log))
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, *schedule], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None
+    return server, f"http://127.0.0.1:{int(server.stdout.readline())}"
+
+
+def _sark(url: str, shape: Shape, tokens: int, work: Path) -> Measured | str:
+    prompts = tuple(Prompt(id=f"p{i}", text=f"prompt {i}") for i in range(shape.requests or 64))
     spec = GenerateSpec(
         prompts=prompts,
         prompts_sha256="0" * 64,
         max_new_tokens=tokens,
-        concurrency=concurrency,
+        concurrency=shape.concurrency or 1,
+        request_rate=shape.rate or None,
+        duration_s=shape.duration_s or None,
         endpoint=Endpoint(model="sched"),
     )
-    run = run_endpoint(spec, url, deadline_s=600.0, options=EndpointOptions(rtt_samples=1))
+    deadline = 600.0 if not shape.duration_s else shape.duration_s * 3 + 30
+    cpu = time.process_time()
+    run = run_endpoint(spec, url, deadline_s=deadline, options=EndpointOptions(rtt_samples=1))
+    cpu_s = time.process_time() - cpu
     ok = [r for r in run.records if r.error is None and r.ttft_ms is not None]
+    if not ok:
+        return f"failed: no request ended ({len(run.records)} sent, {run.unsent} unsent)"
     ttft = statistics.median(r.ttft_ms or 0.0 for r in ok)
     tpot = statistics.median((r.e2e_ms - (r.ttft_ms or 0.0)) / (r.output_tokens - 1) for r in ok)
-    return ttft, tpot
+    return Measured(ttft, tpot, cpu_s)
 
 
 def _venv(venvs: Path, name: str, package: str) -> Path | None:
@@ -150,7 +229,7 @@ def _tokenizer(work: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     words = ["[UNK]", "[PAD]", "<s>", "</s>", *[f"w{i}" for i in range(500)], "tok", "the", "a", "prompt"]
     vocab = {w: i for i, w in enumerate(words)}
-    spec = {
+    spec: dict[str, object] = {
         "version": "1.0",
         "truncation": None,
         "padding": None,
@@ -184,27 +263,38 @@ def _hf_cache(work: Path) -> Path:
     return home
 
 
-def _run_tool(args: list[str], cwd: Path, env: dict[str, str]) -> str | None:
+def _run_tool(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[str | None, float]:
+    """Run a peer to its end: its failure (None if none) and its process tree's CPU seconds (the
+    children this process waited for, the tool's own waited-for children included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(args, capture_output=True, text=True, cwd=cwd, env=env, timeout=900)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if done.returncode != 0:
-        return (done.stderr or done.stdout)[-800:]
-    return None
+        return (done.stderr or done.stdout)[-800:], cpu_s
+    return None, cpu_s
 
 
-Peer = Callable[[Path, str, int, int, int, Path], tuple[float, float] | str]
-
-
-def _guidellm(
-    venv: Path, url: str, requests: int, concurrency: int, tokens: int, work: Path
-) -> tuple[float, float] | str:
-    out = work / f"guidellm-{concurrency}.json"
+def _guidellm(venv: Path, url: str, shape: Shape, tokens: int, work: Path) -> Measured | str:
+    out = work / f"guidellm-{shape.tag}.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
     tok = _tokenizer(work)
     args = [str(venv / "bin" / "guidellm"), "benchmark", "run", "--target", url, "--model", "sched"]
-    args += ["--processor", str(tok), "--rate-type", "concurrent", "--rate", str(concurrency)]
-    args += ["--max-requests", str(requests), "--data", f"prompt_tokens=16,output_tokens={tokens}"]
+    args += ["--processor", str(tok), "--data", f"prompt_tokens=16,output_tokens={tokens}"]
+    if shape.rate:
+        args += [
+            "--rate-type",
+            "poisson",
+            "--rate",
+            f"{shape.rate:g}",
+            "--max-seconds",
+            f"{shape.duration_s:g}",
+        ]
+    else:
+        args += ["--rate-type", "concurrent", "--rate", str(shape.concurrency)]
+        args += ["--max-requests", str(shape.requests)]
     args += ["--output-path", str(out), "--disable-progress", "--disable-console-outputs"]
-    failed = _run_tool(args, work, env)
+    failed, cpu_s = _run_tool(args, work, env)
     if failed:
         return f"failed: {failed}"
     document = json.loads(out.read_text())
@@ -212,36 +302,24 @@ def _guidellm(
     metrics = bench["metrics"]
     ttft = metrics["time_to_first_token_ms"]["successful"]["median"]
     tpot = metrics["inter_token_latency_ms"]["successful"]["median"]
-    return float(ttft), float(tpot)
+    return Measured(float(ttft), float(tpot), cpu_s)
 
 
-def _aiperf(
-    venv: Path, url: str, requests: int, concurrency: int, tokens: int, work: Path
-) -> tuple[float, float] | str:
-    out = work / f"aiperf-{concurrency}"
+def _aiperf(venv: Path, url: str, shape: Shape, tokens: int, work: Path) -> Measured | str:
+    out = work / f"aiperf-{shape.tag}"
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": "", "HF_HOME": str(_hf_cache(work)), "HF_HUB_OFFLINE": "1"}
-    args = [
-        str(venv / "bin" / "aiperf"),
-        "profile",
-        "--model",
-        "sched",
-        "--url",
-        url,
-        "--endpoint-type",
-        "chat",
-    ]
-    args += ["--streaming", "--concurrency", str(concurrency), "--request-count", str(requests)]
-    args += [
-        "--tokenizer",
-        "sark/tok",  # the local tokenizer, from the hub cache `_hf_cache` wrote
-        "--synthetic-input-tokens-mean",
-        "16",
-        "--output-tokens-mean",
-        str(tokens),
-    ]
+    args = [str(venv / "bin" / "aiperf"), "profile", "--model", "sched", "--url", url]
+    args += ["--endpoint-type", "chat", "--streaming"]
+    if shape.rate:
+        args += ["--request-rate", f"{shape.rate:g}", "--benchmark-duration", f"{shape.duration_s:g}"]
+        args += ["--benchmark-grace-period", "30"]
+    else:
+        args += ["--concurrency", str(shape.concurrency), "--request-count", str(shape.requests)]
+    args += ["--tokenizer", "sark/tok"]  # the local tokenizer, from the hub cache `_hf_cache` wrote
+    args += ["--synthetic-input-tokens-mean", "16", "--output-tokens-mean", str(tokens)]
     args += ["--artifact-dir", str(out), "--ui", "none"]
-    failed = _run_tool(args, work, env)
+    failed, cpu_s = _run_tool(args, work, env)
     if failed:
         return f"failed: {failed}"
     found = sorted(out.rglob("profile_export_aiperf.json"))
@@ -251,7 +329,7 @@ def _aiperf(
     records = document.get("records", document)
     ttft = records["time_to_first_token"]["p50"]
     itl = records["inter_token_latency"]["p50"]
-    return float(ttft), float(itl)
+    return Measured(float(ttft), float(itl), cpu_s)
 
 
 PEERS: dict[str, tuple[str, Peer]] = {
@@ -260,45 +338,38 @@ PEERS: dict[str, tuple[str, Peer]] = {
 }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--requests", type=int, default=40)
-    parser.add_argument("--concurrency", default="1,8,32")
+def clients(peers: str, venvs: Path) -> list[tuple[str, Client]]:
+    """sark-node, then each peer named in `peers` (comma-separated) whose venv could be made."""
+    found: list[tuple[str, Client]] = [("sark-node", _sark)]
+    for name in filter(None, peers.split(",")):
+        package, run = PEERS[name]
+        venv = _venv(venvs, name, package)
+        if venv is not None:
+            found.append((name, partial(run, venv)))
+    return found
+
+
+def schedule_args(parser: argparse.ArgumentParser) -> None:
+    """The server's schedule and the peers, as both client benchmarks take them."""
     parser.add_argument("--first-ms", type=float, default=200.0)
     parser.add_argument("--every-ms", type=float, default=25.0)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--peers", default="")
     parser.add_argument("--venvs", type=Path, default=Path("/tmp/sark-peers"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--concurrency", default="1,8,32")
+    schedule_args(parser)
     args = parser.parse_args()
     work = args.venvs / "work"
     work.mkdir(parents=True, exist_ok=True)
     log = work / f"server-{os.getpid()}.log"
-    log.write_text("")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            SERVER,
-            str(args.first_ms / 1e3),
-            str(args.every_ms / 1e3),
-            str(args.tokens),
-            str(log),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    url = f"http://127.0.0.1:{int(server.stdout.readline())}"
-    clients: list[tuple[str, Callable[[str, int, int, int, Path], tuple[float, float] | str]]] = [
-        ("sark-node", _sark)
-    ]
-    for name in filter(None, args.peers.split(",")):
-        package, run = PEERS[name]
-        venv = _venv(args.venvs, name, package)
-        if venv is not None:
-            clients.append((name, lambda u, r, c, t, w, run=run, venv=venv: run(venv, u, r, c, t, w)))
-    rows = []
+    server, url = start_server(args.first_ms, args.every_ms, args.tokens, log)
+    tools = clients(args.peers, args.venvs)
+    rows: list[dict[str, object]] = []
     load = os.getloadavg()[0]
     print(
         f"load average {load:.2f}; schedule {args.first_ms:g} ms, then {args.every_ms:g} ms"
@@ -309,16 +380,16 @@ def main() -> int:
     print(" ".join(f"{h:>{w}}" for h, w in zip(head, widths, strict=True)) + "  load")
     try:
         for concurrency in (int(c) for c in args.concurrency.split(",")):
-            for name, run in clients:
-                since = len(log.read_text().splitlines())
-                measured = run(url, args.requests, concurrency, args.tokens, work)
+            for name, run in tools:
+                since = log_lines(log)
+                measured = run(url, Shape(concurrency, args.requests), args.tokens, work)
                 time.sleep(0.5)
                 if isinstance(measured, str):
                     print(f"{name:>14} {concurrency:>5}  {measured[:300]}")
                     rows.append({"client": name, "concurrency": concurrency, "failed": measured})
                     continue
                 s_ttft, s_tpot, n = _server_figures(log, since)
-                ttft, tpot = measured
+                ttft, tpot = measured.ttft_ms, measured.tpot_ms
                 load = os.getloadavg()[0]
                 print(
                     f"{name:>14} {concurrency:>5} {ttft:>9.2f} {s_ttft:>9.2f} {abs(ttft - s_ttft):>7.2f}"

@@ -4,9 +4,12 @@ A `Schedule` is either closed (`slots` requests kept in flight, each worker send
 when its last request ended) or open (planned send times, seconds after the start, each with its
 prompt index). A lone worker's open loop plans its sends with `protocol.arrivals` (the same seeded
 generator that deals a fleet's schedule); a fleet member sends its deal; a capacity level is either,
-at that level. An open send is never early; one whose time has passed is sent at once, late, and
-its record keeps both times (`planned_s`, `started_s`), so the lag shows. Sends still planned when
-the run's deadline comes are not dropped silently: `Load.unsent` counts them and the row says so.
+at that level. An open send is never early; one whose time has passed is sent at once, late, and its
+record keeps both times (`planned_s`, `started_s`), so the lag shows. Every send overdue when the
+loop wakes starts in that same pass of trio's scheduler: a loop held up (by the machine, or a burst
+of reads) catches up at once instead of one send a pass, which left it seconds behind at 160 req/s
+on a loaded machine (benchmarks/client_rates.py). Sends still planned when the run's deadline comes
+are not dropped silently: `Load.unsent` counts them and the row says so.
 """
 
 from __future__ import annotations
@@ -152,16 +155,28 @@ async def _open(load: Load, schedule: Schedule) -> None:
     inflight = trio.Semaphore(MAX_INFLIGHT)
     most = load.options.max_requests or MAX_RECORDS
     plan = list(zip(schedule.planned_s, schedule.prompts, strict=True))[:most]
+    k = 0
     async with trio.open_nursery() as nursery:
-        for k, (planned, index) in enumerate(plan):
-            await trio.sleep_until(min(load.start + planned, load.deadline))
+        while k < len(plan):
+            await trio.sleep_until(min(load.start + plan[k][0], load.deadline))
             if load.watched_out:
                 return
-            if trio.current_time() >= load.deadline:
+            now = trio.current_time()
+            if now >= load.deadline:
                 load.unsent = len(plan) - k
                 return
-            await inflight.acquire()
-            nursery.start_soon(_released, load, inflight, prompts[index % len(prompts)], planned)
+            # every send whose time has come starts in this pass: a loop that fell behind catches up
+            # at once, not one send per pass of the scheduler
+            while k < len(plan) and load.start + plan[k][0] <= now:
+                planned, index = plan[k]
+                try:
+                    inflight.acquire_nowait()
+                except trio.WouldBlock:
+                    await inflight.acquire()
+                    if load.watched_out:
+                        return
+                nursery.start_soon(_released, load, inflight, prompts[index % len(prompts)], planned)
+                k += 1
 
 
 async def _released(load: Load, inflight: trio.Semaphore, prompt: Prompt, planned: float) -> None:
