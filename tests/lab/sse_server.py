@@ -102,6 +102,14 @@ class SseServer:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
+class _Server(ThreadingHTTPServer):
+    """A listen backlog as a real server's (uvicorn: 2048): socketserver's 5 drops the SYNs of a
+    level's connections opened at once while a busy machine is slow to accept, and the client
+    retries each a second later (a capacity level of 8 then held 4 at the server)."""
+
+    request_queue_size = 1024
+
+
 @contextmanager
 def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[SseServer]:
     """Serve `script` on 127.0.0.1 on a free port until the block ends (hanging replies are released);
@@ -154,7 +162,7 @@ def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[Sse
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     if tls is not None:  # each accepted connection does its handshake in its own handler thread
         server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
