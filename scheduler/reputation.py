@@ -92,16 +92,22 @@ class PeerRecord:
         it reports itself faster); None before any comparison."""
         return self.offset_sum / self.offsets if self.offsets else None
 
+    def _offset_error(self) -> float:
+        """The standard error of the mean offset (its offsets' spread, at least `BIAS_SD_FLOOR`,
+        over the root of their number; with one, the floor)."""
+        if self.offsets < 2:
+            return BIAS_SD_FLOOR
+        mean = self.offset_sum / self.offsets
+        variance = (self.offset_squares - self.offsets * mean * mean) / (self.offsets - 1)
+        return max(math.sqrt(max(variance, 0.0)), BIAS_SD_FLOOR) / math.sqrt(self.offsets)
+
     @property
     def biased(self) -> bool:
         """Its figures sit off its class's for good: over at least `BIAS_MIN` comparisons, the mean
         offset is beyond `BIAS_TOLERANCE` by `BIAS_Z` standard errors."""
-        if self.offsets < BIAS_MIN:
+        if self.offsets < BIAS_MIN or self.offset is None:
             return False
-        mean = self.offset_sum / self.offsets
-        variance = (self.offset_squares - self.offsets * mean * mean) / (self.offsets - 1)
-        error = max(math.sqrt(max(variance, 0.0)), BIAS_SD_FLOOR) / math.sqrt(self.offsets)
-        return abs(mean) - BIAS_Z * error > BIAS_TOLERANCE
+        return abs(self.offset) - BIAS_Z * self._offset_error() > BIAS_TOLERANCE
 
     @property
     def distrusted(self) -> bool:
@@ -126,10 +132,12 @@ class PeerRecord:
     @property
     def trusted(self) -> bool:
         """Whether its results are only spot-checked: `TRUST_AFTER` agreements in a row, and its
-        mean offset within half the tolerance (a peer leaning off its class is checked every time
-        until its record says which it is)."""
-        leaning = self.offset is not None and abs(self.offset) > BIAS_TOLERANCE / 2
-        return self.streak >= TRUST_AFTER and not leaning
+        mean offset cleared: within `BIAS_TOLERANCE` by one standard error. Until its record says
+        which it is, a peer is checked every time: on a quiet class that takes about `TRUST_AFTER`
+        comparisons, on a noisy one more (one comparison tells less there), so a cheater that
+        agrees within one comparison's band is still compared until its offset gives it away."""
+        cleared = self.offset is None or abs(self.offset) + self._offset_error() <= BIAS_TOLERANCE
+        return self.streak >= TRUST_AFTER and cleared
 
 
 def check_probability(record: PeerRecord, spot_check: float) -> float:

@@ -245,3 +245,19 @@ def test_a_settlement_gives_each_replica_its_offset_from_the_others() -> None:
         [Replica("a", 10.0, 0.01, "x"), Replica("b", 10.0, 0.01, "x"), Replica("c", 5.0, 0.01, "y")], 2
     )
     assert wrong.offset_of("c") is None  # other outputs: wrong, not off
+
+
+def test_spot_checks_wait_until_a_peers_offset_is_cleared() -> None:
+    """Trust needs the mean offset within the tolerance by one standard error: a quiet class clears
+    it in `TRUST_AFTER` comparisons, a noisy one takes more (one comparison tells less there)."""
+    draws = Draws(5)
+    quiet, noisy = PeerRecord(), PeerRecord()
+    for _ in range(TRUST_AFTER):
+        quiet = quiet.after(True, draws.normal(0.0, 0.01))
+        noisy = noisy.after(True, draws.normal(0.0, 0.15))
+    assert quiet.trusted
+    assert not noisy.trusted
+    for _ in range(200):
+        noisy = noisy.after(True, draws.normal(0.0, 0.15))
+    assert noisy.trusted
+    assert PeerRecord(agreed=TRUST_AFTER, streak=TRUST_AFTER).trusted  # a record from before offsets
