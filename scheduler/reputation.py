@@ -7,7 +7,8 @@ Platform for Volunteer Computing", 2019, section 6.4):
 
 - a peer the submitter has seen agree fewer than `TRUST_AFTER` times since its last disagreement
   (a new peer, or one caught) is replicated every time: p = 1;
-- a peer with such a streak is replicated with probability `p` (the campaign's);
+- a peer with such a streak whose mean offset from its class is cleared (below) is replicated
+  with probability `p` (the campaign's);
 - a peer caught as an outlier has its streak reset, so p = 1 again until it earns it back, and its
   unverified (`single`) results of the campaign are run again elsewhere (the cost is counted).
 
