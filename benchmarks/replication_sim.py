@@ -41,7 +41,7 @@ from scheduler.agreement import Outcome, Replica, Settlement, pooled_spread, set
 from scheduler.classes import device_class  # noqa: E402
 from scheduler.dataset import Draws  # noqa: E402
 from scheduler.replicas import Candidate, by_class, pick_replicas  # noqa: E402
-from scheduler.reputation import PeerRecord, should_check  # noqa: E402
+from scheduler.reputation import PeerRecord, distrusted, should_check  # noqa: E402
 
 BOARD_CV = 0.01
 NOISE = {"ResNet18 (2.4 %)": 0.024, "MobileNetV2 (6.0 %)": 0.060, "tiny-BERT (7.4 %)": 0.074}
@@ -156,16 +156,14 @@ def run_task(
 def _settle(draws: Draws, job: Task, peers: dict[str, Peer], noise: float, tally: Tally) -> None:
     """Settle `job` (again), with one more replica when the trusted ones are no majority."""
     spread = pooled_spread(tally.spreads.get(job.placed[0].device_class.key, []))
-    distrusted = {p for p, r in tally.records.items() if r.distrusted}
-    job.verdict = settle(job.results, job.wanted, spread, distrusted)
+    job.verdict = settle(job.results, job.wanted, spread, distrusted(tally.records))
     if job.verdict.outcome == Outcome.PENDING:
         taken, hosts = [c.peer_id for c in job.placed], [c.host for c in job.placed]
         more = pick_replicas(job.order, 1, taken=taken, taken_hosts=hosts)
         job.placed += more
         job.results += [replica(draws, peers[c.peer_id], noise, tally.processes) for c in more]
         tally.runs += len(more)
-        distrusted = {p for p, r in tally.records.items() if r.distrusted}
-        job.verdict = settle(job.results, job.wanted, spread, distrusted)
+        job.verdict = settle(job.results, job.wanted, spread, distrusted(tally.records))
 
 
 def _count(job: Task, peers: dict[str, Peer], tally: Tally) -> None:

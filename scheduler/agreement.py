@@ -40,7 +40,7 @@ import enum
 import math
 import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -145,7 +145,7 @@ class Settlement:
 
 
 def _groups(
-    replicas: Sequence[Replica], class_spread: float, distrusted: Set[str] | Mapping[str, str]
+    replicas: Sequence[Replica], class_spread: float, distrusted: Mapping[str, str]
 ) -> list[list[Replica]]:
     """Every maximal set of trusted replicas that agree pairwise, largest first and, among groups of
     one size, tightest first (the smallest relative range: a replica between an honest one and a
@@ -171,7 +171,7 @@ def settle(
     replicas: Sequence[Replica],
     wanted: int,
     class_spread: float = 0.0,
-    distrusted: Set[str] | Mapping[str, str] = frozenset(),
+    distrusted: Mapping[str, str] | None = None,
 ) -> Settlement:
     """The verdict once `replicas` have arrived for a task that asked for `wanted` of them.
 
@@ -180,9 +180,10 @@ def settle(
     the first time (as many as were wanted arrived) is `pending`: one more replica is asked, once;
     after it, `disagreed`, and a replica whose outputs differ from a strict majority's is an outlier
     in either case (`_wrong_outputs`). `class_spread` is the class's pooled spread (`pooled_spread`);
-    `distrusted` peers (`reputation.PeerRecord.distrusted`) are never members of a majority; given
-    as a mapping, each with why (`PeerRecord.why_distrusted`), which its outlier reason says.
+    `distrusted` peers, each with why (`reputation.distrusted`), are never members of a majority,
+    and their reasons say why.
     """
+    distrusted = distrusted or {}
     if len(replicas) <= 1:
         return Settlement(Outcome.SINGLE, reason="one result: not verified")
     groups = _groups(replicas, class_spread, distrusted) or [[]]
@@ -201,9 +202,7 @@ def settle(
     wrong = _wrong_outputs(replicas, distrusted)
     outliers = tuple((r.peer_id, r.median_ms) for r in wrong)
     distrust = [
-        f"{r.peer_id}: distrusted: {distrusted[r.peer_id]}"
-        for r in replicas
-        if isinstance(distrusted, Mapping) and distrusted.get(r.peer_id)
+        f"{r.peer_id}: distrusted: {distrusted[r.peer_id]}" for r in replicas if distrusted.get(r.peer_id)
     ]
     why = "; ".join(
         [
@@ -237,7 +236,7 @@ def _offsets(
     return tuple(offsets)
 
 
-def _wrong_outputs(replicas: Sequence[Replica], distrusted: Set[str] | Mapping[str, str]) -> list[Replica]:
+def _wrong_outputs(replicas: Sequence[Replica], distrusted: Mapping[str, str]) -> list[Replica]:
     """The replicas whose outputs differ from a strict majority (at least two trusted replicas with one
     fingerprint): their outputs are wrong whatever the timings say, so they are outliers even when the
     others' timings are too far apart to agree (a loaded machine)."""
@@ -258,11 +257,11 @@ def pooled_spread(spreads: Sequence[float]) -> float:
 
 
 def _outlier_reason(
-    r: Replica, figure: float, member: Replica, class_spread: float, distrusted: Set[str] | Mapping[str, str]
+    r: Replica, figure: float, member: Replica, class_spread: float, distrusted: Mapping[str, str]
 ) -> str:
     if r.fingerprint != member.fingerprint:
         return f"{r.peer_id}: outputs differ from the majority's"
-    if isinstance(distrusted, Mapping) and distrusted.get(r.peer_id):
+    if distrusted.get(r.peer_id):
         return f"{r.peer_id}: {r.median_ms:.4g} ms, distrusted: {distrusted[r.peer_id]}"
     width = band(r, member, class_spread)
     return f"{r.peer_id}: {r.median_ms:.4g} ms against the agreed {figure:.4g} ms (band {width:.1%})"

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -139,6 +140,12 @@ class PeerRecord:
         agrees within one comparison's band is still compared until its offset gives it away."""
         cleared = self.offset is None or abs(self.offset) + self._offset_error() <= BIAS_TOLERANCE
         return self.streak >= TRUST_AFTER and cleared
+
+
+def distrusted(records: Mapping[str, PeerRecord]) -> dict[str, str]:
+    """The distrusted peers among `records`, each with why (`PeerRecord.why_distrusted`): what
+    `agreement.settle` keeps out of every majority and names in its reasons."""
+    return {peer: r.why_distrusted() for peer, r in records.items() if r.distrusted}
 
 
 def check_probability(record: PeerRecord, spot_check: float) -> float:

@@ -23,7 +23,7 @@ from scheduler.needs import Needs
 from scheduler.placement import PeerView, rank
 from scheduler.replicas import Candidate, pick_replicas
 from scheduler.replication import candidate
-from scheduler.reputation import PeerRecord, should_check
+from scheduler.reputation import PeerRecord, distrusted, should_check
 from scheduler.retry import placed_load
 from scheduler.tasks import Lapse, Status, TaskState, TaskView, task_id_of
 from scheduler.verify import Verify
@@ -81,9 +81,9 @@ def settle_groups(
     out = Settled([], [], dict(records))
     for _ in range(3):
         current = {**tasks, **{t.task_id: t for t in out.tasks}}
-        distrusted = {p for p, r in out.records.items() if r.distrusted}
+        before = distrusted(out.records)
         _settle_round(campaign_id, campaign, current, peers, needs, now, out)
-        turned = {p for p, r in out.records.items() if r.distrusted} - distrusted
+        turned = distrusted(out.records).keys() - before.keys()
         if not turned and not any(t.ended and t.task_id not in tasks for t in out.tasks):
             break
     return out
@@ -98,8 +98,7 @@ def _settle_round(
     now: float,
     out: Settled,
 ) -> None:
-    distrusted = {p for p, r in out.records.items() if r.distrusted}
-    for group, members in unsettled_groups(tasks.values(), distrusted).items():
+    for group, members in unsettled_groups(tasks.values(), distrusted(out.records).keys()).items():
         verify = campaign.verify_of(campaign.jobs[members[0].job_index])
         spread = class_spread(tasks.values(), members[0].device_class)
         found = verdict(members, verify, spread, out.records, campaign_seed(campaign_id))
@@ -169,11 +168,12 @@ def campaign_seed(campaign_id: str) -> int:
 
 
 def unsettled_groups(
-    tasks: Iterable[TaskView], distrusted: Set[str] = frozenset()
+    tasks: Iterable[TaskView], suspects: Set[str] = frozenset()
 ) -> dict[str, list[TaskView]]:
     """Groups whose tasks have all ended and none of whose accepted tasks carries a label yet, and
-    groups settled with a `distrusted` peer in their agreeing majority (it turned distrusted since:
-    they are settled again without it, with one more replica when the rest are no majority)."""
+    groups settled with a distrusted peer (`suspects`) in their agreeing majority (it turned
+    distrusted since: they are settled again without it, with one more replica when the rest are
+    no majority)."""
     groups: dict[str, list[TaskView]] = {}
     for task in tasks:
         if task.replica_group:
@@ -185,7 +185,7 @@ def unsettled_groups(
         and any(t.state == TaskState.DONE for t in members)
         and (
             not any(t.verified for t in members)
-            or any(t.peer_id in distrusted and t.verified.startswith("replicated") for t in members)
+            or any(t.peer_id in suspects and t.verified.startswith("replicated") for t in members)
         )
     }
 
@@ -207,8 +207,7 @@ def verdict(
         ):
             return MORE
     replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
-    distrusted = {p: r.why_distrusted() for p, r in records.items() if r.distrusted}
-    settled = settle(replicas, wanted, class_spread, distrusted)
+    settled = settle(replicas, wanted, class_spread, distrusted(records))
     if settled.outcome == Outcome.PENDING:
         if len(members) <= wanted:
             return MORE

@@ -147,7 +147,7 @@ def test_a_replica_between_an_honest_one_and_a_cheater_sides_with_the_tighter_pa
 def test_distrusted_peers_cannot_form_a_majority() -> None:
     two_cheats = [rep("c1", 5.0), rep("c2", 5.05), rep("honest", 10.0)]
     assert settle(two_cheats, wanted=2).agreed == ("c1", "c2")
-    assert settle(two_cheats, wanted=2, distrusted={"c1"}).outcome == Outcome.DISAGREED
+    assert settle(two_cheats, wanted=2, distrusted={"c1": ""}).outcome == Outcome.DISAGREED
 
 
 def test_pooling_waits_for_enough_replicas() -> None:
