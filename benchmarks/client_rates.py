@@ -45,11 +45,10 @@ from llm_clients import (
     Client,
     Measured,
     Shape,
-    clients,
     log_lines,
+    open_bench,
     schedule_args,
     server_entries,
-    start_server,
 )
 
 OUT = ROOT / "benchmarks" / "out" / "client_rates.json"
@@ -162,11 +161,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=1.0)
     schedule_args(parser)
     args = parser.parse_args()
-    work = args.venvs / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    log = work / f"rates-{os.getpid()}.log"
-    server, url = start_server(args.first_ms, args.every_ms, args.tokens, log)
-    tools = clients(args.peers, args.venvs)
+    bench = open_bench(args, "rates")
+    tools = bench.tools
     print(
         f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; load average"
         f" {' '.join(f'{x:.2f}' for x in os.getloadavg())}; schedule {args.first_ms:g} ms, then"
@@ -178,11 +174,12 @@ def main() -> int:
         for k, rate in enumerate(float(r) for r in args.rates.split(",")):
             shift = k % len(tools)
             for name, run in tools[shift:] + tools[:shift]:
-                row = _level(name, run, url, Shape(rate=rate, duration_s=args.duration), args, log, work)
+                shape = Shape(rate=rate, duration_s=args.duration)
+                row = _level(name, run, bench.url, shape, args, bench.log, bench.work)
                 _print(row)
                 rows.append(row)
     finally:
-        server.communicate("", timeout=30)
+        bench.close()
     print(f"{time.strftime('%H:%M:%S UTC', time.gmtime())}; load average {os.getloadavg()}")
     best = verdict(rows, [name for name, _ in tools])
     OUT.parent.mkdir(parents=True, exist_ok=True)

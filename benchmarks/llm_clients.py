@@ -358,17 +358,39 @@ def schedule_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--venvs", type=Path, default=Path("/tmp/sark-peers"))
 
 
+@dataclass(frozen=True)
+class Bench:
+    """One benchmark's scheduled server (its URL and log), work folder and clients."""
+
+    server: subprocess.Popen[str]
+    url: str
+    log: Path
+    work: Path
+    tools: list[tuple[str, Client]]
+
+    def close(self) -> None:
+        """End the server (it stops when its stdin closes)."""
+        self.server.communicate("", timeout=30)
+
+
+def open_bench(args: argparse.Namespace, stem: str) -> Bench:
+    """The work folder under `--venvs`, the scheduled server (logging to `stem`-pid.log) and the
+    clients, as `schedule_args` asked."""
+    work = args.venvs / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / f"{stem}-{os.getpid()}.log"
+    server, url = start_server(args.first_ms, args.every_ms, args.tokens, log)
+    return Bench(server, url, log, work, clients(args.peers, args.venvs))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--concurrency", default="1,8,32")
     schedule_args(parser)
     args = parser.parse_args()
-    work = args.venvs / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    log = work / f"server-{os.getpid()}.log"
-    server, url = start_server(args.first_ms, args.every_ms, args.tokens, log)
-    tools = clients(args.peers, args.venvs)
+    bench = open_bench(args, "server")
+    log, work = bench.log, bench.work
     rows: list[dict[str, object]] = []
     load = os.getloadavg()[0]
     print(
@@ -380,9 +402,9 @@ def main() -> int:
     print(" ".join(f"{h:>{w}}" for h, w in zip(head, widths, strict=True)) + "  load")
     try:
         for concurrency in (int(c) for c in args.concurrency.split(",")):
-            for name, run in tools:
+            for name, run in bench.tools:
                 since = log_lines(log)
-                measured = run(url, Shape(concurrency, args.requests), args.tokens, work)
+                measured = run(bench.url, Shape(concurrency, args.requests), args.tokens, work)
                 time.sleep(0.5)
                 if isinstance(measured, str):
                     print(f"{name:>14} {concurrency:>5}  {measured[:300]}")
@@ -400,7 +422,7 @@ def main() -> int:
                      "tpot_ms": tpot, "server_tpot_ms": s_tpot, "server_requests": n, "load": load}
                 )  # fmt: skip
     finally:
-        server.communicate("", timeout=30)
+        bench.close()
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, indent=1))
     return 0
