@@ -1,8 +1,9 @@
 """Drive a model server with a generate workload from this vantage point.
 
 Closed loop: `spec.concurrency` workers each send the next prompt when their last request ended.
-Open loop: Poisson arrivals at `spec.request_rate` (exponential gaps from a seeded RNG; the seed is
-returned) whatever the server's state. Either runs through the prompts once, or cycles them for
+Open loop: Poisson arrivals at `spec.request_rate` (exponential gaps from a seeded RNG: the seed the
+submitter put in the offer, `spec.arrival_seed`, or the options', or one drawn here; it is returned)
+whatever the server's state. Either runs through the prompts once, or cycles them for
 `spec.duration_s`. The round trip to the server is measured first, on raw sockets. `run_endpoint`
 is the synchronous entry the spawned child calls; it returns the raw records for the aggregator.
 """
@@ -32,7 +33,7 @@ class EndpointOptions:
 
     Attributes:
         connect_ip: the address the worker checked against its URL policy; connections go there.
-        seed: the open loop's RNG seed (drawn and returned when None).
+        seed: the open loop's RNG seed when the spec has none (drawn and returned when None too).
         request_timeout_s: a deadline per request, besides the run's (None: the run's only).
         retry: how 429 and 5xx answers are retried.
         rtt_samples: TCP connects timed before the run.
@@ -123,7 +124,9 @@ async def drive_endpoint(
     )
     seed = None
     if spec.request_rate is not None and spec.deal is None:
-        seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+        seed = spec.arrival_seed if spec.arrival_seed is not None else options.seed
+        if seed is None:
+            seed = random.SystemRandom().randrange(2**32)
     deal = spec.deal
     start = start_instant(deal) if deal is not None else trio.current_time()
     cpu = time.process_time(), trio.current_time()

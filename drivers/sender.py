@@ -15,7 +15,6 @@ are not dropped silently: `Load.unsent` counts them and the row says so.
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ import trio
 from drivers.completion import Outcome, complete, request_body
 from drivers.http1 import Pool
 from protocol import FleetDeal, GenerateSpec, Prompt
-from protocol.arrivals import arrivals
+from protocol.arrivals import open_loop
 from protocol.generation import MAX_RECORDS
 
 if TYPE_CHECKING:
@@ -56,8 +55,7 @@ def closed(slots: int, duration_s: float | None) -> Schedule:
 
 def open_at(rate: float, seed: int, spec: GenerateSpec, most: int) -> Schedule:
     """Poisson sends at `rate` from the seeded generator: over `duration_s`, or one per prompt."""
-    count = min(most, MAX_RECORDS) if spec.duration_s else min(most, len(spec.prompts))
-    times = arrivals(rate, spec.duration_s or math.inf, seed, count)
+    times = open_loop(rate, seed, spec.duration_s, len(spec.prompts), most)
     span = spec.duration_s or (times[-1] if times else 0.0)
     return Schedule(planned_s=times, prompts=tuple(range(len(times))), span_s=span)
 

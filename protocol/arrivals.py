@@ -11,6 +11,7 @@ import math
 from typing import Final
 
 from protocol.fleet import MAX_DEALT
+from protocol.generation import MAX_RECORDS
 
 _MASK: Final = (1 << 64) - 1
 
@@ -48,4 +49,15 @@ def arrivals(rate: float, duration_s: float, seed: int, limit: int = MAX_DEALT) 
     return tuple(times)
 
 
-__all__ = ["SplitMix64", "arrivals"]
+def open_loop(rate: float, seed: int, duration_s: float | None, prompts: int, most: int) -> tuple[float, ...]:
+    """A lone worker's open-loop sends: Poisson at `rate` over `duration_s`, or one for each of its
+    `prompts` when the run has no duration; at most `most` and `MAX_RECORDS` (a result's records).
+
+    The worker sends these (`drivers.sender.open_at`); the submitter, which drew the seed, checks the
+    records against them (`scheduler.sendcheck`).
+    """
+    count = min(most, MAX_RECORDS) if duration_s else min(most, prompts)
+    return arrivals(rate, duration_s or math.inf, seed, count)
+
+
+__all__ = ["SplitMix64", "arrivals", "open_loop"]

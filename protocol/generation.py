@@ -172,6 +172,9 @@ class GenerateSpec(Value):
     fleet_size: int | None = Field(default=None, ge=0, le=MAX_FLEET)
     fleet_seed: int | None = Field(default=None, ge=0, lt=2**63)  # None: the submitter draws one
     deal: FleetDeal | None = None
+    # a lone worker's open loop (`request_rate`, no fleet, no capacity search): in its offer, the seed
+    # of its planned sends, drawn by the submitter, which checks the records against that schedule
+    arrival_seed: int | None = Field(default=None, ge=0, lt=2**63)
 
 
 ErrorKind = Literal[

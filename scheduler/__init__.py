@@ -37,7 +37,8 @@ Modules:
     significance  the Mann-Whitney U test the diffs use
     llmview    LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
     fleet      fleet load: fleet: N parsed, the seeded schedule and its deal, clock offsets, lag, saturation
-    fleetcheck check_fleet: a fleet member's records against the deal the submitter signed, or a Refusal
+    sendcheck  check_sends: a load client's records against the schedule the submitter gave it (a fleet
+               member's deal, a lone open loop's seed), or a Refusal
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
     classes    device classes: the profile parts two peers share exactly when their timings should agree
     replicas   pick_replicas: N peers of one class, distinct in identity and in host
@@ -83,7 +84,6 @@ from scheduler.events import (
 )
 from scheduler.figures import Refusal, check_figures
 from scheduler.fleet import FLEET_UNIT, ClockRound, clock_offset, deal, is_fleet
-from scheduler.fleetcheck import check_fleet
 from scheduler.generate import campaign_files
 from scheduler.machine import Scheduler
 from scheduler.needs import Needs, campaign_needs, endpoint_models, needs_of
@@ -129,6 +129,7 @@ from scheduler.results import (
     to_csv,
 )
 from scheduler.retry import FINAL_FAILURES
+from scheduler.sendcheck import check_sends, is_lone_open_loop
 from scheduler.sources import ModelSource
 from scheduler.tasks import (
     Attempt,
@@ -213,7 +214,7 @@ __all__ = [
     "campaign_files",
     "campaign_needs",
     "check_figures",
-    "check_fleet",
+    "check_sends",
     "clock_offset",
     "deal",
     "device_kind",
@@ -228,6 +229,7 @@ __all__ = [
     "fleet_rows",
     "is_endpoint_key",
     "is_fleet",
+    "is_lone_open_loop",
     "level_rows",
     "measured",
     "merged_stats",

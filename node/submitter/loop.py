@@ -3,8 +3,9 @@
 One task (this loop) owns the scheduler and feeds it events; attempts report the scheduler events
 they hear (`Heard`) through a bounded channel and obey the commands routed to them. Every result is
 verified, checked against the task's current lease, its figures derived again from its raw parts and
-its readings bounded by the profile it was placed by (`scheduler.check_figures`), and a fleet
-member's records checked against its signed deal (`scheduler.check_fleet`): a refused one is a
+its readings bounded by the profile it was placed by (`scheduler.check_figures`), and a load
+client's records checked against the schedule this submitter gave it (`scheduler.check_sends`: a
+fleet member's signed deal, or a lone open loop's seed, drawn here for its offer): a refused one is a
 `ResultRejected`; then it is stored in SQLite before it is acknowledged.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -247,11 +249,23 @@ class CampaignLoop:
             priority=command.priority,
             holders=self._holders(command.model.sha256, command.peer_id) if not command.model.sources else (),
         )
-        if not self._fleet.is_fleet(command.job_index):
-            self._launch(attempt)
+        if self._fleet.is_fleet(command.job_index):
+            deal = self._fleet.deal(command.task_id, command.job_index, self._sched.tasks(), time.time())
+            self._nursery.start_soon(self._fleet_offer, attempt, deal)
             return
-        deal = self._fleet.deal(command.task_id, command.job_index, self._sched.tasks(), time.time())
-        self._nursery.start_soon(self._fleet_offer, attempt, deal)
+        if command.spec.generate is not None and sch.is_lone_open_loop(command.spec.generate):
+            attempt = self._seeded(attempt)
+        self._launch(attempt)
+
+    def _seeded(self, attempt: Attempt) -> Attempt:
+        """A lone open loop's offer with the seed of its planned sends, drawn here (the pure scheduler
+        takes randomness as data) and kept before it goes out: its records are checked against it."""
+        assert attempt.spec is not None
+        assert attempt.spec.generate is not None
+        seed = random.SystemRandom().randrange(2**63)
+        spec = attempt.spec.with_(generate=attempt.spec.generate.with_(arrival_seed=seed))
+        self._store.put_offer(self._id, attempt.task_id, attempt.peer_id, pack_body(spec))
+        return replace(attempt, spec=spec)
 
     async def _fleet_offer(self, attempt: Attempt, deal: FleetDeal) -> None:
         """A fleet member's offer, once its clock offset is measured: its deal goes in the signed spec."""
@@ -273,8 +287,8 @@ class CampaignLoop:
         self._launch(replace(attempt, spec=spec))
 
     def _start_reclaim(self, command: sch.SendReclaim) -> None:
-        """A lease granted before a restart; a fleet member's is checked against the deal it signed
-        (its offer spec, kept in the store when the offer went out)."""
+        """A lease granted before a restart; a fleet member's or an open loop's is checked against the
+        schedule it was given (its offer spec, kept in the store when the offer went out)."""
         task = self._task(command.task_id)
         kept = self._store.offer(self._id, command.task_id, command.peer_id)
         attempt = Attempt(
@@ -362,8 +376,8 @@ class CampaignLoop:
         spec = self._campaign.jobs[task.job_index].spec
         profile = sch.placed_profile(self._sched.peers(), a.peer_id) or delivered.body.device
         figures = sch.check_figures(delivered.body.measurement, spec, profile, delivered.body.device)
-        if not isinstance(figures, sch.Refusal):  # a fleet member's records against the deal it signed
-            figures = sch.check_fleet(figures, spec, a.spec)
+        if not isinstance(figures, sch.Refusal):  # a load's records against the schedule it was given
+            figures = sch.check_sends(figures, spec, a.spec)
         if isinstance(figures, sch.Refusal):
             log.info("refused the result for %s: %s %s", a.task_id, figures.reason.value, figures.detail)
             return sch.ResultRejected(

@@ -5,8 +5,9 @@ raw samples, the measurement the submitter derived from its raw parts when it ac
 it was received. Every output rebuilds its rows from these (`node.submitter.outputs`). A store
 written before the derived measurement was kept still opens: those results keep a text row in the
 `row` column, which nothing reads but its `CreatedUtc`; their figures are derived again from the
-envelope. A fleet member's offer spec (its signed deal) is kept too, so that a lease reclaimed after
-a restart is checked against the deal that member signed.
+envelope. The offer spec of a fleet member (its signed deal) or of a lone open loop (its schedule's
+seed) is kept too, so that a lease reclaimed after a restart is checked against the schedule that
+worker was given.
 """
 
 from __future__ import annotations
@@ -310,7 +311,7 @@ class CampaignStore:
                 )
 
     def put_offer(self, campaign_id: str, task_id: str, peer_id: str, spec: bytes) -> None:
-        """Keep the spec a task was offered to a peer with (a fleet member's: its signed deal)."""
+        """Keep the spec a task was offered to a peer with (its deal or its open loop's seed)."""
         with self._connect() as db:
             db.execute(
                 "INSERT OR REPLACE INTO offers VALUES (?, ?, ?, ?)", (campaign_id, task_id, peer_id, spec)

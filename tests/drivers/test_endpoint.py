@@ -13,7 +13,23 @@ import trio
 
 from drivers.completion import RetryPolicy
 from drivers.endpoint import EndpointOptions, EndpointRun, completions_url, drive_endpoint, run_endpoint
-from protocol import Endpoint, GenerateSpec, Prompt, RequestRecord
+from protocol import (
+    ComputeUnit,
+    Endpoint,
+    GenerateSpec,
+    GenerationStats,
+    Measurement,
+    Prompt,
+    RequestRecord,
+    RunConditions,
+    TaskSpec,
+    derive,
+)
+from protocol.aggregate import NO_SAMPLES
+from protocol.arrivals import open_loop
+from protocol.generation import MAX_RECORDS
+from protocol.genstats import summarize_generation
+from scheduler import Refusal, check_sends
 from tests.lab.sse_server import (
     DONE_EVENT,
     Reply,
@@ -48,6 +64,15 @@ async def _run(
     with serve_sse(script) as server:
         run = await drive_endpoint(spec, server.url, deadline_s, options)
     return run, server
+
+
+def _endpoint_measurement(stats: GenerationStats) -> Measurement:
+    """An endpoint task's measurement as the worker's harness builds it around the run's figures."""
+    return Measurement(
+        compute_unit=ComputeUnit.CPU_ONNX, load_ms=NO_SAMPLES, load_first_ms=0.0, first_inference_ms=0.0,
+        warmups_used=0, inference_ms=NO_SAMPLES, peak_load_ram_mb=50.0, peak_inference_ram_mb=60.0,
+        cpu_cores_used=0.1, conditions=RunConditions(background_cores=0.0), generation=stats,
+    )  # fmt: skip
 
 
 def _only(run: EndpointRun) -> RequestRecord:
@@ -252,6 +277,29 @@ async def test_open_loop_records_its_seed_and_sends_every_prompt() -> None:
     starts = [r.started_s for r in by_prompt]
     assert starts == sorted(starts)
     assert len(set(starts)) == 4
+
+
+@pytest.mark.parametrize("deadline_s", [20.0, 0.6])  # every send, or a deadline that cuts the schedule
+async def test_an_open_loop_sends_the_submitters_schedule_and_passes_its_check(deadline_s: float) -> None:
+    """The seed in the offer (`arrival_seed`) wins over the options'; the records of a real run, whole
+    or cut by the deadline (the rest counted unsent), are the schedule the submitter checks them
+    against (`scheduler.check_sends`), to the bit."""
+    spec = _spec("a", "b", "c", request_rate=40.0, duration_s=1.0, arrival_seed=2**62 + 5)
+    run, _ = await _run(lambda b, a: scheduled(["x"], usage=(1, 1)), spec, deadline_s=deadline_s)
+    plan = open_loop(40.0, 2**62 + 5, 1.0, 3, MAX_RECORDS)
+    assert run.seed == 2**62 + 5
+    assert [r.planned_s for r in sorted(run.records, key=lambda r: r.planned_s or 0.0)] == list(
+        plan[: len(run.records)]
+    )
+    assert len(run.records) + run.unsent == len(plan)
+    assert (run.unsent > 0) == (deadline_s < 1.0)
+    task = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=spec.with_(arrival_seed=None), timeout_s=30.0)
+    stats = summarize_generation(run.records, run.wall_s, spec, unsent=run.unsent)
+    m = derive(_endpoint_measurement(stats), task)
+    assert check_sends(m, task, task.with_(generate=spec)) == m
+    refused = check_sends(m, task, task.with_(generate=spec.with_(arrival_seed=7)))  # another seed's plan
+    assert isinstance(refused, Refusal)
+    assert refused.detail.startswith("generation.records"), refused.detail  # a count or a planned time
 
 
 async def test_a_duration_cycles_the_prompts_until_it_ends() -> None:

@@ -2,7 +2,7 @@
 
 One campaign, `fleet: 4` at a set rate from a set seed, against a stub server that notes each request's
 arrival. The members are real `join` workers: an honest one, one that leaves mid-run (SIGTERM: it hands
-its lease back), and two liars (tests/lab/fleetliar.py) that send their dealt requests and then sign
+its lease back), and two liars (tests/lab/loadliar.py) that send their dealt requests and then sign
 self-consistent records that lie: one adds thousands it never sent, one repeats its own. Each prompt
 names its place k in the schedule, so the server can tell whose request each one was (member k mod 4)
 and when it was due (the start instant plus arrival k).
@@ -24,9 +24,9 @@ from lab.sse_server import Reply, scheduled, serve_sse
 
 from e2e.conftest import ROOT, CampaignLab, Swarm, submitter_id
 from scheduler.fleet import arrivals
-from scheduler.fleetcheck import LATE_SLACK_S
+from scheduler.sendcheck import LATE_SLACK_S
 
-FLEETLIAR = ROOT / "tests" / "lab" / "fleetliar.py"
+LOADLIAR = ROOT / "tests" / "lab" / "loadliar.py"
 RATE, DURATION_S, SEED, SIZE = 10.0, 8.0, 29, 4
 TEXTS = ["The", " quick", " brown", " fox"]
 PLACE = re.compile(rb"schedule place (\d+)\b")
@@ -60,8 +60,8 @@ def _start(lab: CampaignLab, gate: str, me: str) -> dict[str, Proc]:
     programs = {
         "honest": None,
         "leaver": None,
-        "fabricate": [sys.executable, str(FLEETLIAR), "fabricate"],
-        "duplicate": [sys.executable, str(FLEETLIAR), "duplicate"],
+        "fabricate": [sys.executable, str(LOADLIAR), "fabricate"],
+        "duplicate": [sys.executable, str(LOADLIAR), "duplicate"],
     }
     procs = {role: lab.real_worker(role, [gate], me, wait=False, program=p) for role, p in programs.items()}
     for proc in procs.values():

@@ -16,7 +16,8 @@ Modules:
     sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
     liar   child script: a real `join` whose measurements halve their median
     boundliar  child script: a real `join` whose readings are absurd but self-consistent, a lie per task
-    fleetliar  child script: a `join` fleet member that signs lying records (fabricated or repeated)
+    loadliar   child script: a `join` load client that signs lying records (a fleet member's fabricated or
+               repeated ones, a lone open loop's own schedule or hidden backlog)
     replicaliar  child script: a `join` replica that halves its samples, never runs the model, or
            advertises a calibration its CPU cannot reach (MODE: halve, norun, claim)
     stall  child script: a `join` worker that commits and heartbeats "queued" forever, never running

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from golden_campaigns import CAMPAIGNS, CREATED
 from test_results_golden import GOLDEN
-from test_scheduler_fleetcheck import HONEST, SIGNED, SPEC, _measurement
+from test_scheduler_sendcheck import HONEST, SIGNED, SPEC, _measurement
 
 import scheduler as sch
 from node.submitter.outputs import (
@@ -110,12 +110,12 @@ def test_a_fleet_members_offer_spec_is_kept_and_checks_a_reclaimed_result_agains
     assert signed == SIGNED
     assert store.offer("c", "c-job-0-1", "peer-b") is None
     honest = _measurement(HONEST)
-    assert sch.check_fleet(honest, SPEC, signed) == honest
+    assert sch.check_sends(honest, SPEC, signed) == honest
     fabricated = _measurement([*HONEST, *HONEST[:3]])  # duplicates: refused against the kept deal
-    refused = sch.check_fleet(fabricated, SPEC, signed)
+    refused = sch.check_sends(fabricated, SPEC, signed)
     assert isinstance(refused, sch.Refusal)
     assert refused.reason == FailureReason.INVALID
-    unknown = sch.check_fleet(honest, SPEC, None)  # what a restart without the kept offer meant
+    unknown = sch.check_sends(honest, SPEC, None)  # what a restart without the kept offer meant
     assert isinstance(unknown, sch.Refusal)
     assert unknown.reason == FailureReason.INTERNAL
     store.clear()

@@ -1,17 +1,21 @@
-"""A hostile fleet member for tests: the real `sark-node join`, whose records lie before it signs them.
+"""A hostile load client for tests: the real `sark-node join`, whose records lie before it signs them.
 
-Run as `python tests/lab/fleetliar.py MODE join ...`. It is the node's own worker with its own key;
-only `Targets.measure` (the endpoint run) is wrapped, in this process. It sends its dealt requests as
-an honest member does, then, by MODE:
+Run as `python tests/lab/loadliar.py MODE join ...`. It is the node's own worker with its own key;
+only `Targets.measure` (the endpoint run) is wrapped, in this process. It sends its requests as an
+honest client does, then, by MODE:
 
-- `fabricate`: adds `FABRICATED` records it never sent (copies of its real ones at invented planned
-  times within the run);
-- `duplicate`: keeps the first half of its records and repeats them, so it claims no more records
-  than it was dealt.
+- `fabricate` (a fleet member): adds `FABRICATED` records it never sent (copies of its real ones at
+  invented planned times within the run);
+- `duplicate` (a fleet member): keeps the first half of its records and repeats them, so it claims no
+  more records than it was dealt;
+- `reschedule` (a lone open loop): says each request was planned when it was really sent, as if it
+  had kept a schedule of its own (no lag, whatever the seed the submitter gave it planned);
+- `hide` (a lone open loop): keeps the first half of its records and says no planned send was left
+  unsent, hiding a backlog.
 
 Either way every figure is then derived again from the lying records (`protocol.derive`), as the
-submitter would derive them, so the result is self-consistent and only the deal can refute it.
-Nothing in the product reads this file.
+submitter would derive them, so the result is self-consistent and only the schedule the submitter
+gave can refute it. Nothing in the product reads this file.
 """
 
 from __future__ import annotations
@@ -41,14 +45,19 @@ def _fabricated(records: tuple[RequestRecord, ...], duration_s: float) -> list[R
 def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
     assert m.generation is not None
     assert spec.generate is not None
-    records = m.generation.records
+    records, unsent = m.generation.records, m.generation.unsent
+    half = records[: len(records) // 2]
     if mode == "fabricate":
         lying = _fabricated(records, spec.generate.duration_s or 1.0)
-    else:
-        half = records[: len(records) // 2]
+    elif mode == "duplicate":
         lying = [*half, *half]
+    elif mode == "reschedule":
+        lying = [r.with_(planned_s=r.started_s) for r in records]
+    else:  # hide
+        lying, unsent = list(half), 0
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in lying)
-    return derive(m.with_(generation=m.generation.with_(records=tuple(lying), wall_s=wall)), spec)
+    generation = m.generation.with_(records=tuple(lying), wall_s=wall, unsent=unsent)
+    return derive(m.with_(generation=generation), spec)
 
 
 Measure = Callable[[Targets, TaskSpec, Endpoint, trio.CancelScope], Coroutine[Any, Any, Measurement]]

@@ -1,5 +1,6 @@
-"""A fleet member's records against the deal the submitter signed: each way to depart from it is refused
-with the field, the worker's value and the bound; an honest member's records pass unchanged."""
+"""A load's records against the schedule the submitter gave it (a fleet member's signed deal, a lone
+open loop's seed): each way to depart from it is refused with the field, the worker's value and the
+bound; an honest client's records pass unchanged, late ones too."""
 
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ from protocol import (
     derive,
 )
 from protocol.aggregate import NO_SAMPLES
+from protocol.arrivals import open_loop
+from protocol.generation import MAX_RECORDS
 from protocol.genstats import summarize_generation
-from scheduler import Refusal, check_figures, check_fleet, deal
-from scheduler.fleetcheck import LATE_SLACK_S
+from scheduler import Refusal, check_figures, check_sends, deal
+from scheduler.sendcheck import LATE_SLACK_S
 
 GENERATE = GenerateSpec(
     prompts=(Prompt(id="a", text="one"), Prompt(id="b", text="two")),
@@ -45,23 +48,25 @@ def _record(planned: float, lag: float = 0.003) -> RequestRecord:
     )  # fmt: skip
 
 
-def _measurement(records: list[RequestRecord]) -> Measurement:
-    """A member's measurement as the worker builds it: raw records, every figure derived from them."""
+def _measurement(
+    records: list[RequestRecord], generate: GenerateSpec = GENERATE, unsent: int = 0
+) -> Measurement:
+    """A load's measurement as the worker builds it: raw records, every figure derived from them."""
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in records)
     raw: dict[str, Any] = {
         "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
         "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
         "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
         "conditions": RunConditions(background_cores=0.05),
-        "generation": summarize_generation(records, wall, GENERATE),
+        "generation": summarize_generation(records, wall, generate, unsent=unsent),
     }  # fmt: skip
-    return derive(Measurement(**raw), SPEC)
+    return derive(Measurement(**raw), SPEC.with_(generate=generate))
 
 
 def _checked(records: list[RequestRecord]) -> Measurement | Refusal:
     figures = check_figures(_measurement(records), SPEC)  # self-consistent: the figures check passes
     assert not isinstance(figures, Refusal), figures
-    return check_fleet(figures, SPEC, SIGNED)
+    return check_sends(figures, SPEC, SIGNED)
 
 
 def _refused(records: list[RequestRecord]) -> str:
@@ -129,24 +134,114 @@ def test_a_closed_loop_member_is_bounded_by_the_run() -> None:
     signed = spec.with_(generate=closed.with_(deal=deal(closed, 2, 0, seed=7, start_at=1.7e9)))
     ok = [_record(0.5).with_(planned_s=None), _record(3.9).with_(planned_s=None)]
     m = _measurement(ok)
-    assert check_fleet(m, spec, signed) == m
+    assert check_sends(m, spec, signed) == m
     late = _measurement([*ok, _record(4.0 + LATE_SLACK_S + 0.5).with_(planned_s=None)])
-    refusal = check_fleet(late, spec, signed)
+    refusal = check_sends(late, spec, signed)
     assert isinstance(refusal, Refusal)
     assert refusal.detail.startswith("generation.records[2].started_s: ")
-    planned = check_fleet(_measurement([_record(0.5)]), spec, signed)
+    planned = check_sends(_measurement([_record(0.5)]), spec, signed)
     assert isinstance(planned, Refusal)
     assert "dealt slots, no planned sends" in planned.detail
 
 
 def test_a_member_without_a_known_deal_cannot_be_checked_and_says_so() -> None:
-    refusal = check_fleet(_measurement(HONEST), SPEC, None)  # a lease reclaimed after a restart
+    refusal = check_sends(_measurement(HONEST), SPEC, None)  # a lease reclaimed after a restart
     assert isinstance(refusal, Refusal)
     assert refusal.reason == FailureReason.INTERNAL
     assert "deal is not known" in refusal.detail
 
 
-def test_a_job_without_fleet_is_not_checked() -> None:
-    plain = SPEC.with_(generate=GENERATE.with_(fleet_size=None))
-    m = _measurement(HONEST)
-    assert check_fleet(m, plain, None) == m
+def test_a_closed_loop_without_fleet_is_not_checked() -> None:
+    closed = GENERATE.with_(fleet_size=None, request_rate=None, concurrency=2)
+    records = [r.with_(planned_s=None) for r in HONEST]
+    m = _measurement(records, closed)
+    assert check_sends(m, SPEC.with_(generate=closed), None) == m
+
+
+# A lone worker's open loop: the submitter drew the seed of its planned sends (`arrival_seed`).
+LONE = GENERATE.with_(fleet_size=None)
+LONE_SPEC = SPEC.with_(generate=LONE)
+SEED = 2**62 + 3
+LONE_SIGNED = LONE_SPEC.with_(generate=LONE.with_(arrival_seed=SEED))
+PLAN = open_loop(20.0, SEED, 4.0, 2, MAX_RECORDS)
+
+
+def _sent(slot: int, lag: float = 0.002) -> RequestRecord:
+    """The send planned in `slot`, as an honest loop records it (its prompt: the slot's, cycled)."""
+    return _record(PLAN[slot], lag).with_(prompt_id=LONE.prompts[slot % 2].id)
+
+
+def _lone(records: list[RequestRecord], unsent: int = 0) -> Measurement | Refusal:
+    figures = check_figures(_measurement(records, LONE, unsent), LONE_SPEC)
+    assert not isinstance(figures, Refusal), figures
+    return check_sends(figures, LONE_SPEC, LONE_SIGNED)
+
+
+def _lone_refused(records: list[RequestRecord], unsent: int = 0) -> str:
+    refusal = _lone(records, unsent)
+    assert isinstance(refusal, Refusal), "accepted"
+    assert refusal.reason == FailureReason.INVALID
+    return refusal.detail
+
+
+def test_an_honest_open_loop_passes_whole_late_or_cut_by_its_deadline() -> None:
+    assert len(PLAN) > 50
+    every = [_sent(k) for k in range(len(PLAN))]
+    assert not isinstance(_lone(every), Refusal)
+    behind = [_sent(k, lag=3.0 + k * 0.05) for k in range(len(PLAN))]  # seconds late: saturated, shown
+    assert not isinstance(_lone(behind), Refusal)
+    cut = every[:30]
+    assert not isinstance(_lone(cut, unsent=len(PLAN) - 30), Refusal)
+
+
+def test_an_open_loop_that_plans_its_own_schedule_is_refused() -> None:
+    """A client that fell behind and rewrote each planned time to when it really sent (no lag, a
+    slower schedule) is refused by the first planned time the submitter's seed does not have."""
+    own = [_sent(k).with_(planned_s=0.1 * k + 0.05, started_s=0.1 * k + 0.05) for k in range(20)]
+    detail = _lone_refused(own)
+    assert detail.startswith("generation.records[0].planned_s: 0.05, not a planned send of the schedule (")
+    assert f"{len(PLAN)} planned times" in detail
+
+
+def test_an_open_loop_that_hides_its_backlog_is_refused() -> None:
+    detail = _lone_refused([_sent(k) for k in range(30)], unsent=0)
+    left = len(PLAN) - 30
+    assert detail == f"generation.unsent: the worker says 0, the schedule leaves {left} of {len(PLAN)} unsent"
+
+
+def test_an_open_loop_that_skips_a_send_is_refused() -> None:
+    kept = [_sent(k) for k in range(len(PLAN)) if k != 7]
+    detail = _lone_refused(kept, unsent=1)
+    assert detail.startswith(f"generation.records: no record of the send planned at {PLAN[7]!r} s")
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"prompt_id": "b"}, "generation.records[4].prompt_id: 'b', the send planned at"),
+        ({"started_s": PLAN[4] - 0.01}, "generation.records[4].started_s: "),
+        ({"planned_s": PLAN[3]}, "generation.records[4].planned_s: "),  # a repeat of the send before
+    ],
+)
+def test_an_open_loop_record_off_its_planned_send_is_refused(change: dict[str, object], words: str) -> None:
+    records = [_sent(k) for k in range(len(PLAN))]
+    records[4] = records[4].with_(**change)
+    if "planned_s" in change:
+        records[4] = records[4].with_(started_s=PLAN[3] + 0.002)
+    assert _lone_refused(records).startswith(words)
+
+
+def test_an_open_loop_with_more_records_than_planned_is_refused() -> None:
+    more = [_sent(k) for k in range(len(PLAN))] + [_sent(0)]
+    assert _lone_refused(more) == (
+        f"generation.records: {len(PLAN) + 1} records, more than the {len(PLAN)} sends planned"
+    )
+
+
+def test_an_open_loop_whose_seed_is_not_known_cannot_be_checked() -> None:
+    m = _measurement([_sent(0)], LONE)
+    for signed in (None, LONE_SPEC):  # no offer kept, or one without a seed
+        refusal = check_sends(m, LONE_SPEC, signed)
+        assert isinstance(refusal, Refusal)
+        assert refusal.reason == FailureReason.INTERNAL
+        assert "open loop's seed is not known" in refusal.detail

@@ -1,0 +1,215 @@
+"""A load client's records checked against the schedule the submitter gave it, before anything shows them.
+
+`check_figures` re-derives a load's figures from its records; it cannot tell whether those records
+are the requests the client was given to send. This check can, where the submitter made the schedule:
+
+- **A fleet member** (`scheduler.deal`, signed into the member's offer). Each record of an open loop
+  must be one of the deal's planned sends, once, sent at its planned time: refused are more records
+  than the deal has planned sends; a record whose `planned_s` is not a planned time of the deal
+  (within `PLAN_TOL_S`), or none at all (a closed loop's records have none: its deal has slots, not
+  times); two records of one planned send (each dealt request goes once); a record sent
+  (`started_s`) before its planned time less the member's clock bound, or after it plus the clock
+  bound plus `LATE_SLACK_S` (a member that fires missed sends at once); a closed loop's records
+  after `duration_s` plus both.
+- **A lone worker's open loop** (`request_rate`, no fleet, no capacity search): the submitter draws
+  its seed (`GenerateSpec.arrival_seed`, in the offer), so it knows every planned send
+  (`protocol.arrivals.open_loop`) and the prompt each one carries. The records must be the first
+  planned sends, each once, with its planned time and prompt, never sent early; late is allowed
+  (a client that falls behind is shown saturated, its lag in the row, never refused for it); and
+  the planned sends it did not send are the submitter's count (`unsent`): a worker that hides a
+  backlog by planning its own slower schedule, skipping sends, or saying none were left is refused.
+
+Refused as `invalid`, naming the field, the worker's value and the bound. A result without a known
+schedule (a lease reclaimed after a submitter restart whose offer the store did not keep) is refused
+`internal`: it cannot be checked, and says nothing about the worker's honesty. The merged fleet row
+is made only from results that pass, so it counts verified, dealt requests.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+from protocol import FailureReason, FleetDeal, GenerateSpec, Measurement, RequestRecord, TaskSpec
+from protocol.arrivals import open_loop
+from protocol.clientload import SATURATED_LAG_MS
+from protocol.generation import MAX_RECORDS
+from scheduler.figures import Refusal
+from scheduler.fleet import is_fleet
+
+PLAN_TOL_S: Final = 1e-9
+"""A planned time travels as a float64 both ways (msgpack doubles): an honest record echoes it to the bit;
+a nanosecond absorbs another platform's last digit, far below the microseconds between two arrivals."""
+EARLY_TOL_S: Final = 1e-6
+"""An honest member never sends early (it sleeps until the planned instant); this absorbs the rounding of
+`start + planned - start` on its monotonic clock."""
+LATE_SLACK_S: Final = 1.0
+"""How far behind its schedule a member's send may be, beyond its clock bound: 100 x the lag that flags a
+saturated client (`SATURATED_LAG_MS`, 10 ms), so an honest client that falls behind is shown saturated
+long before it is refused, while a member that fires missed sends at once (seconds late) is refused."""
+assert LATE_SLACK_S * 1e3 >= 100 * SATURATED_LAG_MS
+
+
+def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Measurement | Refusal:
+    """The measurement unchanged when its records fit the schedule the submitter gave (or the task
+    has none: a closed loop, a capacity search, a local model), else why it is refused.
+
+    Args:
+        m: a measurement whose figures `check_figures` derived again.
+        spec: the task's spec as the campaign gave it.
+        signed: the spec of the offer this attempt answered, with the member's deal or the open
+            loop's seed (a lease reclaimed after a restart: the offer spec the campaign store kept;
+            None if it kept none).
+    """
+    generate = spec.generate
+    if generate is None or not (is_fleet(generate) or is_lone_open_loop(generate)):
+        return m
+    given = signed.generate if signed is not None else None
+    records = m.generation.records if m.generation is not None else ()
+    if is_fleet(generate):
+        if given is None or given.deal is None:
+            return _unknown("this member's deal")
+        problem = next(deal_problems(records, given.deal, generate), None)
+    else:
+        if given is None or given.arrival_seed is None:
+            return _unknown("this open loop's seed")
+        unsent = m.generation.unsent if m.generation is not None else 0
+        problem = next(open_loop_problems(records, unsent, generate, given.arrival_seed), None)
+    return m if problem is None else Refusal(FailureReason.INVALID, problem)
+
+
+def is_lone_open_loop(spec: GenerateSpec) -> bool:
+    """Whether a generate job is a lone worker's open loop, whose seed the submitter draws."""
+    return (
+        spec.endpoint is not None
+        and spec.request_rate is not None
+        and spec.capacity is None
+        and not is_fleet(spec)
+    )
+
+
+def _unknown(what: str) -> Refusal:
+    why = f"records: {what} is not known to this submitter (a lease reclaimed after a restart whose "
+    why += "offer the campaign store did not keep), so they cannot be checked against it"
+    return Refusal(FailureReason.INTERNAL, why)
+
+
+def deal_problems(records: Sequence[RequestRecord], deal: FleetDeal, spec: GenerateSpec) -> Iterator[str]:
+    """Every way the records depart from the deal, the count first."""
+    if deal.planned_s:
+        yield from _open_loop(records, deal)
+    else:
+        yield from _closed_loop(records, deal, spec)
+
+
+def _open_loop(records: Sequence[RequestRecord], deal: FleetDeal) -> Iterator[str]:
+    dealt = len(deal.planned_s)
+    if len(records) > dealt:
+        yield f"generation.records: {len(records)} records, more than the {dealt} sends this member was dealt"
+        return
+    bound = deal.offset_bound_s or 0.0
+    times = sorted(deal.planned_s)
+    first: dict[int, int] = {}  # index into `times` -> the record that claimed it
+    for i, record in enumerate(records):
+        where = f"generation.records[{i}]"
+        slot = _slot(times, record.planned_s)
+        if slot is None:
+            span = f"{dealt} planned times from {times[0]:.6g} to {times[-1]:.6g} s"
+            yield f"{where}.planned_s: {record.planned_s!r}, not a planned send of the deal ({span})"
+            return
+        if slot in first:
+            again = f"repeats records[{first[slot]}]: each dealt send goes once"
+            yield f"{where}.planned_s: {record.planned_s!r} s {again}"
+            return
+        first[slot] = i
+        yield from _sent_in_time(where, record.started_s, times[slot], bound)
+
+
+def _slot(times: Sequence[float], planned: float | None) -> int | None:
+    """The index of the deal's planned time within `PLAN_TOL_S` of `planned`, or None."""
+    if planned is None:
+        return None
+    at = bisect.bisect_left(times, planned - PLAN_TOL_S)
+    return at if at < len(times) and abs(times[at] - planned) <= PLAN_TOL_S else None
+
+
+def _sent_in_time(where: str, started: float, planned: float, bound: float) -> Iterator[str]:
+    if started < planned - bound - EARLY_TOL_S:
+        yield (
+            f"{where}.started_s: {started!r} s, before its planned {planned!r} s less the member's clock "
+            f"bound {bound:.6g} s"
+        )
+    elif started > planned + bound + LATE_SLACK_S:
+        yield (
+            f"{where}.started_s: {started!r} s, after its planned {planned!r} s plus the member's clock "
+            f"bound {bound:.6g} s and {LATE_SLACK_S:g} s of slack"
+        )
+
+
+def _closed_loop(records: Sequence[RequestRecord], deal: FleetDeal, spec: GenerateSpec) -> Iterator[str]:
+    limit = (spec.duration_s or 0.0) + (deal.offset_bound_s or 0.0) + LATE_SLACK_S
+    for i, record in enumerate(records):
+        if record.planned_s is not None:
+            none = "but this member was dealt slots, no planned sends"
+            yield f"generation.records[{i}].planned_s: {record.planned_s!r}, {none}"
+            return
+        if record.started_s > limit:
+            yield (
+                f"generation.records[{i}].started_s: {record.started_s!r} s, after the run's "
+                f"{spec.duration_s or 0.0:g} s plus the clock bound and slack ({limit:.6g} s)"
+            )
+            return
+
+
+def open_loop_problems(
+    records: Sequence[RequestRecord], unsent: int, spec: GenerateSpec, seed: int
+) -> Iterator[str]:
+    """Every way a lone open loop's records depart from the schedule of `seed`, the count first."""
+    assert spec.request_rate is not None
+    plan = open_loop(spec.request_rate, seed, spec.duration_s, len(spec.prompts), MAX_RECORDS)
+    if len(records) > len(plan):
+        yield f"generation.records: {len(records)} records, more than the {len(plan)} sends planned"
+        return
+    span = f"{len(plan)} planned times from {plan[0]:.6g} to {plan[-1]:.6g} s" if plan else "none planned"
+    first: dict[int, int] = {}  # index into `plan` -> the record that claimed it
+    for i, record in enumerate(records):
+        where = f"generation.records[{i}]"
+        slot = _slot(plan, record.planned_s)
+        if slot is None:
+            yield f"{where}.planned_s: {record.planned_s!r}, not a planned send of the schedule ({span})"
+            return
+        if slot in first:
+            again = f"repeats records[{first[slot]}]: each send goes once"
+            yield f"{where}.planned_s: {record.planned_s!r} s {again}"
+            return
+        first[slot] = i
+        prompt = spec.prompts[slot % len(spec.prompts)].id
+        if record.prompt_id != prompt:
+            carries = f"the send planned at {plan[slot]!r} s carries {prompt!r}"
+            yield f"{where}.prompt_id: {record.prompt_id!r}, {carries}"
+            return
+        if record.started_s < plan[slot] - EARLY_TOL_S:
+            yield f"{where}.started_s: {record.started_s!r} s, before its planned {plan[slot]!r} s"
+            return
+    skipped = next((k for k in range(len(records)) if k not in first), None)
+    if skipped is not None:
+        yield (
+            f"generation.records: no record of the send planned at {plan[skipped]!r} s, yet later ones "
+            "were sent (the loop sends its planned times in order)"
+        )
+        return
+    left = len(plan) - len(records)
+    if unsent != left:
+        yield f"generation.unsent: the worker says {unsent}, the schedule leaves {left} of {len(plan)} unsent"
+
+
+__all__ = [
+    "EARLY_TOL_S",
+    "LATE_SLACK_S",
+    "PLAN_TOL_S",
+    "check_sends",
+    "deal_problems",
+    "is_lone_open_loop",
+    "open_loop_problems",
+]

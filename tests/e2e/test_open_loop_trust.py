@@ -1,0 +1,143 @@
+"""Issue 29 for a lone worker's open loop: its records are checked against the schedule the submitter drew.
+
+One campaign, one `request_rate` job a worker, against a stub server that notes each request's model
+(each job names its own). The workers are real `join`s: an honest one and two liars
+(tests/lab/loadliar.py) that send their planned requests as an honest client does, then sign
+self-consistent records that lie: one says each request was planned when it was sent (a schedule of
+its own, no lag), one keeps half its records and says no planned send was left unsent (a hidden
+backlog). The submitter drew each offer's seed (`arrival_seed`), so it knows every planned send: under
+`submit` and under `serve` (which answers `/api/health` throughout), both lies are refused naming the
+field, the honest row is Complete and counts what the server saw of its job, and all three files are
+written.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from lab.sse_server import scheduled, serve_sse
+
+from e2e.conftest import ROOT, CampaignLab, Health, Swarm, campaign_end, submitter_id
+
+LOADLIAR = ROOT / "tests" / "lab" / "loadliar.py"
+RATE, DURATION_S = 20.0, 2.0
+ROLES = ("honest", "reschedule", "hide")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
+    root = tmp_path_factory.mktemp("openloop")
+    lab = CampaignLab(root, record_ttl=30.0)
+    try:
+        submitter_dir = root / "submitter"
+        gate = lab.gate().ready["addrs"][0]
+        me = submitter_id(submitter_dir)
+        liar = [sys.executable, str(LOADLIAR)]
+        procs = {
+            role: lab.real_worker(
+                role, [gate], me, wait=False, program=None if role == "honest" else [*liar, role]
+            )
+            for role in ROLES
+        }
+        for proc in procs.values():
+            proc.ready = proc.wait_event("ready", 90)
+        ids = {role: p.ready["peer_id"] for role, p in procs.items()}
+        yield Swarm(lab, gate, {p.ready["peer_id"]: p for p in procs.values()}, submitter_dir, root), ids
+    finally:
+        lab.close()
+
+
+def _body(url: str, ids: dict[str, str]) -> dict[str, Any]:
+    generate = {
+        "prompts": "builtin:summaries",
+        "max_new_tokens": 4,
+        "request_rate": RATE,
+        "duration_s": DURATION_S,
+    }
+    jobs = [
+        {"endpoint": {"url": url, "model": role}, "generate": generate, "require": {"peers": [ids[role]]}}
+        for role in ROLES
+    ]
+    return {"name": "open-loop-trust", "jobs": jobs}
+
+
+def _server() -> Any:
+    return serve_sse(
+        lambda body, attempt: scheduled(["The", " fox"], first_s=0.02, every_s=0.005, usage=(9, 2))
+    )
+
+
+def _seen(server: Any) -> Counter[str]:
+    """The server's own count of the requests of each job (each names its role as its model)."""
+    return Counter(str(s.body.get("model")) for s in server.seen if s.path.endswith("/chat/completions"))
+
+
+def test_submit_refuses_a_rescheduled_and_a_hidden_backlog(lab: tuple[Swarm, dict[str, str]]) -> None:
+    swarm, ids = lab
+    out = swarm.root / "submit"
+    out.mkdir()
+    with _server() as server:
+        campaign = out / "open.yaml"
+        campaign.write_text(json.dumps(_body(server.url, ids)))
+        done = swarm.run(
+            "submit", str(campaign), "--json", "--wait-peers", "3", "--out", str(out), timeout=300
+        )
+        seen = _seen(server)
+    assert done.returncode == 1, done.stderr[-3000:]  # the liars' tasks failed
+    _check(json.loads(done.stdout.strip().splitlines()[-1])["files"], ids, seen)
+
+
+def test_serve_refuses_them_answering_throughout(lab: tuple[Swarm, dict[str, str]]) -> None:
+    swarm, ids = lab
+    out = swarm.root / "serve"
+    network = ["--allow-http", "--allow-network", "127.0.0.0/8", "--refresh", "0.5"]
+    where = ["--data-dir", str(swarm.submitter_dir), "--gate", swarm.gate, "--out", str(out)]
+    served = swarm.lab.submitter(["serve", "--http", "127.0.0.1:0", "--events", *where, *network])
+    api = f"{served.wait_event('http', 90)['url']}/api"
+    while served.wait_event("peers", 90)["count"] < 3:
+        pass
+    health = Health(api)
+    try:
+        with _server() as server:
+            created = httpx.post(f"{api}/campaigns", json=_body(server.url, ids), timeout=60)
+            assert created.status_code == 201, created.text
+            ended = campaign_end(served, created.json()["campaign_id"], 300)
+            seen = _seen(server)
+        after = httpx.get(f"{api}/health", timeout=30)
+    finally:
+        health.stop()
+    assert served.popen.poll() is None, served.log_excerpt()
+    assert (after.status_code, health.failed) == (200, [])
+    assert health.asked > 0
+    assert ended["event"] == "campaign_done", ended
+    _check(ended["files"], ids, seen)
+
+
+def _check(files: dict[str, str], ids: dict[str, str], seen: Counter[str]) -> None:
+    assert all(Path(files[kind]).is_file() for kind in ("csv", "json", "html")), files
+    with open(files["csv"], newline="") as f:
+        rows = {r["WorkerPeerId"]: r for r in csv.DictReader(f)}
+
+    honest = rows[ids["honest"]]
+    assert honest["Status"] == "Complete", honest["Detail"]
+    assert int(honest["Requests"]) == seen["honest"] > 0  # the server's own count of the honest job
+    assert int(honest["Requests"]) + int(honest["Unsent"]) > 0.5 * RATE * DURATION_S
+
+    rescheduled = rows[ids["reschedule"]]
+    assert (rescheduled["Status"], rescheduled["FailureReason"]) == ("Failed", "invalid"), rescheduled
+    assert "rejected result: generation.records[0].planned_s: " in rescheduled["Detail"], rescheduled
+    assert "not a planned send of the schedule" in rescheduled["Detail"]
+
+    hidden = rows[ids["hide"]]
+    assert (hidden["Status"], hidden["FailureReason"]) == ("Failed", "invalid"), hidden
+    assert "rejected result: generation.unsent: the worker says 0, the schedule leaves " in hidden["Detail"]
+    assert seen["hide"] > 0  # both sent for real; only their records lied
+    assert seen["reschedule"] > 0
