@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from protocol import FailureReason, FleetDeal, GenerateSpec, Measurement, RequestRecord, TaskSpec
@@ -66,15 +67,14 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
     if generate is None or not (is_fleet(generate) or is_lone_open_loop(generate)):
         return m
     given = signed.generate if signed is not None else None
-    records = m.generation.records if m.generation is not None else ()
+    records, unsent = (m.generation.records, m.generation.unsent) if m.generation is not None else ((), 0)
     if is_fleet(generate):
         if given is None or given.deal is None:
             return _unknown("this member's deal")
-        problem = next(deal_problems(records, given.deal, generate), None)
+        problem = next(deal_problems(records, unsent, given.deal, generate), None)
     else:
         if given is None or given.arrival_seed is None:
             return _unknown("this open loop's seed")
-        unsent = m.generation.unsent if m.generation is not None else 0
         problem = next(open_loop_problems(records, unsent, generate, given.arrival_seed), None)
     return m if problem is None else Refusal(FailureReason.INVALID, problem)
 
@@ -95,55 +95,103 @@ def _unknown(what: str) -> Refusal:
     return Refusal(FailureReason.INTERNAL, why)
 
 
-def deal_problems(records: Sequence[RequestRecord], deal: FleetDeal, spec: GenerateSpec) -> Iterator[str]:
-    """Every way the records depart from the deal, the count first."""
-    if deal.planned_s:
-        yield from _open_loop(records, deal)
-    else:
+@dataclass(frozen=True)
+class _Plan:
+    """Planned sends as the client sends them, in order: each time and the index of its prompt.
+
+    `name` says whose plan it is in a refusal ("deal" or "schedule"); `bound` is the client's clock
+    bound (0 on its own clock); `late` how far past its time plus the bound a send may go (None: any).
+    """
+
+    times: tuple[float, ...]
+    prompts: tuple[int, ...]
+    name: str
+    bound: float = 0.0
+    late: float | None = None
+
+
+def deal_problems(
+    records: Sequence[RequestRecord], unsent: int, deal: FleetDeal, spec: GenerateSpec
+) -> Iterator[str]:
+    """Every way a member's records depart from its deal, the count first."""
+    if not deal.planned_s:
         yield from _closed_loop(records, deal, spec)
-
-
-def _open_loop(records: Sequence[RequestRecord], deal: FleetDeal) -> Iterator[str]:
-    dealt = len(deal.planned_s)
-    if len(records) > dealt:
-        yield f"generation.records: {len(records)} records, more than the {dealt} sends this member was dealt"
         return
-    bound = deal.offset_bound_s or 0.0
-    times = sorted(deal.planned_s)
+    pairs = sorted(zip(deal.planned_s, deal.prompts, strict=True))  # `scheduler.deal` makes them ascending
+    times, prompts = tuple(t for t, _ in pairs), tuple(p for _, p in pairs)
+    yield from _planned(
+        records, unsent, spec, _Plan(times, prompts, "deal", deal.offset_bound_s or 0.0, LATE_SLACK_S)
+    )
+
+
+def open_loop_problems(
+    records: Sequence[RequestRecord], unsent: int, spec: GenerateSpec, seed: int
+) -> Iterator[str]:
+    """Every way a lone open loop's records depart from the schedule of `seed`, the count first."""
+    assert spec.request_rate is not None
+    times = open_loop(spec.request_rate, seed, spec.duration_s, len(spec.prompts), MAX_RECORDS)
+    yield from _planned(records, unsent, spec, _Plan(times, tuple(range(len(times))), "schedule"))
+
+
+def _planned(records: Sequence[RequestRecord], unsent: int, spec: GenerateSpec, plan: _Plan) -> Iterator[str]:
+    """The records against the planned sends: the first ones, each once, with its time and prompt, sent
+    within its time and bounds, the rest counted unsent."""
+    times = plan.times
+    if len(records) > len(times):
+        more = f"more than the {len(times)} sends of the {plan.name}"
+        yield f"generation.records: {len(records)} records, {more}"
+        return
+    span = f"{len(times)} planned times from {times[0]:.6g} to {times[-1]:.6g} s" if times else "no send"
     first: dict[int, int] = {}  # index into `times` -> the record that claimed it
     for i, record in enumerate(records):
         where = f"generation.records[{i}]"
         slot = _slot(times, record.planned_s)
         if slot is None:
-            span = f"{dealt} planned times from {times[0]:.6g} to {times[-1]:.6g} s"
-            yield f"{where}.planned_s: {record.planned_s!r}, not a planned send of the deal ({span})"
+            yield f"{where}.planned_s: {record.planned_s!r}, not a planned send of the {plan.name} ({span})"
             return
         if slot in first:
-            again = f"repeats records[{first[slot]}]: each dealt send goes once"
+            again = f"repeats records[{first[slot]}]: each send goes once"
             yield f"{where}.planned_s: {record.planned_s!r} s {again}"
             return
         first[slot] = i
-        yield from _sent_in_time(where, record.started_s, times[slot], bound)
+        prompt = spec.prompts[plan.prompts[slot] % len(spec.prompts)].id
+        if record.prompt_id != prompt:
+            carries = f"the send planned at {times[slot]!r} s carries {prompt!r}"
+            yield f"{where}.prompt_id: {record.prompt_id!r}, {carries}"
+            return
+        late = list(_sent_in_time(where, record.started_s, times[slot], plan))
+        if late:
+            yield from late
+            return
+    skipped = next((k for k in range(len(records)) if k not in first), None)
+    if skipped is not None:
+        yield (
+            f"generation.records: no record of the send planned at {times[skipped]!r} s, yet later ones "
+            "were sent (a client sends its planned times in order)"
+        )
+        return
+    left = len(times) - len(records)
+    if unsent != left:
+        leaves = f"the {plan.name} leaves {left} of {len(times)} unsent"
+        yield f"generation.unsent: the worker says {unsent}, {leaves}"
 
 
 def _slot(times: Sequence[float], planned: float | None) -> int | None:
-    """The index of the deal's planned time within `PLAN_TOL_S` of `planned`, or None."""
+    """The index of the planned time within `PLAN_TOL_S` of `planned`, or None."""
     if planned is None:
         return None
     at = bisect.bisect_left(times, planned - PLAN_TOL_S)
     return at if at < len(times) and abs(times[at] - planned) <= PLAN_TOL_S else None
 
 
-def _sent_in_time(where: str, started: float, planned: float, bound: float) -> Iterator[str]:
-    if started < planned - bound - EARLY_TOL_S:
+def _sent_in_time(where: str, started: float, planned: float, plan: _Plan) -> Iterator[str]:
+    bound = f" less the client's clock bound {plan.bound:.6g} s" if plan.bound else ""
+    if started < planned - plan.bound - EARLY_TOL_S:
+        yield f"{where}.started_s: {started!r} s, before its planned {planned!r} s{bound}"
+    elif plan.late is not None and started > planned + plan.bound + plan.late:
         yield (
-            f"{where}.started_s: {started!r} s, before its planned {planned!r} s less the member's clock "
-            f"bound {bound:.6g} s"
-        )
-    elif started > planned + bound + LATE_SLACK_S:
-        yield (
-            f"{where}.started_s: {started!r} s, after its planned {planned!r} s plus the member's clock "
-            f"bound {bound:.6g} s and {LATE_SLACK_S:g} s of slack"
+            f"{where}.started_s: {started!r} s, after its planned {planned!r} s plus the client's clock "
+            f"bound {plan.bound:.6g} s and {plan.late:g} s of slack"
         )
 
 
@@ -160,48 +208,6 @@ def _closed_loop(records: Sequence[RequestRecord], deal: FleetDeal, spec: Genera
                 f"{spec.duration_s or 0.0:g} s plus the clock bound and slack ({limit:.6g} s)"
             )
             return
-
-
-def open_loop_problems(
-    records: Sequence[RequestRecord], unsent: int, spec: GenerateSpec, seed: int
-) -> Iterator[str]:
-    """Every way a lone open loop's records depart from the schedule of `seed`, the count first."""
-    assert spec.request_rate is not None
-    plan = open_loop(spec.request_rate, seed, spec.duration_s, len(spec.prompts), MAX_RECORDS)
-    if len(records) > len(plan):
-        yield f"generation.records: {len(records)} records, more than the {len(plan)} sends planned"
-        return
-    span = f"{len(plan)} planned times from {plan[0]:.6g} to {plan[-1]:.6g} s" if plan else "none planned"
-    first: dict[int, int] = {}  # index into `plan` -> the record that claimed it
-    for i, record in enumerate(records):
-        where = f"generation.records[{i}]"
-        slot = _slot(plan, record.planned_s)
-        if slot is None:
-            yield f"{where}.planned_s: {record.planned_s!r}, not a planned send of the schedule ({span})"
-            return
-        if slot in first:
-            again = f"repeats records[{first[slot]}]: each send goes once"
-            yield f"{where}.planned_s: {record.planned_s!r} s {again}"
-            return
-        first[slot] = i
-        prompt = spec.prompts[slot % len(spec.prompts)].id
-        if record.prompt_id != prompt:
-            carries = f"the send planned at {plan[slot]!r} s carries {prompt!r}"
-            yield f"{where}.prompt_id: {record.prompt_id!r}, {carries}"
-            return
-        if record.started_s < plan[slot] - EARLY_TOL_S:
-            yield f"{where}.started_s: {record.started_s!r} s, before its planned {plan[slot]!r} s"
-            return
-    skipped = next((k for k in range(len(records)) if k not in first), None)
-    if skipped is not None:
-        yield (
-            f"generation.records: no record of the send planned at {plan[skipped]!r} s, yet later ones "
-            "were sent (the loop sends its planned times in order)"
-        )
-        return
-    left = len(plan) - len(records)
-    if unsent != left:
-        yield f"generation.unsent: the worker says {unsent}, the schedule leaves {left} of {len(plan)} unsent"
 
 
 __all__ = [

@@ -63,43 +63,55 @@ def _measurement(
     return derive(Measurement(**raw), SPEC.with_(generate=generate))
 
 
-def _checked(records: list[RequestRecord]) -> Measurement | Refusal:
-    figures = check_figures(_measurement(records), SPEC)  # self-consistent: the figures check passes
+def _checked(records: list[RequestRecord], unsent: int = 0) -> Measurement | Refusal:
+    figures = check_figures(
+        _measurement(records, unsent=unsent), SPEC
+    )  # self-consistent: the figures check passes
     assert not isinstance(figures, Refusal), figures
     return check_sends(figures, SPEC, SIGNED)
 
 
-def _refused(records: list[RequestRecord]) -> str:
-    refusal = _checked(records)
+def _refused(records: list[RequestRecord], unsent: int = 0) -> str:
+    refusal = _checked(records, unsent)
     assert isinstance(refusal, Refusal)
     assert refusal.reason == FailureReason.INVALID
     return refusal.detail
 
 
-HONEST = [_record(t) for t in DEAL.planned_s]
+def _dealt(k: int, lag: float = 0.003) -> RequestRecord:
+    """The member's k-th dealt send as an honest member records it (its prompt: the deal's, cycled)."""
+    return _record(DEAL.planned_s[k], lag).with_(prompt_id=GENERATE.prompts[DEAL.prompts[k] % 2].id)
+
+
+HONEST = [_dealt(k) for k in range(len(DEAL.planned_s))]
 
 
 def test_an_honest_member_passes_unchanged_and_a_late_one_within_the_slack_too() -> None:
     assert len(HONEST) > 30  # 20 req/s for 4 s, every other arrival
     m = _measurement(HONEST)
     assert _checked(HONEST) == m
-    behind = [_record(t, lag=BOUND + LATE_SLACK_S - 0.01) for t in DEAL.planned_s[:5]]
-    assert not isinstance(_checked(behind), Refusal)  # late within the slack: shown (and saturated)
-    early = [_record(t, lag=-BOUND + 1e-4) for t in DEAL.planned_s[:5]]
-    assert not isinstance(_checked(early), Refusal)  # early within the clock bound
+    left = len(HONEST) - 5
+    behind = [_dealt(k, lag=BOUND + LATE_SLACK_S - 0.01) for k in range(5)]
+    behind_m = check_figures(_measurement(behind, unsent=left), SPEC)
+    assert not isinstance(check_sends(behind_m, SPEC, SIGNED), Refusal)  # late within the slack: shown
+    early = [_dealt(k, lag=-BOUND + 1e-4) for k in range(5)]
+    early_m = check_figures(_measurement(early, unsent=left), SPEC)
+    assert not isinstance(check_sends(early_m, SPEC, SIGNED), Refusal)  # early within the clock bound
 
 
 def test_more_records_than_dealt_are_refused_with_both_counts() -> None:
-    made_up = HONEST + [_record(DEAL.planned_s[-1] + 0.001 * i) for i in range(1, 2000)]
+    made_up = HONEST + [
+        _dealt(len(HONEST) - 1).with_(planned_s=DEAL.planned_s[-1] + 0.001 * i) for i in range(1, 2000)
+    ]
     detail = _refused(made_up)
     assert detail == (
-        f"generation.records: {len(made_up)} records, more than the {len(HONEST)} sends this member was dealt"
+        f"generation.records: {len(made_up)} records, more than the {len(HONEST)} sends of the deal"
     )
 
 
 def test_a_planned_time_the_deal_does_not_have_is_refused() -> None:
     other = deal(GENERATE, 2, 0, seed=7, start_at=1.7e9).planned_s[3]  # member 0's, not this one's
-    detail = _refused([*HONEST[:5], _record(other)])
+    detail = _refused([*HONEST[:5], _dealt(5).with_(planned_s=other, started_s=other + 0.003)])
     assert detail.startswith(f"generation.records[5].planned_s: {other!r}, not a planned send of the deal (")
     assert f"{len(DEAL.planned_s)} planned times" in detail
 
@@ -113,7 +125,7 @@ def test_a_duplicate_is_refused_naming_the_first() -> None:
     copied = HONEST[: len(HONEST) // 2]
     detail = _refused([*copied, *copied])  # no more records than dealt: only the repeat gives it away
     planned = copied[0].planned_s
-    again = "repeats records[0]: each dealt send goes once"
+    again = "repeats records[0]: each send goes once"
     assert detail == f"generation.records[{len(copied)}].planned_s: {planned!r} s {again}"
 
 
@@ -123,9 +135,21 @@ def test_a_duplicate_is_refused_naming_the_first() -> None:
 ])  # fmt: skip
 def test_a_send_outside_its_planned_time_and_bound_is_refused(lag: float, words: str) -> None:
     planned = DEAL.planned_s[4]
-    detail = _refused([*HONEST[:4], _record(planned, lag=lag), *HONEST[5:]])
+    detail = _refused([*HONEST[:4], _dealt(4, lag=lag), *HONEST[5:]])
     assert detail.startswith(f"generation.records[4].started_s: {planned + lag!r} s, {words} {planned!r} s")
     assert f"clock bound {BOUND:.6g} s" in detail
+
+
+def test_a_member_that_skips_swaps_a_prompt_or_hides_its_backlog_is_refused() -> None:
+    """The deal's sends go in order, each with its prompt, and the rest is the member's `unsent`."""
+    skipped = _refused([*HONEST[:3], *HONEST[4:]], unsent=1)
+    assert skipped.startswith(f"generation.records: no record of the send planned at {DEAL.planned_s[3]!r} s")
+    swapped = [*HONEST[:2], HONEST[2].with_(prompt_id="a"), *HONEST[3:]]
+    assert _refused(swapped).startswith("generation.records[2].prompt_id: 'a', the send planned at ")
+    left = len(HONEST) - 10
+    assert _refused(HONEST[:10], unsent=0) == (
+        f"generation.unsent: the worker says 0, the deal leaves {left} of {len(HONEST)} unsent"
+    )
 
 
 def test_a_closed_loop_member_is_bounded_by_the_run() -> None:
@@ -234,7 +258,7 @@ def test_an_open_loop_record_off_its_planned_send_is_refused(change: dict[str, o
 def test_an_open_loop_with_more_records_than_planned_is_refused() -> None:
     more = [_sent(k) for k in range(len(PLAN))] + [_sent(0)]
     assert _lone_refused(more) == (
-        f"generation.records: {len(PLAN) + 1} records, more than the {len(PLAN)} sends planned"
+        f"generation.records: {len(PLAN) + 1} records, more than the {len(PLAN)} sends of the schedule"
     )
 
 
