@@ -42,6 +42,9 @@ from scheduler.fleet import is_fleet
 PLAN_TOL_S: Final = 1e-9
 """A planned time travels as a float64 both ways (msgpack doubles): an honest record echoes it to the bit;
 a nanosecond absorbs another platform's last digit, far below the microseconds between two arrivals."""
+OVERLAP_TOL_S: Final = 1e-6
+"""A closed loop's slot sends its next request after its last one ended; this absorbs the rounding of
+two send times and a duration, each taken on the perf clock in nanoseconds."""
 EARLY_TOL_S: Final = 1e-6
 """An honest member never sends early (it sleeps until the planned instant); this absorbs the rounding of
 `start + planned - start` on its monotonic clock."""
@@ -53,8 +56,9 @@ assert LATE_SLACK_S * 1e3 >= 100 * SATURATED_LAG_MS
 
 
 def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Measurement | Refusal:
-    """The measurement unchanged when its records fit the schedule the submitter gave (or the task
-    has none: a closed loop, a capacity search, a local model), else why it is refused.
+    """The measurement unchanged when its records fit the load the submitter gave its endpoint run (a
+    deal, an open loop's seed, a closed loop's slots, a capacity search's levels), else why it is
+    refused; a task with no endpoint (a tensor task, a local model's generation) passes as it is.
 
     Args:
         m: a measurement whose figures `check_figures` derived again.
@@ -64,18 +68,23 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
             None if it kept none).
     """
     generate = spec.generate
-    if generate is None or not (is_fleet(generate) or is_lone_open_loop(generate)):
+    if generate is None or generate.endpoint is None:
         return m
     given = signed.generate if signed is not None else None
     records, unsent = (m.generation.records, m.generation.unsent) if m.generation is not None else ((), 0)
     if is_fleet(generate):
         if given is None or given.deal is None:
             return _unknown("this member's deal")
-        problem = next(deal_problems(records, unsent, given.deal, generate), None)
-    else:
+        problems = deal_problems(records, unsent, given.deal, generate)
+    elif is_lone_open_loop(generate):
         if given is None or given.arrival_seed is None:
             return _unknown("this open loop's seed")
-        problem = next(open_loop_problems(records, unsent, generate, given.arrival_seed), None)
+        problems = open_loop_problems(records, unsent, generate, given.arrival_seed)
+    elif generate.capacity is not None:
+        problems = _capacity_problems(m)
+    else:
+        problems = in_flight_problems(records, generate.concurrency)
+    problem = next(problems, None)
     return m if problem is None else Refusal(FailureReason.INVALID, problem)
 
 
@@ -195,6 +204,34 @@ def _sent_in_time(where: str, started: float, planned: float, plan: _Plan) -> It
         )
 
 
+def in_flight_problems(
+    records: Sequence[RequestRecord], slots: int, where: str = "generation.records"
+) -> Iterator[str]:
+    """A closed loop of `slots` keeps at most that many requests in flight: each slot sends its next
+    request after its last one ended (`started_s` + `e2e_ms`; a retried request's first send, which
+    `started_s` is, only lengthens it), so records that overlap more were never sent by it."""
+    edges = sorted(
+        [(r.started_s, 1) for r in records]
+        + [(r.started_s + r.e2e_ms / 1e3 - OVERLAP_TOL_S, -1) for r in records]
+    )  # at one instant an end comes before a start
+    running = 0
+    for at, step in edges:
+        running += step
+        if running > slots:
+            more = f"more than the {slots} slots of its closed loop"
+            yield f"{where}: {running} requests in flight at {at!r} s, {more}"
+            return
+
+
+def _capacity_problems(m: Measurement) -> Iterator[str]:
+    """A concurrency search's levels, each a closed loop of its level's slots."""
+    if m.capacity is None or m.capacity.by != "concurrency":
+        return
+    for i, level in enumerate(m.capacity.levels):
+        where = f"capacity.levels[{i}].generation.records"
+        yield from in_flight_problems(level.generation.records, int(level.level), where)
+
+
 def _closed_loop(records: Sequence[RequestRecord], deal: FleetDeal, spec: GenerateSpec) -> Iterator[str]:
     limit = (spec.duration_s or 0.0) + (deal.offset_bound_s or 0.0) + LATE_SLACK_S
     for i, record in enumerate(records):
@@ -208,14 +245,17 @@ def _closed_loop(records: Sequence[RequestRecord], deal: FleetDeal, spec: Genera
                 f"{spec.duration_s or 0.0:g} s plus the clock bound and slack ({limit:.6g} s)"
             )
             return
+    yield from in_flight_problems(records, deal.slots)
 
 
 __all__ = [
     "EARLY_TOL_S",
     "LATE_SLACK_S",
+    "OVERLAP_TOL_S",
     "PLAN_TOL_S",
     "check_sends",
     "deal_problems",
+    "in_flight_problems",
     "is_lone_open_loop",
     "open_loop_problems",
 ]

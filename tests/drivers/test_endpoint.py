@@ -302,6 +302,24 @@ async def test_an_open_loop_sends_the_submitters_schedule_and_passes_its_check(d
     assert refused.detail.startswith("generation.records"), refused.detail  # a count or a planned time
 
 
+async def test_a_closed_loops_records_keep_its_slots_through_retries() -> None:
+    """A real closed loop of 3 (each prompt's first ask answered 429, then retried) never has more
+    than 3 requests in flight by its records, which the submitter's check holds it to."""
+    spec = _spec("a", "b", "c", "d", concurrency=3, duration_s=0.6)
+
+    def script(body: dict[str, object], attempt: int) -> Reply:
+        if attempt == 0:
+            return _limited(429, "0", ok_after=None)(body, attempt)
+        return scheduled(["x", "y"], first_s=0.01, every_s=0.005, usage=(1, 2))
+
+    run, _ = await _run(script, spec)
+    assert run.retries >= 4
+    assert len(run.records) > 6
+    task = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=spec, timeout_s=30.0)
+    m = derive(_endpoint_measurement(summarize_generation(run.records, run.wall_s, spec)), task)
+    assert check_sends(m, task, None) == m
+
+
 async def test_a_duration_cycles_the_prompts_until_it_ends() -> None:
     spec = _spec("a", "b", duration_s=0.5, concurrency=2)
     run, _ = await _run(lambda b, a: scheduled(["x"], every_s=0.01, usage=(1, 1)), spec)

@@ -11,7 +11,9 @@ honest client does, then, by MODE:
 - `reschedule` (a lone open loop): says each request was planned when it was really sent, as if it
   had kept a schedule of its own (no lag, whatever the seed the submitter gave it planned);
 - `hide` (a lone open loop): keeps the first half of its records and says no planned send was left
-  unsent, hiding a backlog.
+  unsent, hiding a backlog;
+- `crowd` (a closed loop): adds a copy of each record sent a millisecond later, twice the requests
+  in flight its slots could hold.
 
 Either way every figure is then derived again from the lying records (`protocol.derive`), as the
 submitter would derive them, so the result is self-consistent and only the schedule the submitter
@@ -53,6 +55,8 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
         lying = [*half, *half]
     elif mode == "reschedule":
         lying = [r.with_(planned_s=r.started_s) for r in records]
+    elif mode == "crowd":
+        lying = [*records, *(r.with_(started_s=r.started_s + 0.001) for r in records)]
     else:  # hide
         lying, unsent = list(half), 0
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in lying)

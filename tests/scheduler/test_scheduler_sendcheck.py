@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from protocol import (
+    CapacityLevel,
+    CapacityResult,
+    CapacitySpec,
     ComputeUnit,
     Endpoint,
     FailureReason,
@@ -175,11 +178,63 @@ def test_a_member_without_a_known_deal_cannot_be_checked_and_says_so() -> None:
     assert "deal is not known" in refusal.detail
 
 
-def test_a_closed_loop_without_fleet_is_not_checked() -> None:
-    closed = GENERATE.with_(fleet_size=None, request_rate=None, concurrency=2)
-    records = [r.with_(planned_s=None) for r in HONEST]
-    m = _measurement(records, closed)
-    assert check_sends(m, SPEC.with_(generate=closed), None) == m
+def _slot_records(slots: int, count: int, e2e_ms: float = 30.0) -> list[RequestRecord]:
+    """A closed loop's records as its slots send them: each slot's next request right after its last."""
+    return [
+        _record(0.0, lag=(k // slots) * e2e_ms / 1e3).with_(planned_s=None, prompt_id="a", e2e_ms=e2e_ms)
+        for k in range(count)
+    ]
+
+
+def test_a_closed_loop_keeps_at_most_its_slots_in_flight() -> None:
+    """Back to back in each slot passes (an end and the next start at one instant included); a record
+    that overlaps one slot too many was never sent by a loop of that many."""
+    closed = GENERATE.with_(fleet_size=None, request_rate=None, concurrency=2, duration_s=None)
+    spec = SPEC.with_(generate=closed)
+    honest = _slot_records(2, 40)
+    m = _measurement(honest, closed)
+    assert check_sends(m, spec, None) == m  # no schedule to keep: nothing signed is needed
+    crowded = _measurement([*honest, honest[7].with_(started_s=honest[7].started_s + 0.01)], closed)
+    refusal = check_sends(crowded, spec, None)
+    assert isinstance(refusal, Refusal)
+    assert refusal.reason == FailureReason.INVALID
+    assert refusal.detail.startswith("generation.records: 3 requests in flight at ")
+    assert refusal.detail.endswith("more than the 2 slots of its closed loop")
+
+
+def test_each_level_of_a_concurrency_search_keeps_its_slots() -> None:
+    capacity = CapacitySpec(max_concurrency=4, level_s=2.0)
+    searched = GENERATE.with_(fleet_size=None, request_rate=None, duration_s=None, capacity=capacity)
+    spec = SPEC.with_(generate=searched)
+
+    def level(n: int, records: list[RequestRecord]) -> CapacityLevel:
+        wall = max(r.started_s + r.e2e_ms / 1e3 for r in records)
+        return CapacityLevel(level=n, generation=summarize_generation(records, wall, searched), passed=True)
+
+    def searched_with(levels: list[CapacityLevel]) -> Measurement:
+        result = CapacityResult(by="concurrency", goodput_pct=90.0, levels=tuple(levels), knee=4.0,
+                                first_fail=None, finished=True)  # fmt: skip
+        return _measurement(_slot_records(1, 4)).with_(capacity=result)
+
+    honest = searched_with([level(1, _slot_records(1, 10)), level(2, _slot_records(2, 10))])
+    assert check_sends(honest, spec, None) == honest
+    crowded = searched_with([level(1, _slot_records(1, 10)), level(2, _slot_records(3, 12))])
+    refusal = check_sends(crowded, spec, None)
+    assert isinstance(refusal, Refusal)
+    assert refusal.detail.startswith("capacity.levels[1].generation.records: 3 requests in flight at ")
+
+
+def test_a_closed_loop_member_keeps_its_dealt_slots() -> None:
+    closed = GENERATE.with_(request_rate=None, concurrency=2, duration_s=4.0)
+    spec = SPEC.with_(generate=closed)
+    signed = spec.with_(generate=closed.with_(deal=deal(closed, 2, 0, seed=7, start_at=1.7e9)))
+    assert signed.generate is not None
+    assert signed.generate.deal is not None
+    assert signed.generate.deal.slots == 2
+    many = _slot_records(3, 30)  # three at once, from a deal of two slots
+    refusal = check_sends(_measurement(many, closed), spec, signed)
+    assert isinstance(refusal, Refusal)
+    assert "3 requests in flight" in refusal.detail
 
 
 # A lone worker's open loop: the submitter drew the seed of its planned sends (`arrival_seed`).

@@ -1,14 +1,15 @@
-"""Issue 29 for a lone worker's open loop: its records are checked against the schedule the submitter drew.
+"""Issue 29 for a lone worker's load: its records are checked against the load the submitter gave it.
 
-One campaign, one `request_rate` job a worker, against a stub server that notes each request's model
-(each job names its own). The workers are real `join`s: an honest one and two liars
-(tests/lab/loadliar.py) that send their planned requests as an honest client does, then sign
-self-consistent records that lie: one says each request was planned when it was sent (a schedule of
-its own, no lag), one keeps half its records and says no planned send was left unsent (a hidden
-backlog). The submitter drew each offer's seed (`arrival_seed`), so it knows every planned send: under
-`submit` and under `serve` (which answers `/api/health` throughout), both lies are refused naming the
-field, the honest row is Complete and counts what the server saw of its job, and all three files are
-written.
+One campaign, one endpoint job a worker, against a stub server that notes each request's model (each
+job names its own). The workers are real `join`s: an honest one and three liars
+(tests/lab/loadliar.py) that send their requests as an honest client does, then sign self-consistent
+records that lie. Two run an open loop (`request_rate`) whose seed the submitter drew for the offer
+(`arrival_seed`), so it knows every planned send: one says each request was planned when it was sent
+(a schedule of its own, no lag), one keeps half its records and says no planned send was left unsent
+(a hidden backlog). One runs a closed loop of two slots and adds a copy of each record a millisecond
+later (the first overlap makes three in flight). Under `submit` and under `serve` (which answers
+`/api/health` throughout), every lie is refused naming the field, the honest row is Complete and
+counts what the server saw of its job, and all three files are written.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from e2e.conftest import ROOT, CampaignLab, Health, Swarm, campaign_end, submitt
 
 LOADLIAR = ROOT / "tests" / "lab" / "loadliar.py"
 RATE, DURATION_S = 20.0, 2.0
-ROLES = ("honest", "reschedule", "hide")
+ROLES = ("honest", "reschedule", "hide", "crowd")
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +57,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[
 
 
 def _body(url: str, ids: dict[str, str]) -> dict[str, Any]:
-    generate = {
-        "prompts": "builtin:summaries",
-        "max_new_tokens": 4,
-        "request_rate": RATE,
-        "duration_s": DURATION_S,
-    }
+    load = {"prompts": "builtin:summaries", "max_new_tokens": 4, "duration_s": DURATION_S}
     jobs = [
-        {"endpoint": {"url": url, "model": role}, "generate": generate, "require": {"peers": [ids[role]]}}
+        {
+            "endpoint": {"url": url, "model": role},
+            "generate": {**load, **({"concurrency": 2} if role == "crowd" else {"request_rate": RATE})},
+            "require": {"peers": [ids[role]]},
+        }
         for role in ROLES
     ]
     return {"name": "open-loop-trust", "jobs": jobs}
@@ -80,7 +80,7 @@ def _seen(server: Any) -> Counter[str]:
     return Counter(str(s.body.get("model")) for s in server.seen if s.path.endswith("/chat/completions"))
 
 
-def test_submit_refuses_a_rescheduled_and_a_hidden_backlog(lab: tuple[Swarm, dict[str, str]]) -> None:
+def test_submit_refuses_each_lie_about_the_load(lab: tuple[Swarm, dict[str, str]]) -> None:
     swarm, ids = lab
     out = swarm.root / "submit"
     out.mkdir()
@@ -88,7 +88,7 @@ def test_submit_refuses_a_rescheduled_and_a_hidden_backlog(lab: tuple[Swarm, dic
         campaign = out / "open.yaml"
         campaign.write_text(json.dumps(_body(server.url, ids)))
         done = swarm.run(
-            "submit", str(campaign), "--json", "--wait-peers", "3", "--out", str(out), timeout=300
+            "submit", str(campaign), "--json", "--wait-peers", "4", "--out", str(out), timeout=300
         )
         seen = _seen(server)
     assert done.returncode == 1, done.stderr[-3000:]  # the liars' tasks failed
@@ -102,7 +102,7 @@ def test_serve_refuses_them_answering_throughout(lab: tuple[Swarm, dict[str, str
     where = ["--data-dir", str(swarm.submitter_dir), "--gate", swarm.gate, "--out", str(out)]
     served = swarm.lab.submitter(["serve", "--http", "127.0.0.1:0", "--events", *where, *network])
     api = f"{served.wait_event('http', 90)['url']}/api"
-    while served.wait_event("peers", 90)["count"] < 3:
+    while served.wait_event("peers", 90)["count"] < 4:
         pass
     health = Health(api)
     try:
@@ -139,5 +139,8 @@ def _check(files: dict[str, str], ids: dict[str, str], seen: Counter[str]) -> No
     hidden = rows[ids["hide"]]
     assert (hidden["Status"], hidden["FailureReason"]) == ("Failed", "invalid"), hidden
     assert "rejected result: generation.unsent: the worker says 0, the schedule leaves " in hidden["Detail"]
-    assert seen["hide"] > 0  # both sent for real; only their records lied
-    assert seen["reschedule"] > 0
+    crowded = rows[ids["crowd"]]
+    assert (crowded["Status"], crowded["FailureReason"]) == ("Failed", "invalid"), crowded
+    assert "rejected result: generation.records: 3 requests in flight at " in crowded["Detail"], crowded
+    assert "more than the 2 slots of its closed loop" in crowded["Detail"]
+    assert all(seen[role] > 0 for role in ROLES)  # every liar sent for real; only its records lied
