@@ -28,7 +28,7 @@ from tests.lab.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serv
 
 ROOT = Path(__file__).resolve().parents[2]
 GAP_S = 0.05  # the server's pause before the small chunk (and between the burst and its last)
-BURST = 24_000  # content deltas in the burst (~1.6 MB): long to parse
+BURST = 64_000  # content deltas in the burst (~4.3 MB): long to parse (~250 ms here)
 
 
 def _spec(count: int = 1, **fields: object) -> GenerateSpec:
