@@ -23,10 +23,10 @@ from drivers.completion import Outcome
 from drivers.endpoint import EndpointOptions, drive_endpoint
 from protocol import CapacityLevel, CapacityResult, GenerateSpec, LevelEnd, RequestRecord
 from protocol.capacity import (
-    MAX_SEARCH_RECORDS,
     MIN_EVIDENCE,
     by,
     derive_capacity,
+    level_budgets,
     level_passed,
     level_spec,
     next_level,
@@ -36,12 +36,6 @@ from protocol.genstats import summarize_generation
 
 LEVEL_GRACE: Final = (2.0, 10.0)
 """A level's deadline: `level_s` x 2 + 10 s (its requests still in flight after `level_s` end by then)."""
-SEARCH_BYTES: Final = 3 << 20
-"""What a search's records may take packed (an envelope holds 4 MiB less 64 KiB): at most
-`SEARCH_BYTES` / (`max_new_tokens` x `TOKEN_BYTES` + `RECORD_BYTES`) records, a token time packing to
-9 bytes and the rest of a textless record to about 200."""
-TOKEN_BYTES: Final = 9
-RECORD_BYTES: Final = 200
 EVERY_FROM: Final = 100
 """Past this many ended requests, a level is judged on every `EVERY`-th one (the check sorts them all)."""
 EVERY: Final = 10
@@ -81,15 +75,15 @@ async def search_capacity(
     deadline = trio.current_time() + deadline_s
     levels: list[CapacityLevel] = []
     tried: list[tuple[float, bool]] = []
-    budget = min(MAX_SEARCH_RECORDS, SEARCH_BYTES // (generate.max_new_tokens * TOKEN_BYTES + RECORD_BYTES))
+    kept: list[int] = []
     factor, grace = LEVEL_GRACE
     while (level := next_level(capacity, tried)) is not None:
         left = deadline - trio.current_time()
-        if left < capacity.level_s or budget <= 0:
+        most = level_budgets(generate, kept)[-1]
+        if left < capacity.level_s or most <= 0:
             break
         spec = level_spec(generate, level)
         watch = _Watch(generate)
-        most = min(capacity.level_requests or budget, budget)
         run = await drive_endpoint(
             spec,
             url,
@@ -103,7 +97,7 @@ async def search_capacity(
         passed = level_passed(stats, watch.ended, capacity)
         levels.append(CapacityLevel(level=level, generation=stats, ended_early=watch.ended, passed=passed))
         tried.append((level, passed))
-        budget -= len(records)
+        kept.append(len(records))
     measured = CapacityResult(
         by=by(capacity),
         goodput_pct=capacity.goodput_pct,

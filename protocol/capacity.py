@@ -30,6 +30,12 @@ EndCode = Literal["ttft_rising", "errors", "slo_unreachable"]
 MAX_SEARCH_RECORDS: Final = 2_500
 """Request records a search keeps over all its levels (all travel in one signed result); the search
 stops, unfinished, there. The driver also bounds them by their token times' size."""
+SEARCH_BYTES: Final = 3 << 20
+"""What a search's records may take packed (an envelope holds 4 MiB less 64 KiB): at most
+`SEARCH_BYTES` / (`max_new_tokens` x `TOKEN_BYTES` + `RECORD_BYTES`) records, a token time packing to
+9 bytes and the rest of a textless record to about 200."""
+TOKEN_BYTES: Final = 9
+RECORD_BYTES: Final = 200
 MAX_LEVELS: Final = 64
 """Levels one search result holds (the campaign's range must need no more: `scheduler.capacity`)."""
 MIN_EVIDENCE: Final = 10
@@ -95,6 +101,24 @@ def next_level(capacity: CapacitySpec, tried: Sequence[tuple[float, bool]]) -> f
     if closed:
         return None if fail - knee <= 1 else float((knee + fail) // 2)
     return None if fail <= knee * (1 + capacity.rate_resolution_pct / 100) else (knee + fail) / 2
+
+
+def search_budget(generate: GenerateSpec) -> int:
+    """The records a whole search may keep: `MAX_SEARCH_RECORDS`, or fewer at long answers."""
+    return min(MAX_SEARCH_RECORDS, SEARCH_BYTES // (generate.max_new_tokens * TOKEN_BYTES + RECORD_BYTES))
+
+
+def level_budgets(generate: GenerateSpec, kept: Sequence[int]) -> list[int]:
+    """The most requests each level may send (`kept`: the records each level run so far kept), and
+    last the next level's: the search's budget less what the levels before took, and at most
+    `level_requests`. The driver sends no more; the submitter replays the same from the records."""
+    capacity = generate.capacity
+    assert capacity is not None
+    budget, out = search_budget(generate), []
+    for count in (*kept, 0):
+        out.append(max(0, min(capacity.level_requests or budget, budget)))
+        budget -= count
+    return out
 
 
 def level_spec(generate: GenerateSpec, level: float) -> GenerateSpec:
@@ -214,6 +238,9 @@ def headline(result: CapacityResult) -> GenerationStats | None:
 
 __all__ = [
     "MAX_SEARCH_RECORDS",
+    "RECORD_BYTES",
+    "SEARCH_BYTES",
+    "TOKEN_BYTES",
     "CapacityLevel",
     "CapacityResult",
     "EndCode",
@@ -222,8 +249,10 @@ __all__ = [
     "by",
     "derive_capacity",
     "headline",
+    "level_budgets",
     "level_passed",
     "level_spec",
     "next_level",
     "saturation",
+    "search_budget",
 ]

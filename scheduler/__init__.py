@@ -129,7 +129,7 @@ from scheduler.results import (
     to_csv,
 )
 from scheduler.retry import FINAL_FAILURES
-from scheduler.sendcheck import check_sends, is_lone_open_loop
+from scheduler.sendcheck import check_sends, draws_seed
 from scheduler.sources import ModelSource
 from scheduler.tasks import (
     Attempt,
@@ -218,6 +218,7 @@ __all__ = [
     "clock_offset",
     "deal",
     "device_kind",
+    "draws_seed",
     "ended",
     "endpoint_models",
     "endpoint_problem",
@@ -229,7 +230,6 @@ __all__ = [
     "fleet_rows",
     "is_endpoint_key",
     "is_fleet",
-    "is_lone_open_loop",
     "level_rows",
     "measured",
     "merged_stats",

@@ -11,13 +11,19 @@ are the requests the client was given to send. This check can, where the submitt
   (`started_s`) before its planned time less the member's clock bound, or after it plus the clock
   bound plus `LATE_SLACK_S` (a member that fires missed sends at once); a closed loop's records
   after `duration_s` plus both.
-- **A lone worker's open loop** (`request_rate`, no fleet, no capacity search): the submitter draws
-  its seed (`GenerateSpec.arrival_seed`, in the offer), so it knows every planned send
+- **A lone worker's open loop** (`request_rate`, no fleet): the submitter draws its seed
+  (`GenerateSpec.arrival_seed`, in the offer), so it knows every planned send
   (`protocol.arrivals.open_loop`) and the prompt each one carries. The records must be the first
   planned sends, each once, with its planned time and prompt, never sent early; late is allowed
   (a client that falls behind is shown saturated, its lag in the row, never refused for it); and
   the planned sends it did not send are the submitter's count (`unsent`): a worker that hides a
   backlog by planning its own slower schedule, skipping sends, or saying none were left is refused.
+- **Each level of a search over request rates**: an open loop at the level's rate from the same
+  seed, of at most the requests its budget left (`protocol.capacity.level_budgets`); held as a lone
+  open loop is, except that a level that ended early left its requests in flight out (its records
+  are held to their planned sends, its `unsent` to no more than the schedule left).
+- **A closed loop** (a lone one, a fleet member's slots, each level of a concurrency search): never
+  more requests in flight at once than its slots (`in_flight_problems`).
 
 Refused as `invalid`, naming the field, the worker's value and the bound. A result without a known
 schedule (a lease reclaimed after a submitter restart whose offer the store did not keep) is refused
@@ -34,6 +40,7 @@ from typing import Final
 
 from protocol import FailureReason, FleetDeal, GenerateSpec, Measurement, RequestRecord, TaskSpec
 from protocol.arrivals import open_loop
+from protocol.capacity import by, level_budgets, level_spec
 from protocol.clientload import SATURATED_LAG_MS
 from protocol.generation import MAX_RECORDS
 from scheduler.figures import Refusal
@@ -76,25 +83,29 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
         if given is None or given.deal is None:
             return _unknown("this member's deal")
         problems = deal_problems(records, unsent, given.deal, generate)
-    elif is_lone_open_loop(generate):
+    elif draws_seed(generate):
         if given is None or given.arrival_seed is None:
             return _unknown("this open loop's seed")
-        problems = open_loop_problems(records, unsent, generate, given.arrival_seed)
+        if generate.capacity is None:
+            problems = open_loop_problems(records, unsent, generate, given.arrival_seed)
+        else:
+            problems = rate_levels_problems(m, generate, given.arrival_seed)
     elif generate.capacity is not None:
-        problems = _capacity_problems(m)
+        problems = _concurrency_levels(m)
     else:
         problems = in_flight_problems(records, generate.concurrency)
     problem = next(problems, None)
     return m if problem is None else Refusal(FailureReason.INVALID, problem)
 
 
-def is_lone_open_loop(spec: GenerateSpec) -> bool:
-    """Whether a generate job is a lone worker's open loop, whose seed the submitter draws."""
-    return (
-        spec.endpoint is not None
-        and spec.request_rate is not None
-        and spec.capacity is None
-        and not is_fleet(spec)
+def draws_seed(spec: GenerateSpec) -> bool:
+    """Whether the submitter draws the seed of a job's open-loop sends (`arrival_seed`, in each offer):
+    a lone worker's open loop, or a search over request rates (its levels share the seed: common
+    random numbers, so levels differ by their rate and not by their draws). A fleet's is its deal's."""
+    if spec.endpoint is None or is_fleet(spec):
+        return False
+    return spec.request_rate is not None or (
+        spec.capacity is not None and by(spec.capacity) == "request_rate"
     )
 
 
@@ -109,7 +120,8 @@ class _Plan:
     """Planned sends as the client sends them, in order: each time and the index of its prompt.
 
     `name` says whose plan it is in a refusal ("deal" or "schedule"); `bound` is the client's clock
-    bound (0 on its own clock); `late` how far past its time plus the bound a send may go (None: any).
+    bound (0 on its own clock); `late` how far past its time plus the bound a send may go (None: any);
+    `where` the path of the records' generation figures.
     """
 
     times: tuple[float, ...]
@@ -117,6 +129,7 @@ class _Plan:
     name: str
     bound: float = 0.0
     late: float | None = None
+    where: str = "generation"
 
 
 def deal_problems(
@@ -128,9 +141,8 @@ def deal_problems(
         return
     pairs = sorted(zip(deal.planned_s, deal.prompts, strict=True))  # `scheduler.deal` makes them ascending
     times, prompts = tuple(t for t, _ in pairs), tuple(p for _, p in pairs)
-    yield from _planned(
-        records, unsent, spec, _Plan(times, prompts, "deal", deal.offset_bound_s or 0.0, LATE_SLACK_S)
-    )
+    plan = _Plan(times, prompts, "deal", deal.offset_bound_s or 0.0, LATE_SLACK_S)
+    yield from _first(_planned(records, spec, plan), _in_order(records, unsent, plan))
 
 
 def open_loop_problems(
@@ -139,21 +151,58 @@ def open_loop_problems(
     """Every way a lone open loop's records depart from the schedule of `seed`, the count first."""
     assert spec.request_rate is not None
     times = open_loop(spec.request_rate, seed, spec.duration_s, len(spec.prompts), MAX_RECORDS)
-    yield from _planned(records, unsent, spec, _Plan(times, tuple(range(len(times))), "schedule"))
+    plan = _Plan(times, tuple(range(len(times))), "schedule")
+    yield from _first(_planned(records, spec, plan), _in_order(records, unsent, plan))
 
 
-def _planned(records: Sequence[RequestRecord], unsent: int, spec: GenerateSpec, plan: _Plan) -> Iterator[str]:
-    """The records against the planned sends: the first ones, each once, with its time and prompt, sent
-    within its time and bounds, the rest counted unsent."""
+def rate_levels_problems(m: Measurement, spec: GenerateSpec, seed: int) -> Iterator[str]:
+    """A rate search's levels against their schedules: each level an open loop at its rate from the
+    search's seed, for `level_s`, of at most the requests its budget left (`level_budgets`). A level
+    that ended early left out the requests then in flight, so only its records are held to their
+    planned sends; one that ran to its end sent the first ones and counts the rest unsent."""
+    if m.capacity is None:
+        return
+    levels = m.capacity.levels
+    budgets = level_budgets(spec, [len(level.generation.records) for level in levels])
+    for i, level in enumerate(levels):
+        ran = level_spec(spec, level.level)
+        times = open_loop(level.level, seed, ran.duration_s, len(spec.prompts), budgets[i])
+        where = f"capacity.levels[{i}].generation"
+        plan = _Plan(times, tuple(range(len(times))), "level's schedule", where=where)
+        records, unsent = level.generation.records, level.generation.unsent
+        checks = [_planned(records, ran, plan)]
+        if level.ended_early is None:
+            checks.append(_in_order(records, unsent, plan))
+        elif unsent > len(times) - len(records):
+            checks.append(
+                iter([f"{where}.unsent: the worker says {unsent}, more than the level's schedule leaves"])
+            )
+        problem = next(_first(*checks), None)
+        if problem is not None:
+            yield problem
+            return
+
+
+def _first(*checks: Iterator[str]) -> Iterator[str]:
+    """The first problem of the first check that finds one (a later check assumes the earlier held)."""
+    for check in checks:
+        problem = next(check, None)
+        if problem is not None:
+            yield problem
+            return
+
+
+def _planned(records: Sequence[RequestRecord], spec: GenerateSpec, plan: _Plan) -> Iterator[str]:
+    """Each record one of the planned sends, once, with its prompt, sent within its time and bounds."""
     times = plan.times
     if len(records) > len(times):
         more = f"more than the {len(times)} sends of the {plan.name}"
-        yield f"generation.records: {len(records)} records, {more}"
+        yield f"{plan.where}.records: {len(records)} records, {more}"
         return
     span = f"{len(times)} planned times from {times[0]:.6g} to {times[-1]:.6g} s" if times else "no send"
     first: dict[int, int] = {}  # index into `times` -> the record that claimed it
     for i, record in enumerate(records):
-        where = f"generation.records[{i}]"
+        where = f"{plan.where}.records[{i}]"
         slot = _slot(times, record.planned_s)
         if slot is None:
             yield f"{where}.planned_s: {record.planned_s!r}, not a planned send of the {plan.name} ({span})"
@@ -172,17 +221,23 @@ def _planned(records: Sequence[RequestRecord], unsent: int, spec: GenerateSpec, 
         if late:
             yield from late
             return
-    skipped = next((k for k in range(len(records)) if k not in first), None)
+
+
+def _in_order(records: Sequence[RequestRecord], unsent: int, plan: _Plan) -> Iterator[str]:
+    """Records of planned sends (`_planned` held) that are the first ones, the rest counted unsent."""
+    times = plan.times
+    sent = {_slot(times, r.planned_s) for r in records}
+    skipped = next((k for k in range(len(records)) if k not in sent), None)
     if skipped is not None:
         yield (
-            f"generation.records: no record of the send planned at {times[skipped]!r} s, yet later ones "
-            "were sent (a client sends its planned times in order)"
+            f"{plan.where}.records: no record of the send planned at {times[skipped]!r} s, yet later "
+            "ones were sent (a client sends its planned times in order)"
         )
         return
     left = len(times) - len(records)
     if unsent != left:
         leaves = f"the {plan.name} leaves {left} of {len(times)} unsent"
-        yield f"generation.unsent: the worker says {unsent}, {leaves}"
+        yield f"{plan.where}.unsent: the worker says {unsent}, {leaves}"
 
 
 def _slot(times: Sequence[float], planned: float | None) -> int | None:
@@ -223,7 +278,7 @@ def in_flight_problems(
             return
 
 
-def _capacity_problems(m: Measurement) -> Iterator[str]:
+def _concurrency_levels(m: Measurement) -> Iterator[str]:
     """A concurrency search's levels, each a closed loop of its level's slots."""
     if m.capacity is None or m.capacity.by != "concurrency":
         return
@@ -255,7 +310,8 @@ __all__ = [
     "PLAN_TOL_S",
     "check_sends",
     "deal_problems",
+    "draws_seed",
     "in_flight_problems",
-    "is_lone_open_loop",
     "open_loop_problems",
+    "rate_levels_problems",
 ]

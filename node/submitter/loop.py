@@ -253,7 +253,7 @@ class CampaignLoop:
             deal = self._fleet.deal(command.task_id, command.job_index, self._sched.tasks(), time.time())
             self._nursery.start_soon(self._fleet_offer, attempt, deal)
             return
-        if command.spec.generate is not None and sch.is_lone_open_loop(command.spec.generate):
+        if command.spec.generate is not None and sch.draws_seed(command.spec.generate):
             attempt = self._seeded(attempt)
         self._launch(attempt)
 

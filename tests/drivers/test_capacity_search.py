@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drivers.capacity import RECORD_BYTES, SEARCH_BYTES, TOKEN_BYTES, search_capacity
+from drivers.capacity import search_capacity
 from drivers.completion import RetryPolicy
 from drivers.endpoint import EndpointOptions
 from protocol import (
@@ -20,11 +20,21 @@ from protocol import (
     Prompt,
     RequestRecord,
     Slo,
+    TaskSpec,
 )
 from protocol.aggregate import NO_SAMPLES
-from protocol.capacity import MAX_SEARCH_RECORDS, derive_capacity, headline, level_spec
+from protocol.capacity import (
+    MAX_SEARCH_RECORDS,
+    RECORD_BYTES,
+    SEARCH_BYTES,
+    TOKEN_BYTES,
+    derive_capacity,
+    headline,
+    level_spec,
+)
 from protocol.codec import pack_body
 from protocol.genstats import summarize_generation
+from scheduler import Refusal, check_sends
 from tests.lab.knee import KneeStub
 from tests.lab.sse_server import serve_sse
 
@@ -44,12 +54,29 @@ def _spec(capacity: CapacitySpec) -> GenerateSpec:
     )
 
 
+SEED = 2**61 + 9  # a rate search's seed, as the submitter draws it for the offer
+
+
 async def _search(stub: KneeStub, capacity: CapacitySpec) -> CapacityResult:
-    spec = _spec(capacity)
+    """The search run, its figures what the submitter derives from its records, and its records the
+    load the submitter gave (`scheduler.check_sends`: a rate search's levels from the offer's seed)."""
+    spec = _spec(capacity).with_(arrival_seed=SEED if capacity.max_concurrency is None else None)
     with serve_sse(stub) as server:
         found = await search_capacity(spec, server.url, 120.0, OPTIONS)
     assert derive_capacity(found, spec) == found  # what the submitter derives from the records
+    task = TaskSpec(
+        compute_unit=ComputeUnit.CPU_ONNX, generate=spec.with_(arrival_seed=None), timeout_s=120.0
+    )
+    m = _measured(found)
+    assert check_sends(m, task, task.with_(generate=spec)) == m
     return found
+
+
+def _measured(found: CapacityResult) -> Measurement:
+    return Measurement(compute_unit=ComputeUnit.CPU_ONNX, load_ms=NO_SAMPLES, load_first_ms=0.0,
+                       first_inference_ms=0.0, warmups_used=0, inference_ms=NO_SAMPLES,
+                       peak_load_ram_mb=0.0, peak_inference_ram_mb=0.0, cpu_cores_used=0.0,
+                       generation=headline(found), capacity=found)  # fmt: skip
 
 
 async def test_the_search_finds_the_knee_the_stub_was_built_with() -> None:
@@ -95,6 +122,22 @@ async def test_a_rate_above_capacity_ends_early_as_a_growing_queue() -> None:
     assert (found.knee, found.first_fail, found.finished) == (None, 80.0, True)
 
 
+async def test_a_rate_search_sends_the_seeded_schedule_of_each_level() -> None:
+    """Levels that ran to their end, from the offer's seed (the same draws at each rate), pass the
+    submitter's check; checked against another seed's schedules, they are refused."""
+    stub = KneeStub(knee=8, fast_s=0.01, step_s=0.1)
+    capacity = CapacitySpec(rate_min=5, rate_max=20, level_s=1.0, goodput_pct=90, rate_resolution_pct=50)
+    found = await _search(stub, capacity)
+    full = [level for level in found.levels if level.ended_early is None]
+    assert full, found.levels
+    spec = _spec(capacity)
+    task = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=spec, timeout_s=120.0)
+    other = task.with_(generate=spec.with_(arrival_seed=SEED + 1))
+    refusal = check_sends(_measured(found), task, other)
+    assert isinstance(refusal, Refusal)
+    assert refusal.detail.startswith("capacity.levels[0].generation.records"), refusal.detail
+
+
 @pytest.mark.parametrize("tokens", [16, 256, 4096])
 def test_a_search_at_its_record_budget_fits_one_signed_result(tokens: int) -> None:
     budget = min(MAX_SEARCH_RECORDS, SEARCH_BYTES // (tokens * TOKEN_BYTES + RECORD_BYTES))
@@ -109,9 +152,5 @@ def test_a_search_at_its_record_budget_fits_one_signed_result(tokens: int) -> No
         levels.append(CapacityLevel(level=2.0**n, generation=stats, passed=True))
     found = derive_capacity(CapacityResult(by="concurrency", goodput_pct=90, levels=tuple(levels),
                                            knee=None, first_fail=None, finished=False), spec)  # fmt: skip
-    m = Measurement(compute_unit=ComputeUnit.CPU_ONNX, load_ms=NO_SAMPLES, load_first_ms=0.0,
-                    first_inference_ms=0.0, warmups_used=0, inference_ms=NO_SAMPLES,
-                    peak_load_ram_mb=0.0, peak_inference_ram_mb=0.0, cpu_cores_used=0.0,
-                    generation=headline(found), capacity=found)  # fmt: skip
-    size = len(pack_body(m))
+    size = len(pack_body(_measured(found)))
     assert size < MAX_ENVELOPE - (64 << 10)  # room for the rest of the signed body

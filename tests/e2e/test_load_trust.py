@@ -7,9 +7,12 @@ records that lie. Two run an open loop (`request_rate`) whose seed the submitter
 (`arrival_seed`), so it knows every planned send: one says each request was planned when it was sent
 (a schedule of its own, no lag), one keeps half its records and says no planned send was left unsent
 (a hidden backlog). One runs a closed loop of two slots and adds a copy of each record a millisecond
-later (the first overlap makes three in flight). Under `submit` and under `serve` (which answers
-`/api/health` throughout), every lie is refused naming the field, the honest row is Complete and
-counts what the server saw of its job, and all three files are written.
+later (the first overlap makes three in flight). The honest worker and the first liar also search
+for the request rate the server sustains: the submitter drew the search's seed too, and each level
+is an open loop at its rate from that seed, so the liar's own schedule is refused at its first
+level. Under `submit` and under `serve` (which answers `/api/health` throughout), every lie is
+refused naming the field, the honest rows are Complete and count what the server saw of their jobs,
+and all three files are written.
 """
 
 from __future__ import annotations
@@ -66,6 +69,20 @@ def _body(url: str, ids: dict[str, str]) -> dict[str, Any]:
         }
         for role in ROLES
     ]
+    search = {
+        "slo": {"ttft_ms": 1000},
+        "rate": {"min": 4, "max": 8},
+        "level_s": 1.0,
+        "rate_resolution_pct": 50,
+    }
+    for role in ("honest", "reschedule"):  # a rate search: each level's sends from the offer's seed
+        jobs.append(
+            {
+                "endpoint": {"url": url, "model": f"search-{role}"},
+                "generate": {"prompts": "builtin:summaries", "max_new_tokens": 4, "capacity": search},
+                "require": {"peers": [ids[role]]},
+            }
+        )
     return {"name": "open-loop-trust", "jobs": jobs}
 
 
@@ -124,22 +141,34 @@ def test_serve_refuses_them_answering_throughout(lab: tuple[Swarm, dict[str, str
 def _check(files: dict[str, str], ids: dict[str, str], seen: Counter[str]) -> None:
     assert all(Path(files[kind]).is_file() for kind in ("csv", "json", "html")), files
     with open(files["csv"], newline="") as f:
-        rows = {r["WorkerPeerId"]: r for r in csv.DictReader(f)}
+        every = list(csv.DictReader(f))
+    rows = {r["FileName"]: r for r in every if r["CapacityRow"] != "level"}  # a job's model names it
+    levels = [r for r in every if r["CapacityRow"] == "level"]
+    assert rows["search-honest"]["Status"] == "Complete", rows["search-honest"]["Detail"]
+    assert len(levels) >= 2
+    assert all(r["FileName"] == "search-honest" for r in levels)
+    assert seen["search-honest"] == sum(int(r["Requests"]) for r in levels)
+    searched = rows["search-reschedule"]
+    assert (searched["Status"], searched["FailureReason"]) == ("Failed", "invalid"), searched
+    lied = "rejected result: capacity.levels[0].generation.records[0].planned_s: "
+    assert lied in searched["Detail"]
+    assert "not a planned send of the level's schedule" in searched["Detail"]
+    assert seen["search-reschedule"] > 0
 
-    honest = rows[ids["honest"]]
+    honest = rows["honest"]
     assert honest["Status"] == "Complete", honest["Detail"]
     assert int(honest["Requests"]) == seen["honest"] > 0  # the server's own count of the honest job
     assert int(honest["Requests"]) + int(honest["Unsent"]) > 0.5 * RATE * DURATION_S
 
-    rescheduled = rows[ids["reschedule"]]
+    rescheduled = rows["reschedule"]
     assert (rescheduled["Status"], rescheduled["FailureReason"]) == ("Failed", "invalid"), rescheduled
     assert "rejected result: generation.records[0].planned_s: " in rescheduled["Detail"], rescheduled
     assert "not a planned send of the schedule" in rescheduled["Detail"]
 
-    hidden = rows[ids["hide"]]
+    hidden = rows["hide"]
     assert (hidden["Status"], hidden["FailureReason"]) == ("Failed", "invalid"), hidden
     assert "rejected result: generation.unsent: the worker says 0, the schedule leaves " in hidden["Detail"]
-    crowded = rows[ids["crowd"]]
+    crowded = rows["crowd"]
     assert (crowded["Status"], crowded["FailureReason"]) == ("Failed", "invalid"), crowded
     assert "rejected result: generation.records: 3 requests in flight at " in crowded["Detail"], crowded
     assert "more than the 2 slots of its closed loop" in crowded["Detail"]

@@ -8,8 +8,9 @@ honest client does, then, by MODE:
   invented planned times within the run);
 - `duplicate` (a fleet member): keeps the first half of its records and repeats them, so it claims no
   more records than it was dealt;
-- `reschedule` (a lone open loop): says each request was planned when it was really sent, as if it
-  had kept a schedule of its own (no lag, whatever the seed the submitter gave it planned);
+- `reschedule` (a lone open loop, or a search over request rates): says each request was planned
+  when it was really sent, as if it had kept a schedule of its own (no lag, whatever the seed the
+  submitter gave it planned; a search's every level alike);
 - `hide` (a lone open loop): keeps the first half of its records and says no planned send was left
   unsent, hiding a backlog;
 - `crowd` (a closed loop): adds a copy of each record sent a millisecond later, twice the requests
@@ -44,7 +45,17 @@ def _fabricated(records: tuple[RequestRecord, ...], duration_s: float) -> list[R
     return [*records, *made]
 
 
+def _own_schedule(records: tuple[RequestRecord, ...]) -> tuple[RequestRecord, ...]:
+    return tuple(r.with_(planned_s=r.started_s) for r in records)
+
+
 def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
+    if m.capacity is not None and mode == "reschedule":  # each level's records, the search replayed
+        levels = tuple(
+            level.with_(generation=level.generation.with_(records=_own_schedule(level.generation.records)))
+            for level in m.capacity.levels
+        )
+        return derive(m.with_(capacity=m.capacity.with_(levels=levels)), spec)
     assert m.generation is not None
     assert spec.generate is not None
     records, unsent = m.generation.records, m.generation.unsent
@@ -54,7 +65,7 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
     elif mode == "duplicate":
         lying = [*half, *half]
     elif mode == "reschedule":
-        lying = [r.with_(planned_s=r.started_s) for r in records]
+        lying = list(_own_schedule(records))
     elif mode == "crowd":
         lying = [*records, *(r.with_(started_s=r.started_s + 0.001) for r in records)]
     else:  # hide
