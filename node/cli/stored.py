@@ -109,7 +109,7 @@ def _campaigns_table(rows: list[dict[str, Any]]) -> Any:
 
 def cancel(campaign_id: IdArg, data_dir: DataDirOpt = None, config_file: ConfigOpt = None) -> None:
     """Cancel a campaign: its submitter (running now, or on --resume) cancels every task on its worker."""
-    from node.submitter.loop import utc_now
+    from node.submitter.store import utc_now
 
     store = _stored(data_dir, config_file)
     if store.campaign(campaign_id) is None:
@@ -124,9 +124,9 @@ def results(
     config_file: ConfigOpt = None,
 ) -> None:
     """Print a campaign's results.csv (every task, rebuilt from the store) on stdout."""
-    from node.submitter.loop import utc_now
     from node.submitter.outputs import campaign_rows
     from node.submitter.run import restore
+    from node.submitter.store import utc_now
     from scheduler import to_csv
 
     store = _stored(data_dir, config_file)

@@ -3,10 +3,10 @@
 One task (this loop) owns the scheduler and feeds it events; attempts report the scheduler events
 they hear (`Heard`) through a bounded channel and obey the commands routed to them. Every result is
 verified, checked against the task's current lease, its figures derived again from its raw parts and
-its readings bounded by the profile it was placed by (`scheduler.check_figures`), and a load
-client's records checked against the schedule this submitter gave it (`scheduler.check_sends`: a
-fleet member's signed deal, or a lone open loop's seed, drawn here for its offer): a refused one is a
-`ResultRejected`; then it is stored in SQLite before it is acknowledged.
+its readings bounded by the profile it was placed by, and a load client's records checked against
+the schedule this submitter gave it (a fleet member's signed deal, or a lone open loop's seed, drawn
+here for its offer), all in `node.submitter.verdict`: a refused one is a `ResultRejected`; an
+accepted one is stored in SQLite before it is acknowledged.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any, final
 
 import trio
@@ -29,12 +28,10 @@ from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChan
 from node.submitter.discovery import Discovery
 from node.submitter.eventlines import event_line
 from node.submitter.fleet import FleetBook, with_deal
-from node.submitter.outputs import pack_envelope, pack_measurement
-from node.submitter.store import CampaignStatus, CampaignStore, ResultRecord
-from protocol import FleetDeal, Holder, ModelRef, Reachability, TaskSpec
+from node.submitter.store import CampaignStatus, CampaignStore
+from node.submitter.verdict import judge
+from protocol import FleetDeal, Holder, Reachability, TaskSpec
 from protocol.codec import pack_body, unpack_body
-from protocol.genstats import outputs_fingerprint
-from scheduler.agreement import spread_of
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +41,6 @@ Injected = sch.PeersDiscovered | sch.CancelRequested | sch.SubmitterStopped
 
 CANCEL_POLL_S = 1.0
 WIND_DOWN_S = 3.0
-
-
-def utc_now() -> str:
-    """The current time as the CSV's CreatedUtc column writes it."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -372,37 +364,16 @@ class CampaignLoop:
             self._record("stale", a, f"result for lease {delivered.lease_id} is stale")
             log.info("rejected a stale result for %s (lease %s)", a.task_id, delivered.lease_id)
             return None
-        task = self._task(a.task_id)
-        spec = self._campaign.jobs[task.job_index].spec
+        spec = self._campaign.jobs[self._task(a.task_id).job_index].spec
         profile = sch.placed_profile(self._sched.peers(), a.peer_id) or delivered.body.device
-        figures = sch.check_figures(delivered.body.measurement, spec, profile, delivered.body.device)
-        if not isinstance(figures, sch.Refusal):  # a load's records against the schedule it was given
-            figures = sch.check_sends(figures, spec, a.spec)
-        if isinstance(figures, sch.Refusal):
-            log.info("refused the result for %s: %s %s", a.task_id, figures.reason.value, figures.detail)
-            return sch.ResultRejected(
-                a.task_id, delivered.lease_id, a.peer_id, figures.detail, figures.reason
-            )
-        record = ResultRecord(  # the outputs show the derived figures, rendered from these at output time
-            task_id=a.task_id,
-            lease_id=delivered.lease_id,
-            peer_id=a.peer_id,
-            status="Complete",
-            envelope=pack_envelope(delivered.envelope),
-            samples=figures.samples_ms,
-            derived=pack_measurement(figures),
-            received=utc_now(),
-        )
-        self._store.put_result(self._id, record)
+        verdict = judge(a, delivered, spec, profile)
+        if isinstance(verdict, sch.ResultRejected):
+            log.info("refused the result for %s: %s %s", a.task_id, verdict.reason.value, verdict.detail)
+            return verdict
+        self._store.put_result(self._id, verdict.record)
         self.tally.accepted += 1
         self._record("accepted", a, "")
-        median = figures.inference_ms.median
-        spread = spread_of(figures.process_medians_ms)
-        fingerprint = "+".join(sorted(set(figures.output_fingerprints)))  # processes of one worker agree
-        local = spec.generate is not None and spec.generate.endpoint is None
-        if figures.generation is not None and local:  # greedy on its own model: the texts are the outputs
-            fingerprint = outputs_fingerprint(figures.generation.records)
-        return sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint)
+        return verdict.event
 
     def _record(self, what: str, attempt: Attempt, detail: str) -> None:
         self.tally.events.append(
@@ -415,8 +386,3 @@ class CampaignLoop:
             }
         )
         self._emit(what, task=attempt.task_id, peer=attempt.peer_id, detail=detail)
-
-
-def models_json(models: dict[str, ModelRef]) -> dict[str, Any]:
-    """The pinned models as the store keeps them."""
-    return {key: ref.model_dump(mode="json") for key, ref in models.items()}

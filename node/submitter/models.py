@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -66,6 +67,11 @@ async def _pin_path(source: sch.ModelSource, base_dir: Path, cache: ModelCache, 
             f"{field}.sha256", f"the file's sha256 is {sha256}, the campaign pins {source.sha256}"
         )
     return ModelRef(name=source.name, size=stored.stat().st_size, sha256=sha256, format=source.format)
+
+
+def models_json(models: Mapping[str, ModelRef]) -> dict[str, Any]:
+    """The pinned models as the campaign store keeps them."""
+    return {key: ref.model_dump(mode="json") for key, ref in models.items()}
 
 
 def refs_from_json(models: Mapping[str, object]) -> dict[str, ModelRef]:

@@ -27,11 +27,11 @@ from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
 from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.fleet import FleetBook, open_clock
-from node.submitter.loop import CampaignLoop, Tally, View, models_json, utc_now
-from node.submitter.models import pin_models, refs_from_json
+from node.submitter.loop import CampaignLoop, Tally, View
+from node.submitter.models import models_json, pin_models, refs_from_json
 from node.submitter.outputs import write_outputs
 from node.submitter.prompts import read_prompt_files
-from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter
+from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter, utc_now
 from node.submitter.swarms import resume_config, swarm_of
 from node.submitter.vetting import vet_local
 from node.transfer.blob import UploadSlots, blob_handler

@@ -20,6 +20,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import asdict, astuple, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -27,6 +28,12 @@ import psutil
 
 from node.errors import disk_errors
 from scheduler.reputation import PeerRecord
+
+
+def utc_now() -> str:
+    """The current time as the store and the CSV's CreatedUtc column write it."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS campaigns (

@@ -1,0 +1,62 @@
+"""What a delivered result becomes: refused with its reason, or the record the store keeps and the
+event the scheduler takes.
+
+A result whose lease is current is judged here and nowhere else on the submitter: its figures
+derived again from its raw parts and its readings bounded by the profile it was placed by
+(`scheduler.check_figures`), then a load client's records checked against the schedule this
+submitter gave it (`scheduler.check_sends`: a fleet member's signed deal, or the seed drawn for a
+lone open loop's offer). What passes is kept as the submitter derived it, never as sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import scheduler as sch
+from node.submitter.attempt import Attempt, Delivered
+from node.submitter.outputs import pack_envelope, pack_measurement
+from node.submitter.store import ResultRecord, utc_now
+from protocol import DeviceProfile, TaskSpec
+from protocol.genstats import outputs_fingerprint
+from scheduler.agreement import spread_of
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A result that passed: what the store keeps and what the scheduler hears."""
+
+    record: ResultRecord
+    event: sch.ResultAccepted
+
+
+def judge(
+    a: Attempt, delivered: Delivered, spec: TaskSpec, profile: DeviceProfile
+) -> Accepted | sch.ResultRejected:
+    """The verdict on `delivered`, a result for the current lease of `a`'s task.
+
+    `spec` is the job's spec as the campaign wrote it; `profile` the one the task was placed by.
+    """
+    body = delivered.body
+    figures = sch.check_figures(body.measurement, spec, profile, body.device)
+    if not isinstance(figures, sch.Refusal):  # a load's records against the schedule it was given
+        figures = sch.check_sends(figures, spec, a.spec)
+    if isinstance(figures, sch.Refusal):
+        return sch.ResultRejected(a.task_id, delivered.lease_id, a.peer_id, figures.detail, figures.reason)
+    record = ResultRecord(  # the outputs show the derived figures, rendered from these at output time
+        task_id=a.task_id,
+        lease_id=delivered.lease_id,
+        peer_id=a.peer_id,
+        status="Complete",
+        envelope=pack_envelope(delivered.envelope),
+        samples=figures.samples_ms,
+        derived=pack_measurement(figures),
+        received=utc_now(),
+    )
+    fingerprint = "+".join(sorted(set(figures.output_fingerprints)))  # processes of one worker agree
+    local = spec.generate is not None and spec.generate.endpoint is None
+    if figures.generation is not None and local:  # greedy on its own model: the texts are the outputs
+        fingerprint = outputs_fingerprint(figures.generation.records)
+    median = figures.inference_ms.median
+    spread = spread_of(figures.process_medians_ms)
+    event = sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint)
+    return Accepted(record, event)
