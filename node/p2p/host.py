@@ -11,7 +11,8 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
 - P4 EOF is an exception: `LibStream.read` returns `b""` (`node.p2p.stream`, with the handler guards).
 - P14 relay addresses: the swarm never dials `/p2p-circuit`; `open_channel` dials circuits explicitly.
 - T16 relay abuse: libp2p reserves a slot for any peer, and for whatever peer id the request names;
-  `_GateRelay` reserves only for the Noise-authenticated caller, and only if `relay_allow` lists it.
+  `node.p2p.relay.GateRelay` reserves only for the Noise-authenticated caller, and only if
+  `relay_allow` lists it.
 - P15 shutdown: `host.close()` on exit so remotes see us leave at once.
 - T9 below our protocols: a connection that never finishes its Noise + yamux handshake (garbage, a
   4 GiB multistream header, one byte a second) is cut after `HANDSHAKE_TIMEOUT_S` (libp2p: 10 s).
@@ -60,14 +61,8 @@ from libp2p.network.config import ConnectionConfig
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.rcmgr.manager import ResourceLimits, new_resource_manager
-from libp2p.relay.circuit_v2.config import RelayConfig, RelayRole
-from libp2p.relay.circuit_v2.pb.circuit_pb2 import HopMessage
 from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID as HOP_ID
-from libp2p.relay.circuit_v2.protocol import CircuitV2Protocol
-from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
-from libp2p.relay.circuit_v2.resources import RelayLimits
 from libp2p.relay.circuit_v2.transport import CircuitV2Transport
-from libp2p.relay.circuit_v2.utils import write_delimited_msg
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 from libp2p.stream_muxer.yamux import yamux as yamux_module
@@ -79,6 +74,7 @@ from node.errors import PeerTimeout, PeerUnreachable, map_exceptions
 from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
 from node.p2p.dial import Sightings, dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
+from node.p2p.relay import GateRelay, relay_config
 from node.p2p.stream import FIRST_FRAME_S, LibStream, guarded_handler, refuse, remote_ip, run_handler
 from node.p2p.wire import Channel, Handler
 
@@ -86,12 +82,8 @@ log = logging.getLogger(__name__)
 
 SECURITY_PROTOCOLS: Final = (str(NOISE_ID),)
 """The only security protocol our hosts offer or accept (P6)."""
-# Gate relay: py-libp2p defaults are 1 GiB and 3600 s per circuit; control traffic only here.
 HANDSHAKE_TIMEOUT_S: Final = 5.0
 """Deadline of an inbound connection's security and muxer upgrade."""
-RELAY_LIMITS: Final = RelayLimits(
-    duration=300, data=16 << 20, max_circuit_conns=16, max_reservations=64, reservation_ttl=600
-)
 
 
 @dataclass(frozen=True)
@@ -101,7 +93,7 @@ class HostConfig:
     Attributes:
         key_file: the persistent Ed25519 seed (mode 0600); None for a throwaway identity.
         listen: multiaddrs to listen on; read the bound ports back with `Host.addrs()`.
-        relay_hop: serve circuit relay v2 hop (the gate) with `RELAY_LIMITS`.
+        relay_hop: serve circuit relay v2 hop (the gate) with `node.p2p.relay.RELAY_LIMITS`.
         relay_allow: the peers that may reserve a relay slot here (None: any peer).
         max_connections: connection cap of the whole host.
         max_streams: stream cap of the whole host.
@@ -141,25 +133,6 @@ def _tame_logging() -> None:
     # P11: kad servers hand out client peers as "closer"; libp2p logs each refused kad stream at ERROR.
     logging.getLogger("libp2p.host.basic_host").setLevel(logging.CRITICAL)
     logging.getLogger("libp2p.network.auto_connector").setLevel(logging.WARNING)
-
-
-@final
-class _GateRelay(CircuitV2Protocol):
-    """Circuit relay v2 whose reservations go only to the authenticated, allowlisted caller (T16)."""
-
-    def __init__(self, lp: Any, config: HostConfig) -> None:
-        super().__init__(lp, limits=RELAY_LIMITS, allow_hop=config.relay_hop)
-        self._allow = config.relay_allow
-
-    async def _handle_reserve(self, stream: Any, msg: Any) -> None:
-        caller = stream.muxed_conn.peer_id
-        named = ID(msg.peer.id) if msg.HasField("peer") and msg.peer.id else caller
-        if named != caller or (self._allow is not None and caller.to_base58() not in self._allow):
-            log.info("relay reservation refused to %s (for %s)", caller, named)
-            refusal = HopMessage(type=HopMessage.STATUS, status=to_proto_status(StatusCode.PERMISSION_DENIED))
-            await write_delimited_msg(stream, refusal)
-            return
-        await super()._handle_reserve(stream, msg)
 
 
 @final
@@ -373,20 +346,14 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
     async with lp.run(listen):
         try:
             async with trio.open_nursery() as nursery:
-                relay = _GateRelay(lp, config)
+                relay = GateRelay(lp, hop=config.relay_hop, allow=config.relay_allow)
                 async with background_trio_service(relay):
-                    relay_config = RelayConfig(roles=_roles(config), limits=RELAY_LIMITS)
-                    transport = CircuitV2Transport(lp, relay, relay_config)
+                    transport = CircuitV2Transport(lp, relay, relay_config(config.relay_hop))
                     yield Host(lp, key_pair, nursery, transport, book, config)
                     nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(3):
                 await lp.close()
-
-
-def _roles(config: HostConfig) -> RelayRole:
-    roles = RelayRole.STOP | RelayRole.CLIENT
-    return roles | RelayRole.HOP if config.relay_hop else roles
 
 
 __all__ = [
