@@ -43,13 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from llm_clients import (
     ROOT,
     Client,
-    Measured,
-    Shape,
     log_lines,
     open_bench,
     schedule_args,
     server_entries,
 )
+from peer_tools import Measured, Shape
 
 OUT = ROOT / "benchmarks" / "out" / "client_rates.json"
 WITHIN = 0.05
