@@ -1,7 +1,8 @@
-"""The libp2p edge: the only code under node/ that imports libp2p (host, stream and kad).
+"""The libp2p edge: the only code under node/ that imports libp2p (host, relay, stream and kad).
 
 Modules:
     host      our libp2p host: Noise-only, handler guards, per-peer caps, relay; the workarounds but kad's
+    relay     circuit relay v2 as a gate runs it: small, short circuits; slots only for the allowlisted caller
     stream    libp2p streams as byte streams (EOF, errors) and the guards every inbound stream runs under
     addrs     multiaddr parsing, peer ids, the addresses we announce, the order to dial a peer's (no libp2p)
     dial      a peer's addresses dialled in turn, each but the last under a short deadline (no libp2p)
@@ -34,6 +35,7 @@ __all__ = [
     "kad",
     "node",
     "reach",
+    "relay",
     "stream",
     "survey",
     "trim",

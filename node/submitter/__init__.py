@@ -6,7 +6,8 @@ discovers workers, negotiates, verifies and stores results, and writes the files
 
 Modules:
     run        the campaign-run seam: prepare, submit, resume, plan, open_submitter
-    loop       the campaign loop: the scheduler's one owner, results verified and stored
+    loop       the campaign loop: the scheduler's one owner; accepted results stored before they are acked
+    verdict    a delivered result refused with its reason, or its derived record and the scheduler's event
     attempt    the submitter's side of /sark/negotiate/1.0.0: one coroutine per task attempt
     eventlines the event line each attempt's scheduler event makes (--events)
     fleet      a fleet job's seed, start instant and member deals; the /sark/clock/1.0.0 offset probe
@@ -49,5 +50,6 @@ __all__ = [
     "swarms",
     "tables",
     "telereport",
+    "verdict",
     "vetting",
 ]
