@@ -1,4 +1,4 @@
-"""libp2p's kad-dht with our workarounds (the libp2p code of `node.p2p` but the host, its relay and streams).
+"""libp2p's kad-dht with our workarounds.
 
 Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 
