@@ -10,18 +10,39 @@ one: each task is its own group, and the machine adds a replica when the draw sa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
-from protocol import ComputeUnit
+from protocol import ComputeUnit, DeviceProfile
 from scheduler.language.verify import Verify
 from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.replicas import Candidate, pick_replicas
 
-if TYPE_CHECKING:  # placement calls this module: its types only
-    from scheduler.state.placement import PeerView, Ranked
+
+class Advertised(Protocol):
+    """What grouping reads of a peer (placement's `PeerView` is one; placement calls this module, so
+    this module names the three facts it needs rather than importing placement back)."""
+
+    @property
+    def peer_id(self) -> str: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def profile(self) -> DeviceProfile: ...
 
 
-def candidate(peer: PeerView, unit: ComputeUnit, verify: Verify) -> Candidate:
+class Placeable(Protocol):
+    """A ranked peer as grouping reads it (placement's `Ranked` is one)."""
+
+    @property
+    def peer(self) -> Advertised: ...
+
+
+PlacedT = TypeVar("PlacedT", bound=Placeable)
+
+
+def candidate(peer: Advertised, unit: ComputeUnit, verify: Verify) -> Candidate:
     """A peer as a replica candidate. With `same_host: allow` its identity stands for its host, so
     any two peers pair (the lab's way around one machine; the row says so)."""
     host = peer.peer_id if verify.same_host == "allow" else peer.host
@@ -29,14 +50,14 @@ def candidate(peer: PeerView, unit: ComputeUnit, verify: Verify) -> Candidate:
 
 
 def place_groups(
-    matching: Sequence[Ranked], devices: str | int, unit: ComputeUnit, verify: Verify
-) -> tuple[tuple[Ranked, ...], int, str]:
+    matching: Sequence[PlacedT], devices: str | int, unit: ComputeUnit, verify: Verify
+) -> tuple[tuple[PlacedT, ...], int, str]:
     """The chosen peers group after group, how many tasks are wanted, and why fewer (or "")."""
     size = verify.replicas
     by_id = {r.peer.peer_id: r for r in matching}
     candidates = [candidate(r.peer, unit, verify) for r in matching]
     limit = 1 if devices == "any" else len(matching) if devices == "all" else int(devices)
-    chosen: list[Ranked] = []
+    chosen: list[PlacedT] = []
     taken: set[str] = set()
     for _ in range(limit):
         got = pick_replicas(candidates, size, taken=taken)
@@ -57,6 +78,6 @@ def place_groups(
     return tuple(chosen), wanted, shortfall
 
 
-def class_of(peer: PeerView, unit: ComputeUnit) -> DeviceClass:
+def class_of(peer: Advertised, unit: ComputeUnit) -> DeviceClass:
     """A peer's class for a unit (what a replica group records)."""
     return device_class(peer.profile, unit)
