@@ -52,7 +52,7 @@ from scheduler.state.events import (
 from scheduler.state.leases import granted, lapse_of, lease_deadline, reclaimed
 from scheduler.state.placement import JobPlan, PeerView, plan_campaign
 from scheduler.state.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, retry_step
-from scheduler.state.settling import Settling, replica_pool
+from scheduler.state.settling import SettlingState, replica_pool, settle_groups
 from scheduler.state.tasks import (
     STATUS_OF,
     Attempt,
@@ -72,7 +72,7 @@ from scheduler.verification.reputation import PeerRecord
 
 
 @final
-class Scheduler(Settling):
+class Scheduler:
     """The only owner of one campaign's scheduling state. Pure: time comes in as `now`."""
 
     def __init__(
@@ -122,6 +122,10 @@ class Scheduler(Settling):
         """When to call `handle(Tick(), now)` next, or None if only an event can move things."""
         deadlines = [t.deadline for t in self._tasks.values() if not t.ended and t.deadline is not None]
         return min(deadlines, default=None)
+
+    def know_records(self, records: Mapping[str, PeerRecord]) -> None:
+        """The peers' records of agreements the node keeps: spot checks and settling read them."""
+        self._records = dict(records)
 
     @property
     def done(self) -> bool:
@@ -391,6 +395,16 @@ class Scheduler(Settling):
         ending = {"failure_reason": cause or "", "detail": why, "reasons": reasons, "ended_at": self._now}
         self._put(task, state=state, deadline=None, **ending)
         return [RecordOutcome(task.task_id, STATUS_OF[state], cause or "", why)]
+
+    def _settle_groups(self) -> list[Command]:
+        """Settle each replica group whose tasks have all ended, or add its next replica (`settling`)."""
+        state = SettlingState(
+            self._id, self._campaign, self._tasks, self._peers, self._needs, self._records, self._now
+        )
+        settled = settle_groups(state)
+        self._tasks.update({t.task_id: t for t in (*settled.labelled, *settled.added)})
+        self._records = dict(settled.records)
+        return list(settled.commands)
 
     # -- small pieces -----------------------------------------------------------------------------
 

@@ -1,10 +1,13 @@
 """A replica group's verdict inside the scheduler: settle it, or ask for one more replica.
 
-The machine calls `verdict` for each group once all its tasks have ended (`agreement.settle` over the
-accepted ones). Two replicas that disagree (`pending`) and a spot check the draw picks
-(`reputation.should_check`, the campaign's seed and the task id) ask for one more replica on another
-peer of the group's class on another host (`more_peer`); the machine adds it as a task of the same
-job and group, so the campaign does not end before it settles. Otherwise each accepted task gets its
+A stage with its own types, as Nomad's reconciler is: `settle_groups` takes a `SettlingState` (what
+it reads of the machine) and returns `Settled` (labels, added replicas, commands, the peers' records),
+which the machine applies; it holds no state of its own and changes none. It calls `verdict` for each
+group once all its tasks have ended (`agreement.settle` over the accepted ones). Two replicas that
+disagree (`pending`) and a spot check the draw picks (`reputation.should_check`, the campaign's seed
+and the task id) ask for one more replica on another peer of the group's class on another host
+(`more_peer`); the machine adds it as a task of the same job and group, so the campaign does not end
+before it settles. Otherwise each accepted task gets its
 row's label (`TaskView.verified`) and the node is told who agreed (`ReplicasSettled`), to keep each
 peer's record (`reputation.PeerRecord`) in its store.
 """
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
@@ -32,104 +35,114 @@ MORE = "more"
 """`verdict`'s answer when the group needs one more replica."""
 
 
-class Settling:
-    """The scheduler's part that settles replica groups (`scheduler.state.machine.Scheduler` is one)."""
+@dataclass(frozen=True)
+class SettlingState:
+    """What settling reads of the machine, and never writes: a stage's input, as Nomad's reconciler
+    takes its snapshot. The machine builds one per pass (`Scheduler.handle`).
 
-    _id: str
-    _campaign: Campaign
-    _tasks: dict[str, TaskView]
-    _peers: dict[str, PeerView]
-    _needs: tuple[Needs, ...]
-    _records: dict[str, PeerRecord]
-    _now: float
+    Attributes:
+        campaign_id: the campaign's id (task ids, the spot checks' seed).
+        campaign: the campaign (each job's `verify:`).
+        tasks: every task by id, in task order.
+        peers: the peers the scheduler knows, by id.
+        needs: each job's needs, by job index (ranking a peer for one more replica).
+        records: each peer's record of agreements, as the node's store keeps them.
+        now: the `now` of the event being handled (an added replica that cannot run ends then).
+    """
 
-    def know_records(self, records: Mapping[str, PeerRecord]) -> None:
-        """The peers' records of agreements the node keeps: spot checks and settling read them."""
-        self._records = dict(records)
-
-    def _settle_groups(self) -> list[Command]:
-        """Settle each replica group whose tasks have all ended, or add its next replica."""
-        done = settle_groups(
-            self._id, self._campaign, self._tasks, self._peers, self._needs, self._records, self._now
-        )
-        self._tasks.update({t.task_id: t for t in done.tasks})
-        self._records = done.records
-        return done.commands
+    campaign_id: str
+    campaign: Campaign
+    tasks: Mapping[str, TaskView]
+    peers: Mapping[str, PeerView]
+    needs: Sequence[Needs]
+    records: Mapping[str, PeerRecord]
+    now: float
 
 
 @dataclass(frozen=True)
 class Settled:
-    """What settling changed: tasks (labelled, or added), commands for the node, the peers' records."""
+    """What settling asks the machine to apply, each in the order it was decided.
 
-    tasks: list[TaskView]
-    commands: list[Command]
+    Attributes:
+        labelled: accepted replicas with their row's label and reason (`TaskView.verified`,
+            `verify_detail`); a group settled again (a member turned distrusted) is labelled again.
+        added: one more replica for a group that needs one: pending on the peer picked, or ended
+            unschedulable when no peer of the class on another host is left.
+        commands: `ReplicasSettled` for each settled group, `RecordOutcome` for each added replica
+            that ended at once.
+        records: every peer's record of agreements after these settlements.
+    """
+
+    labelled: tuple[TaskView, ...] = ()
+    added: tuple[TaskView, ...] = ()
+    commands: tuple[Command, ...] = ()
+    records: Mapping[str, PeerRecord] = field(default_factory=dict)
+
+
+@dataclass
+class _Decided:
+    """Settling's decisions so far within one call (the rounds add to it); `Settled` once done."""
+
     records: dict[str, PeerRecord]
+    labelled: list[TaskView] = field(default_factory=list)
+    added: list[TaskView] = field(default_factory=list)
+    commands: list[Command] = field(default_factory=list)
+
+    def tasks(self, tasks: Mapping[str, TaskView]) -> dict[str, TaskView]:
+        """`tasks` with every decision so far laid over it (added replicas after the rest)."""
+        return {**tasks, **{t.task_id: t for t in (*self.labelled, *self.added)}}
 
 
-def settle_groups(
-    campaign_id: str,
-    campaign: Campaign,
-    tasks: Mapping[str, TaskView],
-    peers: Mapping[str, PeerView],
-    needs: Sequence[Needs],
-    records: Mapping[str, PeerRecord],
-    now: float,
-) -> Settled:
+def settle_groups(state: SettlingState) -> Settled:
     """Every group whose tasks have all ended: its labels and `ReplicasSettled`, or one more task
     (settled at once in a second round when no peer is left for it: it is added ended). A peer that
     turns distrusted in a round has the groups it agreed in settled again in the next."""
-    out = Settled([], [], dict(records))
+    out = _Decided(dict(state.records))
     for _ in range(3):
-        current = {**tasks, **{t.task_id: t for t in out.tasks}}
         before = distrusted(out.records)
-        _settle_round(campaign_id, campaign, current, peers, needs, now, out)
+        _settle_round(state, out.tasks(state.tasks), out)
         turned = distrusted(out.records).keys() - before.keys()
-        if not turned and not any(t.ended and t.task_id not in tasks for t in out.tasks):
+        if not turned and not any(t.ended for t in out.added):
             break
-    return out
+    return Settled(tuple(out.labelled), tuple(out.added), tuple(out.commands), out.records)
 
 
-def _settle_round(
-    campaign_id: str,
-    campaign: Campaign,
-    tasks: Mapping[str, TaskView],
-    peers: Mapping[str, PeerView],
-    needs: Sequence[Needs],
-    now: float,
-    out: Settled,
-) -> None:
+def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Decided) -> None:
+    campaign = state.campaign
     for group, members in unsettled_groups(tasks.values(), distrusted(out.records).keys()).items():
-        verify = campaign.verify_of(campaign.jobs[members[0].job_index])
-        spread = class_spread(tasks.values(), members[0].device_class)
-        found = verdict(members, verify, spread, out.records, campaign_seed(campaign_id))
+        first = members[0]
+        verify = campaign.verify_of(campaign.jobs[first.job_index])
+        spread = class_spread(tasks.values(), first.device_class)
+        found = verdict(members, verify, spread, out.records, campaign_seed(state.campaign_id))
         if isinstance(found, str):
-            n = sum(
-                1
-                for t in {**tasks, **{t.task_id: t for t in out.tasks}}.values()
-                if t.job_index == members[0].job_index
+            n = sum(1 for t in out.tasks(tasks).values() if t.job_index == first.job_index)
+            pick = more_peer(
+                members, state.peers, state.needs[first.job_index], verify, placed_load(tasks.values())
             )
-            pick = more_peer(members, peers, needs[members[0].job_index], verify, placed_load(tasks.values()))
-            added, command = _replica(
-                task_id_of(campaign_id, members[0].job_index, n), members[0], pick, peers, now
-            )
-            out.tasks.append(added)
+            task_id = task_id_of(state.campaign_id, first.job_index, n)
+            added, command = _replica(task_id, first, pick, state.peers, state.now)
+            out.added.append(added)
             out.commands.extend(command)
             continue
-        out.tasks.extend(
+        out.labelled.extend(
             tasks[i].with_(verified=label, verify_detail=why) for i, (label, why) in found.labels.items()
         )
-        settled = found.settlement
-        # a group settled again (a member turned distrusted) counts only its new replicas' records
-        fresh = {t.peer_id for t in members if not t.verified}
-        agreed = tuple(p for p in settled.agreed if p in fresh)
-        outliers = tuple(p for p, _ in settled.outliers if p in fresh)
-        offsets = tuple((p, o) for p, o in settled.offsets if p in fresh)
-        out.commands.append(
-            ReplicasSettled(group, settled.outcome.value, agreed, outliers, settled.reason, offsets)
-        )
-        # a replicated settlement says who agreed; a disagreed one only whose outputs were wrong
-        for peer, ok in [*((p, True) for p in agreed), *((p, False) for p in outliers)]:
-            out.records[peer] = out.records.get(peer, PeerRecord()).after(ok, settled.offset_of(peer))
+        _record(group, members, found.settlement, out)
+
+
+def _record(group: str, members: Sequence[TaskView], settled: Settlement, out: _Decided) -> None:
+    """`ReplicasSettled` for a settled group, and each of its fresh replicas' peer records."""
+    # a group settled again (a member turned distrusted) counts only its new replicas' records
+    fresh = {t.peer_id for t in members if not t.verified}
+    agreed = tuple(p for p in settled.agreed if p in fresh)
+    outliers = tuple(p for p, _ in settled.outliers if p in fresh)
+    offsets = tuple((p, o) for p, o in settled.offsets if p in fresh)
+    out.commands.append(
+        ReplicasSettled(group, settled.outcome.value, agreed, outliers, settled.reason, offsets)
+    )
+    # a replicated settlement says who agreed; a disagreed one only whose outputs were wrong
+    for peer, ok in [*((p, True) for p in agreed), *((p, False) for p in outliers)]:
+        out.records[peer] = out.records.get(peer, PeerRecord()).after(ok, settled.offset_of(peer))
 
 
 def _replica(
