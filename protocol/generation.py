@@ -165,7 +165,8 @@ class GenerateSpec(Value):
     slo: Slo = Slo()
     endpoint: Endpoint | None = None
     tokenizer: TokenizerPin | None = None  # counts a server's output when its stream has no usage
-    dataset_seed: int | None = Field(default=None, ge=0)  # a random dataset's seed (`scheduler.language.dataset`)
+    # a random dataset's seed (`scheduler.language.dataset`)
+    dataset_seed: int | None = Field(default=None, ge=0)
     capacity: CapacitySpec | None = None  # search levels instead of one load (endpoint jobs only)
     # fleet load (protocol.fleet): members asked for (0: every feasible worker), the schedule's seed,
     # and in the offer to one member only, its deal of the shared schedule
