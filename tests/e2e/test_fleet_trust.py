@@ -23,7 +23,7 @@ from lab.procs import Proc
 from lab.sse_server import Reply, scheduled, serve_sse
 
 from e2e.conftest import ROOT, CampaignLab, Swarm, submitter_id
-from scheduler.state.fleet import arrivals
+from protocol.arrivals import arrivals
 from scheduler.verification import LATE_SLACK_S
 
 LOADLIAR = ROOT / "tests" / "lab" / "loadliar.py"

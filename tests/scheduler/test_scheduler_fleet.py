@@ -11,6 +11,7 @@ import pytest
 from scheduler_harness import Node, cpu_fleet
 
 from protocol import Endpoint, GenerateSpec, ModelRef, Prompt, RequestRecord
+from protocol.arrivals import SplitMix64, arrivals
 from protocol.genstats import summarize_generation
 from scheduler import CampaignError, Scheduler, SendOffer, TaskView, parse_campaign
 from scheduler.results import Member, fleet_columns, fleet_rows
@@ -24,7 +25,6 @@ from scheduler.state import (
     saturated,
     still_ahead,
 )
-from scheduler.state.fleet import SplitMix64, arrivals
 
 PROMPTS = (Prompt(id="a", text="one"), Prompt(id="b", text="two"))
 
