@@ -114,12 +114,11 @@ from scheduler.state import (
     endpoint_problem,
     explain,
     feasible,
-    placed_profile,
     rank,
     task_id_of,
     unit_problem,
 )
-from scheduler.verification import Refusal, check_figures, check_sends, draws_seed
+from scheduler.verification import Refusal, check_figures, check_sends, draws_seed, placed_profile
 
 __all__ = [
     "COLUMNS",

@@ -8,8 +8,7 @@ those meet the tasks (a replicated job's groups, a group's verdict) is here, in 
 `settling`.
 
 Modules:
-    placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan),
-               placed_profile
+    placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
     replication  a replicated job's placement: groups of verify.replicas, one class each
     tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids and fan-out
     retry      which failures end a task, which peer a retry goes to, backoff
@@ -75,7 +74,6 @@ from scheduler.state.placement import (
     endpoint_problem,
     explain,
     feasible,
-    placed_profile,
     plan_job,
     rank,
     unit_problem,
@@ -148,7 +146,6 @@ __all__ = [
     "explain",
     "feasible",
     "lag_p99_ms",
-    "placed_profile",
     "plan_job",
     "rank",
     "saturated",

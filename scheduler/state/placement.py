@@ -17,7 +17,7 @@ because headroom is continuous: below it, spread would never decide anything.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -396,8 +396,3 @@ def explain(campaign: Campaign, models: Mapping[str, ModelRef], peers: Sequence[
         UnresolvedModelError: a campaign model has no pinned `ModelRef`.
     """
     return Plan(campaign, plan_campaign(campaign, campaign_needs(campaign, models), peers))
-
-
-def placed_profile(peers: Iterable[PeerView], peer_id: str) -> DeviceProfile | None:
-    """The profile the submitter placed by for `peer_id` (its verified advert), or None if unknown."""
-    return next((p.profile for p in peers if p.peer_id == peer_id), None)

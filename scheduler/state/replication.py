@@ -12,28 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
-from protocol import ComputeUnit, DeviceProfile
+from protocol import ComputeUnit
 from scheduler.language.verify import Verify
 from scheduler.verification.classes import DeviceClass, device_class
+from scheduler.verification.peers import Advertised
 from scheduler.verification.replicas import Candidate, pick_replicas
 
 
-class Advertised(Protocol):
-    """What grouping reads of a peer (placement's `PeerView` is one; placement calls this module, so
-    this module names the three facts it needs rather than importing placement back)."""
-
-    @property
-    def peer_id(self) -> str: ...
-
-    @property
-    def host(self) -> str: ...
-
-    @property
-    def profile(self) -> DeviceProfile: ...
-
-
 class Placeable(Protocol):
-    """A ranked peer as grouping reads it (placement's `Ranked` is one)."""
+    """A ranked peer as grouping reads it (placement's `Ranked` is one; placement calls this module,
+    so this module names what it reads rather than importing placement back)."""
 
     @property
     def peer(self) -> Advertised: ...

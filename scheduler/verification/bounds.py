@@ -89,13 +89,14 @@ Checked against what the submitter knows:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
 from protocol import DeviceProfile, EnergyReading, GenerateSpec, GenerationStats, Measurement, TaskSpec
 from protocol.aggregate import is_endpoint
 from protocol.telemetry import MAX_TEMP_C, MIN_TEMP_C, Telemetry
 from protocol.units import GPU_UNITS
+from scheduler.verification.peers import Advertised
 
 MAX_POWER_W: Final = 10_000.0
 MAX_CLOCK_MHZ: Final = 10_000.0
@@ -151,6 +152,11 @@ def out_of_bounds(
         yield from _generation(where, generation, _cores(profile), limit_ms)
         if spec.generate is not None:
             yield from _tokens(where, generation, spec.generate)
+
+
+def placed_profile(peers: Iterable[Advertised], peer_id: str) -> DeviceProfile | None:
+    """The profile the submitter placed by for `peer_id` (its verified advert), or None if unknown."""
+    return next((p.profile for p in peers if p.peer_id == peer_id), None)
 
 
 def _device(device: DeviceProfile, profile: DeviceProfile | None) -> Iterator[str]:
@@ -359,4 +365,4 @@ def _tokens(where: str, stats: GenerationStats, generate: GenerateSpec) -> Itera
         yield from _within(f"{at}.prompt_tokens", r.prompt_tokens, 0, most_in, in_bound)
 
 
-__all__ = ["MAX_POWER_W", "NET_TOLERANCE", "POWER_RATIO", "out_of_bounds"]
+__all__ = ["MAX_POWER_W", "NET_TOLERANCE", "POWER_RATIO", "out_of_bounds", "placed_profile"]
