@@ -1,7 +1,13 @@
-"""Pure scheduler of sark-node: the campaign language and the scheduling of a campaign (campaign file
--> tasks -> needs; placement; the state machine), and the results room (`scheduler.results`: rows,
-files and the one column registry). Running a campaign (the swarm, the store, the files on disk) is
-`node.submitter`'s.
+"""Pure scheduler of sark-node, by concept: the campaign language (campaign file -> Campaign, Job,
+needs), verification (is a result's figure right, do replicas agree, whom to trust), the scheduling
+state machine (placement, tasks, the Scheduler), and the results room (rows, files, the one column
+registry, the report shaped from them). Running a campaign (the swarm, the store, the files on disk)
+is `node.submitter`'s.
+
+Each package builds only on those listed before it below (the language on `errors` alone,
+verification on the language, the state machine on both, the results room on all three:
+`tests/test_imports.py`), and its `__init__` names its public values; other packages import from
+`scheduler` or from a package's root (`from scheduler.verification import check_figures`).
 
 No trio, libp2p, sockets, files, clock, randomness or logging: time comes in as `now`, deadlines go
 out as data (`Scheduler.next_deadline`), outcomes are values with reasons.
@@ -11,7 +17,7 @@ Modules and packages:
                   error of every part below
     language      the campaign language (a package): a campaign file -> Campaign, Job and their blocks; needs
     verification  verification (a package): a result's figures checked, device classes, replicas, their
-                  agreement, reputation, claims; a leaf beside the language
+                  agreement, reputation, claims
     state         the scheduling state machine (a package): placement (replica groups included), tasks,
                   retry, leases, events, fleet load, settling a replica group, Scheduler
     results       the results room (a package): the column registry, result rows, results.csv and .json,

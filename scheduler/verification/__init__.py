@@ -1,9 +1,10 @@
 """Verification: whether a result's figures can stand, and whether peers that measured one thing agree.
 
-Pure, like the rest of `scheduler`, and a leaf of it: these judgements know nothing of the
-scheduler's tasks or peers (the campaign language's values at most), so the state machine and the
-results room build on them, never the other way. A single result is checked against its own raw
-parts and against physics (`figures`, `bounds`, `sendcheck`), each refusal a value with its reason.
+Pure, like the rest of `scheduler`, and built on the campaign language alone: these judgements know
+nothing of the scheduler's tasks, and a peer only as `peers.Advertised` (id, host, profile), so the
+state machine and the results room build on them, never the other way. A single result is checked
+against its own raw parts and against physics (`figures`, `bounds`, `sendcheck`), each refusal a
+value with its reason.
 Replicas are picked from peers of one device class on distinct hosts (`classes`, `replicas`); their
 figures agree or not (`agreement`); a peer's record of that feeds its spot checks (`reputation`); an
 advertised calibration is believed or not (`claims`). Where these meet the scheduler's tasks (a
