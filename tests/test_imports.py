@@ -156,6 +156,18 @@ def test_schedulers_packages_import_each_other_without_a_circle() -> None:
     assert circles(folded) == []
 
 
+# scheduler's packages, each built only on those before it (scheduler/__init__.py says why)
+SCHEDULER_ORDER = ("errors", "language", "verification", "state", "results")
+
+
+def test_each_scheduler_package_imports_only_those_before_it() -> None:
+    folded = package_graph(import_graph("scheduler"), "scheduler")
+    order = [f"scheduler.{name}" for name in SCHEDULER_ORDER]
+    assert sorted(folded) == sorted(order), "a new package: place it in SCHEDULER_ORDER"
+    later = {p: sorted(set(folded[p]) - set(order[: order.index(p)])) for p in order}
+    assert {p: up for p, up in later.items() if up} == {}
+
+
 @pytest.mark.parametrize(
     "package",
     [
