@@ -10,7 +10,6 @@ ProcessResult) or ("failed", FailureReason, detail, Stage), the detail naming th
 from __future__ import annotations
 
 import gc
-import resource
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -25,6 +24,7 @@ from drivers.inputs import fed, synthesize
 from drivers.jobs import ChildJob, ProcessResult
 from drivers.outputs import output_fingerprint
 from drivers.registry import driver_for
+from drivers.spawning import MIB, address_space_capped, cap_address_space
 from drivers.stats import ci_within, warmed_up
 from drivers.sustain import Marks, sustained_runs
 from protocol import FailureReason, Phase, Stage, TaskSpec
@@ -88,9 +88,8 @@ def _oom_detail(limit_mb: int | None) -> str:
 
 
 def limit_memory(limit_mb: int) -> None:
-    """Cap this process's address space at its current size plus `limit_mb` (RLIMIT_AS)."""
-    cap = _vm_size_bytes() + limit_mb * (1 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    """Cap this process's address space at its current size plus `limit_mb`, for good."""
+    cap_address_space(limit_mb * MIB, lock=True)
 
 
 def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
@@ -123,21 +122,9 @@ def _inspect(path: Path, job: ChildJob) -> None:
     Only the soft limit is set (and restored after), so the later task memory limit is still free to
     be set; a header that makes the check allocate past the cap fails as MemoryError, out of memory.
     """
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     size = path.stat().st_size if path.is_file() else 0
-    cap = _vm_size_bytes() + size + INSPECT_MB * (1 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-    try:
+    with address_space_capped(size + INSPECT_MB * MIB):
         check_model_file(path, job.fmt, allow_code_models=job.allow_code_models)
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def _vm_size_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmSize:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def _load_phase(

@@ -9,21 +9,19 @@ format) and, only when the caller does not know it, hashes the bytes.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import threading
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Final
 
 from drivers.errors import TaskFailed
 from drivers.formats import detect_format
-from drivers.jobs import ChildJob, ProcessResult, spawned
+from drivers.jobs import ChildJob, ProcessResult
 from drivers.models import sha256_file
-from drivers.spawning import start_apart
+from drivers.spawning import Child, Entry, NotStarted, start_child
 from drivers.telemetry import merged
 from protocol import (
     FailureReason,
@@ -104,23 +102,19 @@ def _scaled(on_progress: Progress | None, index: int, processes: int) -> Progres
 def _run_child(
     job: ChildJob, deadline: float, on_progress: Progress | None, cancel: threading.Event | None
 ) -> ProcessResult:
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=spawned, args=(sender, job), name="sark-measure", daemon=True)
-    start_apart(process)
-    sender.close()
+    entry = Entry("drivers.child" if job.spec.generate is None else "drivers.genchild", "main")
     try:
-        return _collect(receiver, process, job, deadline, on_progress, cancel)
+        child = start_child(entry, (job,), name="sark-measure")
+    except NotStarted as exc:
+        raise TaskFailed(FailureReason.INTERNAL, exc.detail).located(job.name, Stage.INSPECT) from None
+    try:
+        return _collect(child, job, deadline, on_progress, cancel)
     finally:
-        if process.is_alive():
-            process.kill()
-        process.join()
-        receiver.close()
+        child.stop()
 
 
 def _collect(
-    receiver: Connection,
-    process: BaseProcess,
+    child: Child,
     job: ChildJob,
     deadline: float,
     on_progress: Progress | None,
@@ -134,13 +128,15 @@ def _collect(
         if remaining <= 0:
             failure = TaskFailed(FailureReason.TIMEOUT, f"timed out after {job.spec.timeout_s:g} s")
             raise failure.located(job.name, stage)
-        if not wait([receiver], timeout=min(remaining, POLL_S)):
+        if not wait([child.receiver], timeout=min(remaining, POLL_S)):
             continue
         try:
-            message = receiver.recv()
-        except EOFError:
-            process.join()
-            raise _exit_failure(process.exitcode, job.spec.memory_limit_mb).located(job.name, stage) from None
+            message = child.receive()
+        except NotStarted as exc:
+            raise TaskFailed(FailureReason.INTERNAL, exc.detail).located(job.name, stage) from None
+        if message is None:
+            child.process.join()
+            raise _ended(child, job.spec.memory_limit_mb).located(job.name, stage) from None
         if message[0] == "stage":
             stage = message[1]
         elif message[0] == "phase" and on_progress is not None:
@@ -150,6 +146,13 @@ def _collect(
         elif message[0] == "result":
             result: ProcessResult = message[1]
             return result
+
+
+def _ended(child: Child, limit_mb: int | None) -> TaskFailed:
+    """The failure of a child that closed its pipe without a result: it did not start, or it died."""
+    if not child.started:
+        return TaskFailed(FailureReason.INTERNAL, child.ended())
+    return _exit_failure(child.process.exitcode, limit_mb)
 
 
 def _exit_failure(code: int | None, limit_mb: int | None) -> TaskFailed:

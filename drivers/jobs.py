@@ -1,17 +1,15 @@
-"""What a measuring child is given and what it returns, and the entry its process starts at.
+"""What a measuring child is given and what it returns.
 
 The parent (`drivers.harness`, in the worker's long-running process) builds a `ChildJob` and reads
 back a `ProcessResult`; both are plain values pickled over the pipe, so they live here, beside no
-runtime: the parent imports this module only, and the child imports its side (`drivers.child` or
-`drivers.genchild`, with numpy and the runtimes) once it runs.
+runtime: the parent imports this module only, and names the child's side (`drivers.child` or
+`drivers.genchild`, with numpy and the runtimes) for `drivers.spawning` to start.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 
-from drivers.spawning import ignore_interrupts
 from protocol import EnergyReading, InputFed, ModelFormat, RequestRecord, TaskSpec
 from protocol.telemetry import Telemetry
 
@@ -66,17 +64,4 @@ class ProcessResult:
     fingerprint: str = ""  # the first inference's outputs (`drivers.outputs`); "" for generate tasks
 
 
-def spawned(conn: Connection, job: ChildJob) -> None:
-    """Entry point of a spawned measuring child: the generate side or the model side; never raises."""
-    ignore_interrupts()
-    if job.spec.generate is None:
-        from drivers import child
-
-        child.main(conn, job)
-    else:
-        from drivers import genchild
-
-        genchild.main(conn, job)
-
-
-__all__ = ["ChildJob", "ProcessResult", "spawned"]
+__all__ = ["ChildJob", "ProcessResult"]
