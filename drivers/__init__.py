@@ -46,6 +46,8 @@ Modules:
                declared-server probes in a spawned child; the parent reads the result as JSON
     spawning   start_child, the one way drivers start a child: apart from Ctrl-C and the caller's
                folder, capped (RLIMIT_AS set here only), a start that failed said so
+    missing    how a missing runtime is worded for this build (pip: the extra; the binary: not in
+               this build)
     errors     DriverError, TaskFailed, ProbeFailed
 
 The package's names load lazily, on first use: `import drivers` costs nothing, and a process that
