@@ -190,7 +190,7 @@ def test_limits_cap_the_child_above_its_own_size() -> None:
 def test_a_child_capped_below_its_job_did_not_start() -> None:
     """Its job could not be read under its limits: that is a start that failed, not a crash."""
     big = (b"x" * (64 << 20),)
-    child = start_child(Entry(__name__, "_allocate"), (big,), name="sark-test", limits=Limits(0))
+    child = start_child(Entry(__name__, "_allocate"), (big,), name="sark-test", limits=Limits(16))
     with pytest.raises(NotStarted) as failed:
         _answer(child)
     assert "MemoryError" in failed.value.detail
