@@ -14,17 +14,18 @@ Modules:
     formats    model file checks before any runtime or pickle opens them (run in the child)
     headers    bounded safetensors and GGUF header checks against the file's size
     inputs     inputs synthesised from a model's signature, with overrides
-    meters     kernel high-water-mark memory, CPU meter, NVML sampler, thermal and power state
-    energy     EnergyMeter: idle and measured-phase energy from NVML or RAPL (a declared method, never
-               an estimate), or the reason there is none
+    meters     the Meter shape; peak memory, CPU, NVML sampler, placement, thermal and power state
+    energy     EnergyMeter (and IdleEnergy): idle and measured-phase energy from NVML or RAPL (a
+               declared method, never an estimate), or the reason there is none
     offers     unit_offers, machine_telemetry: per unit, the energy method and telemetry this
                device offers, or why not
     telemetry  the sampler thread: CPU clock per core group, temperatures, CPU use and share, NVML GPU
     sustain    marks on the timed phase's time axis, and a sustained run's timed loop
     stats      the median's confidence interval and the warm-up rule (summaries: protocol.stats)
-    harness    measure: the parent side, spawned children, timeout, cancel, aggregation
-    jobs       what a measuring child is given and returns, and its entry (no runtime imported)
-    child      the spawned child's side of a measurement
+    harness    measure: the parent side, spawned children, timeout, cancel, the processes pooled
+    jobs       what a measuring child is given (no runtime imported)
+    frame      the measuring children's frame: boundary, stages, timed loads, meters stacked
+    child      the spawned child's side of a measurement: one process's Measurement
     outputs    a fingerprint of a model's outputs (rounded, hashed) that replicas of one class compare
     genchild   the spawned child's side of a generate task (load timed, warm-up, one request per prompt)
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
@@ -43,7 +44,10 @@ Modules:
     tokencount  a server's output counted with the campaign's pinned tokenizer, in a spawned child
     probechild detect_profile_apart, probe_servers_apart: the device probe, calibration and
                declared-server probes in a spawned child; the parent reads the result as JSON
-    spawning   children started apart leave Ctrl-C (SIGINT to the process group) to their parent
+    spawning   start_child, the one way drivers start a child: apart from Ctrl-C and the caller's
+               folder, capped (RLIMIT_AS set here only), a start that failed said so
+    missing    how a missing runtime is worded for this build (pip: the extra; the binary: not in
+               this build)
     errors     DriverError, TaskFailed, ProbeFailed
 
 The package's names load lazily, on first use: `import drivers` costs nothing, and a process that

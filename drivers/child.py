@@ -1,33 +1,34 @@
-"""The spawned child's side of a measurement: check, load N times, warm up, time, report over a pipe.
+"""The spawned child's side of a measurement: check, load N times, warm up, time, return one process's
+`Measurement`.
 
-Runs in a fresh `spawn` process (never `fork`), so a crash, an allocation past the memory limit or a
-hard kill stays here. This is the only place that reads the model's bytes: inspection (headers,
+Runs in a fresh `spawn` process (`drivers.spawning`), so a crash, an allocation past the memory limit
+or a hard kill stays here. This is the only place that reads the model's bytes: inspection (headers,
 protobuf, pickle sniffing) runs here under an address-space cap, then the runtime loads and runs it.
-It sends plain values: ("stage", Stage), ("phase", Phase, done, total), then ("result",
-ProcessResult) or ("failed", FailureReason, detail, Stage), the detail naming the model and stage.
+The boundary, the messages, the load phase and the meters around the runs are `drivers.frame`'s.
 """
 
 from __future__ import annotations
 
 import gc
-import resource
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final, TypeVar
 
-from drivers import device, energy, meters, telemetry
-from drivers.driver import Driver, Feeds, Loaded, LoadOptions
+from drivers import device, frame, meters, telemetry
+from drivers.driver import Feeds, Loaded, LoadOptions
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
 from drivers.inputs import fed, synthesize
-from drivers.jobs import ChildJob, ProcessResult
+from drivers.jobs import ChildJob
 from drivers.outputs import output_fingerprint
 from drivers.registry import driver_for
+from drivers.spawning import MIB, address_space_capped
 from drivers.stats import ci_within, warmed_up
 from drivers.sustain import Marks, sustained_runs
-from protocol import FailureReason, Phase, Stage, TaskSpec
+from protocol import FailureReason, Measurement, Phase, RunConditions, Stage, TaskSpec
+from protocol.aggregate import NO_SAMPLES
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
@@ -41,59 +42,10 @@ T = TypeVar("T")
 
 def main(conn: Connection, job: ChildJob) -> None:
     """Entry point of the spawned child: measure and send the outcome; never raises."""
-    run_boundary(conn, job, _measure)
+    frame.run_boundary(conn, job, _measure)
 
 
-def run_boundary(
-    conn: Connection, job: ChildJob, work: Callable[[Connection, ChildJob, Stages], ProcessResult]
-) -> None:
-    """Run `work` and send its result or its failure, placed at its stage, over the pipe; never raises
-    (the process boundary)."""
-    at = Stages(conn)
-    name = job.name or Path(job.model_path).name
-    try:
-        conn.send(("result", work(conn, job, at)))
-    except TaskFailed as exc:
-        failure = exc.located(name, at.stage)
-    except MemoryError:
-        failure = TaskFailed(FailureReason.OUT_OF_MEMORY, _oom_detail(job.spec.memory_limit_mb))
-        failure = failure.located(name, at.stage)
-    except Exception as exc:  # process boundary: report, never a traceback as the outcome
-        failure = TaskFailed(FailureReason.CRASHED, _first_line(exc)).located(name, at.stage)
-    else:
-        conn.close()
-        return
-    conn.send(("failed", failure.reason, failure.detail, failure.stage))
-    conn.close()
-
-
-class Stages:
-    """The stage the child is in, told to the parent as it changes (so a crash is placed too)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn, self.stage = conn, Stage.INSPECT
-
-    def enter(self, stage: Stage) -> None:
-        self.stage = stage
-        self.conn.send(("stage", stage))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-
-
-def _oom_detail(limit_mb: int | None) -> str:
-    return f"out of memory (limit {limit_mb} MB)" if limit_mb else "out of memory"
-
-
-def limit_memory(limit_mb: int) -> None:
-    """Cap this process's address space at its current size plus `limit_mb` (RLIMIT_AS)."""
-    cap = _vm_size_bytes() + limit_mb * (1 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-
-def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
+def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
     path, spec = Path(job.model_path), job.spec
     at.enter(Stage.INSPECT)
     _inspect(path, job)
@@ -106,15 +58,40 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
         raise TaskFailed(FailureReason.FORMAT, f"{spec.compute_unit.value} cannot run {job.fmt.value} models")
     driver.prepare()
     if spec.memory_limit_mb is not None:
-        limit_memory(spec.memory_limit_mb)
+        frame.limit_memory(spec.memory_limit_mb)
     options = LoadOptions(spec.threads, job.allow_code_models, job.cache_dir, job.fmt)
-    load_ms, peak_load = _guard(lambda: _load_phase(conn, driver, path, options, spec.load_runs), spec)
+    timed = _guard(lambda: frame.timed_loads(conn, lambda: driver.load(path, options), spec.load_runs), spec)
+    _, load_ms, peak_load = timed
+    del timed, _  # the last timed load is let go before the one that runs
     loaded = _guard(lambda: driver.load(path, options), spec)
     at.enter(Stage.INSPECT)
     feeds = synthesize(loaded.inputs(), spec.input_shapes, spec.input_values, spec.input_data)
     at.enter(Stage.RUN)
-    versions = device.runtime_versions() | driver.versions()
-    return _guard(lambda: _inference_phase(conn, loaded, feeds, spec, load_ms, peak_load, versions), spec)
+    part = Measurement(
+        compute_unit=spec.compute_unit,
+        load_ms=NO_SAMPLES,
+        load_first_ms=0.0,
+        first_inference_ms=0.0,
+        warmups_used=0,
+        inference_ms=NO_SAMPLES,
+        load_samples_ms=tuple(load_ms),
+        peak_load_ram_mb=peak_load,
+        peak_inference_ram_mb=0.0,
+        cpu_cores_used=0.0,
+        conditions=_conditions(loaded, device.runtime_versions() | driver.versions()),
+        inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values, spec.input_data),
+    )
+    return _guard(lambda: _inference_phase(conn, loaded, feeds, spec, part), spec)
+
+
+def _conditions(loaded: Loaded, versions: dict[str, str]) -> RunConditions:
+    settings = loaded.settings()
+    return RunConditions(
+        intra_op_threads=settings.intra_op_threads,
+        inter_op_threads=settings.inter_op_threads,
+        spinning=settings.spinning,
+        runtime_versions=versions,
+    )
 
 
 def _inspect(path: Path, job: ChildJob) -> None:
@@ -123,38 +100,9 @@ def _inspect(path: Path, job: ChildJob) -> None:
     Only the soft limit is set (and restored after), so the later task memory limit is still free to
     be set; a header that makes the check allocate past the cap fails as MemoryError, out of memory.
     """
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     size = path.stat().st_size if path.is_file() else 0
-    cap = _vm_size_bytes() + size + INSPECT_MB * (1 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-    try:
+    with address_space_capped(size + INSPECT_MB * MIB):
         check_model_file(path, job.fmt, allow_code_models=job.allow_code_models)
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def _vm_size_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmSize:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def _load_phase(
-    conn: Connection, driver: Driver, path: Path, options: LoadOptions, runs: int
-) -> tuple[list[float], float]:
-    times: list[float] = []
-    peak = 0.0
-    for i in range(runs):
-        conn.send(("phase", Phase.LOADING, i, runs))
-        gc.collect()
-        meters.reset_peak()
-        t0 = time.perf_counter_ns()
-        loaded = driver.load(path, options)
-        times.append((time.perf_counter_ns() - t0) / NS_PER_MS)
-        peak = max(peak, meters.peak_mb())
-        del loaded
-    return times, peak
 
 
 def _guard(call: Callable[[], T], spec: TaskSpec) -> T:
@@ -167,15 +115,15 @@ def _guard(call: Callable[[], T], spec: TaskSpec) -> T:
             and spec.memory_limit_mb is not None
             and _allocation_failure(exc.detail)
         ):
-            raise TaskFailed(FailureReason.OUT_OF_MEMORY, _oom_detail(spec.memory_limit_mb)) from exc
+            raise TaskFailed(FailureReason.OUT_OF_MEMORY, frame.oom_detail(spec.memory_limit_mb)) from exc
         raise
     except MemoryError:
         raise
     except Exception as exc:  # the runtime's own error types: classify at the seam
         if spec.memory_limit_mb is not None and _allocation_failure(str(exc)):
-            raise TaskFailed(FailureReason.OUT_OF_MEMORY, _oom_detail(spec.memory_limit_mb)) from exc
+            raise TaskFailed(FailureReason.OUT_OF_MEMORY, frame.oom_detail(spec.memory_limit_mb)) from exc
         reason = FailureReason.INPUT if type(exc).__name__ == "InvalidArgument" else FailureReason.CRASHED
-        raise TaskFailed(reason, _first_line(exc)) from exc
+        raise TaskFailed(reason, frame.first_line(exc)) from exc
 
 
 def _allocation_failure(text: str) -> bool:
@@ -185,74 +133,39 @@ def _allocation_failure(text: str) -> bool:
 
 
 def _inference_phase(
-    conn: Connection,
-    loaded: Loaded,
-    feeds: Feeds,
-    spec: TaskSpec,
-    load_ms: list[float],
-    peak_load: float,
-    versions: dict[str, str],
-) -> ProcessResult:
+    conn: Connection, loaded: Loaded, feeds: Feeds, spec: TaskSpec, part: Measurement
+) -> Measurement:
+    """First inference, warm-up and the timed runs inside the frame's meters; `part` completed."""
     run = loaded.runner(feeds)
-    _check_placement(loaded, spec)
-    gc.collect()
-    meters.reset_peak()
-    meter = energy.EnergyMeter(energy.offer_for(spec.compute_unit))
-    meter.idle()  # idle power with the model loaded, before the first inference
-    conn.send(("phase", Phase.WARMUP, 0, max(spec.warmups, 1)))
-    with meters.GpuSampler() as gpu:
+    placed = meters.Placed(loaded.placement, spec.compute_unit, spec.strict_placement)
+    sampler, cpu = telemetry.Sampler(), meters.CpuMeter()
+    measured = frame.standard(spec.compute_unit, placed, sampler, cpu)
+    with measured.around_runs():
+        conn.send(("phase", Phase.WARMUP, 0, max(spec.warmups, 1)))
         t0 = time.perf_counter_ns()
         first_outputs = run()
         first_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
         warmups = _warm_up(run, spec)
-        with telemetry.Sampler() as sampler, meters.CpuMeter() as cpu, meter.measuring():
+        with measured.around_timed():
             marks = Marks(sampler.origin_ns)
             if spec.sustain is not None:
                 samples = sustained_runs(conn, run, spec.sustain, marks)
             else:
                 samples = _timed_until(conn, run, spec, marks)
                 marks.add(len(samples))
-    placement = loaded.placement()
-    settings = loaded.settings()
     fingerprint = output_fingerprint(first_outputs)  # untimed: after the timed phase
-    return ProcessResult(
-        load_ms=load_ms,
-        first_inference_ms=first_ms,
-        warmups_used=warmups,
-        samples_ms=samples,
-        peak_load_ram_mb=peak_load,
-        peak_inference_ram_mb=meters.peak_mb(),
-        cpu_time_s=cpu.cpu_s,
-        cores_used=cpu.cores_used,
-        background_cores=cpu.background_cores,
-        gpu_util_pct=gpu.util_pct,
-        gpu_mem_mb=gpu.mem_mb,
-        providers=placement.providers,
-        node_share=placement.node_share,
-        fallback=placement.fallback,
-        intra_op_threads=settings.intra_op_threads,
-        inter_op_threads=settings.inter_op_threads,
-        spinning=settings.spinning,
-        versions=versions,
-        thermal=meters.thermal_state(),
-        power=meters.power_state(),
-        inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values, spec.input_data),
-        energy=meter.reading(),
-        telemetry=sampler.telemetry(),
-        mark_runs=marks.runs,
-        mark_ms=marks.ms,
-        fingerprint=fingerprint,
-    )
-
-
-def _check_placement(loaded: Loaded, spec: TaskSpec) -> None:
-    placement = loaded.placement()
-    if placement.fallback and spec.strict_placement:
-        shares = ", ".join(f"{p} {s:.0%}" for p, s in placement.node_share.items())
-        raise TaskFailed(
-            FailureReason.FALLBACK,
-            f"model fell back from {spec.compute_unit.value}: providers {placement.providers} ({shares})",
+    return measured.taken(
+        part.with_(
+            first_inference_ms=first_ms,
+            warmups_used=warmups,
+            samples_ms=tuple(samples),
+            process_runs=(len(samples),),
+            first_inferences_ms=(first_ms,),
+            output_fingerprints=(fingerprint,) if fingerprint else (),
+            mark_runs=tuple(marks.runs),
+            mark_ms=tuple(marks.ms),
         )
+    )
 
 
 def _warm_up(run: Callable[[], object], spec: TaskSpec) -> int:

@@ -20,7 +20,7 @@ from typing import Any, Final
 from drivers.driver import Feeds, LoadOptions, Placement, Settings
 from drivers.errors import TaskFailed
 from drivers.inputs import InputSig
-from node.build import not_installed
+from drivers.missing import not_installed
 from protocol import ComputeUnit, FailureReason, ModelFormat, UnitStatus
 
 # Compute unit -> `coremltools.ComputeUnit` member name.

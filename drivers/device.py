@@ -18,7 +18,7 @@ from typing import Final
 
 import psutil
 
-from node.build import FROZEN
+from drivers.missing import FROZEN
 from protocol import GpuInfo
 from protocol.text import visible
 

@@ -27,12 +27,13 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Final, Protocol
 
-from protocol import ComputeUnit, EnergyReading
+from protocol import ComputeUnit, EnergyReading, Measurement
 from protocol.units import GPU_UNITS
 
 IDLE_S: Final = 3.0  # idle seconds read before the measured phase
@@ -273,13 +274,33 @@ def offer_for(unit: ComputeUnit, platform: str = sys.platform) -> Offer:
 
 
 class EnergyMeter:
-    """Idle energy, then the measured phase's energy, from one offer; a failing source is a note."""
+    """Idle energy, then the measured phase's energy, from one offer; a failing source is a note.
+
+    As a meter of `drivers.frame` it measures the `with` block (the timed loop), and `IdleEnergy`
+    takes its idle reading before the first inference.
+    """
 
     def __init__(self, offer: Offer, idle_s: float = IDLE_S) -> None:
         self.offer, self._idle_s = offer, idle_s
         self._idle: tuple[float, float] | None = None
         self._window: tuple[float, float] | None = None
         self._failure = ""
+        self._phase: AbstractContextManager[None] | None = None
+
+    def __enter__(self) -> EnergyMeter:
+        self._phase = self.measuring()
+        self._phase.__enter__()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._phase is not None:
+            self._phase.__exit__(exc_type, exc, tb)
+
+    def taken(self, part: Measurement) -> Measurement:
+        """The process's energy reading (joules, or the reason there are none)."""
+        return part.with_(energy_readings=(self.reading(),))
 
     def idle(self) -> None:
         """Read the source over `idle_s` quiet seconds (the process waits; nothing else runs)."""
@@ -339,10 +360,32 @@ class _Cell:
     value: tuple[float, float] | None = None
 
 
+class IdleEnergy:
+    """The idle reading of an `EnergyMeter` as a meter: taken on entry (the model loaded, nothing
+    running, before the first inference); the reading itself is the energy meter's to give."""
+
+    def __init__(self, meter: EnergyMeter) -> None:
+        self.meter = meter
+
+    def __enter__(self) -> IdleEnergy:
+        self.meter.idle()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    def taken(self, part: Measurement) -> Measurement:
+        """`part` as it is: the idle joules travel in the energy meter's reading."""
+        return part
+
+
 __all__ = [
     "IDLE_S",
     "EnergyMeter",
     "EnergySource",
+    "IdleEnergy",
     "NvmlCounter",
     "NvmlPowerSampled",
     "Offer",

@@ -1,13 +1,13 @@
 """The spawned child's side of a generate task: load the LLM (timed), warm up, answer every prompt.
 
-Runs in a fresh `spawn` process like `drivers.child`, and reports through the same pipe messages and
-the same `ProcessResult`, whose `samples_ms` are the requests' end-to-end times and whose `records`
-are the raw per-request records.
+Runs in a fresh `spawn` process like `drivers.child`, in the same frame (`drivers.frame`: boundary,
+messages, load phase, meters), and returns one process's `Measurement`, whose `samples_ms` are the
+requests' end-to-end times and whose `generation` holds the raw per-request records.
 """
 
 from __future__ import annotations
 
-import gc
+import functools
 import os
 import tempfile
 import time
@@ -16,15 +16,23 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final
 
-from drivers import device, energy, llm, meters, telemetry
-from drivers.child import Stages, limit_memory, run_boundary
+from drivers import device, frame, llm, meters, telemetry
+from drivers.driver import Placement
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
-from drivers.jobs import ChildJob, ProcessResult
-from protocol import FailureReason, GenerateSpec, Phase, RequestRecord, Stage, TaskSpec
-
-NS_PER_MS = 1e6
-
+from drivers.jobs import ChildJob
+from protocol import (
+    FailureReason,
+    GenerateSpec,
+    Measurement,
+    Phase,
+    RequestRecord,
+    RunConditions,
+    Stage,
+    TaskSpec,
+)
+from protocol.aggregate import NO_SAMPLES
+from protocol.genstats import summarize_generation
 
 QUIET_ENV: Final = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 """Turns off third-party progress bars: transformers' GGUF loader calls tqdm itself, which
@@ -34,7 +42,7 @@ QUIET_ENV: Final = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 def main(conn: Connection, job: ChildJob) -> None:
     """Entry point of the spawned child of a generate task; never raises."""
     silence_output()
-    run_boundary(conn, job, measure_generation)
+    frame.run_boundary(conn, job, measure_generation)
 
 
 def silence_output() -> None:
@@ -53,7 +61,7 @@ def silence_output() -> None:
         os.close(devnull)
 
 
-def measure_generation(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
+def measure_generation(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
     """Load the model `load_runs` times (timed), warm up, then time one request per prompt.
 
     Raises:
@@ -64,7 +72,7 @@ def measure_generation(conn: Connection, job: ChildJob, at: Stages) -> ProcessRe
         return _measure(conn, replace(job, model_path=str(path)), at)
 
 
-def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
+def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
     path, spec = Path(job.model_path), job.spec
     gen = _generate_spec(spec)
     if job.fmt not in llm.GENERATIVE_FORMATS:
@@ -76,52 +84,53 @@ def _measure(conn: Connection, job: ChildJob, at: Stages) -> ProcessResult:
         raise TaskFailed(FailureReason.UNIT_UNAVAILABLE, f"unit unavailable: {reason}")
     llm.prepare()
     if spec.memory_limit_mb is not None:
-        limit_memory(spec.memory_limit_mb)
+        frame.limit_memory(spec.memory_limit_mb)
     llm.check_context(path, job.fmt, gen)
     at.enter(Stage.LOAD)
-    loaded, load_ms, peak_load = _load_phase(conn, path, job)
+    load = functools.partial(llm.load, path, job.fmt, spec.compute_unit, spec.threads)
+    loaded, load_ms, peak_load = frame.timed_loads(conn, load, spec.load_runs)
     loaded.name = job.name or loaded.name  # the campaign's name, not a cache digest (token_source)
     at.enter(Stage.RUN)
-    gc.collect()
-    meters.reset_peak()
-    meter = energy.EnergyMeter(energy.offer_for(spec.compute_unit))
-    meter.idle()  # idle power with the model loaded, before the first request
-    conn.send(("phase", Phase.WARMUP, 0, max(spec.warmups, 1)))
-    with meters.GpuSampler() as gpu:
+    part = Measurement(
+        compute_unit=spec.compute_unit,
+        load_ms=NO_SAMPLES,
+        load_first_ms=0.0,
+        first_inference_ms=0.0,
+        warmups_used=max(spec.warmups, 1),
+        inference_ms=NO_SAMPLES,
+        load_samples_ms=tuple(load_ms),
+        peak_load_ram_mb=peak_load,
+        peak_inference_ram_mb=0.0,
+        cpu_cores_used=0.0,
+        conditions=RunConditions(
+            intra_op_threads=_threads(), runtime_versions=device.runtime_versions() | llm.versions()
+        ),
+    )
+    return _requests(conn, loaded, spec, gen, part)
+
+
+def _requests(
+    conn: Connection, loaded: llm.LoadedLlm, spec: TaskSpec, gen: GenerateSpec, part: Measurement
+) -> Measurement:
+    """The first request, the warm-ups and the timed requests inside the frame's meters."""
+    placed = meters.Placed(lambda: Placement((loaded.device,)), spec.compute_unit, strict=False)
+    cpu = meters.CpuMeter()
+    measured = frame.standard(spec.compute_unit, placed, telemetry.Sampler(), cpu)
+    with measured.around_runs():
+        conn.send(("phase", Phase.WARMUP, 0, max(spec.warmups, 1)))
         first = loaded.generate(gen.prompts[0], gen)
         for i in range(1, spec.warmups):
             loaded.generate(gen.prompts[i % len(gen.prompts)], gen)
-        with (
-            telemetry.Sampler() as sampler,
-            meters.CpuMeter() as cpu,
-            meter.measuring(),
-        ):  # the tokens counted: these requests'
+        with measured.around_timed():  # the tokens counted: these requests'
             records = _timed(conn, loaded, gen)
-    return ProcessResult(
-        load_ms=load_ms,
-        first_inference_ms=first.e2e_ms,
-        warmups_used=max(spec.warmups, 1),
-        samples_ms=[r.e2e_ms for r in records],
-        peak_load_ram_mb=peak_load,
-        peak_inference_ram_mb=meters.peak_mb(),
-        cpu_time_s=cpu.cpu_s,
-        cores_used=cpu.cores_used,
-        background_cores=cpu.background_cores,
-        gpu_util_pct=gpu.util_pct,
-        gpu_mem_mb=gpu.mem_mb,
-        providers=(loaded.device,),
-        node_share={},
-        fallback=False,
-        intra_op_threads=_threads(),
-        inter_op_threads=None,
-        spinning=None,
-        versions=device.runtime_versions() | llm.versions(),
-        thermal=meters.thermal_state(),
-        power=meters.power_state(),
-        records=tuple(records),
-        wall_s=cpu.wall_s,
-        energy=meter.reading(),
-        telemetry=sampler.telemetry(),
+    return measured.taken(
+        part.with_(
+            first_inference_ms=first.e2e_ms,
+            samples_ms=tuple(r.e2e_ms for r in records),
+            process_runs=(len(records),),
+            first_inferences_ms=(first.e2e_ms,),
+            generation=summarize_generation(records, cpu.wall_s, gen),
+        )
     )
 
 
@@ -129,25 +138,6 @@ def _generate_spec(spec: TaskSpec) -> GenerateSpec:
     if spec.generate is None:
         raise TaskFailed(FailureReason.INTERNAL, "a generate child got a task without `generate`")
     return spec.generate
-
-
-def _load_phase(conn: Connection, path: Path, job: ChildJob) -> tuple[llm.LoadedLlm, list[float], float]:
-    """`load_runs` fresh loads, each timed; the last one is kept for the requests."""
-    runs = job.spec.load_runs
-    times: list[float] = []
-    peak = 0.0
-    loaded: llm.LoadedLlm | None = None
-    for i in range(runs):
-        conn.send(("phase", Phase.LOADING, i, runs))
-        loaded = None
-        gc.collect()
-        meters.reset_peak()
-        t0 = time.perf_counter_ns()
-        loaded = llm.load(path, job.fmt, job.spec.compute_unit, job.spec.threads)
-        times.append((time.perf_counter_ns() - t0) / NS_PER_MS)
-        peak = max(peak, meters.peak_mb())
-    assert loaded is not None  # load_runs >= 1 (TaskSpec)
-    return loaded, times, peak
 
 
 def _timed(conn: Connection, loaded: llm.LoadedLlm, gen: GenerateSpec) -> list[RequestRecord]:

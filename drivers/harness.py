@@ -9,33 +9,31 @@ format) and, only when the caller does not know it, hashes the bytes.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import threading
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Final
 
 from drivers.errors import TaskFailed
 from drivers.formats import detect_format
-from drivers.jobs import ChildJob, ProcessResult, spawned
+from drivers.jobs import ChildJob
 from drivers.models import sha256_file
-from drivers.spawning import start_apart
+from drivers.spawning import Child, Entry, NotStarted, start_child
 from drivers.telemetry import merged
 from protocol import (
     FailureReason,
+    GenerationStats,
     Measurement,
     ModelFormat,
     Phase,
     RequestRecord,
-    RunConditions,
     Stage,
     TaskSpec,
 )
-from protocol.aggregate import NO_SAMPLES, derive
+from protocol.aggregate import derive
 from protocol.genstats import summarize_generation
 from protocol.stats import median
 
@@ -103,29 +101,25 @@ def _scaled(on_progress: Progress | None, index: int, processes: int) -> Progres
 
 def _run_child(
     job: ChildJob, deadline: float, on_progress: Progress | None, cancel: threading.Event | None
-) -> ProcessResult:
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=spawned, args=(sender, job), name="sark-measure", daemon=True)
-    start_apart(process)
-    sender.close()
+) -> Measurement:
+    entry = Entry("drivers.child" if job.spec.generate is None else "drivers.genchild", "main")
     try:
-        return _collect(receiver, process, job, deadline, on_progress, cancel)
+        child = start_child(entry, (job,), name="sark-measure")
+    except NotStarted as exc:
+        raise TaskFailed(FailureReason.INTERNAL, exc.detail).located(job.name, Stage.INSPECT) from None
+    try:
+        return _collect(child, job, deadline, on_progress, cancel)
     finally:
-        if process.is_alive():
-            process.kill()
-        process.join()
-        receiver.close()
+        child.stop()
 
 
 def _collect(
-    receiver: Connection,
-    process: BaseProcess,
+    child: Child,
     job: ChildJob,
     deadline: float,
     on_progress: Progress | None,
     cancel: threading.Event | None,
-) -> ProcessResult:
+) -> Measurement:
     stage = Stage.INSPECT
     while True:
         if cancel is not None and cancel.is_set():
@@ -134,13 +128,15 @@ def _collect(
         if remaining <= 0:
             failure = TaskFailed(FailureReason.TIMEOUT, f"timed out after {job.spec.timeout_s:g} s")
             raise failure.located(job.name, stage)
-        if not wait([receiver], timeout=min(remaining, POLL_S)):
+        if not wait([child.receiver], timeout=min(remaining, POLL_S)):
             continue
         try:
-            message = receiver.recv()
-        except EOFError:
-            process.join()
-            raise _exit_failure(process.exitcode, job.spec.memory_limit_mb).located(job.name, stage) from None
+            message = child.receive()
+        except NotStarted as exc:
+            raise TaskFailed(FailureReason.INTERNAL, exc.detail).located(job.name, stage) from None
+        if message is None:
+            child.process.join()
+            raise _ended(child, job.spec.memory_limit_mb).located(job.name, stage) from None
         if message[0] == "stage":
             stage = message[1]
         elif message[0] == "phase" and on_progress is not None:
@@ -148,8 +144,15 @@ def _collect(
         elif message[0] == "failed":
             raise TaskFailed(message[1], message[2], message[3])
         elif message[0] == "result":
-            result: ProcessResult = message[1]
+            result: Measurement = message[1]
             return result
+
+
+def _ended(child: Child, limit_mb: int | None) -> TaskFailed:
+    """The failure of a child that closed its pipe without a result: it did not start, or it died."""
+    if not child.started:
+        return TaskFailed(FailureReason.INTERNAL, child.ended())
+    return _exit_failure(child.process.exitcode, limit_mb)
 
 
 def _exit_failure(code: int | None, limit_mb: int | None) -> TaskFailed:
@@ -176,54 +179,47 @@ def _revised(record: RequestRecord, model_sha256: str) -> RequestRecord:
     return record.with_(token_source=f"{source}@{model_sha256[:12]}")
 
 
-def aggregate(results: list[ProcessResult], spec: TaskSpec, model_sha256: str) -> Measurement:
-    """One measurement from the processes' results: their raw parts, and the figures `derive` makes of
-    them (median of medians, spread, stability verdict), as the submitter will recompute them."""
-    first = results[0]
-    gpu_util = [r.gpu_util_pct for r in results if r.gpu_util_pct is not None]
-    gpu_mem = [r.gpu_mem_mb for r in results if r.gpu_mem_mb is not None]
-    generation = None
-    if spec.generate is not None:  # every process's requests pooled; rates over the summed wall time
-        records = [_revised(rec, model_sha256) for r in results for rec in r.records]
-        generation = summarize_generation(records, sum(r.wall_s for r in results), spec.generate)
-    parts = [(r.telemetry, r.mark_runs, r.mark_ms, len(r.samples_ms)) for r in results]
-    telemetry, mark_runs, mark_ms = merged(parts)
-    raw = Measurement(
-        compute_unit=spec.compute_unit,
-        load_ms=NO_SAMPLES,
-        load_first_ms=0.0,
-        first_inference_ms=0.0,
-        warmups_used=max(r.warmups_used for r in results),
-        inference_ms=NO_SAMPLES,
-        samples_ms=tuple(s for r in results for s in r.samples_ms),
-        process_runs=tuple(len(r.samples_ms) for r in results),
-        load_samples_ms=tuple(t for r in results for t in r.load_ms),
-        first_inferences_ms=tuple(r.first_inference_ms for r in results),
-        output_fingerprints=tuple(r.fingerprint for r in results if r.fingerprint),
-        peak_load_ram_mb=max(r.peak_load_ram_mb for r in results),
-        peak_inference_ram_mb=max(r.peak_inference_ram_mb for r in results),
-        cpu_cores_used=median([r.cores_used for r in results]),
-        cpu_time_s=sum(r.cpu_time_s for r in results),
+def aggregate(parts: list[Measurement], spec: TaskSpec, model_sha256: str) -> Measurement:
+    """One measurement from the processes' own (each process's raw parts, as its child returned them):
+    the raw parts pooled, process after process, and the figures `derive` makes of them (median of
+    medians, spread, stability verdict), as the submitter will recompute them. Facts of the runtime
+    (providers, settings, versions, inputs) are the first process's."""
+    first = parts[0]
+    gpu_util = [p.gpu_util_pct for p in parts if p.gpu_util_pct is not None]
+    gpu_mem = [p.gpu_mem_mb for p in parts if p.gpu_mem_mb is not None]
+    telemetry, mark_runs, mark_ms = merged(
+        [(p.telemetry, p.mark_runs, p.mark_ms, len(p.samples_ms)) for p in parts]
+    )
+    raw = first.with_(
+        warmups_used=max(p.warmups_used for p in parts),
+        samples_ms=tuple(s for p in parts for s in p.samples_ms),
+        process_runs=tuple(n for p in parts for n in p.process_runs),
+        load_samples_ms=tuple(t for p in parts for t in p.load_samples_ms),
+        first_inferences_ms=tuple(t for p in parts for t in p.first_inferences_ms),
+        output_fingerprints=tuple(f for p in parts for f in p.output_fingerprints),
+        peak_load_ram_mb=max(p.peak_load_ram_mb for p in parts),
+        peak_inference_ram_mb=max(p.peak_inference_ram_mb for p in parts),
+        cpu_cores_used=median([p.cpu_cores_used for p in parts]),
+        cpu_time_s=sum(p.cpu_time_s for p in parts),
         gpu_util_pct=max(gpu_util) if gpu_util else None,
         gpu_mem_mb=max(gpu_mem) if gpu_mem else None,
-        providers=first.providers,
-        node_share=first.node_share,
-        fallback=any(r.fallback for r in results),
-        conditions=RunConditions(
-            intra_op_threads=first.intra_op_threads,
-            inter_op_threads=first.inter_op_threads,
-            spinning=first.spinning,
-            background_cores=max(r.background_cores for r in results),
-            thermal=first.thermal,
-            power=first.power,
-            runtime_versions=first.versions,
-            model_sha256=model_sha256,
+        fallback=any(p.fallback for p in parts),
+        conditions=first.conditions.with_(
+            background_cores=max(p.conditions.background_cores for p in parts), model_sha256=model_sha256
         ),
-        inputs=first.inputs,
-        generation=generation,
-        energy_readings=tuple(r.energy for r in results if r.energy is not None),
+        generation=_pooled_generation(parts, spec, model_sha256),
+        energy_readings=tuple(e for p in parts for e in p.energy_readings),
         telemetry=telemetry,
         mark_runs=mark_runs,
         mark_ms=mark_ms,
     )
     return derive(raw, spec)
+
+
+def _pooled_generation(parts: list[Measurement], spec: TaskSpec, model_sha256: str) -> GenerationStats | None:
+    """Every process's requests pooled, their rates over the summed wall time (None: not a generate task)."""
+    if spec.generate is None:
+        return None
+    runs = [p.generation for p in parts if p.generation is not None]
+    records = [_revised(record, model_sha256) for run in runs for record in run.records]
+    return summarize_generation(records, sum(run.wall_s for run in runs), spec.generate)

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from drivers.errors import TaskFailed
+from drivers.missing import not_installed
 from drivers.torchrt import TorchDriver
-from node.build import not_installed
 from protocol import (
     ChatMessage,
     ComputeUnit,

@@ -1,4 +1,8 @@
-"""Meters the child reads around each phase: peak memory, CPU time, background load, GPU, thermal state.
+"""Meters the child reads around its measured phase: peak memory, CPU time, background load, GPU,
+placement, thermal and power state.
+
+Every meter has one shape, `Meter` (pyperf's hook): a context manager around the phase, and `taken`,
+which sets what it read on the process's `Measurement`; `drivers.frame` stacks them.
 
 Peak memory is the kernel high-water mark on Linux (reset by writing 5 to /proc/self/clear_refs, read
 from getrusage), exact and free; elsewhere `ru_maxrss` cannot be reset, so the peak is the process
@@ -8,18 +12,41 @@ peak so far. CPU time is `time.process_time()` (microseconds), not psutil's 10 m
 from __future__ import annotations
 
 import contextlib
+import gc
 import resource
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import psutil
 
+from drivers.errors import TaskFailed
+from protocol import ComputeUnit, FailureReason, Measurement
+
+if TYPE_CHECKING:
+    from drivers.driver import Placement
+
 MIB: Final = 1 << 20
 _CLEAR_REFS: Final = Path("/proc/self/clear_refs")
+
+
+class Meter(Protocol):
+    """One reading around a measured phase (`drivers.frame`): entered before it, left after it (also
+    when it fails: a meter's thread stops either way), then `taken` onto the process's measurement."""
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+    def taken(self, part: Measurement) -> Measurement:
+        """`part` with this meter's readings set on it."""
+        ...
 
 
 def reset_peak() -> bool:
@@ -83,6 +110,11 @@ class CpuMeter:
         machine = min((_busy(psutil.cpu_times()) - _busy(self._s0)) / self.wall_s, cores)
         self.background_cores = max(0.0, machine - self.cores_used)
 
+    def taken(self, part: Measurement) -> Measurement:
+        """The process's CPU seconds and cores, and the machine's background load meanwhile."""
+        conditions = part.conditions.with_(background_cores=self.background_cores)
+        return part.with_(cpu_time_s=self.cpu_s, cpu_cores_used=self.cores_used, conditions=conditions)
+
 
 class GpuSampler:
     """NVML utilisation and memory sampled every `interval_s` on a thread; silent when NVML is absent.
@@ -134,6 +166,81 @@ class GpuSampler:
         if self._utils:
             self.util_pct = sum(self._utils) / len(self._utils)
         self.mem_mb = max(0.0, self._peak - self._base) / MIB
+
+    def taken(self, part: Measurement) -> Measurement:
+        """The GPU's mean utilisation and peak memory above the baseline (None without NVML)."""
+        return part.with_(gpu_util_pct=self.util_pct, gpu_mem_mb=self.mem_mb)
+
+
+class PeakMemory:
+    """The resident high-water mark over the phase: collected and reset at entry, read at exit."""
+
+    mb: float = 0.0
+
+    def __enter__(self) -> PeakMemory:
+        gc.collect()
+        reset_peak()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.mb = peak_mb()
+
+    def taken(self, part: Measurement) -> Measurement:
+        """The phase's peak resident memory (MiB)."""
+        return part.with_(peak_inference_ram_mb=self.mb)
+
+
+class Placed:
+    """Where the model really runs, read from the runtime: checked at entry (a strict task that fell
+    back fails there, before any inference) and recorded at exit."""
+
+    def __init__(self, read: Callable[[], Placement], unit: ComputeUnit, strict: bool) -> None:
+        self._read, self._unit, self._strict = read, unit, strict
+        self.placement: Placement | None = None
+
+    def __enter__(self) -> Placed:
+        placement = self._read()
+        if placement.fallback and self._strict:
+            shares = ", ".join(f"{p} {s:.0%}" for p, s in placement.node_share.items())
+            raise TaskFailed(
+                FailureReason.FALLBACK,
+                f"model fell back from {self._unit.value}: providers {placement.providers} ({shares})",
+            )
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:  # a runtime that failed mid-phase is not asked again
+            self.placement = self._read()
+
+    def taken(self, part: Measurement) -> Measurement:
+        """The providers (or device) that held the model, their node shares and whether it fell back."""
+        if self.placement is None:
+            return part
+        p = self.placement
+        return part.with_(providers=p.providers, node_share=p.node_share, fallback=p.fallback)
+
+
+class DeviceState:
+    """The thermal and power state as the phase ended."""
+
+    thermal: str = ""
+    power: str = ""
+
+    def __enter__(self) -> DeviceState:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.thermal, self.power = thermal_state(), power_state()
+
+    def taken(self, part: Measurement) -> Measurement:
+        """The hottest zone and throttling, the power source and governor, in the run conditions."""
+        return part.with_(conditions=part.conditions.with_(thermal=self.thermal, power=self.power))
 
 
 def thermal_state() -> str:

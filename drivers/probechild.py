@@ -12,12 +12,10 @@ runtime: `drivers.probe` and `drivers.servers` are imported in the child only.
 from __future__ import annotations
 
 import json
-import multiprocessing
-import signal
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Final
 
@@ -25,7 +23,7 @@ import trio
 from pydantic import ValidationError
 
 from drivers.errors import ProbeFailed
-from drivers.spawning import ignore_interrupts, start_apart
+from drivers.spawning import Child, Entry, NotStarted, start_child
 from protocol import DeviceProfile, EndpointStatus
 
 PROFILE_TIMEOUT_S: Final = 300.0  # a cold page cache makes `import torch` alone take 10 s
@@ -62,13 +60,19 @@ async def detect_profile_apart(
         ProbeFailed: the child failed, died or timed out; `stage` says where.
     """
     declared = dict(declared or {})
-    job = ProbeJob(True, str(cache_dir) if cache_dir is not None else None, calibrate, declared)
+    job = _device_job(cache_dir, calibrate, declared)
     limit = timeout_s or PROFILE_TIMEOUT_S + SERVER_TIMEOUT_S * len(declared)
     text = await _run_apart(job, limit)
     try:
         return DeviceProfile.model_validate_json(text)
     except ValidationError as exc:
         raise ProbeFailed("result", f"the profile sent is not valid ({exc.error_count()} errors)") from exc
+
+
+def _device_job(cache_dir: Path | None, calibrate: bool, declared: dict[str, str]) -> ProbeJob:
+    """The job that detects the device; the cache folder made absolute (the child runs elsewhere)."""
+    cache = os.path.abspath(cache_dir) if cache_dir is not None else None
+    return ProbeJob(True, cache, calibrate, declared)
 
 
 async def probe_servers_apart(
@@ -89,51 +93,42 @@ async def probe_servers_apart(
 
 async def _run_apart(job: ProbeJob, timeout_s: float) -> str:
     """Start the child, follow its stages, return its JSON text; kill it on timeout or cancel."""
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=main, args=(sender, job), name="sark-probe", daemon=True)
-    start_apart(process)
-    sender.close()
+    try:
+        child = start_child(Entry(__name__, "main"), (job,), name="sark-probe")
+    except NotStarted as exc:
+        raise ProbeFailed("start", exc.detail) from None
     stage = "start"
     try:
         with trio.move_on_after(timeout_s):
             while True:
-                await trio.lowlevel.wait_readable(receiver.fileno())
+                await trio.lowlevel.wait_readable(child.receiver.fileno())
                 try:
-                    message = receiver.recv()
-                except EOFError:
-                    await _reap(process)
-                    raise ProbeFailed(stage, _exit_detail(process.exitcode)) from None
+                    message = child.receive()
+                except NotStarted as exc:
+                    raise ProbeFailed(stage, exc.detail) from None
+                if message is None:
+                    await _stopped(child)
+                    raise ProbeFailed(stage, child.ended())
                 if message[0] == "stage":
                     stage = message[1]
                 elif message[0] == "failed":
                     raise ProbeFailed(message[1], message[2])
-                else:
+                elif message[0] == "result":
                     text: str = message[1]
                     return text
         raise ProbeFailed(stage, f"timed out after {timeout_s:g} s")
     finally:
-        if process.is_alive():
-            process.kill()
-        await _reap(process)
-        receiver.close()
+        await _stopped(child)
 
 
-async def _reap(process: BaseProcess) -> None:
-    """Wait for the child's exit (it has sent its last message, or was killed): moments at most."""
+async def _stopped(child: Child) -> None:
+    """Kill the child if it runs and reap it (it has sent its last message, or is killed): moments."""
     with trio.CancelScope(shield=True):
-        await trio.to_thread.run_sync(process.join)
-
-
-def _exit_detail(code: int | None) -> str:
-    if code is not None and code < 0:
-        return f"the child died of {signal.Signals(-code).name}"
-    return f"the child exited with code {code} and no result"
+        await trio.to_thread.run_sync(child.stop)
 
 
 def main(conn: Connection, job: ProbeJob) -> None:
     """Entry point of the spawned child: probe, send the JSON text or the failure; never raises."""
-    ignore_interrupts()
     stage = "start"
 
     def enter(name: str) -> None:

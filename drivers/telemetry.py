@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import psutil
 
+from protocol import Measurement
 from protocol.telemetry import MAX_POINTS, MAX_TEMP_C, MIN_TEMP_C, Telemetry, TelemetryPoint
 
 PERIOD_S: Final = 0.25
@@ -175,6 +176,10 @@ class Sampler:
     def _loop(self) -> None:
         while not self._stop.wait(self.period_s) and self._guarded():
             pass
+
+    def taken(self, part: Measurement) -> Measurement:
+        """The device's telemetry over the block (a meter of `drivers.frame`)."""
+        return part.with_(telemetry=self.telemetry())
 
     def _guarded(self, final: bool = False) -> bool:
         """Take one reading; on an error (an odd sensor driver), stop reading and say why: telemetry

@@ -12,14 +12,13 @@ fails leaves the records as they were: counted per chunk, and declared so.
 
 from __future__ import annotations
 
-import multiprocessing
-import resource
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Final
 
 import trio
 
+from drivers.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
 from protocol import RequestRecord, TokenizerPin
 
 COUNT_TIMEOUT_S: Final = 60.0
@@ -62,39 +61,36 @@ def _with_count(record: RequestRecord, total: int, thought: int, pin: TokenizerP
 
 
 async def _count_apart(pin: TokenizerPin, texts: list[str]) -> tuple[list[int] | None, str]:
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=main, args=(sender, pin, texts), name="sark-tokens", daemon=True)
-    process.start()
-    sender.close()
+    limits = Limits(address_space_mb=MEMORY_MB)
+    try:
+        child = start_child(Entry(__name__, "main"), (pin, texts), name="sark-tokens", limits=limits)
+    except NotStarted as exc:
+        return None, f"counting failed: {exc.detail}"
     try:
         with trio.move_on_after(COUNT_TIMEOUT_S):
-            await trio.lowlevel.wait_readable(receiver.fileno())
-            try:
-                kind, value = receiver.recv()
-            except EOFError:
-                return None, f"the counting child exited with code {process.exitcode}"
-            return (value, "") if kind == "counts" else (None, str(value))
+            while True:
+                await trio.lowlevel.wait_readable(child.receiver.fileno())
+                message = child.receive()
+                if message is None:
+                    await _stopped(child)
+                    return None, f"counting failed: {child.ended()}"
+                if message[0] != STARTED:
+                    return (message[1], "") if message[0] == "counts" else (None, str(message[1]))
         return None, f"counting timed out after {COUNT_TIMEOUT_S:g} s"
+    except NotStarted as exc:
+        return None, f"counting failed: {exc.detail}"
     finally:
-        if process.is_alive():
-            process.kill()
-        with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(process.join)
-        receiver.close()
+        await _stopped(child)
+
+
+async def _stopped(child: Child) -> None:
+    with trio.CancelScope(shield=True):
+        await trio.to_thread.run_sync(child.stop)
 
 
 def main(conn: Connection, pin: TokenizerPin, texts: list[str]) -> None:
-    """Entry point of the child: inflate and parse the tokenizer, count every text; never raises."""
-    try:
-        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        with open("/proc/self/statm") as statm:
-            size = int(statm.read().split()[0]) * resource.getpagesize()
-        cap = size + MEMORY_MB * (1 << 20)
-        if hard == resource.RLIM_INFINITY or cap < hard:
-            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    except (OSError, ValueError):
-        pass  # no /proc (macOS): the deadline still bounds the child
+    """Entry point of the child (capped at `MEMORY_MB` above its size by `drivers.spawning`): inflate
+    and parse the tokenizer, count every text; never raises."""
     try:
         from protocol.tokenizer import Pinned, unpack
 

@@ -4,7 +4,7 @@ The binary (PyInstaller, `.ci/binary`) carries ``build.json`` beside this module
 time: version, commit, and a kind such as ``binary linux-x86_64``. A pip install reads its version
 from the package metadata and its commit from git when the code sits in a checkout (else
 ``unknown``). Only the standard library is imported, and only when asked: ``sark-node --version``
-stays instant, and the drivers can word a missing runtime for the build they run in.
+stays instant. (The drivers word a missing runtime for the build themselves: `drivers.missing`.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -89,22 +88,4 @@ def _git_commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def not_installed(packages: Sequence[str], extra: str, units: str, frozen: bool = FROZEN) -> str:
-    """Why a runtime's units are unavailable when its packages are absent, truthful for this build.
-
-    Args:
-        packages: the missing import names (``torch``, ``transformers``).
-        extra: the pip extra of sark-node that brings them (``torch``, ``llm``).
-        units: what they give, for the binary's sentence (``PyTorch units``, ``generation``).
-        frozen: whether this is the binary (defaults to the running program).
-    """
-    names = ", ".join(packages)
-    if frozen:
-        return (
-            f"{names} not in this build (the binary carries onnxruntime only; install sark-node with pip "
-            f"and the {extra} extra for {units})"
-        )
-    return f"{names} not installed (install sark-node[{extra}])"
-
-
-__all__ = ["FROZEN", "Build", "current", "not_installed"]
+__all__ = ["FROZEN", "Build", "current"]

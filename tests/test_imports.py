@@ -127,13 +127,9 @@ def package_graph(graph: Graph, package: str) -> Graph:
 
 
 DRIVERS_CIRCLE = (
-    "drivers has import circles today: child.py, jobs.py and genchild.py import each other (jobs inside "
-    "a function), and endpoint.py and sender.py (sender under TYPE_CHECKING); issue 42's worker-end "
-    "refactor removes them in parallel: this fails loudly once both are gone"
-)
-DRIVERS_UP = (
-    "drivers imports node.build (not_installed in coreml, llm, torchrt; FROZEN in device) for one "
-    "wording: issue 42 removes the arrow up"
+    "drivers has an import circle today: endpoint.py imports sender.py, and sender.py imports endpoint.py "
+    "under TYPE_CHECKING (for EndpointOptions); this fails loudly once it is gone (the child.py, jobs.py, "
+    "genchild.py circle went with the child frame)"
 )
 
 
@@ -170,11 +166,7 @@ def test_each_scheduler_package_imports_only_those_before_it() -> None:
 
 @pytest.mark.parametrize(
     "package",
-    [
-        "protocol",
-        "scheduler",
-        pytest.param("drivers", marks=pytest.mark.xfail(strict=True, reason=DRIVERS_UP)),
-    ],
+    ["protocol", "scheduler", "drivers"],
 )
 def test_no_arrow_up_into_node_or_gate(package: str) -> None:
     assert imports_outside(package, UP) == []

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
+import subprocess
+import sys
 import threading
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -15,6 +20,7 @@ from drivers.onnx import OnnxDriver
 from protocol import ComputeUnit, FailureReason, ModelFormat, Phase, Stage, TaskSpec
 
 CPU = ComputeUnit.CPU_ONNX
+ROOT: Final = Path(__file__).resolve().parents[2]
 
 
 def _spec(**changes: object) -> TaskSpec:
@@ -158,3 +164,43 @@ def test_a_suffixless_cached_model_runs_when_the_format_is_given(tmp_path: Path)
     assert _fails(cached, _spec(load_runs=1)).reason == FailureReason.FORMAT
     m = measure(cached, _spec(load_runs=1, runs=3), fmt=ModelFormat.ONNX)
     assert m.inference_ms.n == 3
+
+
+NO_NUMPY_PARENT = """
+import json, sys
+from pathlib import Path
+from drivers import TaskFailed, measure
+from protocol import ComputeUnit, TaskSpec
+spec = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, runs=3, warmups=1, load_runs=1)
+try:
+    measure(Path(sys.argv[1]), spec, model_sha256="0" * 64)
+except TaskFailed as exc:
+    print(json.dumps([exc.reason.value, exc.stage and exc.stage.value, exc.detail]))
+print(json.dumps("numpy" in sys.modules))
+"""
+
+
+def test_a_measuring_child_that_cannot_start_is_reported_as_not_started(tmp_path: Path) -> None:
+    """A child whose side cannot be imported (here numpy, shadowed on the worker's own path, which the
+    child inherits) never measured: an internal failure that says it did not start, not a crash."""
+    shadow = tmp_path / "shadow" / "numpy"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('numpy shadowed by the test')\n")
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"never read")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow.parent), str(ROOT)])}
+    done = subprocess.run(
+        [sys.executable, "-c", NO_NUMPY_PARENT, str(model)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    failure, parent_loaded_numpy = (json.loads(line) for line in done.stdout.splitlines())
+    assert not parent_loaded_numpy  # the parent never imports the child's side
+    reason, stage, detail = failure
+    assert (reason, stage) == (FailureReason.INTERNAL.value, Stage.INSPECT.value)
+    assert detail.startswith("m.onnx: inspect failed: the child did not start: ImportError")
+    assert "numpy shadowed by the test" in detail

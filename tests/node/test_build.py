@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from node.build import Build, current, not_installed
+from drivers.missing import not_installed
+from node.build import Build, current
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
