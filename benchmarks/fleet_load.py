@@ -32,7 +32,7 @@ from typing import Any
 
 from swarmlab import OUT, SARK, Lab, start_workers, submitter_id
 
-from scheduler.fleet import arrivals
+from protocol.arrivals import arrivals
 
 FIELDS = ("Requests", "RequestRateAchieved", "ScheduleLagMsP99", "ClientCpuMaxPct", "ClientSaturated",
           "TtftMsMedian", "TtftMsP99", "E2eMsMedian", "Errors", "RequestPerS")  # fmt: skip

@@ -44,7 +44,7 @@ from drivers.llm import GENERATIVE_UNITS, device_for  # noqa: E402
 from drivers.models import packaged_llm  # noqa: E402
 from protocol import ComputeUnit, GenerateSpec, ModelFormat, TaskSpec  # noqa: E402
 from protocol.genstats import tpot_ms  # noqa: E402
-from scheduler.prompts import builtin_prompts, take  # noqa: E402
+from scheduler.language import builtin_prompts, take  # noqa: E402
 
 T = TypeVar("T")
 

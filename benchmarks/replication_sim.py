@@ -1,11 +1,12 @@
 """Replication against lying peers: a seeded simulation over the scheduler's own code.
 
 A fleet of 1,000 peers in 10 device classes (real `DeviceProfile`s, classed by
-`scheduler.classes.device_class`), 5 % of them cheaters that report a fixed 0.5-0.9x of their true
-latency (every process median scaled, so their results stay self-consistent), 10,000 tasks. Each
-replica of a task is picked by `scheduler.replicas.pick_replicas` (distinct identities and hosts; 2 %
-of the peers sit three to a host, one owner with several keys), judged by
-`scheduler.agreement.settle`, and under spot checks placed by `scheduler.reputation.should_check`.
+`scheduler.verification.classes.device_class`), 5 % of them cheaters that report a fixed 0.5-0.9x of
+their true latency (every process median scaled, so their results stay self-consistent), 10,000 tasks.
+Each replica of a task is picked by `scheduler.verification.replicas.pick_replicas` (distinct identities
+and hosts; 2 % of the peers sit three to a host, one owner with several keys), judged by
+`scheduler.verification.agreement.settle`, and under spot checks placed by
+`scheduler.verification.reputation.should_check`.
 
 Timing noise is this machine's: a replica's figure is the median of 3 process medians, each off its
 device's true latency by a normal error with the CV of process medians measured on this machine
@@ -13,9 +14,9 @@ device's true latency by a normal error with the CV of process medians measured 
 7.4 %), and devices of one class differ by 1 % (clock bins, memory timings).
 
 Each settlement adds every replica's offset from the others to its peer's record
-(`scheduler.reputation.PeerRecord.biased`); when a peer turns distrusted, every task it was an
+(`scheduler.verification.reputation.PeerRecord.biased`); when a peer turns distrusted, every task it was an
 agreeing member of is settled again without it (one more replica where the rest are no majority),
-as `scheduler.settling` does within a campaign.
+as `scheduler.state.settling` does within a campaign.
 
 Reported per noise level and policy: the share of cheating results shown as a figure (`replicated`
 ones and, under spot checks, `single` ones never re-run), the share of honest results flagged
@@ -37,11 +38,22 @@ sys.path.insert(0, str(ROOT))  # the packages, before any tests/ folder of the s
 
 from protocol import ComputeUnit, DeviceProfile  # noqa: E402
 from protocol.values import UnitStatus  # noqa: E402
-from scheduler.agreement import Outcome, Replica, Settlement, pooled_spread, settle, spread_of  # noqa: E402
-from scheduler.classes import device_class  # noqa: E402
-from scheduler.dataset import Draws  # noqa: E402
-from scheduler.replicas import Candidate, by_class, pick_replicas  # noqa: E402
-from scheduler.reputation import PeerRecord, distrusted, should_check  # noqa: E402
+from scheduler.language import Draws  # noqa: E402
+from scheduler.verification import (  # noqa: E402  # noqa: E402  # noqa: E402
+    Candidate,
+    Outcome,
+    PeerRecord,
+    Replica,
+    Settlement,
+    by_class,
+    device_class,
+    distrusted,
+    pick_replicas,
+    pooled_spread,
+    settle,
+    should_check,
+    spread_of,
+)
 
 BOARD_CV = 0.01
 NOISE = {"ResNet18 (2.4 %)": 0.024, "MobileNetV2 (6.0 %)": 0.060, "tiny-BERT (7.4 %)": 0.074}

@@ -45,7 +45,7 @@ def vet(text: str) -> dict[str, Any]:
         campaign = sch.parse_campaign(text, source="request body")
     except sch.CampaignError as exc:
         return {"problems": [{"path": p.path, "message": p.problem} for p in exc.problems]}
-    except ValueError as exc:  # urlsplit's ValueError escapes scheduler.sources for some URLs
+    except ValueError as exc:  # urlsplit's ValueError escapes scheduler.language.sources for some URLs
         return {"problems": [{"path": "", "message": f"not a valid campaign: {exc}"}]}
     return {"campaign": campaign.model_dump(mode="json"), "url_fields": url_fields(text, campaign)}
 

@@ -3,7 +3,7 @@
 The worker measures raw parts (the timed samples and how many each process took, every timed load,
 each process's first inference, every request's record and the run's wall time) and `derive`
 computes every figure that rows and reports show from them. The submitter calls `derive` again on
-the signed result and compares (`scheduler.figures`), so a figure that its own samples contradict
+the signed result and compares (`scheduler.verification.figures`), so a figure that its own samples contradict
 is refused rather than shown. Single readings (peak memory, CPU and GPU use, background load, round
 trip) have no raw parts: they are taken as measured, within sane bounds.
 """
@@ -74,7 +74,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     `per_token_instability`). An endpoint task: its requests' end-to-end latency is its
     inference figure; a capacity search's levels are derived again and the search replayed
     (`protocol.capacity.derive_capacity`), its generation figures the knee level's. The raw parts
-    must fit together (`scheduler.figures` checks that first): one count per process adding up to
+    must fit together (`scheduler.verification.figures` checks that first): one count per process adding up to
     the samples, `spec.load_runs` loads per process, one first inference per process,
     generation figures exactly when `spec.generate` is set. Energy figures come from the
     processes' energy readings over the same runs or requests (`protocol.energy`).

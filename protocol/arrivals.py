@@ -1,7 +1,7 @@
 """The one seeded arrival generator of open-loop load: Poisson send times from a SplitMix64 stream.
 
 Pure: the seed is an argument (drawn by the caller and kept with the run). The submitter deals a
-fleet's schedule from it (`scheduler.fleet.deal`) and a lone worker's open loop plans its own sends
+fleet's schedule from it (`scheduler.state.fleet.deal`) and a lone worker's open loop plans its own sends
 with it (`drivers.sender`), so the same seed and rate give the same send times everywhere.
 """
 
@@ -19,7 +19,7 @@ _MASK: Final = (1 << 64) - 1
 class SplitMix64:
     """A seeded stream of 64-bit outputs and uniform floats in [0, 1): SplitMix64 (Steele, Lea,
     Flood 2014), the project's one seeded generator (arrivals here, datasets' prompts in
-    `scheduler.dataset`): the same seed gives the same draws on every platform."""
+    `scheduler.language.dataset`): the same seed gives the same draws on every platform."""
 
     def __init__(self, seed: int) -> None:
         self._state = seed & _MASK
@@ -54,7 +54,7 @@ def open_loop(rate: float, seed: int, duration_s: float | None, prompts: int, mo
     `prompts` when the run has no duration; at most `most` and `MAX_RECORDS` (a result's records).
 
     The worker sends these (`drivers.sender.open_at`); the submitter, which drew the seed, checks the
-    records against them (`scheduler.sendcheck`).
+    records against them (`scheduler.verification.sendcheck`).
     """
     count = min(most, MAX_RECORDS) if duration_s else min(most, prompts)
     return arrivals(rate, duration_s or math.inf, seed, count)

@@ -37,7 +37,7 @@ SEARCH_BYTES: Final = 3 << 20
 TOKEN_BYTES: Final = 9
 RECORD_BYTES: Final = 200
 MAX_LEVELS: Final = 64
-"""Levels one search result holds (the campaign's range must need no more: `scheduler.capacity`)."""
+"""Levels one search result holds (the campaign's range must need no more: `scheduler.language.capacity`)."""
 MIN_EVIDENCE: Final = 10
 """Requests a level must have ended before it may be judged over-saturated."""
 MIN_RISING: Final = 12

@@ -67,7 +67,7 @@ class ChatMessage(Value):
 class Prompt(Value):
     """One prompt of a generate workload, with an optional reference output for quality scores.
 
-    A dataset (`scheduler.dataset`) may give the prompt as chat `messages` (a ShareGPT conversation;
+    A dataset (`scheduler.language.dataset`) may give the prompt as chat `messages` (a ShareGPT conversation;
     `text` is then its first user turn), its exact token length under the pinned tokenizer
     (`input_tokens`), and the output length it asks for (`output_tokens`: sent as `max_tokens`).
     """
@@ -165,7 +165,8 @@ class GenerateSpec(Value):
     slo: Slo = Slo()
     endpoint: Endpoint | None = None
     tokenizer: TokenizerPin | None = None  # counts a server's output when its stream has no usage
-    dataset_seed: int | None = Field(default=None, ge=0)  # a random dataset's seed (`scheduler.dataset`)
+    # a random dataset's seed (`scheduler.language.dataset`)
+    dataset_seed: int | None = Field(default=None, ge=0)
     capacity: CapacitySpec | None = None  # search levels instead of one load (endpoint jobs only)
     # fleet load (protocol.fleet): members asked for (0: every feasible worker), the schedule's seed,
     # and in the offer to one member only, its deal of the shared schedule

@@ -85,8 +85,9 @@ class FailureReason(enum.StrEnum):
     DISK = "disk"
     """The worker's disk (its model cache) is full: tried on another worker."""
     INTERNAL = "internal"
-    # The submitter's refusals of a signed result (`scheduler.figures`): its figures contradict its own
-    # samples (inconsistent), or its numbers cannot be a measurement (invalid: NaN, negative, too long).
+    # The submitter's refusals of a signed result (`scheduler.verification.figures`): its figures
+    # contradict its own samples (inconsistent), or its numbers cannot be a measurement (invalid: NaN,
+    # negative, too long).
     INCONSISTENT = "inconsistent"
     INVALID = "invalid"
 

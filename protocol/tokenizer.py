@@ -4,7 +4,7 @@
 beside the campaign file, as it reads prompts files. The pin is its name and sha256 (the revision a
 row's `TokenSource` names: `tokenizer:<name>@<first 12 hex>`), and the file itself zlib-compressed
 for the worker that counts a server's output with it (`drivers.tokencount`, in a child). On the
-submitter it builds random datasets (`scheduler.dataset`): the bytes are parsed by the `tokenizers`
+submitter it builds random datasets (`scheduler.language.dataset`): the bytes are parsed by the `tokenizers`
 library (no code runs; the file is bounded by `MAX_TOKENIZER_FILE`), imported only when a campaign
 pins one. Pure like the rest of `protocol`: the submitter and the worker share it.
 """
@@ -63,7 +63,7 @@ def unpack(pin: TokenizerPin) -> bytes:
 
 
 class Pinned:
-    """A pinned tokenizer, loaded: what `scheduler.dataset.Vocabulary` asks for.
+    """A pinned tokenizer, loaded: what `scheduler.language.dataset.Vocabulary` asks for.
 
     Bounded before and after parsing: at most `MAX_TOKENIZER_FILE` bytes and `MAX_VOCABULARY` tokens
     (the library's cost grows with both). The library's own failures, a Rust panic included (pyo3's

@@ -291,7 +291,7 @@ class Measurement(Value):
     load_samples_ms: tuple[float, ...] = ()  # every timed load, `load_runs` per process
     first_inferences_ms: tuple[float, ...] = ()  # each process's first inference
     # Each process's fingerprint of its first inference's outputs (`drivers.outputs`): replicas of
-    # one device class must agree on it (`scheduler.agreement`); empty for generate tasks.
+    # one device class must agree on it (`scheduler.verification.agreement`); empty for generate tasks.
     output_fingerprints: tuple[str, ...] = Field(default=(), max_length=20)
     process_medians_ms: tuple[float, ...] = ()
     process_spread_pct: float = 0.0

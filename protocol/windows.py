@@ -49,7 +49,7 @@ def windows(
 ) -> tuple[Window, ...]:
     """The stretches between consecutive marks, each with its median and its telemetry's summary.
 
-    Marks must fit (`scheduler.figures` checks that first): as many runs as times, both
+    Marks must fit (`scheduler.verification.figures` checks that first): as many runs as times, both
     non-decreasing, runs within the samples.
     """
     out = []

@@ -270,7 +270,7 @@ def _matrix(document: dict[str, Any]) -> Group:
 
     from node.submitter.genreport import generation_table
     from node.submitter.tables import matrix_tables
-    from scheduler.report import entries_from_document
+    from scheduler.results import entries_from_document
 
     generation = generation_table(document)
     return Group(*([generation] if generation else []), *matrix_tables(entries_from_document(document)))
@@ -336,8 +336,8 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
 
 
 def _class_name(job: sch.JobPlan, peer: sch.PeerView) -> str:
-    """A peer's device class for the job's unit (`scheduler.classes`), as `plan` shows it."""
-    from scheduler.classes import device_class
+    """A peer's device class for the job's unit (`scheduler.verification.classes`), as `plan` shows it."""
+    from scheduler.verification import device_class
 
     return device_class(peer.profile, job.job.spec.compute_unit).name
 

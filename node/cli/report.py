@@ -112,7 +112,7 @@ def report(
     if (campaign is None) == (diff is None):
         fail("error: give a campaign id (or results.json), or --diff A B", 2)
     if diff is not None:
-        from scheduler.diff import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
+        from scheduler.results import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
 
         bounds = (
             DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
@@ -142,8 +142,7 @@ def _diff(
 ) -> None:
     from node.cli.console import console as out_console
     from node.submitter.tables import diff_table
-    from scheduler.diff import diff_entries
-    from scheduler.report import entries_from_document
+    from scheduler.results import diff_entries, entries_from_document
 
     threshold, alpha = bounds
     before, after = (_document(n, data_dir, config_file) for n in names)

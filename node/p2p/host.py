@@ -229,7 +229,7 @@ class Host:
                 stream = await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
             ip = remote_ip(
                 stream
-            )  # the address this connection reached: a replica's host (scheduler.replicas)
+            )  # the address this connection reached: a replica's host (scheduler.verification.replicas)
             return Channel(LibStream(stream, peer_id), peer_id, read_timeout=read_timeout, remote_ip=ip)
         assert scope.cancelled_caught
         raise PeerTimeout(peer_id, f"opening {protocol}")

@@ -142,7 +142,7 @@ class Node:
     async def profile_and_host(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load, str]:
         """`fresh_profile`, and the IP address the connection that carried it reached ("" unknown:
         relayed). The address the submitter saw, not one the peer advertises: replicas of a task
-        must come from distinct hosts (`scheduler.replicas`)."""
+        must come from distinct hosts (`scheduler.verification.replicas`)."""
         _, body, load, host = await self._ask_profile(peer.peer_id, peer.dial_addrs(), timeout)
         return body, load, host
 

@@ -16,8 +16,7 @@ from node.errors import NodeError
 from node.p2p.node import Node, Peer
 from node.p2p.survey import Shortfall, why_no_workers
 from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, Reachability
-from scheduler.claims import claim_problems
-from scheduler.classes import DeviceClass, device_class
+from scheduler.verification import DeviceClass, claim_problems, device_class
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +146,8 @@ def home_class(profile: DeviceProfile) -> DeviceClass:
 
 
 def claims_of(profiles: Sequence[DeviceProfile]) -> list[tuple[str, ...]]:
-    """Why each advertised device is not believed (`scheduler.claims`): against physics, and against
-    the other profiles of its class among these."""
+    """Why each advertised device is not believed (`scheduler.verification.claims`): against physics,
+    and against the other profiles of its class among these."""
     classes = [home_class(p) for p in profiles]
     found = []
     for i, (profile, cls) in enumerate(zip(profiles, classes, strict=True)):

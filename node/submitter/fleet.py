@@ -4,7 +4,7 @@
 the pure scheduler takes randomness as data) and its start instant, `FLEET_LEAD_S` after that offer
 on the submitter's wall clock; every member's offer then carries its deal of the one schedule
 (`scheduler.deal`); a member offered late (another declined or lost the offer first) is dealt only the
-sends planned at least `OFFER_MARGIN_S` after its offer (`scheduler.fleet.still_ahead`): a replacement
+sends planned at least `OFFER_MARGIN_S` after its offer (`scheduler.state.fleet.still_ahead`): a replacement
 never sends a planned time that has passed. Before each member's offer, `measure_offset` probes the
 worker's clock over `/sark/clock/1.0.0` (`CLOCK_ROUNDS` ping-pong rounds, the tightest round's
 midpoint and its bound); a worker that cannot be probed gets offset 0 and no bound, which its deal says.
@@ -28,7 +28,7 @@ from node.p2p.host import Host
 from node.p2p.wire import Channel
 from protocol import CLOCK, ClockGet, ClockReply, FleetDeal, ProtocolError, TaskSpec
 from protocol.fleet import CLOCK_ROUNDS
-from scheduler.fleet import still_ahead
+from scheduler.state import still_ahead
 
 log = logging.getLogger(__name__)
 

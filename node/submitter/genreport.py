@@ -1,5 +1,5 @@
 """The views of generate tasks: report.html's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L per
-device, each header naming its formula: `scheduler.llmview`), its TTFT and TPOT distributions and
+device, each header naming its formula: `scheduler.results.llmview`), its TTFT and TPOT distributions and
 quality table; the same lead table in Markdown; and the terminal's vertical table at the end of `submit`.
 
 Read from results.json's signed measurements (`generation.records`, every request's raw record), so a
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from node.submitter.pictures import Picture, drawn, inside, left_out, svg_of
 from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
-from scheduler.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
+from scheduler.results import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
 
 if TYPE_CHECKING:
     from rich.console import Group

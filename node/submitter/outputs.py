@@ -19,7 +19,7 @@ from node.submitter.render import render_html
 from node.submitter.store import ResultRecord
 from protocol import Envelope, Measurement, ResultBody, TaskSpec, derive
 from protocol.codec import pack_body, unpack_body
-from scheduler.results.verifyrows import verify_columns
+from scheduler.results import verify_columns
 
 Shown = tuple[dict[str, str], sch.TaskResult | None]
 """One output row and the typed value it was rendered from (None: a capacity search's level row)."""

@@ -2,7 +2,7 @@
 
 report.html is one self-contained file: inline CSS, figures as inline SVG drawn by matplotlib's
 object API (no pyplot state, no backend switch), no script, font or image fetched from anywhere.
-The data it shows is shaped by `scheduler.report`; this module only draws and writes it. Text is
+The data it shows is shaped by `scheduler.results.report`; this module only draws and writes it. Text is
 HTML-escaped where each table is built, and drawn with mathtext off (a "$" a peer wrote stays text).
 The terminal and Markdown views are `tables`.
 """
@@ -22,7 +22,7 @@ from node.submitter.genreport import generation_parts, lead_parts
 from node.submitter.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
 from node.submitter.telereport import telemetry_parts
 from protocol import for_html, visible
-from scheduler.report import (
+from scheduler.results import (
     NO_DEVICE,
     LatencyMatrix,
     ReportEntry,

@@ -27,7 +27,7 @@ from typing import Any, Final
 import psutil
 
 from node.errors import disk_errors
-from scheduler.reputation import PeerRecord
+from scheduler.verification import PeerRecord
 
 
 def utc_now() -> str:
@@ -297,7 +297,7 @@ class CampaignStore:
         ]
 
     def peer_records(self) -> dict[str, PeerRecord]:
-        """Each peer's record of replicated results (`scheduler.reputation`), across campaigns."""
+        """Each peer's record of replicated results across campaigns (`scheduler.verification.reputation`)."""
         with self._connect() as db:
             rows = db.execute(f"SELECT peer_id, {_RECORD} FROM peer_records").fetchall()
         return {r[0]: PeerRecord(*r[1:]) for r in rows}

@@ -15,8 +15,8 @@ from rich.table import Table
 
 from node.submitter.genreport import lead_markdown
 from protocol import for_markdown, for_rich
-from scheduler.diff import DiffRow
-from scheduler.report import (
+from scheduler.results import (
+    DiffRow,
     LatencyMatrix,
     ReportEntry,
     device_label,

@@ -18,7 +18,7 @@ from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import ResultRecord, utc_now
 from protocol import DeviceProfile, TaskSpec
 from protocol.genstats import outputs_fingerprint
-from scheduler.agreement import spread_of
+from scheduler.verification import spread_of
 
 
 @dataclass(frozen=True, slots=True)

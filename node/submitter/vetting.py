@@ -19,7 +19,7 @@ from typing import Final
 
 import scheduler as sch
 from node.intake import LOCAL_CPU_S, LOCAL_MEMORY_BYTES
-from scheduler.document import DocumentError, load_document
+from scheduler.language import DocumentError, load_document
 
 VET_DEADLINE_S: Final = 120.0
 """Wall-clock limit of the child (a campaign with a 64 MB dataset and a large tokenizer takes seconds)."""

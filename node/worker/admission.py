@@ -2,7 +2,7 @@
 
 Pure: a function of the offer, this device's profile, the owner's policy and the worker's load now.
 No I/O, no clock; the negotiator gathers the load (queue room, cache, relay) and sends the answer.
-The checks mirror placement's (`scheduler.placement`), which the submitter ran on the advert: here
+The checks mirror placement's (`scheduler.state.placement`), which the submitter ran on the advert: here
 they run again on the worker's own, current facts. The unit check is the same function.
 """
 

@@ -1,4 +1,5 @@
-"""The results room: what a campaign produced, as rows and files, and the one registry of their columns.
+"""The results room: what a campaign produced, as rows and files, the one registry of their columns,
+and the report shaped from them (entries, matrices, the LLM views, two campaigns compared).
 
 Pure, like the rest of `scheduler`. Every output (results.csv, results.json, the terminal and Markdown
 tables, report.html, `report --diff`, the dashboard and the REST API) takes its columns from here;
@@ -15,6 +16,10 @@ Modules:
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
     verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark
     typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
+    report       a campaign report as data: entries, the device x unit matrix
+    diff         two campaigns compared: tasks paired by worker, then device; each change tested
+    significance the Mann-Whitney U test the diffs use
+    llmview      LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
 """
 
 from __future__ import annotations
@@ -40,6 +45,14 @@ from scheduler.results.columns import (
     flag,
     names,
 )
+from scheduler.results.diff import (
+    DEFAULT_ALPHA,
+    DEFAULT_THRESHOLD_PCT,
+    DiffRow,
+    compare,
+    diff_entries,
+    match_entries,
+)
 from scheduler.results.energyrows import energy_columns
 from scheduler.results.fleetrows import (
     Member,
@@ -50,6 +63,17 @@ from scheduler.results.fleetrows import (
     merged_stats,
 )
 from scheduler.results.genrows import generation_columns
+from scheduler.results.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline, per_request
+from scheduler.results.report import (
+    NO_DEVICE,
+    LatencyMatrix,
+    ReportEntry,
+    device_label,
+    entries_from_document,
+    entry_of,
+    job_index_of,
+    latency_matrices,
+)
 from scheduler.results.rows import (
     Figure,
     failure_row,
@@ -59,43 +83,66 @@ from scheduler.results.rows import (
     shown_figures,
     to_csv,
 )
+from scheduler.results.significance import mann_whitney
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
+from scheduler.results.verifyrows import verify_columns
 
 __all__ = [
     "BY_NAME",
     "CAPACITY_COLUMNS",
     "COLUMNS",
     "CSV_COLUMNS",
+    "DEFAULT_ALPHA",
+    "DEFAULT_THRESHOLD_PCT",
+    "E2E",
     "ENERGY_COLUMNS",
     "EXTENDED_COLUMNS",
     "FLEET_COLUMNS",
     "GENERATION_COLUMNS",
+    "LLM_FIGURES",
+    "NO_DEVICE",
     "REFERENCE_COLUMNS",
     "SEED_COLUMNS",
     "SUSTAIN_COLUMNS",
+    "THROUGHPUT",
     "Column",
+    "DiffRow",
     "Figure",
+    "LatencyMatrix",
+    "LlmFigure",
     "Member",
+    "ReportEntry",
     "Section",
     "TaskResult",
     "capacity_columns",
     "cell",
     "cells",
     "column_formulas",
+    "compare",
+    "device_label",
+    "diff_entries",
     "ended",
     "energy_columns",
+    "entries_from_document",
+    "entry_of",
     "failure_row",
     "flag",
     "fleet_columns",
     "fleet_rows",
     "generation_columns",
+    "headline",
+    "job_index_of",
+    "latency_matrices",
     "level_rows",
+    "mann_whitney",
+    "match_entries",
     "measured",
     "member_row",
     "merged_row",
     "merged_stats",
     "names",
+    "per_request",
     "result_row",
     "results_document",
     "row_of",
@@ -103,4 +150,5 @@ __all__ = [
     "shown_figures",
     "sustain_columns",
     "to_csv",
+    "verify_columns",
 ]

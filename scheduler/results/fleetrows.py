@@ -18,11 +18,11 @@ from typing import Final
 from protocol import GenerateSpec, GenerationStats, RequestRecord
 from protocol.clientload import client_load
 from protocol.genstats import summarize_generation
-from scheduler.campaign import Job
-from scheduler.fleet import FLEET_UNIT, achieved_rate
+from scheduler.language.campaign import Job
 from scheduler.results.columns import CSV_COLUMNS, cell, cells
 from scheduler.results.genrows import generation_columns
-from scheduler.tasks import Status, TaskView
+from scheduler.state.fleet import FLEET_UNIT, achieved_rate
+from scheduler.state.tasks import Status, TaskView
 
 _MB: Final = 1024 * 1024
 

@@ -14,14 +14,14 @@ from datetime import UTC, datetime
 from typing import Final
 
 from protocol import DeviceProfile, Measurement, ResultBody, for_csv
-from scheduler.campaign import Campaign
-from scheduler.endpoints import endpoint_unit
+from scheduler.language.campaign import Campaign
+from scheduler.language.endpoints import endpoint_unit
 from scheduler.results.caprows import capacity_columns
 from scheduler.results.columns import CSV_COLUMNS, cell, cells, column_formulas
 from scheduler.results.energyrows import energy_columns
 from scheduler.results.genrows import generation_columns
 from scheduler.results.sustainrows import sustain_columns
-from scheduler.tasks import Status, TaskView
+from scheduler.state.tasks import Status, TaskView
 
 _MB: Final = 1024 * 1024
 

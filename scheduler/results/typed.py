@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from protocol import GenerationStats, Measurement, ResultBody
 from scheduler.results.rows import failure_row, result_row
-from scheduler.tasks import Status, TaskView
+from scheduler.state.tasks import Status, TaskView
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from scheduler.classes import DeviceClass, device_class
-from scheduler.placement import PeerView
-from scheduler.settling import flagged
-from scheduler.tasks import TaskState, TaskView
+from scheduler.state.placement import PeerView
+from scheduler.state.settling import flagged
+from scheduler.state.tasks import TaskState, TaskView
+from scheduler.verification.classes import DeviceClass, device_class
 
 
 def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
     """Verified, DeviceClass and Claim. Verified: how the task's group settled it (`replicated k/n`,
     `outlier: why`, `disagreed: why`), `single` for an accepted result no other replica checked,
     `pending` while its group is unsettled, "" for a task without a result. Claim: the peer's
-    `claim_unverified` mark and why (`scheduler.claims`)."""
+    `claim_unverified` mark and why (`scheduler.verification.claims`)."""
     verified = ""
     if task.state == TaskState.DONE:
         verified = task.verified or ("pending" if task.replica_group else "single")

@@ -32,8 +32,8 @@ from protocol import (
 )
 from protocol.energy import energy_figures
 from protocol.generation import RequestRecord
-from scheduler.figures import Refusal, check_figures
 from scheduler.results import CSV_COLUMNS, ENERGY_COLUMNS, energy_columns
+from scheduler.verification import Refusal, check_figures
 from tests.lab.powercap import DRAM_RANGE_UJ, DRAM_W, PACKAGE_RANGE_UJ, PACKAGE_W, advancing_powercap, zone
 
 CPU = ComputeUnit.CPU_ONNX

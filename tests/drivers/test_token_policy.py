@@ -17,7 +17,7 @@ from drivers.endpointrun import measure_endpoint
 from protocol import ComputeUnit, Endpoint, GenerateSpec, Measurement, Prompt, TaskSpec
 from protocol.tokenizer import Pinned, pin
 from scheduler import check_figures
-from scheduler.results.genrows import generation_columns
+from scheduler.results import generation_columns
 from tests.lab.bpe import tokenizer_json
 from tests.lab.sse_server import Reply, scheduled, serve_sse
 

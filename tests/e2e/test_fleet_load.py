@@ -20,7 +20,7 @@ from lab.procs import SARK, Proc
 from lab.sse_server import Reply, scheduled, serve_sse
 
 from e2e.conftest import Swarm
-from scheduler.fleet import arrivals
+from protocol.arrivals import arrivals
 
 RATE, DURATION_S, SEED = 40.0, 4.0, 24
 FIRST_S, EVERY_S = 0.05, 0.005

@@ -23,8 +23,8 @@ from lab.procs import Proc
 from lab.sse_server import Reply, scheduled, serve_sse
 
 from e2e.conftest import ROOT, CampaignLab, Swarm, submitter_id
-from scheduler.fleet import arrivals
-from scheduler.sendcheck import LATE_SLACK_S
+from protocol.arrivals import arrivals
+from scheduler.verification import LATE_SLACK_S
 
 LOADLIAR = ROOT / "tests" / "lab" / "loadliar.py"
 RATE, DURATION_S, SEED, SIZE = 10.0, 8.0, 29, 4

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from protocol import ModelRef
-from scheduler.figures import OVERRUN
-from scheduler.leases import transfer_allowance_s
+from scheduler.state import transfer_allowance_s
+from scheduler.verification import OVERRUN
 
 STALL = ROOT / "tests" / "lab" / "stall.py"
 TIMEOUT_S = 5.0

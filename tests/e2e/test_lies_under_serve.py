@@ -20,8 +20,8 @@ import httpx
 from e2e.conftest import MODEL, ROOT, CampaignLab, Health, Swarm, campaign_end, submitter_id
 from e2e.test_bounds import REFUSED
 from protocol import ModelRef
-from scheduler.bounds import OVERRUN
-from scheduler.leases import transfer_allowance_s
+from scheduler.state import transfer_allowance_s
+from scheduler.verification import OVERRUN
 
 BOUNDLIAR = ROOT / "tests" / "lab" / "boundliar.py"
 STALL = ROOT / "tests" / "lab" / "stall.py"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
-from scheduler.report import entries_from_document
+from scheduler.results import entries_from_document
 
 LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
 HONEST = ("h0", "h1", "h2")

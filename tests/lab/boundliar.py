@@ -5,8 +5,8 @@ with its own key; only `drivers.measure` is wrapped, in this process. Each measu
 real, then one reading that no raw part re-derives is replaced by a lie chosen by the task's `runs`
 (`LIES`), and every figure is derived again from the result with `protocol.derive`, as an honest
 worker derives them: the old consistency check passes, and only the submitter's bounds
-(`scheduler.bounds`) can refuse it. A task whose `runs` names no lie is measured honestly. Nothing in
-the product reads this file.
+(`scheduler.verification.bounds`) can refuse it. A task whose `runs` names no lie is measured honestly.
+Nothing in the product reads this file.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The dashboard's views of an LLM campaign, in headless Chromium: the generation table leads with TTFT,
-TPOT, ITL, decode tok/s and ROUGE-L under the labels and formulas of `scheduler.llmview`, and the
+TPOT, ITL, decode tok/s and ROUGE-L under the labels and formulas of `scheduler.results.llmview`, and the
 latency strip writes its ticks in plain milliseconds, none over the caption or cut at the edge.
 
 The page is the real dashboard.html; its own render functions draw the rows of a real results.json
@@ -18,7 +18,7 @@ from test_http_dashboard import CHROMIUM, STRIP, Cdp, page
 
 from protocol import Measurement
 from scheduler import shown_figures
-from scheduler.llmview import E2E, LLM_FIGURES
+from scheduler.results import E2E, LLM_FIGURES
 
 pytestmark = [
     pytest.mark.chromium,

@@ -19,8 +19,7 @@ from rich.console import Console
 from node.submitter.render import render_html
 from node.submitter.tables import diff_table, matrix_tables, render_markdown
 from scheduler import CSV_COLUMNS, to_csv
-from scheduler.diff import diff_entries
-from scheduler.report import entries_from_document
+from scheduler.results import diff_entries, entries_from_document
 
 FORMULA = '=HYPERLINK("http://evil","x")'
 ESCAPES = "\x1b[2J\x1b]8;;http://evil\x07click\x1b]8;;\x07\x9b31m\x7f"

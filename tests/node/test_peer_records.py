@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from node.submitter.store import CampaignStore
-from scheduler.reputation import PeerRecord
+from scheduler.verification import PeerRecord
 
 
 def test_settled_groups_add_up_per_peer_and_survive_a_reopened_store(tmp_path: Path) -> None:

@@ -14,8 +14,7 @@ from node.submitter.genreport import generation_parts, generation_table, lead_ma
 from node.submitter.tables import diff_table
 from protocol import GenerateSpec, Prompt, RequestRecord
 from protocol.genstats import summarize_generation
-from scheduler.diff import diff_entries
-from scheduler.report import entries_from_document
+from scheduler.results import diff_entries, entries_from_document
 
 
 def _document() -> dict[str, Any]:

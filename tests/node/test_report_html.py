@@ -12,8 +12,7 @@ from rich.console import Console
 
 from node.submitter.render import load_document, render_html, write_html_report
 from node.submitter.tables import diff_table, matrix_tables, render_markdown
-from scheduler.diff import DiffRow
-from scheduler.report import entries_from_document
+from scheduler.results import DiffRow, entries_from_document
 
 
 def _result(

@@ -17,9 +17,7 @@ from protocol import (
     derive,
 )
 from protocol.aggregate import NO_SAMPLES
-from scheduler.diff import compare
-from scheduler.report import entry_of
-from scheduler.results.sustainrows import sustain_columns
+from scheduler.results import compare, entry_of, sustain_columns
 
 SAMPLES = (10.0,) * 100 + (16.0,) * 60
 

@@ -42,8 +42,7 @@ from node.submitter.tables import diff_table, matrix_tables, render_markdown
 from node.submitter.telereport import telemetry_parts
 from protocol import ComputeUnit, DeviceProfile, Measurement, ModelRef
 from protocol.values import Load
-from scheduler.diff import diff_entries
-from scheduler.report import entries_from_document
+from scheduler.results import diff_entries, entries_from_document
 
 HERE: Final = Path(__file__).parent
 TENSOR: Final = json.loads((HERE / "tensor_results.json").read_text())

@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 import scheduler as sch
 from node.submitter.vetting import vet_local
 from protocol.tokenizer import Pinned, TokenizerError
-from scheduler.dataset import sharegpt_prompts
-from scheduler.prompts import parse_jsonl
+from scheduler.language import parse_jsonl, sharegpt_prompts
 from tests.lab.bpe import tokenizer_json
 
 CAMPAIGN = """name: fuzz

@@ -6,9 +6,7 @@ from __future__ import annotations
 from protocol import GenerateSpec, GenerationStats, Prompt, RequestRecord
 from protocol.aggregate import per_token_instability
 from protocol.genstats import summarize_generation
-from scheduler.diff import diff_entries
-from scheduler.llmview import LLM_FIGURES, headline, per_request
-from scheduler.report import ReportEntry
+from scheduler.results import LLM_FIGURES, ReportEntry, diff_entries, headline, per_request
 
 SPEC = GenerateSpec(
     prompts=(Prompt(id="a", text="x", reference="the cat sat on the mat"),),

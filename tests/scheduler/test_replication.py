@@ -10,23 +10,24 @@ import pytest
 
 from protocol import ComputeUnit, DeviceProfile
 from protocol.values import Calibration, GpuInfo, UnitStatus
-from scheduler.agreement import (
-    BOARD,
-    CEILING,
-    K,
+from scheduler.language import Draws
+from scheduler.verification import (
+    Candidate,
     Outcome,
+    PeerRecord,
     Replica,
-    agree,
-    band,
+    by_class,
+    claim_problems,
+    device_class,
+    pick_replicas,
     pooled_spread,
     settle,
+    should_check,
     spread_of,
 )
-from scheduler.claims import claim_problems
-from scheduler.classes import device_class, major_minor, memory_bucket_gib
-from scheduler.dataset import Draws
-from scheduler.replicas import Candidate, by_class, pick_replicas
-from scheduler.reputation import BIAS_MIN, TRUST_AFTER, PeerRecord, check_probability, draw, should_check
+from scheduler.verification.agreement import BOARD, CEILING, K, agree, band
+from scheduler.verification.classes import major_minor, memory_bucket_gib
+from scheduler.verification.reputation import BIAS_MIN, TRUST_AFTER, check_probability, draw
 
 CPU = ComputeUnit.CPU_ONNX
 
@@ -75,7 +76,7 @@ def test_memory_buckets_and_versions() -> None:
 
 
 def cand(i: int, cls: str = "A", host: str | None = None) -> Candidate:
-    from scheduler.classes import DeviceClass
+    from scheduler.verification import DeviceClass
 
     return Candidate(f"p{i}", DeviceClass(cls), f"h{i}" if host is None else host)
 

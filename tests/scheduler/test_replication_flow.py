@@ -21,8 +21,8 @@ from scheduler import (
     TaskState,
     parse_campaign,
 )
-from scheduler.placement import PeerView, explain
-from scheduler.reputation import PeerRecord
+from scheduler.state import PeerView, explain
+from scheduler.verification import PeerRecord
 
 YAML = f"""\
 model: {{url: https://example.org/m.onnx, sha256: {SHA}}}

@@ -5,18 +5,20 @@ from __future__ import annotations
 import pytest
 
 from protocol import ComputeUnit, DeviceProfile, Measurement, Stats
-from scheduler.diff import compare, diff_entries, match_entries
-from scheduler.report import (
+from scheduler.results import (
+    COLUMNS,
     NO_DEVICE,
     ReportEntry,
+    compare,
     device_label,
+    diff_entries,
     entries_from_document,
     entry_of,
     job_index_of,
     latency_matrices,
+    mann_whitney,
+    match_entries,
 )
-from scheduler.results import COLUMNS
-from scheduler.significance import mann_whitney
 
 # Reference values from scipy.stats.mannwhitneyu(a, b, method="asymptotic") (continuity and tie corrected).
 MWU_CASES = [

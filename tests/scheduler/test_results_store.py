@@ -29,8 +29,7 @@ from node.submitter.outputs import (
 from node.submitter.store import CampaignStore, ResultRecord
 from protocol import FailureReason, TaskSpec
 from protocol.codec import pack_body, unpack_body
-from scheduler.report import entries_from_document
-from scheduler.results import COLUMNS, cell, cells
+from scheduler.results import COLUMNS, cell, cells, entries_from_document
 
 OLD_RESULTS = """
 CREATE TABLE results (

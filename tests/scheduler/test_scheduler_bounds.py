@@ -1,4 +1,5 @@
-"""The readings no raw part re-derives, bounded where the submitter checks a result (`scheduler.bounds`).
+"""The readings no raw part re-derives, bounded where the submitter checks a result
+(`scheduler.verification.bounds`).
 
 Each honest measurement is built as a worker builds one (raw parts, then `protocol.derive`); each lie
 is derived again the same way, so the old consistency check passes and only the bound can refuse it.
@@ -37,6 +38,7 @@ from protocol import (
 from protocol.aggregate import NO_SAMPLES
 from protocol.genstats import summarize_generation
 from scheduler import CampaignError, Refusal, check_figures, parse_campaign
+from scheduler.language.capacity import rate_levels
 
 CPU_TASK = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, runs=5, load_runs=1, processes=1, timeout_s=60.0)
 GPU_TASK = CPU_TASK.with_(compute_unit=ComputeUnit.GPU_ONNX)
@@ -395,7 +397,7 @@ def test_a_rate_range_needing_more_levels_than_a_result_holds_is_refused(
 
 
 def test_a_rate_range_of_64_levels_is_accepted() -> None:
-    assert sch.capacity.rate_levels(1, 2**59, 10) == 64  # 60 doublings, then 4 bisections to 10 %
+    assert rate_levels(1, 2**59, 10) == 64  # 60 doublings, then 4 bisections to 10 %
     (job,) = parse_campaign(CAPACITY.replace("LOW", "1").replace("HIGH", str(2**59))).jobs
     assert job.spec.generate is not None
     assert job.spec.generate.capacity is not None

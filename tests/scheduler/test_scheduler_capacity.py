@@ -17,7 +17,7 @@ from protocol import (
 from protocol.aggregate import NO_SAMPLES
 from protocol.capacity import derive_capacity, level_spec, saturation
 from protocol.genstats import summarize_generation
-from scheduler.results.caprows import capacity_columns, level_rows
+from scheduler.results import capacity_columns, level_rows
 
 SEARCH = """
 name: knee

@@ -13,7 +13,8 @@ import pytest
 import scheduler as sch
 from protocol import GenerateSpec
 from protocol.tokenizer import Pinned, TokenizerError, pin, unpack
-from scheduler.dataset import MAX_INPUT_TOKENS, Draws, Lengths
+from scheduler.language import Draws
+from scheduler.language.dataset import MAX_INPUT_TOKENS, Lengths
 from tests.lab.bpe import tokenizer_json
 
 CAMPAIGN = """

@@ -8,8 +8,9 @@ import tracemalloc
 import pytest
 
 from scheduler import CampaignError, parse_campaign
-from scheduler.document import MAX_NODES, DocumentError, load_document
-from scheduler.problems import describe
+from scheduler.language import DocumentError, load_document
+from scheduler.language.document import MAX_NODES
+from scheduler.language.problems import describe
 from tests.lab.badfiles import BILLION_LAUGHS
 
 

@@ -11,21 +11,20 @@ import pytest
 from scheduler_harness import Node, cpu_fleet
 
 from protocol import Endpoint, GenerateSpec, ModelRef, Prompt, RequestRecord
+from protocol.arrivals import SplitMix64, arrivals
 from protocol.genstats import summarize_generation
 from scheduler import CampaignError, Scheduler, SendOffer, TaskView, parse_campaign
-from scheduler.fleet import (
+from scheduler.results import Member, fleet_columns, fleet_rows
+from scheduler.state import (
     ClockRound,
-    SplitMix64,
+    TaskState,
     achieved_rate,
-    arrivals,
     clock_offset,
     deal,
     lag_p99_ms,
     saturated,
     still_ahead,
 )
-from scheduler.results.fleetrows import Member, fleet_columns, fleet_rows
-from scheduler.tasks import TaskState
 
 PROMPTS = (Prompt(id="a", text="one"), Prompt(id="b", text="two"))
 

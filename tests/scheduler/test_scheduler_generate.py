@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import scheduler as sch
-from scheduler.prompts import builtin_prompts, parse_jsonl, take
+from scheduler.language import builtin_prompts, parse_jsonl, take
 
 CAMPAIGN = """
 name: smollm

@@ -10,7 +10,7 @@ import pytest
 
 from protocol import MAX_INPUT_DATA
 from scheduler import CampaignError, parse_campaign
-from scheduler.generate import campaign_files
+from scheduler.language import campaign_files
 
 HEAD = "model: {path: m.onnx}\njobs:\n  - compute_unit: CPU (ONNX)\n"
 

@@ -17,8 +17,9 @@ from scheduler import (
     Tick,
     parse_campaign,
 )
-from scheduler.figures import OVERRUN
-from scheduler.leases import TRANSFER_BASE_S, lease_end, transfer_allowance_s
+from scheduler.state import transfer_allowance_s
+from scheduler.state.leases import TRANSFER_BASE_S, lease_end
+from scheduler.verification import OVERRUN
 
 TIMEOUT_S = 20.0
 CAMPAIGN = f"""\

@@ -20,7 +20,7 @@ from scheduler import (
     parse_campaign,
     rank,
 )
-from scheduler.placement import plan_job
+from scheduler.state import plan_job
 
 MB = 1024 * 1024
 GPU = ComputeUnit.GPU_ONNX

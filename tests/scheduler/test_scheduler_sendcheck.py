@@ -28,7 +28,7 @@ from protocol.arrivals import open_loop
 from protocol.generation import MAX_RECORDS
 from protocol.genstats import summarize_generation
 from scheduler import Refusal, check_figures, check_sends, deal
-from scheduler.sendcheck import LATE_SLACK_S
+from scheduler.verification import LATE_SLACK_S
 
 GENERATE = GenerateSpec(
     prompts=(Prompt(id="a", text="one"), Prompt(id="b", text="two")),

@@ -18,7 +18,7 @@ from protocol import (
 )
 from protocol.aggregate import NO_SAMPLES
 from scheduler import CampaignError, Refusal, check_figures, parse_campaign
-from scheduler.results.sustainrows import sustain_columns
+from scheduler.results import sustain_columns
 
 SPEC = TaskSpec(
     compute_unit=ComputeUnit.CPU_ONNX, sustain=SustainSpec(duration_s=4.0, window_s=2.0), timeout_s=60

@@ -1,0 +1,186 @@
+"""A job's ``generate:`` block and ``quality:`` list -> `GenerateSpec`, with every problem at its path.
+
+Pure: a prompts file arrives as bytes in `files` (read by node/ beside the campaign file, keyed by the
+name the campaign wrote); ``builtin:<set>`` needs no file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Final
+
+import yaml
+from pydantic import ValidationError
+
+from protocol import GenerateSpec, Prompt, TaskSpec, TokenizerPin
+from protocol.tokenizer import Pinned
+from scheduler.language import prompts as prompt_sets
+from scheduler.language.datablock import Made, dataset_files, made_dataset, tokenizer_of
+from scheduler.language.endpoints import LOAD_FIELDS, load_levels
+from scheduler.language.fleet import fleet_field
+from scheduler.language.inputdata import input_data_files
+from scheduler.language.problems import Problems, check_keys, describe, dig, unread
+
+GENERATE_FIELDS: Final = (
+    "prompts",
+    "dataset",
+    "tokenizer",
+    "num_prompts",
+    "max_new_tokens",
+    "ignore_eos",
+    "chat",
+    *LOAD_FIELDS,
+)
+QUALITY_METRICS: Final = ("rouge",)
+# A generate job loads a model of hundreds of MB: two loads (first and repeated) and one warm-up request.
+GENERATE_DEFAULTS: Final[dict[str, int]] = {"load_runs": 2, "warmups": 1}
+
+
+def generate_specs(
+    spec: TaskSpec | None,
+    fields: Mapping[str, object],
+    path: str,
+    files: Mapping[str, bytes],
+    problems: Problems,
+) -> list[TaskSpec]:
+    """The job's task spec with its `generate:` block and `quality:`, one per load level, with a generate
+    job's load and warm-up defaults; the spec alone when the job generates nothing."""
+    if "generate" not in fields:
+        if "quality" in fields:
+            problems.add(f"{path}.quality", "quality metrics need a generate: block")
+        return [] if spec is None else [spec]
+    generated = parse_generate(fields["generate"], fields.get("quality"), path, files, problems)
+    if "endpoint" not in fields and any(g.capacity is not None for g in generated):
+        problems.add(f"{path}.generate.capacity", "a capacity search drives a model server: give an endpoint")
+    fleet = fleet_field(fields, path, problems)
+    generated = [g.with_(**fleet) for g in generated] if fleet is not None else generated
+    if spec is None:
+        return []
+    defaults = {
+        name: value
+        for name, value in GENERATE_DEFAULTS.items()
+        if {"load_runs": "load_runs", "warmups": "warmup_runs"}[name] not in fields
+    }
+    return [spec.with_(generate=g, **defaults) for g in generated]
+
+
+def campaign_files(text: str) -> list[str]:
+    """The files a campaign's jobs name, for node/ to read first: prompts files of generate jobs (not
+    built-in sets), their tokenizers and dataset files (`scheduler.language.datablock`), and input data files
+    (`scheduler.language.inputdata`)."""
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError, RecursionError):
+        return []  # parse_campaign reports it
+    raw_jobs = data.get("jobs") if isinstance(data, dict) else None
+    names: list[str] = []
+    for job in raw_jobs if isinstance(raw_jobs, list) else []:
+        block = job.get("generate") if isinstance(job, dict) else None
+        source = block.get("prompts") if isinstance(block, dict) else None
+        if (
+            isinstance(source, str)
+            and not source.startswith(prompt_sets.BUILTIN_PREFIX)
+            and source not in names
+        ):
+            names.append(source)
+        more = dataset_files(block) if isinstance(block, dict) else []
+        names += [name for name in [*more, *input_data_files(job)] if name not in names]
+    return names
+
+
+def parse_generate(
+    raw: object, quality: object, path: str, files: Mapping[str, bytes], problems: Problems
+) -> list[GenerateSpec]:
+    """The job's `GenerateSpec`s, one per load level, or none with its problems recorded
+    (``jobs[0].generate.max_new_tokens``)."""
+    where = f"{path}.generate"
+    if not isinstance(raw, dict):
+        problems.add(where, f"expected a mapping ({', '.join(GENERATE_FIELDS)}), got {describe(raw)}")
+        return []
+    before = len(problems.items)
+    check_keys(raw, where, GENERATE_FIELDS, problems)
+    count = raw.get("num_prompts")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        problems.add(f"{where}.num_prompts", f"expected a whole number from 1, got {describe(count)}")
+        count = None
+    pinned = tokenizer_of(raw, where, files, problems)
+    made = _made(raw, where, files, pinned, count, problems)
+    metrics = _quality(quality, f"{path}.quality", problems)
+    levels = load_levels(raw, where, problems)
+    if made is None or len(problems.items) > before:
+        return []
+    fields = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat") if k in raw} | {
+        "prompts": prompt_sets.take(made.prompts, count),
+        "prompts_source": made.source,
+        "prompts_sha256": made.digest,
+        "quality": metrics,
+        "tokenizer": None if pinned is None else pinned[0],
+        "dataset_seed": made.seed,
+    }
+    specs: list[GenerateSpec] = []
+    for level in levels:
+        try:
+            specs.append(GenerateSpec.model_validate(fields | level, strict=False))
+        except ValidationError as exc:
+            for error in exc.errors():
+                field = dig(error["loc"]).lstrip(".")
+                message = error["msg"].replace("Input should be", "must be")
+                problems.add(f"{where}.{field}", f"{message}, got {describe(error.get('input'))}")
+    return specs if len(specs) == len(levels) else []
+
+
+def _made(
+    raw: Mapping[str, object],
+    where: str,
+    files: Mapping[str, bytes],
+    pinned: tuple[TokenizerPin, Pinned] | None,
+    count: int | None,
+    problems: Problems,
+) -> Made | None:
+    """The block's prompts: its `dataset:` (`scheduler.language.datablock`) or its `prompts:` file or set."""
+    if "dataset" not in raw:
+        loaded = _prompts(raw.get("prompts"), f"{where}.prompts", files, problems)
+        return None if loaded is None else Made(*loaded)
+    if "prompts" in raw:
+        problems.add(f"{where}.dataset", "give prompts or a dataset, not both")
+        return None
+    if pinned is None and raw.get("tokenizer") is not None:
+        return None  # the tokenizer's problem is recorded; the dataset cannot be built without it
+    vocabulary = None if pinned is None else pinned[1]
+    return made_dataset(raw["dataset"], f"{where}.dataset", files, vocabulary, count, problems)
+
+
+def _prompts(
+    source: object, where: str, files: Mapping[str, bytes], problems: Problems
+) -> tuple[tuple[Prompt, ...], str, str] | None:
+    if not isinstance(source, str) or not source:
+        problems.add(where, f"required: a JSONL file or builtin:summaries, got {describe(source)}")
+        return None
+    if source.startswith(prompt_sets.BUILTIN_PREFIX):
+        name = source.removeprefix(prompt_sets.BUILTIN_PREFIX)
+        try:
+            prompts, digest = prompt_sets.builtin_prompts(name)
+        except KeyError:
+            problems.add(
+                where, f"unknown built-in set {name!r}; known: {', '.join(prompt_sets.BUILTIN_SETS)}"
+            )
+            return None
+        return prompts, digest, source
+    if source not in files:
+        problems.add(where, unread(files, source, f"cannot read prompts file {source!r}"))
+        return None
+    prompts, bad = prompt_sets.parse_jsonl(files[source], source)
+    for problem in bad:
+        problems.add(where, f"{source}: {problem}")
+    return (prompts, prompt_sets.digest_bytes(files[source]), source) if not bad else None
+
+
+def _quality(raw: object, where: str, problems: Problems) -> tuple[str, ...]:
+    items = [] if raw is None else [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or any(m not in QUALITY_METRICS for m in items):
+        problems.add(
+            where, f"expected a list of metrics from {', '.join(QUALITY_METRICS)}, got {describe(raw)}"
+        )
+        return ()
+    return tuple(dict.fromkeys(str(m) for m in items))

@@ -1,0 +1,200 @@
+"""What a campaign report shows, as data: entries and the device x unit latency matrix (`diff`
+compares two campaigns' entries).
+
+Pure: no files, clock, plotting or printing. `node.submitter.render` draws and writes what this module shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Stats, Value
+from scheduler.state.settling import flagged
+
+NO_DEVICE: Final = "(no device)"
+
+
+class ReportEntry(Value):
+    """One task of a campaign as the report shows it (a result row plus its raw samples)."""
+
+    task_id: str
+    job_index: int
+    status: str
+    model: str
+    model_sha256: str = ""
+    unit: str
+    device: str
+    fingerprint: str = ""
+    worker: str = ""
+    median_ms: float | None = None
+    samples_ms: tuple[float, ...] = ()
+    process_medians_ms: tuple[float, ...] = ()
+    process_spread_pct: float | None = None
+    unstable: bool = False
+    unstable_reasons: tuple[str, ...] = ()
+    load_ms_median: float | None = None
+    load_first_ms: float | None = None
+    first_inference_ms: float | None = None
+    peak_load_ram_mb: float | None = None
+    peak_inference_ram_mb: float | None = None
+    conditions: RunConditions | None = None
+    throttled: str = ""  # a sustained run that drifted: its causes (`ThrottleCauses`), else ""
+    device_profile: DeviceProfile | None = None
+    generation: GenerationStats | None = None
+    detail: str = ""
+    verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
+
+    @property
+    def complete(self) -> bool:
+        """Whether the task produced a measurement that may stand as its figure
+        (`scheduler.state.settling`)."""
+        return self.status == "Complete" and self.median_ms is not None and not flagged(self.verified)
+
+
+class MatrixCell(Value):
+    """One device x unit cell: the median of process medians, or the task's ending."""
+
+    median_ms: float | None = None
+    status: str = ""
+    unstable: bool = False
+    task_id: str = ""
+
+
+class LatencyMatrix(Value):
+    """Median inference latency of one model, devices down, compute units (or jobs) across."""
+
+    model: str
+    devices: tuple[str, ...]
+    columns: tuple[str, ...]
+    cells: tuple[tuple[MatrixCell | None, ...], ...]
+
+
+def job_index_of(task_id: str) -> int:
+    """The job index inside a task id ``{campaign_id}-job-{index}-{n}`` (0 if it has none)."""
+    _, _, tail = task_id.rpartition("-job-")
+    head = tail.split("-", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def entry_of(
+    row: Mapping[str, str],
+    samples_ms: Sequence[float],
+    device: DeviceProfile | None = None,
+    measurement: Measurement | None = None,
+    merged: Stats | None = None,
+) -> ReportEntry:
+    """The report's view of one task: who and what from its row's text (task, status, model, unit,
+    device, worker, ending), every figure from its typed value: the measurement the submitter
+    derived (or, for a fleet's merged row, its merged end-to-end figures). No figure is read back
+    from a cell: a row without a typed value has none."""
+    detail = "; ".join(x for x in (row.get("FailureReason", ""), row.get("Detail", "")) if x)
+    entry = ReportEntry(
+        task_id=row.get("JobId", ""),
+        job_index=job_index_of(row.get("JobId", "")),
+        status=row.get("Status", ""),
+        model=row.get("FileName", ""),
+        model_sha256=row.get("ModelSha256", ""),
+        unit=row.get("ComputeUnits", ""),
+        device=row.get("DeviceName", "") or NO_DEVICE,
+        fingerprint=device.fingerprint if device is not None else "",
+        worker=row.get("WorkerPeerId", ""),
+        median_ms=merged.median if merged is not None else None,
+        samples_ms=tuple(samples_ms),
+        device_profile=device,
+        detail=detail,
+        verified=row.get("Verified", ""),
+    )
+    return entry if measurement is None else entry.with_(**_figures(measurement))
+
+
+def _figures(m: Measurement) -> dict[str, Any]:
+    """An entry's figures from a derived measurement."""
+    sustained = m.sustained
+    throttled = sustained is not None and sustained.throttled
+    causes = ";".join(c.value for c in sustained.causes) if sustained is not None else ""
+    return {
+        "median_ms": m.inference_ms.median,
+        "process_medians_ms": m.process_medians_ms,
+        "process_spread_pct": m.process_spread_pct,
+        "unstable": m.unstable,
+        "unstable_reasons": m.unstable_reasons,
+        "load_ms_median": m.load_ms.median,
+        "load_first_ms": m.load_first_ms,
+        "first_inference_ms": m.first_inference_ms,
+        "peak_load_ram_mb": m.peak_load_ram_mb,
+        "peak_inference_ram_mb": m.peak_inference_ram_mb,
+        "conditions": m.conditions,
+        "throttled": (causes or "unexplained") if throttled else "",
+        "generation": m.generation,
+    }
+
+
+def entries_from_document(document: Mapping[str, Any]) -> tuple[ReportEntry, ...]:
+    """Every entry of a results.json document (rows, raw samples, each row's "signed" part with the
+    derived measurement, a fleet's "merged" figures), a capacity search's level rows left out."""
+    entries = []
+    for result in document.get("results", []):
+        if result["row"].get("CapacityRow") == "level":
+            continue  # a capacity search's level: its task's Capacity row stands for it (results.caprows)
+        signed = result.get("signed") or None
+        device = DeviceProfile.model_validate(signed["device"]) if signed else None
+        measurement = Measurement.model_validate(signed["measurement"]) if signed else None
+        merged = (result.get("merged") or {}).get("e2e_ms")
+        e2e = Stats.model_validate(merged) if merged else None
+        entries.append(entry_of(result["row"], result.get("samples_ms", ()), device, measurement, e2e))
+    return tuple(entries)
+
+
+def column_of(entry: ReportEntry, shared_units: Iterable[str] = ()) -> str:
+    """The matrix column of an entry: its unit, with the job when several jobs share that unit."""
+    return f"{entry.unit} · job {entry.job_index}" if entry.unit in set(shared_units) else entry.unit
+
+
+def _shared_units(entries: Sequence[ReportEntry]) -> set[str]:
+    jobs: dict[str, set[int]] = {}
+    for e in entries:
+        jobs.setdefault(e.unit, set()).add(e.job_index)
+    return {unit for unit, indexes in jobs.items() if len(indexes) > 1}
+
+
+def device_label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
+    """A device's row name: its name, with the worker's id tail on every row when two workers share it."""
+    if entry.device == NO_DEVICE:
+        return NO_DEVICE
+    workers = {e.worker for e in entries if e.device == entry.device and e.worker}
+    return f"{entry.device} [{entry.worker[-6:] or 'no worker'}]" if len(workers) > 1 else entry.device
+
+
+def _cell(entry: ReportEntry) -> MatrixCell:
+    return MatrixCell(
+        median_ms=entry.median_ms if entry.complete else None,
+        status=entry.status,
+        unstable=entry.unstable,
+        task_id=entry.task_id,
+    )
+
+
+def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...]:
+    """One device x compute-unit matrix per model, devices and columns sorted (no device last).
+
+    A cell holds the completed task's median when there is one, else the task's ending.
+    """
+    matrices = []
+    for model in sorted({e.model for e in entries}):
+        mine = [e for e in entries if e.model == model]
+        shared = _shared_units(mine)
+        placed: dict[tuple[str, str], ReportEntry] = {}
+        for e in mine:
+            key = (device_label(e, mine), column_of(e, shared))
+            if key not in placed or (e.complete and not placed[key].complete):
+                placed[key] = e
+        devices = sorted({d for d, _ in placed}, key=lambda d: (d == NO_DEVICE, d))
+        columns = sorted({c for _, c in placed})
+        cells = tuple(
+            tuple(_cell(placed[(d, c)]) if (d, c) in placed else None for c in columns) for d in devices
+        )
+        matrices.append(
+            LatencyMatrix(model=model, devices=tuple(devices), columns=tuple(columns), cells=cells)
+        )
+    return tuple(matrices)

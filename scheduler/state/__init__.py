@@ -1,0 +1,156 @@
+"""The scheduling state machine: a campaign's tasks placed on peers, offered, leased, retried, ended.
+
+Pure, like the rest of `scheduler`: events in (`events`), commands out, time an argument
+(`Scheduler.handle(event, now)`, `Scheduler.next_deadline`). One task of `node.submitter` owns a
+`Scheduler` and feeds it; nobody else mutates it. It builds on the campaign language and on
+verification's judgements (`scheduler.verification`: classes, replicas, agreement, reputation); where
+those meet the tasks (a replicated job's groups, a group's verdict) is here, in `replication` and
+`settling`.
+
+Modules:
+    placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
+    replication  a replicated job's placement: groups of verify.replicas, one class each
+    tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids and fan-out
+    retry      which failures end a task, which peer a retry goes to, backoff
+    leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
+    events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
+    fleet      fleet load: the seeded schedule and its deal, clock offsets, lag, saturation
+    settling   a replica group's verdict in the machine: labels, or one more replica
+    machine    Scheduler: one per campaign, handle(event, now) -> commands
+"""
+
+from __future__ import annotations
+
+from scheduler.state.events import (
+    DEFAULT_LEASE_TTL_S,
+    CancelRequested,
+    Command,
+    Event,
+    FinishCampaign,
+    LeaseLapsed,
+    LeaseReleased,
+    MarkUnschedulable,
+    OfferCommitted,
+    OfferDeclined,
+    OfferLost,
+    PeersDiscovered,
+    ProgressReported,
+    RecordOutcome,
+    ReplicasSettled,
+    ResultAccepted,
+    ResultRejected,
+    SendAck,
+    SendCancel,
+    SendDispatch,
+    SendOffer,
+    SendReclaim,
+    SubmitterStopped,
+    TaskFailedRemotely,
+    Tick,
+)
+from scheduler.state.fleet import (
+    FLEET_UNIT,
+    ClockRound,
+    achieved_rate,
+    clock_offset,
+    deal,
+    lag_p99_ms,
+    saturated,
+    still_ahead,
+)
+from scheduler.state.leases import transfer_allowance_s
+from scheduler.state.machine import Scheduler
+from scheduler.state.placement import (
+    JobPlan,
+    Misfit,
+    PeerView,
+    Plan,
+    Ranked,
+    Reason,
+    Rejection,
+    Score,
+    Verdict,
+    device_kind,
+    endpoint_problem,
+    explain,
+    feasible,
+    plan_job,
+    rank,
+    unit_problem,
+)
+from scheduler.state.retry import FINAL_FAILURES
+from scheduler.state.tasks import (
+    Attempt,
+    Cause,
+    Lapse,
+    SchedulerSnapshot,
+    Status,
+    TaskProgress,
+    TaskState,
+    TaskView,
+    task_id_of,
+)
+
+__all__ = [
+    "DEFAULT_LEASE_TTL_S",
+    "FINAL_FAILURES",
+    "FLEET_UNIT",
+    "Attempt",
+    "CancelRequested",
+    "Cause",
+    "ClockRound",
+    "Command",
+    "Event",
+    "FinishCampaign",
+    "JobPlan",
+    "Lapse",
+    "LeaseLapsed",
+    "LeaseReleased",
+    "MarkUnschedulable",
+    "Misfit",
+    "OfferCommitted",
+    "OfferDeclined",
+    "OfferLost",
+    "PeerView",
+    "PeersDiscovered",
+    "Plan",
+    "ProgressReported",
+    "Ranked",
+    "Reason",
+    "RecordOutcome",
+    "Rejection",
+    "ReplicasSettled",
+    "ResultAccepted",
+    "ResultRejected",
+    "Scheduler",
+    "SchedulerSnapshot",
+    "Score",
+    "SendAck",
+    "SendCancel",
+    "SendDispatch",
+    "SendOffer",
+    "SendReclaim",
+    "Status",
+    "SubmitterStopped",
+    "TaskFailedRemotely",
+    "TaskProgress",
+    "TaskState",
+    "TaskView",
+    "Tick",
+    "Verdict",
+    "achieved_rate",
+    "clock_offset",
+    "deal",
+    "device_kind",
+    "endpoint_problem",
+    "explain",
+    "feasible",
+    "lag_p99_ms",
+    "plan_job",
+    "rank",
+    "saturated",
+    "still_ahead",
+    "task_id_of",
+    "transfer_allowance_s",
+    "unit_problem",
+]

@@ -1,0 +1,305 @@
+"""A replica group's verdict inside the scheduler: settle it, or ask for one more replica.
+
+A stage with its own types, as Nomad's reconciler is: `settle_groups` takes a `SettlingState` (what
+it reads of the machine) and returns `Settled` (labels, added replicas, commands, the peers' records),
+which the machine applies; it holds no state of its own and changes none. It calls `verdict` for each
+group once all its tasks have ended (`agreement.settle` over the accepted ones). Two replicas that
+disagree (`pending`) and a spot check the draw picks (`reputation.should_check`, the campaign's seed
+and the task id) ask for one more replica on another peer of the group's class on another host
+(`more_peer`); the machine adds it as a task of the same job and group, so the campaign does not end
+before it settles. Otherwise each accepted task gets its
+row's label (`TaskView.verified`) and the node is told who agreed (`ReplicasSettled`), to keep each
+peer's record (`reputation.PeerRecord`) in its store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+
+from scheduler.language.campaign import Campaign
+from scheduler.language.needs import Needs
+from scheduler.language.verify import Verify
+from scheduler.state.events import Command, RecordOutcome, ReplicasSettled
+from scheduler.state.placement import PeerView, rank
+from scheduler.state.replication import candidate
+from scheduler.state.retry import placed_load
+from scheduler.state.tasks import Lapse, Status, TaskState, TaskView, task_id_of
+from scheduler.verification.agreement import Outcome, Replica, Settlement, pooled_spread, settle
+from scheduler.verification.classes import DeviceClass
+from scheduler.verification.replicas import Candidate, pick_replicas
+from scheduler.verification.reputation import PeerRecord, distrusted, should_check
+
+MORE = "more"
+"""`verdict`'s answer when the group needs one more replica."""
+
+
+@dataclass(frozen=True)
+class SettlingState:
+    """What settling reads of the machine, and never writes: a stage's input, as Nomad's reconciler
+    takes its snapshot. The machine builds one per pass (`Scheduler.handle`).
+
+    Attributes:
+        campaign_id: the campaign's id (task ids, the spot checks' seed).
+        campaign: the campaign (each job's `verify:`).
+        tasks: every task by id, in task order.
+        peers: the peers the scheduler knows, by id.
+        needs: each job's needs, by job index (ranking a peer for one more replica).
+        records: each peer's record of agreements, as the node's store keeps them.
+        now: the `now` of the event being handled (an added replica that cannot run ends then).
+    """
+
+    campaign_id: str
+    campaign: Campaign
+    tasks: Mapping[str, TaskView]
+    peers: Mapping[str, PeerView]
+    needs: Sequence[Needs]
+    records: Mapping[str, PeerRecord]
+    now: float
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What settling asks the machine to apply, each in the order it was decided.
+
+    Attributes:
+        labelled: accepted replicas with their row's label and reason (`TaskView.verified`,
+            `verify_detail`); a group settled again (a member turned distrusted) is labelled again.
+        added: one more replica for a group that needs one: pending on the peer picked, or ended
+            unschedulable when no peer of the class on another host is left.
+        commands: `ReplicasSettled` for each settled group, `RecordOutcome` for each added replica
+            that ended at once.
+        records: every peer's record of agreements after these settlements.
+    """
+
+    labelled: tuple[TaskView, ...] = ()
+    added: tuple[TaskView, ...] = ()
+    commands: tuple[Command, ...] = ()
+    records: Mapping[str, PeerRecord] = field(default_factory=dict)
+
+
+@dataclass
+class _Decided:
+    """Settling's decisions so far within one call (the rounds add to it); `Settled` once done."""
+
+    records: dict[str, PeerRecord]
+    labelled: list[TaskView] = field(default_factory=list)
+    added: list[TaskView] = field(default_factory=list)
+    commands: list[Command] = field(default_factory=list)
+
+    def tasks(self, tasks: Mapping[str, TaskView]) -> dict[str, TaskView]:
+        """`tasks` with every decision so far laid over it (added replicas after the rest)."""
+        return {**tasks, **{t.task_id: t for t in (*self.labelled, *self.added)}}
+
+
+def settle_groups(state: SettlingState) -> Settled:
+    """Every group whose tasks have all ended: its labels and `ReplicasSettled`, or one more task
+    (settled at once in a second round when no peer is left for it: it is added ended). A peer that
+    turns distrusted in a round has the groups it agreed in settled again in the next."""
+    out = _Decided(dict(state.records))
+    for _ in range(3):
+        before = distrusted(out.records)
+        _settle_round(state, out.tasks(state.tasks), out)
+        turned = distrusted(out.records).keys() - before.keys()
+        if not turned and not any(t.ended for t in out.added):
+            break
+    return Settled(tuple(out.labelled), tuple(out.added), tuple(out.commands), out.records)
+
+
+def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Decided) -> None:
+    campaign = state.campaign
+    for group, members in unsettled_groups(tasks.values(), distrusted(out.records).keys()).items():
+        first = members[0]
+        verify = campaign.verify_of(campaign.jobs[first.job_index])
+        spread = class_spread(tasks.values(), first.device_class)
+        found = verdict(members, verify, spread, out.records, campaign_seed(state.campaign_id))
+        if isinstance(found, str):
+            n = sum(1 for t in out.tasks(tasks).values() if t.job_index == first.job_index)
+            pick = more_peer(
+                members, state.peers, state.needs[first.job_index], verify, placed_load(tasks.values())
+            )
+            task_id = task_id_of(state.campaign_id, first.job_index, n)
+            added, command = _replica(task_id, first, pick, state.peers, state.now)
+            out.added.append(added)
+            out.commands.extend(command)
+            continue
+        out.labelled.extend(
+            tasks[i].with_(verified=label, verify_detail=why) for i, (label, why) in found.labels.items()
+        )
+        _record(group, members, found.settlement, out)
+
+
+def _record(group: str, members: Sequence[TaskView], settled: Settlement, out: _Decided) -> None:
+    """`ReplicasSettled` for a settled group, and each of its fresh replicas' peer records."""
+    # a group settled again (a member turned distrusted) counts only its new replicas' records
+    fresh = {t.peer_id for t in members if not t.verified}
+    agreed = tuple(p for p in settled.agreed if p in fresh)
+    outliers = tuple(p for p, _ in settled.outliers if p in fresh)
+    offsets = tuple((p, o) for p, o in settled.offsets if p in fresh)
+    out.commands.append(
+        ReplicasSettled(group, settled.outcome.value, agreed, outliers, settled.reason, offsets)
+    )
+    # a replicated settlement says who agreed; a disagreed one only whose outputs were wrong
+    for peer, ok in [*((p, True) for p in agreed), *((p, False) for p in outliers)]:
+        out.records[peer] = out.records.get(peer, PeerRecord()).after(ok, settled.offset_of(peer))
+
+
+def _replica(
+    task_id: str, first: TaskView, pick: Candidate | None, peers: Mapping[str, PeerView], now: float
+) -> tuple[TaskView, list[Command]]:
+    """One more task in `first`'s group on the picked peer (pending), or ended unschedulable."""
+    fresh = TaskView(
+        task_id=task_id,
+        job_index=first.job_index,
+        unit=first.unit,
+        model=first.model,
+        replica_group=first.replica_group,
+        device_class=first.device_class,
+    )
+    if pick is not None:
+        peer = peers[pick.peer_id]
+        return fresh.with_(peer_id=peer.peer_id, device_name=peer.profile.device_name), []
+    why = "no further peer of the class on another host for one more replica"
+    ended = fresh.with_(
+        state=TaskState.UNSCHEDULABLE, failure_reason=Lapse.NO_FEASIBLE_PEER, detail=why, ended_at=now
+    )
+    return ended, [RecordOutcome(task_id, Status.UNSCHEDULABLE, Lapse.NO_FEASIBLE_PEER, why)]
+
+
+@dataclass(frozen=True)
+class Labels:
+    """A settled group: each accepted task's label and reason, and the settlement."""
+
+    labels: dict[str, tuple[str, str]]
+    settlement: Settlement
+
+
+def campaign_seed(campaign_id: str) -> int:
+    """The spot checks' seed: fixed by the campaign, unknown to its workers."""
+    return int.from_bytes(hashlib.sha256(campaign_id.encode()).digest()[:8], "big")
+
+
+def unsettled_groups(
+    tasks: Iterable[TaskView], suspects: Set[str] = frozenset()
+) -> dict[str, list[TaskView]]:
+    """Groups whose tasks have all ended and none of whose accepted tasks carries a label yet, and
+    groups settled with a distrusted peer (`suspects`) in their agreeing majority (it turned
+    distrusted since: they are settled again without it, with one more replica when the rest are
+    no majority)."""
+    groups: dict[str, list[TaskView]] = {}
+    for task in tasks:
+        if task.replica_group:
+            groups.setdefault(task.replica_group, []).append(task)
+    return {
+        g: members
+        for g, members in groups.items()
+        if all(t.ended for t in members)
+        and any(t.state == TaskState.DONE for t in members)
+        and (
+            not any(t.verified for t in members)
+            or any(t.peer_id in suspects and t.verified.startswith("replicated") for t in members)
+        )
+    }
+
+
+def verdict(
+    members: Sequence[TaskView],
+    verify: Verify,
+    class_spread: float,
+    records: Mapping[str, PeerRecord],
+    seed: int,
+) -> Labels | str:
+    """`MORE`, or the group's labels (see the module docstring)."""
+    done = [t for t in members if t.state == TaskState.DONE and t.progress.median_ms is not None]
+    wanted = verify.replicas if verify.replicas > 1 else min(len(members), 2)
+    if verify.replicas == 1 and len(members) == 1 and len(done) == 1:
+        first = done[0]
+        if first.peer_id and should_check(
+            records.get(first.peer_id, PeerRecord()), verify.spot_check, seed, first.task_id
+        ):
+            return MORE
+    replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
+    settled = settle(replicas, wanted, class_spread, distrusted(records))
+    if settled.outcome == Outcome.PENDING:
+        if len(members) <= wanted:
+            return MORE
+        settled = Settlement(Outcome.DISAGREED, reason=f"{settled.reason}; no further replica ran")
+    return Labels(_labels(done, settled, verify), settled)
+
+
+def _labels(done: Sequence[TaskView], settled: Settlement, verify: Verify) -> dict[str, tuple[str, str]]:
+    host = " (same host)" if verify.same_host == "allow" and settled.outcome == Outcome.REPLICATED else ""
+    labels: dict[str, tuple[str, str]] = {}
+    outlying = {peer for peer, _ in settled.outliers}
+    for task in done:
+        if settled.outcome == Outcome.REPLICATED and task.peer_id in settled.agreed:
+            label = settled.label(len(done)) + host
+            detail = f"agreed at {settled.figure_ms:.4g} ms" + (
+                f"; {settled.reason}" if settled.reason else ""
+            )
+        elif settled.outcome == Outcome.REPLICATED or task.peer_id in outlying:
+            label, detail = "outlier", settled.reason
+        else:
+            label, detail = settled.label(len(done)), settled.reason
+        labels[task.task_id] = (label, detail)
+    return labels
+
+
+def replica_pool(
+    task: TaskView, tasks: Mapping[str, TaskView], peers: Mapping[str, PeerView], campaign: Campaign
+) -> list[PeerView]:
+    """The peers a task may be retried on: any for an unreplicated task; for a replica, those of its
+    group's class on a host none of the group's other live or done tasks is on."""
+    if not task.replica_group:
+        return list(peers.values())
+    verify = campaign.verify_of(campaign.jobs[task.job_index])
+    others = [
+        t for t in tasks.values() if t.replica_group == task.replica_group and t.task_id != task.task_id
+    ]
+    hosts = {
+        candidate(peers[t.peer_id], task.unit, verify).host
+        for t in others
+        if t.peer_id and t.peer_id in peers
+    }
+    hosts.discard("")
+    pool = []
+    for peer in peers.values():
+        c = candidate(peer, task.unit, verify)
+        if c.device_class.key == task.device_class and c.host not in hosts:
+            pool.append(peer)
+    return pool
+
+
+def flagged(verified: str) -> bool:
+    """Whether a row's Verified keeps its figure from standing as the task's (an outlier, or a
+    replica of a group that disagreed)."""
+    return verified.startswith(("outlier", "disagreed"))
+
+
+def class_spread(tasks: Iterable[TaskView], device_class: str) -> float:
+    """The class's pooled spread over this campaign's accepted replicas of it."""
+    spreads = [t.spread for t in tasks if t.device_class == device_class and t.state == TaskState.DONE]
+    return pooled_spread(spreads)
+
+
+def more_peer(
+    members: Sequence[TaskView],
+    peers: Mapping[str, PeerView],
+    needs: Needs,
+    verify: Verify,
+    placed: Mapping[str, int],
+) -> Candidate | None:
+    """A peer for one more replica: the group's class, none of its peers or hosts, best ranked first."""
+    unit = members[0].unit
+    taken = [peers[t.peer_id] for t in members if t.peer_id and t.peer_id in peers]
+    hosts = [candidate(p, unit, verify).host for p in taken]
+    candidates = [candidate(r.peer, unit, verify) for r in rank(needs, list(peers.values()), placed=placed)]
+    got = pick_replicas(
+        candidates,
+        1,
+        taken=[t.peer_id for t in members if t.peer_id],
+        taken_hosts=hosts,
+        device_class=DeviceClass(members[0].device_class),
+    )
+    return got[0] if got else None

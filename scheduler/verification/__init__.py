@@ -1,0 +1,63 @@
+"""Verification: whether a result's figures can stand, and whether peers that measured one thing agree.
+
+Pure, like the rest of `scheduler`, and built on the campaign language alone: these judgements know
+nothing of the scheduler's tasks, and a peer only as `peers.Advertised` (id, host, profile), so the
+state machine and the results room build on them, never the other way. A single result is checked
+against its own raw parts and against physics (`figures`, `bounds`, `sendcheck`), each refusal a
+value with its reason.
+Replicas are picked from peers of one device class on distinct hosts (`classes`, `replicas`); their
+figures agree or not (`agreement`); a peer's record of that feeds its spot checks (`reputation`); an
+advertised calibration is believed or not (`claims`). Where these meet the scheduler's tasks (a
+replicated job's placement, a replica group settled) is `scheduler.state`'s: `replication`, `settling`.
+
+Modules:
+    figures    check_figures: a result's figures derived again from its raw parts, or a Refusal
+    bounds     out_of_bounds: readings without raw parts held to physics, the worker's profile, the task;
+               placed_profile
+    sendcheck  check_sends: a load client's records against the schedule the submitter gave it (a fleet
+               member's deal, a lone open loop's seed), or a Refusal
+    classes    device classes: the profile parts two peers share exactly when their timings should agree
+    replicas   pick_replicas: N peers of one class, distinct in identity and in host
+    agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
+    reputation a peer's record of agreements; adaptive spot checks (p rises for peers that disagreed)
+    claims     a peer's advertised calibration against physics and its class: claim_unverified
+    peers      Advertised: what a judgement reads of a peer (id, host, profile; PeerView is one)
+"""
+
+from __future__ import annotations
+
+from scheduler.verification.agreement import Outcome, Replica, Settlement, pooled_spread, settle, spread_of
+from scheduler.verification.bounds import OVERRUN, placed_profile
+from scheduler.verification.claims import claim_problems
+from scheduler.verification.classes import DeviceClass, device_class
+from scheduler.verification.figures import Refusal, check_figures
+from scheduler.verification.peers import Advertised
+from scheduler.verification.replicas import Candidate, by_class, pick_replicas
+from scheduler.verification.reputation import PeerRecord, distrusted, should_check
+from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
+
+__all__ = [
+    "LATE_SLACK_S",
+    "OVERRUN",
+    "Advertised",
+    "Candidate",
+    "DeviceClass",
+    "Outcome",
+    "PeerRecord",
+    "Refusal",
+    "Replica",
+    "Settlement",
+    "by_class",
+    "check_figures",
+    "check_sends",
+    "claim_problems",
+    "device_class",
+    "distrusted",
+    "draws_seed",
+    "pick_replicas",
+    "placed_profile",
+    "pooled_spread",
+    "settle",
+    "should_check",
+    "spread_of",
+]

@@ -1,0 +1,95 @@
+"""Which peers replicate a task: N distinct identities on N distinct hosts, all of one device class.
+
+A quorum is only worth something if its members are independent. One owner can mint any number of
+libp2p keys on one machine, so identities alone prove nothing: replicas must also come from distinct
+network hosts (the IP address the submitter's connection saw, not an address the peer advertises:
+advertised addresses are the peer's word). What this cannot separate: one owner with many machines
+on many addresses, or identical devices under one owner that agree on the same lie (README, "What
+verification proves").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from scheduler.verification.classes import DeviceClass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A feasible peer for a replicated task, best first in the order given.
+
+    Attributes:
+        peer_id: the worker.
+        device_class: its class for the task's unit (`classes.device_class`).
+        host: the IP address the submitter's connection to it came from ("" unknown: never paired
+            with another unknown one).
+    """
+
+    peer_id: str
+    device_class: DeviceClass
+    host: str = ""
+
+
+def pick_replicas(
+    candidates: Sequence[Candidate],
+    count: int,
+    *,
+    taken: Iterable[str] = (),
+    taken_hosts: Iterable[str] = (),
+    device_class: DeviceClass | None = None,
+) -> tuple[Candidate, ...]:
+    """Up to `count` candidates of one class, distinct in identity and host, in the given order.
+
+    Args:
+        candidates: feasible peers, best first (placement's ranking).
+        count: how many replicas are wanted.
+        taken: peers that already hold a replica of the task (never picked again).
+        taken_hosts: their hosts.
+        device_class: the class the task's replicas are in, once its first replica is placed; None
+            picks the first class, in the order of its best-ranked peer, that has `count`
+            independent peers (else the one with most).
+
+    Returns:
+        Fewer than `count` when no class has enough independent peers: the caller says so.
+    """
+    if device_class is not None:
+        return _pick_in(candidates, count, device_class, set(taken), set(taken_hosts))
+    best: tuple[Candidate, ...] = ()
+    for cls in dict.fromkeys(c.device_class for c in candidates):
+        got = _pick_in(candidates, count, cls, set(taken), set(taken_hosts))
+        if len(got) == count:
+            return got
+        best = got if len(got) > len(best) else best
+    return best
+
+
+def _pick_in(
+    candidates: Sequence[Candidate], count: int, cls: DeviceClass, peers: set[str], hosts: set[str]
+) -> tuple[Candidate, ...]:
+    hosts.discard("")
+    chosen: list[Candidate] = []
+    unknown_host = False
+    for c in candidates:
+        if len(chosen) == count:
+            break
+        if c.device_class != cls or c.peer_id in peers:
+            continue
+        if (c.host and c.host in hosts) or (not c.host and unknown_host):
+            continue
+        chosen.append(c)
+        peers.add(c.peer_id)
+        if c.host:
+            hosts.add(c.host)
+        else:
+            unknown_host = True
+    return tuple(chosen)
+
+
+def by_class(candidates: Iterable[Candidate]) -> Mapping[DeviceClass, tuple[Candidate, ...]]:
+    """Candidates grouped by class, each group in the given order."""
+    groups: dict[DeviceClass, list[Candidate]] = {}
+    for c in candidates:
+        groups.setdefault(c.device_class, []).append(c)
+    return {k: tuple(v) for k, v in groups.items()}
