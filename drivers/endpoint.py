@@ -139,7 +139,7 @@ async def drive_endpoint(
         records=tuple(o.record for o in outcomes),
         wall_s=wall_s,
         rtt=rtt,
-        client_overhead_ms=_median_ms([sum(o.parse_ns) for o in outcomes if o.parse_ns]),
+        client_overhead_ms=_median_ms([o.parse_total_ns for o in outcomes if o.parse_ns]),
         read_overhead_ms=_median_ms([ns for o in outcomes for ns in o.parse_ns]),
         retries=sum(o.retries for o in outcomes),
         seed=seed,

@@ -94,13 +94,13 @@ def shown_figures(m: Measurement) -> dict[str, Figure]:
         "Throttled": sustained.throttled if sustained is not None else None,
         "ThrottleCauses": tuple(c.value for c in sustained.causes) if sustained is not None else (),
         "ThrottleDetail": sustained.detail if sustained is not None else "",
-        "TtftMsMedian": g.ttft_ms.median if g is not None else None,
-        "TpotMsMedian": g.tpot_ms.median if g is not None else None,
-        "ItlMsP99": g.itl_ms.p99 if g is not None else None,
-        "DecodeTokPerS": g.decode_tok_per_s if g is not None else None,
+        "TtftMsMedian": g.ttft_ms.median if g is not None and g.ttft_ms.n else None,
+        "TpotMsMedian": g.tpot_ms.median if g is not None and g.tpot_ms.n else None,
+        "ItlMsP99": g.itl_ms.p99 if g is not None and g.itl_ms.n else None,
+        "DecodeTokPerS": g.decode_tok_per_s if g is not None and g.requests > g.errors else None,
         "RougeL": g.rouge.rouge_l if g is not None and g.rouge is not None else None,
-        "E2eMsMedian": g.e2e_ms.median if g is not None else None,
-    }
+        "E2eMsMedian": g.e2e_ms.median if g is not None and g.e2e_ms.n else None,
+    }  # a figure no successful request gave is None (drawn empty), never 0
     return figures
 
 
