@@ -1,0 +1,78 @@
+"""A server's failures are the server's: every request failed is a `server` failure naming its answers;
+a partly failed run is a measurement whose figures cover only the successful requests."""
+
+from __future__ import annotations
+
+import pytest
+
+import drivers
+from drivers.completion import RetryPolicy
+from drivers.endpoint import EndpointOptions
+from drivers.endpointrun import measure_endpoint
+from protocol import (
+    ComputeUnit,
+    Endpoint,
+    FailureReason,
+    GenerateSpec,
+    Prompt,
+    RequestRecord,
+    Stage,
+    TaskSpec,
+)
+from protocol.genstats import summarize_generation
+from scheduler.results.genrows import generation_columns
+from tests.lab.sse_server import Reply, prompt_of, scheduled, serve_sse
+
+QUICK = RetryPolicy(max_retries=2, max_wait_s=2.0, backoff_s=0.01)
+OPTIONS = EndpointOptions(retry=QUICK, rtt_samples=1)
+
+
+def _task(n: int) -> TaskSpec:
+    prompts = tuple(Prompt(id=f"p{i}", text=f"prompt {i}") for i in range(n))
+    spec = GenerateSpec(prompts=prompts, prompts_sha256="0" * 64, endpoint=Endpoint(model="m"))
+    return TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=spec, timeout_s=30.0)
+
+
+async def test_a_server_that_fails_every_request_fails_the_task_naming_its_status() -> None:
+    boom = Reply(status=500, headers=(), pieces=((0.0, b"boom"),))
+    with serve_sse(lambda body, attempt: boom) as server, pytest.raises(drivers.TaskFailed) as caught:
+        await measure_endpoint(_task(3), server.url, OPTIONS)
+    failed = caught.value
+    assert (failed.reason, failed.stage) == (FailureReason.SERVER, Stage.RUN)
+    received = len(server.seen)
+    assert received == 9  # 3 requests, each tried 3 times: every one of them counted
+    assert (
+        failed.detail
+        == f"all 3 requests failed: HTTP 500 x3; the server received {received}, retries included"
+    )
+
+
+async def test_a_partly_failed_run_keeps_its_error_share_and_figures_of_the_successes_only() -> None:
+    def script(body: dict[str, object], attempt: int) -> Reply:
+        if prompt_of(body) == "prompt 0":
+            return Reply(status=503, headers=(("retry-after", "-3"),), pieces=((0.0, b"busy"),))
+        return scheduled(["a", "b", "c"], first_s=0.01, every_s=0.01, usage=(2, 3))
+
+    with serve_sse(script) as server:
+        m = await measure_endpoint(_task(4), server.url, OPTIONS)
+    g = m.generation
+    assert g is not None
+    assert (g.requests, g.errors, g.requests_sent) == (4, 1, len(server.seen))
+    assert g.requests_sent == 3 + 3  # the failed one tried 3 times, the others once
+    assert g.e2e_ms.n == g.ttft_ms.n == 3
+    assert g.ttft_ms.min >= 10
+    columns = generation_columns(g)
+    assert (columns["ErrorShare"], columns["RequestsSent"]) == ("0.2500", "6")
+    assert float(columns["TtftMsMedian"]) >= 10
+
+
+def test_figures_of_a_run_with_no_success_are_empty_never_zero() -> None:
+    failed = RequestRecord(prompt_id="p0", prompt_tokens=0, output_tokens=0, e2e_ms=1.0, error="server_error")
+    spec = _task(1).generate
+    assert spec is not None
+    stats = summarize_generation([failed, failed], 0.1, spec)
+    columns = generation_columns(stats)
+    for name in ("TtftMsMedian", "TpotMsMedian", "E2eMsMedian", "ItlMsP99", "DecodeTokPerS", "RequestPerS",
+                 "OutputTokPerS", "OutputTokensMean", "PrefillTokPerS"):  # fmt: skip
+        assert columns[name] == "", name
+    assert (columns["Errors"], columns["ErrorShare"]) == ("2", "1.0000")
