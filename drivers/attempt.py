@@ -5,8 +5,9 @@ Each read of the body is stamped where its bytes arrived (`drivers.http1`) and d
 progress, the event's data lines, its text and one time per delta, never the body. After every read
 the attempt sets its hold on the run's budget (`drivers.budget`) to what it keeps; a read that would
 take the run past it ends the attempt (`TooLarge`). Every read is an await on the socket, a trio
-checkpoint: the run's deadline (the attempt's cancel scope) is checked between any two reads, and
-parsing one read (at most `drivers.http1.READ_BYTES`) is all the event loop ever waits for.
+checkpoint, and so is every `STEP_NS` of work between them (h11 hands out a read's tiny chunks one
+event each, with no read between): the run's deadline (the attempt's cancel scope) is checked there,
+and the event loop waits at most that long, plus the decoding of one read, for any one request.
 """
 
 from __future__ import annotations
@@ -98,10 +99,11 @@ async def read_body(conn: Connection, attempt: Attempt, hold: Hold) -> None:
                 await body.parse()
             if attempt.done and drain.deadline == math.inf:
                 drain.deadline = trio.current_time() + DRAIN_S
+            await body.step()
 
 
 PARSE_AT: Final = (8 << 20, 4096)  # a queue this large (bytes, pieces) is decoded before more is read
-PARSE_SLICE: Final = 1 << 16  # decoded bytes between two checkpoints: the event loop's longest wait
+STEP_NS: Final = 2_000_000  # the longest this request holds the event loop between two checkpoints
 
 
 @dataclass
@@ -114,6 +116,14 @@ class _Body:
     pieces: list[tuple[int, bytes]] = field(default_factory=list)
     queued_bytes: int = 0
     received: int = 0
+    stepped_ns: int = field(default_factory=time.perf_counter_ns)  # its last checkpoint
+
+    async def step(self) -> None:
+        """A checkpoint once this request held the loop `STEP_NS` (h11 may hold a read's thousand
+        tiny chunks, each an event handed out with no read, hence no checkpoint, between them)."""
+        if time.perf_counter_ns() - self.stepped_ns >= STEP_NS:
+            await trio.lowlevel.checkpoint()
+            self.stepped_ns = time.perf_counter_ns()
 
     def queue(self, arrived: int, data: bytes) -> None:
         self.received += len(data)
@@ -132,19 +142,15 @@ class _Body:
             raise TooLarge(over)
 
     async def parse(self) -> None:
-        """Decode the queue in order, a checkpoint after every `PARSE_SLICE` bytes decoded."""
+        """Decode the queue in order, with a checkpoint every `STEP_NS` (one read at most between)."""
         pieces, self.pieces, self.queued_bytes = self.pieces, [], 0
-        since = 0
         for arrived, data in pieces:
             started = time.perf_counter_ns()
             try:
                 take(self.decoder.feed(data), self.attempt, arrived)
             finally:
                 self.attempt.parsed(time.perf_counter_ns() - started)
-            since += len(data)
-            if since >= PARSE_SLICE:
-                since = 0
-                await trio.lowlevel.checkpoint()
+            await self.step()
         self.keep()
 
 

@@ -233,6 +233,9 @@ async def _check_response(conn: Connection, response: h11.Response) -> None:
         kind = _status_kind(response.status_code)
         detail = f"HTTP {response.status_code}: {text[:200]!r}"
         raise _Failed(kind, detail, response.status_code, _header(response, b"retry-after") or None)
+    encoding = _header(response, b"content-encoding").strip().lower()
+    if encoding not in ("", "identity"):  # never decoded: a compressed body could inflate without bound
+        raise _Failed("not_sse", f"content-encoding {encoding[:40]!r}, which was not asked for (identity)")
     if not content_type.lower().startswith("text/event-stream"):
         text = (await _head(conn)).decode("utf-8", "replace").strip()
         raise _Failed("not_sse", f"content-type {content_type[:80]!r}, body starts {text[:120]!r}")
