@@ -37,7 +37,7 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "TokenSource": stats.token_source,
         "TokensPerChunkMean": cell("TokensPerChunkMean", stats.tokens_per_chunk_mean),
         "UsageVsCountedTokens": cell("UsageVsCountedTokens", stats.usage_vs_counted_pct),
-        "TtfoMsMedian": "" if stats.ttfo_ms is None else _stat("TtfoMsMedian", stats.ttfo_ms, "median"),
+        "TtfoMsMedian": "" if stats.ttfo_ms is None else stat_cell("TtfoMsMedian", stats.ttfo_ms, "median"),
         "DatasetSeed": cell("DatasetSeed", stats.dataset_seed),
         **client_columns(stats),
     }
@@ -46,14 +46,14 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
 def latency_columns(stats: GenerationStats) -> dict[str, str]:
     """The per-request time figures, each empty when no successful request gave one."""
     return {
-        "TtftMsMedian": _stat("TtftMsMedian", stats.ttft_ms, "median"),
-        "TtftMsP90": _stat("TtftMsP90", stats.ttft_ms, "p90"),
-        "TtftMsP99": _stat("TtftMsP99", stats.ttft_ms, "p99"),
-        "TpotMsMedian": _stat("TpotMsMedian", stats.tpot_ms, "median"),
-        "TpotMsP90": _stat("TpotMsP90", stats.tpot_ms, "p90"),
-        "TpotMsP99": _stat("TpotMsP99", stats.tpot_ms, "p99"),
-        "ItlMsP99": _stat("ItlMsP99", stats.itl_ms, "p99"),
-        "E2eMsMedian": _stat("E2eMsMedian", stats.e2e_ms, "median"),
+        "TtftMsMedian": stat_cell("TtftMsMedian", stats.ttft_ms, "median"),
+        "TtftMsP90": stat_cell("TtftMsP90", stats.ttft_ms, "p90"),
+        "TtftMsP99": stat_cell("TtftMsP99", stats.ttft_ms, "p99"),
+        "TpotMsMedian": stat_cell("TpotMsMedian", stats.tpot_ms, "median"),
+        "TpotMsP90": stat_cell("TpotMsP90", stats.tpot_ms, "p90"),
+        "TpotMsP99": stat_cell("TpotMsP99", stats.tpot_ms, "p99"),
+        "ItlMsP99": stat_cell("ItlMsP99", stats.itl_ms, "p99"),
+        "E2eMsMedian": stat_cell("E2eMsMedian", stats.e2e_ms, "median"),
     }
 
 
@@ -71,7 +71,9 @@ def rate_columns(stats: GenerationStats) -> dict[str, str]:
     return {name: cell(name, value) if succeeded else "" for name, value in figures.items()}
 
 
-def _stat(name: str, stats: Stats, part: str) -> str:
+def stat_cell(name: str, stats: Stats, part: str) -> str:
+    """One part of a sample's statistics ("median", "p99"...) as column `name` writes it; empty for an
+    empty sample (no successful request gave one), never 0."""
     value: float = getattr(stats, part)
     return cell(name, value) if stats.n else ""
 
