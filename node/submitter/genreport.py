@@ -180,6 +180,16 @@ def _client_rows(table: Table, s: GenerationStats) -> None:
     table.add_row("client", verdict, for_rich(s.client_saturated_reason or "held its schedule"))
 
 
+def _requests(s: GenerationStats) -> tuple[str, str]:
+    """The requests line: succeeded of all, the error share beside them, and every attempt the server
+    received (retries included) when the result says."""
+    share = f" ({s.errors / s.requests:.0%} failed)" if s.errors and s.requests else ""
+    how = "succeeded / requests; every figure is over the successful ones"
+    if s.requests_sent is not None:
+        how += f"; {s.requests_sent} sent to the server, retries included"
+    return f"{s.requests - s.errors}/{s.requests}{share}", how
+
+
 def generation_table(document: Mapping[str, Any]) -> Group | None:
     """The generate tasks' figures for the terminal (None when there are none): what an LLM run is for.
 
@@ -201,11 +211,14 @@ def generation_table(document: Mapping[str, Any]) -> Group | None:
         table.add_column("figure", no_wrap=True)
         table.add_column("value", justify="right", no_wrap=True)
         table.add_column("how it is measured", overflow="fold")
-        table.add_row("requests", f"{s.requests - s.errors}/{s.requests}", "succeeded / sent")
+        table.add_row("requests", *_requests(s))
         for figure in (*LLM_FIGURES, E2E, THROUGHPUT):
             table.add_row(figure.label, _value(s, figure) or "-", figure.formula)
-        table.add_row("TTFT ms p90", f"{s.ttft_ms.p90:.1f}", "90th percentile over requests")
-        table.add_row("output tokens", f"{s.output_tokens_mean:.1f}", "mean over requests")
+        table.add_row(
+            "TTFT ms p90", f"{s.ttft_ms.p90:.1f}" if s.ttft_ms.n else "-", "90th percentile over requests"
+        )
+        ok = s.requests > s.errors
+        table.add_row("output tokens", f"{s.output_tokens_mean:.1f}" if ok else "-", "mean over requests")
         stable = _stability(row)
         table.add_row("stability", "stable" if stable == "stable" else "[red]unstable[/]", for_rich(stable))
         _client_rows(table, s)
