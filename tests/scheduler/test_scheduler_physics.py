@@ -32,7 +32,7 @@ CLOSED = GenerateSpec(
     duration_s=2.0,
 )
 SPEC = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=CLOSED, timeout_s=60.0)
-RTT_MS = 4.0
+RTT_MS = 8.0
 
 
 def _record(started: float, ttft: float = 20.0, e2e: float = 30.0, **fields: Any) -> RequestRecord:
