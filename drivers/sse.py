@@ -171,7 +171,7 @@ def read_chunk(event: SseEvent) -> Chunk:
         return Chunk(done=True)
     try:
         body = json.loads(event.data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # a server can nest arrays past the parser's depth
         raise StreamFault("not_sse", f"event data is not JSON: {event.data[:80]!r}") from exc
     if not isinstance(body, dict):
         raise StreamFault("not_sse", f"event data is not a JSON object: {event.data[:80]!r}")

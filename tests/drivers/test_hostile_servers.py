@@ -112,6 +112,7 @@ CASES: Final = {
     # fault: (requests at once, the error kinds that name it)
     "endless": (8, {"response_too_large"}),
     "hugeline": (8, {"response_too_large", "not_sse", "deadline"}),  # 64-byte packets: slow to send
+    "deepjson": (4, {"not_sse"}),
     "bigheader": (4, {"stream_error"}),
     "endlessheaders": (4, {"stream_error"}),
     "badchunk": (4, {"stream_error"}),
@@ -123,7 +124,7 @@ CASES: Final = {
 }
 DETAIL: Final = {  # what a record's detail says, by its kind
     "response_too_large": "server 127.0.0.1:",
-    "not_sse": ("a line longer than", "content-encoding 'gzip'"),
+    "not_sse": ("a line longer than", "content-encoding 'gzip'", "event data is not JSON"),
     "stream_error": "not HTTP/1.1",
     "deadline": "not complete by the run's deadline",
     "http_status": "HTTP 302",

@@ -131,8 +131,9 @@ def test_chunks_are_read(event: SseEvent, chunk: Chunk) -> None:
         (SseEvent("message", "not json"), "not_sse"),
         (SseEvent("message", "[1, 2]"), "not_sse"),
         (SseEvent("message", '{"choices": ["x"]}'), "not_sse"),
+        (SseEvent("message", "[" * 100_000), "not_sse"),
     ],
-    ids=["error-object", "vllm-error", "error-event", "not-json", "not-object", "bad-choice"],
+    ids=["error-object", "vllm-error", "error-event", "not-json", "not-object", "bad-choice", "deep-nesting"],
 )
 def test_faults_in_a_chunk_are_kinds(event: SseEvent, kind: str) -> None:
     with pytest.raises(StreamFault) as caught:

@@ -7,6 +7,7 @@ sent, as JSON (the server's own count). The faults, on real sockets, raw bytes:
 
 - `endless`: a valid stream of content deltas that never ends, as fast as the socket takes it;
 - `hugeline`: a `data:` line of `HUGE_LINE` bytes with no end, in 64-byte HTTP chunks;
+- `deepjson`: an event whose JSON nests 200,000 arrays deep (past the parser's recursion limit);
 - `bigheader`: a header of 1 MiB; `endlessheaders`: header lines that never end;
 - `badchunk`: a chunked body whose chunk size is not hex;
 - `slowloris`: the status line, one byte every 0.2 s, forever;
@@ -59,6 +60,8 @@ def _answer(sock: socket.socket, fault: str, seen: int) -> None:
         sock.sendall(_SSE_HEAD + _chunk(b"data: "))
         for _ in range(HUGE_LINE // 64):
             sock.sendall(_chunk(b"x" * 64))
+    elif fault == "deepjson":
+        sock.sendall(_SSE_HEAD + _chunk(b"data: " + b"[" * 200_000 + b"\n\n") + b"0\r\n\r\n")
     elif fault == "bigheader":
         sock.sendall(b"HTTP/1.1 200 OK\r\nx-big: " + b"a" * (1 << 20) + b"\r\n\r\n")
     elif fault == "endlessheaders":
