@@ -8,7 +8,8 @@ pinned tokenizer, each request's output is counted with it in a child (`drivers.
 capacity search (`generate.capacity`) runs its levels (`drivers.capacity`) and keeps them all in
 `capacity`; `generation` is then the knee level's figures (its records stay in the level; their
 tokens are as the stream counted them). A run whose every request failed is no measurement: it
-fails `FailureReason.SERVER`, naming what the server answered and how many requests it received.
+fails `FailureReason.SERVER`, naming what the server answered and how many requests it received
+(a capacity search too, when every request of every level failed).
 Energy is the server's: read only when the owner declared the server runs on this device
 (`EndpointOptions.energy_unit`, gray-box), else left out with a note that says so; a capacity
 search reads none (its levels are not one window).
@@ -47,6 +48,9 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
     capacity = None
     if generate.capacity is not None:  # the knee level's figures head the row; every level is kept
         capacity = await search_capacity(generate, url, spec.timeout_s, options)
+        fault = server_fault([r for level in capacity.levels for r in level.generation.records])
+        if fault is not None:  # every level's every request failed: no knee to find
+            raise TaskFailed(FailureReason.SERVER, fault, Stage.RUN)
         stats = headline(capacity) or summarize_generation((), 0.0, generate)
         energy = EnergyReading(note=NOT_ONE_WINDOW)
     else:

@@ -10,12 +10,14 @@ from drivers.completion import RetryPolicy
 from drivers.endpoint import EndpointOptions
 from drivers.endpointrun import measure_endpoint
 from protocol import (
+    CapacitySpec,
     ComputeUnit,
     Endpoint,
     FailureReason,
     GenerateSpec,
     Prompt,
     RequestRecord,
+    Slo,
     Stage,
     TaskSpec,
 )
@@ -76,3 +78,16 @@ def test_figures_of_a_run_with_no_success_are_empty_never_zero() -> None:
                  "OutputTokPerS", "OutputTokensMean", "PrefillTokPerS"):  # fmt: skip
         assert columns[name] == "", name
     assert (columns["Errors"], columns["ErrorShare"]) == ("2", "1.0000")
+
+
+async def test_a_capacity_search_whose_every_request_failed_is_the_servers_failure() -> None:
+    task = _task(2)
+    assert task.generate is not None
+    search = CapacitySpec(max_concurrency=2, level_s=0.5, level_requests=4)
+    task = task.with_(generate=task.generate.with_(capacity=search, slo=Slo(ttft_ms=1000)))
+    boom = Reply(status=503, headers=(), pieces=((0.0, b"down"),))
+    with serve_sse(lambda body, attempt: boom) as server, pytest.raises(drivers.TaskFailed) as caught:
+        await measure_endpoint(task, server.url, OPTIONS)
+    assert caught.value.reason == FailureReason.SERVER
+    assert "HTTP 503 x" in caught.value.detail
+    assert caught.value.detail.endswith(f"the server received {len(server.seen)}, retries included")
