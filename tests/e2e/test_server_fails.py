@@ -64,6 +64,7 @@ def test_a_server_that_fails_every_request_fails_the_job_naming_it(tmp_path: Pat
     [csv_path] = out.rglob("results.csv")
     with csv_path.open(newline="") as f:
         [row] = list(csv.DictReader(f))
+    print(row["Detail"], f"(the server counted {received}; first to last {at[-1] - at[0]:.1f} s)")
     assert (row["Status"], row["FailureReason"]) == ("Failed", "server"), row
     assert re.match(r"all \d+ requests failed: HTTP 500 x\d+; the server received \d+", row["Detail"]), row
     said = int(re.search(r"the server received (\d+)", row["Detail"]).group(1))  # type: ignore[union-attr]
@@ -95,13 +96,8 @@ def test_an_endless_stream_is_cut_by_the_workers_budget_and_named_never_a_lapsed
     try:
         assert hostile.stdout is not None
         root = hostile.stdout.readline().split()[1]
-        job = {"endpoint": {"url": f"{root}/endless/v1", "model": "endless"}}
-        job["generate"] = {
-            "prompts": "builtin:summaries",
-            "max_new_tokens": 4,
-            "concurrency": 4,
-            "duration_s": 3,
-        }
+        load = {"prompts": "builtin:summaries", "max_new_tokens": 4, "concurrency": 4, "duration_s": 3}
+        job = {"endpoint": {"url": f"{root}/endless/v1", "model": "endless"}, "generate": load}
         campaign = tmp_path / "endless.yaml"
         campaign.write_text(json.dumps({"name": "endless", "jobs": [job]}))
         args = [*SARK, "submit", str(campaign), "--json", "--workers", "1", "--wait-peers", "1"]
@@ -112,6 +108,7 @@ def test_an_endless_stream_is_cut_by_the_workers_budget_and_named_never_a_lapsed
         received = json.loads(httpx.get(f"{root}/seen", timeout=10).text)["endless"]
     finally:
         assert hostile.stdin is not None
+        assert hostile.stdout is not None
         hostile.stdin.close()
         hostile.kill()
         hostile.wait(10)
@@ -120,6 +117,7 @@ def test_an_endless_stream_is_cut_by_the_workers_budget_and_named_never_a_lapsed
     files = json.loads(done.stdout.strip().splitlines()[-1])["files"]
     with open(files["csv"], newline="") as f:
         [row] = list(csv.DictReader(f))
+    print(row["Detail"], f"(the server counted {received})")
     assert (row["Status"], row["FailureReason"]) == ("Failed", "server"), row
     assert re.match(
         r"all (\d+) requests failed: response_too_large x\1; the server received", row["Detail"]
