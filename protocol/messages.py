@@ -85,9 +85,7 @@ class FailureReason(enum.StrEnum):
     DISK = "disk"
     """The worker's disk (its model cache) is full: tried on another worker."""
     INTERNAL = "internal"
-    SERVER = "server"
-    """The model server an endpoint task measured failed every request (its fault, not the worker's):
-    the detail names its answers ("all 23 requests failed: HTTP 500 x23")."""
+    SERVER = "server"  # the endpoint's server failed every request (its fault); the detail names its answers
     # The submitter's refusals of a signed result (`scheduler.figures`): its figures contradict its own
     # samples (inconsistent), or its numbers cannot be a measurement (invalid: NaN, negative, too long).
     INCONSISTENT = "inconsistent"
