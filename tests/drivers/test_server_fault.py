@@ -91,3 +91,15 @@ async def test_a_capacity_search_whose_every_request_failed_is_the_servers_failu
     assert caught.value.reason == FailureReason.SERVER
     assert "HTTP 503 x" in caught.value.detail
     assert caught.value.detail.endswith(f"the server received {len(server.seen)}, retries included")
+
+
+async def test_an_error_answer_whose_body_never_ends_is_reported_not_waited_on() -> None:
+    """A 500 whose body never ends (a server stuck writing its error page) is the server's error, read
+    for `HEAD_S` for its detail, not a request held until the run's deadline (30 s here)."""
+    stuck = Reply(status=500, headers=(), pieces=((0.0, b"model failed"),), hang=True)
+    once = EndpointOptions(retry=RetryPolicy(max_retries=0), rtt_samples=1)
+    with serve_sse(lambda body, attempt: stuck) as server, pytest.raises(drivers.TaskFailed) as caught:
+        await measure_endpoint(_task(2), server.url, once)
+    said = "all 2 requests failed: HTTP 500 x2; the server received 2, retries included"
+    assert caught.value.detail == said  # not "deadline x2": the answer was not waited on
+    assert len(server.seen) == 2
