@@ -7,7 +7,8 @@ request in flight, so a server cannot multiply one request's cap by the number o
 endless streams of an open loop). A hold that would take the run past either limit is refused with
 a reason, and the request ends there as `response_too_large`. Bytes bound the kept text; pieces
 (strings and times, each a Python object of 30 to 60 bytes whatever it holds) bound a stream of many
-tiny deltas, which would cost far more memory than its bytes say.
+tiny deltas, which would cost far more memory than its bytes say. The text the ended requests keep
+in their records is held to `MAX_RUN_TEXT` across the run.
 """
 
 from __future__ import annotations
@@ -18,17 +19,31 @@ MAX_RUN_BYTES: Final = 64 << 20
 """Bytes kept by one run's requests in flight, together (text, lines in progress, data lines)."""
 MAX_RUN_PIECES: Final = 1 << 20
 """Pieces kept by one run's requests in flight, together (data lines, text parts, delta times)."""
+MAX_RUN_TEXT: Final = 32 << 20
+"""Characters of answer and reasoning text the run's ended requests keep, together: past it, a record
+keeps its times and counts but not its text (`text_dropped`, as a result trimmed to fit an envelope),
+so 5,000 answers of 200,000 characters each cannot hold a gigabyte."""
 
 
 @final
 class Budget:
     """One run's limits and what its requests in flight keep now (one trio loop owns it: no lock)."""
 
-    def __init__(self, max_bytes: int = MAX_RUN_BYTES, max_pieces: int = MAX_RUN_PIECES) -> None:
-        self.max_bytes, self.max_pieces = max_bytes, max_pieces
+    def __init__(
+        self, max_bytes: int = MAX_RUN_BYTES, max_pieces: int = MAX_RUN_PIECES, max_text: int = MAX_RUN_TEXT
+    ) -> None:
+        self.max_bytes, self.max_pieces, self.max_text = max_bytes, max_pieces, max_text
         self.bytes = 0
         self.pieces = 0
         self.refused = 0  # holds refused over the run
+        self.text = 0  # characters of text the ended requests keep
+
+    def keep_text(self, chars: int) -> bool:
+        """Whether an ended request may keep `chars` more characters of text (counted when it may)."""
+        if self.text + chars > self.max_text:
+            return False
+        self.text += chars
+        return True
 
     def hold(self) -> Hold:
         """A new request's hold, keeping nothing yet."""
@@ -70,4 +85,4 @@ class Hold:
         self.bytes = self.pieces = 0
 
 
-__all__ = ["MAX_RUN_BYTES", "MAX_RUN_PIECES", "Budget", "Hold"]
+__all__ = ["MAX_RUN_BYTES", "MAX_RUN_PIECES", "MAX_RUN_TEXT", "Budget", "Hold"]

@@ -7,7 +7,7 @@ import pytest
 
 import drivers
 from drivers.completion import RetryPolicy
-from drivers.endpoint import EndpointOptions
+from drivers.endpoint import EndpointOptions, drive_endpoint
 from drivers.endpointrun import measure_endpoint
 from protocol import (
     CapacitySpec,
@@ -103,3 +103,18 @@ async def test_an_error_answer_whose_body_never_ends_is_reported_not_waited_on()
     said = "all 2 requests failed: HTTP 500 x2; the server received 2, retries included"
     assert caught.value.detail == said  # not "deadline x2": the answer was not waited on
     assert len(server.seen) == 2
+
+
+async def test_the_text_ended_requests_keep_is_held_to_the_runs_budget() -> None:
+    """Past the run's text budget a record keeps its times and counts, not its text (as a result
+    trimmed to fit an envelope): a server's long answers cannot pile up in the records."""
+    answer = ["x" * 100] * 3  # 300 characters each
+    options = EndpointOptions(retry=QUICK, rtt_samples=1, budget=(1 << 20, 1 << 16, 1000))
+    task = _task(6)
+    assert task.generate is not None
+    with serve_sse(lambda body, attempt: scheduled(answer, usage=(2, 3))) as server:
+        run = await drive_endpoint(task.generate, server.url, 30.0, options)
+    assert [r.error for r in run.records] == [None] * 6
+    assert [len(r.output_text) for r in run.records] == [300, 300, 300, 0, 0, 0]
+    assert [r.text_dropped for r in run.records] == [False] * 3 + [True] * 3
+    assert all(r.output_tokens == 3 and len(r.token_times_ms) == 3 for r in run.records)
