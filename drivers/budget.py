@@ -8,17 +8,23 @@ endless streams of an open loop). A hold that would take the run past either lim
 a reason, and the request ends there as `response_too_large`. Bytes bound the kept text; pieces
 (strings and times, each a Python object of 30 to 60 bytes whatever it holds) bound a stream of many
 tiny deltas, which would cost far more memory than its bytes say. The text the ended requests keep
-in their records is held to `MAX_RUN_TEXT` across the run.
+in their records, and their token times, are held to `MAX_RUN_TEXT` and `MAX_RUN_TIMES` across the
+run (`Budget.ended`).
 """
 
 from __future__ import annotations
 
 from typing import Final, final
 
+from protocol import RequestRecord
+
 MAX_RUN_BYTES: Final = 64 << 20
 """Bytes kept by one run's requests in flight, together (text, lines in progress, data lines)."""
 MAX_RUN_PIECES: Final = 1 << 20
 """Pieces kept by one run's requests in flight, together (data lines, text parts, delta times)."""
+MAX_RUN_TIMES: Final = 8 << 20
+"""Token times the run's ended requests keep, together (about 270 MB as Python floats at most): past
+it, a request ends `response_too_large` and keeps none (5,000 honest answers of 1,600 tokens fit)."""
 MAX_RUN_TEXT: Final = 32 << 20
 """Characters of answer and reasoning text the run's ended requests keep, together: past it, a record
 keeps its times and counts but not its text (`text_dropped`, as a result trimmed to fit an envelope),
@@ -30,20 +36,42 @@ class Budget:
     """One run's limits and what its requests in flight keep now (one trio loop owns it: no lock)."""
 
     def __init__(
-        self, max_bytes: int = MAX_RUN_BYTES, max_pieces: int = MAX_RUN_PIECES, max_text: int = MAX_RUN_TEXT
+        self,
+        max_bytes: int = MAX_RUN_BYTES,
+        max_pieces: int = MAX_RUN_PIECES,
+        max_text: int = MAX_RUN_TEXT,
+        max_times: int = MAX_RUN_TIMES,
     ) -> None:
-        self.max_bytes, self.max_pieces, self.max_text = max_bytes, max_pieces, max_text
+        self.max_bytes, self.max_pieces, self.max_text, self.max_times = (
+            max_bytes,
+            max_pieces,
+            max_text,
+            max_times,
+        )
+        self.times = 0  # token times the ended requests keep
         self.bytes = 0
         self.pieces = 0
         self.refused = 0  # holds refused over the run
         self.text = 0  # characters of text the ended requests keep
 
-    def keep_text(self, chars: int) -> bool:
-        """Whether an ended request may keep `chars` more characters of text (counted when it may)."""
+    def ended(self, record: RequestRecord, reasoning: str, server: str) -> tuple[RequestRecord, str]:
+        """What an ended request's record (and reasoning text) may keep within the run's budgets for
+        ended requests: its token times (else it ends `response_too_large`, naming `server`, with
+        none), then its text (else it keeps none, `text_dropped`)."""
+        times = len(record.token_times_ms)
+        if self.times + times > self.max_times:
+            detail = f"server {server}: the run's ended requests would keep {self.times + times} token times,"
+            detail += f" past its budget of {self.max_times}"
+            cut = record.with_(error="response_too_large", error_detail=detail, token_times_ms=(), chunks=0)
+            return cut.with_(
+                ttft_ms=None, ttfo_ms=None, output_text="", text_dropped=bool(record.output_text)
+            ), ""
+        self.times += times
+        chars = len(record.output_text) + len(reasoning)
         if self.text + chars > self.max_text:
-            return False
+            return record.with_(output_text="", text_dropped=True), ""
         self.text += chars
-        return True
+        return record, reasoning
 
     def hold(self) -> Hold:
         """A new request's hold, keeping nothing yet."""
@@ -85,4 +113,4 @@ class Hold:
         self.bytes = self.pieces = 0
 
 
-__all__ = ["MAX_RUN_BYTES", "MAX_RUN_PIECES", "MAX_RUN_TEXT", "Budget", "Hold"]
+__all__ = ["MAX_RUN_BYTES", "MAX_RUN_PIECES", "MAX_RUN_TEXT", "MAX_RUN_TIMES", "Budget", "Hold"]

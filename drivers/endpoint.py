@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from drivers.budget import MAX_RUN_BYTES, MAX_RUN_PIECES, MAX_RUN_TEXT, Budget
+from drivers.budget import MAX_RUN_BYTES, MAX_RUN_PIECES, MAX_RUN_TEXT, MAX_RUN_TIMES, Budget
 from drivers.completion import Outcome, RetryPolicy, Server, open_client
 from drivers.errors import DriverError
 from drivers.fleetload import start_instant
@@ -43,8 +43,8 @@ class EndpointOptions:
             nothing more is sent, and the requests still in flight end but are left out (a capacity
             level judged over-saturated on exactly the outcomes kept). They are not cancelled: a
             cancel while httpx sends a body abandons its async generator (trio warns).
-        budget: what the run's requests in flight may keep together, (bytes, pieces), and the text its
-            ended requests keep (characters) (`drivers.budget`).
+        budget: what the run's requests in flight may keep together, (bytes, pieces), and what its
+            ended requests keep (text characters, token times) (`drivers.budget`).
         energy_unit: set only when the worker's owner declared that the server runs on this device
             (gray-box): the unit whose energy source (`drivers.energy`) covers the server's hardware.
             None: the server's energy is not this device's, and none is read.
@@ -57,7 +57,7 @@ class EndpointOptions:
     rtt_samples: int = 5
     max_requests: int | None = None
     watch: Callable[[Sequence[Outcome]], bool] | None = None
-    budget: tuple[int, int, int] = (MAX_RUN_BYTES, MAX_RUN_PIECES, MAX_RUN_TEXT)
+    budget: tuple[int, int, int, int] = (MAX_RUN_BYTES, MAX_RUN_PIECES, MAX_RUN_TEXT, MAX_RUN_TIMES)
     energy_unit: ComputeUnit | None = None
 
 

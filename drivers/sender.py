@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit
 
 import trio
 
@@ -123,8 +124,8 @@ class Load:
             dataset_seed=self.spec.dataset_seed,
         )
         record = record if planned is None else record.with_(planned_s=planned)
-        if not self.budget.keep_text(len(record.output_text) + len(outcome.reasoning)):
-            record, outcome = record.with_(output_text="", text_dropped=True), replace(outcome, reasoning="")
+        record, reasoning = self.budget.ended(record, outcome.reasoning, urlsplit(self.server.url).netloc)
+        outcome = replace(outcome, reasoning=reasoning)
         if self.watched_out:
             return
         self.outcomes.append(outcome.with_record(record))

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from trio_typing import TaskStatus
 
 HOSTILE: Final = Path(__file__).resolve().parents[1] / "lab" / "hostile.py"
-BUDGET: Final = (8 << 20, 1 << 16, 1 << 20)  # bytes, pieces in flight; text the ended requests keep
+BUDGET: Final = (8 << 20, 1 << 16, 1 << 20, 1 << 20)  # bytes, pieces in flight; text, times kept
 MARGIN: Final = 48 << 20
 PIECE_BYTES: Final = 100  # a kept piece (a str or a float in a list), generously
 TICK_S: Final = 0.05

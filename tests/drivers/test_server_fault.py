@@ -109,7 +109,7 @@ async def test_the_text_ended_requests_keep_is_held_to_the_runs_budget() -> None
     """Past the run's text budget a record keeps its times and counts, not its text (as a result
     trimmed to fit an envelope): a server's long answers cannot pile up in the records."""
     answer = ["x" * 100] * 3  # 300 characters each
-    options = EndpointOptions(retry=QUICK, rtt_samples=1, budget=(1 << 20, 1 << 16, 1000))
+    options = EndpointOptions(retry=QUICK, rtt_samples=1, budget=(1 << 20, 1 << 16, 1000, 1 << 20))
     task = _task(6)
     assert task.generate is not None
     with serve_sse(lambda body, attempt: scheduled(answer, usage=(2, 3))) as server:
@@ -118,3 +118,17 @@ async def test_the_text_ended_requests_keep_is_held_to_the_runs_budget() -> None
     assert [len(r.output_text) for r in run.records] == [300, 300, 300, 0, 0, 0]
     assert [r.text_dropped for r in run.records] == [False] * 3 + [True] * 3
     assert all(r.output_tokens == 3 and len(r.token_times_ms) == 3 for r in run.records)
+
+
+async def test_the_token_times_ended_requests_keep_are_held_to_the_runs_budget() -> None:
+    """Past the run's budget of kept token times a request ends `response_too_large`, naming the
+    server, and keeps none: a server streaming millions of tiny deltas per answer cannot fill memory."""
+    options = EndpointOptions(retry=QUICK, rtt_samples=1, budget=(1 << 20, 1 << 16, 1 << 20, 7))
+    task = _task(4)
+    assert task.generate is not None
+    with serve_sse(lambda body, attempt: scheduled(["a", "b", "c"], usage=(2, 3))) as server:
+        run = await drive_endpoint(task.generate, server.url, 30.0, options)
+    assert [r.error for r in run.records] == [None, None, "response_too_large", "response_too_large"]
+    assert [len(r.token_times_ms) for r in run.records] == [3, 3, 0, 0]
+    assert "server 127.0.0.1:" in run.records[2].error_detail
+    assert "past its budget of 7" in run.records[2].error_detail
