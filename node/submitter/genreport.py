@@ -108,10 +108,13 @@ def _lead_html(runs: list[Run]) -> str:
     body = "".join(
         f"<tr><td>{for_html(label)}</td>"
         + "".join(f'<td class="num">{_value(s, f)}</td>' for f in figures)
-        + f"<td>{for_html(_stability(row))}</td></tr>"
+        + f'<td class="num">{for_html(_requests(s)[0])}</td><td>{for_html(_stability(row))}</td></tr>'
         for label, s, row in runs
     )
-    head = f"<tr><th>device · unit · task</th>{th}<th>stability (judged on TPOT)</th></tr>"
+    requests = (
+        '<th>requests<br><small class="muted">succeeded / requests: the figures are theirs</small></th>'
+    )
+    head = f"<tr><th>device · unit · task</th>{th}{requests}<th>stability (judged on TPOT)</th></tr>"
     return f'<table class="lead"><thead>{head}</thead><tbody>{body}</tbody></table>'
 
 
@@ -151,11 +154,13 @@ def lead_markdown(document: Mapping[str, Any]) -> list[str]:
         return []
     figures = (*LLM_FIGURES, E2E)
     lines = ["## Generation: LLM figures per device", ""]
-    lines.append("| device · unit · task | " + " | ".join(f.label for f in figures) + " | stability |")
-    lines.append("|---|" + "---:|" * len(figures) + "---|")
+    labels = " | ".join(f.label for f in figures)
+    lines.append(f"| device · unit · task | {labels} | requests | stability |")
+    lines.append("|---|" + "---:|" * (len(figures) + 1) + "---|")
     for label, s, row in runs:
         cells = " | ".join(_value(s, f) for f in figures)
-        lines.append(f"| {for_markdown(label)} | {cells} | {for_markdown(_stability(row))} |")
+        ok = for_markdown(_requests(s)[0])
+        lines.append(f"| {for_markdown(label)} | {cells} | {ok} | {for_markdown(_stability(row))} |")
     return [*lines, "", *(f"- {f.titled}" for f in (*figures, THROUGHPUT)), ""]
 
 
