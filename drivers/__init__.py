@@ -33,6 +33,8 @@ Modules:
     sse        server-sent events of an OpenAI-compatible stream, decoded incrementally (pure)
     http1      HTTP/1.1 on trio sockets and h11: a keep-alive pool, each read stamped on arrival
     retrying   how a 429 or 5xx is retried: the policy's bounds, the server's Retry-After
+    budget     the memory one run's requests in flight keep together (bytes, pieces), and its cut
+    attempt    one attempt's body read as it arrives and decoded under the run's budget
     completion one streamed completion request to a model server, timed per read, as a RequestRecord
     sender     the one request loop: closed, open (protocol.arrivals), a fleet deal, a capacity level
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server

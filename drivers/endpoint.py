@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from drivers.budget import MAX_RUN_BYTES, MAX_RUN_PIECES, MAX_RUN_TEXT, MAX_RUN_TIMES, Budget
 from drivers.completion import Outcome, RetryPolicy, Server, open_client
 from drivers.errors import DriverError
 from drivers.fleetload import start_instant
@@ -42,6 +43,8 @@ class EndpointOptions:
             nothing more is sent, and the requests still in flight end but are left out (a capacity
             level judged over-saturated on exactly the outcomes kept). They are not cancelled: a
             cancel while httpx sends a body abandons its async generator (trio warns).
+        budget: what the run's requests in flight may keep together, (bytes, pieces), and what its
+            ended requests keep (text characters, token times) (`drivers.budget`).
         energy_unit: set only when the worker's owner declared that the server runs on this device
             (gray-box): the unit whose energy source (`drivers.energy`) covers the server's hardware.
             None: the server's energy is not this device's, and none is read.
@@ -54,6 +57,7 @@ class EndpointOptions:
     rtt_samples: int = 5
     max_requests: int | None = None
     watch: Callable[[Sequence[Outcome]], bool] | None = None
+    budget: tuple[int, int, int, int] = (MAX_RUN_BYTES, MAX_RUN_PIECES, MAX_RUN_TEXT, MAX_RUN_TIMES)
     energy_unit: ComputeUnit | None = None
 
 
@@ -131,7 +135,7 @@ async def drive_endpoint(
     start = start_instant(deal) if deal is not None else trio.current_time()
     cpu = time.process_time(), trio.current_time()
     async with open_client() as client:
-        load = Load(spec, server, options, client, (deadline, start))
+        load = Load(spec, server, options, client, (deadline, start), budget=Budget(*options.budget))
         await send(load, _schedule(spec, seed, options))
     outcomes = load.outcomes
     wall_s = max((o.record.started_s + o.record.e2e_ms / 1e3 for o in outcomes), default=0.0)
@@ -139,7 +143,7 @@ async def drive_endpoint(
         records=tuple(o.record for o in outcomes),
         wall_s=wall_s,
         rtt=rtt,
-        client_overhead_ms=_median_ms([sum(o.parse_ns) for o in outcomes if o.parse_ns]),
+        client_overhead_ms=_median_ms([o.parse_total_ns for o in outcomes if o.parse_ns]),
         read_overhead_ms=_median_ms([ns for o in outcomes for ns in o.parse_ns]),
         retries=sum(o.retries for o in outcomes),
         seed=seed,

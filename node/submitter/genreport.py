@@ -108,10 +108,13 @@ def _lead_html(runs: list[Run]) -> str:
     body = "".join(
         f"<tr><td>{for_html(label)}</td>"
         + "".join(f'<td class="num">{_value(s, f)}</td>' for f in figures)
-        + f"<td>{for_html(_stability(row))}</td></tr>"
+        + f'<td class="num">{for_html(_requests(s)[0])}</td><td>{for_html(_stability(row))}</td></tr>'
         for label, s, row in runs
     )
-    head = f"<tr><th>device · unit · task</th>{th}<th>stability (judged on TPOT)</th></tr>"
+    requests = (
+        '<th>requests<br><small class="muted">succeeded / requests: the figures are theirs</small></th>'
+    )
+    head = f"<tr><th>device · unit · task</th>{th}{requests}<th>stability (judged on TPOT)</th></tr>"
     return f'<table class="lead"><thead>{head}</thead><tbody>{body}</tbody></table>'
 
 
@@ -151,11 +154,13 @@ def lead_markdown(document: Mapping[str, Any]) -> list[str]:
         return []
     figures = (*LLM_FIGURES, E2E)
     lines = ["## Generation: LLM figures per device", ""]
-    lines.append("| device · unit · task | " + " | ".join(f.label for f in figures) + " | stability |")
-    lines.append("|---|" + "---:|" * len(figures) + "---|")
+    labels = " | ".join(f.label for f in figures)
+    lines.append(f"| device · unit · task | {labels} | requests | stability |")
+    lines.append("|---|" + "---:|" * (len(figures) + 1) + "---|")
     for label, s, row in runs:
         cells = " | ".join(_value(s, f) for f in figures)
-        lines.append(f"| {for_markdown(label)} | {cells} | {for_markdown(_stability(row))} |")
+        ok = for_markdown(_requests(s)[0])
+        lines.append(f"| {for_markdown(label)} | {cells} | {ok} | {for_markdown(_stability(row))} |")
     return [*lines, "", *(f"- {f.titled}" for f in (*figures, THROUGHPUT)), ""]
 
 
@@ -180,6 +185,16 @@ def _client_rows(table: Table, s: GenerationStats) -> None:
     table.add_row("client", verdict, for_rich(s.client_saturated_reason or "held its schedule"))
 
 
+def _requests(s: GenerationStats) -> tuple[str, str]:
+    """The requests line: succeeded of all, the error share beside them, and every attempt the server
+    received (retries included) when the result says."""
+    share = f" ({s.errors / s.requests:.0%} failed)" if s.errors and s.requests else ""
+    how = "succeeded / requests; every figure is over the successful ones"
+    if s.requests_sent is not None:
+        how += f"; {s.requests_sent} sent to the server, retries included"
+    return f"{s.requests - s.errors}/{s.requests}{share}", how
+
+
 def generation_table(document: Mapping[str, Any]) -> Group | None:
     """The generate tasks' figures for the terminal (None when there are none): what an LLM run is for.
 
@@ -201,11 +216,14 @@ def generation_table(document: Mapping[str, Any]) -> Group | None:
         table.add_column("figure", no_wrap=True)
         table.add_column("value", justify="right", no_wrap=True)
         table.add_column("how it is measured", overflow="fold")
-        table.add_row("requests", f"{s.requests - s.errors}/{s.requests}", "succeeded / sent")
+        table.add_row("requests", *_requests(s))
         for figure in (*LLM_FIGURES, E2E, THROUGHPUT):
             table.add_row(figure.label, _value(s, figure) or "-", figure.formula)
-        table.add_row("TTFT ms p90", f"{s.ttft_ms.p90:.1f}", "90th percentile over requests")
-        table.add_row("output tokens", f"{s.output_tokens_mean:.1f}", "mean over requests")
+        table.add_row(
+            "TTFT ms p90", f"{s.ttft_ms.p90:.1f}" if s.ttft_ms.n else "-", "90th percentile over requests"
+        )
+        ok = s.requests > s.errors
+        table.add_row("output tokens", f"{s.output_tokens_mean:.1f}" if ok else "-", "mean over requests")
         stable = _stability(row)
         table.add_row("stability", "stable" if stable == "stable" else "[red]unstable[/]", for_rich(stable))
         _client_rows(table, s)

@@ -14,7 +14,10 @@ honest client does, then, by MODE:
 - `hide` (a lone open loop): keeps the first half of its records and says no planned send was left
   unsent, hiding a backlog;
 - `crowd` (a closed loop): adds a copy of each record sent a millisecond later, twice the requests
-  in flight its slots could hold.
+  in flight its slots could hold;
+- `zero` (a closed loop): adds up to `ZERO_BURST` records of zero length (TTFT and E2E 0 ms) at the
+  instant its last real one started: they never overlap, so only physics refutes them (issue 41:
+  a member's 4,900 such records were counted as 5,018 requests at TTFT 0.000 ms).
 
 Either way every figure is then derived again from the lying records (`protocol.derive`), as the
 submitter would derive them, so the result is self-consistent and only the schedule the submitter
@@ -32,8 +35,10 @@ import trio
 from node.cli import main
 from node.worker.targets import Targets
 from protocol import Endpoint, Measurement, RequestRecord, TaskSpec, derive
+from protocol.generation import MAX_RECORDS
 
 FABRICATED: Final = 3000
+ZERO_BURST: Final = 4900
 _honest = Targets.measure
 
 
@@ -68,6 +73,10 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
         lying = list(_own_schedule(records))
     elif mode == "crowd":
         lying = [*records, *(r.with_(started_s=r.started_s + 0.001) for r in records)]
+    elif mode == "zero":
+        at, most = records[-1].started_s, min(ZERO_BURST, MAX_RECORDS - len(records))
+        zero = records[0].with_(started_s=at, ttft_ms=0.0, e2e_ms=0.0, ttfo_ms=0.0, token_times_ms=(0.0, 0.0))
+        lying = [*records, *(zero for _ in range(most))]
     else:  # hide
         lying, unsent = list(half), 0
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in lying)

@@ -17,7 +17,7 @@ from protocol.genstats import summarize_generation
 from scheduler.results import diff_entries, entries_from_document
 
 
-def _document() -> dict[str, Any]:
+def _document(failed: int = 0) -> dict[str, Any]:
     spec = GenerateSpec(
         prompts=(Prompt(id="a", text="x", reference="the cat sat"),),
         prompts_sha256="0" * 64,
@@ -32,7 +32,8 @@ def _document() -> dict[str, Any]:
         token_times_ms=(200.0, 250.0, 300.0),
         output_text="the cat sat",
     )
-    stats = summarize_generation([record], 0.3, spec)
+    broken = record.with_(error="server_error", http_status=500, ttft_ms=None, token_times_ms=())
+    stats = summarize_generation([record, *[broken] * failed], 0.3, spec)
     return {
         "results": [
             {
@@ -142,3 +143,14 @@ def test_the_diff_of_two_llm_runs_reads_at_80_columns() -> None:
         line.split()[0] for line in text.splitlines() if line.strip().startswith(("TTFT", "TPOT", "ITL"))
     ]
     assert figures[:3] == ["TTFT", "TPOT", "ITL"]
+
+
+def test_a_partly_failed_run_shows_its_error_share_beside_its_figures_in_every_view() -> None:
+    document = _document(failed=3)
+    assert "1/4 (75% failed)" in "".join(lead_parts(document))
+    assert any("| 1/4 (75% failed) |" in line for line in lead_markdown(document))
+    table = generation_table(document)
+    assert table is not None
+    console = Console(width=120, record=True)
+    console.print(table)
+    assert "1/4 (75% failed)" in console.export_text()

@@ -39,7 +39,7 @@ GENERATION = (
     "OutputTokensMean,Rouge1,Rouge2,RougeL"
 )
 SERVICE = (
-    "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,Errors,"
+    "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,RequestsSent,Errors,ErrorShare,"
     "ErrorsByKind,TokensCounted,RttMs,TlsMs"
 )
 POLICY = "TokenSource,TokensPerChunkMean,UsageVsCountedTokens,TtfoMsMedian,ReasoningTokensMean,DatasetSeed"
