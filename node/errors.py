@@ -84,6 +84,21 @@ class DeviceProbeFailed(NodeError):
         self.why = why
 
 
+class ChildNotStarted(NodeError):
+    """A child the node starts to read untrusted files (campaign intake) could not start: a broken
+    install, not the files it was given and not a limit.
+
+    Attributes:
+        what: what the child was for.
+        why: its exit code and the last line it wrote on stderr.
+    """
+
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"the child that {what} could not start ({why})")
+        self.what = what
+        self.why = why
+
+
 class DiskFull(NodeError):
     """A folder's file system is full (or its quota spent): nothing was half-written, free space and
     go on (`submit --resume` for a campaign).
