@@ -134,7 +134,8 @@ class NewCampaign:
 
 
 def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun:
-    """Store a new campaign (a fresh id, results under `out_root/<id>`) with a fresh scheduler."""
+    """Store a new campaign (a fresh id, results under `out_root/<id>`, kept as an absolute path so that
+    `report` and `--resume` from another folder write beside the same files) with a fresh scheduler."""
     campaign_id = new_campaign_id()
     record = CampaignRecord(
         campaign_id=campaign_id,
@@ -145,7 +146,7 @@ def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun
         models=models_json(new.models),
         snapshot=None,
         status=CampaignStatus.RUNNING,
-        out_dir=str(out_root / campaign_id),
+        out_dir=str((out_root / campaign_id).absolute()),
     )
     store.add_campaign(record)
     return CampaignRun(record, new.campaign, sch.Scheduler(campaign_id, new.campaign, new.models))
