@@ -64,12 +64,16 @@ def _read_campaign(path: Path) -> str:
 
 def _check_campaign(text: str, path: Path) -> sch.Campaign:
     """Validate before anything touches the network: the file, the files it names and its local models,
-    in a child (`node.submitter.vetting`); every bad field named, exit 2."""
+    in a child (`node.submitter.vetting`); every bad field named, exit 2; a child that could not
+    start, exit 1."""
     import scheduler as sch
+    from node.errors import ChildNotStarted
     from node.submitter.vetting import vet_local
 
     try:
         return vet_local(text, path)
+    except ChildNotStarted as exc:
+        fail(f"error: {exc.detail}", 1)
     except sch.CampaignError as exc:
         typer.secho(f"error: {path} is not a valid campaign:", fg=typer.colors.RED, err=True)
         for problem in exc.problems:

@@ -35,7 +35,9 @@ DiffOpt = Annotated[
 FormatOpt = Annotated[Format, typer.Option("--format", help="html, csv, json or md")]
 OutOpt = Annotated[
     Path | None,
-    typer.Option("--out", help="write here (html default: ./<campaign>-report.html; else stdout)"),
+    typer.Option(
+        "--out", help="write here (html default: report.html beside the campaign's results.csv; else stdout)"
+    ),
 ]
 ThresholdOpt = Annotated[
     float | None,
@@ -51,8 +53,9 @@ AlphaOpt = Annotated[
 ]
 
 
-def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | None:
-    """A stored campaign as a results.json document (every task's row, raw samples, signed parts)."""
+def store_document(store: CampaignStore, campaign_id: str) -> tuple[dict[str, Any], Path] | None:
+    """A stored campaign as a results.json document (every task's row, raw samples, signed parts), and
+    the folder its files were written to (`submit`'s ``sark-results/<id>``, or `--out`'s)."""
     from node.submitter.outputs import campaign_rows, results_document
     from node.submitter.run import restore  # loads libp2p: only when a stored campaign is asked for
 
@@ -61,26 +64,28 @@ def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | N
         return None
     run = restore(record)
     rows = campaign_rows(run.scheduler, store.results(campaign_id), record.created_utc, run.campaign)
-    return results_document(campaign_id, run.campaign, rows)
+    folder = Path(record.out_dir) if record.out_dir else Path("sark-results") / campaign_id
+    return results_document(campaign_id, run.campaign, rows), folder
 
 
-def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dict[str, Any]:
-    """A campaign by results.json path (file or folder) or by id in this node's store; exits 2 if neither."""
+def _document(name: str, data_dir: Path | None, config_file: Path | None) -> tuple[dict[str, Any], Path]:
+    """A campaign by results.json path (file or folder) or by id in this node's store, and the folder
+    of its files (that results.json's; the stored campaign's); exits 2 if neither."""
     from node.submitter.render import load_document
     from node.submitter.store import CampaignStore
 
     path = Path(name)
     if path.is_file() or (path.is_dir() and (path / "results.json").is_file()):
         try:
-            return load_document(path)
+            return load_document(path), path if path.is_dir() else path.parent
         except (OSError, ValueError) as exc:
             fail(f"error: cannot read {path}: {exc}", 2)
     config = build_config(config_file, data_dir=data_dir)
     store_path = config.data.campaigns
-    document = store_document(CampaignStore(store_path), name) if store_path.is_file() else None
-    if document is None:
+    found = store_document(CampaignStore(store_path), name) if store_path.is_file() else None
+    if found is None:
         fail(f"error: no campaign {name} in {config.data_dir} (and no results.json at that path)", 2)
-    return document
+    return found
 
 
 def _render(document: dict[str, Any], fmt: Format) -> str:
@@ -108,7 +113,12 @@ def report(
     config_file: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Re-render a campaign's report from the store, or diff two campaigns (--diff A B)."""
+    """Re-render a campaign's report from the store, or diff two campaigns (--diff A B).
+
+    html goes beside the campaign's other files by default (its results.csv's folder: where `submit`
+    wrote them, ``sark-results/<campaign>/``), replacing the report.html written there; the other
+    formats go to stdout unless `--out` is given.
+    """
     if (campaign is None) == (diff is None):
         fail("error: give a campaign id (or results.json), or --diff A B", 2)
     if diff is not None:
@@ -121,10 +131,10 @@ def report(
         _diff(diff, bounds, data_dir, config_file, as_json)
         return
     assert campaign is not None
-    document = _document(campaign, data_dir, config_file)
+    document, folder = _document(campaign, data_dir, config_file)
     text = _render(document, fmt)
     if out is None and fmt is Format.HTML:
-        out = Path(f"{document.get('campaign_id') or 'campaign'}-report.html")
+        out = folder / "report.html"
     if out is None:
         sys.stdout.write(text)
         return
@@ -145,7 +155,7 @@ def _diff(
     from scheduler.results import diff_entries, entries_from_document
 
     threshold, alpha = bounds
-    before, after = (_document(n, data_dir, config_file) for n in names)
+    before, after = (_document(n, data_dir, config_file)[0] for n in names)
     rows = diff_entries(entries_from_document(before), entries_from_document(after), threshold, alpha)
     ids = [d.get("campaign_id", n) for d, n in zip((before, after), names, strict=True)]
     if as_json:

@@ -138,8 +138,10 @@ def _model_url(state: CampaignState) -> str:
 
 
 def task(view: sch.TaskView) -> dict[str, Any]:
-    """A task with its live progress, for the dashboard and GET /jobs/{id}."""
+    """A task with its live progress, for the dashboard and GET /jobs/{id}: a phase only while it is
+    leased (an ended task's last heartbeat said `measuring`, which it no longer is)."""
     p = view.progress
+    running = view.state == sch.TaskState.LEASED
     return {
         "task_id": view.task_id,
         "job_index": view.job_index,
@@ -148,7 +150,7 @@ def task(view: sch.TaskView) -> dict[str, Any]:
         "status": _BREAKDOWN[view.state],
         "worker_id": view.peer_id,
         "device_name": view.device_name,
-        "phase": p.phase.value if p.phase else None,
+        "phase": p.phase.value if p.phase and running else None,
         "done": p.done,
         "total": p.total,
         "median_ms": p.median_ms,

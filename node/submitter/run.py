@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,7 +134,8 @@ class NewCampaign:
 
 
 def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun:
-    """Store a new campaign (a fresh id, results under `out_root/<id>`) with a fresh scheduler."""
+    """Store a new campaign (a fresh id, results under `out_root/<id>`, kept as an absolute path so that
+    `report` and `--resume` from another folder write beside the same files) with a fresh scheduler."""
     campaign_id = new_campaign_id()
     record = CampaignRecord(
         campaign_id=campaign_id,
@@ -144,7 +146,7 @@ def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun
         models=models_json(new.models),
         snapshot=None,
         status=CampaignStatus.RUNNING,
-        out_dir=str(out_root / campaign_id),
+        out_dir=str((out_root / campaign_id).absolute()),
     )
     store.add_campaign(record)
     return CampaignRun(record, new.campaign, sch.Scheduler(campaign_id, new.campaign, new.models))
@@ -219,11 +221,15 @@ async def submit(
     view: View = lambda _: None,
     vetted: sch.Campaign | None = None,
 ) -> Outcome:
-    """Run a campaign (the text of the file at `source`; `vetted`: already checked) to its end."""
+    """Run a campaign (the text of the file at `source`; `vetted`: already checked) to its end.
+
+    The campaign is stored only once the submitter's node is up (a gate answered): a submit that
+    reached no gate leaves no campaign behind to show as running or to resume.
+    """
     campaign, models = await prepare(config, text, source, vetted)
     store = store_of(config)
-    run = start(store, NewCampaign(campaign, models, text, str(source)), options.out_root)
-    return await _run(config, options, store, run, view=view)
+    new = NewCampaign(campaign, models, text, str(source))
+    return await _run(config, options, store, lambda: start(store, new, options.out_root), view=view)
 
 
 async def resume(
@@ -240,15 +246,46 @@ async def resume(
         return _outcome(run, store, Tally(), None)
     peers = {t.peer_id for t in run.scheduler.tasks() if t.peer_id}
     config = resume_config(record, config, peers, explicit=options.gate_given)
-    return await _run(config, options, store, run, view=view)
+
+    def begin() -> CampaignRun:  # once the node is up: what this resume takes over, counted
+        options.events("resumed", campaign=run.campaign_id, **resumed_counts(run.scheduler.tasks()))
+        return run
+
+    return await _run(config, options, store, begin, view=view)
+
+
+def resumed_counts(tasks: Iterable[sch.TaskView]) -> dict[str, int]:
+    """What a resume takes over: tasks already done, leases to reclaim from their workers, offers
+    sent again, tasks queued again, and tasks that had already ended otherwise (failed, cancelled,
+    unschedulable)."""
+    states = Counter(t.state for t in tasks)
+    ended = sum(
+        states[s] for s in (sch.TaskState.FAILED, sch.TaskState.CANCELLED, sch.TaskState.UNSCHEDULABLE)
+    )
+    return {
+        "done": states[sch.TaskState.DONE],
+        "reclaiming": states[sch.TaskState.LEASED],
+        "reoffered": states[sch.TaskState.OFFERED],
+        "requeued": states[sch.TaskState.PENDING],
+        "ended": ended,
+    }
 
 
 async def _run(
-    config: NodeConfig, options: SubmitOptions, store: CampaignStore, run: CampaignRun, *, view: View
+    config: NodeConfig,
+    options: SubmitOptions,
+    store: CampaignStore,
+    begin: Callable[[], CampaignRun],
+    *,
+    view: View,
 ) -> Outcome:
+    """Open the submitter's node, then `begin` the campaign (store or restore it) and drive it."""
     uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
-    store.claim(run.campaign_id, swarm_of(config), Submitter.this_process())  # `status`, `--resume` read it
     async with open_submitter(config, options, uploads) as node:
+        run = begin()
+        store.claim(
+            run.campaign_id, swarm_of(config), Submitter.this_process()
+        )  # `status`, `--resume` read it
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         try:
             tally = await drive(

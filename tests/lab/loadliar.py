@@ -11,8 +11,8 @@ honest client does, then, by MODE:
 - `reschedule` (a lone open loop, or a search over request rates): says each request was planned
   when it was really sent, as if it had kept a schedule of its own (no lag, whatever the seed the
   submitter gave it planned; a search's every level alike);
-- `hide` (a lone open loop): keeps the first half of its records and says no planned send was left
-  unsent, hiding a backlog;
+- `hide` (a lone open loop): keeps the records of its first half of sends (by planned time) and says
+  no planned send was left unsent, hiding a backlog;
 - `crowd` (a closed loop): adds a copy of each record sent a millisecond later, twice the requests
   in flight its slots could hold;
 - `zero` (a closed loop): adds up to `ZERO_BURST` records of zero length (TTFT and E2E 0 ms) at the
@@ -64,7 +64,10 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
     assert m.generation is not None
     assert spec.generate is not None
     records, unsent = m.generation.records, m.generation.unsent
-    half = records[: len(records) // 2]
+    # The first half of the sends: records are kept as requests end, which on a loaded machine is not
+    # the order they were sent in (issue 41: halving that list skipped a planned send, and the check
+    # refused the gap before it reached the hidden backlog). A closed loop has no planned times.
+    half = sorted(records, key=lambda r: (r.planned_s or 0.0, r.started_s))[: len(records) // 2]
     if mode == "fabricate":
         lying = _fabricated(records, spec.generate.duration_s or 1.0)
     elif mode == "duplicate":
