@@ -258,7 +258,7 @@ def _report(outcome: Any, as_json: bool) -> None:
             )
     for task in tasks:
         if task.state != sch.TaskState.DONE:
-            ending = f"{task.unit.value}: {task.state.value}: {for_rich(task.detail)}"
+            ending = f"{task.shown_unit}: {task.state.value}: {for_rich(task.detail)}"
             console.print(f"[yellow]{for_rich(task.task_id)}[/] {ending}")
             for reason in task.reasons:
                 console.print(f"    {for_rich(reason)}")

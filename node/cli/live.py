@@ -92,7 +92,7 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
         table.add_row(
             for_rich(t.task_id.rsplit("-job-", 1)[-1]),
             for_rich(worker_cell(t, tasks)),
-            t.unit.value,
+            t.shown_unit,
             t.state.value,
             p.phase.value if p.phase and t.state.value == "leased" else "",  # a phase only while it runs
             f"{p.done}/{p.total}" if p.total else "",

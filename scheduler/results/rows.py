@@ -15,7 +15,6 @@ from typing import Final
 
 from protocol import DeviceProfile, Measurement, ResultBody, for_csv
 from scheduler.language.campaign import Campaign
-from scheduler.language.endpoints import endpoint_unit
 from scheduler.results.caprows import capacity_columns
 from scheduler.results.columns import CSV_COLUMNS, cell, cells, column_formulas
 from scheduler.results.energyrows import energy_columns
@@ -37,7 +36,7 @@ def _task_columns(task: TaskView, status: Status, created_utc: str) -> dict[str,
         JobId=task.task_id,
         FileName=task.model.name,
         FileSize=cell("FileSize", task.model.size / _MB),
-        ComputeUnits=endpoint_unit(task.model) or task.unit.value,
+        ComputeUnits=task.shown_unit,
         DeviceName=task.device_name,
         CreatedUtc=created_utc,
         ModelSha256=task.model.sha256,

@@ -83,6 +83,22 @@ def test_a_server_that_fails_every_request_fails_the_job_naming_it(tmp_path: Pat
     for figure in ("TtftMsMedian", "TpotMsMedian", "E2eMsMedian", "InferenceMsMedian", "LoadMsMedian"):
         assert row[figure] == "", (figure, row[figure])
 
+    # the task ran on the server, not on the worker's CPU: the terminal's ending and `status` say so
+    assert "Endpoint (black-box): failed" in terminal
+    assert "CPU (ONNX)" not in terminal
+    listing = [*SARK, "status", "--json", "--data-dir", str(tmp_path / "data")]
+    [campaign_id] = [c["campaign_id"] for c in json.loads(_run(listing, env, tmp_path))["campaigns"]]
+    shown = _run([*SARK, "status", campaign_id, "--data-dir", str(tmp_path / "data")], env, tmp_path)
+    assert "Endpoint (black-box)" in shown, shown
+    assert "CPU (ONNX)" not in shown, shown
+
+
+def _run(args: list[str], env: dict[str, str], cwd: Path) -> str:
+    """A sark-node command's standard output (it must succeed)."""
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env, cwd=cwd, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
 
 def test_an_endless_stream_is_cut_by_the_workers_budget_and_named_never_a_lapsed_lease(
     tmp_path: Path,
