@@ -15,6 +15,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 import trio
 
@@ -26,6 +27,11 @@ from drivers.rtt import Rtt, measure_rtt
 from drivers.sender import Load, Schedule, closed, of_deal, open_at, send
 from protocol import ComputeUnit, GenerateSpec, RequestRecord
 from protocol.generation import MAX_RECORDS
+
+DRAIN_S: Final = 30.0
+"""How long the requests still in flight when a `duration_s` run's sending ends may take to finish
+(AIPerf's benchmark grace period is the same idea). Past it they end as `deadline`, the server's fault:
+a server that holds its answers never keeps a timed job, nor the worker, until the task's timeout."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,8 @@ class EndpointOptions:
         energy_unit: set only when the worker's owner declared that the server runs on this device
             (gray-box): the unit whose energy source (`drivers.energy`) covers the server's hardware.
             None: the server's energy is not this device's, and none is read.
+        drain_s: a `duration_s` run's grace for the requests in flight when its sending ends
+            (`DRAIN_S`); the run's deadline is then the earlier of its own and the duration's end plus it.
     """
 
     connect_ip: str | None = None
@@ -59,6 +67,7 @@ class EndpointOptions:
     watch: Callable[[Sequence[Outcome]], bool] | None = None
     budget: tuple[int, int, int, int] = (MAX_RUN_BYTES, MAX_RUN_PIECES, MAX_RUN_TEXT, MAX_RUN_TIMES)
     energy_unit: ComputeUnit | None = None
+    drain_s: float = DRAIN_S
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,8 @@ async def drive_endpoint(
             seed = random.SystemRandom().randrange(2**32)
     deal = spec.deal
     start = start_instant(deal) if deal is not None else trio.current_time()
+    if spec.duration_s is not None:
+        deadline = min(deadline, start + spec.duration_s + options.drain_s)
     cpu = time.process_time(), trio.current_time()
     async with open_client() as client:
         load = Load(spec, server, options, client, (deadline, start), budget=Budget(*options.budget))

@@ -28,7 +28,7 @@ import pytest
 import trio
 
 from drivers.completion import RetryPolicy
-from drivers.endpoint import EndpointOptions, EndpointRun, drive_endpoint
+from drivers.endpoint import DRAIN_S, EndpointOptions, EndpointRun, drive_endpoint
 from protocol import Endpoint, GenerateSpec, Prompt
 
 if TYPE_CHECKING:
@@ -169,3 +169,21 @@ async def test_an_odd_retry_after_is_retried_on_the_back_off_and_every_attempt_c
     waited = f"after 2 retries, {RETRY.backoff_s * 3:.1f} s waited"  # the back-off: 0.05 s, then 0.1 s
     assert all(waited in r.error_detail for r in run.records), [r.error_detail for r in run.records]
     assert _seen(hostile)["http429"] - before == 6
+
+
+async def test_a_timed_run_ends_its_drain_after_the_duration_not_at_the_tasks_timeout(hostile: str) -> None:
+    """A `duration_s` job against a server that never finishes an answer (slowloris): the requests in
+    flight when sending ends are cut at the duration plus the drain (`DRAIN_S`, shortened here), as
+    the server's `deadline`, though the run's own deadline (the task's timeout) is a minute away."""
+    spec = _spec(2).model_copy(update={"duration_s": 1.0})
+    options = EndpointOptions(retry=RETRY, rtt_samples=1, budget=BUDGET, drain_s=1.0)
+    started = trio.current_time()
+    run = await drive_endpoint(spec, f"{hostile}/slowloris/v1", 60.0, options)
+    took = trio.current_time() - started
+    assert took < 1.0 + 1.0 + 2.0, took
+    assert run.records, "the two slots sent nothing"
+    assert {r.error for r in run.records} == {"deadline"}, [(r.error, r.error_detail) for r in run.records]
+
+
+def test_the_drain_is_the_documented_default() -> None:
+    assert EndpointOptions().drain_s == DRAIN_S == 30.0
