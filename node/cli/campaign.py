@@ -238,7 +238,7 @@ def _report(outcome: Any, as_json: bool) -> None:
             )
         )
         return
-    from node.submitter.render import load_document
+    from node.report.render import load_document
     from protocol import Measurement, for_rich
 
     console = out_console()
@@ -268,8 +268,8 @@ def _matrix(document: dict[str, Any]) -> Group:
     then device x compute unit: the median latency of each task, the same matrix as report.html."""
     from rich.console import Group
 
-    from node.submitter.genreport import generation_table
-    from node.submitter.tables import matrix_tables
+    from node.report.genreport import generation_table
+    from node.report.tables import matrix_tables
     from scheduler.results import entries_from_document
 
     generation = generation_table(document)

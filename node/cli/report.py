@@ -66,7 +66,7 @@ def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | N
 
 def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dict[str, Any]:
     """A campaign by results.json path (file or folder) or by id in this node's store; exits 2 if neither."""
-    from node.submitter.render import load_document
+    from node.report.render import load_document
     from node.submitter.store import CampaignStore
 
     path = Path(name)
@@ -85,8 +85,8 @@ def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dic
 
 def _render(document: dict[str, Any], fmt: Format) -> str:
     import scheduler as sch
-    from node.submitter.render import render_html
-    from node.submitter.tables import render_markdown
+    from node.report.render import render_html
+    from node.report.tables import render_markdown
 
     if fmt is Format.HTML:
         return render_html(document)
@@ -141,7 +141,7 @@ def _diff(
     as_json: bool,
 ) -> None:
     from node.cli.console import console as out_console
-    from node.submitter.tables import diff_table
+    from node.report.tables import diff_table
     from scheduler.results import diff_entries, entries_from_document
 
     threshold, alpha = bounds

@@ -15,7 +15,7 @@ from typing import Any
 
 import scheduler as sch
 from node.errors import disk_errors, megabytes
-from node.submitter.render import render_html
+from node.report.render import render_html
 from node.submitter.store import ResultRecord
 from protocol import Envelope, Measurement, ResultBody, TaskSpec, derive
 from protocol.codec import pack_body, unpack_body

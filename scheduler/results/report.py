@@ -1,7 +1,7 @@
 """What a campaign report shows, as data: entries and the device x unit latency matrix (`diff`
 compares two campaigns' entries).
 
-Pure: no files, clock, plotting or printing. `node.submitter.render` draws and writes what this module shapes.
+Pure: no files, clock, plotting or printing. `node.report.render` draws and writes what this module shapes.
 """
 
 from __future__ import annotations

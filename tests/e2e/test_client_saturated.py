@@ -18,7 +18,7 @@ from lab.procs import SARK
 from lab.sse_server import scheduled, serve_sse
 from rich.console import Console
 
-from node.submitter.genreport import generation_table
+from node.report.genreport import generation_table
 
 RATE, DURATION_S = 5000.0, 0.9  # 4,500 sends (MAX_RECORDS is 5,000); one process sent 1,964 req/s
 

@@ -16,8 +16,8 @@ import pytest
 from conftest_data import signed_part
 from rich.console import Console
 
-from node.submitter.render import render_html
-from node.submitter.tables import diff_table, matrix_tables, render_markdown
+from node.report.render import render_html
+from node.report.tables import diff_table, matrix_tables, render_markdown
 from scheduler import CSV_COLUMNS, to_csv
 from scheduler.results import diff_entries, entries_from_document
 

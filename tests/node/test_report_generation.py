@@ -10,8 +10,8 @@ from typing import Any
 
 from rich.console import Console
 
-from node.submitter.genreport import generation_parts, generation_table, lead_markdown, lead_parts
-from node.submitter.tables import diff_table
+from node.report.genreport import generation_parts, generation_table, lead_markdown, lead_parts
+from node.report.tables import diff_table
 from protocol import GenerateSpec, Prompt, RequestRecord
 from protocol.genstats import summarize_generation
 from scheduler.results import diff_entries, entries_from_document

@@ -10,8 +10,8 @@ from typing import Any
 from conftest_data import signed_part
 from rich.console import Console
 
-from node.submitter.render import load_document, render_html, write_html_report
-from node.submitter.tables import diff_table, matrix_tables, render_markdown
+from node.report.render import load_document, render_html, write_html_report
+from node.report.tables import diff_table, matrix_tables, render_markdown
 from scheduler.results import DiffRow, entries_from_document
 
 

@@ -13,7 +13,7 @@ import pytest
 from conftest_data import signed_part
 from test_http_dashboard import CHROMIUM, Cdp, page
 
-from node.submitter.render import write_html_report
+from node.report.render import write_html_report
 
 pytestmark = [
     pytest.mark.chromium,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.submitter.telereport import telemetry_parts
+from node.report.telereport import telemetry_parts
 from protocol import (
     ComputeUnit,
     Measurement,

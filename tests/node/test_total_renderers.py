@@ -34,12 +34,12 @@ import scheduler as sch
 from node.cli.live import task_table
 from node.http.shapes import ApiJson, result, task, worker
 from node.http.state import Seen
-from node.submitter.genreport import generation_table
+from node.report.genreport import generation_table
+from node.report.pictures import Picture, drawn, svg_of
+from node.report.render import render_html
+from node.report.tables import diff_table, matrix_tables, render_markdown
+from node.report.telereport import telemetry_parts
 from node.submitter.outputs import write_files
-from node.submitter.pictures import Picture, drawn, svg_of
-from node.submitter.render import render_html
-from node.submitter.tables import diff_table, matrix_tables, render_markdown
-from node.submitter.telereport import telemetry_parts
 from protocol import ComputeUnit, DeviceProfile, Measurement, ModelRef
 from protocol.values import Load
 from scheduler.results import diff_entries, entries_from_document

@@ -140,7 +140,7 @@ def test_the_typed_figures_the_api_and_dashboard_get_are_the_rows_cells_before_f
 def test_no_view_reads_a_figure_back_from_a_row_cell(name: str) -> None:
     """results.json with every numeric and flag cell turned to garbage: the report's entries, its
     Markdown and the terminal's generation table come out the same (fleet merged row included)."""
-    from node.submitter.tables import render_markdown
+    from node.report.tables import render_markdown
 
     golden = CAMPAIGNS[name]()
     rows = campaign_rows(golden.scheduler, golden.results, CREATED, golden.campaign)

@@ -17,10 +17,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from node.submitter.endreport import endpoint_parts, endpoint_tasks
-from node.submitter.genreport import generation_parts, lead_parts
-from node.submitter.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
-from node.submitter.telereport import telemetry_parts
+from node.report.endreport import endpoint_parts, endpoint_tasks
+from node.report.genreport import generation_parts, lead_parts
+from node.report.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
+from node.report.telereport import telemetry_parts
 from protocol import for_html, visible
 from scheduler.results import (
     NO_DEVICE,

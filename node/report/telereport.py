@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, Final
 
-from node.submitter.pictures import Picture, drawn, left_out, plottable, svg_of
+from node.report.pictures import Picture, drawn, left_out, plottable, svg_of
 from protocol import Measurement, Window, for_html, visible
 from protocol.windows import windows
 

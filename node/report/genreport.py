@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from node.submitter.pictures import Picture, drawn, inside, left_out, svg_of
+from node.report.pictures import Picture, drawn, inside, left_out, svg_of
 from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
 from scheduler.results import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 
-from node.submitter.genreport import lead_markdown
+from node.report.genreport import lead_markdown
 from protocol import for_markdown, for_rich
 from scheduler.results import (
     DiffRow,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from node.submitter.pictures import Picture, drawn, left_out, plottable, svg_of
+from node.report.pictures import Picture, drawn, left_out, plottable, svg_of
 from protocol import GenerationStats, for_html, visible
 
 Run = tuple[Mapping[str, str], GenerationStats]
