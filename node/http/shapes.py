@@ -17,7 +17,6 @@ from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
-from protocol import Measurement
 
 SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
 """The seeds' measurement columns, which `GET /jobs/{id}` returns in its result."""
@@ -196,10 +195,11 @@ def created(state: CampaignState) -> dict[str, Any]:
     }
 
 
-def result(row: Mapping[str, str], measurement: Measurement | None) -> dict[str, Any]:
+def result(task: sch.ReportTask) -> dict[str, Any]:
     """A result in the seeds' JSON: Status, the timing columns as numbers from the derived
     measurement (None without one; never read back from the row's text; NaN or infinity becomes null
     in the answer, `ApiJson`), and the row."""
+    row, measurement = task.row, task.measurement
     out: dict[str, Any] = {"status": row.get("Status", "")}
     figures = sch.seed_figures(measurement) if measurement is not None else {}
     out.update({name: figures.get(name) for name in SEED_RESULT_FIELDS})

@@ -30,7 +30,7 @@ from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
 from node.submitter.models import models_json, pin_models, refs_from_json
-from node.submitter.outputs import write_outputs
+from node.submitter.outputs import campaign_report, write_files
 from node.submitter.prompts import read_prompt_files
 from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter, utc_now
 from node.submitter.swarms import resume_config, swarm_of
@@ -82,6 +82,8 @@ class Outcome:
 
     campaign_id: str
     files: dict[str, Path]
+    report: sch.CampaignReport
+    """What the files hold, as the one typed value they were written from."""
     tasks: tuple[sch.TaskView, ...]
     tally: Tally
     medians: dict[str, float]
@@ -205,11 +207,12 @@ async def drive(
     return loop.tally
 
 
-def write_out(run: CampaignRun, store: CampaignStore) -> dict[str, Path]:
-    """Write results.csv, results.json and report.html into the campaign's folder; their paths."""
+def write_out(run: CampaignRun, store: CampaignStore) -> tuple[dict[str, Path], sch.CampaignReport]:
+    """Write results.csv, results.json and report.html into the campaign's folder; their paths, and
+    the report they were written from (what `submit` shows: no file is read back)."""
     results = store.results(run.campaign_id)
-    out_dir = Path(run.record.out_dir)
-    return write_outputs(out_dir, run.campaign_id, run.campaign, run.scheduler, results, utc_now())
+    report = campaign_report(run.scheduler, results, utc_now(), run.campaign_id, run.campaign)
+    return write_files(Path(run.record.out_dir), report), report
 
 
 async def submit(
@@ -306,11 +309,11 @@ async def _run(
 
 def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
     """Write the ended campaign's files (`DiskFull` when its folder's disk is full) and sum it up."""
-    files = write_out(run, store)
+    files, report = write_out(run, store)
     medians = {  # each accepted result's median of its derived measurement, as the scheduler heard it
         t.task_id: t.progress.median_ms for t in run.scheduler.tasks() if t.progress.median_ms is not None
     }
-    return Outcome(run.campaign_id, files, tuple(run.scheduler.tasks()), tally, medians, shortfall)
+    return Outcome(run.campaign_id, files, report, tuple(run.scheduler.tasks()), tally, medians, shortfall)
 
 
 @asynccontextmanager

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Final
 
 from protocol import DeviceProfile, Measurement, ResultBody, for_csv
-from scheduler.language.campaign import Campaign
 from scheduler.results.caprows import capacity_columns
-from scheduler.results.columns import CSV_COLUMNS, cell, cells, column_formulas
+from scheduler.results.columns import CSV_COLUMNS, cell, cells
 from scheduler.results.energyrows import energy_columns
 from scheduler.results.genrows import generation_columns
 from scheduler.results.sustainrows import sustain_columns
@@ -208,19 +207,3 @@ def to_csv(rows: Iterable[Mapping[str, str]]) -> str:
     writer.writeheader()
     writer.writerows({name: for_csv(cell) for name, cell in row.items()} for row in rows)
     return buffer.getvalue()
-
-
-def results_document(
-    campaign_id: str,
-    campaign: Campaign,
-    rows_with_samples: Iterable[tuple[Mapping[str, str], Sequence[float]]],
-) -> dict[str, object]:
-    """results.json: the campaign, the columns, the formula of each computed generation column, and
-    every row with its raw inference samples (ms)."""
-    return {
-        "campaign_id": campaign_id,
-        "campaign": campaign.model_dump(mode="json"),
-        "columns": list(CSV_COLUMNS),
-        "formulas": column_formulas(),
-        "results": [{"row": dict(row), "samples_ms": list(samples)} for row, samples in rows_with_samples],
-    }
