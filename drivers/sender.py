@@ -26,13 +26,13 @@ import trio
 from drivers.budget import Budget
 from drivers.completion import Outcome, complete, request_body
 from drivers.http1 import Pool
+from drivers.loadoptions import EndpointOptions
 from protocol import FleetDeal, GenerateSpec, Prompt
 from protocol.arrivals import open_loop
 from protocol.generation import MAX_RECORDS
 
 if TYPE_CHECKING:
     from drivers.completion import Server
-    from drivers.endpoint import EndpointOptions
 
 MAX_INFLIGHT: Final = 1024  # open loop: requests in flight at once, whatever the arrival rate
 

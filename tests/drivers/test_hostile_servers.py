@@ -28,7 +28,8 @@ import pytest
 import trio
 
 from drivers.completion import RetryPolicy
-from drivers.endpoint import DRAIN_S, EndpointOptions, EndpointRun, drive_endpoint
+from drivers.endpoint import EndpointOptions, EndpointRun, drive_endpoint
+from drivers.loadoptions import DRAIN_S
 from protocol import Endpoint, GenerateSpec, Prompt
 
 if TYPE_CHECKING:
