@@ -188,7 +188,7 @@ def test_a_long_output_text_is_cut_to_what_the_wire_takes_and_rouge_scores_what_
 
 def test_every_cut_is_declared_and_rouge_is_over_the_texts_kept() -> None:
     whole = _generate_body(60, 50, 60)
-    fitted = _fit(whole, 28_000)
+    fitted = _fit(whole, 30_000)
     m = _checked(fitted)
     trimmed = m.trimmed
     print(f"\n{len(pack_body(whole))} bytes cut to {len(pack_body(fitted))}: {trimmed}")
@@ -233,7 +233,7 @@ def test_a_result_with_room_for_no_scored_text_shows_no_rouge() -> None:
 
 def test_figures_changed_after_the_cut_are_still_refused_inconsistent() -> None:
     whole = _generate_body(60, 50, 60)
-    fitted = _fit(whole, 28_000).measurement
+    fitted = _fit(whole, 30_000).measurement
     generation = _generation(fitted)
     assert generation.rouge is not None
     tampered = {
