@@ -6,7 +6,7 @@ their true latency (every process median scaled, so their results stay self-cons
 Each replica of a task is picked by `scheduler.verification.replicas.pick_replicas` (distinct identities
 and hosts; 2 % of the peers sit three to a host, one owner with several keys), judged by
 `scheduler.verification.agreement.settle`, and under spot checks placed by
-`scheduler.verification.reputation.should_check`.
+`scheduler.verification.reputation.should_check` under a campaign key (`DrawKey`) the cheaters never see.
 
 Timing noise is this machine's: a replica's figure is the median of 3 process medians, each off its
 device's true latency by a normal error with the CV of process medians measured on this machine
@@ -27,6 +27,7 @@ and re-settlements).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -41,6 +42,7 @@ from protocol.values import UnitStatus  # noqa: E402
 from scheduler.language import Draws  # noqa: E402
 from scheduler.verification import (  # noqa: E402  # noqa: E402  # noqa: E402
     Candidate,
+    DrawKey,
     Outcome,
     PeerRecord,
     Replica,
@@ -95,6 +97,7 @@ class Tally:
     spreads: dict[str, list[float]] = field(default_factory=dict)  # per class: its replicas' spreads
     shown: dict[str, list[Task]] = field(default_factory=dict)  # per peer: tasks it agreed in
     processes: int = 3
+    key: DrawKey = field(default_factory=lambda: DrawKey(bytes(32)))  # the campaign's secret
 
 
 def fleet(draws: Draws, peers: int, classes: int, cheaters: float) -> list[Peer]:
@@ -142,7 +145,7 @@ def run_task(
     first = pick_replicas(order, 1)
     wanted = 2
     if spot is not None and not should_check(
-        tally.records.get(first[0].peer_id, PeerRecord()), spot, 7, str(task)
+        tally.records.get(first[0].peer_id, PeerRecord()), spot, tally.key, str(task)
     ):
         wanted = 1
     chosen = pick_replicas(order, wanted, taken=[first[0].peer_id], taken_hosts=[first[0].host])[: wanted - 1]
@@ -230,7 +233,7 @@ def simulate(seed: int, noise: float, spot: float | None, args: argparse.Namespa
     everyone = fleet(draws, args.peers, args.classes, args.cheaters)
     peers = {p.peer_id: p for p in everyone}
     pools = list(by_class(p.candidate for p in everyone).values())
-    tally = Tally(processes=args.processes)
+    tally = Tally(processes=args.processes, key=DrawKey(hashlib.sha256(f"key-{seed}".encode()).digest()))
     for task in range(args.tasks):
         run_task(draws, task, pools[draws.below(len(pools))], peers, noise, spot, tally)
     kept_single_cheats = sum(sum(v) for v in tally.singles.values())  # never re-run: shown unverified

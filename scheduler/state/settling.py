@@ -1,20 +1,19 @@
 """A replica group's verdict inside the scheduler: settle it, or ask for one more replica.
 
-A stage with its own types, as Nomad's reconciler is: `settle_groups` takes a `SettlingState` (what
-it reads of the machine) and returns `Settled` (labels, added replicas, commands, the peers' records),
+A stage with its own types, as Nomad's reconciler is: `settle_groups` takes a `SettlingState` (what it
+reads of the machine) and returns `Settled` (labels, added replicas, commands, the peers' records),
 which the machine applies; it holds no state of its own and changes none. It calls `verdict` for each
 group once all its tasks have ended (`agreement.settle` over the accepted ones). Two replicas that
-disagree (`pending`) and a spot check the draw picks (`reputation.should_check`, the campaign's seed
-and the task id) ask for one more replica on another peer of the group's class on another host
-(`more_peer`); the machine adds it as a task of the same job and group, so the campaign does not end
-before it settles. Otherwise each accepted task gets its
-row's label (`TaskView.verified`) and the node is told who agreed (`ReplicasSettled`), to keep each
-peer's record (`reputation.PeerRecord`) in its store.
+disagree (`pending`) and a spot check the draw picks (`reputation.should_check`: the campaign's secret
+key and the task id) ask for one more replica on another peer of the group's class on another host
+(`more_peer`: which one is a secret draw too, so no peer can arrange to check itself); the machine adds
+it as a task of the same job and group, so the campaign does not end before it settles. Otherwise each
+accepted task gets its row's label (`TaskView.verified`) and the node is told who agreed
+(`ReplicasSettled`), to keep each peer's record (`reputation.PeerRecord`) in its store.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
@@ -28,6 +27,7 @@ from scheduler.state.retry import placed_load
 from scheduler.state.tasks import Lapse, Status, TaskState, TaskView, task_id_of
 from scheduler.verification.agreement import Outcome, Replica, Settlement, pooled_spread, settle
 from scheduler.verification.classes import DeviceClass
+from scheduler.verification.draws import DrawKey, Purpose
 from scheduler.verification.replicas import Candidate, pick_replicas
 from scheduler.verification.reputation import PeerRecord, distrusted, should_check
 
@@ -41,7 +41,8 @@ class SettlingState:
     takes its snapshot. The machine builds one per pass (`Scheduler.handle`).
 
     Attributes:
-        campaign_id: the campaign's id (task ids, the spot checks' seed).
+        campaign_id: the campaign's id (task ids).
+        key: the campaign's secret (`draws.DrawKey`): spot checks and the next replica's peer.
         campaign: the campaign (each job's `verify:`).
         tasks: every task by id, in task order.
         peers: the peers the scheduler knows, by id.
@@ -51,6 +52,7 @@ class SettlingState:
     """
 
     campaign_id: str
+    key: DrawKey
     campaign: Campaign
     tasks: Mapping[str, TaskView]
     peers: Mapping[str, PeerView]
@@ -113,12 +115,11 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
         first = members[0]
         verify = campaign.verify_of(campaign.jobs[first.job_index])
         spread = class_spread(tasks.values(), first.device_class)
-        found = verdict(members, verify, spread, out.records, campaign_seed(state.campaign_id))
+        found = verdict(members, verify, spread, out.records, state.key)
         if isinstance(found, str):
             n = sum(1 for t in out.tasks(tasks).values() if t.job_index == first.job_index)
-            pick = more_peer(
-                members, state.peers, state.needs[first.job_index], verify, placed_load(tasks.values())
-            )
+            needs = state.needs[first.job_index]
+            pick = more_peer(members, state.peers, needs, verify, placed_load(tasks.values()), state.key)
             task_id = task_id_of(state.campaign_id, first.job_index, n)
             added, command = _replica(task_id, first, pick, state.peers, state.now)
             out.added.append(added)
@@ -175,11 +176,6 @@ class Labels:
     settlement: Settlement
 
 
-def campaign_seed(campaign_id: str) -> int:
-    """The spot checks' seed: fixed by the campaign, unknown to its workers."""
-    return int.from_bytes(hashlib.sha256(campaign_id.encode()).digest()[:8], "big")
-
-
 def unsettled_groups(
     tasks: Iterable[TaskView], suspects: Set[str] = frozenset()
 ) -> dict[str, list[TaskView]]:
@@ -208,7 +204,7 @@ def verdict(
     verify: Verify,
     class_spread: float,
     records: Mapping[str, PeerRecord],
-    seed: int,
+    key: DrawKey,
 ) -> Labels | str:
     """`MORE`, or the group's labels (see the module docstring)."""
     done = [t for t in members if t.state == TaskState.DONE and t.progress.median_ms is not None]
@@ -216,7 +212,7 @@ def verdict(
     if verify.replicas == 1 and len(members) == 1 and len(done) == 1:
         first = done[0]
         if first.peer_id and should_check(
-            records.get(first.peer_id, PeerRecord()), verify.spot_check, seed, first.task_id
+            records.get(first.peer_id, PeerRecord()), verify.spot_check, key, first.task_id
         ):
             return MORE
     replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
@@ -289,12 +285,17 @@ def more_peer(
     needs: Needs,
     verify: Verify,
     placed: Mapping[str, int],
+    key: DrawKey,
 ) -> Candidate | None:
-    """A peer for one more replica: the group's class, none of its peers or hosts, best ranked first."""
+    """A peer for one more replica: the group's class, none of its peers or hosts, in the order of
+    the campaign's secret draw over the feasible ones (placement's ranking would let a peer that
+    ranks itself second, or a second key of its owner's, predict that it checks the first)."""
     unit = members[0].unit
     taken = [peers[t.peer_id] for t in members if t.peer_id and t.peer_id in peers]
     hosts = [candidate(p, unit, verify).host for p in taken]
-    candidates = [candidate(r.peer, unit, verify) for r in rank(needs, list(peers.values()), placed=placed)]
+    feasible = [candidate(r.peer, unit, verify) for r in rank(needs, list(peers.values()), placed=placed)]
+    group = members[0].replica_group
+    candidates = sorted(feasible, key=lambda c: key.draw(Purpose.REPLICA_PEER, f"{group}\x00{c.peer_id}"))
     got = pick_replicas(
         candidates,
         1,
