@@ -161,7 +161,7 @@ def _replica(
     if pick is not None:
         peer = peers[pick.peer_id]
         return fresh.with_(peer_id=peer.peer_id, device_name=peer.profile.device_name), []
-    why = "no further peer of the class on another host for one more replica"
+    why = "no further peer of the class on another network for one more replica"
     ended = fresh.with_(
         state=TaskState.UNSCHEDULABLE, failure_reason=Lapse.NO_FEASIBLE_PEER, detail=why, ended_at=now
     )
@@ -246,7 +246,8 @@ def replica_pool(
     task: TaskView, tasks: Mapping[str, TaskView], peers: Mapping[str, PeerView], campaign: Campaign
 ) -> list[PeerView]:
     """The peers a task may be retried on: any for an unreplicated task; for a replica, those of its
-    group's class on a host none of the group's other live or done tasks is on."""
+    group's class on a network (`networks.network_of`, never an unknown one) none of the group's
+    other live or done tasks is on."""
     if not task.replica_group:
         return list(peers.values())
     verify = campaign.verify_of(campaign.jobs[task.job_index])
@@ -262,7 +263,7 @@ def replica_pool(
     pool = []
     for peer in peers.values():
         c = candidate(peer, task.unit, verify)
-        if c.device_class.key == task.device_class and c.host not in hosts:
+        if c.device_class.key == task.device_class and c.host and c.host not in hosts:
             pool.append(peer)
     return pool
 

@@ -17,7 +17,8 @@ Modules:
     sendcheck  check_sends: a load client's records against the schedule the submitter gave it (a fleet
                member's deal, a lone open loop's seed), or a Refusal
     classes    device classes: the profile parts two peers share exactly when their timings should agree
-    replicas   pick_replicas: N peers of one class, distinct in identity and in host
+    replicas   pick_replicas: N peers of one class, distinct in identity and in network
+    networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
     agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
     reputation a peer's record of agreements; adaptive spot checks (p rises for peers that disagreed)
     draws      DrawKey: the campaign's secret, and the keyed draws of every choice a worker could exploit

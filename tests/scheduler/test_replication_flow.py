@@ -1,4 +1,4 @@
-"""Replication through the scheduler itself: groups of one class on distinct hosts, a disagreement
+"""Replication through the scheduler itself: groups of one class on distinct networks, a disagreement
 settled by a third replica, labels and records, claims refused unless allowed."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ fleet_peers: list[PeerView] = []
 
 def test_a_halving_liar_is_the_outlier_of_a_third_replica_and_the_others_are_replicated() -> None:
     global fleet_peers
-    fleet_peers = fleet(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1", "10.0.4.1"])
     sched = Scheduler(
         "c1", parse_campaign(campaign()), {"mobilenet": MODEL, MODEL.name: MODEL, "m": MODEL}, key=KEY
     )
@@ -89,7 +89,7 @@ def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
     c = parse_campaign(campaign())
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
     assert len(plan.chosen) == 1
-    assert "distinct hosts" in plan.shortfall
+    assert "distinct networks" in plan.shortfall
     c = parse_campaign(campaign(", same_host: allow"))
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
     assert len(plan.chosen) == 4
@@ -100,7 +100,7 @@ def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
 
 
 def test_a_claim_unverified_peer_is_placed_only_when_the_campaign_allows_it() -> None:
-    peers = fleet(["10.0.0.1", "10.0.0.2"])
+    peers = fleet(["10.0.1.1", "10.0.2.1"])
     peers[1] = dataclasses.replace(peers[1], claim=("calibration.cpu_gflops 9e+04 over 8 cores",))
     yaml = campaign().replace("verify: {replicas: 2}\n", "")
     (plan,) = explain(parse_campaign(yaml), {"m": MODEL}, peers).jobs
@@ -113,7 +113,7 @@ def test_a_claim_unverified_peer_is_placed_only_when_the_campaign_allows_it() ->
 
 def test_spot_checks_replicate_every_task_of_an_untrusted_peer_and_few_of_a_trusted_one() -> None:
     global fleet_peers
-    fleet_peers = fleet(["10.0.0.1", "10.0.0.2"])
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1"])
     yaml = campaign().replace("verify: {replicas: 2}", "verify: {spot_check: 0.0001}")
     yaml = yaml.replace("devices: all", "devices: 1")
     sched = Scheduler("c3", parse_campaign(yaml), {"m": MODEL}, key=KEY)
@@ -144,7 +144,7 @@ def test_bad_verify_blocks_are_refused_naming_each_field() -> None:
 
 def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends() -> None:
     global fleet_peers
-    fleet_peers = fleet(["10.0.0.1", "10.0.0.2"])
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1"])
     sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
     run(sched, {"12D3-b0": 10.0, "12D3-b1": 5.0})
     tasks = sched.tasks()
@@ -156,7 +156,7 @@ def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends(
 
 def test_a_refused_replica_is_retried_on_a_peer_of_another_group_of_its_class() -> None:
     global fleet_peers
-    fleet_peers = fleet(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1", "10.0.4.1"])
     sched = Scheduler("c5", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
     out = sched.handle(PeersDiscovered(peers=tuple(fleet_peers)), 0.0)
     offers = [c for c in out if isinstance(c, SendOffer)]
@@ -178,7 +178,7 @@ def test_a_peer_that_turns_biased_has_the_groups_it_agreed_in_settled_again_with
     seven comparisons at 0.9x, so the eighth proves it off its class for good (`PeerRecord.biased`):
     the group it agreed in is settled again without it, with one more replica."""
     global fleet_peers
-    fleet_peers = fleet([f"10.0.0.{i}" for i in range(1, 5)])
+    fleet_peers = fleet([f"10.0.{i}.1" for i in range(1, 5)])
     sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL, MODEL.name: MODEL}, key=KEY)
     cheat = "12D3-b3"
     leaning = PeerRecord(agreed=7, streak=7, offsets=7, offset_sum=-0.7, offset_squares=0.0707)

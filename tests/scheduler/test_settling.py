@@ -57,7 +57,7 @@ def state_of(hosts: list[str], figures: list[float]) -> SettlingState:
 
 
 def test_two_replicas_that_agree_are_labelled_and_their_peers_recorded() -> None:
-    state = state_of(["10.0.0.1", "10.0.0.2"], [10.0, 10.1])
+    state = state_of(["10.0.1.1", "10.0.2.1"], [10.0, 10.1])
     settled = settle_groups(state)
     assert [t.verified for t in settled.labelled] == ["replicated 2/2", "replicated 2/2"]
     assert settled.added == ()
@@ -71,8 +71,8 @@ def test_two_replicas_that_agree_are_labelled_and_their_peers_recorded() -> None
 @pytest.mark.parametrize(
     ("hosts", "added_state"),
     [
-        (["10.0.0.1", "10.0.0.2", "10.0.0.3"], TaskState.PENDING),  # a third peer on a third host
-        (["10.0.0.1", "10.0.0.2"], TaskState.UNSCHEDULABLE),  # nobody left for one more replica
+        (["10.0.1.1", "10.0.2.1", "10.0.3.1"], TaskState.PENDING),  # a third peer on a third host
+        (["10.0.1.1", "10.0.2.1"], TaskState.UNSCHEDULABLE),  # nobody left for one more replica
     ],
 )
 def test_two_replicas_that_disagree_ask_one_more(hosts: list[str], added_state: TaskState) -> None:
