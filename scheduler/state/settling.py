@@ -28,6 +28,7 @@ from scheduler.state.tasks import Lapse, Status, TaskState, TaskView, task_id_of
 from scheduler.verification.agreement import Outcome, Replica, Settlement, pooled_spread, settle
 from scheduler.verification.classes import DeviceClass
 from scheduler.verification.draws import DrawKey, Purpose
+from scheduler.verification.networks import network_of
 from scheduler.verification.replicas import Candidate, pick_replicas
 from scheduler.verification.reputation import PeerRecord, distrusted, should_check
 
@@ -125,8 +126,10 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
             out.added.append(added)
             out.commands.extend(command)
             continue
+        networks = quorum_networks(found.settlement, state.peers)
         out.labelled.extend(
-            tasks[i].with_(verified=label, verify_detail=why) for i, (label, why) in found.labels.items()
+            tasks[i].with_(verified=label, verify_detail=why, quorum_networks=networks)
+            for i, (label, why) in found.labels.items()
         )
         _record(group, members, found.settlement, out)
 
@@ -174,6 +177,15 @@ class Labels:
 
     labels: dict[str, tuple[str, str]]
     settlement: Settlement
+
+
+def quorum_networks(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple[str, ...]:
+    """The networks a replicated group's agreeing peers came from, each once, sorted ("relayed" for
+    one whose address was never seen); () for a group not replicated."""
+    if settled.outcome != Outcome.REPLICATED:
+        return ()
+    found = {network_of(peers[p].host) or "relayed" for p in settled.agreed if p in peers}
+    return tuple(sorted(found))
 
 
 def unsettled_groups(

@@ -21,6 +21,7 @@ from scheduler import (
     TaskState,
     parse_campaign,
 )
+from scheduler.results import verify_columns
 from scheduler.state import PeerView, explain
 from scheduler.verification import PeerRecord
 
@@ -77,6 +78,15 @@ def test_a_halving_liar_is_the_outlier_of_a_third_replica_and_the_others_are_rep
     assert "5 ms against the agreed" in liar[0].verify_detail
     others = [t.verified for t in tasks.values() if t.peer_id != "12D3-b3"]
     assert sorted(others) == ["replicated 2/2", "replicated 2/2", "replicated 2/3", "replicated 2/3"]
+    by_peer = {p.peer_id: p for p in fleet_peers}
+    for t in tasks.values():  # each verified row names the networks its quorum came from
+        cells = verify_columns(t, by_peer[t.peer_id or ""])
+        if t.peer_id == "12D3-b3":
+            assert cells["QuorumNetworks"] == ""
+        else:
+            assert len(t.quorum_networks) == 2
+            assert cells["QuorumNetworks"] == ";".join(t.quorum_networks)
+            assert f"10.0.{int((t.peer_id or '')[-1]) + 1}.0/24" in t.quorum_networks
     settled = [c for c in log if isinstance(c, ReplicasSettled)]
     assert sorted(s.outcome for s in settled) == ["replicated", "replicated"]
     assert sched.done
