@@ -129,7 +129,7 @@ def _member(n: int, records: list[RequestRecord] | None, spec: GenerateSpec) -> 
     task = TaskView(
         task_id=f"c-job-0-{n}",
         job_index=0,
-        unit="CPU (ONNX)",  # type: ignore[arg-type]
+        unit="CPU (ONNX)",
         model=model,
         state=TaskState.DONE if records is not None else TaskState.FAILED,
         peer_id=f"peer{n}",

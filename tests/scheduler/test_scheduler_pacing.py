@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scheduler_harness import KEY, MODEL, SHA, Node, peer
 
 from protocol import Load
@@ -13,7 +15,7 @@ def _campaign(tasks: int) -> str:
     return f"name: many\nmodel: {{url: https://example.org/m.onnx, sha256: {SHA}}}\njobs:\n" + job * tasks
 
 
-def _offers(commands: list[object]) -> list[SendOffer]:
+def _offers(commands: Sequence[object]) -> list[SendOffer]:
     return [c for c in commands if isinstance(c, SendOffer)]
 
 
