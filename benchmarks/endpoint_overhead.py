@@ -4,7 +4,7 @@ A scripted server (tests/lab/sse_server.py, threads, 127.0.0.1) sends the first 
 `--first-ms`, then one every `--every-ms`, `--tokens` deltas in all, then the usage chunk and
 `[DONE]`. Each trial runs the same requests three times, back to back, order alternating: through
 sark's endpoint client (`drivers.endpoint`: trio sockets and h11, reads stamped by the kernel's
-arrival time, parsed after the body ends, records); through the stack sark used before issue 33
+arrival time, decoded as it arrives (issue 41), records); through the stack sark used before issue 33
 (httpx on trio, each read stamped when httpx hands it over and parsed at once); and through a bare
 baseline (a raw trio socket that timestamps each read holding a content delta, no HTTP library, no
 parsing): the HTTP/SSE options side by side. Each one's CPU per request is its trio thread's CPU

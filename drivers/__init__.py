@@ -33,7 +33,10 @@ Modules:
     sse        server-sent events of an OpenAI-compatible stream, decoded incrementally (pure)
     http1      HTTP/1.1 on trio sockets and h11: a keep-alive pool, each read stamped on arrival
     retrying   how a 429 or 5xx is retried: the policy's bounds, the server's Retry-After
+    budget     the memory one run's requests in flight keep together (bytes, pieces), and its cut
+    attempt    one attempt's body read as it arrives and decoded under the run's budget
     completion one streamed completion request to a model server, timed per read, as a RequestRecord
+    loadoptions  EndpointOptions: how a load runs beyond its spec (retries, budget, the drain, ...)
     sender     the one request loop: closed, open (protocol.arrivals), a fleet deal, a capacity level
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
     endpoint   load against a model server through `sender`; `run_endpoint` for the spawned child
@@ -60,11 +63,11 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from drivers.endpoint import EndpointOptions
     from drivers.endpointrun import measure_endpoint
     from drivers.errors import DriverError, ProbeFailed, TaskFailed
     from drivers.formats import check_model_file, detect_format
     from drivers.harness import measure
+    from drivers.loadoptions import EndpointOptions
     from drivers.offers import unit_offers
     from drivers.probe import detect_profile, probe_generation
     from drivers.probechild import detect_profile_apart, probe_servers_apart
@@ -72,7 +75,7 @@ if TYPE_CHECKING:
 
 _HOMES: Final = {
     "DriverError": "errors",
-    "EndpointOptions": "endpoint",
+    "EndpointOptions": "loadoptions",
     "ProbeFailed": "errors",
     "TaskFailed": "errors",
     "check_model_file": "formats",

@@ -15,7 +15,6 @@ the Authorization header and is scrubbed from every detail.
 from __future__ import annotations
 
 import json
-import math
 import ssl
 import time
 from dataclasses import dataclass, field, replace
@@ -25,15 +24,15 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
+from drivers.attempt import MAX_TEXT_CHARS, Attempt, TooLarge, read_body
+from drivers.budget import Budget, Hold
 from drivers.http1 import Connection, Origin, Pool, next_event, send_request
 from drivers.retrying import RETRIED, RetryPolicy, retry_after_s
-from drivers.sse import SseDecoder, SseEvent, StreamFault, Usage, read_chunk
+from drivers.sse import StreamFault
 from protocol import ChatMessage, ErrorKind, GenerateSpec, Prompt, RequestRecord
 
-MAX_BODY_BYTES: Final = 64 << 20
-MAX_TEXT_CHARS: Final = 200_000
 MAX_DETAIL_CHARS: Final = 500
-DRAIN_S: Final = 0.5  # after [DONE], how long the body may take to end before the connection is dropped
+HEAD_S: Final = 2.0  # how long the body of an error answer may take to give the detail its first bytes
 
 
 @dataclass(frozen=True)
@@ -53,24 +52,6 @@ class Server:
     connect_ip: str | None = None
 
 
-@dataclass
-class Attempt:
-    """What one attempt saw so far; a deadline turns it into a record as it stands."""
-
-    sent_ns: int = field(default_factory=time.perf_counter_ns)
-    times_ms: list[float] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
-    answer_ms: float | None = None  # the first answer (not reasoning) text
-    reasoning: list[str] = field(default_factory=list)
-    usage: Usage | None = None
-    done: bool = False
-    finished: bool = False  # a finish_reason came: a body that then ends without [DONE] is complete
-    parse_ns: list[int] = field(default_factory=list)
-
-    def since_sent_ms(self, now_ns: int) -> float:
-        return (now_ns - self.sent_ns) / 1e6
-
-
 @dataclass(frozen=True)
 class Outcome:
     """A request's record, the parse time of each read, how many retries it took, and the reasoning
@@ -81,6 +62,7 @@ class Outcome:
     retries: int
     reasoning: str = ""
     sent_ns: int = 0  # perf clock: the first attempt's first byte written
+    parse_total_ns: int = 0  # the parse time of every read (`parse_ns` keeps only the first ones)
 
     def with_record(self, record: RequestRecord) -> Outcome:
         return replace(self, record=record)
@@ -131,27 +113,40 @@ def open_client() -> Pool:
 
 
 async def complete(
-    client: Pool, server: Server, body: dict[str, object], *, deadline: float, retry: RetryPolicy
+    client: Pool,
+    server: Server,
+    body: dict[str, object],
+    *,
+    deadline: float,
+    retry: RetryPolicy,
+    budget: Budget | None = None,
 ) -> Outcome:
     """Send one request (retrying 429 and 5xx within `retry`) and measure it until `deadline` (trio time).
+
+    `budget` is the run's (`drivers.budget`): what every request in flight keeps at once; None gives
+    this request a budget of its own.
 
     Returns:
         The outcome; a failure is a record with `error` set, never an exception.
     """
-    retries, waited, first_sent = 0, 0.0, 0
+    retries, waited, first_sent, written = 0, 0.0, 0, 0
+    hold = (budget or Budget()).hold()
     while True:
         attempt = Attempt()
         failure: _Failed | None = None
         with trio.move_on_at(deadline) as scope:
             try:
-                await _stream(client, server, body, attempt)
+                await _stream(client, server, body, attempt, hold)
             except _Failed as exc:
                 failure = exc
+            finally:
+                hold.release()
         if scope.cancelled_caught and not attempt.done:
-            failure = _Failed("deadline", "the stream was cut at its deadline")
+            failure = _Failed("deadline", "the server's answer was not complete by the run's deadline")
         elif failure is None and not (attempt.done or attempt.finished):
             failure = _Failed("stream_error", "the stream ended without [DONE] or a finish_reason")
         first_sent = first_sent or attempt.sent_ns
+        written += attempt.written
         wait = _retry_wait(failure, retries, waited, retry, deadline - trio.current_time())
         if failure is not None and wait is not None:
             retries, waited = retries + 1, waited + wait
@@ -159,11 +154,14 @@ async def complete(
             continue
         if failure is not None and failure.status in RETRIED and retries:
             failure.detail += f" (after {retries} retries, {waited:.1f} s waited)"
-        record = _record(attempt, failure, server.api_key)
-        return Outcome(record, tuple(attempt.parse_ns), retries, "".join(attempt.reasoning), first_sent)
+        record = _record(attempt, failure, server.api_key).with_(attempts=written)
+        parse = (tuple(attempt.parse_ns), attempt.parse_total_ns)
+        return Outcome(record, parse[0], retries, "".join(attempt.reasoning), first_sent, parse[1])
 
 
-async def _stream(client: Pool, server: Server, body: dict[str, object], attempt: Attempt) -> None:
+async def _stream(
+    client: Pool, server: Server, body: dict[str, object], attempt: Attempt, hold: Hold
+) -> None:
     """One attempt: take a connection, send, check status and type, then time and decode every read.
     A kept-alive connection the server closed meanwhile is replaced once by a fresh one."""
     origin, target, headers = _pinned(server)
@@ -180,9 +178,11 @@ async def _stream(client: Pool, server: Server, body: dict[str, object], attempt
             conn = await _connect(client, origin, fresh=True)
             event = await _send(conn, origin, target, headers, payload, attempt)
         await _check_response(conn, event)
-        await _read_events(conn, attempt)
+        await read_body(conn, attempt, hold)
     except StreamFault as exc:
         raise _Failed(exc.kind, exc.detail) from exc
+    except TooLarge as exc:
+        raise _Failed("response_too_large", f"server {_named(origin)}: {exc}") from exc
     except _Closed as exc:
         raise _Failed("stream_error", str(exc)) from exc
     except h11.ProtocolError as exc:
@@ -193,6 +193,10 @@ async def _stream(client: Pool, server: Server, body: dict[str, object], attempt
         if conn is not None:
             with trio.CancelScope(shield=True):
                 await client.give(origin, conn)
+
+
+def _named(origin: Origin) -> str:
+    return f"{origin.host}:{origin.port}"
 
 
 _STALE: Final = (OSError, trio.BrokenResourceError, h11.ProtocolError, _Closed)
@@ -215,6 +219,7 @@ async def _send(
 ) -> h11.Response:
     """Write the request (the clock starts at its first byte) and read the response's head."""
     attempt.sent_ns = await send_request(conn, origin, target, headers, payload)
+    attempt.written = True
     event, _ = await next_event(conn)
     if not isinstance(event, h11.Response):
         raise _Closed(f"the server answered {type(event).__name__} instead of a response")
@@ -228,6 +233,9 @@ async def _check_response(conn: Connection, response: h11.Response) -> None:
         kind = _status_kind(response.status_code)
         detail = f"HTTP {response.status_code}: {text[:200]!r}"
         raise _Failed(kind, detail, response.status_code, _header(response, b"retry-after") or None)
+    encoding = _header(response, b"content-encoding").strip().lower()
+    if encoding not in ("", "identity"):  # never decoded: a compressed body could inflate without bound
+        raise _Failed("not_sse", f"content-encoding {encoding[:40]!r}, which was not asked for (identity)")
     if not content_type.lower().startswith("text/event-stream"):
         text = (await _head(conn)).decode("utf-8", "replace").strip()
         raise _Failed("not_sse", f"content-type {content_type[:80]!r}, body starts {text[:120]!r}")
@@ -240,79 +248,17 @@ def _header(response: h11.Response, name: bytes) -> str:
     return ""
 
 
-async def _read_events(conn: Connection, attempt: Attempt) -> None:
-    """Read the body until it ends, each read stamped when its bytes arrived (`drivers.http1`) and
-    kept; parse them after, so that parsing one read never delays the stamp of the next. After
-    `[DONE]` the body has `DRAIN_S` to end, or the connection is dropped. A deadline that cuts the
-    body still leaves what arrived before it parsed into the attempt."""
-    pieces: list[tuple[int, bytes]] = []
-    received, tail = 0, b""
-    fault: _Failed | None = None
-    drain = trio.CancelScope()
-    try:
-        with drain:
-            while True:
-                event, arrived = await next_event(conn, attempt.sent_ns)
-                if not isinstance(event, h11.Data):
-                    break
-                data = bytes(event.data)
-                received += len(data)
-                if received > MAX_BODY_BYTES:
-                    fault = _Failed("stream_error", f"the response passed {MAX_BODY_BYTES} bytes")
-                    break
-                pieces.append((arrived, data))
-                if _DONE_MARK in tail + data and drain.deadline == math.inf:
-                    drain.deadline = trio.current_time() + DRAIN_S
-                tail = data[-len(_DONE_MARK) :]
-    finally:
-        fault = fault or _parse(pieces, attempt)
-    if fault is not None:
-        raise fault
-
-
-_DONE_MARK: Final = b"[DONE]"
-
-
-def _parse(pieces: list[tuple[int, bytes]], attempt: Attempt) -> _Failed | None:
-    """Decode the body's reads in order into the attempt, each delta timed at its read's arrival;
-    the first fault stops it (returned, never raised: this also runs while a cancel unwinds)."""
-    decoder = SseDecoder()
-    for arrived, data in pieces:
-        started = time.perf_counter_ns()
-        try:
-            _take(decoder.feed(data), attempt, arrived)
-        except StreamFault as exc:
-            return _Failed(exc.kind, exc.detail)
-        finally:
-            attempt.parse_ns.append(time.perf_counter_ns() - started)
-    return None
-
-
-def _take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
-    """Fold one read's events into the attempt: every answer or reasoning delta is timed at the read's
-    arrival."""
-    for event in events:
-        chunk = read_chunk(event)
-        if chunk.text or chunk.reasoning:
-            attempt.times_ms.append(attempt.since_sent_ms(arrived_ns))
-            attempt.reasoning.append(chunk.reasoning)
-        if chunk.text:
-            attempt.text.append(chunk.text)
-            if attempt.answer_ms is None:
-                attempt.answer_ms = attempt.times_ms[-1]
-        attempt.usage = chunk.usage or attempt.usage
-        attempt.done = attempt.done or chunk.done
-        attempt.finished = attempt.finished or chunk.finished
-
-
 async def _head(conn: Connection, limit: int = 2048) -> bytes:
-    """The first bytes of a body that is not the stream we asked for (for the error detail)."""
+    """The first bytes of a body that is not the stream we asked for (for the error detail), as many
+    as came within `HEAD_S`: an error answer whose body never ends does not hold the request (its
+    connection is then dropped, not kept)."""
     head = b""
-    while len(head) < limit:
-        event, _ = await next_event(conn)
-        if not isinstance(event, h11.Data):
-            break
-        head += bytes(event.data)[: limit - len(head)]
+    with trio.move_on_after(HEAD_S):
+        while len(head) < limit:
+            event, _ = await next_event(conn)
+            if not isinstance(event, h11.Data):
+                break
+            head += bytes(event.data)[: limit - len(head)]
     return head
 
 
@@ -341,7 +287,7 @@ def _record(attempt: Attempt, failure: _Failed | None, api_key: str | None) -> R
     ended_ms = attempt.since_sent_ms(time.perf_counter_ns())
     times = attempt.times_ms
     usage = attempt.usage
-    thinking = sum(1 for r in attempt.reasoning if r)
+    thinking = attempt.thinking
     return RequestRecord(
         prompt_id="",
         prompt_tokens=usage.prompt_tokens if usage else 0,
@@ -358,6 +304,7 @@ def _record(attempt: Attempt, failure: _Failed | None, api_key: str | None) -> R
         reasoning_tokens=usage.reasoning_tokens if usage and usage.reasoning_tokens else thinking,
         error=failure.kind if failure else None,
         error_detail=_scrub(failure.detail, api_key) if failure else "",
+        http_status=failure.status if failure else None,
     )
 
 

@@ -13,48 +13,19 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import trio
 
-from drivers.completion import Outcome, RetryPolicy, Server, open_client
+from drivers.budget import Budget
+from drivers.completion import Server, open_client
 from drivers.errors import DriverError
 from drivers.fleetload import start_instant
+from drivers.loadoptions import EndpointOptions
 from drivers.rtt import Rtt, measure_rtt
 from drivers.sender import Load, Schedule, closed, of_deal, open_at, send
-from protocol import ComputeUnit, GenerateSpec, RequestRecord
+from protocol import GenerateSpec, RequestRecord
 from protocol.generation import MAX_RECORDS
-
-
-@dataclass(frozen=True)
-class EndpointOptions:
-    """How to run against the server, beyond what the spec says.
-
-    Attributes:
-        connect_ip: the address the worker checked against its URL policy; connections go there.
-        seed: the open loop's RNG seed when the spec has none (drawn and returned when None too).
-        request_timeout_s: a deadline per request, besides the run's (None: the run's only).
-        retry: how 429 and 5xx answers are retried.
-        rtt_samples: TCP connects timed before the run.
-        max_requests: send at most this many (None: `MAX_RECORDS`).
-        watch: called with the outcomes so far each time a request ends; True ends the run there:
-            nothing more is sent, and the requests still in flight end but are left out (a capacity
-            level judged over-saturated on exactly the outcomes kept). They are not cancelled: a
-            cancel while httpx sends a body abandons its async generator (trio warns).
-        energy_unit: set only when the worker's owner declared that the server runs on this device
-            (gray-box): the unit whose energy source (`drivers.energy`) covers the server's hardware.
-            None: the server's energy is not this device's, and none is read.
-    """
-
-    connect_ip: str | None = None
-    seed: int | None = None
-    request_timeout_s: float | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    rtt_samples: int = 5
-    max_requests: int | None = None
-    watch: Callable[[Sequence[Outcome]], bool] | None = None
-    energy_unit: ComputeUnit | None = None
 
 
 @dataclass(frozen=True)
@@ -129,9 +100,11 @@ async def drive_endpoint(
             seed = random.SystemRandom().randrange(2**32)
     deal = spec.deal
     start = start_instant(deal) if deal is not None else trio.current_time()
+    if spec.duration_s is not None:
+        deadline = min(deadline, start + spec.duration_s + options.drain_s)
     cpu = time.process_time(), trio.current_time()
     async with open_client() as client:
-        load = Load(spec, server, options, client, (deadline, start))
+        load = Load(spec, server, options, client, (deadline, start), budget=Budget(*options.budget))
         await send(load, _schedule(spec, seed, options))
     outcomes = load.outcomes
     wall_s = max((o.record.started_s + o.record.e2e_ms / 1e3 for o in outcomes), default=0.0)
@@ -139,7 +112,7 @@ async def drive_endpoint(
         records=tuple(o.record for o in outcomes),
         wall_s=wall_s,
         rtt=rtt,
-        client_overhead_ms=_median_ms([sum(o.parse_ns) for o in outcomes if o.parse_ns]),
+        client_overhead_ms=_median_ms([o.parse_total_ns for o in outcomes if o.parse_ns]),
         read_overhead_ms=_median_ms([ns for o in outcomes for ns in o.parse_ns]),
         retries=sum(o.retries for o in outcomes),
         seed=seed,

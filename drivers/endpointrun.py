@@ -7,7 +7,9 @@ latency and `generation` holds every figure, with the round trip to the server (
 pinned tokenizer, each request's output is counted with it in a child (`drivers.tokencount`). A
 capacity search (`generate.capacity`) runs its levels (`drivers.capacity`) and keeps them all in
 `capacity`; `generation` is then the knee level's figures (its records stay in the level; their
-tokens are as the stream counted them).
+tokens are as the stream counted them). A run whose every request failed is no measurement: it
+fails `FailureReason.SERVER`, naming what the server answered and how many requests it received
+(a capacity search too, when every request of every level failed).
 Energy is the server's: read only when the owner declared the server runs on this device
 (`EndpointOptions.energy_unit`, gray-box), else left out with a note that says so; a capacity
 search reads none (its levels are not one window).
@@ -16,15 +18,17 @@ search reads none (its levels are not one window).
 from __future__ import annotations
 
 import logging
+from collections import Counter
+from collections.abc import Sequence
 
 import trio
 
 from drivers.capacity import search_capacity
 from drivers.endpoint import EndpointOptions, EndpointRun, drive_endpoint
 from drivers.energy import EnergyMeter, offer_for
-from drivers.errors import DriverError
+from drivers.errors import DriverError, TaskFailed
 from drivers.tokencount import counted
-from protocol import EnergyReading, Measurement, TaskSpec
+from protocol import EnergyReading, FailureReason, Measurement, RequestRecord, Stage, TaskSpec
 from protocol.aggregate import NO_SAMPLES, derive
 from protocol.capacity import headline
 from protocol.genstats import summarize_generation
@@ -44,6 +48,9 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
     capacity = None
     if generate.capacity is not None:  # the knee level's figures head the row; every level is kept
         capacity = await search_capacity(generate, url, spec.timeout_s, options)
+        fault = server_fault([r for level in capacity.levels for r in level.generation.records])
+        if fault is not None:  # every level's every request failed: no knee to find
+            raise TaskFailed(FailureReason.SERVER, fault, Stage.RUN)
         stats = headline(capacity) or summarize_generation((), 0.0, generate)
         energy = EnergyReading(note=NOT_ONE_WINDOW)
     else:
@@ -53,6 +60,9 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
             records, problem = await counted(records, run.reasoning, generate.tokenizer)
             if problem:
                 logger.warning("token counts stay per chunk: %s", problem)
+        fault = server_fault(records)
+        if fault is not None:
+            raise TaskFailed(FailureReason.SERVER, fault, Stage.RUN)
         stats = summarize_generation(
             records, run.wall_s, generate, cpu_pct=run.cpu_pct, unsent=run.unsent
         ).with_(rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms)
@@ -71,6 +81,18 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
         energy_readings=(energy,),
     )
     return derive(raw, spec)
+
+
+def server_fault(records: Sequence[RequestRecord]) -> str | None:
+    """Why the run measured nothing when every request failed, naming what the server answered
+    ("all 23 requests failed: HTTP 500 x23; the server received 92, retries included"); None when
+    one succeeded (a partly failed run is a measurement: its row carries its error share)."""
+    if not records or any(r.error is None for r in records):
+        return None
+    answers = Counter(f"HTTP {r.http_status}" if r.http_status else str(r.error) for r in records)
+    named = ", ".join(f"{what} x{n}" for what, n in answers.most_common())
+    sent = sum(r.attempts for r in records)
+    return f"all {len(records)} requests failed: {named}; the server received {sent}, retries included"
 
 
 NOT_ONE_WINDOW = "capacity search: its levels are not one measured window, so no energy is read"
@@ -94,4 +116,4 @@ async def _metered(spec: TaskSpec, url: str, options: EndpointOptions) -> tuple[
     return run, reading.with_(note=where[:500])
 
 
-__all__ = ["measure_endpoint"]
+__all__ = ["measure_endpoint", "server_fault"]

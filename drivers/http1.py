@@ -66,6 +66,16 @@ class StampedStream(trio.abc.HalfCloseableStream):
             self.arrived_ns = _arrival(ancdata, self.read_ns)
             return data
 
+    def waiting(self) -> bool:
+        """Whether bytes (or the end of the stream) wait in the socket to be read now."""
+        try:
+            self.sock.recv(1, socket.MSG_PEEK)  # data, or b"" at the end: either is there to read
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True  # the next read reports it
+        return True
+
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
         while view:

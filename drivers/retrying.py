@@ -9,6 +9,7 @@ from email.utils import parsedate_to_datetime
 from typing import Final
 
 RETRIED: Final = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S: Final = 86_400.0  # a longer Retry-After is not a schedule: treated as absent
 
 
 @dataclass(frozen=True)
@@ -27,20 +28,26 @@ class RetryPolicy:
 
 
 def retry_after_s(value: str | None) -> float | None:
-    """`Retry-After` as seconds: a number, or an HTTP date; None if absent or unreadable."""
+    """`Retry-After` as seconds: delay-seconds (digits only) or an HTTP date (one in the past: 0).
+
+    None, the same as absent, for anything else: garbage, a negative or fractional number, a
+    non-finite one, or a wait past `MAX_RETRY_AFTER_S` (a server that says "in a year" is not
+    scheduling a retry). The caller bounds a valid wait by its own budget and deadline.
+    """
     if not value:
         return None
-    try:
-        seconds = float(value)
-    except ValueError:
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        seconds = float(int(text[:12]))  # 12 digits are past any bound already
+    else:
         try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
+        seconds = max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return seconds if math.isfinite(seconds) and seconds <= MAX_RETRY_AFTER_S else None
 
 
-__all__ = ["RETRIED", "RetryPolicy", "retry_after_s"]
+__all__ = ["MAX_RETRY_AFTER_S", "RETRIED", "RetryPolicy", "retry_after_s"]

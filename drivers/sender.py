@@ -17,20 +17,22 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit
 
 import trio
 
+from drivers.budget import Budget
 from drivers.completion import Outcome, complete, request_body
 from drivers.http1 import Pool
+from drivers.loadoptions import EndpointOptions
 from protocol import FleetDeal, GenerateSpec, Prompt
 from protocol.arrivals import open_loop
 from protocol.generation import MAX_RECORDS
 
 if TYPE_CHECKING:
     from drivers.completion import Server
-    from drivers.endpoint import EndpointOptions
 
 MAX_INFLIGHT: Final = 1024  # open loop: requests in flight at once, whatever the arrival rate
 
@@ -81,6 +83,7 @@ class Load:
     unsent: int = 0  # planned sends the deadline came before
     # the perf clock (ns) at the start instant: records' send times are taken on it
     start_ns: int = 0
+    budget: Budget = field(default_factory=Budget)  # what every request in flight keeps, together
 
     def __post_init__(self) -> None:
         self.start_ns = time.perf_counter_ns() - round((trio.current_time() - self.start) * 1e9)
@@ -110,7 +113,9 @@ class Load:
         if self.options.request_timeout_s is not None:
             deadline = min(deadline, trio.current_time() + self.options.request_timeout_s)
         body = request_body(self.server.model, prompt, self.spec)
-        outcome = await complete(self.client, self.server, body, deadline=deadline, retry=self.options.retry)
+        outcome = await complete(
+            self.client, self.server, body, deadline=deadline, retry=self.options.retry, budget=self.budget
+        )
         record = outcome.record.with_(
             prompt_id=prompt.id,
             started_s=max(0.0, (outcome.sent_ns - self.start_ns) / 1e9),
@@ -119,6 +124,8 @@ class Load:
             dataset_seed=self.spec.dataset_seed,
         )
         record = record if planned is None else record.with_(planned_s=planned)
+        record, reasoning = self.budget.ended(record, outcome.reasoning, urlsplit(self.server.url).netloc)
+        outcome = replace(outcome, reasoning=reasoning)
         if self.watched_out:
             return
         self.outcomes.append(outcome.with_record(record))

@@ -69,7 +69,7 @@ async def _list_models(url: str) -> list[str]:
         timeout=None, trust_env=False, follow_redirects=False, verify=ssl.create_default_context()
     )
     async with listing_client as client, client.stream("GET", url) as response:
-        with trio.CancelScope() as reading:  # a cancel, not a break: see completion._read_events
+        with trio.CancelScope() as reading:  # a cancel, not a break: a break abandons httpx's generator
             async for raw in response.aiter_bytes():
                 body += raw
                 if len(body) > MAX_LISTING_BYTES:

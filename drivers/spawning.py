@@ -16,7 +16,8 @@ here, with `start_child`:
   from would be imported by the child. The child's first step drops those entries from `sys.path`
   (unless our own packages live there: a source checkout) and changes into an empty folder of its
   own, which the parent made and removes once the child has ended; only then does it import its
-  entry and unpickle its job. (Before that step only multiprocessing's own bootstrap runs.)
+  entry and unpickle its job. (Before that step only multiprocessing's own bootstrap runs, started
+  with PYTHONSAFEPATH so that "" is not on its path either: `_safe_path`.)
 - **Limits.** `Limits` are taken by the child once its entry is imported, before its job is read;
   `cap_address_space` is the one place `RLIMIT_AS` is set (a child that caps itself later, as the
   measuring child does for a task's memory limit, calls it too).
@@ -152,12 +153,33 @@ def _start_apart(child: BaseProcess) -> None:
     multiprocessing starts its resource tracker with the first spawned child and unblocks SIGINT in
     the starting thread when it has (resource_tracker.ensure_running): it is started first, here.
     """
-    resource_tracker.ensure_running()
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    with _safe_path():
+        resource_tracker.ensure_running()
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            child.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
+def _safe_path() -> Iterator[None]:
+    """PYTHONSAFEPATH in the environment the child (and the resource tracker) inherit, for the start.
+
+    spawn starts the child as ``python -c ...``, which puts "" (the current folder) first on its path
+    while multiprocessing's own bootstrap imports (pickle, socket, ...): a `pickle.py` in the folder the
+    node was started from would run there, before `_entry` can step aside. Python 3.11's safe path
+    leaves "" out; spawn's API takes no environment, so the parent's is set around the start only.
+    """
+    before = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
     try:
-        child.start()
+        yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if before is None:
+            del os.environ["PYTHONSAFEPATH"]
+        else:
+            os.environ["PYTHONSAFEPATH"] = before
 
 
 def _entry(conn: Connection, entry: Entry, payload: bytes, folder: str, limits: Limits) -> None:

@@ -11,15 +11,15 @@ Anything that is not SSE of JSON is a `StreamFault` with the kind the request re
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 from dataclasses import dataclass
 from typing import Final, Literal, final
 
-MAX_LINE_CHARS: Final = 1 << 20  # one SSE line; a server that never sends a newline is not SSE
+MAX_LINE_BYTES: Final = 1 << 20  # one SSE line; a server that never sends a newline is not SSE
+MAX_EVENT_BYTES: Final = 1 << 20  # one event's data lines together
 DONE: Final = "[DONE]"
-_LINE_END: Final = re.compile(r"\r\n|\r|\n")  # only these end a line (not U+2028 and kin)
+_LINE_END: Final = re.compile(rb"\r\n|\r|\n")  # only these end a line (not U+2028 and kin)
 
 FaultKind = Literal["not_sse", "stream_error"]
 
@@ -48,41 +48,59 @@ class SseEvent:
 
 @final
 class SseDecoder:
-    """Incremental SSE decoder (the WHATWG event-stream rules: LF, CRLF or CR ends a line)."""
+    """Incremental SSE decoder (the WHATWG event-stream rules: LF, CRLF or CR ends a line).
+
+    Linear in the bytes fed: each read is scanned once for line ends (CR and LF never occur inside a
+    UTF-8 character, so lines are cut on bytes and each line is decoded once, whole), and the part
+    of a line still pending is appended to one buffer, never copied per read. `kept_bytes` and
+    `kept_pieces` say what it holds between reads, for the run's budget (`drivers.budget`).
+    """
 
     def __init__(self) -> None:
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
-        self._pending = ""
+        self._pending = bytearray()
         self._data: list[str] = []
+        self._data_bytes = 0
         self._event = ""
         self._skip_lf = False
         self.comments = 0
+
+    @property
+    def kept_bytes(self) -> int:
+        """The bytes of the line in progress and of the event's data lines so far."""
+        return len(self._pending) + self._data_bytes
+
+    @property
+    def kept_pieces(self) -> int:
+        """The data lines of the event in progress (each one a string kept until the event ends)."""
+        return len(self._data)
 
     def feed(self, raw: bytes) -> list[SseEvent]:
         """Decode one read's bytes; return the events it completed.
 
         Raises:
-            StreamFault: `not_sse` for bytes that are not UTF-8 or a line past `MAX_LINE_CHARS`.
+            StreamFault: `not_sse` for a line that is not UTF-8, or one past `MAX_LINE_BYTES`.
         """
-        try:
-            text = self._utf8.decode(raw)
-        except UnicodeDecodeError as exc:
-            raise StreamFault("not_sse", f"body is not UTF-8 ({exc.reason})") from exc
-        if not text:  # a read that ended inside a UTF-8 character
-            return []
-        if self._skip_lf and text.startswith("\n"):
-            text = text[1:]  # the LF of a CRLF that straddled two reads
-        buffer, start = self._pending + text, 0
+        start = 0
+        if self._skip_lf and raw.startswith(b"\n"):
+            start = 1  # the LF of a CRLF that straddled two reads
+        self._skip_lf = False
         events: list[SseEvent] = []
-        for end in _LINE_END.finditer(buffer):
-            event = self._line(buffer[start : end.start()])
+        for end in _LINE_END.finditer(raw, start):
+            if self._pending:
+                self._pending += raw[start : end.start()]
+                line, self._pending = bytes(self._pending), bytearray()
+            else:
+                line = raw[start : end.start()]
             start = end.end()
+            event = self._line(_text(line))
             if event is not None:
                 events.append(event)
-        self._pending = buffer[start:]
-        self._skip_lf = buffer.endswith("\r") and not self._pending
-        if len(self._pending) > MAX_LINE_CHARS:
-            raise StreamFault("not_sse", f"a line longer than {MAX_LINE_CHARS} characters")
+        if start < len(raw):
+            self._pending += raw[start:]
+        elif raw:
+            self._skip_lf = raw.endswith(b"\r")
+        if len(self._pending) > MAX_LINE_BYTES:
+            raise StreamFault("not_sse", f"a line longer than {MAX_LINE_BYTES} bytes")
         return events
 
     def _line(self, line: str) -> SseEvent | None:
@@ -95,6 +113,9 @@ class SseDecoder:
         value = value.removeprefix(" ")
         if name == "data":
             self._data.append(value)
+            self._data_bytes += len(line)
+            if self._data_bytes > MAX_EVENT_BYTES:
+                raise StreamFault("not_sse", f"an event's data longer than {MAX_EVENT_BYTES} bytes")
         elif name == "event":
             self._event = value
         elif name not in ("id", "retry"):  # stricter than WHATWG, which ignores unknown fields
@@ -106,8 +127,15 @@ class SseDecoder:
             self._event = ""
             return None
         event = SseEvent(self._event or "message", "\n".join(self._data))
-        self._data, self._event = [], ""
+        self._data, self._data_bytes, self._event = [], 0, ""
         return event
+
+
+def _text(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StreamFault("not_sse", f"body is not UTF-8 ({exc.reason})") from exc
 
 
 @dataclass(frozen=True)
@@ -143,7 +171,7 @@ def read_chunk(event: SseEvent) -> Chunk:
         return Chunk(done=True)
     try:
         body = json.loads(event.data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # a server can nest arrays past the parser's depth
         raise StreamFault("not_sse", f"event data is not JSON: {event.data[:80]!r}") from exc
     if not isinstance(body, dict):
         raise StreamFault("not_sse", f"event data is not a JSON object: {event.data[:80]!r}")

@@ -7,6 +7,7 @@ Packages and modules:
     errors     NodeError and its leaves
     events     structured event lines (`--events`)
     intake     `python -m node.intake`: a posted campaign validated in a child process the node can kill
+    isolation  how a child that reads untrusted files starts: `-I`, an empty folder, a scrubbed environment
     service    the worker as a user service: systemd unit and launchd agent paths and text (pure)
     p2p        the libp2p edge: host, kad, dht, wire, identity, open_node (the only libp2p importers)
     transfer   model bytes: cache, /sark/blob serving and fetching, URL policy, download
@@ -30,6 +31,7 @@ __all__ = [
     "events",
     "http",
     "intake",
+    "isolation",
     "p2p",
     "service",
     "submitter",

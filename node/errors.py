@@ -38,6 +38,21 @@ class PeerUnreachable(NodeError):
         self.why = why
 
 
+class PeerIdMismatch(PeerUnreachable):
+    """A peer answered at the address, but with another id than the one the address names (a wrong
+    `/p2p/<id>`, or a gate that was given a new identity).
+
+    Attributes:
+        addr: the address dialled.
+        answered: the id of the peer that answered there ("" when libp2p did not say).
+    """
+
+    def __init__(self, peer_id: str, addr: str, answered: str) -> None:
+        super().__init__(peer_id, f"a peer answered there with another id ({answered or 'not told'})")
+        self.addr = addr
+        self.answered = answered
+
+
 class PeerGone(NodeError):
     """The peer closed or reset the stream before the message we waited for."""
 
@@ -81,6 +96,21 @@ class DeviceProbeFailed(NodeError):
     def __init__(self, stage: str, why: str) -> None:
         super().__init__(f"this device could not be probed: {stage} failed: {why}")
         self.stage = stage
+        self.why = why
+
+
+class ChildNotStarted(NodeError):
+    """A child the node starts to read untrusted files (campaign intake) could not start: a broken
+    install, not the files it was given and not a limit.
+
+    Attributes:
+        what: what the child was for.
+        why: its exit code and the last line it wrote on stderr.
+    """
+
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"the child that {what} could not start ({why})")
+        self.what = what
         self.why = why
 
 

@@ -14,6 +14,10 @@ campaign file's own folder is DIR, so the child also reads the files the campaig
 inspects each local model file as a worker's child would (`drivers.formats.check_model_file`: headers
 and structure, never a runtime load). It writes ``campaign`` and the campaign's JSON on the next
 line, or ``problems`` and the problems' JSON list.
+
+Either way the child is started isolated (`node.isolation`: no working directory on its path, an
+empty one to run in, a scrubbed environment) and first writes ``started`` on a line of its own, once
+its imports and limits are in place.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, Final
 import yaml
 
 import scheduler as sch
+from node.isolation import STARTED
 
 MEMORY_BYTES: Final = 512 << 20
 """Address-space cap of the child: a valid campaign needs a few MiB, the interpreter about 60."""
@@ -133,16 +138,24 @@ def _soft_limits(memory: int, cpu_s: int) -> None:
             continue
 
 
+def _say_started() -> None:
+    """Tell the parent this child imported its code and set its limits (`node.isolation.STARTED`)."""
+    sys.stdout.buffer.write(STARTED + b"\n")
+    sys.stdout.flush()
+
+
 def main() -> None:
-    """Entry point of the child: limits, then stdin to stdout."""
+    """Entry point of the child: limits, the `STARTED` line, then stdin to stdout."""
     if sys.argv[1:2] == ["--folder"]:
         _soft_limits(LOCAL_MEMORY_BYTES, LOCAL_CPU_S)
+        _say_started()
         text = sys.stdin.buffer.read().decode("utf-8")
         kind, body = vet_local(text, Path(sys.argv[2]), sys.argv[3])
         sys.stdout.write(f"{kind}\n{body}")
         return
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
     resource.setrlimit(resource.RLIMIT_CPU, (CPU_S, CPU_S))
+    _say_started()
     text = sys.stdin.buffer.read().decode("utf-8")
     sys.stdout.write(json.dumps(vet(text)))
 

@@ -19,6 +19,7 @@ from protocol.fleet import MAX_FLEET, FleetDeal
 MAX_PROMPTS: Final = 2_000
 MAX_PROMPT_CHARS: Final = 32_000
 MAX_RECORDS: Final = 5_000
+MAX_ATTEMPTS: Final = 64  # one request's attempts (a retry policy allows far fewer)
 MAX_TOKENIZER_BYTES: Final = 1 << 20  # a pinned tokenizer.json, compressed, inside one signed offer
 
 FORMULAS: Final[dict[str, str]] = {
@@ -34,6 +35,10 @@ FORMULAS: Final[dict[str, str]] = {
     "after it is not in the divisor); a run through its prompts once: successful requests / wall time "
     "(first request sent to last ended)",
     "goodput": "share of all requests that succeeded and met every SLO",
+    "requests_sent": "every attempt whose request was written to the server, retries included (the "
+    "server's own count), over the run's requests",
+    "error_share": "failed requests / requests; every latency and rate figure is over the successful "
+    "requests only, and empty when none succeeded",
     "rouge": "ROUGE-1/2/L F1 of each output against its reference, averaged over requests with one",
     # the declared measurement policy (issue 24): how tokens were counted and what TTFT includes
     "token_source": "where output_tokens came from: server-usage (the stream's usage chunk), "
@@ -186,6 +191,7 @@ ErrorKind = Literal[
     "not_sse",
     "stream_error",
     "deadline",
+    "response_too_large",
     "internal",
 ]
 
@@ -200,8 +206,8 @@ class RequestRecord(Value):
     e2e_ms: float = Field(ge=0)
     token_times_ms: tuple[float, ...] = ()
     output_text: str = Field(default="", max_length=200_000)
-    # True: the worker dropped this text so that the result fits one envelope (`node.worker.fit`);
-    # ROUGE then scores only the requests that kept theirs.
+    # True: the worker dropped this text so that the result fits one envelope (`node.worker.fit`), or
+    # past its run's text budget (`drivers.budget`); ROUGE then scores only the requests that kept theirs.
     text_dropped: bool = False
     tokens_counted: bool = False  # True: counted by us, not reported by the server's usage chunk
     # How output_tokens was counted (`FORMULAS["token_source"]`); "" in records from before issue 24.
@@ -218,6 +224,9 @@ class RequestRecord(Value):
     error: ErrorKind | None = None
     error_detail: str = Field(default="", max_length=2000)
     planned_s: float | None = Field(default=None, ge=0)  # open loop: when it was due, as started_s
+    # the attempts whose request reached the server (retries included; 0: it could not connect)
+    attempts: int = Field(default=1, ge=0, le=MAX_ATTEMPTS)
+    http_status: int | None = Field(default=None, ge=100, le=599)  # a failed request's last HTTP status
 
 
 class Rouge(Value):
@@ -234,6 +243,7 @@ class GenerationStats(Value):
 
     requests: int = Field(ge=0)
     errors: int = Field(ge=0)
+    requests_sent: int | None = Field(default=None, ge=0)  # every attempt the server received
     errors_by_kind: dict[str, int] = Field(default_factory=dict)
     wall_s: float = Field(ge=0)
     concurrency: int = Field(default=1, ge=1)

@@ -158,6 +158,7 @@ def summarize_generation(
     return GenerationStats(
         requests=len(records),
         errors=len(records) - len(ok),
+        requests_sent=sum(r.attempts for r in records),
         errors_by_kind=dict(Counter(str(r.error) for r in records if r.error is not None)),
         wall_s=wall_s,
         concurrency=spec.concurrency,

@@ -85,6 +85,7 @@ class FailureReason(enum.StrEnum):
     DISK = "disk"
     """The worker's disk (its model cache) is full: tried on another worker."""
     INTERNAL = "internal"
+    SERVER = "server"  # the endpoint's server failed every request (its fault); the detail names its answers
     # The submitter's refusals of a signed result (`scheduler.verification.figures`): its figures
     # contradict its own samples (inconsistent), or its numbers cannot be a measurement (invalid: NaN,
     # negative, too long).

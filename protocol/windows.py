@@ -12,8 +12,12 @@ Its causes compare the slower of the two windows with the faster one: the slowes
 clock (or the GPU SM clock) more than `CLOCK_DROP_PCT` lower, an NVML thermal, power or hardware
 slowdown reason, a sensor at its "high" mark, or background load: other processes' CPU use at least
 `BACKGROUND_RISE` cores higher, or the measuring process's CPU share (the time it ran of the time
-it was runnable) at least `SHARE_DROP` lower (on a saturated machine the first cannot rise; the
-second still falls).
+it was runnable) at least `SHARE_DROP` lower, or lower by enough to account for at least
+`SHARE_EXPLAINS` of the drift (on a saturated machine the first cannot rise; the second still
+falls). A process that needs the CPU throughout runs `calm / share` times slower when its share
+falls from `calm` to `share`: on a machine already saturated by others (load 3-5 on two cores, a
+share of 12 % in the first window), a hog on the measuring core took the share from 12.5 % to 9.7 %
+and the median 25 % up, a drop the fixed 25 % bound called "unexplained" though it predicts +29 %.
 None of them: `unexplained`.
 """
 
@@ -39,6 +43,9 @@ BACKGROUND_RISE: Final = 0.5
 """Cores of background load more in the slower window than in the faster one that count as a cause."""
 SHARE_DROP: Final = 0.25
 """A CPU share this much lower (relative) in the slower window than in the faster one is a cause."""
+SHARE_EXPLAINS: Final = 0.5
+"""A lower CPU share is a cause too when the slowdown it predicts (`calm / share - 1`) is at least
+this part of the window's drift."""
 
 
 def windows(
@@ -109,7 +116,8 @@ def sustained(
         w = w.with_(drift_pct=drift)
         if abs(drift) > DRIFT_PCT:
             slow, fast = (w, first) if drift > 0 else (first, w)
-            found = _causes(slow, fast, [p for p in points if slow.start_ms < p.t_ms <= slow.end_ms])
+            inside = [p for p in points if slow.start_ms < p.t_ms <= slow.end_ms]
+            found = _causes(slow, fast, inside, abs(drift) / 100.0)
             w = w.with_(causes=found)
             causes.extend(c for c in found if c not in causes)
             details.append(_detail(number, w, first, found))
@@ -123,7 +131,10 @@ def sustained(
     )
 
 
-def _causes(slow: Window, fast: Window, slow_points: Sequence[TelemetryPoint]) -> tuple[ThrottleCause, ...]:
+def _causes(
+    slow: Window, fast: Window, slow_points: Sequence[TelemetryPoint], drift: float
+) -> tuple[ThrottleCause, ...]:
+    """What changed between the faster and the slower window; `drift` is the slowdown (0.25: 25 %)."""
     found = []
     for ours, theirs in ((slow.cpu_mhz, fast.cpu_mhz), (slow.gpu_sm_mhz, fast.gpu_sm_mhz)):
         if ours is not None and theirs is not None and ours < theirs * (1 - CLOCK_DROP_PCT / 100.0):
@@ -138,12 +149,21 @@ def _causes(slow: Window, fast: Window, slow_points: Sequence[TelemetryPoint]) -
         found.append(ThrottleCause.POWER_LIMIT)
     if reasons & NVML_HW_SLOWDOWN:
         found.append(ThrottleCause.HARDWARE_SLOWDOWN)
-    share, calm = slow.cpu_share, fast.cpu_share
-    if _rose(slow.background_cores, fast.background_cores, BACKGROUND_RISE) or (
-        share is not None and calm is not None and share < calm * (1 - SHARE_DROP)
+    if _rose(slow.background_cores, fast.background_cores, BACKGROUND_RISE) or _share_fell(
+        slow.cpu_share, fast.cpu_share, drift
     ):
         found.append(ThrottleCause.BACKGROUND_LOAD)
     return tuple(found) or (ThrottleCause.UNEXPLAINED,)
+
+
+def _share_fell(share: float | None, calm: float | None, drift: float) -> bool:
+    """The measuring process's CPU share fell from `calm` by `SHARE_DROP`, or by enough to predict at
+    least `SHARE_EXPLAINS` of the `drift`."""
+    if share is None or calm is None:
+        return False
+    if share < calm * (1 - SHARE_DROP):
+        return True
+    return share > 0 and calm / share - 1 >= SHARE_EXPLAINS * drift
 
 
 def _rose(ours: float | None, theirs: float | None, by: float) -> bool:

@@ -126,17 +126,7 @@ def package_graph(graph: Graph, package: str) -> Graph:
     return {k: v - {k} for k, v in folded.items()}
 
 
-DRIVERS_CIRCLE = (
-    "drivers has an import circle today: endpoint.py imports sender.py, and sender.py imports endpoint.py "
-    "under TYPE_CHECKING (for EndpointOptions); this fails loudly once it is gone (the child.py, jobs.py, "
-    "genchild.py circle went with the child frame)"
-)
-
-
-@pytest.mark.parametrize(
-    "package",
-    ["scheduler", pytest.param("drivers", marks=pytest.mark.xfail(strict=True, reason=DRIVERS_CIRCLE))],
-)
+@pytest.mark.parametrize("package", ["scheduler", "drivers"])
 def test_no_import_circle_among_a_packages_modules(package: str) -> None:
     graph = import_graph(package)
     assert len(graph) > 10, "the scan found almost no module: it is not looking"

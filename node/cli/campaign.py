@@ -64,12 +64,16 @@ def _read_campaign(path: Path) -> str:
 
 def _check_campaign(text: str, path: Path) -> sch.Campaign:
     """Validate before anything touches the network: the file, the files it names and its local models,
-    in a child (`node.submitter.vetting`); every bad field named, exit 2."""
+    in a child (`node.submitter.vetting`); every bad field named, exit 2; a child that could not
+    start, exit 1."""
     import scheduler as sch
+    from node.errors import ChildNotStarted
     from node.submitter.vetting import vet_local
 
     try:
         return vet_local(text, path)
+    except ChildNotStarted as exc:
+        fail(f"error: {exc.detail}", 1)
     except sch.CampaignError as exc:
         typer.secho(f"error: {path} is not a valid campaign:", fg=typer.colors.RED, err=True)
         for problem in exc.problems:
@@ -238,23 +242,20 @@ def _report(outcome: Any, as_json: bool) -> None:
             )
         )
         return
-    from node.submitter.render import load_document
-    from protocol import Measurement, for_rich
+    from protocol import for_rich
 
     console = out_console()
-    document = load_document(outcome.files["json"])
-    console.print(_matrix(document))
-    for result in document.get("results", []):
-        row = result["row"]
-        signed = result.get("signed") or {}
-        if signed and Measurement.model_validate(signed["measurement"]).inputs_defaulted:
+    console.print(_matrix(outcome.report))  # the value the files were written from: none is read back
+    for result in outcome.report.results:
+        row, measured = result.row, result.measurement
+        if measured is not None and measured.inputs_defaulted:
             console.print(
                 f"[yellow]{for_rich(row['JobId'])}[/] inputs defaulted: {for_rich(row['InputShapes'])} "
                 "(dynamic dimensions got the documented defaults; set input_shapes to choose)"
             )
     for task in tasks:
         if task.state != sch.TaskState.DONE:
-            ending = f"{task.unit.value}: {task.state.value}: {for_rich(task.detail)}"
+            ending = f"{task.shown_unit}: {task.state.value}: {for_rich(task.detail)}"
             console.print(f"[yellow]{for_rich(task.task_id)}[/] {ending}")
             for reason in task.reasons:
                 console.print(f"    {for_rich(reason)}")
@@ -263,17 +264,17 @@ def _report(outcome: Any, as_json: bool) -> None:
         console.print(f"  {kind}: {for_rich(str(path))}")
 
 
-def _matrix(document: dict[str, Any]) -> Group:
+def _matrix(report: sch.CampaignReport) -> Group:
     """The generate tasks' TTFT, TPOT, ITL, decode tok/s and quality first (what an LLM run is for);
     then device x compute unit: the median latency of each task, the same matrix as report.html."""
     from rich.console import Group
 
-    from node.submitter.genreport import generation_table
-    from node.submitter.tables import matrix_tables
-    from scheduler.results import entries_from_document
+    from node.report.genreport import generation_table
+    from node.report.tables import matrix_tables
+    from scheduler.results import entries_of
 
-    generation = generation_table(document)
-    return Group(*([generation] if generation else []), *matrix_tables(entries_from_document(document)))
+    generation = generation_table(report)
+    return Group(*([generation] if generation else []), *matrix_tables(entries_of(report)))
 
 
 def plan(

@@ -23,6 +23,7 @@ class LiveView:
             Live(Table(), console=self._console, refresh_per_second=4, transient=False) if enabled else None
         )
         self._announce = announce  # False under --json: stdout's closing object names the campaign
+        self._resumed = False  # a resume said what it took over: no "running" line after it
         self._last = 0.0
         self._tasks: Sequence[sch.TaskView] = ()
 
@@ -38,14 +39,20 @@ class LiveView:
 
     def event(self, event: str, /, **fields: Any) -> None:
         """An event sink (`node.events.EventSink`) that says the campaign's id once it starts, on stderr
-        above the live view, so that `status`, `cancel` or `--resume` can name it while it runs."""
-        if event == "campaign" and self._announce:
-            from protocol import for_rich
+        above the live view, so that `status`, `cancel` or `--resume` can name it while it runs; a
+        resumed campaign says instead what the resume took over (`resumed_line`)."""
+        if event not in ("campaign", "resumed") or not self._announce or self._resumed:
+            return
+        from protocol import for_rich
 
-            campaign = for_rich(str(fields.get("campaign", "")))
-            self._console.print(
-                f"campaign [bold]{campaign}[/] running (sark-node status {campaign})", soft_wrap=True
-            )
+        campaign = for_rich(str(fields.get("campaign", "")))
+        if event == "resumed":
+            self._resumed = True
+            self._console.print(resumed_line(campaign, fields), soft_wrap=True)
+            return
+        self._console.print(
+            f"campaign [bold]{campaign}[/] running (sark-node status {campaign})", soft_wrap=True
+        )
 
     def update(self, tasks: Sequence[sch.TaskView]) -> None:
         """Redraw the table, at most five times a second."""
@@ -55,6 +62,18 @@ class LiveView:
             return
         self._last = now
         self._live.update(task_table(tasks))
+
+
+def resumed_line(campaign: str, counts: dict[str, Any]) -> str:
+    """What a resume took over, in words (`node.submitter.run.resumed_counts`)."""
+    parts = [
+        f"{counts.get('done', 0)} task(s) already done",
+        f"{counts.get('reclaiming', 0)} lease(s) to reclaim from their workers",
+        f"{counts.get('reoffered', 0) + counts.get('requeued', 0)} task(s) queued again",
+    ]
+    if counts.get("ended"):
+        parts.append(f"{counts['ended']} ended otherwise (failed, cancelled or unschedulable)")
+    return f"campaign [bold]{campaign}[/] resumed: {', '.join(parts)} (sark-node status {campaign})"
 
 
 def task_table(tasks: Sequence[sch.TaskView]) -> Any:
@@ -73,7 +92,7 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
         table.add_row(
             for_rich(t.task_id.rsplit("-job-", 1)[-1]),
             for_rich(worker_cell(t, tasks)),
-            t.unit.value,
+            t.shown_unit,
             t.state.value,
             p.phase.value if p.phase and t.state.value == "leased" else "",  # a phase only while it runs
             f"{p.done}/{p.total}" if p.total else "",

@@ -6,7 +6,7 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,7 @@ from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
 
 if TYPE_CHECKING:
     from node.submitter.store import CampaignStore
+    from scheduler.results import CampaignReport
 
 
 class Format(enum.StrEnum):
@@ -35,7 +36,9 @@ DiffOpt = Annotated[
 FormatOpt = Annotated[Format, typer.Option("--format", help="html, csv, json or md")]
 OutOpt = Annotated[
     Path | None,
-    typer.Option("--out", help="write here (html default: ./<campaign>-report.html; else stdout)"),
+    typer.Option(
+        "--out", help="write here (html default: report.html beside the campaign's results.csv; else stdout)"
+    ),
 ]
 ThresholdOpt = Annotated[
     float | None,
@@ -51,50 +54,68 @@ AlphaOpt = Annotated[
 ]
 
 
-def store_document(store: CampaignStore, campaign_id: str) -> dict[str, Any] | None:
-    """A stored campaign as a results.json document (every task's row, raw samples, signed parts)."""
-    from node.submitter.outputs import campaign_rows, results_document
+def store_report(store: CampaignStore, campaign_id: str) -> tuple[CampaignReport, Path] | None:
+    """A stored campaign's report (every task's row, raw samples, signed parts), built from the store,
+    and the folder its files were written to (`submit`'s ``sark-results/<id>``, or `--out`'s)."""
+    from node.submitter.outputs import campaign_report
     from node.submitter.run import restore  # loads libp2p: only when a stored campaign is asked for
 
     record = store.campaign(campaign_id)
     if record is None:
         return None
     run = restore(record)
-    rows = campaign_rows(run.scheduler, store.results(campaign_id), record.created_utc, run.campaign)
-    return results_document(campaign_id, run.campaign, rows)
+    results = store.results(campaign_id)
+    folder = Path(record.out_dir) if record.out_dir else Path("sark-results") / campaign_id
+    return campaign_report(run.scheduler, results, record.created_utc, campaign_id, run.campaign), folder
 
 
-def _document(name: str, data_dir: Path | None, config_file: Path | None) -> dict[str, Any]:
-    """A campaign by results.json path (file or folder) or by id in this node's store; exits 2 if neither."""
-    from node.submitter.render import load_document
+def read_report(path: Path) -> CampaignReport:
+    """The report a results.json holds (the file, or the folder holding it), read once.
+
+    Raises:
+        OSError: the file cannot be read.
+        ResultsFileError: it is no results.json this version reads; each problem named with the file.
+    """
+    from scheduler.results import CampaignReport
+
+    file = path / "results.json" if path.is_dir() else path
+    return CampaignReport.from_json(file.read_bytes(), source=str(file))
+
+
+def _report(name: str, data_dir: Path | None, config_file: Path | None) -> tuple[CampaignReport, Path]:
+    """A campaign by results.json path (file or folder) or by id in this node's store, and the folder
+    of its files (that results.json's; the stored campaign's); exits 2 if neither."""
     from node.submitter.store import CampaignStore
+    from scheduler.results import ResultsFileError
 
     path = Path(name)
     if path.is_file() or (path.is_dir() and (path / "results.json").is_file()):
         try:
-            return load_document(path)
-        except (OSError, ValueError) as exc:
+            return read_report(path), path if path.is_dir() else path.parent
+        except ResultsFileError as exc:
+            fail(f"error: {exc.detail}", 2)
+        except OSError as exc:
             fail(f"error: cannot read {path}: {exc}", 2)
     config = build_config(config_file, data_dir=data_dir)
     store_path = config.data.campaigns
-    document = store_document(CampaignStore(store_path), name) if store_path.is_file() else None
-    if document is None:
+    found = store_report(CampaignStore(store_path), name) if store_path.is_file() else None
+    if found is None:
         fail(f"error: no campaign {name} in {config.data_dir} (and no results.json at that path)", 2)
-    return document
+    return found
 
 
-def _render(document: dict[str, Any], fmt: Format) -> str:
+def _render(report: CampaignReport, fmt: Format) -> str:
     import scheduler as sch
-    from node.submitter.render import render_html
-    from node.submitter.tables import render_markdown
+    from node.report.render import render_html
+    from node.report.tables import render_markdown
 
     if fmt is Format.HTML:
-        return render_html(document)
+        return render_html(report)
     if fmt is Format.CSV:
-        return sch.to_csv(r["row"] for r in document["results"])
+        return sch.to_csv(task.row for task in report.results)
     if fmt is Format.JSON:
-        return json.dumps(document, indent=1) + "\n"
-    return render_markdown(document)
+        return report.to_json() + "\n"
+    return render_markdown(report)
 
 
 def report(
@@ -108,7 +129,12 @@ def report(
     config_file: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Re-render a campaign's report from the store, or diff two campaigns (--diff A B)."""
+    """Re-render a campaign's report from the store, or diff two campaigns (--diff A B).
+
+    html goes beside the campaign's other files by default (its results.csv's folder: where `submit`
+    wrote them, ``sark-results/<campaign>/``), replacing the report.html written there; the other
+    formats go to stdout unless `--out` is given.
+    """
     if (campaign is None) == (diff is None):
         fail("error: give a campaign id (or results.json), or --diff A B", 2)
     if diff is not None:
@@ -121,10 +147,10 @@ def report(
         _diff(diff, bounds, data_dir, config_file, as_json)
         return
     assert campaign is not None
-    document = _document(campaign, data_dir, config_file)
-    text = _render(document, fmt)
+    found, folder = _report(campaign, data_dir, config_file)
+    text = _render(found, fmt)
     if out is None and fmt is Format.HTML:
-        out = Path(f"{document.get('campaign_id') or 'campaign'}-report.html")
+        out = folder / "report.html"
     if out is None:
         sys.stdout.write(text)
         return
@@ -141,13 +167,13 @@ def _diff(
     as_json: bool,
 ) -> None:
     from node.cli.console import console as out_console
-    from node.submitter.tables import diff_table
-    from scheduler.results import diff_entries, entries_from_document
+    from node.report.tables import diff_table
+    from scheduler.results import diff_entries, entries_of
 
     threshold, alpha = bounds
-    before, after = (_document(n, data_dir, config_file) for n in names)
-    rows = diff_entries(entries_from_document(before), entries_from_document(after), threshold, alpha)
-    ids = [d.get("campaign_id", n) for d, n in zip((before, after), names, strict=True)]
+    before, after = (_report(n, data_dir, config_file)[0] for n in names)
+    rows = diff_entries(entries_of(before), entries_of(after), threshold, alpha)
+    ids = [r.campaign_id or n for r, n in zip((before, after), names, strict=True)]
     if as_json:
         print(
             json.dumps(

@@ -84,7 +84,7 @@ def status(
         table.add_column(name, no_wrap=name in ("task", "worker"), overflow="fold")
     for t in tasks:  # the title names the campaign: a task is its job and number (as in submit's view)
         worker = id_tail(t.peer_id) if t.peer_id else ""
-        cells = (t.task_id.rsplit("-job-", 1)[-1], t.unit.value, t.device_name or "", worker, t.state.value)
+        cells = (t.task_id.rsplit("-job-", 1)[-1], t.shown_unit, t.device_name or "", worker, t.state.value)
         table.add_row(*(for_rich(c) for c in (*cells, t.detail)))
     console().print(table)
 

@@ -260,7 +260,7 @@ class Endpoints:
     ) -> dict[str, Any]:
         stored = {r.task_id: r for r in self._s.store.results(campaign_id)}
         typed = [task_result(t, job.spec, stored[t.task_id], "") for t in tasks if t.task_id in stored]
-        results = [shapes.result(sch.row_of(r), r.measurement) for r in typed]
+        results = [shapes.result(sch.ReportTask.of(sch.row_of(r), r)) for r in typed]
         states = shapes.breakdown(tasks)
         status = next((k for k in ("running", "pending", "failed") if states[k]), "complete")
         return {

@@ -17,7 +17,6 @@ from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
-from protocol import Measurement
 
 SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
 """The seeds' measurement columns, which `GET /jobs/{id}` returns in its result."""
@@ -138,8 +137,10 @@ def _model_url(state: CampaignState) -> str:
 
 
 def task(view: sch.TaskView) -> dict[str, Any]:
-    """A task with its live progress, for the dashboard and GET /jobs/{id}."""
+    """A task with its live progress, for the dashboard and GET /jobs/{id}: a phase only while it is
+    leased (an ended task's last heartbeat said `measuring`, which it no longer is)."""
     p = view.progress
+    running = view.state == sch.TaskState.LEASED
     return {
         "task_id": view.task_id,
         "job_index": view.job_index,
@@ -148,7 +149,7 @@ def task(view: sch.TaskView) -> dict[str, Any]:
         "status": _BREAKDOWN[view.state],
         "worker_id": view.peer_id,
         "device_name": view.device_name,
-        "phase": p.phase.value if p.phase else None,
+        "phase": p.phase.value if p.phase and running else None,
         "done": p.done,
         "total": p.total,
         "median_ms": p.median_ms,
@@ -194,10 +195,11 @@ def created(state: CampaignState) -> dict[str, Any]:
     }
 
 
-def result(row: Mapping[str, str], measurement: Measurement | None) -> dict[str, Any]:
+def result(task: sch.ReportTask) -> dict[str, Any]:
     """A result in the seeds' JSON: Status, the timing columns as numbers from the derived
     measurement (None without one; never read back from the row's text; NaN or infinity becomes null
     in the answer, `ApiJson`), and the row."""
+    row, measurement = task.row, task.measurement
     out: dict[str, Any] = {"status": row.get("Status", "")}
     figures = sch.seed_figures(measurement) if measurement is not None else {}
     out.update({name: figures.get(name) for name in SEED_RESULT_FIELDS})

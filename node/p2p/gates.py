@@ -18,7 +18,7 @@ from typing import Final, Protocol
 
 import trio
 
-from node.errors import NodeError, PeerUnreachable
+from node.errors import NodeError, PeerIdMismatch, PeerUnreachable
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,9 @@ class NoGateAnswered(PeerUnreachable):
 
 
 def cause(exc: NodeError) -> str:
-    """Why a dial failed, briefly: the operating system's words where the failure came from a socket
-    (libp2p wraps them in "unable to connect ..., no addresses established a successful connection"),
-    else the error's own reason."""
+    """Why a dial failed, briefly: a peer that answered with another id, in full; the operating
+    system's words where the failure came from a socket (libp2p wraps them in "unable to connect ...,
+    no addresses established a successful connection"); else the error's own reason."""
     seen: set[int] = set()
     stack: list[BaseException] = [exc]
     while stack:
@@ -57,6 +57,8 @@ def cause(exc: NodeError) -> str:
         if id(current) in seen:
             continue
         seen.add(id(current))
+        if isinstance(current, PeerIdMismatch):
+            return current.why
         if isinstance(current, OSError) and current.errno:
             return os.strerror(current.errno).lower()
         stack += [e for e in (current.__cause__, current.__context__) if e is not None]

@@ -35,6 +35,10 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
   lists (kept for minutes), so a peer back on a new port was dialled at its dead old one. An explicit
   dial replaces the peer's addresses with the one being tried, each given address in turn, each but
   the last under a short deadline (`node.p2p.dial`: a dead first address held the whole deadline).
+- P31 a wrong peer id: when the peer at an address has another id than the dialled `/p2p/<id>`,
+  Noise raises `PeerIDMismatchesPubkey`, which carries the id that answered only in its message,
+  wrapped three deep under "unable to connect to <id>, no addresses established a successful
+  connection". `_dial_one` finds it in the chain and raises `PeerIdMismatch` with both ids.
 - P29 wildcards: libp2p reports `/ip4/0.0.0.0` as it is; `addrs_factory` gives `addrs.announced`
   instead. Its observed addresses are off: they carry our outbound connections' ephemeral ports.
 """
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -63,6 +68,7 @@ from libp2p.peer.peerinfo import PeerInfo
 from libp2p.rcmgr.manager import ResourceLimits, new_resource_manager
 from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID as HOP_ID
 from libp2p.relay.circuit_v2.transport import CircuitV2Transport
+from libp2p.security.noise.exceptions import PeerIDMismatchesPubkey
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 from libp2p.stream_muxer.yamux import yamux as yamux_module
@@ -70,7 +76,7 @@ from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
-from node.errors import PeerTimeout, PeerUnreachable, map_exceptions
+from node.errors import PeerIdMismatch, PeerTimeout, PeerUnreachable, map_exceptions
 from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
 from node.p2p.dial import Sightings, dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
@@ -82,6 +88,8 @@ log = logging.getLogger(__name__)
 
 SECURITY_PROTOCOLS: Final = (str(NOISE_ID),)
 """The only security protocol our hosts offer or accept (P6)."""
+_ANSWERED: Final = re.compile(r"remote_peer_id_from_pubkey=(\w+)")
+"""P31: where `PeerIDMismatchesPubkey`'s message names the id that answered."""
 HANDSHAKE_TIMEOUT_S: Final = 5.0
 """Deadline of an inbound connection's security and muxer upgrade."""
 
@@ -292,14 +300,39 @@ class Host:
         """
         peer = ID.from_base58(peer_id)
         circuit = addr is not None and "/p2p-circuit" in addr
-        with map_exceptions(peer_id, f"circuit {addr}" if circuit else f"direct {addr or ''}".strip()):
-            if addr is not None and circuit:
-                await self._relay.dial(multiaddr.Multiaddr(addr))
-                return
-            if addr is not None:
-                self._lp.get_peerstore().clear_addrs(peer)
-            self._lp.get_network().unblock_peer(peer)  # P26
-            await self._lp.connect(PeerInfo(peer, [] if addr is None else [without_p2p(addr)]))
+        try:
+            with map_exceptions(peer_id, f"circuit {addr}" if circuit else f"direct {addr or ''}".strip()):
+                if addr is not None and circuit:
+                    await self._relay.dial(multiaddr.Multiaddr(addr))
+                    return
+                if addr is not None:
+                    self._lp.get_peerstore().clear_addrs(peer)
+                self._lp.get_network().unblock_peer(peer)  # P26
+                await self._lp.connect(PeerInfo(peer, [] if addr is None else [without_p2p(addr)]))
+        except PeerUnreachable as exc:
+            answered = _answered_id(exc)
+            if answered is None:
+                raise
+            raise PeerIdMismatch(peer_id, addr or "", answered) from exc
+
+
+def _answered_id(exc: BaseException) -> str | None:
+    """P31: the id of the peer that answered in another's place, when Noise's `PeerIDMismatchesPubkey`
+    is in the error's chain ("" if its message no longer names it); None when it is not."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, PeerIDMismatchesPubkey):
+            found = _ANSWERED.search(str(current))  # libp2p keeps the id in its message only
+            return found.group(1) if found else ""
+        stack += [e for e in (current.__cause__, current.__context__) if e is not None]
+        for members in ("exceptions", "errors"):  # an ExceptionGroup, libp2p's MultiError
+            stack += [e for e in getattr(current, members, ()) if isinstance(e, BaseException)]
+    return None
 
 
 def _new_libp2p_host(

@@ -15,13 +15,7 @@ Modules:
     store      the SQLite campaign store
     swarms     which swarm a campaign runs on: recorded at its start, gone back to on --resume
     models     pinning a campaign's models
-    outputs    results.csv and results.json, then report.html (which never stops them)
-    render     drawing report.html (a page that cannot be built says why)
-    pictures   the one seam every report picture passes: drawn, or a note naming it and the error
-    tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
-    genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
-    endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
-    telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
+    outputs    results.csv and results.json, then report.html (drawn by `node.report`; it never stops them)
     prompts    reading the files a campaign names (prompts, datasets, tokenizers) for the pure parser
     vetting    the campaign file, the files it names and its local models checked in a child
 
@@ -35,21 +29,15 @@ from __future__ import annotations
 __all__ = [
     "attempt",
     "discovery",
-    "endreport",
     "eventlines",
     "fleet",
-    "genreport",
     "loop",
     "models",
     "outputs",
-    "pictures",
     "prompts",
-    "render",
     "run",
     "store",
     "swarms",
-    "tables",
-    "telereport",
     "verdict",
     "vetting",
 ]

@@ -7,15 +7,13 @@ ending as the scheduler holds it. No row is kept as text, and no figure is read 
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import scheduler as sch
 from node.errors import disk_errors, megabytes
-from node.submitter.render import render_html
+from node.report.render import render_html
 from node.submitter.store import ResultRecord
 from protocol import Envelope, Measurement, ResultBody, TaskSpec, derive
 from protocol.codec import pack_body, unpack_body
@@ -118,23 +116,18 @@ def with_fleet_rows(rows: list[Shown], campaign: sch.Campaign, created_utc: str)
     return kept + list(zip(merged, figures, strict=True))
 
 
-def results_document(campaign_id: str, campaign: sch.Campaign, rows: Sequence[Shown]) -> dict[str, Any]:
-    """results.json: every row with its raw samples and, for a measured task, the signed device and the
-    measurement the submitter derived (everything report.html draws); a fleet's merged row with the
-    end-to-end figures of its merged records."""
-    document: dict[str, Any] = sch.results_document(
-        campaign_id, campaign, ((row, result.samples_ms if result else ()) for row, result in rows)
+def campaign_report(
+    scheduler: sch.Scheduler,
+    results: Sequence[ResultRecord],
+    created_utc: str,
+    campaign_id: str,
+    campaign: sch.Campaign,
+) -> sch.CampaignReport:
+    """The campaign's report, built once from the store: every row with the typed value it was rendered
+    from (results.json is its `to_json`; every medium renders it)."""
+    return sch.CampaignReport.of(
+        campaign_id, campaign, campaign_rows(scheduler, results, created_utc, campaign)
     )
-    for entry, (_, result) in zip(document["results"], rows, strict=True):
-        body = result.body if result is not None else None
-        entry["signed"] = None if body is None else {
-            "worker": body.worker,
-            "device": body.device.model_dump(mode="json"),
-            "measurement": body.measurement.model_dump(mode="json", exclude={"samples_ms"}),
-        }  # fmt: skip
-        if result is not None and result.merged is not None:
-            entry["merged"] = {"e2e_ms": result.merged.e2e_ms.model_dump(mode="json")}
-    return document
 
 
 def write_outputs(
@@ -151,26 +144,25 @@ def write_outputs(
         DiskFull: the folder's disk is full; no file is left half-written (a complete one from an
             earlier run may stay), and the store still holds everything to write them again.
     """
-    with disk_errors(out_dir, "creating the results folder"):
-        out_dir.mkdir(parents=True, exist_ok=True)
-    rows = campaign_rows(scheduler, results, created_utc, campaign)
-    document = results_document(campaign_id, campaign, rows)
-    return write_files(out_dir, sch.to_csv(row for row, _ in rows), document)
+    return write_files(out_dir, campaign_report(scheduler, results, created_utc, campaign_id, campaign))
 
 
-def write_files(out_dir: Path, csv_text: str, document: Mapping[str, Any]) -> dict[str, Path]:
-    """results.csv and results.json first, then report.html: the report is drawn from what the two
-    hold and never stops them (`render_html` is total: a picture that cannot be drawn is a note, a page
-    that cannot be built says why), so every result reaches a file whatever a peer sent.
+def write_files(out_dir: Path, report: sch.CampaignReport) -> dict[str, Path]:
+    """results.csv and results.json first, then report.html, all three from the one report value
+    (nothing read back): report.html never stops the other two (`render_html` is total: a picture
+    that cannot be drawn is a note, a page that cannot be built says why), so every result reaches a
+    file whatever a peer sent.
 
     Raises:
         DiskFull: as `write_outputs`.
     """
+    with disk_errors(out_dir, "creating the results folder"):
+        out_dir.mkdir(parents=True, exist_ok=True)
     files = {
-        "csv": write_whole(out_dir / "results.csv", csv_text),
-        "json": write_whole(out_dir / "results.json", json.dumps(document, indent=1)),
+        "csv": write_whole(out_dir / "results.csv", sch.to_csv(task.row for task in report.results)),
+        "json": write_whole(out_dir / "results.json", report.to_json()),
     }
-    files["html"] = write_whole(out_dir / "report.html", render_html(document))
+    files["html"] = write_whole(out_dir / "report.html", render_html(report))
     return files
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
 from node.submitter.models import models_json, pin_models, refs_from_json
-from node.submitter.outputs import write_outputs
+from node.submitter.outputs import campaign_report, write_files
 from node.submitter.prompts import read_prompt_files
 from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter, utc_now
 from node.submitter.swarms import resume_config, swarm_of
@@ -82,6 +83,8 @@ class Outcome:
 
     campaign_id: str
     files: dict[str, Path]
+    report: sch.CampaignReport
+    """What the files hold, as the one typed value they were written from."""
     tasks: tuple[sch.TaskView, ...]
     tally: Tally
     medians: dict[str, float]
@@ -139,7 +142,9 @@ def fresh_key() -> sch.DrawKey:
 
 
 def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun:
-    """Store a new campaign (a fresh id and key, results under `out_root/<id>`) with a fresh scheduler."""
+    """Store a new campaign (a fresh id and key, results under `out_root/<id>`, kept as an absolute path
+    so that `report` and `--resume` from another folder write beside the same files) with a fresh
+    scheduler."""
     campaign_id = new_campaign_id()
     key = fresh_key()
     record = CampaignRecord(
@@ -151,7 +156,7 @@ def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun
         models=models_json(new.models),
         snapshot=None,
         status=CampaignStatus.RUNNING,
-        out_dir=str(out_root / campaign_id),
+        out_dir=str((out_root / campaign_id).absolute()),
         secret=key.secret,
     )
     store.add_campaign(record)
@@ -214,11 +219,12 @@ async def drive(
     return loop.tally
 
 
-def write_out(run: CampaignRun, store: CampaignStore) -> dict[str, Path]:
-    """Write results.csv, results.json and report.html into the campaign's folder; their paths."""
+def write_out(run: CampaignRun, store: CampaignStore) -> tuple[dict[str, Path], sch.CampaignReport]:
+    """Write results.csv, results.json and report.html into the campaign's folder; their paths, and
+    the report they were written from (what `submit` shows: no file is read back)."""
     results = store.results(run.campaign_id)
-    out_dir = Path(run.record.out_dir)
-    return write_outputs(out_dir, run.campaign_id, run.campaign, run.scheduler, results, utc_now())
+    report = campaign_report(run.scheduler, results, utc_now(), run.campaign_id, run.campaign)
+    return write_files(Path(run.record.out_dir), report), report
 
 
 async def submit(
@@ -230,11 +236,15 @@ async def submit(
     view: View = lambda _: None,
     vetted: sch.Campaign | None = None,
 ) -> Outcome:
-    """Run a campaign (the text of the file at `source`; `vetted`: already checked) to its end."""
+    """Run a campaign (the text of the file at `source`; `vetted`: already checked) to its end.
+
+    The campaign is stored only once the submitter's node is up (a gate answered): a submit that
+    reached no gate leaves no campaign behind to show as running or to resume.
+    """
     campaign, models = await prepare(config, text, source, vetted)
     store = store_of(config)
-    run = start(store, NewCampaign(campaign, models, text, str(source)), options.out_root)
-    return await _run(config, options, store, run, view=view)
+    new = NewCampaign(campaign, models, text, str(source))
+    return await _run(config, options, store, lambda: start(store, new, options.out_root), view=view)
 
 
 async def resume(
@@ -254,15 +264,46 @@ async def resume(
         return _outcome(run, store, Tally(), None)
     peers = {t.peer_id for t in run.scheduler.tasks() if t.peer_id}
     config = resume_config(record, config, peers, explicit=options.gate_given)
-    return await _run(config, options, store, run, view=view)
+
+    def begin() -> CampaignRun:  # once the node is up: what this resume takes over, counted
+        options.events("resumed", campaign=run.campaign_id, **resumed_counts(run.scheduler.tasks()))
+        return run
+
+    return await _run(config, options, store, begin, view=view)
+
+
+def resumed_counts(tasks: Iterable[sch.TaskView]) -> dict[str, int]:
+    """What a resume takes over: tasks already done, leases to reclaim from their workers, offers
+    sent again, tasks queued again, and tasks that had already ended otherwise (failed, cancelled,
+    unschedulable)."""
+    states = Counter(t.state for t in tasks)
+    ended = sum(
+        states[s] for s in (sch.TaskState.FAILED, sch.TaskState.CANCELLED, sch.TaskState.UNSCHEDULABLE)
+    )
+    return {
+        "done": states[sch.TaskState.DONE],
+        "reclaiming": states[sch.TaskState.LEASED],
+        "reoffered": states[sch.TaskState.OFFERED],
+        "requeued": states[sch.TaskState.PENDING],
+        "ended": ended,
+    }
 
 
 async def _run(
-    config: NodeConfig, options: SubmitOptions, store: CampaignStore, run: CampaignRun, *, view: View
+    config: NodeConfig,
+    options: SubmitOptions,
+    store: CampaignStore,
+    begin: Callable[[], CampaignRun],
+    *,
+    view: View,
 ) -> Outcome:
+    """Open the submitter's node, then `begin` the campaign (store or restore it) and drive it."""
     uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
-    store.claim(run.campaign_id, swarm_of(config), Submitter.this_process())  # `status`, `--resume` read it
     async with open_submitter(config, options, uploads) as node:
+        run = begin()
+        store.claim(
+            run.campaign_id, swarm_of(config), Submitter.this_process()
+        )  # `status`, `--resume` read it
         discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         try:
             tally = await drive(
@@ -283,11 +324,11 @@ async def _run(
 
 def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
     """Write the ended campaign's files (`DiskFull` when its folder's disk is full) and sum it up."""
-    files = write_out(run, store)
+    files, report = write_out(run, store)
     medians = {  # each accepted result's median of its derived measurement, as the scheduler heard it
         t.task_id: t.progress.median_ms for t in run.scheduler.tasks() if t.progress.median_ms is not None
     }
-    return Outcome(run.campaign_id, files, tuple(run.scheduler.tasks()), tally, medians, shortfall)
+    return Outcome(run.campaign_id, files, report, tuple(run.scheduler.tasks()), tally, medians, shortfall)
 
 
 @asynccontextmanager

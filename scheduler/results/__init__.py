@@ -7,8 +7,8 @@ no module outside this package names a column in a row it builds (tests/test_col
 
 Modules:
     columns      the registry: Column (name, section, unit, form, formula), COLUMNS, CSV_COLUMNS, cell
-    rows         result_row, failure_row, to_csv, results_document, seed_figures, shown_figures: a
-                 task's row, the two files, the typed figures the REST API and dashboard get
+    rows         result_row, failure_row, to_csv, seed_figures, shown_figures: a
+                 task's row, results.csv, the typed figures the REST API and dashboard get
     genrows      a generate task's columns (TTFT, TPOT, ITL, throughput, ROUGE, the policy columns)
     caprows      a capacity search's Capacity row (the knee) and one row per level
     energyrows   energy per inference and per token, power, method, note
@@ -16,6 +16,8 @@ Modules:
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
     verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark
     typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
+    document     CampaignReport: results.json as one typed value (built once, or read once from a file);
+                 every medium renders it
     report       a campaign report as data: entries, the device x unit matrix
     diff         two campaigns compared: tasks paired by worker, then device; each change tested
     significance the Mann-Whitney U test the diffs use
@@ -53,6 +55,7 @@ from scheduler.results.diff import (
     diff_entries,
     match_entries,
 )
+from scheduler.results.document import CampaignReport, Merged, ReportTask, ResultsFileError, Signed
 from scheduler.results.energyrows import energy_columns
 from scheduler.results.fleetrows import (
     Member,
@@ -69,7 +72,7 @@ from scheduler.results.report import (
     LatencyMatrix,
     ReportEntry,
     device_label,
-    entries_from_document,
+    entries_of,
     entry_of,
     job_index_of,
     latency_matrices,
@@ -78,7 +81,6 @@ from scheduler.results.rows import (
     Figure,
     failure_row,
     result_row,
-    results_document,
     seed_figures,
     shown_figures,
     to_csv,
@@ -106,14 +108,19 @@ __all__ = [
     "SEED_COLUMNS",
     "SUSTAIN_COLUMNS",
     "THROUGHPUT",
+    "CampaignReport",
     "Column",
     "DiffRow",
     "Figure",
     "LatencyMatrix",
     "LlmFigure",
     "Member",
+    "Merged",
     "ReportEntry",
+    "ReportTask",
+    "ResultsFileError",
     "Section",
+    "Signed",
     "TaskResult",
     "capacity_columns",
     "cell",
@@ -124,7 +131,7 @@ __all__ = [
     "diff_entries",
     "ended",
     "energy_columns",
-    "entries_from_document",
+    "entries_of",
     "entry_of",
     "failure_row",
     "flag",
@@ -144,7 +151,6 @@ __all__ = [
     "names",
     "per_request",
     "result_row",
-    "results_document",
     "row_of",
     "seed_figures",
     "shown_figures",

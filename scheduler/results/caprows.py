@@ -15,7 +15,7 @@ from typing import Final
 
 from protocol import CapacityResult, Measurement
 from scheduler.results.columns import cell
-from scheduler.results.genrows import generation_columns
+from scheduler.results.genrows import generation_columns, stat_cell
 
 _SEARCH_ONLY: Final = ("CapacityKnee", "CapacityFirstFail", "CapacityFinished")
 
@@ -48,15 +48,15 @@ def level_rows(row: Mapping[str, str], found: CapacityResult) -> list[dict[str, 
             LevelPassed=cell("LevelPassed", level.passed),
             LevelEndedEarly="" if ended is None else ended.code,
             Detail="" if ended is None else ended.detail,
-            InferenceMsFirst=cell("InferenceMsFirst", level.generation.ttft_ms.median),
-            InferenceMsMedian=cell("InferenceMsMedian", e2e.median),
-            InferenceMsAverage=cell("InferenceMsAverage", e2e.mean),
-            InferenceMsStdDev=cell("InferenceMsStdDev", e2e.stddev),
-            InferenceMsMin=cell("InferenceMsMin", e2e.min),
-            InferenceMsMax=cell("InferenceMsMax", e2e.max),
-            InferenceMsP90=cell("InferenceMsP90", e2e.p90),
-            InferenceMsP95=cell("InferenceMsP95", e2e.p95),
-            InferenceMsP99=cell("InferenceMsP99", e2e.p99),
+            InferenceMsFirst=stat_cell("InferenceMsFirst", level.generation.ttft_ms, "median"),
+            InferenceMsMedian=stat_cell("InferenceMsMedian", e2e, "median"),
+            InferenceMsAverage=stat_cell("InferenceMsAverage", e2e, "mean"),
+            InferenceMsStdDev=stat_cell("InferenceMsStdDev", e2e, "stddev"),
+            InferenceMsMin=stat_cell("InferenceMsMin", e2e, "min"),
+            InferenceMsMax=stat_cell("InferenceMsMax", e2e, "max"),
+            InferenceMsP90=stat_cell("InferenceMsP90", e2e, "p90"),
+            InferenceMsP95=stat_cell("InferenceMsP95", e2e, "p95"),
+            InferenceMsP99=stat_cell("InferenceMsP99", e2e, "p99"),
         )
         rows.append(cells)
     return rows

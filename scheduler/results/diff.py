@@ -1,6 +1,6 @@
 """Two campaigns compared: their tasks paired by worker or device, each pair's change tested.
 
-Pure: no files, clock, plotting or printing. `node.submitter.tables` and `render` show the rows.
+Pure: no files, clock, plotting or printing. `node.report.tables` and `render` show the rows.
 
 The diff compares two campaigns per device and compute unit (a generate task: its `llmview` figures
 first, each tested on its per-request values, then its end-to-end latency). Its significance test is the

@@ -20,7 +20,7 @@ from protocol.clientload import client_load
 from protocol.genstats import summarize_generation
 from scheduler.language.campaign import Job
 from scheduler.results.columns import CSV_COLUMNS, cell, cells
-from scheduler.results.genrows import generation_columns
+from scheduler.results.genrows import generation_columns, stat_cell
 from scheduler.state.fleet import FLEET_UNIT, achieved_rate
 from scheduler.state.tasks import Status, TaskView
 
@@ -117,11 +117,11 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
         WorkerPeerId=cells(
             "WorkerPeerId", (m.task.peer_id or "" for m in members if m.generation is not None)
         ),
-        InferenceMsMedian=cell("InferenceMsMedian", stats.e2e_ms.median),
-        InferenceMsAverage=cell("InferenceMsAverage", stats.e2e_ms.mean),
-        InferenceMsStdDev=cell("InferenceMsStdDev", stats.e2e_ms.stddev),
-        InferenceMsP99=cell("InferenceMsP99", stats.e2e_ms.p99),
-        InferenceMsFirst=cell("InferenceMsFirst", stats.ttft_ms.median),
+        InferenceMsMedian=stat_cell("InferenceMsMedian", stats.e2e_ms, "median"),
+        InferenceMsAverage=stat_cell("InferenceMsAverage", stats.e2e_ms, "mean"),
+        InferenceMsStdDev=stat_cell("InferenceMsStdDev", stats.e2e_ms, "stddev"),
+        InferenceMsP99=stat_cell("InferenceMsP99", stats.e2e_ms, "p99"),
+        InferenceMsFirst=stat_cell("InferenceMsFirst", stats.ttft_ms, "median"),
     )
     row.update(generation_columns(stats))
     if spec.request_rate is None:

@@ -7,37 +7,29 @@ these columns empty.
 
 from __future__ import annotations
 
-from protocol import GenerationStats
+from protocol import GenerationStats, Stats
 from scheduler.results.columns import cell, cells
 
 
 def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
-    """The generate columns of a measurement ({} for a tensor task: they stay empty)."""
+    """The generate columns of a measurement ({} for a tensor task: they stay empty). A figure over
+    the successful requests is empty when none succeeded (never 0), and the error share sits beside."""
     if stats is None:
         return {}
     rouge = stats.rouge
     return {
-        "TtftMsMedian": cell("TtftMsMedian", stats.ttft_ms.median),
-        "TtftMsP90": cell("TtftMsP90", stats.ttft_ms.p90),
-        "TpotMsMedian": cell("TpotMsMedian", stats.tpot_ms.median),
-        "TpotMsP90": cell("TpotMsP90", stats.tpot_ms.p90),
-        "ItlMsP99": cell("ItlMsP99", stats.itl_ms.p99),
-        "E2eMsMedian": cell("E2eMsMedian", stats.e2e_ms.median),
-        "PrefillTokPerS": cell("PrefillTokPerS", stats.prefill_tok_per_s),
-        "DecodeTokPerS": cell("DecodeTokPerS", stats.decode_tok_per_s),
-        "OutputTokensMean": cell("OutputTokensMean", stats.output_tokens_mean),
+        **latency_columns(stats),
+        **rate_columns(stats),
         "Rouge1": "" if rouge is None else cell("Rouge1", rouge.rouge1),
         "Rouge2": "" if rouge is None else cell("Rouge2", rouge.rouge2),
         "RougeL": "" if rouge is None else cell("RougeL", rouge.rouge_l),
         "Concurrency": "" if stats.request_rate is not None else cell("Concurrency", stats.concurrency),
         "RequestRate": cell("RequestRate", stats.request_rate),
-        "TtftMsP99": cell("TtftMsP99", stats.ttft_ms.p99),
-        "TpotMsP99": cell("TpotMsP99", stats.tpot_ms.p99),
-        "RequestPerS": cell("RequestPerS", stats.request_per_s),
-        "OutputTokPerS": cell("OutputTokPerS", stats.output_tok_per_s),
         "Goodput": cell("Goodput", stats.goodput),
         "Requests": cell("Requests", stats.requests),
+        "RequestsSent": cell("RequestsSent", stats.requests_sent),
         "Errors": cell("Errors", stats.errors),
+        "ErrorShare": cell("ErrorShare", stats.errors / stats.requests) if stats.requests else "",
         "ErrorsByKind": cells("ErrorsByKind", (f"{k}={n}" for k, n in sorted(stats.errors_by_kind.items()))),
         "TokensCounted": cell("TokensCounted", stats.tokens_counted),
         "RttMs": cell("RttMs", stats.rtt_ms),
@@ -45,11 +37,45 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "TokenSource": stats.token_source,
         "TokensPerChunkMean": cell("TokensPerChunkMean", stats.tokens_per_chunk_mean),
         "UsageVsCountedTokens": cell("UsageVsCountedTokens", stats.usage_vs_counted_pct),
-        "TtfoMsMedian": "" if stats.ttfo_ms is None else cell("TtfoMsMedian", stats.ttfo_ms.median),
-        "ReasoningTokensMean": cell("ReasoningTokensMean", stats.reasoning_tokens_mean),
+        "TtfoMsMedian": "" if stats.ttfo_ms is None else stat_cell("TtfoMsMedian", stats.ttfo_ms, "median"),
         "DatasetSeed": cell("DatasetSeed", stats.dataset_seed),
         **client_columns(stats),
     }
+
+
+def latency_columns(stats: GenerationStats) -> dict[str, str]:
+    """The per-request time figures, each empty when no successful request gave one."""
+    return {
+        "TtftMsMedian": stat_cell("TtftMsMedian", stats.ttft_ms, "median"),
+        "TtftMsP90": stat_cell("TtftMsP90", stats.ttft_ms, "p90"),
+        "TtftMsP99": stat_cell("TtftMsP99", stats.ttft_ms, "p99"),
+        "TpotMsMedian": stat_cell("TpotMsMedian", stats.tpot_ms, "median"),
+        "TpotMsP90": stat_cell("TpotMsP90", stats.tpot_ms, "p90"),
+        "TpotMsP99": stat_cell("TpotMsP99", stats.tpot_ms, "p99"),
+        "ItlMsP99": stat_cell("ItlMsP99", stats.itl_ms, "p99"),
+        "E2eMsMedian": stat_cell("E2eMsMedian", stats.e2e_ms, "median"),
+    }
+
+
+def rate_columns(stats: GenerationStats) -> dict[str, str]:
+    """The throughput and token figures over the successful requests: all empty when none succeeded."""
+    figures = {
+        "PrefillTokPerS": stats.prefill_tok_per_s,
+        "DecodeTokPerS": stats.decode_tok_per_s,
+        "OutputTokensMean": stats.output_tokens_mean,
+        "RequestPerS": stats.request_per_s,
+        "OutputTokPerS": stats.output_tok_per_s,
+        "ReasoningTokensMean": stats.reasoning_tokens_mean,
+    }
+    succeeded = stats.requests > stats.errors
+    return {name: cell(name, value) if succeeded else "" for name, value in figures.items()}
+
+
+def stat_cell(name: str, stats: Stats, part: str) -> str:
+    """One part of a sample's statistics ("median", "p99"...) as column `name` writes it; empty for an
+    empty sample (no successful request gave one), never 0."""
+    value: float = getattr(stats, part)
+    return cell(name, value) if stats.n else ""
 
 
 def client_columns(stats: GenerationStats) -> dict[str, str]:

@@ -47,20 +47,20 @@ THROUGHPUT: Final = LlmFigure(
 
 
 def headline(stats: GenerationStats | None, figure: LlmFigure) -> float | None:
-    """The figure a row shows (None: not a generate task, or ROUGE not asked for)."""
+    """The figure a row shows (None: not a generate task, ROUGE not asked for, or no successful request
+    gave the figure: shown empty, never 0)."""
     if stats is None:
         return None
-    values = {
-        "ttft": stats.ttft_ms.median,
-        "tpot": stats.tpot_ms.median,
-        "itl": stats.itl_ms.p99,  # the stalls a reader feels; its median is close to TPOT's
-        "decode": stats.decode_tok_per_s,
-        "e2e": stats.e2e_ms.median,
-        "output_tok_per_s": stats.output_tok_per_s,
-    }
+    samples = {"ttft": stats.ttft_ms, "tpot": stats.tpot_ms, "itl": stats.itl_ms, "e2e": stats.e2e_ms}
+    if figure.key in samples:
+        sample = samples[figure.key]
+        # ITL's p99: the stalls a reader feels; its median is close to TPOT's
+        return (sample.p99 if figure.key == "itl" else sample.median) if sample.n else None
     if figure.key == "rouge_l":
         return stats.rouge.rouge_l if stats.rouge is not None else None
-    return values[figure.key]
+    if stats.requests <= stats.errors:
+        return None
+    return stats.decode_tok_per_s if figure.key == "decode" else stats.output_tok_per_s
 
 
 def per_request(stats: GenerationStats | None, figure: LlmFigure) -> tuple[float, ...]:

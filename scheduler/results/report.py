@@ -1,7 +1,7 @@
 """What a campaign report shows, as data: entries and the device x unit latency matrix (`diff`
 compares two campaigns' entries).
 
-Pure: no files, clock, plotting or printing. `node.submitter.render` draws and writes what this module shapes.
+Pure: no files, clock, plotting or printing. `node.report.render` draws and writes what this module shapes.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Stats, Value
+from scheduler.results.document import CampaignReport
 from scheduler.state.settling import flagged
 
 NO_DEVICE: Final = "(no device)"
@@ -130,19 +131,18 @@ def _figures(m: Measurement) -> dict[str, Any]:
     }
 
 
-def entries_from_document(document: Mapping[str, Any]) -> tuple[ReportEntry, ...]:
-    """Every entry of a results.json document (rows, raw samples, each row's "signed" part with the
-    derived measurement, a fleet's "merged" figures), a capacity search's level rows left out."""
+def entries_of(report: CampaignReport) -> tuple[ReportEntry, ...]:
+    """Every entry of a campaign report (each task's row, raw samples and typed parts: the derived
+    measurement, a fleet's merged figures), a capacity search's level rows left out."""
     entries = []
-    for result in document.get("results", []):
-        if result["row"].get("CapacityRow") == "level":
+    for task in report.results:
+        if task.row.get("CapacityRow") == "level":
             continue  # a capacity search's level: its task's Capacity row stands for it (results.caprows)
-        signed = result.get("signed") or None
-        device = DeviceProfile.model_validate(signed["device"]) if signed else None
-        measurement = Measurement.model_validate(signed["measurement"]) if signed else None
-        merged = (result.get("merged") or {}).get("e2e_ms")
-        e2e = Stats.model_validate(merged) if merged else None
-        entries.append(entry_of(result["row"], result.get("samples_ms", ()), device, measurement, e2e))
+        signed, merged = task.signed, task.merged
+        device = signed.device if signed is not None else None
+        measurement = signed.measurement if signed is not None else None
+        e2e = merged.e2e_ms if merged is not None else None
+        entries.append(entry_of(task.row, task.samples_ms, device, measurement, e2e))
     return tuple(entries)
 
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Final
 
 from protocol import DeviceProfile, Measurement, ResultBody, for_csv
-from scheduler.language.campaign import Campaign
-from scheduler.language.endpoints import endpoint_unit
 from scheduler.results.caprows import capacity_columns
-from scheduler.results.columns import CSV_COLUMNS, cell, cells, column_formulas
+from scheduler.results.columns import CSV_COLUMNS, cell, cells
 from scheduler.results.energyrows import energy_columns
 from scheduler.results.genrows import generation_columns
 from scheduler.results.sustainrows import sustain_columns
@@ -37,7 +35,7 @@ def _task_columns(task: TaskView, status: Status, created_utc: str) -> dict[str,
         JobId=task.task_id,
         FileName=task.model.name,
         FileSize=cell("FileSize", task.model.size / _MB),
-        ComputeUnits=endpoint_unit(task.model) or task.unit.value,
+        ComputeUnits=task.shown_unit,
         DeviceName=task.device_name,
         CreatedUtc=created_utc,
         ModelSha256=task.model.sha256,
@@ -94,18 +92,23 @@ def shown_figures(m: Measurement) -> dict[str, Figure]:
         "Throttled": sustained.throttled if sustained is not None else None,
         "ThrottleCauses": tuple(c.value for c in sustained.causes) if sustained is not None else (),
         "ThrottleDetail": sustained.detail if sustained is not None else "",
-        "TtftMsMedian": g.ttft_ms.median if g is not None else None,
-        "TpotMsMedian": g.tpot_ms.median if g is not None else None,
-        "ItlMsP99": g.itl_ms.p99 if g is not None else None,
-        "DecodeTokPerS": g.decode_tok_per_s if g is not None else None,
+        "TtftMsMedian": g.ttft_ms.median if g is not None and g.ttft_ms.n else None,
+        "TpotMsMedian": g.tpot_ms.median if g is not None and g.tpot_ms.n else None,
+        "ItlMsP99": g.itl_ms.p99 if g is not None and g.itl_ms.n else None,
+        "DecodeTokPerS": g.decode_tok_per_s if g is not None and g.requests > g.errors else None,
         "RougeL": g.rouge.rouge_l if g is not None and g.rouge is not None else None,
-        "E2eMsMedian": g.e2e_ms.median if g is not None else None,
-    }
+        "E2eMsMedian": g.e2e_ms.median if g is not None and g.e2e_ms.n else None,
+    }  # a figure no successful request gave is None (drawn empty), never 0
+    for stats, names in ((m.load_ms, _LOAD_TIMES), (inference, _INFERENCE_TIMES)):
+        if stats.n == 0:
+            figures |= {name: None for name in names if name in figures}
     return figures
 
 
-def _measurement_columns(m: Measurement) -> dict[str, str]:
-    inference = m.inference_ms
+def _time_columns(m: Measurement) -> dict[str, str]:
+    """The seeds' and the reference load and inference times; a time nothing was measured for (an
+    endpoint task loads nothing; a run with no successful request has no latency) is empty, never 0."""
+    load, inference = m.load_ms, m.inference_ms
     columns = {name: cell(name, value) for name, value in seed_figures(m).items()}
     columns |= {
         "LoadMsFirst": cell("LoadMsFirst", m.load_first_ms),
@@ -115,6 +118,24 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
         "InferenceMsP90": cell("InferenceMsP90", inference.p90),
         "InferenceMsP95": cell("InferenceMsP95", inference.p95),
         "InferenceMsP99": cell("InferenceMsP99", inference.p99),
+    }
+    for stats, names in ((load, _LOAD_TIMES), (inference, _INFERENCE_TIMES)):
+        if stats.n == 0:
+            columns |= dict.fromkeys(names, "")
+    return columns
+
+
+_LOAD_TIMES: Final = ("LoadMsMedian", "LoadMsAverage", "LoadMsStdDev", "LoadMsFirst")
+_INFERENCE_TIMES: Final = (
+    "InferenceMsMedian", "InferenceMsAverage", "InferenceMsStdDev", "InferenceMsFirst", "InferenceMsMin",
+    "InferenceMsMax", "InferenceMsP90", "InferenceMsP95", "InferenceMsP99",
+)  # fmt: skip
+
+
+def _measurement_columns(m: Measurement) -> dict[str, str]:
+    inference = m.inference_ms
+    columns = _time_columns(m)
+    columns |= {
         "InferenceCv": cell("InferenceCv", inference.cv),
         "InferenceOutliers": cell("InferenceOutliers", inference.outliers),
         "ProcessMedians": cells("ProcessMedians", m.process_medians_ms),
@@ -186,19 +207,3 @@ def to_csv(rows: Iterable[Mapping[str, str]]) -> str:
     writer.writeheader()
     writer.writerows({name: for_csv(cell) for name, cell in row.items()} for row in rows)
     return buffer.getvalue()
-
-
-def results_document(
-    campaign_id: str,
-    campaign: Campaign,
-    rows_with_samples: Iterable[tuple[Mapping[str, str], Sequence[float]]],
-) -> dict[str, object]:
-    """results.json: the campaign, the columns, the formula of each computed generation column, and
-    every row with its raw inference samples (ms)."""
-    return {
-        "campaign_id": campaign_id,
-        "campaign": campaign.model_dump(mode="json"),
-        "columns": list(CSV_COLUMNS),
-        "formulas": column_formulas(),
-        "results": [{"row": dict(row), "samples_ms": list(samples)} for row, samples in rows_with_samples],
-    }

@@ -27,6 +27,7 @@ FINAL_FAILURES: Final = frozenset(
         FailureReason.LOAD,
         FailureReason.INPUT,
         FailureReason.FALLBACK,
+        FailureReason.SERVER,  # the server failed every request: another vantage point meets the same
     }
 )
 """Failures that would fail the same way on any device: the task ends, no retry."""

@@ -8,6 +8,7 @@ from typing import Final, Literal
 
 from protocol import ComputeUnit, DeclineReason, FailureReason, ModelRef, Phase, Value
 from scheduler.language.campaign import Campaign
+from scheduler.language.endpoints import endpoint_unit
 from scheduler.state.placement import JobPlan, PeerView
 from scheduler.verification.classes import device_class
 
@@ -174,6 +175,12 @@ class TaskView(Value):
     def status(self) -> Status | None:
         """Its result row's Status, once ended."""
         return STATUS_OF.get(self.state)
+
+    @property
+    def shown_unit(self) -> str:
+        """What every view says it ran on: its compute unit, or for an endpoint task which endpoint
+        (`Endpoint (black-box)`, `Endpoint (gray-box)`): the server ran it, not the worker's unit."""
+        return endpoint_unit(self.model) or self.unit.value
 
 
 class SchedulerSnapshot(Value):

@@ -23,7 +23,14 @@ are the requests the client was given to send. This check can, where the submitt
   open loop is, except that a level that ended early left its requests in flight out (its records
   are held to their planned sends, its `unsent` to no more than the schedule left).
 - **A closed loop** (a lone one, a fleet member's slots, each level of a concurrency search): never
-  more requests in flight at once than its slots (`in_flight_problems`).
+  more requests in flight at once than its slots (`in_flight_problems`), and never more requests than
+  its slots could send over the run, one after another, each as long as its shortest
+  (`slots_problems`: slots x span / the shortest E2E).
+- **Physics, for every load** (`physics_problems`, before the schedule): a successful request's E2E
+  at least its TTFT, both above zero, and its TTFT above half the round trip its worker measured to
+  the server less `RTT_SLACK_MS` (`rtt_ms`, a median: one request may be quicker than the median,
+  none is quicker than half of it; a first byte back needs the request to go and come back);
+  records of zero length, a thousand at one instant, were never sent.
 
 Refused as `invalid`, naming the field, the worker's value and the bound. A result without a known
 schedule (a lease reclaimed after a submitter restart whose offer the store did not keep) is refused
@@ -60,6 +67,12 @@ LATE_SLACK_S: Final = 1.0
 saturated client (`SATURATED_LAG_MS`, 10 ms), so an honest client that falls behind is shown saturated
 long before it is refused, while a member that fires missed sends at once (seconds late) is refused."""
 assert LATE_SLACK_S * 1e3 >= 100 * SATURATED_LAG_MS
+RTT_SHARE: Final = 0.5
+"""A successful request's TTFT is at least this share of its worker's median round trip to the server,"""
+RTT_SLACK_MS: Final = 1.0
+"""less this: a loaded client's connect times carry its own scheduling delay (milliseconds on loopback),
+which a kernel-stamped first byte does not, so a round trip of a few ms can be the client's, not the
+network's; over a real network the floor stays most of the trip."""
 
 
 def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Measurement | Refusal:
@@ -93,8 +106,13 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
     elif generate.capacity is not None:
         problems = _concurrency_levels(m)
     else:
-        problems = in_flight_problems(records, generate.concurrency)
-    problem = next(problems, None)
+        wall_s = m.generation.wall_s if m.generation is not None else 0.0
+        span = (generate.duration_s or wall_s) + LATE_SLACK_S
+        problems = _first(
+            in_flight_problems(records, generate.concurrency),
+            slots_problems(records, generate.concurrency, span),
+        )
+    problem = next(_first(physics_problems(m), problems), None)
     return m if problem is None else Refusal(FailureReason.INVALID, problem)
 
 
@@ -278,13 +296,63 @@ def in_flight_problems(
             return
 
 
+def physics_problems(m: Measurement) -> Iterator[str]:
+    """Every load's successful records held to physics (the module's docstring), the first one that
+    breaks it named with its field."""
+    loads = [("generation", m.generation)] if m.generation is not None else []
+    if m.capacity is not None:
+        loads += [(f"capacity.levels[{i}].generation", v.generation) for i, v in enumerate(m.capacity.levels)]
+    for where, stats in loads:
+        floor = (stats.rtt_ms or 0.0) * RTT_SHARE - RTT_SLACK_MS
+        for i, r in enumerate(stats.records):
+            problem = _unphysical(r, floor)
+            if problem is not None:
+                yield f"{where}.records[{i}].{problem}"
+                return
+
+
+def _unphysical(r: RequestRecord, floor_ms: float) -> str | None:
+    if r.error is not None:
+        return None
+    if r.e2e_ms <= 0:
+        return f"e2e_ms: {r.e2e_ms!r} ms, a request that succeeded in no time"
+    if r.ttft_ms is None:
+        return None
+    if r.ttft_ms <= 0:
+        return f"ttft_ms: {r.ttft_ms!r} ms, a first token in no time"
+    if r.e2e_ms < r.ttft_ms:
+        return f"e2e_ms: {r.e2e_ms!r} ms, before its first token at {r.ttft_ms!r} ms"
+    if r.ttft_ms < floor_ms:
+        trip = f"{floor_ms:.6g} ms (half the {(floor_ms + RTT_SLACK_MS) / RTT_SHARE:.6g} ms round trip"
+        return f"ttft_ms: {r.ttft_ms!r} ms, quicker than {trip} its worker measured to the server, less 1 ms)"
+    return None
+
+
+def slots_problems(
+    records: Sequence[RequestRecord], slots: int, span_s: float, where: str = "generation.records"
+) -> Iterator[str]:
+    """A closed loop of `slots` over `span_s` sends at most slots x span / its shortest E2E requests
+    (each slot's requests one after another); the successful records' shortest E2E is the measure."""
+    shortest = min((r.e2e_ms for r in records if r.error is None and r.e2e_ms > 0), default=None)
+    if shortest is None:
+        return
+    most = slots * span_s * 1e3 / shortest
+    if len(records) > most:
+        over = f"{span_s:.6g} s at its shortest E2E of {shortest!r} ms"
+        yield f"{where}: {len(records)} records, more than its {slots} slots send in {over} ({most:.0f})"
+
+
 def _concurrency_levels(m: Measurement) -> Iterator[str]:
     """A concurrency search's levels, each a closed loop of its level's slots."""
     if m.capacity is None or m.capacity.by != "concurrency":
         return
     for i, level in enumerate(m.capacity.levels):
         where = f"capacity.levels[{i}].generation.records"
-        yield from in_flight_problems(level.generation.records, int(level.level), where)
+        records, slots = level.generation.records, int(level.level)
+        span = level.generation.wall_s + LATE_SLACK_S
+        yield from _first(
+            in_flight_problems(records, slots, where), slots_problems(records, slots, span, where)
+        )
 
 
 def _closed_loop(records: Sequence[RequestRecord], deal: FleetDeal, spec: GenerateSpec) -> Iterator[str]:
@@ -300,7 +368,7 @@ def _closed_loop(records: Sequence[RequestRecord], deal: FleetDeal, spec: Genera
                 f"{spec.duration_s or 0.0:g} s plus the clock bound and slack ({limit:.6g} s)"
             )
             return
-    yield from in_flight_problems(records, deal.slots)
+    yield from _first(in_flight_problems(records, deal.slots), slots_problems(records, deal.slots, limit))
 
 
 __all__ = [
@@ -313,5 +381,7 @@ __all__ = [
     "draws_seed",
     "in_flight_problems",
     "open_loop_problems",
+    "physics_problems",
     "rate_levels_problems",
+    "slots_problems",
 ]

@@ -176,5 +176,5 @@ def test_serve_answers_and_vets_a_campaign_in_a_child(lab: Lab, tmp_path: Path) 
         timeout=60,
     )
     assert bad.status_code == 400, bad.text
-    # the child's own verdict (a child that failed to start reads "too_costly" instead)
+    # the child's own verdict (a child that failed to start is a 503 instead)
     assert {(p["path"], p["rule"]) for p in bad.json()["problems"]} >= {("jobs", "invalid")}

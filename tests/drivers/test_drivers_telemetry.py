@@ -2,7 +2,8 @@
 
 The hog test is the acceptance check of issue 25's scope item 3: a sustained run (8 s, 2 s windows)
 with a real busy-looping process started half-way on the same core. The hog starts when the child
-reports the second window's edge (its own progress message), not after a sleep.
+reports the second window's edge (its own progress message), not after a sleep. It depends on timing
+(what the hog does to the run's CPU share); issue 41 ran it beside three more hogs at load 4-5.
 """
 
 from __future__ import annotations
@@ -247,11 +248,16 @@ def test_a_cpu_hog_half_way_through_a_sustained_run_is_named_as_background_load(
     s = m.sustained
     assert s is not None
     assert len(s.windows) == 4
-    # The hog runs from the 3rd window on; on a machine busy with other work the first window can
-    # be slow too, so one of the hog's windows (not necessarily the last) is what drifts.
-    hogged = [w for w in s.windows[2:] if w.drift_pct is not None and w.drift_pct > 10]
-    assert hogged, s
-    assert all(ThrottleCause.BACKGROUND_LOAD in w.causes for w in hogged), s
+    # The hog runs from the 3rd window on. Each window is compared with the first; on a machine busy
+    # with other work (issue 41: load 3-5 on two cores) the first window can be the loaded one, the
+    # kernel moves others' processes off the hog's core, and a later window is faster: either way every
+    # drifted window must name the CPU competition that moved it (the process's share fell, or others'
+    # use rose), never "unexplained". With a quiet first window, a window of the hog's drifts.
+    drifted = [w for w in s.windows if w.drift_pct is not None and abs(w.drift_pct) > 10]
+    assert drifted, s
+    assert all(ThrottleCause.BACKGROUND_LOAD in w.causes for w in drifted), s
+    if (s.windows[0].cpu_share or 0.0) >= 0.9:
+        assert any(w in drifted and (w.drift_pct or 0.0) > 10 for w in s.windows[2:]), s
     assert s.throttled
     assert ThrottleCause.BACKGROUND_LOAD in s.causes
     assert not {ThrottleCause.THERMAL, ThrottleCause.POWER_LIMIT} & set(s.causes)

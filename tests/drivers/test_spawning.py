@@ -142,6 +142,44 @@ def test_a_child_imports_nothing_from_the_callers_folder(tmp_path: Path) -> None
     assert not Path(seen["folder"]).exists()  # removed once the child ended
 
 
+BOOTSTRAP_PARENT: Final = """
+import json, sys
+from drivers.spawning import Entry, start_child
+if __name__ == "__main__":  # spawn runs this script again in the child, as __mp_main__
+    child = start_child(Entry("test_spawning", "_where"), (), name="sark-test")
+    messages = [child.receive(), child.receive()]
+    child.stop()
+    print(json.dumps({"apart": messages[1]}))
+"""
+
+
+def test_multiprocessings_own_start_imports_nothing_from_the_callers_folder(tmp_path: Path) -> None:
+    """A parent started as a script (as the `sark-node` console script is: its folder, not "", first
+    on its path) in a folder with a `pickle.py`: spawn's bootstrap (`python -c ...`) would put "" first
+    and import the planted module with multiprocessing itself, before the seam's first step; the seam
+    starts its children with PYTHONSAFEPATH, so the plant never runs and the child works."""
+    work, bin_ = tmp_path / "work", tmp_path / "bin"
+    work.mkdir()
+    bin_.mkdir()
+    marker = tmp_path / "ran"
+    (work / "pickle.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n")
+    (bin_ / "parent.py").write_text(BOOTSTRAP_PARENT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    env.pop("PYTHONSAFEPATH", None)
+    done = subprocess.run(
+        [sys.executable, str(bin_ / "parent.py")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert Path(json.loads(done.stdout)["apart"][0]).name == "__init__.py"  # PyYAML's own package
+    assert "PYTHONSAFEPATH" not in os.environ  # the parent's environment is left as it was
+
+
 def test_a_child_whose_entry_cannot_be_imported_did_not_start() -> None:
     child = start_child(Entry("no_such_module_here", "main"), (), name="sark-test")
     try:

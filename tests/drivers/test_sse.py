@@ -131,10 +131,31 @@ def test_chunks_are_read(event: SseEvent, chunk: Chunk) -> None:
         (SseEvent("message", "not json"), "not_sse"),
         (SseEvent("message", "[1, 2]"), "not_sse"),
         (SseEvent("message", '{"choices": ["x"]}'), "not_sse"),
+        (SseEvent("message", "[" * 100_000), "not_sse"),
     ],
-    ids=["error-object", "vllm-error", "error-event", "not-json", "not-object", "bad-choice"],
+    ids=["error-object", "vllm-error", "error-event", "not-json", "not-object", "bad-choice", "deep-nesting"],
 )
 def test_faults_in_a_chunk_are_kinds(event: SseEvent, kind: str) -> None:
     with pytest.raises(StreamFault) as caught:
         read_chunk(event)
     assert caught.value.kind == kind
+
+
+def test_what_the_decoder_keeps_between_reads_is_counted_for_the_budget() -> None:
+    decoder = SseDecoder()
+    assert decoder.feed(b"data: one\ndata: two\ndata: thr") == []
+    kept = len("data: one") + len("data: two") + len("data: thr")  # two data lines, one line pending
+    assert (decoder.kept_bytes, decoder.kept_pieces) == (kept, 2)
+    assert decoder.feed(b"ee\n\n") == [SseEvent("message", "one\ntwo\nthree")]
+    assert (decoder.kept_bytes, decoder.kept_pieces) == (0, 0)
+
+
+def test_an_event_of_endless_data_lines_is_refused() -> None:
+    decoder = SseDecoder()
+    line = b"data: " + b"x" * 65_000 + b"\n"
+    for _ in range(16):  # just under the cap: an event in progress
+        assert decoder.feed(line) == []
+    with pytest.raises(StreamFault) as caught:
+        decoder.feed(line)  # 17 x 65 kB of data lines with no blank line: past the event's cap
+    assert caught.value.kind == "not_sse"
+    assert "event's data" in caught.value.detail

@@ -18,7 +18,8 @@ from lab.procs import SARK
 from lab.sse_server import scheduled, serve_sse
 from rich.console import Console
 
-from node.submitter.genreport import generation_table
+from node.report.genreport import generation_table
+from scheduler.results import CampaignReport
 
 RATE, DURATION_S = 5000.0, 0.9  # 4,500 sends (MAX_RECORDS is 5,000); one process sent 1,964 req/s
 
@@ -69,7 +70,7 @@ def test_a_rate_the_client_cannot_hold_is_said_in_every_view(tmp_path: Path) -> 
     assert int(row["Requests"]) + int(row["Unsent"]) >= 0.9 * RATE * DURATION_S
 
     console = Console(record=True, width=200)
-    table = generation_table(json.loads(Path(files["json"]).read_text()))
+    table = generation_table(CampaignReport.from_json(Path(files["json"]).read_text()))
     assert table is not None
     console.print(table)
     terminal = console.export_text()

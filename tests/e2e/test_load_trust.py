@@ -1,18 +1,19 @@
 """Issue 29 for a lone worker's load: its records are checked against the load the submitter gave it.
 
-One campaign, one endpoint job a worker, against a stub server that notes each request's model (each
-job names its own). The workers are real `join`s: an honest one and three liars
-(tests/lab/loadliar.py) that send their requests as an honest client does, then sign self-consistent
-records that lie. Two run an open loop (`request_rate`) whose seed the submitter drew for the offer
-(`arrival_seed`), so it knows every planned send: one says each request was planned when it was sent
-(a schedule of its own, no lag), one keeps half its records and says no planned send was left unsent
-(a hidden backlog). One runs a closed loop of two slots and adds a copy of each record a millisecond
-later (the first overlap makes three in flight). The honest worker and the first liar also search
-for the request rate the server sustains: the submitter drew the search's seed too, and each level
-is an open loop at its rate from that seed, so the liar's own schedule is refused at its first
-level. Under `submit` and under `serve` (which answers `/api/health` throughout), every lie is
-refused naming the field, the honest rows are Complete and count what the server saw of their jobs,
-and all three files are written.
+One campaign, one endpoint job a worker, against a stub server that notes each request's model (each job
+names its own). The workers are real `join`s: an honest one and four liars (tests/lab/loadliar.py) that
+send their requests as an honest client does, then sign self-consistent records that lie. Two run an open
+loop (`request_rate`) whose seed the submitter drew for the offer (`arrival_seed`), so it knows every
+planned send: one says each request was planned when it was sent (a schedule of its own, no lag), one
+keeps half its records and says no planned send was left unsent (a hidden backlog). One runs a closed
+loop of two slots and adds a copy of each record a millisecond later (the first overlap makes three in
+flight); another adds thousands of zero-length records at one instant (they never overlap: physics
+refutes them, `scheduler.verification.sendcheck.physics_problems`). The honest worker and the first liar
+also search for the request rate the server sustains: the submitter drew the search's seed too, and each
+level is an open loop at its rate from that seed, so the liar's own schedule is refused at its first
+level. Under `submit` and under `serve` (which answers `/api/health` throughout), every lie is refused
+naming the field, the honest rows are Complete and count what the server saw of their jobs, and all three
+files are written.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from e2e.conftest import ROOT, CampaignLab, Health, Swarm, campaign_end, submitt
 
 LOADLIAR = ROOT / "tests" / "lab" / "loadliar.py"
 RATE, DURATION_S = 20.0, 2.0
-ROLES = ("honest", "reschedule", "hide", "crowd")
+ROLES = ("honest", "reschedule", "hide", "crowd", "zero")
+CLOSED = ("crowd", "zero")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,7 @@ def _body(url: str, ids: dict[str, str]) -> dict[str, Any]:
     jobs = [
         {
             "endpoint": {"url": url, "model": role},
-            "generate": {**load, **({"concurrency": 2} if role == "crowd" else {"request_rate": RATE})},
+            "generate": {**load, **({"concurrency": 2} if role in CLOSED else {"request_rate": RATE})},
             "require": {"peers": [ids[role]]},
         }
         for role in ROLES
@@ -105,7 +107,7 @@ def test_submit_refuses_each_lie_about_the_load(lab: tuple[Swarm, dict[str, str]
         campaign = out / "open.yaml"
         campaign.write_text(json.dumps(_body(server.url, ids)))
         done = swarm.run(
-            "submit", str(campaign), "--json", "--wait-peers", "4", "--out", str(out), timeout=300
+            "submit", str(campaign), "--json", "--wait-peers", str(len(ROLES)), "--out", str(out), timeout=300
         )
         seen = _seen(server)
     assert done.returncode == 1, done.stderr[-3000:]  # the liars' tasks failed
@@ -119,7 +121,7 @@ def test_serve_refuses_them_answering_throughout(lab: tuple[Swarm, dict[str, str
     where = ["--data-dir", str(swarm.submitter_dir), "--gate", swarm.gate, "--out", str(out)]
     served = swarm.lab.submitter(["serve", "--http", "127.0.0.1:0", "--events", *where, *network])
     api = f"{served.wait_event('http', 90)['url']}/api"
-    while served.wait_event("peers", 90)["count"] < 4:
+    while served.wait_event("peers", 90)["count"] < len(ROLES):
         pass
     health = Health(api)
     try:
@@ -172,4 +174,9 @@ def _check(files: dict[str, str], ids: dict[str, str], seen: Counter[str]) -> No
     assert (crowded["Status"], crowded["FailureReason"]) == ("Failed", "invalid"), crowded
     assert "rejected result: generation.records: 3 requests in flight at " in crowded["Detail"], crowded
     assert "more than the 2 slots of its closed loop" in crowded["Detail"]
+    zero = rows["zero"]
+    assert (zero["Status"], zero["FailureReason"]) == ("Failed", "invalid"), zero
+    assert "rejected result: generation.records[" in zero["Detail"], zero
+    assert "].e2e_ms: 0.0 ms, a request that succeeded in no time" in zero["Detail"], zero
+    assert zero["Requests"] == ""  # none of its records is counted anywhere
     assert all(seen[role] > 0 for role in ROLES)  # every liar sent for real; only its records lied

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
-from scheduler.results import entries_from_document
+from scheduler.results import CampaignReport, entries_of
 
 LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
 HONEST = ("h0", "h1", "h2")
@@ -62,7 +62,7 @@ def campaign(root: Path, name: str, peers: list[str], verify: dict[str, Any]) ->
     return write_campaign(root / name / "c.yaml", body)
 
 
-def submit(swarm: Swarm, path: Path) -> tuple[list[dict[str, str]], dict[str, Any]]:
+def submit(swarm: Swarm, path: Path) -> tuple[list[dict[str, str]], CampaignReport]:
     done = swarm.run(
         "submit", str(path), "--json", "--wait-peers", "6", "--out", str(path.parent / "out"), timeout=400
     )
@@ -70,12 +70,12 @@ def submit(swarm: Swarm, path: Path) -> tuple[list[dict[str, str]], dict[str, An
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     with open(outcome["files"]["csv"], newline="") as f:
         rows = list(csv.DictReader(f))
-    document = json.loads(Path(outcome["files"]["json"]).read_text())
+    document = CampaignReport.from_json(Path(outcome["files"]["json"]).read_text())
     return rows, document
 
 
 def check_caught(
-    rows: list[dict[str, str]], document: dict[str, Any], liar: str, why: str, *, by_outputs: bool
+    rows: list[dict[str, str]], document: CampaignReport, liar: str, why: str, *, by_outputs: bool
 ) -> None:
     """The liar's one row is never a figure: an outlier of its group with `why` (its outputs differ:
     always), or for a timing lie, when the honest replicas' own timings are too far apart to agree
@@ -96,7 +96,7 @@ def check_caught(
         v = row["Verified"]
         assert v in replicated or (v.startswith("disagreed: ") and "no majority within the band" in v), v
     assert len({r["DeviceClass"] for r in rows}) == 1
-    standing = {e.task_id for e in entries_from_document(document) if e.complete}
+    standing = {e.task_id for e in entries_of(document) if e.complete}
     assert mine[0]["JobId"] not in standing  # never the figure in the views that compare devices
     assert {r["JobId"] for r in others if r["Verified"] in replicated} <= standing
     assert not {r["JobId"] for r in others if r["Verified"] not in replicated} & standing

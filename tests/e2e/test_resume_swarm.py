@@ -1,6 +1,7 @@
 """Issue 30: a fleet submitter SIGKILLed mid-run shows `running (submitter gone)` in `status`, and
 `submit --resume CAMPAIGN` as README writes it (no --gate, no --data-dir: a fresh HOME) reclaims
-from the fleet, never from an embedded local swarm; a configured gate that differs is refused."""
+from the fleet, never from an embedded local swarm; a configured gate that differs is refused.
+Issue 41: the resume says what it took over (tasks done, leases to reclaim, tasks queued again)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,12 @@ def test_a_killed_fleet_submitter_resumed_without_gate_reclaims_from_the_fleet(t
 
         resumed = _sark(env, tmp_path, "submit", "--resume", campaign_id)  # README's line, as written
         assert resumed.returncode == 0, resumed.stderr
+        took_over = (  # issue 41: what the resume reclaimed, not the line a fresh start prints
+            f"campaign {campaign_id} resumed: 0 task(s) already done, 1 lease(s) to reclaim from their "
+            f"workers, 0 task(s) queued again (sark-node status {campaign_id})"
+        )
+        assert took_over in resumed.stderr, resumed.stderr
+        assert f"campaign {campaign_id} running" not in resumed.stderr, resumed.stderr
         data_dir = Path(env["HOME"]) / ".local" / "share" / "sark-node"
         assert (data_dir / "campaigns.sqlite").is_file()
         assert not (data_dir / "embedded").exists()  # no embedded swarm was started

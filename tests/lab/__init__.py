@@ -14,10 +14,13 @@ Modules:
            external data) and the stage each must fail at
     powercap  `advancing_powercap`: a RAPL powercap tree a writer process advances (with wrap-arounds)
     sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
+    hostile  child script: hostile model servers on raw sockets (endless, huge lines, giant headers,
+           broken chunking, slowloris, gzip bomb, redirect, 500, 429 with odd Retry-After) and their count
     liar   child script: a real `join` whose measurements halve their median
     boundliar  child script: a real `join` whose readings are absurd but self-consistent, a lie per task
     loadliar   child script: a `join` load client that signs lying records (a fleet member's fabricated or
-               repeated ones, a lone open loop's own schedule or hidden backlog)
+               repeated ones, a lone open loop's own schedule or hidden backlog, a closed loop's
+               crowded or zero-length ones)
     replicaliar  child script: a `join` replica that halves its samples, never runs the model, or
            advertises a calibration its CPU cannot reach (MODE: halve, norun, claim)
     stall  child script: a `join` worker that commits and heartbeats "queued" forever, never running

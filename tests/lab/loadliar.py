@@ -11,10 +11,13 @@ honest client does, then, by MODE:
 - `reschedule` (a lone open loop, or a search over request rates): says each request was planned
   when it was really sent, as if it had kept a schedule of its own (no lag, whatever the seed the
   submitter gave it planned; a search's every level alike);
-- `hide` (a lone open loop): keeps the first half of its records and says no planned send was left
-  unsent, hiding a backlog;
+- `hide` (a lone open loop): keeps the records of its first half of sends (by planned time) and says
+  no planned send was left unsent, hiding a backlog;
 - `crowd` (a closed loop): adds a copy of each record sent a millisecond later, twice the requests
-  in flight its slots could hold.
+  in flight its slots could hold;
+- `zero` (a closed loop): adds up to `ZERO_BURST` records of zero length (TTFT and E2E 0 ms) at the
+  instant its last real one started: they never overlap, so only physics refutes them (issue 41:
+  a member's 4,900 such records were counted as 5,018 requests at TTFT 0.000 ms).
 
 Either way every figure is then derived again from the lying records (`protocol.derive`), as the
 submitter would derive them, so the result is self-consistent and only the schedule the submitter
@@ -32,8 +35,10 @@ import trio
 from node.cli import main
 from node.worker.targets import Targets
 from protocol import Endpoint, Measurement, RequestRecord, TaskSpec, derive
+from protocol.generation import MAX_RECORDS
 
 FABRICATED: Final = 3000
+ZERO_BURST: Final = 4900
 _honest = Targets.measure
 
 
@@ -59,7 +64,10 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
     assert m.generation is not None
     assert spec.generate is not None
     records, unsent = m.generation.records, m.generation.unsent
-    half = records[: len(records) // 2]
+    # The first half of the sends: records are kept as requests end, which on a loaded machine is not
+    # the order they were sent in (issue 41: halving that list skipped a planned send, and the check
+    # refused the gap before it reached the hidden backlog). A closed loop has no planned times.
+    half = sorted(records, key=lambda r: (r.planned_s or 0.0, r.started_s))[: len(records) // 2]
     if mode == "fabricate":
         lying = _fabricated(records, spec.generate.duration_s or 1.0)
     elif mode == "duplicate":
@@ -68,6 +76,10 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
         lying = list(_own_schedule(records))
     elif mode == "crowd":
         lying = [*records, *(r.with_(started_s=r.started_s + 0.001) for r in records)]
+    elif mode == "zero":
+        at, most = records[-1].started_s, min(ZERO_BURST, MAX_RECORDS - len(records))
+        zero = records[0].with_(started_s=at, ttft_ms=0.0, e2e_ms=0.0, ttfo_ms=0.0, token_times_ms=(0.0, 0.0))
+        lying = [*records, *(zero for _ in range(most))]
     else:  # hide
         lying, unsent = list(half), 0
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in lying)

@@ -18,6 +18,9 @@ from typing import Any
 SARK = [sys.executable, "-P", "-c", "from node.cli import main; main()"]
 """`sark-node` as the console script runs it: `-P` keeps the working directory off `sys.path`, so a
 lab folder named like a package (a gate's data folder `gate/`) cannot shadow it."""
+SCRIPT = [str(Path(sys.executable).parent / "sark-node")]
+"""The console script itself, as README's commands run it (`.venv/bin/sark-node`): for the tests that
+check what a user's command does, working directory and all."""
 LOOPBACK = "/ip4/127.0.0.1/tcp/0"
 
 
@@ -84,11 +87,13 @@ class Lab:
         ns: str | None = None,
         stdin: bool = False,
         env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> Proc:
         """Start any command (in network namespace `ns` if given) and read its JSON event lines.
 
         With `stdin`, the process gets a pipe on stdin (`proc.popen.stdin`); otherwise /dev/null.
-        `env` replaces this process's environment (PYTHONUNBUFFERED is always set).
+        `env` replaces this process's environment (PYTHONUNBUFFERED is always set); `cwd` is its
+        working directory (this process's if not given).
         """
         env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
         wrap = ["ip", "netns", "exec", ns] if ns else []
@@ -102,6 +107,7 @@ class Lab:
                 text=True,
                 start_new_session=True,
                 env=env,
+                cwd=cwd,
             )
         proc = Proc(name, popen, log=log)
         proc.reader = threading.Thread(target=_pump, args=(proc,), daemon=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol import ComputeUnit, DeviceProfile, Measurement, Stats, UnitStatus
+from scheduler.results import CampaignReport
 
 
 def make_profile(name: str = "lab-device") -> DeviceProfile:
@@ -68,3 +69,14 @@ def signed_part(
         "device": make_profile().model_dump(mode="json"),
         "measurement": measurement.model_dump(mode="json"),
     }
+
+
+def report_of(
+    results: list[dict[str, Any]], *, campaign_id: str = "campaign-9", name: str = "shapes"
+) -> CampaignReport:
+    """A campaign report holding these results.json entries (row, samples, signed part), read as
+    `CampaignReport.from_json` reads a file: every renderer takes the typed value, never the dict."""
+    campaign = {"name": name, "models": [], "jobs": []}
+    return CampaignReport.model_validate(
+        {"campaign_id": campaign_id, "campaign": campaign, "results": results}
+    )

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,12 @@ async def page(tmp_path: Path) -> AsyncIterator[Cdp]:
         "about:blank",
     ]
     async with trio.open_nursery() as nursery:
-        proc = await trio.lowlevel.open_process(args, stderr=subprocess.PIPE, start_new_session=True)
+        proc = await trio.lowlevel.open_process(  # a zone 14 h off UTC: a local clock cannot pass as UTC
+            args,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env={**os.environ, "TZ": "Pacific/Kiritimati"},
+        )
         try:
             url = await _devtools_url(proc)
             nursery.start_soon(_drain, proc)
@@ -201,6 +207,11 @@ async def test_dashboard_shows_peers_and_a_campaign_to_done(
         f"document.querySelector('section[data-campaign=\"{cid}\"] .tally').textContent"
     )
     assert "0 failed, 1 unschedulable" in tally  # a unit no peer has is not a failure
+    status = await page.evaluate("document.getElementById('status').textContent")
+    shown = re.search(r"updated (\d\d):\d\d:\d\d UTC$", status)
+    assert shown is not None, status  # issue 41: UTC like every other time, not a local 12-hour clock
+    hours = {f"{(datetime.now(UTC) - timedelta(minutes=m)).hour:02d}" for m in (0, 2)}
+    assert shown.group(1) in hours, (status, hours)  # the browser's zone is UTC+14
     await page.wait_for(f'#matrix[data-campaign="{cid}"] td[data-median]', 30)
     await page.wait_for(f'#picture svg g[data-task="{cid}-job-0-0"]', 30)  # the latency picture
     strip = json.loads(await page.evaluate(STRIP))

@@ -13,13 +13,13 @@ import re
 from typing import Any
 
 import pytest
-from conftest_data import signed_part
+from conftest_data import report_of, signed_part
 from rich.console import Console
 
-from node.submitter.render import render_html
-from node.submitter.tables import diff_table, matrix_tables, render_markdown
+from node.report.render import render_html
+from node.report.tables import diff_table, matrix_tables, render_markdown
 from scheduler import CSV_COLUMNS, to_csv
-from scheduler.results import diff_entries, entries_from_document
+from scheduler.results import CampaignReport, diff_entries, entries_of
 
 FORMULA = '=HYPERLINK("http://evil","x")'
 ESCAPES = "\x1b[2J\x1b]8;;http://evil\x07click\x1b]8;;\x07\x9b31m\x7f"
@@ -51,13 +51,13 @@ def _result(device: str, median: float | None, *, detail: str = "") -> dict[str,
     return {"row": row, "samples_ms": samples, "signed": signed}
 
 
-def _document() -> dict[str, Any]:
-    results = [
+def _document(*results: dict[str, Any]) -> CampaignReport:
+    results = results or (
         _result(DEVICE, 1.0),
         _result("honest", 2.0),
         _result("other", None, detail=f"a.onnx: {DEVICE}\nnext"),
-    ]
-    return {"campaign_id": "campaign-9", "campaign": {"name": "seams"}, "results": results}
+    )
+    return report_of(list(results), name="seams")
 
 
 def _printed(*renderables: Any) -> str:
@@ -70,7 +70,7 @@ def _printed(*renderables: Any) -> str:
 
 
 def test_results_csv_has_no_formula_and_no_control_character() -> None:
-    text = to_csv(r["row"] for r in _document()["results"])
+    text = to_csv(task.row for task in _document().results)
     assert not set(text) & CONTROLS
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 3  # the newline in a detail did not split a row
@@ -92,7 +92,7 @@ def test_results_csv_has_no_formula_and_no_control_character() -> None:
 
 def test_terminal_tables_show_markup_and_print_no_escape() -> None:
     document = _document()
-    entries = entries_from_document(document)
+    entries = entries_of(document)
     out = _printed(
         *matrix_tables(entries), diff_table(diff_entries(entries, entries, 5.0, 0.05), f"A {MARKUP}")
     )
@@ -117,9 +117,7 @@ def test_markdown_keeps_each_row_on_one_line_with_nothing_active() -> None:
 @pytest.mark.filterwarnings("ignore:constrained_layout not applied:UserWarning")
 def test_report_html_escapes_and_draws_mathtext_as_text() -> None:
     device = "<script>alert(1)</script> \x1b[2J\x07 $\\foo{$"  # "$\foo{$" crashed matplotlib's mathtext
-    document = _document()
-    document["results"] = [_result(device, 1.0), _result("honest", 2.0)]
-    page = render_html(document)
+    page = render_html(_document(_result(device, 1.0), _result("honest", 2.0)))
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert not set(page) & CONTROLS

@@ -256,6 +256,21 @@ def test_diff_needs_two_known_campaigns(tmp_path: Path) -> None:
     assert "no campaign campaign-1" in done.stderr
 
 
+def test_a_results_json_that_does_not_fit_is_refused_naming_the_file_and_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "results.json"
+    document = json.loads((ROOT / "tests" / "golden" / "tensor" / "results.json").read_text())
+    document["results"][0]["samples_ms"] = "many"
+    bad.write_text(json.dumps(document))
+    done = subprocess.run(
+        [*SARK, "report", str(bad), "--format", "md", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, env=ENV,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"{bad}: not a results.json" in done.stderr
+    assert "results.0.samples_ms" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
     lab = Lab(tmp_path)

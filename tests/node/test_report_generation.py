@@ -1,23 +1,22 @@
 """report.html's generation part (TTFT/TPOT pictures, the quality table) and the terminal's generation
-table, from results.json's records."""
+table, from the campaign report's records."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
+from conftest_data import report_of, signed_part
 from rich.console import Console
 
-from node.submitter.genreport import generation_parts, generation_table, lead_markdown, lead_parts
-from node.submitter.tables import diff_table
+from node.report.genreport import generation_parts, generation_table, lead_markdown, lead_parts
+from node.report.tables import diff_table
 from protocol import GenerateSpec, Prompt, RequestRecord
 from protocol.genstats import summarize_generation
-from scheduler.results import diff_entries, entries_from_document
+from scheduler.results import CampaignReport, diff_entries, entries_of
 
 
-def _document() -> dict[str, Any]:
+def _document(failed: int = 0) -> CampaignReport:
     spec = GenerateSpec(
         prompts=(Prompt(id="a", text="x", reference="the cat sat"),),
         prompts_sha256="0" * 64,
@@ -32,27 +31,20 @@ def _document() -> dict[str, Any]:
         token_times_ms=(200.0, 250.0, 300.0),
         output_text="the cat sat",
     )
-    stats = summarize_generation([record], 0.3, spec)
-    return {
-        "results": [
-            {
-                "row": {
-                    "DeviceName": "box<1>",
-                    "ComputeUnits": "CPU (PyTorch)",
-                    "JobId": "c-job-0-0",
-                    "Unstable": "False",  # the cells are not read: the verdict is the measurement's
-                },
-                "signed": {
-                    "measurement": {
-                        "generation": stats.model_dump(mode="json"),
-                        "unstable": True,
-                        "unstable_reasons": ["TPOT stddev is 40.0% of the mean (>= 10%)"],
-                    }
-                },
-            },
-            {"row": {"DeviceName": "other"}, "signed": None},
-        ]
+    broken = record.with_(error="server_error", http_status=500, ttft_ms=None, token_times_ms=())
+    stats = summarize_generation([record, *[broken] * failed], 0.3, spec)
+    signed = signed_part("box<1>", 300.0, reasons=("TPOT stddev is 40.0% of the mean (>= 10%)",))
+    signed["measurement"]["generation"] = stats.model_dump(mode="json")
+    row = {
+        "DeviceName": "box<1>",
+        "ComputeUnits": "CPU (PyTorch)",
+        "JobId": "c-job-0-0",
+        "Unstable": "False",  # the cells are not read: the verdict is the measurement's
     }
+    return report_of([{"row": row, "signed": signed}, {"row": {"DeviceName": "other"}, "signed": None}])
+
+
+UNMEASURED = report_of([{"row": {}, "signed": None}])
 
 
 def test_generation_sections_from_the_raw_records() -> None:
@@ -62,7 +54,7 @@ def test_generation_sections_from_the_raw_records() -> None:
     assert "(E2E - TTFT) / (output tokens - 1)" in page  # the axis names its formula
     assert "box&lt;1&gt; · CPU (PyTorch) · c-job-0-0" in page
     assert "<td>1.0000</td>" in page  # ROUGE-1 of an exact match
-    assert generation_parts({"results": [{"row": {}, "signed": None}]}) == []
+    assert generation_parts(UNMEASURED) == []
 
 
 def test_the_lead_table_shows_ttft_tpot_itl_decode_and_rouge_with_their_formulas() -> None:
@@ -80,7 +72,7 @@ def test_the_lead_table_shows_ttft_tpot_itl_decode_and_rouge_with_their_formulas
     cells = re.findall(r'<td class="num">([^<]*)</td>', page)
     assert cells[:5] == ["200.0", "50.0", "50.0", "20.0", "1.000"]
     assert "unstable: TPOT stddev is 40.0% of the mean" in page  # the reason, judged on TPOT
-    assert lead_parts({"results": [{"row": {}, "signed": None}]}) == []
+    assert lead_parts(UNMEASURED) == []
 
 
 def test_the_markdown_lead_table_names_each_formula() -> None:
@@ -113,7 +105,7 @@ def test_the_terminal_table_reads_at_80_columns_and_says_why_a_row_is_unstable()
     assert figures["E2E ms"] == "300.0"
     assert figures["stability"] == "unstable"
     assert "TPOT stddev is 40.0% of the mean" in " ".join(text.split())
-    assert generation_table({"results": [{"row": {}, "signed": None}]}) is None
+    assert generation_table(UNMEASURED) is None
 
 
 LLM_RESULTS = Path(__file__).parent / "llm_results.json"  # `sark-node submit examples/llm.yaml`, as run
@@ -123,7 +115,7 @@ def test_submit_ends_with_the_llm_figures_then_the_matrix_at_80_columns() -> Non
     from node.cli.campaign import _matrix
 
     console = Console(width=80, record=True)
-    console.print(_matrix(json.loads(LLM_RESULTS.read_text())))
+    console.print(_matrix(CampaignReport.from_json(LLM_RESULTS.read_text())))
     text = console.export_text()
     assert "…" not in text
     assert max(len(line) for line in text.splitlines()) <= 80
@@ -132,7 +124,7 @@ def test_submit_ends_with_the_llm_figures_then_the_matrix_at_80_columns() -> Non
 
 
 def test_the_diff_of_two_llm_runs_reads_at_80_columns() -> None:
-    entries = entries_from_document(json.loads(LLM_RESULTS.read_text()))
+    entries = entries_of(CampaignReport.from_json(LLM_RESULTS.read_text()))
     console = Console(width=80, record=True)
     console.print(diff_table(diff_entries(entries, entries), "A -> B"))
     text = console.export_text()
@@ -142,3 +134,14 @@ def test_the_diff_of_two_llm_runs_reads_at_80_columns() -> None:
         line.split()[0] for line in text.splitlines() if line.strip().startswith(("TTFT", "TPOT", "ITL"))
     ]
     assert figures[:3] == ["TTFT", "TPOT", "ITL"]
+
+
+def test_a_partly_failed_run_shows_its_error_share_beside_its_figures_in_every_view() -> None:
+    document = _document(failed=3)
+    assert "1/4 (75% failed)" in "".join(lead_parts(document))
+    assert any("| 1/4 (75% failed) |" in line for line in lead_markdown(document))
+    table = generation_table(document)
+    assert table is not None
+    console = Console(width=120, record=True)
+    console.print(table)
+    assert "1/4 (75% failed)" in console.export_text()

@@ -1,4 +1,4 @@
-"""report.html, Markdown and the rich tables from results.json documents of every shape (no processes)."""
+"""report.html, Markdown and the rich tables from campaign reports of every shape (no processes)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from conftest_data import signed_part
+from conftest_data import report_of, signed_part
 from rich.console import Console
 
-from node.submitter.render import load_document, render_html, write_html_report
-from node.submitter.tables import diff_table, matrix_tables, render_markdown
-from scheduler.results import DiffRow, entries_from_document
+from node.cli.report import read_report
+from node.report.render import render_html, write_html_report
+from node.report.tables import diff_table, matrix_tables, render_markdown
+from scheduler.results import CampaignReport, DiffRow, entries_of
 
 
 def _result(
@@ -42,8 +43,8 @@ def _result(
     return {"row": row, "samples_ms": samples, "signed": signed}
 
 
-def _document(*results: dict[str, Any]) -> dict[str, Any]:
-    return {"campaign_id": "campaign-9", "campaign": {"name": "shapes"}, "results": list(results)}
+def _document(*results: dict[str, Any]) -> CampaignReport:
+    return report_of(list(results))
 
 
 def _svgs(page: str) -> int:
@@ -88,12 +89,8 @@ def test_write_and_load_round_trip(tmp_path: Path) -> None:
     document = _document(_result("fast", "CPU (ONNX)", 0.2))
     path = write_html_report(tmp_path / "deep" / "report.html", document)
     assert path.read_text().startswith("<!DOCTYPE html>")
-    (tmp_path / "results.json").write_text('{"campaign_id": "x", "results": []}')
-    assert (
-        load_document(tmp_path)
-        == load_document(tmp_path / "results.json")
-        == {"campaign_id": "x", "results": []}
-    )
+    (tmp_path / "results.json").write_text(document.to_json())
+    assert read_report(tmp_path) == read_report(tmp_path / "results.json") == document
 
 
 def test_markdown_and_terminal_tables_show_the_same_matrix() -> None:
@@ -102,7 +99,7 @@ def test_markdown_and_terminal_tables_show_the_same_matrix() -> None:
     assert "| fast | 0.200 |" in markdown
     assert "| noisy | 0.250 * |" in markdown
     console = Console(file=io.StringIO(), width=120)
-    for table in matrix_tables(entries_from_document(document)):
+    for table in matrix_tables(entries_of(document)):
         console.print(table)
     text = console.file.getvalue()  # type: ignore[attr-defined]
     assert re.search(r"fast\s*│\s*0\.200", text)

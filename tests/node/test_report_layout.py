@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from conftest_data import signed_part
+from conftest_data import report_of, signed_part
 from test_http_dashboard import CHROMIUM, Cdp, page
 
-from node.submitter.render import write_html_report
+from node.report.render import write_html_report
+from scheduler.results import CampaignReport
 
 pytestmark = [
     pytest.mark.chromium,
@@ -93,7 +94,7 @@ def _result(
     return {"row": row, "samples_ms": samples, "signed": signed}
 
 
-async def _overlaps(page: Cdp, tmp_path: Path, document: dict[str, Any], figures: int) -> None:
+async def _overlaps(page: Cdp, tmp_path: Path, document: CampaignReport, figures: int) -> None:
     report = write_html_report(tmp_path / "report.html", document)
     await page.open(report.as_uri(), 30)
     reply = await page.send("Runtime.evaluate", expression=MEASURE, returnByValue=True)
@@ -104,16 +105,13 @@ async def _overlaps(page: Cdp, tmp_path: Path, document: dict[str, Any], figures
 
 
 async def test_no_label_overlaps_another_and_no_legend_covers_a_bar(page: Cdp, tmp_path: Path) -> None:
-    document = {
-        "campaign_id": "campaign-5",
-        "campaign": {"name": "layout"},
-        "results": [
-            _result("workstation", "12D3KooWaaaa1", "CPU (ONNX)", 1.8),
-            _result("noisy-laptop", "12D3KooWbbbb2", "CPU (ONNX)", 6.4),
-            _result("raspberry-pi-5", "12D3KooWcccc3", "CPU (ONNX)", 38.0),
-            _result("", "", "GPU (ONNX)", None, status="Unschedulable"),
-        ],
-    }
+    results = [
+        _result("workstation", "12D3KooWaaaa1", "CPU (ONNX)", 1.8),
+        _result("noisy-laptop", "12D3KooWbbbb2", "CPU (ONNX)", 6.4),
+        _result("raspberry-pi-5", "12D3KooWcccc3", "CPU (ONNX)", 38.0),
+        _result("", "", "GPU (ONNX)", None, status="Unschedulable"),
+    ]
+    document = report_of(results, campaign_id="campaign-5", name="layout")
     # heatmap, distributions, resources, processes
     await _overlaps(page, tmp_path, document, 4)
 
@@ -125,6 +123,6 @@ LLM_RESULTS: Final = Path(__file__).parent / "llm_results.json"
 async def test_a_one_device_llm_report_keeps_legends_off_the_axis_labels(page: Cdp, tmp_path: Path) -> None:
     """examples/llm.yaml on one worker: one row per chart, where the load-time and memory legends
     printed over the x-axis labels, and the TTFT and TPOT axis labels (with their formulas) meet."""
-    document = json.loads(LLM_RESULTS.read_text())
+    document = CampaignReport.from_json(LLM_RESULTS.read_text())
     # distributions, resources, processes, generation TTFT/TPOT (one device: no heatmap)
     await _overlaps(page, tmp_path, document, 4)

@@ -1,11 +1,13 @@
 """report.html's telemetry part (latency, clock, temperature, power and load over time; a sustained
-run's windows) from results.json, and the diff's note when a side was throttled (no processes)."""
+run's windows) from the campaign report, and the diff's note when a side was throttled (no processes)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from node.submitter.telereport import telemetry_parts
+from conftest_data import make_profile, report_of
+
+from node.report.telereport import telemetry_parts
 from protocol import (
     ComputeUnit,
     Measurement,
@@ -43,14 +45,19 @@ def _measurement(sustain: SustainSpec | None) -> Measurement:
 def _result(device: str, m: Measurement) -> dict[str, Any]:
     row = {"Status": "Complete", "DeviceName": device, "ComputeUnits": "CPU (ONNX)", "JobId": "c-job-0-0",
            "InferenceMsMedian": f"{m.inference_ms.median:.3f}", **sustain_columns(m)}  # fmt: skip
-    signed = {"measurement": m.model_dump(mode="json", exclude={"samples_ms"})}
+    measurement = m.model_dump(mode="json", exclude={"samples_ms"})
+    signed = {
+        "worker": f"peer-{device}",
+        "device": make_profile().model_dump(mode="json"),
+        "measurement": measurement,
+    }
     return {"row": row, "samples_ms": list(m.samples_ms), "signed": signed}
 
 
 def test_every_task_with_telemetry_gets_a_timeline_and_a_sustained_one_its_windows() -> None:
     sustained = _measurement(SustainSpec(duration_s=4.0, window_s=2.0))
-    document = {"results": [_result("box<1>", sustained), _result("plain", _measurement(None)),
-                            {"row": {"DeviceName": "gone"}, "signed": None}]}  # fmt: skip
+    document = report_of([_result("box<1>", sustained), _result("plain", _measurement(None)),
+                          {"row": {"DeviceName": "gone"}, "signed": None}])  # fmt: skip
     page = "".join(telemetry_parts(document))
     assert page.count('class="telemetry"') == 2
     assert page.count("<svg") == 2
@@ -59,7 +66,7 @@ def test_every_task_with_telemetry_gets_a_timeline_and_a_sustained_one_its_windo
     assert '<div id="sustained">' in page
     assert "throttled: window 2 (2.0-4.0 s): median 16 ms, +60% on window 1: background load" in page
     assert "<td>background_load</td>" in page
-    assert telemetry_parts({"results": [{"row": {}, "signed": None}]}) == []
+    assert telemetry_parts(report_of([{"row": {}, "signed": None}])) == []
 
 
 def test_the_diff_says_which_side_was_throttled() -> None:

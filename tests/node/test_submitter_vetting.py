@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 import scheduler as sch
+from node.errors import ChildNotStarted
 from node.submitter import vetting
 
 CAMPAIGN = """name: limits
@@ -41,22 +41,32 @@ def _problem(source: Path) -> str:
 def test_a_child_past_its_deadline_names_the_files_and_the_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vetting, "CHILD", (sys.executable, "-c", "import time; time.sleep(30)"))
-    monkeypatch.setattr(vetting, "VET_DEADLINE_S", 0.5)
-    assert _problem(tmp_path / "c.yaml") == (
-        "(file): checking tok/, chats.json, m.onnx stopped: it took more than 0.5 s (the limit)"
+    monkeypatch.setattr(vetting, "CHILD", "tests.lab.badintake")
+    monkeypatch.setattr(vetting, "VET_DEADLINE_S", 2.0)
+    assert _problem(tmp_path / "stall.yaml") == (
+        "(file): checking tok/, chats.json, m.onnx stopped: it took more than 2 s (the limit)"
     )
 
 
 def test_a_child_killed_at_its_memory_or_cpu_cap_names_the_files_and_the_limits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    killed = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"  # what RLIMIT_CPU's end looks like
-    monkeypatch.setattr(vetting, "CHILD", (sys.executable, "-c", killed))
+    monkeypatch.setattr(vetting, "CHILD", "tests.lab.badintake")  # says it started, then SIGKILL
     assert _problem(tmp_path / "c.yaml") == (
         "(file): checking tok/, chats.json, m.onnx stopped: it needed more than 3072 MiB of memory "
         "or 60 s of CPU (the limits; exit code -9)"
     )
+
+
+def test_a_child_that_cannot_start_is_said_so_not_blamed_on_a_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vetting, "CHILD", "node.no_such_module")  # what a broken install looks like
+    with pytest.raises(ChildNotStarted) as info:
+        vetting.vet_local(CAMPAIGN, tmp_path / "c.yaml")
+    assert info.value.what == "checks the campaign's files"
+    assert "exit code 1" in info.value.why
+    assert "No module named node.no_such_module" in info.value.why
 
 
 def test_the_child_hands_back_the_campaign_the_parser_makes(tmp_path: Path) -> None:

@@ -98,3 +98,14 @@ def test_a_tensor_diff_keeps_its_one_latency_row() -> None:
     entry = _entry(_stats(50.0)).with_(generation=None)
     [row] = diff_entries([entry], [entry])
     assert row.metric == "latency ms"
+
+
+def test_a_run_with_no_successful_request_leads_with_no_figure_rather_than_zero() -> None:
+    failed = _record(200.0, 20.0, 3).with_(error="server_error", http_status=500)
+    stats = summarize_generation([failed, failed], 1.0, SPEC)
+    assert stats.requests == stats.errors == 2
+    assert {f.key: headline(stats, f) for f in LLM_FIGURES if f.key != "rouge_l"} == {
+        f.key: None for f in LLM_FIGURES if f.key != "rouge_l"
+    }
+    ok = summarize_generation([_record(200.0, 20.0, 3), failed], 1.0, SPEC)
+    assert all(headline(ok, f) is not None for f in LLM_FIGURES)

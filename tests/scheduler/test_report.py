@@ -8,11 +8,12 @@ from protocol import ComputeUnit, DeviceProfile, Measurement, Stats
 from scheduler.results import (
     COLUMNS,
     NO_DEVICE,
+    CampaignReport,
     ReportEntry,
     compare,
     device_label,
     diff_entries,
-    entries_from_document,
+    entries_of,
     entry_of,
     job_index_of,
     latency_matrices,
@@ -159,7 +160,7 @@ def test_no_figure_is_parsed_back_from_a_row_cell() -> None:
     assert not bare.complete
 
 
-def test_entries_from_a_results_document_take_the_device_fingerprint() -> None:
+def test_entries_from_a_campaign_report_take_the_device_fingerprint() -> None:
     device = DeviceProfile(
         device_name="box", soc="x", cores_physical=1, cores_logical=1, ram_mb=1, os="Linux", os_version="1",
         fingerprint="f" * 64,
@@ -170,6 +171,7 @@ def test_entries_from_a_results_document_take_the_device_fingerprint() -> None:
                 "row": _row("box", "CPU (ONNX)", 2.0),
                 "samples_ms": [1.0, 2.0, 3.0],
                 "signed": {
+                    "worker": "peer-box",
                     "device": device.model_dump(mode="json"),
                     "measurement": _measurement().model_dump(),
                 },
@@ -181,7 +183,9 @@ def test_entries_from_a_results_document_take_the_device_fingerprint() -> None:
             },
         ]
     }
-    first, second = entries_from_document(document)
+    campaign = {"name": "c", "models": [], "jobs": []}
+    report = CampaignReport.model_validate({"campaign_id": "c-1", "campaign": campaign, **document})
+    first, second = entries_of(report)
     assert first.fingerprint == "f" * 64
     assert first.process_medians_ms == (1.9, 2.1)  # from the signed measurement
     assert first.device_profile == device

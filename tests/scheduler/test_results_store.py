@@ -8,7 +8,6 @@ against the deal that member signed.
 
 from __future__ import annotations
 
-import copy
 import json
 import sqlite3
 from pathlib import Path
@@ -20,16 +19,16 @@ from test_scheduler_sendcheck import HONEST, SIGNED, SPEC, _measurement
 
 import scheduler as sch
 from node.submitter.outputs import (
+    campaign_report,
     campaign_rows,
     pack_measurement,
     result_body,
-    results_document,
     write_outputs,
 )
 from node.submitter.store import CampaignStore, ResultRecord
 from protocol import FailureReason, TaskSpec
 from protocol.codec import pack_body, unpack_body
-from scheduler.results import COLUMNS, cell, cells, entries_from_document
+from scheduler.results import COLUMNS, CampaignReport, cell, cells, entries_of
 
 OLD_RESULTS = """
 CREATE TABLE results (
@@ -138,19 +137,20 @@ def test_the_typed_figures_the_api_and_dashboard_get_are_the_rows_cells_before_f
 
 @pytest.mark.parametrize("name", sorted(CAMPAIGNS))
 def test_no_view_reads_a_figure_back_from_a_row_cell(name: str) -> None:
-    """results.json with every numeric and flag cell turned to garbage: the report's entries, its
-    Markdown and the terminal's generation table come out the same (fleet merged row included)."""
-    from node.submitter.tables import render_markdown
+    """results.json with every numeric and flag cell turned to garbage, read back as a report: its
+    entries, its Markdown and the terminal's generation table come out the same (fleet merged row
+    included)."""
+    from node.report.tables import render_markdown
 
     golden = CAMPAIGNS[name]()
-    rows = campaign_rows(golden.scheduler, golden.results, CREATED, golden.campaign)
-    document = results_document(golden.campaign_id, golden.campaign, rows)
-    spoiled = copy.deepcopy(document)
+    report = campaign_report(golden.scheduler, golden.results, CREATED, golden.campaign_id, golden.campaign)
+    document = json.loads(report.to_json())
     flags = ("Unstable", "UnstableReasons", "Throttled", "ThrottleCauses", "InputsDefaulted")
-    for result in spoiled["results"]:
+    for result in document["results"]:
         row = result["row"]
         row.update({c.name: "garbage" for c in COLUMNS if c.form and row.get(c.name)})
         row.update({f: "True" if row.get(f) == "False" else "garbage" for f in flags if f in row})
-    assert entries_from_document(spoiled) == entries_from_document(document)
-    assert any(e.complete for e in entries_from_document(spoiled))
-    assert render_markdown(spoiled) == render_markdown(document)
+    spoiled = CampaignReport.from_json(json.dumps(document))
+    assert entries_of(spoiled) == entries_of(report)
+    assert any(e.complete for e in entries_of(spoiled))
+    assert render_markdown(spoiled) == render_markdown(report)

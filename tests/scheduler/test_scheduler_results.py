@@ -12,13 +12,14 @@ from scheduler_harness import CAMPAIGN_YAML, MODEL, SHA, profile
 from protocol import ComputeUnit, InputFed, Measurement, ResultBody, RunConditions, Stats
 from scheduler import (
     CSV_COLUMNS,
+    CampaignReport,
     Status,
+    TaskResult,
     TaskState,
     TaskView,
     failure_row,
     parse_campaign,
     result_row,
-    results_document,
     to_csv,
 )
 
@@ -39,7 +40,7 @@ GENERATION = (
     "OutputTokensMean,Rouge1,Rouge2,RougeL"
 )
 SERVICE = (
-    "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,Errors,"
+    "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,RequestsSent,Errors,ErrorShare,"
     "ErrorsByKind,TokensCounted,RttMs,TlsMs"
 )
 POLICY = "TokenSource,TokensPerChunkMean,UsageVsCountedTokens,TtfoMsMedian,ReasoningTokensMean,DatasetSeed"
@@ -237,12 +238,15 @@ def test_csv_cells_that_look_like_formulas_are_prefixed_and_numbers_are_not() ->
 def test_results_json_keeps_the_raw_samples() -> None:
     campaign = parse_campaign(CAMPAIGN_YAML)
     row = result_row(task(), body(), "verified", "t")
-    document = results_document("campaign-7", campaign, [(row, body().measurement.samples_ms)])
-    loaded = json.loads(json.dumps(document))
+    measured = TaskResult(task(), "t", body(), body().measurement.samples_ms)
+    loaded = json.loads(CampaignReport.of("campaign-7", campaign, [(row, measured)]).to_json())
     assert loaded["campaign_id"] == "campaign-7"
     assert loaded["columns"] == EXPECTED_COLUMNS
     assert loaded["campaign"]["jobs"][0]["spec"]["compute_unit"] == "CPU (ONNX)"
-    assert loaded["results"] == [{"row": row, "samples_ms": [12.0, 12.5, 13.0]}]
+    [entry] = loaded["results"]
+    assert (entry["row"], entry["samples_ms"]) == (row, [12.0, 12.5, 13.0])
+    assert entry["signed"]["worker"] == body().worker
+    assert "samples_ms" not in entry["signed"]["measurement"]  # kept once, beside it
 
 
 def test_an_ended_task_keeps_the_time_it_ended_whenever_its_row_is_rebuilt() -> None:

@@ -2,7 +2,7 @@
 background load over time, one figure per measured task (device · unit), on one time axis; and each
 sustained run's windows with its throttling verdict.
 
-Read from results.json: the raw samples and the signed measurement's marks, telemetry and sustained
+Read from the report: the raw samples and the signed measurement's marks, telemetry and sustained
 windows. Latency over time is drawn from the raw parts (`protocol.windows.windows`: the median of
 the runs between two marks), so a re-rendered report draws the same picture. A task with no
 telemetry (an endpoint task, an older result) gets nothing from here.
@@ -10,30 +10,31 @@ telemetry (an endpoint task, an older result) gets nothing from here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Final
+from typing import Final
 
-from node.submitter.pictures import Picture, drawn, left_out, plottable, svg_of
+from node.report.pictures import Picture, drawn, left_out, plottable, svg_of
 from protocol import Measurement, Window, for_html, visible
 from protocol.windows import windows
+from scheduler.results import CampaignReport
 
 MAX_FIGURES: Final = 12
 """Tasks drawn at most (a campaign over many devices lists the rest by name)."""
 
 
-def _measured(document: Mapping[str, Any]) -> list[tuple[str, Measurement, tuple[float, ...]]]:
+def _measured(report: CampaignReport) -> list[tuple[str, Measurement, tuple[float, ...]]]:
     """(label, measurement, raw samples) of every task whose signed measurement has telemetry."""
     found = []
-    for entry in document.get("results", []):
-        raw = (entry.get("signed") or {}).get("measurement")
-        if not raw or not raw.get("telemetry"):
+    for task in report.results:
+        measured = task.measurement
+        if measured is None or measured.telemetry is None:
             continue
-        row = entry.get("row", {})
+        row = task.row
         label = visible(
             f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
         )
-        found.append((label, Measurement.model_validate(raw), tuple(entry.get("samples_ms", ()))))
+        found.append((label, measured, task.samples_ms))
     return found
 
 
@@ -136,9 +137,9 @@ def _f(value: float | None, digits: int) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
-def telemetry_parts(document: Mapping[str, Any]) -> list[str]:
-    """The HTML sections for the document's telemetry and sustained runs (none when it has none)."""
-    measured = _measured(document)
+def telemetry_parts(report: CampaignReport) -> list[str]:
+    """The HTML sections for the report's telemetry and sustained runs (none when it has none)."""
+    measured = _measured(report)
     if not measured:
         return []
     parts = ["<h2>Telemetry over time</h2>"]

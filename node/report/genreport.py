@@ -2,21 +2,20 @@
 device, each header naming its formula: `scheduler.results.llmview`), its TTFT and TPOT distributions and
 quality table; the same lead table in Markdown; and the terminal's vertical table at the end of `submit`.
 
-Read from results.json's signed measurements (`generation.records`, every request's raw record), so a
+Read from the report's signed measurements (`generation.records`, every request's raw record), so a
 re-rendered report draws the same pictures. Tensor-only campaigns get nothing from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from node.submitter.pictures import Picture, drawn, inside, left_out, svg_of
+from node.report.pictures import Picture, drawn, inside, left_out, svg_of
 from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
-from scheduler.results import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline
+from scheduler.results import E2E, LLM_FIGURES, THROUGHPUT, CampaignReport, LlmFigure, headline
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -34,22 +33,20 @@ class Stability:
 Run = tuple[str, GenerationStats, Stability]
 
 
-def _generations(document: Mapping[str, Any]) -> list[Run]:
+def _generations(report: CampaignReport) -> list[Run]:
     """(label, stats, stability) of every measured generate task: the label (device name, compute
     unit and task) from its row, the figures and the verdict from its derived measurement."""
     found = []
-    for entry in document.get("results", []):
-        measured = (entry.get("signed") or {}).get("measurement") or {}
-        raw = measured.get("generation")
-        if raw is None:
+    for task in report.results:
+        measured = task.measurement
+        if measured is None or measured.generation is None:
             continue
-        row = entry.get("row", {})
+        row = task.row
         label = visible(
             f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
         )
-        reasons = tuple(str(r) for r in measured.get("unstable_reasons") or ())
-        stability = Stability(measured.get("unstable") is True, reasons)
-        found.append((label, GenerationStats.model_validate(raw), stability))
+        stability = Stability(measured.unstable, tuple(measured.unstable_reasons))
+        found.append((label, measured.generation, stability))
     return found
 
 
@@ -108,16 +105,19 @@ def _lead_html(runs: list[Run]) -> str:
     body = "".join(
         f"<tr><td>{for_html(label)}</td>"
         + "".join(f'<td class="num">{_value(s, f)}</td>' for f in figures)
-        + f"<td>{for_html(_stability(row))}</td></tr>"
+        + f'<td class="num">{for_html(_requests(s)[0])}</td><td>{for_html(_stability(row))}</td></tr>'
         for label, s, row in runs
     )
-    head = f"<tr><th>device · unit · task</th>{th}<th>stability (judged on TPOT)</th></tr>"
+    requests = (
+        '<th>requests<br><small class="muted">succeeded / requests: the figures are theirs</small></th>'
+    )
+    head = f"<tr><th>device · unit · task</th>{th}{requests}<th>stability (judged on TPOT)</th></tr>"
     return f'<table class="lead"><thead>{head}</thead><tbody>{body}</tbody></table>'
 
 
-def lead_parts(document: Mapping[str, Any]) -> list[str]:
+def lead_parts(report: CampaignReport) -> list[str]:
     """The first section of a report with generate tasks: TTFT, TPOT, ITL, decode tok/s, ROUGE-L."""
-    runs = _generations(document)
+    runs = _generations(report)
     if not runs:
         return []
     return [
@@ -126,9 +126,9 @@ def lead_parts(document: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def generation_parts(document: Mapping[str, Any]) -> list[str]:
-    """The HTML sections for the document's generate tasks (none when it has none)."""
-    runs = _generations(document)
+def generation_parts(report: CampaignReport) -> list[str]:
+    """The HTML sections for the report's generate tasks (none when it has none)."""
+    runs = _generations(report)
     if not runs:
         return []
     return [
@@ -144,18 +144,20 @@ def generation_parts(document: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def lead_markdown(document: Mapping[str, Any]) -> list[str]:
+def lead_markdown(report: CampaignReport) -> list[str]:
     """The same first table for `report --format md`, the formulas listed under it."""
-    runs = _generations(document)
+    runs = _generations(report)
     if not runs:
         return []
     figures = (*LLM_FIGURES, E2E)
     lines = ["## Generation: LLM figures per device", ""]
-    lines.append("| device · unit · task | " + " | ".join(f.label for f in figures) + " | stability |")
-    lines.append("|---|" + "---:|" * len(figures) + "---|")
+    labels = " | ".join(f.label for f in figures)
+    lines.append(f"| device · unit · task | {labels} | requests | stability |")
+    lines.append("|---|" + "---:|" * (len(figures) + 1) + "---|")
     for label, s, row in runs:
         cells = " | ".join(_value(s, f) for f in figures)
-        lines.append(f"| {for_markdown(label)} | {cells} | {for_markdown(_stability(row))} |")
+        ok = for_markdown(_requests(s)[0])
+        lines.append(f"| {for_markdown(label)} | {cells} | {ok} | {for_markdown(_stability(row))} |")
     return [*lines, "", *(f"- {f.titled}" for f in (*figures, THROUGHPUT)), ""]
 
 
@@ -180,13 +182,23 @@ def _client_rows(table: Table, s: GenerationStats) -> None:
     table.add_row("client", verdict, for_rich(s.client_saturated_reason or "held its schedule"))
 
 
-def generation_table(document: Mapping[str, Any]) -> Group | None:
+def _requests(s: GenerationStats) -> tuple[str, str]:
+    """The requests line: succeeded of all, the error share beside them, and every attempt the server
+    received (retries included) when the result says."""
+    share = f" ({s.errors / s.requests:.0%} failed)" if s.errors and s.requests else ""
+    how = "succeeded / requests; every figure is over the successful ones"
+    if s.requests_sent is not None:
+        how += f"; {s.requests_sent} sent to the server, retries included"
+    return f"{s.requests - s.errors}/{s.requests}{share}", how
+
+
+def generation_table(report: CampaignReport) -> Group | None:
     """The generate tasks' figures for the terminal (None when there are none): what an LLM run is for.
 
     One vertical table per task, a figure a line with its formula beside it, as `vllm bench serve`
     prints its result: it reads at 80 columns, and the stability line says why a row is unstable.
     """
-    runs = _generations(document)
+    runs = _generations(report)
     if not runs:
         return None
     from rich.console import Group
@@ -201,11 +213,14 @@ def generation_table(document: Mapping[str, Any]) -> Group | None:
         table.add_column("figure", no_wrap=True)
         table.add_column("value", justify="right", no_wrap=True)
         table.add_column("how it is measured", overflow="fold")
-        table.add_row("requests", f"{s.requests - s.errors}/{s.requests}", "succeeded / sent")
+        table.add_row("requests", *_requests(s))
         for figure in (*LLM_FIGURES, E2E, THROUGHPUT):
             table.add_row(figure.label, _value(s, figure) or "-", figure.formula)
-        table.add_row("TTFT ms p90", f"{s.ttft_ms.p90:.1f}", "90th percentile over requests")
-        table.add_row("output tokens", f"{s.output_tokens_mean:.1f}", "mean over requests")
+        table.add_row(
+            "TTFT ms p90", f"{s.ttft_ms.p90:.1f}" if s.ttft_ms.n else "-", "90th percentile over requests"
+        )
+        ok = s.requests > s.errors
+        table.add_row("output tokens", f"{s.output_tokens_mean:.1f}" if ok else "-", "mean over requests")
         stable = _stability(row)
         table.add_row("stability", "stable" if stable == "stable" else "[red]unstable[/]", for_rich(stable))
         _client_rows(table, s)

@@ -7,20 +7,20 @@ Every string a peer or a campaign wrote passes its medium's seam (`protocol.for_
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from rich.console import Group
 from rich.table import Table
 
-from node.submitter.genreport import lead_markdown
+from node.report.genreport import lead_markdown
 from protocol import for_markdown, for_rich
 from scheduler.results import (
+    CampaignReport,
     DiffRow,
     LatencyMatrix,
     ReportEntry,
     device_label,
-    entries_from_document,
+    entries_of,
     latency_matrices,
 )
 
@@ -39,12 +39,12 @@ def _what(matrix: LatencyMatrix, entries: Sequence[ReportEntry]) -> str:
     return "median end-to-end time per request (ms)" if generative else "median inference latency (ms)"
 
 
-def render_markdown(document: Mapping[str, Any]) -> str:
+def render_markdown(report: CampaignReport) -> str:
     """An LLM campaign's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L), the matrix, and the
     per-task stability as Markdown tables."""
-    entries = entries_from_document(document)
+    entries = entries_of(report)
     md = for_markdown  # every peer- or campaign-written string passes the Markdown seam
-    lines = [f"# {md(str(document.get('campaign_id', '')))}", "", *lead_markdown(document)]
+    lines = [f"# {md(report.campaign_id)}", "", *lead_markdown(report)]
     for matrix in latency_matrices(entries):
         lines += [f"## {md(matrix.model)}: {_what(matrix, entries)}", ""]
         lines.append("| device | " + " | ".join(md(c) for c in matrix.columns) + " |")

@@ -9,25 +9,25 @@ The terminal and Markdown views are `tables`.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from node.submitter.endreport import endpoint_parts, endpoint_tasks
-from node.submitter.genreport import generation_parts, lead_parts
-from node.submitter.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
-from node.submitter.telereport import telemetry_parts
+from node.report.endreport import endpoint_parts, endpoint_tasks
+from node.report.genreport import generation_parts, lead_parts
+from node.report.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
+from node.report.telereport import telemetry_parts
 from protocol import for_html, visible
 from scheduler.results import (
     NO_DEVICE,
+    CampaignReport,
     LatencyMatrix,
     ReportEntry,
     device_label,
-    entries_from_document,
+    entries_of,
     latency_matrices,
 )
 
@@ -44,13 +44,6 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:.5rem 0}figure svg{max-width:100%;height:auto}
 code{font-size:.8rem}
 """
-
-
-def load_document(path: Path) -> dict[str, Any]:
-    """A results.json document, from the file or from the directory holding it."""
-    file = path / "results.json" if path.is_dir() else path
-    document: dict[str, Any] = json.loads(file.read_text())
-    return document
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -270,8 +263,8 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
     return _table([*head, "calibration"], rows, frozenset({1}))
 
 
-def render_html(document: Mapping[str, Any]) -> str:
-    """report.html for a results.json document: one self-contained page, whatever the document holds.
+def render_html(report: CampaignReport) -> str:
+    """report.html for a campaign report: one self-contained page, whatever the report holds.
 
     Each picture is drawn or replaced by a note saying why (`pictures.drawn`); if the page itself
     cannot be built, the page says that instead, so a report.html is always written."""
@@ -279,16 +272,14 @@ def render_html(document: Mapping[str, Any]) -> str:
 
     try:
         with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, not mathtext
-            return _page(document)
+            return _page(report)
     except Exception as exc:  # the renderer's boundary: no stored value may stop the outputs
         log.warning("report.html not rendered: %s: %s", type(exc).__name__, exc)
-        return _unrendered(document, exc)
+        return _unrendered(report, exc)
 
 
-def _title(document: Mapping[str, Any]) -> str:
-    campaign = document.get("campaign", {})
-    name = campaign.get("name", "") if isinstance(campaign, Mapping) else ""
-    return f"{name} · {document.get('campaign_id', '')}"
+def _title(report: CampaignReport) -> str:
+    return f"{report.campaign.name} · {report.campaign_id}"
 
 
 def _wrap(title: str, parts: Sequence[str]) -> str:
@@ -300,12 +291,9 @@ def _wrap(title: str, parts: Sequence[str]) -> str:
     )
 
 
-def _unrendered(document: Mapping[str, Any], exc: Exception) -> str:
+def _unrendered(report: CampaignReport, exc: Exception) -> str:
     """The page written when the report cannot be built: why, and where the results are."""
-    try:
-        title = _title(document)
-    except Exception:  # a document without even a readable name still gets its page
-        title = "a campaign"
+    title = _title(report)
     why = not_drawn("the report", exc)
     return _wrap(
         title,
@@ -317,20 +305,20 @@ def _unrendered(document: Mapping[str, Any], exc: Exception) -> str:
     )
 
 
-def _page(document: Mapping[str, Any]) -> str:
+def _page(report: CampaignReport) -> str:
     """The page itself (`render_html` sets how matplotlib draws text around it)."""
-    entries = entries_from_document(document)
-    title = _title(document)
+    entries = entries_of(report)
+    title = _title(report)
     done = sum(e.complete for e in entries)
-    created = next((e for e in document.get("results", []) if e["row"].get("CreatedUtc")), None)
+    created = next((t.row["CreatedUtc"] for t in report.results if t.row.get("CreatedUtc")), None)
     parts = [
         f"<h1>sark-node report: {for_html(title)}</h1>",
         f"<p>{done} of {len(entries)} task(s) measured"
-        + (f"; results from {for_html(created['row']['CreatedUtc'])}" if created else "")
+        + (f"; results from {for_html(created)}" if created else "")
         + ". Median = median of the process medians; * marks a result flagged unstable.</p>",
     ]
-    parts += lead_parts(document)  # an LLM campaign leads with TTFT, TPOT, ITL, decode tok/s, ROUGE-L
-    served = endpoint_tasks(document)  # model servers: no load, no processes; their own sections below
+    parts += lead_parts(report)  # an LLM campaign leads with TTFT, TPOT, ITL, decode tok/s, ROUGE-L
+    served = endpoint_tasks(report)  # model servers: no load, no processes; their own sections below
     generative = {e.model for e in entries if e.generation is not None}
     for k, matrix in enumerate(latency_matrices([e for e in entries if e.task_id not in served])):
         mine = sorted(
@@ -339,7 +327,7 @@ def _page(document: Mapping[str, Any]) -> str:
         )
         what = "end-to-end time per request" if matrix.model in generative else "inference latency"
         parts += _model_parts(k, matrix, mine, what)
-    parts += generation_parts(document) + endpoint_parts(document) + telemetry_parts(document)
+    parts += generation_parts(report) + endpoint_parts(report) + telemetry_parts(report)
     ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
     return _wrap(title, parts)
@@ -392,8 +380,8 @@ def _model_parts(k: int, matrix: LatencyMatrix, mine: Sequence[ReportEntry], wha
     return parts
 
 
-def write_html_report(path: Path, document: Mapping[str, Any]) -> Path:
-    """Write report.html for a results.json document to `path`; returns the path."""
+def write_html_report(path: Path, report: CampaignReport) -> Path:
+    """Write report.html for a campaign report to `path`; returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(document), encoding="utf-8")
+    path.write_text(render_html(report), encoding="utf-8")
     return path

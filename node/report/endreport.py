@@ -1,7 +1,7 @@
 """report.html's part for model servers: TTFT and TPOT against concurrency, and the vantage points.
 
 An endpoint task is a generate task whose measurement carries the vantage point's round trip
-(`generation.rtt_ms`) or client overhead: white-box tasks have neither. Read from results.json's
+(`generation.rtt_ms`) or client overhead: white-box tasks have neither. Read from the report's
 signed measurements, so a re-rendered report draws the same pictures.
 """
 
@@ -10,31 +10,30 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
 
-from node.submitter.pictures import Picture, drawn, left_out, plottable, svg_of
+from node.report.pictures import Picture, drawn, left_out, plottable, svg_of
 from protocol import GenerationStats, for_html, visible
+from scheduler.results import CampaignReport
 
 Run = tuple[Mapping[str, str], GenerationStats]
 
 
-def _endpoint_runs(document: Mapping[str, Any]) -> list[Run]:
+def _endpoint_runs(report: CampaignReport) -> list[Run]:
     """(row, stats) of every measured endpoint task."""
     found: list[Run] = []
-    for entry in document.get("results", []):
-        signed = entry.get("signed") or {}
-        raw = (signed.get("measurement") or {}).get("generation")
-        if raw is None:
+    for task in report.results:
+        measured = task.measurement
+        stats = measured.generation if measured is not None else None
+        if stats is None:
             continue
-        stats = GenerationStats.model_validate(raw)
         if stats.rtt_ms is not None or stats.client_overhead_ms is not None:
-            found.append((entry.get("row", {}), stats))
+            found.append((task.row, stats))
     return found
 
 
-def endpoint_tasks(document: Mapping[str, Any]) -> frozenset[str]:
+def endpoint_tasks(report: CampaignReport) -> frozenset[str]:
     """The task ids of the measured endpoint tasks: the tensor sections (load, processes) leave them out."""
-    return frozenset(row.get("JobId", "") for row, _ in _endpoint_runs(document))
+    return frozenset(row.get("JobId", "") for row, _ in _endpoint_runs(report))
 
 
 def _vantage(row: Mapping[str, str]) -> str:
@@ -116,9 +115,9 @@ def _client(stats: GenerationStats) -> str:
     return f'<span class="client-saturated">saturated: {for_html(stats.client_saturated_reason)}</span>'
 
 
-def endpoint_parts(document: Mapping[str, Any]) -> list[str]:
-    """The HTML sections for the document's endpoint tasks (none when it has none)."""
-    runs = _endpoint_runs(document)
+def endpoint_parts(report: CampaignReport) -> list[str]:
+    """The HTML sections for the report's endpoint tasks (none when it has none)."""
+    runs = _endpoint_runs(report)
     if not runs:
         return []
     return [

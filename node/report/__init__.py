@@ -1,0 +1,29 @@
+"""What a campaign produced, presented: report.html, the Markdown report and the terminal tables.
+
+The report's shaping (entries, matrices, the LLM figures, two campaigns compared) is the results
+room's (`scheduler.results`, pure); this package only draws and lays out what it shaped, through the
+output seams (HTML, Markdown, terminal). Every renderer takes the typed `CampaignReport` (or a typed
+part of it), never a results.json dict, and validates nothing again (tests/test_renderers_typed.py).
+
+Modules:
+    render     drawing report.html (a page that cannot be built says why)
+    pictures   the one seam every report picture passes: drawn, or a note naming it and the error
+    tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
+    genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
+    endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
+    telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
+
+Callers import the module they need (`from node.report.render import render_html`): the package root
+imports nothing, so that a command that does not draw never loads matplotlib.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "endreport",
+    "genreport",
+    "pictures",
+    "render",
+    "tables",
+    "telereport",
+]
