@@ -6,7 +6,7 @@ their true latency (every process median scaled, so their results stay self-cons
 Each replica of a task is picked by `scheduler.verification.replicas.pick_replicas` (distinct identities
 and hosts; 2 % of the peers sit three to a host, one owner with several keys), judged by
 `scheduler.verification.agreement.settle`, and under spot checks placed by
-`scheduler.verification.reputation.should_check`.
+`scheduler.verification.reputation.should_check` under a campaign key (`DrawKey`) the cheaters never see.
 
 Timing noise is this machine's: a replica's figure is the median of 3 process medians, each off its
 device's true latency by a normal error with the CV of process medians measured on this machine
@@ -18,6 +18,11 @@ Each settlement adds every replica's offset from the others to its peer's record
 agreeing member of is settled again without it (one more replica where the rest are no majority),
 as `scheduler.state.settling` does within a campaign.
 
+`--strategy predicting`: the cheaters lie only where the spot-check draw sark-node derived from the
+campaign id before issue 38 (`old_predicts_checked`, computable from any offer) says "not checked"
+at the campaign's p, and report truly elsewhere; the scheduler's draw is the campaign's secret key,
+so their prediction is worth nothing and their lies are checked at p like any others.
+
 Reported per noise level and policy: the share of cheating results shown as a figure (`replicated`
 ones and, under spot checks, `single` ones never re-run), the share of honest results flagged
 (outliers or `disagreed`), and the extra tasks run over the 10,000 (replicas, tie-breakers, re-runs
@@ -27,6 +32,7 @@ and re-settlements).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -41,6 +47,7 @@ from protocol.values import UnitStatus  # noqa: E402
 from scheduler.language import Draws  # noqa: E402
 from scheduler.verification import (  # noqa: E402  # noqa: E402  # noqa: E402
     Candidate,
+    DrawKey,
     Outcome,
     PeerRecord,
     Replica,
@@ -78,6 +85,8 @@ class Task:
     wanted: int
     verdict: Settlement
     counted: tuple[int, int, int, int] = (0, 0, 0, 0)  # cheating shown, honest flagged, cheating, honest
+    task: int = 0
+    lied: list[bool] = field(default_factory=list)  # per result: whether it lied
 
 
 @dataclass
@@ -95,6 +104,9 @@ class Tally:
     spreads: dict[str, list[float]] = field(default_factory=dict)  # per class: its replicas' spreads
     shown: dict[str, list[Task]] = field(default_factory=dict)  # per peer: tasks it agreed in
     processes: int = 3
+    key: DrawKey = field(default_factory=lambda: DrawKey(bytes(32)))  # the campaign's secret
+    predicting: bool = False  # cheaters lie only where the old (campaign-id) draw predicts no check
+    assumed_p: float = 0.1  # the spot-check probability they assume
 
 
 def fleet(draws: Draws, peers: int, classes: int, cheaters: float) -> list[Peer]:
@@ -124,9 +136,21 @@ def fleet(draws: Draws, peers: int, classes: int, cheaters: float) -> list[Peer]
     return out
 
 
-def replica(draws: Draws, peer: Peer, noise: float, processes: int) -> Replica:
-    medians = [peer.latency_ms * draws.normal(1.0, noise) * peer.cheat for _ in range(processes)]
-    return Replica(peer.peer_id, statistics.median(medians), spread_of(medians))
+def old_predicts_checked(task: int, spot: float) -> bool:
+    """The spot-check draw as sark-node derived it before issue 38, from what every offer carries
+    (the campaign id, the task id): what a predicting cheater computes."""
+    seed = int.from_bytes(hashlib.sha256(b"campaign-sim").digest()[:8], "big")
+    digest = hashlib.sha256(f"{seed}:{task}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < spot
+
+
+def replica(draws: Draws, peer: Peer, noise: float, tally: Tally, task: int) -> tuple[Replica, bool]:
+    """One replica's figure and whether it lies: a cheater does unless it predicts a check
+    (`--strategy predicting`)."""
+    lies = peer.cheat < 1.0 and not (tally.predicting and old_predicts_checked(task, tally.assumed_p))
+    factor = peer.cheat if lies else 1.0
+    medians = [peer.latency_ms * draws.normal(1.0, noise) * factor for _ in range(tally.processes)]
+    return Replica(peer.peer_id, statistics.median(medians), spread_of(medians)), lies
 
 
 def run_task(
@@ -142,19 +166,20 @@ def run_task(
     first = pick_replicas(order, 1)
     wanted = 2
     if spot is not None and not should_check(
-        tally.records.get(first[0].peer_id, PeerRecord()), spot, 7, str(task)
+        tally.records.get(first[0].peer_id, PeerRecord()), spot, tally.key, str(task)
     ):
         wanted = 1
     chosen = pick_replicas(order, wanted, taken=[first[0].peer_id], taken_hosts=[first[0].host])[: wanted - 1]
     placed = list(first + chosen)
-    results = [replica(draws, peers[c.peer_id], noise, tally.processes) for c in placed]
+    made = [replica(draws, peers[c.peer_id], noise, tally, task) for c in placed]
+    results, lied = [r for r, _ in made], [lie for _, lie in made]
     tally.runs += len(results)
-    job = Task(order, placed, results, wanted, Settlement(Outcome.PENDING))
+    job = Task(order, placed, results, wanted, Settlement(Outcome.PENDING), task=task, lied=lied)
     _settle(draws, job, peers, noise, tally)
     tally.spreads.setdefault(first[0].device_class.key, []).extend(r.spread for r in job.results)
     if job.verdict.outcome == Outcome.SINGLE:
         tally.single += 1
-        cheat = peers[results[0].peer_id].cheat < 1.0
+        cheat = lied[0]
         tally.singles.setdefault(results[0].peer_id, []).append(cheat)
         tally.cheating += cheat
         tally.honest += not cheat
@@ -173,7 +198,9 @@ def _settle(draws: Draws, job: Task, peers: dict[str, Peer], noise: float, tally
         taken, hosts = [c.peer_id for c in job.placed], [c.host for c in job.placed]
         more = pick_replicas(job.order, 1, taken=taken, taken_hosts=hosts)
         job.placed += more
-        job.results += [replica(draws, peers[c.peer_id], noise, tally.processes) for c in more]
+        made = [replica(draws, peers[c.peer_id], noise, tally, job.task) for c in more]
+        job.results += [r for r, _ in made]
+        job.lied += [lie for _, lie in made]
         tally.runs += len(more)
         job.verdict = settle(job.results, job.wanted, spread, distrusted(tally.records))
 
@@ -181,8 +208,8 @@ def _settle(draws: Draws, job: Task, peers: dict[str, Peer], noise: float, tally
 def _count(job: Task, peers: dict[str, Peer], tally: Tally) -> None:
     """Count `job`'s verdict, in place of what it counted before."""
     shown = flagged = cheating = 0
-    for r in job.results:
-        cheat, inside = peers[r.peer_id].cheat < 1.0, r.peer_id in job.verdict.agreed
+    for r, lie in zip(job.results, job.lied, strict=True):
+        cheat, inside = lie, r.peer_id in job.verdict.agreed
         cheating += cheat
         shown += cheat and inside
         flagged += (not cheat) and not inside
@@ -230,7 +257,12 @@ def simulate(seed: int, noise: float, spot: float | None, args: argparse.Namespa
     everyone = fleet(draws, args.peers, args.classes, args.cheaters)
     peers = {p.peer_id: p for p in everyone}
     pools = list(by_class(p.candidate for p in everyone).values())
-    tally = Tally(processes=args.processes)
+    tally = Tally(
+        processes=args.processes,
+        key=DrawKey(hashlib.sha256(f"key-{seed}".encode()).digest()),
+        predicting=args.strategy == "predicting",
+        assumed_p=args.spot,
+    )
     for task in range(args.tasks):
         run_task(draws, task, pools[draws.below(len(pools))], peers, noise, spot, tally)
     kept_single_cheats = sum(sum(v) for v in tally.singles.values())  # never re-run: shown unverified
@@ -255,6 +287,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=1, help="fleets to average over (seed, seed + 1, ...)")
     parser.add_argument("--processes", type=int, default=3, help="processes per replica (the task's)")
+    parser.add_argument(
+        "--strategy",
+        choices=("scaled", "predicting"),
+        default="scaled",
+        help="scaled: cheaters lie on every result; predicting: only where the draw sark-node derived "
+        "from the campaign id before issue 38 says 'not checked' (the secret draw ignores it)",
+    )
     args = parser.parse_args()
     rows = []
     print(

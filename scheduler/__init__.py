@@ -125,7 +125,15 @@ from scheduler.state import (
     task_id_of,
     unit_problem,
 )
-from scheduler.verification import Refusal, check_figures, check_sends, draws_seed, placed_profile
+from scheduler.verification import (
+    SECRET_BYTES,
+    DrawKey,
+    Refusal,
+    check_figures,
+    check_sends,
+    draws_seed,
+    placed_profile,
+)
 
 __all__ = [
     "COLUMNS",
@@ -134,6 +142,7 @@ __all__ = [
     "FINAL_FAILURES",
     "FLEET_COLUMNS",
     "FLEET_UNIT",
+    "SECRET_BYTES",
     "SEED_COLUMNS",
     "Attempt",
     "Campaign",
@@ -145,6 +154,7 @@ __all__ = [
     "ClockRound",
     "Column",
     "Command",
+    "DrawKey",
     "Event",
     "FieldProblem",
     "FinishCampaign",

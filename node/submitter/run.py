@@ -1,9 +1,10 @@
 """The campaign-run seam: every command that starts, runs, resumes, plans or writes out a campaign.
 
-`start` stores a new campaign and its fresh scheduler; `restore` rebuilds one from the store (its
-scheduler from the last snapshot); `drive` runs a `CampaignLoop` over it on a submitter node;
-`write_out` writes results.csv, results.json and report.html. `submit`, `resume` and `plan` compose
-them for the CLI; `serve` (node/http/state.py) and `report` call the same pieces.
+`start` stores a new campaign, with its secret draw key (`fresh_key`), and its fresh scheduler;
+`restore` rebuilds one from the store (its scheduler from the last snapshot, with the stored key);
+`drive` runs a `CampaignLoop` over it on a submitter node; `write_out` writes results.csv, results.json
+and report.html. `submit`, `resume` and `plan` compose them for the CLI; `serve` (node/http/state.py)
+and `report` call the same pieces.
 """
 
 from __future__ import annotations
@@ -135,10 +136,17 @@ class NewCampaign:
     source: str
 
 
+def fresh_key() -> sch.DrawKey:
+    """A new campaign's secret draw key: random bytes, kept in the store, never sent."""
+    return sch.DrawKey(secrets.token_bytes(sch.SECRET_BYTES))
+
+
 def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun:
-    """Store a new campaign (a fresh id, results under `out_root/<id>`, kept as an absolute path so that
-    `report` and `--resume` from another folder write beside the same files) with a fresh scheduler."""
+    """Store a new campaign (a fresh id and key, results under `out_root/<id>`, kept as an absolute path
+    so that `report` and `--resume` from another folder write beside the same files) with a fresh
+    scheduler."""
     campaign_id = new_campaign_id()
+    key = fresh_key()
     record = CampaignRecord(
         campaign_id=campaign_id,
         name=new.campaign.name,
@@ -149,24 +157,28 @@ def start(store: CampaignStore, new: NewCampaign, out_root: Path) -> CampaignRun
         snapshot=None,
         status=CampaignStatus.RUNNING,
         out_dir=str((out_root / campaign_id).absolute()),
+        secret=key.secret,
     )
     store.add_campaign(record)
-    return CampaignRun(record, new.campaign, sch.Scheduler(campaign_id, new.campaign, new.models))
+    scheduler = sch.Scheduler(campaign_id, new.campaign, new.models, key=key)
+    return CampaignRun(record, new.campaign, scheduler)
 
 
 def restore(record: CampaignRecord) -> CampaignRun:
     """A stored campaign with its scheduler as last saved (a fresh one if it never got a snapshot).
 
     The snapshot holds the campaign as it was parsed then: the stored text is parsed only when there
-    is no snapshot, so a stricter parser never locks an old campaign out.
+    is no snapshot, so a stricter parser never locks an old campaign out. A campaign stored before
+    keys were kept gets a fresh one (`resume` stores it first, so its later resumes draw alike).
     """
+    key = sch.DrawKey(record.secret) if record.secret is not None else fresh_key()
     if record.snapshot is None:
         files = read_prompt_files(record.text, Path(record.source).parent)
         campaign = sch.parse_campaign(record.text, source=record.source, files=files)
-        scheduler = sch.Scheduler(record.campaign_id, campaign, refs_from_json(record.models))
+        scheduler = sch.Scheduler(record.campaign_id, campaign, refs_from_json(record.models), key=key)
         return CampaignRun(record, campaign, scheduler)
     snapshot = sch.SchedulerSnapshot.model_validate_json(record.snapshot)
-    return CampaignRun(record, snapshot.campaign, sch.Scheduler.restore(snapshot))
+    return CampaignRun(record, snapshot.campaign, sch.Scheduler.restore(snapshot, key))
 
 
 def mark_failed(store: CampaignStore, run: CampaignRun) -> None:
@@ -244,6 +256,9 @@ async def resume(
     record = store.campaign(campaign_id)
     if record is None:
         raise CampaignNotFound(campaign_id, config.data_dir)
+    if record.secret is None:  # stored before keys were kept: keep one now, for every later resume
+        store.keep_secret(campaign_id, fresh_key().secret)
+        record = store.campaign(campaign_id) or record
     run = restore(record)
     if run.scheduler.done:  # it ended, but its files were not written (a full disk): write them only
         return _outcome(run, store, Tally(), None)

@@ -1,13 +1,15 @@
 """The submitter's campaign store: SQLite, written as results arrive, so a campaign survives a crash.
 
-A result is kept as what it is made of, never as rendered text: the worker's signed envelope, its
-raw samples, the measurement the submitter derived from its raw parts when it accepted it, and when
-it was received. Every output rebuilds its rows from these (`node.submitter.outputs`). A store
-written before the derived measurement was kept still opens: those results keep a text row in the
-`row` column, which nothing reads but its `CreatedUtc`; their figures are derived again from the
-envelope. The offer spec of a fleet member (its signed deal) or of a lone open loop (its schedule's
-seed) is kept too, so that a lease reclaimed after a restart is checked against the schedule that
-worker was given.
+A result is kept as what it is made of, never as rendered text: the worker's signed envelope, its raw
+samples, the measurement the submitter derived from its raw parts when it accepted it, and when it was
+received. Every output rebuilds its rows from these (`node.submitter.outputs`). A store written before
+the derived measurement was kept still opens: those results keep a text row in the `row` column, which
+nothing reads but its `CreatedUtc`; their figures are derived again from the envelope. Each campaign
+keeps its secret draw key (`secret`: 32 random bytes made when it is created, read by nothing but its
+scheduler, never sent, never in a snapshot or an output), so a resumed campaign draws its spot checks as
+it began. The offer spec of a fleet member (its signed deal) or of a lone open loop (its schedule's
+seed) is kept too, so that a lease reclaimed after a restart is checked against the schedule that worker
+was given.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import socket
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
-from dataclasses import asdict, astuple, dataclass
+from dataclasses import asdict, astuple, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -47,7 +49,8 @@ CREATE TABLE IF NOT EXISTS campaigns (
     status      TEXT NOT NULL,
     out_dir     TEXT NOT NULL DEFAULT '',
     swarm       TEXT,
-    submitter   TEXT
+    submitter   TEXT,
+    secret      BLOB
 );
 CREATE TABLE IF NOT EXISTS results (
     campaign_id TEXT NOT NULL,
@@ -86,6 +89,7 @@ CREATE TABLE IF NOT EXISTS cancels (
 _ADDED_COLUMNS: Final = (
     ("campaigns", "swarm", "TEXT"),
     ("campaigns", "submitter", "TEXT"),
+    ("campaigns", "secret", "BLOB"),
     ("results", "derived", "BLOB"),
     ("peer_records", "offsets", "INTEGER NOT NULL DEFAULT 0"),
     ("peer_records", "offset_sum", "REAL NOT NULL DEFAULT 0"),
@@ -160,6 +164,8 @@ class CampaignRecord:
     """The gates it last ran on, or (`EMBEDDED`,); None for a campaign stored before this was recorded."""
     submitter: Submitter | None = None
     """The process that last ran it (None: never run, or stored before this was recorded)."""
+    secret: bytes | None = field(default=None, repr=False)
+    """Its draw key (`scheduler.DrawKey`); None for a campaign stored before keys were kept."""
 
     def shown_status(self) -> str:
         """The status as `sark-node status` shows it: the stored one, except a campaign stored
@@ -220,7 +226,7 @@ class CampaignStore:
         """Store a new campaign (its id must be new)."""
         with self._connect() as db:
             db.execute(
-                f"INSERT INTO campaigns ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO campaigns ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.campaign_id,
                     record.name,
@@ -233,7 +239,15 @@ class CampaignStore:
                     record.out_dir,
                     None if record.swarm is None else json.dumps(list(record.swarm)),
                     None if record.submitter is None else json.dumps(asdict(record.submitter)),
+                    record.secret,
                 ),
+            )
+
+    def keep_secret(self, campaign_id: str, secret: bytes) -> None:
+        """Give a campaign stored before keys were kept its draw key (once: a kept key stays)."""
+        with self._connect() as db:
+            db.execute(
+                "UPDATE campaigns SET secret = ? WHERE id = ? AND secret IS NULL", (secret, campaign_id)
             )
 
     def claim(self, campaign_id: str, swarm: tuple[str, ...], submitter: Submitter) -> None:
@@ -368,7 +382,9 @@ def _add_columns(db: sqlite3.Connection) -> None:
 _RECORD: Final = "agreed, disagreed, streak, offsets, offset_sum, offset_squares"
 """A `PeerRecord`'s columns, in its fields' order."""
 
-_COLUMNS: Final = "id, name, created_utc, source, text, models, snapshot, status, out_dir, swarm, submitter"
+_COLUMNS: Final = (
+    "id, name, created_utc, source, text, models, snapshot, status, out_dir, swarm, submitter, secret"
+)
 
 
 def _received(received: str, legacy_row: str) -> str:
@@ -393,4 +409,5 @@ def _campaign(row: tuple[Any, ...]) -> CampaignRecord:
         out_dir=row[8],
         swarm=None if row[9] is None else tuple(json.loads(row[9])),
         submitter=None if row[10] is None else Submitter(**json.loads(row[10])),
+        secret=None if row[11] is None else bytes(row[11]),
     )

@@ -116,6 +116,7 @@ _EXTENDED = _section(
     ("WorkerPeerId",),
     ("SignatureStatus",),
     ("Verified",),  # how replicas settled it (scheduler/results/verifyrows.py)
+    ("QuorumNetworks",),  # the networks a replicated row's quorum came from
     ("DeviceClass",),
     ("Claim",),
     ("InputShapes",),

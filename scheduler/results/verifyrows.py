@@ -1,4 +1,5 @@
-"""A row's verification columns: how its replica group settled it, its device class, its peer's claim."""
+"""A row's verification columns: how its replica group settled it, the networks its quorum came from,
+its device class, its peer's claim."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from scheduler.verification.classes import DeviceClass, device_class
 
 
 def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
-    """Verified, DeviceClass and Claim. Verified: how the task's group settled it (`replicated k/n`,
-    `outlier: why`, `disagreed: why`), `single` for an accepted result no other replica checked,
-    `pending` while its group is unsettled, "" for a task without a result. Claim: the peer's
+    """Verified, QuorumNetworks, DeviceClass and Claim. Verified: how the task's group settled it
+    (`replicated k/n`, `outlier: why`, `disagreed: why`), `single` for an accepted result no other
+    replica checked, `pending` while its group is unsettled, "" for a task without a result.
+    QuorumNetworks: a replicated row's agreeing networks, ";"-joined. Claim: the peer's
     `claim_unverified` mark and why (`scheduler.verification.claims`)."""
     verified = ""
     if task.state == TaskState.DONE:
@@ -22,4 +24,5 @@ def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
     if not cls and peer is not None:
         cls = device_class(peer.profile, task.unit).name
     claim = f"claim_unverified: {'; '.join(peer.claim)}" if peer is not None and peer.claim else ""
-    return {"Verified": verified, "DeviceClass": cls, "Claim": claim}
+    networks = ";".join(task.quorum_networks) if verified.startswith("replicated") else ""
+    return {"Verified": verified, "QuorumNetworks": networks, "DeviceClass": cls, "Claim": claim}

@@ -68,6 +68,7 @@ from scheduler.state.tasks import (
     offered_task,
     withdrawn,
 )
+from scheduler.verification.draws import DrawKey
 from scheduler.verification.reputation import PeerRecord
 
 
@@ -81,15 +82,19 @@ class Scheduler:
         campaign: Campaign,
         models: Mapping[str, ModelRef],
         *,
+        key: DrawKey,
         retry_budget: int = 3,
         offer_timeout_s: float = 10.0,
     ) -> None:
-        """Start a campaign with no tasks yet: the first `PeersDiscovered` fans its jobs out.
+        """Start a campaign with no tasks yet: the first `PeersDiscovered` fans its jobs out. `key`
+        is the campaign's secret (spot checks and replica peers are drawn from it): the node makes
+        it once and keeps it in its store, never in the snapshot, never in an offer.
 
         Raises:
             UnresolvedModelError: a campaign model has no pinned `ModelRef`.
         """
         self._id = campaign_id
+        self._key = key
         self._campaign = campaign
         self._models = {**models, **endpoint_models(campaign)}
         self._needs: tuple[Needs, ...] = campaign_needs(campaign, models)
@@ -163,7 +168,7 @@ class Scheduler:
         )
 
     @classmethod
-    def restore(cls, snap: SchedulerSnapshot) -> Scheduler:
+    def restore(cls, snap: SchedulerSnapshot, key: DrawKey) -> Scheduler:
         """Rebuild a scheduler after a crash. Call `handle(Tick(), now)` right away: that first call
         re-arms every deadline from `now`, re-sends interrupted offers and emits `SendReclaim` for each
         lease granted before the crash."""
@@ -171,6 +176,7 @@ class Scheduler:
             snap.campaign_id,
             snap.campaign,
             snap.models,
+            key=key,
             retry_budget=snap.retry_budget,
             offer_timeout_s=snap.offer_timeout_s,
         )
@@ -399,7 +405,14 @@ class Scheduler:
     def _settle_groups(self) -> list[Command]:
         """Settle each replica group whose tasks have all ended, or add its next replica (`settling`)."""
         state = SettlingState(
-            self._id, self._campaign, self._tasks, self._peers, self._needs, self._records, self._now
+            self._id,
+            self._key,
+            self._campaign,
+            self._tasks,
+            self._peers,
+            self._needs,
+            self._records,
+            self._now,
         )
         settled = settle_groups(state)
         self._tasks.update({t.task_id: t for t in (*settled.labelled, *settled.added)})

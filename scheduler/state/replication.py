@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 from protocol import ComputeUnit
 from scheduler.language.verify import Verify
 from scheduler.verification.classes import DeviceClass, device_class
+from scheduler.verification.networks import network_of
 from scheduler.verification.peers import Advertised
 from scheduler.verification.replicas import Candidate, pick_replicas
 
@@ -31,9 +32,10 @@ PlacedT = TypeVar("PlacedT", bound=Placeable)
 
 
 def candidate(peer: Advertised, unit: ComputeUnit, verify: Verify) -> Candidate:
-    """A peer as a replica candidate. With `same_host: allow` its identity stands for its host, so
-    any two peers pair (the lab's way around one machine; the row says so)."""
-    host = peer.peer_id if verify.same_host == "allow" else peer.host
+    """A peer as a replica candidate: its host's network (`networks.network_of`). With `same_host:
+    allow` its identity stands for its network, so any two peers pair (the lab's way around one
+    machine; the row says so)."""
+    host = peer.peer_id if verify.same_host == "allow" else network_of(peer.host)
     return Candidate(peer.peer_id, device_class(peer.profile, unit), host)
 
 
@@ -60,7 +62,8 @@ def place_groups(
     shortfall = ""
     if len(chosen) < wanted:
         shortfall = (
-            f"verify.replicas: {size} peers of one device class on distinct hosts per task; "
+            f"verify.replicas: {size} peers of one device class on distinct networks per task "
+            "(IPv4 /24, IPv6 /64, loopback one; a relayed peer none); "
             f"{len(chosen)} of {wanted} replicas placed"
         )
     return tuple(chosen), wanted, shortfall

@@ -1,20 +1,19 @@
 """A replica group's verdict inside the scheduler: settle it, or ask for one more replica.
 
-A stage with its own types, as Nomad's reconciler is: `settle_groups` takes a `SettlingState` (what
-it reads of the machine) and returns `Settled` (labels, added replicas, commands, the peers' records),
+A stage with its own types, as Nomad's reconciler is: `settle_groups` takes a `SettlingState` (what it
+reads of the machine) and returns `Settled` (labels, added replicas, commands, the peers' records),
 which the machine applies; it holds no state of its own and changes none. It calls `verdict` for each
 group once all its tasks have ended (`agreement.settle` over the accepted ones). Two replicas that
-disagree (`pending`) and a spot check the draw picks (`reputation.should_check`, the campaign's seed
-and the task id) ask for one more replica on another peer of the group's class on another host
-(`more_peer`); the machine adds it as a task of the same job and group, so the campaign does not end
-before it settles. Otherwise each accepted task gets its
-row's label (`TaskView.verified`) and the node is told who agreed (`ReplicasSettled`), to keep each
-peer's record (`reputation.PeerRecord`) in its store.
+disagree (`pending`) and a spot check the draw picks (`reputation.should_check`: the campaign's secret
+key and the task id) ask for one more replica on another peer of the group's class on another host
+(`more_peer`: which one is a secret draw too, so no peer can arrange to check itself); the machine adds
+it as a task of the same job and group, so the campaign does not end before it settles. Otherwise each
+accepted task gets its row's label (`TaskView.verified`) and the node is told who agreed
+(`ReplicasSettled`), to keep each peer's record (`reputation.PeerRecord`) in its store.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
@@ -28,6 +27,8 @@ from scheduler.state.retry import placed_load
 from scheduler.state.tasks import Lapse, Status, TaskState, TaskView, task_id_of
 from scheduler.verification.agreement import Outcome, Replica, Settlement, pooled_spread, settle
 from scheduler.verification.classes import DeviceClass
+from scheduler.verification.draws import DrawKey, Purpose
+from scheduler.verification.networks import network_of
 from scheduler.verification.replicas import Candidate, pick_replicas
 from scheduler.verification.reputation import PeerRecord, distrusted, should_check
 
@@ -41,7 +42,8 @@ class SettlingState:
     takes its snapshot. The machine builds one per pass (`Scheduler.handle`).
 
     Attributes:
-        campaign_id: the campaign's id (task ids, the spot checks' seed).
+        campaign_id: the campaign's id (task ids).
+        key: the campaign's secret (`draws.DrawKey`): spot checks and the next replica's peer.
         campaign: the campaign (each job's `verify:`).
         tasks: every task by id, in task order.
         peers: the peers the scheduler knows, by id.
@@ -51,6 +53,7 @@ class SettlingState:
     """
 
     campaign_id: str
+    key: DrawKey
     campaign: Campaign
     tasks: Mapping[str, TaskView]
     peers: Mapping[str, PeerView]
@@ -113,19 +116,20 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
         first = members[0]
         verify = campaign.verify_of(campaign.jobs[first.job_index])
         spread = class_spread(tasks.values(), first.device_class)
-        found = verdict(members, verify, spread, out.records, campaign_seed(state.campaign_id))
+        found = verdict(members, verify, spread, out.records, state.key)
         if isinstance(found, str):
             n = sum(1 for t in out.tasks(tasks).values() if t.job_index == first.job_index)
-            pick = more_peer(
-                members, state.peers, state.needs[first.job_index], verify, placed_load(tasks.values())
-            )
+            needs = state.needs[first.job_index]
+            pick = more_peer(members, state.peers, needs, verify, placed_load(tasks.values()), state.key)
             task_id = task_id_of(state.campaign_id, first.job_index, n)
             added, command = _replica(task_id, first, pick, state.peers, state.now)
             out.added.append(added)
             out.commands.extend(command)
             continue
+        networks = quorum_networks(found.settlement, state.peers)
         out.labelled.extend(
-            tasks[i].with_(verified=label, verify_detail=why) for i, (label, why) in found.labels.items()
+            tasks[i].with_(verified=label, verify_detail=why, quorum_networks=networks)
+            for i, (label, why) in found.labels.items()
         )
         _record(group, members, found.settlement, out)
 
@@ -160,7 +164,7 @@ def _replica(
     if pick is not None:
         peer = peers[pick.peer_id]
         return fresh.with_(peer_id=peer.peer_id, device_name=peer.profile.device_name), []
-    why = "no further peer of the class on another host for one more replica"
+    why = "no further peer of the class on another network for one more replica"
     ended = fresh.with_(
         state=TaskState.UNSCHEDULABLE, failure_reason=Lapse.NO_FEASIBLE_PEER, detail=why, ended_at=now
     )
@@ -175,9 +179,13 @@ class Labels:
     settlement: Settlement
 
 
-def campaign_seed(campaign_id: str) -> int:
-    """The spot checks' seed: fixed by the campaign, unknown to its workers."""
-    return int.from_bytes(hashlib.sha256(campaign_id.encode()).digest()[:8], "big")
+def quorum_networks(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple[str, ...]:
+    """The networks a replicated group's agreeing peers came from, each once, sorted ("relayed" for
+    one whose address was never seen); () for a group not replicated."""
+    if settled.outcome != Outcome.REPLICATED:
+        return ()
+    found = {network_of(peers[p].host) or "relayed" for p in settled.agreed if p in peers}
+    return tuple(sorted(found))
 
 
 def unsettled_groups(
@@ -208,7 +216,7 @@ def verdict(
     verify: Verify,
     class_spread: float,
     records: Mapping[str, PeerRecord],
-    seed: int,
+    key: DrawKey,
 ) -> Labels | str:
     """`MORE`, or the group's labels (see the module docstring)."""
     done = [t for t in members if t.state == TaskState.DONE and t.progress.median_ms is not None]
@@ -216,7 +224,7 @@ def verdict(
     if verify.replicas == 1 and len(members) == 1 and len(done) == 1:
         first = done[0]
         if first.peer_id and should_check(
-            records.get(first.peer_id, PeerRecord()), verify.spot_check, seed, first.task_id
+            records.get(first.peer_id, PeerRecord()), verify.spot_check, key, first.task_id
         ):
             return MORE
     replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
@@ -250,7 +258,8 @@ def replica_pool(
     task: TaskView, tasks: Mapping[str, TaskView], peers: Mapping[str, PeerView], campaign: Campaign
 ) -> list[PeerView]:
     """The peers a task may be retried on: any for an unreplicated task; for a replica, those of its
-    group's class on a host none of the group's other live or done tasks is on."""
+    group's class on a network (`networks.network_of`, never an unknown one) none of the group's
+    other live or done tasks is on."""
     if not task.replica_group:
         return list(peers.values())
     verify = campaign.verify_of(campaign.jobs[task.job_index])
@@ -266,7 +275,7 @@ def replica_pool(
     pool = []
     for peer in peers.values():
         c = candidate(peer, task.unit, verify)
-        if c.device_class.key == task.device_class and c.host not in hosts:
+        if c.device_class.key == task.device_class and c.host and c.host not in hosts:
             pool.append(peer)
     return pool
 
@@ -289,12 +298,17 @@ def more_peer(
     needs: Needs,
     verify: Verify,
     placed: Mapping[str, int],
+    key: DrawKey,
 ) -> Candidate | None:
-    """A peer for one more replica: the group's class, none of its peers or hosts, best ranked first."""
+    """A peer for one more replica: the group's class, none of its peers or hosts, in the order of
+    the campaign's secret draw over the feasible ones (placement's ranking would let a peer that
+    ranks itself second, or a second key of its owner's, predict that it checks the first)."""
     unit = members[0].unit
     taken = [peers[t.peer_id] for t in members if t.peer_id and t.peer_id in peers]
     hosts = [candidate(p, unit, verify).host for p in taken]
-    candidates = [candidate(r.peer, unit, verify) for r in rank(needs, list(peers.values()), placed=placed)]
+    feasible = [candidate(r.peer, unit, verify) for r in rank(needs, list(peers.values()), placed=placed)]
+    group = members[0].replica_group
+    candidates = sorted(feasible, key=lambda c: key.draw(Purpose.REPLICA_PEER, f"{group}\x00{c.peer_id}"))
     got = pick_replicas(
         candidates,
         1,

@@ -136,6 +136,8 @@ class TaskView(Value):
         verified: how its group settled it, as the row says: `replicated k/n`, `outlier`, `single`,
             `disagreed` ("" while unsettled or not verified).
         verify_detail: the settlement's reason (who disagreed, the band).
+        quorum_networks: the networks its agreeing quorum came from (`networks.network_of`; "relayed"
+            for a peer whose address was never seen), set when its group settled `replicated`.
     """
 
     task_id: str
@@ -162,6 +164,7 @@ class TaskView(Value):
     fingerprint: str = ""
     verified: str = ""
     verify_detail: str = ""
+    quorum_networks: tuple[str, ...] = ()
 
     @property
     def ended(self) -> bool:

@@ -17,9 +17,11 @@ Modules:
     sendcheck  check_sends: a load client's records against the schedule the submitter gave it (a fleet
                member's deal, a lone open loop's seed), or a Refusal
     classes    device classes: the profile parts two peers share exactly when their timings should agree
-    replicas   pick_replicas: N peers of one class, distinct in identity and in host
+    replicas   pick_replicas: N peers of one class, distinct in identity and in network
+    networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
     agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
     reputation a peer's record of agreements; adaptive spot checks (p rises for peers that disagreed)
+    draws      DrawKey: the campaign's secret, and the keyed draws of every choice a worker could exploit
     claims     a peer's advertised calibration against physics and its class: claim_unverified
     peers      Advertised: what a judgement reads of a peer (id, host, profile; PeerView is one)
 """
@@ -30,6 +32,7 @@ from scheduler.verification.agreement import Outcome, Replica, Settlement, poole
 from scheduler.verification.bounds import OVERRUN, placed_profile
 from scheduler.verification.claims import claim_problems
 from scheduler.verification.classes import DeviceClass, device_class
+from scheduler.verification.draws import SECRET_BYTES, DrawKey, Purpose
 from scheduler.verification.figures import Refusal, check_figures
 from scheduler.verification.peers import Advertised
 from scheduler.verification.replicas import Candidate, by_class, pick_replicas
@@ -39,11 +42,14 @@ from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_se
 __all__ = [
     "LATE_SLACK_S",
     "OVERRUN",
+    "SECRET_BYTES",
     "Advertised",
     "Candidate",
     "DeviceClass",
+    "DrawKey",
     "Outcome",
     "PeerRecord",
+    "Purpose",
     "Refusal",
     "Replica",
     "Settlement",

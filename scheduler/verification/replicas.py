@@ -1,9 +1,10 @@
-"""Which peers replicate a task: N distinct identities on N distinct hosts, all of one device class.
+"""Which peers replicate a task: N distinct identities on N distinct networks, all of one device class.
 
 A quorum is only worth something if its members are independent. One owner can mint any number of
 libp2p keys on one machine, so identities alone prove nothing: replicas must also come from distinct
-network hosts (the IP address the submitter's connection saw, not an address the peer advertises:
-advertised addresses are the peer's word). What this cannot separate: one owner with many machines
+networks (`networks.network_of` of the IP address the submitter's connection saw, not an address the
+peer advertises: advertised addresses are the peer's word); a peer on an unknown network (relayed)
+is in no replicated group. What this cannot separate: one owner with many machines
 on many addresses, or identical devices under one owner that agree on the same lie (README, "What
 verification proves").
 """
@@ -23,8 +24,9 @@ class Candidate:
     Attributes:
         peer_id: the worker.
         device_class: its class for the task's unit (`classes.device_class`).
-        host: the IP address the submitter's connection to it came from ("" unknown: never paired
-            with another unknown one).
+        host: the network the submitter's connection to it came from (`networks.network_of`; ""
+            unknown or relayed: never placed in a replicated group, since it cannot count toward a
+            quorum), or with the lab switch its own id.
     """
 
     peer_id: str
@@ -40,13 +42,14 @@ def pick_replicas(
     taken_hosts: Iterable[str] = (),
     device_class: DeviceClass | None = None,
 ) -> tuple[Candidate, ...]:
-    """Up to `count` candidates of one class, distinct in identity and host, in the given order.
+    """Up to `count` candidates of one class, distinct in identity and network (none unknown), in
+    the given order.
 
     Args:
         candidates: feasible peers, best first (placement's ranking).
         count: how many replicas are wanted.
         taken: peers that already hold a replica of the task (never picked again).
-        taken_hosts: their hosts.
+        taken_hosts: their networks.
         device_class: the class the task's replicas are in, once its first replica is placed; None
             picks the first class, in the order of its best-ranked peer, that has `count`
             independent peers (else the one with most).
@@ -68,22 +71,15 @@ def pick_replicas(
 def _pick_in(
     candidates: Sequence[Candidate], count: int, cls: DeviceClass, peers: set[str], hosts: set[str]
 ) -> tuple[Candidate, ...]:
-    hosts.discard("")
     chosen: list[Candidate] = []
-    unknown_host = False
     for c in candidates:
         if len(chosen) == count:
             break
-        if c.device_class != cls or c.peer_id in peers:
-            continue
-        if (c.host and c.host in hosts) or (not c.host and unknown_host):
+        if c.device_class != cls or c.peer_id in peers or not c.host or c.host in hosts:
             continue
         chosen.append(c)
         peers.add(c.peer_id)
-        if c.host:
-            hosts.add(c.host)
-        else:
-            unknown_host = True
+        hosts.add(c.host)
     return tuple(chosen)
 
 

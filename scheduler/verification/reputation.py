@@ -12,8 +12,9 @@ Platform for Volunteer Computing", 2019, section 6.4):
 - a peer caught as an outlier has its streak reset, so p = 1 again until it earns it back, and its
   unverified (`single`) results of the campaign are run again elsewhere (the cost is counted).
 
-The draw is pure: a hash of the campaign's seed and the task id, so a resumed campaign decides the
-same way and a peer cannot predict which of its tasks are checked without the seed.
+The draw is pure and secret: a keyed hash of the task id under the campaign's key (`draws.DrawKey`,
+kept by the submitter, never sent), so a resumed campaign decides the same way and a peer cannot
+tell a checked task from an unchecked one before it reports: its offers are the same either way.
 
 A peer's offset from its class. One replicated task compares a peer with its class once, within a
 band wide enough for one replica's noise: a peer reporting 0.9x its latency passes most single
@@ -34,11 +35,12 @@ it is caught; only `replicated` rows are verified figures.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
+
+from scheduler.verification.draws import DrawKey, Purpose
 
 TRUST_AFTER: Final = 5
 """Agreements in a row before a peer's results are only spot-checked."""
@@ -153,12 +155,6 @@ def check_probability(record: PeerRecord, spot_check: float) -> float:
     return spot_check if record.trusted else 1.0
 
 
-def draw(seed: int, task_id: str) -> float:
-    """A uniform draw in [0, 1) fixed by the campaign's seed and the task."""
-    digest = hashlib.sha256(f"{seed}:{task_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def should_check(record: PeerRecord, spot_check: float, seed: int, task_id: str) -> bool:
-    """Whether this task, placed on this peer, gets a second replica."""
-    return draw(seed, task_id) < check_probability(record, spot_check)
+def should_check(record: PeerRecord, spot_check: float, key: DrawKey, task_id: str) -> bool:
+    """Whether this task, placed on this peer, gets a second replica: the campaign's secret draw."""
+    return key.draw(Purpose.SPOT_CHECK, task_id) < check_probability(record, spot_check)

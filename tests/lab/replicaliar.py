@@ -10,13 +10,20 @@ speaking the real protocol; by MODE:
   but never run it: the runner returns zeros of each output's shape, so the timings are of nothing
   and the outputs are not the model's;
 - `claim`: the profile it advertises claims a calibration this machine cannot reach (1,000 GFLOPS a
-  logical core), as a CPU advertising a GPU's speed would.
+  logical core), as a CPU advertising a GPU's speed would;
+- `predict`: a rational cheater against spot checks. From each offer it reads the campaign id and
+  the task id, computes the spot-check draw as sark-node derived it before issue 38 (sha256 of the
+  campaign id as the seed, then of "seed:task id", `old_predicts_checked`) and reports a quarter of
+  its samples (figures derived again, as `halve`) only where that draw says "not checked" at
+  `PREDICT_P`; elsewhere it is honest. The lie is 4x so that one comparison refutes it on a loaded
+  machine: the draw is under test here, not the band.
 
 Nothing in the product reads this file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from typing import Any
@@ -24,7 +31,9 @@ from typing import Any
 import drivers
 from protocol import Calibration, DeviceProfile, Measurement, TaskSpec, derive
 
-MODES = ("halve", "norun", "claim")
+MODES = ("halve", "norun", "claim", "predict")
+PREDICT_P = 0.5
+"""The spot-check probability the `predict` liar assumes (the lab's campaign asks this one)."""
 _honest_measure = drivers.measure
 _honest_profile = drivers.detect_profile_apart
 
@@ -62,6 +71,34 @@ def _no_run() -> None:
     OnnxLoaded.runner = runner  # type: ignore[method-assign]
 
 
+def old_predicts_checked(campaign_id: str, task_id: str, p: float = PREDICT_P) -> bool:
+    """Whether the spot-check draw of sark-node before issue 38, computed from what every offer
+    carries (the campaign id and the task id), checks this task of a trusted peer."""
+    seed = int.from_bytes(hashlib.sha256(campaign_id.encode()).digest()[:8], "big")
+    digest = hashlib.sha256(f"{seed}:{task_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < p
+
+
+def _predicting() -> None:
+    """The worker's own measurement, a quarter of it wherever the old draw predicts no spot check."""
+    from node.worker.job import Job
+    from node.worker.runner import Runner
+
+    honest = Runner._measure
+
+    def measure(self: Runner, job: Job, path: Any) -> Measurement:
+        m = honest(self, job, path)
+        if old_predicts_checked(job.offer.campaign_id, job.offer.task_id):
+            return m
+        quarter = m.with_(
+            samples_ms=tuple(s / 4 for s in m.samples_ms),
+            first_inferences_ms=tuple(s / 4 for s in m.first_inferences_ms),
+        )
+        return derive(quarter, job.offer.spec)
+
+    Runner._measure = measure  # type: ignore[method-assign]
+
+
 NORUN_ENV = "SARK_LAB_NORUN"
 """Set by a `norun` worker for its spawned children (they do not see its arguments)."""
 
@@ -74,6 +111,8 @@ if __name__ == "__main__":
         drivers.measure = halving_measure
     elif mode == "claim":
         drivers.detect_profile_apart = claiming_profile
+    elif mode == "predict":
+        _predicting()
     from node.cli import main
 
     main()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler_harness import SHA, Node, cpu_fleet, profile
+from scheduler_harness import KEY, SHA, Node, cpu_fleet, profile
 
 import scheduler as sch
 from node.submitter.outputs import pack_envelope, pack_measurement
@@ -173,7 +173,7 @@ class Played:
 
 def _played(campaign_id: str, text: str, scripts: dict[str, list[str]], peers: int) -> Played:
     campaign = sch.parse_campaign(text)
-    node = Node(sch.Scheduler(campaign_id, campaign, {m.key: _model() for m in campaign.models}))
+    node = Node(sch.Scheduler(campaign_id, campaign, {m.key: _model() for m in campaign.models}, key=KEY))
     fleet = cpu_fleet(peers)
     node.scripts = {fleet[int(k)].peer_id: v for k, v in scripts.items()}
     node.discover(fleet)

@@ -26,6 +26,7 @@ from protocol import (
 )
 from scheduler import (
     Command,
+    DrawKey,
     Event,
     FinishCampaign,
     LeaseReleased,
@@ -45,6 +46,8 @@ from scheduler import (
 )
 
 SHA = "ab" * 32
+KEY = DrawKey(bytes(range(32)))
+"""A fixed campaign key for tests (the node draws a fresh one per campaign)."""
 MODEL = ModelRef(
     name="mobilenet.onnx", size=14 * 1024 * 1024, sha256=SHA, sources=("https://example.org/m.onnx",)
 )

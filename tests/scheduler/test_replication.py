@@ -27,7 +27,8 @@ from scheduler.verification import (
 )
 from scheduler.verification.agreement import BOARD, CEILING, K, agree, band
 from scheduler.verification.classes import major_minor, memory_bucket_gib
-from scheduler.verification.reputation import BIAS_MIN, TRUST_AFTER, check_probability, draw
+from scheduler.verification.draws import DrawKey, Purpose
+from scheduler.verification.reputation import BIAS_MIN, TRUST_AFTER, check_probability
 
 CPU = ComputeUnit.CPU_ONNX
 
@@ -95,9 +96,9 @@ def test_the_class_with_enough_independent_peers_is_chosen_and_taken_peers_are_s
     assert len(by_class(pool)) == 2
 
 
-def test_peers_with_no_known_host_never_make_a_quorum_together() -> None:
+def test_peers_with_no_known_host_never_count_toward_a_quorum() -> None:
     pool = [cand(0, host=""), cand(1, host=""), cand(2)]
-    assert [c.peer_id for c in pick_replicas(pool, 3)] == ["p0", "p2"]
+    assert [c.peer_id for c in pick_replicas(pool, 3)] == ["p2"]
 
 
 def rep(peer: str, median: float, spread: float = 0.005, fingerprint: str = "") -> Replica:
@@ -170,11 +171,17 @@ def test_a_peer_earns_spot_checks_and_loses_them_at_a_disagreement() -> None:
     assert PeerRecord().after(False).after(False).distrusted
 
 
-def test_spot_checks_are_drawn_from_the_seed_and_the_task() -> None:
-    assert draw(1, "t") == draw(1, "t") != draw(2, "t")
+def test_spot_checks_are_drawn_from_the_campaigns_secret_and_the_task() -> None:
+    one, other = DrawKey(bytes(32)), DrawKey(bytes([1]) * 32)
+    assert one.draw(Purpose.SPOT_CHECK, "t") == one.draw(Purpose.SPOT_CHECK, "t")
+    assert one.draw(Purpose.SPOT_CHECK, "t") != other.draw(Purpose.SPOT_CHECK, "t")
+    assert one.draw(Purpose.SPOT_CHECK, "t") != one.draw(Purpose.REPLICA_PEER, "t")
+    assert "00" not in repr(one)  # the secret is never printed
     trusted = PeerRecord(agreed=TRUST_AFTER, streak=TRUST_AFTER)
-    checked = sum(should_check(trusted, 0.1, 7, f"task-{i}") for i in range(2000))
+    checked = sum(should_check(trusted, 0.1, one, f"task-{i}") for i in range(2000))
     assert 140 < checked < 260  # about 10 %
+    with pytest.raises(ValueError, match="32 bytes"):
+        DrawKey(b"campaign-1")
 
 
 def test_claims_beyond_physics_or_the_class_are_unverified() -> None:

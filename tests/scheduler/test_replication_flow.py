@@ -1,4 +1,4 @@
-"""Replication through the scheduler itself: groups of one class on distinct hosts, a disagreement
+"""Replication through the scheduler itself: groups of one class on distinct networks, a disagreement
 settled by a third replica, labels and records, claims refused unless allowed."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from scheduler_harness import MODEL, SHA, peer
+from scheduler_harness import KEY, MODEL, SHA, peer
 
 from protocol import FailureReason
 from scheduler import (
@@ -21,6 +21,7 @@ from scheduler import (
     TaskState,
     parse_campaign,
 )
+from scheduler.results import verify_columns
 from scheduler.state import PeerView, explain
 from scheduler.verification import PeerRecord
 
@@ -64,8 +65,10 @@ fleet_peers: list[PeerView] = []
 
 def test_a_halving_liar_is_the_outlier_of_a_third_replica_and_the_others_are_replicated() -> None:
     global fleet_peers
-    fleet_peers = fleet(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
-    sched = Scheduler("c1", parse_campaign(campaign()), {"mobilenet": MODEL, MODEL.name: MODEL, "m": MODEL})
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1", "10.0.4.1"])
+    sched = Scheduler(
+        "c1", parse_campaign(campaign()), {"mobilenet": MODEL, MODEL.name: MODEL, "m": MODEL}, key=KEY
+    )
     figures = {"12D3-b0": 10.0, "12D3-b1": 10.1, "12D3-b2": 9.9, "12D3-b3": 5.0}
     log = run(sched, figures)
     tasks = {t.task_id: t for t in sched.tasks()}
@@ -75,6 +78,15 @@ def test_a_halving_liar_is_the_outlier_of_a_third_replica_and_the_others_are_rep
     assert "5 ms against the agreed" in liar[0].verify_detail
     others = [t.verified for t in tasks.values() if t.peer_id != "12D3-b3"]
     assert sorted(others) == ["replicated 2/2", "replicated 2/2", "replicated 2/3", "replicated 2/3"]
+    by_peer = {p.peer_id: p for p in fleet_peers}
+    for t in tasks.values():  # each verified row names the networks its quorum came from
+        cells = verify_columns(t, by_peer[t.peer_id or ""])
+        if t.peer_id == "12D3-b3":
+            assert cells["QuorumNetworks"] == ""
+        else:
+            assert len(t.quorum_networks) == 2
+            assert cells["QuorumNetworks"] == ";".join(t.quorum_networks)
+            assert f"10.0.{int((t.peer_id or '')[-1]) + 1}.0/24" in t.quorum_networks
     settled = [c for c in log if isinstance(c, ReplicasSettled)]
     assert sorted(s.outcome for s in settled) == ["replicated", "replicated"]
     assert sched.done
@@ -87,18 +99,18 @@ def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
     c = parse_campaign(campaign())
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
     assert len(plan.chosen) == 1
-    assert "distinct hosts" in plan.shortfall
+    assert "distinct networks" in plan.shortfall
     c = parse_campaign(campaign(", same_host: allow"))
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
     assert len(plan.chosen) == 4
     assert not plan.shortfall
-    sched = Scheduler("c2", c, {"m": MODEL, MODEL.name: MODEL})
+    sched = Scheduler("c2", c, {"m": MODEL, MODEL.name: MODEL}, key=KEY)
     run(sched, {p.peer_id: 10.0 for p in fleet_peers})
     assert {t.verified for t in sched.tasks()} == {"replicated 2/2 (same host)"}
 
 
 def test_a_claim_unverified_peer_is_placed_only_when_the_campaign_allows_it() -> None:
-    peers = fleet(["10.0.0.1", "10.0.0.2"])
+    peers = fleet(["10.0.1.1", "10.0.2.1"])
     peers[1] = dataclasses.replace(peers[1], claim=("calibration.cpu_gflops 9e+04 over 8 cores",))
     yaml = campaign().replace("verify: {replicas: 2}\n", "")
     (plan,) = explain(parse_campaign(yaml), {"m": MODEL}, peers).jobs
@@ -111,13 +123,13 @@ def test_a_claim_unverified_peer_is_placed_only_when_the_campaign_allows_it() ->
 
 def test_spot_checks_replicate_every_task_of_an_untrusted_peer_and_few_of_a_trusted_one() -> None:
     global fleet_peers
-    fleet_peers = fleet(["10.0.0.1", "10.0.0.2"])
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1"])
     yaml = campaign().replace("verify: {replicas: 2}", "verify: {spot_check: 0.0001}")
     yaml = yaml.replace("devices: all", "devices: 1")
-    sched = Scheduler("c3", parse_campaign(yaml), {"m": MODEL})
+    sched = Scheduler("c3", parse_campaign(yaml), {"m": MODEL}, key=KEY)
     run(sched, {p.peer_id: 10.0 for p in fleet_peers})
     assert len(sched.tasks()) == 2  # a new peer: checked
-    sched = Scheduler("c3", parse_campaign(yaml), {"m": MODEL})
+    sched = Scheduler("c3", parse_campaign(yaml), {"m": MODEL}, key=KEY)
     sched.know_records({p.peer_id: PeerRecord(agreed=9, streak=9) for p in fleet_peers})
     run(sched, {p.peer_id: 10.0 for p in fleet_peers})
     assert [t.verified for t in sched.tasks()] == ["single"]
@@ -142,8 +154,8 @@ def test_bad_verify_blocks_are_refused_naming_each_field() -> None:
 
 def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends() -> None:
     global fleet_peers
-    fleet_peers = fleet(["10.0.0.1", "10.0.0.2"])
-    sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL})
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1"])
+    sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
     run(sched, {"12D3-b0": 10.0, "12D3-b1": 5.0})
     tasks = sched.tasks()
     assert [t.state for t in tasks] == [TaskState.DONE, TaskState.DONE, TaskState.UNSCHEDULABLE]
@@ -154,8 +166,8 @@ def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends(
 
 def test_a_refused_replica_is_retried_on_a_peer_of_another_group_of_its_class() -> None:
     global fleet_peers
-    fleet_peers = fleet(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
-    sched = Scheduler("c5", parse_campaign(campaign()), {"m": MODEL})
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1", "10.0.4.1"])
+    sched = Scheduler("c5", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
     out = sched.handle(PeersDiscovered(peers=tuple(fleet_peers)), 0.0)
     offers = [c for c in out if isinstance(c, SendOffer)]
     for o in offers:
@@ -176,8 +188,8 @@ def test_a_peer_that_turns_biased_has_the_groups_it_agreed_in_settled_again_with
     seven comparisons at 0.9x, so the eighth proves it off its class for good (`PeerRecord.biased`):
     the group it agreed in is settled again without it, with one more replica."""
     global fleet_peers
-    fleet_peers = fleet([f"10.0.0.{i}" for i in range(1, 5)])
-    sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL, MODEL.name: MODEL})
+    fleet_peers = fleet([f"10.0.{i}.1" for i in range(1, 5)])
+    sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL, MODEL.name: MODEL}, key=KEY)
     cheat = "12D3-b3"
     leaning = PeerRecord(agreed=7, streak=7, offsets=7, offset_sum=-0.7, offset_squares=0.0707)
     assert not leaning.distrusted
@@ -198,3 +210,31 @@ def test_a_peer_that_turns_biased_has_the_groups_it_agreed_in_settled_again_with
     assert cheat not in again.agreed
     assert not again.outliers
     assert sched.done
+
+
+def test_a_checked_task_is_offered_exactly_as_an_unchecked_one() -> None:
+    """The spot check is drawn after the result (from the campaign's key): before it reports, a
+    worker's offer is the same whether its task will be checked or not, in every field but its id."""
+    global fleet_peers
+    fleet_peers = fleet([f"10.0.{i}.1" for i in range(12)])
+    yaml = campaign().replace("verify: {replicas: 2}", "verify: {spot_check: 0.5}")
+    sched = Scheduler("c6", parse_campaign(yaml), {"m": MODEL}, key=KEY)
+    sched.know_records({p.peer_id: PeerRecord(agreed=9, streak=9) for p in fleet_peers})
+    log = run(sched, {p.peer_id: 10.0 for p in fleet_peers})
+    groups: dict[str, int] = {}
+    for t in sched.tasks():
+        groups[t.replica_group] = groups.get(t.replica_group, 0) + 1
+    checked = {g for g, size in groups.items() if size > 1}
+    assert 0 < len(checked) < len(groups)  # this key checks some tasks and not others
+    first_offers = {o.task_id: o for o in log if isinstance(o, SendOffer) and o.task_id in groups}.values()
+    assert len(first_offers) == len(groups)
+    seen = [  # what a worker reads of its offer, besides its task's id, checked and unchecked
+        {
+            (o.job_index, o.spec.model_dump_json(), o.model.model_dump_json(), o.priority)
+            for o in first_offers
+            if (o.task_id in checked) is c
+        }
+        for c in (True, False)
+    ]
+    assert seen[0] == seen[1]
+    assert len(seen[0]) == 1

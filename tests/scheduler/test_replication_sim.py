@@ -15,7 +15,9 @@ import replication_sim
 
 
 def test_full_replication_shows_no_cheating_result_at_this_machines_worst_noise() -> None:
-    fleet = argparse.Namespace(peers=200, classes=4, cheaters=0.05, tasks=3000, processes=3)
+    fleet = argparse.Namespace(
+        peers=200, classes=4, cheaters=0.05, tasks=3000, processes=3, strategy="scaled", spot=0.1
+    )
     for seed in (1, 2):
         got = replication_sim.simulate(seed, replication_sim.NOISE["tiny-BERT (7.4 %)"], None, fleet)
         assert got["cheating_shown_pct"] <= 1.0, got

@@ -8,7 +8,7 @@ import json
 import math
 
 import pytest
-from scheduler_harness import Node, cpu_fleet
+from scheduler_harness import KEY, Node, cpu_fleet
 
 from protocol import Endpoint, GenerateSpec, ModelRef, Prompt, RequestRecord
 from protocol.arrivals import SplitMix64, arrivals
@@ -129,7 +129,7 @@ def _member(n: int, records: list[RequestRecord] | None, spec: GenerateSpec) -> 
     task = TaskView(
         task_id=f"c-job-0-{n}",
         job_index=0,
-        unit="CPU (ONNX)",  # type: ignore[arg-type]
+        unit="CPU (ONNX)",
         model=model,
         state=TaskState.DONE if records is not None else TaskState.FAILED,
         peer_id=f"peer{n}",
@@ -220,7 +220,7 @@ def test_a_fleet_member_that_leaves_is_lost_not_replaced(
         "jobs:\n- endpoint: {url: 'http://127.0.0.1:1', model: m}\n"
         f"  generate: {{prompts: 'builtin:summaries', request_rate: 5, duration_s: 3}}\n  {fleet}\n"
     )
-    node = Node(Scheduler("c", parse_campaign(text), {}))
+    node = Node(Scheduler("c", parse_campaign(text), {}, key=KEY))
     peers = cpu_fleet(2)
     node.scripts = {peers[0].peer_id: [leaves]}  # the first one offered leaves after its commit
     node.discover(peers)

@@ -4,7 +4,7 @@ say: a worker that commits and reports "queued" forever loses the task, with cau
 from __future__ import annotations
 
 import pytest
-from scheduler_harness import MODEL, Node, cpu_fleet
+from scheduler_harness import KEY, MODEL, Node, cpu_fleet
 
 from protocol import Phase
 from scheduler import (
@@ -36,7 +36,7 @@ def test_the_transfer_allowance_grows_with_the_model() -> None:
 
 
 def _leased(peers: int = 1) -> tuple[Node, str, str, float]:
-    node = Node(Scheduler("c", parse_campaign(CAMPAIGN), {"m": MODEL}))
+    node = Node(Scheduler("c", parse_campaign(CAMPAIGN), {"m": MODEL}, key=KEY))
     node.discover(cpu_fleet(peers))
     [offer] = node.queue
     node.queue.clear()
@@ -90,7 +90,7 @@ def test_a_silent_lease_still_lapses_as_before() -> None:
 def test_a_restored_lease_keeps_its_end_but_gets_its_ttl_to_be_reclaimed(downtime: float) -> None:
     node, _, _, dispatched = _leased()
     ends = lease_end(MODEL, TIMEOUT_S, dispatched)
-    restored = Scheduler.restore(node.scheduler.snapshot())
+    restored = Scheduler.restore(node.scheduler.snapshot(), KEY)
     restored.handle(Tick(), dispatched + downtime)
     [task] = restored.tasks()
     assert task.state == TaskState.LEASED

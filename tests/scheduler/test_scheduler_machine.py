@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from scheduler_harness import CAMPAIGN_YAML, MODEL, REFUSED_DETAIL, Node, cpu_fleet, peer
+from scheduler_harness import CAMPAIGN_YAML, KEY, MODEL, REFUSED_DETAIL, Node, cpu_fleet, peer
 
 from protocol import ComputeUnit, DeclineReason, FailureReason, Phase
 from scheduler import (
@@ -37,7 +37,7 @@ CID = "campaign-7"
 
 
 def node_for(text: str = CAMPAIGN_YAML, **kwargs: object) -> Node:
-    scheduler = Scheduler(CID, parse_campaign(text), {"mobilenet": MODEL}, **kwargs)  # type: ignore[arg-type]
+    scheduler = Scheduler(CID, parse_campaign(text), {"mobilenet": MODEL}, key=KEY, **kwargs)  # type: ignore[arg-type]
     return Node(scheduler)
 
 
@@ -409,7 +409,7 @@ def test_snapshot_and_restore_mid_campaign_resume_with_reclaims() -> None:
     node.deliver(t2, lease2, "12D3-cpu2")
     stored = node.scheduler.snapshot().model_dump_json()
 
-    restored = Scheduler.restore(SchedulerSnapshot.model_validate_json(stored))
+    restored = Scheduler.restore(SchedulerSnapshot.model_validate_json(stored), KEY)
     assert restored.snapshot() == node.scheduler.snapshot()
     later = Node(restored, now=node.now + 120.0, log=list(node.log))  # down for two minutes
     out = later.feed(Tick())
@@ -442,7 +442,7 @@ def test_a_stopping_submitter_withdraws_what_is_out_and_resumes_it_without_spend
     assert not node.scheduler.done
 
     stored = SchedulerSnapshot.model_validate_json(node.scheduler.snapshot().model_dump_json())
-    later = Node(Scheduler.restore(stored), now=node.now + 60.0, log=list(node.log))
+    later = Node(Scheduler.restore(stored, KEY), now=node.now + 60.0, log=list(node.log))
     offers = [c for c in later.feed(Tick()) if isinstance(c, SendOffer)]
     assert [(o.task_id, o.peer_id) for o in offers] == [(t0, "12D3-cpu0"), (t1, "12D3-cpu1")]  # no reclaim
     assert later.feed(ResultAccepted(t0, lease0, "12D3-cpu0")) == [
@@ -471,7 +471,7 @@ def test_a_finished_campaign_restores_finished() -> None:
     node = node_for(one_job("any"))
     node.discover(cpu_fleet(1))
     node.run()
-    restored = Scheduler.restore(node.scheduler.snapshot())
+    restored = Scheduler.restore(node.scheduler.snapshot(), KEY)
     assert restored.done
     assert restored.handle(Tick(), node.now + 5) == []
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scheduler_harness import MODEL, Node, cpu_fleet
+from scheduler_harness import KEY, MODEL, Node, cpu_fleet
 
 from protocol import DeclineReason, FailureReason, Phase
 from scheduler import (
@@ -91,14 +91,14 @@ def event_for(node: Node, kind: str, pick: int, stale: bool) -> Event:
 def test_random_events_keep_the_invariants_and_time_finishes_the_campaign(
     script: list[Step], budget: int
 ) -> None:
-    scheduler = Scheduler("c", parse_campaign(CAMPAIGN), {"mobilenet": MODEL}, retry_budget=budget)
+    scheduler = Scheduler("c", parse_campaign(CAMPAIGN), {"mobilenet": MODEL}, key=KEY, retry_budget=budget)
     node = Node(scheduler)
     node.discover(PEERS)
     for kind, pick, elapsed, stale, crash in script:
         node.now += elapsed
         if crash:  # the submitter crashes and resumes from its last snapshot
             stored = node.scheduler.snapshot().model_dump_json()
-            node.scheduler = Scheduler.restore(SchedulerSnapshot.model_validate_json(stored))
+            node.scheduler = Scheduler.restore(SchedulerSnapshot.model_validate_json(stored), KEY)
         node.feed(event_for(node, kind, pick, stale))  # the harness checks one ending per task
     for _ in range(200):
         if node.scheduler.done:

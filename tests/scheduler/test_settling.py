@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from scheduler_harness import MODEL, SHA, peer
+from scheduler_harness import KEY, MODEL, SHA, peer
 
 from scheduler import (
     Campaign,
@@ -39,7 +39,7 @@ def placed(hosts: list[str]) -> tuple[Campaign, dict[str, PeerView], dict[str, T
     """One group of two replicas placed by a real scheduler over peers on `hosts`."""
     peers = {p.peer_id: p for p in (dataclasses.replace(peer(f"b{i}"), host=h) for i, h in enumerate(hosts))}
     campaign = parse_campaign(YAML)
-    sched = Scheduler("c1", campaign, MODELS)
+    sched = Scheduler("c1", campaign, MODELS, key=KEY)
     sched.handle(PeersDiscovered(peers=tuple(peers.values())), 0.0)
     return campaign, peers, {t.task_id: t for t in sched.tasks()}
 
@@ -53,11 +53,11 @@ def done(task: TaskView, median_ms: float) -> TaskView:
 def state_of(hosts: list[str], figures: list[float]) -> SettlingState:
     campaign, peers, tasks = placed(hosts)
     tasks = {t.task_id: done(t, f) for t, f in zip(tasks.values(), figures, strict=True)}
-    return SettlingState("c1", campaign, tasks, peers, campaign_needs(campaign, MODELS), {}, 10.0)
+    return SettlingState("c1", KEY, campaign, tasks, peers, campaign_needs(campaign, MODELS), {}, 10.0)
 
 
 def test_two_replicas_that_agree_are_labelled_and_their_peers_recorded() -> None:
-    state = state_of(["10.0.0.1", "10.0.0.2"], [10.0, 10.1])
+    state = state_of(["10.0.1.1", "10.0.2.1"], [10.0, 10.1])
     settled = settle_groups(state)
     assert [t.verified for t in settled.labelled] == ["replicated 2/2", "replicated 2/2"]
     assert settled.added == ()
@@ -71,8 +71,8 @@ def test_two_replicas_that_agree_are_labelled_and_their_peers_recorded() -> None
 @pytest.mark.parametrize(
     ("hosts", "added_state"),
     [
-        (["10.0.0.1", "10.0.0.2", "10.0.0.3"], TaskState.PENDING),  # a third peer on a third host
-        (["10.0.0.1", "10.0.0.2"], TaskState.UNSCHEDULABLE),  # nobody left for one more replica
+        (["10.0.1.1", "10.0.2.1", "10.0.3.1"], TaskState.PENDING),  # a third peer on a third host
+        (["10.0.1.1", "10.0.2.1"], TaskState.UNSCHEDULABLE),  # nobody left for one more replica
     ],
 )
 def test_two_replicas_that_disagree_ask_one_more(hosts: list[str], added_state: TaskState) -> None:
