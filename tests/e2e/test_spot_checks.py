@@ -29,7 +29,7 @@ from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_ca
 from node.submitter.run import restore
 from node.submitter.store import CampaignStore
 from scheduler import DrawKey, TaskView
-from scheduler.results import entries_from_document
+from scheduler.results import CampaignReport, entries_of
 from scheduler.verification import Purpose
 
 LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
@@ -102,8 +102,8 @@ def test_a_liar_predicting_the_old_draw_is_caught_wherever_the_secret_draw_check
     assert len(groups) == JOBS
     with open(outcome["files"]["csv"], newline="") as f:
         rows = {r["JobId"]: r for r in csv.DictReader(f)}
-    document = json.loads(Path(outcome["files"]["json"]).read_text())
-    standing = {e.task_id for e in entries_from_document(document) if e.complete}
+    document = CampaignReport.from_json(Path(outcome["files"]["json"]).read_text())
+    standing = {e.task_id for e in entries_of(document) if e.complete}
     caught = told = 0
     for first_id, members in groups.items():
         drawn = key.draw(Purpose.SPOT_CHECK, first_id) < PREDICT_P
