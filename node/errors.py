@@ -196,3 +196,19 @@ def map_exceptions(peer_id: str, what: str) -> Iterator[None]:
         raise
     except Exception as exc:  # the seam: libp2p's zoo of types ends here
         raise PeerUnreachable(peer_id, f"{what}: {exc}") from exc
+
+
+def error_chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every error behind it, each once: causes, contexts and the members of a group (an
+    ExceptionGroup's `exceptions`, libp2p's MultiError's `errors`), nearest first."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        stack += [e for e in (current.__cause__, current.__context__) if e is not None]
+        for members in ("exceptions", "errors"):
+            stack += [e for e in getattr(current, members, ()) if isinstance(e, BaseException)]

@@ -18,7 +18,7 @@ from typing import Final, Protocol
 
 import trio
 
-from node.errors import NodeError, PeerIdMismatch, PeerUnreachable
+from node.errors import NodeError, PeerIdMismatch, PeerUnreachable, error_chain
 
 log = logging.getLogger(__name__)
 
@@ -50,20 +50,11 @@ def cause(exc: NodeError) -> str:
     """Why a dial failed, briefly: a peer that answered with another id, in full; the operating
     system's words where the failure came from a socket (libp2p wraps them in "unable to connect ...,
     no addresses established a successful connection"); else the error's own reason."""
-    seen: set[int] = set()
-    stack: list[BaseException] = [exc]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in error_chain(exc):
         if isinstance(current, PeerIdMismatch):
             return current.why
         if isinstance(current, OSError) and current.errno:
             return os.strerror(current.errno).lower()
-        stack += [e for e in (current.__cause__, current.__context__) if e is not None]
-        for members in ("exceptions", "errors"):  # an ExceptionGroup, libp2p's MultiError
-            stack += [e for e in getattr(current, members, ()) if isinstance(e, BaseException)]
     why = exc.why if isinstance(exc, PeerUnreachable) else str(exc)
     return why if len(why) <= 120 else why[:117] + "..."
 

@@ -76,7 +76,7 @@ from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
 
-from node.errors import PeerIdMismatch, PeerTimeout, PeerUnreachable, map_exceptions
+from node.errors import PeerIdMismatch, PeerTimeout, PeerUnreachable, error_chain, map_exceptions
 from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
 from node.p2p.dial import Sightings, dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
@@ -319,19 +319,10 @@ class Host:
 def _answered_id(exc: BaseException) -> str | None:
     """P31: the id of the peer that answered in another's place, when Noise's `PeerIDMismatchesPubkey`
     is in the error's chain ("" if its message no longer names it); None when it is not."""
-    seen: set[int] = set()
-    stack: list[BaseException] = [exc]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in error_chain(exc):
         if isinstance(current, PeerIDMismatchesPubkey):
             found = _ANSWERED.search(str(current))  # libp2p keeps the id in its message only
             return found.group(1) if found else ""
-        stack += [e for e in (current.__cause__, current.__context__) if e is not None]
-        for members in ("exceptions", "errors"):  # an ExceptionGroup, libp2p's MultiError
-            stack += [e for e in getattr(current, members, ()) if isinstance(e, BaseException)]
     return None
 
 
