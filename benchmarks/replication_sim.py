@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))  # the packages, before any tests/ folder of the s
 from protocol import ComputeUnit, DeviceProfile  # noqa: E402
 from protocol.values import UnitStatus  # noqa: E402
 from scheduler.language import Draws  # noqa: E402
-from scheduler.verification import (  # noqa: E402  # noqa: E402  # noqa: E402
+from scheduler.verification import (  # noqa: E402
     Candidate,
     DrawKey,
     Outcome,
