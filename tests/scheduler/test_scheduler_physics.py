@@ -101,3 +101,15 @@ def test_a_closed_loop_with_more_records_than_its_slots_send_is_refused() -> Non
     refusal = _checked(_honest(1000))
     assert isinstance(refusal, Refusal)
     assert "generation.records: 1000 records, more than its 2 slots send in 3 s" in refusal.detail
+
+
+def test_a_slow_servers_one_request_per_slot_past_the_run_is_not_a_lie() -> None:
+    """A loaded CPU server answers each slot's one request in 39 s, past the 2 s run (its drain): each
+    slot sent one request, started at once, which is what a closed loop does; not refused."""
+    slow = [
+        _record(started=0.0, ttft=30_000.0, e2e=39_000.0),
+        _record(started=0.001, ttft=30_000.0, e2e=39_000.0),
+    ]
+    checked = _checked(slow)
+    assert isinstance(checked, Measurement), checked
+    assert isinstance(_checked([*slow, _record(started=0.002, ttft=30_000.0, e2e=39_000.0)]), Refusal)
