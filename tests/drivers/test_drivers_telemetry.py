@@ -40,7 +40,11 @@ def test_the_sampler_reads_at_its_period_and_names_its_sources() -> None:
     telemetry = sampler.telemetry()
     points = telemetry.points
     assert telemetry.period_ms == 100.0
-    assert 6 <= len(points) <= 14  # about 12 periods and the last partial one, on a loaded machine
+    # Never faster than its period (about 12 periods and the last partial one); a loaded machine may
+    # deschedule the sampling thread, so fewer readings are allowed, but they still span the block.
+    assert 2 <= len(points) <= 14
+    assert all(b.t_ms - a.t_ms >= 90.0 for a, b in itertools.pairwise(points[:-1]))
+    assert points[-1].t_ms >= 1000.0
     assert all(b.t_ms > a.t_ms for a, b in itertools.pairwise(points))
     spans = [b.t_ms - a.t_ms for a, b in zip((TelemetryPoint(t_ms=0.0), *points), points, strict=False)]
     read = sum(p.own_cores * span / 1000 for p, span in zip(points, spans, strict=True))

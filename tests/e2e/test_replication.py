@@ -54,7 +54,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[
 
 def campaign(root: Path, name: str, peers: list[str], verify: dict[str, Any]) -> Path:
     job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 40, "warmup_runs": 3,
-           "load_runs": 1, "processes": 3, "threads": 1, "require": {"peers": peers}}  # fmt: skip
+           "load_runs": 1, "processes": 1, "threads": 1, "require": {"peers": peers}}  # fmt: skip
     # One measurement at a time: separate devices never share cores, and four at once on this
     # machine's two (beside a loaded suite) measured one honest worker at 2x its class.
     body = {"name": name, "model": {"path": MODEL.name}, "verify": verify, "max_inflight": 1, "jobs": [job]}
@@ -81,7 +81,9 @@ def check_caught(
     always), or for a timing lie, when the honest replicas' own timings are too far apart to agree
     (three workers contending for 2 cores under a loaded suite), `disagreed` with the spread named;
     its figures are kept, flagged. Every honest row says truthfully how it was verified: replicated
-    2 of 2 or 2 of 3 (the liar's group asked a third replica), or disagreed with the spread."""
+    2 of 2 or 2 of 3 (the liar's group asked a third replica), disagreed with the spread, or, measured
+    while the other half of a loaded suite took the cores, a timing outlier (never by its outputs:
+    an honest worker computes what the others do). At least one honest quorum agrees."""
     mine = [r for r in rows if r["WorkerPeerId"] == liar]
     others = [r for r in rows if r["WorkerPeerId"] != liar]
     assert len(mine) == 1, rows
@@ -94,7 +96,10 @@ def check_caught(
     replicated = ("replicated 2/2 (same host)", "replicated 2/3 (same host)")
     for row in others:
         v = row["Verified"]
-        assert v in replicated or (v.startswith("disagreed: ") and "no majority within the band" in v), v
+        disagreed = v.startswith("disagreed: ") and "no majority within the band" in v
+        slower_or_faster = v.startswith("outlier: ") and "against the agreed" in v and "outputs" not in v
+        assert v in replicated or disagreed or slower_or_faster, v
+    assert sum(r["Verified"] in replicated for r in others) >= 2
     assert len({r["DeviceClass"] for r in rows}) == 1
     standing = {e.task_id for e in entries_of(document) if e.complete}
     assert mine[0]["JobId"] not in standing  # never the figure in the views that compare devices
