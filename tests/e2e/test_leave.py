@@ -27,7 +27,7 @@ from lab.procs import Proc
 from e2e.conftest import MODEL, Swarm, write_campaign
 from node.worker.leave import LEAVE_S
 
-LONG_JOB = {"num_inference_runs": 6000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
+LONG_JOB = {"num_inference_runs": 3000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
 
 
 def _until(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> list[dict[str, Any]]:

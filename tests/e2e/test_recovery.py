@@ -13,7 +13,7 @@ from lab.sse_server import scheduled, serve_sse
 
 from e2e.conftest import MODEL, Swarm, write_campaign
 
-LONG_JOB = {"num_inference_runs": 6000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
+LONG_JOB = {"num_inference_runs": 3000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
 
 
 def _wait(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from node.p2p.identity import identity_peer_id
 H4 = "10.77.0.14"
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
-LONG_JOB = {"num_inference_runs": 6000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
+LONG_JOB = {"num_inference_runs": 3000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
 _SERVE = """\
 import http.server, json, sys
 root, host = sys.argv[1], sys.argv[2]
