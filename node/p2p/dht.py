@@ -82,7 +82,16 @@ def provider_bound(key: bytes) -> int:
 
 def capability_cid(unit: ComputeUnit | None) -> str:
     """The capability key as a CIDv1 string (raw codec, base32 `b...`), for tools that take a CID."""
-    cid = bytes([0x01, RAW_CODEC]) + capability_dht_key(unit)
+    return _cid(capability_dht_key(unit))
+
+
+def shard_cid(shard: Shard) -> str:
+    """A shard key as a CIDv1 string (raw codec, base32): what a js-libp2p or Kubo client asks for."""
+    return _cid(shard.dht_key)
+
+
+def _cid(multihash: bytes) -> str:
+    cid = bytes([0x01, RAW_CODEC]) + multihash
     return "b" + base64.b32encode(cid).decode().lower().rstrip("=")
 
 
@@ -290,5 +299,6 @@ __all__ = [
     "provider_bound",
     "select_advert",
     "select_record",
+    "shard_cid",
     "validate_record",
 ]
