@@ -183,32 +183,40 @@ class Dht:
             for key in keys:
                 nursery.start_soon(self.kad.provide, key)
         if fresh and None in self.placed:
-            self._lacking = await self._confirm(
-                me, [self.placed[u].dht_key for u in fresh if u in self.placed], gates
-            )
+            self._lacking = await self._confirm(me, fresh, gates)
         return self._lacking
 
-    async def _place(self, me: str, unit: ComputeUnit | None) -> None:
-        """Find our key of a unit's tree: the first of our path that is not full (spillover)."""
-        for shard in path_of(me, unit):
+    async def _place(self, me: str, unit: ComputeUnit | None, below: int = -1) -> None:
+        """Find our key of a unit's tree: the first of our path under level `below` that is not full."""
+        self.placed.pop(unit, None)
+        for shard in path_of(me, unit)[below + 1 :]:
             listed = await self.kad.find_providers(shard.dht_key, self.cap)
             if not is_full(len(listed), me in listed, self.cap):
                 self.placed[unit] = shard
                 return
         log.warning("every key of %s's tree is full: not listed", unit or "any worker")
 
-    async def _confirm(self, me: str, keys: list[bytes], gates: Sequence[str]) -> tuple[str, ...]:
-        """Read our newly placed keys back (bounded answers: one shard each), providing again until listed."""
+    async def _confirm(
+        self, me: str, units: list[ComputeUnit | None], gates: Sequence[str]
+    ) -> tuple[str, ...]:
+        """Read our newly placed keys back (one shard each: a bounded answer), providing again until
+        listed; a key that filled up meanwhile (others placed there at once) spills us over again."""
         lacking: list[str] = []
         for pause in PROVIDE_CHECKS_S:
-            missing = [key for key in keys if me not in await self.kad.find_providers(key, self.cap)]
-            any_key = self.placed[None].dht_key
+            missing: list[bytes] = []
+            for unit in [u for u in units if u in self.placed]:
+                listed = await self.kad.find_providers(self.placed[unit].dht_key, self.cap)
+                if me not in listed and is_full(len(listed), False, self.cap):
+                    await self._place(me, unit, below=self.placed[unit].level)
+                if me not in listed and unit in self.placed:
+                    missing.append(self.placed[unit].dht_key)
+            any_key = self.placed[None].dht_key if None in self.placed else capability_dht_key(None)
             lacking = [g for g in gates if me not in (await self.kad.providers_at(peer_of(g), any_key) or ())]
             if not missing and not lacking:
                 return ()
             await trio.sleep(pause)
             async with trio.open_nursery() as nursery:
-                for key in missing or keys:
+                for key in missing or [self.placed[u].dht_key for u in units if u in self.placed]:
                     nursery.start_soon(self.kad.provide, key)
         log.info("provider records of %s not confirmed by %s", me, ", ".join(lacking) or "any server")
         return tuple(lacking)
