@@ -115,6 +115,7 @@ class Swarm:
     ids: np.ndarray
     dead: np.ndarray
     rng: np.random.Generator
+    direct: bool
     load: Counter[int] = field(default_factory=Counter)
 
     @classmethod
@@ -123,7 +124,7 @@ class Swarm:
         ids = np.concatenate([np.array(live, dtype=np.uint64), departed])
         order = np.argsort(ids)
         dead = np.concatenate([np.zeros(len(live), bool), np.ones(stale, bool)])
-        return cls(ids[order], dead[order], rng)
+        return cls(ids[order], dead[order], rng, direct=len(live) <= K)
 
     def holders(self, key_id: int) -> set[int]:
         """The k live servers closest to a key: where its records are."""
@@ -200,6 +201,7 @@ class Fleet:
 
     n: int
     rng: np.random.Generator
+    config: NodeConfig
     peers: list[str] = field(default_factory=list)
     unit: dict[str, ComputeUnit] = field(default_factory=dict)
     listed: Counter[Shard] = field(default_factory=Counter)
@@ -226,67 +228,130 @@ def stale_factor(config: NodeConfig) -> float:
     return 1 + CHURN_PER_HOUR * config.record_ttl_s / 3600
 
 
-def sharded_lookup(
-    swarm: Swarm, fleet: Fleet, sizes: Sizes, unit: ComputeUnit, count: int | None
-) -> tuple[float, int, int]:
-    """The node's lookup over the tree: first levels at once, then the children of full keys."""
-    start = int(swarm.rng.integers(0, 2**63)) * 2
-    asked: dict[Shard, int] = {}
-    frontier, now, found, sent = first_levels(unit, count), 0.0, 0, 0
-    stale = stale_factor(NodeConfig())
-    while frontier and (count is None or found < count):
-        ends = []
-        for shard in frontier:
-            listed = fleet.listed[shard]
-            key = kad_id(shard.dht_key)
-            w = walk(swarm, sizes, start, key, swarm.holders(key) if listed else set(), int(listed * stale))
-            asked[shard] = listed if w.found else 0
-            found += asked[shard]
-            sent += w.bytes
-            ends.append(w.t)
-        now += max(ends)
-        frontier = next_keys(asked, frontier)
-    return now, found, sent
+def rtt(swarm: Swarm) -> float:
+    return float(swarm.rng.lognormal(np.log(RTT_MEDIAN_S), RTT_SIGMA))
 
 
-def today_lookup(swarm: Swarm, sizes: Sizes, listed: int) -> tuple[float, int, int]:
-    """Today's lookup: every gate at once, each answering every provider of the key."""
-    answer = sizes.answer(0, int(listed * stale_factor(NodeConfig())))
+def direct_ask(swarm: Swarm, sizes: Sizes, listed: int, enough: bool) -> tuple[float, float, int]:
+    """The node's lookup of one key when its table holds every server (the gates): all at once, each
+    answering every provider it lists. Returns when it has the devices (the first answer when that is
+    enough, else the last), when the last answer came, bytes."""
+    answer = sizes.answer(len(swarm.ids) - 1, listed)
     times = []
     for gate in swarm.ids[~swarm.dead]:
         swarm.load[int(gate)] += sizes.key_request + answer
-        times.append(float(swarm.rng.lognormal(np.log(RTT_MEDIAN_S), RTT_SIGMA)) + answer * 8 / BANDWIDTH_BPS)
-    return min(times), listed, (sizes.key_request + sizes.stream + answer) * len(times)
+        times.append(rtt(swarm) + answer * 8 / BANDWIDTH_BPS)
+    sent = (sizes.key_request + sizes.stream + answer) * len(times)
+    return (min(times) if enough else max(times)), max(times), sent
+
+
+def local_ask(swarm: Swarm, sizes: Sizes, start: int, key: int) -> tuple[float, int]:
+    """An old key asked with `walk=False`: the k closest servers of our own table, at once; all answer
+    empty here (no worker of before issue 43). Returns when the last answered (or timed out), bytes."""
+    answer = sizes.answer(K, 0)
+    times = []
+    for server in swarm.table(start, key)[:K]:
+        if swarm.is_dead(server):
+            times.append(QUERY_TIMEOUT_S)
+            continue
+        swarm.load[server] += sizes.key_request + answer
+        times.append(rtt(swarm) + answer * 8 / BANDWIDTH_BPS)
+    return max(times, default=0.0), (sizes.key_request + sizes.stream + answer) * len(times)
+
+
+def sharded_lookup(
+    swarm: Swarm, fleet: Fleet, sizes: Sizes, unit: ComputeUnit, count: int | None
+) -> tuple[float, float, int, int]:
+    """The node's lookup over the tree (`Dht.lookup`): first levels at once, then the children of full
+    keys; asked for all, the unit's old key too (empty here: no worker of before issue 43).
+
+    Returns:
+        when the `want`-th device came in (want: `count`, or every device of the unit), when the
+        lookup returned (its last round over), devices found, bytes.
+    """
+    start = int(swarm.rng.integers(0, 2**63)) * 2
+    asked: dict[Shard, int] = {}
+    frontier, now, found, sent, arrivals = first_levels(unit, count), 0.0, 0, 0, []
+    stale = stale_factor(fleet.config)
+    old = [kad_id(capability_dht_key(unit))] if count is None else []
+    while frontier and (count is None or found < count):
+        ends = []
+        for shard, key in [*((s, kad_id(s.dht_key)) for s in frontier), *((None, k) for k in old)]:
+            listed = fleet.listed[shard] if shard else 0
+            if swarm.direct:
+                t, _, b = direct_ask(swarm, sizes, int(listed * stale), listed >= SHARD_CAP)
+                reached = True
+            elif shard is None:
+                t, b = local_ask(swarm, sizes, start, key)
+                reached = True
+            else:
+                w = walk(
+                    swarm, sizes, start, key, swarm.holders(key) if listed else set(), int(listed * stale)
+                )
+                t, b, reached = w.t, w.bytes, w.found
+            if shard and reached:
+                asked[shard] = listed
+                found += listed
+                arrivals += [now + t] * listed
+            sent += b
+            ends.append(t)
+        now, old = now + max(ends), []
+        frontier = next_keys(asked, frontier)
+    want = min(count or fleet.count(unit), fleet.count(unit))
+    return sorted(arrivals)[want - 1] if len(arrivals) >= want else now, now, found, sent
+
+
+def today_lookup(
+    swarm: Swarm, sizes: Sizes, listed: int, config: NodeConfig
+) -> tuple[float, float, int, int]:
+    """Today's lookup: every gate at once, each answering every provider of the unit's one key (the
+    devices are in at the first answer; the lookup returns after the last)."""
+    first, last, sent = direct_ask(swarm, sizes, int(listed * stale_factor(config)), True)
+    return first, last, listed, sent
+
+
+def gate_writes(sizes: Sizes) -> int:
+    """A refresh's writes when the gates are the only servers: a FIND_NODE at each gate, then the advert
+    and one ADD_PROVIDER per key (any worker, the device's unit) at each."""
+    walks = 3 * GATES * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(GATES, 0))
+    return walks + GATES * (sizes.advert + 2 * (sizes.key_request + sizes.peer) + 3 * sizes.stream)
 
 
 def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> float:
-    """Bytes per device per hour, today: advert + 2 provides at every gate, then the read-backs
-    (`find_providers` of both keys at every gate, and the any-worker key at each gate once more)."""
+    """Bytes per device per hour, today: the writes, then the read-backs (`find_providers` of both keys
+    at every gate, and the any-worker key at each gate once more), every refresh."""
     stale = stale_factor(config)
-    walks = 3 * GATES * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(GATES, 0))
-    writes = GATES * (sizes.advert + 2 * (sizes.key_request + sizes.peer) + 3 * sizes.stream)
     unit_share = n - RARE_COUNT  # a common-unit device, the many
     reads = GATES * (2 * sizes.answer(0, int(n * stale)) + sizes.answer(0, int(unit_share * stale)))
     reads += 3 * GATES * (sizes.key_request + sizes.stream)
-    return (walks + writes + reads) * 3600 / config.reannounce_interval()
+    return (gate_writes(sizes) + reads) * 3600 / config.reannounce_interval()
+
+
+def sharded_gates_upkeep(fleet: Fleet, sizes: Sizes, config: NodeConfig) -> float:
+    """Bytes per device per hour, sharded keys on the gates: the writes, no read-back; a joining
+    device's placement reads (one key per level, at every gate), spread over the hour by the churn."""
+    read = GATES * (sizes.key_request + sizes.stream + sizes.answer(GATES, SHARD_CAP))
+    joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * read
+    return gate_writes(sizes) * 3600 / config.reannounce_interval() + joins
 
 
 def sharded_upkeep(swarm: Swarm, fleet: Fleet, sizes: Sizes, config: NodeConfig, samples: int) -> float:
-    """Bytes per device per hour, sharded: per refresh a walk and k writes for the advert and each of its
-    two keys (no read-back); a server's routing refresh; the joins' placement reads, spread over the hour."""
-    per_refresh = []
+    """Bytes per device per hour, sharded keys on every reachable device: per refresh a walk and k writes
+    for the advert and each of its two keys (no read-back); a server's routing refresh (a walk every
+    600 s); the joins' placement reads (a walk per level), spread over the hour by the churn."""
+    per_refresh, walks = [], []
     for peer in fleet.peers[:: max(1, fleet.n // samples)][:samples]:
         me, total = kad_id(peer.encode()), 0
         provide = sizes.key_request + sizes.peer
         shards = (path_of(peer, None)[0], path_of(peer, fleet.unit[peer])[0])
         keys = (advert_key(peer).encode(), *(s.dht_key for s in shards))
         for key, write in zip(keys, (sizes.advert, provide, provide), strict=True):
-            total += walk(swarm, sizes, me, kad_id(key), None, 0).bytes + K * (write + sizes.stream)
+            walks.append(walk(swarm, sizes, me, kad_id(key), None, 0).bytes)
+            total += walks[-1] + K * (write + sizes.stream)
         per_refresh.append(total)
     refresh = statistics.mean(per_refresh) * 3600 / config.reannounce_interval()
-    routing = (1 - NAT_SHARE) * statistics.mean(per_refresh) / 3 * 3600 / ROUTING_TABLE_REFRESH_INTERVAL
-    get = sizes.key_request + sizes.stream + sizes.answer(K, SHARD_CAP)
-    joins = CHURN_PER_HOUR * statistics.mean(fleet.reads) * 2 * 4 * get  # ~4 hops a read, 2 keys a join
+    routing = (1 - NAT_SHARE) * statistics.mean(walks) * 3600 / ROUTING_TABLE_REFRESH_INTERVAL
+    joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * statistics.mean(walks)
     return refresh + routing + joins
 
 
@@ -294,44 +359,56 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def run_size(n: int, lookups: int, seed: int, sizes: Sizes) -> dict[str, dict[str, float]]:
-    """Both schemes at one fleet size."""
+SCHEMES = ("today", "sharded_gates", "sharded_servers")
+
+
+def lookups_of(name: str, swarm: Swarm, fleet: Fleet, sizes: Sizes, lookups: int) -> dict[str, float]:
+    """`lookups` of each kind: every device of the rare unit, and 100 of the common one."""
+    found_t: dict[str, list[float]] = {"rare": [], "common": [], "rare_end": [], "common_end": []}
+    recall, sent = [], []
+    for _ in range(lookups):
+        for kind, unit, count in (("rare", RARE, None), ("common", COMMON, RARE_COUNT)):
+            if name == "today":
+                t, end, found, b = today_lookup(swarm, sizes, fleet.count(unit), fleet.config)
+            else:
+                t, end, found, b = sharded_lookup(swarm, fleet, sizes, unit, count)
+            found_t[kind].append(t)
+            found_t[f"{kind}_end"].append(end)
+            sent.append(b)
+            if kind == "rare":
+                recall.append(min(found, fleet.count(RARE)) / fleet.count(RARE))
+    total = sum(swarm.load.values())
+    return {
+        **{f"{k}_p{q}_s": pct(v, q) for k, v in found_t.items() for q in (50, 95)},
+        "rare_recall_min": min(recall), "rare_recall_mean": statistics.mean(recall),
+        "bytes_per_lookup": statistics.mean(sent),
+        "busiest_server_share": max(swarm.load.values()) / total if total else 0.0,
+        "servers": float(int((~swarm.dead).sum())), "lookups": float(lookups),
+    }  # fmt: skip
+
+
+def run_size(
+    n: int, lookups: int, seed: int, sizes: Sizes, config: NodeConfig
+) -> dict[str, dict[str, float]]:
+    """The three schemes at one fleet size, over the same devices."""
     rng = np.random.default_rng(seed + n)
-    config = NodeConfig()
-    fleet = Fleet(n, rng)
+    fleet = Fleet(n, rng, config)
     fleet.place()
     reachable = [kad_id(p.encode()) for p in fleet.peers if rng.random() >= NAT_SHARE]
     stale = int(len(reachable) * CHURN_PER_HOUR * ROUTING_TABLE_REFRESH_INTERVAL / 3600)
-    new = Swarm.build(reachable, stale, rng)
-    gates = Swarm.build([kad_id(f"gate-{i}".encode()) for i in range(GATES)], 0, rng)
+    gate_ids = [kad_id(f"gate-{i}".encode()) for i in range(GATES)]
     out: dict[str, dict[str, float]] = {}
-    for name, swarm in (("today", gates), ("sharded", new)):
-        rare_t, rare_recall, common_t, bytes_ = [], [], [], []
-        for _ in range(lookups):
-            if name == "today":
-                t, found, b = today_lookup(swarm, sizes, fleet.count(RARE))
-                t2, _, b2 = today_lookup(swarm, sizes, fleet.count(COMMON))
-            else:
-                t, found, b = sharded_lookup(swarm, fleet, sizes, RARE, None)
-                t2, _, b2 = sharded_lookup(swarm, fleet, sizes, COMMON, RARE_COUNT)
-            rare_t.append(t)
-            rare_recall.append(min(found, RARE_COUNT) / RARE_COUNT)
-            common_t.append(t2)
-            bytes_ += [b, b2]
-        upkeep = (
-            today_upkeep(sizes, n, config)
-            if name == "today"
-            else sharded_upkeep(swarm, fleet, sizes, config, 30)
+    for name in SCHEMES:
+        swarm = (
+            Swarm.build(reachable, stale, rng) if name == "sharded_servers" else Swarm.build(gate_ids, 0, rng)
         )
-        total = sum(swarm.load.values())
-        out[name] = {
-            "rare_all_p50_s": pct(rare_t, 50), "rare_all_p95_s": pct(rare_t, 95),
-            "rare_recall_min": min(rare_recall), "rare_recall_mean": statistics.mean(rare_recall),
-            "common_100_p50_s": pct(common_t, 50), "common_100_p95_s": pct(common_t, 95),
-            "bytes_per_lookup": statistics.mean(bytes_), "upkeep_bytes_per_device_hour": upkeep,
-            "busiest_server_share": max(swarm.load.values()) / total if total else 0.0,
-            "servers": float(int((~swarm.dead).sum())), "lookups": float(lookups),
-        }  # fmt: skip
+        out[name] = lookups_of(name, swarm, fleet, sizes, lookups)
+        upkeep = {
+            "today": lambda: today_upkeep(sizes, n, config),
+            "sharded_gates": lambda: sharded_gates_upkeep(fleet, sizes, config),
+            "sharded_servers": lambda: sharded_upkeep(swarm, fleet, sizes, config, 30),  # noqa: B023
+        }[name]()
+        out[name]["upkeep_bytes_per_device_hour"] = upkeep
     return out
 
 
@@ -340,26 +417,30 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,5000,10000,50000")
     parser.add_argument("--lookups", type=int, default=100, help="per kind and size (50,000: a quarter)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--record-ttl", type=float, help="NodeConfig.record_ttl_s (default: the node's)")
     args = parser.parse_args()
+    config = NodeConfig() if args.record_ttl is None else NodeConfig(record_ttl_s=args.record_ttl)
+    print(f"record TTL {config.record_ttl_s:.0f} s, refresh every {config.reannounce_interval():.0f} s")
     sizes = measure_sizes()
     print(f"message sizes: {sizes}")
     results: dict[str, dict[str, dict[str, float]]] = {}
     for n in (int(s) for s in args.sizes.split(",")):
         began = time.monotonic()
         lookups = args.lookups if n < 50_000 else max(1, args.lookups // 4)
-        results[str(n)] = run_size(n, lookups, args.seed, sizes)
+        results[str(n)] = run_size(n, lookups, args.seed, sizes, config)
         for name, r in results[str(n)].items():
             print(
-                f"{n:>6} {name:>8}: rare all p50/p95 {r['rare_all_p50_s']:.2f}/{r['rare_all_p95_s']:.2f} s "
-                f"recall min {r['rare_recall_min']:.3f}; 100 common p50/p95 {r['common_100_p50_s']:.2f}/"
-                f"{r['common_100_p95_s']:.2f} s; {r['bytes_per_lookup'] / 1e3:.1f} KB/lookup; upkeep "
-                f"{r['upkeep_bytes_per_device_hour'] / 3600:.1f} B/s/device; busiest server "
-                f"{100 * r['busiest_server_share']:.2f} % of {int(r['servers'])} servers; "
-                f"{int(r['lookups'])} lookups of each kind"
+                f"{n:>6} {name:>15}: all {RARE_COUNT} rare found p50/p95 {r['rare_p50_s']:.2f}/"
+                f"{r['rare_p95_s']:.2f} s (lookup over {r['rare_end_p95_s']:.2f}), recall min "
+                f"{r['rare_recall_min']:.3f}; 100 common p50/p95 {r['common_p50_s']:.2f}/"
+                f"{r['common_p95_s']:.2f} s; {r['bytes_per_lookup'] / 1e3:.1f} KB/lookup; upkeep "
+                f"{r['upkeep_bytes_per_device_hour'] / 3600:.0f} B/s/device; busiest server "
+                f"{100 * r['busiest_server_share']:.2f} % of {int(r['servers'])}"
             )
         print(f"       ({time.monotonic() - began:.0f} s)", flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "swarm_sim.json").write_text(
+    name = "swarm_sim.json" if args.record_ttl is None else f"swarm_sim-ttl{args.record_ttl:.0f}.json"
+    (OUT / name).write_text(
         json.dumps({"seed": args.seed, "sizes": sizes.__dict__, "results": results}, indent=1)
     )
 

@@ -238,9 +238,11 @@ class Dht:
         asked: dict[Shard, int] = {}
         frontier = first_levels(unit, count, self.cap)
         while True:
-            wants = [(shard.dht_key, self.cap) for shard in frontier]
+            wants = [(shard.dht_key, self.cap, True) for shard in frontier]
             if not old_read and (count is None or (not frontier and len(found) < count)):
-                wants.append((capability_dht_key(unit), PROVIDERS_PER_KEY))
+                # Only the servers we know: old workers live where the gates are the servers, and an
+                # empty old key walked by every lookup would make its closest servers hot.
+                wants.append((capability_dht_key(unit), PROVIDERS_PER_KEY, False))
                 old_read = True
             if not wants:
                 break
@@ -255,17 +257,17 @@ class Dht:
         return ProviderLookup(found, answered, failures, keys)
 
     async def _ask_keys(
-        self, wants: list[tuple[bytes, int]], found: dict[str, list[str]]
+        self, wants: list[tuple[bytes, int, bool]], found: dict[str, list[str]]
     ) -> list[ProviderLookup]:
-        """Look up several keys at once (each up to its count), merging their providers into `found`."""
+        """Look up several keys at once (key, count, walk: `Kad.lookup_providers`), merging into `found`."""
         answers: list[ProviderLookup] = [ProviderLookup({}, 0, {}) for _ in wants]
 
-        async def one(index: int, key: bytes, count: int) -> None:
-            answers[index] = await self.kad.lookup_providers(key, count)
+        async def one(index: int, key: bytes, count: int, walk: bool) -> None:
+            answers[index] = await self.kad.lookup_providers(key, count, walk=walk)
 
         async with trio.open_nursery() as nursery:
-            for index, (key, count) in enumerate(wants):
-                nursery.start_soon(one, index, key, count)
+            for index, (key, count, walk) in enumerate(wants):
+                nursery.start_soon(one, index, key, count, walk)
         for answer in answers:
             for peer, addrs in answer.providers.items():
                 known = found.setdefault(peer, [])

@@ -267,12 +267,12 @@ class Kad:
         """
         return (await self.lookup_providers(key, count)).providers
 
-    async def lookup_providers(self, key: bytes, count: int = 200) -> ProviderLookup:
+    async def lookup_providers(self, key: bytes, count: int = 200, *, walk: bool = True) -> ProviderLookup:
         """Providers of a key, and which servers answered or failed (a refusal is never silent).
 
-        Stops asking once `count` distinct providers are in. libp2p's iterative lookup runs when no
-        server answered, or when none of ours listed a provider while the table holds more servers
-        than the k asked (a large swarm: the key's holders are elsewhere).
+        Stops asking once `count` distinct providers are in. libp2p's iterative lookup runs (unless
+        `walk` is False: the servers we know only) when no server answered, or when none of ours
+        listed a provider while the table holds more servers than the k asked (a large swarm).
         """
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
@@ -290,7 +290,7 @@ class Kad:
 
         answered = await self._ask_servers(key, ask, enough)
         elsewhere = not infos and self.routing_table_size() > K
-        if (not answered and not failures) or elsewhere:
+        if walk and ((not answered and not failures) or elsewhere):
             infos.extend(await self._iterative_providers(key, count))
         found: dict[str, list[str]] = {}
         for info in infos:
