@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "node")]
+sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "tests" / "node"))  # last: only for conftest_data, never shadowing a package
 
 from conftest_data import make_profile  # type: ignore[import-not-found]  # noqa: E402  (the lab's profile)
 from libp2p.crypto.ed25519 import create_new_key_pair  # noqa: E402
