@@ -48,6 +48,7 @@ from libp2p.crypto.ed25519 import create_new_key_pair  # noqa: E402
 from libp2p.kad_dht.kad_dht import ROUTING_TABLE_REFRESH_INTERVAL  # noqa: E402
 from libp2p.kad_dht.pb.kademlia_pb2 import Message  # noqa: E402
 from libp2p.peer.id import ID  # noqa: E402
+from libp2p.peer.peerstore import create_signed_peer_record  # noqa: E402
 from multiaddr import Multiaddr  # noqa: E402
 
 from node.config import NodeConfig  # noqa: E402
@@ -81,23 +82,24 @@ class Sizes:
         return self.key_request + (closer + providers) * self.peer + self.stream
 
 
-def measure_sizes() -> Sizes:
-    """Serialize real messages: a real peer id, two multiaddrs, a signed advert of a lab profile."""
+def measure_sizes(addrs: int = 2) -> Sizes:
+    """Serialize real messages as py-libp2p 0.8.1 fills them: a real peer id, `addrs` multiaddrs (with the
+    `/p2p/` suffix its peerstore keeps), the signed peer record it attaches to every peer entry
+    (`signedRecord`) and to every request and answer (`senderRecord`), a signed advert of a lab profile."""
     pair = create_new_key_pair()
     pid = ID.from_pubkey(pair.public_key)
-    addrs = [
-        Multiaddr("/ip4/203.0.113.7/tcp/40123").to_bytes(),
-        Multiaddr("/ip4/10.0.0.7/tcp/40123").to_bytes(),
-    ]
-    entry = Message.Peer(id=pid.to_bytes(), addrs=addrs)
+    ips = ("203.0.113.7", "10.0.0.7", "192.168.1.7", "172.16.0.7")[:addrs]
+    maddrs = [Multiaddr(f"/ip4/{ip}/tcp/40123/p2p/{pid}") for ip in ips]
+    record = create_signed_peer_record(pid, maddrs, pair.private_key).marshal_envelope()
+    entry = Message.Peer(id=pid.to_bytes(), addrs=[a.to_bytes() for a in maddrs], signedRecord=record)
     peer = Message(closerPeers=[entry]).ByteSize()
     key = capability_dht_key(None)
-    request = Message(type=Message.MessageType.GET_PROVIDERS, key=key).ByteSize() + 2
+    request = Message(type=Message.MessageType.GET_PROVIDERS, key=key, senderRecord=record).ByteSize() + 2
     seed = pair.private_key.to_bytes()[:32]
     signer = peer_id_from_public_key(public_key_of(seed))
     body = AdvertBody(peer_id=signer, seq=1, issued_at=0.0, expires_at=300.0, profile=make_profile())
     value = pack_body(seal(body, DOMAIN_ADVERT, seed))
-    put = Message(type=Message.MessageType.PUT_VALUE, key=advert_key(signer).encode())
+    put = Message(type=Message.MessageType.PUT_VALUE, key=advert_key(signer).encode(), senderRecord=record)
     put.record.key, put.record.value = advert_key(signer).encode(), value
     # per stream: "/multistream/1.0.0\n" and "/sark/kad/1.0.0\n" each way (varint-prefixed),
     # yamux SYN/data/FIN headers (12 B) both ways, a noise frame (2 B length + 16 B tag) per write.
@@ -209,9 +211,14 @@ class Fleet:
     reads: list[int] = field(default_factory=list)
 
     def place(self) -> None:
+        """Name the devices (the first `RARE_COUNT` have the rare unit) and place them in join order."""
         self.peers = [f"sim-{self.n}-{i}" for i in self.rng.permutation(self.n)]
         for i, peer in enumerate(self.peers):
             self.unit[peer] = RARE if i < RARE_COUNT else COMMON
+        self.place_in_order()
+
+    def place_in_order(self) -> None:
+        """Each device in turn at the first key of its path not full, in each of its two trees."""
         for peer in self.peers:
             for unit in (None, self.unit[peer]):
                 for depth, shard in enumerate(path_of(peer, unit)):
@@ -444,6 +451,9 @@ def main() -> None:
     (OUT / name).write_text(
         json.dumps({"seed": args.seed, "sizes": sizes.__dict__, "results": results}, indent=1)
     )
+
+
+__all__ = ["Fleet", "Sizes", "make_profile", "measure_sizes", "run_size"]
 
 
 if __name__ == "__main__":
