@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "tests" / "node"))  # last: only for conftest_data, never shadowing a package
 
-from conftest_data import make_profile  # type: ignore[import-not-found]  # noqa: E402  (the lab's profile)
+from conftest_data import make_profile  # type: ignore[import-not-found,unused-ignore]  # noqa: E402  (the lab's profile)
 from libp2p.crypto.ed25519 import create_new_key_pair  # noqa: E402
 from libp2p.kad_dht.kad_dht import ROUTING_TABLE_REFRESH_INTERVAL  # noqa: E402
 from libp2p.kad_dht.pb.kademlia_pb2 import Message  # noqa: E402
