@@ -8,6 +8,7 @@ Modules:
     dial      a peer's addresses dialled in turn, each but the last under a short deadline (no libp2p)
     kad       libp2p's kad-dht on /sark/kad/1.0.0, with its workarounds
     dht       advert keys, the advert validator, publishing and provider lookups
+    shards    sharded capability keys: a tree of keys per unit, spillover, the lookup's levels (pure)
     wire      the seam to the pure protocol: a byte stream and a framed message channel
     identity  the persistent Ed25519 seed and peer id (no libp2p or protocol import: `id` starts at once)
     gates     connecting to the gates at start-up: a worker retries with backoff, a command fails in one line
@@ -36,6 +37,7 @@ __all__ = [
     "node",
     "reach",
     "relay",
+    "shards",
     "stream",
     "survey",
     "trim",

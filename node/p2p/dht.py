@@ -6,6 +6,14 @@ checks signer, expiry, lifetime and size on every put and get; `select` keeps th
 That value is a cache on gates that run our validator; provider keys are standard (the sha2-256
 multihash of the capability string) so that any kad-dht server keeps them, and a submitter can always
 ask a provider itself for its advert over `/sark/profile` (issue 15).
+
+Provider keys are sharded (issue 43, `node.p2p.shards`): a worker provides one key of each unit's tree
+(the any-worker tree and one per usable unit), found once by reading down its path to the first key
+that is not full, and then only re-provided: no read-back, whatever the fleet. A lookup reads the tree
+level by level and stops at the count asked; when it is still short it also reads the `sark/cap/v1/`
+key of the unit, where workers before issue 43 provide (which a new worker does not: an old submitter
+does not find new workers; upgrade submitters first). Our servers keep at most `SHARD_CAP` providers
+per key and `PROVIDERS_PER_KEY` under the old keys (`provider_bound`).
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ from typing import Final, final
 import trio
 
 from node.p2p.addrs import peer_of
-from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.kad import PROVIDERS_PER_KEY, Kad, ProviderLookup
+from node.p2p.shards import SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of
 from protocol import (
     DOMAIN_ADVERT,
     AdvertBody,
@@ -39,7 +48,7 @@ ADVERT_MAX_LIFETIME_S: Final = 3600.0
 log = logging.getLogger(__name__)
 
 PROVIDE_CHECKS_S: Final = (0.2, 0.5, 1.0, 2.0, 4.0)
-"""Pauses between reading our provider records back and providing again (ADD_PROVIDER can be lost)."""
+"""Pauses between reading our new shard keys back and providing again (ADD_PROVIDER can be lost)."""
 
 
 def advert_key(peer_id: str) -> str:
@@ -62,9 +71,27 @@ def capability_dht_key(unit: ComputeUnit | None) -> bytes:
     return SHA2_256_MULTIHASH + hashlib.sha256(capability_key(unit).encode()).digest()
 
 
+OLD_KEYS: Final = frozenset(capability_dht_key(u) for u in (None, *ComputeUnit))
+"""The provider keys of workers before issue 43: one per unit, unbounded but by `PROVIDERS_PER_KEY`."""
+
+
+def provider_bound(key: bytes) -> int:
+    """How many providers our servers keep under a key: `SHARD_CAP`, the old unsharded keys aside."""
+    return PROVIDERS_PER_KEY if key in OLD_KEYS else SHARD_CAP
+
+
 def capability_cid(unit: ComputeUnit | None) -> str:
     """The capability key as a CIDv1 string (raw codec, base32 `b...`), for tools that take a CID."""
-    cid = bytes([0x01, RAW_CODEC]) + capability_dht_key(unit)
+    return _cid(capability_dht_key(unit))
+
+
+def shard_cid(shard: Shard) -> str:
+    """A shard key as a CIDv1 string (raw codec, base32): what a js-libp2p or Kubo client asks for."""
+    return _cid(shard.dht_key)
+
+
+def _cid(multihash: bytes) -> str:
+    cid = bytes([0x01, RAW_CODEC]) + multihash
     return "b" + base64.b32encode(cid).decode().lower().rstrip("=")
 
 
@@ -119,38 +146,77 @@ def select_record(key: str, values: list[bytes]) -> int:
 
 @final
 class Dht:
-    """Adverts and capability providers over a running kad-dht."""
+    """Adverts and capability providers over a running kad-dht.
 
-    def __init__(self, kad: Kad) -> None:
+    Attributes:
+        kad: the kad-dht underneath.
+        cap: providers a shard key holds (`SHARD_CAP`; a test uses a small one).
+        placed: the shard key we provide for each unit (None: any worker), once found.
+    """
+
+    def __init__(self, kad: Kad, cap: int = SHARD_CAP) -> None:
         self.kad = kad
+        self.cap = cap
+        self.placed: dict[ComputeUnit | None, Shard] = {}
+        self._lacking: tuple[str, ...] = ()
 
     async def publish(
         self, envelope: Envelope, units: Iterable[ComputeUnit], *, gates: Sequence[str] = ()
     ) -> tuple[str, ...]:
-        """Put our advert and provide the any-worker key and one key per usable unit, concurrently.
+        """Put our advert and provide our key of each tree (any worker, each usable unit).
 
-        ADD_PROVIDER is fire-and-forget (P9) and a busy server drops some: each key is read back
-        from the servers, and the any-worker key from each gate, and provided again, with a growing
-        pause, until we are listed.
+        A unit not yet placed is placed first (its path read down to a key with room) and its key read
+        back from the servers, and the any-worker key from each gate, providing again with a growing
+        pause until we are listed (ADD_PROVIDER is fire-and-forget, P9). A placed key is only
+        provided again: a refresh costs one ADD_PROVIDER per unit, whatever the fleet.
 
         Returns:
-            The gates (addresses) that still do not list us: they refused or dropped our records.
+            The gates (addresses) that did not list us when we last placed a key.
         """
-        keys = [capability_dht_key(unit) for unit in (None, *units)]
         me = envelope.peer_id
+        fresh = [unit for unit in (None, *units) if unit not in self.placed]
+        for unit in fresh:
+            await self._place(me, unit)
+        keys = [self.placed[unit].dht_key for unit in (None, *units) if unit in self.placed]
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.kad.put, advert_key(me), pack_body(envelope))
             for key in keys:
                 nursery.start_soon(self.kad.provide, key)
+        if fresh and None in self.placed:
+            self._lacking = await self._confirm(me, fresh, gates)
+        return self._lacking
+
+    async def _place(self, me: str, unit: ComputeUnit | None, below: int = -1) -> None:
+        """Find our key of a unit's tree: the first of our path under level `below` that is not full."""
+        self.placed.pop(unit, None)
+        for shard in path_of(me, unit)[below + 1 :]:
+            listed = await self.kad.find_providers(shard.dht_key, self.cap)
+            if not is_full(len(listed), me in listed, self.cap):
+                self.placed[unit] = shard
+                return
+        log.warning("every key of %s's tree is full: not listed", unit or "any worker")
+
+    async def _confirm(
+        self, me: str, units: list[ComputeUnit | None], gates: Sequence[str]
+    ) -> tuple[str, ...]:
+        """Read our newly placed keys back (one shard each: a bounded answer), providing again until
+        listed; a key that filled up meanwhile (others placed there at once) spills us over again."""
         lacking: list[str] = []
         for pause in PROVIDE_CHECKS_S:
-            missing = [key for key in keys if me not in await self.kad.find_providers(key)]
-            lacking = [g for g in gates if me not in (await self.kad.providers_at(peer_of(g), keys[0]) or ())]
+            missing: list[bytes] = []
+            for unit in [u for u in units if u in self.placed]:
+                listed = await self.kad.find_providers(self.placed[unit].dht_key, self.cap)
+                if me not in listed and is_full(len(listed), False, self.cap):
+                    await self._place(me, unit, below=self.placed[unit].level)
+                if me not in listed and unit in self.placed:
+                    missing.append(self.placed[unit].dht_key)
+            any_key = self.placed[None].dht_key if None in self.placed else capability_dht_key(None)
+            lacking = [g for g in gates if me not in (await self.kad.providers_at(peer_of(g), any_key) or ())]
             if not missing and not lacking:
                 return ()
             await trio.sleep(pause)
             async with trio.open_nursery() as nursery:
-                for key in missing or keys:
+                for key in missing or [self.placed[u].dht_key for u in units if u in self.placed]:
                     nursery.start_soon(self.kad.provide, key)
         log.info("provider records of %s not confirmed by %s", me, ", ".join(lacking) or "any server")
         return tuple(lacking)
@@ -160,13 +226,57 @@ class Dht:
         copies the servers hold (highest seq wins) and expires soon after (kad-dht has no unprovide)."""
         await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope))
 
-    async def lookup(self, unit: ComputeUnit | None) -> ProviderLookup:
-        """Providers of a unit (None: any worker) with what each server said (answered, refused)."""
-        return await self.kad.lookup_providers(capability_dht_key(unit))
+    async def lookup(self, unit: ComputeUnit | None, count: int | None = None) -> ProviderLookup:
+        """Providers of a unit (None: any worker), with what each server said (answered, refused).
 
-    async def providers(self, unit: ComputeUnit | None) -> dict[str, list[str]]:
+        Reads the unit's tree (`shards.first_levels`, then the children of full keys) until it has
+        `count` providers (None: all), and the unit's old key (workers before issue 43) when asked for
+        all or still short.
+        """
+        found: dict[str, list[str]] = {}
+        answered, failures, keys, old_read = 0, dict[str, str](), 0, False
+        asked: dict[Shard, int] = {}
+        frontier = first_levels(unit, count, self.cap)
+        while True:
+            wants = [(shard.dht_key, self.cap, True) for shard in frontier]
+            if not old_read and (count is None or (not frontier and len(found) < count)):
+                # Only the servers we know: old workers live where the gates are the servers, and an
+                # empty old key walked by every lookup would make its closest servers hot.
+                wants.append((capability_dht_key(unit), PROVIDERS_PER_KEY, False))
+                old_read = True
+            if not wants:
+                break
+            answers = await self._ask_keys(wants, found)
+            keys += len(wants)
+            asked.update((shard, len(a.providers)) for shard, a in zip(frontier, answers, strict=False))
+            answered = max([answered, *(a.answered for a in answers)])
+            failures.update(f for a in answers for f in a.failures.items())
+            if count is not None and len(found) >= count:
+                break
+            frontier = next_keys(asked, frontier, self.cap)
+        return ProviderLookup(found, answered, failures, keys)
+
+    async def _ask_keys(
+        self, wants: list[tuple[bytes, int, bool]], found: dict[str, list[str]]
+    ) -> list[ProviderLookup]:
+        """Look up several keys at once (key, count, walk: `Kad.lookup_providers`), merging into `found`."""
+        answers: list[ProviderLookup] = [ProviderLookup({}, 0, {}) for _ in wants]
+
+        async def one(index: int, key: bytes, count: int, walk: bool) -> None:
+            answers[index] = await self.kad.lookup_providers(key, count, walk=walk)
+
+        async with trio.open_nursery() as nursery:
+            for index, (key, count, walk) in enumerate(wants):
+                nursery.start_soon(one, index, key, count, walk)
+        for answer in answers:
+            for peer, addrs in answer.providers.items():
+                known = found.setdefault(peer, [])
+                known.extend(a for a in addrs if a not in known)
+        return answers
+
+    async def providers(self, unit: ComputeUnit | None, count: int | None = None) -> dict[str, list[str]]:
         """Peers providing a unit (None: any worker), from the network, de-duplicated."""
-        return await self.kad.find_providers(capability_dht_key(unit))
+        return (await self.lookup(unit, count)).providers
 
     async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
         """A peer's verified, unexpired advert with the highest seq any server holds, or None.
@@ -190,12 +300,15 @@ class Dht:
 
 __all__ = [
     "ADVERT_MAX_BYTES",
+    "OLD_KEYS",
     "Dht",
     "advert_key",
     "capability_cid",
     "capability_dht_key",
     "check_advert",
+    "provider_bound",
     "select_advert",
     "select_record",
+    "shard_cid",
     "validate_record",
 ]

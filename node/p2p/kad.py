@@ -25,6 +25,10 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
   back to libp2p's iterative lookup only when none of them answers.
+- Sharded keys (`node.p2p.shards`) need a per-key bound that libp2p has only globally (`BUCKET_SIZE`,
+  which the old `sark/cap/v1/` keys need at `PROVIDERS_PER_KEY`): `Kad.bound_providers` wraps this
+  server's `add_provider` with a bound per key (a new provider past it is ignored, as libp2p does; a
+  known one is refreshed). A lookup stops asking once it has the count asked.
 - libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
   the request (reset the stream, answered garbage): `lookup_providers` sends its own request and
   records each failure, so `peers` and `submit` can say a gate refused rather than "nobody" (issue 15).
@@ -116,11 +120,14 @@ class ProviderLookup:
         providers: peer id -> its known multiaddrs.
         answered: servers that answered (with or without providers).
         failures: server peer id -> why it gave no answer (refused the key, reset, timed out).
+        keys: how many keys were asked.
     """
 
     providers: dict[str, list[str]]
     answered: int
     failures: dict[str, str]
+    keys: int = 1
+    """How many keys were asked (a sharded lookup asks several)."""
 
 
 @final
@@ -195,6 +202,22 @@ class Kad:
         """Peers in our routing table."""
         return int(self._dht.get_routing_table_size())
 
+    def bound_providers(self, bound: Callable[[bytes], int]) -> None:
+        """Keep at most `bound(key)` providers per key on this server (libp2p has one global cap)."""
+        store = self._dht.provider_store
+        add = store.add_provider
+
+        def bounded(key: bytes, provider: Any) -> None:
+            held = store.providers.get(key, {})
+            if len(held) >= bound(key) and str(provider.peer_id) not in held:
+                log.debug(
+                    "key %s full (%d providers): %s not kept", key.hex()[:12], len(held), provider.peer_id
+                )
+                return
+            add(key, provider)
+
+        store.add_provider = bounded
+
     async def put(self, key: str, value: bytes) -> None:
         """Store a value under a `/sark/...` key at the closest peers (and locally)."""
         await self._dht.put_value(key, value)
@@ -244,8 +267,13 @@ class Kad:
         """
         return (await self.lookup_providers(key, count)).providers
 
-    async def lookup_providers(self, key: bytes, count: int = 200) -> ProviderLookup:
-        """Providers of a key, and which servers answered or failed (a refusal is never silent)."""
+    async def lookup_providers(self, key: bytes, count: int = 200, *, walk: bool = True) -> ProviderLookup:
+        """Providers of a key, and which servers answered or failed (a refusal is never silent).
+
+        Stops asking once `count` distinct providers are in. libp2p's iterative lookup runs (unless
+        `walk` is False: the servers we know only) when no server answered, or when none of ours
+        listed a provider while the table holds more servers than the k asked (a large swarm).
+        """
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
         failures: dict[str, str] = {}
@@ -257,8 +285,12 @@ class Kad:
                 failures[peer.to_base58()] = f"{type(exc).__name__}: {exc}"[:200]
                 raise
 
-        answered = await self._ask_servers(key, ask)
-        if not answered and not failures:
+        def enough() -> bool:
+            return len({i.peer_id for i in infos}) >= count
+
+        answered = await self._ask_servers(key, ask, enough)
+        elsewhere = not infos and self.routing_table_size() > K
+        if walk and ((not answered and not failures) or elsewhere):
             infos.extend(await self._iterative_providers(key, count))
         found: dict[str, list[str]] = {}
         for info in infos:
@@ -307,8 +339,10 @@ class Kad:
             elif not self.server:
                 store.providers.pop(key, None)
 
-    async def _ask_servers(self, key: bytes, ask: Callable[[ID], Awaitable[None]]) -> int:
-        """Run `ask` at the k closest servers we know, concurrently; return how many answered."""
+    async def _ask_servers(
+        self, key: bytes, ask: Callable[[ID], Awaitable[None]], enough: Callable[[], bool] = lambda: False
+    ) -> int:
+        """Run `ask` at the k closest servers we know, concurrently, until `enough()`; how many answered."""
         closest = self._dht.routing_table.find_local_closest_peers(key, K)
         closest = [p for p in closest if p != self._dht.local_peer_id]
         # Peers identify has shown to serve kad first; the rest only when we know of none (P11).
@@ -324,6 +358,8 @@ class Kad:
                         answered += 1
                     except Exception:  # libp2p's stream and parse errors: this server did not answer
                         log.debug("kad query to %s failed", peer, exc_info=True)
+            if enough():
+                nursery.cancel_scope.cancel()
 
         async with trio.open_nursery() as nursery:
             for peer in peers:

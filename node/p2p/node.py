@@ -17,7 +17,7 @@ import trio
 
 from node.config import NodeConfig
 from node.errors import NodeError, PeerUnreachable
-from node.p2p.dht import Dht, select_record, validate_record
+from node.p2p.dht import Dht, provider_bound, select_record, validate_record
 from node.p2p.gates import connect_gates
 from node.p2p.host import Host, HostConfig, open_host
 from node.p2p.kad import Kad, open_kad
@@ -44,6 +44,8 @@ PROFILE_PROBES_AT_ONCE: Final = 16
 PROFILE_PROBE_S: Final = 3.0
 """Deadline of one such request."""
 SEEN_FROM_DHT: Final = 4
+HELPERS: Final = 20
+"""Providers of the any-worker key a reachability check may ask for a dial-back (a lookup's count)."""
 """A provider record's first addresses taken as where the DHT saw the peer."""
 
 
@@ -87,15 +89,18 @@ class Node:
         unit: ComputeUnit | None = None,
         *,
         timeout: float = 5.0,
+        count: int | None = None,
     ) -> list[Peer]:
         """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id.
+
+        The lookup stops once it has `count` providers (None: every one).
 
         The advert comes from the DHT where a gate keeps it (a cache) and otherwise from the worker
         itself over `/sark/profile`: a foreign gate stores provider records but no `/sark/` values.
         """
         found: list[Peer] = []
         with trio.move_on_after(timeout):
-            providers = await self.dht.providers(unit)
+            providers = await self.dht.providers(unit, count)
             probes = trio.CapacityLimiter(PROFILE_PROBES_AT_ONCE)
             async with trio.open_nursery() as nursery:
                 for peer_id, addrs in providers.items():
@@ -201,6 +206,8 @@ async def open_node(
         async with open_kad(
             host, "server" if server else "client", config.record_ttl_s, validate_record, select_record
         ) as kad:
+            if server:
+                kad.bound_providers(provider_bound)  # issue 43: no key holds more than SHARD_CAP
             if gates:
                 await kad.bootstrap([g.rsplit("/p2p/", 1)[-1] for g in gates])
             yield Node(host, Dht(kad), config, gates, kad)
@@ -214,7 +221,7 @@ async def check_reachability(node: Node, askers: Sequence[str] = ()) -> ReachVer
     """
 
     async def helpers() -> list[tuple[str, tuple[str, ...]]]:
-        found = await node.dht.providers(None)
+        found = await node.dht.providers(None, HELPERS)
         return [*((p, ()) for p in askers), *((p, tuple(a)) for p, a in found.items() if p not in askers)]
 
     return await dial_back_verdict(node.host, node.gates, helpers)

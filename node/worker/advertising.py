@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+REANNOUNCE_JITTER: Final = 0.25
+"""Each refresh comes after the period less up to this share of it, drawn anew (issue 43): workers that
+started together spread their announcements over the period instead of striking the servers at once."""
 UNKNOWN_RECHECK_S: Final = 1.0
 """First pause before an "unknown" reachability is checked again (it doubles up to the republish timer)."""
 GATE_CHECK_S: Final = 2.0
@@ -206,7 +210,8 @@ async def _until_republish(
     While nobody has dialled us back ("unknown": workers that started together found no sark peer
     to ask), the check is tried again after 1 s, 2 s, 4 s, ... rather than only at the next timer.
     """
-    deadline = trio.current_time() + node.config.reannounce_interval()
+    period = node.config.reannounce_interval()
+    deadline = trio.current_time() + period * (1 - REANNOUNCE_JITTER * random.random())
     pause = UNKNOWN_RECHECK_S
     while trio.current_time() < deadline:
         with trio.move_on_after(min(pause, deadline - trio.current_time())):

@@ -14,7 +14,8 @@ from e2e.conftest import MODEL, CampaignLab, submitter_id, write_campaign
 from lab.procs import SARK, Lab
 
 from interop.conftest import js_find_providers, start_js_gate
-from node.p2p.dht import capability_cid
+from node.p2p.dht import shard_cid
+from node.p2p.shards import Shard
 
 SMALL_JOB = {"num_inference_runs": 20, "warmup_runs": 2, "load_runs": 1, "processes": 1}
 
@@ -73,12 +74,13 @@ def test_a_standard_kad_client_finds_the_workers_on_a_sark_gate(lab: Lab, profil
     gate = lab.gate().ready["addrs"][0]
     workers = [lab.worker(f"w{i}", [gate], profile_file, wait=False) for i in range(2)]
     ids = {w.wait_event("ready", 30)["peer_id"] for w in workers}
-    any_worker = hashlib.sha256(b"sark/cap/v1/any").hexdigest()
-    cpu = hashlib.sha256(b"sark/cap/v1/CPU (ONNX)").hexdigest()
+    # Two workers fit the root key of each sharded tree (issue 43): a standard CID a js client reads.
+    any_worker = hashlib.sha256(b"sark/cap/v2/any/0/0").hexdigest()
+    cpu = hashlib.sha256(b"sark/cap/v2/CPU (ONNX)/0/0").hexdigest()
 
     answers = {a["key"]: a for a in js_find_providers(gate, [any_worker, cpu])}
 
-    assert answers[any_worker]["cid"] == capability_cid(None)
+    assert answers[any_worker]["cid"] == shard_cid(Shard(None, 0, 0))
     for key in (any_worker, cpu):
         assert set(answers[key]["providers"]) == ids
         assert all(addrs for addrs in answers[key]["providers"].values())

@@ -1,0 +1,171 @@
+"""Issue 43 over real hosts on loopback: a gate and a few client-mode workers with a small bound (3).
+
+No key holds more than the bound, the rest spill over to deeper keys; a lookup stops at the count
+asked; a worker's refresh costs the same at two fleet sizes; a worker of before issue 43 (the old
+unsharded key only) is still found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+from conftest_data import make_profile
+
+from gate import open_gate
+from node.config import NodeConfig
+from node.p2p.dht import Dht, capability_dht_key
+from node.p2p.identity import load_seed
+from node.p2p.node import Node, open_node
+from node.p2p.shards import Shard, path_of
+from protocol import DOMAIN_ADVERT, AdvertBody, ComputeUnit, Envelope
+from protocol.records import seal
+
+LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
+CAP = 3
+UNIT = ComputeUnit.CPU_ONNX
+
+
+@dataclass
+class Fleet:
+    gate: Node
+    workers: list[tuple[Node, Dht]]
+    root: Path
+    stack: AsyncExitStack
+
+    def config(self, name: str) -> NodeConfig:
+        return NodeConfig(data_dir=self.root / name, gates=tuple(self.gate.host.addrs()), listen=LOOPBACK)
+
+    async def add(self, count: int) -> None:
+        """`count` more workers, each publishing (one after the other: placement reads the keys)."""
+        for _ in range(count):
+            name = f"w{len(self.workers)}"
+            node = await self.stack.enter_async_context(open_node(self.config(name), role="worker"))
+            dht = Dht(node.kad or node.dht.kad, cap=CAP)
+            await dht.publish(advert(node), [UNIT], gates=node.gates)
+            self.workers.append((node, dht))
+
+    def held(self) -> dict[bytes, set[str]]:
+        """The gate's provider records: key -> peer ids."""
+        store = self.gate.dht.kad.raw.provider_store
+        return {key: {str(i.peer_id) for i in store.get_providers(key)} for key in list(store.providers)}
+
+
+def advert(node: Node) -> Envelope:
+    now = time.time()
+    body = AdvertBody(
+        peer_id=node.host.peer_id,
+        seq=int(now),
+        issued_at=now - 1,
+        expires_at=now + 60,
+        profile=make_profile(),
+    )
+    return seal(body, DOMAIN_ADVERT, load_seed(node.config.key_file()))
+
+
+@asynccontextmanager
+async def fleet(root: Path) -> AsyncIterator[Fleet]:
+    async with AsyncExitStack() as stack:
+        gate = await stack.enter_async_context(open_gate(NodeConfig(data_dir=root / "gate", listen=LOOPBACK)))
+        assert gate.kad is not None
+        gate.kad.bound_providers(lambda key: CAP)  # the test's small bound, as provider_bound sets SHARD_CAP
+        yield Fleet(gate, [], root, stack)
+
+
+async def test_no_key_holds_more_than_the_bound_and_every_worker_is_listed(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(8)
+            held = lab.held()
+            ids = {node.host.peer_id for node, _ in lab.workers}
+            tree = {
+                s.dht_key: s for n, _ in lab.workers for u in (None, UNIT) for s in path_of(n.host.peer_id, u)
+            }
+            assert max(len(peers) for peers in held.values()) == CAP
+            assert set(held) <= set(tree)  # only shard keys: nobody provided the old ones
+            for unit in (None, UNIT):
+                listed = [p for key, peers in held.items() if tree[key].unit == unit for p in peers]
+                assert sorted(listed) == sorted(ids)  # each worker under exactly one key of each tree
+                assert len(held[Shard(unit, 0, 0).dht_key]) == CAP  # the root is full: the rest spilled
+            for node, dht in lab.workers:
+                assert node.host.peer_id in held[dht.placed[None].dht_key]
+            # A provider that skips the spillover (a foreign or hostile one) is not kept past the bound.
+            root = Shard(None, 0, 0).dht_key
+            pushy, _ = lab.workers[-1]
+            assert pushy.host.peer_id not in held[root]
+            assert pushy.kad is not None
+            assert await pushy.kad.provide(root)
+            assert lab.held()[root] == held[root]
+
+
+async def test_a_lookup_stops_at_the_count_asked(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(7)
+            async with open_node(lab.config("submitter"), role="submitter") as fresh:
+                dht = Dht(fresh.dht.kad, cap=CAP)
+                few = await dht.lookup(UNIT, count=CAP)
+                assert (len(few.providers), few.keys) == (CAP, 1)  # the root answered CAP: no deeper key
+                more = await dht.lookup(UNIT, count=CAP + 1)
+                assert len(more.providers) >= CAP + 1
+                assert more.keys == 3
+                every = await dht.lookup(UNIT)
+                assert set(every.providers) == {n.host.peer_id for n, _ in lab.workers}
+                assert every.keys > more.keys
+
+
+async def _counted(dht: Dht, run: Callable[[], Awaitable[Any]]) -> Counter[str]:
+    """What a refresh asks of kad: our Kad's calls, counted on their way to libp2p (nothing replaced)."""
+    calls: Counter[str] = Counter()
+    kad = dht.kad
+    originals = {name: getattr(kad, name) for name in ("provide", "put", "find_providers", "providers_at")}
+
+    def spy(name: str) -> Callable[..., Awaitable[Any]]:
+        async def call(*args: Any) -> Any:
+            calls[name] += 1
+            calls[f"{name} key bytes"] += len(args[-1] if name != "put" else args[0])
+            return await originals[name](*args)
+
+        return call
+
+    for name in originals:
+        setattr(kad, name, spy(name))
+    try:
+        await run()
+    finally:
+        for name, original in originals.items():
+            setattr(kad, name, original)
+    return calls
+
+
+async def test_a_workers_refresh_costs_the_same_at_two_fleet_sizes(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(2)
+            node, dht = lab.workers[0]
+            small = await _counted(dht, lambda: dht.publish(advert(node), [UNIT], gates=node.gates))
+            await lab.add(7)
+            large = await _counted(dht, lambda: dht.publish(advert(node), [UNIT], gates=node.gates))
+            assert small == large
+            assert small["provide"] == 2
+            assert small["put"] == 1
+            assert small["find_providers"] == small["providers_at"] == 0  # no read-back on a refresh
+
+
+async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(1)
+            async with open_node(lab.config("old"), role="worker") as old:
+                assert await old.dht.kad.provide(
+                    capability_dht_key(UNIT)
+                )  # what a worker did before issue 43
+                async with open_node(lab.config("submitter"), role="submitter") as fresh:
+                    found = await Dht(fresh.dht.kad, cap=CAP).lookup(UNIT)
+                    assert set(found.providers) == {old.host.peer_id, lab.workers[0][0].host.peer_id}
