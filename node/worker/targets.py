@@ -8,6 +8,7 @@ model downloads) and is resolved once here; the measuring client connects to the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Mapping
@@ -145,21 +146,17 @@ async def in_own_loop(spec: TaskSpec, url: str, options: drivers.EndpointOptions
     checkpointing every 2 ms of work: 9 s), and on this node's loop that batch silenced the lease's
     heartbeats until the submitter took it back. In a thread, the node's loop gets the interpreter
     at every switch interval (5 ms). Cancelling this (the submitter's cancel, the node stopping)
-    cancels the client's loop; its thread ends within one checkpoint."""
+    cancels the client's loop through its token; its thread ends within one checkpoint. The client's
+    own failures (`TaskFailed`, `FetchError`) come out as they are."""
     cancelled = threading.Event()
+    inner: list[tuple[trio.lowlevel.TrioToken, trio.CancelScope]] = []
 
     async def client() -> Measurement:
-        async with trio.open_nursery() as nursery:
-
-            async def watch() -> None:
-                await trio.to_thread.run_sync(cancelled.wait, abandon_on_cancel=True)  # type: ignore[call-arg]
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch)
-            try:
-                return await drivers.measure_endpoint(spec, url, options)
-            finally:
-                cancelled.set()  # the watcher's thread ends with the run
+        with trio.CancelScope() as scope:
+            inner.append((trio.lowlevel.current_trio_token(), scope))
+            if cancelled.is_set():  # cancelled before the loop was there to be told
+                scope.cancel()
+            return await drivers.measure_endpoint(spec, url, options)
         raise drivers.TaskFailed(FailureReason.CANCELLED, "cancelled by the submitter", Stage.RUN)
 
     try:
@@ -167,6 +164,9 @@ async def in_own_loop(spec: TaskSpec, url: str, options: drivers.EndpointOptions
         return await trio.to_thread.run_sync(trio.run, client, abandon_on_cancel=True)  # type: ignore[call-arg]
     except trio.Cancelled:
         cancelled.set()
+        for token, scope in inner:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(scope.cancel)
         raise
 
 
