@@ -137,7 +137,7 @@ def _inference_phase(
 ) -> Measurement:
     """First inference, warm-up and the timed runs inside the frame's meters; `part` completed."""
     run = loaded.runner(feeds)
-    placed = meters.Placed(loaded.placement, spec.compute_unit, spec.strict_placement)
+    placed = meters.Placed(loaded.placement, spec.compute_unit, spec.strict_placement, spec.placement_share)
     sampler, cpu = telemetry.Sampler(), meters.CpuMeter()
     measured = frame.standard(spec.compute_unit, placed, sampler, cpu)
     with measured.around_runs():

@@ -27,6 +27,7 @@ RUNTIME_DISTS: Final = {
     "onnxruntime": ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-migraphx"),
     "torch": ("torch",),
     "coremltools": ("coremltools",),
+    "openvino": ("openvino",),
     "numpy": ("numpy",),
     "nvidia-ml-py": ("nvidia-ml-py",),
 }

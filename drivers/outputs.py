@@ -44,7 +44,9 @@ def output_fingerprint(outputs: object) -> str:
 
 def _arrays(outputs: object) -> list[Any]:
     """The arrays in the runner's return value, in order: onnxruntime's list, Core ML's dict (by
-    name), a torch tensor or a tuple of them (moved to the CPU)."""
+    name), OpenVINO's results (in output order), a torch tensor or a tuple of them (moved to the CPU)."""
+    if hasattr(outputs, "to_tuple"):  # OpenVINO's OVDict: keyed by output ports, which do not sort
+        return _arrays(list(outputs.to_tuple()))
     if isinstance(outputs, Mapping):
         return [a for key in sorted(outputs) for a in _arrays(outputs[key])]
     if isinstance(outputs, list | tuple):

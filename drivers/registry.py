@@ -7,6 +7,7 @@ from typing import Final
 from drivers.coreml import CoremlDriver
 from drivers.driver import Driver
 from drivers.onnx import OnnxDriver
+from drivers.openvino import OpenvinoDriver
 from drivers.torchrt import TorchDriver
 from protocol import ComputeUnit
 
@@ -17,6 +18,9 @@ REGISTRY: Final[dict[ComputeUnit, Driver]] = {
     ComputeUnit.NE_COREML: CoremlDriver(ComputeUnit.NE_COREML),
     ComputeUnit.CPU_TORCH: TorchDriver(ComputeUnit.CPU_TORCH),
     ComputeUnit.GPU_TORCH: TorchDriver(ComputeUnit.GPU_TORCH),
+    ComputeUnit.CPU_OPENVINO: OpenvinoDriver(ComputeUnit.CPU_OPENVINO),
+    ComputeUnit.GPU_OPENVINO: OpenvinoDriver(ComputeUnit.GPU_OPENVINO),
+    ComputeUnit.NPU_OPENVINO: OpenvinoDriver(ComputeUnit.NPU_OPENVINO),
 }
 
 

@@ -15,6 +15,9 @@ class ComputeUnit(enum.StrEnum):
     NE_COREML = "Neural Engine (CoreML)"
     CPU_TORCH = "CPU (PyTorch)"
     GPU_TORCH = "GPU (PyTorch)"
+    CPU_OPENVINO = "CPU (OpenVINO)"
+    GPU_OPENVINO = "GPU (OpenVINO)"
+    NPU_OPENVINO = "NPU (OpenVINO)"
 
 
 class Runtime(enum.StrEnum):
@@ -23,6 +26,7 @@ class Runtime(enum.StrEnum):
     ONNXRUNTIME = "onnxruntime"
     TORCH = "torch"
     COREMLTOOLS = "coremltools"
+    OPENVINO = "openvino"
 
 
 RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
@@ -32,8 +36,13 @@ RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
     ComputeUnit.NE_COREML: Runtime.COREMLTOOLS,
     ComputeUnit.CPU_TORCH: Runtime.TORCH,
     ComputeUnit.GPU_TORCH: Runtime.TORCH,
+    ComputeUnit.CPU_OPENVINO: Runtime.OPENVINO,
+    ComputeUnit.GPU_OPENVINO: Runtime.OPENVINO,
+    ComputeUnit.NPU_OPENVINO: Runtime.OPENVINO,
 }
 
+# Units on a GPU with memory of its own that NVML or Core ML reads (VRAM needs, NVML energy). OpenVINO's
+# GPU and NPU are Intel devices NVML cannot see, mostly on the CPU's package: they are read as the CPU is.
 GPU_UNITS: Final[frozenset[ComputeUnit]] = frozenset(
     {ComputeUnit.GPU_ONNX, ComputeUnit.GPU_COREML, ComputeUnit.GPU_TORCH}
 )

@@ -194,6 +194,9 @@ class TaskSpec(Value):
     # Arrays from the campaign's files for some or all inputs (`input_data:` in a campaign).
     input_data: tuple[InputData, ...] = Field(default=(), max_length=64)
     strict_placement: bool = True
+    # The least share of the model's executed nodes that must run on the asked unit (1.0: all of them);
+    # below it the run is a fallback (`drivers.meters.Placed`): failed when strict, else marked.
+    placement_share: float = Field(default=1.0, gt=0, le=1)
     threads: int | None = Field(default=None, ge=1, le=1024)
     memory_limit_mb: int | None = Field(default=None, ge=16)
     # Optional stopping rule: with ci_target_pct set, `runs` is the minimum and each process runs on until
