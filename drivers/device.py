@@ -28,6 +28,7 @@ RUNTIME_DISTS: Final = {
     "torch": ("torch",),
     "coremltools": ("coremltools",),
     "openvino": ("openvino",),
+    "ai-edge-litert": ("ai-edge-litert",),
     "numpy": ("numpy",),
     "nvidia-ml-py": ("nvidia-ml-py",),
 }

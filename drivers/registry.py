@@ -6,6 +6,7 @@ from typing import Final
 
 from drivers.coreml import CoremlDriver
 from drivers.driver import Driver
+from drivers.litert import LitertDriver
 from drivers.onnx import OnnxDriver
 from drivers.openvino import OpenvinoDriver
 from drivers.torchrt import TorchDriver
@@ -21,6 +22,9 @@ REGISTRY: Final[dict[ComputeUnit, Driver]] = {
     ComputeUnit.CPU_OPENVINO: OpenvinoDriver(ComputeUnit.CPU_OPENVINO),
     ComputeUnit.GPU_OPENVINO: OpenvinoDriver(ComputeUnit.GPU_OPENVINO),
     ComputeUnit.NPU_OPENVINO: OpenvinoDriver(ComputeUnit.NPU_OPENVINO),
+    ComputeUnit.CPU_LITERT: LitertDriver(ComputeUnit.CPU_LITERT),
+    ComputeUnit.GPU_LITERT: LitertDriver(ComputeUnit.GPU_LITERT),
+    ComputeUnit.NPU_LITERT: LitertDriver(ComputeUnit.NPU_LITERT),
 }
 
 

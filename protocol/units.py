@@ -18,6 +18,9 @@ class ComputeUnit(enum.StrEnum):
     CPU_OPENVINO = "CPU (OpenVINO)"
     GPU_OPENVINO = "GPU (OpenVINO)"
     NPU_OPENVINO = "NPU (OpenVINO)"
+    CPU_LITERT = "CPU (LiteRT)"
+    GPU_LITERT = "GPU (LiteRT)"
+    NPU_LITERT = "NPU (LiteRT)"
 
 
 class Runtime(enum.StrEnum):
@@ -27,6 +30,7 @@ class Runtime(enum.StrEnum):
     TORCH = "torch"
     COREMLTOOLS = "coremltools"
     OPENVINO = "openvino"
+    LITERT = "litert"
 
 
 RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
@@ -39,6 +43,9 @@ RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
     ComputeUnit.CPU_OPENVINO: Runtime.OPENVINO,
     ComputeUnit.GPU_OPENVINO: Runtime.OPENVINO,
     ComputeUnit.NPU_OPENVINO: Runtime.OPENVINO,
+    ComputeUnit.CPU_LITERT: Runtime.LITERT,
+    ComputeUnit.GPU_LITERT: Runtime.LITERT,
+    ComputeUnit.NPU_LITERT: Runtime.LITERT,
 }
 
 # Units on a GPU with memory of its own that NVML or Core ML reads (VRAM needs, NVML energy). OpenVINO's

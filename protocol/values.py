@@ -138,6 +138,7 @@ class ModelFormat(enum.StrEnum):
     COREML = "coreml"
     GGUF = "gguf"  # a generative model in one file (llama.cpp's format; no code runs on load)
     SAFETENSORS = "safetensors"  # a folder in Hugging Face layout: config, tokenizer, safetensors shards
+    TFLITE = "tflite"  # a LiteRT flatbuffer (no code runs on load)
 
 
 class ModelRef(Value):
@@ -320,6 +321,14 @@ class Measurement(Value):
     # What the worker left out so that the signed result fits one envelope, one line per cut
     # (`node.worker.fit`); empty when the result is whole.
     trimmed: tuple[str, ...] = Field(default=(), max_length=8)
+
+    def placement(self) -> str:
+        """Where the model ran, in words: each provider or device with its share of the nodes (the
+        primary first), led by "fallback: " when the run fell back; "" when nothing was recorded."""
+        ran = [f"{p} {self.node_share[p]:.0%}" if p in self.node_share else p for p in self.providers]
+        ran += [f"{p} {s:.0%}" for p, s in sorted(self.node_share.items()) if p not in self.providers]
+        text = ", ".join(ran)
+        return f"fallback: {text or 'elsewhere'}" if self.fallback else text
 
     @property
     def inputs_defaulted(self) -> bool:
