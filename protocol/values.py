@@ -297,6 +297,10 @@ class Measurement(Value):
     # Each process's fingerprint of its first inference's outputs (`drivers.outputs`): replicas of
     # one device class must agree on it (`scheduler.verification.agreement`); empty for generate tasks.
     output_fingerprints: tuple[str, ...] = Field(default=(), max_length=20)
+    # The first process's outputs at up to OUTPUT_SAMPLE evenly spaced positions of all outputs
+    # flattened (`drivers.outputs.output_sample`): rows of one model on several runtimes are compared
+    # on them (`scheduler.results.outputdiff`); empty for generate tasks.
+    output_sample: tuple[float, ...] = Field(default=(), max_length=256)
     process_medians_ms: tuple[float, ...] = ()
     process_spread_pct: float = 0.0
     peak_load_ram_mb: float = Field(ge=0)

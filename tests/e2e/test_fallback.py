@@ -37,7 +37,12 @@ def test_a_forced_fallback_is_marked_with_its_share_everywhere(tmp_path: Path) -
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SARK_", "XDG_"))}
     env["HOME"] = str(tmp_path / "home")
     done = subprocess.run(
-        [*SCRIPT, "submit", "campaign.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        [*SCRIPT, "submit", "campaign.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     found = re.search(r"campaign (campaign-\d+)", done.stdout)
     assert found is not None, done.stdout + done.stderr
