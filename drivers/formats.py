@@ -3,8 +3,10 @@
 Refused: pickle streams and pickle-bearing archives (`.pkl`, legacy and zip `torch.save` whole
 models), torch programs without the owner's opt-in, and ONNX external data that points outside the
 model's directory (absolute, `..`, or a symlink) or is missing; safetensors and GGUF headers that
-lie about their tensors (`drivers.headers`); an ONNX file that is not a protobuf with a graph, and a
-torch program that is not a zip archive. ONNX files are walked at the protobuf wire level, so no
+lie about their tensors (`drivers.headers`); an ONNX file that is not a protobuf with a graph, a
+torch program that is not a zip archive, and a .tflite without the `TFL3` flatbuffer identifier or
+whose root table lies outside the file (LiteRT's interpreter verifies the rest as it loads, in the
+same child). ONNX files are walked at the protobuf wire level, so no
 `onnx` package is needed and tensor bytes are skipped, not read.
 
 `detect_format` reads only the name; `check_model_file` reads the bytes and so runs only in a
