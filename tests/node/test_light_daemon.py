@@ -29,7 +29,8 @@ MAPPED = re.compile(
     r"|libopenvino|libLiteRt|_pywrap_litert"
 )
 HEAVY_MODULES = (
-    "torch", "onnxruntime", "transformers", "matplotlib", "numpy", "onnx", "tokenizers", "openvino", "ai_edge_litert",
+    "torch", "onnxruntime", "transformers", "matplotlib", "numpy", "onnx", "tokenizers",
+    "openvino", "ai_edge_litert",
 )  # fmt: skip
 CAMPAIGN = f"""
 name: light
