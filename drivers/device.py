@@ -27,6 +27,8 @@ RUNTIME_DISTS: Final = {
     "onnxruntime": ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-migraphx"),
     "torch": ("torch",),
     "coremltools": ("coremltools",),
+    "openvino": ("openvino",),
+    "ai-edge-litert": ("ai-edge-litert",),
     "numpy": ("numpy",),
     "nvidia-ml-py": ("nvidia-ml-py",),
 }

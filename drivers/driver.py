@@ -45,12 +45,27 @@ class Placement:
     Attributes:
         providers: the runtime's providers or devices that really hold the model, first = primary.
         node_share: share of graph nodes per provider (0..1), empty when the runtime cannot say.
-        fallback: part or all of the model runs on something other than the requested unit.
+        fallback: the runtime put the model somewhere other than the requested unit (its primary
+            provider or device is not the one asked for), whatever the shares say.
+        asked: the provider or device (a key of `node_share`) that the unit asked for; "" when the
+            runtime cannot say where nodes ran.
     """
 
     providers: tuple[str, ...]
     node_share: dict[str, float] = field(default_factory=dict)
     fallback: bool = False
+    asked: str = ""
+
+    def on_asked(self) -> float | None:
+        """The share of nodes on the asked provider or device, or None when the runtime cannot say."""
+        if not self.asked or not self.node_share:
+            return None
+        return self.node_share.get(self.asked, 0.0)
+
+    def fell_back(self, least_share: float) -> bool:
+        """Whether the run is a fallback: not on the asked unit, or under `least_share` of its nodes."""
+        share = self.on_asked()
+        return self.fallback or (share is not None and share < least_share)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 Refused: pickle streams and pickle-bearing archives (`.pkl`, legacy and zip `torch.save` whole
 models), torch programs without the owner's opt-in, and ONNX external data that points outside the
 model's directory (absolute, `..`, or a symlink) or is missing; safetensors and GGUF headers that
-lie about their tensors (`drivers.headers`); an ONNX file that is not a protobuf with a graph, and a
-torch program that is not a zip archive. ONNX files are walked at the protobuf wire level, so no
+lie about their tensors (`drivers.headers`); an ONNX file that is not a protobuf with a graph, a
+torch program that is not a zip archive, and a .tflite without the `TFL3` flatbuffer identifier or
+whose root table lies outside the file (LiteRT's interpreter verifies the rest as it loads, in the
+same child). ONNX files are walked at the protobuf wire level, so no
 `onnx` package is needed and tensor bytes are skipped, not read.
 
 `detect_format` reads only the name; `check_model_file` reads the bytes and so runs only in a
@@ -37,6 +39,7 @@ SUFFIX_FORMATS: Final = {
     ".mlmodel": ModelFormat.COREML,
     ".gguf": ModelFormat.GGUF,
     ".safetensors": ModelFormat.SAFETENSORS,
+    ".tflite": ModelFormat.TFLITE,
 }
 CODE_FORMATS: Final = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRIPT})
 # ONNX protobuf schema, only the paths that can lead to a TensorProto: message -> {field: message}.
@@ -112,6 +115,20 @@ def check_model_file(path: Path, fmt: ModelFormat, *, allow_code_models: bool) -
         check_gguf(path)
     elif fmt == ModelFormat.SAFETENSORS:
         check_safetensors(path)
+    elif fmt == ModelFormat.TFLITE:
+        _check_tflite(path)
+
+
+def _check_tflite(path: Path) -> None:
+    """A LiteRT flatbuffer: the `TFL3` identifier, and a root table that lies inside the file."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(8)
+    if len(head) < 8 or head[4:8] != b"TFL3":
+        raise TaskFailed(FailureReason.FORMAT, "not a LiteRT flatbuffer (no TFL3 identifier)")
+    root = int.from_bytes(head[:4], "little")
+    if not 8 <= root < size:
+        raise TaskFailed(FailureReason.FORMAT, f"the flatbuffer's root offset {root} is outside the file")
 
 
 def _at_shard(shard: Path) -> None:

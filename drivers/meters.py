@@ -194,20 +194,22 @@ class PeakMemory:
 
 class Placed:
     """Where the model really runs, read from the runtime: checked at entry (a strict task that fell
-    back fails there, before any inference) and recorded at exit."""
+    back fails there, before any inference) and recorded at exit.
 
-    def __init__(self, read: Callable[[], Placement], unit: ComputeUnit, strict: bool) -> None:
-        self._read, self._unit, self._strict = read, unit, strict
+    A run falls back when the runtime put it elsewhere, or when less than `least_share` of its nodes
+    ran on the asked provider or device (the campaign's `placement_share`, default all of them).
+    """
+
+    def __init__(
+        self, read: Callable[[], Placement], unit: ComputeUnit, strict: bool, least_share: float = 1.0
+    ) -> None:
+        self._read, self._unit, self._strict, self._least = read, unit, strict, least_share
         self.placement: Placement | None = None
 
     def __enter__(self) -> Placed:
         placement = self._read()
-        if placement.fallback and self._strict:
-            shares = ", ".join(f"{p} {s:.0%}" for p, s in placement.node_share.items())
-            raise TaskFailed(
-                FailureReason.FALLBACK,
-                f"model fell back from {self._unit.value}: providers {placement.providers} ({shares})",
-            )
+        if placement.fell_back(self._least) and self._strict:
+            raise TaskFailed(FailureReason.FALLBACK, fallback_detail(placement, self._unit, self._least))
         return self
 
     def __exit__(
@@ -221,7 +223,16 @@ class Placed:
         if self.placement is None:
             return part
         p = self.placement
-        return part.with_(providers=p.providers, node_share=p.node_share, fallback=p.fallback)
+        return part.with_(providers=p.providers, node_share=p.node_share, fallback=p.fell_back(self._least))
+
+
+def fallback_detail(placement: Placement, unit: ComputeUnit, least_share: float) -> str:
+    """A fallback in words: the share on the asked provider or device against the least share, and
+    every provider's share."""
+    shares = ", ".join(f"{p} {s:.0%}" for p, s in placement.node_share.items()) or "no node shares"
+    on = placement.on_asked()
+    asked = f"{on:.0%} of nodes on {placement.asked} (least {least_share:.0%}); " if on is not None else ""
+    return f"fallback from {unit.value}: {asked}providers {', '.join(placement.providers)} ({shares})"
 
 
 class DeviceState:

@@ -34,8 +34,6 @@ GPU_CANDIDATES: Final[dict[str, tuple[str, ...]]] = {
     "win32": (CUDA_EP, DML_EP),
     "darwin": (COREML_EP,),
 }
-# A run is a fallback when the requested provider holds less than this share of the graph's nodes.
-MIN_NODE_SHARE: Final = 0.5
 # Relu on float[1, 4], opset 17, IR 8: drivers.models.relu_model() serialised (a test pins the two equal).
 PROBE_MODEL: Final = bytes.fromhex(
     "08083a3f0a0c0a0178120179220452656c75120570726f62655a130a0178120e0a0c080112080a0208010a02080462130a01"
@@ -102,11 +100,10 @@ def node_share(assignment: list[Any]) -> dict[str, float]:
     return {ep: n / total for ep, n in sorted(counts.items())} if total else {}
 
 
-def is_fallback(requested: str, providers: tuple[str, ...], share: dict[str, float]) -> bool:
-    """Whether a session fell back: the requested provider is not primary or holds too few nodes."""
-    if not providers or providers[0] != requested:
-        return True
-    return bool(share) and share.get(requested, 0.0) < MIN_NODE_SHARE
+def is_fallback(requested: str, providers: tuple[str, ...]) -> bool:
+    """Whether a session fell back whole: the requested provider is not the primary one. (A share of
+    nodes under the campaign's `placement_share` is judged by `drivers.meters.Placed`.)"""
+    return not providers or providers[0] != requested
 
 
 def _ort() -> Any:
@@ -227,7 +224,7 @@ class OnnxLoaded:
         """Providers that hold the session and the share of nodes on each."""
         providers = tuple(self.session.get_providers())
         share = node_share(self.session.get_provider_graph_assignment_info())
-        return Placement(providers, share, is_fallback(self.requested, providers, share))
+        return Placement(providers, share, is_fallback(self.requested, providers), asked=self.requested)
 
     def settings(self) -> Settings:
         """Thread settings: onnxruntime spins its intra-op threads by default."""

@@ -26,6 +26,8 @@ from typing import Any, Final
 
 SIGNIFICANT: Final = 4
 FLOOR: Final = 1e-6
+SAMPLE: Final = 256  # values kept for comparing runtimes (`Measurement.output_sample`'s bound)
+FLOAT32_MAX: Final = 3.4028234663852886e38
 
 
 def output_fingerprint(outputs: object) -> str:
@@ -42,9 +44,27 @@ def output_fingerprint(outputs: object) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
+def output_sample(outputs: object, size: int = SAMPLE) -> tuple[float, ...]:
+    """Up to `size` values of the outputs, all arrays flattened in order, taken at evenly spaced
+    positions (the same positions on every runtime for the same output shapes); a non-finite value
+    is clipped to float32's range (NaN to 0), so the sample stays a plain number sequence."""
+    import numpy as np
+
+    arrays = [np.asarray(a) for a in _arrays(outputs)]
+    flat = [a.astype(np.float64).ravel() for a in arrays if a.dtype.kind in "fiub" and a.size]
+    if not flat:
+        return ()
+    values = np.concatenate(flat)
+    picked = values[np.linspace(0, values.size - 1, num=min(size, values.size)).astype(np.int64)]
+    clean = np.nan_to_num(picked, nan=0.0, posinf=FLOAT32_MAX, neginf=-FLOAT32_MAX)
+    return tuple(float(v) for v in clean)
+
+
 def _arrays(outputs: object) -> list[Any]:
     """The arrays in the runner's return value, in order: onnxruntime's list, Core ML's dict (by
-    name), a torch tensor or a tuple of them (moved to the CPU)."""
+    name), OpenVINO's results (in output order), a torch tensor or a tuple of them (moved to the CPU)."""
+    if hasattr(outputs, "to_tuple"):  # OpenVINO's OVDict: keyed by output ports, which do not sort
+        return _arrays(list(outputs.to_tuple()))
     if isinstance(outputs, Mapping):
         return [a for key in sorted(outputs) for a in _arrays(outputs[key])]
     if isinstance(outputs, list | tuple):

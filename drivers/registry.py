@@ -6,7 +6,9 @@ from typing import Final
 
 from drivers.coreml import CoremlDriver
 from drivers.driver import Driver
+from drivers.litert import LitertDriver
 from drivers.onnx import OnnxDriver
+from drivers.openvino import OpenvinoDriver
 from drivers.torchrt import TorchDriver
 from protocol import ComputeUnit
 
@@ -17,6 +19,12 @@ REGISTRY: Final[dict[ComputeUnit, Driver]] = {
     ComputeUnit.NE_COREML: CoremlDriver(ComputeUnit.NE_COREML),
     ComputeUnit.CPU_TORCH: TorchDriver(ComputeUnit.CPU_TORCH),
     ComputeUnit.GPU_TORCH: TorchDriver(ComputeUnit.GPU_TORCH),
+    ComputeUnit.CPU_OPENVINO: OpenvinoDriver(ComputeUnit.CPU_OPENVINO),
+    ComputeUnit.GPU_OPENVINO: OpenvinoDriver(ComputeUnit.GPU_OPENVINO),
+    ComputeUnit.NPU_OPENVINO: OpenvinoDriver(ComputeUnit.NPU_OPENVINO),
+    ComputeUnit.CPU_LITERT: LitertDriver(ComputeUnit.CPU_LITERT),
+    ComputeUnit.GPU_LITERT: LitertDriver(ComputeUnit.GPU_LITERT),
+    ComputeUnit.NPU_LITERT: LitertDriver(ComputeUnit.NPU_LITERT),
 }
 
 

@@ -15,6 +15,12 @@ class ComputeUnit(enum.StrEnum):
     NE_COREML = "Neural Engine (CoreML)"
     CPU_TORCH = "CPU (PyTorch)"
     GPU_TORCH = "GPU (PyTorch)"
+    CPU_OPENVINO = "CPU (OpenVINO)"
+    GPU_OPENVINO = "GPU (OpenVINO)"
+    NPU_OPENVINO = "NPU (OpenVINO)"
+    CPU_LITERT = "CPU (LiteRT)"
+    GPU_LITERT = "GPU (LiteRT)"
+    NPU_LITERT = "NPU (LiteRT)"
 
 
 class Runtime(enum.StrEnum):
@@ -23,6 +29,8 @@ class Runtime(enum.StrEnum):
     ONNXRUNTIME = "onnxruntime"
     TORCH = "torch"
     COREMLTOOLS = "coremltools"
+    OPENVINO = "openvino"
+    LITERT = "litert"
 
 
 RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
@@ -32,8 +40,16 @@ RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
     ComputeUnit.NE_COREML: Runtime.COREMLTOOLS,
     ComputeUnit.CPU_TORCH: Runtime.TORCH,
     ComputeUnit.GPU_TORCH: Runtime.TORCH,
+    ComputeUnit.CPU_OPENVINO: Runtime.OPENVINO,
+    ComputeUnit.GPU_OPENVINO: Runtime.OPENVINO,
+    ComputeUnit.NPU_OPENVINO: Runtime.OPENVINO,
+    ComputeUnit.CPU_LITERT: Runtime.LITERT,
+    ComputeUnit.GPU_LITERT: Runtime.LITERT,
+    ComputeUnit.NPU_LITERT: Runtime.LITERT,
 }
 
+# Units on a GPU with memory of its own that NVML or Core ML reads (VRAM needs, NVML energy). OpenVINO's
+# GPU and NPU are Intel devices NVML cannot see, mostly on the CPU's package: they are read as the CPU is.
 GPU_UNITS: Final[frozenset[ComputeUnit]] = frozenset(
     {ComputeUnit.GPU_ONNX, ComputeUnit.GPU_COREML, ComputeUnit.GPU_TORCH}
 )

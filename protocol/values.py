@@ -138,6 +138,7 @@ class ModelFormat(enum.StrEnum):
     COREML = "coreml"
     GGUF = "gguf"  # a generative model in one file (llama.cpp's format; no code runs on load)
     SAFETENSORS = "safetensors"  # a folder in Hugging Face layout: config, tokenizer, safetensors shards
+    TFLITE = "tflite"  # a LiteRT flatbuffer (no code runs on load)
 
 
 class ModelRef(Value):
@@ -194,6 +195,9 @@ class TaskSpec(Value):
     # Arrays from the campaign's files for some or all inputs (`input_data:` in a campaign).
     input_data: tuple[InputData, ...] = Field(default=(), max_length=64)
     strict_placement: bool = True
+    # The least share of the model's executed nodes that must run on the asked unit (1.0: all of them);
+    # below it the run is a fallback (`drivers.meters.Placed`): failed when strict, else marked.
+    placement_share: float = Field(default=1.0, gt=0, le=1)
     threads: int | None = Field(default=None, ge=1, le=1024)
     memory_limit_mb: int | None = Field(default=None, ge=16)
     # Optional stopping rule: with ci_target_pct set, `runs` is the minimum and each process runs on until
@@ -293,6 +297,10 @@ class Measurement(Value):
     # Each process's fingerprint of its first inference's outputs (`drivers.outputs`): replicas of
     # one device class must agree on it (`scheduler.verification.agreement`); empty for generate tasks.
     output_fingerprints: tuple[str, ...] = Field(default=(), max_length=20)
+    # The first process's outputs at up to OUTPUT_SAMPLE evenly spaced positions of all outputs
+    # flattened (`drivers.outputs.output_sample`): rows of one model on several runtimes are compared
+    # on them (`scheduler.results.outputdiff`); empty for generate tasks.
+    output_sample: tuple[float, ...] = Field(default=(), max_length=256)
     process_medians_ms: tuple[float, ...] = ()
     process_spread_pct: float = 0.0
     peak_load_ram_mb: float = Field(ge=0)
@@ -317,6 +325,14 @@ class Measurement(Value):
     # What the worker left out so that the signed result fits one envelope, one line per cut
     # (`node.worker.fit`); empty when the result is whole.
     trimmed: tuple[str, ...] = Field(default=(), max_length=8)
+
+    def placement(self) -> str:
+        """Where the model ran, in words: each provider or device with its share of the nodes (the
+        primary first), led by "fallback: " when the run fell back; "" when nothing was recorded."""
+        ran = [f"{p} {self.node_share[p]:.0%}" if p in self.node_share else p for p in self.providers]
+        ran += [f"{p} {s:.0%}" for p, s in sorted(self.node_share.items()) if p not in self.providers]
+        text = ", ".join(ran)
+        return f"fallback: {text or 'elsewhere'}" if self.fallback else text
 
     @property
     def inputs_defaulted(self) -> bool:

@@ -109,6 +109,7 @@ _SPEC_FIELDS: Final[dict[str, str]] = {
     "input_shapes": "input_shapes",
     "input_values": "input_values",
     "strict_placement": "strict_placement",
+    "placement_share": "placement_share",
     "threads": "threads",
     "memory_limit_mb": "memory_limit_mb",
     "ci_target_pct": "ci_target_pct",

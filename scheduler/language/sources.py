@@ -41,6 +41,7 @@ _BY_EXTENSION: Final[dict[str, ModelFormat]] = {
     ".mlpackage": ModelFormat.COREML,
     ".gguf": ModelFormat.GGUF,
     ".safetensors": ModelFormat.SAFETENSORS,
+    ".tflite": ModelFormat.TFLITE,
 }
 _PICKLES: Final = (".pkl", ".pickle", ".pth", ".pt", ".bin", ".joblib")
 _FORMATS: Final = ", ".join(f.value for f in ModelFormat)

@@ -14,6 +14,7 @@ Modules:
     energyrows   energy per inference and per token, power, method, note
     sustainrows  Throttled with its causes, window medians, the telemetry kept
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
+    outputdiff   OutputMaxDiff: rows of one model compared on their outputs, against the first row
     verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark
     typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
     document     CampaignReport: results.json as one typed value (built once, or read once from a file);
@@ -67,6 +68,7 @@ from scheduler.results.fleetrows import (
 )
 from scheduler.results.genrows import generation_columns
 from scheduler.results.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline, per_request
+from scheduler.results.outputdiff import Outputs, output_diffs, with_output_diffs
 from scheduler.results.report import (
     NO_DEVICE,
     LatencyMatrix,
@@ -116,6 +118,7 @@ __all__ = [
     "LlmFigure",
     "Member",
     "Merged",
+    "Outputs",
     "ReportEntry",
     "ReportTask",
     "ResultsFileError",
@@ -149,6 +152,7 @@ __all__ = [
     "merged_row",
     "merged_stats",
     "names",
+    "output_diffs",
     "per_request",
     "result_row",
     "row_of",
@@ -157,4 +161,5 @@ __all__ = [
     "sustain_columns",
     "to_csv",
     "verify_columns",
+    "with_output_diffs",
 ]

@@ -111,6 +111,7 @@ _EXTENDED = _section(
     ("GpuMemMb", "MB", "{:.1f}"),
     ("Providers",),
     ("Fallback",),
+    ("OutputMaxDiff",),  # against the model's first row on another runtime (results/outputdiff.py)
     ("ModelSha256",),
     ("RuntimeVersions",),
     ("WorkerPeerId",),

@@ -45,12 +45,18 @@ class ReportEntry(Value):
     generation: GenerationStats | None = None
     detail: str = ""
     verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
+    fallback: bool = False  # ran below the job's placement share: never the unit's figure
 
     @property
     def complete(self) -> bool:
         """Whether the task produced a measurement that may stand as its figure
         (`scheduler.state.settling`)."""
-        return self.status == "Complete" and self.median_ms is not None and not flagged(self.verified)
+        return (
+            self.status == "Complete"
+            and self.median_ms is not None
+            and not flagged(self.verified)
+            and not self.fallback
+        )
 
 
 class MatrixCell(Value):
@@ -106,7 +112,10 @@ def entry_of(
         detail=detail,
         verified=row.get("Verified", ""),
     )
-    return entry if measurement is None else entry.with_(**_figures(measurement))
+    if measurement is None:
+        return entry
+    entry = entry.with_(**_figures(measurement))
+    return entry.with_(detail=measurement.placement()) if measurement.fallback else entry
 
 
 def _figures(m: Measurement) -> dict[str, Any]:
@@ -128,6 +137,7 @@ def _figures(m: Measurement) -> dict[str, Any]:
         "conditions": m.conditions,
         "throttled": (causes or "unexplained") if throttled else "",
         "generation": m.generation,
+        "fallback": m.fallback,
     }
 
 
@@ -169,7 +179,7 @@ def device_label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
 def _cell(entry: ReportEntry) -> MatrixCell:
     return MatrixCell(
         median_ms=entry.median_ms if entry.complete else None,
-        status=entry.status,
+        status=entry.detail if entry.fallback else entry.status,
         unstable=entry.unstable,
         task_id=entry.task_id,
     )

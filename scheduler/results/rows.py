@@ -147,7 +147,7 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
         "BackgroundCores": cell("BackgroundCores", m.conditions.background_cores),
         "GpuUtilPct": cell("GpuUtilPct", m.gpu_util_pct),
         "GpuMemMb": cell("GpuMemMb", m.gpu_mem_mb),
-        "Providers": cells("Providers", m.providers),
+        "Providers": cell("Providers", m.placement()),
         "Fallback": cell("Fallback", m.fallback),
         "InputShapes": cells("InputShapes", (i.label() for i in m.inputs)),
         "InputsDefaulted": cell("InputsDefaulted", m.inputs_defaulted) if m.inputs else "",

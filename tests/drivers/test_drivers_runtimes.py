@@ -5,14 +5,14 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pytest
 
 from drivers import onnx as ort_driver
 from drivers.coreml import COMPUTE_UNITS, CoremlDriver, unavailable_reason
-from drivers.driver import LoadOptions
+from drivers.driver import LoadOptions, Placement
 from drivers.models import relu_model, write_convnet
 from drivers.onnx import OnnxDriver, is_fallback, provider_list, provider_options, session_config
 from drivers.registry import REGISTRY
@@ -79,25 +79,26 @@ def test_gpu_candidates_by_platform() -> None:
     assert ort_driver.GPU_CANDIDATES["darwin"] == ("CoreMLExecutionProvider",)
 
 
+CUDA_CPU: Final = ("CUDAExecutionProvider", "CPUExecutionProvider")
+
+
 @pytest.mark.parametrize(
-    ("providers", "share", "fallback"),
+    ("providers", "share", "least", "fallback"),
     [
-        (
-            ("CUDAExecutionProvider", "CPUExecutionProvider"),
-            {"CUDAExecutionProvider": 0.9, "CPUExecutionProvider": 0.1},
-            False,
-        ),
-        (
-            ("CUDAExecutionProvider", "CPUExecutionProvider"),
-            {"CUDAExecutionProvider": 0.2, "CPUExecutionProvider": 0.8},
-            True,
-        ),
-        (("CPUExecutionProvider",), {"CPUExecutionProvider": 1.0}, True),
-        ((), {}, True),
+        (CUDA_CPU, {"CUDAExecutionProvider": 0.9, "CPUExecutionProvider": 0.1}, 0.5, False),
+        (CUDA_CPU, {"CUDAExecutionProvider": 0.9, "CPUExecutionProvider": 0.1}, 1.0, True),  # default: all
+        (CUDA_CPU, {"CUDAExecutionProvider": 1.0}, 1.0, False),
+        (CUDA_CPU, {"CUDAExecutionProvider": 0.2, "CPUExecutionProvider": 0.8}, 0.5, True),
+        (("CPUExecutionProvider",), {"CPUExecutionProvider": 1.0}, 0.5, True),
+        ((), {}, 0.5, True),
     ],
 )
-def test_fallback_verdict(providers: tuple[str, ...], share: dict[str, float], fallback: bool) -> None:
-    assert is_fallback("CUDAExecutionProvider", providers, share) is fallback
+def test_fallback_verdict(
+    providers: tuple[str, ...], share: dict[str, float], least: float, fallback: bool
+) -> None:
+    whole = is_fallback("CUDAExecutionProvider", providers)
+    placement = Placement(providers, share, whole, asked="CUDAExecutionProvider")
+    assert placement.fell_back(least) is fallback
 
 
 def test_cpu_onnx_probe_really_runs() -> None:

@@ -311,6 +311,20 @@ def test_input_values_fill_named_inputs() -> None:
     ]
 
 
+def test_placement_share_reaches_the_spec_and_a_tflite_model_is_litert_s_format() -> None:
+    text = "model: {path: m.tflite}\njobs: [{compute_unit: CPU (LiteRT), placement_share: 0.8}]\n"
+    campaign = parse_campaign(text)
+    assert campaign.models[0].format == ModelFormat.TFLITE
+    assert (campaign.jobs[0].spec.compute_unit, campaign.jobs[0].spec.placement_share) == (
+        ComputeUnit.CPU_LITERT,
+        0.8,
+    )
+    assert parse_campaign(text.replace(", placement_share: 0.8", "")).jobs[0].spec.placement_share == 1.0
+    for bad in ("0", "1.5"):
+        ((path, _),) = problems_of(text.replace("0.8", bad))
+        assert path == "jobs[0].placement_share"
+
+
 def test_an_explicit_format_wins_over_the_extension() -> None:
     campaign = parse_campaign("model: {path: net.torchscript, format: torchscript}\n" + ONE_JOB)
     assert campaign.models[0].format == ModelFormat.TORCHSCRIPT

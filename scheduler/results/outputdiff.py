@@ -1,0 +1,76 @@
+"""Rows of one model on several runtimes, compared on their outputs: the largest absolute difference
+of each row's output sample (`Measurement.output_sample`, the same positions of the same outputs)
+against the first row of that model that has one, so a runtime that computes something else is seen
+beside its timings. Pure: rows and samples in, cells out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scheduler.results.typed import TaskResult
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """One row's outputs as the comparison needs them.
+
+    Attributes:
+        task_id: the row's task.
+        model: the model's sha256 (rows of one model are compared).
+        unit: the row's compute unit, named in the other rows' cells.
+        inputs: the row's InputShapes cell (rows fed differently are not compared).
+        sample: the output sample, empty when the row has none.
+    """
+
+    task_id: str
+    model: str
+    unit: str
+    inputs: str
+    sample: tuple[float, ...]
+
+
+def output_diffs(rows: Sequence[Outputs]) -> dict[str, str]:
+    """task id -> the OutputMaxDiff cell: "0 (reference)" for a model's first row with a sample,
+    "<largest |difference|> vs <its unit>" for the others, or why they cannot be compared."""
+    first: dict[str, Outputs] = {}
+    cells: dict[str, str] = {}
+    for row in rows:
+        if not row.sample or not row.model:
+            continue
+        ref = first.setdefault(row.model, row)
+        if ref is row:
+            cells[row.task_id] = "0 (reference)"
+        elif row.inputs != ref.inputs:
+            cells[row.task_id] = f"inputs differ from {ref.unit}'s"
+        elif len(row.sample) != len(ref.sample):
+            cells[row.task_id] = f"outputs differ in size from {ref.unit}'s"
+        else:
+            largest = max(abs(a - b) for a, b in zip(row.sample, ref.sample, strict=True))
+            cells[row.task_id] = f"{largest:.3g} vs {ref.unit}"
+    return cells
+
+
+__all__ = ["Outputs", "output_diffs", "with_output_diffs"]
+
+
+def with_output_diffs(
+    rows: list[tuple[dict[str, str], TaskResult | None]],
+) -> list[tuple[dict[str, str], TaskResult | None]]:
+    """The campaign's rows (in task order, each with its typed value) with their OutputMaxDiff cells."""
+    compared = [
+        Outputs(
+            row["JobId"],
+            row.get("ModelSha256", ""),
+            row["ComputeUnits"],
+            row.get("InputShapes", ""),
+            m.output_sample,
+        )
+        for row, result in rows
+        if result is not None and (m := result.measurement) is not None
+    ]
+    cells = output_diffs(compared)
+    return [
+        ({**row, "OutputMaxDiff": cells[row["JobId"]]} if row.get("JobId") in cells else row, result)
+        for row, result in rows
+    ]

@@ -1,0 +1,89 @@
+"""OpenVINO: the probe (a real run on each device, or the reason), placement from the executed graph,
+and a measurement through the one harness (spawned child, warm-up, statistics, meters, fingerprints)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from drivers import measure
+from drivers.driver import LoadOptions
+from drivers.models import write_convnet
+from drivers.onnx import OnnxDriver
+from drivers.openvino import OpenvinoDriver, executed_share, runtime_nodes
+from drivers.outputs import output_fingerprint
+from protocol import ComputeUnit, TaskSpec
+
+CPU = ComputeUnit.CPU_OPENVINO
+
+
+def test_the_cpu_probe_really_runs_and_names_the_device() -> None:
+    status = OpenvinoDriver(CPU).probe()
+    assert status.usable, status.reason
+    assert status.provider is not None
+    assert status.provider.startswith("CPU: ")
+
+
+@pytest.mark.parametrize("unit", [ComputeUnit.GPU_OPENVINO, ComputeUnit.NPU_OPENVINO])
+def test_an_accelerator_is_usable_only_where_openvino_lists_and_runs_it(unit: ComputeUnit) -> None:
+    import openvino
+
+    status = OpenvinoDriver(unit).probe()
+    device = unit.value.split(" ")[0]
+    if device not in openvino.Core().available_devices:  # this machine: no Intel GPU or NPU
+        assert not status.usable
+        assert f"no {device} device" in status.reason
+        assert "lists CPU" in status.reason
+    else:
+        assert status.usable == (status.provider is not None)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "share"),
+    [
+        ([("Input", ""), ("Convolution", ""), ("Subgraph", ""), ("Output", "")], {"CPU": 1.0}),
+        (
+            [("Input", "GPU"), ("Convolution", "GPU"), ("TopK", "CPU"), ("Result", "CPU")],
+            {"CPU": 0.5, "GPU": 0.5},
+        ),
+        ([("Input", ""), ("Output", "")], {}),
+    ],
+)
+def test_the_share_counts_executed_nodes_per_device(
+    nodes: list[tuple[str, str]], share: dict[str, float]
+) -> None:
+    assert executed_share(nodes, "CPU") == share
+
+
+def test_a_cpu_model_is_placed_on_the_cpu_and_agrees_with_onnxruntime(tmp_path: Path) -> None:
+    model = write_convnet(tmp_path / "c.onnx")
+    loaded = OpenvinoDriver(CPU).load(model, LoadOptions(threads=1))
+    placement = loaded.placement()
+    assert (placement.providers, placement.node_share, placement.asked) == (("CPU",), {"CPU": 1.0}, "CPU")
+    assert not placement.fell_back(1.0)
+    assert any(layer == "Convolution" for layer, _ in runtime_nodes(loaded.compiled))
+    assert loaded.settings().intra_op_threads == 1
+    sig = loaded.inputs()[0]
+    assert (sig.name, sig.dtype, sig.shape) == ("x", "float32", (None, 3, 64, 64))
+    x = np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype(np.float32)
+    ours = loaded.runner({"x": x})()
+    theirs = OnnxDriver(ComputeUnit.CPU_ONNX).load(model, LoadOptions(threads=1)).runner({"x": x})()
+    assert np.allclose(ours.to_tuple()[0], theirs[0], rtol=1e-3, atol=1e-4)  # type: ignore[attr-defined,index]
+    assert output_fingerprint(ours).startswith("sha256:")
+
+
+def test_a_measurement_on_openvino_goes_through_the_one_harness(tmp_path: Path) -> None:
+    model = write_convnet(tmp_path / "c.onnx")
+    spec = TaskSpec(compute_unit=CPU, runs=12, warmups=2, load_runs=2, threads=1)
+    m = measure(model, spec)
+    assert (m.inference_ms.n, m.load_ms.n, m.warmups_used) == (12, 2, 2)
+    assert (m.providers, m.node_share, m.fallback) == (("CPU",), {"CPU": 1.0}, False)
+    assert m.conditions.intra_op_threads == 1
+    assert "openvino" in m.conditions.runtime_versions
+    assert len(m.output_fingerprints) == 1
+    assert m.output_fingerprints[0].startswith("sha256:")
+    assert m.peak_inference_ram_mb > 0
+    assert m.cpu_time_s > 0
+    assert m.inputs[0].name == "x"

@@ -1,0 +1,49 @@
+"""Issue 39's acceptance: README's runtimes command (`sark-node submit examples/runtimes.yaml`, after
+installing the openvino and litert extras) on the embedded swarm gives a Complete row on every CPU
+unit of the new runtimes with its placement share, and the OpenVINO row carries its largest output
+difference against the ONNX Runtime row of the same model."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from lab.procs import SCRIPT
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_share(tmp_path: Path) -> None:
+    lines = README.splitlines()
+    command = lines[lines.index("<!-- runtimes-command -->") + 2]
+    assert command.endswith(".venv/bin/sark-node submit examples/runtimes.yaml")
+    assert "pip install -q -e '.[openvino,litert]'" in command  # this venv has them: the dev extra
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SARK_", "XDG_"))}
+    env["HOME"] = str(tmp_path / "home")
+    done = subprocess.run(
+        [*SCRIPT, "submit", "examples/runtimes.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = re.search(r"campaign (campaign-\d+)", done.stdout)
+    assert found is not None, done.stdout
+    with (tmp_path / "sark-results" / found.group(1) / "results.csv").open(newline="") as f:
+        rows = {r["ComputeUnits"]: r for r in csv.DictReader(f)}
+    assert set(rows) == {"CPU (ONNX)", "CPU (OpenVINO)", "CPU (LiteRT)"}
+    assert {u: r["Status"] for u, r in rows.items()} == dict.fromkeys(rows, "Complete")
+    assert rows["CPU (OpenVINO)"]["Providers"] == "CPU 100%"
+    assert rows["CPU (LiteRT)"]["Providers"] == "XNNPACK 100%"
+    assert rows["CPU (ONNX)"]["OutputMaxDiff"] == "0 (reference)"
+    diff, against = rows["CPU (OpenVINO)"]["OutputMaxDiff"].split(" vs ")
+    assert against == "CPU (ONNX)"
+    assert float(diff) < 1e-3  # the same network on two runtimes: fp32 rounding apart, not another answer

@@ -1,0 +1,46 @@
+"""Rows of one model on several runtimes compared on their outputs (scheduler.results.outputdiff)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.results import Outputs, output_diffs
+
+IN = "x:float32[1,4]"
+
+
+def _row(task: str, unit: str, sample: tuple[float, ...], model: str = "m1", inputs: str = IN) -> Outputs:
+    return Outputs(task, model, unit, inputs, sample)
+
+
+@pytest.mark.parametrize(
+    ("rows", "cells"),
+    [
+        (
+            [_row("a", "CPU (ONNX)", (1.0, 2.0)), _row("b", "CPU (OpenVINO)", (1.0, 2.5))],
+            {"a": "0 (reference)", "b": "0.5 vs CPU (ONNX)"},
+        ),
+        (  # the first row with a sample is the reference; a row without one gets no cell
+            [
+                _row("a", "CPU (ONNX)", ()),
+                _row("b", "CPU (OpenVINO)", (3.0,)),
+                _row("c", "CPU (ONNX)", (2.0,)),
+            ],
+            {"b": "0 (reference)", "c": "1 vs CPU (OpenVINO)"},
+        ),
+        (  # each model has its own reference
+            [_row("a", "CPU (ONNX)", (1.0,)), _row("b", "CPU (LiteRT)", (9.0,), model="m2")],
+            {"a": "0 (reference)", "b": "0 (reference)"},
+        ),
+        (
+            [_row("a", "CPU (ONNX)", (1.0,)), _row("b", "CPU (OpenVINO)", (1.0,), inputs="x:float32[2,4]")],
+            {"a": "0 (reference)", "b": "inputs differ from CPU (ONNX)'s"},
+        ),
+        (
+            [_row("a", "CPU (ONNX)", (1.0,)), _row("b", "CPU (OpenVINO)", (1.0, 2.0))],
+            {"a": "0 (reference)", "b": "outputs differ in size from CPU (ONNX)'s"},
+        ),
+    ],
+)
+def test_each_row_is_compared_with_its_models_first_row(rows: list[Outputs], cells: dict[str, str]) -> None:
+    assert output_diffs(rows) == cells
