@@ -21,6 +21,9 @@ Modules:
     report       a campaign report as data: entries, the device x unit matrix
     diff         two campaigns compared: tasks paired by worker, then device; each change tested
     significance the Mann-Whitney U test the diffs use
+    prices       the one seam where a row's price is chosen and bounded (campaign, then owner); Costs
+    costview     COST_FIGURES ($ / 1k inferences, $ / M tokens, per joule), cost_lines ranked, price_text
+    costrows     priced (a TaskResult with its Price) and the cost columns' cells
     llmview      LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
 """
 
@@ -31,6 +34,7 @@ from scheduler.results.columns import (
     BY_NAME,
     CAPACITY_COLUMNS,
     COLUMNS,
+    COST_COLUMNS,
     CSV_COLUMNS,
     ENERGY_COLUMNS,
     EXTENDED_COLUMNS,
@@ -46,6 +50,16 @@ from scheduler.results.columns import (
     column_formulas,
     flag,
     names,
+)
+from scheduler.results.costrows import cost_columns, priced
+from scheduler.results.costview import (
+    COST_FIGURES,
+    RANKS,
+    CostFigure,
+    CostLine,
+    cost_lines,
+    figures_of,
+    price_text,
 )
 from scheduler.results.diff import (
     DEFAULT_ALPHA,
@@ -67,6 +81,7 @@ from scheduler.results.fleetrows import (
 )
 from scheduler.results.genrows import generation_columns
 from scheduler.results.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline, per_request
+from scheduler.results.prices import Costs, Price, costs_of, price_of
 from scheduler.results.report import (
     NO_DEVICE,
     LatencyMatrix,
@@ -88,12 +103,14 @@ from scheduler.results.rows import (
 from scheduler.results.significance import mann_whitney
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
-from scheduler.results.verifyrows import verify_columns
+from scheduler.results.verifyrows import class_name, verify_columns
 
 __all__ = [
     "BY_NAME",
     "CAPACITY_COLUMNS",
     "COLUMNS",
+    "COST_COLUMNS",
+    "COST_FIGURES",
     "CSV_COLUMNS",
     "DEFAULT_ALPHA",
     "DEFAULT_THRESHOLD_PCT",
@@ -104,18 +121,23 @@ __all__ = [
     "GENERATION_COLUMNS",
     "LLM_FIGURES",
     "NO_DEVICE",
+    "RANKS",
     "REFERENCE_COLUMNS",
     "SEED_COLUMNS",
     "SUSTAIN_COLUMNS",
     "THROUGHPUT",
     "CampaignReport",
     "Column",
+    "CostFigure",
+    "CostLine",
+    "Costs",
     "DiffRow",
     "Figure",
     "LatencyMatrix",
     "LlmFigure",
     "Member",
     "Merged",
+    "Price",
     "ReportEntry",
     "ReportTask",
     "ResultsFileError",
@@ -125,8 +147,12 @@ __all__ = [
     "capacity_columns",
     "cell",
     "cells",
+    "class_name",
     "column_formulas",
     "compare",
+    "cost_columns",
+    "cost_lines",
+    "costs_of",
     "device_label",
     "diff_entries",
     "ended",
@@ -134,6 +160,7 @@ __all__ = [
     "entries_of",
     "entry_of",
     "failure_row",
+    "figures_of",
     "flag",
     "fleet_columns",
     "fleet_rows",
@@ -150,6 +177,9 @@ __all__ = [
     "merged_stats",
     "names",
     "per_request",
+    "price_of",
+    "price_text",
+    "priced",
     "result_row",
     "row_of",
     "seed_figures",

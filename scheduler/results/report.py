@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Stats, Value
 from scheduler.results.document import CampaignReport
+from scheduler.results.prices import Costs, Price, costs_of
 from scheduler.state.settling import flagged
 
 NO_DEVICE: Final = "(no device)"
@@ -45,6 +46,8 @@ class ReportEntry(Value):
     generation: GenerationStats | None = None
     detail: str = ""
     verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
+    price: Price | None = None  # what an hour of its device costs, and who said so
+    costs: Costs = Costs()  # from the measurement and the price (`scheduler.results.prices`)
 
     @property
     def complete(self) -> bool:
@@ -84,6 +87,7 @@ def entry_of(
     device: DeviceProfile | None = None,
     measurement: Measurement | None = None,
     merged: Stats | None = None,
+    price: Price | None = None,
 ) -> ReportEntry:
     """The report's view of one task: who and what from its row's text (task, status, model, unit,
     device, worker, ending), every figure from its typed value: the measurement the submitter
@@ -105,6 +109,8 @@ def entry_of(
         device_profile=device,
         detail=detail,
         verified=row.get("Verified", ""),
+        price=price,
+        costs=costs_of(measurement, price),
     )
     return entry if measurement is None else entry.with_(**_figures(measurement))
 
@@ -142,7 +148,7 @@ def entries_of(report: CampaignReport) -> tuple[ReportEntry, ...]:
         device = signed.device if signed is not None else None
         measurement = signed.measurement if signed is not None else None
         e2e = merged.e2e_ms if merged is not None else None
-        entries.append(entry_of(task.row, task.samples_ms, device, measurement, e2e))
+        entries.append(entry_of(task.row, task.samples_ms, device, measurement, e2e, task.price))
     return tuple(entries)
 
 
