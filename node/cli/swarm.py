@@ -90,6 +90,10 @@ def join(
     config_file: ConfigOpt = None,
     record_ttl: TtlOpt = None,
     device_name: Annotated[str | None, typer.Option("--device-name", help="override the device name")] = None,
+    price_per_hour: Annotated[
+        float | None,
+        typer.Option("--price-per-hour", help="what an hour of this device costs, advertised to submitters"),
+    ] = None,
     profile_file: ProfileFileOpt = None,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
@@ -121,6 +125,7 @@ def join(
         data_dir=data_dir,
         record_ttl_s=record_ttl,
         device_name=device_name,
+        price_per_hour=price_per_hour,
         allow_networks=as_tuple(allow_network),
         allow_http=allow_http or None,
         allow_code_models=allow_code_models or None,

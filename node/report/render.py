@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from node.report.costreport import cost_html
 from node.report.endreport import endpoint_parts, endpoint_tasks
 from node.report.genreport import generation_parts, lead_parts
 from node.report.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
@@ -263,8 +264,9 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
     return _table([*head, "calibration"], rows, frozenset({1}))
 
 
-def render_html(report: CampaignReport) -> str:
-    """report.html for a campaign report: one self-contained page, whatever the report holds.
+def render_html(report: CampaignReport, rank: str = "") -> str:
+    """report.html for a campaign report: one self-contained page, whatever the report holds (`rank`:
+    the cost figure its performance per dollar and per watt table is ranked by; "" the first shown).
 
     Each picture is drawn or replaced by a note saying why (`pictures.drawn`); if the page itself
     cannot be built, the page says that instead, so a report.html is always written."""
@@ -272,7 +274,7 @@ def render_html(report: CampaignReport) -> str:
 
     try:
         with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, not mathtext
-            return _page(report)
+            return _page(report, rank)
     except Exception as exc:  # the renderer's boundary: no stored value may stop the outputs
         log.warning("report.html not rendered: %s: %s", type(exc).__name__, exc)
         return _unrendered(report, exc)
@@ -305,7 +307,7 @@ def _unrendered(report: CampaignReport, exc: Exception) -> str:
     )
 
 
-def _page(report: CampaignReport) -> str:
+def _page(report: CampaignReport, rank: str) -> str:
     """The page itself (`render_html` sets how matplotlib draws text around it)."""
     entries = entries_of(report)
     title = _title(report)
@@ -327,6 +329,7 @@ def _page(report: CampaignReport) -> str:
         )
         what = "end-to-end time per request" if matrix.model in generative else "inference latency"
         parts += _model_parts(k, matrix, mine, what)
+    parts += cost_html(report, rank)  # performance per dollar and per watt, with each price's source
     parts += generation_parts(report) + endpoint_parts(report) + telemetry_parts(report)
     ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']

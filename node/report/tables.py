@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from rich.console import Group
 from rich.table import Table
 
+from node.report.costreport import cost_markdown
 from node.report.genreport import lead_markdown
 from protocol import for_markdown, for_rich
 from scheduler.results import (
@@ -39,9 +40,10 @@ def _what(matrix: LatencyMatrix, entries: Sequence[ReportEntry]) -> str:
     return "median end-to-end time per request (ms)" if generative else "median inference latency (ms)"
 
 
-def render_markdown(report: CampaignReport) -> str:
-    """An LLM campaign's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L), the matrix, and the
-    per-task stability as Markdown tables."""
+def render_markdown(report: CampaignReport, rank: str = "") -> str:
+    """An LLM campaign's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L), the matrix, performance
+    per dollar and per watt (ranked by `rank`, "" the first figure shown), and the per-task stability
+    as Markdown tables."""
     entries = entries_of(report)
     md = for_markdown  # every peer- or campaign-written string passes the Markdown seam
     lines = [f"# {md(report.campaign_id)}", "", *lead_markdown(report)]
@@ -58,6 +60,7 @@ def render_markdown(report: CampaignReport) -> str:
             ]
             lines.append(f"| {md(device)} | " + " | ".join(shown) + " |")
         lines.append("")
+    lines += cost_markdown(report, rank)
     lines += ["| device · unit | process medians (ms) | spread % | stability |", "|---|---|---:|---|"]
     for e in entries:
         stability = ("unstable: " + "; ".join(e.unstable_reasons)) if e.unstable else "stable"
