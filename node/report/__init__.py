@@ -12,6 +12,7 @@ Modules:
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
+    costreport performance per dollar and per watt: report.html's section, Markdown, the terminal's table
 
 Callers import the module they need (`from node.report.render import render_html`): the package root
 imports nothing, so that a command that does not draw never loads matplotlib.
