@@ -19,6 +19,7 @@ from typing import Any, Final
 from node.report.costreport import cost_html
 from node.report.endreport import endpoint_parts, endpoint_tasks
 from node.report.genreport import generation_parts, lead_parts
+from node.report.matrix import matrix_html
 from node.report.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
 from node.report.telereport import telemetry_parts
 from protocol import for_html, visible
@@ -43,7 +44,8 @@ th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .unstable{color:#b00020;font-weight:600}.stable{color:#1b5e20}.muted{color:#777}
 figure{margin:.5rem 0}figure svg{max-width:100%;height:auto}
-code{font-size:.8rem}
+code{font-size:.8rem}.median{font-size:1rem}small.tail{white-space:nowrap}
+@media print{body{margin:0;max-width:none}h2{break-after:avoid}table,figure{break-inside:avoid}}
 """
 
 
@@ -202,23 +204,6 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozense
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _matrix_html(matrix: LatencyMatrix) -> str:
-    rows = []
-    for device, cells in zip(matrix.devices, matrix.cells, strict=True):
-        shown = []
-        for c in cells:
-            if c is None:
-                shown.append("")
-            elif c.median_ms is None:
-                shown.append(f'<span class="muted">{for_html(c.status)}</span>')
-            else:
-                flag = ' <span class="unstable" title="unstable">*</span>' if c.unstable else ""
-                shown.append(f"{c.median_ms:.3f}{flag}")
-        rows.append([for_html(device), *shown])
-    numeric = frozenset(range(1, len(matrix.columns) + 1))
-    return _table(["device", *matrix.columns], rows, numeric)
-
-
 def _stability_html(entries: Sequence[ReportEntry]) -> str:
     rows = []
     for e in entries:
@@ -341,7 +326,7 @@ def _model_parts(k: int, matrix: LatencyMatrix, mine: Sequence[ReportEntry], wha
     model = visible(matrix.model)
     parts = [
         f"<h2>{for_html(matrix.model)}: device x compute unit, median {what} (ms)</h2>",
-        f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
+        f'<div id="matrix-{k}" class="matrix">{matrix_html(matrix)}</div>',
     ]
     if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
         # colour compares medians: with fewer than two there is nothing to compare (the table says it)
