@@ -21,6 +21,7 @@ from node.report.endreport import endpoint_parts, endpoint_tasks
 from node.report.genreport import generation_parts, lead_parts
 from node.report.matrix import matrix_html
 from node.report.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
+from node.report.provenance import provenance_html
 from node.report.telereport import telemetry_parts
 from protocol import for_html, visible
 from scheduler.results import (
@@ -318,6 +319,7 @@ def _page(report: CampaignReport, rank: str) -> str:
     parts += generation_parts(report) + endpoint_parts(report) + telemetry_parts(report)
     ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
+    parts += provenance_html(report)
     return _wrap(title, parts)
 
 
