@@ -1,13 +1,15 @@
 """Issue 42, scope 5: performance per dollar and per watt, on a real campaign over a loopback swarm.
 
-Four real `sark-node join` workers take one tensor job (`devices: all`): `owner` advertises its own
+Four real `sark-node join` workers take a tensor job and a model-server job (a scripted
+OpenAI-compatible server on 127.0.0.1), each on every worker (`devices: all`): `owner` advertises its own
 price (`--price-per-hour 0.8`); `priced` advertises 0.1 but the campaign prices it by its peer id at
 2.5 (the campaign's word wins); two liars are the real join with their price patched in memory
 (tests/lab/priceliar.py): `changer` advertises 3 and signs a result whose device asks 0.001 (it is
 costed at the higher word, and the row says both), `absurd` asks -5 in its advert and its result
 (refused, the row says why, no cost shown). The prices and their sources are shown in results.csv,
 the terminal table `submit` ends with, report.html, `report --format md` (ranked) and
-`report --diff` (text and JSON, ranked); every renderer survives the liars.
+`report --diff` (text and JSON, ranked), the model-server rows' cost per million output tokens in the
+LLM view too; every renderer survives the liars.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from lab.procs import SARK
+from lab.sse_server import scheduled, serve_sse
 
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 
@@ -69,22 +72,30 @@ def _report(lab: Swarm, *args: str) -> str:
 
 def test_prices_and_costs_reach_every_medium_and_a_liar_is_bounded(lab: Swarm, tmp_path: Path) -> None:
     names = lab.names
+    served = {"url": "", "model": "scripted"}
+    generate = {"prompts": "builtin:summaries", "max_new_tokens": 4, "num_prompts": 4}
     body = {
         "name": "priced",
         "model": {"path": MODEL.name},
-        "jobs": [JOB],
+        "jobs": [JOB, {"endpoint": served, "generate": generate, "devices": "all"}],
         "prices": [{"peer": names["priced"], "per_hour": 2.5}],
     }
-    campaign = write_campaign(tmp_path / "c.yaml", body)
-    done = lab.run("submit", str(campaign), "--wait-peers", "4", "--out", str(tmp_path / "out"), timeout=300)
+    reply = scheduled(["a", " b", " c", " d"], first_s=0.05, every_s=0.01, usage=(5, 4))  # TTFT past any RTT
+    with serve_sse(lambda body, attempt: reply) as server:
+        served["url"] = server.url
+        campaign = write_campaign(tmp_path / "c.yaml", body)
+        out = ["--wait-peers", "4", "--out", str(tmp_path / "out")]
+        done = lab.run("submit", str(campaign), *out, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     cid = re.search(r"^campaign (\S+)$", done.stdout, re.M)
     assert cid is not None, done.stdout
     with open(tmp_path / "out" / cid[1] / "results.csv", newline="") as f:
-        rows = {row["WorkerPeerId"]: row for row in csv.DictReader(f)}
+        every = list(csv.DictReader(f))
+    assert {row["Status"] for row in every} == {"Complete"}, [row["Detail"] for row in every]
+    rows = {row["WorkerPeerId"]: row for row in every if row["ComputeUnits"] == "CPU (ONNX)"}
+    served_rows = {row["WorkerPeerId"]: row for row in every if row["ComputeUnits"] != "CPU (ONNX)"}
     priced = {name: rows[peer] for name, peer in names.items()}
-    assert {row["Status"] for row in priced.values()} == {"Complete"}
 
     # results.csv: each price with its source; the cost per 1,000 inferences from the median
     expected = {
@@ -97,6 +108,12 @@ def test_prices_and_costs_reach_every_medium_and_a_liar_is_bounded(lab: Swarm, t
         assert (row["PricePerHour"], row["PriceSource"]) == (price, source), row
         per_1k = float(price) * float(row["InferenceMsMedian"]) / 3600
         assert float(row["CostPer1kInferences"]) == pytest.approx(per_1k, rel=1e-3), row
+    for name, (price, source) in expected.items():  # a model server's row: per million output tokens
+        row = served_rows[names[name]]
+        assert (row["PricePerHour"], row["PriceSource"]) == (price, source), row
+        per_m = float(price) / 3600 / float(row["OutputTokPerS"]) * 1e6
+        assert float(row["CostPerMTokens"]) == pytest.approx(per_m, rel=1e-3), row
+    assert served_rows[names["absurd"]]["CostPerMTokens"] == ""
     absurd = priced["absurd"]
     assert (absurd["PricePerHour"], absurd["CostPer1kInferences"]) == ("", "")
     assert absurd["PriceSource"].startswith("owner: refused: advertised price -5.0 is outside 0..10000")
@@ -109,11 +126,14 @@ def test_prices_and_costs_reach_every_medium_and_a_liar_is_bounded(lab: Swarm, t
     assert 'id="cost"' in page
     assert "2.5 $/h (campaign: peer)" in page
     assert "none (owner: refused: advertised price -5.0" in page
+    lead = page.split('id="generation-lead"', 1)[1].split("</table>", 1)[0]  # the LLM view
+    assert "$ / M output tokens" in lead
+    assert "at 2.5 $/h (campaign: peer)" in lead
     md = _report(lab, cid[1], "--format", "md", "--rank", "per_1k_inferences")
     table = md.split("## Performance per dollar and per watt", 1)[1]
     lines = [line.strip("|").split(" | ") for line in table.splitlines() if MODEL.name in line]
     assert len(lines) == 4, table
-    costs = [float(cells[4]) for cells in lines[:3]]
+    costs = [float(cells[4]) for cells in lines[:3]]  # the tensor rows: the first figure ranks
     assert costs == sorted(costs), table  # ranked: the cheapest first (the medians differ under load)
     assert (lines[-1][3].split(" ", 1)[0], lines[-1][4].strip()) == ("none", ""), table  # refused: last
     diff = _report(lab, "--diff", cid[1], cid[1], "--rank", "per_1k_inferences")
