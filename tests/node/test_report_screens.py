@@ -31,8 +31,8 @@ from node.submitter.outputs import campaign_report
 from scheduler.results import CampaignReport, ReportTask
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "scheduler"))  # the golden campaigns' builders
-from golden_campaigns import CAMPAIGNS, CREATED, _stored, _tensor_measurement  # type: ignore[import-not-found]
-from scheduler_harness import KEY, MODEL, SHA, peer  # type: ignore[import-not-found]
+from golden_campaigns import CAMPAIGNS, CREATED, _stored, _tensor_measurement  # type: ignore[import-not-found, unused-ignore]
+from scheduler_harness import KEY, MODEL, SHA, peer  # type: ignore[import-not-found, unused-ignore]
 
 pytestmark = [
     pytest.mark.chromium,
