@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from node.datadir import DataDir, default_data_dir, read_settings
 from node.errors import ConfigError
-from protocol import ComputeUnit, ProfileName, field_problems
+from protocol import MAX_PRICE_PER_HOUR, ComputeUnit, ProfileName, field_problems
 
 _TUPLE_FIELDS = ("listen", "gates", "allow", "allow_networks")
 
@@ -29,6 +29,8 @@ class NodeConfig(BaseModel):
     listen: tuple[str, ...] = ("/ip4/0.0.0.0/tcp/0",)
     gates: tuple[str, ...] = ()
     device_name: ProfileName | None = None  # checked like the profile it goes into
+    # what the owner asks per hour of this device, advertised in its profile (`join --price-per-hour`)
+    price_per_hour: float | None = Field(default=None, ge=0, le=MAX_PRICE_PER_HOUR, allow_inf_nan=False)
     allow: tuple[str, ...] = ()
     open_mode: bool = False
     dht_mode: Literal["auto", "server", "client"] = "auto"

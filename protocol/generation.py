@@ -56,6 +56,11 @@ FORMULAS: Final[dict[str, str]] = {
     "schedule_lag_ms": "actual (first byte written) - planned send time per open-loop request",
     "client_saturated": "client CPU over 90 % of one core, p99 send lag over 10 ms, planned sends left "
     "unsent at the deadline, or (open loop) under 95 % of the sends planned within the span sent in it",
+    # performance per dollar and per watt (issue 42): the price is the row's PricePerHour
+    "cost_per_1k_inferences": "price per hour x median inference ms / 3600 (a tensor task's single stream)",
+    "cost_per_m_tokens": "price per hour / 3600 / output tok/s x 10^6 (a generate task)",
+    "inferences_per_joule": "1 / EnergyJoulesPerInference (net of idle)",
+    "tokens_per_joule": "1 / EnergyJoulesPerToken (net of idle)",
 }
 
 

@@ -115,6 +115,10 @@ class DeviceProfile(Value):
     endpoints: tuple[EndpointStatus, ...] = ()  # declared model servers (gray-box), as probed
     fingerprint: ProfileFact
     calibration: Calibration | None = None
+    # what the owner asks per hour of this device (`join --price-per-hour`), in the campaign's currency;
+    # a peer's word with no authority: any float arrives, and the submitter bounds it where it prices
+    # a row (`scheduler.results.prices`), so a lie is refused there with its reason
+    price_per_hour: float | None = None
 
     def usable_units(self) -> tuple[ComputeUnit, ...]:
         """The units whose probe really ran."""
@@ -127,6 +131,11 @@ class DeviceProfile(Value):
     def vram_mb(self) -> int:
         """The largest GPU memory on this device (0 without a GPU)."""
         return max((g.vram_mb for g in self.gpus), default=0)
+
+
+MAX_PRICE_PER_HOUR: Final = 10_000.0
+"""The most an hour of one device may be priced at (a campaign's price or an owner's): ten times the
+dearest cloud machine of 2026, so that no real price is refused and no absurd one is shown."""
 
 
 class ModelFormat(enum.StrEnum):

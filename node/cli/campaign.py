@@ -266,15 +266,19 @@ def _report(outcome: Any, as_json: bool) -> None:
 
 def _matrix(report: sch.CampaignReport) -> Group:
     """The generate tasks' TTFT, TPOT, ITL, decode tok/s and quality first (what an LLM run is for);
-    then device x compute unit: the median latency of each task, the same matrix as report.html."""
+    then device x compute unit: the median latency of each task, the same matrix as report.html; then
+    performance per dollar and per watt, each price with its source."""
     from rich.console import Group
 
+    from node.report.costreport import cost_table
     from node.report.genreport import generation_table
     from node.report.tables import matrix_tables
     from scheduler.results import entries_of
 
-    generation = generation_table(report)
-    return Group(*([generation] if generation else []), *matrix_tables(entries_of(report)))
+    generation, cost = generation_table(report), cost_table(report)
+    return Group(
+        *([generation] if generation else []), *matrix_tables(entries_of(report)), *([cost] if cost else [])
+    )
 
 
 def plan(

@@ -52,6 +52,14 @@ AlphaOpt = Annotated[
         "--alpha", help="significance level of the Mann-Whitney test (default 0.05)", min=0.0, max=1.0
     ),
 ]
+RankOpt = Annotated[
+    str,
+    typer.Option(
+        "--rank",
+        help="rank by a cost figure, the best first: per_1k_inferences, per_m_tokens, inferences_per_joule "
+        "or tokens_per_joule (the cost table; with --diff, the pairs by B's figure)",
+    ),
+]
 
 
 def store_report(store: CampaignStore, campaign_id: str) -> tuple[CampaignReport, Path] | None:
@@ -104,18 +112,27 @@ def _report(name: str, data_dir: Path | None, config_file: Path | None) -> tuple
     return found
 
 
-def _render(report: CampaignReport, fmt: Format) -> str:
+def _render(report: CampaignReport, fmt: Format, rank: str = "") -> str:
     import scheduler as sch
     from node.report.render import render_html
     from node.report.tables import render_markdown
 
     if fmt is Format.HTML:
-        return render_html(report)
+        return render_html(report, rank)
     if fmt is Format.CSV:
         return sch.to_csv(task.row for task in report.results)
     if fmt is Format.JSON:
         return report.to_json() + "\n"
-    return render_markdown(report)
+    return render_markdown(report, rank)
+
+
+def _checked_rank(rank: str) -> str:
+    """`--rank` as given, or exit 2 naming the figures it may be."""
+    from scheduler.results import RANKS
+
+    if rank and rank not in RANKS:
+        fail(f"error: --rank: no cost figure {rank!r}; one of {', '.join(RANKS)}", 2)
+    return rank
 
 
 def report(
@@ -125,6 +142,7 @@ def report(
     out: OutOpt = None,
     threshold: ThresholdOpt = None,
     alpha: AlphaOpt = None,
+    rank: RankOpt = "",
     data_dir: DataDirOpt = None,
     config_file: ConfigOpt = None,
     as_json: JsonOpt = False,
@@ -133,10 +151,12 @@ def report(
 
     html goes beside the campaign's other files by default (its results.csv's folder: where `submit`
     wrote them, ``sark-results/<campaign>/``), replacing the report.html written there; the other
-    formats go to stdout unless `--out` is given.
+    formats go to stdout unless `--out` is given. `--rank` orders the cost table (performance per
+    dollar and per watt) by one of its figures, and a diff's pairs by B's.
     """
     if (campaign is None) == (diff is None):
         fail("error: give a campaign id (or results.json), or --diff A B", 2)
+    rank = _checked_rank(rank)
     if diff is not None:
         from scheduler.results import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
 
@@ -144,11 +164,11 @@ def report(
             DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
             DEFAULT_ALPHA if alpha is None else alpha,
         )
-        _diff(diff, bounds, data_dir, config_file, as_json)
+        _diff(diff, (bounds, rank), data_dir, config_file, as_json)
         return
     assert campaign is not None
     found, folder = _report(campaign, data_dir, config_file)
-    text = _render(found, fmt)
+    text = _render(found, fmt, rank)
     if out is None and fmt is Format.HTML:
         out = folder / "report.html"
     if out is None:
@@ -161,7 +181,7 @@ def report(
 
 def _diff(
     names: tuple[str, str],
-    bounds: tuple[float, float],
+    how: tuple[tuple[float, float], str],
     data_dir: Path | None,
     config_file: Path | None,
     as_json: bool,
@@ -170,9 +190,9 @@ def _diff(
     from node.report.tables import diff_table
     from scheduler.results import diff_entries, entries_of
 
-    threshold, alpha = bounds
+    (threshold, alpha), rank = how
     before, after = (_report(n, data_dir, config_file)[0] for n in names)
-    rows = diff_entries(entries_of(before), entries_of(after), threshold, alpha)
+    rows = diff_entries(entries_of(before), entries_of(after), threshold, alpha, rank)
     ids = [r.campaign_id or n for r, n in zip((before, after), names, strict=True)]
     if as_json:
         print(
@@ -182,6 +202,7 @@ def _diff(
                     "b": ids[1],
                     "threshold_pct": threshold,
                     "alpha": alpha,
+                    "rank": rank,
                     "rows": [r.model_dump(mode="json") for r in rows],
                 }
             )

@@ -104,6 +104,7 @@ RESETTABLE = {
     "allow": "allow",
     "listen": "listen",
     "device-name": "device_name",
+    "price-per-hour": "price_per_hour",
     "allow-network": "allow_networks",
     "endpoint": "endpoints",
 }
@@ -189,6 +190,7 @@ def _flag_values(**given: Any) -> dict[str, Any]:
         "listen": as_tuple(given["listen"]),
         "data_dir": str(given["data_dir"].resolve()) if given["data_dir"] else None,
         "device_name": given["device_name"],
+        "price_per_hour": given["price_per_hour"],
         "allow_networks": as_tuple(given["allow_network"]),
         "allow_http": given["allow_http"],
         "endpoints": declared_endpoints(given["endpoint"]),
@@ -263,6 +265,9 @@ def install(
     listen: ListenOpt = None,
     data_dir: DataDirOpt = None,
     device_name: Annotated[str | None, typer.Option("--device-name", help="override the device name")] = None,
+    price_per_hour: Annotated[
+        float | None, typer.Option("--price-per-hour", help="what an hour of this device costs (advertised)")
+    ] = None,
     allow_network: AllowNetOpt = None,
     allow_http: HttpOpt = None,
     endpoint: EndpointOpt = None,
@@ -292,6 +297,7 @@ def install(
         listen=listen,
         data_dir=data_dir,
         device_name=device_name,
+        price_per_hour=price_per_hour,
         allow_network=allow_network,
         allow_http=allow_http,
         endpoint=endpoint,

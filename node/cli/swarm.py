@@ -79,6 +79,10 @@ def gate(
 
 
 ProfileFileOpt = Annotated[Path | None, typer.Option("--profile", help="use this DeviceProfile JSON")]
+PriceOpt = Annotated[
+    float | None,
+    typer.Option("--price-per-hour", help="what an hour of this device costs, advertised to submitters"),
+]
 
 
 def join(
@@ -90,6 +94,7 @@ def join(
     config_file: ConfigOpt = None,
     record_ttl: TtlOpt = None,
     device_name: Annotated[str | None, typer.Option("--device-name", help="override the device name")] = None,
+    price_per_hour: PriceOpt = None,
     profile_file: ProfileFileOpt = None,
     allow_network: AllowNetOpt = None,
     allow_http: AllowHttpOpt = False,
@@ -121,6 +126,7 @@ def join(
         data_dir=data_dir,
         record_ttl_s=record_ttl,
         device_name=device_name,
+        price_per_hour=price_per_hour,
         allow_networks=as_tuple(allow_network),
         allow_http=allow_http or None,
         allow_code_models=allow_code_models or None,
@@ -130,6 +136,14 @@ def join(
         endpoints=declared_endpoints(endpoint),
         endpoints_on_device=endpoints_on_device(on_device),
     )
+    _check_joinable(config)
+    profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None
+    run(lambda: _serve_worker(config, profile, events), own_signals=True)  # Ctrl-C is the leave too
+    gc.freeze()  # left: the interpreter's last full collection took 1.5 s of a 2 s exit, and frees nothing
+
+
+def _check_joinable(config: NodeConfig) -> None:
+    """Exit 2 without a gate; warn when no submitter may use this worker (no --allow, no --open)."""
     if not config.gates:
         fail("error: give at least one --gate", 2)
     if not config.allow and not config.open_mode:
@@ -138,9 +152,6 @@ def join(
             fg=typer.colors.YELLOW,
             err=True,
         )
-    profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None
-    run(lambda: _serve_worker(config, profile, events), own_signals=True)  # Ctrl-C is the leave too
-    gc.freeze()  # left: the interpreter's last full collection took 1.5 s of a 2 s exit, and frees nothing
 
 
 async def _serve_worker(config: NodeConfig, profile: DeviceProfile | None, events: bool) -> None:

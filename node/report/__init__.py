@@ -12,6 +12,9 @@ Modules:
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
+    matrix     the device x unit matrix's cells: median with p90/p99/max and count, or the ending and why
+    provenance report.html's provenance: each task's worker, signature, verification, class, claim
+    costreport performance per dollar and per watt: report.html's section, Markdown, the terminal's table
 
 Callers import the module they need (`from node.report.render import render_html`): the package root
 imports nothing, so that a command that does not draw never loads matplotlib.

@@ -10,12 +10,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from node.report.pictures import Picture, drawn, inside, left_out, svg_of
 from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
-from scheduler.results import E2E, LLM_FIGURES, THROUGHPUT, CampaignReport, LlmFigure, headline
+from scheduler.results import (
+    COST_FIGURES,
+    E2E,
+    LLM_FIGURES,
+    THROUGHPUT,
+    CampaignReport,
+    Costs,
+    LlmFigure,
+    Price,
+    costs_of,
+    headline,
+    price_text,
+)
+
+_COSTS: Final = tuple(f for f in COST_FIGURES if f.key in ("per_m_tokens", "tokens_per_joule"))
+"""The cost figures of the LLM view: $ / M output tokens (beside the price and its source) and tokens / J."""
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -30,7 +45,21 @@ class Stability:
     reasons: tuple[str, ...]
 
 
-Run = tuple[str, GenerationStats, Stability]
+@dataclass(frozen=True)
+class Costing:
+    """A generate task's price with its source, and what its tokens cost (`scheduler.results.prices`)."""
+
+    price: Price | None
+    costs: Costs
+
+    def cells(self) -> tuple[str, str]:
+        """Its $ / M output tokens (with the price and source) and its tokens / J, as a table shows them."""
+        per_m, per_j = self.costs.per_m_tokens, self.costs.tokens_per_joule
+        money = f"{per_m:.3g} at {price_text(self.price)}" if per_m is not None else price_text(self.price)
+        return money, f"{per_j:.3g}" if per_j is not None else ""
+
+
+Run = tuple[str, GenerationStats, Stability, Costing]
 
 
 def _generations(report: CampaignReport) -> list[Run]:
@@ -46,7 +75,8 @@ def _generations(report: CampaignReport) -> list[Run]:
             f"{row.get('DeviceName', '?')} · {row.get('ComputeUnits', '?')} · {row.get('JobId', '')}"
         )
         stability = Stability(measured.unstable, tuple(measured.unstable_reasons))
-        found.append((label, measured.generation, stability))
+        costing = Costing(task.price, costs_of(measured, task.price))
+        found.append((label, measured.generation, stability, costing))
     return found
 
 
@@ -55,9 +85,9 @@ def _distributions_svg(runs: list[Run]) -> Picture:
 
     fig = Figure(figsize=(11.0, 1.2 + 0.45 * len(runs)), layout="constrained")
     ttft_ax, tpot_ax = fig.subplots(1, 2)
-    labels = [label for label, _, _ in runs]
-    ttfts = [inside(r.ttft_ms for r in s.records if r.ttft_ms is not None) for _, s, _ in runs]
-    tpots = [inside(t for r in s.records if (t := tpot_ms(r)) is not None) for _, s, _ in runs]
+    labels = [label for label, _, _, _ in runs]
+    ttfts = [inside(r.ttft_ms for r in s.records if r.ttft_ms is not None) for _, s, _, _ in runs]
+    tpots = [inside(t for r in s.records if (t := tpot_ms(r)) is not None) for _, s, _, _ in runs]
     ttft, tpot = LLM_FIGURES[0], LLM_FIGURES[1]
     for ax, data, figure in ((ttft_ax, ttfts, ttft), (tpot_ax, tpots, tpot)):
         values = [kept or [0.0] for kept, _ in data]
@@ -73,7 +103,7 @@ def _distributions_svg(runs: list[Run]) -> Picture:
 def _quality_table(runs: list[Run]) -> str:
     head = ("device · unit · task", "requests", "output tokens (mean)", "ROUGE-1", "ROUGE-2", "ROUGE-L")
     rows = []
-    for label, s, _ in runs:
+    for label, s, _, _ in runs:
         r = s.rouge
         scores = [f"{v:.4f}" for v in (r.rouge1, r.rouge2, r.rouge_l)] if r else ["", "", ""]
         rows.append([for_html(label), str(s.requests), f"{s.output_tokens_mean:.1f}", *scores])
@@ -105,13 +135,18 @@ def _lead_html(runs: list[Run]) -> str:
     body = "".join(
         f"<tr><td>{for_html(label)}</td>"
         + "".join(f'<td class="num">{_value(s, f)}</td>' for f in figures)
-        + f'<td class="num">{for_html(_requests(s)[0])}</td><td>{for_html(_stability(row))}</td></tr>'
-        for label, s, row in runs
+        + f'<td class="num">{for_html(_requests(s)[0])}</td><td>{for_html(_stability(row))}</td>'
+        + "".join(f'<td class="num">{for_html(c)}</td>' for c in cost.cells())
+        + "</tr>"
+        for label, s, row, cost in runs
     )
     requests = (
         '<th>requests<br><small class="muted">succeeded / requests: the figures are theirs</small></th>'
     )
-    head = f"<tr><th>device · unit · task</th>{th}{requests}<th>stability (judged on TPOT)</th></tr>"
+    money = "".join(
+        f'<th>{for_html(f.label)}<br><small class="muted">{for_html(f.formula)}</small></th>' for f in _COSTS
+    )
+    head = f"<tr><th>device · unit · task</th>{th}{requests}<th>stability (judged on TPOT)</th>{money}</tr>"
     return f'<table class="lead"><thead>{head}</thead><tbody>{body}</tbody></table>'
 
 
@@ -152,13 +187,16 @@ def lead_markdown(report: CampaignReport) -> list[str]:
     figures = (*LLM_FIGURES, E2E)
     lines = ["## Generation: LLM figures per device", ""]
     labels = " | ".join(f.label for f in figures)
-    lines.append(f"| device · unit · task | {labels} | requests | stability |")
-    lines.append("|---|" + "---:|" * (len(figures) + 1) + "---|")
-    for label, s, row in runs:
+    money = " | ".join(f.label for f in _COSTS)
+    lines.append(f"| device · unit · task | {labels} | requests | stability | {money} |")
+    lines.append("|---|" + "---:|" * (len(figures) + 1) + "---|" + "---:|" * len(_COSTS))
+    for label, s, row, cost in runs:
         cells = " | ".join(_value(s, f) for f in figures)
         ok = for_markdown(_requests(s)[0])
-        lines.append(f"| {for_markdown(label)} | {cells} | {ok} | {for_markdown(_stability(row))} |")
-    return [*lines, "", *(f"- {f.titled}" for f in (*figures, THROUGHPUT)), ""]
+        paid = " | ".join(for_markdown(c) for c in cost.cells())
+        lines.append(f"| {for_markdown(label)} | {cells} | {ok} | {for_markdown(_stability(row))} | {paid} |")
+    notes = [f"- {f.titled}" for f in (*figures, THROUGHPUT)] + [f"- {f.label} = {f.formula}" for f in _COSTS]
+    return [*lines, "", *notes, ""]
 
 
 def _client_rows(table: Table, s: GenerationStats) -> None:
@@ -204,11 +242,13 @@ def generation_table(report: CampaignReport) -> Group | None:
     from rich.console import Group
     from rich.table import Table
 
-    labels = [label.rsplit(" · ", 1)[0] for label, _, _ in runs]  # the task id only where it tells runs apart
+    labels = [
+        label.rsplit(" · ", 1)[0] for label, _, _, _ in runs
+    ]  # the task id only where it tells runs apart
     if len(set(labels)) < len(labels):
-        labels = [label for label, _, _ in runs]
+        labels = [label for label, _, _, _ in runs]
     tables = []
-    for label, (_, s, row) in zip(labels, runs, strict=True):
+    for label, (_, s, row, cost) in zip(labels, runs, strict=True):
         table = Table(title=f"generation: {for_rich(label)}", title_justify="left")
         table.add_column("figure", no_wrap=True)
         table.add_column("value", justify="right", no_wrap=True)
@@ -223,6 +263,8 @@ def generation_table(report: CampaignReport) -> Group | None:
         table.add_row("output tokens", f"{s.output_tokens_mean:.1f}" if ok else "-", "mean over requests")
         stable = _stability(row)
         table.add_row("stability", "stable" if stable == "stable" else "[red]unstable[/]", for_rich(stable))
+        for money, value in zip(_COSTS, cost.cells(), strict=True):
+            table.add_row(money.label, for_rich(value) or "-", money.formula)
         _client_rows(table, s)
         tables.append(table)
     return Group(*tables)

@@ -16,9 +16,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from node.report.costreport import cost_html
 from node.report.endreport import endpoint_parts, endpoint_tasks
 from node.report.genreport import generation_parts, lead_parts
+from node.report.matrix import matrix_html
 from node.report.pictures import Picture, drawn, fits, inside, left_out, not_drawn, plottable, svg_of
+from node.report.provenance import provenance_html
 from node.report.telereport import telemetry_parts
 from protocol import for_html, visible
 from scheduler.results import (
@@ -42,7 +45,8 @@ th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .unstable{color:#b00020;font-weight:600}.stable{color:#1b5e20}.muted{color:#777}
 figure{margin:.5rem 0}figure svg{max-width:100%;height:auto}
-code{font-size:.8rem}
+code{font-size:.8rem}.median{font-size:1rem}small.tail{white-space:nowrap}
+@media print{body{margin:0;max-width:none}h2{break-after:avoid}table,figure{break-inside:avoid}}
 """
 
 
@@ -201,23 +205,6 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozense
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _matrix_html(matrix: LatencyMatrix) -> str:
-    rows = []
-    for device, cells in zip(matrix.devices, matrix.cells, strict=True):
-        shown = []
-        for c in cells:
-            if c is None:
-                shown.append("")
-            elif c.median_ms is None:
-                shown.append(f'<span class="muted">{for_html(c.status)}</span>')
-            else:
-                flag = ' <span class="unstable" title="unstable">*</span>' if c.unstable else ""
-                shown.append(f"{c.median_ms:.3f}{flag}")
-        rows.append([for_html(device), *shown])
-    numeric = frozenset(range(1, len(matrix.columns) + 1))
-    return _table(["device", *matrix.columns], rows, numeric)
-
-
 def _stability_html(entries: Sequence[ReportEntry]) -> str:
     rows = []
     for e in entries:
@@ -263,8 +250,9 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
     return _table([*head, "calibration"], rows, frozenset({1}))
 
 
-def render_html(report: CampaignReport) -> str:
-    """report.html for a campaign report: one self-contained page, whatever the report holds.
+def render_html(report: CampaignReport, rank: str = "") -> str:
+    """report.html for a campaign report: one self-contained page, whatever the report holds (`rank`:
+    the cost figure its performance per dollar and per watt table is ranked by; "" the first shown).
 
     Each picture is drawn or replaced by a note saying why (`pictures.drawn`); if the page itself
     cannot be built, the page says that instead, so a report.html is always written."""
@@ -272,7 +260,7 @@ def render_html(report: CampaignReport) -> str:
 
     try:
         with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, not mathtext
-            return _page(report)
+            return _page(report, rank)
     except Exception as exc:  # the renderer's boundary: no stored value may stop the outputs
         log.warning("report.html not rendered: %s: %s", type(exc).__name__, exc)
         return _unrendered(report, exc)
@@ -305,7 +293,7 @@ def _unrendered(report: CampaignReport, exc: Exception) -> str:
     )
 
 
-def _page(report: CampaignReport) -> str:
+def _page(report: CampaignReport, rank: str) -> str:
     """The page itself (`render_html` sets how matplotlib draws text around it)."""
     entries = entries_of(report)
     title = _title(report)
@@ -327,9 +315,11 @@ def _page(report: CampaignReport) -> str:
         )
         what = "end-to-end time per request" if matrix.model in generative else "inference latency"
         parts += _model_parts(k, matrix, mine, what)
+    parts += cost_html(report, rank)  # performance per dollar and per watt, with each price's source
     parts += generation_parts(report) + endpoint_parts(report) + telemetry_parts(report)
     ordered = sorted(entries, key=lambda e: (e.model, _label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
+    parts += provenance_html(report)
     return _wrap(title, parts)
 
 
@@ -338,7 +328,7 @@ def _model_parts(k: int, matrix: LatencyMatrix, mine: Sequence[ReportEntry], wha
     model = visible(matrix.model)
     parts = [
         f"<h2>{for_html(matrix.model)}: device x compute unit, median {what} (ms)</h2>",
-        f'<div id="matrix-{k}" class="matrix">{_matrix_html(matrix)}</div>',
+        f'<div id="matrix-{k}" class="matrix">{matrix_html(matrix)}</div>',
     ]
     if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
         # colour compares medians: with fewer than two there is nothing to compare (the table says it)

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from rich.console import Group
 from rich.table import Table
 
+from node.report.costreport import cost_markdown
 from node.report.genreport import lead_markdown
+from node.report.matrix import cell_markdown, cell_rich
 from protocol import for_markdown, for_rich
 from scheduler.results import (
     CampaignReport,
@@ -39,9 +41,10 @@ def _what(matrix: LatencyMatrix, entries: Sequence[ReportEntry]) -> str:
     return "median end-to-end time per request (ms)" if generative else "median inference latency (ms)"
 
 
-def render_markdown(report: CampaignReport) -> str:
-    """An LLM campaign's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L), the matrix, and the
-    per-task stability as Markdown tables."""
+def render_markdown(report: CampaignReport, rank: str = "") -> str:
+    """An LLM campaign's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L), the matrix, performance
+    per dollar and per watt (ranked by `rank`, "" the first figure shown), and the per-task stability
+    as Markdown tables."""
     entries = entries_of(report)
     md = for_markdown  # every peer- or campaign-written string passes the Markdown seam
     lines = [f"# {md(report.campaign_id)}", "", *lead_markdown(report)]
@@ -50,14 +53,9 @@ def render_markdown(report: CampaignReport) -> str:
         lines.append("| device | " + " | ".join(md(c) for c in matrix.columns) + " |")
         lines.append("|---|" + "---:|" * len(matrix.columns))
         for device, cells in zip(matrix.devices, matrix.cells, strict=True):
-            shown = [
-                ""
-                if c is None
-                else (f"{c.median_ms:.3f}{' *' if c.unstable else ''}" if c.median_ms else md(c.status))
-                for c in cells
-            ]
-            lines.append(f"| {md(device)} | " + " | ".join(shown) + " |")
+            lines.append(f"| {md(device)} | " + " | ".join(cell_markdown(c) for c in cells) + " |")
         lines.append("")
+    lines += cost_markdown(report, rank)
     lines += ["| device · unit | process medians (ms) | spread % | stability |", "|---|---|---:|---|"]
     for e in entries:
         stability = ("unstable: " + "; ".join(e.unstable_reasons)) if e.unstable else "stable"
@@ -79,8 +77,13 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
             for e in entries
             if e.model == matrix.model and e.complete and e.unstable
         ]
+        why += [
+            f"† {for_rich(_label(e, entries))}: {for_rich(e.status)}: {for_rich(e.detail)}"
+            for e in entries
+            if e.model == matrix.model and not e.complete and e.detail
+        ]
         table = Table(
-            title=f"{for_rich(matrix.model)}: {_what(matrix, entries)[:-5]} (ms; * unstable)",
+            title=f"{for_rich(matrix.model)}: {_what(matrix, entries)[:-5]} (ms; * unstable, † why below)",
             caption="\n".join(why) or None,
             caption_justify="left",
         )
@@ -88,17 +91,7 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
         for column in matrix.columns:
             table.add_column(for_rich(column), justify="right")
         for device, cells in zip(matrix.devices, matrix.cells, strict=True):
-            shown = [
-                ""
-                if c is None
-                else (
-                    f"{c.median_ms:.3f}{' *' if c.unstable else ''}"
-                    if c.median_ms
-                    else f"[dim]{for_rich(c.status)}[/]"
-                )
-                for c in cells
-            ]
-            table.add_row(for_rich(device), *shown)
+            table.add_row(for_rich(device), *(cell_rich(c) for c in cells))
         tables.append(table)
     return tables
 

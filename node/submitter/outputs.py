@@ -17,7 +17,7 @@ from node.report.render import render_html
 from node.submitter.store import ResultRecord
 from protocol import Envelope, Measurement, ResultBody, TaskSpec, derive
 from protocol.codec import pack_body, unpack_body
-from scheduler.results import verify_columns, with_output_diffs
+from scheduler.results import cost_columns, priced, verify_columns, with_output_diffs
 
 Shown = tuple[dict[str, str], sch.TaskResult | None]
 """One output row and the typed value it was rendered from (None: a capacity search's level row)."""
@@ -82,14 +82,17 @@ def _derived_again(body: ResultBody, spec: TaskSpec) -> Measurement:
 def campaign_rows(
     scheduler: sch.Scheduler, results: Sequence[ResultRecord], created_utc: str, campaign: sch.Campaign
 ) -> list[Shown]:
-    """One row per task, in task order, rendered from its typed value; a capacity search's level rows
-    follow its row; each fleet job's member rows get their fleet columns and its merged row comes last."""
+    """One row per task, in task order, rendered from its typed value and priced; a capacity search's
+    level rows follow its row; each fleet job's member rows get their fleet columns and its merged row
+    comes last."""
     rows: list[Shown] = []
     peers = {p.peer_id: p for p in scheduler.peers()}
-    for result in task_results(scheduler, results, created_utc, campaign):
+    for measured in task_results(scheduler, results, created_utc, campaign):
+        peer = peers.get(measured.task.peer_id or "")
+        result = priced(measured, campaign.prices, peer)  # the one seam a price passes
         plain = sch.row_of(result)
-        marks = verify_columns(result.task, peers.get(result.task.peer_id or ""))  # settled after storing
-        rows.append(({**plain, **marks}, result))
+        marks = verify_columns(result.task, peer)  # settled after storing
+        rows.append(({**plain, **marks, **cost_columns(result.measurement, result.price)}, result))
         found = result.measurement.capacity if result.measurement is not None else None
         if found is not None:  # a capacity search: one row per level after its Capacity row
             rows.extend((level, None) for level in sch.level_rows(plain, found))

@@ -46,8 +46,9 @@ async def _open_blob(node: Node, peer_id: str, addrs: tuple[str, ...]) -> Channe
 
 
 async def device_profile(config: NodeConfig, profile: DeviceProfile | None = None) -> DeviceProfile:
-    """This device's profile (detected unless given), named by `--device-name` if set, with its declared
-    model servers as probed now, both in a spawned child: this long-running process never loads a runtime.
+    """This device's profile (detected unless given), named by `--device-name` if set, priced by
+    `--price-per-hour` if set, with its declared model servers as probed now, both in a spawned child:
+    this long-running process never loads a runtime.
 
     Raises:
         DeviceProbeFailed: the probe child failed, died or timed out.
@@ -64,6 +65,8 @@ async def device_profile(config: NodeConfig, profile: DeviceProfile | None = Non
         raise DeviceProbeFailed(exc.stage, exc.why) from exc
     if config.device_name:
         profile = profile.with_(device_name=config.device_name)
+    if config.price_per_hour is not None:
+        profile = profile.with_(price_per_hour=config.price_per_hour)
     return checked(profile)
 
 

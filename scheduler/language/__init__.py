@@ -12,6 +12,7 @@ Modules:
     campaign   parse_campaign: YAML or the seeds' JSON body -> Campaign, Job
     requirements  a job's require: block -> Requirements
     verify     a campaign's or job's verify: block (replicas, spot_check, unverified, same_host)
+    prices     a campaign's prices: block (per hour, per peer or device class) -> PriceRule
     generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts, input data)
     inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
     fleet      a job's fleet: field (N workers driving one model server), is_fleet
@@ -34,6 +35,7 @@ from scheduler.language.endpoints import endpoint_ref, endpoint_unit, is_endpoin
 from scheduler.language.fleet import is_fleet
 from scheduler.language.generate import campaign_files
 from scheduler.language.needs import Needs, campaign_needs, endpoint_models, needs_of
+from scheduler.language.prices import PriceRule
 from scheduler.language.problems import CampaignFiles
 from scheduler.language.prompts import builtin_prompts, parse_jsonl, take
 from scheduler.language.requirements import Requirements
@@ -48,6 +50,7 @@ __all__ = [
     "Job",
     "ModelSource",
     "Needs",
+    "PriceRule",
     "Requirements",
     "Verify",
     "builtin_prompts",

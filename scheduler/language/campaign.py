@@ -34,6 +34,7 @@ from scheduler.language.endpoints import (
 )
 from scheduler.language.fleet import fleet_devices
 from scheduler.language.generate import generate_specs
+from scheduler.language.prices import PriceRule, parse_prices
 from scheduler.language.problems import Problems, check_keys, describe, dig
 from scheduler.language.requirements import Requirements, parse_requirements
 from scheduler.language.sources import ModelSource, parse_models
@@ -72,6 +73,7 @@ class Campaign(Value):
     models: tuple[ModelSource, ...]
     jobs: tuple[Job, ...]
     verify: Verify = Verify()
+    prices: tuple[PriceRule, ...] = ()  # `scheduler.language.prices`: per peer or device class
 
     def verify_of(self, job: Job) -> Verify:
         """The `verify:` block that applies to a job: its own, else the campaign's."""
@@ -98,6 +100,7 @@ _TOP_FIELDS: Final = (
     "model_url",
     "jobs",
     "verify",
+    "prices",
 )
 _SPEC_FIELDS: Final[dict[str, str]] = {
     "num_inference_runs": "runs",
@@ -163,6 +166,7 @@ def parse_campaign(
     models = [] if only_endpoint_jobs(data) else parse_models(data, problems)
     jobs = _jobs(data, [m.key for m in models], processes, files or {}, problems)
     verify = verify_field(data, "verify", problems) or Verify()
+    prices = parse_prices(data, problems)
     if problems.items:
         raise CampaignError(problems.items, source=source)
     if not name:
@@ -175,6 +179,7 @@ def parse_campaign(
         models=tuple(models),
         jobs=tuple(jobs),
         verify=verify,
+        prices=prices,
     )
 
 

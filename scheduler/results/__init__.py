@@ -22,6 +22,9 @@ Modules:
     report       a campaign report as data: entries, the device x unit matrix
     diff         two campaigns compared: tasks paired by worker, then device; each change tested
     significance the Mann-Whitney U test the diffs use
+    prices       the one seam where a row's price is chosen and bounded (campaign, then owner); Costs
+    costview     COST_FIGURES ($ / 1k inferences, $ / M tokens, per joule), cost_lines ranked, price_text
+    costrows     priced (a TaskResult with its Price) and the cost columns' cells
     llmview      LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
 """
 
@@ -32,6 +35,7 @@ from scheduler.results.columns import (
     BY_NAME,
     CAPACITY_COLUMNS,
     COLUMNS,
+    COST_COLUMNS,
     CSV_COLUMNS,
     ENERGY_COLUMNS,
     EXTENDED_COLUMNS,
@@ -47,6 +51,16 @@ from scheduler.results.columns import (
     column_formulas,
     flag,
     names,
+)
+from scheduler.results.costrows import cost_columns, priced
+from scheduler.results.costview import (
+    COST_FIGURES,
+    RANKS,
+    CostFigure,
+    CostLine,
+    cost_lines,
+    figures_of,
+    price_text,
 )
 from scheduler.results.diff import (
     DEFAULT_ALPHA,
@@ -69,15 +83,19 @@ from scheduler.results.fleetrows import (
 from scheduler.results.genrows import generation_columns
 from scheduler.results.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline, per_request
 from scheduler.results.outputdiff import Outputs, output_diffs, with_output_diffs
+from scheduler.results.prices import Costs, Price, costs_of, price_of
 from scheduler.results.report import (
     NO_DEVICE,
     LatencyMatrix,
+    MatrixCell,
     ReportEntry,
+    decimals_for,
     device_label,
     entries_of,
     entry_of,
     job_index_of,
     latency_matrices,
+    shown,
 )
 from scheduler.results.rows import (
     Figure,
@@ -90,12 +108,14 @@ from scheduler.results.rows import (
 from scheduler.results.significance import mann_whitney
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
-from scheduler.results.verifyrows import verify_columns
+from scheduler.results.verifyrows import class_name, verify_columns
 
 __all__ = [
     "BY_NAME",
     "CAPACITY_COLUMNS",
     "COLUMNS",
+    "COST_COLUMNS",
+    "COST_FIGURES",
     "CSV_COLUMNS",
     "DEFAULT_ALPHA",
     "DEFAULT_THRESHOLD_PCT",
@@ -106,19 +126,25 @@ __all__ = [
     "GENERATION_COLUMNS",
     "LLM_FIGURES",
     "NO_DEVICE",
+    "RANKS",
     "REFERENCE_COLUMNS",
     "SEED_COLUMNS",
     "SUSTAIN_COLUMNS",
     "THROUGHPUT",
     "CampaignReport",
     "Column",
+    "CostFigure",
+    "CostLine",
+    "Costs",
     "DiffRow",
     "Figure",
     "LatencyMatrix",
     "LlmFigure",
+    "MatrixCell",
     "Member",
     "Merged",
     "Outputs",
+    "Price",
     "ReportEntry",
     "ReportTask",
     "ResultsFileError",
@@ -128,8 +154,13 @@ __all__ = [
     "capacity_columns",
     "cell",
     "cells",
+    "class_name",
     "column_formulas",
     "compare",
+    "cost_columns",
+    "cost_lines",
+    "costs_of",
+    "decimals_for",
     "device_label",
     "diff_entries",
     "ended",
@@ -137,6 +168,7 @@ __all__ = [
     "entries_of",
     "entry_of",
     "failure_row",
+    "figures_of",
     "flag",
     "fleet_columns",
     "fleet_rows",
@@ -154,9 +186,13 @@ __all__ = [
     "names",
     "output_diffs",
     "per_request",
+    "price_of",
+    "price_text",
+    "priced",
     "result_row",
     "row_of",
     "seed_figures",
+    "shown",
     "shown_figures",
     "sustain_columns",
     "to_csv",

@@ -4,7 +4,7 @@ results.csv's header and results.json's `columns` are `CSV_COLUMNS`, in this ord
 `formulas` are `column_formulas()`; every row-building module of the room writes its cells with
 `cell` by the column's `form`. Sections, in order: the seeds' columns, the later reference ones,
 the extended ones, a generate task's, a capacity search's, energy, fleet, sustained runs and
-telemetry.
+telemetry, and cost (a row's price and what its results cost: `scheduler.results.prices`).
 
 Units: Ram and VRam in GB (whole numbers, like the seeds' "16"), FileSize and every other memory
 column in MB, times in ms. Lists are joined with ";", booleans are "True"/"False", and a value that
@@ -32,6 +32,7 @@ class Section(enum.StrEnum):
     ENERGY = "energy"
     FLEET = "fleet"
     SUSTAIN = "sustain"
+    COST = "cost"
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,27 @@ _SUSTAIN = _section(
     ("TelemetryPoints", "", "{:d}"),
 )
 
-COLUMNS: Final = (*_SEED, *_REFERENCE, *_EXTENDED, *_GENERATION, *_CAPACITY, *_ENERGY, *_FLEET, *_SUSTAIN)
+_COST = _section(
+    Section.COST,
+    ("PricePerHour", "$/h", "{:.4g}"),
+    ("PriceSource",),  # "campaign: peer", "campaign: class cls-…", "owner", or why the owner's was refused
+    ("CostPer1kInferences", "$", "{:.4g}", "cost_per_1k_inferences"),
+    ("CostPerMTokens", "$", "{:.4g}", "cost_per_m_tokens"),
+    ("InferencesPerJoule", "1/J", "{:.4g}", "inferences_per_joule"),
+    ("TokensPerJoule", "tok/J", "{:.4g}", "tokens_per_joule"),
+)
+
+COLUMNS: Final = (
+    *_SEED,
+    *_REFERENCE,
+    *_EXTENDED,
+    *_GENERATION,
+    *_CAPACITY,
+    *_ENERGY,
+    *_FLEET,
+    *_SUSTAIN,
+    *_COST,
+)
 """Every output column, in the files' order."""
 BY_NAME: Final = {c.name: c for c in COLUMNS}
 CSV_COLUMNS: Final = tuple(c.name for c in COLUMNS)
@@ -229,6 +250,7 @@ CAPACITY_COLUMNS: Final = names(Section.CAPACITY)
 ENERGY_COLUMNS: Final = names(Section.ENERGY)
 FLEET_COLUMNS: Final = names(Section.FLEET)
 SUSTAIN_COLUMNS: Final = names(Section.SUSTAIN)
+COST_COLUMNS: Final = names(Section.COST)
 
 
 def column_formulas() -> dict[str, str]:

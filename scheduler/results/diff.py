@@ -3,7 +3,8 @@
 Pure: no files, clock, plotting or printing. `node.report.tables` and `render` show the rows.
 
 The diff compares two campaigns per device and compute unit (a generate task: its `llmview` figures
-first, each tested on its per-request values, then its end-to-end latency). Its significance test is the
+first, each tested on its per-request values, then its end-to-end latency; then each cost figure of
+`costview` both sides have, with each side's price and its source, untested). Its significance test is the
 Mann-Whitney U test on the raw inference samples (normal approximation with tie and continuity
 corrections, two-sided). Samples of one process are not independent of each other (a process can
 sit at 2x for its whole life on a shared machine), so a change counts as significant only when
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from protocol import Value
+from scheduler.results.costview import COST_FIGURES, RANKS, CostFigure, price_text
 from scheduler.results.llmview import E2E, LLM_FIGURES, LlmFigure, headline, per_request
 from scheduler.results.report import NO_DEVICE, ReportEntry, device_label
 from scheduler.results.significance import MannWhitney, mann_whitney
@@ -214,13 +216,53 @@ def compare_figure(a: ReportEntry, b: ReportEntry, figure: LlmFigure, bounds: tu
     )
 
 
+def compare_cost(a: ReportEntry, b: ReportEntry, figure: CostFigure, threshold_pct: float) -> DiffRow:
+    """One cost figure of a pair: its change and each side's price with its source. Not tested on its
+    own: a cost is the price times a figure the rows above test, so its verdict only says which way it
+    moved past the threshold."""
+    before, after = figure.of(a.costs), figure.of(b.costs)
+    assert before is not None
+    assert after is not None
+    change = (after - before) / before * 100.0 if before else 0.0
+    worse = change < 0 if figure.higher_is_better else change > 0
+    moved = abs(change) >= threshold_pct
+    return compare(a, b, threshold_pct).with_(
+        metric=figure.label,
+        before_ms=before,
+        after_ms=after,
+        change_pct=change,
+        p_value=None,
+        significant=False,
+        regression=False,
+        improvement=False,
+        verdict=("worse" if worse else "better") if moved else "no change past the threshold",
+        note=f"not tested (price x a tested figure); A {price_text(a.price)}; B {price_text(b.price)}",
+    )
+
+
 def _rows_of(a: ReportEntry | None, b: ReportEntry | None, bounds: tuple[float, float]) -> list[DiffRow]:
-    """A pair's rows: a generate task's LLM figures that both sides have first, then its latency."""
+    """A pair's rows: a generate task's LLM figures that both sides have first, then its latency, then
+    the cost figures both sides have."""
     latency = compare(a, b, *bounds)
-    if not (a and b and a.complete and b.complete and a.generation and b.generation):
+    if not (a and b and a.complete and b.complete):
         return [latency]
+    costs = [
+        compare_cost(a, b, f, bounds[0]) for f in COST_FIGURES if None not in (f.of(a.costs), f.of(b.costs))
+    ]
+    if not (a.generation and b.generation):
+        return [latency, *costs]
     both = [f for f in LLM_FIGURES if None not in (headline(a.generation, f), headline(b.generation, f))]
-    return [*(compare_figure(a, b, f, bounds) for f in both), latency]
+    return [*(compare_figure(a, b, f, bounds) for f in both), latency, *costs]
+
+
+def _rank_of(pair: Pair, rank: str) -> tuple[bool, float]:
+    """Where a pair stands in a ranking by B's cost figure `rank` (the best first; none last)."""
+    figure = RANKS[rank]
+    b = pair[1]
+    value = figure.of(b.costs) if b is not None and b.complete else None
+    if value is None:
+        return (True, 0.0)
+    return (False, -value if figure.higher_is_better else value)
 
 
 def diff_entries(
@@ -228,6 +270,7 @@ def diff_entries(
     after: Sequence[ReportEntry],
     threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     alpha: float = DEFAULT_ALPHA,
+    rank: str = "",
 ) -> tuple[DiffRow, ...]:
     """Every matched device and unit of two campaigns compared (see the module docstring for the rule).
 
@@ -236,17 +279,24 @@ def diff_entries(
         after: campaign B's entries.
         threshold_pct: the smallest change of the median that can count, in percent.
         alpha: the significance level of the Mann-Whitney test.
+        rank: a cost figure (`costview.RANKS` key) to rank the pairs by, B's value, the best first;
+            "" sorts them by device then column.
 
     Returns:
         One row per pair and per unmatched task (a generate task's pair: one per LLM figure, then its
-        end-to-end latency), sorted by device then column, the figures in their order.
+        end-to-end latency; then the cost figures both sides have), the figures of a pair in their order.
+
+    Raises:
+        KeyError: `rank` names no cost figure.
     """
+    pairs = match_entries(before, after)
     rows = [
-        r.with_(device=_pair_label(a, b, before, after))
-        for a, b in match_entries(before, after)
+        (_rank_of((a, b), rank) if rank else (False, 0.0), r.with_(device=_pair_label(a, b, before, after)))
+        for a, b in pairs
         for r in _rows_of(a, b, (threshold_pct, alpha))
     ]
-    return tuple(sorted(rows, key=lambda r: (r.device, r.column)))  # stable: each pair's order kept
+    ordered = sorted(rows, key=lambda kr: (kr[0], kr[1].device, kr[1].column))  # stable: a pair's order kept
+    return tuple(r for _, r in ordered)
 
 
 def _pair_label(

@@ -19,6 +19,7 @@ from protocol import DeviceProfile, Measurement, ResultBody, Stats, Value, field
 from scheduler.errors import FieldProblem, SchedulerError
 from scheduler.language import Campaign
 from scheduler.results.columns import CSV_COLUMNS, column_formulas
+from scheduler.results.prices import Price
 from scheduler.results.typed import TaskResult
 
 
@@ -61,12 +62,14 @@ class ReportTask(Value):
         samples_ms: the raw inference samples.
         signed: the signed parts of a measured task (None: it ended without one, or the file predates them).
         merged: a fleet job's merged row's figures.
+        price: the price its results are costed at, with its source (`scheduler.results.prices`).
     """
 
     row: dict[str, str]
     samples_ms: tuple[float, ...] = ()
     signed: Signed | None = None
     merged: Merged | None = None
+    price: Price | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, str], result: TaskResult | None) -> ReportTask:
@@ -79,7 +82,9 @@ class ReportTask(Value):
             None if body is None else Signed(worker=body.worker, device=body.device, measurement=_shown(body))
         )
         merged = None if result.merged is None else Merged(e2e_ms=result.merged.e2e_ms)
-        return cls(row=dict(row), samples_ms=result.samples_ms, signed=signed, merged=merged)
+        return cls(
+            row=dict(row), samples_ms=result.samples_ms, signed=signed, merged=merged, price=result.price
+        )
 
     @property
     def measurement(self) -> Measurement | None:
@@ -87,7 +92,8 @@ class ReportTask(Value):
         return self.signed.measurement if self.signed is not None else None
 
     def document(self) -> dict[str, Any]:
-        """This task's entry of results.json (`merged` only for a fleet's merged row)."""
+        """This task's entry of results.json (`merged` only for a fleet's merged row, `price` only for a
+        priced one)."""
         signed = self.signed
         entry: dict[str, Any] = {"row": dict(self.row), "samples_ms": list(self.samples_ms)}
         entry["signed"] = None if signed is None else {
@@ -97,6 +103,8 @@ class ReportTask(Value):
         }  # fmt: skip
         if self.merged is not None:
             entry["merged"] = {"e2e_ms": self.merged.e2e_ms.model_dump(mode="json")}
+        if self.price is not None:
+            entry["price"] = self.price.model_dump(mode="json")
         return entry
 
 

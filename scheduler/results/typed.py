@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protocol import GenerationStats, Measurement, ResultBody
+from scheduler.results.prices import Price
 from scheduler.results.rows import failure_row, result_row
 from scheduler.state.tasks import Status, TaskView
 
@@ -26,6 +27,7 @@ class TaskResult:
         samples_ms: the raw inference samples.
         status, reason, detail: how a task without a body ended.
         merged: a fleet job's merged figures (`fleetrows.merged_stats`); `task` is then its first member.
+        price: what an hour of its device costs and who said so (`costrows.priced`; None: not priced).
     """
 
     task: TaskView
@@ -36,6 +38,7 @@ class TaskResult:
     reason: str = ""
     detail: str = ""
     merged: GenerationStats | None = None
+    price: Price | None = None
 
     @property
     def measurement(self) -> Measurement | None:

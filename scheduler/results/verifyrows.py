@@ -20,9 +20,14 @@ def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
         verified = task.verified or ("pending" if task.replica_group else "single")
         if flagged(verified) and task.verify_detail:
             verified = f"{verified}: {task.verify_detail}"
-    cls = DeviceClass(task.device_class).name if task.device_class else ""
-    if not cls and peer is not None:
-        cls = device_class(peer.profile, task.unit).name
+    cls = class_name(task, peer)
     claim = f"claim_unverified: {'; '.join(peer.claim)}" if peer is not None and peer.claim else ""
     networks = ";".join(task.quorum_networks) if verified.startswith("replicated") else ""
     return {"Verified": verified, "QuorumNetworks": networks, "DeviceClass": cls, "Claim": claim}
+
+
+def class_name(task: TaskView, peer: PeerView | None) -> str:
+    """The name of a task's device class: its replica group's, else its peer's ("" neither)."""
+    if task.device_class:
+        return DeviceClass(task.device_class).name
+    return device_class(peer.profile, task.unit).name if peer is not None else ""

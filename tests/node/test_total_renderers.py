@@ -34,6 +34,7 @@ import scheduler as sch
 from node.cli.live import task_table
 from node.http.shapes import ApiJson, result, task, worker
 from node.http.state import Seen
+from node.report.costreport import cost_table
 from node.report.genreport import generation_table
 from node.report.pictures import Picture, drawn, svg_of
 from node.report.render import render_html
@@ -72,8 +73,12 @@ def _mixed() -> dict[str, Any]:
     served = copy.deepcopy(LLM["results"][0])
     served["row"]["JobId"] = served["row"]["JobId"].replace("-job-0-", "-job-2-")
     served["signed"]["measurement"]["generation"]["rtt_ms"] = 1.5
-    results = [*TENSOR["results"][0:5:3], TENSOR["results"][4], *LLM["results"], served]
-    document["results"] = copy.deepcopy(results)
+    results = copy.deepcopy([*TENSOR["results"][0:5:3], TENSOR["results"][4], *LLM["results"], served])
+    for entry in results:  # priced (issue 42): the price and the owner's word are numbers to draw too
+        if entry.get("signed"):
+            entry["price"] = {"per_hour": 0.5, "source": "owner"}
+            entry["signed"]["device"]["price_per_hour"] = 0.5
+    document["results"] = results
     return document
 
 
@@ -162,6 +167,8 @@ def _absurd(base: dict[str, Any], numbers: Absurd) -> dict[str, Any]:
     for entry, stored in zip(document["results"], base["results"], strict=True):
         entry["row"] = {k: numbers.cell(v) for k, v in entry["row"].items()}
         entry["samples_ms"] = [numbers.float(x) for x in entry.get("samples_ms", ())]
+        if "price" in entry:
+            entry["price"] = numbers.tree(entry["price"])
         signed = stored.get("signed")
         if signed:
             for part, model in (("measurement", Measurement), ("device", DeviceProfile)):
@@ -209,6 +216,7 @@ def test_every_file_is_written_and_every_figure_is_drawn_or_named(numbers: Absur
         written = json.loads(files["json"].read_text())
     assert 'id="not-rendered"' not in page  # the page itself was built: only pictures may be missing
     _figures_whole(page)
+    assert 'id="cost"' in page  # performance per dollar and per watt, whatever the prices drawn
     assert page.count("<figure") >= 8  # heatmap, distributions, resources, processes, 2 telemetry, 2 LLM
     assert written["campaign_id"] == document["campaign_id"]
 
@@ -253,7 +261,7 @@ def test_absurd_telemetry_today_is_a_caption_and_a_picture_that_fails_is_a_note(
 
 
 def test_a_page_that_cannot_be_built_says_why() -> None:
-    broken = ReportTask.model_construct(row=None)  # no file reads as this: only a bug builds it
+    broken = ReportTask.model_construct(row=None)  # type: ignore[arg-type]  # only a bug builds this
     page = render_html(_report({**TENSOR, "results": []}).model_copy(update={"results": (broken,)}))
     assert '<p class="note" id="not-rendered">the report: not drawn (AttributeError: ' in page
     assert "results.csv and results.json beside this file hold every result" in page
@@ -267,7 +275,7 @@ def test_csv_json_markdown_and_the_terminal_tables_return(numbers: Absurd) -> No
     assert CampaignReport.from_json(report.to_json()).campaign_id == report.campaign_id
     assert render_markdown(report).startswith("# ")
     entries = entries_of(report)
-    assert _text(*matrix_tables(entries), generation_table(report))
+    assert _text(*matrix_tables(entries), generation_table(report), cost_table(report, "per_1k_inferences"))
 
 
 @given(absurd())
@@ -276,7 +284,7 @@ def test_a_diff_against_absurd_values_returns(numbers: Absurd) -> None:
     document = _absurd(MIXED, numbers)
     before, after = entries_of(_report(MIXED)), entries_of(_report(document))
     for a, b in ((before, after), (after, before), (after, after)):
-        rows = diff_entries(a, b)
+        rows = diff_entries(a, b, rank="per_m_tokens")
         assert rows
         assert _text(diff_table(rows, "A -> B"))
         json.dumps([r.model_dump(mode="json") for r in rows])

@@ -132,9 +132,14 @@ def _generate_measurement(spec: TaskSpec, records: list[RequestRecord]) -> Measu
     )
 
 
+OWNER_PRICES: dict[str, float] = {"12D3-cpu1": 2.0}
+"""What an owner asks per hour, as the worker's signed device says (`join --price-per-hour`)."""
+
+
 def _stored(campaign_id: str, task: sch.TaskView, measurement: Measurement) -> ResultRecord:
     assert task.peer_id is not None
     device = profile(task.device_name, units=[ComputeUnit.CPU_ONNX], ram_gb=16, soc="x86 CPU")
+    device = device.with_(price_per_hour=OWNER_PRICES.get(task.peer_id))
     body = ResultBody(
         campaign_id=campaign_id,
         task_id=task.task_id,
@@ -203,11 +208,14 @@ jobs:
     devices: all
   - compute_unit: GPU (ONNX)
     num_inference_runs: 100
+prices:
+  - {{peer: 12D3-cpu0, per_hour: 0.5}}
 """
 
 
 def tensor() -> Golden:
-    """Three CPU peers: two complete, one fails twice (a Failed row); the GPU job is Unschedulable."""
+    """Three CPU peers: two complete (one priced by the campaign, one by its owner), one fails twice (a
+    Failed row); the GPU job is Unschedulable."""
     played = _played("tensor-1", TENSOR, {"2": ["fail:crashed", "fail:crashed", "fail:crashed"]}, 3)
     return _golden(played, lambda t: _tensor_measurement(t.unit))
 
@@ -217,6 +225,8 @@ name: serve
 jobs:
   - endpoint: {url: "http://127.0.0.1:8000/v1", model: m}
     generate: {prompts: builtin:summaries, max_new_tokens: 4, request_rate: [5, 10], duration_s: 2}
+prices:
+  - {peer: 12D3-cpu0, per_hour: 3}
 """
 
 

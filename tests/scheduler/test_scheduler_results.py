@@ -52,6 +52,7 @@ CAPACITY = (
 ENERGY = "EnergyJoulesPerInference,EnergyJoulesPerToken,AvgPowerW,IdlePowerW,EnergyMethod,EnergyNote"
 FLEET = "FleetSize,RequestRateAchieved,ScheduleLagMsP99,ClientCpuMaxPct,ClientSaturated,FleetLost"
 SUSTAIN = "Throttled,ThrottleCauses,ThrottleDetail,WindowMediansMs,TelemetryPeriodMs,TelemetryPoints"
+COST = "PricePerHour,PriceSource,CostPer1kInferences,CostPerMTokens,InferencesPerJoule,TokensPerJoule"
 EXPECTED_COLUMNS = [
     name
     for group in (
@@ -66,6 +67,7 @@ EXPECTED_COLUMNS = [
         ENERGY,
         FLEET,
         SUSTAIN,
+        COST,
     )
     for name in group.split(",")
 ]

@@ -1,0 +1,78 @@
+"""The device x unit matrix's cells in every medium: the median with its tail (p90, p99, max) and count,
+rounded to what its spread supports (`scheduler.results.decimals_for`), or the task's ending with its
+reason, where the cell is shown (report.html, Markdown, the terminal).
+
+Presentation only; the reason a peer or the scheduler wrote passes each medium's seam.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from protocol import for_html, for_markdown, for_rich
+from scheduler.results import LatencyMatrix, MatrixCell, shown
+
+REASON_CHARS: Final = 160
+"""How much of an ending's reason a cell shows (the whole of it in the cell's title, and under the
+matrix in the stability table)."""
+
+
+def tail_text(cell: MatrixCell) -> str:
+    """ "p90 13.1 · p99 14.4 · max 15.0 · n 300" ("" without a sample)."""
+    stats = cell.stats
+    if stats is None:
+        return ""
+    d = cell.decimals
+    return f"p90 {shown(stats.p90, d)} · p99 {shown(stats.p99, d)} · max {shown(stats.max, d)} · n {stats.n}"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+def cell_html(cell: MatrixCell | None) -> str:
+    """A cell of report.html's matrix: the median large, its tail and count small under it; or the
+    ending and its reason (the whole reason in the title)."""
+    if cell is None:
+        return ""
+    if cell.median_ms is None:
+        why = f'<br><small title="{for_html(cell.detail)}">{for_html(_short(cell.detail))}</small>'
+        return f'<span class="muted">{for_html(cell.status)}</span>' + (why if cell.detail else "")
+    flag = ' <span class="unstable" title="unstable">*</span>' if cell.unstable else ""
+    tail = f'<br><small class="muted tail">{tail_text(cell)}</small>' if cell.stats is not None else ""
+    return f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>{flag}{tail}'
+
+
+def cell_markdown(cell: MatrixCell | None) -> str:
+    """A cell of the Markdown matrix: "12.5 * (p90 … · n 300)", or "Failed: reason"."""
+    if cell is None:
+        return ""
+    if cell.median_ms is None:
+        return for_markdown(f"{cell.status}: {_short(cell.detail)}" if cell.detail else cell.status)
+    flag = " *" if cell.unstable else ""
+    tail = f" ({tail_text(cell)})" if cell.stats is not None else ""
+    return f"{shown(cell.median_ms, cell.decimals)}{flag}{tail}"
+
+
+def cell_rich(cell: MatrixCell | None) -> str:
+    """A cell of the terminal's matrix: the median, its tail dim on a second line; or the ending dim,
+    marked † when the caption under the table gives its reason (a cell stays narrow at 80 columns)."""
+    if cell is None:
+        return ""
+    if cell.median_ms is None:
+        return f"[dim]{for_rich(cell.status)}{' †' if cell.detail else ''}[/]"
+    flag = " *" if cell.unstable else ""
+    tail = f"\n[dim]{tail_text(cell)}[/]" if cell.stats is not None else ""
+    return f"{shown(cell.median_ms, cell.decimals)}{flag}{tail}"
+
+
+def matrix_html(matrix: LatencyMatrix) -> str:
+    """report.html's matrix: devices down, units across, a cell per task."""
+    head = "".join(f"<th>{for_html(c)}</th>" for c in ("device", *matrix.columns))
+    body = "".join(
+        f"<tr><td>{for_html(device)}</td>"
+        + "".join(f'<td class="num">{cell_html(c)}</td>' for c in cells)
+        + "</tr>"
+        for device, cells in zip(matrix.devices, matrix.cells, strict=True)
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
