@@ -211,6 +211,7 @@ class CampaignLoop:
                     complete=command.complete,
                     failed=command.failed,
                     unschedulable=command.unschedulable,
+                    unverifiable=command.unverifiable,
                 )
 
     def _holders(self, sha256: str, peer_id: str) -> tuple[Holder, ...]:

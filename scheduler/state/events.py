@@ -245,6 +245,7 @@ class FinishCampaign:
     failed: int
     unschedulable: int
     cancelled: int
+    unverifiable: int = 0
 
     @classmethod
     def tally(cls, states: Sequence[TaskState]) -> FinishCampaign:
@@ -254,6 +255,7 @@ class FinishCampaign:
             failed=states.count(TaskState.FAILED),
             unschedulable=states.count(TaskState.UNSCHEDULABLE),
             cancelled=states.count(TaskState.CANCELLED),
+            unverifiable=states.count(TaskState.UNVERIFIABLE),
         )
 
 

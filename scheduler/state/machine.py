@@ -3,7 +3,8 @@
 Life of a task: PENDING (placed on a peer, offer not yet sent, or waiting out a retry backoff) ->
 OFFERED (offer sent; answered within ``offer_timeout_s`` or abandoned) -> LEASED (committed and
 dispatched; each heartbeat extends the lease by its ttl, never past its end: `scheduler.state.leases`) ->
-one ending: DONE, FAILED, UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one
+one ending: DONE, FAILED, UNSCHEDULABLE, UNVERIFIABLE (a `verify:` quorum that could not be placed on
+independent peers: its tasks never run alone) or CANCELLED, reached exactly once and announced by one
 `RecordOutcome`.
 
 Retry (`scheduler.state.retry`): a declined, lost, lapsed, overrun, released or retryably failed attempt
@@ -30,7 +31,6 @@ from scheduler.state.events import (
     FinishCampaign,
     LeaseLapsed,
     LeaseReleased,
-    MarkUnschedulable,
     OfferCommitted,
     OfferDeclined,
     OfferLost,
@@ -49,8 +49,9 @@ from scheduler.state.events import (
     Tick,
     void_lease,
 )
+from scheduler.state.fanout import fanned
 from scheduler.state.leases import granted, lapse_of, lease_deadline, reclaimed
-from scheduler.state.placement import JobPlan, PeerView, plan_campaign
+from scheduler.state.placement import PeerView, plan_campaign
 from scheduler.state.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, retry_step
 from scheduler.state.settling import SettlingState, replica_pool, settle_groups
 from scheduler.state.tasks import (
@@ -63,7 +64,6 @@ from scheduler.state.tasks import (
     TaskState,
     TaskView,
     close_last,
-    fan_out,
     leased_task,
     offered_task,
     withdrawn,
@@ -222,20 +222,9 @@ class Scheduler:
         out: list[Command] = []
         peers = list(self._peers.values())
         for plan in plan_campaign(self._campaign, self._needs, peers):
-            out += self._fan_out(plan)
-        return out
-
-    def _fan_out(self, plan: JobPlan) -> list[Command]:
-        placed, unplaced = fan_out(self._id, plan, self._models[plan.job.model_key])
-        self._tasks.update({t.task_id: t for t in (*placed, *unplaced)})
-        if not plan.shortfall:
-            return []
-        reasons = {r.peer_id: r.reasons for r in plan.rejected}
-        lines = tuple(f"{r.device_name} ({r.peer_id}): {'; '.join(r.details)}" for r in plan.rejected)
-        ids = tuple(t.task_id for t in unplaced)
-        out: list[Command] = [MarkUnschedulable(plan.job.index, ids, reasons, plan.shortfall)]
-        for task in unplaced:
-            out += self._end(task, TaskState.UNSCHEDULABLE, Lapse.NO_FEASIBLE_PEER, plan.shortfall, lines)
+            tasks, commands = fanned(self._id, plan, self._models[plan.job.model_key], self._now)
+            self._tasks.update({t.task_id: t for t in tasks})
+            out += commands
         return out
 
     def _on_commit(self, event: OfferCommitted, now: float) -> list[Command]:

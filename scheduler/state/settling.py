@@ -70,7 +70,7 @@ class Settled:
         labelled: accepted replicas with their row's label and reason (`TaskView.verified`,
             `verify_detail`); a group settled again (a member turned distrusted) is labelled again.
         added: one more replica for a group that needs one: pending on the peer picked, or ended
-            unschedulable when no peer of the class on another host is left.
+            unverifiable when no peer of the class on another network is left.
         commands: `ReplicasSettled` for each settled group, `RecordOutcome` for each added replica
             that ended at once.
         records: every peer's record of agreements after these settlements.
@@ -164,11 +164,14 @@ def _replica(
     if pick is not None:
         peer = peers[pick.peer_id]
         return fresh.with_(peer_id=peer.peer_id, device_name=peer.profile.device_name), []
-    why = "no further peer of the class on another network for one more replica"
-    ended = fresh.with_(
-        state=TaskState.UNSCHEDULABLE, failure_reason=Lapse.NO_FEASIBLE_PEER, detail=why, ended_at=now
+    why = (
+        "no further peer of the class on another network for one more replica "
+        "(verify.replicas: distinct networks; same_host: allow lets one machine's peers do it, a lab only)"
     )
-    return ended, [RecordOutcome(task_id, Status.UNSCHEDULABLE, Lapse.NO_FEASIBLE_PEER, why)]
+    ended = fresh.with_(
+        state=TaskState.UNVERIFIABLE, failure_reason=Lapse.NO_QUORUM, detail=why, ended_at=now
+    )
+    return ended, [RecordOutcome(task_id, Status.UNVERIFIABLE, Lapse.NO_QUORUM, why)]
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,12 @@ from scheduler import (
     ResultRejected,
     Scheduler,
     SendOffer,
+    Status,
     TaskState,
     parse_campaign,
 )
-from scheduler.results import verify_columns
-from scheduler.state import PeerView, explain
+from scheduler.results import verification_counts, verification_line, verify_columns
+from scheduler.state import Lapse, PeerView, explain
 from scheduler.verification import PeerRecord
 
 YAML = f"""\
@@ -98,8 +99,17 @@ def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
     fleet_peers = fleet(["127.0.0.1"] * 4)
     c = parse_campaign(campaign())
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
-    assert len(plan.chosen) == 1
+    assert plan.chosen == ()  # a quorum is placed whole or not at all: nothing runs alone
+    assert plan.unverifiable
     assert "distinct networks" in plan.shortfall
+    assert "same_host: allow" in plan.shortfall  # the field that would allow it, named
+    sched = Scheduler("c1", c, {"m": MODEL, MODEL.name: MODEL}, key=KEY)
+    log = run(sched, {p.peer_id: 10.0 for p in fleet_peers})
+    assert not [o for o in log if isinstance(o, SendOffer)]
+    assert {t.state for t in sched.tasks()} == {TaskState.UNVERIFIABLE}
+    assert {t.status for t in sched.tasks()} == {Status.UNVERIFIABLE}
+    assert {t.failure_reason for t in sched.tasks()} == {Lapse.NO_QUORUM}
+    assert sched.done
     c = parse_campaign(campaign(", same_host: allow"))
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
     assert len(plan.chosen) == 4
@@ -158,7 +168,7 @@ def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends(
     sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
     run(sched, {"12D3-b0": 10.0, "12D3-b1": 5.0})
     tasks = sched.tasks()
-    assert [t.state for t in tasks] == [TaskState.DONE, TaskState.DONE, TaskState.UNSCHEDULABLE]
+    assert [t.state for t in tasks] == [TaskState.DONE, TaskState.DONE, TaskState.UNVERIFIABLE]
     assert [t.verified for t in tasks[:2]] == ["disagreed", "disagreed"]
     assert "no further replica ran" in tasks[0].verify_detail
     assert sched.done
@@ -238,3 +248,31 @@ def test_a_checked_task_is_offered_exactly_as_an_unchecked_one() -> None:
     ]
     assert seen[0] == seen[1]
     assert len(seen[0]) == 1
+
+
+def test_submits_last_line_counts_verified_unverifiable_and_outliers() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1", "10.0.4.1", "10.0.5.1"])
+    yaml = campaign().replace("devices: all", "devices: 3")  # three groups of two: five peers fill two
+    sched = Scheduler("c9", parse_campaign(yaml), {"m": MODEL}, key=KEY)
+    figures = {"12D3-b0": 10.0, "12D3-b1": 10.1, "12D3-b2": 9.9, "12D3-b3": 5.0, "12D3-b4": 10.0}
+    run(sched, figures)
+    counts = verification_counts(sched.tasks())
+    assert counts == {
+        "verified": 4,
+        "unverifiable": 2,
+        "outlier": 1,
+        "disagreed": 0,
+        "single": 0,
+        "pending": 0,
+    }
+    assert verification_line(counts) == "verification: 4 verified, 2 unverifiable, 1 outlier"
+    assert (
+        verification_counts(t for t in sched.tasks() if not t.replica_group and t.state == TaskState.DONE)
+        == {}
+    )
+    unverifiable = [t for t in sched.tasks() if t.state == TaskState.UNVERIFIABLE]
+    assert {verify_columns(t, None)["Verified"] for t in unverifiable} == {"unverifiable"}
+    assert all(
+        "1 of 3 quorum(s)" not in t.detail and "2 of 3 quorum(s) placed" in t.detail for t in unverifiable
+    )
