@@ -105,6 +105,7 @@ class Scheduler:
         self._planned = self._cancelled = self._finished = self._resuming = self._stopped = False
         self._now = 0.0  # the `now` of the event being handled
         self._records: dict[str, PeerRecord] = {}  # each peer's record of agreements (the node's store)
+        self._errors: dict[str, tuple[float, ...]] = {}  # each class's pool of errors (the node's store)
 
     def handle(self, event: Event, now: float) -> list[Command]:
         """Apply one event at time `now` (wall-clock seconds), then act on deadlines that are due.
@@ -128,9 +129,13 @@ class Scheduler:
         deadlines = [t.deadline for t in self._tasks.values() if not t.ended and t.deadline is not None]
         return min(deadlines, default=None)
 
-    def know_records(self, records: Mapping[str, PeerRecord]) -> None:
-        """The peers' records of agreements the node keeps: spot checks and settling read them."""
+    def know_records(
+        self, records: Mapping[str, PeerRecord], errors: Mapping[str, tuple[float, ...]] | None = None
+    ) -> None:
+        """The peers' records of agreements and the classes' pools of honest replicas' process errors
+        (`agreement.pool_error`: the bands) the node keeps: spot checks and settling read them."""
         self._records = dict(records)
+        self._errors = dict(errors or {})
 
     @property
     def done(self) -> bool:
@@ -402,10 +407,11 @@ class Scheduler:
             self._needs,
             self._records,
             self._now,
+            self._errors,
         )
         settled = settle_groups(state)
         self._tasks.update({t.task_id: t for t in (*settled.labelled, *settled.added)})
-        self._records = dict(settled.records)
+        self._records, self._errors = dict(settled.records), dict(settled.errors)
         return list(settled.commands)
 
     # -- small pieces -----------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from scheduler_harness import KEY, MODEL, SHA, peer
 
-from protocol import FailureReason
+from protocol import ComputeUnit, FailureReason
 from scheduler import (
     CampaignError,
     OfferCommitted,
@@ -24,7 +24,9 @@ from scheduler import (
 )
 from scheduler.results import verification_counts, verification_line, verify_columns
 from scheduler.state import Lapse, PeerView, explain
-from scheduler.verification import PeerRecord
+from scheduler.state.settling import pool_key
+from scheduler.verification import PeerRecord, device_class
+from scheduler.verification.agreement import POOL_MIN
 
 YAML = f"""\
 model: {{url: https://example.org/m.onnx, sha256: {SHA}}}
@@ -276,3 +278,27 @@ def test_submits_last_line_counts_verified_unverifiable_and_outliers() -> None:
     assert all(
         "1 of 3 quorum(s)" not in t.detail and "2 of 3 quorum(s) placed" in t.detail for t in unverifiable
     )
+
+
+def test_the_band_is_the_classs_pool_from_the_store_not_the_replicas_own() -> None:
+    """Two replicas 15 % apart agree under the prior (a band of 26 % at 3 processes), and disagree once the
+    store's pool says the class is quiet; every settlement hands the agreeing replicas' errors back
+    for the store, never an outlier's."""
+    global fleet_peers
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1"])
+    figures = {"12D3-b0": 10.0, "12D3-b1": 11.5}
+    prior = Scheduler("c10", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
+    log = run(prior, figures)
+    assert {t.verified for t in prior.tasks()} == {"replicated 2/2"}
+    (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
+    pool = pool_key(prior.tasks()[0])
+    assert pool == f"{device_class(fleet_peers[0].profile, ComputeUnit.CPU_ONNX).key}/{MODEL.sha256[:16]}"
+    assert settled.pool == pool
+    assert settled.errors == pytest.approx((0.01 * 3**0.5,) * 2)  # spread x sqrt(3 processes)
+    quiet = Scheduler("c11", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
+    quiet.know_records({}, {pool: (0.02,) * POOL_MIN})
+    log = run(quiet, figures)
+    done = [t for t in quiet.tasks() if t.state == TaskState.DONE]
+    assert {t.verified for t in done} == {"disagreed"}  # and no third peer on another network:
+    assert [t.state for t in quiet.tasks()][2:] == [TaskState.UNVERIFIABLE]
+    assert [c.errors for c in log if isinstance(c, ReplicasSettled)] == [()]
