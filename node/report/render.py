@@ -94,7 +94,7 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
             text = (
                 f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}"
                 if cell.median_ms
-                else visible(cell.status)
+                else visible(cell.ending)
             )
             dark = cell.median_ms is not None and fits(cell.median_ms) and float(norm(cell.median_ms)) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
@@ -209,10 +209,13 @@ def _matrix_html(matrix: LatencyMatrix) -> str:
             if c is None:
                 shown.append("")
             elif c.median_ms is None:
-                shown.append(f'<span class="muted">{for_html(c.status)}</span>')
+                shown.append(f'<span class="muted">{for_html(c.ending)}</span>')
             else:
                 flag = ' <span class="unstable" title="unstable">*</span>' if c.unstable else ""
-                shown.append(f"{c.median_ms:.3f}{flag}")
+                mark = (
+                    f' <span class="muted" title="verification">{for_html(c.mark)}</span>' if c.mark else ""
+                )
+                shown.append(f"{c.median_ms:.3f}{flag}{mark}")
         rows.append([for_html(device), *shown])
     numeric = frozenset(range(1, len(matrix.columns) + 1))
     return _table(["device", *matrix.columns], rows, numeric)

@@ -8,6 +8,7 @@ Every string a peer or a campaign wrote passes its medium's seam (`protocol.for_
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from rich.console import Group
 from rich.table import Table
@@ -39,6 +40,13 @@ def _what(matrix: LatencyMatrix, entries: Sequence[ReportEntry]) -> str:
     return "median end-to-end time per request (ms)" if generative else "median inference latency (ms)"
 
 
+VERIFY_LEGEND: Final = (
+    "✓k/n: replicated, k of n peers of one class agreed; (single): no replica checked it; "
+    "outlier, disagreed, unverifiable: no figure stands (results.csv's Verified says why)"
+)
+"""The line under a matrix of a campaign that asked `verify:`."""
+
+
 def render_markdown(report: CampaignReport) -> str:
     """An LLM campaign's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L), the matrix, and the
     per-task stability as Markdown tables."""
@@ -53,10 +61,14 @@ def render_markdown(report: CampaignReport) -> str:
             shown = [
                 ""
                 if c is None
-                else (f"{c.median_ms:.3f}{' *' if c.unstable else ''}" if c.median_ms else md(c.status))
+                else (
+                    f"{c.median_ms:.3f}{' *' if c.unstable else ''}{c.mark}" if c.median_ms else md(c.ending)
+                )
                 for c in cells
             ]
             lines.append(f"| {md(device)} | " + " | ".join(shown) + " |")
+        if any(c is not None and c.verified for row in matrix.cells for c in row):
+            lines += ["", VERIFY_LEGEND]
         lines.append("")
     lines += ["| device · unit | process medians (ms) | spread % | stability |", "|---|---|---:|---|"]
     for e in entries:
@@ -79,9 +91,10 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
             for e in entries
             if e.model == matrix.model and e.complete and e.unstable
         ]
+        asked = any(c is not None and c.verified for row in matrix.cells for c in row)
         table = Table(
             title=f"{for_rich(matrix.model)}: {_what(matrix, entries)[:-5]} (ms; * unstable)",
-            caption="\n".join(why) or None,
+            caption="\n".join([*why, *([VERIFY_LEGEND] if asked else [])]) or None,
             caption_justify="left",
         )
         table.add_column("device")
@@ -92,9 +105,9 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
                 ""
                 if c is None
                 else (
-                    f"{c.median_ms:.3f}{' *' if c.unstable else ''}"
+                    f"{c.median_ms:.3f}{' *' if c.unstable else ''}{c.mark}"
                     if c.median_ms
-                    else f"[dim]{for_rich(c.status)}[/]"
+                    else f"[dim]{for_rich(c.ending)}[/]"
                 )
                 for c in cells
             ]

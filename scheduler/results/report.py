@@ -54,12 +54,38 @@ class ReportEntry(Value):
 
 
 class MatrixCell(Value):
-    """One device x unit cell: the median of process medians, or the task's ending."""
+    """One device x unit cell: the median of process medians, or the task's ending; `verified`: how
+    the figure was verified, where the campaign asked (`verification_of`), else ""."""
 
     median_ms: float | None = None
     status: str = ""
     unstable: bool = False
     task_id: str = ""
+    verified: str = ""
+
+    @property
+    def mark(self) -> str:
+        """What a view writes beside the figure: ` ✓2/2` for a replicated one, ` (single)` for one
+        no replica checked in a campaign that asked verification, else ""."""
+        if self.verified.startswith("replicated"):
+            return " ✓" + self.verified.split(" ")[1]
+        return " (single)" if self.verified == "single" else ""
+
+    @property
+    def ending(self) -> str:
+        """What a view writes in place of a figure: the refused figure's verdict (outlier,
+        disagreed, unverifiable, pending), else the task's ending."""
+        return self.verified if self.verified and self.verified != "single" else self.status
+
+
+VERIFY_LABELS: Final = ("replicated", "outlier", "disagreed", "pending", "unverifiable")
+"""The row labels (`Verified`) only a campaign that asked `verify:` has."""
+
+
+def verification_of(entry: ReportEntry, asked: bool) -> str:
+    """The short verdict a view shows beside an entry's figure (`replicated 2/2`, `outlier`,
+    `single`, ...; the reason and "(same host)" left to the row), or "" where nothing was asked."""
+    return entry.verified.split(":", 1)[0].split(" (")[0] if asked else ""
 
 
 class LatencyMatrix(Value):
@@ -166,12 +192,13 @@ def device_label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
     return f"{entry.device} [{entry.worker[-6:] or 'no worker'}]" if len(workers) > 1 else entry.device
 
 
-def _cell(entry: ReportEntry) -> MatrixCell:
+def _cell(entry: ReportEntry, asked: bool) -> MatrixCell:
     return MatrixCell(
         median_ms=entry.median_ms if entry.complete else None,
         status=entry.status,
         unstable=entry.unstable,
         task_id=entry.task_id,
+        verified=verification_of(entry, asked),
     )
 
 
@@ -181,6 +208,7 @@ def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...
     A cell holds the completed task's median when there is one, else the task's ending.
     """
     matrices = []
+    asked = any(e.verified.startswith(VERIFY_LABELS) for e in entries)
     for model in sorted({e.model for e in entries}):
         mine = [e for e in entries if e.model == model]
         shared = _shared_units(mine)
@@ -192,7 +220,8 @@ def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...
         devices = sorted({d for d, _ in placed}, key=lambda d: (d == NO_DEVICE, d))
         columns = sorted({c for _, c in placed})
         cells = tuple(
-            tuple(_cell(placed[(d, c)]) if (d, c) in placed else None for c in columns) for d in devices
+            tuple(_cell(placed[(d, c)], asked) if (d, c) in placed else None for c in columns)
+            for d in devices
         )
         matrices.append(
             LatencyMatrix(model=model, devices=tuple(devices), columns=tuple(columns), cells=cells)
