@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
+from protocol import ComputeUnit
 from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
 from scheduler.language.verify import Verify
@@ -38,7 +39,7 @@ from scheduler.verification.classes import DeviceClass
 from scheduler.verification.draws import DrawKey, Purpose
 from scheduler.verification.networks import network_of
 from scheduler.verification.replicas import Candidate, pick_replicas
-from scheduler.verification.reputation import PeerRecord, distrusted, should_check
+from scheduler.verification.reputation import TRUST_AFTER, PeerRecord, distrusted, should_check
 
 MORE = "more"
 """`verdict`'s answer when the group needs one more replica."""
@@ -146,17 +147,43 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
             tasks[i].with_(verified=label, verify_detail=why, quorum_networks=networks)
             for i, (label, why) in found.labels.items()
         )
-        _record(members, found.settlement, processes, out)
+        convicts = convicting(found.settlement.agreed, state.peers, out.records, first.unit, verify)
+        _record(members, found.settlement, processes, out, convicts=convicts)
 
 
-def _record(members: Sequence[TaskView], settled: Settlement, processes: int, out: _Decided) -> None:
-    """`ReplicasSettled` for a settled group, its fresh replicas' peer records, and the process
-    errors of those that agreed added to their class's pool."""
+def convicting(
+    agreed: Sequence[str],
+    peers: Mapping[str, PeerView],
+    records: Mapping[str, PeerRecord],
+    unit: ComputeUnit,
+    verify: Verify,
+) -> bool:
+    """Whether a majority may count a disagreement against its outliers (issue 38, scope 4): its
+    members span two networks or more (`replication.candidate`: one owner's keys on one machine are
+    one vote) and most of them are established (`TRUST_AFTER` agreements or more, not distrusted).
+    Two fresh Sybils that outvote an honest peer change nobody's record: the row still says who was
+    outside the majority, but the peer's record, its spot checks and its trust across campaigns
+    are untouched."""
+    hosts = {candidate(peers[p], unit, verify).host for p in agreed if p in peers} - {""}
+    established = [p for p in agreed if _established(records.get(p, PeerRecord()))]
+    return len(hosts) >= 2 and 2 * len(established) > len(agreed)
+
+
+def _established(record: PeerRecord) -> bool:
+    return record.agreed >= TRUST_AFTER and not record.distrusted
+
+
+def _record(
+    members: Sequence[TaskView], settled: Settlement, processes: int, out: _Decided, *, convicts: bool
+) -> None:
+    """`ReplicasSettled` for a settled group, its fresh replicas' peer records (an outlier's only
+    when the majority `convicting` it may), and the process errors of those that agreed added to
+    their class's pool."""
     # a group settled again (a member turned distrusted) counts only its new replicas' records
     fresh = {t.peer_id for t in members if not t.verified}
     agreed = tuple(p for p in settled.agreed if p in fresh)
-    outliers = tuple(p for p, _ in settled.outliers if p in fresh)
-    offsets = tuple((p, o) for p, o in settled.offsets if p in fresh)
+    outliers = tuple(p for p, _ in settled.outliers if p in fresh and convicts)
+    offsets = tuple((p, o) for p, o in settled.offsets if p in fresh and (convicts or p in agreed))
     errors = tuple(process_error(t.spread, processes) for t in members if t.peer_id in agreed)
     pool = pool_key(members[0])
     out.errors[pool] = (*out.errors.get(pool, ()), *errors)[-POOL_KEEP:]

@@ -302,3 +302,26 @@ def test_the_band_is_the_classs_pool_from_the_store_not_the_replicas_own() -> No
     assert {t.verified for t in done} == {"disagreed"}  # and no third peer on another network:
     assert [t.state for t in quiet.tasks()][2:] == [TaskState.UNVERIFIABLE]
     assert [c.errors for c in log if isinstance(c, ReplicasSettled)] == [()]
+
+
+def test_fresh_sybils_that_outvote_an_honest_peer_change_nobodys_record() -> None:
+    """Two Sybils on two machines report half the latency, outvote the honest peer of their group
+    of three, and its row says `outlier`; its record is untouched while the majority against it is
+    not established (issue 38, scope 4). Established partners (records of agreements) do count."""
+    global fleet_peers
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1"])
+    figures = {"12D3-b0": 10.0, "12D3-b1": 5.0, "12D3-b2": 5.05}
+    three = campaign().replace("replicas: 2", "replicas: 3")
+    fresh = Scheduler("c12", parse_campaign(three), {"m": MODEL}, key=KEY)
+    log = run(fresh, figures)
+    honest = next(t for t in fresh.tasks() if t.peer_id == "12D3-b0")
+    assert honest.verified == "outlier"  # the row says what the majority said
+    (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
+    assert sorted(settled.agreed) == ["12D3-b1", "12D3-b2"]
+    assert settled.outliers == ()  # but counts nothing against the honest peer
+    assert "12D3-b0" not in dict(settled.offsets)
+    established = Scheduler("c13", parse_campaign(three), {"m": MODEL}, key=KEY)
+    established.know_records({p: PeerRecord(agreed=9, streak=9) for p in ("12D3-b1", "12D3-b2")})
+    log = run(established, figures)
+    (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
+    assert settled.outliers == ("12D3-b0",)
