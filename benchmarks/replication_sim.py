@@ -18,6 +18,11 @@ Each settlement adds every replica's offset from the others to its peer's record
 agreeing member of is settled again without it (one more replica where the rest are no majority),
 as `scheduler.state.settling` does within a campaign.
 
+Bands come from the class's pool (`agreement.pool_error`): the process errors of replicas that agreed
+with a majority, a documented prior before ten of them, never a replica's own spread.
+`--strategy scattered`: the cheaters spread their process medians (some faster than the lie, some
+true) so that a band set by their own spread would take their lie in.
+
 `--strategy predicting`: the cheaters lie only where the spot-check draw sark-node derived from the
 campaign id before issue 38 (`old_predicts_checked`, computable from any offer) says "not checked"
 at the campaign's p, and report truly elsewhere; the scheduler's draw is the campaign's secret key,
@@ -57,6 +62,7 @@ from scheduler.verification import (  # noqa: E402
     distrusted,
     pick_replicas,
     pooled_spread,
+    process_error,
     settle,
     should_check,
     spread_of,
@@ -101,11 +107,12 @@ class Tally:
     disagreed: int = 0
     records: dict[str, PeerRecord] = field(default_factory=dict)
     singles: dict[str, list[bool]] = field(default_factory=dict)  # per peer: its single results (cheating?)
-    spreads: dict[str, list[float]] = field(default_factory=dict)  # per class: its replicas' spreads
+    spreads: dict[str, list[float]] = field(default_factory=dict)  # per class: agreeing replicas' errors
     shown: dict[str, list[Task]] = field(default_factory=dict)  # per peer: tasks it agreed in
     processes: int = 3
     key: DrawKey = field(default_factory=lambda: DrawKey(bytes(32)))  # the campaign's secret
     predicting: bool = False  # cheaters lie only where the old (campaign-id) draw predicts no check
+    scattered: bool = False  # cheaters scatter their process medians to widen a band set by them
     assumed_p: float = 0.1  # the spot-check probability they assume
 
 
@@ -148,8 +155,10 @@ def replica(draws: Draws, peer: Peer, noise: float, tally: Tally, task: int) -> 
     """One replica's figure and whether it lies: a cheater does unless it predicts a check
     (`--strategy predicting`)."""
     lies = peer.cheat < 1.0 and not (tally.predicting and old_predicts_checked(task, tally.assumed_p))
-    factor = peer.cheat if lies else 1.0
-    medians = [peer.latency_ms * draws.normal(1.0, noise) * factor for _ in range(tally.processes)]
+    factors = [peer.cheat if lies else 1.0] * tally.processes
+    if lies and tally.scattered:  # some processes faster still, some true: a wide spread of its own
+        factors = [(peer.cheat * 0.75, peer.cheat, 1.0)[k % 3] for k in range(tally.processes)]
+    medians = [peer.latency_ms * draws.normal(1.0, noise) * f for f in factors]
     return Replica(peer.peer_id, statistics.median(medians), spread_of(medians)), lies
 
 
@@ -176,7 +185,9 @@ def run_task(
     tally.runs += len(results)
     job = Task(order, placed, results, wanted, Settlement(Outcome.PENDING), task=task, lied=lied)
     _settle(draws, job, peers, noise, tally)
-    tally.spreads.setdefault(first[0].device_class.key, []).extend(r.spread for r in job.results)
+    agreed = [r for r in job.results if r.peer_id in job.verdict.agreed]  # the class's pool: honest ones
+    errors = tally.spreads.setdefault(first[0].device_class.key, [])
+    errors.extend(process_error(r.spread, tally.processes) for r in agreed)
     if job.verdict.outcome == Outcome.SINGLE:
         tally.single += 1
         cheat = lied[0]
@@ -192,7 +203,7 @@ def run_task(
 
 def _settle(draws: Draws, job: Task, peers: dict[str, Peer], noise: float, tally: Tally) -> None:
     """Settle `job` (again), with one more replica when the trusted ones are no majority."""
-    spread = pooled_spread(tally.spreads.get(job.placed[0].device_class.key, []))
+    spread = pooled_spread(tally.spreads.get(job.placed[0].device_class.key, []), tally.processes)
     job.verdict = settle(job.results, job.wanted, spread, distrusted(tally.records))
     if job.verdict.outcome == Outcome.PENDING:
         taken, hosts = [c.peer_id for c in job.placed], [c.host for c in job.placed]
@@ -261,6 +272,7 @@ def simulate(seed: int, noise: float, spot: float | None, args: argparse.Namespa
         processes=args.processes,
         key=DrawKey(hashlib.sha256(f"key-{seed}".encode()).digest()),
         predicting=args.strategy == "predicting",
+        scattered=args.strategy == "scattered",
         assumed_p=args.spot,
     )
     for task in range(args.tasks):
@@ -289,10 +301,12 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=3, help="processes per replica (the task's)")
     parser.add_argument(
         "--strategy",
-        choices=("scaled", "predicting"),
+        choices=("scaled", "predicting", "scattered"),
         default="scaled",
         help="scaled: cheaters lie on every result; predicting: only where the draw sark-node derived "
-        "from the campaign id before issue 38 says 'not checked' (the secret draw ignores it)",
+        "from the campaign id before issue 38 says 'not checked' (the secret draw ignores it); "
+        "scattered: they lie with their process medians spread (0.75x, 1x, 1/cheat x of the lie) to "
+        "widen a band their own spread would set (the class's pool sets it)",
     )
     args = parser.parse_args()
     rows = []

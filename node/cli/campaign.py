@@ -214,6 +214,8 @@ def submit(
 
 def _outcome_event(outcome: Any) -> None:
     """`--events`: the campaign's end as one JSON line."""
+    from scheduler.results import verification_counts
+
     json_lines(
         "outcome",
         campaign=outcome.campaign_id,
@@ -223,12 +225,14 @@ def _outcome_event(outcome: Any) -> None:
         rejected=outcome.tally.rejected,
         lapsed=outcome.tally.lapsed,
         released=outcome.tally.released,
+        verification=verification_counts(outcome.tasks),
     )
 
 
 def _report(outcome: Any, as_json: bool) -> None:
     import scheduler as sch
     from node.cli.console import console as out_console
+    from scheduler.results import verification_counts, verification_line
 
     tasks: Sequence[sch.TaskView] = outcome.tasks
     if as_json:
@@ -238,6 +242,7 @@ def _report(outcome: Any, as_json: bool) -> None:
                     "campaign_id": outcome.campaign_id,
                     "files": {k: str(v) for k, v in outcome.files.items()},
                     "tasks": [t.model_dump(mode="json") for t in tasks],
+                    "verification": verification_counts(tasks),
                 }
             )
         )
@@ -262,6 +267,8 @@ def _report(outcome: Any, as_json: bool) -> None:
     console.print(f"campaign [bold]{for_rich(outcome.campaign_id)}[/]")
     for kind, path in outcome.files.items():
         console.print(f"  {kind}: {for_rich(str(path))}")
+    if line := verification_line(verification_counts(tasks)):  # the last line: what was verified
+        console.print(line)
 
 
 def _matrix(report: sch.CampaignReport) -> Group:
@@ -334,6 +341,7 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
                     for r in job.rejected
                 ],
                 "shortfall": job.shortfall,
+                "unverifiable": job.unverifiable,
             }
             for job in result.jobs
         ]
@@ -374,7 +382,9 @@ def _print_plan(result: sch.Plan) -> None:
         for rejection in job.rejected:
             why = for_rich(f"{rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}")
             console.print(f"  [red]✗[/] {why}")
-        if job.shortfall:
+        if job.unverifiable:  # said before the run: these tasks will not run alone
+            console.print(f"  [red]unverifiable: {for_rich(job.shortfall)}[/]")
+        elif job.shortfall:
             console.print(f"  [yellow]{for_rich(job.shortfall)}[/]")
 
 

@@ -1,4 +1,5 @@
-"""Exit codes of a finished campaign: 0 every placeable task completed, 1 something failed.
+"""Exit codes of a finished campaign: 0 every placeable task completed, 1 something failed (or a
+figure the campaign asked verified could not be: `Unverifiable`).
 
 Exit 2 (a bad campaign file or configuration) is decided earlier, before anything runs.
 """
@@ -13,7 +14,8 @@ from node.cli.options import fail
 
 
 def exit_code(states: Sequence[sch.TaskState], *, strict: bool) -> int:
-    """The exit code of a finished campaign: 1 when a task failed, was cancelled or never ended (and,
+    """The exit code of a finished campaign: 1 when a task failed, was cancelled, was unverifiable (its
+    `verify:` quorum could not be placed: the figure asked for does not exist) or never ended (and,
     with `strict`, when one was unschedulable), else 0. Unschedulable rows are reported either way."""
     fine = {sch.TaskState.DONE} | (set() if strict else {sch.TaskState.UNSCHEDULABLE})
     return 0 if all(state in fine for state in states) else 1
@@ -33,7 +35,12 @@ def exit_for(tasks: Sequence[sch.TaskView], *, strict: bool) -> None:
         done = sum(1 for t in tasks if t.state == sch.TaskState.DONE)
         counts = ", ".join(
             f"{n} {state.value}"
-            for state in (sch.TaskState.FAILED, sch.TaskState.CANCELLED, sch.TaskState.UNSCHEDULABLE)
+            for state in (
+                sch.TaskState.FAILED,
+                sch.TaskState.CANCELLED,
+                sch.TaskState.UNSCHEDULABLE,
+                sch.TaskState.UNVERIFIABLE,
+            )
             if (n := sum(1 for t in tasks if t.state == state))
         )
         fail(f"error: {done} of {len(tasks)} tasks completed ({counts or 'the rest unfinished'})", code)

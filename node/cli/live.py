@@ -72,7 +72,7 @@ def resumed_line(campaign: str, counts: dict[str, Any]) -> str:
         f"{counts.get('reoffered', 0) + counts.get('requeued', 0)} task(s) queued again",
     ]
     if counts.get("ended"):
-        parts.append(f"{counts['ended']} ended otherwise (failed, cancelled or unschedulable)")
+        parts.append(f"{counts['ended']} ended otherwise (failed, cancelled, unschedulable or unverifiable)")
     return f"campaign [bold]{campaign}[/] resumed: {', '.join(parts)} (sark-node status {campaign})"
 
 

@@ -28,6 +28,7 @@ _BREAKDOWN: Final[dict[sch.TaskState, str]] = {
     sch.TaskState.DONE: "complete",
     sch.TaskState.FAILED: "failed",
     sch.TaskState.UNSCHEDULABLE: "failed",
+    sch.TaskState.UNVERIFIABLE: "failed",
     sch.TaskState.CANCELLED: "failed",
 }
 

@@ -37,10 +37,11 @@ def cell_html(cell: MatrixCell | None) -> str:
         return ""
     if cell.median_ms is None:
         why = f'<br><small title="{for_html(cell.detail)}">{for_html(_short(cell.detail))}</small>'
-        return f'<span class="muted">{for_html(cell.status)}</span>' + (why if cell.detail else "")
+        return f'<span class="muted">{for_html(cell.ending)}</span>' + (why if cell.detail else "")
     flag = ' <span class="unstable" title="unstable">*</span>' if cell.unstable else ""
     tail = f'<br><small class="muted tail">{tail_text(cell)}</small>' if cell.stats is not None else ""
-    return f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>{flag}{tail}'
+    mark = f' <span class="muted" title="verification">{for_html(cell.mark)}</span>' if cell.mark else ""
+    return f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>{flag}{mark}{tail}'
 
 
 def cell_markdown(cell: MatrixCell | None) -> str:
@@ -48,10 +49,10 @@ def cell_markdown(cell: MatrixCell | None) -> str:
     if cell is None:
         return ""
     if cell.median_ms is None:
-        return for_markdown(f"{cell.status}: {_short(cell.detail)}" if cell.detail else cell.status)
+        return for_markdown(f"{cell.ending}: {_short(cell.detail)}" if cell.detail else cell.ending)
     flag = " *" if cell.unstable else ""
     tail = f" ({tail_text(cell)})" if cell.stats is not None else ""
-    return f"{shown(cell.median_ms, cell.decimals)}{flag}{tail}"
+    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_markdown(cell.mark)}{tail}"
 
 
 def cell_rich(cell: MatrixCell | None) -> str:
@@ -60,10 +61,10 @@ def cell_rich(cell: MatrixCell | None) -> str:
     if cell is None:
         return ""
     if cell.median_ms is None:
-        return f"[dim]{for_rich(cell.status)}{' †' if cell.detail else ''}[/]"
+        return f"[dim]{for_rich(cell.ending)}{' †' if cell.detail else ''}[/]"
     flag = " *" if cell.unstable else ""
     tail = f"\n[dim]{tail_text(cell)}[/]" if cell.stats is not None else ""
-    return f"{shown(cell.median_ms, cell.decimals)}{flag}{tail}"
+    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_rich(cell.mark)}{tail}"
 
 
 def matrix_html(matrix: LatencyMatrix) -> str:

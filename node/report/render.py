@@ -98,7 +98,7 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
             text = (
                 f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}"
                 if cell.median_ms
-                else visible(cell.status)
+                else visible(cell.ending)
             )
             dark = cell.median_ms is not None and fits(cell.median_ms) and float(norm(cell.median_ms)) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")

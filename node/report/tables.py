@@ -8,6 +8,7 @@ Every string a peer or a campaign wrote passes its medium's seam (`protocol.for_
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from rich.console import Group
 from rich.table import Table
@@ -41,6 +42,13 @@ def _what(matrix: LatencyMatrix, entries: Sequence[ReportEntry]) -> str:
     return "median end-to-end time per request (ms)" if generative else "median inference latency (ms)"
 
 
+VERIFY_LEGEND: Final = (
+    "✓k/n: replicated, k of n peers of one class agreed; (single): no replica checked it; "
+    "outlier, disagreed, unverifiable: no figure stands (results.csv's Verified says why)"
+)
+"""The line under a matrix of a campaign that asked `verify:`."""
+
+
 def render_markdown(report: CampaignReport, rank: str = "") -> str:
     """An LLM campaign's lead table (TTFT, TPOT, ITL, decode tok/s, ROUGE-L), the matrix, performance
     per dollar and per watt (ranked by `rank`, "" the first figure shown), and the per-task stability
@@ -54,6 +62,8 @@ def render_markdown(report: CampaignReport, rank: str = "") -> str:
         lines.append("|---|" + "---:|" * len(matrix.columns))
         for device, cells in zip(matrix.devices, matrix.cells, strict=True):
             lines.append(f"| {md(device)} | " + " | ".join(cell_markdown(c) for c in cells) + " |")
+        if any(c is not None and c.verified for row in matrix.cells for c in row):
+            lines += ["", VERIFY_LEGEND]
         lines.append("")
     lines += cost_markdown(report, rank)
     lines += ["| device · unit | process medians (ms) | spread % | stability |", "|---|---|---:|---|"]
@@ -77,6 +87,7 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
             for e in entries
             if e.model == matrix.model and e.complete and e.unstable
         ]
+        asked = any(c is not None and c.verified for row in matrix.cells for c in row)
         why += [
             f"† {for_rich(_label(e, entries))}: {for_rich(e.status)}: {for_rich(e.detail)}"
             for e in entries
@@ -84,7 +95,7 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
         ]
         table = Table(
             title=f"{for_rich(matrix.model)}: {_what(matrix, entries)[:-5]} (ms; * unstable, † why below)",
-            caption="\n".join(why) or None,
+            caption="\n".join([*why, *([VERIFY_LEGEND] if asked else [])]) or None,
             caption_justify="left",
         )
         table.add_column("device")

@@ -112,7 +112,8 @@ class CampaignLoop:
             self._nursery = nursery
             nursery.start_soon(self._watch_stop)
             started = trio.current_time()
-            self._sched.know_records(await trio.to_thread.run_sync(self._store.peer_records))
+            records = await trio.to_thread.run_sync(self._store.peer_records)
+            self._sched.know_records(records, await trio.to_thread.run_sync(self._store.class_errors))
             peers = await self._discovery.initial()
             self._emit("discovered", peers=len(peers), seconds=round(trio.current_time() - started, 3))
             if not self._stop.is_set():  # stopped while looking: nothing went out, nothing to withdraw
@@ -203,6 +204,7 @@ class CampaignLoop:
                 )
             elif isinstance(command, sch.ReplicasSettled):
                 self._store.settled(command.agreed, command.outliers, command.offsets)
+                self._store.add_errors(command.pool, command.errors)
                 self._emit("settled", group=command.group, outcome=command.outcome, detail=command.detail)
             elif isinstance(command, sch.FinishCampaign):
                 self._emit(
@@ -211,6 +213,7 @@ class CampaignLoop:
                     complete=command.complete,
                     failed=command.failed,
                     unschedulable=command.unschedulable,
+                    unverifiable=command.unverifiable,
                 )
 
     def _holders(self, sha256: str, peer_id: str) -> tuple[Holder, ...]:

@@ -275,11 +275,10 @@ async def resume(
 def resumed_counts(tasks: Iterable[sch.TaskView]) -> dict[str, int]:
     """What a resume takes over: tasks already done, leases to reclaim from their workers, offers
     sent again, tasks queued again, and tasks that had already ended otherwise (failed, cancelled,
-    unschedulable)."""
+    unschedulable, unverifiable)."""
     states = Counter(t.state for t in tasks)
-    ended = sum(
-        states[s] for s in (sch.TaskState.FAILED, sch.TaskState.CANCELLED, sch.TaskState.UNSCHEDULABLE)
-    )
+    done, live = sch.TaskState.DONE, (sch.TaskState.LEASED, sch.TaskState.OFFERED, sch.TaskState.PENDING)
+    ended = sum(n for s, n in states.items() if s != done and s not in live)
     return {
         "done": states[sch.TaskState.DONE],
         "reclaiming": states[sch.TaskState.LEASED],

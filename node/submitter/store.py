@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -29,7 +30,7 @@ from typing import Any, Final
 import psutil
 
 from node.errors import disk_errors
-from scheduler.verification import PeerRecord
+from scheduler.verification import POOL_KEEP, PeerRecord
 
 
 def utc_now() -> str:
@@ -73,6 +74,11 @@ CREATE TABLE IF NOT EXISTS peer_records (
     offsets     INTEGER NOT NULL DEFAULT 0,
     offset_sum  REAL NOT NULL DEFAULT 0,
     offset_squares REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS class_errors (
+    n           INTEGER PRIMARY KEY AUTOINCREMENT,
+    pool        TEXT NOT NULL,
+    error       REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS offers (
     campaign_id TEXT NOT NULL,
@@ -330,6 +336,30 @@ class CampaignStore:
                     f"INSERT OR REPLACE INTO peer_records (peer_id, {_RECORD}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (peer, *astuple(record)),
                 )
+
+    def class_errors(self) -> dict[str, tuple[float, ...]]:
+        """Each class's pool (`scheduler.state.settling.pool_key`): the process errors of its honest
+        replicas across campaigns, oldest first, the last `POOL_KEEP` of each (the bands' spread)."""
+        with self._connect() as db:
+            rows = db.execute("SELECT pool, error FROM class_errors ORDER BY n").fetchall()
+        pools: dict[str, list[float]] = {}
+        for pool, error in rows:
+            pools.setdefault(pool, []).append(error)
+        return {pool: tuple(errors[-POOL_KEEP:]) for pool, errors in pools.items()}
+
+    def add_errors(self, pool: str, errors: Iterable[float]) -> None:
+        """Add a settled group's agreeing replicas' process errors to their class's pool, keeping
+        its last `POOL_KEEP`."""
+        values = [(pool, e) for e in errors if math.isfinite(e)]
+        if not values:
+            return
+        with self._connect() as db:
+            db.executemany("INSERT INTO class_errors (pool, error) VALUES (?, ?)", values)
+            db.execute(
+                "DELETE FROM class_errors WHERE pool = ? AND n NOT IN "
+                "(SELECT n FROM class_errors WHERE pool = ? ORDER BY n DESC LIMIT ?)",
+                (pool, pool, POOL_KEEP),
+            )
 
     def put_offer(self, campaign_id: str, task_id: str, peer_id: str, spec: bytes) -> None:
         """Keep the spec a task was offered to a peer with (its deal or its open loop's seed)."""

@@ -15,7 +15,8 @@ Modules:
     sustainrows  Throttled with its causes, window medians, the telemetry kept
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
     outputdiff   OutputMaxDiff: rows of one model compared on their outputs, against the first row
-    verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark
+    verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark;
+                 verification_counts: verified / unverifiable / outliers, submit's last line
     typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
     document     CampaignReport: results.json as one typed value (built once, or read once from a file);
                  every medium renders it
@@ -108,7 +109,7 @@ from scheduler.results.rows import (
 from scheduler.results.significance import mann_whitney
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
-from scheduler.results.verifyrows import class_name, verify_columns
+from scheduler.results.verifyrows import class_name, verification_counts, verification_line, verify_columns
 
 __all__ = [
     "BY_NAME",
@@ -196,6 +197,8 @@ __all__ = [
     "shown_figures",
     "sustain_columns",
     "to_csv",
+    "verification_counts",
+    "verification_line",
     "verify_columns",
     "with_output_diffs",
 ]

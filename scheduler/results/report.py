@@ -66,7 +66,8 @@ class ReportEntry(Value):
 
 class MatrixCell(Value):
     """One device x unit cell: the median of process medians with its tail and count, or the task's
-    ending with its reason (`detail`)."""
+    ending with its reason (`detail`); `verified`: how the figure was verified, where the campaign
+    asked (`verification_of`), else ""."""
 
     median_ms: float | None = None
     status: str = ""
@@ -74,11 +75,26 @@ class MatrixCell(Value):
     task_id: str = ""
     stats: Stats | None = None
     detail: str = ""
+    verified: str = ""
 
     @property
     def decimals(self) -> int:
         """The decimals its figures are shown with (`decimals_for`)."""
         return decimals_for(self.stats)
+
+    @property
+    def mark(self) -> str:
+        """What a view writes beside the figure: ` ✓2/2` for a replicated one, ` (single)` for one
+        no replica checked in a campaign that asked verification, else ""."""
+        if self.verified.startswith("replicated"):
+            return " ✓" + self.verified.split(" ")[1]
+        return " (single)" if self.verified == "single" else ""
+
+    @property
+    def ending(self) -> str:
+        """What a view writes in place of a figure: the refused figure's verdict (outlier,
+        disagreed, unverifiable, pending), else the task's ending."""
+        return self.verified if self.verified and self.verified != "single" else self.status
 
 
 def decimals_for(stats: Stats | None) -> int:
@@ -95,6 +111,16 @@ def decimals_for(stats: Stats | None) -> int:
 def shown(value: float | None, decimals: int) -> str:
     """A figure with `decimals` decimals ("" for none)."""
     return "" if value is None else f"{value:.{decimals}f}"
+
+
+VERIFY_LABELS: Final = ("replicated", "outlier", "disagreed", "pending", "unverifiable")
+"""The row labels (`Verified`) only a campaign that asked `verify:` has."""
+
+
+def verification_of(entry: ReportEntry, asked: bool) -> str:
+    """The short verdict a view shows beside an entry's figure (`replicated 2/2`, `outlier`,
+    `single`, ...; the reason and "(same host)" left to the row), or "" where nothing was asked."""
+    return entry.verified.split(":", 1)[0].split(" (")[0] if asked else ""
 
 
 class LatencyMatrix(Value):
@@ -213,7 +239,7 @@ def device_label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
     return f"{entry.device} [{entry.worker[-6:] or 'no worker'}]" if len(workers) > 1 else entry.device
 
 
-def _cell(entry: ReportEntry) -> MatrixCell:
+def _cell(entry: ReportEntry, asked: bool) -> MatrixCell:
     return MatrixCell(
         median_ms=entry.median_ms if entry.complete else None,
         status=entry.detail if entry.fallback else entry.status,
@@ -223,6 +249,7 @@ def _cell(entry: ReportEntry) -> MatrixCell:
         detail=""
         if entry.complete or entry.fallback
         else entry.detail or (entry.verified if flagged(entry.verified) else ""),
+        verified=verification_of(entry, asked),
     )
 
 
@@ -232,6 +259,7 @@ def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...
     A cell holds the completed task's median when there is one, else the task's ending.
     """
     matrices = []
+    asked = any(e.verified.startswith(VERIFY_LABELS) for e in entries)
     for model in sorted({e.model for e in entries}):
         mine = [e for e in entries if e.model == model]
         shared = _shared_units(mine)
@@ -243,7 +271,8 @@ def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...
         devices = sorted({d for d, _ in placed}, key=lambda d: (d == NO_DEVICE, d))
         columns = sorted({c for _, c in placed})
         cells = tuple(
-            tuple(_cell(placed[(d, c)]) if (d, c) in placed else None for c in columns) for d in devices
+            tuple(_cell(placed[(d, c)], asked) if (d, c) in placed else None for c in columns)
+            for d in devices
         )
         matrices.append(
             LatencyMatrix(model=model, devices=tuple(devices), columns=tuple(columns), cells=cells)

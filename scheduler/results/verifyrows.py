@@ -3,6 +3,10 @@ its device class, its peer's claim."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+from typing import Final
+
 from scheduler.state.placement import PeerView
 from scheduler.state.settling import flagged
 from scheduler.state.tasks import TaskState, TaskView
@@ -12,10 +16,11 @@ from scheduler.verification.classes import DeviceClass, device_class
 def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
     """Verified, QuorumNetworks, DeviceClass and Claim. Verified: how the task's group settled it
     (`replicated k/n`, `outlier: why`, `disagreed: why`), `single` for an accepted result no other
-    replica checked, `pending` while its group is unsettled, "" for a task without a result.
+    replica checked, `pending` while its group is unsettled, `unverifiable` for a task whose quorum
+    could not be placed (its Status says so too), "" for another task without a result.
     QuorumNetworks: a replicated row's agreeing networks, ";"-joined. Claim: the peer's
     `claim_unverified` mark and why (`scheduler.verification.claims`)."""
-    verified = ""
+    verified = "unverifiable" if task.state == TaskState.UNVERIFIABLE else ""
     if task.state == TaskState.DONE:
         verified = task.verified or ("pending" if task.replica_group else "single")
         if flagged(verified) and task.verify_detail:
@@ -31,3 +36,29 @@ def class_name(task: TaskView, peer: PeerView | None) -> str:
     if task.device_class:
         return DeviceClass(task.device_class).name
     return device_class(peer.profile, task.unit).name if peer is not None else ""
+
+
+KINDS: Final = ("verified", "unverifiable", "outlier", "disagreed", "single", "pending")
+"""What `verification_counts` counts, in the order a line says them."""
+
+
+def verification_counts(tasks: Iterable[TaskView]) -> dict[str, int]:
+    """How many rows of verified jobs (replicated, spot-checked) ended each way: `verified` (a
+    replicated row of the agreeing majority), `unverifiable`, `outlier`, `disagreed`, `single` (a
+    spot-checked job's row no draw checked), `pending`; {} when no job asked `verify:`. Every kind
+    is present, zero or not."""
+    counts: Counter[str] = Counter()
+    for task in tasks:
+        if task.state == TaskState.UNVERIFIABLE:
+            counts["unverifiable"] += 1
+        elif task.state == TaskState.DONE and task.replica_group:
+            label = task.verified or "pending"
+            counts["verified" if label.startswith("replicated") else label.split(" ")[0]] += 1
+    return {kind: counts[kind] for kind in KINDS} if counts else {}
+
+
+def verification_line(counts: dict[str, int]) -> str:
+    """`verification: 4 verified, 2 unverifiable, 1 outlier` (kinds with none left out, but the first
+    two always said), or "" for a campaign that asked no verification."""
+    said = [f"{n} {kind}" for kind, n in counts.items() if n or kind in KINDS[:2]]
+    return f"verification: {', '.join(said)}" if counts else ""

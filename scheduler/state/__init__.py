@@ -10,7 +10,8 @@ those meet the tasks (a replicated job's groups, a group's verdict) is here, in 
 Modules:
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
     replication  a replicated job's placement: groups of verify.replicas, one class each
-    tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids and fan-out
+    tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids
+    fanout     a job's plan made tasks: placed ones pending, the rest ended (Unschedulable, Unverifiable)
     retry      which failures end a task, which peer a retry goes to, backoff
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)

@@ -245,6 +245,7 @@ class FinishCampaign:
     failed: int
     unschedulable: int
     cancelled: int
+    unverifiable: int = 0
 
     @classmethod
     def tally(cls, states: Sequence[TaskState]) -> FinishCampaign:
@@ -254,6 +255,7 @@ class FinishCampaign:
             failed=states.count(TaskState.FAILED),
             unschedulable=states.count(TaskState.UNSCHEDULABLE),
             cancelled=states.count(TaskState.CANCELLED),
+            unverifiable=states.count(TaskState.UNVERIFIABLE),
         )
 
 
@@ -261,7 +263,8 @@ class FinishCampaign:
 class ReplicasSettled:
     """A replica group settled (`scheduler.state.settling`): the node keeps each peer's record of
     agreements in its store (`agreed` peers agreed with the majority, `outliers` did not; `offsets`:
-    each one's log of its figure over the others', `agreement.Settlement.offsets`)."""
+    each one's log of its figure over the others', `agreement.Settlement.offsets`); `errors`: the
+    agreeing replicas' process errors, for the node to add to the class's pool (`pool`) in its store."""
 
     group: str
     outcome: str
@@ -269,6 +272,8 @@ class ReplicasSettled:
     outliers: tuple[str, ...] = ()
     detail: str = ""
     offsets: tuple[tuple[str, float], ...] = ()
+    pool: str = ""
+    errors: tuple[float, ...] = ()
 
 
 Command = (

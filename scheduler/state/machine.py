@@ -3,7 +3,8 @@
 Life of a task: PENDING (placed on a peer, offer not yet sent, or waiting out a retry backoff) ->
 OFFERED (offer sent; answered within ``offer_timeout_s`` or abandoned) -> LEASED (committed and
 dispatched; each heartbeat extends the lease by its ttl, never past its end: `scheduler.state.leases`) ->
-one ending: DONE, FAILED, UNSCHEDULABLE or CANCELLED, reached exactly once and announced by one
+one ending: DONE, FAILED, UNSCHEDULABLE, UNVERIFIABLE (a `verify:` quorum that could not be placed on
+independent peers: its tasks never run alone) or CANCELLED, reached exactly once and announced by one
 `RecordOutcome`.
 
 Retry (`scheduler.state.retry`): a declined, lost, lapsed, overrun, released or retryably failed attempt
@@ -30,7 +31,6 @@ from scheduler.state.events import (
     FinishCampaign,
     LeaseLapsed,
     LeaseReleased,
-    MarkUnschedulable,
     OfferCommitted,
     OfferDeclined,
     OfferLost,
@@ -49,8 +49,9 @@ from scheduler.state.events import (
     Tick,
     void_lease,
 )
+from scheduler.state.fanout import fanned
 from scheduler.state.leases import granted, lapse_of, lease_deadline, reclaimed
-from scheduler.state.placement import JobPlan, PeerView, plan_campaign
+from scheduler.state.placement import PeerView, plan_campaign
 from scheduler.state.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, retry_step
 from scheduler.state.settling import SettlingState, replica_pool, settle_groups
 from scheduler.state.tasks import (
@@ -63,7 +64,6 @@ from scheduler.state.tasks import (
     TaskState,
     TaskView,
     close_last,
-    fan_out,
     leased_task,
     offered_task,
     withdrawn,
@@ -105,6 +105,7 @@ class Scheduler:
         self._planned = self._cancelled = self._finished = self._resuming = self._stopped = False
         self._now = 0.0  # the `now` of the event being handled
         self._records: dict[str, PeerRecord] = {}  # each peer's record of agreements (the node's store)
+        self._errors: dict[str, tuple[float, ...]] = {}  # each class's pool of errors (the node's store)
 
     def handle(self, event: Event, now: float) -> list[Command]:
         """Apply one event at time `now` (wall-clock seconds), then act on deadlines that are due.
@@ -128,9 +129,13 @@ class Scheduler:
         deadlines = [t.deadline for t in self._tasks.values() if not t.ended and t.deadline is not None]
         return min(deadlines, default=None)
 
-    def know_records(self, records: Mapping[str, PeerRecord]) -> None:
-        """The peers' records of agreements the node keeps: spot checks and settling read them."""
+    def know_records(
+        self, records: Mapping[str, PeerRecord], errors: Mapping[str, tuple[float, ...]] | None = None
+    ) -> None:
+        """The peers' records of agreements and the classes' pools of honest replicas' process errors
+        (`agreement.pool_error`: the bands) the node keeps: spot checks and settling read them."""
         self._records = dict(records)
+        self._errors = dict(errors or {})
 
     @property
     def done(self) -> bool:
@@ -222,20 +227,9 @@ class Scheduler:
         out: list[Command] = []
         peers = list(self._peers.values())
         for plan in plan_campaign(self._campaign, self._needs, peers):
-            out += self._fan_out(plan)
-        return out
-
-    def _fan_out(self, plan: JobPlan) -> list[Command]:
-        placed, unplaced = fan_out(self._id, plan, self._models[plan.job.model_key])
-        self._tasks.update({t.task_id: t for t in (*placed, *unplaced)})
-        if not plan.shortfall:
-            return []
-        reasons = {r.peer_id: r.reasons for r in plan.rejected}
-        lines = tuple(f"{r.device_name} ({r.peer_id}): {'; '.join(r.details)}" for r in plan.rejected)
-        ids = tuple(t.task_id for t in unplaced)
-        out: list[Command] = [MarkUnschedulable(plan.job.index, ids, reasons, plan.shortfall)]
-        for task in unplaced:
-            out += self._end(task, TaskState.UNSCHEDULABLE, Lapse.NO_FEASIBLE_PEER, plan.shortfall, lines)
+            tasks, commands = fanned(self._id, plan, self._models[plan.job.model_key], self._now)
+            self._tasks.update({t.task_id: t for t in tasks})
+            out += commands
         return out
 
     def _on_commit(self, event: OfferCommitted, now: float) -> list[Command]:
@@ -413,10 +407,11 @@ class Scheduler:
             self._needs,
             self._records,
             self._now,
+            self._errors,
         )
         settled = settle_groups(state)
         self._tasks.update({t.task_id: t for t in (*settled.labelled, *settled.added)})
-        self._records = dict(settled.records)
+        self._records, self._errors = dict(settled.records), dict(settled.errors)
         return list(settled.commands)
 
     # -- small pieces -----------------------------------------------------------------------------

@@ -143,6 +143,7 @@ class JobPlan:
         shortfall: why fewer than `wanted` peers were chosen, or "".
         verify: how its results are verified; a replicated job's chosen peers come in groups of
             `verify.replicas` (`scheduler.state.replication`).
+        unverifiable: the shortfall is a quorum of independent peers (tasks end `Unverifiable`).
     """
 
     job: Job
@@ -153,6 +154,7 @@ class JobPlan:
     wanted: int
     shortfall: str = ""
     verify: Verify = NOT_VERIFIED
+    unverifiable: bool = False
 
 
 @dataclass(frozen=True)
@@ -354,10 +356,12 @@ def plan_job(
         for p in peers
         if not (verdict := feasible(needs, p)).ok
     )
-    if verify.replicas > 1 and needs.endpoint is None:
-        chosen, wanted, short = place_groups(matching, job.devices, job.spec.compute_unit, verify)
-        shortfall = "no peers discovered" if not peers else short
-        return JobPlan(job, needs, chosen, matching, rejected, wanted, shortfall, verify)
+    if verify.replicas > 1 and needs.endpoint is None and matching:
+        groups = place_groups(matching, job.devices, job.spec.compute_unit, verify)
+        short = groups.shortfall  # peers fit, but too few independent ones: unverifiable
+        return JobPlan(
+            job, needs, groups.chosen, matching, rejected, groups.wanted, short, verify, bool(short)
+        )
     if job.devices == "all":
         wanted = max(1, len(matching))
     elif job.devices == "any":

@@ -3,14 +3,18 @@ class on distinct peers and hosts (`replicas.pick_replicas` over placement's ran
 
 `devices:` counts groups (figures), not tasks: `any` is one group, `n` is n groups, `all` makes as
 many full groups as the feasible peers allow, each peer in at most one (a class whose peers cannot
-fill a group is left out). A job with spot checks (`verify.spot_check`) is placed as an unreplicated
-one: each task is its own group, and the machine adds a replica when the draw says so.
+fill a group is left out). A group is placed whole or not at all: the tasks of one that cannot be
+filled with independent peers end `Unverifiable` and never run alone (the shortfall names the rule
+and the field that would allow it: `same_host: allow` where the peers share a machine). A job with
+spot checks (`verify.spot_check`) is placed as an unreplicated one: each task is its own group, and
+the machine adds a replica when the draw says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from protocol import ComputeUnit
 from scheduler.language.verify import Verify
@@ -39,34 +43,62 @@ def candidate(peer: Advertised, unit: ComputeUnit, verify: Verify) -> Candidate:
     return Candidate(peer.peer_id, device_class(peer.profile, unit), host)
 
 
+@dataclass(frozen=True)
+class Groups(Generic[PlacedT]):
+    """A replicated job's placement.
+
+    Attributes:
+        chosen: the peers of every full group, group after group (a group that cannot be filled
+            with independent peers gets none: its tasks do not run alone).
+        wanted: how many tasks the job wants (replicas x groups).
+        shortfall: why fewer than `wanted` were chosen, naming the rule and the field that would
+            allow more, or "".
+    """
+
+    chosen: tuple[PlacedT, ...]
+    wanted: int
+    shortfall: str = ""
+
+
 def place_groups(
     matching: Sequence[PlacedT], devices: str | int, unit: ComputeUnit, verify: Verify
-) -> tuple[tuple[PlacedT, ...], int, str]:
-    """The chosen peers group after group, how many tasks are wanted, and why fewer (or "")."""
+) -> Groups[PlacedT]:
+    """Full groups of independent peers; the tasks of a group that cannot be filled are
+    unverifiable (the shortfall says why and which field would allow it)."""
     size = verify.replicas
     by_id = {r.peer.peer_id: r for r in matching}
-    candidates = [candidate(r.peer, unit, verify) for r in matching]
     limit = 1 if devices == "any" else len(matching) if devices == "all" else int(devices)
-    chosen: list[PlacedT] = []
+    got = _fill([candidate(r.peer, unit, verify) for r in matching], size, limit)
+    chosen = tuple(by_id[c.peer_id] for c in got)
+    groups = limit if devices != "all" else max(1, len(chosen) // size)
+    wanted = size * groups
+    if len(chosen) == wanted:
+        return Groups(chosen, wanted)
+    rule = (
+        f"verify.replicas: {size} peers of one device class on distinct networks per task "
+        "(IPv4 /24, IPv6 /64, loopback one; a relayed peer none); "
+        f"{len(chosen) // size} of {groups} quorum(s) placed"
+    )
+    fix = "more peers of the class on other networks, or fewer verify.replicas, would allow it"
+    if verify.same_host != "allow":
+        lab = [candidate(r.peer, unit, verify.with_(same_host="allow")) for r in matching]
+        if len(_fill(lab, size, limit)) > len(chosen):
+            fix = "verify: {same_host: allow} would let peers on one machine make one (a lab only)"
+    return Groups(chosen, wanted, f"{rule}; {fix}")
+
+
+def _fill(candidates: Sequence[Candidate], size: int, limit: int) -> tuple[Candidate, ...]:
+    """Up to `limit` full groups of `size` independent candidates, group after group; a class
+    that cannot fill a group gives none (a group of fewer would verify nothing)."""
+    chosen: list[Candidate] = []
     taken: set[str] = set()
     for _ in range(limit):
         got = pick_replicas(candidates, size, taken=taken)
-        if len(got) < size and devices == "all" and chosen:
-            break  # every full group is placed; the rest of the peers make none
-        chosen.extend(by_id[c.peer_id] for c in got)
-        taken.update(c.peer_id for c in got)
         if len(got) < size:
-            break  # a partial group is the last: no class has more independent peers
-    groups = limit if devices != "all" else max(1, -(-len(chosen) // size))
-    wanted = size * groups
-    shortfall = ""
-    if len(chosen) < wanted:
-        shortfall = (
-            f"verify.replicas: {size} peers of one device class on distinct networks per task "
-            "(IPv4 /24, IPv6 /64, loopback one; a relayed peer none); "
-            f"{len(chosen)} of {wanted} replicas placed"
-        )
-    return tuple(chosen), wanted, shortfall
+            break
+        chosen.extend(got)
+        taken.update(c.peer_id for c in got)
+    return tuple(chosen)
 
 
 def class_of(peer: Advertised, unit: ComputeUnit) -> DeviceClass:

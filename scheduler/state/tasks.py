@@ -9,12 +9,11 @@ from typing import Final, Literal
 from protocol import ComputeUnit, DeclineReason, FailureReason, ModelRef, Phase, Value
 from scheduler.language.campaign import Campaign
 from scheduler.language.endpoints import endpoint_unit
-from scheduler.state.placement import JobPlan, PeerView
-from scheduler.verification.classes import device_class
+from scheduler.state.placement import PeerView
 
 
 class TaskState(enum.StrEnum):
-    """Where a task is. The last four are endings: a task reaches exactly one of them, once."""
+    """Where a task is. The last five are endings: a task reaches exactly one of them, once."""
 
     PENDING = "pending"
     OFFERED = "offered"
@@ -22,25 +21,37 @@ class TaskState(enum.StrEnum):
     DONE = "done"
     FAILED = "failed"
     UNSCHEDULABLE = "unschedulable"
+    UNVERIFIABLE = "unverifiable"  # verification was asked, and no independent quorum could be placed
     CANCELLED = "cancelled"
 
 
-ENDED: Final = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.UNSCHEDULABLE, TaskState.CANCELLED})
+ENDED: Final = frozenset(
+    {
+        TaskState.DONE,
+        TaskState.FAILED,
+        TaskState.UNSCHEDULABLE,
+        TaskState.UNVERIFIABLE,
+        TaskState.CANCELLED,
+    }
+)
 
 
 class Status(enum.StrEnum):
-    """A result row's Status column: the seeds' values plus Unschedulable."""
+    """A result row's Status column: the seeds' values plus Unschedulable and Unverifiable (a task
+    whose `verify:` quorum could not be placed on independent machines: it did not run alone)."""
 
     COMPLETE = "Complete"
     FAILED = "Failed"
     CANCELLED = "Cancelled"
     UNSCHEDULABLE = "Unschedulable"
+    UNVERIFIABLE = "Unverifiable"
 
 
 STATUS_OF: Final[dict[TaskState, Status]] = {
     TaskState.DONE: Status.COMPLETE,
     TaskState.FAILED: Status.FAILED,
     TaskState.UNSCHEDULABLE: Status.UNSCHEDULABLE,
+    TaskState.UNVERIFIABLE: Status.UNVERIFIABLE,
     TaskState.CANCELLED: Status.CANCELLED,
 }
 
@@ -55,6 +66,7 @@ class Lapse(enum.StrEnum):
     RELEASED = "released"  # a leaving worker handed its lease back (a signed release)
     LEASE_OVERRUN = "lease_overrun"  # a lease outlived dispatch + transfer allowance + timeout (`leases`)
     NO_FEASIBLE_PEER = "no_feasible_peer"  # placement found no peer (an Unschedulable ending)
+    NO_QUORUM = "no_quorum"  # peers fit, but not enough independent ones for `verify:` (Unverifiable)
     CANCELLED = "cancelled"  # the campaign was cancelled
 
 
@@ -242,37 +254,3 @@ def offered_task(tasks: Mapping[str, TaskView], task_id: str, peer_id: str) -> T
 def task_id_of(campaign_id: str, job_index: int, n: int) -> str:
     """The deterministic task id: the seeds' JobId shape plus the task's number within its job."""
     return f"{campaign_id}-job-{job_index}-{n}"
-
-
-def fan_out(campaign_id: str, plan: JobPlan, model: ModelRef) -> tuple[list[TaskView], list[TaskView]]:
-    """A job's tasks from its plan: one per chosen peer (pending), then the ones no peer could take.
-
-    Returns:
-        The placed tasks, numbered first, and the unplaced ones (still pending: the caller ends them).
-    """
-    unit = plan.job.spec.compute_unit
-    size = plan.verify.replicas
-    grouped = plan.verify.replicated and plan.needs.endpoint is None
-    placed = [
-        TaskView(
-            task_id=task_id_of(campaign_id, plan.job.index, n),
-            job_index=plan.job.index,
-            unit=unit,
-            model=model,
-            peer_id=ranked.peer.peer_id,
-            device_name=ranked.peer.profile.device_name,
-            replica_group=task_id_of(campaign_id, plan.job.index, n // size * size) if grouped else "",
-            device_class=device_class(ranked.peer.profile, unit).key if grouped else "",
-        )
-        for n, ranked in enumerate(plan.chosen)
-    ]
-    unplaced = [
-        TaskView(
-            task_id=task_id_of(campaign_id, plan.job.index, n),
-            job_index=plan.job.index,
-            unit=unit,
-            model=model,
-        )
-        for n in range(len(plan.chosen), plan.wanted)
-    ]
-    return placed, unplaced

@@ -28,7 +28,17 @@ Modules:
 
 from __future__ import annotations
 
-from scheduler.verification.agreement import Outcome, Replica, Settlement, pooled_spread, settle, spread_of
+from scheduler.verification.agreement import (
+    POOL_KEEP,
+    Outcome,
+    Replica,
+    Settlement,
+    pool_error,
+    pooled_spread,
+    process_error,
+    settle,
+    spread_of,
+)
 from scheduler.verification.bounds import OVERRUN, placed_profile
 from scheduler.verification.claims import claim_problems
 from scheduler.verification.classes import DeviceClass, device_class
@@ -42,6 +52,7 @@ from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_se
 __all__ = [
     "LATE_SLACK_S",
     "OVERRUN",
+    "POOL_KEEP",
     "SECRET_BYTES",
     "Advertised",
     "Candidate",
@@ -62,7 +73,9 @@ __all__ = [
     "draws_seed",
     "pick_replicas",
     "placed_profile",
+    "pool_error",
     "pooled_spread",
+    "process_error",
     "settle",
     "should_check",
     "spread_of",

@@ -6,14 +6,22 @@ relative standard error (from the scatter of its process medians) and its output
 rule:
 
     two replicas agree  <=>  same fingerprint  and  |a - b| / min(a, b)  <=  band
-    band                 =   K * sqrt(2 * (s_class^2 + BOARD^2))     (s_class: the class's pooled error)
-                         or  K * sqrt(s_a^2 + s_b^2 + 2 * BOARD^2)   (until the class has POOL_MIN replicas)
-                         and never over CEILING (50 %)
+    band                 =   K * sqrt(2 * (s_class^2 + BOARD^2)), never over CEILING (50 %)
+    s_class              =   e_class / sqrt(P)     (P: the task's processes)
+    e_class              =   median process error of the class's honest replicas in the submitter's
+                             store (POOL_MIN of them on), else PRIOR
+
+A replica's own spread never widens the band: its process medians are its own word, and a cheater
+that scatters them (some fast, some true) would choose its own tolerance. The class's error is what
+the submitter saw of replicas that agreed with an independent majority, kept in its store across
+campaigns (`pool_error`), and a replica whose own spread is over FAR times its class's cannot vouch
+for anything (it is never a member of a majority, and the reason says so).
 
 Why it holds on this machine. Process medians of one model scatter with a CV of 2.4 % (ResNet18,
 1 thread), 6.0 % (MobileNetV2) and 7.4 % (tiny-BERT) when quiet (../shared/notes/measurement.md,
-"Noise"); the submitter sees that scatter in every replica's own processes and pools it over the
-class's replicas (three processes estimate it poorly alone; the median over a class does not). K =
+"Noise"); the submitter sees that scatter in every honest replica's processes and pools it over the
+class's replicas (three processes estimate it poorly alone; the median over a class does not), and
+before it has POOL_MIN of them it assumes the noisiest of those (PRIOR). K =
 3.5 standard errors of a difference keeps honest pairs together (about 1 pair in 2,000 apart by
 noise alone); BOARD = 1 % is what one replica's processes cannot see, devices of one class
 differing by about that much (clock bins, memory timings), added to each replica's error, so the
@@ -51,7 +59,17 @@ its class's by this much on top of its own processes' error, which they cannot s
 K: Final = 3.5
 """The band in standard errors of the difference of two replicas' figures."""
 POOL_MIN: Final = 10
-"""Replicas of a class before its pooled spread replaces each pair's own."""
+"""Honest replicas of a class (with two processes or more) before its pooled error replaces PRIOR."""
+POOL_KEEP: Final = 200
+"""The most recent honest replicas' errors a class's pool keeps (the store keeps no more)."""
+PRIOR: Final = 0.093
+"""A class's process error before its pool has POOL_MIN replicas: sqrt(pi/2) x the CV of process
+medians of the noisiest model measured on this machine (tiny-BERT, 7.4 %): the band is then 26 % at
+3 processes, so a 0.7x claim (43 % apart) never agrees, and an honest pair on a noisy model rarely
+disagrees."""
+FAR: Final = 4.0
+"""A replica whose own spread exceeds FAR times its class's cannot vouch for anything: its figure is
+its own word within a range wider than the class ever shows."""
 CEILING: Final = 0.5
 """The widest band: replicas whose processes scatter so much that K standard errors exceed it (a
 loaded machine: process medians 1.5 ms and 9 ms) are held to 50 %, so a cheat of 2x or more never
@@ -86,20 +104,19 @@ def spread_of(process_medians: Sequence[float]) -> float:
     return error / middle if middle > 0 else 0.0
 
 
-def band(a: Replica, b: Replica, class_spread: float = 0.0) -> float:
-    """The relative difference within which two replicas agree: K standard errors of their
-    difference, from the class's pooled spread once there is one, else from the pair's own."""
-    if class_spread > 0:
-        return min(CEILING, K * math.sqrt(2 * (class_spread**2 + BOARD**2)))
-    return min(CEILING, K * math.sqrt(a.spread**2 + b.spread**2 + 2 * BOARD**2))
+def band(class_spread: float) -> float:
+    """The relative difference within which two replicas of a class agree: K standard errors of
+    their difference, from the class's spread as the submitter knows it (`pooled_spread`), never
+    from either replica's own."""
+    return min(CEILING, K * math.sqrt(2 * (class_spread**2 + BOARD**2)))
 
 
-def agree(a: Replica, b: Replica, class_spread: float = 0.0) -> bool:
+def agree(a: Replica, b: Replica, class_spread: float) -> bool:
     """Whether two replicas agree on the figure and on the outputs."""
     if a.fingerprint != b.fingerprint:
         return False
     low = min(a.median_ms, b.median_ms)
-    return low > 0 and abs(a.median_ms - b.median_ms) / low <= band(a, b, class_spread)
+    return low > 0 and abs(a.median_ms - b.median_ms) / low <= band(class_spread)
 
 
 class Outcome(enum.StrEnum):
@@ -170,7 +187,7 @@ def _range(group: Sequence[Replica]) -> float:
 def settle(
     replicas: Sequence[Replica],
     wanted: int,
-    class_spread: float = 0.0,
+    class_spread: float = PRIOR / math.sqrt(3),
     distrusted: Mapping[str, str] | None = None,
 ) -> Settlement:
     """The verdict once `replicas` have arrived for a task that asked for `wanted` of them.
@@ -179,11 +196,12 @@ def settle(
     that agrees pairwise makes the row `replicated` (of two such groups, the tighter); without one,
     the first time (as many as were wanted arrived) is `pending`: one more replica is asked, once;
     after it, `disagreed`, and a replica whose outputs differ from a strict majority's is an outlier
-    in either case (`_wrong_outputs`). `class_spread` is the class's pooled spread (`pooled_spread`);
-    `distrusted` peers, each with why (`reputation.distrusted`), are never members of a majority,
-    and their reasons say why.
+    in either case (`_wrong_outputs`). `class_spread` is the class's spread as the submitter knows
+    it (`pooled_spread`; the default: PRIOR at 3 processes); `distrusted` peers, each with why
+    (`reputation.distrusted`), and replicas whose own spread is far over the class's (`barred`)
+    are never members of a majority, and their reasons say why.
     """
-    distrusted = distrusted or {}
+    distrusted = barred(replicas, class_spread, distrusted or {})
     if len(replicas) <= 1:
         return Settlement(Outcome.SINGLE, reason="one result: not verified")
     groups = _groups(replicas, class_spread, distrusted) or [[]]
@@ -201,9 +219,7 @@ def settle(
         return Settlement(Outcome.REPLICATED, tuple(sorted(inside)), outliers, figure, why, offsets)
     wrong = _wrong_outputs(replicas, distrusted)
     outliers = tuple((r.peer_id, r.median_ms) for r in wrong)
-    distrust = [
-        f"{r.peer_id}: distrusted: {distrusted[r.peer_id]}" for r in replicas if distrusted.get(r.peer_id)
-    ]
+    distrust = [f"{r.peer_id}: {distrusted[r.peer_id]}" for r in replicas if distrusted.get(r.peer_id)]
     why = "; ".join(
         [
             *(f"{r.peer_id}: outputs differ from the majority's" for r in wrong),
@@ -249,11 +265,37 @@ def _wrong_outputs(replicas: Sequence[Replica], distrusted: Mapping[str, str]) -
     return [r for r in replicas if r.fingerprint != fingerprint]
 
 
-def pooled_spread(spreads: Sequence[float]) -> float:
-    """A class's spread pooled over its replicas so far: the median of their own (0 with fewer than
-    `POOL_MIN`, when each pair's own spread stands alone). Three processes estimate a replica's
-    spread poorly (two degrees of freedom); the median over a class's replicas does not."""
-    return statistics.median(spreads) if len(spreads) >= POOL_MIN else 0.0
+def process_error(spread: float, processes: int) -> float:
+    """A replica's spread as one process's error (spread x sqrt(processes)), what a class's pool
+    keeps so that tasks of any process count share it."""
+    return spread * math.sqrt(max(processes, 1))
+
+
+def pool_error(errors: Sequence[float]) -> float:
+    """A class's process error as the submitter knows it: the median of its honest replicas' errors
+    (the last POOL_KEEP with two processes or more, from POOL_MIN on), else PRIOR. Three processes
+    estimate one replica's spread poorly (two degrees of freedom); the median over a class does
+    not, and no one replica sets it."""
+    known = [e for e in errors if e > 0][-POOL_KEEP:]
+    return statistics.median(known) if len(known) >= POOL_MIN else PRIOR
+
+
+def pooled_spread(errors: Sequence[float], processes: int) -> float:
+    """The spread of a replica of `processes` processes in a class whose honest replicas' process
+    errors are `errors` (`pool_error` over sqrt(processes))."""
+    return pool_error(errors) / math.sqrt(max(processes, 1))
+
+
+def barred(replicas: Sequence[Replica], class_spread: float, distrusted: Mapping[str, str]) -> dict[str, str]:
+    """The replicas that cannot be members of a majority, each with why: its peer is distrusted
+    (`reputation.distrusted`), or its own spread is over FAR times its class's (it cannot vouch)."""
+    out = {p: f"distrusted: {why}" for p, why in distrusted.items()}
+    for r in replicas:
+        if r.peer_id not in out and r.spread > FAR * class_spread:
+            out[r.peer_id] = (
+                f"cannot vouch: its own spread {r.spread:.1%} is over {FAR:g}x its class's {class_spread:.1%}"
+            )
+    return out
 
 
 def _outlier_reason(
@@ -262,8 +304,8 @@ def _outlier_reason(
     if r.fingerprint != member.fingerprint:
         return f"{r.peer_id}: outputs differ from the majority's"
     if distrusted.get(r.peer_id):
-        return f"{r.peer_id}: {r.median_ms:.4g} ms, distrusted: {distrusted[r.peer_id]}"
-    width = band(r, member, class_spread)
+        return f"{r.peer_id}: {r.median_ms:.4g} ms, {distrusted[r.peer_id]}"
+    width = band(class_spread)
     return f"{r.peer_id}: {r.median_ms:.4g} ms against the agreed {figure:.4g} ms (band {width:.1%})"
 
 

@@ -11,6 +11,10 @@ speaking the real protocol; by MODE:
   and the outputs are not the model's;
 - `claim`: the profile it advertises claims a calibration this machine cannot reach (1,000 GFLOPS a
   logical core), as a CPU advertising a GPU's speed would;
+- `scatter`: a liar that widens its own band. Its processes' samples are scaled by SCATTER in turn
+  (0.5x, 0.7x and 1x for three processes: one faster than the lie, one the lie, one true), every figure
+  derived again, so its figure is 0.7x and its process medians scatter widely (a spread near 26 %):
+  a band set by its own spread (before issue 38 scope 2) was 50 % and took its 43 % lie in;
 - `predict`: a rational cheater against spot checks. From each offer it reads the campaign id and
   the task id, computes the spot-check draw as sark-node derived it before issue 38 (sha256 of the
   campaign id as the seed, then of "seed:task id", `old_predicts_checked`) and reports a quarter of
@@ -31,7 +35,9 @@ from typing import Any
 import drivers
 from protocol import Calibration, DeviceProfile, Measurement, TaskSpec, derive
 
-MODES = ("halve", "norun", "claim", "predict")
+MODES = ("halve", "norun", "claim", "predict", "scatter")
+SCATTER = (0.5, 0.7, 1.0)
+"""The `scatter` liar's factor for each process in turn: its figure (the median) is 0.7x."""
 PREDICT_P = 0.5
 """The spot-check probability the `predict` liar assumes (the lab's campaign asks this one)."""
 _honest_measure = drivers.measure
@@ -46,6 +52,20 @@ def halving_measure(model_path: Any, spec: TaskSpec, *args: Any, **kwargs: Any) 
         first_inferences_ms=tuple(s / 2 for s in m.first_inferences_ms),
     )
     return derive(half, spec)
+
+
+def scattering_measure(model_path: Any, spec: TaskSpec, *args: Any, **kwargs: Any) -> Measurement:
+    """The real measurement with each process's samples scaled by its SCATTER factor, every figure
+    derived again: a 0.7x figure with a wide spread of process medians of its own making."""
+    m = _honest_measure(model_path, spec, *args, **kwargs)
+    runs = m.process_runs or (len(m.samples_ms),)
+    factors = [SCATTER[k % len(SCATTER)] for k in range(len(runs))]
+    samples: list[float] = []
+    for k, n in enumerate(runs):
+        start = sum(runs[:k])
+        samples += [s * factors[k] for s in m.samples_ms[start : start + n]]
+    firsts = tuple(s * factors[k % len(factors)] for k, s in enumerate(m.first_inferences_ms))
+    return derive(m.with_(samples_ms=tuple(samples), first_inferences_ms=firsts), spec)
 
 
 async def claiming_profile(*args: Any, **kwargs: Any) -> DeviceProfile:
@@ -109,6 +129,8 @@ if __name__ == "__main__":
         os.environ[NORUN_ENV] = "1"
     if mode == "halve":
         drivers.measure = halving_measure
+    elif mode == "scatter":
+        drivers.measure = scattering_measure
     elif mode == "claim":
         drivers.detect_profile_apart = claiming_profile
     elif mode == "predict":

@@ -8,11 +8,12 @@ import pytest
 from node.cli.exits import exit_code
 from scheduler import TaskState
 
-DONE, FAILED, CANCELLED, UNSCHEDULABLE, LEASED = (
+DONE, FAILED, CANCELLED, UNSCHEDULABLE, UNVERIFIABLE, LEASED = (
     TaskState.DONE,
     TaskState.FAILED,
     TaskState.CANCELLED,
     TaskState.UNSCHEDULABLE,
+    TaskState.UNVERIFIABLE,
     TaskState.LEASED,
 )
 
@@ -26,6 +27,7 @@ DONE, FAILED, CANCELLED, UNSCHEDULABLE, LEASED = (
         ([DONE, FAILED], 1, 1),
         ([DONE, CANCELLED], 1, 1),
         ([DONE, LEASED], 1, 1),  # a task that never ended is not a success
+        ([DONE, UNVERIFIABLE], 1, 1),  # a figure asked verified that could not be is not either
         ([], 0, 0),
     ],
 )

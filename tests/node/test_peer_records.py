@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from node.submitter.store import CampaignStore
-from scheduler.verification import PeerRecord
+from scheduler.verification import POOL_KEEP, PeerRecord
 
 
 def test_settled_groups_add_up_per_peer_and_survive_a_reopened_store(tmp_path: Path) -> None:
@@ -42,3 +42,19 @@ def test_offsets_add_up_in_the_store_and_an_old_store_gains_their_columns(tmp_pa
     assert records["old"] == PeerRecord(4, 1, 0, offsets=1, offset_sum=0.1, offset_squares=0.1 * 0.1)
     liar = records["liar"]
     assert (liar.offsets, liar.offset) == (2, pytest.approx(-0.15))
+
+
+def test_class_pools_keep_the_last_honest_errors_across_reopened_stores(tmp_path: Path) -> None:
+    path = tmp_path / "campaigns.db"
+    store = CampaignStore(path)
+    assert store.class_errors() == {}
+    store.add_errors("cls-a/m", [0.5, 0.6])
+    store.add_errors("cls-b/m", [0.05])
+    store.add_errors("cls-a/m", [])  # a group with no agreeing replica adds nothing
+    store.add_errors("cls-a/m", [float("nan"), float("inf")])  # never a number that is not one
+    assert CampaignStore(path).class_errors() == {"cls-a/m": (0.5, 0.6), "cls-b/m": (0.05,)}
+    store.add_errors("cls-a/m", [0.001 * k for k in range(POOL_KEEP + 5)])
+    kept = CampaignStore(path).class_errors()["cls-a/m"]
+    assert len(kept) == POOL_KEEP  # the oldest go first
+    assert kept[-1] == pytest.approx(0.001 * (POOL_KEEP + 4))
+    assert not {0.5, 0.6} & set(kept)

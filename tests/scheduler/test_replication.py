@@ -25,7 +25,19 @@ from scheduler.verification import (
     should_check,
     spread_of,
 )
-from scheduler.verification.agreement import BOARD, CEILING, K, agree, band
+from scheduler.verification.agreement import (
+    BOARD,
+    CEILING,
+    FAR,
+    POOL_KEEP,
+    POOL_MIN,
+    PRIOR,
+    K,
+    agree,
+    band,
+    pool_error,
+    process_error,
+)
 from scheduler.verification.classes import major_minor, memory_bucket_gib
 from scheduler.verification.draws import DrawKey, Purpose
 from scheduler.verification.reputation import BIAS_MIN, TRUST_AFTER, check_probability
@@ -113,12 +125,15 @@ def test_spread_is_the_standard_error_of_a_median_of_process_medians() -> None:
 
 def test_agreement_within_the_band_and_not_beyond() -> None:
     a = rep("a", 10.0)
-    width = band(a, rep("b", 10.0))
+    width = band(0.005)
     assert width == pytest.approx(K * (2 * 0.005**2 + 2 * BOARD**2) ** 0.5)  # never under K x sqrt(2) x 1 %
-    assert agree(a, rep("b", 10.0 * (1 + width * 0.99)))
-    assert not agree(a, rep("b", 10.0 * (1 + width * 1.01)))
-    assert not agree(a, rep("b", 10.0, fingerprint="other"))  # same time, other outputs
-    assert band(a, rep("b", 10.0), class_spread=0.05) > band(a, rep("b", 10.0))  # a noisy class widens it
+    assert agree(a, rep("b", 10.0 * (1 + width * 0.99)), 0.005)
+    assert not agree(a, rep("b", 10.0 * (1 + width * 1.01)), 0.005)
+    assert not agree(a, rep("b", 10.0, fingerprint="other"), 0.005)  # same time, other outputs
+    assert band(0.05) > band(0.005)  # a noisy class widens it
+    # a replica's own spread never does: the band is the class's whatever either replica says
+    assert agree(a, rep("b", 10.0 * (1 + width * 0.99), spread=0.4), 0.005)
+    assert not agree(a, rep("b", 10.0 * (1 + width * 1.01), spread=0.4), 0.005)
 
 
 def test_a_cheater_at_half_its_latency_is_the_outlier_once_a_third_replica_settles_it() -> None:
@@ -142,7 +157,8 @@ def test_no_majority_is_disagreed_and_one_result_is_single() -> None:
 
 
 def test_a_replica_between_an_honest_one_and_a_cheater_sides_with_the_tighter_pair() -> None:
-    got = settle([rep("cheat", 9.3), rep("honest", 10.0), rep("middle", 9.65)], wanted=2)
+    quiet = 0.005  # a class whose honest replicas' spread is 0.5 %: a band of 5.5 %
+    got = settle([rep("cheat", 9.3), rep("honest", 10.0), rep("middle", 9.65)], wanted=2, class_spread=quiet)
     assert got.agreed == ("honest", "middle")
 
 
@@ -152,9 +168,33 @@ def test_distrusted_peers_cannot_form_a_majority() -> None:
     assert settle(two_cheats, wanted=2, distrusted={"c1": ""}).outcome == Outcome.DISAGREED
 
 
-def test_pooling_waits_for_enough_replicas() -> None:
-    assert pooled_spread([0.02] * 9) == 0.0
-    assert pooled_spread([0.01] * 5 + [0.03] * 6) == 0.03
+def test_the_pool_starts_from_the_prior_and_keeps_the_recent_honest_errors() -> None:
+    assert pool_error([0.02] * (POOL_MIN - 1)) == PRIOR  # the documented prior before any history
+    assert pool_error([0.0] * 50) == PRIOR  # one-process replicas say nothing of the scatter
+    assert pool_error([0.01] * 5 + [0.03] * 6) == 0.03
+    assert pool_error([0.5] * 100 + [0.02] * POOL_KEEP) == 0.02  # only the last POOL_KEEP count
+    assert pooled_spread([0.03] * POOL_MIN, 9) == pytest.approx(0.01)  # over sqrt(processes)
+    assert process_error(0.01, 9) == pytest.approx(0.03)
+
+
+def test_a_replica_that_inflates_its_own_spread_cannot_widen_the_band_nor_vouch() -> None:
+    """A cheater at 0.7x that scatters its processes (0.5x, 0.7x, 1.0x) to widen its band: the band
+    is its class's, and a spread over FAR x its class's bars it from any majority."""
+    truth = 10.0
+    scattered = [truth * f for f in (0.5, 0.7, 1.0)]
+    liar = Replica("liar", statistics.median(scattered), spread_of(scattered))
+    honest, second = rep("honest", truth, spread=0.02), rep("second", truth * 1.02, spread=0.02)
+    spread = pooled_spread([], 3)  # no history yet: the prior
+    assert liar.spread > FAR * spread
+    assert not agree(honest, liar, spread)
+    first = settle([honest, liar], wanted=2, class_spread=spread)
+    assert first.outcome == Outcome.PENDING
+    done = settle([honest, liar, second], wanted=2, class_spread=spread)
+    assert done.agreed == ("honest", "second")
+    assert "liar" in dict(done.outliers)
+    assert "cannot vouch: its own spread" in done.reason
+    near = Replica("near", truth * 0.98, spread_of(scattered))  # within the band, still no voucher
+    assert settle([honest, near], wanted=2, class_spread=spread).outcome == Outcome.PENDING
 
 
 def test_a_peer_earns_spot_checks_and_loses_them_at_a_disagreement() -> None:
@@ -201,9 +241,9 @@ def test_claims_beyond_physics_or_the_class_are_unverified() -> None:
 
 def test_the_band_never_widens_past_its_ceiling_so_a_halving_cheat_never_agrees() -> None:
     honest, cheat = rep("h", 1.5, spread=0.6), rep("c", 0.74, spread=0.6)  # a loaded machine's scatter
-    assert band(honest, cheat) == CEILING
-    assert not agree(honest, cheat)
-    assert agree(honest, rep("h2", 1.9, spread=0.6))  # 27 % apart: within the ceiling
+    assert band(0.6) == CEILING
+    assert not agree(honest, cheat, 0.6)
+    assert agree(honest, rep("h2", 1.9, spread=0.6), 0.6)  # 27 % apart: within the ceiling
 
 
 def test_outputs_that_differ_from_a_majority_are_outliers_even_when_timings_disagree() -> None:

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from scheduler_harness import KEY, MODEL, SHA, peer
 
-from protocol import FailureReason
+from protocol import ComputeUnit, FailureReason
 from scheduler import (
     CampaignError,
     OfferCommitted,
@@ -18,12 +18,15 @@ from scheduler import (
     ResultRejected,
     Scheduler,
     SendOffer,
+    Status,
     TaskState,
     parse_campaign,
 )
-from scheduler.results import verify_columns
-from scheduler.state import PeerView, explain
-from scheduler.verification import PeerRecord
+from scheduler.results import verification_counts, verification_line, verify_columns
+from scheduler.state import Lapse, PeerView, explain
+from scheduler.state.settling import pool_key
+from scheduler.verification import PeerRecord, device_class
+from scheduler.verification.agreement import POOL_MIN
 
 YAML = f"""\
 model: {{url: https://example.org/m.onnx, sha256: {SHA}}}
@@ -98,8 +101,17 @@ def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
     fleet_peers = fleet(["127.0.0.1"] * 4)
     c = parse_campaign(campaign())
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
-    assert len(plan.chosen) == 1
+    assert plan.chosen == ()  # a quorum is placed whole or not at all: nothing runs alone
+    assert plan.unverifiable
     assert "distinct networks" in plan.shortfall
+    assert "same_host: allow" in plan.shortfall  # the field that would allow it, named
+    sched = Scheduler("c1", c, {"m": MODEL, MODEL.name: MODEL}, key=KEY)
+    log = run(sched, {p.peer_id: 10.0 for p in fleet_peers})
+    assert not [o for o in log if isinstance(o, SendOffer)]
+    assert {t.state for t in sched.tasks()} == {TaskState.UNVERIFIABLE}
+    assert {t.status for t in sched.tasks()} == {Status.UNVERIFIABLE}
+    assert {t.failure_reason for t in sched.tasks()} == {Lapse.NO_QUORUM}
+    assert sched.done
     c = parse_campaign(campaign(", same_host: allow"))
     (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
     assert len(plan.chosen) == 4
@@ -158,7 +170,7 @@ def test_with_no_third_peer_a_disagreement_ends_disagreed_and_the_campaign_ends(
     sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
     run(sched, {"12D3-b0": 10.0, "12D3-b1": 5.0})
     tasks = sched.tasks()
-    assert [t.state for t in tasks] == [TaskState.DONE, TaskState.DONE, TaskState.UNSCHEDULABLE]
+    assert [t.state for t in tasks] == [TaskState.DONE, TaskState.DONE, TaskState.UNVERIFIABLE]
     assert [t.verified for t in tasks[:2]] == ["disagreed", "disagreed"]
     assert "no further replica ran" in tasks[0].verify_detail
     assert sched.done
@@ -238,3 +250,78 @@ def test_a_checked_task_is_offered_exactly_as_an_unchecked_one() -> None:
     ]
     assert seen[0] == seen[1]
     assert len(seen[0]) == 1
+
+
+def test_submits_last_line_counts_verified_unverifiable_and_outliers() -> None:
+    global fleet_peers
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1", "10.0.4.1", "10.0.5.1"])
+    yaml = campaign().replace("devices: all", "devices: 3")  # three groups of two: five peers fill two
+    sched = Scheduler("c9", parse_campaign(yaml), {"m": MODEL}, key=KEY)
+    figures = {"12D3-b0": 10.0, "12D3-b1": 10.1, "12D3-b2": 9.9, "12D3-b3": 5.0, "12D3-b4": 10.0}
+    run(sched, figures)
+    counts = verification_counts(sched.tasks())
+    assert counts == {
+        "verified": 4,
+        "unverifiable": 2,
+        "outlier": 1,
+        "disagreed": 0,
+        "single": 0,
+        "pending": 0,
+    }
+    assert verification_line(counts) == "verification: 4 verified, 2 unverifiable, 1 outlier"
+    assert (
+        verification_counts(t for t in sched.tasks() if not t.replica_group and t.state == TaskState.DONE)
+        == {}
+    )
+    unverifiable = [t for t in sched.tasks() if t.state == TaskState.UNVERIFIABLE]
+    assert {verify_columns(t, None)["Verified"] for t in unverifiable} == {"unverifiable"}
+    assert all(
+        "1 of 3 quorum(s)" not in t.detail and "2 of 3 quorum(s) placed" in t.detail for t in unverifiable
+    )
+
+
+def test_the_band_is_the_classs_pool_from_the_store_not_the_replicas_own() -> None:
+    """Two replicas 15 % apart agree under the prior (a band of 26 % at 3 processes), and disagree once the
+    store's pool says the class is quiet; every settlement hands the agreeing replicas' errors back
+    for the store, never an outlier's."""
+    global fleet_peers
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1"])
+    figures = {"12D3-b0": 10.0, "12D3-b1": 11.5}
+    prior = Scheduler("c10", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
+    log = run(prior, figures)
+    assert {t.verified for t in prior.tasks()} == {"replicated 2/2"}
+    (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
+    pool = pool_key(prior.tasks()[0])
+    assert pool == f"{device_class(fleet_peers[0].profile, ComputeUnit.CPU_ONNX).key}/{MODEL.sha256[:16]}"
+    assert settled.pool == pool
+    assert settled.errors == pytest.approx((0.01 * 3**0.5,) * 2)  # spread x sqrt(3 processes)
+    quiet = Scheduler("c11", parse_campaign(campaign()), {"m": MODEL}, key=KEY)
+    quiet.know_records({}, {pool: (0.02,) * POOL_MIN})
+    log = run(quiet, figures)
+    done = [t for t in quiet.tasks() if t.state == TaskState.DONE]
+    assert {t.verified for t in done} == {"disagreed"}  # and no third peer on another network:
+    assert [t.state for t in quiet.tasks()][2:] == [TaskState.UNVERIFIABLE]
+    assert [c.errors for c in log if isinstance(c, ReplicasSettled)] == [()]
+
+
+def test_fresh_sybils_that_outvote_an_honest_peer_change_nobodys_record() -> None:
+    """Two Sybils on two machines report half the latency, outvote the honest peer of their group
+    of three, and its row says `outlier`; its record is untouched while the majority against it is
+    not established (issue 38, scope 4). Established partners (records of agreements) do count."""
+    global fleet_peers
+    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1"])
+    figures = {"12D3-b0": 10.0, "12D3-b1": 5.0, "12D3-b2": 5.05}
+    three = campaign().replace("replicas: 2", "replicas: 3")
+    fresh = Scheduler("c12", parse_campaign(three), {"m": MODEL}, key=KEY)
+    log = run(fresh, figures)
+    honest = next(t for t in fresh.tasks() if t.peer_id == "12D3-b0")
+    assert honest.verified == "outlier"  # the row says what the majority said
+    (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
+    assert sorted(settled.agreed) == ["12D3-b1", "12D3-b2"]
+    assert settled.outliers == ()  # but counts nothing against the honest peer
+    assert "12D3-b0" not in dict(settled.offsets)
+    established = Scheduler("c13", parse_campaign(three), {"m": MODEL}, key=KEY)
+    established.know_records({p: PeerRecord(agreed=9, streak=9) for p in ("12D3-b1", "12D3-b2")})
+    log = run(established, figures)
+    (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
+    assert settled.outliers == ("12D3-b0",)

@@ -72,7 +72,7 @@ def test_two_replicas_that_agree_are_labelled_and_their_peers_recorded() -> None
     ("hosts", "added_state"),
     [
         (["10.0.1.1", "10.0.2.1", "10.0.3.1"], TaskState.PENDING),  # a third peer on a third host
-        (["10.0.1.1", "10.0.2.1"], TaskState.UNSCHEDULABLE),  # nobody left for one more replica
+        (["10.0.1.1", "10.0.2.1"], TaskState.UNVERIFIABLE),  # nobody left for one more replica
     ],
 )
 def test_two_replicas_that_disagree_ask_one_more(hosts: list[str], added_state: TaskState) -> None:
@@ -89,7 +89,7 @@ def test_two_replicas_that_disagree_ask_one_more(hosts: list[str], added_state: 
     else:  # ended at once, so a second round settles the group without it
         outcome, replicas = settled.commands
         assert isinstance(outcome, RecordOutcome)
-        assert outcome.status == Status.UNSCHEDULABLE
+        assert outcome.status == Status.UNVERIFIABLE
         assert isinstance(replicas, ReplicasSettled)
         assert replicas.outcome == "disagreed"
         assert {t.verified.split(" ")[0] for t in settled.labelled} == {"disagreed"}
