@@ -1,8 +1,8 @@
 """Issue 43 over real hosts on loopback: a gate and a few client-mode workers with a small bound (3).
 
 No key holds more than the bound, the rest spill over to deeper keys; a lookup stops at the count
-asked; a worker's refresh costs the same at two fleet sizes; a worker of before issue 43 (the old
-unsharded key only) is still found.
+asked, and a campaign's discovery asks for the devices it needs; a worker's refresh costs the same at
+two fleet sizes; a worker of before issue 43 (the old unsharded key only) is still found.
 """
 
 from __future__ import annotations
@@ -22,10 +22,14 @@ from gate import open_gate
 from node.config import NodeConfig
 from node.p2p.dht import Dht, capability_dht_key
 from node.p2p.identity import load_seed
+from node.p2p.kad import ProviderLookup
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard, path_of
-from protocol import DOMAIN_ADVERT, AdvertBody, ComputeUnit, Envelope
+from node.p2p.wire import Channel
+from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig, lookup_count
+from protocol import DOMAIN_ADVERT, PROFILE, AdvertBody, ComputeUnit, Envelope, Load, ProfileReply
 from protocol.records import seal
+from scheduler import parse_campaign
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 CAP = 3
@@ -65,6 +69,7 @@ def advert(node: Node) -> Envelope:
         issued_at=now - 1,
         expires_at=now + 60,
         profile=make_profile(),
+        addrs=tuple(node.host.addrs()),
     )
     return seal(body, DOMAIN_ADVERT, load_seed(node.config.key_file()))
 
@@ -169,3 +174,50 @@ async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path)
                 async with open_node(lab.config("submitter"), role="submitter") as fresh:
                     found = await Dht(fresh.dht.kad, cap=CAP).lookup(UNIT)
                     assert set(found.providers) == {old.host.peer_id, lab.workers[0][0].host.peer_id}
+
+
+def _job(devices: str) -> str:
+    model = "{url: https://example.org/m.onnx, sha256: " + "ab" * 32 + "}"
+    return f"model: {model}\njobs: [{{compute_unit: CPU (ONNX), devices: {devices}}}]\n"
+
+
+async def test_a_campaigns_discovery_asks_for_the_devices_it_needs(tmp_path: Path) -> None:
+    assert lookup_count(parse_campaign(_job("all"))) is None
+    assert lookup_count(parse_campaign(_job("any"))) == LOOKUP_SLACK
+    assert lookup_count(parse_campaign(_job("5"))) == 5 * LOOKUP_SLACK
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(5)
+            for node, _ in lab.workers:  # each worker answers /sark/profile with its signed advert
+                node.host.set_handler(PROFILE, _profile_server(node), deadline=10.0)
+            async with open_node(lab.config("submitter"), role="submitter") as fresh:
+                fresh.dht.cap = CAP  # the fleet's small bound
+                keys = _keys_asked(fresh.dht)
+                one = Discovery(fresh, DiscoveryConfig(count=lookup_count(parse_campaign(_job("1")))))
+                assert len(await one.round()) == CAP  # 2 asked: the root key's CAP
+                every = await Discovery(fresh, DiscoveryConfig(count=None)).round()
+                assert {v.peer_id for v in every} == {n.host.peer_id for n, _ in lab.workers}
+                assert keys[0] == 1 < keys[1]  # no deeper key read for one device; all: the whole tree
+
+
+def _keys_asked(dht: Dht) -> list[int]:
+    """How many keys each of `dht`'s lookups asked (its own count, on the way out; nothing replaced)."""
+    keys: list[int] = []
+    lookup = dht.lookup
+
+    async def counted(unit: ComputeUnit | None, count: int | None = None) -> ProviderLookup:
+        found = await lookup(unit, count)
+        keys.append(found.keys)
+        return found
+
+    dht.lookup = counted  # type: ignore[method-assign]
+    return keys
+
+
+def _profile_server(node: Node) -> Callable[[Channel], Awaitable[None]]:
+    async def serve(channel: Channel) -> None:
+        await channel.receive()
+        await channel.send(ProfileReply(advert=advert(node), load=Load()))
+        await channel.close()
+
+    return serve
