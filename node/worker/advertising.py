@@ -18,7 +18,7 @@ import trio
 
 from node.errors import NodeError
 from node.p2p.host import peer_of
-from node.p2p.kad import forget_failed_dials
+from node.p2p.kadpatch import forget_failed_dials
 from node.p2p.node import Node, check_reachability
 from node.p2p.reach import throwaway_reach_handler
 from node.p2p.wire import Channel, Handler

@@ -20,9 +20,10 @@ from conftest_data import make_profile
 
 from gate import open_gate
 from node.config import NodeConfig
+from node.p2p.closest import ClosestServers
 from node.p2p.dht import Dht, capability_dht_key
 from node.p2p.identity import load_seed
-from node.p2p.kad import ProviderLookup
+from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard, path_of
 from node.p2p.wire import Channel
@@ -161,6 +162,36 @@ async def test_a_workers_refresh_costs_the_same_at_two_fleet_sizes(tmp_path: Pat
             assert small["provide"] == 2
             assert small["put"] == 1
             assert small["find_providers"] == small["providers_at"] == 0  # no read-back on a refresh
+
+
+async def test_a_refresh_reuses_the_closest_servers_and_walks_only_every_kth_time(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(2)
+            node, dht = lab.workers[0]
+            dht.kad.closest = ClosestServers(rewalk_every=4)  # forgets the placement's walks: one period
+            walks = _walks(dht.kad)
+            per_refresh = []
+            for _ in range(8):
+                before = walks[0]
+                await dht.publish(advert(node), [UNIT], gates=node.gates)
+                per_refresh.append(walks[0] - before)
+            assert per_refresh == [3, 0, 0, 0, 3, 0, 0, 0]  # the advert and two keys, walked every 4th
+            assert node.host.peer_id in lab.held()[dht.placed[UNIT].dht_key]  # and still listed
+
+
+def _walks(kad: Kad) -> list[int]:
+    """How many walks (libp2p's `find_closest_peers_network`) a Kad has run; counted, nothing replaced."""
+    count = [0]
+    routing = kad.raw.peer_routing
+    find = routing.find_closest_peers_network
+
+    async def counted(key: bytes, *args: Any) -> Any:
+        count[0] += 1
+        return await find(key, *args)
+
+    routing.find_closest_peers_network = counted
+    return count
 
 
 async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path) -> None:
