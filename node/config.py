@@ -31,7 +31,8 @@ class NodeConfig(BaseModel):
     device_name: ProfileName | None = None  # checked like the profile it goes into
     allow: tuple[str, ...] = ()
     open_mode: bool = False
-    dht_mode: Literal["auto", "server", "client"] = "auto"
+    dht_mode: Literal["auto", "server", "client", "reachable"] = "auto"
+    """auto and client: a worker is a DHT client; server: always; reachable: once a dial-back reached it."""
     heartbeat_s: float = Field(default=2.0, gt=0)
     lease_ttl_s: float = Field(default=10.0, gt=0)
     record_ttl_s: float = Field(default=300.0, gt=0, le=3600)

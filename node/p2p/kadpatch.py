@@ -145,10 +145,28 @@ async def open_kad(
         yield Kad(dht, host, mode == "server")
 
 
+async def become_server(kad: Kad, bound: Callable[[bytes], int]) -> None:
+    """Turn a client-mode DHT into a server (a worker a dial-back reached, `dht_mode = "reachable"`).
+
+    libp2p's `switch_mode` registers the kad handler (our paced one, P23) but not the inbound limiter
+    `open_kad` gives a server, and peers learn that we serve kad only from identify: we push it to
+    every connected peer, so their routing tables admit us (P11).
+    """
+    if kad.server:
+        return
+    dht = kad.raw
+    dht._inbound_limiter = trio.CapacityLimiter(INBOUND_KAD_STREAMS)  # P23
+    kad.bound_providers(bound)
+    await dht.switch_mode(DHTMode.SERVER)
+    kad.server = True
+    await dht.host._push_identify_to_all_peers()
+
+
 __all__ = [
     "INBOUND_KAD_STREAMS",
     "KAD_MODULES",
     "PROVIDERS_PER_KEY",
+    "become_server",
     "forget_failed_dials",
     "kad_protocol_ids",
     "open_kad",

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,22 @@ from node.p2p.closest import ClosestServers
 from node.p2p.dht import Dht, capability_dht_key
 from node.p2p.identity import load_seed
 from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.kadpatch import become_server
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard, path_of
 from node.p2p.wire import Channel
 from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig, lookup_count
-from protocol import DOMAIN_ADVERT, PROFILE, AdvertBody, ComputeUnit, Envelope, Load, ProfileReply
+from node.worker.advertising import serve_worker
+from protocol import (
+    DOMAIN_ADVERT,
+    PROFILE,
+    AdvertBody,
+    ComputeUnit,
+    Envelope,
+    Load,
+    ProfileReply,
+    Reachability,
+)
 from protocol.records import seal
 from scheduler import parse_campaign
 
@@ -192,6 +204,33 @@ def _walks(kad: Kad) -> list[int]:
 
     routing.find_closest_peers_network = counted
     return count
+
+
+async def test_a_reachable_worker_becomes_a_bounded_dht_server(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(1)
+            worker, _ = lab.workers[0]
+            assert worker.kad is not None
+            assert lab.gate.kad is not None
+            me, key = worker.host.peer_id, Shard(None, 0, 0).dht_key
+            assert await lab.gate.kad.providers_at(me, key) is None  # a client refuses kad streams
+            await become_server(worker.kad, lambda key: CAP)
+            assert await lab.gate.kad.providers_at(me, key) == {me}  # it now answers, its own record kept
+            assert worker.kad.server
+
+
+async def test_a_worker_a_dial_back_reached_serves_the_dht_when_configured(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            config = lab.config("reachable").model_copy(update={"dht_mode": "reachable"})
+            async with open_node(config, role="worker") as worker, trio.open_nursery() as nursery:
+                assert worker.kad is not None
+                assert not worker.kad.server  # a client until the dial-back
+                advertised = await nursery.start(partial(serve_worker, worker, make_profile("r"), Load))
+                assert advertised.reachability == Reachability.DIRECT
+                assert worker.kad.server
+                nursery.cancel_scope.cancel()
 
 
 async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path) -> None:
