@@ -22,6 +22,9 @@ Model (stated, not measured):
 - NAT: 40 % of devices are behind NAT and cannot be servers. Today's scheme: the 3 gates are the
   only servers (the default); the new one: every reachable device is a server.
 - Each lookup is simulated alone (discrete events within it); upkeep from walks of sampled devices.
+- Refreshes reuse the closest servers of the last walk (`node.p2p.closest`): a key walks at every
+  `REWALK_EVERY`-th announcement, and once fewer than `MIN_KEPT` of its k servers are left
+  (`rewalk_share`); a departed server costs a timed-out write until then.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import argparse
 import hashlib
 import heapq
 import json
+import math
 import statistics
 import sys
 import time
@@ -52,6 +56,7 @@ from libp2p.peer.peerstore import create_signed_peer_record  # noqa: E402
 from multiaddr import Multiaddr  # noqa: E402
 
 from node.config import NodeConfig  # noqa: E402
+from node.p2p.closest import MIN_KEPT, REWALK_EVERY  # noqa: E402
 from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.shards import SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of  # noqa: E402
@@ -318,11 +323,14 @@ def today_lookup(
     return first, last, listed, sent
 
 
-def gate_writes(sizes: Sizes) -> int:
-    """A refresh's writes when the gates are the only servers: a FIND_NODE at each gate, then the advert
-    and one ADD_PROVIDER per key (any worker, the device's unit) at each."""
+def gate_writes(sizes: Sizes, walk_share: float = 1.0) -> float:
+    """A refresh's writes when the gates are the only servers: a FIND_NODE at each gate (for
+    `walk_share` of the refreshes), then the advert and one ADD_PROVIDER per key (any worker, the
+    device's unit) at each."""
     walks = 3 * GATES * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(GATES, 0))
-    return walks + GATES * (sizes.advert + 2 * (sizes.key_request + sizes.peer) + 3 * sizes.stream)
+    return walk_share * walks + GATES * (
+        sizes.advert + 2 * (sizes.key_request + sizes.peer) + 3 * sizes.stream
+    )
 
 
 def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> float:
@@ -336,26 +344,37 @@ def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> float:
 
 
 def sharded_gates_upkeep(fleet: Fleet, sizes: Sizes, config: NodeConfig) -> float:
-    """Bytes per device per hour, sharded keys on the gates: the writes, no read-back; a joining
+    """Bytes per device per hour, sharded keys on the gates: the writes (walks reused, `rewalk_share`),
+    no read-back; a joining
     device's placement reads (one key per level, at every gate), spread over the hour by the churn."""
     read = GATES * (sizes.key_request + sizes.stream + sizes.answer(GATES, SHARD_CAP))
     joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * read
-    return gate_writes(sizes) * 3600 / config.reannounce_interval() + joins
+    return gate_writes(sizes, rewalk_share(config)) * 3600 / config.reannounce_interval() + joins
+
+
+def rewalk_share(config: NodeConfig) -> float:
+    """The share of announcements of a key that walk (`node.p2p.closest`): every `REWALK_EVERY`-th, and
+    the next one after fewer than `MIN_KEPT` of its k servers are left (churn over the reuse window:
+    binomial, k servers each gone with the churn's probability)."""
+    gone = min(1.0, CHURN_PER_HOUR * REWALK_EVERY * config.reannounce_interval() / 3600)
+    too_few = sum(math.comb(K, j) * gone**j * (1 - gone) ** (K - j) for j in range(K - MIN_KEPT + 1, K + 1))
+    return min(1.0, 1 / REWALK_EVERY + too_few)
 
 
 def sharded_upkeep(swarm: Swarm, fleet: Fleet, sizes: Sizes, config: NodeConfig, samples: int) -> float:
-    """Bytes per device per hour, sharded keys on every reachable device: per refresh a walk and k writes
-    for the advert and each of its two keys (no read-back); a server's routing refresh (a walk every
-    600 s); the joins' placement reads (a walk per level), spread over the hour by the churn."""
+    """Bytes per device per hour, sharded keys on every reachable device: per refresh k writes for the
+    advert and each of its two keys (no read-back) at the closest servers found by the last walk, and a
+    walk for `rewalk_share` of them; a server's routing refresh (a walk every 600 s); the joins'
+    placement reads (a walk per level), spread over the hour by the churn."""
     per_refresh, walks = [], []
     for peer in fleet.peers[:: max(1, fleet.n // samples)][:samples]:
-        me, total = kad_id(peer.encode()), 0
+        me, total = kad_id(peer.encode()), 0.0
         provide = sizes.key_request + sizes.peer
         shards = (path_of(peer, None)[0], path_of(peer, fleet.unit[peer])[0])
         keys = (advert_key(peer).encode(), *(s.dht_key for s in shards))
         for key, write in zip(keys, (sizes.advert, provide, provide), strict=True):
             walks.append(walk(swarm, sizes, me, kad_id(key), None, 0).bytes)
-            total += walks[-1] + K * (write + sizes.stream)
+            total += rewalk_share(config) * walks[-1] + K * (write + sizes.stream)
         per_refresh.append(total)
     refresh = statistics.mean(per_refresh) * 3600 / config.reannounce_interval()
     routing = (1 - NAT_SHARE) * statistics.mean(walks) * 3600 / ROUTING_TABLE_REFRESH_INTERVAL

@@ -33,7 +33,8 @@ class NodeConfig(BaseModel):
     price_per_hour: float | None = Field(default=None, ge=0, le=MAX_PRICE_PER_HOUR, allow_inf_nan=False)
     allow: tuple[str, ...] = ()
     open_mode: bool = False
-    dht_mode: Literal["auto", "server", "client"] = "auto"
+    dht_mode: Literal["auto", "server", "client", "reachable"] = "auto"
+    """auto and client: a worker is a DHT client; server: always; reachable: once a dial-back reached it."""
     heartbeat_s: float = Field(default=2.0, gt=0)
     lease_ttl_s: float = Field(default=10.0, gt=0)
     record_ttl_s: float = Field(default=300.0, gt=0, le=3600)

@@ -6,7 +6,9 @@ Modules:
     stream    libp2p streams as byte streams (EOF, errors) and the guards every inbound stream runs under
     addrs     multiaddr parsing, peer ids, the addresses we announce, the order to dial a peer's (no libp2p)
     dial      a peer's addresses dialled in turn, each but the last under a short deadline (no libp2p)
-    kad       libp2p's kad-dht on /sark/kad/1.0.0, with its workarounds
+    kadpatch  libp2p's kad-dht on /sark/kad/1.0.0, patched (protocol id, TTLs, caps, server-only), opened
+    kad       queries on the running kad-dht: direct asks, bounded keys, checked lookups, provides and puts
+    closest   the servers closest to each key we announce, reused by refreshes (pure)
     dht       advert keys, the advert validator, publishing and provider lookups
     shards    sharded capability keys: a tree of keys per unit, spillover, the lookup's levels (pure)
     wire      the seam to the pure protocol: a byte stream and a framed message channel
@@ -28,12 +30,14 @@ import node.p2p.trim  # first: libp2p is then imported without its unused subsys
 
 __all__ = [
     "addrs",
+    "closest",
     "dht",
     "dial",
     "gates",
     "host",
     "identity",
     "kad",
+    "kadpatch",
     "node",
     "reach",
     "relay",

@@ -28,7 +28,8 @@ from typing import Final, final
 import trio
 
 from node.p2p.addrs import peer_of
-from node.p2p.kad import PROVIDERS_PER_KEY, Kad, ProviderLookup
+from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.kadpatch import PROVIDERS_PER_KEY
 from node.p2p.shards import SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of
 from protocol import (
     DOMAIN_ADVERT,

@@ -1,4 +1,4 @@
-"""Our libp2p host: where the libp2p workarounds live (with `node.p2p.kad` and `node.p2p.stream`).
+"""Our libp2p host: where the libp2p workarounds live (with `node.p2p.kadpatch`, `.kad` and `.stream`).
 
 Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/notes/libp2p.md, P-numbers):
 
@@ -173,7 +173,7 @@ class Host:
 
     @property
     def raw(self) -> Any:
-        """The libp2p host, for `node.p2p.kad` only."""
+        """The libp2p host, for `node.p2p.kadpatch` and `node.p2p.kad` only."""
         return self._lp
 
     def addrs(self) -> list[str]:

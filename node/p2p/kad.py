@@ -1,27 +1,11 @@
-"""libp2p's kad-dht with our workarounds.
+"""Queries on a running kad-dht (`node.p2p.kadpatch` opens it): puts, gets, provides and lookups.
 
 Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 
-- P12 `KadDHT(protocol_prefix=...)` is ignored on the wire: `PROTOCOL_ID` is imported by value into five
-  modules, so `patch_kad` sets it in each to `/sark/kad/1.0.0` before any DHT is built.
-- P10/P12 records live for days (providers 48 h, values 24 h): `patch_kad` sets our lifetime; workers
-  re-announce on a timer (`node.p2p.node`).
-- P8/T4 updates need `select()` and un-namespaced keys are stored unvalidated: a strict
-  `NamespacedValidator` with our `/sark/` validator, `strict_validation=True` on the DHT too.
 - P9 `find_providers()` answers from the local cache once it has any entry, with duplicates:
   `find_providers` here pops the local entry first (merging it back on a server) and de-duplicates.
 - P20 connecting does not fill the routing table: `bootstrap` adds the gates and runs a self-lookup.
-- P11 a server adds every peer that opens a kad stream to its routing table, client-mode peers too, and
-  hands them out as "closer peers": lookups then dial peers that refuse kad, and the real servers fall
-  out of the k closest. `_ServerOnlyKadDHT` admits such a peer only once identify lists our kad protocol.
-- P23 a kad server resets every inbound kad stream beyond 12 in flight, host-wide: a lookup of 20
-  adverts at once lost 8 of them. Servers get `INBOUND_KAD_STREAMS`; clients keep at most
-  `QUERIES_PER_SERVER` streams open to one server. Those tokens are held while libp2p waits, with no
-  deadline, for a request: each must come within `FIRST_FRAME_S` of the stream's opening or of our
-  last answer (`PacedStream`), so silent streams cannot take them all (issue 23).
-- P24 a provider store keeps at most k (20) providers per key and silently ignores the rest: with
-  more than 20 workers, discovery found 20. `patch_kad` lifts the per-key cap to `PROVIDERS_PER_KEY`
-  (a GET_PROVIDERS answer of 10,000 providers is ~1 MB, inside the 4 MiB message cap).
+- P23 (client side): at most `QUERIES_PER_SERVER` kad streams open to one server.
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
   back to libp2p's iterative lookup only when none of them answers.
@@ -29,6 +13,9 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   which the old `sark/cap/v1/` keys need at `PROVIDERS_PER_KEY`): `Kad.bound_providers` wraps this
   server's `add_provider` with a bound per key (a new provider past it is ignored, as libp2p does; a
   known one is refreshed). A lookup stops asking once it has the count asked.
+- libp2p walks the network before every ADD_PROVIDER and PUT_VALUE (and walks again for the keys in
+  its `providing_keys` on its own republish timer): `provide` and `put` send to the closest servers
+  the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure.
 - libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
   the request (reset the stream, answered garbage): `lookup_providers` sends its own request and
   records each failure, so `peers` and `submit` can say a gate refused rather than "nobody" (issue 15).
@@ -36,80 +23,33 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, final
+from typing import Any, Final, final
 
 import trio
 from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.common import MAX_DHT_MESSAGE_SIZE
-from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
 from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
-from libp2p.records.pubkey import PublicKeyValidator
-from libp2p.records.validator import NamespacedValidator, Validator
-from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
 from multiaddr import Multiaddr
 
+from node.p2p.closest import ClosestServers
 from node.p2p.host import Host
-from node.p2p.stream import FIRST_FRAME_S, PacedStream
 from protocol import KAD
 
 log = logging.getLogger(__name__)
 
-KAD_MODULES: Final = ("common", "kad_dht", "peer_routing", "provider_store", "value_store")
-NAMESPACE: Final = "sark"
-INBOUND_KAD_STREAMS: Final = 128
-"""Concurrent inbound kad streams a server accepts, host-wide (libp2p: 12, P23)."""
+ALPHA: Final = 3
+"""Writes (ADD_PROVIDER, PUT_VALUE) in flight at once, as libp2p sends them."""
 QUERIES_PER_SERVER: Final = 8
 """Concurrent kad streams a lookup opens to one server."""
 QUERY_TIMEOUT_S: Final = 3.0
 """Deadline of one direct kad request (a dead server must not hold a lookup up)."""
 K: Final = 20
-PROVIDERS_PER_KEY: Final = 10_000
-"""Providers a server keeps per key (libp2p: k = 20, P24): every worker of a large swarm is found."""
-
-
-def patch_kad(record_ttl_s: float) -> None:
-    """Put the DHT on `/sark/kad/1.0.0` and give records our short lifetime (P12, P10)."""
-    for name in KAD_MODULES:
-        module = importlib.import_module(f"libp2p.kad_dht.{name}")
-        module.PROTOCOL_ID = TProtocol(KAD)  # type: ignore[attr-defined]
-    provider_store = importlib.import_module("libp2p.kad_dht.provider_store")
-    value_store = importlib.import_module("libp2p.kad_dht.value_store")
-    common = importlib.import_module("libp2p.kad_dht.common")
-    ttl, half = max(1, int(record_ttl_s)), max(1, int(record_ttl_s / 2))
-    for module, name, value in (
-        (provider_store, "PROVIDER_RECORD_EXPIRATION_INTERVAL", ttl),
-        (provider_store, "PROVIDER_RECORD_REPUBLISH_INTERVAL", half),
-        (value_store, "DEFAULT_TTL", ttl),
-        (value_store, "REPUBLISH_INTERVAL", half),
-        (common, "DEFAULT_TTL", ttl),
-        (common, "TTL", ttl),
-        (provider_store, "BUCKET_SIZE", PROVIDERS_PER_KEY),  # only the per-key provider cap reads it (P24)
-    ):
-        setattr(module, name, value)
-
-
-def forget_failed_dials(host: Host, peer_id: str) -> None:
-    """Let libp2p dial a peer again at once (a gate that restarted).
-
-    py-libp2p 0.8.1 keeps a negative cache of peers whose every address failed and refuses to dial
-    them for a while ("recently failed all addresses (negative cache)"): a worker could not rejoin a
-    restarted gate until it expired. Used by `node.p2p.node` before each reconnect; pinned by
-    tests/faults/test_gates.py.
-    """
-    host.raw.get_network().unblock_peer(ID.from_base58(peer_id))
-
-
-def kad_protocol_ids() -> dict[str, str]:
-    """The protocol id each patched libp2p kad module will use (for the test that pins P12)."""
-    return {n: str(importlib.import_module(f"libp2p.kad_dht.{n}").PROTOCOL_ID) for n in KAD_MODULES}
 
 
 @dataclass(frozen=True)
@@ -130,23 +70,6 @@ class ProviderLookup:
     """How many keys were asked (a sharded lookup asks several)."""
 
 
-@final
-class _RecordValidator(Validator):
-    """Adapts our checks (`validate(key, value)`, `select(key, values)`) to libp2p's Validator."""
-
-    def __init__(
-        self, validate: Callable[[str, bytes], None], select: Callable[[str, list[bytes]], int]
-    ) -> None:
-        self._validate = validate
-        self._select = select
-
-    def validate(self, key: str, value: bytes) -> None:
-        self._validate(key, value)
-
-    def select(self, key: str, values: list[bytes]) -> int:
-        return self._select(key, values)
-
-
 def serves_kad(host: Any, peer_id: ID) -> bool:
     """Has identify told us that this peer serves our kad protocol (a DHT server)?"""
     try:
@@ -154,22 +77,6 @@ def serves_kad(host: Any, peer_id: ID) -> bool:
     except Exception:  # libp2p raises PeerStoreError for a peer it has no entry for
         return False
     return KAD in {str(p) for p in protocols or ()}
-
-
-@final
-class _ServerOnlyKadDHT(KadDHT):
-    """P11: keep client-mode peers out of the routing table (and so out of "closer peers")."""
-
-    async def add_peer(self, peer_id: ID, *, skip_server_mode_check: bool = False) -> bool:
-        # libp2p passes skip_server_mode_check=True for any peer that opened a kad stream to us.
-        if skip_server_mode_check and not serves_kad(self.host, peer_id):
-            return False
-        return bool(await super().add_peer(peer_id, skip_server_mode_check=skip_server_mode_check))
-
-    async def handle_stream(self, stream: Any) -> None:
-        # libp2p reads a kad stream's requests with no deadline while it holds one of the server's
-        # INBOUND_KAD_STREAMS tokens: silent streams would take them all. Each request must come in time.
-        await super().handle_stream(PacedStream(stream, FIRST_FRAME_S))  # type: ignore[arg-type]
 
 
 @final
@@ -181,6 +88,8 @@ class Kad:
         self._host = host
         self.server = server
         self._per_server: dict[ID, trio.Semaphore] = {}
+        self.closest = ClosestServers()
+        """The servers closest to each key we announce, reused by refreshes (issue 43)."""
 
     async def bootstrap(self, peer_ids: list[str]) -> None:
         """Add connected gates to the routing table and look ourselves up (P20)."""
@@ -219,8 +128,19 @@ class Kad:
         store.add_provider = bounded
 
     async def put(self, key: str, value: bytes) -> None:
-        """Store a value under a `/sark/...` key at the closest peers (and locally)."""
-        await self._dht.put_value(key, value)
+        """Store a value under a `/sark/...` key locally and at its closest servers (`ClosestServers`)."""
+        key_bytes = key.encode()
+        self._dht.validator.validate(key, value)
+        self._dht.value_store.put(key_bytes, value)
+        store = self._dht.value_store
+
+        async def send(peer: ID) -> bool:
+            # py-libp2p 0.8.1's `_store_at_peer` answers False for PUT_VALUEs our gates do store (its
+            # reading of the echo; libp2p's own put ignores it too): only a timeout counts as a failure.
+            await store._store_at_peer(peer, key_bytes, value)
+            return True
+
+        await self._at_closest(key_bytes, send)
 
     async def get_local(self, key: str) -> bytes | None:
         """The value we hold ourselves, if any."""
@@ -256,8 +176,41 @@ class Kad:
         return values
 
     async def provide(self, key: bytes) -> bool:
-        """Announce ourselves as a provider of a raw key (ADD_PROVIDER is fire-and-forget, P9)."""
-        return bool(await self._dht.provider_store.provide(key))
+        """Announce ourselves as a provider of a raw key (ADD_PROVIDER is fire-and-forget, P9) at its
+        closest servers, walked for only when `ClosestServers` says so. Not libp2p's `provide`: it walks
+        every time, and its `providing_keys` would walk again on libp2p's own republish timer."""
+        store = self._dht.provider_store
+        store.add_provider(key, PeerInfo(self._dht.host.get_id(), list(self._dht.host.get_addrs())))
+        return await self._at_closest(key, lambda peer: store._send_add_provider(peer, key)) > 0
+
+    async def _at_closest(self, key: bytes, send: Callable[[ID], Awaitable[bool]]) -> int:
+        """`send` to the key's closest servers (alpha at once), reused or walked for; how many took it."""
+        reused = self.closest.reuse(key)
+        if reused is None:
+            peers = await self._dht.peer_routing.find_closest_peers_network(key)
+            peers = [p for p in peers if p != self._dht.local_peer_id]
+            self.closest.walked(key, tuple(p.to_base58() for p in peers))
+        else:
+            peers = [ID.from_base58(p) for p in reused]
+        took: list[ID] = []
+        limit = trio.Semaphore(ALPHA)
+
+        async def one(peer: ID) -> None:
+            async with limit:
+                with trio.move_on_after(QUERY_TIMEOUT_S):
+                    try:
+                        if await send(peer):
+                            took.append(peer)
+                    except Exception:  # libp2p's stream errors: this server did not take it
+                        log.debug("kad write to %s failed", peer, exc_info=True)
+
+        async with trio.open_nursery() as nursery:
+            for peer in peers:
+                nursery.start_soon(one, peer)
+        failed = tuple(p.to_base58() for p in peers if p not in took)
+        if failed:
+            self.closest.failed(key, failed)  # left or refused: dropped; too few left and we walk again
+        return len(took)
 
     async def find_providers(self, key: bytes, count: int = 200) -> dict[str, list[str]]:
         """Providers of a raw key from the servers, never only the local cache, de-duplicated (P9).
@@ -383,36 +336,12 @@ def _multiaddrs(raw: Any) -> list[Multiaddr]:
     return out
 
 
-@asynccontextmanager
-async def open_kad(
-    host: Host,
-    mode: Literal["server", "client"],
-    record_ttl_s: float,
-    validate: Callable[[str, bytes], None],
-    select: Callable[[str, list[bytes]], int],
-) -> AsyncIterator[Kad]:
-    """Run a kad-dht on `/sark/kad/1.0.0` with a strict `/sark/` validator while the block runs."""
-    patch_kad(record_ttl_s)
-    validator = NamespacedValidator(
-        {"pk": PublicKeyValidator(), NAMESPACE: _RecordValidator(validate, select)}, strict_validation=True
-    )
-    dht_mode = DHTMode.SERVER if mode == "server" else DHTMode.CLIENT
-    dht = _ServerOnlyKadDHT(host.raw, dht_mode, validator=validator, strict_validation=True)
-    if mode == "server":
-        dht._inbound_limiter = trio.CapacityLimiter(INBOUND_KAD_STREAMS)  # P23
-    async with background_trio_service(dht):
-        await trio.lowlevel.checkpoint()
-        yield Kad(dht, host, mode == "server")
-
-
 __all__ = [
-    "INBOUND_KAD_STREAMS",
-    "KAD_MODULES",
+    "ALPHA",
+    "QUERIES_PER_SERVER",
+    "QUERY_TIMEOUT_S",
+    "K",
     "Kad",
     "ProviderLookup",
-    "forget_failed_dials",
-    "kad_protocol_ids",
-    "open_kad",
-    "patch_kad",
     "serves_kad",
 ]

@@ -20,7 +20,8 @@ from node.errors import NodeError, PeerUnreachable
 from node.p2p.dht import Dht, provider_bound, select_record, validate_record
 from node.p2p.gates import connect_gates
 from node.p2p.host import Host, HostConfig, open_host
-from node.p2p.kad import Kad, open_kad
+from node.p2p.kad import Kad
+from node.p2p.kadpatch import open_kad
 from node.p2p.reach import ReachVerdict, dial_back_verdict
 from protocol import (
     DOMAIN_ADVERT,

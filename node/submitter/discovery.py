@@ -22,13 +22,31 @@ log = logging.getLogger(__name__)
 
 PROBES_AT_ONCE = 16
 """Live-profile probes in flight at once during discovery (each dials and opens a stream)."""
+LOOKUP_SLACK = 2
+"""Providers a lookup asks for per device a campaign needs: some do not answer, some do not fit."""
+
+
+def lookup_count(campaign: sch.Campaign) -> int | None:
+    """How many providers a campaign's lookups ask for (issue 43): None (all) when a job runs on
+    `devices: all`, else `LOOKUP_SLACK` x the most devices one job needs (`any` is one, each replica one)."""
+    needs: list[int] = []
+    for job in campaign.jobs:
+        if job.devices == "all":
+            return None
+        needs.append((1 if job.devices == "any" else job.devices) * campaign.verify_of(job).replicas)
+    return LOOKUP_SLACK * max(needs, default=1)
 
 
 @dataclass(frozen=True)
 class DiscoveryConfig:
-    """How long to look for workers, and how many to wait for."""
+    """How long to look for workers, how many to wait for, and how many providers a lookup asks for.
+
+    `count` (None: every provider) lets a lookup stop early: a campaign that needs ten devices does not
+    read the whole swarm's keys. A round that confirms fewer live workers than it asked for doubles it.
+    """
 
     want: int | None = None
+    count: int | None = None
     timeout_s: float = 5.0
     settle_s: float = 1.0
     interval_s: float = 10.0
@@ -44,6 +62,7 @@ class Discovery:
         self._config = config
         self._exclude = exclude
         self._adverts: dict[str, AdvertBody] = {}
+        self._count = config.count
         self._probes = trio.CapacityLimiter(PROBES_AT_ONCE)
         self.empty_cause: Shortfall | None = None
         """Why `initial` found no worker (None when it found some)."""
@@ -96,9 +115,10 @@ class Discovery:
             yield await self.round()
 
     async def round(self) -> tuple[sch.PeerView, ...]:
-        """One lookup: adverts from the DHT, then a live profile from each (concurrently)."""
+        """One lookup (of `count` providers, None: all): adverts from the DHT, then a live profile from
+        each (concurrently)."""
         try:
-            peers = await self._node.find_workers(None, timeout=self._config.timeout_s)
+            peers = await self._node.find_workers(None, timeout=self._config.timeout_s, count=self._count)
         except NodeError as exc:
             log.info("DHT lookup failed: %s", exc)
             return ()
@@ -107,6 +127,8 @@ class Discovery:
             for peer in peers:
                 if peer.peer_id not in self._exclude:
                     nursery.start_soon(self._confirm, peer, views)
+        if self._count is not None and len(views) < self._count:
+            self._count *= 2  # short of live workers: the next round reads further down the keys
         return tuple(sorted(with_claims(views), key=lambda v: v.peer_id))
 
     async def _confirm(self, peer: Peer, views: list[sch.PeerView]) -> None:

@@ -9,6 +9,7 @@ and `report` call the same pieces.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import time
@@ -27,7 +28,7 @@ from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
-from node.submitter.discovery import Discovery, DiscoveryConfig
+from node.submitter.discovery import Discovery, DiscoveryConfig, lookup_count
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
 from node.submitter.models import models_json, pin_models, refs_from_json
@@ -303,7 +304,7 @@ async def _run(
         store.claim(
             run.campaign_id, swarm_of(config), Submitter.this_process()
         )  # `status`, `--resume` read it
-        discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
+        discovery = _discovery(node, options, run.campaign)
         try:
             tally = await drive(
                 node,
@@ -319,6 +320,12 @@ async def _run(
             raise CampaignInterrupted(exc.campaign_id, options.resume_flags) from None
     options.events("uploads", campaign=run.campaign_id, bytes=uploads.served_bytes)
     return _outcome(run, store, tally, discovery.empty_cause)
+
+
+def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Discovery:
+    """The campaign's discovery: its lookups ask for the providers it needs (`lookup_count`), not all."""
+    config = dataclasses.replace(options.discovery, count=lookup_count(campaign))
+    return Discovery(node, config, exclude=frozenset({node.host.peer_id}))
 
 
 def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
@@ -358,6 +365,5 @@ async def plan(
     campaign = vetted if vetted is not None else await trio.to_thread.run_sync(vet_local, text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
     async with open_submitter(config, options) as node:
-        discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
-        peers = await discovery.initial()
+        peers = await _discovery(node, options, campaign).initial()
     return sch.explain(campaign, models, peers)

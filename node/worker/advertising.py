@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Final, final
 import trio
 
 from node.errors import NodeError
+from node.p2p.dht import provider_bound
 from node.p2p.host import peer_of
-from node.p2p.kad import forget_failed_dials
+from node.p2p.kadpatch import become_server, forget_failed_dials
 from node.p2p.node import Node, check_reachability
 from node.p2p.reach import throwaway_reach_handler
 from node.p2p.wire import Channel, Handler
@@ -131,6 +132,8 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
     if verdict.reachability == Reachability.DIRECT and advertiser.addrs:
         advertiser.reachability = Reachability.DIRECT
         log.info("directly reachable: %s", verdict.detail)
+        if node.config.dht_mode == "reachable" and node.kad is not None:
+            await become_server(node.kad, provider_bound)  # issue 43: lookups spread over the reachable
         return
     log.info("reachability %s (%s); reserving relay slots", verdict.reachability, verdict.detail)
     circuits: list[str] = list(advertiser.circuit_addrs)

@@ -9,7 +9,7 @@ import cid  # type: ignore[import-untyped]
 import pytest
 
 from node.p2p.dht import OLD_KEYS, provider_bound, shard_cid
-from node.p2p.kad import PROVIDERS_PER_KEY
+from node.p2p.kadpatch import PROVIDERS_PER_KEY
 from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of
 from protocol import ComputeUnit
 

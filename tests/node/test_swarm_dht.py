@@ -7,7 +7,7 @@ from conftest_data import make_profile
 from libp2p.crypto.ed25519 import create_new_key_pair
 
 from node.p2p.dht import ADVERT_MAX_BYTES, advert_key, check_advert, select_advert
-from node.p2p.kad import kad_protocol_ids, patch_kad
+from node.p2p.kadpatch import kad_protocol_ids, patch_kad
 from protocol import (
     DOMAIN_ADVERT,
     MAX_ADVERT_ADDRS,

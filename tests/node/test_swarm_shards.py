@@ -1,8 +1,8 @@
 """Issue 43 over real hosts on loopback: a gate and a few client-mode workers with a small bound (3).
 
 No key holds more than the bound, the rest spill over to deeper keys; a lookup stops at the count
-asked; a worker's refresh costs the same at two fleet sizes; a worker of before issue 43 (the old
-unsharded key only) is still found.
+asked, and a campaign's discovery asks for the devices it needs; a worker's refresh costs the same at
+two fleet sizes; a worker of before issue 43 (the old unsharded key only) is still found.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,28 @@ from conftest_data import make_profile
 
 from gate import open_gate
 from node.config import NodeConfig
+from node.p2p.closest import ClosestServers
 from node.p2p.dht import Dht, capability_dht_key
 from node.p2p.identity import load_seed
+from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.kadpatch import become_server
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard, path_of
-from protocol import DOMAIN_ADVERT, AdvertBody, ComputeUnit, Envelope
+from node.p2p.wire import Channel
+from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig, lookup_count
+from node.worker.advertising import serve_worker
+from protocol import (
+    DOMAIN_ADVERT,
+    PROFILE,
+    AdvertBody,
+    ComputeUnit,
+    Envelope,
+    Load,
+    ProfileReply,
+    Reachability,
+)
 from protocol.records import seal
+from scheduler import parse_campaign
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 CAP = 3
@@ -65,6 +82,7 @@ def advert(node: Node) -> Envelope:
         issued_at=now - 1,
         expires_at=now + 60,
         profile=make_profile(),
+        addrs=tuple(node.host.addrs()),
     )
     return seal(body, DOMAIN_ADVERT, load_seed(node.config.key_file()))
 
@@ -158,6 +176,63 @@ async def test_a_workers_refresh_costs_the_same_at_two_fleet_sizes(tmp_path: Pat
             assert small["find_providers"] == small["providers_at"] == 0  # no read-back on a refresh
 
 
+async def test_a_refresh_reuses_the_closest_servers_and_walks_only_every_kth_time(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(2)
+            node, dht = lab.workers[0]
+            dht.kad.closest = ClosestServers(rewalk_every=4)  # forgets the placement's walks: one period
+            walks = _walks(dht.kad)
+            per_refresh = []
+            for _ in range(8):
+                before = walks[0]
+                await dht.publish(advert(node), [UNIT], gates=node.gates)
+                per_refresh.append(walks[0] - before)
+            assert per_refresh == [3, 0, 0, 0, 3, 0, 0, 0]  # the advert and two keys, walked every 4th
+            assert node.host.peer_id in lab.held()[dht.placed[UNIT].dht_key]  # and still listed
+
+
+def _walks(kad: Kad) -> list[int]:
+    """How many walks (libp2p's `find_closest_peers_network`) a Kad has run; counted, nothing replaced."""
+    count = [0]
+    routing = kad.raw.peer_routing
+    find = routing.find_closest_peers_network
+
+    async def counted(key: bytes, *args: Any) -> Any:
+        count[0] += 1
+        return await find(key, *args)
+
+    routing.find_closest_peers_network = counted
+    return count
+
+
+async def test_a_reachable_worker_becomes_a_bounded_dht_server(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(1)
+            worker, _ = lab.workers[0]
+            assert worker.kad is not None
+            assert lab.gate.kad is not None
+            me, key = worker.host.peer_id, Shard(None, 0, 0).dht_key
+            assert await lab.gate.kad.providers_at(me, key) is None  # a client refuses kad streams
+            await become_server(worker.kad, lambda key: CAP)
+            assert await lab.gate.kad.providers_at(me, key) == {me}  # it now answers, its own record kept
+            assert worker.kad.server
+
+
+async def test_a_worker_a_dial_back_reached_serves_the_dht_when_configured(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            config = lab.config("reachable").model_copy(update={"dht_mode": "reachable"})
+            async with open_node(config, role="worker") as worker, trio.open_nursery() as nursery:
+                assert worker.kad is not None
+                assert not worker.kad.server  # a client until the dial-back
+                advertised = await nursery.start(partial(serve_worker, worker, make_profile("r"), Load))
+                assert advertised.reachability == Reachability.DIRECT
+                assert worker.kad.server
+                nursery.cancel_scope.cancel()
+
+
 async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with fleet(tmp_path) as lab:
@@ -169,3 +244,50 @@ async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path)
                 async with open_node(lab.config("submitter"), role="submitter") as fresh:
                     found = await Dht(fresh.dht.kad, cap=CAP).lookup(UNIT)
                     assert set(found.providers) == {old.host.peer_id, lab.workers[0][0].host.peer_id}
+
+
+def _job(devices: str) -> str:
+    model = "{url: https://example.org/m.onnx, sha256: " + "ab" * 32 + "}"
+    return f"model: {model}\njobs: [{{compute_unit: CPU (ONNX), devices: {devices}}}]\n"
+
+
+async def test_a_campaigns_discovery_asks_for_the_devices_it_needs(tmp_path: Path) -> None:
+    assert lookup_count(parse_campaign(_job("all"))) is None
+    assert lookup_count(parse_campaign(_job("any"))) == LOOKUP_SLACK
+    assert lookup_count(parse_campaign(_job("5"))) == 5 * LOOKUP_SLACK
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(5)
+            for node, _ in lab.workers:  # each worker answers /sark/profile with its signed advert
+                node.host.set_handler(PROFILE, _profile_server(node), deadline=10.0)
+            async with open_node(lab.config("submitter"), role="submitter") as fresh:
+                fresh.dht.cap = CAP  # the fleet's small bound
+                keys = _keys_asked(fresh.dht)
+                one = Discovery(fresh, DiscoveryConfig(count=lookup_count(parse_campaign(_job("1")))))
+                assert len(await one.round()) == CAP  # 2 asked: the root key's CAP
+                every = await Discovery(fresh, DiscoveryConfig(count=None)).round()
+                assert {v.peer_id for v in every} == {n.host.peer_id for n, _ in lab.workers}
+                assert keys[0] == 1 < keys[1]  # no deeper key read for one device; all: the whole tree
+
+
+def _keys_asked(dht: Dht) -> list[int]:
+    """How many keys each of `dht`'s lookups asked (its own count, on the way out; nothing replaced)."""
+    keys: list[int] = []
+    lookup = dht.lookup
+
+    async def counted(unit: ComputeUnit | None, count: int | None = None) -> ProviderLookup:
+        found = await lookup(unit, count)
+        keys.append(found.keys)
+        return found
+
+    dht.lookup = counted  # type: ignore[method-assign]
+    return keys
+
+
+def _profile_server(node: Node) -> Callable[[Channel], Awaitable[None]]:
+    async def serve(channel: Channel) -> None:
+        await channel.receive()
+        await channel.send(ProfileReply(advert=advert(node), load=Load()))
+        await channel.close()
+
+    return serve

@@ -34,7 +34,7 @@ UNLOADED = (
 
 IMPORTS = """
 import json, sys
-import node.p2p.host, node.p2p.kad, node.p2p.node, node.p2p.reach
+import node.p2p.host, node.p2p.kad, node.p2p.kadpatch, node.p2p.node, node.p2p.reach
 left_out = lambda m: (getattr(m, "__doc__", "") or "").startswith("Left out by")
 stubs = sorted(n for n, m in sys.modules.items() if left_out(m))
 print(json.dumps({"modules": sorted(sys.modules), "stubs": stubs}))
@@ -46,7 +46,7 @@ from pathlib import Path
 from libp2p.host.ping import PingService
 from libp2p.peer.id import ID
 from node.p2p.host import HostConfig, open_host
-from node.p2p.kad import open_kad
+from node.p2p.kadpatch import open_kad
 from protocol import ProfileGet, ReachReply
 
 ECHO = "/sark/test-echo/1.0.0"

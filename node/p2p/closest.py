@@ -1,0 +1,68 @@
+"""The servers closest to each key we announce: walked for once, reused by the refreshes (issue 43).
+
+libp2p walks the network (an iterative FIND_NODE, whose answers carry a signed peer record for every
+peer) before each ADD_PROVIDER and PUT_VALUE: with every reachable device a DHT server, those walks
+were most of a device's upkeep (7.4 KB/s at 10,000 devices in `benchmarks/swarm_sim.py`). The closest
+servers of a key change only when servers come and go, so a refresh sends to the ones found last time
+and walks again only every `REWALK_EVERY`-th refresh, or once fewer than `MIN_KEPT` of them are left
+(a server that failed a write is dropped from the list: the others still hold the record).
+
+Pure: no libp2p, trio or clock; `node.p2p.kad` asks it which servers to send to, and the simulator
+reads `REWALK_EVERY`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final, final
+
+REWALK_EVERY: Final = 36
+"""Announcements of a key per walk: the walk, then 35 refreshes to the same servers (an hour at the
+default refresh period; at 10 % churn an hour, about 2 of its 20 servers leave meanwhile)."""
+MIN_KEPT: Final = 10
+"""Fewer servers left than this (half of k) and the next refresh walks."""
+
+
+@dataclass(frozen=True)
+class Closest:
+    """The servers a walk found closest to a key, and how many refreshes have reused them since."""
+
+    peers: tuple[str, ...]
+    reused: int = 0
+    found: int = 0
+    """How many the walk found (a small swarm has fewer than k)."""
+
+
+@final
+class ClosestServers:
+    """Per announced key: the closest servers from the last walk, until a walk is due again."""
+
+    def __init__(self, rewalk_every: int = REWALK_EVERY, min_kept: int = MIN_KEPT) -> None:
+        self.rewalk_every = rewalk_every
+        self.min_kept = min_kept
+        self._known: dict[bytes, Closest] = {}
+
+    def reuse(self, key: bytes, found: int = 0) -> tuple[str, ...] | None:
+        """The servers to send a refresh of `key` to, or None when a walk is due: never walked, every
+        `rewalk_every`-th announcement, or fewer than `min_kept` left (of `found`, when the walk found
+        fewer: a small swarm)."""
+        known = self._known.get(key)
+        if known is None or not known.peers or known.reused + 1 >= self.rewalk_every:
+            return None
+        if len(known.peers) < min(self.min_kept, known.found):
+            return None
+        self._known[key] = replace(known, reused=known.reused + 1)
+        return known.peers
+
+    def walked(self, key: bytes, peers: tuple[str, ...]) -> None:
+        """A walk found these servers closest to `key`."""
+        self._known[key] = Closest(peers, found=len(peers))
+
+    def failed(self, key: bytes, peers: tuple[str, ...]) -> None:
+        """These servers of `key` did not take the record: dropped, the others kept."""
+        known = self._known.get(key)
+        if known is not None:
+            self._known[key] = replace(known, peers=tuple(p for p in known.peers if p not in peers))
+
+
+__all__ = ["MIN_KEPT", "REWALK_EVERY", "Closest", "ClosestServers"]

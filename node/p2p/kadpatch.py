@@ -1,0 +1,174 @@
+"""libp2p's kad-dht, patched and opened: the workarounds that change how libp2p's own DHT behaves.
+
+Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
+
+- P12 `KadDHT(protocol_prefix=...)` is ignored on the wire: `PROTOCOL_ID` is imported by value into five
+  modules, so `patch_kad` sets it in each to `/sark/kad/1.0.0` before any DHT is built.
+- P10/P12 records live for days (providers 48 h, values 24 h): `patch_kad` sets our lifetime; workers
+  re-announce on a timer (`node.p2p.node`).
+- P8/T4 updates need `select()` and un-namespaced keys are stored unvalidated: a strict
+  `NamespacedValidator` with our `/sark/` validator, `strict_validation=True` on the DHT too.
+- P11 a server adds every peer that opens a kad stream to its routing table, client-mode peers too, and
+  hands them out as "closer peers": lookups then dial peers that refuse kad, and the real servers fall
+  out of the k closest. `_ServerOnlyKadDHT` admits such a peer only once identify lists our kad protocol.
+- P23 a kad server resets every inbound kad stream beyond 12 in flight, host-wide: a lookup of 20
+  adverts at once lost 8 of them. Servers get `INBOUND_KAD_STREAMS` (clients keep at most
+  `node.p2p.kad.QUERIES_PER_SERVER` streams open to one server). Those tokens are held while libp2p
+  waits, with no deadline, for a request: each must come within `FIRST_FRAME_S` of the stream's
+  opening or of our last answer (`PacedStream`), so silent streams cannot take them all (issue 23).
+- P24 a provider store keeps at most k (20) providers per key and silently ignores the rest: with
+  more than 20 workers, discovery found 20. `patch_kad` lifts the per-key cap to `PROVIDERS_PER_KEY`
+  (a GET_PROVIDERS answer of 10,000 providers is ~1 MB, inside the 4 MiB message cap); the sharded
+  keys are bounded per key by `Kad.bound_providers`.
+- A peer whose every address failed is refused for a while (a negative cache): `forget_failed_dials`.
+
+The queries on the running DHT (direct asks, bounded keys, reused closest servers) are `node.p2p.kad`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Final, Literal, final
+
+import trio
+from libp2p.custom_types import TProtocol
+from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
+from libp2p.peer.id import ID
+from libp2p.records.pubkey import PublicKeyValidator
+from libp2p.records.validator import NamespacedValidator, Validator
+from libp2p.tools.anyio_service import background_trio_service
+
+from node.p2p.host import Host
+from node.p2p.kad import Kad, serves_kad
+from node.p2p.stream import FIRST_FRAME_S, PacedStream
+from protocol import KAD
+
+KAD_MODULES: Final = ("common", "kad_dht", "peer_routing", "provider_store", "value_store")
+NAMESPACE: Final = "sark"
+INBOUND_KAD_STREAMS: Final = 128
+"""Concurrent inbound kad streams a server accepts, host-wide (libp2p: 12, P23)."""
+PROVIDERS_PER_KEY: Final = 10_000
+"""Providers a server keeps per key (libp2p: k = 20, P24): every worker of a large swarm is found."""
+
+
+def patch_kad(record_ttl_s: float) -> None:
+    """Put the DHT on `/sark/kad/1.0.0` and give records our short lifetime (P12, P10)."""
+    for name in KAD_MODULES:
+        module = importlib.import_module(f"libp2p.kad_dht.{name}")
+        module.PROTOCOL_ID = TProtocol(KAD)  # type: ignore[attr-defined]
+    provider_store = importlib.import_module("libp2p.kad_dht.provider_store")
+    value_store = importlib.import_module("libp2p.kad_dht.value_store")
+    common = importlib.import_module("libp2p.kad_dht.common")
+    ttl, half = max(1, int(record_ttl_s)), max(1, int(record_ttl_s / 2))
+    for module, name, value in (
+        (provider_store, "PROVIDER_RECORD_EXPIRATION_INTERVAL", ttl),
+        (provider_store, "PROVIDER_RECORD_REPUBLISH_INTERVAL", half),
+        (value_store, "DEFAULT_TTL", ttl),
+        (value_store, "REPUBLISH_INTERVAL", half),
+        (common, "DEFAULT_TTL", ttl),
+        (common, "TTL", ttl),
+        (provider_store, "BUCKET_SIZE", PROVIDERS_PER_KEY),  # only the per-key provider cap reads it (P24)
+    ):
+        setattr(module, name, value)
+
+
+def forget_failed_dials(host: Host, peer_id: str) -> None:
+    """Let libp2p dial a peer again at once (a gate that restarted).
+
+    py-libp2p 0.8.1 keeps a negative cache of peers whose every address failed and refuses to dial
+    them for a while ("recently failed all addresses (negative cache)"): a worker could not rejoin a
+    restarted gate until it expired. Used by `node.p2p.node` before each reconnect; pinned by
+    tests/faults/test_gates.py.
+    """
+    host.raw.get_network().unblock_peer(ID.from_base58(peer_id))
+
+
+def kad_protocol_ids() -> dict[str, str]:
+    """The protocol id each patched libp2p kad module will use (for the test that pins P12)."""
+    return {n: str(importlib.import_module(f"libp2p.kad_dht.{n}").PROTOCOL_ID) for n in KAD_MODULES}
+
+
+@final
+class _RecordValidator(Validator):
+    """Adapts our checks (`validate(key, value)`, `select(key, values)`) to libp2p's Validator."""
+
+    def __init__(
+        self, validate: Callable[[str, bytes], None], select: Callable[[str, list[bytes]], int]
+    ) -> None:
+        self._validate = validate
+        self._select = select
+
+    def validate(self, key: str, value: bytes) -> None:
+        self._validate(key, value)
+
+    def select(self, key: str, values: list[bytes]) -> int:
+        return self._select(key, values)
+
+
+@final
+class _ServerOnlyKadDHT(KadDHT):
+    """P11: keep client-mode peers out of the routing table (and so out of "closer peers")."""
+
+    async def add_peer(self, peer_id: ID, *, skip_server_mode_check: bool = False) -> bool:
+        # libp2p passes skip_server_mode_check=True for any peer that opened a kad stream to us.
+        if skip_server_mode_check and not serves_kad(self.host, peer_id):
+            return False
+        return bool(await super().add_peer(peer_id, skip_server_mode_check=skip_server_mode_check))
+
+    async def handle_stream(self, stream: Any) -> None:
+        # libp2p reads a kad stream's requests with no deadline while it holds one of the server's
+        # INBOUND_KAD_STREAMS tokens: silent streams would take them all. Each request must come in time.
+        await super().handle_stream(PacedStream(stream, FIRST_FRAME_S))  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def open_kad(
+    host: Host,
+    mode: Literal["server", "client"],
+    record_ttl_s: float,
+    validate: Callable[[str, bytes], None],
+    select: Callable[[str, list[bytes]], int],
+) -> AsyncIterator[Kad]:
+    """Run a kad-dht on `/sark/kad/1.0.0` with a strict `/sark/` validator while the block runs."""
+    patch_kad(record_ttl_s)
+    validator = NamespacedValidator(
+        {"pk": PublicKeyValidator(), NAMESPACE: _RecordValidator(validate, select)}, strict_validation=True
+    )
+    dht_mode = DHTMode.SERVER if mode == "server" else DHTMode.CLIENT
+    dht = _ServerOnlyKadDHT(host.raw, dht_mode, validator=validator, strict_validation=True)
+    if mode == "server":
+        dht._inbound_limiter = trio.CapacityLimiter(INBOUND_KAD_STREAMS)  # P23
+    async with background_trio_service(dht):
+        await trio.lowlevel.checkpoint()
+        yield Kad(dht, host, mode == "server")
+
+
+async def become_server(kad: Kad, bound: Callable[[bytes], int]) -> None:
+    """Turn a client-mode DHT into a server (a worker a dial-back reached, `dht_mode = "reachable"`).
+
+    libp2p's `switch_mode` registers the kad handler (our paced one, P23) but not the inbound limiter
+    `open_kad` gives a server, and peers learn that we serve kad only from identify: we push it to
+    every connected peer, so their routing tables admit us (P11).
+    """
+    if kad.server:
+        return
+    dht = kad.raw
+    dht._inbound_limiter = trio.CapacityLimiter(INBOUND_KAD_STREAMS)  # P23
+    kad.bound_providers(bound)
+    await dht.switch_mode(DHTMode.SERVER)
+    kad.server = True
+    await dht.host._push_identify_to_all_peers()
+
+
+__all__ = [
+    "INBOUND_KAD_STREAMS",
+    "KAD_MODULES",
+    "PROVIDERS_PER_KEY",
+    "become_server",
+    "forget_failed_dials",
+    "kad_protocol_ids",
+    "open_kad",
+    "patch_kad",
+]

@@ -1,0 +1,34 @@
+"""When a refresh reuses a key's closest servers and when it walks (`node.p2p.closest`, pure)."""
+
+from __future__ import annotations
+
+from node.p2p.closest import MIN_KEPT, REWALK_EVERY, ClosestServers
+
+KEY = b"key"
+SERVERS = tuple(f"s{i}" for i in range(20))
+
+
+def test_a_walk_is_reused_until_every_kth_announcement() -> None:
+    closest = ClosestServers()
+    assert closest.reuse(KEY) is None  # never walked
+    closest.walked(KEY, SERVERS)
+    reused = [closest.reuse(KEY) for _ in range(REWALK_EVERY)]
+    assert reused[: REWALK_EVERY - 1] == [SERVERS] * (REWALK_EVERY - 1)
+    assert reused[-1] is None  # the REWALK_EVERY-th announcement walks
+
+
+def test_failed_servers_are_dropped_and_too_few_left_walks() -> None:
+    closest = ClosestServers()
+    closest.walked(KEY, SERVERS)
+    closest.failed(KEY, SERVERS[:3])
+    assert closest.reuse(KEY) == SERVERS[3:]  # the others still hold the record
+    closest.failed(KEY, SERVERS[3 : len(SERVERS) - MIN_KEPT + 1])
+    assert closest.reuse(KEY) is None  # fewer than MIN_KEPT left
+
+
+def test_a_small_swarm_reuses_the_few_servers_it_has() -> None:
+    closest = ClosestServers()
+    closest.walked(KEY, ("gate",))
+    assert closest.reuse(KEY) == ("gate",)
+    closest.failed(KEY, ("gate",))
+    assert closest.reuse(KEY) is None  # none left
