@@ -28,10 +28,15 @@ LOOKUP_SLACK = 2
 
 def lookup_count(campaign: sch.Campaign) -> int | None:
     """How many providers a campaign's lookups ask for (issue 43): None (all) when a job runs on
-    `devices: all`, else `LOOKUP_SLACK` x the most devices one job needs (`any` is one, each replica one)."""
+    `devices: all`, else `LOOKUP_SLACK` x the most devices one job needs (`any` is one, each replica one).
+
+    Also None when a job asks for more than every worker has (a unit other than `CPU (ONNX)`, or any
+    requirement): the lookup reads the any-worker keys, so the first workers found may all miss the
+    unit, and a short count would make a feasible job Unschedulable while fitting workers exist."""
     needs: list[int] = []
     for job in campaign.jobs:
-        if job.devices == "all":
+        plain = job.spec.compute_unit == ComputeUnit.CPU_ONNX and job.require == sch.Requirements()
+        if job.devices == "all" or not plain:
             return None
         needs.append((1 if job.devices == "any" else job.devices) * campaign.verify_of(job).replicas)
     return LOOKUP_SLACK * max(needs, default=1)

@@ -255,6 +255,11 @@ async def test_a_campaigns_discovery_asks_for_the_devices_it_needs(tmp_path: Pat
     assert lookup_count(parse_campaign(_job("all"))) is None
     assert lookup_count(parse_campaign(_job("any"))) == LOOKUP_SLACK
     assert lookup_count(parse_campaign(_job("5"))) == 5 * LOOKUP_SLACK
+    # a unit not every worker has, or a requirement: the any-worker keys' first workers may all miss it
+    gpu = _job("1").replace("CPU (ONNX)", "GPU (ONNX)")
+    assert lookup_count(parse_campaign(gpu)) is None
+    required = _job("1").replace("devices: 1}", "devices: 1, require: {min_ram_gb: 4}}")
+    assert lookup_count(parse_campaign(required)) is None
     with trio.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(5)
