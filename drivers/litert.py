@@ -12,8 +12,12 @@ listed with that reason and not measured here yet.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from collections.abc import Callable, Iterable
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,10 +35,34 @@ NOT_MEASURED: Final = (
 )
 
 
+NOTICE: Final = b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU."
+"""What LiteRT's C++ writes to fd 2 each time it applies XNNPACK (no setting silences it): in every
+spawned child it would be a line on the user's terminal, and on `submit`'s one-line error."""
+
+
 def _interpreter() -> Any:
     from ai_edge_litert import interpreter
 
     return interpreter
+
+
+@contextlib.contextmanager
+def _without_notice() -> Iterator[None]:
+    """Hold fd 2 in a temporary file while LiteRT builds an interpreter, then write back every line
+    but its delegate notice: an error it prints still reaches stderr, the notice does not."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().splitlines(keepends=True) if line.rstrip() != NOTICE]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def delegated_nodes(nodes: list[tuple[str, list[int], list[int]]]) -> tuple[int, int]:
@@ -74,8 +102,11 @@ def probe_cpu() -> tuple[bool, str]:
     from drivers.litemodels import mlp_model
 
     try:
-        interpreter = _interpreter().Interpreter(model_content=mlp_model(width=4, layers=1), num_threads=1)
-        interpreter.allocate_tensors()
+        with _without_notice():
+            interpreter = _interpreter().Interpreter(
+                model_content=mlp_model(width=4, layers=1), num_threads=1
+            )
+            interpreter.allocate_tensors()
         x = np.array([[1.0, -2.0, 3.0, 0.5]], dtype=np.float32)
         interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
         interpreter.invoke()
@@ -126,8 +157,9 @@ class LitertDriver:
         if self.unit != ComputeUnit.CPU_LITERT:
             raise TaskFailed(FailureReason.UNIT_UNAVAILABLE, f"unit unavailable: {self.probe().reason}")
         try:
-            interpreter = _interpreter().Interpreter(model_path=str(path), num_threads=options.threads)
-            interpreter.allocate_tensors()
+            with _without_notice():
+                interpreter = _interpreter().Interpreter(model_path=str(path), num_threads=options.threads)
+                interpreter.allocate_tensors()
         except Exception as exc:  # translate the runtime's error at the seam
             text = str(exc).strip()
             raise TaskFailed(
