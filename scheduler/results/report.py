@@ -105,6 +105,8 @@ def decimals_for(stats: Stats | None) -> int:
     if stats is None or stats.n < 2 or not math.isfinite(stats.stddev) or stats.stddev <= 0:
         return 3
     error = 1.253 * stats.stddev / math.sqrt(stats.n)
+    if not 0 < error < math.inf:  # a spread of a few subnormals underflows to 0 (or a huge one to inf)
+        return 3
     return max(0, min(3, 1 - math.floor(math.log10(error))))
 
 

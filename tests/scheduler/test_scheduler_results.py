@@ -297,3 +297,19 @@ def test_a_generate_result_fills_the_generation_columns() -> None:
     }
     assert (row["Concurrency"], row["Requests"], row["Errors"], row["RttMs"]) == ("1", "1", "0", "")
     assert all(result_row(task(), body(), "verified", "")[k] == "" for k in GENERATION.split(","))
+
+
+def test_decimals_follow_the_spread_and_survive_a_spread_that_underflows() -> None:
+    """A median known to 100 ms shows no decimals, one known to a microsecond three; a spread of a few
+    subnormals (a lying worker's) underflows to a zero error: three decimals, never a domain error."""
+    from protocol import Stats
+    from scheduler.results import decimals_for
+
+    def stats(stddev: float) -> Stats:
+        return Stats(n=100, min=1.0, max=1.0, mean=1.0, median=1.0, stddev=stddev, p90=1.0, p95=1.0,
+                     p99=1.0, cv=0.0)  # fmt: skip
+
+    assert decimals_for(stats(800.0)) == 0
+    assert decimals_for(stats(0.005)) == 3
+    assert decimals_for(stats(5e-324)) == 3
+    assert decimals_for(stats(1e308)) == 0
