@@ -47,8 +47,11 @@ def _under_deadline(test: Callable[..., Awaitable[None]], seconds: float) -> Cal
     return bounded
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = "slow" in (config.getoption("markexpr") or "")
     for item in items:
+        if item.get_closest_marker("slow") is not None and not wanted:
+            item.add_marker(pytest.mark.skip(reason="slow: not in the default suite; run with `-m slow`"))
         if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
             marker = item.get_closest_marker("trio_deadline")
             seconds = float(marker.args[0]) if marker is not None else TRIO_DEADLINE_S

@@ -54,7 +54,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[
 
 def campaign(root: Path, name: str, peers: list[str], verify: dict[str, Any]) -> Path:
     job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 40, "warmup_runs": 3,
-           "load_runs": 1, "processes": 1, "threads": 1, "require": {"peers": peers}}  # fmt: skip
+           "load_runs": 1, "processes": 3, "threads": 1, "require": {"peers": peers}}  # fmt: skip
     # One measurement at a time: separate devices never share cores, and four at once on this
     # machine's two (beside a loaded suite) measured one honest worker at 2x its class.
     body = {"name": name, "model": {"path": MODEL.name}, "verify": verify, "max_inflight": 1, "jobs": [job]}

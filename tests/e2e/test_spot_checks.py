@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -88,7 +89,10 @@ def test_a_liar_predicting_the_old_draw_is_caught_wherever_the_secret_draw_check
     done = swarm.run(
         "submit", str(path), "--json", "--wait-peers", "2", "--out", str(path.parent / "out"), timeout=500
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    # exit 1 only for checks that could not be placed: two honest replicas that disagree on a loaded
+    # machine ask a third, and with two workers there is none (Unverifiable, issue 38)
+    shortfall = re.fullmatch(r"error: \d+ of \d+ tasks completed \(\d+ unverifiable\)\n", done.stderr)
+    assert done.returncode == 0 or (done.returncode == 1 and shortfall), done.stderr[-3000:]
     outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     cid = outcome["campaign_id"]
     record = CampaignStore(swarm.submitter_dir / "campaigns.sqlite").campaign(cid)
