@@ -28,7 +28,7 @@ from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
-from node.submitter.discovery import Discovery, DiscoveryConfig, lookup_count
+from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
 from node.submitter.models import models_json, pin_models, refs_from_json
@@ -323,8 +323,10 @@ async def _run(
 
 
 def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Discovery:
-    """The campaign's discovery: its lookups ask for the providers it needs (`lookup_count`), not all."""
-    config = dataclasses.replace(options.discovery, count=lookup_count(campaign))
+    """The campaign's discovery. Its lookups read every provider: a count (`lookup_count`) stopped the
+    rediscovery rounds at the workers already known, so a worker joining mid-campaign was never seen
+    (the churn lab); a count needs lookups that skip known providers first (issue 43, open)."""
+    config = dataclasses.replace(options.discovery, count=None)
     return Discovery(node, config, exclude=frozenset({node.host.peer_id}))
 
 
