@@ -90,7 +90,9 @@ def check_caught(
     verdict = mine[0]["Verified"]
     caught = verdict.startswith("outlier: ") and why in verdict
     spread = verdict.startswith("disagreed: ") and "no majority within the band" in verdict
-    assert caught or (spread and not by_outputs), verdict
+    # by outputs, `disagreed` only where no majority could form: an honest replica measured on a loaded
+    # machine whose own spread is past its class's cannot vouch (issue 38), leaving none to compare with
+    assert caught or (spread and (not by_outputs or "cannot vouch" in verdict)), verdict
     assert mine[0]["InferenceMsMedian"]  # its figures are kept, flagged
     assert len(others) >= 4
     replicated = ("replicated 2/2 (same host)", "replicated 2/3 (same host)")
