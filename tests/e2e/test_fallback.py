@@ -6,12 +6,11 @@ kept out of the matrix: in results.csv, on the terminal (`submit`'s output) and 
 from __future__ import annotations
 
 import csv
-import os
 import re
 import subprocess
 from pathlib import Path
 
-from lab.procs import SCRIPT
+from lab.procs import SCRIPT, user_env
 
 from drivers.litemodels import write_mlp
 
@@ -34,8 +33,7 @@ def test_a_forced_fallback_is_marked_with_its_share_everywhere(tmp_path: Path) -
     (tmp_path / "models").mkdir()
     write_mlp(tmp_path / "models" / "cumsum-tail.tflite", unsupported_tail=True)
     (tmp_path / "campaign.yaml").write_text(CAMPAIGN)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SARK_", "XDG_"))}
-    env["HOME"] = str(tmp_path / "home")
+    env = user_env(tmp_path / "home")
     done = subprocess.run(
         [*SCRIPT, "submit", "campaign.yaml"],
         cwd=tmp_path,

@@ -6,13 +6,12 @@ difference against the ONNX Runtime row of the same model."""
 from __future__ import annotations
 
 import csv
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from lab.procs import SCRIPT
+from lab.procs import SCRIPT, user_env
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -24,8 +23,7 @@ def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_shar
     assert command.endswith(".venv/bin/sark-node submit examples/runtimes.yaml")
     assert "pip install -q -e '.[openvino,litert]'" in command  # this venv has them: the dev extra
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SARK_", "XDG_"))}
-    env["HOME"] = str(tmp_path / "home")
+    env = user_env(tmp_path / "home")
     done = subprocess.run(
         [*SCRIPT, "submit", "examples/runtimes.yaml"],
         cwd=tmp_path,

@@ -24,6 +24,12 @@ check what a user's command does, working directory and all."""
 LOOPBACK = "/ip4/127.0.0.1/tcp/0"
 
 
+def user_env(home: Path) -> dict[str, str]:
+    """This process's environment as a new user's: no SARK_ or XDG_ setting, a fresh HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SARK_", "XDG_"))}
+    return env | {"HOME": str(home)}
+
+
 @dataclass
 class Proc:
     """One running `sark-node` process and the events it printed."""
