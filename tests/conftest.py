@@ -9,10 +9,13 @@ directory by itself; this makes both ways of running the suite import the same c
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import inspect
+import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,32 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "trio_deadline(seconds): the trio deadline of this test body (default 240 s)"
     )
+
+
+# A test that compares timings measured here (replicas of one device class must agree within a band
+# sized for a device measuring alone) is `exclusive`: under xdist it waits for the other workers'
+# running tests to end and none starts until it ends, as a real device would not run someone else's
+# suite beside a benchmark. Every other test holds the cores' lock shared. Writer first: a test
+# passes the turnstile (held by an exclusive test while it waits for the cores) before taking its
+# share, so a stream of shared tests on the other worker cannot starve an exclusive one.
+@pytest.fixture(autouse=True)
+def _cores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield  # one process runs the tests one at a time
+        return
+    shared = tmp_path_factory.getbasetemp().parent  # one folder per run, shared by its xdist workers
+    exclusive = request.node.get_closest_marker("exclusive") is not None
+    with open(shared / "cores.turnstile", "a") as turnstile, open(shared / "cores.lock", "a") as cores:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(cores, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(cores, fcntl.LOCK_UN)
 
 
 def _under_deadline(test: Callable[..., Awaitable[None]], seconds: float) -> Callable[..., Awaitable[None]]:

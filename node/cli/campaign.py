@@ -36,11 +36,24 @@ if TYPE_CHECKING:
     import scheduler as sch
     from node.config import NodeConfig
 
+LOOK_S, WAIT_S = 5.0, 60.0
+"""How long `submit` and `plan` look for workers: a short look when the campaign takes whoever answers,
+a long one when `--wait-peers` names how many to wait for (a loaded worker's first answer can take
+seconds; the look ends as soon as that many answered)."""
+
 CampaignArg = Annotated[Path, typer.Argument(help="campaign file: YAML, or the seeds' JSON body")]
 OutOpt = Annotated[Path, typer.Option("--out", help="results go to OUT/<campaign-id>/")]
-WaitOpt = Annotated[int | None, typer.Option("--wait-peers", help="wait until this many workers answered")]
+WaitOpt = Annotated[
+    int | None,
+    typer.Option("--wait-peers", help="wait until this many workers answered (up to --discover-timeout)"),
+]
 DiscoverOpt = Annotated[
-    float, typer.Option("--discover-timeout", help="how long to look for workers, seconds")
+    float | None,
+    typer.Option(
+        "--discover-timeout",
+        min=0.0,
+        help=f"how long to look for workers, seconds (default {LOOK_S:g}, or {WAIT_S:g} with --wait-peers)",
+    ),
 ]
 RediscoverOpt = Annotated[
     float | None,
@@ -134,7 +147,7 @@ def _config(
 def _options(
     out: Path,
     wait_peers: int | None,
-    discover_timeout: float,
+    discover_timeout: float | None,
     workers: int,
     events: bool = False,
     rediscover: float | None = None,
@@ -146,6 +159,8 @@ def _options(
     from node.submitter.discovery import DiscoveryConfig
     from node.submitter.run import SubmitOptions
 
+    if discover_timeout is None:
+        discover_timeout = LOOK_S if wait_peers is None else WAIT_S
     discovery = DiscoveryConfig(want=wait_peers, timeout_s=discover_timeout)
     if rediscover is not None:
         discovery = dataclasses.replace(discovery, interval_s=rediscover)
@@ -169,7 +184,7 @@ def submit(
     out: OutOpt = Path("sark-results"),
     as_json: JsonOpt = False,
     wait_peers: WaitOpt = None,
-    discover_timeout: DiscoverOpt = 5.0,
+    discover_timeout: DiscoverOpt = None,
     rediscover: RediscoverOpt = None,
     workers: WorkersOpt = 1,
     allow_network: AllowNetOpt = None,
@@ -295,7 +310,7 @@ def plan(
     config_file: ConfigOpt = None,
     as_json: JsonOpt = False,
     wait_peers: WaitOpt = None,
-    discover_timeout: DiscoverOpt = 5.0,
+    discover_timeout: DiscoverOpt = None,
     workers: WorkersOpt = 1,
 ) -> None:
     """Dry run: per job, the matching peers and why every other peer was rejected. Sends no offer."""

@@ -14,6 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from lab.procs import SARK
 from lab.sse_server import scheduled, serve_sse
 from rich.console import Console
@@ -21,7 +22,9 @@ from rich.console import Console
 from node.report.genreport import generation_table
 from scheduler.results import CampaignReport
 
-RATE, DURATION_S = 5000.0, 0.9  # 4,500 sends (MAX_RECORDS is 5,000); one process sent 1,964 req/s
+pytestmark = pytest.mark.exclusive  # the client's send rate and lag are timings of this machine
+
+RATE, DURATION_S = 5000.0, 0.4  # 2,000 sends at once to a stub (backlog 1,024); one process sent 1,964 req/s
 
 
 def test_a_rate_the_client_cannot_hold_is_said_in_every_view(tmp_path: Path) -> None:
@@ -44,7 +47,7 @@ def test_a_rate_the_client_cannot_hold_is_said_in_every_view(tmp_path: Path) -> 
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_CALIBRATE": "false"}
         done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, (done.stderr[-3000:], done.stdout[-3000:])
     files = json.loads(done.stdout.strip().splitlines()[-1])["files"]
     with open(files["csv"], newline="") as f:
         [row] = list(csv.DictReader(f))
@@ -61,7 +64,9 @@ def test_a_rate_the_client_cannot_hold_is_said_in_every_view(tmp_path: Path) -> 
     reason = row["ClientSaturatedReason"]
     assert reason, row
     achieved = float(row["RequestRateAchieved"])
-    assert 0 < achieved <= RATE, row  # what it sent, never more than asked
+    assert 0 <= achieved <= RATE, row  # what it sent within the span, never more than asked
+    if achieved == 0:  # a loaded machine: the client wrote no first byte within the span, and says so
+        assert "sent 0.0 req/s of" in reason, row
     if achieved >= 0.95 * RATE:  # it nearly kept the rate, late: the verdict is the send lag's
         assert "lag" in reason, row
     assert float(row["ClientCpuMaxPct"]) > 0

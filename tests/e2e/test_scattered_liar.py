@@ -26,6 +26,7 @@ from node.submitter.store import CampaignStore
 from scheduler.results import CampaignReport, entries_of
 from scheduler.verification.agreement import FAR, PRIOR
 
+pytestmark = pytest.mark.exclusive  # replicas compare timings measured here
 LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
 HONEST = ("h0", "h1", "h2")
 

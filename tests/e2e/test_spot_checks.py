@@ -33,6 +33,7 @@ from scheduler import DrawKey, TaskView
 from scheduler.results import CampaignReport, entries_of
 from scheduler.verification import Purpose
 
+pytestmark = pytest.mark.exclusive  # replicas compare timings measured here
 LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
 JOBS = 24
 """Tasks asked: each lands a lie in a checked group with a chance of about 1/4, so a campaign
