@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -174,24 +175,46 @@ def resources_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
     return Picture(svg_of(fig, salt), left_out(dropped, "readings"))
 
 
+def process_spread(entry: ReportEntry) -> tuple[float, list[float], int]:
+    """A row's median of medians (its figure) and each process median's distance from it in %, with
+    how many a picture could not place: a 5 % spread is ±5 whatever the model's speed."""
+    medians, dropped = inside(entry.process_medians_ms)
+    centre = (
+        entry.median_ms if fits(entry.median_ms) and entry.median_ms else statistics.median(medians or [0.0])
+    )
+    spread = ((m / centre - 1.0) * 100.0 for m in medians) if centre else (math.nan for _ in medians)
+    deviations, bad = inside(spread)
+    return centre, deviations, dropped + bad
+
+
 def processes_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
-    """Each process's median per device and unit; red when the result is flagged unstable."""
+    """Each process's median per device and unit as its distance from the row's median of medians,
+    in % (`process_spread`): the axis is the spread, centred on the row's figure, which its tick label
+    gives in ms, so a sub-millisecond model and a 7 s one both fill the plot. Red: unstable."""
     done = [e for e in entries if e.process_medians_ms]
-    kept = [inside(e.process_medians_ms) for e in done]
     fig = _figure(7.0, 1.2 + 0.45 * len(done))
     ax = fig.add_subplot()
-    for y, (e, (medians, _)) in enumerate(zip(done, kept, strict=True)):
-        colour = "#b00020" if e.unstable else "#1b5e20"
-        ax.plot(medians, [y] * len(medians), "o", color=colour, alpha=0.8)
-        if fits(e.median_ms):
-            ax.plot([e.median_ms], [y], "|", color="black", markersize=14)
-    ax.set_yticks(range(len(done)), [_label(e, entries) for e in done])
+    widest, dropped = 1.0, 0  # at least ±1 %: a flat row does not fill the axis with nothing
+    labels = []
+    for y, e in enumerate(done):
+        centre, deviations, bad = process_spread(e)
+        dropped += bad
+        widest = max([widest, *(abs(d) for d in deviations)])
+        ax.plot(
+            deviations, [y] * len(deviations), "o", color="#b00020" if e.unstable else "#1b5e20", alpha=0.8
+        )
+        labels.append(
+            f"{_label(e, entries)} ({centre:.3g} ms)"
+            if centre < 1000
+            else f"{_label(e, entries)} ({centre:,.0f} ms)"
+        )
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(done)), labels)
     ax.invert_yaxis()
-    # from zero: a 5 % spread between processes must look like 5 %, not fill the axis
-    ax.set_xlim(0, 1.08 * max((m for medians, _ in kept for m in medians), default=1.0) or 1.0)
-    ax.set_xlabel("process median (ms, axis from 0); | median of medians; red: unstable")
+    ax.set_xlim(-1.15 * widest, 1.15 * widest)
+    ax.set_xlabel("process median, % from the row's median of medians (in brackets); red: unstable")
     ax.set_title("per-process medians", fontsize=10)
-    return Picture(svg_of(fig, salt), left_out(sum(n for _, n in kept), "process medians"))
+    return Picture(svg_of(fig, salt), left_out(dropped, "process medians"))
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozenset[int] = frozenset()) -> str:

@@ -13,8 +13,8 @@ import pytest
 from conftest_data import report_of, signed_part
 from test_http_dashboard import CHROMIUM, Cdp, page
 
-from node.report.render import write_html_report
-from scheduler.results import CampaignReport
+from node.report.render import process_spread, processes_svg, write_html_report
+from scheduler.results import CampaignReport, ReportEntry
 
 pytestmark = [
     pytest.mark.chromium,
@@ -126,3 +126,31 @@ async def test_a_one_device_llm_report_keeps_legends_off_the_axis_labels(page: C
     document = CampaignReport.from_json(LLM_RESULTS.read_text())
     # distributions, resources, processes, generation TTFT/TPOT (one device: no heatmap)
     await _overlaps(page, tmp_path, document, 4)
+
+
+def _timed(median: float | None, medians: tuple[float, ...]) -> ReportEntry:
+    return ReportEntry(
+        task_id="c-job-0-0", job_index=0, status="Complete", model="m.onnx", unit="CPU (ONNX)",
+        device="d", median_ms=median, process_medians_ms=medians,
+    )  # fmt: skip
+
+
+def test_the_process_plot_spans_the_spread_whatever_the_models_speed() -> None:
+    """The per-process plot's axis is each process median's distance from the row's figure in %: a
+    0.5 ms model and a 7.5 s one with the same relative spread are drawn alike (an axis from 0 ms
+    left a 1 % spread one dot-width wide), and what a picture cannot place is counted, not drawn."""
+    fast = process_spread(_timed(0.5, (0.5, 0.525, 0.475)))
+    slow = process_spread(_timed(7500.0, (7500.0, 7875.0, 7125.0)))
+    assert fast[0] == 0.5
+    assert slow[0] == 7500.0
+    assert fast[1] == pytest.approx([0.0, 5.0, -5.0])
+    assert slow[1] == pytest.approx([0.0, 5.0, -5.0])
+    assert fast[2] == slow[2] == 0
+    centre, deviations, dropped = process_spread(_timed(1e-320, (1.0, float("nan"))))  # a hostile row
+    assert (centre, deviations, dropped) == (1e-320, [], 2)
+    centre, deviations, _ = process_spread(_timed(None, (2.0, 4.0)))  # no figure: the median of medians
+    assert centre == 3.0
+    assert deviations == pytest.approx([-100 / 3, 100 / 3])
+    picture = processes_svg([_timed(7500.0, (7500.0, 7875.0))], "t")
+    assert "(7,500 ms)" in picture.svg
+    assert not picture.caption
