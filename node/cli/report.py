@@ -74,7 +74,10 @@ def store_report(store: CampaignStore, campaign_id: str) -> tuple[CampaignReport
     run = restore(record)
     results = store.results(campaign_id)
     folder = Path(record.out_dir) if record.out_dir else Path("sark-results") / campaign_id
-    return campaign_report(run.scheduler, results, record.created_utc, campaign_id, run.campaign), folder
+    swarm = record.swarm or ()
+    return campaign_report(
+        run.scheduler, results, record.created_utc, campaign_id, run.campaign, swarm
+    ), folder
 
 
 def read_report(path: Path) -> CampaignReport:

@@ -1,11 +1,12 @@
-"""Where each row came from, in report.html: the worker that measured it, its signature, how it was
-verified (replicas, the networks of their quorum), its device class and claim mark, and why a task that
-did not run did not. Presentation only: who and how are read from each row's text (the registry's
-cells), every string through the HTML seam.
+"""Where each row came from, in report.html: the swarm the campaign ran on, the worker that measured
+it, its signature, how it was verified (replicas, the networks of their quorum), its device class and
+claim mark, and why a task that did not run did not. Presentation only: who and how are read from
+each row's text (the registry's cells), every string through the HTML seam.
 """
 
 from __future__ import annotations
 
+from node.submitter.swarms import named
 from protocol import for_html
 from scheduler.results import CampaignReport
 
@@ -46,5 +47,6 @@ def provenance_html(report: CampaignReport) -> list[str]:
         "<h2>Provenance: who measured each task, and how it was checked</h2>",
         '<p class="muted">signature: the worker\'s signed result as the submitter checked it; verified: '
         "how its replicas settled it (single: no other replica checked it)</p>",
+        *([f'<p id="swarm">swarm: {for_html(named(report.swarm))}</p>'] if report.swarm else []),
         f'<div id="provenance"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>',
     ]

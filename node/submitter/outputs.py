@@ -125,11 +125,12 @@ def campaign_report(
     created_utc: str,
     campaign_id: str,
     campaign: sch.Campaign,
+    swarm: tuple[str, ...] = (),
 ) -> sch.CampaignReport:
     """The campaign's report, built once from the store: every row with the typed value it was rendered
-    from (results.json is its `to_json`; every medium renders it)."""
+    from (results.json is its `to_json`; every medium renders it), and the swarm it ran on."""
     return sch.CampaignReport.of(
-        campaign_id, campaign, campaign_rows(scheduler, results, created_utc, campaign)
+        campaign_id, campaign, campaign_rows(scheduler, results, created_utc, campaign), swarm
     )
 
 

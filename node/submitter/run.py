@@ -224,7 +224,9 @@ def write_out(run: CampaignRun, store: CampaignStore) -> tuple[dict[str, Path], 
     """Write results.csv, results.json and report.html into the campaign's folder; their paths, and
     the report they were written from (what `submit` shows: no file is read back)."""
     results = store.results(run.campaign_id)
-    report = campaign_report(run.scheduler, results, utc_now(), run.campaign_id, run.campaign)
+    record = store.campaign(run.campaign_id)  # the swarm as claimed last (a resume may move it)
+    swarm = record.swarm if record is not None and record.swarm is not None else ()
+    report = campaign_report(run.scheduler, results, utc_now(), run.campaign_id, run.campaign, swarm)
     return write_files(Path(run.record.out_dir), report), report
 
 

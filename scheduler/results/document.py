@@ -123,6 +123,8 @@ class CampaignReport(Value):
         formulas: each computed generation column's formula.
         results: every task, in task order; a capacity search's level rows after its row, a fleet's
             merged rows last.
+        swarm: the gates the campaign last ran through, or ("embedded",) for the embedded local
+            swarm; () when not known (a campaign stored before this was recorded).
     """
 
     campaign_id: str
@@ -130,10 +132,15 @@ class CampaignReport(Value):
     columns: tuple[str, ...] = ()
     formulas: dict[str, str] = Field(default_factory=dict)
     results: tuple[ReportTask, ...] = ()
+    swarm: tuple[str, ...] = ()
 
     @classmethod
     def of(
-        cls, campaign_id: str, campaign: Campaign, rows: Iterable[tuple[Mapping[str, str], TaskResult | None]]
+        cls,
+        campaign_id: str,
+        campaign: Campaign,
+        rows: Iterable[tuple[Mapping[str, str], TaskResult | None]],
+        swarm: tuple[str, ...] = (),
     ) -> CampaignReport:
         """The report built once from each row and the typed value it was rendered from."""
         return cls(
@@ -142,6 +149,7 @@ class CampaignReport(Value):
             columns=CSV_COLUMNS,
             formulas=column_formulas(),
             results=tuple(ReportTask.of(row, result) for row, result in rows),
+            swarm=swarm,
         )
 
     @classmethod
@@ -173,6 +181,7 @@ class CampaignReport(Value):
             "columns": list(self.columns),
             "formulas": dict(self.formulas),
             "results": [task.document() for task in self.results],
+            "swarm": list(self.swarm),
         }
 
     def to_json(self) -> str:

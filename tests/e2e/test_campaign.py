@@ -78,6 +78,8 @@ def test_cpu_job_on_every_worker_and_gpu_job_unschedulable(swarm3: Swarm, tmp_pa
             # the model's batch dimension is dynamic: the inputs fed are recorded, the default flagged
             assert (row["InputShapes"], row["InputsDefaulted"]) == ("input:float32[1,3,64,64]", "True")
     document = json.loads(Path(outcome["files"]["json"]).read_text())
+    assert document["swarm"] == [swarm3.gate]  # where the figures came from, in every medium
+    assert f"swarm: gate {swarm3.gate}" in Path(outcome["files"]["html"]).read_text()
     assert all(len(r["samples_ms"]) == 30 for r in document["results"] if r["row"]["Status"] == "Complete")
     # each worker got the model once over /sark/blob: from the submitter, or from a worker that had it
     sources = _model_events(swarm3)

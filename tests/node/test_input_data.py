@@ -96,6 +96,8 @@ def test_a_campaign_feeds_an_npz_and_refuses_wrong_and_pickled_files(tmp_path: P
     assert not marker.exists()  # the pickle was never loaded, in the child or anywhere else
 
     document = json.loads(Path(outcome["files"]["json"]).read_text())
+    assert document["swarm"] == ["embedded"]  # no gate: the report says the figures are this machine's
+    assert "swarm: the embedded local swarm" in Path(outcome["files"]["html"]).read_text()
     [good_row] = [r["row"] for r in document["results"] if r["row"]["Status"] == "Complete"]
     assert good_row["InputShapes"] == good["InputShapes"]
     pinned = document["campaign"]["jobs"][0]["spec"]["input_data"][0]
