@@ -26,6 +26,14 @@ def tail_text(cell: MatrixCell) -> str:
     return f"p90 {shown(stats.p90, d)} · p99 {shown(stats.p99, d)} · max {shown(stats.max, d)} · n {stats.n}"
 
 
+def also_text(cell: MatrixCell) -> str:
+    """ "+1 more task here: job-0-4" for a device that ran several tasks in one column ("" else)."""
+    if not cell.also:
+        return ""
+    tails = ", ".join(task.rpartition("-job-")[2] or task for task in cell.also)
+    return f"+{len(cell.also)} more {'task' if len(cell.also) == 1 else 'tasks'} here: {tails}"
+
+
 def _short(text: str) -> str:
     return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
 
@@ -35,24 +43,26 @@ def cell_html(cell: MatrixCell | None) -> str:
     ending and its reason (the whole reason in the title)."""
     if cell is None:
         return ""
+    also = f'<br><small class="muted also">{for_html(also_text(cell))}</small>' if cell.also else ""
     if cell.median_ms is None:
         why = f'<br><small title="{for_html(cell.detail)}">{for_html(_short(cell.detail))}</small>'
-        return f'<span class="muted">{for_html(cell.ending)}</span>' + (why if cell.detail else "")
+        return f'<span class="muted">{for_html(cell.ending)}</span>' + (why if cell.detail else "") + also
     flag = ' <span class="unstable" title="unstable">*</span>' if cell.unstable else ""
     tail = f'<br><small class="muted tail">{tail_text(cell)}</small>' if cell.stats is not None else ""
     mark = f' <span class="muted" title="verification">{for_html(cell.mark)}</span>' if cell.mark else ""
-    return f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>{flag}{mark}{tail}'
+    return f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>{flag}{mark}{tail}{also}'
 
 
 def cell_markdown(cell: MatrixCell | None) -> str:
     """A cell of the Markdown matrix: "12.5 * (p90 … · n 300)", or "Failed: reason"."""
     if cell is None:
         return ""
+    also = f" ({for_markdown(also_text(cell))})" if cell.also else ""
     if cell.median_ms is None:
-        return for_markdown(f"{cell.ending}: {_short(cell.detail)}" if cell.detail else cell.ending)
+        return for_markdown(f"{cell.ending}: {_short(cell.detail)}" if cell.detail else cell.ending) + also
     flag = " *" if cell.unstable else ""
     tail = f" ({tail_text(cell)})" if cell.stats is not None else ""
-    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_markdown(cell.mark)}{tail}"
+    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_markdown(cell.mark)}{tail}{also}"
 
 
 def cell_rich(cell: MatrixCell | None) -> str:
@@ -60,11 +70,12 @@ def cell_rich(cell: MatrixCell | None) -> str:
     marked † when the caption under the table gives its reason (a cell stays narrow at 80 columns)."""
     if cell is None:
         return ""
+    also = f"\n[dim]{for_rich(also_text(cell))}[/]" if cell.also else ""
     if cell.median_ms is None:
-        return f"[dim]{for_rich(cell.ending)}{' †' if cell.detail else ''}[/]"
+        return f"[dim]{for_rich(cell.ending)}{' †' if cell.detail else ''}[/]{also}"
     flag = " *" if cell.unstable else ""
     tail = f"\n[dim]{tail_text(cell)}[/]" if cell.stats is not None else ""
-    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_rich(cell.mark)}{tail}"
+    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_rich(cell.mark)}{tail}{also}"
 
 
 def matrix_html(matrix: LatencyMatrix) -> str:

@@ -67,7 +67,8 @@ class ReportEntry(Value):
 class MatrixCell(Value):
     """One device x unit cell: the median of process medians with its tail and count, or the task's
     ending with its reason (`detail`); `verified`: how the figure was verified, where the campaign
-    asked (`verification_of`), else ""."""
+    asked (`verification_of`), else ""; `also`: the other tasks this device ran in this column (a
+    replica of another device's task, a retry), which the views name beside the one shown."""
 
     median_ms: float | None = None
     status: str = ""
@@ -76,6 +77,7 @@ class MatrixCell(Value):
     stats: Stats | None = None
     detail: str = ""
     verified: str = ""
+    also: tuple[str, ...] = ()
 
     @property
     def decimals(self) -> int:
@@ -241,7 +243,10 @@ def device_label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
     return f"{entry.device} [{entry.worker[-6:] or 'no worker'}]" if len(workers) > 1 else entry.device
 
 
-def _cell(entry: ReportEntry, asked: bool) -> MatrixCell:
+def _cell(entries: Sequence[ReportEntry], asked: bool) -> MatrixCell:
+    """The cell of a device's tasks in one column: its first completed one (else its first), the
+    others named in `also`."""
+    entry = next((e for e in entries if e.complete), entries[0])
     return MatrixCell(
         median_ms=entry.median_ms if entry.complete else None,
         status=entry.detail if entry.fallback else entry.status,
@@ -252,6 +257,7 @@ def _cell(entry: ReportEntry, asked: bool) -> MatrixCell:
         if entry.complete or entry.fallback
         else entry.detail or (entry.verified if flagged(entry.verified) else ""),
         verified=verification_of(entry, asked),
+        also=tuple(e.task_id for e in entries if e is not entry),
     )
 
 
@@ -265,15 +271,13 @@ def latency_matrices(entries: Sequence[ReportEntry]) -> tuple[LatencyMatrix, ...
     for model in sorted({e.model for e in entries}):
         mine = [e for e in entries if e.model == model]
         shared = _shared_units(mine)
-        placed: dict[tuple[str, str], ReportEntry] = {}
+        grouped: dict[tuple[str, str], list[ReportEntry]] = {}
         for e in mine:
-            key = (device_label(e, mine), column_of(e, shared))
-            if key not in placed or (e.complete and not placed[key].complete):
-                placed[key] = e
-        devices = sorted({d for d, _ in placed}, key=lambda d: (d == NO_DEVICE, d))
-        columns = sorted({c for _, c in placed})
+            grouped.setdefault((device_label(e, mine), column_of(e, shared)), []).append(e)
+        devices = sorted({d for d, _ in grouped}, key=lambda d: (d == NO_DEVICE, d))
+        columns = sorted({c for _, c in grouped})
         cells = tuple(
-            tuple(_cell(placed[(d, c)], asked) if (d, c) in placed else None for c in columns)
+            tuple(_cell(grouped[(d, c)], asked) if (d, c) in grouped else None for c in columns)
             for d in devices
         )
         matrices.append(

@@ -222,6 +222,27 @@ def test_two_jobs_on_one_unit_get_a_column_each_and_same_named_workers_a_row_eac
     assert matrix.devices == ("box [abcdef]", "box [er-box]")
 
 
+def test_a_device_that_ran_two_tasks_in_a_column_shows_one_and_names_the_other() -> None:
+    """A replica of another device's task (or a retry) lands in the same cell as the device's own: the
+    cell shows the completed one and every view names the other, none drops it silently."""
+    from rich.text import Text
+
+    from node.report.matrix import cell_html, cell_markdown, cell_rich
+
+    failed = entry_of(_row("box", "CPU (ONNX)", None, status="Failed"), []).with_(task_id="c-job-0-4")
+    own = _measured("box", "CPU (ONNX)", 1.0)
+    (matrix,) = latency_matrices([failed, own])
+    ((cell,),) = matrix.cells
+    assert cell is not None
+    assert cell.median_ms == 1.0  # the completed one, whichever came first
+    assert cell.also == ("c-job-0-4",)
+    for shown in (cell_html(cell), cell_markdown(cell), Text.from_markup(cell_rich(cell)).plain):
+        assert "+1 more task here: 0-4" in shown
+    (alone,) = latency_matrices([own])
+    assert alone.cells[0][0] is not None
+    assert "more task" not in cell_markdown(alone.cells[0][0])
+
+
 def test_diff_pairs_by_fingerprint_and_name_then_fingerprint_then_name() -> None:
     a = [_entry("x", [1.0], fingerprint="f1"), _entry("renamed", [1.0], fingerprint="f2"), _entry("y", [1.0])]
     b = [
