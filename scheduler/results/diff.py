@@ -21,7 +21,7 @@ from typing import Final
 from protocol import Value
 from scheduler.results.costview import COST_FIGURES, RANKS, CostFigure, price_text
 from scheduler.results.llmview import E2E, LLM_FIGURES, LlmFigure, headline, per_request
-from scheduler.results.report import NO_DEVICE, ReportEntry, device_label
+from scheduler.results.report import NO_DEVICE, VERIFY_LABELS, ReportEntry, device_label, verification_of
 from scheduler.results.significance import MannWhitney, mann_whitney
 
 DEFAULT_THRESHOLD_PCT: Final = 5.0
@@ -124,7 +124,10 @@ def _alone(a: ReportEntry | None, b: ReportEntry | None) -> DiffRow | None:
         return row.with_(verdict="only in A" if b is None else "only in B")
     if not a.complete or not b.complete:
         missing = " and ".join(n for n, e in (("A", a), ("B", b)) if not e.complete)
-        return row.with_(verdict=f"no result in {missing}", before_ms=a.median_ms, after_ms=b.median_ms)
+        why = "; ".join(f"{n} {e.verified}" for n, e in (("A", a), ("B", b)) if not e.complete and e.verified)
+        return row.with_(
+            verdict=f"no result in {missing}", before_ms=a.median_ms, after_ms=b.median_ms, note=why
+        )
     return None
 
 
@@ -149,6 +152,8 @@ def _notes(
         notes.append("process medians overlap")
     notes.extend(f"{n} unstable" for n, e in (("A", a), ("B", b)) if e.unstable)
     notes.extend(f"{n} throttled ({e.throttled})" for n, e in (("A", a), ("B", b)) if e.throttled)
+    # how each side's figure was verified, where its campaign asked (replicated k/n, or single)
+    notes.extend(f"{n} {verification_of(e, True)}" for n, e in (("A", a), ("B", b)) if e.verified)
     return notes
 
 
@@ -289,6 +294,7 @@ def diff_entries(
     Raises:
         KeyError: `rank` names no cost figure.
     """
+    before, after = _asked(before), _asked(after)
     pairs = match_entries(before, after)
     rows = [
         (_rank_of((a, b), rank) if rank else (False, 0.0), r.with_(device=_pair_label(a, b, before, after)))
@@ -297,6 +303,14 @@ def diff_entries(
     ]
     ordered = sorted(rows, key=lambda kr: (kr[0], kr[1].device, kr[1].column))  # stable: a pair's order kept
     return tuple(r for _, r in ordered)
+
+
+def _asked(entries: Sequence[ReportEntry]) -> list[ReportEntry]:
+    """A campaign's entries, each `verified` blanked where the campaign asked no verification (every
+    row then says `single`, which would be noise in the diff's notes)."""
+    if any(e.verified.startswith(VERIFY_LABELS) for e in entries):
+        return list(entries)
+    return [e.with_(verified="") for e in entries]
 
 
 def _pair_label(

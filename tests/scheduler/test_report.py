@@ -313,3 +313,22 @@ def test_two_workers_sharing_a_device_name_are_told_apart_on_every_row() -> None
     labels = [device_label(e, entries) for e in entries]
     assert labels == ["vm [aaaaaa]", "vm [aaaaaa]", "vm [bbbbbb]", "vm [no worker]", "box"]
     assert device_label(vm_a, [vm_a, unplaced]) == "vm"  # one worker: nothing to tell apart
+
+
+def test_the_diff_says_how_each_sides_figure_was_verified_where_its_campaign_asked() -> None:
+    """Issue 38, scope 8: `report --diff` names each side's verification (replicated k/n, single) where
+    that campaign asked for it, and why a side has no figure (its outlier verdict); a campaign that
+    asked nothing adds no word."""
+    samples = [1.0, 1.1, 1.2, 1.3, 1.4]
+    checked = _entry("x", samples).with_(verified="replicated 2/2 (same host)")
+    alone = _entry("y", samples).with_(verified="single")
+    liar = _entry("y", samples).with_(verified="outlier: peer-y: 0.6 ms against the agreed 1.2 ms")
+    plain = [_entry("x", samples).with_(verified="single"), _entry("y", samples).with_(verified="single")]
+
+    rows = {r.device: r for r in diff_entries([checked, alone], plain)}
+    assert "A replicated 2/2" in rows["x"].note
+    assert "A single" in rows["y"].note
+    assert "B single" not in rows["x"].note + rows["y"].note  # B asked nothing
+    (refused,) = [r for r in diff_entries([checked, liar], plain) if r.device == "y"]
+    assert refused.verdict == "no result in A"
+    assert "A outlier: peer-y: 0.6 ms against the agreed 1.2 ms" in refused.note
