@@ -81,7 +81,7 @@ def _large_sharegpt(folder: Path) -> str:
 
 def _huge_vocabulary(folder: Path) -> str:
     vocab = dict(zip(map(_name, range(2_000_000)), range(2_000_000), strict=True)) | {"[UNK]": 2_000_000}
-    body = {
+    body: dict[str, object] = {
         "version": "1.0",
         "truncation": None,
         "padding": None,
