@@ -79,6 +79,7 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
         raise TaskFailed(FailureReason.FORMAT, f"{path.name}: generation reads GGUF or safetensors models")
     if path.is_file():
         check_model_file(path, job.fmt, allow_code_models=False)
+    llm.check_layout(path, job.fmt)  # a folder without a tokenizer is refused before torch is imported
     unit_device, reason = llm.device_for(spec.compute_unit)
     if unit_device is None:
         raise TaskFailed(FailureReason.UNIT_UNAVAILABLE, f"unit unavailable: {reason}")

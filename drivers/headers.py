@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -49,6 +50,7 @@ GGML_BLOCKS: Final = {
 }  # fmt: skip
 _MIN_KV: Final = 8 + 4 + 1  # an empty key, a type, one byte of value
 _MIN_TENSOR_INFO: Final = 8 + 4 + 4 + 8  # an empty name, no dims, a type, an offset
+_MAX_CONTEXTS: Final = 16  # a hostile file may name many context lengths: a few are kept, never all
 
 
 def _bad(detail: str) -> TaskFailed:
@@ -157,8 +159,24 @@ class _Reader:
         return self.take(self.count(f"{what} length", 1), what)
 
 
-def check_gguf(path: Path) -> None:
+@dataclass(frozen=True)
+class GgufHeader:
+    """What a checked GGUF header says of the model before any tensor is read.
+
+    Attributes:
+        architecture: `general.architecture` ("llama"), or "" when the file names none.
+        context_length: `<architecture>.context_length` (the tokens the model attends to), or None.
+    """
+
+    architecture: str
+    context_length: int | None
+
+
+def check_gguf(path: Path) -> GgufHeader:
     """Check a GGUF file's header: magic, version, counts, metadata and every tensor's extent.
+
+    Returns:
+        The architecture and context length the metadata declares (read on the way, at no extra cost).
 
     Raises:
         TaskFailed: FORMAT naming the first lie found.
@@ -173,12 +191,8 @@ def check_gguf(path: Path) -> None:
             raise _bad(f"GGUF version {version} is not supported (only {sorted(GGUF_VERSIONS)})")
         tensors = reader.count("tensor count", _MIN_TENSOR_INFO)
         kvs = reader.count("metadata count", _MIN_KV)
-        alignment = GGUF_DEFAULT_ALIGNMENT
-        for _ in range(kvs):
-            key = reader.string("metadata key")
-            value = _gguf_value(reader, reader.u32("metadata type"), 0)
-            if key == b"general.alignment" and isinstance(value, int):
-                alignment = value
+        architecture, ints = _gguf_metadata(reader, kvs)
+        alignment = ints.get("general.alignment", GGUF_DEFAULT_ALIGNMENT)
         if alignment <= 0 or alignment & (alignment - 1):
             raise _bad(f"GGUF alignment {alignment} is not a power of two")
         infos = [_gguf_tensor(reader) for _ in range(tensors)]
@@ -191,6 +205,24 @@ def check_gguf(path: Path) -> None:
                 f"GGUF tensor {name!r}: {nbytes} bytes at data offset {offset} end past the file"
                 f" ({size} bytes, data from {data_start})"
             )
+    return GgufHeader(architecture, ints.get(f"{architecture}.context_length"))
+
+
+def _gguf_metadata(reader: _Reader, kvs: int) -> tuple[str, dict[str, int]]:
+    """Walk the metadata: the architecture's name, `general.alignment` and the first context lengths."""
+    architecture, ints = "", dict[str, int]()
+    for _ in range(kvs):
+        key = reader.string("metadata key").decode("utf-8", "replace")
+        kind = reader.u32("metadata type")
+        if key == "general.architecture" and kind == GGUF_STRING:
+            architecture = reader.string("metadata string").decode("utf-8", "replace")[:80]
+            continue
+        value = _gguf_value(reader, kind, 0)
+        if isinstance(value, int) and (
+            key == "general.alignment" or (key.endswith(".context_length") and len(ints) < _MAX_CONTEXTS)
+        ):
+            ints[key] = value
+    return architecture, ints
 
 
 def _gguf_value(reader: _Reader, kind: int, depth: int) -> int | None:

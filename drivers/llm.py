@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from drivers.errors import TaskFailed
+from drivers.headers import check_gguf
 from drivers.missing import not_installed
 from drivers.torchrt import TorchDriver
 from protocol import (
@@ -144,24 +145,45 @@ def _sources(path: Path, fmt: ModelFormat) -> tuple[str, dict[str, Any]]:
 
 
 def check_context(path: Path, fmt: ModelFormat, spec: GenerateSpec) -> None:
-    """Refuse `max_new_tokens` at or beyond the model's context before the (slow) load; reads its config only.
+    """Refuse `max_new_tokens` at or beyond the model's context before the (slow) load.
+
+    A GGUF file's context is read from its bounded header (`drivers.headers`): transformers' own
+    GGUF reader builds every metadata value (the tokenizer's ~100,000 strings), tens of seconds on
+    two cores, and the load reads them again. A folder's comes from its `config.json`.
 
     Raises:
-        TaskFailed: INPUT naming both numbers, or LOAD when the config cannot be read.
+        TaskFailed: INPUT naming both numbers, FORMAT for a lying header, or LOAD when a folder's
+            config cannot be read.
     """
-    source, kwargs = _sources(path, fmt)
-    from transformers import AutoConfig
-
-    try:
-        config = AutoConfig.from_pretrained(source, **kwargs)
-    except Exception as exc:  # a truncated file, an unknown architecture: transformers says which
-        raise TaskFailed(FailureReason.LOAD, f"{path.name}: config: {_first_line(exc)}") from exc
-    context = getattr(config, "max_position_embeddings", None)
+    if fmt == ModelFormat.GGUF:
+        context = check_gguf(path).context_length
+    else:
+        context = getattr(_config(path, fmt), "max_position_embeddings", None)
     if isinstance(context, int) and spec.max_new_tokens >= context:
         raise TaskFailed(
             FailureReason.INPUT,
             f"max_new_tokens {spec.max_new_tokens} is not below {path.name}'s context of {context} tokens",
         )
+
+
+def check_layout(path: Path, fmt: ModelFormat) -> None:
+    """Refuse a model that is not a code-free GGUF file or Hugging Face folder before any import.
+
+    Raises:
+        TaskFailed: FORMAT naming what is missing.
+    """
+    _sources(path, fmt)
+
+
+def _config(path: Path, fmt: ModelFormat) -> Any:
+    """The model's transformers config (for a GGUF file, one full read of its metadata)."""
+    source, kwargs = _sources(path, fmt)
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(source, **kwargs)
+    except Exception as exc:  # a truncated file, an unknown architecture: transformers says which
+        raise TaskFailed(FailureReason.LOAD, f"{path.name}: config: {_first_line(exc)}") from exc
 
 
 def _first_line(exc: BaseException) -> str:
@@ -174,7 +196,7 @@ def load(path: Path, fmt: ModelFormat, unit: ComputeUnit, threads: int | None = 
 
     Raises:
         TaskFailed: UNIT_UNAVAILABLE, FORMAT (not a code-free layout), or LOAD with the stage
-            (tokenizer or model) and transformers' own error.
+            (config, tokenizer or model) and transformers' own error.
     """
     device, reason = device_for(unit)
     if device is None:
@@ -185,12 +207,13 @@ def load(path: Path, fmt: ModelFormat, unit: ComputeUnit, threads: int | None = 
 
     if threads is not None:
         torch.set_num_threads(threads)
+    config = _config(path, fmt)  # read once: the model is given it, not left to read it again
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
     except Exception as exc:  # translate transformers' errors at the seam
         raise TaskFailed(FailureReason.LOAD, f"{path.name}: tokenizer: {_first_line(exc)}") from exc
     try:
-        model = AutoModelForCausalLM.from_pretrained(source, **kwargs).to(device).eval()
+        model = AutoModelForCausalLM.from_pretrained(source, config=config, **kwargs).to(device).eval()
     except Exception as exc:  # an unsupported architecture, a truncated file, a bad config
         raise TaskFailed(FailureReason.LOAD, f"{path.name}: model: {_first_line(exc)}") from exc
     return LoadedLlm(model, tokenizer, device, path.name)

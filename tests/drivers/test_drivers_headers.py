@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from drivers import TaskFailed, check_model_file, detect_format
-from drivers.headers import check_gguf, check_safetensors
+from drivers.headers import GgufHeader, check_gguf, check_safetensors
+from drivers.models import packaged_llm
 from protocol import FailureReason, ModelFormat
 from tests.lab.badfiles import write_gguf, write_safetensors
 
@@ -24,8 +25,13 @@ def _refused(check: object, path: Path) -> str:
 
 def test_honest_files_pass(tmp_path: Path) -> None:
     check_safetensors(write_safetensors(tmp_path / "m.safetensors"))
-    check_gguf(write_gguf(tmp_path / "m.gguf"))
+    assert check_gguf(write_gguf(tmp_path / "m.gguf")) == GgufHeader("toy", None)  # no context declared
     check_gguf(write_gguf(tmp_path / "none.gguf", tensors=0))
+
+
+def test_the_gguf_header_names_the_architecture_and_its_context() -> None:
+    """The real SmolLM2 GGUF: `llama.context_length` read from the header walk, no tensor touched."""
+    assert check_gguf(packaged_llm()) == GgufHeader("llama", 8192)
 
 
 def test_suffixes_name_the_formats() -> None:

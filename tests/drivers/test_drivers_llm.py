@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pickle
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -205,6 +207,34 @@ def test_max_new_tokens_beyond_the_context_fails_before_loading(tmp_path: Path) 
     assert failure.reason == FailureReason.INPUT
     assert "9000" in failure.detail
     assert "8192" in failure.detail
+
+
+def test_the_context_check_reads_a_ggufs_header_without_transformers() -> None:
+    """transformers' GGUF reader builds every metadata value (tens of seconds for SmolLM2's tokenizer
+    on two cores, and the load reads them all again): the check before the load reads our bounded
+    header, in a process that never imports transformers, torch or gguf."""
+    script = """
+import sys
+from drivers import TaskFailed, llm
+from drivers.models import packaged_llm
+from protocol import GenerateSpec, ModelFormat, Prompt
+
+def spec(tokens):
+    return GenerateSpec(prompts=(Prompt(id="p", text="x"),), prompts_sha256="0" * 64, max_new_tokens=tokens)
+
+llm.check_context(packaged_llm(), ModelFormat.GGUF, spec(8191))
+try:
+    llm.check_context(packaged_llm(), ModelFormat.GGUF, spec(8192))
+except TaskFailed as failure:
+    print(failure.reason.value, failure.detail)
+print(sorted(m for m in ("transformers", "torch", "gguf") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    refused, imported = done.stdout.splitlines()
+    assert refused.startswith(f"{FailureReason.INPUT.value} max_new_tokens 8192 is not below"), refused
+    assert refused.endswith("context of 8192 tokens"), refused
+    assert imported == "[]"
 
 
 def test_generation_needs_a_torch_unit() -> None:

@@ -6,6 +6,8 @@ traceback; nothing is started, stored or written (the check runs in a child befo
 Each file is the issue's own: random bytes as a model; a ShareGPT file of 200,000 nested lists
 (400 KB); a tokenizer with no ordinary token; a tokenizer whose pre-tokenizer regex backtracks past
 Oniguruma's retry limit (the library panics); a 69 MB ShareGPT file; a 2,000,000-token tokenizer.
+Each case's files are written once for the module (the two largest take seconds to build) and
+hard-linked into each test's own folder, where `plan` or `submit` runs.
 """
 
 from __future__ import annotations
@@ -78,8 +80,8 @@ def _large_sharegpt(folder: Path) -> str:
 
 
 def _huge_vocabulary(folder: Path) -> str:
-    vocab = {_name(i): i for i in range(2_000_000)} | {"[UNK]": 2_000_000}
-    body = {
+    vocab = dict(zip(map(_name, range(2_000_000)), range(2_000_000), strict=True)) | {"[UNK]": 2_000_000}
+    body: dict[str, object] = {
         "version": "1.0",
         "truncation": None,
         "padding": None,
@@ -118,12 +120,30 @@ CASES: dict[str, Callable[[Path], str]] = {
 }
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, str]]:
+    """Each case's folder and expected problem, built the first time a test asks for it."""
+    made: dict[str, tuple[Path, str]] = {}
+
+    def build(case: str) -> tuple[Path, str]:
+        if case not in made:
+            folder = tmp_path_factory.mktemp("hostile")
+            made[case] = folder, CASES[case](folder)
+        return made[case]
+
+    return build
+
+
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("command", ["plan", "submit"])
-def test_a_hostile_file_is_exit_2_naming_it_and_nothing_runs(tmp_path: Path, case: str, command: str) -> None:
+def test_a_hostile_file_is_exit_2_naming_it_and_nothing_runs(
+    tmp_path: Path, case: str, command: str, built: Callable[[str], tuple[Path, str]]
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    expected = CASES[case](tmp_path)
+    source, expected = built(case)
+    for file in source.iterdir():  # the case's own files, in a folder this command alone runs in
+        os.link(file, tmp_path / file.name)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SARK_", "XDG_"))} | {"HOME": str(home)}
     done = subprocess.run(
         [*SARK, command, "campaign.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
