@@ -17,7 +17,9 @@ from lab.procs import SARK, Proc
 
 from e2e.conftest import MODEL, CampaignLab, Swarm, write_campaign
 
-MEASURED_JOB = {"num_inference_runs": 3000, "warmup_runs": 2, "load_runs": 1, "processes": 1}
+MEASURED_JOB = {"num_inference_runs": 1500, "warmup_runs": 2, "load_runs": 1, "processes": 1}
+"""Still measuring when Ctrl-C follows its first heartbeat (seconds of runs left even when idle);
+`--resume` re-runs all of it, so longer only costs the lab CPU."""
 
 
 def _wait(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Issue 22 part 5, issue 30: SIGTERM or Ctrl-C on a worker mid-measurement is a graceful leave.
 
-A gate and two real `join` workers; one task measuring on worker A (thousands of inference runs);
+A gate and two real `join` workers; one task measuring on worker A (1,500 inference runs);
 SIGTERM to A (a service manager stopping it), or SIGINT to A's whole process group (Ctrl-C in its
 terminal: the measurement child gets it too). A hands its lease back with a signed release and exits 0
 within `LEAVE_S`; the submitter hears a release (never a lapse: it does not wait out the lease) and
@@ -27,7 +27,9 @@ from lab.procs import Proc
 from e2e.conftest import MODEL, Swarm, write_campaign
 from node.worker.leave import LEAVE_S
 
-LONG_JOB = {"num_inference_runs": 3000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
+LONG_JOB = {"num_inference_runs": 1500, "warmup_runs": 3, "load_runs": 1, "processes": 1}
+"""Still measuring when the signal follows its first heartbeat (seconds of runs left even when idle);
+B re-runs all of it, so longer only costs the lab CPU."""
 
 
 def _until(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> list[dict[str, Any]]:

@@ -57,7 +57,9 @@ def test_churn_a_worker_leaves_mid_measurement_and_a_new_one_joins(
 ) -> None:
     fleet = Fleet.start(fnet, plab, faults)
     fleet.start_workers(("w-h2", fnet.h2, H2), ("w-h4", fnet.h4, H4))
-    job = {"compute_unit": "CPU (ONNX)", "devices": 2, **LONG_JOB, "num_inference_runs": 10000}
+    # Long enough to outlast a third worker's start-up (mostly imports, ~15 s on a loaded 2-core
+    # machine, where 4,000 runs take about a minute): the joiner then re-runs all of it.
+    job = {"compute_unit": "CPU (ONNX)", "devices": 2, **LONG_JOB, "num_inference_runs": 4000}
     submitter = fleet.submit("submit", str(fleet.campaign([job])), "--wait-peers", "2", "--rediscover", "1")
     wait_for(submitter, "heartbeat", 120, phase="measuring")
     joined = fleet.worker("w-h3", fnet.h3, H3).ready["peer_id"]  # behind NAT: reached through the gate
