@@ -7,6 +7,7 @@ part of it), never a results.json dict, and validates nothing again (tests/test_
 
 Modules:
     render     drawing report.html (a page that cannot be built says why)
+    plots      report.html's pictures of one model's rows: heatmap, distributions, load and memory, processes
     pictures   the one seam every report picture passes: drawn, or a note naming it and the error
     tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
@@ -26,6 +27,7 @@ __all__ = [
     "endreport",
     "genreport",
     "pictures",
+    "plots",
     "render",
     "tables",
     "telereport",

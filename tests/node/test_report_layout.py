@@ -13,7 +13,8 @@ import pytest
 from conftest_data import report_of, signed_part
 from test_http_dashboard import CHROMIUM, Cdp, page
 
-from node.report.render import process_spread, processes_svg, write_html_report
+from node.report.plots import process_spread, processes_svg
+from node.report.render import write_html_report
 from scheduler.results import CampaignReport, ReportEntry
 
 pytestmark = [
