@@ -16,6 +16,26 @@ from node.report.pictures import Picture, fits, inside, left_out, plottable, svg
 from protocol import visible
 from scheduler.results import LatencyMatrix, ReportEntry, device_label
 
+_READINGS = ("load_ms_median", "load_first_ms", "peak_load_ram_mb", "peak_inference_ram_mb")
+
+
+def sampled(entries: Sequence[ReportEntry]) -> list[ReportEntry]:
+    """The rows a distribution is drawn for: a figure that stands (never a refused one: an outlier's,
+    a fallback's, a failed task's) with its samples."""
+    return [e for e in entries if e.complete and e.samples_ms]
+
+
+def resourced(entries: Sequence[ReportEntry]) -> list[ReportEntry]:
+    """The rows load time and peak memory are drawn for: a figure that stands with any of them above 0
+    (a model server loads its model in its own process: its row has none, 0 in results.csv)."""
+    return [e for e in entries if e.complete and any((getattr(e, r) or 0.0) > 0.0 for r in _READINGS)]
+
+
+def spread(entries: Sequence[ReportEntry]) -> list[ReportEntry]:
+    """The rows a per-process plot is drawn for: a figure that stands, measured in two processes or more
+    (one process has no spread between processes to draw)."""
+    return [e for e in entries if e.complete and len(e.process_medians_ms) >= 2]
+
 
 def row_label(entry: ReportEntry, entries: Sequence[ReportEntry]) -> str:
     return visible(f"{device_label(entry, entries)} · {entry.unit}")  # a label in a figure: no control
@@ -74,7 +94,7 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
 
 def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "inference latency") -> Picture:
     """Latency distributions from the raw samples: a box plot and an ECDF per device and unit."""
-    measured = [e for e in entries if e.samples_ms]
+    measured = sampled(entries)
     labels = [row_label(e, entries) for e in measured]
     kept = [inside(e.samples_ms, log=True) for e in measured]
     fig = _figure(11.0, 1.2 + 0.45 * len(measured))
@@ -106,7 +126,7 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "in
 
 def resources_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
     """Load time (median and first) and peak memory (load and inference) as bar charts."""
-    done = [e for e in entries if e.complete]
+    done = resourced(entries)
     labels = [row_label(e, entries) for e in done]
     ys = range(len(done))
     fig = _figure(11.0, 1.2 + 0.45 * len(done))
@@ -153,7 +173,7 @@ def processes_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
     """Each process's median per device and unit as its distance from the row's median of medians,
     in % (`process_spread`): the axis is the spread, centred on the row's figure, which its tick label
     gives in ms, so a sub-millisecond model and a 7 s one both fill the plot. Red: unstable."""
-    done = [e for e in entries if e.process_medians_ms]
+    done = spread(entries)
     fig = _figure(7.0, 1.2 + 0.45 * len(done))
     ax = fig.add_subplot()
     widest, dropped = 1.0, 0  # at least ±1 %: a flat row does not fill the axis with nothing

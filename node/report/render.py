@@ -20,7 +20,16 @@ from node.report.endreport import endpoint_parts, endpoint_tasks
 from node.report.genreport import generation_parts, lead_parts
 from node.report.matrix import matrix_html
 from node.report.pictures import drawn, not_drawn
-from node.report.plots import distributions_svg, heatmap_svg, processes_svg, resources_svg, row_label
+from node.report.plots import (
+    distributions_svg,
+    heatmap_svg,
+    processes_svg,
+    resourced,
+    resources_svg,
+    row_label,
+    sampled,
+    spread,
+)
 from node.report.provenance import provenance_html
 from node.report.telereport import telemetry_parts
 from protocol import for_html, visible
@@ -29,8 +38,10 @@ from scheduler.results import (
     CampaignReport,
     LatencyMatrix,
     ReportEntry,
+    decimals_for,
     entries_of,
     latency_matrices,
+    shown,
 )
 
 log = logging.getLogger(__name__)
@@ -44,6 +55,8 @@ th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .unstable{color:#b00020;font-weight:600}.stable{color:#1b5e20}.muted{color:#777}
 figure{margin:.5rem 0}figure svg{max-width:100%;height:auto}
+.model{display:flex;flex-wrap:wrap;gap:0 1.5rem;align-items:flex-start}.model>.matrix{flex:1 1 28rem}
+.model>figure{flex:0 1 auto}
 code{font-size:.8rem}.median{font-size:1rem}small.tail{white-space:nowrap}
 @media print{body{margin:0;max-width:none}h2{break-after:avoid}table,figure{break-inside:avoid}}
 """
@@ -68,7 +81,8 @@ def _stability_html(entries: Sequence[ReportEntry]) -> str:
     rows = []
     for e in entries:
         if not e.complete:
-            rows.append([for_html(row_label(e, entries)), "", "", for_html(e.status), for_html(e.detail)])
+            what, why = e.ending  # a refused figure's verdict, not "Complete"
+            rows.append([for_html(row_label(e, entries)), "", "", for_html(what), for_html(why)])
             continue
         verdict = (
             '<span class="unstable">unstable</span>' if e.unstable else '<span class="stable">stable</span>'
@@ -76,7 +90,7 @@ def _stability_html(entries: Sequence[ReportEntry]) -> str:
         rows.append(
             [
                 for_html(row_label(e, entries)),
-                "; ".join(f"{m:.3f}" for m in e.process_medians_ms),
+                "; ".join(shown(m, decimals_for(e.stats)) for m in e.process_medians_ms),
                 _fmt(e.process_spread_pct, 1),
                 verdict,
                 for_html("; ".join(e.unstable_reasons)),
@@ -185,10 +199,7 @@ def _page(report: CampaignReport, rank: str) -> str:
 def _model_parts(k: int, matrix: LatencyMatrix, mine: Sequence[ReportEntry], what: str) -> list[str]:
     """One model's sections: its matrix, heatmap, distributions, resources, processes and stability."""
     model = visible(matrix.model)
-    parts = [
-        f"<h2>{for_html(matrix.model)}: device x compute unit, median {what} (ms)</h2>",
-        f'<div id="matrix-{k}" class="matrix">{matrix_html(matrix)}</div>',
-    ]
+    heatmap = ""
     if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
         # colour compares medians: with fewer than two there is nothing to compare (the table says it)
         heatmap = drawn(
@@ -197,8 +208,11 @@ def _model_parts(k: int, matrix: LatencyMatrix, mine: Sequence[ReportEntry], wha
             element_id=f"heatmap-{k}",
             css_class="heatmap",
         )
-        parts.append(heatmap)
-    if any(e.samples_ms for e in mine):
+    parts = [  # the heatmap beside its table where the page is wide enough, under it where not
+        f"<h2>{for_html(matrix.model)}: device x compute unit, median {what} (ms)</h2>",
+        f'<div class="model"><div id="matrix-{k}" class="matrix">{matrix_html(matrix)}</div>{heatmap}</div>',
+    ]
+    if sampled(mine):
         parts += [
             "<h2>Latency distributions</h2>",
             drawn(
@@ -209,24 +223,38 @@ def _model_parts(k: int, matrix: LatencyMatrix, mine: Sequence[ReportEntry], wha
             ),
         ]
     if any(e.complete for e in mine):
-        parts += [
-            "<h2>Load time and peak memory</h2>",
-            drawn(
-                f"load time and peak memory of {model}",
-                partial(resources_svg, mine, f"r{k}"),
-                element_id=f"resources-{k}",
-                css_class="resources",
-            ),
-            "<h2>Processes and stability</h2>",
-            drawn(
-                f"per-process medians of {model}",
-                partial(processes_svg, mine, f"p{k}"),
-                element_id=f"processes-{k}",
-                css_class="processes",
-            ),
-        ]
+        parts += ["<h2>Load time and peak memory</h2>", _resources(k, model, mine)]
+        parts += ["<h2>Processes and stability</h2>", _processes(k, model, mine)]
     parts.append(f'<div id="stability-{k}">{_stability_html(mine)}</div>')
     return parts
+
+
+def _resources(k: int, model: str, mine: Sequence[ReportEntry]) -> str:
+    """The load time and peak memory picture, or a line saying why a model's rows have none."""
+    if resourced(mine):
+        return drawn(
+            f"load time and peak memory of {model}",
+            partial(resources_svg, mine, f"r{k}"),
+            element_id=f"resources-{k}",
+            css_class="resources",
+        )
+    served = all(e.unit.startswith("Endpoint") for e in mine if e.complete)
+    why = " (a model server loads its model in its own process, which the worker does not measure)"
+    said = f"No load time or peak memory for these rows{why if served else ''}."
+    return f'<p class="muted" id="resources-{k}">{said}</p>'
+
+
+def _processes(k: int, model: str, mine: Sequence[ReportEntry]) -> str:
+    """The per-process picture, or a line saying that no row had two processes to compare."""
+    if spread(mine):
+        return drawn(
+            f"per-process medians of {model}",
+            partial(processes_svg, mine, f"p{k}"),
+            element_id=f"processes-{k}",
+            css_class="processes",
+        )
+    said = "Each row was measured in one process: no spread between processes to draw."
+    return f'<p class="muted" id="processes-{k}">{said}</p>'
 
 
 def write_html_report(path: Path, report: CampaignReport) -> Path:

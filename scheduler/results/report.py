@@ -63,6 +63,14 @@ class ReportEntry(Value):
             and not self.fallback
         )
 
+    @property
+    def ending(self) -> tuple[str, str]:
+        """What a view writes where this task's figure does not stand, and why: a refused figure's
+        verdict (outlier, disagreed, ...) with its reason, `fallback` with the share, else the status."""
+        if flagged(self.verified):
+            return self.verified.split(":", 1)[0].split(" (")[0], self.verified
+        return ("fallback" if self.fallback else self.status), self.detail
+
 
 class MatrixCell(Value):
     """One device x unit cell: the median of process medians with its tail and count, or the task's

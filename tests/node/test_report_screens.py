@@ -47,7 +47,10 @@ LOOK = """
   const wide = [...document.querySelectorAll("body *")]
     .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
     .map(e => e.tagName + (e.id ? "#" + e.id : ""));
+  const heat = document.getElementById("heatmap-0"), table = document.getElementById("matrix-0");
+  const [h, t] = [heat, table].map(e => e && e.getBoundingClientRect());
   return JSON.stringify({
+    beside: h && t ? h.left >= t.right - 1 && h.top < t.bottom : null,
     title: (document.querySelector("h1") || {}).textContent || "",
     text: document.body.innerText.length,
     tables: document.querySelectorAll("table").length,
@@ -104,6 +107,9 @@ REPORTS: Final[dict[str, Callable[[], CampaignReport]]] = {
     "verified": _verified,
 }
 
+BESIDE: Final = frozenset({"tensor", "verified"})
+"""The reports whose heatmap fits beside its matrix at 1280 px (a narrow matrix: one or two units)."""
+
 
 def _problems(seen: dict[str, Any], png: bytes, pdf: bytes) -> list[str]:
     """What makes a page empty, broken or unreadable at 1280 px (empty: none)."""
@@ -152,6 +158,8 @@ async def test_report_html_reads_at_1280_px_and_prints(page: Cdp, tmp_path: Path
         (folder / f"{name}.png").write_bytes(png)
     assert _problems(seen, png, pdf) == []
     assert page.problems == []
+    if name in BESIDE:
+        assert seen["beside"], "the heatmap is not beside its table on a 1280 px page"
 
 
 async def test_the_checks_see_a_page_that_could_not_be_built(page: Cdp, tmp_path: Path) -> None:
