@@ -13,6 +13,7 @@ Modules:
     fleet      a fleet job's seed, start instant and member deals; the /sark/clock/1.0.0 offset probe
     discovery  finding workers: DHT adverts confirmed by a live /sark/profile answer
     store      the SQLite campaign store
+    schema     the store's tables, and the columns an older store is given on open
     swarms     which swarm a campaign runs on: recorded at its start, gone back to on --resume
     models     pinning a campaign's models
     outputs    results.csv and results.json, then report.html (drawn by `node.report`; it never stops them)
@@ -36,6 +37,7 @@ __all__ = [
     "outputs",
     "prompts",
     "run",
+    "schema",
     "store",
     "swarms",
     "verdict",

@@ -30,79 +30,13 @@ from typing import Any, Final
 import psutil
 
 from node.errors import disk_errors
+from node.submitter.schema import create
 from scheduler.verification import POOL_KEEP, PeerRecord
 
 
 def utc_now() -> str:
     """The current time as the store and the CSV's CreatedUtc column write it."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS campaigns (
-    id          TEXT PRIMARY KEY,
-    name        TEXT NOT NULL,
-    created_utc TEXT NOT NULL,
-    source      TEXT NOT NULL,
-    text        TEXT NOT NULL,
-    models      TEXT NOT NULL,
-    snapshot    BLOB,
-    status      TEXT NOT NULL,
-    out_dir     TEXT NOT NULL DEFAULT '',
-    swarm       TEXT,
-    submitter   TEXT,
-    secret      BLOB
-);
-CREATE TABLE IF NOT EXISTS results (
-    campaign_id TEXT NOT NULL,
-    task_id     TEXT NOT NULL,
-    lease_id    TEXT NOT NULL,
-    peer_id     TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    envelope    BLOB,
-    row         TEXT NOT NULL,
-    samples     TEXT NOT NULL,
-    received    TEXT NOT NULL,
-    derived     BLOB,
-    PRIMARY KEY (campaign_id, task_id)
-);
-CREATE TABLE IF NOT EXISTS peer_records (
-    peer_id     TEXT PRIMARY KEY,
-    agreed      INTEGER NOT NULL,
-    disagreed   INTEGER NOT NULL,
-    streak      INTEGER NOT NULL,
-    offsets     INTEGER NOT NULL DEFAULT 0,
-    offset_sum  REAL NOT NULL DEFAULT 0,
-    offset_squares REAL NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS class_errors (
-    n           INTEGER PRIMARY KEY AUTOINCREMENT,
-    pool        TEXT NOT NULL,
-    error       REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS offers (
-    campaign_id TEXT NOT NULL,
-    task_id     TEXT NOT NULL,
-    peer_id     TEXT NOT NULL,
-    spec        BLOB NOT NULL,
-    PRIMARY KEY (campaign_id, task_id, peer_id)
-);
-CREATE TABLE IF NOT EXISTS cancels (
-    campaign_id TEXT PRIMARY KEY,
-    requested   TEXT NOT NULL
-);
-"""
-_ADDED_COLUMNS: Final = (
-    ("campaigns", "swarm", "TEXT"),
-    ("campaigns", "submitter", "TEXT"),
-    ("campaigns", "secret", "BLOB"),
-    ("results", "derived", "BLOB"),
-    ("peer_records", "offsets", "INTEGER NOT NULL DEFAULT 0"),
-    ("peer_records", "offset_sum", "REAL NOT NULL DEFAULT 0"),
-    ("peer_records", "offset_squares", "REAL NOT NULL DEFAULT 0"),
-)
-"""Columns a store written by an older sark-node lacks (table, name, kind): added on open, NULL
-(or their default) for what it holds."""
 
 
 class CampaignStatus(enum.StrEnum):
@@ -212,8 +146,7 @@ class CampaignStore:
         with disk_errors(path.parent, "creating the campaign store"):
             path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
-            db.executescript(_SCHEMA)
-            _add_columns(db)
+            create(db)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -395,18 +328,6 @@ class CampaignStore:
             db.execute("DELETE FROM cancels")
             db.execute("DELETE FROM offers")
             db.execute("DELETE FROM campaigns")
-
-
-def _add_columns(db: sqlite3.Connection) -> None:
-    """Give a store written by an older sark-node the columns it lacks (`_ADDED_COLUMNS`)."""
-    for table, name, kind in _ADDED_COLUMNS:
-        if name in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
-            continue
-        try:
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-        except sqlite3.OperationalError as exc:  # another process opening the store added it first
-            if "duplicate column" not in str(exc):
-                raise
 
 
 _RECORD: Final = "agreed, disagreed, streak, offsets, offset_sum, offset_squares"

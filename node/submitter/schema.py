@@ -1,0 +1,94 @@
+"""The campaign store's SQLite schema, and how a store written by an older sark-node is brought to it.
+
+`create` runs on every open: the tables `IF NOT EXISTS`, then the columns added since (`ADDED_COLUMNS`),
+each NULL or its default for the rows an older store holds, so a store is never rewritten or lost.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS campaigns (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    created_utc TEXT NOT NULL,
+    source      TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    models      TEXT NOT NULL,
+    snapshot    BLOB,
+    status      TEXT NOT NULL,
+    out_dir     TEXT NOT NULL DEFAULT '',
+    swarm       TEXT,
+    submitter   TEXT,
+    secret      BLOB
+);
+CREATE TABLE IF NOT EXISTS results (
+    campaign_id TEXT NOT NULL,
+    task_id     TEXT NOT NULL,
+    lease_id    TEXT NOT NULL,
+    peer_id     TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    envelope    BLOB,
+    row         TEXT NOT NULL,
+    samples     TEXT NOT NULL,
+    received    TEXT NOT NULL,
+    derived     BLOB,
+    PRIMARY KEY (campaign_id, task_id)
+);
+CREATE TABLE IF NOT EXISTS peer_records (
+    peer_id     TEXT PRIMARY KEY,
+    agreed      INTEGER NOT NULL,
+    disagreed   INTEGER NOT NULL,
+    streak      INTEGER NOT NULL,
+    offsets     INTEGER NOT NULL DEFAULT 0,
+    offset_sum  REAL NOT NULL DEFAULT 0,
+    offset_squares REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS class_errors (
+    n           INTEGER PRIMARY KEY AUTOINCREMENT,
+    pool        TEXT NOT NULL,
+    error       REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS offers (
+    campaign_id TEXT NOT NULL,
+    task_id     TEXT NOT NULL,
+    peer_id     TEXT NOT NULL,
+    spec        BLOB NOT NULL,
+    PRIMARY KEY (campaign_id, task_id, peer_id)
+);
+CREATE TABLE IF NOT EXISTS cancels (
+    campaign_id TEXT PRIMARY KEY,
+    requested   TEXT NOT NULL
+);
+"""
+ADDED_COLUMNS: Final = (
+    ("campaigns", "swarm", "TEXT"),
+    ("campaigns", "submitter", "TEXT"),
+    ("campaigns", "secret", "BLOB"),
+    ("results", "derived", "BLOB"),
+    ("peer_records", "offsets", "INTEGER NOT NULL DEFAULT 0"),
+    ("peer_records", "offset_sum", "REAL NOT NULL DEFAULT 0"),
+    ("peer_records", "offset_squares", "REAL NOT NULL DEFAULT 0"),
+)
+"""Columns a store written by an older sark-node lacks (table, name, kind): added on open, NULL
+(or their default) for what it holds."""
+
+
+def create(db: sqlite3.Connection) -> None:
+    """Bring the store open on `db` to the schema: the tables it lacks, then the columns."""
+    db.executescript(SCHEMA)
+    _add_columns(db)
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Give a store written by an older sark-node the columns it lacks (`ADDED_COLUMNS`)."""
+    for table, name, kind in ADDED_COLUMNS:
+        if name in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+            continue
+        try:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+        except sqlite3.OperationalError as exc:  # another process opening the store added it first
+            if "duplicate column" not in str(exc):
+                raise
