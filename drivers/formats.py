@@ -7,8 +7,8 @@ lie about their tensors (`drivers.headers`); an ONNX file that is not a protobuf
 torch program that is not a zip archive, and a .tflite without the `TFL3` flatbuffer identifier or
 whose root table lies outside the file (LiteRT's interpreter verifies the rest as it loads, in the
 same child), a .pte without an `ET` identifier or whose root or extended header points outside the
-file (ExecuTorch verifies the program's internal consistency as it loads). ONNX files are walked at the protobuf wire level, so no
-`onnx` package is needed and tensor bytes are skipped, not read.
+file (ExecuTorch verifies the program's internal consistency as it loads). ONNX files are walked at
+the protobuf wire level, so no `onnx` package is needed and tensor bytes are skipped, not read.
 
 `detect_format` reads only the name; `check_model_file` reads the bytes and so runs only in a
 spawned child: the worker's (`drivers.child`), and the submitter's before it sends a model

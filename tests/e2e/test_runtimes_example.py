@@ -1,7 +1,8 @@
 """Issue 39's acceptance: README's runtimes command (`sark-node submit examples/runtimes.yaml`, after
-installing the openvino, litert and executorch extras, and executorch without its dependencies) on the embedded swarm gives a Complete row on every CPU
-unit of the new runtimes with its placement share, and the OpenVINO row carries its largest output
-difference against the ONNX Runtime row of the same model."""
+installing the openvino, litert and executorch extras, and executorch without its dependencies) on
+the embedded swarm gives a Complete row on every CPU unit of the new runtimes with its placement
+share, and the OpenVINO row carries its largest output difference against the ONNX Runtime row of
+the same model."""
 
 from __future__ import annotations
 
