@@ -2,9 +2,11 @@
 example and benchmarks: `torch.export`, then `to_edge_transform_and_lower` with the XNNPACK
 partitioner (or none), then `to_executorch`.
 
-    python -m drivers.etmodels OUT_DIR [NAME ...]
+    python -m drivers.etmodels OUT_DIR [--exported] [NAME ...]
 
-writes OUT_DIR/NAME.pte for each name of `MODELS` (all by default). Lowering imports ExecuTorch's
+writes OUT_DIR/NAME.pte for each name of `MODELS` (all by default); with `--exported`, the module's
+`torch.export` program instead (NAME.pt2), what a campaign names for a worker to lower itself
+(`drivers.executorch`'s conversion, `lower_exported`). Lowering imports ExecuTorch's
 export toolchain (executorch.exir, torchao: seconds, and warnings on stderr), so callers run this in
 a child process; the driver itself (`drivers.executorch`) never imports it. Weights are seeded, so
 the bytes are the same on every run of the same versions.
@@ -74,22 +76,33 @@ def module(shape: Shape) -> Any:
     return Mlp().eval()
 
 
-def lower(shape: Shape) -> bytes:
-    """The .pte bytes of `shape`'s module, exported and lowered."""
+def exported(shape: Shape) -> Any:
+    """`shape`'s module through `torch.export` (an ExportedProgram)."""
     import torch
+
+    return torch.export.export(module(shape), (torch.randn(1, shape.width),))
+
+
+def lower_exported(program: Any, *, delegate: bool = True) -> bytes:
+    """An ExportedProgram lowered to .pte bytes: `to_edge_transform_and_lower` with the XNNPACK
+    partitioner (or none), then `to_executorch`."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
 
-    example = (torch.randn(1, shape.width),)
-    exported = torch.export.export(module(shape), example)
-    partitioners = [XnnpackPartitioner()] if shape.delegate else []
-    return bytes(to_edge_transform_and_lower(exported, partitioner=partitioners).to_executorch().buffer)
+    partitioners = [XnnpackPartitioner()] if delegate else []
+    return bytes(to_edge_transform_and_lower(program, partitioner=partitioners).to_executorch().buffer)
+
+
+def lower(shape: Shape) -> bytes:
+    """The .pte bytes of `shape`'s module, exported and lowered."""
+    return lower_exported(exported(shape), delegate=shape.delegate)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Write the named programs into the folder."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
+    parser.add_argument("--exported", action="store_true", help="write NAME.pt2 (torch.export) instead")
     parser.add_argument("names", nargs="*", help=", ".join(MODELS))
     args = parser.parse_args(argv)
     names = args.names or list(MODELS)
@@ -98,7 +111,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown model {unknown[0]!r} (one of {', '.join(MODELS)})")
     args.out.mkdir(parents=True, exist_ok=True)
     for name in names:
-        (args.out / f"{name}.pte").write_bytes(lower(MODELS[name]))
+        if args.exported:
+            import torch
+
+            torch.export.save(exported(MODELS[name]), str(args.out / f"{name}.pt2"))
+        else:
+            (args.out / f"{name}.pte").write_bytes(lower(MODELS[name]))
     print("written", " ".join(names), file=sys.stdout)
 
 

@@ -48,6 +48,12 @@ def _runtime() -> Any:
     return _C
 
 
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
 def _quiet() -> contextlib.AbstractContextManager[None]:
     return dropping(lambda line: line.startswith(NOTICES))
 
@@ -87,7 +93,8 @@ def probe_cpu() -> tuple[bool, str]:
 class ExecutorchDriver:
     """ExecuTorch's runtime on the CPU (XNNPACK partitions, portable kernels for the rest)."""
 
-    formats: frozenset[ModelFormat] = frozenset({ModelFormat.PTE})
+    formats: frozenset[ModelFormat] = frozenset({ModelFormat.PTE, ModelFormat.TORCH_EXPORT})
+    converts: frozenset[ModelFormat] = frozenset({ModelFormat.TORCH_EXPORT})
 
     def __init__(self, unit: ComputeUnit) -> None:
         self.unit = unit
@@ -110,6 +117,36 @@ class ExecutorchDriver:
         import importlib.metadata
 
         return {"executorch": importlib.metadata.version("executorch")}
+
+    def convert(self, path: Path, out: Path, options: LoadOptions) -> tuple[Path, str]:
+        """Lower a `torch.export` program (.pt2) to a .pte with the XNNPACK partitioner, in this child
+        (owner opt-in only: loading a .pt2 unpickles). The toolchain's chatter on fd 2 (torchao's
+        missing CUDA kernels, torch's notices) and its Python warnings are held off; a failure is
+        its exception, as the detail."""
+        if not options.allow_code_models:
+            raise TaskFailed(
+                FailureReason.FORMAT,
+                f"{path.name}: torch programs run code when loaded; the owner has not opted in",
+            )
+        import warnings
+
+        from drivers.etmodels import lower_exported
+
+        try:
+            with dropping(lambda _: True), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program = _torch().export.load(str(path))
+                data = lower_exported(program)
+        except Exception as exc:  # translate the toolchain's error at the seam
+            text = str(exc).strip()
+            raise TaskFailed(
+                FailureReason.LOAD,
+                f"ExecuTorch could not lower the program: {type(exc).__name__}: {text[:300]}",
+            ) from exc
+        lowered = out / f"{path.stem}.pte"
+        lowered.write_bytes(data)
+        version = self.versions()["executorch"]
+        return lowered, f"torch.export {path.suffix} to .pte by executorch {version} (XNNPACK partitioner)"
 
     def load(self, path: Path, options: LoadOptions) -> ExecutorchLoaded:
         """Load the program (verified for internal consistency) and its method, as

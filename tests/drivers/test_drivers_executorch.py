@@ -26,17 +26,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """mlp.pte (all on XNNPACK), cumsum-tail.pte (a cumsum XNNPACK lacks), undelegated.pte."""
+    """mlp.pte (all on XNNPACK), cumsum-tail.pte (a cumsum XNNPACK lacks), undelegated.pte, probe.pte,
+    and mlp.pt2 (the mlp's torch.export program, for the worker to lower)."""
     out = tmp_path_factory.mktemp("pte")
-    names = ["mlp", "cumsum-tail", "undelegated", "probe"]
-    done = subprocess.run(
-        [sys.executable, "-m", "drivers.etmodels", str(out), *names],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    for flags, names in (([], ["mlp", "cumsum-tail", "undelegated", "probe"]), (["--exported"], ["mlp"])):
+        done = subprocess.run(
+            [sys.executable, "-m", "drivers.etmodels", *flags, str(out), *names],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
     return out
 
 
@@ -132,6 +133,22 @@ def test_a_measurement_on_executorch_goes_through_the_one_harness(programs: Path
     assert len(set(m.output_fingerprints)) == 1
     assert m.conditions.intra_op_threads == 1
     assert m.peak_inference_ram_mb > 0
+
+
+def test_a_torch_export_program_is_lowered_in_the_child_and_the_conversion_recorded(programs: Path) -> None:
+    converted = measure(programs / "mlp.pt2", _spec(runs=5), allow_code_models=True)
+    offline = measure(programs / "mlp.pte", _spec(runs=5))
+    said = converted.conditions.runtime_versions["conversion"]
+    assert said == "torch.export .pt2 to .pte by executorch 1.5.1 (XNNPACK partitioner)"
+    assert (converted.providers, converted.node_share) == (("XNNPACK",), {"XNNPACK": 1.0})
+    assert converted.output_fingerprints == offline.output_fingerprints  # the same program, lowered here
+    assert "conversion" not in offline.conditions.runtime_versions
+
+
+def test_a_torch_export_program_needs_the_owners_opt_in(programs: Path) -> None:
+    with pytest.raises(TaskFailed) as failed:
+        measure(programs / "mlp.pt2", _spec())
+    assert failed.value.reason == FailureReason.FORMAT
 
 
 @pytest.mark.parametrize(
