@@ -21,6 +21,7 @@ class ComputeUnit(enum.StrEnum):
     CPU_LITERT = "CPU (LiteRT)"
     GPU_LITERT = "GPU (LiteRT)"
     NPU_LITERT = "NPU (LiteRT)"
+    CPU_EXECUTORCH = "CPU (ExecuTorch)"
 
 
 class Runtime(enum.StrEnum):
@@ -31,6 +32,7 @@ class Runtime(enum.StrEnum):
     COREMLTOOLS = "coremltools"
     OPENVINO = "openvino"
     LITERT = "litert"
+    EXECUTORCH = "executorch"
 
 
 RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
@@ -46,6 +48,7 @@ RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
     ComputeUnit.CPU_LITERT: Runtime.LITERT,
     ComputeUnit.GPU_LITERT: Runtime.LITERT,
     ComputeUnit.NPU_LITERT: Runtime.LITERT,
+    ComputeUnit.CPU_EXECUTORCH: Runtime.EXECUTORCH,
 }
 
 # Units on a GPU with memory of its own that NVML or Core ML reads (VRAM needs, NVML energy). OpenVINO's
