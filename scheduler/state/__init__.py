@@ -9,7 +9,8 @@ those meet the tasks (a replicated job's groups, a group's verdict) is here, in 
 
 Modules:
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
-    replication  a replicated job's placement: groups of verify.replicas, one class each
+    replication  a replicated job's placement: groups of verify.replicas, one class each (a reference
+               device in each of its class's: class_references says which classes have one)
     tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids
     fanout     a job's plan made tasks: placed ones pending, the rest ended (Unschedulable, Unverifiable)
     retry      which failures end a task, which peer a retry goes to, backoff
@@ -79,6 +80,7 @@ from scheduler.state.placement import (
     rank,
     unit_problem,
 )
+from scheduler.state.replication import ClassReference, class_references
 from scheduler.state.retry import FINAL_FAILURES
 from scheduler.state.tasks import (
     Attempt,
@@ -99,6 +101,7 @@ __all__ = [
     "Attempt",
     "CancelRequested",
     "Cause",
+    "ClassReference",
     "ClockRound",
     "Command",
     "Event",
@@ -140,6 +143,7 @@ __all__ = [
     "Tick",
     "Verdict",
     "achieved_rate",
+    "class_references",
     "clock_offset",
     "deal",
     "device_kind",

@@ -9,7 +9,9 @@ key and the task id) ask for one more replica on another peer of the group's cla
 (`more_peer`: which one is a secret draw too, so no peer can arrange to check itself); the machine adds
 it as a task of the same job and group, so the campaign does not end before it settles. Otherwise each
 accepted task gets its row's label (`TaskView.verified`) and the node is told who agreed
-(`ReplicasSettled`), to keep each peer's record (`reputation.PeerRecord`) in its store.
+(`ReplicasSettled`), to keep each peer's record (`reputation.PeerRecord`) in its store. A group
+with a reference device's result (`verify.reference`) is settled against it (`references.judge`), its
+rows name it, and one more replica goes to the reference of the class first.
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ from scheduler.verification.agreement import (
     Settlement,
     pooled_spread,
     process_error,
-    settle,
 )
 from scheduler.verification.classes import DeviceClass
 from scheduler.verification.draws import DrawKey, Purpose
 from scheduler.verification.networks import network_of
+from scheduler.verification.references import judge
 from scheduler.verification.replicas import Candidate, pick_replicas
 from scheduler.verification.reputation import TRUST_AFTER, PeerRecord, distrusted, should_check
 
@@ -127,7 +129,8 @@ def settle_groups(state: SettlingState) -> Settled:
 
 def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Decided) -> None:
     campaign = state.campaign
-    for members in unsettled_groups(tasks.values(), distrusted(out.records).keys()).values():
+    suspects = distrusted(out.records).keys() - references_of(campaign)  # the submitter's own: trusted
+    for members in unsettled_groups(tasks.values(), suspects).values():
         first = members[0]
         verify = campaign.verify_of(campaign.jobs[first.job_index])
         processes = campaign.jobs[first.job_index].spec.processes
@@ -158,12 +161,15 @@ def convicting(
     unit: ComputeUnit,
     verify: Verify,
 ) -> bool:
-    """Whether a majority may count a disagreement against its outliers (issue 38, scope 4): its
-    members span two networks or more (`replication.candidate`: one owner's keys on one machine are
-    one vote) and most of them are established (`TRUST_AFTER` agreements or more, not distrusted).
+    """Whether a majority may count a disagreement against its outliers (issue 38, scope 4): it holds
+    a reference device (the submitter's own), or its members span two networks or more
+    (`replication.candidate`: one owner's keys on one machine are one vote) and most of them are
+    established (`TRUST_AFTER` agreements or more, not distrusted).
     Two fresh Sybils that outvote an honest peer change nobody's record: the row still says who was
     outside the majority, but the peer's record, its spot checks and its trust across campaigns
     are untouched."""
+    if set(agreed) & set(verify.reference):
+        return True
     hosts = {candidate(peers[p], unit, verify).host for p in agreed if p in peers} - {""}
     established = [p for p in agreed if _established(records.get(p, PeerRecord()))]
     return len(hosts) >= 2 and 2 * len(established) > len(agreed)
@@ -286,7 +292,7 @@ def verdict(
         ):
             return MORE
     replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
-    settled = settle(replicas, wanted, class_spread, distrusted(records))
+    settled = judge(replicas, wanted, class_spread, distrusted(records), verify.reference)
     if settled.outcome == Outcome.PENDING:
         if len(members) <= wanted:
             return MORE
@@ -295,12 +301,11 @@ def verdict(
 
 
 def _labels(done: Sequence[TaskView], settled: Settlement, verify: Verify) -> dict[str, tuple[str, str]]:
-    host = " (same host)" if verify.same_host == "allow" and settled.outcome == Outcome.REPLICATED else ""
     labels: dict[str, tuple[str, str]] = {}
     outlying = {peer for peer, _ in settled.outliers}
     for task in done:
         if settled.outcome == Outcome.REPLICATED and task.peer_id in settled.agreed:
-            label = settled.label(len(done)) + host
+            label = settled.label(len(done)) + _vouched_by(settled, verify)
             detail = f"agreed at {settled.figure_ms:.4g} ms" + (
                 f"; {settled.reason}" if settled.reason else ""
             )
@@ -310,6 +315,18 @@ def _labels(done: Sequence[TaskView], settled: Settlement, verify: Verify) -> di
             label, detail = settled.label(len(done)), settled.reason
         labels[task.task_id] = (label, detail)
     return labels
+
+
+def _vouched_by(settled: Settlement, verify: Verify) -> str:
+    """What a replicated row adds to its label: the reference that vouched, and the lab switch."""
+    said = [f"reference {settled.reference}"] if settled.reference else []
+    said += ["same host"] if verify.same_host == "allow" else []
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def references_of(campaign: Campaign) -> frozenset[str]:
+    """Every reference device any job of the campaign names (`verify.reference`)."""
+    return frozenset(p for job in campaign.jobs for p in campaign.verify_of(job).reference)
 
 
 def replica_pool(
@@ -360,7 +377,8 @@ def more_peer(
 ) -> Candidate | None:
     """A peer for one more replica: the group's class, none of its peers or hosts, in the order of
     the campaign's secret draw over the feasible ones (placement's ranking would let a peer that
-    ranks itself second, or a second key of its owner's, predict that it checks the first)."""
+    ranks itself second, or a second key of its owner's, predict that it checks the first); a
+    reference device of the class first, when the group holds none."""
     unit = members[0].unit
     taken = [peers[t.peer_id] for t in members if t.peer_id and t.peer_id in peers]
     hosts = [candidate(p, unit, verify).host for p in taken]
@@ -373,5 +391,6 @@ def more_peer(
         taken=[t.peer_id for t in members if t.peer_id],
         taken_hosts=hosts,
         device_class=DeviceClass(members[0].device_class),
+        references=verify.reference,
     )
     return got[0] if got else None
