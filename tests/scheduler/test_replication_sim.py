@@ -1,7 +1,9 @@
 """The replication simulation's figure, pinned by its cause: at 7.4 % process-median noise one
 comparison cannot tell a 0.8-0.9x claim from noise, so without the offsets each settlement adds to a
 peer's record (`reputation.PeerRecord.biased`) and the settling again of the groups a biased peer
-agreed in, full replication showed 14 % of the cheating results; with them, none of a small fleet's."""
+agreed in, full replication showed 14 % of the cheating results; with them, none of a small fleet's. And a
+reference device's: one owner's devices that outnumber the truth in a class win by majority, and lose
+to the reference (issue 38, scope 6)."""
 
 from __future__ import annotations
 
