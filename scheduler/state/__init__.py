@@ -17,6 +17,7 @@ Modules:
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     fleet      fleet load: the seeded schedule and its deal, clock offsets, lag, saturation
+    quorum     which peer joins a replica group: a retried replica's pool, one more replica's peer
     settling   a replica group's verdict in the machine: labels, or one more replica
     machine    Scheduler: one per campaign, handle(event, now) -> commands
 """

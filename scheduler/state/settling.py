@@ -6,7 +6,7 @@ which the machine applies; it holds no state of its own and changes none. It cal
 group once all its tasks have ended (`agreement.settle` over the accepted ones). Two replicas that
 disagree (`pending`) and a spot check the draw picks (`reputation.should_check`: the campaign's secret
 key and the task id) ask for one more replica on another peer of the group's class on another host
-(`more_peer`: which one is a secret draw too, so no peer can arrange to check itself); the machine adds
+(`quorum.more_peer`: which one is a secret draw too, so no peer can arrange to check itself); the machine adds
 it as a task of the same job and group, so the campaign does not end before it settles. Otherwise each
 accepted task gets its row's label (`TaskView.verified`) and the node is told who agreed
 (`ReplicasSettled`), to keep each peer's record (`reputation.PeerRecord`) in its store. A group
@@ -24,7 +24,8 @@ from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
 from scheduler.language.verify import Verify
 from scheduler.state.events import Command, RecordOutcome, ReplicasSettled
-from scheduler.state.placement import PeerView, rank
+from scheduler.state.placement import PeerView
+from scheduler.state.quorum import more_peer
 from scheduler.state.replication import candidate
 from scheduler.state.retry import placed_load
 from scheduler.state.tasks import Lapse, Status, TaskState, TaskView, task_id_of
@@ -36,11 +37,10 @@ from scheduler.verification.agreement import (
     pooled_spread,
     process_error,
 )
-from scheduler.verification.classes import DeviceClass
-from scheduler.verification.draws import DrawKey, Purpose
+from scheduler.verification.draws import DrawKey
 from scheduler.verification.networks import network_of
 from scheduler.verification.references import judge
-from scheduler.verification.replicas import Candidate, pick_replicas
+from scheduler.verification.replicas import Candidate
 from scheduler.verification.reputation import TRUST_AFTER, PeerRecord, distrusted, should_check
 
 MORE = "more"
@@ -329,32 +329,6 @@ def references_of(campaign: Campaign) -> frozenset[str]:
     return frozenset(p for job in campaign.jobs for p in campaign.verify_of(job).reference)
 
 
-def replica_pool(
-    task: TaskView, tasks: Mapping[str, TaskView], peers: Mapping[str, PeerView], campaign: Campaign
-) -> list[PeerView]:
-    """The peers a task may be retried on: any for an unreplicated task; for a replica, those of its
-    group's class on a network (`networks.network_of`, never an unknown one) none of the group's
-    other live or done tasks is on."""
-    if not task.replica_group:
-        return list(peers.values())
-    verify = campaign.verify_of(campaign.jobs[task.job_index])
-    others = [
-        t for t in tasks.values() if t.replica_group == task.replica_group and t.task_id != task.task_id
-    ]
-    hosts = {
-        candidate(peers[t.peer_id], task.unit, verify).host
-        for t in others
-        if t.peer_id and t.peer_id in peers
-    }
-    hosts.discard("")
-    pool = []
-    for peer in peers.values():
-        c = candidate(peer, task.unit, verify)
-        if c.device_class.key == task.device_class and c.host and c.host not in hosts:
-            pool.append(peer)
-    return pool
-
-
 def flagged(verified: str) -> bool:
     """Whether a row's Verified keeps its figure from standing as the task's (an outlier, or a
     replica of a group that disagreed)."""
@@ -365,32 +339,3 @@ def pool_key(task: TaskView) -> str:
     """The pool a task's replicas' errors go to: its device class and its model (models of one class
     scatter differently: 2.4 % to 7.4 % on this machine)."""
     return f"{task.device_class}/{task.model.sha256[:16]}"
-
-
-def more_peer(
-    members: Sequence[TaskView],
-    peers: Mapping[str, PeerView],
-    needs: Needs,
-    verify: Verify,
-    placed: Mapping[str, int],
-    key: DrawKey,
-) -> Candidate | None:
-    """A peer for one more replica: the group's class, none of its peers or hosts, in the order of
-    the campaign's secret draw over the feasible ones (placement's ranking would let a peer that
-    ranks itself second, or a second key of its owner's, predict that it checks the first); a
-    reference device of the class first, when the group holds none."""
-    unit = members[0].unit
-    taken = [peers[t.peer_id] for t in members if t.peer_id and t.peer_id in peers]
-    hosts = [candidate(p, unit, verify).host for p in taken]
-    feasible = [candidate(r.peer, unit, verify) for r in rank(needs, list(peers.values()), placed=placed)]
-    group = members[0].replica_group
-    candidates = sorted(feasible, key=lambda c: key.draw(Purpose.REPLICA_PEER, f"{group}\x00{c.peer_id}"))
-    got = pick_replicas(
-        candidates,
-        1,
-        taken=[t.peer_id for t in members if t.peer_id],
-        taken_hosts=hosts,
-        device_class=DeviceClass(members[0].device_class),
-        references=verify.reference,
-    )
-    return got[0] if got else None
