@@ -17,7 +17,7 @@ rows name it, and one more replica goes to the reference of the class first.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from protocol import ComputeUnit
 from scheduler.language.campaign import Campaign
@@ -297,7 +297,20 @@ def verdict(
         if len(members) <= wanted:
             return MORE
         settled = Settlement(Outcome.DISAGREED, reason=f"{settled.reason}; no further replica ran")
+    if not settled.reference and (missing := _reference_missing(members, verify)):
+        settled = replace(settled, reason="; ".join(r for r in (settled.reason, missing) if r))
     return Labels(_labels(done, settled, verify), settled)
+
+
+def _reference_missing(members: Sequence[TaskView], verify: Verify) -> str:
+    """Why a group that held a reference device's task is settled without it ("" otherwise): its
+    attempt ended without a result, and a retry went to another peer of the class."""
+    reported = {t.peer_id for t in members if t.state == TaskState.DONE}
+    for attempt in (a for t in members for a in t.attempts):
+        if attempt.peer_id in verify.reference and attempt.peer_id not in reported:
+            why = attempt.outcome or "no result"
+            return f"the reference {attempt.peer_id} did not report ({why}): settled by the majority"
+    return ""
 
 
 def _labels(done: Sequence[TaskView], settled: Settlement, verify: Verify) -> dict[str, tuple[str, str]]:

@@ -13,12 +13,14 @@ import dataclasses
 import pytest
 from scheduler_harness import KEY, MODEL, SHA, peer
 
+from protocol import FailureReason
 from scheduler import (
     CampaignError,
     OfferCommitted,
     PeersDiscovered,
     ReplicasSettled,
     ResultAccepted,
+    ResultRejected,
     Scheduler,
     SendOffer,
     parse_campaign,
@@ -175,3 +177,32 @@ def test_plan_says_which_classes_have_a_reference_and_why_one_cannot_join() -> N
     found = class_references(arm, unit, parse_campaign(campaign("replicas: 2")).verify)
     assert found[0].reference == ""
     assert "no reference device" in found[0].why_not
+
+
+def test_a_group_whose_reference_did_not_report_says_so_where_the_majority_settles_it() -> None:
+    """The known limit, said: the reference's result is refused, its retry goes to another peer of the
+    class, and the group is settled by the majority; every row's detail names the missing reference."""
+    peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1", "10.0.4.1"])
+    three = parse_campaign(campaign("replicas: 3, reference: [12D3-b2]", devices="any"))
+    sched = Scheduler("c3", three, MODELS, key=KEY)
+    figures = {"12D3-b0": 10.0, "12D3-b1": 10.1, "12D3-b2": 10.0, "12D3-b3": 9.9}
+    out = sched.handle(PeersDiscovered(peers=tuple(peers)), 0.0)
+    now = 1.0
+    while offers := [c for c in out if isinstance(c, SendOffer)]:
+        out = []
+        for o in offers:
+            out += sched.handle(OfferCommitted(o.task_id, o.peer_id, f"L-{o.peer_id}"), now)
+            if o.peer_id == "12D3-b2":  # the reference's result is refused: the task moves on
+                why = ResultRejected(o.task_id, f"L-{o.peer_id}", o.peer_id, "a bound", FailureReason.INVALID)
+                out += sched.handle(why, now)
+                continue
+            event = ResultAccepted(
+                o.task_id, f"L-{o.peer_id}", o.peer_id, figures[o.peer_id], 0.01, "sha256:x"
+            )
+            out += sched.handle(event, now)
+        now += 1
+    tasks = sched.tasks()
+    assert {t.peer_id for t in tasks} == {"12D3-b0", "12D3-b1", "12D3-b3"}
+    assert {t.verified for t in tasks} == {"replicated 3/3"}
+    for t in tasks:
+        assert "the reference 12D3-b2 did not report" in t.verify_detail, t.verify_detail
