@@ -28,6 +28,15 @@ campaign id before issue 38 (`old_predicts_checked`, computable from any offer) 
 at the campaign's p, and report truly elsewhere; the scheduler's draw is the campaign's secret key,
 so their prediction is worth nothing and their lies are checked at p like any others.
 
+`--strategy sybil`: the cheaters of each class are one owner's identical devices on distinct networks
+(which the network rule cannot tell apart), all reporting the owner's one factor, so any two of them in
+a quorum agree on the lie.
+
+`--reference`: each configuration runs twice, without and with a reference device per class (one more
+honest peer on its own network, named in `verify.reference`): placement puts it in every quorum of its
+class (`pick_replicas(references=...)`) and every spot check's replica on it, and
+`scheduler.verification.references.judge` settles each group against its figure.
+
 Reported per noise level and policy: the share of cheating results shown as a figure (`replicated`
 ones and, under spot checks, `single` ones never re-run), the share of honest results flagged
 (outliers or `disagreed`), and the extra tasks run over the 10,000 (replicas, tie-breakers, re-runs
@@ -60,10 +69,10 @@ from scheduler.verification import (  # noqa: E402
     by_class,
     device_class,
     distrusted,
+    judge,
     pick_replicas,
     pooled_spread,
     process_error,
-    settle,
     should_check,
     spread_of,
 )
@@ -114,10 +123,14 @@ class Tally:
     predicting: bool = False  # cheaters lie only where the old (campaign-id) draw predicts no check
     scattered: bool = False  # cheaters scatter their process medians to widen a band set by them
     assumed_p: float = 0.1  # the spot-check probability they assume
+    references: frozenset[str] = frozenset()  # one honest reference device per class (`--reference`)
+    reference_runs: int = 0  # results the reference devices ran
 
 
-def fleet(draws: Draws, peers: int, classes: int, cheaters: float) -> list[Peer]:
-    """Peers with real profiles, `classes` classes told apart by their CPU, hosts and cheat factors."""
+def fleet(draws: Draws, peers: int, classes: int, cheaters: float, *, sybil: bool = False) -> list[Peer]:
+    """Peers with real profiles, `classes` classes told apart by their CPU, hosts and cheat factors
+    (with `sybil`, every cheater of a class reports its class's one owner's factor)."""
+    owners = [0.5 + 0.4 * draws.uniform() for _ in range(classes)]
     out: list[Peer] = []
     for i in range(peers):
         c = i % classes
@@ -136,11 +149,29 @@ def fleet(draws: Draws, peers: int, classes: int, cheaters: float) -> list[Peer]
         shared = i < peers * 0.02  # one owner, three keys a host
         host = f"10.0.{(i // 3) % 256}.{i // 768}" if shared else f"host-{i}"
         cheat = 0.5 + 0.4 * draws.uniform() if draws.uniform() < cheaters else 1.0
+        cheat = owners[c] if sybil and cheat < 1.0 else cheat
         latency = (5.0 + 5.0 * c) * draws.normal(1.0, BOARD_CV)
         out.append(
             Peer(f"peer-{i}", Candidate(f"peer-{i}", device_class(profile, UNIT), host), latency, cheat)
         )
     return out
+
+
+def with_references(draws: Draws, everyone: list[Peer], classes: int) -> list[Peer]:
+    """One more honest peer per class, on its own network: the submitter's reference device (its
+    board factor from `draws`, a stream apart from the fleet's)."""
+    refs = []
+    for c in range(classes):
+        member = everyone[c]
+        refs.append(
+            Peer(
+                f"ref-{c}",
+                Candidate(f"ref-{c}", member.candidate.device_class, f"reference-{c}"),
+                (5.0 + 5.0 * c) * draws.normal(1.0, BOARD_CV),
+                1.0,
+            )
+        )
+    return [*everyone, *refs]
 
 
 def old_predicts_checked(task: int, spot: float) -> bool:
@@ -172,14 +203,19 @@ def run_task(
     tally: Tally,
 ) -> None:
     order = sorted(pool, key=lambda _: draws.uniform())  # placement's ranking, as a seeded shuffle
-    first = pick_replicas(order, 1)
+    refs = tally.references
+    first = pick_replicas(
+        order, 1, references=refs if spot is None else ()
+    )  # a quorum's first: its reference
     wanted = 2
     if spot is not None and not should_check(
         tally.records.get(first[0].peer_id, PeerRecord()), spot, tally.key, str(task)
     ):
         wanted = 1
-    chosen = pick_replicas(order, wanted, taken=[first[0].peer_id], taken_hosts=[first[0].host])[: wanted - 1]
+    taken, hosts = [first[0].peer_id], [first[0].host]
+    chosen = pick_replicas(order, wanted, taken=taken, taken_hosts=hosts, references=refs)[: wanted - 1]
     placed = list(first + chosen)
+    tally.reference_runs += sum(c.peer_id in refs for c in placed)
     made = [replica(draws, peers[c.peer_id], noise, tally, task) for c in placed]
     results, lied = [r for r, _ in made], [lie for _, lie in made]
     tally.runs += len(results)
@@ -204,16 +240,18 @@ def run_task(
 def _settle(draws: Draws, job: Task, peers: dict[str, Peer], noise: float, tally: Tally) -> None:
     """Settle `job` (again), with one more replica when the trusted ones are no majority."""
     spread = pooled_spread(tally.spreads.get(job.placed[0].device_class.key, []), tally.processes)
-    job.verdict = settle(job.results, job.wanted, spread, distrusted(tally.records))
+    refs = tally.references
+    job.verdict = judge(job.results, job.wanted, spread, distrusted(tally.records), refs)
     if job.verdict.outcome == Outcome.PENDING:
         taken, hosts = [c.peer_id for c in job.placed], [c.host for c in job.placed]
-        more = pick_replicas(job.order, 1, taken=taken, taken_hosts=hosts)
+        more = pick_replicas(job.order, 1, taken=taken, taken_hosts=hosts, references=refs)
+        tally.reference_runs += sum(c.peer_id in refs for c in more)
         job.placed += more
         made = [replica(draws, peers[c.peer_id], noise, tally, job.task) for c in more]
         job.results += [r for r, _ in made]
         job.lied += [lie for _, lie in made]
         tally.runs += len(more)
-        job.verdict = settle(job.results, job.wanted, spread, distrusted(tally.records))
+        job.verdict = judge(job.results, job.wanted, spread, distrusted(tally.records), refs)
 
 
 def _count(job: Task, peers: dict[str, Peer], tally: Tally) -> None:
@@ -263,9 +301,13 @@ def _caught(draws: Draws, peer_id: str, peers: dict[str, Peer], noise: float, ta
         _learn(draws, job, peers, noise, tally, job.results[before:])
 
 
-def simulate(seed: int, noise: float, spot: float | None, args: argparse.Namespace) -> dict[str, float]:
+def simulate(
+    seed: int, noise: float, spot: float | None, args: argparse.Namespace, *, reference: bool = False
+) -> dict[str, float]:
     draws = Draws(seed)
-    everyone = fleet(draws, args.peers, args.classes, args.cheaters)
+    everyone = fleet(draws, args.peers, args.classes, args.cheaters, sybil=args.strategy == "sybil")
+    if reference:
+        everyone = with_references(Draws(seed + 1_000_003), everyone, args.classes)
     peers = {p.peer_id: p for p in everyone}
     pools = list(by_class(p.candidate for p in everyone).values())
     tally = Tally(
@@ -274,6 +316,7 @@ def simulate(seed: int, noise: float, spot: float | None, args: argparse.Namespa
         predicting=args.strategy == "predicting",
         scattered=args.strategy == "scattered",
         assumed_p=args.spot,
+        references=frozenset(p.peer_id for p in everyone if p.peer_id.startswith("ref-")),
     )
     for task in range(args.tasks):
         run_task(draws, task, pools[draws.below(len(pools))], peers, noise, spot, tally)
@@ -283,6 +326,7 @@ def simulate(seed: int, noise: float, spot: float | None, args: argparse.Namespa
         "cheating_replicated_pct": 100 * tally.cheating_shown / max(tally.cheating, 1),
         "honest_flagged_pct": 100 * tally.honest_flagged / max(tally.honest, 1),
         "extra_tasks_pct": 100 * (tally.runs - args.tasks) / args.tasks,
+        "reference_runs_pct": 100 * tally.reference_runs / args.tasks,
         "replicated": tally.replicated,
         "single": tally.single,
         "disagreed": tally.disagreed,
@@ -301,34 +345,57 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=3, help="processes per replica (the task's)")
     parser.add_argument(
         "--strategy",
-        choices=("scaled", "predicting", "scattered"),
+        choices=("scaled", "predicting", "scattered", "sybil"),
         default="scaled",
         help="scaled: cheaters lie on every result; predicting: only where the draw sark-node derived "
         "from the campaign id before issue 38 says 'not checked' (the secret draw ignores it); "
         "scattered: they lie with their process medians spread (0.75x, 1x, 1/cheat x of the lie) to "
-        "widen a band their own spread would set (the class's pool sets it)",
+        "widen a band their own spread would set (the class's pool sets it); sybil: a class's cheaters "
+        "are one owner's devices on distinct networks, all with one factor (they agree on the lie)",
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="each configuration without and with a reference device per class",
     )
     args = parser.parse_args()
     rows = []
     print(
-        f"{'noise (CV of process medians)':32} {'policy':22} {'cheating shown':>15} {'as replicated':>14} "
-        f"{'honest flagged':>15} {'extra tasks':>12}  (means over {args.seeds} fleet(s); shown: worst)"
+        f"{'noise (CV of process medians)':32} {'policy':22} {'reference':>9} {'cheating shown':>15} "
+        f"{'as replicated':>14} {'honest flagged':>15} {'extra tasks':>12} {'on references':>14}"
+        f"  (means over {args.seeds} fleet(s); shown: worst)"
     )
     for label, noise in NOISE.items():
         for policy, spot in (("full (2 + tie-break)", None), (f"spot checks p={args.spot:g}", args.spot)):
-            runs = [simulate(args.seed + k, noise, spot, args) for k in range(args.seeds)]
-            got = {key: statistics.mean(run[key] for run in runs) for key in runs[0]}
-            worst = max(run["cheating_shown_pct"] for run in runs)
-            rows.append({"noise": label, "policy": policy, **got, "cheating_shown_worst_pct": worst})
-            shown, replicated = got["cheating_shown_pct"], got["cheating_replicated_pct"]
-            flagged, extra = got["honest_flagged_pct"], got["extra_tasks_pct"]
-            print(
-                f"{label:32} {policy:22} {shown:14.2f}% {replicated:13.2f}% {flagged:14.2f}% {extra:11.1f}%"
-                f"  ({worst:.2f}%)"
-            )
+            for reference in (False, True) if args.reference else (False,):
+                rows.append(_row(label, noise, policy, spot, args, reference))
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "replication_sim.json").write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+    name = f"replication_sim_{args.strategy}.json" if args.strategy != "scaled" else "replication_sim.json"
+    (out / name).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+
+
+def _row(
+    label: str, noise: float, policy: str, spot: float | None, args: argparse.Namespace, reference: bool
+) -> dict[str, object]:
+    """One configuration over `args.seeds` fleets, printed and returned as a JSON row."""
+    runs = [simulate(args.seed + k, noise, spot, args, reference=reference) for k in range(args.seeds)]
+    got = {key: statistics.mean(run[key] for run in runs) for key in runs[0]}
+    worst = max(run["cheating_shown_pct"] for run in runs)
+    shown, replicated = got["cheating_shown_pct"], got["cheating_replicated_pct"]
+    flagged, extra, on_refs = got["honest_flagged_pct"], got["extra_tasks_pct"], got["reference_runs_pct"]
+    print(
+        f"{label:32} {policy:22} {'yes' if reference else 'no':>9} {shown:14.2f}% {replicated:13.2f}% "
+        f"{flagged:14.2f}% {extra:11.1f}% {on_refs:13.1f}%  ({worst:.2f}%)"
+    )
+    return {
+        "noise": label,
+        "policy": policy,
+        "strategy": args.strategy,
+        "reference": reference,
+        **got,
+        "cheating_shown_worst_pct": worst,
+    }
 
 
 if __name__ == "__main__":

@@ -357,6 +357,7 @@ def _plan_json(result: sch.Plan) -> dict[str, Any]:
                 ],
                 "shortfall": job.shortfall,
                 "unverifiable": job.unverifiable,
+                "references": _references(job),
             }
             for job in result.jobs
         ]
@@ -368,6 +369,27 @@ def _class_name(job: sch.JobPlan, peer: sch.PeerView) -> str:
     from scheduler.verification import device_class
 
     return device_class(peer.profile, job.job.spec.compute_unit).name
+
+
+def _references(job: sch.JobPlan) -> list[dict[str, str]]:
+    """Each class among a replicated job's feasible peers: the reference device that joins its
+    quorums (`verify.reference`), or "" and why none does; then each named reference that fits
+    none of them ([] for a job that is not replicated)."""
+    from scheduler.state import class_references
+
+    if not job.verify.replicated:
+        return []
+    peers = [r.peer for r in job.matching]
+    found = [
+        {"class": c.device_class.name, "reference": c.reference, "why_not": c.why_not}
+        for c in class_references(peers, job.job.spec.compute_unit, job.verify)
+    ]
+    fitting = {p.peer_id for p in peers}
+    missing = [p for p in job.verify.reference if p not in fitting]
+    found += [
+        {"class": "", "reference": "", "why_not": f"reference {p}: not a feasible peer"} for p in missing
+    ]
+    return found
 
 
 def _print_plan(result: sch.Plan) -> None:
@@ -397,6 +419,9 @@ def _print_plan(result: sch.Plan) -> None:
         for rejection in job.rejected:
             why = for_rich(f"{rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}")
             console.print(f"  [red]✗[/] {why}")
+        for ref in _references(job):
+            said = f"reference {ref['reference']}" if ref["reference"] else ref["why_not"]
+            console.print(f"  {'class ' + ref['class'] + ': ' if ref['class'] else ''}{for_rich(said)}")
         if job.unverifiable:  # said before the run: these tasks will not run alone
             console.print(f"  [red]unverifiable: {for_rich(job.shortfall)}[/]")
         elif job.shortfall:

@@ -5,24 +5,31 @@
       spot_check: 0.1      # instead: replicate a task with this probability (1 for untrusted peers)
       unverified: refuse   # place peers whose device claims are not believed? allow | refuse
       same_host: refuse    # allow: replicas may share a network host (a lab on one machine only)
+      reference: [12D3KooW...]  # the submitter's own devices: one joins every quorum of its class
 
-A job's block replaces the campaign's. `same_host: allow` gives up the guarantee that one owner with
-many keys on one machine cannot make a quorum; it exists for a lab whose workers all run on one host,
-and every row it verifies says so (`Verified` ends with "(same host)").
+A job's block replaces the campaign's. A reference device is one the submitter trusts (its own): a
+replicated task of its class (full replication or a spot check) has it in its quorum, and a replica
+that disagrees with it is the outlier whatever the others say (`verification.references`).
+`same_host: allow` gives up the guarantee that one owner with many keys on one machine cannot make a
+quorum; it exists for a lab whose workers all run on one host, and every row it verifies says so
+(`Verified` ends with "(same host)").
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from protocol import Value
 from scheduler.language.problems import Problems, check_keys, describe
 
 MAX_REPLICAS: Final = 10
-_FIELDS: Final = ("replicas", "spot_check", "unverified", "same_host")
+_FIELDS: Final = ("replicas", "spot_check", "unverified", "same_host", "reference")
+MAX_REFERENCES: Final = 64
+_PEER_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")  # libp2p writes base58btc; no space, no control
 
 
 class Verify(Value):
@@ -33,12 +40,23 @@ class Verify(Value):
         spot_check: the probability of replicating a task of a trusted peer (0: never).
         unverified: whether a peer marked `claim_unverified` may be placed.
         same_host: whether replicas may share a network host.
+        reference: the peer ids of the submitter's own devices: one of its class joins each quorum,
+            and its figure is the one the others are judged against.
     """
 
     replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
     spot_check: float = Field(default=0.0, ge=0.0, le=1.0)
     unverified: Literal["refuse", "allow"] = "refuse"
     same_host: Literal["refuse", "allow"] = "refuse"
+    reference: tuple[str, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_empty_reference(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """No `reference` key when none is named: campaigns written before it read the same."""
+        data: dict[str, object] = handler(self)
+        if not self.reference:
+            data.pop("reference", None)
+        return data
 
     @property
     def replicated(self) -> bool:
@@ -78,7 +96,31 @@ def parse_verify(raw: object, path: str, problems: Problems) -> Verify | None:
             values[field] = value
     if values.get("spot_check", 0.0) and values.get("replicas", 1) != 1:
         problems.add(f"{path}.spot_check", "give replicas: N (every task) or spot_check: p (some), not both")
+    if "reference" in raw:
+        references = _references(raw["reference"], f"{path}.reference", problems)
+        if references and values.get("replicas", 1) == 1 and not values.get("spot_check", 0.0):
+            problems.add(
+                f"{path}.reference", "a reference joins replicated tasks: give replicas: N or spot_check: p"
+            )
+        values["reference"] = references
     return Verify.model_validate(values) if len(problems.items) == before else None
+
+
+def _references(raw: object, path: str, problems: Problems) -> tuple[str, ...]:
+    """The reference peer ids at `path`, each bad entry recorded with its index."""
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_REFERENCES:
+        problems.add(path, f"expected a list of 1 to {MAX_REFERENCES} peer ids, got {describe(raw)}")
+        return ()
+    kept: list[str] = []
+    for k, item in enumerate(items):
+        if not isinstance(item, str) or not _PEER_ID.fullmatch(item):
+            problems.add(f"{path}[{k}]", f"expected a peer id (12D3KooW...), got {describe(item)}")
+        elif item in kept:
+            problems.add(f"{path}[{k}]", f"{item} is listed twice")
+        else:
+            kept.append(item)
+    return tuple(kept)
 
 
 def verify_of(campaign_verify: Verify, job_verify: Verify | None) -> Verify:

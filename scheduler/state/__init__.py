@@ -9,13 +9,15 @@ those meet the tasks (a replicated job's groups, a group's verdict) is here, in 
 
 Modules:
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
-    replication  a replicated job's placement: groups of verify.replicas, one class each
+    replication  a replicated job's placement: groups of verify.replicas, one class each (a reference
+               device in each of its class's: class_references says which classes have one)
     tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids
     fanout     a job's plan made tasks: placed ones pending, the rest ended (Unschedulable, Unverifiable)
     retry      which failures end a task, which peer a retry goes to, backoff
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
     events     events in (PeersDiscovered, OfferCommitted, ...) and commands out (SendOffer, ...)
     fleet      fleet load: the seeded schedule and its deal, clock offsets, lag, saturation
+    quorum     which peer joins a replica group: a retried replica's pool, one more replica's peer
     settling   a replica group's verdict in the machine: labels, or one more replica
     machine    Scheduler: one per campaign, handle(event, now) -> commands
 """
@@ -79,6 +81,7 @@ from scheduler.state.placement import (
     rank,
     unit_problem,
 )
+from scheduler.state.replication import ClassReference, class_references
 from scheduler.state.retry import FINAL_FAILURES
 from scheduler.state.tasks import (
     Attempt,
@@ -99,6 +102,7 @@ __all__ = [
     "Attempt",
     "CancelRequested",
     "Cause",
+    "ClassReference",
     "ClockRound",
     "Command",
     "Event",
@@ -140,6 +144,7 @@ __all__ = [
     "Tick",
     "Verdict",
     "achieved_rate",
+    "class_references",
     "clock_offset",
     "deal",
     "device_kind",

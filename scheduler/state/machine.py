@@ -52,8 +52,9 @@ from scheduler.state.events import (
 from scheduler.state.fanout import fanned
 from scheduler.state.leases import granted, lapse_of, lease_deadline, reclaimed
 from scheduler.state.placement import PeerView, plan_campaign
+from scheduler.state.quorum import replica_pool
 from scheduler.state.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, retry_step
-from scheduler.state.settling import SettlingState, replica_pool, settle_groups
+from scheduler.state.settling import SettlingState, settle_groups
 from scheduler.state.tasks import (
     STATUS_OF,
     Attempt,

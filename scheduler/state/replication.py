@@ -7,12 +7,14 @@ fill a group is left out). A group is placed whole or not at all: the tasks of o
 filled with independent peers end `Unverifiable` and never run alone (the shortfall names the rule
 and the field that would allow it: `same_host: allow` where the peers share a machine). A job with
 spot checks (`verify.spot_check`) is placed as an unreplicated one: each task is its own group, and
-the machine adds a replica when the draw says so.
+the machine adds a replica when the draw says so. A reference device (`verify.reference`) joins every
+group of its class (`replicas.pick_replicas`); `class_references` says which classes have one that
+can, for `plan`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -21,7 +23,7 @@ from scheduler.language.verify import Verify
 from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.networks import network_of
 from scheduler.verification.peers import Advertised
-from scheduler.verification.replicas import Candidate, pick_replicas
+from scheduler.verification.replicas import Candidate, by_class, pick_replicas
 
 
 class Placeable(Protocol):
@@ -68,7 +70,7 @@ def place_groups(
     size = verify.replicas
     by_id = {r.peer.peer_id: r for r in matching}
     limit = 1 if devices == "any" else len(matching) if devices == "all" else int(devices)
-    got = _fill([candidate(r.peer, unit, verify) for r in matching], size, limit)
+    got = _fill([candidate(r.peer, unit, verify) for r in matching], size, limit, verify.reference)
     chosen = tuple(by_id[c.peer_id] for c in got)
     groups = limit if devices != "all" else max(1, len(chosen) // size)
     wanted = size * groups
@@ -82,23 +84,62 @@ def place_groups(
     fix = "more peers of the class on other networks, or fewer verify.replicas, would allow it"
     if verify.same_host != "allow":
         lab = [candidate(r.peer, unit, verify.with_(same_host="allow")) for r in matching]
-        if len(_fill(lab, size, limit)) > len(chosen):
+        if len(_fill(lab, size, limit, verify.reference)) > len(chosen):
             fix = "verify: {same_host: allow} would let peers on one machine make one (a lab only)"
     return Groups(chosen, wanted, f"{rule}; {fix}")
 
 
-def _fill(candidates: Sequence[Candidate], size: int, limit: int) -> tuple[Candidate, ...]:
+def _fill(
+    candidates: Sequence[Candidate], size: int, limit: int, references: Collection[str]
+) -> tuple[Candidate, ...]:
     """Up to `limit` full groups of `size` independent candidates, group after group; a class
-    that cannot fill a group gives none (a group of fewer would verify nothing)."""
+    that cannot fill a group gives none (a group of fewer would verify nothing). A reference device
+    is in every group of its class, so it is never taken."""
     chosen: list[Candidate] = []
     taken: set[str] = set()
     for _ in range(limit):
-        got = pick_replicas(candidates, size, taken=taken)
+        got = pick_replicas(candidates, size, taken=taken, references=references)
         if len(got) < size:
             break
         chosen.extend(got)
-        taken.update(c.peer_id for c in got)
+        taken.update(c.peer_id for c in got if c.peer_id not in references)
     return tuple(chosen)
+
+
+@dataclass(frozen=True)
+class ClassReference:
+    """Whether a device class among a job's feasible peers has a reference device in its quorums.
+
+    Attributes:
+        device_class: the class.
+        reference: the reference device that joins its quorums, or "" (none of the class, or none
+            that can: `why_not`).
+        why_not: why no reference joins ("" when one does).
+    """
+
+    device_class: DeviceClass
+    reference: str
+    why_not: str = ""
+
+
+def class_references(
+    peers: Sequence[Advertised], unit: ComputeUnit, verify: Verify
+) -> tuple[ClassReference, ...]:
+    """Each class among `peers` (a job's feasible ones), in order, with the reference that joins its
+    quorums or why none does: none of the class is listed, or its network is unknown (relayed: it
+    cannot count toward a quorum)."""
+    out: list[ClassReference] = []
+    for cls, members in by_class(candidate(p, unit, verify) for p in peers).items():
+        mine = [c for c in members if c.peer_id in verify.reference]
+        joins = [c for c in mine if c.host]
+        if joins:
+            out.append(ClassReference(cls, joins[0].peer_id))
+        elif mine:
+            why = f"reference {mine[0].peer_id}: its network is unknown (relayed): it counts toward no quorum"
+            out.append(ClassReference(cls, "", why))
+        else:
+            out.append(ClassReference(cls, "", "no reference device of this class (verify.reference)"))
+    return tuple(out)
 
 
 def class_of(peer: Advertised, unit: ComputeUnit) -> DeviceClass:

@@ -6,23 +6,26 @@ which the machine applies; it holds no state of its own and changes none. It cal
 group once all its tasks have ended (`agreement.settle` over the accepted ones). Two replicas that
 disagree (`pending`) and a spot check the draw picks (`reputation.should_check`: the campaign's secret
 key and the task id) ask for one more replica on another peer of the group's class on another host
-(`more_peer`: which one is a secret draw too, so no peer can arrange to check itself); the machine adds
+(`quorum.more_peer`: which one is a secret draw too, so no peer can arrange to check itself); the machine adds
 it as a task of the same job and group, so the campaign does not end before it settles. Otherwise each
 accepted task gets its row's label (`TaskView.verified`) and the node is told who agreed
-(`ReplicasSettled`), to keep each peer's record (`reputation.PeerRecord`) in its store.
+(`ReplicasSettled`), to keep each peer's record (`reputation.PeerRecord`) in its store. A group
+with a reference device's result (`verify.reference`) is settled against it (`references.judge`), its
+rows name it, and one more replica goes to the reference of the class first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from protocol import ComputeUnit
 from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
 from scheduler.language.verify import Verify
 from scheduler.state.events import Command, RecordOutcome, ReplicasSettled
-from scheduler.state.placement import PeerView, rank
+from scheduler.state.placement import PeerView
+from scheduler.state.quorum import more_peer
 from scheduler.state.replication import candidate
 from scheduler.state.retry import placed_load
 from scheduler.state.tasks import Lapse, Status, TaskState, TaskView, task_id_of
@@ -33,12 +36,11 @@ from scheduler.verification.agreement import (
     Settlement,
     pooled_spread,
     process_error,
-    settle,
 )
-from scheduler.verification.classes import DeviceClass
-from scheduler.verification.draws import DrawKey, Purpose
+from scheduler.verification.draws import DrawKey
 from scheduler.verification.networks import network_of
-from scheduler.verification.replicas import Candidate, pick_replicas
+from scheduler.verification.references import judge
+from scheduler.verification.replicas import Candidate
 from scheduler.verification.reputation import TRUST_AFTER, PeerRecord, distrusted, should_check
 
 MORE = "more"
@@ -127,7 +129,8 @@ def settle_groups(state: SettlingState) -> Settled:
 
 def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Decided) -> None:
     campaign = state.campaign
-    for members in unsettled_groups(tasks.values(), distrusted(out.records).keys()).values():
+    suspects = distrusted(out.records).keys() - references_of(campaign)  # the submitter's own: trusted
+    for members in unsettled_groups(tasks.values(), suspects).values():
         first = members[0]
         verify = campaign.verify_of(campaign.jobs[first.job_index])
         processes = campaign.jobs[first.job_index].spec.processes
@@ -158,12 +161,15 @@ def convicting(
     unit: ComputeUnit,
     verify: Verify,
 ) -> bool:
-    """Whether a majority may count a disagreement against its outliers (issue 38, scope 4): its
-    members span two networks or more (`replication.candidate`: one owner's keys on one machine are
-    one vote) and most of them are established (`TRUST_AFTER` agreements or more, not distrusted).
+    """Whether a majority may count a disagreement against its outliers (issue 38, scope 4): it holds
+    a reference device (the submitter's own), or its members span two networks or more
+    (`replication.candidate`: one owner's keys on one machine are one vote) and most of them are
+    established (`TRUST_AFTER` agreements or more, not distrusted).
     Two fresh Sybils that outvote an honest peer change nobody's record: the row still says who was
     outside the majority, but the peer's record, its spot checks and its trust across campaigns
     are untouched."""
+    if set(agreed) & set(verify.reference):
+        return True
     hosts = {candidate(peers[p], unit, verify).host for p in agreed if p in peers} - {""}
     established = [p for p in agreed if _established(records.get(p, PeerRecord()))]
     return len(hosts) >= 2 and 2 * len(established) > len(agreed)
@@ -286,21 +292,33 @@ def verdict(
         ):
             return MORE
     replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
-    settled = settle(replicas, wanted, class_spread, distrusted(records))
+    settled = judge(replicas, wanted, class_spread, distrusted(records), verify.reference)
     if settled.outcome == Outcome.PENDING:
         if len(members) <= wanted:
             return MORE
         settled = Settlement(Outcome.DISAGREED, reason=f"{settled.reason}; no further replica ran")
+    if not settled.reference and (missing := _reference_missing(members, verify)):
+        settled = replace(settled, reason="; ".join(r for r in (settled.reason, missing) if r))
     return Labels(_labels(done, settled, verify), settled)
 
 
+def _reference_missing(members: Sequence[TaskView], verify: Verify) -> str:
+    """Why a group that held a reference device's task is settled without it ("" otherwise): its
+    attempt ended without a result, and a retry went to another peer of the class."""
+    reported = {t.peer_id for t in members if t.state == TaskState.DONE}
+    for attempt in (a for t in members for a in t.attempts):
+        if attempt.peer_id in verify.reference and attempt.peer_id not in reported:
+            why = attempt.outcome or "no result"
+            return f"the reference {attempt.peer_id} did not report ({why}): settled by the majority"
+    return ""
+
+
 def _labels(done: Sequence[TaskView], settled: Settlement, verify: Verify) -> dict[str, tuple[str, str]]:
-    host = " (same host)" if verify.same_host == "allow" and settled.outcome == Outcome.REPLICATED else ""
     labels: dict[str, tuple[str, str]] = {}
     outlying = {peer for peer, _ in settled.outliers}
     for task in done:
         if settled.outcome == Outcome.REPLICATED and task.peer_id in settled.agreed:
-            label = settled.label(len(done)) + host
+            label = settled.label(len(done)) + _vouched_by(settled, verify)
             detail = f"agreed at {settled.figure_ms:.4g} ms" + (
                 f"; {settled.reason}" if settled.reason else ""
             )
@@ -312,30 +330,16 @@ def _labels(done: Sequence[TaskView], settled: Settlement, verify: Verify) -> di
     return labels
 
 
-def replica_pool(
-    task: TaskView, tasks: Mapping[str, TaskView], peers: Mapping[str, PeerView], campaign: Campaign
-) -> list[PeerView]:
-    """The peers a task may be retried on: any for an unreplicated task; for a replica, those of its
-    group's class on a network (`networks.network_of`, never an unknown one) none of the group's
-    other live or done tasks is on."""
-    if not task.replica_group:
-        return list(peers.values())
-    verify = campaign.verify_of(campaign.jobs[task.job_index])
-    others = [
-        t for t in tasks.values() if t.replica_group == task.replica_group and t.task_id != task.task_id
-    ]
-    hosts = {
-        candidate(peers[t.peer_id], task.unit, verify).host
-        for t in others
-        if t.peer_id and t.peer_id in peers
-    }
-    hosts.discard("")
-    pool = []
-    for peer in peers.values():
-        c = candidate(peer, task.unit, verify)
-        if c.device_class.key == task.device_class and c.host and c.host not in hosts:
-            pool.append(peer)
-    return pool
+def _vouched_by(settled: Settlement, verify: Verify) -> str:
+    """What a replicated row adds to its label: the reference that vouched, and the lab switch."""
+    said = [f"reference {settled.reference}"] if settled.reference else []
+    said += ["same host"] if verify.same_host == "allow" else []
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def references_of(campaign: Campaign) -> frozenset[str]:
+    """Every reference device any job of the campaign names (`verify.reference`)."""
+    return frozenset(p for job in campaign.jobs for p in campaign.verify_of(job).reference)
 
 
 def flagged(verified: str) -> bool:
@@ -348,30 +352,3 @@ def pool_key(task: TaskView) -> str:
     """The pool a task's replicas' errors go to: its device class and its model (models of one class
     scatter differently: 2.4 % to 7.4 % on this machine)."""
     return f"{task.device_class}/{task.model.sha256[:16]}"
-
-
-def more_peer(
-    members: Sequence[TaskView],
-    peers: Mapping[str, PeerView],
-    needs: Needs,
-    verify: Verify,
-    placed: Mapping[str, int],
-    key: DrawKey,
-) -> Candidate | None:
-    """A peer for one more replica: the group's class, none of its peers or hosts, in the order of
-    the campaign's secret draw over the feasible ones (placement's ranking would let a peer that
-    ranks itself second, or a second key of its owner's, predict that it checks the first)."""
-    unit = members[0].unit
-    taken = [peers[t.peer_id] for t in members if t.peer_id and t.peer_id in peers]
-    hosts = [candidate(p, unit, verify).host for p in taken]
-    feasible = [candidate(r.peer, unit, verify) for r in rank(needs, list(peers.values()), placed=placed)]
-    group = members[0].replica_group
-    candidates = sorted(feasible, key=lambda c: key.draw(Purpose.REPLICA_PEER, f"{group}\x00{c.peer_id}"))
-    got = pick_replicas(
-        candidates,
-        1,
-        taken=[t.peer_id for t in members if t.peer_id],
-        taken_hosts=hosts,
-        device_class=DeviceClass(members[0].device_class),
-    )
-    return got[0] if got else None

@@ -20,6 +20,7 @@ Modules:
     replicas   pick_replicas: N peers of one class, distinct in identity and in network
     networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
     agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
+    references judge: a group with a reference device (the submitter's own) settled against its figure
     reputation a peer's record of agreements; adaptive spot checks (p rises for peers that disagreed)
     draws      DrawKey: the campaign's secret, and the keyed draws of every choice a worker could exploit
     claims     a peer's advertised calibration against physics and its class: claim_unverified
@@ -45,6 +46,7 @@ from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.draws import SECRET_BYTES, DrawKey, Purpose
 from scheduler.verification.figures import Refusal, check_figures
 from scheduler.verification.peers import Advertised
+from scheduler.verification.references import judge, vouched
 from scheduler.verification.replicas import Candidate, by_class, pick_replicas
 from scheduler.verification.reputation import PeerRecord, distrusted, should_check
 from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
@@ -71,6 +73,7 @@ __all__ = [
     "device_class",
     "distrusted",
     "draws_seed",
+    "judge",
     "pick_replicas",
     "placed_profile",
     "pool_error",
@@ -79,4 +82,5 @@ __all__ = [
     "settle",
     "should_check",
     "spread_of",
+    "vouched",
 ]

@@ -141,6 +141,7 @@ class Settlement:
         offsets: each timed replica's log of its figure over the others' (the rest of the majority
             for a member, the agreed figure for an outlier of the same outputs): what
             `reputation.PeerRecord` adds up to find a peer that is off its class for good.
+        reference: the reference device that vouched for the agreed figure (`references`), or "".
     """
 
     outcome: Outcome
@@ -149,6 +150,7 @@ class Settlement:
     figure_ms: float | None = None
     reason: str = ""
     offsets: tuple[tuple[str, float], ...] = ()
+    reference: str = ""
 
     def offset_of(self, peer_id: str) -> float | None:
         """The peer's offset in this settlement, if it had one."""

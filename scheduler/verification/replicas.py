@@ -11,7 +11,7 @@ verification proves").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler.verification.classes import DeviceClass
@@ -41,9 +41,11 @@ def pick_replicas(
     taken: Iterable[str] = (),
     taken_hosts: Iterable[str] = (),
     device_class: DeviceClass | None = None,
+    references: Collection[str] = (),
 ) -> tuple[Candidate, ...]:
     """Up to `count` candidates of one class, distinct in identity and network (none unknown), in
-    the given order.
+    the given order, except that a reference device of the class (`references`) comes first, one a
+    group (none when a taken peer is one already).
 
     Args:
         candidates: feasible peers, best first (placement's ranking).
@@ -53,15 +55,22 @@ def pick_replicas(
         device_class: the class the task's replicas are in, once its first replica is placed; None
             picks the first class, in the order of its best-ranked peer, that has `count`
             independent peers (else the one with most).
+        references: the submitter's own devices (`verify.reference`): never counted as taken by
+            another group, so one joins every quorum of its class.
 
     Returns:
         Fewer than `count` when no class has enough independent peers: the caller says so.
     """
+    held = set(taken)
+    if references and not held & set(references):
+        candidates = sorted(candidates, key=lambda c: c.peer_id not in references)  # stable
+    else:
+        references = ()
     if device_class is not None:
-        return _pick_in(candidates, count, device_class, set(taken), set(taken_hosts))
+        return _pick_in(candidates, count, device_class, held, set(taken_hosts), references)
     best: tuple[Candidate, ...] = ()
     for cls in dict.fromkeys(c.device_class for c in candidates):
-        got = _pick_in(candidates, count, cls, set(taken), set(taken_hosts))
+        got = _pick_in(candidates, count, cls, set(held), set(taken_hosts), references)
         if len(got) == count:
             return got
         best = got if len(got) > len(best) else best
@@ -69,7 +78,12 @@ def pick_replicas(
 
 
 def _pick_in(
-    candidates: Sequence[Candidate], count: int, cls: DeviceClass, peers: set[str], hosts: set[str]
+    candidates: Sequence[Candidate],
+    count: int,
+    cls: DeviceClass,
+    peers: set[str],
+    hosts: set[str],
+    references: Collection[str],
 ) -> tuple[Candidate, ...]:
     chosen: list[Candidate] = []
     for c in candidates:
@@ -77,6 +91,8 @@ def _pick_in(
             break
         if c.device_class != cls or c.peer_id in peers or not c.host or c.host in hosts:
             continue
+        if c.peer_id in references and any(x.peer_id in references for x in chosen):
+            continue  # one reference a group is enough: the others' tasks go to other groups
         chosen.append(c)
         peers.add(c.peer_id)
         hosts.add(c.host)

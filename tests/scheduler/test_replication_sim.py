@@ -1,7 +1,9 @@
 """The replication simulation's figure, pinned by its cause: at 7.4 % process-median noise one
 comparison cannot tell a 0.8-0.9x claim from noise, so without the offsets each settlement adds to a
 peer's record (`reputation.PeerRecord.biased`) and the settling again of the groups a biased peer
-agreed in, full replication showed 14 % of the cheating results; with them, none of a small fleet's."""
+agreed in, full replication showed 14 % of the cheating results; with them, none of a small fleet's. And a
+reference device's: one owner's devices that outnumber the truth in a class win by majority, and lose
+to the reference (issue 38, scope 6)."""
 
 from __future__ import annotations
 
@@ -22,3 +24,20 @@ def test_full_replication_shows_no_cheating_result_at_this_machines_worst_noise(
         got = replication_sim.simulate(seed, replication_sim.NOISE["tiny-BERT (7.4 %)"], None, fleet)
         assert got["cheating_shown_pct"] <= 1.0, got
         assert got["honest_flagged_pct"] <= 1.5, got
+
+
+def test_a_reference_device_closes_what_a_sybil_majority_opens() -> None:
+    """A class where 30 % of the peers are one owner's devices on distinct networks, all reporting one
+    factor: two of them in a quorum outvote the truth (and flag the honest peer). With one reference
+    device per class in every quorum (the scheduler's own `references.judge`), none of their results
+    is shown and honest flags fall back to noise."""
+    fleet = argparse.Namespace(
+        peers=200, classes=4, cheaters=0.3, tasks=1000, processes=3, strategy="sybil", spot=0.1
+    )
+    quiet = replication_sim.NOISE["ResNet18 (2.4 %)"]
+    majority = replication_sim.simulate(1, quiet, None, fleet)
+    assert majority["cheating_shown_pct"] > 5.0, majority
+    referenced = replication_sim.simulate(1, quiet, None, fleet, reference=True)
+    assert referenced["cheating_shown_pct"] == 0.0, referenced
+    assert referenced["honest_flagged_pct"] <= 1.0, referenced
+    assert referenced["reference_runs_pct"] == 100.0  # the cost: the reference runs every task once
