@@ -4,6 +4,7 @@ Modules:
     local     info, bench: this device only, no network
     swarm     gate, join, peers, id: the libp2p swarm
     campaign  submit, plan: running campaigns
+    planview  what plan shows of a dry run: its terminal lines and plan --json
     stored    status, cancel, results: the campaigns in this node's store
     options   the options and plumbing every command shares
     console   the rich console (never hard-wraps a pipe or a file) and peer ids shortened to their end

@@ -324,108 +324,13 @@ def plan(
     async def main() -> sch.Plan:
         return await runtime.plan(config, campaign, text, options, vetted)
 
+    from node.cli.planview import plan_json, print_plan
+
     result = run(main)
     if as_json:
-        print(json.dumps(_plan_json(result)))
+        print(json.dumps(plan_json(result)))
         return
-    _print_plan(result)
-
-
-def _plan_json(result: sch.Plan) -> dict[str, Any]:
-    return {
-        "jobs": [
-            {
-                "job": job.job.index,
-                "unit": job.job.spec.compute_unit.value,
-                "wanted": job.wanted,
-                "chosen": [r.peer.peer_id for r in job.chosen],
-                "matching": [r.peer.peer_id for r in job.matching],
-                "classes": {r.peer.peer_id: _class_name(job, r.peer) for r in job.matching},
-                "claims": {r.peer.peer_id: list(r.peer.claim) for r in job.matching if r.peer.claim},
-                "replicas": job.verify.replicas,
-                "replica_class": _class_name(job, job.chosen[0].peer)
-                if job.verify.replicated and job.chosen
-                else "",
-                "rejected": [
-                    {
-                        "peer_id": r.peer_id,
-                        "device": r.device_name,
-                        "reasons": list(r.details),
-                        "codes": [reason.code.value for reason in r.reasons],
-                    }
-                    for r in job.rejected
-                ],
-                "shortfall": job.shortfall,
-                "unverifiable": job.unverifiable,
-                "references": _references(job),
-            }
-            for job in result.jobs
-        ]
-    }
-
-
-def _class_name(job: sch.JobPlan, peer: sch.PeerView) -> str:
-    """A peer's device class for the job's unit (`scheduler.verification.classes`), as `plan` shows it."""
-    from scheduler.verification import device_class
-
-    return device_class(peer.profile, job.job.spec.compute_unit).name
-
-
-def _references(job: sch.JobPlan) -> list[dict[str, str]]:
-    """Each class among a replicated job's feasible peers: the reference device that joins its
-    quorums (`verify.reference`), or "" and why none does; then each named reference that fits
-    none of them ([] for a job that is not replicated)."""
-    from scheduler.state import class_references
-
-    if not job.verify.replicated:
-        return []
-    peers = [r.peer for r in job.matching]
-    found = [
-        {"class": c.device_class.name, "reference": c.reference, "why_not": c.why_not}
-        for c in class_references(peers, job.job.spec.compute_unit, job.verify)
-    ]
-    fitting = {p.peer_id for p in peers}
-    missing = [p for p in job.verify.reference if p not in fitting]
-    found += [
-        {"class": "", "reference": "", "why_not": f"reference {p}: not a feasible peer"} for p in missing
-    ]
-    return found
-
-
-def _print_plan(result: sch.Plan) -> None:
-    from node.cli.console import console as out_console
-    from protocol import for_rich
-
-    console = out_console()
-    for job in result.jobs:
-        unit = job.job.spec.compute_unit.value
-        console.print(
-            f"[bold]job {job.job.index}[/] {unit}: {len(job.chosen)} of {job.wanted} task(s) placed"
-        )
-        if job.verify.replicas > 1 and job.chosen:
-            console.print(
-                f"  replicated {job.verify.replicas}x on class {_class_name(job, job.chosen[0].peer)}"
-            )
-        for ranked in job.matching:
-            peer = for_rich(
-                f"{ranked.peer.profile.device_name} {ranked.peer.peer_id} {_class_name(job, ranked.peer)}"
-            )
-            claim = (
-                f" [red]claim_unverified: {for_rich('; '.join(ranked.peer.claim))}[/]"
-                if ranked.peer.claim
-                else ""
-            )
-            console.print(f"  {'[green]✓[/]' if ranked in job.chosen else '[cyan]·[/]'} {peer}{claim}")
-        for rejection in job.rejected:
-            why = for_rich(f"{rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}")
-            console.print(f"  [red]✗[/] {why}")
-        for ref in _references(job):
-            said = f"reference {ref['reference']}" if ref["reference"] else ref["why_not"]
-            console.print(f"  {'class ' + ref['class'] + ': ' if ref['class'] else ''}{for_rich(said)}")
-        if job.unverifiable:  # said before the run: these tasks will not run alone
-            console.print(f"  [red]unverifiable: {for_rich(job.shortfall)}[/]")
-        elif job.shortfall:
-            console.print(f"  [yellow]{for_rich(job.shortfall)}[/]")
+    print_plan(result)
 
 
 def register(app: typer.Typer) -> None:
