@@ -13,6 +13,11 @@ Modules:
     torchrt    torch: CPU (PyTorch), GPU (PyTorch) for .pt2 and TorchScript (owner opt-in)
     llm        transformers: generation on CPU (PyTorch) / GPU (PyTorch) from GGUF or safetensors folders
     llmclock   the streamer that timestamps every generated token (imported only by llm)
+    llamacpp   llama.cpp (llama-cpp-cffi): the CPU / CUDA / Vulkan build of a unit loaded from its file,
+               its log kept, the layers' placement read from it
+    llamaunits CPU (llama.cpp), GPU (llama.cpp): the probe (a real load and decode) and registry entry
+    gguflm     llama.cpp: generation from a GGUF file, timed per token, llama.cpp's own pp / tg timers
+    genruntime the shape both generation runtimes (llm, gguflm) offer the generate child
     coreml     coremltools: GPU (CoreML), Neural Engine (CoreML), macOS only
     formats    model file checks before any runtime or pickle opens them (run in the child)
     headers    bounded safetensors and GGUF header checks against the file's size

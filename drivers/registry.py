@@ -7,6 +7,7 @@ from typing import Final
 from drivers.coreml import CoremlDriver
 from drivers.driver import Driver
 from drivers.litert import LitertDriver
+from drivers.llamaunits import LlamacppDriver
 from drivers.onnx import OnnxDriver
 from drivers.openvino import OpenvinoDriver
 from drivers.torchrt import TorchDriver
@@ -25,6 +26,8 @@ REGISTRY: Final[dict[ComputeUnit, Driver]] = {
     ComputeUnit.CPU_LITERT: LitertDriver(ComputeUnit.CPU_LITERT),
     ComputeUnit.GPU_LITERT: LitertDriver(ComputeUnit.GPU_LITERT),
     ComputeUnit.NPU_LITERT: LitertDriver(ComputeUnit.NPU_LITERT),
+    ComputeUnit.CPU_LLAMACPP: LlamacppDriver(ComputeUnit.CPU_LLAMACPP),
+    ComputeUnit.GPU_LLAMACPP: LlamacppDriver(ComputeUnit.GPU_LLAMACPP),
 }
 
 

@@ -44,7 +44,12 @@ def derive_generation(stats: GenerationStats, spec: GenerateSpec) -> GenerationS
     """A generate run's aggregate recomputed from its records and wall time, its readings kept."""
     return summarize_generation(
         stats.records, stats.wall_s, spec, cpu_pct=stats.client_cpu_pct, unsent=stats.unsent
-    ).with_(rtt_ms=stats.rtt_ms, tls_ms=stats.tls_ms, client_overhead_ms=stats.client_overhead_ms)
+    ).with_(
+        rtt_ms=stats.rtt_ms,
+        tls_ms=stats.tls_ms,
+        client_overhead_ms=stats.client_overhead_ms,
+        runtime_rates=stats.runtime_rates,
+    )
 
 
 def per_token_instability(
