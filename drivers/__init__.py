@@ -3,7 +3,7 @@
 Modules:
     device     CPU, RAM, OS, GPUs (NVML, torch, nvidia-smi), runtime versions, fingerprint
     probe      detect_profile: the device facts and a truthful probe of every compute unit;
-               probe_generation: which units generate (transformers) here, with reasons
+               probe_generation: which units generate (transformers, llama.cpp) here, with reasons
     driver     the Driver interface the harness uses (load, inputs, run, placement, settings)
     registry   the explicit registry: compute unit -> driver
     onnx       onnxruntime: CPU (ONNX), GPU (ONNX) via CUDA / TensorRT / MIGraphX / DirectML / CoreML EP
