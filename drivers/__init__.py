@@ -10,6 +10,10 @@ Modules:
     openvino   OpenVINO: CPU / GPU / NPU (OpenVINO) on the same .onnx, placement from the executed graph
     litert     LiteRT: CPU (LiteRT) on the interpreter with XNNPACK, placement = nodes delegated
     litemodels small .tflite models written offline (the schema ai-edge-litert ships), for tests
+    executorch ExecuTorch: CPU (ExecuTorch) on its C++ runtime with XNNPACK, placement read from the .pte
+    ptefile    a .pte's instructions read from its bytes: XNNPACK's nodes, other partitions, kernel calls
+    etmodels   small .pte programs lowered offline from torch.nn modules (a child runs it), for tests
+    notices    a runtime's informational lines on fd 2 held off the terminal, every other line kept
     torchrt    torch: CPU (PyTorch), GPU (PyTorch) for .pt2 and TorchScript (owner opt-in)
     llm        transformers: generation on CPU (PyTorch) / GPU (PyTorch) from GGUF or safetensors folders
     llmclock   the streamer that timestamps every generated token (imported only by llm)

@@ -10,14 +10,16 @@ The boundary, the messages, the load phase and the meters around the runs are `d
 from __future__ import annotations
 
 import gc
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final, TypeVar
 
 from drivers import device, frame, meters, telemetry
-from drivers.driver import Feeds, Loaded, LoadOptions
+from drivers.driver import Converter, Driver, Feeds, Loaded, LoadOptions
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
 from drivers.inputs import fed, synthesize
@@ -60,6 +62,32 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
     if spec.memory_limit_mb is not None:
         frame.limit_memory(spec.memory_limit_mb)
     options = LoadOptions(spec.threads, job.allow_code_models, job.cache_dir, job.fmt)
+    with tempfile.TemporaryDirectory(prefix="sark-converted-") as scratch:
+        path, options, conversion = _guard(lambda: _converted(driver, path, options, Path(scratch)), spec)
+        return _load_and_run(conn, driver, path, options, spec, at, conversion)
+
+
+def _converted(
+    driver: Driver, path: Path, options: LoadOptions, scratch: Path
+) -> tuple[Path, LoadOptions, dict[str, str]]:
+    """The model the driver loads: `path` itself, or what the driver's conversion wrote into
+    `scratch` (before the timed loads), with the conversion recorded beside the runtime versions."""
+    if not isinstance(driver, Converter) or options.fmt not in driver.converts:
+        return path, options, {}
+    converted, said = driver.convert(path, scratch, options)
+    return converted, replace(options, fmt=None), {"conversion": said}
+
+
+def _load_and_run(
+    conn: Connection,
+    driver: Driver,
+    path: Path,
+    options: LoadOptions,
+    spec: TaskSpec,
+    at: frame.Stages,
+    conversion: dict[str, str],
+) -> Measurement:
+    """Timed loads, the one that runs, its inputs, then the inference phase."""
     timed = _guard(lambda: frame.timed_loads(conn, lambda: driver.load(path, options), spec.load_runs), spec)
     _, load_ms, peak_load = timed
     del timed, _  # the last timed load is let go before the one that runs
@@ -78,7 +106,7 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
         peak_load_ram_mb=peak_load,
         peak_inference_ram_mb=0.0,
         cpu_cores_used=0.0,
-        conditions=_conditions(loaded, device.runtime_versions() | driver.versions()),
+        conditions=_conditions(loaded, device.runtime_versions() | driver.versions() | conversion),
         inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values, spec.input_data),
     )
     return _guard(lambda: _inference_phase(conn, loaded, feeds, spec, part), spec)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -117,4 +117,17 @@ class Driver(Protocol):
 
     def versions(self) -> dict[str, str]:
         """Runtime name -> version."""
+        ...
+
+
+@runtime_checkable
+class Converter(Protocol):
+    """A driver that converts some formats to its own in the child, before the timed loads (a
+    `torch.export` program lowered to an ExecuTorch .pte); the conversion is recorded with the result."""
+
+    converts: frozenset[ModelFormat]
+
+    def convert(self, path: Path, out: Path, options: LoadOptions) -> tuple[Path, str]:
+        """The converted model, written under the folder `out`, and the conversion in words (tool,
+        version, steps); raises TaskFailed on refusal or failure."""
         ...

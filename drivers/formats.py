@@ -6,8 +6,9 @@ model's directory (absolute, `..`, or a symlink) or is missing; safetensors and 
 lie about their tensors (`drivers.headers`); an ONNX file that is not a protobuf with a graph, a
 torch program that is not a zip archive, and a .tflite without the `TFL3` flatbuffer identifier or
 whose root table lies outside the file (LiteRT's interpreter verifies the rest as it loads, in the
-same child). ONNX files are walked at the protobuf wire level, so no
-`onnx` package is needed and tensor bytes are skipped, not read.
+same child), a .pte without an `ET` identifier or whose root or extended header points outside the
+file (ExecuTorch verifies the program's internal consistency as it loads). ONNX files are walked at
+the protobuf wire level, so no `onnx` package is needed and tensor bytes are skipped, not read.
 
 `detect_format` reads only the name; `check_model_file` reads the bytes and so runs only in a
 spawned child: the worker's (`drivers.child`), and the submitter's before it sends a model
@@ -40,6 +41,7 @@ SUFFIX_FORMATS: Final = {
     ".gguf": ModelFormat.GGUF,
     ".safetensors": ModelFormat.SAFETENSORS,
     ".tflite": ModelFormat.TFLITE,
+    ".pte": ModelFormat.PTE,
 }
 CODE_FORMATS: Final = frozenset({ModelFormat.TORCH_EXPORT, ModelFormat.TORCHSCRIPT})
 # ONNX protobuf schema, only the paths that can lead to a TensorProto: message -> {field: message}.
@@ -117,6 +119,8 @@ def check_model_file(path: Path, fmt: ModelFormat, *, allow_code_models: bool) -
         check_safetensors(path)
     elif fmt == ModelFormat.TFLITE:
         _check_tflite(path)
+    elif fmt == ModelFormat.PTE:
+        _check_pte(path)
 
 
 def _check_tflite(path: Path) -> None:
@@ -129,6 +133,23 @@ def _check_tflite(path: Path) -> None:
     root = int.from_bytes(head[:4], "little")
     if not 8 <= root < size:
         raise TaskFailed(FailureReason.FORMAT, f"the flatbuffer's root offset {root} is outside the file")
+
+
+def _check_pte(path: Path) -> None:
+    """An ExecuTorch program: an `ET` flatbuffer identifier, a root table inside the file, and an
+    extended header (when there is one) whose program and segments lie inside the file."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(32)
+    if len(head) < 8 or head[4:6] != b"ET" or not head[6:8].isdigit():
+        raise TaskFailed(FailureReason.FORMAT, "not an ExecuTorch program (no ET flatbuffer identifier)")
+    root = int.from_bytes(head[:4], "little")
+    if not 8 <= root < size:
+        raise TaskFailed(FailureReason.FORMAT, f"the program's root offset {root} is outside the file")
+    if head[8:12] == b"eh00" and len(head) == 32:
+        program, base = int.from_bytes(head[16:24], "little"), int.from_bytes(head[24:32], "little")
+        if not root < program <= size or base > size:
+            raise TaskFailed(FailureReason.FORMAT, "the program's extended header points outside the file")
 
 
 def _at_shard(shard: Path) -> None:

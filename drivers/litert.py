@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
-import sys
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,6 +22,7 @@ from drivers.driver import Feeds, LoadOptions, Placement, Settings
 from drivers.errors import TaskFailed
 from drivers.inputs import Dim, InputSig
 from drivers.missing import not_installed
+from drivers.notices import dropping
 from protocol import ComputeUnit, FailureReason, ModelFormat, UnitStatus
 
 DELEGATED: Final = "XNNPACK"
@@ -46,23 +44,9 @@ def _interpreter() -> Any:
     return interpreter
 
 
-@contextlib.contextmanager
-def _without_notice() -> Iterator[None]:
-    """Hold fd 2 in a temporary file while LiteRT builds an interpreter, then write back every line
-    but its delegate notice: an error it prints still reaches stderr, the notice does not."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            held.seek(0)
-            kept = [line for line in held.read().splitlines(keepends=True) if line.rstrip() != NOTICE]
-            if kept:
-                os.write(2, b"".join(kept))
+def _without_notice() -> contextlib.AbstractContextManager[None]:
+    """fd 2 held while LiteRT builds an interpreter, every line but its delegate notice written back."""
+    return dropping(lambda line: line == NOTICE)
 
 
 def delegated_nodes(nodes: list[tuple[str, list[int], list[int]]]) -> tuple[int, int]:

@@ -21,6 +21,7 @@ class ComputeUnit(enum.StrEnum):
     CPU_LITERT = "CPU (LiteRT)"
     GPU_LITERT = "GPU (LiteRT)"
     NPU_LITERT = "NPU (LiteRT)"
+    CPU_EXECUTORCH = "CPU (ExecuTorch)"
     CPU_LLAMACPP = "CPU (llama.cpp)"
     GPU_LLAMACPP = "GPU (llama.cpp)"
 
@@ -33,6 +34,7 @@ class Runtime(enum.StrEnum):
     COREMLTOOLS = "coremltools"
     OPENVINO = "openvino"
     LITERT = "litert"
+    EXECUTORCH = "executorch"
     LLAMACPP = "llama.cpp"
 
 
@@ -49,6 +51,7 @@ RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
     ComputeUnit.CPU_LITERT: Runtime.LITERT,
     ComputeUnit.GPU_LITERT: Runtime.LITERT,
     ComputeUnit.NPU_LITERT: Runtime.LITERT,
+    ComputeUnit.CPU_EXECUTORCH: Runtime.EXECUTORCH,
     ComputeUnit.CPU_LLAMACPP: Runtime.LLAMACPP,
     ComputeUnit.GPU_LLAMACPP: Runtime.LLAMACPP,
 }

@@ -148,6 +148,7 @@ class ModelFormat(enum.StrEnum):
     GGUF = "gguf"  # a generative model in one file (llama.cpp's format; no code runs on load)
     SAFETENSORS = "safetensors"  # a folder in Hugging Face layout: config, tokenizer, safetensors shards
     TFLITE = "tflite"  # a LiteRT flatbuffer (no code runs on load)
+    PTE = "pte"  # an ExecuTorch program flatbuffer (no code runs on load: its operators are the runtime's)
 
 
 class ModelRef(Value):

@@ -42,6 +42,7 @@ _BY_EXTENSION: Final[dict[str, ModelFormat]] = {
     ".gguf": ModelFormat.GGUF,
     ".safetensors": ModelFormat.SAFETENSORS,
     ".tflite": ModelFormat.TFLITE,
+    ".pte": ModelFormat.PTE,
 }
 _PICKLES: Final = (".pkl", ".pickle", ".pth", ".pt", ".bin", ".joblib")
 _FORMATS: Final = ", ".join(f.value for f in ModelFormat)

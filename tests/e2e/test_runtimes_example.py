@@ -1,7 +1,8 @@
 """Issue 39's acceptance: README's runtimes command (`sark-node submit examples/runtimes.yaml`, after
-installing the openvino and litert extras) on the embedded swarm gives a Complete row on every CPU
-unit of the new runtimes with its placement share, and the OpenVINO row carries its largest output
-difference against the ONNX Runtime row of the same model."""
+installing the openvino, litert and executorch extras, and executorch without its dependencies) on
+the embedded swarm gives a Complete row on every CPU unit of the new runtimes with its placement
+share, and the OpenVINO row carries its largest output difference against the ONNX Runtime row of
+the same model."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_shar
     lines = README.splitlines()
     command = lines[lines.index("<!-- runtimes-command -->") + 2]
     assert command.endswith(".venv/bin/sark-node submit examples/runtimes.yaml")
-    assert "pip install -q -e '.[openvino,litert]'" in command  # this venv has them: the dev extra
+    assert "pip install -q -e '.[openvino,litert,executorch]'" in command  # this venv has them: dev, llm
+    assert "pip install -q --no-deps executorch==1.5.1" in command  # and the test command's line
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     env = user_env(tmp_path / "home")
     done = subprocess.run(
@@ -37,10 +39,11 @@ def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_shar
     assert found is not None, done.stdout
     with (tmp_path / "sark-results" / found.group(1) / "results.csv").open(newline="") as f:
         rows = {r["ComputeUnits"]: r for r in csv.DictReader(f)}
-    assert set(rows) == {"CPU (ONNX)", "CPU (OpenVINO)", "CPU (LiteRT)"}
+    assert set(rows) == {"CPU (ONNX)", "CPU (OpenVINO)", "CPU (LiteRT)", "CPU (ExecuTorch)"}
     assert {u: r["Status"] for u, r in rows.items()} == dict.fromkeys(rows, "Complete")
     assert rows["CPU (OpenVINO)"]["Providers"] == "CPU 100%"
     assert rows["CPU (LiteRT)"]["Providers"] == "XNNPACK 100%"
+    assert rows["CPU (ExecuTorch)"]["Providers"] == "XNNPACK 100%"
     assert rows["CPU (ONNX)"]["OutputMaxDiff"] == "0 (reference)"
     diff, against = rows["CPU (OpenVINO)"]["OutputMaxDiff"].split(" vs ")
     assert against == "CPU (ONNX)"

@@ -23,14 +23,15 @@ from lab.procs import SARK, Lab
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 # The native libraries of each runtime: torch (libtorch*, libc10), onnxruntime, transformers' stack
-# (tokenizers, safetensors), matplotlib (ft2font), numpy (_multiarray_umath), OpenVINO, LiteRT.
+# (tokenizers, safetensors), matplotlib (ft2font), numpy (_multiarray_umath), OpenVINO, LiteRT,
+# ExecuTorch (its pybindings).
 MAPPED = re.compile(
     r"libtorch|libc10|libonnxruntime|onnxruntime_pybind|tokenizers\.|_safetensors_rust|ft2font|_multiarray_umath"
-    r"|libopenvino|libLiteRt|_pywrap_litert"
+    r"|libopenvino|libLiteRt|_pywrap_litert|executorch/extension/pybindings"
 )
 HEAVY_MODULES = (
     "torch", "onnxruntime", "transformers", "matplotlib", "numpy", "onnx", "tokenizers",
-    "openvino", "ai_edge_litert",
+    "openvino", "ai_edge_litert", "executorch",
 )  # fmt: skip
 CAMPAIGN = f"""
 name: light
