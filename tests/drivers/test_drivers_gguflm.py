@@ -134,3 +134,24 @@ def test_max_new_tokens_at_the_context_is_refused_before_loading() -> None:
     failure = _fails(packaged_llm(), _spec(generate=generate))
     assert failure.reason == FailureReason.INPUT
     assert "context of 4096 tokens" in failure.detail
+
+
+def test_a_truncated_gguf_fails_naming_the_file_and_no_crash(tmp_path: Path) -> None:
+    """Cut after its metadata, inside the tensors: refused by the header walk or by llama.cpp's own
+    bounds check, as a reason, never a crashed child."""
+    cut = tmp_path / "cut.gguf"
+    with packaged_llm().open("rb") as f:
+        cut.write_bytes(f.read(packaged_llm().stat().st_size // 2))
+    failure = _fails(cut, _spec(load_runs=1))
+    assert failure.reason in (FailureReason.FORMAT, FailureReason.LOAD), failure
+    assert failure.detail.startswith("cut.gguf: "), failure.detail
+
+
+def test_without_chat_the_prompt_is_the_text_alone(measured: Measurement) -> None:
+    generate = GenerateSpec(prompts=PROMPTS[1:], prompts_sha256="0" * 64, max_new_tokens=2, chat=False)
+    plain = measure(packaged_llm(), _spec(generate=generate, load_runs=1, warmups=0)).generation
+    chatted = measured.generation
+    assert plain is not None
+    assert chatted is not None
+    [record] = plain.records
+    assert 0 < record.prompt_tokens < chatted.records[1].prompt_tokens  # no template around it
