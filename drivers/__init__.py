@@ -3,7 +3,7 @@
 Modules:
     device     CPU, RAM, OS, GPUs (NVML, torch, nvidia-smi), runtime versions, fingerprint
     probe      detect_profile: the device facts and a truthful probe of every compute unit;
-               probe_generation: which units generate (transformers) here, with reasons
+               probe_generation: which units generate (transformers, llama.cpp) here, with reasons
     driver     the Driver interface the harness uses (load, inputs, run, placement, settings)
     registry   the explicit registry: compute unit -> driver
     onnx       onnxruntime: CPU (ONNX), GPU (ONNX) via CUDA / TensorRT / MIGraphX / DirectML / CoreML EP
@@ -17,6 +17,11 @@ Modules:
     torchrt    torch: CPU (PyTorch), GPU (PyTorch) for .pt2 and TorchScript (owner opt-in)
     llm        transformers: generation on CPU (PyTorch) / GPU (PyTorch) from GGUF or safetensors folders
     llmclock   the streamer that timestamps every generated token (imported only by llm)
+    llamacpp   llama.cpp (llama-cpp-cffi): the CPU / CUDA / Vulkan build of a unit loaded from its file,
+               its log kept, the layers' placement read from it
+    llamaunits CPU (llama.cpp), GPU (llama.cpp): the probe (a real load and decode) and registry entry
+    gguflm     llama.cpp: generation from a GGUF file, timed per token, llama.cpp's own pp / tg timers
+    genruntime the shape both generation runtimes (llm, gguflm) offer the generate child
     coreml     coremltools: GPU (CoreML), Neural Engine (CoreML), macOS only
     formats    model file checks before any runtime or pickle opens them (run in the child)
     headers    bounded safetensors and GGUF header checks against the file's size

@@ -30,6 +30,7 @@ RUNTIME_DISTS: Final = {
     "openvino": ("openvino",),
     "ai-edge-litert": ("ai-edge-litert",),
     "executorch": ("executorch",),
+    "llama.cpp": ("llama-cpp-cffi",),
     "numpy": ("numpy",),
     "nvidia-ml-py": ("nvidia-ml-py",),
 }

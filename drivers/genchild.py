@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Final
 
 from drivers import device, frame, llm, meters, telemetry
-from drivers.driver import Placement
 from drivers.errors import TaskFailed
 from drivers.formats import check_model_file
+from drivers.genruntime import LoadedGenerator, runtime_for
 from drivers.jobs import ChildJob
 from protocol import (
     FailureReason,
@@ -75,20 +75,24 @@ def measure_generation(conn: Connection, job: ChildJob, at: frame.Stages) -> Mea
 def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
     path, spec = Path(job.model_path), job.spec
     gen = _generate_spec(spec)
-    if job.fmt not in llm.GENERATIVE_FORMATS:
-        raise TaskFailed(FailureReason.FORMAT, f"{path.name}: generation reads GGUF or safetensors models")
+    runtime = runtime_for(spec.compute_unit)
+    if job.fmt not in runtime.FORMATS:
+        names = " or ".join(sorted(f.value for f in runtime.FORMATS))
+        raise TaskFailed(
+            FailureReason.FORMAT, f"{path.name}: {spec.compute_unit.value} generates from {names}"
+        )
     if path.is_file():
         check_model_file(path, job.fmt, allow_code_models=False)
-    llm.check_layout(path, job.fmt)  # a folder without a tokenizer is refused before torch is imported
-    unit_device, reason = llm.device_for(spec.compute_unit)
+    runtime.check_layout(path, job.fmt)  # a folder without a tokenizer is refused before torch is imported
+    unit_device, reason = runtime.device_for(spec.compute_unit)
     if unit_device is None:
         raise TaskFailed(FailureReason.UNIT_UNAVAILABLE, f"unit unavailable: {reason}")
-    llm.prepare()
+    runtime.prepare()
     if spec.memory_limit_mb is not None:
         frame.limit_memory(spec.memory_limit_mb)
-    llm.check_context(path, job.fmt, gen)
+    runtime.check_context(path, job.fmt, gen)
     at.enter(Stage.LOAD)
-    load = functools.partial(llm.load, path, job.fmt, spec.compute_unit, spec.threads)
+    load = functools.partial(runtime.load, path, job.fmt, spec.compute_unit, spec.threads)
     loaded, load_ms, peak_load = frame.timed_loads(conn, load, spec.load_runs)
     loaded.name = job.name or loaded.name  # the campaign's name, not a cache digest (token_source)
     at.enter(Stage.RUN)
@@ -104,17 +108,18 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
         peak_inference_ram_mb=0.0,
         cpu_cores_used=0.0,
         conditions=RunConditions(
-            intra_op_threads=_threads(), runtime_versions=device.runtime_versions() | llm.versions()
+            intra_op_threads=loaded.threads(), runtime_versions=device.runtime_versions() | runtime.versions()
         ),
     )
     return _requests(conn, loaded, spec, gen, part)
 
 
 def _requests(
-    conn: Connection, loaded: llm.LoadedLlm, spec: TaskSpec, gen: GenerateSpec, part: Measurement
+    conn: Connection, loaded: LoadedGenerator, spec: TaskSpec, gen: GenerateSpec, part: Measurement
 ) -> Measurement:
-    """The first request, the warm-ups and the timed requests inside the frame's meters."""
-    placed = meters.Placed(lambda: Placement((loaded.device,)), spec.compute_unit, strict=False)
+    """The first request, the warm-ups and the timed requests inside the frame's meters; the
+    runtime's own timers (llama.cpp's) over the timed requests beside the harness's clock."""
+    placed = meters.Placed(loaded.placement, spec.compute_unit, spec.strict_placement, spec.placement_share)
     cpu = meters.CpuMeter()
     measured = frame.standard(spec.compute_unit, placed, telemetry.Sampler(), cpu)
     with measured.around_runs():
@@ -122,15 +127,17 @@ def _requests(
         first = loaded.generate(gen.prompts[0], gen)
         for i in range(1, spec.warmups):
             loaded.generate(gen.prompts[i % len(gen.prompts)], gen)
+        loaded.reset_rates()
         with measured.around_timed():  # the tokens counted: these requests'
             records = _timed(conn, loaded, gen)
+        rates = loaded.rates()
     return measured.taken(
         part.with_(
             first_inference_ms=first.e2e_ms,
             samples_ms=tuple(r.e2e_ms for r in records),
             process_runs=(len(records),),
             first_inferences_ms=(first.e2e_ms,),
-            generation=summarize_generation(records, cpu.wall_s, gen),
+            generation=summarize_generation(records, cpu.wall_s, gen).with_(runtime_rates=rates),
         )
     )
 
@@ -141,7 +148,7 @@ def _generate_spec(spec: TaskSpec) -> GenerateSpec:
     return spec.generate
 
 
-def _timed(conn: Connection, loaded: llm.LoadedLlm, gen: GenerateSpec) -> list[RequestRecord]:
+def _timed(conn: Connection, loaded: LoadedGenerator, gen: GenerateSpec) -> list[RequestRecord]:
     """One request per prompt, in order, one after another (concurrency 1 in-process)."""
     records = []
     run_start = time.perf_counter()
@@ -152,9 +159,3 @@ def _timed(conn: Connection, loaded: llm.LoadedLlm, gen: GenerateSpec) -> list[R
         record = loaded.generate(prompt, gen)
         records.append(record.with_(started_s=started))
     return records
-
-
-def _threads() -> int:
-    import torch
-
-    return int(torch.get_num_threads())

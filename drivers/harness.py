@@ -9,6 +9,7 @@ format) and, only when the caller does not know it, hashes the bytes.
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 import time
@@ -30,6 +31,7 @@ from protocol import (
     ModelFormat,
     Phase,
     RequestRecord,
+    RuntimeRates,
     Stage,
     TaskSpec,
 )
@@ -222,4 +224,8 @@ def _pooled_generation(parts: list[Measurement], spec: TaskSpec, model_sha256: s
         return None
     runs = [p.generation for p in parts if p.generation is not None]
     records = [_revised(record, model_sha256) for run in runs for record in run.records]
-    return summarize_generation(records, sum(run.wall_s for run in runs), spec.generate)
+    timers = [run.runtime_rates for run in runs if run.runtime_rates is not None]
+    rates = functools.reduce(RuntimeRates.plus, timers) if timers else None
+    return summarize_generation(records, sum(run.wall_s for run in runs), spec.generate).with_(
+        runtime_rates=rates
+    )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from drivers.driver import Placement
 from drivers.errors import TaskFailed
 from drivers.headers import check_gguf
 from drivers.missing import not_installed
@@ -29,11 +30,13 @@ from protocol import (
     ModelFormat,
     Prompt,
     RequestRecord,
+    RuntimeRates,
     UnitStatus,
 )
 
 GENERATIVE_UNITS: Final = (ComputeUnit.CPU_TORCH, ComputeUnit.GPU_TORCH)
 GENERATIVE_FORMATS: Final = frozenset({ModelFormat.GGUF, ModelFormat.SAFETENSORS})
+FORMATS: Final = GENERATIVE_FORMATS  # as `drivers.genruntime` names it
 TOKENIZER_FILES: Final = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
 NS_PER_MS: Final = 1e6
 
@@ -227,6 +230,23 @@ class LoadedLlm:
     tokenizer: Any
     device: str
     name: str
+
+    def placement(self) -> Placement:
+        """The torch device that holds the model (transformers says no more)."""
+        return Placement((self.device,))
+
+    def threads(self) -> int:
+        """torch's intra-op threads."""
+        import torch
+
+        return int(torch.get_num_threads())
+
+    def reset_rates(self) -> None:
+        """transformers keeps no timers of its own."""
+
+    def rates(self) -> RuntimeRates | None:
+        """None: transformers keeps no timers of its own (the harness's clock is the only one)."""
+        return None
 
     def context_length(self) -> int | None:
         """The model's maximum sequence length, when its config states one."""

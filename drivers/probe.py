@@ -28,11 +28,13 @@ def probe_units() -> tuple[UnitStatus, ...]:
 
 
 def probe_generation() -> tuple[UnitStatus, ...]:
-    """The units that generate with transformers here, each probed by generating 2 tokens from a tiny
-    in-memory Llama; the others with the reason (runtime missing, no device, the probe's error)."""
-    from drivers import llm  # transformers and torch are imported by the probe itself, if at all
+    """The units that generate here: the transformers units, each probed by generating 2 tokens from a
+    tiny in-memory Llama, and the llama.cpp units, each by loading the packaged GGUF on its build and
+    decoding a token; the others with the reason (runtime missing, no device, the probe's error)."""
+    from drivers import llamacpp, llm  # transformers and torch are imported by the probe itself, if at all
 
-    return tuple(llm.probe(unit) for unit in llm.GENERATIVE_UNITS)
+    torch_units = tuple(llm.probe(unit) for unit in llm.GENERATIVE_UNITS)
+    return torch_units + tuple(REGISTRY[unit].probe() for unit in llamacpp.UNITS)
 
 
 def detect_profile(

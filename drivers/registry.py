@@ -8,6 +8,7 @@ from drivers.coreml import CoremlDriver
 from drivers.driver import Driver
 from drivers.executorch import ExecutorchDriver
 from drivers.litert import LitertDriver
+from drivers.llamaunits import LlamacppDriver
 from drivers.onnx import OnnxDriver
 from drivers.openvino import OpenvinoDriver
 from drivers.torchrt import TorchDriver
@@ -27,6 +28,8 @@ REGISTRY: Final[dict[ComputeUnit, Driver]] = {
     ComputeUnit.GPU_LITERT: LitertDriver(ComputeUnit.GPU_LITERT),
     ComputeUnit.NPU_LITERT: LitertDriver(ComputeUnit.NPU_LITERT),
     ComputeUnit.CPU_EXECUTORCH: ExecutorchDriver(ComputeUnit.CPU_EXECUTORCH),
+    ComputeUnit.CPU_LLAMACPP: LlamacppDriver(ComputeUnit.CPU_LLAMACPP),
+    ComputeUnit.GPU_LLAMACPP: LlamacppDriver(ComputeUnit.GPU_LLAMACPP),
 }
 
 

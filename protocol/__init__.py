@@ -48,6 +48,7 @@ from protocol.generation import (
     Prompt,
     RequestRecord,
     Rouge,
+    RuntimeRates,
     Slo,
     TokenizerPin,
 )
@@ -239,6 +240,7 @@ __all__ = [
     "Rouge",
     "RunConditions",
     "Runtime",
+    "RuntimeRates",
     "Slo",
     "Stage",
     "State",

@@ -16,12 +16,13 @@ from typing import Final
 from protocol.base import Stats
 from protocol.capacity import derive_capacity, headline
 from protocol.energy import energy_figures
-from protocol.generation import GenerateSpec, GenerationStats
+from protocol.generation import GenerateSpec, GenerationStats, RequestRecord, RuntimeRates
 from protocol.genstats import summarize_generation, tpot_ms
 from protocol.stats import instability, median, spread_pct, summarize
 from protocol.values import Measurement, TaskSpec
 from protocol.windows import sustained
 
+TIMER_TOL: Final = 1e-9  # a runtime's timer and the harness's clock rounded apart (ms)
 NO_SAMPLES: Final[Stats] = summarize([])
 """The statistics of no sample (all zeros): a phase a measurement does not have."""
 
@@ -41,10 +42,28 @@ def is_endpoint(spec: TaskSpec) -> bool:
 
 
 def derive_generation(stats: GenerationStats, spec: GenerateSpec) -> GenerationStats:
-    """A generate run's aggregate recomputed from its records and wall time, its readings kept."""
+    """A generate run's aggregate recomputed from its records and wall time, its readings kept (a
+    runtime's own timers only where they fit the records: `runtime_rates_fit`)."""
+    rates = stats.runtime_rates
     return summarize_generation(
         stats.records, stats.wall_s, spec, cpu_pct=stats.client_cpu_pct, unsent=stats.unsent
-    ).with_(rtt_ms=stats.rtt_ms, tls_ms=stats.tls_ms, client_overhead_ms=stats.client_overhead_ms)
+    ).with_(
+        rtt_ms=stats.rtt_ms,
+        tls_ms=stats.tls_ms,
+        client_overhead_ms=stats.client_overhead_ms,
+        runtime_rates=rates if rates is not None and runtime_rates_fit(rates, stats.records) else None,
+    )
+
+
+def runtime_rates_fit(rates: RuntimeRates, records: Sequence[RequestRecord]) -> bool:
+    """Whether a runtime's own timers can be those of these timed requests: every token it evaluated
+    is one of theirs (each request's prompt, and each output token but the last fed back; llama.cpp
+    counts a one-token batch as generation, so only the total is exact), and its evaluation time lies
+    within their end-to-end times."""
+    tokens = sum(r.prompt_tokens + max(r.output_tokens - 1, 0) for r in records if r.error is None)
+    spent_ms = sum(r.e2e_ms for r in records if r.error is None)
+    within = rates.prompt_ms + rates.eval_ms <= spent_ms * (1 + TIMER_TOL) + TIMER_TOL
+    return rates.prompt_tokens + rates.eval_tokens == tokens and within
 
 
 def per_token_instability(

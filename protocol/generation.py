@@ -61,6 +61,11 @@ FORMULAS: Final[dict[str, str]] = {
     "cost_per_m_tokens": "price per hour / 3600 / output tok/s x 10^6 (a generate task)",
     "inferences_per_joule": "1 / EnergyJoulesPerInference (net of idle)",
     "tokens_per_joule": "1 / EnergyJoulesPerToken (net of idle)",
+    # a white-box runtime's own timers beside the harness's clock (llama.cpp: llama_perf_context)
+    "runtime_pp_tok_per_s": "the runtime's own timer over the timed requests: prompt tokens evaluated "
+    "/ their evaluation time (llama-bench's pp)",
+    "runtime_tg_tok_per_s": "the runtime's own timer over the timed requests: tokens decoded one at a "
+    "time / their evaluation time (llama-bench's tg; the first token of each request is the prompt's)",
 }
 
 
@@ -243,6 +248,34 @@ class Rouge(Value):
     scored: int = Field(ge=0)
 
 
+class RuntimeRates(Value):
+    """A white-box runtime's own timers over the timed requests (llama.cpp's `llama_perf_context`),
+    kept beside the harness's clock: prompt processing and generation, as llama-bench splits them."""
+
+    source: str = Field(max_length=64)
+    prompt_tokens: int = Field(ge=0)
+    prompt_ms: float = Field(ge=0)
+    eval_tokens: int = Field(ge=0)
+    eval_ms: float = Field(ge=0)
+
+    def plus(self, other: RuntimeRates) -> RuntimeRates:
+        """Two processes' timers pooled: tokens and times added (one source)."""
+        return self.with_(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            prompt_ms=self.prompt_ms + other.prompt_ms,
+            eval_tokens=self.eval_tokens + other.eval_tokens,
+            eval_ms=self.eval_ms + other.eval_ms,
+        )
+
+    def pp_tok_per_s(self) -> float | None:
+        """Prompt tokens per second (`FORMULAS["runtime_pp_tok_per_s"]`), None without a timed token."""
+        return self.prompt_tokens / self.prompt_ms * 1e3 if self.prompt_ms > 0 else None
+
+    def tg_tok_per_s(self) -> float | None:
+        """Generated tokens per second (`FORMULAS["runtime_tg_tok_per_s"]`), None without one."""
+        return self.eval_tokens / self.eval_ms * 1e3 if self.eval_ms > 0 else None
+
+
 class GenerationStats(Value):
     """The aggregate of one generate run, each figure computed as `FORMULAS` states."""
 
@@ -284,5 +317,6 @@ class GenerationStats(Value):
     schedule_lag_ms_p99: float | None = None
     client_saturated: bool = False
     client_saturated_reason: str = Field(default="", max_length=2000)
+    runtime_rates: RuntimeRates | None = None  # a white-box runtime's own timers (llama.cpp)
     formulas: dict[str, str] = Field(default_factory=lambda: dict(FORMULAS))
     records: tuple[RequestRecord, ...] = Field(default=(), max_length=MAX_RECORDS)

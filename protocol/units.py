@@ -22,6 +22,8 @@ class ComputeUnit(enum.StrEnum):
     GPU_LITERT = "GPU (LiteRT)"
     NPU_LITERT = "NPU (LiteRT)"
     CPU_EXECUTORCH = "CPU (ExecuTorch)"
+    CPU_LLAMACPP = "CPU (llama.cpp)"
+    GPU_LLAMACPP = "GPU (llama.cpp)"
 
 
 class Runtime(enum.StrEnum):
@@ -33,6 +35,7 @@ class Runtime(enum.StrEnum):
     OPENVINO = "openvino"
     LITERT = "litert"
     EXECUTORCH = "executorch"
+    LLAMACPP = "llama.cpp"
 
 
 RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
@@ -49,12 +52,14 @@ RUNTIME_OF: Final[dict[ComputeUnit, Runtime]] = {
     ComputeUnit.GPU_LITERT: Runtime.LITERT,
     ComputeUnit.NPU_LITERT: Runtime.LITERT,
     ComputeUnit.CPU_EXECUTORCH: Runtime.EXECUTORCH,
+    ComputeUnit.CPU_LLAMACPP: Runtime.LLAMACPP,
+    ComputeUnit.GPU_LLAMACPP: Runtime.LLAMACPP,
 }
 
 # Units on a GPU with memory of its own that NVML or Core ML reads (VRAM needs, NVML energy). OpenVINO's
 # GPU and NPU are Intel devices NVML cannot see, mostly on the CPU's package: they are read as the CPU is.
 GPU_UNITS: Final[frozenset[ComputeUnit]] = frozenset(
-    {ComputeUnit.GPU_ONNX, ComputeUnit.GPU_COREML, ComputeUnit.GPU_TORCH}
+    {ComputeUnit.GPU_ONNX, ComputeUnit.GPU_COREML, ComputeUnit.GPU_TORCH, ComputeUnit.GPU_LLAMACPP}
 )
 
 ANY_WORKER_KEY: Final[str] = "sark/cap/v1/any"

@@ -89,7 +89,7 @@ def info(
         return
     console = out_console()
     _print_profile(console, profile)
-    _print_units(console, "Generative units (transformers)", probe_generation())
+    _print_units(console, "Generative units (transformers, llama.cpp)", probe_generation())
     _print_offers(console)
 
 

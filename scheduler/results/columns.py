@@ -138,6 +138,9 @@ _GENERATION = _section(
     ("E2eMsMedian", "ms", MS, "e2e_ms"),
     ("PrefillTokPerS", "tok/s", "{:.2f}", "prefill_tok_per_s"),
     ("DecodeTokPerS", "tok/s", "{:.2f}", "decode_tok_per_s"),
+    # a white-box runtime's own timers beside the harness's (llama.cpp: llama-bench's pp and tg)
+    ("RuntimePpTokPerS", "tok/s", "{:.2f}", "runtime_pp_tok_per_s"),
+    ("RuntimeTgTokPerS", "tok/s", "{:.2f}", "runtime_tg_tok_per_s"),
     ("OutputTokensMean", "tokens", "{:.2f}"),
     ("Rouge1", "", "{:.4f}", "rouge"),
     ("Rouge2", "", "{:.4f}", "rouge"),

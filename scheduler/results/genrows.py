@@ -59,7 +59,7 @@ def latency_columns(stats: GenerationStats) -> dict[str, str]:
 
 def rate_columns(stats: GenerationStats) -> dict[str, str]:
     """The throughput and token figures over the successful requests: all empty when none succeeded."""
-    figures = {
+    figures: dict[str, float | None] = {
         "PrefillTokPerS": stats.prefill_tok_per_s,
         "DecodeTokPerS": stats.decode_tok_per_s,
         "OutputTokensMean": stats.output_tokens_mean,
@@ -68,6 +68,9 @@ def rate_columns(stats: GenerationStats) -> dict[str, str]:
         "ReasoningTokensMean": stats.reasoning_tokens_mean,
     }
     succeeded = stats.requests > stats.errors
+    timers = stats.runtime_rates
+    if timers is not None:
+        figures |= {"RuntimePpTokPerS": timers.pp_tok_per_s(), "RuntimeTgTokPerS": timers.tg_tok_per_s()}
     return {name: cell(name, value) if succeeded else "" for name, value in figures.items()}
 
 

@@ -115,7 +115,8 @@ def test_info_has_onnx_and_says_torch_is_not_in_this_build(tmp_path: Path) -> No
     assert units["CPU (ONNX)"]["usable"]
     assert not units["CPU (PyTorch)"]["usable"]
     assert "not in this build" in units["CPU (PyTorch)"]["reason"]
-    for unit in ("CPU (OpenVINO)", "CPU (LiteRT)", "CPU (ExecuTorch)"):  # runtimes left out of the binary
+    left_out = ("CPU (OpenVINO)", "CPU (LiteRT)", "CPU (ExecuTorch)", "CPU (llama.cpp)", "GPU (llama.cpp)")
+    for unit in left_out:  # runtimes left out of the binary
         assert not units[unit]["usable"], units[unit]
         assert "not in this build" in units[unit]["reason"], units[unit]
 

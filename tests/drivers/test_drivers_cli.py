@@ -48,16 +48,19 @@ def test_info_lists_the_generative_units_with_reasons_for_the_rest(tmp_path: Pat
         [*CLI, "info", "--no-calibrate"], capture_output=True, text=True, timeout=120, env=env, check=False
     )
     assert done.returncode == 0, done.stderr
-    section = done.stdout.split("Generative units (transformers)", 1)[1]
+    section = done.stdout.split("Generative units (transformers, llama.cpp)", 1)[1]
     rows = {
         cells[0]: cells[1:]
         for line in section.splitlines()
         if len(cells := [c.strip() for c in line.strip().strip("│").split("│")]) == 4
-        and cells[0] in ("CPU (PyTorch)", "GPU (PyTorch)")
+        and cells[0] in ("CPU (PyTorch)", "GPU (PyTorch)", "CPU (llama.cpp)", "GPU (llama.cpp)")
     }
     assert rows["CPU (PyTorch)"][:2] == ["yes", "cpu"]  # it generated 2 tokens from a tiny Llama
-    usable, _, reason = rows["GPU (PyTorch)"]
-    assert usable == "yes" or reason  # a unit that cannot generate here says why
+    assert rows["CPU (llama.cpp)"][0] == "yes"  # it decoded a token of the packaged GGUF
+    assert rows["CPU (llama.cpp)"][1].startswith("CPU (_llama_cpp_cpu: ")
+    for unit in ("GPU (PyTorch)", "GPU (llama.cpp)"):
+        usable, _, reason = rows[unit]
+        assert usable == "yes" or reason  # a unit that cannot generate here says why
 
 
 def test_bench_prints_every_statistic(tmp_path: Path) -> None:

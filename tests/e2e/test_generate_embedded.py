@@ -55,9 +55,12 @@ def test_the_example_runs_on_the_embedded_swarm(tmp_path: Path) -> None:
         reader = csv.DictReader(f)
         assert reader.fieldnames == list(CSV_COLUMNS)
         rows = {row["ComputeUnits"]: row for row in reader}
-    cpu, gpu = rows["CPU (PyTorch)"], rows["GPU (PyTorch)"]
+    cpu, gpu, gguf = rows["CPU (PyTorch)"], rows["GPU (PyTorch)"], rows["CPU (llama.cpp)"]
     assert cpu["Status"] == "Complete"
     assert gpu["Status"] == "Unschedulable"
+    assert gguf["Status"] == "Complete"  # the same GGUF on llama.cpp, its threads the device's cores
+    assert gguf["Providers"] == "CPU 100%"
+    assert float(gguf["RuntimeTgTokPerS"]) > 0
     for column in ("TtftMsMedian", "TpotMsMedian", "E2eMsMedian", "PrefillTokPerS", "DecodeTokPerS"):
         assert float(cpu[column]) > 0, column
     assert float(cpu["OutputTokensMean"]) <= 4
@@ -67,7 +70,7 @@ def test_the_example_runs_on_the_embedded_swarm(tmp_path: Path) -> None:
     assert any(peer in r and "GPU (PyTorch) unavailable" in r for r in unschedulable["reasons"])
 
     document = json.loads(Path(outcome["files"]["json"]).read_text())
-    [measured] = [r for r in document["results"] if r["row"]["Status"] == "Complete"]
+    [measured] = [r for r in document["results"] if r["row"]["ComputeUnits"] == "CPU (PyTorch)"]
     generation = measured["signed"]["measurement"]["generation"]
     assert [r["prompt_id"] for r in generation["records"]] == ["summaries-01", "summaries-02"]
     for record in generation["records"]:  # the raw records: every token's time, the text, the counts

@@ -24,14 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 # The native libraries of each runtime: torch (libtorch*, libc10), onnxruntime, transformers' stack
 # (tokenizers, safetensors), matplotlib (ft2font), numpy (_multiarray_umath), OpenVINO, LiteRT,
-# ExecuTorch (its pybindings).
+# ExecuTorch (its pybindings), llama.cpp (llama-cpp-cffi's CPU, CUDA and Vulkan builds).
 MAPPED = re.compile(
     r"libtorch|libc10|libonnxruntime|onnxruntime_pybind|tokenizers\.|_safetensors_rust|ft2font|_multiarray_umath"
-    r"|libopenvino|libLiteRt|_pywrap_litert|executorch/extension/pybindings"
+    r"|libopenvino|libLiteRt|_pywrap_litert|executorch/extension/pybindings|_llama_cpp_"
 )
 HEAVY_MODULES = (
     "torch", "onnxruntime", "transformers", "matplotlib", "numpy", "onnx", "tokenizers",
-    "openvino", "ai_edge_litert", "executorch",
+    "openvino", "ai_edge_litert", "executorch", "llama",
 )  # fmt: skip
 CAMPAIGN = f"""
 name: light

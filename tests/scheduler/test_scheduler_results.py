@@ -37,7 +37,7 @@ EXTENDED = (
 )
 GENERATION = (
     "TtftMsMedian,TtftMsP90,TpotMsMedian,TpotMsP90,ItlMsP99,E2eMsMedian,PrefillTokPerS,DecodeTokPerS,"
-    "OutputTokensMean,Rouge1,Rouge2,RougeL"
+    "RuntimePpTokPerS,RuntimeTgTokPerS,OutputTokensMean,Rouge1,Rouge2,RougeL"
 )
 SERVICE = (
     "Concurrency,RequestRate,TtftMsP99,TpotMsP99,RequestPerS,OutputTokPerS,Goodput,Requests,RequestsSent,Errors,ErrorShare,"
@@ -263,7 +263,7 @@ def test_an_ended_task_keeps_the_time_it_ended_whenever_its_row_is_rebuilt() -> 
 
 
 def test_a_generate_result_fills_the_generation_columns() -> None:
-    from protocol import GenerateSpec, Prompt, RequestRecord
+    from protocol import GenerateSpec, Prompt, RequestRecord, RuntimeRates
     from protocol.genstats import summarize_generation
 
     spec = GenerateSpec(
@@ -279,7 +279,12 @@ def test_a_generate_result_fills_the_generation_columns() -> None:
         output_text="the cat sat",
     )
     generated = body()
-    measurement = generated.measurement.with_(generation=summarize_generation([record], 0.3, spec))
+    # llama.cpp's own timers beside the harness's: 20 prompt tokens in 100 ms, 2 decoded in 40 ms
+    timers = RuntimeRates(
+        source="llama_perf_context", prompt_tokens=20, prompt_ms=100.0, eval_tokens=2, eval_ms=40.0
+    )
+    stats = summarize_generation([record], 0.3, spec).with_(runtime_rates=timers)
+    measurement = generated.measurement.with_(generation=stats)
     row = result_row(task(), generated.with_(measurement=measurement), "verified", "")
     assert {k: row[k] for k in GENERATION.split(",")} == {
         "TtftMsMedian": "200.000",
@@ -290,6 +295,8 @@ def test_a_generate_result_fills_the_generation_columns() -> None:
         "E2eMsMedian": "300.000",
         "PrefillTokPerS": "100.00",
         "DecodeTokPerS": "20.00",
+        "RuntimePpTokPerS": "200.00",
+        "RuntimeTgTokPerS": "50.00",
         "OutputTokensMean": "3.00",
         "Rouge1": "1.0000",
         "Rouge2": "1.0000",

@@ -1,0 +1,157 @@
+"""White-box generation on llama.cpp (llama-cpp-cffi) with the real SmolLM2-135M GGUF in spawned
+children: the same per-token records and figures as the transformers path, the layers' placement,
+llama.cpp's own timers beside the harness's, and the refusals made before the model loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drivers import TaskFailed, measure
+from drivers.models import packaged_llm, sha256_file
+from drivers.probe import probe_units
+from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
+from scheduler.results.genrows import generation_columns
+
+CPU = ComputeUnit.CPU_LLAMACPP
+GPU = ComputeUnit.GPU_LLAMACPP
+PROMPTS = (
+    Prompt(
+        id="p1",
+        text="Summarize in one sentence: The river rose after three days of rain, and volunteers "
+        "filled sandbags along the main street until the water went down.",
+        reference="Volunteers filled sandbags while the river flooded the town after three days of rain.",
+    ),
+    Prompt(id="p2", text="Name one colour of the sky.", reference="The sky is blue."),
+)
+NEW_TOKENS = 6
+
+
+def _spec(**changes: object) -> TaskSpec:
+    generate = GenerateSpec(
+        prompts=PROMPTS,
+        prompts_sha256="0" * 64,
+        max_new_tokens=NEW_TOKENS,
+        ignore_eos=True,
+        quality=("rouge",),
+    )
+    base: dict[str, object] = {
+        "compute_unit": CPU,
+        "load_runs": 2,
+        "warmups": 1,
+        "timeout_s": 200,
+        "threads": 1,  # ggml's threads spin: one per test on a shared two-core machine
+        "generate": generate,
+    }
+    return TaskSpec.model_validate(base | changes)
+
+
+def _fails(path: Path, spec: TaskSpec, fmt: ModelFormat | None = None) -> TaskFailed:
+    with pytest.raises(TaskFailed) as info:
+        measure(path, spec, fmt=fmt)
+    return info.value
+
+
+@pytest.fixture(scope="module")
+def measured() -> Measurement:
+    return measure(packaged_llm(), _spec())
+
+
+def test_every_request_timed_token_by_token(measured: Measurement) -> None:
+    gen = measured.generation
+    assert gen is not None
+    assert (gen.requests, gen.errors) == (2, 0)
+    for record, prompt in zip(gen.records, PROMPTS, strict=True):
+        assert record.prompt_id == prompt.id
+        assert record.output_tokens == NEW_TOKENS  # ignore_eos: always max_new_tokens
+        assert len(record.token_times_ms) == NEW_TOKENS
+        assert record.ttft_ms == record.token_times_ms[0] > 0
+        assert record.e2e_ms == record.token_times_ms[-1]
+        assert list(record.token_times_ms) == sorted(record.token_times_ms)
+        assert record.prompt_tokens > 10  # llama.cpp applied the model's chat template
+        assert record.output_text.strip()
+    assert gen.itl_ms.n == 2 * (NEW_TOKENS - 1)
+    assert gen.tpot_ms.n == 2
+    assert gen.decode_tok_per_s > 0
+    assert gen.prefill_tok_per_s > 0
+    assert gen.token_source == f"tokenizer:{packaged_llm().name}@{sha256_file(packaged_llm())[:12]}"
+    assert gen.rouge is not None
+    assert gen.rouge.scored == 2
+
+
+def test_llama_cpp_s_own_timers_count_the_timed_requests_tokens(measured: Measurement) -> None:
+    gen = measured.generation
+    assert gen is not None
+    rates = gen.runtime_rates
+    assert rates is not None
+    assert rates.source == "llama_perf_context"
+    # reset before the timed requests: the warm-up's tokens are not in them
+    assert rates.prompt_tokens == sum(r.prompt_tokens for r in gen.records)
+    assert rates.eval_tokens == sum(r.output_tokens - 1 for r in gen.records)  # the first is the prompt's
+    pp, tg = rates.pp_tok_per_s(), rates.tg_tok_per_s()
+    assert pp is not None
+    assert tg is not None
+    row = generation_columns(gen)
+    assert row["RuntimePpTokPerS"] == f"{pp:.2f}"
+    assert row["RuntimeTgTokPerS"] == f"{tg:.2f}"
+
+
+def test_the_row_says_where_the_layers_ran_and_with_what(measured: Measurement) -> None:
+    assert measured.providers == ("CPU",)
+    assert measured.node_share == {"CPU": 1.0}
+    assert not measured.fallback
+    assert measured.load_ms.n == 2  # two fresh loads, each timed
+    assert measured.peak_load_ram_mb > 50
+    assert measured.conditions.intra_op_threads == 1
+    assert "llama.cpp" in measured.conditions.runtime_versions
+
+
+def test_the_gpu_unit_runs_every_layer_on_its_gpu_or_fails_with_the_reason() -> None:
+    statuses = {s.unit: s for s in probe_units()}
+    if statuses[GPU].usable:  # a CUDA (or Vulkan) machine: every layer offloaded, never CPU
+        on_gpu = measure(packaged_llm(), _spec(compute_unit=GPU, load_runs=1))
+        assert on_gpu.providers[0] != "CPU"
+        assert on_gpu.node_share == {on_gpu.providers[0]: 1.0}
+        assert not on_gpu.fallback
+        return
+    failure = _fails(packaged_llm(), _spec(compute_unit=GPU))
+    assert failure.reason == FailureReason.UNIT_UNAVAILABLE
+    assert "_llama_cpp_cuda_12_6_3" in failure.detail
+
+
+def test_a_safetensors_folder_is_refused_on_llama_cpp(tmp_path: Path) -> None:
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    failure = _fails(folder, _spec(), fmt=ModelFormat.SAFETENSORS)
+    assert failure.reason == FailureReason.FORMAT
+    assert "CPU (llama.cpp) generates from gguf" in failure.detail
+
+
+def test_max_new_tokens_at_the_context_is_refused_before_loading() -> None:
+    generate = GenerateSpec(prompts=PROMPTS[:1], prompts_sha256="0" * 64, max_new_tokens=4096)
+    failure = _fails(packaged_llm(), _spec(generate=generate))
+    assert failure.reason == FailureReason.INPUT
+    assert "context of 4096 tokens" in failure.detail
+
+
+def test_a_truncated_gguf_fails_naming_the_file_and_no_crash(tmp_path: Path) -> None:
+    """Cut after its metadata, inside the tensors: refused by the header walk or by llama.cpp's own
+    bounds check, as a reason, never a crashed child."""
+    cut = tmp_path / "cut.gguf"
+    with packaged_llm().open("rb") as f:
+        cut.write_bytes(f.read(packaged_llm().stat().st_size // 2))
+    failure = _fails(cut, _spec(load_runs=1))
+    assert failure.reason in (FailureReason.FORMAT, FailureReason.LOAD), failure
+    assert failure.detail.startswith("cut.gguf: "), failure.detail
+
+
+def test_without_chat_the_prompt_is_the_text_alone(measured: Measurement) -> None:
+    generate = GenerateSpec(prompts=PROMPTS[1:], prompts_sha256="0" * 64, max_new_tokens=2, chat=False)
+    plain = measure(packaged_llm(), _spec(generate=generate, load_runs=1, warmups=0)).generation
+    chatted = measured.generation
+    assert plain is not None
+    assert chatted is not None
+    [record] = plain.records
+    assert 0 < record.prompt_tokens < chatted.records[1].prompt_tokens  # no template around it
