@@ -17,7 +17,6 @@ from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
 from scheduler.results import (
     COST_FIGURES,
-    E2E,
     LLM_FIGURES,
     THROUGHPUT,
     CampaignReport,
@@ -26,6 +25,7 @@ from scheduler.results import (
     Price,
     costs_of,
     headline,
+    lead_figures,
     price_text,
 )
 
@@ -126,7 +126,7 @@ def _stability(s: Stability) -> str:
 
 def _lead_html(runs: list[Run]) -> str:
     """The LLM figures per device, each header naming its formula: the first table of an LLM report."""
-    figures = (*LLM_FIGURES, E2E, THROUGHPUT)
+    figures = lead_figures([s for _, s, _, _ in runs])
     th = "".join(
         f'<th title="{for_html(f.titled)}">{for_html(f.label)}<br><small class="muted">'
         f"{for_html(f.formula)}</small></th>"
@@ -184,7 +184,7 @@ def lead_markdown(report: CampaignReport) -> list[str]:
     runs = _generations(report)
     if not runs:
         return []
-    figures = (*LLM_FIGURES, E2E)
+    figures = tuple(f for f in lead_figures([s for _, s, _, _ in runs]) if f is not THROUGHPUT)
     lines = ["## Generation: LLM figures per device", ""]
     labels = " | ".join(f.label for f in figures)
     money = " | ".join(f.label for f in _COSTS)
@@ -254,7 +254,7 @@ def generation_table(report: CampaignReport) -> Group | None:
         table.add_column("value", justify="right", no_wrap=True)
         table.add_column("how it is measured", overflow="fold")
         table.add_row("requests", *_requests(s))
-        for figure in (*LLM_FIGURES, E2E, THROUGHPUT):
+        for figure in lead_figures([s]):
             table.add_row(figure.label, _value(s, figure) or "-", figure.formula)
         table.add_row(
             "TTFT ms p90", f"{s.ttft_ms.p90:.1f}" if s.ttft_ms.n else "-", "90th percentile over requests"

@@ -26,7 +26,8 @@ Modules:
     prices       the one seam where a row's price is chosen and bounded (campaign, then owner); Costs
     costview     COST_FIGURES ($ / 1k inferences, $ / M tokens, per joule), cost_lines ranked, price_text
     costrows     priced (a TaskResult with its Price) and the cost columns' cells
-    llmview      LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views)
+    llmview      LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views);
+                 RUNTIME_RATES: a runtime's own pp and tg rates, shown where a run has them
 """
 
 from __future__ import annotations
@@ -82,7 +83,16 @@ from scheduler.results.fleetrows import (
     merged_stats,
 )
 from scheduler.results.genrows import generation_columns
-from scheduler.results.llmview import E2E, LLM_FIGURES, THROUGHPUT, LlmFigure, headline, per_request
+from scheduler.results.llmview import (
+    E2E,
+    LLM_FIGURES,
+    RUNTIME_RATES,
+    THROUGHPUT,
+    LlmFigure,
+    headline,
+    lead_figures,
+    per_request,
+)
 from scheduler.results.outputdiff import Outputs, output_diffs, with_output_diffs
 from scheduler.results.prices import Costs, Price, costs_of, price_of
 from scheduler.results.report import (
@@ -129,6 +139,7 @@ __all__ = [
     "NO_DEVICE",
     "RANKS",
     "REFERENCE_COLUMNS",
+    "RUNTIME_RATES",
     "SEED_COLUMNS",
     "SUSTAIN_COLUMNS",
     "THROUGHPUT",
@@ -177,6 +188,7 @@ __all__ = [
     "headline",
     "job_index_of",
     "latency_matrices",
+    "lead_figures",
     "level_rows",
     "mann_whitney",
     "match_entries",

@@ -9,6 +9,7 @@ request records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -44,6 +45,29 @@ E2E: Final = LlmFigure("e2e", "E2E ms", "request sent -> last output token, medi
 THROUGHPUT: Final = LlmFigure(
     "output_tok_per_s", "output tok/s", "all output tokens / wall time of the run", higher_is_better=True
 )
+RUNTIME_RATES: Final = (
+    LlmFigure(
+        "runtime_pp",
+        "runtime pp tok/s",
+        "prompt tokens / prompt processing time, the runtime's own timer (llama-bench's pp)",
+        higher_is_better=True,
+    ),
+    LlmFigure(
+        "runtime_tg",
+        "runtime tg tok/s",
+        "generated tokens / generation time, the runtime's own timer (llama-bench's tg)",
+        higher_is_better=True,
+    ),
+)
+"""A runtime's own rates beside the harness's figures, where it keeps timers (llama.cpp): shown only for
+the runs that have them."""
+
+
+def lead_figures(runs: Sequence[GenerationStats | None]) -> tuple[LlmFigure, ...]:
+    """The figures a lead table shows for these runs: the LLM figures, E2E and output tok/s, and the
+    runtime's own rates where any run has them."""
+    timed = any(s is not None and s.runtime_rates is not None for s in runs)
+    return (*LLM_FIGURES, E2E, THROUGHPUT, *(RUNTIME_RATES if timed else ()))
 
 
 def headline(stats: GenerationStats | None, figure: LlmFigure) -> float | None:
@@ -60,6 +84,10 @@ def headline(stats: GenerationStats | None, figure: LlmFigure) -> float | None:
         return stats.rouge.rouge_l if stats.rouge is not None else None
     if stats.requests <= stats.errors:
         return None
+    if figure.key in ("runtime_pp", "runtime_tg"):
+        if (timers := stats.runtime_rates) is None:
+            return None
+        return timers.pp_tok_per_s() if figure.key == "runtime_pp" else timers.tg_tok_per_s()
     return stats.decode_tok_per_s if figure.key == "decode" else stats.output_tok_per_s
 
 

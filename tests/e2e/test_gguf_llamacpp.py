@@ -18,9 +18,12 @@ from typing import Any
 
 import pytest
 import yaml
+from rich.console import Console
 
 from drivers.models import packaged_llm
 from e2e.conftest import Swarm, start_swarm
+from node.report.genreport import generation_table, lead_markdown
+from scheduler.results import CampaignReport
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llm.yaml"
 UNIT = "CPU (llama.cpp)"
@@ -78,5 +81,12 @@ def test_the_gguf_generates_on_llama_cpp_through_a_joined_worker(swarm: Swarm, t
     for record in records:
         assert len(record["token_times_ms"]) == record["output_tokens"] > 0
         assert record["output_text"]
+    lead = Path(outcome["files"]["html"]).read_text().split('<table class="lead">', 1)[1].split("</table>")[0]
+    assert "runtime pp tok/s" in lead  # the runtime's own rates beside the harness's, in report.html
+    report = CampaignReport.from_json(Path(outcome["files"]["json"]).read_text())
+    assert "runtime tg tok/s" in "\n".join(lead_markdown(report))  # in the Markdown report
+    terminal = Console(width=200, record=True)
+    terminal.print(generation_table(report))
+    assert "runtime pp tok/s" in terminal.export_text()  # and in submit's generation table
     for worker in swarm.workers.values():
         assert worker.popen.poll() is None, worker.log_excerpt()
