@@ -28,7 +28,8 @@ from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
-from swarm_sim import Fleet, make_profile, measure_sizes  # also puts the repository on sys.path
+from swarm_fleet import Fleet
+from swarm_net import make_profile, measure_sizes  # also puts the repository on sys.path
 from swarmlab import OUT, Lab
 
 from node.config import NodeConfig

@@ -1,0 +1,89 @@
+"""A device's upkeep in `swarm_sim.py`: the bytes of keeping its advert and provider records listed.
+
+Per scheme: today's (every refresh walks and reads its keys back at the gates), sharded keys on the
+gates, sharded keys on every reachable device (refreshes to the closest servers of the last walk,
+`node.p2p.closest`; a server's routing refresh; the joins' placement reads spread by the churn).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from libp2p.kad_dht.kad_dht import ROUTING_TABLE_REFRESH_INTERVAL
+from swarm_fleet import CHURN_PER_HOUR, RARE_COUNT, Fleet, stale_factor
+from swarm_net import Sizes, Swarm, kad_id, walk
+
+from node.config import NodeConfig
+from node.p2p.closest import MIN_KEPT, REWALK_EVERY
+from node.p2p.dht import advert_key
+from node.p2p.kad import K
+from node.p2p.shards import SHARD_CAP, path_of
+
+NAT_SHARE = 0.40
+GATES = 3
+
+
+def gate_writes(sizes: Sizes, walk_share: float = 1.0) -> float:
+    """A refresh's writes when the gates are the only servers: a FIND_NODE at each gate (for
+    `walk_share` of the refreshes), then the advert and one ADD_PROVIDER per key (any worker, the
+    device's unit) at each."""
+    walks = 3 * GATES * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(GATES, 0))
+    return walk_share * walks + GATES * (
+        sizes.advert + 2 * (sizes.key_request + sizes.peer) + 3 * sizes.stream
+    )
+
+
+def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> float:
+    """Bytes per device per hour, today: the writes, then the read-backs (`find_providers` of both keys
+    at every gate, and the any-worker key at each gate once more), every refresh."""
+    stale = stale_factor(config)
+    unit_share = n - RARE_COUNT  # a common-unit device, the many
+    reads = GATES * (2 * sizes.answer(0, int(n * stale)) + sizes.answer(0, int(unit_share * stale)))
+    reads += 3 * GATES * (sizes.key_request + sizes.stream)
+    return (gate_writes(sizes) + reads) * 3600 / config.reannounce_interval()
+
+
+def sharded_gates_upkeep(fleet: Fleet, sizes: Sizes, config: NodeConfig) -> float:
+    """Bytes per device per hour, sharded keys on the gates: the writes (walks reused, `rewalk_share`),
+    no read-back; a joining
+    device's placement reads (one key per level, at every gate), spread over the hour by the churn."""
+    read = GATES * (sizes.key_request + sizes.stream + sizes.answer(GATES, SHARD_CAP))
+    joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * read
+    return gate_writes(sizes, rewalk_share(config)) * 3600 / config.reannounce_interval() + joins
+
+
+def rewalk_share(config: NodeConfig) -> float:
+    """The share of announcements of a key that walk (`node.p2p.closest`): every `REWALK_EVERY`-th, and
+    the next one after fewer than `MIN_KEPT` of its k servers are left (churn over the reuse window:
+    binomial, k servers each gone with the churn's probability)."""
+    gone = min(1.0, CHURN_PER_HOUR * REWALK_EVERY * config.reannounce_interval() / 3600)
+    too_few = sum(math.comb(K, j) * gone**j * (1 - gone) ** (K - j) for j in range(K - MIN_KEPT + 1, K + 1))
+    return min(1.0, 1 / REWALK_EVERY + too_few)
+
+
+def sharded_upkeep(swarm: Swarm, fleet: Fleet, sizes: Sizes, config: NodeConfig, samples: int) -> float:
+    """Bytes per device per hour, sharded keys on every reachable device: per refresh k writes for the
+    advert and each of its two keys (no read-back) at the closest servers found by the last walk, and a
+    walk for `rewalk_share` of them; a server's routing refresh (a walk every 600 s); the joins'
+    placement reads (a walk per level), spread over the hour by the churn."""
+    per_refresh, walks = [], []
+    for peer in fleet.peers[:: max(1, fleet.n // samples)][:samples]:
+        me, total = kad_id(peer.encode()), 0.0
+        provide = sizes.key_request + sizes.peer
+        shards = (path_of(peer, None)[0], path_of(peer, fleet.unit[peer])[0])
+        keys = (advert_key(peer).encode(), *(s.dht_key for s in shards))
+        for key, write in zip(keys, (sizes.advert, provide, provide), strict=True):
+            walks.append(walk(swarm, sizes, me, kad_id(key), None, 0).bytes)
+            total += rewalk_share(config) * walks[-1] + K * (write + sizes.stream)
+        per_refresh.append(total)
+    refresh = statistics.mean(per_refresh) * 3600 / config.reannounce_interval()
+    routing = (1 - NAT_SHARE) * statistics.mean(walks) * 3600 / ROUTING_TABLE_REFRESH_INTERVAL
+    joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * statistics.mean(walks)
+    return refresh + routing + joins
+
+
+__all__ = [
+    "GATES", "NAT_SHARE", "gate_writes", "rewalk_share", "sharded_gates_upkeep", "sharded_upkeep",
+    "today_upkeep",
+]  # fmt: skip
