@@ -3,7 +3,8 @@
 An advert lives under `/sark/<40 hex of sha256(peer id)>` (46 bytes: libp2p drops keys over 50, P7) as a
 msgpack-packed `Envelope` (domain `sark/advert/v1`) whose signer is the key's owner. The validator
 checks signer, expiry, lifetime and size on every put and get; `select` keeps the highest seq.
-That value is a cache on gates that run our validator; provider keys are standard (the sha2-256
+That value is a cache on gates that run our validator (put at `ADVERT_COPIES` of the closest servers,
+not k: a submitter confirms every worker over `/sark/profile` anyway); provider keys are standard (the sha2-256
 multihash of the capability string) so that any kad-dht server keeps them, and a submitter can always
 ask a provider itself for its advert over `/sark/profile` (issue 15).
 
@@ -28,7 +29,7 @@ from typing import Final, final
 import trio
 
 from node.p2p.addrs import peer_of
-from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.kad import ADVERT_COPIES, Kad, ProviderLookup
 from node.p2p.kadpatch import PROVIDERS_PER_KEY
 from node.p2p.shards import SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of
 from protocol import (
@@ -180,7 +181,7 @@ class Dht:
             await self._place(me, unit)
         keys = [self.placed[unit].dht_key for unit in (None, *units) if unit in self.placed]
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.kad.put, advert_key(me), pack_body(envelope))
+            nursery.start_soon(self.kad.put, advert_key(me), pack_body(envelope), ADVERT_COPIES)
             for key in keys:
                 nursery.start_soon(self.kad.provide, key)
         if fresh and None in self.placed:
@@ -225,7 +226,7 @@ class Dht:
     async def put_advert(self, envelope: Envelope) -> None:
         """Put our advert alone, providing nothing: a leaving worker's last, short-lived one replaces the
         copies the servers hold (highest seq wins) and expires soon after (kad-dht has no unprovide)."""
-        await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope))
+        await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope), ADVERT_COPIES)
 
     async def lookup(self, unit: ComputeUnit | None, count: int | None = None) -> ProviderLookup:
         """Providers of a unit (None: any worker), with what each server said (answered, refused).

@@ -16,6 +16,11 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - libp2p walks the network before every ADD_PROVIDER and PUT_VALUE (and walks again for the keys in
   its `providing_keys` on its own republish timer): `provide` and `put` send to the closest servers
   the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure.
+- py-libp2p attaches our signed peer record (~215 B) to every request, and twice to an ADD_PROVIDER
+  (sender and provider entry): a standard kad-dht (go, js) sends none. Our writes are our own
+  messages without it (`add_provider_request`, `put_value_request`): a refresh copy of a provider
+  record is 40 % of libp2p's. A value we put (our advert, a cache: a submitter can always ask the
+  peer itself) goes to the `copies` closest servers, not all k (issue 43: upkeep at 10,000 devices).
 - libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
   the request (reset the stream, answered garbage): `lookup_providers` sends its own request and
   records each failure, so `peers` and `submit` can say a gate refused rather than "nobody" (issue 15).
@@ -24,7 +29,7 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, final
 
@@ -50,6 +55,24 @@ QUERIES_PER_SERVER: Final = 8
 QUERY_TIMEOUT_S: Final = 3.0
 """Deadline of one direct kad request (a dead server must not hold a lookup up)."""
 K: Final = 20
+ADVERT_COPIES: Final = 5
+"""Servers that keep a copy of our advert (a cache; provider records go to all k): a PUT_VALUE and its
+echo are each about 1 KB, and k copies were most of a worker's upkeep with every reachable device serving."""
+
+
+def add_provider_request(key: bytes, peer: ID, addrs: Sequence[Multiaddr]) -> bytes:
+    """An ADD_PROVIDER as a standard kad-dht sends it: our id and addresses, no signed peer record."""
+    message = Message(type=Message.MessageType.ADD_PROVIDER, key=key)
+    message.providerPeers.add(id=peer.to_bytes(), addrs=[a.to_bytes() for a in addrs])
+    return bytes(message.SerializeToString())
+
+
+def put_value_request(key: bytes, record: Any) -> bytes:
+    """A PUT_VALUE of a record libp2p's value store holds, without our signed peer record."""
+    message = Message(type=Message.MessageType.PUT_VALUE, key=key)
+    message.record.CopyFrom(record)
+    message.record.ClearField("timeReceived")  # the receiver sets it
+    return bytes(message.SerializeToString())
 
 
 @dataclass(frozen=True)
@@ -127,20 +150,22 @@ class Kad:
 
         store.add_provider = bounded
 
-    async def put(self, key: str, value: bytes) -> None:
-        """Store a value under a `/sark/...` key locally and at its closest servers (`ClosestServers`)."""
+    async def put(self, key: str, value: bytes, copies: int = K) -> None:
+        """Store a value under a `/sark/...` key locally and at its `copies` closest servers
+        (`ClosestServers`)."""
         key_bytes = key.encode()
         self._dht.validator.validate(key, value)
         self._dht.value_store.put(key_bytes, value)
-        store = self._dht.value_store
+        record, _ = self._dht.value_store.store[key_bytes]
+        request = put_value_request(key_bytes, record)
 
         async def send(peer: ID) -> bool:
-            # py-libp2p 0.8.1's `_store_at_peer` answers False for PUT_VALUEs our gates do store (its
-            # reading of the echo; libp2p's own put ignores it too): only a timeout counts as a failure.
-            await store._store_at_peer(peer, key_bytes, value)
+            # Only a failed send counts as a failure: py-libp2p 0.8.1 echoes PUT_VALUEs it stored in a
+            # form its own client reads as False, and resets one whose record is not newer than its own.
+            await self._send(peer, request, reply=True)
             return True
 
-        await self._at_closest(key_bytes, send)
+        await self._at_closest(key_bytes, send, copies)
 
     async def get_local(self, key: str) -> bytes | None:
         """The value we hold ourselves, if any."""
@@ -179,12 +204,34 @@ class Kad:
         """Announce ourselves as a provider of a raw key (ADD_PROVIDER is fire-and-forget, P9) at its
         closest servers, walked for only when `ClosestServers` says so. Not libp2p's `provide`: it walks
         every time, and its `providing_keys` would walk again on libp2p's own republish timer."""
-        store = self._dht.provider_store
-        store.add_provider(key, PeerInfo(self._dht.host.get_id(), list(self._dht.host.get_addrs())))
-        return await self._at_closest(key, lambda peer: store._send_add_provider(peer, key)) > 0
+        me, addrs = self._dht.host.get_id(), list(self._dht.host.get_addrs())
+        self._dht.provider_store.add_provider(key, PeerInfo(me, addrs))
+        request = add_provider_request(key, me, addrs)
 
-    async def _at_closest(self, key: bytes, send: Callable[[ID], Awaitable[bool]]) -> int:
-        """`send` to the key's closest servers (alpha at once), reused or walked for; how many took it."""
+        async def send(peer: ID) -> bool:
+            await self._send(peer, request, reply=False)  # fire-and-forget, as libp2p and Kubo send it
+            return True
+
+        return await self._at_closest(key, send) > 0
+
+    async def _send(self, peer: ID, request: bytes, *, reply: bool) -> None:
+        """One kad request on a new stream (raises when it cannot be sent); with `reply`, the answer is
+        awaited and dropped, a reset one too: py-libp2p resets a PUT_VALUE whose record is not newer
+        than the one it holds (then it holds ours or a later one)."""
+        stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
+        try:
+            await stream.write(encode_uvarint(len(request)) + request)
+            if reply:
+                try:
+                    await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE)
+                except Exception:  # libp2p's stream errors: the request went out, the answer is not judged
+                    log.debug("kad answer from %s not read", peer, exc_info=True)
+        finally:
+            await stream.close()
+
+    async def _at_closest(self, key: bytes, send: Callable[[ID], Awaitable[bool]], copies: int = K) -> int:
+        """`send` to the key's `copies` closest servers (alpha at once), reused or walked for; how many
+        took it."""
         reused = self.closest.reuse(key)
         if reused is None:
             peers = await self._dht.peer_routing.find_closest_peers_network(key)
@@ -192,6 +239,7 @@ class Kad:
             self.closest.walked(key, tuple(p.to_base58() for p in peers))
         else:
             peers = [ID.from_base58(p) for p in reused]
+        peers = peers[:copies]  # closest first: the walk's order, kept by `ClosestServers`
         took: list[ID] = []
         limit = trio.Semaphore(ALPHA)
 
@@ -337,11 +385,14 @@ def _multiaddrs(raw: Any) -> list[Multiaddr]:
 
 
 __all__ = [
+    "ADVERT_COPIES",
     "ALPHA",
     "QUERIES_PER_SERVER",
     "QUERY_TIMEOUT_S",
     "K",
     "Kad",
     "ProviderLookup",
+    "add_provider_request",
+    "put_value_request",
     "serves_kad",
 ]

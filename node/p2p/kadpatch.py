@@ -20,6 +20,11 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   more than 20 workers, discovery found 20. `patch_kad` lifts the per-key cap to `PROVIDERS_PER_KEY`
   (a GET_PROVIDERS answer of 10,000 providers is ~1 MB, inside the 4 MiB message cap); the sharded
   keys are bounded per key by `Kad.bound_providers`.
+- py-libp2p's server puts each closer peer's signed peer record (~215 B) beside its id and addresses
+  in every FIND_NODE and GET_PROVIDERS answer: 20 of them an answer, half of a walk's bytes (issue 43:
+  walks were a third of a device's upkeep with every reachable device serving). Standard kad-dht
+  servers (go, js) send none, and our lookups read the addresses only: `_ServerOnlyKadDHT` leaves them
+  out.
 - A peer whose every address failed is refused for a while (a negative cache): `forget_failed_dials`.
 
 The queries on the running DHT (direct asks, bounded keys, reused closest servers) are `node.p2p.kad`.
@@ -28,7 +33,7 @@ The queries on the running DHT (direct asks, bounded keys, reused closest server
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal, final
 
@@ -116,6 +121,14 @@ class _ServerOnlyKadDHT(KadDHT):
         if skip_server_mode_check and not serves_kad(self.host, peer_id):
             return False
         return bool(await super().add_peer(peer_id, skip_server_mode_check=skip_server_mode_check))
+
+    def _add_closer_peers_to_response(
+        self, response: Any, closest_peers: Sequence[ID], exclude_peer_id: ID | None = None
+    ) -> None:
+        # libp2p adds each peer's signed peer record too: ids and addresses only, as go and js send them.
+        super()._add_closer_peers_to_response(response, closest_peers, exclude_peer_id)
+        for peer in response.closerPeers:
+            peer.ClearField("signedRecord")
 
     async def handle_stream(self, stream: Any) -> None:
         # libp2p reads a kad stream's requests with no deadline while it holds one of the server's
