@@ -68,27 +68,29 @@ def direct_ask(swarm: Swarm, sizes: Sizes, listed: int, enough: bool) -> tuple[f
     """The node's lookup of one key when its table holds every server (the gates): all at once, each
     answering every provider it lists. Returns when it has the devices (the first answer when that is
     enough, else the last), when the last answer came, bytes."""
-    answer = sizes.answer(len(swarm.ids) - 1, listed)
+    answer = sizes.answer(len(swarm.ids) - 1, listed, swarm.slim)
+    request = sizes.request_slim if swarm.slim else sizes.key_request
     times = []
     for gate in swarm.ids[~swarm.dead]:
-        swarm.load[int(gate)] += sizes.key_request + answer
+        swarm.load[int(gate)] += request + answer
         times.append(rtt(swarm) + answer * 8 / BANDWIDTH_BPS)
-    sent = (sizes.key_request + sizes.stream + answer) * len(times)
+    sent = (request + sizes.stream + answer) * len(times)
     return (min(times) if enough else max(times)), max(times), sent
 
 
 def local_ask(swarm: Swarm, sizes: Sizes, start: int, key: int) -> tuple[float, int]:
     """An old key asked with `walk=False`: the k closest servers of our own table, at once; all answer
     empty here (no worker of before issue 43). Returns when the last answered (or timed out), bytes."""
-    answer = sizes.answer(K, 0)
+    answer = sizes.answer(K, 0, swarm.slim)
+    request = sizes.request_slim if swarm.slim else sizes.key_request
     times = []
     for server in swarm.table(start, key)[:K]:
         if swarm.is_dead(server):
             times.append(QUERY_TIMEOUT_S)
             continue
-        swarm.load[server] += sizes.key_request + answer
+        swarm.load[server] += request + answer
         times.append(rtt(swarm) + answer * 8 / BANDWIDTH_BPS)
-    return max(times, default=0.0), (sizes.key_request + sizes.stream + answer) * len(times)
+    return max(times, default=0.0), (request + sizes.stream + answer) * len(times)
 
 
 def sharded_lookup(

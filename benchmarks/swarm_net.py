@@ -31,10 +31,11 @@ from libp2p.crypto.ed25519 import create_new_key_pair  # noqa: E402
 from libp2p.kad_dht.pb.kademlia_pb2 import Message  # noqa: E402
 from libp2p.peer.id import ID  # noqa: E402
 from libp2p.peer.peerstore import create_signed_peer_record  # noqa: E402
+from libp2p.records.record import make_signed_put_record  # noqa: E402
 from multiaddr import Multiaddr  # noqa: E402
 
 from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
-from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
+from node.p2p.kad import QUERY_TIMEOUT_S, K, add_provider_request, put_value_request  # noqa: E402
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -47,40 +48,79 @@ OUT = ROOT / "benchmarks" / "out"
 
 @dataclass(frozen=True)
 class Sizes:
-    """Bytes on the wire of each kad message, from libp2p's protobuf and the node's records."""
+    """Bytes on the wire of each kad message, from libp2p's protobuf and the node's own encoders.
 
-    peer: int  # one peer entry (id + 2 addrs) in closerPeers/providerPeers
-    key_request: int  # a request that carries only a key
-    advert: int  # a PUT_VALUE of our signed advert
+        "libp2p's" is py-libp2p 0.8.1's message (the node's before issue 43's upkeep work: our signed peer
+        record in every request, twice in an ADD_PROVIDER); "slim" is what the node sends now
+        (`node.p2p.kad.add_provider_request`, `put_value_request`) and how our servers list peers in answers
+    (`node.p2p.kadpatch.answer_without_peer_records`).
+    """
+
+    peer: int  # one peer entry (id + 2 addrs) with its signed peer record, as py-libp2p lists it
+    peer_slim: int  # the same entry without the record (as our servers list peers now; go, js)
+    key_request: int  # a request carrying a key and our signed peer record (libp2p's walk, FIND_NODE)
+    request_slim: int  # a request carrying only a key (our GET_PROVIDERS)
+    advert: int  # libp2p's PUT_VALUE of our signed advert (sender record, signed put record)
+    advert_slim: int  # ours: the same record, no sender record
+    put_echo: int  # a server's answer to a PUT_VALUE: the record echoed, its own sender record
+    provide: int  # libp2p's ADD_PROVIDER: sender record, our entry with its record
+    provide_slim: int  # ours: our id and addresses only
+    provide_echo: int  # a py-libp2p server's answer to an ADD_PROVIDER (type and key)
     stream: int  # opening a stream per request: multistream-select, yamux, noise frames
 
-    def answer(self, closer: int, providers: int) -> int:
-        return self.key_request + (closer + providers) * self.peer + self.stream
+    def answer(self, closer: int, providers: int, slim: bool = False) -> int:
+        """An answer's bytes: `closer` peers and `providers` (`slim`: from our servers, no records)."""
+        entry = self.peer_slim if slim else self.peer
+        return self.key_request + (closer + providers) * entry + self.stream
+
+    def write(self, slim: bool) -> tuple[int, int]:
+        """One refresh copy, request and answer with the stream: (the advert's PUT, one ADD_PROVIDER)."""
+        put = (self.advert_slim if slim else self.advert) + self.put_echo + self.stream
+        return put, (self.provide_slim if slim else self.provide) + self.provide_echo + self.stream
 
 
 def measure_sizes(addrs: int = 2) -> Sizes:
-    """Serialize real messages as py-libp2p 0.8.1 fills them: a real peer id, `addrs` multiaddrs (with the
-    `/p2p/` suffix its peerstore keeps), the signed peer record it attaches to every peer entry
-    (`signedRecord`) and to every request and answer (`senderRecord`), a signed advert of a lab profile."""
+    """Serialize real messages: a real peer id, `addrs` multiaddrs (with the `/p2p/` suffix libp2p's
+    peerstore keeps), the signed peer record py-libp2p 0.8.1 attaches to peer entries (`signedRecord`)
+    and requests and answers (`senderRecord`), a signed advert of a lab profile in a signed put record;
+    the node's own ADD_PROVIDER and PUT_VALUE encoders for the slim sizes."""
     pair = create_new_key_pair()
     pid = ID.from_pubkey(pair.public_key)
     ips = ("203.0.113.7", "10.0.0.7", "192.168.1.7", "172.16.0.7")[:addrs]
     maddrs = [Multiaddr(f"/ip4/{ip}/tcp/40123/p2p/{pid}") for ip in ips]
     record = create_signed_peer_record(pid, maddrs, pair.private_key).marshal_envelope()
+    slim = Message.Peer(id=pid.to_bytes(), addrs=[a.to_bytes() for a in maddrs])
     entry = Message.Peer(id=pid.to_bytes(), addrs=[a.to_bytes() for a in maddrs], signedRecord=record)
-    peer = Message(closerPeers=[entry]).ByteSize()
     key = capability_dht_key(None)
-    request = Message(type=Message.MessageType.GET_PROVIDERS, key=key, senderRecord=record).ByteSize() + 2
+    request = Message(type=Message.MessageType.GET_PROVIDERS, key=key)
     seed = pair.private_key.to_bytes()[:32]
     signer = peer_id_from_public_key(public_key_of(seed))
     body = AdvertBody(peer_id=signer, seq=1, issued_at=0.0, expires_at=300.0, profile=make_profile())
-    value = pack_body(seal(body, DOMAIN_ADVERT, seed))
-    put = Message(type=Message.MessageType.PUT_VALUE, key=advert_key(signer).encode(), senderRecord=record)
-    put.record.key, put.record.value = advert_key(signer).encode(), value
+    akey = advert_key(signer).encode()
+    put_record = make_signed_put_record(akey, pack_body(seal(body, DOMAIN_ADVERT, seed)), pair.private_key)
+    put_slim = put_value_request(akey, put_record)
+    echo = Message(type=Message.MessageType.PUT_VALUE, key=akey, senderRecord=record)
+    echo.record.CopyFrom(put_record)
+    echo.record.timeReceived = "2026-11-25T08:57:31.236045000Z"
+    provide_slim = add_provider_request(key, pid, maddrs)
+    provide = Message(type=Message.MessageType.ADD_PROVIDER, key=key, senderRecord=record)
+    provide.providerPeers.append(entry)
     # per stream: "/multistream/1.0.0\n" and "/sark/kad/1.0.0\n" each way (varint-prefixed),
     # yamux SYN/data/FIN headers (12 B) both ways, a noise frame (2 B length + 16 B tag) per write.
     stream = 2 * (20 + 17) + 6 * 12 + 6 * 18
-    return Sizes(peer=peer, key_request=request, advert=put.ByteSize(), stream=stream)
+    return Sizes(
+        peer=Message(closerPeers=[entry]).ByteSize(),
+        peer_slim=Message(closerPeers=[slim]).ByteSize(),
+        key_request=request.ByteSize() + len(record) + 4,
+        request_slim=request.ByteSize() + 2,
+        advert=len(put_slim) + len(record) + 4,
+        advert_slim=len(put_slim) + 2,
+        put_echo=echo.ByteSize() + 2,
+        provide=provide.ByteSize() + 2,
+        provide_slim=len(provide_slim) + 2,
+        provide_echo=Message(type=Message.MessageType.ADD_PROVIDER, key=key).ByteSize() + 1,
+        stream=stream,
+    )
 
 
 def kad_id(data: bytes) -> int:
@@ -95,15 +135,17 @@ class Swarm:
     dead: np.ndarray
     rng: np.random.Generator
     direct: bool
+    slim: bool
+    """Our servers: closer peers listed without signed peer records, our requests without ours."""
     load: Counter[int] = field(default_factory=Counter)
 
     @classmethod
-    def build(cls, live: list[int], stale: int, rng: np.random.Generator) -> Swarm:
+    def build(cls, live: list[int], stale: int, rng: np.random.Generator, slim: bool) -> Swarm:
         departed = rng.integers(0, 2**63, size=stale, dtype=np.uint64) * np.uint64(2)
         ids = np.concatenate([np.array(live, dtype=np.uint64), departed])
         order = np.argsort(ids)
         dead = np.concatenate([np.zeros(len(live), bool), np.ones(stale, bool)])
-        return cls(ids[order], dead[order], rng, direct=len(live) <= K)
+        return cls(ids[order], dead[order], rng, direct=len(live) <= K, slim=slim)
 
     def holders(self, key_id: int) -> set[int]:
         """The k live servers closest to a key: where its records are."""
@@ -164,7 +206,7 @@ def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] 
         if swarm.is_dead(peer):
             continue
         held = holders is not None and peer in holders
-        answer = sizes.answer(K, n if held else 0)
+        answer = sizes.answer(K, n if held else 0, swarm.slim)
         now += answer * 8 / BANDWIDTH_BPS
         sent += sizes.key_request + sizes.stream + answer
         swarm.load[peer] += sizes.key_request + answer

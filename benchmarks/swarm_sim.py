@@ -41,13 +41,7 @@ import numpy as np
 from libp2p.kad_dht.kad_dht import ROUTING_TABLE_REFRESH_INTERVAL
 from swarm_fleet import CHURN_PER_HOUR, COMMON, RARE, RARE_COUNT, Fleet, sharded_lookup, today_lookup
 from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes
-from swarm_upkeep import (
-    GATES,
-    NAT_SHARE,
-    sharded_gates_upkeep,
-    sharded_upkeep,
-    today_upkeep,
-)
+from swarm_upkeep import GATES, NAT_SHARE, served, sharded_gates_upkeep, sharded_upkeep, today_upkeep
 
 from node.config import NodeConfig
 
@@ -96,16 +90,19 @@ def run_size(
     gate_ids = [kad_id(f"gate-{i}".encode()) for i in range(GATES)]
     out: dict[str, dict[str, float]] = {}
     for name in SCHEMES:
-        swarm = (
-            Swarm.build(reachable, stale, rng) if name == "sharded_servers" else Swarm.build(gate_ids, 0, rng)
-        )
+        ours = name != "today"  # the node's messages now (slim), today's column is the node before
+        servers = reachable if name == "sharded_servers" else gate_ids
+        swarm = Swarm.build(servers, stale if name == "sharded_servers" else 0, rng, slim=ours)
         out[name] = lookups_of(name, swarm, fleet, sizes, lookups)
-        upkeep = {
+        parts = {
             "today": lambda: today_upkeep(sizes, n, config),
             "sharded_gates": lambda: sharded_gates_upkeep(fleet, sizes, config),
             "sharded_servers": lambda: sharded_upkeep(swarm, fleet, sizes, config, 30),  # noqa: B023
         }[name]()
+        upkeep = sum(parts.values())
         out[name]["upkeep_bytes_per_device_hour"] = upkeep
+        out[name].update({f"upkeep_{part}_bytes_per_device_hour": v for part, v in parts.items()})
+        out[name]["served_bytes_per_server_hour"] = served(upkeep, n, len(servers))
     return out
 
 
@@ -131,8 +128,14 @@ def main() -> None:
                 f"{r['rare_p95_s']:.2f} s (lookup over {r['rare_end_p95_s']:.2f}), recall min "
                 f"{r['rare_recall_min']:.3f}; 100 common p50/p95 {r['common_p50_s']:.2f}/"
                 f"{r['common_p95_s']:.2f} s; {r['bytes_per_lookup'] / 1e3:.1f} KB/lookup; upkeep "
-                f"{r['upkeep_bytes_per_device_hour'] / 3600:.0f} B/s/device; busiest server "
-                f"{100 * r['busiest_server_share']:.2f} % of {int(r['servers'])}"
+                f"{r['upkeep_bytes_per_device_hour'] / 3600:.0f} B/s/device ("
+                + ", ".join(
+                    f"{k[7:-22]} {v / 3600:.0f}"
+                    for k, v in r.items()
+                    if k.endswith("_bytes_per_device_hour") and k != "upkeep_bytes_per_device_hour"
+                )
+                + f"); a server carries {r['served_bytes_per_server_hour'] / 3600:.0f} B/s of the others'"
+                f" upkeep; busiest server {100 * r['busiest_server_share']:.2f} % of {int(r['servers'])}"
             )
         print(f"       ({time.monotonic() - began:.0f} s)", flush=True)
     OUT.mkdir(parents=True, exist_ok=True)

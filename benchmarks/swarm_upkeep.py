@@ -17,40 +17,41 @@ from swarm_net import Sizes, Swarm, kad_id, walk
 from node.config import NodeConfig
 from node.p2p.closest import MIN_KEPT, REWALK_EVERY
 from node.p2p.dht import advert_key
-from node.p2p.kad import K
+from node.p2p.kad import ADVERT_COPIES, K
 from node.p2p.shards import SHARD_CAP, path_of
 
 NAT_SHARE = 0.40
 GATES = 3
 
 
-def gate_writes(sizes: Sizes, walk_share: float = 1.0) -> float:
+def gate_writes(sizes: Sizes, walk_share: float = 1.0, slim: bool = True) -> float:
     """A refresh's writes when the gates are the only servers: a FIND_NODE at each gate (for
     `walk_share` of the refreshes), then the advert and one ADD_PROVIDER per key (any worker, the
-    device's unit) at each."""
-    walks = 3 * GATES * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(GATES, 0))
-    return walk_share * walks + GATES * (
-        sizes.advert + 2 * (sizes.key_request + sizes.peer) + 3 * sizes.stream
-    )
+    device's unit) at each, with the servers' echoes (`slim`: the node's messages now, else libp2p's)."""
+    walks = 3 * GATES * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(GATES, 0, slim))
+    put, provide = sizes.write(slim)
+    return walk_share * walks + min(GATES, ADVERT_COPIES) * put + GATES * 2 * provide
 
 
-def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> float:
+def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> dict[str, float]:
     """Bytes per device per hour, today: the writes, then the read-backs (`find_providers` of both keys
     at every gate, and the any-worker key at each gate once more), every refresh."""
     stale = stale_factor(config)
     unit_share = n - RARE_COUNT  # a common-unit device, the many
     reads = GATES * (2 * sizes.answer(0, int(n * stale)) + sizes.answer(0, int(unit_share * stale)))
     reads += 3 * GATES * (sizes.key_request + sizes.stream)
-    return (gate_writes(sizes) + reads) * 3600 / config.reannounce_interval()
+    per_hour = 3600 / config.reannounce_interval()
+    return {"writes": gate_writes(sizes, slim=False) * per_hour, "read_backs": reads * per_hour}
 
 
-def sharded_gates_upkeep(fleet: Fleet, sizes: Sizes, config: NodeConfig) -> float:
+def sharded_gates_upkeep(fleet: Fleet, sizes: Sizes, config: NodeConfig) -> dict[str, float]:
     """Bytes per device per hour, sharded keys on the gates: the writes (walks reused, `rewalk_share`),
-    no read-back; a joining
-    device's placement reads (one key per level, at every gate), spread over the hour by the churn."""
-    read = GATES * (sizes.key_request + sizes.stream + sizes.answer(GATES, SHARD_CAP))
+    no read-back; a joining device's placement reads (one key per level, at every gate), spread over
+    the hour by the churn."""
+    read = GATES * (sizes.request_slim + sizes.stream + sizes.answer(GATES, SHARD_CAP, True))
     joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * read
-    return gate_writes(sizes, rewalk_share(config)) * 3600 / config.reannounce_interval() + joins
+    writes = gate_writes(sizes, rewalk_share(config)) * 3600 / config.reannounce_interval()
+    return {"writes": writes, "joins": joins}
 
 
 def rewalk_share(config: NodeConfig) -> float:
@@ -62,28 +63,37 @@ def rewalk_share(config: NodeConfig) -> float:
     return min(1.0, 1 / REWALK_EVERY + too_few)
 
 
-def sharded_upkeep(swarm: Swarm, fleet: Fleet, sizes: Sizes, config: NodeConfig, samples: int) -> float:
-    """Bytes per device per hour, sharded keys on every reachable device: per refresh k writes for the
-    advert and each of its two keys (no read-back) at the closest servers found by the last walk, and a
-    walk for `rewalk_share` of them; a server's routing refresh (a walk every 600 s); the joins'
-    placement reads (a walk per level), spread over the hour by the churn."""
-    per_refresh, walks = [], []
+def sharded_upkeep(
+    swarm: Swarm, fleet: Fleet, sizes: Sizes, config: NodeConfig, samples: int
+) -> dict[str, float]:
+    """Bytes per device per hour, sharded keys on every reachable device, in parts: per refresh the
+    advert at `ADVERT_COPIES` and each of its two keys at k of the closest servers found by the last
+    walk (no read-back), with the servers' echoes; a walk for `rewalk_share` of them; a server's routing
+    refresh (a walk every 600 s); the joins' placement reads (a walk per level), spread by the churn."""
+    walks: list[int] = []
     for peer in fleet.peers[:: max(1, fleet.n // samples)][:samples]:
-        me, total = kad_id(peer.encode()), 0.0
-        provide = sizes.key_request + sizes.peer
         shards = (path_of(peer, None)[0], path_of(peer, fleet.unit[peer])[0])
-        keys = (advert_key(peer).encode(), *(s.dht_key for s in shards))
-        for key, write in zip(keys, (sizes.advert, provide, provide), strict=True):
-            walks.append(walk(swarm, sizes, me, kad_id(key), None, 0).bytes)
-            total += rewalk_share(config) * walks[-1] + K * (write + sizes.stream)
-        per_refresh.append(total)
-    refresh = statistics.mean(per_refresh) * 3600 / config.reannounce_interval()
-    routing = (1 - NAT_SHARE) * statistics.mean(walks) * 3600 / ROUTING_TABLE_REFRESH_INTERVAL
-    joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * statistics.mean(walks)
-    return refresh + routing + joins
+        for key in (advert_key(peer).encode(), *(s.dht_key for s in shards)):
+            walks.append(walk(swarm, sizes, kad_id(peer.encode()), kad_id(key), None, 0).bytes)
+    per_hour = 3600 / config.reannounce_interval()
+    put, provide = sizes.write(swarm.slim)
+    walk_bytes = statistics.mean(walks)
+    return {
+        "advert": ADVERT_COPIES * put * per_hour,
+        "providers": 2 * K * provide * per_hour,
+        "rewalks": 3 * rewalk_share(config) * walk_bytes * per_hour,
+        "routing": (1 - NAT_SHARE) * walk_bytes * 3600 / ROUTING_TABLE_REFRESH_INTERVAL,
+        "joins": CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * walk_bytes,
+    }
+
+
+def served(upkeep: float, devices: int, servers: int) -> float:
+    """What one server carries of the others' upkeep (each exchange has a server at its other end),
+    spread evenly over the servers: bytes per server per hour."""
+    return upkeep * devices / servers
 
 
 __all__ = [
-    "GATES", "NAT_SHARE", "gate_writes", "rewalk_share", "sharded_gates_upkeep", "sharded_upkeep",
-    "today_upkeep",
+    "GATES", "NAT_SHARE", "gate_writes", "rewalk_share", "served", "sharded_gates_upkeep",
+    "sharded_upkeep", "today_upkeep",
 ]  # fmt: skip

@@ -4,9 +4,9 @@ An advert lives under `/sark/<40 hex of sha256(peer id)>` (46 bytes: libp2p drop
 msgpack-packed `Envelope` (domain `sark/advert/v1`) whose signer is the key's owner. The validator
 checks signer, expiry, lifetime and size on every put and get; `select` keeps the highest seq.
 That value is a cache on gates that run our validator (put at `ADVERT_COPIES` of the closest servers,
-not k: a submitter confirms every worker over `/sark/profile` anyway); provider keys are standard (the sha2-256
-multihash of the capability string) so that any kad-dht server keeps them, and a submitter can always
-ask a provider itself for its advert over `/sark/profile` (issue 15).
+not k: a submitter confirms every worker over `/sark/profile` anyway); provider keys are standard
+(the sha2-256 multihash of the capability string) so that any kad-dht server keeps them, and a
+submitter can always ask a provider itself for its advert over `/sark/profile` (issue 15).
 
 Provider keys are sharded (issue 43, `node.p2p.shards`): a worker provides one key of each unit's tree
 (the any-worker tree and one per usable unit), found once by reading down its path to the first key

@@ -2,7 +2,7 @@
 
 A refresh sends the same bytes whatever the fleet; its writes carry no signed peer record (py-libp2p
 attaches one to every request, twice to an ADD_PROVIDER) and a server still keeps them; our advert
-goes to at most `ADVERT_COPIES` servers; a walk's answers from our servers list closer peers by id and
+goes to at most `ADVERT_COPIES` servers; our servers' answers list closer peers and providers by id and
 addresses, without their signed peer records.
 """
 
@@ -152,7 +152,7 @@ async def test_our_advert_goes_to_at_most_advert_copies_servers(tmp_path: Path) 
             assert sent["ADD_PROVIDER"] > ADVERT_COPIES  # provider records: every one of the k closest
 
 
-async def test_our_servers_answer_closer_peers_without_signed_records(tmp_path: Path) -> None:
+async def test_our_servers_list_closer_peers_and_providers_without_signed_records(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with swarm(tmp_path, 3) as (gate, workers):
             for node in workers[:2]:
@@ -160,10 +160,15 @@ async def test_our_servers_answer_closer_peers_without_signed_records(tmp_path: 
                 await become_server(node.kad, lambda key: 20)
             await _admit(gate, workers[:2])
             asker = workers[2].host.raw
-            answer = await _find_node(asker, ID.from_base58(gate.host.peer_id), b"\x12\x20" + b"\x07" * 32)
+            server = ID.from_base58(gate.host.peer_id)
+            answer = await _ask(asker, server, b"\x12\x20" + b"\x07" * 32, "FIND_NODE")
             assert {ID(p.id).to_base58() for p in answer.closerPeers} >= {w.host.peer_id for w in workers[:2]}
             assert all(p.addrs for p in answer.closerPeers)
             assert not any(p.HasField("signedRecord") for p in answer.closerPeers)
+            held = await _ask(asker, server, Shard(None, 0, 0).dht_key)
+            assert {ID(p.id).to_base58() for p in held.providerPeers} == {w.host.peer_id for w in workers}
+            assert all(p.addrs for p in held.providerPeers)
+            assert not any(p.HasField("signedRecord") for p in (*held.providerPeers, *held.closerPeers))
 
 
 async def _admit(gate: Node, servers: list[Node]) -> None:
@@ -179,9 +184,9 @@ async def _admit(gate: Node, servers: list[Node]) -> None:
     raise AssertionError(f"the gate did not admit {ids}")
 
 
-async def _find_node(host: Any, server: ID, key: bytes) -> Any:
+async def _ask(host: Any, server: ID, key: bytes, kind: str = "GET_PROVIDERS") -> Any:
     stream = await host.new_stream(server, [TProtocol(KAD)])
-    request = Message(type=Message.MessageType.FIND_NODE, key=key).SerializeToString()
+    request = Message(type=kind, key=key).SerializeToString()
     await stream.write(encode_uvarint(len(request)) + request)
     reply = Message()
     reply.ParseFromString(await read_varint_prefixed_bytes_limited(stream, 4 << 20))
