@@ -228,20 +228,28 @@ class Dht:
         copies the servers hold (highest seq wins) and expires soon after (kad-dht has no unprovide)."""
         await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope), ADVERT_COPIES)
 
-    async def lookup(self, unit: ComputeUnit | None, count: int | None = None) -> ProviderLookup:
+    async def lookup(
+        self, unit: ComputeUnit | None, count: int | None = None, known: frozenset[str] = frozenset()
+    ) -> ProviderLookup:
         """Providers of a unit (None: any worker), with what each server said (answered, refused).
 
         Reads the unit's tree (`shards.first_levels`, then the children of full keys) until it has
-        `count` providers (None: all), and the unit's old key (workers before issue 43) when asked for
-        all or still short.
+        `count` providers not in `known` (None: all), and the unit's old key (workers before issue 43)
+        when asked for all or still short. `known`: the providers a caller has already (a campaign's
+        later look): they fill the first keys, so a look for `count` more reads on past them, down to
+        where joiners land, and stops there.
         """
         found: dict[str, list[str]] = {}
         answered, failures, keys, old_read = 0, dict[str, str](), 0, False
         asked: dict[Shard, int] = {}
-        frontier = first_levels(unit, count, self.cap)
+        frontier = first_levels(unit, None if count is None else count + len(known), self.cap)
+
+        def short() -> bool:
+            return count is None or len(found.keys() - known) < count
+
         while True:
             wants = [(shard.dht_key, self.cap, True) for shard in frontier]
-            if not old_read and (count is None or (not frontier and len(found) < count)):
+            if not old_read and (count is None or (not frontier and short())):
                 # Only the servers we know: old workers live where the gates are the servers, and an
                 # empty old key walked by every lookup would make its closest servers hot.
                 wants.append((capability_dht_key(unit), PROVIDERS_PER_KEY, False))
@@ -253,7 +261,7 @@ class Dht:
             asked.update((shard, len(a.providers)) for shard, a in zip(frontier, answers, strict=False))
             answered = max([answered, *(a.answered for a in answers)])
             failures.update(f for a in answers for f in a.failures.items())
-            if count is not None and len(found) >= count:
+            if not short():
                 break
             frontier = next_keys(asked, frontier, self.cap)
         return ProviderLookup(found, answered, failures, keys)
@@ -276,9 +284,11 @@ class Dht:
                 known.extend(a for a in addrs if a not in known)
         return answers
 
-    async def providers(self, unit: ComputeUnit | None, count: int | None = None) -> dict[str, list[str]]:
-        """Peers providing a unit (None: any worker), from the network, de-duplicated."""
-        return (await self.lookup(unit, count)).providers
+    async def providers(
+        self, unit: ComputeUnit | None, count: int | None = None, known: frozenset[str] = frozenset()
+    ) -> dict[str, list[str]]:
+        """Peers providing a unit (None: any worker), from the network, de-duplicated (`lookup`)."""
+        return (await self.lookup(unit, count, known)).providers
 
     async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
         """A peer's verified, unexpired advert with the highest seq any server holds, or None.
