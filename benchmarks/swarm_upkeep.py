@@ -19,18 +19,25 @@ from node.p2p.closest import MIN_KEPT, REWALK_EVERY
 from node.p2p.dht import advert_key
 from node.p2p.kad import ADVERT_COPIES, K
 from node.p2p.shards import SHARD_CAP, path_of
+from node.worker.advertising import REANNOUNCE_JITTER
 
 NAT_SHARE = 0.40
 GATES = 3
 
 
-def gate_writes(sizes: Sizes, walk_share: float = 1.0, slim: bool = True) -> float:
+def refreshes_per_hour(config: NodeConfig) -> float:
+    """A worker's announcements an hour: each after the period less a uniform share of up to
+    `REANNOUNCE_JITTER` of it (`node.worker.advertising`), so on average the period x (1 - jitter / 2)."""
+    return 3600 / (config.reannounce_interval() * (1 - REANNOUNCE_JITTER / 2))
+
+
+def gate_writes(sizes: Sizes, walk_share: float = 1.0, slim: bool = True, gates: int = GATES) -> float:
     """A refresh's writes when the gates are the only servers: a FIND_NODE at each gate (for
     `walk_share` of the refreshes), then the advert and one ADD_PROVIDER per key (any worker, the
     device's unit) at each, with the servers' echoes (`slim`: the node's messages now, else libp2p's)."""
-    walks = 3 * GATES * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(GATES, 0, slim))
+    walks = 3 * gates * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(gates - 1, 0, slim))
     put, provide = sizes.write(slim)
-    return walk_share * walks + min(GATES, ADVERT_COPIES) * put + GATES * 2 * provide
+    return walk_share * walks + min(gates, ADVERT_COPIES) * put + gates * 2 * provide
 
 
 def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> dict[str, float]:
@@ -40,7 +47,7 @@ def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> dict[str, float]:
     unit_share = n - RARE_COUNT  # a common-unit device, the many
     reads = GATES * (2 * sizes.answer(0, int(n * stale)) + sizes.answer(0, int(unit_share * stale)))
     reads += 3 * GATES * (sizes.key_request + sizes.stream)
-    per_hour = 3600 / config.reannounce_interval()
+    per_hour = refreshes_per_hour(config)
     return {"writes": gate_writes(sizes, slim=False) * per_hour, "read_backs": reads * per_hour}
 
 
@@ -50,7 +57,7 @@ def sharded_gates_upkeep(fleet: Fleet, sizes: Sizes, config: NodeConfig) -> dict
     the hour by the churn."""
     read = GATES * (sizes.request_slim + sizes.stream + sizes.answer(GATES, SHARD_CAP, True))
     joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * read
-    writes = gate_writes(sizes, rewalk_share(config)) * 3600 / config.reannounce_interval()
+    writes = gate_writes(sizes, rewalk_share(config)) * refreshes_per_hour(config)
     return {"writes": writes, "joins": joins}
 
 
@@ -75,7 +82,7 @@ def sharded_upkeep(
         shards = (path_of(peer, None)[0], path_of(peer, fleet.unit[peer])[0])
         for key in (advert_key(peer).encode(), *(s.dht_key for s in shards)):
             walks.append(walk(swarm, sizes, kad_id(peer.encode()), kad_id(key), None, 0).bytes)
-    per_hour = 3600 / config.reannounce_interval()
+    per_hour = refreshes_per_hour(config)
     put, provide = sizes.write(swarm.slim)
     walk_bytes = statistics.mean(walks)
     return {
@@ -94,6 +101,6 @@ def served(upkeep: float, devices: int, servers: int) -> float:
 
 
 __all__ = [
-    "GATES", "NAT_SHARE", "gate_writes", "rewalk_share", "served", "sharded_gates_upkeep",
-    "sharded_upkeep", "today_upkeep",
+    "GATES", "NAT_SHARE", "gate_writes", "refreshes_per_hour", "rewalk_share", "served",
+    "sharded_gates_upkeep", "sharded_upkeep", "today_upkeep",
 ]  # fmt: skip
