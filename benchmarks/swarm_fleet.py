@@ -97,7 +97,8 @@ def sharded_lookup(
     swarm: Swarm, fleet: Fleet, sizes: Sizes, unit: ComputeUnit, count: int | None
 ) -> tuple[float, float, int, int]:
     """The node's lookup over the tree (`Dht.lookup`): first levels at once, then the children of full
-    keys; asked for all, the unit's old key too (empty here: no worker of before issue 43).
+    keys; the unit's old key too when asked for all or still short at the end of the tree (empty here:
+    no worker of before issue 43).
 
     Returns:
         when the `want`-th device came in (want: `count`, or every device of the unit), when the
@@ -107,10 +108,16 @@ def sharded_lookup(
     asked: dict[Shard, int] = {}
     frontier, now, found, sent, arrivals = first_levels(unit, count), 0.0, 0, 0, []
     stale = stale_factor(fleet.config)
-    old = [kad_id(capability_dht_key(unit))] if count is None else []
-    while frontier and (count is None or found < count):
+    old_read = False
+    while True:
+        wants: list[tuple[Shard | None, int]] = [(s, kad_id(s.dht_key)) for s in frontier]
+        if not old_read and (count is None or (not frontier and found < count)):
+            wants.append((None, kad_id(capability_dht_key(unit))))  # the old key: all, or short at the end
+            old_read = True
+        if not wants:
+            break
         ends = []
-        for shard, key in [*((s, kad_id(s.dht_key)) for s in frontier), *((None, k) for k in old)]:
+        for shard, key in wants:
             listed = fleet.listed[shard] if shard else 0
             if swarm.direct:
                 t, _, b = direct_ask(swarm, sizes, int(listed * stale), listed >= SHARD_CAP)
@@ -129,7 +136,9 @@ def sharded_lookup(
                 arrivals += [now + t] * listed
             sent += b
             ends.append(t)
-        now, old = now + max(ends), []
+        now += max(ends)
+        if count is not None and found >= count:
+            break
         frontier = next_keys(asked, frontier)
     want = min(count or fleet.count(unit), fleet.count(unit))
     return sorted(arrivals)[want - 1] if len(arrivals) >= want else now, now, found, sent

@@ -44,6 +44,11 @@ ALPHA = 3
 RTT_MEDIAN_S, RTT_SIGMA = 0.080, 0.6
 BANDWIDTH_BPS = 20e6
 OUT = ROOT / "benchmarks" / "out"
+STREAM_BYTES = 790
+"""A kad request's stream on the wire beyond its messages, both ways (multistream-select of the protocol,
+yamux frames and window updates, a noise frame per write): measured on loopback by `swarm_check.py`
+(`calibrate`, TCP payload bytes by `ss`): 787 B for a GET_PROVIDERS, 643 B for an ADD_PROVIDER; the
+larger is used for every request (an estimate from the frames alone was 254 B)."""
 
 
 @dataclass(frozen=True)
@@ -66,12 +71,12 @@ class Sizes:
     provide: int  # libp2p's ADD_PROVIDER: sender record, our entry with its record
     provide_slim: int  # ours: our id and addresses only
     provide_echo: int  # a py-libp2p server's answer to an ADD_PROVIDER (type and key)
-    stream: int  # opening a stream per request: multistream-select, yamux, noise frames
+    stream: int  # a request's stream, both ways: multistream-select, yamux and noise frames (measured)
 
     def answer(self, closer: int, providers: int, slim: bool = False) -> int:
         """An answer's bytes: `closer` peers and `providers` (`slim`: from our servers, no records)."""
         entry = self.peer_slim if slim else self.peer
-        return self.key_request + (closer + providers) * entry + self.stream
+        return self.key_request + (closer + providers) * entry
 
     def write(self, slim: bool) -> tuple[int, int]:
         """One refresh copy, request and answer with the stream: (the advert's PUT, one ADD_PROVIDER)."""
@@ -105,9 +110,6 @@ def measure_sizes(addrs: int = 2) -> Sizes:
     provide_slim = add_provider_request(key, pid, maddrs)
     provide = Message(type=Message.MessageType.ADD_PROVIDER, key=key, senderRecord=record)
     provide.providerPeers.append(entry)
-    # per stream: "/multistream/1.0.0\n" and "/sark/kad/1.0.0\n" each way (varint-prefixed),
-    # yamux SYN/data/FIN headers (12 B) both ways, a noise frame (2 B length + 16 B tag) per write.
-    stream = 2 * (20 + 17) + 6 * 12 + 6 * 18
     return Sizes(
         peer=Message(closerPeers=[entry]).ByteSize(),
         peer_slim=Message(closerPeers=[slim]).ByteSize(),
@@ -119,7 +121,7 @@ def measure_sizes(addrs: int = 2) -> Sizes:
         provide=provide.ByteSize() + 2,
         provide_slim=len(provide_slim) + 2,
         provide_echo=Message(type=Message.MessageType.ADD_PROVIDER, key=key).ByteSize() + 1,
-        stream=stream,
+        stream=STREAM_BYTES,
     )
 
 

@@ -35,7 +35,7 @@ def gate_writes(sizes: Sizes, walk_share: float = 1.0, slim: bool = True, gates:
     """A refresh's writes when the gates are the only servers: a FIND_NODE at each gate (for
     `walk_share` of the refreshes), then the advert and one ADD_PROVIDER per key (any worker, the
     device's unit) at each, with the servers' echoes (`slim`: the node's messages now, else libp2p's)."""
-    walks = 3 * gates * (2 * sizes.key_request + 2 * sizes.stream + sizes.answer(gates - 1, 0, slim))
+    walks = 3 * gates * (sizes.key_request + sizes.stream + sizes.answer(gates - 1, 0, slim))
     put, provide = sizes.write(slim)
     return walk_share * walks + min(gates, ADVERT_COPIES) * put + gates * 2 * provide
 

@@ -37,9 +37,9 @@ class NodeConfig(BaseModel):
     """auto and client: a worker is a DHT client; server: always; reachable: once a dial-back reached it."""
     heartbeat_s: float = Field(default=2.0, gt=0)
     lease_ttl_s: float = Field(default=10.0, gt=0)
-    # 600 s (refreshed every 200 s, jittered): at 10,000 devices with reachable ones serving, a serving
-    # device's whole kad traffic (its own upkeep and what it stores and answers for others) stays under
-    # 1 KB/s (benchmarks/swarm_sim.py; 1.4 KB/s at 300 s). Liveness is the lease's, not the record's.
+    # 600 s (refreshed every 150-200 s): at 10,000 devices with reachable ones serving, a device's upkeep
+    # is 508 B/s (872 at 300 s), and a serving device carries 834 B/s of the others' on top (1,432 at
+    # 300 s; benchmarks/swarm_sim.py). Liveness is the lease's: a submitter confirms each worker live.
     record_ttl_s: float = Field(default=600.0, gt=0, le=3600)
     reannounce_s: float | None = Field(default=None, gt=0)
     max_streams_per_peer: int = Field(default=8, ge=1, le=256)
