@@ -34,7 +34,9 @@ class NodeConfig(BaseModel):
     allow: tuple[str, ...] = ()
     open_mode: bool = False
     dht_mode: Literal["auto", "server", "client", "reachable"] = "auto"
-    """auto and client: a worker is a DHT client; server: always; reachable: once a dial-back reached it."""
+    """auto: a worker serves the DHT once a dial-back reached it and the swarm is large (more than about
+    140 workers: `node.p2p.shards.large_swarm`); reachable: once a dial-back reached it; server: always;
+    client: never."""
     heartbeat_s: float = Field(default=2.0, gt=0)
     lease_ttl_s: float = Field(default=10.0, gt=0)
     # 600 s (refreshed every 150-200 s): at 10,000 devices with reachable ones serving, a device's upkeep

@@ -28,7 +28,7 @@ from node.p2p.identity import load_seed
 from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.kadpatch import become_server
 from node.p2p.node import Node, open_node
-from node.p2p.shards import Shard, path_of
+from node.p2p.shards import SERVE_FROM_LEVEL, Shard, path_of
 from node.p2p.wire import Channel
 from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig, lookup_count
 from node.worker.advertising import serve_worker
@@ -232,6 +232,27 @@ async def test_a_worker_a_dial_back_reached_serves_the_dht_when_configured(tmp_p
                 assert advertised.reachability == Reachability.DIRECT
                 assert worker.kad.server
                 nursery.cancel_scope.cancel()
+
+
+async def test_by_default_a_reachable_worker_serves_the_dht_once_the_swarm_is_large(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            for name, level, serves in (
+                ("small", SERVE_FROM_LEVEL - 1, False),
+                ("large", SERVE_FROM_LEVEL, True),
+            ):
+                async with (
+                    open_node(lab.config(name), role="worker") as worker,
+                    trio.open_nursery() as nursery,
+                ):
+                    assert worker.config.dht_mode == "auto"
+                    assert worker.kad is not None
+                    # where a swarm of that size placed it (placement itself: the tests above)
+                    worker.dht.placed[None] = path_of(worker.host.peer_id, None)[level]
+                    advertised = await nursery.start(partial(serve_worker, worker, make_profile(name), Load))
+                    assert advertised.reachability == Reachability.DIRECT
+                    assert worker.kad.server is serves
+                    nursery.cancel_scope.cancel()
 
 
 async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path) -> None:
