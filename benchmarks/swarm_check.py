@@ -62,7 +62,7 @@ from swarmlab import OUT, Lab
 from node.config import NodeConfig
 from node.p2p.closest import REWALK_EVERY
 from node.p2p.dht import Dht
-from node.p2p.kad import add_provider_request
+from node.p2p.kadwire import add_provider_request
 from node.p2p.node import open_node
 from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, first_levels, next_keys
 from protocol import KAD, ComputeUnit

@@ -18,7 +18,7 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure.
 - py-libp2p attaches our signed peer record (~215 B) to every request, and twice to an ADD_PROVIDER
   (sender and provider entry): a standard kad-dht (go, js) sends none. Our writes are our own
-  messages without it (`add_provider_request`, `put_value_request`): a refresh copy of a provider
+  messages without it (`node.p2p.kadwire`): a refresh copy of a provider
   record is 40 % of libp2p's. A value we put (our advert, a cache: a submitter can always ask the
   peer itself) goes to the `copies` closest servers, not all k (issue 43: upkeep at 10,000 devices).
 - libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
@@ -29,21 +29,20 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, final
 
 import trio
 from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.common import MAX_DHT_MESSAGE_SIZE
-from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
-from multiaddr import Multiaddr
 
 from node.p2p.closest import ClosestServers
 from node.p2p.host import Host
+from node.p2p.kadwire import add_provider_request, get_providers_request, providers_of, put_value_request
 from protocol import KAD
 
 log = logging.getLogger(__name__)
@@ -58,21 +57,6 @@ K: Final = 20
 ADVERT_COPIES: Final = 5
 """Servers that keep a copy of our advert (a cache; provider records go to all k): a PUT_VALUE and its
 echo are each about 1 KB, and k copies were most of a worker's upkeep with every reachable device serving."""
-
-
-def add_provider_request(key: bytes, peer: ID, addrs: Sequence[Multiaddr]) -> bytes:
-    """An ADD_PROVIDER as a standard kad-dht sends it: our id and addresses, no signed peer record."""
-    message = Message(type=Message.MessageType.ADD_PROVIDER, key=key)
-    message.providerPeers.add(id=peer.to_bytes(), addrs=[a.to_bytes() for a in addrs])
-    return bytes(message.SerializeToString())
-
-
-def put_value_request(key: bytes, record: Any) -> bytes:
-    """A PUT_VALUE of a record libp2p's value store holds, without our signed peer record."""
-    message = Message(type=Message.MessageType.PUT_VALUE, key=key)
-    message.record.CopyFrom(record)
-    message.record.ClearField("timeReceived")  # the receiver sets it
-    return bytes(message.SerializeToString())
 
 
 @dataclass(frozen=True)
@@ -318,15 +302,12 @@ class Kad:
         """
         stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
         try:
-            request = Message(type=Message.MessageType.GET_PROVIDERS, key=key).SerializeToString()
+            request = get_providers_request(key)
             await stream.write(encode_uvarint(len(request)) + request)
-            reply = Message()
-            reply.ParseFromString(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
+            reply = await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE)
         finally:
             await stream.close()
-        if reply.type != Message.MessageType.GET_PROVIDERS:
-            raise ValueError(f"answered message type {reply.type} to GET_PROVIDERS")
-        return [PeerInfo(ID(p.id), _multiaddrs(p.addrs)) for p in reply.providerPeers]
+        return [PeerInfo(ID(provider), addrs) for provider, addrs in providers_of(reply)]
 
     async def _iterative_providers(self, key: bytes, count: int) -> list[Any]:
         """libp2p's lookup, with the local cache popped so it asks the network (P9)."""
@@ -374,16 +355,6 @@ class Kad:
         return limit
 
 
-def _multiaddrs(raw: Any) -> list[Multiaddr]:
-    out: list[Multiaddr] = []
-    for data in raw:
-        try:
-            out.append(Multiaddr(data))
-        except Exception:  # a foreign server's unreadable address: skip it, keep the others
-            continue
-    return out
-
-
 __all__ = [
     "ADVERT_COPIES",
     "ALPHA",
@@ -392,7 +363,5 @@ __all__ = [
     "K",
     "Kad",
     "ProviderLookup",
-    "add_provider_request",
-    "put_value_request",
     "serves_kad",
 ]

@@ -26,8 +26,9 @@ from gate import open_gate
 from node.config import NodeConfig
 from node.p2p.closest import ClosestServers
 from node.p2p.identity import load_seed
-from node.p2p.kad import ADVERT_COPIES, Kad, add_provider_request
+from node.p2p.kad import ADVERT_COPIES, Kad
 from node.p2p.kadpatch import become_server
+from node.p2p.kadwire import add_provider_request
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard
 from protocol import DOMAIN_ADVERT, KAD, AdvertBody, ComputeUnit, Envelope
