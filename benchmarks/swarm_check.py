@@ -1,6 +1,6 @@
 """swarm_sim.py against real processes: a gate and N `sark-node join` workers on loopback (issue 43).
 
-    .venv/bin/python benchmarks/swarm_check.py [--workers 100] [--batch 10] [--window 300]
+    .venv/bin/python benchmarks/swarm_check.py [--workers 100] [--batch 10] [--window 300] [--record-ttl S]
 
 Starts a gate and `--workers` real `join` processes (a fixed profile file: no device probe; the
 node's default record TTL), `--batch` at a time, and compares with the simulator (`swarm_fleet`,
@@ -21,9 +21,10 @@ node's default record TTL), `--batch` at a time, and compares with the simulator
 - stream overhead: a request's stream beyond its messages (`calibrate`), against the simulator's
   `STREAM_BYTES` (set from this measurement).
 - upkeep: every worker's TCP bytes sent and received (`ss`, loopback) over `--window` seconds after the
-  joins, per worker per second, against `gate_writes` at one gate and the node's refresh period with
-  its jitter (no churn in the lab: no join reads). Tolerance 30 % (the model counts kad only; identify
-  and the host's own traffic ride the same sockets).
+  joins, per worker per second, against `sharded_gates_upkeep` at one gate (the refresh writes at the
+  node's period with its jitter, libp2p's routing refresh; no churn in the lab: no join reads).
+  Tolerance 30 % (the model counts kad only; identify and the host's own traffic ride the same
+  sockets).
 
 Writes benchmarks/out/swarm_check-<workers>.json.
 """
@@ -56,11 +57,10 @@ from swarm_net import (  # also puts the repository on sys.path
     make_profile,
     measure_sizes,
 )
-from swarm_upkeep import gate_writes, refreshes_per_hour
+from swarm_upkeep import sharded_gates_upkeep
 from swarmlab import OUT, Lab
 
 from node.config import NodeConfig
-from node.p2p.closest import REWALK_EVERY
 from node.p2p.dht import Dht
 from node.p2p.kadwire import add_provider_request
 from node.p2p.node import open_node
@@ -71,8 +71,9 @@ UNIT = ComputeUnit.CPU_ONNX
 TOLERANCE = {"answer_bytes": 0.20, "lookup_bytes": 0.25, "upkeep": 0.30}
 
 
-def socket_bytes(pids: set[int]) -> dict[int, int]:
-    """Bytes sent and received on each process's established TCP sockets (`ss -tinp`)."""
+def socket_bytes(pids: set[int], sockets: Counter[int] | None = None) -> dict[int, int]:
+    """Bytes sent and received on each process's established TCP sockets (`ss -tinp`); `sockets`, if
+    given, counts each process's sockets."""
     out = subprocess.run(["ss", "-tinpH", "state", "established"], capture_output=True, text=True).stdout
     total: Counter[int] = Counter()
     owner: int | None = None
@@ -80,6 +81,8 @@ def socket_bytes(pids: set[int]) -> dict[int, int]:
         if not line.startswith((" ", "\t")):
             found = re.search(r"pid=(\d+)", line)
             owner = int(found.group(1)) if found and int(found.group(1)) in pids else None
+            if owner is not None and sockets is not None:
+                sockets[owner] += 1
         elif owner is not None:
             for field in ("bytes_sent", "bytes_received"):
                 value = re.search(rf"\b{field}:(\d+)", line)
@@ -221,19 +224,22 @@ def _sim_keys(fleet: Fleet, count: int | None) -> int:
     return keys + (count is None or found < count)
 
 
-def upkeep(lab: Lab, pids: set[int], window: float, config: NodeConfig) -> dict[str, float]:
-    """Real bytes per worker per second over `window` against the model's one-gate refresh."""
+def upkeep(pids: set[int], window: float, fleet: Fleet, config: NodeConfig) -> dict[str, float]:
+    """Real bytes per worker per second over `window` against the model's at one gate, less the join
+    reads (the lab has no churn)."""
     before = socket_bytes(pids)
     time.sleep(window)  # the measurement window itself: the workers refresh on their own timers
-    after = socket_bytes(pids)
+    sockets: Counter[int] = Counter()
+    after = socket_bytes(pids, sockets)
     per_worker = [(after.get(p, 0) - before.get(p, 0)) / window for p in pids]
-    sizes = measure_sizes(addrs=1)
-    model = gate_writes(sizes, 1 / REWALK_EVERY, gates=1) * refreshes_per_hour(config) / 3600
+    parts = sharded_gates_upkeep(fleet, measure_sizes(addrs=1), config, gates=1)
+    model = (parts["writes"] + parts["routing"]) / 3600
     real = statistics.mean(per_worker)
     return {"real_bytes_per_worker_s_mean": real, "real_p50": statistics.median(per_worker),
             "real_min": min(per_worker), "real_max": max(per_worker), "sim_bytes_per_worker_s": model,
             "real_over_sim": real / model, "ok": abs(real / model - 1) <= TOLERANCE["upkeep"],
-            "window_s": window}  # fmt: skip
+            "window_s": window, "sockets_per_worker_mean": statistics.mean(sockets[p] for p in pids),
+            "sockets_per_worker_max": max(sockets[p] for p in pids)}  # fmt: skip
 
 
 def main() -> None:
@@ -241,8 +247,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=100)
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--window", type=float, default=300.0, help="upkeep window, seconds")
+    parser.add_argument("--record-ttl", type=float, help="the workers' record TTL (default: the node's)")
     args = parser.parse_args()
-    config = NodeConfig()
+    config = NodeConfig() if args.record_ttl is None else NodeConfig(record_ttl_s=args.record_ttl)
     root = Path(tempfile.mkdtemp(prefix="swarm-check-"))
     profile = root / "profile.json"
     profile.write_text(make_profile().model_dump_json())
@@ -269,7 +276,7 @@ def main() -> None:
         report["stream_bytes_real"] = stream
         report["stream_bytes_sim"] = sizes.stream
         print(json.dumps(report, indent=1), flush=True)
-        report["upkeep"] = upkeep(lab, {p.popen.pid for p in procs}, args.window, config)
+        report["upkeep"] = upkeep({p.popen.pid for p in procs}, args.window, fleet, config)
         print(json.dumps(report["upkeep"]), flush=True)
         report["tolerance"] = TOLERANCE
         report["record_ttl_s"] = config.record_ttl_s

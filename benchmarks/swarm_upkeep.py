@@ -51,14 +51,17 @@ def today_upkeep(sizes: Sizes, n: int, config: NodeConfig) -> dict[str, float]:
     return {"writes": gate_writes(sizes, slim=False) * per_hour, "read_backs": reads * per_hour}
 
 
-def sharded_gates_upkeep(fleet: Fleet, sizes: Sizes, config: NodeConfig) -> dict[str, float]:
+def sharded_gates_upkeep(
+    fleet: Fleet, sizes: Sizes, config: NodeConfig, gates: int = GATES
+) -> dict[str, float]:
     """Bytes per device per hour, sharded keys on the gates: the writes (walks reused, `rewalk_share`),
-    no read-back; a joining device's placement reads (one key per level, at every gate), spread over
-    the hour by the churn."""
-    read = GATES * (sizes.request_slim + sizes.stream + sizes.answer(GATES, SHARD_CAP, True))
+    no read-back; libp2p's routing refresh (a FIND_NODE at each gate every 600 s); a joining device's
+    placement reads (one key per level, at every gate), spread over the hour by the churn."""
+    read = gates * (sizes.request_slim + sizes.stream + sizes.answer(gates - 1, SHARD_CAP, True))
     joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * read
-    writes = gate_writes(sizes, rewalk_share(config)) * refreshes_per_hour(config)
-    return {"writes": writes, "joins": joins}
+    writes = gate_writes(sizes, rewalk_share(config), gates=gates) * refreshes_per_hour(config)
+    routing = gates * (sizes.key_request + sizes.stream + sizes.answer(gates - 1, 0, True))
+    return {"writes": writes, "routing": routing * 3600 / ROUTING_TABLE_REFRESH_INTERVAL, "joins": joins}
 
 
 def rewalk_share(config: NodeConfig) -> float:
@@ -75,8 +78,9 @@ def sharded_upkeep(
 ) -> dict[str, float]:
     """Bytes per device per hour, sharded keys on every reachable device, in parts: per refresh the
     advert at `ADVERT_COPIES` and each of its two keys at k of the closest servers found by the last
-    walk (no read-back), with the servers' echoes; a walk for `rewalk_share` of them; a server's routing
-    refresh (a walk every 600 s); the joins' placement reads (a walk per level), spread by the churn."""
+    walk (no read-back), with the servers' echoes; a walk for `rewalk_share` of them; libp2p's routing
+    refresh (a self-lookup walk every 600 s, on clients too); the joins' placement reads (a walk per
+    level), spread by the churn. libp2p's own republish of our advert is off (`Kad.put`)."""
     walks: list[int] = []
     for peer in fleet.peers[:: max(1, fleet.n // samples)][:samples]:
         shards = (path_of(peer, None)[0], path_of(peer, fleet.unit[peer])[0])
@@ -89,7 +93,7 @@ def sharded_upkeep(
         "advert": ADVERT_COPIES * put * per_hour,
         "providers": 2 * K * provide * per_hour,
         "rewalks": 3 * rewalk_share(config) * walk_bytes * per_hour,
-        "routing": (1 - NAT_SHARE) * walk_bytes * 3600 / ROUTING_TABLE_REFRESH_INTERVAL,
+        "routing": walk_bytes * 3600 / ROUTING_TABLE_REFRESH_INTERVAL,  # every device, clients too
         "joins": CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * walk_bytes,
     }
 

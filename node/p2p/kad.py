@@ -15,7 +15,8 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   known one is refreshed). A lookup stops asking once it has the count asked.
 - libp2p walks the network before every ADD_PROVIDER and PUT_VALUE (and walks again for the keys in
   its `providing_keys` on its own republish timer): `provide` and `put` send to the closest servers
-  the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure.
+  the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure;
+  libp2p's own republish of the values we put (a walk and k PUT_VALUEs every maintenance loop) is off.
 - py-libp2p attaches our signed peer record (~215 B) to every request, and twice to an ADD_PROVIDER
   (sender and provider entry): a standard kad-dht (go, js) sends none. Our writes are our own
   messages without it (`node.p2p.kadwire`): a refresh copy of a provider
@@ -140,6 +141,10 @@ class Kad:
         key_bytes = key.encode()
         self._dht.validator.validate(key, value)
         self._dht.value_store.put(key_bytes, value)
+        # libp2p republishes the values it put itself from its maintenance loop (every 600 s: a walk and
+        # k PUT_VALUEs of its own, signed records and all): our worker puts again on its own timer, to
+        # `copies` servers, so the key is not libp2p's to republish.
+        self._dht.value_store.local_keys.discard(key_bytes)
         record, _ = self._dht.value_store.store[key_bytes]
         request = put_value_request(key_bytes, record)
 

@@ -2,8 +2,8 @@
 
 A refresh sends the same bytes whatever the fleet; its writes carry no signed peer record (py-libp2p
 attaches one to every request, twice to an ADD_PROVIDER) and a server still keeps them; our advert
-goes to at most `ADVERT_COPIES` servers; our servers' answers list closer peers and providers by id and
-addresses, without their signed peer records.
+goes to at most `ADVERT_COPIES` servers, and libp2p does not republish it on its own; our servers'
+answers list closer peers and providers by id and addresses, without their signed peer records.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limit
 from gate import open_gate
 from node.config import NodeConfig
 from node.p2p.closest import ClosestServers
+from node.p2p.dht import advert_key
 from node.p2p.identity import load_seed
 from node.p2p.kad import ADVERT_COPIES, Kad
 from node.p2p.kadpatch import become_server
@@ -108,6 +109,27 @@ async def test_a_refresh_sends_the_same_bytes_at_two_fleet_sizes_and_no_signed_r
         assert abs(small["ADD_PROVIDER bytes"] - large["ADD_PROVIDER bytes"]) <= 8
         assert abs(small["PUT_VALUE bytes"] - large["PUT_VALUE bytes"]) <= 16
         assert small["signed records"] == large["signed records"] == 0
+
+
+async def test_libp2p_does_not_republish_our_advert_on_its_own(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with swarm(tmp_path, 1) as (_, workers):
+            worker = workers[0]
+            assert worker.kad is not None
+            store = worker.kad.raw.value_store
+            key = advert_key(worker.host.peer_id).encode()
+            assert key in store.store  # we hold our advert
+            assert key not in store.local_keys  # but libp2p does not count it as its own to republish
+            stored: list[Any] = []
+            store_at_peer = store._store_at_peer
+
+            async def counted(*args: Any, **kwargs: Any) -> Any:
+                stored.append(args)
+                return await store_at_peer(*args, **kwargs)
+
+            store._store_at_peer = counted
+            await store._republish_records(worker.kad.raw.peer_routing)  # its maintenance loop's step
+            assert stored == []
 
 
 async def test_an_add_provider_without_a_signed_record_is_kept_and_is_smaller_than_libp2ps(
