@@ -40,7 +40,7 @@ class NodeConfig(BaseModel):
     heartbeat_s: float = Field(default=2.0, gt=0)
     lease_ttl_s: float = Field(default=10.0, gt=0)
     # 600 s (refreshed every 150-200 s): at 10,000 devices with reachable ones serving, a device's upkeep
-    # is 508 B/s (872 at 300 s), and a serving device carries 834 B/s of the others' on top (1,432 at
+    # is 573 B/s (937 at 300 s), and a serving device carries 941 B/s of the others' on top (1,539 at
     # 300 s; benchmarks/swarm_sim.py). Liveness is the lease's: a submitter confirms each worker live.
     record_ttl_s: float = Field(default=600.0, gt=0, le=3600)
     reannounce_s: float | None = Field(default=None, gt=0)
