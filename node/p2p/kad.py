@@ -225,6 +225,10 @@ class Kad:
         if reused is None:
             peers = await self._dht.peer_routing.find_closest_peers_network(key)
             peers = [p for p in peers if p != self._dht.local_peer_id]
+            # libp2p's walk falls back to connected and peerstore peers while its table is small, other
+            # workers (clients) too: each refused the write, was dropped, and the list too short made
+            # every refresh walk again. Servers that identify showed serve kad only, when we know any.
+            peers = [p for p in peers if serves_kad(self._dht.host, p)] or peers
             self.closest.walked(key, tuple(p.to_base58() for p in peers))
         else:
             peers = [ID.from_base58(p) for p in reused]

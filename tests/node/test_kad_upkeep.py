@@ -111,6 +111,21 @@ async def test_a_refresh_sends_the_same_bytes_at_two_fleet_sizes_and_no_signed_r
         assert small["signed records"] == large["signed records"] == 0
 
 
+async def test_a_refresh_writes_to_servers_only_and_walks_once_among_client_workers(tmp_path: Path) -> None:
+    with trio.fail_after(90):
+        async with swarm(tmp_path, 3) as (gate, workers):
+            worker = workers[0]
+            assert worker.kad is not None
+            for other in workers[1:]:  # other workers (clients) in our peerstore and connected
+                await worker.host.connect(other.host.addrs()[0], timeout=5.0)
+            worker.kad.closest = ClosestServers()  # walk again, with the other workers known
+            sent = [await _refresh(worker) for _ in range(3)]
+            assert [s["ADD_PROVIDER"] + s["PUT_VALUE"] for s in sent] == [3, 3, 3]  # the gate only
+            walked = {k: c for k, c in worker.kad.closest._known.items()}
+            assert all(c.peers == (gate.host.peer_id,) for c in walked.values())
+            assert all(c.reused == 2 for c in walked.values())  # walked once, then reused: no walk again
+
+
 async def test_libp2p_does_not_republish_our_advert_on_its_own(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with swarm(tmp_path, 1) as (_, workers):
