@@ -1,16 +1,31 @@
 """swarm_sim.py against real processes: a gate and N `sark-node join` workers on loopback (issue 43).
 
-    .venv/bin/python benchmarks/swarm_check.py [--workers 100] [--batch 10]
+    .venv/bin/python benchmarks/swarm_check.py [--workers 100] [--batch 10] [--window 300] [--record-ttl S]
 
-Starts a gate and `--workers` real `join` processes (a fixed profile file: no device probe), `--batch`
-at a time. Once every worker is ready, reads each sharded key of the any-worker tree and of the
-CPU (ONNX) tree at the gate with a raw GET_PROVIDERS (the bytes of each answer as they arrive), and
-compares, key by key, with the simulator: where `swarm_sim.Fleet` places the same peer ids (in the
-order they became ready) and the answer size `swarm_sim.Sizes.answer` gives for that many
-providers. Tolerances: providers per level equal within the joins' concurrency (a batch reads the
-keys at once: a worker may land one level deeper than in the sequential simulation, at most
-`--batch` per tree); answer bytes within 20 % of the simulator's message model (`measure_sizes`) with
-one address per peer, as the lab's loopback workers have (the simulator's devices have two).
+Starts a gate and `--workers` real `join` processes (a fixed profile file: no device probe; the
+node's default record TTL), `--batch` at a time, and compares with the simulator (`swarm_fleet`,
+`swarm_net`, `swarm_upkeep`) on what both can measure:
+
+- placement: once every worker is ready, each sharded key of the any-worker and CPU (ONNX) trees is
+  read at the gate with a raw GET_PROVIDERS, against where `Fleet` places the same peer ids (in the
+  order they became ready). Tolerance: providers per level equal within the joins' concurrency (a
+  batch reads the keys at once: at most `--batch` workers per tree on another level).
+- answer bytes: each key's answer as it arrives against `Sizes.answer` for that many providers, as our
+  gate lists them (no signed peer records), one address per peer (the lab's loopback workers have
+  one). Tolerance 20 %.
+- lookups: a submitter's `Dht.lookup` of 20 workers, of 2 x the fleet's (more than there are) and of
+  all: keys asked, requests per key (hops: with the gate the only server a key is one request, never a
+  walk) and the lookup's bytes on the wire (the reader's TCP sockets, `ss`) against `sharded_lookup`
+  over a one-gate swarm. Tolerance: keys and requests equal; bytes within 25 % (the wire adds TCP-level
+  framing the model's per-stream constant only estimates).
+- stream overhead: a request's stream beyond its messages (`calibrate`), against the simulator's
+  `STREAM_BYTES` (set from this measurement).
+- upkeep: every worker's TCP bytes sent and received (`ss`, loopback) over `--window` seconds after the
+  joins, per worker per second, against `sharded_gates_upkeep` at one gate (the refresh writes at the
+  node's period with its jitter, libp2p's routing refresh; no churn in the lab: no join reads).
+  Tolerance 30 % (the model counts kad only; identify and the host's own traffic ride the same
+  sockets).
+
 Writes benchmarks/out/swarm_check-<workers>.json.
 """
 
@@ -18,9 +33,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import statistics
+import subprocess
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import trio
@@ -28,40 +49,120 @@ from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
-from swarm_sim import Fleet, make_profile, measure_sizes  # also puts the repository on sys.path
+from swarm_fleet import Fleet, sharded_lookup
+from swarm_net import (  # also puts the repository on sys.path
+    Sizes,
+    Swarm,
+    kad_id,
+    make_profile,
+    measure_sizes,
+)
+from swarm_upkeep import sharded_gates_upkeep
 from swarmlab import OUT, Lab
 
 from node.config import NodeConfig
+from node.p2p.dht import Dht
+from node.p2p.kadwire import add_provider_request
 from node.p2p.node import open_node
-from node.p2p.shards import MAX_LEVEL, Shard, next_keys
+from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, first_levels, next_keys
 from protocol import KAD, ComputeUnit
 
 UNIT = ComputeUnit.CPU_ONNX
-TOLERANCE = 0.20
+TOLERANCE = {"answer_bytes": 0.20, "lookup_bytes": 0.25, "upkeep": 0.30}
 
 
-async def read_tree(gate: str, root: Path, unit: ComputeUnit | None) -> dict[Shard, tuple[int, int]]:
+def socket_bytes(pids: set[int], sockets: Counter[int] | None = None) -> dict[int, int]:
+    """Bytes sent and received on each process's established TCP sockets (`ss -tinp`); `sockets`, if
+    given, counts each process's sockets."""
+    out = subprocess.run(["ss", "-tinpH", "state", "established"], capture_output=True, text=True).stdout
+    total: Counter[int] = Counter()
+    owner: int | None = None
+    for line in out.splitlines():
+        if not line.startswith((" ", "\t")):
+            found = re.search(r"pid=(\d+)", line)
+            owner = int(found.group(1)) if found and int(found.group(1)) in pids else None
+            if owner is not None and sockets is not None:
+                sockets[owner] += 1
+        elif owner is not None:
+            for field in ("bytes_sent", "bytes_received"):
+                value = re.search(rf"\b{field}:(\d+)", line)
+                total[owner] += int(value.group(1)) if value else 0
+    return dict(total)
+
+
+async def read_tree(node: Any, gate: str, unit: ComputeUnit | None) -> dict[Shard, tuple[int, int]]:
     """Every non-empty key of a unit's tree at the gate: shard -> (providers, answer bytes)."""
-    config = NodeConfig(data_dir=root / "reader", gates=(gate,), listen=("/ip4/127.0.0.1/tcp/0",))
     out: dict[Shard, tuple[int, int]] = {}
-    async with open_node(config, role="submitter") as node:
-        host, gate_id = node.host.raw, ID.from_base58(gate.rsplit("/p2p/", 1)[-1])
-        frontier: tuple[Shard, ...] = (Shard(unit, 0, 0),)
-        while frontier:
-            for shard in frontier:
-                stream = await host.new_stream(gate_id, [TProtocol(KAD)])
-                request = Message(
-                    type=Message.MessageType.GET_PROVIDERS, key=shard.dht_key
-                ).SerializeToString()
-                await stream.write(encode_uvarint(len(request)) + request)
-                raw = await read_varint_prefixed_bytes_limited(stream, 4 << 20)
-                await stream.close()
-                reply = Message()
-                reply.ParseFromString(raw)
-                out[shard] = (len(reply.providerPeers), len(raw) + len(encode_uvarint(len(raw))))
-            frontier = next_keys({s: n for s, (n, _) in out.items()}, frontier)
-            frontier = tuple(s for s in frontier if s.level <= MAX_LEVEL)
+    host, gate_id = node.host.raw, ID.from_base58(gate.rsplit("/p2p/", 1)[-1])
+    frontier: tuple[Shard, ...] = (Shard(unit, 0, 0),)
+    while frontier:
+        for shard in frontier:
+            stream = await host.new_stream(gate_id, [TProtocol(KAD)])
+            request = Message(type=Message.MessageType.GET_PROVIDERS, key=shard.dht_key).SerializeToString()
+            await stream.write(encode_uvarint(len(request)) + request)
+            raw = await read_varint_prefixed_bytes_limited(stream, 4 << 20)
+            await stream.close()
+            reply = Message()
+            reply.ParseFromString(raw)
+            out[shard] = (len(reply.providerPeers), len(raw) + len(encode_uvarint(len(raw))))
+        frontier = next_keys({s: n for s, (n, _) in out.items()}, frontier)
+        frontier = tuple(s for s in frontier if s.level <= MAX_LEVEL)
     return out
+
+
+async def lookups(node: Any, counts: list[int | None]) -> list[dict[str, float]]:
+    """A submitter's `Dht.lookup` of each count: keys, requests (GET_PROVIDERS sent), found, wire bytes."""
+    dht, kad = Dht(node.kad), node.kad
+    requests = [0]
+    ask = kad._get_providers
+
+    async def counted(peer: ID, key: bytes) -> Any:
+        requests[0] += 1
+        return await ask(peer, key)
+
+    kad._get_providers = counted
+    out: list[dict[str, float]] = []
+    for count in counts:
+        requests[0] = 0
+        before = socket_bytes({os.getpid()}).get(os.getpid(), 0)
+        found = await dht.lookup(UNIT, count)
+        wire = socket_bytes({os.getpid()}).get(os.getpid(), 0) - before
+        out.append({"count": count or 0, "keys": found.keys, "requests": requests[0],
+                    "found": len(found.providers), "bytes": wire})  # fmt: skip
+    return out
+
+
+Trees = dict[ComputeUnit | None, dict[Shard, tuple[int, int]]]
+
+
+async def calibrate(node: Any, gate: str, rounds: int = 40) -> dict[str, float]:
+    """A request's stream on the wire beyond its messages (`swarm_net.STREAM_BYTES`): `rounds` empty
+    GET_PROVIDERS and slim ADD_PROVIDERs at the gate, the reader's TCP bytes by `ss`, less the messages."""
+    kad, gate_id, me = node.kad, ID.from_base58(gate.rsplit("/p2p/", 1)[-1]), os.getpid()
+    dht = kad.raw
+    sizes = measure_sizes(addrs=1)
+    out: dict[str, float] = {}
+    for name, messages in (("get_providers", sizes.request_slim + sizes.key_request),
+                           ("add_provider", sizes.provide_slim + sizes.provide_echo)):  # fmt: skip
+        before = socket_bytes({me}).get(me, 0)
+        for i in range(rounds):
+            key = Shard(None, MAX_LEVEL, i).dht_key  # keys nobody provides
+            if name == "get_providers":
+                await kad._get_providers(gate_id, key)
+            else:
+                request = add_provider_request(key, dht.host.get_id(), list(dht.host.get_addrs()))
+                await kad._send(gate_id, request, reply=True)
+        out[f"{name}_stream_bytes"] = (socket_bytes({me}).get(me, 0) - before) / rounds - messages
+    return out
+
+
+async def read_all(
+    gate: str, root: Path, counts: list[int | None]
+) -> tuple[Trees, list[dict[str, float]], dict[str, float]]:
+    config = NodeConfig(data_dir=root / "reader", gates=(gate,), listen=("/ip4/127.0.0.1/tcp/0",))
+    async with open_node(config, role="submitter") as node:
+        trees = {u: await read_tree(node, gate, u) for u in (None, UNIT)}
+        return trees, await lookups(node, counts), await calibrate(node, gate)
 
 
 def simulated(peers: list[str]) -> Fleet:
@@ -74,10 +175,9 @@ def simulated(peers: list[str]) -> Fleet:
     return fleet
 
 
-def compare(
-    real: dict[Shard, tuple[int, int]], fleet: Fleet, unit: ComputeUnit | None, batch: int
+def compare_tree(
+    real: dict[Shard, tuple[int, int]], fleet: Fleet, unit: ComputeUnit | None, batch: int, sizes: Sizes
 ) -> dict[str, object]:
-    sizes = measure_sizes(addrs=1)  # the lab's workers listen on loopback only: one address each
     real_levels: Counter[int] = Counter()
     sim_levels: Counter[int] = Counter()
     for shard, (n, _) in real.items():
@@ -86,41 +186,100 @@ def compare(
         if shard.unit == unit:
             sim_levels[shard.level] += n
     moved = sum(abs(real_levels[lv] - sim_levels[lv]) for lv in set(real_levels) | set(sim_levels)) // 2
-    ratios = [b / (sizes.answer(0, n) - sizes.stream) for n, b in real.values() if n]
+    ratios = [b / sizes.answer(0, n, slim=True) for n, b in real.values() if n]
     return {
         "providers_per_level_real": dict(sorted(real_levels.items())),
         "providers_per_level_sim": dict(sorted(sim_levels.items())),
         "workers_on_another_level": moved, "level_ok": moved <= batch,
         "max_per_key_real": max(n for n, _ in real.values()),
         "answer_bytes_real_over_sim_min": min(ratios), "answer_bytes_real_over_sim_max": max(ratios),
-        "bytes_ok": all(abs(r - 1) <= TOLERANCE for r in ratios),
+        "bytes_ok": all(abs(r - 1) <= TOLERANCE["answer_bytes"] for r in ratios),
     }  # fmt: skip
+
+
+def compare_lookups(real: list[dict[str, float]], fleet: Fleet, sizes: Sizes) -> list[dict[str, Any]]:
+    out = []
+    for row in real:
+        count = int(row["count"]) or None
+        swarm = Swarm.build([kad_id(b"gate")], 0, np.random.default_rng(0), slim=True)
+        _, _, found, sent = sharded_lookup(swarm, fleet, sizes, UNIT, count)
+        keys = _sim_keys(fleet, count)
+        ratio = row["bytes"] / sent
+        ok = row["keys"] == keys == row["requests"] and abs(ratio - 1) <= TOLERANCE["lookup_bytes"]
+        sim = {"sim_keys": keys, "sim_found": found, "sim_bytes": sent, "bytes_real_over_sim": ratio}
+        out.append({**row, **sim, "ok": ok})
+    return out
+
+
+def _sim_keys(fleet: Fleet, count: int | None) -> int:
+    """The keys the node's lookup asks over the simulated placement: the tree's levels as `Dht.lookup`
+    reads them, and the unit's old key when asked for all or still short at the end of the tree."""
+    asked: dict[Shard, int] = {}
+    frontier, found, keys = first_levels(UNIT, count), 0, 0
+    while frontier and (count is None or found < count):
+        keys += len(frontier)
+        asked.update((s, fleet.listed[s]) for s in frontier)
+        found += sum(fleet.listed[s] for s in frontier)
+        frontier = next_keys(asked, frontier)
+    return keys + (count is None or found < count)
+
+
+def upkeep(pids: set[int], window: float, fleet: Fleet, config: NodeConfig) -> dict[str, float]:
+    """Real bytes per worker per second over `window` against the model's at one gate, less the join
+    reads (the lab has no churn)."""
+    before = socket_bytes(pids)
+    time.sleep(window)  # the measurement window itself: the workers refresh on their own timers
+    sockets: Counter[int] = Counter()
+    after = socket_bytes(pids, sockets)
+    per_worker = [(after.get(p, 0) - before.get(p, 0)) / window for p in pids]
+    parts = sharded_gates_upkeep(fleet, measure_sizes(addrs=1), config, gates=1)
+    model = (parts["writes"] + parts["routing"]) / 3600
+    real = statistics.mean(per_worker)
+    return {"real_bytes_per_worker_s_mean": real, "real_p50": statistics.median(per_worker),
+            "real_min": min(per_worker), "real_max": max(per_worker), "sim_bytes_per_worker_s": model,
+            "real_over_sim": real / model, "ok": abs(real / model - 1) <= TOLERANCE["upkeep"],
+            "window_s": window, "sockets_per_worker_mean": statistics.mean(sockets[p] for p in pids),
+            "sockets_per_worker_max": max(sockets[p] for p in pids)}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=100)
     parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument("--window", type=float, default=300.0, help="upkeep window, seconds")
+    parser.add_argument("--record-ttl", type=float, help="the workers' record TTL (default: the node's)")
     args = parser.parse_args()
+    config = NodeConfig() if args.record_ttl is None else NodeConfig(record_ttl_s=args.record_ttl)
     root = Path(tempfile.mkdtemp(prefix="swarm-check-"))
     profile = root / "profile.json"
     profile.write_text(make_profile().model_dump_json())
-    lab = Lab(root)
+    lab = Lab(root, record_ttl=config.record_ttl_s)
+    began = time.monotonic()
     try:
         gate = lab.gate().ready["addrs"][0]
         order: list[str] = []
+        procs = []
         for first in range(0, args.workers, args.batch):
-            procs = [
+            batch = [
                 lab.worker(f"w{i}", [gate], profile, wait=False) for i in range(first, first + args.batch)
             ]
-            order += [p.wait_event("ready", 300)["peer_id"] for p in procs]
-            print(f"{len(order)} workers ready", flush=True)
+            order += [p.wait_event("ready", 300)["peer_id"] for p in batch]
+            procs += batch
+            print(f"{len(order)} workers ready ({time.monotonic() - began:.0f} s)", flush=True)
         fleet = simulated(order)
-        report = {}
-        for unit in (None, UNIT):
-            real = trio.run(read_tree, gate, root, unit)
-            report[unit.value if unit else "any"] = compare(real, fleet, unit, args.batch)
-            print(json.dumps(report[unit.value if unit else "any"]))
+        sizes = measure_sizes(addrs=1)  # the lab's workers listen on loopback only: one address each
+        trees, real_lookups, stream = trio.run(read_all, gate, root, [SHARD_CAP, 2 * args.workers, None])
+        report: dict[str, Any] = {
+            (u.value if u else "any"): compare_tree(t, fleet, u, args.batch, sizes) for u, t in trees.items()
+        }
+        report["lookups"] = compare_lookups(real_lookups, fleet, sizes)
+        report["stream_bytes_real"] = stream
+        report["stream_bytes_sim"] = sizes.stream
+        print(json.dumps(report, indent=1), flush=True)
+        report["upkeep"] = upkeep({p.popen.pid for p in procs}, args.window, fleet, config)
+        print(json.dumps(report["upkeep"]), flush=True)
+        report["tolerance"] = TOLERANCE
+        report["record_ttl_s"] = config.record_ttl_s
     finally:
         lab.close()
     OUT.mkdir(parents=True, exist_ok=True)

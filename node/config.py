@@ -34,10 +34,15 @@ class NodeConfig(BaseModel):
     allow: tuple[str, ...] = ()
     open_mode: bool = False
     dht_mode: Literal["auto", "server", "client", "reachable"] = "auto"
-    """auto and client: a worker is a DHT client; server: always; reachable: once a dial-back reached it."""
+    """auto: a worker serves the DHT once a dial-back reached it and the swarm is large (more than about
+    140 workers: `node.p2p.shards.large_swarm`); reachable: once a dial-back reached it; server: always;
+    client: never."""
     heartbeat_s: float = Field(default=2.0, gt=0)
     lease_ttl_s: float = Field(default=10.0, gt=0)
-    record_ttl_s: float = Field(default=300.0, gt=0, le=3600)
+    # 600 s (refreshed every 150-200 s): at 10,000 devices with reachable ones serving, a device's upkeep
+    # is 573 B/s (937 at 300 s), and a serving device carries 941 B/s of the others' on top (1,539 at
+    # 300 s; benchmarks/swarm_sim.py). Liveness is the lease's: a submitter confirms each worker live.
+    record_ttl_s: float = Field(default=600.0, gt=0, le=3600)
     reannounce_s: float | None = Field(default=None, gt=0)
     max_streams_per_peer: int = Field(default=8, ge=1, le=256)
     first_frame_s: float = Field(default=5.0, gt=0, le=60)  # an inbound stream's first frame, or reset

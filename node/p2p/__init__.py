@@ -8,6 +8,7 @@ Modules:
     dial      a peer's addresses dialled in turn, each but the last under a short deadline (no libp2p)
     kadpatch  libp2p's kad-dht on /sark/kad/1.0.0, patched (protocol id, TTLs, caps, server-only), opened
     kad       queries on the running kad-dht: direct asks, bounded keys, checked lookups, provides and puts
+    kadwire   the kad messages we build and read ourselves: no signed peer record, refusals told apart
     closest   the servers closest to each key we announce, reused by refreshes (pure)
     dht       advert keys, the advert validator, publishing and provider lookups
     shards    sharded capability keys: a tree of keys per unit, spillover, the lookup's levels (pure)
@@ -38,6 +39,7 @@ __all__ = [
     "identity",
     "kad",
     "kadpatch",
+    "kadwire",
     "node",
     "reach",
     "relay",

@@ -3,9 +3,10 @@
 An advert lives under `/sark/<40 hex of sha256(peer id)>` (46 bytes: libp2p drops keys over 50, P7) as a
 msgpack-packed `Envelope` (domain `sark/advert/v1`) whose signer is the key's owner. The validator
 checks signer, expiry, lifetime and size on every put and get; `select` keeps the highest seq.
-That value is a cache on gates that run our validator; provider keys are standard (the sha2-256
-multihash of the capability string) so that any kad-dht server keeps them, and a submitter can always
-ask a provider itself for its advert over `/sark/profile` (issue 15).
+That value is a cache on gates that run our validator (put at `ADVERT_COPIES` of the closest servers,
+not k: a submitter confirms every worker over `/sark/profile` anyway); provider keys are standard
+(the sha2-256 multihash of the capability string) so that any kad-dht server keeps them, and a
+submitter can always ask a provider itself for its advert over `/sark/profile` (issue 15).
 
 Provider keys are sharded (issue 43, `node.p2p.shards`): a worker provides one key of each unit's tree
 (the any-worker tree and one per usable unit), found once by reading down its path to the first key
@@ -28,7 +29,7 @@ from typing import Final, final
 import trio
 
 from node.p2p.addrs import peer_of
-from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.kad import ADVERT_COPIES, Kad, ProviderLookup
 from node.p2p.kadpatch import PROVIDERS_PER_KEY
 from node.p2p.shards import SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of
 from protocol import (
@@ -180,7 +181,7 @@ class Dht:
             await self._place(me, unit)
         keys = [self.placed[unit].dht_key for unit in (None, *units) if unit in self.placed]
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.kad.put, advert_key(me), pack_body(envelope))
+            nursery.start_soon(self.kad.put, advert_key(me), pack_body(envelope), ADVERT_COPIES)
             for key in keys:
                 nursery.start_soon(self.kad.provide, key)
         if fresh and None in self.placed:
@@ -225,22 +226,30 @@ class Dht:
     async def put_advert(self, envelope: Envelope) -> None:
         """Put our advert alone, providing nothing: a leaving worker's last, short-lived one replaces the
         copies the servers hold (highest seq wins) and expires soon after (kad-dht has no unprovide)."""
-        await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope))
+        await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope), ADVERT_COPIES)
 
-    async def lookup(self, unit: ComputeUnit | None, count: int | None = None) -> ProviderLookup:
+    async def lookup(
+        self, unit: ComputeUnit | None, count: int | None = None, known: frozenset[str] = frozenset()
+    ) -> ProviderLookup:
         """Providers of a unit (None: any worker), with what each server said (answered, refused).
 
         Reads the unit's tree (`shards.first_levels`, then the children of full keys) until it has
-        `count` providers (None: all), and the unit's old key (workers before issue 43) when asked for
-        all or still short.
+        `count` providers not in `known` (None: all), and the unit's old key (workers before issue 43)
+        when asked for all or still short. `known`: the providers a caller has already (a campaign's
+        later look): they fill the first keys, so a look for `count` more reads on past them, down to
+        where joiners land, and stops there.
         """
         found: dict[str, list[str]] = {}
         answered, failures, keys, old_read = 0, dict[str, str](), 0, False
         asked: dict[Shard, int] = {}
-        frontier = first_levels(unit, count, self.cap)
+        frontier = first_levels(unit, None if count is None else count + len(known), self.cap)
+
+        def short() -> bool:
+            return count is None or len(found.keys() - known) < count
+
         while True:
             wants = [(shard.dht_key, self.cap, True) for shard in frontier]
-            if not old_read and (count is None or (not frontier and len(found) < count)):
+            if not old_read and (count is None or (not frontier and short())):
                 # Only the servers we know: old workers live where the gates are the servers, and an
                 # empty old key walked by every lookup would make its closest servers hot.
                 wants.append((capability_dht_key(unit), PROVIDERS_PER_KEY, False))
@@ -252,7 +261,7 @@ class Dht:
             asked.update((shard, len(a.providers)) for shard, a in zip(frontier, answers, strict=False))
             answered = max([answered, *(a.answered for a in answers)])
             failures.update(f for a in answers for f in a.failures.items())
-            if count is not None and len(found) >= count:
+            if not short():
                 break
             frontier = next_keys(asked, frontier, self.cap)
         return ProviderLookup(found, answered, failures, keys)
@@ -275,9 +284,11 @@ class Dht:
                 known.extend(a for a in addrs if a not in known)
         return answers
 
-    async def providers(self, unit: ComputeUnit | None, count: int | None = None) -> dict[str, list[str]]:
-        """Peers providing a unit (None: any worker), from the network, de-duplicated."""
-        return (await self.lookup(unit, count)).providers
+    async def providers(
+        self, unit: ComputeUnit | None, count: int | None = None, known: frozenset[str] = frozenset()
+    ) -> dict[str, list[str]]:
+        """Peers providing a unit (None: any worker), from the network, de-duplicated (`lookup`)."""
+        return (await self.lookup(unit, count, known)).providers
 
     async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
         """A peer's verified, unexpired advert with the highest seq any server holds, or None.

@@ -15,7 +15,13 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   known one is refreshed). A lookup stops asking once it has the count asked.
 - libp2p walks the network before every ADD_PROVIDER and PUT_VALUE (and walks again for the keys in
   its `providing_keys` on its own republish timer): `provide` and `put` send to the closest servers
-  the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure.
+  the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure;
+  libp2p's own republish of the values we put (a walk and k PUT_VALUEs every maintenance loop) is off.
+- py-libp2p attaches our signed peer record (~215 B) to every request, and twice to an ADD_PROVIDER
+  (sender and provider entry): a standard kad-dht (go, js) sends none. Our writes are our own
+  messages without it (`node.p2p.kadwire`): a refresh copy of a provider
+  record is 40 % of libp2p's. A value we put (our advert, a cache: a submitter can always ask the
+  peer itself) goes to the `copies` closest servers, not all k (issue 43: upkeep at 10,000 devices).
 - libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
   the request (reset the stream, answered garbage): `lookup_providers` sends its own request and
   records each failure, so `peers` and `submit` can say a gate refused rather than "nobody" (issue 15).
@@ -31,14 +37,13 @@ from typing import Any, Final, final
 import trio
 from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.common import MAX_DHT_MESSAGE_SIZE
-from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
-from multiaddr import Multiaddr
 
 from node.p2p.closest import ClosestServers
 from node.p2p.host import Host
+from node.p2p.kadwire import add_provider_request, get_providers_request, providers_of, put_value_request
 from protocol import KAD
 
 log = logging.getLogger(__name__)
@@ -50,6 +55,9 @@ QUERIES_PER_SERVER: Final = 8
 QUERY_TIMEOUT_S: Final = 3.0
 """Deadline of one direct kad request (a dead server must not hold a lookup up)."""
 K: Final = 20
+ADVERT_COPIES: Final = 5
+"""Servers that keep a copy of our advert (a cache; provider records go to all k): a PUT_VALUE and its
+echo are each about 1 KB, and k copies were most of a worker's upkeep with every reachable device serving."""
 
 
 @dataclass(frozen=True)
@@ -127,20 +135,26 @@ class Kad:
 
         store.add_provider = bounded
 
-    async def put(self, key: str, value: bytes) -> None:
-        """Store a value under a `/sark/...` key locally and at its closest servers (`ClosestServers`)."""
+    async def put(self, key: str, value: bytes, copies: int = K) -> None:
+        """Store a value under a `/sark/...` key locally and at its `copies` closest servers
+        (`ClosestServers`)."""
         key_bytes = key.encode()
         self._dht.validator.validate(key, value)
         self._dht.value_store.put(key_bytes, value)
-        store = self._dht.value_store
+        # libp2p republishes the values it put itself from its maintenance loop (every 600 s: a walk and
+        # k PUT_VALUEs of its own, signed records and all): our worker puts again on its own timer, to
+        # `copies` servers, so the key is not libp2p's to republish.
+        self._dht.value_store.local_keys.discard(key_bytes)
+        record, _ = self._dht.value_store.store[key_bytes]
+        request = put_value_request(key_bytes, record)
 
         async def send(peer: ID) -> bool:
-            # py-libp2p 0.8.1's `_store_at_peer` answers False for PUT_VALUEs our gates do store (its
-            # reading of the echo; libp2p's own put ignores it too): only a timeout counts as a failure.
-            await store._store_at_peer(peer, key_bytes, value)
+            # Only a failed send counts as a failure: py-libp2p 0.8.1 echoes PUT_VALUEs it stored in a
+            # form its own client reads as False, and resets one whose record is not newer than its own.
+            await self._send(peer, request, reply=True)
             return True
 
-        await self._at_closest(key_bytes, send)
+        await self._at_closest(key_bytes, send, copies)
 
     async def get_local(self, key: str) -> bytes | None:
         """The value we hold ourselves, if any."""
@@ -179,19 +193,46 @@ class Kad:
         """Announce ourselves as a provider of a raw key (ADD_PROVIDER is fire-and-forget, P9) at its
         closest servers, walked for only when `ClosestServers` says so. Not libp2p's `provide`: it walks
         every time, and its `providing_keys` would walk again on libp2p's own republish timer."""
-        store = self._dht.provider_store
-        store.add_provider(key, PeerInfo(self._dht.host.get_id(), list(self._dht.host.get_addrs())))
-        return await self._at_closest(key, lambda peer: store._send_add_provider(peer, key)) > 0
+        me, addrs = self._dht.host.get_id(), list(self._dht.host.get_addrs())
+        self._dht.provider_store.add_provider(key, PeerInfo(me, addrs))
+        request = add_provider_request(key, me, addrs)
 
-    async def _at_closest(self, key: bytes, send: Callable[[ID], Awaitable[bool]]) -> int:
-        """`send` to the key's closest servers (alpha at once), reused or walked for; how many took it."""
+        async def send(peer: ID) -> bool:
+            await self._send(peer, request, reply=False)  # fire-and-forget, as libp2p and Kubo send it
+            return True
+
+        return await self._at_closest(key, send) > 0
+
+    async def _send(self, peer: ID, request: bytes, *, reply: bool) -> None:
+        """One kad request on a new stream (raises when it cannot be sent); with `reply`, the answer is
+        awaited and dropped, a reset one too: py-libp2p resets a PUT_VALUE whose record is not newer
+        than the one it holds (then it holds ours or a later one)."""
+        stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
+        try:
+            await stream.write(encode_uvarint(len(request)) + request)
+            if reply:
+                try:
+                    await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE)
+                except Exception:  # libp2p's stream errors: the request went out, the answer is not judged
+                    log.debug("kad answer from %s not read", peer, exc_info=True)
+        finally:
+            await stream.close()
+
+    async def _at_closest(self, key: bytes, send: Callable[[ID], Awaitable[bool]], copies: int = K) -> int:
+        """`send` to the key's `copies` closest servers (alpha at once), reused or walked for; how many
+        took it."""
         reused = self.closest.reuse(key)
         if reused is None:
             peers = await self._dht.peer_routing.find_closest_peers_network(key)
             peers = [p for p in peers if p != self._dht.local_peer_id]
+            # libp2p's walk falls back to connected and peerstore peers while its table is small, other
+            # workers (clients) too: each refused the write, was dropped, and the list too short made
+            # every refresh walk again. Servers that identify showed serve kad only, when we know any.
+            peers = [p for p in peers if serves_kad(self._dht.host, p)] or peers
             self.closest.walked(key, tuple(p.to_base58() for p in peers))
         else:
             peers = [ID.from_base58(p) for p in reused]
+        peers = peers[:copies]  # closest first: the walk's order, kept by `ClosestServers`
         took: list[ID] = []
         limit = trio.Semaphore(ALPHA)
 
@@ -270,15 +311,12 @@ class Kad:
         """
         stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
         try:
-            request = Message(type=Message.MessageType.GET_PROVIDERS, key=key).SerializeToString()
+            request = get_providers_request(key)
             await stream.write(encode_uvarint(len(request)) + request)
-            reply = Message()
-            reply.ParseFromString(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
+            reply = await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE)
         finally:
             await stream.close()
-        if reply.type != Message.MessageType.GET_PROVIDERS:
-            raise ValueError(f"answered message type {reply.type} to GET_PROVIDERS")
-        return [PeerInfo(ID(p.id), _multiaddrs(p.addrs)) for p in reply.providerPeers]
+        return [PeerInfo(ID(provider), addrs) for provider, addrs in providers_of(reply)]
 
     async def _iterative_providers(self, key: bytes, count: int) -> list[Any]:
         """libp2p's lookup, with the local cache popped so it asks the network (P9)."""
@@ -326,17 +364,8 @@ class Kad:
         return limit
 
 
-def _multiaddrs(raw: Any) -> list[Multiaddr]:
-    out: list[Multiaddr] = []
-    for data in raw:
-        try:
-            out.append(Multiaddr(data))
-        except Exception:  # a foreign server's unreadable address: skip it, keep the others
-            continue
-    return out
-
-
 __all__ = [
+    "ADVERT_COPIES",
     "ALPHA",
     "QUERIES_PER_SERVER",
     "QUERY_TIMEOUT_S",

@@ -20,6 +20,12 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   more than 20 workers, discovery found 20. `patch_kad` lifts the per-key cap to `PROVIDERS_PER_KEY`
   (a GET_PROVIDERS answer of 10,000 providers is ~1 MB, inside the 4 MiB message cap); the sharded
   keys are bounded per key by `Kad.bound_providers`.
+- py-libp2p's server puts each listed peer's signed peer record (~215 B, learnt from identify) beside
+  its id and addresses in every FIND_NODE and GET_PROVIDERS answer: 20 closer peers an answer, two
+  thirds of a walk's bytes, and every provider of a hot key (issue 43: walks were a third of a
+  device's upkeep with every reachable device serving). Standard kad-dht servers (go, js) send none,
+  and our lookups read the addresses only: `open_kad` has the host's peerstore hand the DHT no record
+  (`get_peer_record`, which only the DHT's answers and gossipsub, unused, call).
 - A peer whose every address failed is refused for a while (a negative cache): `forget_failed_dials`.
 
 The queries on the running DHT (direct asks, bounded keys, reused closest servers) are `node.p2p.kad`.
@@ -72,6 +78,12 @@ def patch_kad(record_ttl_s: float) -> None:
         (provider_store, "BUCKET_SIZE", PROVIDERS_PER_KEY),  # only the per-key provider cap reads it (P24)
     ):
         setattr(module, name, value)
+
+
+def answer_without_peer_records(host: Host) -> None:
+    """Our kad answers list peers by id and addresses only, as go and js do: the peerstore gives the DHT
+    no signed peer record to copy into them (py-libp2p 0.8.1 adds one, ~215 B, to every peer listed)."""
+    host.raw.get_peerstore().get_peer_record = lambda peer_id: None
 
 
 def forget_failed_dials(host: Host, peer_id: str) -> None:
@@ -133,6 +145,7 @@ async def open_kad(
 ) -> AsyncIterator[Kad]:
     """Run a kad-dht on `/sark/kad/1.0.0` with a strict `/sark/` validator while the block runs."""
     patch_kad(record_ttl_s)
+    answer_without_peer_records(host)
     validator = NamespacedValidator(
         {"pk": PublicKeyValidator(), NAMESPACE: _RecordValidator(validate, select)}, strict_validation=True
     )
@@ -166,6 +179,7 @@ __all__ = [
     "INBOUND_KAD_STREAMS",
     "KAD_MODULES",
     "PROVIDERS_PER_KEY",
+    "answer_without_peer_records",
     "become_server",
     "forget_failed_dials",
     "kad_protocol_ids",

@@ -91,17 +91,19 @@ class Node:
         *,
         timeout: float = 5.0,
         count: int | None = None,
+        known: frozenset[str] = frozenset(),
     ) -> list[Peer]:
         """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id.
 
-        The lookup stops once it has `count` providers (None: every one).
+        The lookup stops once it has `count` providers not in `known` (None: every one): a later look
+        for more reads past the workers a caller knows (`Dht.lookup`).
 
         The advert comes from the DHT where a gate keeps it (a cache) and otherwise from the worker
         itself over `/sark/profile`: a foreign gate stores provider records but no `/sark/` values.
         """
         found: list[Peer] = []
         with trio.move_on_after(timeout):
-            providers = await self.dht.providers(unit, count)
+            providers = await self.dht.providers(unit, count, known)
             probes = trio.CapacityLimiter(PROFILE_PROBES_AT_ONCE)
             async with trio.open_nursery() as nursery:
                 for peer_id, addrs in providers.items():

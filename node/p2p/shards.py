@@ -11,7 +11,9 @@ a js-libp2p one too, keeps them):
   (`Shard`) for its later refreshes: a refresh is one ADD_PROVIDER per unit, whatever the fleet;
 - a child key holds providers only if its parent is full, so a lookup reads level by level, goes
   down only under full keys, and stops once it has the count asked: 100 devices are 7 keys
-  (levels 0-2), all of a rare unit's 100 are 7 keys, all of 10,000 are about 1,000 keys.
+  (levels 0-2), all of a rare unit's 100 are 7 keys, all of 10,000 are about 1,000 keys;
+- a worker placed deep in the any-worker tree knows the swarm is large (`large_swarm`): by default a
+  reachable one then serves the DHT, so the gates stop holding every record.
 
 Pure: no libp2p, trio or clock; the node (`node.p2p.dht`) and the simulator
 (`benchmarks/swarm_sim.py`) both use these functions.
@@ -32,6 +34,8 @@ MAX_LEVEL: Final = 12
 SHARD_PREFIX: Final = "sark/cap/v2/"
 FIRST_LEVELS: Final = 3
 """Levels a lookup asks at once when it starts (7 keys, 140 providers when full)."""
+SERVE_FROM_LEVEL: Final = FIRST_LEVELS
+"""A reachable worker placed this deep in the any-worker tree serves the DHT by default (`large_swarm`)."""
 SHA2_256_MULTIHASH: Final = b"\x12\x20"
 """Multihash prefix of a sha2-256 digest: code 0x12, length 32."""
 
@@ -101,6 +105,17 @@ def next_keys(
     return tuple(c for s in full for c in s.children() if c not in asked)
 
 
+def large_swarm(placed: Shard) -> bool:
+    """Is the swarm large enough that its reachable workers should serve the DHT (`dht_mode = "auto"`)?
+
+    A worker's any-worker key at level `SERVE_FROM_LEVEL` or deeper means the keys above it on its path
+    were full: the swarm has more than about 140 workers (levels 0-2 hold 140), past which the gates
+    alone would hold every record and answer every lookup. A smaller swarm gains nothing from more
+    servers (with fewer than k, every server holds every record) and keeps the gates as its only ones.
+    """
+    return placed.level >= SERVE_FROM_LEVEL
+
+
 def is_full(listed: int, me_listed: bool, cap: int = SHARD_CAP) -> bool:
     """Does a key refuse a new provider (a key already listing us always takes us: a refresh)?"""
     return listed >= cap and not me_listed
@@ -109,11 +124,13 @@ def is_full(listed: int, me_listed: bool, cap: int = SHARD_CAP) -> bool:
 __all__ = [
     "FIRST_LEVELS",
     "MAX_LEVEL",
+    "SERVE_FROM_LEVEL",
     "SHARD_CAP",
     "SHARD_PREFIX",
     "Shard",
     "first_levels",
     "is_full",
+    "large_swarm",
     "multihash_key",
     "next_keys",
     "path_of",

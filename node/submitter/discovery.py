@@ -47,7 +47,9 @@ class DiscoveryConfig:
     """How long to look for workers, how many to wait for, and how many providers a lookup asks for.
 
     `count` (None: every provider) lets a lookup stop early: a campaign that needs ten devices does not
-    read the whole swarm's keys. A round that confirms fewer live workers than it asked for doubles it.
+    read the whole swarm's keys. Each round asks for `count` workers it has not confirmed yet, so a
+    later round reads past the known ones to where joiners land. A round that confirms fewer live
+    workers than it asked for doubles it.
     """
 
     want: int | None = None
@@ -68,6 +70,8 @@ class Discovery:
         self._exclude = exclude
         self._adverts: dict[str, AdvertBody] = {}
         self._count = config.count
+        self._known: set[str] = set()
+        """Workers a round confirmed: a later round's lookup counts only the others."""
         self._probes = trio.CapacityLimiter(PROBES_AT_ONCE)
         self.empty_cause: Shortfall | None = None
         """Why `initial` found no worker (None when it found some)."""
@@ -120,10 +124,13 @@ class Discovery:
             yield await self.round()
 
     async def round(self) -> tuple[sch.PeerView, ...]:
-        """One lookup (of `count` providers, None: all): adverts from the DHT, then a live profile from
-        each (concurrently)."""
+        """One lookup (of `count` providers not confirmed before, None: all): adverts from the DHT, then
+        a live profile from each (concurrently)."""
+        known = frozenset(self._known | self._exclude)
         try:
-            peers = await self._node.find_workers(None, timeout=self._config.timeout_s, count=self._count)
+            peers = await self._node.find_workers(
+                None, timeout=self._config.timeout_s, count=self._count, known=known
+            )
         except NodeError as exc:
             log.info("DHT lookup failed: %s", exc)
             return ()
@@ -132,8 +139,11 @@ class Discovery:
             for peer in peers:
                 if peer.peer_id not in self._exclude:
                     nursery.start_soon(self._confirm, peer, views)
-        if self._count is not None and len(views) < self._count:
-            self._count *= 2  # short of live workers: the next round reads further down the keys
+        offered = sum(1 for p in peers if p.peer_id not in known)
+        fresh = sum(1 for v in views if v.peer_id not in known)
+        if self._count is not None and fresh < self._count <= offered:
+            self._count *= 2  # providers that did not answer: the next round reads further down the keys
+        self._known.update(v.peer_id for v in views)
         return tuple(sorted(with_claims(views), key=lambda v: v.peer_id))
 
     async def _confirm(self, peer: Peer, views: list[sch.PeerView]) -> None:

@@ -28,7 +28,7 @@ from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
-from node.submitter.discovery import Discovery, DiscoveryConfig
+from node.submitter.discovery import Discovery, DiscoveryConfig, lookup_count
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
 from node.submitter.models import models_json, pin_models, refs_from_json
@@ -325,10 +325,13 @@ async def _run(
 
 
 def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Discovery:
-    """The campaign's discovery. Its lookups read every provider: a count (`lookup_count`) stopped the
-    rediscovery rounds at the workers already known, so a worker joining mid-campaign was never seen
-    (the churn lab); a count needs lookups that skip known providers first (issue 43, open)."""
-    config = dataclasses.replace(options.discovery, count=None)
+    """The campaign's discovery: its lookups stop at the workers it needs (`lookup_count`, at least
+    `--wait-peers`; issue 43), each round counting only workers it has not confirmed yet, so a later
+    round (the churn's rediscovery) still sees a worker that joined mid-campaign."""
+    count = lookup_count(campaign)
+    if count is not None:
+        count = max(count, options.discovery.want or 0)
+    config = dataclasses.replace(options.discovery, count=count)
     return Discovery(node, config, exclude=frozenset({node.host.peer_id}))
 
 

@@ -22,6 +22,7 @@ from node.p2p.host import peer_of
 from node.p2p.kadpatch import become_server, forget_failed_dials
 from node.p2p.node import Node, check_reachability
 from node.p2p.reach import throwaway_reach_handler
+from node.p2p.shards import large_swarm
 from node.p2p.wire import Channel, Handler
 from protocol import (
     DOMAIN_ADVERT,
@@ -132,8 +133,6 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
     if verdict.reachability == Reachability.DIRECT and advertiser.addrs:
         advertiser.reachability = Reachability.DIRECT
         log.info("directly reachable: %s", verdict.detail)
-        if node.config.dht_mode == "reachable" and node.kad is not None:
-            await become_server(node.kad, provider_bound)  # issue 43: lookups spread over the reachable
         return
     log.info("reachability %s (%s); reserving relay slots", verdict.reachability, verdict.detail)
     circuits: list[str] = list(advertiser.circuit_addrs)
@@ -195,6 +194,7 @@ async def serve_worker(
         while not advertiser.leaving:
             republish = trio.Event()
             refused = await _publish(node, advertiser, profile, refused)
+            await _serve_if_due(node, advertiser)
             if not started:
                 started = True
                 a = advertiser
@@ -203,6 +203,19 @@ async def serve_worker(
                 )
             await _until_republish(node, advertiser, askers, republish)
         nursery.cancel_scope.cancel()  # left: nothing more to keep fresh
+
+
+async def _serve_if_due(node: Node, advertiser: _Advertiser) -> None:
+    """Become a DHT server where the configuration says (issue 43): "reachable" once a dial-back reached
+    us; "auto" (the default) once one did and our any-worker key lies deep in its tree (a large swarm,
+    `large_swarm`). A worker behind NAT never serves: nobody could open a kad stream to it."""
+    if node.kad is None or node.kad.server or advertiser.reachability != Reachability.DIRECT:
+        return
+    placed = node.dht.placed.get(None)
+    mode = node.config.dht_mode
+    if mode == "reachable" or (mode == "auto" and placed is not None and large_swarm(placed)):
+        log.info("serving the DHT (dht_mode %s)", mode)
+        await become_server(node.kad, provider_bound)  # lookups and records spread over the reachable
 
 
 async def _until_republish(

@@ -1,7 +1,8 @@
 """Issue 43 over real hosts on loopback: a gate and a few client-mode workers with a small bound (3).
 
 No key holds more than the bound, the rest spill over to deeper keys; a lookup stops at the count
-asked, and a campaign's discovery asks for the devices it needs; a worker's refresh costs the same at
+asked, and a campaign's discovery asks for the devices it needs (a later look past the ones it knows,
+down to where joiners landed); a worker's refresh costs the same at
 two fleet sizes; a worker of before issue 43 (the old unsharded key only) is still found.
 """
 
@@ -27,7 +28,7 @@ from node.p2p.identity import load_seed
 from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.kadpatch import become_server
 from node.p2p.node import Node, open_node
-from node.p2p.shards import Shard, path_of
+from node.p2p.shards import SERVE_FROM_LEVEL, Shard, path_of
 from node.p2p.wire import Channel
 from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig, lookup_count
 from node.worker.advertising import serve_worker
@@ -233,6 +234,27 @@ async def test_a_worker_a_dial_back_reached_serves_the_dht_when_configured(tmp_p
                 nursery.cancel_scope.cancel()
 
 
+async def test_by_default_a_reachable_worker_serves_the_dht_once_the_swarm_is_large(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            for name, level, serves in (
+                ("small", SERVE_FROM_LEVEL - 1, False),
+                ("large", SERVE_FROM_LEVEL, True),
+            ):
+                async with (
+                    open_node(lab.config(name), role="worker") as worker,
+                    trio.open_nursery() as nursery,
+                ):
+                    assert worker.config.dht_mode == "auto"
+                    assert worker.kad is not None
+                    # where a swarm of that size placed it (placement itself: the tests above)
+                    worker.dht.placed[None] = path_of(worker.host.peer_id, None)[level]
+                    advertised = await nursery.start(partial(serve_worker, worker, make_profile(name), Load))
+                    assert advertised.reachability == Reachability.DIRECT
+                    assert worker.kad.server is serves
+                    nursery.cancel_scope.cancel()
+
+
 async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with fleet(tmp_path) as lab:
@@ -275,13 +297,40 @@ async def test_a_campaigns_discovery_asks_for_the_devices_it_needs(tmp_path: Pat
                 assert keys[0] == 1 < keys[1]  # no deeper key read for one device; all: the whole tree
 
 
+async def test_a_campaigns_later_look_stops_at_its_count_and_sees_joiners(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(CAP)  # the root keys full: joiners spill under them
+            # on the fleet's stack: the joiners added later close before it
+            fresh = await lab.stack.enter_async_context(open_node(lab.config("submitter"), role="submitter"))
+            fresh.dht.cap = CAP  # the fleet's small bound
+            keys = _keys_asked(fresh.dht)
+            discovery = Discovery(fresh, DiscoveryConfig(count=2))
+            _serve_profiles(lab)
+            first = {v.peer_id for v in await discovery.round()}
+            assert first == {n.host.peer_id for n, _ in lab.workers}  # the root key's CAP, nothing deeper
+            await lab.add(2)
+            _serve_profiles(lab)
+            joiners = {n.host.peer_id for n, _ in lab.workers[CAP:]}
+            later = {v.peer_id for v in await discovery.round()}
+            assert joiners <= later
+            assert keys == [1, 3]  # later: the root and its children at once (2 more past the CAP known)
+
+
+def _serve_profiles(lab: Fleet) -> None:
+    for node, _ in lab.workers:  # each worker answers /sark/profile with its signed advert
+        node.host.set_handler(PROFILE, _profile_server(node), deadline=10.0)
+
+
 def _keys_asked(dht: Dht) -> list[int]:
     """How many keys each of `dht`'s lookups asked (its own count, on the way out; nothing replaced)."""
     keys: list[int] = []
     lookup = dht.lookup
 
-    async def counted(unit: ComputeUnit | None, count: int | None = None) -> ProviderLookup:
-        found = await lookup(unit, count)
+    async def counted(
+        unit: ComputeUnit | None, count: int | None = None, known: frozenset[str] = frozenset()
+    ) -> ProviderLookup:
+        found = await lookup(unit, count, known)
         keys.append(found.keys)
         return found
 

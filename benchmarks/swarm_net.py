@@ -1,0 +1,229 @@
+"""The network of `swarm_sim.py`: message sizes, kad ids, servers' routing tables, iterative walks.
+
+Model (stated, not measured):
+- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the issue's; py-libp2p
+  uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
+  lookups, alpha requests in flight, a GET_PROVIDERS walk of a key ends at its first holder.
+- Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
+  wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
+  counted, not fed back).
+- Message sizes: libp2p's kad protobuf `Message`, filled with a real Ed25519 peer id, real multiaddrs
+  and a real signed advert of the node's codec (`measure_sizes`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "tests" / "node"))  # last: only for conftest_data, never shadowing a package
+
+from conftest_data import make_profile  # type: ignore[import-not-found,unused-ignore]  # noqa: E402  (the lab's profile)
+from libp2p.crypto.ed25519 import create_new_key_pair  # noqa: E402
+from libp2p.kad_dht.pb.kademlia_pb2 import Message  # noqa: E402
+from libp2p.peer.id import ID  # noqa: E402
+from libp2p.peer.peerstore import create_signed_peer_record  # noqa: E402
+from libp2p.records.record import make_signed_put_record  # noqa: E402
+from multiaddr import Multiaddr  # noqa: E402
+
+from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
+from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
+from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
+from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
+from protocol.codec import pack_body  # noqa: E402
+from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
+
+ALPHA = 3
+RTT_MEDIAN_S, RTT_SIGMA = 0.080, 0.6
+BANDWIDTH_BPS = 20e6
+OUT = ROOT / "benchmarks" / "out"
+STREAM_BYTES = 790
+"""A kad request's stream on the wire beyond its messages, both ways (multistream-select of the protocol,
+yamux frames and window updates, a noise frame per write): measured on loopback by `swarm_check.py`
+(`calibrate`, TCP payload bytes by `ss`): 787 B for a GET_PROVIDERS, 643 B for an ADD_PROVIDER; the
+larger is used for every request (an estimate from the frames alone was 254 B)."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Bytes on the wire of each kad message, from libp2p's protobuf and the node's own encoders.
+
+        "libp2p's" is py-libp2p 0.8.1's message (the node's before issue 43's upkeep work: our signed peer
+        record in every request, twice in an ADD_PROVIDER); "slim" is what the node sends now
+        (`node.p2p.kad.add_provider_request`, `put_value_request`) and how our servers list peers in answers
+    (`node.p2p.kadpatch.answer_without_peer_records`).
+    """
+
+    peer: int  # one peer entry (id + 2 addrs) with its signed peer record, as py-libp2p lists it
+    peer_slim: int  # the same entry without the record (as our servers list peers now; go, js)
+    key_request: int  # a request carrying a key and our signed peer record (libp2p's walk, FIND_NODE)
+    request_slim: int  # a request carrying only a key (our GET_PROVIDERS)
+    advert: int  # libp2p's PUT_VALUE of our signed advert (sender record, signed put record)
+    advert_slim: int  # ours: the same record, no sender record
+    put_echo: int  # a server's answer to a PUT_VALUE: the record echoed, its own sender record
+    provide: int  # libp2p's ADD_PROVIDER: sender record, our entry with its record
+    provide_slim: int  # ours: our id and addresses only
+    provide_echo: int  # a py-libp2p server's answer to an ADD_PROVIDER (type and key)
+    stream: int  # a request's stream, both ways: multistream-select, yamux and noise frames (measured)
+
+    def answer(self, closer: int, providers: int, slim: bool = False) -> int:
+        """An answer's bytes: `closer` peers and `providers` (`slim`: from our servers, no records)."""
+        entry = self.peer_slim if slim else self.peer
+        return self.key_request + (closer + providers) * entry
+
+    def write(self, slim: bool) -> tuple[int, int]:
+        """One refresh copy, request and answer with the stream: (the advert's PUT, one ADD_PROVIDER)."""
+        put = (self.advert_slim if slim else self.advert) + self.put_echo + self.stream
+        return put, (self.provide_slim if slim else self.provide) + self.provide_echo + self.stream
+
+
+def measure_sizes(addrs: int = 2) -> Sizes:
+    """Serialize real messages: a real peer id, `addrs` multiaddrs (with the `/p2p/` suffix libp2p's
+    peerstore keeps), the signed peer record py-libp2p 0.8.1 attaches to peer entries (`signedRecord`)
+    and requests and answers (`senderRecord`), a signed advert of a lab profile in a signed put record;
+    the node's own ADD_PROVIDER and PUT_VALUE encoders for the slim sizes."""
+    pair = create_new_key_pair()
+    pid = ID.from_pubkey(pair.public_key)
+    ips = ("203.0.113.7", "10.0.0.7", "192.168.1.7", "172.16.0.7")[:addrs]
+    maddrs = [Multiaddr(f"/ip4/{ip}/tcp/40123/p2p/{pid}") for ip in ips]
+    record = create_signed_peer_record(pid, maddrs, pair.private_key).marshal_envelope()
+    slim = Message.Peer(id=pid.to_bytes(), addrs=[a.to_bytes() for a in maddrs])
+    entry = Message.Peer(id=pid.to_bytes(), addrs=[a.to_bytes() for a in maddrs], signedRecord=record)
+    key = capability_dht_key(None)
+    request = Message(type=Message.MessageType.GET_PROVIDERS, key=key)
+    seed = pair.private_key.to_bytes()[:32]
+    signer = peer_id_from_public_key(public_key_of(seed))
+    body = AdvertBody(peer_id=signer, seq=1, issued_at=0.0, expires_at=300.0, profile=make_profile())
+    akey = advert_key(signer).encode()
+    put_record = make_signed_put_record(akey, pack_body(seal(body, DOMAIN_ADVERT, seed)), pair.private_key)
+    put_slim = put_value_request(akey, put_record)
+    echo = Message(type=Message.MessageType.PUT_VALUE, key=akey, senderRecord=record)
+    echo.record.CopyFrom(put_record)
+    echo.record.timeReceived = "2026-11-25T08:57:31.236045000Z"
+    provide_slim = add_provider_request(key, pid, maddrs)
+    provide = Message(type=Message.MessageType.ADD_PROVIDER, key=key, senderRecord=record)
+    provide.providerPeers.append(entry)
+    return Sizes(
+        peer=Message(closerPeers=[entry]).ByteSize(),
+        peer_slim=Message(closerPeers=[slim]).ByteSize(),
+        key_request=request.ByteSize() + len(record) + 4,
+        request_slim=request.ByteSize() + 2,
+        advert=len(put_slim) + len(record) + 4,
+        advert_slim=len(put_slim) + 2,
+        put_echo=echo.ByteSize() + 2,
+        provide=provide.ByteSize() + 2,
+        provide_slim=len(provide_slim) + 2,
+        provide_echo=Message(type=Message.MessageType.ADD_PROVIDER, key=key).ByteSize() + 1,
+        stream=STREAM_BYTES,
+    )
+
+
+def kad_id(data: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+
+
+@dataclass
+class Swarm:
+    """Servers (sorted 64-bit ids, a dead flag for departed ones) and the lookup traffic per server."""
+
+    ids: np.ndarray
+    dead: np.ndarray
+    rng: np.random.Generator
+    direct: bool
+    slim: bool
+    """Our servers: closer peers listed without signed peer records, our requests without ours."""
+    load: Counter[int] = field(default_factory=Counter)
+
+    @classmethod
+    def build(cls, live: list[int], stale: int, rng: np.random.Generator, slim: bool) -> Swarm:
+        departed = rng.integers(0, 2**63, size=stale, dtype=np.uint64) * np.uint64(2)
+        ids = np.concatenate([np.array(live, dtype=np.uint64), departed])
+        order = np.argsort(ids)
+        dead = np.concatenate([np.zeros(len(live), bool), np.ones(stale, bool)])
+        return cls(ids[order], dead[order], rng, direct=len(live) <= K, slim=slim)
+
+    def holders(self, key_id: int) -> set[int]:
+        """The k live servers closest to a key: where its records are."""
+        alive = self.ids[~self.dead]
+        near = np.argpartition(alive ^ np.uint64(key_id), min(K, len(alive) - 1))[:K]
+        return {int(x) for x in alive[near]}
+
+    def table(self, owner: int, target: int) -> list[int]:
+        """The k entries of `owner`'s routing table closest to `target` (its bucket, filled at random)."""
+        cpl = 64 - (owner ^ target).bit_length() if owner != target else 63
+        span = 63 - min(cpl, 63)
+        out: list[int] = []
+        for prefix in (target >> span, owner >> span):  # the target's bucket, then deeper ones
+            lo = int(np.searchsorted(self.ids, np.uint64(prefix << span), "left"))
+            hi = int(np.searchsorted(self.ids, np.uint64(((prefix + 1) << span) - 1), "right"))
+            pool = self.ids[lo:hi]
+            rng = np.random.default_rng((owner ^ (prefix << 1)) & (2**63 - 1))
+            pick = pool if len(pool) <= K else pool[rng.choice(len(pool), K, replace=False)]
+            out.extend(int(x) for x in pick if int(x) != owner)
+            if len(out) >= K:
+                break
+        return out[: 2 * K]
+
+    def is_dead(self, server: int) -> bool:
+        i = int(np.searchsorted(self.ids, np.uint64(server)))
+        return bool(self.dead[i])
+
+
+@dataclass(frozen=True)
+class Walk:
+    """One iterative lookup: when it ended, whether it reached a holder, its bytes, the k closest."""
+
+    t: float
+    found: bool
+    bytes: int
+    closest: tuple[int, ...]
+
+
+def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] | None, n: int) -> Walk:
+    """Iterative Kademlia lookup from `start`; a GET_PROVIDERS walk (`holders`) ends at a holder."""
+    short = {p: p ^ target for p in swarm.table(start, target)}
+    asked: set[int] = set()
+    flight: list[tuple[float, int]] = []
+    now, sent = 0.0, 0
+    while True:
+        ranked = sorted(short, key=short.__getitem__)[:K]
+        for peer in [p for p in ranked if p not in asked][: ALPHA - len(flight)]:
+            asked.add(peer)
+            rtt = (
+                QUERY_TIMEOUT_S
+                if swarm.is_dead(peer)
+                else float(swarm.rng.lognormal(np.log(RTT_MEDIAN_S), RTT_SIGMA))
+            )
+            heapq.heappush(flight, (now + rtt, peer))
+        if not flight:
+            return Walk(now, False, sent, tuple(ranked))
+        now, peer = heapq.heappop(flight)
+        if swarm.is_dead(peer):
+            continue
+        held = holders is not None and peer in holders
+        answer = sizes.answer(K, n if held else 0, swarm.slim)
+        now += answer * 8 / BANDWIDTH_BPS
+        sent += sizes.key_request + sizes.stream + answer
+        swarm.load[peer] += sizes.key_request + answer
+        if held:
+            return Walk(now, True, sent, tuple(ranked))
+        for p in swarm.table(peer, target):
+            short.setdefault(p, p ^ target)
+
+
+def rtt(swarm: Swarm) -> float:
+    return float(swarm.rng.lognormal(np.log(RTT_MEDIAN_S), RTT_SIGMA))
+
+
+__all__ = [
+    "ALPHA", "BANDWIDTH_BPS", "OUT", "ROOT", "Sizes", "Swarm", "Walk",
+    "kad_id", "make_profile", "measure_sizes", "rtt", "walk",
+]  # fmt: skip
