@@ -8,7 +8,6 @@ answers list closer peers and providers by id and addresses, without their signe
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -16,40 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from conftest_data import make_profile
 from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
+from test_swarm_shards import advert  # one signed advert of a node, as the shards lab makes it
 
 from gate import open_gate
 from node.config import NodeConfig
 from node.p2p.closest import ClosestServers
 from node.p2p.dht import advert_key
-from node.p2p.identity import load_seed
 from node.p2p.kad import ADVERT_COPIES, Kad
 from node.p2p.kadpatch import become_server
 from node.p2p.kadwire import add_provider_request
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard
-from protocol import DOMAIN_ADVERT, KAD, AdvertBody, ComputeUnit, Envelope
-from protocol.records import seal
+from protocol import KAD, ComputeUnit
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 UNIT = ComputeUnit.CPU_ONNX
-
-
-def advert(node: Node) -> Envelope:
-    now = time.time()
-    body = AdvertBody(
-        peer_id=node.host.peer_id,
-        seq=int(now * 1000),
-        issued_at=now - 1,
-        expires_at=now + 60,
-        profile=make_profile(),
-        addrs=tuple(node.host.addrs()),
-    )
-    return seal(body, DOMAIN_ADVERT, load_seed(node.config.key_file()))
 
 
 @asynccontextmanager

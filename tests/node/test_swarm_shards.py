@@ -76,10 +76,12 @@ class Fleet:
 
 
 def advert(node: Node) -> Envelope:
+    """The node's signed advert, its seq in milliseconds (a test republishing within a second still
+    raises it)."""
     now = time.time()
     body = AdvertBody(
         peer_id=node.host.peer_id,
-        seq=int(now),
+        seq=int(now * 1000),
         issued_at=now - 1,
         expires_at=now + 60,
         profile=make_profile(),
