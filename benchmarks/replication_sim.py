@@ -75,7 +75,9 @@ from scheduler.verification import (  # noqa: E402
     process_error,
     should_check,
     spread_of,
+    weigh,
 )
+from scheduler.verification.reputation import RESET_WEIGHT  # noqa: E402
 
 BOARD_CV = 0.01
 NOISE = {"ResNet18 (2.4 %)": 0.024, "MobileNetV2 (6.0 %)": 0.060, "tiny-BERT (7.4 %)": 0.074}
@@ -273,17 +275,22 @@ def _count(job: Task, peers: dict[str, Peer], tally: Tally) -> None:
 def _learn(
     draws: Draws, job: Task, peers: dict[str, Peer], noise: float, tally: Tally, results: list[Replica]
 ) -> None:
-    """Add `results` of a replicated `job` to their peers' records; a peer caught (an outlier) has its
-    unverified results run again, and one that turns distrusted has its agreed ones settled again."""
-    if job.verdict.outcome != Outcome.REPLICATED:
-        return
+    """Add what a settled `job` says of `results`' peers to their records (`evidence.weigh`, the
+    scheduler's own: weighed by the partners' records, a majority counting against a peer only
+    from two networks); a peer caught (counted against in full) has its unverified results run
+    again, and one that turns distrusted has its agreed ones settled again."""
+    group = [r.peer_id for r in job.results]
+    networks = {p: peers[p].candidate.host for p in group}
+    said = dict(weigh(job.verdict, group, networks, tally.records, tally.references))
     for r in results:
-        inside = r.peer_id in job.verdict.agreed
+        ev = said.get(r.peer_id)
+        if ev is None:
+            continue
         record = tally.records.get(r.peer_id, PeerRecord())
-        tally.records[r.peer_id] = record.after(inside, job.verdict.offset_of(r.peer_id))
-        if inside:
+        tally.records[r.peer_id] = record.after(ev)
+        if ev.agreed:
             tally.shown.setdefault(r.peer_id, []).append(job)
-        else:
+        elif ev.weight >= RESET_WEIGHT:
             tally.runs += len(tally.singles.pop(r.peer_id, []))
         if tally.records[r.peer_id].distrusted and not record.distrusted:
             _caught(draws, r.peer_id, peers, noise, tally)

@@ -112,7 +112,7 @@ class CampaignLoop:
             self._nursery = nursery
             nursery.start_soon(self._watch_stop)
             started = trio.current_time()
-            records = await trio.to_thread.run_sync(self._store.peer_records)
+            records = await trio.to_thread.run_sync(self._store.peer_records, time.time())
             self._sched.know_records(records, await trio.to_thread.run_sync(self._store.class_errors))
             peers = await self._discovery.initial()
             self._emit("discovered", peers=len(peers), seconds=round(trio.current_time() - started, 3))
@@ -203,7 +203,7 @@ class CampaignLoop:
                     reasons={k: [r.detail for r in v] for k, v in command.reasons.items()},
                 )
             elif isinstance(command, sch.ReplicasSettled):
-                self._store.settled(command.agreed, command.outliers, command.offsets)
+                self._store.settled(command.evidence)
                 self._store.add_errors(command.pool, command.errors)
                 self._emit("settled", group=command.group, outcome=command.outcome, detail=command.detail)
             elif isinstance(command, sch.FinishCampaign):

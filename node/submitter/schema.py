@@ -2,12 +2,18 @@
 
 `create` runs on every open: the tables `IF NOT EXISTS`, then the columns added since (`ADDED_COLUMNS`),
 each NULL or its default for the rows an older store holds, so a store is never rewritten or lost.
+A peer's record is one row (`record_row`, `record_of`): its counts, when it was last updated (0 for
+a record from before that was kept: it decays from its next update on) and its witnesses as JSON.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from typing import Final
+from dataclasses import astuple
+from typing import Any, Final
+
+from scheduler.verification import PeerRecord, Witness
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS campaigns (
@@ -44,7 +50,9 @@ CREATE TABLE IF NOT EXISTS peer_records (
     streak      INTEGER NOT NULL,
     offsets     INTEGER NOT NULL DEFAULT 0,
     offset_sum  REAL NOT NULL DEFAULT 0,
-    offset_squares REAL NOT NULL DEFAULT 0
+    offset_squares REAL NOT NULL DEFAULT 0,
+    updated     REAL NOT NULL DEFAULT 0,
+    witnesses   TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS class_errors (
     n           INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -71,6 +79,8 @@ ADDED_COLUMNS: Final = (
     ("peer_records", "offsets", "INTEGER NOT NULL DEFAULT 0"),
     ("peer_records", "offset_sum", "REAL NOT NULL DEFAULT 0"),
     ("peer_records", "offset_squares", "REAL NOT NULL DEFAULT 0"),
+    ("peer_records", "updated", "REAL NOT NULL DEFAULT 0"),
+    ("peer_records", "witnesses", "TEXT NOT NULL DEFAULT '[]'"),
 )
 """Columns a store written by an older sark-node lacks (table, name, kind): added on open, NULL
 (or their default) for what it holds."""
@@ -92,3 +102,24 @@ def _add_columns(db: sqlite3.Connection) -> None:
         except sqlite3.OperationalError as exc:  # another process opening the store added it first
             if "duplicate column" not in str(exc):
                 raise
+
+
+RECORD_COLUMNS: Final = "agreed, disagreed, streak, offsets, offset_sum, offset_squares, updated, witnesses"
+"""A `PeerRecord`'s columns, in its fields' order."""
+
+
+def record_row(record: PeerRecord) -> tuple[Any, ...]:
+    """A record as its columns' values (`RECORD_COLUMNS`), its witnesses as JSON."""
+    witnesses = json.dumps([astuple(w) for w in record.witnesses])
+    return (*astuple(record)[:7], witnesses)
+
+
+def record_of(row: tuple[Any, ...]) -> PeerRecord:
+    """A record from its columns' values (`RECORD_COLUMNS`); witnesses that do not parse are none
+    (the counts stand)."""
+    try:
+        witnesses = tuple(Witness(str(w[0]), str(w[1]), *map(float, w[2:5])) for w in json.loads(row[7]))
+    except (ValueError, TypeError, IndexError):
+        witnesses = ()
+    agreed, disagreed, streak, offsets, total, squares, updated = (float(v) for v in row[:7])
+    return PeerRecord(agreed, disagreed, streak, offsets, total, squares, updated, witnesses)

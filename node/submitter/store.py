@@ -22,7 +22,7 @@ import socket
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
-from dataclasses import asdict, astuple, dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -30,8 +30,8 @@ from typing import Any, Final
 import psutil
 
 from node.errors import disk_errors
-from node.submitter.schema import create
-from scheduler.verification import POOL_KEEP, PeerRecord
+from node.submitter.schema import RECORD_COLUMNS, create, record_of, record_row
+from scheduler.verification import POOL_KEEP, Evidence, PeerRecord
 
 
 def utc_now() -> str:
@@ -249,25 +249,26 @@ class CampaignStore:
             for r in rows
         ]
 
-    def peer_records(self) -> dict[str, PeerRecord]:
-        """Each peer's record of replicated results across campaigns (`scheduler.verification.reputation`)."""
+    def peer_records(self, now: float = 0.0) -> dict[str, PeerRecord]:
+        """Each peer's record of replicated results across campaigns (`scheduler.verification.reputation`),
+        as it stands at `now` (`PeerRecord.decayed`; 0: as stored)."""
         with self._connect() as db:
-            rows = db.execute(f"SELECT peer_id, {_RECORD} FROM peer_records").fetchall()
-        return {r[0]: PeerRecord(*r[1:]) for r in rows}
+            rows = db.execute(f"SELECT peer_id, {RECORD_COLUMNS} FROM peer_records").fetchall()
+        return {r[0]: record_of(r[1:]).decayed(now) for r in rows}
 
-    def settled(
-        self, agreed: Iterable[str], outliers: Iterable[str], offsets: Iterable[tuple[str, float]] = ()
-    ) -> None:
-        """A replica group settled: one agreement for each `agreed` peer, one disagreement for each
-        outlier, each with its offset from the others when it had one, in one transaction."""
-        offset = dict(offsets)
+    def settled(self, evidence: Iterable[tuple[str, Evidence]]) -> None:
+        """A replica group settled: each peer's record after what the group says of it
+        (`PeerRecord.after`), in one transaction."""
         with self._connect() as db:
-            for peer, ok in [*((p, True) for p in agreed), *((p, False) for p in outliers)]:
-                row = db.execute(f"SELECT {_RECORD} FROM peer_records WHERE peer_id = ?", (peer,)).fetchone()
-                record = (PeerRecord(*row) if row else PeerRecord()).after(ok, offset.get(peer))
+            for peer, ev in evidence:
+                row = db.execute(
+                    f"SELECT {RECORD_COLUMNS} FROM peer_records WHERE peer_id = ?", (peer,)
+                ).fetchone()
+                record = (record_of(row) if row else PeerRecord()).after(ev)
                 db.execute(
-                    f"INSERT OR REPLACE INTO peer_records (peer_id, {_RECORD}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (peer, *astuple(record)),
+                    f"INSERT OR REPLACE INTO peer_records (peer_id, {RECORD_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (peer, *record_row(record)),
                 )
 
     def class_errors(self) -> dict[str, tuple[float, ...]]:
@@ -329,9 +330,6 @@ class CampaignStore:
             db.execute("DELETE FROM offers")
             db.execute("DELETE FROM campaigns")
 
-
-_RECORD: Final = "agreed, disagreed, streak, offsets, offset_sum, offset_squares"
-"""A `PeerRecord`'s columns, in its fields' order."""
 
 _COLUMNS: Final = (
     "id, name, created_utc, source, text, models, snapshot, status, out_dir, swarm, submitter, secret"

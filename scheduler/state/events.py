@@ -13,6 +13,7 @@ from typing import Final, Literal
 from protocol import DeclineReason, FailureReason, ModelRef, Phase, Stage, TaskSpec
 from scheduler.state.placement import PeerView, Reason
 from scheduler.state.tasks import Cause, Status, TaskState, TaskView
+from scheduler.verification.reputation import Evidence
 
 DEFAULT_LEASE_TTL_S: Final = 30.0
 
@@ -264,7 +265,10 @@ class ReplicasSettled:
     """A replica group settled (`scheduler.state.settling`): the node keeps each peer's record of
     agreements in its store (`agreed` peers agreed with the majority, `outliers` did not; `offsets`:
     each one's log of its figure over the others', `agreement.Settlement.offsets`); `errors`: the
-    agreeing replicas' process errors, for the node to add to the class's pool (`pool`) in its store."""
+    agreeing replicas' process errors, for the node to add to the class's pool (`pool`) in its store;
+    `evidence`: what the group says of each fresh replica's peer, weighed (`evidence.weigh`), which
+    the node adds to its records (`PeerRecord.after`); `outliers` are the peers it counts against
+    (weight above 0), `offsets` those it counts."""
 
     group: str
     outcome: str
@@ -274,6 +278,7 @@ class ReplicasSettled:
     offsets: tuple[tuple[str, float], ...] = ()
     pool: str = ""
     errors: tuple[float, ...] = ()
+    evidence: tuple[tuple[str, Evidence], ...] = ()
 
 
 Command = (

@@ -19,14 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
-from protocol import ComputeUnit
 from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
 from scheduler.language.verify import Verify
 from scheduler.state.events import Command, RecordOutcome, ReplicasSettled
 from scheduler.state.placement import PeerView
 from scheduler.state.quorum import more_peer
-from scheduler.state.replication import candidate
 from scheduler.state.retry import placed_load
 from scheduler.state.tasks import Lapse, Status, TaskState, TaskView, task_id_of
 from scheduler.verification.agreement import (
@@ -38,10 +36,11 @@ from scheduler.verification.agreement import (
     process_error,
 )
 from scheduler.verification.draws import DrawKey
+from scheduler.verification.evidence import weigh
 from scheduler.verification.networks import network_of
 from scheduler.verification.references import judge
 from scheduler.verification.replicas import Candidate
-from scheduler.verification.reputation import TRUST_AFTER, PeerRecord, distrusted, should_check
+from scheduler.verification.reputation import PeerRecord, distrusted, should_check
 
 MORE = "more"
 """`verdict`'s answer when the group needs one more replica."""
@@ -150,46 +149,26 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
             tasks[i].with_(verified=label, verify_detail=why, quorum_networks=networks)
             for i, (label, why) in found.labels.items()
         )
-        convicts = convicting(found.settlement.agreed, state.peers, out.records, first.unit, verify)
-        _record(members, found.settlement, processes, out, convicts=convicts)
-
-
-def convicting(
-    agreed: Sequence[str],
-    peers: Mapping[str, PeerView],
-    records: Mapping[str, PeerRecord],
-    unit: ComputeUnit,
-    verify: Verify,
-) -> bool:
-    """Whether a majority may count a disagreement against its outliers (issue 38, scope 4): it holds
-    a reference device (the submitter's own), or its members span two networks or more
-    (`replication.candidate`: one owner's keys on one machine are one vote) and most of them are
-    established (`TRUST_AFTER` agreements or more, not distrusted).
-    Two fresh Sybils that outvote an honest peer change nobody's record: the row still says who was
-    outside the majority, but the peer's record, its spot checks and its trust across campaigns
-    are untouched."""
-    if set(agreed) & set(verify.reference):
-        return True
-    hosts = {candidate(peers[p], unit, verify).host for p in agreed if p in peers} - {""}
-    established = [p for p in agreed if _established(records.get(p, PeerRecord()))]
-    return len(hosts) >= 2 and 2 * len(established) > len(agreed)
-
-
-def _established(record: PeerRecord) -> bool:
-    return record.agreed >= TRUST_AFTER and not record.distrusted
+        _record(state, members, found.settlement, processes, out)
 
 
 def _record(
-    members: Sequence[TaskView], settled: Settlement, processes: int, out: _Decided, *, convicts: bool
+    state: SettlingState, members: Sequence[TaskView], settled: Settlement, processes: int, out: _Decided
 ) -> None:
-    """`ReplicasSettled` for a settled group, its fresh replicas' peer records (an outlier's only
-    when the majority `convicting` it may), and the process errors of those that agreed added to
-    their class's pool."""
+    """`ReplicasSettled` for a settled group with what it says of each fresh replica's peer
+    (`evidence.weigh`: weighed by its partners' records, a majority against a peer counting only
+    from two networks or a reference device), those records updated, and the process errors of
+    those that agreed added to their class's pool."""
     # a group settled again (a member turned distrusted) counts only its new replicas' records
     fresh = {t.peer_id for t in members if not t.verified}
-    agreed = tuple(p for p in settled.agreed if p in fresh)
-    outliers = tuple(p for p, _ in settled.outliers if p in fresh and convicts)
-    offsets = tuple((p, o) for p, o in settled.offsets if p in fresh and (convicts or p in agreed))
+    timed = [t.peer_id or "" for t in members if t.state == TaskState.DONE and t.progress.median_ms]
+    networks = {p: network_of(state.peers[p].host) for p in timed if p in state.peers}
+    verify = state.campaign.verify_of(state.campaign.jobs[members[0].job_index])
+    said = weigh(settled, timed, networks, out.records, verify.reference, state.now)
+    evidence = tuple((p, ev) for p, ev in said if p in fresh)
+    agreed = tuple(p for p, ev in evidence if ev.agreed)
+    outliers = tuple(p for p, ev in evidence if not ev.agreed and ev.weight > 0)
+    offsets = tuple((p, ev.offset) for p, ev in evidence if ev.offset is not None and ev.weight > 0)
     errors = tuple(process_error(t.spread, processes) for t in members if t.peer_id in agreed)
     pool = pool_key(members[0])
     out.errors[pool] = (*out.errors.get(pool, ()), *errors)[-POOL_KEEP:]
@@ -203,11 +182,11 @@ def _record(
             offsets,
             pool,
             errors,
+            evidence,
         )
     )
-    # a replicated settlement says who agreed; a disagreed one only whose outputs were wrong
-    for peer, ok in [*((p, True) for p in agreed), *((p, False) for p in outliers)]:
-        out.records[peer] = out.records.get(peer, PeerRecord()).after(ok, settled.offset_of(peer))
+    for peer, ev in evidence:
+        out.records[peer] = out.records.get(peer, PeerRecord()).after(ev)
 
 
 def _replica(

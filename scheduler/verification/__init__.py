@@ -21,7 +21,8 @@ Modules:
     networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
     agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
     references judge: a group with a reference device (the submitter's own) settled against its figure
-    reputation a peer's record of agreements; adaptive spot checks (p rises for peers that disagreed)
+    reputation a peer's record of agreements, whose evidence it holds, decaying; adaptive spot checks
+    evidence   weigh: what a settled group says of each peer, weighed by its partners' records and networks
     draws      DrawKey: the campaign's secret, and the keyed draws of every choice a worker could exploit
     claims     a peer's advertised calibration against physics and its class: claim_unverified
     peers      Advertised: what a judgement reads of a peer (id, host, profile; PeerView is one)
@@ -44,11 +45,12 @@ from scheduler.verification.bounds import OVERRUN, placed_profile
 from scheduler.verification.claims import claim_problems
 from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.draws import SECRET_BYTES, DrawKey, Purpose
+from scheduler.verification.evidence import weigh
 from scheduler.verification.figures import Refusal, check_figures
 from scheduler.verification.peers import Advertised
 from scheduler.verification.references import judge, vouched
 from scheduler.verification.replicas import Candidate, by_class, pick_replicas
-from scheduler.verification.reputation import PeerRecord, distrusted, should_check
+from scheduler.verification.reputation import Evidence, PeerRecord, Witness, distrusted, should_check
 from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
 
 __all__ = [
@@ -60,12 +62,14 @@ __all__ = [
     "Candidate",
     "DeviceClass",
     "DrawKey",
+    "Evidence",
     "Outcome",
     "PeerRecord",
     "Purpose",
     "Refusal",
     "Replica",
     "Settlement",
+    "Witness",
     "by_class",
     "check_figures",
     "check_sends",
@@ -83,4 +87,5 @@ __all__ = [
     "should_check",
     "spread_of",
     "vouched",
+    "weigh",
 ]

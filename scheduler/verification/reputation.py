@@ -27,6 +27,17 @@ device that is not what its class says): it is `biased`, hence `distrusted`, and
 settles again every group it was an agreeing member of (`scheduler.state.settling`). Evidence adds up
 across tasks and, through the store, across campaigns.
 
+Who the evidence came from (issue 38, scope 4). A peer's record is only as good as the peers it was
+compared with, and one owner can mint any number of keys. So each piece of evidence comes weighed
+(`evidence.weigh`, the settlement's partners' own records: a new or untrusted partner counts less, a
+distrusted one not at all, and a majority against a peer counts only from two networks or more or
+with a reference device), and the record keeps who it came from (`Witness`: each partner's id and
+network, what it counted against the peer and what it was overruled for). No peer is `biased` or
+`distrusted` on fewer than `WITNESSES_MIN` distinct partners over `NETWORKS_MIN` networks: two
+Sybils on one machine, or two anywhere, cannot turn a record however often they outvote it.
+Records decay with a half-life (`HALF_LIFE_S`, `PeerRecord.decayed`): evidence from months ago
+weighs half what it did, so a record says what a peer is doing now.
+
 What it costs (benchmarks/replication_sim.py): the extra tasks are p of the trusted peers' tasks plus
 every task of untrusted peers, plus one replica per disagreement and the re-runs after a catch. What
 it gives up: a cheater's results before its first check are shown as `single` (not verified) until
@@ -45,7 +56,7 @@ from scheduler.verification.draws import DrawKey, Purpose
 TRUST_AFTER: Final = 5
 """Agreements in a row before a peer's results are only spot-checked."""
 BIAS_MIN: Final = 8
-"""Comparisons with its class before a peer's mean offset is judged."""
+"""Comparisons with its class (weighed) before a peer's mean offset is judged."""
 BIAS_TOLERANCE: Final = 0.04
 """How far (log of a ratio, about 4 %) an honest device may sit from its class for good: boards of
 one class differ by about 1 %, and a figure's own noise averages out over the comparisons."""
@@ -53,6 +64,68 @@ BIAS_Z: Final = 3.0
 """Standard errors of the mean offset it must clear the tolerance by."""
 BIAS_SD_FLOOR: Final = 0.01
 """The smallest spread of offsets assumed (a few equal offsets prove less than their spread says)."""
+WITNESSES_MIN: Final = 3
+"""Distinct partners a peer's evidence must come from before it is `biased` or `distrusted`."""
+NETWORKS_MIN: Final = 2
+"""Distinct networks those partners must span (`networks.network_of`; unknown ones count none)."""
+REFERENCE: Final = "reference"
+"""The network a reference device (the submitter's own) is named with: its evidence alone counts."""
+WITNESSES_KEEP: Final = 16
+"""The partners a record names (the most recent): enough to say whose evidence it is."""
+HALF_LIFE_S: Final = 30 * 86400.0
+"""A record's half-life: evidence a month old weighs half (`PeerRecord.decayed`)."""
+RESET_WEIGHT: Final = 0.5
+"""A disagreement of at least this weight ends a peer's streak of agreements (its spot checks);
+a lighter one (fresh partners, a pair that disagreed with a new peer) does not."""
+
+
+@dataclass(frozen=True)
+class Witness:
+    """One partner a peer was compared with, and what that partner's evidence did to its record.
+
+    Attributes:
+        peer_id: the partner.
+        network: its network (`networks.network_of`; "" unknown).
+        against: the weight of disagreements counted against the peer with it on the other side.
+        overruled: disagreements with it on the other side that counted nothing (the majority
+            was one network, or its members were not established).
+        compared: the weight of offsets the peer was given against it.
+    """
+
+    peer_id: str
+    network: str = ""
+    against: float = 0.0
+    overruled: float = 0.0
+    compared: float = 0.0
+
+    def scaled(self, factor: float) -> Witness:
+        """This witness with its weights times `factor` (decay)."""
+        return replace(
+            self,
+            against=self.against * factor,
+            overruled=self.overruled * factor,
+            compared=self.compared * factor,
+        )
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one settled group says of one of its peers (`evidence.weigh` builds it).
+
+    Attributes:
+        agreed: inside the agreeing majority (an agreement), or not (a disagreement).
+        weight: how much it counts: a disagreement's weight, and an offset's (0: nothing).
+        offset: the log of its figure over the others' (`agreement.Settlement.offsets`), if any.
+        partners: (peer id, network) of those it was compared with (the others of its majority for
+            a member, the majority for an outlier, the other replicas of a group that disagreed).
+        at: when (seconds since the epoch: the record decays to it first).
+    """
+
+    agreed: bool
+    weight: float = 1.0
+    offset: float | None = None
+    partners: tuple[tuple[str, str], ...] = ()
+    at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -60,78 +133,135 @@ class PeerRecord:
     """What the submitter has seen of one peer's replicated results (kept in its store).
 
     Attributes:
-        agreed: results that agreed with a majority.
-        disagreed: results outside a majority (outliers).
-        streak: agreements since the last disagreement.
-        offsets: comparisons of its figure with its class's (`offset`).
-        offset_sum: the sum of their logs of ratios.
-        offset_squares: the sum of their squares.
+        agreed: results that agreed with a majority (decayed).
+        disagreed: the weight of results counted against it (`Evidence.weight`, decayed).
+        streak: agreements since the last disagreement of weight `RESET_WEIGHT` or more (decayed).
+        offsets: the weight of comparisons of its figure with its class's (`offset`).
+        offset_sum: the weighted sum of their logs of ratios.
+        offset_squares: the weighted sum of their squares.
+        updated: when it last changed (seconds since the epoch; 0: before this was kept).
+        witnesses: the partners its evidence came from, the most recent `WITNESSES_KEEP`.
     """
 
-    agreed: int = 0
-    disagreed: int = 0
-    streak: int = 0
-    offsets: int = 0
+    agreed: float = 0
+    disagreed: float = 0
+    streak: float = 0
+    offsets: float = 0
     offset_sum: float = 0.0
     offset_squares: float = 0.0
+    updated: float = 0.0
+    witnesses: tuple[Witness, ...] = ()
 
-    def after(self, agreed: bool, offset: float | None = None) -> PeerRecord:
-        """The record after one more replicated result of this peer; `offset` is the log of its
-        figure over the others' (`agreement.Settlement.offsets`), when there was one."""
-        kept = self
-        if offset is not None and math.isfinite(offset):
-            kept = replace(
-                self,
-                offsets=self.offsets + 1,
-                offset_sum=self.offset_sum + offset,
-                offset_squares=self.offset_squares + offset * offset,
+    def decayed(self, now: float) -> PeerRecord:
+        """This record as it stands at `now`: every count and weight halved per `HALF_LIFE_S` since
+        it was last updated (unchanged before that time, or when it never was)."""
+        if self.updated <= 0 or now <= self.updated:
+            return self
+        f = 0.5 ** ((now - self.updated) / HALF_LIFE_S)
+        return PeerRecord(
+            self.agreed * f,
+            self.disagreed * f,
+            self.streak * f,
+            self.offsets * f,
+            self.offset_sum * f,
+            self.offset_squares * f,
+            now,
+            tuple(w.scaled(f) for w in self.witnesses),
+        )
+
+    def after(self, ev: Evidence) -> PeerRecord:
+        """The record after one more settled group of this peer (decayed to `ev.at` first)."""
+        r = self.decayed(ev.at)
+        offsets, total, squares = r.offsets, r.offset_sum, r.offset_squares
+        counted = ev.offset is not None and math.isfinite(ev.offset) and ev.weight > 0
+        if counted and ev.offset is not None:
+            offsets, total, squares = (
+                offsets + ev.weight,
+                total + ev.weight * ev.offset,
+                squares + ev.weight * ev.offset * ev.offset,
             )
-        if agreed:
-            return replace(kept, agreed=kept.agreed + 1, streak=kept.streak + 1)
-        return replace(kept, disagreed=kept.disagreed + 1, streak=0)
+        agreed, disagreed, streak = r.agreed, r.disagreed, r.streak
+        if ev.agreed:
+            agreed, streak = agreed + 1, streak + 1
+        else:
+            disagreed += ev.weight
+            streak = 0 if ev.weight >= RESET_WEIGHT else streak
+        witnesses = _witnessed(r.witnesses, ev, counted)
+        updated = max(r.updated, ev.at)
+        return PeerRecord(agreed, disagreed, streak, offsets, total, squares, updated, witnesses)
 
     @property
     def offset(self) -> float | None:
-        """Its mean offset from its class: the mean log of its figure over the others' (negative:
-        it reports itself faster); None before any comparison."""
-        return self.offset_sum / self.offsets if self.offsets else None
+        """Its mean offset from its class: the weighted mean log of its figure over the others'
+        (negative: it reports itself faster); None before any comparison."""
+        return self.offset_sum / self.offsets if self.offsets > 0 else None
 
     def _offset_error(self) -> float:
         """The standard error of the mean offset (its offsets' spread, at least `BIAS_SD_FLOOR`,
-        over the root of their number; with one, the floor)."""
+        over the root of their weight; with less than two, the floor)."""
         if self.offsets < 2:
             return BIAS_SD_FLOOR
         mean = self.offset_sum / self.offsets
         variance = (self.offset_squares - self.offsets * mean * mean) / (self.offsets - 1)
         return max(math.sqrt(max(variance, 0.0)), BIAS_SD_FLOOR) / math.sqrt(self.offsets)
 
+    def independent(self, kind: str) -> bool:
+        """Whether its evidence of `kind` ("against": disagreements, "compared": offsets) came from
+        `WITNESSES_MIN` distinct partners over `NETWORKS_MIN` networks, or from a reference device
+        (the submitter's own: `REFERENCE`)."""
+        those = [w for w in self.witnesses if getattr(w, kind) > 0]
+        networks = {w.network for w in those} - {""}
+        if REFERENCE in networks:
+            return True
+        return len(those) >= WITNESSES_MIN and len(networks) >= NETWORKS_MIN
+
     @property
     def biased(self) -> bool:
-        """Its figures sit off its class's for good: over at least `BIAS_MIN` comparisons, the mean
-        offset is beyond `BIAS_TOLERANCE` by `BIAS_Z` standard errors."""
-        if self.offsets < BIAS_MIN or self.offset is None:
+        """Its figures sit off its class's for good: over at least `BIAS_MIN` comparisons from
+        independent partners (`independent`), the mean offset is beyond `BIAS_TOLERANCE` by
+        `BIAS_Z` standard errors."""
+        if self.offsets < BIAS_MIN or self.offset is None or not self.independent("compared"):
             return False
         return abs(self.offset) - BIAS_Z * self._offset_error() > BIAS_TOLERANCE
 
     @property
+    def outvoted(self) -> bool:
+        """Counted against more than it agreed, at least twice, by independent partners."""
+        return self.disagreed >= 2 and self.disagreed > self.agreed and self.independent("against")
+
+    @property
     def distrusted(self) -> bool:
-        """Caught more often than it agreed, at least twice: its replicas no longer count towards a
-        majority (`agreement.settle`). An honest peer is an outlier by noise a few times in a
-        hundred and agrees the rest; a peer that reports a false speed is an outlier nearly every
-        time it meets an honest one, so two cheaters of one class cannot outvote the truth for long.
-        A `biased` peer is distrusted however often it agreed."""
-        return (self.disagreed >= 2 and self.disagreed > self.agreed) or self.biased
+        """Its replicas no longer count towards a majority (`agreement.settle`): it was counted
+        against more often than it agreed, at least twice (`outvoted`), or it is `biased`; either
+        only on evidence from `WITNESSES_MIN` partners over `NETWORKS_MIN` networks. An honest
+        peer is an outlier by noise a few times in a hundred and agrees the rest; a peer that
+        reports a false speed is an outlier nearly every time it meets honest ones."""
+        return self.outvoted or self.biased
 
     def why_distrusted(self) -> str:
-        """For people: what its record shows ("" when it is not distrusted)."""
+        """For people: what its record shows and on whose evidence ("" when it is not distrusted)."""
         if self.biased and self.offset is not None:
             return (
-                f"its figures ran {math.exp(self.offset):.3g}x its class's over {self.offsets} "
-                f"comparisons (honest devices of one class sit within {BIAS_TOLERANCE:.0%} of it)"
+                f"its figures ran {math.exp(self.offset):.3g}x its class's over {self.offsets:.3g} "
+                f"comparisons (honest devices of one class sit within {BIAS_TOLERANCE:.0%} of it); "
+                f"{self.evidence('compared')}"
             )
-        if self.distrusted:
-            return f"outside the majority {self.disagreed} times, inside it {self.agreed}"
+        if self.outvoted:
+            return (
+                f"counted outside the majority {self.disagreed:.3g} times, inside it {self.agreed:.3g}; "
+                f"{self.evidence('against')}"
+            )
         return ""
+
+    def evidence(self, kind: str) -> str:
+        """Whose evidence of `kind` ("against", "compared", "overruled") the record holds: each
+        partner with its network and weight, or "none"."""
+        those = sorted((w for w in self.witnesses if getattr(w, kind) > 0), key=lambda w: -getattr(w, kind))
+        said = ", ".join(
+            f"{w.peer_id} ({w.network or 'no known network'}) {getattr(w, kind):.3g}" for w in those
+        )
+        label = {"against": "against it", "compared": "compared with", "overruled": "overruled"}[kind]
+        return f"{label}: {said or 'none'}"
 
     @property
     def trusted(self) -> bool:
@@ -141,7 +271,32 @@ class PeerRecord:
         comparisons, on a noisy one more (one comparison tells less there), so a cheater that
         agrees within one comparison's band is still compared until its offset gives it away."""
         cleared = self.offset is None or abs(self.offset) + self._offset_error() <= BIAS_TOLERANCE
-        return self.streak >= TRUST_AFTER and cleared
+        return self.streak >= TRUST_AFTER - 1e-9 and cleared
+
+
+def _witnessed(kept: tuple[Witness, ...], ev: Evidence, counted: bool) -> tuple[Witness, ...]:
+    """`kept` with `ev`'s partners added (each moved to the end: the most recent last), the last
+    `WITNESSES_KEEP`."""
+    by_id = {w.peer_id: w for w in kept}
+    share = ev.weight / len(ev.partners) if ev.partners else 0.0
+    for peer_id, network in ev.partners:
+        w = by_id.pop(peer_id, Witness(peer_id, network))
+        by_id[peer_id] = replace(
+            w,
+            network=network or w.network,
+            against=w.against + (ev.weight if not ev.agreed else 0.0),
+            overruled=w.overruled + (1.0 if not ev.agreed and ev.weight <= 0 else 0.0),
+            compared=w.compared + (share if counted else 0.0),
+        )
+    return tuple(by_id.values())[-WITNESSES_KEEP:]
+
+
+def standing(record: PeerRecord) -> float:
+    """How much a partner's word weighs in another peer's record: 0 when it is distrusted, a
+    quarter when it is new, rising to 1 once it agreed `TRUST_AFTER` times."""
+    if record.distrusted:
+        return 0.0
+    return 0.25 + 0.75 * min(1.0, record.agreed / TRUST_AFTER)
 
 
 def distrusted(records: Mapping[str, PeerRecord]) -> dict[str, str]:

@@ -31,7 +31,7 @@ from node.submitter.run import restore
 from node.submitter.store import CampaignStore
 from scheduler import DrawKey, TaskView
 from scheduler.results import CampaignReport, entries_of
-from scheduler.verification import Purpose
+from scheduler.verification import Evidence, Purpose
 
 pytestmark = pytest.mark.exclusive  # replicas compare timings measured here
 LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
@@ -57,7 +57,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[
         ids = {name: proc.wait_event("ready", 120)["peer_id"] for name, proc in started.items()}
         store = CampaignStore(submitter_dir / "campaigns.sqlite")
         for _ in range(6):  # both earned spot checks in earlier campaigns (a clean streak)
-            store.settled([ids["honest"], ids["liar"]], [])
+            store.settled([(ids["honest"], Evidence(True)), (ids["liar"], Evidence(True))])
         yield Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, root), ids
     finally:
         lab.close()

@@ -40,7 +40,14 @@ from scheduler.verification.agreement import (
 )
 from scheduler.verification.classes import major_minor, memory_bucket_gib
 from scheduler.verification.draws import DrawKey, Purpose
-from scheduler.verification.reputation import BIAS_MIN, TRUST_AFTER, check_probability
+from scheduler.verification.reputation import BIAS_MIN, TRUST_AFTER, Evidence, check_probability
+
+
+def seen(agreed: bool, offset: float | None = None, k: int = 0) -> Evidence:
+    """One settled group's evidence on a peer from independent partners (one of three, on three
+    networks, in turn), of full weight."""
+    return Evidence(agreed, 1.0, offset, ((f"p{k % 3}", f"10.0.{k % 3}.0/24"),))
+
 
 CPU = ComputeUnit.CPU_ONNX
 
@@ -201,14 +208,16 @@ def test_a_peer_earns_spot_checks_and_loses_them_at_a_disagreement() -> None:
     record = PeerRecord()
     assert check_probability(record, 0.1) == 1.0
     for _ in range(TRUST_AFTER):
-        record = record.after(True)
+        record = record.after(seen(True))
     assert record.trusted
     assert check_probability(record, 0.1) == 0.1
-    caught = record.after(False)
+    caught = record.after(seen(False))
     assert not caught.trusted
     assert check_probability(caught, 0.1) == 1.0
     assert not caught.distrusted
-    assert PeerRecord().after(False).after(False).distrusted
+    twice = PeerRecord().after(seen(False, k=0)).after(seen(False, k=1))
+    assert not twice.distrusted  # two partners: not yet independent evidence
+    assert twice.after(seen(False, k=2)).distrusted
 
 
 def test_spot_checks_are_drawn_from_the_campaigns_secret_and_the_task() -> None:
@@ -264,9 +273,9 @@ def test_outputs_that_differ_from_a_majority_are_outliers_even_when_timings_disa
 def test_a_peer_off_its_class_for_good_is_biased_and_an_honest_one_never_is() -> None:
     draws = Draws(3)
     honest, liar = PeerRecord(), PeerRecord()
-    for _ in range(60):  # one replica's noise (7.6 % a comparison) around 1.0x, and around 0.9x
-        honest = honest.after(True, draws.normal(0.0, 0.076))
-        liar = liar.after(True, math.log(0.9) + draws.normal(0.0, 0.076))
+    for k in range(60):  # one replica's noise (7.6 % a comparison) around 1.0x, and around 0.9x
+        honest = honest.after(seen(True, draws.normal(0.0, 0.076), k))
+        liar = liar.after(seen(True, math.log(0.9) + draws.normal(0.0, 0.076), k))
     assert not honest.biased
     assert not honest.distrusted
     assert honest.trusted
@@ -276,11 +285,11 @@ def test_a_peer_off_its_class_for_good_is_biased_and_an_honest_one_never_is() ->
     assert liar.offset == pytest.approx(math.log(0.9), abs=0.03)
     assert "x its class's over 60 comparisons" in liar.why_distrusted()
     early = PeerRecord()
-    for _ in range(BIAS_MIN - 1):  # too few comparisons to judge, however far off
-        early = early.after(True, math.log(0.5))
+    for k in range(BIAS_MIN - 1):  # too few comparisons to judge, however far off
+        early = early.after(seen(True, math.log(0.5), k))
     assert not early.biased
     assert not early.trusted  # leaning off its class: checked every time until its record says
-    assert early.after(True, math.log(0.5)).biased
+    assert early.after(seen(True, math.log(0.5), BIAS_MIN)).biased
 
 
 def test_a_settlement_gives_each_replica_its_offset_from_the_others() -> None:
@@ -300,12 +309,12 @@ def test_spot_checks_wait_until_a_peers_offset_is_cleared() -> None:
     it in `TRUST_AFTER` comparisons, a noisy one takes more (one comparison tells less there)."""
     draws = Draws(5)
     quiet, noisy = PeerRecord(), PeerRecord()
-    for _ in range(TRUST_AFTER):
-        quiet = quiet.after(True, draws.normal(0.0, 0.01))
-        noisy = noisy.after(True, draws.normal(0.0, 0.15))
+    for k in range(TRUST_AFTER):
+        quiet = quiet.after(seen(True, draws.normal(0.0, 0.01), k))
+        noisy = noisy.after(seen(True, draws.normal(0.0, 0.15), k))
     assert quiet.trusted
     assert not noisy.trusted
-    for _ in range(200):
-        noisy = noisy.after(True, draws.normal(0.0, 0.15))
+    for k in range(200):
+        noisy = noisy.after(seen(True, draws.normal(0.0, 0.15), k))
     assert noisy.trusted
     assert PeerRecord(agreed=TRUST_AFTER, streak=TRUST_AFTER).trusted  # a record from before offsets

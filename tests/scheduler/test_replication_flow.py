@@ -25,7 +25,7 @@ from scheduler import (
 from scheduler.results import verification_counts, verification_line, verify_columns
 from scheduler.state import Lapse, PeerView, explain
 from scheduler.state.settling import pool_key
-from scheduler.verification import PeerRecord, device_class
+from scheduler.verification import Evidence, PeerRecord, Witness, device_class
 from scheduler.verification.agreement import POOL_MIN
 
 YAML = f"""\
@@ -197,15 +197,17 @@ def test_a_refused_replica_is_retried_on_a_peer_of_another_group_of_its_class() 
 
 def test_a_peer_that_turns_biased_has_the_groups_it_agreed_in_settled_again_without_it() -> None:
     """A peer reporting 0.96x its class's figure agrees within the band; its record already holds
-    seven comparisons at 0.9x, so the eighth proves it off its class for good (`PeerRecord.biased`):
-    the group it agreed in is settled again without it, with one more replica."""
+    seven comparisons at 0.9x with partners on three networks, so the eighth (with an established
+    partner) proves it off its class for good (`PeerRecord.biased`): the group it agreed in is
+    settled again without it, with one more replica."""
     global fleet_peers
     fleet_peers = fleet([f"10.0.{i}.1" for i in range(1, 5)])
     sched = Scheduler("c4", parse_campaign(campaign()), {"m": MODEL, MODEL.name: MODEL}, key=KEY)
     cheat = "12D3-b3"
-    leaning = PeerRecord(agreed=7, streak=7, offsets=7, offset_sum=-0.7, offset_squares=0.0707)
+    seen = tuple(Witness(f"w{k}", f"10.9.{k}.0/24", compared=7 / 3) for k in range(3))
+    leaning = PeerRecord(7, 0, 7, offsets=7, offset_sum=-0.7, offset_squares=0.0707, witnesses=seen)
     assert not leaning.distrusted
-    sched.know_records({cheat: leaning})
+    sched.know_records({p.peer_id: PeerRecord(agreed=9, streak=9) for p in fleet_peers} | {cheat: leaning})
     figures = {p.peer_id: 10.0 for p in fleet_peers} | {cheat: 9.6}
     log = run(sched, figures)
     tasks = sched.tasks()
@@ -304,24 +306,38 @@ def test_the_band_is_the_classs_pool_from_the_store_not_the_replicas_own() -> No
     assert [c.errors for c in log if isinstance(c, ReplicasSettled)] == [()]
 
 
-def test_fresh_sybils_that_outvote_an_honest_peer_change_nobodys_record() -> None:
-    """Two Sybils on two machines report half the latency, outvote the honest peer of their group
-    of three, and its row says `outlier`; its record is untouched while the majority against it is
-    not established (issue 38, scope 4). Established partners (records of agreements) do count."""
+def test_sybils_that_outvote_an_honest_peer_count_by_their_networks_and_records() -> None:
+    """Two Sybils report half the latency and outvote the honest peer of their group of three: its
+    row says `outlier` (what the majority said), but what that counts against its record depends on
+    who they are (issue 38, scope 4): on one network (the lab switch lets them form a quorum)
+    nothing, however established; on two networks but fresh, a quarter, its streak kept; established
+    on two networks, in full. Two partners never make it distrusted (`reputation.WITNESSES_MIN`)."""
     global fleet_peers
-    fleet_peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1"])
     figures = {"12D3-b0": 10.0, "12D3-b1": 5.0, "12D3-b2": 5.05}
-    three = campaign().replace("replicas: 2", "replicas: 3")
-    fresh = Scheduler("c12", parse_campaign(three), {"m": MODEL}, key=KEY)
-    log = run(fresh, figures)
-    honest = next(t for t in fresh.tasks() if t.peer_id == "12D3-b0")
-    assert honest.verified == "outlier"  # the row says what the majority said
-    (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
-    assert sorted(settled.agreed) == ["12D3-b1", "12D3-b2"]
-    assert settled.outliers == ()  # but counts nothing against the honest peer
-    assert "12D3-b0" not in dict(settled.offsets)
-    established = Scheduler("c13", parse_campaign(three), {"m": MODEL}, key=KEY)
-    established.know_records({p: PeerRecord(agreed=9, streak=9) for p in ("12D3-b1", "12D3-b2")})
-    log = run(established, figures)
-    (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
+    established = {p: PeerRecord(agreed=9, streak=9) for p in ("12D3-b1", "12D3-b2")}
+    honest = {"12D3-b0": PeerRecord(agreed=9, streak=9)}
+    weights = []
+    for hosts, extra, records in (
+        (["10.0.1.1", "10.0.2.1", "10.0.2.2"], ", same_host: allow", established),
+        (["10.0.1.1", "10.0.2.1", "10.0.3.1"], "", {}),
+        (["10.0.1.1", "10.0.2.1", "10.0.3.1"], "", established),
+    ):
+        fleet_peers = fleet(hosts)
+        three = campaign(extra).replace("replicas: 2", "replicas: 3")
+        sched = Scheduler("c12", parse_campaign(three), {"m": MODEL}, key=KEY)
+        sched.know_records({**records, **honest})
+        log = run(sched, figures)
+        row = next(t for t in sched.tasks() if t.peer_id == "12D3-b0")
+        assert row.verified == "outlier"
+        (settled,) = [c for c in log if isinstance(c, ReplicasSettled)]
+        assert sorted(settled.agreed) == ["12D3-b1", "12D3-b2"]
+        (ev,) = [ev for p, ev in settled.evidence if p == "12D3-b0"]
+        assert sorted(p for p, _ in ev.partners) == ["12D3-b1", "12D3-b2"]
+        weights.append(ev.weight)
+        after = honest["12D3-b0"].after(ev)
+        assert not after.distrusted
+    assert weights == [0.0, 0.25, 1.0]
     assert settled.outliers == ("12D3-b0",)
+    overruled = honest["12D3-b0"].after(Evidence(False, 0.0, None, (("s1", "loopback"), ("s2", "loopback"))))
+    assert overruled.streak == 9  # one network's word: its spot checks are untouched
+    assert overruled.evidence("overruled") == "overruled: s1 (loopback) 1, s2 (loopback) 1"
