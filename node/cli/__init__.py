@@ -3,6 +3,7 @@
 Modules:
     local     info, bench: this device only, no network
     swarm     gate, join, peers, id: the libp2p swarm
+    records   what peers shows of the submitter's records of peers (why distrusted, on whose evidence)
     campaign  submit, plan: running campaigns
     planview  what plan shows of a dry run: its terminal lines and plan --json
     stored    status, cancel, results: the campaigns in this node's store

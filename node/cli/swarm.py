@@ -257,7 +257,9 @@ def peers(
     data_dir: DataDirOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="lookup deadline, seconds")] = 5.0,
 ) -> None:
-    """List the workers the DHT shows: peer id, device, usable units, reachability, advert age.
+    """List the workers the DHT shows: peer id, device, usable units, reachability, advert age; and
+    the records this data folder's submitter keeps of peers it compared (why one is distrusted, and
+    on whose evidence).
 
     Exit code: 1 with the cause when no worker was found (no gate answered, the gate refused our
     lookups, no worker advertises), 2 for bad input.
@@ -277,8 +279,12 @@ def peers(
             found: list[Peer] = await node.find_workers(timeout=timeout)
             return found, None if found else await why_no_workers(node)
 
+    from node.cli.records import record_rows
+    from node.datadir import data_folder
+
     found, why = run(main)
-    _print_peers(found, as_json)
+    records = record_rows(data_folder(None, os.environ, data_dir).campaigns)
+    _print_peers(found, records, as_json)
     if why is not None:
         fail(f"error: no worker found ({why.code.value}): {why.detail}", 1)
 
@@ -287,7 +293,7 @@ WHOLE_IDS_WIDTH = 150
 """The console width from which `peers` prints whole peer ids; narrower: their ends."""
 
 
-def _print_peers(found: list[Peer], as_json: bool) -> None:
+def _print_peers(found: list[Peer], records: list[dict[str, Any]], as_json: bool) -> None:
     from node.cli.console import console as out_console
     from node.cli.console import id_tail
     from node.submitter.discovery import claims_of, home_class
@@ -311,7 +317,7 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
         for p, claim in zip(found, claims, strict=True)
     ]
     if as_json:
-        print(json.dumps({"peers": rows}), flush=True)
+        print(json.dumps({"peers": rows, "records": records}), flush=True)
         return
     from rich.table import Table
 
@@ -337,6 +343,9 @@ def _print_peers(found: list[Peer], as_json: bool) -> None:
             f"{cal.get('mem_bandwidth_gbs', 0):.1f}" if cal else "-",
         )
     out.print(table)
+    from node.cli.records import print_records
+
+    print_records(records)
 
 
 def register(app: typer.Typer) -> None:
