@@ -2,7 +2,8 @@
 
 Real processes: a gate, three honest `join` workers and three hostile ones (tests/lab/replicaliar.py:
 one halves its samples and derives every figure again, one returns outputs without running the
-model, one advertises a calibration its CPU cannot reach), and `sark-node submit` / `plan` / `peers`.
+model, one advertises a calibration its CPU cannot reach, and a second halving key, its Sybil), and
+`sark-node submit` / `plan` / `peers`.
 Every worker runs on 127.0.0.1, so the campaigns say `verify: {same_host: allow}` (the lab's explicit
 way around the distinct-host rule; the rows say "(same host)").
 """
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from node.submitter.store import CampaignStore
 from scheduler.results import CampaignReport, entries_of
 
 pytestmark = pytest.mark.exclusive  # replicas compare timings measured here
@@ -34,10 +36,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[
         submitter_dir = root / "submitter"
         me = submitter_id(submitter_dir)
         gate = lab.gate().ready["addrs"][0]
-        names = [*HONEST, "halve", "norun", "claim"]
+        names = [*HONEST, "halve", "norun", "claim", "sybil"]
+        modes = {"sybil": "halve"}  # a second key lying as `halve` does: two Sybils on this host
         started = [
             lab.real_worker(
-                n, [gate], me, wait=False, program=None if n in HONEST else [sys.executable, str(LIAR), n]
+                n,
+                [gate],
+                me,
+                wait=False,
+                program=None if n in HONEST else [sys.executable, str(LIAR), modes.get(n, n)],
             )
             for n in names
         ]
@@ -65,7 +72,7 @@ def campaign(root: Path, name: str, peers: list[str], verify: dict[str, Any]) ->
 
 def submit(swarm: Swarm, path: Path) -> tuple[list[dict[str, str]], CampaignReport]:
     done = swarm.run(
-        "submit", str(path), "--json", "--wait-peers", "6", "--out", str(path.parent / "out"), timeout=400
+        "submit", str(path), "--json", "--wait-peers", "7", "--out", str(path.parent / "out"), timeout=400
     )
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
@@ -147,7 +154,7 @@ def test_a_peer_claiming_a_speed_it_does_not_have_is_marked_everywhere(
     assert found[claimer]["claim"].startswith("claim_unverified: calibration.cpu_gflops")
     assert not found[ids["h0"]]["claim"]
     refused = campaign(swarm.root, "claim-refused", [claimer, ids["h0"]], {})
-    planned = swarm.run("plan", str(refused), "--json", "--wait-peers", "6")
+    planned = swarm.run("plan", str(refused), "--json", "--wait-peers", "7")
     assert planned.returncode == 0, planned.stderr
     (job,) = json.loads(planned.stdout)["jobs"]
     assert job["chosen"] == [ids["h0"]]
@@ -159,3 +166,51 @@ def test_a_peer_claiming_a_speed_it_does_not_have_is_marked_everywhere(
     assert row["WorkerPeerId"] == claimer
     assert row["Claim"].startswith("claim_unverified: calibration.cpu_gflops"), row
     assert row["Verified"] == "single"
+
+
+def test_two_sybils_on_this_host_outvoting_an_honest_peer_never_turn_its_record(
+    lab: tuple[Swarm, dict[str, str]],
+) -> None:
+    """Issue 38, scope 4: two halving keys on this host (the lab switch lets them form a quorum, said
+    explicitly) and one honest worker, in a group of three, over two small campaigns sharing one
+    store: where the Sybils outvote the honest worker its row says so, but one network's majority
+    counts nothing against it: its record never turns distrusted, and `peers` names the liars as
+    the evidence (their ids and network). On a loaded machine a halved figure may fall within the
+    band of the truth, or the two apart (no majority: a fourth replica no peer can run, exit 1,
+    said); the record holds either way."""
+    swarm, ids = lab
+    honest, liars = ids["h0"], {ids["halve"], ids["sybil"]}
+    peers = [honest, *sorted(liars)]
+    job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 20, "warmup_runs": 1,
+           "load_runs": 1, "processes": 3, "threads": 1, "require": {"peers": peers}}  # fmt: skip
+    verify = {"replicas": 3, "same_host": "allow"}
+    store = CampaignStore(swarm.submitter_dir / "campaigns.sqlite")
+    verdicts = []
+    for name in ("sybils-1", "sybils-2"):
+        body = {
+            "name": name,
+            "model": {"path": MODEL.name},
+            "verify": verify,
+            "max_inflight": 3,
+            "jobs": [job],
+        }
+        (swarm.root / name).mkdir(exist_ok=True)
+        path = write_campaign(swarm.root / name / "c.yaml", body)
+        done = swarm.run(
+            "submit", str(path), "--json", "--wait-peers", "7", "--out", str(path.parent / "out")
+        )
+        assert done.returncode == 0 or "(1 unverifiable)" in done.stderr, done.stderr[-3000:]
+        with open(json.loads(done.stdout.strip().splitlines()[-1])["files"]["csv"], newline="") as f:
+            verdicts += [
+                r["Verified"].split(":")[0] for r in csv.DictReader(f) if r["WorkerPeerId"] == honest
+            ]
+        assert not store.peer_records()[honest].distrusted
+    listed = swarm.run("peers", "--json", "--timeout", "2")
+    assert listed.returncode == 0, listed.stderr
+    mine = {r["peer_id"]: r for r in json.loads(listed.stdout)["records"]}[honest]
+    assert not mine["distrusted"], mine
+    if "outlier" in verdicts:  # outvoted: the liars are named, on their network, and counted nothing
+        assert {
+            w["peer_id"]: w["network"] for w in mine["overruled"] if w["peer_id"] in liars
+        } == dict.fromkeys(liars, "loopback"), mine
+    assert mine["disagreed"] <= 0.25 * verdicts.count("disagreed"), (mine, verdicts)
