@@ -32,6 +32,14 @@ so their prediction is worth nothing and their lies are checked at p like any ot
 (which the network rule cannot tell apart), all reporting the owner's one factor, so any two of them in
 a quorum agree on the lie.
 
+`--strategy poison`: Sybils poisoning honest peers' records (issue 38, scope 4). The cheaters of each
+class are one owner's keys, each on a network of its own (the network rule cannot tell them apart),
+all reporting 0.5x, so any two of them in a group with an honest peer outvote it. Before scope 4 a
+majority's word counted in full: two outvotes and the honest peer was distrusted across campaigns.
+Now what a group says of a peer is weighed by the partners' records (`evidence.weigh`) and a record
+turns only on three partners over two networks; "honest distrusted" counts the honest peers that were
+ever distrusted during the run (by anyone: noise included).
+
 `--reference`: each configuration runs twice, without and with a reference device per class (one more
 honest peer on its own network, named in `verify.reference`): placement puts it in every quorum of its
 class (`pick_replicas(references=...)`) and every spot check's replica on it, and
@@ -127,11 +135,15 @@ class Tally:
     assumed_p: float = 0.1  # the spot-check probability they assume
     references: frozenset[str] = frozenset()  # one honest reference device per class (`--reference`)
     reference_runs: int = 0  # results the reference devices ran
+    honest_distrusted: set[str] = field(default_factory=set)  # honest peers ever distrusted
 
 
-def fleet(draws: Draws, peers: int, classes: int, cheaters: float, *, sybil: bool = False) -> list[Peer]:
+def fleet(
+    draws: Draws, peers: int, classes: int, cheaters: float, *, sybil: bool = False, poison: bool = False
+) -> list[Peer]:
     """Peers with real profiles, `classes` classes told apart by their CPU, hosts and cheat factors
-    (with `sybil`, every cheater of a class reports its class's one owner's factor)."""
+    (with `sybil`, every cheater of a class reports its class's one owner's factor; with `poison`,
+    0.5x)."""
     owners = [0.5 + 0.4 * draws.uniform() for _ in range(classes)]
     out: list[Peer] = []
     for i in range(peers):
@@ -152,6 +164,7 @@ def fleet(draws: Draws, peers: int, classes: int, cheaters: float, *, sybil: boo
         host = f"10.0.{(i // 3) % 256}.{i // 768}" if shared else f"host-{i}"
         cheat = 0.5 + 0.4 * draws.uniform() if draws.uniform() < cheaters else 1.0
         cheat = owners[c] if sybil and cheat < 1.0 else cheat
+        cheat = 0.5 if poison and cheat < 1.0 else cheat
         latency = (5.0 + 5.0 * c) * draws.normal(1.0, BOARD_CV)
         out.append(
             Peer(f"peer-{i}", Candidate(f"peer-{i}", device_class(profile, UNIT), host), latency, cheat)
@@ -293,6 +306,8 @@ def _learn(
         elif ev.weight >= RESET_WEIGHT:
             tally.runs += len(tally.singles.pop(r.peer_id, []))
         if tally.records[r.peer_id].distrusted and not record.distrusted:
+            if peers[r.peer_id].cheat == 1.0:
+                tally.honest_distrusted.add(r.peer_id)
             _caught(draws, r.peer_id, peers, noise, tally)
 
 
@@ -312,7 +327,14 @@ def simulate(
     seed: int, noise: float, spot: float | None, args: argparse.Namespace, *, reference: bool = False
 ) -> dict[str, float]:
     draws = Draws(seed)
-    everyone = fleet(draws, args.peers, args.classes, args.cheaters, sybil=args.strategy == "sybil")
+    everyone = fleet(
+        draws,
+        args.peers,
+        args.classes,
+        args.cheaters,
+        sybil=args.strategy == "sybil",
+        poison=args.strategy == "poison",
+    )
     if reference:
         everyone = with_references(Draws(seed + 1_000_003), everyone, args.classes)
     peers = {p.peer_id: p for p in everyone}
@@ -337,6 +359,7 @@ def simulate(
         "replicated": tally.replicated,
         "single": tally.single,
         "disagreed": tally.disagreed,
+        "honest_distrusted": len(tally.honest_distrusted),
     }
 
 
@@ -352,13 +375,14 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=3, help="processes per replica (the task's)")
     parser.add_argument(
         "--strategy",
-        choices=("scaled", "predicting", "scattered", "sybil"),
+        choices=("scaled", "predicting", "scattered", "sybil", "poison"),
         default="scaled",
         help="scaled: cheaters lie on every result; predicting: only where the draw sark-node derived "
         "from the campaign id before issue 38 says 'not checked' (the secret draw ignores it); "
         "scattered: they lie with their process medians spread (0.75x, 1x, 1/cheat x of the lie) to "
         "widen a band their own spread would set (the class's pool sets it); sybil: a class's cheaters "
-        "are one owner's devices on distinct networks, all with one factor (they agree on the lie)",
+        "are one owner's devices on distinct networks, all with one factor (they agree on the lie); "
+        "poison: they are one owner's keys on distinct networks, all at 0.5x, outvoting honest peers",
     )
     parser.add_argument(
         "--reference",
@@ -370,6 +394,7 @@ def main() -> None:
     print(
         f"{'noise (CV of process medians)':32} {'policy':22} {'reference':>9} {'cheating shown':>15} "
         f"{'as replicated':>14} {'honest flagged':>15} {'extra tasks':>12} {'on references':>14}"
+        f" {'honest distrusted':>18}"
         f"  (means over {args.seeds} fleet(s); shown: worst)"
     )
     for label, noise in NOISE.items():
@@ -393,7 +418,8 @@ def _row(
     flagged, extra, on_refs = got["honest_flagged_pct"], got["extra_tasks_pct"], got["reference_runs_pct"]
     print(
         f"{label:32} {policy:22} {'yes' if reference else 'no':>9} {shown:14.2f}% {replicated:13.2f}% "
-        f"{flagged:14.2f}% {extra:11.1f}% {on_refs:13.1f}%  ({worst:.2f}%)"
+        f"{flagged:14.2f}% {extra:11.1f}% {on_refs:13.1f}% {got['honest_distrusted']:18.1f}  ({worst:.2f}%)",
+        flush=True,
     )
     return {
         "noise": label,

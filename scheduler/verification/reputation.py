@@ -64,6 +64,11 @@ BIAS_Z: Final = 3.0
 """Standard errors of the mean offset it must clear the tolerance by."""
 BIAS_SD_FLOOR: Final = 0.01
 """The smallest spread of offsets assumed (a few equal offsets prove less than their spread says)."""
+OUTVOTED_MIN: Final = 3
+"""Disagreements (weighed) before a peer is `outvoted`: with two, an honest peer in a class where 30 %
+are one owner's keys on distinct networks (the network rule cannot see them) was distrusted in the
+simulation when two pairs of them outvoted it before its second agreement (1 honest peer in 100, at
+6 % and 7.4 % noise); with three, none over three fleets (benchmarks/replication_sim.py, poison)."""
 WITNESSES_MIN: Final = 3
 """Distinct partners a peer's evidence must come from before it is `biased` or `distrusted`."""
 NETWORKS_MIN: Final = 2
@@ -220,22 +225,23 @@ class PeerRecord:
         """Its figures sit off its class's for good: over at least `BIAS_MIN` comparisons from
         independent partners (`independent`), the mean offset is beyond `BIAS_TOLERANCE` by
         `BIAS_Z` standard errors."""
-        if self.offsets < BIAS_MIN or self.offset is None or not self.independent("compared"):
+        if self.offsets < BIAS_MIN or self.offset is None:
             return False
-        return abs(self.offset) - BIAS_Z * self._offset_error() > BIAS_TOLERANCE
+        off = abs(self.offset) - BIAS_Z * self._offset_error() > BIAS_TOLERANCE
+        return off and self.independent("compared")
 
     @property
     def outvoted(self) -> bool:
-        """Counted against more than it agreed, at least twice, by independent partners."""
-        return self.disagreed >= 2 and self.disagreed > self.agreed and self.independent("against")
+        """Counted against more than it agreed, at least `OUTVOTED_MIN` times, by independent partners."""
+        return self.disagreed >= OUTVOTED_MIN and self.disagreed > self.agreed and self.independent("against")
 
     @property
     def distrusted(self) -> bool:
         """Its replicas no longer count towards a majority (`agreement.settle`): it was counted
-        against more often than it agreed, at least twice (`outvoted`), or it is `biased`; either
-        only on evidence from `WITNESSES_MIN` partners over `NETWORKS_MIN` networks. An honest
-        peer is an outlier by noise a few times in a hundred and agrees the rest; a peer that
-        reports a false speed is an outlier nearly every time it meets honest ones."""
+        against more often than it agreed, at least `OUTVOTED_MIN` times (`outvoted`), or it is
+        `biased`; either only on evidence from `WITNESSES_MIN` partners over `NETWORKS_MIN`
+        networks. An honest peer is an outlier by noise a few times in a hundred and agrees the
+        rest; a peer that reports a false speed is an outlier nearly every time it meets honest ones."""
         return self.outvoted or self.biased
 
     def why_distrusted(self) -> str:

@@ -41,3 +41,16 @@ def test_a_reference_device_closes_what_a_sybil_majority_opens() -> None:
     assert referenced["cheating_shown_pct"] == 0.0, referenced
     assert referenced["honest_flagged_pct"] <= 1.0, referenced
     assert referenced["reference_runs_pct"] == 100.0  # the cost: the reference runs every task once
+
+
+def test_sybils_poisoning_honest_peers_outvote_them_but_turn_no_honest_record() -> None:
+    """30 % of a class are one owner's keys on distinct networks, all at 0.5x: pairs of them outvote
+    honest peers (flagged far above noise), yet no honest peer turns distrusted: evidence is weighed
+    by the partners' records and a record turns only on three partners over two networks, at least
+    three times (issue 38, scope 4)."""
+    fleet = argparse.Namespace(
+        peers=200, classes=2, cheaters=0.3, tasks=1000, processes=3, strategy="poison", spot=0.1
+    )
+    got = replication_sim.simulate(2, replication_sim.NOISE["MobileNetV2 (6.0 %)"], None, fleet)
+    assert got["honest_flagged_pct"] > 5.0, got  # the attack is live
+    assert got["honest_distrusted"] == 0, got

@@ -66,17 +66,20 @@ def test_fresh_partners_count_less_and_distrusted_ones_nothing() -> None:
     assert standing(PeerRecord(agreed=TRUST_AFTER)) == 1.0
     caught = PeerRecord().after(Evidence(False, 1.0, None, (("a", "n1"), ("b", "n2"))))
     caught = caught.after(Evidence(False, 1.0, None, (("c", "n3"),)))
+    assert not caught.distrusted  # twice: not yet (`OUTVOTED_MIN`)
+    caught = caught.after(Evidence(False, 1.0, None, (("a", "n1"),)))
     assert caught.distrusted
     assert standing(caught) == 0.0
-    assert "a (n1) 1" in caught.why_distrusted()  # on whose evidence
+    assert caught.why_distrusted().endswith("against it: a (n1) 2, b (n2) 1, c (n3) 1")  # on whose evidence
 
 
 def test_records_decay_with_a_half_life() -> None:
     t0 = 1.8e9
     record = PeerRecord().after(Evidence(False, 1.0, None, (("a", "n1"), ("b", "n2"), ("c", "n3")), t0))
     record = record.after(Evidence(False, 1.0, None, (("a", "n1"),), t0))
+    record = record.after(Evidence(False, 1.0, None, (("b", "n2"),), t0))
     assert record.distrusted
     later = record.decayed(t0 + HALF_LIFE_S)
-    assert later.disagreed == 1.0
+    assert later.disagreed == 1.5
     assert not later.distrusted
     assert record.decayed(t0 - 10) is record  # never forward from the past
