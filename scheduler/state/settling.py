@@ -8,8 +8,10 @@ disagree (`pending`) and a spot check the draw picks (`reputation.should_check`:
 key and the task id) ask for one more replica on another peer of the group's class on another host
 (`quorum.more_peer`: which one is a secret draw too, so no peer can arrange to check itself); the machine adds
 it as a task of the same job and group, so the campaign does not end before it settles. Otherwise each
-accepted task gets its row's label (`TaskView.verified`) and the node is told who agreed
-(`ReplicasSettled`), to keep each peer's record (`reputation.PeerRecord`) in its store. A group
+accepted task gets its row's label (`TaskView.verified`) and the node is told what the group says of
+each peer (`ReplicasSettled.evidence`, weighed by `evidence.weigh`: a majority on one network, or of
+fresh keys, counts little or nothing against anyone), to keep each peer's record
+(`reputation.PeerRecord`) in its store. A group
 with a reference device's result (`verify.reference`) is settled against it (`references.judge`), its
 rows name it, and one more replica goes to the reference of the class first.
 """
