@@ -185,6 +185,7 @@ def test_two_sybils_on_this_host_outvoting_an_honest_peer_never_turn_its_record(
            "load_runs": 1, "processes": 3, "threads": 1, "require": {"peers": peers}}  # fmt: skip
     verify = {"replicas": 3, "same_host": "allow"}
     store = CampaignStore(swarm.submitter_dir / "campaigns.sqlite")
+    before = store.peer_records().get(honest)  # what the module's other campaigns left
     verdicts = []
     for name in ("sybils-1", "sybils-2"):
         body = {
@@ -213,4 +214,5 @@ def test_two_sybils_on_this_host_outvoting_an_honest_peer_never_turn_its_record(
         assert {
             w["peer_id"]: w["network"] for w in mine["overruled"] if w["peer_id"] in liars
         } == dict.fromkeys(liars, "loopback"), mine
-    assert mine["disagreed"] <= 0.25 * verdicts.count("disagreed"), (mine, verdicts)
+    counted = mine["disagreed"] - (before.disagreed if before else 0)
+    assert counted <= 0.25 * verdicts.count("disagreed") + 1e-3, (mine, verdicts, before)
