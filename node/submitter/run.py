@@ -28,6 +28,7 @@ from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
+from node.submitter.challenge import Challenger, open_challenge, wants_challenge
 from node.submitter.discovery import Discovery, DiscoveryConfig, lookup_count
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
@@ -306,7 +307,8 @@ async def _run(
         store.claim(
             run.campaign_id, swarm_of(config), Submitter.this_process()
         )  # `status`, `--resume` read it
-        discovery = _discovery(node, options, run.campaign)
+        key = sch.DrawKey(run.record.secret) if run.record.secret is not None else fresh_key()
+        discovery = _discovery(node, options, run.campaign, key)
         try:
             tally = await drive(
                 node,
@@ -324,15 +326,21 @@ async def _run(
     return _outcome(run, store, tally, discovery.empty_cause)
 
 
-def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Discovery:
+def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign, key: sch.DrawKey) -> Discovery:
     """The campaign's discovery: its lookups stop at the workers it needs (`lookup_count`, at least
     `--wait-peers`; issue 43), each round counting only workers it has not confirmed yet, so a later
-    round (the churn's rediscovery) still sees a worker that joined mid-campaign."""
+    round (the churn's rediscovery) still sees a worker that joined mid-campaign. A campaign that
+    asks `verify:` has each new peer's claimed speed challenged with draws from `key`."""
     count = lookup_count(campaign)
     if count is not None:
         count = max(count, options.discovery.want or 0)
     config = dataclasses.replace(options.discovery, count=count)
-    return Discovery(node, config, exclude=frozenset({node.host.peer_id}))
+    vouch = None
+    if wants_challenge(campaign):
+        host = node.host
+        opened = Challenger(key, lambda peer, addrs: open_challenge(host, peer, addrs), options.events)
+        vouch = opened.vouch
+    return Discovery(node, config, exclude=frozenset({node.host.peer_id}), vouch=vouch)
 
 
 def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
@@ -371,6 +379,6 @@ async def plan(
     """A dry run: which peers each job would go to, and why every other peer would not. Sends nothing."""
     campaign = vetted if vetted is not None else await trio.to_thread.run_sync(vet_local, text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
-    async with open_submitter(config, options) as node:
-        peers = await _discovery(node, options, campaign).initial()
+    async with open_submitter(config, options) as node:  # a dry run's challenges draw from a key of its own
+        peers = await _discovery(node, options, campaign, fresh_key()).initial()
     return sch.explain(campaign, models, peers)
