@@ -22,25 +22,29 @@ import numpy as np
 import numpy.typing as npt
 
 DIGEST_BYTES: Final = 16  # protocol.challenge.DIGEST_BYTES (the child imports no pydantic)
-MAX_N: Final = 4096  # protocol.challenge.CHALLENGE_MAX_N
+MAX_N: Final = 65536  # protocol.challenge.CHALLENGE_MAX_N
+WIDTH: Final = 512  # protocol.challenge.CHALLENGE_WIDTH
 
 Matrix = npt.NDArray[np.float32]
 
 
 def expand(seed: int, n: int) -> tuple[Matrix, Matrix]:
-    """A and B for `seed` (`protocol.challenge`'s generator): PCG64, low 32-bit word first, each
-    word's top 24 bits k as k * 2**-23 - 1."""
+    """A (n x WIDTH) and B (WIDTH x WIDTH) for `seed` (`protocol.challenge`'s generator): PCG64, low
+    32-bit word first, each word's top 23 bits k as k * 2**-23 - 0.5 (made in place: the bits put
+    under a float32 1.0's exponent, then 1.5 taken away; cheap, since the worker's clock runs while
+    it expands)."""
     generator = np.random.PCG64(seed)
-    return _matrix(generator, n), _matrix(generator, n)
+    return _matrix(generator, n), _matrix(generator, WIDTH)
 
 
-def _matrix(generator: np.random.PCG64, n: int) -> Matrix:
-    words = generator.random_raw((n * n + 1) // 2).astype("<u8").view("<u4")[: n * n]
-    words >>= 8
-    out = words.astype(np.float32)
-    out *= np.float32(2.0**-23)
-    out -= np.float32(1.0)
-    return out.reshape(n, n)
+def _matrix(generator: np.random.PCG64, rows: int) -> Matrix:
+    size = rows * WIDTH
+    words = generator.random_raw((size + 1) // 2).astype("<u8", copy=False).view("<u4")[:size]
+    words >>= 9
+    words |= np.uint32(0x3F800000)
+    out = words.view("<f4").astype(np.float32, copy=False)
+    out -= np.float32(1.5)
+    return out.reshape(rows, WIDTH)
 
 
 def product(seed: int, n: int) -> Matrix:
@@ -62,7 +66,8 @@ def row_bytes(c: Matrix, rows: Sequence[int]) -> list[bytes]:
 
 
 def exact_rows(seed: int, n: int, rows: Sequence[int]) -> list[list[float]]:
-    """The named rows of A @ B computed in float64 (the submitter's check: O(len(rows) n**2))."""
+    """The named rows of A @ B computed in float64 (the submitter's check: O(len(rows) WIDTH**2),
+    after expanding the seed)."""
     a, b = expand(seed, n)
     exact = a[list(rows)].astype(np.float64) @ b.astype(np.float64)
     return [[float(v) for v in row] for row in exact]

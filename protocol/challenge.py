@@ -1,9 +1,12 @@
 """`/sark/challenge/1.0.0`: a short matmul the submitter draws, to test a peer's claimed CPU speed.
 
 A peer's calibration (`Calibration.cpu_gflops`) is its own word. A challenge measures it: the
-submitter sends a seed it drew from its campaign's secret only now, the worker expands it into two
-float32 matrices with the generator below, computes C = A @ B in a spawned child and commits to
-every row of C (one digest each) before it learns which rows the submitter will check. The
+submitter sends a seed it drew from its campaign's secret only now, the worker expands it into
+float32 matrices A (n x `CHALLENGE_WIDTH`) and B (`CHALLENGE_WIDTH` square) with the generator below,
+computes C = A @ B in a spawned child and commits to every row of C (one digest each) before it
+learns which rows the submitter will check. The product is n stacked 512 x 512 products sharing
+B: the calibration's own kernel (`drivers/calibrate.py`, 512 x 512), so a device's challenge runs
+at the speed its calibration measured, cache for cache, whatever n the claim asks for. The
 submitter times seed-sent to commitment-received on its own clock, then names rows it draws after
 the commitment arrived; the worker reveals them and the submitter recomputes them in float64.
 
@@ -15,13 +18,12 @@ One stream, in this order (the submitter speaks first each time, the worker answ
       challenge_seed(n, seed) -> challenge_commit     (a digest per row of C, concatenated)
       challenge_reveal(rows)  -> challenge_rows       (those rows of C, float32 little-endian)
 
-A worker that cannot take part answers `challenge_failed` with why (busy, its child failed, an n over
-`CHALLENGE_MAX_N`).
+A worker that cannot take part answers `challenge_failed` with why (busy, its child failed).
 
 The generator (both sides run it; `expand` in `drivers/challengechild.py`): numpy's PCG64 seeded
-with `seed` (through its SeedSequence); A then B, each n x n in row-major order, each element one
-32-bit word of `random_raw`'s 64-bit outputs (the low word first), its top 24 bits k mapped to
-k * 2**-23 - 1: uniform on [-1, 1), exact in float32. PCG64's raw stream is stable across numpy
+with `seed` (through its SeedSequence); A then B, in row-major order, each element one
+32-bit word of `random_raw`'s 64-bit outputs (the low word first), its top 23 bits k mapped to
+k * 2**-23 - 0.5: uniform on [-0.5, 0.5), exact in float32. PCG64's raw stream is stable across numpy
 versions (its `Generator` distributions are not promised to be).
 """
 
@@ -34,9 +36,11 @@ from pydantic import Field
 from protocol.base import Value
 
 CHALLENGE: Final = "/sark/challenge/1.0.0"
+CHALLENGE_WIDTH: Final = 512
+"""The columns of A, and B's side (the calibration's matrix size)."""
 CHALLENGE_MIN_N: Final = 64
-CHALLENGE_MAX_N: Final = 4096
-"""The largest matrix a worker multiplies: three 64 MiB float32 matrices in its child."""
+CHALLENGE_MAX_N: Final = 65536
+"""The most rows of A (and C) a worker multiplies: 128 MiB each in its child, 34 GFLOP."""
 CHALLENGE_ROUNDS: Final = 3
 CHALLENGE_PINGS: Final = 3
 """Ping rounds before each seed (the submitter subtracts the fastest)."""
@@ -72,7 +76,7 @@ class ChallengePong(Value):
 
 
 class ChallengeSeed(Value):
-    """A round's matrices: n and the seed they expand from (drawn by the submitter just now)."""
+    """A round's matrices: A's rows n and the seed they expand from (drawn by the submitter just now)."""
 
     kind: Literal["challenge_seed"] = "challenge_seed"
     round: int = Field(ge=0, lt=CHALLENGE_ROUNDS)
@@ -97,7 +101,7 @@ class ChallengeReveal(Value):
 
 
 class ChallengeRows(Value):
-    """The named rows of C, each n float32 values little-endian, in the order they were named."""
+    """The named rows of C, each `CHALLENGE_WIDTH` float32 values little-endian, as they were named."""
 
     kind: Literal["challenge_rows"] = "challenge_rows"
     round: int = Field(ge=0, lt=CHALLENGE_ROUNDS)
@@ -118,6 +122,7 @@ __all__ = [
     "CHALLENGE_MIN_N",
     "CHALLENGE_PINGS",
     "CHALLENGE_ROUNDS",
+    "CHALLENGE_WIDTH",
     "DIGEST_BYTES",
     "ChallengeCommit",
     "ChallengeFailed",

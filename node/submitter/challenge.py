@@ -1,7 +1,8 @@
 """Each new peer's claimed CPU speed challenged once per campaign, before its first task.
 
-A campaign whose `verify:` block sets anything (`wants_challenge`) has discovery pass every round's
-peers through `Challenger.vouch`: a peer that advertises a calibration, and that physics and its
+A campaign whose `verify:` block sets anything (`wants_challenge`) has its loop pass every discovery
+round's peers through `Challenger.vouch` before the scheduler sees them (`submit`, `serve`; `plan`
+too, with a key of its own): a peer that advertises a calibration, and that physics and its
 class did not already refute (`claims`), is challenged over `/sark/challenge/1.0.0`
 (`protocol.challenge`; the judgement is `scheduler.verification.challenge`'s): a few pings, then up
 to `CHALLENGE_ROUNDS` rounds of a seed drawn from the campaign's secret, the worker's commitment
@@ -133,7 +134,7 @@ class Challenger:
             rtt = await _fastest_ping(channel, r)
             sizing = challenge.size(claimed, rtt)
             n = sizing.n
-            measured, problem = await self._round(channel, f"{subject}\x00{r}", r, sizing)
+            measured, problem = await self._round(channel, f"{subject}\x00{r}", r, sizing, claimed)
             self._emit("challenge", subject=subject.split("\x00")[0], round=r, n=n, gflops=round(measured, 3),
                        claimed=claimed, rtt_ms=round(rtt * 1e3, 3), problem=problem)  # fmt: skip
             if problem:
@@ -144,7 +145,7 @@ class Challenger:
         return challenge.reason(n, best, claimed)
 
     async def _round(
-        self, channel: Channel, subject: str, r: int, sizing: challenge.Sizing
+        self, channel: Channel, subject: str, r: int, sizing: challenge.Sizing, claimed: float
     ) -> tuple[float, str]:
         """One round: its measured GFLOPS, and why its rows do not stand ("" when they do)."""
         seed = challenge.seed_of(self._key, subject)
@@ -154,7 +155,8 @@ class Challenger:
             commit = _expect(await channel.receive(timeout=sizing.deadline_s), ChallengeCommit)
         except PeerTimeout:  # no commitment by the deadline: slower than the claim allows
             bound = challenge.gflops(sizing.n, sizing.deadline_s, sizing.credit_s)
-            return bound, f"no commitment within {sizing.deadline_s:.3g} s: under {bound:.3g} GFLOPS"
+            late = f"no commitment within {sizing.deadline_s:.3g} s: under {bound:.3g} GFLOPS"
+            return bound, f"{late} against {claimed:.3g} claimed"
         elapsed = trio.current_time() - sent
         problem = challenge.commit_problem(commit.digests, sizing.n)
         if problem or commit.round != r:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import final
 
@@ -19,9 +19,6 @@ from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, Reachability
 from scheduler.verification import DeviceClass, claim_problems, device_class
 
 log = logging.getLogger(__name__)
-
-Vouch = Callable[[Sequence[sch.PeerView], Callable[[str], tuple[str, ...]]], Awaitable[list[sch.PeerView]]]
-"""Views in, views out (marked), with where to dial each peer."""
 
 PROBES_AT_ONCE = 16
 """Live-profile probes in flight at once during discovery (each dials and opens a stream)."""
@@ -67,17 +64,8 @@ class DiscoveryConfig:
 class Discovery:
     """Turns the DHT's view of the swarm into scheduler peer views, and remembers how to dial them."""
 
-    def __init__(
-        self,
-        node: Node,
-        config: DiscoveryConfig,
-        *,
-        exclude: frozenset[str] = frozenset(),
-        vouch: Vouch | None = None,
-    ) -> None:
+    def __init__(self, node: Node, config: DiscoveryConfig, *, exclude: frozenset[str] = frozenset()) -> None:
         self._node = node
-        self._vouch = vouch
-        """Each round's views passed through it (a campaign's challenges: `node.submitter.challenge`)."""
         self._config = config
         self._exclude = exclude
         self._adverts: dict[str, AdvertBody] = {}
@@ -156,10 +144,7 @@ class Discovery:
         if self._count is not None and fresh < self._count <= offered:
             self._count *= 2  # providers that did not answer: the next round reads further down the keys
         self._known.update(v.peer_id for v in views)
-        marked = with_claims(views)
-        if self._vouch is not None:
-            marked = await self._vouch(marked, self.addrs)
-        return tuple(sorted(marked, key=lambda v: v.peer_id))
+        return tuple(sorted(with_claims(views), key=lambda v: v.peer_id))
 
     async def _confirm(self, peer: Peer, views: list[sch.PeerView]) -> None:
         async with self._probes:  # a few at a time: each probe's deadline is not spent waiting for CPU

@@ -203,6 +203,7 @@ async def drive(
     """Run the campaign's loop on `node` until the scheduler finishes (or the caller cancels; or `stop`
     is set: `CampaignInterrupted`)."""
     host = node.host
+    key = sch.DrawKey(run.record.secret) if run.record.secret is not None else fresh_key()
     loop = CampaignLoop(
         campaign_id=run.campaign_id,
         campaign=run.campaign,
@@ -215,6 +216,7 @@ async def drive(
         events=events,
         stop=stop,
         fleet=FleetBook(run.campaign, lambda peer, addrs: open_clock(host, peer, addrs)),
+        challenger=challenger(node, run.campaign, key, events),
     )
     events("campaign", campaign=run.campaign_id, submitter=host.peer_id)
     await loop.run()
@@ -307,8 +309,7 @@ async def _run(
         store.claim(
             run.campaign_id, swarm_of(config), Submitter.this_process()
         )  # `status`, `--resume` read it
-        key = sch.DrawKey(run.record.secret) if run.record.secret is not None else fresh_key()
-        discovery = _discovery(node, options, run.campaign, key)
+        discovery = _discovery(node, options, run.campaign)
         try:
             tally = await drive(
                 node,
@@ -326,21 +327,23 @@ async def _run(
     return _outcome(run, store, tally, discovery.empty_cause)
 
 
-def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign, key: sch.DrawKey) -> Discovery:
+def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Discovery:
     """The campaign's discovery: its lookups stop at the workers it needs (`lookup_count`, at least
     `--wait-peers`; issue 43), each round counting only workers it has not confirmed yet, so a later
-    round (the churn's rediscovery) still sees a worker that joined mid-campaign. A campaign that
-    asks `verify:` has each new peer's claimed speed challenged with draws from `key`."""
+    round (the churn's rediscovery) still sees a worker that joined mid-campaign."""
     count = lookup_count(campaign)
     if count is not None:
         count = max(count, options.discovery.want or 0)
     config = dataclasses.replace(options.discovery, count=count)
-    vouch = None
-    if wants_challenge(campaign):
-        host = node.host
-        opened = Challenger(key, lambda peer, addrs: open_challenge(host, peer, addrs), options.events)
-        vouch = opened.vouch
-    return Discovery(node, config, exclude=frozenset({node.host.peer_id}), vouch=vouch)
+    return Discovery(node, config, exclude=frozenset({node.host.peer_id}))
+
+
+def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: EventSink) -> Challenger | None:
+    """The campaign's challenger (`node.submitter.challenge`), when its `verify:` asks for one."""
+    if not wants_challenge(campaign):
+        return None
+    host = node.host
+    return Challenger(key, lambda peer, addrs: open_challenge(host, peer, addrs), events)
 
 
 def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
@@ -379,6 +382,10 @@ async def plan(
     """A dry run: which peers each job would go to, and why every other peer would not. Sends nothing."""
     campaign = vetted if vetted is not None else await trio.to_thread.run_sync(vet_local, text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
-    async with open_submitter(config, options) as node:  # a dry run's challenges draw from a key of its own
-        peers = await _discovery(node, options, campaign, fresh_key()).initial()
+    async with open_submitter(config, options) as node:
+        discovery = _discovery(node, options, campaign)
+        peers = await discovery.initial()
+        challenges = challenger(node, campaign, fresh_key(), options.events)  # a dry run's own key
+        if challenges is not None:
+            peers = tuple(await challenges.vouch(peers, discovery.addrs))
     return sch.explain(campaign, models, peers)
