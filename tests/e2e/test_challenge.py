@@ -1,31 +1,50 @@
 """Issue 38, scope 6: a CPU that claims a speed it does not have is refused by its challenge.
 
-Real processes: a gate, an honest calibrating `join` and one that advertises 4x the CPU GFLOPS it
-measured (tests/lab/speedliar.py `fast`: a unique claim, a class of one that no class median
-refutes), and `sark-node submit` with a `verify:` block, which challenges each peer before its first
-task over `/sark/challenge/1.0.0` (a drawn matmul in the worker's spawned child, rows committed,
-checked, timed). The liar's rows carry `claim_unverified: challenge: n=..., X GFLOPS measured
-against Y claimed`; the honest worker's carry no mark. The liar starts with the honest worker's
-calibration in its cache (one machine, one figure: the liar's claim is exactly 4x the honest one's),
-so the test turns on the challenge, not on two calibrations taken under different loads. It is
-timing-dependent by nature (exclusive): an honest device passes above 1/3 of its claim, so the
-4x liar fails as long as this machine's challenge runs between 1/3 and 4/3 of its calibration.
+Real processes: a gate and two real `sark-node join` workers on this machine, and `sark-node submit`
+with a `verify:` block, which challenges each peer before its first task over
+`/sark/challenge/1.0.0` (a drawn product in the worker's spawned child, its rows committed, checked
+and timed). The test calibrates this machine (`drivers.calibrate`, the kernel `join` calibrates
+with; the best of three, since a figure taken in a loaded moment would understate the liar's lie)
+and starts both workers with a profile (`join --profile`, the product's own way to advertise a
+written profile): the honest one advertises that calibration, the liar 4x it under a CPU name of
+its own (a unique claim: a class of one, which no class median refutes). Both skip the device
+probe, so the lab starts in seconds. The liar's rows carry `claim_unverified: challenge: n=..., X
+GFLOPS measured against Y claimed`; the honest worker's carry no mark. Timing-dependent by nature
+(exclusive): the honest worker passes while this machine's best challenge round stays above 0.4x
+the calibration, and the liar is refused while it stays under 1.6x.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from drivers.calibrate import cpu_gflops
+from e2e.conftest import MODEL, CampaignLab, Swarm, submitter_id, write_campaign
+from protocol import Calibration, ComputeUnit, DeviceProfile, UnitStatus
 
 pytestmark = pytest.mark.exclusive  # the challenge times a product measured here
-LIAR = ROOT / "tests" / "lab" / "speedliar.py"
+FACTOR = 4.0
+
+
+def _profiles(root: Path) -> tuple[Path, Path, float]:
+    """The honest profile (this machine's calibration) and the liar's (4x it, its own CPU name)."""
+    measured = max(cpu_gflops() for _ in range(3))  # the best of 3 calibrations: a loaded moment's is low
+    honest = DeviceProfile(
+        device_name="honest", soc="test-cpu", cores_physical=1, cores_logical=2, ram_mb=1024, os="Linux",
+        os_version="6", fingerprint="f" * 16,
+        units=(UnitStatus(unit=ComputeUnit.CPU_ONNX, usable=True, provider="CPUExecutionProvider"),),
+        calibration=Calibration(cpu_gflops=measured, mem_bandwidth_gbs=10.0, seconds=1.0),
+    )  # fmt: skip
+    claim = Calibration(cpu_gflops=measured * FACTOR, mem_bandwidth_gbs=10.0, seconds=1.0)
+    liar = honest.with_(device_name="fast", soc="test-cpu-fast", calibration=claim)
+    paths = root / "honest.json", root / "fast.json"
+    for path, profile in zip(paths, (honest, liar), strict=True):
+        path.write_text(profile.model_dump_json())
+    return paths[0], paths[1], measured
 
 
 def test_a_cpu_claiming_4x_its_speed_is_refused_by_its_challenge_and_an_honest_one_passes(
@@ -35,15 +54,13 @@ def test_a_cpu_claiming_4x_its_speed_is_refused_by_its_challenge_and_an_honest_o
     try:
         me = submitter_id(tmp_path / "submitter")
         gate = lab.gate().ready["addrs"][0]
-        ids = {}
-        for name in ("honest", "fast"):
-            if name == "fast":  # the honest one's calibration (cached under the machine's key): one figure
-                shutil.copytree(tmp_path / "honest" / "profile", tmp_path / "fast" / "profile")
-            proc = lab.real_worker(name, [gate], me, program=[sys.executable, str(LIAR), name], timeout=120)
-            ids[name] = proc.ready["peer_id"]
+        honest_file, liar_file, measured = _profiles(tmp_path)
+        started = {
+            name: lab.real_worker(name, [gate], me, wait=False, extra=["--profile", str(path)])
+            for name, path in (("honest", honest_file), ("fast", liar_file))
+        }
+        ids = {name: proc.wait_event("ready", 60)["peer_id"] for name, proc in started.items()}
         swarm = Swarm(lab, gate, {}, tmp_path / "submitter", tmp_path)
-        claimed = {p["peer_id"]: p["calibration"]["cpu_gflops"] for p in lab.peers([gate])}
-        assert claimed[ids["fast"]] > 0
         job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 10, "warmup_runs": 1,
                "require": {"peers": list(ids.values())}}  # fmt: skip
         body = {"name": "challenged", "model": {"path": MODEL.name}, "max_inflight": 1, "jobs": [job],
@@ -62,10 +79,10 @@ def test_a_cpu_claiming_4x_its_speed_is_refused_by_its_challenge_and_an_honest_o
         lab.close()
     fast, honest = rows[ids["fast"]], rows[ids["honest"]]
     assert fast["Claim"].startswith("claim_unverified: challenge: n="), fast["Claim"]
-    assert f"against {claimed[ids['fast']]:.3g} claimed" in fast["Claim"]
+    assert f"against {measured * FACTOR:.3g} claimed" in fast["Claim"]
     assert honest["Claim"] == "", honest["Claim"]
-    by_peer = {e["subject"] for e in rounds}
-    assert by_peer == set(ids.values())  # each challenged, once per campaign
+    assert honest["Status"] == fast["Status"] == "Complete", (honest["Status"], fast["Status"])
+    assert {e["subject"] for e in rounds} == set(ids.values())  # each challenged, once per campaign
     lies = [e["problem"] for e in rounds if e["subject"] == ids["fast"]]
     assert lies, rounds  # its rows were right (it computed them): it was too slow, or did not commit in time
     assert all(p == "" or p.startswith("no commitment within") for p in lies), lies
