@@ -29,7 +29,7 @@ versions (its `Generator` distributions are not promised to be).
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
@@ -97,7 +97,9 @@ class ChallengeReveal(Value):
 
     kind: Literal["challenge_reveal"] = "challenge_reveal"
     round: int = Field(ge=0, lt=CHALLENGE_ROUNDS)
-    rows: tuple[int, ...] = Field(min_length=1, max_length=CHALLENGE_MAX_ROWS)
+    rows: tuple[Annotated[int, Field(ge=0, lt=CHALLENGE_MAX_N)], ...] = Field(
+        min_length=1, max_length=CHALLENGE_MAX_ROWS
+    )
 
 
 class ChallengeRows(Value):
@@ -105,7 +107,9 @@ class ChallengeRows(Value):
 
     kind: Literal["challenge_rows"] = "challenge_rows"
     round: int = Field(ge=0, lt=CHALLENGE_ROUNDS)
-    rows: tuple[bytes, ...] = Field(max_length=CHALLENGE_MAX_ROWS)
+    rows: tuple[Annotated[bytes, Field(max_length=4 * CHALLENGE_WIDTH)], ...] = Field(
+        max_length=CHALLENGE_MAX_ROWS
+    )
 
 
 class ChallengeFailed(Value):
