@@ -58,6 +58,8 @@ START_S: Final = 30.0
 """The worker's child start (a spawn and numpy's import) on a loaded machine."""
 STEP_S: Final = 10.0
 """A ping's or a reveal's answer."""
+TOTAL_S: Final = 45.0
+"""One peer's whole challenge (a stalling worker delays the campaign's start by at most this)."""
 NOT_ANSWERED: Final = "challenge: not answered: "
 _T = TypeVar("_T")
 
@@ -113,10 +115,11 @@ class Challenger:
         tries = self._tries[view.peer_id] = self._tries.get(view.peer_id, 0) + 1
         subject = f"{view.peer_id}\x00{tries}"
         try:
-            async with await self._open(view.peer_id, addrs) as channel:
-                problem = await self._challenge(channel, subject, cal.cpu_gflops)
-        except (NodeError, ProtocolError) as exc:
-            why = exc.detail if isinstance(exc, NodeError) else str(exc)
+            with trio.fail_after(TOTAL_S):
+                async with await self._open(view.peer_id, addrs) as channel:
+                    problem = await self._challenge(channel, subject, cal.cpu_gflops)
+        except (NodeError, ProtocolError, trio.TooSlowError) as exc:
+            why = exc.detail if isinstance(exc, NodeError) else str(exc) or f"no verdict within {TOTAL_S:g} s"
             log.warning("peer %s: %s%s", view.peer_id, NOT_ANSWERED, why)
             return NOT_ANSWERED + why
         self._verdicts[view.peer_id] = problem

@@ -42,6 +42,8 @@ COMPUTE_S: Final = 60.0
 """The longest the child may take for one round's product (a submitter gives up far sooner)."""
 STEP_S: Final = 30.0
 """The longest this side waits for the submitter's next frame."""
+TOTAL_S: Final = 90.0
+"""One whole challenge (a submitter's own gives up after 45 s)."""
 
 
 class ChildFailed(NodeError):
@@ -52,20 +54,29 @@ class ChildFailed(NodeError):
 class Challenges:
     """Serves `/sark/challenge/1.0.0`, one challenge at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, allow: frozenset[str] = frozenset(), *, open_mode: bool = True) -> None:
+        """`allow`: the submitters whose offers this worker takes (unless `open_mode`): only they may
+        challenge it, so a stranger cannot keep its one challenge busy."""
+        self._allow = allow
+        self._open_mode = open_mode
         self._busy = False
 
     async def serve(self, channel: Channel) -> None:
-        """One challenge, from `challenge_open` to the stream's end (see the module docstring)."""
+        """One challenge, from `challenge_open` to the stream's end (see the module docstring), within
+        `TOTAL_S`."""
         opened = await channel.receive(timeout=STEP_S)
         if not isinstance(opened, ChallengeOpen):
             raise RemoteProtocolError(f"a challenge stream opens with challenge_open, not {opened.kind}")
+        if not self._open_mode and channel.peer_id not in self._allow:
+            await channel.send(ChallengeFailed(reason="not a submitter this worker takes offers from"))
+            return
         if self._busy:
             await channel.send(ChallengeFailed(reason="busy: another challenge is running"))
             return
         self._busy = True
         try:
-            await self._run(channel)
+            with trio.move_on_after(TOTAL_S):
+                await self._run(channel)
         finally:
             self._busy = False
 

@@ -129,7 +129,7 @@ async def open_worker(
         handlers = {
             NEGOTIATE: negotiator.handle,
             CLOCK: serve_clock,
-            CHALLENGE: Challenges().serve,
+            CHALLENGE: Challenges(frozenset(config.allow), open_mode=config.open_mode).serve,
             BLOB: blob_handler(cache, is_relayed=node.host.is_relayed, slots=uploads, events=events),
         }
         async with trio.open_nursery() as nursery:

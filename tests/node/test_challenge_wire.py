@@ -136,3 +136,14 @@ async def test_the_worker_refuses_a_reveal_before_any_seed() -> None:
             nursery.start_soon(hostile)
             with pytest.raises(RemoteProtocolError, match="challenge_reveal out of turn"):
                 await Challenges().serve(worker)
+
+
+async def test_a_worker_answers_only_the_submitters_it_takes_offers_from() -> None:
+    submitter, worker = memory_channel_pair("submitter", "worker")
+    challenger = Challenger(KEY, _opener([submitter], []))
+    guarded = Challenges(frozenset({"another-submitter"}), open_mode=False)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(guarded.serve, worker)
+            (view,) = await challenger.vouch([_view(5.0)], lambda _: ())
+    assert view.claim == ("challenge: not answered: not a submitter this worker takes offers from",)
