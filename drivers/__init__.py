@@ -39,6 +39,7 @@ Modules:
     frame      the measuring children's frame: boundary, stages, timed loads, meters stacked
     child      the spawned child's side of a measurement: one process's Measurement
     outputs    a fingerprint of a model's outputs (rounded, hashed) that replicas of one class compare
+    challengechild  the CPU challenge's kernel (matrices from a seed, product, row digests), its child
     genchild   the spawned child's side of a generate task (load timed, warm-up, one request per prompt)
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
     models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks

@@ -120,17 +120,21 @@ class Child:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start_child(entry: Entry, args: tuple[object, ...], *, name: str, limits: Limits | None = None) -> Child:
+def start_child(
+    entry: Entry, args: tuple[object, ...], *, name: str, limits: Limits | None = None, duplex: bool = False
+) -> Child:
     """Start `entry` in a fresh `spawn` child, apart (see the module docstring), with `args` pickled.
 
     The child's entry receives the sending end of a one-way pipe first; the parent reads the other.
+    `duplex`: the pipe goes both ways (the parent sends on `Child.receiver` too: a child that waits
+    for its input, as the challenge child waits for a seed that must not exist before it is sent).
 
     Raises:
         NotStarted: the system refused to start the process (no memory, no process slot, ...).
     """
     ctx = get_context("spawn")
     folder = tempfile.mkdtemp(prefix="sark-child-")
-    receiver, sender = ctx.Pipe(duplex=False)
+    receiver, sender = ctx.Pipe(duplex=duplex)
     payload = pickle.dumps(args)
     child = ctx.Process(
         target=_entry, args=(sender, entry, payload, folder, limits or Limits()), name=name, daemon=True

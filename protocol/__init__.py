@@ -7,6 +7,7 @@ Modules:
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
     tokenizer   a pinned tokenizer.json: pin (name, sha256, compressed bytes), unpack, Pinned (encode),
                 shared by the submitter's datasets and the worker's token counts
+    challenge the CPU challenge's frames (`/sark/challenge/1.0.0`): a drawn matmul, committed rows
     fleet     fleet load: one member's deal of a shared schedule, the clock probe messages
     arrivals  the one seeded arrival generator (SplitMix64, Poisson send times) of open-loop load
     telemetry live device telemetry of a timed phase, sustained-run spec, windows and throttle causes
@@ -32,6 +33,25 @@ from __future__ import annotations
 from protocol.aggregate import derive
 from protocol.base import Stats, Value, field_problems
 from protocol.capacity import CapacityLevel, CapacityResult, LevelEnd
+from protocol.challenge import (
+    CHALLENGE,
+    CHALLENGE_MAX_N,
+    CHALLENGE_MAX_ROWS,
+    CHALLENGE_MIN_N,
+    CHALLENGE_PINGS,
+    CHALLENGE_ROUNDS,
+    CHALLENGE_WIDTH,
+    DIGEST_BYTES,
+    ChallengeCommit,
+    ChallengeFailed,
+    ChallengeOpen,
+    ChallengePing,
+    ChallengePong,
+    ChallengeReady,
+    ChallengeReveal,
+    ChallengeRows,
+    ChallengeSeed,
+)
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.energy import EnergyFigures, EnergyReading
 from protocol.errors import LocalProtocolError, ProtocolError, RecordError, RemoteProtocolError
@@ -145,7 +165,15 @@ from protocol.values import (
 __all__ = [
     "ANY_WORKER_KEY",
     "BLOB",
+    "CHALLENGE",
+    "CHALLENGE_MAX_N",
+    "CHALLENGE_MAX_ROWS",
+    "CHALLENGE_MIN_N",
+    "CHALLENGE_PINGS",
+    "CHALLENGE_ROUNDS",
+    "CHALLENGE_WIDTH",
     "CLOCK",
+    "DIGEST_BYTES",
     "DOMAIN_ADVERT",
     "DOMAIN_CANCEL",
     "DOMAIN_OFFER",
@@ -180,6 +208,15 @@ __all__ = [
     "CapacityLevel",
     "CapacityResult",
     "CapacitySpec",
+    "ChallengeCommit",
+    "ChallengeFailed",
+    "ChallengeOpen",
+    "ChallengePing",
+    "ChallengePong",
+    "ChallengeReady",
+    "ChallengeReveal",
+    "ChallengeRows",
+    "ChallengeSeed",
     "ChatMessage",
     "ClockGet",
     "ClockReply",

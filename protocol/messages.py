@@ -7,6 +7,8 @@ Protocols and the kinds they carry:
 - `/sark/blob/1.0.0`: blob_get, blob_meta, blob_chunk, blob_end, blob_missing
 - `/sark/profile/1.0.0`: profile_get, profile
 - `/sark/reach/1.0.0`: reach_get, reach
+- `/sark/challenge/1.0.0`: challenge_open, _ready, _ping, _pong, _seed, _commit, _reveal, _rows, _failed
+  (`protocol.challenge`)
 - any protocol: busy (the node refused the stream: too many in flight from this peer)
 
 Signed payloads (offers, cancels, results, releases, adverts) travel as an `Envelope` whose payload is the
@@ -21,6 +23,17 @@ from typing import Annotated, Final, Literal
 from pydantic import Field, TypeAdapter
 
 from protocol.base import Value
+from protocol.challenge import (
+    ChallengeCommit,
+    ChallengeFailed,
+    ChallengeOpen,
+    ChallengePing,
+    ChallengePong,
+    ChallengeReady,
+    ChallengeReveal,
+    ChallengeRows,
+    ChallengeSeed,
+)
 from protocol.fleet import ClockGet, ClockReply
 from protocol.framing import MAX_FRAME
 from protocol.values import AdvertAddrs, AdvertCircuits, DeviceProfile, Load, Measurement, ModelRef, TaskSpec
@@ -393,6 +406,15 @@ Message = Annotated[
     | ReachReply
     | ClockGet
     | ClockReply
+    | ChallengeOpen
+    | ChallengeReady
+    | ChallengePing
+    | ChallengePong
+    | ChallengeSeed
+    | ChallengeCommit
+    | ChallengeReveal
+    | ChallengeRows
+    | ChallengeFailed
     | Busy,
     Field(discriminator="kind"),
 ]

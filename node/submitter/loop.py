@@ -25,6 +25,7 @@ import scheduler as sch
 from node.errors import CampaignInterrupted
 from node.events import EventSink, quiet
 from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChannel, run_attempt
+from node.submitter.challenge import Challenger
 from node.submitter.discovery import Discovery
 from node.submitter.eventlines import event_line
 from node.submitter.fleet import FleetBook, with_deal
@@ -73,6 +74,7 @@ class CampaignLoop:
         events: EventSink = quiet,
         stop: trio.Event | None = None,
         fleet: FleetBook | None = None,
+        challenger: Challenger | None = None,
     ) -> None:
         self._id = campaign_id
         self._campaign = campaign
@@ -85,6 +87,7 @@ class CampaignLoop:
         self._emit = events
         self._stop = stop if stop is not None else trio.Event()
         self._fleet = fleet or FleetBook(campaign)
+        self._challenger = challenger
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
         self.tally = Tally()
@@ -114,7 +117,7 @@ class CampaignLoop:
             started = trio.current_time()
             records = await trio.to_thread.run_sync(self._store.peer_records, time.time())
             self._sched.know_records(records, await trio.to_thread.run_sync(self._store.class_errors))
-            peers = await self._discovery.initial()
+            peers = await self._vouched(await self._discovery.initial())
             self._emit("discovered", peers=len(peers), seconds=round(trio.current_time() - started, 3))
             if not self._stop.is_set():  # stopped while looking: nothing went out, nothing to withdraw
                 self._apply(self._sched.handle(sch.PeersDiscovered(peers=peers), time.time()))
@@ -173,7 +176,13 @@ class CampaignLoop:
 
     async def _rediscover(self) -> None:
         async for peers in self._discovery.updates():
-            await self._heard_in.send(sch.PeersDiscovered(peers=peers))
+            await self._heard_in.send(sch.PeersDiscovered(peers=await self._vouched(peers)))
+
+    async def _vouched(self, peers: tuple[sch.PeerView, ...]) -> tuple[sch.PeerView, ...]:
+        """The peers, each new one's claimed speed challenged first (a campaign that asks `verify:`)."""
+        if self._challenger is None:
+            return peers
+        return tuple(await self._challenger.vouch(peers, self._discovery.addrs))
 
     def _save(self) -> None:
         ended = CampaignStatus.CANCELLED if self._cancelled else CampaignStatus.FINISHED

@@ -28,6 +28,7 @@ from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
+from node.submitter.challenge import Challenger, open_challenge, wants_challenge
 from node.submitter.discovery import Discovery, DiscoveryConfig, lookup_count
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
@@ -202,6 +203,7 @@ async def drive(
     """Run the campaign's loop on `node` until the scheduler finishes (or the caller cancels; or `stop`
     is set: `CampaignInterrupted`)."""
     host = node.host
+    key = sch.DrawKey(run.record.secret) if run.record.secret is not None else fresh_key()
     loop = CampaignLoop(
         campaign_id=run.campaign_id,
         campaign=run.campaign,
@@ -214,6 +216,7 @@ async def drive(
         events=events,
         stop=stop,
         fleet=FleetBook(run.campaign, lambda peer, addrs: open_clock(host, peer, addrs)),
+        challenger=challenger(node, run.campaign, key, events),
     )
     events("campaign", campaign=run.campaign_id, submitter=host.peer_id)
     await loop.run()
@@ -335,6 +338,14 @@ def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Di
     return Discovery(node, config, exclude=frozenset({node.host.peer_id}))
 
 
+def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: EventSink) -> Challenger | None:
+    """The campaign's challenger (`node.submitter.challenge`), when its `verify:` asks for one."""
+    if not wants_challenge(campaign):
+        return None
+    host = node.host
+    return Challenger(key, lambda peer, addrs: open_challenge(host, peer, addrs), events)
+
+
 def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
     """Write the ended campaign's files (`DiskFull` when its folder's disk is full) and sum it up."""
     files, report = write_out(run, store)
@@ -372,5 +383,9 @@ async def plan(
     campaign = vetted if vetted is not None else await trio.to_thread.run_sync(vet_local, text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
     async with open_submitter(config, options) as node:
-        peers = await _discovery(node, options, campaign).initial()
+        discovery = _discovery(node, options, campaign)
+        peers = await discovery.initial()
+        challenges = challenger(node, campaign, fresh_key(), options.events)  # a dry run's own key
+        if challenges is not None:
+            peers = tuple(await challenges.vouch(peers, discovery.addrs))
     return sch.explain(campaign, models, peers)

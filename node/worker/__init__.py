@@ -13,6 +13,7 @@ Modules:
     leave        the graceful leave on SIGTERM/SIGINT: no offers, leases handed back, advert withdrawn
     targets      where an endpoint task's requests go: a declared server, or a campaign URL once checked
     clock        /sark/clock/1.0.0: the worker's wall clock for a fleet job's offset probe
+    challenge    /sark/challenge/1.0.0: a submitter's drawn matmul, run and committed in a spawned child
 
 Callers import the module they need (`from node.worker.role import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
@@ -24,6 +25,7 @@ from __future__ import annotations
 __all__ = [
     "admission",
     "advertising",
+    "challenge",
     "clock",
     "fit",
     "holders",

@@ -21,12 +21,13 @@ from node.transfer.blob import UploadSlots, blob_handler
 from node.transfer.cache import model_cache
 from node.transfer.urls import url_policy
 from node.worker.advertising import Advertised, serve_worker
+from node.worker.challenge import Challenges
 from node.worker.clock import serve_clock
 from node.worker.negotiator import Negotiator, OfferPolicy
 from node.worker.outbox import Outbox
 from node.worker.runner import Runner
 from node.worker.targets import LiveProfile, Targets, probe_declared, reprobe_forever
-from protocol import BLOB, CLOCK, NEGOTIATE, DeviceProfile, field_problems
+from protocol import BLOB, CHALLENGE, CLOCK, NEGOTIATE, DeviceProfile, field_problems
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,7 @@ async def open_worker(
         handlers = {
             NEGOTIATE: negotiator.handle,
             CLOCK: serve_clock,
+            CHALLENGE: Challenges(frozenset(config.allow), open_mode=config.open_mode).serve,
             BLOB: blob_handler(cache, is_relayed=node.host.is_relayed, slots=uploads, events=events),
         }
         async with trio.open_nursery() as nursery:

@@ -7,8 +7,9 @@ against its own raw parts and against physics (`figures`, `bounds`, `sendcheck`)
 value with its reason.
 Replicas are picked from peers of one device class on distinct hosts (`classes`, `replicas`); their
 figures agree or not (`agreement`); a peer's record of that feeds its spot checks (`reputation`); an
-advertised calibration is believed or not (`claims`). Where these meet the scheduler's tasks (a
-replicated job's placement, a replica group settled) is `scheduler.state`'s: `replication`, `settling`.
+advertised calibration is believed or not (`claims`), or measured by a drawn product (`challenge`).
+Where these meet the scheduler's tasks (a replicated job's placement, a replica group settled) is
+`scheduler.state`'s: `replication`, `settling`.
 
 Modules:
     figures    check_figures: a result's figures derived again from its raw parts, or a Refusal
@@ -25,11 +26,13 @@ Modules:
     evidence   weigh: what a settled group says of each peer, weighed by its partners' records and networks
     draws      DrawKey: the campaign's secret, and the keyed draws of every choice a worker could exploit
     claims     a peer's advertised calibration against physics and its class: claim_unverified
+    challenge  a drawn matmul's sizing, seed and checked rows, its rows and time judged: claim_unverified
     peers      Advertised: what a judgement reads of a peer (id, host, profile; PeerView is one)
 """
 
 from __future__ import annotations
 
+from scheduler.verification import challenge
 from scheduler.verification.agreement import (
     POOL_KEEP,
     Outcome,
@@ -71,6 +74,7 @@ __all__ = [
     "Settlement",
     "Witness",
     "by_class",
+    "challenge",
     "check_figures",
     "check_sends",
     "claim_problems",

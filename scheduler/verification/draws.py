@@ -29,6 +29,10 @@ class Purpose(enum.StrEnum):
     """Whether a task placed on a trusted peer gets a second replica."""
     REPLICA_PEER = "replica_peer"
     """Which peer of the class runs a group's next replica (an order over the candidates)."""
+    CHALLENGE_SEED = "challenge_seed"
+    """A challenge round's matrices (`challenge`): sent only when the round starts."""
+    CHALLENGE_ROWS = "challenge_rows"
+    """Which rows of a challenge's product are checked: named only after the commitment arrived."""
 
 
 @dataclass(frozen=True)

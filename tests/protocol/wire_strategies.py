@@ -6,6 +6,7 @@ from typing import Any, get_args
 
 from hypothesis import strategies as st
 
+import protocol as pr
 from protocol import (
     AdvertBody,
     CancelBody,
@@ -281,8 +282,32 @@ MESSAGES: dict[str, st.SearchStrategy[Any]] = {
     "profile": st.builds(m.ProfileReply, advert=envelopes, load=loads),
     "reach_get": st.builds(m.ReachGet, addrs=st.lists(texts, max_size=16).map(tuple)),
     "reach": st.builds(m.ReachReply, reachable=st.booleans(), addr=st.none() | texts, detail=details),
-    "clock_get": st.builds(m.ClockGet, round=st.integers(min_value=0, max_value=7)),
-    "clock": st.builds(m.ClockReply, round=st.integers(min_value=0, max_value=7), now=finite),
+    "clock_get": st.builds(pr.ClockGet, round=st.integers(min_value=0, max_value=7)),
+    "clock": st.builds(pr.ClockReply, round=st.integers(min_value=0, max_value=7), now=finite),
+    "challenge_open": st.builds(pr.ChallengeOpen),
+    "challenge_ready": st.builds(pr.ChallengeReady),
+    "challenge_ping": st.builds(pr.ChallengePing, round=st.integers(min_value=0, max_value=8)),
+    "challenge_pong": st.builds(pr.ChallengePong, round=st.integers(min_value=0, max_value=8)),
+    "challenge_seed": st.builds(
+        pr.ChallengeSeed,
+        round=st.integers(min_value=0, max_value=2),
+        n=st.integers(min_value=64, max_value=65536),
+        seed=st.integers(min_value=0, max_value=2**63 - 1),
+    ),
+    "challenge_commit": st.builds(
+        pr.ChallengeCommit, round=st.integers(min_value=0, max_value=2), digests=st.binary(max_size=2000)
+    ),
+    "challenge_reveal": st.builds(
+        pr.ChallengeReveal,
+        round=st.integers(min_value=0, max_value=2),
+        rows=st.lists(st.integers(min_value=0, max_value=65535), min_size=1, max_size=32).map(tuple),
+    ),
+    "challenge_rows": st.builds(
+        pr.ChallengeRows,
+        round=st.integers(min_value=0, max_value=2),
+        rows=st.lists(st.binary(max_size=2048), max_size=4).map(tuple),
+    ),
+    "challenge_failed": st.builds(pr.ChallengeFailed, reason=st.text(max_size=500)),
     "busy": st.builds(m.Busy, detail=details, measuring=st.booleans()),
 }
 

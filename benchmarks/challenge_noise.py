@@ -1,0 +1,73 @@
+"""How far an honest device's CPU challenge lands from its own calibration, on this machine, now.
+
+`scheduler.verification.challenge.SLACK` must cover the distance between a device's calibration (the
+best repeat of a 512 x 512 float32 product, `drivers.calibrate`) and one challenge round (the
+matrices expanded from a seed, the product, a digest per row: `drivers.challengechild`, timed as
+the submitter times it, less the pipe and network). Each trial calibrates, then runs the three
+rounds a submitter would run at the product sized for that calibration as the claim, and keeps the
+best round, as the submitter does; it prints each trial's ratio (best round / calibration) and the
+spread over trials, with the machine's load average. A ratio under 1 / SLACK would refuse an honest
+device; a 4x liar passes only above 4 / SLACK. Writes benchmarks/out/challenge_noise.json.
+
+Usage: .venv/bin/python benchmarks/challenge_noise.py [--trials 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from drivers.calibrate import cpu_gflops  # noqa: E402
+from drivers.challengechild import digests, product  # noqa: E402
+from protocol import CHALLENGE_ROUNDS  # noqa: E402
+from scheduler.verification import challenge  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "out" / "challenge_noise.json"
+
+
+def trial(seed: int) -> dict[str, float]:
+    """One device's calibration against the best of its challenge rounds (in this process)."""
+    claimed = cpu_gflops()
+    sizing = challenge.size(claimed, 0.0)
+    rounds = []
+    for r in range(CHALLENGE_ROUNDS):
+        start = time.perf_counter()
+        digests(product(seed * 10 + r, sizing.n))
+        rounds.append(challenge.gflops(sizing.n, time.perf_counter() - start, 0.0))
+    best = max(rounds)
+    load = os.getloadavg()[0]
+    return {"claimed": claimed, "n": sizing.n, "best": best, "ratio": best / claimed, "load": load}
+
+
+def main() -> None:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
+    parser.add_argument("--trials", type=int, default=10)
+    args = parser.parse_args()
+    trials = []
+    for k in range(args.trials):
+        t = trial(k)
+        trials.append(t)
+        print(
+            f"trial {k}: calibration {t['claimed']:.1f} GFLOPS, n={t['n']:.0f}, best round {t['best']:.1f} "
+            f"GFLOPS, ratio {t['ratio']:.2f} (load {t['load']:.1f})",
+            flush=True,
+        )
+    ratios = sorted(t["ratio"] for t in trials)
+    print(
+        f"ratio min {ratios[0]:.2f}, median {ratios[len(ratios) // 2]:.2f}, max {ratios[-1]:.2f}; an honest "
+        f"device passes above {1 / challenge.SLACK:.2f}, a 4x liar above {4 / challenge.SLACK:.2f}"
+    )
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"slack": challenge.SLACK, "trials": trials}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

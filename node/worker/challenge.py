@@ -1,0 +1,144 @@
+"""`/sark/challenge/1.0.0`, the worker's side: a submitter's drawn matmul run in a spawned child.
+
+The daemon only relays: on `challenge_open` it starts `drivers/challengechild.py` (spawned, apart,
+its address space capped, a duplex pipe: it waits for its seed), answers `challenge_ready` once the
+child has numpy loaded and its BLAS threads warm, and then, round by round, answers pings at once,
+hands each seed to the child and its commitment back, and each reveal the same way. The product is
+computed and hashed in the child, never in this trio loop, and the daemon imports no numpy (it
+names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
+(busy) meanwhile. A challenge beside a measurement disturbs both (about a second of every core).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, final
+
+import trio
+
+from drivers.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
+from node.errors import NodeError
+from node.p2p.wire import Channel
+from protocol import (
+    CHALLENGE_PINGS,
+    CHALLENGE_ROUNDS,
+    ChallengeCommit,
+    ChallengeFailed,
+    ChallengeOpen,
+    ChallengePing,
+    ChallengePong,
+    ChallengeReady,
+    ChallengeReveal,
+    ChallengeRows,
+    ChallengeSeed,
+)
+from protocol.errors import RemoteProtocolError
+
+CHILD: Final = Entry("drivers.challengechild", "main")
+MEMORY_MB: Final = 1536
+"""Address space the child may add to its own at start: n = 4096 needs about 450 MiB."""
+START_S: Final = 30.0
+"""The child's start (a spawn and numpy's import) on a loaded machine."""
+COMPUTE_S: Final = 60.0
+"""The longest the child may take for one round's product (a submitter gives up far sooner)."""
+STEP_S: Final = 30.0
+"""The longest this side waits for the submitter's next frame."""
+TOTAL_S: Final = 90.0
+"""One whole challenge (a submitter's own gives up after 45 s)."""
+
+
+class ChildFailed(NodeError):
+    """The challenge child did not answer (`detail` says why)."""
+
+
+@final
+class Challenges:
+    """Serves `/sark/challenge/1.0.0`, one challenge at a time."""
+
+    def __init__(self, allow: frozenset[str] = frozenset(), *, open_mode: bool = True) -> None:
+        """`allow`: the submitters whose offers this worker takes (unless `open_mode`): only they may
+        challenge it, so a stranger cannot keep its one challenge busy."""
+        self._allow = allow
+        self._open_mode = open_mode
+        self._busy = False
+
+    async def serve(self, channel: Channel) -> None:
+        """One challenge, from `challenge_open` to the stream's end (see the module docstring), within
+        `TOTAL_S`."""
+        opened = await channel.receive(timeout=STEP_S)
+        if not isinstance(opened, ChallengeOpen):
+            raise RemoteProtocolError(f"a challenge stream opens with challenge_open, not {opened.kind}")
+        if not self._open_mode and channel.peer_id not in self._allow:
+            await channel.send(ChallengeFailed(reason="not a submitter this worker takes offers from"))
+            return
+        if self._busy:
+            await channel.send(ChallengeFailed(reason="busy: another challenge is running"))
+            return
+        self._busy = True
+        try:
+            with trio.move_on_after(TOTAL_S):
+                await self._run(channel)
+        finally:
+            self._busy = False
+
+    async def _run(self, channel: Channel) -> None:
+        try:
+            child = start_child(CHILD, (), name="sark-challenge", limits=Limits(MEMORY_MB), duplex=True)
+        except NotStarted as exc:
+            await channel.send(ChallengeFailed(reason=exc.detail[:500]))
+            return
+        try:
+            await _answer(child, START_S, "ready")
+            await channel.send(ChallengeReady())
+            await _rounds(channel, child)
+        except ChildFailed as exc:
+            await channel.send(ChallengeFailed(reason=exc.detail[:500]))
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(child.stop)
+
+
+async def _rounds(channel: Channel, child: Child) -> None:
+    """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done."""
+    pings = seeds = reveals = 0
+    while reveals < CHALLENGE_ROUNDS:
+        try:
+            asked = await channel.receive(timeout=STEP_S)
+        except NodeError:
+            return  # the submitter took the rounds it wanted and closed the stream
+        if isinstance(asked, ChallengePing) and pings < CHALLENGE_ROUNDS * CHALLENGE_PINGS:
+            pings += 1
+            await channel.send(ChallengePong(round=asked.round))
+        elif isinstance(asked, ChallengeSeed) and seeds == reveals:
+            seeds += 1
+            child.receiver.send(("seed", asked.n, asked.seed))
+            digests = await _answer(child, COMPUTE_S, "commit")
+            await channel.send(ChallengeCommit(round=asked.round, digests=digests[1]))
+        elif isinstance(asked, ChallengeReveal) and reveals < seeds:
+            reveals += 1
+            child.receiver.send(("reveal", asked.rows))
+            rows = await _answer(child, STEP_S, "rows")
+            await channel.send(ChallengeRows(round=asked.round, rows=tuple(rows[1])))
+        else:
+            raise RemoteProtocolError(f"{asked.kind} out of turn on a challenge stream")
+
+
+async def _answer(child: Child, timeout: float, want: str) -> tuple[Any, ...]:
+    """The child's next message of kind `want` (its start message skipped), or `ChildFailed`."""
+    with trio.move_on_after(timeout):
+        while True:
+            await trio.lowlevel.wait_readable(child.receiver.fileno())
+            try:
+                message = child.receive()
+            except NotStarted as exc:
+                raise ChildFailed(exc.detail) from exc
+            if message is None:
+                await trio.to_thread.run_sync(child.process.join)
+                raise ChildFailed(child.ended())
+            if message[0] == want:
+                return message
+            if message[0] != STARTED:
+                raise ChildFailed(f"the challenge child: {message[-1]}")
+    raise ChildFailed(f"the challenge child did not answer within {timeout:g} s")
+
+
+__all__ = ["Challenges"]

@@ -1,0 +1,140 @@
+"""`/sark/challenge/1.0.0`: a short matmul the submitter draws, to test a peer's claimed CPU speed.
+
+A peer's calibration (`Calibration.cpu_gflops`) is its own word. A challenge measures it: the
+submitter sends a seed it drew from its campaign's secret only now, the worker expands it into
+float32 matrices A (n x `CHALLENGE_WIDTH`) and B (`CHALLENGE_WIDTH` square) with the generator below,
+computes C = A @ B in a spawned child and commits to every row of C (one digest each) before it
+learns which rows the submitter will check. The product is n stacked 512 x 512 products sharing
+B: the calibration's own kernel (`drivers/calibrate.py`, 512 x 512), so a device's challenge runs
+at the speed its calibration measured, cache for cache, whatever n the claim asks for. The
+submitter times seed-sent to commitment-received on its own clock, then names rows it draws after
+the commitment arrived; the worker reveals them and the submitter recomputes them in float64.
+
+One stream, in this order (the submitter speaks first each time, the worker answers once):
+
+    challenge_open            -> challenge_ready      (the worker's child is up, numpy loaded)
+    then up to CHALLENGE_ROUNDS rounds of:
+      challenge_ping x k      -> challenge_pong x k   (the round trip the submitter subtracts)
+      challenge_seed(n, seed) -> challenge_commit     (a digest per row of C, concatenated)
+      challenge_reveal(rows)  -> challenge_rows       (those rows of C, float32 little-endian)
+
+A worker that cannot take part answers `challenge_failed` with why (busy, its child failed).
+
+The generator (both sides run it; `expand` in `drivers/challengechild.py`): numpy's PCG64 seeded
+with `seed` (through its SeedSequence); A then B, in row-major order, each element one
+32-bit word of `random_raw`'s 64-bit outputs (the low word first), its top 23 bits k mapped to
+k * 2**-23 - 0.5: uniform on [-0.5, 0.5), exact in float32. PCG64's raw stream is stable across numpy
+versions (its `Generator` distributions are not promised to be).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+from pydantic import Field
+
+from protocol.base import Value
+
+CHALLENGE: Final = "/sark/challenge/1.0.0"
+CHALLENGE_WIDTH: Final = 512
+"""The columns of A, and B's side (the calibration's matrix size)."""
+CHALLENGE_MIN_N: Final = 64
+CHALLENGE_MAX_N: Final = 65536
+"""The most rows of A (and C) a worker multiplies: 128 MiB each in its child, 34 GFLOP."""
+CHALLENGE_ROUNDS: Final = 3
+CHALLENGE_PINGS: Final = 3
+"""Ping rounds before each seed (the submitter subtracts the fastest)."""
+CHALLENGE_MAX_ROWS: Final = 32
+DIGEST_BYTES: Final = 16
+"""Each row's digest: blake2b with a 16-byte output over the row's float32 little-endian bytes."""
+
+
+class ChallengeOpen(Value):
+    """The submitter asks the worker to get a challenge child ready (nothing secret yet)."""
+
+    kind: Literal["challenge_open"] = "challenge_open"
+
+
+class ChallengeReady(Value):
+    """The worker's child is running and waits for a seed."""
+
+    kind: Literal["challenge_ready"] = "challenge_ready"
+
+
+class ChallengePing(Value):
+    """A round trip the submitter times (the worker answers at once)."""
+
+    kind: Literal["challenge_ping"] = "challenge_ping"
+    round: int = Field(ge=0, lt=CHALLENGE_ROUNDS * CHALLENGE_PINGS)
+
+
+class ChallengePong(Value):
+    """The answer to a `ChallengePing`, carrying its round."""
+
+    kind: Literal["challenge_pong"] = "challenge_pong"
+    round: int = Field(ge=0, lt=CHALLENGE_ROUNDS * CHALLENGE_PINGS)
+
+
+class ChallengeSeed(Value):
+    """A round's matrices: A's rows n and the seed they expand from (drawn by the submitter just now)."""
+
+    kind: Literal["challenge_seed"] = "challenge_seed"
+    round: int = Field(ge=0, lt=CHALLENGE_ROUNDS)
+    n: int = Field(ge=CHALLENGE_MIN_N, le=CHALLENGE_MAX_N)
+    seed: int = Field(ge=0, lt=2**63)
+
+
+class ChallengeCommit(Value):
+    """The worker's commitment: `DIGEST_BYTES` per row of C, rows in order, concatenated."""
+
+    kind: Literal["challenge_commit"] = "challenge_commit"
+    round: int = Field(ge=0, lt=CHALLENGE_ROUNDS)
+    digests: bytes = Field(max_length=CHALLENGE_MAX_N * DIGEST_BYTES)
+
+
+class ChallengeReveal(Value):
+    """The rows of C the submitter checks, drawn after the commitment arrived."""
+
+    kind: Literal["challenge_reveal"] = "challenge_reveal"
+    round: int = Field(ge=0, lt=CHALLENGE_ROUNDS)
+    rows: tuple[Annotated[int, Field(ge=0, lt=CHALLENGE_MAX_N)], ...] = Field(
+        min_length=1, max_length=CHALLENGE_MAX_ROWS
+    )
+
+
+class ChallengeRows(Value):
+    """The named rows of C, each `CHALLENGE_WIDTH` float32 values little-endian, as they were named."""
+
+    kind: Literal["challenge_rows"] = "challenge_rows"
+    round: int = Field(ge=0, lt=CHALLENGE_ROUNDS)
+    rows: tuple[Annotated[bytes, Field(max_length=4 * CHALLENGE_WIDTH)], ...] = Field(
+        max_length=CHALLENGE_MAX_ROWS
+    )
+
+
+class ChallengeFailed(Value):
+    """The worker cannot (or will no longer) take part, and why."""
+
+    kind: Literal["challenge_failed"] = "challenge_failed"
+    reason: str = Field(max_length=500)
+
+
+__all__ = [
+    "CHALLENGE",
+    "CHALLENGE_MAX_N",
+    "CHALLENGE_MAX_ROWS",
+    "CHALLENGE_MIN_N",
+    "CHALLENGE_PINGS",
+    "CHALLENGE_ROUNDS",
+    "CHALLENGE_WIDTH",
+    "DIGEST_BYTES",
+    "ChallengeCommit",
+    "ChallengeFailed",
+    "ChallengeOpen",
+    "ChallengePing",
+    "ChallengePong",
+    "ChallengeReady",
+    "ChallengeReveal",
+    "ChallengeRows",
+    "ChallengeSeed",
+]

@@ -1,0 +1,176 @@
+"""A challenge: the device measured by work it cannot skip or precompute, against its claimed speed.
+
+`claims` believes a calibration unless physics or its class refutes it, and a unique claim is a
+class of one. A challenge measures the device itself (`protocol.challenge` has the frames): the
+submitter draws a seed from its campaign's secret (`DrawKey`, `Purpose.CHALLENGE_SEED`) and sizes
+the product so the claimed `cpu_gflops` computes it in about `TARGET_S`: A of n rows and
+`CHALLENGE_WIDTH` (512) columns times B, 512 square, in float32, which is n / 512 of the
+calibration's own 512 x 512 products sharing one B (so a device meets its calibration's speed,
+cache for cache, at any n); the worker expands the seed, computes C = A @ B and commits to a
+digest of every row before it learns which
+rows are checked (`Purpose.CHALLENGE_ROWS`, drawn by the submitter, named only after the
+commitment arrived). A worker that computed a fraction f of the rows passes the reveal with
+probability about f ** `ROWS_CHECKED`.
+
+Time bounds the claim. The submitter times seed-sent to commitment-received on its own clock and
+subtracts the fastest ping it measured on the same stream just before; a worker can only be slower
+than its hardware, never faster, so 2 n 512**2 over that time is what the worker showed it can do. A
+worker could delay its pongs to be credited a longer round trip, so the credit is at most the
+claim's time over `RTT_SHARE` (and the kernel is sized to at least `RTT_SHARE` round trips): a
+claim up to `SLACK` + 1 / `RTT_SHARE` times the truth can pass whatever the worker does with its
+pongs, and no more. The fastest of up to `CHALLENGE_ROUNDS` rounds counts (as the calibration keeps
+its best repeat): one disturbed round does not refuse an honest device. Under `1 / SLACK` of the
+claim, the peer is `claim_unverified` with the figures named.
+
+`SLACK` covers an honest device's spread between its calibration (the best repeat of one 512 x 512
+product) and its best round (A expanded and every row of C hashed inside the timed window), on a
+machine that other tenants load; `benchmarks/challenge_noise.py` prints it for this machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from protocol import CHALLENGE_MAX_N, CHALLENGE_MIN_N, CHALLENGE_WIDTH, DIGEST_BYTES
+from scheduler.verification.draws import DrawKey, Purpose
+
+TARGET_S: Final = 0.15
+"""How long the claimed speed takes for one round's product (at least)."""
+RTT_SHARE: Final = 4.0
+"""The kernel lasts at least this many round trips at the claimed speed; the credited round trip
+is at most the claim's time over it."""
+SLACK: Final = 2.5
+"""How far below its claim (a factor) a device's best round may measure and still pass: an honest
+device's best round lands near 0.8x its calibration (expansion and hashing are timed too), so 2.5
+puts the window [0.4, 1.6] of that ratio evenly around it: an honest device fails only below half
+its usual figure, a 4x liar passes only above twice it."""
+ROWS_CHECKED: Final = 16
+_FLOPS_PER_ROW: Final = 2 * CHALLENGE_WIDTH**2
+ROW_TOLERANCE: Final = 1e-5
+"""Largest error of a checked element, times sqrt(512) (the products' inner dimension k): float32
+products of uniform [-0.5, 0.5) inputs err about 1e-7 sqrt(k) against float64 (measured at k = 256
+to 2048); a product of float16 inputs 1e-4 sqrt(k), of bfloat16 inputs 7e-4 sqrt(k)."""
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """One round's product, sized for the claim.
+
+    Attributes:
+        n: the rows of A (and C).
+        claim_s: what the claimed GFLOPS take for the product's 2 n 512**2 operations.
+        credit_s: the round trip subtracted from the elapsed time (the fastest ping, capped).
+        deadline_s: the wait for the commitment after which the claim is refused without one.
+    """
+
+    n: int
+    claim_s: float
+    credit_s: float
+    deadline_s: float
+
+
+def size(claimed_gflops: float, rtt_s: float) -> Sizing:
+    """The product a claim of `claimed_gflops` is challenged with, over a measured round trip."""
+    target = max(TARGET_S, RTT_SHARE * rtt_s)
+    n = round(target * claimed_gflops * 1e9 / _FLOPS_PER_ROW)
+    n = min(max(n, CHALLENGE_MIN_N), CHALLENGE_MAX_N)
+    claim_s = n * _FLOPS_PER_ROW / (claimed_gflops * 1e9)
+    credit = min(rtt_s, claim_s / RTT_SHARE)
+    return Sizing(n=n, claim_s=claim_s, credit_s=credit, deadline_s=SLACK * claim_s + rtt_s + 1.0)
+
+
+def gflops(n: int, elapsed_s: float, credit_s: float) -> float:
+    """What a product of n rows committed `elapsed_s` after its seed shows, less the credited trip."""
+    return n * _FLOPS_PER_ROW / max(elapsed_s - credit_s, 1e-9) / 1e9
+
+
+def passes(measured_gflops: float, claimed_gflops: float) -> bool:
+    """Whether a measured figure bears out a claim (within `SLACK`)."""
+    return measured_gflops * SLACK >= claimed_gflops
+
+
+def seed_of(key: DrawKey, subject: str) -> int:
+    """A round's seed (53 bits), drawn from the campaign's secret for `subject` (peer, try, round)."""
+    return int(key.draw(Purpose.CHALLENGE_SEED, subject) * 2**53)
+
+
+def rows_of(key: DrawKey, subject: str, n: int, k: int = ROWS_CHECKED) -> tuple[int, ...]:
+    """`k` distinct rows of n (all of them when n <= k), drawn from the secret for `subject`."""
+    if n <= k:
+        return tuple(range(n))
+    picked: list[int] = []
+    draw = 0
+    while len(picked) < k:
+        row = int(key.draw(Purpose.CHALLENGE_ROWS, f"{subject}\x00{draw}") * n)
+        draw += 1
+        if row not in picked:
+            picked.append(row)
+    return tuple(picked)
+
+
+def row_digest(row: bytes) -> bytes:
+    """A row's digest as the worker commits it (`DIGEST_BYTES` of blake2b)."""
+    return hashlib.blake2b(row, digest_size=DIGEST_BYTES).digest()
+
+
+def commit_problem(digests: bytes, n: int) -> str:
+    """Why a commitment is not one digest per row of an n-row product ("" when it is)."""
+    if len(digests) != n * DIGEST_BYTES:
+        return f"its commitment holds {len(digests)} bytes, not {n} digests of {DIGEST_BYTES}"
+    return ""
+
+
+def rows_problem(
+    n: int, named: Sequence[int], revealed: Sequence[bytes], digests: bytes, exact: Sequence[Sequence[float]]
+) -> str:
+    """Why the revealed rows do not stand ("" when they do).
+
+    Args:
+        n: the product's side.
+        named: the rows the submitter named, in order.
+        revealed: the worker's rows, in the same order (`CHALLENGE_WIDTH` float32 little-endian each).
+        digests: the worker's commitment (checked by `commit_problem` first).
+        exact: the same rows computed by the submitter in float64.
+    """
+    if len(revealed) != len(named):
+        return f"{len(revealed)} rows revealed for {len(named)} named"
+    bound = ROW_TOLERANCE * math.sqrt(CHALLENGE_WIDTH)
+    for row, data, truth in zip(named, revealed, exact, strict=True):
+        if len(data) != 4 * CHALLENGE_WIDTH:
+            return f"row {row} revealed as {len(data)} bytes, not {4 * CHALLENGE_WIDTH}"
+        if row_digest(data) != digests[row * DIGEST_BYTES : (row + 1) * DIGEST_BYTES]:
+            return f"row {row} does not match the digest committed for it"
+        values = struct.unpack(f"<{CHALLENGE_WIDTH}f", data)
+        error = max((abs(v - t) for v, t in zip(values, truth, strict=True)), default=0.0)
+        if not math.isfinite(error) or error > bound:
+            return f"row {row} differs from its float64 product by {error:.3g} (at most {bound:.3g})"
+    return ""
+
+
+def reason(n: int, measured_gflops: float, claimed_gflops: float) -> str:
+    """The claim_unverified reason of a device too slow for its claim, with the challenge's figures."""
+    return (
+        f"challenge: n={n}, {measured_gflops:.3g} GFLOPS measured against {claimed_gflops:.3g} claimed "
+        f"(at least 1/{SLACK:g} of the claim needed)"
+    )
+
+
+__all__ = [
+    "ROWS_CHECKED",
+    "SLACK",
+    "Sizing",
+    "commit_problem",
+    "gflops",
+    "passes",
+    "reason",
+    "row_digest",
+    "rows_of",
+    "rows_problem",
+    "seed_of",
+    "size",
+]
