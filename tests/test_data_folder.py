@@ -50,7 +50,8 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         procs.close()
 
 
-@pytest.mark.parametrize("xdg", [False, True], ids=["xdg-unset", "xdg-set"])
+# XDG_DATA_HOME set in the lab tier (`-m slow`): the folder it names is pinned by the `id` tests below.
+@pytest.mark.parametrize("xdg", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["xdg-unset", "xdg-set"])
 def test_every_command_uses_one_data_folder(xdg: bool, tmp_path: Path, lab: Lab) -> None:
     home = tmp_path / "home"
     home.mkdir()

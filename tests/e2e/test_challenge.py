@@ -7,13 +7,15 @@ and timed). The test measures this machine on the challenge's own kernel (the be
 products, near its peak, so the liar's 4x is 4x what the machine can do; `join`'s calibration, the
 best 512 x 512 product over 0.6 s, swung 3-20x on this shared 2-core machine within a minute) and
 starts both workers with a profile (`join --profile`, the product's own way to advertise a written
-profile): the honest one advertises that figure, the liar 4x it under a CPU name of its own (a
-unique claim: a class of one, which no class median refutes). Both skip the device probe, so the
+profile): the honest one advertises half that figure (a calibration taken on a busier day: a claim
+below the truth always passes), the liar 8x it under a CPU name of its own (a unique claim: a class
+of one, which no class median refutes). Both skip the device probe, so the
 lab starts in seconds. The liar's rows carry `claim_unverified: challenge: n=..., X GFLOPS measured
 against Y claimed`, and `plan` says so beforehand; the honest worker's carry no mark.
-Timing-dependent by nature (exclusive): the honest worker passes while this machine's best
-challenge round stays above 0.4x the figure measured here, the liar is refused while it stays
-under 1.6x.
+Timing-dependent by nature (exclusive), with margins this shared machine keeps: the honest worker
+passes while its best challenge round stays above 0.2x the figure measured here, the liar is refused
+while it stays under 3.2x (the bound itself, 1/2.5 of a claim, is pinned exactly by the pure tests in
+tests/scheduler/test_challenge.py).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from protocol import Calibration, ComputeUnit, DeviceProfile, UnitStatus
 from scheduler.verification import challenge
 
 pytestmark = pytest.mark.exclusive  # the challenge times a product measured here
-FACTOR = 4.0
+FACTOR = 8.0
+HONEST = 0.5
 
 
 def _kernel_gflops(seed: int, rows: int = 2048) -> float:
@@ -42,13 +45,13 @@ def _kernel_gflops(seed: int, rows: int = 2048) -> float:
 
 
 def _profiles(root: Path) -> tuple[Path, Path, float]:
-    """The honest profile (this machine's calibration) and the liar's (4x it, its own CPU name)."""
+    """The honest profile (half this machine's speed) and the liar's (8x it, its own CPU name)."""
     measured = max(_kernel_gflops(seed) for seed in range(5))  # near this machine's peak
     honest = DeviceProfile(
         device_name="honest", soc="test-cpu", cores_physical=1, cores_logical=2, ram_mb=1024, os="Linux",
         os_version="6", fingerprint="f" * 16,
         units=(UnitStatus(unit=ComputeUnit.CPU_ONNX, usable=True, provider="CPUExecutionProvider"),),
-        calibration=Calibration(cpu_gflops=measured, mem_bandwidth_gbs=10.0, seconds=1.0),
+        calibration=Calibration(cpu_gflops=measured * HONEST, mem_bandwidth_gbs=10.0, seconds=1.0),
     )  # fmt: skip
     claim = Calibration(cpu_gflops=measured * FACTOR, mem_bandwidth_gbs=10.0, seconds=1.0)
     liar = honest.with_(device_name="fast", soc="test-cpu-fast", calibration=claim)
@@ -58,7 +61,7 @@ def _profiles(root: Path) -> tuple[Path, Path, float]:
     return paths[0], paths[1], measured
 
 
-def test_a_cpu_claiming_4x_its_speed_is_refused_by_its_challenge_and_an_honest_one_passes(
+def test_a_cpu_claiming_8x_its_speed_is_refused_by_its_challenge_and_an_honest_one_passes(
     tmp_path: Path,
 ) -> None:
     lab = CampaignLab(tmp_path, record_ttl=30.0)

@@ -135,7 +135,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Pat
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("command", ["plan", "submit"])
+# `submit` in the default suite; `plan` vets a campaign in the same child (the lab tier: `-m slow`).
+@pytest.mark.parametrize("command", [pytest.param("plan", marks=pytest.mark.slow), "submit"])
 def test_a_hostile_file_is_exit_2_naming_it_and_nothing_runs(
     tmp_path: Path, case: str, command: str, built: Callable[[str], tuple[Path, str]]
 ) -> None:
