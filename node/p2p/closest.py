@@ -4,11 +4,11 @@ libp2p walks the network (an iterative FIND_NODE, whose answers carry a signed p
 peer) before each ADD_PROVIDER and PUT_VALUE: with every reachable device a DHT server, those walks
 were most of a device's upkeep (7.4 KB/s at 10,000 devices in `benchmarks/swarm_sim.py`). The closest
 servers of a key change only when servers come and go, so a refresh sends to the ones found last time
-and walks again only every `REWALK_EVERY`-th refresh, or once fewer than `MIN_KEPT` of them are left
+and walks again only about every `REWALK_S` (`rewalk_every`), or once fewer than `MIN_KEPT` of them are left
 (a server that failed a write is dropped from the list: the others still hold the record).
 
 Pure: no libp2p, trio or clock; `node.p2p.kad` asks it which servers to send to, and the simulator
-reads `REWALK_EVERY`.
+reads `rewalk_every`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final, final
 
+REWALK_S: Final = 6000.0
+"""About how long the servers a walk found are reused (100 minutes: at 10 % churn an hour, about 3 of a
+key's 20 servers leave meanwhile, each dropped after a failed write)."""
 REWALK_EVERY: Final = 36
-"""Announcements of a key per walk: the walk, then 35 refreshes to the same servers (an hour at the
-default refresh period; at 10 % churn an hour, about 2 of its 20 servers leave meanwhile)."""
+"""Announcements of a key per walk by default (`rewalk_every` of the node's refresh period sets it)."""
 MIN_KEPT: Final = 10
 """Fewer servers left than this (half of k) and the next refresh walks."""
+
+
+def rewalk_every(refresh_s: float) -> int:
+    """Announcements of a key per walk when a key is announced every `refresh_s` seconds: a walk about
+    every `REWALK_S`, whatever the period (a count alone walked every 6 hours at a 600 s period, and
+    churn had then left too few of the servers, so nearly every refresh walked)."""
+    return max(2, round(REWALK_S / refresh_s))
 
 
 @dataclass(frozen=True)
@@ -65,4 +74,4 @@ class ClosestServers:
             self._known[key] = replace(known, peers=tuple(p for p in known.peers if p not in peers))
 
 
-__all__ = ["MIN_KEPT", "REWALK_EVERY", "Closest", "ClosestServers"]
+__all__ = ["MIN_KEPT", "REWALK_EVERY", "REWALK_S", "Closest", "ClosestServers", "rewalk_every"]

@@ -125,7 +125,8 @@ class Kad:
         add = store.add_provider
 
         def bounded(key: bytes, provider: Any) -> None:
-            held = store.providers.get(key, {})
+            # Expired records hold no place: libp2p drops them only from its maintenance loop.
+            held = {str(i.peer_id) for i in store.get_providers(key)}
             if len(held) >= bound(key) and str(provider.peer_id) not in held:
                 log.debug(
                     "key %s full (%d providers): %s not kept", key.hex()[:12], len(held), provider.peer_id
