@@ -3,8 +3,8 @@
 Model (stated, not measured):
 - Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the issue's; py-libp2p
   uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
-  lookups, alpha requests in flight, a GET_PROVIDERS walk of a key ends at its first holder, as
-  the node's (`node.p2p.walk`).
+  lookups, alpha requests in flight, a GET_PROVIDERS walk of a key ends at the count (a full key's
+  holder) or when the k closest it knows answered, as the node's (`node.p2p.walk`).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back).
@@ -39,7 +39,6 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import HOLDERS  # noqa: E402
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -194,8 +193,8 @@ class Walk:
 
 def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] | None, n: int) -> Walk:
     """Iterative Kademlia lookup from `start`; a GET_PROVIDERS walk (`holders`: the node's
-    `node.p2p.walk`, our own slim requests) ends at the `HOLDERS`-th holder (the first), or when it
-    lists a full key (the count a lookup asks per key), or when the k closest it knows have answered."""
+    `node.p2p.walk`, our own slim requests) ends at a holder that lists a full key (the count a lookup
+    asks per key), or when the k closest it knows have answered."""
     short = {p: p ^ target for p in swarm.table(start, target)}
     asked: set[int] = set()
     flight: list[tuple[float, int]] = []
@@ -210,7 +209,7 @@ def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] 
                 else float(swarm.rng.lognormal(np.log(RTT_MEDIAN_S), RTT_SIGMA))
             )
             heapq.heappush(flight, (now + rtt, peer))
-        if not flight:
+        if not flight or (reached and all(p in asked for p in ranked)):  # no straggler waited for
             return Walk(now, reached > 0, sent, tuple(ranked), len(asked))
         now, peer = heapq.heappop(flight)
         if swarm.is_dead(peer):
@@ -222,7 +221,7 @@ def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] 
         sent += request + sizes.stream + answer
         swarm.load[peer] += request + answer
         reached += held
-        if reached >= HOLDERS or (held and n >= SHARD_CAP):  # the node's walk
+        if held and n >= SHARD_CAP:  # the node's walk: the count a lookup asks per key
             return Walk(now, True, sent, tuple(ranked), len(asked))
         for p in swarm.table(peer, target):
             short.setdefault(p, p ^ target)

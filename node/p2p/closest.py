@@ -21,6 +21,8 @@ REWALK_S: Final = 6000.0
 key's 20 servers leave meanwhile, each dropped after a failed write)."""
 REWALK_EVERY: Final = 36
 """Announcements of a key per walk by default (`rewalk_every` of the node's refresh period sets it)."""
+K: Final = 20
+"""kad's k: the servers a record is written to."""
 MIN_KEPT: Final = 10
 """Fewer servers left than this (half of k) and the next refresh walks."""
 
@@ -40,6 +42,8 @@ class Closest:
     reused: int = 0
     found: int = 0
     """How many the walk found (a small swarm has fewer than k)."""
+    table: int = 0
+    """How many servers our routing table held then."""
 
 
 @final
@@ -51,21 +55,25 @@ class ClosestServers:
         self.min_kept = min_kept
         self._known: dict[bytes, Closest] = {}
 
-    def reuse(self, key: bytes, found: int = 0) -> tuple[str, ...] | None:
+    def reuse(self, key: bytes, servers: int = 0) -> tuple[str, ...] | None:
         """The servers to send a refresh of `key` to, or None when a walk is due: never walked, every
-        `rewalk_every`-th announcement, or fewer than `min_kept` left (of `found`, when the walk found
-        fewer: a small swarm)."""
+        `rewalk_every`-th announcement, fewer than `min_kept` left (of those it found, when the walk
+        found fewer: a small swarm), or a walk that found fewer than k when our routing table now holds
+        more `servers` than it did then (a swarm whose workers began to serve: the records must move to
+        the key's closest servers, not stay on the gates for `REWALK_S`)."""
         known = self._known.get(key)
         if known is None or not known.peers or known.reused + 1 >= self.rewalk_every:
             return None
         if len(known.peers) < min(self.min_kept, known.found):
             return None
+        if known.found < K and servers > known.table:
+            return None
         self._known[key] = replace(known, reused=known.reused + 1)
         return known.peers
 
-    def walked(self, key: bytes, peers: tuple[str, ...]) -> None:
-        """A walk found these servers closest to `key`."""
-        self._known[key] = Closest(peers, found=len(peers))
+    def walked(self, key: bytes, peers: tuple[str, ...], servers: int = 0) -> None:
+        """A walk found these servers closest to `key`, our routing table holding `servers`."""
+        self._known[key] = Closest(peers, found=len(peers), table=servers)
 
     def failed(self, key: bytes, peers: tuple[str, ...]) -> None:
         """These servers of `key` did not take the record: dropped, the others kept."""

@@ -227,7 +227,7 @@ class Kad:
     async def _at_closest(self, key: bytes, send: Callable[[ID], Awaitable[bool]], copies: int = K) -> int:
         """`send` to the key's `copies` closest servers (alpha at once), reused or walked for; how many
         took it."""
-        reused = self.closest.reuse(key)
+        reused = self.closest.reuse(key, self.routing_table_size())
         if reused is None:
             peers = await self._dht.peer_routing.find_closest_peers_network(key)
             peers = [p for p in peers if p != self._dht.local_peer_id]
@@ -235,7 +235,7 @@ class Kad:
             # workers (clients) too: each refused the write, was dropped, and the list too short made
             # every refresh walk again. Servers that identify showed serve kad only, when we know any.
             peers = [p for p in peers if serves_kad(self._dht.host, p)] or peers
-            self.closest.walked(key, tuple(p.to_base58() for p in peers))
+            self.closest.walked(key, tuple(p.to_base58() for p in peers), self.routing_table_size())
         else:
             peers = [ID.from_base58(p) for p in reused]
         peers = peers[:copies]  # closest first: the walk's order, kept by `ClosestServers`

@@ -195,7 +195,7 @@ async def test_our_servers_list_closer_peers_and_providers_without_signed_record
             assert workers[2].kad is not None  # a large swarm's lookup walks (node.p2p.walk) over these
             walked = await workers[2].kad._walk(Shard(None, 0, 0).dht_key, 20)
             assert {p.to_base58() for p in walked.providers} == {w.host.peer_id for w in workers}
-            assert 1 <= walked.answered <= walked.asked  # stops at the first holder: others in flight
+            assert 1 <= walked.answered <= walked.asked  # stops at the count: others may be in flight
             assert not walked.failures
 
 

@@ -8,13 +8,13 @@ servers sharing its first bits with the key, then some others). A departed serve
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
-from node.p2p.walk import ALPHA, HOLDERS, Answer, K, walk_providers
+from node.p2p.walk import ALPHA, Answer, K, walk_providers
 
 KEY = b"\x12\x20" + hashlib.sha256(b"sark/cap/v2/any/3/5").digest()
 
@@ -31,6 +31,8 @@ class Kad:
     providers: list[PeerInfo]
     dead: set[ID]
     asked: int = 0
+    seen: set[ID] = field(default_factory=set)
+    self_listed: frozenset[ID] = frozenset()
 
     def holders(self) -> list[ID]:
         return sorted((s for s in self.servers if s not in self.dead), key=_distance)[:K]
@@ -42,11 +44,13 @@ class Kad:
 
     async def ask(self, peer: ID) -> Answer:
         self.asked += 1
+        self.seen.add(peer)
         await trio.lowlevel.checkpoint()
         if peer in self.dead:
             raise ConnectionError("gone")
         closer = sorted(self.table(peer), key=_distance)[:K]
         held = self.providers if peer in self.holders() else []
+        held = held or ([PeerInfo(peer, [])] if peer in self.self_listed else [])  # it provides the key too
         return Answer(list(held), [PeerInfo(p, []) for p in closer])
 
 
@@ -64,10 +68,10 @@ async def test_a_walk_reaches_the_holders_and_stops_at_the_count_or_the_second_h
         assert set(walked.providers) == {p.peer_id for p in full.providers}
         assert walked.asked <= 4 * ALPHA + K  # a walk, not the swarm: 300 servers
         assert full.asked == walked.asked
-        few = _kad(7)  # a key not full: the walk stops at its first holder
+        few = _kad(7)  # a key not full: the walk goes on until the k closest it knows answered
         walked = await walk_providers(KEY, start, few.ask, 20, timeout=1.0)
         assert len(walked.providers) == 7
-        assert walked.answered < walked.asked + HOLDERS + ALPHA
+        assert set(few.holders()) <= few.seen  # it ended where a kad lookup ends: the k closest asked
 
 
 async def test_a_departed_server_is_a_failure_and_the_walk_goes_on() -> None:
@@ -79,3 +83,12 @@ async def test_a_departed_server_is_a_failure_and_the_walk_goes_on() -> None:
         assert len(walked.providers) == 20
         assert walked.failures
         assert all(reason.startswith("ConnectionError") for reason in walked.failures.values())
+
+
+async def test_a_server_listing_only_itself_is_no_holder_and_the_walk_goes_on() -> None:
+    with trio.fail_after(10):
+        kad = _kad(20)
+        start = sorted(kad.servers[::10], key=_distance, reverse=True)[:K]
+        kad.self_listed = frozenset(sorted(start, key=_distance)[:1])  # the first asked
+        walked = await walk_providers(KEY, start, kad.ask, 40, timeout=1.0)
+        assert {p.peer_id for p in kad.providers} <= set(walked.providers)
