@@ -163,9 +163,13 @@ class Swarm:
         cpl = 64 - (owner ^ target).bit_length() if owner != target else 63
         span = 63 - min(cpl, 63)
         out: list[int] = []
-        for prefix in (target >> span, owner >> span):  # the target's bucket, then deeper ones
-            lo = int(np.searchsorted(self.ids, np.uint64(prefix << span), "left"))
-            hi = int(np.searchsorted(self.ids, np.uint64(((prefix + 1) << span) - 1), "right"))
+        # the target's bucket, then the deeper ones (ours), then ever farther buckets: a table's k closest
+        # to a target come from wherever it has entries (a start near the target has a near-empty bucket)
+        buckets = [(target >> span, span), (owner >> span, span)]
+        buckets += [((target >> s) ^ 1, s) for s in range(span + 1, 64)]
+        for prefix, width in buckets:
+            lo = int(np.searchsorted(self.ids, np.uint64(prefix << width), "left"))
+            hi = int(np.searchsorted(self.ids, np.uint64(((prefix + 1) << width) - 1), "right"))
             pool = self.ids[lo:hi]
             rng = np.random.default_rng((owner ^ (prefix << 1)) & (2**63 - 1))
             pick = pool if len(pool) <= K else pool[rng.choice(len(pool), K, replace=False)]
