@@ -1,6 +1,13 @@
 """swarm_sim.py against real processes: a gate and N `sark-node join` workers on loopback (issue 43).
 
     .venv/bin/python benchmarks/swarm_check.py [--workers 100] [--batch 10] [--window 300] [--record-ttl S]
+        [--dht-mode reachable]
+
+With `--dht-mode reachable` every worker a dial-back reached serves the DHT: with more than k servers
+a key's records are at its closest servers, the trees are read by the node's lookup (its walk, no
+answer bytes), a lookup's hops (requests per key) are compared with the simulator's walks over the
+same servers, and a worker's upkeep with a serving device's whole kad traffic (its own and what it
+carries of the others'). Tolerance for hops: 30 %.
 
 Starts a gate and `--workers` real `join` processes (a fixed profile file: no device probe; the
 node's default record TTL), `--batch` at a time, and compares with the simulator (`swarm_fleet`,
@@ -56,19 +63,21 @@ from swarm_net import (  # also puts the repository on sys.path
     kad_id,
     make_profile,
     measure_sizes,
+    walk,
 )
-from swarm_upkeep import sharded_gates_upkeep
+from swarm_upkeep import served, sharded_gates_upkeep, sharded_upkeep
 from swarmlab import OUT, Lab
 
 from node.config import NodeConfig
 from node.p2p.dht import Dht
-from node.p2p.kadwire import add_provider_request
+from node.p2p.kad import K
+from node.p2p.kadwire import add_provider_request, get_providers_request
 from node.p2p.node import open_node
 from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, first_levels, next_keys
 from protocol import KAD, ComputeUnit
 
 UNIT = ComputeUnit.CPU_ONNX
-TOLERANCE = {"answer_bytes": 0.20, "lookup_bytes": 0.25, "upkeep": 0.30}
+TOLERANCE = {"answer_bytes": 0.20, "lookup_bytes": 0.25, "hops": 0.30, "upkeep": 0.30}
 
 
 def socket_bytes(pids: set[int], sockets: Counter[int] | None = None) -> dict[int, int]:
@@ -90,13 +99,19 @@ def socket_bytes(pids: set[int], sockets: Counter[int] | None = None) -> dict[in
     return dict(total)
 
 
-async def read_tree(node: Any, gate: str, unit: ComputeUnit | None) -> dict[Shard, tuple[int, int]]:
-    """Every non-empty key of a unit's tree at the gate: shard -> (providers, answer bytes)."""
+async def read_tree(
+    node: Any, gate: str, unit: ComputeUnit | None, walk: bool
+) -> dict[Shard, tuple[int, int]]:
+    """Every non-empty key of a unit's tree at the gate: shard -> (providers, answer bytes); with `walk`
+    (workers serve: a key's records are at its closest servers) by the node's lookup, bytes not read."""
     out: dict[Shard, tuple[int, int]] = {}
     host, gate_id = node.host.raw, ID.from_base58(gate.rsplit("/p2p/", 1)[-1])
     frontier: tuple[Shard, ...] = (Shard(unit, 0, 0),)
     while frontier:
         for shard in frontier:
+            if walk:
+                out[shard] = (len((await node.kad.lookup_providers(shard.dht_key, SHARD_CAP)).providers), 0)
+                continue
             stream = await host.new_stream(gate_id, [TProtocol(KAD)])
             request = Message(type=Message.MessageType.GET_PROVIDERS, key=shard.dht_key).SerializeToString()
             await stream.write(encode_uvarint(len(request)) + request)
@@ -114,13 +129,13 @@ async def lookups(node: Any, counts: list[int | None]) -> list[dict[str, float]]
     """A submitter's `Dht.lookup` of each count: keys, requests (GET_PROVIDERS sent), found, wire bytes."""
     dht, kad = Dht(node.kad), node.kad
     requests = [0]
-    ask = kad._get_providers
+    ask = kad._request
 
-    async def counted(peer: ID, key: bytes) -> Any:
+    async def counted(peer: ID, request: bytes) -> Any:
         requests[0] += 1
-        return await ask(peer, key)
+        return await ask(peer, request)
 
-    kad._get_providers = counted
+    kad._request = counted
     out: list[dict[str, float]] = []
     for count in counts:
         requests[0] = 0
@@ -142,27 +157,32 @@ async def calibrate(node: Any, gate: str, rounds: int = 40) -> dict[str, float]:
     dht = kad.raw
     sizes = measure_sizes(addrs=1)
     out: dict[str, float] = {}
-    for name, messages in (("get_providers", sizes.request_slim + sizes.key_request),
+    for name, messages in (("get_providers", sizes.request_slim),
                            ("add_provider", sizes.provide_slim + sizes.provide_echo)):  # fmt: skip
-        before = socket_bytes({me}).get(me, 0)
+        before, answers = socket_bytes({me}).get(me, 0), 0
         for i in range(rounds):
             key = Shard(None, MAX_LEVEL, i).dht_key  # keys nobody provides
-            if name == "get_providers":
-                await kad._get_providers(gate_id, key)
+            if name == "get_providers":  # the answer as it came: closer peers too, once workers serve
+                reply = await kad._request(gate_id, get_providers_request(key))
+                answers += len(reply) + len(encode_uvarint(len(reply)))
             else:
                 request = add_provider_request(key, dht.host.get_id(), list(dht.host.get_addrs()))
                 await kad._send(gate_id, request, reply=True)
-        out[f"{name}_stream_bytes"] = (socket_bytes({me}).get(me, 0) - before) / rounds - messages
+        wire = (socket_bytes({me}).get(me, 0) - before) / rounds
+        out[f"{name}_stream_bytes"] = wire - messages - answers / rounds
     return out
 
 
 async def read_all(
     gate: str, root: Path, counts: list[int | None]
-) -> tuple[Trees, list[dict[str, float]], dict[str, float]]:
+) -> tuple[Trees, list[dict[str, float]], dict[str, float], int]:
+    """The trees, the lookups and the stream overhead, read by a fresh submitter; and its table's size."""
     config = NodeConfig(data_dir=root / "reader", gates=(gate,), listen=("/ip4/127.0.0.1/tcp/0",))
     async with open_node(config, role="submitter") as node:
-        trees = {u: await read_tree(node, gate, u) for u in (None, UNIT)}
-        return trees, await lookups(node, counts), await calibrate(node, gate)
+        assert node.kad is not None
+        table = node.kad.routing_table_size()
+        trees = {u: await read_tree(node, gate, u, table > K) for u in (None, UNIT)}
+        return trees, await lookups(node, counts), await calibrate(node, gate), table
 
 
 def simulated(peers: list[str]) -> Fleet:
@@ -186,7 +206,9 @@ def compare_tree(
         if shard.unit == unit:
             sim_levels[shard.level] += n
     moved = sum(abs(real_levels[lv] - sim_levels[lv]) for lv in set(real_levels) | set(sim_levels)) // 2
-    ratios = [b / sizes.answer(0, n, slim=True) for n, b in real.values() if n]
+    ratios = [b / sizes.answer(0, n, slim=True) for n, b in real.values() if n and b] or [
+        1.0
+    ]  # walked: unread
     return {
         "providers_per_level_real": dict(sorted(real_levels.items())),
         "providers_per_level_sim": dict(sorted(sim_levels.items())),
@@ -206,18 +228,45 @@ def as_read(fleet: Fleet, tree: dict[Shard, tuple[int, int]]) -> Fleet:
     return Fleet(fleet.n, fleet.rng, fleet.config, fleet.peers, fleet.unit, placed)
 
 
-def compare_lookups(real: list[dict[str, float]], fleet: Fleet, sizes: Sizes) -> list[dict[str, Any]]:
+def compare_lookups(
+    real: list[dict[str, float]], fleet: Fleet, sizes: Sizes, servers: list[str]
+) -> list[dict[str, Any]]:
+    """Each real lookup against `sharded_lookup` over the same servers: with the gate alone one request
+    a key; with more than k servers a walk a key (hops: requests per key, `sim_hops`)."""
     out = []
+    swarm = Swarm.build([kad_id(p.encode()) for p in servers], 0, np.random.default_rng(0), slim=True)
     for row in real:
         count = int(row["count"]) or None
-        swarm = Swarm.build([kad_id(b"gate")], 0, np.random.default_rng(0), slim=True)
-        _, _, found, sent = sharded_lookup(swarm, fleet, sizes, UNIT, count)
+        sent = statistics.mean(sharded_lookup(swarm, fleet, sizes, UNIT, count)[3] for _ in range(20))
         keys = _sim_keys(fleet, count)
-        ratio = row["bytes"] / sent
-        ok = row["keys"] == keys == row["requests"] and abs(ratio - 1) <= TOLERANCE["lookup_bytes"]
-        sim = {"sim_keys": keys, "sim_found": found, "sim_bytes": sent, "bytes_real_over_sim": ratio}
+        hops = sim_hops(swarm, fleet, sizes, count)
+        ratio, real_hops = row["bytes"] / sent, row["requests"] / row["keys"]
+        ok = (
+            row["keys"] == keys
+            and abs(real_hops / hops - 1) <= TOLERANCE["hops"]
+            and abs(ratio - 1) <= TOLERANCE["lookup_bytes"]
+        )
+        sim = {"sim_keys": keys, "sim_bytes": sent, "bytes_real_over_sim": ratio, "hops_real": real_hops,
+               "hops_sim": hops}  # fmt: skip
         out.append({**row, **sim, "ok": ok})
     return out
+
+
+def sim_hops(swarm: Swarm, fleet: Fleet, sizes: Sizes, count: int | None) -> float:
+    """Requests a key in the simulator: 1 with k or fewer servers (all asked: the lab's gate alone), else
+    the mean of 20 walks from random starts to each key of the lookup's first levels."""
+    if swarm.direct:
+        return float(len(swarm.ids))
+    asked = []
+    for shard in first_levels(UNIT, count):
+        key = kad_id(shard.dht_key)
+        for _ in range(20):
+            start = int(swarm.rng.integers(0, 2**63)) * 2
+            listed = fleet.listed[shard]
+            asked.append(
+                walk(swarm, sizes, start, key, swarm.holders(key) if listed else set(), listed).asked
+            )
+    return statistics.mean(asked)
 
 
 def _sim_keys(fleet: Fleet, count: int | None) -> int:
@@ -233,16 +282,27 @@ def _sim_keys(fleet: Fleet, count: int | None) -> int:
     return keys + (count is None or found < count)
 
 
-def upkeep(pids: set[int], window: float, fleet: Fleet, config: NodeConfig) -> dict[str, float]:
-    """Real bytes per worker per second over `window` against the model's at one gate, less the join
-    reads (the lab has no churn)."""
+def upkeep(
+    pids: set[int], window: float, fleet: Fleet, config: NodeConfig, servers: list[str]
+) -> dict[str, float]:
+    """Real bytes per worker per second over `window` against the model's, less the join reads (the lab
+    has no churn): at one gate, a worker's writes and routing refresh; with the workers serving, a
+    serving device's whole kad traffic (`sharded_upkeep` over the same servers, and what a server
+    carries of the others')."""
     before = socket_bytes(pids)
     time.sleep(window)  # the measurement window itself: the workers refresh on their own timers
     sockets: Counter[int] = Counter()
     after = socket_bytes(pids, sockets)
     per_worker = [(after.get(p, 0) - before.get(p, 0)) / window for p in pids]
-    parts = sharded_gates_upkeep(fleet, measure_sizes(addrs=1), config, gates=1)
-    model = (parts["writes"] + parts["routing"]) / 3600
+    sizes = measure_sizes(addrs=1)
+    if len(servers) > K:
+        swarm = Swarm.build([kad_id(p.encode()) for p in servers], 0, np.random.default_rng(0), slim=True)
+        parts = sharded_upkeep(swarm, fleet, sizes, config, 30)
+        own = sum(v for k, v in parts.items() if k != "joins")
+        model = (own + served(own, fleet.n, len(servers))) / 3600
+    else:
+        parts = sharded_gates_upkeep(fleet, sizes, config, gates=1)
+        model = (parts["writes"] + parts["routing"]) / 3600
     real = statistics.mean(per_worker)
     return {"real_bytes_per_worker_s_mean": real, "real_p50": statistics.median(per_worker),
             "real_min": min(per_worker), "real_max": max(per_worker), "sim_bytes_per_worker_s": model,
@@ -257,7 +317,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--window", type=float, default=300.0, help="upkeep window, seconds")
     parser.add_argument("--record-ttl", type=float, help="the workers' record TTL (default: the node's)")
+    parser.add_argument("--dht-mode", help="the workers' dht_mode (SARK_DHT_MODE; default: the node's)")
     args = parser.parse_args()
+    if args.dht_mode:
+        os.environ["SARK_DHT_MODE"] = args.dht_mode  # the workers' environment (`Lab` passes it on)
     config = NodeConfig() if args.record_ttl is None else NodeConfig(record_ttl_s=args.record_ttl)
     root = Path(tempfile.mkdtemp(prefix="swarm-check-"))
     profile = root / "profile.json"
@@ -267,25 +330,30 @@ def main() -> None:
     try:
         gate = lab.gate().ready["addrs"][0]
         order: list[str] = []
+        serving: list[str] = [gate.rsplit("/p2p/", 1)[-1]]  # the gate, and the workers that serve
         procs = []
         for first in range(0, args.workers, args.batch):
             batch = [
                 lab.worker(f"w{i}", [gate], profile, wait=False) for i in range(first, first + args.batch)
             ]
-            order += [p.wait_event("ready", 300)["peer_id"] for p in batch]
+            ready = [p.wait_event("ready", 300) for p in batch]
+            order += [r["peer_id"] for r in ready]
+            serving += [r["peer_id"] for r in ready if r["reachability"] == "direct" and args.dht_mode]
             procs += batch
             print(f"{len(order)} workers ready ({time.monotonic() - began:.0f} s)", flush=True)
         fleet = simulated(order)
         sizes = measure_sizes(addrs=1)  # the lab's workers listen on loopback only: one address each
-        trees, real_lookups, stream = trio.run(read_all, gate, root, [SHARD_CAP, 2 * args.workers, None])
+        counts = [SHARD_CAP, 2 * args.workers, None]
+        trees, real_lookups, stream, table = trio.run(read_all, gate, root, counts)
         report: dict[str, Any] = {
             (u.value if u else "any"): compare_tree(t, fleet, u, args.batch, sizes) for u, t in trees.items()
         }
-        report["lookups"] = compare_lookups(real_lookups, as_read(fleet, trees[UNIT]), sizes)
+        report["servers"], report["reader_routing_table"] = len(serving), table
+        report["lookups"] = compare_lookups(real_lookups, as_read(fleet, trees[UNIT]), sizes, serving)
         report["stream_bytes_real"] = stream
         report["stream_bytes_sim"] = sizes.stream
         print(json.dumps(report, indent=1), flush=True)
-        report["upkeep"] = upkeep({p.popen.pid for p in procs}, args.window, fleet, config)
+        report["upkeep"] = upkeep({p.popen.pid for p in procs}, args.window, fleet, config, serving)
         print(json.dumps(report["upkeep"]), flush=True)
         report["tolerance"] = TOLERANCE
         report["record_ttl_s"] = config.record_ttl_s

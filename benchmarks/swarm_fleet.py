@@ -37,6 +37,8 @@ class Fleet:
     unit: dict[str, ComputeUnit] = field(default_factory=dict)
     listed: Counter[Shard] = field(default_factory=Counter)
     reads: list[int] = field(default_factory=list)
+    placed: dict[str, Shard] = field(default_factory=dict)
+    """Each device's key in the any-worker tree (`dht_mode = "auto"` reads its level)."""
 
     def place(self) -> None:
         """Name the devices (the first `RARE_COUNT` have the rare unit) and place them in join order."""
@@ -53,6 +55,8 @@ class Fleet:
                     if not is_full(self.listed[shard], False):
                         self.listed[shard] += 1
                         self.reads.append(depth + 1)
+                        if unit is None:
+                            self.placed[peer] = shard
                         break
 
     def count(self, unit: ComputeUnit) -> int:

@@ -3,7 +3,8 @@
 Model (stated, not measured):
 - Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the issue's; py-libp2p
   uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
-  lookups, alpha requests in flight, a GET_PROVIDERS walk of a key ends at its first holder.
+  lookups, alpha requests in flight, a GET_PROVIDERS walk of a key ends at the count (a full key's
+  holder) or when the k closest it knows answered, as the node's (`node.p2p.walk`).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back).
@@ -37,6 +38,7 @@ from multiaddr import Multiaddr  # noqa: E402
 from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
+from node.p2p.shards import SHARD_CAP  # noqa: E402
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -161,9 +163,13 @@ class Swarm:
         cpl = 64 - (owner ^ target).bit_length() if owner != target else 63
         span = 63 - min(cpl, 63)
         out: list[int] = []
-        for prefix in (target >> span, owner >> span):  # the target's bucket, then deeper ones
-            lo = int(np.searchsorted(self.ids, np.uint64(prefix << span), "left"))
-            hi = int(np.searchsorted(self.ids, np.uint64(((prefix + 1) << span) - 1), "right"))
+        # the target's bucket, then the deeper ones (ours), then ever farther buckets: a table's k closest
+        # to a target come from wherever it has entries (a start near the target has a near-empty bucket)
+        buckets = [(target >> span, span), (owner >> span, span)]
+        buckets += [((target >> s) ^ 1, s) for s in range(span + 1, 64)]
+        for prefix, width in buckets:
+            lo = int(np.searchsorted(self.ids, np.uint64(prefix << width), "left"))
+            hi = int(np.searchsorted(self.ids, np.uint64(((prefix + 1) << width) - 1), "right"))
             pool = self.ids[lo:hi]
             rng = np.random.default_rng((owner ^ (prefix << 1)) & (2**63 - 1))
             pick = pool if len(pool) <= K else pool[rng.choice(len(pool), K, replace=False)]
@@ -185,14 +191,18 @@ class Walk:
     found: bool
     bytes: int
     closest: tuple[int, ...]
+    asked: int = 0
+    """Requests sent (a walk's hops, alpha at a time)."""
 
 
 def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] | None, n: int) -> Walk:
-    """Iterative Kademlia lookup from `start`; a GET_PROVIDERS walk (`holders`) ends at a holder."""
+    """Iterative Kademlia lookup from `start`; a GET_PROVIDERS walk (`holders`: the node's
+    `node.p2p.walk`, our own slim requests) ends at a holder that lists a full key (the count a lookup
+    asks per key), or when the k closest it knows have answered."""
     short = {p: p ^ target for p in swarm.table(start, target)}
     asked: set[int] = set()
     flight: list[tuple[float, int]] = []
-    now, sent = 0.0, 0
+    now, sent, reached = 0.0, 0, 0
     while True:
         ranked = sorted(short, key=short.__getitem__)[:K]
         for peer in [p for p in ranked if p not in asked][: ALPHA - len(flight)]:
@@ -203,18 +213,20 @@ def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] 
                 else float(swarm.rng.lognormal(np.log(RTT_MEDIAN_S), RTT_SIGMA))
             )
             heapq.heappush(flight, (now + rtt, peer))
-        if not flight:
-            return Walk(now, False, sent, tuple(ranked))
+        if not flight or (reached and all(p in asked for p in ranked)):  # no straggler waited for
+            return Walk(now, reached > 0, sent, tuple(ranked), len(asked))
         now, peer = heapq.heappop(flight)
         if swarm.is_dead(peer):
             continue
         held = holders is not None and peer in holders
         answer = sizes.answer(K, n if held else 0, swarm.slim)
         now += answer * 8 / BANDWIDTH_BPS
-        sent += sizes.key_request + sizes.stream + answer
-        swarm.load[peer] += sizes.key_request + answer
-        if held:
-            return Walk(now, True, sent, tuple(ranked))
+        request = sizes.request_slim if holders is not None and swarm.slim else sizes.key_request
+        sent += request + sizes.stream + answer
+        swarm.load[peer] += request + answer
+        reached += held
+        if held and n >= SHARD_CAP:  # the node's walk: the count a lookup asks per key
+            return Walk(now, True, sent, tuple(ranked), len(asked))
         for p in swarm.table(peer, target):
             short.setdefault(p, p ^ target)
 

@@ -12,19 +12,23 @@ have a rare unit (GPU (ONNX)), the others one common unit (CPU (ONNX)).
 Model (stated, not measured):
 - Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the issue's; py-libp2p
   uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
-  lookups, alpha requests in flight, a GET_PROVIDERS walk of a key ends at its first holder.
+  lookups, alpha requests in flight, a GET_PROVIDERS walk of a key ends at the count (a full key's
+  holder) or when the k closest it knows answered, as the node's (`node.p2p.walk`).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back): this favours today's scheme, whose three gates answer every lookup.
 - Churn: 10 % of devices leave (and as many join) per hour: routing entries of departed servers
-  (refresh every 600 s, libp2p's) time out after the node's query deadline; provider records of
-  departed devices stay listed until their TTL (answer bytes, never recall).
-- NAT: 40 % of devices are behind NAT and cannot be servers. Today's scheme: the 3 gates are the
-  only servers (the default); the new one: every reachable device is a server.
+  (the node's routing refresh, `ROUTING_REFRESH_S`) time out after the node's query deadline;
+  provider records of departed devices stay listed until their TTL (answer bytes, never recall).
+- NAT: 40 % of devices are behind NAT and cannot be servers. Three schemes: today's (the v1 keys,
+  the 3 gates the only servers), sharded keys with the gates the only servers (`dht_mode = "client"`
+  on every worker), and sharded keys under the default `dht_mode = "auto"` (`auto_servers`: the gates,
+  and every reachable device placed at level 3 or deeper of the any-worker tree, so none below about
+  140 devices).
 - Each lookup is simulated alone (discrete events within it); upkeep from walks of sampled devices.
-- Refreshes reuse the closest servers of the last walk (`node.p2p.closest`): a key walks at every
-  `REWALK_EVERY`-th announcement, and once fewer than `MIN_KEPT` of its k servers are left
-  (`rewalk_share`); a departed server costs a timed-out write until then.
+- Refreshes reuse the closest servers of the last walk (`node.p2p.closest`): a key walks about every
+  100 minutes (`rewalk_every` of the refresh period), and once fewer than `MIN_KEPT` of its k servers
+  are left (`rewalk_share`); a departed server costs a timed-out write until then.
 
 Modules: `swarm_net` (message sizes, ids, routing tables, walks), `swarm_fleet` (devices, placement,
 lookups), `swarm_upkeep` (a device's upkeep per scheme), this one (the runs and the table).
@@ -38,19 +42,20 @@ import statistics
 import time
 
 import numpy as np
-from libp2p.kad_dht.kad_dht import ROUTING_TABLE_REFRESH_INTERVAL
 from swarm_fleet import CHURN_PER_HOUR, COMMON, RARE, RARE_COUNT, Fleet, sharded_lookup, today_lookup
 from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes
 from swarm_upkeep import GATES, NAT_SHARE, served, sharded_gates_upkeep, sharded_upkeep, today_upkeep
 
 from node.config import NodeConfig
+from node.p2p.kadpatch import ROUTING_REFRESH_S
+from node.p2p.shards import large_swarm
 
 
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-SCHEMES = ("today", "sharded_gates", "sharded_servers")
+SCHEMES = ("today", "sharded_gates", "sharded_auto")
 
 
 def lookups_of(name: str, swarm: Swarm, fleet: Fleet, sizes: Sizes, lookups: int) -> dict[str, float]:
@@ -78,6 +83,27 @@ def lookups_of(name: str, swarm: Swarm, fleet: Fleet, sizes: Sizes, lookups: int
     }  # fmt: skip
 
 
+def auto_servers(fleet: Fleet, rng: np.random.Generator) -> list[int]:
+    """Who serves the DHT under `dht_mode = "auto"` (the default): the gates, and each reachable device
+    (a dial-back reached it: not behind NAT) placed deep enough in the any-worker tree (`large_swarm`:
+    more than about 140 devices). Below that threshold the gates alone; devices placed before the
+    swarm grew past it stay clients (they decided at their first placement)."""
+    devices = [
+        kad_id(p.encode()) for p in fleet.peers if rng.random() >= NAT_SHARE and large_swarm(fleet.placed[p])
+    ]
+    return [kad_id(f"gate-{i}".encode()) for i in range(GATES)] + devices
+
+
+def upkeep_of(name: str, swarm: Swarm, fleet: Fleet, sizes: Sizes, config: NodeConfig) -> dict[str, float]:
+    """A device's upkeep under a scheme, in parts (bytes per hour): with more servers than k the keys'
+    closest servers are walked for (`sharded_upkeep`), with k or fewer every server is asked."""
+    if name == "today":
+        return today_upkeep(sizes, fleet.n, config)
+    if swarm.direct:
+        return sharded_gates_upkeep(fleet, sizes, config, int((~swarm.dead).sum()))
+    return sharded_upkeep(swarm, fleet, sizes, config, 30)
+
+
 def run_size(
     n: int, lookups: int, seed: int, sizes: Sizes, config: NodeConfig
 ) -> dict[str, dict[str, float]]:
@@ -85,24 +111,21 @@ def run_size(
     rng = np.random.default_rng(seed + n)
     fleet = Fleet(n, rng, config)
     fleet.place()
-    reachable = [kad_id(p.encode()) for p in fleet.peers if rng.random() >= NAT_SHARE]
-    stale = int(len(reachable) * CHURN_PER_HOUR * ROUTING_TABLE_REFRESH_INTERVAL / 3600)
     gate_ids = [kad_id(f"gate-{i}".encode()) for i in range(GATES)]
+    auto = auto_servers(fleet, rng)
+    stale = int((len(auto) - GATES) * CHURN_PER_HOUR * ROUTING_REFRESH_S / 3600)
     out: dict[str, dict[str, float]] = {}
     for name in SCHEMES:
         ours = name != "today"  # the node's messages now (slim), today's column is the node before
-        servers = reachable if name == "sharded_servers" else gate_ids
-        swarm = Swarm.build(servers, stale if name == "sharded_servers" else 0, rng, slim=ours)
+        servers = auto if name == "sharded_auto" else gate_ids
+        swarm = Swarm.build(servers, stale if name == "sharded_auto" else 0, rng, slim=ours)
         out[name] = lookups_of(name, swarm, fleet, sizes, lookups)
-        parts = {
-            "today": lambda: today_upkeep(sizes, n, config),
-            "sharded_gates": lambda: sharded_gates_upkeep(fleet, sizes, config),
-            "sharded_servers": lambda: sharded_upkeep(swarm, fleet, sizes, config, 30),  # noqa: B023
-        }[name]()
+        parts = upkeep_of(name, swarm, fleet, sizes, config)
         upkeep = sum(parts.values())
         out[name]["upkeep_bytes_per_device_hour"] = upkeep
         out[name].update({f"upkeep_{part}_bytes_per_device_hour": v for part, v in parts.items()})
         out[name]["served_bytes_per_server_hour"] = served(upkeep, n, len(servers))
+        out[name]["serving_device_bytes_per_hour"] = upkeep + out[name]["served_bytes_per_server_hour"]
     return out
 
 
@@ -135,7 +158,9 @@ def main() -> None:
                     if k.endswith("_bytes_per_device_hour") and k != "upkeep_bytes_per_device_hour"
                 )
                 + f"); a server carries {r['served_bytes_per_server_hour'] / 3600:.0f} B/s of the others'"
-                f" upkeep; busiest server {100 * r['busiest_server_share']:.2f} % of {int(r['servers'])}"
+                " upkeep"
+                f" ({r['serving_device_bytes_per_hour'] / 3600:.0f} B/s in all with its own);"
+                f" busiest server {100 * r['busiest_server_share']:.2f} % of {int(r['servers'])}"
             )
         print(f"       ({time.monotonic() - began:.0f} s)", flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -145,7 +170,7 @@ def main() -> None:
     )
 
 
-__all__ = ["SCHEMES", "lookups_of", "run_size"]
+__all__ = ["SCHEMES", "auto_servers", "lookups_of", "run_size"]
 
 
 if __name__ == "__main__":

@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 import statistics
 
-from libp2p.kad_dht.kad_dht import ROUTING_TABLE_REFRESH_INTERVAL
 from swarm_fleet import CHURN_PER_HOUR, RARE_COUNT, Fleet, stale_factor
 from swarm_net import Sizes, Swarm, kad_id, walk
 
 from node.config import NodeConfig
-from node.p2p.closest import MIN_KEPT, REWALK_EVERY
+from node.p2p.closest import MIN_KEPT, rewalk_every
 from node.p2p.dht import advert_key
 from node.p2p.kad import ADVERT_COPIES, K
+from node.p2p.kadpatch import ROUTING_REFRESH_S
 from node.p2p.shards import SHARD_CAP, path_of
 from node.worker.advertising import REANNOUNCE_JITTER
 
@@ -55,22 +55,24 @@ def sharded_gates_upkeep(
     fleet: Fleet, sizes: Sizes, config: NodeConfig, gates: int = GATES
 ) -> dict[str, float]:
     """Bytes per device per hour, sharded keys on the gates: the writes (walks reused, `rewalk_share`),
-    no read-back; libp2p's routing refresh (a FIND_NODE at each gate every 600 s); a joining device's
+    no read-back; the routing refresh (a FIND_NODE at each gate every `ROUTING_REFRESH_S`); a joining device's
     placement reads (one key per level, at every gate), spread over the hour by the churn."""
     read = gates * (sizes.request_slim + sizes.stream + sizes.answer(gates - 1, SHARD_CAP, True))
     joins = CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * read
     writes = gate_writes(sizes, rewalk_share(config), gates=gates) * refreshes_per_hour(config)
     routing = gates * (sizes.key_request + sizes.stream + sizes.answer(gates - 1, 0, True))
-    return {"writes": writes, "routing": routing * 3600 / ROUTING_TABLE_REFRESH_INTERVAL, "joins": joins}
+    return {"writes": writes, "routing": routing * 3600 / ROUTING_REFRESH_S, "joins": joins}
 
 
 def rewalk_share(config: NodeConfig) -> float:
-    """The share of announcements of a key that walk (`node.p2p.closest`): every `REWALK_EVERY`-th, and
-    the next one after fewer than `MIN_KEPT` of its k servers are left (churn over the reuse window:
-    binomial, k servers each gone with the churn's probability)."""
-    gone = min(1.0, CHURN_PER_HOUR * REWALK_EVERY * config.reannounce_interval() / 3600)
+    """The share of announcements of a key that walk (`node.p2p.closest`): every `rewalk_every`-th of the
+    node's refresh period (about every 100 minutes), and the next one after fewer than `MIN_KEPT` of its
+    k servers are left (churn over the reuse window: binomial, k servers each gone with the churn's
+    probability)."""
+    every = rewalk_every(config.reannounce_interval())
+    gone = min(1.0, CHURN_PER_HOUR * every * config.reannounce_interval() / 3600)
     too_few = sum(math.comb(K, j) * gone**j * (1 - gone) ** (K - j) for j in range(K - MIN_KEPT + 1, K + 1))
-    return min(1.0, 1 / REWALK_EVERY + too_few)
+    return min(1.0, 1 / every + too_few)
 
 
 def sharded_upkeep(
@@ -79,8 +81,9 @@ def sharded_upkeep(
     """Bytes per device per hour, sharded keys on every reachable device, in parts: per refresh the
     advert at `ADVERT_COPIES` and each of its two keys at k of the closest servers found by the last
     walk (no read-back), with the servers' echoes; a walk for `rewalk_share` of them; libp2p's routing
-    refresh (a self-lookup walk every 600 s, on clients too); the joins' placement reads (a walk per
-    level), spread by the churn. libp2p's own republish of our advert is off (`Kad.put`)."""
+    refresh (the node's: one walk for its own id every `ROUTING_REFRESH_S`, on clients too; libp2p's
+    walked for every non-empty bucket too); the joins' placement reads (a walk per level), spread by
+    the churn. libp2p's own republish of our advert is off (`Kad.put`)."""
     walks: list[int] = []
     for peer in fleet.peers[:: max(1, fleet.n // samples)][:samples]:
         shards = (path_of(peer, None)[0], path_of(peer, fleet.unit[peer])[0])
@@ -93,7 +96,7 @@ def sharded_upkeep(
         "advert": ADVERT_COPIES * put * per_hour,
         "providers": 2 * K * provide * per_hour,
         "rewalks": 3 * rewalk_share(config) * walk_bytes * per_hour,
-        "routing": walk_bytes * 3600 / ROUTING_TABLE_REFRESH_INTERVAL,  # every device, clients too
+        "routing": walk_bytes * 3600 / ROUTING_REFRESH_S,  # every device, clients too
         "joins": CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * walk_bytes,
     }
 

@@ -39,10 +39,11 @@ class NodeConfig(BaseModel):
     client: never."""
     heartbeat_s: float = Field(default=2.0, gt=0)
     lease_ttl_s: float = Field(default=10.0, gt=0)
-    # 600 s (refreshed every 150-200 s): at 10,000 devices with reachable ones serving, a device's upkeep
-    # is 573 B/s (937 at 300 s), and a serving device carries 941 B/s of the others' on top (1,539 at
-    # 300 s; benchmarks/swarm_sim.py). Liveness is the lease's: a submitter confirms each worker live.
-    record_ttl_s: float = Field(default=600.0, gt=0, le=3600)
+    # 1800 s (refreshed every 450-600 s): at 10,000 devices with reachable ones serving, a serving
+    # device's kad traffic, its own and the others' it carries, stays under 1 KB/s (benchmarks/README.md,
+    # "Discovery at 10,000 devices"). A departed device stays listed up to this long: liveness is the
+    # lease's, and a submitter confirms each worker live before it counts it.
+    record_ttl_s: float = Field(default=1800.0, gt=0, le=3600)
     reannounce_s: float | None = Field(default=None, gt=0)
     max_streams_per_peer: int = Field(default=8, ge=1, le=256)
     first_frame_s: float = Field(default=5.0, gt=0, le=60)  # an inbound stream's first frame, or reset

@@ -9,6 +9,7 @@ Modules:
     kadpatch  libp2p's kad-dht on /sark/kad/1.0.0, patched (protocol id, TTLs, caps, server-only), opened
     kad       queries on the running kad-dht: direct asks, bounded keys, checked lookups, provides and puts
     kadwire   the kad messages we build and read ourselves: no signed peer record, refusals told apart
+    walk      a GET_PROVIDERS walk towards a key's holders (a large swarm's lookups)
     closest   the servers closest to each key we announce, reused by refreshes (pure)
     dht       advert keys, the advert validator, publishing and provider lookups
     shards    sharded capability keys: a tree of keys per unit, spillover, the lookup's levels (pure)
@@ -47,5 +48,6 @@ __all__ = [
     "stream",
     "survey",
     "trim",
+    "walk",
     "wire",
 ]

@@ -4,11 +4,11 @@ libp2p walks the network (an iterative FIND_NODE, whose answers carry a signed p
 peer) before each ADD_PROVIDER and PUT_VALUE: with every reachable device a DHT server, those walks
 were most of a device's upkeep (7.4 KB/s at 10,000 devices in `benchmarks/swarm_sim.py`). The closest
 servers of a key change only when servers come and go, so a refresh sends to the ones found last time
-and walks again only every `REWALK_EVERY`-th refresh, or once fewer than `MIN_KEPT` of them are left
+and walks again only about every `REWALK_S` (`rewalk_every`), or once fewer than `MIN_KEPT` of them are left
 (a server that failed a write is dropped from the list: the others still hold the record).
 
 Pure: no libp2p, trio or clock; `node.p2p.kad` asks it which servers to send to, and the simulator
-reads `REWALK_EVERY`.
+reads `rewalk_every`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,22 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final, final
 
+REWALK_S: Final = 6000.0
+"""About how long the servers a walk found are reused (100 minutes: at 10 % churn an hour, about 3 of a
+key's 20 servers leave meanwhile, each dropped after a failed write)."""
 REWALK_EVERY: Final = 36
-"""Announcements of a key per walk: the walk, then 35 refreshes to the same servers (an hour at the
-default refresh period; at 10 % churn an hour, about 2 of its 20 servers leave meanwhile)."""
+"""Announcements of a key per walk by default (`rewalk_every` of the node's refresh period sets it)."""
+K: Final = 20
+"""kad's k: the servers a record is written to."""
 MIN_KEPT: Final = 10
 """Fewer servers left than this (half of k) and the next refresh walks."""
+
+
+def rewalk_every(refresh_s: float) -> int:
+    """Announcements of a key per walk when a key is announced every `refresh_s` seconds: a walk about
+    every `REWALK_S`, whatever the period (a count alone walked every 6 hours at a 600 s period, and
+    churn had then left too few of the servers, so nearly every refresh walked)."""
+    return max(2, round(REWALK_S / refresh_s))
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,8 @@ class Closest:
     reused: int = 0
     found: int = 0
     """How many the walk found (a small swarm has fewer than k)."""
+    table: int = 0
+    """How many servers our routing table held then."""
 
 
 @final
@@ -42,21 +55,25 @@ class ClosestServers:
         self.min_kept = min_kept
         self._known: dict[bytes, Closest] = {}
 
-    def reuse(self, key: bytes, found: int = 0) -> tuple[str, ...] | None:
+    def reuse(self, key: bytes, servers: int = 0) -> tuple[str, ...] | None:
         """The servers to send a refresh of `key` to, or None when a walk is due: never walked, every
-        `rewalk_every`-th announcement, or fewer than `min_kept` left (of `found`, when the walk found
-        fewer: a small swarm)."""
+        `rewalk_every`-th announcement, fewer than `min_kept` left (of those it found, when the walk
+        found fewer: a small swarm), or a walk that found fewer than k when our routing table now holds
+        more `servers` than it did then (a swarm whose workers began to serve: the records must move to
+        the key's closest servers, not stay on the gates for `REWALK_S`)."""
         known = self._known.get(key)
         if known is None or not known.peers or known.reused + 1 >= self.rewalk_every:
             return None
         if len(known.peers) < min(self.min_kept, known.found):
             return None
+        if known.found < K and servers > known.table:
+            return None
         self._known[key] = replace(known, reused=known.reused + 1)
         return known.peers
 
-    def walked(self, key: bytes, peers: tuple[str, ...]) -> None:
-        """A walk found these servers closest to `key`."""
-        self._known[key] = Closest(peers, found=len(peers))
+    def walked(self, key: bytes, peers: tuple[str, ...], servers: int = 0) -> None:
+        """A walk found these servers closest to `key`, our routing table holding `servers`."""
+        self._known[key] = Closest(peers, found=len(peers), table=servers)
 
     def failed(self, key: bytes, peers: tuple[str, ...]) -> None:
         """These servers of `key` did not take the record: dropped, the others kept."""
@@ -65,4 +82,4 @@ class ClosestServers:
             self._known[key] = replace(known, peers=tuple(p for p in known.peers if p not in peers))
 
 
-__all__ = ["MIN_KEPT", "REWALK_EVERY", "Closest", "ClosestServers"]
+__all__ = ["MIN_KEPT", "REWALK_EVERY", "REWALK_S", "Closest", "ClosestServers", "rewalk_every"]

@@ -8,7 +8,8 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - P23 (client side): at most `QUERIES_PER_SERVER` kad streams open to one server.
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
-  back to libp2p's iterative lookup only when none of them answers.
+  back to libp2p's iterative lookup only when none of them answers. With more than k servers in our
+  table, a lookup walks instead (`node.p2p.walk`: the closest known first, then the closer peers).
 - Sharded keys (`node.p2p.shards`) need a per-key bound that libp2p has only globally (`BUCKET_SIZE`,
   which the old `sark/cap/v1/` keys need at `PROVIDERS_PER_KEY`): `Kad.bound_providers` wraps this
   server's `add_provider` with a bound per key (a new provider past it is ignored, as libp2p does; a
@@ -17,11 +18,9 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   its `providing_keys` on its own republish timer): `provide` and `put` send to the closest servers
   the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure;
   libp2p's own republish of the values we put (a walk and k PUT_VALUEs every maintenance loop) is off.
-- py-libp2p attaches our signed peer record (~215 B) to every request, and twice to an ADD_PROVIDER
-  (sender and provider entry): a standard kad-dht (go, js) sends none. Our writes are our own
-  messages without it (`node.p2p.kadwire`): a refresh copy of a provider
-  record is 40 % of libp2p's. A value we put (our advert, a cache: a submitter can always ask the
-  peer itself) goes to the `copies` closest servers, not all k (issue 43: upkeep at 10,000 devices).
+- py-libp2p attaches our signed peer record (~215 B) to every request, twice to an ADD_PROVIDER: a
+  standard kad-dht (go, js) sends none, nor do our writes (`node.p2p.kadwire`). A value we put (our
+  advert, a cache) goes to the `copies` closest servers, not all k (issue 43: upkeep at 10,000).
 - libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
   the request (reset the stream, answered garbage): `lookup_providers` sends its own request and
   records each failure, so `peers` and `submit` can say a gate refused rather than "nobody" (issue 15).
@@ -43,7 +42,14 @@ from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limit
 
 from node.p2p.closest import ClosestServers
 from node.p2p.host import Host
-from node.p2p.kadwire import add_provider_request, get_providers_request, providers_of, put_value_request
+from node.p2p.kadwire import (
+    add_provider_request,
+    answer_of,
+    get_providers_request,
+    providers_of,
+    put_value_request,
+)
+from node.p2p.walk import Answer, Walked, walk_providers
 from protocol import KAD
 
 log = logging.getLogger(__name__)
@@ -55,6 +61,7 @@ QUERIES_PER_SERVER: Final = 8
 QUERY_TIMEOUT_S: Final = 3.0
 """Deadline of one direct kad request (a dead server must not hold a lookup up)."""
 K: Final = 20
+WALKED_ADDRS_TTL_S: Final = 600  # the addresses of a peer a walk met, kept to dial it (libp2p's walk too)
 ADVERT_COPIES: Final = 5
 """Servers that keep a copy of our advert (a cache; provider records go to all k): a PUT_VALUE and its
 echo are each about 1 KB, and k copies were most of a worker's upkeep with every reachable device serving."""
@@ -75,7 +82,6 @@ class ProviderLookup:
     answered: int
     failures: dict[str, str]
     keys: int = 1
-    """How many keys were asked (a sharded lookup asks several)."""
 
 
 def serves_kad(host: Any, peer_id: ID) -> bool:
@@ -125,7 +131,8 @@ class Kad:
         add = store.add_provider
 
         def bounded(key: bytes, provider: Any) -> None:
-            held = store.providers.get(key, {})
+            # Expired records hold no place: libp2p drops them only from its maintenance loop.
+            held = {str(i.peer_id) for i in store.get_providers(key)}
             if len(held) >= bound(key) and str(provider.peer_id) not in held:
                 log.debug(
                     "key %s full (%d providers): %s not kept", key.hex()[:12], len(held), provider.peer_id
@@ -205,8 +212,7 @@ class Kad:
 
     async def _send(self, peer: ID, request: bytes, *, reply: bool) -> None:
         """One kad request on a new stream (raises when it cannot be sent); with `reply`, the answer is
-        awaited and dropped, a reset one too: py-libp2p resets a PUT_VALUE whose record is not newer
-        than the one it holds (then it holds ours or a later one)."""
+        awaited and dropped, a reset one too (py-libp2p resets a PUT_VALUE not newer than its own)."""
         stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
         try:
             await stream.write(encode_uvarint(len(request)) + request)
@@ -221,7 +227,7 @@ class Kad:
     async def _at_closest(self, key: bytes, send: Callable[[ID], Awaitable[bool]], copies: int = K) -> int:
         """`send` to the key's `copies` closest servers (alpha at once), reused or walked for; how many
         took it."""
-        reused = self.closest.reuse(key)
+        reused = self.closest.reuse(key, self.routing_table_size())
         if reused is None:
             peers = await self._dht.peer_routing.find_closest_peers_network(key)
             peers = [p for p in peers if p != self._dht.local_peer_id]
@@ -229,7 +235,7 @@ class Kad:
             # workers (clients) too: each refused the write, was dropped, and the list too short made
             # every refresh walk again. Servers that identify showed serve kad only, when we know any.
             peers = [p for p in peers if serves_kad(self._dht.host, p)] or peers
-            self.closest.walked(key, tuple(p.to_base58() for p in peers))
+            self.closest.walked(key, tuple(p.to_base58() for p in peers), self.routing_table_size())
         else:
             peers = [ID.from_base58(p) for p in reused]
         peers = peers[:copies]  # closest first: the walk's order, kept by `ClosestServers`
@@ -264,12 +270,15 @@ class Kad:
     async def lookup_providers(self, key: bytes, count: int = 200, *, walk: bool = True) -> ProviderLookup:
         """Providers of a key, and which servers answered or failed (a refusal is never silent).
 
-        Stops asking once `count` distinct providers are in. libp2p's iterative lookup runs (unless
-        `walk` is False: the servers we know only) when no server answered, or when none of ours
-        listed a provider while the table holds more servers than the k asked (a large swarm).
+        With at most k servers in our table (each holds every record) they are all asked at once until
+        `count` distinct providers are in, and libp2p's iterative lookup runs only when none answered;
+        with more (a large swarm) a walk (`_walk`). `walk` False: the servers we know only.
         """
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
+        if walk and self.routing_table_size() > K:  # a large swarm: walk to the key's holders
+            walked = await self._walk(key, count)
+            return self._found([*infos, *walked.providers.values()], walked.answered, walked.failures, count)
         failures: dict[str, str] = {}
 
         async def ask(peer: ID) -> None:
@@ -283,9 +292,28 @@ class Kad:
             return len({i.peer_id for i in infos}) >= count
 
         answered = await self._ask_servers(key, ask, enough)
-        elsewhere = not infos and self.routing_table_size() > K
-        if walk and ((not answered and not failures) or elsewhere):
+        if walk and not answered and not failures:
             infos.extend(await self._iterative_providers(key, count))
+        return self._found(infos, answered, failures, count)
+
+    async def _walk(self, key: bytes, count: int) -> Walked:
+        """A GET_PROVIDERS walk (`node.p2p.walk`) from the closest servers of our routing table."""
+        me = self._dht.local_peer_id
+        start = [p for p in self._dht.routing_table.find_local_closest_peers(key, K) if p != me]
+
+        async def ask(peer: ID) -> Answer:
+            async with self._limit(peer):
+                providers, closer = answer_of(await self._request(peer, get_providers_request(key)))
+            closer = [(p, a) for p, a in closer if p != me.to_bytes() and a]
+            for raw, addrs in closer:  # to dial them next, as libp2p's own walk does
+                self._dht.host.get_peerstore().add_addrs(ID(raw), addrs, WALKED_ADDRS_TTL_S)
+            return Answer([PeerInfo(ID(p), a) for p, a in providers], [PeerInfo(ID(p), a) for p, a in closer])
+
+        return await walk_providers(key, start, ask, count, QUERY_TIMEOUT_S)
+
+    @staticmethod
+    def _found(infos: list[Any], answered: int, failures: dict[str, str], count: int) -> ProviderLookup:
+        """Providers de-duplicated (P9), their addresses merged, at most `count`."""
         found: dict[str, list[str]] = {}
         for info in infos:
             addrs = found.setdefault(info.peer_id.to_base58(), [])
@@ -309,14 +337,17 @@ class Kad:
         libp2p's own call returns an empty list for a refusal (a server that resets the stream on a
         key it cannot read) as for "no providers": discovery must tell the two apart.
         """
+        reply = await self._request(peer, get_providers_request(key))
+        return [PeerInfo(ID(provider), addrs) for provider, addrs in providers_of(reply)]
+
+    async def _request(self, peer: ID, request: bytes) -> bytes:
+        """One kad request on a new stream and its answer (raises when either fails)."""
         stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
         try:
-            request = get_providers_request(key)
             await stream.write(encode_uvarint(len(request)) + request)
-            reply = await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE)
+            return bytes(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
         finally:
             await stream.close()
-        return [PeerInfo(ID(provider), addrs) for provider, addrs in providers_of(reply)]
 
     async def _iterative_providers(self, key: bytes, count: int) -> list[Any]:
         """libp2p's lookup, with the local cache popped so it asks the network (P9)."""
@@ -365,12 +396,6 @@ class Kad:
 
 
 __all__ = [
-    "ADVERT_COPIES",
-    "ALPHA",
-    "QUERIES_PER_SERVER",
-    "QUERY_TIMEOUT_S",
-    "K",
-    "Kad",
-    "ProviderLookup",
-    "serves_kad",
-]
+    "ADVERT_COPIES", "ALPHA", "QUERIES_PER_SERVER", "QUERY_TIMEOUT_S", "WALKED_ADDRS_TTL_S", "K", "Kad",
+    "ProviderLookup", "serves_kad",
+]  # fmt: skip

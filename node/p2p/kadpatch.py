@@ -27,6 +27,11 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   and our lookups read the addresses only: `open_kad` has the host's peerstore hand the DHT no record
   (`get_peer_record`, which only the DHT's answers and gossipsub, unused, call).
 - A peer whose every address failed is refused for a while (a negative cache): `forget_failed_dials`.
+- libp2p's maintenance loop refreshes the routing table every 600 s with a walk for our own id and one
+  more for a random id in every non-empty bucket: about ten walks at 6,000 servers, 1.6 KB/s a device,
+  more than everything else it sends (issue 43). `_ServerOnlyKadDHT` walks for our own id only, every
+  `ROUTING_REFRESH_S`: the buckets far from us fill from the answers of that walk, of our refreshes'
+  walks and of lookups, and libp2p's pinger still evicts peers that stopped answering.
 
 The queries on the running DHT (direct asks, bounded keys, reused closest servers) are `node.p2p.kad`.
 """
@@ -42,6 +47,7 @@ import trio
 from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
 from libp2p.peer.id import ID
+from libp2p.peer.peerinfo import PeerInfo
 from libp2p.records.pubkey import PublicKeyValidator
 from libp2p.records.validator import NamespacedValidator, Validator
 from libp2p.tools.anyio_service import background_trio_service
@@ -57,6 +63,8 @@ INBOUND_KAD_STREAMS: Final = 128
 """Concurrent inbound kad streams a server accepts, host-wide (libp2p: 12, P23)."""
 PROVIDERS_PER_KEY: Final = 10_000
 """Providers a server keeps per key (libp2p: k = 20, P24): every worker of a large swarm is found."""
+ROUTING_REFRESH_S: Final = 1200
+"""How often the routing table is refreshed by a walk for our own id (libp2p: 600 s, a walk per bucket)."""
 
 
 def patch_kad(record_ttl_s: float) -> None:
@@ -67,6 +75,7 @@ def patch_kad(record_ttl_s: float) -> None:
     provider_store = importlib.import_module("libp2p.kad_dht.provider_store")
     value_store = importlib.import_module("libp2p.kad_dht.value_store")
     common = importlib.import_module("libp2p.kad_dht.common")
+    kad_dht = importlib.import_module("libp2p.kad_dht.kad_dht")
     ttl, half = max(1, int(record_ttl_s)), max(1, int(record_ttl_s / 2))
     for module, name, value in (
         (provider_store, "PROVIDER_RECORD_EXPIRATION_INTERVAL", ttl),
@@ -76,6 +85,7 @@ def patch_kad(record_ttl_s: float) -> None:
         (common, "DEFAULT_TTL", ttl),
         (common, "TTL", ttl),
         (provider_store, "BUCKET_SIZE", PROVIDERS_PER_KEY),  # only the per-key provider cap reads it (P24)
+        (kad_dht, "ROUTING_TABLE_REFRESH_INTERVAL", ROUTING_REFRESH_S),  # its maintenance loop's period
     ):
         setattr(module, name, value)
 
@@ -129,6 +139,17 @@ class _ServerOnlyKadDHT(KadDHT):
             return False
         return bool(await super().add_peer(peer_id, skip_server_mode_check=skip_server_mode_check))
 
+    async def refresh_routing_table(self) -> None:
+        # libp2p's walks for our own id and a random id in every non-empty bucket (ten at 6,000
+        # servers); its maintenance loop calls this every ROUTING_REFRESH_S. Our own id only.
+        for peer_id in await self.peer_routing.find_closest_peers_network(self.local_peer_id.to_bytes()):
+            try:
+                addrs = self.host.get_peerstore().addrs(peer_id)
+            except Exception:  # libp2p's PeerStoreError: a peer whose addresses expired, skipped as it does
+                continue
+            if addrs:
+                await self.routing_table.add_peer(PeerInfo(peer_id, addrs))
+
     async def handle_stream(self, stream: Any) -> None:
         # libp2p reads a kad stream's requests with no deadline while it holds one of the server's
         # INBOUND_KAD_STREAMS tokens: silent streams would take them all. Each request must come in time.
@@ -179,6 +200,7 @@ __all__ = [
     "INBOUND_KAD_STREAMS",
     "KAD_MODULES",
     "PROVIDERS_PER_KEY",
+    "ROUTING_REFRESH_S",
     "answer_without_peer_records",
     "become_server",
     "forget_failed_dials",

@@ -36,8 +36,21 @@ def get_providers_request(key: bytes) -> bytes:
     return bytes(Message(type=Message.MessageType.GET_PROVIDERS, key=key).SerializeToString())
 
 
-def providers_of(reply: bytes) -> list[tuple[bytes, list[Multiaddr]]]:
-    """The providers a GET_PROVIDERS answer lists: (peer id bytes, its readable addresses).
+Listed = list[tuple[bytes, list[Multiaddr]]]
+"""Peers an answer lists: (peer id bytes, its readable addresses)."""
+
+
+def providers_of(reply: bytes) -> Listed:
+    """The providers a GET_PROVIDERS answer lists.
+
+    Raises:
+        ValueError: the answer is no GET_PROVIDERS (protobuf's DecodeError is one too).
+    """
+    return answer_of(reply)[0]
+
+
+def answer_of(reply: bytes) -> tuple[Listed, Listed]:
+    """The providers and the closer peers a GET_PROVIDERS answer lists.
 
     Raises:
         ValueError: the answer is no GET_PROVIDERS (protobuf's DecodeError is one too).
@@ -46,7 +59,11 @@ def providers_of(reply: bytes) -> list[tuple[bytes, list[Multiaddr]]]:
     message.ParseFromString(reply)
     if message.type != Message.MessageType.GET_PROVIDERS:
         raise ValueError(f"answered message type {message.type} to GET_PROVIDERS")
-    return [(bytes(p.id), _multiaddrs(p.addrs)) for p in message.providerPeers]
+    listed = [
+        [(bytes(p.id), _multiaddrs(p.addrs)) for p in peers]
+        for peers in (message.providerPeers, message.closerPeers)
+    ]
+    return listed[0], listed[1]
 
 
 def _multiaddrs(raw: Any) -> list[Multiaddr]:
@@ -59,4 +76,11 @@ def _multiaddrs(raw: Any) -> list[Multiaddr]:
     return out
 
 
-__all__ = ["add_provider_request", "get_providers_request", "providers_of", "put_value_request"]
+__all__ = [
+    "Listed",
+    "add_provider_request",
+    "answer_of",
+    "get_providers_request",
+    "providers_of",
+    "put_value_request",
+]

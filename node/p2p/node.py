@@ -17,6 +17,7 @@ import trio
 
 from node.config import NodeConfig
 from node.errors import NodeError, PeerUnreachable
+from node.p2p.closest import ClosestServers, rewalk_every
 from node.p2p.dht import Dht, provider_bound, select_record, validate_record
 from node.p2p.gates import connect_gates
 from node.p2p.host import Host, HostConfig, open_host
@@ -209,6 +210,7 @@ async def open_node(
         async with open_kad(
             host, "server" if server else "client", config.record_ttl_s, validate_record, select_record
         ) as kad:
+            kad.closest = ClosestServers(rewalk_every(config.reannounce_interval()))  # a walk per ~100 min
             if server:
                 kad.bound_providers(provider_bound)  # issue 43: no key holds more than SHARD_CAP
             if gates:

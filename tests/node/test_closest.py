@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from node.p2p.closest import MIN_KEPT, REWALK_EVERY, ClosestServers
+from node.config import NodeConfig
+from node.p2p.closest import MIN_KEPT, REWALK_EVERY, REWALK_S, ClosestServers, rewalk_every
 
 KEY = b"key"
 SERVERS = tuple(f"s{i}" for i in range(20))
@@ -32,3 +33,20 @@ def test_a_small_swarm_reuses_the_few_servers_it_has() -> None:
     assert closest.reuse(KEY) == ("gate",)
     closest.failed(KEY, ("gate",))
     assert closest.reuse(KEY) is None  # none left
+
+
+def test_a_walk_comes_about_every_rewalk_s_whatever_the_refresh_period() -> None:
+    for period in (60.0, 175.0, NodeConfig().reannounce_interval(), 1200.0):
+        assert abs(rewalk_every(period) * period - REWALK_S) <= period / 2
+    assert rewalk_every(REWALK_S * 4) == 2  # a walk, then at least one refresh to the same servers
+
+
+def test_a_walk_of_a_small_swarm_is_walked_again_once_more_servers_are_known() -> None:
+    closest = ClosestServers()
+    closest.walked(KEY, ("gate",), servers=1)
+    assert closest.reuse(KEY, servers=1) == ("gate",)  # the gate is all the swarm serves
+    assert closest.reuse(KEY, servers=4) is None  # workers began to serve: the key's closest moved
+    closest.walked(KEY, SERVERS[:19], servers=22)  # we serve too: the walk found 19 others
+    assert closest.reuse(KEY, servers=22) == SERVERS[:19]  # not walked again while nobody new serves
+    closest.walked(KEY, SERVERS, servers=20)
+    assert closest.reuse(KEY, servers=300) == SERVERS  # k found: reused whatever the table

@@ -8,6 +8,7 @@ answers list closer peers and providers by id and addresses, without their signe
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -26,7 +27,7 @@ from node.config import NodeConfig
 from node.p2p.closest import ClosestServers
 from node.p2p.dht import advert_key
 from node.p2p.kad import ADVERT_COPIES, Kad
-from node.p2p.kadpatch import become_server
+from node.p2p.kadpatch import ROUTING_REFRESH_S, become_server
 from node.p2p.kadwire import add_provider_request
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard
@@ -191,6 +192,52 @@ async def test_our_servers_list_closer_peers_and_providers_without_signed_record
             assert {ID(p.id).to_base58() for p in held.providerPeers} == {w.host.peer_id for w in workers}
             assert all(p.addrs for p in held.providerPeers)
             assert not any(p.HasField("signedRecord") for p in (*held.providerPeers, *held.closerPeers))
+            assert workers[2].kad is not None  # a large swarm's lookup walks (node.p2p.walk) over these
+            walked = await workers[2].kad._walk(Shard(None, 0, 0).dht_key, 20)
+            assert {p.to_base58() for p in walked.providers} == {w.host.peer_id for w in workers}
+            assert 1 <= walked.answered <= walked.asked  # stops at the count: others may be in flight
+            assert not walked.failures
+
+
+async def test_the_routing_refresh_walks_once_and_an_expired_provider_frees_its_place(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with swarm(tmp_path, 2) as (gate, workers):
+            first, second = workers
+            assert first.kad is not None
+            assert gate.kad is not None
+            # libp2p's maintenance loop: our period, and one walk, for our own id (libp2p: one per bucket)
+            assert importlib.import_module("libp2p.kad_dht.kad_dht").ROUTING_TABLE_REFRESH_INTERVAL == (
+                ROUTING_REFRESH_S
+            )
+            routing = first.kad.raw.peer_routing
+            walked: list[bytes] = []
+            walk = routing.find_closest_peers_network
+
+            async def counted(target: bytes, *args: Any, **kwargs: Any) -> Any:
+                walked.append(target)
+                return await walk(target, *args, **kwargs)
+
+            routing.find_closest_peers_network = counted
+            await first.kad.raw.refresh_routing_table()
+            assert walked == [first.kad.raw.local_peer_id.to_bytes()]
+            # a key with room for one provider: an expired record holds no place (the long TTL's)
+            gate.kad.bound_providers(lambda key: 1)
+            store, key = gate.kad.raw.provider_store, Shard(None, 9, 5).dht_key
+
+            async def provide(node: Node) -> set[str]:
+                assert node.kad is not None
+                me, addrs = node.kad.raw.host.get_id(), node.kad.raw.host.get_addrs()
+                await node.kad._send(
+                    ID.from_base58(gate.host.peer_id), add_provider_request(key, me, addrs), reply=True
+                )
+                return {
+                    str(i.peer_id) for i in store.get_providers(key)
+                }  # the echo came: the gate took it or not
+
+            assert await provide(first) == {first.host.peer_id}
+            assert await provide(second) == {first.host.peer_id}  # full
+            store.providers[key][first.host.peer_id].timestamp -= first.config.record_ttl_s + 1
+            assert await provide(second) == {second.host.peer_id}
 
 
 async def _admit(gate: Node, servers: list[Node]) -> None:
