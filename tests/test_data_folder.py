@@ -51,7 +51,10 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
 
 
 # XDG_DATA_HOME set in the lab tier (`-m slow`): the folder it names is pinned by the `id` tests below.
-@pytest.mark.parametrize("xdg", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["xdg-unset", "xdg-set"])
+XDG = [False, pytest.param(True, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("xdg", XDG, ids=["xdg-unset", "xdg-set"])
 def test_every_command_uses_one_data_folder(xdg: bool, tmp_path: Path, lab: Lab) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -15,10 +15,13 @@ from lab.procs import Lab
 DETECT_S = 10.0
 
 
-@pytest.mark.netns
 # kill -9 in the default suite (the lease's EOF path and the redispatch every fault shares); SIGSTOP,
 # freeze and partition (the missing-heartbeat path) in the lab tier: `pytest -m "netns or slow"`.
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=() if k == "kill9" else pytest.mark.slow) for k in FAULTS])
+KINDS = [pytest.param(k, marks=() if k == "kill9" else pytest.mark.slow) for k in FAULTS]
+
+
+@pytest.mark.netns
+@pytest.mark.parametrize("kind", KINDS)
 def test_fault_mid_measurement_is_detected_and_redispatched(
     kind: str, fnet: FaultNet, plab: Lab, faults: Faults
 ) -> None:

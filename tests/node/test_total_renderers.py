@@ -228,7 +228,7 @@ def test_every_file_is_written_and_every_figure_is_drawn_or_named(numbers: Absur
     _figures_whole(page)
     assert 'id="cost"' in page  # performance per dollar and per watt, whatever the prices drawn
     placed = set(re.findall(r'<(?:figure|p class="muted") id="([^"]+)"', page))
-    assert SECTIONS <= placed  # every picture is drawn, named as not drawn, or a line says why there is none
+    assert placed >= SECTIONS  # every picture is drawn, named as not drawn, or a line says why there is none
     assert written["campaign_id"] == document["campaign_id"]
 
 
