@@ -13,19 +13,18 @@ round; the ratio of the block medians (on / off) per round, and their median. In
 process takes out the process-to-process and drift noise a shared machine puts into the paired trials.
 
 Each runtime against its own API (`--runtimes`, default all installed): ONNX Runtime's `session.run`,
-OpenVINO's `request.infer` on the same .onnx files, LiteRT's set_tensor / invoke / get_tensor on a
-.tflite built here (`drivers.litemodels`), ExecuTorch's `executorch.runtime` API (Runtime, Program,
-`Method.execute`) on a .pte lowered here (`drivers.etmodels`, in a child). The sampler rounds use
-ONNX Runtime's cases.
+OpenVINO's `request.infer` on the same .onnx files, LiteRT's set_tensor / invoke / get_tensor on
+.tflite files built here (`drivers.litemodels`), ExecuTorch's `executorch.runtime` API (Runtime,
+Program, `Method.execute`) on .pte files lowered here (`drivers.etmodels`, in a child); the bare
+loops are `benchmarks/bareloops.py`. The sampler rounds use ONNX Runtime's cases.
 
 Usage: .venv/bin/python benchmarks/harness_overhead.py [--trials N] [--sampler-rounds N]
-       [--runtimes onnxruntime,openvino,litert,executorch]
+       [--runtimes onnxruntime,openvino,litert,executorch] [--only convnet]
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import multiprocessing
 import platform
@@ -34,23 +33,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
 
 import psutil
+from bareloops import RUNTIMES, THREADS, WARMUPS, bare_child
 
 from drivers import measure
 from drivers.inputs import InputSig, synthesize
+from drivers.litemodels import write_convnet as write_lite_convnet
 from drivers.litemodels import write_mlp
 from drivers.models import packaged_model, write_convnet
 from drivers.onnx import DTYPES
 from protocol import RUNTIME_OF, ComputeUnit, TaskSpec
 
 OUT = Path(__file__).resolve().parent / "out" / "harness_overhead.json"
-THREADS = 1
-WARMUPS = 10
 
 
 @dataclass(frozen=True)
@@ -65,134 +62,12 @@ class Case:
     unit: ComputeUnit = ComputeUnit.CPU_ONNX
 
 
-def _ort_call(
-    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
-) -> Callable[[], object]:
-    """ONNX Runtime's own API: a plain session, `session.run(None, feeds)`."""
-    import functools
-
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = THREADS
-    so.log_severity_level = 3  # as the harness: no "Removing initializer" warnings (logging only)
-    session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    sigs = [InputSig(i.name, DTYPES[i.type], tuple(i.shape)) for i in session.get_inputs()]
-    return functools.partial(session.run, None, synthesize(sigs, shapes, values))
-
-
-def _openvino_call(
-    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
-) -> Callable[[], object]:
-    """OpenVINO's own API: the .onnx compiled on the CPU, one infer request, `request.infer(feeds)`."""
-    import functools
-
-    import openvino as ov
-
-    from drivers.openvino import DTYPES as OV_DTYPES
-
-    core = ov.Core()
-    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": THREADS})
-    sigs = [
-        InputSig(
-            p.get_any_name(),
-            OV_DTYPES[p.get_element_type().get_type_name()],
-            tuple(d.get_length() if d.is_static else None for d in p.get_partial_shape()),
-        )
-        for p in compiled.inputs
-    ]
-    return functools.partial(compiled.create_infer_request().infer, synthesize(sigs, shapes, values))
-
-
-def _litert_call(
-    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
-) -> Callable[[], object]:
-    """LiteRT's own API: an interpreter, set_tensor each input, invoke, get_tensor each output."""
-    from ai_edge_litert.interpreter import Interpreter
-
-    it = Interpreter(model_path=path, num_threads=THREADS)
-    it.allocate_tensors()
-    details = it.get_input_details()
-    sigs = [InputSig(str(d["name"]), d["dtype"].__name__, tuple(int(n) for n in d["shape"])) for d in details]
-    index = {str(d["name"]): d["index"] for d in it.get_input_details()}
-    sets = [(index[n], a) for n, a in synthesize(sigs, shapes, values).items()]
-    outs = [d["index"] for d in it.get_output_details()]
-
-    def run() -> object:
-        for i, a in sets:
-            it.set_tensor(i, a)
-        it.invoke()
-        return [it.get_tensor(o) for o in outs]
-
-    return run
-
-
-def _executorch_call(
-    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
-) -> Callable[[], object]:
-    """ExecuTorch's own API: `Runtime.get().load_program(path).load_method("forward")`, then
-    `method.execute(tensors)`; its thread pool set to THREADS before the program loads, as the
-    driver does."""
-    import warnings
-
-    import torch
-
-    from drivers.executorch import DTYPES as ET_DTYPES
-
-    with warnings.catch_warnings():  # "This API is experimental": the wrapper's import warns
-        warnings.simplefilter("ignore")
-        from executorch.extension.pybindings import portable_lib
-        from executorch.runtime import Runtime
-
-    portable_lib._unsafe_reset_threadpool(THREADS)
-    method = Runtime.get().load_program(path).load_method("forward")
-    assert method is not None
-    meta = method.metadata
-    sigs = []
-    for i in range(meta.num_inputs()):
-        info = meta.input_tensor_meta(i)
-        sigs.append(InputSig(f"input_{i}", ET_DTYPES[int(info.dtype())], tuple(info.sizes())))
-    tensors = [torch.from_numpy(a) for a in synthesize(sigs, shapes, values).values()]
-    return functools.partial(method.execute, tensors)
-
-
 def _lowered(folder: Path, name: str) -> Path:
     """An `etmodels` program lowered in a child (the export toolchain stays out of this process)."""
     subprocess.run(
         [sys.executable, "-m", "drivers.etmodels", str(folder), name], check=True, capture_output=True
     )
     return folder / f"{name}.pte"
-
-
-BARE: Final = {
-    ComputeUnit.CPU_ONNX: _ort_call,
-    ComputeUnit.CPU_OPENVINO: _openvino_call,
-    ComputeUnit.CPU_LITERT: _litert_call,
-    ComputeUnit.CPU_EXECUTORCH: _executorch_call,
-}
-RUNTIMES: Final = {
-    "onnxruntime": ComputeUnit.CPU_ONNX,
-    "openvino": ComputeUnit.CPU_OPENVINO,
-    "litert": ComputeUnit.CPU_LITERT,
-    "executorch": ComputeUnit.CPU_EXECUTORCH,
-}
-
-
-def bare_child(
-    path: str, case_shapes: dict[str, tuple[int, ...]], case_values: dict[str, float], runs: int, unit: str
-) -> float:
-    """In a spawned child: the runtime's own API, the same feeds, a plain timed loop; the median in ms."""
-    call = BARE[ComputeUnit(unit)](path, case_shapes, case_values)
-    call()
-    for _ in range(WARMUPS):
-        call()
-    ts = [0] * runs
-    pc = time.perf_counter_ns
-    for i in range(runs):
-        t0 = pc()
-        call()
-        ts[i] = pc() - t0
-    return statistics.median(ts) / 1e6
 
 
 def sampler_child(
@@ -282,17 +157,20 @@ def harness(case: Case) -> float:
 
 def cases(tmp: Path, runtimes: set[str]) -> list[Case]:
     """ONNX Runtime: three models from PyPI wheels and one built here; OpenVINO: the built one and a
-    wheel's, the same files; LiteRT: an MLP built here (no .tflite ships in a wheel); ExecuTorch: the
-    same MLP shape lowered here from torch.nn (another network: seeded by torch, not numpy)."""
+    wheel's, the same files; LiteRT: an MLP and a convnet built here (no .tflite ships in a wheel);
+    ExecuTorch: the same shapes lowered here from torch.nn (other networks: seeded by torch, not
+    numpy). The convnets run a few ms an inference, so a scheduler tick does not move a trial."""
     convnet = write_convnet(tmp / "convnet.onnx", channels=32, blocks=4)
     ov, lite, et = ComputeUnit.CPU_OPENVINO, ComputeUnit.CPU_LITERT, ComputeUnit.CPU_EXECUTORCH
     more = [
         Case("convnet (openvino)", convnet, 300, unit=ov),
         Case("light_squeezenet (openvino)", packaged_model("light_squeezenet"), 80, unit=ov),
         Case("mlp 512x4 (litert)", write_mlp(tmp / "mlp.tflite", width=512, layers=4), 2000, unit=lite),
+        Case("convnet 32x40x40 (litert)", write_lite_convnet(tmp / "convnet.tflite"), 300, unit=lite),
     ]
     if "executorch" in runtimes:
         more.append(Case("mlp 512x4 (executorch)", _lowered(tmp, "wide"), 2000, unit=et))
+        more.append(Case("convnet 32x40x40 (executorch)", _lowered(tmp, "convnet"), 300, unit=et))
     return [c for c in _ort_cases(convnet) + more if RUNTIME_OF[c.unit].value in runtimes]
 
 
@@ -342,13 +220,14 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--sampler-rounds", type=int, default=10)
     parser.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated runtimes")
+    parser.add_argument("--only", default="", help="the models whose name contains this text")
     args = parser.parse_args()
     trials, rounds = args.trials, args.sampler_rounds
     runtimes = {RUNTIME_OF[RUNTIMES[name]].value for name in args.runtimes.split(",")}
     psutil.cpu_percent(None)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        models_here = cases(Path(tmp), runtimes)
+        models_here = [c for c in cases(Path(tmp), runtimes) if args.only in c.name]
         results = {case.name: run_case(case, trials) for case in models_here if trials}
         onnx_cases = [c for c in models_here if c.unit == ComputeUnit.CPU_ONNX]
         sampler = {case.name: sampler_ratios(case, rounds) for case in onnx_cases if rounds}

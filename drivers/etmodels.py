@@ -23,15 +23,17 @@ from typing import Any, Final
 
 @dataclass(frozen=True)
 class Shape:
-    """One program: an MLP of `layers` x (Linear, ReLU) on float[1, width].
+    """One program: an MLP of `layers` x (Linear, ReLU) on float[1, width], or with `size`, a convnet
+    of `layers` x (Conv2d 3x3 padded, ReLU) on float[1, width, size, size].
 
     Attributes:
-        width: the features in and out.
-        layers: Linear + ReLU pairs.
+        width: the features (channels) in and out.
+        layers: Linear (or Conv2d) + ReLU pairs.
         tail: "cumsum" adds a cumulative sum, an op XNNPACK does not take (it runs on ExecuTorch's
             portable kernels); "" adds nothing.
         delegate: lower with the XNNPACK partitioner; False keeps every op on the portable kernels.
         identity: Linear weights = identity and biases 0 (the probe: relu(x) is the known answer).
+        size: the convnet's height and width; 0: the MLP.
     """
 
     width: int = 64
@@ -39,6 +41,11 @@ class Shape:
     tail: str = ""
     delegate: bool = True
     identity: bool = False
+    size: int = 0
+
+    def example(self) -> tuple[int, ...]:
+        """The input's shape."""
+        return (1, self.width, self.size, self.size) if self.size else (1, self.width)
 
 
 MODELS: Final = {
@@ -47,6 +54,7 @@ MODELS: Final = {
     "undelegated": Shape(delegate=False),
     "wide": Shape(width=512, layers=4),
     "probe": Shape(width=4, layers=1, identity=True),
+    "convnet": Shape(width=32, layers=4, size=40),  # a few ms per inference (benchmarks)
 }
 
 
@@ -60,7 +68,12 @@ def module(shape: Shape) -> Any:
     class Mlp(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            linears: list[Any] = [nn.Linear(shape.width, shape.width) for _ in range(shape.layers)]
+            linears: list[Any] = [
+                nn.Conv2d(shape.width, shape.width, 3, padding=1)
+                if shape.size
+                else nn.Linear(shape.width, shape.width)
+                for _ in range(shape.layers)
+            ]
             self.layers = nn.ModuleList(linears)
             if shape.identity:
                 with torch.no_grad():
@@ -80,7 +93,7 @@ def exported(shape: Shape) -> Any:
     """`shape`'s module through `torch.export` (an ExportedProgram)."""
     import torch
 
-    return torch.export.export(module(shape), (torch.randn(1, shape.width),))
+    return torch.export.export(module(shape), (torch.randn(*shape.example()),))
 
 
 def lower_exported(program: Any, *, delegate: bool = True) -> bytes:

@@ -146,7 +146,7 @@ class ExecutorchDriver:
         lowered = out / f"{path.stem}.pte"
         lowered.write_bytes(data)
         version = self.versions()["executorch"]
-        return lowered, f"torch.export {path.suffix} to .pte by executorch {version} (XNNPACK partitioner)"
+        return lowered, f"torch.export .pt2 to .pte by executorch {version} (XNNPACK partitioner)"
 
     def load(self, path: Path, options: LoadOptions) -> ExecutorchLoaded:
         """Load the program (verified for internal consistency) and its method, as

@@ -24,7 +24,7 @@ from drivers import llamacpp
 from drivers.driver import Placement
 from drivers.errors import TaskFailed
 from drivers.headers import check_gguf
-from drivers.llamacpp import Binding
+from drivers.llamacpp import Binding, Target
 from protocol import (
     ChatMessage,
     ComputeUnit,
@@ -44,11 +44,12 @@ PERF_SOURCE: Final = "llama_perf_context"
 
 
 def device_for(unit: ComputeUnit) -> tuple[str | None, str]:
-    """The ggml device a llama.cpp unit runs on, or None and why."""
+    """The ggml device a llama.cpp unit asks its layers onto, or None and why (where the layers really
+    went is read after the load: `LoadedGguf.placement`)."""
     if unit not in llamacpp.UNITS:
         return None, f"llama.cpp runs on {' or '.join(u.value for u in llamacpp.UNITS)}, not {unit.value}"
-    bound, reason = llamacpp.binding(unit)
-    return (bound.device, "") if bound is not None else (None, reason)
+    target, reason = llamacpp.binding(unit)
+    return (target.device, "") if target is not None else (None, reason)
 
 
 def prepare() -> None:
@@ -96,18 +97,19 @@ def load(path: Path, fmt: ModelFormat, unit: ComputeUnit, threads: int | None = 
         TaskFailed: UNIT_UNAVAILABLE, FORMAT, or LOAD with llama.cpp's last log line.
     """
     check_layout(path, fmt)
-    bound, reason = llamacpp.binding(unit)
-    if bound is None:
+    target, reason = llamacpp.binding(unit)
+    if target is None:
         raise TaskFailed(FailureReason.UNIT_UNAVAILABLE, f"unit unavailable: {reason}")
-    return open_model(bound, path, thread_count(threads), MAX_CONTEXT)
+    return open_model(target, path, thread_count(threads), MAX_CONTEXT)
 
 
-def open_model(bound: Binding, path: Path, threads: int, context: int) -> LoadedGguf:
+def open_model(target: Target, path: Path, threads: int, context: int) -> LoadedGguf:
     """Load a GGUF file and make its context; llama.cpp's log of the load says where layers went."""
+    bound = target.bound
     lib, ffi = bound.lib, bound.ffi
     bound.take_log()
     params = lib.llama_model_default_params()
-    params.n_gpu_layers = 0 if bound.device == llamacpp.CPU_DEVICE else llamacpp.ALL_LAYERS
+    params.n_gpu_layers = llamacpp.ALL_LAYERS if target.offload else 0
     raw = lib.llama_model_load_from_file(str(path).encode(), params)
     log = bound.take_log()
     if raw == ffi.NULL:
@@ -125,7 +127,7 @@ def open_model(bound: Binding, path: Path, threads: int, context: int) -> Loaded
         )
     ctx = ffi.gc(raw_ctx, lambda c, held=model: lib.llama_free(c))  # the model outlives its context
     layers = llamacpp.layers_on(log)
-    return LoadedGguf(bound, model, ctx, path.name, llamacpp.placement(layers, bound.device), threads)
+    return LoadedGguf(bound, model, ctx, path.name, llamacpp.placement(layers, target.device), threads)
 
 
 def _last_error(log: list[str]) -> str:
@@ -143,11 +145,6 @@ class LoadedGguf:
     name: str
     where: Placement
     n_threads: int
-
-    @property
-    def device(self) -> str:
-        """The ggml device the unit asked for."""
-        return self.bound.device
 
     def placement(self) -> Placement:
         """Where llama.cpp assigned the layers (read from its load log)."""

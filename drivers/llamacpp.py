@@ -5,8 +5,14 @@ llama-cpp-cffi ships llama.cpp's C API as three cffi extension modules inside it
 `_llama_cpp_cpu` (CPU), `_llama_cpp_cuda_12_6_3` (CUDA) and `_llama_cpp_vulkan_1_x` (Vulkan). The
 package's own `__init__` imports transformers and jinja2 and picks a build by itself; here the
 extension module of the unit asked for is loaded directly from its file (found with `find_spec`,
-the package never imported), so the child stays light and a GPU build that cannot load (no
-libcuda, no libvulkan) is a reason, never a silent CPU run.
+the package never imported), so the child stays light.
+
+A GPU unit whose GPU builds cannot load here (no libcuda, no libvulkan) runs as llama-cpp-cffi's own
+loader does after that ImportError: on the CPU build, every layer still asked onto the GPU. llama.cpp
+then puts every layer on the CPU without a word of warning (measured: SmolLM2-135M, 31 of 31 layers
+"assigned to device CPU", no "offloaded" line): the silent fallback the field complains of. Here it
+is never silent: the asked device is "GPU", the layers' placement is read from llama.cpp's log, and
+the run is a `fallback` with GPU 0 % (the probe lists the unit unusable for that reason).
 
 llama.cpp's log goes to a callback that keeps its lines (none reach the terminal): where each layer
 was assigned ("layer N assigned to device CUDA0") is read from it, so placement is what llama.cpp
@@ -35,6 +41,7 @@ PINNED: Final = "0.4.20"  # 0.4.31 and later need GCC 14's libstdc++ (not on Deb
 CPU_BUILD: Final = "_llama_cpp_cpu"
 GPU_BUILDS: Final = ("_llama_cpp_cuda_12_6_3", "_llama_cpp_vulkan_1_x")
 CPU_DEVICE: Final = "CPU"
+NO_GPU_DEVICE: Final = "GPU"  # the device a GPU unit asks for when no GPU build runs here
 ALL_LAYERS: Final = 999  # n_gpu_layers: every layer that can be offloaded
 LOG_LINES: Final = 4096  # the log kept in memory (the load writes about 150 lines)
 _LAYER: Final = re.compile(r"layer\s+(\d+) assigned to device (\S+)")
@@ -71,6 +78,24 @@ class Binding:
         return " ".join(m.group(1) for m in re.finditer(r"(\w+) = 1", text))
 
 
+@dataclass(frozen=True)
+class Target:
+    """The build a llama.cpp unit runs on and the device its layers are asked onto.
+
+    Attributes:
+        bound: the loaded build.
+        device: the device asked for: "CPU", the GPU build's device ("CUDA0", "Vulkan0"), or
+            `NO_GPU_DEVICE` when a GPU unit runs on the CPU build because no GPU build runs here.
+        offload: every layer asked onto the GPU (`n_gpu_layers`), as on any GPU unit.
+        missing: why no GPU build runs here (each build with its error), when the CPU build stands in.
+    """
+
+    bound: Binding
+    device: str
+    offload: bool
+    missing: str = ""
+
+
 def missing_runtime() -> str:
     """Why llama.cpp cannot run here ("" when llama-cpp-cffi is installed)."""
     if importlib.util.find_spec("llama") is not None:
@@ -83,23 +108,37 @@ def missing_runtime() -> str:
     )
 
 
-def binding(unit: ComputeUnit) -> tuple[Binding | None, str]:
-    """The llama.cpp build of `unit`, loaded once per process, or None and why not."""
+def binding(unit: ComputeUnit) -> tuple[Target | None, str]:
+    """The build `unit` runs on, loaded once per process, or None and why not: the CPU unit's, a GPU
+    build with a GPU device, else (a GPU unit) the CPU build standing in, as llama-cpp-cffi's own
+    loader falls back, with why no GPU build runs."""
     reason = missing_runtime()
     if reason:
         return None, reason
-    builds = (CPU_BUILD,) if unit == ComputeUnit.CPU_LLAMACPP else GPU_BUILDS
+    if unit == ComputeUnit.CPU_LLAMACPP:
+        cpu, why = _try(CPU_BUILD)
+        return (Target(cpu, cpu.device, offload=False), "") if cpu else (None, why)
     reasons = []
-    for build in builds:
-        try:
-            loaded = _load(build)
-        except ImportError as exc:  # a shared library the build needs is not on this machine
-            reasons.append(f"{build}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
-            continue
-        if loaded.device:
-            return loaded, ""
-        reasons.append(f"{build}: no GPU device (ggml lists {', '.join(_devices(loaded)) or 'none'})")
-    return None, "; ".join(reasons)
+    for build in GPU_BUILDS:
+        loaded, why = _try(build)
+        if loaded is None:
+            reasons.append(why)
+        elif loaded.device:
+            return Target(loaded, loaded.device, offload=True), ""
+        else:
+            reasons.append(f"{build}: no GPU device (ggml lists {', '.join(_devices(loaded)) or 'none'})")
+    cpu, why = _try(CPU_BUILD)
+    if cpu is None:
+        return None, "; ".join([*reasons, why])
+    return Target(cpu, NO_GPU_DEVICE, offload=True, missing="; ".join(reasons)), ""
+
+
+def _try(build: str) -> tuple[Binding | None, str]:
+    """One build loaded, or None and the error of the shared library it could not load."""
+    try:
+        return _load(build), ""
+    except ImportError as exc:  # a shared library the build needs is not on this machine
+        return None, f"{build}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
 
 @functools.cache
@@ -158,13 +197,15 @@ def layers_on(log: Iterable[str]) -> dict[str, int]:
 
 
 def placement(layers: dict[str, int], asked: str) -> Placement:
-    """Where the model's layers ran: each device's share, the asked device's among them; the device
-    holding most layers first. No layer read from the log is a fallback (nothing says it ran there)."""
+    """Where the model's layers ran: each device's share, the device holding most layers first, and
+    the asked device's share even when it holds none ("GPU 0%"). No layer read from the log is a
+    fallback (nothing says it ran there)."""
     total = sum(layers.values())
     if total == 0:
         return Placement(providers=(CPU_DEVICE,), fallback=True, asked=asked)
     order = sorted(layers, key=lambda d: (-layers[d], d))
-    return Placement(providers=tuple(order), node_share={d: layers[d] / total for d in order}, asked=asked)
+    share = {d: layers[d] / total for d in order} | ({} if asked in layers else {asked: 0.0})
+    return Placement(providers=tuple(order), node_share=share, asked=asked)
 
 
 def versions() -> dict[str, str]:
@@ -177,6 +218,7 @@ def versions() -> dict[str, str]:
 __all__ = [
     "UNITS",
     "Binding",
+    "Target",
     "binding",
     "layers_on",
     "missing_runtime",

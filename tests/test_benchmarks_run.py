@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LIBRARIES = {"swarmlab.py", "peer_tools.py", "swarm_net.py", "swarm_fleet.py", "swarm_upkeep.py"}
-"""Imported by the scripts, not run (swarm_sim.py's parts: its messages and walks, fleet, upkeep)."""
+LIBRARIES = {
+    "swarmlab.py",
+    "peer_tools.py",
+    "swarm_net.py",
+    "swarm_fleet.py",
+    "swarm_upkeep.py",
+    "bareloops.py",
+}
+"""Imported by the scripts, not run (swarm_sim.py's parts: its messages and walks, fleet, upkeep;
+harness_overhead.py's bare loops)."""
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name not in LIBRARIES)
 
 

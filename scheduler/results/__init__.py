@@ -93,7 +93,7 @@ from scheduler.results.llmview import (
     lead_figures,
     per_request,
 )
-from scheduler.results.outputdiff import Outputs, output_diffs, with_output_diffs
+from scheduler.results.outputdiff import Outputs, fed_alike, output_diffs, with_output_diffs
 from scheduler.results.prices import Costs, Price, costs_of, price_of
 from scheduler.results.report import (
     NO_DEVICE,
@@ -180,6 +180,7 @@ __all__ = [
     "entries_of",
     "entry_of",
     "failure_row",
+    "fed_alike",
     "figures_of",
     "flag",
     "fleet_columns",

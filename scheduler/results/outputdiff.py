@@ -1,13 +1,16 @@
 """Rows of one model on several runtimes, compared on their outputs: the largest absolute difference
 of each row's output sample (`Measurement.output_sample`, the same positions of the same outputs)
 against the first row of that model that has one, so a runtime that computes something else is seen
-beside its timings. Pure: rows and samples in, cells out."""
+beside its timings. Rows are compared when they were fed alike: the same dtypes, shapes and fills in
+the same order (`fed_alike`), whatever each runtime calls its inputs (a .pte keeps no names: its
+inputs are `input_0`...; OpenVINO keeps a .pt2's `x`). Pure: rows and samples in, cells out."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from protocol import InputFed
 from scheduler.results.typed import TaskResult
 
 
@@ -19,7 +22,7 @@ class Outputs:
         task_id: the row's task.
         model: the model's sha256 (rows of one model are compared).
         unit: the row's compute unit, named in the other rows' cells.
-        inputs: the row's InputShapes cell (rows fed differently are not compared).
+        inputs: how the row was fed (`fed_alike`; rows fed differently are not compared).
         sample: the output sample, empty when the row has none.
     """
 
@@ -51,7 +54,14 @@ def output_diffs(rows: Sequence[Outputs]) -> dict[str, str]:
     return cells
 
 
-__all__ = ["Outputs", "output_diffs", "with_output_diffs"]
+def fed_alike(inputs: Sequence[InputFed]) -> str:
+    """How a row was fed, names left out: each input's dtype, shape and fill (a campaign file by its
+    digest), in order. Synthesised inputs are drawn from one seed in the model's input order, so rows
+    fed alike got the same arrays on every runtime."""
+    return ";".join(f"{i.dtype}[{','.join(map(str, i.shape))}]:{i.fill}@{i.file_sha256}" for i in inputs)
+
+
+__all__ = ["Outputs", "fed_alike", "output_diffs", "with_output_diffs"]
 
 
 def with_output_diffs(
@@ -63,7 +73,7 @@ def with_output_diffs(
             row["JobId"],
             row.get("ModelSha256", ""),
             row["ComputeUnits"],
-            row.get("InputShapes", ""),
+            fed_alike(m.inputs),
             m.output_sample,
         )
         for row, result in rows

@@ -18,7 +18,8 @@ from drivers import TaskFailed, check_model_file, measure
 from drivers.driver import LoadOptions
 from drivers.executorch import PROBE_MODEL, ExecutorchDriver
 from drivers.ptefile import PteCounts, read_counts
-from protocol import ComputeUnit, FailureReason, ModelFormat, TaskSpec
+from protocol import ComputeUnit, FailureReason, Measurement, ModelFormat, TaskSpec
+from scheduler.results import Outputs, fed_alike, output_diffs
 
 CPU = ComputeUnit.CPU_EXECUTORCH
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,14 +136,47 @@ def test_a_measurement_on_executorch_goes_through_the_one_harness(programs: Path
     assert m.peak_inference_ram_mb > 0
 
 
-def test_a_torch_export_program_is_lowered_in_the_child_and_the_conversion_recorded(programs: Path) -> None:
-    converted = measure(programs / "mlp.pt2", _spec(runs=5), allow_code_models=True)
+@pytest.fixture(scope="module")
+def converted(programs: Path) -> Measurement:
+    """mlp.pt2 lowered in the measuring child and run on ExecuTorch."""
+    return measure(programs / "mlp.pt2", _spec(runs=5), allow_code_models=True)
+
+
+def test_a_torch_export_program_is_lowered_in_the_child_and_the_conversion_recorded(
+    programs: Path, converted: Measurement
+) -> None:
     offline = measure(programs / "mlp.pte", _spec(runs=5))
     said = converted.conditions.runtime_versions["conversion"]
     assert said == "torch.export .pt2 to .pte by executorch 1.5.1 (XNNPACK partitioner)"
     assert (converted.providers, converted.node_share) == (("XNNPACK",), {"XNNPACK": 1.0})
     assert converted.output_fingerprints == offline.output_fingerprints  # the same program, lowered here
     assert "conversion" not in offline.conditions.runtime_versions
+
+
+def test_one_program_on_openvino_and_executorch_is_compared_on_its_outputs(
+    programs: Path, converted: Measurement
+) -> None:
+    """Scope 4: one .pt2 on two runtimes, each converting it in its child; the rows of one model are
+    compared as a campaign's are (`fed_alike`, `output_diffs`), though the .pte names its input
+    `input_0` where OpenVINO keeps the program's `x`."""
+    on_openvino = measure(
+        programs / "mlp.pt2", _spec(compute_unit=ComputeUnit.CPU_OPENVINO, runs=5), allow_code_models=True
+    )
+    said = on_openvino.conditions.runtime_versions["conversion"]
+    assert said.startswith("torch.export .pt2 to OpenVINO IR (fp32) by openvino ")
+    assert (on_openvino.providers, on_openvino.node_share) == (("CPU",), {"CPU": 1.0})
+    assert [i.name for i in on_openvino.inputs] == ["x"]
+    assert [i.name for i in converted.inputs] == ["input_0"]
+    assert converted.output_fingerprints[0].startswith("sha256:")
+    rows = [
+        Outputs(task, "mlp.pt2's sha256", unit, fed_alike(m.inputs), m.output_sample)
+        for task, unit, m in (("a", "CPU (OpenVINO)", on_openvino), ("b", "CPU (ExecuTorch)", converted))
+    ]
+    cells = output_diffs(rows)
+    assert cells["a"] == "0 (reference)"
+    diff, against = cells["b"].split(" vs ")
+    assert against == "CPU (OpenVINO)"
+    assert float(diff) < 1e-4  # one network in fp32 on two runtimes: rounding apart, not another answer
 
 
 def test_a_torch_export_program_needs_the_owners_opt_in(programs: Path) -> None:

@@ -58,6 +58,9 @@ def test_a_gpu_run_with_fewer_layers_offloaded_than_asked_is_a_fallback() -> Non
     assert not partial.fell_back(0.75)  # a campaign's placement_share below the share offloaded
     assert not placement({"CUDA0": 30}, asked="CUDA0").fell_back(1.0)
     assert placement({}, asked="CUDA0").fell_back(0.1)  # no layer read: nothing says it ran there
+    on_cpu = placement({"CPU": 31}, asked="GPU")  # no GPU build here: the CPU build put every layer there
+    assert (on_cpu.providers, on_cpu.node_share) == (("CPU",), {"CPU": 1.0, "GPU": 0.0})
+    assert on_cpu.fell_back(0.01)
 
 
 def test_the_cpu_probe_loads_the_packaged_gguf_and_decodes_a_token() -> None:

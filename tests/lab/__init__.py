@@ -23,6 +23,8 @@ Modules:
                crowded or zero-length ones)
     replicaliar  child script: a `join` replica that halves its samples, never runs the model, or
            advertises a calibration its CPU cannot reach (MODE: halve, norun, claim)
+    gpuclaim  child script: a real `join` whose profile claims `GPU (llama.cpp)` usable on a machine with
+           no GPU build of llama.cpp (the forced llama.cpp fallback)
     stall  child script: a `join` worker that commits and heartbeats "queued" forever, never running
     knee   `KneeStub`: a `serve_sse` script whose first token comes later beyond a known number in flight
 """

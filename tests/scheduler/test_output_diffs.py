@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.results import Outputs, output_diffs
+from protocol import InputFed
+from scheduler.results import Outputs, fed_alike, output_diffs
 
 IN = "x:float32[1,4]"
 
@@ -44,3 +45,14 @@ def _row(task: str, unit: str, sample: tuple[float, ...], model: str = "m1", inp
 )
 def test_each_row_is_compared_with_its_models_first_row(rows: list[Outputs], cells: dict[str, str]) -> None:
     assert output_diffs(rows) == cells
+
+
+def test_rows_fed_alike_are_compared_whatever_each_runtime_calls_its_inputs() -> None:
+    def fed(name: str, shape: tuple[int, ...] = (1, 64), sha: str = "") -> str:
+        fill = "file" if sha else "seeded_normal"
+        return fed_alike((InputFed(name=name, dtype="float32", shape=shape, fill=fill, file_sha256=sha),))
+
+    assert fed("x") == fed("input_0")  # OpenVINO keeps a .pt2's name, a .pte keeps none
+    assert fed("x") != fed("x", (2, 64))
+    assert fed("x", sha="ab") != fed("x", sha="cd")
+    assert fed("x", sha="ab") != fed("x")
