@@ -62,6 +62,7 @@ Modules:
                declared-server probes in a spawned child; the parent reads the result as JSON
     spawning   start_child, the one way drivers start a child: apart from Ctrl-C and the caller's
                folder, capped (RLIMIT_AS set here only), a start that failed said so
+    childio    a spawned child from trio: its next message awaited, the child stopped and reaped
     missing    how a missing runtime is worded for this build (pip: the extra; the binary: not in
                this build)
     errors     DriverError, TaskFailed, ProbeFailed

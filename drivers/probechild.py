@@ -22,8 +22,9 @@ from typing import Final
 import trio
 from pydantic import ValidationError
 
+from drivers.childio import next_message, stopped
 from drivers.errors import ProbeFailed
-from drivers.spawning import Child, Entry, NotStarted, start_child
+from drivers.spawning import Entry, NotStarted, start_child
 from protocol import DeviceProfile, EndpointStatus
 
 PROFILE_TIMEOUT_S: Final = 300.0  # a cold page cache makes `import torch` alone take 10 s
@@ -101,13 +102,12 @@ async def _run_apart(job: ProbeJob, timeout_s: float) -> str:
     try:
         with trio.move_on_after(timeout_s):
             while True:
-                await trio.lowlevel.wait_readable(child.receiver.fileno())
                 try:
-                    message = child.receive()
+                    message = await next_message(child)
                 except NotStarted as exc:
                     raise ProbeFailed(stage, exc.detail) from None
                 if message is None:
-                    await _stopped(child)
+                    await stopped(child)
                     raise ProbeFailed(stage, child.ended())
                 if message[0] == "stage":
                     stage = message[1]
@@ -118,13 +118,7 @@ async def _run_apart(job: ProbeJob, timeout_s: float) -> str:
                     return text
         raise ProbeFailed(stage, f"timed out after {timeout_s:g} s")
     finally:
-        await _stopped(child)
-
-
-async def _stopped(child: Child) -> None:
-    """Kill the child if it runs and reap it (it has sent its last message, or is killed): moments."""
-    with trio.CancelScope(shield=True):
-        await trio.to_thread.run_sync(child.stop)
+        await stopped(child)
 
 
 def main(conn: Connection, job: ProbeJob) -> None:

@@ -18,7 +18,8 @@ from typing import Final
 
 import trio
 
-from drivers.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
+from drivers.childio import next_message, stopped
+from drivers.spawning import STARTED, Entry, Limits, NotStarted, start_child
 from protocol import RequestRecord, TokenizerPin
 
 COUNT_TIMEOUT_S: Final = 60.0
@@ -69,10 +70,9 @@ async def _count_apart(pin: TokenizerPin, texts: list[str]) -> tuple[list[int] |
     try:
         with trio.move_on_after(COUNT_TIMEOUT_S):
             while True:
-                await trio.lowlevel.wait_readable(child.receiver.fileno())
-                message = child.receive()
+                message = await next_message(child)
                 if message is None:
-                    await _stopped(child)
+                    await stopped(child)
                     return None, f"counting failed: {child.ended()}"
                 if message[0] != STARTED:
                     return (message[1], "") if message[0] == "counts" else (None, str(message[1]))
@@ -80,12 +80,7 @@ async def _count_apart(pin: TokenizerPin, texts: list[str]) -> tuple[list[int] |
     except NotStarted as exc:
         return None, f"counting failed: {exc.detail}"
     finally:
-        await _stopped(child)
-
-
-async def _stopped(child: Child) -> None:
-    with trio.CancelScope(shield=True):
-        await trio.to_thread.run_sync(child.stop)
+        await stopped(child)
 
 
 def main(conn: Connection, pin: TokenizerPin, texts: list[str]) -> None:

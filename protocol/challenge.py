@@ -29,7 +29,7 @@ versions (its `Generator` distributions are not promised to be).
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, TypeAlias
 
 from pydantic import Field
 
@@ -119,6 +119,20 @@ class ChallengeFailed(Value):
     reason: str = Field(max_length=500)
 
 
+ChallengeFrame: TypeAlias = (
+    ChallengeOpen
+    | ChallengeReady
+    | ChallengePing
+    | ChallengePong
+    | ChallengeSeed
+    | ChallengeCommit
+    | ChallengeReveal
+    | ChallengeRows
+    | ChallengeFailed
+)
+"""Every frame of `/sark/challenge/1.0.0`: the members `messages.Message` takes from this protocol."""
+
+
 __all__ = [
     "CHALLENGE",
     "CHALLENGE_MAX_N",
@@ -130,6 +144,7 @@ __all__ = [
     "DIGEST_BYTES",
     "ChallengeCommit",
     "ChallengeFailed",
+    "ChallengeFrame",
     "ChallengeOpen",
     "ChallengePing",
     "ChallengePong",

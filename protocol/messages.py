@@ -23,17 +23,7 @@ from typing import Annotated, Final, Literal
 from pydantic import Field, TypeAdapter
 
 from protocol.base import Value
-from protocol.challenge import (
-    ChallengeCommit,
-    ChallengeFailed,
-    ChallengeOpen,
-    ChallengePing,
-    ChallengePong,
-    ChallengeReady,
-    ChallengeReveal,
-    ChallengeRows,
-    ChallengeSeed,
-)
+from protocol.challenge import ChallengeFrame
 from protocol.fleet import ClockGet, ClockReply
 from protocol.framing import MAX_FRAME
 from protocol.values import AdvertAddrs, AdvertCircuits, DeviceProfile, Load, Measurement, ModelRef, TaskSpec
@@ -406,15 +396,7 @@ Message = Annotated[
     | ReachReply
     | ClockGet
     | ClockReply
-    | ChallengeOpen
-    | ChallengeReady
-    | ChallengePing
-    | ChallengePong
-    | ChallengeSeed
-    | ChallengeCommit
-    | ChallengeReveal
-    | ChallengeRows
-    | ChallengeFailed
+    | ChallengeFrame
     | Busy,
     Field(discriminator="kind"),
 ]

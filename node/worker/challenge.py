@@ -15,6 +15,7 @@ from typing import Any, Final, final
 
 import trio
 
+from drivers.childio import next_message, stopped
 from drivers.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
 from node.errors import NodeError
 from node.p2p.wire import Channel
@@ -93,8 +94,7 @@ class Challenges:
         except ChildFailed as exc:
             await channel.send(ChallengeFailed(reason=exc.detail[:500]))
         finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(child.stop)
+            await stopped(child)
 
 
 async def _rounds(channel: Channel, child: Child) -> None:
@@ -126,9 +126,8 @@ async def _answer(child: Child, timeout: float, want: str) -> tuple[Any, ...]:
     """The child's next message of kind `want` (its start message skipped), or `ChildFailed`."""
     with trio.move_on_after(timeout):
         while True:
-            await trio.lowlevel.wait_readable(child.receiver.fileno())
             try:
-                message = child.receive()
+                message = await next_message(child)
             except NotStarted as exc:
                 raise ChildFailed(exc.detail) from exc
             if message is None:
