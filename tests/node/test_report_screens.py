@@ -68,6 +68,11 @@ LOOK = """
 def _verified() -> CampaignReport:
     """A replicated campaign played by the scheduler: four peers on four networks, one halving liar
     settled as the outlier of a third replica, the others `replicated 2/2` and `2/3`."""
+    return _verified_played()[1]
+
+
+def _verified_played() -> tuple[sch.Scheduler, CampaignReport]:
+    """`_verified`'s campaign: the scheduler that played it, and its report."""
     campaign = sch.parse_campaign(
         f"name: verified\nmodel: {{url: https://example.org/m.onnx, sha256: {SHA}}}\n"
         "verify: {replicas: 2}\njobs: [{compute_unit: CPU (ONNX), devices: all}]\n"
@@ -89,7 +94,7 @@ def _verified() -> CampaignReport:
             now += 2
     done = [t for t in scheduler.tasks() if t.status == sch.Status.COMPLETE]
     results = [_stored("verified-1", t, _tensor_measurement(t.unit)) for t in done]
-    return campaign_report(scheduler, results, CREATED, "verified-1", campaign)
+    return scheduler, campaign_report(scheduler, results, CREATED, "verified-1", campaign)
 
 
 def _golden(name: str) -> Callable[[], CampaignReport]:

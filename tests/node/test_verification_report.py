@@ -10,17 +10,21 @@ networks, one halving liar settled as the outlier of a third replica) and writte
 from __future__ import annotations
 
 import io
+import json
 import re
 from functools import cache
 from typing import Final
 
 from rich.console import Console
-from test_report_screens import _verified
+from test_report_screens import _verified_played
 
 from node.cli.campaign import _matrix
+from node.http.shapes import ApiJson, campaign
+from node.http.state import CampaignState
 from node.report.render import render_html
 from node.report.tables import render_markdown
 from node.report.verifyreport import NONE_ASKED, agreed_table, verification_html, verification_table
+from node.submitter.store import CampaignRecord, CampaignStatus
 from protocol import for_html
 from scheduler.results import CampaignReport, agreed_changes
 
@@ -35,7 +39,11 @@ def _text(*renderables: object) -> str:
     return buffer.getvalue()
 
 
-verified = cache(_verified)  # played once: the tests only read it
+played = cache(_verified_played)  # played once: the tests only read it
+
+
+def verified() -> CampaignReport:
+    return played()[1]
 
 
 def test_each_medium_shows_the_agreed_figure_the_band_the_replicas_and_the_outlier() -> None:
@@ -97,3 +105,14 @@ def test_text_a_peer_wrote_is_shown_as_typed_in_every_medium() -> None:
     md = render_markdown(report)
     assert "\x1b" not in md
     assert "\\| " in md  # a pipe cannot end the cell
+
+
+def test_the_apis_campaign_carries_each_groups_verification_as_results_json_does() -> None:
+    scheduler, report = played()
+    record = CampaignRecord(
+        "verified-1", "verified", "2026-01-01T00:00:00Z", "c.yaml", "", {}, None, CampaignStatus.FINISHED, ""
+    )
+    state = CampaignState(record, scheduler.snapshot().campaign, tuple(scheduler.tasks()), running=False)
+    shown = json.loads(bytes(ApiJson(campaign(state)).body))  # GET /api/campaigns/{id}, strict JSON
+    assert shown["verification"] == [g.model_dump(mode="json") for g in report.verification]
+    assert [g["agreed_ms"] for g in shown["verification"]] == [10.05, 10.0]
