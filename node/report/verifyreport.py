@@ -39,6 +39,8 @@ HEAD: Final = (
 )
 """The columns of every medium's table (report.html and Markdown add `why`)."""
 NUMERIC: Final = frozenset({"agreed ms", "band"})
+NOTHING_AGREED: Final = "nothing was replicated: no figure below is verified"
+"""What the muted line says first where verification was asked but no group agreed on a figure."""
 NONE_ASKED: Final = "no job asked verify: (replicas or spot checks): every figure is one peer's word"
 """The muted line of a campaign without replica groups."""
 LEGEND: Final = (
@@ -78,6 +80,12 @@ def cells(group: GroupVerification) -> list[str]:
     ]
 
 
+def legend(report: CampaignReport) -> str:
+    """The muted line over the table: `LEGEND`, led by `NOTHING_AGREED` where no group agreed."""
+    agreed = any(g.verified for g in report.verification)
+    return LEGEND if agreed else f"{NOTHING_AGREED}; {LEGEND}"
+
+
 def verification_html(report: CampaignReport) -> list[str]:
     """report.html's section: the table (`id="verification"`), or a muted line where nothing was asked."""
     head = ["<h2>Verification</h2>"]
@@ -96,7 +104,7 @@ def verification_html(report: CampaignReport) -> list[str]:
     )
     return [
         *head,
-        f'<p class="muted">{for_html(LEGEND)}</p>',
+        f'<p class="muted">{for_html(legend(report))}</p>',
         f'<div id="verification"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>',
     ]
 
@@ -108,7 +116,7 @@ def verification_markdown(report: CampaignReport) -> list[str]:
     if not report.verification:
         return [*out, f"_{md(NONE_ASKED)}_", ""]
     out += [
-        f"_{md(LEGEND)}_",
+        f"_{md(legend(report))}_",
         "",
         "| " + " | ".join((*HEAD, "why")) + " |",
         "|---|---|---|---:|---:|---|---|---|",

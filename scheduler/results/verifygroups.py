@@ -219,7 +219,7 @@ def _change(
     if a is None or b is None:
         return row.with_(verdict="only in A" if b is None else "only in B")
     if not (a.verified and b.verified):
-        missing = [f"{n} not verified: {g.outcome}" for n, g in (("A", a), ("B", b)) if not g.verified]
+        missing = [f"{n} {_unverified(g)}" for n, g in (("A", a), ("B", b)) if not g.verified]
         return row.with_(verdict="; ".join(missing))
     assert a.agreed_ms is not None
     assert b.agreed_ms is not None
@@ -227,6 +227,14 @@ def _change(
     width = max(a.band or 0.0, b.band or 0.0) * 100.0
     apart = change is not None and abs(change) > width
     return row.with_(change_pct=change, verdict="beyond the band" if apart else "within the band")
+
+
+def _unverified(group: GroupVerification) -> str:
+    """Why a side has no agreed figure: its outcome, or a replicated group settled before the agreed
+    figure was kept (a campaign stored by an earlier version)."""
+    if group.outcome == "replicated":
+        return "replicated, its agreed figure not kept (stored before it was)"
+    return f"not verified: {group.outcome}"
 
 
 def _said(group: GroupVerification) -> str:

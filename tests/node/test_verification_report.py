@@ -23,7 +23,13 @@ from node.http.shapes import ApiJson, campaign
 from node.http.state import CampaignState
 from node.report.render import render_html
 from node.report.tables import render_markdown
-from node.report.verifyreport import NONE_ASKED, agreed_table, verification_html, verification_table
+from node.report.verifyreport import (
+    NONE_ASKED,
+    NOTHING_AGREED,
+    agreed_table,
+    verification_html,
+    verification_table,
+)
 from node.submitter.store import CampaignRecord, CampaignStatus
 from protocol import for_html
 from scheduler.results import CampaignReport, agreed_changes
@@ -70,11 +76,15 @@ def test_each_medium_shows_the_agreed_figure_the_band_the_replicas_and_the_outli
     assert "12D3-b3: 5 ms against the agreed 10 ms" in terminal
 
 
-def test_a_campaign_that_asked_nothing_says_so_in_one_muted_line() -> None:
+def test_a_campaign_that_asked_nothing_or_agreed_on_nothing_says_so_in_one_muted_line() -> None:
     report = verified().model_copy(update={"verification": ()})
     assert f'<p class="muted" id="verification">{for_html(NONE_ASKED)}</p>' in verification_html(report)
     assert f"_{NONE_ASKED}_" in render_markdown(report)
     assert verification_table(report) is None
+    first = verified().verification[0]
+    refused = report.model_copy(update={"verification": (first.model_copy(update={"outcome": "single"}),)})
+    assert NOTHING_AGREED in "".join(verification_html(refused))
+    assert NOTHING_AGREED not in "".join(verification_html(verified()))
     assert "verification" not in report.document()  # results.json keeps its keys as before
 
 

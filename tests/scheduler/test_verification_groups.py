@@ -152,5 +152,7 @@ def test_report_diff_compares_agreed_figures_and_says_which_side_was_not_verifie
     assert (change.after_ms, change.change_pct, change.verdict) == (None, None, "B not verified: single")
     assert "A replicated (1 replica(s), band 20.0%)" in change.note
     assert [c.verdict for c in agreed_changes([a], [])] == ["only in A"]
+    (change,) = agreed_changes([_group("replicated", None, None)], [b])  # settled before figures were kept
+    assert change.verdict == "A replicated, its agreed figure not kept (stored before it was)"
     nan = _group("replicated", math.nan, math.inf)  # a hostile file's numbers: a verdict, no exception
     assert agreed_changes([nan], [a])[0].verdict == "within the band"
