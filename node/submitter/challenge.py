@@ -206,14 +206,15 @@ class Challenger:
         for r in range(CHALLENGE_ROUNDS):
             rtt = await _fastest_ping(channel, r)
             sizing = (challenge.size if target.unit is None else challenge.size_chain)(claimed, rtt)
-            measured, problem = await self._round(channel, f"{subject}\x00{r}", r, sizing, target)
+            measured, problem, late = await self._round(channel, f"{subject}\x00{r}", r, sizing, target)
             self._emit("challenge", subject=subject.split("\x00")[0], unit=target.name, round=r, n=sizing.n,
                        steps=sizing.steps, gflops=round(measured, 3), claimed=claimed,
                        rtt_ms=round(rtt * 1e3, 3), problem=problem)  # fmt: skip
             best = max(best, measured)
             if problem:
                 shape = f"n={sizing.n}" if sizing.steps == 1 else f"n={sizing.n} x {sizing.steps} steps"
-                return challenge.Measured(target.name, claimed, best, f"{target.label}: {shape}, {problem}")
+                why = f"{target.label}: {shape}, {problem}"
+                return challenge.Measured(target.name, claimed, best, why, under=late and best == measured)
             if challenge.passes(best, claimed):
                 return challenge.Measured(target.name, claimed, best, "")
         why = challenge.reason(sizing.n, best, claimed, steps=sizing.steps, named=target.label)
@@ -221,8 +222,9 @@ class Challenger:
 
     async def _round(
         self, channel: Channel, subject: str, r: int, sizing: challenge.Sizing, target: Target
-    ) -> tuple[float, str]:
-        """One round: its measured GFLOPS, and why its rows do not stand ("" when they do)."""
+    ) -> tuple[float, str, bool]:
+        """One round: its measured GFLOPS, why its rows do not stand ("" when they do), and whether
+        the figure is only a bound (no commitment by the deadline)."""
         seed = challenge.seed_of(self._key, subject)
         sent = trio.current_time()
         if target.unit is None:
@@ -234,18 +236,17 @@ class Challenger:
         except PeerTimeout:  # no commitment by the deadline: slower than the claim allows
             bound = challenge.gflops(sizing.n, sizing.deadline_s, sizing.credit_s, sizing.steps)
             late = f"no commitment within {sizing.deadline_s:.3g} s: under {bound:.3g} GFLOPS"
-            return bound, f"{late} against {target.claimed_gflops:.3g} claimed"
+            return bound, f"{late} against {target.claimed_gflops:.3g} claimed", True
         elapsed = trio.current_time() - sent
         problem = challenge.commit_problem(commit.digests, sizing.n)
         if problem or commit.round != r:
-            return 0.0, problem or f"a commitment for round {commit.round} in round {r}"
+            return 0.0, problem or f"a commitment for round {commit.round} in round {r}", False
         rows = challenge.rows_of(self._key, subject, sizing.n)
         await channel.send(ChallengeReveal(round=r, rows=rows))
         revealed = _expect(await channel.receive(timeout=STEP_S), ChallengeRows)
         measured = challenge.gflops(sizing.n, elapsed, sizing.credit_s, sizing.steps)
-        return measured, await _checked(
-            seed, sizing, rows, revealed.rows, commit.digests, chain=target.unit is not None
-        )
+        chain = target.unit is not None
+        return measured, await _checked(seed, sizing, rows, revealed.rows, commit.digests, chain=chain), False
 
 
 async def _checked(

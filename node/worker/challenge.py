@@ -146,8 +146,10 @@ async def _rounds(channel: Channel, child: Child, *, chain: bool) -> None:
         elif isinstance(asked, seed_kind) and seeds == reveals:
             seeds += 1
             child.receiver.send(_seed_message(asked))
-            digests = await _answer(child, COMPUTE_S, "commit")
-            await channel.send(ChallengeCommit(round=asked.round, digests=digests[1]))
+            digests = await _commitment(channel, child)
+            if digests is None:
+                return  # the submitter gave up waiting (too slow for its claim): the child is stopped
+            await channel.send(ChallengeCommit(round=asked.round, digests=digests))
         elif isinstance(asked, ChallengeReveal) and reveals < seeds:
             reveals += 1
             child.receiver.send(("reveal", asked.rows))
@@ -155,6 +157,39 @@ async def _rounds(channel: Channel, child: Child, *, chain: bool) -> None:
             await channel.send(ChallengeRows(round=asked.round, rows=tuple(rows[1])))
         else:
             raise RemoteProtocolError(f"{asked.kind} out of turn on a challenge stream")
+
+
+async def _commitment(channel: Channel, child: Child) -> bytes | None:
+    """The child's commitment, or None once the submitter hangs up first (a claim too fast for this
+    device: its deadline passed), so that a product of minutes is not computed for nobody.
+
+    Raises:
+        ChildFailed: the child did not answer.
+        RemoteProtocolError: the submitter sent a frame before the commitment.
+    """
+    ended: list[bytes | Exception | None] = []  # the first of the two to end
+    async with trio.open_nursery() as nursery:
+
+        async def computed() -> None:
+            try:
+                ended.append((await _answer(child, COMPUTE_S, "commit"))[1])
+            except ChildFailed as exc:
+                ended.append(exc)
+            nursery.cancel_scope.cancel()
+
+        async def hung_up() -> None:
+            try:
+                early = await channel.receive(timeout=COMPUTE_S)
+                ended.append(RemoteProtocolError(f"{early.kind} while the product is computed"))
+            except NodeError:
+                ended.append(None)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(computed)
+        nursery.start_soon(hung_up)
+    if isinstance(ended[0], Exception):
+        raise ended[0]
+    return ended[0]
 
 
 def _seed_message(seed: ChallengeSeed | ChallengeChainSeed) -> tuple[object, ...]:

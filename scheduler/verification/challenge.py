@@ -220,6 +220,7 @@ class Measured:
         measured_gflops: the best round's figure (0 when no round was timed).
         problem: why the claim is refused, or why it went unanswered ("" when borne out).
         answered: False when the worker did not take part (gone, busy, an older version).
+        under: `measured_gflops` is a bound, not a figure: no commitment came by the deadline.
     """
 
     unit: str
@@ -227,6 +228,7 @@ class Measured:
     measured_gflops: float
     problem: str
     answered: bool = True
+    under: bool = False
 
 
 def label(unit: ComputeUnit | None = None, device: str = "") -> str:
