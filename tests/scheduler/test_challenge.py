@@ -11,7 +11,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from drivers.chainchild import chain
+from drivers.chainchild import chain, throughput
 from drivers.chainchild import digests as chain_digests
 from drivers.chainchild import exact_rows as chain_exact
 from drivers.chainchild import expand as chain_expand
@@ -206,6 +206,16 @@ def test_the_chain_on_torchs_cpu_device_is_the_submitters_exact_recomputation() 
     assert challenge.commit_problem(committed, n) == ""
     assert challenge.chain_rows_problem(rows, revealed, committed, chain_exact(seed, n, steps, rows)) == ""
     assert not np.array_equal(chain(x0, b, steps + 1, "cpu"), c)  # every step changes the rows
+
+
+def test_a_gpu_claim_is_calibrated_on_the_chain_itself() -> None:
+    """`throughput` (what the probe records as `gpu_tflops` on a CUDA device) times the very chain a
+    challenge runs, here on torch's CPU device, and refuses a device torch cannot run it on."""
+    gflops = throughput("cpu", 0.05, n=64, steps=2)
+    assert math.isfinite(gflops)
+    assert gflops > 0
+    with pytest.raises(ValueError, match="sees no CUDA device for cuda:3"):
+        throughput("cuda:3", 0.05, n=64, steps=2)
 
 
 def test_a_chain_in_lower_precision_or_with_a_step_skipped_is_refused() -> None:
