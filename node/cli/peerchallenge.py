@@ -14,16 +14,10 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-import trio
-
-import scheduler as sch
-from node.p2p.addrs import ip_of
-from node.submitter.challenge import Challenger, by_host, open_challenge
-from node.submitter.run import fresh_key
-from scheduler.verification.challenge import Measured
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `peers` without the flag imports none of these (the scheduler alone is 0.4 s)
     from node.p2p.node import Node, Peer
+    from scheduler import PeerView
+    from scheduler.verification.challenge import Measured
 
 CONCURRENCY: Final = 4
 """Peers challenged at once (on distinct hosts)."""
@@ -33,6 +27,12 @@ PEER_S: Final = 120.0
 
 async def challenge_peers(node: Node, found: Sequence[Peer]) -> dict[str, tuple[Measured, ...]]:
     """Each found peer's claims challenged from `node` (see the module docstring), by peer id."""
+    import trio
+
+    import scheduler as sch
+    from node.submitter.challenge import Challenger, by_host, open_challenge
+    from node.submitter.run import fresh_key
+
     challenger = Challenger(fresh_key(), partial(open_challenge, node.host))
     addrs = {p.peer_id: p.dial_addrs() for p in found}
     views = [
@@ -41,7 +41,7 @@ async def challenge_peers(node: Node, found: Sequence[Peer]) -> dict[str, tuple[
     limiter = trio.CapacityLimiter(CONCURRENCY)
     results: dict[str, tuple[Measured, ...]] = {}
 
-    async def one(view: sch.PeerView) -> None:
+    async def one(view: PeerView) -> None:
         async with limiter:
             results[view.peer_id] = _late(view)
             with trio.move_on_after(PEER_S):
@@ -53,11 +53,15 @@ async def challenge_peers(node: Node, found: Sequence[Peer]) -> dict[str, tuple[
 
 def _host(addrs: Sequence[str]) -> str:
     """The IP of a peer's first direct address ("" when it has none: relayed only)."""
+    from node.p2p.addrs import ip_of
+
     return next((ip for ip in map(ip_of, addrs) if ip), "")
 
 
-def _late(view: sch.PeerView) -> tuple[Measured, ...]:
+def _late(view: PeerView) -> tuple[Measured, ...]:
     """What a peer whose challenge ran past `PEER_S` shows."""
+    from scheduler.verification.challenge import Measured
+
     cal = view.profile.calibration
     claimed = cal.cpu_gflops if cal is not None else 0.0
     why = f"challenge: not answered: no verdict within {PEER_S:g} s"
@@ -86,8 +90,17 @@ def as_json(measured: Sequence[Measured]) -> list[dict[str, Any]]:
     ]
 
 
-def print_table(results: dict[str, tuple[Measured, ...]], whole_ids: bool) -> None:
-    """The challenge's table: one row per peer and unit, measured against claimed, and the verdict."""
+def attach(rows: list[dict[str, Any]], results: dict[str, tuple[Measured, ...]] | None) -> None:
+    """Each `peers --json` row given its peer's challenged units (`challenge`), when it was asked."""
+    for row in rows if results is not None else []:
+        row["challenge"] = as_json(results.get(row["peer_id"], ()) if results else ())
+
+
+def print_table(results: dict[str, tuple[Measured, ...]] | None, whole_ids: bool) -> None:
+    """The challenge's table (when it was asked): a row per peer and unit, measured against claimed,
+    and the verdict."""
+    if results is None:
+        return
     from rich.table import Table
 
     from node.cli.console import console, id_tail
@@ -116,4 +129,4 @@ def _figure(gflops: float, unit: str) -> str:
     return f"{gflops:.3g} GFLOPS" if unit == "CPU" else f"{gflops / 1e3:.3g} TFLOPS"
 
 
-__all__ = ["CONCURRENCY", "PEER_S", "as_json", "challenge_peers", "print_table", "verdict"]
+__all__ = ["CONCURRENCY", "PEER_S", "as_json", "attach", "challenge_peers", "print_table", "verdict"]

@@ -307,10 +307,11 @@ WHOLE_IDS_WIDTH = 150
 
 
 def _print_peers(
-    found: list[Peer], records: list[dict[str, Any]], as_json: bool, challenged: Challenged | None = None
+    found: list[Peer], records: list[dict[str, Any]], as_json: bool, tested: Challenged | None
 ) -> None:
     from node.cli.console import console as out_console
     from node.cli.console import id_tail
+    from node.cli.peerchallenge import attach, print_table
     from node.submitter.discovery import claims_of, home_class
 
     claims = claims_of([p.advert.profile for p in found])
@@ -331,11 +332,7 @@ def _print_peers(
         }
         for p, claim in zip(found, claims, strict=True)
     ]
-    if challenged is not None:
-        from node.cli.peerchallenge import as_json as challenge_json
-
-        for row in rows:
-            row["challenge"] = challenge_json(challenged.get(row["peer_id"], ()))
+    attach(rows, tested)  # each row's challenged units, with --challenge
     if as_json:
         print(json.dumps({"peers": rows, "records": records}), flush=True)
         return
@@ -363,10 +360,7 @@ def _print_peers(
             f"{cal.get('mem_bandwidth_gbs', 0):.1f}" if cal else "-",
         )
     out.print(table)
-    if challenged is not None:
-        from node.cli.peerchallenge import print_table
-
-        print_table(challenged, whole)
+    print_table(tested, whole)
     from node.cli.records import print_records
 
     print_records(records)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from node.cli.peerchallenge import as_json, print_table, verdict
+from node.cli.peerchallenge import as_json, attach, print_table, verdict
 from scheduler.verification.challenge import Measured
 
 PEER = "12D3KooWExamplePeerIdThatEndsInXy7Qp2"
@@ -47,3 +47,13 @@ def test_the_json_rows_carry_the_figures_and_the_verdict() -> None:
         "verdict": "refused",
         "reason": MEASURED[1].problem,
     }
+
+
+def test_rows_carry_a_challenge_only_when_it_was_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    rows: list[dict[str, object]] = [{"peer_id": PEER}, {"peer_id": "other"}]
+    attach(rows, None)
+    print_table(None, whole_ids=True)
+    assert rows == [{"peer_id": PEER}, {"peer_id": "other"}]  # `peers` without --challenge: as before
+    assert capsys.readouterr().out == ""
+    attach(rows, {PEER: MEASURED})
+    assert [len(r["challenge"]) for r in rows] == [3, 0]  # type: ignore[arg-type]
