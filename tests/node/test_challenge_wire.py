@@ -218,3 +218,21 @@ async def test_a_worker_of_the_cpu_challenge_only_leaves_a_gpu_claim_unverified(
     assert not gpu.answered
     assert gpu.problem.startswith("challenge on GPU (PyTorch) cuda:0: not answered: "), gpu.problem
     assert CHALLENGE_UNITS in gpu.problem, gpu.problem
+
+
+async def test_a_worker_whose_submitter_hangs_up_before_the_commitment_ends_cleanly() -> None:
+    """A claim far beyond the device: the submitter's deadline passes and it closes the stream while
+    the worker's child computes (a 34 GFLOP product here). The handler takes the hang-up as the end
+    (its child stopped, nothing raised out of the race between the child and the stream)."""
+    submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=60.0)
+
+    async def impatient() -> None:
+        await submitter.send(ChallengeOpen())
+        assert isinstance(await submitter.receive(), ChallengeReady)
+        await submitter.send(ChallengeSeed(round=0, n=65536, seed=3))
+        await submitter.close()  # as a submitter does when its deadline passes
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(impatient)
+            await Challenges().serve(worker)
