@@ -5,13 +5,15 @@ on the CPU, as the CPU challenge's inputs are), then `steps` times X <- (floor(X
 - 4096 on the claimed device (`chain`), C = X as int16 rows, one digest per row (`digests`). The
 inputs are expanded on the CPU, not drawn by a device generator: torch's CUDA generator (Philox)
 is not the CPU's (mt19937), so the submitter, with no GPU, could not expand the same matrices; and
-they are 4 n + 1 MiB against 2 n 512**2 steps of work, a few percent of a round.
+they are 2 n KiB + 1 MiB against 2 n 512**2 x steps of work.
 
 `chain` runs the same code on any torch device: `cuda:N` on a GPU worker, `cpu` in the tests, which
 so check the very kernel a GPU runs against the submitter's float64 recomputation (`exact_rows`).
 TF32 is turned off (`torch.backends.cuda.matmul.allow_tf32 = False`, torch's documented switch):
-X's entries need 13 bits, so a TF32 product would be wrong, not faster. The round's time ends at
-`torch.cuda.synchronize` (the product is asynchronous), before the rows are copied back and hashed.
+X's entries need 12 significant bits and TF32 keeps 11, so with TF32 an honest GPU's rows would
+be wrong (torch's matmul default is off since 1.12; set here whatever a caller set). The chain's
+time ends at `torch.cuda.synchronize` (the product is asynchronous), before the rows are copied
+back and hashed.
 
 The child (`main`, started by `node.worker.challenge` with a duplex pipe and the device's name):
 imports torch, checks the device, warms it (CUDA context, cuBLAS handle) with a small chain, says

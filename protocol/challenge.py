@@ -40,10 +40,11 @@ above (`drivers/chainchild.py` computes it):
 
 Every sum is an integer under 2**24 in magnitude (512 x 4096 x 8), so float32 computes it exactly in
 any accumulation order: the worker's rows are bit-for-bit the submitter's float64 recomputation, and
-no float tolerance is needed. X's entries need 13 significant bits, more than TF32's 11, float16's
-11 or bfloat16's 8: a product in a lower precision computes wrong rows. The floor and the wrap are
-not linear over any ring the product lives in, so the steps cannot be folded into one matrix power.
-The inputs (4 n + 1 MiB) are expanded on the CPU from the same seed on both sides.
+no float tolerance is needed. X's entries up to 4096 in magnitude need 12 significant bits, more
+than TF32's or float16's 11 or bfloat16's 8: a product in a lower precision computes wrong rows.
+The floor drops two low bits with their carries and the wrap keeps 13, so a step is linear over no
+ring the product lives in: we know no way to fold the steps into one matrix power. The inputs
+(2 n KiB + 1 MiB in float32) are expanded on the CPU from the same seed on both sides.
 """
 
 from __future__ import annotations
