@@ -34,6 +34,7 @@ from protocol import (
     ChallengeReveal,
     ChallengeRows,
     ChallengeSeed,
+    ChallengeUnitOpen,
     ComputeUnit,
     DeviceProfile,
     GpuInfo,
@@ -236,3 +237,13 @@ async def test_a_worker_whose_submitter_hangs_up_before_the_commitment_ends_clea
         async with trio.open_nursery() as nursery:
             nursery.start_soon(impatient)
             await Challenges().serve(worker)
+
+
+async def test_a_unit_with_no_challenge_kernel_is_answered_with_why() -> None:
+    submitter, worker = memory_channel_pair("submitter", "worker")
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(Challenges().serve_unit, worker)
+            await submitter.send(ChallengeUnitOpen(unit=ComputeUnit.GPU_ONNX, device="cuda:0"))
+            answer = await submitter.receive()
+    assert answer == ChallengeFailed(reason="no challenge kernel for GPU (ONNX) (only GPU (PyTorch))")
