@@ -27,6 +27,11 @@ device that is not what its class says): it is `biased`, hence `distrusted`, and
 settles again every group it was an agreeing member of (`scheduler.state.settling`). Evidence adds up
 across tasks and, through the store, across campaigns.
 
+Against a reference device the record knows more: the reference's figure is the submitter's own,
+and one offset's standard error is the class's (`Evidence.error`), so those offsets are kept apart
+(`offsets.ReferenceOffsets`) and judged by that error alone from 4 comparisons, never by the
+peer's own scatter (which a liar mixing lies with the truth would choose).
+
 Who the evidence came from (issue 38, scope 4). A peer's record is only as good as the peers it was
 compared with, and one owner can mint any number of keys. So each piece of evidence comes weighed
 (`evidence.weigh`, the settlement's partners' own records: a new or untrusted partner counts less, a
