@@ -12,6 +12,10 @@ submitter's own machine's), and the settlement names it (`Settlement.reference`)
 vouched. A group without its reference's result (a class with none, or its task did not end done) is
 settled by the majority as before (`agreement.settle`).
 
+Each offset against the reference comes with its standard error as the class's spread has it
+(`Settlement.error`), so a peer's record can judge its offsets against references by a figure it
+did not set (`offsets.ReferenceOffsets`: from 4 comparisons, where offsets among strangers wait for 8).
+
 What it costs: the reference runs one task of every replicated task of its class, so its class's
 replicated throughput is its own; what it gives up: a reference that is slow on a given day makes
 honest replicas outliers (the submitter's device defines its class's figure).
@@ -22,7 +26,16 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 
-from scheduler.verification.agreement import Outcome, Replica, Settlement, agree, band, barred, settle
+from scheduler.verification.agreement import (
+    Outcome,
+    Replica,
+    Settlement,
+    agree,
+    band,
+    barred,
+    comparison_error,
+    settle,
+)
 
 
 def judge(
@@ -63,6 +76,7 @@ def vouched(
         why,
         offsets,
         reference=reference.peer_id,
+        error=comparison_error(class_spread),
     )
 
 
