@@ -3,8 +3,9 @@
 Model (stated, not measured):
 - Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the issue's; py-libp2p
   uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
-  lookups, alpha requests in flight, a GET_PROVIDERS walk of a key ends at the count (a full key's
-  holder) or when the k closest it knows answered, as the node's (`node.p2p.walk`).
+  lookups, alpha requests in flight; a GET_PROVIDERS walk runs the node's walk state
+  (`node.p2p.walk.Shortlist`: the next server drawn among the k closest known; it ends at the count,
+  at two holders listing the same providers, or when the k closest it knows were asked).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import random
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
+from node.p2p.walk import Shortlist  # noqa: E402
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -196,39 +199,32 @@ class Walk:
 
 
 def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] | None, n: int) -> Walk:
-    """Iterative Kademlia lookup from `start`; a GET_PROVIDERS walk (`holders`: the node's
-    `node.p2p.walk`, our own slim requests) ends at a holder that lists a full key (the count a lookup
-    asks per key), or when the k closest it knows have answered."""
-    short = {p: p ^ target for p in swarm.table(start, target)}
-    asked: set[int] = set()
+    """Iterative Kademlia lookup from `start`. A GET_PROVIDERS walk (`holders`: the key's, each listing
+    the same `n` providers) runs the node's own walk state (`node.p2p.walk.Shortlist`: the next server
+    drawn among the k closest known, ending at the count a lookup asks per key, at `AGREED` holders
+    listing the same providers, or when the k closest known were asked), with our slim requests;
+    libp2p's FIND_NODE walk (`holders` None) asks closest first until the k closest answered."""
+    lookup = holders is not None
+    draw = random.Random(int(swarm.rng.integers(2**32))) if lookup else None
+    state = Shortlist(swarm.table(start, target), lambda p: p ^ target, SHARD_CAP if lookup else 2**31, draw)
+    listed = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
     flight: list[tuple[float, int]] = []
-    now, sent, reached = 0.0, 0, 0
+    now, sent = 0.0, 0
     while True:
-        ranked = sorted(short, key=short.__getitem__)[:K]
-        for peer in [p for p in ranked if p not in asked][: ALPHA - len(flight)]:
-            asked.add(peer)
-            rtt = (
-                QUERY_TIMEOUT_S
-                if swarm.is_dead(peer)
-                else float(swarm.rng.lognormal(np.log(RTT_MEDIAN_S), RTT_SIGMA))
-            )
-            heapq.heappush(flight, (now + rtt, peer))
-        if not flight or (reached and all(p in asked for p in ranked)):  # no straggler waited for
-            return Walk(now, reached > 0, sent, tuple(ranked), len(asked))
+        for peer in state.next(ALPHA - len(flight)):
+            heapq.heappush(flight, (now + (QUERY_TIMEOUT_S if swarm.is_dead(peer) else rtt(swarm)), peer))
+        if state.done(len(flight)):
+            return Walk(now, state.held, sent, tuple(state.closest()), len(state.asked))
         now, peer = heapq.heappop(flight)
         if swarm.is_dead(peer):
             continue
         held = holders is not None and peer in holders
         answer = sizes.answer(K, n if held else 0, swarm.slim)
         now += answer * 8 / BANDWIDTH_BPS
-        request = sizes.request_slim if holders is not None and swarm.slim else sizes.key_request
+        request = sizes.request_slim if lookup and swarm.slim else sizes.key_request
         sent += request + sizes.stream + answer
         swarm.load[peer] += request + answer
-        reached += held
-        if held and n >= SHARD_CAP:  # the node's walk: the count a lookup asks per key
-            return Walk(now, True, sent, tuple(ranked), len(asked))
-        for p in swarm.table(peer, target):
-            short.setdefault(p, p ^ target)
+        state.answered(peer, listed if held else frozenset(), swarm.table(peer, target))
 
 
 def rtt(swarm: Swarm) -> float:
