@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import math
 import random
 import sys
 from collections import Counter
@@ -41,7 +42,7 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import Shortlist  # noqa: E402
+from node.p2p.walk import HOP_S, Shortlist  # noqa: E402
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -202,20 +203,27 @@ def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] 
     """Iterative Kademlia lookup from `start`. A GET_PROVIDERS walk (`holders`: the key's, each listing
     the same `n` providers) runs the node's own walk state (`node.p2p.walk.Shortlist`: the next server
     drawn among the k closest known, ending at the count a lookup asks per key, at `AGREED` holders
-    listing the same providers, or when the k closest known were asked), with our slim requests;
-    libp2p's FIND_NODE walk (`holders` None) asks closest first until the k closest answered."""
+    listing the same providers, or when the k closest known were asked; a request past `HOP_S` frees
+    its slot), with our slim requests; libp2p's FIND_NODE walk (`holders` None) asks closest first
+    until the k closest answered."""
     lookup = holders is not None
+    hop = HOP_S if lookup else math.inf  # libp2p's FIND_NODE walk holds a slot until the deadline
     draw = random.Random(int(swarm.rng.integers(2**32))) if lookup else None
     state = Shortlist(swarm.table(start, target), lambda p: p ^ target, SHARD_CAP if lookup else 2**31, draw)
     listed = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
-    flight: list[tuple[float, int]] = []
+    flight: list[tuple[float, float, int]] = []  # (answered or failed at, sent at, server)
     now, sent = 0.0, 0
     while True:
-        for peer in state.next(ALPHA - len(flight)):
-            heapq.heappush(flight, (now + (QUERY_TIMEOUT_S if swarm.is_dead(peer) else rtt(swarm)), peer))
+        for peer in state.next(ALPHA - sum(1 for _, at, _ in flight if now < at + hop)):
+            rtt_s = QUERY_TIMEOUT_S if swarm.is_dead(peer) else rtt(swarm)
+            heapq.heappush(flight, (now + rtt_s, now, peer))
         if state.done(len(flight)):
             return Walk(now, state.held, sent, tuple(state.closest()), len(state.asked))
-        now, peer = heapq.heappop(flight)
+        freed = min((at + hop for _, at, _ in flight if now < at + hop), default=math.inf)
+        if freed < flight[0][0]:  # a request past its hop bound frees its slot (`node.p2p.walk.HOP_S`)
+            now = freed
+            continue
+        now, _, peer = heapq.heappop(flight)
         if swarm.is_dead(peer):
             continue
         held = holders is not None and peer in holders

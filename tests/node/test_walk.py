@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import trio
+import trio.testing
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
@@ -36,6 +37,8 @@ class Kad:
     seen: Counter[ID] = field(default_factory=Counter)
     self_listed: frozenset[ID] = frozenset()
     disagree: bool = False
+    hung: set[ID] = field(default_factory=set)
+    """Servers that never answer (a request to one ends only at its deadline)."""
     """Each holder lists all providers but the one of its rank: no two holders list the same."""
 
     def holders(self) -> list[ID]:
@@ -52,6 +55,8 @@ class Kad:
         await trio.lowlevel.checkpoint()
         if peer in self.dead:
             raise ConnectionError("gone")
+        if peer in self.hung:
+            await trio.sleep_forever()
         closer = sorted(self.table(peer), key=_distance)[:K]
         holders = self.holders()
         held = self.providers if peer in holders else []
@@ -113,6 +118,17 @@ async def test_a_departed_server_is_a_failure_and_the_walk_goes_on() -> None:
         assert len(walked.providers) == 20
         assert walked.failures
         assert all(reason.startswith("ConnectionError") for reason in walked.failures.values())
+
+
+async def test_a_request_slower_than_a_hop_frees_its_slot(autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(600):  # the clock's virtual seconds: the test takes milliseconds
+        kad = _kad(20)
+        start = _far_start(kad)
+        kad.hung = set(sorted(start, key=_distance)[ALPHA:])  # all but the 3 closest of our table hang
+        walked = await walk_providers(KEY, start, kad.ask, 20, 60.0, random.Random(0))
+        assert len(walked.providers) == 20
+        assert kad.hung & set(kad.seen)  # it asked servers that never answer
+        assert not walked.failures  # and ended before their deadline: their slots went to others
 
 
 async def test_a_server_listing_only_itself_is_no_holder_and_the_walk_goes_on() -> None:
