@@ -17,7 +17,7 @@ import trio.testing
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
-from node.p2p.walk import AGREED, ALPHA, Answer, K, walk_providers
+from node.p2p.walk import AGREED, ALPHA, Answer, K, Shortlist, walk_providers
 
 KEY = b"\x12\x20" + hashlib.sha256(b"sark/cap/v2/any/3/5").digest()
 
@@ -83,7 +83,7 @@ async def test_a_walk_stops_at_the_count_or_at_two_holders_that_agree() -> None:
         assert set(walked.providers) == {p.peer_id for p in full.providers}
         assert walked.asked <= 4 * ALPHA + K  # a walk, not the swarm: 300 servers
         assert full.asked == walked.asked
-        few = _kad(7)  # a key not full, its holders agree: two of them are its list
+        few = _kad(7)  # a key not full, its holders agree: three of them are its list
         walked = await walk_providers(KEY, _far_start(few), few.ask, 20, timeout=1.0)
         assert len(walked.providers) == 7
         assert AGREED <= len(set(few.seen) & set(few.holders())) < K
@@ -138,3 +138,17 @@ async def test_a_server_listing_only_itself_is_no_holder_and_the_walk_goes_on() 
         kad.self_listed = frozenset(sorted(start, key=_distance)[:1])  # the first asked
         walked = await walk_providers(KEY, start, kad.ask, 40, timeout=1.0)
         assert {p.peer_id for p in kad.providers} <= set(walked.providers)
+
+
+def test_holders_agree_only_when_none_listed_a_provider_outside_their_list() -> None:
+    state = Shortlist(range(2 * K), lambda p: p, 20, None)
+    state.next(AGREED + 1)  # the others of the k closest not asked yet
+    state.answered(0, frozenset({100, 101, 102}), ())  # a holder that heard from one writer more
+    for holder in range(1, AGREED + 1):
+        state.answered(holder, frozenset({100, 101}), ())
+    assert not state.done(open_requests=K)  # the same short list, but one holder listed more
+    state = Shortlist(range(2 * K), lambda p: p, 20, None)
+    state.next(AGREED + 1)  # the others of the k closest not asked yet
+    for holder in range(AGREED):
+        state.answered(holder, frozenset({100, 101}), ())
+    assert state.done(open_requests=K)
