@@ -76,7 +76,7 @@ def _far_start(kad: Kad) -> list[ID]:
     return sorted(kad.servers[::10], key=_distance, reverse=True)[:K]
 
 
-async def test_a_walk_stops_at_the_count_or_at_two_holders_that_agree() -> None:
+async def test_a_walk_stops_at_the_count_or_at_holders_that_agree() -> None:
     with trio.fail_after(10):
         full = _kad(20)
         walked = await walk_providers(KEY, _far_start(full), full.ask, 20, timeout=1.0)
