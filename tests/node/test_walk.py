@@ -100,7 +100,7 @@ async def test_holders_that_disagree_walk_on_to_the_k_closest() -> None:
 
 async def test_reads_of_a_key_spread_over_its_holders() -> None:
     with trio.fail_after(20):
-        kad, walks = _kad(7), 30
+        kad, walks = _kad(7), 20
         for seed in range(walks):  # the same start each time: only the draw differs
             walked = await walk_providers(KEY, _far_start(kad), kad.ask, 20, 1.0, random.Random(seed))
             assert len(walked.providers) == 7
