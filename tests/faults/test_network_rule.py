@@ -73,7 +73,7 @@ def _worker(lab: Lab, name: str, ns: str, ip: str, gate: str, me: str, liar: boo
 
 
 def _campaign(root: Path, url: str, ids: dict[str, str]) -> dict[str, Any]:
-    job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 30, "warmup_runs": 2,
+    job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 20, "warmup_runs": 1,
            "load_runs": 1, "processes": 1, "threads": 1}  # fmt: skip
     everyone = {**job, "require": {"peers": sorted(ids.values())}}
     sybils = {**job, "require": {"peers": [ids["s1"], ids["s2"]]}}
@@ -96,7 +96,7 @@ def check_rows(rows: list[dict[str, str]], ids: dict[str, str]) -> None:
     for row in rows:
         peer, verdict = row["WorkerPeerId"], row["Verified"]
         if verdict.startswith("replicated"):
-            assert peer in honest, row  # a Sybil's halved figure is never verified
+            assert peer in honest, row  # a Sybil's figure is never verified
             assert sorted(row["QuorumNetworks"].split(";")) == sorted(honest.values()), row
         if peer in sybils and row["Status"] == "Complete":  # refuted by an honest partner's outputs
             # by its outputs; or no majority where a loaded honest replica could not vouch (its spread)
@@ -116,11 +116,14 @@ def check_rows(rows: list[dict[str, str]], ids: dict[str, str]) -> None:
     assert verified == set(honest), rows  # both honest workers verified, each by the other's network
     for row in rows:  # an honest row not verified: its pair's timings too far apart on a loaded machine
         if row["WorkerPeerId"] in honest and not row["Verified"].startswith("replicated"):
-            assert row["Verified"].startswith("disagreed: no majority within the band"), row["Verified"]
+            verdict = row["Verified"]
+            assert verdict.startswith("disagreed: "), verdict
+            assert "no majority within the band" in verdict, verdict
 
 
 @pytest.mark.netns
 @pytest.mark.exclusive  # replicas compare timings measured here
+@pytest.mark.timeout(900)  # a deadline on a loaded machine, not a speed: two campaigns, one at a time
 def test_two_networks_verify_and_a_sybil_pair_on_one_is_never_a_quorum(
     rnet: RoutedNet, tmp_path: Path
 ) -> None:
