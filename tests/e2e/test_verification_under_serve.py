@@ -128,13 +128,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         lab.close()
 
 
-def post(
-    s: Served, name: str, jobs: list[dict[str, Any]], verify: dict[str, Any], inflight: int = 1
-) -> Outcome:
+def post(s: Served, name: str, jobs: list[dict[str, Any]], verify: dict[str, Any]) -> Outcome:
     """Post one campaign (one measurement at a time: the workers share this machine's cores), wait
     for `serve` to end it, and read it back: the API's CSV (the same as results.csv), results.json,
     report.html, and the dashboard's data (each job's results), whose Verified is the row's."""
-    body = {"name": name, "model_url": s.model_url, "verify": verify, "max_inflight": inflight, "jobs": jobs}
+    body = {"name": name, "model_url": s.model_url, "verify": verify, "max_inflight": 1, "jobs": jobs}
     created = httpx.post(f"{s.api}/campaigns", json=body, timeout=60)
     assert created.status_code == 201, created.text
     cid = created.json()["campaign_id"]
@@ -171,7 +169,7 @@ def check_scaled_and_norun(s: Served) -> None:
     liar that never runs the model, by its outputs; the honest rows replicated, naming their quorum."""
     honest = [s.ids[n] for n in HONEST]
     for liar, why, outputs in (("halve", "against the agreed", False), ("norun", "outputs differ", True)):
-        job = replicas([*honest, s.ids[liar]], runs=20, processes=1)
+        job = replicas([*honest, s.ids[liar]])  # as the submit lab: 40 runs in 3 processes
         out = post(s, liar, [job], {"replicas": 2, "same_host": "allow"})
         check_caught(out.rows, out.document, s.ids[liar], why, by_outputs=outputs)
 
@@ -180,7 +178,7 @@ def check_scattered(s: Served) -> None:
     """tests/e2e/test_scattered_liar.py: a liar widening its own band is refused, never a figure."""
     liar = s.ids["scatter"]
     peers = [*(s.ids[n] for n in HONEST), liar]
-    out = post(s, "scatter", [replicas(peers, runs=20)], {"replicas": 2, "same_host": "allow"})
+    out = post(s, "scatter", [replicas(peers)], {"replicas": 2, "same_host": "allow"})
     (mine,) = out.of(liar)
     verdict = mine["Verified"]
     assert verdict.startswith(("outlier: ", "disagreed: ")), verdict
@@ -195,9 +193,9 @@ def check_predicting(s: Served) -> None:
     """tests/e2e/test_spot_checks.py: the secret draw decides which tasks are checked, and every lie
     it checks is refused; the store's key is the one the submitter kept."""
     liar = s.ids["predict"]
-    job = replicas([s.ids["h2"], liar], runs=10, processes=1) | {"warmup_runs": 1}
+    job = replicas([s.ids["h2"], liar], runs=20, processes=1) | {"warmup_runs": 1}
     verify = {"spot_check": SPOT_P, "same_host": "allow"}
-    out = post(s, "predicted", [job] * SPOT_JOBS, verify, inflight=2)  # a 4x lie: two at once refute it
+    out = post(s, "predicted", [job] * SPOT_JOBS, verify)
     record = CampaignStore(s.swarm.submitter_dir / "campaigns.sqlite").campaign(out.cid)
     assert record is not None
     assert record.secret is not None
