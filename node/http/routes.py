@@ -21,8 +21,7 @@ from node.http import shapes
 from node.http.bodies import campaign_type, json_object, read_body
 from node.http.errors import BadRequest, NotFound, Problem, Rule
 from node.http.shapes import ApiJson
-from node.http.state import ApiState, Seen
-from node.submitter.outputs import task_result
+from node.http.state import ApiState, CampaignState, Seen
 
 WORKER_STATUSES: Final = ("active", "busy", "cleanup", "faulty")
 _FILE_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.csv$")
@@ -253,14 +252,14 @@ class Endpoints:
         jobs = [j for j in state.campaign.jobs if str(j.index) == index]
         if not jobs or (not tasks and "-" in rest):
             raise NotFound("job", job_id)
-        return ApiJson(self._job_json(job_id, state.record.campaign_id, jobs[0], tasks))
+        return ApiJson(self._job_json(job_id, state, jobs[0], tasks))
 
     def _job_json(
-        self, job_id: str, campaign_id: str, job: sch.Job, tasks: list[sch.TaskView]
+        self, job_id: str, state: CampaignState, job: sch.Job, tasks: list[sch.TaskView]
     ) -> dict[str, Any]:
-        stored = {r.task_id: r for r in self._s.store.results(campaign_id)}
-        typed = [task_result(t, job.spec, stored[t.task_id], "") for t in tasks if t.task_id in stored]
-        results = [shapes.result(sch.ReportTask.of(sch.row_of(r), r)) for r in typed]
+        campaign_id = state.record.campaign_id
+        stored = {r.task_id for r in self._s.store.results(campaign_id)}
+        results = shapes.job_results(self._s.rows(state), {t.task_id for t in tasks} & stored)
         states = shapes.breakdown(tasks)
         status = next((k for k in ("running", "pending", "failed") if states[k]), "complete")
         return {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
+from node.submitter.outputs import Shown
 from scheduler.results import verification_groups
 
 SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
@@ -217,3 +218,14 @@ def result(task: sch.ReportTask) -> dict[str, Any]:
     out["row"] = dict(row)
     out["figures"] = sch.shown_figures(measurement) if measurement is not None else None  # the dashboard's
     return out
+
+
+def job_results(rows: Iterable[Shown], task_ids: Collection[str]) -> list[dict[str, Any]]:
+    """The results of a job's stored tasks (`task_ids`) for GET /jobs/{id} and the dashboard: each
+    task's row as the campaign's files render it (`campaign_rows`: its Verified, quorum and cost
+    columns), never a row rendered again without them."""
+    return [
+        result(sch.ReportTask.of(row, typed))
+        for row, typed in rows
+        if typed is not None and typed.merged is None and row.get("JobId") in task_ids
+    ]

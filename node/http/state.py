@@ -35,7 +35,7 @@ from node.http.vetting import (
 from node.p2p.node import Node
 from node.submitter.discovery import Discovery, DiscoveryConfig
 from node.submitter.models import pin_models
-from node.submitter.outputs import campaign_rows, write_whole
+from node.submitter.outputs import Shown, campaign_rows, write_whole
 from node.submitter.run import (
     CampaignRun,
     LocalSwarm,
@@ -293,12 +293,14 @@ class ApiState:
         ended = state.record.status in (CampaignStatus.FINISHED, CampaignStatus.CANCELLED)
         if ended and written.is_file():
             return written.read_text()
-        live = self.live.get(campaign_id)
+        return sch.to_csv(row for row, _ in self.rows(state))
+
+    def rows(self, state: CampaignState) -> list[Shown]:
+        """The campaign's rows as its files render them (Verified, the cost columns), as it stands."""
+        cid = state.record.campaign_id
+        live = self.live.get(cid)
         run = live.run if live is not None else restore(state.record)
-        rows = campaign_rows(
-            run.scheduler, self.store.results(campaign_id), state.record.created_utc, run.campaign
-        )
-        return sch.to_csv(row for row, _ in rows)
+        return campaign_rows(run.scheduler, self.store.results(cid), state.record.created_utc, run.campaign)
 
     def reset(self) -> int:
         """Stop every running campaign and forget every stored one and the peer view.

@@ -4,6 +4,7 @@ Modules:
     procs  `Lab`: start gates, workers and any command as real child processes (optionally inside a
            network namespace), wait for their events, kill them
     netns  `NetLab`: h1, h2 on a bridge and h3 behind a NAT, in network namespaces with a per-lab prefix
+    routed  `RoutedNet`: h1, h2, h3 on three /24s joined by a router namespace (the network rule's lab)
     probe  child script: find workers through a gate, then a `/sark/profile` round trip to each
     flood  child script: stream, malformed-frame, raw-TCP and drip flooders, and an honest pinger
     faults `Faults`: kill9, stop/cont, cgroup freeze/thaw, partition/heal, loss, delay, tbf; undoes itself
