@@ -109,6 +109,10 @@ def join(
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
     endpoint: EndpointOpt = None,
     on_device: OnDeviceOpt = None,
+    owner_key: Annotated[
+        Path | None,
+        typer.Option("--owner-key", help="your owner key (sark-node owner new): your devices are one vote"),
+    ] = None,
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters.
@@ -135,6 +139,7 @@ def join(
         calibrate=False if no_calibrate else None,
         endpoints=declared_endpoints(endpoint),
         endpoints_on_device=endpoints_on_device(on_device),
+        owner_key=owner_key,
     )
     _check_joinable(config)
     profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None

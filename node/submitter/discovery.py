@@ -15,7 +15,7 @@ import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node, Peer
 from node.p2p.survey import Shortfall, why_no_workers
-from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, Reachability
+from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, Reachability, owner_of
 from scheduler.verification import DeviceClass, claim_problems, device_class
 
 log = logging.getLogger(__name__)
@@ -166,6 +166,11 @@ class Discovery:
 
 
 def _view(advert: AdvertBody, load: Load, host: str = "") -> sch.PeerView:
+    """A verified advert as the scheduler reads it; its owner statement checked against the peer id
+    that signed it (`protocol.owner_of`): a refused one is logged, and placement never places it."""
+    owner = owner_of(advert.owner, advert.peer_id)
+    if owner.refused:
+        log.warning("peer %s: owner_refused: %s", advert.peer_id, owner.refused)
     return sch.PeerView(
         peer_id=advert.peer_id,
         profile=advert.profile,
@@ -173,6 +178,7 @@ def _view(advert: AdvertBody, load: Load, host: str = "") -> sch.PeerView:
         reachability=advert.reachability,
         age_s=max(0.0, time.time() - advert.issued_at),
         host=host,
+        owner=owner,
     )
 
 

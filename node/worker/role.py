@@ -15,6 +15,7 @@ import drivers
 from node.config import NodeConfig
 from node.errors import ConfigError, DeviceProbeFailed
 from node.events import EventSink, quiet
+from node.ownerkey import owner_statement, read_owner_key
 from node.p2p.node import Node, open_node
 from node.p2p.wire import Channel
 from node.transfer.blob import UploadSlots, blob_handler
@@ -88,7 +89,9 @@ def checked(profile: DeviceProfile) -> DeviceProfile:
 async def open_worker(
     config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
 ) -> AsyncIterator[WorkerHandle]:
-    """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
+    """Start a worker: detect the device (unless given), advertise (with its owner's statement when
+    an owner key is set), take offers; stop on exit."""
+    owner_seed = read_owner_key(config.owner_key) if config.owner_key is not None else None
     profile = await device_profile(config, profile)
     live = LiveProfile(profile)
     cache = model_cache(config)
@@ -134,8 +137,12 @@ async def open_worker(
         }
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
+            owner = owner_statement(owner_seed, node.host.peer_id)
             advertised = await nursery.start(
-                partial(serve_worker, handlers=handlers, live=live.get), node, profile, runner.load
+                partial(serve_worker, handlers=handlers, live=live.get, owner=owner),
+                node,
+                profile,
+                runner.load,
             )
             if config.endpoints:
                 nursery.start_soon(reprobe_forever, config.endpoints, live, config.endpoint_probe_s)
