@@ -1,5 +1,5 @@
 """A replicated job's placement: its tasks in groups of `verify.replicas`, each group one device
-class on distinct peers and hosts (`replicas.pick_replicas` over placement's ranking).
+class on distinct peers, owners and hosts (`replicas.pick_replicas` over placement's ranking).
 
 `devices:` counts groups (figures), not tasks: `any` is one group, `n` is n groups, `all` makes as
 many full groups as the feasible peers allow, each peer in at most one (a class whose peers cannot
@@ -38,11 +38,11 @@ PlacedT = TypeVar("PlacedT", bound=Placeable)
 
 
 def candidate(peer: Advertised, unit: ComputeUnit, verify: Verify) -> Candidate:
-    """A peer as a replica candidate: its host's network (`networks.network_of`). With `same_host:
-    allow` its identity stands for its network, so any two peers pair (the lab's way around one
-    machine; the row says so)."""
+    """A peer as a replica candidate: its host's network (`networks.network_of`) and its owner. With
+    `same_host: allow` its identity stands for its network, so any two peers pair (the lab's way
+    around one machine; the row says so); two devices of one owner never pair, switch or not."""
     host = peer.peer_id if verify.same_host == "allow" else network_of(peer.host)
-    return Candidate(peer.peer_id, device_class(peer.profile, unit), host)
+    return Candidate(peer.peer_id, device_class(peer.profile, unit), host, peer.owner.owner_id)
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,13 @@ def place_groups(
     if len(chosen) == wanted:
         return Groups(chosen, wanted)
     rule = (
-        f"verify.replicas: {size} peers of one device class on distinct networks per task "
-        "(IPv4 /24, IPv6 /64, loopback one; a relayed peer none); "
+        f"verify.replicas: {size} peers of one device class, of distinct owners on distinct networks, "
+        "per task (IPv4 /24, IPv6 /64, loopback one; a relayed peer none); "
         f"{len(chosen) // size} of {groups} quorum(s) placed"
     )
-    fix = "more peers of the class on other networks, or fewer verify.replicas, would allow it"
+    fix = (
+        "more peers of the class of other owners on other networks, or fewer verify.replicas, would allow it"
+    )
     if verify.same_host != "allow":
         lab = [candidate(r.peer, unit, verify.with_(same_host="allow")) for r in matching]
         if len(_fill(lab, size, limit, verify.reference)) > len(chosen):

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
+from protocol import short_owner
 from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
 from scheduler.language.verify import Verify
@@ -147,8 +148,9 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
             out.commands.extend(command)
             continue
         networks = quorum_networks(found.settlement, state.peers)
+        owners = quorum_owners(found.settlement, state.peers)
         out.labelled.extend(
-            tasks[i].with_(verified=label, verify_detail=why, quorum_networks=networks)
+            tasks[i].with_(verified=label, verify_detail=why, quorum_networks=networks, quorum_owners=owners)
             for i, (label, why) in found.labels.items()
         )
         _record(state, members, found.settlement, processes, out)
@@ -165,8 +167,9 @@ def _record(
     fresh = {t.peer_id for t in members if not t.verified}
     timed = [t.peer_id or "" for t in members if t.state == TaskState.DONE and t.progress.median_ms]
     networks = {p: network_of(state.peers[p].host) for p in timed if p in state.peers}
+    owners = {p: state.peers[p].owner.owner_id for p in timed if p in state.peers}
     verify = state.campaign.verify_of(state.campaign.jobs[members[0].job_index])
-    said = weigh(settled, timed, networks, out.records, verify.reference, state.now)
+    said = weigh(settled, timed, networks, out.records, verify.reference, state.now, owners)
     evidence = tuple((p, ev) for p, ev in said if p in fresh)
     agreed = tuple(p for p, ev in evidence if ev.agreed)
     outliers = tuple(p for p, ev in evidence if not ev.agreed and ev.weight > 0)
@@ -231,6 +234,22 @@ def quorum_networks(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple
         return ()
     found = {network_of(peers[p].host) or "relayed" for p in settled.agreed if p in peers}
     return tuple(sorted(found))
+
+
+def quorum_owners(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple[str, ...]:
+    """The owners a replicated group's agreeing peers came from, each once, sorted (`voter_name`);
+    () for a group not replicated."""
+    if settled.outcome != Outcome.REPLICATED:
+        return ()
+    return tuple(
+        sorted({voter_name(p, peers[p].owner.owner_id if p in peers else "") for p in settled.agreed})
+    )
+
+
+def voter_name(peer_id: str, owner: str) -> str:
+    """Whose vote a peer was, as a row names it: its owner's short id (`owner-` and 8 hex digits),
+    or, for a device that declared no owner (its own), `…` and its peer id's last 8 characters."""
+    return short_owner(owner) if owner else f"…{peer_id[-8:]}"
 
 
 def unsettled_groups(

@@ -150,6 +150,7 @@ class TaskView(Value):
         verify_detail: the settlement's reason (who disagreed, the band).
         quorum_networks: the networks its agreeing quorum came from (`networks.network_of`; "relayed"
             for a peer whose address was never seen), set when its group settled `replicated`.
+        quorum_owners: the owners its agreeing quorum came from (`settling.voter_name`), set with them.
     """
 
     task_id: str
@@ -177,6 +178,7 @@ class TaskView(Value):
     verified: str = ""
     verify_detail: str = ""
     quorum_networks: tuple[str, ...] = ()
+    quorum_owners: tuple[str, ...] = ()
 
     @property
     def ended(self) -> bool:
