@@ -85,6 +85,19 @@ def checked(profile: DeviceProfile) -> DeviceProfile:
         raise ConfigError("profile", "; ".join(field_problems(exc, root="profile"))) from exc
 
 
+def offer_policy(config: NodeConfig) -> OfferPolicy:
+    """Which offers this worker takes, as its configuration says."""
+    return OfferPolicy(
+        allow=frozenset(config.allow),
+        open_mode=config.open_mode,
+        max_model_bytes=config.max_model_bytes,
+        allow_code_models=config.allow_code_models,
+        lease_ttl_s=config.lease_ttl_s,
+        heartbeat_s=config.heartbeat_s,
+        max_offer_lifetime_s=config.max_offer_lifetime_s,
+    )
+
+
 @asynccontextmanager
 async def open_worker(
     config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
@@ -115,15 +128,7 @@ async def open_worker(
             peer_id=node.host.peer_id,
             profile=profile,
             runner=runner,
-            policy=OfferPolicy(
-                allow=frozenset(config.allow),
-                open_mode=config.open_mode,
-                max_model_bytes=config.max_model_bytes,
-                allow_code_models=config.allow_code_models,
-                lease_ttl_s=config.lease_ttl_s,
-                heartbeat_s=config.heartbeat_s,
-                max_offer_lifetime_s=config.max_offer_lifetime_s,
-            ),
+            policy=offer_policy(config),
             is_relayed=node.host.is_relayed,
             has_model=lambda sha: cache.path_for(sha) is not None,
             events=events,

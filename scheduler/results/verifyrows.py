@@ -19,7 +19,7 @@ def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
     replica checked, `pending` while its group is unsettled, `unverifiable` for a task whose quorum
     could not be placed (its Status says so too), "" for another task without a result.
     QuorumNetworks: a replicated row's agreeing networks, ";"-joined; QuorumOwners: their owners
-    (`settling.voter_name`: an owner's short id, or a device's own id's end), ";"-joined. Claim: the peer's
+    (`replicas.voter_name`: an owner's short id, or a device's own id's end), ";"-joined. Claim: the peer's
     `claim_unverified` mark and why (`scheduler.verification.claims`)."""
     verified = "unverifiable" if task.state == TaskState.UNVERIFIABLE else ""
     if task.state == TaskState.DONE:

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
-from protocol import short_owner
 from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
 from scheduler.language.verify import Verify
@@ -42,7 +41,7 @@ from scheduler.verification.draws import DrawKey
 from scheduler.verification.evidence import weigh
 from scheduler.verification.networks import network_of
 from scheduler.verification.references import judge
-from scheduler.verification.replicas import Candidate
+from scheduler.verification.replicas import Candidate, voter_name
 from scheduler.verification.reputation import PeerRecord, distrusted, should_check
 
 MORE = "more"
@@ -244,12 +243,6 @@ def quorum_owners(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple[s
     return tuple(
         sorted({voter_name(p, peers[p].owner.owner_id if p in peers else "") for p in settled.agreed})
     )
-
-
-def voter_name(peer_id: str, owner: str) -> str:
-    """Whose vote a peer was, as a row names it: its owner's short id (`owner-` and 8 hex digits),
-    or, for a device that declared no owner (its own), `…` and its peer id's last 8 characters."""
-    return short_owner(owner) if owner else f"…{peer_id[-8:]}"
 
 
 def unsettled_groups(

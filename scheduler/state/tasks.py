@@ -150,7 +150,7 @@ class TaskView(Value):
         verify_detail: the settlement's reason (who disagreed, the band).
         quorum_networks: the networks its agreeing quorum came from (`networks.network_of`; "relayed"
             for a peer whose address was never seen), set when its group settled `replicated`.
-        quorum_owners: the owners its agreeing quorum came from (`settling.voter_name`), set with them.
+        quorum_owners: the owners its agreeing quorum came from (`replicas.voter_name`), set with them.
     """
 
     task_id: str

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from protocol import short_owner
 from scheduler.verification.classes import DeviceClass
 
 
@@ -133,3 +134,9 @@ def by_class(candidates: Iterable[Candidate]) -> Mapping[DeviceClass, tuple[Cand
     for c in candidates:
         groups.setdefault(c.device_class, []).append(c)
     return {k: tuple(v) for k, v in groups.items()}
+
+
+def voter_name(peer_id: str, owner: str) -> str:
+    """Whose vote a peer is, as rows and `plan` name it: its owner's short id (`owner-` and 8 hex
+    digits), or, for a device that declared no owner (its own), `…` and its peer id's last 8 characters."""
+    return short_owner(owner) if owner else f"…{peer_id[-8:]}"
