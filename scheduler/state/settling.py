@@ -209,8 +209,9 @@ def _replica(
         peer = peers[pick.peer_id]
         return fresh.with_(peer_id=peer.peer_id, device_name=peer.profile.device_name), []
     why = (
-        "no further peer of the class on another network for one more replica "
-        "(verify.replicas: distinct networks; same_host: allow lets one machine's peers do it, a lab only)"
+        "no further peer of the class of another owner on another network for one more replica "
+        "(verify.replicas: distinct owners and networks; same_host: allow lets one machine's peers do it, "
+        "a lab only)"
     )
     ended = fresh.with_(
         state=TaskState.UNVERIFIABLE, failure_reason=Lapse.NO_QUORUM, detail=why, ended_at=now
