@@ -87,7 +87,7 @@ def _references(job: sch.JobPlan) -> list[dict[str, str]]:
         {"class": c.device_class.name, "reference": c.reference, "why_not": c.why_not}
         for c in class_references(peers, job.job.spec.compute_unit, job.verify)
     ]
-    fitting = {p.peer_id for p in peers}
+    fitting = {p.peer_id for p in peers} | {p.owner.owner_id for p in peers if p.owner.owner_id}
     missing = [p for p in job.verify.reference if p not in fitting]
     found += [
         {"class": "", "reference": "", "why_not": f"reference {p}: not a feasible peer"} for p in missing

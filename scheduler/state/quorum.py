@@ -18,6 +18,7 @@ from scheduler.state.replication import candidate
 from scheduler.state.tasks import TaskView
 from scheduler.verification.classes import DeviceClass
 from scheduler.verification.draws import DrawKey, Purpose
+from scheduler.verification.references import reference_peers
 from scheduler.verification.replicas import Candidate, pick_replicas
 
 
@@ -74,7 +75,7 @@ def more_peer(
         taken=[t.peer_id for t in members if t.peer_id],
         taken_hosts=[c.host for c in taken],
         device_class=DeviceClass(members[0].device_class),
-        references=verify.reference,
+        references=reference_peers(verify.reference, peers.values()),
         taken_owners=[c.voter for c in taken],
     )
     return got[0] if got else None

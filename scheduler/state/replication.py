@@ -23,6 +23,7 @@ from scheduler.language.verify import Verify
 from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.networks import network_of
 from scheduler.verification.peers import Advertised
+from scheduler.verification.references import reference_peers
 from scheduler.verification.replicas import Candidate, by_class, pick_replicas
 
 
@@ -70,7 +71,8 @@ def place_groups(
     size = verify.replicas
     by_id = {r.peer.peer_id: r for r in matching}
     limit = 1 if devices == "any" else len(matching) if devices == "all" else int(devices)
-    got = _fill([candidate(r.peer, unit, verify) for r in matching], size, limit, verify.reference)
+    refs = reference_peers(verify.reference, (r.peer for r in matching))
+    got = _fill([candidate(r.peer, unit, verify) for r in matching], size, limit, refs)
     chosen = tuple(by_id[c.peer_id] for c in got)
     groups = limit if devices != "all" else max(1, len(chosen) // size)
     wanted = size * groups
@@ -86,7 +88,7 @@ def place_groups(
     )
     if verify.same_host != "allow":
         lab = [candidate(r.peer, unit, verify.with_(same_host="allow")) for r in matching]
-        if len(_fill(lab, size, limit, verify.reference)) > len(chosen):
+        if len(_fill(lab, size, limit, refs)) > len(chosen):
             fix = "verify: {same_host: allow} would let peers on one machine make one (a lab only)"
     return Groups(chosen, wanted, f"{rule}; {fix}")
 
@@ -131,8 +133,9 @@ def class_references(
     quorums or why none does: none of the class is listed, or its network is unknown (relayed: it
     cannot count toward a quorum)."""
     out: list[ClassReference] = []
+    refs = reference_peers(verify.reference, peers)
     for cls, members in by_class(candidate(p, unit, verify) for p in peers).items():
-        mine = [c for c in members if c.peer_id in verify.reference]
+        mine = [c for c in members if c.peer_id in refs]
         joins = [c for c in mine if c.host]
         if joins:
             out.append(ClassReference(cls, joins[0].peer_id))

@@ -40,7 +40,7 @@ from scheduler.verification.agreement import (
 from scheduler.verification.draws import DrawKey
 from scheduler.verification.evidence import weigh
 from scheduler.verification.networks import network_of
-from scheduler.verification.references import judge
+from scheduler.verification.references import judge, reference_peers
 from scheduler.verification.replicas import Candidate, voter_name
 from scheduler.verification.reputation import PeerRecord, distrusted, should_check
 
@@ -130,10 +130,10 @@ def settle_groups(state: SettlingState) -> Settled:
 
 def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Decided) -> None:
     campaign = state.campaign
-    suspects = distrusted(out.records).keys() - references_of(campaign)  # the submitter's own: trusted
+    suspects = distrusted(out.records).keys() - references_of(campaign, state.peers)  # the submitter's own
     for members in unsettled_groups(tasks.values(), suspects).values():
         first = members[0]
-        verify = campaign.verify_of(campaign.jobs[first.job_index])
+        verify = resolved(campaign.verify_of(campaign.jobs[first.job_index]), state.peers)
         processes = campaign.jobs[first.job_index].spec.processes
         spread = pooled_spread(out.errors.get(pool_key(first), ()), processes)
         found = verdict(members, verify, spread, out.records, state.key)
@@ -167,7 +167,7 @@ def _record(
     timed = [t.peer_id or "" for t in members if t.state == TaskState.DONE and t.progress.median_ms]
     networks = {p: network_of(state.peers[p].host) for p in timed if p in state.peers}
     owners = {p: state.peers[p].owner.owner_id for p in timed if p in state.peers}
-    verify = state.campaign.verify_of(state.campaign.jobs[members[0].job_index])
+    verify = resolved(state.campaign.verify_of(state.campaign.jobs[members[0].job_index]), state.peers)
     said = weigh(settled, timed, networks, out.records, verify.reference, state.now, owners)
     evidence = tuple((p, ev) for p, ev in said if p in fresh)
     agreed = tuple(p for p, ev in evidence if ev.agreed)
@@ -331,9 +331,19 @@ def _vouched_by(settled: Settlement, verify: Verify) -> str:
     return f" ({'; '.join(said)})" if said else ""
 
 
-def references_of(campaign: Campaign) -> frozenset[str]:
-    """Every reference device any job of the campaign names (`verify.reference`)."""
-    return frozenset(p for job in campaign.jobs for p in campaign.verify_of(job).reference)
+def references_of(campaign: Campaign, peers: Mapping[str, PeerView]) -> frozenset[str]:
+    """Every reference device any job of the campaign names (`verify.reference`: a peer id, or an
+    owner id for every device of that owner among `peers`)."""
+    named = {p for job in campaign.jobs for p in campaign.verify_of(job).reference}
+    return reference_peers(named, peers.values())
+
+
+def resolved(verify: Verify, peers: Mapping[str, PeerView]) -> Verify:
+    """`verify` with its references as peer ids: an owner id listed adds every device of that owner
+    among `peers` (`references.reference_peers`)."""
+    if not verify.reference:
+        return verify
+    return verify.with_(reference=tuple(sorted(reference_peers(verify.reference, peers.values()))))
 
 
 def flagged(verified: str) -> bool:

@@ -51,7 +51,7 @@ from scheduler.verification.draws import SECRET_BYTES, DrawKey, Purpose
 from scheduler.verification.evidence import weigh
 from scheduler.verification.figures import Refusal, check_figures
 from scheduler.verification.peers import Advertised
-from scheduler.verification.references import judge, vouched
+from scheduler.verification.references import judge, reference_peers, vouched
 from scheduler.verification.replicas import Candidate, by_class, pick_replicas, voter_name
 from scheduler.verification.reputation import Evidence, PeerRecord, Witness, distrusted, should_check
 from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
@@ -87,6 +87,7 @@ __all__ = [
     "pool_error",
     "pooled_spread",
     "process_error",
+    "reference_peers",
     "settle",
     "should_check",
     "spread_of",

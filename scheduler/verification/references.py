@@ -12,6 +12,9 @@ submitter's own machine's), and the settlement names it (`Settlement.reference`)
 vouched. A group without its reference's result (a class with none, or its task did not end done) is
 settled by the majority as before (`agreement.settle`).
 
+`reference` may name an owner id (`owner-...`, `sark-node owner id`): every device of that owner is a
+reference (`reference_peers`).
+
 What it costs: the reference runs one task of every replicated task of its class, so its class's
 replicated throughput is its own; what it gives up: a reference that is slow on a given day makes
 honest replicas outliers (the submitter's device defines its class's figure).
@@ -20,9 +23,18 @@ honest replicas outliers (the submitter's device defines its class's figure).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from scheduler.verification.agreement import Outcome, Replica, Settlement, agree, band, barred, settle
+from scheduler.verification.peers import Advertised
+
+
+def reference_peers(named: Collection[str], peers: Iterable[Advertised]) -> frozenset[str]:
+    """The peers `verify.reference` names: each peer id listed, and every peer whose owner id is listed
+    (every device of a trusted owner; its owner as its verified statement says, `protocol.owner_of`,
+    so a statement copied from the owner's device makes no reference: it is refused)."""
+    listed = frozenset(named)
+    return listed | {p.peer_id for p in peers if p.owner.owner_id and p.owner.owner_id in listed}
 
 
 def judge(

@@ -102,3 +102,28 @@ def test_a_peer_whose_owner_statement_was_refused_is_never_placed() -> None:
         (rejected,) = [r for r in plan.rejected if r.peer_id == "12D3-liar"]
         assert [r.code for r in rejected.reasons] == [Misfit.OWNER_REFUSED]
         assert rejected.reasons[0].detail == why
+
+
+def test_an_owner_id_in_reference_makes_every_device_of_that_owner_a_reference() -> None:
+    hosts = ["10.0.1.1", "10.0.2.1", "10.0.3.1"]
+    owners = [OWNER, "", ""]
+    peers = [
+        dataclasses.replace(peer(f"b{i}"), host=h, owner=Owner(o))
+        for i, (h, o) in enumerate(zip(hosts, owners, strict=True))
+    ]
+    text = campaign(f"replicas: 3, reference: [{OWNER}]", "any")
+    (plan,) = explain(parse_campaign(text), MODELS, peers).jobs
+    assert plan.chosen[0].peer.peer_id == "12D3-b0"  # the owner's device, first
+    sched = Scheduler("c1", parse_campaign(text), MODELS, key=KEY)
+    out = sched.handle(PeersDiscovered(peers=tuple(peers)), 0.0)
+    figures = {"12D3-b0": 10.0, "12D3-b1": 5.0, "12D3-b2": 5.0}  # two keys agreeing on a halved figure
+    for o in [c for c in out if isinstance(c, SendOffer)]:
+        sched.handle(OfferCommitted(o.task_id, o.peer_id, f"L-{o.task_id}"), 1.0)
+        event = ResultAccepted(o.task_id, f"L-{o.task_id}", o.peer_id, figures[o.peer_id], 0.01, "sha256:x")
+        sched.handle(event, 1.0)
+    verified = {t.peer_id: t.verified for t in sched.tasks()}
+    assert verified == {
+        "12D3-b0": "replicated 1/3 (reference 12D3-b0)",
+        "12D3-b1": "outlier",
+        "12D3-b2": "outlier",
+    }
