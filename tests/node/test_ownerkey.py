@@ -42,3 +42,29 @@ def test_an_unsafe_or_broken_key_is_refused(
         path.chmod(mode)
     with pytest.raises(ConfigError, match=why):
         read_owner_key(path)
+
+
+def test_the_submitters_view_of_an_advert_believes_its_own_statement_and_refuses_a_copy(
+    tmp_path: Path,
+) -> None:
+    from node.submitter.discovery import _view
+    from protocol import AdvertBody, DeviceProfile, Load, peer_id_from_public_key, public_key_of
+
+    path = tmp_path / "owner.key"
+    minted = mint_owner_key(path)
+    first, second = (peer_id_from_public_key(public_key_of(bytes([k]) * 32)) for k in (1, 2))
+    profile = DeviceProfile(
+        device_name="box", soc="x86", cores_physical=2, cores_logical=2, ram_mb=8000, os="Linux",
+        os_version="6", fingerprint="f",
+    )  # fmt: skip
+    statement = owner_statement(read_owner_key(path), first)
+
+    def advert(peer: str) -> AdvertBody:
+        return AdvertBody(
+            peer_id=peer, seq=1, issued_at=0.0, expires_at=9e9, profile=profile, owner=statement
+        )
+
+    assert _view(advert(first), Load()).owner.owner_id == minted
+    copied = _view(advert(second), Load()).owner  # the first device's statement in another's advert
+    assert copied.owner_id == ""
+    assert copied.refused.startswith("owner statement refused")

@@ -127,3 +127,22 @@ def test_an_owner_id_in_reference_makes_every_device_of_that_owner_a_reference()
         "12D3-b1": "outlier",
         "12D3-b2": "outlier",
     }
+
+
+def test_a_retried_replica_never_goes_to_another_device_of_its_partners_owner() -> None:
+    from scheduler.state.quorum import replica_pool
+
+    peers = fleet([OWNER, OWNER, "", ""])  # b0, b1 one owner; b2, b3 their own
+    parsed = parse_campaign(campaign("replicas: 2, same_host: allow", "any"))
+    sched = Scheduler("c1", parsed, MODELS, key=KEY)
+    sched.handle(PeersDiscovered(peers=tuple(peers)), 0.0)
+    tasks = {t.task_id: t for t in sched.tasks()}
+    by_id = {p.peer_id: p for p in peers}
+    assert sorted(t.peer_id or "" for t in tasks.values()) == ["12D3-b0", "12D3-b2"]  # owned and own
+    for task in tasks.values():
+        (partner,) = [t.peer_id for t in tasks.values() if t.task_id != task.task_id]
+        pool = {p.peer_id for p in replica_pool(task, tasks, by_id, parsed)}
+        owner = by_id[partner or ""].owner.owner_id
+        partners_owner = {p.peer_id for p in peers if owner and p.owner.owner_id == owner}
+        assert pool, "another owner's device is left"
+        assert not pool & (partners_owner | {partner})
