@@ -289,17 +289,22 @@ def _report(outcome: Any, as_json: bool) -> None:
 def _matrix(report: sch.CampaignReport) -> Group:
     """The generate tasks' TTFT, TPOT, ITL, decode tok/s and quality first (what an LLM run is for);
     then device x compute unit: the median latency of each task, the same matrix as report.html; then
-    performance per dollar and per watt, each price with its source."""
+    each replica group's agreed figure, band, replicas and outlier (a campaign that asked `verify:`);
+    then performance per dollar and per watt, each price with its source."""
     from rich.console import Group
 
     from node.report.costreport import cost_table
     from node.report.genreport import generation_table
     from node.report.tables import matrix_tables
+    from node.report.verifyreport import verification_table
     from scheduler.results import entries_of
 
-    generation, cost = generation_table(report), cost_table(report)
+    generation, cost, verified = generation_table(report), cost_table(report), verification_table(report)
     return Group(
-        *([generation] if generation else []), *matrix_tables(entries_of(report)), *([cost] if cost else [])
+        *([generation] if generation else []),
+        *matrix_tables(entries_of(report)),
+        *([verified] if verified else []),
+        *([cost] if cost else []),
     )
 
 

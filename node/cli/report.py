@@ -191,11 +191,13 @@ def _diff(
 ) -> None:
     from node.cli.console import console as out_console
     from node.report.tables import diff_table
-    from scheduler.results import diff_entries, entries_of
+    from node.report.verifyreport import agreed_table
+    from scheduler.results import agreed_changes, diff_entries, entries_of
 
     (threshold, alpha), rank = how
     before, after = (_report(n, data_dir, config_file)[0] for n in names)
     rows = diff_entries(entries_of(before), entries_of(after), threshold, alpha, rank)
+    agreed = agreed_changes(before.verification, after.verification)  # where either asked verify:
     ids = [r.campaign_id or n for r, n in zip((before, after), names, strict=True)]
     if as_json:
         print(
@@ -207,12 +209,15 @@ def _diff(
                     "alpha": alpha,
                     "rank": rank,
                     "rows": [r.model_dump(mode="json") for r in rows],
+                    "verification": [c.model_dump(mode="json") for c in agreed],
                 }
             )
         )
         return
     console = out_console()
     console.print(diff_table(rows, f"A = {ids[0]}  ->  B = {ids[1]}"))
+    if (verified := agreed_table(agreed)) is not None:
+        console.print(verified)
     regressions = sum(r.regression for r in rows)
     console.print(
         f"{regressions} regression(s), {sum(r.improvement for r in rows)} improvement(s) "

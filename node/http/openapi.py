@@ -173,7 +173,25 @@ SCHEMAS: Final[JSON] = {
             "job_breakdown": _BREAKDOWN,
             "tasks": _array(_ref("Task")),
             "error": _NULL_STR,
+            "verification": _array(_ref("GroupVerification")),  # [] when no job asked verify:
         }
+    ),
+    "GroupVerification": _obj(  # scheduler.results.GroupVerification: one replica group, as results.json
+        {"group": _STR, "job_index": _INT, "outcome": _STR, "replicas": _array(_ref("ReplicaFigure"))},
+        {
+            **{k: _STR for k in ("device_class", "model", "unit", "reference", "reason")},
+            "agreed_ms": {"type": "number", "nullable": True},
+            "band": {"type": "number", "nullable": True},
+            "networks": _array(_STR),
+            "outliers": _array(_STR),
+        },
+    ),
+    "ReplicaFigure": _obj(
+        {"task_id": _STR},
+        {
+            **{k: _STR for k in ("peer", "device", "network", "verdict")},
+            "figure_ms": {"type": "number", "nullable": True},
+        },
     ),
     "CampaignList": _obj({"count": _INT, "campaigns": _array(_ref("Campaign"))}),
     "Result": _obj(

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
+from scheduler.results import verification_groups
 
 SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
 """The seeds' measurement columns, which `GET /jobs/{id}` returns in its result."""
@@ -161,7 +162,8 @@ def task(view: sch.TaskView) -> dict[str, Any]:
 
 
 def campaign(state: CampaignState) -> dict[str, Any]:
-    """A campaign object (seeds' GET /campaigns/{id}), with its tasks."""
+    """A campaign object (seeds' GET /campaigns/{id}), with its tasks and each replica group's
+    verification (`verification`)."""
     counts = breakdown(state.tasks)
     total = len(state.tasks) if state.tasks else len(state.campaign.jobs)
     return {
@@ -175,7 +177,15 @@ def campaign(state: CampaignState) -> dict[str, Any]:
         "job_breakdown": counts,
         "tasks": [task(t) for t in state.tasks],
         "error": state.error or None,
+        "verification": verification(state.tasks),
     }
+
+
+def verification(tasks: Iterable[sch.TaskView]) -> list[dict[str, Any]]:
+    """Each replica group's verification (`scheduler.results.verification_groups`, as results.json
+    has it): the agreed figure, the band, each replica's peer, figure, network and verdict, the
+    outliers and why; [] when no job asked `verify:`. The dashboard draws it."""
+    return [g.model_dump(mode="json") for g in verification_groups(tasks)]
 
 
 def created(state: CampaignState) -> dict[str, Any]:

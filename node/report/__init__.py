@@ -16,6 +16,8 @@ Modules:
     matrix     the device x unit matrix's cells: median with p90/p99/max and count, or the ending and why
     provenance report.html's provenance: each task's worker, signature, verification, class, claim
     costreport performance per dollar and per watt: report.html's section, Markdown, the terminal's table
+    verifyreport one agreed figure per class (band, replicas, outlier): report.html's section, Markdown,
+               the terminal's table after the matrix
 
 Callers import the module they need (`from node.report.render import render_html`): the package root
 imports nothing, so that a command that does not draw never loads matplotlib.
@@ -31,4 +33,5 @@ __all__ = [
     "render",
     "tables",
     "telereport",
+    "verifyreport",
 ]

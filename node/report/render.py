@@ -32,6 +32,7 @@ from node.report.plots import (
 )
 from node.report.provenance import provenance_html
 from node.report.telereport import telemetry_parts
+from node.report.verifyreport import verification_html
 from protocol import for_html, visible
 from scheduler.results import (
     NO_DEVICE,
@@ -188,6 +189,7 @@ def _page(report: CampaignReport, rank: str) -> str:
         )
         what = "end-to-end time per request" if matrix.model in generative else "inference latency"
         parts += _model_parts(k, matrix, mine, what)
+    parts += verification_html(report)  # one agreed figure per class, its band, replicas and outlier
     parts += cost_html(report, rank)  # performance per dollar and per watt, with each price's source
     parts += generation_parts(report) + endpoint_parts(report) + telemetry_parts(report)
     ordered = sorted(entries, key=lambda e: (e.model, row_label(e, entries)))

@@ -16,6 +16,7 @@ from rich.table import Table
 from node.report.costreport import cost_markdown
 from node.report.genreport import lead_markdown
 from node.report.matrix import cell_markdown, cell_rich
+from node.report.verifyreport import verification_markdown
 from protocol import for_markdown, for_rich
 from scheduler.results import (
     CampaignReport,
@@ -65,6 +66,7 @@ def render_markdown(report: CampaignReport, rank: str = "") -> str:
         if any(c is not None and c.verified for row in matrix.cells for c in row):
             lines += ["", VERIFY_LEGEND]
         lines.append("")
+    lines += verification_markdown(report)
     lines += cost_markdown(report, rank)
     lines += ["| device · unit | process medians (ms) | spread % | stability |", "|---|---|---:|---|"]
     for e in entries:

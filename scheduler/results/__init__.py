@@ -17,6 +17,9 @@ Modules:
     outputdiff   OutputMaxDiff: rows of one model compared on their outputs, against the first row
     verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark;
                  verification_counts: verified / unverifiable / outliers, submit's last line
+    verifygroups each replica group's verification (GroupVerification: the agreed figure, the band, the
+                 replicas' figures and networks, the outliers), derived once from the task views;
+                 agreed_changes: two campaigns' agreed figures compared (`report --diff`)
     typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
     document     CampaignReport: results.json as one typed value (built once, or read once from a file);
                  every medium renders it
@@ -119,6 +122,14 @@ from scheduler.results.rows import (
 from scheduler.results.significance import mann_whitney
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
+from scheduler.results.verifygroups import (
+    AgreedChange,
+    GroupVerification,
+    ReplicaFigure,
+    agreed_changes,
+    short_peer,
+    verification_groups,
+)
 from scheduler.results.verifyrows import class_name, verification_counts, verification_line, verify_columns
 
 __all__ = [
@@ -143,6 +154,7 @@ __all__ = [
     "SEED_COLUMNS",
     "SUSTAIN_COLUMNS",
     "THROUGHPUT",
+    "AgreedChange",
     "CampaignReport",
     "Column",
     "CostFigure",
@@ -150,6 +162,7 @@ __all__ = [
     "Costs",
     "DiffRow",
     "Figure",
+    "GroupVerification",
     "LatencyMatrix",
     "LlmFigure",
     "MatrixCell",
@@ -157,12 +170,14 @@ __all__ = [
     "Merged",
     "Outputs",
     "Price",
+    "ReplicaFigure",
     "ReportEntry",
     "ReportTask",
     "ResultsFileError",
     "Section",
     "Signed",
     "TaskResult",
+    "agreed_changes",
     "capacity_columns",
     "cell",
     "cells",
@@ -206,11 +221,13 @@ __all__ = [
     "result_row",
     "row_of",
     "seed_figures",
+    "short_peer",
     "shown",
     "shown_figures",
     "sustain_columns",
     "to_csv",
     "verification_counts",
+    "verification_groups",
     "verification_line",
     "verify_columns",
     "with_output_diffs",

@@ -21,6 +21,7 @@ from scheduler.language import Campaign
 from scheduler.results.columns import CSV_COLUMNS, column_formulas
 from scheduler.results.prices import Price
 from scheduler.results.typed import TaskResult
+from scheduler.results.verifygroups import GroupVerification, verification_groups
 
 
 class ResultsFileError(SchedulerError):
@@ -125,6 +126,8 @@ class CampaignReport(Value):
             merged rows last.
         swarm: the gates the campaign last ran through, or ("embedded",) for the embedded local
             swarm; () when not known (a campaign stored before this was recorded).
+        verification: each replica group's verification (`verifygroups`): the agreed figure, the
+            band, the replicas' figures and networks, the outliers; () when no job asked `verify:`.
     """
 
     campaign_id: str
@@ -133,6 +136,7 @@ class CampaignReport(Value):
     formulas: dict[str, str] = Field(default_factory=dict)
     results: tuple[ReportTask, ...] = ()
     swarm: tuple[str, ...] = ()
+    verification: tuple[GroupVerification, ...] = ()
 
     @classmethod
     def of(
@@ -142,7 +146,10 @@ class CampaignReport(Value):
         rows: Iterable[tuple[Mapping[str, str], TaskResult | None]],
         swarm: tuple[str, ...] = (),
     ) -> CampaignReport:
-        """The report built once from each row and the typed value it was rendered from."""
+        """The report built once from each row and the typed value it was rendered from; the
+        verification of each replica group from the rows' tasks."""
+        rows = list(rows)
+        tasks = (result.task for _, result in rows if result is not None)
         return cls(
             campaign_id=campaign_id,
             campaign=campaign,
@@ -150,6 +157,7 @@ class CampaignReport(Value):
             formulas=column_formulas(),
             results=tuple(ReportTask.of(row, result) for row, result in rows),
             swarm=swarm,
+            verification=verification_groups(tasks),
         )
 
     @classmethod
@@ -174,7 +182,7 @@ class CampaignReport(Value):
             raise ResultsFileError(problems, source=source) from exc
 
     def document(self) -> dict[str, Any]:
-        """results.json as plain JSON values, in its keys' order."""
+        """results.json as plain JSON values, in its keys' order (`verification` only where asked)."""
         return {
             "campaign_id": self.campaign_id,
             "campaign": self.campaign.model_dump(mode="json"),
@@ -182,6 +190,11 @@ class CampaignReport(Value):
             "formulas": dict(self.formulas),
             "results": [task.document() for task in self.results],
             "swarm": list(self.swarm),
+            **(
+                {"verification": [g.model_dump(mode="json") for g in self.verification]}
+                if self.verification
+                else {}
+            ),
         }
 
     def to_json(self) -> str:

@@ -11,7 +11,7 @@ Modules:
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
     replication  a replicated job's placement: groups of verify.replicas, one class each (a reference
                device in each of its class's: class_references says which classes have one)
-    tasks      TaskState, TaskView, Status, SchedulerSnapshot, task ids
+    tasks      TaskState, TaskView (its Agreement once settled), Status, SchedulerSnapshot, task ids
     fanout     a job's plan made tasks: placed ones pending, the rest ended (Unschedulable, Unverifiable)
     retry      which failures end a task, which peer a retry goes to, backoff
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
@@ -84,6 +84,7 @@ from scheduler.state.placement import (
 from scheduler.state.replication import ClassReference, class_references
 from scheduler.state.retry import FINAL_FAILURES
 from scheduler.state.tasks import (
+    Agreement,
     Attempt,
     Cause,
     Lapse,
@@ -99,6 +100,7 @@ __all__ = [
     "DEFAULT_LEASE_TTL_S",
     "FINAL_FAILURES",
     "FLEET_UNIT",
+    "Agreement",
     "Attempt",
     "CancelRequested",
     "Cause",

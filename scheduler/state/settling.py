@@ -28,12 +28,13 @@ from scheduler.state.events import Command, RecordOutcome, ReplicasSettled
 from scheduler.state.placement import PeerView
 from scheduler.state.quorum import more_peer
 from scheduler.state.retry import placed_load
-from scheduler.state.tasks import Lapse, Status, TaskState, TaskView, task_id_of
+from scheduler.state.tasks import Agreement, Lapse, Status, TaskState, TaskView, task_id_of
 from scheduler.verification.agreement import (
     POOL_KEEP,
     Outcome,
     Replica,
     Settlement,
+    band,
     pooled_spread,
     process_error,
 )
@@ -148,8 +149,15 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
             continue
         networks = quorum_networks(found.settlement, state.peers)
         owners = quorum_owners(found.settlement, state.peers)
+        said = agreement_of(found.settlement, members, spread, state.peers)
         out.labelled.extend(
-            tasks[i].with_(verified=label, verify_detail=why, quorum_networks=networks, quorum_owners=owners)
+            tasks[i].with_(
+                verified=label,
+                verify_detail=why,
+                quorum_networks=networks,
+                quorum_owners=owners,
+                agreement=said,
+            )
             for i, (label, why) in found.labels.items()
         )
         _record(state, members, found.settlement, processes, out)
@@ -243,6 +251,23 @@ def quorum_owners(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple[s
         return ()
     return tuple(
         sorted({voter_name(p, peers[p].owner.owner_id if p in peers else "") for p in settled.agreed})
+    )
+
+
+def agreement_of(
+    settled: Settlement, members: Sequence[TaskView], class_spread: float, peers: Mapping[str, PeerView]
+) -> Agreement:
+    """What a settled group's members keep of it for every view: the agreed figure, the band it was
+    judged with (none for a result compared with nothing), the reference, the reason, and each timed
+    replica's network ("relayed": never seen; "" for a peer no longer known)."""
+    timed = [t.peer_id for t in members if t.state == TaskState.DONE and t.progress.median_ms is not None]
+    known = [p for p in timed if p]
+    return Agreement(
+        figure_ms=settled.figure_ms,
+        band=band(class_spread) if len(known) > 1 else None,
+        reference=settled.reference,
+        reason=settled.reason,
+        networks=tuple((p, (network_of(peers[p].host) or "relayed") if p in peers else "") for p in known),
     )
 
 

@@ -115,6 +115,27 @@ class TaskProgress(Value):
         return TaskProgress(phase=Phase.MEASURING, done=total, total=total, median_ms=median_ms)
 
 
+class Agreement(Value):
+    """What a replica group's settlement said, kept on each member it labelled: what every view shows
+    of the group (`scheduler.results.verifygroups`), never read back from a row's text.
+
+    Attributes:
+        figure_ms: the agreed figure (the majority's median, or the reference's); None unless replicated.
+        band: the relative band the replicas were judged with (`agreement.band` of the class's spread,
+            as the settling used it); None for a result no other replica was compared with.
+        reference: the reference device that vouched for the figure, or "".
+        reason: the settlement's reason for people (who was the outlier, its figure, the band).
+        networks: each timed replica's peer and the network it counted as (`networks.network_of`;
+            "relayed" for one whose address was never seen), in the group's order.
+    """
+
+    figure_ms: float | None = None
+    band: float | None = None
+    reference: str = ""
+    reason: str = ""
+    networks: tuple[tuple[str, str], ...] = ()
+
+
 class TaskView(Value):
     """One task as the scheduler holds it: what the live view, the store and the reports read.
 
@@ -151,6 +172,8 @@ class TaskView(Value):
         quorum_networks: the networks its agreeing quorum came from (`networks.network_of`; "relayed"
             for a peer whose address was never seen), set when its group settled `replicated`.
         quorum_owners: the owners its agreeing quorum came from (`replicas.voter_name`), set with them.
+        agreement: what its group's settlement said (the agreed figure, the band, each replica's
+            network), set with `verified`; None while unsettled or not verified.
     """
 
     task_id: str
@@ -179,6 +202,7 @@ class TaskView(Value):
     verify_detail: str = ""
     quorum_networks: tuple[str, ...] = ()
     quorum_owners: tuple[str, ...] = ()
+    agreement: Agreement | None = None
 
     @property
     def ended(self) -> bool:

@@ -7,22 +7,30 @@ the submitter's own device). One quorum of three, under `sark-node submit`: by t
 liars would be `replicated 2/3` and the honest worker the outlier; with the reference, its figure is
 the truth, both liars are outliers (their figures kept, flagged, never a figure in the views that
 compare devices) and its own row is verified and names it. `plan` says the class has its reference.
-All three run on 127.0.0.1, so the campaign says `same_host: allow` (the lab switch).
+All three run on 127.0.0.1, so the campaign says `same_host: allow` (the lab switch). Scope 8, from
+the files the run wrote: the agreed figure, the band, the replicas and the outliers in results.json,
+report.html, the terminal and `report --diff`.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lab.procs import SARK
+from rich.console import Console
 
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
-from scheduler.results import CampaignReport, entries_of
+from node.cli.campaign import _matrix
+from scheduler.results import CampaignReport, entries_of, short_peer
 
 pytestmark = pytest.mark.exclusive  # the reference's timing is compared with the liars'
 LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
@@ -97,3 +105,44 @@ def test_two_liars_agreeing_on_a_halved_timing_lose_to_the_reference(
     assert standing == {rows[reference]["JobId"]}  # the liars' figures are in no matrix
     assert outcome["verification"]["verified"] == 1
     assert outcome["verification"]["outlier"] == 2
+    _shown_in_every_view(document, rows, ids, Path(outcome["files"]["json"]))
+
+
+def _shown_in_every_view(
+    document: CampaignReport, rows: dict[str, dict[str, str]], ids: dict[str, str], results: Path
+) -> None:
+    """Scope 8, from the files this run wrote: the group's agreed figure (the reference's), its band,
+    the three replicas with their figures and network, and the two liars as its outliers, in
+    results.json, report.html, the terminal's table after the matrix (what `submit` prints without
+    --json) and `report --diff`."""
+    reference = ids["reference"]
+    (group,) = document.verification
+    assert (group.outcome, group.reference) == ("replicated", reference)
+    assert sorted(group.outliers) == sorted(ids[n] for n in ("liar0", "liar1"))
+    figures = {r.peer: r.figure_ms for r in group.replicas}
+    assert group.agreed_ms == figures[reference]
+    assert group.agreed_ms == pytest.approx(float(rows[reference]["InferenceMsMedian"]), rel=1e-3, abs=1e-3)
+    assert group.band is not None
+    assert 0 < group.band <= 0.5
+    assert {r.network for r in group.replicas} == {"loopback"}  # one machine: the lab switch let it
+    page = (results.parent / "report.html").read_text()
+    section = page[page.index('<div id="verification">') :]
+    assert f"{group.agreed_ms:.3f}</td>" in section
+    assert f"{group.band:.1%}" in section
+    assert section.count(" outlier") >= 2
+    terminal = io.StringIO()
+    Console(file=terminal, width=200).print(_matrix(document))
+    said = terminal.getvalue()
+    assert "verification: one agreed figure per class" in said
+    assert f"replicated (reference {short_peer(reference)})" in said
+    wide = {**os.environ, "COLUMNS": "250"}  # rich's width off a terminal: no cell wrapped
+    diff = subprocess.run(
+        [*SARK, "report", "--diff", str(results), str(results)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=wide,
+    )
+    assert diff.returncode == 0, diff.stderr[-3000:]
+    assert "verification: agreed figures, A -> B" in diff.stdout
+    assert "within the band" in diff.stdout

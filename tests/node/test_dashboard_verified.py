@@ -68,3 +68,33 @@ async def test_the_matrix_marks_replicated_figures_and_shows_no_refused_one(page
             assert "✓" + verdict.split(" ")[1] in cell["text"]
     shown = sum(int(c["text"].split("+", 1)[1].split(" ")[0]) + 1 if "+" in c["text"] else 1 for c in cells)
     assert shown == len(tasks)  # every task shown or named: the replicas share their device's cell
+
+
+VERIFICATION = """
+((campaign) => {
+  renderVerification(campaign);
+  const rows = [...document.querySelectorAll("#verification-table tbody tr")];
+  return JSON.stringify(rows.map(tr => ({outcome: tr.dataset.outcome,
+    cells: [...tr.querySelectorAll("td")].map(td => td.textContent)})));
+})
+"""
+
+
+async def test_the_verification_table_shows_each_groups_agreed_figure_band_and_outlier(page: Cdp) -> None:
+    report = _verified()
+    groups = [g.model_dump(mode="json") for g in report.verification]  # as GET /api/campaigns gives it
+    campaign = {"campaign_id": report.campaign_id, "tasks": [], "verification": groups}
+    await page.open(DASHBOARD.as_uri(), 30)
+    rows: list[dict[str, Any]] = json.loads(await page.evaluate(f"({VERIFICATION})({json.dumps(campaign)})"))
+    assert [r["outcome"] for r in rows] == ["replicated", "replicated"]
+    [first, second] = [r["cells"] for r in rows]
+    assert first[3:5] == ["10.050", "27.0%"]  # the agreed figure and the band
+    assert "12D3-b0 10.000 [10.0.1.0/24] replicated 2/2" in first[5]
+    assert second[6] == "12D3-b3"  # the outlier, and why
+    assert "12D3-b3: 5 ms against the agreed 10 ms" in second[7]
+    none: list[dict[str, Any]] = json.loads(
+        await page.evaluate(f"({VERIFICATION})({json.dumps({'campaign_id': 'c', 'tasks': []})})")
+    )
+    assert none == []
+    said = await page.evaluate('document.getElementById("verification").textContent')
+    assert "no job asked verify" in said

@@ -12,7 +12,6 @@ the screenshots are also written to DIR (`tensor.png`, `llm.png`, `endpoint.png`
 from __future__ import annotations
 
 import base64
-import dataclasses
 import io
 import json
 import os
@@ -31,8 +30,7 @@ from node.submitter.outputs import campaign_report
 from scheduler.results import CampaignReport, ReportTask
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "scheduler"))  # the golden campaigns' builders
-from golden_campaigns import CAMPAIGNS, CREATED, _stored, _tensor_measurement  # type: ignore[import-not-found, unused-ignore]
-from scheduler_harness import KEY, MODEL, SHA, peer  # type: ignore[import-not-found, unused-ignore]
+from golden_campaigns import CAMPAIGNS, CREATED  # type: ignore[import-not-found, unused-ignore]
 
 pytestmark = [
     pytest.mark.chromium,
@@ -68,28 +66,15 @@ LOOK = """
 def _verified() -> CampaignReport:
     """A replicated campaign played by the scheduler: four peers on four networks, one halving liar
     settled as the outlier of a third replica, the others `replicated 2/2` and `2/3`."""
-    campaign = sch.parse_campaign(
-        f"name: verified\nmodel: {{url: https://example.org/m.onnx, sha256: {SHA}}}\n"
-        "verify: {replicas: 2}\njobs: [{compute_unit: CPU (ONNX), devices: all}]\n"
+    return _verified_played()[1]
+
+
+def _verified_played() -> tuple[sch.Scheduler, CampaignReport]:
+    """`_verified`'s campaign (the golden `verified`): the scheduler that played it, and its report."""
+    golden = CAMPAIGNS["verified"]()
+    return golden.scheduler, campaign_report(
+        golden.scheduler, golden.results, CREATED, golden.campaign_id, golden.campaign
     )
-    peers = [dataclasses.replace(peer(f"b{i}"), host=f"10.0.{i + 1}.1") for i in range(4)]
-    scheduler = sch.Scheduler(
-        "verified-1", campaign, {"mobilenet": MODEL, MODEL.name: MODEL, "m": MODEL}, key=KEY
-    )
-    figures = {"12D3-b0": 10.0, "12D3-b1": 10.1, "12D3-b2": 9.9, "12D3-b3": 5.0}
-    out, now = scheduler.handle(sch.PeersDiscovered(peers=tuple(peers)), 0.0), 1.0
-    while offers := [c for c in out if isinstance(c, sch.SendOffer)]:
-        out = []
-        for o in offers:
-            out += scheduler.handle(sch.OfferCommitted(o.task_id, o.peer_id, f"L-{o.task_id}"), now)
-            accepted = sch.ResultAccepted(
-                o.task_id, f"L-{o.task_id}", o.peer_id, figures[o.peer_id], 0.01, "x"
-            )
-            out += scheduler.handle(accepted, now + 1)
-            now += 2
-    done = [t for t in scheduler.tasks() if t.status == sch.Status.COMPLETE]
-    results = [_stored("verified-1", t, _tensor_measurement(t.unit)) for t in done]
-    return campaign_report(scheduler, results, CREATED, "verified-1", campaign)
 
 
 def _golden(name: str) -> Callable[[], CampaignReport]:

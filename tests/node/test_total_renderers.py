@@ -40,10 +40,11 @@ from node.report.pictures import Picture, drawn, svg_of
 from node.report.render import render_html
 from node.report.tables import diff_table, matrix_tables, render_markdown
 from node.report.telereport import telemetry_parts
+from node.report.verifyreport import agreed_table, verification_table
 from node.submitter.outputs import write_files
 from protocol import ComputeUnit, DeviceProfile, Measurement, ModelRef
 from protocol.values import Load
-from scheduler.results import CampaignReport, ReportTask, diff_entries, entries_of
+from scheduler.results import CampaignReport, ReportTask, agreed_changes, diff_entries, entries_of
 
 HERE: Final = Path(__file__).parent
 TENSOR: Final = json.loads((HERE / "tensor_results.json").read_text())
@@ -79,7 +80,20 @@ def _mixed() -> dict[str, Any]:
             entry["price"] = {"per_hour": 0.5, "source": "owner"}
             entry["signed"]["device"]["price_per_hour"] = 0.5
     document["results"] = results
+    document["verification"] = GROUPS  # issue 38: each replica group's figures and a peer's words
     return document
+
+
+HOSTILE: Final = "[bold red]:skull: <script>x</script> | `=cmd` \x1b[31m\u202e"
+GROUPS: Final = [
+    {"group": "c-job-0-0", "job_index": 0, "device_class": "cls-1", "model": HOSTILE, "unit": "CPU (ONNX)",
+     "outcome": "replicated", "agreed_ms": 10.0, "band": 0.27, "reference": HOSTILE,
+     "networks": ["10.0.1.0/24"], "outliers": [HOSTILE], "reason": HOSTILE,
+     "replicas": [{"task_id": "c-job-0-0", "peer": HOSTILE, "device": HOSTILE, "figure_ms": 10.0,
+                   "network": HOSTILE, "verdict": HOSTILE}, {"task_id": "c-job-0-1"}]},
+    {"group": "c-job-1-0", "job_index": 1, "outcome": "unverifiable", "reason": HOSTILE,
+     "replicas": [{"task_id": "c-job-1-0", "verdict": "unverifiable"}]},
+]  # fmt: skip
 
 
 MIXED: Final = _mixed()
@@ -174,6 +188,7 @@ def _absurd(base: dict[str, Any], numbers: Absurd) -> dict[str, Any]:
             for part, model in (("measurement", Measurement), ("device", DeviceProfile)):
                 drawn = numbers.tree(copy.deepcopy(signed[part]))
                 entry["signed"][part] = _restored(drawn, signed[part], model)
+    document["verification"] = numbers.tree(copy.deepcopy(base.get("verification", [])))
     return document
 
 
@@ -227,6 +242,7 @@ def test_every_file_is_written_and_every_figure_is_drawn_or_named(numbers: Absur
     assert 'id="not-rendered"' not in page  # the page itself was built: only pictures may be missing
     _figures_whole(page)
     assert 'id="cost"' in page  # performance per dollar and per watt, whatever the prices drawn
+    assert '<div id="verification"><table>' in page  # one agreed figure per class, whatever was drawn
     placed = set(re.findall(r'<(?:figure|p class="muted") id="([^"]+)"', page))
     assert placed >= SECTIONS  # every picture is drawn, named as not drawn, or a line says why there is none
     assert written["campaign_id"] == document["campaign_id"]
@@ -287,6 +303,8 @@ def test_csv_json_markdown_and_the_terminal_tables_return(numbers: Absurd) -> No
     assert render_markdown(report).startswith("# ")
     entries = entries_of(report)
     assert _text(*matrix_tables(entries), generation_table(report), cost_table(report, "per_1k_inferences"))
+    assert "## Verification" in render_markdown(report)
+    assert "verification" in _text(verification_table(report))
 
 
 @given(absurd())
@@ -299,6 +317,11 @@ def test_a_diff_against_absurd_values_returns(numbers: Absurd) -> None:
         assert rows
         assert _text(diff_table(rows, "A -> B"))
         json.dumps([r.model_dump(mode="json") for r in rows])
+    mine, theirs = _report(MIXED).verification, _report(document).verification
+    for x, y in ((mine, theirs), (theirs, mine), (theirs, ())):
+        changes = agreed_changes(x, y)
+        assert _text(agreed_table(changes))
+        json.dumps([c.model_dump(mode="json") for c in changes])
 
 
 def _strict(response: ApiJson) -> Any:
@@ -329,6 +352,8 @@ def test_the_live_view_and_the_dashboards_json_return(numbers: Absurd) -> None:
     for part, view in zip(_report(document).results, views, strict=True):
         shown = _strict(ApiJson({"result": result(part), "task": task(view)}))
         assert shown["result"]["row"] == part.row
+    groups = [g.model_dump(mode="json") for g in _report(document).verification]  # GET /api/campaigns'
+    assert len(_strict(ApiJson({"verification": groups}))["verification"]) == len(GROUPS)
     signed = document["results"][0]["signed"]
     profile = DeviceProfile.model_validate(signed["device"])
     busy = numbers.float(0.5)

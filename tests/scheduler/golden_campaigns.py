@@ -10,10 +10,11 @@ the same on every run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler_harness import KEY, SHA, Node, cpu_fleet, profile
+from scheduler_harness import KEY, SHA, Node, cpu_fleet, peer, profile
 
 import scheduler as sch
 from node.submitter.outputs import pack_envelope, pack_measurement
@@ -345,10 +346,51 @@ def sustained() -> Golden:
     return _golden(played, measure)
 
 
+VERIFIED = f"""\
+name: verified
+model: {{url: https://example.org/m.onnx, sha256: {SHA}}}
+verify: {{replicas: 2}}
+jobs: [{{compute_unit: CPU (ONNX), devices: all}}]
+"""
+FIGURES = {"12D3-b0": 10.0, "12D3-b1": 10.1, "12D3-b2": 9.9, "12D3-b3": 5.0}
+"""Each peer's figure in `verified`: b3 halves its timings."""
+
+
+def verified() -> Golden:
+    """Replicated (issue 38): four peers on four networks; one group agrees 2/2, in the other a halving
+    liar is the outlier of a third replica (2/3). Each row's measurement has its peer's figure."""
+    campaign = sch.parse_campaign(VERIFIED)
+    peers = tuple(dataclasses.replace(peer(f"b{i}"), host=f"10.0.{i + 1}.1") for i in range(4))
+    scheduler = sch.Scheduler("verified-1", campaign, {m.key: _model() for m in campaign.models}, key=KEY)
+    out, now = scheduler.handle(sch.PeersDiscovered(peers=peers), 0.0), 1.0
+    while offers := [c for c in out if isinstance(c, sch.SendOffer)]:
+        out = []
+        for o in offers:
+            out += scheduler.handle(sch.OfferCommitted(o.task_id, o.peer_id, f"L-{o.task_id}"), now)
+            figure = FIGURES[o.peer_id]
+            out += scheduler.handle(
+                sch.ResultAccepted(o.task_id, f"L-{o.task_id}", o.peer_id, figure, 0.01, "x"), now + 1
+            )
+            now += 2
+    done = [t for t in scheduler.tasks() if t.status == sch.Status.COMPLETE]
+    results = tuple(_stored("verified-1", t, _figured(t)) for t in done)
+    return Golden("verified-1", campaign, scheduler, results)
+
+
+def _figured(task: sch.TaskView) -> Measurement:
+    figure = FIGURES[task.peer_id or ""]
+    return _tensor_measurement(task.unit).with_(
+        inference_ms=_stats(figure),
+        samples_ms=(figure - 0.5, figure, figure + 0.5),
+        process_medians_ms=(figure,) * 2,
+    )
+
+
 CAMPAIGNS: dict[str, Callable[[], Golden]] = {
     "tensor": tensor,
     "generate": generate,
     "capacity": capacity,
     "fleet": fleet,
     "sustained": sustained,
+    "verified": verified,
 }
