@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
+from protocol import short_owner
 from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
 from scheduler.language.verify import Verify
@@ -259,7 +260,7 @@ def agreement_of(
 ) -> Agreement:
     """What a settled group's members keep of it for every view: the agreed figure, the band it was
     judged with (none for a result compared with nothing), the reference, the reason, and each timed
-    replica's network ("relayed": never seen; "" for a peer no longer known)."""
+    replica's network ("relayed": never seen; "" for a peer no longer known) and declared owner."""
     timed = [t.peer_id for t in members if t.state == TaskState.DONE and t.progress.median_ms is not None]
     known = [p for p in timed if p]
     return Agreement(
@@ -268,6 +269,9 @@ def agreement_of(
         reference=settled.reference,
         reason=settled.reason,
         networks=tuple((p, (network_of(peers[p].host) or "relayed") if p in peers else "") for p in known),
+        owners=tuple(
+            (p, short_owner(peers[p].owner.owner_id)) for p in known if p in peers and peers[p].owner.owner_id
+        ),
     )
 
 

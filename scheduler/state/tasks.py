@@ -127,6 +127,8 @@ class Agreement(Value):
         reason: the settlement's reason for people (who was the outlier, its figure, the band).
         networks: each timed replica's peer and the network it counted as (`networks.network_of`;
             "relayed" for one whose address was never seen), in the group's order.
+        owners: each timed replica's peer and its owner's short id (`protocol.short_owner`), for
+            those that declared one (`protocol.owner`).
     """
 
     figure_ms: float | None = None
@@ -134,6 +136,7 @@ class Agreement(Value):
     reference: str = ""
     reason: str = ""
     networks: tuple[tuple[str, str], ...] = ()
+    owners: tuple[tuple[str, str], ...] = ()
 
 
 class TaskView(Value):

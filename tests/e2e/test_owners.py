@@ -124,6 +124,7 @@ def _check(swarm: Swarm, ids: dict[str, str], owner: str) -> None:
 
     markdown = render_markdown(document)  # what `report --format md` prints, rendered here
     assert "replicated" in markdown
+    assert f"loopback, {short_owner(owner)}" in markdown.split("## Verification")[1]  # its replicas' line
     golden = CampaignReport.from_json(GOLDEN.read_text())
     for pair in ((golden, document), (document, golden)):  # `report --diff`'s rows and table
         rows_diffed = diff_entries(entries_of(pair[0]), entries_of(pair[1]))

@@ -13,6 +13,7 @@ from scheduler_harness import KEY, MODEL, SHA, peer
 
 from protocol import Owner
 from scheduler import OfferCommitted, PeersDiscovered, ResultAccepted, Scheduler, SendOffer, parse_campaign
+from scheduler.results import verification_groups
 from scheduler.results.verifyrows import verify_columns
 from scheduler.state import Misfit, PeerView, explain
 from scheduler.verification import Candidate, DeviceClass, PeerRecord, Replica, pick_replicas, settle, weigh
@@ -77,6 +78,9 @@ def test_a_replicated_row_names_the_owners_of_its_quorum() -> None:
         cells = verify_columns(task, by_id[task.peer_id or ""])
         assert cells["QuorumOwners"] == "owner-00112233;…12D3-b2"
         assert cells["QuorumNetworks"] == "loopback"
+    (group,) = verification_groups(sched.tasks())  # every view's verification section
+    assert group.owners == ("owner-00112233", "…12D3-b2")
+    assert {r.peer: r.owner for r in group.replicas} == {"12D3-b0": "owner-00112233", "12D3-b2": ""}
 
 
 def test_a_majority_of_one_owners_devices_is_one_witness() -> None:
