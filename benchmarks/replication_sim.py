@@ -389,6 +389,9 @@ def main() -> None:
         action="store_true",
         help="each configuration without and with a reference device per class",
     )
+    parser.add_argument(
+        "--only-reference", action="store_true", help="with a reference device per class only"
+    )
     args = parser.parse_args()
     rows = []
     print(
@@ -399,7 +402,9 @@ def main() -> None:
     )
     for label, noise in NOISE.items():
         for policy, spot in (("full (2 + tie-break)", None), (f"spot checks p={args.spot:g}", args.spot)):
-            for reference in (False, True) if args.reference else (False,):
+            for reference in (
+                (True,) if args.only_reference else (False, True) if args.reference else (False,)
+            ):
                 rows.append(_row(label, noise, policy, spot, args, reference))
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)

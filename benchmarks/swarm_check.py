@@ -69,7 +69,7 @@ from swarm_upkeep import served, sharded_gates_upkeep, sharded_upkeep
 from swarmlab import OUT, Lab
 
 from node.config import NodeConfig
-from node.p2p.dht import Dht
+from node.p2p.dht import Dht, capability_dht_key
 from node.p2p.kad import K
 from node.p2p.kadwire import add_provider_request, get_providers_request
 from node.p2p.node import open_node
@@ -253,33 +253,44 @@ def compare_lookups(
 
 
 def sim_hops(swarm: Swarm, fleet: Fleet, sizes: Sizes, count: int | None) -> float:
-    """Requests a key in the simulator: 1 with k or fewer servers (all asked: the lab's gate alone), else
-    the mean of 20 walks from random starts to each key of the lookup's first levels."""
+    """Requests a key in the simulator, counted as the node's lookup sends them (the real figure is its
+    `_request` calls over its keys): 1 with k or fewer servers (all asked: the lab's gate alone), else
+    a walk to each key the lookup reads (`_sim_read`) and, when it reads the unit's old key, the k
+    closest servers of its table asked at once (`local_ask`); the mean of 20 lookups from random starts.
+    Before, the old key's requests were left out and only the first levels walked."""
     if swarm.direct:
         return float(len(swarm.ids))
-    asked = []
-    for shard in first_levels(UNIT, count):
-        key = kad_id(shard.dht_key)
-        for _ in range(20):
-            start = int(swarm.rng.integers(0, 2**63)) * 2
-            listed = fleet.listed[shard]
-            asked.append(
-                walk(swarm, sizes, start, key, swarm.holders(key) if listed else set(), listed).asked
-            )
-    return statistics.mean(asked)
+    shards, old = _sim_read(fleet, count)
+    old_key = kad_id(capability_dht_key(UNIT))
+    per_key = []
+    for _ in range(20):
+        start = int(swarm.rng.integers(0, 2**63)) * 2
+        asked = len(swarm.table(start, old_key)[:K]) if old else 0
+        for shard in shards:
+            key, listed = kad_id(shard.dht_key), fleet.listed[shard]
+            holders = swarm.holders(key) if listed else set()
+            asked += walk(swarm, sizes, start, key, holders, listed).asked
+        per_key.append(asked / (len(shards) + old))
+    return statistics.mean(per_key)
 
 
-def _sim_keys(fleet: Fleet, count: int | None) -> int:
-    """The keys the node's lookup asks over the simulated placement: the tree's levels as `Dht.lookup`
-    reads them, and the unit's old key when asked for all or still short at the end of the tree."""
+def _sim_read(fleet: Fleet, count: int | None) -> tuple[list[Shard], bool]:
+    """The keys the node's lookup reads over the simulated placement (the tree's levels as `Dht.lookup`
+    reads them), and whether it reads the unit's old key (asked for all, or still short at the end)."""
     asked: dict[Shard, int] = {}
-    frontier, found, keys = first_levels(UNIT, count), 0, 0
+    frontier, found, read = first_levels(UNIT, count), 0, list[Shard]()
     while frontier and (count is None or found < count):
-        keys += len(frontier)
+        read += frontier
         asked.update((s, fleet.listed[s]) for s in frontier)
         found += sum(fleet.listed[s] for s in frontier)
         frontier = next_keys(asked, frontier)
-    return keys + (count is None or found < count)
+    return read, count is None or found < count
+
+
+def _sim_keys(fleet: Fleet, count: int | None) -> int:
+    """How many keys the node's lookup asks over the simulated placement, the old key included."""
+    read, old = _sim_read(fleet, count)
+    return len(read) + old
 
 
 def upkeep(

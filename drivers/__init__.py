@@ -40,6 +40,8 @@ Modules:
     child      the spawned child's side of a measurement: one process's Measurement
     outputs    a fingerprint of a model's outputs (rounded, hashed) that replicas of one class compare
     challengechild  the CPU challenge's kernel (matrices from a seed, product, row digests), its child
+    chainchild  the GPU challenge's kernel (an exact integer chain of products through torch on the
+                claimed device, the CPU's in tests), its child, and the submitter's recomputation
     genchild   the spawned child's side of a generate task (load timed, warm-up, one request per prompt)
     calibrate  CPU matmul throughput and memory bandwidth, cached per device and runtime version
     models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks

@@ -5,6 +5,9 @@ recalibrates. Figures are the best of several short repeats (least disturbed by 
 they are taken on a quiet machine only: before measuring, the background load is sampled; a figure
 measured while other processes kept more than `QUIET_CORES` busy is kept, marked `quiet=False` with
 the load it ran under, and taken again at the next chance on a quiet machine.
+
+A GPU's figure (`Calibration.gpu_tflops`) is not taken here: the probe measures it on the GPU
+challenge's own kernel when `GPU (PyTorch)` is usable (`drivers.probe.gpu_tflops`).
 """
 
 from __future__ import annotations

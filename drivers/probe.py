@@ -27,6 +27,16 @@ def probe_units() -> tuple[UnitStatus, ...]:
     return tuple(statuses)
 
 
+def gpu_tflops() -> dict[str, float]:
+    """Each CUDA device's TFLOPS on the GPU challenge's own kernel (`drivers.chainchild.throughput`),
+    by torch device name: measured only when `GPU (PyTorch)` ran its probe (about a second each)."""
+    import torch
+
+    from drivers.chainchild import throughput
+
+    return {f"cuda:{i}": throughput(f"cuda:{i}") / 1e3 for i in range(min(torch.cuda.device_count(), 16))}
+
+
 def probe_generation() -> tuple[UnitStatus, ...]:
     """The units that generate here: the transformers units, each probed by generating 2 tokens from a
     tiny in-memory Llama, and the llama.cpp units, each by loading the packaged GGUF on its build and
@@ -48,7 +58,9 @@ def detect_profile(
 
     Args:
         cache_dir: where the calibration is cached (None: not cached).
-        calibrate: measure (or reuse) CPU throughput and memory bandwidth, a few seconds at most.
+        calibrate: measure (or reuse) CPU throughput and memory bandwidth, a few seconds at most;
+            and, when `GPU (PyTorch)` is usable, each CUDA device's `gpu_tflops` on the GPU
+            challenge's kernel (`gpu_tflops`, measured at each probe, not cached).
         recalibrate: measure the calibration again even when a quiet one is cached.
         on_stage: told "device", "calibration", "units" as each step starts (a child tells its parent).
 
@@ -70,6 +82,8 @@ def detect_profile(
         result = calibration.calibrate(cache_dir, key, force=recalibrate)
     stage("units")
     units = probe_units()
+    if result is not None and any(s.unit == ComputeUnit.GPU_TORCH and s.usable for s in units):
+        result = result.with_(gpu_tflops=gpu_tflops())
     return DeviceProfile(
         device_name=device.device_name(),
         soc=soc,

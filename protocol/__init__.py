@@ -7,7 +7,8 @@ Modules:
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
     tokenizer   a pinned tokenizer.json: pin (name, sha256, compressed bytes), unpack, Pinned (encode),
                 shared by the submitter's datasets and the worker's token counts
-    challenge the CPU challenge's frames (`/sark/challenge/1.0.0`): a drawn matmul, committed rows
+    challenge the challenge's frames (`/sark/challenge/1.0.0` CPU, `1.1.0` a GPU's chain): a drawn
+              matmul, committed rows
     fleet     fleet load: one member's deal of a shared schedule, the clock probe messages
     arrivals  the one seeded arrival generator (SplitMix64, Poisson send times) of open-loop load
     telemetry live device telemetry of a timed phase, sustained-run spec, windows and throttle causes
@@ -35,14 +36,18 @@ from protocol.aggregate import derive
 from protocol.base import Stats, Value, field_problems
 from protocol.capacity import CapacityLevel, CapacityResult, LevelEnd
 from protocol.challenge import (
+    CHAIN_MAX_N,
+    CHAIN_MAX_STEPS,
     CHALLENGE,
     CHALLENGE_MAX_N,
     CHALLENGE_MAX_ROWS,
     CHALLENGE_MIN_N,
     CHALLENGE_PINGS,
     CHALLENGE_ROUNDS,
+    CHALLENGE_UNITS,
     CHALLENGE_WIDTH,
     DIGEST_BYTES,
+    ChallengeChainSeed,
     ChallengeCommit,
     ChallengeFailed,
     ChallengeOpen,
@@ -52,6 +57,7 @@ from protocol.challenge import (
     ChallengeReveal,
     ChallengeRows,
     ChallengeSeed,
+    ChallengeUnitOpen,
 )
 from protocol.codec import decode, encode, pack_body, unpack_body
 from protocol.energy import EnergyFigures, EnergyReading
@@ -175,12 +181,15 @@ from protocol.values import (
 __all__ = [
     "ANY_WORKER_KEY",
     "BLOB",
+    "CHAIN_MAX_N",
+    "CHAIN_MAX_STEPS",
     "CHALLENGE",
     "CHALLENGE_MAX_N",
     "CHALLENGE_MAX_ROWS",
     "CHALLENGE_MIN_N",
     "CHALLENGE_PINGS",
     "CHALLENGE_ROUNDS",
+    "CHALLENGE_UNITS",
     "CHALLENGE_WIDTH",
     "CLOCK",
     "DIGEST_BYTES",
@@ -218,6 +227,7 @@ __all__ = [
     "CapacityLevel",
     "CapacityResult",
     "CapacitySpec",
+    "ChallengeChainSeed",
     "ChallengeCommit",
     "ChallengeFailed",
     "ChallengeOpen",
@@ -227,6 +237,7 @@ __all__ = [
     "ChallengeReveal",
     "ChallengeRows",
     "ChallengeSeed",
+    "ChallengeUnitOpen",
     "ChatMessage",
     "ClockGet",
     "ClockReply",

@@ -5,6 +5,7 @@ Modules:
     swarm     gate, join, peers, id: the libp2p swarm
     owner     owner new, owner id: the owner key whose devices count as one vote in a quorum
     records   what peers shows of the submitter's records of peers (why distrusted, on whose evidence)
+    peerchallenge  peers --challenge: each listed peer's CPU and GPU claims challenged, and shown
     campaign  submit, plan: running campaigns
     planview  what plan shows of a dry run: its terminal lines and plan --json
     stored    status, cancel, results: the campaigns in this node's store

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from node.p2p.survey import Shortfall
     from node.worker.role import WorkerHandle
     from protocol import DeviceProfile
+    from scheduler.verification.challenge import Measured
+
+    Challenged = dict[str, tuple[Measured, ...]]
 
 
 def gate(
@@ -261,10 +264,15 @@ def peers(
     as_json: JsonOpt = False,
     data_dir: DataDirOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="lookup deadline, seconds")] = 5.0,
+    challenge: Annotated[
+        bool,
+        typer.Option("--challenge", help="challenge each peer's claimed CPU and GPU speeds (seconds each)"),
+    ] = False,
 ) -> None:
     """List the workers the DHT shows: peer id, owner, device, usable units, reachability, advert age; and
     the records this data folder's submitter keeps of peers it compared (why one is distrusted, and
-    on whose evidence).
+    on whose evidence). `--challenge`: each peer's claims measured by the challenge, measured against
+    claimed per unit with the verdict (`node.cli.peerchallenge`).
 
     Exit code: 1 with the cause when no worker was found (no gate answered, the gate refused our
     lookups, no worker advertises), 2 for bad input.
@@ -279,17 +287,22 @@ def peers(
     if not config.gates:
         fail("error: give at least one --gate", 2)
 
-    async def main() -> tuple[list[Peer], Shortfall | None]:
+    async def main() -> tuple[list[Peer], Shortfall | None, Challenged | None]:
         async with open_node(config, role="submitter") as node:
             found: list[Peer] = await node.find_workers(timeout=timeout)
-            return found, None if found else await why_no_workers(node)
+            if not challenge:
+                return found, None if found else await why_no_workers(node), None
+            from node.cli.peerchallenge import challenge_peers
+
+            challenged = await challenge_peers(node, found)
+            return found, None if found else await why_no_workers(node), challenged
 
     from node.cli.records import record_rows
     from node.datadir import data_folder
 
-    found, why = run(main)
+    found, why, challenged = run(main)
     records = record_rows(data_folder(None, os.environ, data_dir).campaigns)
-    _print_peers(found, records, as_json)
+    _print_peers(found, records, as_json, challenged)
     if why is not None:
         fail(f"error: no worker found ({why.code.value}): {why.detail}", 1)
 
@@ -327,11 +340,15 @@ def _peer_rows(found: list[Peer]) -> list[dict[str, Any]]:
     ]
 
 
-def _print_peers(found: list[Peer], records: list[dict[str, Any]], as_json: bool) -> None:
+def _print_peers(
+    found: list[Peer], records: list[dict[str, Any]], as_json: bool, tested: Challenged | None
+) -> None:
     from node.cli.console import console as out_console
     from node.cli.console import id_tail
+    from node.cli.peerchallenge import attach, print_table
 
     rows = _peer_rows(found)
+    attach(rows, tested)  # each row's challenged units, with --challenge
     if as_json:
         print(json.dumps({"peers": rows, "records": records}), flush=True)
         return
@@ -369,6 +386,7 @@ def _print_peers(found: list[Peer], records: list[dict[str, Any]], as_json: bool
             f"{cal.get('mem_bandwidth_gbs', 0):.1f}" if cal else "-",
         )
     out.print(table)
+    print_table(tested, whole)
     from node.cli.records import print_records
 
     print_records(records)

@@ -9,7 +9,7 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
   back to libp2p's iterative lookup only when none of them answers. With more than k servers in our
-  table, a lookup walks instead (`node.p2p.walk`: the closest known first, then the closer peers).
+  table, a lookup walks instead (`node.p2p.walk`: drawn among the k closest known, then the closer peers).
 - Sharded keys (`node.p2p.shards`) need a per-key bound that libp2p has only globally (`BUCKET_SIZE`,
   which the old `sark/cap/v1/` keys need at `PROVIDERS_PER_KEY`): `Kad.bound_providers` wraps this
   server's `add_provider` with a bound per key (a new provider past it is ignored, as libp2p does; a

@@ -14,8 +14,13 @@ at the next. Peers on one host are challenged one after another (their products 
 cores), hosts at once. What it costs: one spawned child and about 0.2-0.6 s of every core per
 honest peer; a liar up to `SLACK` times its claim's time per round, three rounds.
 
-Not checked here: `gpu_tflops` claims (only `claims`' physics and class checks; the same kernel
-through a GPU unit is not built), and memory bandwidth.
+A profile's `gpu_tflops` claims (`targets`) are challenged next, each on its own
+`/sark/challenge/1.1.0` stream with the chain (`protocol.challenge`) on the named device through
+`GPU (PyTorch)`; a GPU claim on a profile that lists no usable `GPU (PyTorch)` is refused as such,
+and a worker that cannot run the chain (an older version, no CUDA in its torch, busy) leaves the
+claim unverified for that round with why. `measure` runs every claim and returns each figure
+(`peers --challenge`). Not checked here: memory bandwidth, and a GPU's claim through ONNX Runtime
+alone (the chain runs through torch only).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Final, TypeVar, final
 
 import trio
@@ -36,6 +42,8 @@ from protocol import (
     CHALLENGE,
     CHALLENGE_PINGS,
     CHALLENGE_ROUNDS,
+    CHALLENGE_UNITS,
+    ChallengeChainSeed,
     ChallengeCommit,
     ChallengeFailed,
     ChallengeOpen,
@@ -45,6 +53,9 @@ from protocol import (
     ChallengeReveal,
     ChallengeRows,
     ChallengeSeed,
+    ChallengeUnitOpen,
+    ComputeUnit,
+    DeviceProfile,
     Message,
     ProtocolError,
 )
@@ -52,21 +63,58 @@ from scheduler.verification import challenge
 
 log = logging.getLogger(__name__)
 
-OpenChallenge = Callable[[str, tuple[str, ...]], Awaitable[Channel]]
+OpenChallenge = Callable[[str, tuple[str, ...], str], Awaitable[Channel]]
+"""Opens a challenge stream: (peer id, its addresses, the protocol: `CHALLENGE` or `CHALLENGE_UNITS`)."""
 Addrs = Callable[[str], tuple[str, ...]]
 START_S: Final = 30.0
-"""The worker's child start (a spawn and numpy's import) on a loaded machine."""
+"""The worker's child start (a spawn and numpy's import, or torch's and a CUDA context), loaded."""
 STEP_S: Final = 10.0
 """A ping's or a reveal's answer."""
 TOTAL_S: Final = 45.0
-"""One peer's whole challenge (a stalling worker delays the campaign's start by at most this)."""
-NOT_ANSWERED: Final = "challenge: not answered: "
+"""One unit's whole challenge (a stalling worker delays the campaign's start by at most this)."""
+NOT_ANSWERED: Final = "not answered: "
 _T = TypeVar("_T")
 
 
 def wants_challenge(campaign: sch.Campaign) -> bool:
     """Whether the campaign's peers are challenged: its `verify:` block, or a job's, sets anything."""
     return campaign.verify != sch.Verify() or any(job.verify is not None for job in campaign.jobs)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One claim a challenge tests: the CPU's `cpu_gflops` (`unit` None) or a GPU's `gpu_tflops[device]`."""
+
+    unit: ComputeUnit | None
+    device: str
+    claimed_gflops: float
+
+    @property
+    def name(self) -> str:
+        """ "CPU", or the unit and its device ("GPU (PyTorch) cuda:0")."""
+        return "CPU" if self.unit is None else f"{self.unit.value} {self.device}"
+
+    @property
+    def label(self) -> str:
+        """How its reasons begin (`challenge.label`)."""
+        return challenge.label(self.unit, self.device)
+
+
+def targets(profile: DeviceProfile) -> list[Target | challenge.Measured]:
+    """The claims a challenge tests, the CPU's first; a GPU claim with no unit to run the chain
+    through is already a `Measured` refusal."""
+    cal = profile.calibration
+    if cal is None:
+        return []
+    unit = challenge.gpu_unit(profile)
+    found: list[Target | challenge.Measured] = [Target(None, "", cal.cpu_gflops)]
+    for device, claimed in challenge.gpu_claims(profile):
+        found.append(
+            Target(unit, device, claimed)
+            if unit is not None
+            else challenge.Measured(f"GPU {device}", claimed, 0.0, challenge.no_gpu_kernel(device))
+        )
+    return found
 
 
 @final
@@ -90,88 +138,152 @@ class Challenger:
         """The views, each one whose challenge failed marked `claim_unverified` with why (`addrs`:
         where to dial a peer)."""
         found: dict[str, str] = {}
-        by_host: dict[str, list[sch.PeerView]] = {}
-        for view in views:  # relayed peers ("" host) share one queue: their hosts are unknown
-            by_host.setdefault(view.host, []).append(view)
-        async with trio.open_nursery() as nursery:
-            for group in by_host.values():
-                nursery.start_soon(self._one_by_one, group, addrs, found)
+
+        async def verdict(view: sch.PeerView) -> None:
+            found[view.peer_id] = await self._verdict(view, addrs(view.peer_id))
+
+        await by_host(views, verdict)
         marked = []
         for view in views:
             problem = found.get(view.peer_id, "")
             marked.append(dataclasses.replace(view, claim=(*view.claim, problem)) if problem else view)
         return marked
 
-    async def _one_by_one(self, views: Sequence[sch.PeerView], addrs: Addrs, found: dict[str, str]) -> None:
-        for view in views:
-            found[view.peer_id] = await self._verdict(view, addrs(view.peer_id))
+    async def measure(
+        self, view: sch.PeerView, addrs: tuple[str, ...], *, first_problem: bool = False
+    ) -> tuple[challenge.Measured, ...]:
+        """Each claim of the peer's profile challenged (`targets`), in order; `first_problem`: stop at
+        the first claim refused or unanswered."""
+        measured: list[challenge.Measured] = []
+        for target in targets(view.profile):
+            one = target if isinstance(target, challenge.Measured) else await self._one(view, target, addrs)
+            measured.append(one)
+            if first_problem and one.problem:
+                break
+        return tuple(measured)
 
     async def _verdict(self, view: sch.PeerView, addrs: tuple[str, ...]) -> str:
-        cal = view.profile.calibration
-        if cal is None or view.claim:  # nothing claimed, or refused already by physics or its class
+        if view.profile.calibration is None or view.claim:  # nothing claimed, or refused already
             return ""
         if view.peer_id in self._verdicts:
             return self._verdicts[view.peer_id]
-        tries = self._tries[view.peer_id] = self._tries.get(view.peer_id, 0) + 1
-        subject = f"{view.peer_id}\x00{tries}"
-        try:
-            with trio.fail_after(TOTAL_S):
-                async with await self._open(view.peer_id, addrs) as channel:
-                    problem = await self._challenge(channel, subject, cal.cpu_gflops)
-        except (NodeError, ProtocolError, trio.TooSlowError) as exc:
-            why = exc.detail if isinstance(exc, NodeError) else str(exc) or f"no verdict within {TOTAL_S:g} s"
-            log.warning("peer %s: %s%s", view.peer_id, NOT_ANSWERED, why)
-            return NOT_ANSWERED + why
-        self._verdicts[view.peer_id] = problem
+        measured = await self.measure(view, addrs, first_problem=True)
+        problem = next((m.problem for m in measured if m.problem), "")
+        if all(m.answered for m in measured):
+            self._verdicts[view.peer_id] = problem
         if problem:
             log.warning("peer %s: claim_unverified: %s", view.peer_id, problem)
         return problem
 
-    async def _challenge(self, channel: Channel, subject: str, claimed: float) -> str:
-        """Why the claim is refused ("": borne out): up to `CHALLENGE_ROUNDS` rounds, the best counts."""
-        await channel.send(ChallengeOpen())
+    async def _one(self, view: sch.PeerView, target: Target, addrs: tuple[str, ...]) -> challenge.Measured:
+        """One claim challenged over its own stream, or why it went unanswered."""
+        key = view.peer_id if target.unit is None else f"{view.peer_id}\x00{target.device}"
+        tries = self._tries[key] = self._tries.get(key, 0) + 1
+        protocol = CHALLENGE if target.unit is None else CHALLENGE_UNITS
+        try:
+            with trio.fail_after(TOTAL_S):
+                async with await self._open(view.peer_id, addrs, protocol) as channel:
+                    return await self._challenge(channel, f"{key}\x00{tries}", target)
+        except (NodeError, ProtocolError, trio.TooSlowError) as exc:
+            why = exc.detail if isinstance(exc, NodeError) else str(exc) or f"no verdict within {TOTAL_S:g} s"
+            return challenge.Measured(
+                target.name,
+                target.claimed_gflops,
+                0.0,
+                f"{target.label}: {NOT_ANSWERED}{why}",
+                answered=False,
+            )
+
+    async def _challenge(self, channel: Channel, subject: str, target: Target) -> challenge.Measured:
+        """Up to `CHALLENGE_ROUNDS` rounds (the best counts), and why the claim is refused."""
+        if target.unit is None:
+            await channel.send(ChallengeOpen())
+        else:
+            await channel.send(ChallengeUnitOpen(unit=target.unit, device=target.device))
         _expect(await channel.receive(timeout=START_S), ChallengeReady)
-        best = 0.0
-        n = 0
+        claimed, best = target.claimed_gflops, 0.0
+        sizing = challenge.size(claimed, 0.0)
         for r in range(CHALLENGE_ROUNDS):
             rtt = await _fastest_ping(channel, r)
-            sizing = challenge.size(claimed, rtt)
-            n = sizing.n
-            measured, problem = await self._round(channel, f"{subject}\x00{r}", r, sizing, claimed)
-            self._emit("challenge", subject=subject.split("\x00")[0], round=r, n=n, gflops=round(measured, 3),
-                       claimed=claimed, rtt_ms=round(rtt * 1e3, 3), problem=problem)  # fmt: skip
-            if problem:
-                return f"challenge: n={n}, {problem}"
+            sizing = (challenge.size if target.unit is None else challenge.size_chain)(claimed, rtt)
+            measured, problem, late = await self._round(channel, f"{subject}\x00{r}", r, sizing, target)
+            self._emit("challenge", subject=subject.split("\x00")[0], unit=target.name, round=r, n=sizing.n,
+                       steps=sizing.steps, gflops=round(measured, 3), claimed=claimed,
+                       rtt_ms=round(rtt * 1e3, 3), problem=problem)  # fmt: skip
             best = max(best, measured)
+            if problem:
+                shape = f"n={sizing.n}" if sizing.steps == 1 else f"n={sizing.n} x {sizing.steps} steps"
+                why = f"{target.label}: {shape}, {problem}"
+                return challenge.Measured(target.name, claimed, best, why, under=late and best == measured)
             if challenge.passes(best, claimed):
-                return ""
-        return challenge.reason(n, best, claimed)
+                return challenge.Measured(target.name, claimed, best, "")
+        why = challenge.reason(sizing.n, best, claimed, steps=sizing.steps, named=target.label)
+        return challenge.Measured(target.name, claimed, best, why)
 
     async def _round(
-        self, channel: Channel, subject: str, r: int, sizing: challenge.Sizing, claimed: float
-    ) -> tuple[float, str]:
-        """One round: its measured GFLOPS, and why its rows do not stand ("" when they do)."""
+        self, channel: Channel, subject: str, r: int, sizing: challenge.Sizing, target: Target
+    ) -> tuple[float, str, bool]:
+        """One round: its measured GFLOPS, why its rows do not stand ("" when they do), and whether
+        the figure is only a bound (no commitment by the deadline)."""
         seed = challenge.seed_of(self._key, subject)
         sent = trio.current_time()
-        await channel.send(ChallengeSeed(round=r, n=sizing.n, seed=seed))
+        if target.unit is None:
+            await channel.send(ChallengeSeed(round=r, n=sizing.n, seed=seed))
+        else:
+            await channel.send(ChallengeChainSeed(round=r, n=sizing.n, steps=sizing.steps, seed=seed))
         try:
             commit = _expect(await channel.receive(timeout=sizing.deadline_s), ChallengeCommit)
         except PeerTimeout:  # no commitment by the deadline: slower than the claim allows
-            bound = challenge.gflops(sizing.n, sizing.deadline_s, sizing.credit_s)
+            bound = challenge.gflops(sizing.n, sizing.deadline_s, sizing.credit_s, sizing.steps)
             late = f"no commitment within {sizing.deadline_s:.3g} s: under {bound:.3g} GFLOPS"
-            return bound, f"{late} against {claimed:.3g} claimed"
+            return bound, f"{late} against {target.claimed_gflops:.3g} claimed", True
         elapsed = trio.current_time() - sent
         problem = challenge.commit_problem(commit.digests, sizing.n)
         if problem or commit.round != r:
-            return 0.0, problem or f"a commitment for round {commit.round} in round {r}"
+            return 0.0, problem or f"a commitment for round {commit.round} in round {r}", False
         rows = challenge.rows_of(self._key, subject, sizing.n)
         await channel.send(ChallengeReveal(round=r, rows=rows))
         revealed = _expect(await channel.receive(timeout=STEP_S), ChallengeRows)
-        from drivers.challengechild import exact_rows  # numpy: only once a peer answered
+        measured = challenge.gflops(sizing.n, elapsed, sizing.credit_s, sizing.steps)
+        chain = target.unit is not None
+        return measured, await _checked(seed, sizing, rows, revealed.rows, commit.digests, chain=chain), False
 
-        exact = await trio.to_thread.run_sync(exact_rows, seed, sizing.n, rows)
-        measured = challenge.gflops(sizing.n, elapsed, sizing.credit_s)
-        return measured, challenge.rows_problem(sizing.n, rows, revealed.rows, commit.digests, exact)
+
+async def _checked(
+    seed: int,
+    sizing: challenge.Sizing,
+    rows: tuple[int, ...],
+    revealed: Sequence[bytes],
+    digests: bytes,
+    *,
+    chain: bool,
+) -> str:
+    """Why the revealed rows do not stand, recomputed here in a thread (numpy: only once a peer answered)."""
+    if chain:
+        from drivers.chainchild import exact_rows as chain_rows
+
+        exact = await trio.to_thread.run_sync(chain_rows, seed, sizing.n, sizing.steps, rows)
+        return challenge.chain_rows_problem(rows, revealed, digests, exact)
+    from drivers.challengechild import exact_rows
+
+    truth = await trio.to_thread.run_sync(exact_rows, seed, sizing.n, rows)
+    return challenge.rows_problem(sizing.n, rows, revealed, digests, truth)
+
+
+async def by_host(views: Sequence[sch.PeerView], each: Callable[[sch.PeerView], Awaitable[None]]) -> None:
+    """`each` for every view: one after another on one host (their products would share its cores),
+    hosts at once. Relayed peers ("" host) share one queue: their hosts are unknown."""
+    groups: dict[str, list[sch.PeerView]] = {}
+    for view in views:
+        groups.setdefault(view.host, []).append(view)
+
+    async def one_by_one(group: list[sch.PeerView]) -> None:
+        for view in group:
+            await each(view)
+
+    async with trio.open_nursery() as nursery:
+        for group in groups.values():
+            nursery.start_soon(one_by_one, group)
 
 
 async def _fastest_ping(channel: Channel, r: int) -> float:
@@ -200,9 +312,11 @@ def _expect(message: Message, kind: type[_T]) -> _T:
     raise Unanswered(f"{message.kind} where {kind.__name__} was due")
 
 
-async def open_challenge(host: Host, peer_id: str, addrs: tuple[str, ...]) -> Channel:
-    """A `/sark/challenge/1.0.0` stream to the worker with the node's host."""
-    return await host.open_channel(peer_id, CHALLENGE, addrs=addrs, timeout=STEP_S, read_timeout=STEP_S)
+async def open_challenge(
+    host: Host, peer_id: str, addrs: tuple[str, ...], protocol: str = CHALLENGE
+) -> Channel:
+    """A challenge stream (`protocol`: `CHALLENGE` or `CHALLENGE_UNITS`) to the worker, on `host`."""
+    return await host.open_channel(peer_id, protocol, addrs=addrs, timeout=STEP_S, read_timeout=STEP_S)
 
 
-__all__ = ["Challenger", "OpenChallenge", "open_challenge", "wants_challenge"]
+__all__ = ["Challenger", "OpenChallenge", "Target", "by_host", "open_challenge", "targets", "wants_challenge"]

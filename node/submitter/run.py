@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -343,7 +344,7 @@ def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: Eve
     if not wants_challenge(campaign):
         return None
     host = node.host
-    return Challenger(key, lambda peer, addrs: open_challenge(host, peer, addrs), events)
+    return Challenger(key, partial(open_challenge, host), events)
 
 
 def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:

@@ -3,7 +3,8 @@
 `create` runs on every open: the tables `IF NOT EXISTS`, then the columns added since (`ADDED_COLUMNS`),
 each NULL or its default for the rows an older store holds, so a store is never rewritten or lost.
 A peer's record is one row (`record_row`, `record_of`): its counts, when it was last updated (0 for
-a record from before that was kept: it decays from its next update on) and its witnesses as JSON.
+a record from before that was kept: it decays from its next update on), its witnesses and its
+offsets against reference devices as JSON.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sqlite3
 from dataclasses import astuple
 from typing import Any, Final
 
-from scheduler.verification import PeerRecord, Witness
+from scheduler.verification import PeerRecord, ReferenceOffsets, Witness
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS campaigns (
@@ -52,7 +53,8 @@ CREATE TABLE IF NOT EXISTS peer_records (
     offset_sum  REAL NOT NULL DEFAULT 0,
     offset_squares REAL NOT NULL DEFAULT 0,
     updated     REAL NOT NULL DEFAULT 0,
-    witnesses   TEXT NOT NULL DEFAULT '[]'
+    witnesses   TEXT NOT NULL DEFAULT '[]',
+    referenced  TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS class_errors (
     n           INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -81,6 +83,7 @@ ADDED_COLUMNS: Final = (
     ("peer_records", "offset_squares", "REAL NOT NULL DEFAULT 0"),
     ("peer_records", "updated", "REAL NOT NULL DEFAULT 0"),
     ("peer_records", "witnesses", "TEXT NOT NULL DEFAULT '[]'"),
+    ("peer_records", "referenced", "TEXT NOT NULL DEFAULT '[]'"),
 )
 """Columns a store written by an older sark-node lacks (table, name, kind): added on open, NULL
 (or their default) for what it holds."""
@@ -104,22 +107,30 @@ def _add_columns(db: sqlite3.Connection) -> None:
                 raise
 
 
-RECORD_COLUMNS: Final = "agreed, disagreed, streak, offsets, offset_sum, offset_squares, updated, witnesses"
+RECORD_COLUMNS: Final = (
+    "agreed, disagreed, streak, offsets, offset_sum, offset_squares, updated, witnesses, referenced"
+)
 """A `PeerRecord`'s columns, in its fields' order."""
 
 
 def record_row(record: PeerRecord) -> tuple[Any, ...]:
-    """A record as its columns' values (`RECORD_COLUMNS`), its witnesses as JSON."""
+    """A record as its columns' values (`RECORD_COLUMNS`), its witnesses and its offsets against
+    reference devices (`ReferenceOffsets`' sums) as JSON."""
     witnesses = json.dumps([astuple(w) for w in record.witnesses])
-    return (*astuple(record)[:7], witnesses)
+    return (*astuple(record)[:7], witnesses, json.dumps(astuple(record.referenced)))
 
 
 def record_of(row: tuple[Any, ...]) -> PeerRecord:
-    """A record from its columns' values (`RECORD_COLUMNS`); witnesses that do not parse are none
-    (the counts stand)."""
+    """A record from its columns' values (`RECORD_COLUMNS`); witnesses or offsets against
+    references that do not parse are none (the counts stand)."""
     try:
         witnesses = tuple(Witness(str(w[0]), str(w[1]), *map(float, w[2:5])) for w in json.loads(row[7]))
     except (ValueError, TypeError, IndexError):
         witnesses = ()
+    try:
+        sums = [float(v) for v in json.loads(row[8])] if len(row) > 8 else []
+        referenced = ReferenceOffsets(*sums[:3]) if len(sums) == 3 else ReferenceOffsets()
+    except (ValueError, TypeError):
+        referenced = ReferenceOffsets()
     agreed, disagreed, streak, offsets, total, squares, updated = (float(v) for v in row[:7])
-    return PeerRecord(agreed, disagreed, streak, offsets, total, squares, updated, witnesses)
+    return PeerRecord(agreed, disagreed, streak, offsets, total, squares, updated, witnesses, referenced)

@@ -267,7 +267,7 @@ class CampaignStore:
                 record = (record_of(row) if row else PeerRecord()).after(ev)
                 db.execute(
                     f"INSERT OR REPLACE INTO peer_records (peer_id, {RECORD_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (peer, *record_row(record)),
                 )
 

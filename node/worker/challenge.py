@@ -7,6 +7,12 @@ hands each seed to the child and its commitment back, and each reveal the same w
 computed and hashed in the child, never in this trio loop, and the daemon imports no numpy (it
 names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
 (busy) meanwhile. A challenge beside a measurement disturbs both (about a second of every core).
+
+`/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and
+the device its `gpu_tflops` names, it starts `drivers/chainchild.py` on that device (torch, CUDA
+warmed before `challenge_ready`) and takes `challenge_chain_seed` frames. Only `GPU (PyTorch)` has
+a kernel; another unit is answered `challenge_failed` with why. Its child is not address-capped:
+a CUDA context reserves far more address space than it uses (the chain itself holds 4 n KiB).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from node.p2p.wire import Channel
 from protocol import (
     CHALLENGE_PINGS,
     CHALLENGE_ROUNDS,
+    ChallengeChainSeed,
     ChallengeCommit,
     ChallengeFailed,
     ChallengeOpen,
@@ -31,18 +38,24 @@ from protocol import (
     ChallengeReveal,
     ChallengeRows,
     ChallengeSeed,
+    ChallengeUnitOpen,
+    ComputeUnit,
 )
 from protocol.errors import RemoteProtocolError
 
 CHILD: Final = Entry("drivers.challengechild", "main")
+CHAIN_CHILD: Final = Entry("drivers.chainchild", "main")
 MEMORY_MB: Final = 1536
 """Address space the child may add to its own at start: n = 4096 needs about 450 MiB."""
 START_S: Final = 30.0
-"""The child's start (a spawn and numpy's import) on a loaded machine."""
+"""The child's start (a spawn and numpy's import, or torch's and a CUDA context) on a loaded machine."""
 COMPUTE_S: Final = 60.0
 """The longest the child may take for one round's product (a submitter gives up far sooner)."""
 STEP_S: Final = 30.0
 """The longest this side waits for the submitter's next frame."""
+ENDING_S: Final = 3.0
+"""How long a new challenge waits for one that is ending (a submitter's next unit follows its last at
+once) before it is answered busy."""
 TOTAL_S: Final = 90.0
 """One whole challenge (a submitter's own gives up after 45 s)."""
 
@@ -61,44 +74,66 @@ class Challenges:
         self._allow = allow
         self._open_mode = open_mode
         self._busy = False
+        self._idle = trio.Event()
 
     async def serve(self, channel: Channel) -> None:
-        """One challenge, from `challenge_open` to the stream's end (see the module docstring), within
-        `TOTAL_S`."""
+        """One CPU challenge, from `challenge_open` to the stream's end (see the module docstring),
+        within `TOTAL_S`."""
         opened = await channel.receive(timeout=STEP_S)
         if not isinstance(opened, ChallengeOpen):
             raise RemoteProtocolError(f"a challenge stream opens with challenge_open, not {opened.kind}")
+        await self._guarded(channel, CHILD, ())
+
+    async def serve_unit(self, channel: Channel) -> None:
+        """One GPU challenge (`/sark/challenge/1.1.0`), from `challenge_unit_open` to the stream's end."""
+        opened = await channel.receive(timeout=STEP_S)
+        if not isinstance(opened, ChallengeUnitOpen):
+            raise RemoteProtocolError(f"a unit challenge opens with challenge_unit_open, not {opened.kind}")
+        if opened.unit != ComputeUnit.GPU_TORCH:
+            why = f"no challenge kernel for {opened.unit.value} (only {ComputeUnit.GPU_TORCH.value})"
+            await channel.send(ChallengeFailed(reason=why))
+            return
+        await self._guarded(channel, CHAIN_CHILD, (opened.device,))
+
+    async def _guarded(self, channel: Channel, entry: Entry, args: tuple[object, ...]) -> None:
         if not self._open_mode and channel.peer_id not in self._allow:
             await channel.send(ChallengeFailed(reason="not a submitter this worker takes offers from"))
             return
+        if self._busy:  # one that is ending (its child being reaped) frees the worker in moments
+            with trio.move_on_after(ENDING_S):
+                await self._idle.wait()
         if self._busy:
             await channel.send(ChallengeFailed(reason="busy: another challenge is running"))
             return
-        self._busy = True
+        self._busy, self._idle = True, trio.Event()
         try:
             with trio.move_on_after(TOTAL_S):
-                await self._run(channel)
+                await self._run(channel, entry, args)
         finally:
             self._busy = False
+            self._idle.set()
 
-    async def _run(self, channel: Channel) -> None:
+    async def _run(self, channel: Channel, entry: Entry, args: tuple[object, ...]) -> None:
+        limits = Limits(MEMORY_MB) if entry == CHILD else Limits()
         try:
-            child = start_child(CHILD, (), name="sark-challenge", limits=Limits(MEMORY_MB), duplex=True)
+            child = start_child(entry, args, name="sark-challenge", limits=limits, duplex=True)
         except NotStarted as exc:
             await channel.send(ChallengeFailed(reason=exc.detail[:500]))
             return
         try:
             await _answer(child, START_S, "ready")
             await channel.send(ChallengeReady())
-            await _rounds(channel, child)
+            await _rounds(channel, child, chain=entry == CHAIN_CHILD)
         except ChildFailed as exc:
             await channel.send(ChallengeFailed(reason=exc.detail[:500]))
         finally:
             await stopped(child)
 
 
-async def _rounds(channel: Channel, child: Child) -> None:
-    """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done."""
+async def _rounds(channel: Channel, child: Child, *, chain: bool) -> None:
+    """Pings, seeds (`challenge_chain_seed` when `chain`) and reveals, at most the protocol's count of
+    each, until the submitter is done."""
+    seed_kind = ChallengeChainSeed if chain else ChallengeSeed
     pings = seeds = reveals = 0
     while reveals < CHALLENGE_ROUNDS:
         try:
@@ -108,11 +143,13 @@ async def _rounds(channel: Channel, child: Child) -> None:
         if isinstance(asked, ChallengePing) and pings < CHALLENGE_ROUNDS * CHALLENGE_PINGS:
             pings += 1
             await channel.send(ChallengePong(round=asked.round))
-        elif isinstance(asked, ChallengeSeed) and seeds == reveals:
+        elif isinstance(asked, seed_kind) and seeds == reveals:
             seeds += 1
-            child.receiver.send(("seed", asked.n, asked.seed))
-            digests = await _answer(child, COMPUTE_S, "commit")
-            await channel.send(ChallengeCommit(round=asked.round, digests=digests[1]))
+            child.receiver.send(_seed_message(asked))
+            digests = await _commitment(channel, child)
+            if digests is None:
+                return  # the submitter gave up waiting (too slow for its claim): the child is stopped
+            await channel.send(ChallengeCommit(round=asked.round, digests=digests))
         elif isinstance(asked, ChallengeReveal) and reveals < seeds:
             reveals += 1
             child.receiver.send(("reveal", asked.rows))
@@ -120,6 +157,46 @@ async def _rounds(channel: Channel, child: Child) -> None:
             await channel.send(ChallengeRows(round=asked.round, rows=tuple(rows[1])))
         else:
             raise RemoteProtocolError(f"{asked.kind} out of turn on a challenge stream")
+
+
+async def _commitment(channel: Channel, child: Child) -> bytes | None:
+    """The child's commitment, or None once the submitter hangs up first (a claim too fast for this
+    device: its deadline passed), so that a product of minutes is not computed for nobody.
+
+    Raises:
+        ChildFailed: the child did not answer.
+        RemoteProtocolError: the submitter sent a frame before the commitment.
+    """
+    ended: list[bytes | Exception | None] = []  # the first of the two to end
+    async with trio.open_nursery() as nursery:
+
+        async def computed() -> None:
+            try:
+                ended.append((await _answer(child, COMPUTE_S, "commit"))[1])
+            except ChildFailed as exc:
+                ended.append(exc)
+            nursery.cancel_scope.cancel()
+
+        async def hung_up() -> None:
+            try:
+                early = await channel.receive(timeout=COMPUTE_S)
+                ended.append(RemoteProtocolError(f"{early.kind} while the product is computed"))
+            except NodeError:
+                ended.append(None)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(computed)
+        nursery.start_soon(hung_up)
+    if isinstance(ended[0], Exception):
+        raise ended[0]
+    return ended[0]
+
+
+def _seed_message(seed: ChallengeSeed | ChallengeChainSeed) -> tuple[object, ...]:
+    """What the child is sent for a seed frame (see `drivers.challengechild`, `drivers.chainchild`)."""
+    if isinstance(seed, ChallengeChainSeed):
+        return ("chain", seed.n, seed.steps, seed.seed)
+    return ("seed", seed.n, seed.seed)
 
 
 async def _answer(child: Child, timeout: float, want: str) -> tuple[Any, ...]:

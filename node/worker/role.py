@@ -28,7 +28,7 @@ from node.worker.negotiator import Negotiator, OfferPolicy
 from node.worker.outbox import Outbox
 from node.worker.runner import Runner
 from node.worker.targets import LiveProfile, Targets, probe_declared, reprobe_forever
-from protocol import BLOB, CHALLENGE, CLOCK, NEGOTIATE, DeviceProfile, field_problems
+from protocol import BLOB, CHALLENGE, CHALLENGE_UNITS, CLOCK, NEGOTIATE, DeviceProfile, field_problems
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +134,12 @@ async def open_worker(
             events=events,
             live=live.get,
         )
+        challenges = Challenges(frozenset(config.allow), open_mode=config.open_mode)  # one at a time, both
         handlers = {
             NEGOTIATE: negotiator.handle,
             CLOCK: serve_clock,
-            CHALLENGE: Challenges(frozenset(config.allow), open_mode=config.open_mode).serve,
+            CHALLENGE: challenges.serve,
+            CHALLENGE_UNITS: challenges.serve_unit,
             BLOB: blob_handler(cache, is_relayed=node.host.is_relayed, slots=uploads, events=events),
         }
         async with trio.open_nursery() as nursery:

@@ -23,6 +23,7 @@ Modules:
     agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
     references judge: a group with a reference device (the submitter's own) settled against its figure
     reputation a peer's record of agreements, whose evidence it holds, decaying; adaptive spot checks
+    offsets    ReferenceOffsets: a peer's offsets against reference devices, judged by its class's error
     evidence   weigh: what a settled group says of each peer, weighed by its partners' records and networks
     draws      DrawKey: the campaign's secret, and the keyed draws of every choice a worker could exploit
     claims     a peer's advertised calibration against physics and its class: claim_unverified
@@ -50,6 +51,7 @@ from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.draws import SECRET_BYTES, DrawKey, Purpose
 from scheduler.verification.evidence import weigh
 from scheduler.verification.figures import Refusal, check_figures
+from scheduler.verification.offsets import ReferenceOffsets
 from scheduler.verification.peers import Advertised
 from scheduler.verification.references import judge, reference_peers, vouched
 from scheduler.verification.replicas import Candidate, by_class, pick_replicas, voter_name
@@ -69,6 +71,7 @@ __all__ = [
     "Outcome",
     "PeerRecord",
     "Purpose",
+    "ReferenceOffsets",
     "Refusal",
     "Replica",
     "Settlement",

@@ -104,11 +104,17 @@ def spread_of(process_medians: Sequence[float]) -> float:
     return error / middle if middle > 0 else 0.0
 
 
+def comparison_error(class_spread: float) -> float:
+    """The standard error of the difference (log of the ratio) of two replicas' figures of a class
+    whose spread is `class_spread`: each replica's error and its board's (`BOARD`)."""
+    return math.sqrt(2 * (class_spread**2 + BOARD**2))
+
+
 def band(class_spread: float) -> float:
     """The relative difference within which two replicas of a class agree: K standard errors of
-    their difference, from the class's spread as the submitter knows it (`pooled_spread`), never
-    from either replica's own."""
-    return min(CEILING, K * math.sqrt(2 * (class_spread**2 + BOARD**2)))
+    their difference (`comparison_error`), from the class's spread as the submitter knows it
+    (`pooled_spread`), never from either replica's own."""
+    return min(CEILING, K * comparison_error(class_spread))
 
 
 def agree(a: Replica, b: Replica, class_spread: float) -> bool:
@@ -142,6 +148,8 @@ class Settlement:
             for a member, the agreed figure for an outlier of the same outputs): what
             `reputation.PeerRecord` adds up to find a peer that is off its class for good.
         reference: the reference device that vouched for the agreed figure (`references`), or "".
+        error: where a reference vouched, the standard error of each offset against it
+            (`comparison_error` of the class's spread: `offsets.ReferenceOffsets`); else 0.
     """
 
     outcome: Outcome
@@ -151,6 +159,7 @@ class Settlement:
     reason: str = ""
     offsets: tuple[tuple[str, float], ...] = ()
     reference: str = ""
+    error: float = 0.0
 
     def offset_of(self, peer_id: str) -> float | None:
         """The peer's offset in this settlement, if it had one."""

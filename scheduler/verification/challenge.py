@@ -25,6 +25,11 @@ claim, the peer is `claim_unverified` with the figures named.
 `SLACK` covers an honest device's spread between its calibration (the best repeat of one 512 x 512
 product) and its best round (A expanded and every row of C hashed inside the timed window), on a
 machine that other tenants load; `benchmarks/challenge_noise.py` prints it for this machine.
+
+A GPU claim (`gpu_tflops`) is challenged with the chain (`size_chain`: up to `CHAIN_MAX_N` rows,
+then steps), the same draws, commitment, time bound and `SLACK`; its rows are exact integers, so a
+revealed row must equal the submitter's recomputation bit for bit (`chain_rows_problem`). A CPU
+that claims a GPU's speed computes the right rows, too slowly.
 """
 
 from __future__ import annotations
@@ -36,7 +41,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from protocol import CHALLENGE_MAX_N, CHALLENGE_MIN_N, CHALLENGE_WIDTH, DIGEST_BYTES
+from protocol import (
+    CHAIN_MAX_N,
+    CHAIN_MAX_STEPS,
+    CHALLENGE_MAX_N,
+    CHALLENGE_MIN_N,
+    CHALLENGE_WIDTH,
+    DIGEST_BYTES,
+    ComputeUnit,
+    DeviceProfile,
+)
 from scheduler.verification.draws import DrawKey, Purpose
 
 TARGET_S: Final = 0.15
@@ -63,6 +77,7 @@ class Sizing:
 
     Attributes:
         n: the rows of A (and C).
+        steps: the chain's steps (1: the CPU's single product).
         claim_s: what the claimed GFLOPS take for the product's 2 n 512**2 operations.
         credit_s: the round trip subtracted from the elapsed time (the fastest ping, capped).
         deadline_s: the wait for the commitment after which the claim is refused without one.
@@ -72,6 +87,7 @@ class Sizing:
     claim_s: float
     credit_s: float
     deadline_s: float
+    steps: int = 1
 
 
 def size(claimed_gflops: float, rtt_s: float) -> Sizing:
@@ -79,14 +95,30 @@ def size(claimed_gflops: float, rtt_s: float) -> Sizing:
     target = max(TARGET_S, RTT_SHARE * rtt_s)
     n = round(target * claimed_gflops * 1e9 / _FLOPS_PER_ROW)
     n = min(max(n, CHALLENGE_MIN_N), CHALLENGE_MAX_N)
-    claim_s = n * _FLOPS_PER_ROW / (claimed_gflops * 1e9)
+    return _sized(n, 1, claimed_gflops, rtt_s)
+
+
+def size_chain(claimed_gflops: float, rtt_s: float) -> Sizing:
+    """The chain a GPU claim of `claimed_gflops` is challenged with: as many rows as it takes up to
+    `CHAIN_MAX_N`, then as many steps (up to `CHAIN_MAX_STEPS`: a claim past 117 TFLOPS gets a
+    shorter kernel, its time bound looser by as much)."""
+    rows_steps = max(TARGET_S, RTT_SHARE * rtt_s) * claimed_gflops * 1e9 / _FLOPS_PER_ROW
+    n = min(max(round(rows_steps), CHALLENGE_MIN_N), CHAIN_MAX_N)
+    steps = min(max(round(rows_steps / n), 1), CHAIN_MAX_STEPS)
+    return _sized(n, steps, claimed_gflops, rtt_s)
+
+
+def _sized(n: int, steps: int, claimed_gflops: float, rtt_s: float) -> Sizing:
+    claim_s = n * steps * _FLOPS_PER_ROW / (claimed_gflops * 1e9)
     credit = min(rtt_s, claim_s / RTT_SHARE)
-    return Sizing(n=n, claim_s=claim_s, credit_s=credit, deadline_s=SLACK * claim_s + rtt_s + 1.0)
+    deadline = SLACK * claim_s + rtt_s + 1.0
+    return Sizing(n=n, claim_s=claim_s, credit_s=credit, deadline_s=deadline, steps=steps)
 
 
-def gflops(n: int, elapsed_s: float, credit_s: float) -> float:
-    """What a product of n rows committed `elapsed_s` after its seed shows, less the credited trip."""
-    return n * _FLOPS_PER_ROW / max(elapsed_s - credit_s, 1e-9) / 1e9
+def gflops(n: int, elapsed_s: float, credit_s: float, steps: int = 1) -> float:
+    """What a product of n rows (`steps` times) committed `elapsed_s` after its seed shows, less the
+    credited trip."""
+    return n * steps * _FLOPS_PER_ROW / max(elapsed_s - credit_s, 1e-9) / 1e9
 
 
 def passes(measured_gflops: float, claimed_gflops: float) -> bool:
@@ -152,20 +184,109 @@ def rows_problem(
     return ""
 
 
-def reason(n: int, measured_gflops: float, claimed_gflops: float) -> str:
-    """The claim_unverified reason of a device too slow for its claim, with the challenge's figures."""
+def chain_rows_problem(
+    named: Sequence[int], revealed: Sequence[bytes], digests: bytes, exact: Sequence[bytes]
+) -> str:
+    """Why the chain's revealed rows do not stand ("" when they do): each must match its committed
+    digest and equal the submitter's recomputation bit for bit (the chain is exact in float32).
+
+    Args:
+        named: the rows the submitter named, in order.
+        revealed: the worker's rows, in the same order (`CHALLENGE_WIDTH` int16 little-endian each).
+        digests: the worker's commitment (checked by `commit_problem` first).
+        exact: the same rows as the submitter computed them (`CHALLENGE_WIDTH` int16 each).
+    """
+    if len(revealed) != len(named):
+        return f"{len(revealed)} rows revealed for {len(named)} named"
+    for row, data, truth in zip(named, revealed, exact, strict=True):
+        if len(data) != 2 * CHALLENGE_WIDTH:
+            return f"row {row} revealed as {len(data)} bytes, not {2 * CHALLENGE_WIDTH}"
+        if row_digest(data) != digests[row * DIGEST_BYTES : (row + 1) * DIGEST_BYTES]:
+            return f"row {row} does not match the digest committed for it"
+        if data != truth:
+            values, exactly = (struct.unpack(f"<{CHALLENGE_WIDTH}h", b) for b in (data, truth))
+            wrong = sum(v != t for v, t in zip(values, exactly, strict=True))
+            return f"row {row} differs from the exact chain in {wrong} of its {CHALLENGE_WIDTH} values"
+    return ""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One unit's challenge, as `peers --challenge` shows it.
+
+    Attributes:
+        unit: "CPU", or the GPU unit and its device ("GPU (PyTorch) cuda:0").
+        claimed_gflops: the claim (a GPU's `gpu_tflops` times 1000).
+        measured_gflops: the best round's figure (0 when no round was timed).
+        problem: why the claim is refused, or why it went unanswered ("" when borne out).
+        answered: False when the worker did not take part (gone, busy, an older version).
+        under: `measured_gflops` is a bound, not a figure: no commitment came by the deadline.
+    """
+
+    unit: str
+    claimed_gflops: float
+    measured_gflops: float
+    problem: str
+    answered: bool = True
+    under: bool = False
+
+
+def label(unit: ComputeUnit | None = None, device: str = "") -> str:
+    """What a challenge names: "challenge" for the CPU's, "challenge on GPU (PyTorch) cuda:0" for a GPU's."""
+    return "challenge" if unit is None else f"challenge on {unit.value} {device}"
+
+
+def reason(
+    n: int, measured_gflops: float, claimed_gflops: float, *, steps: int = 1, named: str = "challenge"
+) -> str:
+    """The claim_unverified reason of a device too slow for its claim, with the challenge's figures
+    (`named`: `label`'s; a GPU's figures in TFLOPS)."""
+    if steps == 1:
+        return (
+            f"{named}: n={n}, {measured_gflops:.3g} GFLOPS measured against {claimed_gflops:.3g} claimed "
+            f"(at least 1/{SLACK:g} of the claim needed)"
+        )
     return (
-        f"challenge: n={n}, {measured_gflops:.3g} GFLOPS measured against {claimed_gflops:.3g} claimed "
-        f"(at least 1/{SLACK:g} of the claim needed)"
+        f"{named}: n={n} x {steps} steps, {measured_gflops / 1e3:.3g} TFLOPS measured against "
+        f"{claimed_gflops / 1e3:.3g} claimed (at least 1/{SLACK:g} of the claim needed)"
+    )
+
+
+def gpu_claims(profile: DeviceProfile) -> tuple[tuple[str, float], ...]:
+    """The profile's GPU claims a challenge tests: each `gpu_tflops` device and its GFLOPS."""
+    cal = profile.calibration
+    return (
+        ()
+        if cal is None
+        else tuple((device, tflops * 1e3) for device, tflops in sorted(cal.gpu_tflops.items()))
+    )
+
+
+def gpu_unit(profile: DeviceProfile) -> ComputeUnit | None:
+    """The unit a GPU claim is challenged through (`GPU (PyTorch)`, when the profile lists it usable)."""
+    return ComputeUnit.GPU_TORCH if ComputeUnit.GPU_TORCH in profile.usable_units() else None
+
+
+def no_gpu_kernel(device: str) -> str:
+    """The reason of a GPU claim on a profile that lists no unit the challenge runs through."""
+    return (
+        f"challenge: gpu_tflops[{device}] unverified: the GPU challenge runs through "
+        f"{ComputeUnit.GPU_TORCH.value}, which the profile does not list usable"
     )
 
 
 __all__ = [
     "ROWS_CHECKED",
     "SLACK",
+    "Measured",
     "Sizing",
+    "chain_rows_problem",
     "commit_problem",
     "gflops",
+    "gpu_claims",
+    "gpu_unit",
+    "label",
+    "no_gpu_kernel",
     "passes",
     "reason",
     "row_digest",
@@ -173,4 +294,5 @@ __all__ = [
     "rows_problem",
     "seed_of",
     "size",
+    "size_chain",
 ]

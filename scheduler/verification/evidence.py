@@ -18,9 +18,10 @@ their networks) and weighed by them:
   ever distrusted on one partner's word (`reputation.WITNESSES_MIN`). Its offsets add nothing.
 
 A reference device (the submitter's own, `verify.reference`) weighs in full and is named with the
-network `reputation.REFERENCE`: its word alone is independent evidence. One owner's devices
-(`owners`: each peer's verified owner, `protocol.owner`) are one witness: a partner is named by its
-owner's id, once, and a majority counts its owners as it counts its networks.
+network `reputation.REFERENCE`: its word alone is independent evidence, and each offset against it
+carries its standard error as the class's spread has it (`Settlement.error`, `offsets`). One owner's
+devices (`owners`: each peer's verified owner, `protocol.owner`) are one witness: a partner is named
+by its owner's id, once, and a majority counts its owners as it counts its networks.
 
 Pure: the networks and records come in, the evidence goes out; the state machine (`state.settling`)
 and benchmarks/replication_sim.py both call it.
@@ -66,12 +67,13 @@ def weigh(
         majority = list(settled.agreed)
         counts = independent(majority, networks, references, owners)
         for peer in group:
+            error = settled.error if peer != settled.reference else 0.0  # against a reference
             if peer in majority:
                 others = [p for p in majority if p != peer]
-                ev = Evidence(True, worth(others), settled.offset_of(peer), named(others), at)
+                ev = Evidence(True, worth(others), settled.offset_of(peer), named(others), at, error)
             else:
                 weight = worth(majority) if counts else 0.0
-                ev = Evidence(False, weight, settled.offset_of(peer), named(majority), at)
+                ev = Evidence(False, weight, settled.offset_of(peer), named(majority), at, error)
             out.append((peer, ev))
     elif settled.outcome == Outcome.DISAGREED:
         for peer in group:

@@ -12,6 +12,10 @@ submitter's own machine's), and the settlement names it (`Settlement.reference`)
 vouched. A group without its reference's result (a class with none, or its task did not end done) is
 settled by the majority as before (`agreement.settle`).
 
+Each offset against the reference comes with its standard error as the class's spread has it
+(`Settlement.error`), so a peer's record can judge its offsets against references by a figure it
+did not set (`offsets.ReferenceOffsets`: from 4 comparisons, where offsets among strangers wait for 8).
+
 `reference` may name an owner id (`owner-...`, `sark-node owner id`): every device of that owner is a
 reference (`reference_peers`).
 
@@ -25,7 +29,16 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from scheduler.verification.agreement import Outcome, Replica, Settlement, agree, band, barred, settle
+from scheduler.verification.agreement import (
+    Outcome,
+    Replica,
+    Settlement,
+    agree,
+    band,
+    barred,
+    comparison_error,
+    settle,
+)
 from scheduler.verification.peers import Advertised
 
 
@@ -75,6 +88,7 @@ def vouched(
         why,
         offsets,
         reference=reference.peer_id,
+        error=comparison_error(class_spread),
     )
 
 

@@ -27,6 +27,11 @@ device that is not what its class says): it is `biased`, hence `distrusted`, and
 settles again every group it was an agreeing member of (`scheduler.state.settling`). Evidence adds up
 across tasks and, through the store, across campaigns.
 
+Against a reference device the record knows more: the reference's figure is the submitter's own,
+and one offset's standard error is the class's (`Evidence.error`), so those offsets are kept apart
+(`offsets.ReferenceOffsets`) and judged by that error alone from 4 comparisons, never by the
+peer's own scatter (which a liar mixing lies with the truth would choose).
+
 Who the evidence came from (issue 38, scope 4). A peer's record is only as good as the peers it was
 compared with, and one owner can mint any number of keys. So each piece of evidence comes weighed
 (`evidence.weigh`, the settlement's partners' own records: a new or untrusted partner counts less, a
@@ -48,10 +53,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from scheduler.verification.draws import DrawKey, Purpose
+from scheduler.verification.offsets import ReferenceOffsets
 
 TRUST_AFTER: Final = 5
 """Agreements in a row before a peer's results are only spot-checked."""
@@ -124,6 +130,8 @@ class Evidence:
         partners: (peer id, network) of those it was compared with (the others of its majority for
             a member, the majority for an outlier, the other replicas of a group that disagreed).
         at: when (seconds since the epoch: the record decays to it first).
+        error: where a reference device settled the group, the standard error of `offset` as the
+            class's spread has it (`agreement.comparison_error`); 0 otherwise.
     """
 
     agreed: bool
@@ -131,6 +139,7 @@ class Evidence:
     offset: float | None = None
     partners: tuple[tuple[str, str], ...] = ()
     at: float = 0.0
+    error: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,8 @@ class PeerRecord:
         offset_squares: the weighted sum of their squares.
         updated: when it last changed (seconds since the epoch; 0: before this was kept).
         witnesses: the partners its evidence came from, the most recent `WITNESSES_KEEP`.
+        referenced: its offsets against reference devices, judged by the class's error
+            (`offsets.ReferenceOffsets`).
     """
 
     agreed: float = 0
@@ -156,6 +167,7 @@ class PeerRecord:
     offset_squares: float = 0.0
     updated: float = 0.0
     witnesses: tuple[Witness, ...] = ()
+    referenced: ReferenceOffsets = field(default_factory=ReferenceOffsets)
 
     def decayed(self, now: float) -> PeerRecord:
         """This record as it stands at `now`: every count and weight halved per `HALF_LIFE_S` since
@@ -172,6 +184,7 @@ class PeerRecord:
             self.offset_squares * f,
             now,
             tuple(w.scaled(f) for w in self.witnesses),
+            self.referenced.scaled(f),
         )
 
     def after(self, ev: Evidence) -> PeerRecord:
@@ -193,7 +206,10 @@ class PeerRecord:
             streak = 0 if ev.weight >= RESET_WEIGHT else streak
         witnesses = _witnessed(r.witnesses, ev, counted)
         updated = max(r.updated, ev.at)
-        return PeerRecord(agreed, disagreed, streak, offsets, total, squares, updated, witnesses)
+        referenced = r.referenced
+        if counted and ev.offset is not None and ev.error > 0:
+            referenced = referenced.after(ev.offset, ev.error, ev.weight)
+        return PeerRecord(agreed, disagreed, streak, offsets, total, squares, updated, witnesses, referenced)
 
     @property
     def offset(self) -> float | None:
@@ -224,7 +240,10 @@ class PeerRecord:
     def biased(self) -> bool:
         """Its figures sit off its class's for good: over at least `BIAS_MIN` comparisons from
         independent partners (`independent`), the mean offset is beyond `BIAS_TOLERANCE` by
-        `BIAS_Z` standard errors."""
+        `BIAS_Z` standard errors; or its offsets against reference devices alone are, by the
+        class's error (`offsets.ReferenceOffsets.biased`: from 4 comparisons)."""
+        if self.referenced.biased(BIAS_TOLERANCE, BIAS_Z):
+            return True
         if self.offsets < BIAS_MIN or self.offset is None:
             return False
         off = abs(self.offset) - BIAS_Z * self._offset_error() > BIAS_TOLERANCE
@@ -246,6 +265,13 @@ class PeerRecord:
 
     def why_distrusted(self) -> str:
         """For people: what its record shows and on whose evidence ("" when it is not distrusted)."""
+        against = self.referenced
+        if against.biased(BIAS_TOLERANCE, BIAS_Z) and against.mean is not None:
+            return (
+                f"its figures ran {math.exp(against.mean):.3g}x the reference's over {against.weight:.3g} "
+                f"comparisons (standard error {against.error():.1%} from its class's spread; honest devices "
+                f"of one class sit within {BIAS_TOLERANCE:.0%}); {self.evidence('compared')}"
+            )
         if self.biased and self.offset is not None:
             return (
                 f"its figures ran {math.exp(self.offset):.3g}x its class's over {self.offsets:.3g} "
@@ -275,8 +301,11 @@ class PeerRecord:
         mean offset cleared: within `BIAS_TOLERANCE` by one standard error. Until its record says
         which it is, a peer is checked every time: on a quiet class that takes about `TRUST_AFTER`
         comparisons, on a noisy one more (one comparison tells less there), so a cheater that
-        agrees within one comparison's band is still compared until its offset gives it away."""
+        agrees within one comparison's band is still compared until its offset gives it away. Its
+        offsets against reference devices must clear too, by the class's error
+        (`offsets.ReferenceOffsets.cleared`), which its own few tight figures cannot narrow."""
         cleared = self.offset is None or abs(self.offset) + self._offset_error() <= BIAS_TOLERANCE
+        cleared = cleared and self.referenced.cleared(BIAS_TOLERANCE)
         return self.streak >= TRUST_AFTER - 1e-9 and cleared
 
 

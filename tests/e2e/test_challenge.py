@@ -1,4 +1,5 @@
-"""Issue 38, scope 6: a CPU that claims a speed it does not have is refused by its challenge.
+"""Issue 38, scope 6: a CPU that claims a speed it does not have, or a GPU it does not have, is
+refused by its challenge, under `plan`, `submit` and `peers --challenge`.
 
 Real processes: a gate and two real `sark-node join` workers on this machine, and `sark-node plan`
 and `submit` with a `verify:` block, which challenge each peer before its first task over
@@ -16,25 +17,37 @@ Timing-dependent by nature (exclusive), with margins this shared machine keeps: 
 passes while its best challenge round stays above 0.2x the figure measured here, the liar is refused
 while it stays under 3.2x (the bound itself, 1/2.5 of a claim, is pinned exactly by the pure tests in
 tests/scheduler/test_challenge.py).
+
+A third worker (`tests/lab/gpuliar.py`, a real `join` patched in memory) advertises the honest CPU
+figure, an H100, `GPU (PyTorch)` usable and 20 TFLOPS on cuda:0, and answers its GPU challenge
+(`/sark/challenge/1.1.0`) with the very chain on its CPU: its CPU claim passes, its GPU claim is
+refused naming the unit (`claim_unverified: challenge on GPU (PyTorch) cuda:0: n=16384 x ...`), on
+its rows, in every file `submit` writes, and in `peers --challenge --json` run on the same swarm
+(claimed and measured per unit, the verdict). Its margin is not timing-sensitive: the chain's
+3 TFLOP take this CPU minutes against a deadline of 1.4 s.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from drivers.challengechild import digests, product
-from e2e.conftest import MODEL, CampaignLab, Swarm, submitter_id, write_campaign
-from protocol import Calibration, ComputeUnit, DeviceProfile, UnitStatus
+from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from protocol import Calibration, ComputeUnit, DeviceProfile, GpuInfo, UnitStatus
 from scheduler.verification import challenge
 
 pytestmark = pytest.mark.exclusive  # the challenge times a product measured here
 FACTOR = 8.0
 HONEST = 0.5
+GPU_TFLOPS = 20.0
+"""The GPU liar's claim on cuda:0 (an A100's fp32 figure): its CPU computes the chain's 3 TFLOP
+in minutes, so its commitment misses the deadline by far."""
 
 
 def _kernel_gflops(seed: int, rows: int = 2048) -> float:
@@ -44,8 +57,9 @@ def _kernel_gflops(seed: int, rows: int = 2048) -> float:
     return challenge.gflops(rows, time.perf_counter() - start, 0.0)
 
 
-def _profiles(root: Path) -> tuple[Path, Path, float]:
-    """The honest profile (half this machine's speed) and the liar's (8x it, its own CPU name)."""
+def _profiles(root: Path) -> tuple[Path, Path, Path, float]:
+    """The honest profile (half this machine's speed), the liar's (8x it, its own CPU name), and the
+    GPU liar's (the honest CPU's claim, a GPU listed, `GPU (PyTorch)` usable, `GPU_TFLOPS` on cuda:0)."""
     measured = max(_kernel_gflops(seed) for seed in range(5))  # near this machine's peak
     honest = DeviceProfile(
         device_name="honest", soc="test-cpu", cores_physical=1, cores_logical=2, ram_mb=1024, os="Linux",
@@ -55,23 +69,36 @@ def _profiles(root: Path) -> tuple[Path, Path, float]:
     )  # fmt: skip
     claim = Calibration(cpu_gflops=measured * FACTOR, mem_bandwidth_gbs=10.0, seconds=1.0)
     liar = honest.with_(device_name="fast", soc="test-cpu-fast", calibration=claim)
-    paths = root / "honest.json", root / "fast.json"
-    for path, profile in zip(paths, (honest, liar), strict=True):
+    assert honest.calibration is not None
+    gpu = honest.with_(
+        device_name="gpubox",
+        gpus=(GpuInfo(name="NVIDIA H100 80GB HBM3", vram_mb=81559, source="nvml"),),
+        units=(*honest.units, UnitStatus(unit=ComputeUnit.GPU_TORCH, usable=True, provider="cuda:0")),
+        calibration=honest.calibration.with_(gpu_tflops={"cuda:0": GPU_TFLOPS}),
+    )
+    paths = root / "honest.json", root / "fast.json", root / "gpu.json"
+    for path, profile in zip(paths, (honest, liar, gpu), strict=True):
         path.write_text(profile.model_dump_json())
-    return paths[0], paths[1], measured
+    return paths[0], paths[1], paths[2], measured
 
 
-def test_a_cpu_claiming_8x_its_speed_is_refused_by_its_challenge_and_an_honest_one_passes(
+def test_cpu_and_gpu_liars_are_refused_by_their_challenges_an_honest_cpu_passes_and_peers_shows_it(
     tmp_path: Path,
 ) -> None:
     lab = CampaignLab(tmp_path, record_ttl=30.0)
     try:
         me = submitter_id(tmp_path / "submitter")
         gate = lab.gate().ready["addrs"][0]
-        honest_file, liar_file, measured = _profiles(tmp_path)
+        honest_file, liar_file, gpu_file, measured = _profiles(tmp_path)
         started = {
-            name: lab.real_worker(name, [gate], me, wait=False, extra=["--profile", str(path)])
-            for name, path in (("honest", honest_file), ("fast", liar_file))
+            name: lab.real_worker(
+                name, [gate], me, wait=False, extra=["--profile", str(path)], program=program
+            )
+            for name, path, program in (
+                ("honest", honest_file, None),
+                ("fast", liar_file, None),
+                ("gpu", gpu_file, [sys.executable, str(ROOT / "tests" / "lab" / "gpuliar.py")]),
+            )
         }
         ids = {name: proc.wait_event("ready", 60)["peer_id"] for name, proc in started.items()}
         swarm = Swarm(lab, gate, {}, tmp_path / "submitter", tmp_path)
@@ -81,10 +108,10 @@ def test_a_cpu_claiming_8x_its_speed_is_refused_by_its_challenge_and_an_honest_o
                 "verify": {"unverified": "allow", "same_host": "allow"}}  # fmt: skip
         (tmp_path / "c").mkdir()
         path = write_campaign(tmp_path / "c" / "c.yaml", body)
-        planned = swarm.run("plan", str(path), "--json", "--wait-peers", "2")  # challenges with its own key
+        planned = swarm.run("plan", str(path), "--json", "--wait-peers", "3")  # challenges with its own key
         assert planned.returncode == 0, planned.stderr[-3000:]
         (planned_job,) = json.loads(planned.stdout)["jobs"]
-        done = swarm.run("submit", str(path), "--events", "--wait-peers", "2", "--out", str(tmp_path / "out"))
+        done = swarm.run("submit", str(path), "--events", "--wait-peers", "3", "--out", str(tmp_path / "out"))
         assert done.returncode == 0, done.stderr[-3000:]
         events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         rounds = [e for e in events if e.get("event") == "challenge"]
@@ -92,8 +119,31 @@ def test_a_cpu_claiming_8x_its_speed_is_refused_by_its_challenge_and_an_honest_o
         outcome = next(e for e in events if e.get("event") == "outcome")
         with open(outcome["files"]["csv"], newline="") as f:
             rows = {r["WorkerPeerId"]: r for r in csv.DictReader(f)}
+        rendered = {kind: Path(file).read_text() for kind, file in outcome["files"].items()}
+        listed = swarm.run("peers", "--challenge", "--json", "--timeout", "10")
     finally:
         lab.close()
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    challenged = {
+        p["peer_id"]: {c["unit"]: c for c in p["challenge"]} for p in json.loads(listed.stdout)["peers"]
+    }
+    print(json.dumps(challenged, indent=1))  # measured against claimed, per peer and unit
+    assert {u: c["verdict"] for u, c in challenged[ids["honest"]].items()} == {"CPU": "borne out"}
+    assert {u: c["verdict"] for u, c in challenged[ids["fast"]].items()} == {"CPU": "refused"}
+    gpu_verdicts = {u: c["verdict"] for u, c in challenged[ids["gpu"]].items()}
+    assert gpu_verdicts == {"CPU": "borne out", "GPU (PyTorch) cuda:0": "refused"}, challenged[ids["gpu"]]
+    claimed = challenged[ids["gpu"]]["GPU (PyTorch) cuda:0"]
+    assert claimed["claimed_gflops"] == GPU_TFLOPS * 1e3
+    assert claimed["measured_gflops"] * challenge.SLACK < claimed["claimed_gflops"]
+    assert claimed["measured_is_bound"] is True  # its CPU did not commit by the deadline
+    assert claimed["reason"].startswith("challenge on GPU (PyTorch) cuda:0: n=16384 x "), claimed["reason"]
+    gpu_row = rows[ids["gpu"]]
+    assert gpu_row["Claim"].startswith("claim_unverified: challenge on GPU (PyTorch) cuda:0: n=16384 x "), (
+        gpu_row
+    )
+    assert gpu_row["Status"] == "Complete", gpu_row["Status"]
+    assert all(ids["gpu"][-6:] in text for text in rendered.values()), list(rendered)  # every renderer
+    assert "challenge on GPU (PyTorch) cuda:0" in rendered["html"], list(rendered)
     fast, honest = rows[ids["fast"]], rows[ids["honest"]]
     assert fast["Claim"].startswith("claim_unverified: challenge: n="), fast["Claim"]
     assert f"against {measured * FACTOR:.3g} claimed" in fast["Claim"]
@@ -103,6 +153,7 @@ def test_a_cpu_claiming_8x_its_speed_is_refused_by_its_challenge_and_an_honest_o
     assert ids["honest"] not in planned_job["claims"]
     assert honest["Status"] == fast["Status"] == "Complete", (honest["Status"], fast["Status"])
     assert {e["subject"] for e in rounds} == set(ids.values())  # each challenged, once per campaign
+    assert {e["unit"] for e in rounds if e["subject"] == ids["gpu"]} == {"CPU", "GPU (PyTorch) cuda:0"}
     lies = [e["problem"] for e in rounds if e["subject"] == ids["fast"]]
     assert lies, rounds  # its rows were right (it computed them): it was too slow, or did not commit in time
     assert all(p == "" or p.startswith("no commitment within") for p in lies), lies

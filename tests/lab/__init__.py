@@ -25,6 +25,8 @@ Modules:
            advertises a calibration its CPU cannot reach (MODE: halve, norun, claim)
     gpuclaim  child script: a real `join` whose profile claims `GPU (llama.cpp)` usable on a machine with
            no GPU build of llama.cpp (the forced llama.cpp fallback)
+    gpuliar  child script: a real `join` that advertises a GPU (`--profile`) and answers its GPU
+           challenge with the same kernel on its CPU (right rows, a CPU's speed)
     stall  child script: a `join` worker that commits and heartbeats "queued" forever, never running
     knee   `KneeStub`: a `serve_sse` script whose first token comes later beyond a known number in flight
 """

@@ -1,5 +1,6 @@
-"""`/sark/challenge/1.0.0` over an in-memory stream: the worker's handler with its real spawned child
-against the submitter's `Challenger`, and each against a hostile peer written here.
+"""`/sark/challenge/1.0.0` and `1.1.0` over an in-memory stream: the worker's handler with its real
+spawned child against the submitter's `Challenger`, and each against a hostile peer written here;
+and a worker of 1.0.0 only on real loopback hosts, asked for its GPU.
 
 No timing is asserted: the honest exchange claims a speed far below any machine's (a product whose
 claim takes seconds), so only the frames, the checks and the verdicts are under test.
@@ -7,16 +8,22 @@ claim takes seconds), so only the frames, the checks and the verdicts are under 
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 import pytest
 import trio
 
 import scheduler as sch
+from node.p2p.host import Host
 from node.p2p.wire import Channel, memory_channel_pair
-from node.submitter.challenge import Challenger
+from node.submitter.challenge import Challenger, open_challenge
 from node.worker.challenge import Challenges
 from protocol import (
+    CHALLENGE,
+    CHALLENGE_UNITS,
     Calibration,
     ChallengeCommit,
     ChallengeFailed,
@@ -27,8 +34,10 @@ from protocol import (
     ChallengeReveal,
     ChallengeRows,
     ChallengeSeed,
+    ChallengeUnitOpen,
     ComputeUnit,
     DeviceProfile,
+    GpuInfo,
     RemoteProtocolError,
     UnitStatus,
 )
@@ -48,10 +57,10 @@ def _view(claimed: float) -> sch.PeerView:
 
 def _opener(
     channels: list[Channel], opened: list[str]
-) -> Callable[[str, tuple[str, ...]], Awaitable[Channel]]:
+) -> Callable[[str, tuple[str, ...], str], Awaitable[Channel]]:
     """Hands out `channels` in turn, one per challenge stream opened (to the peer named in `opened`)."""
 
-    async def open_challenge(peer: str, addrs: tuple[str, ...]) -> Channel:
+    async def open_challenge(peer: str, addrs: tuple[str, ...], protocol: str) -> Channel:
         opened.append(peer)
         return channels.pop(0)
 
@@ -147,3 +156,94 @@ async def test_a_worker_answers_only_the_submitters_it_takes_offers_from() -> No
             nursery.start_soon(guarded.serve, worker)
             (view,) = await challenger.vouch([_view(5.0)], lambda _: ())
     assert view.claim == ("challenge: not answered: not a submitter this worker takes offers from",)
+
+
+def _gpu_view(claims: dict[str, float]) -> sch.PeerView:
+    """A profile that lists a GPU, `GPU (PyTorch)` usable and `gpu_tflops` as given."""
+    view = _view(0.01)
+    units = (*UNITS, UnitStatus(unit=ComputeUnit.GPU_TORCH, usable=True, provider="CUDA"))
+    cal = view.profile.calibration
+    assert cal is not None
+    profile = view.profile.with_(
+        gpus=(GpuInfo(name="claimed", vram_mb=8192, source="torch"),),
+        units=units,
+        calibration=cal.with_(gpu_tflops=claims),
+    )
+    return dataclasses.replace(view, profile=profile)
+
+
+async def test_each_gpu_claim_is_challenged_with_the_chain_on_its_device_after_the_cpu() -> None:
+    """The chain runs through torch on the claimed device in the worker's real child: on `cpu` (the
+    CPU's torch device) its rows are the submitter's exact recomputation and the claim (far below
+    any machine's) stands; on `cuda:7`, which this torch does not see, the claim is unverified with
+    the unit and the child's reason named."""
+    pairs = [memory_channel_pair("submitter", "worker", read_timeout=60.0) for _ in range(3)]
+    events: list[dict[str, object]] = []
+
+    def sink(event: str, /, **fields: object) -> None:
+        events.append({"event": event, **fields})
+
+    challenger = Challenger(KEY, _opener([s for s, _ in pairs], []), sink)
+    worker = Challenges()
+    with trio.fail_after(150):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(worker.serve, pairs[0][1])
+            for _, stream in pairs[1:]:
+                nursery.start_soon(worker.serve_unit, stream)
+            cpu, gpu, absent = await challenger.measure(_gpu_view({"cpu": 1e-4, "cuda:7": 20.0}), ())
+    assert (cpu.unit, cpu.problem, gpu.unit, gpu.problem) == ("CPU", "", "GPU (PyTorch) cpu", "")
+    assert gpu.claimed_gflops == pytest.approx(0.1)
+    assert gpu.measured_gflops > 0
+    assert [e["unit"] for e in events] == ["CPU", "GPU (PyTorch) cpu"]
+    assert (absent.unit, absent.answered) == ("GPU (PyTorch) cuda:7", False)
+    assert absent.problem.startswith(
+        "challenge on GPU (PyTorch) cuda:7: not answered: the challenge child: ValueError: torch"
+    ), absent.problem
+    assert "sees no CUDA device for cuda:7" in absent.problem
+
+
+async def test_a_worker_of_the_cpu_challenge_only_leaves_a_gpu_claim_unverified(
+    host_pair: tuple[Host, Host],
+) -> None:
+    """A worker that serves `/sark/challenge/1.0.0` only (an older version) on a real loopback host:
+    its CPU claim is tested, its GPU claim unverified with the protocol named, nothing crashes."""
+    submitter, old = host_pair
+    old.set_handler(CHALLENGE, Challenges().serve, deadline=math.inf)
+    addrs = tuple(old.addrs())
+    challenger = Challenger(KEY, partial(open_challenge, submitter))
+    with trio.fail_after(120):
+        cpu, gpu = await challenger.measure(
+            dataclasses.replace(_gpu_view({"cuda:0": 20.0}), peer_id=old.peer_id), addrs
+        )
+    assert (cpu.problem, cpu.answered) == ("", True)
+    assert not gpu.answered
+    assert gpu.problem.startswith("challenge on GPU (PyTorch) cuda:0: not answered: "), gpu.problem
+    assert CHALLENGE_UNITS in gpu.problem, gpu.problem
+
+
+async def test_a_worker_whose_submitter_hangs_up_before_the_commitment_ends_cleanly() -> None:
+    """A claim far beyond the device: the submitter's deadline passes and it closes the stream while
+    the worker's child computes (a 34 GFLOP product here). The handler takes the hang-up as the end
+    (its child stopped, nothing raised out of the race between the child and the stream)."""
+    submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=60.0)
+
+    async def impatient() -> None:
+        await submitter.send(ChallengeOpen())
+        assert isinstance(await submitter.receive(), ChallengeReady)
+        await submitter.send(ChallengeSeed(round=0, n=65536, seed=3))
+        await submitter.close()  # as a submitter does when its deadline passes
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(impatient)
+            await Challenges().serve(worker)
+
+
+async def test_a_unit_with_no_challenge_kernel_is_answered_with_why() -> None:
+    submitter, worker = memory_channel_pair("submitter", "worker")
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(Challenges().serve_unit, worker)
+            await submitter.send(ChallengeUnitOpen(unit=ComputeUnit.GPU_ONNX, device="cuda:0"))
+            answer = await submitter.receive()
+    assert answer == ChallengeFailed(reason="no challenge kernel for GPU (ONNX) (only GPU (PyTorch))")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
 
 from node.submitter.store import CampaignStore
-from scheduler.verification import POOL_KEEP, Evidence, PeerRecord
+from scheduler.verification import POOL_KEEP, Evidence, PeerRecord, ReferenceOffsets
 from scheduler.verification.reputation import HALF_LIFE_S
 
 
@@ -37,6 +38,11 @@ def test_settled_groups_add_up_per_peer_and_survive_a_reopened_store(tmp_path: P
         ("s2", "10.0.3.0/24", 1.0),
     ]
     assert records["liar"] == store.peer_records()["liar"]  # the witnesses round-trip whole
+    vouched = Evidence(True, 1.0, -0.1, (("mine", "reference"),), 0.0, error=0.05)  # against a reference
+    store.settled([("d", vouched), ("d", vouched)])
+    d = CampaignStore(tmp_path / "campaigns.db").peer_records()["d"]
+    assert astuple(d.referenced) == pytest.approx(astuple(ReferenceOffsets(2.0, -80.0, 800.0)))
+    assert d.referenced.mean == pytest.approx(-0.1)
 
 
 def test_records_decay_with_their_half_life_from_their_last_update(tmp_path: Path) -> None:

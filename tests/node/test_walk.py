@@ -8,13 +8,16 @@ servers sharing its first bits with the key, then some others). A departed serve
 from __future__ import annotations
 
 import hashlib
+import random
+from collections import Counter
 from dataclasses import dataclass, field
 
 import trio
+import trio.testing
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
-from node.p2p.walk import ALPHA, Answer, K, walk_providers
+from node.p2p.walk import AGREED, ALPHA, Answer, K, Shortlist, walk_providers
 
 KEY = b"\x12\x20" + hashlib.sha256(b"sark/cap/v2/any/3/5").digest()
 
@@ -31,8 +34,12 @@ class Kad:
     providers: list[PeerInfo]
     dead: set[ID]
     asked: int = 0
-    seen: set[ID] = field(default_factory=set)
+    seen: Counter[ID] = field(default_factory=Counter)
     self_listed: frozenset[ID] = frozenset()
+    disagree: bool = False
+    hung: set[ID] = field(default_factory=set)
+    """Servers that never answer (a request to one ends only at its deadline)."""
+    """Each holder lists all providers but the one of its rank: no two holders list the same."""
 
     def holders(self) -> list[ID]:
         return sorted((s for s in self.servers if s not in self.dead), key=_distance)[:K]
@@ -44,12 +51,17 @@ class Kad:
 
     async def ask(self, peer: ID) -> Answer:
         self.asked += 1
-        self.seen.add(peer)
+        self.seen[peer] += 1
         await trio.lowlevel.checkpoint()
         if peer in self.dead:
             raise ConnectionError("gone")
+        if peer in self.hung:
+            await trio.sleep_forever()
         closer = sorted(self.table(peer), key=_distance)[:K]
-        held = self.providers if peer in self.holders() else []
+        holders = self.holders()
+        held = self.providers if peer in holders else []
+        if held and self.disagree:
+            held = [p for i, p in enumerate(held) if i != holders.index(peer)]
         held = held or ([PeerInfo(peer, [])] if peer in self.self_listed else [])  # it provides the key too
         return Answer(list(held), [PeerInfo(p, []) for p in closer])
 
@@ -60,35 +72,83 @@ def _kad(providers: int) -> Kad:
     return Kad(servers, listed, set())
 
 
-async def test_a_walk_reaches_the_holders_and_stops_at_the_count_or_the_second_holder() -> None:
+def _far_start(kad: Kad) -> list[ID]:
+    return sorted(kad.servers[::10], key=_distance, reverse=True)[:K]
+
+
+async def test_a_walk_stops_at_the_count_or_at_holders_that_agree() -> None:
     with trio.fail_after(10):
         full = _kad(20)
-        start = sorted(full.servers[::10], key=_distance, reverse=True)[:K]  # far from the key
-        walked = await walk_providers(KEY, start, full.ask, 20, timeout=1.0)
+        walked = await walk_providers(KEY, _far_start(full), full.ask, 20, timeout=1.0)
         assert set(walked.providers) == {p.peer_id for p in full.providers}
         assert walked.asked <= 4 * ALPHA + K  # a walk, not the swarm: 300 servers
         assert full.asked == walked.asked
-        few = _kad(7)  # a key not full: the walk goes on until the k closest it knows answered
-        walked = await walk_providers(KEY, start, few.ask, 20, timeout=1.0)
+        few = _kad(7)  # a key not full, its holders agree: three of them are its list
+        walked = await walk_providers(KEY, _far_start(few), few.ask, 20, timeout=1.0)
         assert len(walked.providers) == 7
-        assert set(few.holders()) <= few.seen  # it ended where a kad lookup ends: the k closest asked
+        assert AGREED <= len(set(few.seen) & set(few.holders())) < K
+
+
+async def test_holders_that_disagree_walk_on_to_the_k_closest() -> None:
+    with trio.fail_after(10):
+        kad = _kad(20)
+        kad.disagree = True  # no two lists equal: the walk cannot take one as the key's
+        walked = await walk_providers(KEY, _far_start(kad), kad.ask, 40, timeout=1.0)
+        assert set(walked.providers) == {p.peer_id for p in kad.providers}  # the union of their lists
+        assert set(kad.holders()) <= set(kad.seen)  # it ended where a kad lookup ends
+
+
+async def test_reads_of_a_key_spread_over_its_holders() -> None:
+    with trio.fail_after(20):
+        kad, walks = _kad(7), 20
+        for seed in range(walks):  # the same start each time: only the draw differs
+            walked = await walk_providers(KEY, _far_start(kad), kad.ask, 20, 1.0, random.Random(seed))
+            assert len(walked.providers) == 7
+        asked = [kad.seen[h] for h in kad.holders()]
+        assert max(asked) < walks  # closest first, the closest holder answered every walk
+        assert sum(1 for n in asked if n) > 2 * ALPHA
 
 
 async def test_a_departed_server_is_a_failure_and_the_walk_goes_on() -> None:
     with trio.fail_after(10):
         kad = _kad(20)
-        start = sorted(kad.servers[::10], key=_distance, reverse=True)[:K]
-        kad.dead = set(sorted(start, key=_distance)[:ALPHA])  # the first asked are gone
-        walked = await walk_providers(KEY, start, kad.ask, 20, timeout=1.0)
+        start = _far_start(kad)
+        kad.dead = set(sorted(start, key=_distance)[ALPHA:])  # all but the 3 closest of our table are gone
+        walked = await walk_providers(KEY, start, kad.ask, 20, 1.0, random.Random(0))
         assert len(walked.providers) == 20
         assert walked.failures
         assert all(reason.startswith("ConnectionError") for reason in walked.failures.values())
 
 
+async def test_a_request_slower_than_a_hop_frees_its_slot(autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(600):  # the clock's virtual seconds: the test takes milliseconds
+        kad = _kad(20)
+        start = _far_start(kad)
+        kad.hung = set(sorted(start, key=_distance)[ALPHA:])  # all but the 3 closest of our table hang
+        walked = await walk_providers(KEY, start, kad.ask, 20, 60.0, random.Random(0))
+        assert len(walked.providers) == 20
+        assert kad.hung & set(kad.seen)  # it asked servers that never answer
+        assert not walked.failures  # and ended before their deadline: their slots went to others
+
+
 async def test_a_server_listing_only_itself_is_no_holder_and_the_walk_goes_on() -> None:
     with trio.fail_after(10):
         kad = _kad(20)
-        start = sorted(kad.servers[::10], key=_distance, reverse=True)[:K]
+        start = _far_start(kad)
         kad.self_listed = frozenset(sorted(start, key=_distance)[:1])  # the first asked
         walked = await walk_providers(KEY, start, kad.ask, 40, timeout=1.0)
         assert {p.peer_id for p in kad.providers} <= set(walked.providers)
+
+
+def test_holders_agree_only_when_none_listed_a_provider_outside_their_list() -> None:
+    state = Shortlist(range(2 * K), lambda p: p, 20, None)
+    state.next(AGREED + 1)  # the others of the k closest not asked yet
+    state.answered(0, frozenset({100, 101, 102}), ())  # a holder that heard from one writer more
+    for holder in range(1, AGREED + 1):
+        state.answered(holder, frozenset({100, 101}), ())
+    assert not state.done(open_requests=K)  # the same short list, but one holder listed more
+    state = Shortlist(range(2 * K), lambda p: p, 20, None)
+    state.next(AGREED + 1)  # the others of the k closest not asked yet
+    for holder in range(AGREED):
+        state.answered(holder, frozenset({100, 101}), ())
+    assert state.done(open_requests=K)

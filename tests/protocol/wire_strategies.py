@@ -285,6 +285,9 @@ MESSAGES: dict[str, st.SearchStrategy[Any]] = {
     "clock_get": st.builds(pr.ClockGet, round=st.integers(min_value=0, max_value=7)),
     "clock": st.builds(pr.ClockReply, round=st.integers(min_value=0, max_value=7), now=finite),
     "challenge_open": st.builds(pr.ChallengeOpen),
+    "challenge_unit_open": st.builds(
+        pr.ChallengeUnitOpen, unit=st.sampled_from(pr.ComputeUnit), device=st.sampled_from(["cuda:0", "cpu"])
+    ),
     "challenge_ready": st.builds(pr.ChallengeReady),
     "challenge_ping": st.builds(pr.ChallengePing, round=st.integers(min_value=0, max_value=8)),
     "challenge_pong": st.builds(pr.ChallengePong, round=st.integers(min_value=0, max_value=8)),
@@ -292,6 +295,13 @@ MESSAGES: dict[str, st.SearchStrategy[Any]] = {
         pr.ChallengeSeed,
         round=st.integers(min_value=0, max_value=2),
         n=st.integers(min_value=64, max_value=65536),
+        seed=st.integers(min_value=0, max_value=2**63 - 1),
+    ),
+    "challenge_chain_seed": st.builds(
+        pr.ChallengeChainSeed,
+        round=st.integers(min_value=0, max_value=2),
+        n=st.integers(min_value=64, max_value=16384),
+        steps=st.integers(min_value=1, max_value=2048),
         seed=st.integers(min_value=0, max_value=2**63 - 1),
     ),
     "challenge_commit": st.builds(

@@ -1,5 +1,6 @@
-"""The CPU challenge's draws, commitment, reveal and time bound (`scheduler.verification.challenge`),
-against the real kernel the worker's child runs (`drivers.challengechild`), with no network."""
+"""The challenge's draws, commitment, reveal and time bound (`scheduler.verification.challenge`),
+against the real kernels the worker's child runs (`drivers.challengechild`; `drivers.chainchild`,
+the GPU's, on torch's CPU device), with no network."""
 
 from __future__ import annotations
 
@@ -10,15 +11,28 @@ import msgpack
 import numpy as np
 import pytest
 
+from drivers.chainchild import chain, throughput
+from drivers.chainchild import digests as chain_digests
+from drivers.chainchild import exact_rows as chain_exact
+from drivers.chainchild import expand as chain_expand
+from drivers.chainchild import row_bytes as chain_row_bytes
 from drivers.challengechild import digests, exact_rows, expand, product, row_bytes
 from protocol import (
+    CHAIN_MAX_N,
+    CHAIN_MAX_STEPS,
     CHALLENGE_MAX_N,
     CHALLENGE_MIN_N,
     CHALLENGE_WIDTH,
     DIGEST_BYTES,
+    Calibration,
+    ChallengeChainSeed,
     ChallengeCommit,
     ChallengeSeed,
+    ChallengeUnitOpen,
+    ComputeUnit,
+    DeviceProfile,
     RemoteProtocolError,
+    UnitStatus,
     decode,
     encode,
 )
@@ -176,3 +190,102 @@ def test_challenge_frames_are_bounded_on_the_wire() -> None:
     too_big = msgpack.packb({"kind": "challenge_seed", "round": 0, "n": CHALLENGE_MAX_N + 1, "seed": 1})
     with pytest.raises(RemoteProtocolError):
         decode(too_big)
+
+
+def test_the_chain_on_torchs_cpu_device_is_the_submitters_exact_recomputation() -> None:
+    """The GPU kernel's own code (`chainchild.chain`) on torch's `cpu` device: every checked row
+    equals the float64 recomputation bit for bit, and the generator is the documented one."""
+    n, steps, seed = 96, 5, 31
+    x0, b = chain_expand(seed, n)
+    words = np.random.PCG64(seed).random_raw(1)
+    assert float(x0[0, 0]) == ((int(words[0]) & 0xFFFFFFFF) >> 19) - 4096
+    assert (x0.min(), x0.max(), b.min(), b.max()) == (-4096, 4095, -8, 7)
+    c = chain(x0, b, steps, "cpu")
+    rows = list(challenge.rows_of(KEY, "chain", n))
+    committed, revealed = chain_digests(c), chain_row_bytes(c, rows)
+    assert challenge.commit_problem(committed, n) == ""
+    assert challenge.chain_rows_problem(rows, revealed, committed, chain_exact(seed, n, steps, rows)) == ""
+    assert not np.array_equal(chain(x0, b, steps + 1, "cpu"), c)  # every step changes the rows
+
+
+def test_a_gpu_claim_is_calibrated_on_the_chain_itself() -> None:
+    """`throughput` (what the probe records as `gpu_tflops` on a CUDA device) times the very chain a
+    challenge runs, here on torch's CPU device, and refuses a device torch cannot run it on."""
+    gflops = throughput("cpu", 0.05, n=64, steps=2)
+    assert math.isfinite(gflops)
+    assert gflops > 0
+    with pytest.raises(ValueError, match="sees no CUDA device for cuda:3"):
+        throughput("cuda:3", 0.05, n=64, steps=2)
+
+
+def test_a_chain_in_lower_precision_or_with_a_step_skipped_is_refused() -> None:
+    """TF32 keeps 11 significant bits of X's 12: its rows are wrong, not approximately right; a worker
+    that skips a step commits rows that are not the chain's either."""
+    n, steps, seed = 64, 3, 32
+    x0, b = chain_expand(seed, n)
+    tf32 = np.where(np.abs(x0) >= 2048, np.round(x0 / 2) * 2, x0)  # 11 significant bits, as TF32 keeps
+    rows = list(challenge.rows_of(KEY, "tf32", n))
+    exact = chain_exact(seed, n, steps, rows)
+    for cheap in (chain(tf32.astype(np.float32), b, steps, "cpu"), chain(x0, b, steps - 1, "cpu")):
+        problem = challenge.chain_rows_problem(
+            rows, chain_row_bytes(cheap, rows), chain_digests(cheap), exact
+        )
+        assert "differs from the exact chain in" in problem, problem
+    good = chain(x0, b, steps, "cpu")
+    forged = [chain_row_bytes(good, rows)[0][:-2] + b"\x00\x00", *chain_row_bytes(good, rows)[1:]]
+    problem = challenge.chain_rows_problem(rows, forged, chain_digests(good), exact)
+    assert problem == f"row {rows[0]} does not match the digest committed for it"
+
+
+@pytest.mark.parametrize("tflops", [0.001, 1.0, 20.0, 80.0, 2000.0])
+def test_the_chain_is_sized_for_a_gpu_claim(tflops: float) -> None:
+    sizing = challenge.size_chain(tflops * 1e3, 0.001)
+    assert CHALLENGE_MIN_N <= sizing.n <= CHAIN_MAX_N
+    assert 1 <= sizing.steps <= CHAIN_MAX_STEPS
+    if sizing.n == CHAIN_MAX_N and sizing.steps < CHAIN_MAX_STEPS:  # a GPU's claim: steps, not rows
+        assert sizing.claim_s == pytest.approx(challenge.TARGET_S, rel=0.05)
+    assert sizing.deadline_s > challenge.SLACK * sizing.claim_s
+
+
+def test_a_cpu_claiming_a_gpus_speed_is_refused_and_an_honest_gpu_passes() -> None:
+    """A 20 TFLOPS claim answered at a fast CPU's speed (0.5 TFLOPS, the chain's rows right) shows
+    about 0.5 TFLOPS, far under 1/2.5 of the claim; a GPU 1.5x slower than its claim passes."""
+    claimed = 20e3
+    sizing = challenge.size_chain(claimed, 0.002)
+    assert (sizing.n, sizing.steps) == (CHAIN_MAX_N, 349)
+    cpu_s = sizing.n * sizing.steps * 2 * CHALLENGE_WIDTH**2 / 0.5e12
+    cpu = challenge.gflops(sizing.n, cpu_s + 0.002, sizing.credit_s, sizing.steps)
+    gpu = challenge.gflops(sizing.n, sizing.claim_s * 1.5 + 0.002, sizing.credit_s, sizing.steps)
+    assert cpu == pytest.approx(500, rel=0.01)
+    assert not challenge.passes(cpu, claimed)
+    assert challenge.passes(gpu, claimed)
+    named = challenge.label(ComputeUnit.GPU_TORCH, "cuda:0")
+    assert challenge.reason(sizing.n, cpu, claimed, steps=sizing.steps, named=named) == (
+        f"challenge on GPU (PyTorch) cuda:0: n=16384 x 349 steps, {cpu / 1e3:.3g} TFLOPS measured against 20 "
+        "claimed (at least 1/2.5 of the claim needed)"
+    )
+
+
+def test_a_gpu_claim_with_no_unit_to_run_the_chain_through_is_refused_as_such() -> None:
+    honest = Calibration(cpu_gflops=10.0, mem_bandwidth_gbs=10.0, seconds=1.0, gpu_tflops={"cuda:0": 30.0})
+    profile = DeviceProfile(
+        device_name="w", soc="cpu", cores_physical=1, cores_logical=2, ram_mb=1024, os="Linux",
+        os_version="6", fingerprint="f" * 16, calibration=honest,
+        units=(UnitStatus(unit=ComputeUnit.GPU_ONNX, usable=True, provider="CUDAExecutionProvider"),),
+    )  # fmt: skip
+    assert challenge.gpu_claims(profile) == (("cuda:0", 30e3),)
+    assert challenge.gpu_unit(profile) is None
+    torch_too = profile.with_(units=(*profile.units, UnitStatus(unit=ComputeUnit.GPU_TORCH, usable=True)))
+    assert challenge.gpu_unit(torch_too) == ComputeUnit.GPU_TORCH
+    assert challenge.no_gpu_kernel("cuda:0").startswith("challenge: gpu_tflops[cuda:0] unverified")
+
+
+def test_chain_frames_are_bounded_on_the_wire() -> None:
+    seed = ChallengeChainSeed(round=2, n=CHAIN_MAX_N, steps=CHAIN_MAX_STEPS, seed=5)
+    assert decode(encode(seed)) == seed
+    opened = ChallengeUnitOpen(unit=ComputeUnit.GPU_TORCH, device="cuda:0")
+    assert decode(encode(opened)) == opened
+    for field, value in (("n", CHAIN_MAX_N + 1), ("steps", CHAIN_MAX_STEPS + 1), ("steps", 0)):
+        body = {"kind": "challenge_chain_seed", "round": 0, "n": 64, "steps": 1, "seed": 1, field: value}
+        with pytest.raises(RemoteProtocolError):
+            decode(msgpack.packb(body))

@@ -54,3 +54,19 @@ def test_sybils_poisoning_honest_peers_outvote_them_but_turn_no_honest_record() 
     got = replication_sim.simulate(2, replication_sim.NOISE["MobileNetV2 (6.0 %)"], None, fleet)
     assert got["honest_flagged_pct"] > 5.0, got  # the attack is live
     assert got["honest_distrusted"] == 0, got
+
+
+def test_a_reference_catches_the_intermittent_liar_by_its_offsets_against_the_reference() -> None:
+    """A reference takes one replica of each task, so each stranger gets about 10 comparisons; a
+    cheater that lies on nine tasks in ten at 0.5-0.9x (`predicting`) widens the spread the rule
+    among strangers judges it by. Judged against the reference by the class's error
+    (`offsets.ReferenceOffsets`, from 4 comparisons), none of its lies is shown in this fleet
+    (7.3 % before), and no honest peer is distrusted."""
+    fleet = argparse.Namespace(
+        peers=100, classes=1, cheaters=0.1, tasks=1000, processes=3, strategy="predicting", spot=0.1
+    )
+    noisy = replication_sim.NOISE["tiny-BERT (7.4 %)"]
+    got = replication_sim.simulate(1, noisy, 0.1, fleet, reference=True)
+    assert got["cheating_shown_pct"] <= 1.0, got
+    assert got["honest_flagged_pct"] <= 1.5, got
+    assert got["honest_distrusted"] == 0, got
