@@ -8,6 +8,7 @@ Packages and modules:
     events     structured event lines (`--events`)
     intake     `python -m node.intake`: a posted campaign validated in a child process the node can kill
     isolation  how a child that reads untrusted files starts: `-I`, an empty folder, a scrubbed environment
+    ownerkey   an owner key (a device owner's Ed25519 seed in a file) and the statement it signs per device
     service    the worker as a user service: systemd unit and launchd agent paths and text (pure)
     p2p        the libp2p edge: host, kad, dht, wire, identity, open_node (the only libp2p importers)
     transfer   model bytes: cache, /sark/blob serving and fetching, URL policy, download
@@ -32,6 +33,7 @@ __all__ = [
     "http",
     "intake",
     "isolation",
+    "ownerkey",
     "p2p",
     "service",
     "submitter",

@@ -60,6 +60,9 @@ class NodeConfig(BaseModel):
     # Declared servers that run on this device (gray-box energy): NAME -> the unit whose energy source
     # (drivers.energy) covers the server's hardware. Any other server's energy is not read.
     endpoints_on_device: dict[ProfileName, ComputeUnit] = Field(default_factory=dict)
+    # the device owner's key (`join --owner-key`, `node.ownerkey`): its statement goes in the advert, so
+    # a submitter counts this owner's devices as one vote in a quorum; None: the device is its own owner
+    owner_key: Path | None = None
 
     @field_validator("endpoints")
     @classmethod

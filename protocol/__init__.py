@@ -25,6 +25,7 @@ Modules:
     framing   varint length prefix, incremental decoder, frame cap
     machine   the per-task negotiation state machine (`Conversation`)
     records   Ed25519 signed envelopes bound to libp2p peer ids
+    owner     owner statements: an owner's key vouching that a peer id is its device (one owner, one vote)
     errors    ProtocolError, LocalProtocolError, RemoteProtocolError, RecordError
     text      one seam per medium for peer- and campaign-written text (visible, for_rich, for_csv, ...)
 """
@@ -126,6 +127,15 @@ from protocol.messages import (
     Result,
     ResultBody,
     Stage,
+)
+from protocol.owner import (
+    Owner,
+    OwnerStatement,
+    owner_id,
+    owner_of,
+    owner_public_key,
+    short_owner,
+    sign_owner,
 )
 from protocol.records import (
     NonceCache,
@@ -265,6 +275,8 @@ __all__ = [
     "NonceCache",
     "Offer",
     "OfferBody",
+    "Owner",
+    "OwnerStatement",
     "Phase",
     "ProfileFact",
     "ProfileGet",
@@ -315,11 +327,16 @@ __all__ = [
     "for_rich",
     "frame",
     "open_envelope",
+    "owner_id",
+    "owner_of",
+    "owner_public_key",
     "pack_body",
     "peer_id_from_public_key",
     "public_key_from_peer_id",
     "public_key_of",
     "seal",
+    "short_owner",
+    "sign_owner",
     "unpack_body",
     "visible",
 ]

@@ -26,6 +26,7 @@ from protocol.base import Value
 from protocol.challenge import ChallengeFrame
 from protocol.fleet import ClockGet, ClockReply
 from protocol.framing import MAX_FRAME
+from protocol.owner import OwnerStatement
 from protocol.values import AdvertAddrs, AdvertCircuits, DeviceProfile, Load, Measurement, ModelRef, TaskSpec
 
 NEGOTIATE: Final = "/sark/negotiate/1.0.0"
@@ -211,6 +212,7 @@ class AdvertBody(Value):
     reachability: Reachability = Reachability.UNKNOWN
     profile: DeviceProfile
     load: Load = Load()
+    owner: OwnerStatement | None = None  # its owner's word that it is its device (`protocol.owner`)
 
 
 # -- /sark/negotiate/1.0.0 -------------------------------------------------------------------------

@@ -28,6 +28,7 @@ HELP_OWN_MODULES = {
     "node.cli.live",
     "node.cli.local",
     "node.cli.options",
+    "node.cli.owner",
     "node.cli.report",
     "node.cli.serve",
     "node.cli.service",

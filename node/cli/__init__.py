@@ -3,6 +3,7 @@
 Modules:
     local     info, bench: this device only, no network
     swarm     gate, join, peers, id: the libp2p swarm
+    owner     owner new, owner id: the owner key whose devices count as one vote in a quorum
     records   what peers shows of the submitter's records of peers (why distrusted, on whose evidence)
     peerchallenge  peers --challenge: each listed peer's CPU and GPU claims challenged, and shown
     campaign  submit, plan: running campaigns
@@ -40,7 +41,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_TOPICS = ("local", "swarm", "campaign", "stored", "report", "serve", "service")
+_TOPICS = ("local", "swarm", "owner", "campaign", "stored", "report", "serve", "service")
 
 
 def _print_version(value: bool) -> None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def plan_json(result: sch.Plan) -> dict[str, Any]:
     """`plan --json`: per job, the peers matched, chosen and rejected (with reasons and codes), their
-    classes and claims, and how its replicas would be placed."""
+    classes, owners (declared ones) and claims, and how its replicas would be placed."""
     return {
         "jobs": [
             {
@@ -25,6 +25,10 @@ def plan_json(result: sch.Plan) -> dict[str, Any]:
                 "matching": [r.peer.peer_id for r in job.matching],
                 "classes": {r.peer.peer_id: _class_name(job, r.peer) for r in job.matching},
                 "claims": {r.peer.peer_id: list(r.peer.claim) for r in job.matching if r.peer.claim},
+                "owners": {
+                    r.peer.peer_id: r.peer.owner.owner_id for r in job.matching if r.peer.owner.owner_id
+                },
+                "class_owners": _class_owners(job),
                 "replicas": job.verify.replicas,
                 "replica_class": _class_name(job, job.chosen[0].peer)
                 if job.verify.replicated and job.chosen
@@ -54,6 +58,22 @@ def _class_name(job: sch.JobPlan, peer: sch.PeerView) -> str:
     return device_class(peer.profile, job.job.spec.compute_unit).name
 
 
+def _class_owners(job: sch.JobPlan) -> dict[str, list[str]]:
+    """Each class among a job's feasible peers where some peer declared an owner: its peers' owners,
+    each once (`voter_name`: a peer that declared none is its own), so `plan` says how many votes a
+    class has (one owner's devices are one)."""
+    from scheduler.verification import voter_name
+
+    found: dict[str, set[str]] = {}
+    declared: set[str] = set()
+    for r in job.matching:
+        cls = _class_name(job, r.peer)
+        found.setdefault(cls, set()).add(voter_name(r.peer.peer_id, r.peer.owner.owner_id))
+        if r.peer.owner.owner_id:
+            declared.add(cls)
+    return {cls: sorted(owners) for cls, owners in found.items() if cls in declared}
+
+
 def _references(job: sch.JobPlan) -> list[dict[str, str]]:
     """Each class among a replicated job's feasible peers: the reference device that joins its
     quorums (`verify.reference`), or "" and why none does; then each named reference that fits
@@ -67,7 +87,7 @@ def _references(job: sch.JobPlan) -> list[dict[str, str]]:
         {"class": c.device_class.name, "reference": c.reference, "why_not": c.why_not}
         for c in class_references(peers, job.job.spec.compute_unit, job.verify)
     ]
-    fitting = {p.peer_id for p in peers}
+    fitting = {p.peer_id for p in peers} | {p.owner.owner_id for p in peers if p.owner.owner_id}
     missing = [p for p in job.verify.reference if p not in fitting]
     found += [
         {"class": "", "reference": "", "why_not": f"reference {p}: not a feasible peer"} for p in missing
@@ -99,10 +119,15 @@ def print_plan(result: sch.Plan) -> None:
                 if ranked.peer.claim
                 else ""
             )
-            console.print(f"  {'[green]✓[/]' if ranked in job.chosen else '[cyan]·[/]'} {peer}{claim}")
+            owner = f" {for_rich(ranked.peer.owner.owner_id)}" if ranked.peer.owner.owner_id else ""
+            console.print(f"  {'[green]✓[/]' if ranked in job.chosen else '[cyan]·[/]'} {peer}{owner}{claim}")
         for rejection in job.rejected:
             why = for_rich(f"{rejection.device_name} {rejection.peer_id}: {'; '.join(rejection.details)}")
             console.print(f"  [red]✗[/] {why}")
+        for cls, owners in _class_owners(job).items():
+            console.print(
+                f"  class {cls}: {len(owners)} owner(s), one vote each: {for_rich(', '.join(owners))}"
+            )
         for ref in _references(job):
             said = f"reference {ref['reference']}" if ref["reference"] else ref["why_not"]
             console.print(f"  {'class ' + ref['class'] + ': ' if ref['class'] else ''}{for_rich(said)}")

@@ -112,6 +112,10 @@ def join(
     no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="skip the device calibration")] = False,
     endpoint: EndpointOpt = None,
     on_device: OnDeviceOpt = None,
+    owner_key: Annotated[
+        Path | None,
+        typer.Option("--owner-key", help="your owner key (sark-node owner new): your devices are one vote"),
+    ] = None,
     events: EventsOpt = False,
 ) -> None:
     """Join the swarm as a worker: detect this device, advertise it, run benchmarks for allowed submitters.
@@ -138,6 +142,7 @@ def join(
         calibrate=False if no_calibrate else None,
         endpoints=declared_endpoints(endpoint),
         endpoints_on_device=endpoints_on_device(on_device),
+        owner_key=owner_key,
     )
     _check_joinable(config)
     profile = guard(lambda: _profile(profile_file)) if profile_file is not None else None
@@ -264,7 +269,7 @@ def peers(
         typer.Option("--challenge", help="challenge each peer's claimed CPU and GPU speeds (seconds each)"),
     ] = False,
 ) -> None:
-    """List the workers the DHT shows: peer id, device, usable units, reachability, advert age; and
+    """List the workers the DHT shows: peer id, owner, device, usable units, reachability, advert age; and
     the records this data folder's submitter keeps of peers it compared (why one is distrusted, and
     on whose evidence). `--challenge`: each peer's claims measured by the challenge, measured against
     claimed per unit with the verdict (`node.cli.peerchallenge`).
@@ -306,18 +311,19 @@ WHOLE_IDS_WIDTH = 150
 """The console width from which `peers` prints whole peer ids; narrower: their ends."""
 
 
-def _print_peers(
-    found: list[Peer], records: list[dict[str, Any]], as_json: bool, tested: Challenged | None
-) -> None:
-    from node.cli.console import console as out_console
-    from node.cli.console import id_tail
-    from node.cli.peerchallenge import attach, print_table
+def _peer_rows(found: list[Peer]) -> list[dict[str, Any]]:
+    """What `peers` says of each worker found (`peers --json`'s `peers`): its owner as its advert's
+    statement names it (`protocol.owner_of`: "" none declared, or refused with why), its class and claim."""
     from node.submitter.discovery import claims_of, home_class
+    from protocol import owner_of
 
     claims = claims_of([p.advert.profile for p in found])
-    rows: list[dict[str, Any]] = [
+    owners = [owner_of(p.advert.owner, p.peer_id) for p in found]
+    return [
         {
             "peer_id": p.peer_id,
+            "owner": owner.owner_id,
+            "owner_refused": owner.refused,
             "class": home_class(p.advert.profile).name,
             "claim": "claim_unverified: " + "; ".join(claim) if claim else "",
             "device": p.advert.profile.device_name,
@@ -330,8 +336,18 @@ def _print_peers(
                 p.advert.profile.calibration.model_dump(mode="json") if p.advert.profile.calibration else None
             ),
         }
-        for p, claim in zip(found, claims, strict=True)
+        for p, claim, owner in zip(found, claims, owners, strict=True)
     ]
+
+
+def _print_peers(
+    found: list[Peer], records: list[dict[str, Any]], as_json: bool, tested: Challenged | None
+) -> None:
+    from node.cli.console import console as out_console
+    from node.cli.console import id_tail
+    from node.cli.peerchallenge import attach, print_table
+
+    rows = _peer_rows(found)
     attach(rows, tested)  # each row's challenged units, with --challenge
     if as_json:
         print(json.dumps({"peers": rows, "records": records}), flush=True)
@@ -343,13 +359,23 @@ def _print_peers(
     out = out_console()
     whole = out.width >= WHOLE_IDS_WIDTH  # narrower: each id's end (`peers --json` has them whole)
     table = Table(
-        "peer id", "device", "class", "units", "served models", "reach", "age", "CPU GFLOPS", "mem GB/s"
+        "peer id",
+        "owner",
+        "device",
+        "class",
+        "units",
+        "served models",
+        "reach",
+        "age",
+        "CPU GFLOPS",
+        "mem GB/s",
     )
     table.columns[0].no_wrap = True
     for r in rows:
         cal = r["calibration"] or {}
         table.add_row(
             for_rich(str(r["peer_id"]) if whole else id_tail(str(r["peer_id"]))),
+            f"[red]{for_rich(r['owner_refused'])}[/red]" if r["owner_refused"] else (r["owner"] or "-"),
             for_rich(str(r["device"])) + (f"\n[red]{for_rich(r['claim'])}[/red]" if r["claim"] else ""),
             r["class"],
             ", ".join(r["units"]),

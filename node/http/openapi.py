@@ -183,13 +183,14 @@ SCHEMAS: Final[JSON] = {
             "agreed_ms": {"type": "number", "nullable": True},
             "band": {"type": "number", "nullable": True},
             "networks": _array(_STR),
+            "owners": _array(_STR),
             "outliers": _array(_STR),
         },
     ),
     "ReplicaFigure": _obj(
         {"task_id": _STR},
         {
-            **{k: _STR for k in ("peer", "device", "network", "verdict")},
+            **{k: _STR for k in ("peer", "device", "network", "owner", "verdict")},
             "figure_ms": {"type": "number", "nullable": True},
         },
     ),

@@ -1,6 +1,6 @@
 """Where each row came from, in report.html: the swarm the campaign ran on, the worker that measured
-it, its signature, how it was verified (replicas, the networks of their quorum), its device class and
-claim mark, and why a task that did not run did not. Presentation only: who and how are read from
+it, its signature, how it was verified (replicas, the networks and owners of their quorum), its device
+class and claim mark, and why a task that did not run did not. Presentation only: who and how are read from
 each row's text (the registry's cells), every string through the HTML seam.
 """
 
@@ -17,6 +17,7 @@ _HEAD = (
     "signature",
     "verified",
     "quorum networks",
+    "quorum owners",
     "device class",
     "claim",
 )
@@ -31,6 +32,7 @@ def _cells(row: dict[str, str]) -> tuple[str, ...]:
         row.get("SignatureStatus", "") or row.get("Status", ""),
         row.get("Verified", "") or ("" if row.get("Status") == "Complete" else row.get("FailureReason", "")),
         row.get("QuorumNetworks", "").replace(";", ", "),
+        row.get("QuorumOwners", "").replace(";", ", "),
         row.get("DeviceClass", ""),
         row.get("Claim", ""),
     )

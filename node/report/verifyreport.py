@@ -59,7 +59,8 @@ def _job(group: GroupVerification) -> str:
 
 def _replica(replica: ReplicaFigure) -> str:
     figure = shown(replica.figure_ms, 3) or "-"
-    network = f" [{replica.network}]" if replica.network else ""
+    where = ", ".join(w for w in (replica.network, replica.owner) if w)  # an owner where declared
+    network = f" [{where}]" if where else ""
     return f"{short_peer(replica.peer) or '(unplaced)'} {figure}{network} {replica.verdict}"
 
 

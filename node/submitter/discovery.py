@@ -15,7 +15,7 @@ import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node, Peer
 from node.p2p.survey import Shortfall, why_no_workers
-from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, Reachability
+from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, Reachability, owner_of
 from scheduler.verification import DeviceClass, claim_problems, device_class
 
 log = logging.getLogger(__name__)
@@ -160,12 +160,17 @@ class Discovery:
                 log.warning("peer %s advertised but did not answer: %s", peer.peer_id, exc)
                 return
             self._adverts[peer.peer_id] = advert
-            views.append(_view(advert, load, host))
+            view = _view(advert, load, host)
+            if view.owner.refused and peer.peer_id not in self._known:  # said once, not every round
+                log.warning("peer %s: owner_refused: %s", peer.peer_id, view.owner.refused)
+            views.append(view)
         if scope.cancelled_caught:
             log.warning("peer %s advertised but its profile probe timed out", peer.peer_id)
 
 
 def _view(advert: AdvertBody, load: Load, host: str = "") -> sch.PeerView:
+    """A verified advert as the scheduler reads it; its owner statement checked against the peer id
+    that signed it (`protocol.owner_of`): placement never places a peer whose statement is refused."""
     return sch.PeerView(
         peer_id=advert.peer_id,
         profile=advert.profile,
@@ -173,6 +178,7 @@ def _view(advert: AdvertBody, load: Load, host: str = "") -> sch.PeerView:
         reachability=advert.reachability,
         age_s=max(0.0, time.time() - advert.issued_at),
         host=host,
+        owner=owner_of(advert.owner, advert.peer_id),
     )
 
 

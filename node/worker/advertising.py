@@ -34,6 +34,7 @@ from protocol import (
     DeviceProfile,
     Envelope,
     Load,
+    OwnerStatement,
     ProfileReply,
     Reachability,
 )
@@ -80,10 +81,17 @@ class Advertised:
 class _Advertiser:
     """Signs our advert with a seq that grows across restarts (milliseconds since the epoch)."""
 
-    def __init__(self, node: Node, profile: Callable[[], DeviceProfile], load: Callable[[], Load]) -> None:
+    def __init__(
+        self,
+        node: Node,
+        profile: Callable[[], DeviceProfile],
+        load: Callable[[], Load],
+        owner: OwnerStatement | None = None,
+    ) -> None:
         self._node = node
         self._profile = profile
         self._load = load
+        self._owner = owner
         self._seq = int(time.time() * 1000)
         self.addrs: tuple[str, ...] = ()
         self.circuit_addrs: tuple[str, ...] = ()
@@ -105,6 +113,7 @@ class _Advertiser:
             reachability=self.reachability,
             profile=self._profile(),
             load=self._load(),
+            owner=self._owner,
         )
         self.current = seal(body, DOMAIN_ADVERT, self._node.host.private_key)
         return self.current
@@ -155,6 +164,7 @@ async def serve_worker(
     *,
     handlers: Mapping[str, Handler] | None = None,
     live: Callable[[], DeviceProfile] | None = None,
+    owner: OwnerStatement | None = None,
     task_status: TaskStatus[Advertised] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Advertise this device and keep the advert fresh; serve `/sark/profile` and `handlers`. Never returns.
@@ -163,9 +173,9 @@ async def serve_worker(
     cap; they enforce their own read deadlines. `task_status.started(Advertised)` after the first advert.
     The worker also serves `/sark/reach` (dial-backs from a throwaway host) for peers whose gate does not.
     `live` gives the profile as it is now (declared model servers are probed again); each advert and
-    `/sark/profile` answer carries it.
+    `/sark/profile` answer carries it, and `owner`: its owner's statement (`protocol.owner`), if any.
     """
-    advertiser = _Advertiser(node, live or (lambda: profile), load)
+    advertiser = _Advertiser(node, live or (lambda: profile), load, owner)
     node.host.set_handler(PROFILE, advertiser.serve_profile, deadline=10.0)
     for protocol, handler in (handlers or {}).items():
         cap = node.config.max_streams_per_peer

@@ -15,6 +15,7 @@ import drivers
 from node.config import NodeConfig
 from node.errors import ConfigError, DeviceProbeFailed
 from node.events import EventSink, quiet
+from node.ownerkey import owner_statement, read_owner_key
 from node.p2p.node import Node, open_node
 from node.p2p.wire import Channel
 from node.transfer.blob import UploadSlots, blob_handler
@@ -84,11 +85,26 @@ def checked(profile: DeviceProfile) -> DeviceProfile:
         raise ConfigError("profile", "; ".join(field_problems(exc, root="profile"))) from exc
 
 
+def offer_policy(config: NodeConfig) -> OfferPolicy:
+    """Which offers this worker takes, as its configuration says."""
+    return OfferPolicy(
+        allow=frozenset(config.allow),
+        open_mode=config.open_mode,
+        max_model_bytes=config.max_model_bytes,
+        allow_code_models=config.allow_code_models,
+        lease_ttl_s=config.lease_ttl_s,
+        heartbeat_s=config.heartbeat_s,
+        max_offer_lifetime_s=config.max_offer_lifetime_s,
+    )
+
+
 @asynccontextmanager
 async def open_worker(
     config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
 ) -> AsyncIterator[WorkerHandle]:
-    """Start a worker: detect the device (unless given), advertise, take offers; stop on exit."""
+    """Start a worker: detect the device (unless given), advertise (with its owner's statement when
+    an owner key is set), take offers; stop on exit."""
+    owner_seed = read_owner_key(config.owner_key) if config.owner_key is not None else None
     profile = await device_profile(config, profile)
     live = LiveProfile(profile)
     cache = model_cache(config)
@@ -112,15 +128,7 @@ async def open_worker(
             peer_id=node.host.peer_id,
             profile=profile,
             runner=runner,
-            policy=OfferPolicy(
-                allow=frozenset(config.allow),
-                open_mode=config.open_mode,
-                max_model_bytes=config.max_model_bytes,
-                allow_code_models=config.allow_code_models,
-                lease_ttl_s=config.lease_ttl_s,
-                heartbeat_s=config.heartbeat_s,
-                max_offer_lifetime_s=config.max_offer_lifetime_s,
-            ),
+            policy=offer_policy(config),
             is_relayed=node.host.is_relayed,
             has_model=lambda sha: cache.path_for(sha) is not None,
             events=events,
@@ -136,8 +144,12 @@ async def open_worker(
         }
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
+            owner = owner_statement(owner_seed, node.host.peer_id)
             advertised = await nursery.start(
-                partial(serve_worker, handlers=handlers, live=live.get), node, profile, runner.load
+                partial(serve_worker, handlers=handlers, live=live.get, owner=owner),
+                node,
+                profile,
+                runner.load,
             )
             if config.endpoints:
                 nursery.start_soon(reprobe_forever, config.endpoints, live, config.endpoint_probe_s)

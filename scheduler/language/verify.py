@@ -6,6 +6,7 @@
       unverified: refuse   # place peers whose device claims are not believed? allow | refuse
       same_host: refuse    # allow: replicas may share a network host (a lab on one machine only)
       reference: [12D3KooW...]  # the submitter's own devices: one joins every quorum of its class
+                                # (an owner id, owner-..., names every device of that owner)
 
 A job's block replaces the campaign's. A reference device is one the submitter trusts (its own): a
 replicated task of its class (full replication or a spot check) has it in its quorum, and a replica
@@ -40,8 +41,9 @@ class Verify(Value):
         spot_check: the probability of replicating a task of a trusted peer (0: never).
         unverified: whether a peer marked `claim_unverified` may be placed.
         same_host: whether replicas may share a network host.
-        reference: the peer ids of the submitter's own devices: one of its class joins each quorum,
-            and its figure is the one the others are judged against.
+        reference: the peer ids of the submitter's own devices (or owner ids: every device whose
+            verified owner it is): one of its class joins each quorum, and its figure is the one the
+            others are judged against.
     """
 
     replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
@@ -115,7 +117,10 @@ def _references(raw: object, path: str, problems: Problems) -> tuple[str, ...]:
     kept: list[str] = []
     for k, item in enumerate(items):
         if not isinstance(item, str) or not _PEER_ID.fullmatch(item):
-            problems.add(f"{path}[{k}]", f"expected a peer id (12D3KooW...), got {describe(item)}")
+            problems.add(
+                f"{path}[{k}]",
+                f"expected a peer id (12D3KooW...) or an owner id (owner-...), got {describe(item)}",
+            )
         elif item in kept:
             problems.add(f"{path}[{k}]", f"{item} is listed twice")
         else:

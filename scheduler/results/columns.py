@@ -119,6 +119,7 @@ _EXTENDED = _section(
     ("SignatureStatus",),
     ("Verified",),  # how replicas settled it (scheduler/results/verifyrows.py)
     ("QuorumNetworks",),  # the networks a replicated row's quorum came from
+    ("QuorumOwners",),  # and their owners (one owner's devices are one vote: protocol/owner.py)
     ("DeviceClass",),
     ("Claim",),
     ("InputShapes",),

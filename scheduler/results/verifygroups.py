@@ -34,6 +34,7 @@ class ReplicaFigure(Value):
         device: its device's name.
         figure_ms: the figure settling compared (the median of its process medians); None without one.
         network: the network it counted as (`networks.network_of`, "relayed"; "" unknown).
+        owner: its owner's short id where it declared one (`protocol.owner`; "" its own owner).
         verdict: its row's verdict: `replicated k/n (...)`, `outlier`, `disagreed`, `single`,
             `pending`, or how it ended without a result (`unverifiable`, `failed`, ...).
     """
@@ -43,6 +44,7 @@ class ReplicaFigure(Value):
     device: str = ""
     figure_ms: float | None = None
     network: str = ""
+    owner: str = ""
     verdict: str = ""
 
 
@@ -60,6 +62,7 @@ class GroupVerification(Value):
         band: the relative band the replicas were judged with; None where nothing was compared.
         reference: the reference device that vouched for the figure, or "".
         networks: the networks the agreeing quorum came from.
+        owners: the owners it came from (`replicas.voter_name`: one owner's devices are one vote).
         outliers: the peers whose figures were refused.
         reason: why, for people (each outlier with its figure, the band; the shortfall of an
             unverifiable group).
@@ -76,6 +79,7 @@ class GroupVerification(Value):
     band: float | None = None
     reference: str = ""
     networks: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()
     outliers: tuple[str, ...] = ()
     reason: str = ""
     replicas: tuple[ReplicaFigure, ...] = ()
@@ -104,6 +108,7 @@ def group_of(members: Sequence[TaskView]) -> GroupVerification:
     first = members[0]
     said = next((t.agreement for t in members if t.agreement is not None), None)
     networks = dict(said.networks) if said is not None else {}
+    owners = dict(said.owners) if said is not None else {}
     outcome = _outcome(members)
     refused = next((t.detail for t in members if t.state == TaskState.UNVERIFIABLE and t.detail), "")
     return GroupVerification(
@@ -117,13 +122,14 @@ def group_of(members: Sequence[TaskView]) -> GroupVerification:
         band=said.band if said is not None else None,
         reference=said.reference if said is not None else "",
         networks=next((t.quorum_networks for t in members if t.quorum_networks), ()),
+        owners=next((t.quorum_owners for t in members if t.quorum_owners), ()),
         outliers=tuple(t.peer_id or "" for t in members if _verdict(t) == "outlier"),
         reason=(said.reason if said is not None else "") or (refused if outcome == "unverifiable" else ""),
-        replicas=tuple(_replica(t, networks) for t in members),
+        replicas=tuple(_replica(t, networks, owners) for t in members),
     )
 
 
-def _replica(task: TaskView, networks: dict[str, str]) -> ReplicaFigure:
+def _replica(task: TaskView, networks: dict[str, str], owners: dict[str, str]) -> ReplicaFigure:
     done = task.state == TaskState.DONE
     return ReplicaFigure(
         task_id=task.task_id,
@@ -131,6 +137,7 @@ def _replica(task: TaskView, networks: dict[str, str]) -> ReplicaFigure:
         device=task.device_name,
         figure_ms=task.progress.median_ms if done else None,
         network=networks.get(task.peer_id or "", ""),
+        owner=owners.get(task.peer_id or "", ""),
         verdict=_verdict(task),
     )
 

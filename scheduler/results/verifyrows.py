@@ -1,5 +1,5 @@
-"""A row's verification columns: how its replica group settled it, the networks its quorum came from,
-its device class, its peer's claim."""
+"""A row's verification columns: how its replica group settled it, the networks and the owners its
+quorum came from, its device class, its peer's claim."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from scheduler.verification.classes import DeviceClass, device_class
 
 
 def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
-    """Verified, QuorumNetworks, DeviceClass and Claim. Verified: how the task's group settled it
-    (`replicated k/n`, `outlier: why`, `disagreed: why`), `single` for an accepted result no other
+    """Verified, QuorumNetworks, QuorumOwners, DeviceClass and Claim. Verified: how the task's group
+    settled it (`replicated k/n`, `outlier: why`, `disagreed: why`), `single` for an accepted result no other
     replica checked, `pending` while its group is unsettled, `unverifiable` for a task whose quorum
     could not be placed (its Status says so too), "" for another task without a result.
-    QuorumNetworks: a replicated row's agreeing networks, ";"-joined. Claim: the peer's
+    QuorumNetworks: a replicated row's agreeing networks, ";"-joined; QuorumOwners: their owners
+    (`replicas.voter_name`: an owner's short id, or a device's own id's end), ";"-joined. Claim: the peer's
     `claim_unverified` mark and why (`scheduler.verification.claims`)."""
     verified = "unverifiable" if task.state == TaskState.UNVERIFIABLE else ""
     if task.state == TaskState.DONE:
@@ -27,8 +28,16 @@ def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
             verified = f"{verified}: {task.verify_detail}"
     cls = class_name(task, peer)
     claim = f"claim_unverified: {'; '.join(peer.claim)}" if peer is not None and peer.claim else ""
-    networks = ";".join(task.quorum_networks) if verified.startswith("replicated") else ""
-    return {"Verified": verified, "QuorumNetworks": networks, "DeviceClass": cls, "Claim": claim}
+    replicated = verified.startswith("replicated")
+    networks = ";".join(task.quorum_networks) if replicated else ""
+    owners = ";".join(task.quorum_owners) if replicated else ""
+    return {
+        "Verified": verified,
+        "QuorumNetworks": networks,
+        "QuorumOwners": owners,
+        "DeviceClass": cls,
+        "Claim": claim,
+    }
 
 
 def class_name(task: TaskView, peer: PeerView | None) -> str:

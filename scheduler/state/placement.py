@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from protocol import ComputeUnit, DeviceProfile, Endpoint, Load, ModelRef, Reachability
+from protocol import ComputeUnit, DeviceProfile, Endpoint, Load, ModelRef, Owner, Reachability
 from scheduler.language.campaign import Campaign, Job
 from scheduler.language.needs import Needs, campaign_needs
 from scheduler.language.verify import NOT_VERIFIED, Verify
@@ -42,6 +42,8 @@ class PeerView:
         host: the IP address the submitter's connection to it came from ("" unknown): replicas of
             one task come from distinct hosts (`scheduler.verification.replicas`).
         claim: why its advertised device is not believed (`scheduler.verification.claims`; empty: believed).
+        owner: who owns it, from its advert's statement as the submitter checked it (`protocol.owner_of`:
+            none stated, its own owner; a refused statement keeps it from every job).
     """
 
     peer_id: str
@@ -52,6 +54,7 @@ class PeerView:
     has_model: bool = False
     host: str = ""
     claim: tuple[str, ...] = ()
+    owner: Owner = field(default_factory=Owner)
 
 
 class Misfit(enum.StrEnum):
@@ -66,6 +69,7 @@ class Misfit(enum.StrEnum):
     STALE_ADVERT = "stale_advert"
     QUEUE_FULL = "queue_full"
     CLAIM_UNVERIFIED = "claim_unverified"
+    OWNER_REFUSED = "owner_refused"
 
 
 @dataclass(frozen=True)
@@ -257,6 +261,11 @@ def _check_claim(needs: Needs, peer: PeerView) -> Reason | None:
     )
 
 
+def _check_owner(needs: Needs, peer: PeerView) -> Reason | None:
+    """A peer whose owner statement did not verify lied about who owns it: never placed."""
+    return Reason(Misfit.OWNER_REFUSED, peer.owner.refused) if peer.owner.refused else None
+
+
 CHECKS: Final[tuple[Callable[[Needs, PeerView], Reason | None], ...]] = (
     _check_unit,
     _check_os,
@@ -266,6 +275,7 @@ CHECKS: Final[tuple[Callable[[Needs, PeerView], Reason | None], ...]] = (
     _check_fresh,
     _check_queue,
     _check_claim,
+    _check_owner,
 )
 
 

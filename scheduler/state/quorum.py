@@ -1,9 +1,9 @@
 """Which peer joins a replica group: a retried replica's pool, and the peer of one more replica.
 
 Both keep a group independent: the group's device class, a network none of its other tasks is on
-(`networks.network_of`, never an unknown one). One more replica (a spot check, a tie-break) goes to the
-class's reference device first (`verify.reference`), else to the first feasible peer in the order of
-the campaign's secret draw, so no peer can arrange to check itself.
+(`networks.network_of`, never an unknown one), an owner none of them is of. One more replica (a spot
+check, a tie-break) goes to the class's reference device first (`verify.reference`), else to the first
+feasible peer in the order of the campaign's secret draw, so no peer can arrange to check itself.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from scheduler.state.replication import candidate
 from scheduler.state.tasks import TaskView
 from scheduler.verification.classes import DeviceClass
 from scheduler.verification.draws import DrawKey, Purpose
+from scheduler.verification.references import reference_peers
 from scheduler.verification.replicas import Candidate, pick_replicas
 
 
@@ -25,24 +26,28 @@ def replica_pool(
     task: TaskView, tasks: Mapping[str, TaskView], peers: Mapping[str, PeerView], campaign: Campaign
 ) -> list[PeerView]:
     """The peers a task may be retried on: any for an unreplicated task; for a replica, those of its
-    group's class on a network (`networks.network_of`, never an unknown one) none of the group's
-    other live or done tasks is on."""
+    group's class on a network (`networks.network_of`, never an unknown one) and of an owner none of
+    the group's other live or done tasks is on or of."""
     if not task.replica_group:
         return list(peers.values())
     verify = campaign.verify_of(campaign.jobs[task.job_index])
     others = [
         t for t in tasks.values() if t.replica_group == task.replica_group and t.task_id != task.task_id
     ]
-    hosts = {
-        candidate(peers[t.peer_id], task.unit, verify).host
-        for t in others
-        if t.peer_id and t.peer_id in peers
-    }
-    hosts.discard("")
+    held = [
+        candidate(peers[t.peer_id], task.unit, verify) for t in others if t.peer_id and t.peer_id in peers
+    ]
+    hosts = {c.host for c in held} - {""}
+    voters = {c.voter for c in held}
     pool = []
     for peer in peers.values():
         c = candidate(peer, task.unit, verify)
-        if c.device_class.key == task.device_class and c.host and c.host not in hosts:
+        if (
+            c.device_class.key == task.device_class
+            and c.host
+            and c.host not in hosts
+            and c.voter not in voters
+        ):
             pool.append(peer)
     return pool
 
@@ -60,8 +65,7 @@ def more_peer(
     ranks itself second, or a second key of its owner's, predict that it checks the first); a
     reference device of the class first, when the group holds none."""
     unit = members[0].unit
-    taken = [peers[t.peer_id] for t in members if t.peer_id and t.peer_id in peers]
-    hosts = [candidate(p, unit, verify).host for p in taken]
+    taken = [candidate(peers[t.peer_id], unit, verify) for t in members if t.peer_id and t.peer_id in peers]
     feasible = [candidate(r.peer, unit, verify) for r in rank(needs, list(peers.values()), placed=placed)]
     group = members[0].replica_group
     candidates = sorted(feasible, key=lambda c: key.draw(Purpose.REPLICA_PEER, f"{group}\x00{c.peer_id}"))
@@ -69,8 +73,9 @@ def more_peer(
         candidates,
         1,
         taken=[t.peer_id for t in members if t.peer_id],
-        taken_hosts=hosts,
+        taken_hosts=[c.host for c in taken],
         device_class=DeviceClass(members[0].device_class),
-        references=verify.reference,
+        references=reference_peers(verify.reference, peers.values()),
+        taken_owners=[c.voter for c in taken],
     )
     return got[0] if got else None

@@ -1,5 +1,5 @@
 """A replicated job's placement: its tasks in groups of `verify.replicas`, each group one device
-class on distinct peers and hosts (`replicas.pick_replicas` over placement's ranking).
+class on distinct peers, owners and hosts (`replicas.pick_replicas` over placement's ranking).
 
 `devices:` counts groups (figures), not tasks: `any` is one group, `n` is n groups, `all` makes as
 many full groups as the feasible peers allow, each peer in at most one (a class whose peers cannot
@@ -23,6 +23,7 @@ from scheduler.language.verify import Verify
 from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.networks import network_of
 from scheduler.verification.peers import Advertised
+from scheduler.verification.references import reference_peers
 from scheduler.verification.replicas import Candidate, by_class, pick_replicas
 
 
@@ -38,11 +39,11 @@ PlacedT = TypeVar("PlacedT", bound=Placeable)
 
 
 def candidate(peer: Advertised, unit: ComputeUnit, verify: Verify) -> Candidate:
-    """A peer as a replica candidate: its host's network (`networks.network_of`). With `same_host:
-    allow` its identity stands for its network, so any two peers pair (the lab's way around one
-    machine; the row says so)."""
+    """A peer as a replica candidate: its host's network (`networks.network_of`) and its owner. With
+    `same_host: allow` its identity stands for its network, so any two peers pair (the lab's way
+    around one machine; the row says so); two devices of one owner never pair, switch or not."""
     host = peer.peer_id if verify.same_host == "allow" else network_of(peer.host)
-    return Candidate(peer.peer_id, device_class(peer.profile, unit), host)
+    return Candidate(peer.peer_id, device_class(peer.profile, unit), host, peer.owner.owner_id)
 
 
 @dataclass(frozen=True)
@@ -70,21 +71,24 @@ def place_groups(
     size = verify.replicas
     by_id = {r.peer.peer_id: r for r in matching}
     limit = 1 if devices == "any" else len(matching) if devices == "all" else int(devices)
-    got = _fill([candidate(r.peer, unit, verify) for r in matching], size, limit, verify.reference)
+    refs = reference_peers(verify.reference, (r.peer for r in matching))
+    got = _fill([candidate(r.peer, unit, verify) for r in matching], size, limit, refs)
     chosen = tuple(by_id[c.peer_id] for c in got)
     groups = limit if devices != "all" else max(1, len(chosen) // size)
     wanted = size * groups
     if len(chosen) == wanted:
         return Groups(chosen, wanted)
     rule = (
-        f"verify.replicas: {size} peers of one device class on distinct networks per task "
-        "(IPv4 /24, IPv6 /64, loopback one; a relayed peer none); "
+        f"verify.replicas: {size} peers of one device class, of distinct owners on distinct networks, "
+        "per task (IPv4 /24, IPv6 /64, loopback one; a relayed peer none); "
         f"{len(chosen) // size} of {groups} quorum(s) placed"
     )
-    fix = "more peers of the class on other networks, or fewer verify.replicas, would allow it"
+    fix = (
+        "more peers of the class of other owners on other networks, or fewer verify.replicas, would allow it"
+    )
     if verify.same_host != "allow":
         lab = [candidate(r.peer, unit, verify.with_(same_host="allow")) for r in matching]
-        if len(_fill(lab, size, limit, verify.reference)) > len(chosen):
+        if len(_fill(lab, size, limit, refs)) > len(chosen):
             fix = "verify: {same_host: allow} would let peers on one machine make one (a lab only)"
     return Groups(chosen, wanted, f"{rule}; {fix}")
 
@@ -129,8 +133,9 @@ def class_references(
     quorums or why none does: none of the class is listed, or its network is unknown (relayed: it
     cannot count toward a quorum)."""
     out: list[ClassReference] = []
+    refs = reference_peers(verify.reference, peers)
     for cls, members in by_class(candidate(p, unit, verify) for p in peers).items():
-        mine = [c for c in members if c.peer_id in verify.reference]
+        mine = [c for c in members if c.peer_id in refs]
         joins = [c for c in mine if c.host]
         if joins:
             out.append(ClassReference(cls, joins[0].peer_id))

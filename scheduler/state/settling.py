@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
+from protocol import short_owner
 from scheduler.language.campaign import Campaign
 from scheduler.language.needs import Needs
 from scheduler.language.verify import Verify
@@ -41,8 +42,8 @@ from scheduler.verification.agreement import (
 from scheduler.verification.draws import DrawKey
 from scheduler.verification.evidence import weigh
 from scheduler.verification.networks import network_of
-from scheduler.verification.references import judge
-from scheduler.verification.replicas import Candidate
+from scheduler.verification.references import judge, reference_peers
+from scheduler.verification.replicas import Candidate, voter_name
 from scheduler.verification.reputation import PeerRecord, distrusted, should_check
 
 MORE = "more"
@@ -131,10 +132,10 @@ def settle_groups(state: SettlingState) -> Settled:
 
 def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Decided) -> None:
     campaign = state.campaign
-    suspects = distrusted(out.records).keys() - references_of(campaign)  # the submitter's own: trusted
+    suspects = distrusted(out.records).keys() - references_of(campaign, state.peers)  # the submitter's own
     for members in unsettled_groups(tasks.values(), suspects).values():
         first = members[0]
-        verify = campaign.verify_of(campaign.jobs[first.job_index])
+        verify = resolved(campaign.verify_of(campaign.jobs[first.job_index]), state.peers)
         processes = campaign.jobs[first.job_index].spec.processes
         spread = pooled_spread(out.errors.get(pool_key(first), ()), processes)
         found = verdict(members, verify, spread, out.records, state.key)
@@ -148,9 +149,16 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
             out.commands.extend(command)
             continue
         networks = quorum_networks(found.settlement, state.peers)
+        owners = quorum_owners(found.settlement, state.peers)
         said = agreement_of(found.settlement, members, spread, state.peers)
         out.labelled.extend(
-            tasks[i].with_(verified=label, verify_detail=why, quorum_networks=networks, agreement=said)
+            tasks[i].with_(
+                verified=label,
+                verify_detail=why,
+                quorum_networks=networks,
+                quorum_owners=owners,
+                agreement=said,
+            )
             for i, (label, why) in found.labels.items()
         )
         _record(state, members, found.settlement, processes, out)
@@ -167,8 +175,9 @@ def _record(
     fresh = {t.peer_id for t in members if not t.verified}
     timed = [t.peer_id or "" for t in members if t.state == TaskState.DONE and t.progress.median_ms]
     networks = {p: network_of(state.peers[p].host) for p in timed if p in state.peers}
-    verify = state.campaign.verify_of(state.campaign.jobs[members[0].job_index])
-    said = weigh(settled, timed, networks, out.records, verify.reference, state.now)
+    owners = {p: state.peers[p].owner.owner_id for p in timed if p in state.peers}
+    verify = resolved(state.campaign.verify_of(state.campaign.jobs[members[0].job_index]), state.peers)
+    said = weigh(settled, timed, networks, out.records, verify.reference, state.now, owners)
     evidence = tuple((p, ev) for p, ev in said if p in fresh)
     agreed = tuple(p for p, ev in evidence if ev.agreed)
     outliers = tuple(p for p, ev in evidence if not ev.agreed and ev.weight > 0)
@@ -209,8 +218,9 @@ def _replica(
         peer = peers[pick.peer_id]
         return fresh.with_(peer_id=peer.peer_id, device_name=peer.profile.device_name), []
     why = (
-        "no further peer of the class on another network for one more replica "
-        "(verify.replicas: distinct networks; same_host: allow lets one machine's peers do it, a lab only)"
+        "no further peer of the class of another owner on another network for one more replica "
+        "(verify.replicas: distinct owners and networks; same_host: allow lets one machine's peers do it, "
+        "a lab only)"
     )
     ended = fresh.with_(
         state=TaskState.UNVERIFIABLE, failure_reason=Lapse.NO_QUORUM, detail=why, ended_at=now
@@ -235,12 +245,22 @@ def quorum_networks(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple
     return tuple(sorted(found))
 
 
+def quorum_owners(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple[str, ...]:
+    """The owners a replicated group's agreeing peers came from, each once, sorted (`voter_name`);
+    () for a group not replicated."""
+    if settled.outcome != Outcome.REPLICATED:
+        return ()
+    return tuple(
+        sorted({voter_name(p, peers[p].owner.owner_id if p in peers else "") for p in settled.agreed})
+    )
+
+
 def agreement_of(
     settled: Settlement, members: Sequence[TaskView], class_spread: float, peers: Mapping[str, PeerView]
 ) -> Agreement:
     """What a settled group's members keep of it for every view: the agreed figure, the band it was
     judged with (none for a result compared with nothing), the reference, the reason, and each timed
-    replica's network ("relayed": never seen; "" for a peer no longer known)."""
+    replica's network ("relayed": never seen; "" for a peer no longer known) and declared owner."""
     timed = [t.peer_id for t in members if t.state == TaskState.DONE and t.progress.median_ms is not None]
     known = [p for p in timed if p]
     return Agreement(
@@ -249,6 +269,9 @@ def agreement_of(
         reference=settled.reference,
         reason=settled.reason,
         networks=tuple((p, (network_of(peers[p].host) or "relayed") if p in peers else "") for p in known),
+        owners=tuple(
+            (p, short_owner(peers[p].owner.owner_id)) for p in known if p in peers and peers[p].owner.owner_id
+        ),
     )
 
 
@@ -337,9 +360,19 @@ def _vouched_by(settled: Settlement, verify: Verify) -> str:
     return f" ({'; '.join(said)})" if said else ""
 
 
-def references_of(campaign: Campaign) -> frozenset[str]:
-    """Every reference device any job of the campaign names (`verify.reference`)."""
-    return frozenset(p for job in campaign.jobs for p in campaign.verify_of(job).reference)
+def references_of(campaign: Campaign, peers: Mapping[str, PeerView]) -> frozenset[str]:
+    """Every reference device any job of the campaign names (`verify.reference`: a peer id, or an
+    owner id for every device of that owner among `peers`)."""
+    named = {p for job in campaign.jobs for p in campaign.verify_of(job).reference}
+    return reference_peers(named, peers.values())
+
+
+def resolved(verify: Verify, peers: Mapping[str, PeerView]) -> Verify:
+    """`verify` with its references as peer ids: an owner id listed adds every device of that owner
+    among `peers` (`references.reference_peers`)."""
+    if not verify.reference:
+        return verify
+    return verify.with_(reference=tuple(sorted(reference_peers(verify.reference, peers.values()))))
 
 
 def flagged(verified: str) -> bool:

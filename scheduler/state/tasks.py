@@ -127,6 +127,8 @@ class Agreement(Value):
         reason: the settlement's reason for people (who was the outlier, its figure, the band).
         networks: each timed replica's peer and the network it counted as (`networks.network_of`;
             "relayed" for one whose address was never seen), in the group's order.
+        owners: each timed replica's peer and its owner's short id (`protocol.short_owner`), for
+            those that declared one (`protocol.owner`).
     """
 
     figure_ms: float | None = None
@@ -134,6 +136,7 @@ class Agreement(Value):
     reference: str = ""
     reason: str = ""
     networks: tuple[tuple[str, str], ...] = ()
+    owners: tuple[tuple[str, str], ...] = ()
 
 
 class TaskView(Value):
@@ -171,6 +174,7 @@ class TaskView(Value):
         verify_detail: the settlement's reason (who disagreed, the band).
         quorum_networks: the networks its agreeing quorum came from (`networks.network_of`; "relayed"
             for a peer whose address was never seen), set when its group settled `replicated`.
+        quorum_owners: the owners its agreeing quorum came from (`replicas.voter_name`), set with them.
         agreement: what its group's settlement said (the agreed figure, the band, each replica's
             network), set with `verified`; None while unsettled or not verified.
     """
@@ -200,6 +204,7 @@ class TaskView(Value):
     verified: str = ""
     verify_detail: str = ""
     quorum_networks: tuple[str, ...] = ()
+    quorum_owners: tuple[str, ...] = ()
     agreement: Agreement | None = None
 
     @property

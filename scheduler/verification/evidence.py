@@ -19,7 +19,9 @@ their networks) and weighed by them:
 
 A reference device (the submitter's own, `verify.reference`) weighs in full and is named with the
 network `reputation.REFERENCE`: its word alone is independent evidence, and each offset against it
-carries its standard error as the class's spread has it (`Settlement.error`, `offsets`).
+carries its standard error as the class's spread has it (`Settlement.error`, `offsets`). One owner's
+devices (`owners`: each peer's verified owner, `protocol.owner`) are one witness: a partner is named
+by its owner's id, once, and a majority counts its owners as it counts its networks.
 
 Pure: the networks and records come in, the evidence goes out; the state machine (`state.settling`)
 and benchmarks/replication_sim.py both call it.
@@ -45,21 +47,25 @@ def weigh(
     records: Mapping[str, PeerRecord],
     references: Collection[str] = (),
     at: float = 0.0,
+    owners: Mapping[str, str] | None = None,
 ) -> tuple[tuple[str, Evidence], ...]:
     """Each of `group` (the peers of the group's timed replicas) with what the settlement says of
-    it; a group that is neither replicated nor disagreed says nothing."""
+    it; a group that is neither replicated nor disagreed says nothing. `owners`: peer -> its owner's
+    id, for peers that declared one (the rest are their own)."""
+    owners = owners or {}
 
     def worth(partners: Sequence[str]) -> float:
         weights = [1.0 if p in references else standing(records.get(p, PeerRecord())) for p in partners]
         return statistics.mean(weights) if weights else 0.0
 
     def named(partners: Sequence[str]) -> tuple[tuple[str, str], ...]:
-        return tuple((p, REFERENCE if p in references else networks.get(p, "")) for p in partners)
+        said = {owners.get(p) or p: REFERENCE if p in references else networks.get(p, "") for p in partners}
+        return tuple(said.items())  # one owner's devices: one witness
 
     out: list[tuple[str, Evidence]] = []
     if settled.outcome == Outcome.REPLICATED:
         majority = list(settled.agreed)
-        counts = independent(majority, networks, references)
+        counts = independent(majority, networks, references, owners)
         for peer in group:
             error = settled.error if peer != settled.reference else 0.0  # against a reference
             if peer in majority:
@@ -76,9 +82,16 @@ def weigh(
     return tuple(out)
 
 
-def independent(majority: Sequence[str], networks: Mapping[str, str], references: Collection[str]) -> bool:
+def independent(
+    majority: Sequence[str],
+    networks: Mapping[str, str],
+    references: Collection[str],
+    owners: Mapping[str, str] | None = None,
+) -> bool:
     """Whether a majority may count a disagreement against its outliers: it holds a reference
-    device (the submitter's own), or its members span `NETWORKS_MIN` known networks."""
+    device (the submitter's own), or its members span `NETWORKS_MIN` known networks and as many
+    owners (`owners`: a peer that declared none is its own)."""
     if set(majority) & set(references):
         return True
-    return len({networks.get(p, "") for p in majority} - {""}) >= NETWORKS_MIN
+    voters = {(owners or {}).get(p) or p for p in majority}
+    return len({networks.get(p, "") for p in majority} - {""}) >= NETWORKS_MIN and len(voters) >= NETWORKS_MIN

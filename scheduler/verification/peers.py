@@ -1,6 +1,6 @@
-"""What verification reads of a peer: its id, the host it was reached at, its advertised profile.
+"""What verification reads of a peer: its id, the host it was reached at, its advertised profile, its owner.
 
-The scheduler's `PeerView` (`scheduler.state.placement`) is one. Verification names these three facts
+The scheduler's `PeerView` (`scheduler.state.placement`) is one. Verification names these facts
 as a Protocol, so that it builds on nothing of the state machine (`tests/test_imports.py`).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from protocol import DeviceProfile
+from protocol import DeviceProfile, Owner
 
 
 class Advertised(Protocol):
@@ -27,6 +27,11 @@ class Advertised(Protocol):
     @property
     def profile(self) -> DeviceProfile:
         """The device profile from its verified advert."""
+        ...
+
+    @property
+    def owner(self) -> Owner:
+        """Its owner, from its advert's statement as the submitter checked it (`protocol.owner_of`)."""
         ...
 
 

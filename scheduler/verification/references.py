@@ -16,6 +16,9 @@ Each offset against the reference comes with its standard error as the class's s
 (`Settlement.error`), so a peer's record can judge its offsets against references by a figure it
 did not set (`offsets.ReferenceOffsets`: from 4 comparisons, where offsets among strangers wait for 8).
 
+`reference` may name an owner id (`owner-...`, `sark-node owner id`): every device of that owner is a
+reference (`reference_peers`).
+
 What it costs: the reference runs one task of every replicated task of its class, so its class's
 replicated throughput is its own; what it gives up: a reference that is slow on a given day makes
 honest replicas outliers (the submitter's device defines its class's figure).
@@ -24,7 +27,7 @@ honest replicas outliers (the submitter's device defines its class's figure).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from scheduler.verification.agreement import (
     Outcome,
@@ -36,6 +39,15 @@ from scheduler.verification.agreement import (
     comparison_error,
     settle,
 )
+from scheduler.verification.peers import Advertised
+
+
+def reference_peers(named: Collection[str], peers: Iterable[Advertised]) -> frozenset[str]:
+    """The peers `verify.reference` names: each peer id listed, and every peer whose owner id is listed
+    (every device of a trusted owner; its owner as its verified statement says, `protocol.owner_of`,
+    so a statement copied from the owner's device makes no reference: it is refused)."""
+    listed = frozenset(named)
+    return listed | {p.peer_id for p in peers if p.owner.owner_id and p.owner.owner_id in listed}
 
 
 def judge(
