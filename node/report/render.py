@@ -201,7 +201,7 @@ def _page(report: CampaignReport, rank: str) -> str:
 def _model_parts(k: int, matrix: LatencyMatrix, mine: Sequence[ReportEntry], what: str) -> list[str]:
     """One model's sections: its matrix, heatmap, distributions, resources, processes and stability."""
     model = visible(matrix.model)
-    heatmap = ""
+    heatmap = f'<p class="muted" id="heatmap-{k}">No heatmap: fewer than two medians to compare.</p>'
     if sum(1 for row in matrix.cells for c in row if c is not None and c.median_ms) >= 2:
         # colour compares medians: with fewer than two there is nothing to compare (the table says it)
         heatmap = drawn(

@@ -60,8 +60,9 @@ def test_two_models_two_jobs_on_one_unit_a_failure_and_a_wide_range() -> None:
         _result("fast", "CPU (ONNX)", 1.0, model="b.onnx", job=3),
     )
     page = render_html(document)
-    # model b has one measured cell: nothing for colour to compare, so no heatmap (its table says it)
-    assert re.findall(r'id="(heatmap-\d)"', page) == ["heatmap-0"]
+    # model b has one measured cell: nothing for colour to compare, so a line says why in its place
+    assert re.findall(r'id="(heatmap-\d)"', page) == ["heatmap-0", "heatmap-1"]
+    assert '<p class="muted" id="heatmap-1">No heatmap: fewer than two medians to compare.</p>' in page
     assert _svgs(page) == 7  # model a: heatmap, distributions, resources, processes; model b: the last three
     assert "CPU (ONNX) · job 0" in page
     assert "CPU (ONNX) · job 1" in page
@@ -73,7 +74,7 @@ def test_two_models_two_jobs_on_one_unit_a_failure_and_a_wide_range() -> None:
 def test_a_campaign_with_no_measurement_still_renders_its_matrix() -> None:
     page = render_html(_document(_result("slow", "GPU (ONNX)", None)))
     assert 'id="matrix-0"' in page
-    assert 'id="heatmap-0"' not in page  # a 1x1 heatmap of a failure says nothing
+    assert '<p class="muted" id="heatmap-0">' in page  # a 1x1 heatmap of a failure says nothing: a line
     assert 'id="distributions-0"' not in page
     assert _svgs(page) == 0
     assert "Failed" in page
