@@ -49,7 +49,7 @@ from node.p2p.kadwire import (
     providers_of,
     put_value_request,
 )
-from node.p2p.walk import Answer, Walked, walk_providers
+from node.p2p.walk import Answer, Walked, key_distance, walk_providers
 from protocol import KAD
 
 log = logging.getLogger(__name__)
@@ -263,8 +263,14 @@ class Kad:
             # every refresh walk again. Servers that identify showed serve kad only, when we know any.
             peers = [p for p in peers if serves_kad(self._dht.host, p)] or peers
             self.closest.walked(key, tuple(p.to_base58() for p in peers), self.routing_table_size())
-        else:
-            peers = [ID.from_base58(p) for p in reused]
+        else:  # with the servers of our table nearer the key than the farthest kept (a growing swarm)
+            distance = key_distance(key)
+            table = [p.to_base58() for p in self._dht.routing_table.find_local_closest_peers(key, K)]
+            mine = self._dht.local_peer_id.to_base58()
+            nearer = self.closest.nearer(
+                key, [p for p in table if p != mine], lambda p: distance(ID.from_base58(p))
+            )
+            peers = [ID.from_base58(p) for p in nearer]
         peers = peers[:copies]  # closest first: the walk's order, kept by `ClosestServers`
         took: list[ID] = []
         limit = trio.Semaphore(ALPHA)
