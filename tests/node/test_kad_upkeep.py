@@ -288,4 +288,5 @@ async def test_a_read_back_sends_our_record_again_to_each_server_that_lacks_it(t
             assert writer.host.peer_id in listed  # the gate lists us
             assert sorted(sent_to) == sorted(w.host.peer_id for w in workers[:2])  # the two that lacked us
             kept = writer.kad.closest.reuse(key)  # and our refreshes go to the servers the read-back met
-            assert kept is not None and {w.host.peer_id for w in workers[:2]} <= set(kept)
+            assert kept is not None
+            assert {w.host.peer_id for w in workers[:2]} <= set(kept)
