@@ -18,7 +18,10 @@ traffic at 10,000 devices in the simulator; drawn, a key's reads spread over its
 not stop at the first holder that lists providers: each writer sends its records to the k closest
 servers its own walk found, and those views differ (in a lab of 22 serving workers a first holder
 listed 2 of a key's 20 providers); three holders listing the same providers, none listing more, are
-taken as the key's list, holders that disagree walk on to the k closest.
+taken as the key's list, holders that disagree walk on to the k closest. A writer's read-back
+(`Kad.provide_where_missing`, `agree=False`) walks on to the k closest and waits for their answers:
+`Walked.lacking` names the holders its record is missing from, so it sends there again and agreeing
+holders that all lack a writer become rarer.
 """
 
 from __future__ import annotations
