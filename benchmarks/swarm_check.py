@@ -56,7 +56,7 @@ from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
-from swarm_fleet import Fleet, sharded_lookup
+from swarm_fleet import Fleet, held_lists, sharded_lookup
 from swarm_net import (  # also puts the repository on sys.path
     Sizes,
     Swarm,
@@ -73,7 +73,7 @@ from node.p2p.dht import Dht, capability_dht_key
 from node.p2p.kad import K
 from node.p2p.kadwire import add_provider_request, get_providers_request
 from node.p2p.node import open_node
-from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, first_levels, next_keys
+from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, first_levels, next_keys, path_of
 from protocol import KAD, ComputeUnit
 
 UNIT = ComputeUnit.CPU_ONNX
@@ -225,7 +225,13 @@ def as_read(fleet: Fleet, tree: dict[Shard, tuple[int, int]]) -> Fleet:
     check allows one batch); a lookup is compared over the placement it really read."""
     placed = Counter({s: n for s, n in fleet.listed.items() if s.unit != UNIT})
     placed.update({s: n for s, (n, _) in tree.items()})
-    return Fleet(fleet.n, fleet.rng, fleet.config, fleet.peers, fleet.unit, placed)
+    members: dict[Shard, list[str]] = {}
+    taken: set[tuple[ComputeUnit | None, str]] = set()
+    for shard in sorted(placed, key=lambda s: s.level):  # who is at each key: in join order, down the paths
+        on_path = [p for p in fleet.peers if (shard.unit, p) not in taken]
+        members[shard] = [p for p in on_path if path_of(p, shard.unit)[shard.level] == shard][: placed[shard]]
+        taken.update((shard.unit, p) for p in members[shard])
+    return Fleet(fleet.n, fleet.rng, fleet.config, fleet.peers, fleet.unit, placed, members=members)
 
 
 def compare_lookups(
@@ -267,9 +273,8 @@ def sim_hops(swarm: Swarm, fleet: Fleet, sizes: Sizes, count: int | None) -> flo
         start = int(swarm.rng.integers(0, 2**63)) * 2
         asked = len(swarm.table(start, old_key)[:K]) if old else 0
         for shard in shards:
-            key, listed = kad_id(shard.dht_key), fleet.listed[shard]
-            holders = swarm.holders(key) if listed else set()
-            asked += walk(swarm, sizes, start, key, holders, listed).asked
+            key = kad_id(shard.dht_key)  # holders list what their writers' own walks sent them
+            asked += walk(swarm, sizes, start, key, held_lists(swarm, sizes, fleet, shard, key), 0).asked
         per_key.append(asked / (len(shards) + old))
     return statistics.mean(per_key)
 

@@ -14,7 +14,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from swarm_net import BANDWIDTH_BPS, Sizes, Swarm, kad_id, rtt, walk  # also puts the repository on sys.path
+from swarm_net import (
+    BANDWIDTH_BPS,
+    Sizes,
+    Swarm,
+    kad_id,
+    rtt,
+    walk,
+    writers_lists,
+)  # also puts the repository on sys.path
 
 from node.config import NodeConfig
 from node.p2p.dht import capability_dht_key
@@ -39,6 +47,8 @@ class Fleet:
     reads: list[int] = field(default_factory=list)
     placed: dict[str, Shard] = field(default_factory=dict)
     """Each device's key in the any-worker tree (`dht_mode = "auto"` reads its level)."""
+    members: dict[Shard, list[str]] = field(default_factory=dict)
+    """The devices each key lists."""
 
     def place(self) -> None:
         """Name the devices (the first `RARE_COUNT` have the rare unit) and place them in join order."""
@@ -54,6 +64,7 @@ class Fleet:
                 for depth, shard in enumerate(path_of(peer, unit)):
                     if not is_full(self.listed[shard], False):
                         self.listed[shard] += 1
+                        self.members.setdefault(shard, []).append(peer)
                         self.reads.append(depth + 1)
                         if unit is None:
                             self.placed[peer] = shard
@@ -125,19 +136,19 @@ def sharded_lookup(
             listed = fleet.listed[shard] if shard else 0
             if swarm.direct:
                 t, _, b = direct_ask(swarm, sizes, int(listed * stale), listed >= SHARD_CAP)
-                reached = True
+                reached, got, read = True, listed, listed
             elif shard is None:
                 t, b = local_ask(swarm, sizes, start, key)
-                reached = True
-            else:
-                w = walk(
-                    swarm, sizes, start, key, swarm.holders(key) if listed else set(), int(listed * stale)
-                )
+                reached, got, read = True, 0, 0
+            else:  # holders list what their writers' own walks sent them: a key can be read short
+                w = walk(swarm, sizes, start, key, held_lists(swarm, sizes, fleet, shard, key), 0)
                 t, b, reached = w.t, w.bytes, w.found
+                got = len(w.providers & {kad_id(p.encode()) for p in fleet.members.get(shard, [])})
+                read = min(listed, len(w.providers))  # a full key read short: its subtree not read
             if shard and reached:
-                asked[shard] = listed
-                found += listed
-                arrivals += [now + t] * listed
+                asked[shard] = read
+                found += got
+                arrivals += [now + t] * got
             sent += b
             ends.append(t)
         now += max(ends)
@@ -146,6 +157,17 @@ def sharded_lookup(
         frontier = next_keys(asked, frontier)
     want = min(count or fleet.count(unit), fleet.count(unit))
     return sorted(arrivals)[want - 1] if len(arrivals) >= want else now, now, found, sent
+
+
+def held_lists(swarm: Swarm, sizes: Sizes, fleet: Fleet, shard: Shard, key: int) -> dict[int, frozenset[int]]:
+    """What each holder of a key lists: its writers' own walks chose them (`swarm_net.writers_lists`),
+    departed writers' records too until their TTL (as many more as `stale_factor` says)."""
+    if key not in swarm.lists:
+        members = [kad_id(p.encode()) for p in fleet.members.get(shard, [])]
+        stale = int(len(members) * (stale_factor(fleet.config) - 1))
+        gone = [int(x) for x in swarm.rng.integers(0, 2**63, size=stale)]
+        swarm.lists[key] = writers_lists(swarm, sizes, key, members + gone)
+    return swarm.lists[key]
 
 
 def today_lookup(

@@ -147,6 +147,8 @@ class Swarm:
     slim: bool
     """Our servers: closer peers listed without signed peer records, our requests without ours."""
     load: Counter[int] = field(default_factory=Counter)
+    lists: dict[int, dict[int, frozenset[int]]] = field(default_factory=dict)
+    """A key -> what each of its holders lists (`writers_lists`), once per key."""
 
     @classmethod
     def build(cls, live: list[int], stale: int, rng: np.random.Generator, slim: bool) -> Swarm:
@@ -197,11 +199,21 @@ class Walk:
     closest: tuple[int, ...]
     asked: int = 0
     """Requests sent (a walk's hops, alpha at a time)."""
+    providers: frozenset[int] = frozenset()
+    """The providers the holders it asked listed."""
 
 
-def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] | None, n: int) -> Walk:
+def walk(
+    swarm: Swarm,
+    sizes: Sizes,
+    start: int,
+    target: int,
+    holders: set[int] | dict[int, frozenset[int]] | None,
+    n: int,
+) -> Walk:
     """Iterative Kademlia lookup from `start`. A GET_PROVIDERS walk (`holders`: the key's, each listing
-    the same `n` providers) runs the node's own walk state (`node.p2p.walk.Shortlist`: the next server
+    the same `n` providers; or each holder -> the providers it lists, as its writers' own walks chose
+    it, `writers_lists`) runs the node's own walk state (`node.p2p.walk.Shortlist`: the next server
     drawn among the k closest known, ending at the count a lookup asks per key, at `AGREED` holders
     listing the same providers, or when the k closest known were asked; a request past `HOP_S` frees
     its slot), with our slim requests; libp2p's FIND_NODE walk (`holders` None) asks closest first
@@ -210,13 +222,14 @@ def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] 
     hop = HOP_S if lookup else math.inf  # libp2p's FIND_NODE walk holds a slot until the deadline
     draw = random.Random(int(swarm.rng.integers(2**32))) if lookup else None
     state = Shortlist(swarm.table(start, target), lambda p: p ^ target, SHARD_CAP if lookup else 2**31, draw)
-    listed = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
+    same = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
+    lists = holders if isinstance(holders, dict) else dict.fromkeys(holders or (), same)
     flight: list[tuple[float, float, int]] = []  # (answered or failed at, sent at, server)
     now, sent = 0.0, 0
 
     def exchange(peer: int) -> int:
         """One request and its answer on the wire, carried by `peer`: its bytes."""
-        answer = sizes.answer(K, n if holders is not None and peer in holders else 0, swarm.slim)
+        answer = sizes.answer(K, len(lists.get(peer, ())), swarm.slim)
         request = sizes.request_slim if lookup and swarm.slim else sizes.key_request
         swarm.load[peer] += request + answer
         return request + sizes.stream + answer
@@ -229,7 +242,8 @@ def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] 
             # requests still open were sent and are answered on the wire, read or not (`swarm_check`
             # measured the node's: a lookup of 20 at 3.8 x the bytes modelled when these were left out)
             sent += sum(exchange(p) for _, _, p in flight if not swarm.is_dead(p))
-            return Walk(now, state.held, sent, tuple(state.closest()), len(state.asked))
+            found = frozenset(p for p in state.found if isinstance(p, int))
+            return Walk(now, state.held, sent, tuple(state.closest()), len(state.asked), found)
         freed = min((at + hop for _, at, _ in flight if now < at + hop), default=math.inf)
         if freed < flight[0][0]:  # a request past its hop bound frees its slot (`node.p2p.walk.HOP_S`)
             now = freed
@@ -240,8 +254,21 @@ def walk(swarm: Swarm, sizes: Sizes, start: int, target: int, holders: set[int] 
         bytes_ = exchange(peer)
         now += (bytes_ - sizes.stream) * 8 / BANDWIDTH_BPS
         sent += bytes_
-        held = holders is not None and peer in holders
-        state.answered(peer, listed if held else frozenset(), swarm.table(peer, target))
+        state.answered(peer, lists.get(peer, frozenset()), swarm.table(peer, target))
+
+
+def writers_lists(swarm: Swarm, sizes: Sizes, target: int, writers: list[int]) -> dict[int, frozenset[int]]:
+    """Each live server -> the writers that wrote to it: each writer sends to the k closest its own
+    FIND_NODE walk from its id found (`node.p2p.kad._at_closest`), so views that differ leave a key's
+    holders listing different writers. The walks' traffic is not counted as lookup load."""
+    load = swarm.load.copy()
+    lists: dict[int, set[int]] = {}
+    for writer in writers:
+        for server in walk(swarm, sizes, writer, target, None, 0).closest:
+            if not swarm.is_dead(server):
+                lists.setdefault(server, set()).add(writer)
+    swarm.load = load
+    return {server: frozenset(w) for server, w in lists.items()}
 
 
 def rtt(swarm: Swarm) -> float:
@@ -250,5 +277,5 @@ def rtt(swarm: Swarm) -> float:
 
 __all__ = [
     "ALPHA", "BANDWIDTH_BPS", "OUT", "ROOT", "Sizes", "Swarm", "Walk",
-    "kad_id", "make_profile", "measure_sizes", "rtt", "walk",
+    "kad_id", "make_profile", "measure_sizes", "rtt", "walk", "writers_lists",
 ]  # fmt: skip

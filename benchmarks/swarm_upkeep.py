@@ -82,8 +82,9 @@ def sharded_upkeep(
     advert at `ADVERT_COPIES` and each of its two keys at k of the closest servers found by the last
     walk (no read-back), with the servers' echoes; a walk for `rewalk_share` of them; libp2p's routing
     refresh (the node's: one walk for its own id every `ROUTING_REFRESH_S`, on clients too; libp2p's
-    walked for every non-empty bucket too); the joins' placement reads (a walk per level), spread by
-    the churn. libp2p's own republish of our advert is off (`Kad.put`)."""
+    walked for every non-empty bucket too); the joins' placement reads (a walk per level, and one
+    more to the k closest for the read-back), spread by the churn. libp2p's own republish of our
+    advert is off (`Kad.put`)."""
     walks: list[int] = []
     for peer in fleet.peers[:: max(1, fleet.n // samples)][:samples]:
         shards = (path_of(peer, None)[0], path_of(peer, fleet.unit[peer])[0])
@@ -97,7 +98,8 @@ def sharded_upkeep(
         "providers": 2 * K * provide * per_hour,
         "rewalks": 3 * rewalk_share(config) * walk_bytes * per_hour,
         "routing": walk_bytes * 3600 / ROUTING_REFRESH_S,  # every device, clients too
-        "joins": CHURN_PER_HOUR * 2 * statistics.mean(fleet.reads) * walk_bytes,
+        # a walk per level read down, and the read-back's walk to the k closest (`provide_where_missing`)
+        "joins": CHURN_PER_HOUR * 2 * (statistics.mean(fleet.reads) + 1) * walk_bytes,
     }
 
 

@@ -201,13 +201,14 @@ class Dht:
     async def _confirm(
         self, me: str, units: list[ComputeUnit | None], gates: Sequence[str]
     ) -> tuple[str, ...]:
-        """Read our newly placed keys back (one shard each: a bounded answer), providing again until
-        listed; a key that filled up meanwhile (others placed there at once) spills us over again."""
+        """Read our newly placed keys back from their k closest servers (one shard each: a bounded
+        answer), sending again to each that lacks us (`Kad.provide_where_missing`) and providing again
+        until listed; a key that filled up meanwhile (others placed there at once) spills us over."""
         lacking: list[str] = []
         for pause in PROVIDE_CHECKS_S:
             missing: list[bytes] = []
             for unit in [u for u in units if u in self.placed]:
-                listed = await self.kad.find_providers(self.placed[unit].dht_key, self.cap)
+                listed = await self.kad.provide_where_missing(self.placed[unit].dht_key)
                 if me not in listed and is_full(len(listed), False, self.cap):
                     await self._place(me, unit, below=self.placed[unit].level)
                 if me not in listed and unit in self.placed:

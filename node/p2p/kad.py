@@ -49,7 +49,7 @@ from node.p2p.kadwire import (
     providers_of,
     put_value_request,
 )
-from node.p2p.walk import Answer, Walked, walk_providers
+from node.p2p.walk import Answer, Walked, key_distance, walk_providers
 from protocol import KAD
 
 log = logging.getLogger(__name__)
@@ -210,6 +210,33 @@ class Kad:
 
         return await self._at_closest(key, send) > 0
 
+    async def provide_where_missing(self, key: bytes) -> frozenset[str]:
+        """Read our record of `key` back from its k closest servers and send it again to each that
+        answered without listing us; the providers they listed, all together.
+
+        Each writer sends to the k closest its own walk found, and in a young swarm those views differ:
+        a key's holders list different writers, and a reader's walk that ends at holders that agree
+        (`walk.AGREED`) misses a writer they all lack. This walk does not end at agreement: it reaches
+        the k closest the readers reach, and later refreshes go to those (`ClosestServers.walked`).
+        """
+        me = self._dht.local_peer_id
+        walked = await self._walk(key, 10**6, agree=False)
+        if not walked.closest:
+            return frozenset((await self.lookup_providers(key)).providers)
+        holders = tuple(p.to_base58() for p in walked.closest if p in walked.lists)  # those that answered
+        self.closest.walked(key, holders, self.routing_table_size())
+        lacking = set(walked.lacking(me))
+        request = add_provider_request(key, me, list(self._dht.host.get_addrs()))
+
+        async def send(peer: ID) -> bool:
+            if peer in lacking:
+                await self._send(peer, request, reply=False)
+            return True
+
+        await self._at_closest(key, send)
+        ours = self._dht.provider_store.get_providers(key) if self.server else []
+        return frozenset(p.to_base58() for p in [*walked.providers, *(i.peer_id for i in ours)])
+
     async def _send(self, peer: ID, request: bytes, *, reply: bool) -> None:
         """One kad request on a new stream (raises when it cannot be sent); with `reply`, the answer is
         awaited and dropped, a reset one too (py-libp2p resets a PUT_VALUE not newer than its own)."""
@@ -236,8 +263,14 @@ class Kad:
             # every refresh walk again. Servers that identify showed serve kad only, when we know any.
             peers = [p for p in peers if serves_kad(self._dht.host, p)] or peers
             self.closest.walked(key, tuple(p.to_base58() for p in peers), self.routing_table_size())
-        else:
-            peers = [ID.from_base58(p) for p in reused]
+        else:  # with the servers of our table nearer the key than the farthest kept (a growing swarm)
+            distance = key_distance(key)
+            table = [p.to_base58() for p in self._dht.routing_table.find_local_closest_peers(key, K)]
+            mine = self._dht.local_peer_id.to_base58()
+            nearer = self.closest.nearer(
+                key, [p for p in table if p != mine], lambda p: distance(ID.from_base58(p))
+            )
+            peers = [ID.from_base58(p) for p in nearer]
         peers = peers[:copies]  # closest first: the walk's order, kept by `ClosestServers`
         took: list[ID] = []
         limit = trio.Semaphore(ALPHA)
@@ -296,7 +329,7 @@ class Kad:
             infos.extend(await self._iterative_providers(key, count))
         return self._found(infos, answered, failures, count)
 
-    async def _walk(self, key: bytes, count: int) -> Walked:
+    async def _walk(self, key: bytes, count: int, *, agree: bool = True) -> Walked:
         """A GET_PROVIDERS walk (`node.p2p.walk`) from the closest servers of our routing table."""
         me = self._dht.local_peer_id
         start = [p for p in self._dht.routing_table.find_local_closest_peers(key, K) if p != me]
@@ -309,7 +342,7 @@ class Kad:
                 self._dht.host.get_peerstore().add_addrs(ID(raw), addrs, WALKED_ADDRS_TTL_S)
             return Answer([PeerInfo(ID(p), a) for p, a in providers], [PeerInfo(ID(p), a) for p, a in closer])
 
-        return await walk_providers(key, start, ask, count, QUERY_TIMEOUT_S)
+        return await walk_providers(key, start, ask, count, QUERY_TIMEOUT_S, agree=agree)
 
     @staticmethod
     def _found(infos: list[Any], answered: int, failures: dict[str, str], count: int) -> ProviderLookup:

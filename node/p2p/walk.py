@@ -18,7 +18,10 @@ traffic at 10,000 devices in the simulator; drawn, a key's reads spread over its
 not stop at the first holder that lists providers: each writer sends its records to the k closest
 servers its own walk found, and those views differ (in a lab of 22 serving workers a first holder
 listed 2 of a key's 20 providers); three holders listing the same providers, none listing more, are
-taken as the key's list, holders that disagree walk on to the k closest.
+taken as the key's list, holders that disagree walk on to the k closest. A writer's read-back
+(`Kad.provide_where_missing`, `agree=False`) walks on to the k closest and waits for their answers:
+`Walked.lacking` names the holders its record is missing from, so it sends there again and agreeing
+holders that all lack a writer become rarer.
 """
 
 from __future__ import annotations
@@ -62,10 +65,18 @@ class Shortlist(Generic[P]):
         count: providers that end the walk.
         draw: the generator that draws the next peers among the k closest (None: closest first, as
             libp2p's own FIND_NODE walk asks).
+        agree: end at `AGREED` holders that agree, and once a holder answered without waiting for
+            open requests (False: walk on to the k closest and wait for their answers, as a writer's
+            read-back does: it must reach every holder that lacks its record).
     """
 
     def __init__(
-        self, start: Iterable[P], distance: Callable[[P], int], count: int, draw: random.Random | None
+        self,
+        start: Iterable[P],
+        distance: Callable[[P], int],
+        count: int,
+        draw: random.Random | None,
+        agree: bool = True,
     ) -> None:
         self._distance = distance
         self.known = {peer: distance(peer) for peer in start}
@@ -74,6 +85,7 @@ class Shortlist(Generic[P]):
         self.count = count
         self.held = False
         self._draw = draw
+        self._agree = agree
         self._lists: Counter[frozenset[Hashable]] = Counter()
         self._union: frozenset[Hashable] = frozenset()  # every provider a holder listed
 
@@ -103,11 +115,11 @@ class Shortlist(Generic[P]):
         """Is the walk over: the count found, `AGREED` holders listing the same providers and none
         listing more, or the k closest known asked (not waiting for open requests once a holder
         answered)?"""
-        if len(self.found) >= self.count or self._lists[self._union] >= AGREED:
+        if len(self.found) >= self.count or (self._agree and self._lists[self._union] >= AGREED):
             return True
         if any(p not in self.asked for p in self.closest()):
             return False
-        return self.held or not open_requests
+        return (self.held and self._agree) or not open_requests
 
 
 @dataclass(frozen=True)
@@ -120,12 +132,20 @@ class Answer:
 
 @dataclass(frozen=True)
 class Walked:
-    """What a walk found: providers (peer id -> `PeerInfo`), servers asked and answered, failures."""
+    """What a walk found: providers (peer id -> `PeerInfo`), servers asked and answered, failures, what
+    each server that answered listed, and the k closest servers known at the end (closest first)."""
 
     providers: dict[ID, Any]
     asked: int
     answered: int
     failures: dict[str, str] = field(default_factory=dict)
+    lists: dict[ID, frozenset[ID]] = field(default_factory=dict)
+    closest: tuple[ID, ...] = ()
+
+    def lacking(self, provider: ID) -> tuple[ID, ...]:
+        """The k closest servers that answered without listing `provider` (closest first): where a
+        writer's record is missing."""
+        return tuple(p for p in self.closest if p in self.lists and provider not in self.lists[p])
 
 
 def key_distance(key: bytes) -> Callable[[ID], int]:
@@ -146,14 +166,17 @@ async def walk_providers(
     timeout: float,
     draw: random.Random | None = None,
     hop: float = HOP_S,
+    agree: bool = True,
 ) -> Walked:
     """Walk towards `key` from the servers `start` (`Shortlist`; `draw`: a seeded generator for tests).
 
-    A request unanswered after `hop` seconds frees its slot and stays open until `timeout`."""
-    state = Shortlist(start, key_distance(key), count, draw or random.Random())
+    A request unanswered after `hop` seconds frees its slot and stays open until `timeout`; `agree`
+    False walks on to the k closest past holders that agree (a writer's read-back)."""
+    state = Shortlist(start, key_distance(key), count, draw or random.Random(), agree)
     providers: dict[ID, Any] = {}
     failures: dict[str, str] = {}
     sent: dict[ID, float] = {}  # open requests: when each was sent
+    lists: dict[ID, frozenset[ID]] = {}
     answered = 0
     send, receive = trio.open_memory_channel[tuple[ID, Answer | str]](ALPHA)
     async with trio.open_nursery() as nursery:
@@ -173,10 +196,10 @@ async def walk_providers(
                     continue
                 answered += 1
                 providers.update((info.peer_id, info) for info in answer.providers)
-                listed = frozenset(info.peer_id for info in answer.providers)
+                listed = lists[peer] = frozenset(info.peer_id for info in answer.providers)
                 state.answered(peer, listed, (info.peer_id for info in answer.closer))
         nursery.cancel_scope.cancel()
-    return Walked(providers, len(state.asked), answered, failures)
+    return Walked(providers, len(state.asked), answered, failures, lists, tuple(state.closest()))
 
 
 async def _ask_one(

@@ -50,3 +50,19 @@ def test_a_walk_of_a_small_swarm_is_walked_again_once_more_servers_are_known() -
     assert closest.reuse(KEY, servers=22) == SERVERS[:19]  # not walked again while nobody new serves
     closest.walked(KEY, SERVERS, servers=20)
     assert closest.reuse(KEY, servers=300) == SERVERS  # k found: reused whatever the table
+
+
+def test_servers_of_our_table_nearer_the_key_join_the_kept_ones() -> None:
+    def distance(peer: str) -> int:
+        return int(peer[1:])  # s0 is the nearest
+
+    closest = ClosestServers()
+    walked = tuple(f"s{i}" for i in range(10, 30))  # the k closest of the servers serving then
+    closest.walked(KEY, walked)
+    far = [f"s{i}" for i in range(30, 60)]  # a steady swarm: our table knows none nearer
+    assert closest.nearer(KEY, far, distance) == walked
+    joined = ["s3", "s12", *far]  # a server that joined later, nearer the key than most kept
+    nearer = closest.nearer(KEY, joined, distance)
+    assert nearer == ("s3", *walked[:-1])  # the k closest of both: the farthest kept drops out
+    assert closest.reuse(KEY) == nearer  # and the refreshes after send there too
+    assert ClosestServers().nearer(KEY, joined, distance) == ()  # never walked: nothing to add to

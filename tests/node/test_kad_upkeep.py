@@ -261,3 +261,32 @@ async def _ask(host: Any, server: ID, key: bytes, kind: str = "GET_PROVIDERS") -
     reply.ParseFromString(await read_varint_prefixed_bytes_limited(stream, 4 << 20))
     await stream.close()
     return reply
+
+
+async def test_a_read_back_sends_our_record_again_to_each_server_that_lacks_it(tmp_path: Path) -> None:
+    with trio.fail_after(90):
+        async with swarm(tmp_path, 3) as (gate, workers):
+            for node in workers[:2]:
+                assert node.kad is not None
+                await become_server(node.kad, lambda key: 20)
+            await _admit(gate, workers[:2])
+            writer = workers[2]
+            assert writer.kad is not None
+            key, me = Shard(UNIT, 5, 1).dht_key, writer.host.raw.get_id()
+            request = add_provider_request(key, me, list(writer.host.raw.get_addrs()))
+            await writer.kad._send(ID.from_base58(gate.host.peer_id), request, reply=True)  # the gate alone
+            sent_to: list[str] = []
+            send = writer.kad._send
+
+            async def spied(peer: ID, request: bytes, *, reply: bool) -> None:
+                sent_to.append(peer.to_base58())
+                await send(peer, request, reply=reply)
+
+            writer.kad._send = spied  # type: ignore[method-assign]
+            listed = await writer.kad.provide_where_missing(key)
+            del writer.kad._send  # back to the method
+            assert writer.host.peer_id in listed  # the gate lists us
+            assert sorted(sent_to) == sorted(w.host.peer_id for w in workers[:2])  # the two that lacked us
+            kept = writer.kad.closest.reuse(key)  # and our refreshes go to the servers the read-back met
+            assert kept is not None
+            assert {w.host.peer_id for w in workers[:2]} <= set(kept)

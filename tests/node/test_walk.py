@@ -37,9 +37,11 @@ class Kad:
     seen: Counter[ID] = field(default_factory=Counter)
     self_listed: frozenset[ID] = frozenset()
     disagree: bool = False
+    """Each holder lists all providers but the one of its rank: no two holders list the same."""
     hung: set[ID] = field(default_factory=set)
     """Servers that never answer (a request to one ends only at its deadline)."""
-    """Each holder lists all providers but the one of its rank: no two holders list the same."""
+    lack: set[ID] = field(default_factory=set)
+    """Holders whose list lacks the last provider (its writer's walk did not find them)."""
 
     def holders(self) -> list[ID]:
         return sorted((s for s in self.servers if s not in self.dead), key=_distance)[:K]
@@ -60,6 +62,7 @@ class Kad:
         closer = sorted(self.table(peer), key=_distance)[:K]
         holders = self.holders()
         held = self.providers if peer in holders else []
+        held = held[:-1] if peer in self.lack else held
         if held and self.disagree:
             held = [p for i, p in enumerate(held) if i != holders.index(peer)]
         held = held or ([PeerInfo(peer, [])] if peer in self.self_listed else [])  # it provides the key too
@@ -152,3 +155,20 @@ def test_holders_agree_only_when_none_listed_a_provider_outside_their_list() -> 
     for holder in range(AGREED):
         state.answered(holder, frozenset({100, 101}), ())
     assert state.done(open_requests=K)
+
+
+async def test_a_writers_read_back_reaches_every_holder_that_lacks_its_record() -> None:
+    with trio.fail_after(10):
+        kad = _kad(7)
+        writer = kad.providers[-1].peer_id
+        kad.lack = set(kad.holders()[: K - 2])  # its walk found 2 of the key's 20 holders
+        # A reader's walk ends at three holders that agree: it can miss the writer.
+        walked = await walk_providers(KEY, _far_start(kad), kad.ask, 20, 1.0, random.Random(0))
+        assert writer not in walked.providers
+        # The writer's read-back walks on to the k closest and names every holder that lacks it.
+        walked = await walk_providers(
+            KEY, _far_start(kad), kad.ask, 10**6, 1.0, random.Random(0), agree=False
+        )
+        assert set(walked.closest) == set(kad.holders())
+        assert set(walked.lacking(writer)) == kad.lack
+        assert walked.lacking(kad.providers[0].peer_id) == ()
