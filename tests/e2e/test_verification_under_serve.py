@@ -3,10 +3,13 @@ the REST API of one `sark-node serve` over one swarm.
 
 The processes are the submit labs' own: a gate, three honest `join` workers and the patched liars of
 tests/lab/replicaliar.py (`halve` and its Sybil, `norun`, `scatter`, `predict`), and, for the last
-campaign only (a peer that claims a calibration is challenged by every campaign that sees it), a
+campaigns only (a peer that claims a calibration is challenged by every campaign that sees it), a
 worker whose written profile claims 8x this machine's speed under a CPU name of its own (tests/e2e/
-test_challenge.py's liar). Every worker advertises a written profile (`join --profile`, no probe:
-the lab starts in seconds), the honest ones and the replica liars one profile, so one device class.
+test_challenge.py's liar), then test_challenge.py's GPU liar (tests/lab/gpuliar.py) and
+test_owners.py's owner forger (tests/lab/ownerforger.py) beside an honest worker with an owner key
+whose statement the forger copies (h0-h2 hold none: the other checks pair them). Every worker
+advertises a written profile (`join --profile`, no probe: the lab starts in seconds), the honest
+ones and the replica liars one profile, so one device class.
 Each campaign's rows are read as the API gives them (GET /campaigns/{id}/results), checked with the
 submit lab's own assertions, and found the same in results.csv, in the dashboard's data (GET
 /jobs/{id}, each result's row) and in report.html. All run on 127.0.0.1: the campaigns say
@@ -34,15 +37,18 @@ from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, campaign_end, submitte
 from e2e.test_challenge import _profiles
 from e2e.test_replication import check_caught
 from node.cli.records import record_rows
+from node.ownerkey import mint_owner_key, read_owner_key
 from node.submitter.run import restore
 from node.submitter.store import CampaignStore
-from protocol import DeviceProfile
+from protocol import DeviceProfile, sign_owner
 from scheduler import DrawKey, TaskView
 from scheduler.results import CampaignReport, entries_of
 from scheduler.verification import Evidence, Purpose
 
 pytestmark = pytest.mark.exclusive  # replicas compare timings measured here
 LIAR = ROOT / "tests" / "lab" / "replicaliar.py"
+GPU_LIAR = ROOT / "tests" / "lab" / "gpuliar.py"
+FORGER = ROOT / "tests" / "lab" / "ownerforger.py"
 HONEST = ("h0", "h1", "h2")
 LIARS = {"halve": "halve", "sybil": "halve", "norun": "norun", "scatter": "scatter", "predict": "predict"}
 SPOT_JOBS = 8
@@ -63,10 +69,12 @@ class Served:
     model_url: str
     ids: dict[str, str]
     fast: Path
-    """The written profile of the `fast` worker (started for the last campaign only: a peer that
+    """The written profile of the `fast` worker (started for the last campaigns only: a peer that
     claims a calibration is challenged by every campaign that sees it)."""
     claimed: float
     """The GFLOPS its profile claims (8x this machine's on the challenge's kernel)."""
+    gpu: Path
+    """The GPU liar's written profile (the honest CPU claim, an H100 and 20 TFLOPS on cuda:0)."""
 
 
 @dataclass
@@ -123,7 +131,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             pass
         swarm = Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, root, ids)
         url = f"http://127.0.0.1:{port['port']}/{MODEL.name}"
-        yield Served(swarm, api, proc, url, ids, fast, claim.cpu_gflops)
+        yield Served(swarm, api, proc, url, ids, fast, claim.cpu_gflops, root / "gpu.json")
     finally:
         lab.close()
 
@@ -282,7 +290,50 @@ def check_challenge(s: Served) -> None:
     assert row["Status"] == plain["Status"] == "Complete"
 
 
-@pytest.mark.slow  # eight campaigns one at a time, ~12 min at a load of 10 on two cores: `pytest -m slow`
+def check_gpu_and_owner(s: Served) -> None:
+    """tests/e2e/test_challenge.py's GPU liar (tests/lab/gpuliar.py: an H100 at 20 TFLOPS advertised,
+    its GPU challenge answered on its CPU) and tests/e2e/test_owners.py's forger (tests/lab/
+    ownerforger.py: another device's owner statement copied byte for byte), started for this last
+    campaign only, beside `owned`, an honest worker with an owner key whose statement the forger
+    copies. The GPU liar's row names its GPU challenge's refusal; the forger is never placed, even
+    where `require.peers` names it: the job that names it alone is Unschedulable, its task's reasons
+    (GET /campaigns/{id}) name `owner_refused`, and `serve`'s log warns of it."""
+    lab, gate, me = s.swarm.lab, s.swarm.gate, submitter_id(s.swarm.submitter_dir)
+    root, plain = s.swarm.root, ["--profile", str(s.swarm.root / "plain.json")]
+    key = root / "owner.key"
+    owner = mint_owner_key(key)
+    copied = sign_owner(read_owner_key(key), submitter_id(root / "owned"))  # made before it starts
+    forger = [sys.executable, str(FORGER), copied.public_key.hex(), copied.signature.hex()]
+    gpu = [sys.executable, str(GPU_LIAR)]
+    started = {
+        "owned": lab.real_worker("owned", [gate], me, wait=False, extra=[*plain, "--owner-key", str(key)]),
+        "forger": lab.real_worker("forger", [gate], me, wait=False, extra=plain, program=forger),
+        "gpu": lab.real_worker("gpu", [gate], me, wait=False, extra=["--profile", str(s.gpu)], program=gpu),
+    }
+    ids = {name: proc.wait_event("ready", 120)["peer_id"] for name, proc in started.items()}
+    while not set(ids.values()) <= set(s.served.wait_event("peers", 90)["peers"]):  # serve's next look
+        pass
+    both = replicas([ids["gpu"], ids["owned"], ids["forger"]], runs=10, processes=1)
+    alone = replicas([ids["forger"]], runs=10, processes=1)
+    out = post(s, "gpu-and-owner", [both, alone], {"unverified": "allow", "same_host": "allow"})
+    assert ids["forger"] not in {r["WorkerPeerId"] for r in out.rows}, out.rows
+    ((row,), (plain_row,)) = out.of(ids["gpu"]), out.of(ids["owned"])
+    claim = row["Claim"]
+    assert claim.startswith("claim_unverified: challenge on GPU (PyTorch) cuda:0: n=16384 x "), claim
+    assert plain_row["Claim"] == "", plain_row["Claim"]
+    assert row["Status"] == plain_row["Status"] == "Complete", (row, plain_row)
+    assert "challenge on GPU (PyTorch) cuda:0" in out.html
+    campaign = httpx.get(f"{s.api}/campaigns/{out.cid}", timeout=30).json()
+    (unplaced,) = [t for t in campaign["tasks"] if t["job_index"] == 1]
+    assert unplaced["state"] == "unschedulable", unplaced
+    (why,) = [r for r in unplaced["reasons"] if ids["forger"] in r]
+    assert "owner statement refused" in why, unplaced["reasons"]
+    assert owner in why  # names whose statement it copied
+    assert [r["Status"] for r in out.rows if r["JobId"] == unplaced["task_id"]] == ["Unschedulable"], out.rows
+    assert f"peer {ids['forger']}: owner_refused: owner statement refused" in s.served.log.read_text()
+
+
+@pytest.mark.slow  # nine campaigns one at a time, ~12 min at a load of 10 on two cores: `pytest -m slow`
 @pytest.mark.timeout(1500)  # a deadline on a loaded machine, not a speed
 def test_every_cheating_strategy_is_refused_under_serve_as_under_submit(served: Served) -> None:
     took = {}
@@ -294,6 +345,7 @@ def test_every_cheating_strategy_is_refused_under_serve_as_under_submit(served: 
         check_sybils,
         check_unverifiable,
         check_challenge,
+        check_gpu_and_owner,
     ):
         started = time.monotonic()
         check(served)
