@@ -18,12 +18,13 @@ back and hashed.
 The child (`main`, started by `node.worker.challenge` with a duplex pipe and the device's name):
 imports torch, checks the device, warms it (CUDA context, cuBLAS handle) with a small chain, says
 `ready`; then for each `("chain", n, steps, seed)` answers `("commit", digests)`, for
-`("reveal", rows)` answers `("rows", [bytes, ...])`; ends on anything else or when the pipe closes.
+`("reveal", rows)` answers `("rows", [bytes, ...])`; ends on anything else or when the pipe closes
+(`drivers.challengechild.answer`, the CPU challenge's child's rounds: the digests and rows are its,
+over the result's own type, int16 here).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, Final
@@ -31,7 +32,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-DIGEST_BYTES: Final = 16  # protocol.challenge.DIGEST_BYTES (the child imports no pydantic)
+from drivers.challengechild import answer, digests, row_bytes
+
 MAX_N: Final = 16384  # protocol.challenge.CHAIN_MAX_N
 MAX_STEPS: Final = 2048  # protocol.challenge.CHAIN_MAX_STEPS
 WIDTH: Final = 512  # protocol.challenge.CHALLENGE_WIDTH
@@ -94,17 +96,6 @@ def throughput(device: str, seconds: float = 0.6, *, n: int = MAX_N, steps: int 
             return 2.0 * n * steps * WIDTH**2 / max(best, 1e-9) / 1e9
 
 
-def digests(c: Ints) -> bytes:
-    """Every row's digest (blake2b, `DIGEST_BYTES`, over its int16 little-endian bytes), in order."""
-    rows = np.ascontiguousarray(c, dtype="<i2")
-    return b"".join(hashlib.blake2b(row.tobytes(), digest_size=DIGEST_BYTES).digest() for row in rows)
-
-
-def row_bytes(c: Ints, rows: Sequence[int]) -> list[bytes]:
-    """The named rows as the worker reveals them (int16 little-endian)."""
-    return [np.ascontiguousarray(c[r], dtype="<i2").tobytes() for r in rows]
-
-
 def exact_rows(seed: int, n: int, steps: int, rows: Sequence[int]) -> list[bytes]:
     """The named rows of the chain in float64 on the CPU, as int16 bytes (the submitter's check:
     steps x len(rows) x WIDTH**2 multiply-adds, after expanding the seed)."""
@@ -133,27 +124,20 @@ def _device(name: str) -> str:
 
 def main(conn: Connection, device: str) -> None:
     """The child's entry (see the module docstring); never raises: a failure is a ("failed", why)."""
-    c: Ints | None = None
-    try:
+    name = ""
+
+    def start() -> None:
+        nonlocal name
         name = _device(device)
         chain(*expand(0, 64), 2, name)  # the device's context and handles made before any seed
-        conn.send(("ready",))
-        while True:
-            asked: tuple[Any, ...] = conn.recv()
-            if asked[0] == "chain" and 0 < int(asked[1]) <= MAX_N and 0 < int(asked[2]) <= MAX_STEPS:
-                c = None  # the last round's rows freed before this one's
-                c = chain(*expand(int(asked[3]), int(asked[1])), int(asked[2]), name)
-                conn.send(("commit", digests(c)))
-            elif asked[0] == "reveal" and c is not None:
-                conn.send(("rows", row_bytes(c, [int(r) for r in asked[1] if 0 <= int(r) < len(c)])))
-            else:
-                return
-    except EOFError:
-        return  # the parent closed the pipe: the challenge is over
-    except Exception as exc:  # the child's boundary: the parent gets the reason, never a traceback
-        conn.send(("failed", f"{type(exc).__name__}: {str(exc)[:200]}"))
-    finally:
-        conn.close()
+
+    def chained(asked: tuple[Any, ...]) -> Ints | None:
+        """("chain", n, steps, seed)'s rows, or None for any other request."""
+        if asked[0] == "chain" and 0 < int(asked[1]) <= MAX_N and 0 < int(asked[2]) <= MAX_STEPS:
+            return chain(*expand(int(asked[3]), int(asked[1])), int(asked[2]), name)
+        return None
+
+    answer(conn, start, chained)
 
 
 __all__ = ["chain", "digests", "exact_rows", "expand", "main", "row_bytes", "throughput"]

@@ -14,9 +14,9 @@ answers `("rows", [bytes, ...])`; ends on `("end",)` or when the parent closes t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -54,15 +54,16 @@ def product(seed: int, n: int) -> Matrix:
     return c
 
 
-def digests(c: Matrix) -> bytes:
-    """Every row's digest (blake2b, `DIGEST_BYTES`, over its float32 little-endian bytes), in order."""
-    rows = np.ascontiguousarray(c, dtype="<f4")
+def digests(c: npt.NDArray[Any]) -> bytes:
+    """Every row's digest (blake2b, `DIGEST_BYTES`, over its little-endian bytes in its own type:
+    float32 here, the chain's int16), in order."""
+    rows = np.ascontiguousarray(c, dtype=c.dtype.newbyteorder("<"))
     return b"".join(hashlib.blake2b(row.tobytes(), digest_size=DIGEST_BYTES).digest() for row in rows)
 
 
-def row_bytes(c: Matrix, rows: Sequence[int]) -> list[bytes]:
-    """The named rows as the worker reveals them."""
-    return [np.ascontiguousarray(c[r], dtype="<f4").tobytes() for r in rows]
+def row_bytes(c: npt.NDArray[Any], rows: Sequence[int]) -> list[bytes]:
+    """The named rows as the worker reveals them (little-endian, in the result's own type)."""
+    return [np.ascontiguousarray(c[r], dtype=c.dtype.newbyteorder("<")).tobytes() for r in rows]
 
 
 def exact_rows(seed: int, n: int, rows: Sequence[int]) -> list[list[float]]:
@@ -73,23 +74,27 @@ def exact_rows(seed: int, n: int, rows: Sequence[int]) -> list[list[float]]:
     return [[float(v) for v in row] for row in exact]
 
 
-def main(conn: Connection) -> None:
-    """The child's entry (see the module docstring); never raises: a failure is a ("failed", why)."""
-    c: Matrix | None = None
+def answer(
+    conn: Connection, start: Callable[[], None], work: Callable[[tuple[Any, ...]], npt.NDArray[Any] | None]
+) -> None:
+    """A challenge child's whole life on `conn` (both kernels'): `start` (imports, warm-up), `ready`;
+    then each request `work` computes (None: not one of its own, the challenge is over) is answered
+    ("commit", its row digests), each ("reveal", rows) with the last result's rows. Ends when the
+    parent closes the pipe; never raises: a failure is a ("failed", why)."""
+    c: npt.NDArray[Any] | None = None
     try:
-        warm = np.ones((64, 64), dtype=np.float32)
-        np.matmul(warm, warm)  # BLAS threads started before any seed arrives
+        start()
         conn.send(("ready",))
         while True:
-            asked = conn.recv()
-            if asked[0] == "seed" and 0 < int(asked[1]) <= MAX_N:
-                c = None  # the last round's product freed before this one's
-                c = product(int(asked[2]), int(asked[1]))
-                conn.send(("commit", digests(c)))
-            elif asked[0] == "reveal" and c is not None:
+            asked: tuple[Any, ...] = conn.recv()
+            if asked[0] == "reveal" and c is not None:
                 conn.send(("rows", row_bytes(c, [int(r) for r in asked[1] if 0 <= int(r) < len(c)])))
-            else:
+                continue
+            c = None  # the last round's result freed before this one's
+            c = work(asked)
+            if c is None:
                 return
+            conn.send(("commit", digests(c)))
     except EOFError:
         return  # the parent closed the pipe: the challenge is over
     except Exception as exc:  # the child's boundary: the parent gets the reason, never a traceback
@@ -98,4 +103,21 @@ def main(conn: Connection) -> None:
         conn.close()
 
 
-__all__ = ["digests", "exact_rows", "expand", "main", "product", "row_bytes"]
+def _warm() -> None:
+    warm = np.ones((64, 64), dtype=np.float32)
+    np.matmul(warm, warm)  # BLAS threads started before any seed arrives
+
+
+def _seeded(asked: tuple[Any, ...]) -> Matrix | None:
+    """("seed", n, seed)'s product, or None for any other request."""
+    return (
+        product(int(asked[2]), int(asked[1])) if asked[0] == "seed" and 0 < int(asked[1]) <= MAX_N else None
+    )
+
+
+def main(conn: Connection) -> None:
+    """The child's entry (see the module docstring); never raises: a failure is a ("failed", why)."""
+    answer(conn, _warm, _seeded)
+
+
+__all__ = ["answer", "digests", "exact_rows", "expand", "main", "product", "row_bytes"]
