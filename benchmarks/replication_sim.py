@@ -40,6 +40,13 @@ Now what a group says of a peer is weighed by the partners' records (`evidence.w
 turns only on three partners over two networks; "honest distrusted" counts the honest peers that were
 ever distrusted during the run (by anyone: noise included).
 
+`--strategy onehost` and `unique`: pairs of keys on one machine at the addresses a submitter sees,
+and cheaters with a CPU name of their own (`replication_fleet`); "one-machine groups" counts tasks
+whose group held both keys of one machine, "unverifiable" the tasks (and spot checks' added replicas)
+no quorum could be placed for: never run alone under full replication (`state.replication`), the
+figure shown `single` under spot checks (`state.settling`). `--strategy claims`: false calibration
+claims against the claims check and the challenge (`replication_claims.py`), not a replication run.
+
 `--reference`: each configuration runs twice, without and with a reference device per class (one more
 honest peer on its own network, named in `verify.reference`): placement puts it in every quorum of its
 class (`pick_replicas(references=...)`) and every spot check's replica on it, and
@@ -64,8 +71,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the packages, before any tests/ folder of the same name
 
-from protocol import ComputeUnit, DeviceProfile  # noqa: E402
-from protocol.values import UnitStatus  # noqa: E402
+import replication_claims  # noqa: E402
+import replication_fleet  # noqa: E402
+from replication_fleet import Peer, fleet, with_references  # noqa: E402
+
 from scheduler.language import Draws  # noqa: E402
 from scheduler.verification import (  # noqa: E402
     Candidate,
@@ -75,7 +84,6 @@ from scheduler.verification import (  # noqa: E402
     Replica,
     Settlement,
     by_class,
-    device_class,
     distrusted,
     judge,
     pick_replicas,
@@ -87,17 +95,7 @@ from scheduler.verification import (  # noqa: E402
 )
 from scheduler.verification.reputation import RESET_WEIGHT  # noqa: E402
 
-BOARD_CV = 0.01
 NOISE = {"ResNet18 (2.4 %)": 0.024, "MobileNetV2 (6.0 %)": 0.060, "tiny-BERT (7.4 %)": 0.074}
-UNIT = ComputeUnit.CPU_ONNX
-
-
-@dataclass
-class Peer:
-    peer_id: str
-    candidate: Candidate
-    latency_ms: float  # its true latency (class latency x its board factor)
-    cheat: float  # 1.0 honest, else the factor it reports
 
 
 @dataclass
@@ -136,57 +134,10 @@ class Tally:
     references: frozenset[str] = frozenset()  # one honest reference device per class (`--reference`)
     reference_runs: int = 0  # results the reference devices ran
     honest_distrusted: set[str] = field(default_factory=set)  # honest peers ever distrusted
-
-
-def fleet(
-    draws: Draws, peers: int, classes: int, cheaters: float, *, sybil: bool = False, poison: bool = False
-) -> list[Peer]:
-    """Peers with real profiles, `classes` classes told apart by their CPU, hosts and cheat factors
-    (with `sybil`, every cheater of a class reports its class's one owner's factor; with `poison`,
-    0.5x)."""
-    owners = [0.5 + 0.4 * draws.uniform() for _ in range(classes)]
-    out: list[Peer] = []
-    for i in range(peers):
-        c = i % classes
-        profile = DeviceProfile(
-            device_name=f"board-{i}",
-            soc=f"Cortex-X{c}",
-            cores_physical=4,
-            cores_logical=4,
-            ram_mb=8192,
-            os="Linux",
-            os_version="6.1.0",
-            runtimes={"onnxruntime": "1.31.1"},
-            fingerprint=f"fp-{i}",
-            units=(UnitStatus(unit=UNIT, usable=True, provider="CPUExecutionProvider"),),
-        )
-        shared = i < peers * 0.02  # one owner, three keys a host
-        host = f"10.0.{(i // 3) % 256}.{i // 768}" if shared else f"host-{i}"
-        cheat = 0.5 + 0.4 * draws.uniform() if draws.uniform() < cheaters else 1.0
-        cheat = owners[c] if sybil and cheat < 1.0 else cheat
-        cheat = 0.5 if poison and cheat < 1.0 else cheat
-        latency = (5.0 + 5.0 * c) * draws.normal(1.0, BOARD_CV)
-        out.append(
-            Peer(f"peer-{i}", Candidate(f"peer-{i}", device_class(profile, UNIT), host), latency, cheat)
-        )
-    return out
-
-
-def with_references(draws: Draws, everyone: list[Peer], classes: int) -> list[Peer]:
-    """One more honest peer per class, on its own network: the submitter's reference device (its
-    board factor from `draws`, a stream apart from the fleet's)."""
-    refs = []
-    for c in range(classes):
-        member = everyone[c]
-        refs.append(
-            Peer(
-                f"ref-{c}",
-                Candidate(f"ref-{c}", member.candidate.device_class, f"reference-{c}"),
-                (5.0 + 5.0 * c) * draws.normal(1.0, BOARD_CV),
-                1.0,
-            )
-        )
-    return [*everyone, *refs]
+    unverifiable: int = 0  # tasks (or added replicas) no quorum could be placed for: never run
+    machines: dict[str, str] = field(default_factory=dict)  # `--strategy onehost`: a pair's machine
+    one_machine: set[int] = field(default_factory=set)  # tasks with both keys of one machine placed
+    pair_tasks: set[int] = field(default_factory=set)  # tasks with a key of a pair placed
 
 
 def old_predicts_checked(task: int, spot: float) -> bool:
@@ -219,6 +170,9 @@ def run_task(
 ) -> None:
     order = sorted(pool, key=lambda _: draws.uniform())  # placement's ranking, as a seeded shuffle
     refs = tally.references
+    if spot is None and len(pick_replicas(order, 2, references=refs)) < 2:
+        tally.unverifiable += 1  # no quorum: never run alone (`state.replication.place_groups`)
+        return
     first = pick_replicas(
         order, 1, references=refs if spot is None else ()
     )  # a quorum's first: its reference
@@ -230,6 +184,7 @@ def run_task(
     taken, hosts = [first[0].peer_id], [first[0].host]
     chosen = pick_replicas(order, wanted, taken=taken, taken_hosts=hosts, references=refs)[: wanted - 1]
     placed = list(first + chosen)
+    tally.unverifiable += len(placed) < wanted  # the added replica ends `no_quorum`; the figure, single
     tally.reference_runs += sum(c.peer_id in refs for c in placed)
     made = [replica(draws, peers[c.peer_id], noise, tally, task) for c in placed]
     results, lied = [r for r, _ in made], [lie for _, lie in made]
@@ -260,6 +215,7 @@ def _settle(draws: Draws, job: Task, peers: dict[str, Peer], noise: float, tally
     if job.verdict.outcome == Outcome.PENDING:
         taken, hosts = [c.peer_id for c in job.placed], [c.host for c in job.placed]
         more = pick_replicas(job.order, 1, taken=taken, taken_hosts=hosts, references=refs)
+        tally.unverifiable += not more
         tally.reference_runs += sum(c.peer_id in refs for c in more)
         job.placed += more
         made = [replica(draws, peers[c.peer_id], noise, tally, job.task) for c in more]
@@ -278,6 +234,11 @@ def _count(job: Task, peers: dict[str, Peer], tally: Tally) -> None:
         shown += cheat and inside
         flagged += (not cheat) and not inside
     counted = (shown, flagged, cheating, len(job.results) - cheating)
+    machines = [tally.machines[c.peer_id] for c in job.placed if c.peer_id in tally.machines]
+    if machines:
+        tally.pair_tasks.add(job.task)
+    if len(machines) > len(set(machines)):
+        tally.one_machine.add(job.task)  # two keys of one machine in one group: must never happen
     tally.cheating_shown += counted[0] - job.counted[0]
     tally.honest_flagged += counted[1] - job.counted[1]
     tally.cheating += counted[2] - job.counted[2]
@@ -337,8 +298,14 @@ def simulate(
     )
     if reference:
         everyone = with_references(Draws(seed + 1_000_003), everyone, args.classes)
+    machines: dict[str, str] = {}
+    if args.strategy == "onehost":
+        everyone, machines = replication_fleet.one_host(everyone, args.classes)
+    if args.strategy == "unique":
+        everyone = replication_fleet.unique(everyone, args.classes)
     peers = {p.peer_id: p for p in everyone}
-    pools = list(by_class(p.candidate for p in everyone).values())
+    classes = by_class(p.candidate for p in everyone)
+    pools = list(classes.values())
     tally = Tally(
         processes=args.processes,
         key=DrawKey(hashlib.sha256(f"key-{seed}".encode()).digest()),
@@ -346,9 +313,14 @@ def simulate(
         scattered=args.strategy == "scattered",
         assumed_p=args.spot,
         references=frozenset(p.peer_id for p in everyone if p.peer_id.startswith("ref-")),
+        machines=machines,
     )
     for task in range(args.tasks):
-        run_task(draws, task, pools[draws.below(len(pools))], peers, noise, spot, tally)
+        if args.strategy == "unique":  # a class of one gets its peer's share of the tasks, not a class's
+            pool = classes[everyone[draws.below(len(everyone))].candidate.device_class]
+        else:
+            pool = pools[draws.below(len(pools))]
+        run_task(draws, task, pool, peers, noise, spot, tally)
     kept_single_cheats = sum(sum(v) for v in tally.singles.values())  # never re-run: shown unverified
     return {
         "cheating_shown_pct": 100 * (tally.cheating_shown + kept_single_cheats) / max(tally.cheating, 1),
@@ -360,6 +332,9 @@ def simulate(
         "single": tally.single,
         "disagreed": tally.disagreed,
         "honest_distrusted": len(tally.honest_distrusted),
+        "unverifiable_pct": 100 * tally.unverifiable / args.tasks,
+        "one_machine_quorums": len(tally.one_machine),
+        "pair_tasks": len(tally.pair_tasks),
     }
 
 
@@ -375,14 +350,23 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=3, help="processes per replica (the task's)")
     parser.add_argument(
         "--strategy",
-        choices=("scaled", "predicting", "scattered", "sybil", "poison"),
+        choices=("scaled", "predicting", "scattered", "sybil", "poison", "onehost", "unique", "claims"),
         default="scaled",
         help="scaled: cheaters lie on every result; predicting: only where the draw sark-node derived "
         "from the campaign id before issue 38 says 'not checked' (the secret draw ignores it); "
         "scattered: they lie with their process medians spread (0.75x, 1x, 1/cheat x of the lie) to "
         "widen a band their own spread would set (the class's pool sets it); sybil: a class's cheaters "
         "are one owner's devices on distinct networks, all with one factor (they agree on the lie); "
-        "poison: they are one owner's keys on distinct networks, all at 0.5x, outvoting honest peers",
+        "poison: they are one owner's keys on distinct networks, all at 0.5x, outvoting honest peers; "
+        "onehost: they are pairs of keys on one machine (loopback, one v4 address, one v6 /64, v4 and "
+        "::ffff:v4), one factor a pair; unique: each advertises a CPU name of its own (a class of one); "
+        "claims: they advertise 1.5-8x their calibration (replication_claims.py: claims and challenge)",
+    )
+    parser.add_argument(
+        "--challenge-noise",
+        type=Path,
+        default=ROOT / "benchmarks" / "out" / "challenge_noise.json",
+        help="claims: the ratios benchmarks/challenge_noise.py measured on this machine",
     )
     parser.add_argument(
         "--reference",
@@ -393,11 +377,14 @@ def main() -> None:
         "--only-reference", action="store_true", help="with a reference device per class only"
     )
     args = parser.parse_args()
+    if args.strategy == "claims":
+        replication_claims.main(args)
+        return
     rows = []
     print(
         f"{'noise (CV of process medians)':32} {'policy':22} {'reference':>9} {'cheating shown':>15} "
         f"{'as replicated':>14} {'honest flagged':>15} {'extra tasks':>12} {'on references':>14}"
-        f" {'honest distrusted':>18}"
+        f" {'honest distrusted':>18} {'unverifiable':>13} {'one-machine groups / pair tasks':>32}"
         f"  (means over {args.seeds} fleet(s); shown: worst)"
     )
     for label, noise in NOISE.items():
@@ -409,7 +396,7 @@ def main() -> None:
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)
     name = f"replication_sim_{args.strategy}.json" if args.strategy != "scaled" else "replication_sim.json"
-    (out / name).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+    (out / name).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1, default=str))
 
 
 def _row(
@@ -423,7 +410,9 @@ def _row(
     flagged, extra, on_refs = got["honest_flagged_pct"], got["extra_tasks_pct"], got["reference_runs_pct"]
     print(
         f"{label:32} {policy:22} {'yes' if reference else 'no':>9} {shown:14.2f}% {replicated:13.2f}% "
-        f"{flagged:14.2f}% {extra:11.1f}% {on_refs:13.1f}% {got['honest_distrusted']:18.1f}  ({worst:.2f}%)",
+        f"{flagged:14.2f}% {extra:11.1f}% {on_refs:13.1f}% {got['honest_distrusted']:18.1f} "
+        f"{got['unverifiable_pct']:12.1f}% {got['one_machine_quorums']:15.1f} / {got['pair_tasks']:<14.1f}"
+        f"  ({worst:.2f}%)",
         flush=True,
     )
     return {

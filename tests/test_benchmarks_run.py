@@ -18,9 +18,11 @@ LIBRARIES = {
     "swarm_fleet.py",
     "swarm_upkeep.py",
     "bareloops.py",
+    "replication_fleet.py",
+    "replication_claims.py",
 }
 """Imported by the scripts, not run (swarm_sim.py's parts: its messages and walks, fleet, upkeep;
-harness_overhead.py's bare loops)."""
+harness_overhead.py's bare loops; replication_sim.py's fleet and its false claims)."""
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name not in LIBRARIES)
 
 
@@ -40,7 +42,8 @@ def test_a_benchmark_script_starts(script: Path) -> None:
 
 def test_the_libraries_import_the_packages_not_the_test_folders() -> None:
     code = (
-        "import swarmlab, peer_tools, swarm_net, swarm_fleet, swarm_upkeep, protocol, scheduler; "
+        "import swarmlab, peer_tools, swarm_net, swarm_fleet, swarm_upkeep, replication_fleet, "
+        "replication_claims, protocol, scheduler; "
         "print(protocol.__file__, scheduler.__file__)"
     )
     done = subprocess.run(
