@@ -259,7 +259,10 @@ class Endpoints:
     ) -> dict[str, Any]:
         campaign_id = state.record.campaign_id
         stored = {r.task_id for r in self._s.store.results(campaign_id)}
-        results = shapes.job_results(self._s.rows(state), {t.task_id for t in tasks} & stored)
+        rows = self._s.rows(state)
+        shown = [sch.ReportTask.of(row, r) for row, r in rows if r is not None and r.merged is None]
+        asked = state.campaign.verify_of(job).replicated
+        results = shapes.job_results(shown, {t.task_id for t in tasks} & stored, asked=asked)
         states = shapes.breakdown(tasks)
         status = next((k for k in ("running", "pending", "failed") if states[k]), "complete")
         return {

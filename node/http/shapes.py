@@ -17,7 +17,6 @@ from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
-from node.submitter.outputs import Shown
 from scheduler.results import verification_groups
 
 SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
@@ -220,12 +219,18 @@ def result(task: sch.ReportTask) -> dict[str, Any]:
     return out
 
 
-def job_results(rows: Iterable[Shown], task_ids: Collection[str]) -> list[dict[str, Any]]:
+def job_results(
+    tasks: Iterable[sch.ReportTask], task_ids: Collection[str], *, asked: bool
+) -> list[dict[str, Any]]:
     """The results of a job's stored tasks (`task_ids`) for GET /jobs/{id} and the dashboard: each
     task's row as the campaign's files render it (`campaign_rows`: its Verified, quorum and cost
-    columns), never a row rendered again without them."""
-    return [
-        result(sch.ReportTask.of(row, typed))
-        for row, typed in rows
-        if typed is not None and typed.merged is None and row.get("JobId") in task_ids
-    ]
+    columns), never a row rendered again without them; Verified left blank where the job asked no
+    verification (`asked`), as every report's view leaves it (`scheduler.results.verification_of`)."""
+    shown = []
+    for task in tasks:
+        if task.row.get("JobId") in task_ids:
+            out = result(task)
+            if not asked:
+                out["row"]["Verified"] = ""
+            shown.append(out)
+    return shown

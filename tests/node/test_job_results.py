@@ -47,7 +47,8 @@ def _played() -> tuple[list[tuple[dict[str, str], sch.TaskResult | None]], set[s
 def test_a_jobs_results_carry_the_rows_verification_as_the_files_do() -> None:
     rows, stored = _played()
     files = {row["JobId"]: row for row, _ in rows}
-    shown = job_results(rows, stored)
+    tasks = [sch.ReportTask.of(row, result) for row, result in rows if result is not None]
+    shown = job_results(tasks, stored, asked=True)
     assert {r["row"]["JobId"] for r in shown} == stored
     verdicts = [r["row"]["Verified"] for r in shown]
     assert any(v.startswith("outlier: ") for v in verdicts), verdicts  # the liar's, refused
@@ -56,4 +57,6 @@ def test_a_jobs_results_carry_the_rows_verification_as_the_files_do() -> None:
         assert r["row"] == files[r["row"]["JobId"]]  # Verified, QuorumNetworks, cost columns: the file's
         assert r["row"]["QuorumNetworks"] or not r["row"]["Verified"].startswith("replicated")
     one = sorted(stored)[0]
-    assert [r["row"]["JobId"] for r in job_results(rows, {one})] == [one]  # one task's, nothing else
+    assert [r["row"]["JobId"] for r in job_results(tasks, {one}, asked=True)] == [one]  # one task's only
+    unasked = job_results(tasks, stored, asked=False)  # a job that asked nothing: no verdict to show
+    assert {r["row"]["Verified"] for r in unasked} == {""}
