@@ -84,6 +84,7 @@ from scheduler.verification import (  # noqa: E402
     Replica,
     Settlement,
     by_class,
+    checkable,
     distrusted,
     judge,
     pick_replicas,
@@ -176,6 +177,9 @@ def run_task(
     first = pick_replicas(
         order, 1, references=refs if spot is None else ()
     )  # a quorum's first: its reference
+    if spot is not None and not checkable(first[0], order, refs):
+        tally.unverifiable += 1  # nobody could check it: never run alone (`replication.spot_checkable`)
+        return
     wanted = 2
     if spot is not None and not should_check(
         tally.records.get(first[0].peer_id, PeerRecord()), spot, tally.key, str(task)

@@ -25,7 +25,7 @@ from protocol import ComputeUnit, DeviceProfile, Endpoint, Load, ModelRef, Owner
 from scheduler.language.campaign import Campaign, Job
 from scheduler.language.needs import Needs, campaign_needs
 from scheduler.language.verify import NOT_VERIFIED, Verify
-from scheduler.state.replication import place_groups
+from scheduler.state.replication import place_groups, spot_checkable
 
 
 @dataclass(frozen=True)
@@ -378,7 +378,12 @@ def plan_job(
         wanted = 1
     else:
         wanted = job.devices
-    chosen = matching[:wanted]
+    pool = matching
+    if verify.spot_check > 0 and needs.endpoint is None and matching:
+        pool, why = spot_checkable(matching, job.spec.compute_unit, verify)
+        if len(pool) < wanted:  # peers fit, but none could check some: unverifiable
+            return JobPlan(job, needs, pool, matching, rejected, wanted, why, verify, True)
+    chosen = pool[:wanted]
     shortfall = ""
     if not peers:
         shortfall = "no peers discovered"

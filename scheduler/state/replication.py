@@ -7,9 +7,10 @@ fill a group is left out). A group is placed whole or not at all: the tasks of o
 filled with independent peers end `Unverifiable` and never run alone (the shortfall names the rule
 and the field that would allow it: `same_host: allow` where the peers share a machine). A job with
 spot checks (`verify.spot_check`) is placed as an unreplicated one: each task is its own group, and
-the machine adds a replica when the draw says so. A reference device (`verify.reference`) joins every
-group of its class (`replicas.pick_replicas`); `class_references` says which classes have one that
-can, for `plan`.
+the machine adds a replica when the draw says so; only on peers that one more replica could check
+(`spot_checkable`): a class of one is unverifiable there too, never shown `single`. A reference
+device (`verify.reference`) joins every group of its class (`replicas.pick_replicas`);
+`class_references` says which classes have one that can, for `plan`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.networks import network_of
 from scheduler.verification.peers import Advertised
 from scheduler.verification.references import reference_peers
-from scheduler.verification.replicas import Candidate, by_class, pick_replicas
+from scheduler.verification.replicas import Candidate, by_class, checkable, pick_replicas
 
 
 class Placeable(Protocol):
@@ -91,6 +92,32 @@ def place_groups(
         if len(_fill(lab, size, limit, refs)) > len(chosen):
             fix = "verify: {same_host: allow} would let peers on one machine make one (a lab only)"
     return Groups(chosen, wanted, f"{rule}; {fix}")
+
+
+def spot_checkable(
+    matching: Sequence[PlacedT], unit: ComputeUnit, verify: Verify
+) -> tuple[tuple[PlacedT, ...], str]:
+    """The peers a spot check could reach, in order, and why the others are left out ("" none):
+    a peer's task is shown only where one more replica could check it, on a peer of its class of
+    another owner on another network (`pick_replicas`), and its own network is known. A class of
+    one (a unique claim, one machine, one owner) is unverifiable, never `single`."""
+    refs = reference_peers(verify.reference, (r.peer for r in matching))
+    candidates = [candidate(r.peer, unit, verify) for r in matching]
+    pairs = zip(matching, candidates, strict=True)
+    reach = tuple(r for r, c in pairs if c.host and checkable(c, candidates, refs))
+    if len(reach) == len(matching):
+        return reach, ""
+    rule = (
+        f"verify.spot_check: a task runs only where a peer of its device class, of another owner on "
+        f"another network, could check it; {len(matching) - len(reach)} of {len(matching)} feasible "
+        "peers have none (a class of one, or one machine, owner or unknown network)"
+    )
+    fix = "more peers of the class of other owners on other networks would allow it"
+    if verify.same_host != "allow":
+        lab, _ = spot_checkable(matching, unit, verify.with_(same_host="allow"))
+        if len(lab) > len(reach):
+            fix = "verify: {same_host: allow} would let peers on one machine check each other (a lab only)"
+    return reach, f"{rule}; {fix}"
 
 
 def _fill(

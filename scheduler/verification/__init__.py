@@ -18,7 +18,7 @@ Modules:
     sendcheck  check_sends: a load client's records against the schedule the submitter gave it (a fleet
                member's deal, a lone open loop's seed), or a Refusal
     classes    device classes: the profile parts two peers share exactly when their timings should agree
-    replicas   pick_replicas: N peers of one class, distinct in identity, owner and network; voter_name
+    replicas   pick_replicas: N peers of one class, distinct identity, owner, network; checkable; voter_name
     networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
     agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
     references judge: a group with a reference device (the submitter's own) settled against its figure
@@ -54,7 +54,7 @@ from scheduler.verification.figures import Refusal, check_figures
 from scheduler.verification.offsets import ReferenceOffsets
 from scheduler.verification.peers import Advertised
 from scheduler.verification.references import judge, reference_peers, vouched
-from scheduler.verification.replicas import Candidate, by_class, pick_replicas, voter_name
+from scheduler.verification.replicas import Candidate, by_class, checkable, pick_replicas, voter_name
 from scheduler.verification.reputation import Evidence, PeerRecord, Witness, distrusted, should_check
 from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
 
@@ -80,6 +80,7 @@ __all__ = [
     "challenge",
     "check_figures",
     "check_sends",
+    "checkable",
     "claim_problems",
     "device_class",
     "distrusted",

@@ -92,6 +92,22 @@ def pick_replicas(
     return best
 
 
+def checkable(peer: Candidate, candidates: Sequence[Candidate], references: Collection[str] = ()) -> bool:
+    """Whether one more replica of `peer`'s task has somewhere to go: a candidate of its class, of
+    another owner on another network (a spot check's; a class of one has none)."""
+    return bool(
+        pick_replicas(
+            candidates,
+            1,
+            taken=(peer.peer_id,),
+            taken_hosts=(peer.host,),
+            taken_owners=(peer.voter,),
+            device_class=peer.device_class,
+            references=references,
+        )
+    )
+
+
 @dataclass(frozen=True)
 class _Taken:
     """The networks and the voters a group already holds."""

@@ -121,6 +121,30 @@ def test_one_host_makes_no_quorum_unless_same_host_is_allowed() -> None:
     assert {t.verified for t in sched.tasks()} == {"replicated 2/2 (same host)"}
 
 
+def test_a_class_of_one_under_spot_checks_is_unverifiable_not_single() -> None:
+    """A spot-check job runs a task only where one more replica could check it: a peer whose CPU
+    name is its own (a class of one), or whose class's others share its network, has no partner, so
+    its task ends `Unverifiable` (`no_quorum`, naming the rule) in `plan` and in the campaign, never
+    a `single` figure; the two peers of one class on two networks run."""
+    global fleet_peers
+    two = fleet(["10.0.1.1", "10.0.2.1"])
+    alone = dataclasses.replace(peer("u"), host="10.0.3.1")
+    alone = dataclasses.replace(alone, profile=alone.profile.with_(soc="Cheater CPU 9000"))
+    fleet_peers = [*two, alone]
+    c = parse_campaign(campaign().replace("replicas: 2", "spot_check: 0.5"))
+    (plan,) = explain(c, {MODEL.name: MODEL, "m": MODEL}, fleet_peers).jobs
+    assert {r.peer.peer_id for r in plan.chosen} == {"12D3-b0", "12D3-b1"}
+    assert plan.unverifiable
+    assert "verify.spot_check" in plan.shortfall
+    assert "1 of 3 feasible peers have none" in plan.shortfall
+    sched = Scheduler("c3", c, {"m": MODEL, MODEL.name: MODEL}, key=KEY)
+    run(sched, {p.peer_id: 10.0 for p in fleet_peers})
+    ended = sorted((t.state, t.failure_reason, t.peer_id) for t in sched.tasks() if not t.peer_id)
+    assert ended == [(TaskState.UNVERIFIABLE, Lapse.NO_QUORUM, None)]
+    assert all(t.peer_id != alone.peer_id for t in sched.tasks())
+    assert sched.done
+
+
 def test_a_claim_unverified_peer_is_placed_only_when_the_campaign_allows_it() -> None:
     peers = fleet(["10.0.1.1", "10.0.2.1"])
     peers[1] = dataclasses.replace(peers[1], claim=("calibration.cpu_gflops 9e+04 over 8 cores",))

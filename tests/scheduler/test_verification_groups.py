@@ -118,7 +118,8 @@ def test_a_quorum_that_cannot_be_placed_is_unverifiable_with_the_rule_that_refus
 
 
 def test_a_spot_checked_task_no_draw_checked_is_a_single_with_no_band() -> None:
-    sched = played("{spot_check: 0.0001}", {"12D3-b0": 10.0}, ["10.0.1.1"], devices="1")
+    figures = {"12D3-b0": 10.0, "12D3-b1": 10.0}  # b1 could check it (a class of one is unverifiable)
+    sched = played("{spot_check: 0.0001}", figures, ["10.0.1.1", "10.0.2.1"], devices="1")
     (group,) = verification_groups(sched.tasks())
     assert (group.outcome, group.agreed_ms, group.band, group.outliers) == ("single", None, None, ())
     assert replicas(group) == [("12D3-b0", 10.0, "10.0.1.0/24", "single")]
