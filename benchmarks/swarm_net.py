@@ -42,7 +42,7 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import HOP_S, Shortlist  # noqa: E402
+from node.p2p.walk import AGREED, HOP_S, Shortlist  # noqa: E402
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -149,6 +149,8 @@ class Swarm:
     load: Counter[int] = field(default_factory=Counter)
     lists: dict[int, dict[int, frozenset[int]]] = field(default_factory=dict)
     """A key -> what each of its holders lists (`writers_lists`), once per key."""
+    agreed: int = AGREED
+    """Holders listing the same providers that end a lookup's walk (`Shortlist`'s `agreed`)."""
 
     @classmethod
     def build(cls, live: list[int], stale: int, rng: np.random.Generator, slim: bool) -> Swarm:
@@ -221,7 +223,8 @@ def walk(
     lookup = holders is not None
     hop = HOP_S if lookup else math.inf  # libp2p's FIND_NODE walk holds a slot until the deadline
     draw = random.Random(int(swarm.rng.integers(2**32))) if lookup else None
-    state = Shortlist(swarm.table(start, target), lambda p: p ^ target, SHARD_CAP if lookup else 2**31, draw)
+    count = SHARD_CAP if lookup else 2**31
+    state = Shortlist(swarm.table(start, target), lambda p: p ^ target, count, draw, agreed=swarm.agreed)
     same = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
     lists = holders if isinstance(holders, dict) else dict.fromkeys(holders or (), same)
     flight: list[tuple[float, float, int]] = []  # (answered or failed at, sent at, server)

@@ -21,7 +21,7 @@ from swarm_check import UNIT, simulated
 from swarm_fleet import sharded_lookup
 from swarm_net import Sizes, Swarm, kad_id, measure_sizes, walk
 
-import node.p2p.walk as walk_state
+from node.p2p.walk import AGREED
 
 BATCH = 10
 
@@ -38,7 +38,7 @@ def holders_of(swarm: Swarm, sizes: Sizes, ids: list[int], peers: list[str], mem
     return {server: frozenset(w) for server, w in lists.items()}
 
 
-def run(seeds: int, grown: bool, sizes: Sizes) -> dict[str, tuple[float, float, float]]:
+def run(seeds: int, grown: bool, sizes: Sizes, agreed: int) -> dict[str, tuple[float, float, float]]:
     """Per count (20, all): mean found, share of lookups short, mean KB."""
     rows: dict[str, list[tuple[int, int]]] = {"20": [], "all": []}
     for seed in range(seeds):
@@ -46,6 +46,7 @@ def run(seeds: int, grown: bool, sizes: Sizes) -> dict[str, tuple[float, float, 
         fleet = simulated(peers)
         ids = [kad_id(p.encode()) for p in [f"g{seed}", *peers]]
         swarm = Swarm.build(ids, 0, np.random.default_rng(seed), slim=True)
+        swarm.agreed = agreed
         for shard, members in fleet.members.items():
             if shard.unit == UNIT:
                 key = kad_id(shard.dht_key)
@@ -67,11 +68,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--no-agreement", action="store_true", help="walks to the k closest (no AGREED)")
     args = parser.parse_args()
-    if args.no_agreement:
-        walk_state.AGREED = 10**6  # type: ignore[misc]  # Shortlist reads the module's constant
     sizes = measure_sizes(addrs=1)
+    agreed = 10**6 if args.no_agreement else AGREED  # 10**6: no walk ever ends on agreement
     for view in ("steady", "grown"):
-        for name, (found, short, kb) in run(args.seeds, view == "grown", sizes).items():
+        for name, (found, short, kb) in run(args.seeds, view == "grown", sizes, agreed).items():
             print(
                 f"{view:6} lookup of {name:3}: found {found:.2f} mean, {100 * short:.1f} % short, {kb:.1f} KB"
             )

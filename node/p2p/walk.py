@@ -65,9 +65,11 @@ class Shortlist(Generic[P]):
         count: providers that end the walk.
         draw: the generator that draws the next peers among the k closest (None: closest first, as
             libp2p's own FIND_NODE walk asks).
-        agree: end at `AGREED` holders that agree, and once a holder answered without waiting for
+        agree: end at `agreed` holders that agree, and once a holder answered without waiting for
             open requests (False: walk on to the k closest and wait for their answers, as a writer's
             read-back does: it must reach every holder that lacks its record).
+        agreed: how many holders listing the same providers end the walk (`AGREED`; the simulator
+            varies it to weigh the rule).
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class Shortlist(Generic[P]):
         count: int,
         draw: random.Random | None,
         agree: bool = True,
+        agreed: int = AGREED,
     ) -> None:
         self._distance = distance
         self.known = {peer: distance(peer) for peer in start}
@@ -86,6 +89,7 @@ class Shortlist(Generic[P]):
         self.held = False
         self._draw = draw
         self._agree = agree
+        self._agreed = agreed
         self._lists: Counter[frozenset[Hashable]] = Counter()
         self._union: frozenset[Hashable] = frozenset()  # every provider a holder listed
 
@@ -115,7 +119,7 @@ class Shortlist(Generic[P]):
         """Is the walk over: the count found, `AGREED` holders listing the same providers and none
         listing more, or the k closest known asked (not waiting for open requests once a holder
         answered)?"""
-        if len(self.found) >= self.count or (self._agree and self._lists[self._union] >= AGREED):
+        if len(self.found) >= self.count or (self._agree and self._lists[self._union] >= self._agreed):
             return True
         if any(p not in self.asked for p in self.closest()):
             return False
