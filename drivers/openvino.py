@@ -8,6 +8,9 @@ only after the probe model (the ONNX driver's 1-node Relu) compiled on that very
 Relu's answer, with the compiled model naming that device, alone, as where it executes. The model is
 compiled on the plain device, never on `AUTO` (which picks the CPU silently when the GPU is missing):
 an op the device lacks fails the load with OpenVINO's reason instead of running elsewhere.
+On the CPU the model runs in f32 (`INFERENCE_PRECISION_HINT`): OpenVINO's CPU plugin otherwise runs
+bf16 wherever the CPU has bf16 instructions (AVX512_BF16, AMX), so the same fp32 model would give
+other answers (0.03 apart from ONNX Runtime's on a convnet) and other timings on such a machine.
 
 Placement is read from the compiled model's runtime (executed) graph: each executed node and the
 device that runs it (a HETERO node's `affinity`, else the compiled model's execution device), the
@@ -159,8 +162,10 @@ class OpenvinoDriver:
         and cache as asked)."""
         ov = _ov()
         config: dict[str, Any] = {}
-        if options.threads is not None and self.device == "CPU":
-            config["INFERENCE_NUM_THREADS"] = options.threads
+        if self.device == "CPU":
+            config["INFERENCE_PRECISION_HINT"] = "f32"  # the model's own precision, as ONNX Runtime runs it
+            if options.threads is not None:
+                config["INFERENCE_NUM_THREADS"] = options.threads
         if options.cache_dir:
             config["CACHE_DIR"] = options.cache_dir
         try:
