@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from lab.procs import SARK, Proc
+from lab.sizing import timed_job
 
 from e2e.conftest import MODEL, CampaignLab, Swarm, write_campaign
 
-MEASURED_JOB = {"num_inference_runs": 1500, "warmup_runs": 2, "load_runs": 1, "processes": 1}
-"""Still measuring when Ctrl-C follows its first heartbeat (seconds of runs left even when idle);
+MEASURED_JOB = {**timed_job(3.0, 1500), "warmup_runs": 2}
+"""Still measuring when Ctrl-C follows its first heartbeat (seconds of runs left even when idle,
+sized by time: `lab.sizing`);
 `--resume` re-runs all of it, so longer only costs the lab CPU."""
 
 

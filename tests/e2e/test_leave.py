@@ -23,12 +23,14 @@ from typing import Any
 
 import pytest
 from lab.procs import Proc
+from lab.sizing import timed_job
 
 from e2e.conftest import MODEL, Swarm, write_campaign
 from node.worker.leave import LEAVE_S
 
-LONG_JOB = {"num_inference_runs": 1500, "warmup_runs": 3, "load_runs": 1, "processes": 1}
-"""Still measuring when the signal follows its first heartbeat (seconds of runs left even when idle);
+LONG_JOB = timed_job(3.0, 1500)
+"""Still measuring when the signal follows its first heartbeat (seconds of runs left even when idle,
+sized by time: `lab.sizing`);
 B re-runs all of it, so longer only costs the lab CPU."""
 
 

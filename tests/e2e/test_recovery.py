@@ -17,14 +17,16 @@ from typing import Any
 
 import pytest
 from lab.procs import SARK, Proc
+from lab.sizing import timed_job
 from lab.sse_server import scheduled, serve_sse
 
 from e2e.conftest import MODEL, Swarm, start_swarm, write_campaign
 from node.config import NodeConfig
 
-LONG_JOB = {"num_inference_runs": 1500, "warmup_runs": 3, "load_runs": 1, "processes": 1}
+LONG_JOB = timed_job(3.0, 1500)
 """Still measuring when a process is killed at its first heartbeat (seconds of runs left even when
-idle); the worker that takes over re-runs all of it, so longer only costs the lab CPU."""
+idle, 1,500 runs at least: `lab.sizing`); the worker that takes over re-runs all of it, so
+longer only costs the lab CPU."""
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,9 @@ import subprocess
 from pathlib import Path
 
 from lab.procs import SARK, Proc
+from lab.sizing import timed_job
 
 from e2e.conftest import MODEL, CampaignLab, write_campaign
-
-LONG_JOB = {"num_inference_runs": 4000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
 
 
 def _home(tmp_path: Path) -> dict[str, str]:
@@ -44,7 +43,7 @@ def test_a_killed_fleet_submitter_resumed_without_gate_reclaims_from_the_fleet(t
         worker = lab.real_worker("w0", [gate], me)
         campaign = write_campaign(tmp_path / "campaign.yaml", {
             "name": "fleet", "model": {"path": MODEL.name},
-            "jobs": [{"compute_unit": "CPU (ONNX)", "devices": "all", **LONG_JOB}],
+            "jobs": [{"compute_unit": "CPU (ONNX)", "devices": "all", **timed_job(8.0, 4000)}],
         })  # fmt: skip
         submitter = lab.start("submitter", [*SARK, "submit", str(campaign), "--gate", gate], env=env)
         task = _measuring(worker)

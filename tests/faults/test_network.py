@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from lab.faults import Faults
-from lab.fleet import H4, LONG_JOB, FaultNet, Fleet, collect_until, run_impaired, wait_for
+from lab.fleet import H4, FaultNet, Fleet, collect_until, long_job, run_impaired, wait_for
 from lab.netns import H2, H3
 from lab.procs import Lab
 
@@ -59,7 +59,7 @@ def test_churn_a_worker_leaves_mid_measurement_and_a_new_one_joins(
     fleet.start_workers(("w-h2", fnet.h2, H2), ("w-h4", fnet.h4, H4))
     # Long enough to outlast a third worker's start-up (mostly imports, ~15 s on a loaded 2-core
     # machine, where 4,000 runs take about a minute): the joiner then re-runs all of it.
-    job = {"compute_unit": "CPU (ONNX)", "devices": 2, **LONG_JOB, "num_inference_runs": 4000}
+    job = {"compute_unit": "CPU (ONNX)", "devices": 2, **long_job(8.0, 4000)}
     submitter = fleet.submit("submit", str(fleet.campaign([job])), "--wait-peers", "2", "--rediscover", "1")
     wait_for(submitter, "heartbeat", 120, phase="measuring")
     joined = fleet.worker("w-h3", fnet.h3, H3).ready["peer_id"]  # behind NAT: reached through the gate
@@ -84,7 +84,7 @@ def test_submitter_killed_and_resumed_gets_the_stored_results(
 ) -> None:
     fleet = Fleet.start(fnet, plab, faults)
     fleet.start_workers(("w-h2", fnet.h2, H2), ("w-h4", fnet.h4, H4))
-    job = {"compute_unit": "CPU (ONNX)", "devices": "all", **LONG_JOB}
+    job = {"compute_unit": "CPU (ONNX)", "devices": "all", **long_job()}
     submitter = fleet.submit("submit", str(fleet.campaign([job])), "--wait-peers", "2")
     campaign_id = wait_for(submitter, "campaign")["campaign"]
     measuring = {wait_for(submitter, "heartbeat", 120, phase="measuring")["peer"]}

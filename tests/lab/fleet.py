@@ -23,17 +23,24 @@ from typing import Any
 from lab.faults import Faults
 from lab.netns import H1, NetLab
 from lab.procs import SARK, Lab, Proc
+from lab.sizing import timed_job
 from node.config import NodeConfig
 from node.p2p.identity import identity_peer_id
 
 H4 = "10.77.0.14"
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
-LONG_JOB = {"num_inference_runs": 2000, "warmup_runs": 3, "load_runs": 1, "processes": 1}
-"""A task that is still measuring when a fault strikes half-way: its second half (1,000 runs, progress
-every 200) holds many heartbeats, and the zombie finishes it seconds before the worker that took over
-finishes all of it (its stale result must come first; at 1,500 runs that lead was 2 s on a lightly
-loaded machine, at 3,000 it was 8 s under load). Longer only costs the lab CPU: every run is repeated."""
+
+
+def long_job(seconds: float = 4.0, at_least: int = 2000) -> dict[str, int]:
+    """A task that is still measuring when a fault strikes half-way: its second half (2 s of runs here,
+    2,000 runs at least, progress every 200) holds many heartbeats, and the zombie finishes it seconds
+    before the worker that took over finishes all of it (its stale result must come first; at 1,500
+    runs that lead was 2 s on a lightly loaded machine, at 3,000 it was 8 s under load). Sized by time
+    (`lab.sizing`): longer only costs the lab CPU, every run is repeated."""
+    return timed_job(seconds, at_least)
+
+
 _SERVE = """\
 import http.server, json, sys
 root, host = sys.argv[1], sys.argv[2]
@@ -179,7 +186,7 @@ def _rows(outcome: dict[str, Any]) -> list[dict[str, str]]:
 
 def _half_done(submitter: Proc, timeout: float = 120.0) -> dict[str, Any]:
     """The first heartbeat of a measurement at least half done: the zombie's half left ends before the
-    new worker's fetch and whole run, so its late result is seen (and rejected as stale). LONG_JOB is
+    new worker's fetch and whole run, so its late result is seen (and rejected as stale). `long_job` is
     long enough that several heartbeats (0.5 s apart) fall in its second half; both halves run on the
     same CPUs, so load stretches them alike."""
     deadline = time.monotonic() + timeout
@@ -201,7 +208,7 @@ def run_fault(fleet: Fleet, kind: str) -> dict[str, Any]:
     or release to the new commit), tasks completed, results lost, stale results rejected, and the checks
     the tests assert on.
     """
-    job = {"compute_unit": "CPU (ONNX)", "devices": 1, **LONG_JOB}
+    job = {"compute_unit": "CPU (ONNX)", "devices": 1, **long_job()}
     submitter = fleet.submit(
         "submit", str(fleet.campaign([job], kind)), "--wait-peers", str(len(fleet.workers))
     )

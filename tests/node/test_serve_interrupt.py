@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+from lab.sizing import runs_lasting
 from test_http_api import SARK, ModelServer, model_server, start_serve
 
 __all__ = ["model_server"]  # the module fixture, shared with test_http_api
@@ -28,7 +29,12 @@ def test_ctrl_c_withdraws_the_running_campaign_and_resume_completes(
         body = {
             "model_url": model_server.model_url,
             "jobs": [
-                {"compute_unit": "CPU (ONNX)", "num_inference_runs": 3000, "warmup_runs": 2, "processes": 1}
+                {
+                    "compute_unit": "CPU (ONNX)",
+                    "num_inference_runs": runs_lasting(6.0, 3000),
+                    "warmup_runs": 2,
+                    "processes": 1,
+                }
             ],
         }
         created = httpx.post(f"{served.api}/campaigns", json=body, timeout=60)
