@@ -1,10 +1,10 @@
 """How far an honest device's CPU challenge lands from its own calibration, on this machine, now.
 
 `scheduler.verification.challenge.SLACK` must cover the distance between a device's calibration (the
-best repeat of a 512 x 512 float32 product, `drivers.calibrate`) and one challenge round (the
-matrices expanded from a seed, the product, a digest per row: `drivers.challengechild`, timed as
-the submitter times it, less the pipe and network). Each trial calibrates, then runs the three
-rounds a submitter would run at the product sized for that calibration as the claim, and keeps the
+best repeat of a 512 x 512 float32 product, `drivers.calibrate`) and one challenge round (X and B
+expanded from a seed, the chain's steps, a digest per row: `drivers.challengechild`, timed as the
+submitter times it, less the pipe and network). Each trial calibrates, then runs the three rounds a
+submitter would run at the chain sized for that calibration as the claim, and keeps the
 best round, as the submitter does; it prints each trial's ratio (best round / calibration) and the
 spread over trials, with the machine's load average. A ratio under 1 / SLACK would refuse an honest
 device; a 4x liar passes only above 4 / SLACK. Writes benchmarks/out/challenge_noise.json.
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from drivers.calibrate import cpu_gflops  # noqa: E402
-from drivers.challengechild import digests, product  # noqa: E402
+from drivers.challengechild import chain, digests, expand  # noqa: E402
 from protocol import CHALLENGE_ROUNDS  # noqa: E402
 from scheduler.verification import challenge  # noqa: E402
 
@@ -39,11 +39,12 @@ def trial(seed: int) -> dict[str, float]:
     rounds = []
     for r in range(CHALLENGE_ROUNDS):
         start = time.perf_counter()
-        digests(product(seed * 10 + r, sizing.n))
-        rounds.append(challenge.gflops(sizing.n, time.perf_counter() - start, 0.0))
+        digests(chain(*expand(seed * 10 + r, sizing.n), sizing.steps))
+        rounds.append(challenge.gflops(sizing.n, time.perf_counter() - start, 0.0, sizing.steps))
     best = max(rounds)
     load = os.getloadavg()[0]
-    return {"claimed": claimed, "n": sizing.n, "best": best, "ratio": best / claimed, "load": load}
+    shape = {"n": sizing.n, "steps": sizing.steps}
+    return {"claimed": claimed, **shape, "best": best, "ratio": best / claimed, "load": load}
 
 
 def main() -> None:
@@ -56,8 +57,8 @@ def main() -> None:
         t = trial(k)
         trials.append(t)
         print(
-            f"trial {k}: calibration {t['claimed']:.1f} GFLOPS, n={t['n']:.0f}, best round {t['best']:.1f} "
-            f"GFLOPS, ratio {t['ratio']:.2f} (load {t['load']:.1f})",
+            f"trial {k}: calibration {t['claimed']:.1f} GFLOPS, n={t['n']:.0f} x {t['steps']:.0f}, "
+            f"best round {t['best']:.1f} GFLOPS, ratio {t['ratio']:.2f} (load {t['load']:.1f})",
             flush=True,
         )
     ratios = sorted(t["ratio"] for t in trials)

@@ -6,7 +6,7 @@ class c's devices compute (40 + 40 c) GFLOPS, each board 1 % apart; an honest pe
 figure, a cheater (`--cheaters` of them) a factor drawn from 1.5-8 times it. Each claim goes first
 through `scheduler.verification.claims.claim_problems` (physics, and the median of the other peers of
 its device class, as `node.submitter.discovery.claims_of` groups them), then, if believed so far,
-through the challenge (`scheduler.verification.challenge`): the product sized for the claim
+through the challenge (`scheduler.verification.challenge`): the chain sized for the claim
 (`challenge.size`, over a 1 ms round trip), timed as a device of the true speed would compute it, its
 best round at a ratio to its calibration drawn from what `benchmarks/challenge_noise.py` measured on
 this machine, less the credited trip (`challenge.gflops`), and judged by `challenge.passes`. A peer
@@ -79,12 +79,12 @@ def judge_fleet(seed: int, args: argparse.Namespace, ratios: list[float], *, own
 
 def challenged(true_gflops: float, claimed_gflops: float, ratio: float) -> float:
     """The challenge's figure for a device of `true_gflops` whose best round runs at `ratio` of its
-    calibration, challenged for `claimed_gflops`: the product sized for the claim, committed after
+    calibration, challenged for `claimed_gflops`: the chain sized for the claim, committed after
     the compute and one round trip, less the trip the submitter credits."""
     sizing = challenge.size(claimed_gflops, RTT_S)
-    flops = sizing.n * 2 * 512**2
+    flops = sizing.n * sizing.steps * 2 * 512**2
     elapsed = flops / (true_gflops * ratio * 1e9) + RTT_S
-    return challenge.gflops(sizing.n, elapsed, sizing.credit_s)
+    return challenge.gflops(sizing.n, elapsed, sizing.credit_s, sizing.steps)
 
 
 def table(args: argparse.Namespace, ratios: list[float]) -> list[dict[str, object]]:

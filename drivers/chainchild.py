@@ -1,8 +1,9 @@
 """The GPU challenge's kernel (`/sark/challenge/1.1.0`'s chain) through torch, and its spawned child.
 
 `protocol.challenge` documents the chain: X0 and B expanded from the seed (`expand`, numpy's PCG64
-on the CPU, as the CPU challenge's inputs are), then `steps` times X <- (floor(X @ B / 4) mod 8192)
-- 4096 on the claimed device (`chain`), C = X as int16 rows, one digest per row (`digests`). The
+on the CPU, `drivers.challengechild`'s, whose numpy chain is the CPU's kernel), then `steps` times
+X <- (floor(X @ B / 4) mod 8192) - 4096 on the claimed device (`chain`), C = X as int16 rows, one
+digest per row (`digests`). The
 inputs are expanded on the CPU, not drawn by a device generator: torch's CUDA generator (Philox)
 is not the CPU's (mt19937), so the submitter, with no GPU, could not expand the same matrices; and
 they are 2 n KiB + 1 MiB against 2 n 512**2 x steps of work.
@@ -25,37 +26,18 @@ over the result's own type, int16 here).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from drivers.challengechild import answer, digests, row_bytes
+from drivers.challengechild import MAX_N, WIDTH, answer, chain_asked, digests, exact_rows, expand, row_bytes
 
-MAX_N: Final = 16384  # protocol.challenge.CHAIN_MAX_N
-MAX_STEPS: Final = 2048  # protocol.challenge.CHAIN_MAX_STEPS
-WIDTH: Final = 512  # protocol.challenge.CHALLENGE_WIDTH
 WRAP: Final = 8192.0
 HALF: Final = 4096.0
 
 Ints = npt.NDArray[np.int16]
-
-
-def expand(seed: int, n: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-    """X0 (n x WIDTH, integers in [-4096, 4096)) and B (WIDTH x WIDTH, in [-8, 8)) for `seed`:
-    PCG64's raw words, the low 32 bits first, X0's top 13 bits, then B's top 4 (as float32)."""
-    generator = np.random.PCG64(seed)
-    x0 = _ints(generator, n * WIDTH, 19, 4096).reshape(n, WIDTH)
-    return x0, _ints(generator, WIDTH * WIDTH, 28, 8).reshape(WIDTH, WIDTH)
-
-
-def _ints(generator: np.random.PCG64, size: int, shift: int, offset: int) -> npt.NDArray[np.float32]:
-    words = generator.random_raw((size + 1) // 2).astype("<u8", copy=False).view("<u4")[:size]
-    out: npt.NDArray[np.float32] = (words >> shift).astype(np.float32)
-    out -= np.float32(offset)
-    return out
 
 
 def chain(x0: npt.NDArray[np.float32], b: npt.NDArray[np.float32], steps: int, device: str) -> Ints:
@@ -96,17 +78,6 @@ def throughput(device: str, seconds: float = 0.6, *, n: int = MAX_N, steps: int 
             return 2.0 * n * steps * WIDTH**2 / max(best, 1e-9) / 1e9
 
 
-def exact_rows(seed: int, n: int, steps: int, rows: Sequence[int]) -> list[bytes]:
-    """The named rows of the chain in float64 on the CPU, as int16 bytes (the submitter's check:
-    steps x len(rows) x WIDTH**2 multiply-adds, after expanding the seed)."""
-    x0, b = expand(seed, n)
-    x = x0[list(rows)].astype(np.float64)
-    weights = b.astype(np.float64)
-    for _ in range(steps):
-        x = np.mod(np.floor(x @ weights / 4.0), WRAP) - HALF
-    return [np.ascontiguousarray(row, dtype="<i2").tobytes() for row in x.astype(np.int16)]
-
-
 def _device(name: str) -> str:
     """The torch device the chain runs on, or ValueError saying why it cannot."""
     import torch
@@ -133,9 +104,8 @@ def main(conn: Connection, device: str) -> None:
 
     def chained(asked: tuple[Any, ...]) -> Ints | None:
         """("chain", n, steps, seed)'s rows, or None for any other request."""
-        if asked[0] == "chain" and 0 < int(asked[1]) <= MAX_N and 0 < int(asked[2]) <= MAX_STEPS:
-            return chain(*expand(int(asked[3]), int(asked[1])), int(asked[2]), name)
-        return None
+        named = chain_asked(asked)
+        return None if named is None else chain(*expand(named[2], named[0]), named[1], name)
 
     answer(conn, start, chained)
 

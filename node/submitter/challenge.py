@@ -3,16 +3,17 @@
 A campaign whose `verify:` block sets anything (`wants_challenge`) has its loop pass every discovery
 round's peers through `Challenger.vouch` before the scheduler sees them (`submit`, `serve`; `plan`
 too, with a key of its own): a peer that advertises a calibration, and that physics and its
-class did not already refute (`claims`), is challenged over `/sark/challenge/1.0.0`
+class did not already refute (`claims`), is challenged over `/sark/challenge/1.2.0`
 (`protocol.challenge`; the judgement is `scheduler.verification.challenge`'s): a few pings, then up
-to `CHALLENGE_ROUNDS` rounds of a seed drawn from the campaign's secret, the worker's commitment
-timed on this clock, rows drawn after it and checked in float64 (`drivers.challengechild`, in a
-thread). The fastest round counts; the first round that bears the claim out ends it. A peer that
-fails is `claim_unverified` with the challenge's figures, kept for the campaign; one that does not
-answer (gone, busy, an old version) is `claim_unverified` for that round only, and challenged again
-at the next. Peers on one host are challenged one after another (their products would share its
-cores), hosts at once. What it costs: one spawned child and about 0.2-0.6 s of every core per
-honest peer; a liar up to `SLACK` times its claim's time per round, three rounds.
+to `CHALLENGE_ROUNDS` rounds of a seed drawn from the campaign's secret, the worker's commitment to
+its chain timed on this clock, rows drawn after it and recomputed in float64
+(`drivers.challengechild`, in a thread). The fastest round counts; the first round that bears the
+claim out ends it. A peer that fails is `claim_unverified` with the challenge's figures, kept for
+the campaign; one that does not answer (gone, busy, an older version that serves only 1.0.0's
+single product) is `claim_unverified` for that round only, and challenged again at the next. Peers
+on one host are challenged one after another (their chains would share its cores), hosts at once.
+What it costs: one spawned child and about 0.2-0.6 s of every core per honest peer; a liar up to
+`SLACK` times its claim's time per round, three rounds.
 
 A profile's `gpu_tflops` claims (`targets`) are challenged next, each on its own
 `/sark/challenge/1.1.0` stream with the chain (`protocol.challenge`) on the named device through
@@ -52,7 +53,6 @@ from protocol import (
     ChallengeReady,
     ChallengeReveal,
     ChallengeRows,
-    ChallengeSeed,
     ChallengeUnitOpen,
     ComputeUnit,
     DeviceProfile,
@@ -227,10 +227,7 @@ class Challenger:
         the figure is only a bound (no commitment by the deadline)."""
         seed = challenge.seed_of(self._key, subject)
         sent = trio.current_time()
-        if target.unit is None:
-            await channel.send(ChallengeSeed(round=r, n=sizing.n, seed=seed))
-        else:
-            await channel.send(ChallengeChainSeed(round=r, n=sizing.n, steps=sizing.steps, seed=seed))
+        await channel.send(ChallengeChainSeed(round=r, n=sizing.n, steps=sizing.steps, seed=seed))
         try:
             commit = _expect(await channel.receive(timeout=sizing.deadline_s), ChallengeCommit)
         except PeerTimeout:  # no commitment by the deadline: slower than the claim allows
@@ -245,29 +242,17 @@ class Challenger:
         await channel.send(ChallengeReveal(round=r, rows=rows))
         revealed = _expect(await channel.receive(timeout=STEP_S), ChallengeRows)
         measured = challenge.gflops(sizing.n, elapsed, sizing.credit_s, sizing.steps)
-        chain = target.unit is not None
-        return measured, await _checked(seed, sizing, rows, revealed.rows, commit.digests, chain=chain), False
+        return measured, await _checked(seed, sizing, rows, revealed.rows, commit.digests), False
 
 
 async def _checked(
-    seed: int,
-    sizing: challenge.Sizing,
-    rows: tuple[int, ...],
-    revealed: Sequence[bytes],
-    digests: bytes,
-    *,
-    chain: bool,
+    seed: int, sizing: challenge.Sizing, rows: tuple[int, ...], revealed: Sequence[bytes], digests: bytes
 ) -> str:
     """Why the revealed rows do not stand, recomputed here in a thread (numpy: only once a peer answered)."""
-    if chain:
-        from drivers.chainchild import exact_rows as chain_rows
-
-        exact = await trio.to_thread.run_sync(chain_rows, seed, sizing.n, sizing.steps, rows)
-        return challenge.chain_rows_problem(rows, revealed, digests, exact)
     from drivers.challengechild import exact_rows
 
-    truth = await trio.to_thread.run_sync(exact_rows, seed, sizing.n, rows)
-    return challenge.rows_problem(sizing.n, rows, revealed, digests, truth)
+    exact = await trio.to_thread.run_sync(exact_rows, seed, sizing.n, sizing.steps, rows)
+    return challenge.rows_problem(rows, revealed, digests, exact)
 
 
 async def by_host(views: Sequence[sch.PeerView], each: Callable[[sch.PeerView], Awaitable[None]]) -> None:

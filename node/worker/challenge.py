@@ -1,16 +1,16 @@
-"""`/sark/challenge/1.0.0`, the worker's side: a submitter's drawn matmul run in a spawned child.
+"""`/sark/challenge/1.2.0`, the worker's side: a submitter's drawn chain run in a spawned child.
 
 The daemon only relays: on `challenge_open` it starts `drivers/challengechild.py` (spawned, apart,
 its address space capped, a duplex pipe: it waits for its seed), answers `challenge_ready` once the
 child has numpy loaded and its BLAS threads warm, and then, round by round, answers pings at once,
-hands each seed to the child and its commitment back, and each reveal the same way. The product is
-computed and hashed in the child, never in this trio loop, and the daemon imports no numpy (it
-names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
+hands each `challenge_chain_seed` to the child and its commitment back, and each reveal the same
+way. The chain is computed and hashed in the child, never in this trio loop, and the daemon imports
+no numpy (it names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
 (busy) meanwhile. A challenge beside a measurement disturbs both (about a second of every core).
 
 `/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and
 the device its `gpu_tflops` names, it starts `drivers/chainchild.py` on that device (torch, CUDA
-warmed before `challenge_ready`) and takes `challenge_chain_seed` frames. Only `GPU (PyTorch)` has
+warmed before `challenge_ready`). Only `GPU (PyTorch)` has
 a kernel; another unit is answered `challenge_failed` with why. Its child is not address-capped:
 a CUDA context reserves far more address space than it uses (the chain itself holds 4 n KiB).
 """
@@ -37,7 +37,6 @@ from protocol import (
     ChallengeReady,
     ChallengeReveal,
     ChallengeRows,
-    ChallengeSeed,
     ChallengeUnitOpen,
     ComputeUnit,
 )
@@ -46,11 +45,11 @@ from protocol.errors import RemoteProtocolError
 CHILD: Final = Entry("drivers.challengechild", "main")
 CHAIN_CHILD: Final = Entry("drivers.chainchild", "main")
 MEMORY_MB: Final = 1536
-"""Address space the child may add to its own at start: n = 4096 needs about 450 MiB."""
+"""Address space the CPU child may add to its own at start (its chain holds about 4 MiB)."""
 START_S: Final = 30.0
 """The child's start (a spawn and numpy's import, or torch's and a CUDA context) on a loaded machine."""
 COMPUTE_S: Final = 60.0
-"""The longest the child may take for one round's product (a submitter gives up far sooner)."""
+"""The longest the child may take for one round's chain (a submitter gives up far sooner)."""
 STEP_S: Final = 30.0
 """The longest this side waits for the submitter's next frame."""
 ENDING_S: Final = 3.0
@@ -66,7 +65,7 @@ class ChildFailed(NodeError):
 
 @final
 class Challenges:
-    """Serves `/sark/challenge/1.0.0`, one challenge at a time."""
+    """Serves `/sark/challenge/1.2.0` (and `1.1.0`), one challenge at a time."""
 
     def __init__(self, allow: frozenset[str] = frozenset(), *, open_mode: bool = True) -> None:
         """`allow`: the submitters whose offers this worker takes (unless `open_mode`): only they may
@@ -123,17 +122,15 @@ class Challenges:
         try:
             await _answer(child, START_S, "ready")
             await channel.send(ChallengeReady())
-            await _rounds(channel, child, chain=entry == CHAIN_CHILD)
+            await _rounds(channel, child)
         except ChildFailed as exc:
             await channel.send(ChallengeFailed(reason=exc.detail[:500]))
         finally:
             await stopped(child)
 
 
-async def _rounds(channel: Channel, child: Child, *, chain: bool) -> None:
-    """Pings, seeds (`challenge_chain_seed` when `chain`) and reveals, at most the protocol's count of
-    each, until the submitter is done."""
-    seed_kind = ChallengeChainSeed if chain else ChallengeSeed
+async def _rounds(channel: Channel, child: Child) -> None:
+    """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done."""
     pings = seeds = reveals = 0
     while reveals < CHALLENGE_ROUNDS:
         try:
@@ -143,9 +140,9 @@ async def _rounds(channel: Channel, child: Child, *, chain: bool) -> None:
         if isinstance(asked, ChallengePing) and pings < CHALLENGE_ROUNDS * CHALLENGE_PINGS:
             pings += 1
             await channel.send(ChallengePong(round=asked.round))
-        elif isinstance(asked, seed_kind) and seeds == reveals:
+        elif isinstance(asked, ChallengeChainSeed) and seeds == reveals:
             seeds += 1
-            child.receiver.send(_seed_message(asked))
+            child.receiver.send(("chain", asked.n, asked.steps, asked.seed))
             digests = await _commitment(channel, child)
             if digests is None:
                 return  # the submitter gave up waiting (too slow for its claim): the child is stopped
@@ -161,7 +158,7 @@ async def _rounds(channel: Channel, child: Child, *, chain: bool) -> None:
 
 async def _commitment(channel: Channel, child: Child) -> bytes | None:
     """The child's commitment, or None once the submitter hangs up first (a claim too fast for this
-    device: its deadline passed), so that a product of minutes is not computed for nobody.
+    device: its deadline passed), so that a chain of minutes is not computed for nobody.
 
     Raises:
         ChildFailed: the child did not answer.
@@ -180,7 +177,7 @@ async def _commitment(channel: Channel, child: Child) -> bytes | None:
         async def hung_up() -> None:
             try:
                 early = await channel.receive(timeout=COMPUTE_S)
-                ended.append(RemoteProtocolError(f"{early.kind} while the product is computed"))
+                ended.append(RemoteProtocolError(f"{early.kind} while the chain is computed"))
             except NodeError:
                 ended.append(None)
             nursery.cancel_scope.cancel()
@@ -190,13 +187,6 @@ async def _commitment(channel: Channel, child: Child) -> bytes | None:
     if isinstance(ended[0], Exception):
         raise ended[0]
     return ended[0]
-
-
-def _seed_message(seed: ChallengeSeed | ChallengeChainSeed) -> tuple[object, ...]:
-    """What the child is sent for a seed frame (see `drivers.challengechild`, `drivers.chainchild`)."""
-    if isinstance(seed, ChallengeChainSeed):
-        return ("chain", seed.n, seed.steps, seed.seed)
-    return ("seed", seed.n, seed.seed)
 
 
 async def _answer(child: Child, timeout: float, want: str) -> tuple[Any, ...]:

@@ -3,9 +3,9 @@ refused by its challenge, under `plan`, `submit` and `peers --challenge`.
 
 Real processes: a gate and two real `sark-node join` workers on this machine, and `sark-node plan`
 and `submit` with a `verify:` block, which challenge each peer before its first task over
-`/sark/challenge/1.0.0` (a drawn product in the worker's spawned child, its rows committed, checked
+`/sark/challenge/1.2.0` (a drawn chain in the worker's spawned child, its rows committed, checked
 and timed). The test measures this machine on the challenge's own kernel (the best of five
-products, near its peak, so the liar's 4x is 4x what the machine can do; `join`'s calibration, the
+chains, near its peak, so the liar's 4x is 4x what the machine can do; `join`'s calibration, the
 best 512 x 512 product over 0.6 s, swung 3-20x on this shared 2-core machine within a minute) and
 starts both workers with a profile (`join --profile`, the product's own way to advertise a written
 profile): the honest one advertises half that figure (a calibration taken on a busier day: a claim
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import pytest
 
-from drivers.challengechild import digests, product
+from drivers.challengechild import chain, digests, expand
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
-from protocol import Calibration, ComputeUnit, DeviceProfile, GpuInfo, UnitStatus
+from protocol import CPU_CHAIN_N, Calibration, ComputeUnit, DeviceProfile, GpuInfo, UnitStatus
 from scheduler.verification import challenge
 
 pytestmark = pytest.mark.exclusive  # the challenge times a product measured here
@@ -50,16 +50,17 @@ GPU_TFLOPS = 20.0
 in minutes, so its commitment misses the deadline by far."""
 
 
-def _kernel_gflops(seed: int, rows: int = 2048) -> float:
+def _kernel_gflops(seed: int, steps: int = 32) -> float:
     """This machine's speed on the challenge's own kernel, as a round times it (less the network)."""
     start = time.perf_counter()
-    digests(product(seed, rows))
-    return challenge.gflops(rows, time.perf_counter() - start, 0.0)
+    digests(chain(*expand(seed, CPU_CHAIN_N), steps))
+    return challenge.gflops(CPU_CHAIN_N, time.perf_counter() - start, 0.0, steps)
 
 
 def _profiles(root: Path) -> tuple[Path, Path, Path, float]:
-    """The honest profile (half this machine's speed), the liar's (8x it, its own CPU name), and the
-    GPU liar's (the honest CPU's claim, a GPU listed, `GPU (PyTorch)` usable, `GPU_TFLOPS` on cuda:0)."""
+    """The honest profile (half this machine's speed), the liar's (8x it, its own CPU name and core
+    count), and the GPU liar's (the honest CPU's claim, a GPU listed, `GPU (PyTorch)` usable,
+    `GPU_TFLOPS` on cuda:0)."""
     measured = max(_kernel_gflops(seed) for seed in range(5))  # near this machine's peak
     honest = DeviceProfile(
         device_name="honest", soc="test-cpu", cores_physical=1, cores_logical=2, ram_mb=1024, os="Linux",
@@ -68,7 +69,11 @@ def _profiles(root: Path) -> tuple[Path, Path, Path, float]:
         calibration=Calibration(cpu_gflops=measured * HONEST, mem_bandwidth_gbs=10.0, seconds=1.0),
     )  # fmt: skip
     claim = Calibration(cpu_gflops=measured * FACTOR, mem_bandwidth_gbs=10.0, seconds=1.0)
-    liar = honest.with_(device_name="fast", soc="test-cpu-fast", calibration=claim)
+    # cores enough that physics (300 GFLOPS a logical core) never refuses the claim before the challenge
+    # does: 8x a machine with AVX-512 is over 2 cores' bound
+    liar = honest.with_(
+        device_name="fast", soc="test-cpu-fast", cores_physical=16, cores_logical=32, calibration=claim
+    )
     assert honest.calibration is not None
     gpu = honest.with_(
         device_name="gpubox",

@@ -25,6 +25,7 @@ from protocol import (
     CHALLENGE,
     CHALLENGE_UNITS,
     Calibration,
+    ChallengeChainSeed,
     ChallengeCommit,
     ChallengeFailed,
     ChallengeOpen,
@@ -33,7 +34,6 @@ from protocol import (
     ChallengeReady,
     ChallengeReveal,
     ChallengeRows,
-    ChallengeSeed,
     ChallengeUnitOpen,
     ComputeUnit,
     DeviceProfile,
@@ -95,10 +95,10 @@ async def _lying_worker(channel: Channel) -> None:
         asked = await channel.receive()
         if isinstance(asked, ChallengePing):
             await channel.send(ChallengePong(round=asked.round))
-        elif isinstance(asked, ChallengeSeed):
+        elif isinstance(asked, ChallengeChainSeed):
             await channel.send(ChallengeCommit(round=asked.round, digests=bytes(16 * asked.n)))
         elif isinstance(asked, ChallengeReveal):
-            await channel.send(ChallengeRows(round=asked.round, rows=tuple(bytes(2048) for _ in asked.rows)))
+            await channel.send(ChallengeRows(round=asked.round, rows=tuple(bytes(1024) for _ in asked.rows)))
             return
 
 
@@ -205,8 +205,9 @@ async def test_each_gpu_claim_is_challenged_with_the_chain_on_its_device_after_t
 async def test_a_worker_of_the_cpu_challenge_only_leaves_a_gpu_claim_unverified(
     host_pair: tuple[Host, Host],
 ) -> None:
-    """A worker that serves `/sark/challenge/1.0.0` only (an older version) on a real loopback host:
-    its CPU claim is tested, its GPU claim unverified with the protocol named, nothing crashes."""
+    """A worker that serves the CPU challenge only (`/sark/challenge/1.2.0`, no `1.1.0`: a build
+    without the GPU's) on a real loopback host: its CPU claim is tested, its GPU claim unverified
+    with the protocol named, nothing crashes."""
     submitter, old = host_pair
     old.set_handler(CHALLENGE, Challenges().serve, deadline=math.inf)
     addrs = tuple(old.addrs())
@@ -223,14 +224,14 @@ async def test_a_worker_of_the_cpu_challenge_only_leaves_a_gpu_claim_unverified(
 
 async def test_a_worker_whose_submitter_hangs_up_before_the_commitment_ends_cleanly() -> None:
     """A claim far beyond the device: the submitter's deadline passes and it closes the stream while
-    the worker's child computes (a 34 GFLOP product here). The handler takes the hang-up as the end
+    the worker's child computes (a 550 GFLOP chain here). The handler takes the hang-up as the end
     (its child stopped, nothing raised out of the race between the child and the stream)."""
     submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=60.0)
 
     async def impatient() -> None:
         await submitter.send(ChallengeOpen())
         assert isinstance(await submitter.receive(), ChallengeReady)
-        await submitter.send(ChallengeSeed(round=0, n=65536, seed=3))
+        await submitter.send(ChallengeChainSeed(round=0, n=512, steps=2048, seed=3))
         await submitter.close()  # as a submitter does when its deadline passes
 
     with trio.fail_after(120):

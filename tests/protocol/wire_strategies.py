@@ -291,12 +291,6 @@ MESSAGES: dict[str, st.SearchStrategy[Any]] = {
     "challenge_ready": st.builds(pr.ChallengeReady),
     "challenge_ping": st.builds(pr.ChallengePing, round=st.integers(min_value=0, max_value=8)),
     "challenge_pong": st.builds(pr.ChallengePong, round=st.integers(min_value=0, max_value=8)),
-    "challenge_seed": st.builds(
-        pr.ChallengeSeed,
-        round=st.integers(min_value=0, max_value=2),
-        n=st.integers(min_value=64, max_value=65536),
-        seed=st.integers(min_value=0, max_value=2**63 - 1),
-    ),
     "challenge_chain_seed": st.builds(
         pr.ChallengeChainSeed,
         round=st.integers(min_value=0, max_value=2),
@@ -310,12 +304,12 @@ MESSAGES: dict[str, st.SearchStrategy[Any]] = {
     "challenge_reveal": st.builds(
         pr.ChallengeReveal,
         round=st.integers(min_value=0, max_value=2),
-        rows=st.lists(st.integers(min_value=0, max_value=65535), min_size=1, max_size=32).map(tuple),
+        rows=st.lists(st.integers(min_value=0, max_value=16383), min_size=1, max_size=32).map(tuple),
     ),
     "challenge_rows": st.builds(
         pr.ChallengeRows,
         round=st.integers(min_value=0, max_value=2),
-        rows=st.lists(st.binary(max_size=2048), max_size=4).map(tuple),
+        rows=st.lists(st.binary(max_size=1024), max_size=4).map(tuple),
     ),
     "challenge_failed": st.builds(pr.ChallengeFailed, reason=st.text(max_size=500)),
     "busy": st.builds(m.Busy, detail=details, measuring=st.booleans()),
