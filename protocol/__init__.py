@@ -7,8 +7,8 @@ Modules:
     generation  generate workloads (LLMs, model servers): spec, per-request records, aggregates
     tokenizer   a pinned tokenizer.json: pin (name, sha256, compressed bytes), unpack, Pinned (encode),
                 shared by the submitter's datasets and the worker's token counts
-    challenge the challenge's frames (`/sark/challenge/1.0.0` CPU, `1.1.0` a GPU's chain): a drawn
-              matmul, committed rows
+    challenge the challenge's frames (`/sark/challenge/1.2.0` CPU, `1.1.0` a GPU): a drawn chain of
+              products, committed rows
     fleet     fleet load: one member's deal of a shared schedule, the clock probe messages
     arrivals  the one seeded arrival generator (SplitMix64, Poisson send times) of open-loop load
     telemetry live device telemetry of a timed phase, sustained-run spec, windows and throttle causes

@@ -7,8 +7,8 @@ Protocols and the kinds they carry:
 - `/sark/blob/1.0.0`: blob_get, blob_meta, blob_chunk, blob_end, blob_missing
 - `/sark/profile/1.0.0`: profile_get, profile
 - `/sark/reach/1.0.0`: reach_get, reach
-- `/sark/challenge/1.0.0`: challenge_open, _ready, _ping, _pong, _seed, _commit, _reveal, _rows, _failed;
-  `1.1.0` the same with challenge_unit_open and challenge_chain_seed (`protocol.challenge`)
+- `/sark/challenge/1.2.0`: challenge_open, _ready, _ping, _pong, _chain_seed, _commit, _reveal, _rows,
+  _failed; `1.1.0` the same opened with challenge_unit_open (`protocol.challenge`)
 - any protocol: busy (the node refused the stream: too many in flight from this peer)
 
 Signed payloads (offers, cancels, results, releases, adverts) travel as an `Envelope` whose payload is the

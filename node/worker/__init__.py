@@ -13,8 +13,8 @@ Modules:
     leave        the graceful leave on SIGTERM/SIGINT: no offers, leases handed back, advert withdrawn
     targets      where an endpoint task's requests go: a declared server, or a campaign URL once checked
     clock        /sark/clock/1.0.0: the worker's wall clock for a fleet job's offset probe
-    challenge    /sark/challenge/1.0.0 and 1.1.0: a submitter's drawn matmul (a GPU's chain), run and
-                 committed in a spawned child
+    challenge    /sark/challenge/1.2.0 and 1.1.0: a submitter's drawn chain (on the CPU, on a GPU), run
+                 and committed in a spawned child
 
 Callers import the module they need (`from node.worker.role import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow

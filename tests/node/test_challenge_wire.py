@@ -1,6 +1,6 @@
-"""`/sark/challenge/1.0.0` and `1.1.0` over an in-memory stream: the worker's handler with its real
+"""`/sark/challenge/1.2.0` and `1.1.0` over an in-memory stream: the worker's handler with its real
 spawned child against the submitter's `Challenger`, and each against a hostile peer written here;
-and a worker of 1.0.0 only on real loopback hosts, asked for its GPU.
+and a worker of the CPU challenge only on real loopback hosts, asked for its GPU.
 
 No timing is asserted: the honest exchange claims a speed far below any machine's (a product whose
 claim takes seconds), so only the frames, the checks and the verdicts are under test.
