@@ -52,7 +52,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[
         lab.close()
 
 
-@pytest.mark.slow  # four workers for minutes on two cores: `pytest -m slow tests/e2e/test_scattered_liar.py`
 def test_a_liar_that_scatters_its_processes_to_widen_its_band_is_refused(
     lab: tuple[Swarm, dict[str, str]],
 ) -> None:

@@ -338,7 +338,6 @@ def check_gpu_and_owner(s: Served) -> None:
     assert f"peer {ids['forger']}: owner_refused: owner statement refused" in s.served.log.read_text()
 
 
-@pytest.mark.slow  # nine campaigns one at a time: 3.5 min on a quiet 2-core machine, ~12 at a load of 10
 @pytest.mark.timeout(1500)  # a deadline on a loaded machine, not a speed
 def test_every_cheating_strategy_is_refused_under_serve_as_under_submit(served: Served) -> None:
     took = {}
