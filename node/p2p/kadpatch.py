@@ -184,7 +184,11 @@ async def become_server(kad: Kad, bound: Callable[[bytes], int]) -> None:
 
     libp2p's `switch_mode` registers the kad handler (our paced one, P23) but not the inbound limiter
     `open_kad` gives a server, and peers learn that we serve kad only from identify: we push it to
-    every connected peer, so their routing tables admit us (P11).
+    every connected peer (P11). A push alone puts us in nobody's routing table: py-libp2p admits a
+    peer when it opens a kad stream (go-libp2p-kad-dht also on identify's protocol updates), so
+    until our next refresh, minutes away, every table would hold the gates alone and the swarm's
+    records and lookups stay on them. So we walk for our own id at once, as a joining Kademlia node
+    does: each server the walk asks admits us, those closest to our id first (P32).
     """
     if kad.server:
         return
@@ -194,6 +198,7 @@ async def become_server(kad: Kad, bound: Callable[[bytes], int]) -> None:
     await dht.switch_mode(DHTMode.SERVER)
     kad.server = True
     await dht.host._push_identify_to_all_peers()
+    await dht.refresh_routing_table()  # P32: one walk for our own id; the servers it asks admit us
 
 
 __all__ = [

@@ -223,6 +223,24 @@ async def test_a_reachable_worker_becomes_a_bounded_dht_server(tmp_path: Path) -
             assert worker.kad.server
 
 
+async def test_a_worker_that_begins_to_serve_is_in_the_servers_tables_at_once(tmp_path: Path) -> None:
+    """P32: workers that switch to server mode are admitted by the gate (and each other) at once, not
+    at their next refresh, so a fresh submitter's first walk finds them."""
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(3)
+            assert lab.gate.kad is not None
+            assert lab.gate.kad.routing_table_size() == 0  # clients: no table holds them
+            for worker, _ in lab.workers:
+                assert worker.kad is not None
+                await become_server(worker.kad, lambda key: CAP)
+            serving = {worker.host.peer_id for worker, _ in lab.workers}
+            assert set(lab.gate.kad.routing_table_peers()) == serving
+            async with open_node(lab.config("reader"), role="submitter") as reader:
+                assert reader.kad is not None
+                assert serving <= set(reader.kad.routing_table_peers())
+
+
 async def test_a_worker_a_dial_back_reached_serves_the_dht_when_configured(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with fleet(tmp_path) as lab:
