@@ -106,8 +106,10 @@ def test_prices_and_costs_reach_every_medium_and_a_liar_is_bounded(lab: Swarm, t
     for name, (price, source) in expected.items():
         row = priced[name]
         assert (row["PricePerHour"], row["PriceSource"]) == (price, source), row
-        per_1k = float(price) * float(row["InferenceMsMedian"]) / 3600
-        assert float(row["CostPer1kInferences"]) == pytest.approx(per_1k, rel=1e-3), row
+        median = float(row["InferenceMsMedian"])  # as the file prints it: 3 decimals of a ms
+        per_1k = float(price) * median / 3600
+        rounding = 0.0005 / median  # a 0.3 ms median (AVX-512) printed to 3 decimals is 0.17 % off
+        assert float(row["CostPer1kInferences"]) == pytest.approx(per_1k, rel=1e-3 + rounding), row
     for name, (price, source) in expected.items():  # a model server's row: per million output tokens
         row = served_rows[names[name]]
         assert (row["PricePerHour"], row["PriceSource"]) == (price, source), row

@@ -5,7 +5,6 @@ against the real kernels the worker's child runs (`drivers.challengechild`, the 
 from __future__ import annotations
 
 import math
-import time
 
 import msgpack
 import numpy as np
@@ -170,20 +169,21 @@ def test_a_cpu_claim_is_sized_as_steps_of_the_calibrations_own_product(claimed: 
     assert sizing.deadline_s > challenge.SLACK * sizing.claim_s
 
 
-def test_an_honest_cpu_meets_its_calibration_on_the_chain() -> None:
-    """The cause of the CPU's chain, pinned: on this machine, the best of three challenge rounds as
-    the worker computes them (seed expanded, steps, rows hashed) lands within the time bound's window
-    of a calibration taken beside it, far above 1/`SLACK` (the single product of 1.0.0 landed at 0.37
-    of it on a CPU with AVX-512: expanding and hashing cost as much as the product)."""
-    claimed = calibrate.cpu_gflops()
-    sizing = challenge.size(claimed, 0.0)
-    best = 0.0
-    for seed in range(3):
-        start = time.perf_counter()
-        digests(chain(*expand(seed, sizing.n), sizing.steps))
-        best = max(best, challenge.gflops(sizing.n, time.perf_counter() - start, 0.0, sizing.steps))
-    assert challenge.passes(best, claimed), (best, claimed)
-    assert best * challenge.SLACK > 1.25 * claimed, (best, claimed)  # a margin, not the edge
+@pytest.mark.parametrize("claimed", [50.0, 250.0, 1000.0])
+def test_a_cpu_round_is_the_calibrations_product_with_little_else_timed(claimed: float) -> None:
+    """The cause of the chain on the CPU, pinned (its speed is measured by
+    benchmarks/challenge_noise.py): X is the calibration's own matrix (512 x 512, in cache as it
+    is), and what a round expands and hashes is under a thousandth of a byte a flop. 1.0.0's single
+    n x 512 product expanded and hashed 4 KiB a row of 512 KiFLOP (7.8e-3 a flop), which cost a CPU
+    with AVX-512 as much as the product: honest rounds landed at 0.37 of the calibration."""
+    assert calibrate.MATMUL_N == CPU_CHAIN_N == CHALLENGE_WIDTH
+    sizing = challenge.size(claimed, 0.001)
+    flops = 2 * sizing.n * sizing.steps * CHALLENGE_WIDTH**2
+    expanded = 4 * (sizing.n + CHALLENGE_WIDTH) * CHALLENGE_WIDTH  # X0 and B, float32
+    hashed = 2 * sizing.n * CHALLENGE_WIDTH  # the result's int16 rows
+    assert (expanded + hashed) / flops < 1e-3
+    single_product = (4 * 2 * CHALLENGE_WIDTH) / (2 * CHALLENGE_WIDTH**2)  # 1.0.0: a row in, a row out
+    assert single_product > 7e-3
 
 
 def test_the_time_bound_refuses_a_4x_claim_and_passes_an_honest_one() -> None:
