@@ -27,20 +27,25 @@ over the result's own type, int16 here).
 from __future__ import annotations
 
 from multiprocessing.connection import Connection
-from typing import Any, Final
+from typing import Any
 
-import numpy as np
-import numpy.typing as npt
+from drivers.challengechild import (
+    HALF,
+    MAX_N,
+    WIDTH,
+    WRAP,
+    Floats,
+    Ints,
+    answer,
+    chain_asked,
+    digests,
+    exact_rows,
+    expand,
+    row_bytes,
+)
 
-from drivers.challengechild import MAX_N, WIDTH, answer, chain_asked, digests, exact_rows, expand, row_bytes
 
-WRAP: Final = 8192.0
-HALF: Final = 4096.0
-
-Ints = npt.NDArray[np.int16]
-
-
-def chain(x0: npt.NDArray[np.float32], b: npt.NDArray[np.float32], steps: int, device: str) -> Ints:
+def chain(x0: Floats, b: Floats, steps: int, device: str) -> Ints:
     """X after `steps` steps on the torch `device`, as int16 (exact: see `protocol.challenge`)."""
     import torch
 
@@ -50,7 +55,7 @@ def chain(x0: npt.NDArray[np.float32], b: npt.NDArray[np.float32], steps: int, d
     weights = torch.from_numpy(b).to(where)
     for _ in range(steps):
         torch.mm(x, weights, out=other)
-        other.mul_(0.25).floor_().remainder_(WRAP).sub_(HALF)
+        other.mul_(0.25).floor_().remainder_(float(WRAP)).sub_(float(HALF))
         x, other = other, x
     if where.type == "cuda":
         torch.cuda.synchronize(where)
