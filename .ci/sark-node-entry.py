@@ -2,7 +2,7 @@
 
 A frozen app has no Python to start children with: `sys.executable` is the binary itself. So:
 - `multiprocessing.freeze_support()` turns a `spawn` child's command line (the measurement children
-  of drivers.harness) back into that child, and PyInstaller's hook does the same for the resource
+  of drivers.measuring.harness) back into that child, and PyInstaller's hook does the same for the resource
   tracker that `spawn` starts;
 - ``sark-node -m MODULE`` runs MODULE as ``python -m MODULE`` would: the node starts some children
   as ``(sys.executable, "-m", module)`` (node.intake, for `serve`), which then works frozen and not.

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from drivers.inputs import InputSig, synthesize
-from drivers.onnx import DTYPES
+from drivers.files.inputs import InputSig, synthesize
+from drivers.runtimes.onnx import DTYPES
 from protocol import ComputeUnit
 
 THREADS: Final = 1
@@ -43,7 +43,7 @@ def _openvino_call(
 
     import openvino as ov
 
-    from drivers.openvino import DTYPES as OV_DTYPES
+    from drivers.runtimes.openvino import DTYPES as OV_DTYPES
 
     core = ov.Core()
     compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": THREADS})
@@ -91,7 +91,7 @@ def _executorch_call(
 
     import torch
 
-    from drivers.executorch import DTYPES as ET_DTYPES
+    from drivers.runtimes.executorch import DTYPES as ET_DTYPES
 
     with warnings.catch_warnings():  # "This API is experimental": the wrapper's import warns
         warnings.simplefilter("ignore")

@@ -1,8 +1,8 @@
 """How far an honest device's CPU challenge lands from its own calibration, on this machine, now.
 
 `scheduler.verification.challenge.SLACK` must cover the distance between a device's calibration (the
-best repeat of a 512 x 512 float32 product, `drivers.calibrate`) and one challenge round (X and B
-expanded from a seed, the chain's steps, a digest per row: `drivers.challengechild`, timed as the
+best repeat of a 512 x 512 float32 product, `drivers.measuring.calibrate`) and one challenge round (X and B
+expanded from a seed, the chain's steps, a digest per row: `drivers.measuring.challengechild`, timed as the
 submitter times it, less the pipe and network). Each trial calibrates, then runs the three rounds a
 submitter would run at the chain sized for that calibration as the claim, and keeps the
 best round, as the submitter does; it prints each trial's ratio (best round / calibration) and the
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from drivers.calibrate import cpu_gflops  # noqa: E402
-from drivers.challengechild import chain, digests, expand  # noqa: E402
+from drivers.measuring.calibrate import cpu_gflops  # noqa: E402
+from drivers.measuring.challengechild import chain, digests, expand  # noqa: E402
 from protocol import CHALLENGE_ROUNDS  # noqa: E402
 from scheduler.verification import challenge  # noqa: E402
 

@@ -3,7 +3,7 @@
 A scripted server (tests/lab/sse_server.py, threads, 127.0.0.1) sends the first delta after
 `--first-ms`, then one every `--every-ms`, `--tokens` deltas in all, then the usage chunk and
 `[DONE]`. Each trial runs the same requests three times, back to back, order alternating: through
-sark's endpoint client (`drivers.endpoint`: trio sockets and h11, reads stamped by the kernel's
+sark's endpoint client (`drivers.endpoint.load`: trio sockets and h11, reads stamped by the kernel's
 arrival time, decoded as it arrives (issue 41), records); through the stack sark used before issue 33
 (httpx on trio, each read stamped when httpx hands it over and parsed at once); and through a bare
 baseline (a raw trio socket that timestamps each read holding a content delta, no HTTP library, no
@@ -31,7 +31,7 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from drivers.endpoint import EndpointOptions, run_endpoint  # noqa: E402
+from drivers.endpoint.load import EndpointOptions, run_endpoint  # noqa: E402
 from protocol import Endpoint, GenerateSpec, Prompt, RequestRecord  # noqa: E402
 from tests.lab.sse_server import scheduled, serve_sse  # noqa: E402
 
@@ -86,10 +86,10 @@ async def _bare_one(port: int, body: bytes) -> tuple[float, float, int]:
 
 async def _httpx(port: int, requests: int, concurrency: int) -> list[tuple[float, float, int]]:
     """The stack before issue 33, as one loop: httpx on trio, each read stamped after httpx handed it
-    over, parsed at once (`drivers.sse`)."""
+    over, parsed at once (`drivers.endpoint.sse`)."""
     import httpx
 
-    from drivers.sse import SseDecoder, read_chunk
+    from drivers.endpoint.sse import SseDecoder, read_chunk
 
     body = {"model": "schedule", "messages": [{"role": "user", "content": "x"}], "stream": True}
     url = f"http://127.0.0.1:{port}/v1/chat/completions"

@@ -8,14 +8,14 @@ median, then the median of all ratios; writes benchmarks/out/harness_overhead.js
 with its telemetry sampler on (every timed phase has it).
 
 Then the sampler alone, interleaved in one process per model (`--sampler-rounds`, 0 to skip): 1 s
-blocks of timed runs with `drivers.telemetry.Sampler` running and without, the order alternating each
-round; the ratio of the block medians (on / off) per round, and their median. Interleaving in one
+blocks of timed runs with `drivers.measuring.telemetry.Sampler` running and without, the order alternating
+each round; the ratio of the block medians (on / off) per round, and their median. Interleaving in one
 process takes out the process-to-process and drift noise a shared machine puts into the paired trials.
 
 Each runtime against its own API (`--runtimes`, default all installed): ONNX Runtime's `session.run`,
 OpenVINO's `request.infer` on the same .onnx files, LiteRT's set_tensor / invoke / get_tensor on
-.tflite files built here (`drivers.litemodels`), ExecuTorch's `executorch.runtime` API (Runtime,
-Program, `Method.execute`) on .pte files lowered here (`drivers.etmodels`, in a child); the bare
+.tflite files built here (`drivers.files.litemodels`), ExecuTorch's `executorch.runtime` API (Runtime,
+Program, `Method.execute`) on .pte files lowered here (`drivers.files.etmodels`, in a child); the bare
 loops are `benchmarks/bareloops.py`. The sampler rounds use ONNX Runtime's cases.
 
 Usage: .venv/bin/python benchmarks/harness_overhead.py [--trials N] [--sampler-rounds N]
@@ -40,11 +40,11 @@ import psutil
 from bareloops import RUNTIMES, THREADS, WARMUPS, bare_child
 
 from drivers import measure
-from drivers.inputs import InputSig, synthesize
-from drivers.litemodels import write_convnet as write_lite_convnet
-from drivers.litemodels import write_mlp
-from drivers.models import packaged_model, write_convnet
-from drivers.onnx import DTYPES
+from drivers.files.inputs import InputSig, synthesize
+from drivers.files.litemodels import write_convnet as write_lite_convnet
+from drivers.files.litemodels import write_mlp
+from drivers.files.models import packaged_model, write_convnet
+from drivers.runtimes.onnx import DTYPES
 from protocol import RUNTIME_OF, ComputeUnit, TaskSpec
 
 OUT = Path(__file__).resolve().parent / "out" / "harness_overhead.json"
@@ -65,7 +65,7 @@ class Case:
 def _lowered(folder: Path, name: str) -> Path:
     """An `etmodels` program lowered in a child (the export toolchain stays out of this process)."""
     subprocess.run(
-        [sys.executable, "-m", "drivers.etmodels", str(folder), name], check=True, capture_output=True
+        [sys.executable, "-m", "drivers.files.etmodels", str(folder), name], check=True, capture_output=True
     )
     return folder / f"{name}.pte"
 
@@ -76,7 +76,7 @@ def sampler_child(
     """In a spawned child: (median with the sampler on, median with it off) of 1 s blocks, per round."""
     import onnxruntime as ort
 
-    from drivers.telemetry import Sampler
+    from drivers.measuring.telemetry import Sampler
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = THREADS
@@ -112,7 +112,7 @@ def sampler_child(
 
 def reading_cost(readings: int = 400) -> float:
     """CPU ms one telemetry reading takes (thread CPU time over `readings` readings, this thread)."""
-    from drivers.telemetry import Sampler
+    from drivers.measuring.telemetry import Sampler
 
     with Sampler(period_s=3600.0) as sampler:  # the thread sleeps; this thread takes the readings
         t0 = time.thread_time()

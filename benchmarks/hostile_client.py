@@ -2,7 +2,7 @@
 
 For each fault of tests/lab/hostile.py (a server process of its own, raw sockets on 127.0.0.1),
 `drive_endpoint` runs `--requests` requests at once with the default run budget
-(`drivers.budget`), no retries, until the fault ends them or `--deadline` passes, beside a trio task
+(`drivers.endpoint.budget`), no retries, until the fault ends them or `--deadline` passes, beside a trio task
 that wakes every 50 ms and keeps the longest gap between two wakes, and the process's peak RSS. A
 watcher thread also reports, while it lasts, a loop that has not woken for seconds (so a client that
 blocks for minutes is seen while it blocks, even if it is killed). Prints one line per fault; writes
@@ -30,8 +30,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from drivers.completion import RetryPolicy  # noqa: E402
-from drivers.endpoint import EndpointOptions, drive_endpoint  # noqa: E402
+from drivers.endpoint.completion import RetryPolicy  # noqa: E402
+from drivers.endpoint.load import EndpointOptions, drive_endpoint  # noqa: E402
 from protocol import Endpoint, GenerateSpec, Prompt  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "hostile_client.json"

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # spawned children too: the packages of this checkout
 
 from drivers import measure  # noqa: E402
-from drivers.models import packaged_llm  # noqa: E402
+from drivers.files.models import packaged_llm  # noqa: E402
 from protocol import ComputeUnit, GenerateSpec, TaskSpec  # noqa: E402
 from scheduler.language import builtin_prompts, take  # noqa: E402
 

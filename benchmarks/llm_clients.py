@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from drivers.endpoint import EndpointOptions, run_endpoint  # noqa: E402
+from drivers.endpoint.load import EndpointOptions, run_endpoint  # noqa: E402
 from protocol import Endpoint, GenerateSpec, Prompt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

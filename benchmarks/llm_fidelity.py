@@ -40,8 +40,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # spawned children too: drivers
 from lab.tinyllm import dequantized  # noqa: E402
 
 from drivers import measure  # noqa: E402  (the packages of this checkout, whatever is installed)
-from drivers.llm import GENERATIVE_UNITS, device_for  # noqa: E402
-from drivers.models import packaged_llm  # noqa: E402
+from drivers.files.models import packaged_llm  # noqa: E402
+from drivers.runtimes.llm import GENERATIVE_UNITS, device_for  # noqa: E402
 from protocol import ComputeUnit, GenerateSpec, ModelFormat, TaskSpec  # noqa: E402
 from protocol.genstats import tpot_ms  # noqa: E402
 from scheduler.language import builtin_prompts, take  # noqa: E402

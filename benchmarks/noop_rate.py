@@ -2,7 +2,7 @@
 
 A no-op OpenAI-compatible server runs in its own process (asyncio, keep-alive, HTTP/1.1 chunked): it
 answers every request at once with one content delta, the usage chunk and `[DONE]`, and counts the
-requests it saw. sark's endpoint job (`drivers.endpoint.run_endpoint`, Poisson arrivals from the seeded
+requests it saw. sark's endpoint job (`drivers.endpoint.load.run_endpoint`, Poisson arrivals from the seeded
 generator) runs at each rate of `--rates` for `--duration` seconds; each level prints the asked and
 achieved send rate (sent within the schedule's span / span), the rate the server saw, the send lag
 p50/p99 (actual first byte written - planned), the client's CPU and its `ClientSaturated` verdict.
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from drivers.endpoint import EndpointOptions, run_endpoint  # noqa: E402
+from drivers.endpoint.load import EndpointOptions, run_endpoint  # noqa: E402
 from protocol import Endpoint, GenerateSpec, Prompt  # noqa: E402
 from protocol.arrivals import arrivals  # noqa: E402
 from protocol.genstats import summarize_generation  # noqa: E402

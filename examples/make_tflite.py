@@ -3,7 +3,7 @@
     python examples/make_tflite.py [--out examples/models/tiny-mlp.tflite]
 
 No .tflite ships in a PyPI wheel and converting one needs TensorFlow or litert-torch: the flatbuffer
-is written with the schema ai-edge-litert ships (`drivers.litemodels`), an MLP of 3 fully connected
+is written with the schema ai-edge-litert ships (`drivers.files.litemodels`), an MLP of 3 fully connected
 layers with ReLU on float[1, 64], every node of which XNNPACK takes.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from drivers.litemodels import write_mlp
+from drivers.files.litemodels import write_mlp
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ def convert(cache: Path) -> None:
     """Write the packaged GGUF into `cache` as the hub-cache entry `MODEL_ID` (once)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from drivers.models import packaged_llm
+    from drivers.files.models import packaged_llm
 
     repo = cache / f"models--{MODEL_ID.replace('/', '--')}"
     if (repo / "refs" / "main").is_file():

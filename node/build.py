@@ -4,7 +4,7 @@ The binary (PyInstaller, `.ci/binary`) carries ``build.json`` beside this module
 time: version, commit, and a kind such as ``binary linux-x86_64``. A pip install reads its version
 from the package metadata and its commit from git when the code sits in a checkout (else
 ``unknown``). Only the standard library is imported, and only when asked: ``sark-node --version``
-stays instant. (The drivers word a missing runtime for the build themselves: `drivers.missing`.)
+stays instant. (The drivers word a missing runtime for the build themselves: `drivers.runtimes.missing`.)
 """
 
 from __future__ import annotations

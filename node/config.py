@@ -58,7 +58,7 @@ class NodeConfig(BaseModel):
     endpoints: dict[ProfileName, str] = Field(default_factory=dict)  # declared model servers: NAME -> URL
     endpoint_probe_s: float = Field(default=300.0, gt=0)  # how often a worker probes them again
     # Declared servers that run on this device (gray-box energy): NAME -> the unit whose energy source
-    # (drivers.energy) covers the server's hardware. Any other server's energy is not read.
+    # (drivers.measuring.energy) covers the server's hardware. Any other server's energy is not read.
     endpoints_on_device: dict[ProfileName, ComputeUnit] = Field(default_factory=dict)
     # the device owner's key (`join --owner-key`, `node.ownerkey`): its statement goes in the advert, so
     # a submitter counts this owner's devices as one vote in a quorum; None: the device is its own owner

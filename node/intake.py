@@ -11,7 +11,7 @@ the child starts fast.
 Run as ``python -m node.intake --folder DIR`` (`node.submitter.vetting`, for `submit` and `plan`): the
 campaign file's own folder is DIR, so the child also reads the files the campaign names there
 (prompts, ShareGPT datasets, tokenizers, input data: `node.submitter.prompts`) and parses them, and
-inspects each local model file as a worker's child would (`drivers.formats.check_model_file`: headers
+inspects each local model file as a worker's child would (`drivers.files.formats.check_model_file`: headers
 and structure, never a runtime load). It writes ``campaign`` and the campaign's JSON on the next
 line, or ``problems`` and the problems' JSON list.
 
@@ -96,7 +96,7 @@ def model_problems(campaign: sch.Campaign, folder: Path) -> list[tuple[str, str]
     worker's owner decides on those). A file that is not there is left to `pin_models`.
     """
     from drivers.errors import TaskFailed
-    from drivers.formats import check_model_file
+    from drivers.files.formats import check_model_file
     from protocol import Stage
 
     problems = []

@@ -2,7 +2,7 @@
 
 Pure: the seed is an argument (drawn by the caller and kept with the run). The submitter deals a
 fleet's schedule from it (`scheduler.state.fleet.deal`) and a lone worker's open loop plans its own sends
-with it (`drivers.sender`), so the same seed and rate give the same send times everywhere.
+with it (`drivers.endpoint.sender`), so the same seed and rate give the same send times everywhere.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def open_loop(rate: float, seed: int, duration_s: float | None, prompts: int, mo
     """A lone worker's open-loop sends: Poisson at `rate` over `duration_s`, or one for each of its
     `prompts` when the run has no duration; at most `most` and `MAX_RECORDS` (a result's records).
 
-    The worker sends these (`drivers.sender.open_at`); the submitter, which drew the seed, checks the
+    The worker sends these (`drivers.endpoint.sender.open_at`); the submitter, which drew the seed, checks the
     records against them (`scheduler.verification.sendcheck`).
     """
     count = min(most, MAX_RECORDS) if duration_s else min(most, prompts)

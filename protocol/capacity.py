@@ -1,7 +1,7 @@
 """Capacity under an SLO: which load level to try next, when a level is over-saturated, and the knee.
 
 Pure: levels, records and verdicts in, the next level or a verdict out. The worker's driver
-(`drivers.capacity`) runs the levels `next_level` picks and ends a level as soon as `saturation`
+(`drivers.endpoint.capacity`) runs the levels `next_level` picks and ends a level as soon as `saturation`
 judges it over-saturated; it then calls `derive_capacity` on what it measured. The submitter calls
 the same function on the signed result (`protocol.derive`): every level's figures come again from
 its own records, the search is replayed from those verdicts (each level must be the one the search

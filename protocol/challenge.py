@@ -6,7 +6,7 @@ submitter sends a seed it drew from its campaign's secret only now, the worker e
 (n x `CHALLENGE_WIDTH`) and B (`CHALLENGE_WIDTH` square) with the generator below, computes the
 chain in a spawned child and commits to every row of its result (one digest each) before it learns
 which rows the submitter will check. On the CPU, n is 512 (`CPU_CHAIN_N`): each step is the
-calibration's own 512 x 512 product (`drivers/calibrate.py`), cache for cache, so a device's
+calibration's own 512 x 512 product (`drivers/measuring/calibrate.py`), cache for cache, so a device's
 challenge runs at the speed its calibration measured, and the claim sets the steps. The submitter
 times seed-sent to commitment-received on its own clock, then names rows it draws after the
 commitment arrived; the worker reveals them and the submitter recomputes them in float64.
@@ -21,7 +21,7 @@ One stream, in this order (the submitter speaks first each time, the worker answ
 
 A worker that cannot take part answers `challenge_failed` with why (busy, its child failed).
 
-The chain (`drivers/challengechild.py`: `expand`, `chain`, `exact_rows`):
+The chain (`drivers/measuring/challengechild.py`: `expand`, `chain`, `exact_rows`):
 
     PCG64 seeded with `seed` (numpy's, through its SeedSequence; its raw stream is stable across
     numpy versions, its `Generator` distributions are not promised to be), each element one 32-bit
@@ -40,7 +40,7 @@ ring the product lives in: we know no way to fold the steps into one matrix powe
 
 `/sark/challenge/1.1.0` tests a GPU claim (`Calibration.gpu_tflops[device]`): opened with
 `challenge_unit_open(unit, device)`, the same rounds, up to `CHAIN_MAX_N` rows on the named device
-(`drivers/chainchild.py`, through torch).
+(`drivers/measuring/chainchild.py`, through torch).
 
 `/sark/challenge/1.0.0` (retired) multiplied one n x 512 matrix by B: its inputs and result were as
 many bytes as its work over 512, and expanding and hashing them took a CPU with AVX-512 as long as

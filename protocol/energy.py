@@ -1,6 +1,6 @@
 """Energy around a measured phase: each process's raw reading, and the figures derived from them.
 
-A measuring process reads a declared energy source (`drivers.energy`: the NVML energy counter, NVML
+A measuring process reads a declared energy source (`drivers.measuring.energy`: the NVML energy counter, NVML
 power samples integrated at a stated period, RAPL package and DRAM counters) twice: over a few idle
 seconds just before the phase, and over the measured phase itself (the timed loop, or the timed
 requests). It sends the joules and seconds of both as an `EnergyReading`; `energy_figures` divides

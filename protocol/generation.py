@@ -217,7 +217,8 @@ class RequestRecord(Value):
     token_times_ms: tuple[float, ...] = ()
     output_text: str = Field(default="", max_length=200_000)
     # True: the worker dropped this text so that the result fits one envelope (`node.worker.fit`), or
-    # past its run's text budget (`drivers.budget`); ROUGE then scores only the requests that kept theirs.
+    # past its run's text budget (`drivers.endpoint.budget`); ROUGE then scores only the requests that kept
+    # theirs.
     text_dropped: bool = False
     tokens_counted: bool = False  # True: counted by us, not reported by the server's usage chunk
     # How output_tokens was counted (`FORMULAS["token_source"]`); "" in records from before issue 24.

@@ -3,7 +3,7 @@
 `generate: {tokenizer: PATH}` names a file or a folder holding `tokenizer.json`; node/ reads its bytes
 beside the campaign file, as it reads prompts files. The pin is its name and sha256 (the revision a
 row's `TokenSource` names: `tokenizer:<name>@<first 12 hex>`), and the file itself zlib-compressed
-for the worker that counts a server's output with it (`drivers.tokencount`, in a child). On the
+for the worker that counts a server's output with it (`drivers.endpoint.tokencount`, in a child). On the
 submitter it builds random datasets (`scheduler.language.dataset`): the bytes are parsed by the `tokenizers`
 library (no code runs; the file is bounded by `MAX_TOKENIZER_FILE`), imported only when a campaign
 pins one. Pure like the rest of `protocol`: the submitter and the worker share it.

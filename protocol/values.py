@@ -206,7 +206,7 @@ class TaskSpec(Value):
     input_data: tuple[InputData, ...] = Field(default=(), max_length=64)
     strict_placement: bool = True
     # The least share of the model's executed nodes that must run on the asked unit (1.0: all of them);
-    # below it the run is a fallback (`drivers.meters.Placed`): failed when strict, else marked.
+    # below it the run is a fallback (`drivers.measuring.meters.Placed`): failed when strict, else marked.
     placement_share: float = Field(default=1.0, gt=0, le=1)
     threads: int | None = Field(default=None, ge=1, le=1024)
     memory_limit_mb: int | None = Field(default=None, ge=16)
@@ -304,12 +304,12 @@ class Measurement(Value):
     process_runs: tuple[int, ...] = ()  # how many of `samples_ms` each process timed
     load_samples_ms: tuple[float, ...] = ()  # every timed load, `load_runs` per process
     first_inferences_ms: tuple[float, ...] = ()  # each process's first inference
-    # Each process's fingerprint of its first inference's outputs (`drivers.outputs`): replicas of
+    # Each process's fingerprint of its first inference's outputs (`drivers.measuring.outputs`): replicas of
     # one device class must agree on it (`scheduler.verification.agreement`); empty for generate tasks.
     output_fingerprints: tuple[str, ...] = Field(default=(), max_length=20)
     # The first process's outputs at up to OUTPUT_SAMPLE evenly spaced positions of all outputs
-    # flattened (`drivers.outputs.output_sample`): rows of one model on several runtimes are compared
-    # on them (`scheduler.results.outputdiff`); empty for generate tasks.
+    # flattened (`drivers.measuring.outputs.output_sample`): rows of one model on several runtimes are
+    # compared on them (`scheduler.results.outputdiff`); empty for generate tasks.
     output_sample: tuple[float, ...] = Field(default=(), max_length=256)
     process_medians_ms: tuple[float, ...] = ()
     process_spread_pct: float = 0.0

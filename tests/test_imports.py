@@ -154,6 +154,18 @@ def test_each_scheduler_package_imports_only_those_before_it() -> None:
     assert {p: up for p, up in later.items() if up} == {}
 
 
+# drivers' rooms, each built only on those before it (drivers/__init__.py says what each holds)
+DRIVERS_ORDER = ("errors", "files", "runtimes", "measuring", "endpoint", "probe")
+
+
+def test_each_drivers_room_imports_only_those_before_it() -> None:
+    folded = package_graph(import_graph("drivers"), "drivers")
+    order = [f"drivers.{name}" for name in DRIVERS_ORDER]
+    assert sorted(folded) == sorted(order), "a new room or a module outside the rooms: place it in DRIVERS_ORDER"
+    later = {p: sorted(set(folded[p]) - set(order[: order.index(p)])) for p in order}
+    assert {p: up for p, up in later.items() if up} == {}
+
+
 @pytest.mark.parametrize(
     "package",
     ["protocol", "scheduler", "drivers"],

@@ -94,18 +94,25 @@ def test_each_node_package_lists_its_modules(package: str) -> None:
     assert [m for m in modules if f"\n    {m} " not in f"\n{doc}"] == []
 
 
-SCHEDULER = ROOT / "scheduler"
+ROOMED = (ROOT / "scheduler", ROOT / "drivers")
 
 
 @pytest.mark.parametrize(
-    "package", [SCHEDULER, *sorted(p.parent for p in SCHEDULER.glob("*/__init__.py"))], ids=lambda p: p.name
+    "package",
+    [p for top in ROOMED for p in (top, *sorted(q.parent for q in top.glob("*/__init__.py")))],
+    ids=lambda p: str(p.relative_to(ROOT)),
 )
-def test_scheduler_and_each_of_its_packages_list_their_modules_and_export_a_list(package: Path) -> None:
+def test_scheduler_drivers_and_each_of_their_rooms_list_their_modules_and_export_a_list(package: Path) -> None:
     tree = ast.parse((package / "__init__.py").read_text())
     doc = ast.get_docstring(tree) or ""
     parts = [p.stem for p in package.glob("*.py") if p.stem != "__init__"]
     parts += [p.parent.name for p in package.glob("*/__init__.py")]
     assert parts, f"{package} has no modules: the scan is not looking"
     assert [m for m in sorted(parts) if f"\n    {m} " not in f"\n{doc}"] == []
-    exported = [n for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__"]
+    exported = [
+        n
+        for n in tree.body
+        if (isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__")
+        or (isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == "__all__")
+    ]
     assert exported, f"{package}/__init__.py has no __all__"

@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 import trio
 
-from drivers.device import device_name
+from drivers.measuring.device import device_name
 from gate import serve_gate
 from node.config import NodeConfig
 from node.p2p.identity import identity_peer_id

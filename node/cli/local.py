@@ -75,7 +75,7 @@ def info(
     """Show this device's profile, every compute unit (with the reason for each unusable one) and the
     models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
     from drivers import detect_profile, probe_generation
-    from drivers.servers import probe_servers
+    from drivers.endpoint.servers import probe_servers
     from node.cli.console import console as out_console
 
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
@@ -146,7 +146,7 @@ def _print_offers(console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from drivers.offers import machine_telemetry, unit_offers
+    from drivers.measuring.offers import machine_telemetry, unit_offers
 
     machine, gpu = machine_telemetry()
     table = Table(title="Energy and telemetry")

@@ -7,7 +7,7 @@ class did not already refute (`claims`), is challenged over `/sark/challenge/1.2
 (`protocol.challenge`; the judgement is `scheduler.verification.challenge`'s): a few pings, then up
 to `CHALLENGE_ROUNDS` rounds of a seed drawn from the campaign's secret, the worker's commitment to
 its chain timed on this clock, rows drawn after it and recomputed in float64
-(`drivers.challengechild`, in a thread). The fastest round counts; the first round that bears the
+(`drivers.measuring.challengechild`, in a thread). The fastest round counts; the first round that bears the
 claim out ends it. A peer that fails is `claim_unverified` with the challenge's figures, kept for
 the campaign; one that does not answer (gone, busy, an older version that serves only 1.0.0's
 single product) is `claim_unverified` for that round only, and challenged again at the next. Peers
@@ -249,7 +249,7 @@ async def _checked(
     seed: int, sizing: challenge.Sizing, rows: tuple[int, ...], revealed: Sequence[bytes], digests: bytes
 ) -> str:
     """Why the revealed rows do not stand, recomputed here in a thread (numpy: only once a peer answered)."""
-    from drivers.challengechild import exact_rows
+    from drivers.measuring.challengechild import exact_rows
 
     exact = await trio.to_thread.run_sync(exact_rows, seed, sizing.n, sizing.steps, rows)
     return challenge.rows_problem(rows, revealed, digests, exact)

@@ -1,6 +1,6 @@
 """`/sark/challenge/1.2.0`, the worker's side: a submitter's drawn chain run in a spawned child.
 
-The daemon only relays: on `challenge_open` it starts `drivers/challengechild.py` (spawned, apart,
+The daemon only relays: on `challenge_open` it starts `drivers/measuring/challengechild.py` (spawned, apart,
 its address space capped, a duplex pipe: it waits for its seed), answers `challenge_ready` once the
 child has numpy loaded and its BLAS threads warm, and then, round by round, answers pings at once,
 hands each `challenge_chain_seed` to the child and its commitment back, and each reveal the same
@@ -9,7 +9,7 @@ no numpy (it names the child's module). One challenge at a time: another submitt
 (busy) meanwhile. A challenge beside a measurement disturbs both (about a second of every core).
 
 `/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and
-the device its `gpu_tflops` names, it starts `drivers/chainchild.py` on that device (torch, CUDA
+the device its `gpu_tflops` names, it starts `drivers/measuring/chainchild.py` on that device (torch, CUDA
 warmed before `challenge_ready`). Only `GPU (PyTorch)` has
 a kernel; another unit is answered `challenge_failed` with why. Its child is not address-capped:
 a CUDA context reserves far more address space than it uses (the chain itself holds 4 n KiB).
@@ -21,8 +21,8 @@ from typing import Any, Final, final
 
 import trio
 
-from drivers.childio import next_message, stopped
-from drivers.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
+from drivers.measuring.childio import next_message, stopped
+from drivers.measuring.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
 from node.errors import NodeError
 from node.p2p.wire import Channel
 from protocol import (
@@ -42,8 +42,8 @@ from protocol import (
 )
 from protocol.errors import RemoteProtocolError
 
-CHILD: Final = Entry("drivers.challengechild", "main")
-CHAIN_CHILD: Final = Entry("drivers.chainchild", "main")
+CHILD: Final = Entry("drivers.measuring.challengechild", "main")
+CHAIN_CHILD: Final = Entry("drivers.measuring.chainchild", "main")
 MEMORY_MB: Final = 1536
 """Address space the CPU child may add to its own at start (its chain holds about 4 MiB)."""
 START_S: Final = 30.0

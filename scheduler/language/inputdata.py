@@ -8,7 +8,7 @@ Two shapes, paths relative to the campaign file:
 node/ reads the files (`campaign_files` names them) and hands their bytes in by name; here they are
 checked for kind (the .npy/.npz magic) and size (`MAX_INPUT_DATA` in all: they travel in the signed
 offer), digested, and pinned into the spec. The arrays are parsed only in the measuring child
-(`drivers/inputs.py`), never in a node.
+(`drivers/files/inputs.py`), never in a node.
 """
 
 from __future__ import annotations

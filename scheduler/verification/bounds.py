@@ -57,7 +57,7 @@ Checked against what the submitter knows:
   1e6 GFLOPS, memory 1e5 GB/s, a GPU 1e5 TFLOPS: each about fifty times the fastest part shipped;
   at most a day of calibrating; background cores as above).
 
-- The energy method against the profile and the task's unit (`drivers.energy.offer_for`): an NVML
+- The energy method against the profile and the task's unit (`drivers.measuring.energy.offer_for`): an NVML
   method needs a GPU in the profile, and for a model task a GPU unit that the profile says is usable
   and that the task ran on; a RAPL method needs Linux and, for a model task, a CPU unit; any other
   non-empty method is not one the node reads.
@@ -69,10 +69,10 @@ Checked against what the submitter knows:
   a factor of 2 covers a phase as short as one averaging period and still refuses 1e-9 W against
   300 W.
 - Net energy below idle: each reading's window energy must be at least (1 - `NET_TOLERANCE`) = 0.5
-  of its idle power (idle joules / idle seconds, read over `drivers.energy.IDLE_S` = 3 s just before
+  of its idle power (idle joules / idle seconds, read over `drivers.measuring.energy.IDLE_S` = 3 s just before
   the phase on the same meter) x its window. The meters' resolution is no noise at this scale: RAPL
   counts 2**-16 J (15 uJ), NVML's counter 1 mJ, against 3 s of an idle of tens of watts (1e-6 and
-  1e-5 of it). Measured through `drivers.energy` itself, on the lab's constant 6.5 W powercap tree
+  1e-5 of it). Measured through `drivers.measuring.energy` itself, on the lab's constant 6.5 W powercap tree
   (tests/lab/powercap.py, a writer stepping every 10 ms, read every 0.5 s, on this shared 2-core
   machine): six readings of a 3 s idle then a 0.2 to 2 s window gave window / idle power from 0.991
   to 1.036, so the pipeline (polling, step timing) moves a reading by under 4 %.
@@ -83,7 +83,7 @@ Checked against what the submitter knows:
   larger than the window's. A window shorter than `METER_PERIOD_S` is not held to it: a counter that
   updates less often than the window lasts can honestly read 0 J over it (a gray-box endpoint run of
   5 ms read 0 J on the lab's tree; NVML's counter updates about every 100 ms, the RAPL reader polls
-  every `drivers.energy.RAPL_POLL_S` = 0.5 s).
+  every `drivers.measuring.energy.RAPL_POLL_S` = 0.5 s).
 """
 
 from __future__ import annotations
@@ -284,7 +284,8 @@ def _covers_runs(m: Measurement) -> Iterator[str]:
 
 
 def _method(where: str, r: EnergyReading, spec: TaskSpec, profile: DeviceProfile | None) -> Iterator[str]:
-    """Whether the reading's method is one this device reads for this task (`drivers.energy.offer_for`)."""
+    """Whether the reading's method is one this device reads for this task
+    (`drivers.measuring.energy.offer_for`)."""
     if not r.method:
         return
     said = f"{where}.method: the worker says {r.method!r}"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from drivers.capacity import search_capacity
-from drivers.completion import RetryPolicy
-from drivers.endpoint import EndpointOptions
+from drivers.endpoint.capacity import search_capacity
+from drivers.endpoint.completion import RetryPolicy
+from drivers.endpoint.load import EndpointOptions
 from protocol import (
     MAX_ENVELOPE,
     CapacityLevel,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers.models import packaged_model, write_convnet
+from drivers.files.models import packaged_model, write_convnet
 from node.config import DataDir
 from protocol import ComputeUnit, DeviceProfile, Measurement
 from tests.lab.badfiles import BAD_FILES

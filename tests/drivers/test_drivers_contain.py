@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from drivers import TaskFailed, measure
-from drivers.models import IR_VERSION, OPSET, write_convnet
+from drivers.files.models import IR_VERSION, OPSET, write_convnet
 from protocol import ComputeUnit, FailureReason, Stage, TaskSpec
 from tests.lab.badfiles import BAD_FILES
 

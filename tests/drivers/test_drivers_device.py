@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from drivers import detect_profile
-from drivers.calibrate import calibrate, calibration_key
-from drivers.device import detect_gpus, fingerprint, parse_smi, runtime_versions
-from drivers.meters import CpuMeter, GpuSampler, peak_mb, reset_peak
+from drivers.measuring.calibrate import calibrate, calibration_key
+from drivers.measuring.device import detect_gpus, fingerprint, parse_smi, runtime_versions
+from drivers.measuring.meters import CpuMeter, GpuSampler, peak_mb, reset_peak
 from protocol import ComputeUnit, DeviceProfile, GpuInfo
 
 
@@ -120,7 +120,7 @@ def test_a_phase_of_a_few_milliseconds_reads_no_more_cores_than_the_machine_has(
     on 2, which the submitter's bounds refuse; both readings are held to the machine's cores."""
     import os
 
-    from drivers.meters import CpuMeter
+    from drivers.measuring.meters import CpuMeter
 
     for _ in range(20):
         with CpuMeter() as meter:

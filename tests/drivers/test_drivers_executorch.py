@@ -1,6 +1,6 @@
 """ExecuTorch: the probe, placement read from the lowered program, a forced fallback (an op XNNPACK
 does not take; no partitioner at all), and measurements through the one harness, on .pte programs
-lowered here from torch modules (`drivers.etmodels`, in a child: the export toolchain stays out of
+lowered here from torch modules (`drivers.files.etmodels`, in a child: the export toolchain stays out of
 the test process)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from drivers import TaskFailed, check_model_file, measure
-from drivers.driver import LoadOptions
-from drivers.executorch import PROBE_MODEL, ExecutorchDriver
-from drivers.ptefile import PteCounts, read_counts
+from drivers.files.ptefile import PteCounts, read_counts
+from drivers.runtimes.driver import LoadOptions
+from drivers.runtimes.executorch import PROBE_MODEL, ExecutorchDriver
 from protocol import ComputeUnit, FailureReason, Measurement, ModelFormat, TaskSpec
 from scheduler.results import Outputs, fed_alike, output_diffs
 
@@ -32,7 +32,7 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("pte")
     for flags, names in (([], ["mlp", "cumsum-tail", "undelegated", "probe"]), (["--exported"], ["mlp"])):
         done = subprocess.run(
-            [sys.executable, "-m", "drivers.etmodels", *flags, str(out), *names],
+            [sys.executable, "-m", "drivers.files.etmodels", *flags, str(out), *names],
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -13,8 +13,8 @@ import pytest
 from onnx import helper, numpy_helper
 
 from drivers import TaskFailed, check_model_file, detect_format
-from drivers.formats import external_locations
-from drivers.models import packaged_model, write_convnet
+from drivers.files.formats import external_locations
+from drivers.files.models import packaged_model, write_convnet
 from protocol import FailureReason, ModelFormat
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from drivers import TaskFailed, measure
-from drivers.models import packaged_llm, sha256_file
-from drivers.probe import probe_units
+from drivers.files.models import packaged_llm, sha256_file
+from drivers.probe.profile import probe_units
 from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
 from scheduler.results.genrows import generation_columns
 

@@ -14,9 +14,9 @@ from typing import Final
 import pytest
 
 from drivers import TaskFailed, measure
-from drivers.harness import _exit_failure
-from drivers.models import packaged_model, sha256_file, write_allocator, write_convnet, write_embedding
-from drivers.onnx import OnnxDriver
+from drivers.files.models import packaged_model, sha256_file, write_allocator, write_convnet, write_embedding
+from drivers.measuring.harness import _exit_failure
+from drivers.runtimes.onnx import OnnxDriver
 from protocol import ComputeUnit, FailureReason, ModelFormat, Phase, Stage, TaskSpec
 
 CPU = ComputeUnit.CPU_ONNX

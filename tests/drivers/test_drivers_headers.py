@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from drivers import TaskFailed, check_model_file, detect_format
-from drivers.headers import GgufHeader, check_gguf, check_safetensors
-from drivers.models import packaged_llm
+from drivers.files.headers import GgufHeader, check_gguf, check_safetensors
+from drivers.files.models import packaged_llm
 from protocol import FailureReason, ModelFormat
 from tests.lab.badfiles import write_gguf, write_safetensors
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from drivers import TaskFailed
-from drivers.inputs import InputSig, fed, resolve_shape, synthesize
+from drivers.files.inputs import InputSig, fed, resolve_shape, synthesize
 from protocol import FailureReason
 
 

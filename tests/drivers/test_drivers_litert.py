@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from drivers import TaskFailed, check_model_file, measure
-from drivers.driver import LoadOptions
-from drivers.litemodels import write_mlp
-from drivers.litert import LitertDriver, delegated_nodes
+from drivers.files.litemodels import write_mlp
+from drivers.runtimes.driver import LoadOptions
+from drivers.runtimes.litert import LitertDriver, delegated_nodes
 from protocol import ComputeUnit, FailureReason, ModelFormat, TaskSpec
 
 CPU = ComputeUnit.CPU_LITERT

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from drivers import TaskFailed
-from drivers.driver import LoadOptions
-from drivers.llamacpp import layers_on, placement
-from drivers.llamaunits import LlamacppDriver, probe
-from drivers.probe import probe_units
+from drivers.probe.profile import probe_units
+from drivers.runtimes.driver import LoadOptions
+from drivers.runtimes.llamacpp import layers_on, placement
+from drivers.runtimes.llamaunits import LlamacppDriver, probe
 from protocol import ComputeUnit, FailureReason
 
 CPU = ComputeUnit.CPU_LLAMACPP
@@ -108,7 +108,7 @@ def test_every_llama_cpp_unit_is_in_the_device_probe() -> None:
 
 def test_the_binding_loads_without_its_package_and_transformers() -> None:
     code = (
-        "import sys; from drivers.llamacpp import binding; from protocol import ComputeUnit; "
+        "import sys; from drivers.runtimes.llamacpp import binding; from protocol import ComputeUnit; "
         "b, why = binding(ComputeUnit.CPU_LLAMACPP); assert b is not None, why; "
         "print(sorted(m for m in ('llama', 'transformers', 'jinja2', 'torch') if m in sys.modules))"
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from drivers import TaskFailed, measure
-from drivers.models import packaged_llm, sha256_file
+from drivers.files.models import packaged_llm, sha256_file
 from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
 from protocol.genstats import outputs_fingerprint, tpot_ms
 from tests.lab.powercap import COUNTED_W, advancing_powercap
@@ -58,8 +58,8 @@ def _fails(path: Path, spec: TaskSpec, fmt: ModelFormat | None = None) -> TaskFa
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Measurement]:
-    """One generation measured while a RAPL powercap tree advances (drivers.energy reads it as it would
-    /sys/class/powercap): its energy per token covers the timed requests."""
+    """One generation measured while a RAPL powercap tree advances (drivers.measuring.energy reads it as it
+    would /sys/class/powercap): its energy per token covers the timed requests."""
     root = tmp_path_factory.mktemp("energy") / "powercap"
     with pytest.MonkeyPatch.context() as patch, advancing_powercap(root):
         patch.setenv("SARK_POWERCAP_ROOT", str(root))
@@ -215,8 +215,9 @@ def test_the_context_check_reads_a_ggufs_header_without_transformers() -> None:
     header, in a process that never imports transformers, torch or gguf."""
     script = """
 import sys
-from drivers import TaskFailed, llm
-from drivers.models import packaged_llm
+from drivers import TaskFailed
+from drivers.runtimes import llm
+from drivers.files.models import packaged_llm
 from protocol import GenerateSpec, ModelFormat, Prompt
 
 def spec(tokens):

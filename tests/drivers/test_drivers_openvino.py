@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from drivers import measure
-from drivers.driver import LoadOptions
-from drivers.models import write_convnet
-from drivers.onnx import OnnxDriver
-from drivers.openvino import OpenvinoDriver, executed_share, runtime_nodes
-from drivers.outputs import output_fingerprint
+from drivers.files.models import write_convnet
+from drivers.measuring.outputs import output_fingerprint
+from drivers.runtimes.driver import LoadOptions
+from drivers.runtimes.onnx import OnnxDriver
+from drivers.runtimes.openvino import OpenvinoDriver, executed_share, runtime_nodes
 from protocol import ComputeUnit, TaskSpec
 
 CPU = ComputeUnit.CPU_OPENVINO

@@ -17,7 +17,7 @@ ROOT: Final = Path(__file__).parents[2]
 
 CHILD: Final = """
 import os, sys
-from drivers.genchild import silence_output
+from drivers.measuring.genchild import silence_output
 silence_output()
 from tqdm.auto import tqdm
 for _ in tqdm(range(50), desc="Converting and de-quantizing GGUF tensors..."):

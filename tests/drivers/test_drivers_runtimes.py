@@ -10,13 +10,13 @@ from typing import Any, Final
 import numpy as np
 import pytest
 
-from drivers import onnx as ort_driver
-from drivers.coreml import COMPUTE_UNITS, CoremlDriver, unavailable_reason
-from drivers.driver import LoadOptions, Placement
-from drivers.models import relu_model, write_convnet
-from drivers.onnx import OnnxDriver, is_fallback, provider_list, provider_options, session_config
-from drivers.registry import REGISTRY
-from drivers.torchrt import TorchDriver, gpu_device
+from drivers.files.models import relu_model, write_convnet
+from drivers.runtimes import onnx as ort_driver
+from drivers.runtimes.coreml import COMPUTE_UNITS, CoremlDriver, unavailable_reason
+from drivers.runtimes.driver import LoadOptions, Placement
+from drivers.runtimes.onnx import OnnxDriver, is_fallback, provider_list, provider_options, session_config
+from drivers.runtimes.registry import REGISTRY
+from drivers.runtimes.torchrt import TorchDriver, gpu_device
 from protocol import ComputeUnit
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from drivers.stats import warmed_up
+from drivers.measuring.stats import warmed_up
 from protocol.stats import instability, percentile, spread_pct, summarize
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from drivers import measure
-from drivers.models import write_convnet
-from drivers.sustain import Marks, sustained_runs
-from drivers.telemetry import Sampler, merged, offered
+from drivers.files.models import write_convnet
+from drivers.measuring.sustain import Marks, sustained_runs
+from drivers.measuring.telemetry import Sampler, merged, offered
 from protocol import ComputeUnit, Phase, SustainSpec, TaskSpec, Telemetry, TelemetryPoint, ThrottleCause
 from protocol.windows import windows
 from scheduler import check_figures
@@ -67,7 +67,7 @@ def test_a_sampler_descheduled_between_its_reads_never_reports_more_cores_than_t
     such a reading is left out and the next one spans both, so busy cores stay physical."""
     import psutil
 
-    import drivers.telemetry as telemetry
+    import drivers.measuring.telemetry as telemetry
 
     real, calls = psutil.cpu_times, itertools.count()
 
@@ -94,7 +94,7 @@ def test_counters_that_jump_past_what_the_cpus_could_run_give_no_reading(
     passed over, never sent as a reading the submitter's bounds would refuse."""
     import psutil
 
-    import drivers.telemetry as telemetry
+    import drivers.measuring.telemetry as telemetry
 
     real, calls = psutil.cpu_times, itertools.count()
 
@@ -128,7 +128,7 @@ def test_a_reading_a_little_past_the_machine_is_held_to_its_cores(
 ) -> None:
     """Counters 5 % past every core over 4.6 ms (tick accounting, within IMPOSSIBLE) are held to
     the machine's cores, the run's only reading and a periodic one alike: CI once read 2.19 on 2."""
-    import drivers.telemetry as telemetry
+    import drivers.measuring.telemetry as telemetry
 
     cores = os.cpu_count() or 1
     wall_s = 0.0046
@@ -293,7 +293,7 @@ def {reasons}(handle): return 0 if reads <= 3 else 0x40  # nvmlClocksEventReason
 """
 READ_GPU = """
 import json, time
-from drivers.telemetry import Sampler
+from drivers.measuring.telemetry import Sampler
 with Sampler(period_s=0.05) as sampler:
     deadline = time.monotonic() + 0.5
     while time.monotonic() < deadline:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from drivers.completion import RetryPolicy
-from drivers.endpoint import EndpointOptions, EndpointRun, completions_url, drive_endpoint, run_endpoint
+from drivers.endpoint.completion import RetryPolicy
+from drivers.endpoint.load import EndpointOptions, EndpointRun, completions_url, drive_endpoint, run_endpoint
 from protocol import (
     ComputeUnit,
     Endpoint,

@@ -17,9 +17,9 @@ import pynvml
 import pytest
 
 from drivers import measure
-from drivers.energy import EnergyMeter, nvml_offer, offer_for, rapl_offer, rapl_zones
-from drivers.models import write_convnet
-from drivers.offers import MACHINE, machine_telemetry, unit_offers
+from drivers.files.models import write_convnet
+from drivers.measuring.energy import EnergyMeter, nvml_offer, offer_for, rapl_offer, rapl_zones
+from drivers.measuring.offers import MACHINE, machine_telemetry, unit_offers
 from protocol import (
     ComputeUnit,
     DeviceProfile,
@@ -122,7 +122,7 @@ def test_counters_only_root_may_read_are_named() -> None:
         root.chmod(0o755)
         zone(root, "intel-rapl:0", "package-0", PACKAGE_RANGE_UJ)
         (root / "intel-rapl:0" / "energy_uj").chmod(0o400)  # as since Linux 5.10
-        probe = "from drivers.energy import rapl_offer; print(rapl_offer().note)"
+        probe = "from drivers.measuring.energy import rapl_offer; print(rapl_offer().note)"
         env = os.environ | {"SARK_POWERCAP_ROOT": str(root), "PYTHONPATH": str(Path.cwd())}
         nobody = [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups"]
         done = subprocess.run(

@@ -6,7 +6,7 @@ import time
 
 import trio
 
-from drivers.endpoint import EndpointOptions, drive_endpoint
+from drivers.endpoint.load import EndpointOptions, drive_endpoint
 from protocol import Endpoint, FleetDeal, GenerateSpec, Prompt
 from tests.lab.sse_server import Reply, scheduled, serve_sse
 

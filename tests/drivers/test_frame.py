@@ -1,5 +1,5 @@
-"""The measuring children's frame (`drivers.frame`): every meter has one shape and is entered the same
-way, around the runs or the timed loop, with an ExitStack; a meter is one class; a meter whose entry
+"""The measuring children's frame (`drivers.measuring.frame`): every meter has one shape and is entered the
+same way, around the runs or the timed loop, with an ExitStack; a meter is one class; a meter whose entry
 fails leaves the ones entered before it stopped; the readings land on the process's Measurement."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from types import TracebackType
 
 import pytest
 
-from drivers import frame, meters, telemetry
-from drivers.driver import Placement
 from drivers.errors import TaskFailed
+from drivers.measuring import frame, meters, telemetry
+from drivers.runtimes.driver import Placement
 from protocol import ComputeUnit, FailureReason, Measurement
 from protocol.aggregate import NO_SAMPLES
 

@@ -6,7 +6,7 @@ blocked the loop would show here as it would in the worker's heartbeats) and the
 Each must hold: the loop never pauses a second, RSS grows by less than the run's memory budget plus
 `MARGIN`, and every request ends as the server's fault, of its kind, within the run's deadline.
 
-The budget here is smaller than the default (`drivers.budget`), so that a few streams pass it:
+The budget here is smaller than the default (`drivers.endpoint.budget`), so that a few streams pass it:
 `MARGIN` covers what the budget does not count (each connection's 64 KiB reads and h11's buffer, the
 records, the allocator's own slack), measured at about 10 MiB here with 8 streams.
 """
@@ -27,9 +27,9 @@ import psutil
 import pytest
 import trio
 
-from drivers.completion import RetryPolicy
-from drivers.endpoint import EndpointOptions, EndpointRun, drive_endpoint
-from drivers.loadoptions import DRAIN_S
+from drivers.endpoint.completion import RetryPolicy
+from drivers.endpoint.load import EndpointOptions, EndpointRun, drive_endpoint
+from drivers.endpoint.options import DRAIN_S
 from protocol import Endpoint, GenerateSpec, Prompt
 
 if TYPE_CHECKING:

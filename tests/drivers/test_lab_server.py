@@ -8,8 +8,8 @@ import socket
 import statistics
 import time
 
-from drivers.completion import RetryPolicy
-from drivers.endpoint import EndpointOptions, run_endpoint
+from drivers.endpoint.completion import RetryPolicy
+from drivers.endpoint.load import EndpointOptions, run_endpoint
 from protocol import Endpoint, GenerateSpec, Prompt
 from tests.lab.sse_server import scheduled, serve_sse
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.outputs import output_fingerprint
+from drivers.measuring.outputs import output_fingerprint
 
 
 def test_noise_within_a_class_keeps_the_fingerprint_and_other_outputs_change_it() -> None:
@@ -21,7 +21,7 @@ def test_noise_within_a_class_keeps_the_fingerprint_and_other_outputs_change_it(
 
 
 def test_the_output_sample_takes_evenly_spaced_values_and_stays_finite() -> None:
-    from drivers.outputs import output_sample
+    from drivers.measuring.outputs import output_sample
 
     outputs = [
         np.arange(1000, dtype=np.float32).reshape(10, 100),

@@ -7,7 +7,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from drivers.retrying import MAX_RETRY_AFTER_S, retry_after_s
+from drivers.endpoint.retrying import MAX_RETRY_AFTER_S, retry_after_s
 
 
 def _date(seconds: float) -> str:

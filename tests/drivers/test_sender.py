@@ -3,7 +3,7 @@
 - A read is stamped when its bytes arrived, not when the client got round to it: a server sends a
   large burst the client takes long to parse, then one small chunk soon after; the small chunk's
   recorded time is the server's gap after the burst, not the client's parse time.
-- One module (`drivers.sender`) holds the request loop; one (`protocol.arrivals`) the arrival
+- One module (`drivers.endpoint.sender`) holds the request loop; one (`protocol.arrivals`) the arrival
   generator; an open loop sends exactly the seeded schedule, and what its deadline prevents is
   counted as unsent, never dropped silently.
 - An open loop that fell behind (its event loop held up) starts every overdue send in the same pass
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from drivers.endpoint import EndpointOptions, drive_endpoint, run_endpoint
+from drivers.endpoint.load import EndpointOptions, drive_endpoint, run_endpoint
 from protocol import Endpoint, GenerateSpec, Prompt, RequestRecord
 from protocol.arrivals import arrivals
 from tests.lab.sse_server import scheduled, serve_sse
@@ -171,7 +171,7 @@ class _Passes(trio.abc.Instrument):
         self.passes += 1
 
     def task_spawned(self, task: trio.lowlevel.Task) -> None:
-        if task.name == "drivers.sender._released":
+        if task.name == "drivers.endpoint.sender._released":
             self.sends.append(self.passes)
 
 
@@ -225,7 +225,7 @@ def test_one_module_sends_requests_and_one_generates_arrivals() -> None:
     sources = [
         p for layer in ("drivers", "protocol", "scheduler", "node") for p in (ROOT / layer).rglob("*.py")
     ]
-    drivers = [p for p in sources if p.parent.name == "drivers"]
+    drivers = [p for p in sources if p.relative_to(ROOT).parts[0] == "drivers"]
     senders = {p.name for p in drivers if _calls(p, {"complete"})}
     # the request loop; the server probe sends one request per model, on no schedule
     assert senders == {"sender.py", "servers.py", "completion.py"}, senders

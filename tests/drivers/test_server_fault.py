@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import drivers
-from drivers.completion import RetryPolicy
-from drivers.endpoint import EndpointOptions, drive_endpoint
-from drivers.endpointrun import measure_endpoint
+from drivers.endpoint.completion import RetryPolicy
+from drivers.endpoint.load import EndpointOptions, drive_endpoint
+from drivers.endpoint.task import measure_endpoint
 from protocol import (
     CapacitySpec,
     ComputeUnit,

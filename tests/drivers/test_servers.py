@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from drivers.servers import models_url, probe_servers
+from drivers.endpoint.servers import models_url, probe_servers
 from protocol import DeviceProfile, EndpointStatus
 from tests.lab.sse_server import Reply, prompt_of, scheduled, serve_sse
 

@@ -1,4 +1,4 @@
-"""Every child the drivers start goes through `drivers.spawning.start_child`: apart from Ctrl-C from
+"""Every child the drivers start goes through `drivers.measuring.spawning.start_child`: apart from Ctrl-C from
 its first instant, out of the caller's folder (nothing planted there is imported), capped by its
 `Limits`, and a child that cannot run its entry is reported as not started, with the reason."""
 
@@ -18,7 +18,7 @@ from typing import Final
 
 import pytest
 
-from drivers.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
+from drivers.measuring.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 HERE: Final = Path(__file__).resolve().parent
@@ -105,7 +105,7 @@ def _where(conn: Connection) -> None:
 
 PARENT: Final = """
 import json, multiprocessing, sys
-from drivers.spawning import Entry, start_child
+from drivers.measuring.spawning import Entry, start_child
 def plain():
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
@@ -144,7 +144,7 @@ def test_a_child_imports_nothing_from_the_callers_folder(tmp_path: Path) -> None
 
 BOOTSTRAP_PARENT: Final = """
 import json, sys
-from drivers.spawning import Entry, start_child
+from drivers.measuring.spawning import Entry, start_child
 if __name__ == "__main__":  # spawn runs this script again in the child, as __mp_main__
     child = start_child(Entry("test_spawning", "_where"), (), name="sark-test")
     messages = [child.receive(), child.receive()]

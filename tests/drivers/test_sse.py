@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from drivers.sse import Chunk, SseDecoder, SseEvent, StreamFault, Usage, read_chunk
+from drivers.endpoint.sse import Chunk, SseDecoder, SseEvent, StreamFault, Usage, read_chunk
 
 
 def _delta(text: str) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from drivers.completion import RetryPolicy
-from drivers.endpoint import EndpointOptions
-from drivers.endpointrun import measure_endpoint
+from drivers.endpoint.completion import RetryPolicy
+from drivers.endpoint.load import EndpointOptions
+from drivers.endpoint.task import measure_endpoint
 from protocol import ComputeUnit, Endpoint, GenerateSpec, Measurement, Prompt, TaskSpec
 from protocol.tokenizer import Pinned, pin
 from scheduler import check_figures

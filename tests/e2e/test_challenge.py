@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers.challengechild import chain, digests, expand
+from drivers.measuring.challengechild import chain, digests, expand
 from e2e.conftest import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from protocol import CPU_CHAIN_N, Calibration, ComputeUnit, DeviceProfile, GpuInfo, UnitStatus
 from scheduler.verification import challenge

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from lab.procs import SARK, SCRIPT, user_env
 
-from drivers.litemodels import write_mlp
-from drivers.models import packaged_llm
+from drivers.files.litemodels import write_mlp
+from drivers.files.models import packaged_llm
 from e2e.conftest import CampaignLab, submitter_id
 from scheduler.results import CampaignReport, entries_of, latency_matrices
 
@@ -42,7 +42,7 @@ jobs:
     strict_placement: false
 """
 
-# What each runtime's C++ prints on fd 2 when it starts (drivers.notices keeps it off the terminal).
+# What each runtime's C++ prints on fd 2 when it starts (drivers.runtimes.notices keeps it off the terminal).
 NOTICES = ("Created TensorFlow Lite XNNPACK delegate", "[cpuinfo_utils.cpp:", "[threadpool.cpp:")
 
 
@@ -52,8 +52,8 @@ def _litert(models: Path) -> str:
 
 
 def _executorch(models: Path) -> str:
-    """Lowered in a child (`drivers.etmodels`): the export toolchain stays out of this process."""
-    build = [sys.executable, "-m", "drivers.etmodels", str(models), "cumsum-tail"]
+    """Lowered in a child (`drivers.files.etmodels`): the export toolchain stays out of this process."""
+    build = [sys.executable, "-m", "drivers.files.etmodels", str(models), "cumsum-tail"]
     done = subprocess.run(build, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     return "cumsum-tail.pte"

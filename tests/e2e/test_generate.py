@@ -25,7 +25,7 @@ import pytest
 from lab.procs import Proc
 from lab.tinyllm import smollm2_cut
 
-from drivers.models import SMOLLM2_GGUF, packaged_llm
+from drivers.files.models import SMOLLM2_GGUF, packaged_llm
 from e2e.conftest import Swarm, start_swarm
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")

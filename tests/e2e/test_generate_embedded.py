@@ -18,7 +18,7 @@ import pytest
 import yaml
 from lab.procs import SARK
 
-from drivers.models import packaged_llm
+from drivers.files.models import packaged_llm
 from scheduler import CSV_COLUMNS
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from drivers.models import packaged_llm
+from drivers.files.models import packaged_llm
 from e2e.conftest import Swarm, start_swarm
 from node.report.genreport import generation_table, lead_markdown
 from scheduler.results import CampaignReport

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lab.procs import SCRIPT, user_env
 
-from drivers.models import packaged_llm
+from drivers.files.models import packaged_llm
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

@@ -136,7 +136,7 @@ def test_an_endless_stream_is_cut_by_the_workers_budget_and_named_never_a_lapsed
     print(row["Detail"], f"(the server counted {received})")
     assert (row["Status"], row["FailureReason"]) == ("Failed", "server"), row
     # the budget cuts the streams; on a loaded machine one may still be running at the duration's end
-    # plus the drain (drivers.loadoptions.DRAIN_S) and end `deadline`: the server's fault either way
+    # plus the drain (drivers.endpoint.options.DRAIN_S) and end `deadline`: the server's fault either way
     said = re.match(r"all (\d+) requests failed: ([a-z_ x\d,]+); the server received", row["Detail"])
     assert said, row
     kinds = dict(part.rsplit(" x", 1) for part in said.group(2).split(", "))

@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from drivers.models import IR_VERSION, OPSET, write_convnet
+from drivers.files.models import IR_VERSION, OPSET, write_convnet
 from protocol import Stage
 
 # The classic 9-level bomb: 10^9 strings from a few hundred bytes.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import node.worker.challenge as handler
-from drivers.spawning import start_child as _truthful
+from drivers.measuring.spawning import start_child as _truthful
 from node.cli import main
 
 

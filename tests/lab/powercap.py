@@ -1,6 +1,6 @@
 """A powercap tree (RAPL's sysfs shape) that a real writer process advances at constant power.
 
-`drivers.energy` reads RAPL from `SARK_POWERCAP_ROOT` by the same code as from /sys/class/powercap.
+`drivers.measuring.energy` reads RAPL from `SARK_POWERCAP_ROOT` by the same code as from /sys/class/powercap.
 This lab builds package 0 with its `core` and `dram` subzones (nested, and linked at the top as
 sysfs does) and a `psys` zone, and a writer process that every 10 ms sets each counter to its power
 x elapsed time modulo its range (a RAPL counter wraps to 0 at `max_energy_range_uj`), each file

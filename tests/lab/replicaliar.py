@@ -79,7 +79,7 @@ def _no_run() -> None:
     """In a measuring child: the ONNX runner answers zeros without running the session."""
     import numpy as np
 
-    from drivers.onnx import OnnxLoaded
+    from drivers.runtimes.onnx import OnnxLoaded
 
     def runner(self: OnnxLoaded, feeds: Any) -> Any:
         outputs = [

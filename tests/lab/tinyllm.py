@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from drivers.models import packaged_llm
+from drivers.files.models import packaged_llm
 
 CUT_NAME = "SmolLM2-cut.gguf"
 EMBEDDING = "token_embd.weight"  # one row of quantized blocks per token: the first rows are the first tokens

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers.missing import not_installed
+from drivers.runtimes.missing import not_installed
 from node.build import Build, current
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -106,12 +106,12 @@ def test_the_daemon_code_imports_no_runtime_in_a_fresh_interpreter() -> None:
         "import json, sys\n"
         "from node.cli import main  # noqa\n"
         "import node.cli.swarm, node.worker.role, node.worker.runner, node.worker.targets, gate\n"
-        "import drivers, drivers.harness, drivers.probechild, drivers.endpointrun\n"
+        "import drivers, drivers.measuring.harness, drivers.probe.apart, drivers.endpoint.task\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     modules = json.loads(out.stdout)
-    assert "drivers.probechild" in modules  # the probe ran
+    assert "drivers.probe.apart" in modules  # the probe ran
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY_MODULES) == []
-    assert "drivers.child" not in modules  # the measuring child's side
-    assert "drivers.probe" not in modules  # the probe child's side
+    assert "drivers.measuring.child" not in modules  # the measuring child's side
+    assert "drivers.probe.profile" not in modules  # the probe child's side

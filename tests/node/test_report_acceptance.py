@@ -25,7 +25,7 @@ from lab.procs import LOOPBACK, Lab, Proc
 from typer.testing import CliRunner
 
 import scheduler as sch
-from drivers.device import device_name
+from drivers.measuring.device import device_name
 from node.cli.report import register
 from protocol import Stats
 from scheduler.results import decimals_for

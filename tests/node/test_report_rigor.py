@@ -15,8 +15,8 @@ import pytest
 
 import scheduler as sch
 from drivers import measure
-from drivers.models import write_convnet
-from drivers.stats import ci_within, median_ci
+from drivers.files.models import write_convnet
+from drivers.measuring.stats import ci_within, median_ci
 from protocol import MAX_SAMPLES, ComputeUnit, TaskSpec
 
 BUSY = "import sys\nprint('spinning', flush=True)\nwhile True:\n    pass\n"

@@ -1,6 +1,6 @@
 """The challenge's draws, commitment, reveal and time bound (`scheduler.verification.challenge`),
-against the real kernels the worker's child runs (`drivers.challengechild`, the CPU's chain in numpy;
-`drivers.chainchild`, the GPU's through torch, on torch's CPU device), with no network."""
+against the real kernels the worker's child runs (`drivers.measuring.challengechild`, the CPU's chain in
+numpy; `drivers.measuring.chainchild`, the GPU's through torch, on torch's CPU device), with no network."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import msgpack
 import numpy as np
 import pytest
 
-from drivers import calibrate
-from drivers.chainchild import chain as torch_chain
-from drivers.chainchild import throughput
-from drivers.challengechild import chain, digests, exact_rows, expand, row_bytes
+from drivers.measuring import calibrate
+from drivers.measuring.chainchild import chain as torch_chain
+from drivers.measuring.chainchild import throughput
+from drivers.measuring.challengechild import chain, digests, exact_rows, expand, row_bytes
 from protocol import (
     CHAIN_MAX_N,
     CHAIN_MAX_STEPS,

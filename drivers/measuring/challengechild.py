@@ -1,0 +1,152 @@
+"""The challenge's kernel, the chain: inputs from a seed, the steps in numpy, a digest per row; its child.
+
+`protocol.challenge` says what a challenge is and documents the chain; this module is its generator
+(`expand`), the CPU's kernel (`chain`, numpy), the digests a worker commits (`digests`), the rows it
+reveals (`row_bytes`) and the submitter's float64 recomputation of a few rows (`exact_rows`). The GPU
+runs the same chain through torch (`drivers.measuring.chainchild`), with this module's generator, digests and
+rounds (`answer`). The worker runs a kernel only in a spawned child (`main` here for the CPU, started
+by `node.worker.challenge` with a duplex pipe), never in the daemon, which imports no numpy: the
+parent names this module, it never imports it.
+
+The child: imports numpy, warms its BLAS threads with a short chain, says `ready`; then for each
+`("chain", n, steps, seed)` computes the chain and answers `("commit", digests)`; for
+`("reveal", rows)` answers `("rows", [bytes, ...])`; ends on anything else or when the parent closes
+the pipe.
+
+Why a chain on the CPU too: a single product's inputs and result are as many bytes as its work over
+512, and expanding and hashing them costs a CPU about as much as the product itself (on 2 cores with
+AVX-512: 8,000 rows expanded in 8 ms, multiplied in 34 ms, hashed in 16 ms; honest devices measured
+0.37 of a calibration taken the same minute, under the 1/2.5 the time bound allows). The chain's
+inputs are 512 rows and B, reused `steps` times: its steps are the calibration's own 512 x 512
+product, cache for cache, plus four cheap passes over X (0.91 of the calibration here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+DIGEST_BYTES: Final = 16  # protocol.challenge.DIGEST_BYTES (the child imports no pydantic)
+MAX_N: Final = 16384  # protocol.challenge.CHAIN_MAX_N
+MAX_STEPS: Final = 2048  # protocol.challenge.CHAIN_MAX_STEPS
+WIDTH: Final = 512  # protocol.challenge.CHALLENGE_WIDTH
+WRAP: Final = 8192
+HALF: Final = 4096
+
+Floats = npt.NDArray[np.float32]
+Ints = npt.NDArray[np.int16]
+
+
+def expand(seed: int, n: int) -> tuple[Floats, Floats]:
+    """X0 (n x WIDTH, integers in [-4096, 4096)) and B (WIDTH x WIDTH, in [-8, 8)) for `seed`:
+    PCG64's raw words, the low 32 bits first, X0's top 13 bits, then B's top 4 (as float32)."""
+    generator = np.random.PCG64(seed)
+    x0 = _ints(generator, n * WIDTH, 19, HALF).reshape(n, WIDTH)
+    return x0, _ints(generator, WIDTH * WIDTH, 28, 8).reshape(WIDTH, WIDTH)
+
+
+def _ints(generator: np.random.PCG64, size: int, shift: int, offset: int) -> Floats:
+    words = generator.random_raw((size + 1) // 2).astype("<u8", copy=False).view("<u4")[:size]
+    out: Floats = (words >> shift).astype(np.float32)
+    out -= np.float32(offset)
+    return out
+
+
+def chain(x0: Floats, b: Floats, steps: int) -> Ints:
+    """X after `steps` steps, X <- (floor(X @ B / 4) mod 8192) - 4096, in float32 on the CPU (exact:
+    see `protocol.challenge`), as int16. The wrap is a mask of the int32 value (two's complement:
+    the floored modulo of a power of two), four passes over X a step besides the product."""
+    x = x0.copy()
+    out = np.empty_like(x)
+    ints = np.empty(x.shape, dtype=np.int32)
+    for _ in range(steps):
+        np.matmul(x, b, out=out)
+        out *= np.float32(0.25)
+        np.floor(out, out=out)
+        np.copyto(ints, out, casting="unsafe")
+        ints &= WRAP - 1
+        np.subtract(ints, HALF, out=x, casting="unsafe")
+    rows: Ints = x.astype(np.int16)
+    return rows
+
+
+def exact_rows(seed: int, n: int, steps: int, rows: Sequence[int]) -> list[bytes]:
+    """The named rows of the chain in float64, as int16 bytes (the submitter's check: steps x
+    len(rows) x WIDTH**2 multiply-adds, after expanding the seed)."""
+    x0, b = expand(seed, n)
+    x = x0[list(rows)].astype(np.float64)
+    weights = b.astype(np.float64)
+    for _ in range(steps):
+        x = np.mod(np.floor(x @ weights / 4.0), WRAP) - HALF
+    return [np.ascontiguousarray(row, dtype="<i2").tobytes() for row in x.astype(np.int16)]
+
+
+def digests(c: npt.NDArray[Any]) -> bytes:
+    """Every row's digest (blake2b, `DIGEST_BYTES`, over its little-endian bytes in its own type:
+    the chain's int16), in order."""
+    rows = np.ascontiguousarray(c, dtype=c.dtype.newbyteorder("<"))
+    return b"".join(hashlib.blake2b(row.tobytes(), digest_size=DIGEST_BYTES).digest() for row in rows)
+
+
+def row_bytes(c: npt.NDArray[Any], rows: Sequence[int]) -> list[bytes]:
+    """The named rows as the worker reveals them (little-endian, in the result's own type)."""
+    return [np.ascontiguousarray(c[r], dtype=c.dtype.newbyteorder("<")).tobytes() for r in rows]
+
+
+def answer(
+    conn: Connection, start: Callable[[], None], work: Callable[[tuple[Any, ...]], npt.NDArray[Any] | None]
+) -> None:
+    """A challenge child's whole life on `conn` (the CPU's and the GPU's): `start` (imports,
+    warm-up), `ready`; then each request `work` computes (None: not one of its own, the challenge is
+    over) is answered ("commit", its row digests), each ("reveal", rows) with the last result's rows.
+    Ends when the parent closes the pipe; never raises: a failure is a ("failed", why)."""
+    c: npt.NDArray[Any] | None = None
+    try:
+        start()
+        conn.send(("ready",))
+        while True:
+            asked: tuple[Any, ...] = conn.recv()
+            if asked[0] == "reveal" and c is not None:
+                conn.send(("rows", row_bytes(c, [int(r) for r in asked[1] if 0 <= int(r) < len(c)])))
+                continue
+            c = None  # the last round's result freed before this one's
+            c = work(asked)
+            if c is None:
+                return
+            conn.send(("commit", digests(c)))
+    except EOFError:
+        return  # the parent closed the pipe: the challenge is over
+    except Exception as exc:  # the child's boundary: the parent gets the reason, never a traceback
+        conn.send(("failed", f"{type(exc).__name__}: {str(exc)[:200]}"))
+    finally:
+        conn.close()
+
+
+def chain_asked(asked: tuple[Any, ...]) -> tuple[int, int, int] | None:
+    """("chain", n, steps, seed)'s n, steps and seed, within the protocol's bounds; None otherwise."""
+    if asked[0] == "chain" and 0 < int(asked[1]) <= MAX_N and 0 < int(asked[2]) <= MAX_STEPS:
+        return int(asked[1]), int(asked[2]), int(asked[3])
+    return None
+
+
+def _warm() -> None:
+    chain(*expand(0, 64), 2)  # BLAS threads started before any seed arrives
+
+
+def _chained(asked: tuple[Any, ...]) -> Ints | None:
+    """("chain", n, steps, seed)'s rows, or None for any other request."""
+    named = chain_asked(asked)
+    return None if named is None else chain(*expand(named[2], named[0]), named[1])
+
+
+def main(conn: Connection) -> None:
+    """The child's entry (see the module docstring); never raises: a failure is a ("failed", why)."""
+    answer(conn, _warm, _chained)
+
+
+__all__ = ["answer", "chain", "chain_asked", "digests", "exact_rows", "expand", "main", "row_bytes"]

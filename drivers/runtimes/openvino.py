@@ -1,0 +1,222 @@
+"""OpenVINO driver: `CPU (OpenVINO)`, `GPU (OpenVINO)`, `NPU (OpenVINO)`, on the same .onnx file.
+
+OpenVINO reads ONNX directly, so one model file runs on ONNX Runtime and on OpenVINO. A `torch.export`
+program (.pt2, owner opt-in: loading it unpickles) is converted in the child (`convert_model`, saved
+as fp32 IR), so one .pt2 runs on OpenVINO and on ExecuTorch (which lowers it too), the conversion
+recorded with each row. A unit is usable
+only after the probe model (the ONNX driver's 1-node Relu) compiled on that very device, ran, and gave
+Relu's answer, with the compiled model naming that device, alone, as where it executes. The model is
+compiled on the plain device, never on `AUTO` (which picks the CPU silently when the GPU is missing):
+an op the device lacks fails the load with OpenVINO's reason instead of running elsewhere.
+On the CPU the model runs in f32 (`INFERENCE_PRECISION_HINT`): OpenVINO's CPU plugin otherwise runs
+bf16 wherever the CPU has bf16 instructions (AVX512_BF16, AMX), so the same fp32 model would give
+other answers (0.03 apart from ONNX Runtime's on a convnet) and other timings on such a machine.
+
+Placement is read from the compiled model's runtime (executed) graph: each executed node and the
+device that runs it (a HETERO node's `affinity`, else the compiled model's execution device), the
+graph's own bookkeeping (inputs, outputs, constants) left out.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import io
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from drivers.errors import TaskFailed
+from drivers.files.inputs import Dim, InputSig
+from drivers.runtimes.driver import Feeds, LoadOptions, Placement, Settings
+from drivers.runtimes.missing import not_installed
+from drivers.runtimes.notices import dropping
+from drivers.runtimes.onnx import PROBE_MODEL
+from protocol import ComputeUnit, FailureReason, ModelFormat, UnitStatus
+
+# Compute unit -> OpenVINO device name.
+DEVICES: Final = {
+    ComputeUnit.CPU_OPENVINO: "CPU",
+    ComputeUnit.GPU_OPENVINO: "GPU",
+    ComputeUnit.NPU_OPENVINO: "NPU",
+}
+# Runtime-graph layer types that are the graph's bookkeeping, not work placed on a device.
+BOOKKEEPING: Final = frozenset({"Input", "Output", "Parameter", "Result", "Constant"})
+# OpenVINO element type name -> numpy dtype name.
+DTYPES: Final = {
+    "f32": "float32",
+    "f16": "float16",
+    "f64": "float64",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "uint8",
+    "boolean": "bool",
+}
+
+
+def _ov() -> Any:
+    import openvino
+
+    return openvino
+
+
+def executed_share(nodes: list[tuple[str, str]], device: str) -> dict[str, float]:
+    """Share of executed nodes per device from (layer type, device) pairs; bookkeeping left out."""
+    counts = Counter(dev or device for layer, dev in nodes if layer not in BOOKKEEPING)
+    total = sum(counts.values())
+    return {dev: n / total for dev, n in sorted(counts.items())} if total else {}
+
+
+def runtime_nodes(compiled: Any) -> list[tuple[str, str]]:
+    """(layer type, affinity or "") of every node of a compiled model's runtime graph."""
+    nodes = []
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        layer = info["layerType"].astype(str) if "layerType" in info else op.get_type_name()
+        affinity = info["affinity"].astype(str) if "affinity" in info else ""
+        nodes.append((layer, affinity))
+    return nodes
+
+
+def probe_device(device: str) -> tuple[bool, str]:
+    """Compile and run the probe model on `device`: (usable, reason or the device's full name)."""
+    import numpy as np
+
+    ov = _ov()
+    core = ov.Core()
+    if device not in core.available_devices:
+        listed = ", ".join(core.available_devices) or "none"
+        return False, f"no {device} device (OpenVINO {ov.get_version()} lists {listed})"
+    try:
+        compiled = core.compile_model(core.read_model(io.BytesIO(PROBE_MODEL)), device)
+        out = compiled({"x": np.array([[-1.0, 0.0, 2.0, -3.0]], dtype=np.float32)}).to_tuple()[0]
+        where = list(compiled.get_property("EXECUTION_DEVICES"))
+    except Exception as exc:  # the runtime's error is the reason
+        return False, _first_line(exc)
+    if not np.array_equal(out, np.array([[0.0, 0.0, 2.0, 0.0]], dtype=np.float32)):
+        return False, f"the probe model gave {out.tolist()} on {device}, not Relu's answer"
+    if where != [device]:
+        return False, f"the probe model executed on {', '.join(where)}, not {device}"
+    return True, str(core.get_property(device, "FULL_DEVICE_NAME"))
+
+
+class OpenvinoDriver:
+    """OpenVINO on one device (CPU, GPU or NPU), ONNX models read directly."""
+
+    formats: frozenset[ModelFormat] = frozenset({ModelFormat.ONNX, ModelFormat.TORCH_EXPORT})
+    converts: frozenset[ModelFormat] = frozenset({ModelFormat.TORCH_EXPORT})
+
+    def __init__(self, unit: ComputeUnit) -> None:
+        self.unit = unit
+        self.device = DEVICES[unit]
+
+    def probe(self) -> UnitStatus:
+        """Run the probe model on this unit's device; unusable with OpenVINO's reason otherwise."""
+        if importlib.util.find_spec("openvino") is None:
+            reason = not_installed(["openvino"], "openvino", "OpenVINO units")
+            return UnitStatus(unit=self.unit, usable=False, reason=reason)
+        usable, said = probe_device(self.device)
+        if not usable:
+            return UnitStatus(unit=self.unit, usable=False, reason=said)
+        return UnitStatus(unit=self.unit, usable=True, provider=f"{self.device}: {said}"[:128])
+
+    def prepare(self) -> None:
+        """Import openvino."""
+        _ov()
+
+    def versions(self) -> dict[str, str]:
+        """The OpenVINO version."""
+        return {"openvino": str(_ov().get_version())}
+
+    def convert(self, path: Path, out: Path, options: LoadOptions) -> tuple[Path, str]:
+        """Convert a `torch.export` program (.pt2) to OpenVINO IR in this child (owner opt-in only:
+        loading a .pt2 unpickles), its weights kept in fp32 (`save_model` would halve them by
+        default, and the rows would compare fp16 weights with fp32 ones). torch's and the frontend's
+        chatter on fd 2 and their warnings are held off; a failure is its exception, as the detail."""
+        if not options.allow_code_models:
+            raise TaskFailed(
+                FailureReason.FORMAT,
+                f"{path.name}: torch programs run code when loaded; the owner has not opted in",
+            )
+        import warnings
+
+        ir = out / f"{path.stem}.xml"
+        try:
+            with dropping(lambda _: True), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import torch
+
+                model = _ov().convert_model(torch.export.load(str(path)))
+                _ov().save_model(model, str(ir), compress_to_fp16=False)
+        except Exception as exc:  # translate the converter's error at the seam
+            raise TaskFailed(
+                FailureReason.LOAD, f"OpenVINO could not convert the program: {_first_line(exc)}"
+            ) from exc
+        return ir, f"torch.export .pt2 to OpenVINO IR (fp32) by openvino {_ov().get_version()}"
+
+    def load(self, path: Path, options: LoadOptions) -> OpenvinoLoaded:
+        """Read the .onnx (or the IR a conversion wrote) and compile it on this unit's device (threads
+        and cache as asked)."""
+        ov = _ov()
+        config: dict[str, Any] = {}
+        if self.device == "CPU":
+            config["INFERENCE_PRECISION_HINT"] = "f32"  # the model's own precision, as ONNX Runtime runs it
+            if options.threads is not None:
+                config["INFERENCE_NUM_THREADS"] = options.threads
+        if options.cache_dir:
+            config["CACHE_DIR"] = options.cache_dir
+        try:
+            core = ov.Core()
+            compiled = core.compile_model(core.read_model(str(path)), self.device, config)
+        except Exception as exc:  # translate the runtime's error at the seam
+            raise TaskFailed(
+                FailureReason.LOAD, f"OpenVINO could not load the model: {_first_line(exc)}"
+            ) from exc
+        return OpenvinoLoaded(compiled, self.device)
+
+
+class OpenvinoLoaded:
+    """A model compiled on one OpenVINO device, with one infer request."""
+
+    def __init__(self, compiled: Any, device: str) -> None:
+        self.compiled, self.device = compiled, device
+        self.request = compiled.create_infer_request()
+
+    def inputs(self) -> list[InputSig]:
+        """The compiled model's inputs, element types mapped to numpy names, dynamic sizes as None."""
+        sigs = []
+        for port in self.compiled.inputs:
+            kind = port.get_element_type().get_type_name()
+            if kind not in DTYPES:
+                raise TaskFailed(
+                    FailureReason.INPUT,
+                    f"input {port.get_any_name()!r} has type {kind}: cannot be synthesised",
+                )
+            shape = port.get_partial_shape()
+            dims: tuple[Dim, ...] = tuple(d.get_length() if d.is_static else None for d in shape)
+            sigs.append(InputSig(port.get_any_name(), DTYPES[kind], dims))
+        return sigs
+
+    def runner(self, feeds: Feeds) -> Callable[[], object]:
+        """`request.infer(feeds)`, exactly what a bare loop of OpenVINO's API calls."""
+        return functools.partial(self.request.infer, dict(feeds))
+
+    def placement(self) -> Placement:
+        """The devices the compiled model executes on and the share of executed nodes on each."""
+        where = tuple(str(d) for d in self.compiled.get_property("EXECUTION_DEVICES"))
+        share = executed_share(runtime_nodes(self.compiled), where[0] if where else self.device)
+        return Placement(where, share, fallback=where != (self.device,), asked=self.device)
+
+    def settings(self) -> Settings:
+        """Inference threads (CPU only); OpenVINO's streams are its inter-op parallelism."""
+        threads = int(self.compiled.get_property("INFERENCE_NUM_THREADS")) if self.device == "CPU" else None
+        streams = int(self.compiled.get_property("NUM_STREAMS")) if self.device == "CPU" else None
+        return Settings(intra_op_threads=threads or None, inter_op_threads=streams)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line and not line.startswith("Exception from")]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
