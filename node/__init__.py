@@ -6,6 +6,7 @@ Packages and modules:
     datadir    the data folder (where it is, every path under it) and the settings file; no pydantic
     errors     NodeError and its leaves
     events     structured event lines (`--events`)
+    campaignfiles  the files a campaign names (prompts, datasets, tokenizers), read beside it for the parser
     intake     `python -m node.intake`: a posted campaign validated in a child process the node can kill
     isolation  how a child that reads untrusted files starts: `-I`, an empty folder, a scrubbed environment
     ownerkey   an owner key (a device owner's Ed25519 seed in a file) and the statement it signs per device
@@ -18,13 +19,16 @@ Packages and modules:
     cli        the `sark-node` command line: the composition root (the only importer of `gate`)
 
 Imports point down this list's roles: `p2p` imports nothing of node's roles; `transfer` uses `p2p`;
-`worker` and `submitter` use both; `http` uses `submitter`; `cli` composes everything.
+`report` renders a campaign for `submitter`, which runs `intake` in a child; `worker` and `submitter`
+use `p2p` and `transfer`; `http` uses `submitter`; the gate role (`gate/`) is built on `config` and
+`p2p`; `cli` composes everything. tests/test_imports.py pins the order (NODE_ORDER), gate included.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "build",
+    "campaignfiles",
     "cli",
     "config",
     "datadir",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -138,3 +138,22 @@ def load_config(file: Path | None, env: Mapping[str, str], **flags: Any) -> Node
 
 
 __all__ = ["DataDir", "NodeConfig", "default_data_dir", "load_config"]
+
+
+EMBEDDED: Final = "embedded"
+"""The swarm of a campaign run on the embedded local swarm (no gate), as the store records it."""
+
+Swarm = tuple[str, ...]
+"""A campaign's swarm as the store records it: its gate multiaddrs, or (`EMBEDDED`,)."""
+
+
+def swarm_of(config: NodeConfig) -> Swarm:
+    """The swarm a submitter with this configuration runs on."""
+    return config.gates or (EMBEDDED,)
+
+
+def named(swarm: Swarm) -> str:
+    """A swarm in words, for a message."""
+    if swarm == (EMBEDDED,):
+        return "the embedded local swarm (no gate)"
+    return ("gate " if len(swarm) == 1 else "gates ") + ", ".join(swarm)

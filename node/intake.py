@@ -10,7 +10,7 @@ the child starts fast.
 
 Run as ``python -m node.intake --folder DIR`` (`node.submitter.vetting`, for `submit` and `plan`): the
 campaign file's own folder is DIR, so the child also reads the files the campaign names there
-(prompts, ShareGPT datasets, tokenizers, input data: `node.submitter.prompts`) and parses them, and
+(prompts, ShareGPT datasets, tokenizers, input data: `node.campaignfiles`) and parses them, and
 inspects each local model file as a worker's child would (`drivers.files.formats.check_model_file`: headers
 and structure, never a runtime load). It writes ``campaign`` and the campaign's JSON on the next
 line, or ``problems`` and the problems' JSON list.
@@ -72,7 +72,7 @@ def url_fields(text: str, campaign: sch.Campaign) -> dict[str, str]:
 def vet_local(text: str, folder: Path, source: str) -> tuple[str, str]:
     """The child's answer for a campaign file and the files beside it: ("campaign", its JSON) or
     ("problems", their JSON list)."""
-    from node.submitter.prompts import read_prompt_files
+    from node.campaignfiles import read_prompt_files
 
     try:
         campaign = sch.parse_campaign(text, source=source, files=read_prompt_files(text, folder))

@@ -52,7 +52,12 @@ def _resolve(name: str, modules: Set[str]) -> str | None:
 
 def import_graph(package: str, root: Path = ROOT) -> Graph:
     """Each module of `package` (its subpackages included) -> the modules of `package` it imports."""
-    paths = sorted((root / package).rglob("*.py"))
+    return joint_graph((package,), root)
+
+
+def joint_graph(packages: tuple[str, ...], root: Path = ROOT) -> Graph:
+    """Each module of the `packages` -> the modules of any of them it imports."""
+    paths = sorted(p for package in packages for p in (root / package).rglob("*.py"))
     modules = {module_name(p, root): p for p in paths}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
@@ -126,7 +131,7 @@ def package_graph(graph: Graph, package: str) -> Graph:
     return {k: v - {k} for k, v in folded.items()}
 
 
-@pytest.mark.parametrize("package", ["scheduler", "drivers"])
+@pytest.mark.parametrize("package", ["scheduler", "drivers", "node"])
 def test_no_import_circle_among_a_packages_modules(package: str) -> None:
     graph = import_graph(package)
     assert len(graph) > 10, "the scan found almost no module: it is not looking"
@@ -154,6 +159,43 @@ def test_each_scheduler_package_imports_only_those_before_it() -> None:
     assert {p: up for p, up in later.items() if up} == {}
 
 
+# node's subpackages and top modules, each built only on those before it (node/__init__.py says why),
+# with the gate role between node's host and the CLI that composes it
+NODE_ORDER = (
+    "errors", "build", "isolation", "events", "datadir", "config", "service", "ownerkey", "campaignfiles",
+    "intake", "p2p", "transfer", "report", "submitter", "worker", "http", "GATE", "cli",
+)  # fmt: skip
+
+
+def _node_and_gate() -> Graph:
+    """node folded onto its subpackages and top modules, and the gate role folded onto `gate`."""
+    graph = joint_graph(("node", "gate"))
+
+    def part(module: str) -> str:
+        return "gate" if module.split(".")[0] == "gate" else ".".join(module.split(".")[:2])
+
+    folded: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if module == "node":
+            continue  # the root's docstring lists the parts; it imports none
+        folded.setdefault(part(module), set()).update(part(t) for t in targets if t != "node")
+    return {k: v - {k} for k, v in folded.items()}
+
+
+def test_node_and_the_gate_role_import_each_other_without_a_circle() -> None:
+    folded = _node_and_gate()
+    assert {"node.submitter", "node.report", "node.intake", "gate", "node.cli"} <= set(folded)
+    assert circles(folded) == []
+
+
+def test_each_node_part_and_the_gate_import_only_those_before_them() -> None:
+    folded = _node_and_gate()
+    order = ["gate" if name == "GATE" else f"node.{name}" for name in NODE_ORDER]
+    assert sorted(folded) == sorted(order), "a new part of node: place it in NODE_ORDER"
+    later = {p: sorted(set(folded[p]) - set(order[: order.index(p)])) for p in order}
+    assert {p: up for p, up in later.items() if up} == {}
+
+
 # drivers' rooms, each built only on those before it (drivers/__init__.py says what each holds)
 DRIVERS_ORDER = ("errors", "files", "runtimes", "measuring", "endpoint", "probe")
 
@@ -161,7 +203,9 @@ DRIVERS_ORDER = ("errors", "files", "runtimes", "measuring", "endpoint", "probe"
 def test_each_drivers_room_imports_only_those_before_it() -> None:
     folded = package_graph(import_graph("drivers"), "drivers")
     order = [f"drivers.{name}" for name in DRIVERS_ORDER]
-    assert sorted(folded) == sorted(order), "a new room or a module outside the rooms: place it in DRIVERS_ORDER"
+    assert sorted(folded) == sorted(order), (
+        "a new room or a module outside the rooms: place it in DRIVERS_ORDER"
+    )
     later = {p: sorted(set(folded[p]) - set(order[: order.index(p)])) for p in order}
     assert {p: up for p, up in later.items() if up} == {}
 

@@ -102,7 +102,9 @@ ROOMED = (ROOT / "scheduler", ROOT / "drivers")
     [p for top in ROOMED for p in (top, *sorted(q.parent for q in top.glob("*/__init__.py")))],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
-def test_scheduler_drivers_and_each_of_their_rooms_list_their_modules_and_export_a_list(package: Path) -> None:
+def test_scheduler_drivers_and_each_of_their_rooms_list_their_modules_and_export_a_list(
+    package: Path,
+) -> None:
     tree = ast.parse((package / "__init__.py").read_text())
     doc = ast.get_docstring(tree) or ""
     parts = [p.stem for p in package.glob("*.py") if p.stem != "__init__"]

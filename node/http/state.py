@@ -19,7 +19,7 @@ from typing import final
 import trio
 
 import scheduler as sch
-from node.config import NodeConfig
+from node.config import NodeConfig, swarm_of
 from node.errors import CampaignInterrupted, DiskFull
 from node.events import EventSink, quiet
 from node.http.errors import BadRequest
@@ -50,7 +50,6 @@ from node.submitter.run import (
     write_out,
 )
 from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter
-from node.submitter.swarms import swarm_of
 from node.transfer.cache import model_cache
 from node.transfer.fetch import FetchError
 from node.transfer.urls import UrlPolicy, url_policy

@@ -6,7 +6,7 @@ each row's text (the registry's cells), every string through the HTML seam.
 
 from __future__ import annotations
 
-from node.submitter.swarms import named
+from node.config import named
 from protocol import for_html
 from scheduler.results import CampaignReport
 

@@ -19,7 +19,6 @@ Modules:
     swarms     which swarm a campaign runs on: recorded at its start, gone back to on --resume
     models     pinning a campaign's models
     outputs    results.csv and results.json, then report.html (drawn by `node.report`; it never stops them)
-    prompts    reading the files a campaign names (prompts, datasets, tokenizers) for the pure parser
     vetting    the campaign file, the files it names and its local models checked in a child
 
 Callers import the module they need (`from node.submitter.run import ...`): the package root
@@ -38,7 +37,6 @@ __all__ = [
     "loop",
     "models",
     "outputs",
-    "prompts",
     "run",
     "schema",
     "store",

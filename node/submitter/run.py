@@ -23,7 +23,8 @@ from pathlib import Path
 import trio
 
 import scheduler as sch
-from node.config import NodeConfig
+from node.campaignfiles import read_prompt_files
+from node.config import NodeConfig, swarm_of
 from node.errors import CampaignInterrupted, ConfigError
 from node.events import EventSink, quiet
 from node.p2p.node import Node, open_node
@@ -35,9 +36,8 @@ from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
 from node.submitter.models import models_json, pin_models, refs_from_json
 from node.submitter.outputs import campaign_report, write_files
-from node.submitter.prompts import read_prompt_files
 from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter, utc_now
-from node.submitter.swarms import resume_config, swarm_of
+from node.submitter.swarms import resume_config
 from node.submitter.vetting import vet_local
 from node.transfer.blob import UploadSlots, blob_handler
 from node.transfer.cache import model_cache

@@ -54,8 +54,6 @@ class CampaignStatus(enum.StrEnum):
 
 SUBMITTER_GONE: Final = "running (submitter gone)"
 """The status shown for a campaign stored `running` whose submitter process no longer exists."""
-EMBEDDED: Final = "embedded"
-"""The swarm of a campaign run on the embedded local swarm (no gate), as `CampaignRecord.swarm` holds it."""
 
 
 @dataclass(frozen=True)

@@ -16,25 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from node.config import NodeConfig
+from node.config import EMBEDDED, NodeConfig, Swarm, named, swarm_of
 from node.errors import ConfigError
 from node.p2p.identity import identity_peer_id
-from node.submitter.store import EMBEDDED, CampaignRecord
-
-Swarm = tuple[str, ...]
-"""A campaign's swarm as the store records it: its gate multiaddrs, or (`EMBEDDED`,)."""
-
-
-def swarm_of(config: NodeConfig) -> Swarm:
-    """The swarm a submitter with this configuration runs on."""
-    return config.gates or (EMBEDDED,)
-
-
-def named(swarm: Swarm) -> str:
-    """A swarm in words, for a message."""
-    if swarm == (EMBEDDED,):
-        return "the embedded local swarm (no gate)"
-    return ("gate " if len(swarm) == 1 else "gates ") + ", ".join(swarm)
+from node.submitter.store import CampaignRecord
 
 
 class SwarmMismatch(ConfigError):

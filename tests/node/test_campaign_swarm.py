@@ -11,10 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from node.config import NodeConfig
+from node.config import EMBEDDED, NodeConfig
 from node.p2p.identity import identity_peer_id
 from node.submitter.store import (
-    EMBEDDED,
     SUBMITTER_GONE,
     CampaignRecord,
     CampaignStatus,

@@ -70,7 +70,7 @@ def test_a_child_that_cannot_start_is_said_so_not_blamed_on_a_limit(
 
 
 def test_the_child_hands_back_the_campaign_the_parser_makes(tmp_path: Path) -> None:
-    from node.submitter.prompts import read_prompt_files
+    from node.campaignfiles import read_prompt_files
     from tests.lab.bpe import tokenizer_json
 
     (tmp_path / "tok").mkdir()
