@@ -4,7 +4,7 @@
 
 Needs root (network namespaces). For every fault a fresh namespace lab: a gate, the model server and
 the submitter in h1, real `sark-node join` workers in h2 and h4 (heartbeat 0.5 s, lease 3 s), one
-task measured half-way when the fault strikes (tests/lab/fleet.py `run_fault`), then the lossy,
+task measured half-way when the fault strikes (tests/kit/fleet.py `run_fault`), then the lossy,
 delayed and capped network (`run_impaired`). Figures come from the processes' event lines:
 
     detection   fault injected -> the submitter's `lapsed` event (`sigterm`: its `released` event, the
@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # would otherwise be imported as namespace packages in place of an installed sark-node
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from lab.faults import Faults  # noqa: E402
-from lab.fleet import FAULTS, H4, LEAVES, FaultNet, Fleet, run_fault, run_impaired  # noqa: E402
-from lab.netns import H2  # noqa: E402
-from lab.procs import Lab  # noqa: E402
+from kit.faults import Faults  # noqa: E402
+from kit.fleet import FAULTS, H4, LEAVES, FaultNet, Fleet, run_fault, run_impaired  # noqa: E402
+from kit.netns import H2  # noqa: E402
+from kit.procs import Lab  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "chaos.json"
 COLUMNS = ("fault", "detection_s", "redispatch_s", "tasks", "completed", "lost", "stale_rejected")

@@ -30,7 +30,6 @@ T0 = time.monotonic()
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "tests"))
-sys.path.append(str(ROOT / "tests" / "node"))
 
 
 def fresh_node(gates: list[str], data_dir: str) -> None:
@@ -68,7 +67,7 @@ def _child(args: list[str]) -> tuple[float, str]:
 
 def measure(gates: list[str], root: Path, expected: set[str]) -> dict[str, Any]:
     """One `peers` process and one timed fresh node."""
-    from lab.procs import SARK
+    from kit.procs import SARK
 
     stamp = time.monotonic_ns()
     gate_args = [arg for gate in gates for arg in ("--gate", gate)]
@@ -86,8 +85,8 @@ def measure(gates: list[str], root: Path, expected: set[str]) -> dict[str, Any]:
 
 def run(n: int, repeats: int = 3) -> dict[str, Any]:
     """Gate + n workers started at once, then `repeats` fresh lookups."""
-    from conftest_data import make_profile
-    from lab.procs import Lab
+    from kit.data import make_profile
+    from kit.procs import Lab
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -1,6 +1,6 @@
 """Endpoint client accuracy: sark's TTFT and TPOT against a loopback server with a known schedule.
 
-A scripted server (tests/lab/sse_server.py, threads, 127.0.0.1) sends the first delta after
+A scripted server (tests/kit/sse_server.py, threads, 127.0.0.1) sends the first delta after
 `--first-ms`, then one every `--every-ms`, `--tokens` deltas in all, then the usage chunk and
 `[DONE]`. Each trial runs the same requests three times, back to back, order alternating: through
 sark's endpoint client (`drivers.endpoint.load`: trio sockets and h11, reads stamped by the kernel's
@@ -29,11 +29,12 @@ from pathlib import Path
 import trio
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the repository, and the tests' kit
+
+from kit.sse_server import scheduled, serve_sse  # noqa: E402
 
 from drivers.endpoint.load import EndpointOptions, run_endpoint  # noqa: E402
 from protocol import Endpoint, GenerateSpec, Prompt, RequestRecord  # noqa: E402
-from tests.lab.sse_server import scheduled, serve_sse  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "endpoint_overhead.json"
 

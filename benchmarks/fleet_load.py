@@ -1,7 +1,7 @@
 """Fleet load on this machine: the highest request rate 1, 2 and 4 workers hold on one clock.
 
 A gate and 4 `sark-node join` worker processes on loopback, and a fast scripted stub in this process
-(tests/lab/sse_server.py: first delta after `--first-ms`, then `--tokens - 1` more every `--every-ms`,
+(tests/kit/sse_server.py: first delta after `--first-ms`, then `--tokens - 1` more every `--every-ms`,
 the usage chunk, `[DONE]`). For each fleet size N, `sark-node submit` runs one endpoint job with
 `fleet: {workers: N, seed: S}` at rising request rates (`--rates`, each for `--duration` s, Poisson
 arrivals dealt among the N members, one start instant) and reads the merged `Endpoint (fleet)` row.
@@ -110,7 +110,7 @@ def _ladder(root: Path, gate: str, url: str, size: int, a: argparse.Namespace) -
 
 def main() -> None:
     a = _args()
-    from lab.sse_server import scheduled, serve_sse
+    from kit.sse_server import scheduled, serve_sse
 
     texts = [f" t{i}" for i in range(a.tokens)]
 

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the repository, and the tests' kit
 
-from tests.lab.procs import SARK, Lab  # noqa: E402
+from kit.procs import SARK, Lab  # noqa: E402
 
 HEAVY = re.compile(r"libtorch|libonnxruntime|onnxruntime_pybind|transformers|ft2font|libc10")
 ROLES = ("gate", "worker", "submitter")

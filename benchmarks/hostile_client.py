@@ -1,6 +1,6 @@
 """The endpoint client against hostile servers: how long its event loop pauses, how much memory it takes.
 
-For each fault of tests/lab/hostile.py (a server process of its own, raw sockets on 127.0.0.1),
+For each fault of tests/kit/hostile.py (a server process of its own, raw sockets on 127.0.0.1),
 `drive_endpoint` runs `--requests` requests at once with the default run budget
 (`drivers.endpoint.budget`), no retries, until the fault ends them or `--deadline` passes, beside a trio task
 that wakes every 50 ms and keeps the longest gap between two wakes, and the process's peak RSS. A
@@ -35,7 +35,7 @@ from drivers.endpoint.load import EndpointOptions, drive_endpoint  # noqa: E402
 from protocol import Endpoint, GenerateSpec, Prompt  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "hostile_client.json"
-HOSTILE = ROOT / "tests" / "lab" / "hostile.py"
+HOSTILE = ROOT / "tests" / "kit" / "hostile.py"
 TICK_S = 0.05
 
 

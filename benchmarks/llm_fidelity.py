@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # spawned children too: drivers/ before tests/drivers/
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # spawned children too: the repository first
 
-from lab.tinyllm import dequantized  # noqa: E402
+from kit.tinyllm import dequantized  # noqa: E402
 
 from drivers import measure  # noqa: E402  (the packages of this checkout, whatever is installed)
 from drivers.files.models import packaged_llm  # noqa: E402

@@ -27,10 +27,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.append(str(ROOT / "tests" / "node"))  # last: only for conftest_data, never shadowing a package
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the repository, and the tests' kit
 
-from conftest_data import make_profile  # type: ignore[import-not-found,unused-ignore]  # noqa: E402  (the lab's profile)
+from kit.data import make_profile  # type: ignore[import-not-found,unused-ignore]  # noqa: E402  (the lab's profile)
 from libp2p.crypto.ed25519 import create_new_key_pair  # noqa: E402
 from libp2p.kad_dht.pb.kademlia_pb2 import Message  # noqa: E402
 from libp2p.peer.id import ID  # noqa: E402

@@ -1,6 +1,6 @@
 """Shared pieces of the swarm benchmarks: a gate and workers as processes, their event lines.
 
-Built on the test lab (tests/lab/procs.py): every process in its own session, killed at the end.
+Built on the test lab (tests/kit/procs.py): every process in its own session, killed at the end.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # the repository root first: tests/ holds folders named after the packages (tests/protocol), which
 # would otherwise be imported as namespace packages in place of an installed sark-node
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from lab.procs import LOOPBACK, SARK, Lab, Proc  # noqa: E402
+from kit.procs import LOOPBACK, SARK, Lab, Proc  # noqa: E402
 
 OUT = Path(__file__).parent / "out"
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"

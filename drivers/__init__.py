@@ -1,6 +1,6 @@
 """Device profile, runtime drivers and the measurement harness.
 
-Rooms, each built only on those before it (tests/test_imports.py pins the order):
+Rooms, each built only on those before it (tests/unit/repository/test_imports.py pins the order):
     errors     DriverError, TaskFailed, ProbeFailed (a module: every room raises them)
     files      model file checks before any runtime opens them, inputs, the models tests build
     runtimes   one driver per runtime in an explicit registry (ONNX Runtime, OpenVINO, LiteRT,

@@ -21,7 +21,8 @@ Packages and modules:
 Imports point down this list's roles: `p2p` imports nothing of node's roles; `transfer` uses `p2p`;
 `report` renders a campaign for `submitter`, which runs `intake` in a child; `worker` and `submitter`
 use `p2p` and `transfer`; `http` uses `submitter`; the gate role (`gate/`) is built on `config` and
-`p2p`; `cli` composes everything. tests/test_imports.py pins the order (NODE_ORDER), gate included.
+`p2p`; `cli` composes everything. tests/unit/repository/test_imports.py pins the order (NODE_ORDER), gate
+included.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Light on purpose (no pydantic): `sark-node id` needs only the folder, and resolves it here as
 `load_config` would (flag, then `SARK_DATA_DIR`, then the settings file's `data_dir`, then the
 platform's folder) without building the whole configuration. `node.config` re-exports `DataDir` and
-`default_data_dir`, and reads the settings file through `read_settings`; tests/test_data_folder.py
+`default_data_dir`, and reads the settings file through `read_settings`; tests/labs/cli/test_data_folder.py
 pins that both ways find the same folder.
 """
 

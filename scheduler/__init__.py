@@ -6,8 +6,8 @@ is `node.submitter`'s.
 
 Each package builds only on those listed before it below (the language on `errors` alone,
 verification on the language, the state machine on both, the results room on all three:
-`tests/test_imports.py`), and its `__init__` names its public values; other packages import from
-`scheduler` or from a package's root (`from scheduler.verification import check_figures`).
+`tests/unit/repository/test_imports.py`), and its `__init__` names its public values; other packages import
+from `scheduler` or from a package's root (`from scheduler.verification import check_figures`).
 
 No trio, libp2p, sockets, files, clock, randomness or logging: time comes in as `now`, deadlines go
 out as data (`Scheduler.next_deadline`), outcomes are values with reasons.

@@ -1,10 +1,16 @@
 """Suite-wide test setup: only what every test folder needs.
 
-The repository root goes first on `sys.path`. Test folders are named after the packages they test
-(`tests/protocol`, `tests/scheduler`) and pytest puts `tests/` itself on `sys.path` (rootdir-based
-imports), so without the root there a bare `.venv/bin/pytest` would import `tests/scheduler` as a
-namespace package called `scheduler` instead of the real one. `python -m pytest` adds the working
-directory by itself; this makes both ways of running the suite import the same code.
+The layout (README's test commands run it by tier):
+    unit/<package>/<room>/  the fast tier: no swarm, no child process beyond a measuring child;
+                            `unit/repository/` holds the checks of the whole tree (imports, layers, sizes)
+    labs/<topic>/           real processes: gates, workers and submitters, serve, browsers, namespaces
+    kit/                    what tests share: the process lab (`kit.procs`), fixtures, builders, liars
+    golden/                 results files the renderers and checks read
+
+Every test folder is a package (an `__init__.py`), so pytest puts `tests/` itself on `sys.path` and
+imports a test as `unit.scheduler.state.test_machine`: names may repeat across folders, and `kit` is
+importable everywhere. The repository root goes first on `sys.path` too, so that a bare
+`.venv/bin/pytest` imports the real packages, never a test folder of the same name.
 """
 
 from __future__ import annotations
@@ -23,8 +29,14 @@ import pytest
 import trio
 
 ROOT = str(Path(__file__).resolve().parent.parent)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+TESTS = str(Path(__file__).resolve().parent)
+for folder in (TESTS, ROOT):  # the root first
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+# Fixtures every folder may use: the process lab and a worker's profile file (kit.fixtures), and the
+# campaign lab's swarms and model server (kit.campaignlab).
+pytest_plugins = ("kit.fixtures", "kit.campaignlab")
 
 
 # Every trio test body runs under a trio deadline, below pytest-timeout's 300 s: a hung test fails
@@ -89,7 +101,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Lists a test recorded for review (a `record_property` named "review: ..."), e.g. the modules
-    over 400 lines (tests/test_sizes.py): a signal in the summary, never a failure."""
+    over 400 lines (tests/unit/repository/test_sizes.py): a signal in the summary, never a failure."""
     for report in terminalreporter.stats.get("passed", []):
         for name, listed in getattr(report, "user_properties", ()):
             if str(name).startswith("review:") and listed:

@@ -5,7 +5,7 @@ The peer id is derived here a second time, beside `protocol.records.peer_id_from
 purpose: `sark-node id` must start at once, and importing anything of `protocol` runs its package
 root, which builds every pydantic model; `protocol` may import nothing of ours, so the one
 derivation cannot live below both. The derivation is a fixed byte prefix and base58btc, and
-tests/node/test_identity.py pins that both give the same id for random keys.
+tests/unit/node/p2p/test_identity.py pins that both give the same id for random keys.
 """
 
 from __future__ import annotations

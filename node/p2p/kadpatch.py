@@ -102,7 +102,7 @@ def forget_failed_dials(host: Host, peer_id: str) -> None:
     py-libp2p 0.8.1 keeps a negative cache of peers whose every address failed and refuses to dial
     them for a while ("recently failed all addresses (negative cache)"): a worker could not rejoin a
     restarted gate until it expired. Used by `node.p2p.node` before each reconnect; pinned by
-    tests/faults/test_gates.py.
+    tests/labs/faults/test_gates.py.
     """
     host.raw.get_network().unblock_peer(ID.from_base58(peer_id))
 

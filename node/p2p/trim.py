@@ -15,7 +15,7 @@ class, so `from m import Name`, `isinstance(x, Name)`, `except Name` and subclas
 dnspython (multiaddr's DNS resolver) is told its DNS-over-HTTPS and DNS-over-QUIC features are absent
 with its own `dns._features.force` ("provided as a workaround"), so it does not import httpx2, h2 or
 aioquic. A module imported before `install()` stays as it is; the finder touches no other module. The
-node's features are pinned by tests/node/test_trim.py, which also lists what must stay unloaded.
+node's features are pinned by tests/labs/swarm/test_trim.py, which also lists what must stay unloaded.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The report's shaping (entries, matrices, the LLM figures, two campaigns compared) is the results
 room's (`scheduler.results`, pure); this package only draws and lays out what it shaped, through the
 output seams (HTML, Markdown, terminal). Every renderer takes the typed `CampaignReport` (or a typed
-part of it), never a results.json dict, and validates nothing again (tests/test_renderers_typed.py).
+part of it), never a results.json dict, and validates nothing again
+(tests/unit/repository/test_renderers_typed.py).
 
 Modules:
     render     drawing report.html (a page that cannot be built says why)

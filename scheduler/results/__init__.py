@@ -3,7 +3,7 @@ and the report shaped from them (entries, matrices, the LLM views, two campaigns
 
 Pure, like the rest of `scheduler`. Every output (results.csv, results.json, the terminal and Markdown
 tables, report.html, `report --diff`, the dashboard and the REST API) takes its columns from here;
-no module outside this package names a column in a row it builds (tests/test_columns.py).
+no module outside this package names a column in a row it builds (tests/unit/repository/test_columns.py).
 
 Modules:
     columns      the registry: Column (name, section, unit, form, formula), COLUMNS, CSV_COLUMNS, cell

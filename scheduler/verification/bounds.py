@@ -73,7 +73,7 @@ Checked against what the submitter knows:
   the phase on the same meter) x its window. The meters' resolution is no noise at this scale: RAPL
   counts 2**-16 J (15 uJ), NVML's counter 1 mJ, against 3 s of an idle of tens of watts (1e-6 and
   1e-5 of it). Measured through `drivers.measuring.energy` itself, on the lab's constant 6.5 W powercap tree
-  (tests/lab/powercap.py, a writer stepping every 10 ms, read every 0.5 s, on this shared 2-core
+  (tests/kit/powercap.py, a writer stepping every 10 ms, read every 0.5 s, on this shared 2-core
   machine): six readings of a 3 s idle then a 0.2 to 2 s window gave window / idle power from 0.991
   to 1.036, so the pipeline (polling, step timing) moves a reading by under 4 %.
   What does move an honest idle is the device itself: RAPL covers the whole package, so a

@@ -1,7 +1,7 @@
 """What verification reads of a peer: its id, the host it was reached at, its advertised profile, its owner.
 
 The scheduler's `PeerView` (`scheduler.state.placement`) is one. Verification names these facts
-as a Protocol, so that it builds on nothing of the state machine (`tests/test_imports.py`).
+as a Protocol, so that it builds on nothing of the state machine (`tests/unit/repository/test_imports.py`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,228 @@
+"""The campaign lab: a gate and real `sark-node join` workers as processes, a submitter identity.
+
+Workers detect this machine for real (no calibration, to save time), take offers only from the
+lab's submitter, may fetch models over plain http from loopback, and use short heartbeats.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kit.procs import LOOPBACK, SARK, Lab, Proc
+from node.config import NodeConfig
+from node.p2p.identity import identity_peer_id
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
+
+
+class CampaignLab(Lab):
+    """The process lab plus workers that run benchmarks for one submitter."""
+
+    def real_worker(
+        self,
+        name: str,
+        gates: list[str],
+        allow: str,
+        timeout: float = 60.0,
+        *,
+        wait: bool = True,
+        extra: list[str] | None = None,
+        program: list[str] | None = None,
+    ) -> Proc:
+        """A `join` worker for the lab's submitter; `program` runs instead of `sark-node` (a hostile
+        worker script from tests/lab that takes the same arguments)."""
+        args = [
+            "join",
+            "--listen",
+            LOOPBACK,
+            "--data-dir",
+            str(self.root / name),
+            "--allow",
+            allow,
+            "--record-ttl",
+            str(self.record_ttl),
+            "--no-calibrate",
+            "--allow-http",
+            "--allow-network",
+            "127.0.0.0/8",
+            "--heartbeat",
+            "0.5",
+            "--lease-ttl",
+            "3",
+            "--events",
+        ]
+        for gate in gates:
+            args += ["--gate", gate]
+        proc = self.start(name, [*(program or SARK), *args, *(extra or [])])
+        if wait:
+            proc.ready = proc.wait_event("ready", timeout)
+        return proc
+
+    def submitter(self, args: list[str]) -> Proc:
+        """A submitter process printing event lines (the caller passes --events)."""
+        return self._start(f"submitter-{len(self.procs)}", args)
+
+
+@dataclass
+class Swarm:
+    """A running lab: its gate address, workers by peer id, and the submitter's data directory."""
+
+    lab: CampaignLab
+    gate: str
+    workers: dict[str, Proc]
+    submitter_dir: Path
+    root: Path
+    names: dict[str, str] = field(default_factory=dict)
+
+    def submit_args(self, *args: str) -> list[str]:
+        return [*SARK, *args, "--gate", self.gate, "--data-dir", str(self.submitter_dir)]
+
+    def start_submit(self, *args: str) -> Proc:
+        """A submitter as a background process with event lines."""
+        return self.lab.submitter(
+            [*args, "--events", "--gate", self.gate, "--data-dir", str(self.submitter_dir)]
+        )
+
+    def run(self, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+        """Run a submitter command to its end."""
+        return subprocess.run(self.submit_args(*args), capture_output=True, text=True, timeout=timeout)
+
+    def drain(self) -> dict[str, list[dict[str, Any]]]:
+        """Every event each worker printed since the last drain."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for peer, proc in self.workers.items():
+            events = []
+            while not proc.events.empty():
+                events.append(proc.events.get_nowait())
+            out[peer] = events
+        return out
+
+
+def submitter_id(data_dir: Path) -> str:
+    """The peer id of the identity in `data_dir` (created if missing), as `sark-node id` prints it."""
+    return identity_peer_id(NodeConfig(data_dir=data_dir).key_file())
+
+
+def start_swarm(root: Path, workers: int) -> Swarm:
+    lab = CampaignLab(root, record_ttl=30.0)
+    try:
+        submitter_dir = root / "submitter"
+        me = submitter_id(submitter_dir)
+        gate = lab.gate().ready["addrs"][0]
+        procs: dict[str, Proc] = {}
+        started = [lab.real_worker(f"w{i}", [gate], me, wait=False) for i in range(workers)]
+        for proc in started:  # started at once: a start-up is mostly imports
+            proc.ready = proc.wait_event("ready", 60)
+            procs[proc.ready["peer_id"]] = proc
+    except BaseException:
+        lab.close()
+        raise
+    return Swarm(lab, gate, procs, submitter_dir, root)
+
+
+@pytest.fixture(scope="module")
+def swarm3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Swarm]:
+    """A gate and three workers shared by a module's tests (nothing in them kills a process)."""
+    swarm = start_swarm(tmp_path_factory.mktemp("swarm3"), 3)
+    try:
+        yield swarm
+    finally:
+        swarm.lab.close()
+
+
+@pytest.fixture
+def swarm2(tmp_path: Path) -> Iterator[Swarm]:
+    """A gate and two workers of the test's own, for tests that kill processes."""
+    swarm = start_swarm(tmp_path, 2)
+    try:
+        yield swarm
+    finally:
+        swarm.lab.close()
+
+
+def write_campaign(path: Path, body: dict[str, Any]) -> Path:
+    """A campaign file (JSON is YAML) beside a copy of the example model."""
+    shutil.copy(MODEL, path.parent / MODEL.name)
+    path.write_text(json.dumps(body))
+    return path
+
+
+@pytest.fixture
+def model_server(tmp_path: Path) -> Iterator[str]:
+    """A loopback HTTP server serving the example model; yields its base URL."""
+    root = tmp_path / "www"
+    root.mkdir()
+    shutil.copy(MODEL, root / MODEL.name)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+class Health:
+    """`/api/health` asked every 0.2 s from a thread until stopped; every answer that was not a 200."""
+
+    def __init__(self, api: str) -> None:
+        self.api, self.asked, self.failed = api, 0, list[str]()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        with httpx.Client(timeout=10) as client:
+            while not self._stop.wait(0.2):
+                try:
+                    status = client.get(f"{self.api}/health").status_code
+                except httpx.HTTPError as exc:
+                    self.failed.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                self.asked += 1
+                if status != 200:
+                    self.failed.append(str(status))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+
+def campaign_end(served: Proc, campaign_id: str, timeout: float) -> dict[str, Any]:
+    """The event that ends the campaign: its files written ("campaign_done") or why not; an
+    AssertionError at once if serve exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            event = served.events.get(timeout=1.0)
+        except queue.Empty:
+            assert served.popen.poll() is None, f"serve exited {served.popen.poll()}\n{served.log_excerpt()}"
+            continue
+        ends = event.get("event") in ("campaign_done", "campaign_failed")
+        if ends and event.get("campaign") == campaign_id:
+            return event
+    raise AssertionError(f"campaign {campaign_id} did not end\n{served.log_excerpt()}")

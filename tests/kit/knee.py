@@ -1,0 +1,66 @@
+"""A scripted model server with a known knee: its first token comes later the more requests it holds.
+
+A `serve_sse` script. Each request's first token comes `fast_s` after it arrives while at most
+`knee` requests (itself included) are in flight, and `step_s` later for each one beyond `knee`:
+a server that keeps up to `knee` requests at once and queues the rest. In a closed loop, concurrency
+`knee` meets a first-token SLO between `fast_s` and `fast_s + step_s` and `knee + 1` does not; in an
+open loop above its capacity the queue, and with it the first-token time, keeps growing. The server
+counts a request in flight until its scheduled last token, even if the client went away (as a real
+server finishes what it started). A GET (no body) lists `model` as `GET /v1/models` does, so a
+worker can declare it as its own server (gray-box).
+
+The server remembers its busiest moment for `memory_s`: a request is served as if it arrived with the
+most requests the server held at any arrival in the last `memory_s` (as a real server's queue and
+cache pressure outlast one request). A closed loop of `c` requests never holds more than `c` at once,
+so this never slows a level at or below the knee; above it, a loaded client's turnaround gaps (the
+ms between one request's end and its slot's next send) no longer let most requests arrive to a
+momentarily emptier server and pass as fast.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+
+from kit.sse_server import Reply, scheduled
+
+JSON = (("content-type", "application/json"),)
+
+
+@dataclass
+class KneeStub:
+    """The script: call it as `serve_sse`'s script. `peak` is the most requests it held at once."""
+
+    knee: int
+    model: str = "knee"
+    fast_s: float = 0.02
+    step_s: float = 0.25
+    tokens: int = 4
+    every_s: float = 0.005
+    memory_s: float = 0.1
+    peak: int = 0
+    _ends: list[float] = field(default_factory=list)
+    _busy: list[tuple[float, int]] = field(default_factory=list)  # (arrival, held then), last memory_s
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def first_token_s(self, in_flight: int) -> float:
+        """When the first token of a request that arrives with `in_flight` held (itself included) comes."""
+        return self.fast_s + self.step_s * max(0, in_flight - self.knee)
+
+    def __call__(self, body: dict[str, object], attempt: int) -> Reply:
+        if not body:  # GET /v1/models
+            listing = {"object": "list", "data": [{"id": self.model}]}
+            return Reply(200, JSON, ((0.0, json.dumps(listing).encode()),))
+        now = time.monotonic()
+        with self._lock:
+            self._ends = [end for end in self._ends if end > now]
+            in_flight = len(self._ends) + 1
+            self.peak = max(self.peak, in_flight)
+            self._busy = [(at, held) for at, held in self._busy if at > now - self.memory_s]
+            self._busy.append((now, in_flight))
+            first = self.first_token_s(max(held for _, held in self._busy))
+            self._ends.append(now + first + self.every_s * (self.tokens - 1))
+        texts = ["tok"] * self.tokens
+        return scheduled(texts, first_s=first, every_s=self.every_s, usage=(8, self.tokens))

@@ -1,0 +1,77 @@
+"""A namespace lab of three routed networks, one /24 each, joined by a router namespace: where the
+submitter's network rule (one vote per IPv4 /24, `scheduler/verification/networks.py`) is under test.
+
+```
+<p>-h1 10.77.0.11/24 ── 10.77.0.1 ┐
+<p>-h2 10.78.0.12/24 ── 10.78.0.1 ┼─ [<p>-r] ip_forward, no NAT
+<p>-h3 10.79.0.13/24 ── 10.79.0.1 ┘
+```
+
+Every host reaches every other at its own address (routed, not masqueraded), so the submitter sees
+each peer on its own /24. Like `netns.NetLab` (whose teardown it keeps), the veths move out of the
+root namespace at once: the root namespace gets no address or route of the lab.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Final
+
+from kit.netns import NetLab, NetnsRefused, _ip, _run
+
+HOSTS: Final = {
+    "h1": ("10.77.0.11", "10.77.0.1"),
+    "h2": ("10.78.0.12", "10.78.0.1"),
+    "h3": ("10.79.0.13", "10.79.0.1"),
+}
+"""Each host's address and its router leg (its default gateway), on a /24 of its own."""
+NETWORKS: Final = {name: f"{addr.rsplit('.', 2)[0]}.0.0/24" for name, (addr, _) in HOSTS.items()}
+"""Each host's network as the submitter counts it (`network_of`: its /24)."""
+
+
+class RoutedNet(NetLab):
+    """Hosts `<prefix>-h1` ... `-h3` on three networks and the router `<prefix>-r` between them."""
+
+    def __init__(self, prefix: str | None = None) -> None:
+        super().__init__(prefix)
+        self.router = f"{self.prefix}-r"
+
+    def namespaces(self) -> tuple[str, ...]:
+        return (self.h1, self.h2, self.h3, self.router)
+
+    def up(self) -> None:
+        """Create the router and the three hosts, each on its own veth and /24.
+
+        Raises:
+            NetnsRefused: no `ip`, or the first `ip netns add` failed (no root, no namespaces).
+        """
+        if shutil.which("ip") is None:
+            raise NetnsRefused("missing ip (apt-get install iproute2)")
+        try:
+            _ip("netns", "add", self.router)
+        except subprocess.CalledProcessError as exc:
+            raise NetnsRefused(exc.stderr.strip() or f"ip netns add exited {exc.returncode}") from exc
+        self._made.append(self.router)
+        for ns in (self.h1, self.h2, self.h3):
+            _ip("netns", "add", ns)
+            self._made.append(ns)
+        for ns in self.namespaces():
+            _ip("-n", ns, "link", "set", "lo", "up")
+        for i, (ns, (addr, gateway)) in enumerate(
+            zip((self.h1, self.h2, self.h3), HOSTS.values(), strict=True)
+        ):
+            self._leg(ns, addr, gateway, f"{self.prefix}{i}")
+        _run(["ip", "netns", "exec", self.router, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+
+    def _leg(self, ns: str, addr: str, gateway: str, tag: str) -> None:
+        host_end, router_end = f"v{tag}", f"r{tag}"
+        _ip("link", "add", host_end, "type", "veth", "peer", "name", router_end)
+        _ip("link", "set", host_end, "netns", ns)
+        _ip("link", "set", router_end, "netns", self.router)
+        _ip("-n", ns, "link", "set", host_end, "name", "eth0")
+        _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0")
+        _ip("-n", ns, "link", "set", "eth0", "up")
+        _ip("-n", ns, "route", "add", "default", "via", gateway)
+        _ip("-n", self.router, "addr", "add", f"{gateway}/24", "dev", router_end)
+        _ip("-n", self.router, "link", "set", router_end, "up")

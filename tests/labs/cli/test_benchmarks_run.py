@@ -1,0 +1,57 @@
+"""Every script under benchmarks/ starts from a plain install: `--help` in a child that ignores
+PYTHONPATH, run from the repository root, so a tests/ folder named after a package (tests/protocol)
+cannot shadow the package the script imports (issue 23)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+LIBRARIES = {
+    "swarmlab.py",
+    "peer_tools.py",
+    "swarm_net.py",
+    "swarm_fleet.py",
+    "swarm_upkeep.py",
+    "bareloops.py",
+    "replication_fleet.py",
+    "replication_claims.py",
+}
+"""Imported by the scripts, not run (swarm_sim.py's parts: its messages and walks, fleet, upkeep;
+harness_overhead.py's bare loops; replication_sim.py's fleet and its false claims)."""
+SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name not in LIBRARIES)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_a_benchmark_script_starts(script: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-E", "-s", str(script.relative_to(ROOT)), "--help"],  # -E: no PYTHONPATH
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage:" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_the_libraries_import_the_packages_not_the_test_folders() -> None:
+    code = (
+        "import swarmlab, peer_tools, swarm_net, swarm_fleet, swarm_upkeep, replication_fleet, "
+        "replication_claims, protocol, scheduler; "
+        "print(protocol.__file__, scheduler.__file__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-E", "-s", "-c", code],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all(Path(f).parent.parent == ROOT for f in done.stdout.split()), done.stdout

