@@ -100,6 +100,7 @@ def _served(script: str) -> Iterator[str]:
     """A server script (`GAP_S`, `BURST`) in its own process, its URL while the block runs."""
     child = subprocess.Popen(
         [sys.executable, "-c", script, str(GAP_S), str(BURST)],
+        cwd=Path(__file__).resolve().parents[2],  # tests/, where the script finds `kit`
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
