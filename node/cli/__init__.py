@@ -16,6 +16,7 @@ Modules:
     serve     serve: the orchestrator's REST API and a live dashboard
     embedded  the embedded local swarm (a gate and workers on loopback) for submit, plan and serve
     service   service install, uninstall, status: `join` as a systemd user unit or a launchd agent
+    schema    schema campaign: the campaign file's JSON Schema (for editors) or its Markdown reference
     __main__  `python -m node.cli`, for a service where no `sark-node` script is installed
     live      the live view of submit: a row per task, redrawn on stderr
 
@@ -41,7 +42,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_TOPICS = ("local", "swarm", "owner", "campaign", "stored", "report", "serve", "service")
+_TOPICS = ("local", "swarm", "owner", "campaign", "stored", "report", "serve", "service", "schema")
 
 
 def _print_version(value: bool) -> None:
