@@ -24,6 +24,8 @@ Modules:
     dataset    random prompts of exact token lengths from a seed (splitmix64), ShareGPT conversations
     summaries  the built-in summaries set, written for this project
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
+    blocks     what every block of the file's schema shares: Block, fields bound as their values are
+    genschema  the generate, endpoint and fleet blocks of a job, as models of the file's shape
     schema     the campaign file's shape as models: campaign_schema, the JSON Schema editors read
     reference  campaign_reference: that schema as the Markdown reference, docs/campaign.md
 """
