@@ -7,7 +7,7 @@ wrote each token (CLOCK_MONOTONIC). The server's own TTFT is first write - reque
 (last write - first write) / (tokens - 1). Each client runs `--requests` requests at each
 concurrency of `--concurrency`; its error is |its median - the server's median over the same
 requests| for TTFT and TPOT. Clients: sark-node's endpoint job (always), and GuideLLM and AIPerf
-when `--peers` names them (`peer_tools.py`; inference-perf needs Python >= 3.12, see README.md):
+when `--peers` names them (`peer_tools.py`; inference-perf needs Python >= 3.12, see notes/llm_clients.md):
 each is installed into its own venv under `--venvs` (pip from PyPI; never the project's venv), run
 offline against a local tokenizer written there, and read back from its own output. A peer that
 cannot be installed or run is reported as such.

@@ -12,7 +12,7 @@ the machine over minutes falls on both: each sark run is compared with the mean 
 just before and after it, and the figure reported is the median of those per-round ratios (with their
 range), beside the pooled medians. Target: within +-5 %. Writes benchmarks/out/llm_fidelity.json.
 One intra-op thread by default: on a small machine two threads on two cores stall on any other
-thread, which widens the spread between fresh processes of the same code (benchmarks/README.md).
+thread, which widens the spread between fresh processes of the same code (benchmarks/notes/llm_fidelity.md).
 `--unit "GPU (PyTorch)"` runs both sides on the first CUDA (or MPS) device; `--model` takes another GGUF.
 
     .venv/bin/python benchmarks/llm_fidelity.py [--prompts 8] [--tokens 32] [--rounds 8] [--threads 1]

@@ -40,8 +40,8 @@ class NodeConfig(BaseModel):
     heartbeat_s: float = Field(default=2.0, gt=0)
     lease_ttl_s: float = Field(default=10.0, gt=0)
     # 1800 s (refreshed every 450-600 s): at 10,000 devices with reachable ones serving, a serving
-    # device's kad traffic, its own and the others' it carries, stays under 1 KB/s (benchmarks/README.md,
-    # "Discovery at 10,000 devices"). A departed device stays listed up to this long: liveness is the
+    # device's kad traffic, its own and the others' it carries, stays under 1 KB/s
+    # (benchmarks/notes/swarm_sim.md). A departed device stays listed up to this long: liveness is the
     # lease's, and a submitter confirms each worker live before it counts it.
     record_ttl_s: float = Field(default=1800.0, gt=0, le=3600)
     reannounce_s: float | None = Field(default=None, gt=0)

@@ -28,6 +28,67 @@ Modules:
     owner     owner statements: an owner's key vouching that a peer id is its device (one owner, one vote)
     errors    ProtocolError, LocalProtocolError, RemoteProtocolError, RecordError
     text      one seam per medium for peer- and campaign-written text (visible, for_rich, for_csv, ...)
+
+Frames
+------
+
+Frozen pydantic values with `extra="forbid"`, tagged by `kind`, msgpack, a varint length prefix, a 4 MiB
+frame cap checked before allocating; a decode failure resets that stream only.
+
+Offers
+------
+
+Offers: `expires_at - issued_at` is at most `max_offer_lifetime_s` (NodeConfig, 600 s; the submitter signs
+300 s), refused as `DeclineReason.LIFETIME` before the nonce is remembered (cancels: ignored). The replay
+guard (`protocol.records.NonceCache`) is partitioned by signer: 100,000 nonces in all, a tenth per signer; a
+signer at its share is declined `busy`, others still commit. With an allowlist of at most ten submitters
+nobody can be locked out; in open mode ten identities can still fill it (fails closed: a nonce is never
+forgotten before its record expires).
+
+Result size
+-----------
+
+Result size: `MAX_ENVELOPE` (a signed payload) is the 4 MiB frame cap less 64 KiB (it was 1 MiB, and a
+result of more than ~116,000 samples made the worker's `seal` raise). A task asks for at most `MAX_SAMPLES`
+= 262,144 timed runs (the codec's array cap; runs x processes and max_runs x processes are validated, the
+stopping rule stops there); at 9 msgpack bytes a float that is 2.25 MiB, so a tensor result always travels
+whole in one frame (`tests/labs/e2e/test_big_result.py`: 4 x 65,536 runs end to end). A generate result can
+be far larger (2,000 requests x 32,768 token times), so `node/worker/fit.py` cuts, only while it does not
+fit: output texts past the wire's 64 KiB string cap (always; ROUGE scores the shortened text), error details
+(to 200 characters; no figure reads them), the texts no figure scores, token times (kept whole in 1 request
+in k, the others' emptied: ITL pools true gaps between tokens of the requests that kept them; thinning each
+request's times to 1 in k would make every gap span k tokens), then the scored texts (kept in 1 request in
+k, the others marked `RequestRecord.text_dropped`: ROUGE averages the kept ones, and is absent when none is
+kept). Every request, count and end-to-end time stays, so `process_runs` and the samples still fit the task;
+a tensor result is never cut (it always fits). Each cut is declared in `Measurement.trimmed` and the CSV's
+`Trimmed`, naming the figure it narrows. The rule: every figure a result shows is derived from the records
+it carries, so after cutting the worker derives every figure again (`protocol.derive`) from what it kept,
+and the submitter's check (`scheduler.verification`, "Figures derived again, readings bounded") accepts it;
+one that still cannot fit fails `too_large`.
+
+Untrusted text
+--------------
+
+A device name, a profile fact, a unit's reason, a failure detail, an input's name or a campaign's name is
+data in every medium. `protocol/text.py` (pure) holds one seam per medium, applied where the text leaves:
+`for_csv` on every cell in `scheduler.to_csv` (results.csv, the seeds' flat copy that `serve` writes,
+`results`, `report --format csv`, every CSV the HTTP API serves: a non-numeric cell starting with `=`, `+`,
+`-`, `@`, tab or CR gets a leading `'`, control characters become `\\x1b`-style escapes); `for_rich` for
+every rich table cell or markup string that carries such text (`submit`'s live view, latency matrix,
+generation table, failure lines; `plan`, `status`, `peers`, diffs: markup and emoji codes such as `:skull:`
+are shown as typed, never applied: rich has no escape for emoji codes, so the text is cut with empty
+`[none][/none]` spans, which render nothing); `visible` for plain lines (`fail`'s one-line errors) and
+figure labels; `for_markdown` in `report --format md` (`node/report/tables.py`); `for_html` in report.html
+(`render`, `genreport`, `endreport`; figures drawn with mathtext off, so a `$` stays text). results.json
+stays faithful (`json.dumps` escapes control characters); the dashboard sets `textContent` only. At the
+edge, a profile's names and facts (`protocol.values.ProfileName`, `ProfileFact`: device name, SoC, OS and
+version, arch, GPU, runtimes, endpoint names) are printable and bounded (128/256 characters): `join` exits 2
+naming the field, the worker re-checks the profile it advertises (`node/worker/role.checked`), and a peer's
+advert that breaks them is invalid like a badly signed one. Free text (reasons, details) is not checked at
+the edge: the seams neutralise it. Pinned by `tests/unit/protocol/test_text.py`,
+`tests/unit/node/report/test_output_seams.py`, `tests/labs/cli/test_profile_checks.py`,
+`tests/labs/views/test_hostile_csv.py` (both CSV routes of the API) and
+`tests/labs/e2e/test_hostile_text.py` (real processes).
 """
 
 from __future__ import annotations

@@ -20,6 +20,31 @@ Modules:
     notices    a runtime's informational lines on fd 2 held off the terminal, every other line kept
     missing    how a missing runtime is worded for this build (pip: the extra; the binary: not in
                this build)
+
+Generation units and llama.cpp
+------------------------------
+
+`sark-node info` lists the units that generate here (`drivers.probe_generation`: each torch unit generates 2
+tokens from a tiny in-memory Llama; each llama.cpp unit loads the packaged GGUF and decodes a token) with
+the reason for each one that cannot. llama.cpp (`CPU (llama.cpp)`, `GPU (llama.cpp)`; llama-cpp-cffi,
+installed with `--no-deps`) generates from a GGUF file without transformers:
+`drivers/runtimes/genruntime.py` is the shape both generation runtimes offer `genchild`
+(`runtime_for(unit)`: `drivers/runtimes/gguflm.py` for the llama.cpp units, `drivers/runtimes/llm.py` for
+the others), so the frame, the meters, the request loop and the summary are one.
+`drivers/runtimes/llamacpp.py` loads the unit's build (`_llama_cpp_cpu`, else `_llama_cpp_cuda_12_6_3` then
+`_llama_cpp_vulkan_1_x`) from its file, never the `llama` package (whose `__init__` imports transformers),
+routes llama.cpp's log into memory and reads the layers' devices from it. Where no GPU build loads (no
+libcuda, no libvulkan), a `GPU (llama.cpp)` task runs as llama-cpp-cffi's own loader falls back, on the CPU
+build with every layer still asked onto the GPU (`Target`: the build, the device asked, why no GPU build
+runs); llama.cpp puts every layer on the CPU without a warning, and the row reads that from its log:
+`fallback: CPU 100%, GPU 0%`, never the unit's figure (the probe lists the unit unusable with each build's
+missing library, so only a lying or stale profile sends such a task). The probe
+(`drivers/runtimes/llamaunits.py`) loads the packaged GGUF on the unit's build and decodes one token. Beside
+the harness's clock, `llama_perf_context` (reset before the timed requests) gives prompt and generated
+tokens and their times: `GenerationStats.runtime_rates`, the row's `RuntimePpTokPerS` and `RuntimeTgTokPerS`
+(llama-bench's pp and tg), kept by `derive` only where they fit the records (`runtime_rates_fit`: the same
+token total, a time within theirs), so the submitter refuses invented timers as inconsistent. Threads: the
+job's, else the physical cores (ggml's threads spin: more threads than free cores is many times slower).
 """
 
 __all__: list[str] = []

@@ -19,6 +19,21 @@ Modules:
 Callers import the module they need (`from node.worker.role import ...`): the package root
 imports nothing, so that a command loads only what it uses (libp2p, onnxruntime and matplotlib are slow
 to import).
+
+Uploads and measurements apart
+------------------------------
+
+A worker's measurement never overlaps a model upload it serves (`node/transfer/blob.py`
+`UploadSlots.measuring`, entered by `runner.py` around the whole child run: load, warm-up, timed runs). From
+the moment a task is about to measure, every `/sark/blob` request to that worker is answered `busy` with
+`measuring=True`; an upload already streaming is waited for (up to `DRAIN_S`, 30 s), and one still running
+then is cut (reset), so the measurement starts only once no upload streams. A cut fetcher keeps the prefix
+it has and resumes it elsewhere; a fetcher told `measuring` does not wait for that holder
+(`node/worker/holders.py`): it asks the other holders and the submitter in the same round, while a plain
+`busy` (the holder is spreading the model) is waited for. The worker's event lines record both intervals:
+`upload` (started, ended, cut) from the blob handler and `measured` (started, ended) from the runner
+(`tests/labs/swarm/test_upload_exclusion.py`). The submitter's own serving is not a worker's and is not
+paused.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ Modules:
     dataset    random prompts of exact token lengths from a seed (splitmix64), ShareGPT conversations
     summaries  the built-in summaries set, written for this project
     needs      needs_of: a job's runtime, unit, OS, RAM and GPU memory (from the model size), transfer
+    blocks     what every block of the file's schema shares: Block, fields bound as their values are
+    genschema  the generate, endpoint and fleet blocks of a job, as models of the file's shape
+    schema     the campaign file's shape as models: campaign_schema, the JSON Schema editors read
+    reference  campaign_reference: that schema as the Markdown reference, docs/campaign.md
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from scheduler.language.needs import Needs, campaign_needs, endpoint_models, nee
 from scheduler.language.prices import PriceRule
 from scheduler.language.problems import CampaignFiles
 from scheduler.language.prompts import builtin_prompts, parse_jsonl, take
+from scheduler.language.reference import campaign_reference
 from scheduler.language.requirements import Requirements
+from scheduler.language.schema import campaign_schema
 from scheduler.language.sources import ModelSource
 from scheduler.language.verify import Verify
 
@@ -56,6 +62,8 @@ __all__ = [
     "builtin_prompts",
     "campaign_files",
     "campaign_needs",
+    "campaign_reference",
+    "campaign_schema",
     "endpoint_models",
     "endpoint_ref",
     "endpoint_unit",

@@ -31,6 +31,166 @@ Modules:
     costrows     priced (a TaskResult with its Price) and the cost columns' cells
     llmview      LLM_FIGURES: TTFT, TPOT, ITL, decode tok/s, ROUGE-L, each with its formula (the LLM views);
                  RUNTIME_RATES: a runtime's own pp and tg rates, shown where a run has them
+
+Fleet rows
+----------
+
+`outputs.campaign_rows` adds the fleet columns to member rows and one merged `Endpoint (fleet)` row per
+fleet job (`scheduler/results/fleetrows.py`), derived from the raw records of the members whose results
+passed both checks, so it counts only verified, dealt requests; a member without a result is named in
+`FleetLost` and `Detail` with its cause, and its records are not there (none reached the submitter, or they
+were refused).
+
+The room, and how a result travels
+----------------------------------
+
+The results room is `scheduler/results/`, a subpackage rather than a new top-level package: what it does is
+pure (rows and files as values, no I/O), it builds on `scheduler`'s own values (`TaskView`, `Status`,
+`Campaign`, the fleet schedule's lag and rate), and inside `scheduler` it stays under the purity test
+(`tests/unit/repository/test_layers.py` scans `scheduler/` recursively); the design card's top level
+(protocol, scheduler, drivers, node, gate) stays as it is. `scheduler/results/columns.py` is the one
+registry of output columns: a `Column` (name, section, unit, form, formula key) for every column, in the
+files' order: the seed columns, the reference ones, the extended ones (percentiles, CV, process medians,
+stability, CPU/GPU, providers, fallback, sha256, runtimes, worker, signature, Verified, DeviceClass, Claim
+(`results/verifyrows.py`; `scheduler.verification`, "How a replicated task is verified"), InputShapes,
+InputsDefaulted, FailureReason, FailureStage, Detail), a generate task's, a capacity search's, energy,
+fleet, sustained runs and telemetry, and cost (PricePerHour, PriceSource, CostPer1kInferences,
+CostPerMTokens, InferencesPerJoule, TokensPerJoule). `CSV_COLUMNS` (results.csv's header, results.json's
+`columns`), the section tuples and results.json's `formulas` are derived from it, and every row module of
+the room (`rows`, `genrows`, `caprows`, `energyrows`, `sustainrows`, `fleetrows`, `costrows`) writes its
+cells with `cell(name, value)` by the column's form: one boolean spelling, `True`/`False`, `""` for a value
+that does not apply. No module outside the room defines a column (`tests/unit/repository/test_columns.py`: a
+dict key, a call keyword, or two or more names in one tuple, list or set).
+
+How a result travels (every arrow forward: no dict is parsed back, no file is read back):
+
+    measuring child -> the worker's derived Measurement, signed -> stream
+      -> attempt.py: schema, signature -> verdict.judge: check_figures + check_sends -> derived Measurement
+      -> store: ResultRecord(envelope = the worker's signed bytes, samples, derived = the derived
+         Measurement packed, received); an offer spec with a schedule (a fleet deal, an open loop's seed)
+         kept when it goes out
+      -> outputs.task_results: one scheduler.TaskResult per task (results.typed), built once: the envelope's
+         body with the derived measurement, or the task's ending (Scheduler snapshot)
+      -> results.priced: the task's Price, chosen and bounded at the one seam (results/prices.price_of: the
+         campaign's `prices:` for its peer, then its class; else the owner's word from the advert it was
+         placed by and the result's signed device, refused outside 0..10000 or not finite, the higher of two
+         that differ), kept on the TaskResult and the ReportTask (results.json's `price`)
+      -> rows rendered from it (results.row_of, by the registry; costrows.cost_columns) + capacity level
+         rows + fleet rows (members' raw records; the merged row's figures kept typed beside it)
+      -> outputs.campaign_report: one results.CampaignReport (results/document.py), built once: per task its
+         row, samples, `signed` (the worker, its device, the derived measurement: typed) and a fleet merged
+         row's `merged` e2e figures; `swarm`, the gates it last ran through or ("embedded",), as the store's
+         claim recorded it (report.html's provenance names it)
+           -> results.csv (to_csv of its rows) · results.json (CampaignReport.to_json)
+           -> report.html (node/report/render) · the submit summary (run.Outcome.report, the same value) ·
+              each replica group's verification (`verification`: results/verifygroups, from the tasks) ·
+              report --format md · terminal tables · report --diff: results.entries_of(report), every figure
+              from `signed.measurement` (or `merged`), never from a cell; each entry's Costs from its
+              measurement and its `price` (results.costs_of); costview.cost_lines ranks them for
+              node/report/costreport (html, md, terminal) and the LLM view; diff adds their rows
+      -> REST API /api/jobs/{id}: shapes.job_results over the campaign's rows as campaign_rows renders them
+         (the files' row, Verified and QuorumNetworks included): shapes.result(ReportTask.of(row,
+         TaskResult)), the seed figures and `figures` (results.shown_figures) typed from the derived
+         measurement -> dashboard.html draws `figures`, no cell turned to a number, with the row's Verified:
+         a replicated figure marked ✓k/n, a refused one's verdict in its place, a device's other tasks in a
+         column named (`tests/labs/views/test_dashboard_verified.py`)
+    results.json on disk (`report PATH`, `report --diff A B`) -> CampaignReport.from_json, once per file (a
+      ResultsFileError naming the file and each field otherwise) -> the same renderers as above
+
+Every renderer (the public functions of `node/report/` and `node/http/shapes.py`) takes the `CampaignReport`
+or a typed part of it, never a `Mapping` (`tests/unit/repository/test_renderers_typed.py`); none validates a
+document again. `CampaignReport.to_json` writes the golden files byte for byte, and a golden results.json
+read and written again is unchanged (`tests/unit/scheduler/results/test_document.py`).
+
+No figure is parsed back from a row's text on the submitter's side: `scheduler/results/report.entry_of`
+takes who and what (task, status, model, unit, device, worker, ending) from the row and every number from
+the typed value, and a row without one has no figures; report.html's generation lead and the submit summary
+take stability and defaulted inputs from the measurement too (`tests/unit/scheduler/results/test_report.py`
+feeds rows whose numeric cells are garbage or lies beside a valid measurement;
+`tests/unit/node/submitter/test_store.py` spoils every numeric and flag cell of each golden campaign's
+results.json and gets the same entries and Markdown, and pins that the typed figures the API gives are the
+row's cells before formatting). The store keeps no rendered text: a result is its envelope, its samples, the
+derived measurement and when it was received (`node/submitter/store.py`).
+
+Two decisions. (1) The derived measurement is stored beside the envelope, not derived again at every write:
+`protocol.derive` is pure and bit-exact for an honest result, but on the largest results it is slow for what
+runs on every dashboard refresh and every `report` (`benchmarks/stored_derived.py`, the wire's limits, this
+shared 2-core machine: derive 58 ms for a tensor task at `MAX_SAMPLES` = 262,144 samples and 385 ms for a
+generate task at `MAX_RECORDS` = 5,000 requests of 64 tokens with ROUGE, against 8 ms and 64 ms to unpack
+the stored derived measurement, 6-7x; an earlier run under more load: 102 and 588 ms against 21 and 86),
+while storing it costs its packed size once (2.4 MB and 5.1 MB for those two, about the envelope's own), a
+campaign of many such results paying that per result on every write otherwise. (2) Old campaigns still open:
+a store written before the derived measurement was kept gets the `derived` column on open (`ALTER TABLE`);
+its results, which carry a text row, are rebuilt from their envelopes with the measurement derived again (in
+the packed form a kept one has, so the files come out byte for byte; the old row's text is read for nothing
+but its `CreatedUtc`), and a task with no stored result (failed, unschedulable, cancelled) is rebuilt from
+its ending, which the scheduler snapshot holds (`tests/unit/node/submitter/test_store.py` opens such a store
+and writes the golden files). A results.json file read from disk (`report PATH`, `report --diff A B`) shows
+the figures of its `signed` measurements; one written before results.json carried them shows its tasks
+without figures rather than numbers read back from its cells (`CampaignReport.from_json`; its `campaign`
+must still validate as a `Campaign`, else the file is refused with each field named, exit 2).
+
+What the files and the views show
+---------------------------------
+
+`results.json` keeps raw samples, the signed measurement and `formulas` (each computed generation column's
+formula: each registry column's `formula` key over `FORMULAS`, in column order; the measurement policy
+columns TokenSource, TokensPerChunkMean, UsageVsCountedTokens, TtfoMsMedian, ReasoningTokensMean and
+DatasetSeed are derived from the records like every other figure); `report.html` (no network) shows the
+matrix (each cell the median with p90, p99, max and n of the same sample, rounded by `results.decimals_for`
+to what the median's standard error supports, 0 to 3 decimals; a model server's cell its E2E; a Failed or
+Unschedulable cell its reason, which the terminal gives under the table; a device that ran several tasks in
+one column shows its completed one and names the others, `MatrixCell.also`, `node/report/matrix.py`),
+performance per dollar and per watt (`node/report/costreport.py`), the swarm and each task's provenance
+(worker, signature, Verified, quorum networks, device class, claim: `node/report/provenance.py`), a heatmap
+beside its matrix when there is something to compare, then pictures (`node/report/plots.py`) of the figures
+that stand only (an outlier's or a fallback's samples are drawn nowhere; the stability table gives its
+verdict): distributions, resources (process peak memory; a model server's rows, which have none, a line
+saying why), per-process medians as % from the row's figure (rows of two processes or more), generation
+sections, each task's telemetry over time and a sustained run's windows (`node/report/telereport.py`),
+`Throttled` and its causes in the row (`scheduler/results/sustainrows.py`), in the diff's notes and on the
+dashboard (the diff's notes also say how each side's figure was verified where its campaign asked, and a
+refused side's verdict); `tests/labs/views/test_report_screens.py` (`-m chromium`) renders a tensor, an LLM,
+an endpoint and a verified campaign at 1280 px, screenshots and prints each, and fails on an empty or broken
+page or one wider than the window; `tests/labs/views/test_report_layout.py` measures label and legend
+overlaps in Chromium (legends against labels too, on examples/llm.yaml's own results.json,
+`tests/golden/reports/llm_results.json`). A generate task's views lead with `scheduler/results/llmview.py`'s
+`LLM_FIGURES` (TTFT ms, TPOT ms, ITL ms p99, decode tok/s, ROUGE-L, each label with its formula):
+report.html's and `report --format md`'s first table, the vertical table `submit` ends with (a figure a
+line: it reads at 80 columns), the dashboard's generation table (same labels, pinned by
+`tests/labs/views/test_dashboard_llm.py`) and `report --diff`, which tests each figure on its per-request
+values (Mann-Whitney; decode tok/s and ROUGE-L better upwards) before the end-to-end latency, one small
+table per device and unit. `scheduler/results/diff.py` pairs the two campaigns' tasks per (unit, job) by the
+worker's peer id first, then device fingerprint and name, the fingerprint alone, the name alone (each only
+where it picks one task a side): identical boards with one hostname pair by id, and a device shared by
+several workers is labelled with the end of each worker's id (`report.device_label`). Terminal output goes
+through `node/cli/console.py`: on a terminal rich lays tables out at its width; to a pipe or a file (no
+exported `COLUMNS`) the width is unbounded and soft-wrapped, so no path, footnote or summary line is broken
+with a newline. `peers` and `status` show a peer id by its end (`…Xy7Qp2`; `peers` whole ids from 150
+columns, `--json` always whole): every id starts `12D3KooW`. A generation's stability verdict
+(`protocol.aggregate.per_token_instability`) applies the same bounds to its requests' TPOT instead of their
+end-to-end times, which vary with each answer's length; its reasons say "TPOT". Rows rebuilt later keep the
+time each task ended.
+
+No stored value stops an output
+-------------------------------
+
+No stored value stops an output. `outputs.write_files` writes results.csv and results.json first, then
+report.html, all three from the one `CampaignReport` (none read back). Every picture of the report
+(`render`, `genreport`, `endreport`, `telereport`) passes one seam, `node/report/pictures.drawn(name,
+draw)`: the picture, or in its `<figure>` a note naming it and the error's class and message (`for_html`);
+values a picture cannot place (not finite, beyond ±1e15, or not positive on a log axis) are left out of it
+and counted in its caption, so the issue's ±1e308 W/°C/MHz telemetry draws with a caption; a page that
+cannot be built at all is a report.html that says why (`render_html` never raises). `report ID` re-renders
+through the same functions, from a `CampaignReport` built from the store, html into the campaign's own
+folder (beside results.csv). The terminal tables, Markdown, CSV, JSON, the diff and the dashboard's JSON
+take any float: the API answers strict JSON (`http/shapes.ApiJson`: NaN and infinities as null; a
+heartbeat's NaN median had made every campaign listing a 500), while results.json keeps Python's
+`NaN`/`Infinity` (faithful; verification keeps them out of a stored result). Pinned by
+`tests/unit/node/report/test_total_renderers.py` (hypothesis: two stored campaigns with their numbers drawn
+across the whole float range, into every renderer), `tests/labs/views/test_serve_outputs.py` and
+`tests/labs/e2e/test_absurd_telemetry.py` (a real `join` sending ±1e308 telemetry, self-consistent, beside
+an honest one, under `submit`, `report` and `serve`).
 """
 
 from __future__ import annotations

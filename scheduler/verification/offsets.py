@@ -19,10 +19,10 @@ own error by how it mixes them, as a band set by a replica's own spread once let
 tolerance. What keeps one hiccup of an honest machine (a figure 1.5x slow) from deciding is the clip:
 one offset counts at most `CLIP` standard errors, the band's half-width, so it takes several.
 
-Why 4 and not 8 (benchmarks/README.md, "Verification by replication"): a reference takes one replica
-of each task of its class, so each stranger gets about half the comparisons it would get among
-strangers (10 a campaign in the simulation, not 20), and a liar at 0.85-0.9x hides inside one
-comparison's band where process medians scatter by 6-7.4 %. With the class's error known, the
+Why 4 and not 8 (benchmarks/notes/replication_sim.md, "Verification by replication"): a reference
+takes one replica of each task of its class, so each stranger gets about half the comparisons it would
+get among strangers (10 a campaign in the simulation, not 20), and a liar at 0.85-0.9x hides inside
+one comparison's band where process medians scatter by 6-7.4 %. With the class's error known, the
 sample's spread need not be estimated, so the count that guards it can fall from 8 to 4.
 
 Pure: `reputation.PeerRecord` holds one `ReferenceOffsets` and the store keeps its three sums.

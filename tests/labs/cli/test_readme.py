@@ -3,8 +3,9 @@
 A fresh machine gets exactly two set-up commands, the main one and the test one, each the line after
 its marker's fence (as `.ci/run` reads the test command); the main one states its system packages
 by running `bash .ci/deps build` first, which installs them (run here for real where apt-get is, as
-root). Every repository file README names by a path ending in `.md` exists (it once pointed at
-`notes/libp2p.md`, which lives outside the repository).
+root). After them comes the fast tier's command: the test command's own pytest line, on `tests/unit`
+alone (issue 48). Every repository file README names by a path ending in `.md` exists (it once
+pointed at `notes/libp2p.md`, which lives outside the repository).
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ def _command(marker: str) -> str:
 
 def test_a_fresh_machine_gets_exactly_two_set_up_commands() -> None:
     quick_start = README.split("## Quick start (fresh machine)")[1].split("\n## ")[0]
-    assert re.findall(r"<!-- (\S+) -->", quick_start) == ["main-command", "test-command"]
-    assert quick_start.count("```bash") == 2
+    assert re.findall(r"<!-- (\S+) -->", quick_start) == ["main-command", "test-command", "fast-test-command"]
+    assert quick_start.count("```bash") == 3
+    set_up = [line for line in quick_start.splitlines() if "python3 -m venv .venv" in line]
+    assert set_up == [_command("main-command"), _command("test-command")]
     run = subprocess.run(
         ["awk", "/<!-- test-command -->/{getline; getline; print; exit}", "README.md"],
         cwd=ROOT,
@@ -42,6 +45,13 @@ def test_a_fresh_machine_gets_exactly_two_set_up_commands() -> None:
         check=True,
     )
     assert run.stdout.strip() == _command("test-command")
+
+
+def test_the_fast_tier_is_the_test_commands_pytest_on_the_unit_tests_alone() -> None:
+    pytest_line = _command("test-command").split(" && ")[-1]
+    assert pytest_line == ".venv/bin/python -m pytest -n 2 --dist loadfile"
+    assert _command("fast-test-command") == pytest_line + " tests/unit"
+    assert (ROOT / "tests" / "unit").is_dir()
 
 
 def test_the_main_command_installs_its_compiler_packages_first() -> None:

@@ -30,6 +30,7 @@ HELP_OWN_MODULES = {
     "node.cli.options",
     "node.cli.owner",
     "node.cli.report",
+    "node.cli.schema",
     "node.cli.serve",
     "node.cli.service",
     "node.cli.stored",

