@@ -171,8 +171,8 @@ class Challenger:
         problem = next((m.problem for m in measured if m.problem), "")
         if all(m.answered for m in measured):
             self._verdicts[view.peer_id] = problem
-        if problem:
-            log.warning("peer %s: claim_unverified: %s", view.peer_id, problem)
+        if problem:  # said where it matters: the task's reasons and the plan; a log line for operators
+            log.info("peer %s: claim_unverified: %s", view.peer_id, problem)
         return problem
 
     async def _one(self, view: sch.PeerView, target: Target, addrs: tuple[str, ...]) -> challenge.Measured:
