@@ -69,9 +69,8 @@ class Load:
 def main(argv: list[str]) -> None:
     """`N SECONDS`: hold a load of N spinners for SECONDS (or until interrupted)."""
     processes, seconds = int(argv[0]), float(argv[1])
-    with Load(processes, most_s=seconds):
-        with contextlib.suppress(KeyboardInterrupt):
-            time.sleep(seconds)
+    with Load(processes, most_s=seconds), contextlib.suppress(KeyboardInterrupt):
+        time.sleep(seconds)
 
 
 if __name__ == "__main__":
