@@ -29,7 +29,8 @@ def fail_if_nobody(outcome: Any) -> None:
 
 
 def exit_for(tasks: Sequence[sch.TaskView], *, strict: bool) -> None:
-    """Exit with `exit_code` (one red line on stderr saying what did not complete), or return on 0."""
+    """Exit with `exit_code` (one red line on stderr saying what did not complete and, where a figure
+    asked verified could not be, the first such task's reason: the rule and the field), or return on 0."""
     code = exit_code([t.state for t in tasks], strict=strict)
     if code:
         done = sum(1 for t in tasks if t.state == sch.TaskState.DONE)
@@ -43,4 +44,6 @@ def exit_for(tasks: Sequence[sch.TaskView], *, strict: bool) -> None:
             )
             if (n := sum(1 for t in tasks if t.state == state))
         )
-        fail(f"error: {done} of {len(tasks)} tasks completed ({counts or 'the rest unfinished'})", code)
+        unverifiable = next((t.detail for t in tasks if t.state == sch.TaskState.UNVERIFIABLE), "")
+        why = f"; verification not obtained: {unverifiable}" if unverifiable else ""
+        fail(f"error: {done} of {len(tasks)} tasks completed ({counts or 'the rest unfinished'}){why}", code)

@@ -272,7 +272,9 @@ def peers(
     """List the workers the DHT shows: peer id, owner, device, usable units, reachability, advert age; and
     the records this data folder's submitter keeps of peers it compared (why one is distrusted, and
     on whose evidence). `--challenge`: each peer's claims measured by the challenge, measured against
-    claimed per unit with the verdict (`node.cli.peerchallenge`).
+    claimed per unit with the verdict (`node.cli.peerchallenge`). It runs as this data folder's
+    submitter (`--data-dir`, else the default one `submit` uses), so the workers that take its offers
+    answer its challenge.
 
     Exit code: 1 with the cause when no worker was found (no gate answered, the gate refused our
     lookups, no worker advertises), 2 for bad input.
@@ -280,9 +282,10 @@ def peers(
     from node.p2p.node import open_node
     from node.p2p.survey import why_no_workers
 
-    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"sark-peers-{os.getpid()}"
+    # as the submitter: its identity (workers answer a challenge only from submitters they take offers
+    # from) and its data folder, where the records below are too; nothing is left anywhere else
     config: NodeConfig = build_config(
-        None, gates=as_tuple(gate_addrs), data_dir=data_dir or scratch, listen=("/ip4/127.0.0.1/tcp/0",)
+        None, gates=as_tuple(gate_addrs), data_dir=data_dir, listen=("/ip4/127.0.0.1/tcp/0",)
     )
     if not config.gates:
         fail("error: give at least one --gate", 2)

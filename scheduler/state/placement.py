@@ -147,7 +147,8 @@ class JobPlan:
         shortfall: why fewer than `wanted` peers were chosen, or "".
         verify: how its results are verified; a replicated job's chosen peers come in groups of
             `verify.replicas` (`scheduler.state.replication`).
-        unverifiable: the shortfall is a quorum of independent peers (tasks end `Unverifiable`).
+        unverifiable: the shortfall is verification's (tasks end `Unverifiable`): too few independent
+            peers for a quorum, or peers that fit refused by verification (`VERIFICATION_MISFITS`).
     """
 
     job: Job
@@ -391,7 +392,29 @@ def plan_job(
         shortfall = f"no feasible peer among {len(peers)}"
     elif len(chosen) < wanted:
         shortfall = f"devices: {wanted} distinct peers wanted, {len(matching)} feasible"
+    refused = _refused_by_verification(rejected) if shortfall and verify != NOT_VERIFIED else ()
+    if refused:  # verified figures asked, and peers that fit but for their verification refused
+        why = f"{shortfall}; {_verification_shortfall(refused)}"
+        return JobPlan(job, needs, chosen, matching, rejected, wanted, why, verify, True)
     return JobPlan(job, needs, chosen, matching, rejected, wanted, shortfall, verify)
+
+
+VERIFICATION_MISFITS: Final = frozenset({Misfit.CLAIM_UNVERIFIED, Misfit.OWNER_REFUSED})
+"""The reasons that are verification's: the campaign asked for verified figures and these peers
+could not give them (a claim a challenge, physics or the class did not bear out; an owner statement
+that did not verify). A peer refused for these alone would otherwise fit."""
+
+
+def _refused_by_verification(rejected: Sequence[Rejection]) -> tuple[Rejection, ...]:
+    """The rejected peers that fit but for verification's reasons."""
+    return tuple(r for r in rejected if r.reasons and all(x.code in VERIFICATION_MISFITS for x in r.reasons))
+
+
+def _verification_shortfall(refused: Sequence[Rejection]) -> str:
+    """Why a verified job has too few peers: how many fit but for verification, and the first one's
+    reason, which names the rule and the field that would allow it (every reason is in the plan's
+    rejections)."""
+    return f"{len(refused)} peer(s) that fit refused by verification: {refused[0].reasons[0].detail}"
 
 
 def plan_campaign(

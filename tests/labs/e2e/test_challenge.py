@@ -162,3 +162,42 @@ def test_cpu_and_gpu_liars_are_refused_by_their_challenges_an_honest_cpu_passes_
     lies = [e["problem"] for e in rounds if e["subject"] == ids["fast"]]
     assert lies, rounds  # its rows were right (it computed them): it was too slow, or did not commit in time
     assert all(p == "" or p.startswith("no commitment within") for p in lies), lies
+
+
+def test_a_verified_campaign_whose_only_peer_fails_its_challenge_exits_1_naming_the_rule_and_field(
+    tmp_path: Path,
+) -> None:
+    """Issue 49, scope 2: asked verified, got nothing, is exit 1 whatever refused it. The liar alone
+    (8x this machine's speed claimed) is refused by its challenge; with `unverified` left at `refuse`
+    its task ends `Unverifiable` (not `Unschedulable`, which exits 0), `submit` exits 1, and its one
+    error line names the rule (`claim_unverified: challenge: ...`) and the field that would allow it."""
+    lab = CampaignLab(tmp_path, record_ttl=30.0)
+    try:
+        me = submitter_id(tmp_path / "submitter")
+        gate = lab.gate().ready["addrs"][0]
+        _, liar_file, _, _ = _profiles(tmp_path)
+        liar = lab.real_worker("fast", [gate], me, wait=False, extra=["--profile", str(liar_file)])
+        liar_id = liar.wait_event("ready", 60)["peer_id"]
+        swarm = Swarm(lab, gate, {}, tmp_path / "submitter", tmp_path)
+        job = {"compute_unit": "CPU (ONNX)", "devices": "all", "num_inference_runs": 5, "warmup_runs": 1,
+               "require": {"peers": [liar_id]}}  # fmt: skip
+        body = {
+            "name": "refused",
+            "model": {"path": MODEL.name},
+            "jobs": [job],
+            "verify": {"same_host": "allow"},
+        }
+        (tmp_path / "c").mkdir()
+        path = write_campaign(tmp_path / "c" / "c.yaml", body)
+        done = swarm.run("submit", str(path), "--wait-peers", "1", "--out", str(tmp_path / "out"))
+    finally:
+        lab.close()
+    assert done.returncode == 1, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, done.stderr[-3000:]
+    (error,) = errors
+    assert "1 unverifiable" in error, error
+    assert "refused by verification: claim_unverified: challenge: n=" in error, error
+    assert "(verify: {unverified: allow} places it)" in error, error
+    assert "WARNING" not in done.stderr, done.stderr[-3000:]  # no raw logger line in the terminal
+    assert "verification: 0 verified, 1 unverifiable" in done.stdout, done.stdout[-3000:]

@@ -301,7 +301,8 @@ def check_gpu_and_owner(s: Served) -> None:
     ownerforger.py: another device's owner statement copied byte for byte), started for this last
     campaign only, beside `owned`, an honest worker with an owner key whose statement the forger
     copies. The GPU liar's row names its GPU challenge's refusal; the forger is never placed, even
-    where `require.peers` names it: the job that names it alone is Unschedulable, its task's reasons
+    where `require.peers` names it: the job that names it alone is Unverifiable (verification was asked and
+the only peer that fits was refused by it: issue 49's one rule), its task's reasons
     (GET /campaigns/{id}) name `owner_refused`, and `serve`'s log warns of it."""
     lab, gate, me = s.swarm.lab, s.swarm.gate, submitter_id(s.swarm.submitter_dir)
     root, plain = s.swarm.root, ["--profile", str(s.swarm.root / "plain.json")]
@@ -330,11 +331,12 @@ def check_gpu_and_owner(s: Served) -> None:
     assert "challenge on GPU (PyTorch) cuda:0" in out.html
     campaign = httpx.get(f"{s.api}/campaigns/{out.cid}", timeout=30).json()
     (unplaced,) = [t for t in campaign["tasks"] if t["job_index"] == 1]
-    assert unplaced["state"] == "unschedulable", unplaced
+    assert unplaced["state"] == "unverifiable", unplaced
+    assert "refused by verification: owner statement refused" in unplaced["detail"], unplaced
     (why,) = [r for r in unplaced["reasons"] if ids["forger"] in r]
     assert "owner statement refused" in why, unplaced["reasons"]
     assert owner in why  # names whose statement it copied
-    assert [r["Status"] for r in out.rows if r["JobId"] == unplaced["task_id"]] == ["Unschedulable"], out.rows
+    assert [r["Status"] for r in out.rows if r["JobId"] == unplaced["task_id"]] == ["Unverifiable"], out.rows
     assert f"peer {ids['forger']}: owner_refused: owner statement refused" in s.served.log.read_text()
 
 

@@ -8,18 +8,22 @@ claim takes seconds), so only the frames, the checks and the verdicts are under 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
+from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import scheduler as sch
+from node.errors import PeerGone
 from node.p2p.host import Host
 from node.p2p.wire import Channel, memory_channel_pair
-from node.submitter.challenge import Challenger, open_challenge
+from node.submitter.challenge import Challenger, late_wait_s, open_challenge
 from node.worker.challenge import Challenges
 from protocol import (
     CHALLENGE,
@@ -41,6 +45,7 @@ from protocol import (
     RemoteProtocolError,
     UnitStatus,
 )
+from scheduler.verification import challenge
 
 KEY = sch.DrawKey(bytes(range(32)))
 UNITS = (UnitStatus(unit=ComputeUnit.CPU_ONNX, usable=True, provider="CPUExecutionProvider"),)
@@ -248,3 +253,81 @@ async def test_a_unit_with_no_challenge_kernel_is_answered_with_why() -> None:
             await submitter.send(ChallengeUnitOpen(unit=ComputeUnit.GPU_ONNX, device="cuda:0"))
             answer = await submitter.receive()
     assert answer == ChallengeFailed(reason="no challenge kernel for GPU (ONNX) (only GPU (PyTorch))")
+
+
+async def _until_closed(worker: Coroutine[Any, Any, None]) -> None:
+    """A worker written here, until the submitter closes its stream (its end of the challenge)."""
+    with contextlib.suppress(PeerGone):
+        await worker
+
+
+async def _late_then_prompt_worker(channel: Channel, late_s: float) -> None:
+    """Computes the real chain each round, but holds round 0's commitment `late_s` (past its deadline,
+    within the submitter's late wait): a device busy for a moment, then free."""
+    from drivers.measuring.challengechild import chain, digests, expand, row_bytes
+
+    assert isinstance(await channel.receive(), ChallengeOpen)
+    await channel.send(ChallengeReady())
+    rows = None
+    while True:
+        asked = await channel.receive()
+        if isinstance(asked, ChallengePing):
+            await channel.send(ChallengePong(round=asked.round))
+        elif isinstance(asked, ChallengeChainSeed):
+            rows = chain(*expand(asked.seed, asked.n), asked.steps)
+            if asked.round == 0:
+                await trio.sleep(late_s)
+            await channel.send(ChallengeCommit(round=asked.round, digests=digests(rows)))
+        elif isinstance(asked, ChallengeReveal):
+            assert rows is not None
+            await channel.send(ChallengeRows(round=asked.round, rows=tuple(row_bytes(rows, asked.rows))))
+
+
+async def test_a_late_round_is_timed_and_the_next_round_may_bear_the_claim_out(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 49: a round past its deadline no longer ends the challenge. Round 0 commits late (timed:
+    far under the claim); round 1, after its pause, commits at once and passes. On trio's virtual
+    clock: the lateness and the pauses take no real time."""
+    mock_clock.autojump_threshold = 0.05  # virtual time jumps once every task has waited 50 ms for real
+    sizing = challenge.size(0.01, 0.0)
+    submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=600.0)
+    events: list[dict[str, object]] = []
+
+    def sink(event: str, /, **fields: object) -> None:
+        events.append({"event": event, **fields})
+
+    challenger = Challenger(KEY, _opener([submitter], []), sink)
+    late = sizing.deadline_s + 1.0
+    assert late < late_wait_s(sizing)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_until_closed, _late_then_prompt_worker(worker, late))
+        (view,) = await challenger.vouch([_view(0.01)], lambda _: ())
+        nursery.cancel_scope.cancel()
+    assert view.claim == ()
+    assert [(e["round"], e["problem"]) for e in events] == [(0, ""), (1, "")]
+    assert float(events[0]["gflops"]) * challenge.SLACK < 0.01  # the late round did not bear it out
+
+
+async def test_a_round_with_no_commitment_at_all_ends_the_challenge_with_a_bound(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0.05
+    sizing = challenge.size(0.01, 0.0)
+    submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=600.0)
+    challenger = Challenger(KEY, _opener([submitter], []))
+
+    async def silent(channel: Channel) -> None:
+        assert isinstance(await channel.receive(), ChallengeOpen)
+        await channel.send(ChallengeReady())
+        while True:
+            asked = await channel.receive()
+            if isinstance(asked, ChallengePing):
+                await channel.send(ChallengePong(round=asked.round))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_until_closed, silent(worker))
+        (view,) = await challenger.vouch([_view(0.01)], lambda _: ())
+        nursery.cancel_scope.cancel()
+    (why,) = view.claim
+    assert why.startswith(f"challenge: n=64, no commitment within {late_wait_s(sizing):.3g} s: under "), why

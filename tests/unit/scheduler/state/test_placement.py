@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from kit.scheduler_harness import CAMPAIGN_YAML, MODEL, SHA, cpu_fleet, peer
 
@@ -20,7 +22,11 @@ from scheduler import (
     parse_campaign,
     rank,
 )
+from scheduler.language.verify import NOT_VERIFIED, Verify
 from scheduler.state import plan_job
+from scheduler.state.events import RecordOutcome
+from scheduler.state.fanout import fanned
+from scheduler.state.tasks import Status, TaskState
 
 MB = 1024 * 1024
 GPU = ComputeUnit.GPU_ONNX
@@ -220,3 +226,49 @@ def test_explain_refuses_unpinned_or_contradicting_models() -> None:
     with pytest.raises(UnresolvedModelError) as mismatched:
         explain(campaign, {"mobilenet": other}, [])
     assert mismatched.value.mismatched == ("mobilenet",)
+
+
+CLAIMED = "challenge: n=512 x 137 steps, 26.8 GFLOPS measured against 245 claimed"
+
+
+def _claimed(view: PeerView) -> PeerView:
+    return dataclasses.replace(view, claim=(CLAIMED,))
+
+
+@pytest.mark.parametrize(
+    ("verify", "unverifiable"),
+    [
+        (Verify(replicas=2, same_host="allow"), True),  # asked verified: the figure asked cannot be had
+        (Verify(spot_check=0.5), True),
+        (Verify(reference=("12D3-ref",)), True),
+        (NOT_VERIFIED, False),  # nothing asked: the peers do not fit, an Unschedulable task
+    ],
+)
+def test_peers_that_fit_but_for_verification_make_a_verified_job_unverifiable(
+    verify: Verify, unverifiable: bool
+) -> None:
+    plan = plan_job(job(devices=2), needs(), [_claimed(p) for p in cpu_fleet(2)], verify=verify)
+    assert plan.chosen == ()
+    assert plan.unverifiable is unverifiable
+    if unverifiable:  # the rule and the field that would allow it, once
+        assert plan.shortfall == (
+            "no feasible peer among 2; 2 peer(s) that fit refused by verification: "
+            f"claim_unverified: {CLAIMED} (verify: {{unverified: allow}} places it)"
+        )
+    else:
+        assert plan.shortfall == "no feasible peer among 2"
+
+
+def test_a_peer_refused_for_more_than_verification_leaves_the_job_unschedulable() -> None:
+    """A peer that would not fit anyway (no GPU for a GPU job) is no verification's refusal."""
+    peers = [_claimed(p) for p in cpu_fleet(2)]
+    plan = plan_job(job(GPU), needs(GPU), peers, verify=Verify(replicas=2))
+    assert (plan.unverifiable, plan.shortfall) == (False, "no feasible peer among 2")
+
+
+def test_a_verified_job_short_of_peers_for_verification_ends_its_tasks_unverifiable() -> None:
+    plan = plan_job(job(devices=2), needs(), [_claimed(p) for p in cpu_fleet(2)], verify=Verify(replicas=2))
+    model = ModelRef(name="m.onnx", size=14 * MB, sha256=SHA)
+    tasks, commands = fanned("c1", plan, model, now=5.0)
+    assert [t.state for t in tasks] == [TaskState.UNVERIFIABLE, TaskState.UNVERIFIABLE]
+    assert {c.status for c in commands if isinstance(c, RecordOutcome)} == {Status.UNVERIFIABLE}
