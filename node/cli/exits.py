@@ -15,8 +15,9 @@ from node.cli.options import fail
 
 def exit_code(states: Sequence[sch.TaskState], *, strict: bool) -> int:
     """The exit code of a finished campaign: 1 when a task failed, was cancelled, was unverifiable (its
-    `verify:` quorum could not be placed: the figure asked for does not exist) or never ended (and,
-    with `strict`, when one was unschedulable), else 0. Unschedulable rows are reported either way."""
+    verified figure asked for could not be had: no quorum, or every peer that fits refused by
+    verification) or never ended (and, with `strict`, when one was unschedulable), else 0.
+    Unschedulable rows are reported either way."""
     fine = {sch.TaskState.DONE} | (set() if strict else {sch.TaskState.UNSCHEDULABLE})
     return 0 if all(state in fine for state in states) else 1
 

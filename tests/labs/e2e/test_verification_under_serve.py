@@ -301,8 +301,8 @@ def check_gpu_and_owner(s: Served) -> None:
     ownerforger.py: another device's owner statement copied byte for byte), started for this last
     campaign only, beside `owned`, an honest worker with an owner key whose statement the forger
     copies. The GPU liar's row names its GPU challenge's refusal; the forger is never placed, even
-    where `require.peers` names it: the job that names it alone is Unverifiable (verification was asked and
-the only peer that fits was refused by it: issue 49's one rule), its task's reasons
+    where `require.peers` names it: the job that names it alone is Unverifiable (verification was asked
+    and the only peer that fits was refused by it: issue 49's one rule), its task's reasons
     (GET /campaigns/{id}) name `owner_refused`, and `serve`'s log warns of it."""
     lab, gate, me = s.swarm.lab, s.swarm.gate, submitter_id(s.swarm.submitter_dir)
     root, plain = s.swarm.root, ["--profile", str(s.swarm.root / "plain.json")]
