@@ -41,6 +41,7 @@ def test_peers_challenge_runs_as_the_submitter_and_every_worker_answers(tmp_path
         return subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=240, env=env)
 
     me = sark("id").stdout.strip()
+    (tmp_path / "lab").mkdir()
     lab = CampaignLab(tmp_path / "lab", record_ttl=30.0)
     try:
         gate = lab.gate().ready["addrs"][0]
