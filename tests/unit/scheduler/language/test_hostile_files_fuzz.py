@@ -15,6 +15,7 @@ import json
 from functools import cache
 from pathlib import Path
 
+import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kit.bpe import tokenizer_json
@@ -170,7 +171,7 @@ def test_the_child_answers_for_any_files_and_never_stops(
     (tmp_path / "chats.json").write_bytes(data)
     problems: tuple[sch.FieldProblem, ...] = ()
     try:
-        vet_local(CAMPAIGN % SHAREGPT, tmp_path / "campaign.yaml")
+        trio.run(vet_local, CAMPAIGN % SHAREGPT, tmp_path / "campaign.yaml")
     except sch.CampaignError as exc:
         problems = exc.problems
     assert all(p.path.startswith("jobs[0].generate") for p in problems), problems  # never "stopped"
