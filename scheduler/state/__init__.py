@@ -11,7 +11,8 @@ Modules:
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
     replication  a replicated job's placement: groups of verify.replicas, one class each (a reference
                device in each of its class's: class_references says which classes have one)
-    tasks      TaskState, TaskView (its Agreement once settled), Status, SchedulerSnapshot, task ids
+    tasks      TaskState (and state_counts), TaskView (its Agreement once settled), Status, SchedulerSnapshot,
+               task ids
     fanout     a job's plan made tasks: placed ones pending, the rest ended (Unschedulable, Unverifiable)
     retry      which failures end a task, which peer a retry goes to, backoff
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
@@ -93,6 +94,7 @@ from scheduler.state.tasks import (
     TaskProgress,
     TaskState,
     TaskView,
+    state_counts,
     task_id_of,
 )
 
@@ -157,6 +159,7 @@ __all__ = [
     "plan_job",
     "rank",
     "saturated",
+    "state_counts",
     "still_ahead",
     "task_id_of",
     "transfer_allowance_s",
