@@ -55,7 +55,6 @@ from scheduler.state.events import (
 from scheduler.state.fleet import (
     FLEET_UNIT,
     ClockRound,
-    achieved_rate,
     clock_offset,
     deal,
     lag_p99_ms,
@@ -147,7 +146,6 @@ __all__ = [
     "TaskView",
     "Tick",
     "Verdict",
-    "achieved_rate",
     "class_references",
     "clock_offset",
     "deal",
