@@ -15,6 +15,7 @@ from functools import partial
 
 import pytest
 import trio
+from kit.extras import needs
 
 import scheduler as sch
 from node.p2p.host import Host
@@ -172,6 +173,8 @@ def _gpu_view(claims: dict[str, float]) -> sch.PeerView:
     return dataclasses.replace(view, profile=profile)
 
 
+# the GPU's chain runs through torch in the worker's child
+@needs("torch")
 async def test_each_gpu_claim_is_challenged_with_the_chain_on_its_device_after_the_cpu() -> None:
     """The chain runs through torch on the claimed device in the worker's real child: on `cpu` (the
     CPU's torch device) its rows are the submitter's exact recomputation and the claim (far below

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from kit.extras import needs
 
 import scheduler as sch
 from node.errors import ChildNotStarted
@@ -69,6 +70,7 @@ async def test_a_child_that_cannot_start_is_said_so_not_blamed_on_a_limit(
     assert "No module named node.no_such_module" in info.value.why
 
 
+@needs("tokenizers")
 async def test_the_child_hands_back_the_campaign_the_parser_makes(tmp_path: Path) -> None:
     from kit.bpe import tokenizer_json
 
