@@ -31,10 +31,10 @@ from protocol import (
     TaskSpec,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.codec import pack_body, unpack_body
 from protocol.generation import MAX_RECORDS
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 
 OUT = Path(__file__).resolve().parent / "out" / "stored_derived.json"
 REFERENCE = "the quick brown fox jumps over the lazy dog again"

@@ -7,7 +7,8 @@ Packages and modules:
     errors     NodeError and its leaves
     events     structured event lines (`--events`)
     campaignfiles  the files a campaign names (prompts, datasets, tokenizers), read beside it for the parser
-    intake     `python -m node.intake`: a posted campaign validated in a child process the node can kill
+    intake     `python -m node.intake`: a campaign (posted, or a file and its files) validated in a child
+               process the node can kill; its one answer (`Answer`)
     isolation  how a child that reads untrusted files starts: `-I`, an empty folder, a scrubbed environment
     ownerkey   an owner key (a device owner's Ed25519 seed in a file) and the statement it signs per device
     service    the worker as a user service: systemd unit and launchd agent paths and text (pure)

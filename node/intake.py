@@ -1,23 +1,21 @@
 """The child side of validating a campaign: parse it where a blow-up cannot hurt the node.
 
 Run as ``python -m node.intake``: reads the campaign's text on stdin, validates it with
-`scheduler.parse_campaign` under a memory and CPU limit, and writes one JSON object on stdout:
-``{"campaign": {...}, "url_fields": {model key: field path}}`` when it is valid, else
-``{"problems": [{"path": ..., "message": ...}]}``. YAML aliases can make a few hundred bytes expand
-to billions of items ("billion laughs"); here that only costs this process, which the parent
-(`node.http.vetting`) kills at its deadline. Imports stay light (no libp2p, no web stack) so that
-the child starts fast.
+`scheduler.parse_campaign` under a memory and CPU limit, and writes its `Answer` on stdout. YAML
+aliases can make a few hundred bytes expand to billions of items ("billion laughs"); here that only
+costs this process, which the parent kills at its deadline. Imports stay light (no libp2p, no web
+stack, no trio) so that the child starts fast.
 
-Run as ``python -m node.intake --folder DIR`` (`node.submitter.vetting`, for `submit` and `plan`): the
-campaign file's own folder is DIR, so the child also reads the files the campaign names there
-(prompts, ShareGPT datasets, tokenizers, input data: `node.campaignfiles`) and parses them, and
-inspects each local model file as a worker's child would (`drivers.files.formats.check_model_file`: headers
-and structure, never a runtime load). It writes ``campaign`` and the campaign's JSON on the next
-line, or ``problems`` and the problems' JSON list.
+Run as ``python -m node.intake --folder DIR SOURCE`` (for `submit` and `plan`): the campaign file's
+own folder is DIR, so the child also reads the files the campaign names there (prompts, ShareGPT
+datasets, tokenizers, input data: `node.campaignfiles`) and parses them, and inspects each local
+model file as a worker's child would (`drivers.files.formats.check_model_file`: headers and
+structure, never a runtime load), under the larger `LOCAL_*` limits.
 
 Either way the child is started isolated (`node.isolation`: no working directory on its path, an
-empty one to run in, a scrubbed environment) and first writes ``started`` on a line of its own, once
-its imports and limits are in place.
+empty one to run in, a scrubbed environment) by the one launcher, `node.submitter.vetting.run_intake`
+(for `submit`, `plan` and `serve` alike), first writes ``started`` on a line of its own, once its
+imports and limits are in place, then one `Answer` as JSON.
 """
 
 from __future__ import annotations
@@ -26,12 +24,14 @@ import json
 import resource
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import yaml
+from pydantic import Field
 
 import scheduler as sch
 from node.isolation import STARTED
+from protocol import Value
 
 MEMORY_BYTES: Final = 512 << 20
 """Address-space cap of the child: a valid campaign needs a few MiB, the interpreter about 60."""
@@ -44,15 +44,47 @@ LOCAL_CPU_S: Final = 60
 """CPU-time cap with the campaign's files."""
 
 
-def vet(text: str) -> dict[str, Any]:
-    """The child's answer for one campaign text (see the module docstring)."""
+POSTED_SOURCE: Final = "request body"
+"""Where a campaign read without a folder came from, as its problems name it (`serve`'s API)."""
+
+
+class Answer(Value):
+    """What the child hands back: the campaign when it is valid, else every problem at its field.
+
+    Attributes:
+        campaign: the validated campaign; None when a problem was found.
+        url_fields: model key to the field its URL is written in (``model_url``, ``models[1].url``).
+        problems: what is wrong, each at its field; empty when the campaign is valid.
+    """
+
+    campaign: sch.Campaign | None = None
+    url_fields: dict[str, str] = Field(default_factory=dict)
+    problems: tuple[sch.FieldProblem, ...] = ()
+
+
+def vet(text: str, source: str = POSTED_SOURCE, folder: Path | None = None) -> Answer:
+    """The child's answer for one campaign text; with `folder`, the files it names there are read
+    for the parser and its local model files inspected."""
     try:
-        campaign = sch.parse_campaign(text, source="request body")
+        campaign = sch.parse_campaign(text, source=source, files=_files(text, folder))
     except sch.CampaignError as exc:
-        return {"problems": [{"path": p.path, "message": p.problem} for p in exc.problems]}
+        return Answer(problems=exc.problems)
     except ValueError as exc:  # urlsplit's ValueError escapes scheduler.language.sources for some URLs
-        return {"problems": [{"path": "", "message": f"not a valid campaign: {exc}"}]}
-    return {"campaign": campaign.model_dump(mode="json"), "url_fields": url_fields(text, campaign)}
+        return Answer(problems=(sch.FieldProblem("", f"not a valid campaign: {exc}"),))
+    if folder is not None:
+        problems = tuple(sch.FieldProblem(path, why) for path, why in model_problems(campaign, folder))
+        if problems:
+            return Answer(problems=problems)
+    return Answer(campaign=campaign, url_fields=url_fields(text, campaign))
+
+
+def _files(text: str, folder: Path | None) -> sch.CampaignFiles | None:
+    """The bytes of the files the campaign names in `folder` (`node.campaignfiles`); None without one."""
+    if folder is None:
+        return None
+    from node.campaignfiles import read_prompt_files  # only a campaign file's child reads its folder
+
+    return read_prompt_files(text, folder)
 
 
 def url_fields(text: str, campaign: sch.Campaign) -> dict[str, str]:
@@ -67,23 +99,6 @@ def url_fields(text: str, campaign: sch.Campaign) -> dict[str, str]:
         else:
             fields[source.key] = f"models[{index}].url"
     return fields
-
-
-def vet_local(text: str, folder: Path, source: str) -> tuple[str, str]:
-    """The child's answer for a campaign file and the files beside it: ("campaign", its JSON) or
-    ("problems", their JSON list)."""
-    from node.campaignfiles import read_prompt_files
-
-    try:
-        campaign = sch.parse_campaign(text, source=source, files=read_prompt_files(text, folder))
-    except sch.CampaignError as exc:
-        return "problems", json.dumps([{"path": p.path, "message": p.problem} for p in exc.problems])
-    except ValueError as exc:
-        return "problems", json.dumps([{"path": "", "message": f"not a valid campaign: {exc}"}])
-    problems = [{"path": path, "message": why} for path, why in model_problems(campaign, folder)]
-    if problems:
-        return "problems", json.dumps(problems)
-    return "campaign", campaign.model_dump_json()
 
 
 def model_problems(campaign: sch.Campaign, folder: Path) -> list[tuple[str, str]]:
@@ -145,19 +160,17 @@ def _say_started() -> None:
 
 
 def main() -> None:
-    """Entry point of the child: limits, the `STARTED` line, then stdin to stdout."""
-    if sys.argv[1:2] == ["--folder"]:
+    """Entry point of the child: limits, the `STARTED` line, then stdin to its `Answer` on stdout."""
+    local = sys.argv[1:2] == ["--folder"]
+    if local:
         _soft_limits(LOCAL_MEMORY_BYTES, LOCAL_CPU_S)
-        _say_started()
-        text = sys.stdin.buffer.read().decode("utf-8")
-        kind, body = vet_local(text, Path(sys.argv[2]), sys.argv[3])
-        sys.stdout.write(f"{kind}\n{body}")
-        return
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_S, CPU_S))
+    else:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+        resource.setrlimit(resource.RLIMIT_CPU, (CPU_S, CPU_S))
     _say_started()
     text = sys.stdin.buffer.read().decode("utf-8")
-    sys.stdout.write(json.dumps(vet(text)))
+    answer = vet(text, sys.argv[3], Path(sys.argv[2])) if local else vet(text)
+    sys.stdout.write(answer.model_dump_json())
 
 
 if __name__ == "__main__":

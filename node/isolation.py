@@ -36,8 +36,11 @@ KEPT_VARIABLES: Final = (
     "SYSTEMROOT",
 )
 """The caller's environment variables a child keeps; all others (keys, ``PYTHON*``) are left out."""
+# alter_sys: the module is `sys.modules["__main__"]` while it runs, as under ``python -m`` and in the
+# binary (.ci/sark-node-entry.py), so that pydantic finds the names a model defined there refers to.
 _RUN: Final = (
-    "import runpy, sys; sys.path.append({root!r}); runpy.run_module({module!r}, run_name='__main__')"
+    "import runpy, sys; sys.path.append({root!r}); "
+    "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
 )
 
 

@@ -13,18 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from protocol.base import Stats
 from protocol.capacity import derive_capacity, headline
 from protocol.energy import energy_figures
 from protocol.generation import GenerateSpec, GenerationStats, RequestRecord, RuntimeRates
 from protocol.genstats import summarize_generation, tpot_ms
-from protocol.stats import instability, median, spread_pct, summarize
+from protocol.stats import NO_SAMPLES, instability, median, spread_pct, summarize
 from protocol.values import Measurement, TaskSpec
 from protocol.windows import sustained
 
 TIMER_TOL: Final = 1e-9  # a runtime's timer and the harness's clock rounded apart (ms)
-NO_SAMPLES: Final[Stats] = summarize([])
-"""The statistics of no sample (all zeros): a phase a measurement does not have."""
 
 
 def split(values: Sequence[float], counts: Sequence[int]) -> tuple[tuple[float, ...], ...]:

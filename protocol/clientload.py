@@ -4,7 +4,8 @@ Derived on the worker and again on the submitter from the raw request records (`
 request was due; `started_s`, when its first byte was written; both seconds after the run's start),
 the client's CPU over the run and the planned sends the deadline came before (`unsent`). A client
 that falls behind is said with its reason (`client_saturated_reason`), in every generate row. The
-formulas are `FORMULAS` (`request_rate_achieved`, `schedule_lag_ms`, `client_saturated`).
+formulas are `FORMULAS` (`request_rate_achieved`, `schedule_lag_ms`, `client_saturated`); a fleet's
+rows use the same ones over all its members' records (`scheduler.results.fleetrows`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from protocol.stats import percentile
 SATURATED_CPU_PCT: Final = 90.0  # genai-bench warns past 90 % client CPU
 SATURATED_LAG_MS: Final = 10.0  # p99 send lag past this: the client is behind its schedule
 SHORTFALL: Final = 0.95  # an open loop that sent under 95 % of its planned sends within its span
+SPAN_EDGE_S: Final = 1e-9  # a send or a plan at the span's end is within it (float rounding)
 
 
 class ClientLoad(NamedTuple):
@@ -43,14 +45,23 @@ def schedule_span_s(records: Sequence[RequestRecord], spec: GenerateSpec) -> flo
     return span if span > 0 else None
 
 
+def request_rate_achieved(records: Sequence[RequestRecord], span_s: float | None) -> float | None:
+    """`FORMULAS["request_rate_achieved"]`: the requests whose first byte was written within the span
+    (`schedule_span_s`; a send at its very end counts, within `SPAN_EDGE_S`), per second of it; None
+    for a run with no span. The one formula of every row's RequestRateAchieved, a fleet's too."""
+    if not span_s:
+        return None
+    return sum(1 for r in records if r.started_s <= span_s + SPAN_EDGE_S) / span_s
+
+
 def client_load(
     records: Sequence[RequestRecord], spec: GenerateSpec, cpu_pct: float | None, unsent: int
 ) -> ClientLoad:
     """The client's figures and verdict for one run (or one fleet member, or a merged fleet)."""
     span = schedule_span_s(records, spec)
-    edge = (span or 0.0) + 1e-9
+    edge = (span or 0.0) + SPAN_EDGE_S
     sent = sum(1 for r in records if r.started_s <= edge)
-    rate = sent / span if span else None
+    rate = request_rate_achieved(records, span)
     lags = sorted(schedule_lag_ms(records))
     p50 = percentile(lags, 50.0) if lags else None
     p99 = percentile(lags, 99.0) if lags else None
@@ -73,6 +84,7 @@ __all__ = [
     "SATURATED_LAG_MS",
     "ClientLoad",
     "client_load",
+    "request_rate_achieved",
     "schedule_lag_ms",
     "schedule_span_s",
 ]

@@ -85,6 +85,10 @@ def summarize(values: Sequence[float]) -> Stats:
     )
 
 
+NO_SAMPLES: Final[Stats] = summarize([])
+"""The statistics of no sample (all zeros): a phase a measurement does not have."""
+
+
 def spread_pct(medians: Sequence[float]) -> float:
     """How far apart process medians are: (max - min) / median of medians, in percent."""
     if len(medians) < 2:

@@ -11,6 +11,7 @@ from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.capacity import CapacityResult
 from protocol.energy import EnergyFigures, EnergyReading
 from protocol.generation import GenerateSpec, GenerationStats
+from protocol.stats import NO_SAMPLES
 from protocol.telemetry import Sustained, SustainSpec, Telemetry
 from protocol.text import control_characters
 from protocol.units import ComputeUnit
@@ -335,6 +336,23 @@ class Measurement(Value):
     # What the worker left out so that the signed result fits one envelope, one line per cut
     # (`node.worker.fit`); empty when the result is whole.
     trimmed: tuple[str, ...] = Field(default=(), max_length=8)
+
+    @classmethod
+    def nothing_timed(cls, compute_unit: ComputeUnit) -> Measurement:
+        """A measurement of `compute_unit` before anything is timed, every figure empty or zero: what a
+        measuring child or an endpoint task fills with `with_` (its loads, its conditions, its requests)
+        and `protocol.aggregate.derive` completes."""
+        return cls(
+            compute_unit=compute_unit,
+            load_ms=NO_SAMPLES,
+            load_first_ms=0.0,
+            first_inference_ms=0.0,
+            warmups_used=0,
+            inference_ms=NO_SAMPLES,
+            peak_load_ram_mb=0.0,
+            peak_inference_ram_mb=0.0,
+            cpu_cores_used=0.0,
+        )
 
     def placement(self) -> str:
         """Where the model ran, in words: each provider or device with its share of the nodes (the

@@ -122,6 +122,7 @@ from scheduler.state import (
     explain,
     feasible,
     rank,
+    state_counts,
     task_id_of,
     unit_problem,
 )
@@ -236,6 +237,7 @@ __all__ = [
     "row_of",
     "seed_figures",
     "shown_figures",
+    "state_counts",
     "task_id_of",
     "to_csv",
     "unit_problem",

@@ -29,7 +29,7 @@ from drivers.endpoint.tokencount import counted
 from drivers.errors import DriverError, TaskFailed
 from drivers.measuring.energy import EnergyMeter, offer_for
 from protocol import EnergyReading, FailureReason, Measurement, RequestRecord, Stage, TaskSpec
-from protocol.aggregate import NO_SAMPLES, derive
+from protocol.aggregate import derive
 from protocol.capacity import headline
 from protocol.genstats import summarize_generation
 
@@ -66,19 +66,8 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
         stats = summarize_generation(
             records, run.wall_s, generate, cpu_pct=run.cpu_pct, unsent=run.unsent
         ).with_(rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms)
-    raw = Measurement(
-        compute_unit=spec.compute_unit,
-        load_ms=NO_SAMPLES,
-        load_first_ms=0.0,
-        first_inference_ms=0.0,
-        warmups_used=0,
-        inference_ms=NO_SAMPLES,
-        peak_load_ram_mb=0.0,
-        peak_inference_ram_mb=0.0,
-        cpu_cores_used=0.0,
-        generation=stats,
-        capacity=capacity,
-        energy_readings=(energy,),
+    raw = Measurement.nothing_timed(spec.compute_unit).with_(
+        generation=stats, capacity=capacity, energy_readings=(energy,)
     )
     return derive(raw, spec)
 

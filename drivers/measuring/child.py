@@ -30,7 +30,6 @@ from drivers.measuring.sustain import Marks, sustained_runs
 from drivers.runtimes.driver import Converter, Driver, Feeds, Loaded, LoadOptions
 from drivers.runtimes.registry import driver_for
 from protocol import FailureReason, Measurement, Phase, RunConditions, Stage, TaskSpec
-from protocol.aggregate import NO_SAMPLES
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
@@ -95,17 +94,9 @@ def _load_and_run(
     at.enter(Stage.INSPECT)
     feeds = synthesize(loaded.inputs(), spec.input_shapes, spec.input_values, spec.input_data)
     at.enter(Stage.RUN)
-    part = Measurement(
-        compute_unit=spec.compute_unit,
-        load_ms=NO_SAMPLES,
-        load_first_ms=0.0,
-        first_inference_ms=0.0,
-        warmups_used=0,
-        inference_ms=NO_SAMPLES,
+    part = Measurement.nothing_timed(spec.compute_unit).with_(
         load_samples_ms=tuple(load_ms),
         peak_load_ram_mb=peak_load,
-        peak_inference_ram_mb=0.0,
-        cpu_cores_used=0.0,
         conditions=_conditions(loaded, device.runtime_versions() | driver.versions() | conversion),
         inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values, spec.input_data),
     )

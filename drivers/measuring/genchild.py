@@ -32,7 +32,6 @@ from protocol import (
     Stage,
     TaskSpec,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.genstats import summarize_generation
 
 QUIET_ENV: Final = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
@@ -97,17 +96,10 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
     loaded, load_ms, peak_load = frame.timed_loads(conn, load, spec.load_runs)
     loaded.name = job.name or loaded.name  # the campaign's name, not a cache digest (token_source)
     at.enter(Stage.RUN)
-    part = Measurement(
-        compute_unit=spec.compute_unit,
-        load_ms=NO_SAMPLES,
-        load_first_ms=0.0,
-        first_inference_ms=0.0,
+    part = Measurement.nothing_timed(spec.compute_unit).with_(
         warmups_used=max(spec.warmups, 1),
-        inference_ms=NO_SAMPLES,
         load_samples_ms=tuple(load_ms),
         peak_load_ram_mb=peak_load,
-        peak_inference_ram_mb=0.0,
-        cpu_cores_used=0.0,
         conditions=RunConditions(
             intra_op_threads=loaded.threads(), runtime_versions=device.runtime_versions() | runtime.versions()
         ),

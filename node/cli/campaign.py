@@ -79,12 +79,14 @@ def _check_campaign(text: str, path: Path) -> sch.Campaign:
     """Validate before anything touches the network: the file, the files it names and its local models,
     in a child (`node.submitter.vetting`); every bad field named, exit 2; a child that could not
     start, exit 1."""
+    import trio
+
     import scheduler as sch
     from node.errors import ChildNotStarted
     from node.submitter.vetting import vet_local
 
     try:
-        return vet_local(text, path)
+        return trio.run(vet_local, text, path)
     except ChildNotStarted as exc:
         fail(f"error: {exc.detail}", 1)
     except sch.CampaignError as exc:

@@ -94,7 +94,7 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
             for_rich(worker_cell(t, tasks)),
             t.shown_unit,
             t.state.value,
-            p.phase.value if p.phase and t.state.value == "leased" else "",  # a phase only while it runs
+            t.shown_phase.value if t.shown_phase else "",
             f"{p.done}/{p.total}" if p.total else "",
             f"{p.median_ms:.3f}" if p.median_ms is not None else "",
         )

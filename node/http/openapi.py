@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import scheduler as sch
 from node.http.errors import Rule
 from protocol import ComputeUnit
 
@@ -31,6 +32,8 @@ def _ref(name: str) -> JSON:
 
 _WORKER_STATUS: Final[JSON] = {"type": "string", "enum": ["active", "busy", "faulty"]}
 _BREAKDOWN: Final[JSON] = _obj({k: _INT for k in ("pending", "running", "complete", "failed")})
+_TASK_STATE: Final[JSON] = {"type": "string", "enum": [s.value for s in sch.TaskState]}
+_STATES: Final[JSON] = _obj({s.value: _INT for s in sch.TaskState})  # sch.state_counts, every state
 
 SCHEMAS: Final[JSON] = {
     "Error": _obj({"error": _STR, "problems": _array(_ref("Problem"))}),
@@ -145,7 +148,8 @@ SCHEMAS: Final[JSON] = {
             "task_id": _STR,
             "job_index": _INT,
             "compute_unit": _STR,
-            "state": _STR,
+            "state": _TASK_STATE,
+            "ended": _BOOL,
             "status": _STR,
             "worker_id": _NULL_STR,
             "device_name": _STR,
@@ -171,6 +175,7 @@ SCHEMAS: Final[JSON] = {
             "total_jobs": _INT,
             "completed_jobs": _INT,
             "job_breakdown": _BREAKDOWN,
+            "states": _STATES,
             "tasks": _array(_ref("Task")),
             "error": _NULL_STR,
             "verification": _array(_ref("GroupVerification")),  # [] when no job asked verify:

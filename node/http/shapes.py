@@ -139,19 +139,19 @@ def _model_url(state: CampaignState) -> str:
 
 
 def task(view: sch.TaskView) -> dict[str, Any]:
-    """A task with its live progress, for the dashboard and GET /jobs/{id}: a phase only while it is
-    leased (an ended task's last heartbeat said `measuring`, which it no longer is)."""
+    """A task with its live progress, for the dashboard and GET /jobs/{id}: its state, whether that is
+    an ending, and a phase only while it is leased (`TaskView.shown_phase`)."""
     p = view.progress
-    running = view.state == sch.TaskState.LEASED
     return {
         "task_id": view.task_id,
         "job_index": view.job_index,
         "compute_unit": view.unit.value,
         "state": view.state.value,
+        "ended": view.ended,
         "status": _BREAKDOWN[view.state],
         "worker_id": view.peer_id,
         "device_name": view.device_name,
-        "phase": p.phase.value if p.phase and running else None,
+        "phase": view.shown_phase.value if view.shown_phase else None,
         "done": p.done,
         "total": p.total,
         "median_ms": p.median_ms,
@@ -175,6 +175,7 @@ def campaign(state: CampaignState) -> dict[str, Any]:
         "total_jobs": total,
         "completed_jobs": counts["complete"],
         "job_breakdown": counts,
+        "states": {s.value: n for s, n in sch.state_counts(t.state for t in state.tasks).items()},
         "tasks": [task(t) for t in state.tasks],
         "error": state.error or None,
         "verification": verification(state.tasks),

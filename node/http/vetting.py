@@ -1,29 +1,27 @@
 """A campaign posted over HTTP, checked without stalling the node: validated in a child, models checked.
 
-`vet_campaign` hands the text to ``python -m node.intake`` (see `node.intake`; started isolated, see
-`node.isolation`) and waits for it off the event loop, at most `VET_DEADLINE_S`, at most `limiter`'s
-count at once; the child is killed on timeout or cancel, so a YAML bomb costs one child, never the
-loop. A child that could not start is the server's fault (503), not the campaign's. `model_problems`
-turns a model the URL policy refuses into a problem at the model's field, with the `serve` options
-that would allow it.
+`vet_campaign` hands the text to the intake child (`node.intake`, started isolated by the one
+launcher, `node.submitter.vetting.run_intake`) and waits for it off the event loop, at most
+`VET_DEADLINE_S`, at most `limiter`'s count at once; the child is killed on timeout or cancel, so a
+YAML bomb costs one child, never the loop. A child that could not start is the server's fault (503),
+not the campaign's. `model_problems` turns a model the URL policy refuses into a problem at the
+model's field, with the `serve` options that would allow it.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
-import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 import trio
 
 import scheduler as sch
+from node.errors import ChildNotStarted
 from node.http.errors import ApiError, BadRequest, Problem, Rule
-from node.isolation import child_env, module_argv, start_failure, started
+from node.submitter.vetting import Limit, Stopped, run_intake
 from node.transfer.urls import FetchError, UrlPolicy
 from protocol import FailureReason
 
@@ -31,8 +29,6 @@ MAX_VETTING: Final = 2
 """How many campaigns are validated at once; more posts wait their turn (the loop does not)."""
 VET_DEADLINE_S: Final = 10.0
 """Wall-clock limit of one validation child (a valid campaign takes well under a second)."""
-CHILD: Final = "node.intake"
-"""The module the child runs."""
 _AVOID_ALIASES: Final = "write the campaign without YAML anchors and aliases (&name / *name)"
 
 
@@ -61,37 +57,24 @@ async def vet_campaign(text: str, limiter: trio.CapacityLimiter) -> Vetted:
             more than `VET_DEADLINE_S` or more memory than the child may use (rule too_costly).
         ApiError: 503, the child could not start (a broken install, not the campaign).
     """
-    async with limiter:
-        with tempfile.TemporaryDirectory(prefix="sark-intake-") as empty:
-            done = await _run_child(text, empty)
-    began, rest = started(done.stdout)
-    if not began:
-        why = start_failure(done.returncode, done.stderr)
-        raise ApiError(503, f"the child that validates campaigns could not start ({why})")
-    if done.returncode != 0:
-        raise _costly(f"validation stopped (exit code {done.returncode}): it needs too much memory or CPU")
-    answer: dict[str, Any] = json.loads(rest)
-    if "problems" in answer:
-        problems = [Problem(p["path"], Rule.INVALID, p["message"]) for p in answer["problems"]]
-        raise BadRequest("not a valid campaign", problems)
-    return Vetted(sch.Campaign.model_validate(answer["campaign"]), dict(answer["url_fields"]))
-
-
-async def _run_child(text: str, folder: str) -> subprocess.CompletedProcess[bytes]:
-    """The validation child's run, isolated in the empty `folder`, within `VET_DEADLINE_S`."""
     try:
-        with trio.fail_after(VET_DEADLINE_S):
-            return await trio.run_process(
-                module_argv(CHILD),
-                stdin=text.encode(),
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-                cwd=folder,
-                env=child_env(),
-            )
-    except trio.TooSlowError:
-        raise _costly(f"validation did not finish within {VET_DEADLINE_S:g} s") from None
+        async with limiter:
+            answer = await run_intake(text, VET_DEADLINE_S)
+    except ChildNotStarted as exc:
+        raise ApiError(503, f"the child that validates campaigns could not start ({exc.why})") from None
+    if isinstance(answer, Stopped):
+        raise _costly(_why(answer))
+    if answer.campaign is None:
+        problems = [Problem(p.path, Rule.INVALID, p.problem) for p in answer.problems]
+        raise BadRequest("not a valid campaign", problems)
+    return Vetted(answer.campaign, answer.url_fields)
+
+
+def _why(stopped: Stopped) -> str:
+    """The limit that stopped the validation child, in words."""
+    if stopped.limit is Limit.DEADLINE:
+        return f"validation did not finish within {VET_DEADLINE_S:g} s"
+    return f"validation stopped (exit code {stopped.returncode}): it needs too much memory or CPU"
 
 
 def endpoint_keys(

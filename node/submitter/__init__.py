@@ -31,8 +31,10 @@ One campaign, from its file to its files
     campaign.yaml -> node/submitter/vetting.vet_local: `python -m node.intake --folder DIR` (a child with 3
          GiB of address space, 60 s CPU, 120 s wall) reads the files the campaign names (64 MiB each), runs
          scheduler.parse_campaign (YAML sized before it is built: no alias bombs) and inspects each local
-         model with drivers.files.formats.check_model_file; it hands back the campaign as JSON, or every
-         problem (field, file, stage, cause or limit) -> exit 2 before any swarm starts. The child starts
+         model with drivers.files.formats.check_model_file; it hands back one `node.intake.Answer` as
+         JSON, the campaign or every problem (field, file, stage, cause or limit) -> exit 2 before any
+         swarm starts. `serve` starts the same child (without --folder) through the same launcher,
+         `run_intake`, and reads the same answer. The child starts
          isolated (node/isolation.py: `python -I`, the running package's folder appended to its path, an
          empty working directory, only PATH/HOME/TMPDIR/locale/LD_LIBRARY_PATH from the environment), so a
          `yaml.py` beside the campaign never runs; it writes `started` first, and one that never did is

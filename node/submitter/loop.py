@@ -219,10 +219,11 @@ class CampaignLoop:
                 self._emit(
                     "finished",
                     campaign=self._id,
-                    complete=command.complete,
+                    done=command.done,
                     failed=command.failed,
                     unschedulable=command.unschedulable,
                     unverifiable=command.unverifiable,
+                    cancelled=command.cancelled,
                 )
 
     def _holders(self, sha256: str, peer_id: str) -> tuple[Holder, ...]:

@@ -124,7 +124,7 @@ async def prepare(
 ) -> tuple[sch.Campaign, dict[str, ModelRef]]:
     """Validate the campaign file with the files it names and its local models, in a child (`vet_local`;
     `vetted`: the caller did), then pin its models (CampaignError / ModelSourceError on bad input)."""
-    campaign = vetted if vetted is not None else await trio.to_thread.run_sync(vet_local, text, source)
+    campaign = vetted if vetted is not None else await vet_local(text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config))
     return campaign, models
 
@@ -381,7 +381,7 @@ async def plan(
     config: NodeConfig, source: Path, text: str, options: SubmitOptions, vetted: sch.Campaign | None = None
 ) -> sch.Plan:
     """A dry run: which peers each job would go to, and why every other peer would not. Sends nothing."""
-    campaign = vetted if vetted is not None else await trio.to_thread.run_sync(vet_local, text, source)
+    campaign = vetted if vetted is not None else await vet_local(text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
     async with open_submitter(config, options) as node:
         discovery = _discovery(node, options, campaign)

@@ -21,7 +21,7 @@ from protocol.genstats import summarize_generation
 from scheduler.language.campaign import Job
 from scheduler.results.columns import CSV_COLUMNS, cell, cells
 from scheduler.results.genrows import generation_columns, stat_cell
-from scheduler.state.fleet import FLEET_UNIT, achieved_rate
+from scheduler.state.fleet import FLEET_UNIT
 from scheduler.state.tasks import Status, TaskView
 
 _MB: Final = 1024 * 1024
@@ -50,7 +50,7 @@ def fleet_columns(
     cpus = [c for c in cpu_pcts if c is not None]
     cpu = max(cpus) if cpus else None
     client = client_load(records, spec, cpu, unsent)
-    rate = achieved_rate(records, spec.duration_s) if spec.request_rate is not None else None
+    rate = client.rate_achieved if spec.request_rate is not None else None  # an open loop's only
     return {
         "FleetSize": cell("FleetSize", size),
         "RequestRateAchieved": cell("RequestRateAchieved", rate),

@@ -11,7 +11,8 @@ Modules:
     placement  PeerView, feasible (Verdict with reasons), rank (Ranked with Score), explain (Plan)
     replication  a replicated job's placement: groups of verify.replicas, one class each (a reference
                device in each of its class's: class_references says which classes have one)
-    tasks      TaskState, TaskView (its Agreement once settled), Status, SchedulerSnapshot, task ids
+    tasks      TaskState (and state_counts), TaskView (its Agreement once settled), Status, SchedulerSnapshot,
+               task ids
     fanout     a job's plan made tasks: placed ones pending, the rest ended (Unschedulable, Unverifiable)
     retry      which failures end a task, which peer a retry goes to, backoff
     leases     when a lease ends whatever its heartbeats say: dispatch + transfer allowance + timeout
@@ -93,7 +94,6 @@ from scheduler.state.events import (
 from scheduler.state.fleet import (
     FLEET_UNIT,
     ClockRound,
-    achieved_rate,
     clock_offset,
     deal,
     lag_p99_ms,
@@ -132,6 +132,7 @@ from scheduler.state.tasks import (
     TaskProgress,
     TaskState,
     TaskView,
+    state_counts,
     task_id_of,
 )
 
@@ -184,7 +185,6 @@ __all__ = [
     "TaskView",
     "Tick",
     "Verdict",
-    "achieved_rate",
     "class_references",
     "clock_offset",
     "deal",
@@ -196,6 +196,7 @@ __all__ = [
     "plan_job",
     "rank",
     "saturated",
+    "state_counts",
     "still_ahead",
     "task_id_of",
     "transfer_allowance_s",

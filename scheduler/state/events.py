@@ -240,9 +240,10 @@ class RecordOutcome:
 
 @dataclass(frozen=True)
 class FinishCampaign:
-    """Every task has ended: write the reports and stop. Emitted exactly once."""
+    """Every task has ended: write the reports and stop. Emitted exactly once. Each count is named for
+    the ending (`TaskState`) it counts."""
 
-    complete: int
+    done: int
     failed: int
     unschedulable: int
     cancelled: int
@@ -252,7 +253,7 @@ class FinishCampaign:
     def tally(cls, states: Sequence[TaskState]) -> FinishCampaign:
         """How many tasks reached each ending."""
         return cls(
-            complete=states.count(TaskState.DONE),
+            done=states.count(TaskState.DONE),
             failed=states.count(TaskState.FAILED),
             unschedulable=states.count(TaskState.UNSCHEDULABLE),
             cancelled=states.count(TaskState.CANCELLED),

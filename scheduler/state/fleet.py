@@ -27,7 +27,8 @@ from protocol.stats import percentile
 
 FLEET_UNIT: Final = "Endpoint (fleet)"
 FLEET_FORMULAS: Final[dict[str, str]] = {
-    "request_rate_achieved": "requests sent within [start, start + duration_s] / duration_s, all members",
+    "request_rate_achieved": "FORMULAS' request_rate_achieved over all members' records (the span is "
+    "duration_s, which a fleet job gives; open loop only)",
     "schedule_lag_ms_p99": "p99 over requests of (actual - planned send time), submitter's time base",
     "client_cpu_max_pct": "max over members of client process CPU time / run wall time x 100",
     "client_saturated": f"a member over {SATURATED_CPU_PCT:g} % CPU or p99 lag over {SATURATED_LAG_MS:g} ms, "
@@ -83,13 +84,6 @@ def lag_p99_ms(records: Sequence[RequestRecord]) -> float | None:
     return percentile(lags, 99.0) if lags else None
 
 
-def achieved_rate(records: Sequence[RequestRecord], duration_s: float | None) -> float | None:
-    """Requests sent within the schedule's window, per second of it (None without a window)."""
-    if not duration_s:
-        return None
-    return sum(1 for r in records if r.started_s <= duration_s) / duration_s
-
-
 def saturated(cpu_pct: float | None, lag_ms: float | None) -> bool:
     """Whether a client was above `SATURATED_CPU_PCT` or behind its schedule by `SATURATED_LAG_MS`."""
     return (cpu_pct or 0.0) > SATURATED_CPU_PCT or (lag_ms or 0.0) > SATURATED_LAG_MS
@@ -100,7 +94,6 @@ __all__ = [
     "FLEET_UNIT",
     "ClockRound",
     "SplitMix64",
-    "achieved_rate",
     "arrivals",
     "clock_offset",
     "deal",

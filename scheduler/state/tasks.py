@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Final, Literal
 
 from protocol import ComputeUnit, DeclineReason, FailureReason, ModelRef, Phase, Value
@@ -34,6 +35,13 @@ ENDED: Final = frozenset(
         TaskState.CANCELLED,
     }
 )
+
+
+def state_counts(states: Iterable[TaskState]) -> dict[TaskState, int]:
+    """How many tasks stand in each state, every state in `TaskState`'s order (zeros kept): the one
+    tally of a campaign's progress that every view shows (the dashboard, the `finished` event line)."""
+    counts = Counter(states)
+    return {state: counts[state] for state in TaskState}
 
 
 class Status(enum.StrEnum):
@@ -216,6 +224,12 @@ class TaskView(Value):
     def status(self) -> Status | None:
         """Its result row's Status, once ended."""
         return STATUS_OF.get(self.state)
+
+    @property
+    def shown_phase(self) -> Phase | None:
+        """The phase every view shows: the latest heartbeat's while the task is leased, none otherwise
+        (an ended task's last heartbeat said `measuring`, which it no longer is)."""
+        return self.progress.phase if self.state is TaskState.LEASED else None
 
     @property
     def shown_unit(self) -> str:

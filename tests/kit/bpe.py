@@ -18,7 +18,11 @@ CORPUS = [
 
 @cache
 def tokenizer_json() -> bytes:
-    """The tokenizer.json bytes of a 400-token byte-level BPE trained on `CORPUS`."""
+    """The tokenizer.json bytes of a 400-token byte-level BPE trained on `CORPUS` (the calling test
+    skips where `tokenizers`, the llm extra, is not installed)."""
+    from kit.extras import module
+
+    module("tokenizers")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())

@@ -35,11 +35,11 @@ from protocol import (
     TelemetryPoint,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.capacity import derive_capacity, level_spec, saturation
 from protocol.energy import EnergyFigures
 from protocol.genstats import summarize_generation
 from protocol.records import seal
+from protocol.stats import NO_SAMPLES
 
 CREATED = "2026-11-22T03:30:00Z"
 WORKER_KEY = bytes(range(32))

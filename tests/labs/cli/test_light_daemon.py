@@ -10,7 +10,6 @@ interpreter. Figures (RSS) are benchmarks/footprint.py's, never asserted here.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -18,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit.extras import needs
 from kit.procs import SARK, Lab
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -68,8 +68,8 @@ def test_the_probe_reads_a_mapped_runtime() -> None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/PID/maps")
+@needs("torch")  # the runtime the worker must not map: installed, or the test means nothing
 def test_a_joined_worker_maps_no_runtime_while_idle_or_after_a_task(lab: Lab, tmp_path: Path) -> None:
-    assert importlib.util.find_spec("torch") is not None, "this test needs torch installed to mean anything"
     submitter = subprocess.run(
         [*SARK, "id", "--data-dir", str(tmp_path / "submitter")], capture_output=True, text=True, check=True
     ).stdout.strip()

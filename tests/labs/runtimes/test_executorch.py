@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from kit.extras import needs
 
 from drivers import TaskFailed, check_model_file, measure
 from drivers.files.ptefile import PteCounts, read_counts
@@ -23,6 +24,7 @@ from scheduler.results import Outputs, fed_alike, output_diffs
 
 CPU = ComputeUnit.CPU_EXECUTORCH
 ROOT = Path(__file__).resolve().parents[3]
+pytestmark = needs("torch", "executorch")  # the runtime, and torch to lower the programs
 
 
 @pytest.fixture(scope="module")

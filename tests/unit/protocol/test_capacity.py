@@ -22,9 +22,9 @@ from protocol import (
     TaskSpec,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.capacity import derive_capacity, headline, level_spec, next_level, saturation
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 
 SLO = Slo(ttft_ms=100)
 

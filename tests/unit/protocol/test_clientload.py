@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from protocol import GenerateSpec, Prompt, RequestRecord
 from protocol.aggregate import derive_generation
-from protocol.clientload import client_load
+from protocol.clientload import client_load, request_rate_achieved
 from protocol.genstats import summarize_generation
 
 SPEC = GenerateSpec(
@@ -56,3 +56,20 @@ def test_request_per_s_of_a_timed_run_leaves_the_tail_out() -> None:
     records = [_record(k / 10, k / 10) for k in range(20)]
     stats = summarize_generation(records, 7.0, SPEC)  # the last request ended 5 s after the span
     assert stats.request_per_s == 10.0
+
+
+def test_the_request_rate_achieved_is_the_sends_within_the_span_per_second_of_it() -> None:
+    sends = [_record(0.0, t) for t in (0.0, 0.5, 1.0, 1.5, 2.0, 2.0 + 1e-12, 2.001, 3.0)]
+    assert request_rate_achieved(sends, 2.0) == 6 / 2.0  # the span's end counts; 2.001 s and 3 s do not
+    assert request_rate_achieved(sends, 4.0) == 8 / 4.0
+    assert request_rate_achieved(sends, None) is None
+    assert request_rate_achieved(sends, 0.0) is None
+    assert request_rate_achieved([], 2.0) == 0.0
+
+
+def test_every_generate_row_and_the_client_verdict_use_the_one_formula() -> None:
+    records = [_record(k / 10, k / 8) for k in range(20)]  # drifting: some land past the 2 s span
+    expected = request_rate_achieved(records, 2.0)
+    assert expected == 17 / 2.0
+    assert client_load(records, SPEC, cpu_pct=None, unsent=0).rate_achieved == expected
+    assert summarize_generation(records, 3.0, SPEC).request_rate_achieved == expected

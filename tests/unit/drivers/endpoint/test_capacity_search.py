@@ -24,7 +24,6 @@ from protocol import (
     Slo,
     TaskSpec,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.capacity import (
     MAX_SEARCH_RECORDS,
     RECORD_BYTES,
@@ -36,6 +35,7 @@ from protocol.capacity import (
 )
 from protocol.codec import pack_body
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, check_sends
 
 OPTIONS = EndpointOptions(retry=RetryPolicy(max_retries=0), rtt_samples=1, seed=5)

@@ -36,10 +36,10 @@ from protocol import (
     TaskSpec,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.arrivals import open_loop
 from protocol.generation import MAX_RECORDS
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, check_sends
 
 KEY = "sk-test-7f3a9c1e55d04b2a8e6f"  # the secret that must appear nowhere but the header

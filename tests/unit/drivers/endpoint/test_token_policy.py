@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 
 from kit.bpe import tokenizer_json
+from kit.extras import needs
 from kit.sse_server import Reply, scheduled, serve_sse
 
 from drivers.endpoint.completion import RetryPolicy
@@ -71,6 +72,7 @@ async def test_without_usage_each_chunk_counts_as_one_token_and_says_so() -> Non
     assert [r.output_tokens for r in measured.generation.records] == [3, 3]
 
 
+@needs("tokenizers")
 async def test_a_pinned_tokenizer_counts_what_the_server_did_not_and_checks_what_it_did() -> None:
     pinned = pin("tok", tokenizer_json())
     text_tokens = len(Pinned(tokenizer_json(), "tok").encode("".join(ANSWER)))

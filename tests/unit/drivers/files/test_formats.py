@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from kit.extras import silero
 from onnx import helper, numpy_helper
 
 from drivers import TaskFailed, check_model_file, detect_format
 from drivers.files.formats import external_locations
-from drivers.files.models import packaged_model, write_convnet
+from drivers.files.models import write_convnet
 from protocol import FailureReason, ModelFormat
 
 
@@ -128,7 +129,7 @@ def test_a_truncated_onnx_is_a_format_failure_not_a_buffer_error(tmp_path: Path)
 
 
 def test_real_models_pass_and_garbage_does_not(tmp_path: Path) -> None:
-    check_model_file(packaged_model("silero_vad"), ModelFormat.ONNX, allow_code_models=False)
+    check_model_file(silero(), ModelFormat.ONNX, allow_code_models=False)
     check_model_file(write_convnet(tmp_path / "c.onnx"), ModelFormat.ONNX, allow_code_models=False)
     junk = tmp_path / "junk.onnx"
     junk.write_bytes(b"\xff" * 32)

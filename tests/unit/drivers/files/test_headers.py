@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from kit.badfiles import write_gguf, write_safetensors
+from kit.extras import smollm2
 
 from drivers import TaskFailed, check_model_file, detect_format
 from drivers.files.headers import GgufHeader, check_gguf, check_safetensors
-from drivers.files.models import packaged_llm
 from protocol import FailureReason, ModelFormat
 
 
@@ -31,7 +31,7 @@ def test_honest_files_pass(tmp_path: Path) -> None:
 
 def test_the_gguf_header_names_the_architecture_and_its_context() -> None:
     """The real SmolLM2 GGUF: `llama.context_length` read from the header walk, no tensor touched."""
-    assert check_gguf(packaged_llm()) == GgufHeader("llama", 8192)
+    assert check_gguf(smollm2()) == GgufHeader("llama", 8192)
 
 
 def test_suffixes_name_the_formats() -> None:

@@ -14,7 +14,7 @@ from drivers.errors import TaskFailed
 from drivers.measuring import frame, meters, telemetry
 from drivers.runtimes.driver import Placement
 from protocol import ComputeUnit, FailureReason, Measurement
-from protocol.aggregate import NO_SAMPLES
+from protocol.stats import NO_SAMPLES
 
 CPU = ComputeUnit.CPU_ONNX
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from kit.extras import silero
 
 from drivers import TaskFailed, measure
 from drivers.files.models import packaged_model, sha256_file, write_allocator, write_convnet, write_embedding
@@ -62,7 +63,7 @@ def test_two_processes_on_a_local_model(tmp_path: Path) -> None:
 
 
 def test_silero_needs_and_takes_input_overrides() -> None:
-    model = packaged_model("silero_vad")
+    model = silero()
     failure = _fails(model, _spec(load_runs=1))
     assert failure.reason == FailureReason.INPUT
     spec = _spec(

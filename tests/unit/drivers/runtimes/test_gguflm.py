@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kit.extras import need, smollm2
 
 from drivers import TaskFailed, measure
-from drivers.files.models import packaged_llm, sha256_file
+from drivers.files.models import sha256_file
 from drivers.probe.profile import probe_units
 from protocol import ComputeUnit, FailureReason, GenerateSpec, Measurement, ModelFormat, Prompt, TaskSpec
 from scheduler.results.genrows import generation_columns
@@ -47,6 +48,12 @@ def _spec(**changes: object) -> TaskSpec:
     return TaskSpec.model_validate(base | changes)
 
 
+def _gguf() -> Path:
+    """SmolLM2's GGUF to run on llama.cpp: both wheels installed, or the test skips naming the missing one."""
+    need("llama-cpp-cffi")
+    return smollm2()
+
+
 def _fails(path: Path, spec: TaskSpec, fmt: ModelFormat | None = None) -> TaskFailed:
     with pytest.raises(TaskFailed) as info:
         measure(path, spec, fmt=fmt)
@@ -55,7 +62,7 @@ def _fails(path: Path, spec: TaskSpec, fmt: ModelFormat | None = None) -> TaskFa
 
 @pytest.fixture(scope="module")
 def measured() -> Measurement:
-    return measure(packaged_llm(), _spec())
+    return measure(_gguf(), _spec())
 
 
 def test_every_request_timed_token_by_token(measured: Measurement) -> None:
@@ -75,7 +82,7 @@ def test_every_request_timed_token_by_token(measured: Measurement) -> None:
     assert gen.tpot_ms.n == 2
     assert gen.decode_tok_per_s > 0
     assert gen.prefill_tok_per_s > 0
-    assert gen.token_source == f"tokenizer:{packaged_llm().name}@{sha256_file(packaged_llm())[:12]}"
+    assert gen.token_source == f"tokenizer:{_gguf().name}@{sha256_file(_gguf())[:12]}"
     assert gen.rouge is not None
     assert gen.rouge.scored == 2
 
@@ -110,14 +117,14 @@ def test_the_row_says_where_the_layers_ran_and_with_what(measured: Measurement) 
 def test_the_gpu_unit_runs_every_layer_on_its_gpu_or_is_a_fallback_read_from_llama_cpp() -> None:
     statuses = {s.unit: s for s in probe_units()}
     if statuses[GPU].usable:  # a CUDA (or Vulkan) machine: every layer offloaded, never CPU
-        on_gpu = measure(packaged_llm(), _spec(compute_unit=GPU, load_runs=1))
+        on_gpu = measure(_gguf(), _spec(compute_unit=GPU, load_runs=1))
         assert on_gpu.providers[0] != "CPU"
         assert on_gpu.node_share == {on_gpu.providers[0]: 1.0}
         assert not on_gpu.fallback
         return
     # no GPU build loads: the CPU build runs in its place (as llama-cpp-cffi's own loader does), every
     # layer asked onto the GPU; llama.cpp put them all on the CPU, and its log says so
-    failure = _fails(packaged_llm(), _spec(compute_unit=GPU, load_runs=1))
+    failure = _fails(_gguf(), _spec(compute_unit=GPU, load_runs=1))
     assert failure.reason == FailureReason.FALLBACK
     assert "0% of nodes on GPU (least 100%)" in failure.detail
     assert "(CPU 100%, GPU 0%)" in failure.detail
@@ -134,7 +141,7 @@ def test_a_safetensors_folder_is_refused_on_llama_cpp(tmp_path: Path) -> None:
 
 def test_max_new_tokens_at_the_context_is_refused_before_loading() -> None:
     generate = GenerateSpec(prompts=PROMPTS[:1], prompts_sha256="0" * 64, max_new_tokens=4096)
-    failure = _fails(packaged_llm(), _spec(generate=generate))
+    failure = _fails(_gguf(), _spec(generate=generate))
     assert failure.reason == FailureReason.INPUT
     assert "context of 4096 tokens" in failure.detail
 
@@ -143,8 +150,8 @@ def test_a_truncated_gguf_fails_naming_the_file_and_no_crash(tmp_path: Path) -> 
     """Cut after its metadata, inside the tensors: refused by the header walk or by llama.cpp's own
     bounds check, as a reason, never a crashed child."""
     cut = tmp_path / "cut.gguf"
-    with packaged_llm().open("rb") as f:
-        cut.write_bytes(f.read(packaged_llm().stat().st_size // 2))
+    with _gguf().open("rb") as f:
+        cut.write_bytes(f.read(_gguf().stat().st_size // 2))
     failure = _fails(cut, _spec(load_runs=1))
     assert failure.reason in (FailureReason.FORMAT, FailureReason.LOAD), failure
     assert failure.detail.startswith("cut.gguf: "), failure.detail
@@ -152,7 +159,7 @@ def test_a_truncated_gguf_fails_naming_the_file_and_no_crash(tmp_path: Path) -> 
 
 def test_without_chat_the_prompt_is_the_text_alone(measured: Measurement) -> None:
     generate = GenerateSpec(prompts=PROMPTS[1:], prompts_sha256="0" * 64, max_new_tokens=2, chat=False)
-    plain = measure(packaged_llm(), _spec(generate=generate, load_runs=1, warmups=0)).generation
+    plain = measure(_gguf(), _spec(generate=generate, load_runs=1, warmups=0)).generation
     chatted = measured.generation
     assert plain is not None
     assert chatted is not None

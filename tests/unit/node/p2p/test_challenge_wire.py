@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from kit.extras import needs
 
 import scheduler as sch
 from node.errors import PeerGone
@@ -177,6 +178,8 @@ def _gpu_view(claims: dict[str, float]) -> sch.PeerView:
     return dataclasses.replace(view, profile=profile)
 
 
+# the GPU's chain runs through torch in the worker's child
+@needs("torch")
 async def test_each_gpu_claim_is_challenged_with_the_chain_on_its_device_after_the_cpu() -> None:
     """The chain runs through torch on the claimed device in the worker's real child: on `cpu` (the
     CPU's torch device) its rows are the submitter's exact recomputation and the claim (far below

@@ -18,7 +18,7 @@ from protocol import (
     TelemetryPoint,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
+from protocol.stats import NO_SAMPLES
 from scheduler.results import compare, entry_of, sustain_columns
 
 SAMPLES = (10.0,) * 100 + (16.0,) * 60

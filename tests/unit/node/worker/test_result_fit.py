@@ -33,11 +33,11 @@ from protocol import (
     TaskSpec,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.codec import decode, encode, pack_body
 from protocol.framing import MAX_FRAME
 from protocol.genstats import summarize_generation
 from protocol.records import open_envelope, peer_id_from_public_key, public_key_of, seal
+from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, check_figures
 
 SEED = os.urandom(32)

@@ -14,9 +14,9 @@ from protocol import (
     TaskSpec,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.capacity import derive_capacity, level_spec, saturation
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 from scheduler.results import capacity_columns, level_rows
 
 SEARCH = """

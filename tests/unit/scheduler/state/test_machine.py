@@ -81,7 +81,7 @@ def test_cpu_job_on_all_three_peers_and_gpu_job_unschedulable_with_each_peers_re
         f"{CID}-job-0-2": "Complete",
         f"{CID}-job-1-0": "Unschedulable",
     }
-    assert node.sent(FinishCampaign) == [FinishCampaign(complete=3, failed=0, unschedulable=1, cancelled=0)]
+    assert node.sent(FinishCampaign) == [FinishCampaign(done=3, failed=0, unschedulable=1, cancelled=0)]
     assert node.scheduler.done
     assert node.scheduler.next_deadline() is None
 
@@ -135,7 +135,7 @@ def test_no_peers_makes_every_job_unschedulable_and_finishes() -> None:
         (0, {}, "no peers discovered"),
         (1, {}, "no peers discovered"),
     ]
-    assert out[-1] == FinishCampaign(complete=0, failed=0, unschedulable=2, cancelled=0)
+    assert out[-1] == FinishCampaign(done=0, failed=0, unschedulable=2, cancelled=0)
 
 
 RETRIES = [
@@ -354,7 +354,7 @@ def test_cancel_ends_every_live_task_once_and_tells_the_workers() -> None:
         SendCancel(t1, "12D3-cpu1", None, "campaign cancelled"),
     ]
     assert statuses(node) == {t0: "Cancelled", t1: "Cancelled", t2: "Cancelled"}
-    assert out[-1] == FinishCampaign(complete=0, failed=0, unschedulable=0, cancelled=3)
+    assert out[-1] == FinishCampaign(done=0, failed=0, unschedulable=0, cancelled=3)
     voided = SendCancel(t0, "12D3-cpu0", lease, "stale lease: result not accepted")
     assert node.feed(ResultAccepted(t0, lease, "12D3-cpu0")) == [voided]  # not recorded
     assert node.feed(CancelRequested()) == []

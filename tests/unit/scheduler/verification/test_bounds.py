@@ -35,8 +35,8 @@ from protocol import (
     UnitStatus,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 from scheduler import CampaignError, Refusal, check_figures, parse_campaign
 from scheduler.language.capacity import rate_levels
 

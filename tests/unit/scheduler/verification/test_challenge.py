@@ -9,6 +9,7 @@ import math
 import msgpack
 import numpy as np
 import pytest
+from kit.extras import module
 
 from drivers.measuring import calibrate
 from drivers.measuring.chainchild import chain as torch_chain
@@ -68,6 +69,7 @@ def test_the_generator_is_the_documented_one() -> None:
 def test_the_cpu_chain_is_the_gpu_kernels_and_the_submitters_exact_recomputation() -> None:
     """numpy's chain (the CPU's kernel, a mask for the wrap) and torch's (the GPU's, `remainder`) give
     the same rows bit for bit, and every checked row equals the float64 recomputation."""
+    module("torch")
     n, steps, seed = 96, 5, 31
     x0, b = expand(seed, n)
     assert (x0.min(), x0.max(), b.min(), b.max()) == (-4096, 4095, -8, 7)
@@ -229,6 +231,7 @@ def test_challenge_frames_are_bounded_on_the_wire() -> None:
 def test_a_gpu_claim_is_calibrated_on_the_chain_itself() -> None:
     """`throughput` (what the probe records as `gpu_tflops` on a CUDA device) times the very chain a
     challenge runs, here on torch's CPU device, and refuses a device torch cannot run it on."""
+    module("torch")
     gflops = throughput("cpu", 0.05, n=64, steps=2)
     assert math.isfinite(gflops)
     assert gflops > 0

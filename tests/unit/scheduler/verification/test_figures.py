@@ -26,8 +26,8 @@ from protocol import (
     Value,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, check_figures
 
 TENSOR = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, runs=5, load_runs=2, processes=2, timeout_s=60.0)

@@ -20,8 +20,8 @@ from protocol import (
     TaskSpec,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, check_figures, check_sends
 
 CLOSED = GenerateSpec(

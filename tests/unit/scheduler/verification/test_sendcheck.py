@@ -23,10 +23,10 @@ from protocol import (
     TaskSpec,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
 from protocol.arrivals import open_loop
 from protocol.generation import MAX_RECORDS
 from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, check_figures, check_sends, deal
 from scheduler.verification import LATE_SLACK_S
 

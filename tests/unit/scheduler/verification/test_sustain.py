@@ -16,7 +16,7 @@ from protocol import (
     TelemetryPoint,
     derive,
 )
-from protocol.aggregate import NO_SAMPLES
+from protocol.stats import NO_SAMPLES
 from scheduler import CampaignError, Refusal, check_figures, parse_campaign
 from scheduler.results import sustain_columns
 
