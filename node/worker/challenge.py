@@ -6,7 +6,11 @@ child has numpy loaded and its BLAS threads warm, and then, round by round, answ
 hands each `challenge_chain_seed` to the child and its commitment back, and each reveal the same
 way. The chain is computed and hashed in the child, never in this trio loop, and the daemon imports
 no numpy (it names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
-(busy) meanwhile. A challenge beside a measurement disturbs both (about a second of every core).
+(busy) meanwhile. A CPU round is computed only if it is the CPU chain's size and no more work than
+`WORKER_ROUND_S` of this worker's own claim (`scheduler.verification.challenge.cpu_round_problem`):
+a stranger asking for the GPU chain's 16,384 rows, or minutes of steps, is answered `challenge_failed`
+before the child computes anything. A challenge beside a measurement disturbs both (about a second
+of every core).
 
 `/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and
 the device its `gpu_tflops` names, it starts `drivers/measuring/chainchild.py` on that device (torch, CUDA
@@ -41,6 +45,7 @@ from protocol import (
     ComputeUnit,
 )
 from protocol.errors import RemoteProtocolError
+from scheduler.verification import challenge
 
 CHILD: Final = Entry("drivers.measuring.challengechild", "main")
 CHAIN_CHILD: Final = Entry("drivers.measuring.chainchild", "main")
@@ -67,11 +72,20 @@ class ChildFailed(NodeError):
 class Challenges:
     """Serves `/sark/challenge/1.2.0` (and `1.1.0`), one challenge at a time."""
 
-    def __init__(self, allow: frozenset[str] = frozenset(), *, open_mode: bool = True) -> None:
+    def __init__(
+        self,
+        allow: frozenset[str] = frozenset(),
+        *,
+        open_mode: bool = True,
+        claimed_gflops: float | None = None,
+    ) -> None:
         """`allow`: the submitters whose offers this worker takes (unless `open_mode`): only they may
-        challenge it, so a stranger cannot keep its one challenge busy."""
+        challenge it, so a stranger cannot keep its one challenge busy. `claimed_gflops`: this
+        worker's own CPU claim, which bounds the CPU rounds it computes
+        (`scheduler.verification.challenge.cpu_round_problem`)."""
         self._allow = allow
         self._open_mode = open_mode
+        self._claimed = claimed_gflops
         self._busy = False
         self._idle = trio.Event()
 
@@ -122,15 +136,16 @@ class Challenges:
         try:
             await _answer(child, START_S, "ready")
             await channel.send(ChallengeReady())
-            await _rounds(channel, child)
+            await _rounds(channel, child, self._claimed if entry == CHILD else None, cpu=entry == CHILD)
         except ChildFailed as exc:
             await channel.send(ChallengeFailed(reason=exc.detail[:500]))
         finally:
             await stopped(child)
 
 
-async def _rounds(channel: Channel, child: Child) -> None:
-    """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done."""
+async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu: bool) -> None:
+    """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done; a
+    CPU round larger than the chain or this worker's own claim allows is refused with why."""
     pings = seeds = reveals = 0
     while reveals < CHALLENGE_ROUNDS:
         try:
@@ -141,6 +156,9 @@ async def _rounds(channel: Channel, child: Child) -> None:
             pings += 1
             await channel.send(ChallengePong(round=asked.round))
         elif isinstance(asked, ChallengeChainSeed) and seeds == reveals:
+            if cpu and (why := challenge.cpu_round_problem(asked.n, asked.steps, claimed)):
+                await channel.send(ChallengeFailed(reason=f"round {asked.round} refused: {why}"))
+                return
             seeds += 1
             child.receiver.send(("chain", asked.n, asked.steps, asked.seed))
             digests = await _commitment(channel, child)

@@ -32,6 +32,7 @@ a GPU's or a faster CPU's speed computes the right rows, too slowly.
 from __future__ import annotations
 
 import hashlib
+import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,6 +104,28 @@ def _sized(n: int, steps: int, claimed_gflops: float, rtt_s: float) -> Sizing:
     credit = min(rtt_s, claim_s / RTT_SHARE)
     deadline = SLACK * claim_s + rtt_s + 1.0
     return Sizing(n=n, claim_s=claim_s, credit_s=credit, deadline_s=deadline, steps=steps)
+
+
+WORKER_ROUND_S: Final = 4.0
+"""The most a worker computes for one round of the CPU chain, at its own claimed speed: the chain a
+submitter sizes for that claim over a round trip of up to 1 s (`RTT_SHARE` of them) fits; a stranger
+asking more is refused before the child starts on it."""
+
+
+def cpu_round_problem(n: int, steps: int, claimed_gflops: float | None) -> str:
+    """Why a worker refuses a CPU round of n rows and `steps` steps ("" when it computes it): more rows
+    than the CPU chain has (`CPU_CHAIN_N`), or more work than `WORKER_ROUND_S` of its own claim (a
+    worker with no claim bounds the rows only)."""
+    if n > CPU_CHAIN_N:
+        return f"the CPU chain has at most {CPU_CHAIN_N} rows, not {n}"
+    if claimed_gflops is not None and claimed_gflops > 0:
+        most = max(1, math.ceil(WORKER_ROUND_S * claimed_gflops * 1e9 / (n * _FLOPS_PER_ROW)))
+        if steps > most:
+            return (
+                f"{steps} steps of {n} rows is more than {WORKER_ROUND_S:g} s of this worker's claim "
+                f"({claimed_gflops:.3g} GFLOPS: at most {most})"
+            )
+    return ""
 
 
 def gflops(n: int, elapsed_s: float, credit_s: float, steps: int = 1) -> float:
@@ -241,6 +264,7 @@ __all__ = [
     "Measured",
     "Sizing",
     "commit_problem",
+    "cpu_round_problem",
     "gflops",
     "gpu_claims",
     "gpu_unit",

@@ -334,3 +334,29 @@ async def test_a_round_with_no_commitment_at_all_ends_the_challenge_with_a_bound
         nursery.cancel_scope.cancel()
     (why,) = view.claim
     assert why.startswith(f"challenge: n=64, no commitment within {late_wait_s(sizing):.3g} s: under "), why
+
+
+@pytest.mark.parametrize(
+    ("n", "steps", "why"),
+    [
+        (16384, 2048, "round 0 refused: the CPU chain has at most 512 rows, not 16384"),
+        (512, 2048, "round 0 refused: 2048 steps of 512 rows is more than 4 s of this worker's claim"),
+    ],
+)
+async def test_a_worker_refuses_a_cpu_round_past_its_chain_or_its_own_claim(
+    n: int, steps: int, why: str
+) -> None:
+    """Issue 50, scope 3: a stranger that asks the CPU stream for the GPU chain's rows, or for minutes
+    of work against a worker claiming 1 GFLOPS, is answered `challenge_failed` before the child
+    computes anything, and the worker is free again."""
+    submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=60.0)
+    challenges = Challenges(claimed_gflops=1.0)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(challenges.serve, worker)
+            await submitter.send(ChallengeOpen())
+            assert isinstance(await submitter.receive(), ChallengeReady)
+            await submitter.send(ChallengeChainSeed(round=0, n=n, steps=steps, seed=1))
+            refused = await submitter.receive()
+    assert isinstance(refused, ChallengeFailed)
+    assert refused.reason.startswith(why), refused.reason

@@ -291,3 +291,25 @@ def test_chain_frames_are_bounded_on_the_wire() -> None:
         body = {"kind": "challenge_chain_seed", "round": 0, "n": 64, "steps": 1, "seed": 1, field: value}
         with pytest.raises(RemoteProtocolError):
             decode(msgpack.packb(body))
+
+
+@pytest.mark.parametrize("claimed", [0.01, 1.0, 30.0, 250.0, 3000.0])
+@pytest.mark.parametrize("rtt_s", [0.0, 0.05, 1.0])
+def test_the_round_a_submitter_sizes_for_a_claim_is_one_the_worker_computes(
+    claimed: float, rtt_s: float
+) -> None:
+    """Issue 50, scope 3: the worker bounds the CPU rounds it computes by its own claim; every round an
+    honest submitter sizes for that claim over a round trip of up to 1 s fits the bound."""
+    sized = challenge.size(claimed, rtt_s)
+    assert challenge.cpu_round_problem(sized.n, sized.steps, claimed) == ""
+
+
+def test_a_cpu_round_past_the_chain_or_the_workers_own_claim_is_refused() -> None:
+    """A stranger's n = 16,384 (the GPU chain's rows) on the CPU stream, or steps far past what the
+    worker claims to compute in `WORKER_ROUND_S`, is refused before any child computes it."""
+    assert "at most 512 rows, not 16384" in challenge.cpu_round_problem(16384, 2048, 250.0)
+    assert "at most 512 rows" in challenge.cpu_round_problem(513, 1, None)
+    bound = math.ceil(challenge.WORKER_ROUND_S * 1.0e9 / (512 * 2 * 512**2))  # a 1 GFLOPS claim: 15 steps
+    assert challenge.cpu_round_problem(512, bound, 1.0) == ""
+    assert f"at most {bound})" in challenge.cpu_round_problem(512, bound + 1, 1.0)
+    assert challenge.cpu_round_problem(512, 2048, None) == ""  # no claim: the rows alone are bounded
