@@ -156,17 +156,21 @@ class Kernel:
     def __init__(self) -> None:
         self.threads: int | None = None
         """The BLAS threads the chain runs on (None: the library's own count, usually every core)."""
+        self._pools: Any = None
+        """threadpoolctl's controller, made once in `warm` (it finds the loaded BLAS libraries): a
+        round's timed window only sets the limit."""
 
     def warm(self) -> None:
         """Start the BLAS threads, then keep the faster of one thread and all of them."""
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
 
         x0, b = expand(0, WIDTH)
         chain(x0, b, 1)  # BLAS threads started before any seed arrives
+        self._pools = ThreadpoolController()
         best: dict[int | None, float] = {}
         for _ in range(TRIALS):
             for threads in (1, None):
-                with threadpool_limits(limits=threads, user_api="blas"):
+                with self._pools.limit(limits=threads, user_api="blas"):
                     start = time.perf_counter()
                     chain(x0, b, TRIAL_STEPS)
                     took = time.perf_counter() - start
@@ -175,12 +179,12 @@ class Kernel:
 
     def chained(self, asked: tuple[Any, ...]) -> Ints | None:
         """("chain", n, steps, seed)'s rows, or None for any other request."""
-        from threadpoolctl import threadpool_limits
-
         named = chain_asked(asked)
         if named is None:
             return None
-        with threadpool_limits(limits=self.threads, user_api="blas"):
+        if self._pools is None:  # not warmed: the library's own thread count
+            return chain(*expand(named[2], named[0]), named[1])
+        with self._pools.limit(limits=self.threads, user_api="blas"):
             return chain(*expand(named[2], named[0]), named[1])
 
 
