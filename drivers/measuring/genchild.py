@@ -101,7 +101,7 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
         load_samples_ms=tuple(load_ms),
         peak_load_ram_mb=peak_load,
         conditions=RunConditions(
-            intra_op_threads=loaded.threads(), runtime_versions=device.runtime_versions() | runtime.versions()
+            intra_op_threads=loaded.threads(), runtime_versions=device.harness_versions() | runtime.versions()
         ),
     )
     return _requests(conn, loaded, spec, gen, part)

@@ -220,12 +220,18 @@ def _client_rows(table: Table, s: GenerationStats) -> None:
     table.add_row("client", verdict, for_rich(s.client_saturated_reason or "held its schedule"))
 
 
+def _served(s: GenerationStats) -> bool:
+    """Whether the figures are a model server's, measured over the network (its client's CPU or its
+    round trip recorded), not a runtime's on the worker (white-box: no server to send to)."""
+    return s.client_cpu_pct is not None or s.rtt_ms is not None
+
+
 def _requests(s: GenerationStats) -> tuple[str, str]:
     """The requests line: succeeded of all, the error share beside them, and every attempt the server
     received (retries included) when the result says."""
     share = f" ({s.errors / s.requests:.0%} failed)" if s.errors and s.requests else ""
     how = "succeeded / requests; every figure is over the successful ones"
-    if s.requests_sent is not None:
+    if s.requests_sent is not None and _served(s):
         how += f"; {s.requests_sent} sent to the server, retries included"
     return f"{s.requests - s.errors}/{s.requests}{share}", how
 
