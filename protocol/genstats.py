@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from protocol import rouge
 from protocol.clientload import client_load
 from protocol.generation import MAX_RECORDS, GenerateSpec, GenerationStats, RequestRecord, Rouge, Slo
+from protocol.sessions import by_turn, sessions_of
 from protocol.stats import median, summarize
 
 
@@ -186,6 +187,8 @@ def summarize_generation(
         schedule_lag_ms_p99=client.lag_p99_ms,
         client_saturated=client.saturated,
         client_saturated_reason=client.reason,
+        by_turn=by_turn(records),
+        sessions=sessions_of(records, spec),
         **_policy(ok),
     )
 

@@ -30,6 +30,7 @@ GENERATE_FIELDS: Final = (
     "max_new_tokens",
     "ignore_eos",
     "chat",
+    "think_time_s",
     *LOAD_FIELDS,
 )
 QUALITY_METRICS: Final = ("rouge",)
@@ -110,7 +111,9 @@ def parse_generate(
     levels = load_levels(raw, where, problems)
     if made is None or len(problems.items) > before:
         return []
-    fields = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat") if k in raw} | {
+    if not _sessions_fit(raw, made, where, problems):
+        return []
+    fields = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat", "think_time_s") if k in raw} | {
         "prompts": prompt_sets.take(made.prompts, count),
         "prompts_source": made.source,
         "prompts_sha256": made.digest,
@@ -128,6 +131,24 @@ def parse_generate(
                 message = error["msg"].replace("Input should be", "must be")
                 problems.add(f"{where}.{field}", f"{message}, got {describe(error.get('input'))}")
     return specs if len(specs) == len(levels) else []
+
+
+def _sessions_fit(raw: Mapping[str, object], made: Made, where: str, problems: Problems) -> bool:
+    """Sessions (a dataset's `turns:`) replay chat turns, one load at a time: refused beside `chat:
+    false` (a completion has no turns to carry) and a capacity search (its levels judge requests)."""
+    sessions = any(p.follow_ups for p in made.prompts)
+    if not sessions:
+        if "think_time_s" in raw:
+            problems.add(f"{where}.think_time_s", "think time is between a session's turns: give turns:")
+            return False
+        return True
+    if raw.get("chat") is False:
+        problems.add(f"{where}.dataset.turns", "sessions replay chat turns: chat: false has none")
+        return False
+    if raw.get("capacity") is not None:
+        problems.add(f"{where}.dataset.turns", "a capacity search with sessions is not done: give a load")
+        return False
+    return True
 
 
 def _made(

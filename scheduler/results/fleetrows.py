@@ -87,11 +87,22 @@ def merged_stats(job: Job, members: Sequence[Member]) -> GenerationStats:
     spec = job.spec.generate
     assert spec is not None
     measured = [m.generation for m in members if m.generation is not None]
-    records = [r for g in measured for r in g.records]
+    records = _sessions_apart(measured)
     cpus = [g.client_cpu_pct for g in measured if g.client_cpu_pct is not None]
     unsent = sum(g.unsent for g in measured)
     wall_s = max((g.wall_s for g in measured), default=0.0)
     return summarize_generation(records, wall_s, spec, cpu_pct=max(cpus, default=None), unsent=unsent)
+
+
+def _sessions_apart(measured: Sequence[GenerationStats]) -> list[RequestRecord]:
+    """Every member's records together, a session run's ordinals made distinct across members (each
+    member numbers its own sessions from 0): member k's come after member k - 1's."""
+    records: list[RequestRecord] = []
+    base = 0
+    for g in measured:
+        records += [r if r.session is None else r.with_(session=base + r.session) for r in g.records]
+        base += 1 + max((r.session for r in g.records if r.session is not None), default=-1)
+    return records
 
 
 def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[str, str]:
