@@ -22,7 +22,11 @@ def test_turn_k_carries_the_earlier_turns_with_the_answers_given() -> None:
     assert CHAT.turn(1, ()) == CHAT.with_(follow_ups=())
     third = CHAT.turn(3, ("a1", "a2"))
     assert [(m.role, m.content) for m in third.messages] == [
-        ("system", "brief"), ("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2"),
+        ("system", "brief"),
+        ("user", "q1"),
+        ("assistant", "a1"),
+        ("user", "q2"),
+        ("assistant", "a2"),
         ("user", "q3"),
     ]
     assert (third.id, third.text, third.reference, third.follow_ups) == ("c1", "q3", None, ())
@@ -34,20 +38,32 @@ def test_turn_k_carries_the_earlier_turns_with_the_answers_given() -> None:
 
 def _record(session: int, turn: int, ttft: float, started: float, error: bool = False) -> RequestRecord:
     return RequestRecord(
-        prompt_id="c1", prompt_tokens=10 * turn, output_tokens=3, ttft_ms=ttft, e2e_ms=ttft + 20,
-        started_s=started, session=session, turn=turn, error="server_error" if error else None,
+        prompt_id="c1",
+        prompt_tokens=10 * turn,
+        output_tokens=3,
+        ttft_ms=ttft,
+        e2e_ms=ttft + 20,
+        started_s=started,
+        session=session,
+        turn=turn,
+        error="server_error" if error else None,
     )
 
 
 def test_a_session_runs_figures_come_from_its_records() -> None:
     spec = GenerateSpec(prompts=(CHAT,), prompts_sha256="0" * 64, endpoint=Endpoint(model="m"))
     records = [
-        _record(0, 1, 100.0, 0.0), _record(0, 2, 40.0, 1.0), _record(0, 3, 30.0, 2.0),
-        _record(1, 1, 120.0, 0.5), _record(1, 2, 50.0, 1.5, error=True),
+        _record(0, 1, 100.0, 0.0),
+        _record(0, 2, 40.0, 1.0),
+        _record(0, 3, 30.0, 2.0),
+        _record(1, 1, 120.0, 0.5),
+        _record(1, 2, 50.0, 1.5, error=True),
     ]
     stats = summarize_generation(records, 3.0, spec)
     assert [(t.turn, t.requests, t.errors, t.ttft_ms.median) for t in stats.by_turn] == [
-        (1, 2, 0, 110.0), (2, 2, 1, 40.0), (3, 1, 0, 30.0),
+        (1, 2, 0, 110.0),
+        (2, 2, 1, 40.0),
+        (3, 1, 0, 30.0),
     ]
     assert ttft_by_turn_text(stats.by_turn) == "1:110.0 2:40.0 3:30.0"
     s = stats.sessions

@@ -56,7 +56,7 @@ def _fields(definition: str) -> set[str]:
         ("CapacityBlock", capacity.CAPACITY_FIELDS),
         ("RateRange", capacity.RATE_FIELDS),
         ("SloBlock", capacity.SLO_FIELDS),
-        ("DatasetBlock", datablock.DATASET_KINDS),
+        ("DatasetBlock", (*datablock.DATASET_KINDS, "turns")),
         ("RandomBlock", datablock.RANDOM_FIELDS),
         ("InputLengths", ("mean", "stddev")),
         ("OutputLengths", ("mean", "stddev")),

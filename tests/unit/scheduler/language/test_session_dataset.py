@@ -41,8 +41,14 @@ CHATS = [
     {"id": "c2", "conversations": [{"from": "human", "value": "One turn only."}]},
 ]
 MESSAGES = [
-    {"id": "m1", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                              {"role": "user", "content": "c"}]},
+    {
+        "id": "m1",
+        "messages": [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"},
+            {"role": "user", "content": "c"},
+        ],
+    },
     {"id": "m2", "messages": [{"role": "user", "content": "d"}]},
 ]
 
@@ -72,7 +78,8 @@ def test_turns_all_keeps_every_later_user_turn_and_none_of_the_datasets_answers(
     first, second = spec.prompts
     assert (first.text, first.follow_ups, first.reference) == ("Say hi.", ("Again?", "Third."), "Hi there.")
     assert second.follow_ups == ()
-    assert spec.sessions() and spec.think_time_s == 0.5
+    assert spec.sessions()
+    assert spec.think_time_s == 0.5
     assert "never sent" not in json.dumps(spec.model_dump(mode="json"))
     assert _spec({"sharegpt": "chats.json", "turns": 2}).prompts[0].follow_ups == ("Again?",)
 
@@ -90,9 +97,10 @@ def test_the_openai_messages_layout_reads_as_json_or_jsonl() -> None:
 def test_a_random_set_with_turns_is_a_synthetic_session_set_from_its_seed() -> None:
     random = {"input_tokens": {"mean": 12}, "output_tokens": {"mean": 4}, "seed": 3}
     spec = _spec({"random": random, "turns": 3})
-    assert len(spec.prompts) == 100 and all(len(p.follow_ups) == 2 for p in spec.prompts)
+    assert len(spec.prompts) == 100
+    assert all(len(p.follow_ups) == 2 for p in spec.prompts)
     assert spec.prompts == _spec({"random": random, "turns": 3}).prompts  # the same bytes again
-    assert [p.text for p in _spec({"random": random}).prompts][0] == spec.prompts[0].text  # turn 1 alike
+    assert next(p.text for p in _spec({"random": random}).prompts) == spec.prompts[0].text  # turn 1 alike
 
 
 def test_sessions_refuse_what_they_cannot_replay() -> None:

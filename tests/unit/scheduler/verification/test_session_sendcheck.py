@@ -82,7 +82,8 @@ def test_an_honest_session_run_passes_its_later_turns_outside_the_plan() -> None
     assert len(records) > len(PLAN)  # later turns are not planned sends, and are not refused as extra
     checked = _checked(records)
     assert not isinstance(checked, Refusal), checked
-    assert checked.generation is not None and checked.generation.sessions is not None
+    assert checked.generation is not None
+    assert checked.generation.sessions is not None
     assert checked.generation.sessions.sessions == len(PLAN)
 
 
