@@ -6,7 +6,8 @@ ones this server gave. Asserted from the server's own log: turn k's request hold
 turns 1..k-1, each followed by the server's earlier answer, then turn k; none of the dataset's own
 answers is ever sent; a session's next turn waits for the answer and the think time; concurrency
 counts sessions (at most that many conversations in flight); an open loop's planned sends are the
-sessions' arrivals, checked by the submitter's own send check. Hostile answers stay bounded: an empty
+sessions' arrivals, checked by the submitter's own send check, and two fleet members dealt one schedule
+send theirs from one instant and merge as distinct sessions. Hostile answers stay bounded: an empty
 answer is carried as it was, a huge one cut to the prompt limit, a broken stream ends its session
 there, and nothing past the run's memory budget is kept.
 """
@@ -15,16 +16,24 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 
 import trio
 from kit.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serve_sse
 
-from drivers.endpoint.load import EndpointOptions, drive_endpoint, run_endpoint
+from drivers.endpoint.load import EndpointOptions, EndpointRun, drive_endpoint, run_endpoint
 from protocol import Endpoint, GenerateSpec, Prompt, RequestRecord
 from protocol.arrivals import open_loop
 from protocol.generation import MAX_PROMPT_CHARS, MAX_RECORDS
 from protocol.genstats import summarize_generation
-from scheduler.verification.sendcheck import in_flight_problems, open_loop_problems, session_problems
+from scheduler.results.fleetrows import fleet_records
+from scheduler.state.fleet import deal
+from scheduler.verification.sendcheck import (
+    deal_problems,
+    in_flight_problems,
+    open_loop_problems,
+    session_problems,
+)
 
 THINK_S = 0.05
 CONVERSATIONS = tuple(
@@ -182,3 +191,38 @@ def test_a_session_past_the_runs_memory_budget_ends_as_response_too_large() -> N
     huge = [r for r in run.records if r.prompt_id == "c1"]
     assert [(r.turn, r.error) for r in huge] == [(1, "response_too_large")]  # and its session ended
     assert [r.turn for r in run.records if r.prompt_id == "c3"] == [1, 2, 3]
+
+
+async def test_fleet_members_send_session_arrivals_on_one_clock_and_merge_as_distinct_sessions() -> None:
+    """Two members dealt one seeded schedule of session arrivals (the submitter's `deal`), started at one
+    instant: each member's first turns are its deal's planned sends (the send check passes), later
+    turns follow the answers, and the fleet's merged figures count every member's sessions apart."""
+    script = Logged()
+    spec = _spec(request_rate=8.0, duration_s=1.0, fleet_size=2, fleet_seed=3)
+    start_at = time.time() + 0.3  # the submitter's instant; here both members share this clock
+    dealt = [deal(spec, 2, k, seed=3, start_at=start_at) for k in (0, 1)]
+    deals = [d.with_(offset_s=0.0, offset_bound_s=0.001) for d in dealt]
+    members = [spec.with_(deal=d) for d in deals]
+    runs: list[EndpointRun] = []
+    with serve_sse(script) as server:
+
+        async def member(s: GenerateSpec) -> None:
+            runs.append(await drive_endpoint(s, server.url, 30.0, EndpointOptions(rtt_samples=1)))
+
+        async with trio.open_nursery() as nursery:
+            for s in members:
+                nursery.start_soon(member, s)
+    _check_log(server.seen, set(script.answered.values()))
+    sessions = 0
+    for run in runs:
+        firsts = [r for r in run.records if r.turn == 1]
+        s = next(m for m in members if m.deal is not None and firsts[0].planned_s in m.deal.planned_s)
+        assert s.deal is not None
+        assert next(deal_problems(firsts, run.unsent, s.deal, s, run.records), None) is None
+        assert next(session_problems(run.records, s), None) is None
+        sessions += len(firsts)
+    assert sessions == sum(len(d.planned_s) for d in deals) > 2
+    each = [summarize_generation(r.records, r.wall_s, spec) for r in runs]
+    merged = summarize_generation(fleet_records(each), 1.0, spec)
+    assert merged.sessions is not None
+    assert merged.sessions.sessions == sessions  # each member's session 0 is its own
