@@ -236,6 +236,9 @@ class GenerateSpec(Value):
     arrival_seed: int | None = Field(default=None, ge=0, lt=2**63)
     # sessions: the wait between a turn's last token and the next turn's send (a user reading, typing)
     think_time_s: float = Field(default=0.0, ge=0, le=3600)
+    # a sweep's point (`generate.sweep`): the random dataset's mean input and output lengths asked
+    sweep_input_tokens: int | None = Field(default=None, ge=1)
+    sweep_output_tokens: int | None = Field(default=None, ge=1)
 
     def sessions(self) -> bool:
         """Whether the prompts are replayed as sessions (a dataset asked `turns:` beyond the first)."""

@@ -105,6 +105,18 @@ class DatasetBlock(Block):
     )
 
 
+class SweepBlock(Block):
+    """Lengths swept over a random dataset: one job per combination and load level (the report draws
+    each device's or server's throughput-latency front at each combination)."""
+
+    input_tokens: list[Annotated[int, Field(ge=1, le=MAX_INPUT_TOKENS)]] | None = Field(
+        default=None, min_length=1, description="the random dataset's mean prompt lengths (tokens)"
+    )
+    output_tokens: list[Annotated[int, Field(ge=1, le=MAX_OUTPUT_TOKENS)]] | None = Field(
+        default=None, min_length=1, description="the random dataset's mean answer lengths (tokens)"
+    )
+
+
 Levels = Annotated[list[Annotated[int, Field(ge=1, le=1024)]], Field(min_length=1, max_length=MAX_LEVELS)]
 Rates = Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1, max_length=MAX_LEVELS)]
 
@@ -137,6 +149,10 @@ class GenerateBlock(Block):
         default=None, description="Poisson arrivals (open loop, req/s); a list: one job per rate"
     )
     duration_s: float | None = like(GenerateSpec, "duration_s", "send for this long, cycling the prompts (s)")
+    sweep: SweepBlock | None = Field(
+        default=None,
+        description="sweep input and output lengths (a random dataset): one job per point and level",
+    )
     think_time_s: float = like(
         GenerateSpec, "think_time_s", "sessions: the wait between a turn's answer and the next turn (s)"
     )

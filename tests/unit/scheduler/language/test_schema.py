@@ -58,6 +58,7 @@ def _fields(definition: str) -> set[str]:
         ("SloBlock", capacity.SLO_FIELDS),
         ("DatasetBlock", (*datablock.DATASET_KINDS, "turns")),
         ("RandomBlock", datablock.RANDOM_FIELDS),
+        ("SweepBlock", generate.SWEPT),
         ("InputLengths", ("mean", "stddev")),
         ("OutputLengths", ("mean", "stddev")),
         ("EndpointBlock", endpoints.ENDPOINT_FIELDS),
