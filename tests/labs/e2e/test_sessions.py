@@ -1,7 +1,8 @@
 """Issue 51: multi-turn sessions end to end, in every view.
 
 `sark-node submit` on the embedded swarm (one real worker) runs a black-box job whose dataset is a
-ShareGPT file read with `turns: all`, against a loopback server that logs every request. From the
+ShareGPT file read with `turns: all`, against a loopback server that logs every request; and a
+gray-box worker (its owner declared that server with `join --endpoint`) on a gate swarm. From the
 server's log: turn k's request holds turns 1..k-1, each followed by the answer this server gave, then
 turn k. The per-turn figures (TTFT by turn index) and the per-session figures (sessions completed,
 turns, duration, tokens) are in results.csv, results.json (with every turn's raw record), the
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.campaignlab import CampaignLab, submitter_id
 from kit.procs import SARK
 from kit.sse_server import Reply, scheduled, serve_sse
 
@@ -56,6 +58,9 @@ class Server:
         self.answers: set[str] = set()
 
     def __call__(self, body: dict[str, object], attempt: int) -> Reply:
+        if not body:  # GET /v1/models: a gray-box worker's probe
+            listing = {"object": "list", "data": [{"id": "chat"}]}
+            return Reply(200, (("content-type", "application/json"),), ((0.0, json.dumps(listing).encode()),))
         messages = body["messages"]
         assert isinstance(messages, list)
         turn = sum(1 for m in messages if m["role"] == "user")
@@ -101,8 +106,13 @@ def submitted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_turn_k_carries_turns_1_to_k_minus_1_with_the_servers_own_answers(submitted: dict[str, Any]) -> None:
-    seen, answers = submitted["seen"], submitted["answers"]
-    assert len(seen) == 3 * TURNS  # every turn of every conversation, once
+    assert len(submitted["seen"]) == 3 * TURNS  # every turn of every conversation, once
+    _check_turns(submitted["seen"], submitted["answers"])
+
+
+def _check_turns(seen: list[Any], answers: set[str]) -> None:
+    """Each session request of the server's log: the conversation's questions 1..k in order, each
+    earlier one followed by an answer this server gave; every turn of every conversation seen."""
     turns_seen: dict[str, set[int]] = {}
     for request in seen:
         said = [(m["role"], m["content"]) for m in request.body["messages"]]
@@ -113,6 +123,47 @@ def test_turn_k_carries_turns_1_to_k_minus_1_with_the_servers_own_answers(submit
         assert all(c in answers for r, c in said if r == "assistant")  # this server's, never the dataset's
         turns_seen.setdefault(chat, set()).add(k)
     assert turns_seen == {f"chat{i}": {1, 2, 3} for i in range(3)}
+
+
+def test_a_gray_box_worker_replays_the_sessions_on_its_owners_server(tmp_path: Path) -> None:
+    """Gray-box: the worker's owner declared the server (`join --endpoint`); the campaign names only
+    the model; the sessions reach that server turn by turn as they reach a black-box URL."""
+    (tmp_path / "chats.json").write_text(json.dumps(CHATS))
+    script = Server()
+    lab = CampaignLab(tmp_path, record_ttl=30.0)
+    try:
+        with serve_sse(script) as server:
+            me = submitter_id(tmp_path / "submitter")
+            gate = lab.gate().ready["addrs"][0]
+            extra = ["--endpoint", f"local={server.url}", "--device-name", "w0"]
+            worker = lab.real_worker("w0", [gate], me, wait=False, extra=extra)
+            assert worker.wait_event("ready", 120)["endpoints"][0]["usable"]
+            generate = {"dataset": {"sharegpt": "chats.json", "turns": "all"}, "max_new_tokens": 8,
+                        "concurrency": 2, "think_time_s": 0.05}  # fmt: skip
+            job = {"endpoint": {"model": "chat"}, "generate": generate}
+            (tmp_path / "gray.yaml").write_text(json.dumps({"name": "gray", "jobs": [job]}))
+            args = ["submit", str(tmp_path / "gray.yaml"), "--json", "--wait-peers", "1"]
+            args += [
+                "--out",
+                str(tmp_path / "out"),
+                "--gate",
+                gate,
+                "--data-dir",
+                str(tmp_path / "submitter"),
+            ]
+            done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+            seen = [s for s in server.seen if s.path.endswith("/chat/completions")]
+    finally:
+        lab.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    sessions = [s for s in seen if str(s.body["messages"][0]["content"]).startswith("chat")]
+    assert len(sessions) == 3 * TURNS  # the worker's own probe aside
+    _check_turns(sessions, script.answers)
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    with open(outcome["files"]["csv"], newline="") as f:
+        [row] = list(csv.DictReader(f))
+    assert row["ComputeUnits"] == "Endpoint (gray-box)"
+    assert (row["Sessions"], row["SessionsCompleted"]) == ("3", "3")
 
 
 def test_per_turn_and_per_session_figures_in_results_csv_and_json(submitted: dict[str, Any]) -> None:
