@@ -79,7 +79,8 @@ def score_rouge(records: Sequence[RequestRecord], spec: GenerateSpec) -> Rouge |
     if "rouge" not in spec.quality:
         return None
     references = {p.id: p.reference for p in spec.prompts if p.reference}
-    scorable = [r for r in records if r.error is None and r.prompt_id in references]
+    # a session's later turns answer other questions than the reference's: only first turns are scored
+    scorable = [r for r in records if r.error is None and r.prompt_id in references and (r.turn or 1) == 1]
     kept = [r for r in scorable if not r.text_dropped]
     if scorable and not kept:
         return None

@@ -73,3 +73,12 @@ def test_a_session_runs_figures_come_from_its_records() -> None:
     assert (s.prompt_tokens_mean, s.output_tokens_mean) == (35.0, 6.0)
     plain = summarize_generation([r.with_(session=None, turn=None) for r in records], 3.0, spec)
     assert (plain.by_turn, plain.sessions) == ((), None)
+
+
+def test_rouge_scores_a_sessions_first_turn_only_against_its_reference() -> None:
+    spec = GenerateSpec(prompts=(CHAT,), prompts_sha256="0" * 64, quality=("rouge",))
+    first = _record(0, 1, 100.0, 0.0).with_(output_text="dataset answer")
+    later = _record(0, 2, 40.0, 1.0).with_(output_text="something else entirely")
+    rouge = summarize_generation([first, later], 2.0, spec).rouge
+    assert rouge is not None
+    assert (rouge.scored, rouge.rouge_l) == (1, 1.0)
