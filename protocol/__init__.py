@@ -15,6 +15,7 @@ Modules:
     windows   windows over time from samples, marks and telemetry; a sustained run's throttling verdict
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
+    sessions  a session run's figures: TTFT by turn index, each session's duration, turns and tokens
     clientload  whether the load client held its schedule: send rate, send lag, saturation and why
     rouge     ROUGE-1/2/L F1, no external package
     capacity  capacity under an SLO: the level search, over-saturation, the knee (derived again)
@@ -136,8 +137,10 @@ from protocol.generation import (
     RequestRecord,
     Rouge,
     RuntimeRates,
+    SessionStats,
     Slo,
     TokenizerPin,
+    TurnStats,
 )
 from protocol.machine import TRANSITIONS, Conversation, Role, State
 from protocol.messages import (
@@ -360,6 +363,7 @@ __all__ = [
     "RunConditions",
     "Runtime",
     "RuntimeRates",
+    "SessionStats",
     "Slo",
     "Stage",
     "State",
@@ -371,6 +375,7 @@ __all__ = [
     "TelemetryPoint",
     "ThrottleCause",
     "TokenizerPin",
+    "TurnStats",
     "UnitStatus",
     "Value",
     "Window",

@@ -21,6 +21,8 @@ Modules:
                  replicas' figures and networks, the outliers), derived once from the task views;
                  agreed_changes: two campaigns' agreed figures compared (`report --diff`)
     typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
+    front        a sweep's throughput-latency front per device or server: each load level's point (with
+                 its verification, error share and cost), the points no other beats marked
     document     CampaignReport: results.json as one typed value (built once, or read once from a file);
                  every medium renders it
     report       a campaign report as data: entries, the device x unit matrix
@@ -245,6 +247,7 @@ from scheduler.results.fleetrows import (
     merged_row,
     merged_stats,
 )
+from scheduler.results.front import Front, FrontPoint, fronts_of
 from scheduler.results.genrows import generation_columns
 from scheduler.results.llmview import (
     E2E,
@@ -322,6 +325,8 @@ __all__ = [
     "Costs",
     "DiffRow",
     "Figure",
+    "Front",
+    "FrontPoint",
     "GroupVerification",
     "LatencyMatrix",
     "LlmFigure",
@@ -360,6 +365,7 @@ __all__ = [
     "flag",
     "fleet_columns",
     "fleet_rows",
+    "fronts_of",
     "generation_columns",
     "headline",
     "job_index_of",

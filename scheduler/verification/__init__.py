@@ -51,6 +51,15 @@ campaign store's `offers` table when the offer goes out, and a lease reclaimed a
 (`loop._start_reclaim`) is checked against it; only a store that kept none (written before it did) leaves a
 reclaimed member unverifiable, refused `internal`.
 
+Sessions
+--------
+
+A session run (a dataset's `turns:`) is held turn by turn (`sendcheck.session_problems`): a planned send
+is a session's first turn; each later turn follows its session's previous one, succeeded, after its
+last token plus `think_time_s`, within its conversation's turns, each once; a closed loop's slots count
+every turn; a load without sessions carries no session or turn (a worker cannot hide requests from the
+plan by calling them later turns).
+
 Open loops, closed loops and rate searches
 ------------------------------------------
 

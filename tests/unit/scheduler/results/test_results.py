@@ -45,6 +45,10 @@ SERVICE = (
 )
 POLICY = "TokenSource,TokensPerChunkMean,UsageVsCountedTokens,TtfoMsMedian,ReasoningTokensMean,DatasetSeed"
 CLIENT = "ScheduleLagMsP50,Unsent,ClientSaturatedReason"
+SESSIONS = (
+    "TtftMsByTurn,Sessions,SessionsCompleted,SessionTurnsMean,SessionDurationSMedian,"
+    "SessionPromptTokensMean,SessionOutputTokensMean"
+)
 CAPACITY = (
     "CapacityRow,CapacityBy,CapacityKnee,CapacityFirstFail,CapacityGoodputPct,CapacityFinished,"
     "LevelPassed,LevelEndedEarly"
@@ -63,6 +67,7 @@ EXPECTED_COLUMNS = [
         SERVICE,
         POLICY,
         CLIENT,
+        SESSIONS,
         CAPACITY,
         ENERGY,
         FLEET,
