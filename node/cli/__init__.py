@@ -67,7 +67,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_TOPICS = ("local", "swarm", "owner", "campaign", "stored", "report", "serve", "service", "schema")
+_TOPICS = ("local", "swarm", "owner", "campaign", "stored", "report", "proof", "serve", "service", "schema")
 
 
 def _print_version(value: bool) -> None:
