@@ -31,7 +31,9 @@ def verify(
     except BundleError as exc:
         fail(f"error: not a bundle: {exc}", 2)
     typer.echo(f"submitter {proof.submitter}")
-    typer.echo(f"{proof.rows} signed result(s) derived again; {proof.groups} verification group(s) recomputed")
+    typer.echo(
+        f"{proof.rows} signed result(s) derived again; {proof.groups} verification group(s) recomputed"
+    )
     for note in proof.notes:
         typer.echo(visible(f"note: {note}"))
     for problem in proof.problems[:SHOWN_PROBLEMS]:

@@ -1,0 +1,115 @@
+"""A replicated campaign's results folder (results.json, bundle.json), and tamperings of it.
+
+`run_campaign` runs the cheapest replicated campaign there is: the embedded swarm's two workers
+(`submit --workers 2`), `verify: {replicas: 2, same_host: allow}` (the lab switch: one machine),
+two jobs of the repository's tiny ONNX model, one replica measuring at a time. Its folder is the
+bundle the labs verify (tests/labs/e2e/test_bundle_verify.py) and, copied with the submitter's key,
+the golden bundle the fast tier tampers with (tests/golden/bundle/, made by `python -m kit.bundlelab
+DIR`; tests/unit/scheduler/results/test_proof.py).
+
+`reseal` is the cheater who holds the submitter's key: it changes the body and seals it again, so
+that the checks that do not rest on the seal are what refuse it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from kit.procs import SARK, user_env
+from node.p2p.identity import peer_id_of_seed
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
+CAMPAIGN = """\
+name: bundle-lab
+max_inflight: 1
+verify:
+  replicas: 2
+  same_host: allow
+  unverified: allow     # a loaded lab machine can fail its own speed challenge: placed, and the claim shown
+model:
+  path: models/tiny-convnet.onnx
+jobs:
+  - compute_unit: CPU (ONNX)
+    num_inference_runs: 12
+    warmup_runs: 2
+    threads: 1
+  - compute_unit: CPU (ONNX)
+    num_inference_runs: 8
+    warmup_runs: 2
+    threads: 1
+    processes: 2
+"""
+KEY_FILE = "submitter.key"
+"""The submitter's identity seed, kept beside the golden bundle (a lab key: it signs nothing else)."""
+
+
+def run_campaign(root: Path, *, timeout_s: float = 300.0) -> Path:
+    """Run the campaign in `root` (a fresh HOME under it) and return its results folder; the
+    submitter's key is copied into it as `KEY_FILE`."""
+    (root / "models").mkdir(parents=True, exist_ok=True)
+    shutil.copy(MODEL, root / "models" / MODEL.name)
+    (root / "campaign.yaml").write_text(CAMPAIGN)
+    home = root / "home"
+    done = subprocess.run(
+        [*SARK, "submit", "campaign.yaml", "--workers", "2", "--out", "out"],
+        cwd=root,
+        env=user_env(home),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    found = list((root / "out").glob("*/bundle.json"))
+    assert found, f"no bundle (exit {done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    folder = found[0].parent
+    submitter = json.loads(found[0].read_text())["body"]["submitter"]
+    (key,) = (k for k in home.rglob("identity.key") if peer_id_of_seed(k.read_bytes()) == submitter)
+    shutil.copy(key, folder / KEY_FILE)
+    return folder
+
+
+def load(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """bundle.json and results.json of a folder, as JSON."""
+    return json.loads((folder / "bundle.json").read_text()), json.loads((folder / "results.json").read_text())
+
+
+def dump(folder: Path, bundle: dict[str, Any] | None = None, results: dict[str, Any] | None = None) -> None:
+    """Write a changed bundle.json or results.json back (results.json as `submit` writes it)."""
+    if bundle is not None:
+        (folder / "bundle.json").write_text(json.dumps(bundle, separators=(",", ":")) + "\n")
+    if results is not None:
+        (folder / "results.json").write_text(json.dumps(results, indent=1))
+
+
+def reseal(folder: Path, key: bytes) -> None:
+    """Seal the folder's body and results.json again with `key`, as a cheating submitter would."""
+    from node.submitter.outputs import Sealer, bundle_text
+    from scheduler.results.bundle import BundleBody
+
+    bundle, _ = load(folder)
+    body = BundleBody.model_validate(bundle["body"])
+    text = bundle_text((folder / "results.json").read_text(), Sealer(body, key))
+    (folder / "bundle.json").write_text(text)
+
+
+def main() -> None:
+    """`python -m kit.bundlelab DIR`: run the campaign and keep its results.json, bundle.json and
+    the submitter's key in DIR (tests/golden/bundle/)."""
+    import tempfile
+
+    out = Path(sys.argv[1])
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = run_campaign(Path(scratch))
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("results.json", "bundle.json", KEY_FILE):
+            shutil.copy(folder / name, out / name)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
