@@ -1,4 +1,5 @@
-"""`sark-node verify FOLDER`: a campaign's results checked offline, by anyone (no network, any HOME).
+"""`sark-node verify FOLDER`: a campaign's results checked offline, by anyone (no network, any HOME);
+`sark-node board FOLDER... --out DIR`: verified campaigns as one static board (`node/report/board.py`).
 
 Exit 0 when every signature, figure and group holds; 1 when anything does not (each problem one line,
 naming the file, the row and the field); 2 when the folder holds no bundle (the file, the stage, the
@@ -45,6 +46,23 @@ def verify(
     typer.echo("verified: every signature, figure and group holds")
 
 
+def board(
+    folders: Annotated[list[Path], typer.Argument(help="campaigns' results folders to add")],
+    out: Annotated[Path, typer.Option("--out", help="the board's folder (index.html, proof/)")],
+) -> None:
+    """Add campaigns' results folders to a static board (DIR/index.html), each verified first."""
+    from node.report.board import Refused, build_board
+    from protocol import visible
+
+    found = build_board(folders, out)
+    if isinstance(found, Refused):
+        for problem in found.problems[:SHOWN_PROBLEMS]:
+            typer.secho(visible(f"refused: {problem}"), fg=typer.colors.RED, err=True)
+        fail(f"error: {found.folder}: not added to the board", 2 if found.unreadable else 1)
+    typer.echo(str(found))
+
+
 def register(app: typer.Typer) -> None:
-    """Add `verify` to the CLI."""
+    """Add `verify` and `board` to the CLI."""
     app.command()(verify)
+    app.command()(board)

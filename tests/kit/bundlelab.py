@@ -13,6 +13,7 @@ that the checks that do not rest on the seal are what refuse it.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from kit.procs import SARK, user_env
 from node.p2p.identity import peer_id_of_seed
 
 ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "golden" / "bundle"
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 CAMPAIGN = """\
 name: bundle-lab
@@ -95,6 +97,81 @@ def reseal(folder: Path, key: bytes) -> None:
     body = BundleBody.model_validate(bundle["body"])
     text = bundle_text((folder / "results.json").read_text(), Sealer(body, key))
     (folder / "bundle.json").write_text(text)
+
+
+WORKER_SEEDS = (bytes([7]) * 32, bytes([9]) * 32)
+
+
+def _signed(part: dict[str, Any], task_id: str, seed: bytes, campaign_id: str) -> tuple[dict[str, Any], str]:
+    """A golden row's signed result, signed again for `task_id` of `campaign_id` by the worker of `seed`."""
+    from protocol import DOMAIN_RESULT, ResultBody, open_envelope, seal
+    from scheduler.results.bundle import SignedPart
+
+    body = open_envelope(SignedPart.model_validate(part).envelope(), DOMAIN_RESULT, ResultBody, now=0.0)
+    sealed = seal(
+        body.with_(task_id=task_id, campaign_id=campaign_id, worker=_peer(seed)), DOMAIN_RESULT, seed
+    )
+    return SignedPart.of(sealed).model_dump(mode="json"), sealed.peer_id
+
+
+def _peer(seed: bytes) -> str:
+    from protocol import peer_id_from_public_key, public_key_of
+
+    return peer_id_from_public_key(public_key_of(seed))
+
+
+def grown(folder: Path, rows: int, campaign_id: str | None = None) -> None:
+    """A bundle of `rows` rows (results.json and bundle.json) in `folder`, made of the golden one's
+    results signed again by lab worker keys for tasks of their own (of `campaign_id`, if given), in
+    groups of two as the golden groups were settled, sealed by the golden submitter's key."""
+    from node.submitter.outputs import Sealer, bundle_text
+    from scheduler.results.bundle import BundleBody
+
+    bundle = json.loads((GOLDEN / "bundle.json").read_text())
+    results = json.loads((GOLDEN / "results.json").read_text())
+    entries = {t["row"]["JobId"]: t for t in results["results"]}
+    signed = {r["task_id"]: r for r in bundle["body"]["rows"]}
+    shown = {g["group"]: g for g in results["verification"]}
+    old_peers = [p["peer_id"] for p in bundle["body"]["peers"]]
+    new_peers = {old: _peer(seed) for old, seed in zip(old_peers, WORKER_SEEDS, strict=True)}
+    seeds = dict(zip(old_peers, WORKER_SEEDS, strict=True))
+    body = bundle["body"]
+    if campaign_id is not None:
+        body["campaign_id"] = results["campaign_id"] = campaign_id
+    out_rows, out_entries, out_groups, out_shown = [], [], [], []
+    counts = [0, 0]
+    for g in range(rows // 2):
+        group = bundle["body"]["groups"][g % len(bundle["body"]["groups"])]
+        job = group["job_index"]
+        ids = {}
+        for old in group["tasks"]:
+            ids[old] = f"{body['campaign_id']}-job-{job}-{counts[job]}"
+            counts[job] += 1
+        for old, new in ids.items():
+            worker = signed[old]["result"]["peer_id"]
+            part, _ = _signed(signed[old]["result"], new, seeds[worker], body["campaign_id"])
+            out_rows.append({"task_id": new, "job_index": job, "result": part})
+            entry = copy.deepcopy(entries[old])
+            entry["row"]["JobId"], entry["row"]["WorkerPeerId"] = new, new_peers[worker]
+            entry["signed"]["worker"] = new_peers[worker]
+            out_entries.append(entry)
+        first = ids[group["tasks"][0]]
+        agreed = sorted(new_peers[p] for p in group["agreed"])
+        out_groups.append(
+            {**group, "group": first, "tasks": [ids[t] for t in group["tasks"]], "agreed": agreed}
+        )
+        said = copy.deepcopy(shown[group["group"]])
+        said["group"] = first
+        for replica in said["replicas"]:
+            replica["task_id"], replica["peer"] = ids[replica["task_id"]], new_peers[replica["peer"]]
+        out_shown.append(said)
+    peers = [{**p, "peer_id": new_peers[p["peer_id"]]} for p in body["peers"]]
+    results = {**results, "results": out_entries, "verification": out_shown}
+    results_text = json.dumps(results, indent=1)
+    new_body = BundleBody.model_validate({**body, "rows": out_rows, "groups": out_groups, "peers": peers})
+    (folder / "results.json").write_text(results_text)
+    key = (GOLDEN / "submitter.key").read_bytes()
+    (folder / "bundle.json").write_text(bundle_text(results_text, Sealer(new_body, key)))
 
 
 def main() -> None:
