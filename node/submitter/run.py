@@ -27,6 +27,7 @@ from node.campaignfiles import read_prompt_files
 from node.config import NodeConfig, swarm_of
 from node.errors import CampaignInterrupted, ConfigError
 from node.events import EventSink, quiet
+from node.p2p.identity import load_seed
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
@@ -276,7 +277,7 @@ async def resume(
         record = store.campaign(campaign_id) or record
     run = restore(record)
     if run.scheduler.done:  # it ended, but its files were not written (a full disk): write them only
-        return _outcome(run, store, Tally(), None)
+        return _outcome(run, store, Tally(), None, _own_key(config))
     peers = {t.peer_id for t in run.scheduler.tasks() if t.peer_id}
     config = resume_config(record, config, peers, explicit=options.gate_given)
 
@@ -354,6 +355,13 @@ def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: Eve
         return None
     host = node.host
     return Challenger(key, partial(open_challenge, host), events)
+
+
+def _own_key(config: NodeConfig) -> bytes | None:
+    """This node's identity seed, to seal a bundle without starting the node (None: it has none yet;
+    never created here)."""
+    key_file = config.key_file()
+    return load_seed(key_file) if key_file.is_file() else None
 
 
 def _outcome(

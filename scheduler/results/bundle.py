@@ -90,14 +90,16 @@ class RowProof(Value):
 
 
 class PeerProof(Value):
-    """A peer as placement relied on it: its advertised device, its network, its declared owner and
-    why a claim of its device was not believed (empty: believed)."""
+    """A peer as placement relied on it: its advertised device, its network, its declared owner, why
+    a claim of its device was not believed (empty: believed), and what its answered challenges
+    measured (empty: none was asked of it, or it did not answer)."""
 
     peer_id: str
     device: DeviceProfile
     network: str = ""
     owner: str = ""
     claim: tuple[str, ...] = ()
+    challenged: tuple[str, ...] = ()
 
 
 class GroupProof(Value):
@@ -197,6 +199,7 @@ def body_of(
             network=network_of(p.host) or "relayed",
             owner=p.owner.owner_id,
             claim=p.claim,
+            challenged=p.challenged,
         )
         for p in sorted(peers, key=lambda p: p.peer_id)
         if p.peer_id in ran

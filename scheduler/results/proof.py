@@ -454,6 +454,8 @@ def _show_claims(proof: Proof, peers: Sequence[PeerProof], derived: Mapping[str,
     """Each peer's refused claims, and a signed device that differs from its advert's."""
     signed = {d.body.worker: d.body.device for d in derived.values()}
     for peer in peers:
+        for line in peer.challenged:
+            proof.notes.append(f"challenge of {peer.peer_id} ({peer.device.device_name}): {line}")
         for problem in peer.claim:
             proof.notes.append(f"claim of {peer.peer_id} ({peer.device.device_name}) not believed: {problem}")
         device = signed.get(peer.peer_id)
