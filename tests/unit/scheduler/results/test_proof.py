@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ def test_the_golden_bundle_holds_as_written() -> None:
     assert proof.holds, proof.problems
     assert (proof.rows, proof.groups) == (4, 2)
     assert any("not believed: challenge" in n for n in proof.notes)  # the claims with their evidence
+    assert any(
+        re.search(r"challenge of .*: CPU: [0-9.]+ GFLOPS measured, [0-9.]+ claimed", n) for n in proof.notes
+    )
 
 
 def _task(i: int) -> str:
