@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,13 +179,15 @@ def bundle_body(
     results: Sequence[ResultRecord],
     campaign_text: str,
     submitter: str,
+    offers: Mapping[str, bytes] | None = None,
 ) -> BundleBody:
-    """The bundle's body from the store's signed envelopes and the scheduler's tasks and peers."""
+    """The bundle's body from the store's signed envelopes (and the offer specs it kept, packed, by
+    task) and the scheduler's tasks and peers."""
     envelopes = {r.task_id: unpack_body(r.envelope, Envelope) for r in results if r.envelope is not None}
     processes = {i: job.spec.processes for i, job in enumerate(campaign.jobs)}
-    return body_of(
-        campaign_id, submitter, campaign_text, envelopes, scheduler.tasks(), scheduler.peers(), processes
-    )
+    specs = {task_id: unpack_body(packed, TaskSpec) for task_id, packed in (offers or {}).items()}
+    tasks, peers = scheduler.tasks(), scheduler.peers()
+    return body_of(campaign_id, submitter, campaign_text, envelopes, tasks, peers, processes, specs)
 
 
 def write_files(out_dir: Path, report: sch.CampaignReport, sealer: Sealer | None = None) -> dict[str, Path]:

@@ -238,7 +238,12 @@ def write_out(
     sealer = None
     if private_key is not None:
         submitter = peer_id_from_public_key(public_key_of(private_key))
-        body = bundle_body(run.campaign_id, run.campaign, run.scheduler, results, run.record.text, submitter)
+        kept = (
+            (r.task_id, store.offer(run.campaign_id, r.task_id, r.peer_id)) for r in results if r.envelope
+        )
+        offers = {task_id: spec for task_id, spec in kept if spec is not None}
+        cid, text = run.campaign_id, run.record.text
+        body = bundle_body(cid, run.campaign, run.scheduler, results, text, submitter, offers)
         sealer = Sealer(body, private_key)
     return write_files(Path(run.record.out_dir), report, sealer), report
 

@@ -29,7 +29,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
-from protocol import DeviceProfile, Envelope, Value
+from protocol import DeviceProfile, Envelope, TaskSpec, Value
 from scheduler.results.verifygroups import group_of
 from scheduler.state.placement import PeerView
 from scheduler.state.tasks import TaskView
@@ -82,11 +82,14 @@ def _b64(data: bytes) -> str:
 
 
 class RowProof(Value):
-    """One measured task's signed result: its task, its job and the worker's envelope."""
+    """One measured task's signed result: its task, its job, the worker's envelope, and the spec it
+    was offered where the offer carried a schedule (a fleet member's deal, an open loop's seed: its
+    records are checked against it, `check_sends`)."""
 
     task_id: str
     job_index: int = Field(ge=0)
     result: SignedPart
+    offered: TaskSpec | None = None
 
 
 class PeerProof(Value):
@@ -173,6 +176,7 @@ def body_of(
     tasks: Iterable[TaskView],
     peers: Iterable[PeerView],
     processes: Mapping[int, int],
+    offers: Mapping[str, TaskSpec] | None = None,
 ) -> BundleBody:
     """The body of a campaign's bundle.
 
@@ -184,10 +188,17 @@ def body_of(
         tasks: every task, in task order.
         peers: the peers the scheduler knew.
         processes: each job's processes per task.
+        offers: the spec each task's result answered, where the store kept one (a schedule).
     """
     tasks = list(tasks)
+    offers = offers or {}
     rows = tuple(
-        RowProof(task_id=t.task_id, job_index=t.job_index, result=SignedPart.of(envelopes[t.task_id]))
+        RowProof(
+            task_id=t.task_id,
+            job_index=t.job_index,
+            result=SignedPart.of(envelopes[t.task_id]),
+            offered=offers.get(t.task_id),
+        )
         for t in tasks
         if t.task_id in envelopes
     )

@@ -7,10 +7,12 @@ submitter, not a worker. What each check proves:
   byte changed by anyone else breaks it. The submitter itself can seal anything, so every check below
   stands without it.
 - each row: its worker signed the raw parts for this campaign, this task and this submitter (a
-  result cannot be moved from another campaign or submitter); every figure of results.json's row, its
-  derived measurement and its samples are derived again from those parts by the submitter's own
-  deriver (`check_figures`) and must match to the bit. A results.json row without a signed result,
-  a signed result without its row, and a task twice are named.
+  result cannot be moved from another campaign or submitter); a load's records fit the schedule its
+  offer gave (a fleet member's deal, an open loop's seed: `check_sends`; the submitter's offer spec is
+  kept in the bundle, and records the worker signed cannot follow another); every figure of
+  results.json's row, its derived measurement and its samples are derived again from those parts by
+  the submitter's own deriver (`check_figures`) and must match to the bit. A results.json row
+  without a signed result, a signed result without its row, and a task twice are named.
 - each verification group: every replica's figure is derived again from its signed parts; each
   replica's signed device must fall in the group's class (`device_class`); the band must be the one
   the class's spread gives (`agreement.band`), and that spread PRIOR's for the job's processes when
@@ -67,6 +69,7 @@ from scheduler.results.verifygroups import GroupVerification
 from scheduler.verification.agreement import POOL_MIN, PRIOR, Replica, agree, band, replica_of
 from scheduler.verification.classes import device_class
 from scheduler.verification.figures import Refusal, check_figures
+from scheduler.verification.sendcheck import check_sends
 
 RESULTS_FILE: Final = "results.json"
 NO_WINDOW: Final = 0.0
@@ -247,6 +250,8 @@ def _derive_row(
     spec = campaign.jobs[row.job_index].spec
     peer = peers.get(result.worker)
     figures = check_figures(result.measurement, spec, peer.device if peer else None, result.device)
+    if not isinstance(figures, Refusal):  # a load's records against the schedule it was offered
+        figures = check_sends(figures, spec, row.offered)
     if isinstance(figures, Refusal):
         proof.refuse(f"{place} result.measurement", f"{figures.reason}: {figures.detail}")
         return None
