@@ -69,10 +69,15 @@ def run_campaign(root: Path, *, timeout_s: float = 300.0) -> Path:
     found = list((root / "out").glob("*/bundle.json"))
     assert found, f"no bundle (exit {done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}"
     folder = found[0].parent
-    submitter = json.loads(found[0].read_text())["body"]["submitter"]
-    (key,) = (k for k in home.rglob("identity.key") if peer_id_of_seed(k.read_bytes()) == submitter)
-    shutil.copy(key, folder / KEY_FILE)
+    keep_key(folder, home)
     return folder
+
+
+def keep_key(folder: Path, where: Path) -> None:
+    """Copy the submitter's identity seed (found under `where`) into the results folder as `KEY_FILE`."""
+    submitter = json.loads((folder / "bundle.json").read_text())["body"]["submitter"]
+    (key,) = (k for k in where.rglob("identity.key") if peer_id_of_seed(k.read_bytes()) == submitter)
+    shutil.copy(key, folder / KEY_FILE)
 
 
 def load(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -5,7 +5,9 @@ same_host: allow}`) runs once for the module. `sark-node verify` then runs as a 
 HOME with no gate, no network setting and no data folder of the campaign's: exit 0. Copies of the
 folder are tampered with, each as a stranger (no key: the seal breaks) or as the submitter (its key,
 sealed again): each exits 1 with a red line naming the file, the row and the field. A folder that
-holds no bundle exits 2 naming the file and the stage. The fast tier tampers with a committed bundle
+holds no bundle exits 2 naming the file and the stage. An open-loop endpoint job's bundle keeps the
+seed its offer gave: verify checks the records the worker signed against it, and a seed changed or
+dropped by the submitter is refused on that row. The fast tier tampers with a committed bundle
 of this campaign in 28 more ways (tests/unit/scheduler/results/test_proof.py).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -20,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.bundlelab import KEY_FILE, dump, load, reseal, run_campaign
+from kit.bundlelab import KEY_FILE, dump, keep_key, load, reseal, run_campaign
 from kit.procs import SARK, user_env
+from kit.sse_server import scheduled, serve_sse
 
 Doc = dict[str, Any]
 
@@ -110,3 +114,44 @@ def test_a_folder_without_a_bundle_exits_2_naming_the_file(folder: Path, tmp_pat
     done = _verify(copy, tmp_path / "stranger")
     assert done.returncode == 2, done.stderr
     assert "bundle.json: reading the bundle" in done.stderr, done.stderr
+
+
+def _open_loop(root: Path) -> Path:
+    """An open-loop endpoint job (20 req/s for 1 s on one embedded worker) against a loopback stub:
+    its offer carried the seed of its planned sends; the folder, with the submitter's key."""
+    reply = scheduled(["ok"], usage=(3, 1))
+    generate = {"prompts": "builtin:summaries", "max_new_tokens": 1, "request_rate": 20.0, "duration_s": 1.0}
+    with serve_sse(lambda body, attempt: reply) as server:
+        job = {"endpoint": {"url": server.url, "model": "scripted"}, "generate": generate}
+        (root / "open.yaml").write_text(json.dumps({"name": "open-loop", "jobs": [job]}))
+        args = [*SARK, "submit", "open.yaml", "--json", "--workers", "1", "--wait-peers", "1", "--out", "out"]
+        args += ["--data-dir", "data", "--allow-http", "--allow-network", "127.0.0.0/8"]
+        env = {**os.environ, "SARK_CALIBRATE": "false"}
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=root)
+    assert done.returncode == 0, (done.stderr[-3000:], done.stdout[-3000:])
+    (folder,) = {p.parent for p in (root / "out").glob("*/bundle.json")}
+    keep_key(folder, root / "data")
+    return folder
+
+
+def test_an_open_loops_records_are_checked_against_the_seed_it_was_offered(tmp_path: Path) -> None:
+    folder = _open_loop(tmp_path)
+    done = _verify(folder, tmp_path / "stranger")
+    assert done.returncode == 0, done.stdout + done.stderr
+    bundle, _ = load(folder)
+    (row,) = bundle["body"]["rows"]
+    assert row["offered"]["generate"]["arrival_seed"] is not None
+    for offered, said in (
+        ({**row["offered"], "generate": {**row["offered"]["generate"], "arrival_seed": 12345}}, "invalid"),
+        (None, "this open loop's seed"),
+    ):
+        copy = tmp_path / f"copy-{said[:4]}"
+        shutil.copytree(folder, copy)
+        changed, _ = load(copy)
+        changed["body"]["rows"][0]["offered"] = offered
+        dump(copy, changed)
+        reseal(copy, (copy / KEY_FILE).read_bytes())
+        done = _verify(copy, tmp_path / "stranger")
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"rows[0] (task {row['task_id']}) result.measurement:" in done.stderr, done.stderr
+        assert said in done.stderr, done.stderr
