@@ -32,7 +32,7 @@ Doc = dict[str, Any]
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_campaign(tmp_path_factory.mktemp("campaign"))
+    return run_campaign(tmp_path_factory.mktemp("campaign"), calibrate=False)  # no challenge: quicker
 
 
 def _verify(folder: Path, home: Path) -> subprocess.CompletedProcess[str]:
