@@ -2,7 +2,8 @@
 
 The campaign (tests/kit/bundlelab.py: the embedded swarm's two workers, `verify: {replicas: 2,
 same_host: allow}`) runs once for the module. `sark-node verify` then runs as a child under another
-HOME with no gate, no network setting and no data folder of the campaign's: exit 0. Copies of the
+HOME with no gate, no network setting and no data folder of the campaign's, in a network namespace of
+its own where this machine allows one (root: `unshare -n`): exit 0. Copies of the
 folder are tampered with, each as a stranger (no key: the seal breaks) or as the submitter (its key,
 sealed again): each exits 1 with a red line naming the file, the row and the field. A folder that
 holds no bundle exits 2 naming the file and the stage. An open-loop endpoint job's bundle keeps the
@@ -18,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,11 +37,14 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_campaign(tmp_path_factory.mktemp("campaign"), calibrate=False)  # no challenge: quicker
 
 
+OFFLINE = ["unshare", "-n"] if os.geteuid() == 0 and shutil.which("unshare") else []
+"""A network namespace of its own (no interface up, not even loopback) where this machine allows it."""
+
+
 def _verify(folder: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in user_env(home).items() if not k.endswith(("_proxy", "_PROXY"))}
-    return subprocess.run(
-        [*SARK, "verify", str(folder)], cwd=home.parent, env=env, capture_output=True, text=True, timeout=60
-    )
+    argv = [*OFFLINE, *SARK, "verify", str(folder)]
+    return subprocess.run(argv, cwd=home.parent, env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_the_bundle_is_verified_under_another_home(folder: Path, tmp_path: Path) -> None:
@@ -50,6 +55,14 @@ def test_the_bundle_is_verified_under_another_home(folder: Path, tmp_path: Path)
     assert "4 signed result(s) derived again; 2 verification group(s) recomputed" in done.stdout
     assert "verified: every signature, figure and group holds" in done.stdout
     assert not (tmp_path / "stranger" / ".local" / "share" / "sark-node").exists()  # no node state made
+    if OFFLINE:  # and no network at all: the same check in a namespace without one
+        probe = [
+            *OFFLINE,
+            sys.executable,
+            "-c",
+            "import socket; socket.create_connection(('1.1.1.1', 53), 1)",
+        ]
+        assert subprocess.run(probe, capture_output=True, timeout=30).returncode != 0
 
 
 def _row_figure(bundle: Doc, results: Doc) -> None:
