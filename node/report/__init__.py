@@ -18,6 +18,8 @@ Modules:
     matrix     the device x unit matrix's cells: median with p90/p99/max and count, or the ending and why
     provenance report.html's provenance: each task's worker, signature, verification, class, claim
     costreport performance per dollar and per watt: report.html's section, Markdown, the terminal's table
+    bundles    a results folder's bundle read with limits and checked (`sark-node verify`)
+    board      the static board of many verified campaigns (index.html, proof/), incremental, deterministic
     verifyreport one agreed figure per class (band, replicas, outlier): report.html's section, Markdown,
                the terminal's table after the matrix
 

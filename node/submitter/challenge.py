@@ -151,6 +151,8 @@ class Challenger:
         self._recompute = recompute or _in_thread
         self._verdicts: dict[str, str] = {}
         """Peer id -> why its claim was refused ("": borne out), for every answered challenge."""
+        self._evidence: dict[str, tuple[str, ...]] = {}
+        """Peer id -> what its answered challenges measured, one line a unit (`evidence_line`)."""
         self._tries: dict[str, int] = {}
 
     async def vouch(self, views: Sequence[sch.PeerView], addrs: Addrs) -> list[sch.PeerView]:
@@ -165,6 +167,7 @@ class Challenger:
         marked = []
         for view in views:
             problem = found.get(view.peer_id, "")
+            view = dataclasses.replace(view, challenged=self._evidence.get(view.peer_id, view.challenged))
             marked.append(dataclasses.replace(view, claim=(*view.claim, problem)) if problem else view)
         return marked
 
@@ -190,6 +193,7 @@ class Challenger:
         problem = next((m.problem for m in measured if m.problem), "")
         if all(m.answered for m in measured):
             self._verdicts[view.peer_id] = problem
+            self._evidence[view.peer_id] = tuple(evidence_line(m) for m in measured)
         if problem:  # said where it matters: the task's reasons and the plan; a log line for operators
             log.info("peer %s: claim_unverified: %s", view.peer_id, problem)
         return problem
@@ -308,6 +312,15 @@ async def _fastest_ping(channel: Channel, r: int) -> float:
             raise Unanswered(f"pong {pong.round} for ping {number}")
         fastest = min(fastest, trio.current_time() - sent)
     return fastest
+
+
+def evidence_line(m: challenge.Measured) -> str:
+    """One unit's answered challenge as bundle.json keeps it: the claim, the best round, the verdict."""
+    bound = "at most " if m.under else ""
+    verdict = f"refused: {m.problem}" if m.problem else "borne out"
+    return (
+        f"{m.unit}: {bound}{m.measured_gflops:.4g} GFLOPS measured, {m.claimed_gflops:.4g} claimed; {verdict}"
+    )
 
 
 class Unanswered(NodeError):

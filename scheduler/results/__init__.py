@@ -26,6 +26,11 @@ Modules:
     document     CampaignReport: results.json as one typed value (built once, or read once from a file);
                  every medium renders it
     report       a campaign report as data: entries, the device x unit matrix
+    bundle       bundle.json: each row's signed result, the peers as placed, the groups with their band
+                 and class spread, the campaign file; canonical JSON and the digests the seal names
+    proof        a bundle checked by anyone, offline (`sark-node verify`): the seal, every signature,
+                 every figure derived again bit for bit, every group's agreement recomputed
+    board        the board's rows (`sark-node board`): verified groups and single tasks of many campaigns
     diff         two campaigns compared: tasks paired by worker, then device; each change tested
     significance the Mann-Whitney U test the diffs use
     prices       the one seam where a row's price is chosen and bounded (campaign, then owner); Costs

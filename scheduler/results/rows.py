@@ -194,9 +194,18 @@ def result_row(task: TaskView, body: ResultBody, signature: str, created_utc: st
         Every column of `CSV_COLUMNS`, as text.
     """
     row = _task_columns(task, Status.COMPLETE, created_utc)
-    row.update(_device_columns(body.device))
+    row.update(body_columns(body))
+    row.update(SignatureStatus=signature)
+    return row
+
+
+def body_columns(body: ResultBody) -> dict[str, str]:
+    """The cells of a completed task's row that come from its signed body alone: its device, every
+    figure of its measurement, its model's digest and its worker (`sark-node verify` renders them
+    again from the figures it derived)."""
+    row = _device_columns(body.device)
     row.update(_measurement_columns(body.measurement))
-    row.update(ModelSha256=body.model_sha256, WorkerPeerId=body.worker, SignatureStatus=signature)
+    row.update(ModelSha256=body.model_sha256, WorkerPeerId=body.worker)
     return row
 
 

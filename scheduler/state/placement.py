@@ -44,6 +44,8 @@ class PeerView:
         claim: why its advertised device is not believed (`scheduler.verification.claims`; empty: believed).
         owner: who owns it, from its advert's statement as the submitter checked it (`protocol.owner_of`:
             none stated, its own owner; a refused statement keeps it from every job).
+        challenged: what its answered challenges measured, one line a unit (the claim, the best
+            round's figure, why refused): the evidence bundle.json keeps beside `claim`.
     """
 
     peer_id: str
@@ -55,6 +57,7 @@ class PeerView:
     host: str = ""
     claim: tuple[str, ...] = ()
     owner: Owner = field(default_factory=Owner)
+    challenged: tuple[str, ...] = ()
 
 
 class Misfit(enum.StrEnum):

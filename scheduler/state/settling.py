@@ -150,7 +150,8 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
             continue
         networks = quorum_networks(found.settlement, state.peers)
         owners = quorum_owners(found.settlement, state.peers)
-        said = agreement_of(found.settlement, members, spread, state.peers)
+        pooled = min(POOL_KEEP, sum(1 for e in out.errors.get(pool_key(first), ()) if e > 0))
+        said = agreement_of(found.settlement, members, spread, state.peers, pooled)
         out.labelled.extend(
             tasks[i].with_(
                 verified=label,
@@ -256,7 +257,11 @@ def quorum_owners(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple[s
 
 
 def agreement_of(
-    settled: Settlement, members: Sequence[TaskView], class_spread: float, peers: Mapping[str, PeerView]
+    settled: Settlement,
+    members: Sequence[TaskView],
+    class_spread: float,
+    peers: Mapping[str, PeerView],
+    pooled: int = 0,
 ) -> Agreement:
     """What a settled group's members keep of it for every view: the agreed figure, the band it was
     judged with (none for a result compared with nothing), the reference, the reason, and each timed
@@ -266,6 +271,8 @@ def agreement_of(
     return Agreement(
         figure_ms=settled.figure_ms,
         band=band(class_spread) if len(known) > 1 else None,
+        class_spread=class_spread if len(known) > 1 else None,
+        pooled=pooled,
         reference=settled.reference,
         reason=settled.reason,
         networks=tuple((p, (network_of(peers[p].host) or "relayed") if p in peers else "") for p in known),

@@ -278,6 +278,7 @@ from scheduler.verification.agreement import (
     pool_error,
     pooled_spread,
     process_error,
+    replica_of,
     settle,
     spread_of,
 )
@@ -328,6 +329,7 @@ __all__ = [
     "pooled_spread",
     "process_error",
     "reference_peers",
+    "replica_of",
     "settle",
     "should_check",
     "spread_of",

@@ -52,6 +52,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from protocol import Measurement, TaskSpec
+from protocol.genstats import outputs_fingerprint
+
 BOARD: Final = 0.01
 """How far apart devices of one class sit (clock bins, memory timings): each replica's figure is off
 its class's by this much on top of its own processes' error, which they cannot see."""
@@ -102,6 +105,17 @@ def spread_of(process_medians: Sequence[float]) -> float:
     middle = statistics.median(process_medians)
     error = math.sqrt(math.pi / 2) * statistics.stdev(process_medians) / math.sqrt(len(process_medians))
     return error / middle if middle > 0 else 0.0
+
+
+def replica_of(peer_id: str, m: Measurement, spec: TaskSpec) -> Replica:
+    """A peer's accepted result as a replica: the figure its row shows, its spread and its outputs'
+    fingerprint (a local model's greedy generation: its texts; else the fingerprints its processes
+    agreed on, joined). The submitter settles with it and `sark-node verify` recomputes it."""
+    fingerprint = "+".join(sorted(set(m.output_fingerprints)))  # processes of one worker agree
+    local = spec.generate is not None and spec.generate.endpoint is None
+    if m.generation is not None and local:  # greedy on its own model: the texts are the outputs
+        fingerprint = outputs_fingerprint(m.generation.records)
+    return Replica(peer_id, m.inference_ms.median, spread_of(m.process_medians_ms), fingerprint)
 
 
 def comparison_error(class_spread: float) -> float:
