@@ -12,7 +12,16 @@ from node.cli.options import ConfigOpt, DataDirOpt, EndpointOpt, build_config, d
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec, UnitStatus
+    from protocol import (
+        ComputeUnit,
+        DeviceProfile,
+        FailureReason,
+        Measurement,
+        Peak,
+        Stats,
+        TaskSpec,
+        UnitStatus,
+    )
 
 STAT_FIELDS: Final = (
     "n",
@@ -71,6 +80,14 @@ def info(
         bool, typer.Option("--recalibrate", help="Measure the calibration again (on a quiet machine).")
     ] = False,
     endpoint: EndpointOpt = None,
+    bench: Annotated[
+        bool,
+        typer.Option(
+            "--bench",
+            help="Measure this device's peaks (matmul per precision, memory read/write/copy) in one "
+            "measuring child, and keep them with the calibration.",
+        ),
+    ] = False,
 ) -> None:
     """Show this device's profile, every compute unit (with the reason for each unusable one) and the
     models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
@@ -80,8 +97,10 @@ def info(
 
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
     profile = detect_profile(
-        config.data.calibration, calibrate=calibrate or recalibrate, recalibrate=recalibrate
+        config.data.calibration, calibrate=calibrate or recalibrate or bench, recalibrate=recalibrate
     )
+    if bench:
+        profile = _benched(profile, config.data.calibration, quiet=json_out)
     if config.endpoints:
         profile = profile.with_(endpoints=probe_servers(config.endpoints))
     if json_out:
@@ -89,8 +108,50 @@ def info(
         return
     console = out_console()
     _print_profile(console, profile)
+    if bench:
+        _print_peaks(console, profile)
     _print_units(console, "Generative units (transformers, llama.cpp)", probe_generation())
     _print_offers(console)
+
+
+def _benched(profile: DeviceProfile, cache_dir: Path, *, quiet: bool) -> DeviceProfile:
+    """The profile with its peaks measured now (one measuring child) and kept for its calibration."""
+    import trio
+
+    from drivers.errors import ProbeFailed
+    from drivers.measuring import peaks
+
+    cal = profile.calibration
+    assert cal is not None  # --bench calibrates
+    progress = _peak_line if not quiet else None
+    try:
+        found = trio.run(lambda: peaks.measure_apart(on_peak=progress))
+    except ProbeFailed as exc:
+        raise _fail(exc.detail, 1) from None
+    peaks.store(cache_dir, cal.key, found)
+    return profile.with_(calibration=cal.with_(peaks=found))
+
+
+def _peak_line(peak: Peak) -> None:
+    from rich.console import Console
+
+    Console(stderr=True).print(f"measured {peak.unit} {peak.precision}", highlight=False)
+
+
+def _print_peaks(console: Console, profile: DeviceProfile) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Peaks (measured now; each figure names its library, kernel and sizes)")
+    for column in ("unit", "precision", "peak", "library", "kernel", "sizes", "cv", "load"):
+        table.add_column(column)
+    for p in profile.calibration.peaks if profile.calibration is not None else ():
+        figure = f"{p.per_s:.1f} {p.figure}" if p.available else f"[red]unavailable[/red]: {escape(p.reason)}"
+        load = f"{p.background_cores:.1f} cores" if p.available else ""
+        cv = f"{p.cv:.2f}" if p.available else ""
+        texts = (escape(p.library), escape(p.kernel), escape(p.sizes))
+        table.add_row(escape(p.unit), p.precision, figure, *texts, cv, load)
+    console.print(table)
 
 
 def _print_profile(console: Console, profile: DeviceProfile) -> None:
