@@ -127,6 +127,13 @@ class Calibration(Value):
     quiet: bool = False  # True only when the machine was quiet: a loaded figure is marked and re-taken later
     peaks: tuple[Peak, ...] = Field(default=(), max_length=64)
 
+    @property
+    def cpu_claim(self) -> float:
+        """The CPU's fp32 matmul claim a challenge tests: the larger of `cpu_gflops` and the CPU's
+        fp32 peak (one kernel, two sizes: a peak above the calibration is challenged at its own word)."""
+        fp32 = self.peak("CPU", "fp32")
+        return max(self.cpu_gflops, fp32.per_s if fp32 is not None else 0.0)
+
     def peak(self, unit: str, precision: str) -> Peak | None:
         """The available peak of `unit` at `precision`, if measured."""
         found = [p for p in self.peaks if p.unit == unit and p.precision == precision and p.available]

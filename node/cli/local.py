@@ -97,8 +97,8 @@ def info(
 
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
     profile = detect_profile(
-        config.data.calibration, calibrate=calibrate or recalibrate or bench, recalibrate=recalibrate
-    )
+        config.data.calibration, calibrate=calibrate or recalibrate or bench, recalibrate=recalibrate or bench
+    )  # --bench: the calibration re-taken beside the peaks (claims.peak_problems holds them to it)
     if bench:
         profile = _benched(profile, config.data.calibration, quiet=json_out)
     if config.endpoints:
