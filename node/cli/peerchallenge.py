@@ -5,7 +5,8 @@ Each peer's profile claims (its CPU's `cpu_claim`: `cpu_gflops` or its fp32 peak
 a fresh secret key of this run): `CONCURRENCY` peers at a time, peers on one host one after another
 (their products would share its cores), each within `PEER_S`. What comes back is each unit's claimed
 and measured figure and its verdict: `borne out`, `refused` (too slow, or its rows wrong) or `not
-answered` (gone, busy, an older version), with why. Without the flag `peers` challenges nobody and is as fast as its lookup.
+answered` (gone, busy, an older version), with why. Without the flag `peers` challenges nobody and is
+as fast as its lookup.
 """
 
 from __future__ import annotations
