@@ -98,7 +98,7 @@ def swept(kernel: Kernel) -> tuple[Peak, Timed]:
     with CpuMeter() as meter:
         taken = list(_swept(kernel))
     best = taken[-1] if kernel.memory else max(taken, key=lambda t: t.rate)
-    plateau = "plateau" if _plateaued(kernel, taken) else "no plateau within the sweep's bounds"
+    plateau = "plateau" if plateaued(kernel, taken) else "no plateau within the sweep's bounds"
     threads = (
         f", {best.threads or 'all'} thread{'' if best.threads == 1 else 's'}"
         if len(kernel.threads) > 1
@@ -130,7 +130,7 @@ def _swept(kernel: Kernel) -> Iterator[Timed]:
         timed = time_size(kernel, size)
         taken.append(timed)
         yield timed
-        if _plateaued(kernel, taken):
+        if plateaued(kernel, taken):
             return
 
 
@@ -138,7 +138,7 @@ def _too_long(kernel: Kernel, last: Timed, size: int) -> bool:
     return last.call_s * kernel.work(size) / kernel.work(last.size) > MAX_CALL_S
 
 
-def _plateaued(kernel: Kernel, taken: Sequence[Timed]) -> bool:
+def plateaued(kernel: Kernel, taken: Sequence[Timed]) -> bool:
     if len(taken) < 2:
         return False
     last, before = taken[-1].rate, [t.rate for t in taken[:-1]]
@@ -158,23 +158,25 @@ def taken(kernel: Kernel | Peak) -> Peak:
         return unavailable(kernel.unit, kernel.precision, reason, kernel.library[:256])
 
 
-def peaks(gpu: bool = True) -> Iterator[Peak]:
-    """Every figure of this device, CPU first, then each CUDA device's (`gpu`), as each is taken."""
+def peaks(gpu: bool = True, only: tuple[str, ...] = ()) -> Iterator[Peak]:
+    """Every figure of this device, CPU first, then each CUDA device's (`gpu`), as each is taken;
+    `only`: just these precisions and accesses (none: all)."""
     from drivers.measuring.peakkernels import cpu_kernels
 
-    for kernel in cpu_kernels():
-        yield taken(kernel)
+    kernels = list(cpu_kernels())
     if gpu:
         from drivers.measuring.gpupeaks import gpu_kernels
 
-        for kernel in gpu_kernels():
+        kernels.extend(gpu_kernels())
+    for kernel in kernels:
+        if not only or kernel.precision in only:
             yield taken(kernel)
 
 
-def main(conn: Connection, gpu: bool) -> None:
+def main(conn: Connection, gpu: bool, only: tuple[str, ...] = ()) -> None:
     """The child's entry: each figure sent as it is taken, then ("done",); never raises."""
     try:
-        for peak in peaks(gpu):
+        for peak in peaks(gpu, only):
             conn.send(("peak", peak.model_dump_json()))
         conn.send(("done",))
     except Exception as exc:  # process boundary: a value for the parent, never a traceback
@@ -183,4 +185,4 @@ def main(conn: Connection, gpu: bool) -> None:
         conn.close()
 
 
-__all__ = ["Timed", "main", "peaks", "sweep", "swept", "taken", "time_size", "time_threads"]
+__all__ = ["Timed", "main", "peaks", "plateaued", "sweep", "swept", "taken", "time_size", "time_threads"]

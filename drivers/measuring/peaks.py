@@ -31,12 +31,17 @@ _PEAKS: Final = TypeAdapter(tuple[Peak, ...])
 
 
 async def measure_apart(
-    *, gpu: bool = True, timeout_s: float = PEAKS_TIMEOUT_S, on_peak: Callable[[Peak], None] | None = None
+    *,
+    gpu: bool = True,
+    only: tuple[str, ...] = (),
+    timeout_s: float = PEAKS_TIMEOUT_S,
+    on_peak: Callable[[Peak], None] | None = None,
 ) -> tuple[Peak, ...]:
     """Every figure of this device, measured in one spawned child, in the order taken.
 
     Args:
         gpu: measure each CUDA device too (when torch sees one).
+        only: just these precisions and accesses ("fp32", "copy", ...; none: every figure).
         timeout_s: the whole measurement's limit.
         on_peak: told each figure as it arrives.
 
@@ -44,7 +49,7 @@ async def measure_apart(
         ProbeFailed: the child did not start, failed, died or timed out (stage "peaks").
     """
     try:
-        child = start_child(Entry("drivers.measuring.peakchild", "main"), (gpu,), name="sark-peaks")
+        child = start_child(Entry("drivers.measuring.peakchild", "main"), (gpu, only), name="sark-peaks")
     except NotStarted as exc:
         raise ProbeFailed("peaks", exc.detail) from None
     found: list[Peak] = []

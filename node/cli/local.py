@@ -88,6 +88,14 @@ def info(
             "measuring child, and keep them with the calibration.",
         ),
     ] = False,
+    peak: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--peak",
+            help="With --bench: measure only this figure (fp32, tf32, fp16, bf16, int8, fp8, read, "
+            "write, copy); repeat for several.",
+        ),
+    ] = None,
 ) -> None:
     """Show this device's profile, every compute unit (with the reason for each unusable one) and the
     models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
@@ -95,12 +103,13 @@ def info(
     from drivers.endpoint.servers import probe_servers
     from node.cli.console import console as out_console
 
+    _check_peaks(bench, peak or [])
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
     profile = detect_profile(
         config.data.calibration, calibrate=calibrate or recalibrate or bench, recalibrate=recalibrate or bench
     )  # --bench: the calibration re-taken beside the peaks (claims.peak_problems holds them to it)
     if bench:
-        profile = _benched(profile, config.data.calibration, quiet=json_out)
+        profile = _benched(profile, config.data.calibration, tuple(peak or ()), quiet=json_out)
     if config.endpoints:
         profile = profile.with_(endpoints=probe_servers(config.endpoints))
     if json_out:
@@ -114,8 +123,21 @@ def info(
     _print_offers(console)
 
 
-def _benched(profile: DeviceProfile, cache_dir: Path, *, quiet: bool) -> DeviceProfile:
-    """The profile with its peaks measured now (one measuring child) and kept for its calibration."""
+def _check_peaks(bench: bool, asked: list[str]) -> None:
+    """`--peak` only with `--bench`, and only figures there are (exit 2 otherwise)."""
+    from protocol.values import BANDWIDTHS, MATMUL_PRECISIONS
+
+    known = (*MATMUL_PRECISIONS, *BANDWIDTHS)
+    if asked and not bench:
+        raise _fail("--peak needs --bench", 2)
+    unknown = [a for a in asked if a not in known]
+    if unknown:
+        raise _fail(f"unknown --peak {', '.join(unknown)}; known: {', '.join(known)}", 2)
+
+
+def _benched(profile: DeviceProfile, cache_dir: Path, only: tuple[str, ...], *, quiet: bool) -> DeviceProfile:
+    """The profile with its peaks measured now (one measuring child) and kept for its calibration
+    (`only`: those figures, the others kept from before)."""
     import trio
 
     from drivers.errors import ProbeFailed
@@ -125,9 +147,11 @@ def _benched(profile: DeviceProfile, cache_dir: Path, *, quiet: bool) -> DeviceP
     assert cal is not None  # --bench calibrates
     progress = _peak_line if not quiet else None
     try:
-        found = trio.run(lambda: peaks.measure_apart(on_peak=progress))
+        found = trio.run(lambda: peaks.measure_apart(only=only, on_peak=progress))
     except ProbeFailed as exc:
         raise _fail(exc.detail, 1) from None
+    retaken = {(p.unit, p.precision) for p in found}
+    found = (*found, *(p for p in peaks.cached(cache_dir, cal.key) if (p.unit, p.precision) not in retaken))
     peaks.store(cache_dir, cal.key, found)
     return profile.with_(calibration=cal.with_(peaks=found))
 

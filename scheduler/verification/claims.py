@@ -64,8 +64,8 @@ def peak_problems(profile: DeviceProfile, class_peers: Sequence[DeviceProfile] =
     The cheater writes every figure of its advert. What it cannot choose: the CPU fp32 figure is
     challenged (`Calibration.cpu_claim`, the larger of it and the calibration), and here each peak
     is held to the calibration the same child run re-took beside it (`info --bench` recalibrates):
-    fp32 to `PEAK_FACTOR` x `cpu_gflops`, memory to `PEAK_FACTOR` x the calibration's copy (its
-    read and write to twice that: a read moves half the bytes of a copy per pass), each narrower
+    fp32 to `PEAK_FACTOR` x `cpu_gflops`, memory (read, write, copy: bytes moved per second, all
+    through the same DRAM) to `PEAK_FACTOR` x the calibration's copy, each narrower
     precision to `PRECISION_RATIO` x the fp32 figure (what AMX's widest tiles do over AVX-512
     fp32), and each to `CLASS_FACTOR` x its class's median of that figure. A figure inflated within
     those bounds is not caught here (no challenge of its own yet): its class is what refutes it.
@@ -95,8 +95,8 @@ def _peak_bound(profile: DeviceProfile, unit: str, precision: str) -> tuple[floa
     if precision == "fp32":
         return PEAK_FACTOR * cal.cpu_gflops, f"{PEAK_FACTOR:g}x calibration.cpu_gflops {cal.cpu_gflops:.4g}"
     if precision in ("read", "write", "copy"):
-        factor = PEAK_FACTOR * (1.0 if precision == "copy" else 2.0)
-        return factor * cal.mem_bandwidth_gbs, f"{factor:g}x calibration.mem_bandwidth_gbs"
+        bound = PEAK_FACTOR * cal.mem_bandwidth_gbs
+        return bound, f"{PEAK_FACTOR:g}x calibration.mem_bandwidth_gbs {cal.mem_bandwidth_gbs:.4g}"
     ratio = PRECISION_RATIO.get(precision)
     fp32 = cal.peak("CPU", "fp32")
     if ratio is None or fp32 is None:
