@@ -83,6 +83,8 @@ PeakPrecision = Literal["fp32", "tf32", "fp16", "bf16", "int8", "fp8", "read", "
 """A peak's precision (a matmul's element type) or, for memory, its access (read, write, copy)."""
 MATMUL_PRECISIONS: Final = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 BANDWIDTHS: Final = ("read", "write", "copy")
+MAX_PEAKS: Final = 160
+"""The figures a calibration may carry: the CPU's 7 and 9 for each of up to 16 GPUs."""
 
 
 class Peak(Value):
@@ -125,7 +127,7 @@ class Calibration(Value):
     taken_at: float = Field(default=0.0, ge=0)  # seconds since the epoch; 0: unknown (an old cache entry)
     background_cores: float = Field(default=0.0, ge=0)  # cores other processes kept busy while it ran
     quiet: bool = False  # True only when the machine was quiet: a loaded figure is marked and re-taken later
-    peaks: tuple[Peak, ...] = Field(default=(), max_length=64)
+    peaks: tuple[Peak, ...] = Field(default=(), max_length=MAX_PEAKS)
 
     @property
     def cpu_claim(self) -> float:

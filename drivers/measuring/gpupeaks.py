@@ -31,6 +31,8 @@ from protocol import Peak
 
 GPU_SIZES: Final = (1024, 2048, 4096, 8192, 16384)
 BATCH: Final = 8
+MAX_GPUS: Final = 16
+"""The devices measured (`protocol.values.MAX_PEAKS` holds 9 figures for each)."""
 GENERATIONS: Final = (
     (10, "Blackwell"),
     (9, "Hopper"),
@@ -71,7 +73,7 @@ def gpu_kernels() -> list[Kernel | Peak]:
     if not torch.cuda.is_available():
         return [unavailable("GPU", "fp32", f"torch {torch.__version__}: no CUDA device")]
     found: list[Kernel | Peak] = []
-    for index in range(torch.cuda.device_count()):
+    for index in range(min(torch.cuda.device_count(), MAX_GPUS)):
         found.extend(_device_kernels(torch, index))
     return found
 

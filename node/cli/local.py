@@ -117,10 +117,10 @@ def info(
         return
     console = out_console()
     _print_profile(console, profile)
-    if bench:
-        _print_peaks(console, profile)
     _print_units(console, "Generative units (transformers, llama.cpp)", probe_generation())
     _print_offers(console)
+    if bench:
+        _print_peaks(console, profile)
 
 
 def _check_peaks(bench: bool, asked: list[str]) -> None:
@@ -142,6 +142,7 @@ def _benched(profile: DeviceProfile, cache_dir: Path, only: tuple[str, ...], *, 
 
     from drivers.errors import ProbeFailed
     from drivers.measuring import peaks
+    from protocol.values import BANDWIDTHS, MATMUL_PRECISIONS
 
     cal = profile.calibration
     assert cal is not None  # --bench calibrates
@@ -151,7 +152,9 @@ def _benched(profile: DeviceProfile, cache_dir: Path, only: tuple[str, ...], *, 
     except ProbeFailed as exc:
         raise _fail(exc.detail, 1) from None
     retaken = {(p.unit, p.precision) for p in found}
-    found = (*found, *(p for p in peaks.cached(cache_dir, cal.key) if (p.unit, p.precision) not in retaken))
+    kept = [p for p in peaks.cached(cache_dir, cal.key) if (p.unit, p.precision) not in retaken]
+    order = (*MATMUL_PRECISIONS, *BANDWIDTHS)
+    found = tuple(sorted((*found, *kept), key=lambda p: (p.unit != "CPU", p.unit, order.index(p.precision))))
     peaks.store(cache_dir, cal.key, found)
     return profile.with_(calibration=cal.with_(peaks=found))
 

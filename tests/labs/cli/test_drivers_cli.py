@@ -136,7 +136,7 @@ def test_info_bench_measures_the_peaks_asked_keeps_them_and_the_profile_carries_
     assert done.returncode == 0, done.stderr
     cal = DeviceProfile.model_validate_json(done.stdout).calibration
     assert cal is not None
-    assert [(p.unit, p.precision) for p in cal.peaks] == [("CPU", "int8"), ("CPU", "fp16")]
+    assert [(p.unit, p.precision) for p in cal.peaks] == [("CPU", "fp16"), ("CPU", "int8")]  # in one order
     for peak in cal.peaks:  # measured with its library named, or unavailable with why: never left out
         named = peak.per_s > 0 and bool(peak.library) and bool(peak.sizes)
         assert named if peak.available else bool(peak.reason), peak
