@@ -79,3 +79,10 @@ def test_a_gpu_peak_on_a_profile_with_no_gpu_is_a_claim_with_nothing_behind_it()
 def test_an_unavailable_precision_is_no_claim() -> None:
     missing = Peak.model_validate({"unit": "CPU", "precision": "fp16", "available": False, "reason": "none"})
     assert peak_problems(_profile((missing,))) == []
+
+
+def test_leaving_the_fp32_peak_out_does_not_lift_the_bound_on_the_others() -> None:
+    alone = (_peak("int8", CAL * PEAK_FACTOR * 40),)  # no fp32 figure to hold it to: the calibration is
+    (problem,) = peak_problems(_profile(alone))
+    assert problem.startswith("peaks[CPU int8]"), problem
+    assert "32x the fp32 peak" in problem
