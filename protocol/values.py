@@ -106,6 +106,9 @@ class Peak(Value):
     sizes: ProfileFact = ""  # the sizes swept, and the one the figure is from
     cv: float = Field(default=0.0, ge=0)  # the timed repeats' coefficient of variation at that size
     background_cores: float = Field(default=0.0, ge=0)  # cores other processes kept busy meanwhile
+    cpu_mhz: float = Field(default=0.0, ge=0)  # the mean CPU clock over the sweep (telemetry), 0: unread
+    temp_c: float | None = None  # the hottest sensor over the sweep; None where there is none
+    cpu_share: float | None = Field(default=None, ge=0, le=1)  # the child's mean share of the CPU it wanted
 
     @property
     def figure(self) -> str:

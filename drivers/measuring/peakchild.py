@@ -15,7 +15,9 @@ at each size of its sweep under the harness's rules and keeps where it plateaus:
   `memory_cap`. `Peak.sizes` lists the sizes swept and the one the figure is from.
 - **Threads.** A matmul's size is timed at the library's own thread count and at one thread, and the
   faster counts (`Kernel.threads`; `Peak.sizes` says which).
-- **Load.** The machine's background load is read over each figure (`CpuMeter`) and kept with it.
+- **Load and telemetry.** The machine's background load is read over each figure (`CpuMeter`), and
+  the harness's telemetry sampler runs beside it (`drivers.measuring.telemetry.Sampler`): the mean CPU
+  clock, the hottest sensor and the child's CPU share are kept with the figure (`watched`).
 
 The kernels: `drivers.measuring.peakkernels` (CPU), `drivers.measuring.gpupeaks` (CUDA through torch).
 
@@ -35,7 +37,8 @@ from typing import Final
 from drivers.measuring.meters import CpuMeter
 from drivers.measuring.peakkernels import Call, Kernel, unavailable
 from drivers.measuring.stats import warmed_up
-from protocol import Peak
+from drivers.measuring.telemetry import Sampler
+from protocol import Peak, Telemetry
 
 PLATEAU_GAIN: Final = 0.05
 """A size that does not beat the best so far by this (matmul), or agrees with the last within it
@@ -95,8 +98,9 @@ def sweep(kernel: Kernel) -> Peak:
 
 def swept(kernel: Kernel) -> tuple[Peak, Timed]:
     """The kernel's peak and the size and thread count its figure is from (a bare loop's setting)."""
-    with CpuMeter() as meter:
+    with CpuMeter() as meter, Sampler() as sampler:
         taken = list(_swept(kernel))
+    read = watched(sampler.telemetry())
     best = taken[-1] if kernel.memory else max(taken, key=lambda t: t.rate)
     plateau = "plateau" if plateaued(kernel, taken) else "no plateau within the sweep's bounds"
     threads = (
@@ -117,9 +121,24 @@ def swept(kernel: Kernel) -> tuple[Peak, Timed]:
             "sizes": f"{', '.join(swept)}; figure at {kernel.label(best.size)}{threads}",
             "cv": round(best.cv, 4),
             "background_cores": round(meter.background_cores, 2),
+            **read,
         }
     )
     return peak, best
+
+
+def watched(telemetry: Telemetry) -> dict[str, float | None]:
+    """A sweep's telemetry as a figure keeps it: the mean CPU clock, the hottest reading, the mean
+    CPU share (each left at its default where nothing was read)."""
+    points = telemetry.points
+    clocks = [mhz for p in points for mhz in p.cpu_mhz if mhz > 0]
+    temps = [p.temp_c for p in points if p.temp_c is not None]
+    shares = [p.cpu_share for p in points if p.cpu_share is not None]
+    return {
+        "cpu_mhz": round(statistics.fmean(clocks), 1) if clocks else 0.0,
+        "temp_c": max(temps) if temps else None,
+        "cpu_share": round(statistics.fmean(shares), 3) if shares else None,
+    }
 
 
 def _swept(kernel: Kernel) -> Iterator[Timed]:
@@ -185,4 +204,15 @@ def main(conn: Connection, gpu: bool, only: tuple[str, ...] = ()) -> None:
         conn.close()
 
 
-__all__ = ["Timed", "main", "peaks", "plateaued", "sweep", "swept", "taken", "time_size", "time_threads"]
+__all__ = [
+    "Timed",
+    "main",
+    "peaks",
+    "plateaued",
+    "sweep",
+    "swept",
+    "taken",
+    "time_size",
+    "time_threads",
+    "watched",
+]

@@ -170,11 +170,12 @@ def _print_peaks(console: Console, profile: DeviceProfile) -> None:
     from rich.table import Table
 
     table = Table(title="Peaks (measured now; each figure names its library, kernel and sizes)")
-    for column in ("unit", "precision", "peak", "library", "kernel", "sizes", "cv", "load"):
+    for column in ("unit", "precision", "peak", "library", "kernel", "sizes", "cv", "load, clock"):
         table.add_column(column)
     for p in profile.calibration.peaks if profile.calibration is not None else ():
         figure = f"{p.per_s:.1f} {p.figure}" if p.available else f"[red]unavailable[/red]: {escape(p.reason)}"
-        load = f"{p.background_cores:.1f} cores" if p.available else ""
+        clock = f", {p.cpu_mhz:.0f} MHz" if p.cpu_mhz else ""
+        load = f"{p.background_cores:.1f} cores{clock}" if p.available else ""
         cv = f"{p.cv:.2f}" if p.available else ""
         texts = (escape(p.library), escape(p.kernel), escape(p.sizes))
         table.add_row(escape(p.unit), p.precision, figure, *texts, cv, load)

@@ -14,7 +14,7 @@ import trio
 
 from drivers.measuring import peaks
 from drivers.measuring.gpupeaks import gpu_kernels, precisions, tensor_cores
-from drivers.measuring.peakchild import Timed, plateaued, sweep, taken
+from drivers.measuring.peakchild import Timed, plateaued, sweep, taken, watched
 from drivers.measuring.peakkernels import (
     MIB,
     Kernel,
@@ -25,7 +25,7 @@ from drivers.measuring.peakkernels import (
     memory_sizes,
     torch_kernel,
 )
-from protocol import Peak
+from protocol import Peak, Telemetry, TelemetryPoint
 
 
 def _timed(*rates: float) -> list[Timed]:
@@ -65,6 +65,18 @@ def test_a_swept_figure_names_its_method_library_kernel_and_sizes() -> None:
     assert "; figure at n=" in peak.sizes
     assert "thread" in peak.sizes  # timed at the library's threads and at one: which one counted
     assert "warm-up" in peak.method
+    assert peak.cpu_mhz >= 0  # the telemetry sampler ran beside it (0 where no clock is readable)
+    assert peak.cpu_share is None or 0 < peak.cpu_share <= 1
+
+
+def test_a_sweeps_telemetry_is_kept_as_its_mean_clock_hottest_sensor_and_mean_share() -> None:
+    points = (
+        TelemetryPoint(t_ms=250, cpu_mhz=(2000.0, 3000.0), temp_c=60.0, cpu_share=0.5),
+        TelemetryPoint(t_ms=500, cpu_mhz=(2500.0,), temp_c=70.0, cpu_share=1.0),
+    )
+    kept = watched(Telemetry(period_ms=250, points=points))
+    assert kept == {"cpu_mhz": 2500.0, "temp_c": 70.0, "cpu_share": 0.75}
+    assert watched(Telemetry(period_ms=250)) == {"cpu_mhz": 0.0, "temp_c": None, "cpu_share": None}
 
 
 def test_a_memory_figure_counts_a_copys_bytes_both_ways() -> None:
