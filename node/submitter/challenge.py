@@ -100,7 +100,8 @@ def wants_challenge(campaign: sch.Campaign) -> bool:
 
 @dataclass(frozen=True)
 class Target:
-    """One claim a challenge tests: the CPU's `cpu_gflops` (`unit` None) or a GPU's `gpu_tflops[device]`."""
+    """One claim a challenge tests: the CPU's `cpu_claim` (`cpu_gflops` or its fp32 peak, the larger;
+    `unit` None) or a GPU's `gpu_tflops[device]`."""
 
     unit: ComputeUnit | None
     device: str
@@ -124,7 +125,7 @@ def targets(profile: DeviceProfile) -> list[Target | challenge.Measured]:
     if cal is None:
         return []
     unit = challenge.gpu_unit(profile)
-    found: list[Target | challenge.Measured] = [Target(None, "", cal.cpu_gflops)]
+    found: list[Target | challenge.Measured] = [Target(None, "", cal.cpu_claim)]
     for device, claimed in challenge.gpu_claims(profile):
         found.append(
             Target(unit, device, claimed)
