@@ -85,7 +85,7 @@ def _references(job: sch.JobPlan) -> list[dict[str, str]]:
     peers = [r.peer for r in job.matching]
     found = [
         {"class": c.device_class.name, "reference": c.reference, "why_not": c.why_not}
-        for c in class_references(peers, job.job.spec.compute_unit, job.verify)
+        for c in class_references(peers, job.job.spec.compute_unit, job.verify, job.gap)
     ]
     fitting = {p.peer_id for p in peers} | {p.owner.owner_id for p in peers if p.owner.owner_id}
     missing = [p for p in job.verify.reference if p not in fitting]

@@ -121,6 +121,11 @@ class VerifyBlock(Block):
         default=None,
         description="your own devices (peer ids, or owner ids owner-...): one joins each quorum of its class",
     )
+    reference_fallback: Literal["refuse", "allow"] = Field(
+        default="refuse",
+        description="allow: a class whose named reference is missing (offline, relayed, its task failed) "
+        "is settled by the majority; refuse: it is Unverifiable, with why",
+    )
 
 
 class PriceBlock(Block):

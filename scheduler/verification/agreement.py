@@ -132,6 +132,7 @@ class Outcome(enum.StrEnum):
     SINGLE = "single"  # one result: not verified
     DISAGREED = "disagreed"  # no strict majority agreed
     PENDING = "pending"  # two replicas disagreed: one more is needed
+    UNVERIFIABLE = "unverifiable"  # its named reference gave no result, and no fallback is allowed
 
 
 @dataclass(frozen=True)
