@@ -6,15 +6,17 @@ nothing here talks to the swarm.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import scheduler as sch
 
 
-def plan_json(result: sch.Plan) -> dict[str, Any]:
+def plan_json(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
     """`plan --json`: per job, the peers matched, chosen and rejected (with reasons and codes), their
-    classes, owners (declared ones) and claims, and how its replicas would be placed."""
+    classes, owners (declared ones) and claims, how its replicas would be placed, and the band each
+    class's replicas would be judged with (`errors`: the store's pools, `bands`)."""
     return {
         "jobs": [
             {
@@ -45,6 +47,7 @@ def plan_json(result: sch.Plan) -> dict[str, Any]:
                 "shortfall": job.shortfall,
                 "unverifiable": job.unverifiable,
                 "references": _references(job),
+                "bands": bands(job, errors or {}),
             }
             for job in result.jobs
         ]
@@ -95,7 +98,27 @@ def _references(job: sch.JobPlan) -> list[dict[str, str]]:
     return found
 
 
-def print_plan(result: sch.Plan) -> None:
+def bands(job: sch.JobPlan, errors: Mapping[str, Sequence[float]]) -> list[dict[str, Any]]:
+    """Each class among a replicated job's feasible peers with the band its replicas would be judged
+    with now (`agreement.judged_band` over the store's pool of that class and model), and how many
+    replicas it was learnt from (0: the prior, a fresh class; a single-process job then stands at
+    46 %, wide enough to let a 0.72x claim agree: `plan` says so before anything runs)."""
+    from scheduler.verification import device_class, judged_band
+
+    if not job.verify.replicated:
+        return []
+    out: dict[str, dict[str, Any]] = {}
+    processes = job.job.spec.processes
+    for r in job.matching:
+        cls = device_class(r.peer.profile, job.job.spec.compute_unit)
+        pooled = errors.get(f"{cls.key}/{job.needs.model_sha256[:16]}", ())
+        band, learnt = judged_band(pooled, processes)
+        out.setdefault(cls.name, {"class": cls.name, "band": round(band, 4), "processes": processes,
+                                  "learnt_from": learnt})  # fmt: skip
+    return list(out.values())
+
+
+def print_plan(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = None) -> None:
     """`plan` on the terminal: per job, each peer chosen, matching or rejected with why, and its replicas."""
     from node.cli.console import console as out_console
     from protocol import for_rich
@@ -127,6 +150,14 @@ def print_plan(result: sch.Plan) -> None:
         for cls, owners in _class_owners(job).items():
             console.print(
                 f"  class {cls}: {len(owners)} owner(s), one vote each: {for_rich(', '.join(owners))}"
+            )
+        for b in bands(job, errors or {}):
+            learnt = (
+                f"learnt from {b['learnt_from']} replicas" if b["learnt_from"] else "the prior: a fresh class"
+            )
+            console.print(
+                f"  class {b['class']}: judged within {b['band']:.1%} at {b['processes']} process(es) "
+                f"({learnt})"
             )
         for ref in _references(job):
             said = f"reference {ref['reference']}" if ref["reference"] else ref["why_not"]

@@ -36,6 +36,7 @@ from scheduler.verification.agreement import (
     Replica,
     Settlement,
     band,
+    pair_error,
     pooled_spread,
     process_error,
 )
@@ -182,7 +183,7 @@ def _record(
     agreed = tuple(p for p, ev in evidence if ev.agreed)
     outliers = tuple(p for p, ev in evidence if not ev.agreed and ev.weight > 0)
     offsets = tuple((p, ev.offset) for p, ev in evidence if ev.offset is not None and ev.weight > 0)
-    errors = tuple(process_error(t.spread, processes) for t in members if t.peer_id in agreed)
+    errors = _errors(members, agreed, processes)
     pool = pool_key(members[0])
     out.errors[pool] = (*out.errors.get(pool, ()), *errors)[-POOL_KEEP:]
     out.commands.append(
@@ -200,6 +201,16 @@ def _record(
     )
     for peer, ev in evidence:
         out.records[peer] = out.records.get(peer, PeerRecord()).after(ev)
+
+
+def _errors(members: Sequence[TaskView], agreed: Sequence[str], processes: int) -> tuple[float, ...]:
+    """What the agreeing replicas add to their class's pool: each one's process error, from its
+    processes' spread, or with one process from its distance to the others (`agreement.pair_error`)."""
+    mine = [t for t in members if t.peer_id in agreed]
+    if processes > 1:
+        return tuple(process_error(t.spread, processes) for t in mine)
+    figures = [t.progress.median_ms or 0.0 for t in mine]
+    return tuple(pair_error(f, figures[:i] + figures[i + 1 :]) for i, f in enumerate(figures))
 
 
 def _replica(

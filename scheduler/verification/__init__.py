@@ -255,11 +255,12 @@ present for one never found), whose groups are not placed (`Unverifiable`, the s
 record, exit 1). With `reference_fallback: allow` such a group is settled by the majority, each row's detail
 saying "the reference <id> did not report (<why>): settled by the majority"; a tie-break it then needs goes
 back to the reference (`quorum.more_peer` takes it first). Pinned by
-`tests/labs/e2e/test_missing_reference.py` (R stopped: exit 1 and the line). Each offset against a reference carries the standard error the class's pool gives one
-comparison (`agreement.comparison_error`, the band's K-th part) as `Settlement.error` and `Evidence.error`;
-the record keeps those offsets apart (`verification/offsets.py`, `PeerRecord.referenced`, the store's
-`peer_records.referenced`) and judges them by that error alone, never the peer's own scatter, from 4
-comparisons (a reference halves the comparisons each stranger gets); a stranger is spot-checked only once
+`tests/labs/e2e/test_missing_reference.py` (R stopped: exit 1 and the line). Each offset against a
+reference carries the standard error the class's pool gives one comparison (`agreement.comparison_error`,
+the band's K-th part) as `Settlement.error` and `Evidence.error`; the record keeps those offsets apart
+(`verification/offsets.py`, `PeerRecord.referenced`, the store's `peer_records.referenced`) and judges
+them by that error alone, never the peer's own scatter, from 4 comparisons (a reference halves the
+comparisons each stranger gets); a stranger is spot-checked only once
 they clear too. Pinned by `tests/unit/scheduler/verification/test_reference_offsets.py`.
 """
 
@@ -271,6 +272,8 @@ from scheduler.verification.agreement import (
     Outcome,
     Replica,
     Settlement,
+    judged_band,
+    pair_error,
     pool_error,
     pooled_spread,
     process_error,
@@ -318,6 +321,8 @@ __all__ = [
     "distrusted",
     "draws_seed",
     "judge",
+    "judged_band",
+    "pair_error",
     "pick_replicas",
     "placed_profile",
     "pool_error",
