@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 def plan_json(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
     """`plan --json`: per job, the peers matched, chosen and rejected (with reasons and codes), their
-    classes, owners (declared ones) and claims, how its replicas would be placed, and the band each
-    class's replicas would be judged with (`errors`: the store's pools, `bands`)."""
+    classes (short names, and whole ids: `class_ids`), owners (declared ones) and claims, how its
+    replicas would be placed, and the band each class's replicas would be judged with (`errors`: the
+    store's pools, `bands`)."""
     return {
         "jobs": [
             {
@@ -26,6 +27,7 @@ def plan_json(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = N
                 "chosen": [r.peer.peer_id for r in job.chosen],
                 "matching": [r.peer.peer_id for r in job.matching],
                 "classes": {r.peer.peer_id: _class_name(job, r.peer) for r in job.matching},
+                "class_ids": {r.peer.peer_id: _class_id(job, r.peer) for r in job.matching},
                 "claims": {r.peer.peer_id: list(r.peer.claim) for r in job.matching if r.peer.claim},
                 "owners": {
                     r.peer.peer_id: r.peer.owner.owner_id for r in job.matching if r.peer.owner.owner_id
@@ -52,6 +54,13 @@ def plan_json(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = N
             for job in result.jobs
         ]
     }
+
+
+def _class_id(job: sch.JobPlan, peer: sch.PeerView) -> str:
+    """A peer's device class's whole id for the job's unit: what a campaign's price rule names."""
+    from scheduler.verification import device_class
+
+    return device_class(peer.profile, job.job.spec.compute_unit).id
 
 
 def _class_name(job: sch.JobPlan, peer: sch.PeerView) -> str:

@@ -138,8 +138,8 @@ class PriceBlock(Block):
     device_class: str | None = Field(
         default=None,
         alias="class",
-        pattern=r"^cls-[0-9a-f]{8}$",
-        description="a device class, as results.csv's DeviceClass names it",
+        pattern=r"^cls-[0-9a-f]{64}$",
+        description="a device class's whole id (plan --json's class_ids; the 8-digit name is for display)",
     )
     per_hour: float = Field(ge=0, le=MAX_PRICE_PER_HOUR, description="the price of an hour of the device")
 
