@@ -7,15 +7,16 @@ hands each `challenge_chain_seed` to the child and its commitment back, and each
 The chain is computed and hashed in the child, never in this trio loop, and the daemon imports no numpy
 (it names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
 (busy) meanwhile, and asks again (`node.submitter.challenge`). The slot is held only while rounds run: a
-seed is due `SEED_S` after `challenge_ready` and after each round's rows (pings do not extend it), else
-the worker says so and closes; a peer it takes no offers from starts at most `STRANGER_STARTS`
-challenges per `STRANGER_EVERY_S`. The cheater's view: a stranger that opens a challenge and only pings
-held the slot for the whole 90 s, again and again, so every honest `plan` and `submit` read "busy"; now
-holding it costs real rounds (each bounded by the worker's own claim, at most three) and it is given
-back within 5 s of silence; many keys evade the per-peer pace, but not the windows. A CPU round is
-computed only if it is the CPU chain's size and no more work than `WORKER_ROUND_S` of this worker's own
-claim (`scheduler.verification.challenge.cpu_round_problem`): a stranger asking for the GPU chain's
-16,384 rows, or minutes of steps, is answered `challenge_failed` before the child computes anything. A
+seed is due `SEED_S` after `challenge_ready` and after each round's rows, and a reveal as long after
+each commitment (pings do not extend either), else the worker says so and closes; a peer it takes no
+offers from starts at most `STRANGER_STARTS` challenges per `STRANGER_EVERY_S`. The cheater's view: a
+stranger that opens a challenge and only pings held the slot for the whole 90 s, again and again, so
+every honest `plan` and `submit` read "busy"; now holding it costs real rounds (each bounded by the
+worker's own claim, at most three) and it is given back within 5 s of silence; many keys evade the
+per-peer pace, but not the windows. A CPU round is computed only if it is the CPU chain's size and no
+more work than `WORKER_ROUND_S` of this worker's own claim
+(`scheduler.verification.challenge.cpu_round_problem`): a stranger asking for the GPU chain's 16,384
+rows, or minutes of steps, is answered `challenge_failed` before the child computes anything. A
 challenge beside a measurement disturbs both (about a second of every core).
 
 `/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and the
@@ -70,9 +71,10 @@ once) before it is answered busy."""
 TOTAL_S: Final = 90.0
 """One whole challenge (a submitter's own gives up after 45 s)."""
 SEED_S: Final = 5.0
-"""A CPU challenge's next seed is due this long after `challenge_ready` or the last round's rows (an
-honest submitter sends its pings and its seed within a second; a pause of 1 s between rounds, and
-its recomputation of 16 rows of a 512-wide chain): no seed by then, the slot is given back."""
+"""A CPU challenge's next seed is due this long after `challenge_ready` or the last round's rows, and
+a reveal this long after a commitment (an honest submitter sends its pings and its seed within a
+second, its reveal at once; a pause of 1 s between rounds, and its recomputation of 16 rows of a
+512-wide chain): nothing by then, the slot is given back."""
 GPU_SEED_S: Final = STEP_S
 """The same for a GPU chain, whose 16 rows the submitter recomputes through up to 2,048 steps first."""
 STRANGER_EVERY_S: Final = 60.0
@@ -185,18 +187,19 @@ async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu:
     CPU round larger than the chain or this worker's own claim allows is refused with why."""
     pings = seeds = reveals = 0
     window = SEED_S if cpu else GPU_SEED_S
-    due = trio.current_time() + window
+    due = trio.current_time() + window  # the next seed or reveal; a ping never moves it
     while reveals < CHALLENGE_ROUNDS:
-        left = due - trio.current_time() if seeds == reveals else STEP_S
+        left = due - trio.current_time()
         if left <= 0:
-            closed = f"no seed within {window:g} s: the challenge is closed"
+            wanted = "seed" if seeds == reveals else "reveal"
+            closed = f"no {wanted} within {window:g} s: the challenge is closed"
             await channel.send(ChallengeFailed(reason=closed))
             return
         try:
             asked = await channel.receive(timeout=min(left, STEP_S))
         except PeerTimeout:
-            if seeds == reveals and trio.current_time() >= due:
-                continue  # the seed's window passed: said, then closed
+            if trio.current_time() >= due:
+                continue  # the window passed: said, then closed
             return
         except NodeError:
             return  # the submitter took the rounds it wanted and closed the stream
@@ -213,6 +216,7 @@ async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu:
             if digests is None:
                 return  # the submitter gave up waiting (too slow for its claim): the child is stopped
             await channel.send(ChallengeCommit(round=asked.round, digests=digests))
+            due = trio.current_time() + window
         elif isinstance(asked, ChallengeReveal) and reveals < seeds:
             reveals += 1
             child.receiver.send(("reveal", asked.rows))

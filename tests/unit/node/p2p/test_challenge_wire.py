@@ -211,6 +211,22 @@ async def test_a_stranger_that_only_pings_gives_the_slot_back_and_an_honest_chal
     assert len(asked) > 1  # busy first, asked again
 
 
+async def test_a_stranger_that_never_reveals_is_closed_too() -> None:
+    """The reveal is due as soon as the commitment: a stranger that takes its round and then keeps
+    the stream silent held the slot for the reveal's 30 s, three rounds over."""
+    stranger, worker = memory_channel_pair("stranger", "worker", read_timeout=60.0)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(Challenges().serve, worker)
+            await stranger.send(ChallengeOpen())
+            assert isinstance(await stranger.receive(), ChallengeReady)
+            await stranger.send(ChallengeChainSeed(round=0, n=64, steps=1, seed=7))
+            assert isinstance(await stranger.receive(), ChallengeCommit)
+            closed = await stranger.receive()  # nothing sent: the worker speaks first
+    assert isinstance(closed, ChallengeFailed)
+    assert closed.reason == f"no reveal within {SEED_S:g} s: the challenge is closed"
+
+
 async def test_a_stranger_starts_a_few_challenges_a_minute_a_peer_it_takes_offers_from_any() -> None:
     challenges = Challenges(frozenset({"mine"}), open_mode=True)
 
