@@ -349,10 +349,19 @@ def plan(
     from node.cli.planview import plan_json, print_plan
 
     result = run(main)
+    errors = _class_errors(config)
     if as_json:
-        print(json.dumps(plan_json(result)))
+        print(json.dumps(plan_json(result, errors)))
         return
-    print_plan(result)
+    print_plan(result, errors)
+
+
+def _class_errors(config: NodeConfig) -> dict[str, tuple[float, ...]]:
+    """The store's pools of class errors (what `submit` would judge replicas with), {} with no store."""
+    from node.submitter.store import CampaignStore
+
+    path = config.data.campaigns
+    return CampaignStore(path).class_errors() if path.is_file() else {}
 
 
 def register(app: typer.Typer) -> None:

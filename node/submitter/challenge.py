@@ -44,6 +44,7 @@ from node.p2p.host import Host
 from node.p2p.wire import Channel
 from protocol import (
     CHALLENGE,
+    CHALLENGE_BUSY,
     CHALLENGE_PINGS,
     CHALLENGE_ROUNDS,
     CHALLENGE_UNITS,
@@ -76,6 +77,10 @@ STEP_S: Final = 10.0
 TOTAL_S: Final = 45.0
 """One unit's whole challenge (a stalling worker delays the campaign's start by at most this)."""
 NOT_ANSWERED: Final = "not answered: "
+BUSY_PAUSES_S: Final = (1.0, 2.0, 4.0, 8.0, 15.0)
+"""Pauses before asking a busy worker again (`CHALLENGE_BUSY`: another submitter's challenge holds its
+one slot, at most a few rounds since a slot is given back within seconds of silence), within
+`TOTAL_S`: a stranger's challenge delays an honest one, it does not deny it."""
 ROUND_GAP_S: Final = 0.5
 """The pause before round r is r times this: rounds spread over a second and a half, so that one
 busy moment on the device (another process's burst) does not decide every round."""
@@ -202,13 +207,24 @@ class Challenger:
     async def _one(self, view: sch.PeerView, target: Target, addrs: tuple[str, ...]) -> challenge.Measured:
         """One claim challenged over its own stream, or why it went unanswered."""
         key = view.peer_id if target.unit is None else f"{view.peer_id}\x00{target.device}"
-        tries = self._tries[key] = self._tries.get(key, 0) + 1
         protocol = CHALLENGE if target.unit is None else CHALLENGE_UNITS
+        busy: Unanswered | None = None
         try:
             with trio.fail_after(TOTAL_S):
-                async with await self._open(view.peer_id, addrs, protocol) as channel:
-                    return await self._challenge(channel, f"{key}\x00{tries}", target)
+                for pause in (*BUSY_PAUSES_S, None):  # a busy worker is asked again within the budget
+                    tries = self._tries[key] = self._tries.get(key, 0) + 1
+                    try:
+                        async with await self._open(view.peer_id, addrs, protocol) as channel:
+                            return await self._challenge(channel, f"{key}\x00{tries}", target)
+                    except Unanswered as exc:
+                        if pause is None or exc.detail != CHALLENGE_BUSY:
+                            raise
+                        busy = exc
+                    await trio.sleep(pause)
+                raise AssertionError("unreachable: the last try raises or returns")
         except (NodeError, ProtocolError, trio.TooSlowError) as exc:
+            if isinstance(exc, trio.TooSlowError) and busy is not None:
+                exc = busy  # still busy when the budget ran out
             why = exc.detail if isinstance(exc, NodeError) else str(exc) or f"no verdict within {TOTAL_S:g} s"
             return challenge.Measured(
                 target.name,

@@ -256,14 +256,20 @@ with its result is judged against it alone (`verification/references.py`), so a 
 cannot outvote it; `plan --json` gives each replicated job's `references` (class, reference, why none
 joins). Pinned by `tests/unit/scheduler/state/test_references.py` and
 `tests/labs/e2e/test_reference_device.py` (two halving `join` liars and one honest reference). A reference
-whose own task fails is replaced by a peer of its class like any replica, and the group is then settled by
-majority, each row's detail saying "the reference <id> did not report (<why>): settled by the majority"
-(`settling._reference_missing`); a tie-break it then needs goes back to the reference (`quorum.more_peer`
-takes it first). Each offset against a reference carries the standard error the class's pool gives one
-comparison (`agreement.comparison_error`, the band's K-th part) as `Settlement.error` and `Evidence.error`;
-the record keeps those offsets apart (`verification/offsets.py`, `PeerRecord.referenced`, the store's
-`peer_records.referenced`) and judges them by that error alone, never the peer's own scatter, from 4
-comparisons (a reference halves the comparisons each stranger gets); a stranger is spot-checked only once
+named and missing is never replaced in silence (issue 50, scope 4): one not found, relayed or refused
+holds the classes it could be of (`replication.reference_gap`: its own, or every class without a reference
+present for one never found), whose groups are not placed (`Unverifiable`, the shortfall naming it and
+`verify: {reference_fallback: allow}`); one whose task ended without a result leaves its group
+`unverifiable` (`settling._reference_missing`: figures kept, none standing, nothing said of anyone's
+record, exit 1). With `reference_fallback: allow` such a group is settled by the majority, each row's detail
+saying "the reference <id> did not report (<why>): settled by the majority"; a tie-break it then needs goes
+back to the reference (`quorum.more_peer` takes it first). Pinned by
+`tests/labs/e2e/test_missing_reference.py` (R stopped: exit 1 and the line). Each offset against a
+reference carries the standard error the class's pool gives one comparison (`agreement.comparison_error`,
+the band's K-th part) as `Settlement.error` and `Evidence.error`; the record keeps those offsets apart
+(`verification/offsets.py`, `PeerRecord.referenced`, the store's `peer_records.referenced`) and judges
+them by that error alone, never the peer's own scatter, from 4 comparisons (a reference halves the
+comparisons each stranger gets); a stranger is spot-checked only once
 they clear too. Pinned by `tests/unit/scheduler/verification/test_reference_offsets.py`.
 """
 
@@ -275,6 +281,8 @@ from scheduler.verification.agreement import (
     Outcome,
     Replica,
     Settlement,
+    judged_band,
+    pair_error,
     pool_error,
     pooled_spread,
     process_error,
@@ -323,6 +331,8 @@ __all__ = [
     "distrusted",
     "draws_seed",
     "judge",
+    "judged_band",
+    "pair_error",
     "pick_replicas",
     "placed_profile",
     "pool_error",

@@ -163,7 +163,10 @@ ACCEPTED: dict[str, dict[str, Any]] = {
     },
     "prices": MODEL
     | {
-        "prices": [{"peer": "12D3KooWx", "per_hour": 2.5}, {"class": "cls-1a2b3c4d", "per_hour": 1}],
+        "prices": [
+            {"peer": "12D3KooWx", "per_hour": 2.5},
+            {"class": "cls-1a2b3c4d" + "0" * 56, "per_hour": 1},
+        ],
         "jobs": [CPU],
     },
 }
@@ -183,7 +186,7 @@ REFUSED: dict[str, dict[str, Any]] = {
     "replicas past the cap": MODEL | {"verify": {"replicas": 11}, "jobs": [CPU]},
     "an empty reference list": MODEL | {"verify": {"replicas": 2, "reference": []}, "jobs": [CPU]},
     "a price with peer and class": MODEL
-    | {"prices": [{"peer": "a", "class": "cls-1a2b3c4d", "per_hour": 1}], "jobs": [CPU]},
+    | {"prices": [{"peer": "a", "class": "cls-1a2b3c4d" + "0" * 56, "per_hour": 1}], "jobs": [CPU]},
     "a dataset of two kinds": MODEL
     | {
         "jobs": [
