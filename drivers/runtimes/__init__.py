@@ -43,8 +43,9 @@ Beside the harness's clock, llama.cpp's server timings of each timed request (su
 sampled from the prompt's logits, left out of generation as its timer leaves it out) give prompt and
 generated tokens and their times: `GenerationStats.runtime_rates`, the row's `RuntimePpTokPerS` and
 `RuntimeTgTokPerS` (llama-bench's pp and tg), kept by `derive` only where they fit the records
-(`runtime_rates_fit`: the same token total, a time within theirs), so the submitter refuses invented timers as inconsistent. Threads: the
-job's, else the physical cores (ggml's threads spin: more threads than free cores is many times slower).
+(`runtime_rates_fit`: the same token total, a time within theirs), so the submitter refuses invented
+timers as inconsistent. Threads: the job's, else the physical cores (ggml's threads spin: more threads
+than free cores is many times slower).
 """
 
 __all__: list[str] = []
