@@ -217,7 +217,7 @@ def versions() -> dict[str, str]:
     """The binding's version (llama.cpp itself is built into it)."""
     import importlib.metadata
 
-    return {"llama.cpp": f"{DIST} {importlib.metadata.version(DIST)}"}  # the binding names the build
+    return {"llama.cpp": importlib.metadata.version(DIST)}  # xllamacpp's (llama.cpp is built into it)
 
 
 __all__ = [
