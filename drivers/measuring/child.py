@@ -23,7 +23,7 @@ from drivers.files.formats import check_model_file
 from drivers.files.inputs import fed, synthesize
 from drivers.measuring import device, frame, meters, telemetry
 from drivers.measuring.jobs import ChildJob
-from drivers.measuring.outputs import output_fingerprint, output_sample
+from drivers.measuring.outputs import output_fingerprint, output_sample, output_values
 from drivers.measuring.spawning import MIB, address_space_capped
 from drivers.measuring.stats import ci_within, warmed_up
 from drivers.measuring.sustain import Marks, sustained_runs
@@ -182,6 +182,7 @@ def _inference_phase(
             first_inferences_ms=(first_ms,),
             output_fingerprints=(fingerprint,) if fingerprint else (),
             output_sample=output_sample(first_outputs),
+            output_values=output_values(first_outputs),
             mark_runs=tuple(marks.runs),
             mark_ms=tuple(marks.ms),
         )
