@@ -210,6 +210,12 @@ class TaskSpec(Value):
     # Arrays from the campaign's files for some or all inputs (`input_data:` in a campaign).
     input_data: tuple[InputData, ...] = Field(default=(), max_length=64)
     strict_placement: bool = True
+    # The precision a runtime that offers the choice computes in (OpenVINO's INFERENCE_PRECISION_HINT):
+    # None keeps the driver's default (f32 on OpenVINO's CPU: the model's own, as ONNX Runtime runs it).
+    precision: Literal["f32", "bf16", "f16"] | None = None
+    # Keep the model's dynamic input dimensions when compiling (OpenVINO); by default a runtime that
+    # compiles for shapes compiles for the shapes fed, as its users deploy it.
+    dynamic_shapes: bool = False
     # The least share of the model's executed nodes that must run on the asked unit (1.0: all of them);
     # below it the run is a fallback (`drivers.measuring.meters.Placed`): failed when strict, else marked.
     placement_share: float = Field(default=1.0, gt=0, le=1)
@@ -275,6 +281,9 @@ class RunConditions(Value):
     thermal: str = ""
     power: str = ""
     runtime_versions: dict[str, str] = Field(default_factory=dict)
+    # How the runtime compiled and ran the model where it has such settings (OpenVINO: precision,
+    # performance hint, streams, the shapes compiled for), as the runtime reported them after compiling.
+    runtime_settings: dict[str, str] = Field(default_factory=dict, max_length=16)
     model_sha256: str = ""
 
 

@@ -115,6 +115,7 @@ _EXTENDED = _section(
     ("OutputMaxDiff",),  # against the model's first row on another runtime (results/outputdiff.py)
     ("ModelSha256",),
     ("RuntimeVersions",),
+    ("RuntimeSettings",),  # the runtime's own settings as it reported them (OpenVINO: precision, hint...)
     ("WorkerPeerId",),
     ("SignatureStatus",),
     ("Verified",),  # how replicas settled it (scheduler/results/verifyrows.py)
