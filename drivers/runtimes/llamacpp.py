@@ -132,7 +132,7 @@ def missing_runtime() -> str:
     if importlib.util.find_spec(DIST) is not None:
         return ""
     if FROZEN:
-        return not_installed([DIST], "llamacpp", "the llama.cpp units")
+        return not_installed([DIST], "llamacpp", "the llama.cpp units", frozen=FROZEN)
     return f"{DIST} not installed (pip install -e '.[llamacpp]')"
 
 

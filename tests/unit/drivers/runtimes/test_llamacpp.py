@@ -146,3 +146,29 @@ def test_the_load_log_is_caught_from_llama_cpps_own_writer_and_then_quieted() ->
     )
     assert done.stdout.splitlines() == ["{'CPU': 1.0}", "done"]
     assert done.stderr == ""  # the load's log went to the placement, the request's nowhere
+
+
+@pytest.mark.parametrize(
+    ("frozen", "said"),
+    [
+        (False, "xllamacpp not installed (pip install -e '.[llamacpp]')"),
+        (
+            True,
+            "xllamacpp not in this build (the binary carries onnxruntime only; install sark-node with pip",
+        ),
+    ],
+)
+def test_without_the_binding_each_build_says_why_in_its_own_words(
+    monkeypatch: pytest.MonkeyPatch, frozen: bool, said: str
+) -> None:
+    """The binary (PyInstaller) leaves xllamacpp out (.ci/sark-node.spec): its llama.cpp units say
+    "not in this build"; a pip install names the extra."""
+    from drivers.runtimes import llamacpp
+
+    real = llamacpp.importlib.util.find_spec
+    monkeypatch.setattr(llamacpp, "FROZEN", frozen)
+    monkeypatch.setattr(
+        llamacpp.importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real(name, *a)
+    )
+    assert llamacpp.missing_runtime().startswith(said)
+    assert llamacpp.binding(GPU) == (None, llamacpp.missing_runtime())
