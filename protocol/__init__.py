@@ -15,6 +15,7 @@ Modules:
     windows   windows over time from samples, marks and telemetry; a sustained run's throttling verdict
     stats     summary statistics of a sample, process spread, the stability verdict
     genstats  a generate run's aggregate from its records, as FORMULAS says
+    sessions  a session run's figures: TTFT by turn index, each session's duration, turns and tokens
     clientload  whether the load client held its schedule: send rate, send lag, saturation and why
     rouge     ROUGE-1/2/L F1, no external package
     capacity  capacity under an SLO: the level search, over-saturation, the knee (derived again)
@@ -100,6 +101,7 @@ from protocol.challenge import (
     CHAIN_MAX_N,
     CHAIN_MAX_STEPS,
     CHALLENGE,
+    CHALLENGE_BUSY,
     CHALLENGE_MAX_ROWS,
     CHALLENGE_MIN_N,
     CHALLENGE_PINGS,
@@ -136,13 +138,16 @@ from protocol.generation import (
     RequestRecord,
     Rouge,
     RuntimeRates,
+    SessionStats,
     Slo,
     TokenizerPin,
+    TurnStats,
 )
 from protocol.machine import TRANSITIONS, Conversation, Role, State
 from protocol.messages import (
     BLOB,
     DOMAIN_ADVERT,
+    DOMAIN_BUNDLE,
     DOMAIN_CANCEL,
     DOMAIN_OFFER,
     DOMAIN_RELEASE,
@@ -159,6 +164,7 @@ from protocol.messages import (
     BlobGet,
     BlobMeta,
     BlobMissing,
+    BundleSeal,
     Busy,
     Cancel,
     CancelBody,
@@ -231,6 +237,7 @@ from protocol.values import (
     Measurement,
     ModelFormat,
     ModelRef,
+    Peak,
     ProfileFact,
     ProfileName,
     RunConditions,
@@ -244,6 +251,7 @@ __all__ = [
     "CHAIN_MAX_N",
     "CHAIN_MAX_STEPS",
     "CHALLENGE",
+    "CHALLENGE_BUSY",
     "CHALLENGE_MAX_ROWS",
     "CHALLENGE_MIN_N",
     "CHALLENGE_PINGS",
@@ -254,6 +262,7 @@ __all__ = [
     "CPU_CHAIN_N",
     "DIGEST_BYTES",
     "DOMAIN_ADVERT",
+    "DOMAIN_BUNDLE",
     "DOMAIN_CANCEL",
     "DOMAIN_OFFER",
     "DOMAIN_RELEASE",
@@ -280,6 +289,7 @@ __all__ = [
     "BlobGet",
     "BlobMeta",
     "BlobMissing",
+    "BundleSeal",
     "Busy",
     "Calibration",
     "Cancel",
@@ -336,6 +346,7 @@ __all__ = [
     "OfferBody",
     "Owner",
     "OwnerStatement",
+    "Peak",
     "Phase",
     "ProfileFact",
     "ProfileGet",
@@ -360,6 +371,7 @@ __all__ = [
     "RunConditions",
     "Runtime",
     "RuntimeRates",
+    "SessionStats",
     "Slo",
     "Stage",
     "State",
@@ -371,6 +383,7 @@ __all__ = [
     "TelemetryPoint",
     "ThrottleCause",
     "TokenizerPin",
+    "TurnStats",
     "UnitStatus",
     "Value",
     "Window",

@@ -73,6 +73,9 @@ CPU_CHAIN_N: Final = 512
 CHALLENGE_ROUNDS: Final = 3
 CHALLENGE_PINGS: Final = 3
 """Ping rounds before each seed (the submitter subtracts the fastest)."""
+CHALLENGE_BUSY: Final = "busy: another challenge is running"
+"""A worker's `challenge_failed` reason while its one challenge slot is taken: the submitter asks
+again within its budget (the slot is held only while a round runs)."""
 CHALLENGE_MAX_ROWS: Final = 32
 DIGEST_BYTES: Final = 16
 CHAIN_MAX_N: Final = 16384
@@ -185,6 +188,7 @@ __all__ = [
     "CHAIN_MAX_N",
     "CHAIN_MAX_STEPS",
     "CHALLENGE",
+    "CHALLENGE_BUSY",
     "CHALLENGE_MAX_ROWS",
     "CHALLENGE_MIN_N",
     "CHALLENGE_PINGS",

@@ -57,7 +57,9 @@ def request_rate_achieved(records: Sequence[RequestRecord], span_s: float | None
 def client_load(
     records: Sequence[RequestRecord], spec: GenerateSpec, cpu_pct: float | None, unsent: int
 ) -> ClientLoad:
-    """The client's figures and verdict for one run (or one fleet member, or a merged fleet)."""
+    """The client's figures and verdict for one run (or one fleet member, or a merged fleet). A session
+    run's sends are its sessions' arrivals: their first turns (later turns follow the answers)."""
+    records = [r for r in records if (r.turn or 1) == 1]
     span = schedule_span_s(records, spec)
     edge = (span or 0.0) + SPAN_EDGE_S
     sent = sum(1 for r in records if r.started_s <= edge)

@@ -21,6 +21,7 @@ MAX_PROMPT_CHARS: Final = 32_000
 MAX_RECORDS: Final = 5_000
 MAX_ATTEMPTS: Final = 64  # one request's attempts (a retry policy allows far fewer)
 MAX_TOKENIZER_BYTES: Final = 1 << 20  # a pinned tokenizer.json, compressed, inside one signed offer
+MAX_TURNS: Final = 64  # a session's turns (`Prompt.follow_ups` + 1)
 
 FORMULAS: Final[dict[str, str]] = {
     "ttft_ms": "time from sending the request to the first output token of any kind (answer or "
@@ -52,7 +53,7 @@ FORMULAS: Final[dict[str, str]] = {
     "reasoning_tokens_mean": "mean over successful requests of the reasoning tokens (the usage's "
     "completion_tokens_details.reasoning_tokens, else counted as output_tokens are)",
     "request_rate_achieved": "requests whose first byte was written within the schedule's span / span "
-    "(span: duration_s, else the last planned send, else the last send)",
+    "(span: duration_s, else the last planned send, else the last send; sessions: their first turns)",
     "schedule_lag_ms": "actual (first byte written) - planned send time per open-loop request",
     "client_saturated": "client CPU over 90 % of one core, p99 send lag over 10 ms, planned sends left "
     "unsent at the deadline, or (open loop) under 95 % of the sends planned within the span sent in it",
@@ -66,6 +67,16 @@ FORMULAS: Final[dict[str, str]] = {
     "/ their evaluation time (llama-bench's pp)",
     "runtime_tg_tok_per_s": "the runtime's own timer over the timed requests: tokens decoded one at a "
     "time / their evaluation time (llama-bench's tg; the first token of each request is the prompt's)",
+    # multi-turn sessions (issue 51, `protocol.sessions`): a conversation replayed turn by turn
+    "ttft_ms_by_turn": "per turn index k: median over the successful requests of turn k of ttft_ms (turn "
+    "k's request carries turns 1..k-1 and the server's own answers, so a prefix cache shows at k > 1)",
+    "sessions": "sessions started (a conversation replayed from its first turn)",
+    "session_turns_mean": "mean over sessions of the turns that succeeded (a failed turn ends its session)",
+    "sessions_completed": "sessions whose every turn succeeded",
+    "session_duration_s": "per session: first turn sent -> last turn's last token (think time between "
+    "turns included), median over sessions",
+    "session_tokens": "per session: prompt tokens and output tokens summed over its turns, mean over "
+    "sessions",
 }
 
 
@@ -93,6 +104,38 @@ class Prompt(Value):
     messages: tuple[ChatMessage, ...] = Field(default=(), max_length=256)
     input_tokens: int | None = Field(default=None, ge=1)
     output_tokens: int | None = Field(default=None, ge=1, le=32_768)
+    # a session (`turns:` beside a dataset): the conversation's later user turns, sent one by one after
+    # the first, each request carrying the earlier turns and the answers the server gave (`turn`)
+    follow_ups: tuple[str, ...] = Field(default=(), max_length=MAX_TURNS - 1)
+
+    @model_validator(mode="after")
+    def _bounded_turns(self) -> Prompt:
+        if any(len(t) > MAX_PROMPT_CHARS for t in self.follow_ups):
+            raise ValueError(f"a follow-up turn is longer than {MAX_PROMPT_CHARS} characters")
+        return self
+
+    def turns(self) -> int:
+        """How many turns this prompt's session has (1: a single request)."""
+        return 1 + len(self.follow_ups)
+
+    def turn(self, k: int, answers: tuple[str, ...]) -> Prompt:
+        """Turn `k` (1-based) as one request: the earlier turns, each followed by the answer the
+        server gave it (`answers`, k - 1 of them, each cut to `MAX_PROMPT_CHARS`), then turn k's
+        question. Turn 1 is this prompt without its follow-ups; every turn keeps the prompt's id."""
+        if not 1 <= k <= self.turns() or len(answers) != k - 1:
+            raise ValueError(f"turn {k} of {self.turns()} needs {k - 1} answers, got {len(answers)}")
+        first = self.with_(follow_ups=())
+        if k == 1:
+            return first
+        opening = self.messages or (ChatMessage(role="user", content=self.text),)
+        questions = (self.text, *self.follow_ups)
+        said: list[ChatMessage] = list(opening)
+        for i, answer in enumerate(answers):
+            said.append(ChatMessage(role="assistant", content=answer[:MAX_PROMPT_CHARS]))
+            said.append(ChatMessage(role="user", content=questions[i + 1]))
+        return first.with_(
+            text=questions[k - 1], messages=tuple(said), reference=None, input_tokens=None
+        )
 
 
 class TokenizerPin(Value):
@@ -191,6 +234,15 @@ class GenerateSpec(Value):
     # a lone worker's open loop (`request_rate`, no fleet, no capacity search): in its offer, the seed
     # of its planned sends, drawn by the submitter, which checks the records against that schedule
     arrival_seed: int | None = Field(default=None, ge=0, lt=2**63)
+    # sessions: the wait between a turn's last token and the next turn's send (a user reading, typing)
+    think_time_s: float = Field(default=0.0, ge=0, le=3600)
+    # a sweep's point (`generate.sweep`): the random dataset's mean input and output lengths asked
+    sweep_input_tokens: int | None = Field(default=None, ge=1)
+    sweep_output_tokens: int | None = Field(default=None, ge=1)
+
+    def sessions(self) -> bool:
+        """Whether the prompts are replayed as sessions (a dataset asked `turns:` beyond the first)."""
+        return any(p.follow_ups for p in self.prompts)
 
 
 ErrorKind = Literal[
@@ -238,6 +290,9 @@ class RequestRecord(Value):
     # the attempts whose request reached the server (retries included; 0: it could not connect)
     attempts: int = Field(default=1, ge=0, le=MAX_ATTEMPTS)
     http_status: int | None = Field(default=None, ge=100, le=599)  # a failed request's last HTTP status
+    # sessions: which session of the run (0, 1, ... in the order they started) and which turn (1-based)
+    session: int | None = Field(default=None, ge=0)
+    turn: int | None = Field(default=None, ge=1, le=MAX_TURNS)
 
 
 class Rouge(Value):
@@ -275,6 +330,28 @@ class RuntimeRates(Value):
     def tg_tok_per_s(self) -> float | None:
         """Generated tokens per second (`FORMULAS["runtime_tg_tok_per_s"]`), None without one."""
         return self.eval_tokens / self.eval_ms * 1e3 if self.eval_ms > 0 else None
+
+
+class TurnStats(Value):
+    """One turn index of a session run: its requests, and their TTFT (`FORMULAS["ttft_ms_by_turn"]`)."""
+
+    turn: int = Field(ge=1, le=MAX_TURNS)
+    requests: int = Field(ge=0)
+    errors: int = Field(ge=0)
+    ttft_ms: Stats
+    prompt_tokens_mean: float = Field(ge=0)
+
+
+class SessionStats(Value):
+    """A session run's sessions (`FORMULAS`: sessions and after)."""
+
+    sessions: int = Field(ge=0)
+    completed: int = Field(ge=0)
+    turns_mean: float = Field(ge=0)
+    turns_asked_mean: float = Field(ge=0)
+    duration_s: Stats
+    prompt_tokens_mean: float = Field(ge=0)
+    output_tokens_mean: float = Field(ge=0)
 
 
 class GenerationStats(Value):
@@ -319,5 +396,7 @@ class GenerationStats(Value):
     client_saturated: bool = False
     client_saturated_reason: str = Field(default="", max_length=2000)
     runtime_rates: RuntimeRates | None = None  # a white-box runtime's own timers (llama.cpp)
+    by_turn: tuple[TurnStats, ...] = Field(default=(), max_length=MAX_TURNS)  # sessions only
+    sessions: SessionStats | None = None
     formulas: dict[str, str] = Field(default_factory=lambda: dict(FORMULAS))
     records: tuple[RequestRecord, ...] = Field(default=(), max_length=MAX_RECORDS)

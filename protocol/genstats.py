@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from protocol import rouge
 from protocol.clientload import client_load
 from protocol.generation import MAX_RECORDS, GenerateSpec, GenerationStats, RequestRecord, Rouge, Slo
+from protocol.sessions import by_turn, sessions_of
 from protocol.stats import median, summarize
 
 
@@ -78,7 +79,8 @@ def score_rouge(records: Sequence[RequestRecord], spec: GenerateSpec) -> Rouge |
     if "rouge" not in spec.quality:
         return None
     references = {p.id: p.reference for p in spec.prompts if p.reference}
-    scorable = [r for r in records if r.error is None and r.prompt_id in references]
+    # a session's later turns answer other questions than the reference's: only first turns are scored
+    scorable = [r for r in records if r.error is None and r.prompt_id in references and (r.turn or 1) == 1]
     kept = [r for r in scorable if not r.text_dropped]
     if scorable and not kept:
         return None
@@ -186,6 +188,8 @@ def summarize_generation(
         schedule_lag_ms_p99=client.lag_p99_ms,
         client_saturated=client.saturated,
         client_saturated_reason=client.reason,
+        by_turn=by_turn(records),
+        sessions=sessions_of(records, spec),
         **_policy(ok),
     )
 

@@ -41,6 +41,7 @@ DOMAIN_CANCEL: Final = "sark/cancel/v1"
 DOMAIN_RESULT: Final = "sark/result/v1"
 DOMAIN_ADVERT: Final = "sark/advert/v1"
 DOMAIN_RELEASE: Final = "sark/release/v1"
+DOMAIN_BUNDLE: Final = "sark/bundle/v1"
 
 ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 TaskId = Annotated[str, Field(pattern=ID_PATTERN)]
@@ -190,6 +191,17 @@ class ReleaseBody(Value):
     submitter: str
     issued_at: float
     reason: Detail = ""
+
+
+class BundleSeal(Value):
+    """What a submitter signs over a campaign's result bundle (`scheduler.results.bundle`): the digests
+    of results.json and of the bundle's body, so that no byte of either changes unseen."""
+
+    campaign_id: TaskId
+    submitter: str
+    results_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    body_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    rows: int = Field(ge=0)
 
 
 class Reachability(enum.StrEnum):

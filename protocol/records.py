@@ -24,11 +24,13 @@ from protocol.errors import RecordError, RemoteProtocolError
 from protocol.framing import encode_varint
 from protocol.messages import (
     DOMAIN_ADVERT,
+    DOMAIN_BUNDLE,
     DOMAIN_CANCEL,
     DOMAIN_OFFER,
     DOMAIN_RELEASE,
     DOMAIN_RESULT,
     AdvertBody,
+    BundleSeal,
     Envelope,
     OfferBody,
     ReleaseBody,
@@ -42,12 +44,15 @@ _PEER_ID_PREFIX: Final = b"\x00\x24\x08\x01\x12\x20"
 _SIGNING_PREFIX: Final = b"sark-record:"
 _ALPHABET: Final = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _INDEX: Final = {c: i for i, c in enumerate(_ALPHABET)}
-_KNOWN_DOMAINS: Final = (DOMAIN_OFFER, DOMAIN_CANCEL, DOMAIN_RESULT, DOMAIN_RELEASE, DOMAIN_ADVERT)
+_KNOWN_DOMAINS: Final = (
+    DOMAIN_OFFER, DOMAIN_CANCEL, DOMAIN_RESULT, DOMAIN_RELEASE, DOMAIN_ADVERT, DOMAIN_BUNDLE
+)  # fmt: skip
 _SIGNER_FIELD: Final[Mapping[type[Value], str]] = {
     AdvertBody: "peer_id",
     ResultBody: "worker",
     ReleaseBody: "worker",
     OfferBody: "submitter",
+    BundleSeal: "submitter",
 }
 """The body field that names who signed it, per body type."""
 

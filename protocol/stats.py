@@ -21,6 +21,8 @@ MAX_CV: Final = 0.10
 MAX_MIN_MAX_DEVIATION: Final = 0.50
 MAX_BACKGROUND_CORES: Final = 0.2
 MAX_PROCESS_SPREAD_PCT: Final = 10.0
+MIN_SAMPLES: Final = 5
+"""Fewer samples than this say nothing of their own spread: such a figure is never called stable."""
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -114,6 +116,8 @@ def instability(
     """
     reasons: list[str] = []
     what = f"{of} " if of else ""
+    if stats.n < MIN_SAMPLES:
+        reasons.append(f"{what}only {stats.n} sample(s): too few to judge (at least {MIN_SAMPLES})")
     if stats.n > 1 and stats.cv >= MAX_CV:
         reasons.append(f"{what}stddev is {stats.cv * 100:.1f}% of the mean (>= {MAX_CV * 100:.0f}%)")
     if stats.mean > 0 and (

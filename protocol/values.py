@@ -79,8 +79,48 @@ class GpuInfo(Value):
     source: Literal["nvml", "torch", "nvidia-smi"]
 
 
+PeakPrecision = Literal["fp32", "tf32", "fp16", "bf16", "int8", "fp8", "read", "write", "copy"]
+"""A peak's precision (a matmul's element type) or, for memory, its access (read, write, copy)."""
+MATMUL_PRECISIONS: Final = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
+BANDWIDTHS: Final = ("read", "write", "copy")
+MAX_PEAKS: Final = 160
+"""The figures a calibration may carry: the CPU's 7 and 9 for each of up to 16 GPUs."""
+
+
+class Peak(Value):
+    """One unit's measured peak for one precision or memory access, with how it was measured.
+
+    A matmul's figure is in G operations per second (2 n^3 per n x n product: GFLOPS, GOPS for int8),
+    memory's in GB/s (bytes the kernel reads plus the bytes it writes). A precision the unit or the
+    installed libraries cannot do is a Peak too: `available` False, `per_s` 0, `reason` says why.
+    """
+
+    unit: ProfileName  # "CPU", or "cuda:<i> <GPU name>"
+    precision: PeakPrecision
+    per_s: float = Field(default=0.0, ge=0)  # GFLOPS / GOPS, or GB/s
+    available: bool = True
+    reason: ProfileFact = ""  # why it is unavailable
+    method: ProfileFact = ""  # how the figure was taken (the sweep, the statistic)
+    library: ProfileFact = ""  # the library and its version
+    kernel: ProfileFact = ""  # the call that was timed
+    sizes: ProfileFact = ""  # the sizes swept, and the one the figure is from
+    cv: float = Field(default=0.0, ge=0)  # the timed repeats' coefficient of variation at that size
+    background_cores: float = Field(default=0.0, ge=0)  # cores other processes kept busy meanwhile
+    cpu_mhz: float = Field(default=0.0, ge=0)  # the mean CPU clock over the sweep (telemetry), 0: unread
+    temp_c: float | None = None  # the hottest sensor over the sweep; None where there is none
+    cpu_share: float | None = Field(default=None, ge=0, le=1)  # the child's mean share of the CPU it wanted
+
+    @property
+    def figure(self) -> str:
+        """The figure's unit: GB/s for memory, GOPS for int8, GFLOPS otherwise."""
+        if self.precision in BANDWIDTHS:
+            return "GB/s"
+        return "GOPS" if self.precision == "int8" else "GFLOPS"
+
+
 class Calibration(Value):
-    """Short device calibration: what the hardware does on standard kernels."""
+    """Short device calibration: what the hardware does on standard kernels, and its measured peaks
+    (`sark-node info --bench`, cached beside it; empty until measured)."""
 
     cpu_gflops: float = Field(ge=0)
     mem_bandwidth_gbs: float = Field(ge=0)
@@ -90,6 +130,19 @@ class Calibration(Value):
     taken_at: float = Field(default=0.0, ge=0)  # seconds since the epoch; 0: unknown (an old cache entry)
     background_cores: float = Field(default=0.0, ge=0)  # cores other processes kept busy while it ran
     quiet: bool = False  # True only when the machine was quiet: a loaded figure is marked and re-taken later
+    peaks: tuple[Peak, ...] = Field(default=(), max_length=MAX_PEAKS)
+
+    @property
+    def cpu_claim(self) -> float:
+        """The CPU's fp32 matmul claim a challenge tests: the larger of `cpu_gflops` and the CPU's
+        fp32 peak (one kernel, two sizes: a peak above the calibration is challenged at its own word)."""
+        fp32 = self.peak("CPU", "fp32")
+        return max(self.cpu_gflops, fp32.per_s if fp32 is not None else 0.0)
+
+    def peak(self, unit: str, precision: str) -> Peak | None:
+        """The available peak of `unit` at `precision`, if measured."""
+        found = [p for p in self.peaks if p.unit == unit and p.precision == precision and p.available]
+        return found[0] if found else None
 
     def summary(self) -> str:
         """The figures for people, marked when they were taken under load."""

@@ -9,7 +9,9 @@ Modules:
     attempt    one attempt's body read as it arrives and decoded under the run's budget
     completion one streamed completion request to a model server, timed per read, as a RequestRecord
     options    EndpointOptions: how a load runs beyond its spec (retries, budget, the drain, ...)
-    sender     the one request loop: closed, open (protocol.arrivals), a fleet deal, a capacity level
+    sender     the one request loop: closed, open (protocol.arrivals), a fleet deal, a capacity level;
+               sessions (a dataset's `turns:`): each send a conversation replayed turn by turn, each
+               turn carrying the earlier ones with the server's own answers (`Prompt.turn`)
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
     load       load against a model server through `sender`; `run_endpoint` for the spawned child
     fleetload  a fleet member's start instant on this worker's clock (its deal is sent by `sender`)

@@ -143,7 +143,7 @@ async def complete(
             finally:
                 hold.release()
         if scope.cancelled_caught and not attempt.done:
-            failure = _Failed("deadline", "the server's answer was not complete by the run's deadline")
+            failure = _Failed("deadline", deadline_detail(attempt))
         elif failure is None and not (attempt.done or attempt.finished):
             failure = _Failed("stream_error", "the stream ended without [DONE] or a finish_reason")
         first_sent = first_sent or attempt.sent_ns
@@ -306,6 +306,26 @@ def _record(attempt: Attempt, failure: _Failed | None, api_key: str | None) -> R
         error=failure.kind if failure else None,
         error_detail=_scrub(failure.detail, api_key) if failure else "",
         http_status=failure.status if failure else None,
+    )
+
+
+def deadline_detail(attempt: Attempt) -> str:
+    """Why the client's own deadline (the run's) ended an attempt, with how long the request waited
+    and whether the server had begun its answer. A server that answers one request at a time holds
+    the others in its queue: they wait, and the wait is the client's deadline passing, not the
+    server failing (`drivers.endpoint.task` counts a run that only met deadlines so)."""
+    if not attempt.written:
+        return "the answer was not complete by the run's deadline: the request was not yet written"
+    waited_s = attempt.since_sent_ms(time.perf_counter_ns()) / 1e3
+    if not attempt.times_ms:
+        return (
+            f"the answer was not complete by the run's deadline: {waited_s:.1f} s after the request "
+            "was written the server had sent no token (a server answering one request at a time "
+            "queues the others)"
+        )
+    return (
+        f"the answer was not complete by the run's deadline: {waited_s:.1f} s after the request "
+        f"was written, {len(attempt.times_ms)} token(s) in"
     )
 
 

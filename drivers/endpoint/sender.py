@@ -10,6 +10,15 @@ loop wakes starts in that same pass of trio's scheduler: a loop held up (by the 
 of reads) catches up at once instead of one send a pass, which left it seconds behind at 160 req/s
 on a loaded machine (benchmarks/client_rates.py). Sends still planned when the run's deadline comes
 are not dropped silently: `Load.unsent` counts them and the row says so.
+
+Sessions (`GenerateSpec.sessions`: a dataset's `turns:`): what a schedule sends is a session, not a
+request. A closed loop's slot replays one conversation turn by turn and takes the next when it ends
+(concurrency counts sessions); an open loop's planned send (a fleet member's too, on the submitter's
+clock) is a session's arrival, its first turn sent at the planned time and each later turn
+`think_time_s` after the previous one's last token. Turn k's request carries turns 1..k-1 with the
+answers this server gave (`Prompt.turn`), each cut to `MAX_PROMPT_CHARS`; a session whose carried
+answers would pass `MAX_SESSION_CHARS` in all, or whose turn failed, ends there. No turn starts after
+the run's `duration_s` or its deadline, nor while a watch has ended the run.
 """
 
 from __future__ import annotations
@@ -29,12 +38,13 @@ from drivers.endpoint.http1 import Pool
 from drivers.endpoint.options import EndpointOptions
 from protocol import FleetDeal, GenerateSpec, Prompt
 from protocol.arrivals import open_loop
-from protocol.generation import MAX_RECORDS
+from protocol.generation import MAX_PROMPT_CHARS, MAX_RECORDS
 
 if TYPE_CHECKING:
     from drivers.endpoint.completion import Server
 
 MAX_INFLIGHT: Final = 1024  # open loop: requests in flight at once, whatever the arrival rate
+MAX_SESSION_CHARS: Final = 256_000  # the answers one session carries, in all (a hostile server's bound)
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,7 @@ class Load:
     # the perf clock (ns) at the start instant: records' send times are taken on it
     start_ns: int = 0
     budget: Budget = field(default_factory=Budget)  # what every request in flight keeps, together
+    sessions: int = 0  # sessions started, for the next one's ordinal
 
     def __post_init__(self) -> None:
         self.start_ns = time.perf_counter_ns() - round((trio.current_time() - self.start) * 1e9)
@@ -107,8 +118,35 @@ class Load:
                 return
             yield prompt
 
-    async def one(self, prompt: Prompt, planned: float | None = None) -> None:
-        """Send one prompt and keep its outcome (with its planned send time, in an open loop)."""
+    async def run(self, prompt: Prompt, planned: float | None = None) -> None:
+        """A prompt as the spec sends it: one request, or a session of its turns."""
+        if self.spec.sessions():
+            await self.session(prompt, planned)
+        else:
+            await self.one(prompt, planned)
+
+    async def session(self, prompt: Prompt, planned: float | None = None) -> None:
+        """Replay `prompt`'s turns in order, each carrying the earlier ones with this server's answers."""
+        ordinal, self.sessions = self.sessions, self.sessions + 1
+        duration = self.spec.duration_s
+        until = min(self.start + duration, self.deadline) if duration else self.deadline
+        most = self.options.max_requests or MAX_RECORDS
+        answers: tuple[str, ...] = ()
+        for k in range(1, prompt.turns() + 1):
+            if k > 1:
+                await trio.sleep(min(self.spec.think_time_s, max(0.0, until - trio.current_time())))
+                if self.watched_out or trio.current_time() >= until or len(self.outcomes) >= most:
+                    return
+            answer = await self.one(prompt.turn(k, answers), planned if k == 1 else None, (ordinal, k))
+            if answer is None or sum(map(len, answers)) + len(answer) > MAX_SESSION_CHARS:
+                return
+            answers = (*answers, answer[:MAX_PROMPT_CHARS])
+
+    async def one(
+        self, prompt: Prompt, planned: float | None = None, turn: tuple[int, int] | None = None
+    ) -> str | None:
+        """Send one prompt and keep its outcome (with its planned send time, in an open loop; with its
+        session and turn in a session). Returns the answer's text, None when the request failed."""
         deadline = self.deadline
         if self.options.request_timeout_s is not None:
             deadline = min(deadline, trio.current_time() + self.options.request_timeout_s)
@@ -124,13 +162,16 @@ class Load:
             dataset_seed=self.spec.dataset_seed,
         )
         record = record if planned is None else record.with_(planned_s=planned)
+        record = record if turn is None else record.with_(session=turn[0], turn=turn[1])
+        answer = record.output_text if record.error is None else None  # before the budget may drop it
         record, reasoning = self.budget.ended(record, outcome.reasoning, urlsplit(self.server.url).netloc)
         outcome = replace(outcome, reasoning=reasoning)
         if self.watched_out:
-            return
+            return None
         self.outcomes.append(outcome.with_record(record))
         if self.options.watch is not None and self.options.watch(self.outcomes):
             self.watched_out = True
+        return answer
 
 
 async def send(load: Load, schedule: Schedule) -> None:
@@ -147,7 +188,7 @@ async def _closed(load: Load, slots: int) -> None:
 
     async def worker() -> None:
         for prompt in prompts:
-            await load.one(prompt)
+            await load.run(prompt)
 
     async with trio.open_nursery() as nursery:
         for _ in range(slots):
@@ -186,9 +227,9 @@ async def _open(load: Load, schedule: Schedule) -> None:
 
 async def _released(load: Load, inflight: trio.Semaphore, prompt: Prompt, planned: float) -> None:
     try:
-        await load.one(prompt, planned)
+        await load.run(prompt, planned)
     finally:
         inflight.release()
 
 
-__all__ = ["MAX_INFLIGHT", "Load", "Schedule", "closed", "of_deal", "open_at", "send"]
+__all__ = ["MAX_INFLIGHT", "MAX_SESSION_CHARS", "Load", "Schedule", "closed", "of_deal", "open_at", "send"]

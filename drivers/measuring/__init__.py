@@ -20,6 +20,12 @@ Modules:
     stats          the median's confidence interval and the warm-up rule (summaries: protocol.stats)
     outputs        a fingerprint of a model's outputs (rounded, hashed) that replicas of one class compare
     calibrate      CPU matmul throughput and memory bandwidth, cached per device and runtime version
+    peakkernels    the CPU's peak kernels per precision (numpy fp32, torch bf16/fp16, ORT int8) and memory
+                   access (read, write, copy past the last-level cache), or why a precision is unavailable
+    gpupeaks       a CUDA GPU's peak kernels through torch (fp32, tf32, fp16, bf16, int8, fp8 as the
+                   compute capability allows; read, write, copy), the tensor-core generation
+    peakchild      the peaks' size sweep to the plateau under the harness's rules, and its child
+    peaks          the parent side: one measuring child (`info --bench`), the figures cached by calibration key
     challengechild the CPU challenge's kernel (matrices from a seed, product, row digests), its child
     chainchild     the GPU challenge's kernel (an exact integer chain of products through torch on the
                    claimed device, the CPU's in tests), its child, and the submitter's recomputation
@@ -146,7 +152,11 @@ that `calm / share - 1` is at least half the drift; else `unexplained`). `derive
 derives `Measurement.sustained` again from the marks, samples and points and refuses a result whose windows
 or verdict differ (`scheduler/verification/figures.py` also checks that the marks fit). Calibration
 (`drivers/measuring/calibrate.py`) is taken on a quiet machine, cached with its load and date, and marked
-wherever it is shown when it was taken under load.
+wherever it is shown when it was taken under load. The peaks (`sark-node info --bench`, issue 53) extend it
+without a second calibration: one measuring child (`peaks.measure_apart`) sweeps each precision's matmul and
+each memory access to its plateau (`peakchild`), each figure naming its method, library, kernel and sizes, a
+precision the CPU or the libraries cannot do unavailable with why; `--bench` re-takes the calibration beside
+them and keeps them by its key, so the profile (and a worker's advert) carries them as `Calibration.peaks`.
 """
 
 __all__: list[str] = []

@@ -106,7 +106,7 @@ def _load_and_run(
     part = Measurement.nothing_timed(spec.compute_unit).with_(
         load_samples_ms=tuple(load_ms),
         peak_load_ram_mb=peak_load,
-        conditions=_conditions(loaded, device.runtime_versions() | driver.versions() | conversion),
+        conditions=_conditions(loaded, device.harness_versions() | driver.versions() | conversion),
         inputs=fed(loaded.inputs(), feeds, spec.input_shapes, spec.input_values, spec.input_data),
     )
     return _guard(lambda: _inference_phase(conn, loaded, feeds, spec, part), spec)

@@ -86,6 +86,14 @@ def runtime_versions() -> dict[str, str]:
     return versions
 
 
+def harness_versions() -> dict[str, str]:
+    """The versions a measurement records beside its runtime's own (`Driver.versions`): Python and
+    numpy, which the harness itself runs on. The other runtimes installed did not run it: the
+    profile lists them (`runtime_versions`), a row names the one that ran."""
+    every = runtime_versions()
+    return {k: every[k] for k in ("python", "numpy") if k in every}
+
+
 def fingerprint(soc: str, cores: int, ram_mb: int, gpus: tuple[GpuInfo, ...]) -> str:
     """A stable id of this hardware and OS install: sha256 of machine id, CPU, cores, RAM (GiB) and GPUs."""
     machine_id = ""

@@ -101,7 +101,7 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
         load_samples_ms=tuple(load_ms),
         peak_load_ram_mb=peak_load,
         conditions=RunConditions(
-            intra_op_threads=loaded.threads(), runtime_versions=device.runtime_versions() | runtime.versions()
+            intra_op_threads=loaded.threads(), runtime_versions=device.harness_versions() | runtime.versions()
         ),
     )
     return _requests(conn, loaded, spec, gen, part)
@@ -142,13 +142,20 @@ def _generate_spec(spec: TaskSpec) -> GenerateSpec:
 
 
 def _timed(conn: Connection, loaded: LoadedGenerator, gen: GenerateSpec) -> list[RequestRecord]:
-    """One request per prompt, in order, one after another (concurrency 1 in-process)."""
+    """One request per prompt, in order, one after another (concurrency 1 in-process); a session's
+    turns one after another, each carrying the earlier turns with the model's own answers, the
+    campaign's think time between them."""
     records = []
     run_start = time.perf_counter()
     total = len(gen.prompts)
     for i, prompt in enumerate(gen.prompts):
         conn.send(("phase", Phase.MEASURING, i, total))
-        started = time.perf_counter() - run_start
-        record = loaded.generate(prompt, gen)
-        records.append(record.with_(started_s=started))
+        answers: tuple[str, ...] = ()
+        for k in range(1, prompt.turns() + 1):
+            if k > 1 and gen.think_time_s:
+                time.sleep(gen.think_time_s)
+            started = time.perf_counter() - run_start
+            record = loaded.generate(prompt.turn(k, answers), gen).with_(started_s=started)
+            records.append(record.with_(session=i, turn=k) if gen.sessions() else record)
+            answers = (*answers, record.output_text)
     return records

@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 
 from drivers.measuring import calibrate as calibration
-from drivers.measuring import device
+from drivers.measuring import device, peaks
 from drivers.runtimes.registry import REGISTRY
 from protocol import ComputeUnit, DeviceProfile, UnitStatus, visible
 
@@ -84,6 +84,7 @@ def detect_profile(
         stage("calibration")
         key = calibration.calibration_key(fingerprint, versions)
         result = calibration.calibrate(cache_dir, key, force=recalibrate)
+        result = result.with_(peaks=peaks.cached(cache_dir, key))  # measured by `info --bench` only
     stage("units")
     units = probe_units()
     if result is not None and any(s.unit == ComputeUnit.GPU_TORCH and s.usable for s in units):

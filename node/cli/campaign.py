@@ -267,14 +267,12 @@ def _report(outcome: Any, as_json: bool) -> None:
     from protocol import for_rich
 
     console = out_console()
-    console.print(_matrix(outcome.report))  # the value the files were written from: none is read back
-    for result in outcome.report.results:
-        row, measured = result.row, result.measurement
-        if measured is not None and measured.inputs_defaulted:
-            console.print(
-                f"[yellow]{for_rich(row['JobId'])}[/] inputs defaulted: {for_rich(row['InputShapes'])} "
-                "(dynamic dimensions got the documented defaults; set input_shapes to choose)"
-            )
+    console.print(end_tables(outcome.report))  # the value the files were written from: none is read back
+    for shapes, jobs in _defaulted(outcome.report).items():  # once per shapes fed, not once per task
+        console.print(
+            f"inputs defaulted: {for_rich(shapes)} (dynamic dimensions got the documented defaults; "
+            f"set input_shapes to choose): {for_rich(_jobs_named(jobs))}"
+        )
     for task in tasks:
         if task.state != sch.TaskState.DONE:
             ending = f"{task.shown_unit}: {task.state.value}: {for_rich(task.detail)}"
@@ -288,7 +286,22 @@ def _report(outcome: Any, as_json: bool) -> None:
         console.print(line)
 
 
-def _matrix(report: sch.CampaignReport) -> Group:
+def _defaulted(report: sch.CampaignReport) -> dict[str, list[str]]:
+    """The input shapes that dynamic dimensions' defaults gave, each with the jobs fed them."""
+    found: dict[str, list[str]] = {}
+    for result in report.results:
+        if result.measurement is not None and result.measurement.inputs_defaulted:
+            found.setdefault(result.row["InputShapes"], []).append(result.row["JobId"])
+    return found
+
+
+def _jobs_named(tasks: list[str]) -> str:
+    """ "tasks job-0-0, job-1-0" (the campaign id, the same on every task, said once above)."""
+    short = [f"job-{parts[2]}" if (parts := task.rpartition("-job-"))[1] else task for task in tasks]
+    return "tasks " + ", ".join(short)
+
+
+def end_tables(report: sch.CampaignReport) -> Group:
     """The generate tasks' TTFT, TPOT, ITL, decode tok/s and quality first (what an LLM run is for);
     then device x compute unit: the median latency of each task, the same matrix as report.html; then
     each replica group's agreed figure, band, replicas and outlier (a campaign that asked `verify:`);
@@ -297,14 +310,16 @@ def _matrix(report: sch.CampaignReport) -> Group:
 
     from node.report.costreport import cost_table
     from node.report.genreport import generation_table
-    from node.report.tables import matrix_tables
+    from node.report.tables import matrix_tables, runtime_table
     from node.report.verifyreport import verification_table
     from scheduler.results import entries_of
 
     generation, cost, verified = generation_table(report), cost_table(report), verification_table(report)
+    ran = runtime_table(report)
     return Group(
         *([generation] if generation else []),
         *matrix_tables(entries_of(report)),
+        *([ran] if ran else []),
         *([verified] if verified else []),
         *([cost] if cost else []),
     )
@@ -334,10 +349,19 @@ def plan(
     from node.cli.planview import plan_json, print_plan
 
     result = run(main)
+    errors = _class_errors(config)
     if as_json:
-        print(json.dumps(plan_json(result)))
+        print(json.dumps(plan_json(result, errors)))
         return
-    print_plan(result)
+    print_plan(result, errors)
+
+
+def _class_errors(config: NodeConfig) -> dict[str, tuple[float, ...]]:
+    """The store's pools of class errors (what `submit` would judge replicas with), {} with no store."""
+    from node.submitter.store import CampaignStore
+
+    path = config.data.campaigns
+    return CampaignStore(path).class_errors() if path.is_file() else {}
 
 
 def register(app: typer.Typer) -> None:

@@ -31,8 +31,11 @@ def fail_if_nobody(outcome: Any) -> None:
 
 def exit_for(tasks: Sequence[sch.TaskView], *, strict: bool) -> None:
     """Exit with `exit_code` (one red line on stderr saying what did not complete and, where a figure
-    asked verified could not be, the first such task's reason: the rule and the field), or return on 0."""
-    code = exit_code([t.state for t in tasks], strict=strict)
+    asked verified could not be, the first such task's reason: the rule and the field), or return on 0.
+    A task that completed but whose group's named reference gave no result (`Verified` unverifiable)
+    is a verification asked and not obtained: exit 1 too."""
+    held = [t for t in tasks if t.state == sch.TaskState.DONE and t.verified.startswith("unverifiable")]
+    code = exit_code([t.state for t in tasks], strict=strict) or (1 if held else 0)
     if code:
         done = sum(1 for t in tasks if t.state == sch.TaskState.DONE)
         counts = ", ".join(
@@ -46,5 +49,9 @@ def exit_for(tasks: Sequence[sch.TaskView], *, strict: bool) -> None:
             if (n := sum(1 for t in tasks if t.state == state))
         )
         unverifiable = next((t.detail for t in tasks if t.state == sch.TaskState.UNVERIFIABLE), "")
+        unverifiable = unverifiable or next((t.verify_detail for t in held), "")
         why = f"; verification not obtained: {unverifiable}" if unverifiable else ""
+        if held:
+            said = f"{len(held)} unverifiable for want of their reference"
+            counts = f"{counts}, {said}" if counts else said
         fail(f"error: {done} of {len(tasks)} tasks completed ({counts or 'the rest unfinished'}){why}", code)

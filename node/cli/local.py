@@ -12,7 +12,16 @@ from node.cli.options import ConfigOpt, DataDirOpt, EndpointOpt, build_config, d
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from protocol import ComputeUnit, DeviceProfile, FailureReason, Measurement, Stats, TaskSpec, UnitStatus
+    from protocol import (
+        ComputeUnit,
+        DeviceProfile,
+        FailureReason,
+        Measurement,
+        Peak,
+        Stats,
+        TaskSpec,
+        UnitStatus,
+    )
 
 STAT_FIELDS: Final = (
     "n",
@@ -71,6 +80,22 @@ def info(
         bool, typer.Option("--recalibrate", help="Measure the calibration again (on a quiet machine).")
     ] = False,
     endpoint: EndpointOpt = None,
+    bench: Annotated[
+        bool,
+        typer.Option(
+            "--bench",
+            help="Measure this device's peaks (matmul per precision, memory read/write/copy) in one "
+            "measuring child, and keep them with the calibration.",
+        ),
+    ] = False,
+    peak: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--peak",
+            help="With --bench: measure only this figure (fp32, tf32, fp16, bf16, int8, fp8, read, "
+            "write, copy); repeat for several.",
+        ),
+    ] = None,
 ) -> None:
     """Show this device's profile, every compute unit (with the reason for each unusable one) and the
     models its declared servers (`--endpoint NAME=URL`, or the config file's) serve."""
@@ -78,10 +103,13 @@ def info(
     from drivers.endpoint.servers import probe_servers
     from node.cli.console import console as out_console
 
+    _check_peaks(bench, peak or [])
     config = build_config(config_file, data_dir=data_dir, endpoints=declared_endpoints(endpoint))
     profile = detect_profile(
-        config.data.calibration, calibrate=calibrate or recalibrate, recalibrate=recalibrate
-    )
+        config.data.calibration, calibrate=calibrate or recalibrate or bench, recalibrate=recalibrate or bench
+    )  # --bench: the calibration re-taken beside the peaks (claims.peak_problems holds them to it)
+    if bench:
+        profile = _benched(profile, config.data.calibration, tuple(peak or ()), quiet=json_out)
     if config.endpoints:
         profile = profile.with_(endpoints=probe_servers(config.endpoints))
     if json_out:
@@ -91,6 +119,67 @@ def info(
     _print_profile(console, profile)
     _print_units(console, "Generative units (transformers, llama.cpp)", probe_generation())
     _print_offers(console)
+    if bench:
+        _print_peaks(console, profile)
+
+
+def _check_peaks(bench: bool, asked: list[str]) -> None:
+    """`--peak` only with `--bench`, and only figures there are (exit 2 otherwise)."""
+    from protocol.values import BANDWIDTHS, MATMUL_PRECISIONS
+
+    known = (*MATMUL_PRECISIONS, *BANDWIDTHS)
+    if asked and not bench:
+        raise _fail("--peak needs --bench", 2)
+    unknown = [a for a in asked if a not in known]
+    if unknown:
+        raise _fail(f"unknown --peak {', '.join(unknown)}; known: {', '.join(known)}", 2)
+
+
+def _benched(profile: DeviceProfile, cache_dir: Path, only: tuple[str, ...], *, quiet: bool) -> DeviceProfile:
+    """The profile with its peaks measured now (one measuring child) and kept for its calibration
+    (`only`: those figures, the others kept from before)."""
+    import trio
+
+    from drivers.errors import ProbeFailed
+    from drivers.measuring import peaks
+    from protocol.values import BANDWIDTHS, MATMUL_PRECISIONS
+
+    cal = profile.calibration
+    assert cal is not None  # --bench calibrates
+    progress = _peak_line if not quiet else None
+    try:
+        found = trio.run(lambda: peaks.measure_apart(only=only, on_peak=progress))
+    except ProbeFailed as exc:
+        raise _fail(exc.detail, 1) from None
+    retaken = {(p.unit, p.precision) for p in found}
+    kept = [p for p in peaks.cached(cache_dir, cal.key) if (p.unit, p.precision) not in retaken]
+    order = (*MATMUL_PRECISIONS, *BANDWIDTHS)
+    found = tuple(sorted((*found, *kept), key=lambda p: (p.unit != "CPU", p.unit, order.index(p.precision))))
+    peaks.store(cache_dir, cal.key, found)
+    return profile.with_(calibration=cal.with_(peaks=found))
+
+
+def _peak_line(peak: Peak) -> None:
+    from rich.console import Console
+
+    Console(stderr=True).print(f"measured {peak.unit} {peak.precision}", highlight=False)
+
+
+def _print_peaks(console: Console, profile: DeviceProfile) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Peaks (measured now; each figure names its library, kernel and sizes)")
+    for column in ("unit", "precision", "peak", "library", "kernel", "sizes", "cv", "load, clock"):
+        table.add_column(column)
+    for p in profile.calibration.peaks if profile.calibration is not None else ():
+        figure = f"{p.per_s:.1f} {p.figure}" if p.available else f"[red]unavailable[/red]: {escape(p.reason)}"
+        clock = f", {p.cpu_mhz:.0f} MHz" if p.cpu_mhz else ""
+        load = f"{p.background_cores:.1f} cores{clock}" if p.available else ""
+        cv = f"{p.cv:.2f}" if p.available else ""
+        texts = (escape(p.library), escape(p.kernel), escape(p.sizes))
+        table.add_row(escape(p.unit), p.precision, figure, *texts, cv, load)
+    console.print(table)
 
 
 def _print_profile(console: Console, profile: DeviceProfile) -> None:

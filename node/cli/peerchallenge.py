@@ -1,11 +1,12 @@
 """`sark-node peers --challenge`: every listed peer's claims measured by the challenge, and shown.
 
-Each peer's profile claims (its CPU's `cpu_gflops`, each GPU's `gpu_tflops`) are challenged as a
-campaign's would be (`node.submitter.challenge.Challenger.measure`, a fresh secret key of this run):
-`CONCURRENCY` peers at a time, peers on one host one after another (their products would share its
-cores), each within `PEER_S`. What comes back is each unit's claimed and measured figure and its
-verdict: `borne out`, `refused` (too slow, or its rows wrong) or `not answered` (gone, busy, an older
-version), with why. Without the flag `peers` challenges nobody and is as fast as its lookup.
+Each peer's profile claims (its CPU's `cpu_claim`: `cpu_gflops` or its fp32 peak; each GPU's
+`gpu_tflops`) are challenged as a campaign's would be (`node.submitter.challenge.Challenger.measure`,
+a fresh secret key of this run): `CONCURRENCY` peers at a time, peers on one host one after another
+(their products would share its cores), each within `PEER_S`. What comes back is each unit's claimed
+and measured figure and its verdict: `borne out`, `refused` (too slow, or its rows wrong) or `not
+answered` (gone, busy, an older version), with why. Without the flag `peers` challenges nobody and is
+as fast as its lookup.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _late(view: PeerView) -> tuple[Measured, ...]:
     from scheduler.verification.challenge import Measured
 
     cal = view.profile.calibration
-    claimed = cal.cpu_gflops if cal is not None else 0.0
+    claimed = cal.cpu_claim if cal is not None else 0.0
     why = f"challenge: not answered: no verdict within {PEER_S:g} s"
     return (Measured("CPU", claimed, 0.0, why, answered=False),)
 

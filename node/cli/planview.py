@@ -6,15 +6,18 @@ nothing here talks to the swarm.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import scheduler as sch
 
 
-def plan_json(result: sch.Plan) -> dict[str, Any]:
+def plan_json(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
     """`plan --json`: per job, the peers matched, chosen and rejected (with reasons and codes), their
-    classes, owners (declared ones) and claims, and how its replicas would be placed."""
+    classes (short names, and whole ids: `class_ids`), owners (declared ones) and claims, how its
+    replicas would be placed, and the band each class's replicas would be judged with (`errors`: the
+    store's pools, `bands`)."""
     return {
         "jobs": [
             {
@@ -24,6 +27,7 @@ def plan_json(result: sch.Plan) -> dict[str, Any]:
                 "chosen": [r.peer.peer_id for r in job.chosen],
                 "matching": [r.peer.peer_id for r in job.matching],
                 "classes": {r.peer.peer_id: _class_name(job, r.peer) for r in job.matching},
+                "class_ids": {r.peer.peer_id: _class_id(job, r.peer) for r in job.matching},
                 "claims": {r.peer.peer_id: list(r.peer.claim) for r in job.matching if r.peer.claim},
                 "owners": {
                     r.peer.peer_id: r.peer.owner.owner_id for r in job.matching if r.peer.owner.owner_id
@@ -45,10 +49,18 @@ def plan_json(result: sch.Plan) -> dict[str, Any]:
                 "shortfall": job.shortfall,
                 "unverifiable": job.unverifiable,
                 "references": _references(job),
+                "bands": bands(job, errors or {}),
             }
             for job in result.jobs
         ]
     }
+
+
+def _class_id(job: sch.JobPlan, peer: sch.PeerView) -> str:
+    """A peer's device class's whole id for the job's unit: what a campaign's price rule names."""
+    from scheduler.verification import device_class
+
+    return device_class(peer.profile, job.job.spec.compute_unit).id
 
 
 def _class_name(job: sch.JobPlan, peer: sch.PeerView) -> str:
@@ -85,7 +97,7 @@ def _references(job: sch.JobPlan) -> list[dict[str, str]]:
     peers = [r.peer for r in job.matching]
     found = [
         {"class": c.device_class.name, "reference": c.reference, "why_not": c.why_not}
-        for c in class_references(peers, job.job.spec.compute_unit, job.verify)
+        for c in class_references(peers, job.job.spec.compute_unit, job.verify, job.gap)
     ]
     fitting = {p.peer_id for p in peers} | {p.owner.owner_id for p in peers if p.owner.owner_id}
     missing = [p for p in job.verify.reference if p not in fitting]
@@ -95,7 +107,27 @@ def _references(job: sch.JobPlan) -> list[dict[str, str]]:
     return found
 
 
-def print_plan(result: sch.Plan) -> None:
+def bands(job: sch.JobPlan, errors: Mapping[str, Sequence[float]]) -> list[dict[str, Any]]:
+    """Each class among a replicated job's feasible peers with the band its replicas would be judged
+    with now (`agreement.judged_band` over the store's pool of that class and model), and how many
+    replicas it was learnt from (0: the prior, a fresh class; a single-process job then stands at
+    46 %, wide enough to let a 0.72x claim agree: `plan` says so before anything runs)."""
+    from scheduler.verification import device_class, judged_band
+
+    if not job.verify.replicated:
+        return []
+    out: dict[str, dict[str, Any]] = {}
+    processes = job.job.spec.processes
+    for r in job.matching:
+        cls = device_class(r.peer.profile, job.job.spec.compute_unit)
+        pooled = errors.get(f"{cls.key}/{job.needs.model_sha256[:16]}", ())
+        band, learnt = judged_band(pooled, processes)
+        out.setdefault(cls.name, {"class": cls.name, "band": round(band, 4), "processes": processes,
+                                  "learnt_from": learnt})  # fmt: skip
+    return list(out.values())
+
+
+def print_plan(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = None) -> None:
     """`plan` on the terminal: per job, each peer chosen, matching or rejected with why, and its replicas."""
     from node.cli.console import console as out_console
     from protocol import for_rich
@@ -127,6 +159,14 @@ def print_plan(result: sch.Plan) -> None:
         for cls, owners in _class_owners(job).items():
             console.print(
                 f"  class {cls}: {len(owners)} owner(s), one vote each: {for_rich(', '.join(owners))}"
+            )
+        for b in bands(job, errors or {}):
+            learnt = (
+                f"learnt from {b['learnt_from']} replicas" if b["learnt_from"] else "the prior: a fresh class"
+            )
+            console.print(
+                f"  class {b['class']}: judged within {b['band']:.1%} at {b['processes']} process(es) "
+                f"({learnt})"
             )
         for ref in _references(job):
             said = f"reference {ref['reference']}" if ref["reference"] else ref["why_not"]

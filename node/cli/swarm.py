@@ -328,6 +328,7 @@ def _peer_rows(found: list[Peer]) -> list[dict[str, Any]]:
             "owner": owner.owner_id,
             "owner_refused": owner.refused,
             "class": home_class(p.advert.profile).name,
+            "class_id": home_class(p.advert.profile).id,  # what a price rule names (whole)
             "claim": "claim_unverified: " + "; ".join(claim) if claim else "",
             "device": p.advert.profile.device_name,
             "units": [u.value for u in p.advert.profile.usable_units()],

@@ -31,7 +31,7 @@ import trio
 from node.p2p.addrs import peer_of
 from node.p2p.kad import ADVERT_COPIES, Kad, ProviderLookup
 from node.p2p.kadpatch import PROVIDERS_PER_KEY
-from node.p2p.shards import SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of
+from node.p2p.shards import SHARD_CAP, Shard, below_gaps, first_levels, is_full, next_keys, path_of
 from protocol import (
     DOMAIN_ADVERT,
     AdvertBody,
@@ -230,7 +230,12 @@ class Dht:
         await self.kad.put(advert_key(envelope.peer_id), pack_body(envelope), ADVERT_COPIES)
 
     async def lookup(
-        self, unit: ComputeUnit | None, count: int | None = None, known: frozenset[str] = frozenset()
+        self,
+        unit: ComputeUnit | None,
+        count: int | None = None,
+        known: frozenset[str] = frozenset(),
+        *,
+        past_gaps: int = 0,
     ) -> ProviderLookup:
         """Providers of a unit (None: any worker), with what each server said (answered, refused).
 
@@ -238,7 +243,8 @@ class Dht:
         `count` providers not in `known` (None: all), and the unit's old key (workers before issue 43)
         when asked for all or still short. `known`: the providers a caller has already (a campaign's
         later look): they fill the first keys, so a look for `count` more reads on past them, down to
-        where joiners land, and stops there.
+        where joiners land, and stops there. `past_gaps`: levels read on below keys that are not full
+        while still short (`shards.below_gaps`: where workers spilled under providers that left).
         """
         found: dict[str, list[str]] = {}
         answered, failures, keys, old_read = 0, dict[str, str](), 0, False
@@ -265,6 +271,8 @@ class Dht:
             if not short():
                 break
             frontier = next_keys(asked, frontier, self.cap)
+            if not frontier and past_gaps > 0 and count is not None:
+                frontier, past_gaps = below_gaps(asked), past_gaps - 1
         return ProviderLookup(found, answered, failures, keys)
 
     async def _ask_keys(
@@ -286,10 +294,15 @@ class Dht:
         return answers
 
     async def providers(
-        self, unit: ComputeUnit | None, count: int | None = None, known: frozenset[str] = frozenset()
+        self,
+        unit: ComputeUnit | None,
+        count: int | None = None,
+        known: frozenset[str] = frozenset(),
+        *,
+        past_gaps: int = 0,
     ) -> dict[str, list[str]]:
         """Peers providing a unit (None: any worker), from the network, de-duplicated (`lookup`)."""
-        return (await self.lookup(unit, count, known)).providers
+        return (await self.lookup(unit, count, known, past_gaps=past_gaps)).providers
 
     async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
         """A peer's verified, unexpired advert with the highest seq any server holds, or None.

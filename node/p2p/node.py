@@ -93,22 +93,29 @@ class Node:
         timeout: float = 5.0,
         count: int | None = None,
         known: frozenset[str] = frozenset(),
+        skip: frozenset[str] = frozenset(),
+        unanswered: set[str] | None = None,
+        past_gaps: int = 0,
     ) -> list[Peer]:
         """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id.
 
         The lookup stops once it has `count` providers not in `known` (None: every one): a later look
-        for more reads past the workers a caller knows (`Dht.lookup`).
+        for more reads past the workers a caller knows (`Dht.lookup`). Providers in `skip` (a caller's
+        silent ones) are neither counted nor read: no advert fetched, no probe. `past_gaps`: levels
+        read on below keys that are not full while short (`Dht.lookup`).
 
         The advert comes from the DHT where a gate keeps it (a cache) and otherwise from the worker
         itself over `/sark/profile`: a foreign gate stores provider records but no `/sark/` values.
+        A provider that gave neither is added to `unanswered` (for the caller to remember).
         """
         found: list[Peer] = []
         with trio.move_on_after(timeout):
-            providers = await self.dht.providers(unit, count, known)
+            providers = await self.dht.providers(unit, count, known | skip, past_gaps=past_gaps)
             probes = trio.CapacityLimiter(PROFILE_PROBES_AT_ONCE)
             async with trio.open_nursery() as nursery:
                 for peer_id, addrs in providers.items():
-                    nursery.start_soon(self._collect, peer_id, addrs, unit, found, probes)
+                    if peer_id not in skip:
+                        nursery.start_soon(self._collect, peer_id, addrs, unit, found, probes, unanswered)
         return sorted(found, key=lambda p: p.peer_id)
 
     async def _collect(
@@ -118,6 +125,7 @@ class Node:
         unit: ComputeUnit | None,
         found: list[Peer],
         probes: trio.CapacityLimiter,
+        unanswered: set[str] | None = None,
     ) -> None:
         now = time.time()
         self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
@@ -126,6 +134,8 @@ class Node:
             async with probes:
                 advert = await self._advert_from_peer(peer_id, addrs)
         if advert is None:
+            if unanswered is not None:
+                unanswered.add(peer_id)
             return
         envelope, body = advert
         if unit is not None and unit not in body.profile.usable_units():

@@ -105,6 +105,24 @@ def next_keys(
     return tuple(c for s in full for c in s.children() if c not in asked)
 
 
+GAP_KEYS: Final = 32
+"""The most keys a lookup reads below keys that are not full (`below_gaps`)."""
+
+
+def below_gaps(asked: dict[Shard, int], budget: int = GAP_KEYS) -> tuple[Shard, ...]:
+    """The next level under every key of the deepest level asked, full or not, within `budget` keys.
+
+    A child key holds providers only if its parent was full when they placed, and keys stay where they
+    placed: providers that left (Sybils that filled a key first, then went, their records expired)
+    leave a key that is not full above the workers that spilled under it, and a lookup that descends
+    only under full keys never reads them. A lookup still short of its count reads on below the gap.
+    """
+    deepest = max((s.level for s in asked), default=-1)
+    level = [s for s in asked if s.level == deepest]
+    below = tuple(c for s in level for c in s.children() if c not in asked)
+    return below if len(below) <= budget else ()
+
+
 def large_swarm(placed: Shard) -> bool:
     """Is the swarm large enough that its reachable workers should serve the DHT (`dht_mode = "auto"`)?
 
@@ -123,11 +141,13 @@ def is_full(listed: int, me_listed: bool, cap: int = SHARD_CAP) -> bool:
 
 __all__ = [
     "FIRST_LEVELS",
+    "GAP_KEYS",
     "MAX_LEVEL",
     "SERVE_FROM_LEVEL",
     "SHARD_CAP",
     "SHARD_PREFIX",
     "Shard",
+    "below_gaps",
     "first_levels",
     "is_full",
     "large_swarm",

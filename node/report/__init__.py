@@ -12,11 +12,14 @@ Modules:
     pictures   the one seam every report picture passes: drawn, or a note naming it and the error
     tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
+    frontreport report.html's throughput-latency fronts of a sweep: the picture, and each point listed
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
     matrix     the device x unit matrix's cells: median with p90/p99/max and count, or the ending and why
     provenance report.html's provenance: each task's worker, signature, verification, class, claim
     costreport performance per dollar and per watt: report.html's section, Markdown, the terminal's table
+    bundles    a results folder's bundle read with limits and checked (`sark-node verify`)
+    board      the static board of many verified campaigns (index.html, proof/), incremental, deterministic
     verifyreport one agreed figure per class (band, replicas, outlier): report.html's section, Markdown,
                the terminal's table after the matrix
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 __all__ = [
     "endreport",
+    "frontreport",
     "genreport",
     "pictures",
     "plots",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 from node.report.pictures import Picture, drawn, inside, left_out, svg_of
 from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
+from protocol.sessions import ttft_by_turn_text
 from scheduler.results import (
     COST_FIGURES,
     LLM_FIGURES,
@@ -176,6 +177,19 @@ def generation_parts(report: CampaignReport) -> list[str]:
         ),
         "<h2>Generation quality</h2>",
         f'<div id="generation-quality">{_quality_table(runs)}</div>',
+        *_session_parts(runs),
+    ]
+
+
+def _session_parts(runs: list[Run]) -> list[str]:
+    """The sessions section (none when no run replayed sessions)."""
+    if not any(s.sessions is not None for _, s, _, _ in runs):
+        return []
+    return [
+        "<h2>Sessions: TTFT by turn index and each session's figures</h2>",
+        "<p class=\"muted\">turn k's request carries turns 1..k-1 with the server's own answers; "
+        "a failed turn ends its session</p>",
+        _sessions_html(runs),
     ]
 
 
@@ -220,12 +234,66 @@ def _client_rows(table: Table, s: GenerationStats) -> None:
     table.add_row("client", verdict, for_rich(s.client_saturated_reason or "held its schedule"))
 
 
+def _served(s: GenerationStats) -> bool:
+    """Whether the figures are a model server's, measured over the network (its client's CPU or its
+    round trip recorded), not a runtime's on the worker (white-box: no server to send to)."""
+    return s.client_cpu_pct is not None or s.rtt_ms is not None
+
+
+def _session_rows(table: Table, s: GenerationStats) -> None:
+    """A session run's figures (`protocol.sessions`): TTFT by turn index, and its sessions."""
+    sessions = s.sessions
+    if sessions is None:
+        return
+    by_turn = ttft_by_turn_text(s.by_turn)
+    table.add_row("TTFT ms by turn", by_turn, "turn: median TTFT of that turn's requests")
+    done = f"{sessions.completed}/{sessions.sessions}"
+    table.add_row("sessions", done, "completed (every turn succeeded) / started")
+    turns = f"{sessions.turns_mean:.2f} of {sessions.turns_asked_mean:.2f}"
+    table.add_row("turns per session", turns, "succeeded of asked, mean over sessions")
+    during = f"{sessions.duration_s.median:.2f}" if sessions.duration_s.n else "-"
+    table.add_row("session s", during, "first turn sent -> last token, think time included, median")
+    tokens = f"{sessions.prompt_tokens_mean:.0f} / {sessions.output_tokens_mean:.0f}"
+    table.add_row("session tokens in/out", tokens, "summed over its turns, mean over sessions")
+
+
+def _sessions_html(runs: list[Run]) -> str:
+    """Per device: its sessions' figures, then TTFT by turn index (a prefix cache shows at turn > 1)."""
+    shown = [(label, s, s.sessions) for label, s, _, _ in runs if s.sessions is not None]
+    most = max((len(s.by_turn) for _, s, _ in shown), default=0)
+    head = [
+        "device · unit · task",
+        "sessions completed / started",
+        "turns per session (of asked)",
+        "session s (median)",
+        "session tokens in / out",
+    ]
+    head += [f"TTFT ms turn {k}" for k in range(1, most + 1)]
+    rows = []
+    for label, s, n in shown:
+        assert n is not None
+        turns = {t.turn: f"{t.ttft_ms.median:.1f}" if t.ttft_ms.n else "" for t in s.by_turn}
+        rows.append(
+            [
+                for_html(label),
+                f"{n.completed}/{n.sessions}",
+                f"{n.turns_mean:.2f} ({n.turns_asked_mean:.2f})",
+                f"{n.duration_s.median:.2f}" if n.duration_s.n else "",
+                f"{n.prompt_tokens_mean:.0f} / {n.output_tokens_mean:.0f}",
+                *(turns.get(k, "") for k in range(1, most + 1)),
+            ]
+        )
+    th = "".join(f"<th>{for_html(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f'<td class="num">{c}</td>' for c in row) + "</tr>" for row in rows)
+    return f'<table id="generation-sessions"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
 def _requests(s: GenerationStats) -> tuple[str, str]:
     """The requests line: succeeded of all, the error share beside them, and every attempt the server
     received (retries included) when the result says."""
     share = f" ({s.errors / s.requests:.0%} failed)" if s.errors and s.requests else ""
     how = "succeeded / requests; every figure is over the successful ones"
-    if s.requests_sent is not None:
+    if s.requests_sent is not None and _served(s):
         how += f"; {s.requests_sent} sent to the server, retries included"
     return f"{s.requests - s.errors}/{s.requests}{share}", how
 
@@ -266,5 +334,6 @@ def generation_table(report: CampaignReport) -> Group | None:
         for money, value in zip(_COSTS, cost.cells(), strict=True):
             table.add_row(money.label, for_rich(value) or "-", money.formula)
         _client_rows(table, s)
+        _session_rows(table, s)
         tables.append(table)
     return Group(*tables)

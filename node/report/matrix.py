@@ -23,6 +23,8 @@ def tail_text(cell: MatrixCell) -> str:
     if stats is None:
         return ""
     d = cell.decimals
+    if stats.n == 1:  # one sample: its percentiles are itself
+        return "n 1"
     return f"p90 {shown(stats.p90, d)} · p99 {shown(stats.p99, d)} · max {shown(stats.max, d)} · n {stats.n}"
 
 

@@ -17,6 +17,7 @@ from typing import Final
 
 from node.report.costreport import cost_html
 from node.report.endreport import endpoint_parts, endpoint_tasks
+from node.report.frontreport import front_parts
 from node.report.genreport import generation_parts, lead_parts
 from node.report.matrix import matrix_html
 from node.report.pictures import drawn, not_drawn
@@ -191,7 +192,7 @@ def _page(report: CampaignReport, rank: str) -> str:
         parts += _model_parts(k, matrix, mine, what)
     parts += verification_html(report)  # one agreed figure per class, its band, replicas and outlier
     parts += cost_html(report, rank)  # performance per dollar and per watt, with each price's source
-    parts += generation_parts(report) + endpoint_parts(report) + telemetry_parts(report)
+    parts += generation_parts(report) + front_parts(report) + endpoint_parts(report) + telemetry_parts(report)
     ordered = sorted(entries, key=lambda e: (e.model, row_label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
     parts += provenance_html(report)

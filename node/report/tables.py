@@ -109,6 +109,41 @@ def matrix_tables(entries: Sequence[ReportEntry]) -> list[Table]:
     return tables
 
 
+HARNESS: Final = ("python=", "numpy=")
+"""Versions every row records beside its runtime's (the harness's own), left out of "what ran"."""
+
+
+def runtime_table(report: CampaignReport) -> Table | None:
+    """Where each model ran, for a campaign that ran one on several runtimes (None else): per row
+    the runtime that ran it (its version), the placement (`Providers`: where the nodes or layers ran,
+    with their shares) and the output difference against the model's first row on another runtime
+    (`OutputMaxDiff`), the figures a runtime comparison is for, which the matrix does not show."""
+    rows = [r.row for r in report.results if r.row.get("Status") == "Complete" and r.row.get("Providers")]
+    by_model: dict[str, set[str]] = {}
+    for row in rows:
+        by_model.setdefault(row.get("FileName", ""), set()).add(row.get("ComputeUnits", ""))
+    if not any(len(units) > 1 for units in by_model.values()):
+        return None
+    table = Table(
+        title="where each model ran: runtime, placement, output difference",
+        caption="placement: the nodes' (or layers') shares per provider; output max diff: the largest "
+        "absolute difference from the model's first row on another runtime",
+        caption_justify="left",
+    )
+    for name in ("model", "device · unit", "runtime", "placement", "output max diff"):
+        table.add_column(name)
+    for row in sorted(rows, key=lambda r: (r.get("FileName", ""), r.get("JobId", ""))):
+        ran = [v for v in row.get("RuntimeVersions", "").split(";") if v and not v.startswith(HARNESS)]
+        table.add_row(
+            for_rich(row.get("FileName", "")),
+            for_rich(f"{row.get('DeviceName', '')} · {row.get('ComputeUnits', '')}"),
+            for_rich(" ".join(ran)),
+            for_rich(row.get("Providers", "")),
+            for_rich(row.get("OutputMaxDiff", "")),
+        )
+    return table
+
+
 def diff_table(rows: Sequence[DiffRow], title: str) -> Group:
     """A diff for the terminal: one small table per device and unit, a figure a line (a generate task:
     TTFT, TPOT, ITL, decode tok/s, ROUGE-L, then E2E), regressions in red, improvements in green, and

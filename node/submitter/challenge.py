@@ -44,6 +44,7 @@ from node.p2p.host import Host
 from node.p2p.wire import Channel
 from protocol import (
     CHALLENGE,
+    CHALLENGE_BUSY,
     CHALLENGE_PINGS,
     CHALLENGE_ROUNDS,
     CHALLENGE_UNITS,
@@ -76,6 +77,10 @@ STEP_S: Final = 10.0
 TOTAL_S: Final = 45.0
 """One unit's whole challenge (a stalling worker delays the campaign's start by at most this)."""
 NOT_ANSWERED: Final = "not answered: "
+BUSY_PAUSES_S: Final = (1.0, 2.0, 4.0, 8.0, 15.0)
+"""Pauses before asking a busy worker again (`CHALLENGE_BUSY`: another submitter's challenge holds its
+one slot, at most a few rounds since a slot is given back within seconds of silence), within
+`TOTAL_S`: a stranger's challenge delays an honest one, it does not deny it."""
 ROUND_GAP_S: Final = 0.5
 """The pause before round r is r times this: rounds spread over a second and a half, so that one
 busy moment on the device (another process's burst) does not decide every round."""
@@ -100,7 +105,8 @@ def wants_challenge(campaign: sch.Campaign) -> bool:
 
 @dataclass(frozen=True)
 class Target:
-    """One claim a challenge tests: the CPU's `cpu_gflops` (`unit` None) or a GPU's `gpu_tflops[device]`."""
+    """One claim a challenge tests: the CPU's `cpu_claim` (`cpu_gflops` or its fp32 peak, the larger;
+    `unit` None) or a GPU's `gpu_tflops[device]`."""
 
     unit: ComputeUnit | None
     device: str
@@ -124,7 +130,7 @@ def targets(profile: DeviceProfile) -> list[Target | challenge.Measured]:
     if cal is None:
         return []
     unit = challenge.gpu_unit(profile)
-    found: list[Target | challenge.Measured] = [Target(None, "", cal.cpu_gflops)]
+    found: list[Target | challenge.Measured] = [Target(None, "", cal.cpu_claim)]
     for device, claimed in challenge.gpu_claims(profile):
         found.append(
             Target(unit, device, claimed)
@@ -143,12 +149,16 @@ class Challenger:
         key: sch.DrawKey,
         open_challenge: OpenChallenge,
         events: EventSink = quiet,
+        recompute: Recompute | None = None,
     ) -> None:
         self._key = key
         self._open = open_challenge
         self._emit = events
+        self._recompute = recompute or _in_thread
         self._verdicts: dict[str, str] = {}
         """Peer id -> why its claim was refused ("": borne out), for every answered challenge."""
+        self._evidence: dict[str, tuple[str, ...]] = {}
+        """Peer id -> what its answered challenges measured, one line a unit (`evidence_line`)."""
         self._tries: dict[str, int] = {}
 
     async def vouch(self, views: Sequence[sch.PeerView], addrs: Addrs) -> list[sch.PeerView]:
@@ -163,6 +173,7 @@ class Challenger:
         marked = []
         for view in views:
             problem = found.get(view.peer_id, "")
+            view = dataclasses.replace(view, challenged=self._evidence.get(view.peer_id, view.challenged))
             marked.append(dataclasses.replace(view, claim=(*view.claim, problem)) if problem else view)
         return marked
 
@@ -188,6 +199,7 @@ class Challenger:
         problem = next((m.problem for m in measured if m.problem), "")
         if all(m.answered for m in measured):
             self._verdicts[view.peer_id] = problem
+            self._evidence[view.peer_id] = tuple(evidence_line(m) for m in measured)
         if problem:  # said where it matters: the task's reasons and the plan; a log line for operators
             log.info("peer %s: claim_unverified: %s", view.peer_id, problem)
         return problem
@@ -195,13 +207,24 @@ class Challenger:
     async def _one(self, view: sch.PeerView, target: Target, addrs: tuple[str, ...]) -> challenge.Measured:
         """One claim challenged over its own stream, or why it went unanswered."""
         key = view.peer_id if target.unit is None else f"{view.peer_id}\x00{target.device}"
-        tries = self._tries[key] = self._tries.get(key, 0) + 1
         protocol = CHALLENGE if target.unit is None else CHALLENGE_UNITS
+        busy: Unanswered | None = None
         try:
             with trio.fail_after(TOTAL_S):
-                async with await self._open(view.peer_id, addrs, protocol) as channel:
-                    return await self._challenge(channel, f"{key}\x00{tries}", target)
+                for pause in (*BUSY_PAUSES_S, None):  # a busy worker is asked again within the budget
+                    tries = self._tries[key] = self._tries.get(key, 0) + 1
+                    try:
+                        async with await self._open(view.peer_id, addrs, protocol) as channel:
+                            return await self._challenge(channel, f"{key}\x00{tries}", target)
+                    except Unanswered as exc:
+                        if pause is None or exc.detail != CHALLENGE_BUSY:
+                            raise
+                        busy = exc
+                    await trio.sleep(pause)
+                raise AssertionError("unreachable: the last try raises or returns")
         except (NodeError, ProtocolError, trio.TooSlowError) as exc:
+            if isinstance(exc, trio.TooSlowError) and busy is not None:
+                exc = busy  # still busy when the budget ran out
             why = exc.detail if isinstance(exc, NodeError) else str(exc) or f"no verdict within {TOTAL_S:g} s"
             return challenge.Measured(
                 target.name,
@@ -262,17 +285,20 @@ class Challenger:
         await channel.send(ChallengeReveal(round=r, rows=rows))
         revealed = _expect(await channel.receive(timeout=STEP_S), ChallengeRows)
         measured = challenge.gflops(sizing.n, elapsed, sizing.credit_s, sizing.steps)
-        return measured, await _checked(seed, sizing, rows, revealed.rows, commit.digests), False
+        exact = await self._recompute(seed, sizing.n, sizing.steps, rows)
+        return measured, challenge.rows_problem(rows, revealed.rows, commit.digests, exact), False
 
 
-async def _checked(
-    seed: int, sizing: challenge.Sizing, rows: tuple[int, ...], revealed: Sequence[bytes], digests: bytes
-) -> str:
-    """Why the revealed rows do not stand, recomputed here in a thread (numpy: only once a peer answered)."""
+Recompute = Callable[[int, int, int, tuple[int, ...]], Awaitable[list[bytes]]]
+"""The submitter's recomputation of the drawn rows (seed, n, steps, rows): in a thread
+(`_in_thread`, numpy, only once a peer answered); a test on trio's virtual clock recomputes on the
+loop, where the work takes no virtual time (a thread's wait would be idleness the clock jumps over)."""
+
+
+async def _in_thread(seed: int, n: int, steps: int, rows: tuple[int, ...]) -> list[bytes]:
     from drivers.measuring.challengechild import exact_rows
 
-    exact = await trio.to_thread.run_sync(exact_rows, seed, sizing.n, sizing.steps, rows)
-    return challenge.rows_problem(rows, revealed, digests, exact)
+    return await trio.to_thread.run_sync(exact_rows, seed, n, steps, rows)
 
 
 async def by_host(views: Sequence[sch.PeerView], each: Callable[[sch.PeerView], Awaitable[None]]) -> None:
@@ -303,6 +329,15 @@ async def _fastest_ping(channel: Channel, r: int) -> float:
             raise Unanswered(f"pong {pong.round} for ping {number}")
         fastest = min(fastest, trio.current_time() - sent)
     return fastest
+
+
+def evidence_line(m: challenge.Measured) -> str:
+    """One unit's answered challenge as bundle.json keeps it: the claim, the best round, the verdict."""
+    bound = "at most " if m.under else ""
+    verdict = f"refused: {m.problem}" if m.problem else "borne out"
+    return (
+        f"{m.unit}: {bound}{m.measured_gflops:.4g} GFLOPS measured, {m.claimed_gflops:.4g} claimed; {verdict}"
+    )
 
 
 class Unanswered(NodeError):

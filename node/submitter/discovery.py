@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import final
+from typing import Final, final
 
 import trio
 
@@ -15,13 +15,24 @@ import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node, Peer
 from node.p2p.survey import Shortfall, why_no_workers
-from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, Reachability, owner_of
+from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, ProtocolError, Reachability, owner_of
 from scheduler.verification import DeviceClass, claim_problems, device_class
 
 log = logging.getLogger(__name__)
 
-PROBES_AT_ONCE = 16
-"""Live-profile probes in flight at once during discovery (each dials and opens a stream)."""
+PROBE_SLOTS: Final = 16
+"""Live-profile probes dialling at once (each dials, then a Noise handshake: CPU on both sides)."""
+PROBE_SLOT_S: Final = 0.5
+"""The longest a probe holds its slot: one still unanswered then waits on without one, so a stalling
+provider holds a slot half a second once, never the discovery's whole budget."""
+PROBES_IN_FLIGHT: Final = 256
+"""Probes waiting at once, slots or not (each holds a stream or a dial): a bound on memory."""
+GRACE_S: Final = PROBE_SLOT_S
+"""How long a look waits for its providers' answers before it reads the deeper keys as well."""
+GAP_LEVELS: Final = 2
+"""Levels a round's later look reads below keys that are not full (`shards.below_gaps`)."""
+SILENT_FOR_S: Final = 600.0
+"""How long a provider that did not answer is neither counted nor read again (then tried once more)."""
 LOOKUP_SLACK = 2
 """Providers a lookup asks for per device a campaign needs: some do not answer, some do not fit."""
 
@@ -48,8 +59,8 @@ class DiscoveryConfig:
 
     `count` (None: every provider) lets a lookup stop early: a campaign that needs ten devices does not
     read the whole swarm's keys. Each round asks for `count` workers it has not confirmed yet, so a
-    later round reads past the known ones to where joiners land. A round that confirms fewer live
-    workers than it asked for doubles it.
+    later round reads past the known ones to where joiners land; within a round, a look whose
+    providers do not answer within `GRACE_S` is followed at once by one past them (`Discovery`).
     """
 
     want: int | None = None
@@ -62,7 +73,28 @@ class DiscoveryConfig:
 
 @final
 class Discovery:
-    """Turns the DHT's view of the swarm into scheduler peer views, and remembers how to dial them."""
+    """Turns the DHT's view of the swarm into scheduler peer views, and remembers how to dial them.
+
+    Strangers can place provider records for free, ahead of every honest worker (twenty keys fill a
+    shard's places). So a round never lets a provider that does not answer cost it more than once:
+
+    - a provider whose probe failed (or whose advert nobody gave) is remembered as silent for
+      `SILENT_FOR_S`: not counted, not read, not probed again (`_silent`);
+    - a look's providers get `GRACE_S` to answer; those that have not are left to answer late, and the
+      round looks again at once, past every provider it has probed, so the deeper keys (where honest
+      workers spilled) are read in the same round; a later look also reads `GAP_LEVELS` below keys
+      that are not full (Sybils that filled a key and left: their records expired above the honest
+      workers that spilled under them, `shards.below_gaps`);
+    - probes dial `PROBE_SLOTS` at a time, and a probe holds its slot at most `PROBE_SLOT_S`: a
+      stalling provider holds one slot half a second, once, never the budget (`_confirm`).
+
+    The cheater's view: a Sybil sees the public shard keys and can fill their places first, answer
+    nothing, stall, or answer junk; it cannot choose what the round does after `GRACE_S` (a
+    constant), nor be read twice: each of its keys costs the look one probe of one slot for half a
+    second per `SILENT_FOR_S`, and its places are stepped over at once. An honest worker that was
+    busy for a whole probe is found again a little later (`SILENT_FOR_S`), never refused for good.
+    `initial` ends with the probes still waiting cancelled (they are neither confirmed nor silent).
+    """
 
     def __init__(self, node: Node, config: DiscoveryConfig, *, exclude: frozenset[str] = frozenset()) -> None:
         self._node = node
@@ -72,7 +104,14 @@ class Discovery:
         self._count = config.count
         self._known: set[str] = set()
         """Workers a round confirmed: a later round's lookup counts only the others."""
-        self._probes = trio.CapacityLimiter(PROBES_AT_ONCE)
+        self._silent: dict[str, float] = {}
+        """Providers that did not answer -> when (trio's clock): skipped for `SILENT_FOR_S`."""
+        self._probing: set[str] = set()
+        """Providers whose probe is under way (a later look skips them too)."""
+        self._late: list[sch.PeerView] = []
+        """Views confirmed by probes that outlived their round (the next one takes them)."""
+        self._slots = trio.CapacityLimiter(PROBE_SLOTS)
+        self._in_flight = trio.CapacityLimiter(PROBES_IN_FLIGHT)
         self.empty_cause: Shortfall | None = None
         """Why `initial` found no worker (None when it found some)."""
 
@@ -91,26 +130,34 @@ class Discovery:
         advert = self._adverts.get(peer_id)
         return Reachability.UNKNOWN if advert is None else advert.reachability
 
+    def silent(self) -> frozenset[str]:
+        """The providers skipped now: silent within `SILENT_FOR_S`, or with a probe under way."""
+        now = trio.current_time()
+        return frozenset({p for p, t in self._silent.items() if now - t < SILENT_FOR_S} | self._probing)
+
     async def initial(self) -> tuple[sch.PeerView, ...]:
         """Look until `want` live workers answered (or the timeout), or until the count settles.
 
         Rounds accumulate: a worker that answered once stays a candidate even if a later round's
-        probe of it timed out (on a busy machine some always do).
+        probe of it timed out (on a busy machine some always do). Probes that outlive their round
+        answer into the next; those still waiting at the end are cancelled.
         """
         deadline = trio.current_time() + self._config.timeout_s
         confirmed: dict[str, sch.PeerView] = {}
         stable_since = trio.current_time()
-        while trio.current_time() < deadline:
-            before = len(confirmed)
-            confirmed.update((view.peer_id, view) for view in await self.round())
-            if len(confirmed) > before:
-                stable_since = trio.current_time()
-            want = self._config.want
-            if want is not None and len(confirmed) >= want:
-                break
-            if want is None and confirmed and trio.current_time() - stable_since >= self._config.settle_s:
-                break
-            await trio.sleep(0.2)
+        async with trio.open_nursery() as probes:
+            while trio.current_time() < deadline:
+                before = len(confirmed)
+                confirmed.update((view.peer_id, view) for view in await self.round(probes))
+                if len(confirmed) > before:
+                    stable_since = trio.current_time()
+                want = self._config.want
+                if want is not None and len(confirmed) >= want:
+                    break
+                if want is None and confirmed and trio.current_time() - stable_since >= self._config.settle_s:
+                    break
+                await trio.sleep(0.2)
+            probes.cancel_scope.cancel()
         log.info("discovered %d live workers", len(confirmed))
         if not confirmed:
             self.empty_cause = await why_no_workers(self._node)
@@ -123,49 +170,137 @@ class Discovery:
             await trio.sleep(self._config.interval_s)
             yield await self.round()
 
-    async def round(self) -> tuple[sch.PeerView, ...]:
-        """One lookup (of `count` providers not confirmed before, None: all): adverts from the DHT, then
-        a live profile from each (concurrently)."""
+    async def round(self, probes: trio.Nursery | None = None) -> tuple[sch.PeerView, ...]:
+        """One round: looks (of `count` providers not confirmed, probed or silent; None: all) with a
+        live profile asked of each new provider, again past them while fewer than `count` answered
+        within `GRACE_S`. With `probes`, a probe still waiting when the round ends goes on there and
+        its view joins the next round; without, the round waits for every probe."""
+        if probes is None:
+            async with trio.open_nursery() as own:
+                return await self._round(own, wait=True)
+        return await self._round(probes, wait=False)
+
+    async def _round(self, probes: trio.Nursery, *, wait: bool) -> tuple[sch.PeerView, ...]:
         known = frozenset(self._known | self._exclude)
-        try:
-            peers = await self._node.find_workers(
-                None, timeout=self._config.timeout_s, count=self._count, known=known
-            )
-        except NodeError as exc:
-            log.info("DHT lookup failed: %s", exc)
-            return ()
-        views: list[sch.PeerView] = []
-        async with trio.open_nursery() as nursery:
-            for peer in peers:
-                if peer.peer_id not in self._exclude:
-                    nursery.start_soon(self._confirm, peer, views)
-        offered = sum(1 for p in peers if p.peer_id not in known)
-        fresh = sum(1 for v in views if v.peer_id not in known)
-        if self._count is not None and fresh < self._count <= offered:
-            self._count *= 2  # providers that did not answer: the next round reads further down the keys
+        answers = _Answers(self._late, self._late_answer)
+        self._late = []
+        views = answers.views
+        seen: set[str] = set()
+        deadline = trio.current_time() + self._config.timeout_s
+        batch: list[trio.Event] = []
+        looks = 0
+        while trio.current_time() < deadline:
+            skip = self.silent() | seen
+            unanswered: set[str] = set()
+            try:
+                peers = await self._node.find_workers(
+                    None,
+                    timeout=deadline - trio.current_time(),
+                    count=self._count,
+                    known=known,
+                    skip=skip,
+                    unanswered=unanswered,
+                    past_gaps=GAP_LEVELS if looks else 0,
+                )
+            except NodeError as exc:
+                log.info("DHT lookup failed: %s", exc)
+                break
+            self._silence(unanswered)
+            new = [p for p in peers if p.peer_id not in self._exclude and p.peer_id not in seen]
+            seen.update(unanswered, (p.peer_id for p in new))
+            looks += 1
+            if not new and (looks > 1 or self._count is None):
+                break
+            if not new:  # short, and nothing new: once more, below keys that are not full
+                continue
+            batch = [trio.Event() for _ in new]
+            for peer, done in zip(new, batch, strict=True):
+                self._probing.add(peer.peer_id)
+                probes.start_soon(self._confirm, peer, answers, done)
+            with trio.move_on_after(GRACE_S):
+                for done in batch:
+                    await done.wait()
+            fresh = sum(1 for v in views if v.peer_id not in known)
+            if self._count is None or fresh >= self._count:
+                break
+        if wait:
+            for done in batch:
+                await done.wait()
+        answers.ended = True  # an answer from now on joins the next round (`_late`)
+        views = list(answers.views)
         self._known.update(v.peer_id for v in views)
         return tuple(sorted(with_claims(views), key=lambda v: v.peer_id))
 
-    async def _confirm(self, peer: Peer, views: list[sch.PeerView]) -> None:
-        async with self._probes:  # a few at a time: each probe's deadline is not spent waiting for CPU
-            await self._probe(peer, views)
+    def _late_answer(self, view: sch.PeerView) -> None:
+        self._late.append(view)
 
-    async def _probe(self, peer: Peer, views: list[sch.PeerView]) -> None:
-        with trio.move_on_after(self._config.probe_timeout_s) as scope:
+    def _silence(self, peers: set[str]) -> None:
+        """Remember providers that did not answer (never a worker that answered before)."""
+        now = trio.current_time()
+        self._silent.update((p, now) for p in peers if p not in self._known)
+
+    async def _confirm(self, peer: Peer, views: _Answers, done: trio.Event) -> None:
+        """Probe one provider: a slot while it dials, for at most `PROBE_SLOT_S`, then on without it."""
+        try:
+            async with self._in_flight:
+                await self._slots.acquire()
+                held = True
+                try:
+                    async with trio.open_nursery() as nursery:
+                        answered = trio.Event()
+                        nursery.start_soon(self._probe_then, peer, views, answered)
+                        with trio.move_on_after(PROBE_SLOT_S):
+                            await answered.wait()
+                        self._slots.release()
+                        held = False
+                finally:
+                    if held:
+                        self._slots.release()
+        finally:
+            self._probing.discard(peer.peer_id)
+            done.set()
+
+    async def _probe_then(self, peer: Peer, views: _Answers, answered: trio.Event) -> None:
+        try:
+            if not await self._probe(peer, views):
+                self._silence({peer.peer_id})
+        finally:
+            answered.set()
+
+    async def _probe(self, peer: Peer, views: _Answers) -> bool:
+        """Ask a provider for its live profile; whether it answered with a valid one."""
+        with trio.move_on_after(self._config.probe_timeout_s):
             try:
                 advert, load, host = await self._node.profile_and_host(
                     peer, timeout=self._config.probe_timeout_s
                 )
-            except NodeError as exc:
+            except (NodeError, ProtocolError) as exc:  # no answer, or junk (a bad signature, another's)
                 log.warning("peer %s advertised but did not answer: %s", peer.peer_id, exc)
-                return
+                return False
             self._adverts[peer.peer_id] = advert
             view = _view(advert, load, host)
             if view.owner.refused and peer.peer_id not in self._known:  # said once, not every round
                 log.warning("peer %s: owner_refused: %s", peer.peer_id, view.owner.refused)
-            views.append(view)
-        if scope.cancelled_caught:
-            log.warning("peer %s advertised but its profile probe timed out", peer.peer_id)
+            views.add(view)
+            return True
+        log.warning("peer %s advertised but its profile probe timed out", peer.peer_id)
+        return False
+
+
+@dataclass
+class _Answers:
+    """A round's confirmed views; once the round has `ended`, a probe that answers late hands its view
+    to `late` (the discovery's, for the next round)."""
+
+    views: list[sch.PeerView]
+    late: Callable[[sch.PeerView], None]
+    ended: bool = False
+
+    def add(self, view: sch.PeerView) -> None:
+        if self.ended:
+            self.late(view)
+        else:
+            self.views.append(view)
 
 
 def _view(advert: AdvertBody, load: Load, host: str = "") -> sch.PeerView:

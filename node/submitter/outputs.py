@@ -1,4 +1,6 @@
-"""A campaign's files: results.csv (seed columns first), results.json (raw samples), then report.html.
+"""A campaign's files: results.csv (seed columns first), results.json (raw samples), report.html, and
+bundle.json (what anyone needs to check results.json offline: `scheduler.results.bundle`), sealed with
+the submitter's key where one is at hand.
 
 Every row is rendered at output time from a typed value (`scheduler.TaskResult`) built once per
 task from the store: the signed envelope with the measurement the submitter derived, or the task's
@@ -7,17 +9,28 @@ ending as the scheduler holds it. No row is kept as text, and no figure is read 
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import scheduler as sch
 from node.errors import disk_errors, megabytes
 from node.report.render import render_html
 from node.submitter.store import ResultRecord
-from protocol import Envelope, Measurement, ResultBody, TaskSpec, derive
+from protocol import DOMAIN_BUNDLE, BundleSeal, Envelope, Measurement, ResultBody, TaskSpec, derive, seal
 from protocol.codec import pack_body, unpack_body
 from scheduler.results import cost_columns, priced, verify_columns, with_output_diffs, with_speedups
+from scheduler.results.bundle import (
+    BUNDLE_FILE,
+    BUNDLE_FORMAT,
+    BundleBody,
+    SignedPart,
+    body_digest,
+    body_of,
+    results_digest,
+)
 
 Shown = tuple[dict[str, str], sch.TaskResult | None]
 """One output row and the typed value it was rendered from (None: a capacity search's level row)."""
@@ -151,11 +164,37 @@ def write_outputs(
     return write_files(out_dir, campaign_report(scheduler, results, created_utc, campaign_id, campaign))
 
 
-def write_files(out_dir: Path, report: sch.CampaignReport) -> dict[str, Path]:
+@dataclass(frozen=True)
+class Sealer:
+    """What bundle.json is written from: its body, and the submitter's key that seals it."""
+
+    body: BundleBody
+    private_key: bytes
+
+
+def bundle_body(
+    campaign_id: str,
+    campaign: sch.Campaign,
+    scheduler: sch.Scheduler,
+    results: Sequence[ResultRecord],
+    campaign_text: str,
+    submitter: str,
+    offers: Mapping[str, bytes] | None = None,
+) -> BundleBody:
+    """The bundle's body from the store's signed envelopes (and the offer specs it kept, packed, by
+    task) and the scheduler's tasks and peers."""
+    envelopes = {r.task_id: unpack_body(r.envelope, Envelope) for r in results if r.envelope is not None}
+    processes = {i: job.spec.processes for i, job in enumerate(campaign.jobs)}
+    specs = {task_id: unpack_body(packed, TaskSpec) for task_id, packed in (offers or {}).items()}
+    tasks, peers = scheduler.tasks(), scheduler.peers()
+    return body_of(campaign_id, submitter, campaign_text, envelopes, tasks, peers, processes, specs)
+
+
+def write_files(out_dir: Path, report: sch.CampaignReport, sealer: Sealer | None = None) -> dict[str, Path]:
     """results.csv and results.json first, then report.html, all three from the one report value
     (nothing read back): report.html never stops the other two (`render_html` is total: a picture
     that cannot be drawn is a note, a page that cannot be built says why), so every result reaches a
-    file whatever a peer sent.
+    file whatever a peer sent. With a `sealer`, bundle.json last (the seal names results.json's digest).
 
     Raises:
         DiskFull: as `write_outputs`.
@@ -164,10 +203,31 @@ def write_files(out_dir: Path, report: sch.CampaignReport) -> dict[str, Path]:
         out_dir.mkdir(parents=True, exist_ok=True)
     files = {
         "csv": write_whole(out_dir / "results.csv", sch.to_csv(task.row for task in report.results)),
-        "json": write_whole(out_dir / "results.json", report.to_json()),
+        "json": write_whole(out_dir / "results.json", results_json := report.to_json()),
     }
     files["html"] = write_whole(out_dir / "report.html", render_html(report))
+    if sealer is not None:
+        files["bundle"] = write_whole(out_dir / BUNDLE_FILE, bundle_text(results_json, sealer))
     return files
+
+
+def bundle_text(results_json: str, sealer: Sealer) -> str:
+    """bundle.json: the body and the submitter's seal over it and over results.json's bytes."""
+    body = sealer.body
+    said = BundleSeal(
+        campaign_id=body.campaign_id,
+        submitter=body.submitter,
+        results_sha256=results_digest(results_json.encode()),
+        body_sha256=body_digest(body),
+        rows=len(body.rows),
+    )
+    sealed = SignedPart.of(seal(said, DOMAIN_BUNDLE, sealer.private_key))
+    document = {
+        "format": BUNDLE_FORMAT,
+        "seal": sealed.model_dump(mode="json"),
+        "body": body.model_dump(mode="json"),
+    }
+    return json.dumps(document, separators=(",", ":")) + "\n"
 
 
 def write_whole(path: Path, text: str) -> Path:

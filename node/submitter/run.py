@@ -27,6 +27,7 @@ from node.campaignfiles import read_prompt_files
 from node.config import NodeConfig, swarm_of
 from node.errors import CampaignInterrupted, ConfigError
 from node.events import EventSink, quiet
+from node.p2p.identity import load_seed
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
@@ -35,14 +36,14 @@ from node.submitter.discovery import Discovery, DiscoveryConfig, lookup_count
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
 from node.submitter.models import models_json, pin_models, refs_from_json
-from node.submitter.outputs import campaign_report, write_files
+from node.submitter.outputs import Sealer, bundle_body, campaign_report, write_files
 from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter, utc_now
 from node.submitter.swarms import resume_config
 from node.submitter.vetting import vet_local
 from node.transfer.blob import UploadSlots, blob_handler
 from node.transfer.cache import model_cache
 from node.transfer.urls import url_policy
-from protocol import BLOB, ModelRef
+from protocol import BLOB, ModelRef, peer_id_from_public_key, public_key_of
 
 log = logging.getLogger(__name__)
 
@@ -224,14 +225,27 @@ async def drive(
     return loop.tally
 
 
-def write_out(run: CampaignRun, store: CampaignStore) -> tuple[dict[str, Path], sch.CampaignReport]:
-    """Write results.csv, results.json and report.html into the campaign's folder; their paths, and
-    the report they were written from (what `submit` shows: no file is read back)."""
+def write_out(
+    run: CampaignRun, store: CampaignStore, private_key: bytes | None = None
+) -> tuple[dict[str, Path], sch.CampaignReport]:
+    """Write results.csv, results.json and report.html into the campaign's folder, and with the
+    submitter's `private_key` bundle.json sealed by it; their paths, and the report they were
+    written from (what `submit` shows: no file is read back)."""
     results = store.results(run.campaign_id)
     record = store.campaign(run.campaign_id)  # the swarm as claimed last (a resume may move it)
     swarm = record.swarm if record is not None and record.swarm is not None else ()
     report = campaign_report(run.scheduler, results, utc_now(), run.campaign_id, run.campaign, swarm)
-    return write_files(Path(run.record.out_dir), report), report
+    sealer = None
+    if private_key is not None:
+        submitter = peer_id_from_public_key(public_key_of(private_key))
+        kept = (
+            (r.task_id, store.offer(run.campaign_id, r.task_id, r.peer_id)) for r in results if r.envelope
+        )
+        offers = {task_id: spec for task_id, spec in kept if spec is not None}
+        cid, text = run.campaign_id, run.record.text
+        body = bundle_body(cid, run.campaign, run.scheduler, results, text, submitter, offers)
+        sealer = Sealer(body, private_key)
+    return write_files(Path(run.record.out_dir), report, sealer), report
 
 
 async def submit(
@@ -268,7 +282,7 @@ async def resume(
         record = store.campaign(campaign_id) or record
     run = restore(record)
     if run.scheduler.done:  # it ended, but its files were not written (a full disk): write them only
-        return _outcome(run, store, Tally(), None)
+        return _outcome(run, store, Tally(), None, _own_key(config))
     peers = {t.peer_id for t in run.scheduler.tasks() if t.peer_id}
     config = resume_config(record, config, peers, explicit=options.gate_given)
 
@@ -307,6 +321,7 @@ async def _run(
     uploads = UploadSlots(SUBMITTER_UPLOAD_PEERS)
     async with open_submitter(config, options, uploads) as node:
         run = begin()
+        private_key = node.host.private_key  # seals the campaign's bundle.json
         store.claim(
             run.campaign_id, swarm_of(config), Submitter.this_process()
         )  # `status`, `--resume` read it
@@ -325,7 +340,7 @@ async def _run(
         except CampaignInterrupted as exc:  # the resume command, with the flags this one was given
             raise CampaignInterrupted(exc.campaign_id, options.resume_flags) from None
     options.events("uploads", campaign=run.campaign_id, bytes=uploads.served_bytes)
-    return _outcome(run, store, tally, discovery.empty_cause)
+    return _outcome(run, store, tally, discovery.empty_cause, private_key)
 
 
 def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Discovery:
@@ -347,9 +362,23 @@ def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: Eve
     return Challenger(key, partial(open_challenge, host), events)
 
 
-def _outcome(run: CampaignRun, store: CampaignStore, tally: Tally, shortfall: Shortfall | None) -> Outcome:
-    """Write the ended campaign's files (`DiskFull` when its folder's disk is full) and sum it up."""
-    files, report = write_out(run, store)
+def _own_key(config: NodeConfig) -> bytes | None:
+    """This node's identity seed, to seal a bundle without starting the node (None: it has none yet;
+    never created here)."""
+    key_file = config.key_file()
+    return load_seed(key_file) if key_file.is_file() else None
+
+
+def _outcome(
+    run: CampaignRun,
+    store: CampaignStore,
+    tally: Tally,
+    shortfall: Shortfall | None,
+    private_key: bytes | None = None,
+) -> Outcome:
+    """Write the ended campaign's files (`DiskFull` when its folder's disk is full; bundle.json sealed
+    with `private_key`, the submitter node's) and sum it up."""
+    files, report = write_out(run, store, private_key)
     medians = {  # each accepted result's median of its derived measurement, as the scheduler heard it
         t.task_id: t.progress.median_ms for t in run.scheduler.tasks() if t.progress.median_ms is not None
     }

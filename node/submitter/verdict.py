@@ -17,8 +17,7 @@ from node.submitter.attempt import Attempt, Delivered
 from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import ResultRecord, utc_now
 from protocol import DeviceProfile, TaskSpec
-from protocol.genstats import outputs_fingerprint
-from scheduler.verification import spread_of
+from scheduler.verification import replica_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +51,7 @@ def judge(
         derived=pack_measurement(figures),
         received=utc_now(),
     )
-    fingerprint = "+".join(sorted(set(figures.output_fingerprints)))  # processes of one worker agree
-    local = spec.generate is not None and spec.generate.endpoint is None
-    if figures.generation is not None and local:  # greedy on its own model: the texts are the outputs
-        fingerprint = outputs_fingerprint(figures.generation.records)
-    median = figures.inference_ms.median
-    spread = spread_of(figures.process_medians_ms)
+    said = replica_of(a.peer_id, figures, spec)
+    median, spread, fingerprint = said.median_ms, said.spread, said.fingerprint
     event = sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint)
     return Accepted(record, event)

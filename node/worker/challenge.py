@@ -1,22 +1,29 @@
 """`/sark/challenge/1.2.0`, the worker's side: a submitter's drawn chain run in a spawned child.
 
-The daemon only relays: on `challenge_open` it starts `drivers/measuring/challengechild.py` (spawned, apart,
-its address space capped, a duplex pipe: it waits for its seed), answers `challenge_ready` once the
-child has numpy loaded and its BLAS threads warm, and then, round by round, answers pings at once,
-hands each `challenge_chain_seed` to the child and its commitment back, and each reveal the same
-way. The chain is computed and hashed in the child, never in this trio loop, and the daemon imports
-no numpy (it names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
-(busy) meanwhile. A CPU round is computed only if it is the CPU chain's size and no more work than
-`WORKER_ROUND_S` of this worker's own claim (`scheduler.verification.challenge.cpu_round_problem`):
-a stranger asking for the GPU chain's 16,384 rows, or minutes of steps, is answered `challenge_failed`
-before the child computes anything. A challenge beside a measurement disturbs both (about a second
-of every core).
+The daemon only relays: on `challenge_open` it starts `drivers/measuring/challengechild.py` (spawned,
+apart, its address space capped, a duplex pipe: it waits for its seed), answers `challenge_ready` once
+the child has numpy loaded and its BLAS threads warm, and then, round by round, answers pings at once,
+hands each `challenge_chain_seed` to the child and its commitment back, and each reveal the same way.
+The chain is computed and hashed in the child, never in this trio loop, and the daemon imports no numpy
+(it names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
+(busy) meanwhile, and asks again (`node.submitter.challenge`). The slot is held only while rounds run: a
+seed is due `SEED_S` after `challenge_ready` and after each round's rows, and a reveal as long after
+each commitment (pings do not extend either), else the worker says so and closes; a peer it takes no
+offers from starts at most `STRANGER_STARTS` challenges per `STRANGER_EVERY_S`. The cheater's view: a
+stranger that opens a challenge and only pings held the slot for the whole 90 s, again and again, so
+every honest `plan` and `submit` read "busy"; now holding it costs real rounds (each bounded by the
+worker's own claim, at most three) and it is given back within 5 s of silence; many keys evade the
+per-peer pace, but not the windows. A CPU round is computed only if it is the CPU chain's size and no
+more work than `WORKER_ROUND_S` of this worker's own claim
+(`scheduler.verification.challenge.cpu_round_problem`): a stranger asking for the GPU chain's 16,384
+rows, or minutes of steps, is answered `challenge_failed` before the child computes anything. A
+challenge beside a measurement disturbs both (about a second of every core).
 
-`/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and
-the device its `gpu_tflops` names, it starts `drivers/measuring/chainchild.py` on that device (torch, CUDA
-warmed before `challenge_ready`). Only `GPU (PyTorch)` has
-a kernel; another unit is answered `challenge_failed` with why. Its child is not address-capped:
-a CUDA context reserves far more address space than it uses (the chain itself holds 4 n KiB).
+`/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and the
+device its `gpu_tflops` names, it starts `drivers/measuring/chainchild.py` on that device (torch, CUDA
+warmed before `challenge_ready`). Only `GPU (PyTorch)` has a kernel; another unit is answered
+`challenge_failed` with why. Its child is not address-capped: a CUDA context reserves far more address
+space than it uses (the chain itself holds 4 n KiB).
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ import trio
 
 from drivers.measuring.childio import next_message, stopped
 from drivers.measuring.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
-from node.errors import NodeError
+from node.errors import NodeError, PeerTimeout
 from node.p2p.wire import Channel
 from protocol import (
+    CHALLENGE_BUSY,
     CHALLENGE_PINGS,
     CHALLENGE_ROUNDS,
     ChallengeChainSeed,
@@ -62,6 +70,17 @@ ENDING_S: Final = 3.0
 once) before it is answered busy."""
 TOTAL_S: Final = 90.0
 """One whole challenge (a submitter's own gives up after 45 s)."""
+SEED_S: Final = 5.0
+"""A CPU challenge's next seed is due this long after `challenge_ready` or the last round's rows, and
+a reveal this long after a commitment (an honest submitter sends its pings and its seed within a
+second, its reveal at once; a pause of 1 s between rounds, and its recomputation of 16 rows of a
+512-wide chain): nothing by then, the slot is given back."""
+GPU_SEED_S: Final = STEP_S
+"""The same for a GPU chain, whose 16 rows the submitter recomputes through up to 2,048 steps first."""
+STRANGER_EVERY_S: Final = 60.0
+STRANGER_STARTS: Final = 3
+"""An `--open` worker starts at most this many challenges per `STRANGER_EVERY_S` for one peer it takes
+no offers from (a `plan` and a `submit` right after it are two)."""
 
 
 class ChildFailed(NodeError):
@@ -88,6 +107,8 @@ class Challenges:
         self._claimed = claimed_gflops
         self._busy = False
         self._idle = trio.Event()
+        self._strangers: dict[str, list[float]] = {}
+        """Peers taken no offers from -> when their challenges started (trio's clock), recent ones."""
 
     async def serve(self, channel: Channel) -> None:
         """One CPU challenge, from `challenge_open` to the stream's end (see the module docstring),
@@ -116,7 +137,11 @@ class Challenges:
             with trio.move_on_after(ENDING_S):
                 await self._idle.wait()
         if self._busy:
-            await channel.send(ChallengeFailed(reason="busy: another challenge is running"))
+            await channel.send(ChallengeFailed(reason=CHALLENGE_BUSY))
+            return
+        if channel.peer_id not in self._allow and not self._paced(channel.peer_id):
+            why = f"rate: {STRANGER_STARTS} challenges per {STRANGER_EVERY_S:g} s for a peer not allowed"
+            await channel.send(ChallengeFailed(reason=why))
             return
         self._busy, self._idle = True, trio.Event()
         try:
@@ -125,6 +150,20 @@ class Challenges:
         finally:
             self._busy = False
             self._idle.set()
+
+    def _paced(self, peer: str) -> bool:
+        """Whether a stranger may start a challenge now (and if so, counted)."""
+        now = trio.current_time()
+        self._strangers = {
+            p: kept
+            for p, starts in self._strangers.items()
+            if (kept := [t for t in starts if now - t < STRANGER_EVERY_S])
+        }
+        starts = self._strangers.setdefault(peer, [])
+        if len(starts) >= STRANGER_STARTS:
+            return False
+        starts.append(now)
+        return True
 
     async def _run(self, channel: Channel, entry: Entry, args: tuple[object, ...]) -> None:
         limits = Limits(MEMORY_MB) if entry == CHILD else Limits()
@@ -147,9 +186,21 @@ async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu:
     """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done; a
     CPU round larger than the chain or this worker's own claim allows is refused with why."""
     pings = seeds = reveals = 0
+    window = SEED_S if cpu else GPU_SEED_S
+    due = trio.current_time() + window  # the next seed or reveal; a ping never moves it
     while reveals < CHALLENGE_ROUNDS:
+        left = due - trio.current_time()
+        if left <= 0:
+            wanted = "seed" if seeds == reveals else "reveal"
+            closed = f"no {wanted} within {window:g} s: the challenge is closed"
+            await channel.send(ChallengeFailed(reason=closed))
+            return
         try:
-            asked = await channel.receive(timeout=STEP_S)
+            asked = await channel.receive(timeout=min(left, STEP_S))
+        except PeerTimeout:
+            if trio.current_time() >= due:
+                continue  # the window passed: said, then closed
+            return
         except NodeError:
             return  # the submitter took the rounds it wanted and closed the stream
         if isinstance(asked, ChallengePing) and pings < CHALLENGE_ROUNDS * CHALLENGE_PINGS:
@@ -165,11 +216,13 @@ async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu:
             if digests is None:
                 return  # the submitter gave up waiting (too slow for its claim): the child is stopped
             await channel.send(ChallengeCommit(round=asked.round, digests=digests))
+            due = trio.current_time() + window
         elif isinstance(asked, ChallengeReveal) and reveals < seeds:
             reveals += 1
             child.receiver.send(("reveal", asked.rows))
             rows = await _answer(child, STEP_S, "rows")
             await channel.send(ChallengeRows(round=asked.round, rows=tuple(rows[1])))
+            due = trio.current_time() + window
         else:
             raise RemoteProtocolError(f"{asked.kind} out of turn on a challenge stream")
 

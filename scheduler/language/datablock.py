@@ -4,7 +4,9 @@
 generate:
   tokenizer: tok/            # a folder with tokenizer.json, or the file itself
   dataset: {random: {input_tokens: {mean: 256, stddev: 32}, output_tokens: {mean: 64}, seed: 7}}
-  # or: dataset: {sharegpt: conversations.json}
+  # or: dataset: {sharegpt: conversations.json}            (the first turn of each conversation)
+  # or: dataset: {sharegpt: conversations.json, turns: all} (sessions: every turn, replayed in order)
+  # or: dataset: {random: {...}, turns: 4}                  (synthetic sessions of 4 turns)
   num_prompts: 200
 ```
 
@@ -14,11 +16,13 @@ problem is recorded at its field path.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from protocol import Prompt, TokenizerPin
+from protocol.generation import MAX_TURNS
 from protocol.tokenizer import Pinned, TokenizerError, pin
 from scheduler.language import dataset
 from scheduler.language.problems import Problems, check_keys, describe, unread
@@ -84,10 +88,16 @@ def made_dataset(
     problems: Problems,
 ) -> Made | None:
     """The prompts a `dataset:` block makes, or None with its problems recorded."""
-    if not isinstance(raw, dict) or len(raw) != 1 or next(iter(raw)) not in DATASET_KINDS:
-        problems.add(where, f"expected one of {', '.join(DATASET_KINDS)} as a mapping, got {describe(raw)}")
+    kinds = [k for k in raw if k in DATASET_KINDS] if isinstance(raw, dict) else []
+    if not isinstance(raw, dict) or len(kinds) != 1 or set(raw) - {kinds[0], "turns"}:
+        problems.add(
+            where, f"expected one of {', '.join(DATASET_KINDS)} (and turns) as a mapping, got {describe(raw)}"
+        )
         return None
-    kind, body = next(iter(raw.items()))
+    kind, body = kinds[0], raw[kinds[0]]
+    turns = _turns(raw.get("turns", 1), kind, f"{where}.turns", problems)
+    if turns is None:
+        return None
     if kind == "sharegpt":
         if not isinstance(body, str) or body not in files:
             fallback = f"cannot read ShareGPT file {describe(body)}"
@@ -96,7 +106,7 @@ def made_dataset(
             )
             return None
         try:
-            prompts, bad = dataset.sharegpt_prompts(files[body], body, vocabulary, count)
+            prompts, bad = dataset.sharegpt_prompts(files[body], body, vocabulary, count, turns)
         except TokenizerError as exc:  # counting the turns' tokens
             problems.add(f"{where}.sharegpt", str(exc))
             return None
@@ -111,6 +121,7 @@ def made_dataset(
     spec = _random_set(body, f"{where}.random", count, problems)
     if spec is None:
         return None
+    spec = dataclasses.replace(spec, turns=turns)
     try:
         if not vocabulary.plain_ids():
             problems.add(f"{where}.random", f"{vocabulary.name}: {NO_PLAIN_TOKEN}")
@@ -120,6 +131,18 @@ def made_dataset(
         problems.add(f"{where}.random", str(exc))
         return None
     return Made(prompts, dataset.digest(prompts), f"random:seed={spec.seed}", spec.seed)
+
+
+def _turns(raw: object, kind: str, where: str, problems: Problems) -> int | None:
+    """`turns:` as the most turns a session replays: 1 (the first turn alone, the default), a number,
+    or `all` (a ShareGPT file's every turn, up to `MAX_TURNS`); None with its problem recorded."""
+    if raw == "all" and kind == "sharegpt":
+        return MAX_TURNS
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_TURNS:
+        allowed = f"a whole number from 1 to {MAX_TURNS}" + (" or all" if kind == "sharegpt" else "")
+        problems.add(where, f"expected {allowed}, got {describe(raw)}")
+        return None
+    return raw
 
 
 def _random_set(raw: object, where: str, count: int | None, problems: Problems) -> dataset.RandomSet | None:

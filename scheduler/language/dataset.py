@@ -9,10 +9,17 @@ drawn (`input_tokens`). Lengths are drawn from a normal distribution and kept wi
 deviations of the mean (and at least 1); the output length drawn is sent as the request's
 `max_tokens` (and `min_tokens` with `ignore_eos`), and kept in each request's record.
 
-ShareGPT (a JSON list of ``{"conversations": [{"from": "human"|"gpt"|"system", "value": text}]}``):
-each conversation's first human turn is the prompt (after its system turn, if it opens with one),
-and the first answer after it is the reference (ROUGE) and, with a pinned tokenizer, the output
-length asked (its token count). Later turns are not sent.
+ShareGPT (a JSON list of ``{"conversations": [{"from": "human"|"gpt"|"system", "value": text}]}``), or
+the OpenAI-messages layout (``{"messages": [{"role": "user"|"assistant"|"system", "content": text}]}``),
+either as one JSON list or one conversation per line (JSONL): each conversation's first human turn is
+the prompt (after its system turn, if it opens with one), and the first answer after it is the
+reference (ROUGE) and, with a pinned tokenizer, the output length asked (its token count). By default
+later turns are not sent; with `turns` (`dataset: {sharegpt: FILE, turns: all}`, or a number) the
+conversation's later user turns become the prompt's `follow_ups`, replayed as a session: each turn's
+request carries the earlier turns with the answers the server gave, never the dataset's answers.
+
+A random set with `turns: N` (``dataset: {random: {...}, turns: N}``) is a synthetic session set: each
+prompt has N - 1 follow-up turns, each of a length drawn as the first one's.
 """
 
 from __future__ import annotations
@@ -93,6 +100,7 @@ class RandomSet:
     output_tokens: Lengths
     seed: int
     count: int = DEFAULT_PROMPTS
+    turns: int = 1  # a synthetic session set: each prompt's turns
 
 
 def random_prompts(spec: RandomSet, vocabulary: Vocabulary) -> tuple[Prompt, ...]:
@@ -104,7 +112,19 @@ def random_prompts(spec: RandomSet, vocabulary: Vocabulary) -> tuple[Prompt, ...
         wanted = spec.input_tokens.draw(draws, MAX_INPUT_TOKENS)
         output = spec.output_tokens.draw(draws, MAX_OUTPUT_TOKENS)
         text, length = _exact(wanted, plain, vocabulary, draws)
-        prompts.append(Prompt(id=f"random-{i + 1:04d}", text=text, input_tokens=length, output_tokens=output))
+        later = tuple(
+            _exact(spec.input_tokens.draw(draws, MAX_INPUT_TOKENS), plain, vocabulary, draws)[0]
+            for _ in range(spec.turns - 1)
+        )
+        prompts.append(
+            Prompt(
+                id=f"random-{i + 1:04d}",
+                text=text,
+                input_tokens=length,
+                output_tokens=output,
+                follow_ups=later,
+            )
+        )
     return tuple(prompts)
 
 
@@ -126,28 +146,49 @@ def _exact(wanted: int, plain: Sequence[int], vocabulary: Vocabulary, draws: Dra
 
 
 def sharegpt_prompts(
-    data: bytes, name: str, vocabulary: Vocabulary | None, count: int | None
+    data: bytes, name: str, vocabulary: Vocabulary | None, count: int | None, turns: int = 1
 ) -> tuple[tuple[Prompt, ...], list[str]]:
-    """The prompts of a ShareGPT JSON file (see the module docstring), and what was wrong with it.
+    """The prompts of a ShareGPT or OpenAI-messages file (see the module docstring), and what was
+    wrong with it; each prompt with up to `turns` - 1 follow-up turns.
 
     Conversations without a human turn are skipped (not an error); none usable is one.
     """
-    try:
-        entries = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return (), [f"{name}: not a JSON file ({exc})"]
-    except RecursionError:
-        return (), [f"{name}: values nested deeper than the JSON reader follows (not a ShareGPT file)"]
-    if not isinstance(entries, list):
-        return (), [f'{name}: expected a JSON list of {{"conversations": [...]}}']
+    entries, problem = _entries(data, name)
+    if problem:
+        return (), [problem]
     prompts: list[Prompt] = []
     for index, entry in enumerate(entries):
         if (count is not None and len(prompts) >= count) or len(prompts) >= MAX_PROMPTS:
             break
-        prompt = _conversation(entry, index, vocabulary)
+        prompt = _conversation(entry, index, vocabulary, turns)
         if prompt is not None:
             prompts.append(prompt)
     return tuple(prompts), [] if prompts else [f"{name}: no conversation with a human turn"]
+
+
+def _entries(data: bytes, name: str) -> tuple[list[object], str]:
+    """The file's conversations: one JSON list, or one JSON object a line (JSONL)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [], f"{name}: not a JSON file ({exc})"
+    try:
+        entries = json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = [line for line in text.splitlines() if line.strip()]
+        try:
+            entries = [json.loads(line) for line in lines] if len(lines) > 1 else None
+        except (json.JSONDecodeError, RecursionError):
+            entries = None
+        if entries is None:
+            return [], f"{name}: not a JSON file ({exc})"
+    except RecursionError:
+        return [], f"{name}: values nested deeper than the JSON reader follows (not a ShareGPT file)"
+    if isinstance(entries, dict):  # one conversation: a one-line JSONL file
+        entries = [entries]
+    if not isinstance(entries, list):
+        return [], f'{name}: expected a JSON list of {{"conversations": [...]}} or {{"messages": [...]}}'
+    return entries, ""
 
 
 _ROLES: Final = {
@@ -159,15 +200,25 @@ _ROLES: Final = {
 }
 
 
-def _conversation(entry: object, index: int, vocabulary: Vocabulary | None) -> Prompt | None:
-    turns = entry.get("conversations") if isinstance(entry, dict) else None
+def _said(entry: object) -> list[tuple[str | None, object]] | None:
+    """A conversation's (role, text) turns in either layout, or None when it is neither."""
+    if not isinstance(entry, dict):
+        return None
+    keys = ("from", "value") if isinstance(entry.get("conversations"), list) else ("role", "content")
+    turns = entry.get("conversations") if keys[0] == "from" else entry.get("messages")
     if not isinstance(turns, list):
         return None
-    said = [
-        (_ROLES.get(str(t.get("from"))), t.get("value"))
+    return [
+        (_ROLES.get(str(t.get(keys[0]))), t.get(keys[1]))
         for t in turns
-        if isinstance(t, dict) and isinstance(t.get("value"), str)
+        if isinstance(t, dict) and isinstance(t.get(keys[1]), str)
     ]
+
+
+def _conversation(entry: object, index: int, vocabulary: Vocabulary | None, turns: int) -> Prompt | None:
+    said = _said(entry)
+    if said is None:
+        return None
     asked = next((i for i, (role, _) in enumerate(said) if role == "user"), None)
     if asked is None or not str(said[asked][1]).strip():
         return None
@@ -176,6 +227,7 @@ def _conversation(entry: object, index: int, vocabulary: Vocabulary | None) -> P
     answer = next((str(v) for r, v in said[asked + 1 :] if r == "assistant"), None)
     ident = entry.get("id") if isinstance(entry, dict) else None
     output = len(vocabulary.encode(answer)) if vocabulary is not None and answer else None
+    later = tuple(str(v) for r, v in said[asked + 1 :] if r == "user" and str(v).strip())[: turns - 1]
     try:
         return Prompt(
             id=str(ident)[:128] if ident else f"sharegpt-{index + 1}",
@@ -184,6 +236,7 @@ def _conversation(entry: object, index: int, vocabulary: Vocabulary | None) -> P
             messages=(*system, ChatMessage(role="user", content=question)) if system else (),
             input_tokens=len(vocabulary.encode(question)) or None if vocabulary is not None else None,
             output_tokens=min(output, MAX_OUTPUT_TOKENS) if output else None,
+            follow_ups=later,
         )
     except ValueError:  # a turn past the prompt's size limits: skipped like one without a question
         return None

@@ -77,10 +77,19 @@ def load_levels(raw: Mapping[str, object], where: str, problems: Problems) -> li
 
 
 def load_label(spec: GenerateSpec) -> str:
-    """The load level of one expanded job, for its label: `` concurrency=4`` or `` request_rate=2``."""
+    """The load level of one expanded job, for its label: `` concurrency=4`` or `` request_rate=2``,
+    after a length sweep's point (`` input_tokens=128 output_tokens=32``)."""
+    point = "".join(
+        f" {name}={value}"
+        for name, value in (
+            ("input_tokens", spec.sweep_input_tokens),
+            ("output_tokens", spec.sweep_output_tokens),
+        )
+        if value is not None
+    )
     if spec.request_rate is not None:
-        return f" request_rate={spec.request_rate:g}"
-    return f" concurrency={spec.concurrency}"
+        return f"{point} request_rate={spec.request_rate:g}"
+    return f"{point} concurrency={spec.concurrency}"
 
 
 def only_endpoint_jobs(data: Mapping[str, object]) -> bool:

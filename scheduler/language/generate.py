@@ -6,6 +6,7 @@ name the campaign wrote); ``builtin:<set>`` needs no file.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Final
@@ -30,8 +31,12 @@ GENERATE_FIELDS: Final = (
     "max_new_tokens",
     "ignore_eos",
     "chat",
+    "think_time_s",
+    "sweep",
     *LOAD_FIELDS,
 )
+SWEPT: Final = ("input_tokens", "output_tokens")
+MAX_SWEEP_POINTS: Final = 64
 QUALITY_METRICS: Final = ("rouge",)
 # A generate job loads a model of hundreds of MB: two loads (first and repeated) and one warm-up request.
 GENERATE_DEFAULTS: Final[dict[str, int]] = {"load_runs": 2, "warmups": 1}
@@ -105,29 +110,105 @@ def parse_generate(
         problems.add(f"{where}.num_prompts", f"expected a whole number from 1, got {describe(count)}")
         count = None
     pinned = tokenizer_of(raw, where, files, problems)
-    made = _made(raw, where, files, pinned, count, problems)
+    points = _points(raw, where, problems)
+    made = [(_made(_at(raw, point), where, files, pinned, count, problems), point) for point in points]
     metrics = _quality(quality, f"{path}.quality", problems)
     levels = load_levels(raw, where, problems)
-    if made is None or len(problems.items) > before:
+    if any(m is None for m, _ in made) or not made or len(problems.items) > before:
         return []
-    fields = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat") if k in raw} | {
-        "prompts": prompt_sets.take(made.prompts, count),
-        "prompts_source": made.source,
-        "prompts_sha256": made.digest,
+    if not all(_sessions_fit(raw, m, where, problems) for m, _ in made if m is not None):
+        return []
+    fixed = {k: raw[k] for k in ("max_new_tokens", "ignore_eos", "chat", "think_time_s") if k in raw} | {
         "quality": metrics,
         "tokenizer": None if pinned is None else pinned[0],
-        "dataset_seed": made.seed,
     }
     specs: list[GenerateSpec] = []
-    for level in levels:
-        try:
-            specs.append(GenerateSpec.model_validate(fields | level, strict=False))
-        except ValidationError as exc:
-            for error in exc.errors():
-                field = dig(error["loc"]).lstrip(".")
-                message = error["msg"].replace("Input should be", "must be")
-                problems.add(f"{where}.{field}", f"{message}, got {describe(error.get('input'))}")
-    return specs if len(specs) == len(levels) else []
+    for one, point in made:
+        assert one is not None
+        fields = fixed | {
+            "prompts": prompt_sets.take(one.prompts, count),
+            "prompts_source": one.source,
+            "prompts_sha256": one.digest,
+            "dataset_seed": one.seed,
+            "sweep_input_tokens": point.get("input_tokens"),
+            "sweep_output_tokens": point.get("output_tokens"),
+        }
+        for level in levels:
+            try:
+                specs.append(GenerateSpec.model_validate(fields | level, strict=False))
+            except ValidationError as exc:
+                for error in exc.errors():
+                    field = dig(error["loc"]).lstrip(".")
+                    message = error["msg"].replace("Input should be", "must be")
+                    problems.add(f"{where}.{field}", f"{message}, got {describe(error.get('input'))}")
+    return specs if len(specs) == len(levels) * len(made) else []
+
+
+def _points(raw: Mapping[str, object], where: str, problems: Problems) -> list[dict[str, int]]:
+    """`sweep: {input_tokens: [...], output_tokens: [...]}`: one point per combination of the random
+    dataset's mean lengths, in file order ([{}] without a sweep); each point a job per load level."""
+    sweep = raw.get("sweep")
+    if sweep is None:
+        return [{}]
+    dataset = raw.get("dataset")
+    if not isinstance(dataset, dict) or "random" not in dataset:
+        problems.add(f"{where}.sweep", "a sweep of lengths needs a random dataset (its lengths are exact)")
+        return [{}]
+    if not isinstance(sweep, dict) or not sweep or set(sweep) - set(SWEPT):
+        problems.add(
+            f"{where}.sweep",
+            f"expected a mapping of {' and/or '.join(SWEPT)}: [lengths], got {describe(sweep)}",
+        )
+        return [{}]
+    axes: list[list[tuple[str, int]]] = []
+    for name, values in sweep.items():
+        ok = (
+            isinstance(values, list)
+            and values
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values)
+        )
+        if not ok:
+            problems.add(
+                f"{where}.sweep.{name}", f"expected a list of token lengths from 1, got {describe(values)}"
+            )
+            return [{}]
+        axes.append([(str(name), int(v)) for v in dict.fromkeys(values)])
+    points = [dict(combo) for combo in itertools.product(*axes)]
+    if len(points) > MAX_SWEEP_POINTS:
+        problems.add(f"{where}.sweep", f"expands to {len(points)} points, at most {MAX_SWEEP_POINTS}")
+        return [{}]
+    return points
+
+
+def _at(raw: Mapping[str, object], point: Mapping[str, int]) -> Mapping[str, object]:
+    """The generate block with its random dataset's mean lengths set to a sweep's point."""
+    if not point:
+        return raw
+    dataset = raw["dataset"]
+    assert isinstance(dataset, dict)
+    random = dict(dataset["random"]) if isinstance(dataset.get("random"), dict) else {}
+    for name, mean in point.items():
+        lengths = random.get(name)
+        random[name] = (dict(lengths) if isinstance(lengths, dict) else {}) | {"mean": mean}
+    return {**raw, "dataset": {**dataset, "random": random}}
+
+
+def _sessions_fit(raw: Mapping[str, object], made: Made, where: str, problems: Problems) -> bool:
+    """Sessions (a dataset's `turns:`) replay chat turns, one load at a time: refused beside `chat:
+    false` (a completion has no turns to carry) and a capacity search (its levels judge requests)."""
+    sessions = any(p.follow_ups for p in made.prompts)
+    if not sessions:
+        if "think_time_s" in raw:
+            problems.add(f"{where}.think_time_s", "think time is between a session's turns: give turns:")
+            return False
+        return True
+    if raw.get("chat") is False:
+        problems.add(f"{where}.dataset.turns", "sessions replay chat turns: chat: false has none")
+        return False
+    if raw.get("capacity") is not None:
+        problems.add(f"{where}.dataset.turns", "a capacity search with sessions is not done: give a load")
+        return False
+    return True
 
 
 def _made(

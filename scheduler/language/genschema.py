@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field
 from protocol import CapacitySpec, Endpoint, GenerateSpec, Slo
 from protocol.capacity import MAX_LEVELS
 from protocol.fleet import MAX_FLEET
+from protocol.generation import MAX_TURNS
 from scheduler.language.blocks import URL_PATTERN, Block, like, one_of
 from scheduler.language.dataset import MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS
 from scheduler.language.prompts import BUILTIN_PREFIX, BUILTIN_SETS
@@ -85,15 +86,34 @@ class RandomBlock(Block):
 
 
 class DatasetBlock(Block):
-    """Prompts made from a dataset instead of `prompts:`. Give one of `random` or `sharegpt`."""
+    """Prompts made from a dataset instead of `prompts:`. Give one of `random` or `sharegpt`, and
+    `turns` to replay each conversation as a session (the first turn alone by default)."""
 
-    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+    model_config = ConfigDict(json_schema_extra=one_of("random", "sharegpt"))
 
     random: RandomBlock | None = Field(default=None, description="random prompts of exact token lengths")
     sharegpt: str | None = Field(
         default=None,
         min_length=1,
-        description="a ShareGPT JSON file: each conversation's first human turn, its answer the reference",
+        description="a ShareGPT or OpenAI-messages file (JSON or JSONL): each conversation's first human "
+        "turn, its answer the reference",
+    )
+    turns: Annotated[int, Field(ge=1, le=MAX_TURNS)] | Literal["all"] = Field(
+        default=1,
+        description="turns replayed per session, each carrying the earlier ones with the server's answers "
+        "(1: the first turn alone; all: every turn of a ShareGPT file; random: each prompt's turns)",
+    )
+
+
+class SweepBlock(Block):
+    """Lengths swept over a random dataset: one job per combination and load level (the report draws
+    each device's or server's throughput-latency front at each combination)."""
+
+    input_tokens: list[Annotated[int, Field(ge=1, le=MAX_INPUT_TOKENS)]] | None = Field(
+        default=None, min_length=1, description="the random dataset's mean prompt lengths (tokens)"
+    )
+    output_tokens: list[Annotated[int, Field(ge=1, le=MAX_OUTPUT_TOKENS)]] | None = Field(
+        default=None, min_length=1, description="the random dataset's mean answer lengths (tokens)"
     )
 
 
@@ -129,6 +149,13 @@ class GenerateBlock(Block):
         default=None, description="Poisson arrivals (open loop, req/s); a list: one job per rate"
     )
     duration_s: float | None = like(GenerateSpec, "duration_s", "send for this long, cycling the prompts (s)")
+    sweep: SweepBlock | None = Field(
+        default=None,
+        description="sweep input and output lengths (a random dataset): one job per point and level",
+    )
+    think_time_s: float = like(
+        GenerateSpec, "think_time_s", "sessions: the wait between a turn's answer and the next turn (s)"
+    )
     slo: SloBlock | None = Field(default=None, description="the SLO goodput counts against")
     capacity: CapacityBlock | None = Field(
         default=None, description="search the highest load meeting the SLO instead of one load"

@@ -3,12 +3,16 @@
     prices:
       - peer: 12D3KooW...      # one worker, by its peer id
         per_hour: 0.42
-      - class: cls-1a2b3c4d    # every device of a class (`DeviceClass.name`, results.csv's DeviceClass)
-        per_hour: 1.10
+      - class: cls-1a2b3c4d...  # every device of a class, by its whole id (cls- and 64 hex digits:
+        per_hour: 1.10          # `DeviceClass.id`, `plan --json`'s class_ids, `peers --json`'s class_id)
 
 The campaign's word wins over what a worker's owner advertises (`sark-node join --price-per-hour`); a
 peer's own rule wins over its class's. Prices are in the campaign's currency (the report says "$").
 `scheduler.results.prices` applies the rules to each row and says which one it took.
+
+A class is named whole in a rule: the short name (`cls-` and 8 hex digits, results.csv's DeviceClass)
+is for display. The cheater's view: a worker chooses its whole profile, so 32 bits of a name are about
+2^32 hashes from another class's (its price taken); the whole id is 256 bits.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from scheduler.language.problems import Problems, check_keys, describe
 
 MAX_PRICE_RULES: Final = 1_000
 _FIELDS: Final = ("peer", "class", "per_hour")
+_CLASS_ID: Final = re.compile(r"cls-[0-9a-f]{64}")
 _CLASS_NAME: Final = re.compile(r"cls-[0-9a-f]{8}")
 _PEER_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")  # libp2p writes base58btc; no space, no control
 
@@ -38,7 +43,7 @@ class PriceRule(Value):
 
     @property
     def target(self) -> str:
-        """What it prices, for people: "peer 12D3…" or "class cls-1a2b3c4d"."""
+        """What it prices, for people: "peer 12D3…" or "class cls-…" (the class's whole id)."""
         return f"peer {self.peer}" if self.peer else f"class {self.device_class}"
 
 
@@ -67,9 +72,16 @@ def _rule(entry: object, path: str, problems: Problems) -> PriceRule | None:
         problems.add(path, "give one of peer: (a peer id) or class: (a device class name)")
     if peer and (not isinstance(peer, str) or not _PEER_ID.fullmatch(peer)):
         problems.add(f"{path}.peer", f"expected a peer id (12D3KooW...), got {describe(peer)}")
-    if cls and (not isinstance(cls, str) or not _CLASS_NAME.fullmatch(cls)):
+    if cls and isinstance(cls, str) and _CLASS_NAME.fullmatch(cls):
         problems.add(
-            f"{path}.class", f"expected a device class name (cls- and 8 hex digits), got {describe(cls)}"
+            f"{path}.class",
+            f"{cls} is a class's short name, for display: a rule names a class whole (cls- and 64 hex "
+            "digits: plan --json's class_ids, peers --json's class_id), or a profile ground to share "
+            "its 32 bits would take this price",
+        )
+    elif cls and (not isinstance(cls, str) or not _CLASS_ID.fullmatch(cls)):
+        problems.add(
+            f"{path}.class", f"expected a device class id (cls- and 64 hex digits), got {describe(cls)}"
         )
     if not _is_price(price):
         problems.add(

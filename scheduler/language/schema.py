@@ -121,6 +121,11 @@ class VerifyBlock(Block):
         default=None,
         description="your own devices (peer ids, or owner ids owner-...): one joins each quorum of its class",
     )
+    reference_fallback: Literal["refuse", "allow"] = Field(
+        default="refuse",
+        description="allow: a class whose named reference is missing (offline, relayed, its task failed) "
+        "is settled by the majority; refuse: it is Unverifiable, with why",
+    )
 
 
 class PriceBlock(Block):
@@ -133,8 +138,8 @@ class PriceBlock(Block):
     device_class: str | None = Field(
         default=None,
         alias="class",
-        pattern=r"^cls-[0-9a-f]{8}$",
-        description="a device class, as results.csv's DeviceClass names it",
+        pattern=r"^cls-[0-9a-f]{64}$",
+        description="a device class's whole id (plan --json's class_ids; the 8-digit name is for display)",
     )
     per_hour: float = Field(ge=0, le=MAX_PRICE_PER_HOUR, description="the price of an hour of the device")
 

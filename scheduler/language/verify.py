@@ -7,6 +7,8 @@
       same_host: refuse    # allow: replicas may share a network host (a lab on one machine only)
       reference: [12D3KooW...]  # the submitter's own devices: one joins every quorum of its class
                                 # (an owner id, owner-..., names every device of that owner)
+      reference_fallback: refuse  # allow: a class whose named reference is missing (offline, not
+                                  # found, relayed, its task failed) is settled by the majority
 
 A job's block replaces the campaign's. A reference device is one the submitter trusts (its own): a
 replicated task of its class (full replication or a spot check) has it in its quorum, and a replica
@@ -14,6 +16,14 @@ that disagrees with it is the outlier whatever the others say (`verification.ref
 `same_host: allow` gives up the guarantee that one owner with many keys on one machine cannot make a
 quorum; it exists for a lab whose workers all run on one host, and every row it verifies says so
 (`Verified` ends with "(same host)").
+
+A named reference that is missing is never replaced in silence: a class it could belong to (its
+own, or, for one the submitter never found, every class with no reference of its own present) is
+`Unverifiable`, naming the reference, why it is missing and `reference_fallback: allow`, the field
+that lets the majority settle it (`scheduler.state.replication.reference_gap`, `settling.verdict`).
+The cheater's view: a Sybil pair that wants its lie to stand needs the reference gone, and it can
+make it go (flood it, hold its challenge, make its task fail); what it cannot make is the submitter
+settle the class without it, unless the campaign said so.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from protocol import Value
 from scheduler.language.problems import Problems, check_keys, describe
 
 MAX_REPLICAS: Final = 10
-_FIELDS: Final = ("replicas", "spot_check", "unverified", "same_host", "reference")
+_FIELDS: Final = ("replicas", "spot_check", "unverified", "same_host", "reference", "reference_fallback")
 MAX_REFERENCES: Final = 64
 _PEER_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")  # libp2p writes base58btc; no space, no control
 
@@ -44,6 +54,9 @@ class Verify(Value):
         reference: the peer ids of the submitter's own devices (or owner ids: every device whose
             verified owner it is): one of its class joins each quorum, and its figure is the one the
             others are judged against.
+        reference_fallback: whether a class whose named reference is missing (not found, relayed,
+            refused, or its task ended without a result) may be settled by the majority; by
+            default it is `Unverifiable`, with why.
     """
 
     replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
@@ -51,14 +64,23 @@ class Verify(Value):
     unverified: Literal["refuse", "allow"] = "refuse"
     same_host: Literal["refuse", "allow"] = "refuse"
     reference: tuple[str, ...] = ()
+    reference_fallback: Literal["refuse", "allow"] = "refuse"
 
     @model_serializer(mode="wrap")
     def _without_empty_reference(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        """No `reference` key when none is named: campaigns written before it read the same."""
+        """No `reference` key when none is named, no `reference_fallback` at its default: campaigns
+        written before them read the same."""
         data: dict[str, object] = handler(self)
         if not self.reference:
             data.pop("reference", None)
+        if self.reference_fallback == "refuse":
+            data.pop("reference_fallback", None)
         return data
+
+    @property
+    def strict_reference(self) -> bool:
+        """Whether a missing named reference makes its class `Unverifiable` (no fallback allowed)."""
+        return bool(self.reference) and self.reference_fallback != "allow"
 
     @property
     def replicated(self) -> bool:
@@ -90,7 +112,7 @@ def parse_verify(raw: object, path: str, problems: Problems) -> Verify | None:
         problems.add(f"{path}.spot_check", f"expected a probability from 0 to 1, got {describe(spot)}")
     else:
         values["spot_check"] = float(spot)
-    for field in ("unverified", "same_host"):
+    for field in ("unverified", "same_host", "reference_fallback"):
         value = raw.get(field, "refuse")
         if value not in ("refuse", "allow"):
             problems.add(f"{path}.{field}", f"expected allow or refuse, got {describe(value)}")
@@ -105,6 +127,10 @@ def parse_verify(raw: object, path: str, problems: Problems) -> Verify | None:
                 f"{path}.reference", "a reference joins replicated tasks: give replicas: N or spot_check: p"
             )
         values["reference"] = references
+    elif "reference_fallback" in raw:
+        problems.add(
+            f"{path}.reference_fallback", "a fallback is for a named reference: give reference: [...]"
+        )
     return Verify.model_validate(values) if len(problems.items) == before else None
 
 

@@ -22,9 +22,16 @@ Modules:
                  replicas' figures and networks, the outliers), derived once from the task views;
                  agreed_changes: two campaigns' agreed figures compared (`report --diff`)
     typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
+    front        a sweep's throughput-latency front per device or server: each load level's point (with
+                 its verification, error share and cost), the points no other beats marked
     document     CampaignReport: results.json as one typed value (built once, or read once from a file);
                  every medium renders it
     report       a campaign report as data: entries, the device x unit matrix
+    bundle       bundle.json: each row's signed result, the peers as placed, the groups with their band
+                 and class spread, the campaign file; canonical JSON and the digests the seal names
+    proof        a bundle checked by anyone, offline (`sark-node verify`): the seal, every signature,
+                 every figure derived again bit for bit, every group's agreement recomputed
+    board        the board's rows (`sark-node board`): verified groups and single tasks of many campaigns
     diff         two campaigns compared: tasks paired by worker, then device; each change tested
     significance the Mann-Whitney U test the diffs use
     prices       the one seam where a row's price is chosen and bounded (campaign, then owner); Costs
@@ -246,6 +253,7 @@ from scheduler.results.fleetrows import (
     merged_row,
     merged_stats,
 )
+from scheduler.results.front import Front, FrontPoint, fronts_of
 from scheduler.results.genrows import generation_columns
 from scheduler.results.llmview import (
     E2E,
@@ -324,6 +332,8 @@ __all__ = [
     "Costs",
     "DiffRow",
     "Figure",
+    "Front",
+    "FrontPoint",
     "GroupVerification",
     "LatencyMatrix",
     "LlmFigure",
@@ -363,6 +373,7 @@ __all__ = [
     "flag",
     "fleet_columns",
     "fleet_rows",
+    "fronts_of",
     "generation_columns",
     "headline",
     "job_index_of",

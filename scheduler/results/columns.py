@@ -177,6 +177,14 @@ _GENERATION = _section(
     ("ScheduleLagMsP50", "ms", MS, "schedule_lag_ms"),
     ("Unsent", "", "{:d}"),
     ("ClientSaturatedReason",),
+    # multi-turn sessions (issue 51, `protocol.sessions`): TTFT by turn index, each session's figures
+    ("TtftMsByTurn", "ms", "", "ttft_ms_by_turn"),
+    ("Sessions", "", "{:d}", "sessions"),
+    ("SessionsCompleted", "", "{:d}", "sessions_completed"),
+    ("SessionTurnsMean", "", "{:.2f}", "session_turns_mean"),
+    ("SessionDurationSMedian", "s", MS, "session_duration_s"),
+    ("SessionPromptTokensMean", "tokens", "{:.2f}", "session_tokens"),
+    ("SessionOutputTokensMean", "tokens", "{:.2f}", "session_tokens"),
 )
 _CAPACITY = _section(
     Section.CAPACITY,

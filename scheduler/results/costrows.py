@@ -10,7 +10,7 @@ from scheduler.language import PriceRule
 from scheduler.results.columns import cell
 from scheduler.results.prices import Price, costs_of, price_of
 from scheduler.results.typed import TaskResult
-from scheduler.results.verifyrows import class_name
+from scheduler.results.verifyrows import class_id
 from scheduler.state.placement import PeerView
 
 
@@ -22,7 +22,7 @@ def priced(result: TaskResult, rules: Sequence[PriceRule], peer: PeerView | None
         return result
     advertised = peer.profile.price_per_hour if peer is not None else None
     said = result.body.device.price_per_hour
-    price = price_of(rules, result.task.peer_id or "", class_name(result.task, peer), advertised, said)
+    price = price_of(rules, result.task.peer_id or "", class_id(result.task, peer), advertised, said)
     return replace(result, price=price)
 
 

@@ -19,6 +19,7 @@ from protocol import DeviceProfile, Measurement, ResultBody, Stats, Value, field
 from scheduler.errors import FieldProblem, SchedulerError
 from scheduler.language import Campaign
 from scheduler.results.columns import CSV_COLUMNS, column_formulas
+from scheduler.results.front import Front, fronts_of
 from scheduler.results.prices import Price
 from scheduler.results.typed import TaskResult
 from scheduler.results.verifygroups import GroupVerification, verification_groups
@@ -128,6 +129,8 @@ class CampaignReport(Value):
             swarm; () when not known (a campaign stored before this was recorded).
         verification: each replica group's verification (`verifygroups`): the agreed figure, the
             band, the replicas' figures and networks, the outliers; () when no job asked `verify:`.
+        fronts: each device's or server's throughput-latency front over its load levels, at each
+            swept length (`scheduler.results.front`); () when no group has two points.
     """
 
     campaign_id: str
@@ -137,6 +140,7 @@ class CampaignReport(Value):
     results: tuple[ReportTask, ...] = ()
     swarm: tuple[str, ...] = ()
     verification: tuple[GroupVerification, ...] = ()
+    fronts: tuple[Front, ...] = ()
 
     @classmethod
     def of(
@@ -150,14 +154,16 @@ class CampaignReport(Value):
         verification of each replica group from the rows' tasks."""
         rows = list(rows)
         tasks = (result.task for _, result in rows if result is not None)
+        results = tuple(ReportTask.of(row, result) for row, result in rows)
         return cls(
             campaign_id=campaign_id,
             campaign=campaign,
             columns=CSV_COLUMNS,
             formulas=column_formulas(),
-            results=tuple(ReportTask.of(row, result) for row, result in rows),
+            results=results,
             swarm=swarm,
             verification=verification_groups(tasks),
+            fronts=fronts_of(campaign, ((t.row, t.measurement) for t in results)),
         )
 
     @classmethod
@@ -195,6 +201,7 @@ class CampaignReport(Value):
                 if self.verification
                 else {}
             ),
+            **({"fronts": [f.model_dump(mode="json") for f in self.fronts]} if self.fronts else {}),
         }
 
     def to_json(self) -> str:

@@ -87,11 +87,22 @@ def merged_stats(job: Job, members: Sequence[Member]) -> GenerationStats:
     spec = job.spec.generate
     assert spec is not None
     measured = [m.generation for m in members if m.generation is not None]
-    records = [r for g in measured for r in g.records]
+    records = fleet_records(measured)
     cpus = [g.client_cpu_pct for g in measured if g.client_cpu_pct is not None]
     unsent = sum(g.unsent for g in measured)
     wall_s = max((g.wall_s for g in measured), default=0.0)
     return summarize_generation(records, wall_s, spec, cpu_pct=max(cpus, default=None), unsent=unsent)
+
+
+def fleet_records(measured: Sequence[GenerationStats]) -> list[RequestRecord]:
+    """Every member's records together, a session run's ordinals made distinct across members (each
+    member numbers its own sessions from 0): member k's come after member k - 1's."""
+    records: list[RequestRecord] = []
+    base = 0
+    for g in measured:
+        records += [r if r.session is None else r.with_(session=base + r.session) for r in g.records]
+        base += 1 + max((r.session for r in g.records if r.session is not None), default=-1)
+    return records
 
 
 def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[str, str]:
@@ -100,7 +111,7 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
     assert spec is not None
     assert members
     measured = [m.generation for m in members if m.generation is not None]
-    records = [r for g in measured for r in g.records]
+    records = fleet_records(measured)
     stats = merged_stats(job, members)
     size, lost = len(members), _lost(members)
     first = members[0].task
@@ -156,4 +167,12 @@ def fleet_rows(
     return updated, merged
 
 
-__all__ = ["Member", "fleet_columns", "fleet_rows", "member_row", "merged_row", "merged_stats"]
+__all__ = [
+    "Member",
+    "fleet_columns",
+    "fleet_records",
+    "fleet_rows",
+    "member_row",
+    "merged_row",
+    "merged_stats",
+]

@@ -8,6 +8,7 @@ these columns empty.
 from __future__ import annotations
 
 from protocol import GenerationStats, Stats
+from protocol.sessions import ttft_by_turn_text
 from scheduler.results.columns import cell, cells
 
 
@@ -40,6 +41,24 @@ def generation_columns(stats: GenerationStats | None) -> dict[str, str]:
         "TtfoMsMedian": "" if stats.ttfo_ms is None else stat_cell("TtfoMsMedian", stats.ttfo_ms, "median"),
         "DatasetSeed": cell("DatasetSeed", stats.dataset_seed),
         **client_columns(stats),
+        **session_columns(stats),
+    }
+
+
+def session_columns(stats: GenerationStats) -> dict[str, str]:
+    """A session run's figures (`protocol.sessions`): TTFT median by turn index (`1:120.3 2:45.1`),
+    and its sessions' count, completions, turns, duration and tokens. Empty without sessions."""
+    s = stats.sessions
+    if s is None:
+        return {}
+    return {
+        "TtftMsByTurn": ttft_by_turn_text(stats.by_turn),
+        "Sessions": cell("Sessions", s.sessions),
+        "SessionsCompleted": cell("SessionsCompleted", s.completed),
+        "SessionTurnsMean": cell("SessionTurnsMean", s.turns_mean),
+        "SessionDurationSMedian": stat_cell("SessionDurationSMedian", s.duration_s, "median"),
+        "SessionPromptTokensMean": cell("SessionPromptTokensMean", s.prompt_tokens_mean),
+        "SessionOutputTokensMean": cell("SessionOutputTokensMean", s.output_tokens_mean),
     }
 
 

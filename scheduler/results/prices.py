@@ -54,7 +54,7 @@ def price_of(
     Args:
         rules: the campaign's `prices:`.
         peer_id: the worker's peer id ("" none).
-        device_class: the row's device class name ("" none).
+        device_class: the row's device class id, whole (`DeviceClass.id`; "" none).
         advertised: the owner's price in the advert the task was placed by (None: none or unknown).
         said: the owner's price in the result's signed device (None: none, or no result).
 
@@ -65,8 +65,8 @@ def price_of(
         if peer_id and rule.peer == peer_id:
             return Price(per_hour=rule.per_hour, source="campaign: peer")
     for rule in rules:
-        if device_class and rule.device_class == device_class:
-            return Price(per_hour=rule.per_hour, source=f"campaign: class {device_class}")
+        if device_class and rule.device_class == device_class:  # whole: 256 bits, not the name's 32
+            return Price(per_hour=rule.per_hour, source=f"campaign: class {device_class[:12]}")
     return _owners(advertised, said)
 
 

@@ -114,12 +114,22 @@ def decimals_for(stats: Stats | None) -> int:
     standard deviation / sqrt(n)) to two significant digits, from 0 to 3 decimals (3 without a spread):
     a 7.5 s end-to-end time whose median is known to 100 ms is shown as "7512", a 0.3 ms inference
     known to a microsecond as "0.312"."""
-    if stats is None or stats.n < 2 or not math.isfinite(stats.stddev) or stats.stddev <= 0:
+    if stats is None:
         return 3
+    if stats.n < 2 or not math.isfinite(stats.stddev) or stats.stddev <= 0:
+        return _significant(stats.median, 3)  # no spread to go by: three significant digits
     error = 1.253 * stats.stddev / math.sqrt(stats.n)
     if not 0 < error < math.inf:  # a spread of a few subnormals underflows to 0 (or a huge one to inf)
         return 3
     return max(0, min(3, 1 - math.floor(math.log10(error))))
+
+
+def _significant(value: float, digits: int) -> int:
+    """The decimals that show `value` to `digits` significant digits, from 0 to 3 (29513.7 -> 0,
+    1.482 -> 2, 0.3124 -> 3)."""
+    if not math.isfinite(value) or value == 0:
+        return 3
+    return max(0, min(3, digits - 1 - math.floor(math.log10(abs(value)))))
 
 
 def shown(value: float | None, decimals: int) -> str:

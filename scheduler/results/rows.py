@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Final
 
-from protocol import DeviceProfile, Measurement, ResultBody, for_csv
+from protocol import DeviceProfile, GenerationStats, Measurement, ResultBody, for_csv
+from protocol.sessions import ttft_by_turn_text
 from scheduler.results.caprows import capacity_columns
 from scheduler.results.columns import CSV_COLUMNS, cell, cells
 from scheduler.results.energyrows import energy_columns
@@ -99,10 +100,26 @@ def shown_figures(m: Measurement) -> dict[str, Figure]:
         "RougeL": g.rouge.rouge_l if g is not None and g.rouge is not None else None,
         "E2eMsMedian": g.e2e_ms.median if g is not None and g.e2e_ms.n else None,
     }  # a figure no successful request gave is None (drawn empty), never 0
+    figures |= _session_figures(g)
     for stats, names in ((m.load_ms, _LOAD_TIMES), (inference, _INFERENCE_TIMES)):
         if stats.n == 0:
             figures |= {name: None for name in names if name in figures}
     return figures
+
+
+def _session_figures(g: GenerationStats | None) -> dict[str, Figure]:
+    """A session run's figures for the dashboard: TTFT by turn (`1:120.3` per turn), its sessions, the
+    turns they completed and their median duration; {} without sessions."""
+    s = g.sessions if g is not None else None
+    if g is None or s is None:
+        return {}
+    return {
+        "TtftMsByTurn": tuple(ttft_by_turn_text([t]) for t in g.by_turn),
+        "Sessions": float(s.sessions),
+        "SessionsCompleted": float(s.completed),
+        "SessionTurnsMean": s.turns_mean,
+        "SessionDurationSMedian": s.duration_s.median if s.duration_s.n else None,
+    }
 
 
 def _time_columns(m: Measurement) -> dict[str, str]:
@@ -180,9 +197,18 @@ def result_row(task: TaskView, body: ResultBody, signature: str, created_utc: st
         Every column of `CSV_COLUMNS`, as text.
     """
     row = _task_columns(task, Status.COMPLETE, created_utc)
-    row.update(_device_columns(body.device))
+    row.update(body_columns(body))
+    row.update(SignatureStatus=signature)
+    return row
+
+
+def body_columns(body: ResultBody) -> dict[str, str]:
+    """The cells of a completed task's row that come from its signed body alone: its device, every
+    figure of its measurement, its model's digest and its worker (`sark-node verify` renders them
+    again from the figures it derived)."""
+    row = _device_columns(body.device)
     row.update(_measurement_columns(body.measurement))
-    row.update(ModelSha256=body.model_sha256, WorkerPeerId=body.worker, SignatureStatus=signature)
+    row.update(ModelSha256=body.model_sha256, WorkerPeerId=body.worker)
     return row
 
 

@@ -54,7 +54,9 @@ class GroupVerification(Value):
     Attributes:
         group: the group's id (its first task's id; an unplaced quorum's: its job's first task's).
         job_index: its job.
-        device_class: its class's short name (`DeviceClass.name`).
+        device_class: its class's short name (`DeviceClass.name`), for display.
+        class_id: its class's whole id (`DeviceClass.id`): what comparisons read ("" in files
+            written before it).
         model: the model it measured.
         unit: where it ran (`TaskView.shown_unit`).
         outcome: how the group ended (`GroupOutcome`).
@@ -72,6 +74,7 @@ class GroupVerification(Value):
     group: str
     job_index: int
     device_class: str = ""
+    class_id: str = ""
     model: str = ""
     unit: str = ""
     outcome: GroupOutcome
@@ -115,6 +118,7 @@ def group_of(members: Sequence[TaskView]) -> GroupVerification:
         group=first.replica_group or first.task_id,
         job_index=first.job_index,
         device_class=DeviceClass(first.device_class).name if first.device_class else "",
+        class_id=DeviceClass(first.device_class).id if first.device_class else "",
         model=first.model.name,
         unit=first.shown_unit,
         outcome=outcome,
@@ -198,7 +202,8 @@ def agreed_changes(
     before: Sequence[GroupVerification], after: Sequence[GroupVerification]
 ) -> tuple[AgreedChange, ...]:
     """Two campaigns' groups paired by job, class and unit (in order where a job has several of one
-    class), each pair's agreed figures compared; a group with no partner is said to be alone."""
+    class), each pair's agreed figures compared; a group with no partner is said to be alone. Two
+    groups whose classes share a short name but not their whole id are two classes, each alone."""
     keyed: dict[tuple[int, str, str], tuple[list[GroupVerification], list[GroupVerification]]] = {}
     for side, groups in enumerate((before, after)):
         for g in groups:
@@ -208,7 +213,10 @@ def agreed_changes(
         for k in range(max(len(mine), len(theirs))):
             a = mine[k] if k < len(mine) else None
             b = theirs[k] if k < len(theirs) else None
-            out.append(_change(job, cls, unit, a, b))
+            if a is not None and b is not None and a.class_id and b.class_id and a.class_id != b.class_id:
+                out += [_change(job, cls, unit, a, None), _change(job, cls, unit, None, b)]  # one name, two
+            else:  # classes (a profile ground to share 32 bits): never compared
+                out.append(_change(job, cls, unit, a, b))
     return tuple(out)
 
 

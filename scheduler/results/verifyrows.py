@@ -42,9 +42,15 @@ def verify_columns(task: TaskView, peer: PeerView | None) -> dict[str, str]:
 
 def class_name(task: TaskView, peer: PeerView | None) -> str:
     """The name of a task's device class: its replica group's, else its peer's ("" neither)."""
+    return class_id(task, peer)[:12]
+
+
+def class_id(task: TaskView, peer: PeerView | None) -> str:
+    """The whole id of a task's device class (`DeviceClass.id`), what a rule naming a class compares:
+    its replica group's, else its peer's ("" neither)."""
     if task.device_class:
-        return DeviceClass(task.device_class).name
-    return device_class(peer.profile, task.unit).name if peer is not None else ""
+        return DeviceClass(task.device_class).id
+    return device_class(peer.profile, task.unit).id if peer is not None else ""
 
 
 KINDS: Final = ("verified", "unverifiable", "outlier", "disagreed", "single", "pending")

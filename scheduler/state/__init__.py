@@ -120,7 +120,7 @@ from scheduler.state.placement import (
     rank,
     unit_problem,
 )
-from scheduler.state.replication import ClassReference, class_references
+from scheduler.state.replication import ClassReference, ReferenceGap, class_references, reference_gap
 from scheduler.state.retry import FINAL_FAILURES
 from scheduler.state.tasks import (
     Agreement,
@@ -165,6 +165,7 @@ __all__ = [
     "Ranked",
     "Reason",
     "RecordOutcome",
+    "ReferenceGap",
     "Rejection",
     "ReplicasSettled",
     "ResultAccepted",
@@ -195,6 +196,7 @@ __all__ = [
     "lag_p99_ms",
     "plan_job",
     "rank",
+    "reference_gap",
     "saturated",
     "state_counts",
     "still_ahead",

@@ -25,7 +25,7 @@ from protocol import ComputeUnit, DeviceProfile, Endpoint, Load, ModelRef, Owner
 from scheduler.language.campaign import Campaign, Job
 from scheduler.language.needs import Needs, campaign_needs
 from scheduler.language.verify import NOT_VERIFIED, Verify
-from scheduler.state.replication import place_groups, spot_checkable
+from scheduler.state.replication import NO_GAP, ReferenceGap, place_groups, reference_gap, spot_checkable
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ class PeerView:
         claim: why its advertised device is not believed (`scheduler.verification.claims`; empty: believed).
         owner: who owns it, from its advert's statement as the submitter checked it (`protocol.owner_of`:
             none stated, its own owner; a refused statement keeps it from every job).
+        challenged: what its answered challenges measured, one line a unit (the claim, the best
+            round's figure, why refused): the evidence bundle.json keeps beside `claim`.
     """
 
     peer_id: str
@@ -55,6 +57,7 @@ class PeerView:
     host: str = ""
     claim: tuple[str, ...] = ()
     owner: Owner = field(default_factory=Owner)
+    challenged: tuple[str, ...] = ()
 
 
 class Misfit(enum.StrEnum):
@@ -149,6 +152,7 @@ class JobPlan:
             `verify.replicas` (`scheduler.state.replication`).
         unverifiable: the shortfall is verification's (tasks end `Unverifiable`): too few independent
             peers for a quorum, or peers that fit refused by verification (`VERIFICATION_MISFITS`).
+        gap: the classes a missing named reference holds back (`replication.reference_gap`).
     """
 
     job: Job
@@ -160,6 +164,7 @@ class JobPlan:
     shortfall: str = ""
     verify: Verify = NOT_VERIFIED
     unverifiable: bool = False
+    gap: ReferenceGap = NO_GAP
 
 
 @dataclass(frozen=True)
@@ -367,11 +372,13 @@ def plan_job(
         for p in peers
         if not (verdict := feasible(needs, p)).ok
     )
+    unit = job.spec.compute_unit
+    gap = reference_gap(peers, [r.peer for r in matching], unit, verify) if verify.replicated else NO_GAP
     if verify.replicas > 1 and needs.endpoint is None and matching:
-        groups = place_groups(matching, job.devices, job.spec.compute_unit, verify)
+        groups = place_groups(matching, job.devices, unit, verify, gap)
         short = groups.shortfall  # peers fit, but too few independent ones: unverifiable
         return JobPlan(
-            job, needs, groups.chosen, matching, rejected, groups.wanted, short, verify, bool(short)
+            job, needs, groups.chosen, matching, rejected, groups.wanted, short, verify, bool(short), gap
         )
     if job.devices == "all":
         wanted = max(1, len(matching))
@@ -381,9 +388,9 @@ def plan_job(
         wanted = job.devices
     pool = matching
     if verify.spot_check > 0 and needs.endpoint is None and matching:
-        pool, why = spot_checkable(matching, job.spec.compute_unit, verify)
+        pool, why = spot_checkable(matching, unit, verify, gap)
         if len(pool) < wanted:  # peers fit, but none could check some: unverifiable
-            return JobPlan(job, needs, pool, matching, rejected, wanted, why, verify, True)
+            return JobPlan(job, needs, pool, matching, rejected, wanted, why, verify, True, gap)
     chosen = pool[:wanted]
     shortfall = ""
     if not peers:

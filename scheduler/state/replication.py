@@ -10,14 +10,16 @@ spot checks (`verify.spot_check`) is placed as an unreplicated one: each task is
 the machine adds a replica when the draw says so; only on peers that one more replica could check
 (`spot_checkable`): a class of one is unverifiable there too, never shown `single`. A reference
 device (`verify.reference`) joins every group of its class (`replicas.pick_replicas`);
-`class_references` says which classes have one that can, for `plan`.
+`class_references` says which classes have one that can, for `plan`. A named reference that is
+missing (`reference_gap`) holds the classes it could belong to: their groups are not placed, and the
+shortfall names the reference, why it is missing and `reference_fallback: allow`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from protocol import ComputeUnit
 from scheduler.language.verify import Verify
@@ -64,21 +66,96 @@ class Groups(Generic[PlacedT]):
     shortfall: str = ""
 
 
+@dataclass(frozen=True)
+class ReferenceGap:
+    """The classes a missing named reference holds back, and why ("" and none: nothing missing).
+
+    Attributes:
+        held: the classes among a job's feasible peers that no reference of theirs can join while a
+            named one is missing: their groups are not placed (`Unverifiable`).
+        why: the reference(s) missing and why, with the field that would let the majority settle.
+    """
+
+    held: frozenset[DeviceClass] = frozenset()
+    why: str = ""
+
+
+NO_GAP: Final = ReferenceGap()
+"""Nothing held: no named reference is missing, or the campaign allows the fallback."""
+
+FALLBACK: Final = "verify: {reference_fallback: allow} would let the majority settle it"
+
+
+def reference_gap(
+    peers: Sequence[Advertised], matching: Sequence[Advertised], unit: ComputeUnit, verify: Verify
+) -> ReferenceGap:
+    """Which classes among `matching` (a job's feasible peers, of all the discovered `peers`) a
+    missing named reference holds back. A reference is missing when it is not among `matching` with
+    a known network (not found, relayed, or refused for this job; an owner id with no device found).
+    One the submitter found is of a class it can name: that class is held, unless another reference
+    of it joins. One it never found could be of any class: every class with no reference of its own
+    that joins is held. Nothing is held where the campaign allows the fallback.
+
+    The cheater's view: a liar sees which peers the campaign names (it may be one of the others of
+    the class) and can try to make the reference absent; it cannot make the class settle without it.
+    """
+    if not verify.strict_reference:
+        return NO_GAP
+    classes = {c.peer_id: c for c in (candidate(p, unit, verify) for p in matching)}
+    joins = {
+        c.device_class
+        for c in classes.values()
+        if c.host and c.peer_id in reference_peers(verify.reference, matching)
+    }
+    held: set[DeviceClass] = set()
+    said: list[str] = []
+    for name in verify.reference:
+        found = [p for p in peers if name in (p.peer_id, p.owner.owner_id)]
+        if not found:
+            held |= {c.device_class for c in classes.values()} - joins
+            said.append(f"{name} not found (offline, or not discovered)")
+            continue
+        for p in found:
+            mine = classes.get(p.peer_id)
+            if mine is not None and mine.host:
+                continue
+            cls = device_class(p.profile, unit)
+            if cls in joins or cls not in {c.device_class for c in classes.values()}:
+                continue
+            held.add(cls)
+            why = "relayed: its network is unknown" if mine is not None else "it does not fit this job"
+            said.append(f"{p.peer_id} cannot join ({why})")
+    if not held:
+        return NO_GAP
+    why = f"verify.reference: {'; '.join(said)}: a class is never settled without its reference; {FALLBACK}"
+    return ReferenceGap(frozenset(held), why)
+
+
 def place_groups(
-    matching: Sequence[PlacedT], devices: str | int, unit: ComputeUnit, verify: Verify
+    matching: Sequence[PlacedT],
+    devices: str | int,
+    unit: ComputeUnit,
+    verify: Verify,
+    gap: ReferenceGap = NO_GAP,
 ) -> Groups[PlacedT]:
     """Full groups of independent peers; the tasks of a group that cannot be filled are
-    unverifiable (the shortfall says why and which field would allow it)."""
+    unverifiable (the shortfall says why and which field would allow it). The classes `gap`
+    holds (their named reference missing) make no group."""
     size = verify.replicas
     by_id = {r.peer.peer_id: r for r in matching}
     limit = 1 if devices == "any" else len(matching) if devices == "all" else int(devices)
     refs = reference_peers(verify.reference, (r.peer for r in matching))
-    got = _fill([candidate(r.peer, unit, verify) for r in matching], size, limit, refs)
+    pool = [c for r in matching if (c := candidate(r.peer, unit, verify)).device_class not in gap.held]
+    got = _fill(pool, size, limit, refs)
     chosen = tuple(by_id[c.peer_id] for c in got)
     groups = limit if devices != "all" else max(1, len(chosen) // size)
     wanted = size * groups
     if len(chosen) == wanted:
         return Groups(chosen, wanted)
+    if gap.held and len(_fill([candidate(r.peer, unit, verify) for r in matching], size, limit, refs)) > len(
+        got
+    ):
+        return Groups(chosen, wanted, f"{gap.why}; {len(chosen) // size} of {groups} quorum(s) placed")
     rule = (
         f"verify.replicas: {size} peers of one device class, of distinct owners on distinct networks, "
         "per task (IPv4 /24, IPv6 /64, loopback one; a relayed peer none); "
@@ -95,18 +172,23 @@ def place_groups(
 
 
 def spot_checkable(
-    matching: Sequence[PlacedT], unit: ComputeUnit, verify: Verify
+    matching: Sequence[PlacedT], unit: ComputeUnit, verify: Verify, gap: ReferenceGap = NO_GAP
 ) -> tuple[tuple[PlacedT, ...], str]:
     """The peers a spot check could reach, in order, and why the others are left out ("" none):
     a peer's task is shown only where one more replica could check it, on a peer of its class of
     another owner on another network (`pick_replicas`), and its own network is known. A class of
-    one (a unique claim, one machine, one owner) is unverifiable, never `single`."""
+    one (a unique claim, one machine, one owner) is unverifiable, never `single`; so is a class
+    `gap` holds (its named reference missing)."""
     refs = reference_peers(verify.reference, (r.peer for r in matching))
     candidates = [candidate(r.peer, unit, verify) for r in matching]
     pairs = zip(matching, candidates, strict=True)
-    reach = tuple(r for r, c in pairs if c.host and checkable(c, candidates, refs))
+    reach = tuple(
+        r for r, c in pairs if c.host and c.device_class not in gap.held and checkable(c, candidates, refs)
+    )
     if len(reach) == len(matching):
         return reach, ""
+    if gap.held and len(spot_checkable(matching, unit, verify)[0]) > len(reach):
+        return reach, gap.why
     rule = (
         f"verify.spot_check: a task runs only where a peer of its device class, of another owner on "
         f"another network, could check it; {len(matching) - len(reach)} of {len(matching)} feasible "
@@ -154,11 +236,11 @@ class ClassReference:
 
 
 def class_references(
-    peers: Sequence[Advertised], unit: ComputeUnit, verify: Verify
+    peers: Sequence[Advertised], unit: ComputeUnit, verify: Verify, gap: ReferenceGap = NO_GAP
 ) -> tuple[ClassReference, ...]:
     """Each class among `peers` (a job's feasible ones), in order, with the reference that joins its
     quorums or why none does: none of the class is listed, or its network is unknown (relayed: it
-    cannot count toward a quorum)."""
+    cannot count toward a quorum), or a named one is missing (`gap`: the class is unverifiable)."""
     out: list[ClassReference] = []
     refs = reference_peers(verify.reference, peers)
     for cls, members in by_class(candidate(p, unit, verify) for p in peers).items():
@@ -166,6 +248,8 @@ def class_references(
         joins = [c for c in mine if c.host]
         if joins:
             out.append(ClassReference(cls, joins[0].peer_id))
+        elif cls in gap.held:
+            out.append(ClassReference(cls, "", f"unverifiable: {gap.why}"))
         elif mine:
             why = f"reference {mine[0].peer_id}: its network is unknown (relayed): it counts toward no quorum"
             out.append(ClassReference(cls, "", why))

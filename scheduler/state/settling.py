@@ -36,6 +36,7 @@ from scheduler.verification.agreement import (
     Replica,
     Settlement,
     band,
+    pair_error,
     pooled_spread,
     process_error,
 )
@@ -150,7 +151,8 @@ def _settle_round(state: SettlingState, tasks: Mapping[str, TaskView], out: _Dec
             continue
         networks = quorum_networks(found.settlement, state.peers)
         owners = quorum_owners(found.settlement, state.peers)
-        said = agreement_of(found.settlement, members, spread, state.peers)
+        pooled = min(POOL_KEEP, sum(1 for e in out.errors.get(pool_key(first), ()) if e > 0))
+        said = agreement_of(found.settlement, members, spread, state.peers, pooled)
         out.labelled.extend(
             tasks[i].with_(
                 verified=label,
@@ -182,7 +184,7 @@ def _record(
     agreed = tuple(p for p, ev in evidence if ev.agreed)
     outliers = tuple(p for p, ev in evidence if not ev.agreed and ev.weight > 0)
     offsets = tuple((p, ev.offset) for p, ev in evidence if ev.offset is not None and ev.weight > 0)
-    errors = tuple(process_error(t.spread, processes) for t in members if t.peer_id in agreed)
+    errors = _errors(members, agreed, processes)
     pool = pool_key(members[0])
     out.errors[pool] = (*out.errors.get(pool, ()), *errors)[-POOL_KEEP:]
     out.commands.append(
@@ -200,6 +202,16 @@ def _record(
     )
     for peer, ev in evidence:
         out.records[peer] = out.records.get(peer, PeerRecord()).after(ev)
+
+
+def _errors(members: Sequence[TaskView], agreed: Sequence[str], processes: int) -> tuple[float, ...]:
+    """What the agreeing replicas add to their class's pool: each one's process error, from its
+    processes' spread, or with one process from its distance to the others (`agreement.pair_error`)."""
+    mine = [t for t in members if t.peer_id in agreed]
+    if processes > 1:
+        return tuple(process_error(t.spread, processes) for t in mine)
+    figures = [t.progress.median_ms or 0.0 for t in mine]
+    return tuple(pair_error(f, figures[:i] + figures[i + 1 :]) for i, f in enumerate(figures))
 
 
 def _replica(
@@ -256,7 +268,11 @@ def quorum_owners(settled: Settlement, peers: Mapping[str, PeerView]) -> tuple[s
 
 
 def agreement_of(
-    settled: Settlement, members: Sequence[TaskView], class_spread: float, peers: Mapping[str, PeerView]
+    settled: Settlement,
+    members: Sequence[TaskView],
+    class_spread: float,
+    peers: Mapping[str, PeerView],
+    pooled: int = 0,
 ) -> Agreement:
     """What a settled group's members keep of it for every view: the agreed figure, the band it was
     judged with (none for a result compared with nothing), the reference, the reason, and each timed
@@ -266,6 +282,8 @@ def agreement_of(
     return Agreement(
         figure_ms=settled.figure_ms,
         band=band(class_spread) if len(known) > 1 else None,
+        class_spread=class_spread if len(known) > 1 else None,
+        pooled=pooled,
         reference=settled.reference,
         reason=settled.reason,
         networks=tuple((p, (network_of(peers[p].host) or "relayed") if p in peers else "") for p in known),
@@ -314,25 +332,47 @@ def verdict(
             records.get(first.peer_id, PeerRecord()), verify.spot_check, key, first.task_id
         ):
             return MORE
+    missing = _reference_missing(members, verify)
+    if missing and verify.reference_fallback != "allow":  # never settled by strangers alone
+        return Labels(
+            _labels(done, Settlement(Outcome.UNVERIFIABLE, reason=missing), verify), _nothing(missing)
+        )
     replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
     settled = judge(replicas, wanted, class_spread, distrusted(records), verify.reference)
     if settled.outcome == Outcome.PENDING:
         if len(members) <= wanted:
             return MORE
         settled = Settlement(Outcome.DISAGREED, reason=f"{settled.reason}; no further replica ran")
-    if not settled.reference and (missing := _reference_missing(members, verify)):
-        settled = replace(settled, reason="; ".join(r for r in (settled.reason, missing) if r))
+    if not settled.reference and missing:
+        said = f"{missing}: settled by the majority (verify.reference_fallback: allow)"
+        settled = replace(settled, reason="; ".join(r for r in (settled.reason, said) if r))
     return Labels(_labels(done, settled, verify), settled)
 
 
+def _nothing(why: str) -> Settlement:
+    """A group its missing reference leaves unsettled: no figure, no agreement, nothing said of anyone."""
+    return Settlement(Outcome.UNVERIFIABLE, reason=why)
+
+
 def _reference_missing(members: Sequence[TaskView], verify: Verify) -> str:
-    """Why a group that held a reference device's task is settled without it ("" otherwise): its
-    attempt ended without a result, and a retry went to another peer of the class."""
+    """Why a group that held a reference device's task has no result of it ("" otherwise): its
+    attempt ended without a result, and a retry went to another peer of the class.
+
+    The cheater's view: a liar in the group sees the reference's peer id in the campaign and may be
+    able to make its attempt fail (a flood, a held challenge slot); what it wins is a group with no
+    figure, `Unverifiable` with this reason (exit 1), never its own lie settled by the majority,
+    unless the campaign allowed the fallback."""
     reported = {t.peer_id for t in members if t.state == TaskState.DONE}
     for attempt in (a for t in members for a in t.attempts):
         if attempt.peer_id in verify.reference and attempt.peer_id not in reported:
             why = attempt.outcome or "no result"
-            return f"the reference {attempt.peer_id} did not report ({why}): settled by the majority"
+            if verify.reference_fallback == "allow":
+                return f"the reference {attempt.peer_id} did not report ({why})"
+            return (
+                f"verify.reference: the reference {attempt.peer_id} did not report ({why}): a class is "
+                "never settled without its reference; verify: {reference_fallback: allow} would let the "
+                "majority settle it"
+            )
     return ""
 
 
@@ -345,6 +385,8 @@ def _labels(done: Sequence[TaskView], settled: Settlement, verify: Verify) -> di
             detail = f"agreed at {settled.figure_ms:.4g} ms" + (
                 f"; {settled.reason}" if settled.reason else ""
             )
+        elif settled.outcome == Outcome.UNVERIFIABLE:
+            label, detail = "unverifiable", settled.reason
         elif settled.outcome == Outcome.REPLICATED or task.peer_id in outlying:
             label, detail = "outlier", settled.reason
         else:
@@ -376,9 +418,9 @@ def resolved(verify: Verify, peers: Mapping[str, PeerView]) -> Verify:
 
 
 def flagged(verified: str) -> bool:
-    """Whether a row's Verified keeps its figure from standing as the task's (an outlier, or a
-    replica of a group that disagreed)."""
-    return verified.startswith(("outlier", "disagreed"))
+    """Whether a row's Verified keeps its figure from standing as the task's (an outlier, a
+    replica of a group that disagreed, or of one whose named reference gave no result)."""
+    return verified.startswith(("outlier", "disagreed", "unverifiable"))
 
 
 def pool_key(task: TaskView) -> str:

@@ -137,10 +137,15 @@ class Agreement(Value):
             "relayed" for one whose address was never seen), in the group's order.
         owners: each timed replica's peer and its owner's short id (`protocol.short_owner`), for
             those that declared one (`protocol.owner`).
+        class_spread: the class's spread the band was computed from (`agreement.pooled_spread`).
+        pooled: how many honest replicas' errors the class's pool held then (under `POOL_MIN`: the
+            spread is PRIOR's, which anyone can check; from it on, the submitter's store's word).
     """
 
     figure_ms: float | None = None
     band: float | None = None
+    class_spread: float | None = None
+    pooled: int = 0
     reference: str = ""
     reason: str = ""
     networks: tuple[tuple[str, str], ...] = ()

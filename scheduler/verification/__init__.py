@@ -51,6 +51,15 @@ campaign store's `offers` table when the offer goes out, and a lease reclaimed a
 (`loop._start_reclaim`) is checked against it; only a store that kept none (written before it did) leaves a
 reclaimed member unverifiable, refused `internal`.
 
+Sessions
+--------
+
+A session run (a dataset's `turns:`) is held turn by turn (`sendcheck.session_problems`): a planned send
+is a session's first turn; each later turn follows its session's previous one, succeeded, after its
+last token plus `think_time_s`, within its conversation's turns, each once; a closed loop's slots count
+every turn; a load without sessions carries no session or turn (a worker cannot hide requests from the
+plan by calling them later turns).
+
 Open loops, closed loops and rate searches
 ------------------------------------------
 
@@ -247,14 +256,20 @@ with its result is judged against it alone (`verification/references.py`), so a 
 cannot outvote it; `plan --json` gives each replicated job's `references` (class, reference, why none
 joins). Pinned by `tests/unit/scheduler/state/test_references.py` and
 `tests/labs/e2e/test_reference_device.py` (two halving `join` liars and one honest reference). A reference
-whose own task fails is replaced by a peer of its class like any replica, and the group is then settled by
-majority, each row's detail saying "the reference <id> did not report (<why>): settled by the majority"
-(`settling._reference_missing`); a tie-break it then needs goes back to the reference (`quorum.more_peer`
-takes it first). Each offset against a reference carries the standard error the class's pool gives one
-comparison (`agreement.comparison_error`, the band's K-th part) as `Settlement.error` and `Evidence.error`;
-the record keeps those offsets apart (`verification/offsets.py`, `PeerRecord.referenced`, the store's
-`peer_records.referenced`) and judges them by that error alone, never the peer's own scatter, from 4
-comparisons (a reference halves the comparisons each stranger gets); a stranger is spot-checked only once
+named and missing is never replaced in silence (issue 50, scope 4): one not found, relayed or refused
+holds the classes it could be of (`replication.reference_gap`: its own, or every class without a reference
+present for one never found), whose groups are not placed (`Unverifiable`, the shortfall naming it and
+`verify: {reference_fallback: allow}`); one whose task ended without a result leaves its group
+`unverifiable` (`settling._reference_missing`: figures kept, none standing, nothing said of anyone's
+record, exit 1). With `reference_fallback: allow` such a group is settled by the majority, each row's detail
+saying "the reference <id> did not report (<why>): settled by the majority"; a tie-break it then needs goes
+back to the reference (`quorum.more_peer` takes it first). Pinned by
+`tests/labs/e2e/test_missing_reference.py` (R stopped: exit 1 and the line). Each offset against a
+reference carries the standard error the class's pool gives one comparison (`agreement.comparison_error`,
+the band's K-th part) as `Settlement.error` and `Evidence.error`; the record keeps those offsets apart
+(`verification/offsets.py`, `PeerRecord.referenced`, the store's `peer_records.referenced`) and judges
+them by that error alone, never the peer's own scatter, from 4 comparisons (a reference halves the
+comparisons each stranger gets); a stranger is spot-checked only once
 they clear too. Pinned by `tests/unit/scheduler/verification/test_reference_offsets.py`.
 """
 
@@ -266,9 +281,12 @@ from scheduler.verification.agreement import (
     Outcome,
     Replica,
     Settlement,
+    judged_band,
+    pair_error,
     pool_error,
     pooled_spread,
     process_error,
+    replica_of,
     settle,
     spread_of,
 )
@@ -313,12 +331,15 @@ __all__ = [
     "distrusted",
     "draws_seed",
     "judge",
+    "judged_band",
+    "pair_error",
     "pick_replicas",
     "placed_profile",
     "pool_error",
     "pooled_spread",
     "process_error",
     "reference_peers",
+    "replica_of",
     "settle",
     "should_check",
     "spread_of",

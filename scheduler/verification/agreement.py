@@ -9,7 +9,8 @@ rule:
     band                 =   K * sqrt(2 * (s_class^2 + BOARD^2)), never over CEILING (50 %)
     s_class              =   e_class / sqrt(P)     (P: the task's processes)
     e_class              =   median process error of the class's honest replicas in the submitter's
-                             store (POOL_MIN of them on), else PRIOR
+                             store (POOL_MIN of them on), else PRIOR; a single-process replica's
+                             error is its distance from the others of its agreeing group (`pair_error`)
 
 A replica's own spread never widens the band: its process medians are its own word, and a cheater
 that scatters them (some fast, some true) would choose its own tolerance. The class's error is what
@@ -52,6 +53,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from protocol import Measurement, TaskSpec
+from protocol.genstats import outputs_fingerprint
+
 BOARD: Final = 0.01
 """How far apart devices of one class sit (clock bins, memory timings): each replica's figure is off
 its class's by this much on top of its own processes' error, which they cannot see."""
@@ -59,7 +63,7 @@ its class's by this much on top of its own processes' error, which they cannot s
 K: Final = 3.5
 """The band in standard errors of the difference of two replicas' figures."""
 POOL_MIN: Final = 10
-"""Honest replicas of a class (with two processes or more) before its pooled error replaces PRIOR."""
+"""Honest replicas of a class before its pooled error replaces PRIOR."""
 POOL_KEEP: Final = 200
 """The most recent honest replicas' errors a class's pool keeps (the store keeps no more)."""
 PRIOR: Final = 0.093
@@ -104,6 +108,17 @@ def spread_of(process_medians: Sequence[float]) -> float:
     return error / middle if middle > 0 else 0.0
 
 
+def replica_of(peer_id: str, m: Measurement, spec: TaskSpec) -> Replica:
+    """A peer's accepted result as a replica: the figure its row shows, its spread and its outputs'
+    fingerprint (a local model's greedy generation: its texts; else the fingerprints its processes
+    agreed on, joined). The submitter settles with it and `sark-node verify` recomputes it."""
+    fingerprint = "+".join(sorted(set(m.output_fingerprints)))  # processes of one worker agree
+    local = spec.generate is not None and spec.generate.endpoint is None
+    if m.generation is not None and local:  # greedy on its own model: the texts are the outputs
+        fingerprint = outputs_fingerprint(m.generation.records)
+    return Replica(peer_id, m.inference_ms.median, spread_of(m.process_medians_ms), fingerprint)
+
+
 def comparison_error(class_spread: float) -> float:
     """The standard error of the difference (log of the ratio) of two replicas' figures of a class
     whose spread is `class_spread`: each replica's error and its board's (`BOARD`)."""
@@ -132,6 +147,7 @@ class Outcome(enum.StrEnum):
     SINGLE = "single"  # one result: not verified
     DISAGREED = "disagreed"  # no strict majority agreed
     PENDING = "pending"  # two replicas disagreed: one more is needed
+    UNVERIFIABLE = "unverifiable"  # its named reference gave no result, and no fallback is allowed
 
 
 @dataclass(frozen=True)
@@ -282,9 +298,39 @@ def process_error(spread: float, processes: int) -> float:
     return spread * math.sqrt(max(processes, 1))
 
 
+PAIR_SCALE: Final = math.sqrt(math.pi / 2) / (0.6745 * math.sqrt(2))
+"""From the distance between two single-process replicas to one process's error (`pair_error`): the
+median of |d| for d ~ N(0, 2 s^2) is 0.6745 sqrt(2) s, and a process error is sqrt(pi/2) s."""
+
+
+def pair_error(figure: float, others: Sequence[float]) -> float:
+    """A single-process replica's contribution to its class's pool: its distance from the other agreeing
+    replicas' median, as one process's error (`PAIR_SCALE`), 0 where there is none.
+
+    One process has no scatter of process medians to show (its spread is 0), so a class measured only
+    with `processes: 1` never learnt its error and kept the prior's band (46 % at one process) for
+    good: a 0.72x liar beside one honest peer agreed. The distance between replicas on distinct
+    peers is what the submitter measured across them, not any one worker's word; pooled as a median
+    over the class's agreeing groups (`pool_error`), no one replica sets it. The cheater's view: a
+    liar in a group moves its own distance, one entry of a median over the class's last 200; to widen
+    the band it must be in more than half of the class's agreeing groups.
+    """
+    if not others or figure <= 0 or min(others) <= 0:
+        return 0.0
+    return PAIR_SCALE * abs(math.log(figure / statistics.median(others)))
+
+
+def judged_band(errors: Sequence[float], processes: int) -> tuple[float, int]:
+    """The band a replica of `processes` processes is judged with in a class whose pool is `errors`,
+    and how many replicas it was learnt from (0: the prior, a fresh class): what `plan` says."""
+    known = [e for e in errors if e > 0][-POOL_KEEP:]
+    return band(pooled_spread(errors, processes)), len(known) if len(known) >= POOL_MIN else 0
+
+
 def pool_error(errors: Sequence[float]) -> float:
     """A class's process error as the submitter knows it: the median of its honest replicas' errors
-    (the last POOL_KEEP with two processes or more, from POOL_MIN on), else PRIOR. Three processes
+    (the last POOL_KEEP: two processes or more by their spread, one by `pair_error`; from POOL_MIN
+    on), else PRIOR. Three processes
     estimate one replica's spread poorly (two degrees of freedom); the median over a class does
     not, and no one replica sets it."""
     known = [e for e in errors if e > 0][-POOL_KEEP:]

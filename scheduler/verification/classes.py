@@ -38,8 +38,15 @@ class DeviceClass:
 
     @property
     def name(self) -> str:
-        """`cls-` and 8 hex digits of the key's sha256: short enough for a table column."""
-        return f"cls-{hashlib.sha256(self.key.encode()).hexdigest()[:8]}"
+        """`cls-` and 8 hex digits of the key's sha256: short enough for a table column; for display
+        only (a profile ground to share 32 bits costs about 2^32 hashes: no rule compares it)."""
+        return self.id[:12]
+
+    @property
+    def id(self) -> str:
+        """`cls-` and the key's whole sha256 (64 hex digits): what a rule that names a class (a
+        campaign's price) is compared with, whole; its first 12 characters are `name`."""
+        return f"cls-{hashlib.sha256(self.key.encode()).hexdigest()}"
 
 
 def memory_bucket_gib(ram_mb: int) -> int:

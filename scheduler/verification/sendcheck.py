@@ -26,6 +26,12 @@ are the requests the client was given to send. This check can, where the submitt
   more requests in flight at once than its slots (`in_flight_problems`), and never more requests than
   its slots could send over the run, one after another, each as long as its shortest
   (`slots_problems`: slots x (span / the shortest E2E + 1)).
+- **Sessions** (`GenerateSpec.sessions`, every load kind; `session_problems`): a planned send is a
+  session's arrival, so only first turns are held to the plan above; each later turn k of a session
+  follows its turn k - 1 (same prompt, that turn succeeded: a failed turn ends a session), starts no
+  earlier than that turn's last token plus `think_time_s`, and a session has at most its prompt's
+  turns, each once. A closed loop's in-flight and slot checks count every turn (a slot sends its
+  session's turns one after another). Records of a load without sessions carry no session or turn.
 - **Physics, for every load** (`physics_problems`, before the schedule): a successful request's E2E
   at least its TTFT, both above zero, and its TTFT above half the round trip its worker measured to
   the server less `RTT_SLACK_MS` (`rtt_ms`, a median: one request may be quicker than the median,
@@ -93,10 +99,12 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
         return m
     given = signed.generate if signed is not None else None
     records, unsent = (m.generation.records, m.generation.unsent) if m.generation is not None else ((), 0)
+    every = records
+    records = tuple(r for r in every if (r.turn or 1) == 1)  # a planned send is a session's first turn
     if is_fleet(generate):
         if given is None or given.deal is None:
             return _unknown("this member's deal")
-        problems = deal_problems(records, unsent, given.deal, generate)
+        problems = deal_problems(records, unsent, given.deal, generate, every)
     elif draws_seed(generate):
         if given is None or given.arrival_seed is None:
             return _unknown("this open loop's seed")
@@ -110,10 +118,10 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
         wall_s = m.generation.wall_s if m.generation is not None else 0.0
         span = (generate.duration_s or wall_s) + LATE_SLACK_S
         problems = _first(
-            in_flight_problems(records, generate.concurrency),
-            slots_problems(records, generate.concurrency, span),
+            in_flight_problems(every, generate.concurrency),
+            slots_problems(every, generate.concurrency, span),
         )
-    problem = next(_first(physics_problems(m), problems), None)
+    problem = next(_first(physics_problems(m), session_problems(every, generate), problems), None)
     return m if problem is None else Refusal(FailureReason.INVALID, problem)
 
 
@@ -152,11 +160,16 @@ class _Plan:
 
 
 def deal_problems(
-    records: Sequence[RequestRecord], unsent: int, deal: FleetDeal, spec: GenerateSpec
+    records: Sequence[RequestRecord],
+    unsent: int,
+    deal: FleetDeal,
+    spec: GenerateSpec,
+    every: Sequence[RequestRecord] | None = None,
 ) -> Iterator[str]:
-    """Every way a member's records depart from its deal, the count first."""
+    """Every way a member's records depart from its deal, the count first (`records`: the sessions'
+    first turns; `every`: all turns, which a closed loop's slots send)."""
     if not deal.planned_s:
-        yield from _closed_loop(records, deal, spec)
+        yield from _closed_loop(records if every is None else every, deal, spec)
         return
     pairs = sorted(zip(deal.planned_s, deal.prompts, strict=True))  # `scheduler.deal` makes them ascending
     times, prompts = tuple(t for t, _ in pairs), tuple(p for _, p in pairs)
@@ -345,6 +358,64 @@ def slots_problems(
         yield f"{where}: {len(records)} records, more than its {slots} slots send in {over} ({most:.0f})"
 
 
+def session_problems(records: Sequence[RequestRecord], spec: GenerateSpec) -> Iterator[str]:
+    """Each session's turns in order, each after the last one's answer and the think time (the
+    module's docstring); records of a load without sessions carry no session or turn."""
+    if not spec.sessions():
+        for i, r in enumerate(records):
+            if r.session is not None or r.turn is not None:
+                asked = "but the job asked no sessions"
+                yield f"{_RECORDS}[{i}].turn: {r.turn!r} (session {r.session!r}), {asked}"
+                return
+        return
+    seen: dict[tuple[int, int], int] = {}
+    yield from _first(_turns_named(records, spec, seen), _turns_in_order(records, spec, seen))
+
+
+_RECORDS: Final = "generation.records"
+
+
+def _turns_named(
+    records: Sequence[RequestRecord], spec: GenerateSpec, seen: dict[tuple[int, int], int]
+) -> Iterator[str]:
+    """Every record a session's turn, once, within its conversation's turns (fills `seen`)."""
+    turns = {p.id: p.turns() for p in spec.prompts}
+    for i, r in enumerate(records):
+        if r.session is None or r.turn is None:
+            yield f"{_RECORDS}[{i}]: no session or turn, yet the job replays sessions"
+            return
+        if (r.session, r.turn) in seen:
+            again = f"repeats records[{seen[r.session, r.turn]}]"
+            yield f"{_RECORDS}[{i}].turn: session {r.session} turn {r.turn} {again}"
+            return
+        if r.turn > turns.get(r.prompt_id, 1):
+            asked = f"{r.prompt_id!r} has {turns.get(r.prompt_id, 1)} turns"
+            yield f"{_RECORDS}[{i}].turn: {r.turn}, past its conversation's last ({asked})"
+            return
+        seen[r.session, r.turn] = i
+
+
+def _turns_in_order(
+    records: Sequence[RequestRecord], spec: GenerateSpec, seen: dict[tuple[int, int], int]
+) -> Iterator[str]:
+    """Each later turn after its session's previous turn succeeded, its answer and the think time."""
+    for (session, turn), i in seen.items():
+        if turn == 1:
+            continue
+        before = seen.get((session, turn - 1))
+        r = records[i]
+        if before is None or records[before].prompt_id != r.prompt_id or records[before].error is not None:
+            why = "no successful turn before it in its session, with its prompt"
+            yield f"{_RECORDS}[{i}].turn: session {session} turn {turn}, {why}"
+            return
+        prev = records[before]
+        ended = prev.started_s + prev.e2e_ms / 1e3
+        if r.started_s < ended + spec.think_time_s - OVERLAP_TOL_S:
+            after = f"turn {turn - 1}'s last token at {ended!r} s plus {spec.think_time_s:g} s think"
+            yield f"{_RECORDS}[{i}].started_s: {r.started_s!r} s, before {after}"
+            return
+
+
 def _concurrency_levels(m: Measurement) -> Iterator[str]:
     """A concurrency search's levels, each a closed loop of its level's slots."""
     if m.capacity is None or m.capacity.by != "concurrency":
@@ -386,5 +457,6 @@ __all__ = [
     "open_loop_problems",
     "physics_problems",
     "rate_levels_problems",
+    "session_problems",
     "slots_problems",
 ]

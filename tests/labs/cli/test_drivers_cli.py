@@ -125,3 +125,32 @@ def test_bench_of_a_bad_model_exits_1_with_one_line_naming_file_stage_and_cause(
     assert "Traceback" not in done.stderr
     [line] = done.stderr.strip().splitlines()
     assert f"{file_name}: {stage.value} failed: " in line
+
+
+BENCH = "sark-node info --bench --peak int8 --peak fp16 --json"
+"""docs/guide/peaks.md's command, run as written (two figures: a lab of seconds, not the whole sweep)."""
+
+
+def test_info_bench_measures_the_peaks_asked_keeps_them_and_the_profile_carries_them(tmp_path: Path) -> None:
+    done = _run(*BENCH.split()[1:], data_dir=tmp_path)
+    assert done.returncode == 0, done.stderr
+    cal = DeviceProfile.model_validate_json(done.stdout).calibration
+    assert cal is not None
+    assert [(p.unit, p.precision) for p in cal.peaks] == [("CPU", "fp16"), ("CPU", "int8")]  # in one order
+    for peak in cal.peaks:  # measured with its library named, or unavailable with why: never left out
+        named = peak.per_s > 0 and bool(peak.library) and bool(peak.sizes)
+        assert named if peak.available else bool(peak.reason), peak
+    assert list(DataDir(tmp_path).calibration.glob("peaks-*.json"))
+    again = _run("info", "--json", data_dir=tmp_path)  # what `join` advertises: the kept figures
+    assert again.returncode == 0, again.stderr
+    kept = DeviceProfile.model_validate_json(again.stdout).calibration
+    assert kept is not None
+    assert kept.peaks == cal.peaks
+
+
+def test_info_peak_without_bench_or_unknown_is_bad_input(tmp_path: Path) -> None:
+    alone = _run("info", "--peak", "int8", data_dir=tmp_path)
+    unknown = _run("info", "--bench", "--peak", "int4", data_dir=tmp_path)
+    assert (alone.returncode, unknown.returncode) == (2, 2)
+    assert "--peak needs --bench" in alone.stderr
+    assert "unknown --peak int4" in unknown.stderr

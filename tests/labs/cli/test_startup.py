@@ -29,6 +29,7 @@ HELP_OWN_MODULES = {
     "node.cli.local",
     "node.cli.options",
     "node.cli.owner",
+    "node.cli.proof",
     "node.cli.report",
     "node.cli.schema",
     "node.cli.serve",

@@ -29,7 +29,7 @@ from kit.campaignlab import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write
 from kit.procs import SARK
 from rich.console import Console
 
-from node.cli.campaign import _matrix
+from node.cli.campaign import end_tables
 from scheduler.results import CampaignReport, entries_of, short_peer
 
 pytestmark = pytest.mark.exclusive  # the reference's timing is compared with the liars'
@@ -131,7 +131,7 @@ def _shown_in_every_view(
     assert f"{group.band:.1%}" in section
     assert section.count(" outlier") >= 2
     terminal = io.StringIO()
-    Console(file=terminal, width=200).print(_matrix(document))
+    Console(file=terminal, width=200).print(end_tables(document))
     said = terminal.getvalue()
     assert "verification: one agreed figure per class" in said
     assert f"replicated (reference {short_peer(reference)})" in said

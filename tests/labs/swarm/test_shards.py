@@ -348,9 +348,13 @@ def _keys_asked(dht: Dht) -> list[int]:
     lookup = dht.lookup
 
     async def counted(
-        unit: ComputeUnit | None, count: int | None = None, known: frozenset[str] = frozenset()
+        unit: ComputeUnit | None,
+        count: int | None = None,
+        known: frozenset[str] = frozenset(),
+        *,
+        past_gaps: int = 0,
     ) -> ProviderLookup:
-        found = await lookup(unit, count, known)
+        found = await lookup(unit, count, known, past_gaps=past_gaps)
         keys.append(found.keys)
         return found
 
@@ -365,3 +369,64 @@ def _profile_server(node: Node) -> Callable[[Channel], Awaitable[None]]:
         await channel.close()
 
     return serve
+
+
+def _stalling(calls: Counter[str], node: Node) -> Callable[[Channel], Awaitable[None]]:
+    """A Sybil's `/sark/profile`: reads the ask, counts it, answers nothing."""
+
+    async def serve(channel: Channel) -> None:
+        await channel.receive()
+        calls[node.host.peer_id] += 1
+        await trio.sleep_forever()
+
+    return serve
+
+
+async def test_sybils_that_filled_the_root_first_and_stall_are_stepped_over_once(tmp_path: Path) -> None:
+    """Issue 50, scope 1: CAP Sybil keys fill the root first and stall; two honest workers spill
+    under them. One round of a `devices: 1` campaign's discovery (2 providers asked: the root alone
+    would do) finds both (the deeper keys read in the same round, once the root's providers had
+    `GRACE_S`); each Sybil is probed once, remembered silent, and neither counted nor probed again by
+    the next round."""
+    with trio.fail_after(90):
+        async with fleet(tmp_path) as lab:
+            await lab.add(CAP)
+            calls: Counter[str] = Counter()
+            sybils = {n.host.peer_id for n, _ in lab.workers}
+            for node, _ in lab.workers:
+                node.host.set_handler(PROFILE, _stalling(calls, node), deadline=60.0)
+            await lab.add(2)
+            honest = {n.host.peer_id for n, _ in lab.workers} - sybils
+            for node, _ in lab.workers[CAP:]:
+                node.host.set_handler(PROFILE, _profile_server(node), deadline=10.0)
+            async with open_node(lab.config("submitter"), role="submitter") as fresh:
+                fresh.dht.cap = CAP
+                discovery = Discovery(fresh, DiscoveryConfig(count=LOOKUP_SLACK, probe_timeout_s=1.0))
+                first = {v.peer_id for v in await discovery.round()}
+                assert first == honest
+                assert dict(calls) == dict.fromkeys(sybils, 1)
+                assert discovery.silent() == sybils
+                again = {v.peer_id for v in await discovery.round()}
+                assert again == honest
+                assert dict(calls) == dict.fromkeys(sybils, 1)  # not read again
+
+
+async def test_workers_under_a_key_emptied_by_expired_sybils_are_still_found(tmp_path: Path) -> None:
+    """Issue 50, scope 1: the Sybils left and their records expired: the root is no longer full, the
+    honest workers stay where they spilled, and a look that read only under full keys found nobody.
+    A round short of its count reads on below the gap (`shards.below_gaps`)."""
+    with trio.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(CAP)
+            sybils = {n.host.peer_id for n, _ in lab.workers}
+            await lab.add(2)
+            _serve_profiles(lab)
+            store = lab.gate.dht.kad.raw.provider_store
+            for listed in store.providers.values():  # expired, as the TTL does
+                for peer in sybils & set(listed):
+                    del listed[peer]
+            honest = {n.host.peer_id for n, _ in lab.workers} - sybils
+            async with open_node(lab.config("submitter"), role="submitter") as fresh:
+                fresh.dht.cap = CAP
+                found = await Discovery(fresh, DiscoveryConfig(count=2 * LOOKUP_SLACK)).round()
+                assert honest <= {v.peer_id for v in found}

@@ -3,6 +3,8 @@ a partly failed run is a measurement whose figures cover only the successful req
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from kit.sse_server import Reply, prompt_of, scheduled, serve_sse
 
@@ -132,3 +134,35 @@ async def test_the_token_times_ended_requests_keep_are_held_to_the_runs_budget()
     assert [len(r.token_times_ms) for r in run.records] == [3, 3, 0, 0]
     assert "server 127.0.0.1:" in run.records[2].error_detail
     assert "past its budget of 7" in run.records[2].error_detail
+
+
+async def test_requests_that_only_waited_past_the_clients_deadline_are_a_timeout_not_the_servers() -> None:
+    """Issue 49, scope 4: a server answering one request at a time keeps the others waiting; a
+    request that waited past the client's deadline with no token is the client's deadline (TIMEOUT,
+    the wait named), not a failure of the server, which answered 200 and failed nothing."""
+    slow = Reply(status=200, pieces=((5.0, b""),), hang=True)  # the head at once, then no token
+    task = _task(1).with_(timeout_s=1.0)
+    once = EndpointOptions(retry=RetryPolicy(max_retries=0), rtt_samples=1)
+    with serve_sse(lambda body, attempt: slow) as server, pytest.raises(drivers.TaskFailed) as caught:
+        await measure_endpoint(task, server.url, once)
+    failed = caught.value
+    assert (failed.reason, failed.stage) == (FailureReason.TIMEOUT, Stage.RUN)
+    assert failed.detail.startswith("all 1 requests passed the client's deadline"), failed.detail
+    assert "none failed by the server" in failed.detail
+    assert re.search(r"\d+\.\d s after the request was written the server had sent no token", failed.detail)
+    assert failed.detail.endswith("the server received 1, retries included")
+
+
+async def test_a_run_with_deadlines_and_server_errors_is_the_servers_failure_naming_both() -> None:
+    def script(body: dict[str, object], attempt: int) -> Reply:
+        if prompt_of(body) == "prompt 0":
+            return Reply(status=500, headers=(), pieces=((0.0, b"boom"),))
+        return Reply(status=200, pieces=((5.0, b""),), hang=True)
+
+    task = _task(2).with_(timeout_s=1.5)
+    once = EndpointOptions(retry=RetryPolicy(max_retries=0), rtt_samples=1)
+    with serve_sse(script) as server, pytest.raises(drivers.TaskFailed) as caught:
+        await measure_endpoint(task, server.url, once)
+    assert caught.value.reason == FailureReason.SERVER
+    assert "HTTP 500 x1" in caught.value.detail
+    assert "deadline x1" in caught.value.detail

@@ -69,6 +69,8 @@ def test_a_tight_quiet_agreeing_sample_is_stable() -> None:
         ([10.0] * 20 + [16.0], [10.0], 0.0, "min or max"),
         ([10.0, 10.0, 10.0], [10.0], 0.9, "background load"),
         ([10.0, 10.0, 10.0], [5.0, 10.0, 10.0], 0.0, "process medians"),
+        ([29513.725], [29513.725], 0.0, "only 1 sample(s): too few to judge"),  # issue 49: never "stable"
+        ([10.0, 10.0, 10.0, 10.0], [10.0], 0.0, "only 4 sample(s)"),
     ],
 )
 def test_each_instability_rule(

@@ -34,3 +34,27 @@ DONE, FAILED, CANCELLED, UNSCHEDULABLE, UNVERIFIABLE, LEASED = (
 def test_exit_code(states: list[TaskState], plain: int, strict: int) -> None:
     assert exit_code(states, strict=False) == plain
     assert exit_code(states, strict=True) == strict
+
+
+def test_a_completed_task_whose_reference_gave_no_result_exits_1_naming_the_rule(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 50, scope 4: the rows completed but their group's named reference gave no result
+    (`Verified` unverifiable): a verification asked and not obtained, one line with the reason."""
+    import typer
+    from kit.scheduler_harness import MODEL
+
+    from node.cli.exits import exit_for
+    from protocol import ComputeUnit
+    from scheduler import TaskView
+
+    why = "verify.reference: the reference R did not report (lost); verify: {reference_fallback: allow} ..."
+    task = TaskView(task_id="t", job_index=0, unit=ComputeUnit("CPU (ONNX)"), model=MODEL, state=DONE)
+    held = [task.with_(verified="unverifiable", verify_detail=why), task.with_(task_id="u")]
+    with pytest.raises(typer.Exit) as ended:
+        exit_for(held, strict=False)
+    assert ended.value.exit_code == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "1 unverifiable for want of their reference" in line
+    assert line.endswith(f"verification not obtained: {why}")
+    exit_for([task], strict=False)  # completed and nothing held: returns, exit 0

@@ -24,10 +24,13 @@ import scheduler as sch
 from node.errors import PeerGone
 from node.p2p.host import Host
 from node.p2p.wire import Channel, memory_channel_pair
-from node.submitter.challenge import Challenger, late_wait_s, open_challenge
-from node.worker.challenge import Challenges
+from node.submitter.challenge import BUSY_PAUSES_S, Challenger, late_wait_s, open_challenge
+from node.worker.challenge import SEED_S, STRANGER_STARTS, Challenges
 from protocol import (
     CHALLENGE,
+    CHALLENGE_BUSY,
+    CHALLENGE_PINGS,
+    CHALLENGE_ROUNDS,
     CHALLENGE_UNITS,
     Calibration,
     ChallengeChainSeed,
@@ -120,22 +123,128 @@ async def test_a_worker_that_commits_to_rows_it_never_computed_is_claim_unverifi
     assert why.endswith("does not match the digest committed for it"), why
 
 
-async def test_a_worker_that_refuses_is_unverified_for_this_round_only() -> None:
-    pairs = [memory_channel_pair("submitter", "worker") for _ in range(2)]
+async def test_a_busy_worker_is_asked_again_within_the_round_then_unverified_for_this_round_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 50, scope 3: busy (another's challenge holds the one slot) is asked again after 1, 2, 4, 8
+    and 15 s (virtual time), within the challenge's budget; still busy, the claim is unverified for
+    this discovery round only: the next round asks again."""
+    tries = len(BUSY_PAUSES_S) + 1
+    pairs = [memory_channel_pair("submitter", "worker", read_timeout=120.0) for _ in range(2 * tries)]
     opened: list[str] = []
     challenger = Challenger(KEY, _opener([s for s, _ in pairs], opened))
 
     async def refusing(channel: Channel) -> None:
         await channel.receive()
-        await channel.send(ChallengeFailed(reason="busy: another challenge is running"))
+        await channel.send(ChallengeFailed(reason=CHALLENGE_BUSY))
 
-    for _, worker in pairs:  # two discovery rounds: the refusal is not kept, so it is asked again
-        with trio.fail_after(30):
-            async with trio.open_nursery() as nursery:
+    for k in range(2):  # two discovery rounds: the refusal is not kept, so it is asked again
+        started = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for _, worker in pairs[k * tries : (k + 1) * tries]:
                 nursery.start_soon(refusing, worker)
-                (view,) = await challenger.vouch([_view(5.0)], lambda _: ())
+            (view,) = await challenger.vouch([_view(5.0)], lambda _: ())
         assert view.claim == ("challenge: not answered: busy: another challenge is running",)
-    assert opened == ["worker", "worker"]
+        assert trio.current_time() - started == pytest.approx(sum(BUSY_PAUSES_S))
+    assert opened == ["worker"] * 2 * tries
+
+
+async def test_a_busy_worker_asked_again_says_what_it_says_next(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pairs = [memory_channel_pair("submitter", "worker", read_timeout=120.0) for _ in range(3)]
+    opened: list[str] = []
+    challenger = Challenger(KEY, _opener([s for s, _ in pairs], opened))
+    answers = [CHALLENGE_BUSY, CHALLENGE_BUSY, "rate: 3 challenges per 60 s for a peer not allowed"]
+
+    async def answering(channel: Channel, why: str) -> None:
+        await channel.receive()
+        await channel.send(ChallengeFailed(reason=why))
+
+    async with trio.open_nursery() as nursery:
+        for (_, worker), why in zip(pairs, answers, strict=True):
+            nursery.start_soon(answering, worker, why)
+        (view,) = await challenger.vouch([_view(5.0)], lambda _: ())
+    assert view.claim == (f"challenge: not answered: {answers[-1]}",)
+    assert opened == ["worker"] * 3
+
+
+async def test_a_stranger_that_only_pings_gives_the_slot_back_and_an_honest_challenge_follows() -> None:
+    """Issue 50, scope 3: a stream that opens the challenge and then only pings held the worker's one
+    slot for 90 s (every honest challenge: busy). A seed is due `SEED_S` after ready: no seed, the
+    worker says so and closes, and the honest challenge that asked meanwhile is served."""
+    stranger, held = memory_channel_pair("stranger", "worker", read_timeout=60.0)
+    challenges = Challenges()
+    said: list[object] = []
+    asked: list[str] = []
+
+    async def pinging() -> None:
+        await stranger.send(ChallengeOpen())
+        assert isinstance(await stranger.receive(), ChallengeReady)
+        number = 0
+        while True:
+            await stranger.send(ChallengePing(round=number % (CHALLENGE_ROUNDS * CHALLENGE_PINGS)))
+            answer = await stranger.receive()
+            if not isinstance(answer, ChallengePong):
+                said.append(answer)
+                return
+            number += 1
+            await trio.sleep(1.0)  # fewer pings than a challenge allows within the seed's window
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+
+            async def opening(peer: str, addrs: tuple[str, ...], protocol: str) -> Channel:
+                submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=60.0)
+                nursery.start_soon(challenges.serve, worker)
+                asked.append(peer)
+                return submitter
+
+            nursery.start_soon(challenges.serve, held)
+            nursery.start_soon(pinging)
+            await trio.sleep(1.0)  # the stranger holds the slot: the honest one asks again meanwhile
+            (view,) = await Challenger(KEY, opening).vouch([_view(0.01)], lambda _: ())
+    (closed,) = said
+    assert isinstance(closed, ChallengeFailed)
+    assert closed.reason == f"no seed within {SEED_S:g} s: the challenge is closed"
+    assert view.claim == ()
+    assert len(asked) > 1  # busy first, asked again
+
+
+async def test_a_stranger_that_never_reveals_is_closed_too() -> None:
+    """The reveal is due as soon as the commitment: a stranger that takes its round and then keeps
+    the stream silent held the slot for the reveal's 30 s, three rounds over."""
+    stranger, worker = memory_channel_pair("stranger", "worker", read_timeout=60.0)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(Challenges().serve, worker)
+            await stranger.send(ChallengeOpen())
+            assert isinstance(await stranger.receive(), ChallengeReady)
+            await stranger.send(ChallengeChainSeed(round=0, n=64, steps=1, seed=7))
+            assert isinstance(await stranger.receive(), ChallengeCommit)
+            closed = await stranger.receive()  # nothing sent: the worker speaks first
+    assert isinstance(closed, ChallengeFailed)
+    assert closed.reason == f"no reveal within {SEED_S:g} s: the challenge is closed"
+
+
+async def test_a_stranger_starts_a_few_challenges_a_minute_a_peer_it_takes_offers_from_any() -> None:
+    challenges = Challenges(frozenset({"mine"}), open_mode=True)
+
+    async def one(peer: str) -> object:
+        asker, worker = memory_channel_pair(peer, "worker", read_timeout=60.0)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(challenges.serve, worker)
+            await asker.send(ChallengeOpen())
+            answer = await asker.receive()
+            await asker.close()
+        return answer
+
+    with trio.fail_after(120):
+        said = [await one("stranger") for _ in range(STRANGER_STARTS + 1)]
+        assert all(isinstance(a, ChallengeReady) for a in said[:-1])
+        assert isinstance(said[-1], ChallengeFailed)
+        assert said[-1].reason.startswith("rate: ")
+        assert isinstance(await one("mine"), ChallengeReady)
 
 
 async def test_the_worker_refuses_a_reveal_before_any_seed() -> None:
@@ -286,13 +395,22 @@ async def _late_then_prompt_worker(channel: Channel, late_s: float) -> None:
             await channel.send(ChallengeRows(round=asked.round, rows=tuple(row_bytes(rows, asked.rows))))
 
 
+async def _on_the_loop(seed: int, n: int, steps: int, rows: tuple[int, ...]) -> list[bytes]:
+    """The rows' recomputation on the event loop: on trio's virtual clock it takes no virtual time,
+    however long the machine's load makes it for real (in a thread, its wait would be idleness the
+    clock jumps over, to the challenge's own deadline)."""
+    from drivers.measuring.challengechild import exact_rows
+
+    return exact_rows(seed, n, steps, rows)
+
+
 async def test_a_late_round_is_timed_and_the_next_round_may_bear_the_claim_out(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     """Issue 49: a round past its deadline no longer ends the challenge. Round 0 commits late (timed:
     far under the claim); round 1, after its pause, commits at once and passes. On trio's virtual
     clock: the lateness and the pauses take no real time."""
-    mock_clock.autojump_threshold = 0.05  # virtual time jumps once every task has waited 50 ms for real
+    mock_clock.autojump_threshold = 0  # all work is on the loop: idle is only waiting for a virtual deadline
     sizing = challenge.size(0.01, 0.0)
     submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=600.0)
     events: list[dict[str, object]] = []
@@ -300,7 +418,7 @@ async def test_a_late_round_is_timed_and_the_next_round_may_bear_the_claim_out(
     def sink(event: str, /, **fields: object) -> None:
         events.append({"event": event, **fields})
 
-    challenger = Challenger(KEY, _opener([submitter], []), sink)
+    challenger = Challenger(KEY, _opener([submitter], []), sink, recompute=_on_the_loop)
     late = sizing.deadline_s + 1.0
     assert late < late_wait_s(sizing)
     async with trio.open_nursery() as nursery:
@@ -315,10 +433,10 @@ async def test_a_late_round_is_timed_and_the_next_round_may_bear_the_claim_out(
 async def test_a_round_with_no_commitment_at_all_ends_the_challenge_with_a_bound(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    mock_clock.autojump_threshold = 0.05
+    mock_clock.autojump_threshold = 0
     sizing = challenge.size(0.01, 0.0)
     submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=600.0)
-    challenger = Challenger(KEY, _opener([submitter], []))
+    challenger = Challenger(KEY, _opener([submitter], []), recompute=_on_the_loop)
 
     async def silent(channel: Channel) -> None:
         assert isinstance(await channel.receive(), ChallengeOpen)

@@ -112,10 +112,10 @@ LLM_RESULTS = Path(__file__).resolve().parents[3] / "golden" / "reports" / "llm_
 
 
 def test_submit_ends_with_the_llm_figures_then_the_matrix_at_80_columns() -> None:
-    from node.cli.campaign import _matrix
+    from node.cli.campaign import end_tables
 
     console = Console(width=80, record=True)
-    console.print(_matrix(CampaignReport.from_json(LLM_RESULTS.read_text())))
+    console.print(end_tables(CampaignReport.from_json(LLM_RESULTS.read_text())))
     text = console.export_text()
     assert "…" not in text
     assert max(len(line) for line in text.splitlines()) <= 80

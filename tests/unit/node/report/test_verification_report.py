@@ -18,7 +18,7 @@ from typing import Final
 from kit.reports import _verified_played
 from rich.console import Console
 
-from node.cli.campaign import _matrix
+from node.cli.campaign import end_tables
 from node.http.shapes import ApiJson, campaign
 from node.http.state import CampaignState
 from node.report.render import render_html
@@ -69,7 +69,7 @@ def test_each_medium_shows_the_agreed_figure_the_band_the_replicas_and_the_outli
     assert "## Verification" in md
     assert "| replicated | 10.000 | 27.0% |" in md
 
-    terminal = _text(_matrix(report))  # what `submit` prints: the matrix, then this table
+    terminal = _text(end_tables(report))  # what `submit` prints: the matrix, then this table
     assert terminal.index("verification: one agreed figure per class") > terminal.index("✓2/2")
     assert "10.050" in terminal
     assert "27.0%" in terminal

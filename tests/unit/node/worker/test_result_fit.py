@@ -168,6 +168,11 @@ def test_a_huge_generation_result_is_cut_and_the_submitter_derives_the_same_figu
     assert all(len(r.error_detail) <= DETAIL_CHARS for r in after.records)
 
 
+def _roomy(body: ResultBody) -> int:
+    """A limit with room for a few texts beside the bare records (1,100 bytes over them)."""
+    return _bare(body) + 1_100
+
+
 def _fit(body: ResultBody, limit: int) -> ResultBody:
     fitted = fit_result(body, WHITE_BOX, limit=limit)
     assert fitted is not None
@@ -188,7 +193,7 @@ def test_a_long_output_text_is_cut_to_what_the_wire_takes_and_rouge_scores_what_
 
 def test_every_cut_is_declared_and_rouge_is_over_the_texts_kept() -> None:
     whole = _generate_body(60, 50, 60)
-    fitted = _fit(whole, 30_000)
+    fitted = _fit(whole, _roomy(whole))
     m = _checked(fitted)
     trimmed = m.trimmed
     print(f"\n{len(pack_body(whole))} bytes cut to {len(pack_body(fitted))}: {trimmed}")
@@ -233,7 +238,7 @@ def test_a_result_with_room_for_no_scored_text_shows_no_rouge() -> None:
 
 def test_figures_changed_after_the_cut_are_still_refused_inconsistent() -> None:
     whole = _generate_body(60, 50, 60)
-    fitted = _fit(whole, 30_000).measurement
+    fitted = _fit(whole, _roomy(whole)).measurement
     generation = _generation(fitted)
     assert generation.rouge is not None
     tampered = {
@@ -251,7 +256,7 @@ def test_figures_changed_after_the_cut_are_still_refused_inconsistent() -> None:
 
 
 def test_a_record_that_says_its_text_was_dropped_but_carries_one_is_invalid() -> None:
-    fitted = _fit(_generate_body(60, 50, 60), 30_000).measurement
+    fitted = _fit(_generate_body(60, 50, 60), _roomy(_generate_body(60, 50, 60))).measurement
     generation = _generation(fitted)
     i = next(i for i, r in enumerate(generation.records) if r.text_dropped)
     records = list(generation.records)

@@ -56,8 +56,9 @@ def _fields(definition: str) -> set[str]:
         ("CapacityBlock", capacity.CAPACITY_FIELDS),
         ("RateRange", capacity.RATE_FIELDS),
         ("SloBlock", capacity.SLO_FIELDS),
-        ("DatasetBlock", datablock.DATASET_KINDS),
+        ("DatasetBlock", (*datablock.DATASET_KINDS, "turns")),
         ("RandomBlock", datablock.RANDOM_FIELDS),
+        ("SweepBlock", generate.SWEPT),
         ("InputLengths", ("mean", "stddev")),
         ("OutputLengths", ("mean", "stddev")),
         ("EndpointBlock", endpoints.ENDPOINT_FIELDS),
@@ -162,7 +163,10 @@ ACCEPTED: dict[str, dict[str, Any]] = {
     },
     "prices": MODEL
     | {
-        "prices": [{"peer": "12D3KooWx", "per_hour": 2.5}, {"class": "cls-1a2b3c4d", "per_hour": 1}],
+        "prices": [
+            {"peer": "12D3KooWx", "per_hour": 2.5},
+            {"class": "cls-1a2b3c4d" + "0" * 56, "per_hour": 1},
+        ],
         "jobs": [CPU],
     },
 }
@@ -182,7 +186,7 @@ REFUSED: dict[str, dict[str, Any]] = {
     "replicas past the cap": MODEL | {"verify": {"replicas": 11}, "jobs": [CPU]},
     "an empty reference list": MODEL | {"verify": {"replicas": 2, "reference": []}, "jobs": [CPU]},
     "a price with peer and class": MODEL
-    | {"prices": [{"peer": "a", "class": "cls-1a2b3c4d", "per_hour": 1}], "jobs": [CPU]},
+    | {"prices": [{"peer": "a", "class": "cls-1a2b3c4d" + "0" * 56, "per_hour": 1}], "jobs": [CPU]},
     "a dataset of two kinds": MODEL
     | {
         "jobs": [

@@ -24,15 +24,16 @@ from scheduler.results import (
 
 SHA = "a" * 64
 BASE = f"model: {{path: m.onnx, sha256: {SHA}}}\njobs: [{{compute_unit: CPU (ONNX)}}]\n"
+CLS = "cls-1a2b3c4d" + "5e" * 28  # a class's whole id: cls- and 64 hex digits
 RULES = (
     PriceRule(peer="12D3KooWpeerA", per_hour=0.5),
-    PriceRule(device_class="cls-1a2b3c4d", per_hour=1.2),
+    PriceRule(device_class=CLS, per_hour=1.2),
 )
 
 
 def test_a_campaign_prices_peers_and_classes() -> None:
     campaign = parse_campaign(
-        BASE + "prices:\n  - {peer: 12D3KooWpeerA, per_hour: 0.5}\n  - {class: cls-1a2b3c4d, per_hour: 1.2}\n"
+        BASE + f"prices:\n  - {{peer: 12D3KooWpeerA, per_hour: 0.5}}\n  - {{class: {CLS}, per_hour: 1.2}}\n"
     )
     assert campaign.prices == RULES
     assert parse_campaign(BASE).prices == ()
@@ -42,7 +43,8 @@ def test_a_campaign_prices_peers_and_classes() -> None:
     ("block", "path"),
     [
         ("[{per_hour: 1}]", "prices[0]"),
-        ("[{peer: a, class: cls-1a2b3c4d, per_hour: 1}]", "prices[0]"),
+        (f"[{{peer: a, class: {CLS}, per_hour: 1}}]", "prices[0]"),
+        ("[{class: cls-1a2b3c4d, per_hour: 1}]", "prices[0].class"),  # the short name: display only
         ("[{peer: 'a b', per_hour: 1}]", "prices[0].peer"),
         ("[{class: gpu, per_hour: 1}]", "prices[0].class"),
         ("[{peer: a, per_hour: -1}]", "prices[0].per_hour"),
@@ -62,14 +64,20 @@ def test_a_bad_price_is_a_problem_at_its_path(block: str, path: str) -> None:
 
 
 def test_the_campaigns_word_wins_a_peers_rule_before_its_classs() -> None:
-    assert price_of(RULES, "12D3KooWpeerA", "cls-1a2b3c4d", 9.0, 9.0) == Price(
-        per_hour=0.5, source="campaign: peer"
-    )
-    assert price_of(RULES, "other", "cls-1a2b3c4d", 9.0, None) == Price(
+    assert price_of(RULES, "12D3KooWpeerA", CLS, 9.0, 9.0) == Price(per_hour=0.5, source="campaign: peer")
+    assert price_of(RULES, "other", CLS, 9.0, None) == Price(
         per_hour=1.2, source="campaign: class cls-1a2b3c4d"
     )
     assert price_of(RULES, "other", "cls-00000000", 2.0, 2.0) == Price(per_hour=2.0, source="owner")
     assert price_of(RULES, "other", "cls-00000000", None, None) is None
+
+
+def test_a_class_shares_its_short_name_with_another_but_never_its_price() -> None:
+    """Issue 50, scope 7: a profile ground to share the priced class's 8-digit name (about 2^32 hashes)
+    is another class: the rule compares the whole id, so the collider keeps its owner's price."""
+    collider = CLS[:12] + "0" * 56
+    assert collider[:12] == CLS[:12]  # the same name in every table
+    assert price_of(RULES, "other", collider, 2.0, None) == Price(per_hour=2.0, source="owner")
 
 
 @pytest.mark.parametrize("lie", [-5.0, math.nan, math.inf, -math.inf, 1e308, 10_000.01])

@@ -45,6 +45,10 @@ SERVICE = (
 )
 POLICY = "TokenSource,TokensPerChunkMean,UsageVsCountedTokens,TtfoMsMedian,ReasoningTokensMean,DatasetSeed"
 CLIENT = "ScheduleLagMsP50,Unsent,ClientSaturatedReason"
+SESSIONS = (
+    "TtftMsByTurn,Sessions,SessionsCompleted,SessionTurnsMean,SessionDurationSMedian,"
+    "SessionPromptTokensMean,SessionOutputTokensMean"
+)
 CAPACITY = (
     "CapacityRow,CapacityBy,CapacityKnee,CapacityFirstFail,CapacityGoodputPct,CapacityFinished,"
     "LevelPassed,LevelEndedEarly"
@@ -63,6 +67,7 @@ EXPECTED_COLUMNS = [
         SERVICE,
         POLICY,
         CLIENT,
+        SESSIONS,
         CAPACITY,
         ENERGY,
         FLEET,
@@ -320,3 +325,21 @@ def test_decimals_follow_the_spread_and_survive_a_spread_that_underflows() -> No
     assert decimals_for(stats(0.005)) == 3
     assert decimals_for(stats(5e-324)) == 3
     assert decimals_for(stats(1e308)) == 0
+
+
+def test_a_figure_without_a_spread_shows_three_significant_digits_and_no_percentiles() -> None:
+    """Issue 49, scope 5: one request of 29,513.725 ms is "29514", never three decimals, and its tail
+    is its count alone (its p90, p99 and max are itself)."""
+    from node.report.matrix import tail_text
+    from protocol import Stats
+    from scheduler.results import MatrixCell, decimals_for, shown
+
+    def one(value: float) -> Stats:
+        return Stats(n=1, min=value, max=value, mean=value, median=value, stddev=0.0, p90=value, p95=value,
+                     p99=value, cv=0.0)  # fmt: skip
+
+    assert [shown(v, decimals_for(one(v))) for v in (29513.725, 1.4823, 0.31247, 0.0)] == [
+        "29514", "1.48", "0.312", "0.000"
+    ]  # fmt: skip
+    cell = MatrixCell(median_ms=29513.725, stats=one(29513.725))
+    assert tail_text(cell) == "n 1"

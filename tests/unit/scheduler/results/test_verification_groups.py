@@ -157,3 +157,15 @@ def test_report_diff_compares_agreed_figures_and_says_which_side_was_not_verifie
     assert change.verdict == "A replicated, its agreed figure not kept (stored before it was)"
     nan = _group("replicated", math.nan, math.inf)  # a hostile file's numbers: a verdict, no exception
     assert agreed_changes([nan], [a])[0].verdict == "within the band"
+
+
+def test_two_classes_that_share_a_short_name_are_never_compared() -> None:
+    """Issue 50, scope 7: a profile ground to share a class's 8-digit name is another class: `report
+    --diff` compares groups by the whole id where both files have it (a file from before: by name)."""
+    a = _group("replicated", 10.0, 0.2).with_(class_id="cls-1" + "a" * 63)
+    b = _group("replicated", 5.0, 0.2).with_(class_id="cls-1" + "b" * 63)
+    assert [c.verdict for c in agreed_changes([a], [b])] == ["only in A", "only in B"]
+    (same,) = agreed_changes([a], [b.with_(class_id=a.class_id)])
+    assert same.verdict == "beyond the band"
+    (old,) = agreed_changes([a], [b.with_(class_id="")])
+    assert old.verdict == "beyond the band"

@@ -179,11 +179,11 @@ def test_plan_says_which_classes_have_a_reference_and_why_one_cannot_join() -> N
     assert "no reference device" in found[0].why_not
 
 
-def test_a_group_whose_reference_did_not_report_says_so_where_the_majority_settles_it() -> None:
-    """The known limit, said: the reference's result is refused, its retry goes to another peer of the
-    class, and the group is settled by the majority; every row's detail names the missing reference."""
+def _reference_refused(verify: str) -> Scheduler:
+    """A quorum of three with the reference 12D3-b2, whose result is refused (its retry goes to
+    another peer of the class); the others all agree."""
     peers = fleet(["10.0.1.1", "10.0.2.1", "10.0.3.1", "10.0.4.1"])
-    three = parse_campaign(campaign("replicas: 3, reference: [12D3-b2]", devices="any"))
+    three = parse_campaign(campaign(verify, devices="any"))
     sched = Scheduler("c3", three, MODELS, key=KEY)
     figures = {"12D3-b0": 10.0, "12D3-b1": 10.1, "12D3-b2": 10.0, "12D3-b3": 9.9}
     out = sched.handle(PeersDiscovered(peers=tuple(peers)), 0.0)
@@ -201,8 +201,102 @@ def test_a_group_whose_reference_did_not_report_says_so_where_the_majority_settl
             )
             out += sched.handle(event, now)
         now += 1
+    assert sched.done
+    return sched
+
+
+def test_a_group_whose_reference_did_not_report_is_unverifiable_with_the_rule_and_the_field() -> None:
+    """Issue 50, scope 4: the reference's result is refused and its retry goes to another peer; the
+    three strangers agree, but a class is never settled without its reference: every row is
+    `unverifiable`, its figure kept but standing nowhere, the reason naming the reference, the rule
+    and `reference_fallback: allow`; the group says nothing of anyone's record (submit's exit:
+    tests/unit/node/cli/test_exits.py)."""
+    from scheduler.results import verification_counts
+
+    sched = _reference_refused("replicas: 3, reference: [12D3-b2]")
     tasks = sched.tasks()
     assert {t.peer_id for t in tasks} == {"12D3-b0", "12D3-b1", "12D3-b3"}
+    assert {t.verified for t in tasks} == {"unverifiable"}
+    for t in tasks:
+        assert "verify.reference: the reference 12D3-b2 did not report" in t.verify_detail
+        assert "reference_fallback: allow" in t.verify_detail
+    assert verification_counts(tasks)["unverifiable"] == 3
+    assert verification_counts(tasks)["verified"] == 0
+
+
+def test_a_campaign_that_allows_the_fallback_is_settled_by_the_majority_and_says_so() -> None:
+    sched = _reference_refused("replicas: 3, reference: [12D3-b2], reference_fallback: allow")
+    tasks = sched.tasks()
     assert {t.verified for t in tasks} == {"replicated 3/3"}
     for t in tasks:
         assert "the reference 12D3-b2 did not report" in t.verify_detail, t.verify_detail
+        assert "settled by the majority" in t.verify_detail
+
+
+def test_a_named_reference_not_found_holds_every_class_without_one_of_its_own() -> None:
+    """Issue 50, scope 4: the reference is offline (not among the peers found). Two keys that would
+    agree on a lie make no quorum: the job is `Unverifiable` before anything runs, the shortfall
+    naming the reference and the field; plan says so for the class. A class whose own reference is
+    present is placed as before; the fallback places the rest by the majority."""
+    arm = fleet(["10.0.1.1", "10.0.2.1"], soc="arm board")
+    x86 = [
+        dataclasses.replace(p, peer_id=f"12D3-x{i}") for i, p in enumerate(fleet(["10.0.3.1", "10.0.4.1"]))
+    ]
+    gone = parse_campaign(campaign("replicas: 2, reference: [12D3-gone]", devices="1"))
+    (plan,) = explain(gone, MODELS, arm).jobs
+    assert plan.unverifiable
+    assert not plan.chosen
+    assert "verify.reference: 12D3-gone not found" in plan.shortfall
+    assert "reference_fallback: allow" in plan.shortfall
+    (cls,) = class_references(
+        [r.peer for r in plan.matching], plan.job.spec.compute_unit, plan.verify, plan.gap
+    )
+    assert cls.why_not.startswith("unverifiable: verify.reference: 12D3-gone not found")
+    sched = Scheduler("c4", gone, MODELS, key=KEY)
+    log = run(sched, arm, {p.peer_id: 5.0 for p in arm})
+    assert not [c for c in log if isinstance(c, SendOffer)]
+    assert {t.state.value for t in sched.tasks()} == {"unverifiable"}
+
+    two = parse_campaign(campaign("replicas: 2, reference: [12D3-gone, 12D3-x0]", devices="1"))
+    (plan,) = explain(two, MODELS, [*arm, *x86]).jobs
+    assert not plan.unverifiable  # the x86 class has its own reference: it is placed
+    assert {r.peer.peer_id for r in plan.chosen} == {"12D3-x0", "12D3-x1"}
+    assert plan.gap.held == {
+        c.device_class
+        for c in class_references(
+            [r.peer for r in plan.matching], plan.job.spec.compute_unit, plan.verify, plan.gap
+        )
+        if c.why_not
+    }
+
+    allowed = parse_campaign(
+        campaign("replicas: 2, reference: [12D3-gone], reference_fallback: allow", devices="1")
+    )
+    (plan,) = explain(allowed, MODELS, arm).jobs
+    assert not plan.unverifiable
+    assert len(plan.chosen) == 2
+
+
+def test_a_found_reference_that_cannot_join_holds_its_own_class_only() -> None:
+    """A reference the submitter found but cannot place (relayed: its network unknown) holds its own
+    class; another class is settled by the majority as before."""
+    arm = fleet(["10.0.1.1", "10.0.2.1", ""], soc="arm board")
+    x86 = [
+        dataclasses.replace(p, peer_id=f"12D3-x{i}") for i, p in enumerate(fleet(["10.0.3.1", "10.0.4.1"]))
+    ]
+    c = parse_campaign(campaign("replicas: 2, reference: [12D3-b2]", devices="all"))
+    (plan,) = explain(c, MODELS, [*arm, *x86]).jobs
+    assert {r.peer.peer_id for r in plan.chosen} == {"12D3-x0", "12D3-x1"}
+    assert "12D3-b2 cannot join (relayed" in plan.gap.why
+    assert len(plan.gap.held) == 1
+
+
+def test_reference_fallback_needs_a_reference_and_is_allow_or_refuse() -> None:
+    with pytest.raises(CampaignError) as caught:
+        parse_campaign(campaign("replicas: 2, reference_fallback: allow"))
+    assert [p.path for p in caught.value.problems] == ["verify.reference_fallback"]
+    with pytest.raises(CampaignError) as caught:
+        parse_campaign(campaign("replicas: 2, reference: [a], reference_fallback: maybe"))
+    assert [p.path for p in caught.value.problems] == ["verify.reference_fallback"]
+    parsed = parse_campaign(campaign("replicas: 2, reference: [a]"))
+    assert "reference_fallback" not in parsed.verify.model_dump()  # old campaigns read the same

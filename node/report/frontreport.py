@@ -1,0 +1,76 @@
+"""report.html's throughput-latency fronts (`scheduler.results.front`): one picture with each device's
+or server's load levels at each swept length (every point drawn, the front joined by a line, each
+point named by its load), then the points listed with their verification, error share and cost."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from node.report.pictures import Picture, drawn, fits, svg_of
+from protocol import for_html
+from scheduler.results import CampaignReport, Front
+from scheduler.results.front import LATENCY_FORMULA, THROUGHPUT_FORMULA
+
+
+def _svg(fronts: tuple[Front, ...]) -> Picture:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9.0, 4.8), layout="constrained")
+    ax = fig.subplots()
+    left = 0
+    for k, front in enumerate(fronts):
+        shown = [p for p in front.points if fits(p.throughput) and fits(p.latency_ms)]
+        left += len(front.points) - len(shown)
+        colour = f"C{k % 10}"
+        ax.scatter([p.latency_ms for p in shown], [p.throughput for p in shown], color=colour, s=18)
+        on = [p for p in shown if p.on_front]
+        ax.plot([p.latency_ms for p in on], [p.throughput for p in on], color=colour, label=front.name())
+        for p in shown:
+            ax.annotate(
+                p.load, (p.latency_ms, p.throughput), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
+    ax.set_xlabel(f"E2E ms ({LATENCY_FORMULA})")
+    ax.set_ylabel(f"output tok/s\n({THROUGHPUT_FORMULA})")
+    ax.set_title(
+        "throughput against latency; the line joins the front (no point beats it on both)", fontsize=10
+    )
+    ax.legend(fontsize=8, loc="best")
+    return Picture(svg_of(fig, "front"), f"{left} points left out (not finite)" if left else "")
+
+
+def _table(fronts: tuple[Front, ...]) -> str:
+    head = ("device · unit · target · lengths", "load", "output tok/s", "E2E ms", "on the front",
+            "verified", "error share", "$ / M output tokens")  # fmt: skip
+    rows = []
+    for front in fronts:
+        for p in front.points:
+            rows.append(
+                [
+                    for_html(front.name()),
+                    for_html(p.load),
+                    f"{p.throughput:.1f}",
+                    f"{p.latency_ms:.1f}",
+                    "yes" if p.on_front else "",
+                    for_html(p.verified),
+                    "" if p.error_share is None else f"{p.error_share:.1%}",
+                    "" if p.cost_per_m_tokens is None else f"{p.cost_per_m_tokens:.4g}",
+                ]
+            )
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table id="front-points"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def front_parts(report: CampaignReport) -> list[str]:
+    """The fronts' section (none when no device or server has two load levels at one length)."""
+    fronts = report.fronts
+    if not fronts:
+        return []
+    return [
+        "<h2>Throughput-latency front per device or server</h2>",
+        drawn("throughput-latency front", partial(_svg, fronts), element_id="front", css_class="front"),
+        _table(fronts),
+    ]
+
+
+__all__ = ["front_parts"]

@@ -1,0 +1,96 @@
+"""Issue 50, scope 1: twenty Sybil keys announced first cannot deny a campaign its workers.
+
+Real processes: gate 1 with twenty Sybil keys (tests/kit/sybils.py: real nodes of this code, placed
+with the node's own `Dht.publish` one after another, so they fill the any-worker tree's root key)
+and, after them, two honest `join` workers (they spill to level 1); gate 2 with two honest workers
+alone (the control). A campaign with `devices: 2` (a lookup of 4 providers) runs under `submit`
+against each: the control, the Sybils stalling (the stream opens, no answer), then gone (killed:
+every dial refused while their records stay listed). Before this issue the Sybil runs ended exit 1,
+0 found, both tasks Unschedulable ("22 peer(s) advertise any unit, but none answered"). Now each
+finds the two honest workers and completes; the time to discovery (`discovered` event) of each
+run is printed beside the control's (a figure, never asserted: tests/labs do not time).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kit.campaignlab import ROOT, CampaignLab, submitter_id, write_campaign
+from kit.procs import SARK
+
+SYBILS = 20
+SCRIPT = ROOT / "tests" / "kit" / "sybils.py"
+
+
+@pytest.fixture(scope="module")
+def swarms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("sybils")
+    lab = CampaignLab(root, record_ttl=300.0)  # no record expires within the test
+    try:
+        me = submitter_id(root / "submitter")
+        attacked = lab.gate("gate1").ready["addrs"][0]
+        control = lab.gate("gate2").ready["addrs"][0]
+        argv = [sys.executable, str(SCRIPT), "--gate", attacked, "--count", str(SYBILS)]
+        sybils = lab.start("sybils", [*argv, "--data-dir", str(root / "sybils"), "--record-ttl", "300"])
+        calm = [lab.real_worker(f"c{i}", [control], me, wait=False) for i in range(2)]
+        minted = sybils.wait_event("ready", 180)
+        honest = [lab.real_worker(f"h{i}", [attacked], me, wait=False) for i in range(2)]  # after them
+        ids = {
+            "attacked": {p.wait_event("ready", 120)["peer_id"] for p in honest},
+            "control": {p.wait_event("ready", 120)["peer_id"] for p in calm},
+        }
+        yield {"lab": lab, "root": root, "gates": {"attacked": attacked, "control": control},
+               "ids": ids, "sybils": sybils, "minted": minted}  # fmt: skip
+    finally:
+        lab.close()
+
+
+def submit(swarms: dict[str, Any], which: str, name: str) -> tuple[int, float, set[str], str]:
+    """`submit` of a `devices: 2` campaign on one gate: its exit code, the seconds to discovery, the
+    peers its rows ran on, and its stderr's last lines."""
+    root: Path = swarms["root"]
+    (root / name).mkdir()
+    job = {"compute_unit": "CPU (ONNX)", "devices": 2, "num_inference_runs": 3, "warmup_runs": 1,
+           "load_runs": 1, "processes": 1, "threads": 1}  # fmt: skip
+    path = write_campaign(
+        root / name / "c.yaml", {"name": name, "model": {"path": "tiny-convnet.onnx"}, "jobs": [job]}
+    )
+    args = ["submit", str(path), "--events", "--out", str(root / name / "out")]
+    args += ["--gate", swarms["gates"][which], "--data-dir", str(root / "submitter")]
+    done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=300)
+    (root / name / "stderr.txt").write_text(done.stderr)
+    events = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    (found,) = [e for e in events if e.get("event") == "discovered"]
+    ran: set[str] = set()
+    for csv_path in (root / name / "out").rglob("results.csv"):
+        with csv_path.open(newline="") as f:
+            ran |= {r["WorkerPeerId"] for r in csv.DictReader(f) if r["Status"] == "Complete"}
+    return done.returncode, float(found["seconds"]), ran, done.stderr
+
+
+def test_twenty_sybils_announced_first_stalling_then_gone_leave_both_honest_workers_found(
+    swarms: dict[str, Any],
+) -> None:
+    figures: dict[str, float] = {}
+    code, figures["control"], ran, err = submit(swarms, "control", "control")
+    assert (code, ran) == (0, swarms["ids"]["control"]), err[-3000:]
+    code, figures["stalling"], ran, err = submit(swarms, "attacked", "stalling")
+    assert (code, ran) == (0, swarms["ids"]["attacked"]), err[-3000:]
+    swarms["lab"].kill(swarms["sybils"])  # gone: their records stay listed, every dial is refused
+    code, figures["gone"], ran, err = submit(swarms, "attacked", "gone")
+    assert (code, ran) == (0, swarms["ids"]["attacked"]), err[-3000:]
+    read = [p for p in swarms["minted"]["peer_ids"] if f"peer {p} advertised but did not answer" in err]
+    assert len(read) == SYBILS  # they held the root: each read, refused, once
+    print(
+        f"\n{SYBILS} Sybils minted and placed in {swarms['minted']['seconds']} s; seconds to discovery "
+        + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
+        + f"; ratio stalling/control {figures['stalling'] / figures['control']:.2f}, "
+        f"gone/control {figures['gone'] / figures['control']:.2f}"
+    )

@@ -1,0 +1,40 @@
+"""Issue 50, scope 5: `plan` says the band each class of a replicated job would be judged with, and
+whether the class learnt it (from how many replicas) or a fresh class stands at the prior's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from kit.scheduler_harness import MODEL, SHA, peer
+
+from node.cli.planview import bands, plan_json, print_plan
+from scheduler import parse_campaign
+from scheduler.state import explain
+from scheduler.verification import device_class
+
+YAML = f"""\
+model: {{url: https://example.org/m.onnx, sha256: {SHA}}}
+processes: 1
+verify: {{replicas: 2}}
+jobs: [{{compute_unit: CPU (ONNX), devices: any}}]
+"""
+
+
+def test_plan_says_the_band_of_a_fresh_class_and_of_one_that_learnt(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    peers = [dataclasses.replace(peer(n), host=f"10.0.{i}.1") for i, n in enumerate(("a", "b"))]
+    campaign = parse_campaign(YAML)
+    plan = explain(campaign, {"m": MODEL, MODEL.name: MODEL}, peers)
+    (job,) = plan.jobs
+    cls = device_class(peers[0].profile, job.job.spec.compute_unit)
+    (fresh,) = bands(job, {})
+    assert fresh == {"class": cls.name, "band": 0.463, "processes": 1, "learnt_from": 0}
+    learnt = {f"{cls.key}/{SHA[:16]}": (0.03,) * 12}
+    (taught,) = plan_json(plan, learnt)["jobs"][0]["bands"]
+    assert taught["learnt_from"] == 12
+    assert taught["band"] < 0.2
+    print_plan(plan)
+    said = capsys.readouterr().out
+    assert f"class {cls.name}: judged within 46.3% at 1 process(es) (the prior: a fresh class)" in said
