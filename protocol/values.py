@@ -223,6 +223,10 @@ MAX_SAMPLES: Final = 1 << 18
 (`protocol.codec`). At 9 msgpack bytes a float, 262,144 samples are 2.25 MiB: a result at the cap
 fits one envelope (`messages.MAX_ENVELOPE`, 4 MiB less 64 KiB) and one frame."""
 
+OUTPUT_SAMPLE: Final = 1 << 16
+"""The most output values a result keeps for comparing runtimes (`Measurement.output_sample`): 576 KiB
+at 9 msgpack bytes a value, which fits one envelope beside `MAX_SAMPLES` timings (2.25 MiB)."""
+
 MAX_INPUT_DATA: Final = 1 << 20
 """Bytes of input data files one job may give in all: they travel inside the signed offer."""
 
@@ -259,6 +263,12 @@ class TaskSpec(Value):
     # Arrays from the campaign's files for some or all inputs (`input_data:` in a campaign).
     input_data: tuple[InputData, ...] = Field(default=(), max_length=64)
     strict_placement: bool = True
+    # The precision a runtime that offers the choice computes in (OpenVINO's INFERENCE_PRECISION_HINT):
+    # None keeps the driver's default (f32 on OpenVINO's CPU: the model's own, as ONNX Runtime runs it).
+    precision: Literal["f32", "bf16", "f16"] | None = None
+    # Keep the model's dynamic input dimensions when compiling (OpenVINO); by default a runtime that
+    # compiles for shapes compiles for the shapes fed, as its users deploy it.
+    dynamic_shapes: bool = False
     # The least share of the model's executed nodes that must run on the asked unit (1.0: all of them);
     # below it the run is a fallback (`drivers.measuring.meters.Placed`): failed when strict, else marked.
     placement_share: float = Field(default=1.0, gt=0, le=1)
@@ -324,6 +334,9 @@ class RunConditions(Value):
     thermal: str = ""
     power: str = ""
     runtime_versions: dict[str, str] = Field(default_factory=dict)
+    # How the runtime compiled and ran the model where it has such settings (OpenVINO: precision,
+    # performance hint, streams, the shapes compiled for), as the runtime reported them after compiling.
+    runtime_settings: dict[str, str] = Field(default_factory=dict, max_length=16)
     model_sha256: str = ""
 
 
@@ -361,10 +374,11 @@ class Measurement(Value):
     # Each process's fingerprint of its first inference's outputs (`drivers.measuring.outputs`): replicas of
     # one device class must agree on it (`scheduler.verification.agreement`); empty for generate tasks.
     output_fingerprints: tuple[str, ...] = Field(default=(), max_length=20)
-    # The first process's outputs at up to OUTPUT_SAMPLE evenly spaced positions of all outputs
-    # flattened (`drivers.measuring.outputs.output_sample`): rows of one model on several runtimes are
-    # compared on them (`scheduler.results.outputdiff`); empty for generate tasks.
-    output_sample: tuple[float, ...] = Field(default=(), max_length=256)
+    # The first process's outputs, all arrays flattened: every value up to OUTPUT_SAMPLE, else that many
+    # at evenly spaced positions (`drivers.measuring.outputs.output_sample`): rows of one model on several
+    # runtimes are compared on them (`scheduler.results.outputdiff`); empty for generate tasks.
+    output_sample: tuple[float, ...] = Field(default=(), max_length=OUTPUT_SAMPLE)
+    output_values: int = Field(default=0, ge=0)  # how many values the outputs held (the sample's whole)
     process_medians_ms: tuple[float, ...] = ()
     process_spread_pct: float = 0.0
     peak_load_ram_mb: float = Field(ge=0)

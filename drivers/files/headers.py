@@ -50,7 +50,14 @@ GGML_BLOCKS: Final = {
 }  # fmt: skip
 _MIN_KV: Final = 8 + 4 + 1  # an empty key, a type, one byte of value
 _MIN_TENSOR_INFO: Final = 8 + 4 + 4 + 8  # an empty name, no dims, a type, an offset
-_MAX_CONTEXTS: Final = 16  # a hostile file may name many context lengths: a few are kept, never all
+_MAX_INTS: Final = 32  # a hostile file may name many such keys: a few are kept, never all
+# `<architecture>.<suffix>` integers read (llama.cpp's llm_kv names, the same in llama, gemma3, qwen3,
+# qwen3moe, llama4 and gpt-oss files); the architecture is read from the file, never listed here
+INT_SUFFIXES: Final = (
+    ".context_length", ".attention.sliding_window", ".expert_count", ".expert_used_count",
+)  # fmt: skip
+CHAT_TEMPLATE: Final = "tokenizer.chat_template"
+PRESENCE: Final = frozenset({CHAT_TEMPLATE})
 
 
 def _bad(detail: str) -> TaskFailed:
@@ -166,10 +173,17 @@ class GgufHeader:
     Attributes:
         architecture: `general.architecture` ("llama"), or "" when the file names none.
         context_length: `<architecture>.context_length` (the tokens the model attends to), or None.
+        chat_template: whether `tokenizer.chat_template` is there (a chat prompt needs it).
+        sliding_window: `<architecture>.attention.sliding_window` (gemma3's local layers), or None.
+        experts: `<architecture>.expert_count` and `.expert_used_count` (llama4, gpt-oss, qwen3moe: a
+            mixture of experts), or None for a dense model.
     """
 
     architecture: str
     context_length: int | None
+    chat_template: bool = False
+    sliding_window: int | None = None
+    experts: tuple[int, int] | None = None
 
 
 def check_gguf(path: Path) -> GgufHeader:
@@ -191,7 +205,7 @@ def check_gguf(path: Path) -> GgufHeader:
             raise _bad(f"GGUF version {version} is not supported (only {sorted(GGUF_VERSIONS)})")
         tensors = reader.count("tensor count", _MIN_TENSOR_INFO)
         kvs = reader.count("metadata count", _MIN_KV)
-        architecture, ints = _gguf_metadata(reader, kvs)
+        architecture, ints, keys = _gguf_metadata(reader, kvs)
         alignment = ints.get("general.alignment", GGUF_DEFAULT_ALIGNMENT)
         if alignment <= 0 or alignment & (alignment - 1):
             raise _bad(f"GGUF alignment {alignment} is not a power of two")
@@ -205,31 +219,42 @@ def check_gguf(path: Path) -> GgufHeader:
                 f"GGUF tensor {name!r}: {nbytes} bytes at data offset {offset} end past the file"
                 f" ({size} bytes, data from {data_start})"
             )
-    return GgufHeader(architecture, ints.get(f"{architecture}.context_length"))
+    arch = architecture
+    experts, used = ints.get(f"{arch}.expert_count"), ints.get(f"{arch}.expert_used_count")
+    return GgufHeader(
+        architecture,
+        ints.get(f"{arch}.context_length"),
+        chat_template=CHAT_TEMPLATE in keys,
+        sliding_window=ints.get(f"{arch}.attention.sliding_window"),
+        experts=(experts, used or 0) if experts else None,
+    )
 
 
-def _gguf_metadata(reader: _Reader, kvs: int) -> tuple[str, dict[str, int]]:
-    """Walk the metadata: the architecture's name, `general.alignment` and the first context lengths."""
-    architecture, ints = "", dict[str, int]()
+def _gguf_metadata(reader: _Reader, kvs: int) -> tuple[str, dict[str, int], set[str]]:
+    """Walk the metadata: the architecture's name, `general.alignment`, the first few integers of the
+    architecture keys read (`INT_SUFFIXES`), and whether the keys `PRESENCE` name are there."""
+    architecture, ints, keys = "", dict[str, int](), set[str]()
     for _ in range(kvs):
         key = reader.string("metadata key").decode("utf-8", "replace")
         kind = reader.u32("metadata type")
         if key == "general.architecture" and kind == GGUF_STRING:
             architecture = reader.string("metadata string").decode("utf-8", "replace")[:80]
             continue
+        if key in PRESENCE:
+            keys.add(key)
         value = _gguf_value(reader, kind, 0)
         if isinstance(value, int) and (
-            key == "general.alignment" or (key.endswith(".context_length") and len(ints) < _MAX_CONTEXTS)
+            key == "general.alignment" or (key.endswith(INT_SUFFIXES) and len(ints) < _MAX_INTS)
         ):
             ints[key] = value
-    return architecture, ints
+    return architecture, ints, keys
 
 
 def _gguf_value(reader: _Reader, kind: int, depth: int) -> int | None:
     """Skip one metadata value; return it when it is an integer (general.alignment is one)."""
     if kind in GGUF_FIXED:
         raw = reader.take(GGUF_FIXED[kind], "metadata value")
-        return int.from_bytes(raw, "little") if kind in (4, 10) else None
+        return int.from_bytes(raw, "little") if kind in (4, 10) else None  # uint32, uint64
     if kind == GGUF_STRING:
         reader.skip(reader.count("string length", 1), "metadata string")
         return None

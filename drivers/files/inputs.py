@@ -138,6 +138,25 @@ def fed(
     return tuple(described)
 
 
+def fed_shapes(
+    sigs: Sequence[InputSig],
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    data: Sequence[InputData] = (),
+) -> dict[str, tuple[int, ...]]:
+    """The shape each input will be fed (`synthesize`'s): an input file's array's, else the job's
+    override or the documented defaults, so a runtime can compile for them before any feed exists.
+
+    Raises:
+        TaskFailed: INPUT, as `synthesize` would.
+    """
+    given = from_files(sigs, data)
+    shapes = shapes or {}
+    return {
+        s.name: tuple(given[s.name].shape) if s.name in given else resolve_shape(s, shapes.get(s.name))
+        for s in sigs
+    }
+
+
 def synthesize(
     sigs: Sequence[InputSig],
     shapes: Mapping[str, Sequence[int]] | None = None,

@@ -63,7 +63,8 @@ asked provider or device holds less than the task's `placement_share` of the nod
 strict task fails there with reason `fallback` and the shares in its detail, a lenient one is marked: its
 row's `Providers` reads `fallback: ...` with the shares, and `ReportEntry.complete` keeps it out of the
 matrix, the heatmap and `report --diff` (the cell shows the shares instead of a figure). The child also
-keeps up to 256 evenly spaced values of its first outputs (`Measurement.output_sample`); the submitter
+keeps its first outputs whole up to 65,536 values, else that many evenly spaced
+(`Measurement.output_sample`, with `output_values` their count); the submitter
 compares the rows of one model on them (`scheduler/results/outputdiff.py`, `OutputMaxDiff`: the largest
 difference against the model's first row, among rows fed alike: the same dtypes, shapes and fills in order,
 whatever each runtime names its inputs, `fed_alike`), so a runtime that computes something else is seen

@@ -23,7 +23,7 @@ from drivers.files.formats import check_model_file
 from drivers.files.inputs import fed, synthesize
 from drivers.measuring import device, frame, meters, telemetry
 from drivers.measuring.jobs import ChildJob
-from drivers.measuring.outputs import output_fingerprint, output_sample
+from drivers.measuring.outputs import output_fingerprint, output_sample, output_values
 from drivers.measuring.spawning import MIB, address_space_capped
 from drivers.measuring.stats import ci_within, warmed_up
 from drivers.measuring.sustain import Marks, sustained_runs
@@ -60,7 +60,16 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
     driver.prepare()
     if spec.memory_limit_mb is not None:
         frame.limit_memory(spec.memory_limit_mb)
-    options = LoadOptions(spec.threads, job.allow_code_models, job.cache_dir, job.fmt)
+    options = LoadOptions(
+        spec.threads,
+        job.allow_code_models,
+        job.cache_dir,
+        job.fmt,
+        precision=spec.precision,
+        dynamic_shapes=spec.dynamic_shapes,
+        input_shapes=spec.input_shapes,
+        input_data=spec.input_data,
+    )
     with tempfile.TemporaryDirectory(prefix="sark-converted-") as scratch:
         path, options, conversion = _guard(lambda: _converted(driver, path, options, Path(scratch)), spec)
         return _load_and_run(conn, driver, path, options, spec, at, conversion)
@@ -110,6 +119,7 @@ def _conditions(loaded: Loaded, versions: dict[str, str]) -> RunConditions:
         inter_op_threads=settings.inter_op_threads,
         spinning=settings.spinning,
         runtime_versions=versions,
+        runtime_settings=settings.runtime,
     )
 
 
@@ -182,6 +192,7 @@ def _inference_phase(
             first_inferences_ms=(first_ms,),
             output_fingerprints=(fingerprint,) if fingerprint else (),
             output_sample=output_sample(first_outputs),
+            output_values=output_values(first_outputs),
             mark_runs=tuple(marks.runs),
             mark_ms=tuple(marks.ms),
         )

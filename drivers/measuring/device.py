@@ -30,7 +30,7 @@ RUNTIME_DISTS: Final = {
     "openvino": ("openvino",),
     "ai-edge-litert": ("ai-edge-litert",),
     "executorch": ("executorch",),
-    "llama.cpp": ("llama-cpp-cffi",),
+    "llama.cpp": ("xllamacpp",),
     "numpy": ("numpy",),
     "nvidia-ml-py": ("nvidia-ml-py",),
 }

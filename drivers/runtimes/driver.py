@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from drivers.files.inputs import InputSig
-from protocol import ComputeUnit, ModelFormat, UnitStatus
+from protocol import ComputeUnit, InputData, ModelFormat, UnitStatus
 
 Feeds = Mapping[str, npt.NDArray[np.generic]]
 
@@ -30,12 +30,20 @@ class LoadOptions:
         allow_code_models: the owner opted in to formats that run code when loaded.
         cache_dir: where a runtime may keep compiled engines, or None.
         fmt: the model's format (None: from the file name).
+        precision: the precision asked of a runtime that offers the choice (None: its default).
+        dynamic_shapes: keep dynamic input dimensions when compiling (else: the shapes fed).
+        input_shapes: the job's shapes for inputs with dynamic dimensions (what will be fed).
+        input_data: the job's input arrays (their shapes are what will be fed).
     """
 
     threads: int | None = None
     allow_code_models: bool = False
     cache_dir: str | None = None
     fmt: ModelFormat | None = None
+    precision: str | None = None
+    dynamic_shapes: bool = False
+    input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    input_data: tuple[InputData, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,7 @@ class Settings:
     intra_op_threads: int | None = None
     inter_op_threads: int | None = None
     spinning: bool | None = None
+    runtime: dict[str, str] = field(default_factory=dict)  # the runtime's own settings, by its names
 
 
 class Loaded(Protocol):

@@ -5,17 +5,27 @@ The generate child (`drivers.measuring.genchild`) calls the same functions here 
 (`drivers.runtimes.genruntime`: `check_layout`, `device_for`, `prepare`, `check_context`, `load`,
 `versions`), and the
 loaded model answers `generate` with the same `RequestRecord`. Beside the harness's own clock, the
-run keeps llama.cpp's timers (`llama_perf_context`) over the timed requests: prompt tokens per second
-and generated tokens per second, as llama-bench reports pp and tg.
+run keeps llama.cpp's own timers over the timed requests (its server's `timings` of each request:
+prompt and generation tokens and their times), prompt tokens per second and generated tokens per
+second, as llama-bench reports pp and tg.
 
-Greedy decoding, one sequence, the KV cache cleared between requests. A prompt is put through the
-model's own chat template by llama.cpp (`llama_chat_apply_template`, no jinja).
+Each request goes to llama.cpp's server inside this process (xllamacpp's `Server`, no socket): one
+slot, greedy, streamed, each chunk stamped on the harness's clock as it arrives and carrying how many
+tokens were decoded by then (`timings_per_token`), so every token is timed and counted by llama.cpp
+itself. No prompt is cached between requests (`cache_prompt` off, no RAM cache): each is prefilled
+whole, as the KV cache was cleared between requests before. A chat prompt is put through the model's
+own chat template by llama.cpp (`llama_chat_apply_template`, no jinja), refused where the GGUF's
+header holds none.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,8 +50,12 @@ from protocol import (
 FORMATS: Final = frozenset({ModelFormat.GGUF})
 NS_PER_MS: Final = 1e6
 MAX_CONTEXT: Final = 4096  # the context a loaded model gets (its trained context, if smaller)
-PIECE_BYTES: Final = 256
-PERF_SOURCE: Final = "llama_perf_context"
+PERF_SOURCE: Final = "llama.cpp server timings"
+_NO_TEMPLATE: Final = "{}: chat asked for, but it has no chat template (give the job chat: false)"
+_ERROR: Final = re.compile(r"^\S+ E (.+)$")
+_NO_TIMERS: Final = RuntimeRates(
+    source=PERF_SOURCE, prompt_tokens=0, prompt_ms=0.0, eval_tokens=0, eval_ms=0.0
+)
 
 
 def device_for(unit: ComputeUnit) -> tuple[str | None, str]:
@@ -78,17 +92,21 @@ def check_layout(path: Path, fmt: ModelFormat) -> None:
 
 
 def check_context(path: Path, fmt: ModelFormat, spec: GenerateSpec) -> None:
-    """Refuse `max_new_tokens` at or beyond the model's context (from its bounded header).
+    """Refuse `max_new_tokens` at or beyond the model's context, and chat asked of a model whose GGUF
+    holds no chat template (both from its bounded header, before any load).
 
     Raises:
-        TaskFailed: INPUT naming both numbers, FORMAT for a lying header.
+        TaskFailed: INPUT naming both numbers or the missing template, FORMAT for a lying header.
     """
-    context = min(check_gguf(path).context_length or MAX_CONTEXT, MAX_CONTEXT)
+    header = check_gguf(path)
+    context = min(header.context_length or MAX_CONTEXT, MAX_CONTEXT)
     if spec.max_new_tokens >= context:
         raise TaskFailed(
             FailureReason.INPUT,
             f"max_new_tokens {spec.max_new_tokens} is not below {path.name}'s context of {context} tokens",
         )
+    if spec.chat and not header.chat_template:
+        raise TaskFailed(FailureReason.INPUT, _NO_TEMPLATE.format(path.name))
 
 
 def load(path: Path, fmt: ModelFormat, unit: ComputeUnit, threads: int | None = None) -> LoadedGguf:
@@ -105,47 +123,66 @@ def load(path: Path, fmt: ModelFormat, unit: ComputeUnit, threads: int | None = 
 
 
 def open_model(target: Target, path: Path, threads: int, context: int) -> LoadedGguf:
-    """Load a GGUF file and make its context; llama.cpp's log of the load says where layers went."""
+    """Load a GGUF file in llama.cpp's in-process server (its header checked first); llama.cpp's log
+    of the load says where the layers went.
+
+    Raises:
+        TaskFailed: FORMAT for a lying header, LOAD with llama.cpp's first error line.
+    """
+    header = check_gguf(path)
     bound = target.bound
-    lib, ffi = bound.lib, bound.ffi
-    bound.take_log()
-    params = lib.llama_model_default_params()
+    params = bound.module.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = min(header.context_length or context, context)
+    params.n_batch = params.n_ctx  # a prompt is one batch, as llama-bench's pp
+    params.n_parallel, params.n_threads_http = 1, 1
     params.n_gpu_layers = llamacpp.ALL_LAYERS if target.offload else 0
-    raw = lib.llama_model_load_from_file(str(path).encode(), params)
-    log = bound.take_log()
-    if raw == ffi.NULL:
-        raise TaskFailed(FailureReason.LOAD, f"{path.name}: llama.cpp: {_last_error(log)}")
-    model = ffi.gc(raw, lib.llama_model_free)  # freed when let go (a timed reload lets the last one go)
-    n_ctx = min(int(lib.llama_model_n_ctx_train(model)) or context, context)
-    cparams = lib.llama_context_default_params()
-    cparams.n_ctx, cparams.n_batch = n_ctx, n_ctx
-    cparams.n_threads, cparams.n_threads_batch = threads, threads
-    cparams.no_perf = False
-    raw_ctx = lib.llama_init_from_model(model, cparams)
-    if raw_ctx == ffi.NULL:
-        raise TaskFailed(
-            FailureReason.LOAD, f"{path.name}: llama.cpp context: {_last_error(bound.take_log())}"
-        )
-    ctx = ffi.gc(raw_ctx, lambda c, held=model: lib.llama_free(c))  # the model outlives its context
-    layers = llamacpp.layers_on(log)
-    return LoadedGguf(bound, model, ctx, path.name, llamacpp.placement(layers, target.device), threads)
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
+    params.warmup = False  # the harness warms up itself, untimed
+    params.ctx_shift = False  # a request past the context ends there, never shifts it
+    params.cache_ram_mib = 0  # no prompt kept between requests (each request is prefilled whole)
+    params.use_jinja = False  # the model's template through llama_chat_apply_template, as llama-cli
+    params.api_keys = [secrets.token_hex(16)]  # its loopback port answers no one (calls here pass)
+    params.verbosity = bound.verbosity()
+    server = None
+    # "Failed to init server" (a RuntimeError) says nothing: the reason is llama.cpp's log
+    with bound.captured() as log, contextlib.suppress(RuntimeError):
+        server = bound.module.Server(params)
+    if server is None:
+        raise TaskFailed(FailureReason.LOAD, f"{path.name}: llama.cpp: {_first_error(log)}")
+    where = llamacpp.placement(llamacpp.layers_on(log), target.device)
+    return LoadedGguf(bound, server, path.name, where, threads, params.n_ctx, header.chat_template)
 
 
-def _last_error(log: list[str]) -> str:
+def _first_error(log: list[str]) -> str:
+    """llama.cpp's first error line (its level letter "E"), else its last line."""
+    errors = [m.group(1) for line in log if (m := _ERROR.match(line))]
     lines = [line.strip() for line in log if line.strip()]
-    return lines[-1] if lines else "the model did not load"
+    return (errors or lines or ["the model did not load"])[0 if errors else -1][:300]
+
+
+@dataclass
+class _Stream:
+    """One streamed request's chunks, each with the clock when it arrived (ns)."""
+
+    chunks: list[tuple[int, str]] = field(default_factory=list)
+
+    def __call__(self, chunk: str) -> None:
+        self.chunks.append((time.perf_counter_ns(), chunk))
 
 
 @dataclass
 class LoadedGguf:
-    """A GGUF model and its context on one llama.cpp device, answering prompts one at a time."""
+    """A GGUF model in llama.cpp's in-process server on one device, answering prompts one at a time."""
 
     bound: Binding
-    model: Any
-    ctx: Any
+    server: Any
     name: str
     where: Placement
     n_threads: int
+    n_ctx: int
+    chat_template: bool
+    timers: RuntimeRates = field(default_factory=lambda: _NO_TIMERS)
 
     def placement(self) -> Placement:
         """Where llama.cpp assigned the layers (read from its load log)."""
@@ -156,147 +193,140 @@ class LoadedGguf:
         return self.n_threads
 
     def close(self) -> None:
-        """Free the context, then the model (each at most once)."""
-        self.bound.ffi.release(self.ctx)
-        self.bound.ffi.release(self.model)
+        """Let the server go: its loop ends and the model is freed."""
+        self.server = None
 
     def reset_rates(self) -> None:
         """Start llama.cpp's timers again (before the timed requests)."""
-        self.bound.lib.llama_perf_context_reset(self.ctx)
+        self.timers = _NO_TIMERS
 
     def rates(self) -> RuntimeRates:
-        """llama.cpp's timers since the last reset: prompt and generation tokens and their times."""
-        perf = self.bound.lib.llama_perf_context(self.ctx)
-        return RuntimeRates(
-            source=PERF_SOURCE,
-            prompt_tokens=int(perf.n_p_eval),
-            prompt_ms=float(perf.t_p_eval_ms),
-            eval_tokens=int(perf.n_eval),
-            eval_ms=float(perf.t_eval_ms),
-        )
+        """llama.cpp's timers since the last reset: prompt and generation tokens and their times.
 
-    def tokenize(self, text: bytes) -> list[int]:
-        """`text`'s tokens (special tokens parsed, BOS added where the vocabulary asks for it)."""
-        lib, ffi = self.bound.lib, self.bound.ffi
-        vocab = lib.llama_model_get_vocab(self.model)
-        size = len(text) + 16
-        buf = ffi.new("llama_token[]", size)
-        n = lib.llama_tokenize(vocab, text, len(text), buf, size, True, True)
-        if n < 0:
-            size = -n
-            buf = ffi.new("llama_token[]", size)
-            n = lib.llama_tokenize(vocab, text, len(text), buf, size, True, True)
-        return list(buf[0:n])
-
-    def prompt_text(self, prompt: Prompt, chat: bool) -> bytes:
-        """The prompt as the model sees it: through its chat template when `chat` is set."""
-        if not chat:
-            return prompt.text.encode()
-        lib, ffi = self.bound.lib, self.bound.ffi
-        template = lib.llama_model_chat_template(self.model, ffi.NULL)
-        if template == ffi.NULL:
-            raise TaskFailed(FailureReason.INPUT, f"{self.name}: chat asked for, but it has no chat template")
-        turns = prompt.messages or (ChatMessage(role="user", content=prompt.text),)
-        keep = [(ffi.new("char[]", t.role.encode()), ffi.new("char[]", t.content.encode())) for t in turns]
-        messages = ffi.new("struct llama_chat_message[]", len(keep))
-        for i, (role, content) in enumerate(keep):
-            messages[i].role, messages[i].content = role, content
-        size = 2 * sum(len(t.content) + 32 for t in turns) + 256
-        for _ in range(2):
-            buf = ffi.new("char[]", size)
-            n = lib.llama_chat_apply_template(template, messages, len(keep), True, buf, size)
-            if n < 0:
-                raise TaskFailed(
-                    FailureReason.INPUT, f"{self.name}: llama.cpp cannot apply its chat template"
-                )
-            if n <= size:
-                return bytes(ffi.buffer(buf, n))
-            size = n
-        raise TaskFailed(FailureReason.INTERNAL, f"{self.name}: the chat template's length changed")
+        llama.cpp's server counts the first token (sampled from the prompt's logits) among the
+        predicted ones but times generation from it: the generation tokens here are those its
+        generation time covers, one fewer per request.
+        """
+        return self.timers
 
     def first_token(self, text: bytes) -> int:
-        """Decode `text` and sample one greedy token (the probe's run).
+        """Decode `text` and sample one greedy token (the probe's run); the tokens generated.
 
         Raises:
-            TaskFailed: CRASHED when the decode fails.
+            TaskFailed: CRASHED when the request fails.
         """
-        new, _ = self._decode(self.tokenize(text), 1, ignore_eos=True)
-        return new[0]
+        stream = self._ask({"prompt": text.decode(errors="replace")}, 1, ignore_eos=True, chat=False)
+        return len(_read(stream, self.name).stamps)
 
     def generate(self, prompt: Prompt, spec: GenerateSpec) -> RequestRecord:
-        """One greedy request, every output token timed from the first decode call.
+        """One greedy request, every output token timed from the request's start.
 
         Raises:
-            TaskFailed: INPUT when the prompt plus `max_new_tokens` exceed the context, CRASHED when a
-                decode fails.
+            TaskFailed: INPUT when the prompt plus `max_new_tokens` exceed the context or chat is asked
+                of a model without a template, CRASHED when the request fails.
         """
-        tokens = self.tokenize(self.prompt_text(prompt, spec.chat))
         max_new = prompt.output_tokens or spec.max_new_tokens
-        context = int(self.bound.lib.llama_n_ctx(self.ctx))
-        if len(tokens) + max_new > context:
+        if spec.chat and not self.chat_template:
+            raise TaskFailed(FailureReason.INPUT, _NO_TEMPLATE.format(self.name))
+        turns = prompt.messages or (ChatMessage(role="user", content=prompt.text),)
+        body: dict[str, object] = (
+            {"messages": [{"role": t.role, "content": t.content} for t in turns]}
+            if spec.chat
+            else {"prompt": prompt.text}
+        )
+        start_ns = time.perf_counter_ns()
+        read = _read(self._ask(body, max_new, spec.ignore_eos, spec.chat), self.name)
+        if read.prompt_tokens + max_new > self.n_ctx:
             raise TaskFailed(
                 FailureReason.INPUT,
-                f"prompt {prompt.id}: {len(tokens)} prompt tokens + max_new_tokens {max_new} "
-                f"exceed the context of {context} tokens",
+                f"prompt {prompt.id}: {read.prompt_tokens} prompt tokens + max_new_tokens {max_new} "
+                f"exceed the context of {self.n_ctx} tokens",
             )
-        start_ns = time.perf_counter_ns()
-        new, stamps = self._decode(tokens, max_new, spec.ignore_eos)
-        times = tuple((t - start_ns) / NS_PER_MS for t in stamps)
+        self.timers = self.timers.plus(read.timers)
+        times = tuple((t - start_ns) / NS_PER_MS for t in read.stamps)
         return RequestRecord(
             prompt_id=prompt.id,
-            prompt_tokens=len(tokens),
-            output_tokens=len(new),
+            prompt_tokens=read.prompt_tokens,
+            output_tokens=len(times),
             ttft_ms=times[0] if times else None,
             ttfo_ms=times[0] if times else None,
             chunks=len(times),
-            counted_tokens=len(new),
+            counted_tokens=len(times),
             token_source=f"tokenizer:{self.name}",  # the harness adds the model's digest (its revision)
             input_tokens_asked=prompt.input_tokens,
             output_tokens_asked=prompt.output_tokens,
             dataset_seed=spec.dataset_seed,
             e2e_ms=times[-1] if times else (time.perf_counter_ns() - start_ns) / NS_PER_MS,
             token_times_ms=times,
-            output_text=self.detokenize(new),
+            output_text=read.text,
             tokens_counted=True,
         )
 
-    def _decode(self, tokens: list[int], max_new: int, ignore_eos: bool) -> tuple[list[int], list[int]]:
-        """Greedy tokens after `tokens` (an end-of-generation token included, then stop unless
-        `ignore_eos`), and the clock at each (ns)."""
-        lib, ffi = self.bound.lib, self.bound.ffi
-        vocab = lib.llama_model_get_vocab(self.model)
-        lib.llama_kv_cache_clear(self.ctx)
-        sampler = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
-        lib.llama_sampler_chain_add(sampler, lib.llama_sampler_init_greedy())
-        new: list[int] = []
-        stamps: list[int] = []
-        feed = ffi.new("llama_token[]", tokens)
-        batch = lib.llama_batch_get_one(feed, len(tokens))
+    def _ask(self, body: dict[str, object], max_new: int, ignore_eos: bool, chat: bool) -> _Stream:
+        """One streamed, greedy request to the server; its chunks as they came."""
+        request = body | {
+            "n_predict": max_new,
+            "stream": True,
+            "temperature": 0.0,
+            "top_k": 1,
+            "ignore_eos": ignore_eos,
+            "cache_prompt": False,  # each request prefilled whole: the KV cache cleared between them
+            "timings_per_token": True,  # each chunk says how many tokens were decoded by then
+            "stream_options": {"include_usage": True},  # the last chunk counts them too
+        }
+        stream = _Stream()
+        handle = self.server.handle_chat_completions if chat else self.server.handle_completions
         try:
-            while len(new) < max_new:
-                if lib.llama_decode(self.ctx, batch) != 0:
-                    raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama_decode failed")
-                token = int(lib.llama_sampler_sample(sampler, self.ctx, -1))
-                stamps.append(time.perf_counter_ns())
-                new.append(token)
-                if lib.llama_vocab_is_eog(vocab, token) and not ignore_eos:
-                    break
-                feed = ffi.new("llama_token[]", [token])
-                batch = lib.llama_batch_get_one(feed, 1)
-        finally:
-            lib.llama_sampler_free(sampler)
-        return new, stamps
+            handle(json.dumps(request), stream)
+        except Exception as exc:  # the server's own refusal (a prompt past the context...)
+            raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama.cpp: {exc}") from exc
+        return stream
 
-    def detokenize(self, tokens: list[int]) -> str:
-        """The text of generated tokens, special tokens left out (as `skip_special_tokens`)."""
-        lib, ffi = self.bound.lib, self.bound.ffi
-        vocab = lib.llama_model_get_vocab(self.model)
-        piece = ffi.new("char[]", PIECE_BYTES)
-        parts = []
-        for token in tokens:
-            n = lib.llama_token_to_piece(vocab, token, piece, PIECE_BYTES, 0, False)
-            parts.append(bytes(ffi.buffer(piece, n)) if n > 0 else b"")
-        return b"".join(parts).decode(errors="replace")
 
+@dataclass(frozen=True)
+class _Read:
+    stamps: list[int]
+    text: str
+    prompt_tokens: int
+    timers: RuntimeRates
+
+
+def _read(stream: _Stream, name: str) -> _Read:
+    """A request's tokens, each at the clock of the chunk that brought it (a chunk says how many tokens
+    were decoded by then: one that brings two, a piece of a character held back, stamps both), its
+    text, and llama.cpp's timings of it.
+
+    Raises:
+        TaskFailed: CRASHED for an error chunk or a count that disagrees with the server's own.
+    """
+    stamps: list[int] = []
+    parts: list[str] = []
+    last: dict[str, Any] = {}
+    for at, raw in stream.chunks:
+        chunk = json.loads(raw)
+        if not isinstance(chunk, dict) or "error" in chunk:
+            raise TaskFailed(FailureReason.CRASHED, f"{name}: llama.cpp: {str(chunk)[:300]}")
+        choice = (chunk.get("choices") or [{}])[0]
+        parts.append(choice.get("text") or (choice.get("delta") or {}).get("content") or "")
+        decoded = int((chunk.get("timings") or {}).get("predicted_n", len(stamps)))
+        stamps.extend([at] * (decoded - len(stamps)))
+        last = chunk
+    usage, timings = last.get("usage") or {}, last.get("timings") or {}
+    counted = usage.get("completion_tokens", len(stamps))
+    if not timings or counted != len(stamps) or timings.get("predicted_n") != len(stamps):
+        raise TaskFailed(
+            FailureReason.CRASHED,
+            f"{name}: llama.cpp's count of the tokens ({counted}) or its timings disagree with its "
+            f"chunks ({len(stamps)} tokens)",
+        )
+    prompt_tokens = int(timings["prompt_n"]) + int(timings.get("cache_n", 0))
+    timers = RuntimeRates(
+        source=PERF_SOURCE,
+        prompt_tokens=int(timings["prompt_n"]),
+        prompt_ms=float(timings["prompt_ms"]),
+        eval_tokens=max(int(timings["predicted_n"]) - 1, 0),
+        eval_ms=float(timings["predicted_ms"]),
+    )
+    return _Read(stamps, "".join(parts), int(usage.get("prompt_tokens", prompt_tokens)), timers)
 
 __all__ = ["LoadedGguf", "check_context", "check_layout", "device_for", "load", "open_model", "versions"]

@@ -1,34 +1,39 @@
-"""llama.cpp through llama-cpp-cffi: the binding of `CPU (llama.cpp)` and `GPU (llama.cpp)`, its
-log, and the layers' placement read from it.
+"""llama.cpp through xllamacpp: the binding of `CPU (llama.cpp)` and `GPU (llama.cpp)`, its log, and
+the layers' placement read from it.
 
-llama-cpp-cffi ships llama.cpp's C API as three cffi extension modules inside its `llama` package:
-`_llama_cpp_cpu` (CPU), `_llama_cpp_cuda_12_6_3` (CUDA) and `_llama_cpp_vulkan_1_x` (Vulkan). The
-package's own `__init__` imports transformers and jinja2 and picks a build by itself; here the
-extension module of the unit asked for is loaded directly from its file (found with `find_spec`,
-the package never imported), so the child stays light.
+xllamacpp (one abi3 extension module, llama.cpp of 2026 built in: gemma3, qwen3, llama4, gpt-oss...)
+runs llama.cpp's server in-process: a `Server` made from `CommonParams` loads the model, and
+`handle_completions` / `handle_chat_completions` stream each token's chunk to a Python callback with
+llama.cpp's own timings. Its CPU wheel holds the CPU backend only; its CUDA wheels (same package name,
+from xllamacpp's own index) list a CUDA device. Importing it imports nothing else heavy (no
+transformers, jinja2 or torch), so the child stays light.
 
-A GPU unit whose GPU builds cannot load here (no libcuda, no libvulkan) runs as llama-cpp-cffi's own
-loader does after that ImportError: on the CPU build, every layer still asked onto the GPU. llama.cpp
-then puts every layer on the CPU without a word of warning (measured: SmolLM2-135M, 31 of 31 layers
-"assigned to device CPU", no "offloaded" line): the silent fallback the field complains of. Here it
-is never silent: the asked device is "GPU", the layers' placement is read from llama.cpp's log, and
-the run is a `fallback` with GPU 0 % (the probe lists the unit unusable for that reason).
+A GPU unit where the installed build lists no GPU device runs on the CPU backend with every layer
+still asked onto the GPU (`n_gpu_layers`): llama.cpp then puts every layer on the CPU without a word
+of warning, the silent fallback the field complains of. Here it is never silent: the asked device is
+"GPU", the layers' placement is read from llama.cpp's log, and the run is a `fallback` with GPU 0 %
+(the probe lists the unit unusable for that reason).
 
-llama.cpp's log goes to a callback that keeps its lines (none reach the terminal): where each layer
-was assigned ("layer N assigned to device CUDA0") is read from it, so placement is what llama.cpp
-did, not what was asked.
+llama.cpp's log (llama.cpp's `common_log`, written to stderr by its own thread) is caught during a
+load: stderr's file descriptor is pointed at a temporary file, the log at debug verbosity (where
+"layer N assigned to device CUDA0" is written), drained (`common_log_pause` joins its writer thread
+after the queued lines, `common_log_resume` starts it again), then quieted to errors so that no
+request writes a line. Placement is what llama.cpp did, not what was asked. The log's functions are
+C++ symbols of the extension module (Itanium-mangled, as on Linux and macOS); where they are absent,
+no layer is read and every run is a fallback that says so.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
-import glob
-import importlib.machinery
 import importlib.util
+import os
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Final
 
 from drivers.runtimes.driver import Placement
@@ -36,58 +41,84 @@ from drivers.runtimes.missing import FROZEN, not_installed
 from protocol import ComputeUnit
 
 UNITS: Final = (ComputeUnit.CPU_LLAMACPP, ComputeUnit.GPU_LLAMACPP)
-DIST: Final = "llama-cpp-cffi"
-PINNED: Final = "0.4.20"  # 0.4.31 and later need GCC 14's libstdc++ (not on Debian 12)
-CPU_BUILD: Final = "_llama_cpp_cpu"
-GPU_BUILDS: Final = ("_llama_cpp_cuda_12_6_3", "_llama_cpp_vulkan_1_x")
+DIST: Final = "xllamacpp"
 CPU_DEVICE: Final = "CPU"
-NO_GPU_DEVICE: Final = "GPU"  # the device a GPU unit asks for when no GPU build runs here
+NO_GPU_DEVICE: Final = "GPU"  # the device a GPU unit asks for when the installed build has no GPU
 ALL_LAYERS: Final = 999  # n_gpu_layers: every layer that can be offloaded
-LOG_LINES: Final = 4096  # the log kept in memory (the load writes about 150 lines)
-_LAYER: Final = re.compile(r"layer\s+(\d+) assigned to device (\S+)")
+LOAD_VERBOSITY: Final = 5  # "layer N assigned to device" is a debug line: written at 5 (none at 4, measured)
+QUIET_VERBOSITY: Final = 1  # errors only: no request writes a line
+LOG_BYTES: Final = 4 << 20  # the load's log read back (a load writes about 40 KB)
+_LAYER: Final = re.compile(r"layer\s+(\d+) assigned to device ([^\s,]+)")
+# common/log.h's functions, as GCC and Clang mangle them
+_LOG_MAIN: Final = "_Z15common_log_mainv"
+_LOG_PAUSE: Final = "_Z16common_log_pauseP10common_log"
+_LOG_RESUME: Final = "_Z17common_log_resumeP10common_log"
+_LOG_THOLD: Final = "_Z30common_log_set_verbosity_tholdi"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Binding:
-    """One llama.cpp build loaded in this process, its log kept.
+    """xllamacpp loaded in this process, with the handles of llama.cpp's log.
 
     Attributes:
-        lib: the cffi `lib` (llama.cpp's C functions).
-        ffi: the cffi `ffi` (types, buffers, strings).
-        build: the extension module's name (`_llama_cpp_cpu`...).
-        device: the ggml device the unit runs on ("CPU", "CUDA0", "Vulkan0").
-        log: llama.cpp's log lines since the last `take_log`.
+        module: the `xllamacpp` module (`CommonParams`, `Server`).
+        log: llama.cpp's log functions (ctypes), or None where the build does not export them.
     """
 
-    lib: Any
-    ffi: Any
-    build: str
-    device: str
-    log: list[str] = field(default_factory=list)
-    callback: Any = None  # the cffi callback, kept alive as long as llama.cpp may call it
+    module: Any
+    log: Any
 
-    def take_log(self) -> list[str]:
-        """The log lines written since the last call (and forget them)."""
-        lines, self.log[:] = list(self.log), []
-        return lines
+    @property
+    def build(self) -> str:
+        """The binding and its version ("xllamacpp 2026.10.11549"): llama.cpp is built into it."""
+        return f"{DIST} {self.module.__version__}"
 
     def system_info(self) -> str:
         """llama.cpp's own account of the build, shortened: the CPU features it was compiled with
         ("CPU : SSE3 = 1 | AVX = 1 | ..." -> "SSE3 AVX ...")."""
-        text = str(self.ffi.string(self.lib.llama_print_system_info()).decode(errors="replace"))
+        text = str(self.module.get_system_info())
         return " ".join(m.group(1) for m in re.finditer(r"(\w+) = 1", text))
+
+    def devices(self) -> list[tuple[str, str]]:
+        """ggml's devices in this build: (name, "CPU" or "GPU"...), as llama.cpp lists them."""
+        listed = self.module.get_device_info()
+        return [(str(d["name"]), str(d["type"].name).rsplit("_", 1)[-1]) for d in listed]
+
+    def verbosity(self) -> int:
+        """The verbosity a load runs at: debug where the log is read back, else llama.cpp's default."""
+        return LOAD_VERBOSITY if self.log is not None else 3
+
+    @contextlib.contextmanager
+    def captured(self) -> Iterator[list[str]]:
+        """llama.cpp's log lines written inside the block (filled when it ends), then the log quieted."""
+        lines: list[str] = []
+        with tempfile.TemporaryFile() as sink:
+            saved = os.dup(2)
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield lines
+            finally:
+                if self.log is not None:
+                    handle = self.log.main()
+                    self.log.pause(handle)  # its writer thread joined after every queued line
+                    self.log.resume(handle)
+                    self.log.thold(QUIET_VERBOSITY)
+                os.dup2(saved, 2)
+                os.close(saved)
+                sink.seek(0)
+                lines.extend(sink.read(LOG_BYTES).decode(errors="replace").splitlines())
 
 
 @dataclass(frozen=True)
 class Target:
-    """The build a llama.cpp unit runs on and the device its layers are asked onto.
+    """The device a llama.cpp unit runs on and the device its layers are asked onto.
 
     Attributes:
-        bound: the loaded build.
+        bound: the loaded binding.
         device: the device asked for: "CPU", the GPU build's device ("CUDA0", "Vulkan0"), or
-            `NO_GPU_DEVICE` when a GPU unit runs on the CPU build because no GPU build runs here.
+            `NO_GPU_DEVICE` when a GPU unit runs on the CPU backend because the build has no GPU.
         offload: every layer asked onto the GPU (`n_gpu_layers`), as on any GPU unit.
-        missing: why no GPU build runs here (each build with its error), when the CPU build stands in.
+        missing: why no GPU device runs here, when the CPU backend stands in.
     """
 
     bound: Binding
@@ -97,90 +128,64 @@ class Target:
 
 
 def missing_runtime() -> str:
-    """Why llama.cpp cannot run here ("" when llama-cpp-cffi is installed)."""
-    if importlib.util.find_spec("llama") is not None:
+    """Why llama.cpp cannot run here ("" when xllamacpp is installed)."""
+    if importlib.util.find_spec(DIST) is not None:
         return ""
     if FROZEN:
-        return not_installed([DIST], "llamacpp", "the llama.cpp units")
-    return (
-        f"{DIST} not installed (pip install -e '.[llamacpp]' && pip install --no-deps {DIST}=={PINNED}: "
-        "its declared dependencies pin transformers<5)"
-    )
+        return not_installed([DIST], "llamacpp", "the llama.cpp units", frozen=FROZEN)
+    return f"{DIST} not installed (pip install -e '.[llamacpp]')"
 
 
 def binding(unit: ComputeUnit) -> tuple[Target | None, str]:
-    """The build `unit` runs on, loaded once per process, or None and why not: the CPU unit's, a GPU
-    build with a GPU device, else (a GPU unit) the CPU build standing in, as llama-cpp-cffi's own
-    loader falls back, with why no GPU build runs."""
+    """The device `unit` runs on, the binding loaded once per process, or None and why not: the CPU
+    device, a GPU device of the installed build, else (a GPU unit) the CPU backend standing in with
+    every layer asked onto the GPU, and why no GPU device runs."""
     reason = missing_runtime()
     if reason:
         return None, reason
-    if unit == ComputeUnit.CPU_LLAMACPP:
-        cpu, why = _try(CPU_BUILD)
-        return (Target(cpu, cpu.device, offload=False), "") if cpu else (None, why)
-    reasons = []
-    for build in GPU_BUILDS:
-        loaded, why = _try(build)
-        if loaded is None:
-            reasons.append(why)
-        elif loaded.device:
-            return Target(loaded, loaded.device, offload=True), ""
-        else:
-            reasons.append(f"{build}: no GPU device (ggml lists {', '.join(_devices(loaded)) or 'none'})")
-    cpu, why = _try(CPU_BUILD)
-    if cpu is None:
-        return None, "; ".join([*reasons, why])
-    return Target(cpu, NO_GPU_DEVICE, offload=True, missing="; ".join(reasons)), ""
-
-
-def _try(build: str) -> tuple[Binding | None, str]:
-    """One build loaded, or None and the error of the shared library it could not load."""
     try:
-        return _load(build), ""
-    except ImportError as exc:  # a shared library the build needs is not on this machine
-        return None, f"{build}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        bound = _load()
+    except ImportError as exc:  # a shared library the build needs (libcuda...) is not on this machine
+        return None, f"{DIST}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    devices = bound.devices()
+    if unit == ComputeUnit.CPU_LLAMACPP:
+        cpu = next((name for name, kind in devices if kind == "CPU"), "")
+        return (Target(bound, cpu, offload=False), "") if cpu else (None, f"{DIST}: ggml lists no CPU device")
+    gpu = next((name for name, kind in devices if kind in ("GPU", "IGPU")), "")
+    if gpu:
+        return Target(bound, gpu, offload=True), ""
+    listed = ", ".join(name for name, _ in devices) or "none"
+    missing = f"{DIST}'s build here has no GPU device (ggml lists {listed}; its CUDA wheels do)"
+    return Target(bound, NO_GPU_DEVICE, offload=True, missing=missing), ""
+
+
+@dataclass(frozen=True)
+class _Log:
+    main: Any
+    pause: Any
+    resume: Any
+    thold: Any
 
 
 @functools.cache
-def _load(build: str) -> Binding:
-    """Load one extension module from its file, route its log, and initialise its backends."""
-    folder = importlib.util.find_spec("llama")
-    locations = list(folder.submodule_search_locations or []) if folder else []
-    files = [f for where in locations for f in glob.glob(str(Path(where) / f"{build}*.so"))]
-    if not files:
-        raise ImportError(f"{build} is not in the installed {DIST}")
-    name = f"llama.{build}"
-    loader = importlib.machinery.ExtensionFileLoader(name, files[0])
-    spec = importlib.util.spec_from_file_location(name, files[0], loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    lib, ffi = module.lib, module.ffi
-    bound = Binding(lib=lib, ffi=ffi, build=build, device="")
+def _load() -> Binding:
+    """Import xllamacpp and find llama.cpp's log functions in its extension module."""
+    import xllamacpp
 
-    @ffi.callback("void(enum ggml_log_level, const char *, void *)")  # type: ignore[untyped-decorator]
-    def keep(level: int, text: Any, user: Any) -> None:
-        if len(bound.log) < LOG_LINES:
-            bound.log.append(ffi.string(text).decode(errors="replace"))
-
-    bound.callback = keep
-    lib.llama_log_set(keep, ffi.NULL)
-    lib.llama_backend_init()
-    kind = lib.GGML_BACKEND_DEVICE_TYPE_CPU if build == CPU_BUILD else lib.GGML_BACKEND_DEVICE_TYPE_GPU
-    bound.device = next((n for n, t in _typed_devices(bound) if t == kind), "")
-    return bound
+    return Binding(module=xllamacpp, log=_log_functions(xllamacpp.xllamacpp.__file__))
 
 
-def _typed_devices(bound: Binding) -> list[tuple[str, int]]:
-    lib, ffi = bound.lib, bound.ffi
-    devices = [lib.ggml_backend_dev_get(i) for i in range(lib.ggml_backend_dev_count())]
-    return [
-        (ffi.string(lib.ggml_backend_dev_name(d)).decode(), lib.ggml_backend_dev_type(d)) for d in devices
-    ]
-
-
-def _devices(bound: Binding) -> list[str]:
-    return [name for name, _ in _typed_devices(bound)]
+def _log_functions(path: str) -> _Log | None:
+    try:
+        lib = ctypes.CDLL(path)
+        names = (_LOG_MAIN, _LOG_PAUSE, _LOG_RESUME, _LOG_THOLD)
+        main, pause, resume, thold = (getattr(lib, name) for name in names)
+    except (OSError, AttributeError):  # another build, another mangling: placement is then unread
+        return None
+    main.restype, main.argtypes = ctypes.c_void_p, []
+    pause.argtypes = resume.argtypes = [ctypes.c_void_p]
+    thold.argtypes = [ctypes.c_int]
+    return _Log(main, pause, resume, thold)
 
 
 def layers_on(log: Iterable[str]) -> dict[str, int]:
@@ -212,7 +217,7 @@ def versions() -> dict[str, str]:
     """The binding's version (llama.cpp itself is built into it)."""
     import importlib.metadata
 
-    return {"llama.cpp": importlib.metadata.version(DIST)}
+    return {"llama.cpp": importlib.metadata.version(DIST)}  # xllamacpp's (llama.cpp is built into it)
 
 
 __all__ = [

@@ -8,9 +8,19 @@ only after the probe model (the ONNX driver's 1-node Relu) compiled on that very
 Relu's answer, with the compiled model naming that device, alone, as where it executes. The model is
 compiled on the plain device, never on `AUTO` (which picks the CPU silently when the GPU is missing):
 an op the device lacks fails the load with OpenVINO's reason instead of running elsewhere.
-On the CPU the model runs in f32 (`INFERENCE_PRECISION_HINT`): OpenVINO's CPU plugin otherwise runs
-bf16 wherever the CPU has bf16 instructions (AVX512_BF16, AMX), so the same fp32 model would give
-other answers (0.03 apart from ONNX Runtime's on a convnet) and other timings on such a machine.
+On the CPU the model runs in f32 (`INFERENCE_PRECISION_HINT`) unless the job asks another precision
+(`precision: bf16`, `f16`): OpenVINO's CPU plugin otherwise runs bf16 wherever the CPU has bf16
+instructions (AVX512_BF16, AMX), so the same fp32 model would give other answers (0.03 apart from ONNX
+Runtime's on a convnet) and other timings (0.66-0.73 of f32's) on such a machine; a job that wants
+what OpenVINO's users get there asks for bf16, and the row says which ran.
+
+A model with dynamic input dimensions is reshaped to the shapes the job feeds before it is compiled
+(`drivers.files.inputs.fed_shapes`: the campaign's files, its `input_shapes`, else the documented
+defaults), as OpenVINO's guidance and its `benchmark_app` run it: compiled as read, dynamic, it ran
+1.18-1.32 times as long on three third-party models, so an "ONNX Runtime against OpenVINO" row
+compared OpenVINO at a handicap. A job that asks `dynamic_shapes: true` keeps them dynamic. The row
+records what the compiled model reports (`Settings.runtime`: precision, performance hint, streams,
+the requests it would run at once, the shapes compiled for).
 
 Placement is read from the compiled model's runtime (executed) graph: each executed node and the
 device that runs it (a HETERO node's `affinity`, else the compiled model's execution device), the
@@ -19,6 +29,7 @@ graph's own bookkeeping (inputs, outputs, constants) left out.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import io
@@ -28,7 +39,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from drivers.errors import TaskFailed
-from drivers.files.inputs import Dim, InputSig
+from drivers.files.inputs import Dim, InputSig, fed_shapes
 from drivers.runtimes.driver import Feeds, LoadOptions, Placement, Settings
 from drivers.runtimes.missing import not_installed
 from drivers.runtimes.notices import dropping
@@ -40,6 +51,13 @@ DEVICES: Final = {
     ComputeUnit.CPU_OPENVINO: "CPU",
     ComputeUnit.GPU_OPENVINO: "GPU",
     ComputeUnit.NPU_OPENVINO: "NPU",
+}
+# The compiled model's properties a row records (`Settings.runtime`): our name -> OpenVINO's.
+RECORDED: Final = {
+    "precision": "INFERENCE_PRECISION_HINT",
+    "hint": "PERFORMANCE_HINT",
+    "streams": "NUM_STREAMS",
+    "optimal_requests": "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
 }
 # Runtime-graph layer types that are the graph's bookkeeping, not work placed on a device.
 BOOKKEEPING: Final = frozenset({"Input", "Output", "Parameter", "Result", "Constant"})
@@ -158,47 +176,85 @@ class OpenvinoDriver:
         return ir, f"torch.export .pt2 to OpenVINO IR (fp32) by openvino {_ov().get_version()}"
 
     def load(self, path: Path, options: LoadOptions) -> OpenvinoLoaded:
-        """Read the .onnx (or the IR a conversion wrote) and compile it on this unit's device (threads
-        and cache as asked)."""
+        """Read the .onnx (or the IR a conversion wrote), reshape its dynamic inputs to the shapes the
+        job feeds (unless it keeps them dynamic), and compile it on this unit's device (precision,
+        threads and cache as asked).
+
+        Raises:
+            TaskFailed: LOAD with OpenVINO's reason; INPUT for shapes the model cannot take.
+        """
         ov = _ov()
         config: dict[str, Any] = {}
-        if self.device == "CPU":
-            config["INFERENCE_PRECISION_HINT"] = "f32"  # the model's own precision, as ONNX Runtime runs it
+        if self.device == "CPU":  # the model's own precision unless asked, as ONNX Runtime runs it
+            config["INFERENCE_PRECISION_HINT"] = options.precision or "f32"
             if options.threads is not None:
                 config["INFERENCE_NUM_THREADS"] = options.threads
+        elif options.precision:
+            config["INFERENCE_PRECISION_HINT"] = options.precision
         if options.cache_dir:
             config["CACHE_DIR"] = options.cache_dir
         try:
             core = ov.Core()
-            compiled = core.compile_model(core.read_model(str(path)), self.device, config)
+            model = core.read_model(str(path))
+        except Exception as exc:  # translate the runtime's error at the seam
+            raise TaskFailed(
+                FailureReason.LOAD, f"OpenVINO could not read the model: {_first_line(exc)}"
+            ) from exc
+        reshaped = {} if options.dynamic_shapes else _fed(model.inputs, options)
+        try:
+            if reshaped:
+                model.reshape({name: ov.PartialShape(list(shape)) for name, shape in reshaped.items()})
+            compiled = core.compile_model(model, self.device, config)
         except Exception as exc:  # translate the runtime's error at the seam
             raise TaskFailed(
                 FailureReason.LOAD, f"OpenVINO could not load the model: {_first_line(exc)}"
             ) from exc
-        return OpenvinoLoaded(compiled, self.device)
+        shapes = "dynamic" if options.dynamic_shapes and _dynamic(model.inputs) else "static"
+        return OpenvinoLoaded(compiled, self.device, shapes if not reshaped else "reshaped to the fed shapes")
+
+
+def _sigs(ports: Any) -> list[InputSig]:
+    """Input ports as signatures: element types mapped to numpy names, dynamic sizes as None.
+
+    Raises:
+        TaskFailed: INPUT for an element type that cannot be synthesised.
+    """
+    sigs = []
+    for port in ports:
+        kind = port.get_element_type().get_type_name()
+        if kind not in DTYPES:
+            raise TaskFailed(
+                FailureReason.INPUT,
+                f"input {port.get_any_name()!r} has type {kind}: cannot be synthesised",
+            )
+        dims: tuple[Dim, ...] = tuple(
+            d.get_length() if d.is_static else None for d in port.get_partial_shape()
+        )
+        sigs.append(InputSig(port.get_any_name(), DTYPES[kind], dims))
+    return sigs
+
+
+def _dynamic(ports: Any) -> bool:
+    return any(port.get_partial_shape().is_dynamic for port in ports)
+
+
+def _fed(ports: Any, options: LoadOptions) -> dict[str, tuple[int, ...]]:
+    """The shapes to compile the model's dynamic inputs for: those the job will feed (none: all static)."""
+    if not _dynamic(ports):
+        return {}
+    return fed_shapes(_sigs(ports), options.input_shapes, options.input_data)
 
 
 class OpenvinoLoaded:
     """A model compiled on one OpenVINO device, with one infer request."""
 
-    def __init__(self, compiled: Any, device: str) -> None:
-        self.compiled, self.device = compiled, device
+    def __init__(self, compiled: Any, device: str, shapes: str = "static") -> None:
+        self.compiled, self.device, self.shapes = compiled, device, shapes
         self.request = compiled.create_infer_request()
 
     def inputs(self) -> list[InputSig]:
         """The compiled model's inputs, element types mapped to numpy names, dynamic sizes as None."""
-        sigs = []
-        for port in self.compiled.inputs:
-            kind = port.get_element_type().get_type_name()
-            if kind not in DTYPES:
-                raise TaskFailed(
-                    FailureReason.INPUT,
-                    f"input {port.get_any_name()!r} has type {kind}: cannot be synthesised",
-                )
-            shape = port.get_partial_shape()
-            dims: tuple[Dim, ...] = tuple(d.get_length() if d.is_static else None for d in shape)
-            sigs.append(InputSig(port.get_any_name(), DTYPES[kind], dims))
-        return sigs
+        return _sigs(self.compiled.inputs)
 
     def runner(self, feeds: Feeds) -> Callable[[], object]:
         """`request.infer(feeds)`, exactly what a bare loop of OpenVINO's API calls."""
@@ -211,10 +267,18 @@ class OpenvinoLoaded:
         return Placement(where, share, fallback=where != (self.device,), asked=self.device)
 
     def settings(self) -> Settings:
-        """Inference threads (CPU only); OpenVINO's streams are its inter-op parallelism."""
+        """Inference threads (CPU only); OpenVINO's streams are its inter-op parallelism. Beside them,
+        as the compiled model reports them: the precision it computes in, its performance hint, its
+        streams and the infer requests it would run at once for throughput, and the shapes it was
+        compiled for."""
         threads = int(self.compiled.get_property("INFERENCE_NUM_THREADS")) if self.device == "CPU" else None
         streams = int(self.compiled.get_property("NUM_STREAMS")) if self.device == "CPU" else None
-        return Settings(intra_op_threads=threads or None, inter_op_threads=streams)
+        runtime = {"shapes": self.shapes}
+        for key, name in RECORDED.items():
+            with contextlib.suppress(Exception):  # a device plugin without the property leaves it out
+                value = self.compiled.get_property(name)
+                runtime[key] = str(value.get_type_name() if hasattr(value, "get_type_name") else value)
+        return Settings(intra_op_threads=threads or None, inter_op_threads=streams, runtime=runtime)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -36,6 +36,11 @@ def also_text(cell: MatrixCell) -> str:
     return f"+{len(cell.also)} more {'task' if len(cell.also) == 1 else 'tasks'} here: {tails}"
 
 
+def speedup_text(cell: MatrixCell) -> str:
+    """ "3.21x (2.90-3.55) vs CPU (ONNX)": the device's CPU over this cell, where it has one ("" else)."""
+    return f"speed-up {cell.speedup}" if cell.speedup else ""
+
+
 def _short(text: str) -> str:
     return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
 
@@ -52,7 +57,9 @@ def cell_html(cell: MatrixCell | None) -> str:
     flag = ' <span class="unstable" title="unstable">*</span>' if cell.unstable else ""
     tail = f'<br><small class="muted tail">{tail_text(cell)}</small>' if cell.stats is not None else ""
     mark = f' <span class="muted" title="verification">{for_html(cell.mark)}</span>' if cell.mark else ""
-    return f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>{flag}{mark}{tail}{also}'
+    speed = f'<br><small class="speedup">{for_html(speedup_text(cell))}</small>' if cell.speedup else ""
+    median = f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>'
+    return f"{median}{flag}{mark}{speed}{tail}{also}"
 
 
 def cell_markdown(cell: MatrixCell | None) -> str:
@@ -64,7 +71,8 @@ def cell_markdown(cell: MatrixCell | None) -> str:
         return for_markdown(f"{cell.ending}: {_short(cell.detail)}" if cell.detail else cell.ending) + also
     flag = " *" if cell.unstable else ""
     tail = f" ({tail_text(cell)})" if cell.stats is not None else ""
-    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_markdown(cell.mark)}{tail}{also}"
+    speed = f" ({for_markdown(speedup_text(cell))})" if cell.speedup else ""
+    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_markdown(cell.mark)}{speed}{tail}{also}"
 
 
 def cell_rich(cell: MatrixCell | None) -> str:
@@ -77,7 +85,8 @@ def cell_rich(cell: MatrixCell | None) -> str:
         return f"[dim]{for_rich(cell.ending)}{' †' if cell.detail else ''}[/]{also}"
     flag = " *" if cell.unstable else ""
     tail = f"\n[dim]{tail_text(cell)}[/]" if cell.stats is not None else ""
-    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_rich(cell.mark)}{tail}{also}"
+    speed = f"\n{for_rich(speedup_text(cell))}" if cell.speedup else ""
+    return f"{shown(cell.median_ms, cell.decimals)}{flag}{for_rich(cell.mark)}{speed}{tail}{also}"
 
 
 def matrix_html(matrix: LatencyMatrix) -> str:

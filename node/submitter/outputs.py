@@ -21,7 +21,7 @@ from node.report.render import render_html
 from node.submitter.store import ResultRecord
 from protocol import DOMAIN_BUNDLE, BundleSeal, Envelope, Measurement, ResultBody, TaskSpec, derive, seal
 from protocol.codec import pack_body, unpack_body
-from scheduler.results import cost_columns, priced, verify_columns, with_output_diffs
+from scheduler.results import cost_columns, priced, verify_columns, with_output_diffs, with_speedups
 from scheduler.results.bundle import (
     BUNDLE_FILE,
     BUNDLE_FORMAT,
@@ -109,7 +109,7 @@ def campaign_rows(
         found = result.measurement.capacity if result.measurement is not None else None
         if found is not None:  # a capacity search: one row per level after its Capacity row
             rows.extend((level, None) for level in sch.level_rows(plain, found))
-    return with_fleet_rows(with_output_diffs(rows), campaign, created_utc)
+    return with_fleet_rows(with_speedups(with_output_diffs(rows)), campaign, created_utc)
 
 
 def with_fleet_rows(rows: list[Shown], campaign: sch.Campaign, created_utc: str) -> list[Shown]:

@@ -112,6 +112,8 @@ _SPEC_FIELDS: Final[dict[str, str]] = {
     "input_shapes": "input_shapes",
     "input_values": "input_values",
     "strict_placement": "strict_placement",
+    "precision": "precision",
+    "dynamic_shapes": "dynamic_shapes",
     "placement_share": "placement_share",
     "threads": "threads",
     "memory_limit_mb": "memory_limit_mb",

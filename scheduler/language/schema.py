@@ -186,6 +186,12 @@ class JobBlock(Block):
     strict_placement: bool = like(
         TaskSpec, "strict_placement", "a fallback off the asked unit fails the task"
     )
+    precision: Literal["f32", "bf16", "f16"] | None = like(
+        TaskSpec, "precision", "the precision OpenVINO computes in; default: f32 on its CPU"
+    )
+    dynamic_shapes: bool = like(
+        TaskSpec, "dynamic_shapes", "compile OpenVINO for dynamic inputs, not the shapes fed"
+    )
     placement_share: float = like(TaskSpec, "placement_share", "the least share of nodes on the asked unit")
     ci_target_pct: float | None = like(
         TaskSpec, "ci_target_pct", "run on until the median's 95% interval is within this (%)"

@@ -15,6 +15,7 @@ Modules:
     sustainrows  Throttled with its causes, window medians, the telemetry kept
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
     outputdiff   OutputMaxDiff: rows of one model compared on their outputs, against the first row
+    speedup      SpeedupVsCpu: a device's non-CPU row against its CPU row of the same model, with its spread
     verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark;
                  verification_counts: verified / unverifiable / outliers, submit's last line
     verifygroups each replica group's verification (GroupVerification: the agreed figure, the band, the
@@ -288,6 +289,7 @@ from scheduler.results.rows import (
     to_csv,
 )
 from scheduler.results.significance import mann_whitney
+from scheduler.results.speedup import Timed, speedup_cell, speedups, with_speedups
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
 from scheduler.results.verifygroups import (
@@ -347,6 +349,7 @@ __all__ = [
     "Section",
     "Signed",
     "TaskResult",
+    "Timed",
     "agreed_changes",
     "capacity_columns",
     "cell",
@@ -395,6 +398,8 @@ __all__ = [
     "short_peer",
     "shown",
     "shown_figures",
+    "speedup_cell",
+    "speedups",
     "sustain_columns",
     "to_csv",
     "verification_counts",
@@ -402,4 +407,5 @@ __all__ = [
     "verification_line",
     "verify_columns",
     "with_output_diffs",
+    "with_speedups",
 ]

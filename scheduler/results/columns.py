@@ -113,8 +113,10 @@ _EXTENDED = _section(
     ("Providers",),
     ("Fallback",),
     ("OutputMaxDiff",),  # against the model's first row on another runtime (results/outputdiff.py)
+    ("SpeedupVsCpu",),  # the device's CPU row's median over this row's, with its spread (results/speedup.py)
     ("ModelSha256",),
     ("RuntimeVersions",),
+    ("RuntimeSettings",),  # the runtime's own settings as it reported them (OpenVINO: precision, hint...)
     ("WorkerPeerId",),
     ("SignatureStatus",),
     ("Verified",),  # how replicas settled it (scheduler/results/verifyrows.py)

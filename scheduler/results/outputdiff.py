@@ -1,6 +1,7 @@
 """Rows of one model on several runtimes, compared on their outputs: the largest absolute difference
-of each row's output sample (`Measurement.output_sample`, the same positions of the same outputs)
-against the first row of that model that has one, so a runtime that computes something else is seen
+of each row's outputs (`Measurement.output_sample`: every value up to 65,536, else that many at the
+same evenly spaced positions, the cell then saying how many of how many) against the first row of
+that model that has one, so a runtime that computes something else is seen
 beside its timings. Rows are compared when they were fed alike: the same dtypes, shapes and fills in
 the same order (`fed_alike`), whatever each runtime calls its inputs (a .pte keeps no names: its
 inputs are `input_0`...; OpenVINO keeps a .pt2's `x`). Pure: rows and samples in, cells out."""
@@ -24,6 +25,8 @@ class Outputs:
         unit: the row's compute unit, named in the other rows' cells.
         inputs: how the row was fed (`fed_alike`; rows fed differently are not compared).
         sample: the output sample, empty when the row has none.
+        values: how many values the outputs held (0: not recorded, a result before it was): more
+            than the sample when the outputs were sampled.
     """
 
     task_id: str
@@ -31,6 +34,7 @@ class Outputs:
     unit: str
     inputs: str
     sample: tuple[float, ...]
+    values: int = 0
 
 
 def output_diffs(rows: Sequence[Outputs]) -> dict[str, str]:
@@ -50,7 +54,9 @@ def output_diffs(rows: Sequence[Outputs]) -> dict[str, str]:
             cells[row.task_id] = f"outputs differ in size from {ref.unit}'s"
         else:
             largest = max(abs(a - b) for a, b in zip(row.sample, ref.sample, strict=True))
-            cells[row.task_id] = f"{largest:.3g} vs {ref.unit}"
+            whole = max(row.values, ref.values)
+            of = f" ({len(row.sample):,} of {whole:,} values)" if whole > len(row.sample) else ""
+            cells[row.task_id] = f"{largest:.3g} vs {ref.unit}{of}"
     return cells
 
 
@@ -75,6 +81,7 @@ def with_output_diffs(
             row["ComputeUnits"],
             fed_alike(m.inputs),
             m.output_sample,
+            m.output_values,
         )
         for row, result in rows
         if result is not None and (m := result.measurement) is not None

@@ -47,6 +47,7 @@ class ReportEntry(Value):
     generation: GenerationStats | None = None
     detail: str = ""
     verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
+    speedup: str = ""  # the row's SpeedupVsCpu: its device's CPU row's median over its own, with the spread
     fallback: bool = False  # ran below the job's placement share: never the unit's figure
     stats: Stats | None = None  # the figure the matrix shows, with its tail (p90, p99, max) and count
     price: Price | None = None  # what an hour of its device costs, and who said so
@@ -86,6 +87,7 @@ class MatrixCell(Value):
     detail: str = ""
     verified: str = ""
     also: tuple[str, ...] = ()
+    speedup: str = ""  # the task's SpeedupVsCpu ("3.21x (2.90-3.55) vs CPU (ONNX)"), where it has one
 
     @property
     def decimals(self) -> int:
@@ -190,6 +192,7 @@ def entry_of(
         device_profile=device,
         detail=detail,
         verified=row.get("Verified", ""),
+        speedup=row.get("SpeedupVsCpu", ""),
         price=price,
         costs=costs_of(measurement, price),
     )
@@ -276,6 +279,7 @@ def _cell(entries: Sequence[ReportEntry], asked: bool) -> MatrixCell:
         else entry.detail or (entry.verified if flagged(entry.verified) else ""),
         verified=verification_of(entry, asked),
         also=tuple(e.task_id for e in entries if e is not entry),
+        speedup=entry.speedup if entry.complete else "",
     )
 
 

@@ -174,6 +174,9 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
     if m.conditions.runtime_versions:
         versions = sorted(m.conditions.runtime_versions.items())
         columns["RuntimeVersions"] = cells("RuntimeVersions", (f"{k}={v}" for k, v in versions))
+    if m.conditions.runtime_settings:  # how the runtime compiled it (OpenVINO: precision, hint, streams...)
+        settings = sorted(m.conditions.runtime_settings.items())
+        columns["RuntimeSettings"] = cells("RuntimeSettings", (f"{k}={v}" for k, v in settings))
     columns.update(generation_columns(m.generation))
     columns.update(capacity_columns(m))
     columns.update(energy_columns(m.energy))

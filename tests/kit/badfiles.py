@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -90,14 +90,28 @@ def _gguf_string(text: str) -> bytes:
     return struct.pack("<Q", len(data)) + data
 
 
-def write_gguf(path: Path, *, lie: int = 0, tensors: int = 2) -> Path:
+def write_gguf(
+    path: Path,
+    *,
+    lie: int = 0,
+    tensors: int = 2,
+    arch: str = "toy",
+    metadata: Sequence[tuple[str, int | str]] = (),
+) -> Path:
     """A GGUF v3 file with one string and one alignment metadata entry and `tensors` f32 [8, 4] tensors.
 
-    With `lie`, the last tensor claims `lie` more rows than the data holds.
+    With `lie`, the last tensor claims `lie` more rows than the data holds; `metadata` adds entries
+    (an int as uint32, a str as a string) after the architecture's name `arch`.
     """
     alignment = 32
-    out = b"GGUF" + struct.pack("<IQQ", 3, tensors, 2)
-    out += _gguf_string("general.architecture") + struct.pack("<I", GGUF_TYPE_STRING) + _gguf_string("toy")
+    out = b"GGUF" + struct.pack("<IQQ", 3, tensors, 2 + len(metadata))
+    out += _gguf_string("general.architecture") + struct.pack("<I", GGUF_TYPE_STRING) + _gguf_string(arch)
+    for key, value in metadata:
+        out += _gguf_string(key)
+        if isinstance(value, str):
+            out += struct.pack("<I", GGUF_TYPE_STRING) + _gguf_string(value)
+        else:
+            out += struct.pack("<II", GGUF_TYPE_UINT32, value)
     out += _gguf_string("general.alignment") + struct.pack("<II", GGUF_TYPE_UINT32, alignment)
     nbytes = 8 * 4 * 4
     for i in range(tensors):

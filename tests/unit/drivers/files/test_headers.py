@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from kit.badfiles import write_gguf, write_safetensors
-from kit.extras import smollm2
+from kit.extras import gemma3, smollm2
 
 from drivers import TaskFailed, check_model_file, detect_format
 from drivers.files.headers import GgufHeader, check_gguf, check_safetensors
@@ -31,7 +31,62 @@ def test_honest_files_pass(tmp_path: Path) -> None:
 
 def test_the_gguf_header_names_the_architecture_and_its_context() -> None:
     """The real SmolLM2 GGUF: `llama.context_length` read from the header walk, no tensor touched."""
-    assert check_gguf(smollm2()) == GgufHeader("llama", 8192)
+    assert check_gguf(smollm2()) == GgufHeader("llama", 8192, chat_template=True)
+
+
+def test_gemma3s_header_names_its_family_its_sliding_window_and_no_template() -> None:
+    """The real Gemma 3 270M GGUF (a 2025 family): a base model, no chat template in its header."""
+    assert check_gguf(gemma3()) == GgufHeader("gemma3", 32768, chat_template=False, sliding_window=512)
+
+
+@pytest.mark.parametrize(
+    ("arch", "metadata", "header"),
+    [
+        ("qwen3", [("qwen3.context_length", 40960)], GgufHeader("qwen3", 40960)),
+        (
+            "qwen3moe",
+            [
+                ("qwen3moe.context_length", 32768),
+                ("qwen3moe.expert_count", 128),
+                ("qwen3moe.expert_used_count", 8),
+            ],
+            GgufHeader("qwen3moe", 32768, experts=(128, 8)),
+        ),
+        (
+            "llama4",
+            [
+                ("llama4.context_length", 10485760),
+                ("llama4.expert_count", 16),
+                ("llama4.expert_used_count", 1),
+                ("tokenizer.chat_template", "{{ messages }}"),
+            ],
+            GgufHeader("llama4", 10485760, chat_template=True, experts=(16, 1)),
+        ),
+        (
+            "gpt-oss",
+            [
+                ("gpt-oss.context_length", 131072),
+                ("gpt-oss.attention.sliding_window", 128),
+                ("gpt-oss.expert_count", 32),
+                ("gpt-oss.expert_used_count", 4),
+            ],
+            GgufHeader("gpt-oss", 131072, sliding_window=128, experts=(32, 4)),
+        ),
+        (  # another family's keys are not this one's
+            "gemma3",
+            [("llama.context_length", 8192), ("gemma3.attention.sliding_window", 512)],
+            GgufHeader("gemma3", None, sliding_window=512),
+        ),
+    ],
+    ids=["qwen3", "qwen3moe", "llama4", "gpt-oss", "other-family"],
+)
+def test_the_new_families_keys_are_read_under_their_own_architecture(
+    tmp_path: Path, arch: str, metadata: list[tuple[str, int | str]], header: GgufHeader
+) -> None:
+    """llama.cpp's key names of 2025-26 families (llm_kv: `<arch>.context_length`,
+    `.attention.sliding_window`, `.expert_count`, `.expert_used_count`), read under the name the file
+    declares."""
+    assert check_gguf(write_gguf(tmp_path / "m.gguf", arch=arch, metadata=metadata)) == header
 
 
 def test_suffixes_name_the_formats() -> None:

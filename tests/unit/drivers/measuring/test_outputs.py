@@ -33,3 +33,22 @@ def test_the_output_sample_takes_evenly_spaced_values_and_stays_finite() -> None
     assert len(sample) == 4
     assert output_sample([np.zeros(3, dtype=np.float32)]) == (0.0, 0.0, 0.0)
     assert output_sample("not arrays") == ()
+
+
+def test_the_whole_output_is_kept_so_a_difference_anywhere_in_it_is_seen() -> None:
+    """A 1,000-value output differs at one position 256 evenly spaced picks skip (issue 51: a sample
+    read 9.2e-08 where the whole output differed by 1.3e-07): kept whole, the difference is there."""
+    from drivers.measuring.outputs import SAMPLE, output_sample, output_values
+
+    reference = np.linspace(-1, 1, 1000, dtype=np.float32).reshape(1, 1000)
+    other = reference.copy()
+    other[0, 5] += np.float32(1e-3)  # 256 picks over 1,000 take 0, 3, 7...: never 5
+    assert output_values([reference]) == 1000
+    ours, theirs = output_sample([reference]), output_sample([other])
+    assert len(ours) == 1000
+    assert max(abs(a - b) for a, b in zip(ours, theirs, strict=True)) == pytest.approx(1e-3, rel=1e-3)
+    picked = output_sample([reference], size=256), output_sample([other], size=256)
+    assert max(abs(a - b) for a, b in zip(*picked, strict=True)) == 0.0  # what a 256-value sample saw
+    big = np.zeros(SAMPLE + 10, dtype=np.float32)
+    assert len(output_sample([big])) == SAMPLE  # bounded: a result carries at most SAMPLE values
+    assert output_values([big, np.array(["text"])]) == SAMPLE + 10  # strings are not values

@@ -1,13 +1,14 @@
-"""White-box generation on llama.cpp (llama-cpp-cffi) with the real SmolLM2-135M GGUF in spawned
-children: the same per-token records and figures as the transformers path, the layers' placement,
-llama.cpp's own timers beside the harness's, and the refusals made before the model loads."""
+"""White-box generation on llama.cpp (xllamacpp) with the real SmolLM2-135M GGUF and Gemma 3 270M (gemma3,
+a 2025 family) in spawned children: the same per-token records and figures as the transformers path,
+the layers' placement, llama.cpp's own timers beside the harness's, and the refusals made before the
+model loads."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from kit.extras import need, smollm2
+from kit.extras import gemma3, need, smollm2
 
 from drivers import TaskFailed, measure
 from drivers.files.models import sha256_file
@@ -50,7 +51,7 @@ def _spec(**changes: object) -> TaskSpec:
 
 def _gguf() -> Path:
     """SmolLM2's GGUF to run on llama.cpp: both wheels installed, or the test skips naming the missing one."""
-    need("llama-cpp-cffi")
+    need("xllamacpp")
     return smollm2()
 
 
@@ -92,7 +93,7 @@ def test_llama_cpp_s_own_timers_count_the_timed_requests_tokens(measured: Measur
     assert gen is not None
     rates = gen.runtime_rates
     assert rates is not None
-    assert rates.source == "llama_perf_context"
+    assert rates.source == "llama.cpp server timings"
     # reset before the timed requests: the warm-up's tokens are not in them
     assert rates.prompt_tokens == sum(r.prompt_tokens for r in gen.records)
     assert rates.eval_tokens == sum(r.output_tokens - 1 for r in gen.records)  # the first is the prompt's
@@ -122,8 +123,8 @@ def test_the_gpu_unit_runs_every_layer_on_its_gpu_or_is_a_fallback_read_from_lla
         assert on_gpu.node_share == {on_gpu.providers[0]: 1.0}
         assert not on_gpu.fallback
         return
-    # no GPU build loads: the CPU build runs in its place (as llama-cpp-cffi's own loader does), every
-    # layer asked onto the GPU; llama.cpp put them all on the CPU, and its log says so
+    # the build has no GPU device: the CPU backend runs in its place, every layer asked onto the GPU;
+    # llama.cpp put them all on the CPU, and its log says so
     failure = _fails(_gguf(), _spec(compute_unit=GPU, load_runs=1))
     assert failure.reason == FailureReason.FALLBACK
     assert "0% of nodes on GPU (least 100%)" in failure.detail
@@ -165,3 +166,44 @@ def test_without_chat_the_prompt_is_the_text_alone(measured: Measurement) -> Non
     assert chatted is not None
     [record] = plain.records
     assert 0 < record.prompt_tokens < chatted.records[1].prompt_tokens  # no template around it
+
+
+def test_gemma3_a_2025_family_generates_every_token_timed_with_llama_cpps_timers() -> None:
+    need("xllamacpp")
+    generate = GenerateSpec(
+        prompts=PROMPTS, prompts_sha256="0" * 64, max_new_tokens=NEW_TOKENS, chat=False, ignore_eos=True
+    )
+    measured = measure(gemma3(), _spec(generate=generate, load_runs=1))
+    gen = measured.generation
+    assert gen is not None
+    assert (gen.requests, gen.errors) == (2, 0)
+    for record in gen.records:
+        assert record.output_tokens == len(record.token_times_ms) == NEW_TOKENS
+        assert list(record.token_times_ms) == sorted(record.token_times_ms)
+        assert record.output_text.strip()
+    assert measured.providers == ("CPU",)
+    assert measured.node_share == {"CPU": 1.0}  # gemma3's 18 layers, read from llama.cpp's log
+    rates = gen.runtime_rates
+    assert rates is not None  # kept by derive only where they fit the records
+    assert rates.prompt_tokens == sum(r.prompt_tokens for r in gen.records)
+    assert rates.eval_tokens == sum(r.output_tokens - 1 for r in gen.records)
+
+
+def test_chat_on_a_gguf_without_a_template_is_refused_before_loading() -> None:
+    need("xllamacpp")
+    generate = GenerateSpec(prompts=PROMPTS[:1], prompts_sha256="0" * 64, max_new_tokens=2)
+    failure = _fails(gemma3(), _spec(generate=generate, load_runs=1, warmups=0))
+    assert failure.reason == FailureReason.INPUT
+    assert "has no chat template" in failure.detail
+
+
+def test_an_architecture_llama_cpp_does_not_know_fails_with_its_own_words(tmp_path: Path) -> None:
+    """The header is sound, the architecture unknown: llama.cpp's first error line is the reason."""
+    data = _gguf().read_bytes()
+    at = data.index(b"general.architecture") + len(b"general.architecture") + 4 + 8
+    assert data[at : at + 5] == b"llama"
+    odd = tmp_path / "odd.gguf"
+    odd.write_bytes(data[:at] + b"llamz" + data[at + 5 :])
+    failure = _fails(odd, _spec(load_runs=1))
+    assert failure.reason == FailureReason.LOAD
+    assert "unknown model architecture: 'llamz'" in failure.detail

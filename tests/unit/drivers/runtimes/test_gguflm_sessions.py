@@ -16,7 +16,7 @@ NEW_TOKENS = 4
 
 
 def test_a_white_box_session_carries_the_models_own_answers_turn_by_turn() -> None:
-    need("llama-cpp-cffi")
+    need("xllamacpp")
     conversations = (
         Prompt(id="c1", text="Name a colour.", follow_ups=("Another one?", "And a third?")),
         Prompt(id="c2", text="Say hello.", follow_ups=("Once more.",)),

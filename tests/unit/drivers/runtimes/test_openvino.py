@@ -66,7 +66,7 @@ def test_a_cpu_model_is_placed_on_the_cpu_and_agrees_with_onnxruntime(tmp_path: 
     assert any(layer == "Convolution" for layer, _ in runtime_nodes(loaded.compiled))
     assert loaded.settings().intra_op_threads == 1
     sig = loaded.inputs()[0]
-    assert (sig.name, sig.dtype, sig.shape) == ("x", "float32", (None, 3, 64, 64))
+    assert (sig.name, sig.dtype, sig.shape) == ("x", "float32", (1, 3, 64, 64))  # compiled for the fed shape
     x = np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype(np.float32)
     ours = loaded.runner({"x": x})()
     theirs = OnnxDriver(ComputeUnit.CPU_ONNX).load(model, LoadOptions(threads=1)).runner({"x": x})()
@@ -87,3 +87,43 @@ def test_a_measurement_on_openvino_goes_through_the_one_harness(tmp_path: Path) 
     assert m.peak_inference_ram_mb > 0
     assert m.cpu_time_s > 0
     assert m.inputs[0].name == "x"
+
+
+def test_dynamic_inputs_are_compiled_for_the_shapes_fed_unless_the_job_keeps_them(tmp_path: Path) -> None:
+    """The convnet's batch is dynamic: compiled for the batch the job feeds (the documented default, or
+    its input_shapes), as benchmark_app runs it; `dynamic_shapes` keeps it dynamic, and the row says which."""
+    model = write_convnet(tmp_path / "c.onnx")
+    driver = OpenvinoDriver(CPU)
+    fed = driver.load(model, LoadOptions(threads=1))
+    assert fed.inputs()[0].shape == (1, 3, 64, 64)
+    assert fed.settings().runtime["shapes"] == "reshaped to the fed shapes"
+    four = driver.load(model, LoadOptions(threads=1, input_shapes={"x": (4, 3, 64, 64)}))
+    assert four.inputs()[0].shape == (4, 3, 64, 64)
+    kept = driver.load(model, LoadOptions(threads=1, dynamic_shapes=True))
+    assert kept.inputs()[0].shape == (None, 3, 64, 64)
+    assert kept.settings().runtime["shapes"] == "dynamic"
+    x = np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype(np.float32)
+    same = fed.runner({"x": x})(), kept.runner({"x": x})()
+    assert np.allclose(same[0].to_tuple()[0], same[1].to_tuple()[0], rtol=1e-4, atol=1e-5)  # type: ignore[attr-defined]
+
+
+def test_the_precision_is_the_jobs_choice_and_recorded_as_openvino_reports_it(tmp_path: Path) -> None:
+    import openvino
+
+    model = write_convnet(tmp_path / "c.onnx")
+    default = OpenvinoDriver(CPU).load(model, LoadOptions(threads=1)).settings().runtime
+    assert default["precision"] == "f32"  # the model's own, as ONNX Runtime runs it
+    assert default["hint"] == "LATENCY"
+    assert int(default["streams"]) >= 1
+    assert int(default["optimal_requests"]) >= 1
+    asked = OpenvinoDriver(CPU).load(model, LoadOptions(threads=1, precision="bf16")).settings().runtime
+    capable = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    assert asked["precision"] == ("bf16" if capable else "f32"), asked  # what OpenVINO says it runs
+
+
+def test_a_jobs_precision_travels_to_the_row(tmp_path: Path) -> None:
+    model = write_convnet(tmp_path / "c.onnx")
+    spec = TaskSpec(compute_unit=CPU, runs=3, warmups=1, load_runs=1, threads=1, precision="f32")
+    settings = measure(model, spec).conditions.runtime_settings
+    assert settings["precision"] == "f32"
+    assert settings["shapes"] == "reshaped to the fed shapes"

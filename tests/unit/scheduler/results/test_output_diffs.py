@@ -56,3 +56,16 @@ def test_rows_fed_alike_are_compared_whatever_each_runtime_calls_its_inputs() ->
     assert fed("x") != fed("x", (2, 64))
     assert fed("x", sha="ab") != fed("x", sha="cd")
     assert fed("x", sha="ab") != fed("x")
+
+
+def test_outputs_larger_than_the_bound_say_how_many_values_were_compared() -> None:
+    whole = [
+        Outputs("a", "m1", "CPU (ONNX)", IN, (1.0, 2.0), 2),
+        Outputs("b", "m1", "CPU (OpenVINO)", IN, (1.0, 2.5), 2),
+    ]
+    assert output_diffs(whole)["b"] == "0.5 vs CPU (ONNX)"  # every value compared: nothing to add
+    sampled = [
+        Outputs("a", "m1", "CPU (ONNX)", IN, (1.0, 2.0), 70_000),
+        Outputs("b", "m1", "CPU (OpenVINO)", IN, (1.0, 2.5), 70_000),
+    ]
+    assert output_diffs(sampled)["b"] == "0.5 vs CPU (ONNX) (2 of 70,000 values)"

@@ -32,7 +32,7 @@ REFERENCE = "CreatedUtc,DeviceYear,DiscreteGpu,VRam,DeviceOsVersion,LoadMsFirst,
 EXTENDED = (
     "InferenceMsMin,InferenceMsMax,InferenceMsP90,InferenceMsP95,InferenceMsP99,InferenceCv,InferenceOutliers,"
     "ProcessMedians,ProcessSpreadPct,Unstable,UnstableReasons,WarmupsUsed,CpuCoresUsed,BackgroundCores,GpuUtilPct,"
-    "GpuMemMb,Providers,Fallback,OutputMaxDiff,ModelSha256,RuntimeVersions,WorkerPeerId,SignatureStatus,Verified,QuorumNetworks,QuorumOwners,DeviceClass,Claim,InputShapes,InputsDefaulted,"
+    "GpuMemMb,Providers,Fallback,OutputMaxDiff,SpeedupVsCpu,ModelSha256,RuntimeVersions,RuntimeSettings,WorkerPeerId,SignatureStatus,Verified,QuorumNetworks,QuorumOwners,DeviceClass,Claim,InputShapes,InputsDefaulted,"
     "Trimmed,FailureReason,FailureStage,Detail"
 )
 GENERATION = (
