@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 PLOT_LIMIT: Final = 1e15
 """Largest magnitude a picture draws: every figure a report shows (ms, MHz, °C, W, MiB, tokens/s) is
 far inside it, and matplotlib lays out axes up to it without overflowing (at 1e308 it cannot)."""
+LEGIBLE: Final = 10
+"""The smallest font (points) a picture writes: titles, legends and cell labels (legends at 7 were
+unreadable); ticks and axis labels keep matplotlib's 10."""
 NOTE_CHARS: Final = 300
 """An error's message is cut to this many characters in a note (some quote the data they choked on)."""
 
@@ -112,3 +115,13 @@ def left_out(count: int, what: str = "values", *, log: bool = False) -> str:
         return ""
     why = f"not finite or beyond ±{PLOT_LIMIT:g}"
     return f"{count} {what} not drawn: {why}" + (", or not positive on a log axis" if log else "")
+
+
+def log_ticks(axis: Any) -> None:
+    """Plain numbers at 1, 2 and 5 of each decade on a log axis ("10000", never "1e+04"), and no minor
+    labels (they overlapped)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.12g}"))
+    axis.set_minor_formatter(NullFormatter())
