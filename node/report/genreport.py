@@ -81,14 +81,20 @@ def _generations(report: CampaignReport) -> list[Run]:
     return found
 
 
-def _label_html(label: str) -> str:
-    """A run's label in an HTML table: device · unit · the job's short id ("job-0-0"), the whole task
-    id in the cell's title (the whole id filled the first column)."""
+def _short(label: str) -> tuple[str, str]:
+    """A run's label as a table or picture shows it, device · unit · the job's short id ("job-0-0"),
+    and the whole task id (the whole id filled the first column); (label, "") when it names no job."""
     head, _, task = label.rpartition(" · ")
     short = task.rpartition("-job-")[2]
     if not head or not short or short == task:
-        return for_html(label)
-    return f'<span title="{for_html(task)}">{for_html(f"{head} · job-{short}")}</span>'
+        return label, ""
+    return f"{head} · job-{short}", task
+
+
+def _label_html(label: str) -> str:
+    """A run's label in an HTML table: the short label, the whole task id in its title."""
+    short, task = _short(label)
+    return f'<span title="{for_html(task)}">{for_html(short)}</span>' if task else for_html(label)
 
 
 SPAN: Final = 10.0
@@ -103,7 +109,7 @@ def _distributions_svg(runs: list[Run]) -> Picture:
 
     fig = Figure(figsize=(11.0, 1.2 + 0.45 * len(runs)), layout="constrained")
     ttft_ax, tpot_ax = fig.subplots(1, 2)
-    labels = [label for label, _, _, _ in runs]
+    labels = [_short(label)[0] for label, _, _, _ in runs]
     ttfts = [inside(r.ttft_ms for r in s.records if r.ttft_ms is not None) for _, s, _, _ in runs]
     tpots = [inside(t for r in s.records if (t := tpot_ms(r)) is not None) for _, s, _, _ in runs]
     ttft, tpot = LLM_FIGURES[0], LLM_FIGURES[1]
