@@ -117,7 +117,9 @@ def _distributions_svg(runs: list[Run]) -> Picture:
         every = [v for kept, _ in data for v in kept]
         log = bool(every) and min(every) > 0 and max(every) / min(every) > SPAN
         values = [kept or [math.nan] for kept, _ in data]  # a row without requests: no box, not a dot at 0
-        ax.boxplot(values, orientation="horizontal", tick_labels=labels, flierprops={"markersize": 2})
+        drawn = ax.boxplot(values, orientation="horizontal", tick_labels=labels, flierprops={"markersize": 2})
+        for k, line in enumerate(drawn["medians"]):  # named in the SVG: a reader's check finds each median
+            line.set_gid(f"{figure.key}-median-{k}")
         ax.invert_yaxis()
         scale = ""
         if log:
