@@ -117,11 +117,23 @@ def left_out(count: int, what: str = "values", *, log: bool = False) -> str:
     return f"{count} {what} not drawn: {why}" + (", or not positive on a log axis" if log else "")
 
 
-def log_ticks(axis: Any) -> None:
-    """Plain numbers at 1, 2 and 5 of each decade on a log axis ("10000", never "1e+04"), and no minor
-    labels (they overlapped)."""
+CROWDED: Final = 100.0
+"""A log axis spanning more than this ratio labels its decades only (1, 2 and 5 of six decades ran
+together); its 2 and 5 keep their tick marks."""
+
+
+def log_ticks(axis: Any, *, decades: bool = False) -> None:
+    """Plain numbers on a log axis ("10000", never "1e+04"): at 1, 2 and 5 of each decade, or at each
+    decade alone where the axis spans more than `CROWDED` or `decades` asks (a short vertical colour
+    bar); no minor labels (they overlapped)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    def label(value: float, _: int) -> str:
+        low, high = sorted(axis.get_view_interval())
+        sparse = decades or (low > 0 and high / low > CROWDED)
+        text = f"{value:.12g}"
+        return "" if sparse and text.lstrip("0.")[:1] != "1" else text
+
     axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.12g}"))
+    axis.set_major_formatter(FuncFormatter(label))
     axis.set_minor_formatter(NullFormatter())

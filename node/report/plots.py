@@ -55,7 +55,7 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
     medians = [[c.median_ms if c and c.median_ms else None for c in row] for row in matrix.cells]
     values = [plottable(row)[0] for row in medians]
     finite = [v for row in values for v in row if not math.isnan(v)]
-    fig = _figure(1.6 + 1.7 * len(matrix.columns), 1.0 + 0.45 * len(matrix.devices))
+    fig = _figure(1.6 + 1.7 * len(matrix.columns), 1.6 + 0.45 * len(matrix.devices))  # room for the bar label
     ax = fig.add_subplot()
     low, high = min(finite, default=0.0), max(finite, default=1.0)
     # from the lowest median to the highest: from 0, two medians 10 % apart were coloured alike
@@ -75,9 +75,9 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
             dark = cell.median_ms is not None and fits(cell.median_ms) and float(norm(cell.median_ms)) > 0.6
             colour = "white" if dark else "black"
             ax.text(j, i, text, ha="center", va="center", fontsize=LEGIBLE, color=colour)
-    bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
+    bar = fig.colorbar(image, ax=ax, label="median ms")
     if isinstance(norm, LogNorm):
-        log_ticks(bar.ax.yaxis)
+        log_ticks(bar.ax.yaxis, decades=True)
     # over the whole figure: an axes title wider than its axes ran into the colour bar's label
     fig.suptitle(f"{visible(matrix.model)}: median {what} (ms; * unstable)", fontsize=LEGIBLE)
     return Picture(svg_of(fig, salt), left_out(sum(plottable(row)[1] for row in medians), "medians"))
