@@ -7,8 +7,8 @@ A view fails on
   ends in "…" (a reason cut mid-word), or anything past the window's right edge;
 - a text too small to read: an HTML text under 10 px, or an SVG text (matplotlib's or the dashboard's)
   under 10 px at the size the page draws it (its font size times the SVG's scale on screen);
-- overlapping labels: two texts of one picture whose boxes intersect (a colour bar's label over the
-  title, tick labels run together);
+- overlapping labels: two texts of one picture sharing over a tenth of the smaller one's box (a colour
+  bar's label over the title, tick labels run together);
 - a figure drawn off a readable axis: the axis is read from its own tick labels as a reader reads it
   (values where they are drawn, fitted as linear or logarithmic; neither is a failure), and each
   median must sit where that axis puts its value (within 2 px) and be read off it to 10 % (10 % more
@@ -60,8 +60,9 @@ READABLE = """
     if (e.getBoundingClientRect().right > innerWidth + 1) say("past the window", e);
     if (own(e) && parseFloat(style.fontSize) < 10) say(`small text ${style.fontSize}`, e);
   }
-  const on = (a, b) =>
-    a.left + 1 < b.right && b.left + 1 < a.right && a.top + 1 < b.bottom && b.top + 1 < a.bottom;
+  const area = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left)) *
+                         Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
+  const on = (a, b) => area(a, b) > 0.1 * Math.min(a.width * a.height, b.width * b.height);
   for (const svg of document.querySelectorAll("svg")) {
     const texts = [...svg.querySelectorAll("text")].filter(t => t.textContent.trim());
     for (const t of texts) {
