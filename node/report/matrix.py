@@ -56,7 +56,9 @@ def cell_html(cell: MatrixCell | None) -> str:
         why = f'<br><small class="reason">{for_html(cell.detail)}</small>'
         return f'<span class="muted">{for_html(cell.ending)}</span>' + (why if cell.detail else "") + also
     flag = ' <span class="unstable" title="unstable">*</span>' if cell.unstable else ""
-    tail = f'<br><small class="muted tail">{tail_text(cell)}</small>' if cell.stats is not None else ""
+    # each figure of the tail whole, the line broken between them: five runtimes' tails fit 1280 px
+    parts = " · ".join(f'<span class="nb">{part}</span>' for part in tail_text(cell).split(" · "))
+    tail = f'<br><small class="muted tail">{parts}</small>' if cell.stats is not None else ""
     mark = f' <span class="muted" title="verification">{for_html(cell.mark)}</span>' if cell.mark else ""
     speed = f'<br><small class="speedup">{for_html(speedup_text(cell))}</small>' if cell.speedup else ""
     median = f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>'
