@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from functools import partial
 
-from node.report.pictures import Picture, drawn, left_out, plottable, svg_of
+from node.report.pictures import LEGIBLE, Picture, drawn, left_out, plottable, svg_of
 from protocol import GenerationStats, for_html, visible
 from scheduler.results import CampaignReport
 
@@ -65,7 +65,7 @@ def _levels_svg(runs: list[Run]) -> Picture:
         ax.set_ylabel(name)
         ax.set_ylim(bottom=0)
     if lines:
-        tpot_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        tpot_ax.legend(fontsize=LEGIBLE, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return Picture(svg_of(fig, "levels"), left_out(dropped, "medians"))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from node.report.pictures import Picture, drawn, fits, svg_of
+from node.report.pictures import LEGIBLE, Picture, drawn, fits, svg_of
 from protocol import for_html
 from scheduler.results import CampaignReport, Front
 from scheduler.results.front import LATENCY_FORMULA, THROUGHPUT_FORMULA
@@ -27,14 +27,18 @@ def _svg(fronts: tuple[Front, ...]) -> Picture:
         ax.plot([p.latency_ms for p in on], [p.throughput for p in on], color=colour, label=front.name())
         for p in shown:
             ax.annotate(
-                p.load, (p.latency_ms, p.throughput), fontsize=7, xytext=(3, 3), textcoords="offset points"
+                p.load,
+                (p.latency_ms, p.throughput),
+                fontsize=LEGIBLE,
+                xytext=(3, 3),
+                textcoords="offset points",
             )
     ax.set_xlabel(f"E2E ms ({LATENCY_FORMULA})")
     ax.set_ylabel(f"output tok/s\n({THROUGHPUT_FORMULA})")
     ax.set_title(
         "throughput against latency; the line joins the front (no point beats it on both)", fontsize=10
     )
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=LEGIBLE, loc="best")
     return Picture(svg_of(fig, "front"), f"{left} points left out (not finite)" if left else "")
 
 

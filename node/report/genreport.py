@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
-from node.report.pictures import Picture, drawn, inside, left_out, svg_of
+from node.report.pictures import LEGIBLE, Picture, drawn, inside, left_out, log_ticks, svg_of
 from protocol import GenerationStats, for_html, for_markdown, for_rich, visible
 from protocol.genstats import tpot_ms
 from protocol.sessions import ttft_by_turn_text
@@ -81,21 +81,54 @@ def _generations(report: CampaignReport) -> list[Run]:
     return found
 
 
+def _short(label: str) -> tuple[str, str]:
+    """A run's label as a table or picture shows it, device · unit · the job's short id ("job-0-0"),
+    and the whole task id (the whole id filled the first column); (label, "") when it names no job."""
+    head, _, task = label.rpartition(" · ")
+    short = task.rpartition("-job-")[2]
+    if not head or not short or short == task:
+        return label, ""
+    return f"{head} · job-{short}", task
+
+
+def _label_html(label: str) -> str:
+    """A run's label in an HTML table: the short label, the whole task id in its title."""
+    short, task = _short(label)
+    return f'<span title="{for_html(task)}">{for_html(short)}</span>' if task else for_html(label)
+
+
+SPAN: Final = 10.0
+"""A request-time axis is logarithmic when its figures span more than this ratio (one row 26x another
+sat at 0 on a linear axis)."""
+
+
 def _distributions_svg(runs: list[Run]) -> Picture:
+    import math
+
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11.0, 1.2 + 0.45 * len(runs)), layout="constrained")
     ttft_ax, tpot_ax = fig.subplots(1, 2)
-    labels = [label for label, _, _, _ in runs]
+    labels = [_short(label)[0] for label, _, _, _ in runs]
     ttfts = [inside(r.ttft_ms for r in s.records if r.ttft_ms is not None) for _, s, _, _ in runs]
     tpots = [inside(t for r in s.records if (t := tpot_ms(r)) is not None) for _, s, _, _ in runs]
     ttft, tpot = LLM_FIGURES[0], LLM_FIGURES[1]
     for ax, data, figure in ((ttft_ax, ttfts, ttft), (tpot_ax, tpots, tpot)):
-        values = [kept or [0.0] for kept, _ in data]
-        ax.boxplot(values, orientation="horizontal", tick_labels=labels, flierprops={"markersize": 2})
+        every = [v for kept, _ in data for v in kept]
+        log = bool(every) and min(every) > 0 and max(every) / min(every) > SPAN
+        values = [kept or [math.nan] for kept, _ in data]  # a row without requests: no box, not a dot at 0
+        drawn = ax.boxplot(values, orientation="horizontal", tick_labels=labels, flierprops={"markersize": 2})
+        for k, line in enumerate(drawn["medians"]):  # named in the SVG: a reader's check finds each median
+            line.set_gid(f"{figure.key}-median-{k}")
         ax.invert_yaxis()
-        ax.set_xlabel(f"{figure.label}, each request\n{figure.formula.removesuffix(', median')}")
-        ax.set_title(f"{figure.label.split()[0]}, every request", fontsize=10)
+        scale = ""
+        if log:
+            ax.set_xscale("log")
+            log_ticks(ax.xaxis)
+            scale = ", log"
+        head = f"{figure.label}{scale}, each request"
+        ax.set_xlabel(f"{head}\n{figure.formula.removesuffix(', median')}")
+        ax.set_title(f"{figure.label.split()[0]}, every request", fontsize=LEGIBLE)
     tpot_ax.set_yticks([])
     dropped = sum(n for _, n in ttfts) + sum(n for _, n in tpots)
     return Picture(svg_of(fig, "gen"), left_out(dropped, "request times"))
@@ -107,7 +140,7 @@ def _quality_table(runs: list[Run]) -> str:
     for label, s, _, _ in runs:
         r = s.rouge
         scores = [f"{v:.4f}" for v in (r.rouge1, r.rouge2, r.rouge_l)] if r else ["", "", ""]
-        rows.append([for_html(label), str(s.requests), f"{s.output_tokens_mean:.1f}", *scores])
+        rows.append([_label_html(label), str(s.requests), f"{s.output_tokens_mean:.1f}", *scores])
     th = "".join(f"<th>{for_html(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
@@ -134,7 +167,7 @@ def _lead_html(runs: list[Run]) -> str:
         for f in figures
     )
     body = "".join(
-        f"<tr><td>{for_html(label)}</td>"
+        f"<tr><td>{_label_html(label)}</td>"
         + "".join(f'<td class="num">{_value(s, f)}</td>' for f in figures)
         + f'<td class="num">{for_html(_requests(s)[0])}</td><td>{for_html(_stability(row))}</td>'
         + "".join(f'<td class="num">{for_html(c)}</td>' for c in cost.cells())
@@ -275,7 +308,7 @@ def _sessions_html(runs: list[Run]) -> str:
         turns = {t.turn: f"{t.ttft_ms.median:.1f}" if t.ttft_ms.n else "" for t in s.by_turn}
         rows.append(
             [
-                for_html(label),
+                _label_html(label),
                 f"{n.completed}/{n.sessions}",
                 f"{n.turns_mean:.2f} ({n.turns_asked_mean:.2f})",
                 f"{n.duration_s.median:.2f}" if n.duration_s.n else "",

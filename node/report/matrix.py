@@ -13,8 +13,9 @@ from protocol import for_html, for_markdown, for_rich
 from scheduler.results import LatencyMatrix, MatrixCell, shown
 
 REASON_CHARS: Final = 160
-"""How much of an ending's reason a cell shows (the whole of it in the cell's title, and under the
-matrix in the stability table)."""
+"""How much of an ending's reason a Markdown cell shows (the whole of it under the matrix in the
+stability table). report.html's cell shows the whole reason, wrapped: cut at 160 characters a reason
+ended mid-word ("Tensorrt: not …")."""
 
 
 def tail_text(cell: MatrixCell) -> str:
@@ -47,15 +48,17 @@ def _short(text: str) -> str:
 
 def cell_html(cell: MatrixCell | None) -> str:
     """A cell of report.html's matrix: the median large, its tail and count small under it; or the
-    ending and its reason (the whole reason in the title)."""
+    ending and its whole reason, wrapped (`reason` in the page's CSS breaks a peer id anywhere)."""
     if cell is None:
         return ""
     also = f'<br><small class="muted also">{for_html(also_text(cell))}</small>' if cell.also else ""
     if cell.median_ms is None:
-        why = f'<br><small title="{for_html(cell.detail)}">{for_html(_short(cell.detail))}</small>'
+        why = f'<br><small class="reason">{for_html(cell.detail)}</small>'
         return f'<span class="muted">{for_html(cell.ending)}</span>' + (why if cell.detail else "") + also
     flag = ' <span class="unstable" title="unstable">*</span>' if cell.unstable else ""
-    tail = f'<br><small class="muted tail">{tail_text(cell)}</small>' if cell.stats is not None else ""
+    # each figure of the tail whole, the line broken between them: five runtimes' tails fit 1280 px
+    parts = " · ".join(f'<span class="nb">{part}</span>' for part in tail_text(cell).split(" · "))
+    tail = f'<br><small class="muted tail">{parts}</small>' if cell.stats is not None else ""
     mark = f' <span class="muted" title="verification">{for_html(cell.mark)}</span>' if cell.mark else ""
     speed = f'<br><small class="speedup">{for_html(speedup_text(cell))}</small>' if cell.speedup else ""
     median = f'<span class="median">{shown(cell.median_ms, cell.decimals)}</span>'

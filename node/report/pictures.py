@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 PLOT_LIMIT: Final = 1e15
 """Largest magnitude a picture draws: every figure a report shows (ms, MHz, °C, W, MiB, tokens/s) is
 far inside it, and matplotlib lays out axes up to it without overflowing (at 1e308 it cannot)."""
+LEGIBLE: Final = 10
+"""The smallest font (points) a picture writes: titles, legends and cell labels (legends at 7 were
+unreadable); ticks and axis labels keep matplotlib's 10."""
 NOTE_CHARS: Final = 300
 """An error's message is cut to this many characters in a note (some quote the data they choked on)."""
 
@@ -112,3 +115,25 @@ def left_out(count: int, what: str = "values", *, log: bool = False) -> str:
         return ""
     why = f"not finite or beyond ±{PLOT_LIMIT:g}"
     return f"{count} {what} not drawn: {why}" + (", or not positive on a log axis" if log else "")
+
+
+CROWDED: Final = 100.0
+"""A log axis spanning more than this ratio labels its decades only (1, 2 and 5 of six decades ran
+together); its 2 and 5 keep their tick marks."""
+
+
+def log_ticks(axis: Any, *, decades: bool = False) -> None:
+    """Plain numbers on a log axis ("10000", never "1e+04"): at 1, 2 and 5 of each decade, or at each
+    decade alone where the axis spans more than `CROWDED` or `decades` asks (a short vertical colour
+    bar); no minor labels (they overlapped)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    def label(value: float, _: int) -> str:
+        low, high = sorted(axis.get_view_interval())
+        sparse = decades or (low > 0 and high / low > CROWDED)
+        text = f"{value:.12g}"
+        return "" if sparse and text.lstrip("0.")[:1] != "1" else text
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(label))
+    axis.set_minor_formatter(NullFormatter())

@@ -12,9 +12,9 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from node.report.pictures import Picture, fits, inside, left_out, plottable, svg_of
+from node.report.pictures import LEGIBLE, Picture, fits, inside, left_out, log_ticks, plottable, svg_of
 from protocol import visible
-from scheduler.results import LatencyMatrix, ReportEntry, device_label
+from scheduler.results import LatencyMatrix, ReportEntry, device_label, shown
 
 _READINGS = ("load_ms_median", "load_first_ms", "peak_load_ram_mb", "peak_inference_ram_mb")
 
@@ -47,15 +47,6 @@ def _figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _log_ticks(axis: Any) -> None:
-    """Plain numbers at 1, 2 and 5 of each decade on a log axis, and no minor labels (they overlapped)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    axis.set_minor_formatter(NullFormatter())
-
-
 def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency") -> Picture:
     """The matrix as a heatmap: colour by median latency, each cell annotated (an asterisk if unstable);
     a median a picture cannot place is annotated but not coloured."""
@@ -64,13 +55,11 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
     medians = [[c.median_ms if c and c.median_ms else None for c in row] for row in matrix.cells]
     values = [plottable(row)[0] for row in medians]
     finite = [v for row in values for v in row if not math.isnan(v)]
-    fig = _figure(1.6 + 1.7 * len(matrix.columns), 1.0 + 0.45 * len(matrix.devices))
+    fig = _figure(1.6 + 1.7 * len(matrix.columns), 1.6 + 0.45 * len(matrix.devices))  # room for the bar label
     ax = fig.add_subplot()
-    norm = (
-        LogNorm(min(finite), max(finite))
-        if finite and min(finite) > 0 and max(finite) / min(finite) > 10
-        else Normalize(0.0, max(finite, default=1.0))
-    )
+    low, high = min(finite, default=0.0), max(finite, default=1.0)
+    # from the lowest median to the highest: from 0, two medians 10 % apart were coloured alike
+    norm = LogNorm(low, high) if low > 0 and high / low > 10 else Normalize(low - 0.25 * (high - low), high)
     image = ax.imshow(values, cmap="YlOrRd", norm=norm, aspect="auto")
     ax.set_xticks(range(len(matrix.columns)), [visible(c) for c in matrix.columns], rotation=20, ha="right")
     ax.set_yticks(range(len(matrix.devices)), [visible(d) for d in matrix.devices])
@@ -78,17 +67,19 @@ def heatmap_svg(matrix: LatencyMatrix, salt: str, what: str = "inference latency
         for j, cell in enumerate(row):
             if cell is None:
                 continue
-            text = (
-                f"{cell.median_ms:.3g}{'*' if cell.unstable else ''}"
+            text = (  # the matrix's number, to the digits its spread supports (never "1.25e+04")
+                f"{shown(cell.median_ms, cell.decimals)}{'*' if cell.unstable else ''}"
                 if cell.median_ms
                 else visible(cell.ending)
             )
             dark = cell.median_ms is not None and fits(cell.median_ms) and float(norm(cell.median_ms)) > 0.6
-            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
-    bar = fig.colorbar(image, ax=ax, label="median latency (ms)")
+            colour = "white" if dark else "black"
+            ax.text(j, i, text, ha="center", va="center", fontsize=LEGIBLE, color=colour)
+    bar = fig.colorbar(image, ax=ax, label="median ms")
     if isinstance(norm, LogNorm):
-        _log_ticks(bar.ax.yaxis)
-    ax.set_title(f"{visible(matrix.model)}: median {what} (ms; * unstable)", fontsize=10)
+        log_ticks(bar.ax.yaxis, decades=True)
+    # over the whole figure: an axes title wider than its axes ran into the colour bar's label
+    fig.suptitle(f"{visible(matrix.model)}: median {what} (ms; * unstable)", fontsize=LEGIBLE)
     return Picture(svg_of(fig, salt), left_out(sum(plottable(row)[1] for row in medians), "medians"))
 
 
@@ -107,20 +98,20 @@ def distributions_svg(entries: Sequence[ReportEntry], salt: str, what: str = "in
     )
     box.invert_yaxis()
     box.set_xscale("log")
-    _log_ticks(box.xaxis)
+    log_ticks(box.xaxis)
     box.set_xlabel(f"{what} (ms, log)")
-    box.set_title("distribution of every timed run", fontsize=10)
+    box.set_title("distribution of every timed run", fontsize=LEGIBLE)
     for (samples, _), label in zip(kept, labels, strict=True):
         xs = sorted(samples)
         ecdf.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", label=label)
     ecdf.set_xscale("log")
-    _log_ticks(ecdf.xaxis)
+    log_ticks(ecdf.xaxis)
     ecdf.set_xlabel(f"{what} (ms, log)")
     ecdf.yaxis.set_label_position("right")  # on the left it sat between the two plots
     ecdf.yaxis.tick_right()
     ecdf.set_ylabel("share of runs at or below")
-    ecdf.set_title("ECDF", fontsize=10)
-    ecdf.legend(fontsize=7, loc="lower right")
+    ecdf.set_title("ECDF", fontsize=LEGIBLE)
+    ecdf.legend(fontsize=LEGIBLE, loc="lower right")
     return Picture(svg_of(fig, salt), left_out(sum(n for _, n in kept), "samples", log=True))
 
 
@@ -149,11 +140,11 @@ def resources_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
         ax.set_xlabel(unit)
         # a figure legend "outside": the layout keeps room for it under the x-axis labels, never over a
         # bar or a label (an axes legend anchored below the axes sat on the labels of a one-row chart)
-        fig.legend(handles=bars, fontsize=7, loc=f"outside lower {corner}", ncol=2, frameon=False)
+        fig.legend(handles=bars, fontsize=LEGIBLE, loc=f"outside lower {corner}", ncol=2, frameon=False)
     load.set_yticks(list(ys), labels)
     load.invert_yaxis()
-    load.set_title("model load time", fontsize=10)
-    memory.set_title("peak memory of the whole measuring process (kernel high-water mark)", fontsize=10)
+    load.set_title("model load time", fontsize=LEGIBLE)
+    memory.set_title("peak memory of the whole measuring process (kernel high-water mark)", fontsize=LEGIBLE)
     return Picture(svg_of(fig, salt), left_out(dropped, "readings"))
 
 
@@ -195,5 +186,5 @@ def processes_svg(entries: Sequence[ReportEntry], salt: str) -> Picture:
     ax.invert_yaxis()
     ax.set_xlim(-1.15 * widest, 1.15 * widest)
     ax.set_xlabel("process median, % from the row's median of medians (in brackets); red: unstable")
-    ax.set_title("per-process medians", fontsize=10)
+    ax.set_title("per-process medians", fontsize=LEGIBLE)
     return Picture(svg_of(fig, salt), left_out(dropped, "process medians"))

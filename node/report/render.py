@@ -59,7 +59,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:.5rem 0}figure svg{max-width:100%;height:auto}
 .model{display:flex;flex-wrap:wrap;gap:0 1.5rem;align-items:flex-start}.model>.matrix{flex:1 1 28rem}
 .model>figure{flex:0 1 auto}
-code{font-size:.8rem}.median{font-size:1rem}small.tail{white-space:nowrap}
+code{font-size:.8rem}.median{font-size:1rem}.nb{white-space:nowrap}
+small.reason{display:inline-block;min-width:14rem;max-width:32rem;overflow-wrap:anywhere;text-align:left}
 @media print{body{margin:0;max-width:none}h2{break-after:avoid}table,figure{break-inside:avoid}}
 """
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Final
 
-from node.report.pictures import Picture, drawn, left_out, plottable, svg_of
+from node.report.pictures import LEGIBLE, Picture, drawn, left_out, plottable, svg_of
 from protocol import Measurement, Window, for_html, visible
 from protocol.windows import windows
 from scheduler.results import CampaignReport
@@ -72,7 +72,7 @@ def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str
     for ax, what in zip(axes[1:], ("clock MHz", "temp °C", "power W", "load"), strict=True):
         ax.set_ylabel(what)
         if ax.get_lines():
-            ax.legend(loc="best", fontsize=7, ncols=3)
+            ax.legend(loc="best", fontsize=LEGIBLE, ncols=3)
         else:
             ax.text(
                 0.5, 0.5, f"no {what.split()[0]} reading on this device", transform=ax.transAxes, ha="center"

@@ -16,7 +16,8 @@ from protocol.genstats import summarize_generation
 from scheduler.results import CampaignReport, diff_entries, entries_of
 
 
-def _document(failed: int = 0) -> CampaignReport:
+def _document(failed: int = 0, slower: float = 0.0) -> CampaignReport:
+    """An LLM report of one measured row (and, with `slower`, a second one that many times slower)."""
     spec = GenerateSpec(
         prompts=(Prompt(id="a", text="x", reference="the cat sat"),),
         prompts_sha256="0" * 64,
@@ -41,7 +42,18 @@ def _document(failed: int = 0) -> CampaignReport:
         "JobId": "c-job-0-0",
         "Unstable": "False",  # the cells are not read: the verdict is the measurement's
     }
-    return report_of([{"row": row, "signed": signed}, {"row": {"DeviceName": "other"}, "signed": None}])
+    results = [{"row": row, "signed": signed}, {"row": {"DeviceName": "other"}, "signed": None}]
+    if slower:
+        late = record.with_(
+            ttft_ms=200.0 * slower,
+            e2e_ms=300.0 * slower,
+            token_times_ms=(200.0 * slower, 250.0 * slower, 300.0 * slower),
+        )
+        other = summarize_generation([late], 0.3 * slower, spec)
+        slow = signed_part("slow", 300.0 * slower)
+        slow["measurement"]["generation"] = other.model_dump(mode="json")
+        results.append({"row": {**row, "DeviceName": "slow", "JobId": "c-job-1-0"}, "signed": slow})
+    return report_of(results)
 
 
 UNMEASURED = report_of([{"row": {}, "signed": None}])
@@ -52,9 +64,37 @@ def test_generation_sections_from_the_raw_records() -> None:
     assert '<figure id="generation-latency"' in page
     assert "<svg" in page
     assert "(E2E - TTFT) / (output tokens - 1)" in page  # the axis names its formula
-    assert "box&lt;1&gt; · CPU (PyTorch) · c-job-0-0" in page
+    assert (
+        '<span title="c-job-0-0">box&lt;1&gt; · CPU (PyTorch) · job-0-0</span>' in page
+    )  # short, whole in title
     assert "<td>1.0000</td>" in page  # ROUGE-1 of an exact match
     assert generation_parts(UNMEASURED) == []
+
+
+def _x_ticks(svg: str, axes: int) -> list[float]:
+    """The numeric x tick labels of the `axes`-th axes of a matplotlib SVG (svg.fonttype none: text)."""
+    part = svg.split('<g id="axes_')[axes]
+    x_axis = part.split('<g id="matplotlib.axis_')[1]  # the x axis; the y axis (row labels) follows
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", x_axis)
+    return [float(t.replace(",", "")) for t in texts if re.fullmatch(r"[\d.,]+", t)]
+
+
+def test_ttft_and_tpot_go_on_a_log_axis_when_one_row_is_26x_another() -> None:
+    """A row 26x another sat at 0 on a linear axis: across that span both strips are log (plain ticks at
+    1, 2 and 5 of a decade, no 0, the slow row's figure and the fast one's both inside); a span of 2x
+    stays linear."""
+    page = "".join(generation_parts(_document(slower=26.0)))
+    svg = page[page.index('<figure id="generation-latency"') :]
+    assert "TTFT ms, log, each request" in svg
+    assert "TPOT ms, log, each request" in svg
+    for axes in (1, 2):
+        ticks = _x_ticks(svg, axes)
+        assert ticks
+        assert 0.0 not in ticks
+        assert max(ticks) / min(ticks) >= 10, ticks
+        assert all(f"{t:.12g}"[0] in "125" for t in ticks), ticks  # 1, 2, 5 of each decade
+    near = "".join(generation_parts(_document(slower=2.0)))
+    assert ", log, each request" not in near
 
 
 def test_the_lead_table_shows_ttft_tpot_itl_decode_and_rouge_with_their_formulas() -> None:

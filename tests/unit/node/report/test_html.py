@@ -130,3 +130,39 @@ def test_markdown_keeps_the_reason_a_task_did_not_run() -> None:
     }
     markdown = render_markdown(_document(_result("fast", "CPU (ONNX)", 0.2), unplaced))
     assert "| Unschedulable: no_feasible_peer; vm (12D3): unit unavailable \\| CUDA not found |" in markdown
+
+
+def _cell_colours(page: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The colours of the heatmap's two cells side by side: its image (inline PNG) at 1/4 and 3/4 across."""
+    import base64
+
+    from PIL import Image
+
+    figure = page[page.index('id="heatmap-0"') :]
+    data = re.search(r'xlink:href="data:image/png;base64,([^"]+)"', figure)
+    assert data is not None
+    image = Image.open(io.BytesIO(base64.b64decode(data.group(1)))).convert("RGB")
+    width, height = image.size
+    left, right = image.getpixel((width // 4, height // 2)), image.getpixel((3 * width // 4, height // 2))
+    assert isinstance(left, tuple)
+    assert isinstance(right, tuple)
+    return left, right
+
+
+def test_a_two_cell_heatmap_tells_its_cells_apart_and_writes_the_matrix_numbers() -> None:
+    """Two medians 5 % apart were coloured alike (a scale from 0), and 12500 was written 1.25e+04*:
+    the colours run from the lowest median to the highest, each cell's number is the matrix's."""
+    page = render_html(
+        _document(_result("box", "CPU (ONNX)", 12500.0), _result("box", "GPU (ONNX)", 13125.0, job=1))
+    )
+    figure = page[page.index('id="heatmap-0"') : page.index("</figure>", page.index('id="heatmap-0"'))]
+    assert "e+0" not in figure
+    matrix = page[page.index('id="matrix-0"') : page.index('id="heatmap-0"')]
+    shown = re.findall(r'<span class="median">([^<]+)</span>', matrix)
+    assert len(shown) == 2
+    assert all(f">{number}</text>" in figure for number in shown), (
+        shown,
+        re.findall(r">([^<]*)</text>", figure),
+    )
+    left, right = _cell_colours(page)
+    assert sum(abs(a - b) for a, b in zip(left, right, strict=True)) > 60, (left, right)
