@@ -1,0 +1,138 @@
+"""report.html's roofline (issue 53, item 2): the arithmetic of a row's point and its unit's roof, the
+labels' spread, and the section as the page holds it, from the packaged models counted in the cost child."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from kit.reports import ROOF_MODELS, roof_peaks, roofline_report
+from matplotlib.text import Text
+
+from drivers.files.graphcost import GraphCost
+from node.report.render import render_html
+from node.report.roofline import Point, peak_unit, point_of, roof_of, roofline_figure, roofline_parts, spread
+from node.submitter.outputs import write_files
+from protocol import Peak
+from scheduler.results import CampaignReport, entries_of
+
+
+@dataclass(frozen=True)
+class Cost:
+    flops: float
+    bytes: float
+    uncounted: tuple[str, ...] = ()
+    assumed: tuple[str, ...] = ()
+
+
+Counted = tuple[CampaignReport, dict[str, GraphCost | str]]
+
+
+@pytest.fixture(scope="module")
+def counted() -> Counted:
+    return roofline_report()
+
+
+def test_a_roof_is_its_best_bandwidth_and_a_ceiling_per_precision() -> None:
+    peaks = (*roof_peaks(), Peak(unit="CPU", precision="fp16", available=False, reason="no AVX512_FP16"))
+    roof = roof_of(peaks, "CPU")
+    assert roof is not None
+    assert (roof.bandwidth, roof.access) == (18.0, "read")  # read 18 > copy 12 > write 9
+    assert dict(roof.ceilings) == {"fp32": 60.0, "bf16": 110.0, "int8": 230.0}  # fp16 unavailable: none
+    assert roof.attainable(1.0) == 18.0  # below the ridge (60 / 18 = 3.33 FLOP/B): memory-bound
+    assert roof.attainable(10.0) == 60.0  # above it: the fp32 ceiling
+    assert roof.attainable(10.0, "int8") == 180.0  # int8's ridge is at 12.8 FLOP/B
+    assert roof.attainable(10.0, "fp8") is None
+    assert roof_of(peaks, "cuda:0 H100") is None  # no figure for that unit
+    assert roof_of([p for p in peaks if p.precision not in ("read", "write", "copy")], "CPU") is None
+
+
+def test_a_point_is_the_count_over_the_median(counted: Counted) -> None:
+    report, _ = counted
+    entry = next(e for e in entries_of(report) if e.complete and e.device == "cpu0")
+    assert entry.median_ms == 12.5
+    point = point_of(entry, Cost(flops=5e9, bytes=2e8), "m")
+    assert point is not None
+    assert point.intensity == pytest.approx(25.0)
+    assert point.gflops == pytest.approx(5e9 / 0.0125 / 1e9)  # 400 GFLOP/s
+    assert point.gbs == pytest.approx(2e8 / 0.0125 / 1e9)  # 16 GB/s
+    assert point.roof is not None
+    assert point.roof.unit == "CPU"
+    assert point_of(entry, Cost(flops=0.0, bytes=1e6), "m") is None  # nothing counted: no place on log axes
+    assert peak_unit("CPU (OpenVINO)", entry.device_profile) == "CPU"
+    assert peak_unit("NPU (OpenVINO)", entry.device_profile) is None
+    assert peak_unit("GPU (ONNX)", entry.device_profile) is None  # no CUDA figure in this profile
+
+
+@pytest.mark.parametrize(
+    "positions",
+    [[0.5, 0.5, 0.5, 0.5], [0.1, 0.12, 0.9, 0.11], [0.99, 0.98, 0.97, 1.0, 0.96], [0.3], []],
+)
+def test_labels_are_spread_in_order_apart_and_inside(positions: list[float]) -> None:
+    gap = 0.05
+    placed = spread(positions, gap)
+    assert len(placed) == len(positions)
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    ys = [placed[i] for i in order]
+    assert ys == sorted(ys)  # the labels keep their points' order
+    assert all(b - a >= gap - 1e-12 for a, b in zip(ys, ys[1:], strict=False))
+    assert all(-1e-12 <= y <= 1 + 1e-12 for y in ys)
+
+
+def test_a_label_with_room_stays_beside_its_point() -> None:
+    assert spread([0.3, 0.1, 0.7], 0.05) == [0.3, 0.1, 0.7]
+    assert spread([1.4, -0.2], 0.05) == [1.0, 0.0]  # off the axes: brought inside
+
+
+def test_the_drawn_labels_do_not_overlap(counted: Counted) -> None:
+    roof = roof_of(roof_peaks(), "CPU")
+    # five points of nearly one speed and intensity: their names would sit on one another
+    points = [Point(f"model {i} · CPU (ONNX)", 20.0 + i * 0.1, 30.0 + i * 0.05, 1.5, roof) for i in range(5)]
+    figure = roofline_figure(points)
+    figure.draw_without_rendering()
+    boxes = [Text.get_window_extent(t) for t in figure.axes[0].texts]  # the words, not their lines
+    assert len(boxes) == 5
+    overlapping = [(a, b) for a, b in combinations(range(5), 2) if boxes[a].overlaps(boxes[b])]
+    assert overlapping == []
+
+
+def test_the_section_holds_a_roofline_per_device_and_says_where_there_is_none(
+    counted: Counted,
+) -> None:
+    report, costs = counted
+    html = render_html(report, costs=costs)
+    section = html[html.index("<h2>Roofline</h2>") :]
+    assert '<figure id="roofline-0" class="roofline"><svg' in section  # cpu0: its peaks are in its profile
+    assert "No roof drawn for cpu1: no measured peaks" in section  # cpu1's profile has none
+    for name in ROOF_MODELS[:-1]:
+        assert section.count(f"{name}.onnx · CPU (ONNX)") >= 2  # a table row on each device
+    assert "silero_vad.onnx · CPU (ONNX)</td><td class=\"num\">no MatMul, Gemm or Conv counted" in section
+    # resnet50: 8.18 GFLOP per inference counted, at 12.5 ms = 654 GFLOP/s, above cpu0's 60 GFLOPS roof
+    row = re.search(r"light_resnet50\.onnx · CPU \(ONNX\).*?</tr>", section)
+    assert row is not None
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(0))
+    assert cells[0] == "8.178" and cells[4] == "654.3" and cells[6] == "60"
+    assert float(cells[7]) == pytest.approx(100 * 654.3 / 60, rel=1e-3)
+    assert render_html(report).count("<h2>Roofline</h2>") == 0  # no costs (results.json alone): no section
+    assert roofline_parts(entries_of(report), {})[-1].endswith("No measured row of a counted model.</p>")
+
+
+def test_a_model_that_could_not_be_counted_says_why(counted: Counted) -> None:
+    report, costs = counted
+    refused = {sha: "light_resnet50.onnx: shape inference: ValueError: bad" for sha in costs}
+    html = render_html(report, costs=refused)
+    assert "not counted: light_resnet50.onnx: shape inference: ValueError: bad" in html
+    assert 'class="roofline"' not in html
+
+
+def test_results_json_is_the_same_with_or_without_costs(
+    counted: Counted, tmp_path: Path
+) -> None:
+    report, costs = counted
+    plain = write_files(tmp_path / "a", report)
+    roofed = write_files(tmp_path / "b", report, costs=costs)
+    assert plain["json"].read_bytes() == roofed["json"].read_bytes()
+    assert "<h2>Roofline</h2>" in roofed["html"].read_text()
