@@ -33,8 +33,10 @@ def main(conn: Connection, paths: dict[str, str]) -> None:
     for key, name in paths.items():
         try:
             conn.send(("cost", key, graph_cost(Path(name))))
-        except Exception as exc:  # the child's boundary: the parser's errors, whatever their type
-            conn.send(("failed", key, str(exc)[:300] or type(exc).__name__))
+        except ValueError as exc:  # names the file and the stage
+            conn.send(("failed", key, str(exc)[:300]))
+        except Exception as exc:  # the child's boundary: onnx not importable, memory, whatever the type
+            conn.send(("failed", key, f"{Path(name).name}: count: {type(exc).__name__}: {str(exc)[:300]}"))
     conn.send(("done",))
     conn.close()
 
