@@ -8,8 +8,10 @@ of its read, write and copy bandwidths, named) and one compute ceiling per matmu
 A device whose profile has no peaks for the row's unit is said in a line, not drawn; a model without a
 count (not ONNX, or its graph could not be read) is listed with why.
 
-The peaks are the worker's word, checked as any calibration claim (`scheduler.verification.claims`);
-a row's latency is the submitter's derived figure. A point above its roof says one of them is wrong.
+The peaks are the worker's word, checked as any calibration claim (`scheduler.verification.claims`): a
+row whose peer is `claim_unverified` (its row's Claim) draws no roof, and the line says why. The count is
+the submitter's own, from the pinned bytes; a row's latency is the submitter's derived figure. A point
+above its roof says one of them is wrong.
 
 Labels sit in a column right of the axes, each joined to its point by a line, spread so that no two
 overlap (`spread`): points of near intensity and speed never pile their names on one another.
@@ -108,7 +110,8 @@ def point_of(entry: ReportEntry, cost: Counted, label: str) -> Point | None:
     seconds = entry.median_ms / 1e3
     unit = peak_unit(entry.unit, entry.device_profile)
     cal = entry.device_profile.calibration if entry.device_profile is not None else None
-    roof = roof_of(cal.peaks, unit) if unit is not None and cal is not None else None
+    trusted = unit is not None and cal is not None and not entry.claim  # a refused claim draws no roof
+    roof = roof_of(cal.peaks, unit) if trusted and unit is not None and cal is not None else None
     gflops, gbs = cost.flops / seconds / 1e9, cost.bytes / seconds / 1e9
     point = Point(label, cost.flops / cost.bytes, gflops, gbs, roof)
     return point if all(fits(v) for v in (point.intensity, point.gflops, point.gbs)) else None
@@ -184,7 +187,12 @@ def _device_parts(k: int, device: str, mine: Sequence[ReportEntry], costs: Costs
             css_class="roofline",
         )
     else:
-        why = "no measured peaks for its units in its profile (the worker ran no sark-node info --bench)"
+        claims = sorted({e.claim for e in mine if e.claim})
+        why = (
+            f"its advertised figures were not believed ({'; '.join(claims)})"
+            if claims
+            else "no measured peaks for its units in its profile (the worker ran no sark-node info --bench)"
+        )
         said = f"No roof drawn for {visible(device)}: {why}." if points else "No point to draw."
         picture = f'<p class="muted" id="roofline-{k}">{for_html(said)}</p>'
     head = ["model · unit", "GFLOP / inference", "MB / inference", "FLOP / byte", "median ms",

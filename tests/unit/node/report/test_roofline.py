@@ -16,7 +16,7 @@ from drivers.files.graphcost import GraphCost
 from node.report.render import render_html
 from node.report.roofline import Point, peak_unit, point_of, roof_of, roofline_figure, roofline_parts, spread
 from node.submitter.outputs import write_files
-from protocol import Peak
+from protocol import Peak, for_html
 from scheduler.results import CampaignReport, entries_of
 
 
@@ -136,3 +136,16 @@ def test_results_json_is_the_same_with_or_without_costs(
     roofed = write_files(tmp_path / "b", report, costs=costs)
     assert plain["json"].read_bytes() == roofed["json"].read_bytes()
     assert "<h2>Roofline</h2>" in roofed["html"].read_text()
+
+
+def test_a_device_whose_claims_were_not_believed_draws_no_roof(counted: Counted) -> None:
+    report, costs = counted
+    liar = "claim_unverified: peaks[CPU fp32] 180 GFLOPS above 2x the calibration's 55 GFLOPS"
+    entries = [e.with_(claim=liar) if e.device == "cpu0" else e for e in entries_of(report)]
+    html = "".join(roofline_parts(entries, costs))
+    assert 'class="roofline"' not in html
+    assert for_html(f"No roof drawn for cpu0: its advertised figures were not believed ({liar})") in html
+    entry = next(e for e in entries if e.complete and e.device == "cpu0")
+    point = point_of(entry, Cost(flops=5e9, bytes=2e8), "m")
+    assert point is not None
+    assert point.roof is None  # the achieved figures stay: they are the submitter's
