@@ -48,8 +48,20 @@ class Counted(Protocol):
     def assumed(self) -> tuple[str, ...]: ...
 
 
-Costs = Mapping[str, "Counted | str"]
-"""Each model's cost by sha256, or why it has none."""
+@dataclass(frozen=True)
+class Costs:
+    """Each model's cost per inference by its sha256, or why it has none (the submitter's count)."""
+
+    by_model: tuple[tuple[str, Counted | str], ...] = ()
+
+    @classmethod
+    def of(cls, found: Mapping[str, Counted | str]) -> Costs:
+        """The counts as `count_costs` gives them, by sha256."""
+        return cls(tuple(sorted(found.items(), key=lambda item: item[0])))
+
+    def get(self, sha256: str) -> Counted | str | None:
+        """The model's cost, the reason it has none, or None when it was not counted at all."""
+        return next((cost for sha, cost in self.by_model if sha == sha256), None)
 
 
 @dataclass(frozen=True)
@@ -140,7 +152,7 @@ def roofline_parts(entries: Sequence[ReportEntry], costs: Costs | None) -> list[
     """The roofline section: one picture and one table per device with a counted row (none without one)."""
     if costs is None:
         return []
-    rows = [e for e in entries if e.complete and e.model_sha256 in costs]
+    rows = [e for e in entries if e.complete and costs.get(e.model_sha256) is not None]
     if not rows:  # no ONNX model measured (an LLM's, a model server's campaign): no section
         return []
     parts = ["<h2>Roofline</h2>", f"<p>{for_html(_HOW)}</p>"]
@@ -163,7 +175,9 @@ def _device_parts(k: int, device: str, mine: Sequence[ReportEntry], costs: Costs
     points: list[Point] = []
     rows: list[list[str]] = []
     for e in sorted(mine, key=lambda e: (e.unit, e.model)):
-        cost = costs[e.model_sha256]
+        cost = costs.get(e.model_sha256)
+        if cost is None:
+            continue
         label = visible(f"{e.model} · {e.unit}")
         if isinstance(cost, str):
             rows.append([for_html(label), f"not counted: {for_html(cost)}", *[""] * 7])

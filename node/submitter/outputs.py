@@ -235,7 +235,7 @@ def model_costs(refs: Iterable[ModelRef], cache: ModelCache) -> Costs:
     onnx = {r.sha256: r for r in refs if r.format is ModelFormat.ONNX}
     paths = {sha: path for sha in onnx if (path := cache.path_for(sha)) is not None}
     missing: dict[str, str] = {sha: f"{r.name}: not in this node's model cache" for sha, r in onnx.items()}
-    return {**missing, **count_costs(paths)}
+    return Costs.of({**missing, **count_costs(paths)})
 
 
 def bundle_text(results_json: str, sealer: Sealer) -> str:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Final
 
 import scheduler as sch
-from drivers.files.graphcost import GraphCost
 from drivers.files.models import packaged_model
 from drivers.measuring.costchild import count_costs
 from kit.golden_campaigns import CAMPAIGNS, CREATED
+from node.report.roofline import Costs
 from node.submitter.outputs import campaign_report
 from protocol import Calibration, Peak
 from scheduler.results import CampaignReport
@@ -67,7 +67,7 @@ def roof_peaks(unit: str = "CPU") -> tuple[Peak, ...]:
 
 def roofline_report(
     peaks: tuple[Peak, ...] | None = None,
-) -> tuple[CampaignReport, dict[str, GraphCost | str]]:
+) -> tuple[CampaignReport, Costs]:
     """The golden tensor campaign with its measured rows run again on each of `ROOF_MODELS` (the row's
     model named and pinned as that file), their devices' profiles carrying `peaks` (default: `roof_peaks`),
     and each model's cost counted in the cost child; cpu1's profile keeps no peaks (a worker that ran
@@ -75,7 +75,7 @@ def roofline_report(
     base = REPORTS["tensor"]()
     paths = {name: packaged_model(name) for name in ROOF_MODELS}
     shas = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in paths.items()}
-    costs = count_costs({shas[name]: path for name, path in paths.items()})
+    costs = Costs.of(count_costs({shas[name]: path for name, path in paths.items()}))
     tasks = []
     for task in base.results:
         if task.signed is None:

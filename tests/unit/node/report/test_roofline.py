@@ -12,9 +12,17 @@ import pytest
 from kit.reports import ROOF_MODELS, roof_peaks, roofline_report
 from matplotlib.text import Text
 
-from drivers.files.graphcost import GraphCost
 from node.report.render import render_html
-from node.report.roofline import Point, peak_unit, point_of, roof_of, roofline_figure, roofline_parts, spread
+from node.report.roofline import (
+    Costs,
+    Point,
+    peak_unit,
+    point_of,
+    roof_of,
+    roofline_figure,
+    roofline_parts,
+    spread,
+)
 from node.submitter.outputs import write_files
 from protocol import Peak, for_html
 from scheduler.results import CampaignReport, entries_of
@@ -28,7 +36,7 @@ class Cost:
     assumed: tuple[str, ...] = ()
 
 
-Counted = tuple[CampaignReport, dict[str, GraphCost | str]]
+Counted = tuple[CampaignReport, Costs]
 
 
 @pytest.fixture(scope="module")
@@ -117,12 +125,13 @@ def test_the_section_holds_a_roofline_per_device_and_says_where_there_is_none(
     assert (cells[0], cells[4], cells[6]) == ("8.178", "654.3", "60")
     assert float(cells[7]) == pytest.approx(100 * 654.3 / 60, rel=1e-3)
     assert render_html(report).count("<h2>Roofline</h2>") == 0  # no costs (results.json alone): no section
-    assert roofline_parts(entries_of(report), {}) == []  # no row of a counted model (an LLM's): no section
+    assert roofline_parts(entries_of(report), Costs()) == []  # no counted model (an LLM's): no section
 
 
 def test_a_model_that_could_not_be_counted_says_why(counted: Counted) -> None:
     report, costs = counted
-    refused = {sha: "light_resnet50.onnx: shape inference: ValueError: bad" for sha in costs}
+    why = "light_resnet50.onnx: shape inference: ValueError: bad"
+    refused = Costs.of({sha: why for sha, _ in costs.by_model})
     html = "".join(roofline_parts(entries_of(report), refused))
     assert "not counted: light_resnet50.onnx: shape inference: ValueError: bad" in html
     assert 'class="roofline"' not in html
