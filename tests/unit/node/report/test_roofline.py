@@ -158,3 +158,21 @@ def test_a_device_whose_claims_were_not_believed_draws_no_roof(counted: Counted)
     point = point_of(entry, Cost(flops=5e9, bytes=2e8), "m")
     assert point is not None
     assert point.roof is None  # the achieved figures stay: they are the submitter's
+
+
+def test_a_cuda_row_takes_its_gpu_s_roof_and_the_cpu_row_the_cpu_s(counted: Counted) -> None:
+    report, _ = counted
+    entry = next(e for e in entries_of(report) if e.complete and e.device == "cpu0")
+    assert entry.device_profile is not None
+    assert entry.device_profile.calibration is not None
+    gpu = roof_peaks("cuda:0 NVIDIA H200")  # the unit name `info --bench` gives a CUDA device's figures
+    cal = entry.device_profile.calibration.model_copy(update={"peaks": (*roof_peaks(), *gpu)})
+    profile = entry.device_profile.model_copy(update={"calibration": cal})
+    for unit in ("GPU (ONNX)", "GPU (PyTorch)", "GPU (llama.cpp)"):
+        assert peak_unit(unit, profile) == "cuda:0 NVIDIA H200"
+    for unit in ("GPU (OpenVINO)", "GPU (CoreML)", "NPU (LiteRT)"):  # not CUDA: no figure of theirs
+        assert peak_unit(unit, profile) is None
+    on_gpu = point_of(entry.with_(unit="GPU (ONNX)", device_profile=profile), Cost(flops=5e9, bytes=2e8), "m")
+    assert on_gpu is not None
+    assert on_gpu.roof is not None
+    assert on_gpu.roof.unit == "cuda:0 NVIDIA H200"
