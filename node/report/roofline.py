@@ -221,7 +221,8 @@ def _row(point: Point, cost: Counted, entry: ReportEntry) -> list[str]:
     if cost.assumed:
         notes.append(f"taken as 1: {', '.join(cost.assumed)}")
     if cost.uncounted:
-        notes.append(f"not counted: {', '.join(cost.uncounted[:8])}")
+        more = f" and {len(cost.uncounted) - 6} more" if len(cost.uncounted) > 6 else ""
+        notes.append(f"ops left out of the count: {', '.join(cost.uncounted[:6])}{more}")
     said = f'<br><small class="muted">{for_html("; ".join(notes))}</small>' if notes else ""
     label = for_html(point.label) + said
     return [label, f"{cost.flops / 1e9:.4g}", f"{cost.bytes / 1e6:.4g}", f"{point.intensity:.3g}",

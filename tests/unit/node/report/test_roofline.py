@@ -48,11 +48,13 @@ def test_a_roof_is_its_best_bandwidth_and_a_ceiling_per_precision() -> None:
     peaks = (*roof_peaks(), Peak(unit="CPU", precision="fp16", available=False, reason="no AVX512_FP16"))
     roof = roof_of(peaks, "CPU")
     assert roof is not None
-    assert (roof.bandwidth, roof.access) == (18.0, "read")  # read 18 > copy 12 > write 9
-    assert dict(roof.ceilings) == {"fp32": 60.0, "bf16": 110.0, "int8": 230.0}  # fp16 unavailable: none
-    assert roof.attainable(1.0) == 18.0  # below the ridge (60 / 18 = 3.33 FLOP/B): memory-bound
-    assert roof.attainable(10.0) == 60.0  # above it: the fp32 ceiling
-    assert roof.attainable(10.0, "int8") == 180.0  # int8's ridge is at 12.8 FLOP/B
+    assert (roof.bandwidth, roof.access) == (60.0, "read")  # read 60 > copy 40 > write 30
+    assert dict(roof.ceilings) == {"fp32": 1200.0, "bf16": 2400.0, "int8": 4800.0}  # fp16 unavailable: none
+    assert roof.attainable(1.0) == 60.0  # below the ridge (1200 / 60 = 20 FLOP/B): memory-bound
+    assert roof.attainable(10.0) == 600.0
+    assert roof.attainable(100.0) == 1200.0  # above it: the fp32 ceiling
+    assert roof.attainable(100.0, "int8") == 4800.0  # int8's ridge is at 80 FLOP/B
+    assert roof.attainable(50.0, "int8") == 3000.0
     assert roof.attainable(10.0, "fp8") is None
     assert roof_of(peaks, "cuda:0 H100") is None  # no figure for that unit
     assert roof_of([p for p in peaks if p.precision not in ("read", "write", "copy")], "CPU") is None
@@ -118,12 +120,12 @@ def test_the_section_holds_a_roofline_per_device_and_says_where_there_is_none(
     for name in ROOF_MODELS[:-1]:
         assert section.count(f"{name}.onnx · CPU (ONNX)") >= 2  # a table row on each device
     assert "silero_vad.onnx · CPU (ONNX)</td><td class=\"num\">no MatMul, Gemm or Conv counted" in section
-    # resnet50: 8.18 GFLOP per inference counted, at 12.5 ms = 654 GFLOP/s, above cpu0's 60 GFLOPS roof
+    # resnet50: 8.18 GFLOP and 189 MB per inference counted (43 FLOP/B: past the 20 FLOP/B ridge), at
+    # 12.5 ms 654 GFLOP/s, 54.5 % of cpu0's fp32 roof of 1,200 GFLOPS
     row = re.search(r"light_resnet50\.onnx · CPU \(ONNX\).*?</tr>", section)
     assert row is not None
     cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(0))
-    assert (cells[0], cells[4], cells[6]) == ("8.178", "654.3", "60")
-    assert float(cells[7]) == pytest.approx(100 * 654.3 / 60, rel=1e-3)
+    assert (cells[0], cells[1], cells[4], cells[6], cells[7]) == ("8.178", "189.1", "654.3", "1200", "54.5")
     assert render_html(report).count("<h2>Roofline</h2>") == 0  # no costs (results.json alone): no section
     assert roofline_parts(entries_of(report), Costs()) == []  # no counted model (an LLM's): no section
 
@@ -149,7 +151,7 @@ def test_results_json_is_the_same_with_or_without_costs(
 
 def test_a_device_whose_claims_were_not_believed_draws_no_roof(counted: Counted) -> None:
     report, costs = counted
-    liar = "claim_unverified: peaks[CPU fp32] 180 GFLOPS above 2x the calibration's 55 GFLOPS"
+    liar = "claim_unverified: peaks[CPU fp32] 3600 GFLOPS above 2x the calibration's 1100 GFLOPS"
     entries = [e.with_(claim=liar) if e.device == "cpu0" else e for e in entries_of(report)]
     html = "".join(roofline_parts(entries, costs))
     assert 'class="roofline"' not in html
