@@ -286,7 +286,7 @@ def _draw_roof(ax: Any, roof: Roof, colour: str, x_lo: float, x_hi: float) -> No
         start = ceiling / roof.bandwidth
         style, figure = _STYLES.get(precision, "-"), "GOPS" if precision == "int8" else "GFLOPS"
         ax.plot([start, x_hi], [ceiling, ceiling], color=colour, lw=1.0, linestyle=style,
-                label=f"{visible(roof.unit)}: {precision} {ceiling:.3g} {figure}")  # fmt: skip
+                label=f"{visible(roof.unit)}: {precision} {ceiling:.4g} {figure}")  # fmt: skip
 
 
 def _labels(fig: Any, ax: Any, points: Sequence[Point], ylim: tuple[float, float]) -> None:
