@@ -97,16 +97,23 @@ def test_a_label_with_room_stays_beside_its_point() -> None:
     assert spread([1.4, -0.2], 0.05) == [1.0, 0.0]  # off the axes: brought inside
 
 
-def test_the_drawn_labels_do_not_overlap(counted: Counted) -> None:
-    roof = roof_of(roof_peaks(), "CPU")
-    # five points of nearly one speed and intensity: their names would sit on one another
-    points = [Point(f"model {i} · CPU (ONNX)", 20.0 + i * 0.1, 30.0 + i * 0.05, 1.5, roof) for i in range(5)]
+@pytest.mark.parametrize("count", [5, 24])
+def test_the_drawn_labels_do_not_overlap(count: int) -> None:
+    cpu, gpu = roof_of(roof_peaks(), "CPU"), roof_of(roof_peaks("cuda:0 H200"), "cuda:0 H200")
+    # points of nearly one speed and intensity, on two units' roofs: their names would sit on one another
+    points = [
+        Point(f"model {i} · {'CPU' if i % 2 else 'GPU'} (ONNX)", 20.0 + i * 0.1, 30.0 + i * 0.05, 1.5,
+              cpu if i % 2 else gpu)
+        for i in range(count)
+    ]  # fmt: skip
     figure = roofline_figure(points)
     figure.draw_without_rendering()
-    boxes = [Text.get_window_extent(t) for t in figure.axes[0].texts]  # the words, not their lines
-    assert len(boxes) == 5
-    overlapping = [(a, b) for a, b in combinations(range(5), 2) if boxes[a].overlaps(boxes[b])]
+    axes = figure.axes[0]
+    boxes = [Text.get_window_extent(t) for t in axes.texts]  # the words, not their lines
+    assert len(boxes) == count
+    overlapping = [(a, b) for a, b in combinations(range(count), 2) if boxes[a].overlaps(boxes[b])]
     assert overlapping == []
+    assert len(axes.get_legend().get_texts()) == 2 * (1 + 3)  # each roof: its slope and three ceilings
 
 
 def test_the_section_holds_a_roofline_per_device_and_says_where_there_is_none(
