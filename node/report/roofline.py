@@ -254,6 +254,7 @@ def roofline_svg(points: Sequence[Point], salt: str) -> Picture:
 def roofline_figure(points: Sequence[Point]) -> Any:
     """The roofs of the points' units and the points, labelled in a column right of the axes."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     roofs = list({p.roof.unit: p.roof for p in points if p.roof is not None}.values())
     xs = [p.intensity for p in points] + [c / r.bandwidth for r in roofs for _, c in r.ceilings]
@@ -270,6 +271,10 @@ def roofline_figure(points: Sequence[Point]) -> Any:
         colour = _COLOURS[roofs.index(p.roof) % len(_COLOURS)] if p.roof in roofs else "#444"
         ax.plot([p.intensity], [p.gflops], "o", color=colour, markersize=5)
     _labels(fig, ax, points, (y_lo, y_hi))
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers: report.html draws with mathtext off
+        axis.set_major_locator(LogLocator(subs=(1.0,)))
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("GFLOP/s")
     ax.grid(True, which="major", alpha=0.3)

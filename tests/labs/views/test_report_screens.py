@@ -162,6 +162,7 @@ async def test_the_roofline_reads_at_1280_px(page: Cdp, tmp_path: Path) -> None:
         assert left <= b[0] <= b[2] <= right
         assert top <= b[1] <= b[3] <= bottom
     assert [(a, b) for (a, x), (b, y) in combinations(labels, 2) if _overlaps(x, y)] == []
+    assert [text for text, _ in roof["words"] if "$" in text or "\\" in text] == []  # no raw mathtext ticks
     shot = Image.open(io.BytesIO(png)).crop((int(left), int(top), int(right), int(bottom)))
     colours = shot.convert("L").getcolors(maxcolors=1 << 16)  # None: more than that many
     assert colours is None or len(colours) >= 16, "the roofline's screenshot is blank"

@@ -124,6 +124,8 @@ def test_the_section_holds_a_roofline_per_device_and_says_where_there_is_none(
     section = html[html.index("<h2>Roofline</h2>") :]
     assert '<figure id="roofline-0" class="roofline"><svg' in section  # cpu0: its peaks are in its profile
     assert "No roof drawn for cpu1: no measured peaks" in section  # cpu1's profile has none
+    assert "mathdefault" not in section  # the log axes' ticks are plain numbers (mathtext is off)
+    assert ">1000<" in section  # a tick, as text
     for name in ROOF_MODELS[:-1]:
         assert section.count(f"{name}.onnx · CPU (ONNX)") >= 2  # a table row on each device
     assert "silero_vad.onnx · CPU (ONNX)</td><td class=\"num\">no MatMul, Gemm or Conv counted" in section
