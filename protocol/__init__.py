@@ -222,6 +222,8 @@ from protocol.telemetry import (
 from protocol.text import control_characters, for_csv, for_html, for_markdown, for_rich, visible
 from protocol.units import ANY_WORKER_KEY, GPU_UNITS, RUNTIME_OF, ComputeUnit, Runtime, capability_key
 from protocol.values import (
+    BANDWIDTHS,
+    MATMUL_PRECISIONS,
     MAX_ADVERT_ADDRS,
     MAX_ADVERT_CIRCUITS,
     MAX_INPUT_DATA,
@@ -247,6 +249,7 @@ from protocol.values import (
 
 __all__ = [
     "ANY_WORKER_KEY",
+    "BANDWIDTHS",
     "BLOB",
     "CHAIN_MAX_N",
     "CHAIN_MAX_STEPS",
@@ -270,6 +273,7 @@ __all__ = [
     "FORMULAS",
     "GPU_UNITS",
     "KAD",
+    "MATMUL_PRECISIONS",
     "MAX_ADVERT_ADDRS",
     "MAX_ADVERT_CIRCUITS",
     "MAX_ENVELOPE",

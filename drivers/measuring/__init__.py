@@ -25,6 +25,7 @@ Modules:
     gpupeaks       a CUDA GPU's peak kernels through torch (fp32, tf32, fp16, bf16, int8, fp8 as the
                    compute capability allows; read, write, copy), the tensor-core generation
     peakchild      the peaks' size sweep to the plateau under the harness's rules, and its child
+    costchild      each model's FLOPs and bytes per inference (files.graphcost) counted in one capped child
     peaks          the parent side: one measuring child (`info --bench`), the figures cached by
                    calibration key
     challengechild the CPU challenge's kernel (matrices from a seed, product, row digests), its child

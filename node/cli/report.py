@@ -13,6 +13,7 @@ import typer
 from node.cli.options import ConfigOpt, DataDirOpt, JsonOpt, build_config, fail
 
 if TYPE_CHECKING:
+    from node.report.roofline import Costs
     from node.submitter.store import CampaignStore
     from scheduler.results import CampaignReport
 
@@ -115,13 +116,32 @@ def _report(name: str, data_dir: Path | None, config_file: Path | None) -> tuple
     return found
 
 
-def _render(report: CampaignReport, fmt: Format, rank: str = "") -> str:
+def _costs(name: str, data_dir: Path | None, config_file: Path | None) -> Costs | None:
+    """A stored campaign's models counted for the roofline, as `submit` counted them (None: `name` is a
+    results.json, which holds no count, or the campaign is not in this node's store)."""
+    from node.submitter.models import refs_from_json
+    from node.submitter.outputs import model_costs
+    from node.submitter.store import CampaignStore
+    from node.transfer.cache import model_cache
+
+    path = Path(name)
+    if path.is_file() or (path.is_dir() and (path / "results.json").is_file()):
+        return None
+    config = build_config(config_file, data_dir=data_dir)
+    store = config.data.campaigns
+    record = CampaignStore(store).campaign(name) if store.is_file() else None
+    if record is None:
+        return None
+    return model_costs(refs_from_json(record.models).values(), model_cache(config))
+
+
+def _render(report: CampaignReport, fmt: Format, rank: str = "", costs: Costs | None = None) -> str:
     import scheduler as sch
     from node.report.render import render_html
     from node.report.tables import render_markdown
 
     if fmt is Format.HTML:
-        return render_html(report, rank)
+        return render_html(report, rank, costs)
     if fmt is Format.CSV:
         return sch.to_csv(task.row for task in report.results)
     if fmt is Format.JSON:
@@ -171,7 +191,8 @@ def report(
         return
     assert campaign is not None
     found, folder = _report(campaign, data_dir, config_file)
-    text = _render(found, fmt, rank)
+    costs = _costs(campaign, data_dir, config_file) if fmt is Format.HTML else None
+    text = _render(found, fmt, rank, costs)
     if out is None and fmt is Format.HTML:
         out = folder / "report.html"
     if out is None:

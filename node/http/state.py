@@ -250,7 +250,7 @@ class ApiState:
         """The campaign's files (CSV, JSON, HTML report) and the seeds' flat CSV; in a worker thread,
         since rendering the report takes seconds on a busy machine and the loop must keep answering."""
         cid = live.run.campaign_id
-        files, _ = write_out(live.run, self.store, self.node.host.private_key)  # bundle.json sealed
+        files, _ = write_out(live.run, self.store, self.node.host.private_key, model_cache(self.config))
         stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
         flat = self.options.results_dir / f"{cid}_{stamp}_results.csv"
         write_whole(flat, files["csv"].read_text())

@@ -16,6 +16,7 @@ Modules:
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
     matrix     the device x unit matrix's cells: median with p90/p99/max and count, or the ending and why
+    roofline   report.html's roofline per device: each row's achieved FLOP/s against its unit's measured peaks
     provenance report.html's provenance: each task's worker, signature, verification, class, claim
     costreport performance per dollar and per watt: report.html's section, Markdown, the terminal's table
     bundles    a results folder's bundle read with limits and checked (`sark-node verify`)
@@ -36,6 +37,7 @@ __all__ = [
     "pictures",
     "plots",
     "render",
+    "roofline",
     "tables",
     "telereport",
     "verifyreport",

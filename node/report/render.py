@@ -32,6 +32,7 @@ from node.report.plots import (
     spread,
 )
 from node.report.provenance import provenance_html
+from node.report.roofline import Costs, roofline_parts
 from node.report.telereport import telemetry_parts
 from node.report.verifyreport import verification_html
 from protocol import for_html, visible
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 _CSS: Final = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:1200px;color:#222;
 padding:0 1rem}
-h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}h3{font-size:1rem}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}
 th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -126,9 +127,11 @@ def _conditions_html(entries: Sequence[ReportEntry]) -> str:
     return _table([*head, "calibration"], rows, frozenset({1}))
 
 
-def render_html(report: CampaignReport, rank: str = "") -> str:
+def render_html(report: CampaignReport, rank: str = "", costs: Costs | None = None) -> str:
     """report.html for a campaign report: one self-contained page, whatever the report holds (`rank`:
-    the cost figure its performance per dollar and per watt table is ranked by; "" the first shown).
+    the cost figure its performance per dollar and per watt table is ranked by; "" the first shown;
+    `costs`: each model's FLOPs and bytes per inference by sha256, counted by the submitter, for the
+    roofline section; None: no roofline, as from a results.json alone, which holds no count).
 
     Each picture is drawn or replaced by a note saying why (`pictures.drawn`); if the page itself
     cannot be built, the page says that instead, so a report.html is always written."""
@@ -136,7 +139,7 @@ def render_html(report: CampaignReport, rank: str = "") -> str:
 
     try:
         with matplotlib.rc_context({"text.parse_math": False}):  # a "$" a peer wrote is text, not mathtext
-            return _page(report, rank)
+            return _page(report, rank, costs)
     except Exception as exc:  # the renderer's boundary: no stored value may stop the outputs
         log.warning("report.html not rendered: %s: %s", type(exc).__name__, exc)
         return _unrendered(report, exc)
@@ -169,7 +172,7 @@ def _unrendered(report: CampaignReport, exc: Exception) -> str:
     )
 
 
-def _page(report: CampaignReport, rank: str) -> str:
+def _page(report: CampaignReport, rank: str, costs: Costs | None = None) -> str:
     """The page itself (`render_html` sets how matplotlib draws text around it)."""
     entries = entries_of(report)
     title = _title(report)
@@ -193,6 +196,7 @@ def _page(report: CampaignReport, rank: str) -> str:
         parts += _model_parts(k, matrix, mine, what)
     parts += verification_html(report)  # one agreed figure per class, its band, replicas and outlier
     parts += cost_html(report, rank)  # performance per dollar and per watt, with each price's source
+    parts += roofline_parts(entries, costs)  # achieved FLOP/s per row against its unit's measured peaks
     parts += generation_parts(report) + front_parts(report) + endpoint_parts(report) + telemetry_parts(report)
     ordered = sorted(entries, key=lambda e: (e.model, row_label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
@@ -261,8 +265,8 @@ def _processes(k: int, model: str, mine: Sequence[ReportEntry]) -> str:
     return f'<p class="muted" id="processes-{k}">{said}</p>'
 
 
-def write_html_report(path: Path, report: CampaignReport) -> Path:
-    """Write report.html for a campaign report to `path`; returns the path."""
+def write_html_report(path: Path, report: CampaignReport, costs: Costs | None = None) -> Path:
+    """Write report.html for a campaign report to `path` (`costs` as `render_html`); returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report), encoding="utf-8")
+    path.write_text(render_html(report, costs=costs), encoding="utf-8")
     return path

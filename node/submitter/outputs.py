@@ -11,15 +11,28 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import scheduler as sch
 from node.errors import disk_errors, megabytes
 from node.report.render import render_html
+from node.report.roofline import Costs
 from node.submitter.store import ResultRecord
-from protocol import DOMAIN_BUNDLE, BundleSeal, Envelope, Measurement, ResultBody, TaskSpec, derive, seal
+from node.transfer.cache import ModelCache
+from protocol import (
+    DOMAIN_BUNDLE,
+    BundleSeal,
+    Envelope,
+    Measurement,
+    ModelFormat,
+    ModelRef,
+    ResultBody,
+    TaskSpec,
+    derive,
+    seal,
+)
 from protocol.codec import pack_body, unpack_body
 from scheduler.results import cost_columns, priced, verify_columns, with_output_diffs, with_speedups
 from scheduler.results.bundle import (
@@ -190,11 +203,14 @@ def bundle_body(
     return body_of(campaign_id, submitter, campaign_text, envelopes, tasks, peers, processes, specs)
 
 
-def write_files(out_dir: Path, report: sch.CampaignReport, sealer: Sealer | None = None) -> dict[str, Path]:
+def write_files(
+    out_dir: Path, report: sch.CampaignReport, sealer: Sealer | None = None, costs: Costs | None = None
+) -> dict[str, Path]:
     """results.csv and results.json first, then report.html, all three from the one report value
     (nothing read back): report.html never stops the other two (`render_html` is total: a picture
     that cannot be drawn is a note, a page that cannot be built says why), so every result reaches a
     file whatever a peer sent. With a `sealer`, bundle.json last (the seal names results.json's digest).
+    `costs` (`model_costs`) feed report.html's roofline only: results.json is the same with or without.
 
     Raises:
         DiskFull: as `write_outputs`.
@@ -205,10 +221,21 @@ def write_files(out_dir: Path, report: sch.CampaignReport, sealer: Sealer | None
         "csv": write_whole(out_dir / "results.csv", sch.to_csv(task.row for task in report.results)),
         "json": write_whole(out_dir / "results.json", results_json := report.to_json()),
     }
-    files["html"] = write_whole(out_dir / "report.html", render_html(report))
+    files["html"] = write_whole(out_dir / "report.html", render_html(report, costs=costs))
     if sealer is not None:
         files["bundle"] = write_whole(out_dir / BUNDLE_FILE, bundle_text(results_json, sealer))
     return files
+
+
+def model_costs(refs: Iterable[ModelRef], cache: ModelCache) -> Costs:
+    """Each pinned ONNX model's FLOPs and bytes per inference by sha256 (counted in a capped child,
+    `drivers.measuring.costchild`: the file is untrusted), or why not; blocks moments per model."""
+    from drivers.measuring.costchild import count_costs
+
+    onnx = {r.sha256: r for r in refs if r.format is ModelFormat.ONNX}
+    paths = {sha: path for sha in onnx if (path := cache.path_for(sha)) is not None}
+    missing: dict[str, str] = {sha: f"{r.name}: not in this node's model cache" for sha, r in onnx.items()}
+    return Costs.of({**missing, **count_costs(paths)})
 
 
 def bundle_text(results_json: str, sealer: Sealer) -> str:

@@ -36,12 +36,12 @@ from node.submitter.discovery import Discovery, DiscoveryConfig, lookup_count
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
 from node.submitter.models import models_json, pin_models, refs_from_json
-from node.submitter.outputs import Sealer, bundle_body, campaign_report, write_files
+from node.submitter.outputs import Sealer, bundle_body, campaign_report, model_costs, write_files
 from node.submitter.store import CampaignRecord, CampaignStatus, CampaignStore, Submitter, utc_now
 from node.submitter.swarms import resume_config
 from node.submitter.vetting import vet_local
 from node.transfer.blob import UploadSlots, blob_handler
-from node.transfer.cache import model_cache
+from node.transfer.cache import ModelCache, model_cache
 from node.transfer.urls import url_policy
 from protocol import BLOB, ModelRef, peer_id_from_public_key, public_key_of
 
@@ -226,11 +226,12 @@ async def drive(
 
 
 def write_out(
-    run: CampaignRun, store: CampaignStore, private_key: bytes | None = None
+    run: CampaignRun, store: CampaignStore, private_key: bytes | None = None, models: ModelCache | None = None
 ) -> tuple[dict[str, Path], sch.CampaignReport]:
     """Write results.csv, results.json and report.html into the campaign's folder, and with the
     submitter's `private_key` bundle.json sealed by it; their paths, and the report they were
-    written from (what `submit` shows: no file is read back)."""
+    written from (what `submit` shows: no file is read back). With the node's model cache (`models`),
+    report.html draws a roofline from each ONNX model's counted FLOPs and bytes (`model_costs`)."""
     results = store.results(run.campaign_id)
     record = store.campaign(run.campaign_id)  # the swarm as claimed last (a resume may move it)
     swarm = record.swarm if record is not None and record.swarm is not None else ()
@@ -245,7 +246,8 @@ def write_out(
         cid, text = run.campaign_id, run.record.text
         body = bundle_body(cid, run.campaign, run.scheduler, results, text, submitter, offers)
         sealer = Sealer(body, private_key)
-    return write_files(Path(run.record.out_dir), report, sealer), report
+    costs = model_costs(refs_from_json(run.record.models).values(), models) if models is not None else None
+    return write_files(Path(run.record.out_dir), report, sealer, costs), report
 
 
 async def submit(
@@ -282,7 +284,7 @@ async def resume(
         record = store.campaign(campaign_id) or record
     run = restore(record)
     if run.scheduler.done:  # it ended, but its files were not written (a full disk): write them only
-        return _outcome(run, store, Tally(), None, _own_key(config))
+        return _outcome(run, store, Tally(), None, _own_key(config), model_cache(config))
     peers = {t.peer_id for t in run.scheduler.tasks() if t.peer_id}
     config = resume_config(record, config, peers, explicit=options.gate_given)
 
@@ -340,7 +342,7 @@ async def _run(
         except CampaignInterrupted as exc:  # the resume command, with the flags this one was given
             raise CampaignInterrupted(exc.campaign_id, options.resume_flags) from None
     options.events("uploads", campaign=run.campaign_id, bytes=uploads.served_bytes)
-    return _outcome(run, store, tally, discovery.empty_cause, private_key)
+    return _outcome(run, store, tally, discovery.empty_cause, private_key, model_cache(config))
 
 
 def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Discovery:
@@ -375,10 +377,11 @@ def _outcome(
     tally: Tally,
     shortfall: Shortfall | None,
     private_key: bytes | None = None,
+    models: ModelCache | None = None,
 ) -> Outcome:
     """Write the ended campaign's files (`DiskFull` when its folder's disk is full; bundle.json sealed
     with `private_key`, the submitter node's) and sum it up."""
-    files, report = write_out(run, store, private_key)
+    files, report = write_out(run, store, private_key, models)
     medians = {  # each accepted result's median of its derived measurement, as the scheduler heard it
         t.task_id: t.progress.median_ms for t in run.scheduler.tasks() if t.progress.median_ms is not None
     }

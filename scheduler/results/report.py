@@ -47,6 +47,7 @@ class ReportEntry(Value):
     generation: GenerationStats | None = None
     detail: str = ""
     verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
+    claim: str = ""  # the row's Claim: its peer's `claim_unverified` mark and why ("" none)
     speedup: str = ""  # the row's SpeedupVsCpu: its device's CPU row's median over its own, with the spread
     fallback: bool = False  # ran below the job's placement share: never the unit's figure
     stats: Stats | None = None  # the figure the matrix shows, with its tail (p90, p99, max) and count
@@ -192,6 +193,7 @@ def entry_of(
         device_profile=device,
         detail=detail,
         verified=row.get("Verified", ""),
+        claim=row.get("Claim", ""),
         speedup=row.get("SpeedupVsCpu", ""),
         price=price,
         costs=costs_of(measurement, price),

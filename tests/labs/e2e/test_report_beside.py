@@ -1,6 +1,8 @@
 """Issue 41, scope 6 (d): `sark-node report CAMPAIGN`, as README writes it, writes report.html beside the
 campaign's other files (`sark-results/<campaign>/`, where `submit` wrote them), whichever folder it is
-run from; it used to write `<campaign>-report.html` into the current folder."""
+run from; it used to write `<campaign>-report.html` into the current folder. Both hold the roofline
+(issue 53): the model counted on the submitter, `report` by id counting it again from the node's cache;
+by results.json path there is no count, and no roofline."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 from kit.procs import SCRIPT
 
 ROOT = Path(__file__).resolve().parents[3]
+COUNTED = re.compile(r"tiny-convnet\.onnx · CPU \(ONNX\).*?</td><td class=\"num\">([\d.e+]+)</td>")
 CAMPAIGN = """name: report-beside
 model:
   path: models/tiny-convnet.onnx
@@ -41,13 +44,22 @@ def test_report_writes_beside_the_campaigns_files_from_any_folder(tmp_path: Path
     assert found is not None, submitted.stdout
     campaign_id = found.group(1)
     folder = work / "sark-results" / campaign_id
+    written = (folder / "report.html").read_text()
+    assert "<h2>Roofline</h2>" in written
+    counted = COUNTED.search(written)  # GFLOP per inference, counted on the submitter
+    assert counted is not None, written[written.index("<h2>Roofline</h2>") :][:2000]
     (folder / "report.html").unlink()  # so that the one there now is report's
 
     reported = _sark(elsewhere, env, "report", campaign_id)
     assert reported.returncode == 0, reported.stderr
     assert reported.stdout.strip() == str(folder / "report.html")
-    assert "<html" in (folder / "report.html").read_text().lower()
+    again = (folder / "report.html").read_text()
+    assert "<html" in again.lower()
+    recounted = COUNTED.search(again)
+    assert recounted is not None
+    assert recounted.group(1) == counted.group(1)
     assert list(elsewhere.iterdir()) == []  # nothing in the folder it was run from
     by_path = _sark(elsewhere, env, "report", str(folder / "results.json"))
     assert by_path.returncode == 0, by_path.stderr
     assert by_path.stdout.strip() == str(folder / "report.html")
+    assert "<h2>Roofline</h2>" not in (folder / "report.html").read_text()  # results.json holds no count

@@ -1,12 +1,14 @@
 """report.html looked at as a person does (issue 42, scope 4): headless Chromium at 1280 px renders the
 report of a tensor, an LLM, a model-server (endpoint) and a verified campaign, takes a screenshot of
-the whole page and prints it to PDF.
+the whole page and prints it to PDF; and the roofline (issue 53) of the packaged models, counted in the
+cost child, drawn against one device's peaks and said missing for a device without them.
 
 A page fails when it is empty or broken: no title, little text, no matrix table, a picture neither
 drawn nor named, the "not rendered" note, a console error, anything wider than the window (at 1280 px
 nothing scrolls sideways), a screenshot of almost one colour, or a print that is no PDF. The last test
 feeds the same checks a page that could not be built, so they are seen to fail. With `SARK_SHOTS=DIR`
-the screenshots are also written to DIR (`tensor.png`, `llm.png`, `endpoint.png`, `verified.png`).
+the screenshots are also written to DIR (`tensor.png`, `llm.png`, `endpoint.png`, `verified.png`,
+`roofline.png`: the roofline section alone).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import base64
 import io
 import json
 import os
+from itertools import combinations
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from kit.reports import LLM_RESULTS, REPORTS
+from kit.reports import LLM_RESULTS, REPORTS, ROOF_MODELS, roofline_report
 from PIL import Image
 
 from labs.views.test_http_dashboard import CHROMIUM, Cdp, page
@@ -120,3 +123,50 @@ async def test_the_checks_see_a_page_that_could_not_be_built(page: Cdp, tmp_path
     found = _problems(seen, png, pdf)
     assert "the page says it could not be built" in found
     assert any(p.startswith("next to nothing shown") for p in found)
+
+
+ROOFLINE = """
+(() => {
+  const figure = document.getElementById("roofline-0"), svg = figure && figure.querySelector("svg");
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const words = svg ? [...svg.querySelectorAll("text")].map(t => [t.textContent, box(t)]) : [];
+  return JSON.stringify({
+    drawn: !!svg,
+    box: figure ? box(figure) : null,
+    words: words,
+    missing: (document.getElementById("roofline-1") || {}).textContent || "",
+  });
+})()
+"""
+
+
+def _overlaps(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+async def test_the_roofline_reads_at_1280_px(page: Cdp, tmp_path: Path) -> None:
+    report, costs = roofline_report()
+    path = tmp_path / "report.html"
+    path.write_text(render_html(report, costs=costs))
+    seen, png, pdf = await _look(page, path)
+    assert _problems(seen, png, pdf) == []
+    assert page.problems == []
+    roof = json.loads(await page.evaluate(ROOFLINE))
+    assert roof["drawn"], "no roofline picture for cpu0"
+    assert roof["missing"].startswith("No roof drawn for cpu1: no measured peaks")
+    left, top, right, bottom = roof["box"]
+    assert right <= WIDTH
+    labels = [(text, b) for text, b in roof["words"] if text.endswith("· CPU (ONNX)")]
+    assert sorted(text for text, _ in labels) == sorted(f"{m}.onnx · CPU (ONNX)" for m in ROOF_MODELS[:-1])
+    for _, b in labels:  # every label inside the picture, none over another
+        assert left <= b[0] <= b[2] <= right
+        assert top <= b[1] <= b[3] <= bottom
+    assert [(a, b) for (a, x), (b, y) in combinations(labels, 2) if _overlaps(x, y)] == []
+    assert [text for text, _ in roof["words"] if "$" in text or "\\" in text] == []  # no raw mathtext ticks
+    shot = Image.open(io.BytesIO(png)).crop((int(left), int(top), int(right), int(bottom)))
+    colours = shot.convert("L").getcolors(maxcolors=1 << 16)  # None: more than that many
+    assert colours is None or len(colours) >= 16, "the roofline's screenshot is blank"
+    shots = os.environ.get("SARK_SHOTS")
+    for folder in [tmp_path, *([Path(shots)] if shots else [])]:
+        folder.mkdir(parents=True, exist_ok=True)
+        shot.save(folder / "roofline.png")
