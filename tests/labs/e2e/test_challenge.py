@@ -195,7 +195,9 @@ def test_a_verified_campaign_whose_only_peer_fails_its_challenge_exits_1_naming_
     assert len(errors) == 1, done.stderr[-3000:]
     (error,) = errors
     assert "1 unverifiable" in error, error
-    assert "refused by verification: claim_unverified: challenge: n=" in error, error
+    # refused by its challenge: too slow ("n=... GFLOPS measured against ...") or, while its child still
+    # computes a round far past its claim, not answered within the worker's own window (issue 50)
+    assert "refused by verification: claim_unverified: challenge: " in error, error
     assert "(verify: {unverified: allow} places it)" in error, error
     assert "WARNING" not in done.stderr, done.stderr[-3000:]  # no raw logger line in the terminal
     assert "verification: 0 verified, 1 unverifiable" in done.stdout, done.stdout[-3000:]
