@@ -297,8 +297,9 @@ def _defaulted(report: sch.CampaignReport) -> dict[str, list[str]]:
 
 def _jobs_named(tasks: list[str]) -> str:
     """ "tasks job-0-0, job-1-0" (the campaign id, the same on every task, said once above)."""
-    short = [f"job-{parts[2]}" if (parts := task.rpartition("-job-"))[1] else task for task in tasks]
-    return "tasks " + ", ".join(short)
+    from scheduler.results import short_task
+
+    return "tasks " + ", ".join(short_task(task) for task in tasks)
 
 
 def end_tables(report: sch.CampaignReport) -> Group:

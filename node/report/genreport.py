@@ -28,6 +28,7 @@ from scheduler.results import (
     headline,
     lead_figures,
     price_text,
+    short_task,
 )
 
 _COSTS: Final = tuple(f for f in COST_FIGURES if f.key in ("per_m_tokens", "tokens_per_joule"))
@@ -85,10 +86,10 @@ def _short(label: str) -> tuple[str, str]:
     """A run's label as a table or picture shows it, device · unit · the job's short id ("job-0-0"),
     and the whole task id (the whole id filled the first column); (label, "") when it names no job."""
     head, _, task = label.rpartition(" · ")
-    short = task.rpartition("-job-")[2]
-    if not head or not short or short == task:
+    short = short_task(task)
+    if not head or short == task:
         return label, ""
-    return f"{head} · job-{short}", task
+    return f"{head} · {short}", task
 
 
 def _label_html(label: str) -> str:

@@ -278,6 +278,7 @@ from scheduler.results.report import (
     entry_of,
     job_index_of,
     latency_matrices,
+    short_task,
     shown,
 )
 from scheduler.results.rows import (
@@ -396,6 +397,7 @@ __all__ = [
     "row_of",
     "seed_figures",
     "short_peer",
+    "short_task",
     "shown",
     "shown_figures",
     "speedup_cell",

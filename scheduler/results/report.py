@@ -157,6 +157,13 @@ class LatencyMatrix(Value):
     cells: tuple[tuple[MatrixCell | None, ...], ...]
 
 
+def short_task(task_id: str) -> str:
+    """A task id as a view names it beside its campaign: ``job-{index}-{n}`` (the id itself when it
+    holds no ``-job-``)."""
+    _, sep, tail = task_id.rpartition("-job-")
+    return f"job-{tail}" if sep and tail else task_id
+
+
 def job_index_of(task_id: str) -> int:
     """The job index inside a task id ``{campaign_id}-job-{index}-{n}`` (0 if it has none)."""
     _, _, tail = task_id.rpartition("-job-")
