@@ -35,6 +35,31 @@ def _ort_call(
     return functools.partial(session.run, None, synthesize(sigs, shapes, values))
 
 
+def _ort_cuda_call(
+    path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
+) -> Callable[[], object]:
+    """ONNX Runtime's own API on CUDA, the harness's session options: `preload_dlls()` (the nvidia-*
+    wheels' CUDA and cuDNN), the CUDA provider on device 0 then the CPU one, the EP assignment
+    recorded, CPU fallback at the Python level off; `session.run(None, feeds)`, whose host outputs
+    end each call after the GPU's work."""
+    import functools
+
+    import onnxruntime as ort
+
+    if hasattr(ort, "preload_dlls"):
+        ort.preload_dlls()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = THREADS
+    so.log_severity_level = 4
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    providers = [("CUDAExecutionProvider", {"device_id": "0"}), ("CPUExecutionProvider", {})]
+    session = ort.InferenceSession(path, so, providers=providers, enable_fallback=0)
+    if session.get_providers()[0] != "CUDAExecutionProvider":
+        raise RuntimeError(f"the bare session is on {session.get_providers()}, not CUDA")
+    sigs = [InputSig(i.name, DTYPES[i.type], tuple(i.shape)) for i in session.get_inputs()]
+    return functools.partial(session.run, None, synthesize(sigs, shapes, values))
+
+
 def _openvino_call(
     path: str, shapes: dict[str, tuple[int, ...]], values: dict[str, float]
 ) -> Callable[[], object]:
@@ -112,6 +137,7 @@ def _executorch_call(
 
 BARE: Final = {
     ComputeUnit.CPU_ONNX: _ort_call,
+    ComputeUnit.GPU_ONNX: _ort_cuda_call,
     ComputeUnit.CPU_OPENVINO: _openvino_call,
     ComputeUnit.CPU_LITERT: _litert_call,
     ComputeUnit.CPU_EXECUTORCH: _executorch_call,

@@ -1,67 +1,161 @@
 #!/usr/bin/env bash
-# Carry onnxruntime-gpu (and zeus, the reference energy meter) to a GPU machine that reaches no package
-# registry and takes at most 64 MiB of files per command (issue 32).
+# Carry what a lent GPU machine lacks (issue 54): it reaches no package registry and takes at most
+# 64 MiB of files per command, this repository's tracked files (about 6 MiB) included. Its image has
+# Python 3.12, torch (CUDA 13), transformers, onnx, onnxruntime (CPU), numpy, pandas, nvidia-ml-py
+# (/work/.library/device/KINDS.md); it lacks this node's own needs (py-libp2p and its closure),
+# onnxruntime-gpu and zeus.
 #
 # Here (a machine that reaches PyPI), in the repository root:
 #   bash benchmarks/gpu_wheels.sh prepare
-# downloads the cp312 manylinux wheels into .gpuwheels/ (ignored through .git/info/exclude), splits
-# each into pieces of at most 55 MiB, and prints one line per device command to send, in order. Each
-# command carries one piece (`carry: [".gpuwheels/pNN"]`) and copies it into /tmp/gpuwheels on the
-# device, which keeps it while the machine stays warm (send them back to back: it is released after
-# about 30 s idle). The last command ends with
-#   bash benchmarks/gpu_wheels.sh install
-# which joins the pieces, checks every wheel's sha256 against the manifest written here, installs them
-# into /tmp/site (`--no-deps --target`), and prints the PYTHONPATH to export. onnxruntime-gpu 1.31.1
-# links CUDA 13 (libcublas.so.13, libcudart.so.13); the device's torch (cu130) brings those libraries
-# as nvidia-* wheels, and `onnxruntime.preload_dlls()` loads them, so no system CUDA is needed.
+# writes, under paths ignored through .git/info/exclude:
+#   .gpucarry/  the node's dependency closure for cp312 manylinux (less what the image has), zeus
+#               0.16.0 and its few missing needs, gguf, and a 10-block cut of SmolLM2-135M
+#               (tests/kit/tinyllm.py) for the GPU generation check: one command's carry;
+#   .gpuwheels/ onnxruntime-gpu 1.31.1 (CUDA 13) unpacked and xz-compressed (204 MB, against 256 MB
+#               as the wheel), split into pieces of at most 55 MiB, with a sha256 manifest.
+# and prints the device commands, in order. There:
+#   bash benchmarks/gpu_wheels.sh install   the carried .gpucarry wheels into /tmp/site
+#   bash benchmarks/gpu_wheels.sh piece     this call's .gpuwheels piece into /tmp/gpuwheels (send the
+#                                           pieces back to back: the machine keeps /tmp while warm,
+#                                           about 30 s idle)
+#   bash benchmarks/gpu_wheels.sh ort       the pieces joined, checked, unpacked into /tmp/site
+# and then `export PYTHONPATH=/tmp/site:$PWD`. onnxruntime-gpu finds CUDA 13's libraries in the
+# image's nvidia-* wheels through `onnxruntime.preload_dlls()` (drivers/runtimes/onnx.py calls it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ORT_GPU="onnxruntime-gpu==1.31.1"
 ZEUS="zeus==0.16.0"
 PIECE_MIB=55
-HERE=.gpuwheels
+PIECES=.gpuwheels
+CARRY=.gpucarry
 THERE=/tmp/gpuwheels
+SITE=${GPU_SITE:-/tmp/site}
+# In the image already (KINDS.md's package list), or not needed by what runs there: not carried.
+IMAGE_HAS='numpy|matplotlib|contourpy|kiwisolver|fonttools|pillow|grpcio|onnxruntime|cycler|pyparsing|python-dateutil|six|sark-node'
+PLATFORMS=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_12_x86_64
+    --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 --platform manylinux_2_31_x86_64
+    --platform manylinux_2_34_x86_64)
 
-prepare() {
+ignore() {
     local exclude
     exclude=$(git rev-parse --git-path info/exclude)
     mkdir -p "$(dirname "$exclude")"
-    grep -qxF "/$HERE/" "$exclude" 2>/dev/null || echo "/$HERE/" >>"$exclude"
-    rm -rf "$HERE" && mkdir -p "$HERE/whl"
-    local platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
-        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
-    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
-        --implementation cp "${platforms[@]}" -d "$HERE/whl" "$ORT_GPU"
-    # zeus is pure Python; its own needs (pydantic, nvidia-ml-py, ...) are on the device already or
-    # listed by `unzip -p $HERE/whl/zeus-*.whl '*/METADATA' | grep ^Requires-Dist`.
-    python3 -m pip download -q --no-deps --only-binary=:all: -d "$HERE/whl" "$ZEUS"
-    (cd "$HERE/whl" && sha256sum ./*.whl >../manifest.sha256)
-    tar -C "$HERE" -cf "$HERE/wheels.tar" whl manifest.sha256
-    split -b "${PIECE_MIB}m" -d -a 2 "$HERE/wheels.tar" "$HERE/p"
-    rm -rf "$HERE/whl" "$HERE/wheels.tar"
-    local pieces=("$HERE"/p??)
-    echo "wheels: $ORT_GPU, $ZEUS in ${#pieces[@]} pieces of at most $PIECE_MIB MiB"
+    grep -qxF "/$1/" "$exclude" 2>/dev/null || echo "/$1/" >>"$exclude"
+}
+
+# The installed closure of this project (python 3.12 markers), as name==version lines.
+closure() {
+    .venv/bin/python - <<'EOF'
+import re
+from importlib.metadata import PackageNotFoundError, distribution
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+env = default_environment() | {"python_version": "3.12", "python_full_version": "3.12.3"}
+seen = {}
+def walk(name, extras=("",)):
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        return
+    try:
+        dist = distribution(name)
+    except PackageNotFoundError:
+        return
+    seen[key] = dist.version
+    for text in dist.requires or []:
+        req = Requirement(text)
+        if req.marker is None or any(req.marker.evaluate(env | {"extra": e}) for e in extras):
+            walk(req.name, ("", *req.extras))
+walk("sark-node")
+for key, version in sorted(seen.items()):
+    print(f"{key}=={version}")
+EOF
+}
+
+download() {  # a cp312 manylinux wheel, else a wheel built here (pure-Python sdists only)
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        "${PLATFORMS[@]}" -d "$2" "$1" >/dev/null 2>&1 ||
+        python3 -m pip wheel -q --no-deps -w "$2" "$1" >/dev/null 2>&1 ||
+        echo "  not carried: $1 (no cp312 wheel, and not buildable here)"
+}
+
+prepare() {
+    ignore "$PIECES"
+    ignore "$CARRY"
+    rm -rf "$CARRY" && mkdir -p "$CARRY/whl"
+    # fastecdsa 2.3.2 (py-libp2p's pin) has no wheel and needs GMP to build: libp2p imports it only
+    # for secio and TLS, which the node does not use, so it is left behind.
+    for req in $(closure | grep -v -E "^($IMAGE_HAS|fastecdsa)=="); do download "$req" "$CARRY/whl"; done
+    for req in "$ZEUS" tyro docstring-parser typeguard shtab amdsmi gguf; do download "$req" "$CARRY/whl"; done
+    PYTHONPATH=tests .venv/bin/python -c "
+from pathlib import Path
+from kit.tinyllm import smollm2_cut
+smollm2_cut(Path('$CARRY'), blocks=10, vocab=4096)"
+    echo "carry: $CARRY, $(du -sm "$CARRY" | cut -f1) MB ($(ls "$CARRY/whl" | wc -l) wheels and the cut model)"
+
+    if [ -f "$PIECES/manifest.sha256" ] && [ "$(cat "$PIECES/version" 2>/dev/null)" = "$ORT_GPU" ]; then
+        echo "onnxruntime-gpu: the pieces under $PIECES are kept ($ORT_GPU; remove the folder to remake them)"
+        commands
+        return
+    fi
+    rm -rf "$PIECES" && mkdir -p "$PIECES/whl" "$PIECES/x"
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        "${PLATFORMS[@]}" -d "$PIECES/whl" "$ORT_GPU"
+    (cd "$PIECES/x" && unzip -q ../whl/*.whl)
+    tar -C "$PIECES/x" -cf - . | xz -6 -T2 >"$PIECES/ort.tar.xz"
+    rm -rf "$PIECES/whl" "$PIECES/x"
+    (cd "$PIECES" && split -b "${PIECE_MIB}m" -d -a 2 ort.tar.xz p && sha256sum ort.tar.xz >manifest.sha256)
+    rm "$PIECES/ort.tar.xz"
+    echo "$ORT_GPU" >"$PIECES/version"
+    commands
+}
+
+commands() {
+    local pieces=("$PIECES"/p??)
+    echo "onnxruntime-gpu: ${#pieces[@]} pieces of at most $PIECE_MIB MiB"
+    echo "device commands, back to back (carry in brackets):"
+    echo "  [\"$CARRY\"] bash benchmarks/gpu_run.sh torch"
     for piece in "${pieces[@]}"; do
-        echo "device run, carry [\"$piece\"]: mkdir -p $THERE && cp $piece $THERE/"
+        echo "  [\"$piece\", \"$PIECES/manifest.sha256\"] bash benchmarks/gpu_wheels.sh piece"
     done
-    echo "then, in the last command: bash benchmarks/gpu_wheels.sh install && export PYTHONPATH=/tmp/site"
+    echo "  [] bash benchmarks/gpu_run.sh onnx"
 }
 
 install() {
-    cat "$THERE"/p?? >"$THERE/wheels.tar"
-    tar -C "$THERE" -xf "$THERE/wheels.tar"
-    (cd "$THERE/whl" && sha256sum -c ../manifest.sha256)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site "$THERE"/whl/*.whl
-    echo "installed into /tmp/site: export PYTHONPATH=/tmp/site"
+        --target "$SITE" "$CARRY"/whl/*.whl
+    echo "installed $(ls "$CARRY"/whl | wc -l) wheels into $SITE"
+}
+
+piece() {
+    mkdir -p "$THERE"
+    cp "$PIECES"/p?? "$PIECES/manifest.sha256" "$THERE/"
+    echo "pieces there: $(cd "$THERE" && ls p?? | tr '\n' ' ')"
+}
+
+ort() {
+    cat "$THERE"/p?? >"$THERE/ort.tar.xz"
+    (cd "$THERE" && sha256sum -c manifest.sha256)
+    mkdir -p "$SITE"
+    rm -rf "$SITE"/onnxruntime "$SITE"/onnxruntime-*.dist-info
+    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$THERE/ort.tar.xz" "$SITE"
+    rm "$THERE/ort.tar.xz"
+    # preload_dlls() looks for CUDA and cuDNN under nvidia/ beside onnxruntime/: the image's nvidia-*
+    # wheels (torch's) live in its own site-packages, so they are linked in beside it.
+    local nvidia
+    nvidia=$(cd / && python3 -c "import nvidia; print(next(p for p in nvidia.__path__ if '$SITE' not in p))")
+    ln -sfn "$nvidia" "$SITE/nvidia"
+    echo "onnxruntime-gpu unpacked into $SITE; $SITE/nvidia -> $nvidia"
 }
 
 case "${1:-}" in
 prepare) prepare ;;
 install) install ;;
+piece) piece ;;
+ort) ort ;;
 *)
-    echo "usage: bash benchmarks/gpu_wheels.sh prepare|install" >&2
+    echo "usage: bash benchmarks/gpu_wheels.sh prepare|install|piece|ort" >&2
     exit 2
     ;;
 esac

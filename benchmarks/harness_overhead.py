@@ -18,8 +18,12 @@ OpenVINO's `request.infer` on the same .onnx files, LiteRT's set_tensor / invoke
 Program, `Method.execute`) on .pte files lowered here (`drivers.files.etmodels`, in a child); the bare
 loops are `benchmarks/bareloops.py`. The sampler rounds use ONNX Runtime's cases.
 
+`--unit "GPU (ONNX)"` runs ONNX Runtime's models on CUDA instead (a GPU machine: issue 54): the
+harness's `GPU (ONNX)` against `bareloops._ort_cuda_call`, a bare session with the harness's session
+options, more runs a trial (a GPU inference is short); writes benchmarks/out/harness_overhead_gpu.json.
+
 Usage: .venv/bin/python benchmarks/harness_overhead.py [--trials N] [--sampler-rounds N]
-       [--runtimes onnxruntime,openvino,litert,executorch] [--only convnet]
+       [--runtimes onnxruntime,openvino,litert,executorch] [--only convnet] [--unit "GPU (ONNX)"]
 """
 
 from __future__ import annotations
@@ -174,6 +178,18 @@ def cases(tmp: Path, runtimes: set[str]) -> list[Case]:
     return [c for c in _ort_cases(convnet) + more if RUNTIME_OF[c.unit].value in runtimes]
 
 
+def gpu_cases(tmp: Path) -> list[Case]:
+    """ONNX Runtime on CUDA: the convnet built here and the onnx wheel's two light models, each run
+    enough times a trial that a median stands on hundreds of inferences of a fraction of a ms."""
+    convnet = write_convnet(tmp / "convnet.onnx", channels=32, blocks=4)
+    gpu = ComputeUnit.GPU_ONNX
+    return [
+        Case("convnet (local, cuda)", convnet, 2000, unit=gpu),
+        Case("light_squeezenet (cuda)", packaged_model("light_squeezenet"), 2000, unit=gpu),
+        Case("light_resnet50 (cuda)", packaged_model("light_resnet50"), 1000, unit=gpu),
+    ]
+
+
 def _ort_cases(convnet: Path) -> list[Case]:
     return [
         Case(
@@ -221,13 +237,19 @@ def main() -> int:
     parser.add_argument("--sampler-rounds", type=int, default=10)
     parser.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated runtimes")
     parser.add_argument("--only", default="", help="the models whose name contains this text")
+    parser.add_argument("--unit", default="", help='"GPU (ONNX)": ONNX Runtime on CUDA instead')
     args = parser.parse_args()
+    gpu = args.unit == ComputeUnit.GPU_ONNX.value
+    if args.unit and not gpu:
+        parser.error(f"--unit takes {ComputeUnit.GPU_ONNX.value!r} only")
+    out = OUT.with_name("harness_overhead_gpu.json") if gpu else OUT
     trials, rounds = args.trials, args.sampler_rounds
     runtimes = {RUNTIME_OF[RUNTIMES[name]].value for name in args.runtimes.split(",")}
     psutil.cpu_percent(None)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        models_here = [c for c in cases(Path(tmp), runtimes) if args.only in c.name]
+        every = gpu_cases(Path(tmp)) if gpu else cases(Path(tmp), runtimes)
+        models_here = [c for c in every if args.only in c.name]
         results = {case.name: run_case(case, trials) for case in models_here if trials}
         onnx_cases = [c for c in models_here if c.unit == ComputeUnit.CPU_ONNX]
         sampler = {case.name: sampler_ratios(case, rounds) for case in onnx_cases if rounds}
@@ -261,8 +283,9 @@ def main() -> int:
         }
         for name, pairs in results.items()
     ]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     summary = {
+        "unit": args.unit or "CPU",
         "python": platform.python_version(),
         "threads": THREADS,
         "warmups": WARMUPS,
@@ -276,8 +299,8 @@ def main() -> int:
             for name, blocks in sampler.items()
         },
     }
-    OUT.write_text(json.dumps(summary, indent=1))
-    print(f"wrote {OUT}")
+    out.write_text(json.dumps(summary, indent=1))
+    print(f"wrote {out}")
     return 0
 
 

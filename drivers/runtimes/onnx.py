@@ -4,11 +4,18 @@ onnxruntime falls back to the CPU silently, and lists execution providers it can
 is usable only after the 1-node probe model ran with `session.disable_cpu_ep_fallback=1` and
 `enable_fallback=0`. Benchmark sessions keep the CPU provider in the list (shape ops may land there)
 but record the per-provider node assignment and flag a fallback.
+
+A pip-installed onnxruntime-gpu finds CUDA and cuDNN in the nvidia-* wheels only after
+`onnxruntime.preload_dlls()` (onnxruntime 1.21 and later, documented for exactly that case) loaded
+them: the CUDA-family providers call it once before their first session (`_preloaded`), and a build
+without it, or without those wheels, leaves the loader to the system's library path as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -113,6 +120,22 @@ def _ort() -> Any:
     return onnxruntime
 
 
+@functools.cache
+def _preloaded(ort: Any) -> str:
+    """`ort.preload_dlls()` once, before a CUDA or TensorRT session: "" when done, else why not (no
+    such call in this build, or its error); the session's own error then says what is missing."""
+    preload = getattr(ort, "preload_dlls", None)
+    if preload is None:
+        return f"onnxruntime {ort.__version__} has no preload_dlls"
+    said = io.StringIO()  # it prints what it could not load: kept from stdout (`info --json` is there)
+    try:
+        with contextlib.redirect_stdout(said):
+            preload()
+    except Exception as exc:  # a missing nvidia-* wheel: the system's libraries may still serve
+        return f"preload_dlls: {type(exc).__name__}: {exc}"
+    return " ".join(said.getvalue().split())[:300]
+
+
 def _options(ort: Any, threads: int | None, *, record: bool) -> Any:
     so = ort.SessionOptions()
     so.log_severity_level = 4  # fatal only: failures reach the caller as exceptions, not stderr noise
@@ -133,6 +156,8 @@ def probe_provider(name: str) -> tuple[bool, str]:
     if name == CPU_EP:  # the disable-fallback flag conflicts with the CPU provider itself
         ort.InferenceSession(PROBE_MODEL, _options(ort, 1, record=False), providers=[CPU_EP])
         return True, ""
+    if name in (CUDA_EP, TENSORRT_EP):
+        _preloaded(ort)
     so = _options(ort, 1, record=False)
     so.log_severity_level = 4
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
@@ -190,6 +215,8 @@ class OnnxDriver:
         for key, value in session_config(provider).items():
             setattr(so, key, ort.ExecutionMode.ORT_SEQUENTIAL if value == "sequential" else value)
         providers = provider_list(provider, cache_dir=options.cache_dir)
+        if provider in (CUDA_EP, TENSORRT_EP):
+            _preloaded(ort)
         try:
             session = ort.InferenceSession(str(path), so, providers=providers, enable_fallback=0)
         except Exception as exc:  # translate the runtime's error at the seam

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Every GPU check of issue 54 on a lent GPU machine, as one command per carry (the machine takes 64 MiB
+# of files a command, so what it lacks arrives in several; benchmarks/gpu_wheels.sh prepares it):
+#
+#   bash benchmarks/gpu_run.sh torch   (carry .gpucarry)  the node's wheels installed, then what torch and
+#                                      NVML measure: `sark-node info` (every unit and the probe's
+#                                      reason), GPU peaks per precision against a bare torch loop
+#                                      (peaks.py --gpu), the GPU challenge (the honest claim borne out, 3x
+#                                      refused: gpu_challenge.py), energy and telemetry beside zeus and
+#                                      nvidia-smi (gpu_energy.py), `GPU (PyTorch)` generation against its
+#                                      bare loop (llm_fidelity.py on the cut SmolLM2)
+#   bash benchmarks/gpu_wheels.sh piece  (carry each .gpuwheels piece, back to back)
+#   bash benchmarks/gpu_run.sh onnx    onnxruntime-gpu unpacked, then `sark-node info` (GPU (ONNX) usable,
+#                                      its provider), the embedded swarm's campaigns (gpu_campaign.py:
+#                                      README's example with its GPU (ONNX) row, a model with a CPU-only
+#                                      op as a fallback), the harness on GPU (ONNX) against a bare
+#                                      session.run loop for 3 models (harness_overhead.py --unit)
+#   bash benchmarks/gpu_run.sh check   here: every step's command is well formed and each script parses
+#
+# Each step runs under its own time limit, cut to what is left of BUDGET seconds (the device call's
+# limit less a margin: a step that would pass it is not started), and the next one runs whatever it
+# said; after each step its whole output is kept in $OUT/gpu-<phase>.tgz (logs and each script's
+# JSON), so a call stopped at its limit still brings back every step it finished.
+# Without a CUDA device each script says so and exits 1 (nothing is emulated).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PHASE=${1:-}
+DEST=${OUT:-benchmarks/out}
+WORK=$(mktemp -d)
+export GPU_SITE=${GPU_SITE:-/tmp/site}
+export PYTHONPATH="$GPU_SITE:$PWD" PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+PY=${PYTHON:-python3}
+BUDGET=${BUDGET:-3600}  # seconds this command may take in all (a device call's limit, less a margin)
+SARK=("$PY" -m node.cli)
+
+step() {  # step NAME SECONDS COMMAND...: run it under a limit, log it whole, print its end, keep
+    local name=$1 limit=$2
+    shift 2
+    local left=$((BUDGET - SECONDS - 15))  # the archive's and the transfer's time kept back
+    if [ "$left" -lt 20 ]; then
+        echo "== $name: not run, $((BUDGET - SECONDS)) s of the ${BUDGET} s budget left"
+        return 0
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
+    local start=$SECONDS
+    timeout --signal=INT --kill-after=5 "$limit" "$@" >"$WORK/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc in $((SECONDS - start)) s (limit $limit s)"
+    grep -v -E "Loading weights|it/s\]|UserWarning|warnings.warn|_pytree" "$WORK/$name.log" | tail -n "${TAIL:-14}"
+    keep >/dev/null
+    return 0
+}
+
+keep() {  # the scripts' JSON next to the logs, then one archive back
+    cp benchmarks/out/*.json "$WORK/" 2>/dev/null || true
+    mkdir -p "$DEST"
+    tar -C "$WORK" -czf "$DEST/gpu-$PHASE.tgz" .
+    echo "== kept: $DEST/gpu-$PHASE.tgz ($(du -k "$DEST/gpu-$PHASE.tgz" | cut -f1) KiB)"
+}
+
+machine() {
+    nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit --format=csv,noheader 2>&1 | head -2
+    "$PY" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, \
+'cuda', torch.version.cuda, torch.cuda.is_available())" 2>&1 | tail -1
+}
+
+torch_phase() {
+    step install 120 bash benchmarks/gpu_wheels.sh install
+    machine
+    step imports 60 "$PY" -c "import libp2p, trio, pydantic, pynvml, zeus, gguf, node.cli; print('imports ok')"
+    step info 300 sh -c "$(printf '%q ' "${SARK[@]}") info --json >$WORK/info.json"
+    "$PY" - "$WORK/info.json" <<'PYEOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+print("gpus:", [(g["name"], g["vram_mb"], g["source"]) for g in p["gpus"]], p.get("gpu_reason", ""))
+for u in p["units"]:
+    print(f"  {u['unit']:<20} usable={u['usable']!s:<5} {u.get('provider') or ''} {u.get('reason') or ''}"[:300])
+print("calibration:", {k: v for k, v in (p.get("calibration") or {}).items() if k != "peaks"})
+PYEOF
+    step challenge 300 "$PY" benchmarks/gpu_challenge.py --profile "$WORK/info.json"
+    step energy 120 "$PY" benchmarks/gpu_energy.py --seconds 5
+    TAIL=40 step peaks 240 "$PY" benchmarks/peaks.py --gpu --rounds 1 --bare-s 0.5
+    step llm 420 "$PY" benchmarks/llm_fidelity.py --unit "GPU (PyTorch)" --model .gpucarry/SmolLM2-cut.gguf \
+        --rounds "${LLM_ROUNDS:-2}" --prompts 4 --tokens 32
+    keep
+}
+
+onnx_phase() {
+    step ort 180 bash benchmarks/gpu_wheels.sh ort
+    machine
+    step info 300 "${SARK[@]}" info
+    TAIL=24 step campaign 420 "$PY" benchmarks/gpu_campaign.py
+    TAIL=12 step harness 420 "$PY" benchmarks/harness_overhead.py --unit "GPU (ONNX)" \
+        --trials "${HARNESS_TRIALS:-3}" --sampler-rounds 0
+    keep
+}
+
+check() {  # here, with no GPU: each script parses and says why it cannot measure
+    for script in gpu_challenge gpu_energy gpu_campaign peaks harness_overhead llm_fidelity; do
+        .venv/bin/python benchmarks/$script.py --help >/dev/null || { echo "$script: --help failed"; exit 1; }
+    done
+    bash -n benchmarks/gpu_wheels.sh && bash -n "$0"
+    echo "check: every script parses; gpu_wheels.sh and gpu_run.sh are well formed"
+}
+
+case "$PHASE" in
+torch) torch_phase ;;
+onnx) onnx_phase ;;
+check) check ;;
+*)
+    echo "usage: bash benchmarks/gpu_run.sh torch|onnx|check" >&2
+    exit 2
+    ;;
+esac
+rm -rf "$WORK"
