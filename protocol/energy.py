@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Final
 
 from pydantic import Field
 
@@ -39,6 +40,14 @@ class EnergyReading(Value):
     window_s: float = Field(default=0.0, ge=0)
     idle_joules: float | None = Field(default=None, ge=0)
     idle_s: float = Field(default=0.0, ge=0)
+
+
+NVML_LEAST_WINDOW_S: Final = 1.0
+"""The shortest window an NVML reading covers: its energy counter moves about every 100 ms and its
+power reading averages over up to a second, so over a shorter phase the counter reads a fraction of
+the board's energy (an H200 running a 0.22 s GPU (ONNX) phase: 57.7 W from the counter against
+120 W of power points, issue 54). A worker reports no joules for a shorter window; a submitter
+refuses NVML joules over one (`scheduler.verification.bounds`)."""
 
 
 class EnergyFigures(Value):
@@ -103,4 +112,4 @@ def energy_figures(
     )
 
 
-__all__ = ["EnergyFigures", "EnergyReading", "energy_figures"]
+__all__ = ["NVML_LEAST_WINDOW_S", "EnergyFigures", "EnergyReading", "energy_figures"]

@@ -5,7 +5,10 @@ Sources, chosen by the compute unit that measures:
 - GPU units: NVML's total-energy counter (`nvmlDeviceGetTotalEnergyConsumption`, millijoules since
   the driver loaded, Volta and later) read before and after (`nvml-energy-counter`); where the board
   lacks it, `nvmlDeviceGetPowerUsage` (milliwatts) sampled every 100 ms on a thread and integrated
-  by the trapezoid rule (`nvml-power-sampled@100ms`). Either covers the GPU board only.
+  by the trapezoid rule (`nvml-power-sampled@100ms`). Either covers the GPU board only, and only a
+  phase of at least `protocol.energy.NVML_LEAST_WINDOW_S` (1 s): a shorter one gets no joules and
+  says why. On an H100 and an H200 (benchmarks/gpu_energy.py), over 5 s windows, the counter read
+  what zeus's `ZeusMonitor` read (its own source) and the sampled integral 0.97 of it.
 - CPU units on Linux: RAPL through the powercap tree (`energy_uj` of each `package-N` zone and its
   `dram` subzone; core and uncore are inside the package and not added again; `psys` is not a
   package), Intel and AMD alike. Each counter wraps at its `max_energy_range_uj`, so a thread reads
@@ -34,6 +37,7 @@ from types import TracebackType
 from typing import Any, Final, Protocol
 
 from protocol import ComputeUnit, EnergyReading, Measurement
+from protocol.energy import NVML_LEAST_WINDOW_S
 from protocol.units import GPU_UNITS
 
 IDLE_S: Final = 3.0  # idle seconds read before the measured phase
@@ -49,6 +53,8 @@ class EnergySource(Protocol):
 
     method: str
     covers: str
+    least_window_s: float
+    """The shortest window the source reads truly (`protocol.energy.NVML_LEAST_WINDOW_S` for NVML)."""
 
     def start(self) -> None: ...
 
@@ -107,6 +113,7 @@ class RaplSource:
     """RAPL counters summed, read on a thread every `RAPL_POLL_S` so that no wrap is missed."""
 
     covers = "CPU packages (RAPL), not the GPU or the rest of the machine"
+    least_window_s = 0.0  # polled and summed: any window (the check of a short one is the submitter's)
 
     def __init__(self, zones: list[Zone], poll_s: float = RAPL_POLL_S) -> None:
         self.zones, self._poll = zones, poll_s
@@ -155,6 +162,7 @@ class NvmlCounter:
 
     method = "nvml-energy-counter"
     covers = "the GPU board (NVML), not the CPU or the rest of the machine"
+    least_window_s = NVML_LEAST_WINDOW_S
 
     def __init__(self, nvml: Any, handle: Any) -> None:
         self._nvml, self._handle, self._mj0, self._t0 = nvml, handle, 0, 0.0
@@ -173,6 +181,7 @@ class NvmlPowerSampled:
     """NVML power draw (milliwatts) sampled every `period_s` on a thread, integrated (trapezoids)."""
 
     covers = "the GPU board (NVML power samples), not the CPU or the rest of the machine"
+    least_window_s = NVML_LEAST_WINDOW_S
 
     def __init__(self, nvml: Any, handle: Any, period_s: float = NVML_SAMPLE_S) -> None:
         self._nvml, self._handle, self._period = nvml, handle, period_s
@@ -345,6 +354,14 @@ class EnergyMeter:
             why = f"the source failed ({self._failure}); {NO_TDP}" if self._failure else offer.note
             return EnergyReading(method=offer.method, note=why[:500])
         joules, window_s = self._window
+        least = offer.source.least_window_s if offer.source is not None else 0.0
+        if window_s < least:
+            why = (
+                f"the measured phase lasted {window_s:.3g} s, under the {least:g} s {offer.method} needs "
+                "(NVML's counter moves about every 100 ms; over a shorter phase it reads a fraction of the "
+                "energy): no joules; more runs make the phase longer"
+            )
+            return EnergyReading(method=offer.method, note=why[:500])
         idle_j, idle_s = self._idle if self._idle is not None else (None, 0.0)
         return EnergyReading(
             method=offer.method,

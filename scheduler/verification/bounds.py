@@ -67,7 +67,9 @@ Checked against what the submitter knows:
   it. NVML's power reading is itself an average over up to a second on many boards, and the points
   are spot reads of it, so over a short phase the points lag a ramp the energy counter does not;
   a factor of 2 covers a phase as short as one averaging period and still refuses 1e-9 W against
-  300 W.
+  300 W. A phase shorter than that period (`protocol.energy.NVML_LEAST_WINDOW_S` = 1 s) gets no NVML
+  joules from an honest worker (its counter read half the board's energy over 0.22 s on an H200),
+  so NVML joules over one are refused.
 - Net energy below idle: each reading's window energy must be at least (1 - `NET_TOLERANCE`) = 0.5
   of its idle power (idle joules / idle seconds, read over `drivers.measuring.energy.IDLE_S` = 3 s just before
   the phase on the same meter) x its window. The meters' resolution is no noise at this scale: RAPL
@@ -94,6 +96,7 @@ from typing import Final
 
 from protocol import DeviceProfile, EnergyReading, GenerateSpec, GenerationStats, Measurement, TaskSpec
 from protocol.aggregate import is_endpoint
+from protocol.energy import NVML_LEAST_WINDOW_S
 from protocol.telemetry import MAX_TEMP_C, MIN_TEMP_C, Telemetry
 from protocol.units import GPU_UNITS
 from scheduler.verification.peers import Advertised
@@ -322,6 +325,13 @@ def _below_idle(where: str, r: EnergyReading) -> Iterator[str]:
 def _against_telemetry(readings: Sequence[EnergyReading], telemetry: Telemetry | None) -> Iterator[str]:
     """The NVML readings' average power against the mean of the same result's GPU power points."""
     nvml = [r for r in readings if r.method.startswith("nvml-") and r.joules is not None]
+    for r in nvml:
+        if r.window_s < NVML_LEAST_WINDOW_S:
+            yield (
+                f"energy: the worker reports {r.joules!r} J from {r.method} over {r.window_s!r} s; NVML is "
+                f"read over at least {NVML_LEAST_WINDOW_S:g} s (protocol.energy.NVML_LEAST_WINDOW_S)"
+            )
+            return
     window = math.fsum(r.window_s for r in nvml)
     points = [p.gpu_power_w for p in (telemetry.points if telemetry else ()) if p.gpu_power_w is not None]
     if not nvml or window <= 0 or len(points) < MIN_POWER_POINTS:

@@ -31,7 +31,7 @@ from protocol import (
     Prompt,
     TaskSpec,
 )
-from protocol.energy import energy_figures
+from protocol.energy import NVML_LEAST_WINDOW_S, energy_figures
 from protocol.generation import RequestRecord
 from scheduler.results import CSV_COLUMNS, ENERGY_COLUMNS, energy_columns
 from scheduler.verification import Refusal, check_figures
@@ -170,10 +170,26 @@ class FakeNvml:
         return 250_000  # 250 W
 
 
+def test_nvml_gives_no_joules_over_a_phase_shorter_than_its_counter_reads_truly() -> None:
+    """Issue 54: on an H200 the counter read 57.7 W over a 0.22 s phase against 120 W of power points;
+    a phase under `NVML_LEAST_WINDOW_S` gets no joules and says why (its idle reading is kept apart)."""
+    for offer in (nvml_offer(FakeNvml()), nvml_offer(FakeNvml(counter=False))):
+        meter = EnergyMeter(offer, idle_s=0.0)
+        with meter.measuring():
+            threading.Event().wait(0.2)
+        reading = meter.reading()
+        assert reading.joules is None, offer.method
+        assert reading.note.startswith("the measured phase lasted 0.2"), reading.note
+        assert f"under the 1 s {offer.method} needs" in reading.note
+
+
 def test_nvml_energy_counter_in_millijoules() -> None:
     offer = nvml_offer(FakeNvml())
     assert offer.method == "nvml-energy-counter"
     assert "GPU board" in offer.note
+    assert offer.source is not None
+    assert offer.source.least_window_s == NVML_LEAST_WINDOW_S
+    offer.source.least_window_s = 0.0  # the counter's arithmetic, apart from the window rule above
     meter = EnergyMeter(offer, idle_s=0.05)
     meter.idle()
     with meter.measuring():
@@ -188,6 +204,8 @@ def test_nvml_power_sampled_where_the_counter_is_missing() -> None:
     offer = nvml_offer(nvml)
     assert offer.method == "nvml-power-sampled@100ms"
     assert "no energy counter" in offer.note
+    assert offer.source is not None
+    offer.source.least_window_s = 0.0  # the integral's arithmetic, apart from the window rule above
     meter = EnergyMeter(offer, idle_s=0.0)
     with meter.measuring():
         threading.Event().wait(0.35)  # the measured phase: a third of a second at 250 W

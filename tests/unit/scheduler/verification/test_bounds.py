@@ -432,3 +432,21 @@ def test_fleet_all_is_checked_per_member_like_fleet_n(fleet: str, rate: object, 
     (problem,) = caught.value.problems
     assert problem.path == "jobs[0].generate.request_rate"
     assert "requests, over 5000 a member" in problem.problem
+
+
+def test_nvml_joules_over_a_phase_shorter_than_nvml_reads_truly_are_refused() -> None:
+    """Issue 54: an honest worker gives no NVML joules for a phase under 1 s (its counter read half the
+    energy over 0.22 s on an H200), so joules over one are not a reading the node makes; at 1 s the
+    reading is held to the power points as before."""
+    base = honest(gpu=True)
+    short = derive(_reading(base, joules=12.6, window_s=0.22, idle_joules=3e-9), GPU_TASK)
+    refusal = check_figures(short, GPU_TASK, WITH_GPU)
+    assert isinstance(refusal, Refusal)
+    assert refusal.reason == FailureReason.INVALID
+    said = (
+        "energy: the worker reports 12.6 J from nvml-energy-counter over 0.22 s; "
+        "NVML is read over at least 1 s"
+    )
+    assert refusal.detail.startswith(said), refusal.detail
+    enough = derive(_reading(base, joules=150.0, window_s=1.0, idle_joules=3e-9), GPU_TASK)
+    assert check_figures(enough, GPU_TASK, WITH_GPU) == enough
