@@ -36,6 +36,8 @@ from drivers.measuring.telemetry import Sampler  # noqa: E402
 OUT = ROOT / "benchmarks" / "out" / "gpu_energy.json"
 SMI_FIELDS = ("power.draw", "clocks.sm", "temperature.gpu")
 WINDOWS = (("idle", 0.0), ("full duty", 1.0), ("half duty", 0.5))
+"""In this order: the idle window first, before any work (the board's power falls for seconds after
+a load, which the idle window would read as a transient)."""
 
 
 def workload(torch: Any, seconds: float, duty: float) -> int:
@@ -122,9 +124,10 @@ def main() -> int:
     zeus, zeus_missing = zeus_monitor()
     if zeus_missing:
         print(f"zeus: {zeus_missing}")
-    workload(torch, 1.0, 1.0)  # clocks up, kernels loaded
     windows = []
     for label, duty in WINDOWS:
+        if duty and not windows[-1]["products"]:
+            workload(torch, 1.0, 1.0)  # kernels loaded, clocks up (after the idle window: it stays idle)
         counter, sampled = NvmlCounter(pynvml, handle), NvmlPowerSampled(pynvml, handle)
         smi = smi_start()
         time.sleep(0.3)  # nvidia-smi's first line is out before the window opens

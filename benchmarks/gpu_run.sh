@@ -28,15 +28,20 @@ cd "$(dirname "$0")/.."
 PHASE=${1:-}
 DEST=${OUT:-benchmarks/out}
 WORK=$(mktemp -d)
+chmod 755 "$WORK"  # the archive's "." entry: extracted into a shared folder, it must not close it
 export GPU_SITE=${GPU_SITE:-/tmp/site}
 export PYTHONPATH="$GPU_SITE:$PWD" PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 PY=${PYTHON:-python3}
 BUDGET=${BUDGET:-3600}  # seconds this command may take in all (a device call's limit, less a margin)
+# ONLY="name ...": run only these steps of the phase (a rerun of what failed, on a warm machine)
 SARK=("$PY" -m node.cli)
 
 step() {  # step NAME SECONDS COMMAND...: run it under a limit, log it whole, print its end, keep
     local name=$1 limit=$2
     shift 2
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then
+        return 0
+    fi
     local left=$((BUDGET - SECONDS - 15))  # the archive's and the transfer's time kept back
     if [ "$left" -lt 20 ]; then
         echo "== $name: not run, $((BUDGET - SECONDS)) s of the ${BUDGET} s budget left"
@@ -68,7 +73,8 @@ machine() {
 torch_phase() {
     step install 120 bash benchmarks/gpu_wheels.sh install
     machine
-    step imports 60 "$PY" -c "import libp2p, trio, pydantic, pynvml, zeus, gguf, node.cli; print('imports ok')"
+    step imports 60 "$PY" -c "import node.p2p, libp2p, trio, pydantic, pynvml, zeus, gguf, node.cli; print('ok')"
+    step isolated 60 "$PY" -I -c "import pydantic, libp2p.peer.id, onnxruntime; print('an isolated child imports them')"
     step info 300 sh -c "$(printf '%q ' "${SARK[@]}") info --json >$WORK/info.json"
     "$PY" - "$WORK/info.json" <<'PYEOF'
 import json, sys

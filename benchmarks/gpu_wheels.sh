@@ -125,7 +125,13 @@ commands() {
 install() {
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$SITE" "$CARRY"/whl/*.whl
-    echo "installed $(ls "$CARRY"/whl | wc -l) wheels into $SITE"
+    # The node starts the children that read untrusted files isolated (`python -I`: node/isolation.py),
+    # which ignores PYTHONPATH: a .pth file in the interpreter's own site-packages puts $SITE first
+    # for them too, as an install there would (and before the image's CPU onnxruntime).
+    local purelib
+    purelib=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "import sys; sys.path[:0] = [p for p in ('$SITE',) if p not in sys.path]" >"$purelib/00-sark-gpu.pth"
+    echo "installed $(ls "$CARRY"/whl | wc -l) wheels into $SITE; $purelib/00-sark-gpu.pth puts it first"
 }
 
 piece() {
