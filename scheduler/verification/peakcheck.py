@@ -14,7 +14,7 @@ only stops a figure that does not follow from its parts. Refused here as `invali
   `GPU_PEAK_BATCH` on a GPU: the cheater cannot multiply its work by choosing it), a size past the
   task's `largest`, fewer than `PEAK_MIN_REPEATS` timed calls, a call of no time, calls longer in all
   than the task's timeout, a model's figures (samples, loads, requests) in a peaks result, a peak in
-  another task's, an unavailable figure with timings or with no reason;
+  another task's, an unavailable figure (the worker sends that as the task's failure, with why);
 - a figure past physics on the worker's profile (`claims`: fp32 at most `MAX_GFLOPS_PER_CORE` a logical
   core, a narrower precision `PRECISION_RATIO` times that, memory `MAX_COPY_GBS`, a GPU's within
   `MAX_GPU_TFLOPS` and only on a profile listing a GPU);
@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from protocol import GPU_PEAK_BATCH, PEAK_MIN_REPEATS, DeviceProfile, Measurement, PeakRun, TaskSpec
+from protocol.aggregate import derive_peak
 from protocol.values import BANDWIDTHS
 from scheduler.language.peaks import peak_unit_kind
 from scheduler.verification.claims import (
@@ -70,15 +71,16 @@ def peak_parts(
     if extra:
         yield f"{', '.join(extra)}: a model's figures in a peaks result"
         return
-    yield from _run_shape(run, spec)
-    if profile is not None and run.peak.available:
-        yield from _believed(run, profile)
+    shape = list(_run_shape(run, spec))
     for i, value in enumerate(run.times_s):
         if value <= 0:
-            yield f"peak_run.times_s[{i}]: a timed call of {value!r} s"
-            return
+            shape.append(f"peak_run.times_s[{i}]: a timed call of {value!r} s")
+            break
     if sum(run.times_s) > limit_s:
-        yield f"peak_run.times_s: {sum(run.times_s):.6g} s of timed calls, past the task's timeout"
+        shape.append(f"peak_run.times_s: {sum(run.times_s):.6g} s of timed calls, past the task's timeout")
+    yield from shape
+    if not shape and profile is not None:
+        yield from _believed(derive_peak(run), profile)  # the figure as derived, never as stated
 
 
 def _run_shape(run: PeakRun, spec: TaskSpec) -> Iterator[str]:
@@ -90,8 +92,7 @@ def _run_shape(run: PeakRun, spec: TaskSpec) -> Iterator[str]:
     if gpu != peak.unit.startswith("cuda:") or (not gpu and peak.unit != "CPU"):
         yield f"peak_run.peak.unit: {peak.unit!r} is not a figure of {spec.compute_unit.value}"
     if not peak.available:
-        if run.times_s or not peak.reason:
-            yield "peak_run: an unavailable figure with timings, or without its reason"
+        yield "peak_run: an unavailable figure travels as the task's failure (unit_unavailable)"
         return
     batch = GPU_PEAK_BATCH if gpu else 1
     if run.batch != batch:
