@@ -22,7 +22,8 @@ from protocol import (
     UnitStatus,
 )
 from protocol.aggregate import derive_peak, peak_work
-from scheduler.verification import Refusal, check_figures
+from scheduler.verification import Refusal, check_figures, replica_of
+from scheduler.verification.agreement import agree
 from scheduler.verification.claims import MAX_GFLOPS_PER_CORE, PEAK_FACTOR
 
 CAL = 150.0
@@ -157,3 +158,17 @@ def test_an_unavailable_figure_is_a_failure_never_a_result() -> None:
         "an unavailable figure travels as the task's failure"
         in _refused(_measurement(run), _spec("bf16")).detail
     )
+
+
+def test_replicas_of_a_peaks_task_agree_on_the_figure_whatever_size_each_swept() -> None:
+    """`verify: {replicas: N}` on a peaks job compares the figures (the time per 10^12 operations),
+    not the empty inference median: two honest sweeps agree, a figure three times another does not."""
+    a = _run()
+    b = _run(size=1024, times=tuple(t * 8 * 1.05 for t in TIMES))  # 8x the work, 5 % slower
+    liar = _run(times=tuple(t / 3 for t in TIMES))
+    replicas = [
+        replica_of(peer, _measurement(run), _spec()) for peer, run in (("a", a), ("b", b), ("l", liar))
+    ]
+    assert replicas[0].median_ms == pytest.approx(1e3 / a.peak.per_s)
+    assert agree(replicas[0], replicas[1], class_spread=0.02)
+    assert not agree(replicas[0], replicas[2], class_spread=0.02)
