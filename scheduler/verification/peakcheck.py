@@ -107,7 +107,7 @@ def _run_shape(run: PeakRun, spec: TaskSpec) -> Iterator[str]:
 
 def _believed(run: PeakRun, profile: DeviceProfile) -> Iterator[str]:
     """The figure held to physics, and to the worker's calibration where that was taken on a quiet
-    machine, as an advertised peak of its is (`peak_problems`)."""
+    machine, as one of its advertised peaks is (`peak_problems`)."""
     peak = run.peak
     bound, of = _physics(peak.unit, peak.precision, profile)
     if peak.per_s > bound:
