@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from drivers.files.formats import check_model_file, detect_format
     from drivers.measuring.harness import measure
     from drivers.measuring.offers import unit_offers
+    from drivers.measuring.peaks import measure_peak
     from drivers.probe.apart import detect_profile_apart, probe_servers_apart
     from drivers.probe.profile import detect_profile, probe_generation
 
@@ -41,6 +42,7 @@ _HOMES: Final = {
     "detect_profile_apart": "probe.apart",
     "measure": "measuring.harness",
     "measure_endpoint": "endpoint.task",
+    "measure_peak": "measuring.peaks",
     "probe_generation": "probe.profile",
     "probe_server": "endpoint.servers",
     "probe_servers_apart": "probe.apart",
@@ -69,6 +71,7 @@ __all__ = [
     "detect_profile_apart",
     "measure",
     "measure_endpoint",
+    "measure_peak",
     "probe_generation",
     "probe_server",
     "probe_servers_apart",

@@ -10,6 +10,7 @@ trip) have no raw parts: they are taken as measured, within sane bounds.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Final
 
@@ -18,7 +19,7 @@ from protocol.energy import energy_figures
 from protocol.generation import GenerateSpec, GenerationStats, RequestRecord, RuntimeRates
 from protocol.genstats import summarize_generation, tpot_ms
 from protocol.stats import NO_SAMPLES, instability, median, spread_pct, summarize
-from protocol.values import Measurement, TaskSpec
+from protocol.values import BANDWIDTHS, Measurement, PeakRun, TaskSpec
 from protocol.windows import sustained
 
 TIMER_TOL: Final = 1e-9  # a runtime's timer and the harness's clock rounded apart (ms)
@@ -80,6 +81,29 @@ def per_token_instability(
     return instability(summarize([t for part in tpots for t in part]), medians, background_cores, of="TPOT")
 
 
+FASTEST_FLOOR_S: Final = 1e-9  # a timed call's least seconds a rate divides by
+
+
+def peak_work(precision: str, size: int, batch: int) -> float:
+    """The work of one timed call of a peaks kernel (`FORMULAS` peak_gops, peak_gbs): a matmul's
+    2 n^3 operations per n x n product, memory's bytes (a copy's read plus written), x `batch`."""
+    if precision in BANDWIDTHS:
+        return float(batch * size * (2 if precision == "copy" else 1))
+    return float(batch) * 2.0 * float(size) ** 3
+
+
+def derive_peak(run: PeakRun) -> PeakRun:
+    """A peaks task's figure from its raw parts: `per_s` is one call's work at `size` over the
+    fastest timed call (in G per second), `cv` the timed calls' spread; an unavailable figure has none."""
+    if not run.peak.available or not run.times_s:
+        return run.with_(peak=run.peak.with_(per_s=0.0, cv=0.0))
+    fastest = max(min(run.times_s), FASTEST_FLOOR_S)
+    per_s = peak_work(run.peak.precision, run.size, run.batch) / fastest / 1e9
+    mean = statistics.fmean(run.times_s)
+    cv = statistics.pstdev(run.times_s) / mean if mean > 0 else 0.0
+    return run.with_(peak=run.peak.with_(per_s=per_s, cv=round(cv, 4)))
+
+
 def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     """`m` with every figure computed from its raw parts, as `spec` asked for them.
 
@@ -97,6 +121,8 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     """
     if is_endpoint(spec):
         return _derive_endpoint(m, spec)
+    if spec.peaks is not None and m.peak_run is not None:
+        return _derive_peaks(m, spec, m.peak_run)
     generation = m.generation
     if spec.generate is not None and generation is not None:
         generation = derive_generation(generation, spec.generate)
@@ -155,4 +181,16 @@ def _derive_endpoint(m: Measurement, spec: TaskSpec) -> Measurement:
         capacity=capacity,
         energy=energy_figures(m.energy_readings, (), generation.records),
         sustained=None,
+    )
+
+
+def _derive_peaks(m: Measurement, spec: TaskSpec, run: PeakRun) -> Measurement:
+    """A peaks task's measurement: its figure derived again (`derive_peak`); it times no model, so
+    every inference and load figure is empty."""
+    return Measurement.nothing_timed(spec.compute_unit).with_(
+        warmups_used=m.warmups_used,
+        cpu_cores_used=m.cpu_cores_used,
+        conditions=m.conditions,
+        trimmed=m.trimmed,
+        peak_run=derive_peak(run),
     )

@@ -77,6 +77,12 @@ FORMULAS: Final[dict[str, str]] = {
     "turns included), median over sessions",
     "session_tokens": "per session: prompt tokens and output tokens summed over its turns, mean over "
     "sessions",
+    # a peaks task (issue 53, `protocol.aggregate.derive_peak`): one figure of the unit's peaks
+    "peak_gops": "work of one timed call at the figure's size (2 n^3 per n x n product, x the products "
+    "a call batches) / the fastest timed call's seconds / 10^9",
+    "peak_gbs": "bytes of one timed call at the figure's size (read or written once; a copy's read plus "
+    "written, x the passes a call batches) / the fastest timed call's seconds / 10^9",
+    "peak_cv": "population standard deviation / mean of the timed calls at the figure's size",
 }
 
 

@@ -118,6 +118,47 @@ class Peak(Value):
         return "GOPS" if self.precision == "int8" else "GFLOPS"
 
 
+PEAK_MIN_REPEATS: Final = 5
+"""The fewest timed calls a peak's figure is taken from (`drivers.measuring.peakchild`)."""
+GPU_PEAK_BATCH: Final = 8
+"""Products (or memory passes) one timed GPU call runs before it synchronizes
+(`drivers.measuring.gpupeaks`)."""
+MAX_PEAK_TIMES: Final = 100_000
+
+
+class PeakSpec(Value):
+    """A peaks task (`peaks:` in a campaign job): one figure of the job's unit measured, as `info --bench`
+    measures it (`drivers.measuring.peakchild`), its raw timings returned (`PeakRun`).
+
+    Attributes:
+        precision: the matmul precision or memory access measured.
+        largest: the sweep's largest size (a matmul's n, memory's MiB); None: the plateau's search decides.
+    """
+
+    precision: PeakPrecision
+    largest: int | None = Field(default=None, ge=1, le=1 << 20)
+
+
+class PeakRun(Value):
+    """A peaks task's raw parts, from which the submitter derives the figure again (`protocol.aggregate`).
+
+    Attributes:
+        peak: the figure as the worker took it (its `per_s` and `cv` derived from the parts below).
+        size: the size the figure is from: a matmul's n, or memory's array bytes.
+        batch: the products or passes one timed call ran (1 on a CPU, `GPU_PEAK_BATCH` on a GPU).
+        threads: the thread count the size was timed at (None: the library's own).
+        times_s: every timed call at that size, in order, in seconds.
+        warmups: the calls made before timing (until the rolling median settled).
+    """
+
+    peak: Peak
+    size: int = Field(ge=1, le=1 << 40)
+    batch: int = Field(default=1, ge=1, le=1024)
+    threads: int | None = Field(default=None, ge=1, le=1024)
+    times_s: tuple[float, ...] = Field(default=(), max_length=MAX_PEAK_TIMES)
+    warmups: int = Field(default=0, ge=0)
+
+
 class Calibration(Value):
     """Short device calibration: what the hardware does on standard kernels, and its measured peaks
     (`sark-node info --bench`, cached beside it; empty until measured)."""
@@ -284,6 +325,8 @@ class TaskSpec(Value):
     generate: GenerateSpec | None = None
     # A sustained run: one process times runs for sustain.duration_s, reported per window.
     sustain: SustainSpec | None = None
+    # A peaks task: one figure of the unit's peaks (`PeakSpec`) instead of a model's inference.
+    peaks: PeakSpec | None = None
 
     def run_cap(self) -> int:
         """The most timed runs one process may take: `runs`, or under the stopping rule `max_runs`
@@ -319,6 +362,8 @@ class TaskSpec(Value):
             )
         if self.sustain is not None and (self.processes != 1 or self.generate or self.ci_target_pct):
             raise ValueError("a sustained run is one process of tensor runs, without ci_target_pct")
+        if self.peaks is not None and (self.generate or self.sustain or self.processes != 1):
+            raise ValueError("a peaks task is one measuring child, without generate or sustain")
         if self.sustain is not None and self.sustain.duration_s >= self.timeout_s:
             raise ValueError(f"sustain.duration_s must be shorter than timeout_s ({self.timeout_s:g} s)")
         return self
@@ -441,6 +486,8 @@ class Measurement(Value):
     # Each process's energy over its measured window (`protocol.energy`), and the figures from them.
     energy_readings: tuple[EnergyReading, ...] = Field(default=(), max_length=20)
     energy: EnergyFigures | None = None
+    # A peaks task's figure and its raw timings (`TaskSpec.peaks`); None for every other task.
+    peak_run: PeakRun | None = None
 
 
 class Load(Value):

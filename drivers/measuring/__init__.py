@@ -24,10 +24,11 @@ Modules:
                    access (read, write, copy past the last-level cache), or why a precision is unavailable
     gpupeaks       a CUDA GPU's peak kernels through torch (fp32, tf32, fp16, bf16, int8, fp8 as the
                    compute capability allows; read, write, copy), the tensor-core generation
-    peakchild      the peaks' size sweep to the plateau under the harness's rules, and its child
+    peakchild      the peaks' size sweep to the plateau under the harness's rules, and its children (every
+                   figure for `info --bench`; one figure with its raw timings for a campaign's peaks task)
     costchild      each model's FLOPs and bytes per inference (files.graphcost) counted in one capped child
     peaks          the parent side: one measuring child (`info --bench`), the figures cached by
-                   calibration key
+                   calibration key; `measure_peak`, a campaign's peaks task as a Measurement
     challengechild the CPU challenge's kernel (matrices from a seed, product, row digests), its child
     chainchild     the GPU challenge's kernel (an exact integer chain of products through torch on the
                    claimed device, the CPU's in tests), its child, and the submitter's recomputation

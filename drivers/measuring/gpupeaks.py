@@ -27,10 +27,10 @@ from drivers.measuring.peakkernels import (
     mib_label,
     unavailable,
 )
-from protocol import Peak
+from protocol import GPU_PEAK_BATCH, Peak
 
 GPU_SIZES: Final = (1024, 2048, 4096, 8192, 16384)
-BATCH: Final = 8
+BATCH: Final = GPU_PEAK_BATCH
 MAX_GPUS: Final = 16
 """The devices measured (`protocol.values.MAX_PEAKS` holds 9 figures for each)."""
 GENERATIONS: Final = (
@@ -76,6 +76,18 @@ def gpu_kernels() -> list[Kernel | Peak]:
     for index in range(min(torch.cuda.device_count(), MAX_GPUS)):
         found.extend(_device_kernels(torch, index))
     return found
+
+
+def gpu_kernel(precision: str) -> Kernel | Peak:
+    """One figure's kernel on the first CUDA device (a peaks task's), or why there is none."""
+    if importlib.util.find_spec("torch") is None:
+        return unavailable("GPU", precision, "torch is not installed: no CUDA figures")
+    import torch
+
+    if not torch.cuda.is_available():
+        return unavailable("GPU", precision, f"torch {torch.__version__}: no CUDA device")
+    found = [k for k in _device_kernels(torch, 0) if k.precision == precision]
+    return found[0] if found else unavailable("GPU", precision, f"no CUDA kernel for {precision}")
 
 
 def _device_kernels(torch: Any, index: int) -> list[Kernel | Peak]:
@@ -173,4 +185,4 @@ def _memory(torch: Any, index: int, unit: str, access: str, sizes: tuple[int, ..
     return Kernel(unit, access, library, text, make, work, sizes, mib_label, memory=True, threads=(None,))
 
 
-__all__ = ["BATCH", "MINIMUM", "gpu_kernels", "precisions", "tensor_cores"]
+__all__ = ["BATCH", "MINIMUM", "gpu_kernel", "gpu_kernels", "precisions", "tensor_cores"]

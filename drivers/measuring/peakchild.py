@@ -21,6 +21,9 @@ at each size of its sweep under the harness's rules and keeps where it plateaus:
 
 The kernels: `drivers.measuring.peakkernels` (CPU), `drivers.measuring.gpupeaks` (CUDA through torch).
 
+A peaks task (`figure`, its child `job_main`): one figure's kernel swept the same way (capped by the
+task's `largest`), sent with its raw parts (`protocol.PeakRun`: the size, every timed call at it).
+
 The child (`main`): sends ("peak", Peak JSON) as each figure is taken and ("done",) at the end; a
 figure whose kernel fails is that figure unavailable with the reason, never the end of the others.
 """
@@ -30,21 +33,22 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Final
 
 from drivers.measuring.meters import CpuMeter
-from drivers.measuring.peakkernels import Call, Kernel, unavailable
+from drivers.measuring.peakkernels import MIB, Call, Kernel, unavailable
 from drivers.measuring.stats import warmed_up
 from drivers.measuring.telemetry import Sampler
-from protocol import Peak, Telemetry
+from protocol import GPU_PEAK_BATCH, PEAK_MIN_REPEATS, Peak, PeakRun, PeakSpec, Telemetry
+from protocol.aggregate import derive_peak
 
 PLATEAU_GAIN: Final = 0.05
 """A size that does not beat the best so far by this (matmul), or agrees with the last within it
 (memory), is the plateau."""
 REPEAT_S: Final = 0.3
-MIN_REPEATS: Final = 5
+MIN_REPEATS: Final = PEAK_MIN_REPEATS
 WARMUP_S: Final = 0.6
 MIN_WARMUP: Final = 2
 MAX_CALL_S: Final = 0.25
@@ -60,6 +64,8 @@ class Timed:
     cv: float
     call_s: float  # the fastest call's seconds
     threads: int | None = None  # the thread count it was timed at (None: the library's own)
+    times: tuple[float, ...] = ()  # every timed call's seconds, in order (a peaks task's raw parts)
+    warmups: int = 0  # the calls made before timing
 
 
 def time_size(kernel: Kernel, size: int) -> Timed:
@@ -82,7 +88,7 @@ def time_threads(kernel: Kernel, size: int, threads: int | None) -> Timed:
     fastest = max(min(times), 1e-9)
     mean = statistics.fmean(times)
     cv = statistics.pstdev(times) / mean if mean > 0 else 0.0
-    return Timed(size, kernel.work(size) / fastest, cv, fastest, threads)
+    return Timed(size, kernel.work(size) / fastest, cv, fastest, threads, tuple(times), len(warm))
 
 
 def _timed(call: Call) -> float:
@@ -192,6 +198,55 @@ def peaks(gpu: bool = True, only: tuple[str, ...] = ()) -> Iterator[Peak]:
             yield taken(kernel)
 
 
+def capped(kernel: Kernel, largest: int | None) -> Kernel:
+    """The kernel swept no further than `largest` (a matmul's n, memory's MiB): its sizes up to it, or
+    that size alone where its first is larger."""
+    if largest is None:
+        return kernel
+    cap = largest * MIB if kernel.memory else largest
+    return replace(kernel, sizes=tuple(s for s in kernel.sizes if s <= cap) or (cap,))
+
+
+def figure(kind: str, spec: PeakSpec) -> PeakRun:
+    """A peaks task's figure (`kind` "cpu" or "gpu"): its kernel swept as `info --bench` sweeps it,
+    with the raw parts the submitter derives it from again (`protocol.aggregate.derive_peak`); a
+    figure the unit cannot take, or whose kernel fails, is unavailable with the reason."""
+    if kind == "gpu":
+        from drivers.measuring.gpupeaks import gpu_kernel
+
+        kernel = gpu_kernel(spec.precision)
+    else:
+        from drivers.measuring.peakkernels import cpu_kernel
+
+        kernel = cpu_kernel(spec.precision)
+    if isinstance(kernel, Peak):
+        return PeakRun(peak=kernel, size=1)
+    try:
+        peak, best = swept(capped(kernel, spec.largest))
+    except Exception as exc:  # the kernel's boundary: the figure unavailable with why
+        reason = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
+        return PeakRun(peak=unavailable(kernel.unit, kernel.precision, reason, kernel.library[:256]), size=1)
+    run = PeakRun(
+        peak=peak,
+        size=best.size,
+        batch=GPU_PEAK_BATCH if kind == "gpu" else 1,
+        threads=best.threads,
+        times_s=best.times,
+        warmups=best.warmups,
+    )
+    return derive_peak(run)
+
+
+def job_main(conn: Connection, kind: str, spec: str) -> None:
+    """A peaks task's child: ("run", PeakRun JSON) once its figure is taken; never raises."""
+    try:
+        conn.send(("run", figure(kind, PeakSpec.model_validate_json(spec)).model_dump_json()))
+    except Exception as exc:  # process boundary: a value for the parent, never a traceback
+        conn.send(("failed", f"{type(exc).__name__}: {str(exc).strip()[:200]}"))
+    finally:
+        conn.close()
+
+
 def main(conn: Connection, gpu: bool, only: tuple[str, ...] = ()) -> None:
     """The child's entry: each figure sent as it is taken, then ("done",); never raises."""
     try:
@@ -206,6 +261,9 @@ def main(conn: Connection, gpu: bool, only: tuple[str, ...] = ()) -> None:
 
 __all__ = [
     "Timed",
+    "capped",
+    "figure",
+    "job_main",
     "main",
     "peaks",
     "plateaued",

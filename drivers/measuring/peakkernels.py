@@ -271,17 +271,28 @@ def memory_kernel(access: str, sizes: tuple[int, ...]) -> Kernel:
 def cpu_kernels() -> list[Kernel | Peak]:
     """Every CPU figure's kernel, in order (fp32, bf16, int8, fp16, read, write, copy), or why not."""
     flags = cpu_flags()
-    sizes = memory_sizes(llc_bytes(), memory_cap())
-    found: list[Kernel | Peak] = [fp32_kernel(), torch_kernel("bf16", flags), int8_kernel(flags)]
-    found.append(torch_kernel("fp16", flags))
-    found.extend(memory_kernel(access, sizes) for access in ("read", "write", "copy"))
-    return found
+    return [cpu_kernel(p, flags) for p in ("fp32", "bf16", "int8", "fp16", "read", "write", "copy")]
+
+
+def cpu_kernel(precision: str, flags: frozenset[str] | None = None) -> Kernel | Peak:
+    """One CPU figure's kernel (a peaks task's: only its own library is imported), or why not."""
+    flags = cpu_flags() if flags is None else flags
+    if precision == "fp32":
+        return fp32_kernel()
+    if precision in ("bf16", "fp16"):
+        return torch_kernel(precision, flags)
+    if precision == "int8":
+        return int8_kernel(flags)
+    if precision in ("read", "write", "copy"):
+        return memory_kernel(precision, memory_sizes(llc_bytes(), memory_cap()))
+    return unavailable(CPU, precision, f"no CPU kernel for {precision}: a GPU precision")
 
 
 __all__ = [
     "CPU",
     "Kernel",
     "cpu_flags",
+    "cpu_kernel",
     "cpu_kernels",
     "flops",
     "fp32_kernel",

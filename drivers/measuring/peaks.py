@@ -9,6 +9,10 @@ The figures are cached beside the calibration (`peaks-<key>.json`, the calibrati
 fingerprint and numpy's and onnxruntime's versions) so that `detect_profile` (and so a worker's advert)
 carries them as `Calibration.peaks` without measuring them again at every start; only `info --bench`
 (or a campaign asking for them) measures.
+
+A campaign's peaks task (`measure_peak`, on a worker): one figure in one spawned child
+(`peakchild.job_main`), returned with its raw parts as a `Measurement` whose `peak_run` the submitter
+derives again; an unavailable figure is the task failed `unit_unavailable` with the reason.
 """
 
 from __future__ import annotations
@@ -21,10 +25,20 @@ from typing import Any, Final
 import trio
 from pydantic import TypeAdapter, ValidationError
 
-from drivers.errors import ProbeFailed
+from drivers.errors import ProbeFailed, TaskFailed
 from drivers.measuring.childio import next_message, stopped
 from drivers.measuring.spawning import Child, Entry, NotStarted, start_child
-from protocol import Peak
+from protocol import (
+    ComputeUnit,
+    FailureReason,
+    Measurement,
+    Peak,
+    PeakRun,
+    RunConditions,
+    Stage,
+    TaskSpec,
+    derive,
+)
 
 PEAKS_TIMEOUT_S: Final = 300.0
 _PEAKS: Final = TypeAdapter(tuple[Peak, ...])
@@ -84,6 +98,55 @@ async def _next(child: Child, found: list[Peak]) -> tuple[Any, ...]:
             return message
 
 
+async def measure_peak(spec: TaskSpec) -> Measurement:
+    """A peaks task (`TaskSpec.peaks`): its one figure taken in one spawned child
+    (`peakchild.job_main`), as a measurement whose figures are derived from its raw parts.
+
+    Raises:
+        TaskFailed: the figure is unavailable on this unit (`unit_unavailable`, with why), or the child
+            did not start, failed, died (`crashed`) or ran past the task's timeout (`timeout`); at
+            stage run, named for the figure.
+    """
+    assert spec.peaks is not None
+    kind = "gpu" if spec.compute_unit == ComputeUnit.GPU_TORCH else "cpu"
+    name = f"peaks {spec.peaks.precision} ({kind.upper()})"
+    args = (kind, spec.peaks.model_dump_json())
+    try:
+        child = start_child(Entry("drivers.measuring.peakchild", "job_main"), args, name="sark-peak")
+    except NotStarted as exc:
+        raise TaskFailed(FailureReason.INTERNAL, exc.detail).located(name, Stage.RUN) from None
+    try:
+        with trio.move_on_after(spec.timeout_s):
+            run = await _run(child, name)
+            if not run.peak.available:
+                raise TaskFailed(FailureReason.UNIT_UNAVAILABLE, run.peak.reason).located(name, Stage.RUN)
+            conditions = RunConditions(background_cores=run.peak.background_cores)
+            measured = Measurement.nothing_timed(spec.compute_unit).with_(
+                warmups_used=run.warmups, conditions=conditions, peak_run=run
+            )
+            return derive(measured, spec)
+        cause = f"timed out after {spec.timeout_s:g} s"
+        raise TaskFailed(FailureReason.TIMEOUT, cause).located(name, Stage.RUN)
+    finally:
+        await stopped(child)
+
+
+async def _run(child: Child, name: str) -> PeakRun:
+    """The peaks task child's figure (its failure or end a `TaskFailed`)."""
+    while True:
+        try:
+            message = await next_message(child)
+        except NotStarted as exc:
+            raise TaskFailed(FailureReason.INTERNAL, exc.detail).located(name, Stage.RUN) from None
+        if message is None:
+            await stopped(child)
+            raise TaskFailed(FailureReason.CRASHED, child.ended()).located(name, Stage.RUN)
+        if message[0] == "failed":
+            raise TaskFailed(FailureReason.INTERNAL, str(message[1])).located(name, Stage.RUN)
+        if message[0] == "run":
+            return PeakRun.model_validate_json(message[1])
+
+
 def _last(found: list[Peak]) -> str:
     return f"{found[-1].unit} {found[-1].precision}" if found else "no figure"
 
@@ -118,4 +181,4 @@ def cached(cache_dir: Path | None, key: str) -> tuple[Peak, ...]:
         return ()
 
 
-__all__ = ["PEAKS_TIMEOUT_S", "cache_path", "cached", "measure_apart", "store"]
+__all__ = ["PEAKS_TIMEOUT_S", "cache_path", "cached", "measure_apart", "measure_peak", "store"]

@@ -311,15 +311,17 @@ def end_tables(report: sch.CampaignReport) -> Group:
 
     from node.report.costreport import cost_table
     from node.report.genreport import generation_table
+    from node.report.peakreport import peaks_table
     from node.report.tables import matrix_tables, runtime_table
     from node.report.verifyreport import verification_table
     from scheduler.results import entries_of
 
     generation, cost, verified = generation_table(report), cost_table(report), verification_table(report)
-    ran = runtime_table(report)
+    ran, peaks = runtime_table(report), peaks_table(report)
     return Group(
         *([generation] if generation else []),
         *matrix_tables(entries_of(report)),
+        *([peaks] if peaks else []),
         *([ran] if ran else []),
         *([verified] if verified else []),
         *([cost] if cost else []),

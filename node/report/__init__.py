@@ -19,6 +19,7 @@ Modules:
     roofline   report.html's roofline per device: each row's achieved FLOP/s against its unit's measured peaks
     provenance report.html's provenance: each task's worker, signature, verification, class, claim
     costreport performance per dollar and per watt: report.html's section, Markdown, the terminal's table
+    peakreport a peaks campaign's figures, device x figure: report.html's section, Markdown, the terminal
     bundles    a results folder's bundle read with limits and checked (`sark-node verify`)
     board      the static board of many verified campaigns (index.html, proof/), incremental, deterministic
     verifyreport one agreed figure per class (band, replicas, outlier): report.html's section, Markdown,
@@ -34,6 +35,7 @@ __all__ = [
     "endreport",
     "frontreport",
     "genreport",
+    "peakreport",
     "pictures",
     "plots",
     "render",

@@ -20,6 +20,7 @@ from node.report.endreport import endpoint_parts, endpoint_tasks
 from node.report.frontreport import front_parts
 from node.report.genreport import generation_parts, lead_parts
 from node.report.matrix import matrix_html
+from node.report.peakreport import peaks_html
 from node.report.pictures import drawn, not_drawn
 from node.report.plots import (
     distributions_svg,
@@ -194,6 +195,7 @@ def _page(report: CampaignReport, rank: str, costs: Costs | None = None) -> str:
         )
         what = "end-to-end time per request" if matrix.model in generative else "inference latency"
         parts += _model_parts(k, matrix, mine, what)
+    parts += peaks_html(report)  # a peaks job's figures, one line per device x figure
     parts += verification_html(report)  # one agreed figure per class, its band, replicas and outlier
     parts += cost_html(report, rank)  # performance per dollar and per watt, with each price's source
     parts += roofline_parts(entries, costs)  # achieved FLOP/s per row against its unit's measured peaks

@@ -236,6 +236,8 @@ class Runner:
         try:
             job.phase = Phase.FETCHING
             endpoint = endpoint_of(job.offer.spec)
+            if job.offer.spec.peaks is not None:  # the unit's peaks: no model bytes, one measuring child
+                return await self._peak(job)
             if endpoint is not None:  # a model server: no model bytes, the requests are the task
                 job.phase = Phase.MEASURING
                 return signed_result(
@@ -268,6 +270,15 @@ class Runner:
             cause = f"internal error: {type(exc).__name__}: {exc}"
             return failure(job, FailureReason.INTERNAL, stage, cause)
         return signed_result(job, self._peer_id, self._key, self._profile, measurement)
+
+    async def _peak(self, job: Job) -> Outcome:
+        """A peaks task's figure (`drivers.measure_peak`), measured with no upload from this worker."""
+        async with self._alone(job):
+            job.phase = Phase.MEASURING
+            with job.stop:
+                measurement = await drivers.measure_peak(job.offer.spec)
+                return signed_result(job, self._peer_id, self._key, self._profile, measurement)
+        return failure(job, FailureReason.CANCELLED, Stage.RUN, "cancelled by the submitter")
 
     @asynccontextmanager
     async def _alone(self, job: Job) -> AsyncIterator[None]:

@@ -19,6 +19,7 @@ Modules:
     capacity   a generate block's capacity: search (SLO, goodput, concurrency or rate range, levels)
     sustain    a job's fields that change its built spec: input_data: and sustain: (sustained runs)
     endpoints  a job's endpoint: block (gray- or black-box model server), its load levels, its pseudo-model
+    peaks      a job's peaks: block (the unit's peak per precision and memory access), one job per figure
     prompts    prompts from JSONL bytes (bad lines by number) or builtin:summaries; take/cycle; digest
     datablock  a generate block's tokenizer: and dataset: fields -> the pinned tokenizer and its prompts
     dataset    random prompts of exact token lengths from a seed (splitmix64), ShareGPT conversations
@@ -39,6 +40,7 @@ from scheduler.language.endpoints import endpoint_ref, endpoint_unit, is_endpoin
 from scheduler.language.fleet import is_fleet
 from scheduler.language.generate import campaign_files
 from scheduler.language.needs import Needs, campaign_needs, endpoint_models, needs_of
+from scheduler.language.peaks import is_peak_model, peak_unit_kind
 from scheduler.language.prices import PriceRule
 from scheduler.language.problems import CampaignFiles
 from scheduler.language.prompts import builtin_prompts, parse_jsonl, take
@@ -69,10 +71,12 @@ __all__ = [
     "endpoint_unit",
     "is_endpoint_key",
     "is_fleet",
+    "is_peak_model",
     "load_document",
     "needs_of",
     "parse_campaign",
     "parse_jsonl",
+    "peak_unit_kind",
     "sharegpt_prompts",
     "take",
 ]

@@ -34,6 +34,7 @@ from scheduler.language.endpoints import (
 )
 from scheduler.language.fleet import fleet_devices
 from scheduler.language.generate import generate_specs
+from scheduler.language.peaks import parse_peaks, peak_key
 from scheduler.language.prices import PriceRule, parse_prices
 from scheduler.language.problems import Problems, check_keys, describe, dig
 from scheduler.language.requirements import Requirements, parse_requirements
@@ -135,6 +136,7 @@ _JOB_FIELDS: Final = (
     "fleet",
     "sustain",
     "verify",
+    "peaks",
 )
 _UNIT_NAMES: Final = frozenset(u.value for u in ComputeUnit)
 _VALID_UNITS: Final = ", ".join(u.value for u in ComputeUnit)
@@ -235,6 +237,9 @@ def _jobs(
             continue
         check_keys(entry, path, _JOB_FIELDS, problems)
         for fields, paths, label in _variants(path, entry, problems):
+            if "peaks" in fields:
+                jobs.extend(_peak_jobs(len(jobs), fields, paths, label, problems))
+                continue
             given = "endpoint" in fields
             endpoint = parse_endpoint(fields["endpoint"], paths["endpoint"], problems) if given else None
             keys: list[object] = [fields["model"]] if "model" in fields else [*model_keys] or [None]
@@ -247,6 +252,35 @@ def _jobs(
                     suffix = f" model={key}" if len(model_keys) > 1 and not endpoint else ""
                     jobs.extend(_levels(job.with_(label=label + suffix), specs, endpoint, len(jobs)))
     return jobs
+
+
+_NOT_WITH_PEAKS: Final = ("model", "generate", "quality", "input_data", "endpoint", "fleet", "sustain")
+
+
+def _peak_jobs(
+    first: int, fields: Mapping[str, object], paths: Mapping[str, str], label: str, problems: Problems
+) -> list[Job]:
+    """A peaks job's figures, one job each (`scheduler.language.peaks`), indexed from `first`."""
+    before = len(problems.items)
+    for name in (n for n in _NOT_WITH_PEAKS if n in fields):
+        problems.add(paths[name], "a peaks job measures its unit, not a model: leave it out")
+    if fields.get("processes", 1) != 1:
+        problems.add(paths["processes"], "a peaks task is one measuring child: leave processes out or set 1")
+    raw_unit = fields.get("compute_unit")
+    unit = ComputeUnit(raw_unit) if isinstance(raw_unit, str) and raw_unit in _UNIT_NAMES else None
+    figures = parse_peaks(fields["peaks"], paths["peaks"], unit, problems)
+    job = _job(first, fields, paths, "peaks", (), 1, problems)
+    if job is None or unit is None or len(problems.items) > before:
+        return []
+    return [
+        job.with_(
+            index=first + k,
+            model_key=peak_key(unit, figure),
+            spec=job.spec.with_(peaks=figure),
+            label=f"{label} peaks={figure.precision}",
+        )
+        for k, figure in enumerate(figures)
+    ]
 
 
 def _levels(job: Job, specs: Sequence[TaskSpec], endpoint: Endpoint | None, first: int) -> list[Job]:

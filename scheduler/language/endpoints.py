@@ -93,11 +93,12 @@ def load_label(spec: GenerateSpec) -> str:
 
 
 def only_endpoint_jobs(data: Mapping[str, object]) -> bool:
-    """A campaign with no model field whose jobs are all endpoint jobs: it needs no ``models:``."""
+    """A campaign with no model field whose jobs are all endpoint or peaks jobs (`scheduler.language.peaks`):
+    it needs no ``models:``."""
     jobs = data.get("jobs")
     if any(k in data for k in ("model", "models", "model_url")) or not isinstance(jobs, list) or not jobs:
         return False
-    return all(isinstance(job, dict) and "endpoint" in job for job in jobs)
+    return all(isinstance(job, dict) and ("endpoint" in job or "peaks" in job) for job in jobs)
 
 
 def endpoint_key(endpoint: Endpoint) -> str:

@@ -24,6 +24,7 @@ from protocol import GPU_UNITS, RUNTIME_OF, ComputeUnit, Endpoint, ModelRef, Run
 from scheduler.errors import UnresolvedModelError
 from scheduler.language.campaign import Campaign, Job
 from scheduler.language.endpoints import endpoint_ref
+from scheduler.language.peaks import is_peak_key, peak_ref
 
 RAM_BASE_MB: Final = 256
 RAM_PER_MODEL_BYTE: Final = 3
@@ -93,12 +94,14 @@ def needs_of(job: Job, model: ModelRef) -> Needs:
 
 
 def endpoint_models(campaign: Campaign) -> dict[str, ModelRef]:
-    """The pseudo-models of the campaign's endpoint jobs, by model key (they need no pinning)."""
-    return {
+    """The pseudo-models of the campaign's endpoint and peaks jobs, by model key (they need no pinning)."""
+    found = {
         job.model_key: endpoint_ref(job.spec.generate)
         for job in campaign.jobs
         if job.spec.generate is not None and job.spec.generate.endpoint is not None
     }
+    peaks = {job.model_key: peak_ref(job.model_key) for job in campaign.jobs if is_peak_key(job.model_key)}
+    return found | peaks
 
 
 def campaign_needs(campaign: Campaign, models: Mapping[str, ModelRef]) -> tuple[Needs, ...]:

@@ -29,6 +29,7 @@ from protocol import MAX_PRICE_PER_HOUR, ComputeUnit, ModelFormat, SustainSpec, 
 from protocol.fleet import MAX_FLEET
 from scheduler.language.blocks import URL_PATTERN, Block, like, one_of
 from scheduler.language.genschema import EndpointBlock, FleetBlock, GenerateBlock
+from scheduler.language.peaks import MAX_LARGEST
 from scheduler.language.prices import MAX_PRICE_RULES
 from scheduler.language.verify import MAX_REFERENCES, MAX_REPLICAS
 
@@ -151,6 +152,32 @@ class SustainBlock(Block):
     window_s: float = like(SustainSpec, "window_s", "each window's length (s)")
 
 
+PeakName = Literal["fp32", "tf32", "fp16", "bf16", "int8", "fp8"]
+Access = Literal["read", "write", "copy"]
+
+
+class PeaksBlock(Block):
+    """The unit's peaks instead of a model: one task per figure, each a size sweep to the plateau in
+    one measuring child (docs/guide/peaks.md). A CPU unit's kernels, or GPU (PyTorch)'s first CUDA
+    device's."""
+
+    precisions: PeakName | list[PeakName] | None = Field(
+        default=None, description="matmul precisions; default: every one the unit has a kernel for"
+    )
+    memory: bool | Access | list[Access] = Field(
+        default=True, description="memory bandwidths (read, write, copy); true: all three, false: none"
+    )
+    largest_n: int | None = Field(
+        default=None, ge=1, le=MAX_LARGEST, description="the largest matmul n swept; default: to the plateau"
+    )
+    largest_mib: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_LARGEST,
+        description="the largest memory array swept (MiB); default: to the plateau",
+    )
+
+
 InputFile = Annotated[str, Field(pattern=r"\.npy$")]
 
 
@@ -216,6 +243,7 @@ class JobBlock(Block):
         default=None, description="N workers drive one server together on the submitter's clock"
     )
     sustain: SustainBlock | None = Field(default=None, description="time runs for a duration, per window")
+    peaks: PeaksBlock | None = Field(default=None, description="the unit's peak figures instead of a model")
     verify: VerifyBlock | None = Field(
         default=None, description="this job's verification; default: the campaign's"
     )
@@ -223,7 +251,7 @@ class JobBlock(Block):
 
 class CampaignFile(Block):
     """A campaign file (campaign.yaml), or the seeds' JSON body. Give at most one of `model`, `models`
-    and `model_url`; a campaign whose jobs all measure model servers needs none."""
+    and `model_url`; a campaign whose jobs all measure model servers or peaks needs none."""
 
     model_config = ConfigDict(
         title="sark-node campaign",

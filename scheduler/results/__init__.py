@@ -13,6 +13,8 @@ Modules:
     caprows      a capacity search's Capacity row (the knee) and one row per level
     energyrows   energy per inference and per token, power, method, note
     sustainrows  Throttled with its causes, window medians, the telemetry kept
+    peakrows     a peaks task's columns (its figure, spread, size, library, kernel)
+    peakview     the peaks table every view renders: PeakLine per device x figure, peak_lines
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
     outputdiff   OutputMaxDiff: rows of one model compared on their outputs, against the first row
     speedup      SpeedupVsCpu: a device's non-CPU row against its CPU row of the same model, with its spread
@@ -214,6 +216,7 @@ from scheduler.results.columns import (
     EXTENDED_COLUMNS,
     FLEET_COLUMNS,
     GENERATION_COLUMNS,
+    PEAK_COLUMNS,
     REFERENCE_COLUMNS,
     SEED_COLUMNS,
     SUSTAIN_COLUMNS,
@@ -266,6 +269,8 @@ from scheduler.results.llmview import (
     per_request,
 )
 from scheduler.results.outputdiff import Outputs, fed_alike, output_diffs, with_output_diffs
+from scheduler.results.peakrows import peak_columns
+from scheduler.results.peakview import PeakLine, is_peak_task, peak_jobs, peak_lines
 from scheduler.results.prices import Costs, Price, costs_of, price_of
 from scheduler.results.report import (
     NO_DEVICE,
@@ -319,6 +324,7 @@ __all__ = [
     "GENERATION_COLUMNS",
     "LLM_FIGURES",
     "NO_DEVICE",
+    "PEAK_COLUMNS",
     "RANKS",
     "REFERENCE_COLUMNS",
     "RUNTIME_RATES",
@@ -342,6 +348,7 @@ __all__ = [
     "Member",
     "Merged",
     "Outputs",
+    "PeakLine",
     "Price",
     "ReplicaFigure",
     "ReportEntry",
@@ -377,6 +384,7 @@ __all__ = [
     "fronts_of",
     "generation_columns",
     "headline",
+    "is_peak_task",
     "job_index_of",
     "latency_matrices",
     "lead_figures",
@@ -389,6 +397,9 @@ __all__ = [
     "merged_stats",
     "names",
     "output_diffs",
+    "peak_columns",
+    "peak_jobs",
+    "peak_lines",
     "per_request",
     "price_of",
     "price_text",

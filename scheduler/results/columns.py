@@ -4,7 +4,8 @@ results.csv's header and results.json's `columns` are `CSV_COLUMNS`, in this ord
 `formulas` are `column_formulas()`; every row-building module of the room writes its cells with
 `cell` by the column's `form`. Sections, in order: the seeds' columns, the later reference ones,
 the extended ones, a generate task's, a capacity search's, energy, fleet, sustained runs and
-telemetry, and cost (a row's price and what its results cost: `scheduler.results.prices`).
+telemetry, cost (a row's price and what its results cost: `scheduler.results.prices`), and a peaks
+task's figure (`scheduler.results.peakrows`).
 
 Units: Ram and VRam in GB (whole numbers, like the seeds' "16"), FileSize and every other memory
 column in MB, times in ms. Lists are joined with ";", booleans are "True"/"False", and a value that
@@ -33,6 +34,7 @@ class Section(enum.StrEnum):
     FLEET = "fleet"
     SUSTAIN = "sustain"
     COST = "cost"
+    PEAKS = "peaks"
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,20 @@ _COST = _section(
     ("TokensPerJoule", "tok/J", "{:.4g}", "tokens_per_joule"),
 )
 
+_PEAKS = _section(
+    Section.PEAKS,
+    ("PeakPrecision",),  # a peaks task's figure (scheduler.results.peakrows): fp32 ... fp8, read, write, copy
+    ("PeakGops", "Gop/s", "{:.4g}", "peak_gops"),  # a matmul's: GFLOPS (int8: GOPS)
+    ("PeakGbs", "GB/s", "{:.4g}", "peak_gbs"),  # a memory access's
+    ("PeakCv", "", "{:.4f}", "peak_cv"),
+    ("PeakSize",),  # the size the figure is from ("n=1024", "256 MiB"), and its threads
+    ("PeakSweep",),  # the sizes swept
+    ("PeakLibrary",),
+    ("PeakKernel",),
+    ("PeakMethod",),
+    ("PeakCpuMhz", "MHz", "{:.0f}"),
+)
+
 COLUMNS: Final = (
     *_SEED,
     *_REFERENCE,
@@ -245,6 +261,7 @@ COLUMNS: Final = (
     *_FLEET,
     *_SUSTAIN,
     *_COST,
+    *_PEAKS,
 )
 """Every output column, in the files' order."""
 BY_NAME: Final = {c.name: c for c in COLUMNS}
@@ -265,6 +282,7 @@ ENERGY_COLUMNS: Final = names(Section.ENERGY)
 FLEET_COLUMNS: Final = names(Section.FLEET)
 SUSTAIN_COLUMNS: Final = names(Section.SUSTAIN)
 COST_COLUMNS: Final = names(Section.COST)
+PEAK_COLUMNS: Final = names(Section.PEAKS)
 
 
 def column_formulas() -> dict[str, str]:

@@ -240,11 +240,14 @@ def _figures(m: Measurement) -> dict[str, Any]:
 
 def entries_of(report: CampaignReport) -> tuple[ReportEntry, ...]:
     """Every entry of a campaign report (each task's row, raw samples and typed parts: the derived
-    measurement, a fleet's merged figures), a capacity search's level rows left out."""
+    measurement, a fleet's merged figures), a capacity search's level rows and peaks figures left out."""
     entries = []
+    peaks = {j.index for j in report.campaign.jobs if j.spec.peaks is not None}
     for task in report.results:
         if task.row.get("CapacityRow") == "level":
             continue  # a capacity search's level: its task's Capacity row stands for it (results.caprows)
+        if peaks and job_index_of(task.row.get("JobId", "")) in peaks:
+            continue  # a peaks figure times no model: its own table (results.peakrows)
         signed, merged = task.signed, task.merged
         device = signed.device if signed is not None else None
         measurement = signed.measurement if signed is not None else None

@@ -1,8 +1,8 @@
 """A task's result row and the two files: results.csv and results.json.
 
 The columns, their order, units and forms are the registry's (`scheduler.results.columns`); a
-section's cells come from its module (`genrows`, `caprows`, `energyrows`, `sustainrows`; a fleet's
-from `fleetrows`).
+section's cells come from its module (`genrows`, `caprows`, `energyrows`, `sustainrows`, `peakrows`; a
+fleet's from `fleetrows`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from scheduler.results.caprows import capacity_columns
 from scheduler.results.columns import CSV_COLUMNS, cell, cells
 from scheduler.results.energyrows import energy_columns
 from scheduler.results.genrows import generation_columns
+from scheduler.results.peakrows import peak_columns
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.state.tasks import Status, TaskView
 
@@ -181,6 +182,7 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
     columns.update(capacity_columns(m))
     columns.update(energy_columns(m.energy))
     columns.update(sustain_columns(m))
+    columns.update(peak_columns(m))
     return columns
 
 

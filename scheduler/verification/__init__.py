@@ -27,6 +27,7 @@ Modules:
     evidence   weigh: what a settled group says of each peer, weighed by its partners' records and networks
     draws      DrawKey: the campaign's secret, and the keyed draws of every choice a worker could exploit
     claims     a peer's advertised calibration against physics and its class: claim_unverified
+    peakcheck  a peaks task's raw parts against its task, its figure against the challenged calibration
     challenge  a drawn matmul's sizing, seed and checked rows, its rows and time judged: claim_unverified
     peers      Advertised: what a judgement reads of a peer (id, host, profile; PeerView is one)
 
@@ -297,6 +298,7 @@ from scheduler.verification.draws import SECRET_BYTES, DrawKey, Purpose
 from scheduler.verification.evidence import weigh
 from scheduler.verification.figures import Refusal, check_figures
 from scheduler.verification.offsets import ReferenceOffsets
+from scheduler.verification.peakcheck import peak_parts
 from scheduler.verification.peers import Advertised
 from scheduler.verification.references import judge, reference_peers, vouched
 from scheduler.verification.replicas import Candidate, by_class, checkable, pick_replicas, voter_name
@@ -333,6 +335,7 @@ __all__ = [
     "judge",
     "judged_band",
     "pair_error",
+    "peak_parts",
     "pick_replicas",
     "placed_profile",
     "pool_error",

@@ -111,11 +111,16 @@ def spread_of(process_medians: Sequence[float]) -> float:
 def replica_of(peer_id: str, m: Measurement, spec: TaskSpec) -> Replica:
     """A peer's accepted result as a replica: the figure its row shows, its spread and its outputs'
     fingerprint (a local model's greedy generation: its texts; else the fingerprints its processes
-    agreed on, joined). The submitter settles with it and `sark-node verify` recomputes it."""
+    agreed on, joined); a peaks task's figure as the time its unit takes per 10^12 operations (or
+    bytes), whatever size each replica's sweep settled on. The submitter settles with it and
+    `sark-node verify` recomputes it."""
     fingerprint = "+".join(sorted(set(m.output_fingerprints)))  # processes of one worker agree
     local = spec.generate is not None and spec.generate.endpoint is None
     if m.generation is not None and local:  # greedy on its own model: the texts are the outputs
         fingerprint = outputs_fingerprint(m.generation.records)
+    run = m.peak_run
+    if run is not None and run.peak.per_s > 0:  # a peaks figure: ms per 10^12 operations or bytes, so
+        return Replica(peer_id, 1e3 / run.peak.per_s, 0.0, fingerprint)  # replicas agree on the figure
     return Replica(peer_id, m.inference_ms.median, spread_of(m.process_medians_ms), fingerprint)
 
 

@@ -18,6 +18,8 @@ of another platform's float library. Refused, as a `Refusal`:
   (negative joules fail the schema); and every reading no raw part re-derives outside what physics,
   the worker's profile and the task allow (`scheduler.verification.bounds`: power, energy and its method,
   idle, temperature, clock, cores, memory, shares), each named with the worker's value and the bound.
+- a peaks task's parts that cannot be its own, or a figure over its worker's challenged calibration
+  (`scheduler.verification.peakcheck`).
 - `inconsistent`: a figure its raw parts contradict, named with the worker's value and the derived one.
 
 An accepted result is shown as derived: `check_figures` returns the derived measurement.
@@ -38,6 +40,7 @@ from protocol.aggregate import is_endpoint
 from protocol.capacity import MAX_SEARCH_RECORDS as MAX_SEARCH
 from protocol.generation import MAX_RECORDS
 from scheduler.verification.bounds import OVERRUN, out_of_bounds
+from scheduler.verification.peakcheck import peak_parts
 
 REL_TOL: Final = 1e-9
 ABS_TOL: Final = 1e-9
@@ -87,11 +90,15 @@ def invalid_parts(
         if not math.isfinite(value):
             yield f"{path} is {value!r}"
             return
+    limit_ms = spec.timeout_s * 1000.0 * OVERRUN
+    if spec.peaks is not None or m.peak_run is not None:  # a peaks task's parts (`peakcheck`)
+        peaks = list(peak_parts(m, spec, profile, limit_ms / 1000.0))
+        yield from peaks if peaks else out_of_bounds(m, spec, profile, device)
+        return
     shape = list(_shape(m, spec))
     if shape:
         yield from shape
         return
-    limit_ms = spec.timeout_s * 1000.0 * OVERRUN
     for name in ("samples_ms", "load_samples_ms", "first_inferences_ms"):
         for i, value in enumerate(getattr(m, name)):
             yield from _duration(f"{name}[{i}]", value, limit_ms, spec)

@@ -57,6 +57,9 @@ ENERGY = "EnergyJoulesPerInference,EnergyJoulesPerToken,AvgPowerW,IdlePowerW,Ene
 FLEET = "FleetSize,RequestRateAchieved,ScheduleLagMsP99,ClientCpuMaxPct,ClientSaturated,FleetLost"
 SUSTAIN = "Throttled,ThrottleCauses,ThrottleDetail,WindowMediansMs,TelemetryPeriodMs,TelemetryPoints"
 COST = "PricePerHour,PriceSource,CostPer1kInferences,CostPerMTokens,InferencesPerJoule,TokensPerJoule"
+PEAKS = (
+    "PeakPrecision,PeakGops,PeakGbs,PeakCv,PeakSize,PeakSweep,PeakLibrary,PeakKernel,PeakMethod,PeakCpuMhz"
+)
 EXPECTED_COLUMNS = [
     name
     for group in (
@@ -73,6 +76,7 @@ EXPECTED_COLUMNS = [
         FLEET,
         SUSTAIN,
         COST,
+        PEAKS,
     )
     for name in group.split(",")
 ]
