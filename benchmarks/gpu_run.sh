@@ -14,7 +14,8 @@
 #                                      its provider), the embedded swarm's campaigns (gpu_campaign.py:
 #                                      README's example with its GPU (ONNX) row, a model with a CPU-only
 #                                      op as a fallback), the harness on GPU (ONNX) against a bare
-#                                      session.run loop for 3 models (harness_overhead.py --unit)
+#                                      session.run loop for 3 models (harness_overhead.py --unit), and
+#                                      tests/labs/gpu (which skip, with the reason, without a GPU)
 #   bash benchmarks/gpu_run.sh check   here: every step's command is well formed and each script parses
 #
 # Each step runs under its own time limit, cut to what is left of BUDGET seconds (the device call's
@@ -99,6 +100,7 @@ onnx_phase() {
     TAIL=24 step campaign 420 "$PY" benchmarks/gpu_campaign.py
     TAIL=12 step harness 420 "$PY" benchmarks/harness_overhead.py --unit "GPU (ONNX)" \
         --trials "${HARNESS_TRIALS:-3}" --sampler-rounds 0
+    step tests 180 "$PY" -m pytest -q -p no:cacheprovider -rs tests/labs/gpu
     keep
 }
 

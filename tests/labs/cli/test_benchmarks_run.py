@@ -55,3 +55,30 @@ def test_the_libraries_import_the_packages_not_the_test_folders() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert all(Path(f).parent.parent == ROOT for f in done.stdout.split()), done.stdout
+
+
+def test_the_gpu_run_is_well_formed_and_says_why_it_measures_nothing_without_a_gpu(tmp_path: Path) -> None:
+    """benchmarks/gpu_run.sh (issue 54), as far as it runs without a GPU: its scripts parse, a phase it
+    does not know is a usage error (2), and a step says why it has nothing to measure (no CUDA device)
+    and the phase still ends with its archive."""
+    check = _gpu_run("check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "every script parses" in check.stdout
+    wrong = _gpu_run("all")
+    assert wrong.returncode == 2
+    assert "usage: bash benchmarks/gpu_run.sh torch|onnx|check" in wrong.stderr
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OUT": str(tmp_path), "ONLY": "energy peaks",
+           "GPU_SITE": str(tmp_path / "site"), "PYTHON": sys.executable}  # fmt: skip
+    dry = _gpu_run("torch", env=env)
+    assert dry.returncode == 0, dry.stderr
+    if "no CUDA device" not in dry.stdout:
+        pytest.skip("a CUDA device is here: benchmarks/gpu_run.sh measures it")
+    assert "== energy: exit 1" in dry.stdout
+    assert "== peaks: exit 0" in dry.stdout
+    assert "fp32: unavailable (torch" in dry.stdout
+    assert (tmp_path / "gpu-torch.tgz").stat().st_size > 0
+
+
+def _gpu_run(phase: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = ["bash", "benchmarks/gpu_run.sh", phase]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
