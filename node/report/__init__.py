@@ -21,6 +21,7 @@ Modules:
     costreport performance per dollar and per watt: report.html's section, Markdown, the terminal's table
     bundles    a results folder's bundle read with limits and checked (`sark-node verify`)
     board      the static board of many verified campaigns (index.html, proof/), incremental, deterministic
+    imports    other tools' files read with limits and kept on a board (`sark-node import`), unverified
     verifyreport one agreed figure per class (band, replicas, outlier): report.html's section, Markdown,
                the terminal's table after the matrix
 
