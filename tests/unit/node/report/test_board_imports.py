@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[4]
 GOLDEN = ROOT / "tests" / "golden" / "imports"
 GUIDELLM = GOLDEN / "guidellm" / "benchmarks.json"
 AIPERF = GOLDEN / "aiperf" / "profile_export_aiperf.json"
+LLAMA_BENCH = GOLDEN / "llama-bench" / "llama-bench.json"
 
 
 def _sark(*args: str) -> Result:
@@ -83,14 +84,14 @@ def test_imported_rows_sit_apart_from_verified_ones_and_link_the_tools_file(tmp_
     board = tmp_path / "board"
     assert build_board([campaign], board) == board / "index.html"
     before = (board / "index.html").read_text()
-    for tool, path in (("guidellm", GUIDELLM), ("aiperf", AIPERF)):
+    for tool, path in (("guidellm", GUIDELLM), ("aiperf", AIPERF), ("llama-bench", LLAMA_BENCH)):
         result = _sark("import", tool, str(path), "--board", str(board))
         assert result.exit_code == 0, result.output
     text = (board / "index.html").read_text()
     verified = text.count('data-verified="1"')
     assert verified == before.count('data-verified="1"') == 2  # imports are never counted as verified
     assert 'id="imported-rows"' in text
-    assert "Imported: another tool's word, not verified (2)" in text
+    assert "Imported: another tool's word, not verified (4)" in text
     assert (
         text.index('id="verified-rows"') < text.index('id="single-rows"') < text.index('id="imported-rows"')
     )
@@ -98,11 +99,13 @@ def test_imported_rows_sit_apart_from_verified_ones_and_link_the_tools_file(tmp_
     assert "guidellm 0.8.1" in table
     assert "aiperf 0.13.0" in table
     assert "time_to_first_token p50 = " in table
+    assert "pp16 threads=2" in table
+    assert "avg_ts = " in table
     links = [link for link in re.findall(r'href="([^"]+)"', text) if link.startswith("imported/")]
-    assert len(links) == 2
+    assert len(links) == 4  # llama-bench's two tests link one file
     for link in links:  # the tool's own file, byte for byte
         kept = board / link
-        assert kept.read_bytes() in {GUIDELLM.read_bytes(), AIPERF.read_bytes()}
+        assert kept.read_bytes() in {GUIDELLM.read_bytes(), AIPERF.read_bytes(), LLAMA_BENCH.read_bytes()}
 
 
 def test_a_board_with_imports_is_deterministic_and_an_import_is_kept_once(tmp_path: Path) -> None:

@@ -22,9 +22,8 @@ GOLDEN = Path(__file__).resolve().parents[3] / "golden" / "imports"
 FILES = {
     "guidellm": GOLDEN / "guidellm" / "benchmarks.json",
     "aiperf": GOLDEN / "aiperf" / "profile_export_aiperf.json",
+    "llama-bench": GOLDEN / "llama-bench" / "llama-bench.json",
 }
-if (GOLDEN / "llama-bench" / "llama-bench.json").is_file():
-    FILES["llama-bench"] = GOLDEN / "llama-bench" / "llama-bench.json"
 
 
 def _rows(tool: str, data: bytes | None = None) -> tuple[ImportedRow, ...]:
@@ -99,7 +98,6 @@ def test_aiperf_row_is_its_p50_with_its_units() -> None:
     assert figures["time_to_first_token p50"][0] >= 20
 
 
-@pytest.mark.skipif("llama-bench" not in FILES, reason="no llama-bench file was made (docs/guide/imports.md)")
 def test_llama_bench_rows_are_its_tests_in_tokens_per_second() -> None:
     doc = _doc("llama-bench")
     rows = _rows("llama-bench")
@@ -109,7 +107,11 @@ def test_llama_bench_rows_are_its_tests_in_tokens_per_second() -> None:
         name = f"pp{test['n_prompt']}" if test["n_prompt"] else f"tg{test['n_gen']}"
         row = by_setting[f"{name} threads={test['n_threads']}"]
         assert _figures(row)["avg_ts"] == (test["avg_ts"], "t/s")
+        assert _figures(row)["stddev_ts"] == (test["stddev_ts"], "t/s")
         assert row.requests == ""
+        assert row.model == f"SmolLM2-135M-Instruct.Q4_1.gguf ({test['model_type']})"  # the packaged GGUF
+        assert row.target == f"{test['cpu_info']} · {test['backends']}"
+    assert sorted(by_setting) == ["pp16 threads=2", "tg8 threads=2"]
 
 
 def _broken(tool: str, change: Any) -> Unreadable:
