@@ -1,6 +1,6 @@
 """`sark-node verify FOLDER`: a campaign's results checked offline, by anyone (no network, any HOME);
 `sark-node board FOLDER... --out DIR`: verified campaigns as one static board (`node/report/board.py`);
-`sark-node import TOOL FILE [--board DIR]`: another tool's results (GuideLLM, AIPerf, llama-bench) as
+`sark-node import TOOL FILE [--board DIR]`: another tool's results (GuideLLM, AIPerf, vLLM, llama-bench) as
 rows marked unverified, shown, and kept on a board apart from the verified rows (`node/report/imports.py`).
 
 `verify`: exit 0 when every signature, figure and group holds; 1 when anything does not (each problem
@@ -65,7 +65,7 @@ def board(
 
 
 def import_(
-    tool: Annotated[str, typer.Argument(help="the tool that wrote FILE: guidellm, aiperf or llama-bench")],
+    tool: Annotated[str, typer.Argument(help="FILE's tool: guidellm, aiperf, vllm or llama-bench")],
     file: Annotated[Path, typer.Argument(help="the tool's own results file (JSON)")],
     board_dir: Annotated[
         Path | None, typer.Option("--board", help="a board's folder: keep the file there and draw it again")
@@ -83,7 +83,7 @@ def import_(
     for row in rows:
         figures = "; ".join(f"{f.name} = {f.value:.4g} {f.unit}" for f in row.figures)
         requests = f" · {row.requests} requests" if row.requests else ""
-        head = f"unverified {row.tool} {row.version} · {row.model} · {row.setting}{requests}"
+        head = f"unverified {row.named} · {row.model} · {row.setting}{requests}"
         typer.echo(visible(f"{head}: {figures}"))
     if board_dir is None:
         return

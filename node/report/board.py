@@ -241,7 +241,7 @@ def _imported_row(r: ImportedRow, folder: str, name: str) -> str:
     figures = "<br>".join(f"{for_html(f.name)} = {f.value:.4g} {for_html(f.unit)}" for f in r.figures)
     link = f'<a href="{IMPORTED}/{for_html(folder)}/{for_html(name)}">{for_html(name)}</a>'
     cells = (
-        f"{for_html(r.tool)} {for_html(r.version)}",
+        for_html(r.named),
         for_html(r.model),
         for_html(r.target),
         for_html(r.setting),

