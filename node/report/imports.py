@@ -41,21 +41,28 @@ def read_bytes(path: Path) -> bytes | Unreadable:
 
 def read_tool(tool: str, path: Path) -> tuple[ImportedRow, ...] | Unreadable:
     """The rows of `tool`'s file at `path`, or why it gives none."""
+    found = _read(tool, path)
+    return found if isinstance(found, Unreadable) else found[1]
+
+
+def _read(tool: str, path: Path) -> tuple[bytes, tuple[ImportedRow, ...]] | Unreadable:
+    """The file's bytes, read once, and their rows."""
     if tool not in TOOLS:
         return Unreadable(path.name, "choosing the reader", f"no tool {tool!r}; one of {', '.join(TOOLS)}")
     data = read_bytes(path)
     if isinstance(data, Unreadable):
         return data
-    return read_tool_file(tool, data, _kept_name(path.name))
+    rows = read_tool_file(tool, data, _kept_name(path.name))
+    return rows if isinstance(rows, Unreadable) else (data, rows)
 
 
 def keep_import(tool: str, path: Path, board: Path) -> str | Unreadable:
-    """Copy `tool`'s file at `path` under `board/imported/` once it reads; the folder's name."""
-    rows = read_tool(tool, path)
-    if isinstance(rows, Unreadable):
-        return rows
-    data = read_bytes(path)
-    assert isinstance(data, bytes)  # read a moment ago
+    """Copy `tool`'s file at `path` under `board/imported/` once it reads (the bytes that were read,
+    not the file a second time); the folder's name."""
+    found = _read(tool, path)
+    if isinstance(found, Unreadable):
+        return found
+    data = found[0]
     folder = f"{tool}-{hashlib.sha256(data).hexdigest()[:16]}"
     target = board / IMPORTED / folder
     part = board / IMPORTED / f".{folder}.part"
@@ -75,8 +82,8 @@ def kept_imports(board: Path) -> list[Kept] | Unreadable:
     for folder in sorted(root.iterdir()) if root.is_dir() else ():
         if folder.name.startswith("."):
             continue
-        tool_file = folder / TOOL_FILE
-        tool = tool_file.read_text().strip() if tool_file.is_file() else ""
+        said = read_bytes(folder / TOOL_FILE)
+        tool = "" if isinstance(said, Unreadable) else said[:64].decode("ascii", "replace").strip()
         files = [p for p in sorted(folder.iterdir()) if p.name != TOOL_FILE]
         if len(files) != 1:
             return Unreadable(f"{IMPORTED}/{folder.name}", "reading the kept import", "not one tool file")

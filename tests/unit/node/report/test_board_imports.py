@@ -156,3 +156,13 @@ def test_a_kept_file_damaged_on_the_board_is_named_when_the_board_is_drawn(tmp_p
     result = _sark("import", "guidellm", str(GUIDELLM), "--board", str(board))
     assert result.exit_code == 2
     assert f"imported/{kept.name}/{AIPERF.name}: reading aiperf's layout: no input_config" in result.output
+
+
+def test_a_kept_imports_tool_name_is_only_ever_one_of_the_readers(tmp_path: Path) -> None:
+    board = tmp_path / "board"
+    assert _sark("import", "vllm", str(VLLM), "--board", str(board)).exit_code == 0
+    (kept,) = (board / "imported").iterdir()
+    (kept / "tool.txt").write_text("../../proof\n")
+    result = _sark("import", "guidellm", str(GUIDELLM), "--board", str(board))
+    assert result.exit_code == 2
+    assert f"imported/{kept.name}/bench_serve.json: choosing the reader: no tool '../../proof'" in result.output
