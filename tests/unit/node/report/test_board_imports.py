@@ -165,4 +165,5 @@ def test_a_kept_imports_tool_name_is_only_ever_one_of_the_readers(tmp_path: Path
     (kept / "tool.txt").write_text("../../proof\n")
     result = _sark("import", "guidellm", str(GUIDELLM), "--board", str(board))
     assert result.exit_code == 2
-    assert f"imported/{kept.name}/bench_serve.json: choosing the reader: no tool '../../proof'" in result.output
+    cause = "bench_serve.json: choosing the reader: no tool '../../proof'"
+    assert f"imported/{kept.name}/{cause}" in result.output
