@@ -12,8 +12,9 @@ Modules:
     options   the options and plumbing every command shares
     console   the rich console (never hard-wraps a pipe or a file) and peer ids shortened to their end
     exits     the exit code of a finished campaign (0 all placeable tasks done, 1 any failed)
-    report    report: re-render a stored campaign (html, csv, json, md), or diff two campaigns
-    proof     verify FOLDER: a campaign's bundle checked offline; board FOLDER... --out DIR: a static board
+    report    report: re-render a stored campaign (html, csv, json, md, aiperf records), or diff two campaigns
+    proof     verify FOLDER: a campaign's bundle checked offline; board FOLDER... --out DIR: a static board;
+              import TOOL FILE [--board DIR]: another tool's results as unverified rows
     serve     serve: the orchestrator's REST API and a live dashboard
     embedded  the embedded local swarm (a gate and workers on loopback) for submit, plan and serve
     service   service install, uninstall, status: `join` as a systemd user unit or a launchd agent

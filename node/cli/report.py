@@ -25,6 +25,7 @@ class Format(enum.StrEnum):
     CSV = "csv"
     JSON = "json"
     MD = "md"
+    AIPERF = "aiperf"
 
 
 CampaignArg = Annotated[
@@ -34,7 +35,10 @@ DiffOpt = Annotated[
     tuple[str, str] | None,
     typer.Option("--diff", help="compare campaign A with B (ids or results.json paths)", metavar="A B"),
 ]
-FormatOpt = Annotated[Format, typer.Option("--format", help="html, csv, json or md")]
+FormatOpt = Annotated[
+    Format,
+    typer.Option("--format", help="html, csv, json, md, or aiperf (each request's record, AIPerf's JSONL)"),
+]
 OutOpt = Annotated[
     Path | None,
     typer.Option(
@@ -146,6 +150,10 @@ def _render(report: CampaignReport, fmt: Format, rank: str = "", costs: Costs | 
         return sch.to_csv(task.row for task in report.results)
     if fmt is Format.JSON:
         return report.to_json() + "\n"
+    if fmt is Format.AIPERF:
+        from scheduler.results.aiperfrecords import aiperf_lines
+
+        return "".join(f"{line}\n" for line in aiperf_lines(report))
     return render_markdown(report, rank)
 
 

@@ -22,6 +22,7 @@ Modules:
     peakreport a peaks campaign's figures, device x figure: report.html's section, Markdown, the terminal
     bundles    a results folder's bundle read with limits and checked (`sark-node verify`)
     board      the static board of many verified campaigns (index.html, proof/), incremental, deterministic
+    imports    other tools' files read with limits and kept on a board (`sark-node import`), unverified
     verifyreport one agreed figure per class (band, replicas, outlier): report.html's section, Markdown,
                the terminal's table after the matrix
 

@@ -7,7 +7,9 @@ every link is relative), then draws `out/index.html` from every campaign under `
 verified again. So the board is incremental (a later call with one more folder adds it; the ones
 before stay) and deterministic (the same bundles give the same bytes: no clock, no absolute path,
 rows sorted). The page needs no server and no network: its style and its filters (plain JS) are
-inline.
+inline. Other tools' results kept by `sark-node import` (`node.report.imports`) are drawn in a third
+table, apart: another tool's word, not verified, each row naming what that tool measured and linking
+the tool's own file.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from pathlib import Path
 from typing import Final
 
 from node.report.bundles import read_capped, verify_folder
+from node.report.imports import IMPORTED, Kept, kept_imports
 from protocol import for_html
 from scheduler.results import CampaignReport
 from scheduler.results.board import BoardRow, board_rows
 from scheduler.results.bundle import BUNDLE_FILE
+from scheduler.results.imported import ImportedRow, Unreadable
 from scheduler.results.proof import RESULTS_FILE, BundleError, Problem
 
 PROOF: Final = "proof"
@@ -61,10 +65,14 @@ def build_board(folders: Sequence[Path], out: Path) -> Path | Refused:
         if isinstance(found, Refused):
             return found
         reports.append(CampaignReport.from_json(read_capped(kept / RESULTS_FILE), source=str(kept)))
+    imported = kept_imports(out)
+    if isinstance(imported, Unreadable):
+        return Refused(str(out / IMPORTED), (str(imported),), unreadable=True)
     page = out / "index.html"
     temp = out / ".index.html.part"
+    out.mkdir(parents=True, exist_ok=True)
     reported = {r.campaign_id for r in reports if (out / PROOF / r.campaign_id / "report.html").is_file()}
-    temp.write_text(render_board(reports, reported))
+    temp.write_text(render_board(reports, reported, imported))
     os.replace(temp, page)  # whole or not at all
     return page
 
@@ -120,9 +128,11 @@ HEAD: Final = ("model", "device class", "runtime", "median ms", "verified", "dev
                "inf. / J", "proof")  # fmt: skip
 
 
-def render_board(reports: Iterable[CampaignReport], reported: Set[str] = frozenset()) -> str:
+def render_board(
+    reports: Iterable[CampaignReport], reported: Set[str] = frozenset(), imported: Sequence[Kept] = ()
+) -> str:
     """The board's page: the verified rows, then the single ones, with filters and each row's proof
-    (`reported`: the campaigns whose report.html the board keeps)."""
+    (`reported`: the campaigns whose report.html the board keeps), then other tools' rows (`imported`)."""
     reports = sorted(reports, key=lambda r: r.campaign_id)
     rows = sorted(row for report in reports for row in board_rows(report))
     verified = [r for r in rows if r.verified]
@@ -141,6 +151,7 @@ def render_board(reports: Iterable[CampaignReport], reported: Set[str] = frozens
         _table("verified-rows", verified, reported),
         f'<h2 id="single">Single: one device\'s word, not verified ({len(single)})</h2>',
         _table("single-rows", single, reported),
+        *_imported_parts(imported),
         "<h2>Campaigns</h2><ul>",
         *(_campaign(report) for report in reports),
         "</ul>",
@@ -206,3 +217,37 @@ def _campaign(report: CampaignReport) -> str:
     name = for_html(report.campaign.name)
     folder = f"{PROOF}/{for_html(report.campaign_id)}"
     return f'<li>{name}: <a href="{folder}/{RESULTS_FILE}">{for_html(report.campaign_id)}</a></li>'
+
+
+IMPORTED_HEAD: Final = ("tool", "model", "target", "setting", "what the tool measured", "requests", "source")
+
+
+def _imported_parts(imported: Sequence[Kept]) -> list[str]:
+    """The imported rows' heading and table (nothing when none is kept)."""
+    rows = sorted((row, folder, name) for folder, name, found in imported for row in found)
+    if not rows:
+        return []
+    head = "".join(f"<th>{h}</th>" for h in IMPORTED_HEAD)
+    body = "".join(_imported_row(row, folder, name) for row, folder, name in rows)
+    return [
+        f'<h2 id="imported">Imported: another tool\'s word, not verified ({len(rows)})</h2>',
+        '<p class="note">Read from each tool\'s own file, as the tool named and measured it; '
+        "no signature, no raw part derived again, no replica.</p>",
+        f'<table id="imported-rows"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
+    ]
+
+
+def _imported_row(r: ImportedRow, folder: str, name: str) -> str:
+    figures = "<br>".join(f"{for_html(f.name)} = {f.value:.4g} {for_html(f.unit)}" for f in r.figures)
+    link = f'<a href="{IMPORTED}/{for_html(folder)}/{for_html(name)}">{for_html(name)}</a>'
+    cells = (
+        for_html(r.named),
+        for_html(r.model),
+        for_html(r.target),
+        for_html(r.setting),
+        figures,
+        for_html(r.requests),
+        link,
+    )
+    data = f'data-model="{for_html(r.model)}" data-runtime="" data-cls="" data-verified="0"'
+    return f"<tr {data}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"

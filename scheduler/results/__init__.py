@@ -34,6 +34,9 @@ Modules:
     proof        a bundle checked by anyone, offline (`sark-node verify`): the seal, every signature,
                  every figure derived again bit for bit, every group's agreement recomputed
     board        the board's rows (`sark-node board`): verified groups and single tasks of many campaigns
+    imported     ImportedRow, Figure, Unreadable: another tool's results as unverified rows; bounded JSON
+    toolformats  GuideLLM's, AIPerf's, vLLM bench serve's, llama-bench's JSON as ImportedRows (`import`)
+    aiperfrecords  a campaign's per-request records as JSONL in AIPerf's record layout (`--format aiperf`)
     diff         two campaigns compared: tasks paired by worker, then device; each change tested
     significance the Mann-Whitney U test the diffs use
     prices       the one seam where a row's price is chosen and bounded (campaign, then owner); Costs

@@ -72,3 +72,52 @@ def test_the_board_renders_from_a_file_in_headless_chromium(tmp_path: Path) -> N
     assert image.size == (1280, 900)
     low, high = image.getextrema()
     assert high - low > 100  # text on a page, not one colour
+
+
+def test_imported_rows_render_apart_and_the_verified_filter_hides_them(tmp_path: Path) -> None:
+    """Issue 52, scope 4: the four tools' own files imported beside a campaign; the page from the file
+    system shows them in their own table, and "verified only" hides every one of them."""
+    import typer
+    from kit.toolfiles import GOLDEN
+    from typer.testing import CliRunner
+
+    from node.cli.proof import register
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+
+    campaign = tmp_path / "c0"
+    campaign.mkdir()
+    grown(campaign, 4, campaign_id="campaign-screen-imports")
+    board = tmp_path / "board"
+    assert isinstance(build_board([campaign], board), Path)
+    for tool, name in (
+        ("guidellm", "guidellm/benchmarks.json"),
+        ("aiperf", "aiperf/profile_export_aiperf.json"),
+        ("vllm", "vllm/bench_serve.json"),
+        ("llama-bench", "llama-bench/llama-bench.json"),
+    ):
+        result = CliRunner().invoke(app, ["import", tool, str(GOLDEN / name), "--board", str(board)])
+        assert result.exit_code == 0, result.output
+    page = board / "index.html"
+    dom = _chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    table = dom[dom.index('id="imported-rows"') :]
+    assert len(re.findall(r'<tr data-model="[^"]*"[^>]*data-verified="0"(?: hidden="")?>', table)) == 5
+    assert 'hidden=""' not in dom
+    checked = page.with_name("verified-only.html")
+    tick = (
+        '<script>const v = document.getElementById("f-verified"); v.checked = true;'
+        'v.dispatchEvent(new Event("input"));</script></body>'
+    )
+    checked.write_text(page.read_text().replace("</body>", tick))
+    only = _chromium(tmp_path, "--dump-dom", checked.as_uri()).stdout
+    kept = only[only.index('id="imported-rows"') :]
+    assert kept.count('hidden=""') == 5
+    assert only[: only.index('id="imported-rows"')].count('data-verified="1" hidden=""') == 0
+    shot = tmp_path / "imports.png"
+    _chromium(tmp_path, "--window-size=1280,1400", f"--screenshot={shot}", page.as_uri())
+    image = Image.open(io.BytesIO(shot.read_bytes())).convert("L")
+    assert image.size == (1280, 1400)
+    low, high = image.getextrema()
+    assert high - low > 100
