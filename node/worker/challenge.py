@@ -29,7 +29,9 @@ space than it uses (the chain itself holds 4 n KiB).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final, final
 
 import trio
@@ -129,9 +131,10 @@ class Challenges:
         """`allow`: the submitters whose offers this worker takes (the owner's `--allow` list): only
         they may challenge it unless `open_mode`, and with it they come first (a stranger's challenge
         is ended for theirs). `claimed_gflops`: this worker's own CPU claim, which bounds the CPU
-        rounds it computes (`scheduler.verification.challenge.cpu_round_problem`). `events`: one
-        `challenge_ended` line per challenge that started a child (peer, how it ended, the child's
-        exit code once reaped)."""
+        rounds it computes (`scheduler.verification.challenge.cpu_round_problem`). `events`: a
+        `challenge_computing` line per round handed to the child (peer, round, n, steps) and one
+        `challenge_ended` per challenge given the slot (peer, how it ended, the child's exit code
+        once reaped)."""
         self._allow = allow
         self._open_mode = open_mode
         self._claimed = claimed_gflops
@@ -242,7 +245,8 @@ class Challenges:
             await _beside_asker(channel, child, START_S, "ready")
             await _send(channel, ChallengeReady())
             claimed = self._claimed if entry == CHILD else None
-            slot.end = await _rounds(channel, child, claimed, cpu=entry == CHILD)
+            computing = partial(self._emit, "challenge_computing", peer=channel.peer_id)
+            slot.end = await _rounds(channel, child, claimed, computing, cpu=entry == CHILD)
         except ChildFailed as exc:
             slot.end = f"the child failed: {exc.detail}"
             with trio.move_on_after(SEND_S):
@@ -269,10 +273,12 @@ async def _send(channel: Channel, message: Message) -> None:
     raise AskerGone(f"{message.kind} not taken within {SEND_S:g} s: it stopped reading")
 
 
-async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu: bool) -> str:
+async def _rounds(
+    channel: Channel, child: Child, claimed: float | None, computing: Callable[..., None], *, cpu: bool
+) -> str:
     """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done; a
-    CPU round larger than the chain or this worker's own claim allows is refused with why. Returns
-    how it ended.
+    CPU round larger than the chain or this worker's own claim allows is refused with why;
+    `computing` is told each round handed to the child. Returns how it ended.
 
     Raises:
         AskerGone: the asker left, or stopped reading, while its child computed or its answer was sent.
@@ -306,6 +312,7 @@ async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu:
                 return f"round {asked.round} refused"
             seeds += 1
             child.receiver.send(("chain", asked.n, asked.steps, asked.seed))
+            computing(round=asked.round, n=asked.n, steps=asked.steps)
             digests = (await _beside_asker(channel, child, COMPUTE_S, "commit"))[1]
             await _send(channel, ChallengeCommit(round=asked.round, digests=digests))
             due = trio.current_time() + window
