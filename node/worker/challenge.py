@@ -6,18 +6,44 @@ the child has numpy loaded and its BLAS threads warm, and then, round by round, 
 hands each `challenge_chain_seed` to the child and its commitment back, and each reveal the same way.
 The chain is computed and hashed in the child, never in this trio loop, and the daemon imports no numpy
 (it names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
-(busy) meanwhile, and asks again (`node.submitter.challenge`). The slot is held only while rounds run: a
-seed is due `SEED_S` after `challenge_ready` and after each round's rows, and a reveal as long after
-each commitment (pings do not extend either), else the worker says so and closes; a peer it takes no
-offers from starts at most `STRANGER_STARTS` challenges per `STRANGER_EVERY_S`. The cheater's view: a
-stranger that opens a challenge and only pings held the slot for the whole 90 s, again and again, so
-every honest `plan` and `submit` read "busy"; now holding it costs real rounds (each bounded by the
-worker's own claim, at most three) and it is given back within 5 s of silence; many keys evade the
-per-peer pace, but not the windows. A CPU round is computed only if it is the CPU chain's size and no
-more work than `WORKER_ROUND_S` of this worker's own claim
-(`scheduler.verification.challenge.cpu_round_problem`): a stranger asking for the GPU chain's 16,384
-rows, or minutes of steps, is answered `challenge_failed` before the child computes anything. A
-challenge beside a measurement disturbs both (about a second of every core).
+(busy) meanwhile, unless it comes first (below), and asks again (`node.submitter.challenge`). The
+slot is held only while rounds run: a seed is due `SEED_S` after `challenge_ready` and after each
+round's rows, and a reveal as long after each commitment (pings do not extend either), else the
+worker says so and closes; a peer it takes no offers from starts at most `STRANGER_STARTS`
+challenges per `STRANGER_EVERY_S`. The cheater's view: a stranger that opens a challenge and only
+pings held the slot for the whole 90 s, again and again, so every honest `plan` and `submit` read
+"busy"; now holding it costs real rounds (each bounded by the worker's own claim, at most three) and
+it is given back within 5 s of silence; many keys evade the per-peer pace, but not the windows. A
+CPU round is computed only if it is the CPU chain's size and no more work than `WORKER_ROUND_S` of
+this worker's own claim (`scheduler.verification.challenge.cpu_round_problem`): a stranger asking
+for the GPU chain's 16,384 rows, or minutes of steps, is answered `challenge_failed` before the child
+computes anything. A challenge beside a measurement disturbs both (about a second of every core).
+
+Who comes first: a peer on the owner's `--allow` list (the submitters whose offers an `--open` worker
+takes in any case) is never busy behind a stranger. Asking while a stranger's challenge holds the
+slot, it ends it (the stranger's child killed and reaped, the stranger told `CHALLENGE_PREEMPTED`,
+which a submitter asks again like busy) and takes the slot; a stranger waiting for the slot never
+takes it before an allowed peer that waits too; allowed peers among themselves, and strangers among
+themselves, wait or are busy as before. Not a second slot beside the first: two chains at once share
+the cores, and the allowed submitter's timing would then read a load the stranger chooses to run
+(an honest worker refused on a stranger's cue). The cheater's view: a stranger sees the worker's
+advert and what its own streams are answered (ready, busy, preempted: that an allowed peer is being
+served now, not who); it chooses its keys (free: as many as it likes), its streams, their timing and
+its frames. The rule reads one thing: whether the stream's peer id, authenticated by the
+connection's Noise handshake, is on the owner's list in this worker's config. Nothing a stranger
+does moves a key onto that list (no count of rounds, no reputation, no key's age), and every fresh
+key is a stranger. What it cannot do: strangers still contend with each other (an honest submitter
+on no worker's list is delayed by a stranger's rounds as the windows and the pace above bound), and a
+worker with `--open` and no `--allow` list has no one to put first.
+
+The child stops when the asker stops: every wait for the child (its start, a round's commitment,
+the revealed rows) watches the asker's stream at once, so a stream that ends, is reset, or whose
+connection is gone (a submitter whose deadline passed, a stranger that left) stops the wait and the
+child is killed and reaped then, not left computing its round; and every frame to the asker must
+be taken within `SEND_S` (a reader that stopped fills its muxer's window), else the challenge ends
+the same way. A reader that stops but keeps its window open costs at most the round it asked for
+(bounded by the worker's claim above) and the reveal's window. One `challenge_ended` event per
+challenge says how it ended and the child's exit code (`events`).
 
 `/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and the
 device its `gpu_tflops` names, it starts `drivers/measuring/chainchild.py` on that device (torch, CUDA

@@ -225,3 +225,25 @@ async def test_a_stranger_waiting_for_the_slot_does_not_take_it_before_an_allowe
     assert isinstance(answered, ChallengeReady)
     assert told == ChallengeFailed(reason=CHALLENGE_PREEMPTED)
     assert refused == ChallengeFailed(reason=CHALLENGE_BUSY)
+
+
+async def test_a_stranger_preempted_asks_again_like_busy(autojump_clock: trio.testing.MockClock) -> None:
+    """The preempted stranger's submitter (an honest one on no list, say) asks again after the
+    busy pauses, and says what the worker says next."""
+    pairs = [memory_channel_pair("submitter", "worker", read_timeout=120.0) for _ in range(2)]
+    opened: list[str] = []
+
+    async def opening(peer: str, where: tuple[str, ...], protocol: str) -> Channel:
+        opened.append(peer)
+        return pairs[len(opened) - 1][0]
+
+    async def answering(channel: Channel, why: str) -> None:
+        await channel.receive()
+        await channel.send(ChallengeFailed(reason=why))
+
+    async with trio.open_nursery() as nursery:
+        for (_, worker), why in zip(pairs, [CHALLENGE_PREEMPTED, "gone fishing"], strict=True):
+            nursery.start_soon(answering, worker, why)
+        (view,) = await Challenger(KEY, opening).vouch([_view("worker")], lambda _: ())
+    assert view.claim == ("challenge: not answered: gone fishing",)
+    assert opened == ["worker"] * 2
