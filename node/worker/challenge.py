@@ -378,7 +378,7 @@ async def _beside_asker(channel: Channel, child: Child, timeout: float, want: st
                 early = await channel.receive(timeout=timeout + STEP_S)  # the child's own bound ends first
                 ended.append(RemoteProtocolError(f"{early.kind} while the child computes its {want}"))
             except NodeError as exc:
-                ended.append(AskerGone(f"while the child computed its {want}: {exc.detail}"))
+                ended.append(AskerGone(f"before the child's {want}: {exc.detail}"))
             nursery.cancel_scope.cancel()
 
         nursery.start_soon(computed)

@@ -159,7 +159,7 @@ async def test_the_child_is_killed_when_the_asker_leaves_mid_round(tmp_path: Pat
     """Issue 50, scope 3: a stranger's round kept computing after it stopped reading. The asker
     sends the longest round the worker takes, waits until the worker's child computes it, and
     leaves: the child is killed and reaped (before `challenge_ended` is said) with the round
-    unfinished ("while the child computed its commit"), not left to run its many seconds."""
+    unfinished ("before the child's commit"), not left to run its many seconds."""
     events = Events()
     async with _host(tmp_path, "worker") as worker:
         worker.set_handler(CHALLENGE, Challenges(events=events).serve, deadline=math.inf)
@@ -172,7 +172,7 @@ async def test_the_child_is_killed_when_the_asker_leaves_mid_round(tmp_path: Pat
                     await channel.reset()
                     await events.until("challenge_ended")
             (ended,) = await events.until("challenge_ended")
-    assert ended["end"].startswith("the asker left: while the child computed its commit: "), ended
+    assert ended["end"].startswith("the asker left: before the child's commit: "), ended
     assert ended["child_exit"] == -signal.SIGKILL
 
 
@@ -247,3 +247,18 @@ async def test_a_stranger_preempted_asks_again_like_busy(autojump_clock: trio.te
         (view,) = await Challenger(KEY, opening).vouch([_view("worker")], lambda _: ())
     assert view.claim == ("challenge: not answered: gone fishing",)
     assert opened == ["worker"] * 2
+
+
+async def test_the_child_is_killed_when_the_asker_leaves_before_it_is_ready() -> None:
+    """An asker that opens a challenge and closes at once (the cheapest burn: a spawn and numpy's
+    import a stream): the child's start is not waited out, it is killed as the stream ends."""
+    events = Events()
+    asker, worker = memory_channel_pair("asker", "worker", read_timeout=60.0)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(Challenges(events=events).serve, worker)
+            await asker.send(ChallengeOpen())
+            await asker.close()
+            (ended,) = await events.until("challenge_ended")
+    assert ended["end"].startswith("the asker left: before the child's ready: "), ended
+    assert ended["child_exit"] == -signal.SIGKILL
