@@ -76,6 +76,9 @@ CHALLENGE_PINGS: Final = 3
 CHALLENGE_BUSY: Final = "busy: another challenge is running"
 """A worker's `challenge_failed` reason while its one challenge slot is taken: the submitter asks
 again within its budget (the slot is held only while a round runs)."""
+CHALLENGE_PREEMPTED: Final = "busy: preempted by a submitter this worker takes offers from"
+"""A stranger's `challenge_failed` reason when a peer on the worker's `--allow` list asks meanwhile:
+its challenge is ended (its child stopped) and the allowed peer's runs; asked again like busy."""
 CHALLENGE_MAX_ROWS: Final = 32
 DIGEST_BYTES: Final = 16
 CHAIN_MAX_N: Final = 16384
@@ -192,6 +195,7 @@ __all__ = [
     "CHALLENGE_MAX_ROWS",
     "CHALLENGE_MIN_N",
     "CHALLENGE_PINGS",
+    "CHALLENGE_PREEMPTED",
     "CHALLENGE_ROUNDS",
     "CHALLENGE_UNITS",
     "CHALLENGE_WIDTH",

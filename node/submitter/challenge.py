@@ -46,6 +46,7 @@ from protocol import (
     CHALLENGE,
     CHALLENGE_BUSY,
     CHALLENGE_PINGS,
+    CHALLENGE_PREEMPTED,
     CHALLENGE_ROUNDS,
     CHALLENGE_UNITS,
     ChallengeChainSeed,
@@ -79,8 +80,9 @@ TOTAL_S: Final = 45.0
 NOT_ANSWERED: Final = "not answered: "
 BUSY_PAUSES_S: Final = (1.0, 2.0, 4.0, 8.0, 15.0)
 """Pauses before asking a busy worker again (`CHALLENGE_BUSY`: another submitter's challenge holds its
-one slot, at most a few rounds since a slot is given back within seconds of silence), within
-`TOTAL_S`: a stranger's challenge delays an honest one, it does not deny it."""
+one slot, at most a few rounds since a slot is given back within seconds of silence; or
+`CHALLENGE_PREEMPTED`: a peer the worker takes offers from came first), within `TOTAL_S`: a
+stranger's challenge delays an honest one, it does not deny it."""
 ROUND_GAP_S: Final = 0.5
 """The pause before round r is r times this: rounds spread over a second and a half, so that one
 busy moment on the device (another process's burst) does not decide every round."""
@@ -217,7 +219,7 @@ class Challenger:
                         async with await self._open(view.peer_id, addrs, protocol) as channel:
                             return await self._challenge(channel, f"{key}\x00{tries}", target)
                     except Unanswered as exc:
-                        if pause is None or exc.detail != CHALLENGE_BUSY:
+                        if pause is None or exc.detail not in (CHALLENGE_BUSY, CHALLENGE_PREEMPTED):
                             raise
                         busy = exc
                     await trio.sleep(pause)

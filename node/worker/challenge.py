@@ -6,18 +6,44 @@ the child has numpy loaded and its BLAS threads warm, and then, round by round, 
 hands each `challenge_chain_seed` to the child and its commitment back, and each reveal the same way.
 The chain is computed and hashed in the child, never in this trio loop, and the daemon imports no numpy
 (it names the child's module). One challenge at a time: another submitter's gets `challenge_failed`
-(busy) meanwhile, and asks again (`node.submitter.challenge`). The slot is held only while rounds run: a
-seed is due `SEED_S` after `challenge_ready` and after each round's rows, and a reveal as long after
-each commitment (pings do not extend either), else the worker says so and closes; a peer it takes no
-offers from starts at most `STRANGER_STARTS` challenges per `STRANGER_EVERY_S`. The cheater's view: a
-stranger that opens a challenge and only pings held the slot for the whole 90 s, again and again, so
-every honest `plan` and `submit` read "busy"; now holding it costs real rounds (each bounded by the
-worker's own claim, at most three) and it is given back within 5 s of silence; many keys evade the
-per-peer pace, but not the windows. A CPU round is computed only if it is the CPU chain's size and no
-more work than `WORKER_ROUND_S` of this worker's own claim
-(`scheduler.verification.challenge.cpu_round_problem`): a stranger asking for the GPU chain's 16,384
-rows, or minutes of steps, is answered `challenge_failed` before the child computes anything. A
-challenge beside a measurement disturbs both (about a second of every core).
+(busy) meanwhile, unless it comes first (below), and asks again (`node.submitter.challenge`). The
+slot is held only while rounds run: a seed is due `SEED_S` after `challenge_ready` and after each
+round's rows, and a reveal as long after each commitment (pings do not extend either), else the
+worker says so and closes; a peer it takes no offers from starts at most `STRANGER_STARTS`
+challenges per `STRANGER_EVERY_S`. The cheater's view: a stranger that opens a challenge and only
+pings held the slot for the whole 90 s, again and again, so every honest `plan` and `submit` read
+"busy"; now holding it costs real rounds (each bounded by the worker's own claim, at most three) and
+it is given back within 5 s of silence; many keys evade the per-peer pace, but not the windows. A
+CPU round is computed only if it is the CPU chain's size and no more work than `WORKER_ROUND_S` of
+this worker's own claim (`scheduler.verification.challenge.cpu_round_problem`): a stranger asking
+for the GPU chain's 16,384 rows, or minutes of steps, is answered `challenge_failed` before the child
+computes anything. A challenge beside a measurement disturbs both (about a second of every core).
+
+Who comes first: a peer on the owner's `--allow` list (the submitters whose offers an `--open` worker
+takes in any case) is never busy behind a stranger. Asking while a stranger's challenge holds the
+slot, it ends it (the stranger's child killed and reaped, the stranger told `CHALLENGE_PREEMPTED`,
+which a submitter asks again like busy) and takes the slot; a stranger waiting for the slot never
+takes it before an allowed peer that waits too; allowed peers among themselves, and strangers among
+themselves, wait or are busy as before. Not a second slot beside the first: two chains at once share
+the cores, and the allowed submitter's timing would then read a load the stranger chooses to run
+(an honest worker refused on a stranger's cue). The cheater's view: a stranger sees the worker's
+advert and what its own streams are answered (ready, busy, preempted: that an allowed peer is being
+served now, not who); it chooses its keys (free: as many as it likes), its streams, their timing and
+its frames. The rule reads one thing: whether the stream's peer id, authenticated by the
+connection's Noise handshake, is on the owner's list in this worker's config. Nothing a stranger
+does moves a key onto that list (no count of rounds, no reputation, no key's age), and every fresh
+key is a stranger. What it cannot do: strangers still contend with each other (an honest submitter
+on no worker's list is delayed by a stranger's rounds as the windows and the pace above bound), and a
+worker with `--open` and no `--allow` list has no one to put first.
+
+The child stops when the asker stops: every wait for the child (its start, a round's commitment,
+the revealed rows) watches the asker's stream at once, so a stream that ends, is reset, or whose
+connection is gone (a submitter whose deadline passed, a stranger that left) stops the wait and the
+child is killed and reaped then, not left computing its round; and every frame to the asker must
+be taken within `SEND_S` (a reader that stopped fills its muxer's window), else the challenge ends
+the same way. A reader that stops but keeps its window open costs at most the round it asked for
+(bounded by the worker's claim above) and the reveal's window. One `challenge_ended` event per
+challenge says how it ended and the child's exit code (`events`).
 
 `/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and the
 device its `gpu_tflops` names, it starts `drivers/measuring/chainchild.py` on that device (torch, CUDA
@@ -28,17 +54,24 @@ space than it uses (the chain itself holds 4 n KiB).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final, final
 
 import trio
+import trio.lowlevel
 
 from drivers.measuring.childio import next_message, stopped
 from drivers.measuring.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
 from node.errors import NodeError, PeerTimeout
+from node.events import EventSink, quiet
 from node.p2p.wire import Channel
 from protocol import (
     CHALLENGE_BUSY,
     CHALLENGE_PINGS,
+    CHALLENGE_PREEMPTED,
     CHALLENGE_ROUNDS,
     ChallengeChainSeed,
     ChallengeCommit,
@@ -51,9 +84,12 @@ from protocol import (
     ChallengeRows,
     ChallengeUnitOpen,
     ComputeUnit,
+    Message,
 )
 from protocol.errors import RemoteProtocolError
 from scheduler.verification import challenge
+
+log = logging.getLogger(__name__)
 
 CHILD: Final = Entry("drivers.measuring.challengechild", "main")
 CHAIN_CHILD: Final = Entry("drivers.measuring.chainchild", "main")
@@ -77,6 +113,8 @@ second, its reveal at once; a pause of 1 s between rounds, and its recomputation
 512-wide chain): nothing by then, the slot is given back."""
 GPU_SEED_S: Final = STEP_S
 """The same for a GPU chain, whose 16 rows the submitter recomputes through up to 2,048 steps first."""
+SEND_S: Final = SEED_S
+"""A frame to the asker must be taken within this (its muxer's window full: it stopped reading)."""
 STRANGER_EVERY_S: Final = 60.0
 STRANGER_STARTS: Final = 3
 """An `--open` worker starts at most this many challenges per `STRANGER_EVERY_S` for one peer it takes
@@ -85,6 +123,23 @@ no offers from (a `plan` and a `submit` right after it are two)."""
 
 class ChildFailed(NodeError):
     """The challenge child did not answer (`detail` says why)."""
+
+
+class AskerGone(NodeError):
+    """The asker's stream ended, was reset, or did not take a frame within `SEND_S` (`detail`)."""
+
+
+@dataclass
+class _Slot:
+    """The one challenge running: whose, and how to end it (a stranger's, when an allowed peer asks)."""
+
+    peer: str
+    stranger: bool
+    scope: trio.CancelScope
+    done: trio.Event = field(default_factory=trio.Event)
+    preempted: bool = False
+    end: str = "ended by its deadline"
+    child_exit: int | None = None
 
 
 @final
@@ -97,16 +152,22 @@ class Challenges:
         *,
         open_mode: bool = True,
         claimed_gflops: float | None = None,
+        events: EventSink = quiet,
     ) -> None:
-        """`allow`: the submitters whose offers this worker takes (unless `open_mode`): only they may
-        challenge it, so a stranger cannot keep its one challenge busy. `claimed_gflops`: this
-        worker's own CPU claim, which bounds the CPU rounds it computes
-        (`scheduler.verification.challenge.cpu_round_problem`)."""
+        """`allow`: the submitters whose offers this worker takes (the owner's `--allow` list): only
+        they may challenge it unless `open_mode`, and with it they come first (a stranger's challenge
+        is ended for theirs). `claimed_gflops`: this worker's own CPU claim, which bounds the CPU
+        rounds it computes (`scheduler.verification.challenge.cpu_round_problem`). `events`: a
+        `challenge_computing` line per round handed to the child (peer, round, n, steps) and one
+        `challenge_ended` per challenge given the slot (peer, how it ended, the child's exit code
+        once reaped)."""
         self._allow = allow
         self._open_mode = open_mode
         self._claimed = claimed_gflops
-        self._busy = False
-        self._idle = trio.Event()
+        self._emit = events
+        self._slot: _Slot | None = None
+        self._allowed_waiting = 0
+        """Allowed peers waiting for the slot: a stranger does not take it before them."""
         self._strangers: dict[str, list[float]] = {}
         """Peers taken no offers from -> when their challenges started (trio's clock), recent ones."""
 
@@ -130,26 +191,57 @@ class Challenges:
         await self._guarded(channel, CHAIN_CHILD, (opened.device,))
 
     async def _guarded(self, channel: Channel, entry: Entry, args: tuple[object, ...]) -> None:
-        if not self._open_mode and channel.peer_id not in self._allow:
+        stranger = channel.peer_id not in self._allow  # the owner's list, never what a peer did or said
+        if not self._open_mode and stranger:
             await channel.send(ChallengeFailed(reason="not a submitter this worker takes offers from"))
             return
-        if self._busy:  # one that is ending (its child being reaped) frees the worker in moments
-            with trio.move_on_after(ENDING_S):
-                await self._idle.wait()
-        if self._busy:
+        if not await self._slot_free(stranger):
             await channel.send(ChallengeFailed(reason=CHALLENGE_BUSY))
             return
-        if channel.peer_id not in self._allow and not self._paced(channel.peer_id):
+        if stranger and not self._paced(channel.peer_id):
             why = f"rate: {STRANGER_STARTS} challenges per {STRANGER_EVERY_S:g} s for a peer not allowed"
             await channel.send(ChallengeFailed(reason=why))
             return
-        self._busy, self._idle = True, trio.Event()
+        scope = trio.CancelScope(deadline=trio.current_time() + TOTAL_S)
+        slot = self._slot = _Slot(channel.peer_id, stranger, scope)
         try:
-            with trio.move_on_after(TOTAL_S):
-                await self._run(channel, entry, args)
+            with scope:
+                await self._run(channel, entry, args, slot)
         finally:
-            self._busy = False
-            self._idle.set()
+            self._slot = None
+            slot.done.set()
+        if slot.preempted:
+            slot.end = "preempted by an allowed peer"
+            with trio.move_on_after(SEND_S):  # the slot is free already: this only tells the stranger
+                await channel.send(ChallengeFailed(reason=CHALLENGE_PREEMPTED))
+        log.debug("challenge from %s ended: %s", channel.peer_id, slot.end)
+        self._emit("challenge_ended", peer=channel.peer_id, end=slot.end, child_exit=slot.child_exit)
+
+    async def _slot_free(self, stranger: bool) -> bool:
+        """Whether the slot is free (then taken by the caller at once): a stranger's is ended for an
+        allowed peer, whose wait is then its child's kill and reap; otherwise one that is ending (a
+        submitter's next unit follows its last at once) is awaited `ENDING_S`."""
+        deadline = trio.current_time() + ENDING_S
+        if not stranger:
+            self._allowed_waiting += 1
+        try:
+            while (slot := self._slot) is not None or (stranger and self._allowed_waiting):
+                if slot is not None and slot.stranger and not stranger:
+                    slot.preempted = True
+                    slot.scope.cancel()
+                    await slot.done.wait()  # shielded kill and reap: moments
+                    continue
+                if trio.current_time() >= deadline:
+                    return False
+                with trio.move_on_at(deadline):
+                    if slot is None:  # an allowed peer woke for it and takes it in a moment
+                        await trio.lowlevel.checkpoint()
+                    else:
+                        await slot.done.wait()
+            return True
+        finally:
+            if not stranger:
+                self._allowed_waiting -= 1
 
     def _paced(self, peer: str) -> bool:
         """Whether a stranger may start a challenge now (and if so, counted)."""
@@ -165,26 +257,60 @@ class Challenges:
         starts.append(now)
         return True
 
-    async def _run(self, channel: Channel, entry: Entry, args: tuple[object, ...]) -> None:
+    async def _run(self, channel: Channel, entry: Entry, args: tuple[object, ...], slot: _Slot) -> None:
+        """The challenge with its child; how it ended and the child's exit code in `slot` (the child
+        is reaped before this returns, even when cancelled)."""
         limits = Limits(MEMORY_MB) if entry == CHILD else Limits()
         try:
             child = start_child(entry, args, name="sark-challenge", limits=limits, duplex=True)
         except NotStarted as exc:
             await channel.send(ChallengeFailed(reason=exc.detail[:500]))
+            slot.end = "the child did not start"
             return
         try:
-            await _answer(child, START_S, "ready")
-            await channel.send(ChallengeReady())
-            await _rounds(channel, child, self._claimed if entry == CHILD else None, cpu=entry == CHILD)
+            await _beside_asker(channel, child, START_S, "ready")
+            await _send(channel, ChallengeReady())
+            claimed = self._claimed if entry == CHILD else None
+            computing = partial(self._emit, "challenge_computing", peer=channel.peer_id)
+            slot.end = await _rounds(channel, child, claimed, computing, cpu=entry == CHILD)
         except ChildFailed as exc:
-            await channel.send(ChallengeFailed(reason=exc.detail[:500]))
+            slot.end = f"the child failed: {exc.detail}"
+            with trio.move_on_after(SEND_S):
+                await channel.send(ChallengeFailed(reason=exc.detail[:500]))
+        except AskerGone as exc:
+            slot.end = f"the asker left: {exc.detail}"
         finally:
             await stopped(child)
+            slot.child_exit = child.process.exitcode
 
 
-async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu: bool) -> None:
+async def _send(channel: Channel, message: Message) -> None:
+    """One frame to the asker, taken within `SEND_S` (a muxer's window full: it stopped reading).
+
+    Raises:
+        AskerGone: not taken, or the stream is gone.
+    """
+    try:
+        with trio.move_on_after(SEND_S):
+            await channel.send(message)
+            return
+    except NodeError as exc:
+        raise AskerGone(f"{message.kind} not sent: {exc.detail}") from exc
+    raise AskerGone(f"{message.kind} not taken within {SEND_S:g} s: it stopped reading")
+
+
+async def _rounds(
+    channel: Channel, child: Child, claimed: float | None, computing: Callable[..., None], *, cpu: bool
+) -> str:
     """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done; a
-    CPU round larger than the chain or this worker's own claim allows is refused with why."""
+    CPU round larger than the chain or this worker's own claim allows is refused with why;
+    `computing` is told each round handed to the child. Returns how it ended.
+
+    Raises:
+        AskerGone: the asker left, or stopped reading, while its child computed or its answer was sent.
+        ChildFailed: the child did not answer.
+        RemoteProtocolError: a frame out of turn.
+    """
     pings = seeds = reveals = 0
     window = SEED_S if cpu else GPU_SEED_S
     due = trio.current_time() + window  # the next seed or reveal; a ping never moves it
@@ -193,64 +319,66 @@ async def _rounds(channel: Channel, child: Child, claimed: float | None, *, cpu:
         if left <= 0:
             wanted = "seed" if seeds == reveals else "reveal"
             closed = f"no {wanted} within {window:g} s: the challenge is closed"
-            await channel.send(ChallengeFailed(reason=closed))
-            return
+            await _send(channel, ChallengeFailed(reason=closed))
+            return closed
         try:
             asked = await channel.receive(timeout=min(left, STEP_S))
         except PeerTimeout:
             if trio.current_time() >= due:
                 continue  # the window passed: said, then closed
-            return
+            return "no frame within its step"
         except NodeError:
-            return  # the submitter took the rounds it wanted and closed the stream
+            return "the asker closed the stream"  # it took the rounds it wanted
         if isinstance(asked, ChallengePing) and pings < CHALLENGE_ROUNDS * CHALLENGE_PINGS:
             pings += 1
-            await channel.send(ChallengePong(round=asked.round))
+            await _send(channel, ChallengePong(round=asked.round))
         elif isinstance(asked, ChallengeChainSeed) and seeds == reveals:
             if cpu and (why := challenge.cpu_round_problem(asked.n, asked.steps, claimed)):
-                await channel.send(ChallengeFailed(reason=f"round {asked.round} refused: {why}"))
-                return
+                await _send(channel, ChallengeFailed(reason=f"round {asked.round} refused: {why}"))
+                return f"round {asked.round} refused"
             seeds += 1
             child.receiver.send(("chain", asked.n, asked.steps, asked.seed))
-            digests = await _commitment(channel, child)
-            if digests is None:
-                return  # the submitter gave up waiting (too slow for its claim): the child is stopped
-            await channel.send(ChallengeCommit(round=asked.round, digests=digests))
+            computing(round=asked.round, n=asked.n, steps=asked.steps)
+            digests = (await _beside_asker(channel, child, COMPUTE_S, "commit"))[1]
+            await _send(channel, ChallengeCommit(round=asked.round, digests=digests))
             due = trio.current_time() + window
         elif isinstance(asked, ChallengeReveal) and reveals < seeds:
             reveals += 1
             child.receiver.send(("reveal", asked.rows))
-            rows = await _answer(child, STEP_S, "rows")
-            await channel.send(ChallengeRows(round=asked.round, rows=tuple(rows[1])))
+            rows = await _beside_asker(channel, child, STEP_S, "rows")
+            await _send(channel, ChallengeRows(round=asked.round, rows=tuple(rows[1])))
             due = trio.current_time() + window
         else:
             raise RemoteProtocolError(f"{asked.kind} out of turn on a challenge stream")
+    return "done"
 
 
-async def _commitment(channel: Channel, child: Child) -> bytes | None:
-    """The child's commitment, or None once the submitter hangs up first (a claim too fast for this
-    device: its deadline passed), so that a chain of minutes is not computed for nobody.
+async def _beside_asker(channel: Channel, child: Child, timeout: float, want: str) -> tuple[Any, ...]:
+    """The child's next message of kind `want`, watching the asker's stream meanwhile: a stream that
+    ends or is reset (a submitter whose deadline passed, a stranger gone) stops the wait at once, so
+    that the child is stopped then and not left computing for nobody.
 
     Raises:
+        AskerGone: the stream ended first.
         ChildFailed: the child did not answer.
-        RemoteProtocolError: the submitter sent a frame before the commitment.
+        RemoteProtocolError: the asker sent a frame while it was due to wait.
     """
-    ended: list[bytes | Exception | None] = []  # the first of the two to end
+    ended: list[tuple[Any, ...] | Exception] = []  # the first of the two to end
     async with trio.open_nursery() as nursery:
 
         async def computed() -> None:
             try:
-                ended.append((await _answer(child, COMPUTE_S, "commit"))[1])
+                ended.append(await _answer(child, timeout, want))
             except ChildFailed as exc:
                 ended.append(exc)
             nursery.cancel_scope.cancel()
 
         async def hung_up() -> None:
             try:
-                early = await channel.receive(timeout=COMPUTE_S)
-                ended.append(RemoteProtocolError(f"{early.kind} while the chain is computed"))
-            except NodeError:
-                ended.append(None)
+                early = await channel.receive(timeout=timeout + STEP_S)  # the child's own bound ends first
+                ended.append(RemoteProtocolError(f"{early.kind} while the child computes its {want}"))
+            except NodeError as exc:
+                ended.append(AskerGone(f"before the child's {want}: {exc.detail}"))
             nursery.cancel_scope.cancel()
 
         nursery.start_soon(computed)

@@ -136,7 +136,7 @@ async def open_worker(
         )
         claimed = profile.calibration.cpu_claim if profile.calibration is not None else None
         challenges = Challenges(  # one at a time, both kinds; CPU rounds bounded by this worker's claim
-            frozenset(config.allow), open_mode=config.open_mode, claimed_gflops=claimed
+            frozenset(config.allow), open_mode=config.open_mode, claimed_gflops=claimed, events=events
         )
         handlers = {
             NEGOTIATE: negotiator.handle,
