@@ -17,7 +17,8 @@ it is given back within 5 s of silence; many keys evade the per-peer pace, but n
 CPU round is computed only if it is the CPU chain's size and no more work than `WORKER_ROUND_S` of
 this worker's own claim (`scheduler.verification.challenge.cpu_round_problem`): a stranger asking
 for the GPU chain's 16,384 rows, or minutes of steps, is answered `challenge_failed` before the child
-computes anything. A challenge beside a measurement disturbs both (about a second of every core).
+computes anything; a GPU round likewise within `WORKER_ROUND_S` of the worker's claim for that
+device (`gpu_round_problem`). A challenge beside a measurement disturbs both (about a second of every core).
 
 Who comes first: a peer on the owner's `--allow` list (the submitters whose offers an `--open` worker
 takes in any case) is never busy behind a stranger. Asking while a stranger's challenge holds the
@@ -152,18 +153,21 @@ class Challenges:
         *,
         open_mode: bool = True,
         claimed_gflops: float | None = None,
+        gpu_claims: dict[str, float] | None = None,
         events: EventSink = quiet,
     ) -> None:
         """`allow`: the submitters whose offers this worker takes (the owner's `--allow` list): only
         they may challenge it unless `open_mode`, and with it they come first (a stranger's challenge
         is ended for theirs). `claimed_gflops`: this worker's own CPU claim, which bounds the CPU
-        rounds it computes (`scheduler.verification.challenge.cpu_round_problem`). `events`: a
+        rounds it computes (`scheduler.verification.challenge.cpu_round_problem`); `gpu_claims`, its
+        claim per CUDA device in GFLOPS, bounds that device's rounds (`gpu_round_problem`). `events`: a
         `challenge_computing` line per round handed to the child (peer, round, n, steps) and one
         `challenge_ended` per challenge given the slot (peer, how it ended, the child's exit code
         once reaped)."""
         self._allow = allow
         self._open_mode = open_mode
         self._claimed = claimed_gflops
+        self._gpu_claims = dict(gpu_claims or {})
         self._emit = events
         self._slot: _Slot | None = None
         self._allowed_waiting = 0
@@ -270,7 +274,7 @@ class Challenges:
         try:
             await _beside_asker(channel, child, START_S, "ready")
             await _send(channel, ChallengeReady())
-            claimed = self._claimed if entry == CHILD else None
+            claimed = self._claimed if entry == CHILD else self._gpu_claims.get(str(args[0]))
             computing = partial(self._emit, "challenge_computing", peer=channel.peer_id)
             slot.end = await _rounds(channel, child, claimed, computing, cpu=entry == CHILD)
         except ChildFailed as exc:
@@ -303,7 +307,7 @@ async def _rounds(
     channel: Channel, child: Child, claimed: float | None, computing: Callable[..., None], *, cpu: bool
 ) -> str:
     """Pings, seeds and reveals, at most the protocol's count of each, until the submitter is done; a
-    CPU round larger than the chain or this worker's own claim allows is refused with why;
+    round larger than the chain or this worker's own claim for the unit allows is refused with why;
     `computing` is told each round handed to the child. Returns how it ended.
 
     Raises:
@@ -333,7 +337,8 @@ async def _rounds(
             pings += 1
             await _send(channel, ChallengePong(round=asked.round))
         elif isinstance(asked, ChallengeChainSeed) and seeds == reveals:
-            if cpu and (why := challenge.cpu_round_problem(asked.n, asked.steps, claimed)):
+            bound = challenge.cpu_round_problem if cpu else challenge.gpu_round_problem
+            if why := bound(asked.n, asked.steps, claimed):
                 await _send(channel, ChallengeFailed(reason=f"round {asked.round} refused: {why}"))
                 return f"round {asked.round} refused"
             seeds += 1

@@ -134,10 +134,7 @@ async def open_worker(
             events=events,
             live=live.get,
         )
-        claimed = profile.calibration.cpu_claim if profile.calibration is not None else None
-        challenges = Challenges(  # one at a time, both kinds; CPU rounds bounded by this worker's claim
-            frozenset(config.allow), open_mode=config.open_mode, claimed_gflops=claimed, events=events
-        )
+        challenges = _challenges(config, profile, events)
         handlers = {
             NEGOTIATE: negotiator.handle,
             CLOCK: serve_clock,
@@ -159,3 +156,18 @@ async def open_worker(
             log.info("worker %s ready (%s)", node.host.peer_id, advertised.reachability)
             yield WorkerHandle(node=node, profile=profile, runner=runner, advertised=advertised)
             nursery.cancel_scope.cancel()
+
+
+def _challenges(config: NodeConfig, profile: DeviceProfile, events: EventSink) -> Challenges:
+    """The worker's challenge service: one challenge at a time, both kinds, each round bounded by this
+    worker's own claim (the CPU's, and each CUDA device's in GFLOPS)."""
+    cal = profile.calibration
+    claimed = cal.cpu_claim if cal is not None else None
+    gpus = {device: tflops * 1e3 for device, tflops in cal.gpu_tflops.items()} if cal is not None else {}
+    return Challenges(
+        frozenset(config.allow),
+        open_mode=config.open_mode,
+        claimed_gflops=claimed,
+        gpu_claims=gpus,
+        events=events,
+    )

@@ -128,6 +128,25 @@ def cpu_round_problem(n: int, steps: int, claimed_gflops: float | None) -> str:
     return ""
 
 
+def gpu_round_problem(n: int, steps: int, claimed_gflops: float | None) -> str:
+    """Why a worker refuses a GPU round of n rows and `steps` steps ("" when it computes it): more work
+    than `WORKER_ROUND_S` of its own claim for that device (the rows are held to `CHAIN_MAX_N` by the
+    frame itself, the steps to `CHAIN_MAX_STEPS`). A stranger asking the frame's most, 2,048 steps of
+    16,384 rows (17.6 TFLOP), of a GPU that claims 1 TFLOPS (17.6 s of it, three rounds a challenge)
+    is refused before the child computes anything; every round an honest submitter sizes for that
+    claim over a round trip of up to 1 s fits. A worker with no claim for the device bounds
+    nothing more (its challenge is not one a submitter asks)."""
+    if claimed_gflops is None or claimed_gflops <= 0:
+        return ""
+    most = max(1, math.ceil(WORKER_ROUND_S * claimed_gflops * 1e9 / (n * _FLOPS_PER_ROW)))
+    if steps > most:
+        return (
+            f"{steps} steps of {n} rows is more than {WORKER_ROUND_S:g} s of this worker's claim for the "
+            f"device ({claimed_gflops:.3g} GFLOPS: at most {most})"
+        )
+    return ""
+
+
 def gflops(n: int, elapsed_s: float, credit_s: float, steps: int = 1) -> float:
     """What a product of n rows (`steps` times) committed `elapsed_s` after its seed shows, less the
     credited trip."""
@@ -267,6 +286,7 @@ __all__ = [
     "cpu_round_problem",
     "gflops",
     "gpu_claims",
+    "gpu_round_problem",
     "gpu_unit",
     "label",
     "no_gpu_kernel",

@@ -313,3 +313,32 @@ def test_a_cpu_round_past_the_chain_or_the_workers_own_claim_is_refused() -> Non
     assert challenge.cpu_round_problem(512, bound, 1.0) == ""
     assert f"at most {bound})" in challenge.cpu_round_problem(512, bound + 1, 1.0)
     assert challenge.cpu_round_problem(512, 2048, None) == ""  # no claim: the rows alone are bounded
+
+
+@pytest.mark.parametrize("claimed_tflops", [0.5, 18.6, 36.4, 109.2, 1000.0])
+@pytest.mark.parametrize("rtt_s", [0.0, 0.05, 1.0])
+def test_the_gpu_round_a_submitter_sizes_for_a_claim_is_one_the_worker_computes(
+    claimed_tflops: float, rtt_s: float
+) -> None:
+    """Issue 50, scope 3 (GPU): every GPU round an honest submitter sizes for a device's claim over a
+    round trip of up to 1 s fits the worker's bound (the H100's and H200's claims of issue 54 among
+    them, and a 3x lie's)."""
+    claimed = claimed_tflops * 1e3
+    sized = challenge.size_chain(claimed, rtt_s)
+    assert challenge.gpu_round_problem(sized.n, sized.steps, claimed) == ""
+
+
+def test_a_gpu_round_past_the_workers_own_claim_for_the_device_is_refused() -> None:
+    """A stranger asking the frame's most, 2,048 steps of 16,384 rows (17.6 TFLOP), of a GPU that
+    claims 1 TFLOPS (17.6 s of it) is refused before the child computes it; the same round of a
+    20 TFLOPS claim (0.9 s) is computed; no claim for the device bounds nothing more."""
+    n = 16384
+    bound = math.ceil(challenge.WORKER_ROUND_S * 1e12 / (n * 2 * 512**2))  # 466 steps
+    assert challenge.gpu_round_problem(n, bound, 1e3) == ""
+    said = challenge.gpu_round_problem(n, 2048, 1e3)
+    assert said == (
+        f"2048 steps of 16384 rows is more than 4 s of this worker's claim for the device "
+        f"(1e+03 GFLOPS: at most {bound})"
+    )
+    assert challenge.gpu_round_problem(n, 2048, 20e3) == ""
+    assert challenge.gpu_round_problem(n, 2048, None) == ""
