@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kit.golden_campaigns import CAMPAIGNS, CREATED, Golden
+
 import scheduler as sch
 from node.cli.report import read_report
 from node.http import shapes
 from node.http.openapi import SCHEMAS
-from node.http.state import CampaignState
+from node.http.state import ApiState, CampaignState
+from node.submitter.outputs import Shown, campaign_rows
 from node.submitter.store import CampaignRecord, CampaignStatus
 
 GENERATE = Path(__file__).resolve().parents[3] / "golden" / "generate" / "results.json"
@@ -41,3 +44,25 @@ def test_the_campaign_object_carries_results_jsons_fronts_and_ranking() -> None:
     bare = shapes.campaign(_state(report.campaign))
     assert (bare["fronts"], bare["ranking"]) == ([], None)
     assert {"fronts", "ranking"} <= set(SCHEMAS["Campaign"]["properties"])
+
+
+class _Rows:
+    """What `ApiState.fronts` reads of the serving state: the campaign's rows as its files render them."""
+
+    def __init__(self, golden: Golden) -> None:
+        self.golden = golden
+
+    def rows(self, state: CampaignState) -> list[Shown]:
+        g = self.golden
+        return campaign_rows(g.scheduler, g.results, CREATED, g.campaign)
+
+
+def test_the_live_fronts_are_results_jsons() -> None:
+    golden = CAMPAIGNS["generate"]()
+    document = json.loads(GENERATE.read_text())
+    fronts, ranking = ApiState.fronts(_Rows(golden), _state(golden.campaign))  # type: ignore[arg-type]
+    assert [f.model_dump(mode="json") for f in fronts] == document["fronts"]
+    assert ranking is not None
+    assert ranking.model_dump(mode="json") == document["ranking"]
+    tensor = CAMPAIGNS["tensor"]()
+    assert ApiState.fronts(_Rows(tensor), _state(tensor.campaign)) == ((), None)  # type: ignore[arg-type]
