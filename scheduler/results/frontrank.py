@@ -10,6 +10,11 @@ point never ranks). Its score: output tok/s (`by: throughput`) or requests/s tha
 verification), so an unchecked point never ranks above a verified one, whatever its score. Equal
 tier and score share a rank (1, 1, 3). A device or server with no eligible point, or only failed
 tasks, is listed unranked with why. Pure: read from the groups' points, so results.json gives it again.
+
+The cheater's view: a worker chooses its timings, so its throughput and latencies are its word; the
+figures ranked are those the submitter derived from its raw records, and the tier is the submitter's
+replica-group verdict (the row's Verified), which no worker sets. A worker that inflates its figures
+ranks at best first among the unchecked, below every verified device; only `verify:` lifts a point.
 """
 
 from __future__ import annotations
