@@ -306,20 +306,26 @@ def end_tables(report: sch.CampaignReport) -> Group:
     """The generate tasks' TTFT, TPOT, ITL, decode tok/s and quality first (what an LLM run is for);
     then device x compute unit: the median latency of each task, the same matrix as report.html; then
     each replica group's agreed figure, band, replicas and outlier (a campaign that asked `verify:`);
-    then performance per dollar and per watt, each price with its source."""
+    then performance per dollar and per watt, each price with its source. A sweep's points on each
+    front and the campaign's ranking (`rank:`) follow the generate table."""
     from rich.console import Group
 
     from node.report.costreport import cost_table
+    from node.report.frontreport import front_table
     from node.report.genreport import generation_table
     from node.report.peakreport import peaks_table
+    from node.report.rankreport import ranking_table
     from node.report.tables import matrix_tables, runtime_table
     from node.report.verifyreport import verification_table
     from scheduler.results import entries_of
 
     generation, cost, verified = generation_table(report), cost_table(report), verification_table(report)
     ran, peaks = runtime_table(report), peaks_table(report)
+    front, ranking = front_table(report), ranking_table(report)
     return Group(
         *([generation] if generation else []),
+        *([front] if front else []),
+        *([ranking] if ranking else []),
         *matrix_tables(entries_of(report)),
         *([peaks] if peaks else []),
         *([ran] if ran else []),

@@ -179,7 +179,12 @@ SCHEMAS: Final[JSON] = {
             "tasks": _array(_ref("Task")),
             "error": _NULL_STR,
             "verification": _array(_ref("GroupVerification")),  # [] when no job asked verify:
-        }
+        },
+        {
+            # scheduler.results.Front and Ranking, as results.json has them: [] and null where none
+            "fronts": _array(_OBJ),
+            "ranking": {"type": "object", "nullable": True},
+        },
     ),
     "GroupVerification": _obj(  # scheduler.results.GroupVerification: one replica group, as results.json
         {"group": _STR, "job_index": _INT, "outcome": _STR, "replicas": _array(_ref("ReplicaFigure"))},

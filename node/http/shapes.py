@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
-from scheduler.results import verification_groups
+from scheduler.results import Front, Ranking, verification_groups
 
 SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
 """The seeds' measurement columns, which `GET /jobs/{id}` returns in its result."""
@@ -161,9 +161,12 @@ def task(view: sch.TaskView) -> dict[str, Any]:
     }
 
 
-def campaign(state: CampaignState) -> dict[str, Any]:
-    """A campaign object (seeds' GET /campaigns/{id}), with its tasks and each replica group's
-    verification (`verification`)."""
+def campaign(
+    state: CampaignState, fronts: tuple[Front, ...] = (), ranking: Ranking | None = None
+) -> dict[str, Any]:
+    """A campaign object (seeds' GET /campaigns/{id}), with its tasks, each replica group's
+    verification (`verification`), its sweep's fronts and its ranking (`ApiState.fronts`: [] and
+    null where none), as results.json has them; the dashboard draws them."""
     counts = breakdown(state.tasks)
     total = len(state.tasks) if state.tasks else len(state.campaign.jobs)
     return {
@@ -179,6 +182,8 @@ def campaign(state: CampaignState) -> dict[str, Any]:
         "tasks": [task(t) for t in state.tasks],
         "error": state.error or None,
         "verification": verification(state.tasks),
+        "fronts": [f.model_dump(mode="json") for f in fronts],
+        "ranking": None if ranking is None else ranking.model_dump(mode="json"),
     }
 
 

@@ -54,6 +54,7 @@ from node.transfer.cache import model_cache
 from node.transfer.fetch import FetchError
 from node.transfer.urls import UrlPolicy, url_policy
 from protocol import ModelRef
+from scheduler.results import Front, Ranking, groups_of, ranking_of
 
 log = logging.getLogger(__name__)
 
@@ -300,6 +301,15 @@ class ApiState:
         live = self.live.get(cid)
         run = live.run if live is not None else restore(state.record)
         return campaign_rows(run.scheduler, self.store.results(cid), state.record.created_utc, run.campaign)
+
+    def fronts(self, state: CampaignState) -> tuple[tuple[Front, ...], Ranking | None]:
+        """The campaign's fronts and its ranking as they stand (`scheduler.results.front`, `frontrank`,
+        as results.json has them), for the dashboard; none, and no rows built, without a generate job."""
+        if not any(job.spec.generate is not None for job in state.campaign.jobs):
+            return (), None
+        tasks = [sch.ReportTask.of(row, result) for row, result in self.rows(state)]
+        groups = groups_of(state.campaign, ((t.row, t.measurement) for t in tasks))
+        return tuple(g for g in groups if len(g.points) > 1), ranking_of(state.campaign.rank, groups)
 
     def reset(self) -> int:
         """Stop every running campaign and forget every stored one and the peer view.

@@ -12,7 +12,9 @@ Modules:
     pictures   the one seam every report picture passes: drawn, or a note naming it and the error
     tables     the terminal's rich tables (latency matrix, diffs) and the Markdown report, through the seams
     genreport  report.html's generation sections (TTFT and TPOT per device, quality) and the terminal's table
-    frontreport report.html's throughput-latency fronts of a sweep: the picture, and each point listed
+    frontreport a sweep's throughput-latency fronts: report.html's picture and every point; the points on
+               each front in Markdown and the terminal
+    rankreport the campaign's ranking of its fronts (rank:): report.html, Markdown, the terminal
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
     matrix     the device x unit matrix's cells: median with p90/p99/max and count, or the ending and why
@@ -39,6 +41,7 @@ __all__ = [
     "peakreport",
     "pictures",
     "plots",
+    "rankreport",
     "render",
     "roofline",
     "tables",

@@ -1,15 +1,21 @@
-"""report.html's throughput-latency fronts (`scheduler.results.front`): one picture with each device's
-or server's load levels at each swept length (every point drawn, the front joined by a line, each
-point named by its load), then the points listed with their verification, error share and cost."""
+"""The throughput-latency fronts (`scheduler.results.front`) in every medium. report.html: one picture
+with each device's or server's load levels at each swept length (every point drawn, the front joined
+by a line, each point named by its load), then the points listed with their verification, error share
+and cost. The terminal and Markdown: a compact table of the points on the front per device or server
+(load, throughput, latency, verification, error share), the points off it counted in the caption."""
 
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING, Final
 
 from node.report.pictures import LEGIBLE, Picture, drawn, fits, svg_of
-from protocol import for_html
-from scheduler.results import CampaignReport, Front
+from protocol import for_html, for_markdown, for_rich
+from scheduler.results import CampaignReport, Front, FrontPoint
 from scheduler.results.front import LATENCY_FORMULA, THROUGHPUT_FORMULA
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _svg(fronts: tuple[Front, ...]) -> Picture:
@@ -71,10 +77,59 @@ def front_parts(report: CampaignReport) -> list[str]:
     if not fronts:
         return []
     return [
-        "<h2>Throughput-latency front per device or server</h2>",
+        f"<h2>{TITLE}</h2>",
         drawn("throughput-latency front", partial(_svg, fronts), element_id="front", css_class="front"),
         _table(fronts),
     ]
 
 
-__all__ = ["front_parts"]
+TITLE: Final = "Throughput-latency front per device or server"
+COMPACT: Final = (
+    "device · unit · target · lengths", "load", "output tok/s", "E2E ms", "verified", "error share"
+)  # fmt: skip
+
+
+def _compact(front: Front, p: FrontPoint) -> tuple[str, ...]:
+    share = "" if p.error_share is None else f"{p.error_share:.1%}"
+    return (front.name(), p.load, f"{p.throughput:.1f}", f"{p.latency_ms:.1f}", p.verified, share)
+
+
+def _on_front(fronts: tuple[Front, ...]) -> tuple[list[tuple[str, ...]], str]:
+    """The points on each front, and the caption: the axes' formulas and the points off the fronts."""
+    cells = [_compact(f, p) for f in fronts for p in f.points if p.on_front]
+    off = sum(1 for f in fronts for p in f.points if not p.on_front)
+    caption = f"output tok/s: {THROUGHPUT_FORMULA}; E2E ms: {LATENCY_FORMULA}"
+    caption += "; the points no other beats on both"
+    if off:
+        caption += f" ({off} point{'s' if off > 1 else ''} off the front: report.html lists every point)"
+    return cells, caption
+
+
+def front_markdown(report: CampaignReport) -> list[str]:
+    """`report --format md`'s table of the points on the fronts (none without a front)."""
+    if not report.fronts:
+        return []
+    cells, caption = _on_front(report.fronts)
+    md = for_markdown
+    out = [f"## {TITLE}", "", f"_{md(caption)}_", "", "| " + " | ".join(COMPACT) + " |"]
+    out.append("|---|---|---:|---:|---|---:|")
+    out += ["| " + " | ".join(md(c) for c in row) + " |" for row in cells]
+    return [*out, ""]
+
+
+def front_table(report: CampaignReport) -> Table | None:
+    """The terminal's table of the points on the fronts (None without a front)."""
+    if not report.fronts:
+        return None
+    from rich.table import Table
+
+    cells, caption = _on_front(report.fronts)
+    table = Table(title=TITLE.lower(), caption=caption, caption_justify="left")
+    for k, name in enumerate(COMPACT):
+        table.add_column(name, overflow="fold", justify="right" if k in (2, 3, 5) else "left")
+    for row in cells:
+        table.add_row(*(for_rich(c) for c in row))
+    return table
+
+
+__all__ = ["front_markdown", "front_parts", "front_table"]

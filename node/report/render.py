@@ -33,6 +33,7 @@ from node.report.plots import (
     spread,
 )
 from node.report.provenance import provenance_html
+from node.report.rankreport import ranking_html
 from node.report.roofline import Costs, roofline_parts
 from node.report.telereport import telemetry_parts
 from node.report.verifyreport import verification_html
@@ -199,7 +200,8 @@ def _page(report: CampaignReport, rank: str, costs: Costs | None = None) -> str:
     parts += verification_html(report)  # one agreed figure per class, its band, replicas and outlier
     parts += cost_html(report, rank)  # performance per dollar and per watt, with each price's source
     parts += roofline_parts(entries, costs)  # achieved FLOP/s per row against its unit's measured peaks
-    parts += generation_parts(report) + front_parts(report) + endpoint_parts(report) + telemetry_parts(report)
+    parts += generation_parts(report) + front_parts(report) + ranking_html(report)
+    parts += endpoint_parts(report) + telemetry_parts(report)
     ordered = sorted(entries, key=lambda e: (e.model, row_label(e, entries)))
     parts += ["<h2>Run conditions</h2>", f'<div id="conditions">{_conditions_html(ordered)}</div>']
     parts += provenance_html(report)

@@ -14,9 +14,11 @@ from rich.console import Group
 from rich.table import Table
 
 from node.report.costreport import cost_markdown
+from node.report.frontreport import front_markdown
 from node.report.genreport import lead_markdown
 from node.report.matrix import cell_markdown, cell_rich
 from node.report.peakreport import peaks_markdown
+from node.report.rankreport import ranking_markdown
 from node.report.verifyreport import verification_markdown
 from protocol import for_markdown, for_rich
 from scheduler.results import (
@@ -67,6 +69,7 @@ def render_markdown(report: CampaignReport, rank: str = "") -> str:
         if any(c is not None and c.verified for row in matrix.cells for c in row):
             lines += ["", VERIFY_LEGEND]
         lines.append("")
+    lines += front_markdown(report) + ranking_markdown(report)
     lines += peaks_markdown(report)
     lines += verification_markdown(report)
     lines += cost_markdown(report, rank)

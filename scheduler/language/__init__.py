@@ -13,6 +13,7 @@ Modules:
     requirements  a job's require: block -> Requirements
     verify     a campaign's or job's verify: block (replicas, spot_check, unverified, same_host)
     prices     a campaign's prices: block (per hour, per peer or device class) -> PriceRule
+    ranking    a campaign's rank: block (what the fronts are ranked by) -> Rank
     generate   a job's generate: block and quality: -> GenerateSpec; campaign_files (prompts, input data)
     inputdata  a job's input_data: (.npy per input or one .npz) checked, digested, pinned into the spec
     fleet      a job's fleet: field (N workers driving one model server), is_fleet
@@ -44,6 +45,7 @@ from scheduler.language.peaks import is_peak_model, peak_unit_kind
 from scheduler.language.prices import PriceRule
 from scheduler.language.problems import CampaignFiles
 from scheduler.language.prompts import builtin_prompts, parse_jsonl, take
+from scheduler.language.ranking import Rank
 from scheduler.language.reference import campaign_reference
 from scheduler.language.requirements import Requirements
 from scheduler.language.schema import campaign_schema
@@ -59,6 +61,7 @@ __all__ = [
     "ModelSource",
     "Needs",
     "PriceRule",
+    "Rank",
     "Requirements",
     "Verify",
     "builtin_prompts",

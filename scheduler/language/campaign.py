@@ -37,6 +37,7 @@ from scheduler.language.generate import generate_specs
 from scheduler.language.peaks import parse_peaks, peak_key
 from scheduler.language.prices import PriceRule, parse_prices
 from scheduler.language.problems import Problems, check_keys, describe, dig
+from scheduler.language.ranking import Rank, parse_rank
 from scheduler.language.requirements import Requirements, parse_requirements
 from scheduler.language.sources import ModelSource, parse_models
 from scheduler.language.sustain import extend_spec
@@ -75,6 +76,7 @@ class Campaign(Value):
     jobs: tuple[Job, ...]
     verify: Verify = Verify()
     prices: tuple[PriceRule, ...] = ()  # `scheduler.language.prices`: per peer or device class
+    rank: Rank | None = None  # `scheduler.language.ranking`: what the fronts are ranked by
 
     def verify_of(self, job: Job) -> Verify:
         """The `verify:` block that applies to a job: its own, else the campaign's."""
@@ -102,6 +104,7 @@ _TOP_FIELDS: Final = (
     "jobs",
     "verify",
     "prices",
+    "rank",
 )
 _SPEC_FIELDS: Final[dict[str, str]] = {
     "num_inference_runs": "runs",
@@ -171,6 +174,9 @@ def parse_campaign(
     jobs = _jobs(data, [m.key for m in models], processes, files or {}, problems)
     verify = verify_field(data, "verify", problems) or Verify()
     prices = parse_prices(data, problems)
+    rank = parse_rank(data, problems)
+    if rank is not None and rank.by == "goodput" and not any(_has_slo(job) for job in jobs):
+        problems.add("rank.by", "goodput needs a generate job with an slo: (its requests counted against it)")
     if problems.items:
         raise CampaignError(problems.items, source=source)
     if not name:
@@ -184,7 +190,13 @@ def parse_campaign(
         jobs=tuple(jobs),
         verify=verify,
         prices=prices,
+        rank=rank,
     )
+
+
+def _has_slo(job: Job) -> bool:
+    generate = job.spec.generate
+    return generate is not None and any(v is not None for v in generate.slo.model_dump().values())
 
 
 def _load(text: str, problems: Problems) -> Mapping[str, object] | None:

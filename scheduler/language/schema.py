@@ -145,6 +145,23 @@ class PriceBlock(Block):
     per_hour: float = Field(ge=0, le=MAX_PRICE_PER_HOUR, description="the price of an hour of the device")
 
 
+class RankBlock(Block):
+    """What each swept length's devices or servers are ranked by: the best output tok/s among points
+    within the latency bounds (at least one), or requests/s that met each job's `generate.slo`.
+    Verified points rank above unchecked ones, failed verification never ranks (docs/guide/llm.md)."""
+
+    by: Literal["throughput", "goodput"] = Field(
+        default="throughput", description="throughput within the bounds, or goodput under each job's slo"
+    )
+    at: Literal["median", "p90", "p99"] = Field(default="median", description="the figure each bound reads")
+    ttft_ms: float | None = Field(default=None, gt=0, description="time to first token at most this (ms)")
+    tpot_ms: float | None = Field(default=None, gt=0, description="time per output token at most this (ms)")
+    e2e_ms: float | None = Field(default=None, gt=0, description="the whole request at most this (ms)")
+    max_error_pct: float | None = Field(
+        default=None, ge=0, le=100, description="a point with more failed requests is not ranked (%)"
+    )
+
+
 class SustainBlock(Block):
     """A sustained run: one process times runs back to back for `duration_s`, a median per window."""
 
@@ -289,6 +306,9 @@ class CampaignFile(Block):
     )
     prices: Annotated[list[PriceBlock], Field(max_length=MAX_PRICE_RULES)] = Field(
         default=[], description="prices per hour, per peer or device class"
+    )
+    rank: RankBlock | None = Field(
+        default=None, description="rank each swept length's devices or servers (their fronts) by this"
     )
 
 

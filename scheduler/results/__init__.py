@@ -26,6 +26,8 @@ Modules:
     typed        TaskResult: a task's typed value (its derived measurement, or how it ended), row_of
     front        a sweep's throughput-latency front per device or server: each load level's point (with
                  its verification, error share and cost), the points no other beats marked
+    frontrank    the campaign's rank: applied to each swept length's groups: Standing per device or
+                 server (verified before unchecked, ties shared, unranked with why), Ranking
     document     CampaignReport: results.json as one typed value (built once, or read once from a file);
                  every medium renders it
     report       a campaign report as data: entries, the device x unit matrix
@@ -259,7 +261,8 @@ from scheduler.results.fleetrows import (
     merged_row,
     merged_stats,
 )
-from scheduler.results.front import Front, FrontPoint, fronts_of
+from scheduler.results.front import Front, FrontPoint, fronts_of, groups_of
+from scheduler.results.frontrank import Ranking, Standing, ranking_of
 from scheduler.results.genrows import generation_columns
 from scheduler.results.llmview import (
     E2E,
@@ -353,12 +356,14 @@ __all__ = [
     "Outputs",
     "PeakLine",
     "Price",
+    "Ranking",
     "ReplicaFigure",
     "ReportEntry",
     "ReportTask",
     "ResultsFileError",
     "Section",
     "Signed",
+    "Standing",
     "TaskResult",
     "Timed",
     "agreed_changes",
@@ -386,6 +391,7 @@ __all__ = [
     "fleet_rows",
     "fronts_of",
     "generation_columns",
+    "groups_of",
     "headline",
     "is_peak_task",
     "job_index_of",
@@ -407,6 +413,7 @@ __all__ = [
     "price_of",
     "price_text",
     "priced",
+    "ranking_of",
     "result_row",
     "row_of",
     "seed_figures",

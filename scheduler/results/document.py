@@ -19,7 +19,8 @@ from protocol import DeviceProfile, Measurement, ResultBody, Stats, Value, field
 from scheduler.errors import FieldProblem, SchedulerError
 from scheduler.language import Campaign
 from scheduler.results.columns import CSV_COLUMNS, column_formulas
-from scheduler.results.front import Front, fronts_of
+from scheduler.results.front import Front, groups_of
+from scheduler.results.frontrank import Ranking, ranking_of
 from scheduler.results.prices import Price
 from scheduler.results.typed import TaskResult
 from scheduler.results.verifygroups import GroupVerification, verification_groups
@@ -131,6 +132,8 @@ class CampaignReport(Value):
             band, the replicas' figures and networks, the outliers; () when no job asked `verify:`.
         fronts: each device's or server's throughput-latency front over its load levels, at each
             swept length (`scheduler.results.front`); () when no group has two points.
+        ranking: the campaign's `rank:` applied to every device's or server's points at each length
+            (`scheduler.results.frontrank`); None when the campaign asks none.
     """
 
     campaign_id: str
@@ -141,6 +144,7 @@ class CampaignReport(Value):
     swarm: tuple[str, ...] = ()
     verification: tuple[GroupVerification, ...] = ()
     fronts: tuple[Front, ...] = ()
+    ranking: Ranking | None = None
 
     @classmethod
     def of(
@@ -155,6 +159,7 @@ class CampaignReport(Value):
         rows = list(rows)
         tasks = (result.task for _, result in rows if result is not None)
         results = tuple(ReportTask.of(row, result) for row, result in rows)
+        groups = groups_of(campaign, ((t.row, t.measurement) for t in results))
         return cls(
             campaign_id=campaign_id,
             campaign=campaign,
@@ -163,7 +168,8 @@ class CampaignReport(Value):
             results=results,
             swarm=swarm,
             verification=verification_groups(tasks),
-            fronts=fronts_of(campaign, ((t.row, t.measurement) for t in results)),
+            fronts=tuple(front for front in groups if len(front.points) > 1),
+            ranking=ranking_of(campaign.rank, groups),
         )
 
     @classmethod
@@ -202,6 +208,7 @@ class CampaignReport(Value):
                 else {}
             ),
             **({"fronts": [f.model_dump(mode="json") for f in self.fronts]} if self.fronts else {}),
+            **({"ranking": self.ranking.model_dump(mode="json")} if self.ranking is not None else {}),
         }
 
     def to_json(self) -> str:

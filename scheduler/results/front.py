@@ -17,7 +17,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
-from protocol import Measurement, Value
+from pydantic import Field
+
+from protocol import GenerateSpec, Measurement, Value
 from scheduler.language import Campaign
 
 THROUGHPUT_LABEL: Final = "output tok/s"
@@ -38,6 +40,8 @@ class FrontPoint(Value):
     verified: str = ""
     cost_per_m_tokens: float | None = None
     on_front: bool = False
+    bounded: dict[str, float] = Field(default_factory=dict)  # the campaign's rank: bounds' figures
+    goodput_per_s: float | None = None  # request/s x goodput: requests/s that met the job's slo
 
 
 class Front(Value):
@@ -49,6 +53,7 @@ class Front(Value):
     throughput: str = f"{THROUGHPUT_LABEL}: {THROUGHPUT_FORMULA}"
     latency: str = f"{LATENCY_LABEL}: {LATENCY_FORMULA}"
     points: tuple[FrontPoint, ...] = ()
+    failed: int = 0  # its tasks that ended without a figure
 
     def name(self) -> str:
         """The group as a legend names it: the target, then the lengths swept."""
@@ -62,37 +67,64 @@ def fronts_of(
     campaign: Campaign, tasks: Iterable[tuple[Mapping[str, str], Measurement | None]]
 ) -> tuple[Front, ...]:
     """Every group's front (of two points or more), in the order the groups first appear."""
+    return tuple(front for front in groups_of(campaign, tasks) if len(front.points) > 1)
+
+
+def groups_of(
+    campaign: Campaign, tasks: Iterable[tuple[Mapping[str, str], Measurement | None]]
+) -> tuple[Front, ...]:
+    """Every group of the campaign's generate tasks, its front marked, one point or none included (a
+    group of failed tasks only: `failed` says how many), in the order the groups first appear."""
     groups: dict[tuple[str, int | None, int | None], list[FrontPoint]] = {}
+    failed: dict[tuple[str, int | None, int | None], int] = {}
     for row, measurement in tasks:
+        key, spec = _key(campaign, row)
+        generated = measurement is not None and measurement.generation is not None
+        if row.get("CapacityRow") or (spec is None and not generated):
+            continue  # a tensor task, or a capacity search's level row
         point = _point(campaign, row, measurement)
+        groups.setdefault(key, [])
         if point is None:
-            continue
-        key, value = point
-        groups.setdefault(key, []).append(value)
+            failed[key] = failed.get(key, 0) + 1
+        else:
+            groups[key].append(point)
     return tuple(
-        Front(target=target, input_tokens=i, output_tokens=o, points=_marked(points))
-        for (target, i, o), points in groups.items()
-        if len(points) > 1
+        Front(
+            target=t, input_tokens=i, output_tokens=o, points=_marked(points), failed=failed.get((t, i, o), 0)
+        )
+        for (t, i, o), points in groups.items()
     )
 
 
-def _point(
-    campaign: Campaign, row: Mapping[str, str], m: Measurement | None
-) -> tuple[tuple[str, int | None, int | None], FrontPoint] | None:
-    g = m.generation if m is not None else None
-    if g is None or row.get("Status") != "Complete" or row.get("CapacityRow") or not g.e2e_ms.n:
-        return None
+def _key(
+    campaign: Campaign, row: Mapping[str, str]
+) -> tuple[tuple[str, int | None, int | None], GenerateSpec | None]:
     found = _JOB.search(row.get("JobId", ""))
     index = int(found.group(1)) if found else -1
     spec = campaign.jobs[index].spec.generate if 0 <= index < len(campaign.jobs) else None
+    target = " · ".join(row.get(k, "") for k in ("DeviceName", "ComputeUnits", "FileName"))
+    return (
+        target,
+        spec.sweep_input_tokens if spec else None,
+        spec.sweep_output_tokens if spec else None,
+    ), spec
+
+
+def _point(campaign: Campaign, row: Mapping[str, str], m: Measurement | None) -> FrontPoint | None:
+    g = m.generation if m is not None else None
+    if g is None or row.get("Status") != "Complete" or not g.e2e_ms.n:
+        return None
     load = (
         f"request_rate={g.request_rate:g}" if g.request_rate is not None else f"concurrency={g.concurrency}"
     )
     if row.get("Concurrency") and g.request_rate is None:
         load = f"concurrency={row['Concurrency']}"  # a fleet's merged row: every member's slots
-    target = " · ".join(row.get(k, "") for k in ("DeviceName", "ComputeUnits", "FileName"))
-    key = (target, spec.sweep_input_tokens if spec else None, spec.sweep_output_tokens if spec else None)
-    return key, FrontPoint(
+    rank = campaign.rank
+    stats = {"ttft_ms": g.ttft_ms, "tpot_ms": g.tpot_ms, "e2e_ms": g.e2e_ms}
+    bounded = {
+        name: float(getattr(stats[name], rank.at)) for name in rank.bounds() if stats[name].n
+    } if rank is not None else {}  # fmt: skip
+    return FrontPoint(
         job_id=row.get("JobId", ""),
         load=load,
         throughput=g.output_tok_per_s,
@@ -100,6 +132,8 @@ def _point(
         error_share=g.errors / g.requests if g.requests else None,
         verified=row.get("Verified", ""),
         cost_per_m_tokens=_number(row.get("CostPerMTokens", "")),
+        bounded=bounded,
+        goodput_per_s=g.request_per_s * g.goodput if g.goodput is not None else None,
     )
 
 
@@ -125,4 +159,4 @@ def _number(text: str) -> float | None:
         return None
 
 
-__all__ = ["LATENCY_FORMULA", "THROUGHPUT_FORMULA", "Front", "FrontPoint", "fronts_of"]
+__all__ = ["LATENCY_FORMULA", "THROUGHPUT_FORMULA", "Front", "FrontPoint", "fronts_of", "groups_of"]

@@ -227,6 +227,7 @@ jobs:
     generate: {prompts: builtin:summaries, max_new_tokens: 4, request_rate: [5, 10], duration_s: 2}
 prices:
   - {peer: 12D3-cpu0, per_hour: 3}
+rank: {by: throughput, at: p90, ttft_ms: 100}
 """
 
 

@@ -35,6 +35,7 @@ from labs.views.test_report_screens import _look, _problems
 __all__ = ["page"]  # the fixture, re-used from test_http_dashboard
 LEVELS = [1, 2, 4]
 LENGTHS = [16, 48]
+RANK_E2E_MS = 60_000  # a bound every point meets: the ranking's choice is the best throughput, not timing
 
 
 class Queueing:
@@ -71,7 +72,8 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 "concurrency": LEVELS,
             },
         }
-        (tmp / "sweep.yaml").write_text(json.dumps({"name": "sweep", "jobs": [job]}))
+        campaign = {"name": "sweep", "jobs": [job], "rank": {"by": "throughput", "e2e_ms": RANK_E2E_MS}}
+        (tmp / "sweep.yaml").write_text(json.dumps(campaign))
         args = [*SARK, "submit", str(tmp / "sweep.yaml"), "--workers", "1", "--wait-peers", "1"]
         args += ["--out", str(tmp / "out"), "--data-dir", str(tmp / "data")]
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
@@ -82,6 +84,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {
         "json": json.loads(next(out.rglob("results.json")).read_text()),
         "html": next(out.rglob("report.html")),
+        "terminal": done.stdout,
     }
 
 
@@ -109,6 +112,28 @@ def test_results_json_lists_each_front_with_every_points_figures(swept: dict[str
         # the queueing server: more requests held, more throughput at more latency: each level on the front
         assert by_load["concurrency=4"]["throughput"] > by_load["concurrency=1"]["throughput"]
         assert by_load["concurrency=4"]["latency_ms"] > by_load["concurrency=1"]["latency_ms"]
+
+
+def test_the_ranking_takes_each_lengths_best_point_in_every_view(swept: dict[str, Any]) -> None:
+    document = swept["json"]
+    ranking = document["ranking"]
+    assert ranking["rule"] == f"output tok/s at E2E median <= {RANK_E2E_MS} ms"
+    standings = ranking["standings"]
+    assert [(s["input_tokens"], s["rank"]) for s in standings] == [(n, 1) for n in LENGTHS]
+    for standing, front in zip(standings, document["fronts"], strict=True):
+        best = max(front["points"], key=lambda p: p["throughput"])
+        assert (standing["score"], standing["load"]) == (best["throughput"], best["load"])
+        assert standing["bounded"]["e2e_ms"] <= RANK_E2E_MS
+        assert standing["tier"] == "unchecked"  # no verify: asked: one peer's word, said so
+    terminal = " ".join(swept["terminal"].split())
+    assert "throughput-latency front per device or server" in terminal
+    assert f"Ranking: output tok/s at E2E median <= {RANK_E2E_MS} ms" in terminal
+    assert "unchecked · single" in terminal
+    on_front = sum(p["on_front"] for f in document["fronts"] for p in f["points"])
+    listed = [line for line in swept["terminal"].splitlines() if "concurrency=" in line and "│" in line]
+    assert len(listed) >= on_front + len(standings)  # each point on a front, then each standing's point
+    html = swept["html"].read_text()
+    assert html.count('<tr data-rank="1">') == len(LENGTHS)
 
 
 def _keep(image: Image.Image) -> None:
