@@ -118,14 +118,7 @@ def cpu_round_problem(n: int, steps: int, claimed_gflops: float | None) -> str:
     worker with no claim bounds the rows only)."""
     if n > CPU_CHAIN_N:
         return f"the CPU chain has at most {CPU_CHAIN_N} rows, not {n}"
-    if claimed_gflops is not None and claimed_gflops > 0:
-        most = max(1, math.ceil(WORKER_ROUND_S * claimed_gflops * 1e9 / (n * _FLOPS_PER_ROW)))
-        if steps > most:
-            return (
-                f"{steps} steps of {n} rows is more than {WORKER_ROUND_S:g} s of this worker's claim "
-                f"({claimed_gflops:.3g} GFLOPS: at most {most})"
-            )
-    return ""
+    return _past_claim(n, steps, claimed_gflops, "claim")
 
 
 def gpu_round_problem(n: int, steps: int, claimed_gflops: float | None) -> str:
@@ -136,13 +129,18 @@ def gpu_round_problem(n: int, steps: int, claimed_gflops: float | None) -> str:
     is refused before the child computes anything; every round an honest submitter sizes for that
     claim over a round trip of up to 1 s fits. A worker with no claim for the device bounds
     nothing more (its challenge is not one a submitter asks)."""
+    return _past_claim(n, steps, claimed_gflops, "claim for the device")
+
+
+def _past_claim(n: int, steps: int, claimed_gflops: float | None, whose: str) -> str:
+    """Why `steps` steps of n rows are more than `WORKER_ROUND_S` of a claim ("" when not, or no claim)."""
     if claimed_gflops is None or claimed_gflops <= 0:
         return ""
     most = max(1, math.ceil(WORKER_ROUND_S * claimed_gflops * 1e9 / (n * _FLOPS_PER_ROW)))
     if steps > most:
         return (
-            f"{steps} steps of {n} rows is more than {WORKER_ROUND_S:g} s of this worker's claim for the "
-            f"device ({claimed_gflops:.3g} GFLOPS: at most {most})"
+            f"{steps} steps of {n} rows is more than {WORKER_ROUND_S:g} s of this worker's {whose} "
+            f"({claimed_gflops:.3g} GFLOPS: at most {most})"
         )
     return ""
 
