@@ -7,7 +7,8 @@ class did not already refute (`claims`), is challenged over `/sark/challenge/1.2
 (`protocol.challenge`; the judgement is `scheduler.verification.challenge`'s): a few pings, then up
 to `CHALLENGE_ROUNDS` rounds of a seed drawn from the campaign's secret, the worker's commitment to
 its chain timed on this clock, rows drawn after it and recomputed in float64
-(`drivers.measuring.challengechild`, in a thread). The fastest round counts; the first round that
+(`drivers.measuring.challengechild`, in a thread, beside the rounds that follow, so that the next seed
+is never late for the worker's window). The fastest round counts; the first round that
 bears the claim out ends it; every round is tried before a refusal, spread over time
 (`ROUND_GAP_S`), and a commitment that comes after its deadline is timed and counts
 (`late_wait_s`), so that a device disturbed for a moment is not refused for the campaign. A peer
@@ -237,12 +238,38 @@ class Challenger:
             )
 
     async def _challenge(self, channel: Channel, subject: str, target: Target) -> challenge.Measured:
-        """Up to `CHALLENGE_ROUNDS` rounds (the best counts), and why the claim is refused."""
+        """Up to `CHALLENGE_ROUNDS` rounds (the best counts), and why the claim is refused.
+
+        Each round's drawn rows are recomputed beside the rounds that follow (`_Rows`), and the
+        verdict waits for every one: the worker closes a challenge whose next seed does not come
+        within its window (`node.worker.challenge.SEED_S`), and a recomputation in line, seconds for
+        a large claim on a busy machine, ended a liar's challenge as unanswered before its figure
+        was read. A round whose rows do not stand refuses the claim whatever the other rounds showed.
+        """
         if target.unit is None:
             await channel.send(ChallengeOpen())
         else:
             await channel.send(ChallengeUnitOpen(unit=target.unit, device=target.device))
         _expect(await channel.receive(timeout=START_S), ChallengeReady)
+        checks: list[_Rows] = []
+        async with trio.open_nursery() as nursery:
+            measured = await self._rounds(channel, subject, target, checks, nursery)
+        wrong = next((c for c in checks if c.problem), None)
+        if wrong is not None:  # rows that do not stand: refused, whatever the figure
+            why = f"{target.label}: {wrong.shape}, {wrong.problem}"
+            return challenge.Measured(target.name, target.claimed_gflops, measured.measured_gflops, why)
+        return measured
+
+    async def _rounds(
+        self,
+        channel: Channel,
+        subject: str,
+        target: Target,
+        checks: list[_Rows],
+        nursery: trio.Nursery,
+    ) -> challenge.Measured:
+        """The rounds until the claim is borne out, a round fails, or none is left; each round's rows
+        handed to `nursery` to recompute (into `checks`)."""
         claimed, best = target.claimed_gflops, 0.0
         sizing = challenge.size(claimed, 0.0)
         for r in range(CHALLENGE_ROUNDS):
@@ -250,14 +277,16 @@ class Challenger:
                 await trio.sleep(ROUND_GAP_S * r)
             rtt = await _fastest_ping(channel, r)
             sizing = (challenge.size if target.unit is None else challenge.size_chain)(claimed, rtt)
-            measured, problem, late = await self._round(channel, f"{subject}\x00{r}", r, sizing, target)
+            measured, problem, late, rows = await self._round(channel, f"{subject}\x00{r}", r, sizing, target)
             self._emit("challenge", subject=subject.split("\x00")[0], unit=target.name, round=r, n=sizing.n,
                        steps=sizing.steps, gflops=round(measured, 3), claimed=claimed,
                        rtt_ms=round(rtt * 1e3, 3), problem=problem)  # fmt: skip
             best = max(best, measured)
-            if problem:  # rows that do not stand, or no commitment at all: no further round on this stream
-                shape = f"n={sizing.n}" if sizing.steps == 1 else f"n={sizing.n} x {sizing.steps} steps"
-                why = f"{target.label}: {shape}, {problem}"
+            if rows is not None:
+                checks.append(rows)
+                nursery.start_soon(rows.check, self._recompute)
+            if problem:  # no commitment at all, or one of the wrong shape: no further round on this stream
+                why = f"{target.label}: {rows_shape(sizing)}, {problem}"
                 return challenge.Measured(target.name, claimed, best, why, under=late and best == measured)
             if challenge.passes(best, claimed):
                 return challenge.Measured(target.name, claimed, best, "")
@@ -266,9 +295,9 @@ class Challenger:
 
     async def _round(
         self, channel: Channel, subject: str, r: int, sizing: challenge.Sizing, target: Target
-    ) -> tuple[float, str, bool]:
-        """One round: its measured GFLOPS, why its rows do not stand ("" when they do), and whether
-        the figure is only a bound (no commitment by the deadline)."""
+    ) -> tuple[float, str, bool, _Rows | None]:
+        """One round: its measured GFLOPS, why it fails now ("" when its rows are yet to be checked),
+        whether the figure is only a bound (no commitment by the deadline), and its rows to check."""
         seed = challenge.seed_of(self._key, subject)
         sent = trio.current_time()
         await channel.send(ChallengeChainSeed(round=r, n=sizing.n, steps=sizing.steps, seed=seed))
@@ -278,17 +307,42 @@ class Challenger:
         except PeerTimeout:  # no commitment at all: far slower than the claim allows
             bound = challenge.gflops(sizing.n, waited, sizing.credit_s, sizing.steps)
             late = f"no commitment within {waited:.3g} s: under {bound:.3g} GFLOPS"
-            return bound, f"{late} against {target.claimed_gflops:.3g} claimed", True
+            return bound, f"{late} against {target.claimed_gflops:.3g} claimed", True, None
         elapsed = trio.current_time() - sent
         problem = challenge.commit_problem(commit.digests, sizing.n)
         if problem or commit.round != r:
-            return 0.0, problem or f"a commitment for round {commit.round} in round {r}", False
+            return 0.0, problem or f"a commitment for round {commit.round} in round {r}", False, None
         rows = challenge.rows_of(self._key, subject, sizing.n)
         await channel.send(ChallengeReveal(round=r, rows=rows))
         revealed = _expect(await channel.receive(timeout=STEP_S), ChallengeRows)
         measured = challenge.gflops(sizing.n, elapsed, sizing.credit_s, sizing.steps)
-        exact = await self._recompute(seed, sizing.n, sizing.steps, rows)
-        return measured, challenge.rows_problem(rows, revealed.rows, commit.digests, exact), False
+        return measured, "", False, _Rows(seed, sizing, rows, revealed.rows, commit.digests)
+
+
+def rows_shape(sizing: challenge.Sizing) -> str:
+    """A round's shape for people: "n=512" or "n=512 x 930 steps"."""
+    return f"n={sizing.n}" if sizing.steps == 1 else f"n={sizing.n} x {sizing.steps} steps"
+
+
+@dataclass
+class _Rows:
+    """One round's drawn rows as the worker revealed them, checked against this submitter's own
+    recomputation (`check`, beside the rounds that follow); `problem` is why they do not stand."""
+
+    seed: int
+    sizing: challenge.Sizing
+    drawn: tuple[int, ...]
+    revealed: tuple[bytes, ...]
+    digests: bytes
+    problem: str = ""
+
+    @property
+    def shape(self) -> str:
+        return rows_shape(self.sizing)
+
+    async def check(self, recompute: Recompute) -> None:
+        exact = await recompute(self.seed, self.sizing.n, self.sizing.steps, self.drawn)
+        self.problem = challenge.rows_problem(self.drawn, self.revealed, self.digests, exact)
 
 
 Recompute = Callable[[int, int, int, tuple[int, ...]], Awaitable[list[bytes]]]

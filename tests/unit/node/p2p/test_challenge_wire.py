@@ -478,3 +478,58 @@ async def test_a_worker_refuses_a_cpu_round_past_its_chain_or_its_own_claim(
             refused = await submitter.receive()
     assert isinstance(refused, ChallengeFailed)
     assert refused.reason.startswith(why), refused.reason
+
+
+async def test_the_next_seed_does_not_wait_for_the_rows_recomputation(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 50's worker closes a challenge whose next seed is not in within 5 s of its rows; the rows'
+    recomputation (seconds for a large claim on a busy machine) runs beside the next round instead of
+    before it, and the verdict waits for both. Here it takes 8 virtual seconds a round: round 1's seed
+    still follows round 0's rows within the pause and the pings, and the claim is borne out only once
+    both rounds' rows were checked."""
+    mock_clock.autojump_threshold = 0
+    sizing = challenge.size(0.01, 0.0)
+    submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=600.0)
+    checked: list[float] = []
+
+    async def slow(seed: int, n: int, steps: int, rows: tuple[int, ...]) -> list[bytes]:
+        await trio.sleep(8.0)
+        checked.append(trio.current_time())
+        return await _on_the_loop(seed, n, steps, rows)
+
+    gaps: list[float] = []
+
+    async def timed_worker(channel: Channel) -> None:
+        answered = 0.0
+        seen = 0
+        original = channel.receive
+
+        async def receive(timeout: float | None = None) -> Any:
+            nonlocal seen
+            asked = await original(timeout=timeout)
+            if isinstance(asked, ChallengeChainSeed) and seen:
+                gaps.append(trio.current_time() - answered)
+            seen += isinstance(asked, ChallengeChainSeed)
+            return asked
+
+        sent = channel.send
+
+        async def send(message: Any) -> None:
+            nonlocal answered
+            await sent(message)
+            if isinstance(message, ChallengeRows):
+                answered = trio.current_time()
+
+        channel.receive, channel.send = receive, send  # type: ignore[method-assign]
+        await _late_then_prompt_worker(channel, sizing.deadline_s + 1.0)
+
+    challenger = Challenger(KEY, _opener([submitter], []), recompute=slow)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_until_closed, timed_worker(worker))
+        (view,) = await challenger.vouch([_view(0.01)], lambda _: ())
+        nursery.cancel_scope.cancel()
+    assert view.claim == ()
+    assert len(gaps) == 1
+    assert gaps[0] < 5.0, gaps  # the pause before round 1 and its pings, not the 8 s recomputation
+    assert len(checked) == 2  # both rounds' rows recomputed before the verdict
