@@ -70,15 +70,24 @@ def cut(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return smollm2_cut(tmp_path_factory.mktemp("cut"))
 
 
+TOKENS = 192
+"""The shared measurement's tokens a request: the powercap writer steps every 10 ms, so the timed window
+must last seconds for its joules to match power x window within 1 % (the cut model's six tokens took
+0.07 s to 1 s on two cores, which failed it; 192 take about 5 s)."""
+
+
 @pytest.fixture(scope="module")
 def measured(cut: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Measurement]:
-    """One generation of the cut model measured while a RAPL powercap tree advances
-    (drivers.measuring.energy reads it as it would /sys/class/powercap): its energy per token covers
-    the timed requests."""
+    """One generation of the cut model (two prompts, `TOKENS` each) measured while a RAPL powercap tree
+    advances (drivers.measuring.energy reads it as it would /sys/class/powercap): its energy per token
+    covers the timed requests."""
+    spec = _spec()
+    assert spec.generate is not None
+    spec = spec.with_(generate=spec.generate.with_(max_new_tokens=TOKENS))
     root = tmp_path_factory.mktemp("energy") / "powercap"
     with pytest.MonkeyPatch.context() as patch, advancing_powercap(root):
         patch.setenv("SARK_POWERCAP_ROOT", str(root))
-        yield measure(cut, _spec())
+        yield measure(cut, spec)
 
 
 def test_every_request_timed_token_by_token(measured: Measurement, cut: Path) -> None:
@@ -88,8 +97,8 @@ def test_every_request_timed_token_by_token(measured: Measurement, cut: Path) ->
     assert gen.errors == 0
     for record, prompt in zip(gen.records, PROMPTS, strict=True):
         assert record.prompt_id == prompt.id
-        assert record.output_tokens == 6  # ignore_eos: always max_new_tokens
-        assert len(record.token_times_ms) == 6
+        assert record.output_tokens == TOKENS  # ignore_eos: always max_new_tokens
+        assert len(record.token_times_ms) == TOKENS
         assert record.ttft_ms == record.token_times_ms[0] > 0
         assert record.e2e_ms == record.token_times_ms[-1]
         assert list(record.token_times_ms) == sorted(record.token_times_ms)
@@ -99,8 +108,8 @@ def test_every_request_timed_token_by_token(measured: Measurement, cut: Path) ->
     tpots = [tpot_ms(r) for r in gen.records]
     assert gen.tpot_ms.n == 2
     assert gen.tpot_ms.min == min(t for t in tpots if t is not None)
-    assert gen.itl_ms.n == 2 * 5
-    assert gen.output_tokens_mean == 6
+    assert gen.itl_ms.n == 2 * (TOKENS - 1)
+    assert gen.output_tokens_mean == TOKENS
     assert gen.prefill_tok_per_s > 0
     assert gen.decode_tok_per_s > 0
     assert gen.output_tok_per_s > 0
