@@ -66,7 +66,6 @@ def _job(unit: str = "CPU (PyTorch)", prompts: int = 2, tokens: int = 4, **extra
         "generate": generate,
         "load_runs": 1,
         "processes": 1,
-        "threads": 1,  # torch's default pool (every core) spins: beside the other tests, 4x slower
         "timeout_s": 300,
         **extra,
     }
