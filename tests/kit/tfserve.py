@@ -47,8 +47,17 @@ def convert(cache: Path) -> Path:
 
 
 def hub_env(cache: Path) -> dict[str, str]:
-    """The environment of a process that must find the converted model and never reach the network."""
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HUB_DISABLE_TELEMETRY": "1"}
+    """The environment of a process that must find the converted model and never reach the network;
+    its OpenMP threads wait passively (as examples/serve_llm.py's): the server shares the cores with
+    the workers that measure it, and torch's spinning pool made each request 4x slower on two busy
+    cores."""
+    return {
+        "OMP_WAIT_POLICY": "PASSIVE",
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(cache),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
 
 
 def prepare(cache: Path, timeout_s: float = 240.0) -> Path:

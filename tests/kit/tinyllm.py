@@ -6,8 +6,9 @@ on two cores: dequantizing 30 blocks, converting 49,152 tokens of BPE) ten times
 the packaged model's architecture, its first `blocks` blocks, and its first `vocab` tokens with the
 merges among them (the vocabulary is in merge order, the chat template's special tokens first), so
 transformers loads it the same way, in about a tenth of the time. Its text is not English; the
-generation tests on workers load the whole model. `dequantized` writes a GGUF out as a safetensors
-folder (for `transformers serve` and the fidelity benchmark).
+gate lab (tests/labs/e2e/test_generate.py) and the drivers' lab (tests/labs/runtimes/test_llm.py)
+generate with it too, README's examples on the embedded swarm load the whole model. `dequantized`
+writes a GGUF out as a safetensors folder (for `transformers serve` and the fidelity benchmark).
 """
 
 from __future__ import annotations
