@@ -363,12 +363,18 @@ def barred(replicas: Sequence[Replica], class_spread: float, distrusted: Mapping
 def _outlier_reason(
     r: Replica, figure: float, member: Replica, class_spread: float, distrusted: Mapping[str, str]
 ) -> str:
+    """Why `r` is out of the majority: its outputs, else its figure outside the band (named first: a
+    lie about the time is the figure, whatever else bars the replica), and what bars it (distrusted,
+    or its own spread too wide to vouch), each that holds."""
     if r.fingerprint != member.fingerprint:
         return f"{r.peer_id}: outputs differ from the majority's"
-    if distrusted.get(r.peer_id):
-        return f"{r.peer_id}: {r.median_ms:.4g} ms, {distrusted[r.peer_id]}"
-    width = band(class_spread)
-    return f"{r.peer_id}: {r.median_ms:.4g} ms against the agreed {figure:.4g} ms (band {width:.1%})"
+    against = f"{r.median_ms:.4g} ms against the agreed {figure:.4g} ms (band {band(class_spread):.1%})"
+    barred_by = distrusted.get(r.peer_id)
+    if not barred_by:
+        return f"{r.peer_id}: {against}"
+    if agree(r, member, class_spread):  # inside the band: only what bars it keeps it out
+        return f"{r.peer_id}: {r.median_ms:.4g} ms, {barred_by}"
+    return f"{r.peer_id}: {against}, {barred_by}"
 
 
 def _disagreement(replicas: Sequence[Replica]) -> str:

@@ -200,8 +200,14 @@ def test_a_replica_that_inflates_its_own_spread_cannot_widen_the_band_nor_vouch(
     assert done.agreed == ("honest", "second")
     assert "liar" in dict(done.outliers)
     assert "cannot vouch: its own spread" in done.reason
+    # its figure is outside the band as well: the lie is named first, then what bars it (CI at
+    # fa42f84 read only "cannot vouch" on a timing liar, and the lab could not tell it was the lie)
+    assert f"liar: {liar.median_ms:.4g} ms against the agreed" in done.reason
+    assert done.reason.index("against the agreed") < done.reason.index("cannot vouch")
     near = Replica("near", truth * 0.98, spread_of(scattered))  # within the band, still no voucher
     assert settle([honest, near], wanted=2, class_spread=spread).outcome == Outcome.PENDING
+    inside = settle([honest, near, second], wanted=2, class_spread=spread)
+    assert f"near: {near.median_ms:.4g} ms, cannot vouch" in inside.reason  # only the bar keeps it out
 
 
 def test_a_peer_earns_spot_checks_and_loses_them_at_a_disagreement() -> None:
