@@ -3,6 +3,10 @@
 The coroutine owns one stream and one `Conversation`. It turns what the worker says into scheduler
 events, and the scheduler's commands for its task (dispatch, ack, cancel) into messages. It never
 decides anything: the campaign loop feeds its events to the scheduler, which alone holds state.
+
+The lease runs on trio's clock (monotonic; a wall-clock step cannot lapse or stretch a lease, and
+tests/unit/node/submitter/test_lease_clock.py drives it on a virtual clock); the instants inside
+signed messages (an offer's issue and expiry, a cancel's) are wall time, which the worker checks.
 """
 
 from __future__ import annotations
@@ -172,7 +176,7 @@ def _broken(attempt: Attempt, conv: Conversation, detail: str) -> Heard:
 
 
 async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Channel) -> None:
-    now = time.time()
+    now = time.time()  # the signed offer's instants: wall time, read by the worker's clock
     if attempt.reclaim_lease is not None:
         conv.reclaim(attempt.reclaim_lease, lease_ttl_s=attempt.reclaim_ttl_s)
         message: Offer | Reclaim = Reclaim(task_id=attempt.task_id, lease_id=attempt.reclaim_lease)
@@ -194,7 +198,7 @@ async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Cha
             holders=attempt.holders,
         )
         message = Offer(task_id=attempt.task_id, envelope=seal(body, DOMAIN_OFFER, me.private_key))
-    await channel.send_raw(conv.send(message, now))
+    await channel.send_raw(conv.send(message, trio.current_time()))
 
 
 def with_key(spec: TaskSpec, keys: Mapping[str, str]) -> TaskSpec:
@@ -216,7 +220,7 @@ async def _obey(
 ) -> None:
     """Turn the scheduler's commands for this task into messages, until our ack ends the conversation."""
     async for command in inbox:
-        now = time.time()
+        now = trio.current_time()
         if isinstance(command, sch.SendDispatch):
             await channel.send_raw(
                 conv.send(Dispatch(task_id=attempt.task_id, lease_id=command.lease_id), now)
@@ -225,9 +229,8 @@ async def _obey(
             await channel.send_raw(conv.send(Ack(task_id=attempt.task_id, lease_id=command.lease_id), now))
             return  # the ack ends the conversation
         elif isinstance(command, sch.SendCancel) and conv.state in _CANCELLABLE:
-            await channel.send_raw(
-                conv.send(_cancel(attempt, me, command.lease_id, command.reason, now), now)
-            )
+            cancel = _cancel(attempt, me, command.lease_id, command.reason, time.time())
+            await channel.send_raw(conv.send(cancel, now))
 
 
 _CANCELLABLE = frozenset({State.OFFERED, State.COMMITTED, State.RUNNING})
@@ -259,16 +262,18 @@ async def _read(
     """Read until the conversation ends; a lapsed lease ends it too, and a zombie's late result is stale."""
     while conv.state not in _ENDED:
         deadline = conv.next_deadline()
-        timeout = math.inf if deadline is None else max(0.0, deadline - time.time())
+        # A lease holds at its deadline and is lost past it: wait to the first instant past it (on a
+        # virtual clock, waking at the deadline itself would read "not yet" and loop without time moving).
+        until = math.inf if deadline is None else math.nextafter(deadline, math.inf)
         if conv.lease_id is None:
-            timeout = OFFER_ANSWER_S
+            until = trio.current_time() + OFFER_ANSWER_S
         data: bytes | None = None
-        with trio.move_on_after(timeout):
+        with trio.move_on_at(until):
             data = await channel.receive_raw(timeout=math.inf)
         if data is None and conv.lease_id is None:
             raise NodeError(f"no answer to the offer within {OFFER_ANSWER_S:g} s")
         if data is None:
-            if conv.tick(time.time()) == State.LEASE_LOST and conv.lease_id is not None:
+            if conv.tick(trio.current_time()) == State.LEASE_LOST and conv.lease_id is not None:
                 await heard.send(_lapsed(attempt, conv.lease_id, "no heartbeat before the lease deadline"))
                 await _drain_zombie(attempt, me, channel, heard)
             continue
@@ -277,7 +282,7 @@ async def _read(
                 return
             raise NodeError(f"{attempt.peer_id} closed the stream")
         conv.receive_data(data)
-        while (message := conv.next_event(time.time())) is not None:
+        while (message := conv.next_event(trio.current_time())) is not None:
             await heard.send(Heard(attempt, _event(attempt, me, message)))
 
 
