@@ -17,7 +17,8 @@ from starlette.responses import JSONResponse
 
 import scheduler as sch
 from node.http.state import CampaignState, Seen
-from scheduler.results import Front, Ranking, verification_groups
+from protocol import Measurement
+from scheduler.results import Front, Ranking, decimals_for, verification_groups
 
 SEED_RESULT_FIELDS: Final = sch.SEED_COLUMNS[sch.SEED_COLUMNS.index("LoadMsMedian") :]
 """The seeds' measurement columns, which `GET /jobs/{id}` returns in its result."""
@@ -221,8 +222,19 @@ def result(task: sch.ReportTask) -> dict[str, Any]:
     figures = sch.seed_figures(measurement) if measurement is not None else {}
     out.update({name: figures.get(name) for name in SEED_RESULT_FIELDS})
     out["row"] = dict(row)
-    out["figures"] = sch.shown_figures(measurement) if measurement is not None else None  # the dashboard's
+    out["figures"] = dashboard_figures(measurement) if measurement is not None else None
     return out
+
+
+def dashboard_figures(measurement: Measurement) -> dict[str, Any]:
+    """The figures the dashboard draws (`scheduler.shown_figures`), with the inference sample's count
+    (`InferenceN`: its tail ends "n 300", as report.html's) and the decimals its spread supports
+    (`InferenceDecimals`: `scheduler.results.decimals_for`, the rule every other view rounds by)."""
+    inference = measurement.inference_ms
+    figures: dict[str, Any] = dict(sch.shown_figures(measurement))
+    figures["InferenceN"] = inference.n
+    figures["InferenceDecimals"] = decimals_for(inference if inference.n else None)
+    return figures
 
 
 def job_results(

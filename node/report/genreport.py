@@ -242,7 +242,8 @@ def lead_markdown(report: CampaignReport) -> list[str]:
         cells = " | ".join(_value(s, f) for f in figures)
         ok = for_markdown(_requests(s)[0])
         paid = " | ".join(for_markdown(c) for c in cost.cells())
-        lines.append(f"| {for_markdown(label)} | {cells} | {ok} | {for_markdown(_stability(row))} | {paid} |")
+        short = for_markdown(_short(label)[0])  # the campaign id heads the page: the task's own id suffices
+        lines.append(f"| {short} | {cells} | {ok} | {for_markdown(_stability(row))} | {paid} |")
     notes = [f"- {f.titled}" for f in (*figures, THROUGHPUT)] + [f"- {f.label} = {f.formula}" for f in _COSTS]
     return [*lines, "", *notes, ""]
 

@@ -26,8 +26,8 @@ from kit.procs import SARK
 from kit.sse_server import Reply, scheduled, serve_sse
 
 from labs.views.test_http_dashboard import CHROMIUM, Cdp, page
+from node.http.shapes import dashboard_figures
 from protocol import FORMULAS, Measurement
-from scheduler import shown_figures
 
 __all__ = ["page"]  # the fixture, re-used from test_http_dashboard
 DASHBOARD = Path(__file__).parents[3] / "node" / "assets" / "dashboard.html"
@@ -215,7 +215,8 @@ async def test_the_dashboard_draws_ttft_by_turn_and_the_sessions(
     document = submitted["json"]
     for r in document["results"]:
         signed = r.get("signed")
-        r["figures"] = shown_figures(Measurement.model_validate(signed["measurement"])) if signed else None
+        measurement = Measurement.model_validate(signed["measurement"]) if signed else None
+        r["figures"] = dashboard_figures(measurement) if measurement is not None else None
     document = json.loads(json.dumps(document))
     await page.open(DASHBOARD.as_uri(), 30)
     drawn = json.loads(await page.evaluate(f"({DRAW})({json.dumps(document)})"))

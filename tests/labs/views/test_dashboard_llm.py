@@ -16,8 +16,8 @@ from typing import Any, Final
 import pytest
 
 from labs.views.test_http_dashboard import CHROMIUM, STRIP, Cdp, page
+from node.http.shapes import dashboard_figures
 from protocol import Measurement
-from scheduler import shown_figures
 from scheduler.results import E2E, LLM_FIGURES
 
 pytestmark = [
@@ -56,7 +56,8 @@ def _with_figures(document: dict[str, Any]) -> dict[str, Any]:
     """Each measured result with the typed figures `/api/jobs/{id}` gives the dashboard."""
     for r in document["results"]:
         signed = r.get("signed")
-        r["figures"] = shown_figures(Measurement.model_validate(signed["measurement"])) if signed else None
+        measurement = Measurement.model_validate(signed["measurement"]) if signed else None
+        r["figures"] = dashboard_figures(measurement) if measurement is not None else None
     return document
 
 

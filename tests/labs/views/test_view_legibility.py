@@ -22,6 +22,7 @@ label over another, the strip's old linear axis), so the checks are seen to fail
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any, Final
@@ -219,6 +220,7 @@ async def test_the_dashboard_is_whole_legible_and_on_its_axes(page: Cdp, name: s
     cells = await _dashboard(page, name)
     assert cells
     assert all(" p90 " in c and " · p99 " in c and " · max " in c for c in cells), cells  # the tail
+    assert all(re.search(r" · n \d+", c) for c in cells), cells  # and its count, as report.html's
     assert await page.evaluate(READABLE) == []
     assert await page.evaluate(STRIP_AXIS) == []
     assert [p for p in page.problems if p.startswith("exception")] == []  # its /api fetches fail here
