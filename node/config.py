@@ -46,6 +46,9 @@ class NodeConfig(BaseModel):
     record_ttl_s: float = Field(default=1800.0, gt=0, le=3600)
     reannounce_s: float | None = Field(default=None, gt=0)
     max_streams_per_peer: int = Field(default=8, ge=1, le=256)
+    # Connections the host holds at once, in and out (py-libp2p's own bounds set to it, P33). None: a
+    # gate's GATE_CONNECTIONS, another node's NODE_CONNECTIONS (node/p2p/host.py says what each costs).
+    max_connections: int | None = Field(default=None, ge=2, le=65_536)
     first_frame_s: float = Field(default=5.0, gt=0, le=60)  # an inbound stream's first frame, or reset
     max_offer_lifetime_s: float = Field(default=600.0, gt=0, le=86_400)  # expires_at - issued_at
     max_queue: int = Field(default=4, ge=0)

@@ -53,6 +53,24 @@ class PeerIdMismatch(PeerUnreachable):
         self.answered = answered
 
 
+class ClosedAtHandshake(PeerUnreachable):
+    """The peer took the TCP connection and closed it before the security handshake (P33): what a
+    py-libp2p host at its connection limit does (a sark gate past `--max-connections`), or one that
+    refuses us for another reason it does not tell.
+
+    Attributes:
+        addr: the address dialled.
+    """
+
+    def __init__(self, peer_id: str, addr: str) -> None:
+        super().__init__(
+            peer_id,
+            "it took the connection and closed it before the handshake (a libp2p host at its connection "
+            "limit does so: a full gate)",
+        )
+        self.addr = addr
+
+
 class PeerGone(NodeError):
     """The peer closed or reset the stream before the message we waited for."""
 

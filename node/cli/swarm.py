@@ -56,6 +56,16 @@ def gate(
             "--relay-allow", help="peer id that may reserve a relay slot (default: any); repeatable"
         ),
     ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            "--max-connections",
+            min=2,
+            max=65_536,
+            help="connections held at once (default 2048, about 1,000 workers); past it a new one is closed "
+            "before its handshake, which the dialler names",
+        ),
+    ] = None,
     events: EventsOpt = False,
 ) -> None:
     """Run a gate: DHT server and bootstrap, circuit relay v2, reachability dial-back."""
@@ -64,8 +74,16 @@ def gate(
     import trio
 
     from gate import serve_gate
+    from node.p2p.host import GATE_CONNECTIONS
 
-    config = build_config(config_file, listen=as_tuple(listen), data_dir=data_dir, record_ttl_s=record_ttl)
+    config = build_config(
+        config_file,
+        listen=as_tuple(listen),
+        data_dir=data_dir,
+        record_ttl_s=record_ttl,
+        max_connections=max_connections,
+    )
+    cap = config.max_connections or GATE_CONNECTIONS
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -74,7 +92,8 @@ def gate(
             if addrs_file is not None:
                 addrs_file.write_text("".join(f"{a}\n" for a in addrs))
             if events:
-                json_lines("ready", role="gate", peer_id=addrs[0].rsplit("/p2p/", 1)[-1], addrs=addrs)
+                peer_id = addrs[0].rsplit("/p2p/", 1)[-1]
+                json_lines("ready", role="gate", peer_id=peer_id, addrs=addrs, max_connections=cap)
             else:
                 print("\n".join(addrs), flush=True)
 

@@ -107,7 +107,11 @@ us for a dial-back, while it stays so. `join` warns when no submitter can dial t
 gate in rounds until one answers, 1, 2, 4, 8, 15, then every 30 s apart, one WARNING line per round naming
 each gate and the socket's cause (`gates.cause` digs it out of libp2p's wrapping), so a gate outage never
 ends it; a command (`submit`, `plan`, `peers`, `serve`) tries three rounds quietly, then fails with one
-line, `NoGateAnswered`.
+line, `NoGateAnswered`. A round that joins some gates says in one line which it did not and why.
+Connection caps (`host.py`, P33): a gate holds `GATE_CONNECTIONS` (2,048; `gate --max-connections`),
+another node `NODE_CONNECTIONS` (512); py-libp2p's pruning mark and resource manager are set to the cap,
+so past it a new connection is closed before its handshake, which the dialler names
+(`node.errors.ClosedAtHandshake`: "a full gate").
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Final, Protocol
 
 import trio
 
-from node.errors import NodeError, PeerIdMismatch, PeerUnreachable, error_chain
+from node.errors import ClosedAtHandshake, NodeError, PeerIdMismatch, PeerUnreachable, error_chain
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def cause(exc: NodeError) -> str:
     system's words where the failure came from a socket (libp2p wraps them in "unable to connect ...,
     no addresses established a successful connection"); else the error's own reason."""
     for current in error_chain(exc):
-        if isinstance(current, PeerIdMismatch):
+        if isinstance(current, PeerIdMismatch | ClosedAtHandshake):
             return current.why
         if isinstance(current, OSError) and current.errno:
             return os.strerror(current.errno).lower()
@@ -91,6 +91,16 @@ async def connect_gates(host: Dialer, gates: Sequence[str], *, patient: bool) ->
         round_ += 1
         connected, causes = await _round(host, gates)
         if connected:
+            if causes:  # one line for the gates that did not answer: a full one says so (P33)
+                again = "; tried again while this worker runs" if patient else ""
+                log.log(
+                    logging.WARNING if patient else logging.INFO,
+                    "joined %d of %d gates; not joined: %s%s",
+                    len(connected),
+                    len(gates),
+                    "; ".join(causes),
+                    again,
+                )
             return tuple(connected)
         if not patient and round_ >= COMMAND_ROUNDS:
             raise NoGateAnswered(gates, causes, round_)

@@ -62,9 +62,11 @@ from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.crypto.keys import KeyPair
 from libp2p.crypto.x25519 import create_new_key_pair as create_x25519_key_pair
 from libp2p.custom_types import TProtocol
+from libp2p.io.exceptions import IncompleteReadError
 from libp2p.network.config import ConnectionConfig
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
+from libp2p.rcmgr.connection_limits import ConnectionLimits
 from libp2p.rcmgr.manager import ResourceLimits, new_resource_manager
 from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID as HOP_ID
 from libp2p.relay.circuit_v2.transport import CircuitV2Transport
@@ -75,8 +77,16 @@ from libp2p.stream_muxer.yamux import yamux as yamux_module
 from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service import background_trio_service
+from libp2p.transport.exceptions import SecurityUpgradeFailure
 
-from node.errors import PeerIdMismatch, PeerTimeout, PeerUnreachable, error_chain, map_exceptions
+from node.errors import (
+    ClosedAtHandshake,
+    PeerIdMismatch,
+    PeerTimeout,
+    PeerUnreachable,
+    error_chain,
+    map_exceptions,
+)
 from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
 from node.p2p.dial import Sightings, dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
@@ -92,6 +102,16 @@ _ANSWERED: Final = re.compile(r"remote_peer_id_from_pubkey=(\w+)")
 """P31: where `PeerIDMismatchesPubkey`'s message names the id that answered."""
 HANDSHAKE_TIMEOUT_S: Final = 5.0
 """Deadline of an inbound connection's security and muxer upgrade."""
+MAX_PENDING: Final = 64
+"""Handshakes a host lets run at once, in and out (py-libp2p's own default)."""
+NODE_CONNECTIONS: Final = 512
+"""A worker's or a submitter's connection cap (P33): a serving worker held about 67 KiB per connection
+(60 real workers, issue 50), so about 34 MiB at the cap."""
+GATE_CONNECTIONS: Final = 2048
+"""A gate's connection cap by default (`gate --max-connections`, P33): a worker holds one or two
+connections to each of its gates (its own dial, and the gate's when it dials back or relays), so about
+1,000 workers a gate; about 134 MiB at 67 KiB a connection. Past it the gate closes a new connection
+before its handshake, which the dialler's `gates.cause` names, and says so once in its log."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +123,8 @@ class HostConfig:
         listen: multiaddrs to listen on; read the bound ports back with `Host.addrs()`.
         relay_hop: serve circuit relay v2 hop (the gate) with `node.p2p.relay.RELAY_LIMITS`.
         relay_allow: the peers that may reserve a relay slot here (None: any peer).
-        max_connections: connection cap of the whole host.
+        max_connections: connection cap of the whole host, in and out (P33: py-libp2p's pruning mark and
+            its resource manager's inbound bound are set to it).
         max_streams: stream cap of the whole host.
         first_frame_s: how long an inbound stream of ours may take to send its first whole frame.
     """
@@ -311,9 +332,22 @@ class Host:
                 await self._lp.connect(PeerInfo(peer, [] if addr is None else [without_p2p(addr)]))
         except PeerUnreachable as exc:
             answered = _answered_id(exc)
-            if answered is None:
-                raise
-            raise PeerIdMismatch(peer_id, addr or "", answered) from exc
+            if answered is not None:
+                raise PeerIdMismatch(peer_id, addr or "", answered) from exc
+            if _closed_at_handshake(exc):
+                raise ClosedAtHandshake(peer_id, addr or "") from exc
+            raise
+
+
+def _closed_at_handshake(exc: BaseException) -> bool:
+    """P33: the peer closed the connection before the security protocol was agreed (libp2p's
+    `SecurityUpgradeFailure` over an `IncompleteReadError`, zero bytes where multistream's answer was
+    due, or over a reset when our first bytes were still unread), as a host at its connection limit
+    does (`upgrade_inbound_raw_conn`'s fast fail)."""
+    chain = list(error_chain(exc))
+    return any(isinstance(c, SecurityUpgradeFailure) for c in chain) and any(
+        isinstance(c, IncompleteReadError | ConnectionResetError) for c in chain
+    )
 
 
 def _answered_id(exc: BaseException) -> str | None:
@@ -335,10 +369,24 @@ def _new_libp2p_host(
         # libp2p's auto-connector dials known peers until 50-100 connections exist: off.
         min_connections=0,
         low_watermark=0,
+        high_watermark=config.max_connections,  # P33: pruning starts at our cap, not at py-libp2p's 300
         dial_timeout=10.0,
         inbound_upgrade_timeout=HANDSHAKE_TIMEOUT_S,
     )
-    limits = ResourceLimits(max_connections=config.max_connections, max_streams=config.max_streams)
+    # P33: the resource manager's own bounds (256 inbound) bound before ours, and past the handshake: a
+    # dialler was "connected", then closed. Ours binds first, before the handshake (the swarm's fast
+    # fail at max_connections, which the dialler's `ClosedAtHandshake` names); these sit above it by
+    # the handshakes that may be under way at once.
+    above = config.max_connections + MAX_PENDING
+    connection_limits = ConnectionLimits(
+        max_pending_inbound=MAX_PENDING,
+        max_pending_outbound=MAX_PENDING,
+        max_established_inbound=above,
+        max_established_outbound=above,
+        max_established_per_peer=8,
+        max_established_total=above,
+    )
+    limits = ResourceLimits(max_connections=above, max_streams=config.max_streams)
     return new_host(
         key_pair=key_pair,
         listen_addrs=listen,
@@ -346,7 +394,9 @@ def _new_libp2p_host(
         sec_opt={NOISE_ID: NoiseTransport(key_pair, noise_privkey=create_x25519_key_pair().private_key)},
         muxer_opt={TProtocol(YAMUX_ID): Yamux},
         connection_config=connection_config,
-        resource_manager=new_resource_manager(limits=limits, enable_metrics=False),
+        resource_manager=new_resource_manager(
+            limits=limits, enable_metrics=False, connection_limits=connection_limits
+        ),
         addrs_factory=book.announce,  # P29
         disable_identify_address_discovery=True,  # P29: observed ephemeral ports are not addresses
     )
@@ -381,7 +431,9 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
 
 
 __all__ = [
+    "GATE_CONNECTIONS",
     "HANDSHAKE_TIMEOUT_S",
+    "NODE_CONNECTIONS",
     "SECURITY_PROTOCOLS",
     "Host",
     "HostConfig",

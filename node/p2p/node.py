@@ -20,7 +20,7 @@ from node.errors import NodeError, PeerUnreachable
 from node.p2p.closest import ClosestServers, rewalk_every
 from node.p2p.dht import Dht, provider_bound, select_record, validate_record
 from node.p2p.gates import connect_gates
-from node.p2p.host import Host, HostConfig, open_host
+from node.p2p.host import GATE_CONNECTIONS, NODE_CONNECTIONS, Host, HostConfig, open_host
 from node.p2p.kad import Kad
 from node.p2p.kadpatch import open_kad
 from node.p2p.reach import ReachVerdict, dial_back_verdict
@@ -213,6 +213,7 @@ async def open_node(
         relay_hop=role == "gate",
         relay_allow=relay_allow,
         first_frame_s=config.first_frame_s,
+        max_connections=config.max_connections or (GATE_CONNECTIONS if role == "gate" else NODE_CONNECTIONS),
     )
     async with open_host(host_config) as host:
         gates = await connect_gates(host, config.gates, patient=role == "worker")

@@ -233,7 +233,8 @@ def _row(point: Point, cost: Counted, entry: ReportEntry) -> list[str]:
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     th = "".join(f"<th>{for_html(h)}</th>" for h in head)
     body = "".join(
-        "<tr>" + "".join(f'<td class="num">{c}</td>' if i else f"<td>{c}</td>" for i, c in enumerate(r))
+        "<tr>"
+        + "".join(f'<td class="num">{c}</td>' if i else f"<td>{c}</td>" for i, c in enumerate(r))
         + "</tr>"
         for r in rows
     )
