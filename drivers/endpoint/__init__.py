@@ -13,6 +13,7 @@ Modules:
                sessions (a dataset's `turns:`): each send a conversation replayed turn by turn, each
                turn carrying the earlier ones with the server's own answers (`Prompt.turn`)
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
+    floorprobe the submitter's own view of a server: its round trip and its shortest answer (a floor)
     load       load against a model server through `sender`; `run_endpoint` for the spawned child
     fleetload  a fleet member's start instant on this worker's clock (its deal is sent by `sender`)
     servers    model servers the owner declared (gray-box): list their models, try each, statuses

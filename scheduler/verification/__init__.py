@@ -17,6 +17,8 @@ Modules:
                placed_profile
     sendcheck  check_sends: a load client's records against the schedule the submitter gave it (a fleet
                member's deal, a lone open loop's seed), or a Refusal
+    serverfloor ServerFloor: the least time a server answers, as the submitter measured it itself; records
+               under it refused, a closed loop's slot bound divided by it
     classes    device classes: the profile parts two peers share exactly when their timings should agree
     replicas   pick_replicas: N peers of one class, distinct identity, owner, network; checkable; voter_name
     networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
@@ -304,8 +306,10 @@ from scheduler.verification.references import judge, reference_peers, vouched
 from scheduler.verification.replicas import Candidate, by_class, checkable, pick_replicas, voter_name
 from scheduler.verification.reputation import Evidence, PeerRecord, Witness, distrusted, should_check
 from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
+from scheduler.verification.serverfloor import FLOOR_SHARE, ServerFloor, server_floor
 
 __all__ = [
+    "FLOOR_SHARE",
     "LATE_SLACK_S",
     "OVERRUN",
     "POOL_KEEP",
@@ -321,6 +325,7 @@ __all__ = [
     "ReferenceOffsets",
     "Refusal",
     "Replica",
+    "ServerFloor",
     "Settlement",
     "Witness",
     "by_class",
@@ -343,6 +348,7 @@ __all__ = [
     "process_error",
     "reference_peers",
     "replica_of",
+    "server_floor",
     "settle",
     "should_check",
     "spread_of",
