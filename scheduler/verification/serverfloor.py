@@ -18,8 +18,11 @@ the submitter's socket, before the worker is offered the task, and the worker se
 their figures. What a member can still choose is its distance to the server, which only lengthens its
 records; and the server's time, which a member closer to the server does not shorten (one round
 trip is its own, the server's work is everyone's). What the floor does not catch: records at or
-above it that were never sent (a closed loop padded with plausible requests up to its slot bound),
-which the server's own count (`fleetrows`' merged row against the other members) must catch.
+above it that were never sent (a closed loop padded with plausible requests up to its slot bound, at
+most slots x duration / floor); the server's own count would (a metrics endpoint), which this
+submitter does not read yet. Where it has no floor (a gray-box server, an address it cannot reach, a
+lease reclaimed after a restart), a member is held to the other members' figures instead
+(`scheduler.results.fleetrows.apart`).
 
 `FLOOR_SHARE` is one half: a prompt cache or a quieter server can answer a member quicker than the
 probe's quickest of five, but not twice as quick; a record at half the server's least time is one
