@@ -13,10 +13,12 @@ an honest one does. `--lookups` walks from random starts per rule and M, side by
 
 - before: the rule before issue 50 (`Swarm.short`): three holders listing the same providers, none
   listing more, end a walk short of its count;
-- before, networks: the same, agreement counted per network (`Swarm.network`), the M hostile servers
-  on one network and every honest one on its own;
-- now: the node's rule: no agreement ends a walk short of its count; it goes on to the k closest and
-  waits for the requests still within their hop (`node.p2p.walk`).
+- now: the node's rule (`node.p2p.walk`): no agreement ends a walk short of its count; it goes on to
+  the k closest and then waits for the requests still within their hop unless three holders on
+  distinct networks agree (`Swarm.network`): the M hostile servers on one network (ids are free, a
+  network is not), every honest one on its own;
+- now, M networks: the same, each hostile server on a network of its own (an attacker who holds M
+  networks).
 
 Per walk: how many of the 20 honest providers it found, whether it found none ("lost"), whether the
 key read full (the union of the lists holds 20: its subtree is read next), requests and bytes.
@@ -39,7 +41,7 @@ HOSTILE: Final = (0, 5, 10, 19, 20)
 KEYS: Final = (SHARD_CAP, 7)
 """Honest providers of the key: a full one (its subtree read next), and one not full (a lookup reads
 it to its end, and no hostile holder may shorten what it lists)."""
-RULES: Final = ("before", "before, networks", "now")
+RULES: Final = ("before", "now", "now, M networks")
 SYBILS: Final = frozenset({-1, -2, -3})  # never a server's id (negative), never an honest provider's
 GROUND: Final = 2**40
 """How near the key a ground id lands: 64-bit ids within 2**40 of the key's are closer than any honest
@@ -62,8 +64,8 @@ def run(servers: int, lookups: int, seed: int) -> dict[str, dict[str, dict[str, 
             lists = writers_lists(swarm, sizes, key, providers)  # the honest writers' records
             lists.update(dict.fromkeys(hostile, SYBILS))  # dropped; every reader is sent the Sybils
             for rule in RULES:
-                swarm.short = rule != "now"
-                swarm.network = _one_network(hostile) if rule == "before, networks" else None
+                swarm.short = rule == "before"
+                swarm.network = _one_network(hostile) if rule == "now" else None
                 swarm.rng = np.random.default_rng(seed)  # the same starts and draws for every rule
                 cell = _walks(swarm, sizes, key, lists, set(providers), lookups)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = cell

@@ -18,10 +18,13 @@ three Sybils ended 2-3 % of the walks with no honest provider, ten 11 %, and the
 full", so no deeper key was read. The hostile servers see the key and choose their ids, their lists
 and how fast they answer; the walk now reads neither their agreement nor their count: it goes on to
 the k closest and takes every list they gave, so a key's providers (and whether it is full: the
-union of the lists, `Dht.lookup`) are decided by all of its holders, and M hostile servers among the
-k closest lose no honest provider while an honest holder is among them (M < k). The rule before is
-kept for the simulator's side-by-side (`short`, `network`: agreement counted per distinct network)
-and its figures in `benchmarks/notes/swarm_hostile.md`.
+union of the lists, `Dht.lookup`) are decided by all of its holders. Once the k closest were asked
+it waits for the requests still within their hop (a quick hostile answer does not end it while an
+honest holder's answer is on its way) unless `AGREED` holders on distinct networks (`network`:
+`Kad` gives a server's /24 or /64, `scheduler.verification.networks`) list the same providers and
+none lists more: ids are free, networks are not, so hostile servers on few networks cannot stop it
+waiting. The rule before is kept for the simulator's side-by-side (`short`) and its figures are in
+`benchmarks/notes/swarm_hostile.md`.
 
 The next server asked is drawn at random among the k closest known not yet asked, not the closest
 one: closest first, every lookup of a key asked the same few holders first (the three closest to it),
@@ -136,15 +139,16 @@ class Shortlist(Generic[P]):
         self.known.update((p, self._distance(p)) for p in closer if p not in self.known)
 
     def done(self, open_requests: int, active: int | None = None) -> bool:
-        """Is the walk over: the count found, or the k closest known asked and answered (once a holder
-        answered, not waiting for the `active` requests' deadlines: only those within their hop)? With
-        `short`, also `agreed` holders (on distinct networks) listing the same providers, none more."""
+        """Is the walk over: the count found, or the k closest known asked and answered? Once a holder
+        answered it waits only for the `active` requests (within their hop), and not even for those
+        once `agreed` holders on distinct networks list the same providers, none more. With `short`
+        (the rule before issue 50), that agreement ends the walk before the k closest were asked."""
         if len(self.found) >= self.count or (self._short and self._agree and self._agreement()):
             return True
         if any(p not in self.asked for p in self.closest()):
             return False
         waiting = open_requests if active is None else active
-        return (self.held and self._agree and not waiting) or not open_requests
+        return (self.held and self._agree and (not waiting or self._agreement())) or not open_requests
 
     def _agreement(self) -> bool:
         return len(self._lists.get(self._union, ())) >= self._agreed
@@ -195,12 +199,14 @@ async def walk_providers(
     draw: random.Random | None = None,
     hop: float = HOP_S,
     agree: bool = True,
+    network: Callable[[ID], Hashable] | None = None,
 ) -> Walked:
     """Walk towards `key` from the servers `start` (`Shortlist`; `draw`: a seeded generator for tests).
 
     A request unanswered after `hop` seconds frees its slot and stays open until `timeout`; `agree`
-    False walks on to the k closest past holders that agree (a writer's read-back)."""
-    state = Shortlist(start, key_distance(key), count, draw or random.Random(), agree)
+    False walks on to the k closest past holders that agree (a writer's read-back); `network`: a
+    server's network, read when it answered (`Shortlist`)."""
+    state = Shortlist(start, key_distance(key), count, draw or random.Random(), agree, network=network)
     providers: dict[ID, Any] = {}
     failures: dict[str, str] = {}
     sent: dict[ID, float] = {}  # open requests: when each was sent

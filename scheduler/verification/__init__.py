@@ -299,6 +299,7 @@ from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.draws import SECRET_BYTES, DrawKey, Purpose
 from scheduler.verification.evidence import weigh
 from scheduler.verification.figures import Refusal, check_figures
+from scheduler.verification.networks import network_of
 from scheduler.verification.offsets import ReferenceOffsets
 from scheduler.verification.peakcheck import peak_parts
 from scheduler.verification.peers import Advertised
@@ -339,6 +340,7 @@ __all__ = [
     "draws_seed",
     "judge",
     "judged_band",
+    "network_of",
     "pair_error",
     "peak_parts",
     "pick_replicas",
