@@ -1,14 +1,18 @@
-"""Each fleet job's server measured by the submitter itself, once, before its members send: the floor.
+"""Each fleet's or closed loop's server measured by the submitter itself, once, before it is loaded.
 
-`FloorBook` belongs to the campaign loop. At a fleet job's first offer it starts one probe of the
-job's server from this submitter (`drivers.probe_floor`: its own TCP round trip and a few one-token
-requests), cut at `FLOOR_PROBE_S`, inside the fleet's lead (`FLEET_LEAD_S`), so it is over before any
-member sends and no member is offered the task while it runs on a quieter server than theirs; the
-members' offers do not wait for it. Its figures become the job's `ServerFloor`
+`FloorBook` belongs to the campaign loop. At the first offer of a fleet job, or of a lone closed loop
+for a set time (`concurrency` and `duration_s`, no search: the loads whose count only its slots bound),
+it starts one probe of the job's server from this submitter (`drivers.probe_floor`: its own TCP round
+trip and a few one-token requests), cut at `FLOOR_PROBE_S`. A fleet's runs inside the fleet's lead
+(`FLEET_LEAD_S`), so it is over before any member sends, and the members' offers do not wait for it;
+a lone closed loop's offers wait for it (`gates`, `measured`: at most `FLOOR_PROBE_S` and a second),
+so the probe never shares the server with the load. Its figures become the job's `ServerFloor`
 (`scheduler.verification.serverfloor`), which every member's result is judged against; a server
 this submitter cannot reach (a gray-box server, a private address, a failure) gives no floor, said
-in the `server_floor` event, and the members' records are then held to physics, their deal and
-one another (`scheduler.results.fleetrows`).
+in the `server_floor` event, and the records are then held to physics and their deal or slots, a
+fleet's members to one another (`scheduler.results.fleetrows`). Its limit: the probe reads the URL as
+this submitter resolves it, so a job whose URL names each worker's own machine (`localhost` on
+workers elsewhere) is measured against another server.
 """
 
 from __future__ import annotations
@@ -40,25 +44,45 @@ async def _probe(spec: GenerateSpec, url: str, api_key: str | None) -> drivers.S
 
 @final
 class FloorBook:
-    """The floor of each fleet job's server, measured once at the job's first offer."""
+    """The floor of each fleet's or timed closed loop's server, measured once at the job's first offer."""
 
     def __init__(self, campaign: sch.Campaign, keys: Mapping[str, str], probe: Probe = _probe) -> None:
         self._campaign = campaign
         self._keys = keys
         self._probe = probe
-        self._started: set[int] = set()
+        self._started: dict[int, trio.Event] = {}
         self._floors: dict[int, sch.ServerFloor] = {}
 
-    def start(self, job_index: int, nursery: trio.Nursery, events: EventSink) -> None:
-        """Probe the job's server in `nursery` if it is a fleet's with a URL and not probed yet."""
+    def wants(self, job_index: int) -> bool:
+        """Whether the job's records are held to a floor: a fleet's, or a lone closed loop's for a set
+        time (no search), against a URL of the campaign's."""
         spec = self._campaign.jobs[job_index].spec.generate
-        if job_index in self._started or not sch.is_fleet(spec):
+        if spec is None or spec.endpoint is None or spec.endpoint.url is None:
+            return False
+        closed = spec.request_rate is None and spec.capacity is None and spec.duration_s is not None
+        return sch.is_fleet(spec) or closed
+
+    def gates(self, job_index: int) -> bool:
+        """Whether the job's offers wait for the probe (a lone closed loop's: it loads at once)."""
+        return self.wants(job_index) and not sch.is_fleet(self._campaign.jobs[job_index].spec.generate)
+
+    async def measured(self, job_index: int) -> None:
+        """Until the job's probe is over (at most `FLOOR_PROBE_S` and a second)."""
+        done = self._started.get(job_index)
+        if done is not None:
+            with trio.move_on_after(FLOOR_PROBE_S + 1.0):
+                await done.wait()
+
+    def start(self, job_index: int, nursery: trio.Nursery, events: EventSink) -> None:
+        """Probe the job's server in `nursery` if the job `wants` a floor and was not probed yet."""
+        if job_index in self._started or not self.wants(job_index):
             return
+        spec = self._campaign.jobs[job_index].spec.generate
         assert spec is not None
         endpoint = spec.endpoint
-        if endpoint is None or endpoint.url is None:
-            return
-        self._started.add(job_index)
+        assert endpoint is not None
+        assert endpoint.url is not None
+        self._started[job_index] = trio.Event()
         key = self._keys.get(endpoint.api_key_env) if endpoint.api_key_env else None
         nursery.start_soon(self._measure, job_index, spec, endpoint.url, key, events)
 
@@ -67,6 +91,14 @@ class FloorBook:
         return self._floors.get(job_index)
 
     async def _measure(
+        self, job_index: int, spec: GenerateSpec, url: str, key: str | None, events: EventSink
+    ) -> None:
+        try:
+            await self._probed(job_index, spec, url, key, events)
+        finally:
+            self._started[job_index].set()
+
+    async def _probed(
         self, job_index: int, spec: GenerateSpec, url: str, key: str | None, events: EventSink
     ) -> None:
         with trio.move_on_after(FLOOR_PROBE_S + 1.0):

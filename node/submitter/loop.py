@@ -256,13 +256,20 @@ class CampaignLoop:
             priority=command.priority,
             holders=self._holders(command.model.sha256, command.peer_id) if not command.model.sources else (),
         )
+        self._floors.start(command.job_index, self._nursery, self._emit)
         if self._fleet.is_fleet(command.job_index):
-            self._floors.start(command.job_index, self._nursery, self._emit)
             deal = self._fleet.deal(command.task_id, command.job_index, self._sched.tasks(), time.time())
             self._nursery.start_soon(self._fleet_offer, attempt, deal)
             return
         if command.spec.generate is not None and sch.draws_seed(command.spec.generate):
             attempt = self._seeded(attempt)
+        if self._floors.gates(command.job_index):  # a closed loop loads at once: after the probe
+            self._nursery.start_soon(self._floored, command.job_index, attempt)
+            return
+        self._launch(attempt)
+
+    async def _floored(self, job_index: int, attempt: Attempt) -> None:
+        await self._floors.measured(job_index)
         self._launch(attempt)
 
     def _seeded(self, attempt: Attempt) -> Attempt:

@@ -9,7 +9,8 @@ its own loopback round trip less 1 ms, so physics alone merged them (the issue: 
 (`drivers.endpoint.floorprobe`, marked `user: sark-floor-probe`, kept apart by the stub): the liar's
 row is Failed `invalid` naming its first record under that floor, the floor and the member; the merged
 row is Complete from the honest members alone, names the liar lost, and counts no more requests than
-the server saw.
+the server saw. The same liar alone, a closed loop of its own beside an honest one's (`concurrency`,
+`duration_s`, no fleet): its offer waits for the submitter's probe, and it is refused the same way.
 """
 
 from __future__ import annotations
@@ -119,3 +120,58 @@ def _check(outcome: dict[str, Any], peers: dict[str, str], seen: int, floor_ms: 
     assert int(merged["Requests"]) == sum(int(r["Requests"]) for r in honest)
     assert int(merged["Requests"]) <= seen  # the server's own count bounds the row
     assert float(merged["TtftMsMedian"]) >= FIRST_S * 1e3
+
+
+def test_a_lone_closed_loops_records_under_the_servers_floor_are_refused(tmp_path: Path) -> None:
+    lab = CampaignLab(tmp_path, record_ttl=30.0)
+    try:
+        submitter_dir = tmp_path / "submitter"
+        gate = lab.gate().ready["addrs"][0]
+        me = submitter_id(submitter_dir)
+        liar = [sys.executable, str(LOADLIAR), "tiny"]
+        procs = {
+            role: lab.real_worker(role, [gate], me, wait=False, program=liar if role == "tiny" else None)
+            for role in ("honest", "tiny")
+        }
+        for proc in procs.values():
+            proc.ready = proc.wait_event("ready", 90)
+        peers = {role: p.ready["peer_id"] for role, p in procs.items()}
+        swarm = Swarm(lab, gate, {p.ready["peer_id"]: p for p in procs.values()}, submitter_dir, tmp_path)
+        script = lambda body, attempt: scheduled(TEXTS, first_s=FIRST_S, every_s=EVERY_S, usage=(9, 4))  # noqa: E731
+        with serve_sse(script) as server:
+            load = {
+                "prompts": "builtin:summaries",
+                "max_new_tokens": 4,
+                "concurrency": SLOTS,
+                "duration_s": 2.0,
+            }
+            jobs = [
+                {
+                    "endpoint": {"url": server.url, "model": "scripted"},
+                    "generate": load,
+                    "require": {"peers": [peers[r]]},
+                }
+                for r in ("honest", "tiny")
+            ]
+            campaign = tmp_path / "lone.yaml"
+            campaign.write_text(json.dumps({"name": "lone-floor", "jobs": jobs}))
+            submitter = swarm.start_submit(
+                "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out")
+            )
+            events = _events(submitter, 180)
+            seen = sum(1 for s in server.seen if s.path.endswith("/chat/completions"))
+        assert submitter.popen.wait(timeout=60) == 1
+    finally:
+        lab.close()
+    assert len(events["server_floor"]) == 2  # one probe a job
+    with open(events["outcome"][0]["files"]["csv"], newline="") as f:
+        rows = {r["WorkerPeerId"]: r for r in csv.DictReader(f)}
+    honest, tiny = rows[peers["honest"]], rows[peers["tiny"]]
+    assert honest["Status"] == "Complete"
+    assert float(honest["TtftMsMedian"]) >= FIRST_S * 1e3
+    assert int(honest["Requests"]) <= seen
+    assert (tiny["Status"], tiny["FailureReason"]) == ("Failed", "invalid")
+    assert re.search(
+        r"generation\.records\[\d+\]\.ttft_ms: 0\.0004 ms, under the server's floor of", tiny["Detail"]
+    )
+    assert "fleet member" not in tiny["Detail"]

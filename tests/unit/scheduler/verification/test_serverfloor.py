@@ -123,3 +123,24 @@ def test_the_slot_bound_divides_by_the_floor_not_by_the_records_own_shortest() -
         "generation.records: 200 records, more than its 2 slots send in 0.22 s at the server's floor "
         "of 25.0 ms (18)"
     )
+
+
+def test_a_lone_closed_loop_is_held_to_the_floor_too() -> None:
+    lone = CLOSED.with_(fleet_size=None)
+    spec = SPEC.with_(generate=lone)
+    records = _attack(_honest())
+    wall = max(r.started_s + r.e2e_ms / 1e3 for r in records)
+    raw: dict[str, Any] = {
+        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
+        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
+        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
+        "conditions": RunConditions(background_cores=0.05),
+        "generation": summarize_generation(records, wall, lone).with_(rtt_ms=0.3),
+    }  # fmt: skip
+    figures = check_figures(derive(Measurement(**raw), spec), spec)
+    assert not isinstance(figures, Refusal)
+    assert not isinstance(check_sends(figures, spec, spec), Refusal)  # physics alone passes it
+    refusal = check_sends(figures, spec, spec, PROBED)
+    assert isinstance(refusal, Refusal)
+    assert refusal.detail.startswith("generation.records[100].ttft_ms: 0.0004 ms, under the server's floor")
+    assert "fleet member" not in refusal.detail
