@@ -49,9 +49,10 @@ first held to physics (`physics_problems`): E2E at least TTFT, both above zero, 
 median round trip to the server; and a closed loop to at most slots x span / its shortest E2E records
 (`slots_problems`: zero-length records never overlap, so the in-flight check alone passed 4,900 of them).
 Both read what the worker signs (its round trip, its records' shortest E2E), so 4,900 records of 0.5 us
-passed them too (issue 50): a fleet's records are then held to the floor this submitter measured of the
-server itself before the members sent (`serverfloor`, `node.submitter.floors`): none quicker than half
-the server's shortest first token less the submitter's round trip, the slot bound divided by it. A
+passed them too (issue 50): a fleet's or a timed closed loop's records are then held to the floor this
+submitter measured of the server itself before it was loaded (`serverfloor`, `node.submitter.floors`):
+none quicker than half the server's shortest first token less the submitter's round trip, the slot bound
+divided by it. A
 refusal is `invalid` and names the field, the worker's value and the bound. The member's offer spec (its
 deal, without the endpoint's API key, which `attempt.with_key` adds only to the signed offer) is kept in the
 campaign store's `offers` table when the offer goes out, and a lease reclaimed after a submitter restart
