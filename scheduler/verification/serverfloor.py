@@ -26,7 +26,10 @@ lease reclaimed after a restart), a member is held to the other members' figures
 
 `FLOOR_SHARE` is one half: a prompt cache or a quieter server can answer a member quicker than the
 probe's quickest of five, but not twice as quick; a record at half the server's least time is one
-the server did not answer.
+the server did not answer. Measured on a real server (`examples/serve_llm.py`, SmolLM2-135M under
+`transformers serve` on two loaded cores, 2026-11-26): the probe's first tokens 539-685 ms, a floor of
+269 ms; an honest closed loop of 2 slots for 20 s beside it, 11 requests, its quickest first token
+837 ms (3.1 x the floor), none under it.
 """
 
 from __future__ import annotations
