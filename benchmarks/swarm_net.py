@@ -5,7 +5,8 @@ Model (stated, not measured):
   uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
   lookups, alpha requests in flight; a GET_PROVIDERS walk runs the node's walk state
   (`node.p2p.walk.Shortlist`: the next server drawn among the k closest known; it ends at the count,
-  at three holders listing the same providers and none more, or when the k closest it knows were asked).
+  or when the k closest it knows were asked; before issue 50 also at three holders listing
+  the same providers and none more, `Swarm.short`, which hostile servers near a key used).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back).
@@ -21,6 +22,7 @@ import math
 import random
 import sys
 from collections import Counter
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,6 +152,11 @@ class Swarm:
     """A key -> what each of its holders lists (`writers_lists`), once per key."""
     agreed: int = AGREED
     """Holders listing the same providers that end a lookup's walk (`Shortlist`'s `agreed`)."""
+    short: bool = False
+    """Holders that agree may end a walk short of its count (`Shortlist`'s `short`: the rule before
+    issue 50, which hostile servers near a key used; `swarm_hostile.py`'s baseline)."""
+    network: Callable[[int], Hashable] | None = None
+    """A server's network, so that agreement counts distinct networks (`Shortlist`'s `network`)."""
 
     @classmethod
     def build(cls, live: list[int], stale: int, rng: np.random.Generator, slim: bool) -> Swarm:
@@ -223,7 +230,10 @@ def walk(
     hop = HOP_S if lookup else math.inf  # libp2p's FIND_NODE walk holds a slot until the deadline
     draw = random.Random(int(swarm.rng.integers(2**32))) if lookup else None
     count = SHARD_CAP if lookup else 2**31
-    state = Shortlist(swarm.table(start, target), lambda p: p ^ target, count, draw, agreed=swarm.agreed)
+    state = Shortlist(
+        swarm.table(start, target), lambda p: p ^ target, count, draw,
+        agreed=swarm.agreed, short=swarm.short, network=swarm.network,
+    )  # fmt: skip
     same = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
     lists = holders if isinstance(holders, dict) else dict.fromkeys(holders or (), same)
     flight: list[tuple[float, float, int]] = []  # (answered or failed at, sent at, server)
@@ -240,7 +250,7 @@ def walk(
         for peer in state.next(ALPHA - sum(1 for _, at, _ in flight if now < at + hop)):
             rtt_s = QUERY_TIMEOUT_S if swarm.is_dead(peer) else rtt(swarm)
             heapq.heappush(flight, (now + rtt_s, now, peer))
-        if state.done(len(flight)):
+        if state.done(len(flight), sum(1 for _, at, _ in flight if now < at + hop)):
             # requests still open were sent and are answered on the wire, read or not (`swarm_check`
             # measured the node's: a lookup of 20 at 3.8 x the bytes modelled when these were left out)
             sent += sum(exchange(p) for _, _, p in flight if not swarm.is_dead(p))

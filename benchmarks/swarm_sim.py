@@ -14,7 +14,8 @@ Model (stated, not measured):
   uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
   lookups, alpha requests in flight; a GET_PROVIDERS walk runs the node's walk state
   (`node.p2p.walk.Shortlist`: the next server drawn among the k closest known; it ends at the count,
-  at three holders listing the same providers and none more, or when the k closest it knows were asked).
+  or when the k closest it knows were asked; before issue 50 also at three holders listing
+  the same providers and none more, `Swarm.short`, which hostile servers near a key used).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back): this favours today's scheme, whose three gates answer every lookup.

@@ -20,6 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from drivers.endpoint.floorprobe import ServerTiming, probe_floor
     from drivers.endpoint.options import EndpointOptions
     from drivers.endpoint.servers import probe_server
     from drivers.endpoint.task import measure_endpoint
@@ -35,6 +36,7 @@ _HOMES: Final = {
     "DriverError": "errors",
     "EndpointOptions": "endpoint.options",
     "ProbeFailed": "errors",
+    "ServerTiming": "endpoint.floorprobe",
     "TaskFailed": "errors",
     "check_model_file": "files.formats",
     "detect_format": "files.formats",
@@ -43,6 +45,7 @@ _HOMES: Final = {
     "measure": "measuring.harness",
     "measure_endpoint": "endpoint.task",
     "measure_peak": "measuring.peaks",
+    "probe_floor": "endpoint.floorprobe",
     "probe_generation": "probe.profile",
     "probe_server": "endpoint.servers",
     "probe_servers_apart": "probe.apart",
@@ -64,6 +67,7 @@ __all__ = [
     "DriverError",
     "EndpointOptions",
     "ProbeFailed",
+    "ServerTiming",
     "TaskFailed",
     "check_model_file",
     "detect_format",
@@ -72,6 +76,7 @@ __all__ = [
     "measure",
     "measure_endpoint",
     "measure_peak",
+    "probe_floor",
     "probe_generation",
     "probe_server",
     "probe_servers_apart",

@@ -130,10 +130,12 @@ from scheduler.verification import (
     SECRET_BYTES,
     DrawKey,
     Refusal,
+    ServerFloor,
     check_figures,
     check_sends,
     draws_seed,
     placed_profile,
+    server_floor,
 )
 
 __all__ = [
@@ -196,6 +198,7 @@ __all__ = [
     "SendDispatch",
     "SendOffer",
     "SendReclaim",
+    "ServerFloor",
     "Status",
     "SubmitterStopped",
     "TaskFailedRemotely",
@@ -236,6 +239,7 @@ __all__ = [
     "result_row",
     "row_of",
     "seed_figures",
+    "server_floor",
     "shown_figures",
     "state_counts",
     "task_id_of",

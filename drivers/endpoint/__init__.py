@@ -13,6 +13,7 @@ Modules:
                sessions (a dataset's `turns:`): each send a conversation replayed turn by turn, each
                turn carrying the earlier ones with the server's own answers (`Prompt.turn`)
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
+    floorprobe the submitter's own view of a server: its round trip and its shortest answer (a floor)
     load       load against a model server through `sender`; `run_endpoint` for the spawned child
     fleetload  a fleet member's start instant on this worker's clock (its deal is sent by `sender`)
     servers    model servers the owner declared (gray-box): list their models, try each, statuses
@@ -41,7 +42,9 @@ records share the submitter's time base; `client_cpu_pct` is the process's CPU o
 row (fleet or not) derives from these raw parts (`protocol/clientload.py`, on the worker and again on the
 submitter) the achieved send rate over the schedule's span, the send lag p50/p99, and `ClientSaturated` with
 its reason (CPU over 90 %, p99 lag over 10 ms, unsent sends, or under 95 % of the planned sends sent within
-the span), shown in results.csv, the terminal table and report.html.
+the span), shown in results.csv, the terminal table and report.html. Before the members send, the
+submitter measures the server itself (`floorprobe`: its round trip, five one-token requests marked
+`user: sark-floor-probe`): the floor no member's record may go under (`scheduler.verification.serverfloor`).
 
 The client, and what a server sends
 -----------------------------------

@@ -70,9 +70,10 @@ the old ones; an expired record holds no place). `Dht.lookup` reads the levels t
 once, then the children of full keys, and stops at the count (`Kad.lookup_providers` cancels its asks once
 it has enough; with more than k servers in our table it walks instead, `node/p2p/walk.py`: alpha 3, the next
 server drawn among the k closest known (the reads of a key spread over its holders), closer peers followed,
-a request unanswered after `HOP_S` freeing its slot, ending at the count, at three holders listing the same
-providers (none more), or when the k closest it knows have been asked; its state, `Shortlist`, is pure and
-the simulator's walk runs it too); asked for all, or still short, it also reads the unit's old
+a request unanswered after `HOP_S` freeing its slot, ending at the count or when the k closest it knows
+have been asked, never at holders that agree on a short list (issue 50: hostile servers ground near a key);
+its state, `Shortlist`, is pure and the simulator's walk runs it too); asked for all, or still short, it
+also reads the unit's old
 `sark/cap/v1/` key (`capability_dht_key`) at the servers it knows, so a worker from before issue 43 is
 found; an old submitter does not find new workers (version rule: submitters first).
 `submitter.discovery.lookup_count` says what a campaign needs (2 x the most devices one plain CPU job needs,

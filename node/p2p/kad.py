@@ -49,8 +49,10 @@ from node.p2p.kadwire import (
     providers_of,
     put_value_request,
 )
+from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, key_distance, walk_providers
 from protocol import KAD
+from scheduler.verification import network_of
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,7 @@ class Kad:
         self._per_server: dict[ID, trio.Semaphore] = {}
         self.closest = ClosestServers()
         """The servers closest to each key we announce, reused by refreshes (issue 43)."""
+        self._networks: dict[ID, str] = {}  # each server's network as our last request reached it
 
     async def bootstrap(self, peer_ids: list[str]) -> None:
         """Add connected gates to the routing table and look ourselves up (P20)."""
@@ -215,9 +218,9 @@ class Kad:
         answered without listing us; the providers they listed, all together.
 
         Each writer sends to the k closest its own walk found, and in a young swarm those views differ:
-        a key's holders list different writers, and a reader's walk that ends at holders that agree
-        (`walk.AGREED`) misses a writer they all lack. This walk does not end at agreement: it reaches
-        the k closest the readers reach, and later refreshes go to those (`ClosestServers.walked`).
+        a key's holders list different writers, and a reader's walk that stopped waiting at holders that
+        agree (`walk.AGREED`) could miss a writer they all lack. This walk waits for every holder: it
+        reaches the k closest the readers reach, and later refreshes go to those (`ClosestServers.walked`).
         """
         me = self._dht.local_peer_id
         walked = await self._walk(key, 10**6, agree=False)
@@ -342,7 +345,14 @@ class Kad:
                 self._dht.host.get_peerstore().add_addrs(ID(raw), addrs, WALKED_ADDRS_TTL_S)
             return Answer([PeerInfo(ID(p), a) for p, a in providers], [PeerInfo(ID(p), a) for p, a in closer])
 
-        return await walk_providers(key, start, ask, count, QUERY_TIMEOUT_S, agree=agree)
+        network = self._network
+        return await walk_providers(key, start, ask, count, QUERY_TIMEOUT_S, agree=agree, network=network)
+
+    def _network(self, peer: ID) -> str:
+        """A server's network as our last request to it reached it (its /24 or /64,
+        `scheduler.verification.network_of`; "" unknown: every unknown server is one network), never
+        the addresses it announces: a walk's agreement counts networks (`node.p2p.walk`)."""
+        return self._networks.get(peer, "")
 
     @staticmethod
     def _found(infos: list[Any], answered: int, failures: dict[str, str], count: int) -> ProviderLookup:
@@ -376,6 +386,7 @@ class Kad:
     async def _request(self, peer: ID, request: bytes) -> bytes:
         """One kad request on a new stream and its answer (raises when either fails)."""
         stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
+        self._networks[peer] = network_of(remote_ip(stream) or "")
         try:
             await stream.write(encode_uvarint(len(request)) + request)
             return bytes(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))

@@ -4,12 +4,27 @@ With more servers than k, the servers of our routing table closest to a key are 
 holders: asking them all at once (`Kad.lookup_providers` in a small swarm) cost k requests that found
 nothing and, with one departed server among them, the whole query deadline. A walk asks `ALPHA` at a
 time and follows the closer peers each answer lists (`Shortlist`, the walk's state, pure: the
-simulator `benchmarks/swarm_net.walk` runs the same one). It ends at the count asked, once `AGREED`
-holders listed the same providers (and none listed more), or when the k closest servers it knows
-have all been asked (where a kad lookup ends; once a server listed providers, it does not wait out
-the deadline of one that left). A request unanswered after `HOP_S` frees its slot for the next server
-and stays open (a late answer still counts), so departed servers drawn at once do not stall the walk
-for their deadline.
+simulator `benchmarks/swarm_net.walk` runs the same one). It ends at the count asked, or when the k
+closest servers it knows have all been asked and answered (where a kad lookup ends; once a server
+listed providers, it does not wait out the deadline of one that left: only requests still within
+their `HOP_S`). A request unanswered after `HOP_S` frees its slot for the next server and stays open
+(a late answer still counts), so departed servers drawn at once do not stall the walk for their
+deadline.
+
+Holders that agree never end a walk short of its count (issue 50). The keys are public strings, so
+a server id can be ground near one; before, three holders listing the same providers (`AGREED`) ended
+the walk, and five hostile servers ground near a shard key (of 300 honest) that all listed the same
+three Sybils ended 2-3 % of the walks with no honest provider, ten 11 %, and the key then read "not
+full", so no deeper key was read. The hostile servers see the key and choose their ids, their lists
+and how fast they answer; the walk now reads neither their agreement nor their count: it goes on to
+the k closest and takes every list they gave, so a key's providers (and whether it is full: the
+union of the lists, `Dht.lookup`) are decided by all of its holders. Once the k closest were asked
+it waits for the requests still within their hop (a quick hostile answer does not end it while an
+honest holder's answer is on its way) unless `AGREED` holders on distinct networks (`network`:
+`Kad` gives a server's /24 or /64, `scheduler.verification.networks`) list the same providers and
+none lists more: ids are free, networks are not, so hostile servers on few networks cannot stop it
+waiting. The rule before is kept for the simulator's side-by-side (`short`) and its figures are in
+`benchmarks/notes/swarm_hostile.md`.
 
 The next server asked is drawn at random among the k closest known not yet asked, not the closest
 one: closest first, every lookup of a key asked the same few holders first (the three closest to it),
@@ -29,7 +44,6 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar, final
@@ -70,6 +84,10 @@ class Shortlist(Generic[P]):
             read-back does: it must reach every holder that lacks its record).
         agreed: how many holders listing the same providers end the walk (`AGREED`; the simulator
             varies it to weigh the rule).
+        short: whether holders that agree may end the walk with a list short of `count` (the rule
+            before issue 50, which a few hostile servers near a key used; the simulator's baseline).
+        network: a holder's network, so that agreement counts holders on distinct networks only
+            (None: each holder its own; the simulator's).
     """
 
     def __init__(
@@ -80,6 +98,8 @@ class Shortlist(Generic[P]):
         draw: random.Random | None,
         agree: bool = True,
         agreed: int = AGREED,
+        short: bool = False,
+        network: Callable[[P], Hashable] | None = None,
     ) -> None:
         self._distance = distance
         self.known = {peer: distance(peer) for peer in start}
@@ -90,7 +110,9 @@ class Shortlist(Generic[P]):
         self._draw = draw
         self._agree = agree
         self._agreed = agreed
-        self._lists: Counter[frozenset[Hashable]] = Counter()
+        self._short = short
+        self._network = network
+        self._lists: dict[frozenset[Hashable], set[Hashable]] = {}  # a list -> its holders' networks
         self._union: frozenset[Hashable] = frozenset()  # every provider a holder listed
 
     def closest(self) -> list[P]:
@@ -110,20 +132,26 @@ class Shortlist(Generic[P]):
         """`peer` answered: the providers it lists (a holder lists others than itself) and closer peers."""
         if providers - {peer}:
             self.held = True
-            self._lists[providers] += 1
+            where = peer if self._network is None else self._network(peer)
+            self._lists.setdefault(providers, set()).add(where)
             self._union |= providers
         self.found |= providers
         self.known.update((p, self._distance(p)) for p in closer if p not in self.known)
 
-    def done(self, open_requests: int) -> bool:
-        """Is the walk over: the count found, `AGREED` holders listing the same providers and none
-        listing more, or the k closest known asked (not waiting for open requests once a holder
-        answered)?"""
-        if len(self.found) >= self.count or (self._agree and self._lists[self._union] >= self._agreed):
+    def done(self, open_requests: int, active: int | None = None) -> bool:
+        """Is the walk over: the count found, or the k closest known asked and answered? Once a holder
+        answered it waits only for the `active` requests (within their hop), and not even for those
+        once `agreed` holders on distinct networks list the same providers, none more. With `short`
+        (the rule before issue 50), that agreement ends the walk before the k closest were asked."""
+        if len(self.found) >= self.count or (self._short and self._agree and self._agreement()):
             return True
         if any(p not in self.asked for p in self.closest()):
             return False
-        return (self.held and self._agree) or not open_requests
+        waiting = open_requests if active is None else active
+        return (self.held and self._agree and (not waiting or self._agreement())) or not open_requests
+
+    def _agreement(self) -> bool:
+        return len(self._lists.get(self._union, ())) >= self._agreed
 
 
 @dataclass(frozen=True)
@@ -171,12 +199,14 @@ async def walk_providers(
     draw: random.Random | None = None,
     hop: float = HOP_S,
     agree: bool = True,
+    network: Callable[[ID], Hashable] | None = None,
 ) -> Walked:
     """Walk towards `key` from the servers `start` (`Shortlist`; `draw`: a seeded generator for tests).
 
     A request unanswered after `hop` seconds frees its slot and stays open until `timeout`; `agree`
-    False walks on to the k closest past holders that agree (a writer's read-back)."""
-    state = Shortlist(start, key_distance(key), count, draw or random.Random(), agree)
+    False walks on to the k closest past holders that agree (a writer's read-back); `network`: a
+    server's network, read when it answered (`Shortlist`)."""
+    state = Shortlist(start, key_distance(key), count, draw or random.Random(), agree, network=network)
     providers: dict[ID, Any] = {}
     failures: dict[str, str] = {}
     sent: dict[ID, float] = {}  # open requests: when each was sent
@@ -190,7 +220,7 @@ async def walk_providers(
             for peer in state.next(ALPHA - active):
                 sent[peer] = now
                 nursery.start_soon(_ask_one, ask, peer, timeout, send)
-            if state.done(len(sent)):
+            if state.done(len(sent), sum(1 for at in sent.values() if now < at + hop)):
                 break
             with trio.move_on_at(min((at + hop for at in sent.values() if now < at + hop), default=math.inf)):
                 peer, answer = await receive.receive()

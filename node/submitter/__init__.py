@@ -11,6 +11,7 @@ Modules:
     attempt    the submitter's side of /sark/negotiate/1.0.0: one coroutine per task attempt
     eventlines the event line each attempt's scheduler event makes (--events)
     fleet      a fleet job's seed, start instant and member deals; the /sark/clock/1.0.0 offset probe
+    floors     a fleet's or timed closed loop's server measured by the submitter itself: the records' floor
     discovery  finding workers: DHT adverts confirmed by a live /sark/profile answer
     challenge  each new peer's claimed CPU and GPU speeds challenged (/sark/challenge/1.2.0, 1.1.0)
                before its first task; `measure` for `peers --challenge`
@@ -92,6 +93,7 @@ __all__ = [
     "discovery",
     "eventlines",
     "fleet",
+    "floors",
     "loop",
     "models",
     "outputs",

@@ -29,6 +29,7 @@ from node.submitter.challenge import Challenger
 from node.submitter.discovery import Discovery
 from node.submitter.eventlines import event_line
 from node.submitter.fleet import FleetBook, with_deal
+from node.submitter.floors import FloorBook
 from node.submitter.store import CampaignStatus, CampaignStore
 from node.submitter.verdict import judge
 from protocol import FleetDeal, Holder, Reachability, TaskSpec
@@ -87,6 +88,7 @@ class CampaignLoop:
         self._emit = events
         self._stop = stop if stop is not None else trio.Event()
         self._fleet = fleet or FleetBook(campaign)
+        self._floors = FloorBook(campaign, me.keys)
         self._challenger = challenger
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
@@ -254,12 +256,20 @@ class CampaignLoop:
             priority=command.priority,
             holders=self._holders(command.model.sha256, command.peer_id) if not command.model.sources else (),
         )
+        self._floors.start(command.job_index, self._nursery, self._emit)
         if self._fleet.is_fleet(command.job_index):
             deal = self._fleet.deal(command.task_id, command.job_index, self._sched.tasks(), time.time())
             self._nursery.start_soon(self._fleet_offer, attempt, deal)
             return
         if command.spec.generate is not None and sch.draws_seed(command.spec.generate):
             attempt = self._seeded(attempt)
+        if self._floors.gates(command.job_index):  # a closed loop loads at once: after the probe
+            self._nursery.start_soon(self._floored, command.job_index, attempt)
+            return
+        self._launch(attempt)
+
+    async def _floored(self, job_index: int, attempt: Attempt) -> None:
+        await self._floors.measured(job_index)
         self._launch(attempt)
 
     def _seeded(self, attempt: Attempt) -> Attempt:
@@ -379,7 +389,7 @@ class CampaignLoop:
             return None
         spec = self._campaign.jobs[self._task(a.task_id).job_index].spec
         profile = sch.placed_profile(self._sched.peers(), a.peer_id) or delivered.body.device
-        verdict = judge(a, delivered, spec, profile)
+        verdict = judge(a, delivered, spec, profile, self._floors.floor(self._task(a.task_id).job_index))
         if isinstance(verdict, sch.ResultRejected):
             log.info("refused the result for %s: %s %s", a.task_id, verdict.reason.value, verdict.detail)
             return verdict

@@ -5,7 +5,8 @@ A result whose lease is current is judged here and nowhere else on the submitter
 derived again from its raw parts and its readings bounded by the profile it was placed by
 (`scheduler.check_figures`), then a load client's records checked against the schedule this
 submitter gave it (`scheduler.check_sends`: a fleet member's signed deal, or the seed drawn for a
-lone open loop's offer). What passes is kept as the submitter derived it, never as sent.
+lone open loop's offer), and a fleet's records to the floor this submitter measured of the server itself
+(`node.submitter.floors`). What passes is kept as the submitter derived it, never as sent.
 """
 
 from __future__ import annotations
@@ -29,16 +30,21 @@ class Accepted:
 
 
 def judge(
-    a: Attempt, delivered: Delivered, spec: TaskSpec, profile: DeviceProfile
+    a: Attempt,
+    delivered: Delivered,
+    spec: TaskSpec,
+    profile: DeviceProfile,
+    floor: sch.ServerFloor | None = None,
 ) -> Accepted | sch.ResultRejected:
     """The verdict on `delivered`, a result for the current lease of `a`'s task.
 
-    `spec` is the job's spec as the campaign wrote it; `profile` the one the task was placed by.
+    `spec` is the job's spec as the campaign wrote it; `profile` the one the task was placed by;
+    `floor` the job's server as this submitter measured it itself (a fleet's, `node.submitter.floors`).
     """
     body = delivered.body
     figures = sch.check_figures(body.measurement, spec, profile, body.device)
     if not isinstance(figures, sch.Refusal):  # a load's records against the schedule it was given
-        figures = sch.check_sends(figures, spec, a.spec)
+        figures = sch.check_sends(figures, spec, a.spec, floor)
     if isinstance(figures, sch.Refusal):
         return sch.ResultRejected(a.task_id, delivered.lease_id, a.peer_id, figures.detail, figures.reason)
     record = ResultRecord(  # the outputs show the derived figures, rendered from these at output time

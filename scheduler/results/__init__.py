@@ -54,7 +54,7 @@ Fleet rows
 fleet job (`scheduler/results/fleetrows.py`), derived from the raw records of the members whose results
 passed both checks, so it counts only verified, dealt requests; a member without a result is named in
 `FleetLost` and `Detail` with its cause, and its records are not there (none reached the submitter, or they
-were refused).
+were refused); so is a member whose quickest first token is under half the other members' (`fleetrows.apart`).
 
 The room, and how a result travels
 ----------------------------------
@@ -255,6 +255,7 @@ from scheduler.results.document import CampaignReport, Merged, ReportTask, Resul
 from scheduler.results.energyrows import energy_columns
 from scheduler.results.fleetrows import (
     Member,
+    apart,
     fleet_columns,
     fleet_rows,
     member_row,
@@ -367,6 +368,7 @@ __all__ = [
     "TaskResult",
     "Timed",
     "agreed_changes",
+    "apart",
     "capacity_columns",
     "cell",
     "cells",

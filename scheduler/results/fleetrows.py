@@ -7,6 +7,17 @@ percentile over all requests, never a mean of members' medians), with `ComputeUn
 keeps what the others measured. A lost member's own records are not in the row: a worker delivers
 its records only in its signed result, so a member that never delivered one contributes none (its
 dealt requests are counted in `Detail`).
+
+A member's records are also held to the other members' (`apart`), the floor that is left where this
+submitter could not measure the server itself (`scheduler.verification.serverfloor`: a gray-box
+server, an address it cannot reach) and a second one where it could: a member whose quickest
+successful first token is under `FLOOR_SHARE` x the lower median of the other members' quickest
+(each less its own stated round trip) is kept out of the merged row, named in `FleetLost` and
+`Detail` with both figures. The cheater's view: a member chooses its own records and its stated
+round trip, never the others'; its own round trip is not subtracted from its own figure (claiming
+one can only lower what it is held to), and the lower median moves only when half the others lie
+alike. A member far from the server is not kept out for it (the others' figures are taken less
+their round trips, so only the server's time is compared). A member needs two others to be judged.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from scheduler.results.columns import CSV_COLUMNS, cell, cells
 from scheduler.results.genrows import generation_columns, stat_cell
 from scheduler.state.fleet import FLEET_UNIT
 from scheduler.state.tasks import Status, TaskView
+from scheduler.verification.serverfloor import FLOOR_SHARE
 
 _MB: Final = 1024 * 1024
 
@@ -73,12 +85,52 @@ def member_row(member: Member, spec: GenerateSpec, size: int) -> dict[str, str]:
     return row
 
 
+def _quickest(g: GenerationStats) -> float | None:
+    """A member's quickest successful first token (E2E where a record has none), in ms."""
+    times = [r.ttft_ms if r.ttft_ms is not None else r.e2e_ms for r in g.records if r.error is None]
+    return min(times, default=None)
+
+
+def apart(members: Sequence[Member]) -> dict[str, str]:
+    """The measured members kept out of the merged row (by task id), each with why (the module's
+    docstring): a quickest first token under `FLOOR_SHARE` x the lower median of the others' less
+    their round trips."""
+    quickest = {
+        m.task.task_id: (q, max(q - (m.generation.rtt_ms or 0.0), 0.0))
+        for m in members
+        if m.generation is not None and (q := _quickest(m.generation)) is not None
+    }
+    kept_out: dict[str, str] = {}
+    for task_id, (own, _) in quickest.items():
+        others = sorted(server for k, (_, server) in quickest.items() if k != task_id)
+        if len(others) < 2:
+            continue
+        reference = others[(len(others) - 1) // 2]
+        if own < FLOOR_SHARE * reference:
+            kept_out[task_id] = (
+                f"its quickest first token {own:.4g} ms is under {FLOOR_SHARE:g} x {reference:.4g} ms, the "
+                f"lower median of the {len(others)} other members' quickest less their round trips"
+            )
+    return kept_out
+
+
+def _merged(members: Sequence[Member]) -> list[GenerationStats]:
+    """The measurements the merged row is made of: every measured member's not kept `apart`."""
+    out = apart(members)
+    return [m.generation for m in members if m.generation is not None and m.task.task_id not in out]
+
+
 def _lost(members: Sequence[Member]) -> list[str]:
+    out = apart(members)
     return [
         f"{m.task.device_name or 'unplaced'} ({m.task.peer_id or '-'}): "
-        f"{m.row.get('Status', '')} {m.task.failure_reason}".rstrip()
+        + (
+            f"{m.row.get('Status', '')} {m.task.failure_reason}".rstrip()
+            if m.generation is None
+            else f"kept out: {out[m.task.task_id]}"
+        )
         for m in members
-        if m.generation is None
+        if m.generation is None or m.task.task_id in out
     ]
 
 
@@ -86,7 +138,7 @@ def merged_stats(job: Job, members: Sequence[Member]) -> GenerationStats:
     """The fleet's figures: every measured member's raw records summarized together."""
     spec = job.spec.generate
     assert spec is not None
-    measured = [m.generation for m in members if m.generation is not None]
+    measured = _merged(members)
     records = fleet_records(measured)
     cpus = [g.client_cpu_pct for g in measured if g.client_cpu_pct is not None]
     unsent = sum(g.unsent for g in measured)
@@ -110,7 +162,7 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
     spec = job.spec.generate
     assert spec is not None
     assert members
-    measured = [m.generation for m in members if m.generation is not None]
+    measured, out = _merged(members), apart(members)
     records = fleet_records(measured)
     stats = merged_stats(job, members)
     size, lost = len(members), _lost(members)
@@ -126,7 +178,8 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
         CreatedUtc=created_utc,
         ModelSha256=first.model.sha256,
         WorkerPeerId=cells(
-            "WorkerPeerId", (m.task.peer_id or "" for m in members if m.generation is not None)
+            "WorkerPeerId",
+            (m.task.peer_id or "" for m in members if m.generation is not None and m.task.task_id not in out),
         ),
         InferenceMsMedian=stat_cell("InferenceMsMedian", stats.e2e_ms, "median"),
         InferenceMsAverage=stat_cell("InferenceMsAverage", stats.e2e_ms, "mean"),
@@ -144,7 +197,7 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
 
 
 def _detail(members: Sequence[Member], lost: Sequence[str]) -> str:
-    kept = sum(1 for m in members if m.generation is not None)
+    kept = len(_merged(members))
     text = f"merged from the raw records of {kept} of {len(members)} members"
     if lost:
         text += f"; lost: {'; '.join(lost)} (a lost member's records are not in this row)"
@@ -169,6 +222,7 @@ def fleet_rows(
 
 __all__ = [
     "Member",
+    "apart",
     "fleet_columns",
     "fleet_records",
     "fleet_rows",

@@ -17,6 +17,8 @@ Modules:
                placed_profile
     sendcheck  check_sends: a load client's records against the schedule the submitter gave it (a fleet
                member's deal, a lone open loop's seed), or a Refusal
+    serverfloor ServerFloor: the least time a server answers, as the submitter measured it itself; records
+               under it refused, a closed loop's slot bound divided by it
     classes    device classes: the profile parts two peers share exactly when their timings should agree
     replicas   pick_replicas: N peers of one class, distinct identity, owner, network; checkable; voter_name
     networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
@@ -45,7 +47,12 @@ shown saturated long before it is refused), and `unsent` the rest of the deal; a
 no planned time and start within `duration_s` plus bound and slack. Every load's successful records are
 first held to physics (`physics_problems`): E2E at least TTFT, both above zero, TTFT above half the worker's
 median round trip to the server; and a closed loop to at most slots x span / its shortest E2E records
-(`slots_problems`: zero-length records never overlap, so the in-flight check alone passed 4,900 of them). A
+(`slots_problems`: zero-length records never overlap, so the in-flight check alone passed 4,900 of them).
+Both read what the worker signs (its round trip, its records' shortest E2E), so 4,900 records of 0.5 us
+passed them too (issue 50): a fleet's or a timed closed loop's records are then held to the floor this
+submitter measured of the server itself before it was loaded (`serverfloor`, `node.submitter.floors`):
+none quicker than half the server's shortest first token less the submitter's round trip, the slot bound
+divided by it. A
 refusal is `invalid` and names the field, the worker's value and the bound. The member's offer spec (its
 deal, without the endpoint's API key, which `attempt.with_key` adds only to the signed offer) is kept in the
 campaign store's `offers` table when the offer goes out, and a lease reclaimed after a submitter restart
@@ -297,6 +304,7 @@ from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.draws import SECRET_BYTES, DrawKey, Purpose
 from scheduler.verification.evidence import weigh
 from scheduler.verification.figures import Refusal, check_figures
+from scheduler.verification.networks import network_of
 from scheduler.verification.offsets import ReferenceOffsets
 from scheduler.verification.peakcheck import peak_parts
 from scheduler.verification.peers import Advertised
@@ -304,8 +312,10 @@ from scheduler.verification.references import judge, reference_peers, vouched
 from scheduler.verification.replicas import Candidate, by_class, checkable, pick_replicas, voter_name
 from scheduler.verification.reputation import Evidence, PeerRecord, Witness, distrusted, should_check
 from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
+from scheduler.verification.serverfloor import FLOOR_SHARE, ServerFloor, server_floor
 
 __all__ = [
+    "FLOOR_SHARE",
     "LATE_SLACK_S",
     "OVERRUN",
     "POOL_KEEP",
@@ -321,6 +331,7 @@ __all__ = [
     "ReferenceOffsets",
     "Refusal",
     "Replica",
+    "ServerFloor",
     "Settlement",
     "Witness",
     "by_class",
@@ -334,6 +345,7 @@ __all__ = [
     "draws_seed",
     "judge",
     "judged_band",
+    "network_of",
     "pair_error",
     "peak_parts",
     "pick_replicas",
@@ -343,6 +355,7 @@ __all__ = [
     "process_error",
     "reference_peers",
     "replica_of",
+    "server_floor",
     "settle",
     "should_check",
     "spread_of",

@@ -37,6 +37,11 @@ are the requests the client was given to send. This check can, where the submitt
   the server less `RTT_SLACK_MS` (`rtt_ms`, a median: one request may be quicker than the median,
   none is quicker than half of it; a first byte back needs the request to go and come back);
   records of zero length, a thousand at one instant, were never sent.
+- **The server's floor, for fleets and closed loops** (`serverfloor.floor_problems`, after physics):
+  where this submitter measured the server itself before the job, no successful record is quicker
+  than the floor it found, and a closed loop's slot bound divides by that floor, not only by the
+  records' own shortest (the liar's choice). The physics above reads the worker's own round trip;
+  the floor reads nothing the worker signs (its docstring gives the cheater's view).
 
 Refused as `invalid`, naming the field, the worker's value and the bound. A result without a known
 schedule (a lease reclaimed after a submitter restart whose offer the store did not keep) is refused
@@ -59,6 +64,7 @@ from protocol.clientload import SATURATED_LAG_MS
 from protocol.generation import MAX_RECORDS
 from scheduler.language.fleet import is_fleet
 from scheduler.verification.figures import Refusal
+from scheduler.verification.serverfloor import ServerFloor, floor_problems
 
 PLAN_TOL_S: Final = 1e-9
 """A planned time travels as a float64 both ways (msgpack doubles): an honest record echoes it to the bit;
@@ -82,7 +88,9 @@ which a kernel-stamped first byte does not, so a round trip of a few ms can be t
 network's; over a real network the floor stays most of the trip."""
 
 
-def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Measurement | Refusal:
+def check_sends(
+    m: Measurement, spec: TaskSpec, signed: TaskSpec | None, floor: ServerFloor | None = None
+) -> Measurement | Refusal:
     """The measurement unchanged when its records fit the load the submitter gave its endpoint run (a
     deal, an open loop's seed, a closed loop's slots, a capacity search's levels), else why it is
     refused; a task with no endpoint (a tensor task, a local model's generation) passes as it is.
@@ -93,6 +101,8 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
         signed: the spec of the offer this attempt answered, with the member's deal or the open
             loop's seed (a lease reclaimed after a restart: the offer spec the campaign store kept;
             None if it kept none).
+        floor: the server's floor as this submitter measured it itself (`serverfloor`); None: none
+            measured (an open loop's, or a server it could not reach), physics and the schedule only.
     """
     generate = spec.generate
     if generate is None or generate.endpoint is None:
@@ -101,10 +111,12 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
     records, unsent = (m.generation.records, m.generation.unsent) if m.generation is not None else ((), 0)
     every = records
     records = tuple(r for r in every if (r.turn or 1) == 1)  # a planned send is a session's first turn
+    floor_ms, who = floor.floor_ms if floor is not None else 0.0, ""
     if is_fleet(generate):
         if given is None or given.deal is None:
             return _unknown("this member's deal")
-        problems = deal_problems(records, unsent, given.deal, generate, every)
+        who = f"fleet member {given.deal.member} of {given.deal.size}"
+        problems = deal_problems(records, unsent, given.deal, generate, every, floor_ms)
     elif draws_seed(generate):
         if given is None or given.arrival_seed is None:
             return _unknown("this open loop's seed")
@@ -113,15 +125,16 @@ def check_sends(m: Measurement, spec: TaskSpec, signed: TaskSpec | None) -> Meas
         else:
             problems = rate_levels_problems(m, generate, given.arrival_seed)
     elif generate.capacity is not None:
-        problems = _concurrency_levels(m)
+        problems = _concurrency_levels(m, floor_ms)
     else:
         wall_s = m.generation.wall_s if m.generation is not None else 0.0
         span = (generate.duration_s or wall_s) + LATE_SLACK_S
         problems = _first(
             in_flight_problems(every, generate.concurrency),
-            slots_problems(every, generate.concurrency, span),
+            slots_problems(every, generate.concurrency, span, floor_ms=floor_ms),
         )
-    problem = next(_first(physics_problems(m), session_problems(every, generate), problems), None)
+    checks = (physics_problems(m), floor_problems(m, floor, who), session_problems(every, generate), problems)
+    problem = next(_first(*checks), None)
     return m if problem is None else Refusal(FailureReason.INVALID, problem)
 
 
@@ -165,11 +178,13 @@ def deal_problems(
     deal: FleetDeal,
     spec: GenerateSpec,
     every: Sequence[RequestRecord] | None = None,
+    floor_ms: float = 0.0,
 ) -> Iterator[str]:
     """Every way a member's records depart from its deal, the count first (`records`: the sessions'
-    first turns; `every`: all turns, which a closed loop's slots send)."""
+    first turns; `every`: all turns, which a closed loop's slots send; `floor_ms`: the server's floor
+    that a closed loop's slot bound divides by, `serverfloor`)."""
     if not deal.planned_s:
-        yield from _closed_loop(records if every is None else every, deal, spec)
+        yield from _closed_loop(records if every is None else every, deal, spec, floor_ms)
         return
     pairs = sorted(zip(deal.planned_s, deal.prompts, strict=True))  # `scheduler.deal` makes them ascending
     times, prompts = tuple(t for t, _ in pairs), tuple(p for _, p in pairs)
@@ -343,18 +358,27 @@ def _unphysical(r: RequestRecord, floor_ms: float) -> str | None:
 
 
 def slots_problems(
-    records: Sequence[RequestRecord], slots: int, span_s: float, where: str = "generation.records"
+    records: Sequence[RequestRecord],
+    slots: int,
+    span_s: float,
+    where: str = "generation.records",
+    *,
+    floor_ms: float = 0.0,
 ) -> Iterator[str]:
     """A closed loop of `slots` whose requests start within `span_s` sends at most slots x (span /
     its shortest E2E + 1) requests: each slot's one after another, each at least the successful
-    records' shortest E2E apart, and the last may start at the span's end and run past it (a slow
-    server's one request of 39 s in a 21 s run is one request, not a lie)."""
-    shortest = min((r.e2e_ms for r in records if r.error is None and r.e2e_ms > 0), default=None)
-    if shortest is None:
+    records' shortest E2E apart, and never quicker than the server's floor this submitter measured
+    (`floor_ms`, `serverfloor`: the records' shortest is the worker's choice, the floor is not), and
+    the last may start at the span's end and run past it (a slow server's one request of 39 s in a
+    21 s run is one request, not a lie)."""
+    own = min((r.e2e_ms for r in records if r.error is None and r.e2e_ms > 0), default=None)
+    if own is None:
         return
+    shortest = max(own, floor_ms)
     most = slots * (math.floor(span_s * 1e3 / shortest) + 1)
     if len(records) > most:
-        over = f"{span_s:.6g} s at its shortest E2E of {shortest!r} ms"
+        at = "the server's floor" if floor_ms > own else "its shortest E2E"
+        over = f"{span_s:.6g} s at {at} of {shortest!r} ms"
         yield f"{where}: {len(records)} records, more than its {slots} slots send in {over} ({most:.0f})"
 
 
@@ -416,7 +440,7 @@ def _turns_in_order(
             return
 
 
-def _concurrency_levels(m: Measurement) -> Iterator[str]:
+def _concurrency_levels(m: Measurement, floor_ms: float = 0.0) -> Iterator[str]:
     """A concurrency search's levels, each a closed loop of its level's slots."""
     if m.capacity is None or m.capacity.by != "concurrency":
         return
@@ -425,11 +449,14 @@ def _concurrency_levels(m: Measurement) -> Iterator[str]:
         records, slots = level.generation.records, int(level.level)
         span = level.generation.wall_s + LATE_SLACK_S
         yield from _first(
-            in_flight_problems(records, slots, where), slots_problems(records, slots, span, where)
+            in_flight_problems(records, slots, where),
+            slots_problems(records, slots, span, where, floor_ms=floor_ms),
         )
 
 
-def _closed_loop(records: Sequence[RequestRecord], deal: FleetDeal, spec: GenerateSpec) -> Iterator[str]:
+def _closed_loop(
+    records: Sequence[RequestRecord], deal: FleetDeal, spec: GenerateSpec, floor_ms: float
+) -> Iterator[str]:
     limit = (spec.duration_s or 0.0) + (deal.offset_bound_s or 0.0) + LATE_SLACK_S
     for i, record in enumerate(records):
         if record.planned_s is not None:
@@ -442,7 +469,10 @@ def _closed_loop(records: Sequence[RequestRecord], deal: FleetDeal, spec: Genera
                 f"{spec.duration_s or 0.0:g} s plus the clock bound and slack ({limit:.6g} s)"
             )
             return
-    yield from _first(in_flight_problems(records, deal.slots), slots_problems(records, deal.slots, limit))
+    yield from _first(
+        in_flight_problems(records, deal.slots),
+        slots_problems(records, deal.slots, limit, floor_ms=floor_ms),
+    )
 
 
 __all__ = [

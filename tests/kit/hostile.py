@@ -3,7 +3,8 @@
 Run as `python tests/kit/hostile.py`: it listens on a free port, prints `ready <url>` and serves
 until its stdin closes. Each request's path starts with the fault to commit (`<url>/<fault>/v1`
 is the server URL a test gives the client); `GET /seen` answers how many requests each fault was
-sent, as JSON (the server's own count). The faults, on real sockets, raw bytes:
+sent, as JSON (the server's own count of the load: a submitter's floor probe, its body's `user`
+`PROBE_USER`, is answered as the fault says and not counted). The faults, on real sockets, raw bytes:
 
 - `endless`: a valid stream of content deltas that never ends, as fast as the socket takes it;
 - `hugeline`: a `data:` line of `HUGE_LINE` bytes with no end, in 64-byte HTTP chunks;
@@ -92,8 +93,11 @@ def _answer(sock: socket.socket, fault: str, seen: int) -> None:
         )
 
 
-def _request(stream: socket.SocketIO) -> tuple[str, str] | None:
-    """(method, path) of the next request, its body read; None when the client closed."""
+PROBE_USER = "sark-floor-probe"  # drivers.endpoint.floorprobe.PROBE_USER (this file runs alone, -P)
+
+
+def _request(stream: socket.SocketIO) -> tuple[str, str, bytes] | None:
+    """(method, path, body) of the next request; None when the client closed."""
     lines = []
     while (line := stream.readline(65536)) not in (b"\r\n", b"\n", b""):
         lines.append(line)
@@ -102,8 +106,7 @@ def _request(stream: socket.SocketIO) -> tuple[str, str] | None:
     method, path, _ = lines[0].decode("latin-1").split(" ", 2)
     length = next((int(v) for k, _, v in (h.decode("latin-1").partition(":") for h in lines[1:])
                    if k.strip().lower() == "content-length"), 0)  # fmt: skip
-    stream.read(length)
-    return method, path
+    return method, path, stream.read(length) or b""
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -123,7 +126,7 @@ def serve() -> None:
             stream = socket.SocketIO(sock, "rb")
             try:
                 while (asked := _request(stream)) is not None:
-                    _, path = asked
+                    _, path, body = asked
                     if path == "/seen":
                         with lock:
                             body = json.dumps(dict(seen)).encode()
@@ -132,7 +135,7 @@ def serve() -> None:
                     fault = path.strip("/").split("/", 1)[0]
                     with lock:
                         before = seen[fault]
-                        seen[fault] += 1
+                        seen[fault] += PROBE_USER.encode() not in body  # a submitter's floor probe: not load
                     _answer(sock, fault, before)
             except OSError:
                 return

@@ -18,6 +18,9 @@ honest client does, then, by MODE:
 - `zero` (a closed loop): adds up to `ZERO_BURST` records of zero length (TTFT and E2E 0 ms) at the
   instant its last real one started: they never overlap, so only physics refutes them (issue 41:
   a member's 4,900 such records were counted as 5,018 requests at TTFT 0.000 ms).
+- `tiny` (a closed loop, a fleet member's slots): as `zero`, but each record 0.5 us long (TTFT 0.4 us):
+  above zero, under half any LAN round trip less 1 ms, so physics passes it and only a floor the
+  member does not set refutes it (issue 50: 4,900 merged as 5,015 requests while the server saw 229).
 
 Either way every figure is then derived again from the lying records (`protocol.derive`), as the
 submitter would derive them, so the result is self-consistent and only the schedule the submitter
@@ -76,10 +79,13 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
         lying = list(_own_schedule(records))
     elif mode == "crowd":
         lying = [*records, *(r.with_(started_s=r.started_s + 0.001) for r in records)]
-    elif mode == "zero":
+    elif mode in ("zero", "tiny"):
         at, most = records[-1].started_s, min(ZERO_BURST, MAX_RECORDS - len(records))
-        zero = records[0].with_(started_s=at, ttft_ms=0.0, e2e_ms=0.0, ttfo_ms=0.0, token_times_ms=(0.0, 0.0))
-        lying = [*records, *(zero for _ in range(most))]
+        first, last = (0.0, 0.0) if mode == "zero" else (0.0004, 0.0005)
+        short = records[0].with_(
+            started_s=at, ttft_ms=first, e2e_ms=last, ttfo_ms=first, token_times_ms=(first, last)
+        )
+        lying = [*records, *(short for _ in range(most))]
     else:  # hide
         lying, unsent = list(half), 0
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in lying)

@@ -5,7 +5,9 @@ A script maps each request (its JSON body and how many times this prompt was ask
 HTTP/1.1 chunked encoding. Faults are replies too: an error status with `Retry-After`, a body that
 is not SSE, bytes split mid-line or mid-character, a stream that never ends. The server runs in
 threads (one per connection), so synchronous and trio callers can both use it; every request is
-recorded (path, headers, body) for the test to inspect.
+recorded (path, headers, body) for the test to inspect: a submitter's own probe of the server (a
+fleet's floor, `drivers.endpoint.floorprobe`, its body's `user` set to `PROBE_USER`) in `probes`, the
+load's requests in `seen`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from drivers.endpoint.floorprobe import PROBE_USER
 
 SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
 
@@ -99,6 +103,7 @@ class SseServer:
 
     url: str
     seen: list[Seen] = field(default_factory=list)
+    probes: list[Seen] = field(default_factory=list)  # the submitter's floor probes (`PROBE_USER`)
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -137,7 +142,8 @@ def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[Sse
         def _answer(self, body: dict[str, object], raw: bytes = b"") -> None:
             with lock:
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                state.seen.append(Seen(self.path, headers, body, raw))
+                kept = state.probes if body.get("user") == PROBE_USER else state.seen
+                kept.append(Seen(self.path, headers, body, raw))
                 key = f"{self.path} {prompt_of(body)}"
                 attempt = asked[key]
                 asked[key] += 1

@@ -1,0 +1,131 @@
+"""Hostile DHT servers ground near a shard key: walks that end early, before and after issue 50.
+
+    .venv/bin/python benchmarks/swarm_hostile.py [--servers 300] [--lookups 500] [--seed 1]
+
+A seeded, in-process simulation over the node's own walk state (`node.p2p.walk.Shortlist`, through
+`swarm_net.walk`): `--servers` honest DHT servers with random ids, one shard key of the any-worker tree
+(`Shard(None, 3, 5)`) with 20 honest providers (a full key) that wrote to the k closest servers their own
+FIND_NODE walks found (`swarm_net.writers_lists`). M hostile servers (M = 0, 5, 10, 20) have ids ground
+near the key (the keys are public strings: their places are known; a 64-bit id within 2**40 of the key's
+is closer than any honest one), so they are the key's M closest servers; each drops the records it is
+sent and lists the same 3 Sybils to every reader, and answers closer peers from its routing table as
+an honest one does. `--lookups` walks from random starts per rule and M, side by side in one run:
+
+- before: the rule before issue 50 (`Swarm.short`): three holders listing the same providers, none
+  listing more, end a walk short of its count;
+- now: the node's rule (`node.p2p.walk`): no agreement ends a walk short of its count; it goes on to
+  the k closest and then waits for the requests still within their hop unless three holders on
+  distinct networks agree (`Swarm.network`): the M hostile servers on one network (ids are free, a
+  network is not), every honest one on its own;
+- now, M networks: the same, each hostile server on a network of its own (an attacker who holds M
+  networks).
+
+Per walk: how many of the 20 honest providers it found, whether it found none ("lost"), whether the
+key read full (the union of the lists holds 20: its subtree is read next), requests and bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Callable, Hashable
+from typing import Final
+
+import numpy as np
+from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes, walk, writers_lists
+
+from node.p2p.shards import SHARD_CAP, Shard
+
+HOSTILE: Final = (0, 5, 10, 19, 20)
+KEYS: Final = (SHARD_CAP, 7)
+"""Honest providers of the key: a full one (its subtree read next), and one not full (a lookup reads
+it to its end, and no hostile holder may shorten what it lists)."""
+RULES: Final = ("before", "now", "now, M networks")
+SYBILS: Final = frozenset({-1, -2, -3})  # never a server's id (negative), never an honest provider's
+GROUND: Final = 2**40
+"""How near the key a ground id lands: 64-bit ids within 2**40 of the key's are closer than any honest
+server of a few thousand (their nearest is about 2**64 / n away)."""
+
+
+def run(servers: int, lookups: int, seed: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Each key x rule x M: the walks' figures (the module's docstring), keyed "20/now" -> "5"."""
+    sizes = measure_sizes()
+    key = kad_id(Shard(None, 3, 5).dht_key)
+    rng = np.random.default_rng(seed)
+    honest = [int(x) for x in rng.integers(0, 2**63, size=servers, dtype=np.uint64) * np.uint64(2)]
+    ground = [key ^ int(x) for x in rng.integers(1, GROUND, size=max(HOSTILE))]
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for count in KEYS:
+        providers = [int(x) | 1 for x in rng.integers(0, 2**63, size=count)]  # odd: never a server
+        for m in HOSTILE:
+            hostile = frozenset(ground[:m])
+            swarm = Swarm.build(honest + sorted(hostile), 0, np.random.default_rng(seed + m), slim=True)
+            lists = writers_lists(swarm, sizes, key, providers)  # the honest writers' records
+            lists.update(dict.fromkeys(hostile, SYBILS))  # dropped; every reader is sent the Sybils
+            for rule in RULES:
+                swarm.short = rule == "before"
+                swarm.network = _one_network(hostile) if rule == "now" else None
+                swarm.rng = np.random.default_rng(seed)  # the same starts and draws for every rule
+                cell = _walks(swarm, sizes, key, lists, set(providers), lookups)
+                out.setdefault(f"{count}/{rule}", {})[str(m)] = cell
+    return out
+
+
+def _one_network(hostile: frozenset[int]) -> Callable[[int], Hashable]:
+    """The hostile servers on one network, every honest one on its own."""
+    return lambda server: "ground" if server in hostile else server
+
+
+def _walks(
+    swarm: Swarm, sizes: Sizes, key: int, lists: dict[int, frozenset[int]], honest: set[int], n: int
+) -> dict[str, float]:
+    found, lost, whole, short, asked, sent = [], 0, 0, 0, [], []
+    for _ in range(n):
+        start = int(swarm.rng.integers(0, 2**63)) * 2
+        w = walk(swarm, sizes, start, key, lists, 0)
+        got = len(w.providers & honest)
+        found.append(got)
+        lost += got == 0
+        whole += got == len(honest)
+        short += len(w.providers) < SHARD_CAP
+        asked.append(w.asked)
+        sent.append(w.bytes)
+    return {
+        "lost_share": lost / n,
+        "all_found_share": whole / n,
+        "honest_found_mean": statistics.mean(found),
+        "honest_found_min": float(min(found)),
+        "read_not_full_share": short / n,
+        "requests_mean": statistics.mean(asked),
+        "kb_mean": statistics.mean(sent) / 1e3,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--servers", type=int, default=300)
+    parser.add_argument("--lookups", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    results = run(args.servers, args.lookups, args.seed)
+    print(f"{args.servers} honest servers, {args.lookups} walks per cell")
+    for name, by_m in results.items():
+        count, rule = name.split("/")
+        for m, r in by_m.items():
+            print(
+                f"key of {count:>2}, {rule:>16}, M = {m:>2}: lost {100 * r['lost_share']:.1f} %, all found "
+                f"{100 * r['all_found_share']:.1f} %, honest found mean {r['honest_found_mean']:.1f} (min "
+                f"{r['honest_found_min']:.0f}), read not full {100 * r['read_not_full_share']:.1f} %, "
+                f"{r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB"
+            )
+    OUT.mkdir(parents=True, exist_ok=True)
+    body = {"servers": args.servers, "lookups": args.lookups, "seed": args.seed, "results": results}
+    (OUT / "swarm_hostile.json").write_text(json.dumps(body, indent=1))
+
+
+__all__ = ["HOSTILE", "KEYS", "RULES", "run"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The submitter's own view of a model server: its round trip and the least time it takes to answer.
+
+Before a fleet or a closed loop is dealt, the submitter measures the server itself, from its own
+vantage point, through the same client the workers use: the TCP connect time (`drivers.endpoint.rtt`)
+and `FLOOR_SAMPLES` streamed completions of one token, one after another, of the shortest prompt a
+worker could send (`PROBE_PROMPT`, "Say OK."), each carrying `PROBE_USER` in the body's `user`
+field (OpenAI's end-user id, which servers accept and ignore) so a server's log can tell them from
+the load. A request's first token needs one round trip and the server's own work; the shortest
+first token less this vantage point's round trip is the least the server took to answer anyone,
+which `scheduler.verification.serverfloor` turns into the floor no worker's record may go under.
+Nothing here reads a worker's figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import trio
+
+from drivers.endpoint.completion import RetryPolicy, Server, complete, open_client, request_body
+from drivers.endpoint.load import completions_url
+from drivers.endpoint.rtt import measure_rtt
+from protocol import GenerateSpec, Prompt
+
+FLOOR_SAMPLES: Final = 5
+"""Requests one after another: the shortest of five is the server at its quickest (a warm connection,
+a warm prompt cache) without asking a loaded server for many."""
+FLOOR_TIMEOUT_S: Final = 20.0
+PROBE_PROMPT: Final = Prompt(id="sark-floor-probe", text="Say OK.")
+PROBE_USER: Final = "sark-floor-probe"
+_NO_RETRY: Final = RetryPolicy(max_retries=0)
+
+
+@dataclass(frozen=True)
+class ServerTiming:
+    """What the submitter measured of a server itself, in milliseconds.
+
+    Attributes:
+        ttft_ms: the first-token time of each successful probe request, in the order sent.
+        rtt_ms: the median TCP connect time (one round trip), None if no connect succeeded.
+        error: why no request succeeded (the last failure), "" when one did.
+    """
+
+    ttft_ms: tuple[float, ...]
+    rtt_ms: float | None
+    error: str = ""
+
+
+async def probe_floor(
+    spec: GenerateSpec, url: str, *, api_key: str | None = None, timeout_s: float = FLOOR_TIMEOUT_S
+) -> ServerTiming:
+    """Measure the server at `url` for the job `spec` (its model, chat or completions) from here.
+
+    Never raises for a network or server failure: what it could not take is missing, with the reason.
+    """
+    assert spec.endpoint is not None
+    deadline = trio.current_time() + timeout_s
+    rtt = await measure_rtt(url, samples=3)
+    server = Server(completions_url(url, spec.chat), spec.endpoint.model, api_key)
+    body = request_body(spec.endpoint.model, PROBE_PROMPT, spec.with_(max_new_tokens=1, ignore_eos=False))
+    body["max_tokens"] = 1
+    body["user"] = PROBE_USER
+    firsts: list[float] = []
+    error = ""
+    async with open_client() as client:
+        for _ in range(FLOOR_SAMPLES):
+            outcome = await complete(client, server, body, deadline=deadline, retry=_NO_RETRY)
+            record = outcome.record
+            if record.error is not None:
+                error = f"{record.error}: {record.error_detail}"[:300]
+                if trio.current_time() >= deadline:
+                    break
+                continue
+            firsts.append(record.ttft_ms if record.ttft_ms is not None else record.e2e_ms)
+    return ServerTiming(tuple(firsts), rtt.connect_ms, "" if firsts else error or rtt.error)
+
+
+__all__ = ["FLOOR_SAMPLES", "PROBE_PROMPT", "PROBE_USER", "ServerTiming", "probe_floor"]

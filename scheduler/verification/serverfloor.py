@@ -1,0 +1,102 @@
+"""A load's records held to a floor that the worker who sent them does not set: the submitter's own view.
+
+The floor of a record (`floor_problems`) is what this submitter measured of the server itself, from its
+own vantage point, before the job was dealt (`drivers.endpoint.floorprobe`): the shortest first token of
+a few one-token requests less the round trip of that vantage point (its own TCP connect time), which
+is the least the server took to answer anyone; the floor is `FLOOR_SHARE` of it. A successful record's
+TTFT (its E2E where it has none) under the floor is refused naming the record, the member, its figure
+and how the floor was found; a closed loop's count is bounded by its slots x (span / the floor + 1)
+(`sendcheck.slots_problems`), a bound the records' own shortest can only tighten.
+
+The cheater's view: a fleet member or a closed loop's worker sees its deal (slots, duration, or planned
+sends), the server, and its own records, and chooses every figure it signs: each record's times and
+lengths, its own round trip (`rtt_ms`), its count. The physics of `sendcheck` took the floor from
+those choices (half the member's own round trip, below zero under 2 ms; the slot bound divided by
+the records' own shortest E2E), so 4,900 records of 0.5 us at one instant merged as 5,015 requests
+at TTFT 0.000 ms while the server saw 229. This floor reads none of them: the probe requests go from
+the submitter's socket, before the worker is offered the task, and the worker sees neither them nor
+their figures. What a member can still choose is its distance to the server, which only lengthens its
+records; and the server's time, which a member closer to the server does not shorten (one round
+trip is its own, the server's work is everyone's). What the floor does not catch: records at or
+above it that were never sent (a closed loop padded with plausible requests up to its slot bound, at
+most slots x duration / floor); the server's own count would (a metrics endpoint), which this
+submitter does not read yet. Where it has no floor (a gray-box server, an address it cannot reach, a
+lease reclaimed after a restart), a member is held to the other members' figures instead
+(`scheduler.results.fleetrows.apart`).
+
+`FLOOR_SHARE` is one half: a prompt cache or a quieter server can answer a member quicker than the
+probe's quickest of five, but not twice as quick; a record at half the server's least time is one
+the server did not answer. Measured on a real server (`examples/serve_llm.py`, SmolLM2-135M under
+`transformers serve` on two loaded cores, 2026-11-26): the probe's first tokens 539-685 ms, a floor of
+269 ms; an honest closed loop of 2 slots for 20 s beside it, 11 requests, its quickest first token
+837 ms (3.1 x the floor), none under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from protocol import Measurement, RequestRecord
+
+FLOOR_SHARE: Final = 0.5
+"""A successful record's first token takes at least this share of the server's least answer time."""
+
+
+@dataclass(frozen=True)
+class ServerFloor:
+    """The least time a record of this server may take, and how the submitter found it.
+
+    Attributes:
+        floor_ms: no successful record's TTFT (E2E without one) is under this.
+        said: how it was measured, for a refusal ("half the shortest first token of ...").
+    """
+
+    floor_ms: float
+    said: str
+
+
+def server_floor(ttft_ms: Sequence[float], rtt_ms: float | None) -> ServerFloor | None:
+    """The floor from the submitter's own probe: `FLOOR_SHARE` x (the shortest first token less the
+    probe's round trip); None without a successful probe request or when nothing is left."""
+    if not ttft_ms:
+        return None
+    shortest, trip = min(ttft_ms), rtt_ms or 0.0
+    floor = FLOOR_SHARE * (shortest - trip)
+    if floor <= 0:
+        return None
+    said = (
+        f"{FLOOR_SHARE:g} x the shortest first token of {shortest:.4g} ms less the {trip:.3g} ms round trip, "
+        f"which this submitter measured to the server itself in {len(ttft_ms)} requests before the job"
+    )
+    return ServerFloor(floor, said)
+
+
+def floor_problems(m: Measurement, floor: ServerFloor | None, who: str = "") -> Iterator[str]:
+    """Every load's successful records held to `floor`, the first one under it named with its field;
+    `who` names the member in the refusal ("fleet member 2 of 3")."""
+    if floor is None:
+        return
+    loads = [("generation", m.generation)] if m.generation is not None else []
+    if m.capacity is not None:
+        loads += [(f"capacity.levels[{i}].generation", v.generation) for i, v in enumerate(m.capacity.levels)]
+    for where, stats in loads:
+        for i, r in enumerate(stats.records):
+            problem = _under(r, floor)
+            if problem is not None:
+                by = f" ({who})" if who else ""
+                yield f"{where}.records[{i}].{problem}{by}"
+                return
+
+
+def _under(r: RequestRecord, floor: ServerFloor) -> str | None:
+    if r.error is not None:
+        return None
+    field, value = ("ttft_ms", r.ttft_ms) if r.ttft_ms is not None else ("e2e_ms", r.e2e_ms)
+    if value >= floor.floor_ms:
+        return None
+    return f"{field}: {value!r} ms, under the server's floor of {floor.floor_ms:.4g} ms ({floor.said})"
+
+
+__all__ = ["FLOOR_SHARE", "ServerFloor", "floor_problems", "server_floor"]
