@@ -48,3 +48,4 @@ def test_it_names_placement_output_difference_and_the_runtime_that_ran_each_row_
     assert "openvino=2026.4.1" in ran
     assert ran.count("onnxruntime=") == 1  # the ONNX Runtime row only, not every row
     assert "sent to the server" not in shown  # the GGUF row is white-box: no server
+    assert "speed-up 0.09x (0.00-1.15) vs CPU (ONNX)" in shown  # OpenVINO's CPU row against ONNX Runtime's
