@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final, TypeGuard, TypeVar
 
 from drivers.errors import TaskFailed
 from drivers.files.formats import check_model_file
@@ -27,7 +27,7 @@ from drivers.measuring.outputs import output_fingerprint, output_sample, output_
 from drivers.measuring.spawning import MIB, address_space_capped
 from drivers.measuring.stats import ci_within, warmed_up
 from drivers.measuring.sustain import Marks, sustained_runs
-from drivers.runtimes.driver import Converter, Driver, Feeds, Loaded, LoadOptions
+from drivers.runtimes.driver import AsyncRunner, Converter, Driver, Feeds, Loaded, LoadOptions
 from drivers.runtimes.registry import driver_for
 from protocol import FailureReason, Measurement, Phase, RunConditions, Stage, TaskSpec
 
@@ -67,6 +67,7 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
         job.fmt,
         precision=spec.precision,
         dynamic_shapes=spec.dynamic_shapes,
+        performance_hint=spec.performance_hint,
         input_shapes=spec.input_shapes,
         input_data=spec.input_data,
     )
@@ -183,6 +184,7 @@ def _inference_phase(
                 samples = _timed_until(conn, run, spec, marks)
                 marks.add(len(samples))
     fingerprint = output_fingerprint(first_outputs)  # untimed: after the timed phase
+    async_runs = (loaded.throughput(feeds, len(samples)),) if _throughput_run(loaded, spec) else ()
     return measured.taken(
         part.with_(
             first_inference_ms=first_ms,
@@ -195,8 +197,15 @@ def _inference_phase(
             output_values=output_values(first_outputs),
             mark_runs=tuple(marks.runs),
             mark_ms=tuple(marks.ms),
+            async_runs=async_runs,
         )
     )
+
+
+def _throughput_run(loaded: Loaded, spec: TaskSpec) -> TypeGuard[AsyncRunner]:
+    """Whether the child runs the runtime's throughput run after the timed runs (outside the meters,
+    so the timed figures are the sync loop's alone): a runtime with one, not a sustained run."""
+    return isinstance(loaded, AsyncRunner) and spec.sustain is None
 
 
 def _warm_up(run: Callable[[], object], spec: TaskSpec) -> int:
