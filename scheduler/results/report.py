@@ -49,7 +49,7 @@ class ReportEntry(Value):
     detail: str = ""
     verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
     claim: str = ""  # the row's Claim: its peer's `claim_unverified` mark and why ("" none)
-    speedup: str = ""  # the row's SpeedupVsCpu: its device's CPU row's median over its own, with the spread
+    speedup: str = ""  # SpeedupVsCpu, from the typed figures (`entries_of`): its baseline CPU row over it
     fallback: bool = False  # ran below the job's placement share: never the unit's figure
     stats: Stats | None = None  # the figure the matrix shows, with its tail (p90, p99, max) and count
     price: Price | None = None  # what an hour of its device costs, and who said so
