@@ -83,9 +83,9 @@ def test_the_campaign_object_carries_each_tasks_speedup_as_the_files_have_it_now
 
     said = ApiState.speedups(Rows(), _state(report.campaign))  # type: ignore[arg-type]
     openvino = next(t.row["JobId"] for t in report.results if t.row["ComputeUnits"] == "CPU (OpenVINO)")
-    assert said == {openvino: "0.09x (0.00-1.15) vs CPU (ONNX)"}
-    assert shapes.campaign(_state(report.campaign), speedups=said)["speedups"] == said
+    assert said == ((openvino, "0.09x (0.00-1.15) vs CPU (ONNX)"),)
+    assert shapes.campaign(_state(report.campaign), speedups=said)["speedups"] == dict(said)
     assert shapes.campaign(_state(report.campaign))["speedups"] == {}
     assert "speedups" in SCHEMAS["Campaign"]["properties"]
     generate = CAMPAIGNS["generate"]()
-    assert ApiState.speedups(_Rows(generate), _state(generate.campaign)) == {}  # type: ignore[arg-type]
+    assert ApiState.speedups(_Rows(generate), _state(generate.campaign)) == ()  # type: ignore[arg-type]
