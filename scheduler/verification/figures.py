@@ -14,7 +14,7 @@ of another platform's float library. Refused, as a `Refusal`:
   a duration longer than the task's whole timeout, counts that do not fit the task or each other
   (processes, loads, runs per process, samples, records, energy readings; a capacity search's
   levels for a task that asked for none, more records over its levels than a result keeps; a
-  throughput run per process, no shorter than its timed runs, no more requests than a CPU unit's
+  throughput run per process, an inference per request at least, no more requests than a CPU unit's
   placed profile has cores, at most `ASYNC_SLACK` x its requests over its fastest run), a
   request ending after the run (or its level) did, an energy window longer than the timeout
   (negative joules fail the schema); and every reading no raw part re-derives outside what physics,
@@ -172,7 +172,7 @@ def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:
 def _async_runs(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None) -> Iterator[str]:
     """Throughput runs that are not one per process, keep more requests in flight than a CPU unit's
     placed profile has logical cores (a CPU plugin runs one request per stream, at most one stream a
-    core), ran fewer inferences than the process timed, or claim more than `ASYNC_SLACK` x their
+    core), ran fewer inferences than their requests, or claim more than `ASYNC_SLACK` x their
     requests over the process's fastest timed run (the timed runs are what replicas and references
     check, so the rate is bound to them)."""
     runs = m.async_runs
@@ -187,8 +187,8 @@ def _async_runs(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None) -
         return
     for i, (run, part) in enumerate(zip(runs, split(m.samples_ms, m.process_runs), strict=True)):
         fastest = min(part, default=0.0)
-        if run.inferences < len(part):
-            yield f"async_runs[{i}]: {run.inferences} inferences, fewer than its process's {len(part)} runs"
+        if run.inferences < run.requests:
+            yield f"async_runs[{i}]: {run.inferences} inferences, fewer than its {run.requests} requests"
         elif fastest > 0 and run.per_s > ASYNC_SLACK * run.requests * 1000.0 / fastest:
             yield (
                 f"async_runs[{i}]: {run.per_s:.4g}/s with {run.requests} requests, over {ASYNC_SLACK:g} x "

@@ -161,3 +161,17 @@ def test_a_jobs_hint_and_its_throughput_travel_to_the_row(tmp_path: Path) -> Non
     assert all(run.inferences >= 6 for run in m.async_runs)
     assert (m.throughput_per_s or 0.0) > 0
     assert {"ThroughputPerS", "AsyncRequests"} <= set(CSV_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("samples", "count"),
+    [([1.0] * 300, 300), ([2000.0] * 300, 5), ([20000.0] * 3, 1)],
+    ids=["as-many-as-timed", "what-10-s-holds", "at-least-one"],
+)
+def test_a_throughput_run_is_as_long_as_the_timed_runs_at_most_ten_seconds(
+    samples: list[float], count: int
+) -> None:
+    """A long job's throughput run stays within its timeout: 300 runs of 2 s would be 600 s more."""
+    from drivers.measuring.child import throughput_count
+
+    assert throughput_count(samples) == count
