@@ -11,7 +11,7 @@ from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.capacity import CapacityResult
 from protocol.energy import EnergyFigures, EnergyReading
 from protocol.generation import GenerateSpec, GenerationStats
-from protocol.stats import NO_SAMPLES
+from protocol.stats import NO_SAMPLES, median
 from protocol.telemetry import Sustained, SustainSpec, Telemetry
 from protocol.text import control_characters
 from protocol.units import ComputeUnit
@@ -307,6 +307,9 @@ class TaskSpec(Value):
     # The precision a runtime that offers the choice computes in (OpenVINO's INFERENCE_PRECISION_HINT):
     # None keeps the driver's default (f32 on OpenVINO's CPU: the model's own, as ONNX Runtime runs it).
     precision: Literal["f32", "bf16", "f16"] | None = None
+    # The performance hint a runtime that takes one compiles for (OpenVINO's PERFORMANCE_HINT): latency
+    # (one stream, the default) or throughput (as many streams and requests as the device runs best).
+    performance_hint: Literal["latency", "throughput"] = "latency"
     # Keep the model's dynamic input dimensions when compiling (OpenVINO); by default a runtime that
     # compiles for shapes compiles for the shapes fed, as its users deploy it.
     dynamic_shapes: bool = False
@@ -402,6 +405,24 @@ class InputFed(Value):
         return f"{shape}@{self.file}" if self.fill == "file" else shape
 
 
+MAX_ASYNC_REQUESTS: Final = 1024
+
+
+class AsyncRun(Value):
+    """One process's throughput run (OpenVINO): `inferences` run through `requests` infer requests in
+    flight at once, as the compiled model's performance hint sizes them
+    (`OPTIMAL_NUMBER_OF_INFER_REQUESTS`), over `wall_ms` from the first start to the last completion."""
+
+    requests: int = Field(ge=1, le=MAX_ASYNC_REQUESTS)
+    inferences: int = Field(ge=1, le=MAX_SAMPLES * MAX_ASYNC_REQUESTS)
+    wall_ms: float = Field(gt=0, allow_inf_nan=False)
+
+    @property
+    def per_s(self) -> float:
+        """Inferences per second."""
+        return self.inferences / self.wall_ms * 1000.0
+
+
 class Measurement(Value):
     """Everything one task measured: load, first inference, timed runs, memory, CPU, placement."""
 
@@ -445,6 +466,9 @@ class Measurement(Value):
     mark_ms: tuple[float, ...] = ()
     telemetry: Telemetry | None = None
     sustained: Sustained | None = None  # derived: a sustained run's windows and throttling verdict
+    # Each process's throughput run, where the runtime runs asynchronous requests (OpenVINO): raw parts
+    # of `throughput_per_s`, after and apart from the timed runs (`drivers.runtimes.driver.AsyncRunner`).
+    async_runs: tuple[AsyncRun, ...] = Field(default=(), max_length=20)
     # What the worker left out so that the signed result fits one envelope, one line per cut
     # (`node.worker.fit`); empty when the result is whole.
     trimmed: tuple[str, ...] = Field(default=(), max_length=8)
@@ -473,6 +497,12 @@ class Measurement(Value):
         ran += [f"{p} {s:.0%}" for p, s in sorted(self.node_share.items()) if p not in self.providers]
         text = ", ".join(ran)
         return f"fallback: {text or 'elsewhere'}" if self.fallback else text
+
+    @property
+    def throughput_per_s(self) -> float | None:
+        """Inferences per second with the runtime's own requests in flight: the median of the processes'
+        throughput runs (None without one)."""
+        return median([run.per_s for run in self.async_runs]) if self.async_runs else None
 
     @property
     def inputs_defaulted(self) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final, TypeGuard, TypeVar
 
 from drivers.errors import TaskFailed
 from drivers.files.formats import check_model_file
@@ -27,15 +27,16 @@ from drivers.measuring.outputs import output_fingerprint, output_sample, output_
 from drivers.measuring.spawning import MIB, address_space_capped
 from drivers.measuring.stats import ci_within, warmed_up
 from drivers.measuring.sustain import Marks, sustained_runs
-from drivers.runtimes.driver import Converter, Driver, Feeds, Loaded, LoadOptions
+from drivers.runtimes.driver import AsyncRunner, Converter, Driver, Feeds, Loaded, LoadOptions
 from drivers.runtimes.registry import driver_for
-from protocol import FailureReason, Measurement, Phase, RunConditions, Stage, TaskSpec
+from protocol import AsyncRun, FailureReason, Measurement, Phase, RunConditions, Stage, TaskSpec
 
 WARMUP_CAP: Final = 200
 WARMUP_BUDGET: Final = 0.2  # share of the task's timeout that warm-up may take
 PROGRESS_CHUNKS: Final = 10
 STOP_BUDGET: Final = 0.2  # the stopping rule's default duration: this share of the task's timeout
 NS_PER_MS: Final = 1e6
+THROUGHPUT_S: Final = 10.0  # the most a throughput run is sized for, at the timed runs' median
 INSPECT_MB: Final = 512  # address space inspection may take beyond the process and the mapped file
 
 T = TypeVar("T")
@@ -67,6 +68,7 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
         job.fmt,
         precision=spec.precision,
         dynamic_shapes=spec.dynamic_shapes,
+        performance_hint=spec.performance_hint,
         input_shapes=spec.input_shapes,
         input_data=spec.input_data,
     )
@@ -183,6 +185,9 @@ def _inference_phase(
                 samples = _timed_until(conn, run, spec, marks)
                 marks.add(len(samples))
     fingerprint = output_fingerprint(first_outputs)  # untimed: after the timed phase
+    async_runs: tuple[AsyncRun, ...] = ()
+    if _throughput_run(loaded, spec):
+        async_runs = (loaded.throughput(feeds, throughput_count(samples)),)
     return measured.taken(
         part.with_(
             first_inference_ms=first_ms,
@@ -195,8 +200,24 @@ def _inference_phase(
             output_values=output_values(first_outputs),
             mark_runs=tuple(marks.runs),
             mark_ms=tuple(marks.ms),
+            async_runs=async_runs,
         )
     )
+
+
+def throughput_count(samples: list[float]) -> int:
+    """The inferences a throughput run is asked for: as many as the timed runs, at most what
+    `THROUGHPUT_S` holds at their median (a long job's run stays within its timeout)."""
+    ordered = sorted(samples)
+    middle = ordered[len(ordered) // 2] if ordered else 0.0
+    fits = int(THROUGHPUT_S * 1000.0 / middle) if middle > 0 else len(samples)
+    return max(1, min(len(samples), fits))
+
+
+def _throughput_run(loaded: Loaded, spec: TaskSpec) -> TypeGuard[AsyncRunner]:
+    """Whether the child runs the runtime's throughput run after the timed runs (outside the meters,
+    so the timed figures are the sync loop's alone): a runtime with one, not a sustained run."""
+    return isinstance(loaded, AsyncRunner) and spec.sustain is None
 
 
 def _warm_up(run: Callable[[], object], spec: TaskSpec) -> int:

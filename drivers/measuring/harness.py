@@ -213,6 +213,7 @@ def aggregate(parts: list[Measurement], spec: TaskSpec, model_sha256: str) -> Me
         ),
         generation=_pooled_generation(parts, spec, model_sha256),
         energy_readings=tuple(e for p in parts for e in p.energy_readings),
+        async_runs=tuple(a for p in parts for a in p.async_runs),
         telemetry=telemetry,
         mark_runs=mark_runs,
         mark_ms=mark_ms,

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from drivers.files.inputs import InputSig
-from protocol import ComputeUnit, InputData, ModelFormat, UnitStatus
+from protocol import AsyncRun, ComputeUnit, InputData, ModelFormat, UnitStatus
 
 Feeds = Mapping[str, npt.NDArray[np.generic]]
 
@@ -32,6 +32,7 @@ class LoadOptions:
         fmt: the model's format (None: from the file name).
         precision: the precision asked of a runtime that offers the choice (None: its default).
         dynamic_shapes: keep dynamic input dimensions when compiling (else: the shapes fed).
+        performance_hint: what a runtime that takes a hint compiles for ("latency", "throughput").
         input_shapes: the job's shapes for inputs with dynamic dimensions (what will be fed).
         input_data: the job's input arrays (their shapes are what will be fed).
     """
@@ -42,6 +43,7 @@ class LoadOptions:
     fmt: ModelFormat | None = None
     precision: str | None = None
     dynamic_shapes: bool = False
+    performance_hint: str = "latency"
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     input_data: tuple[InputData, ...] = ()
 
@@ -103,6 +105,17 @@ class Loaded(Protocol):
 
     def settings(self) -> Settings:
         """The thread settings in effect."""
+        ...
+
+
+@runtime_checkable
+class AsyncRunner(Protocol):
+    """A loaded model whose runtime runs several infer requests at once (OpenVINO): its throughput run,
+    apart from the timed runs, with the requests its compiled model asks for."""
+
+    def throughput(self, feeds: Feeds, inferences: int) -> AsyncRun:
+        """At least `inferences` inferences on `feeds` through the runtime's own requests in flight,
+        timed from the first start to the last completion."""
         ...
 
 

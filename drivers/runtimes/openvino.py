@@ -22,6 +22,13 @@ compared OpenVINO at a handicap. A job that asks `dynamic_shapes: true` keeps th
 records what the compiled model reports (`Settings.runtime`: precision, performance hint, streams,
 the requests it would run at once, the shapes compiled for).
 
+The performance hint is the job's (`performance_hint: latency`, the default: one stream, what a
+single caller waits for; `throughput`: the streams and requests OpenVINO picks for the device). The
+timed runs are one synchronous request, whatever the hint; after them, apart, a throughput run puts
+the compiled model's own `OPTIMAL_NUMBER_OF_INFER_REQUESTS` requests in flight (`AsyncInferQueue`,
+as `benchmark_app` does) and the row records the inferences per second it gave (`ThroughputPerS`),
+with the requests (`AsyncRequests`).
+
 Placement is read from the compiled model's runtime (executed) graph: each executed node and the
 device that runs it (a HETERO node's `affinity`, else the compiled model's execution device), the
 graph's own bookkeeping (inputs, outputs, constants) left out.
@@ -33,6 +40,7 @@ import contextlib
 import functools
 import importlib.util
 import io
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -44,7 +52,7 @@ from drivers.runtimes.driver import Feeds, LoadOptions, Placement, Settings
 from drivers.runtimes.missing import not_installed
 from drivers.runtimes.notices import dropping
 from drivers.runtimes.onnx import PROBE_MODEL
-from protocol import ComputeUnit, FailureReason, ModelFormat, UnitStatus
+from protocol import AsyncRun, ComputeUnit, FailureReason, ModelFormat, UnitStatus
 
 # Compute unit -> OpenVINO device name.
 DEVICES: Final = {
@@ -59,6 +67,10 @@ RECORDED: Final = {
     "streams": "NUM_STREAMS",
     "optimal_requests": "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
 }
+# A job's performance hint -> OpenVINO's.
+HINTS: Final = {"latency": "LATENCY", "throughput": "THROUGHPUT"}
+# A throughput run times at least this many inferences per infer request in flight.
+ROUNDS_PER_REQUEST: Final = 4
 # Runtime-graph layer types that are the graph's bookkeeping, not work placed on a device.
 BOOKKEEPING: Final = frozenset({"Input", "Output", "Parameter", "Result", "Constant"})
 # OpenVINO element type name -> numpy dtype name.
@@ -184,7 +196,7 @@ class OpenvinoDriver:
             TaskFailed: LOAD with OpenVINO's reason; INPUT for shapes the model cannot take.
         """
         ov = _ov()
-        config: dict[str, Any] = {}
+        config: dict[str, Any] = {"PERFORMANCE_HINT": HINTS[options.performance_hint]}
         if self.device == "CPU":  # the model's own precision unless asked, as ONNX Runtime runs it
             config["INFERENCE_PRECISION_HINT"] = options.precision or "f32"
             if options.threads is not None:
@@ -259,6 +271,28 @@ class OpenvinoLoaded:
     def runner(self, feeds: Feeds) -> Callable[[], object]:
         """`request.infer(feeds)`, exactly what a bare loop of OpenVINO's API calls."""
         return functools.partial(self.request.infer, dict(feeds))
+
+    def throughput(self, feeds: Feeds, inferences: int) -> AsyncRun:
+        """OpenVINO's own way to throughput, as `benchmark_app` runs it: an `AsyncInferQueue` of the
+        compiled model's `OPTIMAL_NUMBER_OF_INFER_REQUESTS` requests, each given the feeds once and
+        started once untimed (its first inference allocates), then at least `inferences` (and
+        `ROUNDS_PER_REQUEST` per request) started as requests free up, timed from the first start
+        to the last completion. Under the latency hint it is one request: the sync loop's rate."""
+        requests = max(1, int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
+        queue = _ov().AsyncInferQueue(self.compiled, requests)
+        for request in queue:
+            for name, array in feeds.items():
+                request.set_tensor(name, _ov().Tensor(array))
+        for _ in range(requests):
+            queue.start_async()
+        queue.wait_all()
+        count = max(inferences, ROUNDS_PER_REQUEST * requests)
+        t0 = time.perf_counter_ns()
+        for _ in range(count):
+            queue.start_async()  # blocks until a request is free
+        queue.wait_all()
+        wall_ms = (time.perf_counter_ns() - t0) / 1e6
+        return AsyncRun(requests=requests, inferences=count, wall_ms=max(wall_ms, 1e-6))
 
     def placement(self) -> Placement:
         """The devices the compiled model executes on and the share of executed nodes on each."""

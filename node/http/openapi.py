@@ -184,6 +184,8 @@ SCHEMAS: Final[JSON] = {
             # scheduler.results.Front and Ranking, as results.json has them: [] and null where none
             "fronts": _array(_OBJ),
             "ranking": {"type": "object", "nullable": True},
+            # task id -> SpeedupVsCpu as the campaign's files have it now (scheduler.results.speedup)
+            "speedups": {"type": "object", "additionalProperties": _STR},
         },
     ),
     "GroupVerification": _obj(  # scheduler.results.GroupVerification: one replica group, as results.json

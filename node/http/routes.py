@@ -217,7 +217,7 @@ class Endpoints:
 
     async def campaigns(self, request: Request) -> Response:
         """GET /campaigns."""
-        items = [shapes.campaign(s, *self._s.fronts(s)) for s in self._s.campaigns()]
+        items = [shapes.campaign(s, *self._s.fronts(s), self._s.speedups(s)) for s in self._s.campaigns()]
         return ApiJson({"count": len(items), "campaigns": items})
 
     async def campaign(self, request: Request) -> Response:
@@ -226,7 +226,7 @@ class Endpoints:
         state = self._s.campaign(campaign_id)
         if state is None:
             raise NotFound("campaign", campaign_id)
-        return ApiJson(shapes.campaign(state, *self._s.fronts(state)))
+        return ApiJson(shapes.campaign(state, *self._s.fronts(state), self._s.speedups(state)))
 
     async def campaign_results(self, request: Request) -> Response:
         """GET /campaigns/{id}/results: the CSV as it stands (final once the campaign completed)."""

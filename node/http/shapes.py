@@ -163,11 +163,15 @@ def task(view: sch.TaskView) -> dict[str, Any]:
 
 
 def campaign(
-    state: CampaignState, fronts: tuple[Front, ...] = (), ranking: Ranking | None = None
+    state: CampaignState,
+    fronts: tuple[Front, ...] = (),
+    ranking: Ranking | None = None,
+    speedups: tuple[tuple[str, str], ...] = (),
 ) -> dict[str, Any]:
     """A campaign object (seeds' GET /campaigns/{id}), with its tasks, each replica group's
     verification (`verification`), its sweep's fronts and its ranking (`ApiState.fronts`: [] and
-    null where none), as results.json has them; the dashboard draws them."""
+    null where none), and each task's SpeedupVsCpu (`ApiState.speedups`: (task id, cell) pairs, as an
+    object), as results.json has them; the dashboard draws them."""
     counts = breakdown(state.tasks)
     total = len(state.tasks) if state.tasks else len(state.campaign.jobs)
     return {
@@ -185,6 +189,7 @@ def campaign(
         "verification": verification(state.tasks),
         "fronts": [f.model_dump(mode="json") for f in fronts],
         "ranking": None if ranking is None else ranking.model_dump(mode="json"),
+        "speedups": dict(speedups),
     }
 
 

@@ -311,6 +311,17 @@ class ApiState:
         groups = groups_of(state.campaign, ((t.row, t.measurement) for t in tasks))
         return tuple(g for g in groups if len(g.points) > 1), ranking_of(state.campaign.rank, groups)
 
+    def speedups(self, state: CampaignState) -> tuple[tuple[str, str], ...]:
+        """Each task's SpeedupVsCpu as the campaign's files have it as it stands ((task id, cell)), for
+        the dashboard's matrix: a baseline that completes after the row changes the row's cell, so it
+        travels with the campaign, not with a result fetched once. None, and no rows built, where the
+        campaign has fewer than two tensor units."""
+        units = {job.spec.compute_unit for job in state.campaign.jobs if job.spec.generate is None}
+        if len(units) < 2:
+            return ()
+        rows = self.rows(state)
+        return tuple((row["JobId"], row["SpeedupVsCpu"]) for row, _ in rows if row.get("SpeedupVsCpu"))
+
     def reset(self) -> int:
         """Stop every running campaign and forget every stored one and the peer view.
 

@@ -7,7 +7,7 @@ Every string a peer or a campaign wrote passes its medium's seam (`protocol.for_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from rich.console import Group
@@ -122,7 +122,8 @@ def runtime_table(report: CampaignReport) -> Table | None:
     """Where each model ran, for a campaign that ran one on several runtimes (None else): per row
     the runtime that ran it (its version), the placement (`Providers`: where the nodes or layers ran,
     with their shares) and the output difference against the model's first row on another runtime
-    (`OutputMaxDiff`), the figures a runtime comparison is for, which the matrix does not show."""
+    (`OutputMaxDiff`), the figures a runtime comparison is for, which the matrix does not show; where
+    the runtime ran a throughput run (OpenVINO), its hint and inferences per second beside its version."""
     rows = [r.row for r in report.results if r.row.get("Status") == "Complete" and r.row.get("Providers")]
     by_model: dict[str, set[str]] = {}
     for row in rows:
@@ -142,11 +143,22 @@ def runtime_table(report: CampaignReport) -> Table | None:
         table.add_row(
             for_rich(row.get("FileName", "")),
             for_rich(f"{row.get('DeviceName', '')} · {row.get('ComputeUnits', '')}"),
-            for_rich(" ".join(ran)),
+            for_rich(" ".join([*ran, *_throughput(row)])),
             for_rich(row.get("Providers", "")),
             for_rich(row.get("OutputMaxDiff", "")),
         )
     return table
+
+
+def _throughput(row: Mapping[str, str]) -> list[str]:
+    """A row's throughput run in words, where it has one (OpenVINO): `· LATENCY: 2356.8/s, 1 request`."""
+    if not row.get("ThroughputPerS"):
+        return []
+    settings = dict(kv.partition("=")[::2] for kv in row.get("RuntimeSettings", "").split(";") if kv)
+    hint = settings.get("hint", "")
+    requests = row.get("AsyncRequests", "")
+    said = f"{requests} request{'s' if requests != '1' else ''}"
+    return [f"· {hint + ': ' if hint else ''}{row['ThroughputPerS']}/s, {said}"]
 
 
 def diff_table(rows: Sequence[DiffRow], title: str) -> Group:

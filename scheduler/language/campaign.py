@@ -118,6 +118,7 @@ _SPEC_FIELDS: Final[dict[str, str]] = {
     "strict_placement": "strict_placement",
     "precision": "precision",
     "dynamic_shapes": "dynamic_shapes",
+    "performance_hint": "performance_hint",
     "placement_share": "placement_share",
     "threads": "threads",
     "memory_limit_mb": "memory_limit_mb",

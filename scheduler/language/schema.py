@@ -236,6 +236,9 @@ class JobBlock(Block):
     dynamic_shapes: bool = like(
         TaskSpec, "dynamic_shapes", "compile OpenVINO for dynamic inputs, not the shapes fed"
     )
+    performance_hint: Literal["latency", "throughput"] = like(
+        TaskSpec, "performance_hint", "OpenVINO's performance hint: latency (default) or throughput"
+    )
     placement_share: float = like(TaskSpec, "placement_share", "the least share of nodes on the asked unit")
     ci_target_pct: float | None = like(
         TaskSpec, "ci_target_pct", "run on until the median's 95% interval is within this (%)"

@@ -17,7 +17,8 @@ Modules:
     peakview     the peaks table every view renders: PeakLine per device x figure, peak_lines
     fleetrows    a fleet job's member rows and its merged row, from every member's raw records
     outputdiff   OutputMaxDiff: rows of one model compared on their outputs, against the first row
-    speedup      SpeedupVsCpu: a device's non-CPU row against its CPU row of the same model, with its spread
+    speedup      SpeedupVsCpu: a device's row against its baseline CPU row (its runtime's CPU, else
+                 CPU (ONNX)) of the same model and inputs, with the spread from both rows' quartiles
     verifyrows   Verified, DeviceClass, Claim: how a replica group settled a row, the peer's claim mark;
                  verification_counts: verified / unverifiable / outliers, submit's last line
     verifygroups each replica group's verification (GroupVerification: the agreed figure, the band, the
@@ -302,7 +303,15 @@ from scheduler.results.rows import (
     to_csv,
 )
 from scheduler.results.significance import mann_whitney
-from scheduler.results.speedup import Timed, speedup_cell, speedups, with_speedups
+from scheduler.results.speedup import (
+    REFERENCE_CPU,
+    Timed,
+    baseline,
+    speedup_cell,
+    speedups,
+    timed_of,
+    with_speedups,
+)
 from scheduler.results.sustainrows import sustain_columns
 from scheduler.results.typed import TaskResult, ended, measured, row_of
 from scheduler.results.verifygroups import (
@@ -334,6 +343,7 @@ __all__ = [
     "PEAK_COLUMNS",
     "RANKS",
     "REFERENCE_COLUMNS",
+    "REFERENCE_CPU",
     "RUNTIME_RATES",
     "SEED_COLUMNS",
     "SUSTAIN_COLUMNS",
@@ -369,6 +379,7 @@ __all__ = [
     "Timed",
     "agreed_changes",
     "apart",
+    "baseline",
     "capacity_columns",
     "cell",
     "cells",
@@ -426,6 +437,7 @@ __all__ = [
     "speedup_cell",
     "speedups",
     "sustain_columns",
+    "timed_of",
     "to_csv",
     "verification_counts",
     "verification_groups",

@@ -119,6 +119,8 @@ _EXTENDED = _section(
     ("ModelSha256",),
     ("RuntimeVersions",),
     ("RuntimeSettings",),  # the runtime's own settings as it reported them (OpenVINO: precision, hint...)
+    ("ThroughputPerS", "/s", "{:.1f}"),  # the runtime's own requests in flight (Measurement.async_runs)
+    ("AsyncRequests", "", "{:d}"),  # how many requests that run kept in flight
     ("WorkerPeerId",),
     ("SignatureStatus",),
     ("Verified",),  # how replicas settled it (scheduler/results/verifyrows.py)

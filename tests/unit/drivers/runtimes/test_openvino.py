@@ -127,3 +127,51 @@ def test_a_jobs_precision_travels_to_the_row(tmp_path: Path) -> None:
     settings = measure(model, spec).conditions.runtime_settings
     assert settings["precision"] == "f32"
     assert settings["shapes"] == "reshaped to the fed shapes"
+
+
+def test_the_hint_is_the_jobs_and_the_throughput_run_keeps_the_compiled_models_requests_in_flight(
+    tmp_path: Path,
+) -> None:
+    """The hint reaches the compiled model (as it reports it); the throughput run sizes its queue by
+    the model's own OPTIMAL_NUMBER_OF_INFER_REQUESTS and runs at least the runs asked, and a few per
+    request, every one of them counted (the queue's callbacks count completions)."""
+    model = write_convnet(tmp_path / "c.onnx")
+    loaded = OpenvinoDriver(CPU).load(model, LoadOptions(performance_hint="throughput"))
+    settings = loaded.settings().runtime
+    assert settings["hint"] == "THROUGHPUT"
+    x = np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype(np.float32)
+    run = loaded.throughput({"x": x}, 3)
+    assert run.requests == int(settings["optimal_requests"]) >= 1
+    assert run.inferences == max(3, 4 * run.requests)
+    assert run.wall_ms > 0
+    latency = OpenvinoDriver(CPU).load(model, LoadOptions(threads=1)).settings().runtime
+    assert (latency["hint"], latency["streams"], latency["optimal_requests"]) == ("LATENCY", "1", "1")
+
+
+def test_a_jobs_hint_and_its_throughput_travel_to_the_row(tmp_path: Path) -> None:
+    from scheduler.results import CSV_COLUMNS
+
+    model = write_convnet(tmp_path / "c.onnx")
+    spec = TaskSpec(
+        compute_unit=CPU, runs=6, warmups=1, load_runs=1, processes=2, performance_hint="throughput"
+    )
+    m = measure(model, spec)
+    assert m.conditions.runtime_settings["hint"] == "THROUGHPUT"
+    assert len(m.async_runs) == 2  # one per process, after its timed runs
+    assert all(run.inferences >= 6 for run in m.async_runs)
+    assert (m.throughput_per_s or 0.0) > 0
+    assert {"ThroughputPerS", "AsyncRequests"} <= set(CSV_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("samples", "count"),
+    [([1.0] * 300, 300), ([2000.0] * 300, 5), ([20000.0] * 3, 1)],
+    ids=["as-many-as-timed", "what-10-s-holds", "at-least-one"],
+)
+def test_a_throughput_run_is_as_long_as_the_timed_runs_at_most_ten_seconds(
+    samples: list[float], count: int
+) -> None:
+    """A long job's throughput run stays within its timeout: 300 runs of 2 s would be 600 s more."""
+    from drivers.measuring.child import throughput_count
+
+    assert throughput_count(samples) == count

@@ -15,8 +15,10 @@ from node.http.openapi import SCHEMAS
 from node.http.state import ApiState, CampaignState
 from node.submitter.outputs import Shown, campaign_rows
 from node.submitter.store import CampaignRecord, CampaignStatus
+from scheduler.results import with_speedups
 
 GENERATE = Path(__file__).resolve().parents[3] / "golden" / "generate" / "results.json"
+RUNTIMES = Path(__file__).resolve().parents[3] / "golden" / "reports" / "runtimes_results.json"
 
 
 def _state(campaign: sch.Campaign) -> CampaignState:
@@ -66,3 +68,24 @@ def test_the_live_fronts_are_results_jsons() -> None:
     assert ranking.model_dump(mode="json") == document["ranking"]
     tensor = CAMPAIGNS["tensor"]()
     assert ApiState.fronts(_Rows(tensor), _state(tensor.campaign)) == ((), None)  # type: ignore[arg-type]
+
+
+def test_the_campaign_object_carries_each_tasks_speedup_as_the_files_have_it_now() -> None:
+    """GET /api/campaigns' `speedups` (issue 51): each task's SpeedupVsCpu from the campaign's rows as
+    they stand (README's runtimes run: OpenVINO's CPU row against ONNX Runtime's), so a row whose
+    baseline completes later gets its cell on the dashboard's next poll; none for a campaign without
+    two tensor units, and the OpenAPI schema names it."""
+    report = read_report(RUNTIMES)
+
+    class Rows:
+        def rows(self, state: CampaignState) -> list[Shown]:
+            return with_speedups([(t.row, t) for t in report.results])  # type: ignore[misc]
+
+    said = ApiState.speedups(Rows(), _state(report.campaign))  # type: ignore[arg-type]
+    openvino = next(t.row["JobId"] for t in report.results if t.row["ComputeUnits"] == "CPU (OpenVINO)")
+    assert said == ((openvino, "0.09x (0.00-1.15) vs CPU (ONNX)"),)
+    assert shapes.campaign(_state(report.campaign), speedups=said)["speedups"] == dict(said)
+    assert shapes.campaign(_state(report.campaign))["speedups"] == {}
+    assert "speedups" in SCHEMAS["Campaign"]["properties"]
+    generate = CAMPAIGNS["generate"]()
+    assert ApiState.speedups(_Rows(generate), _state(generate.campaign)) == ()  # type: ignore[arg-type]

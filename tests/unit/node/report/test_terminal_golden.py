@@ -48,3 +48,25 @@ def test_it_names_placement_output_difference_and_the_runtime_that_ran_each_row_
     assert "openvino=2026.4.1" in ran
     assert ran.count("onnxruntime=") == 1  # the ONNX Runtime row only, not every row
     assert "sent to the server" not in shown  # the GGUF row is white-box: no server
+    assert "speed-up 0.09x (0.00-1.15) vs CPU (ONNX)" in shown  # OpenVINO's CPU row against ONNX Runtime's
+
+
+def test_a_throughput_run_is_named_beside_its_runtime_with_its_hint() -> None:
+    """Issue 51: an OpenVINO row's ThroughputPerS, under the hint its RuntimeSettings says, in the
+    runtime column (the stored run predates both columns: its row is given them here)."""
+    from node.report.tables import runtime_table
+
+    report = read_report(GOLDEN / "runtimes_results.json")
+    ran = {"ThroughputPerS": "2356.8", "AsyncRequests": "1", "RuntimeSettings": "hint=LATENCY"}
+    tasks = [
+        t.with_(row={**t.row, **ran})
+        if t.row["ComputeUnits"] == "CPU (OpenVINO)"
+        else t
+        for t in report.results
+    ]
+    table = runtime_table(report.with_(results=tuple(tasks)))
+    out = io.StringIO()
+    Console(file=out, width=400, color_system=None, force_terminal=False).print(table)
+    shown = out.getvalue()
+    assert "releases/2026/4 · LATENCY: 2356.8/s, 1 request" in shown
+    assert shown.count("/s, ") == 1  # the other runtimes ran no throughput run

@@ -333,3 +333,13 @@ def test_an_explicit_format_wins_over_the_extension() -> None:
 def test_field_problem_renders_path_and_problem() -> None:
     assert str(FieldProblem("jobs[1].compute_unit", "required")) == "jobs[1].compute_unit: required"
     assert str(FieldProblem("", "not valid YAML")) == "(file): not valid YAML"
+
+
+def test_the_performance_hint_is_the_jobs_choice_latency_by_default() -> None:
+    text = "model: {path: m.onnx}\njobs: [{compute_unit: CPU (OpenVINO), performance_hint: throughput}]\n"
+    assert parse_campaign(text).jobs[0].spec.performance_hint == "throughput"
+    default = text.replace(", performance_hint: throughput", "")
+    assert parse_campaign(default).jobs[0].spec.performance_hint == "latency"
+    ((path, problem),) = problems_of(text.replace("throughput}", "fastest}"))
+    assert path == "jobs[0].performance_hint"
+    assert "'latency' or 'throughput'" in problem

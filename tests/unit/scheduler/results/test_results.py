@@ -9,7 +9,7 @@ import json
 import pytest
 from kit.scheduler_harness import CAMPAIGN_YAML, MODEL, SHA, profile
 
-from protocol import ComputeUnit, InputFed, Measurement, ResultBody, RunConditions, Stats
+from protocol import AsyncRun, ComputeUnit, InputFed, Measurement, ResultBody, RunConditions, Stats
 from scheduler import (
     CSV_COLUMNS,
     CampaignReport,
@@ -32,7 +32,7 @@ REFERENCE = "CreatedUtc,DeviceYear,DiscreteGpu,VRam,DeviceOsVersion,LoadMsFirst,
 EXTENDED = (
     "InferenceMsMin,InferenceMsMax,InferenceMsP90,InferenceMsP95,InferenceMsP99,InferenceCv,InferenceOutliers,"
     "ProcessMedians,ProcessSpreadPct,Unstable,UnstableReasons,WarmupsUsed,CpuCoresUsed,BackgroundCores,GpuUtilPct,"
-    "GpuMemMb,Providers,Fallback,OutputMaxDiff,SpeedupVsCpu,ModelSha256,RuntimeVersions,RuntimeSettings,WorkerPeerId,SignatureStatus,Verified,QuorumNetworks,QuorumOwners,DeviceClass,Claim,InputShapes,InputsDefaulted,"
+    "GpuMemMb,Providers,Fallback,OutputMaxDiff,SpeedupVsCpu,ModelSha256,RuntimeVersions,RuntimeSettings,ThroughputPerS,AsyncRequests,WorkerPeerId,SignatureStatus,Verified,QuorumNetworks,QuorumOwners,DeviceClass,Claim,InputShapes,InputsDefaulted,"
     "Trimmed,FailureReason,FailureStage,Detail"
 )
 GENERATION = (
@@ -151,6 +151,17 @@ def body() -> ResultBody:
         measurement=measurement,
         finished_at=1000.0,
     )
+
+
+def test_a_throughput_run_is_the_rows_throughput_the_median_over_processes() -> None:
+    runs = (
+        AsyncRun(requests=2, inferences=100, wall_ms=500.0),
+        AsyncRun(requests=2, inferences=90, wall_ms=500.0),
+    )
+    b = body()
+    row = result_row(task(), b.with_(measurement=b.measurement.with_(async_runs=runs)), "verified", "x")
+    assert (row["ThroughputPerS"], row["AsyncRequests"]) == ("190.0", "2")  # 200/s and 180/s
+    assert result_row(task(), b, "verified", "x")["ThroughputPerS"] == ""
 
 
 def test_columns_are_the_seed_columns_then_reference_then_extended_in_this_exact_order() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from protocol import (
+    AsyncRun,
     ComputeUnit,
     Endpoint,
     FailureReason,
@@ -247,7 +248,44 @@ INVALID: list[tuple[str, str, Callable[[Measurement], Measurement], str]] = [
      "conditions.background_cores: the worker says -2.0 cores, outside 0 to"),
     ("GPU use over 100 %", "tensor", lambda m: m.with_(gpu_util_pct=150.0),
      "gpu_util_pct: the worker says 150.0 %, outside 0 to 100 %"),
+    ("a throughput run for one of two processes", "tensor", lambda m: m.with_(async_runs=(_async(1, 40),)),
+     "async_runs: 1 throughput runs for 2 processes"),
+    ("a throughput run with fewer inferences than requests", "tensor",
+     lambda m: m.with_(async_runs=(_async(2, 1), _async(1, 40))),
+     "async_runs[0]: 1 inferences, fewer than its 2 requests"),
+    ("a throughput its fastest run cannot give", "tensor",
+     lambda m: m.with_(async_runs=(_async(2, 40, wall_ms=1.0), _async(1, 40))),
+     "async_runs[0]: 4e+04/s with 2 requests, over 3 x its requests over its fastest run"),
+    ("a throughput run over the timeout", "tensor",
+     lambda m: m.with_(async_runs=(_async(1, 40, wall_ms=1e9), _async(1, 40))),
+     "async_runs[0].wall_ms: 1000000000.0 ms, longer than the task's timeout"),
 ]  # fmt: skip
+
+
+def _async(requests: int, inferences: int, wall_ms: float = 1000.0) -> AsyncRun:
+    return AsyncRun(requests=requests, inferences=inferences, wall_ms=wall_ms)
+
+
+def test_an_honest_throughput_run_per_process_passes_and_its_rate_is_the_median() -> None:
+    m = tensor().with_(async_runs=(_async(2, 40), _async(2, 60)))
+    checked = check_figures(m, TENSOR)
+    assert isinstance(checked, Measurement), checked
+    assert checked.throughput_per_s == 50.0
+
+
+def test_more_requests_in_flight_than_the_placed_cpu_has_cores_are_refused() -> None:
+    """A rate bound by requests / the fastest run is beaten by claiming more requests: a CPU plugin
+    runs one request per stream and at most one stream a core of the profile the task was placed by."""
+    from kit.data import make_profile
+
+    placed = make_profile().with_(cores_logical=2)
+    honest = tensor().with_(async_runs=(_async(2, 40), _async(2, 60)))
+    assert isinstance(check_figures(honest, TENSOR, placed), Measurement)
+    lie = tensor().with_(async_runs=(_async(64, 40), _async(64, 60)))
+    refusal = check_figures(lie, TENSOR, placed)
+    assert isinstance(refusal, Refusal)
+    assert refusal.reason == FailureReason.INVALID
+    assert "async_runs: 64 requests in flight on a 2-core CPU" in refusal.detail
 
 
 @pytest.mark.parametrize(("kind", "lie", "said"), [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
