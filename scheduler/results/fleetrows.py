@@ -87,6 +87,11 @@ def merged_stats(job: Job, members: Sequence[Member]) -> GenerationStats:
     spec = job.spec.generate
     assert spec is not None
     measured = [m.generation for m in members if m.generation is not None]
+    return merged_generation(spec, measured)
+
+
+def merged_generation(spec: GenerateSpec, measured: Sequence[GenerationStats]) -> GenerationStats:
+    """The merged figures of the measured members' generations, in task order."""
     records = fleet_records(measured)
     cpus = [g.client_cpu_pct for g in measured if g.client_cpu_pct is not None]
     unsent = sum(g.unsent for g in measured)
@@ -111,13 +116,10 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
     assert spec is not None
     assert members
     measured = [m.generation for m in members if m.generation is not None]
-    records = fleet_records(measured)
-    stats = merged_stats(job, members)
     size, lost = len(members), _lost(members)
     first = members[0].task
     row = dict.fromkeys(CSV_COLUMNS, "")
     row.update(
-        Status=(Status.COMPLETE if measured else Status.FAILED).value,
         JobId=first.task_id.rsplit("-", 1)[0] + "-fleet",
         FileName=first.model.name,
         FileSize=cell("FileSize", first.model.size / _MB),
@@ -125,21 +127,39 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
         DeviceName=f"fleet of {size}",
         CreatedUtc=created_utc,
         ModelSha256=first.model.sha256,
-        WorkerPeerId=cells(
-            "WorkerPeerId", (m.task.peer_id or "" for m in members if m.generation is not None)
-        ),
-        InferenceMsMedian=stat_cell("InferenceMsMedian", stats.e2e_ms, "median"),
-        InferenceMsAverage=stat_cell("InferenceMsAverage", stats.e2e_ms, "mean"),
-        InferenceMsStdDev=stat_cell("InferenceMsStdDev", stats.e2e_ms, "stddev"),
-        InferenceMsP99=stat_cell("InferenceMsP99", stats.e2e_ms, "p99"),
-        InferenceMsFirst=stat_cell("InferenceMsFirst", stats.ttft_ms, "median"),
     )
+    workers = [m.task.peer_id or "" for m in members if m.generation is not None]
+    row.update(merged_figures(spec, size, measured, workers))
+    row["FleetLost"] = cells("FleetLost", lost)
+    row["Detail"] = _detail(members, lost)
+    return row
+
+
+def merged_figures(
+    spec: GenerateSpec, size: int, measured: Sequence[GenerationStats], workers: Sequence[str]
+) -> dict[str, str]:
+    """Every cell of the merged row that its members' signed records give: its status, workers, latency,
+    generation and fleet columns (`FleetLost` left out: who was lost is the submitter's word). One
+    deriver: the submitter writes the row with it and `sark-node verify` derives the row again with it
+    (`scheduler.results.mergeproof`), from the members in task order."""
+    records = fleet_records(measured)
+    unsent = sum(g.unsent for g in measured)
+    stats = merged_generation(spec, measured)
+    row = {
+        "Status": (Status.COMPLETE if measured else Status.FAILED).value,
+        "WorkerPeerId": cells("WorkerPeerId", workers),
+        "InferenceMsMedian": stat_cell("InferenceMsMedian", stats.e2e_ms, "median"),
+        "InferenceMsAverage": stat_cell("InferenceMsAverage", stats.e2e_ms, "mean"),
+        "InferenceMsStdDev": stat_cell("InferenceMsStdDev", stats.e2e_ms, "stddev"),
+        "InferenceMsP99": stat_cell("InferenceMsP99", stats.e2e_ms, "p99"),
+        "InferenceMsFirst": stat_cell("InferenceMsFirst", stats.ttft_ms, "median"),
+    }
     row.update(generation_columns(stats))
     if spec.request_rate is None:
         row["Concurrency"] = cell("Concurrency", spec.concurrency * size)
-    cpus = [g.client_cpu_pct for g in measured]
-    row.update(fleet_columns(records, spec, size, cpus, lost, unsent=sum(g.unsent for g in measured)))
-    row["Detail"] = _detail(members, lost)
+    all_cpus = [g.client_cpu_pct for g in measured]
+    row.update(fleet_columns(records, spec, size, all_cpus, unsent=unsent))
+    del row["FleetLost"]
     return row
 
 
@@ -173,6 +193,8 @@ __all__ = [
     "fleet_records",
     "fleet_rows",
     "member_row",
+    "merged_figures",
+    "merged_generation",
     "merged_row",
     "merged_stats",
 ]
