@@ -8,11 +8,12 @@ submitter, not a worker. What each check proves:
   stands without it.
 - each row: its worker signed the raw parts for this campaign, this task and this submitter (a
   result cannot be moved from another campaign or submitter); a load's records fit the schedule its
-  offer gave (a fleet member's deal, an open loop's seed: `check_sends`; the submitter's offer spec is
-  kept in the bundle, and records the worker signed cannot follow another); every figure of
-  results.json's row, its derived measurement and its samples are derived again from those parts by
-  the submitter's own deriver (`check_figures`) and must match to the bit. A results.json row
-  without a signed result, a signed result without its row, and a task twice are named.
+  offer gave (a fleet member's deal, an open loop's seed: `check_sends`; that schedule is kept in the
+  bundle, the job's spec is the campaign's, and records the worker signed cannot follow another);
+  every figure of results.json's row, its derived measurement and its samples are derived again from
+  those parts by the submitter's own deriver (`check_figures`) and must match to the bit. A
+  results.json row without a signed result, a signed result without its row, and a task twice are
+  named; so is a result whose bundle job is not its signed task id's.
 - each verification group: every replica's figure is derived again from its signed parts; each
   replica's signed device must fall in the group's class (`device_class`); the band must be the one
   the class's spread gives (`agreement.band`), and that spread PRIOR's for the job's processes when
@@ -155,7 +156,10 @@ def check(bundle_text: bytes, results_text: bytes) -> Proof:
     _check_seal(proof, bundle, raw_body, results_text, report)
     derived = _check_rows(proof, bundle.body, report)
     held = [r for r in bundle.body.rows if r.task_id in derived]  # the bundle's (sealed, task) order
-    found = check_derived_rows(report, [Member(r.task_id, derived[r.task_id].body, r.offered) for r in held])
+    jobs = report.campaign.jobs
+    found = check_derived_rows(
+        report, [Member(r.task_id, derived[r.task_id].body, r.offer(jobs[r.job_index].spec)) for r in held]
+    )
     proof.problems += [Problem(place, cause) for place, cause in found.problems]
     proof.notes += found.notes
     proof.derived = found.derived
@@ -264,7 +268,7 @@ def _derive_row(
     peer = peers.get(result.worker)
     figures = check_figures(result.measurement, spec, peer.device if peer else None, result.device)
     if not isinstance(figures, Refusal):  # a load's records against the schedule it was offered
-        figures = check_sends(figures, spec, row.offered)
+        figures = check_sends(figures, spec, row.offer(spec))
     if isinstance(figures, Refusal):
         proof.refuse(f"{place} result.measurement", f"{figures.reason}: {figures.detail}")
         return None

@@ -170,15 +170,16 @@ def test_an_open_loops_records_are_checked_against_the_seed_it_was_offered(tmp_p
     assert done.returncode == 0, done.stdout + done.stderr
     bundle, _ = load(folder)
     (row,) = bundle["body"]["rows"]
-    assert row["offered"]["generate"]["arrival_seed"] is not None
-    for offered, said in (
-        ({**row["offered"], "generate": {**row["offered"]["generate"], "arrival_seed": 12345}}, "invalid"),
+    assert row["schedule"]["arrival_seed"] is not None
+    assert row["offered"] is None  # the schedule alone: the job's spec is the campaign's
+    for schedule, said in (
+        ({**row["schedule"], "arrival_seed": 12345}, "invalid"),
         (None, "this open loop's seed"),
     ):
         copy = tmp_path / f"copy-{said[:4]}"
         shutil.copytree(folder, copy)
         changed, _ = load(copy)
-        changed["body"]["rows"][0]["offered"] = offered
+        changed["body"]["rows"][0]["schedule"] = schedule
         dump(copy, changed)
         reseal(copy, (copy / KEY_FILE).read_bytes())
         done = _verify(copy, tmp_path / "stranger")
