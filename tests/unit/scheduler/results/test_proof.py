@@ -312,6 +312,29 @@ def _merged_without(bundle: Doc, results: Doc) -> None:
     merged["merged"]["e2e_ms"] = merged_generation(spec, [kept]).e2e_ms.model_dump(mode="json")
 
 
+def test_a_member_lost_and_said_so_holds_with_a_note() -> None:
+    """A member without a signed result (its worker died) is not in the merge: a merged row made
+    from the other member's records, counting the lost one in Detail and FleetLost, holds; who was
+    lost is the submitter's word, and verify says how many the deals counted."""
+    from protocol import GenerateSpec, GenerationStats
+    from scheduler.results.fleetrows import merged_figures, merged_generation
+
+    bundle, results = copy.deepcopy(BUNDLE), copy.deepcopy(RESULTS)
+    _member_dropped(bundle, results)
+    member = _entry(results, MEMBERS[0])
+    kept = GenerationStats.model_validate(member["signed"]["measurement"]["generation"])
+    (job,) = (j for j in results["campaign"]["jobs"] if (j["spec"]["generate"] or {}).get("fleet_size"))
+    spec = GenerateSpec.model_validate(job["spec"]["generate"])
+    merged = _entry(results, FLEET)
+    merged["row"].update(merged_figures(spec, 2, [kept], [member["signed"]["worker"]]))
+    merged["row"]["FleetLost"] = "vm-1 (12D3KooW...): Failed lease lapsed"
+    merged["row"]["Detail"] = "merged from the raw records of 1 of 2 members; lost: vm-1 (12D3KooW...)"
+    merged["merged"]["e2e_ms"] = merged_generation(spec, [kept]).e2e_ms.model_dump(mode="json")
+    proof = judge(bundle, results, key=KEY)
+    assert proof.holds, proof.problems
+    assert any("1 of the fleet's 2 members gave no signed result" in n for n in proof.notes), proof.notes
+
+
 def _member_moved(body: Doc) -> None:
     body["rows"][_row(MEMBERS[0])]["job_index"] = 2
 
