@@ -7,7 +7,9 @@ whole sealed by the golden submitter's key: every row a real measurement with it
 verify below derives every figure again, checks 1,000 Ed25519 signatures and recomputes 500 groups.
 It must hold (exit 1 otherwise). Side by side in one run: reading the same results.json as a report
 (`CampaignReport.from_json`, what `report` and the board pay to read it) is the baseline; the ratio
-is verify over it. Writes benchmarks/out/verify_bundle.json.
+is verify over it. Also the golden bundle's own rows' bytes by kind (a tensor replica, a capacity
+search with its levels' records, a fleet member with its records and deal): what a row of each costs
+in bundle.json. Writes benchmarks/out/verify_bundle.json.
 
     .venv/bin/python benchmarks/verify_bundle.py [--rows 1000] [--rounds 3]
 """
@@ -26,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the repository, and the tests' kit
 
 OUT = ROOT / "benchmarks" / "out" / "verify_bundle.json"
+GOLDEN_JOBS = {0: "tensor replica", 1: "tensor replica", 2: "capacity search", 3: "fleet member"}
+"""The golden campaign's jobs (tests/kit/bundlelab.py's CAMPAIGN), by index."""
 
 
 def _best(rounds: int, run: Any) -> float:
@@ -69,8 +73,23 @@ def main() -> None:
     print("| rows | groups | verify s | read results.json s | ratio | bundle B/row | results.json B/row |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     print(" | ".join(["", *(str(v) for v in figures.values()), ""]).strip())
+    kinds = golden_row_bytes()
+    print("golden bundle, bytes per row by kind:", ", ".join(f"{k} {v:,}" for k, v in kinds.items()))
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(figures, indent=1))
+    OUT.write_text(json.dumps({**figures, "golden_row_bytes": kinds}, indent=1))
+
+
+def golden_row_bytes() -> dict[str, int]:
+    """The golden bundle's rows' canonical JSON bytes, averaged by kind (the seal and peers apart)."""
+    from kit.bundlelab import GOLDEN
+
+    from scheduler.results.bundle import canonical
+
+    body = json.loads((GOLDEN / "bundle.json").read_text())["body"]
+    kinds: dict[str, list[int]] = {}
+    for row in body["rows"]:
+        kinds.setdefault(GOLDEN_JOBS[row["job_index"]], []).append(len(canonical(row)))
+    return {k: sum(v) // len(v) for k, v in sorted(kinds.items())}
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ def verify(
         fail(f"error: not a bundle: {exc}", 2)
     typer.echo(f"submitter {proof.submitter}")
     typer.echo(
-        f"{proof.rows} signed result(s) derived again; {proof.groups} verification group(s) recomputed"
+        f"{proof.rows} signed result(s) derived again, {proof.derived} merged or level row(s) from them; "
+        f"{proof.groups} verification group(s) recomputed"
     )
     for note in proof.notes:
         typer.echo(visible(f"note: {note}"))

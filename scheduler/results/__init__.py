@@ -36,6 +36,8 @@ Modules:
                  and class spread, the campaign file; canonical JSON and the digests the seal names
     proof        a bundle checked by anyone, offline (`sark-node verify`): the seal, every signature,
                  every figure derived again bit for bit, every group's agreement recomputed
+    mergeproof   the rows no single signed result holds, derived again for `verify`: a fleet's merged row
+                 from its members' signed records, a capacity search's level rows from its signed levels
     board        the board's rows (`sark-node board`): verified groups and single tasks of many campaigns
     imported     ImportedRow, Figure, Unreadable: another tool's results as unverified rows; bounded JSON
     toolformats  GuideLLM's, AIPerf's, vLLM bench serve's, llama-bench's JSON as ImportedRows (`import`)

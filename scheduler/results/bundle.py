@@ -4,7 +4,8 @@
 
 - each measured task's result exactly as its worker signed it (`SignedPart`: the msgpack payload,
   the signature and the worker's public key, whose libp2p peer id names the worker), so every figure
-  can be derived again from its raw parts (`scheduler.check_figures`, the one deriver);
+  can be derived again from its raw parts (`scheduler.check_figures`, the one deriver), and the
+  schedule its offer gave a load (`Schedule`: a fleet member's deal, an open loop's seed);
 - each peer that ran a task as placement relied on it: its advertised device, the network its
   connection came from, its declared owner, and the claim problems (a refused challenge, physics,
   the class) that kept it from jobs;
@@ -29,7 +30,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
-from protocol import DeviceProfile, Envelope, TaskSpec, Value
+from protocol import DeviceProfile, Envelope, FleetDeal, TaskSpec, Value
 from scheduler.results.verifygroups import group_of
 from scheduler.state.placement import PeerView
 from scheduler.state.tasks import TaskView
@@ -81,15 +82,43 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+class Schedule(Value):
+    """What a load's offer gave beyond its job's spec: a fleet member's deal, an open loop's seed
+    (`check_sends` reads nothing else of the offer). Kept alone, not with the whole offer spec: the
+    job's spec (its prompts, kilobytes each time) is the campaign's, kept once."""
+
+    deal: FleetDeal | None = None
+    arrival_seed: int | None = Field(default=None, ge=0, lt=2**63)
+
+    @classmethod
+    def of(cls, spec: TaskSpec | None) -> Schedule | None:
+        """The schedule an offer spec carried, or None where it carried none."""
+        generate = spec.generate if spec is not None else None
+        if generate is None or (generate.deal is None and generate.arrival_seed is None):
+            return None
+        return cls(deal=generate.deal, arrival_seed=generate.arrival_seed)
+
+
 class RowProof(Value):
-    """One measured task's signed result: its task, its job, the worker's envelope, and the spec it
-    was offered where the offer carried a schedule (a fleet member's deal, an open loop's seed: its
-    records are checked against it, `check_sends`)."""
+    """One measured task's signed result: its task, its job, the worker's envelope, and the schedule
+    its offer gave where it gave one (a fleet member's deal, an open loop's seed: its records are
+    checked against it, `check_sends`). `offered` is the whole offer spec, as bundles before the
+    schedule alone was kept held it (read, never written)."""
 
     task_id: str
     job_index: int = Field(ge=0)
     result: SignedPart
+    schedule: Schedule | None = None
     offered: TaskSpec | None = None
+
+    def offer(self, spec: TaskSpec) -> TaskSpec | None:
+        """The spec its offer gave: the job's `spec` with the kept schedule (None: none kept)."""
+        if self.offered is not None:
+            return self.offered
+        if self.schedule is None or spec.generate is None:
+            return None
+        kept = {"deal": self.schedule.deal, "arrival_seed": self.schedule.arrival_seed}
+        return spec.with_(generate=spec.generate.with_(**kept))
 
 
 class PeerProof(Value):
@@ -197,7 +226,7 @@ def body_of(
             task_id=t.task_id,
             job_index=t.job_index,
             result=SignedPart.of(envelopes[t.task_id]),
-            offered=offers.get(t.task_id),
+            schedule=Schedule.of(offers.get(t.task_id)),
         )
         for t in tasks
         if t.task_id in envelopes

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from protocol import CapacityResult, Measurement
+from protocol import CapacityLevel, CapacityResult, Measurement
 from scheduler.results.columns import cell
 from scheduler.results.genrows import generation_columns, stat_cell
 
@@ -37,29 +37,34 @@ def capacity_columns(m: Measurement) -> dict[str, str]:
 
 def level_rows(row: Mapping[str, str], found: CapacityResult) -> list[dict[str, str]]:
     """One row per level of the search, after the task's own `row`, each with that level's figures."""
-    rows: list[dict[str, str]] = []
-    for n, level in enumerate(found.levels, start=1):
-        e2e = level.generation.e2e_ms
-        ended = level.ended_early
-        cells = dict(row) | dict.fromkeys(_SEARCH_ONLY, "") | generation_columns(level.generation)
-        cells.update(
-            JobId=f"{row['JobId']}/{n}",
-            CapacityRow="level",
-            LevelPassed=cell("LevelPassed", level.passed),
-            LevelEndedEarly="" if ended is None else ended.code,
-            Detail="" if ended is None else ended.detail,
-            InferenceMsFirst=stat_cell("InferenceMsFirst", level.generation.ttft_ms, "median"),
-            InferenceMsMedian=stat_cell("InferenceMsMedian", e2e, "median"),
-            InferenceMsAverage=stat_cell("InferenceMsAverage", e2e, "mean"),
-            InferenceMsStdDev=stat_cell("InferenceMsStdDev", e2e, "stddev"),
-            InferenceMsMin=stat_cell("InferenceMsMin", e2e, "min"),
-            InferenceMsMax=stat_cell("InferenceMsMax", e2e, "max"),
-            InferenceMsP90=stat_cell("InferenceMsP90", e2e, "p90"),
-            InferenceMsP95=stat_cell("InferenceMsP95", e2e, "p95"),
-            InferenceMsP99=stat_cell("InferenceMsP99", e2e, "p99"),
-        )
-        rows.append(cells)
-    return rows
+    return [dict(row) | level_cells(row["JobId"], n, level) for n, level in enumerate(found.levels, start=1)]
 
 
-__all__ = ["capacity_columns", "level_rows"]
+def level_cells(task_id: str, n: int, level: CapacityLevel) -> dict[str, str]:
+    """The cells of level `n`'s row (from 1) that its level gives (the rest are its task's row's):
+    its id, its verdict, its figures, the search's answer left empty. One deriver: the submitter
+    writes the level rows with it and `sark-node verify` derives them again with it from the signed
+    search (`scheduler.results.mergeproof`)."""
+    e2e = level.generation.e2e_ms
+    ended = level.ended_early
+    cells = dict.fromkeys(_SEARCH_ONLY, "") | generation_columns(level.generation)
+    cells.update(
+        JobId=f"{task_id}/{n}",
+        CapacityRow="level",
+        LevelPassed=cell("LevelPassed", level.passed),
+        LevelEndedEarly="" if ended is None else ended.code,
+        Detail="" if ended is None else ended.detail,
+        InferenceMsFirst=stat_cell("InferenceMsFirst", level.generation.ttft_ms, "median"),
+        InferenceMsMedian=stat_cell("InferenceMsMedian", e2e, "median"),
+        InferenceMsAverage=stat_cell("InferenceMsAverage", e2e, "mean"),
+        InferenceMsStdDev=stat_cell("InferenceMsStdDev", e2e, "stddev"),
+        InferenceMsMin=stat_cell("InferenceMsMin", e2e, "min"),
+        InferenceMsMax=stat_cell("InferenceMsMax", e2e, "max"),
+        InferenceMsP90=stat_cell("InferenceMsP90", e2e, "p90"),
+        InferenceMsP95=stat_cell("InferenceMsP95", e2e, "p95"),
+        InferenceMsP99=stat_cell("InferenceMsP99", e2e, "p99"),
+    )
+    return cells
+
+
+__all__ = ["capacity_columns", "level_cells", "level_rows"]

@@ -92,13 +92,19 @@ def _quickest(g: GenerationStats) -> float | None:
 
 
 def apart(members: Sequence[Member]) -> dict[str, str]:
-    """The measured members kept out of the merged row (by task id), each with why (the module's
-    docstring): a quickest first token under `FLOOR_SHARE` x the lower median of the others' less
-    their round trips."""
+    """The measured members kept out of the merged row (by task id), each with why (`kept_apart`)."""
+    return kept_apart({m.task.task_id: m.generation for m in members if m.generation is not None})
+
+
+def kept_apart(measured: Mapping[str, GenerationStats]) -> dict[str, str]:
+    """Of the measured members (task id -> its signed generation), those kept out of the merged row,
+    each with why (the module's docstring): a quickest first token under `FLOOR_SHARE` x the lower
+    median of the others' less their round trips. Read from signed records only, so `sark-node
+    verify` applies the same rule (`scheduler.results.mergeproof`)."""
     quickest = {
-        m.task.task_id: (q, max(q - (m.generation.rtt_ms or 0.0), 0.0))
-        for m in members
-        if m.generation is not None and (q := _quickest(m.generation)) is not None
+        task_id: (q, max(q - (g.rtt_ms or 0.0), 0.0))
+        for task_id, g in measured.items()
+        if (q := _quickest(g)) is not None
     }
     kept_out: dict[str, str] = {}
     for task_id, (own, _) in quickest.items():
@@ -138,7 +144,11 @@ def merged_stats(job: Job, members: Sequence[Member]) -> GenerationStats:
     """The fleet's figures: every measured member's raw records summarized together."""
     spec = job.spec.generate
     assert spec is not None
-    measured = _merged(members)
+    return merged_generation(spec, _merged(members))
+
+
+def merged_generation(spec: GenerateSpec, measured: Sequence[GenerationStats]) -> GenerationStats:
+    """The merged figures of the measured members' generations, in task order."""
     records = fleet_records(measured)
     cpus = [g.client_cpu_pct for g in measured if g.client_cpu_pct is not None]
     unsent = sum(g.unsent for g in measured)
@@ -163,13 +173,10 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
     assert spec is not None
     assert members
     measured, out = _merged(members), apart(members)
-    records = fleet_records(measured)
-    stats = merged_stats(job, members)
     size, lost = len(members), _lost(members)
     first = members[0].task
     row = dict.fromkeys(CSV_COLUMNS, "")
     row.update(
-        Status=(Status.COMPLETE if measured else Status.FAILED).value,
         JobId=first.task_id.rsplit("-", 1)[0] + "-fleet",
         FileName=first.model.name,
         FileSize=cell("FileSize", first.model.size / _MB),
@@ -177,22 +184,41 @@ def merged_row(job: Job, members: Sequence[Member], created_utc: str) -> dict[st
         DeviceName=f"fleet of {size}",
         CreatedUtc=created_utc,
         ModelSha256=first.model.sha256,
-        WorkerPeerId=cells(
-            "WorkerPeerId",
-            (m.task.peer_id or "" for m in members if m.generation is not None and m.task.task_id not in out),
-        ),
-        InferenceMsMedian=stat_cell("InferenceMsMedian", stats.e2e_ms, "median"),
-        InferenceMsAverage=stat_cell("InferenceMsAverage", stats.e2e_ms, "mean"),
-        InferenceMsStdDev=stat_cell("InferenceMsStdDev", stats.e2e_ms, "stddev"),
-        InferenceMsP99=stat_cell("InferenceMsP99", stats.e2e_ms, "p99"),
-        InferenceMsFirst=stat_cell("InferenceMsFirst", stats.ttft_ms, "median"),
     )
+    workers = [
+        m.task.peer_id or "" for m in members if m.generation is not None and m.task.task_id not in out
+    ]
+    row.update(merged_figures(spec, size, measured, workers))
+    row["FleetLost"] = cells("FleetLost", lost)
+    row["Detail"] = _detail(members, lost)
+    return row
+
+
+def merged_figures(
+    spec: GenerateSpec, size: int, measured: Sequence[GenerationStats], workers: Sequence[str]
+) -> dict[str, str]:
+    """Every cell of the merged row that its members' signed records give: its status, workers, latency,
+    generation and fleet columns (`FleetLost` left out: who was lost is the submitter's word). One
+    deriver: the submitter writes the row with it and `sark-node verify` derives the row again with it
+    (`scheduler.results.mergeproof`), from the members in task order."""
+    records = fleet_records(measured)
+    unsent = sum(g.unsent for g in measured)
+    stats = merged_generation(spec, measured)
+    row = {
+        "Status": (Status.COMPLETE if measured else Status.FAILED).value,
+        "WorkerPeerId": cells("WorkerPeerId", workers),
+        "InferenceMsMedian": stat_cell("InferenceMsMedian", stats.e2e_ms, "median"),
+        "InferenceMsAverage": stat_cell("InferenceMsAverage", stats.e2e_ms, "mean"),
+        "InferenceMsStdDev": stat_cell("InferenceMsStdDev", stats.e2e_ms, "stddev"),
+        "InferenceMsP99": stat_cell("InferenceMsP99", stats.e2e_ms, "p99"),
+        "InferenceMsFirst": stat_cell("InferenceMsFirst", stats.ttft_ms, "median"),
+    }
     row.update(generation_columns(stats))
     if spec.request_rate is None:
         row["Concurrency"] = cell("Concurrency", spec.concurrency * size)
-    cpus = [g.client_cpu_pct for g in measured]
-    row.update(fleet_columns(records, spec, size, cpus, lost, unsent=sum(g.unsent for g in measured)))
-    row["Detail"] = _detail(members, lost)
+    all_cpus = [g.client_cpu_pct for g in measured]
+    row.update(fleet_columns(records, spec, size, all_cpus, unsent=unsent))
+    del row["FleetLost"]
     return row
 
 
@@ -226,7 +252,10 @@ __all__ = [
     "fleet_columns",
     "fleet_records",
     "fleet_rows",
+    "kept_apart",
     "member_row",
+    "merged_figures",
+    "merged_generation",
     "merged_row",
     "merged_stats",
 ]

@@ -8,11 +8,12 @@ submitter, not a worker. What each check proves:
   stands without it.
 - each row: its worker signed the raw parts for this campaign, this task and this submitter (a
   result cannot be moved from another campaign or submitter); a load's records fit the schedule its
-  offer gave (a fleet member's deal, an open loop's seed: `check_sends`; the submitter's offer spec is
-  kept in the bundle, and records the worker signed cannot follow another); every figure of
-  results.json's row, its derived measurement and its samples are derived again from those parts by
-  the submitter's own deriver (`check_figures`) and must match to the bit. A results.json row
-  without a signed result, a signed result without its row, and a task twice are named.
+  offer gave (a fleet member's deal, an open loop's seed: `check_sends`; that schedule is kept in the
+  bundle, the job's spec is the campaign's, and records the worker signed cannot follow another);
+  every figure of results.json's row, its derived measurement and its samples are derived again from
+  those parts by the submitter's own deriver (`check_figures`) and must match to the bit. A
+  results.json row without a signed result, a signed result without its row, and a task twice are
+  named; so is a result whose bundle job is not its signed task id's.
 - each verification group: every replica's figure is derived again from its signed parts; each
   replica's signed device must fall in the group's class (`device_class`); the band must be the one
   the class's spread gives (`agreement.band`), and that spread PRIOR's for the job's processes when
@@ -21,6 +22,9 @@ submitter, not a worker. What each check proves:
   the band with one outputs fingerprint (or each within the band of the reference), and the agreed
   figure their median (or the reference's). An outlier that agrees with the majority was kept out by
   the submitter's record of its peer (distrust): shown, since no bundle can prove that history.
+- rows no single signed result holds (`mergeproof`): a fleet's merged row derived again from its
+  members' signed records (its members are the job's signed results, its size their deals'), a
+  capacity search's level rows from the levels its worker signed; a complete row with neither is named.
 - claims: each peer's advertised device and the claim problems that kept it from jobs (a refused
   challenge's figures are in the problem) are shown; where the device its results signed differs from
   the advert placement read, that is shown too.
@@ -35,7 +39,7 @@ import json
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -64,6 +68,7 @@ from scheduler.results.bundle import (
     digest,
 )
 from scheduler.results.document import CampaignReport, ReportTask, ResultsFileError
+from scheduler.results.mergeproof import Member, check_derived_rows, exact, job_of
 from scheduler.results.rows import body_columns
 from scheduler.results.verifygroups import GroupVerification
 from scheduler.verification.agreement import POOL_MIN, PRIOR, Replica, agree, band, replica_of
@@ -101,6 +106,7 @@ class Proof:
 
     submitter: str = ""
     rows: int = 0
+    derived: int = 0
     groups: int = 0
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -149,6 +155,14 @@ def check(bundle_text: bytes, results_text: bytes) -> Proof:
     proof = Proof(submitter=bundle.body.submitter)
     _check_seal(proof, bundle, raw_body, results_text, report)
     derived = _check_rows(proof, bundle.body, report)
+    held = [r for r in bundle.body.rows if r.task_id in derived]  # the bundle's (sealed, task) order
+    jobs = report.campaign.jobs
+    found = check_derived_rows(
+        report, [Member(r.task_id, derived[r.task_id].body, r.offer(jobs[r.job_index].spec)) for r in held]
+    )
+    proof.problems += [Problem(place, cause) for place, cause in found.problems]
+    proof.notes += found.notes
+    proof.derived = found.derived
     _check_groups(proof, bundle.body, report, derived)
     _show_claims(proof, bundle.body.peers, derived)
     return proof
@@ -247,11 +261,14 @@ def _derive_row(
     if not 0 <= row.job_index < len(campaign.jobs):
         proof.refuse(f"{place} job_index", f"no job {row.job_index} in the campaign")
         return None
+    if job_of(body.campaign_id, result.task_id) != row.job_index:
+        proof.refuse(f"{place} job_index", f"{row.job_index}, but its worker signed {result.task_id!r}")
+        return None
     spec = campaign.jobs[row.job_index].spec
     peer = peers.get(result.worker)
     figures = check_figures(result.measurement, spec, peer.device if peer else None, result.device)
     if not isinstance(figures, Refusal):  # a load's records against the schedule it was offered
-        figures = check_sends(figures, spec, row.offered)
+        figures = check_sends(figures, spec, row.offer(spec))
     if isinstance(figures, Refusal):
         proof.refuse(f"{place} result.measurement", f"{figures.reason}: {figures.detail}")
         return None
@@ -270,36 +287,18 @@ def _compare(proof: Proof, place: str, task: ReportTask, body: ResultBody) -> No
                 f"{place} row.{column}", f"{task.row[column]!r}, its signed raw parts give {value!r}"
             )
     ours = body.measurement.with_(samples_ms=())
-    for path, theirs, derived in _exact("signed.measurement", _dump(signed.measurement), _dump(ours)):
+    for path, theirs, derived in exact("signed.measurement", _dump(signed.measurement), _dump(ours)):
         proof.refuse(f"{place} {path}", f"{theirs!r}, its signed raw parts give {derived!r}")
     if task.samples_ms != body.measurement.samples_ms:
         proof.refuse(f"{place} samples_ms", "not the samples its worker signed")
     if signed.worker != body.worker:
         proof.refuse(f"{place} signed.worker", f"{signed.worker!r}, signed by {body.worker!r}")
-    for path, theirs, derived in _exact("signed.device", _dump(signed.device), _dump(body.device)):
+    for path, theirs, derived in exact("signed.device", _dump(signed.device), _dump(body.device)):
         proof.refuse(f"{place} {path}", f"{theirs!r}, its worker signed {derived!r}")
 
 
 def _dump(value: Measurement | Any) -> Any:
     return value.model_dump(mode="json")
-
-
-def _exact(path: str, theirs: Any, ours: Any) -> Iterator[tuple[str, Any, Any]]:
-    """Every leaf of two JSON values that differs (NaN equals NaN), with its path."""
-    if isinstance(theirs, dict) and isinstance(ours, dict) and theirs.keys() == ours.keys():
-        for key in theirs:
-            yield from _exact(f"{path}.{key}", theirs[key], ours[key])
-    elif isinstance(theirs, list) and isinstance(ours, list) and len(theirs) == len(ours):
-        for i, (a, b) in enumerate(zip(theirs, ours, strict=True)):
-            yield from _exact(f"{path}[{i}]", a, b)
-    elif not _same(theirs, ours):
-        yield path, theirs, ours
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return type(a) is type(b) and bool(a == b)
 
 
 def _check_groups(

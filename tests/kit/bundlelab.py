@@ -1,8 +1,12 @@
-"""A replicated campaign's results folder (results.json, bundle.json), and tamperings of it.
+"""A replicated fleet campaign's results folder (results.json, bundle.json), and tamperings of it.
 
 `run_campaign` runs the cheapest replicated campaign there is: the embedded swarm's two workers
 (`submit --workers 2`), `verify: {replicas: 2, same_host: allow}` (the lab switch: one machine),
-two jobs of the repository's tiny ONNX model, one replica measuring at a time. Its folder is the
+two jobs of the repository's tiny ONNX model, then two jobs against loopback stub servers
+(`kit.sse_server`), each a single result: a capacity search over concurrency 1..4 against a server
+whose first token comes 250 ms later past 2 requests in flight (`kit.knee`: levels 1, 2, 4, 3, about
+3 s), and a fleet of the two workers at 10 req/s for 1 s (one merged row from both members' signed
+records). Two tasks measure at a time (a fleet's members start together). Its folder is the
 bundle the labs verify (tests/labs/e2e/test_bundle_verify.py) and, copied with the submitter's key,
 the golden bundle the fast tier tampers with (tests/golden/bundle/, made by `python -m kit.bundlelab
 DIR`; tests/unit/scheduler/results/test_proof.py).
@@ -21,7 +25,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kit.knee import KneeStub
 from kit.procs import SARK, user_env
+from kit.sse_server import scheduled, serve_sse
 from node.p2p.identity import peer_id_of_seed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +35,7 @@ GOLDEN = ROOT / "tests" / "golden" / "bundle"
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 CAMPAIGN = """\
 name: bundle-lab
-max_inflight: 1
+max_inflight: 2         # a fleet's two members start together; replicas may then measure side by side
 verify:
   replicas: 2
   same_host: allow
@@ -41,12 +47,27 @@ jobs:
     num_inference_runs: 12
     warmup_runs: 2
     threads: 1
-  - compute_unit: CPU (ONNX)
+    processes: 1  # the two replicas measure side by side: one child each, started together (a second
+  - compute_unit: CPU (ONNX)  # process would start while the other replica measures, and read it)
     num_inference_runs: 8
     warmup_runs: 2
     threads: 1
-    processes: 2
+    processes: 1
+  - endpoint: {{url: "{knee}", model: knee}}
+    devices: any
+    generate:
+      prompts: builtin:summaries
+      max_new_tokens: 4
+      capacity:
+        {{slo: {{ttft_ms: 250}}, goodput_pct: 90, max_concurrency: 4, level_s: 0.6, level_requests: 12}}
+    verify: {{replicas: 1, unverified: allow}}
+  - endpoint: {{url: "{stub}", model: scripted}}
+    generate: {{prompts: builtin:summaries, max_new_tokens: 2, request_rate: 10, duration_s: 1.0}}
+    fleet: {{workers: 2, seed: 52}}
+    verify: {{replicas: 1, unverified: allow}}
 """
+LOOPBACK = ("--allow-http", "--allow-network", "127.0.0.0/8")
+"""The stub servers are plain http on loopback: `submit` refuses both unless told."""
 KEY_FILE = "submitter.key"
 """The submitter's identity seed, kept beside the golden bundle (a lab key: it signs nothing else)."""
 
@@ -57,16 +78,18 @@ def run_campaign(root: Path, *, calibrate: bool = True, timeout_s: float = 300.0
     so no challenge is run (a quicker lab; the golden bundle keeps the challenges' evidence)."""
     (root / "models").mkdir(parents=True, exist_ok=True)
     shutil.copy(MODEL, root / "models" / MODEL.name)
-    (root / "campaign.yaml").write_text(CAMPAIGN)
     home = root / "home"
-    done = subprocess.run(
-        [*SARK, "submit", "campaign.yaml", "--workers", "2", "--out", "out"],
-        cwd=root,
-        env=user_env(home) | ({} if calibrate else {"SARK_CALIBRATE": "false"}),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
+    knee, fleet = KneeStub(knee=2, fast_s=0.03), scheduled(["ok", "!"], first_s=0.02, usage=(3, 2))
+    with serve_sse(knee) as knee_server, serve_sse(lambda body, attempt: fleet) as stub:
+        (root / "campaign.yaml").write_text(CAMPAIGN.format(knee=knee_server.url, stub=stub.url))
+        done = subprocess.run(
+            [*SARK, "submit", "campaign.yaml", "--workers", "2", "--out", "out", *LOOPBACK],
+            cwd=root,
+            env=user_env(home) | ({} if calibrate else {"SARK_CALIBRATE": "false"}),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     found = list((root / "out").glob("*/bundle.json"))
     assert found, f"no bundle (exit {done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}"
     folder = found[0].parent

