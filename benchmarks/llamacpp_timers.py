@@ -16,11 +16,20 @@ Both sides also keep llama.cpp's own timers of the same requests (the server's `
 predicted_ms over predicted_n - 1 decodes). Per round and side: the mean TTFT against llama.cpp's
 prompt time per request, and the pooled decode time per token (sum of E2E - TTFT over sum of n - 1)
 against llama.cpp's. The ratios printed: harness / bare loop (raw, both sides' machine at that
-moment), and (harness / its timers) / (bare / its timers): the harness's overhead over the bare
-loop's with the machine's speed of each run divided out by llama.cpp's own timer of the same run.
+moment); (harness / its timers) / (bare / its timers): the harness's overhead over the bare loop's
+with the machine's speed of each run divided out by llama.cpp's own timer of the same run; harness /
+its timers and bare / its timers.
+
+The intervals differ by definition for TTFT: the harness's and the bare loop's run from the request
+handed to xllamacpp to the first token's chunk in Python; llama.cpp's prompt_ms from its slot starting
+the prompt to the first token sampled. The bare loop splits its TTFT around that timer (`split_ttft`):
+before the slot (the request parsed, templated, tokenized and queued on the calling thread, whose CPU
+time is `handling`; the server thread woken, its slot launched) and the first token's delivery.
+Each `--load` level runs every round with that many busy processes beside (tests/kit/load.py).
 Writes benchmarks/out/llamacpp_timers.json.
 
     .venv/bin/python benchmarks/llamacpp_timers.py [--rounds 5] [--prompts 8] [--tokens 32] [--threads 1]
+        [--load 0 2]
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # spawned children too: the packages of this checkout
+sys.path.append(str(ROOT / "tests"))  # kit.load, after the packages: no tests/ folder shadows one
 
 from drivers import measure  # noqa: E402
 from drivers.files.models import packaged_llm  # noqa: E402
@@ -75,28 +85,66 @@ def bare_child(model: str, prompts: list[str], chat: bool, tokens: int, threads:
         body |= {"cache_prompt": False, "timings_per_token": True}
         stamps: list[int] = []
         chunks: list[str] = []
+        first: list[int] = []  # the calling thread's CPU time at the first chunk
 
-        def keep(chunk: str, stamps: list[int] = stamps, chunks: list[str] = chunks) -> None:
+        def keep(
+            chunk: str, stamps: list[int] = stamps, chunks: list[str] = chunks, first: list[int] = first
+        ) -> None:
             stamps.append(time.perf_counter_ns())
             chunks.append(chunk)
+            if not first:
+                first.append(time.thread_time_ns())
 
         request = json.dumps(body)
+        cpu = time.thread_time_ns()
         start = time.perf_counter_ns()
         handle(request, keep)
         if i:  # the first is the warm-up
-            runs.append((start, stamps, chunks))
+            runs.append((start, stamps, chunks, (first[0] - cpu) / 1e6))
     out.send([_bare_request(*run) for run in runs])
 
 
-def _bare_request(start: int, stamps: list[int], chunks: list[str]) -> dict[str, float]:
-    """A bare request's TTFT, last token time and tokens, counted from its chunks after the fact."""
+def split_ttft(start: int, stamps: list[int], chunks: list[str], handling_ms: float) -> dict[str, float]:
+    """A request's TTFT split on the caller's clock around llama.cpp's prompt timer (`prompt_ms`: its
+    slot starting the prompt -> its first token sampled): `before_slot_ms` (the request handed to the
+    binding -> the slot starting: parsing the request, the chat template, tokenizing, queueing the
+    task, the server thread woken, its slot launched), of which `handling_ms` is the calling thread's
+    own CPU time until the first chunk, and `first_delivery_ms` (the first token sampled -> its chunk
+    in Python: the piece detokenized, the chunk's JSON, the result queue, the caller woken, the GIL).
+    The first sample is placed on the caller's clock by llama.cpp's own per-token timer: chunk k
+    arrives at first sample + predicted_ms_k + its hand-back, so the earliest (arrival - predicted_ms)
+    over the later chunks is the first sample plus the fastest hand-back (counted in before_slot)."""
+    arrivals: list[tuple[float, float, int]] = []  # (ms since start, predicted_ms, predicted_n)
+    prompt_ms, seen = 0.0, 0
+    for at, raw in zip(stamps, chunks, strict=True):
+        timings = json.loads(raw).get("timings") or {}
+        decoded = int(timings.get("predicted_n", seen))
+        if decoded > seen:
+            arrivals.append(((at - start) / 1e6, float(timings["predicted_ms"]), decoded))
+            prompt_ms = float(timings.get("prompt_ms", prompt_ms))
+        seen = max(seen, decoded)
+    ttft = arrivals[0][0]
+    later = [at - predicted for at, predicted, n in arrivals if n > 1]
+    sampled = min(later, default=ttft)
+    return {
+        "ttft_ms": ttft,
+        "prompt_ms": prompt_ms,
+        "before_slot_ms": sampled - prompt_ms,
+        "handling_ms": handling_ms,
+        "first_delivery_ms": ttft - sampled,
+    }
+
+
+def _bare_request(start: int, stamps: list[int], chunks: list[str], handling_ms: float) -> dict[str, float]:
+    """A bare request's TTFT, last token time and tokens, counted from its chunks after the fact, and
+    its TTFT split (`split_ttft`)."""
     times, seen, timings = [], 0, {}
     for at, raw in zip(stamps, chunks, strict=True):
         timings = json.loads(raw).get("timings") or timings
         decoded = int(timings.get("predicted_n", seen))
         times += [(at - start) / 1e6] * (decoded - seen)
         seen = decoded
-    return {
+    return split_ttft(start, stamps, chunks, handling_ms) | {
         "ttft_ms": times[0],
         "e2e_ms": times[-1],
         "tokens": len(times),
@@ -106,20 +154,21 @@ def _bare_request(start: int, stamps: list[int], chunks: list[str]) -> dict[str,
 
 
 def bare_round(model: Path, prompts: list[str], chat: bool, tokens: int, threads: int) -> dict[str, float]:
-    """The bare loop's figures, pooled as the harness's."""
+    """The bare loop's figures, pooled as the harness's, and its TTFT's split (means over requests)."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=bare_child, args=(str(model), prompts, chat, tokens, threads, send))
     child.start()
     requests = receive.recv()
     child.join()
+    split = ("before_slot_ms", "handling_ms", "first_delivery_ms")
     return {
         "ttft_ms": sum(r["ttft_ms"] for r in requests) / len(requests),
         "ms_per_token": sum(r["e2e_ms"] - r["ttft_ms"] for r in requests)
         / sum(r["tokens"] - 1 for r in requests),
         "llama_prompt_ms": sum(r["prompt_ms"] for r in requests) / len(requests),
         "llama_ms_per_token": sum(r["eval_ms"] for r in requests) / sum(r["tokens"] - 1 for r in requests),
-    }
+    } | {key: sum(r[key] for r in requests) / len(requests) for key in split}
 
 
 def models() -> list[tuple[str, Path, bool]]:
@@ -132,66 +181,104 @@ def models() -> list[tuple[str, Path, bool]]:
     ]
 
 
+def spread(values: list[float]) -> list[float]:
+    """Median, least, most."""
+    return [statistics.median(values), min(values), max(values)]
+
+
+def summarize(rounds: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per figure: harness / bare raw, harness / bare with each over its own llama.cpp timer (the
+    machine's speed divided out), harness / its timer; for TTFT also like with like (`split_ttft`)."""
+    summary: dict[str, dict[str, Any]] = {}
+    for label, key, timer in (
+        ("TTFT ms", "ttft_ms", "llama_prompt_ms"),
+        ("ms/token", "ms_per_token", "llama_ms_per_token"),
+    ):
+        own = [r["harness"][key] / r["harness"][timer] for r in rounds]
+        bare_own = [r["bare"][key] / r["bare"][timer] for r in rounds]
+        summary[label] = {
+            "harness": statistics.median(r["harness"][key] for r in rounds),
+            "bare": statistics.median(r["bare"][key] for r in rounds),
+            "harness_over_bare": spread([r["harness"][key] / r["bare"][key] for r in rounds]),
+            "harness_over_bare_timers_out": spread([h / b for h, b in zip(own, bare_own, strict=True)]),
+            "harness_over_its_timers": spread(own),
+            "bare_over_its_timers": spread(bare_own),
+        }
+    ttft = summary["TTFT ms"]
+    ttft["bare_split_ms"] = {
+        part: statistics.median(r["bare"][part] for r in rounds)
+        for part in ("llama_prompt_ms", "before_slot_ms", "handling_ms", "first_delivery_ms")
+    }
+    return summary
+
+
+def run_load(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str, load: int) -> dict[str, Any]:
+    """Every model's rounds with `load` busy processes beside (tests/kit/load.py)."""
+    from kit.load import Load
+
+    document: dict[str, Any] = {}
+    with Load(load):
+        for name, path, chat in models():
+            generate = GenerateSpec(
+                prompts=prompts, prompts_sha256=digest, max_new_tokens=args.tokens, ignore_eos=True, chat=chat
+            )
+            spec = TaskSpec(
+                compute_unit=ComputeUnit.CPU_LLAMACPP,
+                load_runs=1,
+                warmups=1,
+                threads=args.threads,
+                timeout_s=900,
+                generate=generate,
+            )
+            rounds = []
+            for i in range(args.rounds):
+                harness = harness_round(path, spec)
+                bare = bare_round(path, [p.text for p in prompts], chat, args.tokens, args.threads)
+                rounds.append({"harness": harness, "bare": bare, "load_average": os.getloadavg()[0]})
+                print(f"load {load} {name} round {i + 1}: {json.dumps(rounds[-1])}", flush=True)
+            document[name] = {"file": path.name, "rounds": rounds, "summary": summarize(rounds)}
+    return document
+
+
+def table(load: int, name: str, summary: dict[str, dict[str, Any]]) -> list[str]:
+    """The printed rows of one model at one load."""
+
+    def cell(values: list[float]) -> str:
+        return f"{values[0]:.3f} ({values[1]:.3f}-{values[2]:.3f})"
+
+    lines = []
+    for label, s in summary.items():
+        lines.append(
+            f"{load:>4} {name:<13} {label:<9} {s['harness']:>8.2f} {s['bare']:>8.2f} "
+            f"{cell(s['harness_over_bare']):>22} {cell(s['harness_over_bare_timers_out']):>22} "
+            f"{cell(s['harness_over_its_timers']):>22} {cell(s['bare_over_its_timers']):>22}"
+        )
+    split = ", ".join(f"{k[:-3]} {v:.2f}" for k, v in summary["TTFT ms"]["bare_split_ms"].items())
+    lines.append(f"{load:>4} {name:<13} the bare loop's TTFT (ms): {split}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--load", type=int, nargs="+", default=[0, 2], help="busy processes beside (kit.load)"
+    )
     args = parser.parse_args()
     builtin, digest = builtin_prompts("summaries")
     prompts: tuple[Prompt, ...] = take(builtin, args.prompts)
-    document: dict[str, Any] = {"args": vars(args), "models": {}}
-    header = (
-        f"{'model':<14} {'figure':<12} {'harness':>9} {'bare':>9} {'h/bare':>22} {'h/bare, timers out':>22}"
-    )
-    lines = [header]
-    for name, path, chat in models():
-        generate = GenerateSpec(
-            prompts=prompts, prompts_sha256=digest, max_new_tokens=args.tokens, ignore_eos=True, chat=chat
-        )
-        spec = TaskSpec(
-            compute_unit=ComputeUnit.CPU_LLAMACPP,
-            load_runs=1,
-            warmups=1,
-            threads=args.threads,
-            timeout_s=900,
-            generate=generate,
-        )
-        rounds = []
-        for i in range(args.rounds):
-            harness = harness_round(path, spec)
-            bare = bare_round(path, [p.text for p in prompts], chat, args.tokens, args.threads)
-            rounds.append({"harness": harness, "bare": bare, "load_average": os.getloadavg()[0]})
-            print(f"{name} round {i + 1}: {json.dumps(rounds[-1])}", flush=True)
-        summary = {}
-        for label, key, timer in (
-            ("TTFT ms", "ttft_ms", "llama_prompt_ms"),
-            ("ms/token", "ms_per_token", "llama_ms_per_token"),
-        ):
-            raw = [r["harness"][key] / r["bare"][key] for r in rounds]
-            net = [
-                (r["harness"][key] / r["harness"][timer]) / (r["bare"][key] / r["bare"][timer])
-                for r in rounds
-            ]
-            own = [r["harness"][key] / r["harness"][timer] for r in rounds]
-            summary[label] = {
-                "harness": statistics.median(r["harness"][key] for r in rounds),
-                "bare": statistics.median(r["bare"][key] for r in rounds),
-                "harness_over_bare": [statistics.median(raw), min(raw), max(raw)],
-                "harness_over_bare_timers_out": [statistics.median(net), min(net), max(net)],
-                "harness_over_its_timers": [statistics.median(own), min(own), max(own)],
-            }
-            s = summary[label]
-            lines.append(
-                f"{name:<14} {label:<12} {s['harness']:>9.2f} {s['bare']:>9.2f} "
-                + "".join(
-                    f"{f'{m:.3f} ({lo:.3f}-{hi:.3f})':>22}"
-                    for m, lo, hi in (s["harness_over_bare"], s["harness_over_bare_timers_out"])
-                )
-                + f"   harness/its timers {s['harness_over_its_timers'][0]:.3f}"
-            )
-        document["models"][name] = {"file": path.name, "rounds": rounds, "summary": summary}
+    document: dict[str, Any] = {"args": vars(args), "loads": {}}
+    lines = [
+        f"{'load':>4} {'model':<13} {'figure':<9} {'harness':>8} {'bare':>8} {'h/bare':>22} "
+        f"{'h/bare, timers out':>22} {'h/its timer':>22} {'bare/its timer':>22}"
+    ]
+    for load in args.load:
+        document["loads"][load] = run_load(args, prompts, digest, load)
+        for name, entry in document["loads"][load].items():
+            lines += table(load, name, entry["summary"])
     print("\n".join(lines))
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)

@@ -31,14 +31,15 @@ the reason for each one that cannot. llama.cpp (`CPU (llama.cpp)`, `GPU (llama.c
 `drivers/runtimes/genruntime.py` is the shape both generation runtimes offer `genchild`
 (`runtime_for(unit)`: `drivers/runtimes/gguflm.py` for the llama.cpp units, `drivers/runtimes/llm.py` for
 the others), so the frame, the meters, the request loop and the summary are one.
-`drivers/runtimes/llamacpp.py` finds the unit's device among those llama.cpp lists (xllamacpp's CPU wheel:
-the CPU; its CUDA wheels: CUDA0 too), catches llama.cpp's log of a load and reads the layers' devices
-from it. Where the build has no GPU device, a `GPU (llama.cpp)` task runs on the CPU backend with every
-layer still asked onto the GPU (`Target`: the device asked, why no GPU device runs); llama.cpp puts every
-layer on the CPU without a warning, and the row reads that from its log: `fallback: CPU 100%, GPU 0%`,
-never the unit's figure (the probe lists the unit unusable with the reason, so only a lying or stale
-profile sends such a task). The probe
-(`drivers/runtimes/llamaunits.py`) loads the packaged GGUF on the unit's device and decodes one token.
+`drivers/runtimes/llamacpp.py` finds the unit's device among those llama.cpp lists (xllamacpp's CPU wheel: the
+CPU; its CUDA wheels: CUDA0 too), catches llama.cpp's log of a load and reads the layers' devices from it,
+then leaves the log paused (a paused log drops every line: nothing llama.cpp writes later reaches the node's
+stderr). Where the build has no GPU device, a `GPU (llama.cpp)` task runs on the CPU backend with every layer
+still asked onto the GPU (`Target`: the device asked, why no GPU device runs); llama.cpp puts every layer on
+the CPU without a warning, and the row reads that from its log: `fallback: CPU 100%, GPU 0%`, never the unit's
+figure (the probe lists the unit unusable with the reason, so only a lying or stale profile sends such a
+task). The probe (`drivers/runtimes/llamaunits.py`) loads the packaged GGUF on the unit's device and decodes
+one token.
 Beside the harness's clock, llama.cpp's server timings of each timed request (summed; the first token,
 sampled from the prompt's logits, left out of generation as its timer leaves it out) give prompt and
 generated tokens and their times: `GenerationStats.runtime_rates`, the row's `RuntimePpTokPerS` and

