@@ -12,7 +12,7 @@ The child: imports numpy and starts its BLAS threads with a one-step chain (`Ker
 `ready`, and waits: the worker starts one before any challenge is asked and keeps it between
 challenges (`node.worker.challenge`: a spawn and numpy's import were most of a challenge's cost on a
 busy machine). Each challenge begins with `("warm",)`: the last challenge's result is forgotten and
-the child keeps the faster of one BLAS thread and all of them as timed now (`Kernel.warm`, about 50 ms
+the child keeps the faster of one BLAS thread and all of them as timed now (`Kernel.warm`, about 15 ms
 on a quiet core), answering `("warmed",)`; then for each `("chain", n, steps, seed)` it computes the
 chain and answers `("commit", digests)`; for `("reveal", rows)` answers `("rows", [bytes, ...])`;
 ends on anything else or when the parent closes the pipe.
@@ -162,11 +162,15 @@ def chain_asked(asked: tuple[Any, ...]) -> tuple[int, int, int] | None:
     return None
 
 
-TRIAL_STEPS: Final = 2
-"""The steps of each trial chain `Kernel.warm` times (512 rows: a few ms on a quiet core)."""
+TRIAL_STEPS: Final = 1
+"""The steps of each trial chain `Kernel.warm` times (512 rows: 2-3 ms on a quiet core)."""
+LOST: Final = 2.0
+"""An all-threads trial this many times slower than the best one-thread trial is not tried again: the
+spawn gone (the child waits ready), the trial was most of a challenge's start on a busy machine
+(0.26-0.48 s of 0.9 s a peer, OpenBLAS's 2 threads then running a 2-step chain at a few GFLOPS)."""
 TRIALS: Final = 2
 """Trials of each thread count, alternating; the fastest of each counts (a challenge waits for them:
-8 steps, about 30 ms on a quiet core)."""
+4 steps, about 15 ms on a quiet core)."""
 
 
 class Kernel:
@@ -205,6 +209,8 @@ class Kernel:
         best: dict[int | None, float] = {}
         for _ in range(TRIALS):
             for threads in (1, None):
+                if threads is None and best.get(None, 0.0) > LOST * best[1]:
+                    continue  # all threads lost by far: on a busy machine each such trial takes 0.1-0.2 s
                 with self._pools.limit(limits=threads, user_api="blas"):
                     start = time.perf_counter()
                     chain(x0, b, TRIAL_STEPS)
