@@ -8,11 +8,14 @@ rounds (`answer`). The worker runs a kernel only in a spawned child (`main` here
 by `node.worker.challenge` with a duplex pipe), never in the daemon, which imports no numpy: the
 parent names this module, it never imports it.
 
-The child: imports numpy, warms its BLAS threads with a short chain and keeps the faster of one BLAS
-thread and all of them (`Kernel`), says `ready`; then for each
-`("chain", n, steps, seed)` computes the chain and answers `("commit", digests)`; for
-`("reveal", rows)` answers `("rows", [bytes, ...])`; ends on anything else or when the parent closes
-the pipe.
+The child: imports numpy and starts its BLAS threads with a one-step chain (`Kernel.load`), says
+`ready`, and waits: the worker starts one before any challenge is asked and keeps it between
+challenges (`node.worker.challenge`: a spawn and numpy's import were most of a challenge's cost on a
+busy machine). Each challenge begins with `("warm",)`: the last challenge's result is forgotten and
+the child keeps the faster of one BLAS thread and all of them as timed now (`Kernel.warm`, about 15 ms
+on a quiet core), answering `("warmed",)`; then for each `("chain", n, steps, seed)` it computes the
+chain and answers `("commit", digests)`; for `("reveal", rows)` answers `("rows", [bytes, ...])`;
+ends on anything else or when the parent closes the pipe.
 
 Why a chain on the CPU too: a single product's inputs and result are as many bytes as its work over
 512, and expanding and hashing them costs a CPU about as much as the product itself (on 2 cores with
@@ -25,6 +28,7 @@ product, cache for cache, plus four cheap passes over X (0.91 of the calibration
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -77,9 +81,22 @@ def chain(x0: Floats, b: Floats, steps: int) -> Ints:
     return rows
 
 
+_ONE_BLAS: Final = threading.Lock()
+
+
 def exact_rows(seed: int, n: int, steps: int, rows: Sequence[int]) -> list[bytes]:
     """The named rows of the chain in float64, as int16 bytes (the submitter's check: steps x
-    len(rows) x WIDTH**2 multiply-adds, after expanding the seed)."""
+    len(rows) x WIDTH**2 multiply-adds, after expanding the seed), on one BLAS thread: 16 rows are
+    too few for a second to help, and on a busy 2-core machine OpenBLAS's two threads took 0.05-0.42 s
+    for a 46-step round's rows against 0.02-0.05 s on one (a challenge's verdict waits for them).
+    One recomputation at a time (the limit is the process's)."""
+    from threadpoolctl import threadpool_limits
+
+    with _ONE_BLAS, threadpool_limits(limits=1, user_api="blas"):
+        return _exact_rows(seed, n, steps, rows)
+
+
+def _exact_rows(seed: int, n: int, steps: int, rows: Sequence[int]) -> list[bytes]:
     x0, b = expand(seed, n)
     x = x0[list(rows)].astype(np.float64)
     weights = b.astype(np.float64)
@@ -101,12 +118,16 @@ def row_bytes(c: npt.NDArray[Any], rows: Sequence[int]) -> list[bytes]:
 
 
 def answer(
-    conn: Connection, start: Callable[[], None], work: Callable[[tuple[Any, ...]], npt.NDArray[Any] | None]
+    conn: Connection,
+    start: Callable[[], None],
+    work: Callable[[tuple[Any, ...]], npt.NDArray[Any] | None],
+    warm: Callable[[], None] = lambda: None,
 ) -> None:
     """A challenge child's whole life on `conn` (the CPU's and the GPU's): `start` (imports,
-    warm-up), `ready`; then each request `work` computes (None: not one of its own, the challenge is
-    over) is answered ("commit", its row digests), each ("reveal", rows) with the last result's rows.
-    Ends when the parent closes the pipe; never raises: a failure is a ("failed", why)."""
+    warm-up), `ready`; then each ("warm",) forgets the last result and runs `warm` (a challenge's
+    beginning), answered ("warmed",); each request `work` computes (None: not one of its own, the
+    challenge is over) is answered ("commit", its row digests), each ("reveal", rows) with the last
+    result's rows. Ends when the parent closes the pipe; never raises: a failure is a ("failed", why)."""
     c: npt.NDArray[Any] | None = None
     try:
         start()
@@ -115,6 +136,11 @@ def answer(
             asked: tuple[Any, ...] = conn.recv()
             if asked[0] == "reveal" and c is not None:
                 conn.send(("rows", row_bytes(c, [int(r) for r in asked[1] if 0 <= int(r) < len(c)])))
+                continue
+            if asked[0] == "warm":
+                c = None  # the last challenge's rows are never revealed to the next
+                warm()
+                conn.send(("warmed",))
                 continue
             c = None  # the last round's result freed before this one's
             c = work(asked)
@@ -136,10 +162,15 @@ def chain_asked(asked: tuple[Any, ...]) -> tuple[int, int, int] | None:
     return None
 
 
-TRIAL_STEPS: Final = 2
-"""The steps of each trial chain `Kernel.warm` times (512 rows: a few ms on a quiet core)."""
-TRIALS: Final = 3
-"""Trials of each thread count, alternating; the fastest of each counts."""
+TRIAL_STEPS: Final = 1
+"""The steps of each trial chain `Kernel.warm` times (512 rows: 2-3 ms on a quiet core)."""
+LOST: Final = 2.0
+"""An all-threads trial this many times slower than the best one-thread trial is not tried again: the
+spawn gone (the child waits ready), the trial was most of a challenge's start on a busy machine
+(0.26-0.48 s of 0.9 s a peer, OpenBLAS's 2 threads then running a 2-step chain at a few GFLOPS)."""
+TRIALS: Final = 2
+"""Trials of each thread count, alternating; the fastest of each counts (a challenge waits for them:
+4 steps, about 15 ms on a quiet core)."""
 
 
 class Kernel:
@@ -148,7 +179,7 @@ class Kernel:
     A BLAS that splits a 512 x 512 product over every core waits at each block for its slowest
     thread: with one core busy in another process, numpy's OpenBLAS on 2 threads ran the product
     1.5-6x slower than on one (34-82 GFLOPS against 124-126, a 2-core machine at load 1.7). The
-    child times a short chain both ways before it says `ready` and keeps the faster. The choice only
+    child times a short chain both ways at each challenge's start and keeps the faster. The choice only
     makes the honest device as fast as it can be now; the bound the submitter judges it by does not
     move (a liar gains nothing: its speed is its hardware's whichever way it computes).
     """
@@ -160,16 +191,26 @@ class Kernel:
         """threadpoolctl's controller, made once in `warm` (it finds the loaded BLAS libraries): a
         round's timed window only sets the limit."""
 
-    def warm(self) -> None:
-        """Start the BLAS threads, then keep the faster of one thread and all of them."""
+    def load(self) -> None:
+        """Start the BLAS threads (a one-step chain) and find the BLAS libraries: the child's start,
+        before any challenge is asked."""
         from threadpoolctl import ThreadpoolController
 
         x0, b = expand(0, WIDTH)
         chain(x0, b, 1)  # BLAS threads started before any seed arrives
         self._pools = ThreadpoolController()
+
+    def warm(self) -> None:
+        """Keep the faster of one BLAS thread and all of them, timed now (a challenge's beginning:
+        the machine's load when the child started says nothing of the load now)."""
+        if self._pools is None:
+            self.load()
+        x0, b = expand(0, WIDTH)
         best: dict[int | None, float] = {}
         for _ in range(TRIALS):
             for threads in (1, None):
+                if threads is None and best.get(None, 0.0) > LOST * best[1]:
+                    continue  # all threads lost by far: on a busy machine each such trial takes 0.1-0.2 s
                 with self._pools.limit(limits=threads, user_api="blas"):
                     start = time.perf_counter()
                     chain(x0, b, TRIAL_STEPS)
@@ -191,7 +232,7 @@ class Kernel:
 def main(conn: Connection) -> None:
     """The child's entry (see the module docstring); never raises: a failure is a ("failed", why)."""
     kernel = Kernel()
-    answer(conn, kernel.warm, kernel.chained)
+    answer(conn, kernel.load, kernel.chained, kernel.warm)
 
 
 __all__ = ["Kernel", "answer", "chain", "chain_asked", "digests", "exact_rows", "expand", "main", "row_bytes"]

@@ -16,8 +16,14 @@ that fails is `claim_unverified` with the challenge's figures, kept for the camp
 not answer (gone, busy, an older version that serves only 1.0.0's single product) is
 `claim_unverified` for that round only, and challenged again at the next. Peers on one host are
 challenged one after another (their chains would share its cores), hosts at once.
-What it costs: one spawned child and about 0.2-0.6 s of every core per honest peer; a liar up to
-`LATE_FACTOR` times its round's deadline per round, three rounds, with the pauses between them.
+What it costs: the worker's child, spawned with its daemon before anyone asks and kept between
+challenges (`node.worker.challenge`), and about 0.2-0.6 s of every core per honest peer; round 0's
+rows are recomputed here while the worker's child warms up (`Challenger._ahead`), so a peer that
+passes in round 0 waits for no recomputation; a liar up to `LATE_FACTOR` times its round's deadline
+per round, three rounds, with the pauses between them (`benchmarks/challenge_cost.py`).
+
+This submitter's own embedded workers (`submit --workers N`, in its process, its own probe's profile)
+are not challenged: they claim what the submitter measured itself (`node.submitter.run.own_workers`).
 
 A profile's `gpu_tflops` claims (`targets`) are challenged next, each on its own
 `/sark/challenge/1.1.0` stream with the chain (`protocol.challenge`) on the named device through
@@ -153,7 +159,11 @@ class Challenger:
         open_challenge: OpenChallenge,
         events: EventSink = quiet,
         recompute: Recompute | None = None,
+        own: frozenset[str] = frozenset(),
     ) -> None:
+        """`own`: the peer ids of this submitter's own embedded workers, never challenged
+        (`node.submitter.run.own_workers` says why)."""
+        self._own = own
         self._key = key
         self._open = open_challenge
         self._emit = events
@@ -163,6 +173,8 @@ class Challenger:
         self._evidence: dict[str, tuple[str, ...]] = {}
         """Peer id -> what its answered challenges measured, one line a unit (`evidence_line`)."""
         self._tries: dict[str, int] = {}
+        self._exact: dict[tuple[int, int, int, tuple[int, ...]], _Exact] = {}
+        """Recomputations begun ahead (`_ahead`), by (seed, n, steps, rows), until a round asks for them."""
 
     async def vouch(self, views: Sequence[sch.PeerView], addrs: Addrs) -> list[sch.PeerView]:
         """The views, each one whose challenge failed marked `claim_unverified` with why (`addrs`:
@@ -194,8 +206,8 @@ class Challenger:
         return tuple(measured)
 
     async def _verdict(self, view: sch.PeerView, addrs: tuple[str, ...]) -> str:
-        if view.profile.calibration is None or view.claim:  # nothing claimed, or refused already
-            return ""
+        if view.profile.calibration is None or view.claim or view.peer_id in self._own:
+            return ""  # nothing claimed, refused already, or this submitter's own measurement
         if view.peer_id in self._verdicts:
             return self._verdicts[view.peer_id]
         measured = await self.measure(view, addrs, first_problem=True)
@@ -246,19 +258,51 @@ class Challenger:
         a large claim on a busy machine, ended a liar's challenge as unanswered before its figure
         was read. A round whose rows do not stand refuses the claim whatever the other rounds showed.
         """
-        if target.unit is None:
-            await channel.send(ChallengeOpen())
-        else:
-            await channel.send(ChallengeUnitOpen(unit=target.unit, device=target.device))
-        _expect(await channel.receive(timeout=START_S), ChallengeReady)
         checks: list[_Rows] = []
-        async with trio.open_nursery() as nursery:
-            measured = await self._rounds(channel, subject, target, checks, nursery)
+        ahead = self._ahead(subject, target) if target.unit is None else None
+        try:
+            async with trio.open_nursery() as nursery:
+                if ahead is not None:
+                    nursery.start_soon(ahead.run, self._recompute)
+                if target.unit is None:
+                    await channel.send(ChallengeOpen())
+                else:
+                    await channel.send(ChallengeUnitOpen(unit=target.unit, device=target.device))
+                _expect(await channel.receive(timeout=START_S), ChallengeReady)
+                measured = await self._rounds(channel, subject, target, checks, nursery)
+        except BaseExceptionGroup as group:  # one failure (busy, a peer gone) is raised as itself
+            raise _alone(group) from None
+        finally:
+            if ahead is not None:  # not asked for: round 0 was of another size, or never came
+                self._exact.pop(ahead.key, None)
         wrong = next((c for c in checks if c.problem), None)
         if wrong is not None:  # rows that do not stand: refused, whatever the figure
             why = f"{target.label}: {wrong.shape}, {wrong.problem}"
             return challenge.Measured(target.name, target.claimed_gflops, measured.measured_gflops, why)
         return measured
+
+    def _ahead(self, subject: str, target: Target) -> _Exact:
+        """A CPU claim's round 0 drawn rows, recomputed from now (beside the worker's start and the
+        pings), for the round's size over a round trip short enough not to change it (any LAN's):
+        most honest peers pass in round 0, and their verdict then waits for no recomputation (16 rows
+        of the CPU chain: milliseconds on one core; a GPU chain's take seconds, and are recomputed
+        only once a commitment came). The rows are named to the worker only after its commitment, as
+        ever: computing them early shows it nothing."""
+        first = f"{subject}\x00{0}"
+        sizing = challenge.size(target.claimed_gflops, 0.0)
+        key = (challenge.seed_of(self._key, first), sizing.n, sizing.steps)
+        exact = _Exact((*key, challenge.rows_of(self._key, first, sizing.n)))
+        self._exact[exact.key] = exact
+        return exact
+
+    async def _recomputed(self, seed: int, n: int, steps: int, rows: tuple[int, ...]) -> list[bytes]:
+        """The rows' recomputation: the one begun ahead when it is of these rows, else begun now."""
+        ahead = self._exact.pop((seed, n, steps, rows), None)
+        if ahead is not None:
+            await ahead.done.wait()
+            if ahead.rows is not None:
+                return ahead.rows
+        return await self._recompute(seed, n, steps, rows)
 
     async def _rounds(
         self,
@@ -284,7 +328,7 @@ class Challenger:
             best = max(best, measured)
             if rows is not None:
                 checks.append(rows)
-                nursery.start_soon(rows.check, self._recompute)
+                nursery.start_soon(rows.check, self._recomputed)
             if problem:  # no commitment at all, or one of the wrong shape: no further round on this stream
                 why = f"{target.label}: {rows_shape(sizing)}, {problem}"
                 return challenge.Measured(target.name, claimed, best, why, under=late and best == measured)
@@ -319,6 +363,20 @@ class Challenger:
         return measured, "", False, _Rows(seed, sizing, rows, revealed.rows, commit.digests)
 
 
+def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a nursery's group holds (its callers catch `Unanswered`, `PeerTimeout`, ...
+    by type), or the group itself when it holds several."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        one = pending.pop()
+        if isinstance(one, BaseExceptionGroup):
+            pending.extend(one.exceptions)
+        else:
+            leaves.append(one)
+    return leaves[0] if len(leaves) == 1 else group
+
+
 def rows_shape(sizing: challenge.Sizing) -> str:
     """A round's shape for people: "n=512" or "n=512 x 930 steps"."""
     return f"n={sizing.n}" if sizing.steps == 1 else f"n={sizing.n} x {sizing.steps} steps"
@@ -343,6 +401,24 @@ class _Rows:
     async def check(self, recompute: Recompute) -> None:
         exact = await recompute(self.seed, self.sizing.n, self.sizing.steps, self.drawn)
         self.problem = challenge.rows_problem(self.drawn, self.revealed, self.digests, exact)
+
+
+@dataclass
+class _Exact:
+    """One recomputation begun before its round (`Challenger._ahead`): its rows once `done` (None: it
+    failed, and the round recomputes them itself)."""
+
+    key: tuple[int, int, int, tuple[int, ...]]
+    rows: list[bytes] | None = None
+    done: trio.Event = dataclasses.field(default_factory=trio.Event)
+
+    async def run(self, recompute: Recompute) -> None:
+        try:
+            self.rows = await recompute(*self.key)
+        except Exception:  # said by the round's own recomputation, which runs again
+            log.debug("challenge rows recomputed ahead failed", exc_info=True)
+        finally:
+            self.done.set()
 
 
 Recompute = Callable[[int, int, int, tuple[int, ...]], Awaitable[list[bytes]]]

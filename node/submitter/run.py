@@ -27,7 +27,7 @@ from node.campaignfiles import read_prompt_files
 from node.config import NodeConfig, swarm_of
 from node.errors import CampaignInterrupted, ConfigError
 from node.events import EventSink, quiet
-from node.p2p.identity import load_seed
+from node.p2p.identity import identity_peer_id, load_seed
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
@@ -357,11 +357,23 @@ def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Di
 
 
 def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: EventSink) -> Challenger | None:
-    """The campaign's challenger (`node.submitter.challenge`), when its `verify:` asks for one."""
+    """The campaign's challenger (`node.submitter.challenge`), when its `verify:` asks for one; this
+    submitter's own embedded workers are not challenged (`own_workers`)."""
     if not wants_challenge(campaign):
         return None
     host = node.host
-    return Challenger(key, partial(open_challenge, host), events)
+    return Challenger(key, partial(open_challenge, host), events, own=own_workers(node.config))
+
+
+def own_workers(config: NodeConfig) -> frozenset[str]:
+    """The peer ids of this submitter's embedded workers (`submit --workers N`): their keys are in its
+    own data folder, and they run in its own process, their profile its own probe's (one calibration
+    taken by the submitter itself). What a challenge would prove of them (that the device is as fast
+    as its profile says) the submitter measured itself; they still agree as replicas or not, and are
+    spot-checked, like any peer. The cheater's view: a peer chooses its key, but not one whose secret
+    is in this folder; its id is authenticated by the connection's handshake, so no other peer is
+    taken for one of these, and a worker of another machine is challenged as ever."""
+    return frozenset(identity_peer_id(key) for key in config.data.embedded_keys("worker-"))
 
 
 def _own_key(config: NodeConfig) -> bytes | None:

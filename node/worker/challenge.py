@@ -46,6 +46,21 @@ the same way. A reader that stops but keeps its window open costs at most the ro
 (bounded by the worker's claim above) and the reveal's window. One `challenge_ended` event per
 challenge says how it ended and the child's exit code (`events`).
 
+A CPU child is made ready before it is asked (`keep_spare`, beside the daemon): spawned when the
+daemon starts, it imports numpy, starts its BLAS threads and waits, idle (59 MiB resident, 31 MiB of
+it its own; 64 and 37 once it has computed a round), for
+a challenge; each challenge begins with the child's thread trial (`challengechild.Kernel.warm`,
+timed then, not at the spawn), and a child whose challenge ended with it idle (every round it was
+asked answered: done, the asker closed the stream, a window passed) is kept for the next one, its
+last result forgotten before the next challenge's first seed. A child stopped mid-round (the asker
+gone, a stranger preempted, a failure) is killed as before, and a new spare is made once no
+challenge has run for `SPARE_AFTER_S`, so that its spawn does not share the cores with a
+neighbour's timed round on the same host. A spawn and numpy's import were most of what a
+challenge cost a campaign's start on a busy machine (`benchmarks/challenge_cost.py`). The cheater's
+view: nothing in the spare depends on a seed (it has none until one is sent); a worker that
+precomputes in its own child gains nothing, since every round's inputs come from a seed drawn only
+as it is sent.
+
 `/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and the
 device its `gpu_tflops` names, it starts `drivers/measuring/chainchild.py` on that device (torch, CUDA
 warmed before `challenge_ready`). Only `GPU (PyTorch)` has a kernel; another unit is answered
@@ -56,6 +71,7 @@ space than it uses (the chain itself holds 4 n KiB).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -112,6 +128,10 @@ SEED_S: Final = 5.0
 a reveal this long after a commitment (an honest submitter sends its pings and its seed within a
 second, its reveal at once; a pause of 1 s between rounds, and its recomputation of 16 rows of a
 512-wide chain): nothing by then, the slot is given back."""
+SPARE_AFTER_S: Final = 10.0
+"""A spare CPU child is spawned again this long after the last challenge ended without leaving its
+child idle (one host's peers are challenged one after another: a spawn at once would share its cores
+with the next peer's timed round)."""
 GPU_SEED_S: Final = STEP_S
 """The same for a GPU chain, whose 16 rows the submitter recomputes through up to 2,048 steps first."""
 SEND_S: Final = SEED_S
@@ -155,6 +175,7 @@ class Challenges:
         claimed_gflops: float | None = None,
         gpu_claims: dict[str, float] | None = None,
         events: EventSink = quiet,
+        spare_after_s: float = SPARE_AFTER_S,
     ) -> None:
         """`allow`: the submitters whose offers this worker takes (the owner's `--allow` list): only
         they may challenge it unless `open_mode`, and with it they come first (a stranger's challenge
@@ -163,8 +184,12 @@ class Challenges:
         claim per CUDA device in GFLOPS, bounds that device's rounds (`gpu_round_problem`). `events`: a
         `challenge_computing` line per round handed to the child (peer, round, n, steps) and one
         `challenge_ended` per challenge given the slot (peer, how it ended, the child's exit code
-        once reaped)."""
+        once reaped; None when the child was kept for the next challenge); a `challenge_spare` (its
+        pid, kept or spawned) each time a CPU child starts waiting for the next challenge.
+        `spare_after_s`: how long after a challenge that used its child up a new spare is spawned
+        (`SPARE_AFTER_S`)."""
         self._allow = allow
+        self._spare_after_s = spare_after_s
         self._open_mode = open_mode
         self._claimed = claimed_gflops
         self._gpu_claims = dict(gpu_claims or {})
@@ -174,6 +199,45 @@ class Challenges:
         """Allowed peers waiting for the slot: a stranger does not take it before them."""
         self._strangers: dict[str, list[float]] = {}
         """Peers taken no offers from -> when their challenges started (trio's clock), recent ones."""
+        self._spare: _Spare | None = None
+        """A CPU child made ready before it is asked (`keep_spare`), or kept idle from the last challenge."""
+        self._last_end = -math.inf
+        """When the last challenge ended (trio's clock): a new spare waits `SPARE_AFTER_S` after it."""
+        self._spare_wanted = trio.Event()
+        self._keeping = False
+        """Whether `keep_spare` runs (else a challenge's child is stopped with it, as none would reap it)."""
+
+    @property
+    def spare_pid(self) -> int | None:
+        """The process id of the CPU child waiting for the next challenge (None: none waits)."""
+        return self._spare.child.process.pid if self._spare is not None else None
+
+    async def keep_spare(self) -> None:
+        """Keep one CPU challenge child ready while the daemon runs (see the module docstring): one
+        at once, another `SPARE_AFTER_S` after a challenge that used its child up; the spare is
+        stopped and reaped when this is cancelled."""
+        self._keeping = True
+        try:
+            while True:
+                if self._spare is None and self._slot is None:
+                    wait = self._last_end + self._spare_after_s - trio.current_time()
+                    if wait <= 0:
+                        try:
+                            self._spare = _Spare(_start(CHILD))
+                        except NotStarted as exc:
+                            log.debug("no spare challenge child: %s", exc.detail)
+                            return
+                        self._emit("challenge_spare", pid=self.spare_pid, kept=False)
+                        continue
+                    await trio.sleep(wait)
+                    continue
+                self._spare_wanted = trio.Event()
+                await self._spare_wanted.wait()
+        finally:
+            self._keeping = False
+            spare, self._spare = self._spare, None
+            if spare is not None:
+                await stopped(spare.child)
 
     async def serve(self, channel: Channel) -> None:
         """One CPU challenge, from `challenge_open` to the stream's end (see the module docstring),
@@ -213,6 +277,8 @@ class Challenges:
                 await self._run(channel, entry, args, slot)
         finally:
             self._slot = None
+            self._last_end = trio.current_time()
+            self._spare_wanted.set()
             slot.done.set()
         if slot.preempted:
             slot.end = "preempted by an allowed peer"
@@ -264,19 +330,26 @@ class Challenges:
     async def _run(self, channel: Channel, entry: Entry, args: tuple[object, ...], slot: _Slot) -> None:
         """The challenge with its child; how it ended and the child's exit code in `slot` (the child
         is reaped before this returns, even when cancelled)."""
-        limits = Limits(MEMORY_MB) if entry == CHILD else Limits()
+        spare = self._take_spare() if entry == CHILD else None
         try:
-            child = start_child(entry, args, name="sark-challenge", limits=limits, duplex=True)
+            spare = spare or _Spare(_start(entry, args))
         except NotStarted as exc:
             await channel.send(ChallengeFailed(reason=exc.detail[:500]))
             slot.end = "the child did not start"
             return
+        child, idle = spare.child, False
         try:
-            await _beside_asker(channel, child, START_S, "ready")
+            if not spare.ready:
+                await _beside_asker(channel, child, START_S, "ready")
+                spare.ready = True
+            if entry == CHILD:  # the thread trial, timed now; the last challenge's result forgotten
+                child.receiver.send(("warm",))
+                await _beside_asker(channel, child, START_S, "warmed")
             await _send(channel, ChallengeReady())
             claimed = self._claimed if entry == CHILD else self._gpu_claims.get(str(args[0]))
             computing = partial(self._emit, "challenge_computing", peer=channel.peer_id)
             slot.end = await _rounds(channel, child, claimed, computing, cpu=entry == CHILD)
+            idle = entry == CHILD  # every request it was sent is answered: it waits for the next
         except ChildFailed as exc:
             slot.end = f"the child failed: {exc.detail}"
             with trio.move_on_after(SEND_S):
@@ -284,8 +357,38 @@ class Challenges:
         except AskerGone as exc:
             slot.end = f"the asker left: {exc.detail}"
         finally:
-            await stopped(child)
-            slot.child_exit = child.process.exitcode
+            if idle and self._keeping and self._spare is None and child.process.is_alive():
+                self._spare = spare  # kept for the next challenge
+                self._emit("challenge_spare", pid=self.spare_pid, kept=True)
+            else:
+                await stopped(child)
+                slot.child_exit = child.process.exitcode
+
+    def _take_spare(self) -> _Spare | None:
+        """The ready CPU child, if one is alive (then it is this challenge's)."""
+        spare, self._spare = self._spare, None
+        if spare is not None and not spare.child.process.is_alive():
+            spare.child.stop()  # it died idle: reaped now (moments), and a fresh one started instead
+            return None
+        return spare
+
+
+@dataclass
+class _Spare:
+    """A challenge child and whether it has said `ready` yet."""
+
+    child: Child
+    ready: bool = False
+
+
+def _start(entry: Entry, args: tuple[object, ...] = ()) -> Child:
+    """A challenge child (the CPU's address-capped), started; it says `ready` once loaded.
+
+    Raises:
+        NotStarted: the system refused to start it.
+    """
+    limits = Limits(MEMORY_MB) if entry == CHILD else Limits()
+    return start_child(entry, args, name="sark-challenge", limits=limits, duplex=True)
 
 
 async def _send(channel: Channel, message: Message) -> None:

@@ -6,7 +6,9 @@ with a fresh HOME: examples/verify.yaml on two embedded workers, replicated with
 verified "replicated 2/2 (same host)", with the count `submit` ends with: the honest workers' claimed
 speed bears out its challenge (issue 49: a figure asked verified and not obtained would end the task
 Unverifiable and exit 1, never 0 with an Unschedulable row). The same campaign without the switch
-gets no quorum on one machine: tests/labs/e2e/test_unverifiable.py.
+gets no quorum on one machine: tests/labs/e2e/test_unverifiable.py. The embedded workers are the
+submitter's own (its process, its own probe's profile) and are not challenged
+(`node.submitter.run.own_workers`); the rows' verification is the replicas' agreement.
 """
 
 from __future__ import annotations

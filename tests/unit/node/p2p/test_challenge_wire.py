@@ -132,7 +132,7 @@ async def test_a_busy_worker_is_asked_again_within_the_round_then_unverified_for
     tries = len(BUSY_PAUSES_S) + 1
     pairs = [memory_channel_pair("submitter", "worker", read_timeout=120.0) for _ in range(2 * tries)]
     opened: list[str] = []
-    challenger = Challenger(KEY, _opener([s for s, _ in pairs], opened))
+    challenger = Challenger(KEY, _opener([s for s, _ in pairs], opened), recompute=_on_the_loop)
 
     async def refusing(channel: Channel) -> None:
         await channel.receive()
@@ -154,7 +154,7 @@ async def test_a_busy_worker_asked_again_says_what_it_says_next(
 ) -> None:
     pairs = [memory_channel_pair("submitter", "worker", read_timeout=120.0) for _ in range(3)]
     opened: list[str] = []
-    challenger = Challenger(KEY, _opener([s for s, _ in pairs], opened))
+    challenger = Challenger(KEY, _opener([s for s, _ in pairs], opened), recompute=_on_the_loop)
     answers = [CHALLENGE_BUSY, CHALLENGE_BUSY, "rate: 3 challenges per 60 s for a peer not allowed"]
 
     async def answering(channel: Channel, why: str) -> None:
@@ -533,3 +533,56 @@ async def test_the_next_seed_does_not_wait_for_the_rows_recomputation(
     assert len(gaps) == 1
     assert gaps[0] < 5.0, gaps  # the pause before round 1 and its pings, not the 8 s recomputation
     assert len(checked) == 2  # both rounds' rows recomputed before the verdict
+
+
+async def test_round_zeros_rows_are_recomputed_while_the_worker_starts_and_the_verdict_does_not_wait(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 49 (what a challenge costs a campaign's start): the submitter knows round 0's seed and
+    rows before it sends anything (both are drawn from its secret), so it recomputes them while the
+    worker's child warms up and the pings run; a peer that bears its claim out in round 0 is then not
+    kept waiting for its rows. Here the child takes 10 virtual seconds to say ready and the
+    recomputation 8: the verdict comes at 10 s, not 18, from one recomputation, begun before the
+    seed was sent. The rows are still named only after the commitment."""
+    mock_clock.autojump_threshold = 0
+    submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=600.0)
+    began: list[float] = []
+    seeded: list[float] = []
+    named: list[float] = []
+
+    async def slow(seed: int, n: int, steps: int, rows: tuple[int, ...]) -> list[bytes]:
+        began.append(trio.current_time())
+        await trio.sleep(8.0)
+        return await _on_the_loop(seed, n, steps, rows)
+
+    async def slow_to_start(channel: Channel) -> None:
+        from drivers.measuring.challengechild import chain, digests, expand, row_bytes
+
+        assert isinstance(await channel.receive(), ChallengeOpen)
+        await trio.sleep(10.0)  # the child's warm-up
+        await channel.send(ChallengeReady())
+        rows = None
+        while True:
+            asked = await channel.receive()
+            if isinstance(asked, ChallengePing):
+                await channel.send(ChallengePong(round=asked.round))
+            elif isinstance(asked, ChallengeChainSeed):
+                seeded.append(trio.current_time())
+                rows = chain(*expand(asked.seed, asked.n), asked.steps)
+                await channel.send(ChallengeCommit(round=asked.round, digests=digests(rows)))
+            elif isinstance(asked, ChallengeReveal):
+                assert rows is not None
+                named.append(trio.current_time())
+                await channel.send(ChallengeRows(round=asked.round, rows=tuple(row_bytes(rows, asked.rows))))
+
+    challenger = Challenger(KEY, _opener([submitter], []), recompute=slow)
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_until_closed, slow_to_start(worker))
+        (view,) = await challenger.vouch([_view(0.01)], lambda _: ())
+        took = trio.current_time() - start
+        nursery.cancel_scope.cancel()
+    assert view.claim == ()
+    assert len(began) == 1  # round 0's, begun ahead and used
+    assert began[0] < seeded[0] <= named[0]
+    assert took < 10.0 + 8.0, took  # the recomputation ran beside the warm-up, not after the rows
