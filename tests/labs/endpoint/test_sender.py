@@ -228,8 +228,9 @@ def test_one_module_sends_requests_and_one_generates_arrivals() -> None:
     ]
     drivers = [p for p in sources if p.relative_to(ROOT).parts[0] == "drivers"]
     senders = {p.name for p in drivers if _calls(p, {"complete"})}
-    # the request loop; the server probe sends one request per model, on no schedule
-    assert senders == {"sender.py", "servers.py", "completion.py"}, senders
+    # the request loop; the server probe sends one request per model and the submitter's floor probe
+    # five one-token requests (issue 50), each on no schedule
+    assert senders == {"sender.py", "servers.py", "completion.py", "floorprobe.py"}, senders
     timed = {p.name for p in drivers if _calls(p, {"sleep_until", "Semaphore"})}
     assert timed == {"sender.py"}, timed
     generators = {

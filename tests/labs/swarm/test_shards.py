@@ -329,12 +329,17 @@ async def test_a_campaigns_later_look_stops_at_its_count_and_sees_joiners(tmp_pa
             _serve_profiles(lab)
             first = {v.peer_id for v in await discovery.round()}
             assert first == {n.host.peer_id for n, _ in lab.workers}  # the root key's CAP, nothing deeper
+            before = len(keys)
             await lab.add(2)
             _serve_profiles(lab)
             joiners = {n.host.peer_id for n, _ in lab.workers[CAP:]}
             later = {v.peer_id for v in await discovery.round()}
             assert joiners <= later
-            assert keys == [1, 3]  # later: the root and its children at once (2 more past the CAP known)
+            # Each round's first look: the root alone, then the root and its children at once (2 more
+            # past the CAP known). A look whose providers take over GRACE_S to answer (a loaded
+            # machine: every node here shares one process) is followed by a deeper one, by design
+            # (issue 50's Sybils): those follow-ups are not what this pins.
+            assert (keys[0], keys[before]) == (1, 3), keys
 
 
 def _serve_profiles(lab: Fleet) -> None:
