@@ -43,8 +43,9 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
-async def dial_all(addr: str, count: int) -> tuple[int, Counter[str], float]:
-    """Open `count` hosts, each dialling the gate and kept open: held, the refusals by cause, seconds."""
+async def dial_all(addr: str, count: int, gate_pid: int) -> tuple[int, Counter[str], float, int]:
+    """Open `count` hosts, each dialling the gate and kept open: held, the refusals by cause, seconds,
+    and the gate's RSS (KiB) with every host still connected."""
     refused: Counter[str] = Counter()
     held = 0
     start = time.monotonic()
@@ -58,8 +59,8 @@ async def dial_all(addr: str, count: int) -> tuple[int, Counter[str], float]:
                 refused[cause(exc)] += 1
         seconds = time.monotonic() - start
         await trio.sleep(1.0)  # the gate's side settles (its handshake tasks end) before it is read
-        dial_all.at_cap = rss_kib(dial_all.gate_pid)  # type: ignore[attr-defined]
-    return held, refused, seconds
+        at_cap = rss_kib(gate_pid)
+    return held, refused, seconds, at_cap
 
 
 def main() -> None:
@@ -75,12 +76,10 @@ def main() -> None:
             argv = [*SARK, "gate", "--listen", LOOPBACK, "--data-dir", f"{tmp}/gate", "--events"]
             gate = lab.start("gate", [*argv, "--max-connections", str(args.cap)])
             ready = gate.wait_event("ready", 60)
-            time.sleep(2.0)
+            time.sleep(2.0)  # past its ready line the gate bootstraps and settles: idle is read after
             pid = gate.popen.pid
             idle = rss_kib(pid)
-            dial_all.gate_pid = pid  # type: ignore[attr-defined]
-            held, refused, seconds = trio.run(dial_all, ready["addrs"][0], args.cap + args.extra)
-            at_cap = dial_all.at_cap  # type: ignore[attr-defined]
+            held, refused, seconds, at_cap = trio.run(dial_all, ready["addrs"][0], args.cap + args.extra, pid)
         finally:
             lab.close()
     per = (at_cap - idle) / max(held, 1)

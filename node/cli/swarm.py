@@ -74,7 +74,7 @@ def gate(
     import trio
 
     from gate import serve_gate
-    from node.p2p.host import GATE_CONNECTIONS
+    from node.p2p.node import connection_cap
 
     config = build_config(
         config_file,
@@ -83,7 +83,7 @@ def gate(
         record_ttl_s=record_ttl,
         max_connections=max_connections,
     )
-    cap = config.max_connections or GATE_CONNECTIONS
+    cap = connection_cap(config, "gate")
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

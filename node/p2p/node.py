@@ -213,7 +213,7 @@ async def open_node(
         relay_hop=role == "gate",
         relay_allow=relay_allow,
         first_frame_s=config.first_frame_s,
-        max_connections=config.max_connections or (GATE_CONNECTIONS if role == "gate" else NODE_CONNECTIONS),
+        max_connections=connection_cap(config, role),
     )
     async with open_host(host_config) as host:
         gates = await connect_gates(host, config.gates, patient=role == "worker")
@@ -227,6 +227,11 @@ async def open_node(
             if gates:
                 await kad.bootstrap([g.rsplit("/p2p/", 1)[-1] for g in gates])
             yield Node(host, Dht(kad), config, gates, kad)
+
+
+def connection_cap(config: NodeConfig, role: Role) -> int:
+    """The connections a node holds at once (P33): its configuration's, else its role's default."""
+    return config.max_connections or (GATE_CONNECTIONS if role == "gate" else NODE_CONNECTIONS)
 
 
 async def check_reachability(node: Node, askers: Sequence[str] = ()) -> ReachVerdict:
@@ -243,4 +248,4 @@ async def check_reachability(node: Node, askers: Sequence[str] = ()) -> ReachVer
     return await dial_back_verdict(node.host, node.gates, helpers)
 
 
-__all__ = ["Node", "Peer", "Role", "check_reachability", "open_node"]
+__all__ = ["Node", "Peer", "Role", "check_reachability", "connection_cap", "open_node"]
