@@ -8,7 +8,10 @@
 #                                      (peaks.py --gpu), the GPU challenge (the honest claim borne out, 3x
 #                                      refused: gpu_challenge.py), energy and telemetry beside zeus and
 #                                      nvidia-smi (gpu_energy.py), `GPU (PyTorch)` generation against its
-#                                      bare loop (llm_fidelity.py on the cut SmolLM2)
+#                                      bare loop (llm_fidelity.py on the cut SmolLM2, and that loop
+#                                      inside the harness's samplers), the peaks job kind on the embedded
+#                                      swarm (examples/peaks.yaml on `GPU (PyTorch)`, every precision),
+#                                      and tests/labs/gpu (the ONNX test skips without onnxruntime-gpu)
 #   bash benchmarks/gpu_wheels.sh piece  (carry each .gpuwheels piece, back to back)
 #   bash benchmarks/gpu_run.sh onnx    onnxruntime-gpu unpacked, then `sark-node info` (GPU (ONNX) usable,
 #                                      its provider), the embedded swarm's campaigns (gpu_campaign.py:
@@ -89,7 +92,13 @@ PYEOF
     step energy 120 "$PY" benchmarks/gpu_energy.py --seconds 5
     TAIL=40 step peaks 240 "$PY" benchmarks/peaks.py --gpu --rounds 1 --bare-s 0.5
     step llm 420 "$PY" benchmarks/llm_fidelity.py --unit "GPU (PyTorch)" --model .gpucarry/SmolLM2-cut.gguf \
-        --rounds "${LLM_ROUNDS:-2}" --prompts 4 --tokens 32
+        --rounds "${LLM_ROUNDS:-2}" --prompts "${LLM_PROMPTS:-4}" --tokens 32 --sampled
+    # the peaks job kind on the embedded swarm: examples/peaks.yaml's job on the GPU's unit, every precision
+    sed -e 's/^name: peaks/name: peaks-gpu/' -e 's/compute_unit: CPU (ONNX)/compute_unit: GPU (PyTorch)/' \
+        -e 's/precisions: \[fp32, bf16, int8\]/precisions: [fp32, tf32, fp16, bf16, int8, fp8]/' \
+        examples/peaks.yaml >"$WORK/peaks_gpu.yaml"
+    TAIL=40 step peakscampaign 300 "${SARK[@]}" submit "$WORK/peaks_gpu.yaml" --out "$WORK/results"
+    step tests 180 "$PY" -m pytest -q -p no:cacheprovider -rs tests/labs/gpu
     keep
 }
 

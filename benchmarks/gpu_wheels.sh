@@ -9,7 +9,8 @@
 #   bash benchmarks/gpu_wheels.sh prepare
 # writes, under paths ignored through .git/info/exclude:
 #   .gpucarry/  the node's dependency closure for cp312 manylinux (less what the image has), zeus
-#               0.16.0 and its few missing needs, gguf, and a 10-block cut of SmolLM2-135M
+#               0.16.0 and its few missing needs, gguf, pytest-trio (tests/labs/gpu there), and a
+#               10-block cut of SmolLM2-135M
 #               (tests/kit/tinyllm.py) for the GPU generation check: one command's carry;
 #   .gpuwheels/ onnxruntime-gpu 1.31.1 (CUDA 13) unpacked and xz-compressed (204 MB, against 256 MB
 #               as the wheel), split into pieces of at most 55 MiB, with a sha256 manifest.
@@ -87,7 +88,7 @@ prepare() {
     # fastecdsa 2.3.2 (py-libp2p's pin) has no wheel and needs GMP to build: libp2p imports it only
     # for secio and TLS, which the node does not use, so it is left behind.
     for req in $(closure | grep -v -E "^($IMAGE_HAS|fastecdsa)=="); do download "$req" "$CARRY/whl"; done
-    for req in "$ZEUS" tyro docstring-parser typeguard shtab amdsmi gguf; do download "$req" "$CARRY/whl"; done
+    for req in "$ZEUS" tyro docstring-parser typeguard shtab amdsmi gguf pytest-trio; do download "$req" "$CARRY/whl"; done
     PYTHONPATH=tests .venv/bin/python -c "
 from pathlib import Path
 from kit.tinyllm import smollm2_cut

