@@ -21,6 +21,8 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - py-libp2p attaches our signed peer record (~215 B) to every request, twice to an ADD_PROVIDER: a
   standard kad-dht (go, js) sends none, nor do our writes (`node.p2p.kadwire`). A value we put (our
   advert, a cache) goes to the `copies` closest servers, not all k (issue 43: upkeep at 10,000).
+- P34 a py-libp2p server drops, in silence, a peer's ADD_PROVIDERs past 10 in 10 s: every provide of
+  ours waits its turn at each server (`node.p2p.pacing.ProvidePacer`, the server's own numbers).
 - libp2p's GET_PROVIDERS returns an empty list both for "no providers" and for a server that refused
   the request (reset the stream, answered garbage): `lookup_providers` sends its own request and
   records each failure, so `peers` and `submit` can say a gate refused rather than "nobody" (issue 15).
@@ -49,6 +51,7 @@ from node.p2p.kadwire import (
     providers_of,
     put_value_request,
 )
+from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, key_distance, walk_providers
 from protocol import KAD
@@ -107,6 +110,11 @@ class Kad:
         self.closest = ClosestServers()
         """The servers closest to each key we announce, reused by refreshes (issue 43)."""
         self._networks: dict[ID, str] = {}  # each server's network as our last request reached it
+        # P34: a py-libp2p server keeps so many ADD_PROVIDERs of one peer a window (its own numbers)
+        self.pacer = ProvidePacer(
+            int(getattr(dht, "_provider_rate_max", PROVIDES_PER_WINDOW)),
+            float(getattr(dht, "_provider_rate_window", WINDOW_S)),
+        )
 
     async def bootstrap(self, peer_ids: list[str]) -> None:
         """Add connected gates to the routing table and look ourselves up (P20)."""
@@ -211,7 +219,7 @@ class Kad:
             await self._send(peer, request, reply=False)  # fire-and-forget, as libp2p and Kubo send it
             return True
 
-        return await self._at_closest(key, send) > 0
+        return await self._at_closest(key, send, paced=lambda _: True) > 0
 
     async def provide_where_missing(self, key: bytes) -> frozenset[str]:
         """Read our record of `key` back from its k closest servers and send it again to each that
@@ -236,7 +244,7 @@ class Kad:
                 await self._send(peer, request, reply=False)
             return True
 
-        await self._at_closest(key, send)
+        await self._at_closest(key, send, paced=lacking.__contains__)
         ours = self._dht.provider_store.get_providers(key) if self.server else []
         return frozenset(p.to_base58() for p in [*walked.providers, *(i.peer_id for i in ours)])
 
@@ -254,9 +262,16 @@ class Kad:
         finally:
             await stream.close()
 
-    async def _at_closest(self, key: bytes, send: Callable[[ID], Awaitable[bool]], copies: int = K) -> int:
+    async def _at_closest(
+        self,
+        key: bytes,
+        send: Callable[[ID], Awaitable[bool]],
+        copies: int = K,
+        paced: Callable[[ID], bool] = lambda _: False,
+    ) -> int:
         """`send` to the key's `copies` closest servers (alpha at once), reused or walked for; how many
-        took it."""
+        took it. A send to a server `paced` names first waits its turn there (P34), outside the
+        request's deadline."""
         reused = self.closest.reuse(key, self.routing_table_size())
         if reused is None:
             peers = await self._dht.peer_routing.find_closest_peers_network(key)
@@ -279,6 +294,8 @@ class Kad:
         limit = trio.Semaphore(ALPHA)
 
         async def one(peer: ID) -> None:
+            if paced(peer):
+                await self.pacer.turn(peer.to_base58())
             async with limit:
                 with trio.move_on_after(QUERY_TIMEOUT_S):
                     try:

@@ -1,0 +1,75 @@
+"""P34 on real hosts on loopback: a py-libp2p kad server drops, in silence, a peer's ADD_PROVIDERs past
+its rate (10 in 10 s), and our provides wait their turn at each server so that every record is kept.
+
+The paced case runs the server's and our pacer's window at 2 s (both read the same numbers from
+py-libp2p: `_provider_rate_window`), so that it takes seconds, not the default 10 s window, and the
+margin at 2 s: a record is lost only if the server handled the window's first message over 2 s later
+than the eleventh, which no load on one event loop makes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+from libp2p.peer.id import ID
+
+from gate import open_gate
+from node.config import NodeConfig
+from node.p2p.kadwire import add_provider_request
+from node.p2p.node import Node, open_node
+from node.p2p.pacing import PROVIDES_PER_WINDOW, ProvidePacer
+
+LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
+KEYS = [bytes([i]) * 32 for i in range(PROVIDES_PER_WINDOW + 6)]  # a worker with 15 units: 16 keys
+
+
+@asynccontextmanager
+async def gate_and_worker(root: Path) -> AsyncIterator[tuple[Node, Node]]:
+    async with open_gate(NodeConfig(data_dir=root / "gate", listen=LOOPBACK, record_ttl_s=60)) as gate:
+        gates = tuple(gate.host.addrs())
+        config = NodeConfig(data_dir=root / "w", gates=gates, listen=LOOPBACK, record_ttl_s=60)
+        async with open_node(config, role="worker") as worker:
+            yield gate, worker
+
+
+async def settled(gate: Node, worker: Node, count: int) -> int:
+    """The gate's count once it reached `count` (or after 5 s): fire-and-forget sends land later."""
+    with trio.move_on_after(5):
+        while kept(gate, worker) < count:  # noqa: ASYNC110 (the gate's store has no event to wait on)
+            await trio.sleep(0.05)
+    return kept(gate, worker)
+
+
+def kept(gate: Node, worker: Node) -> int:
+    """How many of KEYS the gate lists the worker under."""
+    store, me = gate.dht.kad.raw.provider_store, ID.from_base58(worker.host.peer_id)
+    return sum(any(p.peer_id == me for p in store.get_providers(key)) for key in KEYS)
+
+
+async def test_a_libp2p_server_drops_a_peers_add_providers_past_its_rate_in_silence(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with gate_and_worker(tmp_path) as (gate, worker):
+            raw = gate.dht.kad.raw
+            assert (raw._provider_rate_max, raw._provider_rate_window) == (PROVIDES_PER_WINDOW, 10.0)
+            kad, to = worker.dht.kad, ID.from_base58(gate.host.peer_id)
+            me, addrs = ID.from_base58(worker.host.peer_id), list(worker.host.raw.get_addrs())
+            for key in KEYS:  # unpaced, one after another: each send "succeeds"
+                await kad._send(to, add_provider_request(key, me, addrs), reply=False)
+            await settled(gate, worker, PROVIDES_PER_WINDOW)
+            await trio.sleep(0.5)  # the last ones have arrived too (and been dropped)
+            assert kept(gate, worker) == PROVIDES_PER_WINDOW
+
+
+async def test_our_provides_wait_their_turn_and_every_record_is_kept(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with gate_and_worker(tmp_path) as (gate, worker):
+            gate.dht.kad.raw._provider_rate_window = 2.0
+            worker.dht.kad.pacer = ProvidePacer(PROVIDES_PER_WINDOW, 2.0, margin_s=2.0)
+            start = trio.current_time()
+            async with trio.open_nursery() as nursery:
+                for key in KEYS:
+                    nursery.start_soon(worker.dht.kad.provide, key)
+            assert trio.current_time() - start >= 4.0  # the last six waited for the next window
+            assert await settled(gate, worker, len(KEYS)) == len(KEYS)
