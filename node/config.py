@@ -49,6 +49,9 @@ class NodeConfig(BaseModel):
     # Connections the host holds at once, in and out (py-libp2p's own bounds set to it, P33). None: a
     # gate's GATE_CONNECTIONS, another node's NODE_CONNECTIONS (node/p2p/host.py says what each costs).
     max_connections: int | None = Field(default=None, ge=2, le=65_536)
+    # Relay slots a gate holds at once, one per NAT'd worker that joined it (node/p2p/relay.py). None:
+    # GATE_RESERVATIONS.
+    max_reservations: int | None = Field(default=None, ge=1, le=65_536)
     first_frame_s: float = Field(default=5.0, gt=0, le=60)  # an inbound stream's first frame, or reset
     max_offer_lifetime_s: float = Field(default=600.0, gt=0, le=86_400)  # expires_at - issued_at
     max_queue: int = Field(default=4, ge=0)

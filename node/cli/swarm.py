@@ -44,28 +44,41 @@ if TYPE_CHECKING:
     Challenged = dict[str, tuple[Measured, ...]]
 
 
+RelayAllowOpt = Annotated[
+    list[str] | None,
+    typer.Option("--relay-allow", help="peer id that may reserve a relay slot (default: any); repeatable"),
+]
+MaxConnectionsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-connections",
+        min=2,
+        max=65_536,
+        help="connections held at once (default 2048, about 1,000 workers); past it a new one is closed "
+        "before its handshake, which the dialler names",
+    ),
+]
+MaxReservationsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-reservations",
+        min=1,
+        max=65_536,
+        help="relay slots held at once, one per NAT'd worker (default 1024); past it a worker is told "
+        "the relay is full",
+    ),
+]
+
+
 def gate(
     listen: ListenOpt = None,
     addrs_file: Annotated[Path | None, typer.Option("--addrs-file", help="write our multiaddrs here")] = None,
     data_dir: DataDirOpt = None,
     config_file: ConfigOpt = None,
     record_ttl: TtlOpt = None,
-    relay_allow: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--relay-allow", help="peer id that may reserve a relay slot (default: any); repeatable"
-        ),
-    ] = None,
-    max_connections: Annotated[
-        int | None,
-        typer.Option(
-            "--max-connections",
-            min=2,
-            max=65_536,
-            help="connections held at once (default 2048, about 1,000 workers); past it a new one is closed "
-            "before its handshake, which the dialler names",
-        ),
-    ] = None,
+    relay_allow: RelayAllowOpt = None,
+    max_connections: MaxConnectionsOpt = None,
+    max_reservations: MaxReservationsOpt = None,
     events: EventsOpt = False,
 ) -> None:
     """Run a gate: DHT server and bootstrap, circuit relay v2, reachability dial-back."""
@@ -75,6 +88,7 @@ def gate(
 
     from gate import serve_gate
     from node.p2p.node import connection_cap
+    from node.p2p.relay import GATE_RESERVATIONS
 
     config = build_config(
         config_file,
@@ -82,8 +96,10 @@ def gate(
         data_dir=data_dir,
         record_ttl_s=record_ttl,
         max_connections=max_connections,
+        max_reservations=max_reservations,
     )
     cap = connection_cap(config, "gate")
+    slots = config.max_reservations or GATE_RESERVATIONS
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -93,7 +109,8 @@ def gate(
                 addrs_file.write_text("".join(f"{a}\n" for a in addrs))
             if events:
                 peer_id = addrs[0].rsplit("/p2p/", 1)[-1]
-                json_lines("ready", role="gate", peer_id=peer_id, addrs=addrs, max_connections=cap)
+                ready = {"max_connections": cap, "max_reservations": slots}
+                json_lines("ready", role="gate", peer_id=peer_id, addrs=addrs, **ready)
             else:
                 print("\n".join(addrs), flush=True)
 

@@ -90,7 +90,7 @@ from node.errors import (
 from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
 from node.p2p.dial import Sightings, dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
-from node.p2p.relay import GateRelay, relay_config
+from node.p2p.relay import GATE_RESERVATIONS, GateRelay, refusal, relay_config
 from node.p2p.stream import FIRST_FRAME_S, LibStream, guarded_handler, refuse, remote_ip, run_handler
 from node.p2p.wire import Channel, Handler
 
@@ -114,6 +114,23 @@ connections to each of its gates (its own dial, and the gate's when it dials bac
 before its handshake, which the dialler's `gates.cause` names, and says so once in its log."""
 
 
+class _ReadTap:
+    """A libp2p stream that keeps the bytes read from it (a relay's answer to a reservation)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.taken = bytearray()
+
+    async def read(self, n: int | None = None) -> bytes:
+        data: bytes = await self._stream.read(n)
+        if len(self.taken) < 4096:
+            self.taken += data
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 @dataclass(frozen=True)
 class HostConfig:
     """How to build a host.
@@ -121,8 +138,9 @@ class HostConfig:
     Attributes:
         key_file: the persistent Ed25519 seed (mode 0600); None for a throwaway identity.
         listen: multiaddrs to listen on; read the bound ports back with `Host.addrs()`.
-        relay_hop: serve circuit relay v2 hop (the gate) with `node.p2p.relay.RELAY_LIMITS`.
+        relay_hop: serve circuit relay v2 hop (the gate) with `node.p2p.relay.relay_limits`.
         relay_allow: the peers that may reserve a relay slot here (None: any peer).
+        relay_reservations: the relay slots a gate holds at once.
         max_connections: connection cap of the whole host, in and out (P33: py-libp2p's pruning mark and
             its resource manager's inbound bound are set to it).
         max_streams: stream cap of the whole host.
@@ -133,6 +151,7 @@ class HostConfig:
     listen: tuple[str, ...] = ("/ip4/127.0.0.1/tcp/0",)
     relay_hop: bool = False
     relay_allow: frozenset[str] | None = None
+    relay_reservations: int = GATE_RESERVATIONS
     max_connections: int = 512
     max_streams: int = 4096
     first_frame_s: float = FIRST_FRAME_S
@@ -290,10 +309,10 @@ class Host:
         with trio.move_on_after(timeout) as scope:
             await self._ensure_connected(gate, (gate_addr,), timeout)
             with map_exceptions(gate, "relay reservation"):
-                stream = await self._lp.new_stream(ID.from_base58(gate), [HOP_ID])
-                ok = await self._relay.reserve(stream, ID.from_base58(gate), self._nursery)
-            if not ok:
-                raise PeerUnreachable(gate, "relay reservation refused")
+                stream = _ReadTap(await self._lp.new_stream(ID.from_base58(gate), [HOP_ID]))
+                ok = await self._relay.reserve(stream, ID.from_base58(gate), self._nursery)  # type: ignore[arg-type]
+            if not ok:  # py-libp2p says only False: the gate's answer says why
+                raise PeerUnreachable(gate, f"relay reservation refused: {refusal(bytes(stream.taken))}")
             return f"{gate_addr}/p2p-circuit/p2p/{self.peer_id}"
         assert scope.cancelled_caught
         raise PeerTimeout(gate, "relay reservation")
@@ -420,9 +439,12 @@ async def open_host(config: HostConfig) -> AsyncIterator[Host]:
     async with lp.run(listen):
         try:
             async with trio.open_nursery() as nursery:
-                relay = GateRelay(lp, hop=config.relay_hop, allow=config.relay_allow)
+                relay = GateRelay(
+                    lp, hop=config.relay_hop, allow=config.relay_allow, reservations=config.relay_reservations
+                )
                 async with background_trio_service(relay):
-                    transport = CircuitV2Transport(lp, relay, relay_config(config.relay_hop))
+                    limits = relay_config(config.relay_hop, config.relay_reservations)
+                    transport = CircuitV2Transport(lp, relay, limits)
                     yield Host(lp, key_pair, nursery, transport, book, config)
                     nursery.cancel_scope.cancel()
         finally:

@@ -24,6 +24,7 @@ from node.p2p.host import GATE_CONNECTIONS, NODE_CONNECTIONS, Host, HostConfig, 
 from node.p2p.kad import Kad
 from node.p2p.kadpatch import open_kad
 from node.p2p.reach import ReachVerdict, dial_back_verdict
+from node.p2p.relay import GATE_RESERVATIONS
 from protocol import (
     DOMAIN_ADVERT,
     PROFILE,
@@ -212,6 +213,7 @@ async def open_node(
         listen=config.listen,
         relay_hop=role == "gate",
         relay_allow=relay_allow,
+        relay_reservations=config.max_reservations or GATE_RESERVATIONS,
         first_frame_s=config.first_frame_s,
         max_connections=connection_cap(config, role),
     )

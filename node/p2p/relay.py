@@ -1,9 +1,17 @@
-"""Circuit relay v2 as our hosts run it: the limits of a circuit, and who may reserve a slot (T16).
+"""Circuit relay v2 as our hosts run it: the limits of a circuit, who may reserve a slot (T16), how
+many slots a gate holds, and why a reservation was refused.
 
 py-libp2p 0.8.1's relay reserves a slot for any peer, and for whatever peer id the request names, and
 its defaults allow 1 GiB and 3600 s per circuit. A gate relays control traffic only (model bytes
 never cross a relay), so its circuits are small and short, and `GateRelay` reserves only for the
 Noise-authenticated caller, and only if the allowlist (`HostConfig.relay_allow`) names it.
+
+Capacity: a gate holds `GATE_RESERVATIONS` slots (`gate --max-reservations`), one per NAT'd worker
+that joined it (py-libp2p's own default is 4). A reservation is a line in the relay's table; the
+NAT'd worker's connection to the gate, which it holds anyway, is what it costs (counted in the gate's
+connection cap, P33). Past the last slot the gate answers RESOURCE_LIMIT_EXCEEDED; py-libp2p's client
+reads any refusal as `False` and logs the code, so the reserving side reads the gate's answer itself
+(`refusal`), and a worker says which gate refused and why.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from typing import Any, Final, final
 
 from libp2p.peer.id import ID
 from libp2p.relay.circuit_v2.config import RelayConfig, RelayRole
-from libp2p.relay.circuit_v2.pb.circuit_pb2 import HopMessage
+from libp2p.relay.circuit_v2.pb.circuit_pb2 import HopMessage, Status
 from libp2p.relay.circuit_v2.protocol import CircuitV2Protocol
 from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
 from libp2p.relay.circuit_v2.resources import RelayLimits
@@ -21,18 +29,53 @@ from libp2p.relay.circuit_v2.utils import write_delimited_msg
 
 log = logging.getLogger(__name__)
 
-RELAY_LIMITS: Final = RelayLimits(
-    duration=300, data=16 << 20, max_circuit_conns=16, max_reservations=64, reservation_ttl=600
-)
-"""A gate's circuits: control traffic only (py-libp2p's defaults are 1 GiB and 3600 s a circuit)."""
+GATE_RESERVATIONS: Final = 1024
+"""Relay slots a gate holds at once, one per NAT'd worker that joined it: half its connection cap."""
+
+
+def relay_limits(reservations: int = GATE_RESERVATIONS) -> RelayLimits:
+    """A gate's circuits: control traffic only (py-libp2p's defaults are 1 GiB and 3600 s a circuit)."""
+    return RelayLimits(
+        duration=300, data=16 << 20, max_circuit_conns=16, max_reservations=reservations, reservation_ttl=600
+    )
+
+
+REFUSALS: Final = {
+    "RESOURCE_LIMIT_EXCEEDED": "the gate's relay is full (every slot taken: `gate --max-reservations`)",
+    "PERMISSION_DENIED": "the gate relays only for the peers on its `--relay-allow` list",
+    "RESERVATION_REFUSED": "the gate refused the reservation",
+}
+
+
+def refusal(answer: bytes) -> str:
+    """Why a gate refused a reservation, from the bytes of its answer (a varint-delimited HopMessage)."""
+    try:
+        length, used = _uvarint(answer)
+        message = HopMessage.FromString(answer[used : used + length])
+    except Exception:
+        return "its answer could not be read" if answer else "no answer"
+    name = Status.Name(message.status) if message.status in Status.values() else str(message.status)
+    return f"{REFUSALS.get(name, 'refused')} ({name})"
+
+
+def _uvarint(data: bytes) -> tuple[int, int]:
+    value = shift = 0
+    for i, byte in enumerate(data[:10]):
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, i + 1
+        shift += 7
+    raise ValueError("no varint")
 
 
 @final
 class GateRelay(CircuitV2Protocol):
     """Circuit relay v2 whose reservations go only to the authenticated, allowlisted caller (T16)."""
 
-    def __init__(self, lp: Any, *, hop: bool, allow: frozenset[str] | None) -> None:
-        super().__init__(lp, limits=RELAY_LIMITS, allow_hop=hop)
+    def __init__(
+        self, lp: Any, *, hop: bool, allow: frozenset[str] | None, reservations: int = GATE_RESERVATIONS
+    ) -> None:
+        super().__init__(lp, limits=relay_limits(reservations), allow_hop=hop)
         self._allow = allow
 
     async def _handle_reserve(self, stream: Any, msg: Any) -> None:
@@ -46,7 +89,7 @@ class GateRelay(CircuitV2Protocol):
         await super()._handle_reserve(stream, msg)
 
 
-def relay_config(hop: bool) -> RelayConfig:
+def relay_config(hop: bool, reservations: int = GATE_RESERVATIONS) -> RelayConfig:
     """Every host stops and dials circuits; a gate (`hop`) also relays them."""
     roles = RelayRole.STOP | RelayRole.CLIENT
-    return RelayConfig(roles=roles | RelayRole.HOP if hop else roles, limits=RELAY_LIMITS)
+    return RelayConfig(roles=roles | RelayRole.HOP if hop else roles, limits=relay_limits(reservations))

@@ -153,6 +153,11 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
         except NodeError as exc:
             log.warning("relay reservation on %s failed: %s", gate, exc.detail)
     advertiser.circuit_addrs = tuple(circuits[:MAX_ADVERT_CIRCUITS])
+    if verdict.reachability == Reachability.RELAYED and not circuits:
+        log.warning(
+            "unreachable: no dial-back reached us and no gate gave us a relay slot, so no submitter can "
+            "dial this worker; give it a gate with a free slot (each refusal above says why)"
+        )
     relayed = verdict.reachability == Reachability.RELAYED and circuits
     advertiser.reachability = Reachability.RELAYED if relayed else Reachability.UNKNOWN
 

@@ -1,0 +1,59 @@
+"""A gate's relay capacity on real hosts on loopback (issue 50, scope 8): a gate holds `--max-reservations`
+slots, and a worker refused one is told why, from the gate's own answer (py-libp2p's client reads every
+refusal as `False`): the relay is full, or the gate relays only for its `--relay-allow` list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from gate import open_gate
+from node.config import NodeConfig
+from node.errors import PeerUnreachable
+from node.p2p.node import open_node
+from node.p2p.relay import GATE_RESERVATIONS, refusal
+
+LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
+
+
+def config(root: Path, name: str, **fields: object) -> NodeConfig:
+    return NodeConfig(data_dir=root / name, listen=LOOPBACK, record_ttl_s=60, **fields)  # type: ignore[arg-type]
+
+
+async def test_a_full_relay_refuses_the_next_worker_and_says_it_is_full(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with open_gate(config(tmp_path, "gate", max_reservations=2)) as gate:
+            (addr,) = gate.host.addrs()[:1]
+            gates = (addr,)
+            async with (
+                open_node(config(tmp_path, "a", gates=gates), role="worker") as a,
+                open_node(config(tmp_path, "b", gates=gates), role="worker") as b,
+                open_node(config(tmp_path, "c", gates=gates), role="worker") as c,
+            ):
+                for worker in (a, b):
+                    circuit = await worker.host.reserve_relay(addr)
+                    assert circuit.endswith(f"/p2p-circuit/p2p/{worker.host.peer_id}")
+                with pytest.raises(PeerUnreachable) as refused:
+                    await c.host.reserve_relay(addr)
+                assert "relay reservation refused: the gate's relay is full" in refused.value.why
+                assert "(RESOURCE_LIMIT_EXCEEDED)" in refused.value.why
+                await a.host.reserve_relay(addr)  # a worker that holds a slot renews it
+
+
+async def test_a_worker_off_the_gates_relay_list_is_told_so(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with open_gate(config(tmp_path, "gate"), relay_allow=frozenset({"12D3KooWnobody"})) as gate:
+            (addr,) = gate.host.addrs()[:1]
+            async with open_node(config(tmp_path, "w", gates=(addr,)), role="worker") as worker:
+                with pytest.raises(PeerUnreachable) as refused:
+                    await worker.host.reserve_relay(addr)
+                why = refused.value.why
+                assert "only for the peers on its `--relay-allow` list (PERMISSION_DENIED)" in why
+
+
+def test_a_refusal_read_from_nothing_or_junk_says_so() -> None:
+    assert refusal(b"") == "no answer"
+    assert refusal(b"\xff\xff\xff") == "its answer could not be read"
+    assert GATE_RESERVATIONS == 1024
