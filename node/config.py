@@ -52,6 +52,8 @@ class NodeConfig(BaseModel):
     # Relay slots a gate holds at once, one per NAT'd worker that joined it (node/p2p/relay.py). None:
     # GATE_RESERVATIONS.
     max_reservations: int | None = Field(default=None, ge=1, le=65_536)
+    # Inbound connections one address may hold (node/p2p/addresscap.py). None: a sixteenth of the cap.
+    max_per_address: int | None = Field(default=None, ge=1, le=65_536)
     first_frame_s: float = Field(default=5.0, gt=0, le=60)  # an inbound stream's first frame, or reset
     max_offer_lifetime_s: float = Field(default=600.0, gt=0, le=86_400)  # expires_at - issued_at
     max_queue: int = Field(default=4, ge=0)

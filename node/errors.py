@@ -55,8 +55,9 @@ class PeerIdMismatch(PeerUnreachable):
 
 class ClosedAtHandshake(PeerUnreachable):
     """The peer took the TCP connection and closed it before the security handshake (P33): what a
-    py-libp2p host at its connection limit does (a sark gate past `--max-connections`), or one that
-    refuses us for another reason it does not tell.
+    py-libp2p host at its connection limit does (a sark gate past `--max-connections`, or holding its
+    share of connections from our address, `--max-per-address`), or one that refuses us for another
+    reason it does not tell.
 
     Attributes:
         addr: the address dialled.
@@ -66,7 +67,7 @@ class ClosedAtHandshake(PeerUnreachable):
         super().__init__(
             peer_id,
             "it took the connection and closed it before the handshake (a libp2p host at its connection "
-            "limit does so: a full gate)",
+            "limit does so: a full gate, or one holding all it takes from our address)",
         )
         self.addr = addr
 

@@ -69,6 +69,17 @@ MaxReservationsOpt = Annotated[
     ),
 ]
 
+MaxPerAddressOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-per-address",
+        min=1,
+        max=65_536,
+        help="inbound connections one address may hold (default a sixteenth of --max-connections); past "
+        "it a new one from there is closed before its handshake",
+    ),
+]
+
 
 def gate(
     listen: ListenOpt = None,
@@ -79,6 +90,7 @@ def gate(
     relay_allow: RelayAllowOpt = None,
     max_connections: MaxConnectionsOpt = None,
     max_reservations: MaxReservationsOpt = None,
+    max_per_address: MaxPerAddressOpt = None,
     events: EventsOpt = False,
 ) -> None:
     """Run a gate: DHT server and bootstrap, circuit relay v2, reachability dial-back."""
@@ -87,6 +99,7 @@ def gate(
     import trio
 
     from gate import serve_gate
+    from node.p2p.addresscap import per_address_default
     from node.p2p.node import connection_cap
     from node.p2p.relay import GATE_RESERVATIONS
 
@@ -97,6 +110,7 @@ def gate(
         record_ttl_s=record_ttl,
         max_connections=max_connections,
         max_reservations=max_reservations,
+        max_per_address=max_per_address,
     )
     cap = connection_cap(config, "gate")
     slots = config.max_reservations or GATE_RESERVATIONS
@@ -109,7 +123,8 @@ def gate(
                 addrs_file.write_text("".join(f"{a}\n" for a in addrs))
             if events:
                 peer_id = addrs[0].rsplit("/p2p/", 1)[-1]
-                ready = {"max_connections": cap, "max_reservations": slots}
+                share = config.max_per_address or per_address_default(cap)
+                ready = {"max_connections": cap, "max_reservations": slots, "max_per_address": share}
                 json_lines("ready", role="gate", peer_id=peer_id, addrs=addrs, **ready)
             else:
                 print("\n".join(addrs), flush=True)

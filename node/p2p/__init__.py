@@ -2,6 +2,7 @@
 
 Modules:
     host      our libp2p host: Noise-only, handler guards, per-peer caps, relay; the workarounds but kad's
+    addresscap  inbound connections from one address bounded (a stranger's machine cannot fill a host)
     relay     circuit relay v2 as a gate runs it: small, short circuits; slots only for the allowlisted caller
     stream    libp2p streams as byte streams (EOF, errors) and the guards every inbound stream runs under
     addrs     multiaddr parsing, peer ids, the addresses we announce, the order to dial a peer's (no libp2p)

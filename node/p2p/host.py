@@ -67,7 +67,7 @@ from libp2p.network.config import ConnectionConfig
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.rcmgr.connection_limits import ConnectionLimits
-from libp2p.rcmgr.manager import ResourceLimits, new_resource_manager
+from libp2p.rcmgr.manager import ResourceLimits
 from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID as HOP_ID
 from libp2p.relay.circuit_v2.transport import CircuitV2Transport
 from libp2p.security.noise.exceptions import PeerIDMismatchesPubkey
@@ -87,6 +87,7 @@ from node.errors import (
     error_chain,
     map_exceptions,
 )
+from node.p2p.addresscap import AddressCappedManager, per_address_default
 from node.p2p.addrs import AddressBook, parse_multiaddr, peer_of, without_p2p
 from node.p2p.dial import Sightings, dial_in_turn, dial_plan
 from node.p2p.identity import load_seed
@@ -143,6 +144,7 @@ class HostConfig:
         relay_reservations: the relay slots a gate holds at once.
         max_connections: connection cap of the whole host, in and out (P33: py-libp2p's pruning mark and
             its resource manager's inbound bound are set to it).
+        max_per_address: inbound connections one address may hold (None: `per_address_default`).
         max_streams: stream cap of the whole host.
         first_frame_s: how long an inbound stream of ours may take to send its first whole frame.
     """
@@ -153,6 +155,7 @@ class HostConfig:
     relay_allow: frozenset[str] | None = None
     relay_reservations: int = GATE_RESERVATIONS
     max_connections: int = 512
+    max_per_address: int | None = None
     max_streams: int = 4096
     first_frame_s: float = FIRST_FRAME_S
 
@@ -413,8 +416,14 @@ def _new_libp2p_host(
         sec_opt={NOISE_ID: NoiseTransport(key_pair, noise_privkey=create_x25519_key_pair().private_key)},
         muxer_opt={TProtocol(YAMUX_ID): Yamux},
         connection_config=connection_config,
-        resource_manager=new_resource_manager(
-            limits=limits, enable_metrics=False, connection_limits=connection_limits
+        # one address holds at most its share of the inbound connections (a stranger's loop of fresh keys)
+        resource_manager=AddressCappedManager(
+            config.max_per_address or per_address_default(config.max_connections),
+            exempt_loopback=config.max_per_address is None,
+            limits=limits,
+            enable_metrics=False,
+            connection_limits=connection_limits,
+            enable_memory_pooling=True,  # as new_resource_manager builds it
         ),
         addrs_factory=book.announce,  # P29
         disable_identify_address_discovery=True,  # P29: observed ephemeral ports are not addresses

@@ -216,6 +216,7 @@ async def open_node(
         relay_reservations=config.max_reservations or GATE_RESERVATIONS,
         first_frame_s=config.first_frame_s,
         max_connections=connection_cap(config, role),
+        max_per_address=config.max_per_address,
     )
     async with open_host(host_config) as host:
         gates = await connect_gates(host, config.gates, patient=role == "worker")

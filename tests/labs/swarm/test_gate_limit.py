@@ -19,6 +19,7 @@ import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import trio
 from kit.fixtures import LOOPBACK
 from kit.procs import LOOPBACK as LISTEN
 from kit.procs import SARK, Lab
@@ -28,7 +29,7 @@ from node.p2p.gates import cause
 from node.p2p.host import Host, HostConfig, open_host
 
 CAP = 3
-FULL = "closed it before the handshake (a libp2p host at its connection limit does so: a full gate)"
+FULL = "closed it before the handshake (a libp2p host at its connection limit does so: a full gate"
 
 
 async def test_a_host_holds_exactly_its_cap_and_refuses_the_rest_before_the_handshake() -> None:
@@ -52,6 +53,40 @@ async def test_a_host_holds_exactly_its_cap_and_refuses_the_rest_before_the_hand
         for exc in refused:
             assert any(isinstance(c, ClosedAtHandshake) for c in error_chain(exc))
             assert FULL in cause(exc)
+
+
+async def test_one_address_holds_at_most_its_share_and_a_closed_connection_frees_its_place() -> None:
+    """Every dial here comes from 127.0.0.1: past `max_per_address` the host refuses the next before its
+    handshake, as at a full host, though far under its cap; the host's own dials are not counted."""
+    share = 2
+    config = HostConfig(key_file=None, listen=LOOPBACK, max_connections=64, max_per_address=share)
+    async with open_host(config) as gate, AsyncExitStack() as stack:
+        addr = gate.addrs()[0]
+        peer = addr.rsplit("/p2p/", 1)[-1]
+        manager = gate.raw.get_network()._resource_manager
+        hosts: list[Host] = []
+        refused: list[NodeError] = []
+        for _ in range(share + 1):
+            host = await stack.enter_async_context(open_host(HostConfig(key_file=None, listen=LOOPBACK)))
+            hosts.append(host)
+            try:
+                await host.connect(addr, timeout=10.0)
+            except NodeError as exc:
+                refused.append(exc)
+        assert [h.is_connected(peer) for h in hosts] == [True] * share + [False]
+        assert [FULL in cause(exc) for exc in refused] == [True]
+        assert manager.held("127.0.0.1") == share
+        assert manager.refused >= 1, manager.refused
+        await gate.connect(hosts[-1].addrs()[0], timeout=10.0)  # outbound: not the address's share
+        assert gate.is_connected(hosts[-1].peer_id)
+        assert manager.held("127.0.0.1") == share
+        await hosts[0].disconnect(peer)
+        with trio.fail_after(10):
+            while manager.held("127.0.0.1") == share:  # noqa: ASYNC110 (the swarm's close has no event)
+                await trio.sleep(0.05)
+        late = await stack.enter_async_context(open_host(HostConfig(key_file=None, listen=LOOPBACK)))
+        await late.connect(addr, timeout=10.0)
+        assert late.is_connected(peer)
 
 
 def _log(proc: object) -> str:
