@@ -32,6 +32,22 @@ CAP = 3
 FULL = "closed it before the handshake (a libp2p host at its connection limit does so: a full gate"
 
 
+async def dial_from_new_hosts(
+    stack: AsyncExitStack, addr: str, count: int
+) -> tuple[list[Host], list[NodeError]]:
+    """`count` fresh hosts, each dialling `addr` in turn and keeping its connection; the refusals."""
+    hosts: list[Host] = []
+    refused: list[NodeError] = []
+    for _ in range(count):  # one dial at a time: each keeps its host, and its connection
+        host = await stack.enter_async_context(open_host(HostConfig(key_file=None, listen=LOOPBACK)))
+        hosts.append(host)
+        try:
+            await host.connect(addr, timeout=10.0)
+        except NodeError as exc:
+            refused.append(exc)
+    return hosts, refused
+
+
 async def test_a_host_holds_exactly_its_cap_and_refuses_the_rest_before_the_handshake() -> None:
     async with (
         open_host(HostConfig(key_file=None, listen=LOOPBACK, max_connections=CAP)) as gate,
@@ -39,15 +55,7 @@ async def test_a_host_holds_exactly_its_cap_and_refuses_the_rest_before_the_hand
     ):
         addr = gate.addrs()[0]
         peer = addr.rsplit("/p2p/", 1)[-1]
-        hosts: list[Host] = []
-        refused: list[NodeError] = []
-        for _ in range(CAP + 2):  # one dial at a time: each keeps its host, and its connection
-            host = await stack.enter_async_context(open_host(HostConfig(key_file=None, listen=LOOPBACK)))
-            hosts.append(host)
-            try:
-                await host.connect(addr, timeout=10.0)
-            except NodeError as exc:
-                refused.append(exc)
+        hosts, refused = await dial_from_new_hosts(stack, addr, CAP + 2)
         assert [h.is_connected(peer) for h in hosts] == [True] * CAP + [False] * 2
         assert len(refused) == 2
         for exc in refused:
@@ -64,15 +72,7 @@ async def test_one_address_holds_at_most_its_share_and_a_closed_connection_frees
         addr = gate.addrs()[0]
         peer = addr.rsplit("/p2p/", 1)[-1]
         manager = gate.raw.get_network()._resource_manager
-        hosts: list[Host] = []
-        refused: list[NodeError] = []
-        for _ in range(share + 1):
-            host = await stack.enter_async_context(open_host(HostConfig(key_file=None, listen=LOOPBACK)))
-            hosts.append(host)
-            try:
-                await host.connect(addr, timeout=10.0)
-            except NodeError as exc:
-                refused.append(exc)
+        hosts, refused = await dial_from_new_hosts(stack, addr, share + 1)
         assert [h.is_connected(peer) for h in hosts] == [True] * share + [False]
         assert [FULL in cause(exc) for exc in refused] == [True]
         assert manager.held("127.0.0.1") == share
