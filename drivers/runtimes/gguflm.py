@@ -32,7 +32,6 @@ checked against llama.cpp's own count of the prompt it evaluated.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import re
 import secrets
@@ -40,7 +39,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 import psutil
 
@@ -66,8 +64,6 @@ MAX_CONTEXT: Final = 4096  # the context a loaded model gets (its trained contex
 PERF_SOURCE: Final = "llama.cpp server timings"
 _NO_TEMPLATE: Final = "{}: chat asked for, but it has no chat template (give the job chat: false)"
 _ERROR: Final = re.compile(r"^\S+ E (.+)$")
-TOKENIZE_TIMEOUT_S: Final = 60.0  # one loopback call to the server's tokenizer (milliseconds, measured)
-ANSWER_BYTES: Final = 4 << 20  # a tokenizer's answer read back (a 4096-token prompt: about 30 KB)
 _NO_TIMERS: Final = RuntimeRates(
     source=PERF_SOURCE, prompt_tokens=0, prompt_ms=0.0, eval_tokens=0, eval_ms=0.0
 )
@@ -307,34 +303,15 @@ class LoadedGguf:
         )
 
     def _call(self, path: str, body: dict[str, object]) -> dict[str, Any]:
-        """One call to the server's own HTTP handler on its loopback port (the key this process holds),
-        its JSON answer read within `ANSWER_BYTES`.
+        """One call to the server's own HTTP handler (`llamacpp.call`).
 
         Raises:
             TaskFailed: CRASHED naming the call and llama.cpp's answer.
         """
-        where = urlsplit(str(self.server.listening_address))
-        connection = http.client.HTTPConnection(
-            where.hostname or "127.0.0.1", where.port, timeout=TOKENIZE_TIMEOUT_S
-        )
-        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"}
-        try:
-            connection.request("POST", path, json.dumps(body), headers)
-            answer = connection.getresponse()
-            raw = answer.read(ANSWER_BYTES)
-            status = answer.status
-        except (OSError, http.client.HTTPException) as exc:
-            raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama.cpp's {path}: {exc}") from exc
-        finally:
-            connection.close()
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            parsed = None
-        if status != 200 or not isinstance(parsed, dict):
-            said = raw[:300].decode(errors="replace")
-            raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama.cpp's {path}: {status} {said}")
-        return parsed
+        answer, why = llamacpp.call(self.server, self.key, path, body)
+        if answer is None:
+            raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama.cpp's {path}: {why}")
+        return answer
 
     def _ask(self, body: dict[str, object], max_new: int, ignore_eos: bool) -> _Stream:
         """One streamed, greedy request to the server; its chunks as they came."""
