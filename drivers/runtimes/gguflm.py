@@ -9,13 +9,24 @@ run keeps llama.cpp's own timers over the timed requests (its server's `timings`
 prompt and generation tokens and their times), prompt tokens per second and generated tokens per
 second, as llama-bench reports pp and tg.
 
-Each request goes to llama.cpp's server inside this process (xllamacpp's `Server`, no socket): one
-slot, greedy, streamed, each chunk stamped on the harness's clock as it arrives and carrying how many
+Each request goes to llama.cpp's server inside this process (xllamacpp's `Server`): one slot,
+greedy, streamed, each chunk stamped on the harness's clock as it arrives and carrying how many
 tokens were decoded by then (`timings_per_token`), so every token is timed and counted by llama.cpp
 itself. No prompt is cached between requests (`cache_prompt` off, no RAM cache): each is prefilled
-whole, as the KV cache was cleared between requests before. A chat prompt is put through the model's
-own chat template by llama.cpp (`llama_chat_apply_template`, no jinja), refused where the GGUF's
-header holds none.
+whole, as the KV cache was cleared between requests before.
+
+TTFT on a white-box unit runs from the prompt's tokens handed to the runtime to the first output
+token, as on the transformers units (`drivers.runtimes.llm` tokenizes and templates before its
+clock): a prompt is made into tokens first, by llama.cpp's own server (`LoadedGguf.tokens`: its
+`/apply-template` for a chat prompt, the function its chat completions call, the model's own chat
+template through `llama_chat_apply_template`, no jinja, refused where the GGUF's header holds none;
+then its `/tokenize` with the special tokens parsed and the model's BOS added, as it tokenizes a
+completion's prompt), asked on the server's loopback port with the key only this process holds. The
+clock starts after, and the request carries the token ids (`prompt` as a list of ids: llama.cpp
+evaluates them as given). Tokenizing is outside TTFT on every white-box unit (a vocabulary of many
+special tokens, Gemma 3's 6,414, costs about 1 ms a prompt), and inside it on an endpoint, whose
+TTFT runs from the request sent (`drivers.endpoint`). The row's prompt tokens are the ids sent,
+checked against llama.cpp's own count of the prompt it evaluated.
 """
 
 from __future__ import annotations
@@ -142,7 +153,8 @@ def open_model(target: Target, path: Path, threads: int, context: int) -> Loaded
     params.ctx_shift = False  # a request past the context ends there, never shifts it
     params.cache_ram_mib = 0  # no prompt kept between requests (each request is prefilled whole)
     params.use_jinja = False  # the model's template through llama_chat_apply_template, as llama-cli
-    params.api_keys = [secrets.token_hex(16)]  # its loopback port answers no one (calls here pass)
+    key = secrets.token_hex(16)
+    params.api_keys = [key]  # its loopback port answers no one but this process (`LoadedGguf.tokens`)
     params.verbosity = bound.verbosity()
     server = None
     # "Failed to init server" (a RuntimeError) says nothing: the reason is llama.cpp's log
@@ -151,7 +163,7 @@ def open_model(target: Target, path: Path, threads: int, context: int) -> Loaded
     if server is None:
         raise TaskFailed(FailureReason.LOAD, f"{path.name}: llama.cpp: {_first_error(log)}")
     where = llamacpp.placement(llamacpp.layers_on(log), target.device)
-    return LoadedGguf(bound, server, path.name, where, threads, params.n_ctx, header.chat_template)
+    return LoadedGguf(bound, server, path.name, where, threads, params.n_ctx, header.chat_template, key)
 
 
 def _first_error(log: list[str]) -> str:
@@ -182,6 +194,7 @@ class LoadedGguf:
     n_threads: int
     n_ctx: int
     chat_template: bool
+    key: str = field(repr=False)  # the server's API key: its loopback port answers this process alone
     timers: RuntimeRates = field(default_factory=lambda: _NO_TIMERS)
 
     def placement(self) -> Placement:
@@ -215,38 +228,65 @@ class LoadedGguf:
         Raises:
             TaskFailed: CRASHED when the request fails.
         """
-        stream = self._ask({"prompt": text.decode(errors="replace")}, 1, ignore_eos=True, chat=False)
+        stream = self._ask({"prompt": text.decode(errors="replace")}, 1, ignore_eos=True)
         return len(_read(stream, self.name).stamps)
 
+    def tokens(self, prompt: Prompt, chat: bool) -> list[int]:
+        """The prompt's token ids as llama.cpp's server makes them of a request: a chat prompt through
+        the model's chat template by its `/apply-template` (what its chat completions call), then its
+        `/tokenize` with the special tokens parsed and the model's BOS added (as a completion's prompt
+        is tokenized).
+
+        Raises:
+            TaskFailed: INPUT for chat asked of a model without a template, CRASHED when the server
+                refuses or answers something else than token ids.
+        """
+        text = prompt.text
+        if chat:
+            if not self.chat_template:
+                raise TaskFailed(FailureReason.INPUT, _NO_TEMPLATE.format(self.name))
+            turns = prompt.messages or (ChatMessage(role="user", content=prompt.text),)
+            messages = [{"role": t.role, "content": t.content} for t in turns]
+            templated = self._call("/apply-template", {"messages": messages}).get("prompt")
+            if not isinstance(templated, str):
+                raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama.cpp's template gave no prompt")
+            text = templated
+        ids = self._call("/tokenize", {"content": text, "add_special": True, "parse_special": True})
+        tokens = ids.get("tokens")
+        if not isinstance(tokens, list) or not all(type(t) is int and t >= 0 for t in tokens):
+            raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama.cpp's tokenizer gave no token ids")
+        return tokens
+
     def generate(self, prompt: Prompt, spec: GenerateSpec) -> RequestRecord:
-        """One greedy request, every output token timed from the request's start.
+        """One greedy request of the prompt's token ids (`tokens`), every output token timed from the
+        ids handed to the server.
 
         Raises:
             TaskFailed: INPUT when the prompt plus `max_new_tokens` exceed the context or chat is asked
-                of a model without a template, CRASHED when the request fails.
+                of a model without a template, CRASHED when the request fails or llama.cpp counts
+                another prompt than the ids sent.
         """
         max_new = prompt.output_tokens or spec.max_new_tokens
-        if spec.chat and not self.chat_template:
-            raise TaskFailed(FailureReason.INPUT, _NO_TEMPLATE.format(self.name))
-        turns = prompt.messages or (ChatMessage(role="user", content=prompt.text),)
-        body: dict[str, object] = (
-            {"messages": [{"role": t.role, "content": t.content} for t in turns]}
-            if spec.chat
-            else {"prompt": prompt.text}
-        )
-        start_ns = time.perf_counter_ns()
-        read = _read(self._ask(body, max_new, spec.ignore_eos, spec.chat), self.name)
-        if read.prompt_tokens + max_new > self.n_ctx:
+        ids = self.tokens(prompt, spec.chat)
+        if len(ids) + max_new > self.n_ctx:
             raise TaskFailed(
                 FailureReason.INPUT,
-                f"prompt {prompt.id}: {read.prompt_tokens} prompt tokens + max_new_tokens {max_new} "
+                f"prompt {prompt.id}: {len(ids)} prompt tokens + max_new_tokens {max_new} "
                 f"exceed the context of {self.n_ctx} tokens",
+            )
+        start_ns = time.perf_counter_ns()  # the prompt's tokens handed to the runtime
+        read = _read(self._ask({"prompt": ids}, max_new, spec.ignore_eos), self.name)
+        if read.prompt_tokens != len(ids) or read.timers.prompt_tokens != len(ids):
+            raise TaskFailed(
+                FailureReason.CRASHED,
+                f"{self.name}: llama.cpp counted {read.prompt_tokens} prompt tokens "
+                f"({read.timers.prompt_tokens} evaluated) where {len(ids)} were sent",
             )
         self.timers = self.timers.plus(read.timers)
         times = tuple((t - start_ns) / NS_PER_MS for t in read.stamps)
         return RequestRecord(
             prompt_id=prompt.id,
-            prompt_tokens=read.prompt_tokens,
+            prompt_tokens=len(ids),
             output_tokens=len(times),
             ttft_ms=times[0] if times else None,
             ttfo_ms=times[0] if times else None,
@@ -262,7 +302,18 @@ class LoadedGguf:
             tokens_counted=True,
         )
 
-    def _ask(self, body: dict[str, object], max_new: int, ignore_eos: bool, chat: bool) -> _Stream:
+    def _call(self, path: str, body: dict[str, object]) -> dict[str, Any]:
+        """One call to the server's own HTTP handler (`llamacpp.call`).
+
+        Raises:
+            TaskFailed: CRASHED naming the call and llama.cpp's answer.
+        """
+        answer, why = llamacpp.call(self.server, self.key, path, body)
+        if answer is None:
+            raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama.cpp's {path}: {why}")
+        return answer
+
+    def _ask(self, body: dict[str, object], max_new: int, ignore_eos: bool) -> _Stream:
         """One streamed, greedy request to the server; its chunks as they came."""
         request = body | {
             "n_predict": max_new,
@@ -275,9 +326,8 @@ class LoadedGguf:
             "stream_options": {"include_usage": True},  # the last chunk counts them too
         }
         stream = _Stream()
-        handle = self.server.handle_chat_completions if chat else self.server.handle_completions
         try:
-            handle(json.dumps(request), stream)
+            self.server.handle_completions(json.dumps(request), stream)
         except Exception as exc:  # the server's own refusal (a prompt past the context...)
             raise TaskFailed(FailureReason.CRASHED, f"{self.name}: llama.cpp: {exc}") from exc
         return stream

@@ -4,8 +4,9 @@ the layers' placement read from it.
 xllamacpp (one abi3 extension module, llama.cpp of 2026 built in: gemma3, qwen3, llama4, gpt-oss...)
 runs llama.cpp's server in-process: a `Server` made from `CommonParams` loads the model, and
 `handle_completions` / `handle_chat_completions` stream each token's chunk to a Python callback with
-llama.cpp's own timings. Its CPU wheel holds the CPU backend only; its CUDA wheels (same package name,
-from xllamacpp's own index) list a CUDA device. Importing it imports nothing else heavy (no
+llama.cpp's own timings. Its other handlers (`/tokenize`, `/apply-template`) answer on the server's
+loopback port alone, keyed (`call`). Its CPU wheel holds the CPU backend only; its CUDA wheels (same
+package name, from xllamacpp's own index) list a CUDA device. Importing it imports nothing else heavy (no
 transformers, jinja2 or torch), so the child stays light.
 
 A GPU unit where the installed build lists no GPU device runs on the CPU backend with every layer
@@ -32,13 +33,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import http.client
 import importlib.util
+import json
 import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from drivers.runtimes.driver import Placement
 from drivers.runtimes.missing import FROZEN, not_installed
@@ -52,6 +56,8 @@ ALL_LAYERS: Final = 999  # n_gpu_layers: every layer that can be offloaded
 LOAD_VERBOSITY: Final = 5  # "layer N assigned to device" is a debug line: written at 5 (none at 4, measured)
 QUIET_VERBOSITY: Final = 1  # errors only (and the log paused after a load: none written)
 LOG_BYTES: Final = 4 << 20  # the load's log read back (a load writes about 40 KB)
+CALL_TIMEOUT_S: Final = 60.0  # one loopback call to the server's own handler (a millisecond or so, measured)
+ANSWER_BYTES: Final = 4 << 20  # an answer read back (a 4096-token prompt's ids: about 30 KB)
 _LAYER: Final = re.compile(r"layer\s+(\d+) assigned to device ([^\s,]+)")
 # common/log.h's functions, as GCC and Clang mangle them
 _LOG_MAIN: Final = "_Z15common_log_mainv"
@@ -221,6 +227,30 @@ def placement(layers: dict[str, int], asked: str) -> Placement:
     return Placement(providers=tuple(order), node_share=share, asked=asked)
 
 
+def call(server: Any, key: str, path: str, body: dict[str, object]) -> tuple[dict[str, Any] | None, str]:
+    """One call to an in-process server's own HTTP handler (`/tokenize`, `/apply-template`: llama.cpp's
+    code, which xllamacpp does not expose to Python) on its loopback port, with the API key the port
+    answers alone: its JSON answer, read within `ANSWER_BYTES`, or None and why."""
+    where = urlsplit(str(server.listening_address))
+    connection = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port, timeout=CALL_TIMEOUT_S)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+    try:
+        connection.request("POST", path, json.dumps(body), headers)
+        answer = connection.getresponse()
+        raw, status = answer.read(ANSWER_BYTES), answer.status
+    except (OSError, http.client.HTTPException) as exc:
+        return None, str(exc) or type(exc).__name__
+    finally:
+        connection.close()
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if status != 200 or not isinstance(parsed, dict):
+        return None, f"{status} {raw[:300].decode(errors='replace')}"
+    return parsed, ""
+
+
 def versions() -> dict[str, str]:
     """The binding's version (llama.cpp itself is built into it)."""
     import importlib.metadata
@@ -233,6 +263,7 @@ __all__ = [
     "Binding",
     "Target",
     "binding",
+    "call",
     "layers_on",
     "missing_runtime",
     "placement",
