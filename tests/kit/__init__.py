@@ -17,6 +17,8 @@ Modules:
     sse_server  `serve_sse`: a scripted OpenAI-compatible streaming server on 127.0.0.1 (faults included)
     hostile  child script: hostile model servers on raw sockets (endless, huge lines, giant headers,
            broken chunking, slowloris, gzip bomb, redirect, 500, 429 with odd Retry-After) and their count
+    clockserver  `serve_on_clock`: `serve_sse`'s scripts served from tasks of the test's own trio run,
+           so that a test on trio's virtual clock hears each request at the instant it was sent
     liar   child script: a real `join` whose measurements halve their median
     boundliar  child script: a real `join` whose readings are absurd but self-consistent, a lie per task
     loadliar   child script: a `join` load client that signs lying records (a fleet member's fabricated or

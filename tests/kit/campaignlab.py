@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import queue
 import shutil
 import subprocess
@@ -29,8 +30,29 @@ ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 
 
+PACING = Path(__file__).resolve().parent / "pacing"
+PACE_MS = 10.0
+"""The pace of the labs that compare replicas' timings: well above the tiny model's real run (under
+1 ms idle, a few at load 8), so that every honest inference takes it."""
+
+
+def paced_env(pace_ms: float) -> dict[str, str]:
+    """This process's environment for a worker whose every ONNX inference takes `pace_ms`."""
+    path = os.pathsep.join(p for p in (str(PACING), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "SARK_LAB_PACE_MS": str(pace_ms)}
+
+
 class CampaignLab(Lab):
-    """The process lab plus workers that run benchmarks for one submitter."""
+    """The process lab plus workers that run benchmarks for one submitter.
+
+    With `pace_ms`, every worker's ONNX inference takes that long (tests/kit/pacing/sitecustomize.py:
+    the real run, then a sleep to the pace): a lab comparing replicas' timings runs on a paced
+    workload, so that the timings compare on a loaded machine as on an idle one.
+    """
+
+    def __init__(self, root: Path, *, record_ttl: float = 300.0, pace_ms: float | None = None) -> None:
+        super().__init__(root, record_ttl=record_ttl)
+        self.pace_ms = pace_ms
 
     def real_worker(
         self,
@@ -67,10 +89,14 @@ class CampaignLab(Lab):
         ]
         for gate in gates:
             args += ["--gate", gate]
-        proc = self.start(name, [*(program or SARK), *args, *(extra or [])])
+        proc = self.start(name, [*(program or SARK), *args, *(extra or [])], env=self.paced_env())
         if wait:
             proc.ready = proc.wait_event("ready", timeout)
         return proc
+
+    def paced_env(self) -> dict[str, str] | None:
+        """A worker's environment: this process's, paced when the lab is (None: this process's)."""
+        return None if self.pace_ms is None else paced_env(self.pace_ms)
 
     def submitter(self, args: list[str]) -> Proc:
         """A submitter process printing event lines (the caller passes --events)."""

@@ -22,8 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from kit.campaignlab import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from kit.procs import SARK
 from rich.console import Console
 
@@ -32,14 +31,13 @@ from node.report.tables import diff_table, render_markdown
 from protocol import short_owner, sign_owner
 from scheduler.results import CampaignReport, diff_entries, entries_of
 
-pytestmark = pytest.mark.exclusive  # replicas compare timings measured here
 FORGER = ROOT / "tests" / "kit" / "ownerforger.py"
 GOLDEN = ROOT / "tests" / "golden" / "tensor" / "results.json"
 
 
 def _start(root: Path) -> tuple[Swarm, dict[str, str], str]:
     """The lab: workers a and b of one owner, c its own, and the forger with a's statement."""
-    lab = CampaignLab(root, record_ttl=30.0)
+    lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
     key = root / "owner.key"
     minted = subprocess.run([*SARK, "owner", "new", str(key)], capture_output=True, text=True, timeout=60)
     assert minted.returncode == 0, minted.stderr

@@ -25,14 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.campaignlab import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from kit.procs import SARK
 from rich.console import Console
 
 from node.cli.campaign import end_tables
 from scheduler.results import CampaignReport, entries_of, short_peer
 
-pytestmark = pytest.mark.exclusive  # the reference's timing is compared with the liars'
 LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 NAMES = ("reference", "liar0", "liar1")
 
@@ -40,7 +39,7 @@ NAMES = ("reference", "liar0", "liar1")
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
     root = tmp_path_factory.mktemp("reference")
-    lab = CampaignLab(root, record_ttl=30.0)
+    lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
     try:
         submitter_dir = root / "submitter"
         me = submitter_id(submitter_dir)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.campaignlab import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from kit.procs import SARK
 from kit.replicaliar import PREDICT_P, old_predicts_checked
 
@@ -33,7 +33,6 @@ from scheduler import DrawKey, TaskView
 from scheduler.results import CampaignReport, entries_of
 from scheduler.verification import Evidence, Purpose
 
-pytestmark = pytest.mark.exclusive  # replicas compare timings measured here
 LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 JOBS = 24
 """Tasks asked: each lands a lie in a checked group with a chance of about 1/4, so a campaign
@@ -43,7 +42,7 @@ whose key checks none of the lies is about 1 in 1,000 (the test then says so: it
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
     root = tmp_path_factory.mktemp("spotchecks")
-    lab = CampaignLab(root, record_ttl=30.0)
+    lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
     try:
         submitter_dir = root / "submitter"
         me = submitter_id(submitter_dir)

@@ -6,7 +6,8 @@ submitter and an honest `join` worker; h2 an honest worker; h3 two keys of one o
 tests/kit/replicaliar.py `norun` (a Sybil pair lying the same way: the same zeros for outputs, the
 timings of nothing, so they agree with each other exactly and only the network rule keeps them
 apart; a halved timing is within the band of this machine's noise under a loaded suite, and would
-test the band instead). Every worker advertises one written profile, so one device class.
+test the band instead). Every worker advertises one written profile, so one device class, and runs a
+paced workload (`kit.campaignlab.PACE_MS`): the honest pair agrees beside the rest of the suite.
 
 One campaign, `verify: {replicas: 2}` and no `same_host`: its first job on all four peers, its
 second on the Sybils alone. The two honest workers form a verified quorum whose rows name both their
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.campaignlab import PACE_MS, paced_env
 from kit.fleet import _SERVE, MODEL, ROOT
 from kit.netns import running
 from kit.procs import SARK, Lab, Proc
@@ -69,7 +71,7 @@ def _worker(lab: Lab, name: str, ns: str, ip: str, gate: str, me: str, liar: boo
     args += ["--record-ttl", "30", "--profile", str(_profile(lab.root)), "--allow-http"]
     args += ["--allow-network", "10.77.0.0/24", "--heartbeat", "0.5", "--lease-ttl", "3", "--events"]
     program = [sys.executable, str(LIAR), "norun"] if liar else SARK
-    return lab.start(name, [*program, *args, "--gate", gate], ns=ns)
+    return lab.start(name, [*program, *args, "--gate", gate], ns=ns, env=paced_env(PACE_MS))
 
 
 def _campaign(root: Path, url: str, ids: dict[str, str]) -> dict[str, Any]:
@@ -122,7 +124,6 @@ def check_rows(rows: list[dict[str, str]], ids: dict[str, str]) -> None:
 
 
 @pytest.mark.netns
-@pytest.mark.exclusive  # replicas compare timings measured here
 @pytest.mark.timeout(900)  # a deadline on a loaded machine, not a speed: two campaigns, one at a time
 def test_two_networks_verify_and_a_sybil_pair_on_one_is_never_a_quorum(
     rnet: RoutedNet, tmp_path: Path
