@@ -353,7 +353,8 @@ def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Di
     if count is not None:
         count = max(count, options.discovery.want or 0)
     config = dataclasses.replace(options.discovery, count=count)
-    return Discovery(node, config, exclude=frozenset({node.host.peer_id}))
+    own = own_workers(node.config)  # waited for, not probed like strangers (`Discovery`)
+    return Discovery(node, config, exclude=frozenset({node.host.peer_id}), own=own)
 
 
 def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: EventSink) -> Challenger | None:
