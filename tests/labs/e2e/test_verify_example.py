@@ -28,6 +28,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,7 @@ def test_readmes_verification_verifies_every_row_and_a_2_5x_claim_is_refused(
     tmp_path: Path, load: int
 ) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("hub"))
+    started = time.monotonic()
     with Load(load):
         done = subprocess.run(
             [*SCRIPT, *_command()[1:]],
@@ -73,8 +75,9 @@ def test_readmes_verification_verifies_every_row_and_a_2_5x_claim_is_refused(
             text=True,
             timeout=600,
         )
-        measured = _measured(tmp_path / "home")
+        measured, recipe_s = _measured(tmp_path / "home"), time.monotonic() - started
         liar = _liar_refused(tmp_path, measured * challenge.LIAR_FACTOR)
+    seconds = f"recipe {recipe_s:.0f} s, liar {time.monotonic() - started - recipe_s:.0f} s"
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (results,) = (tmp_path / "sark-results").glob("*/results.csv")
     with results.open(newline="") as f:
@@ -85,7 +88,7 @@ def test_readmes_verification_verifies_every_row_and_a_2_5x_claim_is_refused(
     assert [row["Verified"] for row in rows] == ["replicated 2/2 (same host)"] * 2, rows
     assert liar.returncode == 1, liar.stdout[-3000:] + liar.stderr[-3000:]
     (error,) = [line for line in liar.stderr.splitlines() if line.startswith("error:")]
-    print(f"load {load}: calibration {measured:.4g} GFLOPS; liar: {error}")  # the figures, for the record
+    print(f"load {load}: {seconds}; calibration {measured:.4g} GFLOPS; liar: {error}")  # for the record
     assert "refused by verification: claim_unverified: challenge: " in error, error
     assert "verification: 0 verified, 1 unverifiable" in liar.stdout, liar.stdout[-3000:]
 
