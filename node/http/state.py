@@ -44,7 +44,6 @@ from node.submitter.run import (
     drive,
     mark_failed,
     open_submitter,
-    own_workers,
     restore,
     start,
     store_of,
@@ -141,9 +140,7 @@ class ApiState:
         self.live: dict[str, Live] = {}
         self._nursery = nursery
         self._vetting = trio.CapacityLimiter(MAX_VETTING)
-        self._discovery = Discovery(
-            node, options.discovery, exclude=frozenset({node.host.peer_id}), own=own_workers(node.config)
-        )
+        self._discovery = Discovery(node, options.discovery, exclude=frozenset({node.host.peer_id}))
         options.results_dir.mkdir(parents=True, exist_ok=True)
 
     # -- peers -----------------------------------------------------------------------------------

@@ -34,9 +34,10 @@ GAP_LEVELS: Final = 2
 SILENT_FOR_S: Final = 600.0
 """How long a provider that did not answer is neither counted nor read again (then tried once more)."""
 OWN_PROBE_S: Final = 120.0
-"""How long the profile probe of one of this submitter's own embedded workers is awaited (`Discovery`'s
-`own`): they run in its process and have advertised before discovery begins, so their answer comes
-once the process gets the CPU for it; only a broken worker takes this long."""
+"""How long the profile probe of one of this submitter's own embedded workers is awaited, and
+`initial` waits for all of them (`Discovery`'s `own`): they run in its process and have advertised
+before discovery begins, so their answer comes once the process gets the CPU for it; only a broken
+worker takes this long."""
 LOOKUP_SLACK = 2
 """Providers a lookup asks for per device a campaign needs: some do not answer, some do not fit."""
 
@@ -104,10 +105,10 @@ class Discovery:
     fifth of a core) their answer, a dial and a handshake inside the same loop, took more than the
     probe's `probe_timeout_s`, and a provider that did not answer was silenced for `SILENT_FOR_S`,
     so the campaign found no worker at all. Their probe waits up to `OWN_PROBE_S`, they are never
-    silenced, and `initial` does not end while one the lookup found is still answering. A stranger
-    cannot be taken for one: the ids are of keys in this submitter's own data folder, authenticated
-    by the connection's handshake; a key of an earlier run's worker that is not running is never
-    found by this run's lookup, so it is not waited for.
+    silenced, and `initial` does not end before each has answered (within `OWN_PROBE_S`: the DHT's
+    lookup of its advert, too, ran past a 5 s look). A stranger cannot be taken for one: the ids
+    are of keys in this submitter's own data folder, of the workers this run started
+    (`node.submitter.run.running_workers`), authenticated by the connection's handshake.
     """
 
     def __init__(
@@ -164,7 +165,8 @@ class Discovery:
         probe of it timed out (on a busy machine some always do). Probes that outlive their round
         answer into the next; those still waiting at the end are cancelled.
         """
-        deadline = trio.current_time() + self._config.timeout_s
+        started = trio.current_time()
+        deadline = started + self._config.timeout_s
         confirmed: dict[str, sch.PeerView] = {}
         stable_since = trio.current_time()
         async with trio.open_nursery() as probes:
@@ -173,9 +175,9 @@ class Discovery:
                 confirmed.update((view.peer_id, view) for view in await self.round(probes))
                 if len(confirmed) > before:
                     stable_since = trio.current_time()
-                if (self._own & self._probing) - confirmed.keys():
+                if self._own - confirmed.keys() and trio.current_time() < started + OWN_PROBE_S:
                     await trio.sleep(0.2)
-                    continue  # an own worker's first answer under way: it is coming, not a stranger stalling
+                    continue  # an own worker not heard yet: it is coming, not a stranger stalling
                 if trio.current_time() >= deadline:
                     break
                 want = self._config.want

@@ -4,8 +4,9 @@ On a starved machine (2 cores at load 8) the embedded workers' profile probes, a
 submitter's own process, took longer than the probe's 3 s; a provider that did not answer was
 silenced for `SILENT_FOR_S`, and the campaign found no worker. A node written here stands in for
 the DHT and the probes, on trio's virtual clock: an own worker that answers after 20 s (virtual) is
-confirmed by `initial`, though its look lasts 5 s and a stranger's probe 3 s; a stranger that stalls
-as long is silenced as ever; an own worker's failed probe does not silence it either.
+confirmed by `initial`, though its look lasts 5 s and a stranger's probe 3 s, and so is one the
+lookup lists only after 12 s; a stranger that stalls as long is silenced as ever; an own worker's
+failed probe does not silence it either.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from protocol import AdvertBody, Envelope, Load
 
 ANSWER_S = 20.0
 """How long (virtual) the starved probes take to answer."""
+LISTED_S = 12.0
+"""When (virtual) the starved lookup first lists a `late` worker."""
 
 
 def _peer(peer_id: str) -> Peer:
@@ -32,15 +35,20 @@ def _peer(peer_id: str) -> Peer:
 
 
 class _Starved:
-    """The DHT finds `peers`; each probe answers after `ANSWER_S`, or fails at once for those in `dead`."""
+    """The DHT finds `peers` (those in `late` only after `LISTED_S`: the lookup of their advert ran
+    past the look); each probe answers after `ANSWER_S`, or fails at once for those in `dead`."""
 
-    def __init__(self, peers: list[str], dead: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, peers: list[str], dead: frozenset[str] = frozenset(), late: frozenset[str] = frozenset()
+    ) -> None:
         self.peers = [_peer(p) for p in peers]
         self.dead = dead
+        self.late = late
         self.probes: list[str] = []
 
     async def find_workers(self, unit: Any, *, skip: frozenset[str], **_: Any) -> list[Peer]:
-        return [p for p in self.peers if p.peer_id not in skip]
+        listed = trio.current_time() >= LISTED_S
+        return [p for p in self.peers if p.peer_id not in skip and (listed or p.peer_id not in self.late)]
 
     async def profile_and_host(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load, str]:
         self.probes.append(peer.peer_id)
@@ -54,12 +62,12 @@ async def test_an_own_worker_slower_than_the_probe_is_waited_for_and_a_stranger_
     mock_clock: trio.testing.MockClock,
 ) -> None:
     mock_clock.autojump_threshold = 0
-    node = _Starved(["own-0", "stranger"])
+    node = _Starved(["own-0", "own-1", "stranger"], late=frozenset({"own-1"}))
     config = DiscoveryConfig(timeout_s=5.0, probe_timeout_s=3.0)
     discovery = Discovery(cast(Node, node), config, own=frozenset({"own-0", "own-1"}))
     found = await discovery.initial()
-    assert [v.peer_id for v in found] == ["own-0"]
-    assert trio.current_time() >= ANSWER_S  # it waited past its look's 5 s for its own worker
+    assert [v.peer_id for v in found] == ["own-0", "own-1"]
+    assert trio.current_time() >= LISTED_S + ANSWER_S  # past its look's 5 s, for each own worker
     assert discovery.silent() == frozenset({"stranger"})  # a stranger's 3 s stall is remembered
     assert node.probes.count("stranger") == 1
 
