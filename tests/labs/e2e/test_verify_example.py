@@ -18,7 +18,8 @@ of an honest round and a 2.5x liar's best (`scheduler.verification.challenge.SLA
 passes only on a device 1.58x faster than its own calibration; load only makes it slower.
 
 Both hold with eight processes of the test's own spinning on the cores (`kit.load.Load`, load 8
-or more on 2 cores) and without them.
+or more on 2 cores) and without them. Here (2 cores, 2026-11-26): quiet 26-29 s; at load 8 102 s
+with the machine otherwise idle, 237-294 s beside other sessions' work (load 15-22).
 """
 
 from __future__ import annotations
