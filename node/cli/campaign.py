@@ -172,6 +172,7 @@ def _options(
         discovery=discovery,
         swarm=partial(embedded_swarm, workers=workers),
         stop=trio.Event(),  # Ctrl-C: withdraw what is out, store "interrupted", say how to resume
+        workers=workers,
     )
 
 

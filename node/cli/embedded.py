@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Final
 
 import trio
 
@@ -16,6 +17,28 @@ from gate import serve_gate
 from node.config import NodeConfig
 from node.p2p.identity import identity_peer_id
 from node.worker.role import device_profile, open_worker
+
+EMBEDDED_LEASE_TTL_S: Final = 120.0
+"""The silence after which an embedded worker's lease lapses (at least; a join worker's default is
+10 s). Its heartbeats come from the submitter's own process, so their silence measures that
+process's starvation, never a worker gone or frozen apart from it: at load 20 on 2 cores, README's
+recipe lost both leases, "no heartbeat for 10 s", while its workers measured. The lease still ends
+at its end (`scheduler.state.leases`: the task's timeout, whatever the heartbeats), and a failure
+is still reported as one."""
+
+
+def embedded_worker(config: NodeConfig, i: int, gates: tuple[str, ...], me: str, name: str) -> NodeConfig:
+    """The configuration of embedded worker `i` (named `name`): on loopback, at the embedded gate,
+    taking offers from this submitter (`me`) only, its lease's silence `EMBEDDED_LEASE_TTL_S`."""
+    return config.with_(
+        data_dir=config.data.embedded(f"worker-{i}"),
+        listen=("/ip4/127.0.0.1/tcp/0",),
+        gates=gates,
+        allow=(me,),
+        open_mode=False,
+        device_name=name,
+        lease_ttl_s=max(config.lease_ttl_s, EMBEDDED_LEASE_TTL_S),
+    )
 
 
 @asynccontextmanager
@@ -35,14 +58,7 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
         async with AsyncExitStack() as stack:
             for i in range(workers):
                 name = f"{base}-{i}"  # the same names whatever `workers` is: reports of runs compare
-                worker_config = config.with_(
-                    data_dir=config.data.embedded(f"worker-{i}"),
-                    listen=loopback,
-                    gates=gates,
-                    allow=(me,),
-                    open_mode=False,
-                    device_name=name,
-                )
+                worker_config = embedded_worker(config, i, gates, me, name)
                 await stack.enter_async_context(open_worker(worker_config, profile.with_(device_name=name)))
             yield config.with_(gates=gates, listen=loopback)
         nursery.cancel_scope.cancel()

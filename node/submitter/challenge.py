@@ -12,7 +12,16 @@ is never late for the worker's window). The fastest round counts; the first roun
 bears the claim out ends it; every round is tried before a refusal, spread over time
 (`ROUND_GAP_S`), and a commitment that comes after its deadline is timed and counts
 (`late_wait_s`), so that a device disturbed for a moment is not refused for the campaign. A peer
-that fails is `claim_unverified` with the challenge's figures, kept for the campaign; one that does
+that fails is `claim_unverified` with the challenge's figures until a discovery round finds it
+`RECHALLENGE_S` later: then it is challenged again, up to `MOST_CHALLENGES` times a campaign, and
+the last verdict stands (a device starved by other work when first asked passes once its machine is
+less busy). The cheater's view: a liar refused is asked again, but each challenge holds it by the
+same margin (`scheduler.verification.challenge`: a 2.5x claim needs a round 1.58x faster than its
+device can compute), which no timing of its own can buy, so more tries buy it nothing it can
+choose; nothing it reports (its load, its busy spell) moves the bound or the pause. The peers the
+scheduler already placed work on stay placed; a peer that passes later is free for what is placed
+after (retries, replicas), while a task planned at the campaign's start on refused peers alone ends
+then (the plan is made once). One that does
 not answer (gone, busy, an older version that serves only 1.0.0's single product) is
 `claim_unverified` for that round only, and challenged again at the next. Peers on one host are
 challenged one after another (their chains would share its cores), hosts at once.
@@ -93,6 +102,11 @@ stranger's challenge delays an honest one, it does not deny it."""
 ROUND_GAP_S: Final = 0.5
 """The pause before round r is r times this: rounds spread over a second and a half, so that one
 busy moment on the device (another process's burst) does not decide every round."""
+RECHALLENGE_S: Final = 30.0
+"""A peer refused by its challenge is challenged again at the first discovery round this long after
+(a few rediscovery intervals: another process's busy spell on its machine may have passed)."""
+MOST_CHALLENGES: Final = 3
+"""Challenges a peer gets in a campaign, its first included; the last one's verdict stands."""
 LATE_FACTOR: Final = 3.0
 """A commitment is awaited this many times the round's deadline: a late one is timed and counts as a
 round that did not bear the claim out (the next round is tried); only none at all ends the challenge
@@ -170,6 +184,8 @@ class Challenger:
         self._recompute = recompute or _in_thread
         self._verdicts: dict[str, str] = {}
         """Peer id -> why its claim was refused ("": borne out), for every answered challenge."""
+        self._answered: dict[str, tuple[int, float]] = {}
+        """Peer id -> its answered challenges so far, and when the last one ended (trio's clock)."""
         self._evidence: dict[str, tuple[str, ...]] = {}
         """Peer id -> what its answered challenges measured, one line a unit (`evidence_line`)."""
         self._tries: dict[str, int] = {}
@@ -208,16 +224,25 @@ class Challenger:
     async def _verdict(self, view: sch.PeerView, addrs: tuple[str, ...]) -> str:
         if view.profile.calibration is None or view.claim or view.peer_id in self._own:
             return ""  # nothing claimed, refused already, or this submitter's own measurement
-        if view.peer_id in self._verdicts:
+        if view.peer_id in self._verdicts and not self._again(view.peer_id):
             return self._verdicts[view.peer_id]
         measured = await self.measure(view, addrs, first_problem=True)
         problem = next((m.problem for m in measured if m.problem), "")
         if all(m.answered for m in measured):
+            count, _ = self._answered.get(view.peer_id, (0, 0.0))
+            self._answered[view.peer_id] = count + 1, trio.current_time()
             self._verdicts[view.peer_id] = problem
             self._evidence[view.peer_id] = tuple(evidence_line(m) for m in measured)
         if problem:  # said where it matters: the task's reasons and the plan; a log line for operators
             log.info("peer %s: claim_unverified: %s", view.peer_id, problem)
         return problem
+
+    def _again(self, peer_id: str) -> bool:
+        """Whether a refused peer is challenged again now: `RECHALLENGE_S` after its last challenge,
+        while it has had fewer than `MOST_CHALLENGES` (a peer borne out is never asked again)."""
+        count, at = self._answered.get(peer_id, (MOST_CHALLENGES, 0.0))
+        refused = bool(self._verdicts.get(peer_id))
+        return refused and count < MOST_CHALLENGES and trio.current_time() - at >= RECHALLENGE_S
 
     async def _one(self, view: sch.PeerView, target: Target, addrs: tuple[str, ...]) -> challenge.Measured:
         """One claim challenged over its own stream, or why it went unanswered."""
@@ -491,4 +516,14 @@ async def open_challenge(
     return await host.open_channel(peer_id, protocol, addrs=addrs, timeout=STEP_S, read_timeout=STEP_S)
 
 
-__all__ = ["Challenger", "OpenChallenge", "Target", "by_host", "open_challenge", "targets", "wants_challenge"]
+__all__ = [
+    "MOST_CHALLENGES",
+    "RECHALLENGE_S",
+    "Challenger",
+    "OpenChallenge",
+    "Target",
+    "by_host",
+    "open_challenge",
+    "targets",
+    "wants_challenge",
+]

@@ -33,6 +33,11 @@ GAP_LEVELS: Final = 2
 """Levels a round's later look reads below keys that are not full (`shards.below_gaps`)."""
 SILENT_FOR_S: Final = 600.0
 """How long a provider that did not answer is neither counted nor read again (then tried once more)."""
+OWN_PROBE_S: Final = 120.0
+"""How long the profile probe of one of this submitter's own embedded workers is awaited, and
+`initial` waits for all of them (`Discovery`'s `own`): they run in its process and have advertised
+before discovery begins, so their answer comes once the process gets the CPU for it; only a broken
+worker takes this long."""
 LOOKUP_SLACK = 2
 """Providers a lookup asks for per device a campaign needs: some do not answer, some do not fit."""
 
@@ -94,12 +99,30 @@ class Discovery:
     second per `SILENT_FOR_S`, and its places are stepped over at once. An honest worker that was
     busy for a whole probe is found again a little later (`SILENT_FOR_S`), never refused for good.
     `initial` ends with the probes still waiting cancelled (they are neither confirmed nor silent).
+
+    This submitter's own embedded workers (`own`: `submit --workers N`, in its process) are waited
+    for, not probed like strangers: on a starved machine (2 cores at load 8, the process given a
+    fifth of a core) their answer, a dial and a handshake inside the same loop, took more than the
+    probe's `probe_timeout_s`, and a provider that did not answer was silenced for `SILENT_FOR_S`,
+    so the campaign found no worker at all. Their probe waits up to `OWN_PROBE_S`, they are never
+    silenced, and `initial` does not end before each has answered (within `OWN_PROBE_S`: the DHT's
+    lookup of its advert, too, ran past a 5 s look). A stranger cannot be taken for one: the ids
+    are of keys in this submitter's own data folder, of the workers this run started
+    (`node.submitter.run.running_workers`), authenticated by the connection's handshake.
     """
 
-    def __init__(self, node: Node, config: DiscoveryConfig, *, exclude: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        node: Node,
+        config: DiscoveryConfig,
+        *,
+        exclude: frozenset[str] = frozenset(),
+        own: frozenset[str] = frozenset(),
+    ) -> None:
         self._node = node
         self._config = config
         self._exclude = exclude
+        self._own = own
         self._adverts: dict[str, AdvertBody] = {}
         self._count = config.count
         self._known: set[str] = set()
@@ -142,15 +165,21 @@ class Discovery:
         probe of it timed out (on a busy machine some always do). Probes that outlive their round
         answer into the next; those still waiting at the end are cancelled.
         """
-        deadline = trio.current_time() + self._config.timeout_s
+        started = trio.current_time()
+        deadline = started + self._config.timeout_s
         confirmed: dict[str, sch.PeerView] = {}
         stable_since = trio.current_time()
         async with trio.open_nursery() as probes:
-            while trio.current_time() < deadline:
+            while True:  # a round takes the answers of probes that outlived the one before
                 before = len(confirmed)
                 confirmed.update((view.peer_id, view) for view in await self.round(probes))
                 if len(confirmed) > before:
                     stable_since = trio.current_time()
+                if self._own - confirmed.keys() and trio.current_time() < started + OWN_PROBE_S:
+                    await trio.sleep(0.2)
+                    continue  # an own worker not heard yet: it is coming, not a stranger stalling
+                if trio.current_time() >= deadline:
+                    break
                 want = self._config.want
                 if want is not None and len(confirmed) >= want:
                     break
@@ -237,7 +266,7 @@ class Discovery:
     def _silence(self, peers: set[str]) -> None:
         """Remember providers that did not answer (never a worker that answered before)."""
         now = trio.current_time()
-        self._silent.update((p, now) for p in peers if p not in self._known)
+        self._silent.update((p, now) for p in peers if p not in self._known and p not in self._own)
 
     async def _confirm(self, peer: Peer, views: _Answers, done: trio.Event) -> None:
         """Probe one provider: a slot while it dials, for at most `PROBE_SLOT_S`, then on without it."""
@@ -269,11 +298,10 @@ class Discovery:
 
     async def _probe(self, peer: Peer, views: _Answers) -> bool:
         """Ask a provider for its live profile; whether it answered with a valid one."""
-        with trio.move_on_after(self._config.probe_timeout_s):
+        wait_s = OWN_PROBE_S if peer.peer_id in self._own else self._config.probe_timeout_s
+        with trio.move_on_after(wait_s):
             try:
-                advert, load, host = await self._node.profile_and_host(
-                    peer, timeout=self._config.probe_timeout_s
-                )
+                advert, load, host = await self._node.profile_and_host(peer, timeout=wait_s)
             except (NodeError, ProtocolError) as exc:  # no answer, or junk (a bad signature, another's)
                 log.warning("peer %s advertised but did not answer: %s", peer.peer_id, exc)
                 return False

@@ -15,9 +15,9 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, final
+from typing import Any, Final, TypeVar, final
 
 import trio
 
@@ -43,6 +43,29 @@ Injected = sch.PeersDiscovered | sch.CancelRequested | sch.SubmitterStopped
 
 CANCEL_POLL_S = 1.0
 WIND_DOWN_S = 3.0
+STALL_S: Final = 0.5
+"""A wake-up this much later than asked means this process was not running (a starved machine)."""
+
+_T = TypeVar("_T")
+
+
+async def heard_within(receive: Callable[[], Awaitable[_T]], timeout: float) -> _T | None:
+    """The next event within `timeout`, or None (the loop then acts on its deadlines: a lease with no
+    heartbeat lapses). When this process wakes for the deadline `STALL_S` or more after it asked, it
+    was not running meanwhile (at load 20 on 2 cores its one thread got a tenth of a core): a worker's
+    heartbeat may be waiting unread in its stream, behind the very deadline it would have moved. So
+    the loop listens as long again as it was late before it judges any silence: a lease lapses only
+    for silence while this submitter was listening. The cheater's view: the wait is this process's
+    own lateness on its own clock, nothing a worker reports; a worker that is gone still lapses, one
+    stall later."""
+    asked = trio.current_time() + timeout
+    with trio.move_on_after(timeout):
+        return await receive()
+    late = trio.current_time() - asked
+    if late >= STALL_S:
+        with trio.move_on_after(late):
+            return await receive()
+    return None
 
 
 @dataclass
@@ -159,9 +182,7 @@ class CampaignLoop:
 
     async def _next(self, deadline: float | None) -> Heard | Injected | None:
         timeout = math.inf if deadline is None else max(0.0, deadline - time.time())
-        with trio.move_on_after(timeout):
-            return await self._heard_out.receive()
-        return None
+        return await heard_within(self._heard_out.receive, timeout)
 
     async def _watch_cancel(self) -> None:
         """`sark-node cancel` (another process) leaves a mark in the store: act on it."""

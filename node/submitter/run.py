@@ -79,6 +79,9 @@ class SubmitOptions:
     """The node flags to repeat in `CampaignInterrupted`'s resume command (" --data-dir D", ...)."""
     gate_given: bool = False
     """`--gate` was on the command line: `resume` runs the campaign there, whatever swarm it ran on."""
+    workers: int = 0
+    """`--workers`: the embedded swarm's workers, when it runs one (no gate): discovery waits for them
+    (`running_workers`)."""
 
 
 @dataclass(frozen=True)
@@ -327,7 +330,8 @@ async def _run(
         store.claim(
             run.campaign_id, swarm_of(config), Submitter.this_process()
         )  # `status`, `--resume` read it
-        discovery = _discovery(node, options, run.campaign)
+        own = running_workers(node.config, options.workers) if not config.gates else frozenset()
+        discovery = _discovery(node, options, run.campaign, own)
         try:
             tally = await drive(
                 node,
@@ -345,7 +349,9 @@ async def _run(
     return _outcome(run, store, tally, discovery.empty_cause, private_key, model_cache(config))
 
 
-def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Discovery:
+def _discovery(
+    node: Node, options: SubmitOptions, campaign: sch.Campaign, own: frozenset[str] = frozenset()
+) -> Discovery:
     """The campaign's discovery: its lookups stop at the workers it needs (`lookup_count`, at least
     `--wait-peers`; issue 43), each round counting only workers it has not confirmed yet, so a later
     round (the churn's rediscovery) still sees a worker that joined mid-campaign."""
@@ -353,7 +359,7 @@ def _discovery(node: Node, options: SubmitOptions, campaign: sch.Campaign) -> Di
     if count is not None:
         count = max(count, options.discovery.want or 0)
     config = dataclasses.replace(options.discovery, count=count)
-    return Discovery(node, config, exclude=frozenset({node.host.peer_id}))
+    return Discovery(node, config, exclude=frozenset({node.host.peer_id}), own=own)
 
 
 def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: EventSink) -> Challenger | None:
@@ -374,6 +380,13 @@ def own_workers(config: NodeConfig) -> frozenset[str]:
     is in this folder; its id is authenticated by the connection's handshake, so no other peer is
     taken for one of these, and a worker of another machine is challenged as ever."""
     return frozenset(identity_peer_id(key) for key in config.data.embedded_keys("worker-"))
+
+
+def running_workers(config: NodeConfig, workers: int) -> frozenset[str]:
+    """The peer ids of the `workers` embedded workers this run started (`worker-0` ...): discovery
+    waits for them (`Discovery`'s `own`); keys of an earlier run's further workers are not waited for."""
+    keys = (config.data.embedded(f"worker-{i}") / "identity.key" for i in range(workers))
+    return frozenset(identity_peer_id(key) for key in keys)
 
 
 def _own_key(config: NodeConfig) -> bytes | None:
@@ -428,7 +441,8 @@ async def plan(
     campaign = vetted if vetted is not None else await vet_local(text, source)
     models = await pin_models(campaign, source.parent, model_cache(config), url_policy(config), fetch=False)
     async with open_submitter(config, options) as node:
-        discovery = _discovery(node, options, campaign)
+        own = running_workers(node.config, options.workers) if not config.gates else frozenset()
+        discovery = _discovery(node, options, campaign, own)
         peers = await discovery.initial()
         challenges = challenger(node, campaign, fresh_key(), options.events)  # a dry run's own key
         if challenges is not None:

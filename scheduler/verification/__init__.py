@@ -147,12 +147,13 @@ How a replicated task is verified
                (scheduler.verification.claims: physics, the round's peers of its class) ->
                CampaignLoop._vouched -> Challenger.vouch (node/submitter/challenge.py; campaigns whose
                verify: sets anything, under submit and serve; plan too, with a key of its own) before the
-               scheduler sees the round: each new peer with a calibration, once per campaign, over
+               scheduler sees the round: each new peer with a calibration (a refusal again 30 s later, 3
+               challenges at most), over
                /sark/challenge/1.2.0 (protocol/challenge.py): ping, chain seed (DrawKey CHALLENGE_SEED; 512
                rows, steps for the claim: challenge.size) -> the worker's node/worker/challenge.py hands it
                to drivers/measuring/challengechild.py in a spawned child (duplex pipe; the chain in numpy)
                -> row digests -> rows drawn (CHALLENGE_ROWS), revealed, recomputed in float64 in a thread
-               (exact); scheduler.verification.challenge judges rows and time (best of 3 rounds >= 1/2.5 of
+               (exact); scheduler.verification.challenge judges rows and time (best of 3 rounds >= 1/1.82 of
                cpu_gflops); then each gpu_tflops[device] claim over /sark/challenge/1.1.0
                (drivers/measuring/chainchild.py through torch on the device; up to 16,384 rows, size_chain);
                a failure is one more PeerView.claim reason (pinned by

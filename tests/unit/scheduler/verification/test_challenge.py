@@ -198,8 +198,27 @@ def test_the_time_bound_refuses_a_4x_claim_and_passes_an_honest_one() -> None:
     assert liar == pytest.approx(claimed / 4, rel=0.01)
     assert challenge.reason(sizing.n, liar, claimed, steps=sizing.steps) == (
         f"challenge: n=512 x {sizing.steps} steps, {liar:.3g} GFLOPS measured against 40 claimed "
-        "(at least 1/2.5 of the claim needed)"
+        "(at least 1/1.82 of the claim needed)"
     )
+
+
+def test_the_line_sits_midway_between_an_honest_round_and_a_liars_best_one() -> None:
+    """Issue 49: the line is the geometric midpoint of an honest device's best round (`HONEST_RATIO`
+    of its calibration) and the best a `LIAR_FACTOR` liar can show (its device's own best round, the
+    same ratio of the truth); each side keeps the same margin, sqrt(2.5) = 1.58, where the old line
+    (1/2.5 of the claim) held a 2.5x liar by 13 %."""
+    claimed = 100.0
+    honest = challenge.HONEST_RATIO * claimed
+    liar_best = challenge.HONEST_RATIO * claimed / challenge.LIAR_FACTOR  # it can only be slower
+    line = claimed / challenge.SLACK
+    assert honest / line == pytest.approx(line / liar_best) == pytest.approx(math.sqrt(challenge.LIAR_FACTOR))
+    assert round(challenge.SLACK, 3) == 1.817
+    margin = math.sqrt(challenge.LIAR_FACTOR)
+    assert challenge.passes(honest / margin * 1.001, claimed)  # an honest device at 63 % of its speed
+    assert not challenge.passes(honest / margin * 0.999, claimed)
+    assert not challenge.passes(liar_best, claimed)  # whatever it does with its timing
+    assert not challenge.passes(liar_best * margin * 0.999, claimed)  # even on a device 1.58x faster
+    assert 1 / 2.5 * challenge.LIAR_FACTOR / challenge.HONEST_RATIO < 1.15  # the old line's thin margin
 
 
 @pytest.mark.parametrize("delay_s", [0.0, 0.01, 0.1, 0.5, 2.0])
@@ -251,7 +270,7 @@ def test_the_chain_is_sized_for_a_gpu_claim(tflops: float) -> None:
 
 def test_a_cpu_claiming_a_gpus_speed_is_refused_and_an_honest_gpu_passes() -> None:
     """A 20 TFLOPS claim answered at a fast CPU's speed (0.5 TFLOPS, the chain's rows right) shows
-    about 0.5 TFLOPS, far under 1/2.5 of the claim; a GPU 1.5x slower than its claim passes."""
+    about 0.5 TFLOPS, far under 1/1.82 of the claim; a GPU 1.5x slower than its claim passes."""
     claimed = 20e3
     sizing = challenge.size_chain(claimed, 0.002)
     assert (sizing.n, sizing.steps) == (CHAIN_MAX_N, 349)
@@ -264,7 +283,7 @@ def test_a_cpu_claiming_a_gpus_speed_is_refused_and_an_honest_gpu_passes() -> No
     named = challenge.label(ComputeUnit.GPU_TORCH, "cuda:0")
     assert challenge.reason(sizing.n, cpu, claimed, steps=sizing.steps, named=named) == (
         f"challenge on GPU (PyTorch) cuda:0: n=16384 x 349 steps, {cpu / 1e3:.3g} TFLOPS measured against 20 "
-        "claimed (at least 1/2.5 of the claim needed)"
+        "claimed (at least 1/1.82 of the claim needed)"
     )
 
 

@@ -125,11 +125,13 @@ def test_a_class_of_one_is_never_shown_under_replicas_or_spot_checks() -> None:
 
 def test_a_false_claim_is_refused_and_an_honest_one_believed() -> None:
     """Claims 1.5-8x the true speed, judged by `claims.claim_problems` and the challenge's verdict
-    at best-round ratios spanning what challenge_noise.py measured under load (0.5-1.9): in its class
-    the class median refuses every false claim; as a class of one, the challenge refuses every claim
-    over 2.5 x 1.9 = 4.75x; no honest claim is refused in either."""
+    at best-round ratios from 0.6 of the calibration (an honest device at 70 % of its usual round;
+    the line's honest margin is 63 %, issue 49) to a round 1.9x its calibration (a calibration
+    taken under load, challenged quiet): in its class the class median refuses every false claim;
+    as a class of one, the challenge refuses every claim over SLACK x 1.9 (3.45x); no honest claim
+    is refused in either."""
     fleet = argparse.Namespace(peers=80, classes=2, cheaters=0.4, seed=1)
-    ratios = [0.5, 0.8, 1.2, 1.9]
+    ratios = [0.6, challenge.HONEST_RATIO, 1.2, 1.9]
     for own_class in (False, True):
         judged = replication_claims.judge_fleet(1, fleet, ratios, own_class=own_class)
         honest = [j for j in judged if j.factor == 1.0]
@@ -137,10 +139,11 @@ def test_a_false_claim_is_refused_and_an_honest_one_believed() -> None:
         assert honest
         assert false
         assert all(j.believed for j in honest)
-        over = [j for j in false if j.factor > 4.75]
+        over = [j for j in false if j.factor > challenge.SLACK * 1.9]
         assert over
         assert not any(j.believed for j in over)
         if not own_class:
             assert not any(j.believed for j in false)
-    assert not challenge.passes(replication_claims.challenged(40, 320, 1.9), 320)
-    assert challenge.passes(replication_claims.challenged(40, 40, 0.5), 40)
+    assert not challenge.passes(replication_claims.challenged(40, 140, 1.9), 140)
+    assert challenge.passes(replication_claims.challenged(40, 40, 0.6), 40)
+    assert not challenge.passes(replication_claims.challenged(40, 40, 0.5), 40)  # refused now, asked later
