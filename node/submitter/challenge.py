@@ -357,7 +357,7 @@ class Challenger:
             if problem:  # no commitment at all, or one of the wrong shape: no further round on this stream
                 why = f"{target.label}: {rows_shape(sizing)}, {problem}"
                 return challenge.Measured(target.name, claimed, best, why, under=late and best == measured)
-            if challenge.passes(best, claimed):
+            if challenge.passes(best, claimed, gpu=target.unit is not None):
                 return challenge.Measured(target.name, claimed, best, "")
         why = challenge.reason(sizing.n, best, claimed, steps=sizing.steps, named=target.label)
         return challenge.Measured(target.name, claimed, best, why)

@@ -154,7 +154,7 @@ How a replicated task is verified
                to drivers/measuring/challengechild.py in a spawned child (duplex pipe; the chain in numpy)
                -> row digests -> rows drawn (CHALLENGE_ROWS), revealed, recomputed in float64 in a thread
                (exact); scheduler.verification.challenge judges rows and time (best of 3 rounds >= 1/1.82 of
-               cpu_gflops); then each gpu_tflops[device] claim over /sark/challenge/1.1.0
+               cpu_gflops); then each gpu_tflops[device] claim over /sark/challenge/1.1.0 (>= 1/2.5)
                (drivers/measuring/chainchild.py through torch on the device; up to 16,384 rows, size_chain);
                a failure is one more PeerView.claim reason (pinned by
                tests/unit/scheduler/verification/test_challenge.py,

@@ -270,7 +270,7 @@ def test_the_chain_is_sized_for_a_gpu_claim(tflops: float) -> None:
 
 def test_a_cpu_claiming_a_gpus_speed_is_refused_and_an_honest_gpu_passes() -> None:
     """A 20 TFLOPS claim answered at a fast CPU's speed (0.5 TFLOPS, the chain's rows right) shows
-    about 0.5 TFLOPS, far under 1/1.82 of the claim; a GPU 1.5x slower than its claim passes."""
+    about 0.5 TFLOPS, far under 1/2.5 of the claim; a GPU 1.5x slower than its claim passes."""
     claimed = 20e3
     sizing = challenge.size_chain(claimed, 0.002)
     assert (sizing.n, sizing.steps) == (CHAIN_MAX_N, 349)
@@ -278,13 +278,24 @@ def test_a_cpu_claiming_a_gpus_speed_is_refused_and_an_honest_gpu_passes() -> No
     cpu = challenge.gflops(sizing.n, cpu_s + 0.002, sizing.credit_s, sizing.steps)
     gpu = challenge.gflops(sizing.n, sizing.claim_s * 1.5 + 0.002, sizing.credit_s, sizing.steps)
     assert cpu == pytest.approx(500, rel=0.01)
-    assert not challenge.passes(cpu, claimed)
-    assert challenge.passes(gpu, claimed)
+    assert not challenge.passes(cpu, claimed, gpu=True)
+    assert challenge.passes(gpu, claimed, gpu=True)
     named = challenge.label(ComputeUnit.GPU_TORCH, "cuda:0")
     assert challenge.reason(sizing.n, cpu, claimed, steps=sizing.steps, named=named) == (
         f"challenge on GPU (PyTorch) cuda:0: n=16384 x 349 steps, {cpu / 1e3:.3g} TFLOPS measured against 20 "
-        "claimed (at least 1/1.82 of the claim needed)"
+        "claimed (at least 1/2.5 of the claim needed)"
     )
+
+
+def test_a_gpu_chain_keeps_its_own_line_where_the_lent_h200s_rounds_fall_on_each_side() -> None:
+    """The H200's rounds (benchmarks/notes/gpu_run.md): an honest one at 19.2 TFLOPS of a 36.4 claim, a
+    3x liar's at 29.9 of 109.2. The CPU's midpoint line would refuse the honest GPU; the GPU's passes it
+    and still refuses the liar."""
+    honest, honest_claim, liar, liar_claim = 19.2e3, 36.4e3, 29.9e3, 109.2e3
+    assert not challenge.passes(honest, honest_claim)  # the CPU's line: 0.55 of the claim
+    assert challenge.passes(honest, honest_claim, gpu=True)
+    assert not challenge.passes(liar, liar_claim, gpu=True)
+    assert challenge.GPU_SLACK > challenge.SLACK
 
 
 def test_a_gpu_claim_with_no_unit_to_run_the_chain_through_is_refused_as_such() -> None:
