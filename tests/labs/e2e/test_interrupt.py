@@ -21,6 +21,11 @@ MEASURED_JOB = {**timed_job(3.0, 1500), "warmup_runs": 2}
 """Still measuring when Ctrl-C follows its first heartbeat (seconds of runs left even when idle,
 sized by time: `lab.sizing`);
 `--resume` re-runs all of it, so longer only costs the lab CPU."""
+PACE_MS = 10.0
+PACED_JOB = {"num_inference_runs": 1000, "warmup_runs": 2, "load_runs": 1, "processes": 1}
+"""At least 10 s of measuring however fast or idle the machine (each inference paced to `PACE_MS`,
+tests/kit/pacing): a count sized by a timing taken at one moment ended in 1.3 s once the machine had
+quietened, before the first heartbeat of the measuring phase (CI at 83fb9f9)."""
 
 
 def _wait(proc: Proc, kind: str, timeout: float = 120.0, **match: Any) -> dict[str, Any]:
@@ -108,13 +113,13 @@ def test_ctrl_c_from_a_terminal_reaches_every_child_and_still_prints_one_line(tm
     in the same process, the measuring child apart) gets it mid-measurement. The child leaves it to
     its parent: one line, exit 130, no child's traceback, and the campaign stored "interrupted"."""
     campaign = write_campaign(tmp_path / "c.yaml", {
-        "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", **MEASURED_JOB}],
+        "model": {"path": MODEL.name}, "jobs": [{"compute_unit": "CPU (ONNX)", **PACED_JOB}],
     })  # fmt: skip
     data = tmp_path / "data"
-    lab = CampaignLab(tmp_path)
+    lab = CampaignLab(tmp_path, pace_ms=PACE_MS)
     try:
         args = ["submit", str(campaign), "--events", "--data-dir", str(data), "--out", str(tmp_path / "out")]
-        submitter = lab.start("submit", [*SARK, *args])
+        submitter = lab.start("submit", [*SARK, *args], env=lab.paced_env())  # its embedded workers paced
         campaign_id = _wait(submitter, "campaign")["campaign"]
         _wait(submitter, "heartbeat", phase="measuring")
         os.killpg(submitter.popen.pid, signal.SIGINT)  # as the terminal does: the whole group
