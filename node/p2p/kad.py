@@ -349,8 +349,9 @@ class Kad:
             infos.extend(await self._iterative_providers(key, count))
         return self._found(infos, answered, failures, count)
 
-    async def _walk(self, key: bytes, count: int, *, agree: bool = True) -> Walked:
-        """A GET_PROVIDERS walk (`node.p2p.walk`) from the closest servers of our routing table."""
+    async def _walk(self, key: bytes, count: int, *, agree: bool = True, short: bool = False) -> Walked:
+        """A GET_PROVIDERS walk (`node.p2p.walk`) from the closest servers of our routing table
+        (`short`: the rule before issue 50, for a lab's side-by-side only)."""
         me = self._dht.local_peer_id
         start = [p for p in self._dht.routing_table.find_local_closest_peers(key, K) if p != me]
 
@@ -363,7 +364,9 @@ class Kad:
             return Answer([PeerInfo(ID(p), a) for p, a in providers], [PeerInfo(ID(p), a) for p, a in closer])
 
         network = self._network
-        return await walk_providers(key, start, ask, count, QUERY_TIMEOUT_S, agree=agree, network=network)
+        return await walk_providers(
+            key, start, ask, count, QUERY_TIMEOUT_S, agree=agree, network=network, short=short
+        )
 
     def _network(self, peer: ID) -> str:
         """A server's network as our last request to it reached it (its /24 or /64,

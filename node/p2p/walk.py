@@ -200,13 +200,19 @@ async def walk_providers(
     hop: float = HOP_S,
     agree: bool = True,
     network: Callable[[ID], Hashable] | None = None,
+    short: bool = False,
 ) -> Walked:
     """Walk towards `key` from the servers `start` (`Shortlist`; `draw`: a seeded generator for tests).
 
     A request unanswered after `hop` seconds frees its slot and stays open until `timeout`; `agree`
     False walks on to the k closest past holders that agree (a writer's read-back); `network`: a
-    server's network, read when it answered (`Shortlist`)."""
-    state = Shortlist(start, key_distance(key), count, draw or random.Random(), agree, network=network)
+    server's network, read when it answered (`Shortlist`). `short`: the rule before issue 50 (`AGREED`
+    holders that agree end the walk, each holder counted alone, whatever its network), for the
+    side-by-side of the hostile-server lab (`tests/labs/swarm/test_hostile_servers.py`)."""
+    where = None if short else network
+    state = Shortlist(
+        start, key_distance(key), count, draw or random.Random(), agree, short=short, network=where
+    )
     providers: dict[ID, Any] = {}
     failures: dict[str, str] = {}
     sent: dict[ID, float] = {}  # open requests: when each was sent

@@ -1,0 +1,141 @@
+"""DHT servers of this code for the hostile-server lab: honest ones, hostile ones ground near a key, and
+honest providers.
+
+    python tests/kit/dhtservers.py --gate MULTIADDR --data-dir DIR --servers N
+        [--hostile-near KEYHEX --bits B --sybils S] [--providers P]
+
+Each server is a real node of this code (`open_node`, `dht_mode = "server"`) joined through the gate.
+With `--hostile-near`, each server's key is ground (fresh Ed25519 seeds until the first `B` bits of its
+kad id are the key's: free keys, a few hundred tries) so that it is among the key's closest, and its
+provider store is patched: it keeps no provider record it is sent, and answers every GET_PROVIDERS with
+the same `S` Sybil providers (fresh peer ids at a loopback port where nothing listens). These are the
+hostile servers of issue 50 scope 2: they see the key and choose their ids, their lists and how fast
+they answer (at once). With `--providers`, `P` honest worker nodes (client mode) then place their
+signed adverts and provider records with the node's own `Dht.publish`, as a `join` worker does.
+
+It prints `{"event": "ready", "servers": [...], "providers": [...], "sybils": [...], "seconds": S}`
+once every node is up and every record placed, then serves until killed. Nothing in the product reads
+this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import trio
+from libp2p.peer.id import ID
+from libp2p.peer.peerinfo import PeerInfo
+from multiaddr import Multiaddr
+
+from kit.sybils import LOOPBACK, advert
+from node.config import NodeConfig
+from node.p2p.identity import SEED_BYTES, peer_id_of_seed
+from node.p2p.node import Node, open_node
+from protocol import ComputeUnit
+
+OPENING = 4
+"""Nodes opening at once: each one's bootstrap asks the servers already up (one after another, the
+sixteenth hostile server took seconds to open)."""
+NOWHERE = "/ip4/127.0.0.1/tcp/9"
+"""The Sybils' address: the discard port, where nothing of the lab listens (every dial is refused)."""
+
+
+def ground_seed(key: bytes, bits: int) -> bytes:
+    """A seed whose peer's kad id (sha256 of the peer id's bytes) shares its first `bits` bits with
+    the key's (sha256 of the key), as `node.p2p.walk.key_distance` measures."""
+    target = int.from_bytes(hashlib.sha256(key).digest(), "big") >> (256 - bits)
+    while True:
+        seed = os.urandom(SEED_BYTES)
+        raw = ID.from_base58(peer_id_of_seed(seed)).to_bytes()
+        if int.from_bytes(hashlib.sha256(raw).digest(), "big") >> (256 - bits) == target:
+            return seed
+
+
+def write_seed(root: Path, seed: bytes) -> None:
+    """The node's key file, as `load_seed` wants it (mode 0600)."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / "identity.key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(seed)
+
+
+def make_hostile(node: Node, sybils: list[Any]) -> None:
+    """Keep no record sent; list the same Sybils for every key asked."""
+    store = node.dht.kad.raw.provider_store
+    store.add_provider = lambda key, info: None
+    store.get_providers = lambda key: list(sybils)
+
+
+async def main(args: argparse.Namespace) -> None:
+    started = time.monotonic()
+    root: Path = args.data_dir
+    sybils = [
+        PeerInfo(ID.from_base58(peer_id_of_seed(os.urandom(SEED_BYTES))), [Multiaddr(NOWHERE)])
+        for _ in range(args.sybils)
+    ]
+    near = bytes.fromhex(args.hostile_near) if args.hostile_near else None
+    async with trio.open_nursery() as nursery:
+        slots = trio.CapacityLimiter(OPENING)
+        servers: list[Node] = [None] * args.servers  # type: ignore[list-item]
+
+        async def server(i: int) -> None:
+            where = root / f"s{i}"
+            if near is not None:
+                write_seed(where, ground_seed(near, args.bits))
+            config = NodeConfig(
+                data_dir=where, gates=(args.gate,), listen=LOOPBACK, dht_mode="server", record_ttl_s=300.0
+            )
+            async with slots:
+                servers[i] = await nursery.start(serve, config, sybils if near is not None else None)
+
+        async with trio.open_nursery() as opening:  # a few at once: each one's bootstrap asks the others
+            for i in range(args.servers):
+                opening.start_soon(server, i)
+        providers: list[Node] = []
+        for i in range(args.providers):  # after every server: their records go to the key's closest
+            config = NodeConfig(
+                data_dir=root / f"p{i}", gates=(args.gate,), listen=LOOPBACK, record_ttl_s=300.0
+            )
+            node = await nursery.start(serve, config, None)
+            await node.dht.publish(advert(node, 300.0), [ComputeUnit.CPU_ONNX], gates=node.gates)
+            providers.append(node)
+        ready = {
+            "event": "ready",
+            "servers": [n.host.peer_id for n in servers],
+            "providers": [n.host.peer_id for n in providers],
+            "sybils": [i.peer_id.to_base58() for i in sybils],
+            "seconds": round(time.monotonic() - started, 2),
+        }
+        print(json.dumps(ready))
+        sys.stdout.flush()
+
+
+async def serve(config: NodeConfig, sybils: list[Any] | None, *, task_status: Any) -> None:
+    """Open one node (hostile with `sybils`), hand it to the caller, serve until cancelled."""
+    async with open_node(config, role="worker") as node:
+        if sybils is not None:
+            make_hostile(node, sybils)
+        task_status.started(node)
+        await trio.sleep_forever()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gate", required=True)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--servers", type=int, default=0)
+    parser.add_argument("--hostile-near", default="")
+    parser.add_argument("--bits", type=int, default=4)
+    parser.add_argument("--sybils", type=int, default=3)
+    parser.add_argument("--providers", type=int, default=0)
+    trio.run(main, parser.parse_args())
