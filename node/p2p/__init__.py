@@ -10,6 +10,7 @@ Modules:
     kadpatch  libp2p's kad-dht on /sark/kad/1.0.0, patched (protocol id, TTLs, caps, server-only), opened
     kad       queries on the running kad-dht: direct asks, bounded keys, checked lookups, provides and puts
     kadwire   the kad messages we build and read ourselves: no signed peer record, refusals told apart
+    lazy      a request stream whose protocol is negotiated in the request's own flight (one round trip)
     pacing    our ADD_PROVIDERs to each server paced to the rate a py-libp2p server keeps (P34; pure)
     walk      a GET_PROVIDERS walk towards a key's holders (a large swarm's lookups)
     closest   the servers closest to each key we announce, reused by refreshes (pure)

@@ -51,6 +51,7 @@ from node.p2p.kadwire import (
     providers_of,
     put_value_request,
 )
+from node.p2p.lazy import open_lazily
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, key_distance, walk_providers
@@ -404,11 +405,11 @@ class Kad:
         return [PeerInfo(ID(provider), addrs) for provider, addrs in providers_of(reply)]
 
     async def _request(self, peer: ID, request: bytes) -> bytes:
-        """One kad request on a new stream and its answer (raises when either fails)."""
-        stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
+        """One kad request on a new stream and its answer, the protocol negotiated in the request's
+        own flight (`node.p2p.lazy`: one round trip, not three); raises when either fails."""
+        stream = await open_lazily(self._dht.host, peer, KAD, encode_uvarint(len(request)) + request)
         self._networks[peer] = network_of(remote_ip(stream) or "")
         try:
-            await stream.write(encode_uvarint(len(request)) + request)
             return bytes(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
         finally:
             await stream.close()
