@@ -19,7 +19,6 @@ from swarm_net import (
     Sizes,
     Swarm,
     kad_id,
-    rtt,
     walk,
     writers_lists,
 )  # also puts the repository on sys.path
@@ -86,10 +85,12 @@ def direct_ask(swarm: Swarm, sizes: Sizes, listed: int, enough: bool) -> tuple[f
     answer = sizes.answer(len(swarm.ids) - 1, listed, swarm.slim)
     request = sizes.request_slim if swarm.slim else sizes.key_request
     times = []
+    sent = 0
     for gate in swarm.ids[~swarm.dead]:
         swarm.load[int(gate)] += request + answer
-        times.append(rtt(swarm) + answer * 8 / BANDWIDTH_BPS)
-    sent = (request + sizes.stream + answer) * len(times)
+        took, connecting = swarm.trip(int(gate))
+        times.append(took + answer * 8 / BANDWIDTH_BPS)
+        sent += request + sizes.stream + answer + connecting
     return (min(times) if enough else max(times)), max(times), sent
 
 
@@ -98,14 +99,16 @@ def local_ask(swarm: Swarm, sizes: Sizes, start: int, key: int) -> tuple[float, 
     empty here (no worker of before issue 43). Returns when the last answered (or timed out), bytes."""
     answer = sizes.answer(K, 0, swarm.slim)
     request = sizes.request_slim if swarm.slim else sizes.key_request
-    times = []
+    times, sent = [], 0
     for server in swarm.table(start, key)[:K]:
         if swarm.is_dead(server):
             times.append(QUERY_TIMEOUT_S)
             continue
         swarm.load[server] += request + answer
-        times.append(rtt(swarm) + answer * 8 / BANDWIDTH_BPS)
-    return max(times, default=0.0), (request + sizes.stream + answer) * len(times)
+        took, connecting = swarm.trip(server)
+        times.append(took + answer * 8 / BANDWIDTH_BPS)
+        sent += connecting
+    return max(times, default=0.0), sent + (request + sizes.stream + answer) * len(times)
 
 
 def sharded_lookup(
@@ -120,6 +123,7 @@ def sharded_lookup(
         lookup returned (its last round over), devices found, bytes.
     """
     start = int(swarm.rng.integers(0, 2**63)) * 2
+    swarm.begin_lookup()
     asked: dict[Shard, int] = {}
     frontier, now, found, sent, arrivals = first_levels(unit, count), 0.0, 0, 0, []
     stale = stale_factor(fleet.config)

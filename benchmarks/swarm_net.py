@@ -1,12 +1,13 @@
 """The network of `swarm_sim.py`: message sizes, kad ids, servers' routing tables, iterative walks.
 
 Model (stated, not measured):
-- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the issue's; py-libp2p
-  uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
-  lookups, alpha requests in flight; a GET_PROVIDERS walk runs the node's walk state
-  (`node.p2p.walk.Shortlist`: the next server drawn among the k closest known; it ends at the count,
-  or when the k closest it knows were asked; before issue 50 also at three holders listing
-  the same providers and none more, `Swarm.short`, which hostile servers near a key used).
+- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the node's walk,
+  `node.p2p.walk.ALPHA`; py-libp2p uses 10), each routing-table bucket holds k servers drawn at
+  random from its id range; iterative lookups, alpha requests in flight; a GET_PROVIDERS walk runs
+  the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
+  known; it ends at the count, or when the k closest it knows were asked; before issue 50 also at
+  three holders listing the same providers and none more, `Swarm.short`, which hostile servers
+  near a key used).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back).
@@ -44,14 +45,25 @@ from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
 from node.p2p.walk import AGREED, HOP_S, Shortlist  # noqa: E402
+from node.p2p.walk import ALPHA as WALK_ALPHA  # noqa: E402
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
 
-ALPHA = 3
+ALPHA = WALK_ALPHA  # the node's walk (3; go-libp2p-kad-dht's and py-libp2p's own is 10)
 RTT_MEDIAN_S, RTT_SIGMA = 0.080, 0.6
 BANDWIDTH_BPS = 20e6
 OUT = ROOT / "benchmarks" / "out"
+OPEN_RTTS = 1.0
+"""Round trips of one kad request on a connection already up, measured on real hosts of this code
+(`conn_cost.py`, the slope over two delays, 12 rounds: 1.02, the protocol negotiated in the request's
+own flight, `node.p2p.lazy`; 3.03 through py-libp2p's `new_stream`, which waits for multistream's two
+echoes first, as `Kad._request` did before)."""
+CONNECT_RTTS = 4.4
+"""Round trips a new connection adds before that (`conn_cost.py`: 5.42 in all against 1.02 open:
+TCP, multistream for the security protocol, Noise XX, multistream for the muxer)."""
+CONNECT_BYTES = 527
+"""Bytes a new connection adds, both ways (`conn_cost.py`: Noise's handshake and the negotiations)."""
 STREAM_BYTES = 790
 """A kad request's stream on the wire beyond its messages, both ways (multistream-select of the protocol,
 yamux frames and window updates, a noise frame per write): measured on loopback by `swarm_check.py`
@@ -157,6 +169,26 @@ class Swarm:
     issue 50, which hostile servers near a key used; `swarm_hostile.py`'s baseline)."""
     network: Callable[[int], Hashable] | None = None
     """A server's network, so that agreement counts distinct networks (`Shortlist`'s `network`)."""
+    connections: bool = False
+    """Each request costs the round trips measured on real hosts (`OPEN_RTTS`), and one to a server
+    the asker holds no connection to (`connected`) `CONNECT_RTTS` more and `CONNECT_BYTES`; False:
+    one round trip a request, the model before (`swarm_sim.py` runs both side by side)."""
+    connected: set[int] = field(default_factory=set)
+    """The servers the asker of the lookup running holds a connection to (`begin_lookup` resets it)."""
+    gates: frozenset[int] = frozenset()
+    """The gates' ids: every asker holds a connection to each."""
+
+    def begin_lookup(self) -> None:
+        """A fresh asker (a submitter's first lookup): connected to the gates only."""
+        self.connected = set(self.gates)
+
+    def trip(self, server: int) -> tuple[float, int]:
+        """One request's time to `server` (alive) and the bytes its connection adds, connecting if new."""
+        if not self.connections:
+            return rtt(self), 0
+        new = server not in self.connected
+        self.connected.add(server)
+        return rtt(self) * (OPEN_RTTS + (CONNECT_RTTS if new else 0.0)), CONNECT_BYTES if new else 0
 
     @classmethod
     def build(cls, live: list[int], stale: int, rng: np.random.Generator, slim: bool) -> Swarm:
@@ -238,6 +270,7 @@ def walk(
     lists = holders if isinstance(holders, dict) else dict.fromkeys(holders or (), same)
     flight: list[tuple[float, float, int]] = []  # (answered or failed at, sent at, server)
     now, sent = 0.0, 0
+    extra = 0  # bytes of the new connections
 
     def exchange(peer: int) -> int:
         """One request and its answer on the wire, carried by `peer`: its bytes."""
@@ -248,14 +281,18 @@ def walk(
 
     while True:
         for peer in state.next(ALPHA - sum(1 for _, at, _ in flight if now < at + hop)):
-            rtt_s = QUERY_TIMEOUT_S if swarm.is_dead(peer) else rtt(swarm)
+            if swarm.is_dead(peer):
+                rtt_s = QUERY_TIMEOUT_S
+            else:
+                rtt_s, connecting = swarm.trip(peer)
+                extra += connecting
             heapq.heappush(flight, (now + rtt_s, now, peer))
         if state.done(len(flight), sum(1 for _, at, _ in flight if now < at + hop)):
             # requests still open were sent and are answered on the wire, read or not (`swarm_check`
             # measured the node's: a lookup of 20 at 3.8 x the bytes modelled when these were left out)
             sent += sum(exchange(p) for _, _, p in flight if not swarm.is_dead(p))
             found = frozenset(p for p in state.found if isinstance(p, int))
-            return Walk(now, state.held, sent, tuple(state.closest()), len(state.asked), found)
+            return Walk(now, state.held, sent + extra, tuple(state.closest()), len(state.asked), found)
         freed = min((at + hop for _, at, _ in flight if now < at + hop), default=math.inf)
         if freed < flight[0][0]:  # a request past its hop bound frees its slot (`node.p2p.walk.HOP_S`)
             now = freed
@@ -288,6 +325,7 @@ def rtt(swarm: Swarm) -> float:
 
 
 __all__ = [
-    "ALPHA", "BANDWIDTH_BPS", "OUT", "ROOT", "Sizes", "Swarm", "Walk",
+    "ALPHA", "BANDWIDTH_BPS", "CONNECT_BYTES", "CONNECT_RTTS", "OPEN_RTTS", "OUT", "ROOT", "Sizes",
+    "Swarm", "Walk",
     "kad_id", "make_profile", "measure_sizes", "rtt", "walk", "writers_lists",
 ]  # fmt: skip

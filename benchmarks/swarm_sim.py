@@ -10,14 +10,17 @@ Ed25519 peer id, real multiaddrs and a real signed advert of the node's codec). 
 have a rare unit (GPU (ONNX)), the others one common unit (CPU (ONNX)).
 
 Model (stated, not measured):
-- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the issue's; py-libp2p
-  uses 10), each routing-table bucket holds k servers drawn at random from its id range; iterative
-  lookups, alpha requests in flight; a GET_PROVIDERS walk runs the node's walk state
-  (`node.p2p.walk.Shortlist`: the next server drawn among the k closest known; it ends at the count,
-  or when the k closest it knows were asked; before issue 50 also at three holders listing
-  the same providers and none more, `Swarm.short`, which hostile servers near a key used).
+- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the node's walk,
+  `node.p2p.walk.ALPHA`; py-libp2p uses 10), each routing-table bucket holds k servers drawn at
+  random from its id range; iterative lookups, alpha requests in flight; a GET_PROVIDERS walk runs
+  the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
+  known; it ends at the count, or when the k closest it knows were asked; before issue 50 also at
+  three holders listing the same providers and none more, `Swarm.short`, which hostile servers
+  near a key used).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
-  wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
+  wide-area mix), one round trip a request, except `sharded_auto_conn`: the round trips and bytes
+  measured on real hosts (`conn_cost.py`: 1.0 a request on an open connection, 4.4 and 527 bytes
+  more on a new one); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back): this favours today's scheme, whose three gates answer every lookup.
 - Churn: 10 % of devices leave (and as many join) per hour: routing entries of departed servers
   (the node's routing refresh, `ROUTING_REFRESH_S`) time out after the node's query deadline;
@@ -57,7 +60,11 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-SCHEMES = ("today", "sharded_gates", "sharded_auto")
+SCHEMES = ("today", "sharded_gates", "sharded_auto", "sharded_auto_conn")
+"""`sharded_auto_conn`: the default scheme again over the same devices, each request at the round
+trips and bytes measured on real hosts (`conn_cost.py`: `OPEN_RTTS`, and `CONNECT_RTTS` and
+`CONNECT_BYTES` more to a server the asker holds no connection to: a fresh submitter holds only its
+gates'); the others at one round trip a request, the model before."""
 
 
 def lookups_of(name: str, swarm: Swarm, fleet: Fleet, sizes: Sizes, lookups: int) -> dict[str, float]:
@@ -119,8 +126,10 @@ def run_size(
     out: dict[str, dict[str, float]] = {}
     for name in SCHEMES:
         ours = name != "today"  # the node's messages now (slim), today's column is the node before
-        servers = auto if name == "sharded_auto" else gate_ids
-        swarm = Swarm.build(servers, stale if name == "sharded_auto" else 0, rng, slim=ours)
+        auto_scheme = name.startswith("sharded_auto")
+        servers = auto if auto_scheme else gate_ids
+        swarm = Swarm.build(servers, stale if auto_scheme else 0, rng, slim=ours)
+        swarm.gates, swarm.connections = frozenset(gate_ids), name == "sharded_auto_conn"
         out[name] = lookups_of(name, swarm, fleet, sizes, lookups)
         parts = upkeep_of(name, swarm, fleet, sizes, config)
         upkeep = sum(parts.values())
