@@ -36,6 +36,7 @@ def test_one_network_holds_its_share_of_a_key_and_another_network_has_its_own() 
     assert offer(places, kept, KEY, "h1", "198.51.100.9")  # another /24
     assert offer(places, kept, KEY, "h2", "198.51.100.10")
     assert not offer(places, kept, KEY, "h3", "198.51.100.11")
+    assert offer(places, kept, KEY, "n1", "198.51.101.1")  # the next /24 of the same /16: its own
     assert places.refused == 4
 
 
