@@ -72,9 +72,10 @@ each key (`Kad.bound_providers` with `provider_bound`: `SHARD_CAP` for sharded k
 the old ones; an expired record holds no place), and at most `places_per_network` (4) records of a key from
 one network, the /24 or /48 of the connection the ADD_PROVIDER came over as the kernel gave it
 (`node/p2p/places.py`, issue 50: 200 free keys on one network held the first three levels of the any-worker
-tree; loopback and private addresses exempt unless the share is set; a refresh keeps its place). `Dht.lookup` reads the levels that hold the count asked at
-once, then the children of full keys, and stops at the count (`Kad.lookup_providers` cancels its asks once
-it has enough; with more than k servers in our table it walks instead, `node/p2p/walk.py`: alpha 3, the next
+tree; loopback and private addresses exempt unless the share is set; a refresh keeps its place).
+`Dht.lookup` reads the levels that hold the count asked at once, then the children of full keys, and stops
+at the count (`Kad.lookup_providers` cancels its asks once it has enough; with more than k servers in our
+table it walks instead, `node/p2p/walk.py`: alpha 3, the next
 server drawn among the k closest known (the reads of a key spread over its holders), closer peers followed,
 a request unanswered after `HOP_S` freeing its slot, ending at the count or when the k closest it knows
 have been asked, never at holders that agree on a short list (issue 50: hostile servers ground near a key);

@@ -14,6 +14,8 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   which the old `sark/cap/v1/` keys need at `PROVIDERS_PER_KEY`): `Kad.bound_providers` wraps this
   server's `add_provider` with a bound per key (a new provider past it is ignored, as libp2p does; a
   known one is refreshed). A lookup stops asking once it has the count asked.
+  The same wrap keeps at most `places.per_network` records of a key from one network, the /24 or /48
+  of the inbound kad stream's connection (`SENDER`, set by `kadpatch`'s handler; `node.p2p.places`).
 - libp2p walks the network before every ADD_PROVIDER and PUT_VALUE (and walks again for the keys in
   its `providing_keys` on its own republish timer): `provide` and `put` send to the closest servers
   the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure;

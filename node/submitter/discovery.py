@@ -87,9 +87,12 @@ class Discovery:
       `SILENT_FOR_S`: not counted, not read, not probed again (`_silent`);
     - a look's providers get `GRACE_S` to answer; those that have not are left to answer late, and the
       round looks again at once, past every provider it has probed, so the deeper keys (where honest
-      workers spilled) are read in the same round; a later look also reads `GAP_LEVELS` below keys
-      that are not full (Sybils that filled a key and left: their records expired above the honest
-      workers that spilled under them, `shards.below_gaps`);
+      workers spilled) are read in the same round, until as many answered as the campaign needs
+      (`count` / `LOOKUP_SLACK`: the spares come from later rounds, so Sybils a few to a key, as
+      `node.p2p.places` leaves them, cost the round one `GRACE_S`, not one a level); `initial`'s
+      rounds after the first answers end at its settle deadline; a later look also reads
+      `GAP_LEVELS` below keys that are not full (Sybils that filled a key and left: their records
+      expired above the honest workers that spilled under them, `shards.below_gaps`);
     - probes dial `PROBE_SLOTS` at a time, and a probe holds its slot at most `PROBE_SLOT_S`: a
       stalling provider holds one slot half a second, once, never the budget (`_confirm`).
 
