@@ -1,6 +1,6 @@
 """Sybil providers for the discovery labs: many fresh keys announcing through the node's own path.
 
-    python tests/kit/sybils.py --gate MULTIADDR --count N --data-dir DIR [--mode stall|junk]
+    python tests/kit/sybils.py --gate MULTIADDR --count N --data-dir DIR [--mode stall|junk|mixed]
         [--bind IP] [--fill]
 
 Each key is a real node of this code (`open_node`, role worker) that signs an advert and places it and
@@ -9,6 +9,7 @@ the any-worker tree's root key before any honest worker comes), then answers `/s
 
     stall   never: the stream opens and nothing comes back (a probe waits out its deadline)
     junk    with another key's advert (signed, but not by the asker's peer: refused as junk)
+    mixed   the even keys stall, the odd ones answer junk
 
 `--bind IP` (a loopback address such as 127.0.1.1) puts every key's listen address and the source of
 every connection it dials there, so a server reads that network as the kernel gives it (issue 50: places
@@ -111,7 +112,8 @@ async def main(gate: str, count: int, root: Path, mode: str, ttl: float, bind: s
             nodes.append(node)
         for i, node in enumerate(nodes):
             other = advert(nodes[(i + 1) % len(nodes)], ttl)
-            node.host.set_handler(PROFILE, answer(mode, other), deadline=3600.0)  # type: ignore[arg-type]
+            how = ("stall", "junk")[i % 2] if mode == "mixed" else mode
+            node.host.set_handler(PROFILE, answer(how, other), deadline=3600.0)  # type: ignore[arg-type]
         ids = [n.host.peer_id for n in nodes]
         print(
             json.dumps({"event": "ready", "peer_ids": ids, "seconds": round(time.monotonic() - started, 2)})
@@ -125,7 +127,7 @@ if __name__ == "__main__":
     parser.add_argument("--gate", required=True)
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--mode", choices=("stall", "junk"), default="stall")
+    parser.add_argument("--mode", choices=("stall", "junk", "mixed"), default="stall")
     parser.add_argument("--record-ttl", type=float, default=30.0)
     parser.add_argument("--bind", default="")
     parser.add_argument("--fill", action="store_true")

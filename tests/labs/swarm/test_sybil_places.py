@@ -2,19 +2,21 @@
 workers, because a server keeps at most a few records of a key from one network (node/p2p/places.py).
 
 Real processes: gate 1 runs with `--places-per-network 4` (set, so loopback counts: each /24 of
-127.0.0.0/8 is a network); one process of 200 Sybil keys (tests/kit/sybils.py: real nodes of this
-code, one host each, every connection dialled from 127.0.1.1, placed as a cheater who fills the
-any-worker tree's first levels in order, twenty to a key, and sending their records with the node's
-own `Dht.publish`); after them two honest `join` workers (from 127.0.0.1, another network). Gate 2
-holds two honest workers alone (the control). A campaign with `devices: 2` (a lookup of 4 providers)
-runs under `submit` against each: the control, the Sybils stalling (a stream opens, no answer), then
-gone (killed: every dial refused while their records stay listed). Each run finds both honest
-workers; the gate kept 4 Sybils of each key, so the look probes at most those of the keys it read.
+127.0.0.0/8 is a network); one process of 200 Sybil keys (tests/kit/sybils.py: real nodes of this code,
+one host each, every connection dialled from 127.0.1.1, placed as a cheater who fills the any-worker
+tree's first levels in order, twenty to a key, and sending their records with the node's own
+`Dht.publish`); after them two honest `join` workers (from 127.0.0.1, another network). Gate 2 holds two
+honest workers alone (the control). A campaign with `devices: 2` (a lookup of 4 providers) runs under
+`submit` against each: the control, the Sybils stalling or answering junk (half each: a stream opens and
+no answer comes, or another key's advert), then gone (killed: every dial refused while their records
+stay listed). Each run finds both honest workers; the gate kept 4 Sybils of each key, so the look probes
+at most those of the keys it read.
 
 `SARK_LAB_PLACES=off` starts gate 1 without the share (loopback exempt: the rule off, as before issue
 50) to show the denial: the Sybils hold the first three levels, every honest worker spills below
 them, and the look probes the Sybils of every key it reads first. The seconds to discovery of each run
-are printed beside the control's (figures, never asserted: tests/labs do not time). About 60 s.
+are printed beside the control's (figures, never asserted: tests/labs do not time). Marked slow: 100 to
+190 s on the shared 2-core machine (`-m slow` runs it). `SARK_LAB_SYBILS=20` runs it with twenty.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from kit.campaignlab import ROOT, CampaignLab, submitter_id
 
 from labs.swarm.test_sybil_discovery import submit
 
-SYBILS = 200
+SYBILS = int(os.environ.get("SARK_LAB_SYBILS", "200"))
 PLACES = 4
 SCRIPT = ROOT / "tests" / "kit" / "sybils.py"
 RULE = os.environ.get("SARK_LAB_PLACES", "on") != "off"
@@ -47,6 +49,7 @@ def swarms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         attacked = gate1.ready["addrs"][0]
         control = lab.gate("gate2").ready["addrs"][0]
         argv = [sys.executable, str(SCRIPT), "--gate", attacked, "--count", str(SYBILS), "--fill"]
+        argv += ["--mode", "mixed"]  # the even keys stall, the odd ones answer junk
         argv += ["--bind", "127.0.1.1", "--data-dir", str(root / "sybils"), "--record-ttl", "300"]
         sybils = lab.start("sybils", argv)
         calm = [lab.real_worker(f"c{i}", [control], me, wait=False) for i in range(2)]
@@ -62,6 +65,7 @@ def swarms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         lab.close()
 
 
+@pytest.mark.slow  # 100-190 s on the shared 2-core machine: minting 200 keys is most of it
 def test_two_hundred_sybils_on_one_network_stalling_then_gone_leave_both_honest_workers_found(
     swarms: dict[str, Any],
 ) -> None:
@@ -80,7 +84,8 @@ def test_two_hundred_sybils_on_one_network_stalling_then_gone_leave_both_honest_
         assert (code, ran) == (0, honest), err[-3000:]
     read = {p for p in sybils if f"peer {p} advertised but did not answer" in err}
     print(
-        f"\n{SYBILS} Sybils on 127.0.1.0/24 (places per network: {PLACES if RULE else 'off'}) minted and "
+        f"\n{SYBILS} Sybils (half stalling, half junk) on 127.0.1.0/24 (places per network: "
+        f"{PLACES if RULE else 'off'}) minted and "
         f"placed in {swarms['minted']['seconds']} s; gone: exit {code}, {len(ran & honest)} honest ran, "
         f"{len(read)} Sybils read; seconds to discovery "
         + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
