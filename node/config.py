@@ -54,6 +54,9 @@ class NodeConfig(BaseModel):
     max_reservations: int | None = Field(default=None, ge=1, le=65_536)
     # Inbound connections one address may hold (node/p2p/addresscap.py). None: a sixteenth of the cap.
     max_per_address: int | None = Field(default=None, ge=1, le=65_536)
+    # Provider records of one key a DHT server of ours keeps from one network (/24, /48;
+    # node/p2p/places.py). None: 4 from a global address, local addresses exempt; set, local ones count.
+    places_per_network: int | None = Field(default=None, ge=1, le=20)
     first_frame_s: float = Field(default=5.0, gt=0, le=60)  # an inbound stream's first frame, or reset
     max_offer_lifetime_s: float = Field(default=600.0, gt=0, le=86_400)  # expires_at - issued_at
     max_queue: int = Field(default=4, ge=0)

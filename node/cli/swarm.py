@@ -80,6 +80,17 @@ MaxPerAddressOpt = Annotated[
     ),
 ]
 
+PlacesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--places-per-network",
+        min=1,
+        max=20,
+        help="provider records of one key kept from one network (/24, /48; default 4 from a public "
+        "address, loopback and private ones exempt); set, loopback and private networks count too",
+    ),
+]
+
 
 def gate(
     listen: ListenOpt = None,
@@ -91,6 +102,7 @@ def gate(
     max_connections: MaxConnectionsOpt = None,
     max_reservations: MaxReservationsOpt = None,
     max_per_address: MaxPerAddressOpt = None,
+    places_per_network: PlacesOpt = None,
     events: EventsOpt = False,
 ) -> None:
     """Run a gate: DHT server and bootstrap, circuit relay v2, reachability dial-back."""
@@ -101,6 +113,7 @@ def gate(
     from gate import serve_gate
     from node.p2p.addresscap import per_address_default
     from node.p2p.node import connection_cap
+    from node.p2p.places import places_said
     from node.p2p.relay import GATE_RESERVATIONS
 
     config = build_config(
@@ -111,6 +124,7 @@ def gate(
         max_connections=max_connections,
         max_reservations=max_reservations,
         max_per_address=max_per_address,
+        places_per_network=places_per_network,
     )
     cap = connection_cap(config, "gate")
     slots = config.max_reservations or GATE_RESERVATIONS
@@ -124,7 +138,8 @@ def gate(
             if events:
                 peer_id = addrs[0].rsplit("/p2p/", 1)[-1]
                 share = config.max_per_address or per_address_default(cap)
-                ready = {"max_connections": cap, "max_reservations": slots, "max_per_address": share}
+                ready = {"max_connections": cap, "max_reservations": slots, "max_per_address": share,
+                         "places_per_network": places_said(config.places_per_network)}  # fmt: skip
                 json_lines("ready", role="gate", peer_id=peer_id, addrs=addrs, **ready)
             else:
                 print("\n".join(addrs), flush=True)

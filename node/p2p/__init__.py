@@ -12,6 +12,7 @@ Modules:
     kadwire   the kad messages we build and read ourselves: no signed peer record, refusals told apart
     lazy      a request stream whose protocol is negotiated in the request's own flight (one round trip)
     pacing    our ADD_PROVIDERs to each server paced to the rate a py-libp2p server keeps (P34; pure)
+    places    a kad server keeps a few records of a key from one network (/24, /48): Sybils (pure)
     walk      a GET_PROVIDERS walk towards a key's holders (a large swarm's lookups)
     closest   the servers closest to each key we announce, reused by refreshes (pure)
     dht       advert keys, the advert validator, publishing and provider lookups
@@ -69,9 +70,13 @@ our servers list peers in answers by id and addresses only (`kadpatch.answer_wit
 live `record_ttl_s` (1,800 s), refreshed every third of it (jittered); the routing table is refreshed by one
 walk for our own id every `kadpatch.ROUTING_REFRESH_S` (libp2p walks for every bucket). Our servers bound
 each key (`Kad.bound_providers` with `provider_bound`: `SHARD_CAP` for sharded keys, `PROVIDERS_PER_KEY` for
-the old ones; an expired record holds no place). `Dht.lookup` reads the levels that hold the count asked at
-once, then the children of full keys, and stops at the count (`Kad.lookup_providers` cancels its asks once
-it has enough; with more than k servers in our table it walks instead, `node/p2p/walk.py`: alpha 3, the next
+the old ones; an expired record holds no place), and at most `places_per_network` (4) records of a key from
+one network, the /24 or /48 of the connection the ADD_PROVIDER came over as the kernel gave it
+(`node/p2p/places.py`, issue 50: 200 free keys on one network held the first three levels of the any-worker
+tree; loopback and private addresses exempt unless the share is set; a refresh keeps its place).
+`Dht.lookup` reads the levels that hold the count asked at once, then the children of full keys, and stops
+at the count (`Kad.lookup_providers` cancels its asks once it has enough; with more than k servers in our
+table it walks instead, `node/p2p/walk.py`: alpha 3, the next
 server drawn among the k closest known (the reads of a key spread over its holders), closer peers followed,
 a request unanswered after `HOP_S` freeing its slot, ending at the count or when the k closest it knows
 have been asked, never at holders that agree on a short list (issue 50: hostile servers ground near a key);
@@ -134,6 +139,7 @@ __all__ = [
     "kadpatch",
     "kadwire",
     "node",
+    "places",
     "reach",
     "relay",
     "shards",

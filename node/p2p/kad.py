@@ -14,6 +14,8 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   which the old `sark/cap/v1/` keys need at `PROVIDERS_PER_KEY`): `Kad.bound_providers` wraps this
   server's `add_provider` with a bound per key (a new provider past it is ignored, as libp2p does; a
   known one is refreshed). A lookup stops asking once it has the count asked.
+  The same wrap keeps at most `places.per_network` records of a key from one network, the /24 or /48
+  of the inbound kad stream's connection (`SENDER`, set by `kadpatch`'s handler; `node.p2p.places`).
 - libp2p walks the network before every ADD_PROVIDER and PUT_VALUE (and walks again for the keys in
   its `providing_keys` on its own republish timer): `provide` and `put` send to the closest servers
   the last walk found (`node.p2p.closest`), walking only every few refreshes or after a failure;
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final, final
 
@@ -53,6 +56,8 @@ from node.p2p.kadwire import (
 )
 from node.p2p.lazy import open_lazily
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
+from node.p2p.places import Places, places_for
+from node.p2p.places import network_of as place_network
 from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, key_distance, walk_providers
 from protocol import KAD
@@ -71,6 +76,9 @@ WALKED_ADDRS_TTL_S: Final = 600  # the addresses of a peer a walk met, kept to d
 ADVERT_COPIES: Final = 5
 """Servers that keep a copy of our advert (a cache; provider records go to all k): a PUT_VALUE and its
 echo are each about 1 KB, and k copies were most of a worker's upkeep with every reachable device serving."""
+SENDER: ContextVar[tuple[str | None] | None] = ContextVar("kad_sender", default=None)
+"""The remote address of the inbound kad stream this task serves, as the kernel gave it (`(None,)`: the
+connection has none); None outside a kad request (our own provides, libp2p's cache of a lookup)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,8 @@ class Kad:
         self.closest = ClosestServers()
         """The servers closest to each key we announce, reused by refreshes (issue 43)."""
         self._networks: dict[ID, str] = {}  # each server's network as our last request reached it
+        self.places: Places = places_for(None)
+        """Records of a key this server keeps from one network (`node.p2p.places`; the node sets it)."""
         # P34: a py-libp2p server keeps so many ADD_PROVIDERs of one peer a window (its own numbers)
         self.pacer = ProvidePacer(
             int(getattr(dht, "_provider_rate_max", PROVIDES_PER_WINDOW)),
@@ -138,17 +148,24 @@ class Kad:
         return int(self._dht.get_routing_table_size())
 
     def bound_providers(self, bound: Callable[[bytes], int]) -> None:
-        """Keep at most `bound(key)` providers per key on this server (libp2p has one global cap)."""
+        """Keep at most `bound(key)` providers per key on this server (libp2p has one global cap), and at
+        most `places.per_network` per key from one network (`node.p2p.places`, issue 50)."""
         store = self._dht.provider_store
         add = store.add_provider
 
         def bounded(key: bytes, provider: Any) -> None:
             # Expired records hold no place: libp2p drops them only from its maintenance loop.
             held = {str(i.peer_id) for i in store.get_providers(key)}
-            if len(held) >= bound(key) and str(provider.peer_id) not in held:
+            peer = str(provider.peer_id)
+            if len(held) >= bound(key) and peer not in held:
+                log.debug("key %s full (%d providers): %s not kept", key.hex()[:12], len(held), peer)
+                return
+            sender = SENDER.get()
+            if sender is not None and not self.places.admit(key, peer, sender[0], held):
                 log.debug(
-                    "key %s full (%d providers): %s not kept", key.hex()[:12], len(held), provider.peer_id
-                )
+                    "key %s holds %d records from %s: %s not kept",
+                    key.hex()[:12], self.places.per_network, place_network(sender[0]), peer,
+                )  # fmt: skip
                 return
             add(key, provider)
 

@@ -53,8 +53,8 @@ from libp2p.records.validator import NamespacedValidator, Validator
 from libp2p.tools.anyio_service import background_trio_service
 
 from node.p2p.host import Host
-from node.p2p.kad import Kad, serves_kad
-from node.p2p.stream import FIRST_FRAME_S, PacedStream
+from node.p2p.kad import SENDER, Kad, serves_kad
+from node.p2p.stream import FIRST_FRAME_S, PacedStream, remote_ip
 from protocol import KAD
 
 KAD_MODULES: Final = ("common", "kad_dht", "peer_routing", "provider_store", "value_store")
@@ -153,6 +153,8 @@ class _ServerOnlyKadDHT(KadDHT):
     async def handle_stream(self, stream: Any) -> None:
         # libp2p reads a kad stream's requests with no deadline while it holds one of the server's
         # INBOUND_KAD_STREAMS tokens: silent streams would take them all. Each request must come in time.
+        # The connection's remote address, for the places each network may hold under a key (issue 50).
+        SENDER.set((remote_ip(stream),))
         await super().handle_stream(PacedStream(stream, FIRST_FRAME_S))  # type: ignore[arg-type]
 
 

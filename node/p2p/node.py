@@ -23,6 +23,7 @@ from node.p2p.gates import connect_gates
 from node.p2p.host import GATE_CONNECTIONS, NODE_CONNECTIONS, Host, HostConfig, open_host
 from node.p2p.kad import Kad
 from node.p2p.kadpatch import open_kad
+from node.p2p.places import places_for
 from node.p2p.reach import ReachVerdict, dial_back_verdict
 from node.p2p.relay import GATE_RESERVATIONS
 from protocol import (
@@ -225,6 +226,7 @@ async def open_node(
             host, "server" if server else "client", config.record_ttl_s, validate_record, select_record
         ) as kad:
             kad.closest = ClosestServers(rewalk_every(config.reannounce_interval()))  # a walk per ~100 min
+            kad.places = places_for(config.places_per_network)  # issue 50: per network, per key
             if server:
                 kad.bound_providers(provider_bound)  # issue 43: no key holds more than SHARD_CAP
             if gates:

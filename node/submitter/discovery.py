@@ -87,9 +87,12 @@ class Discovery:
       `SILENT_FOR_S`: not counted, not read, not probed again (`_silent`);
     - a look's providers get `GRACE_S` to answer; those that have not are left to answer late, and the
       round looks again at once, past every provider it has probed, so the deeper keys (where honest
-      workers spilled) are read in the same round; a later look also reads `GAP_LEVELS` below keys
-      that are not full (Sybils that filled a key and left: their records expired above the honest
-      workers that spilled under them, `shards.below_gaps`);
+      workers spilled) are read in the same round, until as many answered as the campaign needs
+      (`count` / `LOOKUP_SLACK`: the spares come from later rounds, so Sybils a few to a key, as
+      `node.p2p.places` leaves them, cost the round one `GRACE_S`, not one a level); `initial`'s
+      rounds after the first answers end at its settle deadline; a later look also reads
+      `GAP_LEVELS` below keys that are not full (Sybils that filled a key and left: their records
+      expired above the honest workers that spilled under them, `shards.below_gaps`);
     - probes dial `PROBE_SLOTS` at a time, and a probe holds its slot at most `PROBE_SLOT_S`: a
       stalling provider holds one slot half a second, once, never the budget (`_confirm`).
 
@@ -172,7 +175,9 @@ class Discovery:
         async with trio.open_nursery() as probes:
             while True:  # a round takes the answers of probes that outlived the one before
                 before = len(confirmed)
-                confirmed.update((view.peer_id, view) for view in await self.round(probes))
+                settled = self._config.want is None and confirmed
+                until = stable_since + self._config.settle_s if settled else None
+                confirmed.update((view.peer_id, view) for view in await self.round(probes, until=until))
                 if len(confirmed) > before:
                     stable_since = trio.current_time()
                 if self._own - confirmed.keys() and trio.current_time() < started + OWN_PROBE_S:
@@ -199,23 +204,32 @@ class Discovery:
             await trio.sleep(self._config.interval_s)
             yield await self.round()
 
-    async def round(self, probes: trio.Nursery | None = None) -> tuple[sch.PeerView, ...]:
+    async def round(
+        self, probes: trio.Nursery | None = None, *, until: float | None = None
+    ) -> tuple[sch.PeerView, ...]:
         """One round: looks (of `count` providers not confirmed, probed or silent; None: all) with a
-        live profile asked of each new provider, again past them while fewer than `count` answered
-        within `GRACE_S`. With `probes`, a probe still waiting when the round ends goes on there and
-        its view joins the next round; without, the round waits for every probe."""
+        live profile asked of each new provider, again past them while fewer than the campaign needs
+        (`count` / `LOOKUP_SLACK`) answered within `GRACE_S`. With `probes`, a probe still waiting
+        when the round ends goes on there and its view joins the next round; without, the round waits
+        for every probe. `until` (trio's clock): no look starts, nor waits, past it (`initial`'s
+        settling: a round digging past Sybils must not hold the discovery's end)."""
         if probes is None:
             async with trio.open_nursery() as own:
-                return await self._round(own, wait=True)
-        return await self._round(probes, wait=False)
+                return await self._round(own, wait=True, until=until)
+        return await self._round(probes, wait=False, until=until)
 
-    async def _round(self, probes: trio.Nursery, *, wait: bool) -> tuple[sch.PeerView, ...]:
+    async def _round(
+        self, probes: trio.Nursery, *, wait: bool, until: float | None = None
+    ) -> tuple[sch.PeerView, ...]:
         known = frozenset(self._known | self._exclude)
         answers = _Answers(self._late, self._late_answer)
         self._late = []
         views = answers.views
         seen: set[str] = set()
         deadline = trio.current_time() + self._config.timeout_s
+        if until is not None:
+            deadline = min(deadline, until)
+        need = None if self._count is None else -(-self._count // LOOKUP_SLACK)
         batch: list[trio.Event] = []
         looks = 0
         while trio.current_time() < deadline:
@@ -246,11 +260,13 @@ class Discovery:
             for peer, done in zip(new, batch, strict=True):
                 self._probing.add(peer.peer_id)
                 probes.start_soon(self._confirm, peer, answers, done)
-            with trio.move_on_after(GRACE_S):
+            with trio.move_on_at(min(trio.current_time() + GRACE_S, deadline)):
                 for done in batch:
                     await done.wait()
             fresh = sum(1 for v in views if v.peer_id not in known)
-            if self._count is None or fresh >= self._count:
+            # The spares (`LOOKUP_SLACK`) are sought by later rounds, not here: past providers that
+            # stall (Sybils a few to a key, `node.p2p.places`) each look deeper costs `GRACE_S`.
+            if need is None or fresh >= need:
                 break
         if wait:
             for done in batch:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,9 +126,15 @@ class Lab:
         return self.start(name, [*SARK, *args], ns=ns)
 
     def gate(
-        self, name: str = "gate", timeout: float = 30.0, *, listen: str = LOOPBACK, ns: str | None = None
+        self,
+        name: str = "gate",
+        timeout: float = 30.0,
+        *,
+        listen: str = LOOPBACK,
+        ns: str | None = None,
+        extra: Sequence[str] = (),
     ) -> Proc:
-        """Start a gate and wait for its ready line."""
+        """Start a gate (`extra`: more of its flags) and wait for its ready line."""
         proc = self._start(
             name,
             [
@@ -139,6 +146,7 @@ class Lab:
                 "--record-ttl",
                 str(self.record_ttl),
                 "--events",
+                *extra,
             ],
             ns,
         )

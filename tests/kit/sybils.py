@@ -1,6 +1,7 @@
 """Sybil providers for the discovery labs: many fresh keys announcing through the node's own path.
 
-    python tests/kit/sybils.py --gate MULTIADDR --count N --data-dir DIR [--mode stall|junk]
+    python tests/kit/sybils.py --gate MULTIADDR --count N --data-dir DIR [--mode stall|junk|mixed]
+        [--bind IP] [--fill]
 
 Each key is a real node of this code (`open_node`, role worker) that signs an advert and places it and
 its provider records with the node's own `Dht.publish` (one after another, so the first twenty fill
@@ -8,6 +9,14 @@ the any-worker tree's root key before any honest worker comes), then answers `/s
 
     stall   never: the stream opens and nothing comes back (a probe waits out its deadline)
     junk    with another key's advert (signed, but not by the asker's peer: refused as junk)
+    mixed   the even keys stall, the odd ones answer junk
+
+`--bind IP` (a loopback address such as 127.0.1.1) puts every key's listen address and the source of
+every connection it dials there, so a server reads that network as the kernel gives it (issue 50: places
+per network). `--fill` places the keys as a cheater who reads nothing would: key i at the i // 20-th key
+of the tree in level order (root, then level 1, ...), twenty to a key, so that 200 fill the first three
+levels (the keys a look reads first) and three keys of the fourth; the node's own `publish` then sends
+the records (no read-back: a Sybil that is not kept is not told).
 
 It prints `{"event": "ready", "peer_ids": [...], "seconds": S}` once every key is out, then serves until
 killed; a test that kills it makes the same keys "gone" (their records stay listed for the TTL, every
@@ -33,11 +42,30 @@ from kit.data import make_profile
 from node.config import NodeConfig
 from node.p2p.identity import load_seed
 from node.p2p.node import Node, open_node
+from node.p2p.shards import SHARD_CAP, Shard
 from node.p2p.wire import Channel
 from protocol import DOMAIN_ADVERT, PROFILE, AdvertBody, ComputeUnit, Envelope, Load, ProfileReply
 from protocol.records import seal
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
+UNITS = (ComputeUnit.CPU_ONNX,)
+
+
+def bind_dials(ip: str) -> None:
+    """Every TCP dial of this process leaves from `ip` (the kernel then shows that address to servers)."""
+    from libp2p.transport.tcp.tcp import TCP
+
+    async def dial(self: TCP, maddr: object) -> object:
+        return await self.dial_with_source(maddr, (ip, 0))  # type: ignore[arg-type]
+
+    TCP.dial = dial  # type: ignore[assignment,method-assign]
+
+
+def filled(i: int, unit: ComputeUnit | None) -> Shard:
+    """Key i's place under `--fill`: the (i // SHARD_CAP)-th key of the tree in level order."""
+    slot = i // SHARD_CAP
+    level = (slot + 1).bit_length() - 1
+    return Shard(unit, level, slot + 1 - 2**level)
 
 
 def advert(node: Node, ttl: float) -> Envelope:
@@ -67,18 +95,25 @@ def answer(mode: str, other: Envelope) -> object:
     return stall if mode == "stall" else junk
 
 
-async def main(gate: str, count: int, root: Path, mode: str, ttl: float) -> None:
+async def main(gate: str, count: int, root: Path, mode: str, ttl: float, bind: str, fill: bool) -> None:
     started = time.monotonic()
+    listen = LOOPBACK
+    if bind:
+        bind_dials(bind)
+        listen = (f"/ip4/{bind}/tcp/0",)
     async with AsyncExitStack() as stack:
         nodes: list[Node] = []
         for i in range(count):
-            config = NodeConfig(data_dir=root / f"s{i}", gates=(gate,), listen=LOOPBACK, record_ttl_s=ttl)
+            config = NodeConfig(data_dir=root / f"s{i}", gates=(gate,), listen=listen, record_ttl_s=ttl)
             node = await stack.enter_async_context(open_node(config, role="worker"))
-            await node.dht.publish(advert(node, ttl), [ComputeUnit.CPU_ONNX], gates=node.gates)
+            if fill:  # the cheater's choice of keys: placed, so publish only sends
+                node.dht.placed.update({u: filled(i, u) for u in (None, *UNITS)})
+            await node.dht.publish(advert(node, ttl), UNITS, gates=node.gates)
             nodes.append(node)
         for i, node in enumerate(nodes):
             other = advert(nodes[(i + 1) % len(nodes)], ttl)
-            node.host.set_handler(PROFILE, answer(mode, other), deadline=3600.0)  # type: ignore[arg-type]
+            how = ("stall", "junk")[i % 2] if mode == "mixed" else mode
+            node.host.set_handler(PROFILE, answer(how, other), deadline=3600.0)  # type: ignore[arg-type]
         ids = [n.host.peer_id for n in nodes]
         print(
             json.dumps({"event": "ready", "peer_ids": ids, "seconds": round(time.monotonic() - started, 2)})
@@ -92,7 +127,9 @@ if __name__ == "__main__":
     parser.add_argument("--gate", required=True)
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--mode", choices=("stall", "junk"), default="stall")
+    parser.add_argument("--mode", choices=("stall", "junk", "mixed"), default="stall")
     parser.add_argument("--record-ttl", type=float, default=30.0)
+    parser.add_argument("--bind", default="")
+    parser.add_argument("--fill", action="store_true")
     args = parser.parse_args()
-    trio.run(main, args.gate, args.count, args.data_dir, args.mode, args.record_ttl)
+    trio.run(main, args.gate, args.count, args.data_dir, args.mode, args.record_ttl, args.bind, args.fill)
