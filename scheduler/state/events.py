@@ -229,6 +229,16 @@ class MarkUnschedulable:
 
 
 @dataclass(frozen=True)
+class AwaitChallenge:
+    """A verified job short of peers that a challenge refused and will challenge again waits for their
+    next verdict (`placement.open_refusals`): said once, when it begins to wait."""
+
+    job_index: int
+    task_ids: tuple[str, ...]
+    detail: str
+
+
+@dataclass(frozen=True)
 class RecordOutcome:
     """A task ended (exactly once): store its row. For Complete, store the result before `SendAck`."""
 
@@ -289,6 +299,7 @@ Command = (
     | SendCancel
     | SendReclaim
     | MarkUnschedulable
+    | AwaitChallenge
     | RecordOutcome
     | FinishCampaign
     | ReplicasSettled

@@ -190,6 +190,9 @@ class TaskView(Value):
         quorum_owners: the owners its agreeing quorum came from (`replicas.voter_name`), set with them.
         agreement: what its group's settlement said (the agreed figure, the band, each replica's
             network), set with `verified`; None while unsettled or not verified.
+        awaits: why a task of a job not yet placed waits (`placement.open_refusals`: a peer its job is
+            short of is challenged again later; the job is planned again with each discovery round,
+            and at `deadline` at the latest), "" otherwise.
     """
 
     task_id: str
@@ -219,6 +222,7 @@ class TaskView(Value):
     quorum_networks: tuple[str, ...] = ()
     quorum_owners: tuple[str, ...] = ()
     agreement: Agreement | None = None
+    awaits: str = ""
 
     @property
     def ended(self) -> bool:
