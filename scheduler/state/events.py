@@ -80,6 +80,9 @@ class ResultAccepted:
     median_ms: float | None = None  # the result's inference median: a finished task's progress shows it
     spread: float = 0.0  # its relative standard error (`agreement.spread_of`): a replica's band
     fingerprint: str = ""  # its output fingerprints, joined: replicas must agree on it
+    core_spread: float | None = (
+        None  # the same of the processes its figure rests on (`agreement.core_spread`)
+    )
 
 
 @dataclass(frozen=True)

@@ -331,7 +331,8 @@ class Scheduler:
             stale = "stale lease: result not accepted"
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, stale)]
         final = task.progress.finished(event.median_ms)
-        task = self._put(task, progress=final, spread=event.spread, fingerprint=event.fingerprint)
+        said = {"spread": event.spread, "core_spread": event.core_spread, "fingerprint": event.fingerprint}
+        task = self._put(task, progress=final, **said)
         out = self._end(task, TaskState.DONE, None, "")
         return [*out, SendAck(event.task_id, event.lease_id)]
 

@@ -389,19 +389,8 @@ def plan_job(
         groups = place_groups(matching, job.devices, unit, verify, gap)
         short = groups.shortfall  # peers fit, but too few independent ones: unverifiable
         waits = open_refusals(rejected, peers, now) if short else ()
-        return JobPlan(
-            job,
-            needs,
-            groups.chosen,
-            matching,
-            rejected,
-            groups.wanted,
-            short,
-            verify,
-            bool(short),
-            gap,
-            waits,
-        )
+        chosen, wanted = groups.chosen, groups.wanted
+        return JobPlan(job, needs, chosen, matching, rejected, wanted, short, verify, bool(short), gap, waits)
     if job.devices == "all":
         wanted = max(1, len(matching))
     elif job.devices == "any":

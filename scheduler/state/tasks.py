@@ -181,6 +181,8 @@ class TaskView(Value):
         device_class: the key of its group's device class (`scheduler.verification.classes`), "" unless
             grouped.
         spread: its accepted result's relative standard error (`agreement.spread_of`).
+        core_spread: the same of the processes its figure rests on (`agreement.core_spread`): what says
+            whether it can vouch; None for a result accepted before it was kept.
         fingerprint: its accepted result's output fingerprints, joined ("" none).
         verified: how its group settled it, as the row says: `replicated k/n`, `outlier`, `single`,
             `disagreed` ("" while unsettled or not verified).
@@ -216,6 +218,7 @@ class TaskView(Value):
     replica_group: str = ""
     device_class: str = ""
     spread: float = 0.0
+    core_spread: float | None = None
     fingerprint: str = ""
     verified: str = ""
     verify_detail: str = ""

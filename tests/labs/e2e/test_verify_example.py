@@ -124,6 +124,7 @@ def _liar_refused(root: Path, claimed: float) -> subprocess.CompletedProcess[str
         (root / "c").mkdir()
         path = write_campaign(root / "c" / "c.yaml", body)
         swarm = Swarm(lab, gate, {}, root / "liar" / "submitter", root)
-        return swarm.run("submit", str(path), "--wait-peers", "1", "--out", str(root / "out"), timeout=400)
+        args = ["--wait-peers", "1", "--rediscover", "1", "--out", str(root / "out")]  # re-challenged every 3 s
+        return swarm.run("submit", str(path), *args, timeout=400)
     finally:
         lab.close()
