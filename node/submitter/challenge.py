@@ -13,16 +13,16 @@ bears the claim out ends it; every round is tried before a refusal, spread over 
 (`ROUND_GAP_S`), and a commitment that comes after its deadline is timed and counts
 (`late_wait_s`), so that a device disturbed for a moment is not refused for the campaign. A peer
 that fails is `claim_unverified` with the challenge's figures until a discovery round finds it
-`rechallenge_s` later (`RECHALLENGE_ROUNDS` rediscovery intervals): then it is challenged again, up to `MOST_CHALLENGES` times a campaign, and
-the last verdict stands (a device starved by other work when first asked passes once its machine is
-less busy). The cheater's view: a liar refused is asked again, but each challenge holds it by the
-same margin (`scheduler.verification.challenge`: a 2.5x claim needs a round 1.58x faster than its
-device can compute), which no timing of its own can buy, so more tries buy it nothing it can
-choose; nothing it reports (its load, its busy spell) moves the bound or the pause. The peers the
-scheduler already placed work on stay placed; a refused view carries when its next verdict is due
-(`again_by`, on the scheduler's clock), and a verified job short of such peers waits for it
-(`scheduler.state.placement.open_refusals`): placed when a re-challenge passes, `Unverifiable` once
-the last is used or its due time passed. One that does
+`rechallenge_s` later (`RECHALLENGE_ROUNDS` rediscovery intervals): then it is challenged again, up
+to `MOST_CHALLENGES` times a campaign, and the last verdict stands (a device starved by other work
+when first asked passes once its machine is less busy). The cheater's view: a liar refused is asked
+again, but each challenge holds it by the same margin (`scheduler.verification.challenge`: a 2.5x
+claim needs a round 1.58x faster than its device can compute), which no timing of its own can buy,
+so more tries buy it nothing it can choose; nothing it reports (its load, its busy spell) moves the
+bound or the pause. The peers the scheduler already placed work on stay placed; a refused view
+carries when its next verdict is due (`again_by`, on the scheduler's clock), and a verified job
+short of such peers waits for it (`scheduler.state.placement.open_refusals`): placed when a
+re-challenge passes, `Unverifiable` once the last is used or its due time passed. One that does
 not answer (gone, busy, an older version that serves only 1.0.0's single product) is
 `claim_unverified` for that round only, and challenged again at the next. Peers on one host are
 challenged one after another (their chains would share its cores), hosts at once.
