@@ -107,6 +107,7 @@ class Scheduler:
         self._peers: dict[str, PeerView] = {}
         self._tasks: dict[str, TaskView] = {}
         self._planned = self._cancelled = self._finished = self._resuming = self._stopped = False
+        self._waiting = False  # some job's tasks wait for a re-challenge (`_replan_awaiting`)
         self._now = 0.0  # the `now` of the event being handled
         self._records: dict[str, PeerRecord] = {}  # each peer's record of agreements (the node's store)
         self._errors: dict[str, tuple[float, ...]] = {}  # each class's pool of errors (the node's store)
@@ -120,7 +121,7 @@ class Scheduler:
         self._now = now
         out: list[Command] = self._resume(now) if self._resuming else []
         out += self._apply(event, now)
-        if isinstance(event, PeersDiscovered) or self._awaited_due(now):
+        if self._waiting and (isinstance(event, PeersDiscovered) or self._awaited_due(now)):
             out += self._replan_awaiting()
         out += self._settle_groups()
         out += self._expire(now)
@@ -195,6 +196,7 @@ class Scheduler:
         scheduler._tasks = {t.task_id: t for t in snap.tasks}
         scheduler._planned, scheduler._cancelled = snap.planned, snap.cancelled
         scheduler._finished, scheduler._resuming = snap.finished, not snap.finished
+        scheduler._waiting = any(t.awaits and not t.ended for t in snap.tasks)
         return scheduler
 
     def _apply(self, event: Event, now: float) -> list[Command]:
@@ -242,6 +244,7 @@ class Scheduler:
         """A job's tasks from its plan: waiting unplaced while a verdict it is short of is to come."""
         model = self._models[plan.job.model_key]
         if plan.awaiting:
+            self._waiting = True
             return awaiting(self._id, plan, model, awaited_until(plan, tuple(self._peers.values())))
         return fanned(self._id, plan, model, self._now)
 
@@ -255,6 +258,7 @@ class Scheduler:
         planned once no verdict it waits for is to come; still waiting otherwise (its deadline the
         last awaited verdict's due time)."""
         jobs = sorted({t.job_index for t in self._tasks.values() if t.awaits and not t.ended})
+        self._waiting = bool(jobs)
         if self._cancelled or not jobs:
             return []
         peers = tuple(self._peers.values())
@@ -280,11 +284,13 @@ class Scheduler:
     def _replace_job(self, index: int, tasks: Sequence[TaskView]) -> None:
         """The waiting tasks of job `index` replaced by its tasks as planned now, in task order."""
         rebuilt: dict[str, TaskView] = {}
+        placed = False
         for task in self._tasks.values():
             if task.job_index != index:
                 rebuilt[task.task_id] = task
-            elif not rebuilt.keys() & {t.task_id for t in tasks}:
+            elif not placed:  # the job's tasks where its first waiting one stood
                 rebuilt.update({t.task_id: t for t in tasks})
+                placed = True
         self._tasks = rebuilt
 
     def _on_commit(self, event: OfferCommitted, now: float) -> list[Command]:

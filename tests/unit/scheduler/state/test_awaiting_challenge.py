@@ -152,3 +152,15 @@ def test_plan_says_beforehand_which_refused_peers_are_challenged_again() -> None
     (job,) = explain(parse_campaign(YAML), {"m": MODEL}, _peers(REFUSED, again_by=0.0)).jobs
     assert job.unverifiable
     assert job.awaiting == ()
+
+
+def test_a_waiting_job_survives_a_restart_and_is_placed_after_it() -> None:
+    sched = Scheduler("c5", parse_campaign(YAML), {"m": MODEL}, key=KEY)
+    sched.handle(PeersDiscovered(peers=_peers(REFUSED, again_by=100.0)), 0.0)
+    snap = type(sched.snapshot()).model_validate_json(sched.snapshot().model_dump_json())
+    restored = Scheduler.restore(snap, KEY)
+    assert restored.handle(Tick(), 10.0) == []  # still waiting: nothing offered, nothing ended
+    assert all(t.awaits for t in restored.tasks())
+    out = restored.handle(PeersDiscovered(peers=_peers()), 40.0)
+    assert [c.peer_id for c in out if isinstance(c, SendOffer)] == ["12D3-w0"]  # max_inflight: 1
+    assert not any(t.awaits for t in restored.tasks())
