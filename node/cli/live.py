@@ -40,10 +40,17 @@ class LiveView:
     def event(self, event: str, /, **fields: Any) -> None:
         """An event sink (`node.events.EventSink`) that says the campaign's id once it starts, on stderr
         above the live view, so that `status`, `cancel` or `--resume` can name it while it runs; a
-        resumed campaign says instead what the resume took over (`resumed_line`)."""
+        resumed campaign says instead what the resume took over (`resumed_line`); a job that waits for
+        a peer's next challenge says so once (`awaiting`)."""
+        from protocol import for_rich
+
+        if event == "awaiting":  # a job waits for a re-challenge: said once, when it begins to wait
+            self._console.print(
+                f"job {fields.get('job')}: {for_rich(str(fields.get('detail', '')))}", soft_wrap=True
+            )
+            return
         if event not in ("campaign", "resumed") or not self._announce or self._resumed:
             return
-        from protocol import for_rich
 
         campaign = for_rich(str(fields.get("campaign", "")))
         if event == "resumed":
@@ -94,7 +101,7 @@ def task_table(tasks: Sequence[sch.TaskView]) -> Any:
             for_rich(worker_cell(t, tasks)),
             t.shown_unit,
             t.state.value,
-            t.shown_phase.value if t.shown_phase else "",
+            "awaits a challenge" if t.awaits else t.shown_phase.value if t.shown_phase else "",
             f"{p.done}/{p.total}" if p.total else "",
             f"{p.median_ms:.3f}" if p.median_ms is not None else "",
         )

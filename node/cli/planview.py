@@ -48,6 +48,7 @@ def plan_json(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = N
                 ],
                 "shortfall": job.shortfall,
                 "unverifiable": job.unverifiable,
+                "awaiting": list(job.awaiting),
                 "references": _references(job),
                 "bands": bands(job, errors or {}),
             }
@@ -130,6 +131,7 @@ def bands(job: sch.JobPlan, errors: Mapping[str, Sequence[float]]) -> list[dict[
 def print_plan(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = None) -> None:
     """`plan` on the terminal: per job, each peer chosen, matching or rejected with why, and its replicas."""
     from node.cli.console import console as out_console
+    from node.submitter.challenge import MOST_CHALLENGES
     from protocol import for_rich
 
     console = out_console()
@@ -171,7 +173,13 @@ def print_plan(result: sch.Plan, errors: Mapping[str, Sequence[float]] | None = 
         for ref in _references(job):
             said = f"reference {ref['reference']}" if ref["reference"] else ref["why_not"]
             console.print(f"  {'class ' + ref['class'] + ': ' if ref['class'] else ''}{for_rich(said)}")
-        if job.unverifiable:  # said before the run: these tasks will not run alone
+        if job.awaiting:  # said before the run: the job waits for these peers' next challenge
+            console.print(
+                f"  [yellow]waits: {len(job.awaiting)} peer(s) its challenge refused are challenged again "
+                f"later in the campaign (up to {MOST_CHALLENGES} challenges each); unverifiable if none "
+                f"passes: {for_rich(job.shortfall)}[/]"
+            )
+        elif job.unverifiable:  # said before the run: these tasks will not run alone
             console.print(f"  [red]unverifiable: {for_rich(job.shortfall)}[/]")
         elif job.shortfall:
             console.print(f"  [yellow]{for_rich(job.shortfall)}[/]")

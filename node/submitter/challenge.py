@@ -13,15 +13,16 @@ bears the claim out ends it; every round is tried before a refusal, spread over 
 (`ROUND_GAP_S`), and a commitment that comes after its deadline is timed and counts
 (`late_wait_s`), so that a device disturbed for a moment is not refused for the campaign. A peer
 that fails is `claim_unverified` with the challenge's figures until a discovery round finds it
-`RECHALLENGE_S` later: then it is challenged again, up to `MOST_CHALLENGES` times a campaign, and
-the last verdict stands (a device starved by other work when first asked passes once its machine is
-less busy). The cheater's view: a liar refused is asked again, but each challenge holds it by the
-same margin (`scheduler.verification.challenge`: a 2.5x claim needs a round 1.58x faster than its
-device can compute), which no timing of its own can buy, so more tries buy it nothing it can
-choose; nothing it reports (its load, its busy spell) moves the bound or the pause. The peers the
-scheduler already placed work on stay placed; a peer that passes later is free for what is placed
-after (retries, replicas), while a task planned at the campaign's start on refused peers alone ends
-then (the plan is made once). One that does
+`rechallenge_s` later (`RECHALLENGE_ROUNDS` rediscovery intervals): then it is challenged again, up
+to `MOST_CHALLENGES` times a campaign, and the last verdict stands (a device starved by other work
+when first asked passes once its machine is less busy). The cheater's view: a liar refused is asked
+again, but each challenge holds it by the same margin (`scheduler.verification.challenge`: a 2.5x
+claim needs a round 1.58x faster than its device can compute), which no timing of its own can buy,
+so more tries buy it nothing it can choose; nothing it reports (its load, its busy spell) moves the
+bound or the pause. The peers the scheduler already placed work on stay placed; a refused view
+carries when its next verdict is due (`again_by`, on the scheduler's clock), and a verified job
+short of such peers waits for it (`scheduler.state.placement.open_refusals`): placed when a
+re-challenge passes, `Unverifiable` once the last is used or its due time passed. One that does
 not answer (gone, busy, an older version that serves only 1.0.0's single product) is
 `claim_unverified` for that round only, and challenged again at the next. Peers on one host are
 challenged one after another (their chains would share its cores), hosts at once.
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar, final
@@ -102,15 +104,24 @@ stranger's challenge delays an honest one, it does not deny it."""
 ROUND_GAP_S: Final = 0.5
 """The pause before round r is r times this: rounds spread over a second and a half, so that one
 busy moment on the device (another process's burst) does not decide every round."""
+RECHALLENGE_ROUNDS: Final = 3
+"""A peer refused by its challenge is challenged again at the first discovery round this many
+rediscovery intervals after (`rechallenge_s`: another process's busy spell on its machine may have
+passed)."""
 RECHALLENGE_S: Final = 30.0
-"""A peer refused by its challenge is challenged again at the first discovery round this long after
-(a few rediscovery intervals: another process's busy spell on its machine may have passed)."""
+"""The wait before a refused peer's next challenge at the default rediscovery interval (10 s)."""
 MOST_CHALLENGES: Final = 3
 """Challenges a peer gets in a campaign, its first included; the last one's verdict stands."""
 LATE_FACTOR: Final = 3.0
 """A commitment is awaited this many times the round's deadline: a late one is timed and counts as a
 round that did not bear the claim out (the next round is tried); only none at all ends the challenge
 (the stream cannot go on while the worker's child computes)."""
+
+
+def rechallenge_s(interval_s: float) -> float:
+    """The wait before a refused peer's next challenge, for a rediscovery interval of `interval_s`
+    (the submitter's own `--rediscover`): `RECHALLENGE_ROUNDS` of them."""
+    return RECHALLENGE_ROUNDS * interval_s
 
 
 def late_wait_s(sizing: challenge.Sizing) -> float:
@@ -174,10 +185,15 @@ class Challenger:
         events: EventSink = quiet,
         recompute: Recompute | None = None,
         own: frozenset[str] = frozenset(),
+        again_s: float = RECHALLENGE_S,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         """`own`: the peer ids of this submitter's own embedded workers, never challenged
-        (`node.submitter.run.own_workers` says why)."""
+        (`node.submitter.run.own_workers` says why); `again_s`: the wait before a refused peer's next
+        challenge (`rechallenge_s`); `wall`: the scheduler's clock (`PeerView.challenge_again_by`)."""
         self._own = own
+        self._again_s = again_s
+        self._wall = wall
         self._key = key
         self._open = open_challenge
         self._emit = events
@@ -205,8 +221,24 @@ class Challenger:
         for view in views:
             problem = found.get(view.peer_id, "")
             view = dataclasses.replace(view, challenged=self._evidence.get(view.peer_id, view.challenged))
-            marked.append(dataclasses.replace(view, claim=(*view.claim, problem)) if problem else view)
+            if problem:
+                again = self.again_by(view.peer_id)
+                view = dataclasses.replace(view, claim=(*view.claim, problem), challenge_again_by=again)
+            marked.append(view)
         return marked
+
+    def again_by(self, peer_id: str) -> float:
+        """When (the scheduler's clock, `wall`) a refused peer's next challenge will have its verdict
+        at the latest, or 0 when none will come (borne out, unanswered, or its last challenge used):
+        its next challenge waits `again_s` and then a discovery round (at most another `again_s`), and
+        takes at most `TOTAL_S` a claim. A job short of the peer waits until then
+        (`scheduler.state.placement.open_refusals`); a peer gone meanwhile holds it no longer. Read
+        from this submitter's clock and constants only: nothing the peer reports moves it."""
+        count, at = self._answered.get(peer_id, (MOST_CHALLENGES, 0.0))
+        if not self._verdicts.get(peer_id) or count >= MOST_CHALLENGES:
+            return 0.0
+        due = at + 2 * self._again_s + 2 * TOTAL_S  # a CPU claim and a GPU claim, at most
+        return self._wall() + max(0.0, due - trio.current_time())
 
     async def measure(
         self, view: sch.PeerView, addrs: tuple[str, ...], *, first_problem: bool = False
@@ -238,11 +270,11 @@ class Challenger:
         return problem
 
     def _again(self, peer_id: str) -> bool:
-        """Whether a refused peer is challenged again now: `RECHALLENGE_S` after its last challenge,
+        """Whether a refused peer is challenged again now: `again_s` after its last challenge,
         while it has had fewer than `MOST_CHALLENGES` (a peer borne out is never asked again)."""
         count, at = self._answered.get(peer_id, (MOST_CHALLENGES, 0.0))
         refused = bool(self._verdicts.get(peer_id))
-        return refused and count < MOST_CHALLENGES and trio.current_time() - at >= RECHALLENGE_S
+        return refused and count < MOST_CHALLENGES and trio.current_time() - at >= self._again_s
 
     async def _one(self, view: sch.PeerView, target: Target, addrs: tuple[str, ...]) -> challenge.Measured:
         """One claim challenged over its own stream, or why it went unanswered."""
@@ -518,12 +550,14 @@ async def open_challenge(
 
 __all__ = [
     "MOST_CHALLENGES",
+    "RECHALLENGE_ROUNDS",
     "RECHALLENGE_S",
     "Challenger",
     "OpenChallenge",
     "Target",
     "by_host",
     "open_challenge",
+    "rechallenge_s",
     "targets",
     "wants_challenge",
 ]

@@ -198,6 +198,11 @@ class Discovery:
             log.warning("no worker found (%s): %s", self.empty_cause.code.value, self.empty_cause.detail)
         return tuple(sorted(confirmed.values(), key=lambda v: v.peer_id))
 
+    @property
+    def interval_s(self) -> float:
+        """The wait between two rounds of `updates`."""
+        return self._config.interval_s
+
     async def updates(self) -> AsyncIterator[tuple[sch.PeerView, ...]]:
         """A fresh view of the swarm every interval, for churn and retries."""
         while True:

@@ -234,6 +234,10 @@ class CampaignLoop:
                     detail=command.detail,
                     reasons={k: [r.detail for r in v] for k, v in command.reasons.items()},
                 )
+            elif isinstance(command, sch.AwaitChallenge):
+                self._emit(
+                    "awaiting", job=command.job_index, tasks=len(command.task_ids), detail=command.detail
+                )
             elif isinstance(command, sch.ReplicasSettled):
                 self._store.settled(command.evidence)
                 self._store.add_errors(command.pool, command.errors)

@@ -31,7 +31,7 @@ from node.p2p.identity import identity_peer_id, load_seed
 from node.p2p.node import Node, open_node
 from node.p2p.survey import Shortfall
 from node.submitter.attempt import Identity, open_negotiate
-from node.submitter.challenge import Challenger, open_challenge, wants_challenge
+from node.submitter.challenge import Challenger, open_challenge, rechallenge_s, wants_challenge
 from node.submitter.discovery import Discovery, DiscoveryConfig, lookup_count
 from node.submitter.fleet import FleetBook, open_clock
 from node.submitter.loop import CampaignLoop, Tally, View
@@ -221,7 +221,7 @@ async def drive(
         events=events,
         stop=stop,
         fleet=FleetBook(run.campaign, lambda peer, addrs: open_clock(host, peer, addrs)),
-        challenger=challenger(node, run.campaign, key, events),
+        challenger=challenger(node, run.campaign, key, events, discovery.interval_s),
     )
     events("campaign", campaign=run.campaign_id, submitter=host.peer_id)
     await loop.run()
@@ -362,13 +362,17 @@ def _discovery(
     return Discovery(node, config, exclude=frozenset({node.host.peer_id}), own=own)
 
 
-def challenger(node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: EventSink) -> Challenger | None:
+def challenger(
+    node: Node, campaign: sch.Campaign, key: sch.DrawKey, events: EventSink, interval_s: float
+) -> Challenger | None:
     """The campaign's challenger (`node.submitter.challenge`), when its `verify:` asks for one; this
-    submitter's own embedded workers are not challenged (`own_workers`)."""
+    submitter's own embedded workers are not challenged (`own_workers`); a refused peer is challenged
+    again `RECHALLENGE_ROUNDS` rediscovery intervals (`interval_s`) later."""
     if not wants_challenge(campaign):
         return None
     host = node.host
-    return Challenger(key, partial(open_challenge, host), events, own=own_workers(node.config))
+    again = rechallenge_s(interval_s)
+    return Challenger(key, partial(open_challenge, host), events, own=own_workers(node.config), again_s=again)
 
 
 def own_workers(config: NodeConfig) -> frozenset[str]:
@@ -444,7 +448,7 @@ async def plan(
         own = running_workers(node.config, options.workers) if not config.gates else frozenset()
         discovery = _discovery(node, options, campaign, own)
         peers = await discovery.initial()
-        challenges = challenger(node, campaign, fresh_key(), options.events)  # a dry run's own key
+        challenges = challenger(node, campaign, fresh_key(), options.events, discovery.interval_s)  # own key
         if challenges is not None:
             peers = tuple(await challenges.vouch(peers, discovery.addrs))
     return sch.explain(campaign, models, peers)

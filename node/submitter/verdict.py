@@ -59,5 +59,7 @@ def judge(
     )
     said = replica_of(a.peer_id, figures, spec)
     median, spread, fingerprint = said.median_ms, said.spread, said.fingerprint
-    event = sch.ResultAccepted(a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint)
+    event = sch.ResultAccepted(
+        a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint, said.core
+    )
     return Accepted(record, event)

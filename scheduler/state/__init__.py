@@ -66,6 +66,7 @@ from __future__ import annotations
 
 from scheduler.state.events import (
     DEFAULT_LEASE_TTL_S,
+    AwaitChallenge,
     CancelRequested,
     Command,
     Event,
@@ -116,6 +117,7 @@ from scheduler.state.placement import (
     endpoint_problem,
     explain,
     feasible,
+    open_refusals,
     plan_job,
     rank,
     unit_problem,
@@ -142,6 +144,7 @@ __all__ = [
     "FLEET_UNIT",
     "Agreement",
     "Attempt",
+    "AwaitChallenge",
     "CancelRequested",
     "Cause",
     "ClassReference",
@@ -194,6 +197,7 @@ __all__ = [
     "explain",
     "feasible",
     "lag_p99_ms",
+    "open_refusals",
     "plan_job",
     "rank",
     "reference_gap",

@@ -80,6 +80,9 @@ class ResultAccepted:
     median_ms: float | None = None  # the result's inference median: a finished task's progress shows it
     spread: float = 0.0  # its relative standard error (`agreement.spread_of`): a replica's band
     fingerprint: str = ""  # its output fingerprints, joined: replicas must agree on it
+    core_spread: float | None = (
+        None  # the same of the processes its figure rests on (`agreement.core_spread`)
+    )
 
 
 @dataclass(frozen=True)
@@ -229,6 +232,16 @@ class MarkUnschedulable:
 
 
 @dataclass(frozen=True)
+class AwaitChallenge:
+    """A verified job short of peers that a challenge refused and will challenge again waits for their
+    next verdict (`placement.open_refusals`): said once, when it begins to wait."""
+
+    job_index: int
+    task_ids: tuple[str, ...]
+    detail: str
+
+
+@dataclass(frozen=True)
 class RecordOutcome:
     """A task ended (exactly once): store its row. For Complete, store the result before `SendAck`."""
 
@@ -289,6 +302,7 @@ Command = (
     | SendCancel
     | SendReclaim
     | MarkUnschedulable
+    | AwaitChallenge
     | RecordOutcome
     | FinishCampaign
     | ReplicasSettled

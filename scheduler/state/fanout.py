@@ -1,12 +1,13 @@
 """A job's plan made tasks: one per chosen peer (pending, in its replica group), and the tasks no
 peer could take, ended at once with why: `Unschedulable` when no peer fits, `Unverifiable` when
 peers fit but too few independent ones to make the quorum `verify:` asks (`JobPlan.unverifiable`:
-such a task never runs alone)."""
+such a task never runs alone). A verified job short of peers that a challenge refused and will
+challenge again is not placed yet (`awaiting`): its tasks wait, unplaced, for the next verdict."""
 
 from __future__ import annotations
 
 from protocol import ModelRef
-from scheduler.state.events import Command, MarkUnschedulable, RecordOutcome
+from scheduler.state.events import AwaitChallenge, Command, MarkUnschedulable, RecordOutcome
 from scheduler.state.placement import JobPlan
 from scheduler.state.tasks import STATUS_OF, Lapse, TaskState, TaskView, task_id_of
 from scheduler.verification.classes import device_class
@@ -35,6 +36,32 @@ def fanned(
         ended.append(task.with_(state=state, failure_reason=cause, detail=why, reasons=lines, ended_at=now))
         out.append(RecordOutcome(task.task_id, STATUS_OF[state], cause, why))
     return [*placed, *ended], out
+
+
+def awaiting(
+    campaign_id: str, plan: JobPlan, model: ModelRef, until: float
+) -> tuple[list[TaskView], list[Command]]:
+    """A job that waits for a re-challenge (`plan.awaiting`): its tasks as planned now, none placed,
+    each saying why it waits, with `until` (when the last awaited verdict is due) as its deadline; and
+    the `AwaitChallenge` that says so once. The job is planned whole again when a verdict comes."""
+    placed, unplaced = fan_out(campaign_id, plan, model)
+    n = len(plan.awaiting)
+    detail = (
+        f"waits for the next challenge of {n} peer(s) its challenge refused (challenged again later "
+        f"in the campaign); unverifiable if none passes: {plan.shortfall}"
+    )
+    tasks = [
+        TaskView(
+            task_id=t.task_id,
+            job_index=t.job_index,
+            unit=t.unit,
+            model=t.model,
+            awaits=detail,
+            deadline=until,
+        )
+        for t in (*placed, *unplaced)
+    ]
+    return tasks, [AwaitChallenge(plan.job.index, tuple(t.task_id for t in tasks), detail)]
 
 
 def fan_out(campaign_id: str, plan: JobPlan, model: ModelRef) -> tuple[list[TaskView], list[TaskView]]:

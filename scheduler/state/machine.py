@@ -5,7 +5,10 @@ OFFERED (offer sent; answered within ``offer_timeout_s`` or abandoned) -> LEASED
 dispatched; each heartbeat extends the lease by its ttl, never past its end: `scheduler.state.leases`) ->
 one ending: DONE, FAILED, UNSCHEDULABLE, UNVERIFIABLE (a `verify:` quorum that could not be placed on
 independent peers: its tasks never run alone) or CANCELLED, reached exactly once and announced by one
-`RecordOutcome`.
+`RecordOutcome`. A verified job short of peers that a challenge refused and will challenge again
+(`placement.open_refusals`) is not planned for good at the start: its tasks wait unplaced (`awaits`,
+`AwaitChallenge`) and the job is planned again with every discovery round, placed once its plan is
+whole, ended as planned once no verdict it waits for is to come (or at the last one's due time).
 
 Retry (`scheduler.state.retry`): a declined, lost, lapsed, overrun, released or retryably failed attempt
 moves the task to another peer, or back to a busy (or leaving) one after a backoff; at most ``1 +
@@ -49,9 +52,9 @@ from scheduler.state.events import (
     Tick,
     void_lease,
 )
-from scheduler.state.fanout import fanned
+from scheduler.state.fanout import awaiting, fanned
 from scheduler.state.leases import granted, lapse_of, lease_deadline, reclaimed
-from scheduler.state.placement import PeerView, plan_campaign
+from scheduler.state.placement import JobPlan, PeerView, awaited_until, plan_campaign, plan_job
 from scheduler.state.quorum import replica_pool
 from scheduler.state.retry import FINAL_FAILURES, SAME_PEER_LATER, backoff_s, due_offers, retry_step
 from scheduler.state.settling import SettlingState, settle_groups
@@ -104,6 +107,7 @@ class Scheduler:
         self._peers: dict[str, PeerView] = {}
         self._tasks: dict[str, TaskView] = {}
         self._planned = self._cancelled = self._finished = self._resuming = self._stopped = False
+        self._waiting = False  # some job's tasks wait for a re-challenge (`_replan_awaiting`)
         self._now = 0.0  # the `now` of the event being handled
         self._records: dict[str, PeerRecord] = {}  # each peer's record of agreements (the node's store)
         self._errors: dict[str, tuple[float, ...]] = {}  # each class's pool of errors (the node's store)
@@ -117,6 +121,8 @@ class Scheduler:
         self._now = now
         out: list[Command] = self._resume(now) if self._resuming else []
         out += self._apply(event, now)
+        if self._waiting and (isinstance(event, PeersDiscovered) or self._awaited_due(now)):
+            out += self._replan_awaiting()
         out += self._settle_groups()
         out += self._expire(now)
         out += [] if self._stopped else self._send_due_offers(now)  # stopped: nothing new goes out
@@ -190,6 +196,7 @@ class Scheduler:
         scheduler._tasks = {t.task_id: t for t in snap.tasks}
         scheduler._planned, scheduler._cancelled = snap.planned, snap.cancelled
         scheduler._finished, scheduler._resuming = snap.finished, not snap.finished
+        scheduler._waiting = any(t.awaits and not t.ended for t in snap.tasks)
         return scheduler
 
     def _apply(self, event: Event, now: float) -> list[Command]:
@@ -223,15 +230,68 @@ class Scheduler:
     def _on_peers(self, event: PeersDiscovered) -> list[Command]:
         self._peers.update({p.peer_id: p for p in event.peers})
         if self._planned or self._cancelled:
-            return []
+            return []  # a job that waits for a re-challenge is planned again (`_replan_awaiting`)
         self._planned = True
         out: list[Command] = []
         peers = list(self._peers.values())
-        for plan in plan_campaign(self._campaign, self._needs, peers):
-            tasks, commands = fanned(self._id, plan, self._models[plan.job.model_key], self._now)
+        for plan in plan_campaign(self._campaign, self._needs, peers, self._now):
+            tasks, commands = self._fanned(plan)
             self._tasks.update({t.task_id: t for t in tasks})
             out += commands
         return out
+
+    def _fanned(self, plan: JobPlan) -> tuple[list[TaskView], list[Command]]:
+        """A job's tasks from its plan: waiting unplaced while a verdict it is short of is to come."""
+        model = self._models[plan.job.model_key]
+        if plan.awaiting:
+            self._waiting = True
+            return awaiting(self._id, plan, model, awaited_until(plan, tuple(self._peers.values())))
+        return fanned(self._id, plan, model, self._now)
+
+    def _awaited_due(self, now: float) -> bool:
+        waits = (t for t in self._tasks.values() if t.awaits and not t.ended)
+        return any(t.deadline is not None and t.deadline <= now for t in waits)
+
+    def _replan_awaiting(self) -> list[Command]:
+        """Each job whose tasks wait for a re-challenge planned again with the peers as they stand now
+        (the tasks placed on other jobs' peers counting as load): placed when whole, or ended as
+        planned once no verdict it waits for is to come; still waiting otherwise (its deadline the
+        last awaited verdict's due time)."""
+        jobs = sorted({t.job_index for t in self._tasks.values() if t.awaits and not t.ended})
+        self._waiting = bool(jobs)
+        if self._cancelled or not jobs:
+            return []
+        peers = tuple(self._peers.values())
+        out: list[Command] = []
+        for index in jobs:
+            placed: dict[str, int] = {}
+            for task in self._tasks.values():
+                if not task.ended and task.peer_id is not None:
+                    placed[task.peer_id] = placed.get(task.peer_id, 0) + 1
+            job = self._campaign.jobs[index]
+            verify = self._campaign.verify_of(job)
+            plan = plan_job(job, self._needs[index], peers, placed=placed, verify=verify, now=self._now)
+            if plan.awaiting:  # still short, a verdict still to come: wait on, until the latest one's due
+                until = awaited_until(plan, peers)
+                for task in [t for t in self._tasks.values() if t.job_index == index and t.awaits]:
+                    self._put(task, deadline=until)
+                continue
+            tasks, commands = fanned(self._id, plan, self._models[job.model_key], self._now)
+            self._replace_job(index, tasks)
+            out += commands
+        return out
+
+    def _replace_job(self, index: int, tasks: Sequence[TaskView]) -> None:
+        """The waiting tasks of job `index` replaced by its tasks as planned now, in task order."""
+        rebuilt: dict[str, TaskView] = {}
+        placed = False
+        for task in self._tasks.values():
+            if task.job_index != index:
+                rebuilt[task.task_id] = task
+            elif not placed:  # the job's tasks where its first waiting one stood
+                rebuilt.update({t.task_id: t for t in tasks})
+                placed = True
+        self._tasks = rebuilt
 
     def _on_commit(self, event: OfferCommitted, now: float) -> list[Command]:
         task = offered_task(self._tasks, event.task_id, event.peer_id)
@@ -277,7 +337,8 @@ class Scheduler:
             stale = "stale lease: result not accepted"
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, stale)]
         final = task.progress.finished(event.median_ms)
-        task = self._put(task, progress=final, spread=event.spread, fingerprint=event.fingerprint)
+        said = {"spread": event.spread, "core_spread": event.core_spread, "fingerprint": event.fingerprint}
+        task = self._put(task, progress=final, **said)
         out = self._end(task, TaskState.DONE, None, "")
         return [*out, SendAck(event.task_id, event.lease_id)]
 

@@ -46,6 +46,10 @@ class PeerView:
             none stated, its own owner; a refused statement keeps it from every job).
         challenged: what its answered challenges measured, one line a unit (the claim, the best
             round's figure, why refused): the evidence bundle.json keeps beside `claim`.
+        challenge_again_by: when (the scheduler's clock) a verdict of its next challenge is due, if
+            its claim was refused by a challenge that will be tried again (0: none will); set by the
+            submitter from its own clock and constants (`node.submitter.challenge`), never from
+            anything the peer reports. A job short of such peers waits for them (`open_refusals`).
     """
 
     peer_id: str
@@ -58,6 +62,7 @@ class PeerView:
     claim: tuple[str, ...] = ()
     owner: Owner = field(default_factory=Owner)
     challenged: tuple[str, ...] = ()
+    challenge_again_by: float = 0.0
 
 
 class Misfit(enum.StrEnum):
@@ -153,6 +158,8 @@ class JobPlan:
         unverifiable: the shortfall is verification's (tasks end `Unverifiable`): too few independent
             peers for a quorum, or peers that fit refused by verification (`VERIFICATION_MISFITS`).
         gap: the classes a missing named reference holds back (`replication.reference_gap`).
+        awaiting: with `unverifiable`, the peers refused by a challenge that will be tried again
+            (`open_refusals`): the job waits for their next verdict before it ends so.
     """
 
     job: Job
@@ -165,6 +172,7 @@ class JobPlan:
     verify: Verify = NOT_VERIFIED
     unverifiable: bool = False
     gap: ReferenceGap = NO_GAP
+    awaiting: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -364,8 +372,11 @@ def plan_job(
     *,
     placed: Mapping[str, int] | None = None,
     verify: Verify = NOT_VERIFIED,
+    now: float = 0.0,
 ) -> JobPlan:
-    """Place one job: fan out per ``devices``, and say why any shortfall and every rejection."""
+    """Place one job: fan out per ``devices``, and say why any shortfall and every rejection; a
+    shortfall that is verification's names the peers whose challenge is tried again after `now`
+    (`awaiting`; the dry run's 0: every one its views announce)."""
     matching = tuple(rank(needs, peers, placed=placed))
     rejected = tuple(
         Rejection(p.peer_id, p.profile.device_name, verdict.reasons)
@@ -377,9 +388,9 @@ def plan_job(
     if verify.replicas > 1 and needs.endpoint is None and matching:
         groups = place_groups(matching, job.devices, unit, verify, gap)
         short = groups.shortfall  # peers fit, but too few independent ones: unverifiable
-        return JobPlan(
-            job, needs, groups.chosen, matching, rejected, groups.wanted, short, verify, bool(short), gap
-        )
+        waits = open_refusals(rejected, peers, now) if short else ()
+        chosen, wanted = groups.chosen, groups.wanted
+        return JobPlan(job, needs, chosen, matching, rejected, wanted, short, verify, bool(short), gap, waits)
     if job.devices == "all":
         wanted = max(1, len(matching))
     elif job.devices == "any":
@@ -390,7 +401,8 @@ def plan_job(
     if verify.spot_check > 0 and needs.endpoint is None and matching:
         pool, why = spot_checkable(matching, unit, verify, gap)
         if len(pool) < wanted:  # peers fit, but none could check some: unverifiable
-            return JobPlan(job, needs, pool, matching, rejected, wanted, why, verify, True, gap)
+            waits = open_refusals(rejected, peers, now)
+            return JobPlan(job, needs, pool, matching, rejected, wanted, why, verify, True, gap, waits)
     chosen = pool[:wanted]
     shortfall = ""
     if not peers:
@@ -402,7 +414,8 @@ def plan_job(
     refused = _refused_by_verification(rejected) if shortfall and verify != NOT_VERIFIED else ()
     if refused:  # verified figures asked, and peers that fit but for their verification refused
         why = f"{shortfall}; {_verification_shortfall(refused)}"
-        return JobPlan(job, needs, chosen, matching, rejected, wanted, why, verify, True)
+        waits = open_refusals(rejected, peers, now)
+        return JobPlan(job, needs, chosen, matching, rejected, wanted, why, verify, True, NO_GAP, waits)
     return JobPlan(job, needs, chosen, matching, rejected, wanted, shortfall, verify)
 
 
@@ -410,6 +423,29 @@ VERIFICATION_MISFITS: Final = frozenset({Misfit.CLAIM_UNVERIFIED, Misfit.OWNER_R
 """The reasons that are verification's: the campaign asked for verified figures and these peers
 could not give them (a claim a challenge, physics or the class did not bear out; an owner statement
 that did not verify). A peer refused for these alone would otherwise fit."""
+
+
+def open_refusals(rejected: Sequence[Rejection], peers: Sequence[PeerView], now: float) -> tuple[str, ...]:
+    """The rejected peers whose only reason is a claim a challenge refused and will challenge again
+    (`PeerView.challenge_again_by` after `now`), in order: a verified job short of peers waits for
+    their next verdict instead of ending `Unverifiable` at once (issue 49: an honest device slowed by
+    other work when first asked is challenged again later in the campaign, not refused for the whole of
+    it). The time is the submitter's own schedule; a refusal by physics, the class, the owner
+    statement, or a peer's last challenge is final, and so is one whose due time has passed."""
+    again = {p.peer_id: p.challenge_again_by for p in peers}
+    return tuple(
+        r.peer_id
+        for r in rejected
+        if r.reasons
+        and all(x.code == Misfit.CLAIM_UNVERIFIED for x in r.reasons)
+        and again.get(r.peer_id, 0.0) > now
+    )
+
+
+def awaited_until(plan: JobPlan, peers: Sequence[PeerView]) -> float:
+    """When the last verdict a job waits for is due (`open_refusals`; 0: it waits for none)."""
+    again = {p.peer_id: p.challenge_again_by for p in peers}
+    return max((again.get(peer, 0.0) for peer in plan.awaiting), default=0.0)
 
 
 def _refused_by_verification(rejected: Sequence[Rejection]) -> tuple[Rejection, ...]:
@@ -425,13 +461,13 @@ def _verification_shortfall(refused: Sequence[Rejection]) -> str:
 
 
 def plan_campaign(
-    campaign: Campaign, needs: Sequence[Needs], peers: Sequence[PeerView]
+    campaign: Campaign, needs: Sequence[Needs], peers: Sequence[PeerView], now: float = 0.0
 ) -> tuple[JobPlan, ...]:
     """Place every job in order; a job's chosen peers count as load for the jobs after it."""
     placed: dict[str, int] = {}
     plans = []
     for job, job_needs in zip(campaign.jobs, needs, strict=True):
-        plan = plan_job(job, job_needs, peers, placed=placed, verify=campaign.verify_of(job))
+        plan = plan_job(job, job_needs, peers, placed=placed, verify=campaign.verify_of(job), now=now)
         for ranked in plan.chosen:
             placed[ranked.peer.peer_id] = placed.get(ranked.peer.peer_id, 0) + 1
         plans.append(plan)

@@ -39,6 +39,7 @@ from scheduler.verification.agreement import (
     pair_error,
     pooled_spread,
     process_error,
+    teaches,
 )
 from scheduler.verification.draws import DrawKey
 from scheduler.verification.evidence import weigh
@@ -184,8 +185,8 @@ def _record(
     agreed = tuple(p for p, ev in evidence if ev.agreed)
     outliers = tuple(p for p, ev in evidence if not ev.agreed and ev.weight > 0)
     offsets = tuple((p, ev.offset) for p, ev in evidence if ev.offset is not None and ev.weight > 0)
-    errors = _errors(members, agreed, processes)
     pool = pool_key(members[0])
+    errors = _errors(members, agreed, processes, pooled_spread(out.errors.get(pool, ()), processes))
     out.errors[pool] = (*out.errors.get(pool, ()), *errors)[-POOL_KEEP:]
     out.commands.append(
         ReplicasSettled(
@@ -204,12 +205,15 @@ def _record(
         out.records[peer] = out.records.get(peer, PeerRecord()).after(ev)
 
 
-def _errors(members: Sequence[TaskView], agreed: Sequence[str], processes: int) -> tuple[float, ...]:
+def _errors(
+    members: Sequence[TaskView], agreed: Sequence[str], processes: int, class_spread: float
+) -> tuple[float, ...]:
     """What the agreeing replicas add to their class's pool: each one's process error, from its
-    processes' spread, or with one process from its distance to the others (`agreement.pair_error`)."""
+    processes' spread (of those whose whole spread is within FAR of the class's: `agreement.teaches`),
+    or with one process from its distance to the others (`agreement.pair_error`)."""
     mine = [t for t in members if t.peer_id in agreed]
     if processes > 1:
-        return tuple(process_error(t.spread, processes) for t in mine)
+        return tuple(process_error(t.spread, processes) for t in mine if teaches(t.spread, class_spread))
     figures = [t.progress.median_ms or 0.0 for t in mine]
     return tuple(pair_error(f, figures[:i] + figures[i + 1 :]) for i, f in enumerate(figures))
 
@@ -337,7 +341,10 @@ def verdict(
         return Labels(
             _labels(done, Settlement(Outcome.UNVERIFIABLE, reason=missing), verify), _nothing(missing)
         )
-    replicas = [Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint) for t in done]
+    replicas = [
+        Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint, t.core_spread)
+        for t in done
+    ]
     settled = judge(replicas, wanted, class_spread, distrusted(records), verify.reference)
     if settled.outcome == Outcome.PENDING:
         if len(members) <= wanted:

@@ -181,6 +181,8 @@ class TaskView(Value):
         device_class: the key of its group's device class (`scheduler.verification.classes`), "" unless
             grouped.
         spread: its accepted result's relative standard error (`agreement.spread_of`).
+        core_spread: the same of the processes its figure rests on (`agreement.core_spread`): what says
+            whether it can vouch; None for a result accepted before it was kept.
         fingerprint: its accepted result's output fingerprints, joined ("" none).
         verified: how its group settled it, as the row says: `replicated k/n`, `outlier`, `single`,
             `disagreed` ("" while unsettled or not verified).
@@ -190,6 +192,9 @@ class TaskView(Value):
         quorum_owners: the owners its agreeing quorum came from (`replicas.voter_name`), set with them.
         agreement: what its group's settlement said (the agreed figure, the band, each replica's
             network), set with `verified`; None while unsettled or not verified.
+        awaits: why a task of a job not yet placed waits (`placement.open_refusals`: a peer its job is
+            short of is challenged again later; the job is planned again with each discovery round,
+            and at `deadline` at the latest), "" otherwise.
     """
 
     task_id: str
@@ -213,12 +218,14 @@ class TaskView(Value):
     replica_group: str = ""
     device_class: str = ""
     spread: float = 0.0
+    core_spread: float | None = None
     fingerprint: str = ""
     verified: str = ""
     verify_detail: str = ""
     quorum_networks: tuple[str, ...] = ()
     quorum_owners: tuple[str, ...] = ()
     agreement: Agreement | None = None
+    awaits: str = ""
 
     @property
     def ended(self) -> bool:

@@ -178,7 +178,8 @@ How a replicated task is verified
                peers fit but no independent quorum, else UNSCHEDULABLE
     drivers/measuring/child.py: first inference's outputs -> drivers.measuring.outputs.output_fingerprint (4
                significant digits, sha256) -> Measurement.output_fingerprints (one per process)
-    verdict.judge: ResultAccepted(median, spread_of(process medians), fingerprints joined; a generate task
+    verdict.judge: ResultAccepted(median, spread_of(process medians), fingerprints joined, core_spread(the
+               processes the median rests on: what bars a replica); a generate task
                on the worker's own model: genstats.outputs_fingerprint of its records' greedy texts)
     machine.handle -> settling.settle_groups(SettlingState: what it reads of the machine) -> Settled
                (labelled tasks, added replicas, commands, the peers' records), which the machine applies;
@@ -290,6 +291,7 @@ from scheduler.verification.agreement import (
     Outcome,
     Replica,
     Settlement,
+    core_spread,
     judged_band,
     pair_error,
     pool_error,
@@ -341,6 +343,7 @@ __all__ = [
     "check_sends",
     "checkable",
     "claim_problems",
+    "core_spread",
     "device_class",
     "distrusted",
     "draws_seed",

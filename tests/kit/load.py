@@ -4,8 +4,14 @@ user's busy machine has instead of whatever the machine happens to be doing.
     with Load(4):        # four processes, each a core's worth of busy loop, for the block
         run_the_lab()
 
-`python -m kit.load N SECONDS` (from tests/) holds the same load from a shell, to time a command
-beside it (README's fast tier and full suite at load 4 were measured so). Each spinner is a plain
+    with Bursts(4):      # the same four, each busy and idle in turns of a few hundred ms
+        run_the_lab()
+
+`python -m kit.load N SECONDS [bursty]` (from tests/) holds the same load from a shell, to time a
+command beside it (README's fast tier and full suite at load 4 were measured so). `Bursts` is the
+weather of a machine shared with other sessions' work (test runs, builds): a spell of every core
+busy, then a spell of none, each of `ON_S`/`OFF_S` on average, drawn anew each time, so that a
+measurement of a few hundred ms is hit whole, in part or not at all. Each spinner is a plain
 busy loop in its own process at the caller's priority, as another user's work would be; they stop
 when the block ends, when the caller dies (each watches its parent), or after `most_s` at the latest.
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import random
 import sys
 import time
 from types import TracebackType
@@ -22,6 +29,10 @@ from typing import Final
 
 MOST_S: Final = 3600.0
 """No spinner outlives this, whatever happens to the caller."""
+ON_S: Final = 0.4
+"""A burst's mean length (`Bursts`): drawn uniformly from half to one and a half times it."""
+OFF_S: Final = 0.4
+"""A quiet spell's mean length between bursts, drawn alike."""
 
 
 def _spin(parent: int, until: float) -> None:
@@ -30,6 +41,19 @@ def _spin(parent: int, until: float) -> None:
         deadline = time.monotonic() + 0.25
         while time.monotonic() < deadline:
             pass
+        if os.getppid() != parent:
+            return
+
+
+def _burst(parent: int, until: float, on_s: float, off_s: float, seed: int) -> None:
+    """Busy for a drawn spell, idle for a drawn spell, in turns, until `until` or `parent` is gone.
+    Every spinner of one `Bursts` draws the same spells (one seed): the cores are busy together."""
+    draw = random.Random(seed)
+    while time.monotonic() < until:
+        deadline = time.monotonic() + on_s * draw.uniform(0.5, 1.5)
+        while time.monotonic() < deadline:
+            pass
+        time.sleep(off_s * draw.uniform(0.5, 1.5))
         if os.getppid() != parent:
             return
 
@@ -51,10 +75,15 @@ class Load:
         context = multiprocessing.get_context("spawn")
         until = time.monotonic() + self.most_s
         for _ in range(self.processes):
-            proc = context.Process(target=_spin, args=(os.getpid(), until), daemon=True)
+            proc = context.Process(target=self._target, args=self._args(os.getpid(), until), daemon=True)
             proc.start()
             self._procs.append(proc)
         return self
+
+    _target = staticmethod(_spin)
+
+    def _args(self, parent: int, until: float) -> tuple[object, ...]:
+        return parent, until
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
@@ -66,10 +95,27 @@ class Load:
         self._procs.clear()
 
 
+class Bursts(Load):
+    """`processes` spinners busy together in bursts (`ON_S` on, `OFF_S` off on average, drawn): the
+    load of a machine shared with other sessions' bursty work (see the module docstring)."""
+
+    def __init__(
+        self, processes: int, most_s: float = MOST_S, on_s: float = ON_S, off_s: float = OFF_S, seed: int = 0
+    ) -> None:
+        super().__init__(processes, most_s)
+        self.on_s, self.off_s, self.seed = on_s, off_s, seed
+
+    _target = staticmethod(_burst)
+
+    def _args(self, parent: int, until: float) -> tuple[object, ...]:
+        return parent, until, self.on_s, self.off_s, self.seed
+
+
 def main(argv: list[str]) -> None:
-    """`N SECONDS`: hold a load of N spinners for SECONDS (or until interrupted)."""
+    """`N SECONDS [bursty]`: hold a load of N spinners (bursting) for SECONDS (or until interrupted)."""
     processes, seconds = int(argv[0]), float(argv[1])
-    with Load(processes, most_s=seconds), contextlib.suppress(KeyboardInterrupt):
+    kind = Bursts if argv[2:] == ["bursty"] else Load
+    with kind(processes, most_s=seconds), contextlib.suppress(KeyboardInterrupt):
         time.sleep(seconds)
 
 

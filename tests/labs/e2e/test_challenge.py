@@ -36,6 +36,7 @@ from pathlib import Path
 
 from kit.campaignlab import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 
+from node.submitter.challenge import MOST_CHALLENGES
 from protocol import Calibration, ComputeUnit, DeviceProfile, GpuInfo, UnitStatus
 from scheduler.verification import challenge
 
@@ -166,7 +167,9 @@ def test_a_verified_campaign_whose_only_peer_fails_its_challenge_exits_1_naming_
 ) -> None:
     """Issue 49, scope 2: asked verified, got nothing, is exit 1 whatever refused it. The liar alone
     (twice a ceiling this machine cannot reach claimed) is refused by its challenge; with
-    `unverified` left at `refuse` its task ends `Unverifiable` (not `Unschedulable`, which exits 0),
+    `unverified` left at `refuse` its task waits for the liar's next challenges (scope 1: a refused
+    peer is challenged again later in the campaign, here `--rediscover 1`: every 3 s) and, refused
+    at the last of `MOST_CHALLENGES`, ends `Unverifiable` (not `Unschedulable`, which exits 0):
     `submit` exits 1, and its one error line names the rule (`claim_unverified: challenge: ...`) and
     the field that would allow it."""
     lab = CampaignLab(tmp_path, record_ttl=30.0)
@@ -187,10 +190,20 @@ def test_a_verified_campaign_whose_only_peer_fails_its_challenge_exits_1_naming_
         }
         (tmp_path / "c").mkdir()
         path = write_campaign(tmp_path / "c" / "c.yaml", body)
-        done = swarm.run("submit", str(path), "--wait-peers", "1", "--out", str(tmp_path / "out"))
+        done = swarm.run(
+            "submit", str(path), "--wait-peers", "1", "--rediscover", "1", "--out", str(tmp_path / "out")
+        )
+        # the liar's own account of each challenge it was given (its line may follow submit's end)
+        ended = [liar.wait_event("challenge_ended", 15) for _ in range(MOST_CHALLENGES)]
+        while not liar.events.empty():
+            event = liar.events.get_nowait()
+            ended += [event] if event.get("event") == "challenge_ended" else []
     finally:
         lab.close()
     assert done.returncode == 1, done.stderr[-3000:]
+    # said once, at the start: the task waits for the liar's next challenges
+    assert done.stderr.count("waits for the next challenge of 1 peer(s)") == 1, done.stderr[-3000:]
+    assert len(ended) == MOST_CHALLENGES, ended  # the task ended only after its last challenge
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, done.stderr[-3000:]
     (error,) = errors

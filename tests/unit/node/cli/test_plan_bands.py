@@ -38,3 +38,22 @@ def test_plan_says_the_band_of_a_fresh_class_and_of_one_that_learnt(
     print_plan(plan)
     said = capsys.readouterr().out
     assert f"class {cls.name}: judged within 46.3% at 1 process(es) (the prior: a fresh class)" in said
+
+
+def test_plan_says_beforehand_that_refused_peers_are_challenged_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 49, scope 1: a job short of peers its challenge refused and will challenge again waits
+    for their next verdict, and `plan` says so before the run (terminal and `--json`)."""
+    refused = ("challenge: n=512 x 137 steps, 20 GFLOPS measured against 245 claimed",)
+    peers = [
+        dataclasses.replace(peer(n), host=f"10.0.{i}.1", claim=refused, challenge_again_by=100.0)
+        for i, n in enumerate(("a", "b"))
+    ]
+    plan = explain(parse_campaign(YAML), {"m": MODEL, MODEL.name: MODEL}, peers)
+    assert plan_json(plan)["jobs"][0]["awaiting"] == ["12D3-a", "12D3-b"]
+    print_plan(plan)
+    said = " ".join(capsys.readouterr().out.split())
+    assert "waits: 2 peer(s) its challenge refused are challenged again later in the campaign" in said, said
+    assert "unverifiable if none passes: " in said
+    assert "claim_unverified: challenge: n=512" in said

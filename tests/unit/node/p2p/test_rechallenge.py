@@ -135,3 +135,76 @@ async def test_a_liar_is_asked_at_most_a_few_times_and_stays_refused(
     assert len(opened) == MOST_CHALLENGES, opened
     assert all(b - a >= RECHALLENGE_S for a, b in itertools.pairwise(opened))
     assert all(mark.startswith("challenge: n=64") for mark in marks), marks
+
+
+YAML = """\
+model: {url: https://example.org/m.onnx, sha256: SHA}
+verify: {same_host: allow}
+jobs: [{compute_unit: CPU (ONNX), devices: all, num_inference_runs: 5}]
+"""
+
+
+async def _campaign(lateness: Callable[[int], float], rounds: int) -> tuple[sch.Scheduler, list[object]]:
+    """The challenger and the scheduler together, as the submitter's loop joins them, on trio's clock:
+    `rounds` discovery rounds 10 s apart, each vouching for the one peer and handing the views to the
+    scheduler (`now` trio's clock, the challenger's `wall` too); each offer committed and its result
+    delivered at once. The scheduler and every command it gave."""
+    from kit.scheduler_harness import MODEL, SHA
+
+    campaign = sch.parse_campaign(YAML.replace("SHA", SHA))
+    sched = sch.Scheduler("c", campaign, {"m": MODEL}, key=KEY)
+    log: list[object] = []
+    opened: list[float] = []
+    async with trio.open_nursery() as nursery:
+        challenger = Challenger(
+            KEY, _opener(nursery, lateness, opened), recompute=_on_the_loop, wall=trio.current_time
+        )
+        for _ in range(rounds):
+            views = tuple(await challenger.vouch([_view()], lambda _: ()))
+            out = sched.handle(sch.PeersDiscovered(peers=views), trio.current_time())
+            while offers := [c for c in out if isinstance(c, sch.SendOffer)]:
+                log += out
+                out = []
+                for o in offers:
+                    now = trio.current_time()
+                    out += sched.handle(sch.OfferCommitted(o.task_id, o.peer_id, "L"), now)
+                    result = sch.ResultAccepted(o.task_id, "L", o.peer_id, 10.0, 0.01, "x")
+                    out += sched.handle(result, now)
+            log += out
+            if sched.done:
+                break
+            await trio.sleep(10.0)
+            log += sched.handle(sch.Tick(), trio.current_time())
+        nursery.cancel_scope.cancel()
+    return sched, log
+
+
+async def test_a_task_refused_at_the_start_is_placed_once_its_peer_passes_a_later_challenge(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    late = challenge.size(CLAIMED, 0.0).deadline_s + 1.0  # the first challenge's rounds all late
+    sched, log = await _campaign(lambda k: late if k == 0 else 0.0, rounds=8)
+    (waited,) = [c for c in log if isinstance(c, sch.AwaitChallenge)]  # said once
+    assert "waits for the next challenge of 1 peer(s)" in waited.detail, waited.detail
+    (task,) = sched.tasks()
+    assert task.state == sch.TaskState.DONE, task
+    assert not [c for c in log if isinstance(c, sch.MarkUnschedulable)]
+    assert sched.done
+
+
+@pytest.mark.trio_deadline(600)  # virtual: three refused challenges, their late rounds and the pauses
+async def test_refused_at_every_challenge_the_task_ends_unverifiable_after_the_last(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    late = challenge.size(CLAIMED, 0.0).deadline_s + 1.0
+    started = trio.current_time()
+    sched, _log = await _campaign(lambda _: late, rounds=16)
+    (task,) = sched.tasks()
+    assert task.state == sch.TaskState.UNVERIFIABLE, task
+    assert task.detail.count("claim_unverified: challenge: n=64") == 1, task.detail
+    assert "verify: {unverified: allow} places it" in task.detail, task.detail
+    assert task.ended_at is not None
+    assert task.ended_at - started >= (MOST_CHALLENGES - 1) * RECHALLENGE_S
+    assert sched.done
