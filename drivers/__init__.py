@@ -8,7 +8,7 @@ Rooms, each built only on those before it (tests/unit/repository/test_imports.py
     measuring  the measuring child and its parent: spawning, the frame, meters, energy, telemetry,
                the device's facts, calibration, the challenge's kernels
     endpoint   the HTTP load client of model servers and an endpoint task as a Measurement
-    probe      the device profile, and its probe in a spawned child
+    probe      the device profile, its probe in a spawned child, and the probe's cache per machine
 
 The package's names load lazily, on first use: `import drivers` costs nothing, and a process that
 only spawns children (a joined worker) never loads numpy, onnxruntime, torch or transformers.

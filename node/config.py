@@ -66,6 +66,9 @@ class NodeConfig(BaseModel):
     upload_peers: int = Field(default=4, ge=1, le=64)
     max_model_bytes: int = Field(default=2 << 30, gt=0)
     calibrate: bool = True
+    # where the device probe's facts and units are kept for the next start on an unchanged machine
+    # (`drivers.probe.cache`); None: the data folder's `profile/`, beside the calibration
+    probe_cache: Path | None = None
     endpoints: dict[ProfileName, str] = Field(default_factory=dict)  # declared model servers: NAME -> URL
     endpoint_probe_s: float = Field(default=300.0, gt=0)  # how often a worker probes them again
     # Declared servers that run on this device (gray-box energy): NAME -> the unit whose energy source

@@ -47,10 +47,12 @@ pytest_plugins = ("kit.fixtures", "kit.campaignlab")
 TRIO_DEADLINE_S = 240.0
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own tmp_path plugin has made its factory
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "trio_deadline(seconds): the trio deadline of this test body (default 240 s)"
     )
+    _set_probe_cache(config)
 
 
 # A test that compares timings measured here (replicas of one device class must agree within a band
@@ -77,6 +79,24 @@ def _cores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         finally:
             with contextlib.suppress(OSError):
                 fcntl.flock(cores, fcntl.LOCK_UN)
+
+
+# Every `sark-node` the tests start keeps its device probe in one folder of the run's, shared by its
+# xdist workers (`SARK_PROBE_CACHE`, `drivers.probe.cache`): a worker or an embedded submit on this
+# unchanged machine reuses the first one's facts and units instead of importing every runtime again
+# (its calibration and declared servers are still taken at each start). A test of the probe itself
+# calls it without a cache, or runs its command in a new user's environment (`kit.procs.user_env`).
+# Set at configure time, before collection: a module may copy `os.environ` when imported. A folder
+# the caller names is kept (benchmarks/probe_cache.py's side by side uses one).
+PROBE_CACHE_ENV = "SARK_PROBE_CACHE"
+
+
+def _set_probe_cache(config: pytest.Config) -> None:
+    if PROBE_CACHE_ENV in os.environ:
+        return
+    base: Path = getattr(config, "_tmp_path_factory").getbasetemp()  # noqa: B009  (pytest's own, no public name)
+    folder = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    os.environ[PROBE_CACHE_ENV] = str(folder / "probe-cache")
 
 
 def _under_deadline(test: Callable[..., Awaitable[None]], seconds: float) -> Callable[..., Awaitable[None]]:

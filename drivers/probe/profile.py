@@ -11,7 +11,7 @@ import psutil
 from drivers.measuring import calibrate as calibration
 from drivers.measuring import device, peaks
 from drivers.runtimes.registry import REGISTRY
-from protocol import ComputeUnit, DeviceProfile, UnitStatus, visible
+from protocol import Calibration, ComputeUnit, DeviceProfile, UnitStatus, visible
 
 
 def probe_units() -> tuple[UnitStatus, ...]:
@@ -82,12 +82,10 @@ def detect_profile(
     result = None
     if calibrate:
         stage("calibration")
-        key = calibration.calibration_key(fingerprint, versions)
-        result = calibration.calibrate(cache_dir, key, force=recalibrate)
-        result = result.with_(peaks=peaks.cached(cache_dir, key))  # measured by `info --bench` only
+        result = _calibration(cache_dir, fingerprint, versions, recalibrate)
     stage("units")
     units = probe_units()
-    if result is not None and any(s.unit == ComputeUnit.GPU_TORCH and s.usable for s in units):
+    if result is not None and _gpu_torch(units):
         result = result.with_(gpu_tflops=gpu_tflops())
     return DeviceProfile(
         device_name=device.device_name(),
@@ -105,3 +103,27 @@ def detect_profile(
         fingerprint=fingerprint,
         calibration=result,
     )
+
+
+def calibrated(
+    profile: DeviceProfile, cache_dir: Path | None, *, on_stage: Callable[[str], None] | None = None
+) -> DeviceProfile:
+    """A profile of this device whose facts and units were kept (`drivers.probe.cache`), with its
+    calibration taken now as `detect_profile` takes it (the cached figure reused on its own policy)."""
+    (on_stage or (lambda _: None))("calibration")
+    result = _calibration(cache_dir, profile.fingerprint, dict(profile.runtimes), False)
+    if _gpu_torch(profile.units):
+        result = result.with_(gpu_tflops=gpu_tflops())
+    return profile.with_(calibration=result)
+
+
+def _calibration(
+    cache_dir: Path | None, fingerprint: str, versions: dict[str, str], force: bool
+) -> Calibration:
+    key = calibration.calibration_key(fingerprint, versions)
+    result = calibration.calibrate(cache_dir, key, force=force)
+    return result.with_(peaks=peaks.cached(cache_dir, key))  # measured by `info --bench` only
+
+
+def _gpu_torch(units: tuple[UnitStatus, ...]) -> bool:
+    return any(s.unit == ComputeUnit.GPU_TORCH and s.usable for s in units)

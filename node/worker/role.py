@@ -59,7 +59,10 @@ async def device_profile(config: NodeConfig, profile: DeviceProfile | None = Non
     try:
         if profile is None:
             profile = await drivers.detect_profile_apart(
-                config.data.calibration, calibrate=config.calibrate, declared=config.endpoints
+                config.data.calibration,
+                calibrate=config.calibrate,
+                declared=config.endpoints,
+                probe_cache=config.probe_cache or config.data.calibration,
             )
         elif config.endpoints:
             profile = profile.with_(endpoints=await probe_declared(config.endpoints))

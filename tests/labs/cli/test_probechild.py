@@ -3,6 +3,7 @@ that fails, dies or outlives its deadline is a `ProbeFailed` naming the stage it
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 from pathlib import Path
@@ -54,6 +55,30 @@ async def test_a_child_past_its_deadline_is_killed_and_named(tmp_path: Path) -> 
         await drivers.detect_profile_apart(tmp_path, calibrate=False, timeout_s=0.05)
     assert failed.value.stage == "start"
     assert "timed out" in failed.value.why
+
+
+async def test_a_second_probe_on_an_unchanged_machine_reuses_the_first_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.INFO, logger="drivers.probe.apart")
+    kept = tmp_path / "probe-cache"
+    first = await drivers.detect_profile_apart(tmp_path, calibrate=False, probe_cache=kept)
+    assert "device probe runs: no cached profile" in caplog.text
+    caplog.clear()
+    with serve_sse(_server) as server:  # a declared server is probed at every start, never kept
+        again = await drivers.detect_profile_apart(
+            tmp_path, calibrate=True, declared={"local": server.url}, probe_cache=kept
+        )
+    assert "device probe reused: probed" in caplog.text
+    assert again.units == first.units
+    assert again.fingerprint == first.fingerprint
+    assert again.calibration is not None  # taken by the child, on the calibration's own cache
+    assert [(e.name, e.usable) for e in again.endpoints] == [("local", True)]
+    caplog.clear()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")  # a changed machine: GPUs hidden
+    await drivers.detect_profile_apart(tmp_path, calibrate=False, probe_cache=kept)
+    assert "device probe runs: no cached profile" in caplog.text
+    assert len(list(kept.glob("probe-*.json"))) == 2
 
 
 def test_join_says_which_probe_stage_failed_in_one_line(tmp_path: Path) -> None:

@@ -48,9 +48,12 @@ JOB = {
 TELEMETRY_FIELDS = re.compile(r"telemetry|cpu_mhz|temp_c|gpu_power_w|gpu_sm_mhz|gpu_temp_c")
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Swarm]:
-    """A gate, an honest worker and the hot liar, both taking offers from one submitter identity."""
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Swarm]:
+    """A gate, an honest worker and the hot liar, both taking offers from one submitter identity:
+    shared by the module's two tests, each a campaign of its own (`submit`, then `serve`) that kills
+    nothing and reads only its own campaign's rows."""
+    tmp_path = tmp_path_factory.mktemp("hotswarm")
     lab = CampaignLab(tmp_path, record_ttl=30.0)
     try:
         submitter_dir = tmp_path / "submitter"
