@@ -1,10 +1,36 @@
 """The tests' own load generator (`kit.load`): its spinners run while the block runs, and are gone
-after it (none left to disturb the next test)."""
+after it (none left to disturb the next test).
+
+Each test polls the spinners with a short sleep between looks, never in a busy loop of its own: a
+test that spun beside two spinners on two cores, waiting for a set of statuses it might never see
+exactly, ran into pytest-timeout's 300 s (the CI run at 897da93 lost an xdist worker there)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import psutil
 from kit.load import Bursts, Load
+
+LOOKS = 4000
+"""Looks at most, `LOOK_S` apart: a bound on observations, not a timing (spells last 25-75 ms)."""
+LOOK_S = 0.005
+
+
+def _until(seen: Callable[[], bool]) -> bool:
+    """Whether `seen()` came true within `LOOKS` looks."""
+    for _ in range(LOOKS):
+        if seen():
+            return True
+        time.sleep(LOOK_S)
+    return False
+
+
+def _grows(spinners: list[psutil.Process]) -> bool:
+    """Whether every spinner's CPU time grows (it runs)."""
+    busy = [s.cpu_times().user for s in spinners]
+    return _until(lambda: all(s.cpu_times().user > b for s, b in zip(spinners, busy, strict=True)))
 
 
 def test_a_load_runs_its_spinners_for_the_block_and_stops_them_after() -> None:
@@ -13,11 +39,7 @@ def test_a_load_runs_its_spinners_for_the_block_and_stops_them_after() -> None:
         spinners = [psutil.Process(pid) for pid in load.pids]
         assert len(spinners) == 2
         assert all(s.is_running() and s.ppid() == me.pid for s in spinners)
-        busy = [s.cpu_times() for s in spinners]
-        while not all(  # each spinner's CPU time grows while it runs
-            s.cpu_times().user > b.user for s, b in zip(spinners, busy, strict=True)
-        ):
-            pass
+        assert _grows(spinners)
     assert not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in spinners)
 
 
@@ -27,10 +49,12 @@ def test_bursts_run_their_spinners_in_turns_and_stop_them_after() -> None:
         spinners = [psutil.Process(pid) for pid in load.pids]
         assert len(spinners) == 2
         assert all(s.ppid() == me.pid for s in spinners)
-        seen = set()
-        while seen != {psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING}:  # busy, then idle, in turns
+        seen: set[str] = set()
+
+        def both() -> bool:  # busy (running or runnable), then idle (sleeping), in turns
             seen.add(spinners[0].status())
-        busy = [s.cpu_times() for s in spinners]
-        while not all(s.cpu_times().user > b.user for s, b in zip(spinners, busy, strict=True)):
-            pass
+            return {psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING} <= seen
+
+        assert _until(both), seen
+        assert _grows(spinners)
     assert not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in spinners)
