@@ -44,13 +44,11 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import AGREED, HOP_S, Shortlist  # noqa: E402
-from node.p2p.walk import ALPHA as WALK_ALPHA  # noqa: E402
+from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 3)
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
 
-ALPHA = WALK_ALPHA  # the node's walk (3; go-libp2p-kad-dht's and py-libp2p's own is 10)
 RTT_MEDIAN_S, RTT_SIGMA = 0.080, 0.6
 BANDWIDTH_BPS = 20e6
 OUT = ROOT / "benchmarks" / "out"

@@ -10,13 +10,7 @@ Ed25519 peer id, real multiaddrs and a real signed advert of the node's codec). 
 have a rare unit (GPU (ONNX)), the others one common unit (CPU (ONNX)).
 
 Model (stated, not measured):
-- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the node's walk,
-  `node.p2p.walk.ALPHA`; py-libp2p uses 10), each routing-table bucket holds k servers drawn at
-  random from its id range; iterative lookups, alpha requests in flight; a GET_PROVIDERS walk runs
-  the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
-  known; it ends at the count, or when the k closest it knows were asked; before issue 50 also at
-  three holders listing the same providers and none more, `Swarm.short`, which hostile servers
-  near a key used).
+- Kademlia and the walks: `swarm_net`'s model (k = 20, the node's alpha and walk state).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix), one round trip a request, except `sharded_auto_conn`: the round trips and bytes
   measured on real hosts (`conn_cost.py`: 1.0 a request on an open connection, 4.4 and 527 bytes

@@ -86,7 +86,7 @@ async def main(args: argparse.Namespace) -> None:
     near = bytes.fromhex(args.hostile_near) if args.hostile_near else None
     async with trio.open_nursery() as nursery:
         slots = trio.CapacityLimiter(OPENING)
-        servers: list[Node] = [None] * args.servers  # type: ignore[list-item]
+        opened: dict[int, Node] = {}  # index -> server, in whatever order they opened
 
         async def server(i: int) -> None:
             where = root / f"s{i}"
@@ -96,11 +96,12 @@ async def main(args: argparse.Namespace) -> None:
                 data_dir=where, gates=(args.gate,), listen=LOOPBACK, dht_mode="server", record_ttl_s=300.0
             )
             async with slots:
-                servers[i] = await nursery.start(serve, config, sybils if near is not None else None)
+                opened[i] = await nursery.start(serve, config, sybils if near is not None else None)
 
         async with trio.open_nursery() as opening:  # a few at once: each one's bootstrap asks the others
             for i in range(args.servers):
                 opening.start_soon(server, i)
+        servers = [opened[i] for i in range(args.servers)]
         providers: list[Node] = []
         for i in range(args.providers):  # after every server: their records go to the key's closest
             config = NodeConfig(
