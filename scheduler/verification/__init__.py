@@ -19,6 +19,8 @@ Modules:
                member's deal, a lone open loop's seed), or a Refusal
     serverfloor ServerFloor: the least time a server answers, as the submitter measured it itself; records
                under it refused, a closed loop's slot bound divided by it
+    servercount a server's own counters (Prometheus), read by the submitter: no load claims more requests
+               or tokens than they rose by
     classes    device classes: the profile parts two peers share exactly when their timings should agree
     replicas   pick_replicas: N peers of one class, distinct identity, owner, network; checkable; voter_name
     networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
@@ -315,6 +317,16 @@ from scheduler.verification.references import judge, reference_peers, vouched
 from scheduler.verification.replicas import Candidate, by_class, checkable, pick_replicas, voter_name
 from scheduler.verification.reputation import Evidence, PeerRecord, Witness, distrusted, should_check
 from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
+from scheduler.verification.servercount import (
+    Claimed,
+    CountRead,
+    ServerCount,
+    claimed,
+    count_problems,
+    count_rise,
+    parse_counters,
+    slack_for,
+)
 from scheduler.verification.serverfloor import FLOOR_SHARE, ServerFloor, server_floor
 
 __all__ = [
@@ -325,6 +337,8 @@ __all__ = [
     "SECRET_BYTES",
     "Advertised",
     "Candidate",
+    "Claimed",
+    "CountRead",
     "DeviceClass",
     "DrawKey",
     "Evidence",
@@ -334,6 +348,7 @@ __all__ = [
     "ReferenceOffsets",
     "Refusal",
     "Replica",
+    "ServerCount",
     "ServerFloor",
     "Settlement",
     "Witness",
@@ -343,7 +358,10 @@ __all__ = [
     "check_sends",
     "checkable",
     "claim_problems",
+    "claimed",
     "core_spread",
+    "count_problems",
+    "count_rise",
     "device_class",
     "distrusted",
     "draws_seed",
@@ -351,6 +369,7 @@ __all__ = [
     "judged_band",
     "network_of",
     "pair_error",
+    "parse_counters",
     "peak_parts",
     "pick_replicas",
     "placed_profile",
@@ -362,6 +381,7 @@ __all__ = [
     "server_floor",
     "settle",
     "should_check",
+    "slack_for",
     "spread_of",
     "voter_name",
     "vouched",
