@@ -38,10 +38,12 @@ records were not sent; the merged row still counts no more than the server did).
 its padded records as counted by itself is held to one generated token each.
 
 The slack (`slack_for`): a request's counter may be written a moment after its last byte reached the
-client (llama.cpp counts a slot's tokens after it sent the final chunk), so at most one request per
-slot of the load may be missing from the rise when it is read: `slots` requests and `slots x
-max_new_tokens` generated tokens and `slots x` (the longest prompt's characters + `TEMPLATE_TOKENS`)
-prompt tokens. The submitter's own floor probe requests fall inside the rise and are left in it (five
+client (llama.cpp counts a slot's generated tokens after it sent the final chunk: `send_final_response`
+then `metrics.on_prediction`), so at most one request per slot of the load may be missing from the
+rise when it is read: `slots` requests and `slots x max_new_tokens` generated tokens. Prompt tokens
+need none: the one prompt counter read (llama.cpp's) is written when the prompt is evaluated, before
+the request's first token is sent (`metrics.on_prompt_eval` at `n_decoded == 1`), so a record with a
+first token was counted before it ended. The submitter's own floor probe requests fall inside the rise and are left in it (five
 requests of one token: a looser bound by five, never a tighter one that an honest run could fail).
 
 Untrusted text: `parse_counters` reads at most `MAX_METRICS_BYTES` and `MAX_METRICS_LINES`, takes
@@ -63,8 +65,6 @@ from protocol import GenerateSpec, GenerationStats, Measurement
 MAX_METRICS_BYTES: Final = 2 * 1024 * 1024
 """A metrics page read, at most: vLLM's with its histograms is about 40 KiB a model."""
 MAX_METRICS_LINES: Final = 50_000
-TEMPLATE_TOKENS: Final = 256
-"""The tokens a chat template may add to a prompt's text, in the prompt slack."""
 Quantity = Literal["requests", "generation_tokens", "prompt_tokens"]
 
 
@@ -213,8 +213,7 @@ def claimed(m: Measurement) -> Claimed:
 def slack_for(spec: GenerateSpec, slots: int) -> Claimed:
     """The requests (and their tokens) a load of `slots` may have ended before the server counted them
     (module docstring)."""
-    longest = max((len(p.text) for p in spec.prompts), default=0)  # a token is at least one character
-    return Claimed(slots, slots * spec.max_new_tokens, slots * (longest + TEMPLATE_TOKENS))
+    return Claimed(slots, slots * spec.max_new_tokens, 0)
 
 
 def count_problems(
@@ -257,7 +256,6 @@ __all__ = [
     "COUNTERS",
     "MAX_METRICS_BYTES",
     "MAX_METRICS_LINES",
-    "TEMPLATE_TOKENS",
     "Claimed",
     "CountRead",
     "Counter",
