@@ -54,7 +54,12 @@ Both read what the worker signs (its round trip, its records' shortest E2E), so 
 passed them too (issue 50): a fleet's or a timed closed loop's records are then held to the floor this
 submitter measured of the server itself before it was loaded (`serverfloor`, `node.submitter.floors`):
 none quicker than half the server's shortest first token less the submitter's round trip, the slot bound
-divided by it. A
+divided by it (a lone open loop's too: its first tokens are the worker's word). Records at or above the
+floor that were never sent (a closed loop padded up to its slot bound) are refused by the server's own
+count where the campaign names its metrics (`servercount`, `endpoint.metrics_url`): the submitter reads
+the server's Prometheus counters itself before the job and when each result arrives, and no result (a
+fleet member with those accepted before it) may claim more requests or tokens than they rose by, plus
+one request per slot not yet counted. A gray-box server has neither (see `serverfloor`). A
 refusal is `invalid` and names the field, the worker's value and the bound. The member's offer spec (its
 deal, without the endpoint's API key, which `attempt.with_key` adds only to the signed offer) is kept in the
 campaign store's `offers` table when the offer goes out, and a lease reclaimed after a submitter restart

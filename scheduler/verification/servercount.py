@@ -43,8 +43,13 @@ then `metrics.on_prediction`), so at most one request per slot of the load may b
 rise when it is read: `slots` requests and `slots x max_new_tokens` generated tokens. Prompt tokens
 need none: the one prompt counter read (llama.cpp's) is written when the prompt is evaluated, before
 the request's first token is sent (`metrics.on_prompt_eval` at `n_decoded == 1`), so a record with a
-first token was counted before it ended. The submitter's own floor probe requests fall inside the rise and are left in it (five
-requests of one token: a looser bound by five, never a tighter one that an honest run could fail).
+first token was counted before it ended. The submitter's own floor probe requests fall inside the
+rise and are left in it (five requests of one token: a looser bound by five, never a tighter one that
+an honest run could fail).
+
+The count is this submitter's own observation, like the floor: `sark-node verify` cannot read a
+server's counters of the past, so a bundle's proof re-derives the rows from the records without it
+(a result refused here is not in the bundle's rows; one accepted passed it).
 
 Untrusted text: `parse_counters` reads at most `MAX_METRICS_BYTES` and `MAX_METRICS_LINES`, takes
 only the counters it knows, each declared `# TYPE ... counter` and each value a finite number at least
