@@ -7,8 +7,8 @@ derived again from its raw parts and its readings bounded by the profile it was 
 submitter gave it (`scheduler.check_sends`: a fleet member's signed deal, or the seed drawn for a
 lone open loop's offer), a fleet's or a lone loop's records to the floor this submitter measured of the
 server itself (`node.submitter.floors`), and, where the job names the server's metrics, its count to the
-rise of the server's own counters (`scheduler.count_problems`: a fleet member with the members accepted
-before it). What passes is kept as the submitter derived it, never as sent.
+rise of the server's own counters (`scheduler.count_problems`: with the job's results accepted before it,
+a fleet's members among them). What passes is kept as the submitter derived it, never as sent.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from scheduler.verification import replica_of
 class Counted:
     """The server's count a result is held to: the rise of its counters between this submitter's read
     before the job and its read when the result arrived, and what the job's results accepted before
-    this one claimed (a fleet's members share the rise)."""
+    this one claimed (a fleet's members, a job's devices or replicas: every one sent after that read)."""
 
     count: sch.ServerCount
     before: sch.Claimed
@@ -90,10 +90,9 @@ def _within_count(
     if generate is None:
         return figures
     deal = signed.generate.deal if signed is not None and signed.generate is not None else None
-    members = deal.size if deal is not None else 1
     who = f"fleet member {deal.member} of {deal.size}" if deal is not None else ""
-    slack = sch.slack_for(generate, generate.concurrency * members)
-    before = counted.before if deal is not None else None
-    problems = sch.count_problems(sch.claimed(figures), counted.count, slack, before, who)
+    # the results accepted before were counted when they arrived: only this one's last requests race
+    slack = sch.slack_for(generate, generate.concurrency)
+    problems = sch.count_problems(sch.claimed(figures), counted.count, slack, counted.before, who)
     problem = next(problems, None)
     return figures if problem is None else sch.Refusal(FailureReason.INVALID, problem)

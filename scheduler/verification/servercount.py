@@ -5,8 +5,9 @@ reads them itself, from its own socket, before the job is dealt (before its floo
 when each result arrives (`node.submitter.floors`); the rise of a counter between the two reads is
 what the server did in the meantime, for everyone. A result is refused `invalid` when its successful
 records claim more than that rise plus `slack` (`count_problems`), naming the field, the figure, the
-counter and its rise. A fleet's members are held together: each member with the members accepted
-before it (the merged row is made of those), so the merged row never counts more than the server saw.
+counter and its rise. A job's results are held together: each with the job's results accepted before
+it (a fleet's members, whose merged row is made of those; a job's devices or replicas), every one
+sent after the first read, so the merged row never counts more than the server saw.
 
 What is counted (`COUNTERS`), per server family, only where the counter's meaning is a sound upper
 bound on what an honest client records:
@@ -39,13 +40,15 @@ its padded records as counted by itself is held to one generated token each.
 
 The slack (`slack_for`): a request's counter may be written a moment after its last byte reached the
 client (llama.cpp counts a slot's generated tokens after it sent the final chunk: `send_final_response`
-then `metrics.on_prediction`), so at most one request per slot of the load may be missing from the
-rise when it is read: `slots` requests and `slots x max_new_tokens` generated tokens. Prompt tokens
-need none: the one prompt counter read (llama.cpp's) is written when the prompt is evaluated, before
-the request's first token is sent (`metrics.on_prompt_eval` at `n_decoded == 1`), so a record with a
-first token was counted before it ended. The submitter's own floor probe requests fall inside the
-rise and are left in it (five requests of one token: a looser bound by five, never a tighter one that
-an honest run could fail).
+then `metrics.on_prediction`), so at most one request per slot of the result just arrived may be
+missing from the rise when it is read (those accepted before were read again since): `slots`
+(`concurrency`) requests and `slots x max_new_tokens` generated tokens; an open loop's last requests
+ended at its client before its result was signed and sent, so the same allowance covers its race.
+Prompt tokens need none: the one prompt counter read (llama.cpp's) is written when the prompt is
+evaluated, before the request's first token is sent (`metrics.on_prompt_eval` at `n_decoded == 1`),
+so a record with a first token was counted before it ended. The submitter's own floor probe requests
+fall inside the rise and are left in it (five requests of one token: a looser bound by five, never a
+tighter one that an honest run could fail).
 
 The count is this submitter's own observation, like the floor: `sark-node verify` cannot read a
 server's counters of the past, so a bundle's proof re-derives the rows from the records without it
@@ -235,7 +238,7 @@ def count_problems(
             field_name = _FIELDS[quantity]
             with_others = ""
             if before is not None and before.of(quantity):
-                with_others = f" (with the {before.of(quantity)} of the members accepted before it)"
+                with_others = f" (with the {before.of(quantity)} of the job's results accepted before it)"
             by = f" ({who})" if who else ""
             yield (
                 f"{field_name}: {total}{with_others}, more than the server counted: {count.names[quantity]} "

@@ -211,7 +211,7 @@ def test_a_fleet_member_is_held_with_the_members_accepted_before_it() -> None:
     assert list(count_problems(member, LLAMA_RISE, slack, Claimed(), "fleet member 1 of 2")) == []
     [problem] = count_problems(member, LLAMA_RISE, slack, Claimed(20, 80, 520), "fleet member 2 of 2")
     assert problem.startswith(
-        "generation.records[].output_tokens (summed): 160 (with the 80 of the members accepted before it), "
-        "more than the server counted: llamacpp:tokens_predicted_total rose by 125"
+        "generation.records[].output_tokens (summed): 160 (with the 80 of the job's results accepted "
+        "before it), more than the server counted: llamacpp:tokens_predicted_total rose by 125"
     )
     assert problem.endswith("(fleet member 2 of 2)")
