@@ -165,7 +165,8 @@ class FloorBook:
             before = sch.CountRead(error=f"GET {metrics}: no answer within {METRICS_READ_S:g} s")
             with trio.move_on_after(METRICS_READ_S + 0.1):
                 before = _parsed(await self._read(metrics))
-            events("server_count", job=job_index, read="before", error=before.error or None)
+            counted = {quantity: value for quantity, (value, _) in before.values.items()}
+            events("server_count", job=job_index, read="before", error=before.error or None, values=counted)
             if before.error:
                 log.info("server count of job %d not read: %s", job_index, before.error)
             else:

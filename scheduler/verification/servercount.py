@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -255,11 +255,6 @@ _FIELDS: Final[dict[Quantity, str]] = {
 }
 
 
-def describe(read: CountRead) -> Sequence[str]:
-    """The counters a read found, for the `server_count` event."""
-    return [f"{name}={value:g}" for value, name in read.values.values()]
-
-
 __all__ = [
     "COUNTERS",
     "MAX_METRICS_BYTES",
@@ -272,7 +267,6 @@ __all__ = [
     "claimed",
     "count_problems",
     "count_rise",
-    "describe",
     "parse_counters",
     "slack_for",
 ]

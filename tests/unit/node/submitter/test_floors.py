@@ -142,7 +142,7 @@ async def test_a_failed_read_before_the_job_leaves_it_with_the_floor_alone() -> 
     assert await book.count(0, emit) is None
     [said] = [f for name, f in events if name == "server_count"]
     error = "GET http://127.0.0.1:1/metrics: HTTP 501 'metrics not enabled'"
-    assert said == {"job": 0, "read": "before", "error": error}
+    assert said == {"job": 0, "read": "before", "error": error, "values": {}}
 
 
 def test_the_offer_leaves_the_metrics_url_out_and_puts_the_key_in() -> None:
