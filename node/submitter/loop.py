@@ -427,6 +427,7 @@ class CampaignLoop:
                 self._record("rejected", a, event.detail)
 
     def _accept(self, a: Attempt, delivered: Delivered) -> sch.Event | None:
+        count = self._server_counts.pop((a.task_id, delivered.lease_id), None)
         if self._sched.current_lease(a.task_id) != delivered.lease_id:
             self.tally.stale += 1
             self._record("stale", a, f"result for lease {delivered.lease_id} is stale")
@@ -435,7 +436,6 @@ class CampaignLoop:
         spec = self._campaign.jobs[self._task(a.task_id).job_index].spec
         profile = sch.placed_profile(self._sched.peers(), a.peer_id) or delivered.body.device
         job_index = self._task(a.task_id).job_index
-        count = self._server_counts.pop((a.task_id, delivered.lease_id), None)
         counted = None if count is None else Counted(count, self._floors.accepted_before(job_index))
         verdict = judge(a, delivered, spec, profile, self._floors.floor(job_index), counted)
         if isinstance(verdict, sch.ResultRejected):
