@@ -22,7 +22,7 @@ rise), and `count` reads them again when a result arrives (the loop awaits it be
 rise is the `ServerCount` the result is held to (`scheduler.verification.servercount`), each fleet
 member with the claims of those accepted before it (`accepted`). A read that fails, a page without a
 known counter, or a counter that fell gives no count: the job goes on with the floor alone, and the
-`server_count` event says why.
+`server_count` event and a warning on the submitter's log say why (the rows do not carry it).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class FloorBook:
         rise = sch.count_rise(before, after, url)
         if isinstance(rise, str):
             events("server_count", job=job_index, read="after", error=rise)
-            log.info("server count of job %d not read: %s", job_index, rise)
+            log.warning("server count of job %d not read: %s", job_index, rise)
             return None
         events("server_count", job=job_index, read="after", rises=dict(rise.rises))
         return rise
@@ -168,7 +168,7 @@ class FloorBook:
             counted = {quantity: value for quantity, (value, _) in before.values.items()}
             events("server_count", job=job_index, read="before", error=before.error or None, values=counted)
             if before.error:
-                log.info("server count of job %d not read: %s", job_index, before.error)
+                log.warning("server count of job %d not read: %s", job_index, before.error)
             else:
                 self._before[job_index] = before
         with trio.move_on_after(FLOOR_PROBE_S + 1.0):
