@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from drivers.endpoint.floorprobe import ServerTiming, probe_floor
+    from drivers.endpoint.metricsread import MetricsPage, read_metrics
     from drivers.endpoint.options import EndpointOptions
     from drivers.endpoint.servers import probe_server
     from drivers.endpoint.task import measure_endpoint
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 _HOMES: Final = {
     "DriverError": "errors",
     "EndpointOptions": "endpoint.options",
+    "MetricsPage": "endpoint.metricsread",
     "ProbeFailed": "errors",
     "ServerTiming": "endpoint.floorprobe",
     "TaskFailed": "errors",
@@ -49,6 +51,7 @@ _HOMES: Final = {
     "probe_generation": "probe.profile",
     "probe_server": "endpoint.servers",
     "probe_servers_apart": "probe.apart",
+    "read_metrics": "endpoint.metricsread",
     "unit_offers": "measuring.offers",
 }
 
@@ -66,6 +69,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "DriverError",
     "EndpointOptions",
+    "MetricsPage",
     "ProbeFailed",
     "ServerTiming",
     "TaskFailed",
@@ -80,5 +84,6 @@ __all__ = [
     "probe_generation",
     "probe_server",
     "probe_servers_apart",
+    "read_metrics",
     "unit_offers",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.fleet import MAX_FLEET, FleetDeal
@@ -204,12 +204,23 @@ class Endpoint(Value):
     Gray-box: `url` is None and the worker uses the server its owner declared for `model`.
     Black-box: `url` is the campaign's. The campaign names only `api_key_env`, the submitter's
     environment variable; the submitter puts its value in `api_key` of the one offer to the chosen
-    worker (signed, on a Noise-encrypted stream), and nothing else ever holds it.
+    worker (signed, on a Noise-encrypted stream), and nothing else ever holds it. `metrics_url` is
+    the server's Prometheus metrics, which the submitter reads itself (`scheduler.verification.
+    servercount`); it is taken out of the offer, as the key is put in: the worker never holds it.
     """
 
     model: str = Field(min_length=1, max_length=256)
     url: str | None = Field(default=None, max_length=2048)
     api_key_env: str | None = Field(default=None, max_length=128)
+    metrics_url: str | None = Field(default=None, max_length=2048)
+
+    @model_serializer(mode="wrap")
+    def _without_metrics(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """No `metrics_url` key when none is named: specs, stores and peers from before it read the same."""
+        data: dict[str, object] = handler(self)
+        if self.metrics_url is None:
+            data.pop("metrics_url", None)
+        return data
     api_key: str | None = Field(default=None, max_length=4096, repr=False)
 
 

@@ -14,6 +14,7 @@ Modules:
                turn carrying the earlier ones with the server's own answers (`Prompt.turn`)
     rtt        the vantage point's TCP connect (and TLS handshake) time to a server
     floorprobe the submitter's own view of a server: its round trip and its shortest answer (a floor)
+    metricsread a server's Prometheus metrics page, read by the submitter itself within limits
     load       load against a model server through `sender`; `run_endpoint` for the spawned child
     fleetload  a fleet member's start instant on this worker's clock (its deal is sent by `sender`)
     servers    model servers the owner declared (gray-box): list their models, try each, statuses

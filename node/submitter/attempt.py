@@ -202,12 +202,19 @@ async def _open(attempt: Attempt, me: Identity, conv: Conversation, channel: Cha
 
 
 def with_key(spec: TaskSpec, keys: Mapping[str, str]) -> TaskSpec:
-    """The spec with its black-box endpoint's API key filled in from the submitter's keys, if it names one."""
+    """The spec as offered: its black-box endpoint's API key filled in from the submitter's keys, if it
+    names one, and its metrics URL taken out (the submitter reads the server's counters itself, and
+    the worker is not told where: `scheduler.verification.servercount`)."""
     generate = spec.generate
     endpoint = generate.endpoint if generate is not None else None
-    if generate is None or endpoint is None or endpoint.api_key_env not in keys:
+    if generate is None or endpoint is None:
         return spec
-    endpoint = endpoint.with_(api_key=keys[endpoint.api_key_env or ""])
+    if endpoint.api_key_env in keys:
+        endpoint = endpoint.with_(api_key=keys[endpoint.api_key_env or ""])
+    if endpoint.metrics_url is not None:
+        endpoint = endpoint.with_(metrics_url=None)
+    if endpoint is generate.endpoint:
+        return spec
     return spec.with_(generate=generate.with_(endpoint=endpoint))
 
 

@@ -1,18 +1,28 @@
-"""Each fleet's or closed loop's server measured by the submitter itself, once, before it is loaded.
+"""Each fleet's or lone loop's server measured by the submitter itself, once, before it is loaded.
 
-`FloorBook` belongs to the campaign loop. At the first offer of a fleet job, or of a lone closed loop
+`FloorBook` belongs to the campaign loop. At the first offer of a fleet job, of a lone closed loop
 for a set time (`concurrency` and `duration_s`, no search: the loads whose count only its slots bound),
-it starts one probe of the job's server from this submitter (`drivers.probe_floor`: its own TCP round
-trip and a few one-token requests), cut at `FLOOR_PROBE_S`. A fleet's runs inside the fleet's lead
-(`FLEET_LEAD_S`), so it is over before any member sends, and the members' offers do not wait for it;
-a lone closed loop's offers wait for it (`gates`, `measured`: at most `FLOOR_PROBE_S` and a second),
-so the probe never shares the server with the load. Its figures become the job's `ServerFloor`
-(`scheduler.verification.serverfloor`), which every member's result is judged against; a server
-this submitter cannot reach (a gray-box server, a private address, a failure) gives no floor, said
-in the `server_floor` event, and the records are then held to physics and their deal or slots, a
-fleet's members to one another (`scheduler.results.fleetrows`). Its limit: the probe reads the URL as
-this submitter resolves it, so a job whose URL names each worker's own machine (`localhost` on
-workers elsewhere) is measured against another server.
+or of a lone open loop (`request_rate`, no search: its count is its schedule's, but each record's
+first token is the worker's word), it starts one probe of the job's server from this submitter
+(`drivers.probe_floor`: its own TCP round trip and a few one-token requests), cut at `FLOOR_PROBE_S`.
+A fleet's runs inside the fleet's lead (`FLEET_LEAD_S`), so it is over before any member sends, and
+the members' offers do not wait for it; a lone loop's offers wait for it (`gates`, `measured`: at
+most `METRICS_READ_S`, `FLOOR_PROBE_S` and a second), so the probe never shares the server with the
+load. Its figures become the job's `ServerFloor` (`scheduler.verification.serverfloor`), which every
+member's result is judged against; a server this submitter cannot reach (a gray-box server, a
+private address, a failure) gives no floor, said in the `server_floor` event, and the records are
+then held to physics and their deal or slots, a fleet's members to one another
+(`scheduler.results.fleetrows`). Its limit: the probe reads the URL as this submitter resolves it,
+so a job whose URL names each worker's own machine (`localhost` on workers elsewhere) is measured
+against another server.
+
+Where the job's endpoint names the server's metrics (`metrics_url`), the same task first reads the
+server's counters (`drivers.read_metrics`, before the probe, so the probe's requests fall inside the
+rise), and `count` reads them again when a result arrives (the loop awaits it before judging): the
+rise is the `ServerCount` the result is held to (`scheduler.verification.servercount`), each fleet
+member with the claims of those accepted before it (`accepted`). A read that fails, a page without a
+known counter, or a counter that fell gives no count: the job goes on with the floor alone, and the
+`server_count` event and a warning on the submitter's log say why (the rows do not carry it).
 """
 
 from __future__ import annotations
@@ -33,44 +43,93 @@ log = logging.getLogger(__name__)
 
 FLOOR_PROBE_S: Final = 3.0
 """The whole probe of one server: over a second before the fleet's start instant."""
-assert FLOOR_PROBE_S <= FLEET_LEAD_S - 1.0
+METRICS_READ_S: Final = 1.0
+"""The read of the server's counters before the probe: a page on a reachable server comes in milliseconds."""
+assert METRICS_READ_S + FLOOR_PROBE_S <= FLEET_LEAD_S - 1.0
 
 Probe = Callable[[GenerateSpec, str, str | None], Awaitable[drivers.ServerTiming]]
+Read = Callable[[str], Awaitable[drivers.MetricsPage]]
 
 
 async def _probe(spec: GenerateSpec, url: str, api_key: str | None) -> drivers.ServerTiming:
     return await drivers.probe_floor(spec, url, api_key=api_key, timeout_s=FLOOR_PROBE_S)
 
 
+async def _read(url: str) -> drivers.MetricsPage:
+    return await drivers.read_metrics(url, timeout_s=METRICS_READ_S)
+
+
+def _parsed(page: drivers.MetricsPage) -> sch.CountRead:
+    return sch.CountRead(error=page.error) if page.error else sch.parse_counters(page.body)
+
+
 @final
 class FloorBook:
     """The floor of each fleet's or timed closed loop's server, measured once at the job's first offer."""
 
-    def __init__(self, campaign: sch.Campaign, keys: Mapping[str, str], probe: Probe = _probe) -> None:
+    def __init__(
+        self, campaign: sch.Campaign, keys: Mapping[str, str], probe: Probe = _probe, read: Read = _read
+    ) -> None:
         self._campaign = campaign
         self._keys = keys
         self._probe = probe
+        self._read = read
         self._started: dict[int, trio.Event] = {}
         self._floors: dict[int, sch.ServerFloor] = {}
+        self._before: dict[int, sch.CountRead] = {}
+        self._accepted: dict[int, sch.Claimed] = {}
 
     def wants(self, job_index: int) -> bool:
-        """Whether the job's records are held to a floor: a fleet's, or a lone closed loop's for a set
-        time (no search), against a URL of the campaign's."""
+        """Whether the job's records are held to a floor: a fleet's, a lone closed loop's for a set
+        time, or a lone open loop's (no search), against a URL of the campaign's."""
         spec = self._campaign.jobs[job_index].spec.generate
-        if spec is None or spec.endpoint is None or spec.endpoint.url is None:
+        if spec is None or spec.endpoint is None or spec.endpoint.url is None or spec.capacity is not None:
             return False
-        closed = spec.request_rate is None and spec.capacity is None and spec.duration_s is not None
-        return sch.is_fleet(spec) or closed
+        closed = spec.request_rate is None and spec.duration_s is not None
+        return sch.is_fleet(spec) or closed or spec.request_rate is not None
+
+    def counts(self, job_index: int) -> bool:
+        """Whether the job's results are held to the server's count: it `wants` a floor and its
+        endpoint names the server's metrics."""
+        spec = self._campaign.jobs[job_index].spec.generate
+        return self.wants(job_index) and spec is not None and spec.endpoint is not None and (
+            spec.endpoint.metrics_url is not None
+        )
+
+    async def count(self, job_index: int, events: EventSink) -> sch.ServerCount | None:
+        """The server's counters read again now, less the read before the job: None where either read
+        gave nothing (said in a `server_count` event)."""
+        spec = self._campaign.jobs[job_index].spec.generate
+        before = self._before.get(job_index)
+        if before is None or spec is None or spec.endpoint is None or spec.endpoint.metrics_url is None:
+            return None
+        url = spec.endpoint.metrics_url
+        after = _parsed(await self._read(url))
+        rise = sch.count_rise(before, after, url)
+        if isinstance(rise, str):
+            events("server_count", job=job_index, read="after", error=rise)
+            log.warning("server count of job %d not read: %s", job_index, rise)
+            return None
+        events("server_count", job=job_index, read="after", rises=dict(rise.rises))
+        return rise
+
+    def accepted(self, job_index: int, claims: sch.Claimed) -> None:
+        """A counted job's result was accepted with these claims: its next results are held with them."""
+        self._accepted[job_index] = self._accepted.get(job_index, sch.Claimed()) + claims
+
+    def accepted_before(self, job_index: int) -> sch.Claimed:
+        """The claims of the job's results accepted so far."""
+        return self._accepted.get(job_index, sch.Claimed())
 
     def gates(self, job_index: int) -> bool:
-        """Whether the job's offers wait for the probe (a lone closed loop's: it loads at once)."""
+        """Whether the job's offers wait for the probe (a lone loop's: it loads at once)."""
         return self.wants(job_index) and not sch.is_fleet(self._campaign.jobs[job_index].spec.generate)
 
     async def measured(self, job_index: int) -> None:
-        """Until the job's probe is over (at most `FLOOR_PROBE_S` and a second)."""
+        """Until the job's probe is over (at most `METRICS_READ_S`, `FLOOR_PROBE_S` and a second)."""
         done = self._started.get(job_index)
         if done is not None:
-            with trio.move_on_after(FLOOR_PROBE_S + 1.0):
+            with trio.move_on_after(METRICS_READ_S + FLOOR_PROBE_S + 1.0):
                 await done.wait()
 
     def start(self, job_index: int, nursery: trio.Nursery, events: EventSink) -> None:
@@ -101,6 +160,17 @@ class FloorBook:
     async def _probed(
         self, job_index: int, spec: GenerateSpec, url: str, key: str | None, events: EventSink
     ) -> None:
+        metrics = spec.endpoint.metrics_url if spec.endpoint is not None else None
+        if metrics is not None:  # before the probe: its requests fall inside the rise
+            before = sch.CountRead(error=f"GET {metrics}: no answer within {METRICS_READ_S:g} s")
+            with trio.move_on_after(METRICS_READ_S + 0.1):
+                before = _parsed(await self._read(metrics))
+            counted = {quantity: value for quantity, (value, _) in before.values.items()}
+            events("server_count", job=job_index, read="before", error=before.error or None, values=counted)
+            if before.error:
+                log.warning("server count of job %d not read: %s", job_index, before.error)
+            else:
+                self._before[job_index] = before
         with trio.move_on_after(FLOOR_PROBE_S + 1.0):
             timing = await self._probe(spec, url, key)
             found = sch.server_floor(timing.ttft_ms, timing.rtt_ms)
@@ -117,4 +187,4 @@ class FloorBook:
             log.info("server floor of job %d: %s", job_index, found.said if found else timing.error)
 
 
-__all__ = ["FLOOR_PROBE_S", "FloorBook"]
+__all__ = ["FLOOR_PROBE_S", "METRICS_READ_S", "FloorBook"]

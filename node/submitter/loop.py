@@ -31,7 +31,7 @@ from node.submitter.eventlines import event_line
 from node.submitter.fleet import FleetBook, with_deal
 from node.submitter.floors import FloorBook
 from node.submitter.store import CampaignStatus, CampaignStore
-from node.submitter.verdict import judge
+from node.submitter.verdict import Counted, judge
 from protocol import FleetDeal, Holder, Reachability, TaskSpec
 from protocol.codec import pack_body, unpack_body
 
@@ -112,6 +112,7 @@ class CampaignLoop:
         self._stop = stop if stop is not None else trio.Event()
         self._fleet = fleet or FleetBook(campaign)
         self._floors = FloorBook(campaign, me.keys)
+        self._server_counts: dict[tuple[str, str], sch.ServerCount] = {}  # (task, lease) -> its count
         self._challenger = challenger
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
@@ -358,12 +359,31 @@ class CampaignLoop:
         send: trio.MemorySendChannel[sch.Command],
         receive: trio.MemoryReceiveChannel[sch.Command],
     ) -> None:
+        job_index = self._task(attempt.task_id).job_index
         try:
-            await run_attempt(attempt, self._me, self._open, receive, self._heard_in)
+            if not self._floors.counts(job_index):
+                await run_attempt(attempt, self._me, self._open, receive, self._heard_in)
+                return
+            heard_send, heard_receive = trio.open_memory_channel[Heard](16)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._counted, job_index, heard_receive)
+                async with heard_send:
+                    await run_attempt(attempt, self._me, self._open, receive, heard_send)
         finally:
             if self._inboxes.get(attempt.task_id) is send:
                 del self._inboxes[attempt.task_id]
             self._idle.set()
+
+    async def _counted(self, job_index: int, heard: trio.MemoryReceiveChannel[Heard]) -> None:
+        """An attempt's events passed on, a delivered result after the server's counters were read
+        again (`FloorBook.count`): the rise it is judged against, read from this submitter's socket."""
+        async with heard:
+            async for item in heard:
+                if isinstance(item.event, Delivered):
+                    count = await self._floors.count(job_index, self._emit)
+                    if count is not None:
+                        self._server_counts[item.attempt.task_id, item.event.lease_id] = count
+                await self._heard_in.send(item)
 
     # -- events in -----------------------------------------------------------------------------
 
@@ -407,6 +427,7 @@ class CampaignLoop:
                 self._record("rejected", a, event.detail)
 
     def _accept(self, a: Attempt, delivered: Delivered) -> sch.Event | None:
+        count = self._server_counts.pop((a.task_id, delivered.lease_id), None)
         if self._sched.current_lease(a.task_id) != delivered.lease_id:
             self.tally.stale += 1
             self._record("stale", a, f"result for lease {delivered.lease_id} is stale")
@@ -414,10 +435,14 @@ class CampaignLoop:
             return None
         spec = self._campaign.jobs[self._task(a.task_id).job_index].spec
         profile = sch.placed_profile(self._sched.peers(), a.peer_id) or delivered.body.device
-        verdict = judge(a, delivered, spec, profile, self._floors.floor(self._task(a.task_id).job_index))
+        job_index = self._task(a.task_id).job_index
+        counted = None if count is None else Counted(count, self._floors.accepted_before(job_index))
+        verdict = judge(a, delivered, spec, profile, self._floors.floor(job_index), counted)
         if isinstance(verdict, sch.ResultRejected):
             log.info("refused the result for %s: %s %s", a.task_id, verdict.reason.value, verdict.detail)
             return verdict
+        if self._floors.counts(job_index):
+            self._floors.accepted(job_index, sch.claimed(delivered.body.measurement))
         self._store.put_result(self._id, verdict.record)
         self.tally.accepted += 1
         self._record("accepted", a, "")

@@ -5,8 +5,10 @@ A result whose lease is current is judged here and nowhere else on the submitter
 derived again from its raw parts and its readings bounded by the profile it was placed by
 (`scheduler.check_figures`), then a load client's records checked against the schedule this
 submitter gave it (`scheduler.check_sends`: a fleet member's signed deal, or the seed drawn for a
-lone open loop's offer), and a fleet's records to the floor this submitter measured of the server itself
-(`node.submitter.floors`). What passes is kept as the submitter derived it, never as sent.
+lone open loop's offer), a fleet's or a lone loop's records to the floor this submitter measured of the
+server itself (`node.submitter.floors`), and, where the job names the server's metrics, its count to the
+rise of the server's own counters (`scheduler.count_problems`: with the job's results accepted before it,
+a fleet's members among them). What passes is kept as the submitter derived it, never as sent.
 """
 
 from __future__ import annotations
@@ -17,8 +19,18 @@ import scheduler as sch
 from node.submitter.attempt import Attempt, Delivered
 from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import ResultRecord, utc_now
-from protocol import DeviceProfile, TaskSpec
+from protocol import DeviceProfile, FailureReason, Measurement, TaskSpec
 from scheduler.verification import replica_of
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """The server's count a result is held to: the rise of its counters between this submitter's read
+    before the job and its read when the result arrived, and what the job's results accepted before
+    this one claimed (a fleet's members, a job's devices or replicas: every one sent after that read)."""
+
+    count: sch.ServerCount
+    before: sch.Claimed
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,16 +47,20 @@ def judge(
     spec: TaskSpec,
     profile: DeviceProfile,
     floor: sch.ServerFloor | None = None,
+    counted: Counted | None = None,
 ) -> Accepted | sch.ResultRejected:
     """The verdict on `delivered`, a result for the current lease of `a`'s task.
 
     `spec` is the job's spec as the campaign wrote it; `profile` the one the task was placed by;
-    `floor` the job's server as this submitter measured it itself (a fleet's, `node.submitter.floors`).
+    `floor` the job's server as this submitter measured it itself (`node.submitter.floors`); `counted`
+    the server's own count where the job names its metrics and both reads gave one.
     """
     body = delivered.body
     figures = sch.check_figures(body.measurement, spec, profile, body.device)
     if not isinstance(figures, sch.Refusal):  # a load's records against the schedule it was given
         figures = sch.check_sends(figures, spec, a.spec, floor)
+    if not isinstance(figures, sch.Refusal) and counted is not None:
+        figures = _within_count(figures, spec, a.spec, counted)
     if isinstance(figures, sch.Refusal):
         return sch.ResultRejected(a.task_id, delivered.lease_id, a.peer_id, figures.detail, figures.reason)
     record = ResultRecord(  # the outputs show the derived figures, rendered from these at output time
@@ -63,3 +79,20 @@ def judge(
         a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint, said.core
     )
     return Accepted(record, event)
+
+
+def _within_count(
+    figures: Measurement, spec: TaskSpec, signed: TaskSpec | None, counted: Counted
+) -> Measurement | sch.Refusal:
+    """The figures unchanged when their successful records (with the job's accepted before them) claim
+    no more than the server counted, else the refusal naming the quantity (`scheduler.count_problems`)."""
+    generate = spec.generate
+    if generate is None:
+        return figures
+    deal = signed.generate.deal if signed is not None and signed.generate is not None else None
+    who = f"fleet member {deal.member} of {deal.size}" if deal is not None else ""
+    # the results accepted before were counted when they arrived: only this one's last requests race
+    slack = sch.slack_for(generate, generate.concurrency)
+    problems = sch.count_problems(sch.claimed(figures), counted.count, slack, counted.before, who)
+    problem = next(problems, None)
+    return figures if problem is None else sch.Refusal(FailureReason.INVALID, problem)

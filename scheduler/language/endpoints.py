@@ -2,7 +2,9 @@
 
 Gray-box: ``endpoint: {model: ID}`` runs only on workers whose owner declared a server listing ID.
 Black-box: ``endpoint: {url: https://..., model: ID, api_key_env: NAME}``; the campaign names the
-submitter's environment variable, never the key. Load: ``generate.concurrency`` (a level or a list:
+submitter's environment variable, never the key; ``metrics_url:`` names the server's Prometheus
+metrics, which the submitter reads itself to hold the load's count to the server's
+(`scheduler.verification.servercount`). Load: ``generate.concurrency`` (a level or a list:
 closed loop, one job per level) or ``generate.request_rate`` (Poisson arrivals, one job per rate),
 ``generate.duration_s`` to cycle the prompts for that long, and ``generate.slo`` for goodput; or
 ``generate.capacity`` to search the highest load that meets the SLO (`scheduler.language.capacity`).
@@ -22,7 +24,7 @@ from protocol import Endpoint, GenerateSpec, ModelFormat, ModelRef
 from scheduler.language.capacity import SLO_FIELDS, capacity_fields
 from scheduler.language.problems import Problems, check_keys, describe
 
-ENDPOINT_FIELDS: Final = ("model", "url", "api_key_env")
+ENDPOINT_FIELDS: Final = ("model", "url", "api_key_env", "metrics_url")
 LOAD_FIELDS: Final = ("concurrency", "request_rate", "duration_s", "slo", "capacity")
 MAX_LEVELS: Final = 64
 _ENV_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -47,9 +49,16 @@ def parse_endpoint(raw: object, where: str, problems: Problems) -> Endpoint | No
         problems.add(f"{where}.api_key_env", f"expected an environment variable's name, got {describe(env)}")
     elif env is not None and url is None:
         problems.add(f"{where}.api_key_env", "a key goes with a url: a declared server needs none")
+    metrics = raw.get("metrics_url")
+    if metrics is not None and (not isinstance(metrics, str) or not metrics.startswith(("http://", "https://"))):
+        got = describe(metrics)
+        problems.add(f"{where}.metrics_url", f"expected an http(s) URL of the server's metrics, got {got}")
+    elif metrics is not None and url is None:
+        own = "metrics go with a url: each worker's declared server is its own"
+        problems.add(f"{where}.metrics_url", own)
     if len(problems.items) > before:
         return None
-    return Endpoint(model=str(model), url=url, api_key_env=env)
+    return Endpoint(model=str(model), url=url, api_key_env=env, metrics_url=metrics)
 
 
 def load_levels(raw: Mapping[str, object], where: str, problems: Problems) -> list[dict[str, object]]:

@@ -177,6 +177,13 @@ class EndpointBlock(Block):
         pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
         description="the submitter's environment variable holding the key (never the key itself)",
     )
+    metrics_url: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="the server's Prometheus metrics, read by the submitter alone: no result may claim "
+        "more requests or tokens than its counters rose by (black-box only)",
+    )
 
 
 class FleetBlock(Block):

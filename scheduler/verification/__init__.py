@@ -19,6 +19,8 @@ Modules:
                member's deal, a lone open loop's seed), or a Refusal
     serverfloor ServerFloor: the least time a server answers, as the submitter measured it itself; records
                under it refused, a closed loop's slot bound divided by it
+    servercount a server's own counters (Prometheus), read by the submitter: no load claims more requests
+               or tokens than they rose by
     classes    device classes: the profile parts two peers share exactly when their timings should agree
     replicas   pick_replicas: N peers of one class, distinct identity, owner, network; checkable; voter_name
     networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
@@ -52,7 +54,12 @@ Both read what the worker signs (its round trip, its records' shortest E2E), so 
 passed them too (issue 50): a fleet's or a timed closed loop's records are then held to the floor this
 submitter measured of the server itself before it was loaded (`serverfloor`, `node.submitter.floors`):
 none quicker than half the server's shortest first token less the submitter's round trip, the slot bound
-divided by it. A
+divided by it (a lone open loop's too: its first tokens are the worker's word). Records at or above the
+floor that were never sent (a closed loop padded up to its slot bound) are refused by the server's own
+count where the campaign names its metrics (`servercount`, `endpoint.metrics_url`): the submitter reads
+the server's Prometheus counters itself before the job and when each result arrives, and no result (a
+fleet member with those accepted before it) may claim more requests or tokens than they rose by, plus
+one request per slot not yet counted. A gray-box server has neither (see `serverfloor`). A
 refusal is `invalid` and names the field, the worker's value and the bound. The member's offer spec (its
 deal, without the endpoint's API key, which `attempt.with_key` adds only to the signed offer) is kept in the
 campaign store's `offers` table when the offer goes out, and a lease reclaimed after a submitter restart
@@ -315,6 +322,16 @@ from scheduler.verification.references import judge, reference_peers, vouched
 from scheduler.verification.replicas import Candidate, by_class, checkable, pick_replicas, voter_name
 from scheduler.verification.reputation import Evidence, PeerRecord, Witness, distrusted, should_check
 from scheduler.verification.sendcheck import LATE_SLACK_S, check_sends, draws_seed
+from scheduler.verification.servercount import (
+    Claimed,
+    CountRead,
+    ServerCount,
+    claimed,
+    count_problems,
+    count_rise,
+    parse_counters,
+    slack_for,
+)
 from scheduler.verification.serverfloor import FLOOR_SHARE, ServerFloor, server_floor
 
 __all__ = [
@@ -325,6 +342,8 @@ __all__ = [
     "SECRET_BYTES",
     "Advertised",
     "Candidate",
+    "Claimed",
+    "CountRead",
     "DeviceClass",
     "DrawKey",
     "Evidence",
@@ -334,6 +353,7 @@ __all__ = [
     "ReferenceOffsets",
     "Refusal",
     "Replica",
+    "ServerCount",
     "ServerFloor",
     "Settlement",
     "Witness",
@@ -343,7 +363,10 @@ __all__ = [
     "check_sends",
     "checkable",
     "claim_problems",
+    "claimed",
     "core_spread",
+    "count_problems",
+    "count_rise",
     "device_class",
     "distrusted",
     "draws_seed",
@@ -351,6 +374,7 @@ __all__ = [
     "judged_band",
     "network_of",
     "pair_error",
+    "parse_counters",
     "peak_parts",
     "pick_replicas",
     "placed_profile",
@@ -362,6 +386,7 @@ __all__ = [
     "server_floor",
     "settle",
     "should_check",
+    "slack_for",
     "spread_of",
     "voter_name",
     "vouched",

@@ -37,11 +37,13 @@ are the requests the client was given to send. This check can, where the submitt
   the server less `RTT_SLACK_MS` (`rtt_ms`, a median: one request may be quicker than the median,
   none is quicker than half of it; a first byte back needs the request to go and come back);
   records of zero length, a thousand at one instant, were never sent.
-- **The server's floor, for fleets and closed loops** (`serverfloor.floor_problems`, after physics):
+- **The server's floor, for fleets and lone loops** (`serverfloor.floor_problems`, after physics):
   where this submitter measured the server itself before the job, no successful record is quicker
   than the floor it found, and a closed loop's slot bound divides by that floor, not only by the
   records' own shortest (the liar's choice). The physics above reads the worker's own round trip;
-  the floor reads nothing the worker signs (its docstring gives the cheater's view).
+  the floor reads nothing the worker signs (its docstring gives the cheater's view). The server's
+  own count (`servercount`, where the job names its metrics) is applied after this check, by the
+  submitter's verdict (`node.submitter.verdict`), since it needs two reads of the server.
 
 Refused as `invalid`, naming the field, the worker's value and the bound. A result without a known
 schedule (a lease reclaimed after a submitter restart whose offer the store did not keep) is refused

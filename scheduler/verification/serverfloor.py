@@ -19,10 +19,28 @@ their figures. What a member can still choose is its distance to the server, whi
 records; and the server's time, which a member closer to the server does not shorten (one round
 trip is its own, the server's work is everyone's). What the floor does not catch: records at or
 above it that were never sent (a closed loop padded with plausible requests up to its slot bound, at
-most slots x duration / floor); the server's own count would (a metrics endpoint), which this
-submitter does not read yet. Where it has no floor (a gray-box server, an address it cannot reach, a
-lease reclaimed after a restart), a member is held to the other members' figures instead
-(`scheduler.results.fleetrows.apart`).
+most slots x duration / floor). The server's own count does, where the campaign names the server's
+metrics (`endpoint.metrics_url`, `servercount`): no more requests or tokens than its counters rose by
+between the submitter's reads; without it, such padding stands (measured on llama.cpp's server,
+tests/labs/e2e/test_server_count.py: a padded loop's 26 requests of 4 tokens accepted while the
+server generated 61 tokens, its 5 probe tokens included; with it, refused).
+
+Lone open loops (`request_rate`, no search) are probed too: their count is their schedule's
+(`sendcheck.open_loop_problems`), but each record's first token is the worker's word, held only by
+its own round trip before. Capacity searches are not probed (their levels load at once and would
+share the server with the probe); their records are held to physics and their levels' slots.
+
+Where it has no floor, what holds the records: a gray-box server (each worker's own, unreachable
+from here and different per member, so neither a floor nor a count is taken), an address this
+submitter cannot reach, a lease reclaimed after a restart (the floor is not kept in the store). Then
+physics (the worker's own round trip), the schedule (a deal's planned sends, an open loop's seed,
+a closed loop's slots x span / its own shortest E2E: the liar's choice), and, for a fleet, the
+other members' figures (`scheduler.results.fleetrows.apart`: a member quicker than half the
+others' lower median is kept out of the merged row). No bound independent of the worker's choices
+was found for a gray-box closed loop's count: the submitter sees only the lease's own timing (the
+offer and the result), which bounds the run's length, not its requests. That stays missing: a
+gray-box closed loop padded with records at its own quickest passes, held only by the others in a
+fleet.
 
 `FLOOR_SHARE` is one half: a prompt cache or a quieter server can answer a member quicker than the
 probe's quickest of five, but not twice as quick; a record at half the server's least time is one

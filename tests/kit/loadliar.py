@@ -21,6 +21,11 @@ honest client does, then, by MODE:
 - `tiny` (a closed loop, a fleet member's slots): as `zero`, but each record 0.5 us long (TTFT 0.4 us):
   above zero, under half any LAN round trip less 1 ms, so physics passes it and only a floor the
   member does not set refutes it (issue 50: 4,900 merged as 5,015 requests while the server saw 229).
+- `pad` (a lone closed loop for `duration_s`): replaces its records by copies of its quickest real one,
+  back to back in each slot from the run's start to its end plus `LATE_SLACK_S`, up to the slot
+  bound: plausible records (real first tokens, at or above the server's floor, never
+  more in flight than its slots, within slots x span / its shortest), so only the server's own count
+  refutes them (`scheduler.verification.servercount`).
 
 Either way every figure is then derived again from the lying records (`protocol.derive`), as the
 submitter would derive them, so the result is self-consistent and only the schedule the submitter
@@ -29,6 +34,7 @@ gave can refute it. Nothing in the product reads this file.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
@@ -39,6 +45,7 @@ from node.cli import main
 from node.worker.targets import Targets
 from protocol import Endpoint, Measurement, RequestRecord, TaskSpec, derive
 from protocol.generation import MAX_RECORDS
+from scheduler.verification import LATE_SLACK_S
 
 FABRICATED: Final = 3000
 ZERO_BURST: Final = 4900
@@ -51,6 +58,14 @@ def _fabricated(records: tuple[RequestRecord, ...], duration_s: float) -> list[R
         planned = duration_s * i / FABRICATED + 1e-4  # never one of the deal's times
         made.append(records[i % len(records)].with_(planned_s=planned, started_s=planned + 0.001))
     return [*records, *made]
+
+
+def _padded(records: tuple[RequestRecord, ...], slots: int, span_s: float) -> list[RequestRecord]:
+    ok = [r for r in records if r.error is None]
+    quickest = min(ok, key=lambda r: r.e2e_ms)
+    per_slot = math.floor(span_s * 1e3 / quickest.e2e_ms) + 1  # the slot bound, to the request
+    step = quickest.e2e_ms / 1e3  # back to back: one ends as the next starts
+    return [quickest.with_(started_s=k * step) for _ in range(slots) for k in range(per_slot)]
 
 
 def _own_schedule(records: tuple[RequestRecord, ...]) -> tuple[RequestRecord, ...]:
@@ -79,6 +94,8 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
         lying = list(_own_schedule(records))
     elif mode == "crowd":
         lying = [*records, *(r.with_(started_s=r.started_s + 0.001) for r in records)]
+    elif mode == "pad":
+        lying = _padded(records, spec.generate.concurrency, (spec.generate.duration_s or 1.0) + LATE_SLACK_S)
     elif mode in ("zero", "tiny"):
         at, most = records[-1].started_s, min(ZERO_BURST, MAX_RECORDS - len(records))
         first, last = (0.0, 0.0) if mode == "zero" else (0.0004, 0.0005)

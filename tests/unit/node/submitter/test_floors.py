@@ -1,5 +1,6 @@
-"""Issue 50: which jobs the submitter measures the server of (a fleet's, a timed closed loop's), once a job,
-whose offers wait for it (a lone closed loop's), and what a probe that answered or failed leaves."""
+"""Issue 50: which jobs the submitter measures the server of (a fleet's, a timed closed loop's, a lone open
+loop's), once a job, whose offers wait for it (a lone loop's), what a probe that answered or failed
+leaves, and the server's count read before the job and again for each result where the job names it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 import trio
 
 import scheduler as sch
-from drivers import ServerTiming
+from drivers import MetricsPage, ServerTiming
+from node.submitter.attempt import with_key
 from node.submitter.floors import FloorBook
 from protocol import GenerateSpec
 
@@ -29,12 +31,13 @@ JOBS = [
 CAMPAIGN = sch.parse_campaign(json.dumps({"name": "floors", "jobs": JOBS}))
 
 
-def test_a_fleet_and_a_timed_closed_loop_are_measured_and_only_the_lone_one_waits() -> None:
+def test_a_fleet_and_timed_lone_loops_are_measured_and_only_the_lone_ones_wait() -> None:
     book = FloorBook(CAMPAIGN, {})
-    assert [book.wants(i) for i in range(len(JOBS))] == [True, True, False, False, False]
-    # open loops are held to their planned sends, a count-sized loop to its count, a gray-box server
-    # is the workers' own: none is probed
-    assert [book.gates(i) for i in range(len(JOBS))] == [False, True, False, False, False]
+    assert [book.wants(i) for i in range(len(JOBS))] == [True, True, True, False, False]
+    # a count-sized loop is held to its count, a gray-box server is the workers' own: neither is probed;
+    # an open loop's count is its schedule's, but its first tokens are the worker's word: it is
+    assert [book.gates(i) for i in range(len(JOBS))] == [False, True, True, False, False]
+    assert not any(book.counts(i) for i in range(len(JOBS)))  # no job names the server's metrics
 
 
 async def test_one_probe_a_job_and_its_floor_or_why_none() -> None:
@@ -53,10 +56,98 @@ async def test_one_probe_a_job_and_its_floor_or_why_none() -> None:
         for job in (0, 0, 1, 2):
             book.start(job, nursery, lambda name, **fields: events.append((name, fields)))
         await book.measured(1)  # a lone closed loop's offer waits for this
-    assert calls == [URL, URL]  # one probe a job; the open loop none
+    assert calls == [URL, URL, URL]  # one probe a job
     floor = book.floor(0)
     assert floor is not None
     assert floor.floor_ms == 0.5 * (50.4 - 0.4)
     assert book.floor(1) is None  # the server did not answer: physics and the slots only
     said = sorted((f["job"], name, f["floor_ms"], f["error"]) for name, f in events)
-    assert said == [(0, "server_floor", 25.0, ""), (1, "server_floor", None, "connect: cannot connect")]
+    assert said == [
+        (0, "server_floor", 25.0, ""),
+        (1, "server_floor", None, "connect: cannot connect"),
+        (2, "server_floor", None, "connect: cannot connect"),
+    ]
+
+
+LLAMA_BEFORE = b"""# TYPE llamacpp:tokens_predicted_total counter
+llamacpp:tokens_predicted_total 100
+"""
+COUNTED = sch.parse_campaign(
+    json.dumps(
+        {
+            "name": "counted",
+            "jobs": [
+                {
+                    "endpoint": {"url": URL, "model": "m", "metrics_url": "http://127.0.0.1:1/metrics"},
+                    "generate": {**LOAD, "concurrency": 2, "duration_s": 5},
+                }
+            ],
+        }
+    )
+)
+
+
+async def test_the_servers_count_is_read_before_the_probe_and_again_for_each_result() -> None:
+    order: list[str] = []
+    pages = [LLAMA_BEFORE, LLAMA_BEFORE.replace(b" 100", b" 140"), LLAMA_BEFORE.replace(b" 100", b" 90")]
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    async def probe(spec: GenerateSpec, url: str, key: str | None) -> ServerTiming:
+        order.append("probe")
+        return ServerTiming((50.0,), 0.4)
+
+    async def read(url: str) -> MetricsPage:
+        order.append("read")
+        return MetricsPage(pages.pop(0))
+
+    book = FloorBook(COUNTED, {}, probe, read)
+    assert book.counts(0)
+    assert book.gates(0)
+    emit = lambda name, **fields: events.append((name, fields))  # noqa: E731
+    async with trio.open_nursery() as nursery:
+        book.start(0, nursery, emit)
+        await book.measured(0)
+    assert order == ["read", "probe"]  # the probe's requests fall inside the rise
+    count = await book.count(0, emit)
+    assert count is not None
+    assert count.rises == {"generation_tokens": 40.0}
+    assert count.names == {"generation_tokens": "llamacpp:tokens_predicted_total"}
+    assert await book.count(0, emit) is None  # the counter fell: the server restarted, nothing is read
+    assert events[-1] == (
+        "server_count",
+        {"job": 0, "read": "after", "error": (
+            "llamacpp:tokens_predicted_total fell from 100 to 90 between the reads (the server restarted)"
+        )},
+    )  # fmt: skip
+    book.accepted(0, sch.Claimed(3, 12, 30))
+    book.accepted(0, sch.Claimed(1, 4, 10))
+    assert book.accepted_before(0) == sch.Claimed(4, 16, 40)
+
+
+async def test_a_failed_read_before_the_job_leaves_it_with_the_floor_alone() -> None:
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    async def probe(spec: GenerateSpec, url: str, key: str | None) -> ServerTiming:
+        return ServerTiming((50.0,), 0.4)
+
+    async def read(url: str) -> MetricsPage:
+        return MetricsPage(error="GET http://127.0.0.1:1/metrics: HTTP 501 'metrics not enabled'")
+
+    book = FloorBook(COUNTED, {}, probe, read)
+    emit = lambda name, **fields: events.append((name, fields))  # noqa: E731
+    async with trio.open_nursery() as nursery:
+        book.start(0, nursery, emit)
+        await book.measured(0)
+    assert book.floor(0) is not None
+    assert await book.count(0, emit) is None
+    [said] = [f for name, f in events if name == "server_count"]
+    error = "GET http://127.0.0.1:1/metrics: HTTP 501 'metrics not enabled'"
+    assert said == {"job": 0, "read": "before", "error": error, "values": {}}
+
+
+def test_the_offer_leaves_the_metrics_url_out_and_puts_the_key_in() -> None:
+    """The worker is not told where the submitter reads the server's counters."""
+    spec = COUNTED.jobs[0].spec
+    assert with_key(spec, {}).generate == spec.generate.with_(  # type: ignore[union-attr]
+        endpoint=spec.generate.endpoint.with_(metrics_url=None)  # type: ignore[union-attr]
+    )

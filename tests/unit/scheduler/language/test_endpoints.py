@@ -82,6 +82,15 @@ def test_a_black_box_job_names_the_key_variable_never_a_key() -> None:
     assert job.spec.generate.slo.ttft_ms == 500
 
 
+def test_a_black_box_endpoint_names_the_servers_metrics() -> None:
+    """Issue 50: the submitter reads the server's counters itself (`node.submitter.floors`)."""
+    text = BLACK.replace("api_key_env: EXAMPLE_API_KEY}", "api_key_env: K, metrics_url: http://s:9/metrics}")
+    generate = sch.parse_campaign(text).jobs[0].spec.generate
+    assert generate is not None
+    assert generate.endpoint is not None
+    assert generate.endpoint.metrics_url == "http://s:9/metrics"
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -89,6 +98,11 @@ def test_a_black_box_job_names_the_key_variable_never_a_key() -> None:
         (("{model: smollm2}", "{model: smollm2, key: x}"), "jobs[0].endpoint.key"),
         (("{model: smollm2}", "{model: smollm2, api_key_env: K}"), "jobs[0].endpoint.api_key_env"),
         (("{model: smollm2}", "{model: smollm2, url: ftp://x}"), "jobs[0].endpoint.url"),
+        (("{model: smollm2}", "{model: smollm2, metrics_url: http://s/m}"), "jobs[0].endpoint.metrics_url"),
+        (
+            ("{model: smollm2}", "{model: smollm2, url: http://s/v1, metrics_url: /metrics}"),
+            "jobs[0].endpoint.metrics_url",
+        ),
         (("[1, 4, 8]", "[1, 0]"), "jobs[0].generate.concurrency"),
         (("concurrency: [1, 4, 8]", "concurrency: 2, request_rate: 1"), "jobs[0].generate.request_rate"),
         (("    generate:", "    compute_unit: CPU (ONNX)\n    generate:"), "jobs[0].endpoint"),
