@@ -160,6 +160,8 @@ class Swarm:
     load: Counter[int] = field(default_factory=Counter)
     lists: dict[int, dict[int, frozenset[int]]] = field(default_factory=dict)
     """A key -> what each of its holders lists (`writers_lists`), once per key."""
+    alpha: int = ALPHA
+    """A walk's requests in flight (the node's `ALPHA`; `swarm_sim.py` runs 3 beside it)."""
     agreed: int = AGREED
     """Holders listing the same providers that end a lookup's walk (`Shortlist`'s `agreed`)."""
     short: bool = False
@@ -278,14 +280,14 @@ def walk(
         return request + sizes.stream + answer
 
     while True:
-        for peer in state.next(ALPHA - sum(1 for _, at, _ in flight if now < at + hop)):
+        for peer in state.next(swarm.alpha - sum(1 for _, at, _ in flight if now < at + hop)):
             if swarm.is_dead(peer):
                 rtt_s = QUERY_TIMEOUT_S
             else:
                 rtt_s, connecting = swarm.trip(peer)
                 extra += connecting
             heapq.heappush(flight, (now + rtt_s, now, peer))
-        if state.done(len(flight), sum(1 for _, at, _ in flight if now < at + hop)):
+        if state.done({p: now - at for _, at, p in flight}, hop):
             # requests still open were sent and are answered on the wire, read or not (`swarm_check`
             # measured the node's: a lookup of 20 at 3.8 x the bytes modelled when these were left out)
             sent += sum(exchange(p) for _, _, p in flight if not swarm.is_dead(p))
@@ -295,13 +297,13 @@ def walk(
         if freed < flight[0][0]:  # a request past its hop bound frees its slot (`node.p2p.walk.HOP_S`)
             now = freed
             continue
-        now, _, peer = heapq.heappop(flight)
+        now, at, peer = heapq.heappop(flight)
         if swarm.is_dead(peer):
             continue
         bytes_ = exchange(peer)
         now += (bytes_ - sizes.stream) * 8 / BANDWIDTH_BPS
         sent += bytes_
-        state.answered(peer, lists.get(peer, frozenset()), swarm.table(peer, target))
+        state.answered(peer, lists.get(peer, frozenset()), swarm.table(peer, target), now - at)
 
 
 def writers_lists(swarm: Swarm, sizes: Sizes, target: int, writers: list[int]) -> dict[int, frozenset[int]]:

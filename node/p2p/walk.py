@@ -44,14 +44,15 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+import statistics
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar, final
 
 import trio
 from libp2p.peer.id import ID
 
-ALPHA: Final = 3
+ALPHA: Final = 10
 """Requests of one walk in flight at once. With the round trips of real connections
 (`benchmarks/conn_cost.py`) the simulator puts all 100 rare devices of 10,000 at p95 5.06 s with 3,
 2.79 s with 6 and 1.86 s with 10 (go-libp2p-kad-dht's and py-libp2p's own), recall 1.0 each; 10 is not
@@ -119,6 +120,10 @@ class Shortlist(Generic[P]):
         self._network = network
         self._lists: dict[frozenset[Hashable], set[Hashable]] = {}  # a list -> its holders' networks
         self._union: frozenset[Hashable] = frozenset()  # every provider a holder listed
+        self._took: dict[Hashable, float] = {}  # a network -> its slowest answer's seconds
+        self.round_trip = 0.0
+        """The walk's round trip: the median, over the networks that answered, of a network's slowest
+        answer (seconds from request to answer, `answered`'s `took`)."""
 
     def closest(self) -> list[P]:
         """The k closest peers known, closest first."""
@@ -133,27 +138,40 @@ class Shortlist(Generic[P]):
         self.asked.update(chosen)
         return chosen
 
-    def answered(self, peer: P, providers: frozenset[Hashable], closer: Iterable[P]) -> None:
-        """`peer` answered: the providers it lists (a holder lists others than itself) and closer peers."""
+    def answered(
+        self, peer: P, providers: frozenset[Hashable], closer: Iterable[P], took: float | None = None
+    ) -> None:
+        """`peer` answered: the providers it lists (a holder lists others than itself), closer peers, and
+        `took`: the seconds from its request to its answer (the walk's round trip: `done`)."""
+        where = peer if self._network is None else self._network(peer)
+        if took is not None:  # a network's slowest answer: one voice, as in agreement
+            self._took[where] = max(took, self._took.get(where, 0.0))
+            self.round_trip = statistics.median(self._took.values())
         if providers - {peer}:
             self.held = True
-            where = peer if self._network is None else self._network(peer)
             self._lists.setdefault(providers, set()).add(where)
             self._union |= providers
         self.found |= providers
         self.known.update((p, self._distance(p)) for p in closer if p not in self.known)
 
-    def done(self, open_requests: int, active: int | None = None) -> bool:
-        """Is the walk over: the count found, or the k closest known asked and answered? Once a holder
-        answered it waits only for the `active` requests (within their hop), and not even for those
-        once `agreed` holders on distinct networks list the same providers, none more. With `short`
-        (the rule before issue 50), that agreement ends the walk before the k closest were asked."""
+    def done(self, ages: Mapping[P, float], hop: float = math.inf) -> bool:
+        """Is the walk over, `ages` the seconds each open request has been out? At the count found; or
+        once the k closest known were asked: when none is open, or (a holder answered) when none is
+        within its `hop`, or when `agreed` holders on distinct networks list the same providers, none
+        more, and every request still within its hop has been out longer than the walk's `round_trip`
+        (it waits for those within their first round trip: a quick agreement does not end the wait for
+        an answer on its way). With `short` (the rule before issue 50), that agreement ends the walk
+        before the k closest were asked, whatever is in flight."""
         if len(self.found) >= self.count or (self._short and self._agree and self._agreement()):
             return True
         if any(p not in self.asked for p in self.closest()):
             return False
-        waiting = open_requests if active is None else active
-        return (self.held and self._agree and (not waiting or self._agreement())) or not open_requests
+        if not ages:
+            return True
+        if not (self.held and self._agree):
+            return False
+        active = [age for age in ages.values() if age < hop]
+        return not active or (all(age > self.round_trip for age in active) and self._agreement())
 
     def _agreement(self) -> bool:
         return len(self._lists.get(self._union, ())) >= self._agreed
@@ -231,18 +249,25 @@ async def walk_providers(
             for peer in state.next(ALPHA - active):
                 sent[peer] = now
                 nursery.start_soon(_ask_one, ask, peer, timeout, send)
-            if state.done(len(sent), sum(1 for at in sent.values() if now < at + hop)):
+            if state.done({p: now - at for p, at in sent.items()}, hop):
                 break
+            came: list[tuple[ID, Answer | str]] = []
             with trio.move_on_at(min((at + hop for at in sent.values() if now < at + hop), default=math.inf)):
-                peer, answer = await receive.receive()
-                del sent[peer]
+                came.append(await receive.receive())
+            while True:  # every answer already here, before the next decision
+                try:
+                    came.append(receive.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            for peer, answer in came:
+                took = trio.current_time() - sent.pop(peer)
                 if isinstance(answer, str):
                     failures[peer.to_base58()] = answer
                     continue
                 answered += 1
                 providers.update((info.peer_id, info) for info in answer.providers)
                 listed = lists[peer] = frozenset(info.peer_id for info in answer.providers)
-                state.answered(peer, listed, (info.peer_id for info in answer.closer))
+                state.answered(peer, listed, (info.peer_id for info in answer.closer), took)
         nursery.cancel_scope.cancel()
     return Walked(providers, len(state.asked), answered, failures, lists, tuple(state.closest()))
 
