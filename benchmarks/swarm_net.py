@@ -1,13 +1,14 @@
 """The network of `swarm_sim.py`: message sizes, kad ids, servers' routing tables, iterative walks.
 
 Model (stated, not measured):
-- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the node's walk,
-  `node.p2p.walk.ALPHA`; py-libp2p uses 10), each routing-table bucket holds k servers drawn at
+- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 10 (the node's walk,
+  `node.p2p.walk.ALPHA`, as py-libp2p and go-libp2p-kad-dht; `Swarm.alpha` for a side-by-side), each routing-table bucket holds k servers drawn at
   random from its id range; iterative lookups, alpha requests in flight; a GET_PROVIDERS walk runs
   the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
-  known; it ends at the count, or when the k closest it knows were asked; before issue 50 also at
-  three holders listing the same providers and none more, `Swarm.short`, which hostile servers
-  near a key used).
+  known; it ends at the count, or when the k closest it knows were asked and answered, or, once
+  three holders agree, when every request still open has been out longer than the walk's round
+  trip; before issue 50 also at three holders listing the same providers and none more,
+  `Swarm.short`, which hostile servers near a key used).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back).
@@ -44,7 +45,7 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 3)
+from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 10)
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -175,6 +176,8 @@ class Swarm:
     one round trip a request, the model before (`swarm_sim.py` runs both side by side)."""
     connected: set[int] = field(default_factory=set)
     """The servers the asker of the lookup running holds a connection to (`begin_lookup` resets it)."""
+    instant: frozenset[int] = frozenset()
+    """Servers that answer at once (hostile ones choosing their timing: `swarm_hostile.py`)."""
     gates: frozenset[int] = frozenset()
     """The gates' ids: every asker holds a connection to each."""
 
@@ -184,6 +187,8 @@ class Swarm:
 
     def trip(self, server: int) -> tuple[float, int]:
         """One request's time to `server` (alive) and the bytes its connection adds, connecting if new."""
+        if server in self.instant:
+            return 0.0, 0
         if not self.connections:
             return rtt(self), 0
         new = server not in self.connected

@@ -120,10 +120,7 @@ class Shortlist(Generic[P]):
         self._network = network
         self._lists: dict[frozenset[Hashable], set[Hashable]] = {}  # a list -> its holders' networks
         self._union: frozenset[Hashable] = frozenset()  # every provider a holder listed
-        self._took: dict[Hashable, float] = {}  # a network -> its slowest answer's seconds
-        self.round_trip = 0.0
-        """The walk's round trip: the median, over the networks that answered, of a network's slowest
-        answer (seconds from request to answer, `answered`'s `took`)."""
+        self._took: dict[P, tuple[Hashable, float]] = {}  # a server that answered -> its network, seconds
 
     def closest(self) -> list[P]:
         """The k closest peers known, closest first."""
@@ -144,9 +141,8 @@ class Shortlist(Generic[P]):
         """`peer` answered: the providers it lists (a holder lists others than itself), closer peers, and
         `took`: the seconds from its request to its answer (the walk's round trip: `done`)."""
         where = peer if self._network is None else self._network(peer)
-        if took is not None:  # a network's slowest answer: one voice, as in agreement
-            self._took[where] = max(took, self._took.get(where, 0.0))
-            self.round_trip = statistics.median(self._took.values())
+        if took is not None:
+            self._took[peer] = (where, took)
         if providers - {peer}:
             self.held = True
             self._lists.setdefault(providers, set()).add(where)
@@ -171,7 +167,21 @@ class Shortlist(Generic[P]):
         if not (self.held and self._agree):
             return False
         active = [age for age in ages.values() if age < hop]
-        return not active or (all(age > self.round_trip for age in active) and self._agreement())
+        if not active:
+            return True
+        return self._agreement() and min(active) > self.round_trip
+
+    @property
+    def round_trip(self) -> float:
+        """The walk's round trip: the median, over the networks of the servers that answered outside
+        the k closest known (the way there, not the key's neighbours: ids ground near a key cannot
+        set it), of a network's slowest answer (seconds from request to answer); 0 before any."""
+        near = set(self.closest())
+        slowest: dict[Hashable, float] = {}
+        for peer, (where, took) in self._took.items():
+            if peer not in near:
+                slowest[where] = max(took, slowest.get(where, 0.0))
+        return statistics.median(slowest.values()) if slowest else 0.0
 
     def _agreement(self) -> bool:
         return len(self._lists.get(self._union, ())) >= self._agreed

@@ -227,15 +227,16 @@ def test_once_the_k_closest_were_asked_the_walk_waits_for_requests_within_their_
 
 def test_agreeing_holders_end_the_wait_only_for_requests_past_the_walks_round_trip() -> None:
     """A request out no longer than the walk's round trip (the median over networks of a network's
-    slowest answer) may be an honest holder's answer on its way: agreement does not end the wait for
-    it. Answers that come at once, on one network or on several, do not shorten that round trip."""
+    slowest answer, the k closest's aside) may be an honest holder's answer on its way: agreement does
+    not end the wait for it. Answers of the key's neighbours that come at once (ids ground near it, on
+    one network or on several) do not shorten that round trip."""
     state = Shortlist(range(2 * K), lambda p: p, 20, None)
     state.next(K)
     for far in range(K, K + 5):  # the walk's first hops: five networks' answers took 0.4 s
         state.answered(far, frozenset(), (), took=0.4)
     for holder in range(AGREED):  # three holders on three networks agree at once
         state.answered(holder, frozenset({100, 101}), (), took=0.0)
-    assert state.round_trip == pytest.approx(0.4)  # the median of 8 networks, 5 of them slow
+    assert state.round_trip == pytest.approx(0.4)  # the way there's: the k closest's answers aside
     waiting = {p: 0.3 for p in range(AGREED, K)}  # sent 0.3 s ago: within the walk's round trip
     assert not state.done(waiting, hop=1.0)
     assert state.done({p: 0.5 for p in waiting}, hop=1.0)  # past it: slow, and three networks agree
