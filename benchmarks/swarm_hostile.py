@@ -10,7 +10,8 @@ near the key (the keys are public strings: their places are known; a 64-bit id w
 is closer than any honest one), so they are the key's M closest servers; each drops the records it is
 sent and lists the same 3 Sybils to every reader, answers closer peers from its routing table as an
 honest one does, and answers at once (`Swarm.instant`: its timing is its choice, and the quickest
-answers are those that agree first). `--lookups` walks from random starts per rule and M, side by side in one run:
+answers are those that agree first). `--lookups` walks from random starts per rule and M, side by
+side in one run:
 
 - before: the rule before issue 50 (`Swarm.short`): three holders listing the same providers, none
   listing more, end a walk short of its count;

@@ -2,8 +2,10 @@
 
 Model (stated, not measured):
 - Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 10 (the node's walk,
-  `node.p2p.walk.ALPHA`, as py-libp2p and go-libp2p-kad-dht; `Swarm.alpha` for a side-by-side), each routing-table bucket holds k servers drawn at
-  random from its id range; iterative lookups, alpha requests in flight; a GET_PROVIDERS walk runs
+  `node.p2p.walk.ALPHA`, as py-libp2p and go-libp2p-kad-dht; `Swarm.alpha` for a side-by-side;
+  libp2p's FIND_NODE walks at py-libp2p's own, 10: they were at 3 before, an undercount), each
+  routing-table bucket holds k servers drawn at random from its id range; iterative lookups, alpha
+  requests in flight; a GET_PROVIDERS walk runs
   the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
   known; it ends at the count, or when the k closest it knows were asked and answered, or, once
   three holders agree, when every request still open has been out longer than the walk's round
@@ -35,6 +37,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the repository, and the tests
 
 from kit.data import make_profile  # type: ignore[import-not-found,unused-ignore]  # noqa: E402  (the lab's profile)
 from libp2p.crypto.ed25519 import create_new_key_pair  # noqa: E402
+from libp2p.kad_dht.common import ALPHA as LIBP2P_ALPHA  # noqa: E402
 from libp2p.kad_dht.pb.kademlia_pb2 import Message  # noqa: E402
 from libp2p.peer.id import ID  # noqa: E402
 from libp2p.peer.peerstore import create_signed_peer_record  # noqa: E402
@@ -162,7 +165,8 @@ class Swarm:
     lists: dict[int, dict[int, frozenset[int]]] = field(default_factory=dict)
     """A key -> what each of its holders lists (`writers_lists`), once per key."""
     alpha: int = ALPHA
-    """A walk's requests in flight (the node's `ALPHA`; `swarm_sim.py` runs 3 beside it)."""
+    """A GET_PROVIDERS walk's requests in flight (the node's `ALPHA`; `swarm_sim.py` runs 3 beside it);
+    libp2p's FIND_NODE walks keep py-libp2p's own (10)."""
     agreed: int = AGREED
     """Holders listing the same providers that end a lookup's walk (`Shortlist`'s `agreed`)."""
     short: bool = False
@@ -265,6 +269,7 @@ def walk(
     until the k closest answered."""
     lookup = holders is not None
     hop = HOP_S if lookup else math.inf  # libp2p's FIND_NODE walk holds a slot until the deadline
+    alpha = swarm.alpha if lookup else LIBP2P_ALPHA  # libp2p's own walk: its alpha, 10
     draw = random.Random(int(swarm.rng.integers(2**32))) if lookup else None
     count = SHARD_CAP if lookup else 2**31
     state = Shortlist(
@@ -285,7 +290,7 @@ def walk(
         return request + sizes.stream + answer
 
     while True:
-        for peer in state.next(swarm.alpha - sum(1 for _, at, _ in flight if now < at + hop)):
+        for peer in state.next(alpha - sum(1 for _, at, _ in flight if now < at + hop)):
             if swarm.is_dead(peer):
                 rtt_s = QUERY_TIMEOUT_S
             else:

@@ -12,10 +12,11 @@ have a rare unit (GPU (ONNX)), the others one common unit (CPU (ONNX)).
 Model (stated, not measured):
 - Kademlia and the walks: `swarm_net`'s model (k = 20, the node's alpha and walk state).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
-  wide-area mix), one round trip a request, except `sharded_auto_conn` (and its alpha 3): the round trips and bytes
-  measured on real hosts (`conn_cost.py`: 1.0 a request on an open connection, 4.4 and 527 bytes
-  more on a new one); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
-  counted, not fed back): this favours today's scheme, whose three gates answer every lookup.
+  wide-area mix), one round trip a request, except `sharded_auto_conn` (and its alpha 3): the round
+  trips and bytes measured on real hosts (`conn_cost.py`: 1.0 a request on an open connection, 4.4
+  and 527 bytes more on a new one); answers also take their bytes at 20 Mbit/s. Servers do not queue
+  (their load is counted, not fed back): this favours today's scheme, whose three gates answer every
+  lookup.
 - Churn: 10 % of devices leave (and as many join) per hour: routing entries of departed servers
   (the node's routing refresh, `ROUTING_REFRESH_S`) time out after the node's query deadline;
   provider records of departed devices stay listed until their TTL (answer bytes, never recall).
