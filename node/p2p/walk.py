@@ -84,9 +84,11 @@ HOP_S: Final = 1.0
 the p95 RTT of the simulator's wide-area model: a departed server no longer stalls a walk whose three
 slots it and its like hold (the lookup of all rare devices at 5,000 waited out the 3 s deadline)."""
 AGREED: Final = 3
-"""Holders listing the same providers, and no holder listing one more, that end a walk short of its
-count: the key's list (the simulator: two gave 0.30 % on the busiest server at 10,000, three 0.37 %,
-none 0.74 %; three, as holders of a young swarm can list the same few of a key's providers)."""
+"""Holders on distinct networks listing the same providers, and no holder listing one more: once the
+k closest were asked, they end the wait for requests out longer than the walk's round trip (before
+issue 50 they ended a walk short of its count, `short`: in the simulator two gave 0.30 % on the
+busiest server at 10,000, three 0.37 %, none 0.74 %; three, as holders of a young swarm can list the
+same few of a key's providers)."""
 
 P = TypeVar("P", bound=Hashable)
 
@@ -102,15 +104,16 @@ class Shortlist(Generic[P]):
         count: providers that end the walk.
         draw: the generator that draws the next peers among the k closest (None: closest first, as
             libp2p's own FIND_NODE walk asks).
-        agree: end at `agreed` holders that agree, and once a holder answered without waiting for
-            open requests (False: walk on to the k closest and wait for their answers, as a writer's
-            read-back does: it must reach every holder that lacks its record).
+        agree: once a holder answered, stop waiting for requests past their hop, and at `agreed`
+            holders that agree for those past the walk's round trip (False: walk on to the k closest
+            and wait for every answer, as a writer's read-back does: it must reach every holder that
+            lacks its record).
         agreed: how many holders listing the same providers end the walk (`AGREED`; the simulator
             varies it to weigh the rule).
         short: whether holders that agree may end the walk with a list short of `count` (the rule
             before issue 50, which a few hostile servers near a key used; the simulator's baseline).
-        network: a holder's network, so that agreement counts holders on distinct networks only
-            (None: each holder its own; the simulator's).
+        network: a server's network, so that agreement and the round trip count networks, not
+            servers (None: each server its own; the simulator's).
     """
 
     def __init__(
