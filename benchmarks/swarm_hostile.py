@@ -8,17 +8,20 @@ A seeded, in-process simulation over the node's own walk state (`node.p2p.walk.S
 FIND_NODE walks found (`swarm_net.writers_lists`). M hostile servers (M = 0, 5, 10, 20) have ids ground
 near the key (the keys are public strings: their places are known; a 64-bit id within 2**40 of the key's
 is closer than any honest one), so they are the key's M closest servers; each drops the records it is
-sent and lists the same 3 Sybils to every reader, and answers closer peers from its routing table as
-an honest one does. `--lookups` walks from random starts per rule and M, side by side in one run:
+sent and lists the same 3 Sybils to every reader, answers closer peers from its routing table as an
+honest one does, and answers at once (`Swarm.instant`: its timing is its choice, and the quickest
+answers are those that agree first). `--lookups` walks from random starts per rule and M, side by
+side in one run:
 
 - before: the rule before issue 50 (`Swarm.short`): three holders listing the same providers, none
   listing more, end a walk short of its count;
-- now: the node's rule (`node.p2p.walk`): no agreement ends a walk short of its count; it goes on to
-  the k closest and then waits for the requests still within their hop unless three holders on
-  distinct networks agree (`Swarm.network`): the M hostile servers on one network (ids are free, a
-  network is not), every honest one on its own;
+- now: the node's rule (`node.p2p.walk`, `ALPHA` 10 in flight): no agreement ends a walk short of its
+  count; it goes on to the k closest and then waits for the requests still within their hop, and
+  for those within the walk's round trip even when three holders on distinct networks agree
+  (`Swarm.network`): the M hostile servers on one network (ids are free, a network is not), every
+  honest one on its own;
 - now, M networks: the same, each hostile server on a network of its own (an attacker who holds M
-  networks).
+  networks); and with 3 requests in flight (the node's `ALPHA` before), side by side.
 
 Per walk: how many of the 20 honest providers it found, whether it found none ("lost"), whether the
 key read full (the union of the lists holds 20: its subtree is read next), requests and bytes.
@@ -36,12 +39,13 @@ import numpy as np
 from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes, walk, writers_lists
 
 from node.p2p.shards import SHARD_CAP, Shard
+from node.p2p.walk import ALPHA
 
 HOSTILE: Final = (0, 5, 10, 19, 20)
 KEYS: Final = (SHARD_CAP, 7)
 """Honest providers of the key: a full one (its subtree read next), and one not full (a lookup reads
 it to its end, and no hostile holder may shorten what it lists)."""
-RULES: Final = ("before", "now", "now, M networks")
+RULES: Final = ("before", "now", "now, M networks", "now, M networks, alpha 3")
 SYBILS: Final = frozenset({-1, -2, -3})  # never a server's id (negative), never an honest provider's
 GROUND: Final = 2**40
 """How near the key a ground id lands: 64-bit ids within 2**40 of the key's are closer than any honest
@@ -63,9 +67,11 @@ def run(servers: int, lookups: int, seed: int) -> dict[str, dict[str, dict[str, 
             swarm = Swarm.build(honest + sorted(hostile), 0, np.random.default_rng(seed + m), slim=True)
             lists = writers_lists(swarm, sizes, key, providers)  # the honest writers' records
             lists.update(dict.fromkeys(hostile, SYBILS))  # dropped; every reader is sent the Sybils
+            swarm.instant = hostile  # they choose their timing: at once, before any honest answer
             for rule in RULES:
                 swarm.short = rule == "before"
                 swarm.network = _one_network(hostile) if rule == "now" else None
+                swarm.alpha = 3 if rule.endswith("alpha 3") else ALPHA
                 swarm.rng = np.random.default_rng(seed)  # the same starts and draws for every rule
                 cell = _walks(swarm, sizes, key, lists, set(providers), lookups)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = cell
@@ -114,7 +120,7 @@ def main() -> None:
         count, rule = name.split("/")
         for m, r in by_m.items():
             print(
-                f"key of {count:>2}, {rule:>16}, M = {m:>2}: lost {100 * r['lost_share']:.1f} %, all found "
+                f"key of {count:>2}, {rule:>25}, M = {m:>2}: lost {100 * r['lost_share']:.1f} %, all found "
                 f"{100 * r['all_found_share']:.1f} %, honest found mean {r['honest_found_mean']:.1f} (min "
                 f"{r['honest_found_min']:.0f}), read not full {100 * r['read_not_full_share']:.1f} %, "
                 f"{r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB"

@@ -1,13 +1,16 @@
 """The network of `swarm_sim.py`: message sizes, kad ids, servers' routing tables, iterative walks.
 
 Model (stated, not measured):
-- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 3 (the node's walk,
-  `node.p2p.walk.ALPHA`; py-libp2p uses 10), each routing-table bucket holds k servers drawn at
-  random from its id range; iterative lookups, alpha requests in flight; a GET_PROVIDERS walk runs
+- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 10 (the node's walk,
+  `node.p2p.walk.ALPHA`, as py-libp2p and go-libp2p-kad-dht; `Swarm.alpha` for a side-by-side;
+  libp2p's FIND_NODE walks at py-libp2p's own, 10: they were at 3 before, an undercount), each
+  routing-table bucket holds k servers drawn at random from its id range; iterative lookups, alpha
+  requests in flight; a GET_PROVIDERS walk runs
   the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
-  known; it ends at the count, or when the k closest it knows were asked; before issue 50 also at
-  three holders listing the same providers and none more, `Swarm.short`, which hostile servers
-  near a key used).
+  known; it ends at the count, or when the k closest it knows were asked and answered, or, once
+  three holders agree, when every request still open has been out longer than the walk's round
+  trip; before issue 50 also at three holders listing the same providers and none more,
+  `Swarm.short`, which hostile servers near a key used).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
   wide-area mix); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
   counted, not fed back).
@@ -34,6 +37,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the repository, and the tests
 
 from kit.data import make_profile  # type: ignore[import-not-found,unused-ignore]  # noqa: E402  (the lab's profile)
 from libp2p.crypto.ed25519 import create_new_key_pair  # noqa: E402
+from libp2p.kad_dht.common import ALPHA as LIBP2P_ALPHA  # noqa: E402
 from libp2p.kad_dht.pb.kademlia_pb2 import Message  # noqa: E402
 from libp2p.peer.id import ID  # noqa: E402
 from libp2p.peer.peerstore import create_signed_peer_record  # noqa: E402
@@ -44,7 +48,7 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 3)
+from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 10)
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -160,6 +164,9 @@ class Swarm:
     load: Counter[int] = field(default_factory=Counter)
     lists: dict[int, dict[int, frozenset[int]]] = field(default_factory=dict)
     """A key -> what each of its holders lists (`writers_lists`), once per key."""
+    alpha: int = ALPHA
+    """A GET_PROVIDERS walk's requests in flight (the node's `ALPHA`; `swarm_sim.py` runs 3 beside it);
+    libp2p's FIND_NODE walks keep py-libp2p's own (10)."""
     agreed: int = AGREED
     """Holders listing the same providers that end a lookup's walk (`Shortlist`'s `agreed`)."""
     short: bool = False
@@ -173,6 +180,8 @@ class Swarm:
     one round trip a request, the model before (`swarm_sim.py` runs both side by side)."""
     connected: set[int] = field(default_factory=set)
     """The servers the asker of the lookup running holds a connection to (`begin_lookup` resets it)."""
+    instant: frozenset[int] = frozenset()
+    """Servers that answer at once (hostile ones choosing their timing: `swarm_hostile.py`)."""
     gates: frozenset[int] = frozenset()
     """The gates' ids: every asker holds a connection to each."""
 
@@ -182,6 +191,8 @@ class Swarm:
 
     def trip(self, server: int) -> tuple[float, int]:
         """One request's time to `server` (alive) and the bytes its connection adds, connecting if new."""
+        if server in self.instant:
+            return 0.0, 0
         if not self.connections:
             return rtt(self), 0
         new = server not in self.connected
@@ -258,6 +269,7 @@ def walk(
     until the k closest answered."""
     lookup = holders is not None
     hop = HOP_S if lookup else math.inf  # libp2p's FIND_NODE walk holds a slot until the deadline
+    alpha = swarm.alpha if lookup else LIBP2P_ALPHA  # libp2p's own walk: its alpha, 10
     draw = random.Random(int(swarm.rng.integers(2**32))) if lookup else None
     count = SHARD_CAP if lookup else 2**31
     state = Shortlist(
@@ -278,14 +290,14 @@ def walk(
         return request + sizes.stream + answer
 
     while True:
-        for peer in state.next(ALPHA - sum(1 for _, at, _ in flight if now < at + hop)):
+        for peer in state.next(alpha - sum(1 for _, at, _ in flight if now < at + hop)):
             if swarm.is_dead(peer):
                 rtt_s = QUERY_TIMEOUT_S
             else:
                 rtt_s, connecting = swarm.trip(peer)
                 extra += connecting
             heapq.heappush(flight, (now + rtt_s, now, peer))
-        if state.done(len(flight), sum(1 for _, at, _ in flight if now < at + hop)):
+        if state.done({p: now - at for _, at, p in flight}, hop):
             # requests still open were sent and are answered on the wire, read or not (`swarm_check`
             # measured the node's: a lookup of 20 at 3.8 x the bytes modelled when these were left out)
             sent += sum(exchange(p) for _, _, p in flight if not swarm.is_dead(p))
@@ -295,13 +307,13 @@ def walk(
         if freed < flight[0][0]:  # a request past its hop bound frees its slot (`node.p2p.walk.HOP_S`)
             now = freed
             continue
-        now, _, peer = heapq.heappop(flight)
+        now, at, peer = heapq.heappop(flight)
         if swarm.is_dead(peer):
             continue
         bytes_ = exchange(peer)
         now += (bytes_ - sizes.stream) * 8 / BANDWIDTH_BPS
         sent += bytes_
-        state.answered(peer, lists.get(peer, frozenset()), swarm.table(peer, target))
+        state.answered(peer, lists.get(peer, frozenset()), swarm.table(peer, target), now - at)
 
 
 def writers_lists(swarm: Swarm, sizes: Sizes, target: int, writers: list[int]) -> dict[int, frozenset[int]]:

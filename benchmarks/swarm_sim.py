@@ -12,10 +12,11 @@ have a rare unit (GPU (ONNX)), the others one common unit (CPU (ONNX)).
 Model (stated, not measured):
 - Kademlia and the walks: `swarm_net`'s model (k = 20, the node's alpha and walk state).
 - Latency: each request's RTT drawn from a lognormal, median 80 ms, sigma 0.6 (p95 ~ 215 ms, a
-  wide-area mix), one round trip a request, except `sharded_auto_conn`: the round trips and bytes
-  measured on real hosts (`conn_cost.py`: 1.0 a request on an open connection, 4.4 and 527 bytes
-  more on a new one); answers also take their bytes at 20 Mbit/s. Servers do not queue (their load is
-  counted, not fed back): this favours today's scheme, whose three gates answer every lookup.
+  wide-area mix), one round trip a request, except `sharded_auto_conn` (and its alpha 3): the round
+  trips and bytes measured on real hosts (`conn_cost.py`: 1.0 a request on an open connection, 4.4
+  and 527 bytes more on a new one); answers also take their bytes at 20 Mbit/s. Servers do not queue
+  (their load is counted, not fed back): this favours today's scheme, whose three gates answer every
+  lookup.
 - Churn: 10 % of devices leave (and as many join) per hour: routing entries of departed servers
   (the node's routing refresh, `ROUTING_REFRESH_S`) time out after the node's query deadline;
   provider records of departed devices stay listed until their TTL (answer bytes, never recall).
@@ -54,11 +55,12 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-SCHEMES = ("today", "sharded_gates", "sharded_auto", "sharded_auto_conn")
+SCHEMES = ("today", "sharded_gates", "sharded_auto", "sharded_auto_conn", "sharded_auto_conn_alpha3")
 """`sharded_auto_conn`: the default scheme again over the same devices, each request at the round
 trips and bytes measured on real hosts (`conn_cost.py`: `OPEN_RTTS`, and `CONNECT_RTTS` and
 `CONNECT_BYTES` more to a server the asker holds no connection to: a fresh submitter holds only its
-gates'); the others at one round trip a request, the model before."""
+gates'); the others at one round trip a request, the model before. `sharded_auto_conn_alpha3`: the
+same with 3 requests of a walk in flight (the node's `ALPHA` before: 10 now), side by side."""
 
 
 def lookups_of(name: str, swarm: Swarm, fleet: Fleet, sizes: Sizes, lookups: int) -> dict[str, float]:
@@ -123,7 +125,8 @@ def run_size(
         auto_scheme = name.startswith("sharded_auto")
         servers = auto if auto_scheme else gate_ids
         swarm = Swarm.build(servers, stale if auto_scheme else 0, rng, slim=ours)
-        swarm.gates, swarm.connections = frozenset(gate_ids), name == "sharded_auto_conn"
+        swarm.gates, swarm.connections = frozenset(gate_ids), name.startswith("sharded_auto_conn")
+        swarm.alpha = 3 if name.endswith("_alpha3") else swarm.alpha
         out[name] = lookups_of(name, swarm, fleet, sizes, lookups)
         parts = upkeep_of(name, swarm, fleet, sizes, config)
         upkeep = sum(parts.values())
@@ -152,7 +155,7 @@ def main() -> None:
         results[str(n)] = run_size(n, lookups, args.seed, sizes, config)
         for name, r in results[str(n)].items():
             print(
-                f"{n:>6} {name:>15}: all {RARE_COUNT} rare found p50/p95 {r['rare_p50_s']:.2f}/"
+                f"{n:>6} {name:>24}: all {RARE_COUNT} rare found p50/p95 {r['rare_p50_s']:.2f}/"
                 f"{r['rare_p95_s']:.2f} s (lookup over {r['rare_end_p95_s']:.2f}), recall min "
                 f"{r['rare_recall_min']:.3f}; 100 common p50/p95 {r['common_p50_s']:.2f}/"
                 f"{r['common_p95_s']:.2f} s; {r['bytes_per_lookup'] / 1e3:.1f} KB/lookup; upkeep "

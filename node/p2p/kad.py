@@ -65,8 +65,10 @@ from scheduler.verification import network_of
 
 log = logging.getLogger(__name__)
 
-ALPHA: Final = 3
-"""Writes (ADD_PROVIDER, PUT_VALUE) in flight at once, as libp2p sends them."""
+WRITES_IN_FLIGHT: Final = 3
+"""Writes (ADD_PROVIDER, PUT_VALUE) in flight at once, to the closest servers already known (py-libp2p
+sends 10). Not a walk's alpha (`node.p2p.walk.ALPHA`, 10): a read waits on its requests, a refresh's
+writes are waited on by no one, and each server's turn is paced apart (P34)."""
 QUERIES_PER_SERVER: Final = 8
 """Concurrent kad streams a lookup opens to one server."""
 QUERY_TIMEOUT_S: Final = 3.0
@@ -309,7 +311,7 @@ class Kad:
             peers = [ID.from_base58(p) for p in nearer]
         peers = peers[:copies]  # closest first: the walk's order, kept by `ClosestServers`
         took: list[ID] = []
-        limit = trio.Semaphore(ALPHA)
+        limit = trio.Semaphore(WRITES_IN_FLIGHT)
 
         async def one(peer: ID) -> None:
             if paced(peer):
@@ -478,6 +480,6 @@ class Kad:
 
 
 __all__ = [
-    "ADVERT_COPIES", "ALPHA", "QUERIES_PER_SERVER", "QUERY_TIMEOUT_S", "WALKED_ADDRS_TTL_S", "K", "Kad",
-    "ProviderLookup", "serves_kad",
+    "ADVERT_COPIES", "QUERIES_PER_SERVER", "QUERY_TIMEOUT_S", "WALKED_ADDRS_TTL_S", "WRITES_IN_FLIGHT",
+    "K", "Kad", "ProviderLookup", "serves_kad",
 ]  # fmt: skip
