@@ -24,7 +24,9 @@ carries when its next verdict is due (`again_by`, on the scheduler's clock), and
 short of such peers waits for it (`scheduler.state.placement.open_refusals`): placed when a
 re-challenge passes, `Unverifiable` once the last is used or its due time passed. One that does
 not answer (gone, busy, an older version that serves only 1.0.0's single product) is
-`claim_unverified` for that round only, and challenged again at the next. Peers on one host are
+`claim_unverified` for that round only, and challenged again at the next; a job short of a peer that
+said it was busy until the budget ran out (another challenge held its one slot) waits for that next
+challenge, as for a refused one's (`again_by`), `MOST_CHALLENGES` times at most. Peers on one host are
 challenged one after another (their chains would share its cores), hosts at once.
 What it costs: the worker's child, spawned with its daemon before anyone asks and kept between
 challenges (`node.worker.challenge`), and about 0.2-0.6 s of every core per honest peer; round 0's
@@ -202,6 +204,9 @@ class Challenger:
         """Peer id -> why its claim was refused ("": borne out), for every answered challenge."""
         self._answered: dict[str, tuple[int, float]] = {}
         """Peer id -> its answered challenges so far, and when the last one ended (trio's clock)."""
+        self._busy: dict[str, tuple[int, float]] = {}
+        """Peer id -> its challenges that went unanswered because it was busy throughout (it said so),
+        and when the last one ended (trio's clock): it is asked again at the next discovery round."""
         self._evidence: dict[str, tuple[str, ...]] = {}
         """Peer id -> what its answered challenges measured, one line a unit (`evidence_line`)."""
         self._tries: dict[str, int] = {}
@@ -229,15 +234,28 @@ class Challenger:
 
     def again_by(self, peer_id: str) -> float:
         """When (the scheduler's clock, `wall`) a refused peer's next challenge will have its verdict
-        at the latest, or 0 when none will come (borne out, unanswered, or its last challenge used):
-        its next challenge waits `again_s` and then a discovery round (at most another `again_s`), and
-        takes at most `TOTAL_S` a claim. A job short of the peer waits until then
-        (`scheduler.state.placement.open_refusals`); a peer gone meanwhile holds it no longer. Read
-        from this submitter's clock and constants only: nothing the peer reports moves it."""
-        count, at = self._answered.get(peer_id, (MOST_CHALLENGES, 0.0))
-        if not self._verdicts.get(peer_id) or count >= MOST_CHALLENGES:
+        at the latest, or 0 when none will come (borne out, gone, or its last challenge used): a
+        refused peer's next challenge waits `again_s` and then a discovery round (at most another
+        `again_s`), and takes at most `TOTAL_S` a claim; a peer that said it was busy until the last
+        challenge's budget ran out (another challenge held its one slot) is asked again at the next
+        discovery round, `MOST_CHALLENGES` times at most: a device on a busy machine is not refused
+        for the whole campaign because its slot was taken when first asked. A job short of the peer
+        waits until then (`scheduler.state.placement.open_refusals`); a peer gone meanwhile holds it
+        no longer. The time is read from this submitter's clock and constants only. The cheater's
+        view: a peer chooses whether it says "busy", and saying so holds a job that has no other peer
+        for at most `MOST_CHALLENGES` rounds of `again_s` and `TOTAL_S`, then the job ends
+        `Unverifiable`; it is placed only once a challenge bears its claim out, so waiting buys it
+        nothing."""
+        verdict = self._verdicts.get(peer_id)  # None: never answered; "": borne out
+        answered, at = self._answered.get(peer_id, (0, 0.0))
+        busy, busy_at = self._busy.get(peer_id, (0, 0.0))
+        if verdict == "" or answered >= MOST_CHALLENGES or busy >= MOST_CHALLENGES:
             return 0.0
-        due = at + 2 * self._again_s + 2 * TOTAL_S  # a CPU claim and a GPU claim, at most
+        due = at + 2 * self._again_s + 2 * TOTAL_S if verdict else 0.0  # a CPU and a GPU claim, at most
+        if busy and busy_at > at:  # its last challenge found it busy: asked again at the next round
+            due = max(due, busy_at + self._again_s + 2 * TOTAL_S)
+        if not due:
+            return 0.0
         return self._wall() + max(0.0, due - trio.current_time())
 
     async def measure(
@@ -265,6 +283,11 @@ class Challenger:
             self._answered[view.peer_id] = count + 1, trio.current_time()
             self._verdicts[view.peer_id] = problem
             self._evidence[view.peer_id] = tuple(evidence_line(m) for m in measured)
+        elif any(m.busy for m in measured):
+            count, _ = self._busy.get(view.peer_id, (0, 0.0))
+            self._busy[view.peer_id] = count + 1, trio.current_time()
+        else:  # gone, or an older version: no verdict is coming that a job could wait for
+            self._busy[view.peer_id] = MOST_CHALLENGES, trio.current_time()
         if problem:  # said where it matters: the task's reasons and the plan; a log line for operators
             log.info("peer %s: claim_unverified: %s", view.peer_id, problem)
         return problem
@@ -304,6 +327,7 @@ class Challenger:
                 0.0,
                 f"{target.label}: {NOT_ANSWERED}{why}",
                 answered=False,
+                busy=isinstance(exc, Unanswered) and exc.detail in (CHALLENGE_BUSY, CHALLENGE_PREEMPTED),
             )
 
     async def _challenge(self, channel: Channel, subject: str, target: Target) -> challenge.Measured:

@@ -247,6 +247,8 @@ class Measured:
         measured_gflops: the best round's figure (0 when no round was timed).
         problem: why the claim is refused, or why it went unanswered ("" when borne out).
         answered: False when the worker did not take part (gone, busy, an older version).
+        busy: the worker did not take part because it said it was busy (another challenge held its
+            one slot) until the challenge's budget ran out: it is there and will be free again.
         under: `measured_gflops` is a bound, not a figure: no commitment came by the deadline.
     """
 
@@ -255,6 +257,7 @@ class Measured:
     measured_gflops: float
     problem: str
     answered: bool = True
+    busy: bool = False
     under: bool = False
 
 

@@ -32,8 +32,8 @@ MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
 
 PACING = Path(__file__).resolve().parent / "pacing"
 PACE_MS = 10.0
-"""The pace of the labs that compare replicas' timings: well above the tiny model's real run (under
-1 ms idle, a few at load 8), so that every honest inference takes it."""
+"""The pace of the labs that compare replicas' timings: every honest inference is timed at it, within
+the pacer's jitter, whatever the load (tests/kit/pacing/sitecustomize.py)."""
 
 
 def paced_env(pace_ms: float) -> dict[str, str]:
@@ -46,8 +46,9 @@ class CampaignLab(Lab):
     """The process lab plus workers that run benchmarks for one submitter.
 
     With `pace_ms`, every worker's ONNX inference takes that long (tests/kit/pacing/sitecustomize.py:
-    the real run, then a sleep to the pace): a lab comparing replicas' timings runs on a paced
-    workload, so that the timings compare on a loaded machine as on an idle one.
+    the real run, then a sleep to the pace, timed at the pace by the measuring child's clock): a lab
+    comparing replicas' timings runs on a paced workload, so that the timings compare on a loaded
+    machine as on an idle one.
     """
 
     def __init__(self, root: Path, *, record_ttl: float = 300.0, pace_ms: float | None = None) -> None:

@@ -244,7 +244,9 @@ def check_reference(s: Served) -> None:
     verify = {"replicas": 3, "same_host": "allow", "reference": [reference]}
     out = post(s, "reference", [job], verify)
     (ref,) = out.of(reference)
-    assert ref["Verified"] == f"replicated 1/3 (reference {reference}; same host)"
+    said = [(r["WorkerPeerId"][-6:], r["Status"], r["InferenceMsMedian"], r["Verified"], r["FailureReason"])
+            for r in out.rows]  # fmt: skip
+    assert ref["Verified"] == f"replicated 1/3 (reference {reference}; same host)", said
     for liar in liars:
         (row,) = out.of(liar)
         assert row["Verified"].startswith("outlier: "), row["Verified"]

@@ -294,19 +294,23 @@ async def test_each_gpu_claim_is_challenged_with_the_chain_on_its_device_after_t
     CPU's torch device) its rows are the submitter's exact recomputation and the claim (far below
     any machine's) stands; on `cuda:7`, which this torch does not see, the claim is unverified with
     the unit and the child's reason named."""
-    pairs = [memory_channel_pair("submitter", "worker", read_timeout=60.0) for _ in range(3)]
     events: list[dict[str, object]] = []
 
     def sink(event: str, /, **fields: object) -> None:
         events.append({"event": event, **fields})
 
-    challenger = Challenger(KEY, _opener([s for s, _ in pairs], []), sink)
     worker = Challenges()
     with trio.fail_after(150):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(worker.serve, pairs[0][1])
-            for _, stream in pairs[1:]:
-                nursery.start_soon(worker.serve_unit, stream)
+
+            async def opening(peer: str, addrs: tuple[str, ...], protocol: str) -> Channel:
+                """The worker's handler starts as the stream opens, as a host's does: a stream
+                made ahead would wait out its first frame's deadline behind the CPU's challenge."""
+                submitter, stream = memory_channel_pair("submitter", "worker", read_timeout=60.0)
+                nursery.start_soon(worker.serve if protocol == CHALLENGE else worker.serve_unit, stream)
+                return submitter
+
+            challenger = Challenger(KEY, opening, sink)
             cpu, gpu, absent = await challenger.measure(_gpu_view({"cpu": 1e-4, "cuda:7": 20.0}), ())
     assert (cpu.unit, cpu.problem, gpu.unit, gpu.problem) == ("CPU", "", "GPU (PyTorch) cpu", "")
     assert gpu.claimed_gflops == pytest.approx(0.1)

@@ -5,7 +5,9 @@ in-memory stream, on trio's virtual clock (every wait virtual, the chain and the
 loop): a device starved for its first challenge (each commitment held past its deadline) is refused,
 then passes when a discovery round finds it `RECHALLENGE_S` later with its machine free; a liar (slow
 in every challenge) is asked `MOST_CHALLENGES` times and no more, refused each time; a peer borne out
-is never asked again. No timing of the machine is asserted: the lateness is virtual.
+is never asked again; a peer whose one slot was held by another challenge for the whole of its first
+(it answers "busy") holds its job until it is asked again, `MOST_CHALLENGES` times at most. No timing
+of the machine is asserted: the lateness is virtual.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import trio.testing
 import scheduler as sch
 from node.errors import PeerGone
 from node.p2p.wire import Channel, memory_channel_pair
-from node.submitter.challenge import MOST_CHALLENGES, RECHALLENGE_S, Challenger
+from node.submitter.challenge import BUSY_PAUSES_S, MOST_CHALLENGES, RECHALLENGE_S, TOTAL_S, Challenger
 from protocol import (
+    CHALLENGE_BUSY,
     Calibration,
     ChallengeChainSeed,
     ChallengeCommit,
+    ChallengeFailed,
     ChallengeOpen,
     ChallengePing,
     ChallengePong,
@@ -80,14 +84,26 @@ async def _on_the_loop(seed: int, n: int, steps: int, rows: tuple[int, ...]) -> 
     return exact_rows(seed, n, steps, rows)
 
 
+async def _busy_worker(channel: Channel) -> None:
+    """Another challenge holds its one slot: it answers the opening with `CHALLENGE_BUSY`."""
+    with contextlib.suppress(PeerGone):
+        assert isinstance(await channel.receive(), ChallengeOpen)
+        await channel.send(ChallengeFailed(reason=CHALLENGE_BUSY))
+
+
 def _opener(
-    nursery: trio.Nursery, lateness: Callable[[int], float], opened: list[float]
+    nursery: trio.Nursery,
+    lateness: Callable[[int], float],
+    opened: list[float],
+    busy: Callable[[int], bool] = lambda _: False,
 ) -> Callable[[str, tuple[str, ...], str], Awaitable[Channel]]:
-    """Each challenge stream a fresh worker, its commitments as late as `lateness(challenge index)`."""
+    """Each challenge stream a fresh worker, its commitments as late as `lateness(stream index)`, or
+    busy where `busy(stream index)`."""
 
     async def open_challenge(peer: str, addrs: tuple[str, ...], protocol: str) -> Channel:
         submitter, worker = memory_channel_pair("submitter", "worker", read_timeout=600.0)
-        nursery.start_soon(_worker, worker, lateness(len(opened)))
+        k = len(opened)
+        nursery.start_soon(*((_busy_worker, worker) if busy(k) else (_worker, worker, lateness(k))))
         opened.append(trio.current_time())
         return submitter
 
@@ -144,7 +160,9 @@ jobs: [{compute_unit: CPU (ONNX), devices: all, num_inference_runs: 5}]
 """
 
 
-async def _campaign(lateness: Callable[[int], float], rounds: int) -> tuple[sch.Scheduler, list[object]]:
+async def _campaign(
+    lateness: Callable[[int], float], rounds: int, busy: Callable[[int], bool] = lambda _: False
+) -> tuple[sch.Scheduler, list[object]]:
     """The challenger and the scheduler together, as the submitter's loop joins them, on trio's clock:
     `rounds` discovery rounds 10 s apart, each vouching for the one peer and handing the views to the
     scheduler (`now` trio's clock, the challenger's `wall` too); each offer committed and its result
@@ -157,7 +175,7 @@ async def _campaign(lateness: Callable[[int], float], rounds: int) -> tuple[sch.
     opened: list[float] = []
     async with trio.open_nursery() as nursery:
         challenger = Challenger(
-            KEY, _opener(nursery, lateness, opened), recompute=_on_the_loop, wall=trio.current_time
+            KEY, _opener(nursery, lateness, opened, busy), recompute=_on_the_loop, wall=trio.current_time
         )
         for _ in range(rounds):
             views = tuple(await challenger.vouch([_view()], lambda _: ()))
@@ -208,3 +226,34 @@ async def test_refused_at_every_challenge_the_task_ends_unverifiable_after_the_l
     assert task.ended_at is not None
     assert task.ended_at - started >= (MOST_CHALLENGES - 1) * RECHALLENGE_S
     assert sched.done
+
+
+TRIES = len(BUSY_PAUSES_S) + 1
+"""The streams one challenge opens to a worker that answers busy until the budget runs out."""
+
+
+async def test_a_task_whose_peer_was_busy_at_its_first_challenge_is_placed_when_asked_again(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    sched, log = await _campaign(lambda _: 0.0, rounds=8, busy=lambda k: k < TRIES)
+    (waited,) = [c for c in log if isinstance(c, sch.AwaitChallenge)]
+    assert "waits for the next challenge of 1 peer(s)" in waited.detail, waited.detail
+    (task,) = sched.tasks()
+    assert task.state == sch.TaskState.DONE, task
+    assert not [c for c in log if isinstance(c, sch.MarkUnschedulable)]
+
+
+@pytest.mark.trio_deadline(900)  # virtual: three challenges busy throughout, their pauses and rounds
+async def test_a_peer_busy_at_every_challenge_holds_its_task_a_bounded_while_then_it_is_unverifiable(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    started = trio.current_time()
+    sched, _log = await _campaign(lambda _: 0.0, rounds=16, busy=lambda _: True)
+    (task,) = sched.tasks()
+    assert task.state == sch.TaskState.UNVERIFIABLE, task
+    assert f"claim_unverified: challenge: not answered: {CHALLENGE_BUSY}" in task.detail, task.detail
+    assert task.ended_at is not None
+    assert task.ended_at - started >= (MOST_CHALLENGES - 1) * TOTAL_S
+    assert task.ended_at - started <= MOST_CHALLENGES * (RECHALLENGE_S + 2 * TOTAL_S) + 10.0

@@ -1,0 +1,66 @@
+"""The labs' paced workload (tests/kit/pacing): a real measuring child's every timed ONNX inference of
+the tiny model is timed at the pace the test set, within its jitter, with eight spinners of the
+test's own on the cores (`kit.load`), where a sleep alone woke a whole scheduler tick or more late.
+
+`drivers.measure`, whose measuring children are spawned as in a worker with the labs' environment
+(`kit.campaignlab.paced_env`), once with the pace and once without: paced, every sample lies in
+[pace, pace x (1 + JITTER)], the processes' medians agree within the jitter, and the run's wall time
+is at least the paced inferences' (the sleep still holds it); unpaced, the figures are the model's own
+(the pacer does nothing without its variable). No timing of this machine is asserted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from pathlib import Path
+
+import pytest
+from kit.campaignlab import MODEL, PACE_MS, paced_env
+from kit.load import Load
+
+from drivers import measure
+from protocol import ComputeUnit, Measurement, TaskSpec
+
+PACER = Path(__file__).resolve().parents[2] / "kit" / "pacing" / "sitecustomize.py"
+RUNS = 20
+PROCESSES = 2
+
+
+def _jitter() -> float:
+    """The pacer's own `JITTER`, read from its file (its module name is Python's start-up hook's)."""
+    spec = importlib.util.spec_from_file_location("pacer", PACER)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return float(module.JITTER)
+
+
+def _measure(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> tuple[Measurement, float]:
+    with monkeypatch.context() as patch:
+        for name in set(os.environ) - set(env):
+            patch.delenv(name)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        spec = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, runs=RUNS, warmups=1, load_runs=1,
+                        processes=PROCESSES, threads=1, timeout_s=300.0)  # fmt: skip
+        started = time.monotonic()
+        measured = measure(MODEL, spec)
+    return measured, time.monotonic() - started
+
+
+@pytest.mark.timeout(600)  # a deadline on a loaded machine, not a speed
+def test_a_paced_inference_is_timed_at_the_pace_whatever_the_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    jitter = _jitter()
+    paced_band = (PACE_MS, PACE_MS * (1 + jitter) + 1e-6)  # the clock reads whole ns
+    unpaced = {k: v for k, v in os.environ.items() if k != "SARK_LAB_PACE_MS"}
+    with Load(8):
+        paced, wall_s = _measure(monkeypatch, paced_env(PACE_MS))
+        own, _ = _measure(monkeypatch, unpaced)
+    assert len(paced.samples_ms) == RUNS * PROCESSES
+    assert all(paced_band[0] <= s <= paced_band[1] for s in paced.samples_ms), sorted(paced.samples_ms)[::9]
+    assert max(paced.process_medians_ms) / min(paced.process_medians_ms) <= 1 + jitter
+    assert wall_s >= RUNS * PROCESSES * PACE_MS / 1000.0  # slept to the pace: the wall time held
+    assert not all(paced_band[0] <= s <= paced_band[1] for s in own.samples_ms), own.samples_ms
