@@ -21,7 +21,7 @@ import functools
 import inspect
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,10 @@ for folder in (TESTS, ROOT):  # the root first
     if folder not in sys.path:
         sys.path.insert(0, folder)
 
-# Fixtures every folder may use: the process lab and a worker's profile file (kit.fixtures), and the
-# campaign lab's swarms and model server (kit.campaignlab).
-pytest_plugins = ("kit.fixtures", "kit.campaignlab")
+# Fixtures every folder may use: the process lab and a worker's profile file (kit.fixtures), the
+# campaign lab's swarms and model server (kit.campaignlab), and pytest's own `pytester` (a pytest run
+# of a test's own: tests/unit/repository/test_cores.py runs this file's lock in one).
+pytest_plugins = ("kit.fixtures", "kit.campaignlab", "pytester")
 
 
 # Every trio test body runs under a trio deadline, below pytest-timeout's 300 s: a hung test fails
@@ -60,25 +61,71 @@ def pytest_configure(config: pytest.Config) -> None:
 # running tests to end and none starts until it ends, as a real device would not run someone else's
 # suite beside a benchmark. Every other test holds the cores' lock shared. Writer first: a test
 # passes the turnstile (held by an exclusive test while it waits for the cores) before taking its
-# share, so a stream of shared tests on the other worker cannot starve an exclusive one.
+# share, so a stream of shared tests on the other worker cannot starve an exclusive one. An exclusive
+# test whose successor on this worker is exclusive too (the next test of its file, under `--dist
+# loadfile`) keeps the lock for it: released between them, the other worker started its next test,
+# up to minutes long, and the second waited for it while both cores but one test's sat idle (the CI
+# run at a252ecf: 94 s in test_sender.py's second exclusive set-up).
+class _Cores:
+    """This worker's hold on the cores' lock: none, shared or exclusive."""
+
+    def __init__(self) -> None:
+        self.exclusive = False
+        self.lock: Any = None
+
+    def take(self, shared: Path, exclusive: bool) -> None:
+        with open(shared / "cores.turnstile", "a") as turnstile:
+            fcntl.flock(turnstile, fcntl.LOCK_EX)
+            try:
+                self.lock = open(shared / "cores.lock", "a")  # noqa: SIM115  (held across tests)
+                fcntl.flock(self.lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                self.exclusive = exclusive
+            finally:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+    def release(self) -> None:
+        if self.lock is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self.lock, fcntl.LOCK_UN)
+            self.lock.close()
+        self.lock, self.exclusive = None, False
+
+
+_CORES = _Cores()
+_NEXT_EXCLUSIVE: dict[str, bool] = {}
+"""Test id -> whether the test this worker runs after it is `exclusive` (`pytest_runtest_protocol`)."""
+
+
+def _is_exclusive(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("exclusive") is not None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    _NEXT_EXCLUSIVE[item.nodeid] = _is_exclusive(nextitem)
+    try:
+        return (yield)
+    finally:
+        _NEXT_EXCLUSIVE.pop(item.nodeid, None)
+
+
 @pytest.fixture(autouse=True)
 def _cores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     if "PYTEST_XDIST_WORKER" not in os.environ:
         yield  # one process runs the tests one at a time
         return
     shared = tmp_path_factory.getbasetemp().parent  # one folder per run, shared by its xdist workers
-    exclusive = request.node.get_closest_marker("exclusive") is not None
-    with open(shared / "cores.turnstile", "a") as turnstile, open(shared / "cores.lock", "a") as cores:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(cores, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(cores, fcntl.LOCK_UN)
+    exclusive = _is_exclusive(request.node)
+    if not (exclusive and _CORES.exclusive):  # held already for this one by the exclusive test before
+        _CORES.release()
+        _CORES.take(shared, exclusive)
+    try:
+        yield
+    finally:
+        if not (exclusive and _NEXT_EXCLUSIVE.get(request.node.nodeid, False)):
+            _CORES.release()
 
 
 # Every `sark-node` the tests start keeps its device probe in one folder of the run's, shared by its
