@@ -174,6 +174,9 @@ class Swarm:
     issue 50, which hostile servers near a key used; `swarm_hostile.py`'s baseline)."""
     network: Callable[[int], Hashable] | None = None
     """A server's network, so that agreement counts distinct networks (`Shortlist`'s `network`)."""
+    keep_failed: bool = False
+    """Departed servers stay among a walk's k closest once their request failed (`Shortlist`'s
+    `keep_failed`: the rule before; now they leave it and the next live server is asked)."""
     connections: bool = False
     """Each request costs the round trips measured on real hosts (`OPEN_RTTS`), and one to a server
     the asker holds no connection to (`connected`) `CONNECT_RTTS` more and `CONNECT_BYTES`; False:
@@ -274,7 +277,7 @@ def walk(
     count = SHARD_CAP if lookup else 2**31
     state = Shortlist(
         swarm.table(start, target), lambda p: p ^ target, count, draw,
-        agreed=swarm.agreed, short=swarm.short, network=swarm.network,
+        agreed=swarm.agreed, short=swarm.short, network=swarm.network, keep_failed=swarm.keep_failed,
     )  # fmt: skip
     same = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
     lists = holders if isinstance(holders, dict) else dict.fromkeys(holders or (), same)
@@ -308,7 +311,8 @@ def walk(
             now = freed
             continue
         now, at, peer = heapq.heappop(flight)
-        if swarm.is_dead(peer):
+        if swarm.is_dead(peer):  # its deadline passed: it leaves the k closest (`Shortlist.failed`)
+            state.failed(peer)
             continue
         bytes_ = exchange(peer)
         now += (bytes_ - sizes.stream) * 8 / BANDWIDTH_BPS

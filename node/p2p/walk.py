@@ -114,6 +114,9 @@ class Shortlist(Generic[P]):
             before issue 50, which a few hostile servers near a key used; the simulator's baseline).
         network: a server's network, so that agreement and the round trip count networks, not
             servers (None: each server its own; the simulator's).
+        keep_failed: servers whose request failed stay among the k closest (the rule before: a
+            departed server, or a fake closer id a hostile server lists, kept a live holder out of
+            the set the walk must ask; the simulator's side-by-side).
     """
 
     def __init__(
@@ -126,6 +129,7 @@ class Shortlist(Generic[P]):
         agreed: int = AGREED,
         short: bool = False,
         network: Callable[[P], Hashable] | None = None,
+        keep_failed: bool = False,
     ) -> None:
         self._distance = distance
         self.known = {peer: distance(peer) for peer in start}
@@ -138,13 +142,18 @@ class Shortlist(Generic[P]):
         self._agreed = agreed
         self._short = short
         self._network = network
-        self._lists: dict[frozenset[Hashable], set[Hashable]] = {}  # a list -> its holders' networks
+        self._keep_failed = keep_failed
+        self.failures: set[P] = set()  # servers whose request failed (an error, or its deadline)
+        self._lists: dict[P, tuple[Hashable, frozenset[Hashable]]] = {}  # a holder -> its network, list
         self._union: frozenset[Hashable] = frozenset()  # every provider a holder listed
         self._took: dict[P, tuple[Hashable, float]] = {}  # a server that answered -> its network, seconds
 
     def closest(self) -> list[P]:
-        """The k closest peers known, closest first."""
-        return sorted(self.known, key=self.known.__getitem__)[:K]
+        """The k closest peers known that did not fail, closest first (where a kad lookup ends:
+        go-libp2p-kad-dht's query counts the k closest it queried and heard from, and drops the
+        unreachable ones)."""
+        live = self.known if self._keep_failed else (p for p in self.known if p not in self.failures)
+        return sorted(live, key=self.known.__getitem__)[:K]
 
     def next(self, free: int) -> list[P]:
         """Up to `free` peers to ask now, among the k closest known not asked yet (marked asked)."""
@@ -158,17 +167,27 @@ class Shortlist(Generic[P]):
     def answered(
         self, peer: P, providers: frozenset[Hashable], closer: Iterable[P], took: float | None = None
     ) -> None:
-        """`peer` answered: the providers it lists (a holder lists others than itself), closer peers, and
-        `took`: the seconds from its request to its answer (the walk's round trip: `done`)."""
+        """`peer` answered: the providers it lists (a holder lists others than itself), closer peers (the
+        k closest of them to the key: a server listing more, as fake ids a hostile one invents, adds
+        no more than k), and `took`: the seconds from its request to its answer (the walk's round
+        trip: `done`)."""
         where = peer if self._network is None else self._network(peer)
         if took is not None:
             self._took[peer] = (where, took)
         if providers - {peer}:
             self.held = True
-            self._lists.setdefault(providers, set()).add(where)
+            self._lists[peer] = (where, providers)
             self._union |= providers
         self.found |= providers
-        self.known.update((p, self._distance(p)) for p in closer if p not in self.known)
+        listed = {p: self._distance(p) for p in closer}  # a kad server lists k: more add nothing
+        nearest = sorted(listed, key=listed.__getitem__)[:K]
+        self.known.update((p, listed[p]) for p in nearest if p not in self.known)
+
+    def failed(self, peer: P) -> None:
+        """`peer`'s request failed (an error, or its deadline passed; not one merely past its hop,
+        which may still answer): it leaves the k closest, and the next closest takes its place, to
+        be asked in turn. A failure is final: it is not asked again."""
+        self.failures.add(peer)
 
     def done(self, ages: Mapping[P, float], hop: float = math.inf) -> bool:
         """Is the walk over, `ages` the seconds each open request has been out? At the count found; or
@@ -189,7 +208,7 @@ class Shortlist(Generic[P]):
         active = [age for age in ages.values() if age < hop]
         if not active:
             return True
-        return self._agreement() and min(active) > self.round_trip
+        return self._agreement(set(self.closest())) and min(active) > self.round_trip
 
     @property
     def round_trip(self) -> float:
@@ -205,8 +224,15 @@ class Shortlist(Generic[P]):
                 slowest[where] = max(took, slowest.get(where, 0.0))
         return statistics.median(slowest.values()) if slowest else math.inf
 
-    def _agreement(self) -> bool:
-        return len(self._lists.get(self._union, ())) >= self._agreed
+    def _agreement(self, near: set[P] | None = None) -> bool:
+        """`agreed` holders' networks list every provider any holder listed (`near`: only the holders
+        among those peers count)."""
+        agreeing = {
+            where
+            for peer, (where, listed) in self._lists.items()
+            if listed == self._union and (near is None or peer in near)
+        }
+        return len(agreeing) >= self._agreed
 
 
 @dataclass(frozen=True)
@@ -295,6 +321,7 @@ async def walk_providers(
                 took = trio.current_time() - sent.pop(peer)
                 if isinstance(answer, str):
                     failures[peer.to_base58()] = answer
+                    state.failed(peer)
                     continue
                 answered += 1
                 providers.update((info.peer_id, info) for info in answer.providers)
