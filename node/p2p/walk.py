@@ -5,11 +5,11 @@ holders: asking them all at once (`Kad.lookup_providers` in a small swarm) cost 
 nothing and, with one departed server among them, the whole query deadline. A walk asks `ALPHA` at a
 time and follows the closer peers each answer lists (`Shortlist`, the walk's state, pure: the
 simulator `benchmarks/swarm_net.walk` runs the same one). It ends at the count asked, or when the k
-closest servers it knows have all been asked and answered (where a kad lookup ends; once a server
-listed providers, it does not wait out the deadline of one that left: only requests still within
-their `HOP_S`). A request unanswered after `HOP_S` frees its slot for the next server and stays open
-(a late answer still counts), so departed servers drawn at once do not stall the walk for their
-deadline.
+closest servers it knows that did not fail have all been asked and answered (where a kad lookup
+ends; once a server listed providers, it does not wait out the deadline of one that left: only
+requests still within their `HOP_S`). A request unanswered after `HOP_S` frees its slot for the next
+server and stays open (a late answer still counts), so departed servers drawn at once do not stall
+the walk for their deadline.
 
 Holders that agree never end a walk short of its count (issue 50). The keys are public strings, so
 a server id can be ground near one; before, three holders listing the same providers (`AGREED`) ended
@@ -23,7 +23,7 @@ it waits for the requests still within their hop, and ends that wait early only 
 on distinct networks (`network`: `Kad` gives a server's /24 or /64, `scheduler.verification.networks`)
 list the same providers, none lists more, and every request still open has been out longer than the
 walk's round trip (`Shortlist.round_trip`: the median, over networks, of a network's slowest answer
-among the servers outside the k closest known). With `ALPHA` 10 in flight the k closest are asked in
+among the servers outside the k closest known). With `ALPHA` (13) in flight the k closest are asked in
 one or two rounds: agreement alone ended the wait for holders asked a moment before (a reader missed a
 writer that 2 of 20 holders list in 8 of 20 walks, `test_a_reader_waits_for_the_holders_asked_last`);
 a request within the walk's round trip is an answer on its way, and the walk waits for it. Answers
@@ -40,6 +40,19 @@ does. What it does not stop: an attacker holding about as many networks as the k
 agreeing at once, ends the wait for an honest holder slower than the median round trip
 (`benchmarks/notes/swarm_hostile.md`: 19 networks near one key). The rule before is kept for the
 simulator's side-by-side (`short`) and its figures are in `benchmarks/notes/swarm_hostile.md`.
+
+A server whose request failed (an error, or its deadline passed) leaves the k closest, and the next
+closest takes its place, to be asked in turn: the walk ends when the k closest servers that did not
+fail were all asked and answered (or, a holder answered, are past their hop; go-libp2p-kad-dht's
+query drops unreachable peers the same way). Before, a failed server stayed among the k closest: a
+hostile server listing k fake ids closer to the key than any server (ids are free) ended the walk at
+their failures with the key's live holders never asked, and departed servers kept live holders out
+the same way. The cheater's view: it chooses the fake ids, how many it lists (an answer adds at most
+its k closest to the key, `Shortlist.answered`), their addresses and whether they fail at once or
+hang; fakes that fail cost the walk their failure, fakes that hang their deadline (3 s) when no
+holder answered yet. Agreement counts only holders among the k closest that did not fail. What it
+does not stop: hung fakes past their hop, once a holder answered, end the walk as a departed
+server's silence does (the rule for `HOP_S`), with the holders they push out unasked.
 
 The next server asked is drawn at random among the k closest known not yet asked, not the closest
 one: closest first, every lookup of a key asked the same few holders first (the three closest to it),
@@ -67,15 +80,18 @@ from typing import Any, Final, Generic, TypeVar, final
 import trio
 from libp2p.peer.id import ID
 
-ALPHA: Final = 10
-"""Requests of one walk in flight at once (go-libp2p-kad-dht's and py-libp2p's own alpha). With the
-round trips of real connections (`benchmarks/conn_cost.py`) the simulator puts all 100 rare devices of
-10,000 at p95 2.41 s with 10, 5.81 s with 3 under the same rule (`swarm_sim.py`: `sharded_auto_conn`
-and its `_alpha3`, seed 1; recall 1.0 each; 919 KB a lookup against 573): over the 2 s target, as
-waiting for answers within the walk's round trip costs about 0.6 s at p95 against the rule before
-(agreement ended the wait, and lost holders asked last). A py-libp2p server limits only ADD_PROVIDER
-per sender (P34); a GET_PROVIDERS meets only its host-wide cap on inbound kad streams, which `kadpatch`
-raises to 128 (P23), and the 10 in flight go to 10 distinct servers."""
+ALPHA: Final = 13
+"""Requests of one walk in flight at once (go-libp2p-kad-dht's and py-libp2p's own alpha is 10). With
+the round trips of real connections (`benchmarks/conn_cost.py`) the simulator puts all 100 rare
+devices of 10,000 at p95 1.95 s with 13 (seeds 2 and 3: 1.92 and 1.85 s), 2.30 s with 10 and 5.96 s
+with 3 under the same rule (`swarm_sim.py`: `sharded_auto_conn` and its `_alpha3`, seed 1; recall 1.0
+each). The trade: 13 costs 1,074 KB a lookup against 934 with 10 (+15 %), a serving device's kad
+traffic unchanged (971 B/s, near the 1 KB/s target: lookups are the asker's bytes); 16 gave 1.77 s
+at 1,228 KB (+31 %) but a lookup at 1,000 devices found 99 of 100 (recall 0.99), so it is not taken.
+Before failed servers left the k closest (`Shortlist.failed`) 10 gave 2.41 s. A py-libp2p server
+limits only ADD_PROVIDER per sender (P34); a GET_PROVIDERS meets only its host-wide cap on inbound
+kad streams, which `kadpatch` raises to 128 (P23), and the requests in flight go to distinct
+servers."""
 K: Final = 20
 HOP_S: Final = 1.0
 """A request unanswered this long frees its slot for the next server; it stays open until its deadline
