@@ -1,13 +1,14 @@
 """The network of `swarm_sim.py`: message sizes, kad ids, servers' routing tables, iterative walks.
 
 Model (stated, not measured):
-- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 10 (the node's walk,
-  `node.p2p.walk.ALPHA`, as py-libp2p and go-libp2p-kad-dht; `Swarm.alpha` for a side-by-side;
+- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 13 (the node's walk,
+  `node.p2p.walk.ALPHA`; py-libp2p and go-libp2p-kad-dht use 10; `Swarm.alpha` for a side-by-side;
   libp2p's FIND_NODE walks at py-libp2p's own, 10: they were at 3 before, an undercount), each
   routing-table bucket holds k servers drawn at random from its id range; iterative lookups, alpha
   requests in flight; a GET_PROVIDERS walk runs
   the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
-  known; it ends at the count, or when the k closest it knows were asked and answered, or, once
+  known; a departed server leaves the k closest once its request timed out, `Shortlist.failed`;
+  it ends at the count, or when the k closest it knows were asked and answered, or, once
   three holders agree, when every request still open has been out longer than the walk's round
   trip; before issue 50 also at three holders listing the same providers and none more,
   `Swarm.short`, which hostile servers near a key used).
@@ -48,7 +49,7 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 10)
+from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 13)
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402

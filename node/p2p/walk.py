@@ -20,9 +20,10 @@ and how fast they answer; the walk now reads neither their agreement nor their c
 the k closest and takes every list they gave, so a key's providers (and whether it is full: the
 union of the lists, `Dht.lookup`) are decided by all of its holders. Once the k closest were asked
 it waits for the requests still within their hop, and ends that wait early only when `AGREED` holders
-on distinct networks (`network`: `Kad` gives a server's /24 or /64, `scheduler.verification.networks`)
-list the same providers, none lists more, and every request still open has been out longer than the
-walk's round trip (`Shortlist.round_trip`: the median, over networks, of a network's slowest answer
+among the k closest on distinct networks (`network`: `Kad` gives a server's /24 or /64,
+`scheduler.verification.networks`), more of them than the k closest's requests still within their
+hop, list the same providers, none lists more, and every request still open has been out longer than
+the walk's round trip (`Shortlist.round_trip`: the median, over networks, of a network's slowest answer
 among the servers outside the k closest known). With `ALPHA` (13) in flight the k closest are asked in
 one or two rounds: agreement alone ended the wait for holders asked a moment before (a reader missed a
 writer that 2 of 20 holders list in 8 of 20 walks, `test_a_reader_waits_for_the_holders_asked_last`);
@@ -208,8 +209,9 @@ class Shortlist(Generic[P]):
     def done(self, ages: Mapping[P, float], hop: float = math.inf) -> bool:
         """Is the walk over, `ages` the seconds each open request has been out? At the count found; or
         once the k closest known were asked: when none is open, or (a holder answered) when none is
-        within its `hop`, or when `agreed` holders on distinct networks list the same providers, none
-        more, and every request still within its hop has been out longer than the walk's `round_trip`
+        within its `hop`, or when `agreed` holders among the k closest on distinct networks, more than
+        the k closest's requests within their hop, list the same providers, none more, and every
+        request still within its hop has been out longer than the walk's `round_trip`
         (it waits for those within their first round trip: a quick agreement does not end the wait for
         an answer on its way). With `short` (the rule before issue 50), that agreement ends the walk
         before the k closest were asked, whatever is in flight."""
@@ -224,7 +226,9 @@ class Shortlist(Generic[P]):
         active = [age for age in ages.values() if age < hop]
         if not active:
             return True
-        return self._agreement(set(self.closest())) and min(active) > self.round_trip
+        near = set(self.closest())
+        waiting = sum(1 for peer, age in ages.items() if age < hop and peer in near)
+        return self._agreement(near, waiting) and min(active) > self.round_trip
 
     @property
     def round_trip(self) -> float:
@@ -240,15 +244,18 @@ class Shortlist(Generic[P]):
                 slowest[where] = max(took, slowest.get(where, 0.0))
         return statistics.median(slowest.values()) if slowest else math.inf
 
-    def _agreement(self, near: set[P] | None = None) -> bool:
-        """`agreed` holders' networks list every provider any holder listed (`near`: only the holders
-        among those peers count)."""
+    def _agreement(self, near: set[P] | None = None, waiting: int = 0) -> bool:
+        """`agreed` holders' networks, and more than `waiting` (the requests among the k closest still
+        within their hop), list every provider any holder listed (`near`: only the holders among
+        those peers count). Agreement ends the wait only when the agreeing networks outnumber the
+        servers still answering: hostile servers on 10 networks of a key's 20 closest, answering at
+        once, cut the 10 honest holders' answers on their way in 1 of 500 walks with 13 in flight."""
         agreeing = {
             where
             for peer, (where, listed) in self._lists.items()
             if listed == self._union and (near is None or peer in near)
         }
-        return len(agreeing) >= self._agreed
+        return len(agreeing) >= max(self._agreed, waiting + 1)
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,10 @@ def test_agreeing_holders_end_the_wait_only_for_requests_past_the_walks_round_tr
     assert state.round_trip == pytest.approx(0.4)  # the way there's: the k closest's answers aside
     waiting = {p: 0.3 for p in range(AGREED, K)}  # sent 0.3 s ago: within the walk's round trip
     assert not state.done(waiting, hop=1.0)
-    assert state.done({p: 0.5 for p in waiting}, hop=1.0)  # past it: slow, and three networks agree
+    assert not state.done({p: 0.5 for p in waiting}, hop=1.0)  # past it, but 17 answering outnumber 3
+    for holder in range(AGREED, K - 2):
+        state.answered(holder, frozenset({100, 101}), (), took=0.2)
+    assert state.done({p: 0.5 for p in (K - 2, K - 1)}, hop=1.0)  # past it: slow, and 18 networks agree
     one_net = Shortlist(range(2 * K), lambda p: p, 20, None, network=lambda p: "203.0.113" if p < K else p)
     one_net.next(K)
     for far in range(K, K + 5):
@@ -351,3 +354,18 @@ def _ground(n: int, below: int) -> list[ID]:
             if len(out) == n:
                 return out
     raise AssertionError("no ids ground")
+
+
+def test_agreement_ends_the_wait_only_when_the_agreeing_networks_outnumber_those_still_answering() -> None:
+    """Ten hostile servers on ten networks, the key's ten closest, agree at once; the ten honest
+    holders' answers are still on their way (past the walk's round trip, within their hop). Ten
+    networks do not outnumber ten servers still answering: the walk waits for them. Nine answering,
+    ten agreeing: it ends."""
+    state = Shortlist(range(2 * K), lambda p: p, 20, None)
+    state.next(K)
+    for far in range(K, K + 5):
+        state.answered(far, frozenset(), (), took=0.4)
+    for hostile in range(10):
+        state.answered(hostile, frozenset({-1, -2, -3}), (), took=0.0)
+    assert not state.done({p: 0.5 for p in range(10, K)}, hop=1.0)
+    assert state.done({p: 0.5 for p in range(11, K)}, hop=1.0)
