@@ -93,6 +93,8 @@ Before failed servers left the k closest (`Shortlist.failed`) 10 gave 2.41 s. A 
 limits only ADD_PROVIDER per sender (P34); a GET_PROVIDERS meets only its host-wide cap on inbound
 kad streams, which `kadpatch` raises to 128 (P23), and the requests in flight go to distinct
 servers."""
+BEFORE_ALPHA: Final = 3
+"""The walk's requests in flight before issue 50 (the `short` rule's side-by-side)."""
 K: Final = 20
 HOP_S: Final = 1.0
 """A request unanswered this long frees its slot for the next server; it stays open until its deadline
@@ -311,8 +313,10 @@ async def walk_providers(
     A request unanswered after `hop` seconds frees its slot and stays open until `timeout`; `agree`
     False walks on to the k closest past holders that agree (a writer's read-back); `network`: a
     server's network, read when it answered (`Shortlist`). `short`: the rule before issue 50 (`AGREED`
-    holders that agree end the walk, each holder counted alone, whatever its network), for the
-    side-by-side of the hostile-server lab (`tests/labs/swarm/test_hostile_servers.py`)."""
+    holders that agree end the walk, each holder counted alone, whatever its network, with the 3
+    requests in flight of then: with more, the answers read together break the agreement more often,
+    and the attack's baseline thins), for the side-by-side of the hostile-server lab
+    (`tests/labs/swarm/test_hostile_servers.py`)."""
     where = None if short else network
     state = Shortlist(
         start, key_distance(key), count, draw or random.Random(), agree, short=short, network=where
@@ -322,12 +326,13 @@ async def walk_providers(
     sent: dict[ID, float] = {}  # open requests: when each was sent
     lists: dict[ID, frozenset[ID]] = {}
     answered = 0
-    send, receive = trio.open_memory_channel[tuple[ID, Answer | str]](ALPHA)
+    alpha = BEFORE_ALPHA if short else ALPHA
+    send, receive = trio.open_memory_channel[tuple[ID, Answer | str]](alpha)
     async with trio.open_nursery() as nursery:
         while True:
             now = trio.current_time()
             active = sum(1 for at in sent.values() if now < at + hop)
-            for peer in state.next(ALPHA - active):
+            for peer in state.next(alpha - active):
                 sent[peer] = now
                 nursery.start_soon(_ask_one, ask, peer, timeout, send)
             if state.done({p: now - at for p, at in sent.items()}, hop):
@@ -369,4 +374,7 @@ async def _ask_one(
     await send.send((peer, answer))
 
 
-__all__ = ["AGREED", "ALPHA", "HOP_S", "Answer", "Shortlist", "Walked", "key_distance", "walk_providers"]
+__all__ = [
+    "AGREED", "ALPHA", "BEFORE_ALPHA", "HOP_S", "Answer", "Shortlist", "Walked",
+    "key_distance", "walk_providers",
+]  # fmt: skip
