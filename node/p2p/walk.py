@@ -94,7 +94,8 @@ limits only ADD_PROVIDER per sender (P34); a GET_PROVIDERS meets only its host-w
 kad streams, which `kadpatch` raises to 128 (P23), and the requests in flight go to distinct
 servers."""
 BEFORE_ALPHA: Final = 3
-"""The walk's requests in flight before issue 50 (the `short` rule's side-by-side)."""
+"""The walk's requests in flight before issue 50 (the `short` rule's side-by-side: with more, answers
+read together break the hostile servers' agreement more often, and the attack's baseline thins)."""
 K: Final = 20
 HOP_S: Final = 1.0
 """A request unanswered this long frees its slot for the next server; it stays open until its deadline
@@ -313,10 +314,8 @@ async def walk_providers(
     A request unanswered after `hop` seconds frees its slot and stays open until `timeout`; `agree`
     False walks on to the k closest past holders that agree (a writer's read-back); `network`: a
     server's network, read when it answered (`Shortlist`). `short`: the rule before issue 50 (`AGREED`
-    holders that agree end the walk, each holder counted alone, whatever its network, with the 3
-    requests in flight of then: with more, the answers read together break the agreement more often,
-    and the attack's baseline thins), for the side-by-side of the hostile-server lab
-    (`tests/labs/swarm/test_hostile_servers.py`)."""
+    holders that agree end the walk, each holder counted alone, whatever its network, `BEFORE_ALPHA`
+    in flight), for the side-by-side of the hostile-server lab (`test_hostile_servers.py`)."""
     where = None if short else network
     state = Shortlist(
         start, key_distance(key), count, draw or random.Random(), agree, short=short, network=where
