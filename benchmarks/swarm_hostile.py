@@ -15,7 +15,7 @@ side in one run:
 
 - before: the rule before issue 50 (`Swarm.short`): three holders listing the same providers, none
   listing more, end a walk short of its count;
-- now: the node's rule (`node.p2p.walk`, `ALPHA` 10 in flight): no agreement ends a walk short of its
+- now: the node's rule (`node.p2p.walk`, `ALPHA` 13 in flight): no agreement ends a walk short of its
   count; it goes on to the k closest and then waits for the requests still within their hop, and
   for those within the walk's round trip even when three holders on distinct networks agree
   (`Swarm.network`): the M hostile servers on one network (ids are free, a network is not), every

@@ -1,13 +1,14 @@
 """The network of `swarm_sim.py`: message sizes, kad ids, servers' routing tables, iterative walks.
 
 Model (stated, not measured):
-- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 10 (the node's walk,
-  `node.p2p.walk.ALPHA`, as py-libp2p and go-libp2p-kad-dht; `Swarm.alpha` for a side-by-side;
+- Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 13 (the node's walk,
+  `node.p2p.walk.ALPHA`; py-libp2p and go-libp2p-kad-dht use 10; `Swarm.alpha` for a side-by-side;
   libp2p's FIND_NODE walks at py-libp2p's own, 10: they were at 3 before, an undercount), each
   routing-table bucket holds k servers drawn at random from its id range; iterative lookups, alpha
   requests in flight; a GET_PROVIDERS walk runs
   the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
-  known; it ends at the count, or when the k closest it knows were asked and answered, or, once
+  known; a departed server leaves the k closest once its request timed out, `Shortlist.failed`;
+  it ends at the count, or when the k closest it knows were asked and answered, or, once
   three holders agree, when every request still open has been out longer than the walk's round
   trip; before issue 50 also at three holders listing the same providers and none more,
   `Swarm.short`, which hostile servers near a key used).
@@ -48,7 +49,7 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 10)
+from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 13)
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -174,6 +175,9 @@ class Swarm:
     issue 50, which hostile servers near a key used; `swarm_hostile.py`'s baseline)."""
     network: Callable[[int], Hashable] | None = None
     """A server's network, so that agreement counts distinct networks (`Shortlist`'s `network`)."""
+    keep_failed: bool = False
+    """Departed servers stay among a walk's k closest once their request failed (`Shortlist`'s
+    `keep_failed`: the rule before; now they leave it and the next live server is asked)."""
     connections: bool = False
     """Each request costs the round trips measured on real hosts (`OPEN_RTTS`), and one to a server
     the asker holds no connection to (`connected`) `CONNECT_RTTS` more and `CONNECT_BYTES`; False:
@@ -274,7 +278,7 @@ def walk(
     count = SHARD_CAP if lookup else 2**31
     state = Shortlist(
         swarm.table(start, target), lambda p: p ^ target, count, draw,
-        agreed=swarm.agreed, short=swarm.short, network=swarm.network,
+        agreed=swarm.agreed, short=swarm.short, network=swarm.network, keep_failed=swarm.keep_failed,
     )  # fmt: skip
     same = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
     lists = holders if isinstance(holders, dict) else dict.fromkeys(holders or (), same)
@@ -308,7 +312,8 @@ def walk(
             now = freed
             continue
         now, at, peer = heapq.heappop(flight)
-        if swarm.is_dead(peer):
+        if swarm.is_dead(peer):  # its deadline passed: it leaves the k closest (`Shortlist.failed`)
+            state.failed(peer)
             continue
         bytes_ = exchange(peer)
         now += (bytes_ - sizes.stream) * 8 / BANDWIDTH_BPS

@@ -60,7 +60,7 @@ SCHEMES = ("today", "sharded_gates", "sharded_auto", "sharded_auto_conn", "shard
 trips and bytes measured on real hosts (`conn_cost.py`: `OPEN_RTTS`, and `CONNECT_RTTS` and
 `CONNECT_BYTES` more to a server the asker holds no connection to: a fresh submitter holds only its
 gates'); the others at one round trip a request, the model before. `sharded_auto_conn_alpha3`: the
-same with 3 requests of a walk in flight (the node's `ALPHA` before: 10 now), side by side."""
+same with 3 requests of a walk in flight (the node's `ALPHA` before: 13 now), side by side."""
 
 
 def lookups_of(name: str, swarm: Swarm, fleet: Fleet, sizes: Sizes, lookups: int) -> dict[str, float]:

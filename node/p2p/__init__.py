@@ -76,10 +76,11 @@ one network, the /24 or /48 of the connection the ADD_PROVIDER came over as the 
 tree; loopback and private addresses exempt unless the share is set; a refresh keeps its place).
 `Dht.lookup` reads the levels that hold the count asked at once, then the children of full keys, and stops
 at the count (`Kad.lookup_providers` cancels its asks once it has enough; with more than k servers in our
-table it walks instead, `node/p2p/walk.py`: alpha 3, the next
+table it walks instead, `node/p2p/walk.py`: alpha 13, the next
 server drawn among the k closest known (the reads of a key spread over its holders), closer peers followed,
-a request unanswered after `HOP_S` freeing its slot, ending at the count or when the k closest it knows
-have been asked, never at holders that agree on a short list (issue 50: hostile servers ground near a key);
+a request unanswered after `HOP_S` freeing its slot, a server whose request failed leaving the k closest,
+ending at the count or when the k closest it knows that did not fail have been asked, never at holders that
+agree on a short list (issue 50: hostile servers ground near a key);
 its state, `Shortlist`, is pure and the simulator's walk runs it too); asked for all, or still short, it
 also reads the unit's old
 `sark/cap/v1/` key (`capability_dht_key`) at the servers it knows, so a worker from before issue 43 is

@@ -5,11 +5,11 @@ holders: asking them all at once (`Kad.lookup_providers` in a small swarm) cost 
 nothing and, with one departed server among them, the whole query deadline. A walk asks `ALPHA` at a
 time and follows the closer peers each answer lists (`Shortlist`, the walk's state, pure: the
 simulator `benchmarks/swarm_net.walk` runs the same one). It ends at the count asked, or when the k
-closest servers it knows have all been asked and answered (where a kad lookup ends; once a server
-listed providers, it does not wait out the deadline of one that left: only requests still within
-their `HOP_S`). A request unanswered after `HOP_S` frees its slot for the next server and stays open
-(a late answer still counts), so departed servers drawn at once do not stall the walk for their
-deadline.
+closest servers it knows that did not fail have all been asked and answered (where a kad lookup
+ends; once a server listed providers, it does not wait out the deadline of one that left: only
+requests still within their `HOP_S`). A request unanswered after `HOP_S` frees its slot for the next
+server and stays open (a late answer still counts), so departed servers drawn at once do not stall
+the walk for their deadline.
 
 Holders that agree never end a walk short of its count (issue 50). The keys are public strings, so
 a server id can be ground near one; before, three holders listing the same providers (`AGREED`) ended
@@ -20,10 +20,11 @@ and how fast they answer; the walk now reads neither their agreement nor their c
 the k closest and takes every list they gave, so a key's providers (and whether it is full: the
 union of the lists, `Dht.lookup`) are decided by all of its holders. Once the k closest were asked
 it waits for the requests still within their hop, and ends that wait early only when `AGREED` holders
-on distinct networks (`network`: `Kad` gives a server's /24 or /64, `scheduler.verification.networks`)
-list the same providers, none lists more, and every request still open has been out longer than the
-walk's round trip (`Shortlist.round_trip`: the median, over networks, of a network's slowest answer
-among the servers outside the k closest known). With `ALPHA` 10 in flight the k closest are asked in
+among the k closest on distinct networks (`network`: `Kad` gives a server's /24 or /64,
+`scheduler.verification.networks`), more of them than the k closest's requests still within their
+hop, list the same providers, none lists more, and every request still open has been out longer than
+the walk's round trip (`Shortlist.round_trip`: the median, over networks, of a network's slowest answer
+among the servers outside the k closest known). With `ALPHA` (13) in flight the k closest are asked in
 one or two rounds: agreement alone ended the wait for holders asked a moment before (a reader missed a
 writer that 2 of 20 holders list in 8 of 20 walks, `test_a_reader_waits_for_the_holders_asked_last`);
 a request within the walk's round trip is an answer on its way, and the walk waits for it. Answers
@@ -40,6 +41,19 @@ does. What it does not stop: an attacker holding about as many networks as the k
 agreeing at once, ends the wait for an honest holder slower than the median round trip
 (`benchmarks/notes/swarm_hostile.md`: 19 networks near one key). The rule before is kept for the
 simulator's side-by-side (`short`) and its figures are in `benchmarks/notes/swarm_hostile.md`.
+
+A server whose request failed (an error, or its deadline passed) leaves the k closest, and the next
+closest takes its place, to be asked in turn: the walk ends when the k closest servers that did not
+fail were all asked and answered (or, a holder answered, are past their hop; go-libp2p-kad-dht's
+query drops unreachable peers the same way). Before, a failed server stayed among the k closest: a
+hostile server listing k fake ids closer to the key than any server (ids are free) ended the walk at
+their failures with the key's live holders never asked, and departed servers kept live holders out
+the same way. The cheater's view: it chooses the fake ids, how many it lists (an answer adds at most
+its k closest to the key, `Shortlist.answered`), their addresses and whether they fail at once or
+hang; fakes that fail cost the walk their failure, fakes that hang their deadline (3 s) when no
+holder answered yet. Agreement counts only holders among the k closest that did not fail. What it
+does not stop: hung fakes past their hop, once a holder answered, end the walk as a departed
+server's silence does (the rule for `HOP_S`), with the holders they push out unasked.
 
 The next server asked is drawn at random among the k closest known not yet asked, not the closest
 one: closest first, every lookup of a key asked the same few holders first (the three closest to it),
@@ -67,15 +81,21 @@ from typing import Any, Final, Generic, TypeVar, final
 import trio
 from libp2p.peer.id import ID
 
-ALPHA: Final = 10
-"""Requests of one walk in flight at once (go-libp2p-kad-dht's and py-libp2p's own alpha). With the
-round trips of real connections (`benchmarks/conn_cost.py`) the simulator puts all 100 rare devices of
-10,000 at p95 2.41 s with 10, 5.81 s with 3 under the same rule (`swarm_sim.py`: `sharded_auto_conn`
-and its `_alpha3`, seed 1; recall 1.0 each; 919 KB a lookup against 573): over the 2 s target, as
-waiting for answers within the walk's round trip costs about 0.6 s at p95 against the rule before
-(agreement ended the wait, and lost holders asked last). A py-libp2p server limits only ADD_PROVIDER
-per sender (P34); a GET_PROVIDERS meets only its host-wide cap on inbound kad streams, which `kadpatch`
-raises to 128 (P23), and the 10 in flight go to 10 distinct servers."""
+ALPHA: Final = 13
+"""Requests of one walk in flight at once (go-libp2p-kad-dht's and py-libp2p's own alpha is 10). With
+the round trips of real connections (`benchmarks/conn_cost.py`) the simulator puts all 100 rare
+devices of 10,000 at p95 1.95 s with 13 (seeds 2 and 3: 1.92 and 1.85 s), 2.30 s with 10 and 5.96 s
+with 3 under the same rule (`swarm_sim.py`: `sharded_auto_conn` and its `_alpha3`, seed 1; recall 1.0
+each). The trade: 13 costs 1,074 KB a lookup against 934 with 10 (+15 %), a serving device's kad
+traffic unchanged (971 B/s, near the 1 KB/s target: lookups are the asker's bytes); 16 gave 1.77 s
+at 1,228 KB (+31 %) but a lookup at 1,000 devices found 99 of 100 (recall 0.99), so it is not taken.
+Before failed servers left the k closest (`Shortlist.failed`) 10 gave 2.41 s. A py-libp2p server
+limits only ADD_PROVIDER per sender (P34); a GET_PROVIDERS meets only its host-wide cap on inbound
+kad streams, which `kadpatch` raises to 128 (P23), and the requests in flight go to distinct
+servers."""
+BEFORE_ALPHA: Final = 3
+"""The walk's requests in flight before issue 50 (the `short` rule's side-by-side: with more, answers
+read together break the hostile servers' agreement more often, and the attack's baseline thins)."""
 K: Final = 20
 HOP_S: Final = 1.0
 """A request unanswered this long frees its slot for the next server; it stays open until its deadline
@@ -114,6 +134,9 @@ class Shortlist(Generic[P]):
             before issue 50, which a few hostile servers near a key used; the simulator's baseline).
         network: a server's network, so that agreement and the round trip count networks, not
             servers (None: each server its own; the simulator's).
+        keep_failed: servers whose request failed stay among the k closest (the rule before: a
+            departed server, or a fake closer id a hostile server lists, kept a live holder out of
+            the set the walk must ask; the simulator's side-by-side).
     """
 
     def __init__(
@@ -126,6 +149,7 @@ class Shortlist(Generic[P]):
         agreed: int = AGREED,
         short: bool = False,
         network: Callable[[P], Hashable] | None = None,
+        keep_failed: bool = False,
     ) -> None:
         self._distance = distance
         self.known = {peer: distance(peer) for peer in start}
@@ -138,13 +162,18 @@ class Shortlist(Generic[P]):
         self._agreed = agreed
         self._short = short
         self._network = network
-        self._lists: dict[frozenset[Hashable], set[Hashable]] = {}  # a list -> its holders' networks
+        self._keep_failed = keep_failed
+        self.failures: set[P] = set()  # servers whose request failed (an error, or its deadline)
+        self._lists: dict[P, tuple[Hashable, frozenset[Hashable]]] = {}  # a holder -> its network, list
         self._union: frozenset[Hashable] = frozenset()  # every provider a holder listed
         self._took: dict[P, tuple[Hashable, float]] = {}  # a server that answered -> its network, seconds
 
     def closest(self) -> list[P]:
-        """The k closest peers known, closest first."""
-        return sorted(self.known, key=self.known.__getitem__)[:K]
+        """The k closest peers known that did not fail, closest first (where a kad lookup ends:
+        go-libp2p-kad-dht's query counts the k closest it queried and heard from, and drops the
+        unreachable ones)."""
+        live = self.known if self._keep_failed else (p for p in self.known if p not in self.failures)
+        return sorted(live, key=self.known.__getitem__)[:K]
 
     def next(self, free: int) -> list[P]:
         """Up to `free` peers to ask now, among the k closest known not asked yet (marked asked)."""
@@ -158,23 +187,34 @@ class Shortlist(Generic[P]):
     def answered(
         self, peer: P, providers: frozenset[Hashable], closer: Iterable[P], took: float | None = None
     ) -> None:
-        """`peer` answered: the providers it lists (a holder lists others than itself), closer peers, and
-        `took`: the seconds from its request to its answer (the walk's round trip: `done`)."""
+        """`peer` answered: the providers it lists (a holder lists others than itself), closer peers (the
+        k closest of them to the key: a server listing more, as fake ids a hostile one invents, adds
+        no more than k), and `took`: the seconds from its request to its answer (the walk's round
+        trip: `done`)."""
         where = peer if self._network is None else self._network(peer)
         if took is not None:
             self._took[peer] = (where, took)
         if providers - {peer}:
             self.held = True
-            self._lists.setdefault(providers, set()).add(where)
+            self._lists[peer] = (where, providers)
             self._union |= providers
         self.found |= providers
-        self.known.update((p, self._distance(p)) for p in closer if p not in self.known)
+        listed = {p: self._distance(p) for p in closer}  # a kad server lists k: more add nothing
+        nearest = sorted(listed, key=listed.__getitem__)[:K]
+        self.known.update((p, listed[p]) for p in nearest if p not in self.known)
+
+    def failed(self, peer: P) -> None:
+        """`peer`'s request failed (an error, or its deadline passed; not one merely past its hop,
+        which may still answer): it leaves the k closest, and the next closest takes its place, to
+        be asked in turn. A failure is final: it is not asked again."""
+        self.failures.add(peer)
 
     def done(self, ages: Mapping[P, float], hop: float = math.inf) -> bool:
         """Is the walk over, `ages` the seconds each open request has been out? At the count found; or
         once the k closest known were asked: when none is open, or (a holder answered) when none is
-        within its `hop`, or when `agreed` holders on distinct networks list the same providers, none
-        more, and every request still within its hop has been out longer than the walk's `round_trip`
+        within its `hop`, or when `agreed` holders among the k closest on distinct networks, more than
+        the k closest's requests within their hop, list the same providers, none more, and every
+        request still within its hop has been out longer than the walk's `round_trip`
         (it waits for those within their first round trip: a quick agreement does not end the wait for
         an answer on its way). With `short` (the rule before issue 50), that agreement ends the walk
         before the k closest were asked, whatever is in flight."""
@@ -189,7 +229,9 @@ class Shortlist(Generic[P]):
         active = [age for age in ages.values() if age < hop]
         if not active:
             return True
-        return self._agreement() and min(active) > self.round_trip
+        near = set(self.closest())
+        waiting = sum(1 for peer, age in ages.items() if age < hop and peer in near)
+        return self._agreement(near, waiting) and min(active) > self.round_trip
 
     @property
     def round_trip(self) -> float:
@@ -205,8 +247,18 @@ class Shortlist(Generic[P]):
                 slowest[where] = max(took, slowest.get(where, 0.0))
         return statistics.median(slowest.values()) if slowest else math.inf
 
-    def _agreement(self) -> bool:
-        return len(self._lists.get(self._union, ())) >= self._agreed
+    def _agreement(self, near: set[P] | None = None, waiting: int = 0) -> bool:
+        """`agreed` holders' networks, and more than `waiting` (the requests among the k closest still
+        within their hop), list every provider any holder listed (`near`: only the holders among
+        those peers count). Agreement ends the wait only when the agreeing networks outnumber the
+        servers still answering: hostile servers on 10 networks of a key's 20 closest, answering at
+        once, cut the 10 honest holders' answers on their way in 1 of 500 walks with 13 in flight."""
+        agreeing = {
+            where
+            for peer, (where, listed) in self._lists.items()
+            if listed == self._union and (near is None or peer in near)
+        }
+        return len(agreeing) >= max(self._agreed, waiting + 1)
 
 
 @dataclass(frozen=True)
@@ -262,8 +314,8 @@ async def walk_providers(
     A request unanswered after `hop` seconds frees its slot and stays open until `timeout`; `agree`
     False walks on to the k closest past holders that agree (a writer's read-back); `network`: a
     server's network, read when it answered (`Shortlist`). `short`: the rule before issue 50 (`AGREED`
-    holders that agree end the walk, each holder counted alone, whatever its network), for the
-    side-by-side of the hostile-server lab (`tests/labs/swarm/test_hostile_servers.py`)."""
+    holders that agree end the walk, each holder counted alone, whatever its network, `BEFORE_ALPHA`
+    in flight), for the side-by-side of the hostile-server lab (`test_hostile_servers.py`)."""
     where = None if short else network
     state = Shortlist(
         start, key_distance(key), count, draw or random.Random(), agree, short=short, network=where
@@ -273,12 +325,13 @@ async def walk_providers(
     sent: dict[ID, float] = {}  # open requests: when each was sent
     lists: dict[ID, frozenset[ID]] = {}
     answered = 0
-    send, receive = trio.open_memory_channel[tuple[ID, Answer | str]](ALPHA)
+    alpha = BEFORE_ALPHA if short else ALPHA
+    send, receive = trio.open_memory_channel[tuple[ID, Answer | str]](alpha)
     async with trio.open_nursery() as nursery:
         while True:
             now = trio.current_time()
             active = sum(1 for at in sent.values() if now < at + hop)
-            for peer in state.next(ALPHA - active):
+            for peer in state.next(alpha - active):
                 sent[peer] = now
                 nursery.start_soon(_ask_one, ask, peer, timeout, send)
             if state.done({p: now - at for p, at in sent.items()}, hop):
@@ -295,6 +348,7 @@ async def walk_providers(
                 took = trio.current_time() - sent.pop(peer)
                 if isinstance(answer, str):
                     failures[peer.to_base58()] = answer
+                    state.failed(peer)
                     continue
                 answered += 1
                 providers.update((info.peer_id, info) for info in answer.providers)
@@ -319,4 +373,7 @@ async def _ask_one(
     await send.send((peer, answer))
 
 
-__all__ = ["AGREED", "ALPHA", "HOP_S", "Answer", "Shortlist", "Walked", "key_distance", "walk_providers"]
+__all__ = [
+    "AGREED", "ALPHA", "BEFORE_ALPHA", "HOP_S", "Answer", "Shortlist", "Walked",
+    "key_distance", "walk_providers",
+]  # fmt: skip

@@ -19,7 +19,7 @@ import trio.testing
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
-from node.p2p.walk import AGREED, ALPHA, Answer, K, Shortlist, walk_providers
+from node.p2p.walk import AGREED, ALPHA, HOP_S, Answer, K, Shortlist, walk_providers
 
 KEY = b"\x12\x20" + hashlib.sha256(b"sark/cap/v2/any/3/5").digest()
 
@@ -50,6 +50,9 @@ class Kad:
     """Servers in the order they were asked."""
     latency: float = 0.0
     """Seconds each answer takes (a virtual clock's, `autojump_clock`)."""
+    liars: set[ID] = field(default_factory=set)
+    """Servers that list `fakes` among their closer peers (ids a hostile server invents)."""
+    fakes: list[ID] = field(default_factory=list)
 
     def holders(self) -> list[ID]:
         return sorted((s for s in self.servers if s not in self.dead), key=_distance)[:K]
@@ -71,6 +74,7 @@ class Kad:
         if peer in self.hung:
             await trio.sleep_forever()
         closer = sorted(self.table(peer), key=_distance)[:K]
+        closer = [*self.fakes, *closer] if peer in self.liars else closer
         if peer in self.hostile:
             return Answer(list(SYBILS), [PeerInfo(p, []) for p in closer])
         holders = self.holders()
@@ -153,7 +157,7 @@ async def test_reads_of_a_key_spread_over_its_holders() -> None:
             walked = await walk_providers(KEY, _far_start(kad), kad.ask, 20, 1.0, random.Random(seed))
             assert len(walked.providers) == 20
             first.append(next(p for p in kad.order if p in kad.holders()))
-        # closest first, the closest holder was every walk's first (with 10 in flight every walk asks
+        # closest first, the closest holder was every walk's first (with 13 in flight every walk asks
         # about half the holders: which one it asks first is what the draw spreads)
         assert len(set(first)) > walks // 4
 
@@ -239,7 +243,10 @@ def test_agreeing_holders_end_the_wait_only_for_requests_past_the_walks_round_tr
     assert state.round_trip == pytest.approx(0.4)  # the way there's: the k closest's answers aside
     waiting = {p: 0.3 for p in range(AGREED, K)}  # sent 0.3 s ago: within the walk's round trip
     assert not state.done(waiting, hop=1.0)
-    assert state.done({p: 0.5 for p in waiting}, hop=1.0)  # past it: slow, and three networks agree
+    assert not state.done({p: 0.5 for p in waiting}, hop=1.0)  # past it, but 17 answering outnumber 3
+    for holder in range(AGREED, K - 2):
+        state.answered(holder, frozenset({100, 101}), (), took=0.2)
+    assert state.done({p: 0.5 for p in (K - 2, K - 1)}, hop=1.0)  # past it: slow, and 18 networks agree
     one_net = Shortlist(range(2 * K), lambda p: p, 20, None, network=lambda p: "203.0.113" if p < K else p)
     one_net.next(K)
     for far in range(K, K + 5):
@@ -280,3 +287,85 @@ async def test_a_writers_read_back_reaches_every_holder_that_lacks_its_record() 
         assert set(walked.closest) == set(kad.holders())
         assert set(walked.lacking(writer)) == kad.lack
         assert walked.lacking(kad.providers[0].peer_id) == ()
+
+
+def test_servers_that_failed_leave_the_k_closest_and_the_live_ones_beyond_are_asked() -> None:
+    """A server listed ids closer than every live one (fakes that a hostile server invented, or
+    departed servers): once their requests failed they leave the k closest, and the walk asks the
+    live holders they had pushed out. Kept there (the rule before), they ended the walk with half the
+    key's holders never asked. A server listing more than k closer ids adds only k."""
+    for keep_failed in (True, False):
+        state = Shortlist(range(K, 3 * K), lambda p: p, 40, None, keep_failed=keep_failed)
+        first = state.next(ALPHA)  # K .. K + ALPHA - 1, closest first
+        state.answered(first[0], frozenset({1000}), [*range(K), *range(10**4, 10**4 + 5 * K)])  # 6 k ids
+        for holder in first[1:]:
+            state.answered(holder, frozenset({1000}), ())
+        assert set(state.closest()) == set(range(K))  # k fake ids closer than every live one
+        assert not set(state.known) & set(range(10**4, 10**5))  # the k closest of what it listed
+        fakes = state.next(K)  # every fake asked, and every one failed
+        assert set(fakes) == set(range(K))
+        for fake in fakes:
+            state.failed(fake)
+        if keep_failed:
+            assert state.done({})  # before: over, K + 10 .. 2K - 1 never asked
+            continue
+        assert not state.done({})  # now: the k closest that did not fail are K .. 2K - 1
+        assert state.closest() == list(range(K, 2 * K))
+        rest = state.next(K)
+        assert set(rest) == set(range(K + ALPHA, 2 * K))
+        for holder in rest:
+            state.answered(holder, frozenset({1000, 1001}), ())
+        assert state.done({})
+        assert state.found == {1000, 1001}  # what a live holder beyond the fakes listed
+
+
+@pytest.mark.parametrize("hang", [False, True])
+async def test_fake_closer_ids_cost_a_walk_their_failure_not_its_live_holders(
+    hang: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Half the servers a walk starts from list k fake ids closer to the key than any server (ids are
+    free: ground near the key; a kad answer lists k, so theirs lists only the fakes). Fakes that fail
+    at once (no address answers) leave the k closest at once, fakes that never answer at their
+    deadline (3 s); either way the walk then asks the key's live holders and finds every provider.
+    Kept among the k closest once failed (the rule before), they ended the walk with none."""
+    with trio.fail_after(600):  # the clock's virtual seconds
+        kad = _kad(7)
+        kad.latency = 0.05
+        start = _far_start(kad)
+        kad.liars = set(sorted(start, key=_distance)[::2])
+        kad.fakes = _ground(K, below=_distance(kad.holders()[0]))
+        (kad.hung if hang else kad.dead).update(kad.fakes)
+        began = trio.current_time()
+        walked = await walk_providers(KEY, start, kad.ask, 20, 3.0, random.Random(0))
+        took = trio.current_time() - began
+        assert set(kad.fakes) <= set(kad.seen)  # it asked every fake
+        assert {p.peer_id for p in kad.providers} == set(walked.providers)  # and found every provider
+        assert len(set(kad.holders()) & set(kad.seen)) >= K // 2  # at the key's live holders
+        assert took < (3.0 + HOP_S if hang else 1.0)  # the fakes' deadline (hung), or nothing
+
+
+def _ground(n: int, below: int) -> list[ID]:
+    """`n` ids closer to `KEY` than `below` (ground: ids are free)."""
+    out: list[ID] = []
+    for i in range(10**7):
+        peer = ID(b"\x00\x24" + hashlib.sha256(f"fake-{i}".encode()).digest() + bytes(4))
+        if _distance(peer) < below:
+            out.append(peer)
+            if len(out) == n:
+                return out
+    raise AssertionError("no ids ground")
+
+
+def test_agreement_ends_the_wait_only_when_the_agreeing_networks_outnumber_those_still_answering() -> None:
+    """Ten hostile servers on ten networks, the key's ten closest, agree at once; the ten honest
+    holders' answers are still on their way (past the walk's round trip, within their hop). Ten
+    networks do not outnumber ten servers still answering: the walk waits for them. Nine answering,
+    ten agreeing: it ends."""
+    state = Shortlist(range(2 * K), lambda p: p, 20, None)
+    state.next(K)
+    for far in range(K, K + 5):
+        state.answered(far, frozenset(), (), took=0.4)
+    for hostile in range(10):
+        state.answered(hostile, frozenset({-1, -2, -3}), (), took=0.0)
+    assert not state.done({p: 0.5 for p in range(10, K)}, hop=1.0)
+    assert state.done({p: 0.5 for p in range(11, K)}, hop=1.0)
