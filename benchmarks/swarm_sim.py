@@ -204,6 +204,7 @@ def sybil_runs(
                 f"{devices}_found_share": found / trials,
             })  # fmt: skip
         out[label]["sybils_in_first_key"] = float(sum(p in tree.sybils for p in tree.members[_root()]))
+        print(f"{n:>6} {label}: " + json.dumps({k: round(v, 3) for k, v in out[label].items()}), flush=True)
     for cells in out.values():
         for devices in DEVICES:
             for q in (50, 95):
