@@ -19,7 +19,7 @@ from swarm_sybil import Attack, Look, build_tree, gates_needed, relay_capacity, 
 from node.p2p.host import GATE_CONNECTIONS
 from node.p2p.places import PLACES_PER_NETWORK
 from node.p2p.shards import SHARD_CAP, Shard
-from node.submitter.discovery import LOOKUP_SLACK, DiscoveryConfig
+from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, DiscoveryConfig
 
 ROOT_KEY = Shard(None, 0, 0)
 HONEST = [f"honest-{i}" for i in range(300)]
@@ -77,7 +77,7 @@ def test_sybils_cost_a_look_its_grace_per_level_and_the_places_rule_takes_that_c
     control, _ = time_to(look(build_tree(HONEST, None, None), sizes, "stall", 2), 4, 2)
     off, _ = time_to(look(build_tree(HONEST, Attack(200), None), sizes, "stall", 2), 4, 2)
     on, _ = time_to(look(build_tree(HONEST, Attack(200), PLACES_PER_NETWORK), sizes, "stall", 2), 4, 2)
-    assert off > control + 3 * swarm_sybil.GRACE_S  # levels 0-2 all Sybils: a look each, past them
+    assert off > control + 3 * GRACE_S  # levels 0-2 all Sybils: a look each, past them
     assert on < off
 
 
