@@ -67,6 +67,8 @@ CONNECT_RTTS = 4.4
 TCP, multistream for the security protocol, Noise XX, multistream for the muxer)."""
 CONNECT_BYTES = 527
 """Bytes a new connection adds, both ways (`conn_cost.py`: Noise's handshake and the negotiations)."""
+TABLES_KEPT = 50_000
+"""Routing-table answers a `Swarm` keeps (the Sybil runs walk the same keys from the same start often)."""
 STREAM_BYTES = 790
 """A kad request's stream on the wire beyond its messages, both ways (multistream-select of the protocol,
 yamux frames and window updates, a noise frame per write): measured on loopback by `swarm_check.py`
@@ -188,6 +190,8 @@ class Swarm:
     """Servers that answer at once (hostile ones choosing their timing: `swarm_hostile.py`)."""
     gates: frozenset[int] = frozenset()
     """The gates' ids: every asker holds a connection to each."""
+    tables: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    """`table`'s answers, kept (a pure function of the ids; `TABLES_KEPT` at most)."""
 
     def begin_lookup(self) -> None:
         """A fresh asker (a submitter's first lookup): connected to the gates only."""
@@ -219,6 +223,14 @@ class Swarm:
 
     def table(self, owner: int, target: int) -> list[int]:
         """The k entries of `owner`'s routing table closest to `target` (its bucket, filled at random)."""
+        kept = self.tables.get((owner, target))
+        if kept is None:
+            if len(self.tables) >= TABLES_KEPT:
+                self.tables.clear()
+            kept = self.tables[owner, target] = self._table(owner, target)
+        return kept
+
+    def _table(self, owner: int, target: int) -> list[int]:
         cpl = 64 - (owner ^ target).bit_length() if owner != target else 63
         span = 63 - min(cpl, 63)
         out: list[int] = []

@@ -1,6 +1,8 @@
 """Discovery at 1,000 to 50,000 devices: today's scheme and the sharded one, side by side (issue 43).
 
     .venv/bin/python benchmarks/swarm_sim.py [--sizes 1000,5000,10000,50000] [--lookups 100] [--seed 1]
+    .venv/bin/python benchmarks/swarm_sim.py --sybils [--sizes 10000] [--trials 20]   (issue 50)
+    .venv/bin/python benchmarks/swarm_sim.py --relay [--sizes 10000]                  (issue 50)
 
 A seeded, in-process simulation over the node's own code: the capability keys (`node.p2p.dht`,
 `node.p2p.shards`: the tree, the spillover rule, the lookup's levels), the kad constants (k, the
@@ -30,8 +32,14 @@ Model (stated, not measured):
   100 minutes (`rewalk_every` of the refresh period), and once fewer than `MIN_KEPT` of its k servers
   are left (`rewalk_share`); a departed server costs a timed-out write until then.
 
+`--sybils`: the same devices under `dht_mode = "auto"` at measured connection costs, a campaign's
+discovery (`devices: N`, `submit --wait-peers N`) against Sybil keys placed first, with the servers'
+places rule on or off (`SYBIL_CELLS`, `swarm_sybil`); `--relay`: the NAT'd devices that hold a gate's
+relay slot (`swarm_sybil.relay_capacity`). Hostile DHT servers: `swarm_hostile.py` (one key's walks).
+
 Modules: `swarm_net` (message sizes, ids, routing tables, walks), `swarm_fleet` (devices, placement,
-lookups), `swarm_upkeep` (a device's upkeep per scheme), this one (the runs and the table).
+lookups), `swarm_upkeep` (a device's upkeep per scheme), `swarm_sybil` (Sybils, discovery, relays),
+this one (the runs and the table).
 """
 
 from __future__ import annotations
@@ -44,11 +52,14 @@ import time
 import numpy as np
 from swarm_fleet import CHURN_PER_HOUR, COMMON, RARE, RARE_COUNT, Fleet, sharded_lookup, today_lookup
 from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes
+from swarm_sybil import CIRCUITS, WAIT_S, Attack, Look, build_tree, gates_needed, relay_capacity, time_to
 from swarm_upkeep import GATES, NAT_SHARE, served, sharded_gates_upkeep, sharded_upkeep, today_upkeep
 
 from node.config import NodeConfig
 from node.p2p.kadpatch import ROUTING_REFRESH_S
-from node.p2p.shards import large_swarm
+from node.p2p.places import PLACES_PER_NETWORK
+from node.p2p.shards import Shard, large_swarm
+from node.submitter.discovery import LOOKUP_SLACK, DiscoveryConfig
 
 
 def pct(values: list[float], q: float) -> float:
@@ -137,14 +148,133 @@ def run_size(
     return out
 
 
+SYBIL_CELLS: tuple[tuple[str, Attack | None, int | None], ...] = (
+    ("no Sybils", None, PLACES_PER_NETWORK),
+    ("20 stall, rule off", Attack(20), None),
+    ("20 stall, 1 /24", Attack(20), PLACES_PER_NETWORK),
+    ("200 stall, rule off", Attack(200), None),
+    ("200 stall, 1 /24", Attack(200), PLACES_PER_NETWORK),
+    ("200 stall, 5 /24s", Attack(200, 5), PLACES_PER_NETWORK),
+    ("200 stall, 20 /24s", Attack(200, 20), PLACES_PER_NETWORK),
+    ("2,000 stall, 1 /24", Attack(2000), PLACES_PER_NETWORK),
+    ("2,000 stall, 20 /24s", Attack(2000, 20), PLACES_PER_NETWORK),
+    ("200 gone, rule off", Attack(200, 1, "gone"), None),
+    ("200 junk, rule off", Attack(200, 1, "junk"), None),
+    ("20 stall no advert, 1 /24", Attack(20, 1, "stall, no advert"), PLACES_PER_NETWORK),
+    ("200 stall no advert, rule off", Attack(200, 1, "stall, no advert"), None),
+)
+"""Sybil keys placed first (`swarm_sybil.Attack`: count, the cheater's /24s, behaviour) with the servers'
+places rule (`PLACES_PER_NETWORK` records of a key per /24) or with it off."""
+DEVICES = (2, 10, 100)
+"""`devices: N` of a plain CPU (ONNX) job: a lookup of `LOOKUP_SLACK` x N providers (`lookup_count`)."""
+
+
+def sybil_runs(
+    n: int, trials: int, seed: int, sizes: Sizes, config: NodeConfig
+) -> dict[str, dict[str, float]]:
+    """Each cell x `devices: N`: the time to the N-th honest worker under `submit --wait-peers N` (a look
+    of up to `WAIT_S`), p50 / p95 over `trials` discoveries (the same starts and round trips in every
+    cell: trial t's generator), and the share found within the default look's 5 s."""
+    rng = np.random.default_rng(seed + n)
+    fleet = Fleet(n, rng, config)
+    fleet.place()
+    servers = auto_servers(fleet, rng)
+    nat = frozenset(p for p in fleet.peers if rng.random() < NAT_SHARE)
+    gates = frozenset(kad_id(f"gate-{i}".encode()) for i in range(GATES))
+    holders: dict[int, set[int]] = {}
+    swarm = Swarm.build(servers, 0, rng, slim=True)  # no departed servers: see `swarm_sybil`
+    swarm.gates, swarm.connections = gates, True
+    out: dict[str, dict[str, float]] = {}
+    for label, attack, per_network in SYBIL_CELLS:
+        tree = build_tree(fleet.peers, attack, per_network)
+        for devices in DEVICES:
+            times, found = [], 0
+            for t in range(trials):
+                swarm.rng = np.random.default_rng([seed, t])
+                swarm.begin_lookup()
+                start = int(swarm.rng.integers(0, 2**63)) * 2
+                behaviour = "stall" if attack is None else attack.behaviour
+                wait = DiscoveryConfig(want=devices, timeout_s=WAIT_S)  # `submit --wait-peers N`
+                look = Look(swarm, sizes, tree, behaviour, nat, start, wait, holders=holders)
+                took, _ = time_to(look, LOOKUP_SLACK * devices, devices)
+                found += took <= DiscoveryConfig().timeout_s
+                times.append(took)
+            out.setdefault(label, {}).update({
+                f"{devices}_p50_s": pct(times, 50), f"{devices}_p95_s": pct(times, 95),
+                f"{devices}_found_share": found / trials,
+            })  # fmt: skip
+        out[label]["sybils_in_first_key"] = float(sum(p in tree.sybils for p in tree.members[_root()]))
+        print(f"{n:>6} {label}: " + json.dumps({k: round(v, 3) for k, v in out[label].items()}), flush=True)
+    for cells in out.values():
+        for devices in DEVICES:
+            for q in (50, 95):
+                name = f"{devices}_p{q}"
+                cells[f"{name}_ratio"] = cells[f"{name}_s"] / out["no Sybils"][f"{name}_s"]
+    return out
+
+
+def _root() -> Shard:
+    return Shard(None, 0, 0)
+
+
+def relay_runs(n: int, seed: int) -> dict[str, dict[str, float]]:
+    """NAT'd devices with a relay slot at `n` devices: every device listing every gate, or 1 or 2 of G
+    drawn at random; the gates needed for every NAT'd device to hold one."""
+    out: dict[str, dict[str, float]] = {}
+    needed = {each: gates_needed(n, each, seed) for each in (0, 1, 2)}
+    rows = [(3, 0), (10, 0), (10, 1), (needed[1], 1), (needed[2], 2)]
+    for gates, each in rows:
+        r = relay_capacity(n, gates, each or gates, np.random.default_rng(seed))
+        out[f"{gates} gates, {each or 'all'} each"] = {
+            "nat": r.nat, "reserved": r.reserved, "refused_every_gate": r.refused_every_gate,
+            "fullest_gate_connections": r.fullest_gate_connections,
+            "fullest_gate_reservations": r.fullest_gate_reservations,
+            **{f"reachable_at_{p}": float(v) for p, v in r.reachable.items()},
+        }  # fmt: skip
+    for each, gates in needed.items():
+        out[f"gates needed, {each or 'all'} each"] = {"gates": float(gates)}
+    return out
+
+
+def attacks(args: argparse.Namespace, config: NodeConfig) -> None:
+    """`--sybils` / `--relay`: their tables per size, and swarm_sim-sybils.json / swarm_sim-relay.json."""
+    sizes = measure_sizes()
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for n in (int(s) for s in args.sizes.split(",")):
+        began = time.monotonic()
+        if args.sybils:
+            results[str(n)] = sybil_runs(n, args.trials, args.seed, sizes, config)
+            for label, r in results[str(n)].items():
+                print(f"{n:>6} {label:>30} ({r['sybils_in_first_key']:.0f} in the root): " + "; ".join(
+                    f"{d}: p50 {r[f'{d}_p50_s']:.2f} s ({r[f'{d}_p50_ratio']:.2f}x) p95 {r[f'{d}_p95_s']:.2f}"
+                    f" ({r[f'{d}_p95_ratio']:.2f}x) found {100 * r[f'{d}_found_share']:.0f} %"
+                    for d in DEVICES
+                ))  # fmt: skip
+        else:
+            results[str(n)] = relay_runs(n, args.seed)
+            for label, r in results[str(n)].items():
+                print(f"{n:>6} {label}: " + ", ".join(f"{k} {v:.0f}" for k, v in r.items()))
+            print(f"       ({CIRCUITS} circuits a reservation)")
+        print(f"       ({time.monotonic() - began:.0f} s)", flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    body = {"seed": args.seed, "trials": args.trials, "results": results}
+    (OUT / f"swarm_sim-{'sybils' if args.sybils else 'relay'}.json").write_text(json.dumps(body, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,5000,10000,50000")
     parser.add_argument("--lookups", type=int, default=100, help="per kind and size (50,000: a quarter)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--record-ttl", type=float, help="NodeConfig.record_ttl_s (default: the node's)")
+    parser.add_argument("--sybils", action="store_true", help="Sybil providers against discovery instead")
+    parser.add_argument("--trials", type=int, default=20, help="discoveries per --sybils cell")
+    parser.add_argument("--relay", action="store_true", help="the gates' relay capacity instead")
     args = parser.parse_args()
     config = NodeConfig() if args.record_ttl is None else NodeConfig(record_ttl_s=args.record_ttl)
+    if args.sybils or args.relay:
+        attacks(args, config)
+        return
     print(f"record TTL {config.record_ttl_s:.0f} s, refresh every {config.reannounce_interval():.0f} s")
     sizes = measure_sizes()
     print(f"message sizes: {sizes}")

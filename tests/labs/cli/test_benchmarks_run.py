@@ -17,11 +17,12 @@ LIBRARIES = {
     "swarm_net.py",
     "swarm_fleet.py",
     "swarm_upkeep.py",
+    "swarm_sybil.py",
     "bareloops.py",
     "replication_fleet.py",
     "replication_claims.py",
 }
-"""Imported by the scripts, not run (swarm_sim.py's parts: its messages and walks, fleet, upkeep;
+"""Imported by the scripts, not run (swarm_sim.py's parts: its messages and walks, fleet, upkeep, Sybils;
 harness_overhead.py's bare loops; replication_sim.py's fleet and its false claims)."""
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name not in LIBRARIES)
 
@@ -42,7 +43,7 @@ def test_a_benchmark_script_starts(script: Path) -> None:
 
 def test_the_libraries_import_the_packages_not_the_test_folders() -> None:
     code = (
-        "import swarmlab, peer_tools, swarm_net, swarm_fleet, swarm_upkeep, replication_fleet, "
+        "import swarmlab, peer_tools, swarm_net, swarm_fleet, swarm_upkeep, swarm_sybil, replication_fleet, "
         "replication_claims, protocol, scheduler; "
         "print(protocol.__file__, scheduler.__file__)"
     )

@@ -1,0 +1,363 @@
+"""Sybil providers in `swarm_sim.py`'s tree, the submitter's discovery over them, and the gates' relay
+capacity (issue 50): `swarm_sim.py --sybils` and `--relay` run these.
+
+The any-worker tree (`node.p2p.shards`) with a cheater's Sybil keys placed first, level by level, each
+record admitted or refused by the servers' places rule (`node.p2p.places.Places`, the node's own class:
+at most `PLACES_PER_NETWORK` records of a key from one /24) or with the rule off; the honest devices
+then place by the node's spillover rule (`path_of`, `is_full`), each from its own /24. A campaign's
+`Discovery.initial` (`node.submitter.discovery`: `DiscoveryConfig`'s defaults, a 5 s look) is run as
+events over that tree, mirroring the code and taking its constants from it:
+
+- a round's looks (`Dht.lookup`): `first_levels` for the count plus what the look skips, the children
+  of full keys (`next_keys`), `below_gaps` on a later look (`GAP_LEVELS`); every key a walk of
+  `swarm_net` (the node's `Shortlist` and `ALPHA`, measured connection costs); a look's providers
+  each have their advert fetched (`Kad.get`: the k closest servers of the table, all awaited), and a
+  provider with no advert in the DHT is asked over `/sark/profile` (`PROFILE_PROBES_AT_ONCE` at once,
+  `PROFILE_PROBE_S` each): `find_workers` returns when the last of them did;
+- each new provider probed live, `PROBE_SLOTS` at once, a slot held at most `PROBE_SLOT_S`, a probe's
+  deadline `probe_timeout_s` (3 s); a provider that failed is skipped by every later look (silent for
+  `SILENT_FOR_S`, 600 s, longer than any look), and so is one still under probe;
+- a look waits `GRACE_S` for its probes, then looks again past them until `count / LOOKUP_SLACK` answered;
+  `initial` ends 1 s (`settle_s`) after its last new worker, or at 5 s.
+
+Sybils: "stall" (advert in the DHT, the probe's stream opens and nothing comes: the lab's), "gone"
+(advert in the DHT until its TTL, every dial refused at once: the lab's killed Sybils), "junk" (answers
+another key's advert: refused after one exchange), "stall, no advert" (no advert put: the fallback
+`/sark/profile` ask stalls `PROFILE_PROBE_S`, which the look awaits). Honest probes: a direct device at
+`OPEN_RTTS + CONNECT_RTTS` round trips, a NAT'd one (`NAT_SHARE`) through a gate: two legs.
+Not modelled: departed servers in the routing table (their 3 s deadline would hold honest looks too and
+hide the Sybils' cost in the ratio), servers' queues, CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+from swarm_fleet import local_ask
+from swarm_net import CONNECT_RTTS, OPEN_RTTS, Sizes, Swarm, kad_id, rtt, walk
+from swarm_upkeep import NAT_SHARE
+
+from node.p2p.dht import capability_dht_key
+from node.p2p.host import GATE_CONNECTIONS
+from node.p2p.kad import QUERY_TIMEOUT_S, K
+from node.p2p.node import PROFILE_PROBE_S, PROFILE_PROBES_AT_ONCE
+from node.p2p.places import PLACES_PER_NETWORK, Places
+from node.p2p.relay import GATE_RESERVATIONS, relay_limits
+from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, below_gaps, first_levels, next_keys, path_of
+from node.submitter.discovery import (
+    GAP_LEVELS,
+    GRACE_S,
+    LOOKUP_SLACK,
+    PROBE_SLOT_S,
+    PROBE_SLOTS,
+    SILENT_FOR_S,
+    DiscoveryConfig,
+)
+
+BEHAVIOURS: Final = ("stall", "gone", "junk", "stall, no advert")
+ROUND_GAP_S: Final = 0.2
+"""`Discovery.initial`'s sleep between two rounds."""
+CIRCUITS: Final = relay_limits().max_circuit_conns
+"""Circuits at once through one reservation (py-libp2p counts them per reserved peer)."""
+WAIT_S: Final = 60.0
+"""`submit --wait-peers N`'s look (`node.cli.campaign.WAIT_S`): `initial` waits for N workers."""
+assert SILENT_FOR_S > WAIT_S  # a silent provider is skipped for the whole look
+
+
+@dataclass(frozen=True)
+class Attack:
+    """`sybils` keys on `networks` /24s, placed first, each behaving as `behaviour` (`BEHAVIOURS`)."""
+
+    sybils: int
+    networks: int = 1
+    behaviour: str = "stall"
+
+
+def sybil_address(network: int, host: int) -> str:
+    """A cheater's address on its `network`-th /24 (global addresses: the places rule counts them)."""
+    return f"45.{network // 256 % 256}.{network % 256}.{1 + host % 254}"
+
+
+def honest_address(index: int) -> str:
+    """An honest device's address: each on a /24 of its own."""
+    return f"20.{index // 256 % 256}.{index % 256}.1"
+
+
+def _level_order() -> Iterator[Shard]:
+    for level in range(MAX_LEVEL + 1):
+        for index in range(2**level):
+            yield Shard(None, level, index)
+
+
+@dataclass
+class Tree:
+    """The any-worker tree's keys -> their providers in join order, and which providers are Sybils."""
+
+    places: Places | None
+    members: dict[Shard, list[str]] = field(default_factory=dict)
+    sybils: set[str] = field(default_factory=set)
+
+    def admit(self, shard: Shard, provider: str, address: str) -> bool:
+        """Does the key keep `provider`'s record: not full, and (rule on) its network's share not used."""
+        held = self.members.setdefault(shard, [])
+        if len(held) >= SHARD_CAP:
+            return False
+        if self.places is not None and not self.places.admit(shard.dht_key, provider, address, held):
+            return False
+        held.append(provider)
+        return True
+
+    def place_sybils(self, attack: Attack) -> None:
+        """A cheater who knows the rule: each key of the tree in level order (the keys a look reads
+        first) gets Sybils from each of its networks in turn until the key is full or every network's
+        share of it is used; then the next key."""
+        left, n = attack.sybils, 0
+        for shard in _level_order():
+            blocked: set[int] = set()
+            while left and len(blocked) < attack.networks and len(self.members.get(shard, ())) < SHARD_CAP:
+                network = n % attack.networks
+                n += 1
+                if network in blocked:
+                    continue
+                name = f"sybil-{attack.sybils - left}"
+                if self.admit(shard, name, sybil_address(network, n)):
+                    self.sybils.add(name)
+                    left -= 1
+                else:
+                    blocked.add(network)
+            if not left:
+                return
+
+    def place_honest(self, peers: list[str]) -> None:
+        """Each device in join order at the first key of its path that keeps it (`path_of`)."""
+        for i, peer in enumerate(peers):
+            for shard in path_of(peer, None):
+                if self.admit(shard, peer, honest_address(i)):
+                    break
+
+
+def build_tree(peers: list[str], attack: Attack | None, per_network: int | None) -> Tree:
+    """The tree with `attack`'s Sybils first (None: none), then `peers`; `per_network` None: rule off."""
+    tree = Tree(None if per_network is None else Places(per_network, exempt_local=False))
+    if attack is not None:
+        tree.place_sybils(attack)
+    tree.place_honest(peers)
+    return tree
+
+
+@dataclass
+class Look:
+    """One discovery run's state: the network, the tree, the probe slots, what answered when."""
+
+    swarm: Swarm
+    sizes: Sizes
+    tree: Tree
+    behaviour: str
+    nat: frozenset[str]
+    start: int
+    config: DiscoveryConfig = field(default_factory=DiscoveryConfig)
+    slots: list[float] = field(default_factory=lambda: [0.0] * PROBE_SLOTS)
+    probed: list[str] = field(default_factory=list)
+    """Every live probe, in order (a provider probed twice would be listed twice)."""
+    seen: set[str] = field(default_factory=set)
+    """Every provider a look collected: confirmed, under probe or silent (a later look skips it)."""
+    answers: dict[str, float] = field(default_factory=dict)
+    """Honest providers -> when their live profile came."""
+    done_at: dict[str, float] = field(default_factory=dict)
+    holders: dict[int, set[int]] = field(default_factory=dict)
+
+    def lookup(self, count: int, gaps: int) -> tuple[list[str], float]:
+        """`Dht.lookup` past `seen` (the caller's known and skipped): the providers and the seconds."""
+        found: set[str] = set()
+        asked: dict[Shard, int] = {}
+        frontier, took, old = first_levels(None, count + len(self.seen)), 0.0, False
+        while True:
+            short = len(found - self.seen) < count
+            old_key = not old and not frontier and short
+            if not frontier and not old_key:
+                break
+            times = []
+            for shard in frontier:
+                listed = self.tree.members.get(shard, [])
+                key = kad_id(shard.dht_key)
+                if key not in self.holders:
+                    self.holders[key] = self.swarm.holders(key)
+                holders = self.holders[key]
+                times.append(walk(self.swarm, self.sizes, self.start, key, holders, len(listed)).t)
+                asked[shard] = len(listed)
+                found.update(listed)
+            if old_key:  # the old `v1` key, at the servers we know (no worker of before issue 43)
+                old = True
+                v1 = kad_id(capability_dht_key(None))
+                times.append(local_ask(self.swarm, self.sizes, self.start, v1)[0])
+            took += max(times, default=0.0)
+            if len(found - self.seen) >= count:
+                break
+            frontier = next_keys(asked, frontier)
+            if not frontier and gaps > 0:
+                frontier, gaps = below_gaps(asked), gaps - 1
+        return sorted(found - self.seen, key=lambda p: kad_id(p.encode())), took  # peer-id order
+
+    def advert_s(self, provider: str) -> float:
+        """`Kad.get` of a provider's advert: the k closest servers of the table to its key, every one
+        asked and awaited (k servers drawn at random: a random key's closest, each a connection or not)."""
+        del provider  # its key is a hash: its closest servers are as good as random ones
+        picks = self.swarm.rng.integers(0, len(self.swarm.ids), size=K)
+        swarm = self.swarm
+        trips = [QUERY_TIMEOUT_S if swarm.dead[i] else swarm.trip(int(swarm.ids[i]))[0] for i in picks]
+        return max(trips)
+
+    def collect(self, providers: list[str], now: float, until: float) -> tuple[list[str], float]:
+        """`find_workers`' adverts: those with one, and when the last fetch (or fallback ask) ended."""
+        asks = [0.0] * PROFILE_PROBES_AT_ONCE  # the fallback `/sark/profile` asks' slots
+        with_advert, ends = [], [now]
+        for p in providers:
+            t = now + self.advert_s(p)
+            if p in self.tree.sybils and self.behaviour == "stall, no advert":
+                i = int(np.argmin(asks))
+                asks[i] = max(asks[i], t) + rtt(self.swarm) * CONNECT_RTTS + PROFILE_PROBE_S
+                t = asks[i]
+                self.done_at[p] = t  # unanswered: silent
+            else:
+                with_advert.append(p)
+            ends.append(t)
+        return with_advert, min(max(ends), until)
+
+    def probe(self, provider: str, now: float) -> float:
+        """`Discovery._confirm`: wait for a slot, dial and ask; when the probe is over (answered or not)."""
+        self.probed.append(provider)
+        i = int(np.argmin(self.slots))
+        begin = max(now, self.slots[i])
+        trip = rtt(self.swarm) * (OPEN_RTTS + CONNECT_RTTS)
+        if provider in self.tree.sybils:
+            over = begin + {"stall": self.config.probe_timeout_s, "gone": rtt(self.swarm)}.get(
+                self.behaviour, trip
+            )
+        else:
+            if provider in self.nat:  # through a gate's circuit: two legs
+                trip += rtt(self.swarm) * (OPEN_RTTS + CONNECT_RTTS)
+            over = begin + trip
+            self.answers[provider] = over
+        self.slots[i] = min(over, begin + PROBE_SLOT_S)
+        self.done_at[provider] = over
+        return over
+
+    def confirmed(self, at: float) -> int:
+        return sum(1 for t in self.answers.values() if t <= at)
+
+    def round(self, now: float, count: int, until: float | None) -> float:
+        """`Discovery._round`: looks until `count / LOOKUP_SLACK` fresh answers; when it returned."""
+        deadline = now + self.config.timeout_s
+        deadline = deadline if until is None else min(deadline, until)
+        need, before, looks = -(-count // LOOKUP_SLACK), self.confirmed(now), 0
+        while now < deadline:
+            providers, took = self.lookup(count, GAP_LEVELS if looks else 0)
+            now = min(now + took, deadline)
+            new, now = self.collect(providers, now, deadline)
+            self.seen.update(providers)
+            looks += 1
+            if not new and looks > 1:
+                break
+            if not new:
+                continue
+            ends = [self.probe(p, now) for p in new]
+            now = min(max(ends), now + GRACE_S, deadline)
+            if self.confirmed(now) - before >= need:
+                break
+        return now
+
+
+def discover(look: Look, count: int) -> float:
+    """`Discovery.initial`: rounds until `want` workers answered (None: until `settle_s` without a new
+    one), or the look's timeout; when it ended (probes still out are cancelled then)."""
+    config = look.config
+    now, stable = 0.0, 0.0
+    while True:
+        seen = look.confirmed(now)
+        until = stable + config.settle_s if seen and config.want is None else None
+        now = look.round(now, count, until)
+        got = look.confirmed(now)
+        stable = now if got > seen else stable
+        if now >= config.timeout_s or (config.want is not None and got >= config.want):
+            return now
+        if config.want is None and got and now - stable >= config.settle_s:
+            return now
+        now += ROUND_GAP_S
+
+
+def time_to(look: Look, count: int, devices: int) -> tuple[float, int]:
+    """Seconds to the `devices`-th honest answer (inf if `initial` ended first) and honest found."""
+    end = discover(look, count)
+    times = sorted(t for t in look.answers.values() if t <= end)
+    return (times[devices - 1] if len(times) >= devices else math.inf), len(times)
+
+
+@dataclass(frozen=True)
+class Relay:
+    """What `relay_capacity` found: NAT'd devices, those with a reservation, reachable at a peak."""
+
+    nat: int
+    reserved: int
+    refused_every_gate: int
+    reachable: dict[int, int]
+    """Concurrent submitters per device -> NAT'd devices that many circuits reach (`CIRCUITS` each)."""
+    fullest_gate_connections: int
+    fullest_gate_reservations: int
+
+
+def relay_capacity(
+    n: int, gates: int, per_device: int, rng: np.random.Generator, conns_per_worker: int = 2,
+    peaks: tuple[int, ...] = (1, 16, 32),
+) -> Relay:  # fmt: skip
+    """Devices join in order; each connects to `per_device` gates drawn at random (all: every gate) and
+    holds `conns_per_worker` of a gate's `GATE_CONNECTIONS` (`node.p2p.host`: "one or two"); a NAT'd
+    one (`NAT_SHARE`) reserves a slot at every gate it is connected to (`node.worker.advertising`
+    reserves at each of its gates), `GATE_RESERVATIONS` a gate; a reservation carries `CIRCUITS`
+    circuits at once."""
+    conns = np.zeros(gates, dtype=int)
+    slots = np.zeros(gates, dtype=int)
+    held: list[int] = []
+    refused = 0
+    for _ in range(n):
+        mine = range(gates) if per_device >= gates else rng.choice(gates, per_device, replace=False)
+        natd = rng.random() < NAT_SHARE
+        got = connected = 0
+        for g in mine:
+            if conns[g] + conns_per_worker > GATE_CONNECTIONS:
+                continue  # the gate closes the connection before its handshake
+            conns[g] += conns_per_worker
+            connected += 1
+            if natd and slots[g] < GATE_RESERVATIONS:
+                slots[g] += 1
+                got += 1
+        refused += connected == 0
+        if natd:
+            held.append(got)
+    reach = {p: sum(1 for h in held if h * CIRCUITS >= p) for p in peaks}
+    return Relay(len(held), sum(1 for h in held if h), refused, reach, int(conns.max()), int(slots.max()))
+
+
+def gates_needed(n: int, per_device: int, seed: int, share: float = 1.0) -> int:
+    """The fewest gates at which `share` of the NAT'd devices hold a reservation, each device listing
+    `per_device` gates (0: every gate; then each gate meets every device and no number of gates adds a
+    slot past the first gate's: -1 when that is short); each count tried with `seed`'s draws."""
+    if per_device == 0:
+        got = relay_capacity(n, 1, 1, np.random.default_rng(seed))
+        return 1 if got.reserved >= share * got.nat else -1
+    gates = max(per_device, -(-2 * n * per_device // GATE_CONNECTIONS))  # each worker's 2 connections
+    while gates < 10 * n:
+        got = relay_capacity(n, gates, per_device, np.random.default_rng(seed))
+        if got.reserved >= share * got.nat:
+            return gates
+        gates += 1
+    return -1
+
+
+__all__ = [
+    "BEHAVIOURS", "CIRCUITS", "PLACES_PER_NETWORK", "WAIT_S", "Attack", "Look", "Relay", "Tree",
+    "build_tree", "discover", "gates_needed", "honest_address", "relay_capacity", "sybil_address", "time_to",
+]  # fmt: skip

@@ -1,0 +1,101 @@
+"""`benchmarks/swarm_sybil.py`, the Sybil and relay parts of `swarm_sim.py` (issue 50), held to the node's
+own rules: the places rule (`node.p2p.places.Places`) decides who a key keeps, the submitter's discovery
+constants decide what a look does, the relay's and the gate's limits decide who holds a slot."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "benchmarks"))
+
+import swarm_net
+import swarm_sybil
+from swarm_sybil import Attack, Look, build_tree, gates_needed, relay_capacity, time_to
+
+from node.p2p.host import GATE_CONNECTIONS
+from node.p2p.places import PLACES_PER_NETWORK
+from node.p2p.shards import SHARD_CAP, Shard
+from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, DiscoveryConfig
+
+ROOT_KEY = Shard(None, 0, 0)
+HONEST = [f"honest-{i}" for i in range(300)]
+
+
+def sybils_in(tree: swarm_sybil.Tree, shard: Shard) -> int:
+    return sum(p in tree.sybils for p in tree.members.get(shard, []))
+
+
+def test_the_places_rule_leaves_one_network_its_share_of_each_key_and_the_rest_to_honest_devices() -> None:
+    off = build_tree(HONEST, Attack(200), None)
+    assert sybils_in(off, ROOT_KEY) == SHARD_CAP  # the rule off: the first keys are the Sybils'
+    assert all(sybils_in(off, Shard(None, 2, i)) == SHARD_CAP for i in range(4))
+    on = build_tree(HONEST, Attack(200), PLACES_PER_NETWORK)
+    assert sybils_in(on, ROOT_KEY) == PLACES_PER_NETWORK
+    assert len(on.members[ROOT_KEY]) == SHARD_CAP  # honest devices take the other places
+    assert len(on.sybils) == 200  # every Sybil placed, PLACES_PER_NETWORK a key, deeper
+    # where the rule ends: networks x their share fill a key
+    spread = build_tree(HONEST, Attack(200, -(-SHARD_CAP // PLACES_PER_NETWORK)), PLACES_PER_NETWORK)
+    assert sybils_in(spread, ROOT_KEY) == SHARD_CAP
+
+
+@pytest.fixture(scope="module")
+def sizes() -> swarm_net.Sizes:
+    return swarm_net.measure_sizes()
+
+
+def look(tree: swarm_sybil.Tree, sizes: swarm_net.Sizes, behaviour: str, want: int) -> Look:
+    rng = np.random.default_rng(7)
+    servers = [int(x) for x in rng.integers(0, 2**63, size=60, dtype=np.uint64) * np.uint64(2)]
+    swarm = swarm_net.Swarm.build(servers, 0, rng, slim=True)
+    swarm.connections = True
+    swarm.begin_lookup()
+    config = DiscoveryConfig(want=want, timeout_s=swarm_sybil.WAIT_S)
+    return Look(swarm, sizes, tree, behaviour, frozenset(HONEST[::3]), servers[0], config)
+
+
+@pytest.mark.parametrize("behaviour", swarm_sybil.BEHAVIOURS)
+def test_a_look_reads_past_sybils_that_filled_the_first_keys_and_probes_each_once(
+    sizes: swarm_net.Sizes, behaviour: str
+) -> None:
+    tree = build_tree(HONEST, Attack(200, 1, behaviour), None)
+    run = look(tree, sizes, behaviour, want=2)
+    took, found = time_to(run, LOOKUP_SLACK * 2, 2)
+    assert took < swarm_sybil.WAIT_S
+    assert found >= 2
+    assert len(run.probed) == len(set(run.probed))  # a silent provider is never probed again
+    if behaviour == "stall, no advert":
+        assert not tree.sybils & set(run.probed)  # no advert: unanswered before any live probe
+
+
+def test_sybils_cost_a_look_its_grace_per_level_and_the_places_rule_takes_that_cost_away(
+    sizes: swarm_net.Sizes,
+) -> None:
+    control, _ = time_to(look(build_tree(HONEST, None, None), sizes, "stall", 2), 4, 2)
+    off, _ = time_to(look(build_tree(HONEST, Attack(200), None), sizes, "stall", 2), 4, 2)
+    on, _ = time_to(look(build_tree(HONEST, Attack(200), PLACES_PER_NETWORK), sizes, "stall", 2), 4, 2)
+    assert off > control + 3 * GRACE_S  # levels 0-2 all Sybils: a look each, past them
+    assert on < off
+
+
+def test_every_gate_listed_by_every_device_adds_no_relay_slot() -> None:
+    n = 3 * GATE_CONNECTIONS
+    three = relay_capacity(n, 3, 3, np.random.default_rng(1))
+    ten = relay_capacity(n, 10, 10, np.random.default_rng(1))
+    assert three.reserved == ten.reserved  # each gate meets the same first devices
+    assert three.refused_every_gate > 0
+    assert gates_needed(n, 0, 1) == -1
+
+
+def test_one_gate_a_device_spreads_the_slots_and_the_gates_needed_hold_every_nat_device() -> None:
+    n = 3 * GATE_CONNECTIONS
+    gates = gates_needed(n, 1, 1)
+    assert gates >= -(-2 * n // GATE_CONNECTIONS)  # two connections a worker at each gate
+    got = relay_capacity(n, gates, 1, np.random.default_rng(1))
+    assert got.reserved == got.nat
+    assert got.refused_every_gate == 0
+    assert got.reachable[1] == got.nat
+    assert got.reachable[2 * swarm_sybil.CIRCUITS] == 0  # one reservation: CIRCUITS at once
