@@ -92,7 +92,11 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
         assert row["ComputeUnits"] == "Endpoint (gray-box)"
         assert (row["Requests"], row["Errors"]) == ("2", "0")
         assert float(row["TtftMsMedian"]) > 0
-        assert float(row["TpotMsMedian"]) > 0
+        # Every request's later tokens are timed, but how far apart is the server's flushing: under the
+        # other xdist worker's load `transformers serve` sent both requests' last four tokens in one read
+        # (CI-equivalent run at 7f68066: TPOT 0.000 ms), and a TPOT of 0 is then what the client saw.
+        assert float(row["TpotMsMedian"]) >= 0
+        assert float(row["E2eMsMedian"]) >= float(row["TtftMsMedian"])
         assert float(row["Goodput"]) == 1.0
         assert row["TokensCounted"] == "False"  # the server's usage chunk gave the counts
     events = (tmp_path / "w0.stderr").with_suffix(".stdout").read_text()
