@@ -312,9 +312,11 @@ class Challenger:
                         async with await self._open(view.peer_id, addrs, protocol) as channel:
                             return await self._challenge(channel, f"{key}\x00{tries}", target)
                     except Unanswered as exc:
-                        if pause is None or exc.detail not in (CHALLENGE_BUSY, CHALLENGE_PREEMPTED):
+                        if exc.detail not in (CHALLENGE_BUSY, CHALLENGE_PREEMPTED):
                             raise
                         busy = exc
+                        if pause is None:
+                            raise
                     await trio.sleep(pause)
                 raise AssertionError("unreachable: the last try raises or returns")
         except (NodeError, ProtocolError, trio.TooSlowError) as exc:
@@ -327,7 +329,7 @@ class Challenger:
                 0.0,
                 f"{target.label}: {NOT_ANSWERED}{why}",
                 answered=False,
-                busy=isinstance(exc, Unanswered) and exc.detail in (CHALLENGE_BUSY, CHALLENGE_PREEMPTED),
+                busy=exc is busy,  # busy at its last try, or when the budget ran out
             )
 
     async def _challenge(self, channel: Channel, subject: str, target: Target) -> challenge.Measured:
