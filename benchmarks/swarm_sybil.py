@@ -15,8 +15,10 @@ events over that tree, mirroring the code and taking its constants from it:
   provider with no advert in the DHT is asked over `/sark/profile` (`PROFILE_PROBES_AT_ONCE` at once,
   `PROFILE_PROBE_S` each): `find_workers` returns when the last of them did;
 - each new provider probed live, `PROBE_SLOTS` at once, a slot held at most `PROBE_SLOT_S`, a probe's
-  deadline `probe_timeout_s` (3 s); a provider that failed is skipped by every later look (silent for
-  `SILENT_FOR_S`, 600 s, longer than any look), and so is one still under probe;
+  deadline `probe_timeout_s` (3 s); a provider that failed is skipped by every later look while it is
+  silent (`SILENT_FIRST_S`, 10 s, longer than the 5 s look, doubled by each miss in a row up to
+  `SILENT_FOR_S`: a `--wait-peers` look of 60 s reads it again; `SILENT_FOR_S` at once when it had no
+  advert and the fallback ask got nothing), and so is one still under probe;
 - a look waits `GRACE_S` for its probes, then looks again past them until `count / LOOKUP_SLACK` answered;
   `initial` ends 1 s (`settle_s`) after its last new worker, or at 5 s.
 
@@ -54,6 +56,7 @@ from node.submitter.discovery import (
     LOOKUP_SLACK,
     PROBE_SLOT_S,
     PROBE_SLOTS,
+    SILENT_FIRST_S,
     SILENT_FOR_S,
     DiscoveryConfig,
 )
@@ -65,7 +68,7 @@ CIRCUITS: Final = relay_limits().max_circuit_conns
 """Circuits at once through one reservation (py-libp2p counts them per reserved peer)."""
 WAIT_S: Final = 60.0
 """`submit --wait-peers N`'s look (`node.cli.campaign.WAIT_S`): `initial` waits for N workers."""
-assert SILENT_FOR_S > WAIT_S  # a silent provider is skipped for the whole look
+assert DiscoveryConfig().timeout_s < SILENT_FIRST_S  # a silent provider is skipped for the whole look
 
 
 @dataclass(frozen=True)
@@ -161,22 +164,38 @@ class Look:
     start: int
     config: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     slots: list[float] = field(default_factory=lambda: [0.0] * PROBE_SLOTS)
-    probed: list[str] = field(default_factory=list)
-    """Every live probe, in order (a provider probed twice would be listed twice)."""
+    probed: list[tuple[str, float]] = field(default_factory=list)
+    """Every live probe, in order: the provider and when it began (once a span: twice, listed twice)."""
     seen: set[str] = field(default_factory=set)
     """Every provider a look collected: confirmed, under probe or silent (a later look skips it)."""
+    spans: dict[str, float] = field(default_factory=dict)
+    """Providers that did not answer -> how long they are silent from their `done_at`
+    (`Discovery._silence`: `SILENT_FIRST_S`, doubled by each miss in a row, at most `SILENT_FOR_S`)."""
     answers: dict[str, float] = field(default_factory=dict)
     """Honest providers -> when their live profile came."""
     done_at: dict[str, float] = field(default_factory=dict)
     holders: dict[int, set[int]] = field(default_factory=dict)
 
-    def lookup(self, count: int, gaps: int) -> tuple[list[str], float]:
-        """`Dht.lookup` past `seen` (the caller's known and skipped): the providers and the seconds."""
+    def skip(self, now: float) -> set[str]:
+        """What a look at `now` skips (`Discovery.silent` and the known): every provider collected,
+        less those silent whose span has ended."""
+        back = {p for p, span in self.spans.items() if self.done_at[p] + span <= now}
+        return self.seen - back
+
+    def miss(self, provider: str, first_s: float = SILENT_FIRST_S) -> None:
+        """`Discovery._silence`: a provider that did not answer is silent for its next span."""
+        last = self.spans.get(provider)
+        self.spans[provider] = first_s if last is None else min(SILENT_FOR_S, 2 * last)
+
+    def lookup(self, count: int, gaps: int, now: float = 0.0) -> tuple[list[str], float]:
+        """`Dht.lookup` at `now` past what it skips (the caller's known and silent): the providers and
+        the seconds."""
+        skip = self.skip(now)
         found: set[str] = set()
         asked: dict[Shard, int] = {}
-        frontier, took, old = first_levels(None, count + len(self.seen)), 0.0, False
+        frontier, took, old = first_levels(None, count + len(skip)), 0.0, False
         while True:
-            short = len(found - self.seen) < count
+            short = len(found - skip) < count
             old_key = not old and not frontier and short
             if not frontier and not old_key:
                 break
@@ -195,12 +214,12 @@ class Look:
                 v1 = kad_id(capability_dht_key(None))
                 times.append(local_ask(self.swarm, self.sizes, self.start, v1)[0])
             took += max(times, default=0.0)
-            if len(found - self.seen) >= count:
+            if len(found - skip) >= count:
                 break
             frontier = next_keys(asked, frontier)
             if not frontier and gaps > 0:
                 frontier, gaps = below_gaps(asked), gaps - 1
-        return sorted(found - self.seen, key=lambda p: kad_id(p.encode())), took  # peer-id order
+        return sorted(found - skip, key=lambda p: kad_id(p.encode())), took  # peer-id order
 
     def advert_s(self, provider: str) -> float:
         """`Kad.get` of a provider's advert: the k closest servers of the table to its key, every one
@@ -222,6 +241,7 @@ class Look:
                 asks[i] = max(asks[i], t) + rtt(self.swarm) * CONNECT_RTTS + PROFILE_PROBE_S
                 t = asks[i]
                 self.done_at[p] = t  # unanswered: silent
+                self.miss(p, SILENT_FOR_S)
             else:
                 with_advert.append(p)
             ends.append(t)
@@ -229,14 +249,15 @@ class Look:
 
     def probe(self, provider: str, now: float) -> float:
         """`Discovery._confirm`: wait for a slot, dial and ask; when the probe is over (answered or not)."""
-        self.probed.append(provider)
         i = int(np.argmin(self.slots))
         begin = max(now, self.slots[i])
+        self.probed.append((provider, begin))
         trip = rtt(self.swarm) * (OPEN_RTTS + CONNECT_RTTS)
         if provider in self.tree.sybils:
             over = begin + {"stall": self.config.probe_timeout_s, "gone": rtt(self.swarm)}.get(
                 self.behaviour, trip
             )
+            self.miss(provider)
         else:
             if provider in self.nat:  # through a gate's circuit: two legs
                 trip += rtt(self.swarm) * (OPEN_RTTS + CONNECT_RTTS)
@@ -255,7 +276,7 @@ class Look:
         deadline = deadline if until is None else min(deadline, until)
         need, before, looks = -(-count // LOOKUP_SLACK), self.confirmed(now), 0
         while now < deadline:
-            providers, took = self.lookup(count, GAP_LEVELS if looks else 0)
+            providers, took = self.lookup(count, GAP_LEVELS if looks else 0, now)
             now = min(now + took, deadline)
             new, now = self.collect(providers, now, deadline)
             self.seen.update(providers)

@@ -31,8 +31,11 @@ GRACE_S: Final = PROBE_SLOT_S
 """How long a look waits for its providers' answers before it reads the deeper keys as well."""
 GAP_LEVELS: Final = 2
 """Levels a round's later look reads below keys that are not full (`shards.below_gaps`)."""
+SILENT_FIRST_S: Final = 10.0
+"""How long a provider that did not answer once is neither counted nor read again: twice a look's
+default 5 s (`node.cli.campaign.LOOK_S`), so one look never probes a silent provider twice."""
 SILENT_FOR_S: Final = 600.0
-"""How long a provider that did not answer is neither counted nor read again (then tried once more)."""
+"""The longest a provider is silent: each miss in a row doubles its span from `SILENT_FIRST_S`."""
 OWN_PROBE_S: Final = 120.0
 """How long the profile probe of one of this submitter's own embedded workers is awaited, and
 `initial` waits for all of them (`Discovery`'s `own`): they run in its process and have advertised
@@ -83,8 +86,13 @@ class Discovery:
     Strangers can place provider records for free, ahead of every honest worker (twenty keys fill a
     shard's places). So a round never lets a provider that does not answer cost it more than once:
 
-    - a provider whose probe failed (or whose advert nobody gave) is remembered as silent for
-      `SILENT_FOR_S`: not counted, not read, not probed again (`_silent`);
+    - a provider whose probe failed (or whose advert nobody gave) is remembered as silent: not
+      counted, not read, not probed again for `SILENT_FIRST_S`, each further miss in a row doubling
+      the span up to `SILENT_FOR_S` (`_silent`), as TCP backs off a retransmission; one that has no
+      advert in the DHT and did not answer the lookup's ask past it (`find_workers`' `unanswered`:
+      an ask holds one of its slots for its whole 3 s, not half a second) is silent for
+      `SILENT_FOR_S` at once (`benchmarks/swarm_sybil.py`: 200 advert-less Sybils read again every
+      10 s would hold a 60 s look with every honest worker unfound);
     - a look's providers get `GRACE_S` to answer; those that have not are left to answer late, and the
       round looks again at once, past every provider it has probed, so the deeper keys (where honest
       workers spilled) are read in the same round, until as many answered as the campaign needs
@@ -98,9 +106,12 @@ class Discovery:
 
     The cheater's view: a Sybil sees the public shard keys and can fill their places first, answer
     nothing, stall, or answer junk; it cannot choose what the round does after `GRACE_S` (a
-    constant), nor be read twice: each of its keys costs the look one probe of one slot for half a
-    second per `SILENT_FOR_S`, and its places are stepped over at once. An honest worker that was
-    busy for a whole probe is found again a little later (`SILENT_FOR_S`), never refused for good.
+    constant), nor be read twice in one look: each of its keys costs one probe of one slot for half a
+    second per span (7 in its first 10 minutes, then one per `SILENT_FOR_S`), and its places are
+    stepped over at once. An honest worker whose probe was lost (a lossy link, a busy moment: the
+    fault lab's 10 % loss and 50 ms delay, where a `--wait-peers 2` look of 60 s silenced one of two
+    workers for good after one 3 s miss) is probed again after 10 s, 20 s, 40 s ..., never refused
+    for the campaign.
     `initial` ends with the probes still waiting cancelled (they are neither confirmed nor silent).
 
     This submitter's own embedded workers (`own`: `submit --workers N`, in its process) are waited
@@ -130,8 +141,9 @@ class Discovery:
         self._count = config.count
         self._known: set[str] = set()
         """Workers a round confirmed: a later round's lookup counts only the others."""
-        self._silent: dict[str, float] = {}
-        """Providers that did not answer -> when (trio's clock): skipped for `SILENT_FOR_S`."""
+        self._silent: dict[str, tuple[float, float]] = {}
+        """Providers that did not answer -> since when (trio's clock) and for how long they are skipped
+        (`SILENT_FIRST_S`, doubled by each miss in a row; forgotten once one answers)."""
         self._probing: set[str] = set()
         """Providers whose probe is under way (a later look skips them too)."""
         self._late: list[sch.PeerView] = []
@@ -157,9 +169,9 @@ class Discovery:
         return Reachability.UNKNOWN if advert is None else advert.reachability
 
     def silent(self) -> frozenset[str]:
-        """The providers skipped now: silent within `SILENT_FOR_S`, or with a probe under way."""
+        """The providers skipped now: silent within their span, or with a probe under way."""
         now = trio.current_time()
-        return frozenset({p for p, t in self._silent.items() if now - t < SILENT_FOR_S} | self._probing)
+        return frozenset({p for p, (t, span) in self._silent.items() if now - t < span} | self._probing)
 
     async def initial(self) -> tuple[sch.PeerView, ...]:
         """Look until `want` live workers answered (or the timeout), or until the count settles.
@@ -253,7 +265,7 @@ class Discovery:
             except NodeError as exc:
                 log.info("DHT lookup failed: %s", exc)
                 break
-            self._silence(unanswered)
+            self._silence(unanswered, SILENT_FOR_S)  # no advert, nor an answer to the ask past it
             new = [p for p in peers if p.peer_id not in self._exclude and p.peer_id not in seen]
             seen.update(unanswered, (p.peer_id for p in new))
             looks += 1
@@ -284,10 +296,18 @@ class Discovery:
     def _late_answer(self, view: sch.PeerView) -> None:
         self._late.append(view)
 
-    def _silence(self, peers: set[str]) -> None:
-        """Remember providers that did not answer (never a worker that answered before)."""
+    def _silence(self, peers: set[str], first_s: float = SILENT_FIRST_S) -> None:
+        """Remember providers that did not answer (never a worker that answered before): silent for
+        `first_s`, or twice its last span (at most `SILENT_FOR_S`) when it missed before."""
         now = trio.current_time()
-        self._silent.update((p, now) for p in peers if p not in self._known and p not in self._own)
+        for peer in peers:
+            if peer in self._known or peer in self._own:
+                continue
+            last = self._silent.get(peer)
+            if last is not None and now - last[0] < last[1]:
+                continue  # silent already (the lookup's miss and the probe's, one look): one miss
+            span = first_s if last is None else min(SILENT_FOR_S, 2 * last[1])
+            self._silent[peer] = (now, span)
 
     async def _confirm(self, peer: Peer, views: _Answers, done: trio.Event) -> None:
         """Probe one provider: a slot while it dials, for at most `PROBE_SLOT_S`, then on without it."""
@@ -327,6 +347,7 @@ class Discovery:
                 log.warning("peer %s advertised but did not answer: %s", peer.peer_id, exc)
                 return False
             self._adverts[peer.peer_id] = advert
+            self._silent.pop(peer.peer_id, None)  # it answered: a later miss starts the backoff again
             view = _view(advert, load, host)
             if view.owner.refused and peer.peer_id not in self._known:  # said once, not every round
                 log.warning("peer %s: owner_refused: %s", peer.peer_id, view.owner.refused)

@@ -12,6 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "benchmarks"))
 
+import itertools
+
 import swarm_net
 import swarm_sybil
 from swarm_sybil import Attack, Look, build_tree, gates_needed, relay_capacity, time_to
@@ -19,7 +21,7 @@ from swarm_sybil import Attack, Look, build_tree, gates_needed, relay_capacity, 
 from node.p2p.host import GATE_CONNECTIONS
 from node.p2p.places import PLACES_PER_NETWORK
 from node.p2p.shards import SHARD_CAP, Shard
-from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, DiscoveryConfig
+from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, SILENT_FIRST_S, DiscoveryConfig
 
 ROOT_KEY = Shard(None, 0, 0)
 HONEST = [f"honest-{i}" for i in range(300)]
@@ -66,9 +68,31 @@ def test_a_look_reads_past_sybils_that_filled_the_first_keys_and_probes_each_onc
     took, found = time_to(run, LOOKUP_SLACK * 2, 2)
     assert took < swarm_sybil.WAIT_S
     assert found >= 2
-    assert len(run.probed) == len(set(run.probed))  # a silent provider is never probed again
+    probes: dict[str, list[float]] = {}
+    for provider, at in run.probed:
+        probes.setdefault(provider, []).append(at)
+    for times in probes.values():  # a silent provider is probed again only once its span ended
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert all(gap >= SILENT_FIRST_S for gap in gaps), gaps
     if behaviour == "stall, no advert":
-        assert not tree.sybils & set(run.probed)  # no advert: unanswered before any live probe
+        assert not tree.sybils & set(probes)  # no advert: unanswered before any live probe
+
+
+def test_a_silent_provider_is_read_again_once_its_span_ends_each_miss_doubling_it(
+    sizes: swarm_net.Sizes,
+) -> None:
+    """`Discovery._silence` in the simulator: a Sybil that stalled is skipped for `SILENT_FIRST_S`,
+    then read and probed again, then skipped twice as long."""
+    tree = build_tree(HONEST, Attack(200, 1, "stall"), None)
+    run = look(tree, sizes, "stall", want=len(HONEST) + 1)  # never met: the look lasts its 60 s
+    time_to(run, LOOKUP_SLACK * 2, 2)
+    first = next(p for p, _ in run.probed if p in tree.sybils)
+    times = [at for p, at in run.probed if p == first]
+    assert len(times) >= 3  # 0, then past 10 s, then past 10 + 20 s, within the 60 s look
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert gaps[0] >= SILENT_FIRST_S, gaps
+    assert gaps[1] >= 2 * SILENT_FIRST_S, gaps
+    assert run.spans[first] == SILENT_FIRST_S * 2 ** (len(times) - 1)
 
 
 def test_sybils_cost_a_look_its_grace_per_level_and_the_places_rule_takes_that_cost_away(
