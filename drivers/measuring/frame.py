@@ -134,14 +134,20 @@ def standard(
     return Frame(runs=runs, timed=(sampler, cpu, measured))
 
 
-def timed_loads(conn: Connection, load: Callable[[], T], runs: int) -> tuple[T, list[float], float]:
+def timed_loads(
+    conn: Connection, load: Callable[[], T], runs: int, release: Callable[[T], None] | None = None
+) -> tuple[T, list[float], float]:
     """`runs` fresh loads (`runs` >= 1, as TaskSpec holds), each timed, each after the previous one
-    was let go and the peak reset; returns the last one, the times in ms and the highest peak (MiB)."""
+    was let go (`release` first, untimed, where a runtime must stop something of its own: llama.cpp's
+    server loop, `LoadedGguf.close`) and the peak reset; returns the last one, the times in ms and the
+    highest peak (MiB)."""
     times: list[float] = []
     peak = 0.0
     loaded: T | None = None
     for i in range(runs):
         conn.send(("phase", Phase.LOADING, i, runs))
+        if loaded is not None and release is not None:
+            release(loaded)
         loaded = None
         gc.collect()
         meters.reset_peak()

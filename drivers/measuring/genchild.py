@@ -93,7 +93,7 @@ def _measure(conn: Connection, job: ChildJob, at: frame.Stages) -> Measurement:
     runtime.check_context(path, job.fmt, gen)
     at.enter(Stage.LOAD)
     load = functools.partial(runtime.load, path, job.fmt, spec.compute_unit, spec.threads)
-    loaded, load_ms, peak_load = frame.timed_loads(conn, load, spec.load_runs)
+    loaded, load_ms, peak_load = frame.timed_loads(conn, load, spec.load_runs, lambda m: m.close())
     loaded.name = job.name or loaded.name  # the campaign's name, not a cache digest (token_source)
     at.enter(Stage.RUN)
     part = Measurement.nothing_timed(spec.compute_unit).with_(

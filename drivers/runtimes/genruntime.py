@@ -39,6 +39,10 @@ class LoadedGenerator(Protocol):
         """The runtime's own timers since the reset, None where it keeps none."""
         ...
 
+    def close(self) -> None:
+        """Let the model go (`frame.timed_loads` closes each load before the next)."""
+        ...
+
 
 class GenerationRuntime(Protocol):
     """A generation runtime's module, as the generate child calls it (in this order)."""

@@ -206,7 +206,20 @@ class LoadedGguf:
         return self.n_threads
 
     def close(self) -> None:
-        """Let the server go: its loop ends and the model is freed."""
+        """Let the server go: its loop ends and the model is freed.
+
+        One request goes through the server's queue first (a one-token decode). xllamacpp's
+        `Server` says it is ready before its loop runs (its `init` thread sets the constructor's
+        promise, then calls `start_loop`, which sets the queue running); a server dropped in between
+        is told to stop before its loop begins, and the loop then never ends while the destructor
+        joins it. A measuring child that loaded the model twice (`load_runs`) hung there for good
+        under load (the runtimes example at load 12; CI at 2e8566e). A request answered proves the
+        loop runs, so the destructor's stop is seen.
+        """
+        if self.server is None:
+            return
+        with contextlib.suppress(TaskFailed):  # a server that cannot answer cannot have started its loop late
+            self.first_token(b" ")
         self.server = None
 
     def reset_rates(self) -> None:
@@ -378,5 +391,6 @@ def _read(stream: _Stream, name: str) -> _Read:
         eval_ms=float(timings["predicted_ms"]),
     )
     return _Read(stamps, "".join(parts), int(usage.get("prompt_tokens", prompt_tokens)), timers)
+
 
 __all__ = ["LoadedGguf", "check_context", "check_layout", "device_for", "load", "open_model", "versions"]

@@ -248,6 +248,9 @@ class LoadedLlm:
         """None: transformers keeps no timers of its own (the harness's clock is the only one)."""
         return None
 
+    def close(self) -> None:
+        """Nothing runs beside the model: it is freed with this object."""
+
     def context_length(self) -> int | None:
         """The model's maximum sequence length, when its config states one."""
         value = getattr(self.model.config, "max_position_embeddings", None)

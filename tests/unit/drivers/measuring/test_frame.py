@@ -108,3 +108,28 @@ def test_a_lenient_placement_is_recorded_at_the_end() -> None:
         {"CPUExecutionProvider": 1.0},
         False,
     )
+
+
+class _Pipe:
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+
+    def send(self, message: object) -> None:
+        self.sent.append(message)
+
+
+def test_timed_loads_releases_each_load_before_the_next_and_keeps_the_last() -> None:
+    """A runtime's `release` (llama.cpp's `LoadedGguf.close`, which must see its server's loop run
+    before the server goes) is called on each load before the next one, never on the one returned."""
+    events: list[str] = []
+    made = iter(range(3))
+
+    def load() -> int:
+        n = next(made)
+        events.append(f"load {n}")
+        return n
+
+    pipe = _Pipe()
+    last, times, _ = frame.timed_loads(pipe, load, 3, lambda n: events.append(f"release {n}"))  # type: ignore[arg-type]
+    assert (last, len(times)) == (2, 3)
+    assert events == ["load 0", "release 0", "load 1", "release 1", "load 2"]

