@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from kit.extras import gemma3, needs, smollm2
 from kit.procs import SCRIPT, user_env
 
@@ -40,14 +41,17 @@ def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_shar
             gguf.unlink(missing_ok=True)
             gguf.symlink_to(model)
     env = user_env(tmp_path / "home")
-    done = subprocess.run(
-        [*SCRIPT, "submit", "examples/runtimes.yaml"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=500,
-    )
+    try:  # ended within the test's own 300 s timeout, so that a run that hangs shows what it printed
+        done = subprocess.run(
+            [*SCRIPT, "submit", "examples/runtimes.yaml"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=280,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"no end within 280 s:\n{exc.stdout!s}\n{exc.stderr!s}"[-20_000:])
     assert done.returncode == 0, done.stdout + done.stderr
     found = re.search(r"campaign (campaign-\d+)", done.stdout)
     assert found is not None, done.stdout
