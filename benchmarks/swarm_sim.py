@@ -58,6 +58,7 @@ from swarm_upkeep import GATES, NAT_SHARE, served, sharded_gates_upkeep, sharded
 from node.config import NodeConfig
 from node.p2p.kadpatch import ROUTING_REFRESH_S
 from node.p2p.places import PLACES_PER_NETWORK
+from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES
 from node.p2p.shards import Shard, large_swarm
 from node.submitter.discovery import LOOKUP_SLACK, DiscoveryConfig
 
@@ -219,18 +220,24 @@ def _root() -> Shard:
 
 def relay_runs(n: int, seed: int) -> dict[str, dict[str, float]]:
     """NAT'd devices with a relay slot at `n` devices: every device listing every gate, or 1 or 2 of G
-    drawn at random; the gates needed for every NAT'd device to hold one."""
+    drawn at random; gates of `GATE_RESERVATIONS` slots or of 64 (the issue's figure, where the slots bind
+    before the connections); each row under the node's rule (a slot at `RELAY_GATES` of a device's gates)
+    and the rule before issue 50 (a slot at every gate), on the same draws; the gates needed for every
+    NAT'd device to hold one (the node's rule)."""
     out: dict[str, dict[str, float]] = {}
     needed = {each: gates_needed(n, each, seed) for each in (0, 1, 2)}
-    rows = [(3, 0), (10, 0), (10, 1), (needed[1], 1), (needed[2], 2)]
-    for gates, each in rows:
-        r = relay_capacity(n, gates, each or gates, np.random.default_rng(seed))
-        out[f"{gates} gates, {each or 'all'} each"] = {
-            "nat": r.nat, "reserved": r.reserved, "refused_every_gate": r.refused_every_gate,
-            "fullest_gate_connections": r.fullest_gate_connections,
-            "fullest_gate_reservations": r.fullest_gate_reservations,
-            **{f"reachable_at_{p}": float(v) for p, v in r.reachable.items()},
-        }  # fmt: skip
+    slots = GATE_RESERVATIONS
+    rows = [(3, 0, slots), (10, 0, slots), (10, 0, 64), (needed[1], 1, slots), (needed[2], 2, slots)]
+    for gates, each, held in rows:
+        for rule, relay_gates in ((f"{RELAY_GATES} a device", RELAY_GATES), ("every gate (before)", 0)):
+            r = relay_capacity(n, gates, each or gates, np.random.default_rng(seed), slots_a_gate=held,
+                               relay_gates=relay_gates)  # fmt: skip
+            out[f"{gates} gates of {held} slots, {each or 'all'} each, {rule}"] = {
+                "nat": r.nat, "reserved": r.reserved, "refused_every_gate": r.refused_every_gate,
+                "fullest_gate_connections": r.fullest_gate_connections,
+                "fullest_gate_reservations": r.fullest_gate_reservations,
+                **{f"reachable_at_{p}": float(v) for p, v in r.reachable.items()},
+            }  # fmt: skip
     for each, gates in needed.items():
         out[f"gates needed, {each or 'all'} each"] = {"gates": float(gates)}
     return out

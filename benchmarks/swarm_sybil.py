@@ -48,7 +48,7 @@ from node.p2p.host import GATE_CONNECTIONS
 from node.p2p.kad import QUERY_TIMEOUT_S, K
 from node.p2p.node import PROFILE_PROBE_S, PROFILE_PROBES_AT_ONCE
 from node.p2p.places import PLACES_PER_NETWORK, Places
-from node.p2p.relay import GATE_RESERVATIONS, relay_limits
+from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES, relay_limits
 from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, below_gaps, first_levels, next_keys, path_of
 from node.submitter.discovery import (
     GAP_LEVELS,
@@ -332,32 +332,37 @@ class Relay:
 
 def relay_capacity(
     n: int, gates: int, per_device: int, rng: np.random.Generator, conns_per_worker: int = 2,
-    peaks: tuple[int, ...] = (1, 16, 32),
+    peaks: tuple[int, ...] = (1, 16, 32), slots_a_gate: int = GATE_RESERVATIONS,
+    relay_gates: int = RELAY_GATES,
 ) -> Relay:  # fmt: skip
     """Devices join in order; each connects to `per_device` gates drawn at random (all: every gate) and
     holds `conns_per_worker` of a gate's `GATE_CONNECTIONS` (`node.p2p.host`: "one or two"); a NAT'd
-    one (`NAT_SHARE`) reserves a slot at every gate it is connected to (`node.worker.advertising`
-    reserves at each of its gates), `GATE_RESERVATIONS` a gate; a reservation carries `CIRCUITS`
-    circuits at once."""
+    one (`NAT_SHARE`) tries the gates it is connected to in a random order and holds a slot at
+    `relay_gates` of them (`node.p2p.relay.reserve_spread`, `RELAY_GATES`; 0: at every one, the rule
+    before issue 50), the next when one is full; `slots_a_gate` (`GATE_RESERVATIONS`) a gate, a
+    reservation carrying `CIRCUITS` circuits at once."""
     conns = np.zeros(gates, dtype=int)
     slots = np.zeros(gates, dtype=int)
     held: list[int] = []
     refused = 0
+    orders = np.random.default_rng(rng.integers(1 << 62))  # the gates' order apart: the same devices NAT'd
     for _ in range(n):
         mine = range(gates) if per_device >= gates else rng.choice(gates, per_device, replace=False)
         natd = rng.random() < NAT_SHARE
-        got = connected = 0
-        for g in mine:
-            if conns[g] + conns_per_worker > GATE_CONNECTIONS:
-                continue  # the gate closes the connection before its handshake
+        connected = [g for g in mine if conns[g] + conns_per_worker <= GATE_CONNECTIONS]
+        for g in connected:  # a full gate closes the connection before its handshake
             conns[g] += conns_per_worker
-            connected += 1
-            if natd and slots[g] < GATE_RESERVATIONS:
+        refused += not connected
+        if not natd:
+            continue
+        got, want = 0, relay_gates or len(connected)
+        for g in orders.permutation(connected) if connected else ():
+            if got == want:
+                break
+            if slots[g] < slots_a_gate:
                 slots[g] += 1
                 got += 1
-        refused += connected == 0
-        if natd:
-            held.append(got)
+        held.append(got)
     reach = {p: sum(1 for h in held if h * CIRCUITS >= p) for p in peaks}
     return Relay(len(held), sum(1 for h in held if h), refused, reach, int(conns.max()), int(slots.max()))
 

@@ -12,11 +12,18 @@ NAT'd worker's connection to the gate, which it holds anyway, is what it costs (
 connection cap, P33). Past the last slot the gate answers RESOURCE_LIMIT_EXCEEDED; py-libp2p's client
 reads any refusal as `False` and logs the code, so the reserving side reads the gate's answer itself
 (`refusal`), and a worker says which gate refused and why.
+
+Spread (issue 50): a NAT'd worker holds slots at `RELAY_GATES` of its gates, drawn in a random order
+(`reserve_spread`), not at every gate it lists: with G gates listed by every device, a slot at each took
+G slots a device, and the same first devices filled every gate.
 """
 
 from __future__ import annotations
 
 import logging
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, final
 
 from libp2p.peer.id import ID
@@ -27,10 +34,15 @@ from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
 from libp2p.relay.circuit_v2.resources import RelayLimits
 from libp2p.relay.circuit_v2.utils import write_delimited_msg
 
+from node.errors import NodeError
+
 log = logging.getLogger(__name__)
 
 GATE_RESERVATIONS: Final = 1024
 """Relay slots a gate holds at once, one per NAT'd worker that joined it: half its connection cap."""
+RELAY_GATES: Final = 2
+"""Gates at which a NAT'd worker holds a relay slot at once: two, so that a gate lost leaves it reachable
+through the other while it replaces that slot, and 32 submitters may reach it at once (16 circuits a slot)."""
 
 
 def relay_limits(reservations: int = GATE_RESERVATIONS) -> RelayLimits:
@@ -93,3 +105,52 @@ def relay_config(hop: bool, reservations: int = GATE_RESERVATIONS) -> RelayConfi
     """Every host stops and dials circuits; a gate (`hop`) also relays them."""
     roles = RelayRole.STOP | RelayRole.CLIENT
     return RelayConfig(roles=roles | RelayRole.HOP if hop else roles, limits=relay_limits(reservations))
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """What `reserve_spread` got: the circuits held (those held before first), each gate that refused."""
+
+    circuits: tuple[str, ...]
+    refused: tuple[tuple[str, str], ...] = ()
+    """(gate, why) for each gate tried that refused a slot (full, not on its list) or failed to answer."""
+
+
+async def reserve_spread(
+    gates: Sequence[str],
+    held: Sequence[str],
+    reserve: Callable[[str], Awaitable[str]],
+    rng: random.Random,
+    want: int = RELAY_GATES,
+) -> Reserved:
+    """Hold relay slots at `want` of `gates`: the gates not yet `held` in a random order, the next one
+    when a gate refuses or fails, until `want` circuits are held or every gate was tried.
+
+    `reserve(gate)` returns our circuit address through the gate (`Host.reserve_relay`) or raises a
+    `NodeError` saying why not. Devices that list the same gates draw different ones, so G gates hold
+    about G / `want` times the NAT'd devices that a slot at every gate left room for.
+
+    Cheater's view: a device chooses its own gates anyway (it may reserve at any gate, at every gate,
+    or at none), and nobody reads the order it drew; the rule only keeps an honest device from taking
+    more slots than it needs. It gives a stranger nothing: the draw is the device's own, from `rng`
+    (the node's: the operating system's randomness), and a gate's slots are still open to whoever
+    asks first (a gate's `--relay-allow` list is what keeps strangers' keys off them).
+    """
+    circuits = list(held)
+    taken = {circuit_gate(c) for c in circuits}
+    order = [g for g in dict.fromkeys(gates) if g not in taken]
+    rng.shuffle(order)
+    refused: list[tuple[str, str]] = []
+    for gate in order:
+        if len(circuits) >= want:
+            break
+        try:
+            circuits.append(await reserve(gate))
+        except NodeError as exc:
+            refused.append((gate, exc.detail))
+    return Reserved(tuple(circuits), tuple(refused))
+
+
+def circuit_gate(circuit: str) -> str:
+    """The gate address a circuit address goes through."""
+    return circuit.split("/p2p-circuit", 1)[0]

@@ -22,6 +22,7 @@ from node.p2p.host import peer_of
 from node.p2p.kadpatch import become_server, forget_failed_dials
 from node.p2p.node import Node, check_reachability
 from node.p2p.reach import throwaway_reach_handler
+from node.p2p.relay import RELAY_GATES, circuit_gate, reserve_spread
 from node.p2p.shards import large_swarm
 from node.p2p.wire import Channel, Handler
 from protocol import (
@@ -56,6 +57,8 @@ LEAVING_ADVERT_S: Final = 2.0
 """The lifetime of a leaving worker's adverts: the last one put replaces the servers' copies, then expires."""
 WITHDRAW_S: Final = 1.5
 """How long a leaving worker waits for its last advert to be put."""
+_DRAW: Final = random.SystemRandom()
+"""The order a worker tries its gates for relay slots in (`reserve_spread`): the operating system's."""
 
 
 async def _not_advertised() -> None:
@@ -125,7 +128,8 @@ class _Advertiser:
 
 
 async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()) -> None:
-    """Decide reachability; unless a dial-back reached us, reserve relay slots and advertise the circuits.
+    """Decide reachability; unless a dial-back reached us, hold relay slots at `RELAY_GATES` of our gates
+    and advertise the circuits.
 
     "direct" only when a dial-back reached us and we advertise an address, "relayed" only when
     dial-backs were tried and failed, "unknown" otherwise (checked again at each republish while it
@@ -144,15 +148,7 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
         log.info("directly reachable: %s", verdict.detail)
         return
     log.info("reachability %s (%s); reserving relay slots", verdict.reachability, verdict.detail)
-    circuits: list[str] = list(advertiser.circuit_addrs)
-    for gate in node.gates:
-        if any(_gate_of(c) == gate for c in circuits):
-            continue
-        try:
-            circuits.append(await node.host.reserve_relay(gate))
-        except NodeError as exc:
-            log.warning("relay reservation on %s failed: %s", gate, exc.detail)
-    advertiser.circuit_addrs = tuple(circuits[:MAX_ADVERT_CIRCUITS])
+    circuits = await _reserve(node, advertiser, node.gates)
     if verdict.reachability == Reachability.RELAYED and not circuits:
         log.warning(
             "unreachable: no dial-back reached us and no gate gave us a relay slot, so no submitter can "
@@ -160,6 +156,18 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
         )
     relayed = verdict.reachability == Reachability.RELAYED and circuits
     advertiser.reachability = Reachability.RELAYED if relayed else Reachability.UNKNOWN
+
+
+async def _reserve(
+    node: Node, advertiser: _Advertiser, gates: Sequence[str], again: str = ""
+) -> tuple[str, ...]:
+    """Hold relay slots at `RELAY_GATES` of `gates` (`reserve_spread`: a random order, the next gate when
+    one refuses), keeping those held; advertise the circuits and log each refusal. Returns the circuits."""
+    got = await reserve_spread(gates, advertiser.circuit_addrs, node.host.reserve_relay, _DRAW)
+    for gate, why in got.refused:
+        log.warning("relay reservation on %s failed%s: %s", gate, again, why)
+    advertiser.circuit_addrs = got.circuits[:MAX_ADVERT_CIRCUITS]
+    return got.circuits
 
 
 async def serve_worker(
@@ -272,10 +280,12 @@ async def _publish(
 
 
 async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], None]) -> None:
-    """Notice gates that went away, reconnect when they are back, reserve again, republish. Never returns.
+    """Notice gates that went away, reconnect when they are back, hold `RELAY_GATES` slots, republish.
+    Never returns.
 
     A gate that restarts forgets our relay reservation and its DHT copy of our advert: until we
-    reserve and publish again, nobody can reach a relayed worker through it.
+    reserve and publish again, nobody can reach a relayed worker through it. A lost gate's slot is
+    replaced at another gate (or at it when it is back), in a random order as at the start.
     """
     gates = node.config.gates
     down: set[str] = {g for g in gates if g not in node.gates}
@@ -285,14 +295,21 @@ async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], No
         if lost:
             log.warning("lost gates %s", ", ".join(sorted(lost)))
             down |= lost
-            advertiser.circuit_addrs = tuple(c for c in advertiser.circuit_addrs if _gate_of(c) not in down)
-        back = bool(down) and await _rejoin(node, advertiser, down)
+            kept = (c for c in advertiser.circuit_addrs if circuit_gate(c) not in down)
+            advertiser.circuit_addrs = tuple(kept)
+        back = await _rejoin(node, down) if down else []
+        if (lost or back) and advertiser.reachability != Reachability.DIRECT:
+            await _reserve(node, advertiser, [g for g in gates if g not in down], " again" if back else "")
+            held = {circuit_gate(c) for c in advertiser.circuit_addrs}
+            if len(held) < RELAY_GATES:  # a gate back that refused us: tried again at the next check
+                down |= {g for g in back if g not in held}
+            # reachability stays as the dial-backs left it: "unknown" is never turned into a guess
         if lost or back:  # one republish, after any reservation: never a relayed advert without its circuit
             wake()
 
 
-async def _rejoin(node: Node, advertiser: _Advertiser, down: set[str]) -> bool:
-    """Try the gates in `down` again; those that answer leave it. True if any came back."""
+async def _rejoin(node: Node, down: set[str]) -> list[str]:
+    """Try the gates in `down` again; those that answer leave it, and are returned."""
     back: list[str] = []
     for gate in sorted(down):
         forget_failed_dials(node.host, peer_of(gate))
@@ -302,29 +319,13 @@ async def _rejoin(node: Node, advertiser: _Advertiser, down: set[str]) -> bool:
             continue  # still down: tried again on the next check
         log.warning("gate %s is back", gate)
         back.append(gate)
-    for gate in back:
-        down.discard(gate)
-        if advertiser.reachability != Reachability.DIRECT:
-            try:
-                circuit = await node.host.reserve_relay(gate)
-            except NodeError as exc:
-                log.warning("relay reservation on %s failed again: %s", gate, exc.detail)
-                down.add(gate)
-                continue
-            if circuit not in advertiser.circuit_addrs:
-                advertiser.circuit_addrs = (*advertiser.circuit_addrs, circuit)[-MAX_ADVERT_CIRCUITS:]
-            # reachability stays as the dial-backs left it: "unknown" is never turned into a guess
+    down.difference_update(back)
     if back and node.kad is not None:
         try:
             await node.kad.bootstrap([peer_of(g) for g in back])
         except Exception:  # a task boundary: the next publish still reaches the gates we know
             log.warning("DHT bootstrap after a gate came back failed", exc_info=True)
-    return bool(back)
-
-
-def _gate_of(circuit: str) -> str:
-    """The gate address a circuit address goes through."""
-    return circuit.split("/p2p-circuit", 1)[0]
+    return back
 
 
 __all__ = ["Advertised", "serve_worker"]

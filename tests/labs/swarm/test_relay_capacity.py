@@ -1,9 +1,13 @@
 """A gate's relay capacity on real hosts on loopback (issue 50, scope 8): a gate holds `--max-reservations`
 slots, and a worker refused one is told why, from the gate's own answer (py-libp2p's client reads every
-refusal as `False`): the relay is full, or the gate relays only for its `--relay-allow` list."""
+refusal as `False`): the relay is full, or the gate relays only for its `--relay-allow` list. A NAT'd
+worker holds slots at `RELAY_GATES` of its gates (`reserve_spread`), so workers listing the same gates
+share them, where a slot at every gate left the last without."""
 
 from __future__ import annotations
 
+import random
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
@@ -12,8 +16,8 @@ import trio
 from gate import open_gate
 from node.config import NodeConfig
 from node.errors import PeerUnreachable
-from node.p2p.node import open_node
-from node.p2p.relay import GATE_RESERVATIONS, refusal
+from node.p2p.node import Node, open_node
+from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES, Reserved, circuit_gate, refusal, reserve_spread
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 
@@ -51,6 +55,37 @@ async def test_a_worker_off_the_gates_relay_list_is_told_so(tmp_path: Path) -> N
                     await worker.host.reserve_relay(addr)
                 why = refused.value.why
                 assert "only for the peers on its `--relay-allow` list (PERMISSION_DENIED)" in why
+
+
+async def _three_workers_reserve(root: Path, want: int) -> list[Reserved]:
+    """Three gates of two slots, three workers listing all three reserve in turn, each at `want` gates."""
+    async with AsyncExitStack() as stack:
+        gates: list[Node] = []
+        for i in range(3):
+            gate = open_gate(config(root, f"g{i}", max_reservations=2))
+            gates.append(await stack.enter_async_context(gate))
+        addrs = tuple(g.host.addrs()[0] for g in gates)
+        got: list[Reserved] = []
+        for i in range(3):
+            node = open_node(config(root, f"w{i}", gates=addrs), role="worker")
+            worker = await stack.enter_async_context(node)
+            got.append(await reserve_spread(addrs, (), worker.host.reserve_relay, random.Random(), want))
+        return got
+
+
+async def test_natd_workers_listing_the_same_gates_all_get_a_slot(tmp_path: Path) -> None:
+    with trio.fail_after(90):
+        every = await _three_workers_reserve(tmp_path / "every", want=3)
+        spread = await _three_workers_reserve(tmp_path / "spread", want=RELAY_GATES)
+    print(f"\nslots held, a slot at every gate: {[len(r.circuits) for r in every]}; "
+          f"at {RELAY_GATES}: {[len(r.circuits) for r in spread]}")  # fmt: skip
+    assert [len(r.circuits) for r in every] == [3, 3, 0]  # the rule before: the third is unreachable
+    assert all("the gate's relay is full" in why for _, why in every[2].refused)
+    assert [len(r.circuits) for r in spread[:2]] == [RELAY_GATES, RELAY_GATES]
+    assert 1 <= len(spread[2].circuits) <= RELAY_GATES  # 2 of 6 slots left: at one gate or two
+    for r in spread:
+        assert len({circuit_gate(c) for c in r.circuits}) == len(r.circuits)
+        assert all("(RESOURCE_LIMIT_EXCEEDED)" in why for _, why in r.refused)
 
 
 def test_a_refusal_read_from_nothing_or_junk_says_so() -> None:

@@ -20,6 +20,7 @@ from swarm_sybil import Attack, Look, build_tree, gates_needed, relay_capacity, 
 
 from node.p2p.host import GATE_CONNECTIONS
 from node.p2p.places import PLACES_PER_NETWORK
+from node.p2p.relay import RELAY_GATES
 from node.p2p.shards import SHARD_CAP, Shard
 from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, SILENT_FIRST_S, DiscoveryConfig
 
@@ -112,6 +113,21 @@ def test_every_gate_listed_by_every_device_adds_no_relay_slot() -> None:
     assert three.reserved == ten.reserved  # each gate meets the same first devices
     assert three.refused_every_gate > 0
     assert gates_needed(n, 0, 1) == -1
+
+
+def test_a_slot_at_relay_gates_of_every_gate_listed_holds_gates_over_relay_gates_times_the_devices() -> None:
+    """Where the gates' slots bind before their connections (64 slots, 1,000 devices listing 10 gates), the
+    rule before issue 50 (a slot at every gate: 0) gives every gate's slots to the same first 64 NAT'd
+    devices; the node's rule (`RELAY_GATES` of them, in a random order) about 10 / 2 times as many."""
+    ten_gates = [relay_capacity(1000, 10, 10, np.random.default_rng(1), slots_a_gate=64, relay_gates=rule)
+                 for rule in (0, RELAY_GATES)]  # fmt: skip
+    every, spread = ten_gates
+    assert every.reserved == 64
+    assert spread.reserved >= 10 * 64 // RELAY_GATES - 2 * RELAY_GATES  # each NAT'd one takes RELAY_GATES
+    assert spread.fullest_gate_reservations == 64
+    roomy = [relay_capacity(1000, 10, 10, np.random.default_rng(1), relay_gates=r) for r in (0, RELAY_GATES)]
+    assert roomy[0].reserved == roomy[1].reserved == roomy[1].nat  # slots to spare: the same devices held
+    assert roomy[1].fullest_gate_reservations < roomy[0].fullest_gate_reservations / 3  # 2 of 10 each
 
 
 def test_one_gate_a_device_spreads_the_slots_and_the_gates_needed_hold_every_nat_device() -> None:
