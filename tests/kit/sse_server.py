@@ -2,18 +2,24 @@
 
 A script maps each request (its JSON body and how many times this prompt was asked before) to a
 `Reply`: a status, headers and pieces of body, each written and flushed after its own delay, in
-HTTP/1.1 chunked encoding. Faults are replies too: an error status with `Retry-After`, a body that
-is not SSE, bytes split mid-line or mid-character, a stream that never ends. The server runs in
-threads (one per connection), so synchronous and trio callers can both use it; every request is
-recorded (path, headers, body) for the test to inspect: a submitter's own probe of the server (a
-fleet's floor, `drivers.endpoint.floorprobe`, its body's `user` set to `PROBE_USER`) in `probes`, the
-load's requests in `seen`.
+HTTP/1.1 chunked encoding; a reply's `cue`, when given, orders its writes against the test's client
+(called before each piece and once the body has ended, it may wait or signal). Faults are replies
+too: an error status with `Retry-After`, a body that is not SSE, bytes split mid-line or
+mid-character, a stream that never ends. The server runs in threads (one per connection), so
+synchronous and trio callers can both use it; every request is recorded (path, headers, body) for
+the test to inspect: a submitter's own probe of the server (a fleet's floor,
+`drivers.endpoint.floorprobe`, its body's `user` set to `PROBE_USER`) in `probes`, the load's
+requests in `seen`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import socket
 import ssl
+import struct
+import termios
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,12 +34,19 @@ SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cach
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: status, headers, then (delay_s, bytes) pieces; `hang` keeps it open."""
+    """One scripted answer: status, headers, then (delay_s, bytes) pieces; `hang` keeps it open.
+
+    `cue(i)` is called (by `serve_sse`, in the answering thread) after piece i's delay and before it
+    is written, and `cue(len(pieces))` once the client's kernel has acknowledged the body's last byte
+    (`_acknowledged`): a test orders the server's writes against its client by it (waiting on an
+    event there, or setting one), where a delay only hopes.
+    """
 
     status: int = 200
     headers: tuple[tuple[str, str], ...] = SSE_HEADERS
     pieces: tuple[tuple[float, bytes], ...] = ()
     hang: bool = False
+    cue: Callable[[int], None] | None = None
 
 
 Script = Callable[[dict[str, object], int], Reply]
@@ -115,6 +128,24 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 1024
 
 
+def _acknowledged(sock: socket.socket, stop: threading.Event) -> None:
+    """Wait until the peer's kernel has acknowledged every byte written to `sock` (Linux's `TIOCOUTQ`
+    on a TCP socket: the bytes not yet sent or not yet acknowledged). Acknowledged, they are in the
+    peer's socket, their arrival stamped, however loaded the machine: a write returns once the bytes
+    are queued, and the kernel may send them later (a paced congestion control, BBR's). Where the
+    count cannot be read, written is all that can be said. Polled: no event says it."""
+    while _OUTQ is not None:
+        try:
+            left = struct.unpack("i", fcntl.ioctl(sock.fileno(), _OUTQ, b"\0" * 4))[0]
+        except OSError:
+            return
+        if left <= 0 or stop.wait(0.001):
+            return
+
+
+_OUTQ: int | None = getattr(termios, "TIOCOUTQ", None)
+
+
 @contextmanager
 def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[SseServer]:
     """Serve `script` on 127.0.0.1 on a free port until the block ends (hanging replies are released);
@@ -155,9 +186,11 @@ def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[Sse
             self.end_headers()
             self.wfile.flush()
             try:
-                for delay, data in reply.pieces:
+                for i, (delay, data) in enumerate(reply.pieces):
                     if delay and state.stop.wait(delay):
                         return
+                    if reply.cue is not None:
+                        reply.cue(i)
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
                 if reply.hang:
@@ -165,6 +198,9 @@ def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[Sse
                     return
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
+                if reply.cue is not None:
+                    _acknowledged(self.connection, state.stop)
+                    reply.cue(len(reply.pieces))
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
 

@@ -1,8 +1,12 @@
 """The request loop's mechanism, not its speed: where a read is stamped, one sender, one generator.
 
-- A read is stamped when its bytes arrived, not when the client got round to it: a server sends a
-  large burst the client takes long to parse, then one small chunk soon after; the small chunk's
-  recorded time is the server's gap after the burst, not the client's parse time.
+- A read is stamped when its bytes arrived, not when the client got round to it: the client's parse
+  of a burst is held (the test wraps `drivers.endpoint.attempt.take`) until the server has written a
+  small chunk after it, on the same request and on another one in flight; the small chunk's recorded
+  time precedes the end of that parse. An order of causes, not a timing: the server writes the chunk
+  only once the parse has begun, and the parse ends only once the client's kernel has acknowledged
+  the chunk's body to the end (`kit.sse_server`'s `Reply.cue`), so no load moves it, and a client
+  that stamped a read when it read or parsed it (after the parse) would record it after.
 - One module (`drivers.endpoint.sender`) holds the request loop; one (`protocol.arrivals`) the arrival
   generator; an open loop sends exactly the seeded schedule, and what its deadline prevents is
   counted as unsent, never dropped silently.
@@ -13,26 +17,25 @@
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import trio
-from kit.sse_server import scheduled, serve_sse
+from kit.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serve_sse, usage_event
 
+import drivers.endpoint.attempt
+from drivers.endpoint.attempt import Attempt
 from drivers.endpoint.load import EndpointOptions, drive_endpoint, run_endpoint
-from protocol import Endpoint, GenerateSpec, Prompt, RequestRecord
+from drivers.endpoint.sse import SseEvent
+from protocol import Endpoint, GenerateSpec, Prompt
 from protocol.arrivals import arrivals
 
 ROOT = Path(__file__).resolve().parents[3]
-GAP_S = 0.05  # the server's pause before the small chunk (and between the burst and its last)
-BURST = 64_000  # content deltas in the burst (~4.3 MB): long to parse (~250 ms here)
-TRIES = 5  # runs that say nothing either way (one read held both) before the test gives up
+BURST = 256  # the burst's deltas ("x" each, ~18 kB: one write, within the socket buffers, never held)
+WAIT_S = 60.0  # the most either side waits for the other's cue: a hang fails, it never passes
 
 
 def _spec(count: int = 1, **fields: object) -> GenerateSpec:
@@ -45,104 +48,113 @@ def _spec(count: int = 1, **fields: object) -> GenerateSpec:
     return GenerateSpec.model_validate(values | fields)
 
 
-@pytest.mark.exclusive  # arrival against parse time: the other worker's tests starve both
-def test_a_chunk_is_stamped_when_it_arrived_not_after_the_client_parsed_the_one_before() -> None:
-    """Stamped after parsing, the small chunk would trail the burst by the parse time; stamped on
-    arrival, by the server's pause (plus the burst's own transfer). The server runs in its own process
-    (in this one, the client's parsing held its pause up to 160 ms). A run in which one read held the
-    burst's end and the chunk (they came while the client parsed what it read before) says nothing
-    either way, both stamped alike, so the test tries up to `TRIES` (a loaded machine made three in a
-    row)."""
-    for _ in range(TRIES):
-        with _served(_LATE_SERVER) as url:
-            run = run_endpoint(_spec(), url, deadline_s=60.0, options=EndpointOptions(rtt_samples=1))
-        [record] = run.records
-        assert record.error is None, record.error_detail
-        times = record.token_times_ms
-        assert record.output_text.endswith("late")
-        assert run.client_overhead_ms is not None
-        parse_ms = run.client_overhead_ms  # one request: the parse time of all its reads
-        gap_ms = times[-1] - times[-2]
-        assert parse_ms > 4 * GAP_S * 1e3, f"the burst parsed in {parse_ms:.1f} ms: not long enough to tell"
-        if gap_ms >= GAP_S * 1e3 / 3:  # two reads, not one holding both
-            assert gap_ms < parse_ms / 2, (gap_ms, parse_ms)
-            return
-    raise AssertionError(
-        f"one read held the burst's end and the chunk {TRIES} times (parse {parse_ms:.1f} ms)"
+class _HeldParse:
+    """The client's parse of the burst, held until the server says the client has what follows.
+
+    It wraps `drivers.endpoint.attempt.take` (the fold of one read's events into its attempt, stamps
+    included): the first call that folds the burst's deltas ("x") sets `parsing` once it returned, then
+    holds the event loop (the one thread, as a long parse does) until the server sets `written`, and
+    notes when that parse ended (`parsed_ns`, perf clock). It keeps each attempt's `sent_ns` by its
+    first delta's text, to put the record's times (ms after the request was sent) on the same clock.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.parsing = threading.Event()
+        self.written = threading.Event()
+        self.held = False  # the server's `written` came within `WAIT_S`
+        self.parsed_ns = 0
+        self.sent_ns: dict[str, int] = {}
+        self._take = drivers.endpoint.attempt.take
+        monkeypatch.setattr(drivers.endpoint.attempt, "take", self.take)
+
+    def take(self, events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
+        self._take(events, attempt, arrived_ns)
+        if attempt.text:
+            self.sent_ns[attempt.text[0]] = attempt.sent_ns
+        if attempt.text[:1] == ["x"] and not self.parsing.is_set():
+            self.parsing.set()
+            self.held = self.written.wait(WAIT_S)
+            self.parsed_ns = time.perf_counter_ns()
+
+    def stamped_ns(self, first: str, since_sent_ms: float) -> int:
+        """A record's time (ms after its request was sent) on the perf clock, by its first delta."""
+        return self.sent_ns[first] + round(since_sent_ms * 1e6)
+
+
+def _burst() -> bytes:
+    return b"".join(chunk_event("x") for _ in range(BURST))
+
+
+def test_a_chunk_is_stamped_when_it_arrived_not_after_the_client_parsed_the_one_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One request: a burst, then a small chunk ("late") that the server writes only once the client
+    is parsing the burst; that parse ends only once the client's kernel has acknowledged the body's
+    last byte. The client reads the chunk after the parse, from the same socket: stamped on arrival,
+    its time precedes the parse's end; stamped when read or parsed, it would follow it."""
+    hold = _HeldParse(monkeypatch)
+
+    def cue(piece: int) -> None:
+        if piece == 1:  # the late chunk: not before the client parses the burst
+            hold.parsing.wait(WAIT_S)
+        elif piece == 2:  # the body ended and was acknowledged: every byte is in the client's socket
+            hold.written.set()
+
+    tail = chunk_event("late") + usage_event(1, BURST + 1) + DONE_EVENT
+    late = Reply(pieces=((0.0, _burst()), (0.0, tail)), cue=cue)
+    with serve_sse(lambda body, attempt: late) as server:
+        run = run_endpoint(_spec(), server.url, deadline_s=120.0, options=EndpointOptions(rtt_samples=1))
+    [record] = run.records
+    assert record.error is None, record.error_detail
+    assert record.output_text == "x" * BURST + "late"
+    assert hold.held, "the server did not write the late chunk while the client parsed the burst"
+    late_ns = hold.stamped_ns("x", record.token_times_ms[-1])
+    assert late_ns < hold.parsed_ns, (
+        f"the late chunk is stamped {(late_ns - hold.parsed_ns) / 1e6:.3f} ms after the parse it came "
+        "during ended: stamped when read, not when it arrived"
     )
 
 
-_LATE_SERVER = """
-import sys
-from kit.sse_server import DONE_EVENT, Reply, chunk_event, serve_sse, usage_event
-gap, count = float(sys.argv[1]), int(sys.argv[2])
-burst = b"".join(chunk_event("x") for _ in range(count))
-late = Reply(pieces=((0.0, burst), (gap, chunk_event("late")), (0.0, usage_event(1, count + 1) + DONE_EVENT)))
-with serve_sse(lambda body, attempt: late) as server:
-    print(server.url, flush=True)
-    sys.stdin.read()
-"""
+def test_a_chunk_that_came_while_another_request_was_parsed_is_stamped_when_it_came(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two requests at once: the burst's is answered only once the small one's request reached the
+    server, and the small answer's chunks only once the client is parsing the burst; that parse ends
+    only once the client's kernel has acknowledged the small body to its end. The event loop is held
+    meanwhile, so the small request reads its first chunk after the parse: stamped when it came, its
+    time precedes the parse's end."""
+    hold = _HeldParse(monkeypatch)
+    asked = threading.Event()  # the small request reached the server
 
-_SERVER = """
-import sys, threading
-from kit.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serve_sse, usage_event
-burst = b"".join(chunk_event("x") for _ in range(int(sys.argv[2])))
-big = Reply(pieces=((0.0, burst + usage_event(1, int(sys.argv[2])) + DONE_EVENT),))
-small = scheduled(["a", "b"], first_s=float(sys.argv[1]), every_s=0.001, usage=(1, 2))
-with serve_sse(lambda body, attempt: big if "prompt 0" in str(body) else small) as server:
-    print(server.url, flush=True)
-    sys.stdin.read()
-"""
+    def big_cue(piece: int) -> None:
+        if piece == 0:
+            asked.wait(WAIT_S)
 
+    def small_cue(piece: int) -> None:
+        if piece == 0:
+            asked.set()
+            hold.parsing.wait(WAIT_S)
+        elif piece == 3:  # the body ended and was acknowledged
+            hold.written.set()
 
-@contextmanager
-def _served(script: str) -> Iterator[str]:
-    """A server script (`GAP_S`, `BURST`) in its own process, its URL while the block runs."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", script, str(GAP_S), str(BURST)],
-        cwd=Path(__file__).resolve().parents[2],  # tests/, where the script finds `kit`
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        yield child.stdout.readline().strip()
-    finally:
-        child.communicate("", timeout=30)
-
-
-def _burst_then_chunk() -> tuple[RequestRecord, RequestRecord, float]:
-    """One run of two requests at once against a server in its own process (in this one, the client's
-    parsing would delay its writes): the burst's record, the small one's, and the burst's parse ms."""
-    with _served(_SERVER) as url:
+    big = Reply(pieces=((0.0, _burst() + usage_event(1, BURST) + DONE_EVENT),), cue=big_cue)
+    small = scheduled(["a", "b"], usage=(1, 2))
+    small = Reply(pieces=small.pieces, cue=small_cue)
+    assert len(small.pieces) == 3
+    with serve_sse(lambda body, attempt: big if "prompt 0" in str(body) else small) as server:
         run = run_endpoint(
-            _spec(2, concurrency=2), url, deadline_s=60.0, options=EndpointOptions(rtt_samples=1)
+            _spec(2, concurrency=2), server.url, deadline_s=120.0, options=EndpointOptions(rtt_samples=1)
         )
     by_id = {r.prompt_id: r for r in run.records}
-    assert [by_id["p0"].error, by_id["p1"].error] == [None, None]
-    assert run.client_overhead_ms is not None
-    return by_id["p0"], by_id["p1"], 2 * run.client_overhead_ms  # the median of two: the burst's and a
-    # negligible one
-
-
-@pytest.mark.exclusive  # arrival against parse time: the other worker's tests starve both
-def test_a_chunk_that_came_while_another_request_was_parsed_is_stamped_when_it_came() -> None:
-    """The small request's first chunk comes `GAP_S` after it was sent; the burst's body ended before
-    that (its transfer took a few ms, under a loaded suite up to 29) and the one event loop then parsed
-    it for hundreds of ms, past that chunk's arrival: stamped when read, its time after the burst's
-    end would carry the parse time. A run in which the burst's body was still arriving when the chunk
-    came says nothing either way (the loop was free to stamp it), so the test tries up to `TRIES`."""
-    for _ in range(TRIES):
-        burst, small, burst_parse_ms = _burst_then_chunk()
-        assert burst_parse_ms > 4 * GAP_S * 1e3, burst_parse_ms  # the parse dwarfs the server's gap
-        assert small.ttft_ms is not None
-        burst_end = burst.started_s * 1e3 + burst.e2e_ms
-        chunk = small.started_s * 1e3 + small.ttft_ms
-        if chunk > burst_end:  # the chunk came while the burst was parsed
-            assert chunk - burst_end < burst_parse_ms / 2, (chunk - burst_end, burst_parse_ms)
-            return
-    raise AssertionError(f"the burst's body ended after the chunk {TRIES} times (last: {burst_end:.1f} ms)")
+    assert [by_id["p0"].error, by_id["p1"].error] == [None, None], [r.error_detail for r in run.records]
+    assert by_id["p1"].output_text == "ab"
+    assert hold.held, "the server did not write the small answer while the client parsed the burst"
+    assert by_id["p1"].ttft_ms is not None
+    chunk_ns = hold.stamped_ns("a", by_id["p1"].ttft_ms)
+    assert chunk_ns < hold.parsed_ns, (
+        f"the small chunk is stamped {(chunk_ns - hold.parsed_ns) / 1e6:.3f} ms after the other "
+        "request's parse it came during ended: stamped when read, not when it came"
+    )
 
 
 async def test_an_open_loop_sends_the_seeded_schedule_and_counts_what_its_deadline_prevented() -> None:
