@@ -84,14 +84,25 @@ def backoff(round_: int) -> float:
     return BACKOFF_S[min(round_, len(BACKOFF_S)) - 1]
 
 
+def _peer(addr: str) -> str:
+    """The gate an address names (its `/p2p/` id): two addresses of one gate are one link."""
+    return addr.rsplit("/p2p/", 1)[-1]
+
+
+def _full(held: Sequence[str], want: int, addr: str) -> bool:
+    """Whether `want` gates are held and `addr` is not one more address of one of them."""
+    peers = {_peer(a) for a in held}
+    return len(peers) >= want and _peer(addr) not in peers
+
+
 async def _round(host: Dialer, gates: Sequence[str], want: int) -> tuple[list[str], list[str]]:
     """One round over the gates, in their order, until `want` answered: those that did, and for each
     gate tried that did not, `ADDR: cause`."""
     connected: list[str] = []
     causes: list[str] = []
     for addr in gates:
-        if len(connected) >= want:
-            break
+        if _full(connected, want, addr):
+            continue
         try:
             await host.connect(addr, timeout=CONNECT_S)
             connected.append(addr)
@@ -173,9 +184,13 @@ class Links:
             self._due = -float("inf")  # replaced at once
         return lost
 
+    def short(self) -> bool:
+        """Whether fewer than `want` gates are held (two addresses of one gate: one)."""
+        return len({_peer(g) for g in self.held}) < self.want
+
     def due(self, now: float) -> bool:
         """Whether to try the spares now: short of `want`, with a spare, past the backoff."""
-        return len(self.held) < self.want and bool(self.spares) and now >= self._due
+        return self.short() and bool(self.spares) and now >= self._due
 
     async def fill(
         self, connect: Callable[[str], Awaitable[object]], now: float
@@ -185,8 +200,8 @@ class Links:
         joined: list[str] = []
         causes: list[str] = []
         for gate in list(self.spares):
-            if len(self.held) >= self.want:
-                break
+            if _full(self.held, self.want, gate):
+                continue
             self.spares.remove(gate)
             try:
                 await connect(gate)
@@ -196,7 +211,7 @@ class Links:
                 continue
             self.held.append(gate)
             joined.append(gate)
-        self._short = self._short + 1 if len(self.held) < self.want else 0
+        self._short = self._short + 1 if self.short() else 0
         self._due = now + backoff(self._short) if self._short else -float("inf")
         return joined, causes
 

@@ -122,3 +122,19 @@ async def test_while_short_the_spares_are_tried_again_after_a_backoff_and_a_loss
     assert len(joined) == GATE_LINKS
     assert gates[0] not in joined
     assert links.spares == [gates[0]]
+
+
+async def test_two_addresses_of_one_gate_are_one_link() -> None:
+    both = (*GATES[:4], *(g.replace("/ip4/10.0.0.", "/ip4/10.1.0.") for g in GATES[:4]))  # 4 gates, 2 each
+    for seed in range(20):
+        dialler = Dialler()
+        held = await connect_gates(dialler, both, patient=True, rng=random.Random(seed))
+        peers = {h.rsplit("/", 1)[-1] for h in held}
+        assert len(peers) == GATE_LINKS
+        assert {t.rsplit("/", 1)[-1] for t in dialler.tried} == peers  # the fourth gate never dialled
+        links = Links(both, held, random.Random(seed))
+        assert not links.short()
+        links.lose([h for h in held if h.endswith(f"/{next(iter(peers))}")])
+        assert links.short()
+        await links.fill(Dialler().connect_one, 0.0)
+        assert len({h.rsplit("/", 1)[-1] for h in links.held}) == GATE_LINKS
