@@ -171,7 +171,8 @@ class Links:
         self.held = list(dict.fromkeys(held))
         self.spares = [g for g in dict.fromkeys(gates) if g not in self.held]
         rng.shuffle(self.spares)
-        self._short = 0  # fills in a row that left us short
+        self.failed_fills = 1 if self.short() else 0
+        """Fills in a row that left us short: the round that joined us counts as the first."""
         self._due = -float("inf")  # trio time of the next fill while short
 
     def lose(self, gates: Iterable[str]) -> list[str]:
@@ -181,7 +182,7 @@ class Links:
         self.held = [g for g in self.held if g not in gone]
         self.spares += lost
         if lost:
-            self._due = -float("inf")  # replaced at once
+            self.failed_fills, self._due = 0, -float("inf")  # replaced at once, a failure said again
         return lost
 
     def short(self) -> bool:
@@ -211,8 +212,8 @@ class Links:
                 continue
             self.held.append(gate)
             joined.append(gate)
-        self._short = self._short + 1 if self.short() else 0
-        self._due = now + backoff(self._short) if self._short else -float("inf")
+        self.failed_fills = self.failed_fills + 1 if self.short() else 0
+        self._due = now + backoff(self.failed_fills) if self.failed_fills else -float("inf")
         return joined, causes
 
 

@@ -326,8 +326,9 @@ async def _rejoin(node: Node, links: Links) -> list[str]:
             ", ".join(joined),
             f"; not joined: {'; '.join(causes)}" if causes else "",
         )
-    elif causes:  # still short: the spares are tried again after a backoff, quietly
-        log.info("no spare gate answered: %s", "; ".join(causes))
+    elif causes:  # short since a gate was lost: said once, then the spares tried again quietly
+        level = logging.WARNING if links.failed_fills == 1 else logging.INFO
+        log.log(level, "no spare gate answered: %s; tried again while this worker runs", "; ".join(causes))
     if joined and node.kad is not None:
         try:
             await node.kad.bootstrap([peer_of(g) for g in joined])

@@ -107,16 +107,19 @@ async def test_while_short_the_spares_are_tried_again_after_a_backoff_and_a_loss
     gates = GATES[:4]
     links = Links(gates, gates[:1], random.Random(1))
     dialler = Dialler(full=frozenset(gates[1:]))  # every spare full: the worker holds one gate
+    assert links.failed_fills == 1  # the round that joined it tried them
     now = 0.0
-    for pause in (*BACKOFF_S, BACKOFF_S[-1]):
+    for fills, pause in enumerate((*BACKOFF_S[1:], BACKOFF_S[-1]), start=2):
         assert links.due(now)
         joined, causes = await links.fill(dialler.connect_one, now)
         assert joined == []
         assert len(causes) == 3
+        assert links.failed_fills == fills
         assert not links.due(now + pause - 0.01)  # a full gate is not dialled every check
         now += pause
     dialler.full.clear()
     links.lose([gates[0]])
+    assert links.failed_fills == 0  # a failure after a loss is said again (`node.worker.advertising`)
     assert links.due(now - 1.0)  # a gate lost: its replacement is tried at once
     joined, _ = await links.fill(dialler.connect_one, now)
     assert len(joined) == GATE_LINKS
