@@ -56,6 +56,7 @@ from swarm_sybil import CIRCUITS, WAIT_S, Attack, Look, build_tree, gates_needed
 from swarm_upkeep import GATES, NAT_SHARE, served, sharded_gates_upkeep, sharded_upkeep, today_upkeep
 
 from node.config import NodeConfig
+from node.p2p.gates import GATE_LINKS
 from node.p2p.kadpatch import ROUTING_REFRESH_S
 from node.p2p.places import PLACES_PER_NETWORK
 from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES
@@ -221,17 +222,24 @@ def _root() -> Shard:
 def relay_runs(n: int, seed: int) -> dict[str, dict[str, float]]:
     """NAT'd devices with a relay slot at `n` devices: every device listing every gate, or 1 or 2 of G
     drawn at random; gates of `GATE_RESERVATIONS` slots or of 64 (the issue's figure, where the slots bind
-    before the connections); each row under the node's rule (a slot at `RELAY_GATES` of a device's gates)
-    and the rule before issue 50 (a slot at every gate), on the same draws; the gates needed for every
-    NAT'd device to hold one (the node's rule)."""
+    before the connections); each row under the node's rules (connections to `GATE_LINKS` of a device's
+    gates, a slot at `RELAY_GATES` of those), connections to every gate (the rule before), and a slot at
+    every gate too (before issue 50), on the same draws; the gates needed for every NAT'd device to hold
+    one (the node's rules)."""
     out: dict[str, dict[str, float]] = {}
     needed = {each: gates_needed(n, each, seed) for each in (0, 1, 2)}
     slots = GATE_RESERVATIONS
-    rows = [(3, 0, slots), (10, 0, slots), (10, 0, 64), (needed[1], 1, slots), (needed[2], 2, slots)]
+    rows = [(3, 0, slots), (11, 0, slots), (10, 0, 64), (needed[0], 0, slots), (needed[1], 1, slots),
+            (needed[2], 2, slots)]  # fmt: skip
+    rules = (
+        (f"{GATE_LINKS} links, {RELAY_GATES} slots", GATE_LINKS, RELAY_GATES),
+        (f"every gate linked, {RELAY_GATES} slots (before)", 0, RELAY_GATES),
+        ("every gate linked and slotted (before issue 50)", 0, 0),
+    )
     for gates, each, held in rows:
-        for rule, relay_gates in ((f"{RELAY_GATES} a device", RELAY_GATES), ("every gate (before)", 0)):
+        for rule, links, relay_gates in rules:
             r = relay_capacity(n, gates, each or gates, np.random.default_rng(seed), slots_a_gate=held,
-                               relay_gates=relay_gates)  # fmt: skip
+                               relay_gates=relay_gates, gate_links=links)  # fmt: skip
             out[f"{gates} gates of {held} slots, {each or 'all'} each, {rule}"] = {
                 "nat": r.nat, "reserved": r.reserved, "refused_every_gate": r.refused_every_gate,
                 "fullest_gate_connections": r.fullest_gate_connections,

@@ -44,6 +44,7 @@ from swarm_net import CONNECT_RTTS, OPEN_RTTS, Sizes, Swarm, kad_id, rtt, walk
 from swarm_upkeep import NAT_SHARE
 
 from node.p2p.dht import capability_dht_key
+from node.p2p.gates import GATE_LINKS
 from node.p2p.host import GATE_CONNECTIONS
 from node.p2p.kad import QUERY_TIMEOUT_S, K
 from node.p2p.node import PROFILE_PROBE_S, PROFILE_PROBES_AT_ONCE
@@ -333,31 +334,40 @@ class Relay:
 def relay_capacity(
     n: int, gates: int, per_device: int, rng: np.random.Generator, conns_per_worker: int = 2,
     peaks: tuple[int, ...] = (1, 16, 32), slots_a_gate: int = GATE_RESERVATIONS,
-    relay_gates: int = RELAY_GATES,
+    relay_gates: int = RELAY_GATES, gate_links: int = GATE_LINKS,
 ) -> Relay:  # fmt: skip
-    """Devices join in order; each connects to `per_device` gates drawn at random (all: every gate) and
-    holds `conns_per_worker` of a gate's `GATE_CONNECTIONS` (`node.p2p.host`: "one or two"); a NAT'd
-    one (`NAT_SHARE`) tries the gates it is connected to in a random order and holds a slot at
+    """Devices join in order; each lists `per_device` gates drawn at random (all: every gate) and
+    connects to `gate_links` of them tried in a random order, the next when one is full
+    (`node.p2p.gates.connect_gates`, `GATE_LINKS`; 0: to every one, the rule before), holding
+    `conns_per_worker` of a gate's `GATE_CONNECTIONS` (`node.p2p.host`: "one or two"); a NAT'd one
+    (`NAT_SHARE`) tries the gates it is connected to in a random order and holds a slot at
     `relay_gates` of them (`node.p2p.relay.reserve_spread`, `RELAY_GATES`; 0: at every one, the rule
     before issue 50), the next when one is full; `slots_a_gate` (`GATE_RESERVATIONS`) a gate, a
-    reservation carrying `CIRCUITS` circuits at once."""
+    reservation carrying `CIRCUITS` circuits at once. The devices NAT'd and their draws are the same
+    whatever the rules (each rule's order from a stream of its own)."""
     conns = np.zeros(gates, dtype=int)
     slots = np.zeros(gates, dtype=int)
     held: list[int] = []
     refused = 0
-    orders = np.random.default_rng(rng.integers(1 << 62))  # the gates' order apart: the same devices NAT'd
+    seed = int(rng.integers(1 << 62))
+    orders = np.random.default_rng(seed)  # the gates' order apart: the same devices NAT'd
+    links = np.random.default_rng(seed + 1)
     for _ in range(n):
         mine = range(gates) if per_device >= gates else rng.choice(gates, per_device, replace=False)
         natd = rng.random() < NAT_SHARE
-        connected = [g for g in mine if conns[g] + conns_per_worker <= GATE_CONNECTIONS]
-        for g in connected:  # a full gate closes the connection before its handshake
-            conns[g] += conns_per_worker
+        tried = links.permutation(list(mine))
+        want = gate_links or len(tried)
+        connected: list[int] = []
+        for g in tried:  # a full gate closes the connection before its handshake: the next is tried
+            if len(connected) < want and conns[g] + conns_per_worker <= GATE_CONNECTIONS:
+                conns[g] += conns_per_worker
+                connected.append(int(g))
         refused += not connected
         if not natd:
             continue
-        got, want = 0, relay_gates or len(connected)
+        got, wanted = 0, relay_gates or len(connected)
         for g in orders.permutation(connected) if connected else ():
-            if got == want:
+            if got == wanted:
                 break
             if slots[g] < slots_a_gate:
                 slots[g] += 1
@@ -368,15 +378,12 @@ def relay_capacity(
 
 
 def gates_needed(n: int, per_device: int, seed: int, share: float = 1.0) -> int:
-    """The fewest gates at which `share` of the NAT'd devices hold a reservation, each device listing
-    `per_device` gates (0: every gate; then each gate meets every device and no number of gates adds a
-    slot past the first gate's: -1 when that is short); each count tried with `seed`'s draws."""
-    if per_device == 0:
-        got = relay_capacity(n, 1, 1, np.random.default_rng(seed))
-        return 1 if got.reserved >= share * got.nat else -1
-    gates = max(per_device, -(-2 * n * per_device // GATE_CONNECTIONS))  # each worker's 2 connections
+    """The fewest gates at which `share` of the NAT'd devices hold a reservation under the node's rules,
+    each device listing `per_device` gates (0: every gate); each count tried with `seed`'s draws; -1
+    past 10 `n`."""
+    gates = max(per_device, 1, -(-2 * n // GATE_CONNECTIONS))  # each worker's 2 connections, a gate at least
     while gates < 10 * n:
-        got = relay_capacity(n, gates, per_device, np.random.default_rng(seed))
+        got = relay_capacity(n, gates, per_device or gates, np.random.default_rng(seed))
         if got.reserved >= share * got.nat:
             return gates
         gates += 1

@@ -113,11 +113,15 @@ gates', or, when no gate serves `/sark/reach`, another sark worker's: every work
 throwaway host) and it announces an address, "relayed" only when dial-backs were tried and failed, "unknown"
 otherwise, checked again after 1 s, 2 s, 4 s, ... (up to the republish timer) and whenever a sark peer asks
 us for a dial-back, while it stays so. `join` warns when no submitter can dial the worker
-(`addrs.undialable`). Gates (`node/p2p/gates.py` `connect_gates`, from `open_node`): a worker tries every
-gate in rounds until one answers, 1, 2, 4, 8, 15, then every 30 s apart, one WARNING line per round naming
+(`addrs.undialable`). Gates (`node/p2p/gates.py` `connect_gates`, from `open_node`): a worker tries its
+gates in rounds until one answers, 1, 2, 4, 8, 15, then every 30 s apart, one WARNING line per round naming
 each gate and the socket's cause (`gates.cause` digs it out of libp2p's wrapping), so a gate outage never
 ends it; a command (`submit`, `plan`, `peers`, `serve`) tries three rounds quietly, then fails with one
-line, `NoGateAnswered`. A round that joins some gates says in one line which it did not and why.
+line, `NoGateAnswered`. A round that joins some gates says in one line which it did not and why. A
+worker holds connections to `GATE_LINKS` (3) of its gates, tried in a random order, the next when one is
+full or silent; the rest are spares, and a gate lost later is replaced by the next that answers
+(`gates.Links`, from `node/worker/advertising.py`; the spares of a worker short of gates tried again 1 s
+to 30 s apart). A command connects to every gate it is given.
 Connection caps (`host.py`, P33): a gate holds `GATE_CONNECTIONS` (2,048; `gate --max-connections`),
 another node `NODE_CONNECTIONS` (512); py-libp2p's pruning mark and resource manager are set to the cap,
 so past it a new connection is closed before its handshake, which the dialler names

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Final, final
 
 import trio
 
-from node.errors import NodeError
 from node.p2p.dht import provider_bound
+from node.p2p.gates import Links
 from node.p2p.host import peer_of
 from node.p2p.kadpatch import become_server, forget_failed_dials
 from node.p2p.node import Node, check_reachability
@@ -280,52 +280,61 @@ async def _publish(
 
 
 async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], None]) -> None:
-    """Notice gates that went away, reconnect when they are back, hold `RELAY_GATES` slots, republish.
-    Never returns.
+    """Notice gates that went away, replace them, hold `RELAY_GATES` slots, republish. Never returns.
 
-    A gate that restarts forgets our relay reservation and its DHT copy of our advert: until we
-    reserve and publish again, nobody can reach a relayed worker through it. A lost gate's slot is
-    replaced at another gate (or at it when it is back), in a random order as at the start.
+    The worker holds connections to `GATE_LINKS` of its gates, the others spares (`node.p2p.gates.Links`):
+    a gate lost is replaced by the next spare that answers (itself once back, tried last). A gate that
+    restarts forgets our relay reservation and its DHT copy of our advert: until we reserve and publish
+    again, nobody can reach a relayed worker through it. A lost gate's slot is replaced at another gate
+    held, in a random order as at the start.
     """
-    gates = node.config.gates
-    down: set[str] = {g for g in gates if g not in node.gates}
+    links = Links(node.config.gates, node.gates, _DRAW)
+    again: set[str] = set()  # gates joined that refused us a slot: asked again at the next check
     while True:
         await trio.sleep(GATE_CHECK_S)  # a timer: libp2p has no "connection closed" event we can await
-        lost = {g for g in gates if g not in down and not node.host.is_connected(peer_of(g))}
+        lost = links.lose(g for g in links.held if not node.host.is_connected(peer_of(g)))
         if lost:
             log.warning("lost gates %s", ", ".join(sorted(lost)))
-            down |= lost
-            kept = (c for c in advertiser.circuit_addrs if circuit_gate(c) not in down)
+            kept = (c for c in advertiser.circuit_addrs if circuit_gate(c) not in lost)
             advertiser.circuit_addrs = tuple(kept)
-        back = await _rejoin(node, down) if down else []
-        if (lost or back) and advertiser.reachability != Reachability.DIRECT:
-            await _reserve(node, advertiser, [g for g in gates if g not in down], " again" if back else "")
+        joined = await _rejoin(node, links) if links.due(trio.current_time()) else []
+        node.gates = tuple(links.held)
+        retry = [g for g in again if g in links.held]
+        if (lost or joined or retry) and advertiser.reachability != Reachability.DIRECT:
+            await _reserve(node, advertiser, links.held, " again" if joined or retry else "")
             held = {circuit_gate(c) for c in advertiser.circuit_addrs}
-            if len(held) < RELAY_GATES:  # a gate back that refused us: tried again at the next check
-                down |= {g for g in back if g not in held}
+            # a gate joined that refused us: tried again at the next check (a restarted gate's relay)
+            again = {g for g in (*joined, *retry) if g not in held} if len(held) < RELAY_GATES else set()
             # reachability stays as the dial-backs left it: "unknown" is never turned into a guess
-        if lost or back:  # one republish, after any reservation: never a relayed advert without its circuit
+        if lost or joined:  # one republish, after any reservation: never a relayed advert without its circuit
             wake()
 
 
-async def _rejoin(node: Node, down: set[str]) -> list[str]:
-    """Try the gates in `down` again; those that answer leave it, and are returned."""
-    back: list[str] = []
-    for gate in sorted(down):
-        forget_failed_dials(node.host, peer_of(gate))
+async def _rejoin(node: Node, links: Links) -> list[str]:
+    """Connect spares until `GATE_LINKS` gates are held (`Links.fill`), one line for what changed;
+    bootstrap the DHT at those joined. Returns them."""
+
+    async def connect(gate: str) -> None:
+        forget_failed_dials(node.host, peer_of(gate))  # libp2p's negative cache of a gate that was down
+        await node.host.connect(gate, timeout=5.0)
+
+    joined, causes = await links.fill(connect, trio.current_time())
+    if joined:
+        log.warning(
+            "joined gate%s %s%s",
+            "s" if len(joined) > 1 else "",
+            ", ".join(joined),
+            f"; not joined: {'; '.join(causes)}" if causes else "",
+        )
+    elif causes:  # short since a gate was lost: said once, then the spares tried again quietly
+        level = logging.WARNING if links.failed_fills == 1 else logging.INFO
+        log.log(level, "no spare gate answered: %s; tried again while this worker runs", "; ".join(causes))
+    if joined and node.kad is not None:
         try:
-            await node.host.connect(gate, timeout=5.0)
-        except NodeError:
-            continue  # still down: tried again on the next check
-        log.warning("gate %s is back", gate)
-        back.append(gate)
-    down.difference_update(back)
-    if back and node.kad is not None:
-        try:
-            await node.kad.bootstrap([peer_of(g) for g in back])
+            await node.kad.bootstrap([peer_of(g) for g in joined])
         except Exception:  # a task boundary: the next publish still reaches the gates we know
-            log.warning("DHT bootstrap after a gate came back failed", exc_info=True)
-    return back
+            log.warning("DHT bootstrap after a gate joined failed", exc_info=True)
+    return joined
 
 
 __all__ = ["Advertised", "serve_worker"]

@@ -18,6 +18,7 @@ import swarm_net
 import swarm_sybil
 from swarm_sybil import Attack, Look, build_tree, gates_needed, relay_capacity, time_to
 
+from node.p2p.gates import GATE_LINKS
 from node.p2p.host import GATE_CONNECTIONS
 from node.p2p.places import PLACES_PER_NETWORK
 from node.p2p.relay import RELAY_GATES
@@ -106,26 +107,35 @@ def test_sybils_cost_a_look_its_grace_per_level_and_the_places_rule_takes_that_c
     assert on < off
 
 
-def test_every_gate_listed_by_every_device_adds_no_relay_slot() -> None:
+def test_every_gate_linked_by_every_device_adds_no_relay_slot_and_gate_links_of_them_do() -> None:
+    """A device connected to every gate it lists (the rule before: `gate_links=0`): each gate meets the
+    same first devices, and no number of gates takes one more. At `GATE_LINKS` of them, drawn at random,
+    ten gates take more devices than three, and enough gates take every one."""
     n = 3 * GATE_CONNECTIONS
-    three = relay_capacity(n, 3, 3, np.random.default_rng(1))
-    ten = relay_capacity(n, 10, 10, np.random.default_rng(1))
+    three, ten = (relay_capacity(n, g, g, np.random.default_rng(1), gate_links=0) for g in (3, 10))
     assert three.reserved == ten.reserved  # each gate meets the same first devices
     assert three.refused_every_gate > 0
-    assert gates_needed(n, 0, 1) == -1
+    three, ten = (relay_capacity(n, g, g, np.random.default_rng(1)) for g in (3, 10))
+    assert ten.reserved > 2 * three.reserved
+    assert ten.refused_every_gate < three.refused_every_gate
+    gates = gates_needed(n, 0, 1)
+    assert gates >= -(-2 * n * GATE_LINKS // GATE_CONNECTIONS) - 1  # GATE_LINKS a device, roughly
+    every = relay_capacity(n, gates, gates, np.random.default_rng(1))
+    assert every.reserved == every.nat
 
 
 def test_a_slot_at_relay_gates_of_every_gate_listed_holds_gates_over_relay_gates_times_the_devices() -> None:
     """Where the gates' slots bind before their connections (64 slots, 1,000 devices listing 10 gates), the
     rule before issue 50 (a slot at every gate: 0) gives every gate's slots to the same first 64 NAT'd
     devices; the node's rule (`RELAY_GATES` of them, in a random order) about 10 / 2 times as many."""
-    ten_gates = [relay_capacity(1000, 10, 10, np.random.default_rng(1), slots_a_gate=64, relay_gates=rule)
-                 for rule in (0, RELAY_GATES)]  # fmt: skip
+    ten_gates = [relay_capacity(1000, 10, 10, np.random.default_rng(1), slots_a_gate=64, relay_gates=rule,
+                                gate_links=0) for rule in (0, RELAY_GATES)]  # fmt: skip
     every, spread = ten_gates
     assert every.reserved == 64
     assert spread.reserved >= 10 * 64 // RELAY_GATES - 2 * RELAY_GATES  # each NAT'd one takes RELAY_GATES
     assert spread.fullest_gate_reservations == 64
-    roomy = [relay_capacity(1000, 10, 10, np.random.default_rng(1), relay_gates=r) for r in (0, RELAY_GATES)]
+    roomy = [relay_capacity(1000, 10, 10, np.random.default_rng(1), relay_gates=r, gate_links=0)
+             for r in (0, RELAY_GATES)]  # fmt: skip
     assert roomy[0].reserved == roomy[1].reserved == roomy[1].nat  # slots to spare: the same devices held
     assert roomy[1].fullest_gate_reservations < roomy[0].fullest_gate_reservations / 3  # 2 of 10 each
 
