@@ -16,6 +16,8 @@ import ssl
 import struct
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
@@ -27,6 +29,8 @@ READ_BYTES: Final = 65536
 MAX_STAMP_LAG_NS: Final = 10 * 10**9  # a kernel stamp further back than this is a clock step: not used
 _TIMESTAMPNS: Final = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform == "linux" else None)
 _STAMP_SPACE: Final = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 0
+STAMPS_ON_S: Final = 2.0
+"""The longest `kernel_stamps` waits for the kernel to stamp received packets."""
 
 
 class StampedStream(trio.abc.HalfCloseableStream):
@@ -99,6 +103,66 @@ class StampedStream(trio.abc.HalfCloseableStream):
             trio.lowlevel.notify_closing(self.sock.fileno())
             self.sock.close()
         await trio.lowlevel.checkpoint()
+
+
+@asynccontextmanager
+async def kernel_stamps() -> AsyncIterator[bool]:
+    """Received packets stamped by the kernel for the whole block; whether they are.
+
+    Linux stamps a received packet only while some socket asks (`SO_TIMESTAMPNS`: the static key
+    `netstamp_needed`), and the first socket to ask turns it on later, in a work item: until that
+    ran, packets arrive unstamped and a TCP read gets no stamp, so the client takes the read's own
+    time. Measured here on a system with no other stamping socket: the first read after the option
+    was set had no stamp, the next did; under load the work item runs later still (CI at 0e0b20c: a
+    chunk that came while the client parsed was stamped when read, 0.1 ms after the parse). So the
+    client holds a loopback TCP pair of its own with the option on for the whole run, and first
+    waits (at most `STAMPS_ON_S`) until a byte sent across it is read with a stamp: from then on,
+    every packet is stamped, the first token's included. False where the platform has no such
+    stamp, or none came within the wait: the reads then take their own time, as documented.
+    """
+    if _TIMESTAMPNS is None or not _STAMP_SPACE:
+        yield False
+        return
+    pair = _stamped_pair()
+    if pair is None:
+        yield False
+        return
+    sender, receiver = pair
+    try:
+        on = False
+        with trio.move_on_after(STAMPS_ON_S):
+            while not on:
+                sender.send(b"x")
+                await trio.lowlevel.wait_readable(receiver.fileno())
+                _, ancdata, _, _ = receiver.recvmsg(64, _STAMP_SPACE)
+                on = any(level == socket.SOL_SOCKET and kind == _TIMESTAMPNS for level, kind, _ in ancdata)
+                if not on:
+                    await trio.sleep(0.001)  # the work item turns it on: give it the CPU
+        yield on
+    finally:
+        sender.close()
+        receiver.close()
+
+
+def _stamped_pair() -> tuple[socket.socket, socket.socket] | None:
+    """A connected loopback TCP pair, the receiving side asking for `SO_TIMESTAMPNS` (None if refused)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            receiver = socket.create_connection(listener.getsockname(), timeout=5.0)
+            sender, _ = listener.accept()
+    except OSError:
+        return None
+    try:
+        receiver.setsockopt(socket.SOL_SOCKET, _TIMESTAMPNS, 1)  # type: ignore[arg-type]
+    except OSError:
+        receiver.close()
+        sender.close()
+        return None
+    receiver.setblocking(False)
+    sender.setblocking(False)
+    return sender, receiver
 
 
 def _arrival(ancdata: list[tuple[int, int, bytes]], read_ns: int) -> int:
@@ -218,4 +282,4 @@ async def next_event(conn: Connection, not_before: int = 0) -> tuple[object, int
         state.receive_data(data)
 
 
-__all__ = ["Connection", "Origin", "Pool", "StampedStream", "next_event", "send_request"]
+__all__ = ["Connection", "Origin", "Pool", "StampedStream", "kernel_stamps", "next_event", "send_request"]

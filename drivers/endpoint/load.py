@@ -20,6 +20,7 @@ import trio
 from drivers.endpoint.budget import Budget
 from drivers.endpoint.completion import Server, open_client
 from drivers.endpoint.fleetload import start_instant
+from drivers.endpoint.http1 import kernel_stamps
 from drivers.endpoint.options import EndpointOptions
 from drivers.endpoint.rtt import Rtt, measure_rtt
 from drivers.endpoint.sender import Load, Schedule, closed, of_deal, open_at, send
@@ -86,6 +87,12 @@ async def drive_endpoint(
     """The async body of `run_endpoint`, for callers already inside trio."""
     if spec.endpoint is None:
         raise DriverError("a generate spec without an endpoint cannot be run against a server")
+    async with kernel_stamps():  # every read stamped where its bytes arrived, the first one's too
+        return await _drive(spec, url, deadline_s, options)
+
+
+async def _drive(spec: GenerateSpec, url: str, deadline_s: float, options: EndpointOptions) -> EndpointRun:
+    assert spec.endpoint is not None
     deadline = trio.current_time() + deadline_s
     rtt = Rtt(None, None, 0, "the run's deadline passed before the round trip was measured")
     with trio.move_on_at(deadline):
