@@ -52,7 +52,9 @@ The client, and what a server sends
 
 The endpoint client (`drivers/endpoint/completion.py`, `drivers/endpoint/http1.py`) starts a request's clock
 when its first byte is written (after a connection was taken), stamps each read with the kernel's receive
-time (`SO_TIMESTAMPNS`, mapped onto the perf clock; elsewhere the time the read returned), and decodes the
+time (`SO_TIMESTAMPNS`, mapped onto the perf clock, held on for the whole run by a socket of the client's
+own, `http1.kernel_stamps`, so the first token's read is stamped too; elsewhere the time the read
+returned), and decodes the
 body as it arrives (`drivers/endpoint/attempt.py`): reads are queued while the socket holds more (so parsing
 never lets bytes pile up behind and share a later stamp) and decoded when it holds none, linear in the bytes
 (`drivers/endpoint/sse.py` cuts lines on bytes, each decoded once), with a checkpoint every 2 ms of work, so
