@@ -15,23 +15,17 @@ from typing import Any, cast
 
 import trio
 import trio.testing
-from kit.data import make_profile
+from kit.providers import advertised
 
 from node.errors import PeerUnreachable
 from node.p2p.node import Node, Peer
 from node.submitter.discovery import Discovery, DiscoveryConfig
-from protocol import AdvertBody, Envelope, Load
+from protocol import AdvertBody, Load
 
 ANSWER_S = 20.0
 """How long (virtual) the starved probes take to answer."""
 LISTED_S = 12.0
 """When (virtual) the starved lookup first lists a `late` worker."""
-
-
-def _peer(peer_id: str) -> Peer:
-    advert = AdvertBody(peer_id=peer_id, seq=1, issued_at=0.0, expires_at=1e12, profile=make_profile(peer_id))
-    envelope = Envelope(peer_id=peer_id, public_key=bytes(32), payload=b"", signature=bytes(64))
-    return Peer(peer_id=peer_id, advert=advert, age_s=0.0, envelope=envelope)
 
 
 class _Starved:
@@ -41,7 +35,7 @@ class _Starved:
     def __init__(
         self, peers: list[str], dead: frozenset[str] = frozenset(), late: frozenset[str] = frozenset()
     ) -> None:
-        self.peers = [_peer(p) for p in peers]
+        self.peers = [advertised(p) for p in peers]
         self.dead = dead
         self.late = late
         self.probes: list[str] = []

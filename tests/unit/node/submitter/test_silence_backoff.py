@@ -20,22 +20,16 @@ from typing import Any, cast
 import pytest
 import trio
 import trio.testing
-from kit.data import make_profile
+from kit.providers import advertised
 
 from node.errors import PeerUnreachable
 from node.p2p.node import Node, Peer
 from node.submitter.discovery import SILENT_FIRST_S, SILENT_FOR_S, Discovery, DiscoveryConfig
-from protocol import AdvertBody, Envelope, Load
+from protocol import AdvertBody, Load
 
 PROBE_S = 3.0
 WAIT_S = 60.0
 """`submit --wait-peers N`'s look (`node.cli.campaign.WAIT_S`)."""
-
-
-def _peer(peer_id: str) -> Peer:
-    advert = AdvertBody(peer_id=peer_id, seq=1, issued_at=0.0, expires_at=1e12, profile=make_profile(peer_id))
-    envelope = Envelope(peer_id=peer_id, public_key=bytes(32), payload=b"", signature=bytes(64))
-    return Peer(peer_id=peer_id, advert=advert, age_s=0.0, envelope=envelope)
 
 
 class _Lossy:
@@ -45,7 +39,7 @@ class _Lossy:
     def __init__(
         self, peers: list[str], lost: dict[str, int], unanswered: frozenset[str] = frozenset()
     ) -> None:
-        self.peers = [_peer(p) for p in peers]
+        self.peers = [advertised(p) for p in peers]
         self.lost = dict(lost)
         self.unanswered = unanswered
         self.probes: list[tuple[str, float]] = []

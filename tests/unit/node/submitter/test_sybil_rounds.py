@@ -11,20 +11,14 @@ from typing import Any, cast
 
 import trio
 import trio.testing
-from kit.data import make_profile
+from kit.providers import advertised
 
 from node.p2p.node import Node, Peer
 from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, Discovery, DiscoveryConfig
-from protocol import AdvertBody, Envelope, Load
+from protocol import AdvertBody, Load
 
 LEVELS = 20
 HONEST = ("h0", "h1")
-
-
-def _peer(peer_id: str) -> Peer:
-    advert = AdvertBody(peer_id=peer_id, seq=1, issued_at=0.0, expires_at=1e12, profile=make_profile(peer_id))
-    envelope = Envelope(peer_id=peer_id, public_key=bytes(32), payload=b"", signature=bytes(64))
-    return Peer(peer_id=peer_id, advert=advert, age_s=0.0, envelope=envelope)
 
 
 class _Tree:
@@ -42,7 +36,7 @@ class _Tree:
         for level in self.levels:
             new = [p for p in level if p not in skip and p not in known]
             if new:
-                return [_peer(p) for p in new]
+                return [advertised(p) for p in new]
         return []
 
     async def profile_and_host(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load, str]:

@@ -1,0 +1,14 @@
+"""A DHT provider as `node.p2p.node.Node.find_workers` returns it, for discovery's tests (no network)."""
+
+from __future__ import annotations
+
+from kit.data import make_profile
+from node.p2p.node import Peer
+from protocol import AdvertBody, Envelope
+
+
+def advertised(peer_id: str) -> Peer:
+    """A provider with a valid-looking advert (the profile `make_profile` makes) and a blank envelope."""
+    advert = AdvertBody(peer_id=peer_id, seq=1, issued_at=0.0, expires_at=1e12, profile=make_profile(peer_id))
+    envelope = Envelope(peer_id=peer_id, public_key=bytes(32), payload=b"", signature=bytes(64))
+    return Peer(peer_id=peer_id, advert=advert, age_s=0.0, envelope=envelope)
