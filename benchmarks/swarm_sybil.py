@@ -60,6 +60,7 @@ from node.submitter.discovery import (
     SILENT_FIRST_S,
     SILENT_FOR_S,
     DiscoveryConfig,
+    silent_span,
 )
 
 BEHAVIOURS: Final = ("stall", "gone", "junk", "stall, no advert")
@@ -185,8 +186,7 @@ class Look:
 
     def miss(self, provider: str, first_s: float = SILENT_FIRST_S) -> None:
         """`Discovery._silence`: a provider that did not answer is silent for its next span."""
-        last = self.spans.get(provider)
-        self.spans[provider] = first_s if last is None else min(SILENT_FOR_S, 2 * last)
+        self.spans[provider] = silent_span(self.spans.get(provider), first_s)
 
     def lookup(self, count: int, gaps: int, now: float = 0.0) -> tuple[list[str], float]:
         """`Dht.lookup` at `now` past what it skips (the caller's known and silent): the providers and

@@ -123,7 +123,7 @@ async def kernel_stamps() -> AsyncIterator[bool]:
     if _TIMESTAMPNS is None or not _STAMP_SPACE:
         yield False
         return
-    pair = _stamped_pair()
+    pair = _stamped_pair(_TIMESTAMPNS)
     if pair is None:
         yield False
         return
@@ -144,8 +144,9 @@ async def kernel_stamps() -> AsyncIterator[bool]:
         receiver.close()
 
 
-def _stamped_pair() -> tuple[socket.socket, socket.socket] | None:
-    """A connected loopback TCP pair, the receiving side asking for `SO_TIMESTAMPNS` (None if refused)."""
+def _stamped_pair(option: int) -> tuple[socket.socket, socket.socket] | None:
+    """A connected loopback TCP pair, the receiving side asking for `option` (`SO_TIMESTAMPNS`; None
+    if refused)."""
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
             listener.bind(("127.0.0.1", 0))
@@ -155,7 +156,7 @@ def _stamped_pair() -> tuple[socket.socket, socket.socket] | None:
     except OSError:
         return None
     try:
-        receiver.setsockopt(socket.SOL_SOCKET, _TIMESTAMPNS, 1)  # type: ignore[arg-type]
+        receiver.setsockopt(socket.SOL_SOCKET, option, 1)
     except OSError:
         receiver.close()
         sender.close()

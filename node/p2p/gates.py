@@ -95,19 +95,32 @@ def _full(held: Sequence[str], want: int, addr: str) -> bool:
     return len(peers) >= want and _peer(addr) not in peers
 
 
+async def _join(
+    connect: Callable[[str], Awaitable[object]], gates: Sequence[str], want: int, held: Sequence[str] = ()
+) -> tuple[list[str], list[str], list[str]]:
+    """Try `gates` in their order until `want` gates are held (`held` counted): those joined, those
+    that did not answer, and for each of these `ADDR: cause`. `connect(gate)` raises a `NodeError`
+    saying why not."""
+    joined: list[str] = []
+    failed: list[str] = []
+    causes: list[str] = []
+    for addr in gates:
+        if _full([*held, *joined], want, addr):
+            continue
+        try:
+            await connect(addr)
+        except NodeError as exc:
+            failed.append(addr)
+            causes.append(f"{addr}: {cause(exc)}")
+            continue
+        joined.append(addr)
+    return joined, failed, causes
+
+
 async def _round(host: Dialer, gates: Sequence[str], want: int) -> tuple[list[str], list[str]]:
     """One round over the gates, in their order, until `want` answered: those that did, and for each
     gate tried that did not, `ADDR: cause`."""
-    connected: list[str] = []
-    causes: list[str] = []
-    for addr in gates:
-        if _full(connected, want, addr):
-            continue
-        try:
-            await host.connect(addr, timeout=CONNECT_S)
-            connected.append(addr)
-        except NodeError as exc:
-            causes.append(f"{addr}: {cause(exc)}")
+    connected, _, causes = await _join(lambda addr: host.connect(addr, timeout=CONNECT_S), gates, want)
     return connected, causes
 
 
@@ -198,20 +211,11 @@ class Links:
     ) -> tuple[list[str], list[str]]:
         """Try each spare once, in order, until `want` are held: those joined, and for each spare tried
         that did not answer, `ADDR: cause`. `connect(gate)` raises a `NodeError` saying why not."""
-        joined: list[str] = []
-        causes: list[str] = []
-        for gate in list(self.spares):
-            if _full(self.held, self.want, gate):
-                continue
-            self.spares.remove(gate)
-            try:
-                await connect(gate)
-            except NodeError as exc:
-                self.spares.append(gate)
-                causes.append(f"{gate}: {cause(exc)}")
-                continue
-            self.held.append(gate)
-            joined.append(gate)
+        spares = self.spares
+        joined, failed, causes = await _join(connect, spares, self.want, self.held)
+        self.held += joined
+        tried = {*joined, *failed}
+        self.spares = [g for g in spares if g not in tried] + failed  # those that failed go last
         self.failed_fills = self.failed_fills + 1 if self.short() else 0
         self._due = now + backoff(self.failed_fills) if self.failed_fills else -float("inf")
         return joined, causes

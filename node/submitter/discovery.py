@@ -36,6 +36,14 @@ SILENT_FIRST_S: Final = 10.0
 default 5 s (`node.cli.campaign.LOOK_S`), so one look never probes a silent provider twice."""
 SILENT_FOR_S: Final = 600.0
 """The longest a provider is silent: each miss in a row doubles its span from `SILENT_FIRST_S`."""
+
+
+def silent_span(last: float | None, first_s: float = SILENT_FIRST_S) -> float:
+    """How long a provider that did not answer is silent now: `first_s` at its first miss, twice its
+    last span (at most `SILENT_FOR_S`) after one before it (`last`)."""
+    return first_s if last is None else min(SILENT_FOR_S, 2 * last)
+
+
 OWN_PROBE_S: Final = 120.0
 """How long the profile probe of one of this submitter's own embedded workers is awaited, and
 `initial` waits for all of them (`Discovery`'s `own`): they run in its process and have advertised
@@ -306,8 +314,7 @@ class Discovery:
             last = self._silent.get(peer)
             if last is not None and now - last[0] < last[1]:
                 continue  # silent already (the lookup's miss and the probe's, one look): one miss
-            span = first_s if last is None else min(SILENT_FOR_S, 2 * last[1])
-            self._silent[peer] = (now, span)
+            self._silent[peer] = (now, silent_span(None if last is None else last[1], first_s))
 
     async def _confirm(self, peer: Peer, views: _Answers, done: trio.Event) -> None:
         """Probe one provider: a slot while it dials, for at most `PROBE_SLOT_S`, then on without it."""

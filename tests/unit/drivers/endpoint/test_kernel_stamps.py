@@ -27,10 +27,12 @@ def _stamped(ancdata: list[tuple[int, int, bytes]]) -> bool:
 
 
 async def test_inside_kernel_stamps_a_fresh_connections_first_read_is_stamped() -> None:
+    option = http1._TIMESTAMPNS
+    assert option is not None
     async with http1.kernel_stamps() as on:
         assert on
         for _ in range(3):  # each a fresh connection: its very first read
-            pair = http1._stamped_pair()
+            pair = http1._stamped_pair(option)
             assert pair is not None
             sender, receiver = pair
             with sender, receiver:
