@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final, final
 import trio
 
 from node.p2p.dht import provider_bound
-from node.p2p.gates import Links
+from node.p2p.gates import Links, backoff
 from node.p2p.host import peer_of
 from node.p2p.kadpatch import become_server, forget_failed_dials
 from node.p2p.node import Node, check_reachability
@@ -289,7 +289,8 @@ async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], No
     held, in a random order as at the start.
     """
     links = Links(node.config.gates, node.gates, _DRAW)
-    again: set[str] = set()  # gates joined that refused us a slot: asked again at the next check
+    short = 0  # reservations in a row that left us short of RELAY_GATES slots
+    again_at = float("inf")  # trio time to ask the gates held for slots again while short
     while True:
         await trio.sleep(GATE_CHECK_S)  # a timer: libp2p has no "connection closed" event we can await
         lost = links.lose(g for g in links.held if not node.host.is_connected(peer_of(g)))
@@ -299,15 +300,17 @@ async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], No
             advertiser.circuit_addrs = tuple(kept)
         joined = await _rejoin(node, links) if links.due(trio.current_time()) else []
         node.gates = tuple(links.held)
-        retry = [g for g in again if g in links.held]
+        retry = trio.current_time() >= again_at
+        before = advertiser.circuit_addrs
         if (lost or joined or retry) and advertiser.reachability != Reachability.DIRECT:
             await _reserve(node, advertiser, links.held, " again" if joined or retry else "")
-            held = {circuit_gate(c) for c in advertiser.circuit_addrs}
-            # a gate joined that refused us: tried again at the next check (a restarted gate's relay)
-            again = {g for g in (*joined, *retry) if g not in held} if len(held) < RELAY_GATES else set()
+            # short (a gate held refused or did not answer: full, restarted, a lost reply): every gate
+            # held is asked again after `backoff` (1 s to 30 s), not once per check, nor never
+            short = short + 1 if len(advertiser.circuit_addrs) < RELAY_GATES else 0
+            again_at = trio.current_time() + backoff(short) if short else float("inf")
             # reachability stays as the dial-backs left it: "unknown" is never turned into a guess
-        if lost or joined:  # one republish, after any reservation: never a relayed advert without its circuit
-            wake()
+        if lost or joined or advertiser.circuit_addrs != before:  # one republish, after any reservation
+            wake()  # never a relayed advert without its circuit, nor a new circuit left unadvertised
 
 
 async def _rejoin(node: Node, links: Links) -> list[str]:
