@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 
 
-def config(root: Path, name: str, **fields: object) -> NodeConfig:
-    return NodeConfig(data_dir=root / name, listen=LOOPBACK, record_ttl_s=60, **fields)  # type: ignore[arg-type]
+def config(root: Path, name: str, gates: tuple[str, ...] = ()) -> NodeConfig:
+    return NodeConfig(data_dir=root / name, listen=LOOPBACK, record_ttl_s=60, gates=gates)
 
 
 async def run_gate(config: NodeConfig, stop: trio.Event, task_status: TaskStatus[Node]) -> None:
