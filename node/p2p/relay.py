@@ -102,8 +102,15 @@ class GateRelay(CircuitV2Protocol):
 
 
 def relay_config(hop: bool, reservations: int = GATE_RESERVATIONS) -> RelayConfig:
-    """Every host stops and dials circuits; a gate (`hop`) also relays them."""
-    roles = RelayRole.STOP | RelayRole.CLIENT
+    """Every host stops and dials circuits; a gate (`hop`) also relays them.
+
+    No host takes py-libp2p's client role. With it, each circuit dial first reserves a slot at the relay
+    for the dialler (held for the reservation's TTL, an hour) and relay discovery reserves at every
+    relay it finds: a submitter, a probe or `peers` took a slot at each gate it dialled a worker
+    through, and NAT'd workers found the gate full. A worker reserves on purpose (`Host.reserve_relay`,
+    at `RELAY_GATES` of its gates); dialling a circuit needs no slot of the dialler's own.
+    """
+    roles = RelayRole.STOP
     return RelayConfig(roles=roles | RelayRole.HOP if hop else roles, limits=relay_limits(reservations))
 
 

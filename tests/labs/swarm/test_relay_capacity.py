@@ -46,6 +46,25 @@ async def test_a_full_relay_refuses_the_next_worker_and_says_it_is_full(tmp_path
                 await a.host.reserve_relay(addr)  # a worker that holds a slot renews it
 
 
+async def test_dialling_a_circuit_takes_no_slot_at_the_gate(tmp_path: Path) -> None:
+    """A submitter that dials a relayed worker leaves the gate's slots to the NAT'd: py-libp2p's client
+    role reserved a slot at the relay before each circuit dial (held for the reservation's TTL, an hour),
+    so probes and submitters filled a gate's slots and a worker that lost its gate found no room."""
+    with trio.fail_after(60):
+        async with open_gate(config(tmp_path, "gate", max_reservations=2)) as gate:
+            (addr,) = gate.host.addrs()[:1]
+            gates = (addr,)
+            async with (
+                open_node(config(tmp_path, "a", gates=gates), role="worker") as a,
+                open_node(config(tmp_path, "d", gates=gates), role="submitter") as dialler,
+                open_node(config(tmp_path, "b", gates=gates), role="worker") as b,
+            ):
+                circuit = await a.host.reserve_relay(addr)
+                assert await dialler.host.connect(circuit) == a.host.peer_id
+                assert dialler.host.is_relayed(a.host.peer_id)
+                await b.host.reserve_relay(addr)  # the second slot is still free
+
+
 async def test_a_worker_off_the_gates_relay_list_is_told_so(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_gate(config(tmp_path, "gate"), relay_allow=frozenset({"12D3KooWnobody"})) as gate:
