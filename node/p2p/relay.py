@@ -7,7 +7,8 @@ never cross a relay), so its circuits are small and short, and `GateRelay` reser
 Noise-authenticated caller, and only if the allowlist (`HostConfig.relay_allow`) names it.
 
 Capacity: a gate holds `GATE_RESERVATIONS` slots (`gate --max-reservations`), one per NAT'd worker
-that joined it (py-libp2p's own default is 4). A reservation is a line in the relay's table; the
+that joined it and is still connected (py-libp2p's own default is 4, and it counted a departed peer's
+slot until its TTL: `GateRelay._drop_departed`). A dialler takes none (no client role: `relay_config`). A reservation is a line in the relay's table; the
 NAT'd worker's connection to the gate, which it holds anyway, is what it costs (counted in the gate's
 connection cap, P33). Past the last slot the gate answers RESOURCE_LIMIT_EXCEEDED; py-libp2p's client
 reads any refusal as `False` and logs the code, so the reserving side reads the gate's answer itself
@@ -98,7 +99,17 @@ class GateRelay(CircuitV2Protocol):
             refusal = HopMessage(type=HopMessage.STATUS, status=to_proto_status(StatusCode.PERMISSION_DENIED))
             await write_delimited_msg(stream, refusal)
             return
+        self._drop_departed()
         await super()._handle_reserve(stream, msg)
+
+    def _drop_departed(self) -> None:
+        """Free the slots of peers no longer connected to the gate. The spec holds a reservation valid
+        only while its peer keeps a connection to the relay, and go-libp2p drops it on disconnect;
+        py-libp2p 0.8.1 counts a departed peer's slot until its TTL (`reservation_ttl`, 600 s), so a
+        gate's slots filled with workers that had left, or with keys that reserved and hung up."""
+        table = self.resource_manager._reservations
+        for peer in [p for p in table if not self.resource_manager._is_peer_connected(p)]:
+            del table[peer]
 
 
 def relay_config(hop: bool, reservations: int = GATE_RESERVATIONS) -> RelayConfig:
@@ -156,6 +167,12 @@ async def reserve_spread(
         except NodeError as exc:
             refused.append((gate, exc.detail))
     return Reserved(tuple(circuits), tuple(refused))
+
+
+def short_of_slots(circuits: Sequence[str], gates: Sequence[str], want: int = RELAY_GATES) -> bool:
+    """Whether `circuits` are fewer than the `want` slots that `gates` can give (a worker with one gate
+    wants one slot, not two it can never hold, and is not asking again forever)."""
+    return len(circuits) < min(want, len(dict.fromkeys(gates)))
 
 
 def circuit_gate(circuit: str) -> str:

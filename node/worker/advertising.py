@@ -22,7 +22,7 @@ from node.p2p.host import peer_of
 from node.p2p.kadpatch import become_server, forget_failed_dials
 from node.p2p.node import Node, check_reachability
 from node.p2p.reach import throwaway_reach_handler
-from node.p2p.relay import RELAY_GATES, circuit_gate, reserve_spread
+from node.p2p.relay import circuit_gate, reserve_spread, short_of_slots
 from node.p2p.shards import large_swarm
 from node.p2p.wire import Channel, Handler
 from protocol import (
@@ -289,8 +289,8 @@ async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], No
     held, in a random order as at the start.
     """
     links = Links(node.config.gates, node.gates, _DRAW)
-    short = 0  # reservations in a row that left us short of RELAY_GATES slots
-    again_at = float("inf")  # trio time to ask the gates held for slots again while short
+    short = int(_short_of_slots(advertiser, links.held))  # reservations in a row that left us short
+    again_at = trio.current_time() + backoff(short) if short else float("inf")  # when to ask again
     while True:
         await trio.sleep(GATE_CHECK_S)  # a timer: libp2p has no "connection closed" event we can await
         lost = links.lose(g for g in links.held if not node.host.is_connected(peer_of(g)))
@@ -306,11 +306,16 @@ async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], No
             await _reserve(node, advertiser, links.held, " again" if joined or retry else "")
             # short (a gate held refused or did not answer: full, restarted, a lost reply): every gate
             # held is asked again after `backoff` (1 s to 30 s), not once per check, nor never
-            short = short + 1 if len(advertiser.circuit_addrs) < RELAY_GATES else 0
+            short = short + 1 if _short_of_slots(advertiser, links.held) else 0
             again_at = trio.current_time() + backoff(short) if short else float("inf")
             # reachability stays as the dial-backs left it: "unknown" is never turned into a guess
         if lost or joined or advertiser.circuit_addrs != before:  # one republish, after any reservation
             wake()  # never a relayed advert without its circuit, nor a new circuit left unadvertised
+
+
+def _short_of_slots(advertiser: _Advertiser, gates: Sequence[str]) -> bool:
+    """A worker not directly reachable that holds fewer relay slots than it wants of `gates`."""
+    return advertiser.reachability != Reachability.DIRECT and short_of_slots(advertiser.circuit_addrs, gates)
 
 
 async def _rejoin(node: Node, links: Links) -> list[str]:

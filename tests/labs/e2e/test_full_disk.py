@@ -77,7 +77,7 @@ def test_full_results_folder_one_line_then_resume_writes_the_files(tmp_path: Pat
         campaign_id = Path(lines[0].split()[5]).name
         filler.unlink()  # room again
         done = _sark("submit", "--resume", campaign_id, "--json", *data)
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == 0, done.stderr + done.stdout[-3000:]  # the rows say why a task failed
         files = json.loads(done.stdout.strip().splitlines()[-1])["files"]
         assert sorted(files) == ["bundle", "csv", "html", "json"]  # the bundle sealed with the node's key
         assert [row["Status"] for row in _rows(Path(files["csv"]))] == ["Complete"]

@@ -65,6 +65,23 @@ async def test_dialling_a_circuit_takes_no_slot_at_the_gate(tmp_path: Path) -> N
                 await b.host.reserve_relay(addr)  # the second slot is still free
 
 
+async def test_a_slot_is_free_again_once_its_worker_hangs_up(tmp_path: Path) -> None:
+    """A gate of one slot: a worker reserves it and leaves; the next worker gets it at once, not after
+    the reservation's TTL (600 s) as py-libp2p's relay counted it."""
+    with trio.fail_after(60):
+        async with open_gate(config(tmp_path, "gate", max_reservations=1)) as gate:
+            (addr,) = gate.host.addrs()[:1]
+            async with open_node(config(tmp_path, "gone", gates=(addr,)), role="worker") as gone:
+                await gone.host.reserve_relay(addr)
+            async with open_node(config(tmp_path, "next", gates=(addr,)), role="worker") as after:
+                with trio.move_on_after(5):  # the gate notices the closed connection (a read at EOF)
+                    while gate.host.is_connected(gone.host.peer_id):  # noqa: ASYNC110 (no event to wait on)
+                        await trio.sleep(0.05)
+                assert not gate.host.is_connected(gone.host.peer_id)
+                circuit = await after.host.reserve_relay(addr)
+                assert circuit.endswith(f"/p2p-circuit/p2p/{after.host.peer_id}")
+
+
 async def test_a_worker_off_the_gates_relay_list_is_told_so(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_gate(config(tmp_path, "gate"), relay_allow=frozenset({"12D3KooWnobody"})) as gate:

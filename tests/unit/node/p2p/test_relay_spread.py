@@ -9,7 +9,7 @@ import random
 from collections.abc import Awaitable, Callable
 
 from node.errors import PeerTimeout, PeerUnreachable
-from node.p2p.relay import RELAY_GATES, circuit_gate, reserve_spread
+from node.p2p.relay import RELAY_GATES, circuit_gate, reserve_spread, short_of_slots
 
 GATES = tuple(f"/ip4/10.0.0.{i}/tcp/4001/p2p/gate{i}" for i in range(6))
 FULL = "relay reservation refused: the gate's relay is full (RESOURCE_LIMIT_EXCEEDED)"
@@ -107,3 +107,14 @@ async def test_devices_listing_the_same_gates_all_get_slots_where_every_gate_lef
         assert [len(r.circuits) for r in before] == [3, 3, 0]
         assert [len(r.circuits) for r in after][:2] == [RELAY_GATES, RELAY_GATES]
         assert 1 <= len(after[2].circuits) <= RELAY_GATES
+
+
+def test_short_of_slots_wants_what_the_gates_can_give() -> None:
+    one, two = "/ip4/10.0.0.1/tcp/1/p2p/G1", "/ip4/10.0.0.2/tcp/1/p2p/G2"
+    circuit = f"{one}/p2p-circuit/p2p/W"
+    assert not short_of_slots([circuit], [one])  # one gate: one slot is all it can give
+    assert not short_of_slots([circuit], [one, one])  # one gate listed twice is still one
+    assert short_of_slots([circuit], [one, two])  # RELAY_GATES of two gates
+    assert short_of_slots([], [one])
+    assert not short_of_slots([], [])  # no gate: nothing to ask
+    assert RELAY_GATES == 2
