@@ -224,7 +224,8 @@ def run(
         if group.split(_an_interrupt)[1] is None:  # only Ctrl-C and the cancellations it caused
             interrupted()
         ours = _first_ours(group)
-        if ours is None:
+        if ours is None:  # a bug: its cause first, in one line, then the traceback (the cause at its end)
+            print(f"internal error (a bug): {_leaves(group)}; the traceback follows", file=sys.stderr)
             raise
         if isinstance(ours, Interrupted):
             interrupted(f"interrupted: {ours.detail}")
@@ -275,6 +276,27 @@ def _an_interrupt(exc: BaseException) -> bool:
     import trio
 
     return isinstance(exc, KeyboardInterrupt | trio.Cancelled)
+
+
+def _leaves(group: BaseExceptionGroup[BaseException], most: int = 3) -> str:
+    """The errors inside nested exception groups but cancellations, each with where it was raised:
+    `ValueError: why (file.py:12)`, at most `most`. The traceback of a nursery in a nursery is long,
+    and its cause comes last, where a log cut short or a terminal's scrollback loses it."""
+    import traceback
+
+    import trio
+
+    said: list[str] = []
+    pending: list[BaseException] = [group]
+    while pending and len(said) < most:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending[:0] = exc.exceptions
+        elif not isinstance(exc, trio.Cancelled):
+            frames = traceback.extract_tb(exc.__traceback__)
+            where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+            said.append(f"{type(exc).__name__}: {exc}{where}")
+    return "; ".join(said) or "cancelled"
 
 
 def _first_ours(group: BaseExceptionGroup[BaseException]) -> NodeError | ProtocolError | None:
