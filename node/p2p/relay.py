@@ -6,12 +6,12 @@ its defaults allow 1 GiB and 3600 s per circuit. A gate relays control traffic o
 never cross a relay), so its circuits are small and short, and `GateRelay` reserves only for the
 Noise-authenticated caller, and only if the allowlist (`HostConfig.relay_allow`) names it.
 
-Capacity: a gate holds `GATE_RESERVATIONS` slots (`gate --max-reservations`), one per NAT'd worker
-that joined it and is still connected (py-libp2p's own default is 4, and it counted a departed peer's
-slot until its TTL: `GateRelay._drop_departed`). A dialler takes none (no client role: `relay_config`). A reservation is a line in the relay's table; the
-NAT'd worker's connection to the gate, which it holds anyway, is what it costs (counted in the gate's
-connection cap, P33). Past the last slot the gate answers RESOURCE_LIMIT_EXCEEDED; py-libp2p's client
-reads any refusal as `False` and logs the code, so the reserving side reads the gate's answer itself
+Capacity: a gate holds `GATE_RESERVATIONS` slots (`gate --max-reservations`), one per NAT'd worker that joined
+it and is still connected (py-libp2p's own default is 4, and it counted a departed peer's slot until its TTL:
+`GateRelay._drop_departed`). A dialler takes none (no client role: `relay_config`). A reservation is a line in
+the relay's table; the NAT'd worker's connection to the gate, which it holds anyway, is what it costs (counted
+in the gate's connection cap, P33). Past the last slot the gate answers RESOURCE_LIMIT_EXCEEDED; py-libp2p's
+client reads any refusal as `False` and logs the code, so the reserving side reads the gate's answer itself
 (`refusal`), and a worker says which gate refused and why.
 
 Spread (issue 50): a NAT'd worker holds slots at `RELAY_GATES` of its gates, drawn in a random order
