@@ -72,6 +72,11 @@ class ClosedAtHandshake(PeerUnreachable):
         self.addr = addr
 
 
+class RelayFull(PeerUnreachable):
+    """A gate's relay refused us a slot because every slot is taken (RESOURCE_LIMIT_EXCEEDED): a worker
+    with spare gates takes one of those in its place (`node/worker/advertising.py`)."""
+
+
 class PeerGone(NodeError):
     """The peer closed or reset the stream before the message we waited for."""
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Sequence
 from typing import Final, Protocol, final
 
 import trio
@@ -205,6 +205,23 @@ class Links:
     def due(self, now: float) -> bool:
         """Whether to try the spares now: short of `want`, with a spare, past the backoff."""
         return self.short() and bool(self.spares) and now >= self._due
+
+    async def swap(
+        self, gate: str, connect: Callable[[str], Awaitable[object]], passed: Container[str] = ()
+    ) -> str | None:
+        """Hold a spare in place of held `gate` (its relay full): the first spare not in `passed` that
+        answers `connect`, tried in order (one that does not answer goes last). `gate` becomes the
+        last spare. Returns the spare joined, or None (no spare answered: `gate` is kept)."""
+        for spare in [s for s in self.spares if s not in passed]:
+            try:
+                await connect(spare)
+            except NodeError:
+                self.spares = [s for s in self.spares if s != spare] + [spare]
+                continue
+            self.held = [spare if g == gate else g for g in self.held]
+            self.spares = [s for s in self.spares if s != spare] + [gate]
+            return spare
+        return None
 
     async def fill(
         self, connect: Callable[[str], Awaitable[object]], now: float

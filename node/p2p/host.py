@@ -315,7 +315,7 @@ class Host:
                 stream = _ReadTap(await self._lp.new_stream(ID.from_base58(gate), [HOP_ID]))
                 ok = await self._relay.reserve(stream, ID.from_base58(gate), self._nursery)  # type: ignore[arg-type]
             if not ok:  # py-libp2p says only False: the gate's answer says why
-                raise PeerUnreachable(gate, f"relay reservation refused: {refusal(bytes(stream.taken))}")
+                raise refusal(gate, bytes(stream.taken))
             return f"{gate_addr}/p2p-circuit/p2p/{self.peer_id}"
         assert scope.cancelled_caught
         raise PeerTimeout(gate, "relay reservation")

@@ -35,7 +35,7 @@ from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
 from libp2p.relay.circuit_v2.resources import RelayLimits
 from libp2p.relay.circuit_v2.utils import write_delimited_msg
 
-from node.errors import NodeError
+from node.errors import NodeError, PeerUnreachable, RelayFull
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +60,19 @@ REFUSALS: Final = {
 }
 
 
-def refusal(answer: bytes) -> str:
-    """Why a gate refused a reservation, from the bytes of its answer (a varint-delimited HopMessage)."""
+def refusal(gate: str, answer: bytes) -> PeerUnreachable:
+    """Why `gate` refused a reservation, from the bytes of its answer (a varint-delimited HopMessage):
+    `RelayFull` when every slot is taken."""
     try:
         length, used = _uvarint(answer)
         message = HopMessage.FromString(answer[used : used + length])
     except Exception:
-        return "its answer could not be read" if answer else "no answer"
+        return PeerUnreachable(
+            gate, f"relay reservation refused: {'its answer could not be read' if answer else 'no answer'}"
+        )
     name = Status.Name(message.status) if message.status in Status.values() else str(message.status)
-    return f"{REFUSALS.get(name, 'refused')} ({name})"
+    why = f"relay reservation refused: {REFUSALS.get(name, 'refused')} ({name})"
+    return RelayFull(gate, why) if name == "RESOURCE_LIMIT_EXCEEDED" else PeerUnreachable(gate, why)
 
 
 def _uvarint(data: bytes) -> tuple[int, int]:
@@ -116,7 +120,7 @@ def relay_config(hop: bool, reservations: int = GATE_RESERVATIONS) -> RelayConfi
     """Every host stops and dials circuits; a gate (`hop`) also relays them.
 
     No host takes py-libp2p's client role. With it, each circuit dial first reserves a slot at the relay
-    for the dialler (held for the reservation's TTL, an hour) and relay discovery reserves at every
+    for the dialler (held for the reservation's TTL, 600 s at our gates) and relay discovery reserves at every
     relay it finds: a submitter, a probe or `peers` took a slot at each gate it dialled a worker
     through, and NAT'd workers found the gate full. A worker reserves on purpose (`Host.reserve_relay`,
     at `RELAY_GATES` of its gates); dialling a circuit needs no slot of the dialler's own.
@@ -132,6 +136,8 @@ class Reserved:
     circuits: tuple[str, ...]
     refused: tuple[tuple[str, str], ...] = ()
     """(gate, why) for each gate tried that refused a slot (full, not on its list) or failed to answer."""
+    full: tuple[str, ...] = ()
+    """The gates among those that refused because every slot was taken (`RelayFull`)."""
 
 
 async def reserve_spread(
@@ -159,6 +165,7 @@ async def reserve_spread(
     order = [g for g in dict.fromkeys(gates) if g not in taken]
     rng.shuffle(order)
     refused: list[tuple[str, str]] = []
+    full: list[str] = []
     for gate in order:
         if len(circuits) >= want:
             break
@@ -166,7 +173,9 @@ async def reserve_spread(
             circuits.append(await reserve(gate))
         except NodeError as exc:
             refused.append((gate, exc.detail))
-    return Reserved(tuple(circuits), tuple(refused))
+            if isinstance(exc, RelayFull):
+                full.append(gate)
+    return Reserved(tuple(circuits), tuple(refused), tuple(full))
 
 
 def short_of_slots(circuits: Sequence[str], gates: Sequence[str], want: int = RELAY_GATES) -> bool:

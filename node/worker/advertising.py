@@ -12,6 +12,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Final, final
 
 import trio
@@ -22,7 +23,7 @@ from node.p2p.host import peer_of
 from node.p2p.kadpatch import become_server, forget_failed_dials
 from node.p2p.node import Node, check_reachability
 from node.p2p.reach import throwaway_reach_handler
-from node.p2p.relay import circuit_gate, reserve_spread, short_of_slots
+from node.p2p.relay import Reserved, circuit_gate, reserve_spread, short_of_slots
 from node.p2p.shards import large_swarm
 from node.p2p.wire import Channel, Handler
 from protocol import (
@@ -57,6 +58,10 @@ LEAVING_ADVERT_S: Final = 2.0
 """The lifetime of a leaving worker's adverts: the last one put replaces the servers' copies, then expires."""
 WITHDRAW_S: Final = 1.5
 """How long a leaving worker waits for its last advert to be put."""
+FULL_PASS_S: Final = 600.0
+"""How long a gate whose relay was found full is passed over as a NAT'd worker's replacement for another
+full one: the slots' own TTL. Swapped at each retry instead, every device short of slots would churn the
+gates' connections every 30 s while every relay is full."""
 _DRAW: Final = random.SystemRandom()
 """The order a worker tries its gates for relay slots in (`reserve_spread`): the operating system's."""
 
@@ -98,6 +103,8 @@ class _Advertiser:
         self._seq = int(time.time() * 1000)
         self.addrs: tuple[str, ...] = ()
         self.circuit_addrs: tuple[str, ...] = ()
+        self.refusals: dict[str, str] = {}
+        """Gate -> why it refused our last reservation there (each said at WARNING once in a row)."""
         self.reachability = Reachability.UNKNOWN
         self.current: Envelope | None = None
         self.leaving = False
@@ -148,7 +155,7 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
         log.info("directly reachable: %s", verdict.detail)
         return
     log.info("reachability %s (%s); reserving relay slots", verdict.reachability, verdict.detail)
-    circuits = await _reserve(node, advertiser, node.gates)
+    circuits = (await _reserve(node, advertiser, node.gates)).circuits
     if verdict.reachability == Reachability.RELAYED and not circuits:
         log.warning(
             "unreachable: no dial-back reached us and no gate gave us a relay slot, so no submitter can "
@@ -158,16 +165,16 @@ async def _place(node: Node, advertiser: _Advertiser, askers: Sequence[str] = ()
     advertiser.reachability = Reachability.RELAYED if relayed else Reachability.UNKNOWN
 
 
-async def _reserve(
-    node: Node, advertiser: _Advertiser, gates: Sequence[str], again: str = ""
-) -> tuple[str, ...]:
+async def _reserve(node: Node, advertiser: _Advertiser, gates: Sequence[str], again: str = "") -> Reserved:
     """Hold relay slots at `RELAY_GATES` of `gates` (`reserve_spread`: a random order, the next gate when
-    one refuses), keeping those held; advertise the circuits and log each refusal. Returns the circuits."""
+    one refuses), keeping those held; advertise the circuits and log each refusal. Returns what it got."""
     got = await reserve_spread(gates, advertiser.circuit_addrs, node.host.reserve_relay, _DRAW)
-    for gate, why in got.refused:
-        log.warning("relay reservation on %s failed%s: %s", gate, again, why)
+    for gate, why in got.refused:  # a refusal said once at WARNING; asked again, the same one is INFO
+        level = logging.INFO if advertiser.refusals.get(gate) == why else logging.WARNING
+        log.log(level, "relay reservation on %s failed%s: %s", gate, again, why)
+    advertiser.refusals = dict(got.refused)
     advertiser.circuit_addrs = got.circuits[:MAX_ADVERT_CIRCUITS]
-    return got.circuits
+    return got
 
 
 async def serve_worker(
@@ -286,11 +293,13 @@ async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], No
     a gate lost is replaced by the next spare that answers (itself once back, tried last). A gate that
     restarts forgets our relay reservation and its DHT copy of our advert: until we reserve and publish
     again, nobody can reach a relayed worker through it. A lost gate's slot is replaced at another gate
-    held, in a random order as at the start.
+    held, in a random order as at the start. While short of slots, the gates held are asked again with
+    `backoff`; a gate whose relay is full is exchanged for a spare (`_swap_full`).
     """
     links = Links(node.config.gates, node.gates, _DRAW)
     short = int(_short_of_slots(advertiser, links.held))  # reservations in a row that left us short
     again_at = trio.current_time() + backoff(short) if short else float("inf")  # when to ask again
+    found_full: dict[str, float] = {}  # gate -> trio time its relay last refused us as full
     while True:
         await trio.sleep(GATE_CHECK_S)  # a timer: libp2p has no "connection closed" event we can await
         lost = links.lose(g for g in links.held if not node.host.is_connected(peer_of(g)))
@@ -302,14 +311,19 @@ async def _keep_gates(node: Node, advertiser: _Advertiser, wake: Callable[[], No
         node.gates = tuple(links.held)
         retry = trio.current_time() >= again_at
         before = advertiser.circuit_addrs
+        swapped: list[str] = []
         if (lost or joined or retry) and advertiser.reachability != Reachability.DIRECT:
-            await _reserve(node, advertiser, links.held, " again" if joined or retry else "")
+            got = await _reserve(node, advertiser, links.held, " again" if joined or retry else "")
+            if got.full and _short_of_slots(advertiser, links.held):  # a full relay: a spare's instead
+                swapped = await _swap_full(node, links, got.full, found_full)
+                if swapped:
+                    await _reserve(node, advertiser, links.held, " at a spare gate")
             # short (a gate held refused or did not answer: full, restarted, a lost reply): every gate
             # held is asked again after `backoff` (1 s to 30 s), not once per check, nor never
             short = short + 1 if _short_of_slots(advertiser, links.held) else 0
             again_at = trio.current_time() + backoff(short) if short else float("inf")
             # reachability stays as the dial-backs left it: "unknown" is never turned into a guess
-        if lost or joined or advertiser.circuit_addrs != before:  # one republish, after any reservation
+        if lost or joined or swapped or advertiser.circuit_addrs != before:  # one republish, after all
             wake()  # never a relayed advert without its circuit, nor a new circuit left unadvertised
 
 
@@ -318,15 +332,49 @@ def _short_of_slots(advertiser: _Advertiser, gates: Sequence[str]) -> bool:
     return advertiser.reachability != Reachability.DIRECT and short_of_slots(advertiser.circuit_addrs, gates)
 
 
+async def _swap_full(
+    node: Node, links: Links, full: Sequence[str], found_full: dict[str, float]
+) -> list[str]:
+    """Hold spares in place of the held gates whose relay was `full` (`Links.swap`), passing over those
+    found full within `FULL_PASS_S`; leave the full ones, one line each; bootstrap the DHT at those joined.
+    Returns the spares joined. A stranger that fills a gate's relay (with keys that each hold a
+    connection) moves the NAT'd workers that have spares to them, rather than leaving them unreachable."""
+    now = trio.current_time()
+    found_full.update(dict.fromkeys(full, now))
+    passed = {g for g, at in found_full.items() if now - at < FULL_PASS_S}
+    swapped: list[str] = []
+    for gate in full:
+        if gate not in links.held:
+            continue
+        spare = await links.swap(gate, partial(_connect_gate, node), passed)
+        if spare is None:
+            break  # no spare answered: the next ones would meet the same spares
+        swapped.append(spare)
+        await node.host.disconnect(peer_of(gate))
+        log.warning("gate %s has no free relay slot: joined gate %s in its place", gate, spare)
+    node.gates = tuple(links.held)
+    await _bootstrap_at(node, swapped)
+    return swapped
+
+
+async def _connect_gate(node: Node, gate: str) -> None:
+    forget_failed_dials(node.host, peer_of(gate))  # libp2p's negative cache of a gate that was down
+    await node.host.connect(gate, timeout=5.0)
+
+
+async def _bootstrap_at(node: Node, gates: Sequence[str]) -> None:
+    """Bootstrap the DHT at gates just joined (none: nothing)."""
+    if gates and node.kad is not None:
+        try:
+            await node.kad.bootstrap([peer_of(g) for g in gates])
+        except Exception:  # a task boundary: the next publish still reaches the gates we know
+            log.warning("DHT bootstrap after a gate joined failed", exc_info=True)
+
+
 async def _rejoin(node: Node, links: Links) -> list[str]:
     """Connect spares until `GATE_LINKS` gates are held (`Links.fill`), one line for what changed;
     bootstrap the DHT at those joined. Returns them."""
-
-    async def connect(gate: str) -> None:
-        forget_failed_dials(node.host, peer_of(gate))  # libp2p's negative cache of a gate that was down
-        await node.host.connect(gate, timeout=5.0)
-
-    joined, causes = await links.fill(connect, trio.current_time())
+    joined, causes = await links.fill(partial(_connect_gate, node), trio.current_time())
     if joined:
         log.warning(
             "joined gate%s %s%s",
@@ -337,11 +385,7 @@ async def _rejoin(node: Node, links: Links) -> list[str]:
     elif causes:  # short since a gate was lost: said once, then the spares tried again quietly
         level = logging.WARNING if links.failed_fills == 1 else logging.INFO
         log.log(level, "no spare gate answered: %s; tried again while this worker runs", "; ".join(causes))
-    if joined and node.kad is not None:
-        try:
-            await node.kad.bootstrap([peer_of(g) for g in joined])
-        except Exception:  # a task boundary: the next publish still reaches the gates we know
-            log.warning("DHT bootstrap after a gate joined failed", exc_info=True)
+    await _bootstrap_at(node, joined)
     return joined
 
 

@@ -15,7 +15,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,13 +118,22 @@ class Fleet:
             self.gates.append(addr)
         return addr
 
-    def worker(self, name: str, ns: str, ip: str, *, allow: str | None = None, wait: bool = True) -> Proc:
-        """A real `join` worker in namespace `ns`, listening on `ip`."""
+    def worker(
+        self,
+        name: str,
+        ns: str,
+        ip: str,
+        *,
+        allow: str | None = None,
+        wait: bool = True,
+        gates: Sequence[str] | None = None,
+    ) -> Proc:
+        """A real `join` worker in namespace `ns`, listening on `ip`, listing `gates` (the fleet's)."""
         args = ["join", "--listen", f"/ip4/{ip}/tcp/0", "--data-dir", str(self.lab.root / name)]
         args += ["--allow", allow or self.submitter_id, "--record-ttl", str(self.lab.record_ttl)]
         args += ["--no-calibrate", "--allow-http", "--allow-network", "10.77.0.0/16"]
         args += ["--heartbeat", "0.5", "--lease-ttl", "3", "--events"]
-        for gate in self.gates:
+        for gate in self.gates if gates is None else gates:
             args += ["--gate", gate]
         proc = self.lab.start(name, [*SARK, *args], ns=ns)
         if wait:

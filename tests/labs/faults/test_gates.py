@@ -94,7 +94,41 @@ def test_natd_workers_hold_relay_gates_slots_and_replace_a_lost_gates(
     assert all(gates == set(left) for gates in now.values()), (lost, now)
 
 
-def _probe_at(fleet: Fleet, gates: list[str], name: str) -> Proc:
+@pytest.mark.netns
+def test_a_natd_worker_whose_gates_relays_are_full_takes_a_slot_at_a_spare(
+    fnet: FaultNet, plab: Lab, faults: Faults
+) -> None:
+    """Four gates of one slot; three taken by NAT'd workers that list one gate each, the fourth down: a
+    NAT'd worker listing all four joins the three full ones (GATE_LINKS) and gets no slot. The fourth
+    back on its address, the worker exchanges a full gate for it and holds its slot there (a gate's
+    relay filled, by strangers or by others, moves the workers that have spares, not strands them)."""
+    fleet = Fleet.start(fnet, plab, faults, gates=0)
+    one = ["--max-reservations", "1"]
+    gates = [plab.gate(f"gate{i}", 60, listen=f"/ip4/{H1}/tcp/0", ns=fnet.h1, extra=one) for i in range(4)]
+    fleet.gates = [str(g.ready["addrs"][0]) for g in gates]
+    spare = fleet.gates[3]
+    faults.kill9(gates[3])
+    occupants = [fleet.worker(f"o{i}", fnet.h3, H3, gates=[fleet.gates[i]], wait=False) for i in range(3)]
+    for i, occupant in enumerate(occupants):
+        ready = occupant.wait_event("ready", 90)
+        assert [circuit_gate(c) for c in ready["circuit_addrs"]] == [fleet.gates[i]], ready
+    natted = fleet.worker("w", fnet.h3, H3).ready
+    assert natted["circuit_addrs"] == [], natted  # every gate it joined is full
+    port = int(spare.split("/tcp/")[1].split("/")[0])
+    back = plab.gate("gate3", 60, listen=f"/ip4/{H1}/tcp/{port}", ns=fnet.h1, extra=one)
+    assert str(back.ready["addrs"][0]) == spare
+    held: set[str] = set()
+    for attempt in range(30):  # the worker asks again after 1, 2, 4, 8 s ... (`backoff`)
+        now = _circuit_gates(_probe_at(fleet, fleet.gates, f"probe{attempt}", expect=4), expect=4)
+        held = now[natted["peer_id"]]
+        if held:
+            break
+    print(f"\nthe NAT'd worker's relay slots after the spare came back: {held} (probe {attempt + 1})")
+    assert held == {spare}
+
+
+def _probe_at(fleet: Fleet, gates: list[str], name: str, expect: int = 2) -> Proc:
     args = [a for g in gates for a in ("--gate", g)]
-    args += ["--listen", f"/ip4/{H2}/tcp/0", "--data-dir", str(fleet.lab.root / name), "--expect", "2"]
+    args += ["--listen", f"/ip4/{H2}/tcp/0", "--data-dir", str(fleet.lab.root / name)]
+    args += ["--expect", str(expect)]
     return fleet.lab.start(name, [sys.executable, PROBE, *args, "--timeout", "30"], ns=fleet.net.h2)

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 import trio
+from libp2p.relay.circuit_v2.pb.circuit_pb2 import HopMessage
+from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
 
 from gate import open_gate
 from node.config import NodeConfig
-from node.errors import PeerUnreachable
+from node.errors import PeerUnreachable, RelayFull
 from node.p2p.node import Node, open_node
 from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES, Reserved, circuit_gate, refusal, reserve_spread
 
@@ -124,7 +126,17 @@ async def test_natd_workers_listing_the_same_gates_all_get_a_slot(tmp_path: Path
         assert all("(RESOURCE_LIMIT_EXCEEDED)" in why for _, why in r.refused)
 
 
-def test_a_refusal_read_from_nothing_or_junk_says_so() -> None:
-    assert refusal(b"") == "no answer"
-    assert refusal(b"\xff\xff\xff") == "its answer could not be read"
+def test_a_refusal_read_from_nothing_or_junk_says_so_and_a_full_relay_is_its_own_error() -> None:
+    assert refusal("G", b"").why == "relay reservation refused: no answer"
+    assert refusal("G", b"\xff\xff\xff").why == "relay reservation refused: its answer could not be read"
+    full = HopMessage(type=HopMessage.STATUS, status=to_proto_status(StatusCode.RESOURCE_LIMIT_EXCEEDED))
+    body = full.SerializeToString()
+    refused = refusal("G", bytes([len(body)]) + body)
+    assert isinstance(refused, RelayFull)
+    assert refused.peer_id == "G"
+    assert refused.why.endswith("the gate's relay is full (every slot taken: `gate --max-reservations`) "
+                                "(RESOURCE_LIMIT_EXCEEDED)")  # fmt: skip
+    denied = HopMessage(type=HopMessage.STATUS, status=to_proto_status(StatusCode.PERMISSION_DENIED))
+    body = denied.SerializeToString()
+    assert not isinstance(refusal("G", bytes([len(body)]) + body), RelayFull)
     assert GATE_RESERVATIONS == 1024

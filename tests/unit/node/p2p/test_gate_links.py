@@ -103,6 +103,23 @@ async def test_a_lost_gate_is_replaced_by_the_next_spare_and_tried_again_last() 
     assert not links.due(0.0)
 
 
+async def test_a_gate_whose_relay_is_full_is_swapped_for_the_first_spare_not_passed_that_answers() -> None:
+    held = drawn(5)[:GATE_LINKS]
+    links = Links(GATES, held, random.Random(9))
+    spares = drawn(9, tuple(g for g in GATES if g not in held))
+    dialler = Dialler(silent=frozenset({spares[1]}))
+    joined = await links.swap(held[0], dialler.connect_one, passed={spares[0]})  # found full lately
+    assert joined == spares[2]  # spares[0] passed over, spares[1] silent, spares[2] answered
+    assert dialler.tried == spares[1:3]
+    assert links.held == [spares[2], held[1], held[2]]  # in the full gate's place
+    assert links.spares == [spares[0], *spares[3:], spares[1], held[0]]  # the silent and the full last
+    assert not links.short()
+    nobody = Dialler(silent=frozenset(GATES))
+    assert await links.swap(held[1], nobody.connect_one, passed=set(GATES) - {spares[3]}) is None
+    assert links.held == [spares[2], held[1], held[2]]  # no spare answered: the full gate is kept
+    assert nobody.tried == [spares[3]]
+
+
 async def test_while_short_the_spares_are_tried_again_after_a_backoff_and_a_loss_at_once() -> None:
     gates = GATES[:4]
     links = Links(gates, gates[:1], random.Random(1))
