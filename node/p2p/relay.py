@@ -110,7 +110,11 @@ class GateRelay(CircuitV2Protocol):
         """Free the slots of peers no longer connected to the gate. The spec holds a reservation valid
         only while its peer keeps a connection to the relay, and go-libp2p drops it on disconnect;
         py-libp2p 0.8.1 counts a departed peer's slot until its TTL (`reservation_ttl`, 600 s), so a
-        gate's slots filled with workers that had left, or with keys that reserved and hung up."""
+        gate's slots filled with workers that had left, or with keys that reserved and hung up.
+
+        Cheater's view: keys are free, connections are not. A stranger now holds a slot only while it
+        holds a connection, and the gate's connections from one address are bounded by its share
+        (`--max-per-address`), so one address can no longer take every slot by reserving and leaving."""
         table = self.resource_manager._reservations
         for peer in [p for p in table if not self.resource_manager._is_peer_connected(p)]:
             del table[peer]
