@@ -45,6 +45,7 @@ Each workaround names the py-libp2p 0.8.1 behaviour it replaces (see shared/note
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -321,12 +322,27 @@ class Host:
         raise PeerTimeout(gate, "relay reservation")
 
     def _connections(self, peer_id: str) -> list[Any]:
+        """Our open connections to the peer (a closed one left in the swarm's table is not one: P40)."""
+        return [c for c in self._table(peer_id) if not getattr(c, "is_closed", False)]
+
+    def _table(self, peer_id: str) -> list[Any]:
         conns = self._lp.get_network().connections.get(ID.from_base58(peer_id), [])
         return list(conns) if isinstance(conns, list | tuple) else [conns]
+
+    def _drop_closed(self, peer_id: str) -> None:
+        """P40: a connection closed whose removal from the swarm's table never came blocks every dial
+        and stream to the peer ("No valid connections available"): take it out, and close its muxer in
+        the background (its own close may be what hangs)."""
+        network = self._lp.get_network()
+        for conn in self._table(peer_id):
+            if getattr(conn, "is_closed", False):
+                network.remove_conn(conn)
+                self._nursery.start_soon(_close_quietly, conn.muxed_conn)
 
     async def _ensure_connected(self, peer_id: str, addrs: Sequence[str], seconds: float) -> None:
         """A few direct addresses (seen ones, then ours first: `dial_plan`), then circuits, in turn, each
         capped (P30)."""
+        self._drop_closed(peer_id)
         if not self.is_connected(peer_id):
             plan = dial_plan(addrs, self._book.interfaces(), self.sightings.of(peer_id))
             reached = await dial_in_turn(peer_id, plan, seconds, partial(self._dial_one, peer_id))
@@ -359,6 +375,12 @@ class Host:
             if _closed_at_handshake(exc):
                 raise ClosedAtHandshake(peer_id, addr or "") from exc
             raise
+
+
+async def _close_quietly(muxed: Any) -> None:
+    """Close a muxed connection taken out of the swarm's table, within a few seconds, whatever it says."""
+    with trio.move_on_after(5), contextlib.suppress(Exception):
+        await muxed.close()
 
 
 def _closed_at_handshake(exc: BaseException) -> bool:

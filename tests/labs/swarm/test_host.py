@@ -13,6 +13,7 @@ from libp2p import new_host
 from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.custom_types import TProtocol
 from libp2p.network.exceptions import SwarmException
+from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
 from libp2p.stream_muxer.yamux.yamux import Yamux
@@ -164,6 +165,24 @@ async def test_bulk_writes_go_out_in_frames_larger_than_64_kib(
     assert got == payload
     assert 64 * 1024 + 12 < max(frames) <= YAMUX_FRAME + 12
     assert os.environ["PY_YAMUX_RELEASE_ON_READ"] == "0"  # window credit in half-window batches
+
+
+async def test_a_closed_connection_left_in_the_swarms_table_is_dialled_past(
+    host_pair: tuple[Host, Host],
+) -> None:
+    """P40: a connection closed (its `event_closed` set, as `SwarmConn.close` starts) whose removal from
+    the swarm's table never came: py-libp2p neither dials again nor opens a stream on it ("No valid
+    connections available for peer"). A long-running `serve` lost every worker so in CI."""
+    server, client = host_pair
+    server.set_handler(ECHO, _echo)
+    assert await _ask(client, server)
+    table = client._lp.get_network().connections  # the swarm's own table, as it is left
+    (stale,) = table[ID.from_base58(server.peer_id)]
+    stale.event_closed.set()
+    assert not client.is_connected(server.peer_id)
+    assert await _ask(client, server)  # a fresh connection
+    assert stale not in table[ID.from_base58(server.peer_id)]
+    assert client.is_connected(server.peer_id)
 
 
 async def test_a_crashing_handler_does_not_kill_the_host(host_pair: tuple[Host, Host]) -> None:
