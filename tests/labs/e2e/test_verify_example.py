@@ -36,6 +36,7 @@ the rule with those figures.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import shlex
 import shutil
@@ -51,6 +52,7 @@ from kit.procs import SCRIPT, user_env
 
 from protocol import Calibration, ComputeUnit, DeviceProfile, UnitStatus
 from scheduler.verification import challenge
+from scheduler.verification.claims import MAX_GFLOPS_PER_CORE
 
 ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text()
@@ -118,7 +120,9 @@ def _liar_refused(root: Path, claimed: float) -> subprocess.CompletedProcess[str
     try:
         me = submitter_id(root / "liar" / "submitter")
         gate = lab.gate(timeout=120).ready["addrs"][0]
-        cores = os.cpu_count() or 1
+        # the cores it says, as many as its claim needs, or the physics bound refuses it before the
+        # challenge is asked (a machine measuring 260 GFLOPS on 2 cores: 651 over 2 x 300)
+        cores = max(os.cpu_count() or 1, math.ceil(claimed / MAX_GFLOPS_PER_CORE))
         profile = DeviceProfile(
             device_name="liar", soc="liar-cpu", cores_physical=cores, cores_logical=cores, ram_mb=1024,
             os="Linux", os_version="6", fingerprint="f" * 16,
