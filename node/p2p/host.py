@@ -67,6 +67,7 @@ from libp2p.io.exceptions import IncompleteReadError
 from libp2p.network.config import ConnectionConfig
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
+from libp2p.protocol_muxer.exceptions import MultiselectCommunicatorError
 from libp2p.rcmgr.connection_limits import ConnectionLimits
 from libp2p.rcmgr.manager import ResourceLimits
 from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID as HOP_ID
@@ -276,15 +277,30 @@ class Host:
             PeerTimeout: the connection or protocol negotiation took longer than `timeout`.
         """
         with trio.move_on_after(timeout) as scope:
-            await self._ensure_connected(peer_id, addrs, timeout)
-            with map_exceptions(peer_id, f"cannot open {protocol}"):
-                stream = await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
+            stream = await self._new_stream(peer_id, protocol, addrs, timeout)
             ip = remote_ip(
                 stream
             )  # the address this connection reached: a replica's host (scheduler.verification.replicas)
             return Channel(LibStream(stream, peer_id), peer_id, read_timeout=read_timeout, remote_ip=ip)
         assert scope.cancelled_caught
         raise PeerTimeout(peer_id, f"opening {protocol}")
+
+    async def _new_stream(self, peer_id: str, protocol: str, addrs: Sequence[str], timeout: float) -> Any:
+        """A stream negotiated on our connection to the peer, dialled if need be. P41: a connection that
+        broke under the negotiation (its reads or writes failed: the other side closed it, or trimmed it
+        as the duplicate when both dialled at once) is closed and dialled again, once. A protocol the
+        peer refuses is no broken connection: it is said at once."""
+        for last in (False, True):
+            await self._ensure_connected(peer_id, addrs, timeout)
+            try:
+                with map_exceptions(peer_id, f"cannot open {protocol}"):
+                    return await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
+            except PeerUnreachable as exc:
+                if last or not any(isinstance(e, MultiselectCommunicatorError) for e in error_chain(exc)):
+                    raise
+                log.info("the connection to %s broke opening %s: dialled again", peer_id, protocol)
+                await self.disconnect(peer_id)
+        raise AssertionError("unreachable")  # the second try returned or raised
 
     def is_connected(self, peer_id: str) -> bool:
         """Do we hold a live connection to the peer?"""

@@ -185,6 +185,26 @@ async def test_a_closed_connection_left_in_the_swarms_table_is_dialled_past(
     assert client.is_connected(server.peer_id)
 
 
+async def test_a_connection_broken_under_the_negotiation_is_dialled_again_once(
+    host_pair: tuple[Host, Host],
+) -> None:
+    """P41: the connection's socket closed beneath it, before its muxer noticed (as when the other side
+    trims the duplicate of a simultaneous dial): py-libp2p's negotiation fails, "failed to open a stream
+    to peer" (20 of 20 so, before), and a `serve` in CI failed a reference task on it. The host closes
+    the broken connection and dials again; a protocol the peer refuses is still said at once."""
+    server, client = host_pair
+    server.set_handler(ECHO, _echo)
+    assert await _ask(client, server)
+    (broken,) = client._lp.get_network().connections[ID.from_base58(server.peer_id)]
+    await broken.muxed_conn.secured_conn.close()
+    assert await _ask(client, server)
+    assert broken not in client._lp.get_network().connections.get(ID.from_base58(server.peer_id), [])
+    with pytest.raises(PeerUnreachable) as refused:
+        await _ask(client, server, "/sark/nobody-serves-this/1.0.0")
+    assert client.is_connected(server.peer_id)  # a refused protocol closed nothing
+    assert "cannot open /sark/nobody-serves-this/1.0.0" in refused.value.detail
+
+
 async def test_a_crashing_handler_does_not_kill_the_host(host_pair: tuple[Host, Host]) -> None:
     server, client = host_pair
 
