@@ -290,17 +290,19 @@ class Host:
         broke under the negotiation (its reads or writes failed: the other side closed it, or trimmed it
         as the duplicate when both dialled at once) is closed and dialled again, once. A protocol the
         peer refuses is no broken connection: it is said at once."""
-        for last in (False, True):
-            await self._ensure_connected(peer_id, addrs, timeout)
-            try:
-                with map_exceptions(peer_id, f"cannot open {protocol}"):
-                    return await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
-            except PeerUnreachable as exc:
-                if last or not any(isinstance(e, MultiselectCommunicatorError) for e in error_chain(exc)):
-                    raise
-                log.info("the connection to %s broke opening %s: dialled again", peer_id, protocol)
-                await self.disconnect(peer_id)
-        raise AssertionError("unreachable")  # the second try returned or raised
+        try:
+            return await self._negotiate(peer_id, protocol, addrs, timeout)
+        except PeerUnreachable as exc:
+            if not any(isinstance(e, MultiselectCommunicatorError) for e in error_chain(exc)):
+                raise
+            log.info("the connection to %s broke opening %s: dialled again", peer_id, protocol)
+            await self.disconnect(peer_id)
+        return await self._negotiate(peer_id, protocol, addrs, timeout)
+
+    async def _negotiate(self, peer_id: str, protocol: str, addrs: Sequence[str], timeout: float) -> Any:
+        await self._ensure_connected(peer_id, addrs, timeout)
+        with map_exceptions(peer_id, f"cannot open {protocol}"):
+            return await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
 
     def is_connected(self, peer_id: str) -> bool:
         """Do we hold a live connection to the peer?"""

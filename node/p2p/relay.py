@@ -100,8 +100,8 @@ class GateRelay(CircuitV2Protocol):
         named = ID(msg.peer.id) if msg.HasField("peer") and msg.peer.id else caller
         if named != caller or (self._allow is not None and caller.to_base58() not in self._allow):
             log.info("relay reservation refused to %s (for %s)", caller, named)
-            refusal = HopMessage(type=HopMessage.STATUS, status=to_proto_status(StatusCode.PERMISSION_DENIED))
-            await write_delimited_msg(stream, refusal)
+            denied = HopMessage(type=HopMessage.STATUS, status=to_proto_status(StatusCode.PERMISSION_DENIED))
+            await write_delimited_msg(stream, denied)
             return
         self._drop_departed()
         await super()._handle_reserve(stream, msg)
@@ -116,6 +116,8 @@ class GateRelay(CircuitV2Protocol):
         holds a connection, and the gate's connections from one address are bounded by its share
         (`--max-per-address`), so one address can no longer take every slot by reserving and leaving."""
         table = self.resource_manager._reservations
+        if len(table) < self.resource_manager.limits.max_reservations:
+            return  # room left: nothing to free (the scan is paid only by a full relay)
         for peer in [p for p in table if not self.resource_manager._is_peer_connected(p)]:
             del table[peer]
 

@@ -7,7 +7,8 @@ share them, where a slot at every gate left the last without."""
 from __future__ import annotations
 
 import random
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
 from gate import open_gate
 from node.config import NodeConfig
 from node.errors import PeerUnreachable, RelayFull
-from node.p2p.node import Node, open_node
+from node.p2p.node import Node, Role, open_node
 from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES, Reserved, circuit_gate, refusal, reserve_spread
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
@@ -28,43 +29,42 @@ def config(root: Path, name: str, **fields: object) -> NodeConfig:
     return NodeConfig(data_dir=root / name, listen=LOOPBACK, record_ttl_s=60, **fields)  # type: ignore[arg-type]
 
 
+@asynccontextmanager
+async def nodes_at_a_gate(root: Path, slots: int, *roles: Role) -> AsyncIterator[tuple[str, list[Node]]]:
+    """A gate of `slots` relay slots and a node of each role listing it: the gate's address, the nodes."""
+    async with open_gate(config(root, "gate", max_reservations=slots)) as gate, AsyncExitStack() as stack:
+        (addr,) = gate.host.addrs()[:1]
+        nodes = [
+            await stack.enter_async_context(open_node(config(root, f"n{i}", gates=(addr,)), role=role))
+            for i, role in enumerate(roles)
+        ]
+        yield addr, nodes
+
+
 async def test_a_full_relay_refuses_the_next_worker_and_says_it_is_full(tmp_path: Path) -> None:
     with trio.fail_after(60):
-        async with open_gate(config(tmp_path, "gate", max_reservations=2)) as gate:
-            (addr,) = gate.host.addrs()[:1]
-            gates = (addr,)
-            async with (
-                open_node(config(tmp_path, "a", gates=gates), role="worker") as a,
-                open_node(config(tmp_path, "b", gates=gates), role="worker") as b,
-                open_node(config(tmp_path, "c", gates=gates), role="worker") as c,
-            ):
-                for worker in (a, b):
-                    circuit = await worker.host.reserve_relay(addr)
-                    assert circuit.endswith(f"/p2p-circuit/p2p/{worker.host.peer_id}")
-                with pytest.raises(PeerUnreachable) as refused:
-                    await c.host.reserve_relay(addr)
-                assert "relay reservation refused: the gate's relay is full" in refused.value.why
-                assert "(RESOURCE_LIMIT_EXCEEDED)" in refused.value.why
-                await a.host.reserve_relay(addr)  # a worker that holds a slot renews it
+        async with nodes_at_a_gate(tmp_path, 2, "worker", "worker", "worker") as (addr, (a, b, c)):
+            for worker in (a, b):
+                circuit = await worker.host.reserve_relay(addr)
+                assert circuit.endswith(f"/p2p-circuit/p2p/{worker.host.peer_id}")
+            with pytest.raises(PeerUnreachable) as refused:
+                await c.host.reserve_relay(addr)
+            assert "relay reservation refused: the gate's relay is full" in refused.value.why
+            assert "(RESOURCE_LIMIT_EXCEEDED)" in refused.value.why
+            await a.host.reserve_relay(addr)  # a worker that holds a slot renews it
 
 
 async def test_dialling_a_circuit_takes_no_slot_at_the_gate(tmp_path: Path) -> None:
     """A submitter that dials a relayed worker leaves the gate's slots to the NAT'd: py-libp2p's client
-    role reserved a slot at the relay before each circuit dial (held for the reservation's TTL, an hour),
-    so probes and submitters filled a gate's slots and a worker that lost its gate found no room."""
+    role reserved a slot at the relay before each circuit dial (held for the reservation's TTL, 600 s at
+    our gates), so probes and submitters filled a gate's slots and a worker that lost its gate found no
+    room."""
     with trio.fail_after(60):
-        async with open_gate(config(tmp_path, "gate", max_reservations=2)) as gate:
-            (addr,) = gate.host.addrs()[:1]
-            gates = (addr,)
-            async with (
-                open_node(config(tmp_path, "a", gates=gates), role="worker") as a,
-                open_node(config(tmp_path, "d", gates=gates), role="submitter") as dialler,
-                open_node(config(tmp_path, "b", gates=gates), role="worker") as b,
-            ):
-                circuit = await a.host.reserve_relay(addr)
-                assert await dialler.host.connect(circuit) == a.host.peer_id
-                assert dialler.host.is_relayed(a.host.peer_id)
-                await b.host.reserve_relay(addr)  # the second slot is still free
+        async with nodes_at_a_gate(tmp_path, 2, "worker", "submitter", "worker") as (addr, (a, dialler, b)):
+            circuit = await a.host.reserve_relay(addr)
+            assert await dialler.host.connect(circuit) == a.host.peer_id
+            assert dialler.host.is_relayed(a.host.peer_id)
+            await b.host.reserve_relay(addr)  # the second slot is still free
 
 
 async def test_a_slot_is_free_again_once_its_worker_hangs_up(tmp_path: Path) -> None:
