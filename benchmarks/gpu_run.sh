@@ -19,6 +19,15 @@
 #                                      op as a fallback), the harness on GPU (ONNX) against a bare
 #                                      session.run loop for 3 models (harness_overhead.py --unit), and
 #                                      tests/labs/gpu (which skip, with the reason, without a GPU)
+#   bash benchmarks/gpu_run.sh llamacpp (carry .gpucarry)  the node's wheels, then xllamacpp built with CUDA
+#                                      for the machine's GPU from the carried llama.cpp source
+#                                      (gpu_wheels.sh llamacpp), `sark-node info` (GPU (llama.cpp)
+#                                      usable, its device), the harness on `GPU (llama.cpp)` against
+#                                      the binding's bare loop and llama.cpp's own timers, with the
+#                                      layers' placement read from llama.cpp's log by each side
+#                                      (llamacpp_timers.py --unit), and a campaign of the cut SmolLM2 on
+#                                      GPU (llama.cpp), CPU (llama.cpp) and GPU (PyTorch) on the
+#                                      embedded swarm
 #   bash benchmarks/gpu_run.sh check   here: every step's command is well formed and each script parses
 #
 # Each step runs under its own time limit, cut to what is left of BUDGET seconds (the device call's
@@ -113,10 +122,38 @@ onnx_phase() {
     keep
 }
 
+llamacpp_phase() {
+    step install 120 bash benchmarks/gpu_wheels.sh install
+    machine
+    TAIL=16 step build 480 bash benchmarks/gpu_wheels.sh llamacpp
+    # xllamacpp links CUDA's runtime and cuBLAS dynamically: the toolkit's own, beside nvcc
+    local root
+    root=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")")
+    export LD_LIBRARY_PATH="$root/lib64:$root/lib:$root/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    step info 180 sh -c "$(printf '%q ' "${SARK[@]}") info --json >$WORK/info.json"
+    "$PY" - "$WORK/info.json" <<'PYEOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for u in p["units"]:
+    if "llama.cpp" in u["unit"] or u["unit"].startswith("GPU"):
+        print(f"  {u['unit']:<20} usable={u['usable']!s:<5} {u.get('provider') or ''} {u.get('reason') or ''}"[:300])
+PYEOF
+    TAIL=16 step timers 300 "$PY" benchmarks/llamacpp_timers.py --unit "GPU (llama.cpp)" \
+        --model .gpucarry/SmolLM2-cut.gguf --rounds "${LLM_ROUNDS:-3}" --prompts 8 --tokens 32 --load 0
+    # the cut SmolLM2 on the embedded swarm: the GPU's two generative units and llama.cpp's CPU beside
+    sed -e "s|path: models/SmolLM2-135M-Instruct.Q4_1.gguf|path: $PWD/.gpucarry/SmolLM2-cut.gguf|" \
+        -e 's/^name: smollm-summaries/name: smollm-gpu/' -e 's/compute_unit: CPU (PyTorch) /compute_unit: GPU (llama.cpp)/' \
+        examples/llm.yaml >"$WORK/llm_gpu.yaml"
+    TAIL=30 step campaign 300 "${SARK[@]}" submit "$WORK/llm_gpu.yaml" --out "$WORK/llm_results"
+    step tests 180 "$PY" -m pytest -q -p no:cacheprovider -rs tests/labs/gpu
+    keep
+}
+
 check() {  # here, with no GPU: each script parses and says why it cannot measure
     for script in gpu_challenge gpu_energy gpu_campaign peaks harness_overhead llm_fidelity; do
         .venv/bin/python benchmarks/$script.py --help >/dev/null || { echo "$script: --help failed"; exit 1; }
     done
+    .venv/bin/python benchmarks/llamacpp_timers.py --help >/dev/null || { echo "llamacpp_timers: --help failed"; exit 1; }
     bash -n benchmarks/gpu_wheels.sh && bash -n "$0"
     echo "check: every script parses; gpu_wheels.sh and gpu_run.sh are well formed"
 }
@@ -124,9 +161,10 @@ check() {  # here, with no GPU: each script parses and says why it cannot measur
 case "$PHASE" in
 torch) torch_phase ;;
 onnx) onnx_phase ;;
+llamacpp) llamacpp_phase ;;
 check) check ;;
 *)
-    echo "usage: bash benchmarks/gpu_run.sh torch|onnx|check" >&2
+    echo "usage: bash benchmarks/gpu_run.sh torch|onnx|llamacpp|check" >&2
     exit 2
     ;;
 esac

