@@ -163,9 +163,17 @@ class Dht:
         self._lacking: tuple[str, ...] = ()
 
     async def publish(
-        self, envelope: Envelope, units: Iterable[ComputeUnit], *, gates: Sequence[str] = ()
+        self,
+        envelope: Envelope,
+        units: Iterable[ComputeUnit],
+        *,
+        gates: Sequence[str] = (),
+        circuits: Sequence[str] = (),
     ) -> tuple[str, ...]:
         """Put our advert and provide our key of each tree (any worker, each usable unit).
+
+        `circuits`: our circuit addresses (a relayed worker's), carried by the provider records too
+        (`Kad.circuits`): a reader whose servers keep no advert dials us through them.
 
         A unit not yet placed is placed first (its path read down to a key with room) and its key read
         back from the servers, and the any-worker key from each gate, providing again with a growing
@@ -176,6 +184,7 @@ class Dht:
             The gates (addresses) that did not list us when we last placed a key.
         """
         me = envelope.peer_id
+        self.kad.circuits = tuple(circuits)
         fresh = [unit for unit in (None, *units) if unit not in self.placed]
         for unit in fresh:
             await self._place(me, unit)

@@ -44,6 +44,7 @@ from libp2p.kad_dht.common import MAX_DHT_MESSAGE_SIZE
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
+from multiaddr import Multiaddr
 
 from node.p2p.closest import ClosestServers
 from node.p2p.host import Host
@@ -123,6 +124,11 @@ class Kad:
         self._networks: dict[ID, str] = {}  # each server's network as our last request reached it
         self.places: Places = places_for(None)
         """Records of a key this server keeps from one network (`node.p2p.places`; the node sets it)."""
+        self.circuits: tuple[str, ...] = ()
+        """Our circuit addresses through the gates that hold a relay slot for us (a relayed worker's;
+        its advertiser sets them): announced in our provider records after our own addresses, so that a
+        reader that finds no advert at a server (a foreign gate keeps no `/sark/` values) can still dial
+        us (`Node._advert_from_peer`)."""
         # P34: a py-libp2p server keeps so many ADD_PROVIDERs of one peer a window (its own numbers)
         self.pacer = ProvidePacer(
             int(getattr(dht, "_provider_rate_max", PROVIDES_PER_WINDOW)),
@@ -231,7 +237,7 @@ class Kad:
         """Announce ourselves as a provider of a raw key (ADD_PROVIDER is fire-and-forget, P9) at its
         closest servers, walked for only when `ClosestServers` says so. Not libp2p's `provide`: it walks
         every time, and its `providing_keys` would walk again on libp2p's own republish timer."""
-        me, addrs = self._dht.host.get_id(), list(self._dht.host.get_addrs())
+        me, addrs = self._dht.host.get_id(), self._announced()
         self._dht.provider_store.add_provider(key, PeerInfo(me, addrs))
         request = add_provider_request(key, me, addrs)
 
@@ -240,6 +246,11 @@ class Kad:
             return True
 
         return await self._at_closest(key, send, paced=lambda _: True) > 0
+
+    def _announced(self) -> list[Multiaddr]:
+        """The addresses our provider records carry: the host's own, then our circuits."""
+        own = list(self._dht.host.get_addrs())
+        return own + [Multiaddr(c) for c in self.circuits if Multiaddr(c) not in own]
 
     async def provide_where_missing(self, key: bytes) -> frozenset[str]:
         """Read our record of `key` back from its k closest servers and send it again to each that
@@ -257,7 +268,7 @@ class Kad:
         holders = tuple(p.to_base58() for p in walked.closest if p in walked.lists)  # those that answered
         self.closest.walked(key, holders, self.routing_table_size())
         lacking = set(walked.lacking(me))
-        request = add_provider_request(key, me, list(self._dht.host.get_addrs()))
+        request = add_provider_request(key, me, self._announced())
 
         async def send(peer: ID) -> bool:
             if peer in lacking:

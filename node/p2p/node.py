@@ -145,8 +145,9 @@ class Node:
         found.append(Peer(peer_id, body, max(0.0, now - body.issued_at), envelope))
 
     async def _advert_from_peer(self, peer_id: str, addrs: list[str]) -> tuple[Envelope, AdvertBody] | None:
-        """The signed advert a provider gives over `/sark/profile`: at its provider addresses, then
-        through each of our gates as a relay (a relayed worker's provider record has no usable address)."""
+        """The signed advert a provider gives over `/sark/profile`: at its provider record's addresses (a
+        relayed worker's carry its circuits: `Kad.circuits`), then through each of our gates as a relay
+        (a record written before, or by another implementation, has no usable address)."""
         relayed = tuple(f"{gate}/p2p-circuit/p2p/{peer_id}" for gate in self.gates)
         try:
             envelope, body, _ = await self.profile_at(peer_id, (*addrs, *relayed), PROFILE_PROBE_S)

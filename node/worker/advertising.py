@@ -276,7 +276,8 @@ async def _publish(
 ) -> tuple[str, ...]:
     """Publish our advert and provider records; return the gates that do not keep them (logged on change)."""
     try:
-        refused = await node.dht.publish(advertiser.sign(), profile.usable_units(), gates=node.gates)
+        units, circuits = profile.usable_units(), advertiser.circuit_addrs
+        refused = await node.dht.publish(advertiser.sign(), units, gates=node.gates, circuits=circuits)
     except Exception:  # a task boundary: a failed announce is retried on the next tick
         log.warning("advert publish failed", exc_info=True)
         return refused_before

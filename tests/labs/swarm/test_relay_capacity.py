@@ -13,14 +13,17 @@ from pathlib import Path
 
 import pytest
 import trio
+from kit.sybils import advert as signed_advert
 from libp2p.relay.circuit_v2.pb.circuit_pb2 import HopMessage
 from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
 
 from gate import open_gate
 from node.config import NodeConfig
 from node.errors import PeerUnreachable, RelayFull
+from node.p2p.host import Channel
 from node.p2p.node import Node, Role, open_node
 from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES, Reserved, circuit_gate, refusal, reserve_spread
+from protocol import PROFILE, Load, ProfileReply
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 
@@ -140,3 +143,44 @@ def test_a_refusal_read_from_nothing_or_junk_says_so_and_a_full_relay_is_its_own
     body = denied.SerializeToString()
     assert not isinstance(refusal("G", bytes([len(body)]) + body), RelayFull)
     assert GATE_RESERVATIONS == 1024
+
+
+async def test_a_relayed_workers_provider_record_carries_its_circuit_for_a_reader_at_another_gate(
+    tmp_path: Path,
+) -> None:
+    """Where no server keeps a worker's advert (a foreign gate keeps no `/sark/` values), a submitter asks
+    the provider itself at its provider record's addresses, and before these carried the worker's
+    circuits it guessed circuits through its own gates: a reader listing another gate than the worker's
+    relay found nothing to dial. Gate A relays for the worker; the reader lists gate B only."""
+    with trio.fail_after(90):
+        async with open_gate(config(tmp_path, "a")) as gate_a:
+            (a,) = gate_a.host.addrs()[:1]
+            async with (
+                open_gate(config(tmp_path, "b", gates=(a,))) as gate_b,
+                open_node(config(tmp_path, "w", gates=(a,)), role="worker") as worker,
+            ):
+                (b,) = gate_b.host.addrs()[:1]
+                circuit = await worker.host.reserve_relay(a)
+                signed = signed_advert(worker, 300.0)
+
+                async def profile(channel: Channel) -> None:
+                    await channel.receive()
+                    await channel.send(ProfileReply(advert=signed, load=Load()))
+                    await channel.close()
+
+                worker.host.set_handler(PROFILE, profile, deadline=10.0)  # as the worker's advertiser does
+                await worker.dht.publish(signed, [], gates=worker.gates, circuits=(circuit,))
+                key = worker.dht.placed[None].dht_key
+                async with open_node(config(tmp_path, "r", gates=(b,)), role="submitter") as reader:
+                    assert reader.dht.kad is not None
+                    listed = (await reader.dht.kad.lookup_providers(key)).providers
+                    assert circuit in listed[worker.host.peer_id], listed
+                    assert all(g == b for g in reader.gates)  # its own guess goes through B alone
+                    guessed = await reader._advert_from_peer(worker.host.peer_id, [])
+                    assert guessed is None  # without the record's circuit: a guess through B misses
+                    # its loopback address stands for a NAT'd worker's own, which nobody outside can dial
+                    circuits = [addr for addr in listed[worker.host.peer_id] if "/p2p-circuit" in addr]
+                    found = await reader._advert_from_peer(worker.host.peer_id, circuits)
+                    assert found is not None
+                    assert found[1].peer_id == worker.host.peer_id
+                    assert reader.host.is_relayed(worker.host.peer_id)  # through A's circuit
