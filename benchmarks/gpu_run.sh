@@ -138,6 +138,19 @@ for u in p["units"]:
     if "llama.cpp" in u["unit"] or u["unit"].startswith("GPU"):
         print(f"  {u['unit']:<20} usable={u['usable']!s:<5} {u.get('provider') or ''} {u.get('reason') or ''}"[:300])
 PYEOF
+    # the load and one token in this process, faulthandler on and stderr kept: the harness's child
+    # keeps neither (its output goes to /dev/null), and in the first lease it died of SIGSEGV
+    TAIL=30 step llamaload 120 "$PY" -X faulthandler - <<'PYEOF'
+from pathlib import Path
+from drivers.runtimes import gguflm, llamacpp
+from protocol import ComputeUnit
+target, why = llamacpp.binding(ComputeUnit.GPU_LLAMACPP)
+print("target:", target and target.device, target and target.missing, why, flush=True)
+loaded = gguflm.open_model(target, Path(".gpucarry/SmolLM2-cut.gguf"), 1, 512)
+print("placement:", loaded.placement(), flush=True)
+print("first token:", loaded.first_token(b"Hello"), flush=True)
+loaded.close()
+PYEOF
     TAIL=16 step timers 300 "$PY" benchmarks/llamacpp_timers.py --unit "GPU (llama.cpp)" \
         --model .gpucarry/SmolLM2-cut.gguf --rounds "${LLM_ROUNDS:-3}" --prompts 8 --tokens 32 --load 0
     # the cut SmolLM2 on the embedded swarm: the GPU's two generative units and llama.cpp's CPU beside

@@ -163,9 +163,17 @@ llamacpp() {  # there: xllamacpp built for the machine's GPU from the carried so
     export XLLAMACPP_BUILD_CUDA=1 CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-native} NPROC=$(nproc)
     export CMAKE_ARGS="$(echo $LLAMACPP_CMAKE) -DCMAKE_CUDA_COMPILER=$root/bin/nvcc"
     export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"  # the carried cython first
-    (cd "$work"/xllamacpp-* && python3 -m pip install -q --no-build-isolation --no-deps --no-index \
-        --no-cache-dir --upgrade --target "$SITE" .)
-    echo "xllamacpp built with CUDA into $SITE"
+    (cd "$work"/xllamacpp-* && python3 -m pip wheel -q --no-build-isolation --no-deps --no-index \
+        --no-cache-dir -w "$work/wheel" .)
+    python3 -m pip install -q --no-deps --no-index --no-cache-dir --upgrade --target "$SITE" "$work"/wheel/*.whl
+    echo "xllamacpp built with CUDA into $SITE ($(du -m "$work"/wheel/*.whl | cut -f1) MB wheel)"
+    # The build took 447 s of a 15-minute lease on an H100: its wheel comes back in pieces of at most
+    # 15 MiB ($OUT takes 8 files of 16 MiB), for a later lease to carry instead of building again.
+    local dest=${OUT:-benchmarks/out}
+    mkdir -p "$dest"
+    (cd "$work/wheel" && sha256sum ./*.whl >"$dest/xllamacpp-cuda.sha256" &&
+        split -b 15m -d -a 1 ./*.whl "$dest/xllamacpp-cuda.whl.p")
+    echo "its wheel: $(ls "$dest"/xllamacpp-cuda.whl.p* | wc -l) pieces in $dest"
 }
 
 install() {
