@@ -9,7 +9,8 @@
 #                                      refused: gpu_challenge.py), energy and telemetry beside zeus and
 #                                      nvidia-smi (gpu_energy.py), `GPU (PyTorch)` generation against its
 #                                      bare loop (llm_fidelity.py on the cut SmolLM2, and that loop
-#                                      inside the harness's samplers), the peaks job kind on the embedded
+#                                      inside the harness's samplers; then both sides in one process,
+#                                      request by request: --interleaved), the peaks job kind on the embedded
 #                                      swarm (examples/peaks.yaml on `GPU (PyTorch)`, every precision),
 #                                      and tests/labs/gpu (the ONNX test skips without onnxruntime-gpu)
 #   bash benchmarks/gpu_wheels.sh piece  (carry each .gpuwheels piece, back to back)
@@ -102,6 +103,9 @@ PYEOF
     TAIL=40 step peaks 240 "$PY" benchmarks/peaks.py --gpu --rounds 1 --bare-s 0.5
     step llm 420 "$PY" benchmarks/llm_fidelity.py --unit "GPU (PyTorch)" --model .gpucarry/SmolLM2-cut.gguf \
         --rounds "${LLM_ROUNDS:-2}" --prompts "${LLM_PROMPTS:-4}" --tokens 32 --sampled
+    # both sides in one process, alternating request by request (the host's drift falls on both)
+    TAIL=12 step llmpaired 300 "$PY" benchmarks/llm_fidelity.py --unit "GPU (PyTorch)" --interleaved \
+        --model .gpucarry/SmolLM2-cut.gguf --rounds "${LLM_ROUNDS:-6}" --prompts 8 --tokens 32
     # the peaks job kind on the embedded swarm: examples/peaks.yaml's job on the GPU's unit, every precision
     sed -e 's/^name: peaks/name: peaks-gpu/' -e 's/compute_unit: CPU (ONNX)/compute_unit: GPU (PyTorch)/' \
         -e 's/precisions: \[fp32, bf16, int8\]/precisions: [fp32, tf32, fp16, bf16, int8, fp8]/' \

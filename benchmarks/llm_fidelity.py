@@ -15,8 +15,17 @@ One intra-op thread by default: on a small machine two threads on two cores stal
 thread, which widens the spread between fresh processes of the same code (benchmarks/notes/llm_fidelity.md).
 `--unit "GPU (PyTorch)"` runs both sides on the first CUDA (or MPS) device; `--model` takes another GGUF.
 
+`--interleaved`: both sides in one spawned process on one loaded model, alternating request by request
+(harness, bare; then bare, harness: each pair's order flips), so that neither the host's drift between
+processes nor a load moves one side alone: the harness's request is `LoadedLlm.generate` (its token
+clock, its encode) inside the frame's samplers (telemetry every 100 ms, NVML on a thread), the bare
+one `model.generate` with a minimal streamer, the prompt's ids on the device before its clock. Each
+figure is the median of the per-pair ratios (harness / bare) with their range. On a lent GPU, where
+processes a minute apart differed 1.5-1.9x in their medians (benchmarks/notes/gpu_run.md), this is the
+comparison that can show +-5 %.
+
     .venv/bin/python benchmarks/llm_fidelity.py [--prompts 8] [--tokens 32] [--rounds 8] [--threads 1]
-        [--unit UNIT] [--model F.gguf] [--gguf] [--sampled]
+        [--unit UNIT] [--model F.gguf] [--gguf] [--sampled] [--interleaved]
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ from kit.tinyllm import dequantized  # noqa: E402
 from drivers import measure  # noqa: E402  (the packages of this checkout, whatever is installed)
 from drivers.files.models import packaged_llm  # noqa: E402
 from drivers.runtimes.llm import GENERATIVE_UNITS, device_for  # noqa: E402
-from protocol import ComputeUnit, GenerateSpec, ModelFormat, TaskSpec  # noqa: E402
+from protocol import ComputeUnit, GenerateSpec, ModelFormat, Prompt, TaskSpec  # noqa: E402
 from protocol.genstats import tpot_ms  # noqa: E402
 from scheduler.language import builtin_prompts, take  # noqa: E402
 
@@ -119,6 +128,76 @@ def _loop(
             tpot.append((tokens[-1] - tokens[0]) * 1000 / (len(tokens) - 1))
 
 
+def interleaved(
+    path: Path, gen: GenerateSpec, unit: ComputeUnit, device: str, threads: int, rounds: int
+) -> dict[str, Any]:
+    """Harness and bare requests alternating on one loaded model in this process (`--interleaved`)."""
+    import torch
+    from transformers.generation.streamers import BaseStreamer
+
+    from drivers.measuring import meters, telemetry
+    from drivers.runtimes import llm
+
+    torch.set_num_threads(threads)
+    loaded = llm.load(path, ModelFormat.SAFETENSORS if path.is_dir() else ModelFormat.GGUF, unit, threads)
+
+    class Clock(BaseStreamer):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def put(self, value: Any) -> None:
+            self.times.append(time.perf_counter())
+
+        def end(self) -> None:
+            pass
+
+    def harness(prompt: Prompt) -> tuple[float, float]:
+        with telemetry.Sampler(), meters.GpuSampler():
+            record = loaded.generate(prompt, gen)
+        tpot = tpot_ms(record)
+        assert record.ttft_ms is not None
+        assert tpot is not None
+        return record.ttft_ms, tpot
+
+    def bare_one(prompt: Prompt) -> tuple[float, float]:
+        ids = loaded.encode(prompt, gen.chat)  # on the device before the clock, as the harness's
+        timer = Clock()
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            loaded.model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=gen.max_new_tokens,
+                min_new_tokens=gen.max_new_tokens,
+                do_sample=False,
+                streamer=timer,
+                pad_token_id=loaded.tokenizer.eos_token_id,
+            )
+        tokens = timer.times[1:]  # the first put is the prompt
+        return (tokens[0] - t0) * 1000, (tokens[-1] - tokens[0]) * 1000 / (len(tokens) - 1)
+
+    harness(gen.prompts[0])  # warm-ups, one a side
+    bare_one(gen.prompts[0])
+    pairs: list[tuple[tuple[float, float], tuple[float, float]]] = []
+    for r in range(rounds):
+        for i, prompt in enumerate(gen.prompts):
+            if (r * len(gen.prompts) + i) % 2 == 0:
+                h, b = harness(prompt), bare_one(prompt)
+            else:
+                b, h = bare_one(prompt), harness(prompt)
+            pairs.append((h, b))
+    figures: dict[str, Any] = {"pairs": len(pairs)}
+    for k, name in enumerate(("ttft", "tpot")):
+        ratios = [h[k] / b[k] for h, b in pairs]
+        figures |= {
+            f"sark_{name}_ms": statistics.median(h[k] for h, _ in pairs),
+            f"bare_{name}_ms": statistics.median(b[k] for _, b in pairs),
+            f"{name}_diff_pct": 100 * (statistics.median(ratios) - 1),
+            f"{name}_diff_pct_iqr": [round(100 * (q - 1), 2) for q in statistics.quantiles(ratios, n=4)[::2]],
+        }
+    return figures
+
+
 def with_spawned(fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)` in a fresh spawned process, as sark's child is: nothing pays for this process's heap."""
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -159,6 +238,11 @@ def main() -> None:
         action="store_true",
         help="a third side: the bare loop inside the harness's samplers (their cost told apart)",
     )
+    parser.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="both sides in one process on one model, alternating request by request",
+    )
     args = parser.parse_args()
     unit = ComputeUnit(args.unit)
     device, reason = device_for(unit)
@@ -174,7 +258,10 @@ def main() -> None:
     gguf = args.model or packaged_llm()
     with tempfile.TemporaryDirectory(prefix="llm-fidelity-") as tmp:
         path = gguf if args.gguf else with_spawned(dequantized, gguf, Path(tmp) / "model")
-        figures = compare(path, gen, unit, device, args.threads, args.rounds, args.sampled)
+        if args.interleaved:
+            figures = with_spawned(interleaved, path, gen, unit, device, args.threads, args.rounds)
+        else:
+            figures = compare(path, gen, unit, device, args.threads, args.rounds, args.sampled)
     for key, value in figures.items():
         print(f"{key:>20}: {value:9.2f}" if isinstance(value, float) else f"{key:>20}: {value}")
     print(f"{'unit':>20}: {unit.value} on {device}")
