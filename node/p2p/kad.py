@@ -3,13 +3,15 @@
 Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 
 - P9 `find_providers()` answers from the local cache once it has any entry, with duplicates:
-  `find_providers` here pops the local entry first (merging it back on a server) and de-duplicates.
+  `find_providers` here never calls it (it asks the servers itself, `lookup_providers`) and
+  de-duplicates.
 - P20 connecting does not fill the routing table: `bootstrap` adds the gates and runs a self-lookup.
 - P23 (client side): at most `QUERIES_PER_SERVER` kad streams open to one server.
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
-  (with only servers in the tables, they hold every record of a swarm of up to k servers), and fall
-  back to libp2p's iterative lookup only when none of them answers. With more than k servers in our
-  table, a lookup walks instead (`node.p2p.walk`: drawn among the k closest known, then the closer peers).
+  (with only servers in the tables, they hold every record of a swarm of up to k servers); a server
+  that stalls is a failure like one that refuses, never a cue for libp2p's own iterative lookup. With
+  more than k servers in our table, a lookup walks instead (`node.p2p.walk`: drawn among the k closest
+  known, then the closer peers).
 - Sharded keys (`node.p2p.shards`) need a per-key bound that libp2p has only globally (`BUCKET_SIZE`,
   which the old `sark/cap/v1/` keys need at `PROVIDERS_PER_KEY`): `Kad.bound_providers` wraps this
   server's `add_provider` with a bound per key (a new provider past it is ignored, as libp2p does; a
@@ -355,8 +357,11 @@ class Kad:
         """Providers of a key, and which servers answered or failed (a refusal is never silent).
 
         With at most k servers in our table (each holds every record) they are all asked at once until
-        `count` distinct providers are in, and libp2p's iterative lookup runs only when none answered;
-        with more (a large swarm) a walk (`_walk`). `walk` False: the servers we know only.
+        `count` distinct providers are in; with more (a large swarm) a walk (`_walk`). `walk` False: the
+        servers we know only (no walk however large the table). A server that stalled past
+        `QUERY_TIMEOUT_S` is a failure ("no answer within"), as one that refused: libp2p's own iterative
+        lookup, which this fell back to when none answered, asked the same stalling servers again under
+        none of the walk's rules (`node.p2p.walk`: agreement across networks, a bounded round count).
         """
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
@@ -364,20 +369,25 @@ class Kad:
             walked = await self._walk(key, count)
             return self._found([*infos, *walked.providers.values()], walked.answered, walked.failures, count)
         failures: dict[str, str] = {}
+        asked: set[str] = set()
+        done: set[str] = set()
 
         async def ask(peer: ID) -> None:
+            asked.add(peer.to_base58())
             try:
                 infos.extend(await self._get_providers(peer, key))
             except Exception as exc:
                 failures[peer.to_base58()] = f"{type(exc).__name__}: {exc}"[:200]
                 raise
+            done.add(peer.to_base58())
 
         def enough() -> bool:
             return len({i.peer_id for i in infos}) >= count
 
         answered = await self._ask_servers(key, ask, enough)
-        if walk and not answered and not failures:
-            infos.extend(await self._iterative_providers(key, count))
+        if not enough():  # the rest were not cut short by enough answers: they stalled
+            for peer in asked - done - failures.keys():
+                failures[peer] = f"no answer within {QUERY_TIMEOUT_S:g} s"
         return self._found(infos, answered, failures, count)
 
     async def _walk(self, key: bytes, count: int, *, agree: bool = True, short: bool = False) -> Walked:
@@ -443,18 +453,6 @@ class Kad:
             return bytes(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
         finally:
             await stream.close()
-
-    async def _iterative_providers(self, key: bytes, count: int) -> list[Any]:
-        """libp2p's lookup, with the local cache popped so it asks the network (P9)."""
-        store = self._dht.provider_store
-        kept = store.providers.pop(key, None)
-        try:
-            return list(await store.find_providers(key, count))
-        finally:
-            if self.server and kept is not None:
-                store.providers.setdefault(key, {}).update(kept)
-            elif not self.server:
-                store.providers.pop(key, None)
 
     async def _ask_servers(
         self, key: bytes, ask: Callable[[ID], Awaitable[None]], enough: Callable[[], bool] = lambda: False

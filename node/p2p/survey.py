@@ -45,7 +45,10 @@ def shortfall(lookup: ProviderLookup, what: str) -> Shortfall:
         )
     if lookup.failures and not lookup.answered:
         refusals = "; ".join(f"{peer}: {why}" for peer, why in sorted(lookup.failures.items()))
-        return Shortfall(NoWorkers.GATE_REFUSED, f"the DHT servers refused our provider lookup ({refusals})")
+        return Shortfall(
+            NoWorkers.GATE_REFUSED,
+            f"the DHT servers refused or left unanswered our provider lookup ({refusals})",
+        )
     return Shortfall(
         NoWorkers.NO_PROVIDER,
         f"no worker advertises {what}: {lookup.answered} DHT server(s) answered with no provider "

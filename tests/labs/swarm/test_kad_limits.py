@@ -11,15 +11,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import trio
+from libp2p.custom_types import TProtocol
 from libp2p.peer.id import ID
 
 from gate import open_gate
 from node.config import NodeConfig
+from node.p2p.kad import QUERY_TIMEOUT_S
 from node.p2p.kadwire import add_provider_request
 from node.p2p.node import Node, open_node
 from node.p2p.pacing import PROVIDES_PER_WINDOW, ProvidePacer
+from protocol import KAD
 
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 KEYS = [bytes([i]) * 32 for i in range(PROVIDES_PER_WINDOW + 6)]  # a worker with 15 units: 16 keys
@@ -73,3 +77,29 @@ async def test_our_provides_wait_their_turn_and_every_record_is_kept(tmp_path: P
                     nursery.start_soon(worker.dht.kad.provide, key)
             assert trio.current_time() - start >= 4.0  # the last six waited for the next window
             assert await settled(gate, worker, len(KEYS)) == len(KEYS)
+
+
+async def test_a_server_that_stalls_a_lookup_is_named_as_a_failure_and_nothing_asks_it_again(
+    tmp_path: Path,
+) -> None:
+    """A hostile server accepts the GET_PROVIDERS stream and never answers. It is a failure of the
+    lookup ("no answer within"), as a refusal is, so `peers` and `submit` can name it; the lookup
+    used to read none answered and none failed as "try libp2p's own iterative lookup", which asked
+    the same servers again under none of the walk's rules."""
+    async with gate_and_worker(tmp_path) as (gate, worker):
+        stalled = trio.Event()
+
+        async def stall(stream: Any) -> None:  # the hostile server's whole kad: read nothing, say nothing
+            stalled.set()
+            await trio.sleep_forever()
+
+        gate.host._lp.set_stream_handler(TProtocol(KAD), stall)
+        assert worker.dht.kad is not None
+        started = trio.current_time()
+        found = await worker.dht.kad.lookup_providers(KEYS[0])
+        took = trio.current_time() - started
+        assert stalled.is_set()
+        assert found.providers == {}
+        assert found.answered == 0
+        assert found.failures == {gate.host.peer_id: f"no answer within {QUERY_TIMEOUT_S:g} s"}
+        assert took < 2 * QUERY_TIMEOUT_S  # one wait for the stalling server, not a second lookup's
