@@ -4,6 +4,9 @@ One embedded worker is asked for `RATE` req/s for `DURATION_S` against a stub th
 far past what one Python process sends on this machine. The row must say `ClientSaturated` with its
 reason and the rate it did send, in results.csv, in the terminal's generation table and in
 report.html; the backlog is sent late or counted as unsent, never dropped silently.
+
+Not `exclusive`: other work on the cores only makes the client send less (down to nothing within the
+span, which the row says too), never the asked rate on time.
 """
 
 from __future__ import annotations
@@ -14,15 +17,12 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 from kit.procs import SARK
 from kit.sse_server import scheduled, serve_sse
 from rich.console import Console
 
 from node.report.genreport import generation_table
 from scheduler.results import CampaignReport
-
-pytestmark = pytest.mark.exclusive  # the client's send rate and lag are timings of this machine
 
 RATE, DURATION_S = 5000.0, 0.4  # 2,000 sends at once to a stub (backlog 1,024); one process sent 1,964 req/s
 

@@ -72,7 +72,6 @@ def test_the_example_asks_for_replicas_with_the_lab_switch() -> None:
     assert _command() == [".venv/bin/sark-node", "submit", "examples/verify.yaml", "--workers", "2"]
 
 
-@pytest.mark.exclusive  # replicas of one class must agree within a band sized for a device measuring alone
 @pytest.mark.timeout(1200)  # a deadline on a loaded machine, not a speed
 @pytest.mark.parametrize("load", [0, 8], ids=["quiet", "load8"])
 def test_readmes_verification_verifies_every_row_and_a_2_5x_claim_is_refused(
