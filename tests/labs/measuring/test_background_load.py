@@ -59,18 +59,24 @@ def test_a_cpu_hog_half_way_through_a_sustained_run_is_named_as_background_load(
     s = m.sustained
     assert s is not None
     assert len(s.windows) == 4
-    # The hog runs from the 3rd window on. Each window is compared with the first; on a machine busy
-    # with other work (issue 41: load 3-5 on two cores) the first window can be the loaded one, the
-    # kernel moves others' processes off the hog's core, and a later window is faster: either way every
-    # drifted window must name the CPU competition that moved it (the process's share fell, or others'
-    # use rose), never "unexplained". With a quiet first window, a window of the hog's drifts.
+    # The hog runs from the 3rd window on, on the measuring child's core: whatever else runs, the
+    # child's CPU share falls there, and the telemetry must show it. Each window is compared with the
+    # first; on a machine busy with other work (issue 41: load 3-5 on two cores) the first window can
+    # be the loaded one, the kernel moves others' processes off the hog's core, and a later window is
+    # faster; and runs of a few ms on a core already shared in slices can keep their median while the
+    # hog lengthens their mean (load 4 beside the suite: median +0.6 %, 251 runs to 211 a window).
+    # Either way every drifted window must name the CPU competition that moved it, never
+    # "unexplained". With a quiet first window, a window of the hog's drifts and names it.
+    shares = [w.cpu_share for w in s.windows if w.cpu_share is not None]
+    assert len(shares) == 4, s
+    assert max(shares[2:]) < min(shares[:2]), s
     drifted = [w for w in s.windows if w.drift_pct is not None and abs(w.drift_pct) > 10]
-    assert drifted, s
     assert all(ThrottleCause.BACKGROUND_LOAD in w.causes for w in drifted), s
+    assert s.throttled == bool(drifted), s
     if (s.windows[0].cpu_share or 0.0) >= 0.9:
         assert any(w in drifted and (w.drift_pct or 0.0) > 10 for w in s.windows[2:]), s
-    assert s.throttled
-    assert ThrottleCause.BACKGROUND_LOAD in s.causes
+    if drifted:
+        assert ThrottleCause.BACKGROUND_LOAD in s.causes
+        assert "background load" in s.detail
     assert not {ThrottleCause.THERMAL, ThrottleCause.POWER_LIMIT} & set(s.causes)
-    assert "background load" in s.detail
     assert check_figures(m, spec) == m  # the submitter derives the same windows from the raw parts
