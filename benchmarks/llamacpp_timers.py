@@ -57,7 +57,7 @@ sys.path.append(str(ROOT / "tests"))  # kit.load, after the packages: no tests/ 
 
 from drivers import measure  # noqa: E402
 from drivers.files.models import packaged_llm  # noqa: E402
-from protocol import ComputeUnit, GenerateSpec, Prompt, TaskSpec  # noqa: E402
+from protocol import ComputeUnit, GenerateSpec, Measurement, Prompt, TaskSpec  # noqa: E402
 from scheduler.language import builtin_prompts, take  # noqa: E402
 
 
@@ -88,8 +88,12 @@ def bare_child(
     target, why = llamacpp.binding(ComputeUnit(unit))
     assert target is not None, why
     loaded = gguflm.open_model(target, Path(model), threads, gguflm.MAX_CONTEXT)
-    where = loaded.placement()
-    placed = ", ".join(f"{p} {where.node_share.get(p, 1.0):.0%}" for p in where.providers)
+    where = loaded.placement()  # in the harness's words (`Measurement.placement`)
+    placed = (
+        Measurement.nothing_timed(ComputeUnit(unit))
+        .with_(providers=where.providers, node_share=where.node_share, fallback=where.fallback)
+        .placement()
+    )
     handle = loaded.server.handle_completions
     runs = []
     for i, text in enumerate([prompts[0], *prompts]):
@@ -255,13 +259,14 @@ def run_load(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str,
     from kit.load import Load
 
     document: dict[str, Any] = {}
+    unit, texts = ComputeUnit(args.unit), [p.text for p in prompts]
     with Load(load):
         for name, path, chat in models(args.models, args.model):
             generate = GenerateSpec(
                 prompts=prompts, prompts_sha256=digest, max_new_tokens=args.tokens, ignore_eos=True, chat=chat
             )
             spec = TaskSpec(
-                compute_unit=ComputeUnit(args.unit),
+                compute_unit=unit,
                 load_runs=1,
                 warmups=1,
                 threads=args.threads,
@@ -271,8 +276,7 @@ def run_load(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str,
             rounds = []
             for i in range(args.rounds):
                 harness = harness_round(path, spec)
-                texts = [p.text for p in prompts]
-                bare = bare_round(ComputeUnit(args.unit), path, texts, chat, args.tokens, args.threads)
+                bare = bare_round(unit, path, texts, chat, args.tokens, args.threads)
                 rounds.append({"harness": harness, "bare": bare, "load_average": os.getloadavg()[0]})
                 print(f"load {load} {name} round {i + 1}: {json.dumps(rounds[-1])}", flush=True)
             document[name] = {"file": path.name, "rounds": rounds, "summary": summarize(rounds)}

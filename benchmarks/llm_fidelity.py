@@ -70,21 +70,10 @@ def bare(
     that their cost is told apart from the harness's own."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.generation.streamers import BaseStreamer
 
     source, kwargs = (str(path), {}) if path.is_dir() else (str(path.parent), {"gguf_file": path.name})
     tok = AutoTokenizer.from_pretrained(source, **kwargs)
     model = AutoModelForCausalLM.from_pretrained(source, **kwargs).to(device).eval()
-
-    class Clock(BaseStreamer):  # type: ignore[misc]
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def put(self, value: Any) -> None:
-            self.times.append(time.perf_counter())
-
-        def end(self) -> None:
-            pass
 
     ttft: list[float] = []
     tpot: list[float] = []
@@ -94,38 +83,54 @@ def bare(
 
             stack.enter_context(telemetry.Sampler())
             stack.enter_context(meters.GpuSampler())
-        _loop(model, tok, spec, device, Clock, ttft, tpot)
+        _loop(model, tok, spec, device, ttft, tpot)
     return ttft, tpot
 
 
+def _timed_generate(model: Any, ids: Any, mask: Any, new_tokens: int, pad: int) -> tuple[float, float]:
+    """One greedy `generate` of exactly `new_tokens` with a streamer that only stamps each token (the
+    bare loop's clock): its TTFT and TPOT in ms."""
+    import torch
+    from transformers.generation.streamers import BaseStreamer
+
+    times: list[float] = []
+
+    class Clock(BaseStreamer):  # type: ignore[misc]  # transformers is untyped here
+        def put(self, value: Any) -> None:
+            times.append(time.perf_counter())
+
+        def end(self) -> None:
+            pass
+
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        model.generate(
+            ids,
+            attention_mask=mask,
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            do_sample=False,
+            streamer=Clock(),
+            pad_token_id=pad,
+        )
+    tokens = times[1:]  # the first put is the prompt
+    return (tokens[0] - t0) * 1000, (tokens[-1] - tokens[0]) * 1000 / (len(tokens) - 1)
+
+
 def _loop(
-    model: Any, tok: Any, spec: GenerateSpec, device: str, clock: Any, ttft: list[float], tpot: list[float]
+    model: Any, tok: Any, spec: GenerateSpec, device: str, ttft: list[float], tpot: list[float]
 ) -> None:
     """The timed prompts (the first one warms up): TTFT and TPOT appended in ms."""
-    import torch
-
     for i, prompt in enumerate((spec.prompts[0], *spec.prompts)):  # the first one warms up
         messages = [{"role": "user", "content": prompt.text}]
         ids = tok.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
         input_ids, mask = ids["input_ids"].to(device), ids["attention_mask"].to(device)
-        timer = clock()
-        t0 = time.perf_counter()
-        with torch.inference_mode():
-            model.generate(
-                input_ids,
-                attention_mask=mask,
-                max_new_tokens=spec.max_new_tokens,
-                min_new_tokens=spec.max_new_tokens,
-                do_sample=False,
-                streamer=timer,
-                pad_token_id=tok.eos_token_id,
-            )
-        tokens = timer.times[1:]  # the first put is the prompt
+        first, per_token = _timed_generate(model, input_ids, mask, spec.max_new_tokens, tok.eos_token_id)
         if i > 0:
-            ttft.append((tokens[0] - t0) * 1000)
-            tpot.append((tokens[-1] - tokens[0]) * 1000 / (len(tokens) - 1))
+            ttft.append(first)
+            tpot.append(per_token)
 
 
 def interleaved(
@@ -133,23 +138,12 @@ def interleaved(
 ) -> dict[str, Any]:
     """Harness and bare requests alternating on one loaded model in this process (`--interleaved`)."""
     import torch
-    from transformers.generation.streamers import BaseStreamer
 
     from drivers.measuring import meters, telemetry
     from drivers.runtimes import llm
 
     torch.set_num_threads(threads)
     loaded = llm.load(path, ModelFormat.SAFETENSORS if path.is_dir() else ModelFormat.GGUF, unit, threads)
-
-    class Clock(BaseStreamer):  # type: ignore[misc]
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def put(self, value: Any) -> None:
-            self.times.append(time.perf_counter())
-
-        def end(self) -> None:
-            pass
 
     def harness(prompt: Prompt) -> tuple[float, float]:
         with telemetry.Sampler(), meters.GpuSampler():
@@ -161,20 +155,8 @@ def interleaved(
 
     def bare_one(prompt: Prompt) -> tuple[float, float]:
         ids = loaded.encode(prompt, gen.chat)  # on the device before the clock, as the harness's
-        timer = Clock()
-        t0 = time.perf_counter()
-        with torch.inference_mode():
-            loaded.model.generate(
-                ids,
-                attention_mask=torch.ones_like(ids),
-                max_new_tokens=gen.max_new_tokens,
-                min_new_tokens=gen.max_new_tokens,
-                do_sample=False,
-                streamer=timer,
-                pad_token_id=loaded.tokenizer.eos_token_id,
-            )
-        tokens = timer.times[1:]  # the first put is the prompt
-        return (tokens[0] - t0) * 1000, (tokens[-1] - tokens[0]) * 1000 / (len(tokens) - 1)
+        pad = loaded.tokenizer.eos_token_id
+        return _timed_generate(loaded.model, ids, torch.ones_like(ids), gen.max_new_tokens, pad)
 
     harness(gen.prompts[0])  # warm-ups, one a side
     bare_one(gen.prompts[0])

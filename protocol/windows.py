@@ -124,11 +124,9 @@ def sustained(
         w = w.with_(drift_pct=drift)
         if abs(drift) > DRIFT_PCT:
             slow, fast = (w, first) if drift > 0 else (first, w)
-            mean_slow, mean_fast = (
-                (means[number - 1], first_mean) if drift > 0 else (first_mean, means[number - 1])
-            )
+            pair = (means[number - 1], first_mean)
             inside = [p for p in points if slow.start_ms < p.t_ms <= slow.end_ms]
-            found = _causes(slow, fast, inside, _slowdown(mean_slow, mean_fast))
+            found = _causes(slow, fast, inside, _slowdown(*(pair if drift > 0 else pair[::-1])))
             w = w.with_(causes=found)
             causes.extend(c for c in found if c not in causes)
             details.append(_detail(number, w, first, found))

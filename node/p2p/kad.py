@@ -257,7 +257,7 @@ class Kad:
     def _announced(self) -> list[Multiaddr]:
         """The addresses our provider records carry: the host's own, then our circuits."""
         own = list(self._dht.host.get_addrs())
-        return own + [Multiaddr(c) for c in self.circuits if Multiaddr(c) not in own]
+        return own + [c for c in map(Multiaddr, self.circuits) if c not in own]
 
     async def provide_where_missing(self, key: bytes) -> frozenset[str]:
         """Read our record of `key` back from its k closest servers and send it again to each that
@@ -464,8 +464,8 @@ class Kad:
         self, key: bytes, ask: Callable[[ID], Awaitable[None]], enough: Callable[[], bool] = lambda: False
     ) -> int:
         """Run `ask` at the k closest servers we know, concurrently, until `enough()`, every one has
-        answered or failed, or the time is up: `QUERY_TIMEOUT_S`, or while none has answered the first
-        answer, up to `LONE_QUERY_S` (`waited`). Returns how many answered."""
+        answered or failed, or the time is up: `QUERY_TIMEOUT_S`, or, while none has answered, the
+        first answer within `LONE_QUERY_S`. Returns how many answered."""
         closest = self._dht.routing_table.find_local_closest_peers(key, K)
         closest = [p for p in closest if p != self._dht.local_peer_id]
         # Peers identify has shown to serve kad first; the rest only when we know of none (P11).
