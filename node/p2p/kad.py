@@ -9,7 +9,8 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 - P23 (client side): at most `QUERIES_PER_SERVER` kad streams open to one server.
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers); a server
-  that stalls is a failure like one that refuses, never a cue for libp2p's own iterative lookup. With
+  that stalls is a failure like one that refuses, never a cue for libp2p's own iterative lookup (nor,
+  for a value, its `get_value`). With
   more than k servers in our table, a lookup walks instead (`node.p2p.walk`: drawn among the k closest
   known, then the closer peers).
 - Sharded keys (`node.p2p.shards`) need a per-key bound that libp2p has only globally (`BUCKET_SIZE`,
@@ -219,8 +220,12 @@ class Kad:
     async def get(self, key: str) -> list[bytes]:
         """Every value held for a key: ours, then each server's (unvalidated: the caller checks them).
 
-        One direct GET_VALUE to each server in our routing table, concurrently; libp2p's iterative
-        lookup only when no server answered with a value.
+        One direct GET_VALUE to each of the k closest servers in our routing table, concurrently, for
+        as long as `_ask_servers` waits; nothing else. libp2p's own `get_value` is no fallback: when
+        none answered (a server that stalls the stream, as a hostile one near the key may), it walked
+        the same servers again under none of these deadlines (30 s against one stalling gate, where
+        this returns after `LONE_QUERY_S`). A reader with no value asks the worker itself
+        (`Node.find_workers`' ask over `/sark/profile`).
         """
         key_bytes = key.encode()
         values: list[bytes] = []
@@ -233,11 +238,7 @@ class Kad:
             if record is not None and record.value:
                 values.append(bytes(record.value))
 
-        asked = await self._ask_servers(key_bytes, ask)
-        if not asked:
-            value = await self._dht.get_value(key)
-            if value is not None:
-                values.append(bytes(value))
+        await self._ask_servers(key_bytes, ask)
         return values
 
     async def provide(self, key: bytes) -> bool:

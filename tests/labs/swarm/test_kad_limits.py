@@ -19,6 +19,7 @@ from libp2p.peer.id import ID
 
 from gate import open_gate
 from node.config import NodeConfig
+from node.p2p.dht import advert_key
 from node.p2p.kad import LONE_QUERY_S, QUERY_TIMEOUT_S
 from node.p2p.kadwire import add_provider_request
 from node.p2p.node import Node, open_node
@@ -123,3 +124,26 @@ async def test_a_lone_server_slower_than_a_query_s_deadline_is_waited_for(tmp_pa
         assert set(found.providers) == {worker.host.peer_id}
         assert found.answered == 1
         assert found.failures == {}
+
+
+async def test_a_server_that_stalls_an_advert_read_costs_one_wait_and_no_other_lookup(tmp_path: Path) -> None:
+    """The same hostile server, asked for a worker's advert (GET_VALUE): `Kad.get` waits for it once
+    (`LONE_QUERY_S`, none other answering) and returns what it holds; the advert then comes from the
+    worker itself (`Node.find_workers`' ask over `/sark/profile`). It used to read "none answered" as
+    "try libp2p's own `get_value`", which walked the same stalling server again under none of the
+    query's deadlines."""
+    async with gate_and_worker(tmp_path) as (gate, worker):
+        stalled = trio.Event()
+
+        async def stall(stream: Any) -> None:
+            stalled.set()
+            await trio.sleep_forever()
+
+        gate.host._lp.set_stream_handler(TProtocol(KAD), stall)
+        assert worker.dht.kad is not None
+        started = trio.current_time()
+        values = await worker.dht.kad.get(advert_key(gate.host.peer_id))
+        took = trio.current_time() - started
+        assert stalled.is_set()
+        assert values == []
+        assert took < LONE_QUERY_S + QUERY_TIMEOUT_S  # one wait for the stalling server, no second lookup
