@@ -52,7 +52,17 @@ import time
 import numpy as np
 from swarm_fleet import CHURN_PER_HOUR, COMMON, RARE, RARE_COUNT, Fleet, sharded_lookup, today_lookup
 from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes
-from swarm_sybil import CIRCUITS, WAIT_S, Attack, Look, build_tree, gates_needed, relay_capacity, time_to
+from swarm_sybil import (
+    BEFORE,
+    CIRCUITS,
+    WAIT_S,
+    Attack,
+    Look,
+    build_tree,
+    gates_needed,
+    relay_capacity,
+    time_to,
+)
 from swarm_upkeep import GATES, NAT_SHARE, served, sharded_gates_upkeep, sharded_upkeep, today_upkeep
 
 from node.config import NodeConfig
@@ -163,7 +173,11 @@ SYBIL_CELLS: tuple[tuple[str, Attack | None, int | None], ...] = (
     ("200 gone, rule off", Attack(200, 1, "gone"), None),
     ("200 junk, rule off", Attack(200, 1, "junk"), None),
     ("20 stall no advert, 1 /24", Attack(20, 1, "stall, no advert"), PLACES_PER_NETWORK),
+    ("20 stall no advert, 1 /24, before", Attack(20, 1, BEFORE), PLACES_PER_NETWORK),
+    ("200 stall no advert, 5 /24s", Attack(200, 5, "stall, no advert"), PLACES_PER_NETWORK),
+    ("200 stall no advert, 5 /24s, before", Attack(200, 5, BEFORE), PLACES_PER_NETWORK),
     ("200 stall no advert, rule off", Attack(200, 1, "stall, no advert"), None),
+    ("200 stall no advert, rule off, before", Attack(200, 1, BEFORE), None),
 )
 """Sybil keys placed first (`swarm_sybil.Attack`: count, the cheater's /24s, behaviour) with the servers'
 places rule (`PLACES_PER_NETWORK` records of a key per /24) or with it off."""

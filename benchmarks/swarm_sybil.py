@@ -11,22 +11,24 @@ events over that tree, mirroring the code and taking its constants from it:
 - a round's looks (`Dht.lookup`): `first_levels` for the count plus what the look skips, the children
   of full keys (`next_keys`), `below_gaps` on a later look (`GAP_LEVELS`); every key a walk of
   `swarm_net` (the node's `Shortlist` and `ALPHA`, measured connection costs); a look's providers
-  each have their advert fetched (`Kad.get`: the k closest servers of the table, all awaited), and a
-  provider with no advert in the DHT is asked over `/sark/profile` (`PROFILE_PROBES_AT_ONCE` at once,
-  `PROFILE_PROBE_S` each): `find_workers` returns when the last of them did;
+  each have their advert fetched (`Kad.get`: the k closest servers of the table, all awaited);
+  `find_workers` returns when the last fetch did, and a provider with no advert in the DHT goes to
+  the discovery's probe as any other (`unadvertised`: the probe is the ask);
 - each new provider probed live, `PROBE_SLOTS` at once, a slot held at most `PROBE_SLOT_S`, a probe's
   deadline `probe_timeout_s` (3 s); a provider that failed is skipped by every later look while it is
   silent (`SILENT_FIRST_S`, 10 s, longer than the 5 s look, doubled by each miss in a row up to
-  `SILENT_FOR_S`: a `--wait-peers` look of 60 s reads it again; `SILENT_FOR_S` at once when it had no
-  advert and the fallback ask got nothing), and so is one still under probe;
+  `SILENT_FOR_S`: a `--wait-peers` look of 60 s reads it again), and so is one still under probe;
 - a look waits `GRACE_S` for its probes, then looks again past them until `count / LOOKUP_SLACK` answered;
   `initial` ends 1 s (`settle_s`) after its last new worker, or at 5 s.
 
 Sybils: "stall" (advert in the DHT, the probe's stream opens and nothing comes: the lab's), "gone"
 (advert in the DHT until its TTL, every dial refused at once: the lab's killed Sybils), "junk" (answers
-another key's advert: refused after one exchange), "stall, no advert" (no advert put: the fallback
-`/sark/profile` ask stalls `PROFILE_PROBE_S`, which the look awaits). Honest probes: a direct device at
-`OPEN_RTTS + CONNECT_RTTS` round trips, a NAT'd one (`NAT_SHARE`) through a gate: two legs.
+another key's advert: refused after one exchange), "stall, no advert" (no advert put: its probe, the
+ask for its advert, stalls as a "stall" one's does), and beside it "stall, no advert, before" (the
+lookup asked such a provider itself, `PROFILE_PROBES_AT_ONCE` at once, awaited each ask's
+`PROFILE_PROBE_S` before it returned, and silenced it for `SILENT_FOR_S` at once: the node before this
+was fixed). Honest probes: a direct device at `OPEN_RTTS + CONNECT_RTTS` round trips, a NAT'd one
+(`NAT_SHARE`) through a gate: two legs.
 Not modelled: departed servers in the routing table (their 3 s deadline would hold honest looks too and
 hide the Sybils' cost in the ratio), servers' queues, CPU.
 """
@@ -63,7 +65,9 @@ from node.submitter.discovery import (
     silent_span,
 )
 
-BEHAVIOURS: Final = ("stall", "gone", "junk", "stall, no advert")
+BEHAVIOURS: Final = ("stall", "gone", "junk", "stall, no advert", "stall, no advert, before")
+BEFORE: Final = "stall, no advert, before"
+"""The lookup's own ask of an advert-less provider, as the node had it (`Look.collect`)."""
 ROUND_GAP_S: Final = 0.2
 """`Discovery.initial`'s sleep between two rounds."""
 CIRCUITS: Final = relay_limits().max_circuit_conns
@@ -232,21 +236,25 @@ class Look:
         return max(trips)
 
     def collect(self, providers: list[str], now: float, until: float) -> tuple[list[str], float]:
-        """`find_workers`' adverts: those with one, and when the last fetch (or fallback ask) ended."""
-        asks = [0.0] * PROFILE_PROBES_AT_ONCE  # the fallback `/sark/profile` asks' slots
-        with_advert, ends = [], [now]
+        """`find_workers`' advert fetches: the providers the discovery probes, and when the last fetch
+        ended. A provider with no advert in the DHT is handed to the discovery's probe as it is
+        (`unadvertised`), so every provider is probed; under `BEFORE` the lookup asked it itself,
+        `PROFILE_PROBES_AT_ONCE` at once, returned when the last ask had ended, and it was silent for
+        `SILENT_FOR_S` at once."""
+        asks = [0.0] * PROFILE_PROBES_AT_ONCE
+        probed, ends = [], [now]
         for p in providers:
             t = now + self.advert_s(p)
-            if p in self.tree.sybils and self.behaviour == "stall, no advert":
+            if p in self.tree.sybils and self.behaviour == BEFORE:
                 i = int(np.argmin(asks))
                 asks[i] = max(asks[i], t) + rtt(self.swarm) * CONNECT_RTTS + PROFILE_PROBE_S
                 t = asks[i]
-                self.done_at[p] = t  # unanswered: silent
+                self.done_at[p] = t
                 self.miss(p, SILENT_FOR_S)
             else:
-                with_advert.append(p)
+                probed.append(p)
             ends.append(t)
-        return with_advert, min(max(ends), until)
+        return probed, min(max(ends), until)
 
     def probe(self, provider: str, now: float) -> float:
         """`Discovery._confirm`: wait for a slot, dial and ask; when the probe is over (answered or not)."""
@@ -255,7 +263,8 @@ class Look:
         self.probed.append((provider, begin))
         trip = rtt(self.swarm) * (OPEN_RTTS + CONNECT_RTTS)
         if provider in self.tree.sybils:
-            over = begin + {"stall": self.config.probe_timeout_s, "gone": rtt(self.swarm)}.get(
+            stall = self.config.probe_timeout_s  # with an advert or without: the probe's deadline
+            over = begin + {"stall": stall, "stall, no advert": stall, "gone": rtt(self.swarm)}.get(
                 self.behaviour, trip
             )
             self.miss(provider)
@@ -391,6 +400,7 @@ def gates_needed(n: int, per_device: int, seed: int, share: float = 1.0) -> int:
 
 
 __all__ = [
-    "BEHAVIOURS", "CIRCUITS", "PLACES_PER_NETWORK", "WAIT_S", "Attack", "Look", "Relay", "Tree",
-    "build_tree", "discover", "gates_needed", "honest_address", "relay_capacity", "sybil_address", "time_to",
+    "BEFORE", "BEHAVIOURS", "CIRCUITS", "PLACES_PER_NETWORK", "PROFILE_PROBE_S", "WAIT_S", "Attack", "Look",
+    "Relay", "Tree", "build_tree", "discover", "gates_needed", "honest_address", "relay_capacity",
+    "sybil_address", "time_to",
 ]  # fmt: skip

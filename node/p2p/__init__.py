@@ -92,7 +92,9 @@ and `submit`'s `Discovery` stops at it: each round counts only workers it has no
 churn lab), and doubles the count only when providers it was given did not answer. How it scales, today's
 scheme beside it: `benchmarks/swarm_sim.py` (a seeded simulator over this code's keys, message sizes, TTLs
 and refresh period). Adverts come from the worker itself over `/sark/profile` (at its provider addresses,
-which carry a relayed worker's circuits, `Kad.circuits`; then through each of our gates as a relay);
+which carry a relayed worker's circuits, `Kad.circuits`; then through each of our gates as a relay): for
+`submit`'s discovery that ask is its own live probe (`Node.find_workers`' `unadvertised`), so a provider
+that stalls it holds a probe slot, never the lookup;
 signed values under `/sark/<40 hex>`, checked by a namespace validator
 (signer = key owner, expiry, size; highest seq wins), are a cache on our own gates, never the only way.
 Record lifetimes are minutes (30 by default). Addresses (`node/p2p/addrs.py`, P29): a host announces a

@@ -96,7 +96,7 @@ class Node:
         count: int | None = None,
         known: frozenset[str] = frozenset(),
         skip: frozenset[str] = frozenset(),
-        unanswered: set[str] | None = None,
+        unadvertised: dict[str, tuple[str, ...]] | None = None,
         past_gaps: int = 0,
     ) -> list[Peer]:
         """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id.
@@ -106,9 +106,13 @@ class Node:
         silent ones) are neither counted nor read: no advert fetched, no probe. `past_gaps`: levels
         read on below keys that are not full while short (`Dht.lookup`).
 
-        The advert comes from the DHT where a gate keeps it (a cache) and otherwise from the worker
-        itself over `/sark/profile`: a foreign gate stores provider records but no `/sark/` values.
-        A provider that gave neither is added to `unanswered` (for the caller to remember).
+        The advert comes from the DHT where a server keeps it (a cache). A foreign gate stores provider
+        records but no `/sark/` values, so a provider may have none there: it is asked itself over
+        `/sark/profile` (`ask_addrs`: its record's addresses, then circuits through our gates),
+        `PROFILE_PROBES_AT_ONCE` at a time, each for up to `PROFILE_PROBE_S`, and the lookup returns
+        when the last has answered or not. With `unadvertised`, it is not asked here: it goes there
+        with those addresses, for the caller's own probe (the discovery's, whose slots and silences a
+        provider that stalls cannot hold for seconds: issue 50).
         """
         found: list[Peer] = []
         with trio.move_on_after(timeout):
@@ -117,7 +121,7 @@ class Node:
             async with trio.open_nursery() as nursery:
                 for peer_id, addrs in providers.items():
                     if peer_id not in skip:
-                        nursery.start_soon(self._collect, peer_id, addrs, unit, found, probes, unanswered)
+                        nursery.start_soon(self._collect, peer_id, addrs, unit, found, probes, unadvertised)
         return sorted(found, key=lambda p: p.peer_id)
 
     async def _collect(
@@ -127,30 +131,36 @@ class Node:
         unit: ComputeUnit | None,
         found: list[Peer],
         probes: trio.CapacityLimiter,
-        unanswered: set[str] | None = None,
+        unadvertised: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
         now = time.time()
         self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
         advert = await self.dht.advert(peer_id, now)
         if advert is None and peer_id != self.host.peer_id:
+            if unadvertised is not None:
+                unadvertised[peer_id] = self.ask_addrs(peer_id, addrs)
+                return
             async with probes:
                 advert = await self._advert_from_peer(peer_id, addrs)
         if advert is None:
-            if unanswered is not None:
-                unanswered.add(peer_id)
             return
         envelope, body = advert
         if unit is not None and unit not in body.profile.usable_units():
             return
         found.append(Peer(peer_id, body, max(0.0, now - body.issued_at), envelope))
 
-    async def _advert_from_peer(self, peer_id: str, addrs: list[str]) -> tuple[Envelope, AdvertBody] | None:
-        """The signed advert a provider gives over `/sark/profile`: at its provider record's addresses (a
+    def ask_addrs(self, peer_id: str, addrs: Sequence[str]) -> tuple[str, ...]:
+        """Where to ask a provider that has no advert in the DHT: its provider record's addresses (a
         relayed worker's carry its circuits: `Kad.circuits`), then through each of our gates as a relay
         (a record written before, or by another implementation, has no usable address)."""
-        relayed = tuple(f"{gate}/p2p-circuit/p2p/{peer_id}" for gate in self.gates)
+        return (*addrs, *(f"{gate}/p2p-circuit/p2p/{peer_id}" for gate in self.gates))
+
+    async def _advert_from_peer(self, peer_id: str, addrs: list[str]) -> tuple[Envelope, AdvertBody] | None:
+        """The signed advert a provider gives over `/sark/profile` at `ask_addrs`."""
         try:
-            envelope, body, _ = await self.profile_at(peer_id, (*addrs, *relayed), PROFILE_PROBE_S)
+            envelope, body, _ = await self.profile_at(
+                peer_id, self.ask_addrs(peer_id, addrs), PROFILE_PROBE_S
+            )
         except (NodeError, ProtocolError) as exc:
             log.info("provider %s gave no profile: %s", peer_id, exc)
             return None
@@ -165,7 +175,14 @@ class Node:
         """`fresh_profile`, and the IP address the connection that carried it reached ("" unknown:
         relayed). The address the submitter saw, not one the peer advertises: replicas of a task
         must come from distinct hosts (`scheduler.verification.replicas`)."""
-        _, body, load, host = await self._ask_profile(peer.peer_id, peer.dial_addrs(), timeout)
+        return await self.profile_and_host_at(peer.peer_id, peer.dial_addrs(), timeout)
+
+    async def profile_and_host_at(
+        self, peer_id: str, addrs: Sequence[str], timeout: float = 5.0
+    ) -> tuple[AdvertBody, Load, str]:
+        """`profile_and_host` of a peer known by its id and where to dial it (a provider with no advert
+        in the DHT: `find_workers`' `unadvertised`), its advert checked as signed by `peer_id`."""
+        _, body, load, host = await self._ask_profile(peer_id, addrs, timeout)
         return body, load, host
 
     async def profile_at(

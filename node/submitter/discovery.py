@@ -13,7 +13,7 @@ import trio
 
 import scheduler as sch
 from node.errors import NodeError
-from node.p2p.node import Node, Peer
+from node.p2p.node import Node
 from node.p2p.survey import Shortfall, why_no_workers
 from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, ProtocolError, Reachability, owner_of
 from scheduler.verification import DeviceClass, claim_problems, device_class
@@ -94,13 +94,15 @@ class Discovery:
     Strangers can place provider records for free, ahead of every honest worker (twenty keys fill a
     shard's places). So a round never lets a provider that does not answer cost it more than once:
 
-    - a provider whose probe failed (or whose advert nobody gave) is remembered as silent: not
-      counted, not read, not probed again for `SILENT_FIRST_S`, each further miss in a row doubling
-      the span up to `SILENT_FOR_S` (`_silent`), as TCP backs off a retransmission; one that has no
-      advert in the DHT and did not answer the lookup's ask past it (`find_workers`' `unanswered`:
-      an ask holds one of its slots for its whole 3 s, not half a second) is silent for
-      `SILENT_FOR_S` at once (`benchmarks/swarm_sybil.py`: 200 advert-less Sybils read again every
-      10 s would hold a 60 s look with every honest worker unfound);
+    - a provider whose probe failed is remembered as silent: not counted, not read, not probed again
+      for `SILENT_FIRST_S`, each further miss in a row doubling the span up to `SILENT_FOR_S`
+      (`_silent`), as TCP backs off a retransmission;
+    - a provider with no advert in the DHT (a foreign gate keeps none; a Sybil may put none) is
+      probed here like any other, at its record's addresses (`find_workers`' `unadvertised`): the
+      probe is the ask for its advert. The lookup used to ask it itself and return only once every
+      such ask had answered or waited out its 3 s, so 200 advert-less Sybils held a 60 s look with
+      every honest worker unfound (`benchmarks/swarm_sybil.py`, 14.7x); now each holds one probe slot
+      for `PROBE_SLOT_S`, as a stalling Sybil with an advert does;
     - a look's providers get `GRACE_S` to answer; those that have not are left to answer late, and the
       round looks again at once, past every provider it has probed, so the deeper keys (where honest
       workers spilled) are read in the same round, until as many answered as the campaign needs
@@ -259,7 +261,7 @@ class Discovery:
         looks = 0
         while trio.current_time() < deadline:
             skip = self.silent() | seen
-            unanswered: set[str] = set()
+            bare: dict[str, tuple[str, ...]] = {}
             try:
                 peers = await self._node.find_workers(
                     None,
@@ -267,24 +269,24 @@ class Discovery:
                     count=self._count,
                     known=known,
                     skip=skip,
-                    unanswered=unanswered,
+                    unadvertised=bare,
                     past_gaps=GAP_LEVELS if looks else 0,
                 )
             except NodeError as exc:
                 log.info("DHT lookup failed: %s", exc)
                 break
-            self._silence(unanswered, SILENT_FOR_S)  # no advert, nor an answer to the ask past it
-            new = [p for p in peers if p.peer_id not in self._exclude and p.peer_id not in seen]
-            seen.update(unanswered, (p.peer_id for p in new))
+            listed = [(p.peer_id, p.dial_addrs()) for p in peers] + sorted(bare.items())
+            new = [(p, addrs) for p, addrs in listed if p not in self._exclude and p not in seen]
+            seen.update(p for p, _ in new)
             looks += 1
             if not new and (looks > 1 or self._count is None):
                 break
             if not new:  # short, and nothing new: once more, below keys that are not full
                 continue
             batch = [trio.Event() for _ in new]
-            for peer, done in zip(new, batch, strict=True):
-                self._probing.add(peer.peer_id)
-                probes.start_soon(self._confirm, peer, answers, done)
+            for (peer_id, addrs), done in zip(new, batch, strict=True):
+                self._probing.add(peer_id)
+                probes.start_soon(self._confirm, peer_id, addrs, answers, done)
             with trio.move_on_at(min(trio.current_time() + GRACE_S, deadline)):
                 for done in batch:
                     await done.wait()
@@ -316,7 +318,7 @@ class Discovery:
                 continue  # silent already (the lookup's miss and the probe's, one look): one miss
             self._silent[peer] = (now, silent_span(None if last is None else last[1], first_s))
 
-    async def _confirm(self, peer: Peer, views: _Answers, done: trio.Event) -> None:
+    async def _confirm(self, peer_id: str, addrs: tuple[str, ...], views: _Answers, done: trio.Event) -> None:
         """Probe one provider: a slot while it dials, for at most `PROBE_SLOT_S`, then on without it."""
         try:
             async with self._in_flight:
@@ -325,7 +327,7 @@ class Discovery:
                 try:
                     async with trio.open_nursery() as nursery:
                         answered = trio.Event()
-                        nursery.start_soon(self._probe_then, peer, views, answered)
+                        nursery.start_soon(self._probe_then, peer_id, addrs, views, answered)
                         with trio.move_on_after(PROBE_SLOT_S):
                             await answered.wait()
                         self._slots.release()
@@ -334,33 +336,35 @@ class Discovery:
                     if held:
                         self._slots.release()
         finally:
-            self._probing.discard(peer.peer_id)
+            self._probing.discard(peer_id)
             done.set()
 
-    async def _probe_then(self, peer: Peer, views: _Answers, answered: trio.Event) -> None:
+    async def _probe_then(
+        self, peer_id: str, addrs: tuple[str, ...], views: _Answers, answered: trio.Event
+    ) -> None:
         try:
-            if not await self._probe(peer, views):
-                self._silence({peer.peer_id})
+            if not await self._probe(peer_id, addrs, views):
+                self._silence({peer_id})
         finally:
             answered.set()
 
-    async def _probe(self, peer: Peer, views: _Answers) -> bool:
-        """Ask a provider for its live profile; whether it answered with a valid one."""
-        wait_s = OWN_PROBE_S if peer.peer_id in self._own else self._config.probe_timeout_s
+    async def _probe(self, peer_id: str, addrs: tuple[str, ...], views: _Answers) -> bool:
+        """Ask a provider at `addrs` for its live profile; whether it answered with a valid one."""
+        wait_s = OWN_PROBE_S if peer_id in self._own else self._config.probe_timeout_s
         with trio.move_on_after(wait_s):
             try:
-                advert, load, host = await self._node.profile_and_host(peer, timeout=wait_s)
+                advert, load, host = await self._node.profile_and_host_at(peer_id, addrs, timeout=wait_s)
             except (NodeError, ProtocolError) as exc:  # no answer, or junk (a bad signature, another's)
-                log.warning("peer %s advertised but did not answer: %s", peer.peer_id, exc)
+                log.warning("peer %s advertised but did not answer: %s", peer_id, exc)
                 return False
-            self._adverts[peer.peer_id] = advert
-            self._silent.pop(peer.peer_id, None)  # it answered: a later miss starts the backoff again
+            self._adverts[peer_id] = advert
+            self._silent.pop(peer_id, None)  # it answered: a later miss starts the backoff again
             view = _view(advert, load, host)
-            if view.owner.refused and peer.peer_id not in self._known:  # said once, not every round
-                log.warning("peer %s: owner_refused: %s", peer.peer_id, view.owner.refused)
+            if view.owner.refused and peer_id not in self._known:  # said once, not every round
+                log.warning("peer %s: owner_refused: %s", peer_id, view.owner.refused)
             views.add(view)
             return True
-        log.warning("peer %s advertised but its profile probe timed out", peer.peer_id)
+        log.warning("peer %s advertised but its profile probe timed out", peer_id)
         return False
 
 

@@ -1,7 +1,7 @@
 """Sybil providers for the discovery labs: many fresh keys announcing through the node's own path.
 
     python tests/kit/sybils.py --gate MULTIADDR --count N --data-dir DIR [--mode stall|junk|mixed]
-        [--bind IP] [--fill]
+        [--bind IP] [--fill] [--no-advert]
 
 Each key is a real node of this code (`open_node`, role worker) that signs an advert and places it and
 its provider records with the node's own `Dht.publish` (one after another, so the first twenty fill
@@ -16,7 +16,9 @@ every connection it dials there, so a server reads that network as the kernel gi
 per network). `--fill` places the keys as a cheater who reads nothing would: key i at the i // 20-th key
 of the tree in level order (root, then level 1, ...), twenty to a key, so that 200 fill the first three
 levels (the keys a look reads first) and three keys of the fourth; the node's own `publish` then sends
-the records (no read-back: a Sybil that is not kept is not told).
+the records (no read-back: a Sybil that is not kept is not told). `--no-advert` puts no advert in the
+DHT (the node's `publish` with its PUT left out): a reader has the provider records alone, as it has
+for the workers of a gate that keeps no `/sark/` values, and must ask each key itself.
 
 It prints `{"event": "ready", "peer_ids": [...], "seconds": S}` once every key is out, then serves until
 killed; a test that kills it makes the same keys "gone" (their records stay listed for the TTL, every
@@ -95,7 +97,13 @@ def answer(mode: str, other: Envelope) -> object:
     return stall if mode == "stall" else junk
 
 
-async def main(gate: str, count: int, root: Path, mode: str, ttl: float, bind: str, fill: bool) -> None:
+async def no_put(*_: object) -> None:
+    """A Sybil's `Kad.put` under `--no-advert`: nothing sent."""
+
+
+async def main(
+    gate: str, count: int, root: Path, mode: str, ttl: float, bind: str, fill: bool, bare: bool
+) -> None:
     started = time.monotonic()
     listen = LOOPBACK
     if bind:
@@ -108,6 +116,8 @@ async def main(gate: str, count: int, root: Path, mode: str, ttl: float, bind: s
             node = await stack.enter_async_context(open_node(config, role="worker"))
             if fill:  # the cheater's choice of keys: placed, so publish only sends
                 node.dht.placed.update({u: filled(i, u) for u in (None, *UNITS)})
+            if bare:
+                node.dht.kad.put = no_put  # type: ignore[assignment,method-assign]
             await node.dht.publish(advert(node, ttl), UNITS, gates=node.gates)
             nodes.append(node)
         for i, node in enumerate(nodes):
@@ -131,5 +141,16 @@ if __name__ == "__main__":
     parser.add_argument("--record-ttl", type=float, default=30.0)
     parser.add_argument("--bind", default="")
     parser.add_argument("--fill", action="store_true")
+    parser.add_argument("--no-advert", action="store_true")
     args = parser.parse_args()
-    trio.run(main, args.gate, args.count, args.data_dir, args.mode, args.record_ttl, args.bind, args.fill)
+    trio.run(
+        main,
+        args.gate,
+        args.count,
+        args.data_dir,
+        args.mode,
+        args.record_ttl,
+        args.bind,
+        args.fill,
+        args.no_advert,
+    )

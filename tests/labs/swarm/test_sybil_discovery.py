@@ -9,6 +9,14 @@ every dial refused while their records stay listed). Before this issue the Sybil
 0 found, both tasks Unschedulable ("22 peer(s) advertise any unit, but none answered"). Now each
 finds the two honest workers and completes; the time to discovery (`discovered` event) of each
 run is printed beside the control's (a figure, never asserted: tests/labs do not time).
+
+Gate 3 holds twenty Sybils that put no advert in the DHT (`--no-advert`: provider records only, as a
+foreign gate's workers have), then two honest workers. A reader must ask each such provider itself:
+the lookup used to, waiting out each ask's 3 s before it returned (200 of them held a 60 s look in
+`benchmarks/swarm_sybil.py`). Now the discovery probes them as any provider, each holding a probe
+slot at most `PROBE_SLOT_S`: the stalling run finds both honest workers, and once the Sybils are
+killed every one of them is read through the discovery's own probe (its "advertised but did not
+answer" line), not by the lookup.
 """
 
 from __future__ import annotations
@@ -37,17 +45,25 @@ def swarms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         me = submitter_id(root / "submitter")
         attacked = lab.gate("gate1").ready["addrs"][0]
         control = lab.gate("gate2").ready["addrs"][0]
-        argv = [sys.executable, str(SCRIPT), "--gate", attacked, "--count", str(SYBILS)]
-        sybils = lab.start("sybils", [*argv, "--data-dir", str(root / "sybils"), "--record-ttl", "300"])
+        unadvertised = lab.gate("gate3").ready["addrs"][0]
+        argv = [sys.executable, str(SCRIPT), "--count", str(SYBILS), "--record-ttl", "300"]
+        sybils = lab.start("sybils", [*argv, "--gate", attacked, "--data-dir", str(root / "sybils")])
+        bare = lab.start(
+            "bare", [*argv, "--gate", unadvertised, "--data-dir", str(root / "bare"), "--no-advert"]
+        )
         calm = [lab.real_worker(f"c{i}", [control], me, wait=False) for i in range(2)]
         minted = sybils.wait_event("ready", 180)
+        minted_bare = bare.wait_event("ready", 180)
         honest = [lab.real_worker(f"h{i}", [attacked], me, wait=False) for i in range(2)]  # after them
+        after_bare = [lab.real_worker(f"b{i}", [unadvertised], me, wait=False) for i in range(2)]
         ids = {
             "attacked": {p.wait_event("ready", 120)["peer_id"] for p in honest},
             "control": {p.wait_event("ready", 120)["peer_id"] for p in calm},
+            "bare": {p.wait_event("ready", 120)["peer_id"] for p in after_bare},
         }
-        yield {"lab": lab, "root": root, "gates": {"attacked": attacked, "control": control},
-               "ids": ids, "sybils": sybils, "minted": minted}  # fmt: skip
+        gates = {"attacked": attacked, "control": control, "bare": unadvertised}
+        yield {"lab": lab, "root": root, "gates": gates, "ids": ids, "sybils": sybils, "minted": minted,
+               "bare": bare, "minted_bare": minted_bare}  # fmt: skip
     finally:
         lab.close()
 
@@ -90,6 +106,27 @@ def test_twenty_sybils_announced_first_stalling_then_gone_leave_both_honest_work
     assert len(read) == SYBILS  # they held the root: each read, refused, once
     print(
         f"\n{SYBILS} Sybils minted and placed in {swarms['minted']['seconds']} s; seconds to discovery "
+        + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
+        + f"; ratio stalling/control {figures['stalling'] / figures['control']:.2f}, "
+        f"gone/control {figures['gone'] / figures['control']:.2f}"
+    )
+
+
+def test_twenty_sybils_with_no_advert_are_probed_by_the_discovery_and_leave_both_honest_workers_found(
+    swarms: dict[str, Any],
+) -> None:
+    figures: dict[str, float] = {}
+    code, figures["control"], ran, err = submit(swarms, "control", "control-bare")
+    assert (code, ran) == (0, swarms["ids"]["control"]), err[-3000:]
+    code, figures["stalling"], ran, err = submit(swarms, "bare", "stalling-bare")
+    assert (code, ran) == (0, swarms["ids"]["bare"]), err[-3000:]
+    swarms["lab"].kill(swarms["bare"])
+    code, figures["gone"], ran, err = submit(swarms, "bare", "gone-bare")
+    assert (code, ran) == (0, swarms["ids"]["bare"]), err[-3000:]
+    read = [p for p in swarms["minted_bare"]["peer_ids"] if f"peer {p} advertised but did not answer" in err]
+    assert len(read) == SYBILS  # each asked by the discovery's probe, refused, once
+    print(
+        f"\n{SYBILS} Sybils with no advert; seconds to discovery "
         + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
         + f"; ratio stalling/control {figures['stalling'] / figures['control']:.2f}, "
         f"gone/control {figures['gone'] / figures['control']:.2f}"

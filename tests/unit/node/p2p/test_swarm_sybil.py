@@ -76,8 +76,24 @@ def test_a_look_reads_past_sybils_that_filled_the_first_keys_and_probes_each_onc
     for times in probes.values():  # a silent provider is probed again only once its span ended
         gaps = [b - a for a, b in itertools.pairwise(times)]
         assert all(gap >= SILENT_FIRST_S for gap in gaps), gaps
-    if behaviour == "stall, no advert":
-        assert not tree.sybils & set(probes)  # no advert: unanswered before any live probe
+    if behaviour == swarm_sybil.BEFORE:
+        assert not tree.sybils & set(probes)  # the lookup's own ask, unanswered: never probed
+    else:  # with an advert or without, each Sybil read is one live probe of the discovery's
+        assert tree.sybils & set(probes)
+
+
+def test_advert_less_sybils_cost_a_look_no_more_than_sybils_with_adverts_and_less_than_the_lookups_ask(
+    sizes: swarm_net.Sizes,
+) -> None:
+    """The node's fix, in the simulator: the discovery probes a provider with no advert itself, so
+    such Sybils cost what stalling Sybils with adverts cost; the lookup's own ask (`BEFORE`) waited out
+    `PROFILE_PROBE_S` for every one of them before the look went on."""
+    times = {}
+    for behaviour in ("stall", "stall, no advert", swarm_sybil.BEFORE):
+        tree = build_tree(HONEST, Attack(200, 1, behaviour), None)
+        times[behaviour], _ = time_to(look(tree, sizes, behaviour, want=2), LOOKUP_SLACK * 2, 2)
+    assert times["stall, no advert"] <= times["stall"] + GRACE_S, times
+    assert times[swarm_sybil.BEFORE] > times["stall, no advert"] + swarm_sybil.PROFILE_PROBE_S, times
 
 
 def test_a_silent_provider_is_read_again_once_its_span_ends_each_miss_doubling_it(

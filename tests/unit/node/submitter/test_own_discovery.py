@@ -44,12 +44,14 @@ class _Starved:
         listed = trio.current_time() >= LISTED_S
         return [p for p in self.peers if p.peer_id not in skip and (listed or p.peer_id not in self.late)]
 
-    async def profile_and_host(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load, str]:
-        self.probes.append(peer.peer_id)
-        if peer.peer_id in self.dead:
-            raise PeerUnreachable(peer.peer_id, "connection refused")
+    async def profile_and_host_at(
+        self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
+    ) -> tuple[AdvertBody, Load, str]:
+        self.probes.append(peer_id)
+        if peer_id in self.dead:
+            raise PeerUnreachable(peer_id, "connection refused")
         await trio.sleep(ANSWER_S)  # the caller's deadline (its cancel scope) decides
-        return peer.advert, Load(), "127.0.0.1"
+        return advertised(peer_id).advert, Load(), "127.0.0.1"
 
 
 async def test_an_own_worker_slower_than_the_probe_is_waited_for_and_a_stranger_is_silenced(

@@ -8,8 +8,8 @@ look ended with one worker: two of four rows. Now a miss silences a provider for
 `SILENT_FOR_S`; an answer forgets the misses. On trio's virtual clock, a node written here stands in
 for the DHT and the probes: a worker whose first probes are lost is found in the same 60 s look; a
 Sybil that stalls every probe costs one probe per span, the spans doubling; a default look of 5 s
-probes a silent provider once; a provider with no advert that the lookup's own ask could not reach
-is silent for `SILENT_FOR_S` at once.
+probes a silent provider once; a provider with no advert in the DHT is probed by the discovery
+itself, like any other (a stalling one holds a slot, not the look).
 """
 
 from __future__ import annotations
@@ -33,35 +33,40 @@ WAIT_S = 60.0
 
 
 class _Lossy:
-    """The DHT lists `peers`; a probe of a peer is lost (stalls past its deadline) `lost[peer]` times,
-    then answers at once; `stall` never answers; `unanswered` has no advert and is reported as such."""
+    """The DHT lists `peers`; a probe of a peer is lost (stalls past its deadline) `lost[peer]` times
+    (-1: always), then answers at once; those in `bare` have no advert in the DHT: the lookup hands
+    them over with their record's address (`unadvertised`) instead of a `Peer`."""
 
-    def __init__(
-        self, peers: list[str], lost: dict[str, int], unanswered: frozenset[str] = frozenset()
-    ) -> None:
+    def __init__(self, peers: list[str], lost: dict[str, int], bare: frozenset[str] = frozenset()) -> None:
         self.peers = [advertised(p) for p in peers]
         self.lost = dict(lost)
-        self.unanswered = unanswered
+        self.bare = bare
         self.probes: list[tuple[str, float]] = []
+        self.dialled: dict[str, tuple[str, ...]] = {}
         self.listed: list[tuple[str, float]] = []
 
     async def find_workers(
-        self, unit: Any, *, skip: frozenset[str], unanswered: set[str], **_: Any
+        self, unit: Any, *, skip: frozenset[str], unadvertised: dict[str, tuple[str, ...]], **_: Any
     ) -> list[Peer]:
         now = trio.current_time()
         found = [p for p in self.peers if p.peer_id not in skip]
         self.listed.extend((p.peer_id, now) for p in found)
-        unanswered.update(p.peer_id for p in found if p.peer_id in self.unanswered)
-        return [p for p in found if p.peer_id not in self.unanswered]
+        unadvertised.update(
+            (p.peer_id, (f"/ip4/10.0.0.1/tcp/4001/p2p/{p.peer_id}",)) for p in found if p.peer_id in self.bare
+        )
+        return [p for p in found if p.peer_id not in self.bare]
 
-    async def profile_and_host(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load, str]:
-        self.probes.append((peer.peer_id, trio.current_time()))
-        if peer.peer_id == "gone":
-            raise PeerUnreachable(peer.peer_id, "connection refused")
-        if self.lost.get(peer.peer_id, 0) != 0:
-            self.lost[peer.peer_id] -= 1
+    async def profile_and_host_at(
+        self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
+    ) -> tuple[AdvertBody, Load, str]:
+        self.probes.append((peer_id, trio.current_time()))
+        self.dialled[peer_id] = addrs
+        if peer_id == "gone":
+            raise PeerUnreachable(peer_id, "connection refused")
+        if self.lost.get(peer_id, 0) != 0:
+            self.lost[peer_id] -= 1
             await trio.sleep_forever()  # the caller's deadline (its cancel scope) decides
-        return peer.advert, Load(), "127.0.0.1"
+        return advertised(peer_id).advert, Load(), "127.0.0.1"
 
 
 def _times(node: _Lossy, peer: str) -> list[float]:
@@ -119,18 +124,41 @@ async def test_a_default_look_probes_a_silent_provider_once_and_an_answer_forget
     assert discovery._silent == {}  # answered: a later miss starts again at SILENT_FIRST_S
 
 
-@pytest.mark.trio_deadline(900)  # virtual: past the 600 s span
-async def test_a_provider_with_no_advert_that_the_lookup_could_not_ask_is_silent_for_the_longest_span(
+async def test_a_provider_with_no_advert_is_probed_by_the_discovery_at_its_records_address(
     mock_clock: trio.testing.MockClock,
 ) -> None:
+    """A foreign gate keeps provider records but no `/sark/` values: its workers have no advert in the
+    DHT. The discovery asks each itself, at its record's address, and the answer is its view."""
     mock_clock.autojump_threshold = 0
-    node = _Lossy(["honest", "ghost"], lost={}, unanswered=frozenset({"ghost"}))
+    node = _Lossy(["honest", "foreign"], lost={}, bare=frozenset({"foreign"}))
     config = DiscoveryConfig(want=2, timeout_s=WAIT_S, probe_timeout_s=PROBE_S)
-    discovery = Discovery(cast(Node, node), config)
-    found = await discovery.initial()
+    found = await Discovery(cast(Node, node), config).initial()
+    assert [v.peer_id for v in found] == ["foreign", "honest"]
+    assert node.dialled["foreign"] == ("/ip4/10.0.0.1/tcp/4001/p2p/foreign",)
+
+
+async def test_a_stalling_provider_with_no_advert_holds_a_probe_slot_not_the_look(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """Sybils may put no advert. The lookup used to ask such a provider itself and return only when
+    every ask had answered or waited out its 3 s: 200 of them held a 60 s look (issue 50). Now each is
+    one probe of the discovery's, its slot held at most `PROBE_SLOT_S`, silent after its miss for the
+    first span like any provider (`SILENT_FIRST_S`, doubling), and the honest worker beside a
+    stalling ghost is in hand before the ghost's probe has timed out."""
+    mock_clock.autojump_threshold = 0
+    node = _Lossy(["honest", "ghost"], lost={"ghost": -1}, bare=frozenset({"ghost"}))
+    config = DiscoveryConfig(want=1, timeout_s=WAIT_S, probe_timeout_s=PROBE_S)
+    found = await Discovery(cast(Node, node), config).initial()
     assert [v.peer_id for v in found] == ["honest"]
-    assert [p for p, _ in node.listed].count("ghost") == 1  # never read again in the 60 s look
-    await trio.sleep(SILENT_FOR_S - WAIT_S - 1.0)
-    assert "ghost" in discovery.silent()
-    await trio.sleep(2.0)
+    assert trio.current_time() < PROBE_S  # the look did not wait out the ghost's probe
+
+    started = trio.current_time()  # a look that outlasts the probe (two wanted, one there)
+    config = DiscoveryConfig(want=2, timeout_s=2 * PROBE_S, probe_timeout_s=PROBE_S)
+    discovery = Discovery(cast(Node, node), config)
+    assert [v.peer_id for v in await discovery.initial()] == ["honest"]
+    missed = _times(node, "ghost")[-1] + PROBE_S
+    assert "ghost" in discovery.silent()  # unanswered: silent for the first span, not the longest
+    await trio.sleep(missed + SILENT_FIRST_S - trio.current_time())
     assert "ghost" not in discovery.silent()
+    assert len(_times(node, "ghost")) == 2  # one probe a look
+    assert _times(node, "ghost")[-1] >= started

@@ -39,12 +39,14 @@ class _Tree:
                 return [advertised(p) for p in new]
         return []
 
-    async def profile_and_host(self, peer: Peer, timeout: float = 5.0) -> tuple[AdvertBody, Load, str]:
-        self.probes.append(peer.peer_id)
-        if peer.peer_id not in HONEST:
+    async def profile_and_host_at(
+        self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
+    ) -> tuple[AdvertBody, Load, str]:
+        self.probes.append(peer_id)
+        if peer_id not in HONEST:
             await trio.sleep_forever()  # a stalling Sybil: the probe's deadline ends it
         await trio.sleep(0.01)
-        return peer.advert, Load(), "127.0.0.1"
+        return advertised(peer_id).advert, Load(), "127.0.0.1"
 
 
 async def test_a_round_ends_once_the_devices_needed_answered_not_at_the_lookups_spares(
