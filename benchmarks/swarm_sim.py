@@ -53,7 +53,6 @@ import numpy as np
 from swarm_fleet import CHURN_PER_HOUR, COMMON, RARE, RARE_COUNT, Fleet, sharded_lookup, today_lookup
 from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes
 from swarm_sybil import (
-    BEFORE,
     CIRCUITS,
     WAIT_S,
     Attack,
@@ -173,14 +172,15 @@ SYBIL_CELLS: tuple[tuple[str, Attack | None, int | None], ...] = (
     ("200 gone, rule off", Attack(200, 1, "gone"), None),
     ("200 junk, rule off", Attack(200, 1, "junk"), None),
     ("20 stall no advert, 1 /24", Attack(20, 1, "stall, no advert"), PLACES_PER_NETWORK),
-    ("20 stall no advert, 1 /24, before", Attack(20, 1, BEFORE), PLACES_PER_NETWORK),
     ("200 stall no advert, 5 /24s", Attack(200, 5, "stall, no advert"), PLACES_PER_NETWORK),
-    ("200 stall no advert, 5 /24s, before", Attack(200, 5, BEFORE), PLACES_PER_NETWORK),
     ("200 stall no advert, rule off", Attack(200, 1, "stall, no advert"), None),
-    ("200 stall no advert, rule off, before", Attack(200, 1, BEFORE), None),
 )
 """Sybil keys placed first (`swarm_sybil.Attack`: count, the cheater's /24s, behaviour) with the servers'
 places rule (`PLACES_PER_NETWORK` records of a key per /24) or with it off."""
+BEFORE_CELLS = ("no Sybils", "20 stall, 1 /24", "200 stall, 5 /24s", "20 stall no advert, 1 /24",
+                "200 stall no advert, 5 /24s")  # fmt: skip
+"""Cells run again as the discovery was before it read provider records alone (`Look.before`: each
+advert fetched first, one with none asked by the lookup), side by side: "<cell>, before"."""
 DEVICES = (2, 10, 100)
 """`devices: N` of a plain CPU (ONNX) job: a lookup of `LOOKUP_SLACK` x N providers (`lookup_count`)."""
 
@@ -201,7 +201,9 @@ def sybil_runs(
     swarm = Swarm.build(servers, 0, rng, slim=True)  # no departed servers: see `swarm_sybil`
     swarm.gates, swarm.connections = gates, True
     out: dict[str, dict[str, float]] = {}
-    for label, attack, per_network in SYBIL_CELLS:
+    runs = [(label, attack, per_network, False) for label, attack, per_network in SYBIL_CELLS]
+    runs += [(f"{label}, before", a, p, True) for label, a, p in SYBIL_CELLS if label in BEFORE_CELLS]
+    for label, attack, per_network, before in runs:
         tree = build_tree(fleet.peers, attack, per_network)
         for devices in DEVICES:
             times, found = [], 0
@@ -211,7 +213,7 @@ def sybil_runs(
                 start = int(swarm.rng.integers(0, 2**63)) * 2
                 behaviour = "stall" if attack is None else attack.behaviour
                 wait = DiscoveryConfig(want=devices, timeout_s=WAIT_S)  # `submit --wait-peers N`
-                look = Look(swarm, sizes, tree, behaviour, nat, start, wait, holders=holders)
+                look = Look(swarm, sizes, tree, behaviour, nat, start, wait, before, holders=holders)
                 took, _ = time_to(look, LOOKUP_SLACK * devices, devices)
                 found += took <= DiscoveryConfig().timeout_s
                 times.append(took)
@@ -221,11 +223,12 @@ def sybil_runs(
             })  # fmt: skip
         out[label]["sybils_in_first_key"] = float(sum(p in tree.sybils for p in tree.members[_root()]))
         print(f"{n:>6} {label}: " + json.dumps({k: round(v, 3) for k, v in out[label].items()}), flush=True)
-    for cells in out.values():
+    for label, cell in out.items():
+        base = out["no Sybils, before" if label.endswith(", before") else "no Sybils"]
         for devices in DEVICES:
             for q in (50, 95):
                 name = f"{devices}_p{q}"
-                cells[f"{name}_ratio"] = cells[f"{name}_s"] / out["no Sybils"][f"{name}_s"]
+                cell[f"{name}_ratio"] = cell[f"{name}_s"] / base[f"{name}_s"]
     return out
 
 

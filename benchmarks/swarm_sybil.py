@@ -11,9 +11,8 @@ events over that tree, mirroring the code and taking its constants from it:
 - a round's looks (`Dht.lookup`): `first_levels` for the count plus what the look skips, the children
   of full keys (`next_keys`), `below_gaps` on a later look (`GAP_LEVELS`); every key a walk of
   `swarm_net` (the node's `Shortlist` and `ALPHA`, measured connection costs); a look's providers
-  each have their advert fetched (`Kad.get`: the k closest servers of the table, all awaited);
-  `find_workers` returns when the last fetch did, and a provider with no advert in the DHT goes to
-  the discovery's probe as any other (`unadvertised`: the probe is the ask);
+  go to the probe as their records list them (`Node.find_providers`: the probe is the ask for the
+  advert; `Look.before`: each advert fetched first, `Kad.get`'s k closest servers all awaited);
 - each new provider probed live, `PROBE_SLOTS` at once, a slot held at most `PROBE_SLOT_S`, a probe's
   deadline `probe_timeout_s` (3 s); a provider that failed is skipped by every later look while it is
   silent (`SILENT_FIRST_S`, 10 s, longer than the 5 s look, doubled by each miss in a row up to
@@ -24,11 +23,10 @@ events over that tree, mirroring the code and taking its constants from it:
 Sybils: "stall" (advert in the DHT, the probe's stream opens and nothing comes: the lab's), "gone"
 (advert in the DHT until its TTL, every dial refused at once: the lab's killed Sybils), "junk" (answers
 another key's advert: refused after one exchange), "stall, no advert" (no advert put: its probe, the
-ask for its advert, stalls as a "stall" one's does), and beside it "stall, no advert, before" (the
-lookup asked such a provider itself, `PROFILE_PROBES_AT_ONCE` at once, awaited each ask's
-`PROFILE_PROBE_S` before it returned, and silenced it for `SILENT_FOR_S` at once: the node before this
-was fixed). Honest probes: a direct device at `OPEN_RTTS + CONNECT_RTTS` round trips, a NAT'd one
-(`NAT_SHARE`) through a gate: two legs.
+ask for its advert, stalls as a "stall" one's does). `Look.before` runs the discovery as it was before
+it read provider records alone: each provider's advert fetched from the DHT first, one with none asked
+by the lookup itself and awaited (`collect`). Honest probes: a direct device at `OPEN_RTTS +
+CONNECT_RTTS` round trips, a NAT'd one (`NAT_SHARE`) through a gate: two legs.
 Not modelled: departed servers in the routing table (their 3 s deadline would hold honest looks too and
 hide the Sybils' cost in the ratio), servers' queues, CPU.
 """
@@ -65,9 +63,7 @@ from node.submitter.discovery import (
     silent_span,
 )
 
-BEHAVIOURS: Final = ("stall", "gone", "junk", "stall, no advert", "stall, no advert, before")
-BEFORE: Final = "stall, no advert, before"
-"""The lookup's own ask of an advert-less provider, as the node had it (`Look.collect`)."""
+BEHAVIOURS: Final = ("stall", "gone", "junk", "stall, no advert")
 ROUND_GAP_S: Final = 0.2
 """`Discovery.initial`'s sleep between two rounds."""
 CIRCUITS: Final = relay_limits().max_circuit_conns
@@ -169,6 +165,8 @@ class Look:
     nat: frozenset[str]
     start: int
     config: DiscoveryConfig = field(default_factory=DiscoveryConfig)
+    before: bool = False
+    """The discovery before it read provider records alone: adverts fetched first (`collect`)."""
     slots: list[float] = field(default_factory=lambda: [0.0] * PROBE_SLOTS)
     probed: list[tuple[str, float]] = field(default_factory=list)
     """Every live probe, in order: the provider and when it began (once a span: twice, listed twice)."""
@@ -236,16 +234,18 @@ class Look:
         return max(trips)
 
     def collect(self, providers: list[str], now: float, until: float) -> tuple[list[str], float]:
-        """`find_workers`' advert fetches: the providers the discovery probes, and when the last fetch
-        ended. A provider with no advert in the DHT is handed to the discovery's probe as it is
-        (`unadvertised`), so every provider is probed; under `BEFORE` the lookup asked it itself,
-        `PROFILE_PROBES_AT_ONCE` at once, returned when the last ask had ended, and it was silent for
-        `SILENT_FOR_S` at once."""
+        """What the discovery probes of a look's providers, and when: every one at once
+        (`Node.find_providers`: provider records alone). `before`: `find_workers` as the discovery
+        had it, each provider's advert fetched from the DHT first (`advert_s`), one with none asked by
+        the lookup itself (`PROFILE_PROBES_AT_ONCE` at once, `PROFILE_PROBE_S` each, silent for
+        `SILENT_FOR_S` at once, never probed), returning when the last fetch or ask had ended."""
+        if not self.before:
+            return list(providers), now
         asks = [0.0] * PROFILE_PROBES_AT_ONCE
         probed, ends = [], [now]
         for p in providers:
             t = now + self.advert_s(p)
-            if p in self.tree.sybils and self.behaviour == BEFORE:
+            if p in self.tree.sybils and self.behaviour == "stall, no advert":
                 i = int(np.argmin(asks))
                 asks[i] = max(asks[i], t) + rtt(self.swarm) * CONNECT_RTTS + PROFILE_PROBE_S
                 t = asks[i]
@@ -400,7 +400,7 @@ def gates_needed(n: int, per_device: int, seed: int, share: float = 1.0) -> int:
 
 
 __all__ = [
-    "BEFORE", "BEHAVIOURS", "CIRCUITS", "PLACES_PER_NETWORK", "PROFILE_PROBE_S", "WAIT_S", "Attack", "Look",
+    "BEHAVIOURS", "CIRCUITS", "PLACES_PER_NETWORK", "PROFILE_PROBE_S", "WAIT_S", "Attack", "Look",
     "Relay", "Tree", "build_tree", "discover", "gates_needed", "honest_address", "relay_capacity",
     "sybil_address", "time_to",
 ]  # fmt: skip

@@ -93,8 +93,9 @@ churn lab), and doubles the count only when providers it was given did not answe
 scheme beside it: `benchmarks/swarm_sim.py` (a seeded simulator over this code's keys, message sizes, TTLs
 and refresh period). Adverts come from the worker itself over `/sark/profile` (at its provider addresses,
 which carry a relayed worker's circuits, `Kad.circuits`; then through each of our gates as a relay): for
-`submit`'s discovery that ask is its own live probe (`Node.find_workers`' `unadvertised`), so a provider
-that stalls it holds a probe slot, never the lookup;
+`submit`'s discovery reads provider records alone (`Node.find_providers`) and that ask is its live
+probe, so no advert is fetched from the DHT first and a provider that stalls holds a probe slot, never
+the lookup;
 signed values under `/sark/<40 hex>`, checked by a namespace validator
 (signer = key owner, expiry, size; highest seq wins), are a cache on our own gates, never the only way.
 Record lifetimes are minutes (30 by default). Addresses (`node/p2p/addrs.py`, P29): a host announces a

@@ -96,23 +96,19 @@ class Node:
         count: int | None = None,
         known: frozenset[str] = frozenset(),
         skip: frozenset[str] = frozenset(),
-        unadvertised: dict[str, tuple[str, ...]] | None = None,
         past_gaps: int = 0,
     ) -> list[Peer]:
-        """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id.
+        """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id
+        (`peers`' listing: what the DHT says of each, without a live probe).
 
         The lookup stops once it has `count` providers not in `known` (None: every one): a later look
-        for more reads past the workers a caller knows (`Dht.lookup`). Providers in `skip` (a caller's
-        silent ones) are neither counted nor read: no advert fetched, no probe. `past_gaps`: levels
-        read on below keys that are not full while short (`Dht.lookup`).
+        for more reads past the workers a caller knows (`Dht.lookup`). Providers in `skip` are neither
+        counted nor read. `past_gaps`: levels read on below keys that are not full while short.
 
         The advert comes from the DHT where a server keeps it (a cache). A foreign gate stores provider
         records but no `/sark/` values, so a provider may have none there: it is asked itself over
-        `/sark/profile` (`ask_addrs`: its record's addresses, then circuits through our gates),
-        `PROFILE_PROBES_AT_ONCE` at a time, each for up to `PROFILE_PROBE_S`, and the lookup returns
-        when the last has answered or not. With `unadvertised`, it is not asked here: it goes there
-        with those addresses, for the caller's own probe (the discovery's, whose slots and silences a
-        provider that stalls cannot hold for seconds: issue 50).
+        `/sark/profile` at `ask_addrs`, `PROFILE_PROBES_AT_ONCE` at a time, each for up to
+        `PROFILE_PROBE_S`, and the lookup returns when the last has answered or not.
         """
         found: list[Peer] = []
         with trio.move_on_after(timeout):
@@ -121,8 +117,37 @@ class Node:
             async with trio.open_nursery() as nursery:
                 for peer_id, addrs in providers.items():
                     if peer_id not in skip:
-                        nursery.start_soon(self._collect, peer_id, addrs, unit, found, probes, unadvertised)
+                        nursery.start_soon(self._collect, peer_id, addrs, unit, found, probes)
         return sorted(found, key=lambda p: p.peer_id)
+
+    async def find_providers(
+        self,
+        *,
+        timeout: float = 5.0,
+        count: int | None = None,
+        known: frozenset[str] = frozenset(),
+        skip: frozenset[str] = frozenset(),
+        past_gaps: int = 0,
+    ) -> dict[str, tuple[str, ...]]:
+        """The any-worker tree's providers from their provider records alone, each with where to ask it
+        (`ask_addrs`), sorted by peer id: no advert is fetched, for the caller asks each provider itself
+        (`submit`'s discovery: its live probe over `/sark/profile` returns the signed advert).
+
+        `count`, `known`, `skip` and `past_gaps` as `find_workers` reads them. The records carry what an
+        advert's addresses would (a host's own addresses, the dial-back's included, then a relayed
+        worker's circuits: `Kad._announced`), so a `Kad.get` of each provider's advert (k servers
+        asked and awaited, 400 requests for a key's 20 providers) would add seconds to every look and
+        nothing the probe does not bring (`benchmarks/swarm_sybil.py`: 2.5-4 s of a look's 3.5-4.6 at
+        10,000 devices; issue 50).
+        """
+        found: dict[str, tuple[str, ...]] = {}
+        with trio.move_on_after(timeout):
+            providers = await self.dht.providers(None, count, known | skip, past_gaps=past_gaps)
+            for peer_id, addrs in providers.items():
+                if peer_id not in skip and peer_id != self.host.peer_id:
+                    self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
+                    found[peer_id] = self.ask_addrs(peer_id, addrs)
+        return dict(sorted(found.items()))
 
     async def _collect(
         self,
@@ -131,15 +156,11 @@ class Node:
         unit: ComputeUnit | None,
         found: list[Peer],
         probes: trio.CapacityLimiter,
-        unadvertised: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
         now = time.time()
         self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
         advert = await self.dht.advert(peer_id, now)
         if advert is None and peer_id != self.host.peer_id:
-            if unadvertised is not None:
-                unadvertised[peer_id] = self.ask_addrs(peer_id, addrs)
-                return
             async with probes:
                 advert = await self._advert_from_peer(peer_id, addrs)
         if advert is None:
@@ -180,8 +201,8 @@ class Node:
     async def profile_and_host_at(
         self, peer_id: str, addrs: Sequence[str], timeout: float = 5.0
     ) -> tuple[AdvertBody, Load, str]:
-        """`profile_and_host` of a peer known by its id and where to dial it (a provider with no advert
-        in the DHT: `find_workers`' `unadvertised`), its advert checked as signed by `peer_id`."""
+        """`profile_and_host` of a peer known by its id and where to dial it (a provider as
+        `find_providers` gives it), its advert checked as signed by `peer_id`."""
         _, body, load, host = await self._ask_profile(peer_id, addrs, timeout)
         return body, load, host
 

@@ -97,12 +97,13 @@ class Discovery:
     - a provider whose probe failed is remembered as silent: not counted, not read, not probed again
       for `SILENT_FIRST_S`, each further miss in a row doubling the span up to `SILENT_FOR_S`
       (`_silent`), as TCP backs off a retransmission;
-    - a provider with no advert in the DHT (a foreign gate keeps none; a Sybil may put none) is
-      probed here like any other, at its record's addresses (`find_workers`' `unadvertised`): the
-      probe is the ask for its advert. The lookup used to ask it itself and return only once every
-      such ask had answered or waited out its 3 s, so 200 advert-less Sybils held a 60 s look with
-      every honest worker unfound (`benchmarks/swarm_sybil.py`, 14.7x); now each holds one probe slot
-      for `PROBE_SLOT_S`, as a stalling Sybil with an advert does;
+    - a look reads provider records alone (`Node.find_providers`) and probes each provider at its
+      record's addresses: the probe is the ask for its signed advert, so none is fetched from the DHT
+      first. The lookup used to fetch each provider's advert (every one of k servers awaited: most
+      of a look's time at 10,000 devices) and to ask a provider with none (a foreign gate keeps none;
+      a Sybil may put none) itself, returning only once every such ask had answered or waited out its
+      3 s: twenty advert-less stalling Sybils denied a campaign (the lab's third gate), 200 held a
+      60 s look (`benchmarks/swarm_sybil.py`); now each holds one probe slot for `PROBE_SLOT_S`;
     - a look's providers get `GRACE_S` to answer; those that have not are left to answer late, and the
       round looks again at once, past every provider it has probed, so the deeper keys (where honest
       workers spilled) are read in the same round, until as many answered as the campaign needs
@@ -261,22 +262,18 @@ class Discovery:
         looks = 0
         while trio.current_time() < deadline:
             skip = self.silent() | seen
-            bare: dict[str, tuple[str, ...]] = {}
             try:
-                peers = await self._node.find_workers(
-                    None,
+                listed = await self._node.find_providers(
                     timeout=deadline - trio.current_time(),
                     count=self._count,
                     known=known,
                     skip=skip,
-                    unadvertised=bare,
                     past_gaps=GAP_LEVELS if looks else 0,
                 )
             except NodeError as exc:
                 log.info("DHT lookup failed: %s", exc)
                 break
-            listed = [(p.peer_id, p.dial_addrs()) for p in peers] + sorted(bare.items())
-            new = [(p, addrs) for p, addrs in listed if p not in self._exclude and p not in seen]
+            new = [(p, addrs) for p, addrs in listed.items() if p not in self._exclude and p not in seen]
             seen.update(p for p, _ in new)
             looks += 1
             if not new and (looks > 1 or self._count is None):

@@ -92,8 +92,11 @@ class FloorBook:
         """Whether the job's results are held to the server's count: it `wants` a floor and its
         endpoint names the server's metrics."""
         spec = self._campaign.jobs[job_index].spec.generate
-        return self.wants(job_index) and spec is not None and spec.endpoint is not None and (
-            spec.endpoint.metrics_url is not None
+        return (
+            self.wants(job_index)
+            and spec is not None
+            and spec.endpoint is not None
+            and (spec.endpoint.metrics_url is not None)
         )
 
     async def count(self, job_index: int, events: EventSink) -> sch.ServerCount | None:

@@ -1,4 +1,4 @@
-"""A DHT provider as `node.p2p.node.Node.find_workers` returns it, for discovery's tests (no network)."""
+"""DHT providers as `node.p2p.node.Node` gives them, for discovery's tests (no network)."""
 
 from __future__ import annotations
 
@@ -12,3 +12,8 @@ def advertised(peer_id: str) -> Peer:
     advert = AdvertBody(peer_id=peer_id, seq=1, issued_at=0.0, expires_at=1e12, profile=make_profile(peer_id))
     envelope = Envelope(peer_id=peer_id, public_key=bytes(32), payload=b"", signature=bytes(64))
     return Peer(peer_id=peer_id, advert=advert, age_s=0.0, envelope=envelope)
+
+
+def at(peer_id: str) -> tuple[str, ...]:
+    """Where `find_providers` says to ask a provider: its record's address (one, on a LAN)."""
+    return (f"/ip4/10.0.0.1/tcp/4001/p2p/{peer_id}",)

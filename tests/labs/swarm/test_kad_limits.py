@@ -129,7 +129,7 @@ async def test_a_lone_server_slower_than_a_query_s_deadline_is_waited_for(tmp_pa
 async def test_a_server_that_stalls_an_advert_read_costs_one_wait_and_no_other_lookup(tmp_path: Path) -> None:
     """The same hostile server, asked for a worker's advert (GET_VALUE): `Kad.get` waits for it once
     (`LONE_QUERY_S`, none other answering) and returns what it holds; the advert then comes from the
-    worker itself (`Node.find_workers`' ask over `/sark/profile`). It used to read "none answered" as
+    worker itself (its ask over `/sark/profile`). It used to read "none answered" as
     "try libp2p's own `get_value`", which walked the same stalling server again under none of the
     query's deadlines."""
     async with gate_and_worker(tmp_path) as (gate, worker):

@@ -15,10 +15,10 @@ from typing import Any, cast
 
 import trio
 import trio.testing
-from kit.providers import advertised
+from kit.providers import advertised, at
 
 from node.errors import PeerUnreachable
-from node.p2p.node import Node, Peer
+from node.p2p.node import Node
 from node.submitter.discovery import Discovery, DiscoveryConfig
 from protocol import AdvertBody, Load
 
@@ -35,14 +35,14 @@ class _Starved:
     def __init__(
         self, peers: list[str], dead: frozenset[str] = frozenset(), late: frozenset[str] = frozenset()
     ) -> None:
-        self.peers = [advertised(p) for p in peers]
+        self.peers = list(peers)
         self.dead = dead
         self.late = late
         self.probes: list[str] = []
 
-    async def find_workers(self, unit: Any, *, skip: frozenset[str], **_: Any) -> list[Peer]:
+    async def find_providers(self, *, skip: frozenset[str], **_: Any) -> dict[str, tuple[str, ...]]:
         listed = trio.current_time() >= LISTED_S
-        return [p for p in self.peers if p.peer_id not in skip and (listed or p.peer_id not in self.late)]
+        return {p: at(p) for p in self.peers if p not in skip and (listed or p not in self.late)}
 
     async def profile_and_host_at(
         self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0

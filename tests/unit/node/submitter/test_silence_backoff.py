@@ -8,8 +8,8 @@ look ended with one worker: two of four rows. Now a miss silences a provider for
 `SILENT_FOR_S`; an answer forgets the misses. On trio's virtual clock, a node written here stands in
 for the DHT and the probes: a worker whose first probes are lost is found in the same 60 s look; a
 Sybil that stalls every probe costs one probe per span, the spans doubling; a default look of 5 s
-probes a silent provider once; a provider with no advert in the DHT is probed by the discovery
-itself, like any other (a stalling one holds a slot, not the look).
+probes a silent provider once; every provider is probed at its record's addresses, no advert
+fetched first (a stalling one holds a slot, not the look).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Any, cast
 import pytest
 import trio
 import trio.testing
-from kit.providers import advertised
+from kit.providers import advertised, at
 
 from node.errors import PeerUnreachable
-from node.p2p.node import Node, Peer
+from node.p2p.node import Node
 from node.submitter.discovery import SILENT_FIRST_S, SILENT_FOR_S, Discovery, DiscoveryConfig
 from protocol import AdvertBody, Load
 
@@ -34,27 +34,20 @@ WAIT_S = 60.0
 
 class _Lossy:
     """The DHT lists `peers`; a probe of a peer is lost (stalls past its deadline) `lost[peer]` times
-    (-1: always), then answers at once; those in `bare` have no advert in the DHT: the lookup hands
-    them over with their record's address (`unadvertised`) instead of a `Peer`."""
+    (-1: always), then answers at once."""
 
-    def __init__(self, peers: list[str], lost: dict[str, int], bare: frozenset[str] = frozenset()) -> None:
-        self.peers = [advertised(p) for p in peers]
+    def __init__(self, peers: list[str], lost: dict[str, int]) -> None:
+        self.peers = list(peers)
         self.lost = dict(lost)
-        self.bare = bare
         self.probes: list[tuple[str, float]] = []
         self.dialled: dict[str, tuple[str, ...]] = {}
         self.listed: list[tuple[str, float]] = []
 
-    async def find_workers(
-        self, unit: Any, *, skip: frozenset[str], unadvertised: dict[str, tuple[str, ...]], **_: Any
-    ) -> list[Peer]:
+    async def find_providers(self, *, skip: frozenset[str], **_: Any) -> dict[str, tuple[str, ...]]:
         now = trio.current_time()
-        found = [p for p in self.peers if p.peer_id not in skip]
-        self.listed.extend((p.peer_id, now) for p in found)
-        unadvertised.update(
-            (p.peer_id, (f"/ip4/10.0.0.1/tcp/4001/p2p/{p.peer_id}",)) for p in found if p.peer_id in self.bare
-        )
-        return [p for p in found if p.peer_id not in self.bare]
+        found = [p for p in self.peers if p not in skip]
+        self.listed.extend((p, now) for p in found)
+        return {p: at(p) for p in found}
 
     async def profile_and_host_at(
         self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
@@ -124,29 +117,29 @@ async def test_a_default_look_probes_a_silent_provider_once_and_an_answer_forget
     assert discovery._silent == {}  # answered: a later miss starts again at SILENT_FIRST_S
 
 
-async def test_a_provider_with_no_advert_is_probed_by_the_discovery_at_its_records_address(
+async def test_every_provider_is_probed_at_its_records_addresses_with_no_advert_fetched(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    """A foreign gate keeps provider records but no `/sark/` values: its workers have no advert in the
-    DHT. The discovery asks each itself, at its record's address, and the answer is its view."""
+    """A look reads provider records alone (a foreign gate keeps no `/sark/` values; a Sybil may put
+    none) and asks each provider itself, at the addresses its record gave: the answer is its view."""
     mock_clock.autojump_threshold = 0
-    node = _Lossy(["honest", "foreign"], lost={}, bare=frozenset({"foreign"}))
+    node = _Lossy(["honest", "foreign"], lost={})
     config = DiscoveryConfig(want=2, timeout_s=WAIT_S, probe_timeout_s=PROBE_S)
     found = await Discovery(cast(Node, node), config).initial()
     assert [v.peer_id for v in found] == ["foreign", "honest"]
-    assert node.dialled["foreign"] == ("/ip4/10.0.0.1/tcp/4001/p2p/foreign",)
+    assert node.dialled == {"foreign": at("foreign"), "honest": at("honest")}
 
 
-async def test_a_stalling_provider_with_no_advert_holds_a_probe_slot_not_the_look(
+async def test_a_stalling_provider_holds_a_probe_slot_not_the_look(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     """Sybils may put no advert. The lookup used to ask such a provider itself and return only when
-    every ask had answered or waited out its 3 s: 200 of them held a 60 s look (issue 50). Now each is
-    one probe of the discovery's, its slot held at most `PROBE_SLOT_S`, silent after its miss for the
-    first span like any provider (`SILENT_FIRST_S`, doubling), and the honest worker beside a
-    stalling ghost is in hand before the ghost's probe has timed out."""
+    every ask had answered or waited out its 3 s: 200 of them held a 60 s look (issue 50). Now every
+    provider is one probe of the discovery's, its slot held at most `PROBE_SLOT_S`, silent after its
+    miss for the first span (`SILENT_FIRST_S`, doubling), and the honest worker beside a stalling
+    ghost is in hand before the ghost's probe has timed out."""
     mock_clock.autojump_threshold = 0
-    node = _Lossy(["honest", "ghost"], lost={"ghost": -1}, bare=frozenset({"ghost"}))
+    node = _Lossy(["honest", "ghost"], lost={"ghost": -1})
     config = DiscoveryConfig(want=1, timeout_s=WAIT_S, probe_timeout_s=PROBE_S)
     found = await Discovery(cast(Node, node), config).initial()
     assert [v.peer_id for v in found] == ["honest"]

@@ -11,9 +11,9 @@ from typing import Any, cast
 
 import trio
 import trio.testing
-from kit.providers import advertised
+from kit.providers import advertised, at
 
-from node.p2p.node import Node, Peer
+from node.p2p.node import Node
 from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, Discovery, DiscoveryConfig
 from protocol import AdvertBody, Load
 
@@ -30,14 +30,14 @@ class _Tree:
         self.levels[0] += HONEST
         self.probes: list[str] = []
 
-    async def find_workers(
-        self, unit: Any, *, skip: frozenset[str], known: frozenset[str] = frozenset(), **_: Any
-    ) -> list[Peer]:
+    async def find_providers(
+        self, *, skip: frozenset[str], known: frozenset[str] = frozenset(), **_: Any
+    ) -> dict[str, tuple[str, ...]]:
         for level in self.levels:
             new = [p for p in level if p not in skip and p not in known]
             if new:
-                return [advertised(p) for p in new]
-        return []
+                return {p: at(p) for p in new}
+        return {}
 
     async def profile_and_host_at(
         self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
