@@ -91,43 +91,37 @@ def submit(swarms: dict[str, Any], which: str, name: str) -> tuple[int, float, s
     return done.returncode, float(found["seconds"]), ran, done.stderr
 
 
-def test_twenty_sybils_announced_first_stalling_then_gone_leave_both_honest_workers_found(
-    swarms: dict[str, Any],
-) -> None:
+def stalling_then_gone(swarms: dict[str, Any], gate: str, sybils: str, minted: str) -> str:
+    """The control, then `gate`'s campaign with its Sybils (process `sybils`) stalling, then killed:
+    each run exit 0 with both honest workers; every Sybil read by the discovery's probe once (its
+    "advertised but did not answer" line, the dial refused); the figures as one line."""
     figures: dict[str, float] = {}
-    code, figures["control"], ran, err = submit(swarms, "control", "control")
+    code, figures["control"], ran, err = submit(swarms, "control", f"control-{gate}")
     assert (code, ran) == (0, swarms["ids"]["control"]), err[-3000:]
-    code, figures["stalling"], ran, err = submit(swarms, "attacked", "stalling")
-    assert (code, ran) == (0, swarms["ids"]["attacked"]), err[-3000:]
-    swarms["lab"].kill(swarms["sybils"])  # gone: their records stay listed, every dial is refused
-    code, figures["gone"], ran, err = submit(swarms, "attacked", "gone")
-    assert (code, ran) == (0, swarms["ids"]["attacked"]), err[-3000:]
-    read = [p for p in swarms["minted"]["peer_ids"] if f"peer {p} advertised but did not answer" in err]
+    code, figures["stalling"], ran, err = submit(swarms, gate, f"stalling-{gate}")
+    assert (code, ran) == (0, swarms["ids"][gate]), err[-3000:]
+    swarms["lab"].kill(swarms[sybils])  # gone: their records stay listed, every dial is refused
+    code, figures["gone"], ran, err = submit(swarms, gate, f"gone-{gate}")
+    assert (code, ran) == (0, swarms["ids"][gate]), err[-3000:]
+    read = [p for p in swarms[minted]["peer_ids"] if f"peer {p} advertised but did not answer" in err]
     assert len(read) == SYBILS  # they held the root: each read, refused, once
-    print(
-        f"\n{SYBILS} Sybils minted and placed in {swarms['minted']['seconds']} s; seconds to discovery "
+    return (
+        "seconds to discovery "
         + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
         + f"; ratio stalling/control {figures['stalling'] / figures['control']:.2f}, "
         f"gone/control {figures['gone'] / figures['control']:.2f}"
     )
+
+
+def test_twenty_sybils_announced_first_stalling_then_gone_leave_both_honest_workers_found(
+    swarms: dict[str, Any],
+) -> None:
+    line = stalling_then_gone(swarms, "attacked", "sybils", "minted")
+    print(f"\n{SYBILS} Sybils minted and placed in {swarms['minted']['seconds']} s; {line}")
 
 
 def test_twenty_sybils_with_no_advert_are_probed_by_the_discovery_and_leave_both_honest_workers_found(
     swarms: dict[str, Any],
 ) -> None:
-    figures: dict[str, float] = {}
-    code, figures["control"], ran, err = submit(swarms, "control", "control-bare")
-    assert (code, ran) == (0, swarms["ids"]["control"]), err[-3000:]
-    code, figures["stalling"], ran, err = submit(swarms, "bare", "stalling-bare")
-    assert (code, ran) == (0, swarms["ids"]["bare"]), err[-3000:]
-    swarms["lab"].kill(swarms["bare"])
-    code, figures["gone"], ran, err = submit(swarms, "bare", "gone-bare")
-    assert (code, ran) == (0, swarms["ids"]["bare"]), err[-3000:]
-    read = [p for p in swarms["minted_bare"]["peer_ids"] if f"peer {p} advertised but did not answer" in err]
-    assert len(read) == SYBILS  # each asked by the discovery's probe, refused, once
-    print(
-        f"\n{SYBILS} Sybils with no advert; seconds to discovery "
-        + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
-        + f"; ratio stalling/control {figures['stalling'] / figures['control']:.2f}, "
-        f"gone/control {figures['gone'] / figures['control']:.2f}"
-    )
+    line = stalling_then_gone(swarms, "bare", "bare", "minted_bare")
+    print(f"\n{SYBILS} Sybils with no advert; {line}")
