@@ -9,6 +9,13 @@ the load. A request's first token needs one round trip and the server's own work
 first token less this vantage point's round trip is the least the server took to answer anyone,
 which `scheduler.verification.serverfloor` turns into the floor no worker's record may go under.
 Nothing here reads a worker's figures.
+
+Its reads are timed as the workers' are: by the kernel, where each packet arrived
+(`http1.kernel_stamps`, Linux), not when this process got to read it. A submitter is often the busy
+machine (its event loop serves the swarm; other work shares its cores), and a probe timed at the read
+took its delays for the server's: a stub answering on loopback in 0.1 ms was read at 0.34 ms and an
+honest record of 0.11 ms (kernel-stamped on the worker) was refused under a floor of 0.15 ms; a 20 ms
+server's fleet member was refused beside the suite at load 4. Elsewhere the read takes its own time.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Final
 import trio
 
 from drivers.endpoint.completion import RetryPolicy, Server, complete, open_client, request_body
+from drivers.endpoint.http1 import kernel_stamps
 from drivers.endpoint.load import completions_url
 from drivers.endpoint.rtt import measure_rtt
 from protocol import GenerateSpec, Prompt
@@ -63,7 +71,7 @@ async def probe_floor(
     body["user"] = PROBE_USER
     firsts: list[float] = []
     error = ""
-    async with open_client() as client:
+    async with kernel_stamps(), open_client() as client:  # each read timed where its bytes arrived
         for _ in range(FLOOR_SAMPLES):
             outcome = await complete(client, server, body, deadline=deadline, retry=_NO_RETRY)
             record = outcome.record

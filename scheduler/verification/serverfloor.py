@@ -8,6 +8,11 @@ TTFT (its E2E where it has none) under the floor is refused naming the record, t
 and how the floor was found; a closed loop's count is bounded by its slots x (span / the floor + 1)
 (`sendcheck.slots_problems`), a bound the records' own shortest can only tighten.
 
+A busy submitter must not time the server late: the probe's reads are stamped by the kernel where
+the bytes arrived, as the workers' are (`drivers.endpoint.floorprobe`); timed at the read, a loaded
+submitter's probe made floors that refused honest records (a stub on loopback, a 20 ms server's fleet
+beside the suite at load 4).
+
 The cheater's view: a fleet member or a closed loop's worker sees its deal (slots, duration, or planned
 sends), the server, and its own records, and chooses every figure it signs: each record's times and
 lengths, its own round trip (`rtt_ms`), its count. The physics of `sendcheck` took the floor from
@@ -60,6 +65,12 @@ from protocol import Measurement, RequestRecord
 
 FLOOR_SHARE: Final = 0.5
 """A successful record's first token takes at least this share of the server's least answer time."""
+PROBE_ALLOWANCE_MS: Final = 1.0
+"""Taken off the probe's shortest first token before the share: under a millisecond, what a client
+reads is mostly its own work and the host's, not the server's, and the shortest of five probes is no
+measure of the shortest of a worker's thousands (a stub on loopback: a probe's 0.22 ms against an
+honest record's 0.087 ms, both kernel-stamped). A server that answers in under a millisecond gets no
+floor; a 50 ms one a floor of 24.5 ms instead of 25."""
 
 
 @dataclass(frozen=True)
@@ -76,16 +87,18 @@ class ServerFloor:
 
 
 def server_floor(ttft_ms: Sequence[float], rtt_ms: float | None) -> ServerFloor | None:
-    """The floor from the submitter's own probe: `FLOOR_SHARE` x (the shortest first token less the
-    probe's round trip); None without a successful probe request or when nothing is left."""
+    """The floor from the submitter's own probe: `FLOOR_SHARE` x (the shortest first token less
+    `PROBE_ALLOWANCE_MS` and the probe's round trip); None without a successful probe request or when
+    nothing is left."""
     if not ttft_ms:
         return None
     shortest, trip = min(ttft_ms), rtt_ms or 0.0
-    floor = FLOOR_SHARE * (shortest - trip)
+    floor = FLOOR_SHARE * (shortest - PROBE_ALLOWANCE_MS - trip)
     if floor <= 0:
         return None
     said = (
-        f"{FLOOR_SHARE:g} x the shortest first token of {shortest:.4g} ms less the {trip:.3g} ms round trip, "
+        f"{FLOOR_SHARE:g} x the shortest first token of {shortest:.4g} ms less {PROBE_ALLOWANCE_MS:g} ms "
+        f"for the clients' own work and the {trip:.3g} ms round trip, "
         f"which this submitter measured to the server itself in {len(ttft_ms)} requests before the job"
     )
     return ServerFloor(floor, said)
@@ -117,4 +130,4 @@ def _under(r: RequestRecord, floor: ServerFloor) -> str | None:
     return f"{field}: {value!r} ms, under the server's floor of {floor.floor_ms:.4g} ms ({floor.said})"
 
 
-__all__ = ["FLOOR_SHARE", "ServerFloor", "floor_problems", "server_floor"]
+__all__ = ["FLOOR_SHARE", "PROBE_ALLOWANCE_MS", "ServerFloor", "floor_problems", "server_floor"]

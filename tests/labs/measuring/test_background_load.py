@@ -24,6 +24,8 @@ from protocol import ComputeUnit, Phase, SustainSpec, TaskSpec, ThrottleCause
 from scheduler import check_figures
 
 HOG = "import os\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n"
+QUIET_SHARE = 0.6
+"""A child share of its core this high before the hog: at most half is left beside the hog."""
 
 
 @pytest.fixture
@@ -59,17 +61,21 @@ def test_a_cpu_hog_half_way_through_a_sustained_run_is_named_as_background_load(
     s = m.sustained
     assert s is not None
     assert len(s.windows) == 4
-    # The hog runs from the 3rd window on, on the measuring child's core: whatever else runs, the
-    # child's CPU share falls there, and the telemetry must show it. Each window is compared with the
-    # first; on a machine busy with other work (issue 41: load 3-5 on two cores) the first window can
-    # be the loaded one, the kernel moves others' processes off the hog's core, and a later window is
-    # faster; and runs of a few ms on a core already shared in slices can keep their median while the
-    # hog lengthens their mean (load 4 beside the suite: median +0.6 %, 251 runs to 211 a window).
-    # Either way every drifted window must name the CPU competition that moved it, never
-    # "unexplained". With a quiet first window, a window of the hog's drifts and names it.
+    # The hog runs from the 3rd window on, pinned to the measuring child's core. Each window is
+    # compared with the first; on a machine busy with other work (issue 41: load 3-5 on two cores)
+    # the first window can be the loaded one, the kernel moves others' processes off the hog's core,
+    # and a later window is faster; and runs of a few ms on a core already shared in slices can keep
+    # their median while the hog lengthens their mean (load 4 beside the suite: median +0.6 %, 251 runs
+    # to 211 a window). Either way every drifted window must name the CPU competition that moved it,
+    # never "unexplained". With a quiet first window, a window of the hog's drifts and names it.
+    # The child's CPU share falls in the hog's windows only where it held most of its core before:
+    # sharing it with the hog alone leaves it half. On a saturated machine (the suite beside four
+    # spinners, load 9-10: shares 27 %, 23 % before the hog, 19 %, 25 % with it) the balancer moves
+    # another process off the core as the hog comes, and the share stays what it was.
     shares = [w.cpu_share for w in s.windows if w.cpu_share is not None]
     assert len(shares) == 4, s
-    assert max(shares[2:]) < min(shares[:2]), s
+    if min(shares[:2]) >= QUIET_SHARE:
+        assert max(shares[2:]) < min(shares[:2]), s
     drifted = [w for w in s.windows if w.drift_pct is not None and abs(w.drift_pct) > 10]
     assert all(ThrottleCause.BACKGROUND_LOAD in w.causes for w in drifted), s
     assert s.throttled == bool(drifted), s

@@ -14,6 +14,7 @@ from drivers import MetricsPage, ServerTiming
 from node.submitter.attempt import with_key
 from node.submitter.floors import FloorBook
 from protocol import GenerateSpec
+from scheduler.verification.serverfloor import PROBE_ALLOWANCE_MS
 
 URL = "http://127.0.0.1:1/v1"
 LOAD = {"prompts": "builtin:summaries", "max_new_tokens": 4}
@@ -59,11 +60,11 @@ async def test_one_probe_a_job_and_its_floor_or_why_none() -> None:
     assert calls == [URL, URL, URL]  # one probe a job
     floor = book.floor(0)
     assert floor is not None
-    assert floor.floor_ms == 0.5 * (50.4 - 0.4)
+    assert floor.floor_ms == 0.5 * (50.4 - PROBE_ALLOWANCE_MS - 0.4)
     assert book.floor(1) is None  # the server did not answer: physics and the slots only
     said = sorted((f["job"], name, f["floor_ms"], f["error"]) for name, f in events)
     assert said == [
-        (0, "server_floor", 25.0, ""),
+        (0, "server_floor", 24.5, ""),
         (1, "server_floor", None, "connect: cannot connect"),
         (2, "server_floor", None, "connect: cannot connect"),
     ]
