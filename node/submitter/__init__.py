@@ -12,7 +12,7 @@ Modules:
     eventlines the event line each attempt's scheduler event makes (--events)
     fleet      a fleet job's seed, start instant and member deals; the /sark/clock/1.0.0 offset probe
     floors     a fleet's or timed closed loop's server measured by the submitter itself: the records' floor
-    discovery  finding workers: DHT adverts confirmed by a live /sark/profile answer
+    discovery  finding workers: DHT provider records, each confirmed by a live /sark/profile answer
     challenge  each new peer's claimed CPU and GPU speeds challenged (/sark/challenge/1.2.0, 1.1.0)
                before its first task; `measure` for `peers --challenge`
     store      the SQLite campaign store

@@ -1,4 +1,4 @@
-"""Finding workers for a campaign: DHT adverts as hints, confirmed by a live `/sark/profile` answer."""
+"""Finding workers for a campaign: provider records as hints, confirmed by a live `/sark/profile` answer."""
 
 from __future__ import annotations
 
