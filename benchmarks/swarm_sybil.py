@@ -400,7 +400,6 @@ def gates_needed(n: int, per_device: int, seed: int, share: float = 1.0) -> int:
 
 
 __all__ = [
-    "BEHAVIOURS", "CIRCUITS", "PLACES_PER_NETWORK", "PROFILE_PROBE_S", "WAIT_S", "Attack", "Look",
-    "Relay", "Tree", "build_tree", "discover", "gates_needed", "honest_address", "relay_capacity",
-    "sybil_address", "time_to",
+    "BEHAVIOURS", "CIRCUITS", "PLACES_PER_NETWORK", "WAIT_S", "Attack", "Look", "Relay", "Tree",
+    "build_tree", "discover", "gates_needed", "honest_address", "relay_capacity", "sybil_address", "time_to",
 ]  # fmt: skip

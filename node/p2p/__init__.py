@@ -92,7 +92,7 @@ and `submit`'s `Discovery` stops at it: each round counts only workers it has no
 churn lab), and doubles the count only when providers it was given did not answer. How it scales, today's
 scheme beside it: `benchmarks/swarm_sim.py` (a seeded simulator over this code's keys, message sizes, TTLs
 and refresh period). Adverts come from the worker itself over `/sark/profile` (at its provider addresses,
-which carry a relayed worker's circuits, `Kad.circuits`; then through each of our gates as a relay): for
+which carry a relayed worker's circuits, `Kad.circuits`; then through each of our gates as a relay).
 `submit`'s discovery reads provider records alone (`Node.find_providers`) and that ask is its live
 probe, so no advert is fetched from the DHT first and a provider that stalls holds a probe slot, never
 the lookup;

@@ -137,8 +137,8 @@ class Node:
         advert's addresses would (a host's own addresses, the dial-back's included, then a relayed
         worker's circuits: `Kad._announced`), so a `Kad.get` of each provider's advert (k servers
         asked and awaited, 400 requests for a key's 20 providers) would add seconds to every look and
-        nothing the probe does not bring (`benchmarks/swarm_sybil.py`: 2.5-4 s of a look's 3.5-4.6 at
-        10,000 devices; issue 50).
+        nothing the probe does not bring (`benchmarks/swarm_sybil.py`: 2.4-4.1 s of every look at
+        10,000 devices, three quarters of it; issue 50).
         """
         found: dict[str, tuple[str, ...]] = {}
         with trio.move_on_after(timeout):
@@ -171,9 +171,9 @@ class Node:
         found.append(Peer(peer_id, body, max(0.0, now - body.issued_at), envelope))
 
     def ask_addrs(self, peer_id: str, addrs: Sequence[str]) -> tuple[str, ...]:
-        """Where to ask a provider that has no advert in the DHT: its provider record's addresses (a
-        relayed worker's carry its circuits: `Kad.circuits`), then through each of our gates as a relay
-        (a record written before, or by another implementation, has no usable address)."""
+        """Where to ask a provider for its advert: its provider record's addresses (a relayed worker's
+        carry its circuits: `Kad.circuits`), then through each of our gates as a relay (a record written
+        before, or by another implementation, has no usable address)."""
         return (*addrs, *(f"{gate}/p2p-circuit/p2p/{peer_id}" for gate in self.gates))
 
     async def _advert_from_peer(self, peer_id: str, addrs: list[str]) -> tuple[Envelope, AdvertBody] | None:

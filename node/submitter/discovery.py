@@ -303,17 +303,16 @@ class Discovery:
     def _late_answer(self, view: sch.PeerView) -> None:
         self._late.append(view)
 
-    def _silence(self, peers: set[str], first_s: float = SILENT_FIRST_S) -> None:
-        """Remember providers that did not answer (never a worker that answered before): silent for
-        `first_s`, or twice its last span (at most `SILENT_FOR_S`) when it missed before."""
+    def _silence(self, peer: str) -> None:
+        """Remember a provider that did not answer (never a worker that answered before): silent for
+        `SILENT_FIRST_S`, or twice its last span (at most `SILENT_FOR_S`) when it missed before."""
+        if peer in self._known or peer in self._own:
+            return
         now = trio.current_time()
-        for peer in peers:
-            if peer in self._known or peer in self._own:
-                continue
-            last = self._silent.get(peer)
-            if last is not None and now - last[0] < last[1]:
-                continue  # silent already (the lookup's miss and the probe's, one look): one miss
-            self._silent[peer] = (now, silent_span(None if last is None else last[1], first_s))
+        last = self._silent.get(peer)
+        if last is not None and now - last[0] < last[1]:
+            return  # silent already: one miss a span
+        self._silent[peer] = (now, silent_span(None if last is None else last[1]))
 
     async def _confirm(self, peer_id: str, addrs: tuple[str, ...], views: _Answers, done: trio.Event) -> None:
         """Probe one provider: a slot while it dials, for at most `PROBE_SLOT_S`, then on without it."""
@@ -341,7 +340,7 @@ class Discovery:
     ) -> None:
         try:
             if not await self._probe(peer_id, addrs, views):
-                self._silence({peer_id})
+                self._silence(peer_id)
         finally:
             answered.set()
 

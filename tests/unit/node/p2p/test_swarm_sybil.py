@@ -20,6 +20,7 @@ from swarm_sybil import Attack, Look, build_tree, gates_needed, relay_capacity, 
 
 from node.p2p.gates import GATE_LINKS
 from node.p2p.host import GATE_CONNECTIONS
+from node.p2p.node import PROFILE_PROBE_S
 from node.p2p.places import PLACES_PER_NETWORK
 from node.p2p.relay import RELAY_GATES
 from node.p2p.shards import SHARD_CAP, Shard
@@ -95,7 +96,7 @@ def test_a_look_of_provider_records_alone_is_quicker_and_advert_less_sybils_cost
             times[behaviour, before], _ = time_to(run, LOOKUP_SLACK * 2, 2)
     assert times["stall", False] < times["stall", True], times  # no advert fetch a look
     assert times["stall, no advert", False] <= times["stall", False] + GRACE_S, times
-    assert times["stall, no advert", True] > times["stall", True] + swarm_sybil.PROFILE_PROBE_S, times
+    assert times["stall, no advert", True] > times["stall", True] + PROFILE_PROBE_S, times
 
 
 def test_a_silent_provider_is_read_again_once_its_span_ends_each_miss_doubling_it(
