@@ -166,7 +166,7 @@ class Runner:
         """Stop a job: kill its measurement if it runs, skip it if it waits."""
         job.cancel.set()
         job.stop.cancel()
-        if not job.dispatched or job is not self._running:
+        if (not job.dispatched or job is not self._running) and job.outcome is None:
             self._finish(
                 job,
                 Failure(
@@ -176,6 +176,7 @@ class Runner:
                     detail="cancelled by the submitter",
                 ),
             )
+            self._emit_outcome(job)  # it never ran: `serve` skips it and says nothing
 
     def acknowledged(self, job: Job) -> None:
         """The submitter has the outcome: the lease is over."""
@@ -221,16 +222,19 @@ class Runner:
                 self._finish(job, await self._execute(job))
             finally:
                 self._running = None
-            outcome = job.outcome  # a release set while it ran wins over the killed measurement's failure
-            assert outcome is not None
-            self._emit(
-                "outcome",
-                task=job.task_id,
-                lease=job.lease_id,
-                kind=outcome.kind,
-                reason=getattr(outcome, "reason", ""),
-                detail=getattr(outcome, "detail", ""),
-            )
+            self._emit_outcome(job)  # a release set while it ran wins over the killed measurement's failure
+
+    def _emit_outcome(self, job: Job) -> None:
+        outcome = job.outcome
+        assert outcome is not None
+        self._emit(
+            "outcome",
+            task=job.task_id,
+            lease=job.lease_id,
+            kind=outcome.kind,
+            reason=getattr(outcome, "reason", ""),
+            detail=getattr(outcome, "detail", ""),
+        )
 
     async def _execute(self, job: Job) -> Outcome:
         try:

@@ -117,7 +117,8 @@ def test_cancel_from_another_process_stops_the_tasks_on_their_workers(kept2: Swa
         "submit", str(campaign), "--wait-peers", "2", "--out", str(tmp_path / "out")
     )
     campaign_id = _wait(submitter, "campaign")["campaign"]
-    _wait(submitter, "heartbeat", phase="measuring")
+    for proc in kept2.workers.values():  # both measure (a task not yet dispatched has none to stop)
+        _wait(proc, "measuring")
     done = subprocess.run(
         [*SARK, "cancel", campaign_id, "--data-dir", str(kept2.submitter_dir)],
         capture_output=True,

@@ -268,6 +268,9 @@ async def test_a_valid_cancel_cancels_and_its_replay_is_ignored(worker: Worker) 
     failure = await _outcome(channel)
     assert isinstance(failure, Failure)
     assert failure.reason == FailureReason.CANCELLED
+    outcomes = [fields for name, fields in worker.events if name == "outcome"]  # it never ran; it is said
+    assert outcomes == [{"task": "t1", "lease": lease, "kind": failure.kind, "reason": "cancelled",
+                         "detail": "cancelled by the submitter"}]  # fmt: skip
 
     again, lease2 = await _committed(worker)  # the same task offered again: the old cancel replayed
     await again.send(valid.with_(lease_id=lease2))
