@@ -4,6 +4,8 @@ phase, the device's facts, calibration and the challenge's kernels.
 Modules:
     spawning       start_child, the one way drivers start a child: apart from Ctrl-C and the caller's
                    folder, capped (RLIMIT_AS set here only), a start that failed said so
+    forkhost       what the fork server imports before it forks a child on Linux: Ctrl-C ignored, this
+                   room's children's modules
     childio        a spawned child from trio: its next message awaited, the child stopped and reaped
     jobs           what a measuring child is given (no runtime imported)
     frame          the measuring children's frame: boundary, stages, timed loads, meters stacked

@@ -24,6 +24,19 @@ here, with `start_child`:
 - **Start.** The child says `STARTED` once it is apart, capped and has imported its entry. A child
   that cannot be started, or ends before that, did not start: `NotStarted`, with the reason, never
   read as a crash or as a memory limit hit.
+- **Forked from a server that imported once** (Linux, not the frozen binary: `start_method`). Each
+  child used to spend 0.2-0.4 CPU-s importing `protocol`, numpy and its entry before its job began
+  (1,300 children, a third of the test suite's CPU). On Linux a child is forked by multiprocessing's
+  fork server, one process per node that imported `drivers.measuring.forkhost` (Ctrl-C ignored, then
+  the measuring children's modules) and nothing else: no runtime, no model, no thread but numpy's
+  pool, which is fork-aware. A forked child is still a process of its own that loads its model
+  fresh and whose memory peak is reset before it is read (`meters.reset_peak`). It gets the parent's
+  `sys.path` and current folder as a spawned one does (multiprocessing's preparation data), then
+  steps aside as above, and its first step sets the parent's environment as it is at the start (the
+  server's is the one the node had when its first child started). What Python reads only as it
+  starts (PYTHONPATH's `sitecustomize`, as the labs' paced workload uses) is the server's.
+  Elsewhere (macOS, where fork after the system frameworks is unsafe; a frozen binary, whose
+  executable takes no `-c`), `spawn` as before.
 """
 
 from __future__ import annotations
@@ -39,8 +52,9 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from multiprocessing import get_context, process, resource_tracker
+from multiprocessing import get_all_start_methods, get_context, process, resource_tracker
 from multiprocessing.connection import Connection
+from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Final
@@ -52,6 +66,26 @@ NOT_STARTED: Final = "not_started"
 MIB: Final = 1 << 20
 OURS: Final = os.path.realpath(Path(__file__).resolve().parents[2])
 """The folder our packages (drivers, protocol, ...) are imported from: kept on a child's sys.path."""
+FORKHOST: Final = "drivers.measuring.forkhost"
+"""What the fork server imports before it forks its first child (see the module docstring)."""
+
+
+def start_method() -> str:
+    """How children start here: `forkserver` on Linux from a source install, `spawn` elsewhere."""
+    frozen = getattr(sys, "frozen", False)
+    return (
+        "forkserver"
+        if sys.platform == "linux" and not frozen and "forkserver" in get_all_start_methods()
+        else "spawn"
+    )
+
+
+def _context() -> ForkServerContext | SpawnContext:
+    if start_method() == "forkserver":
+        server = get_context("forkserver")
+        server.set_forkserver_preload([FORKHOST])
+        return server
+    return get_context("spawn")
 
 
 class NotStarted(DriverError):
@@ -123,7 +157,7 @@ class Child:
 def start_child(
     entry: Entry, args: tuple[object, ...], *, name: str, limits: Limits | None = None, duplex: bool = False
 ) -> Child:
-    """Start `entry` in a fresh `spawn` child, apart (see the module docstring), with `args` pickled.
+    """Start `entry` in a fresh child (`start_method`), apart (see the module docstring), with `args` pickled.
 
     The child's entry receives the sending end of a one-way pipe first; the parent reads the other.
     `duplex`: the pipe goes both ways (the parent sends on `Child.receiver` too: a child that waits
@@ -132,12 +166,15 @@ def start_child(
     Raises:
         NotStarted: the system refused to start the process (no memory, no process slot, ...).
     """
-    ctx = get_context("spawn")
+    ctx = _context()
     folder = tempfile.mkdtemp(prefix="sark-child-")
     receiver, sender = ctx.Pipe(duplex=duplex)
     payload = pickle.dumps(args)
     child = ctx.Process(
-        target=_entry, args=(sender, entry, payload, folder, limits or Limits()), name=name, daemon=True
+        target=_entry,
+        args=(sender, entry, payload, folder, limits or Limits(), dict(os.environ)),
+        name=name,
+        daemon=True,
     )
     try:
         _start_apart(child)
@@ -156,6 +193,8 @@ def _start_apart(child: BaseProcess) -> None:
 
     multiprocessing starts its resource tracker with the first spawned child and unblocks SIGINT in
     the starting thread when it has (resource_tracker.ensure_running): it is started first, here.
+    A forked child takes its mask and handlers from the fork server instead, which ignores Ctrl-C
+    from its first import on (`forkhost`); the server itself starts inside this block.
     """
     with _safe_path():
         resource_tracker.ensure_running()
@@ -186,12 +225,17 @@ def _safe_path() -> Iterator[None]:
             os.environ["PYTHONSAFEPATH"] = before
 
 
-def _entry(conn: Connection, entry: Entry, payload: bytes, folder: str, limits: Limits) -> None:
-    """The child's first step: apart from Ctrl-C and the caller's folder, capped; then its entry."""
+def _entry(
+    conn: Connection, entry: Entry, payload: bytes, folder: str, limits: Limits, environ: dict[str, str]
+) -> None:
+    """The child's first step: apart from Ctrl-C and the caller's folder, capped, with the parent's
+    environment as it is now (a forked child has the fork server's, from its start); then its entry."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         _leave_callers_folder(folder)
+        os.environ.clear()
+        os.environ.update(environ)
         function = getattr(importlib.import_module(entry.module), entry.function)
         if limits.address_space_mb is not None:
             # no /proc (macOS): the parent's deadline still bounds the child

@@ -7,7 +7,7 @@ children included. There, once `drivers.runtimes.onnx` is imported, `OnnxLoaded.
 real session (its outputs are the model's) and then sleeps to `PACE_MS` after the call began, and
 the measuring child (`drivers.measuring.child`, whose clock is the one its timed loop reads) times
 that call at the pace set: `PACE_MS` times 1 to 1 + `JITTER`, drawn per inference from a generator
-seeded by the process, whatever the call really took.
+seeded by the process (a forked child reseeds with its own id), whatever the call really took.
 
 Why the time is set and not only slept to: on a loaded machine a sleeping process wakes when the
 scheduler gives it a core, a whole tick or several late (on this 2-core machine at load 8 a 10 ms
@@ -75,6 +75,15 @@ class Clock:
 
 
 CLOCK = Clock(os.getpid())
+
+
+def _reseed() -> None:
+    """A child forked from a process that imported this (the drivers' fork server) draws its own
+    jitter: seeded by its own process id, as a spawned one is."""
+    CLOCK.draw.seed(os.getpid())
+
+
+os.register_at_fork(after_in_child=_reseed)
 
 
 def pace(module: ModuleType, pace_s: float) -> None:

@@ -18,6 +18,7 @@ from typing import Final
 
 import pytest
 
+from drivers.measuring import spawning
 from drivers.measuring.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
 
 ROOT: Final = Path(__file__).resolve().parents[4]
@@ -232,3 +233,38 @@ def test_a_child_capped_below_its_job_did_not_start() -> None:
     with pytest.raises(NotStarted) as failed:
         _answer(child)
     assert "MemoryError" in failed.value.detail
+
+
+def _origin(conn: Connection) -> None:
+    conn.send((os.getppid(), spawning.FORKHOST in sys.modules))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="children fork from a server on Linux only")
+def test_on_linux_a_child_is_forked_by_a_server_that_imported_every_entry_once() -> None:
+    """Not spawned (an interpreter that imports `protocol`, numpy and its entry again): forked by
+    the fork server, which imported `forkhost` and is not this process."""
+    first = _answer(start_child(Entry(__name__, "_origin"), (), name="sark-test"))
+    second = _answer(start_child(Entry(__name__, "_origin"), (), name="sark-test"))
+    assert isinstance(first, tuple)
+    server, preloaded = first
+    assert preloaded
+    assert server != os.getpid()
+    assert second == first  # one server for every child
+
+
+@pytest.mark.parametrize(
+    ("platform", "frozen", "method"),
+    [
+        ("linux", False, "forkserver"),
+        ("linux", True, "spawn"),
+        ("darwin", False, "spawn"),
+        ("win32", False, "spawn"),
+    ],
+)
+def test_children_fork_from_the_server_only_on_linux_from_source(
+    monkeypatch: pytest.MonkeyPatch, platform: str, frozen: bool, method: str
+) -> None:
+    """macOS forks unsafely after its frameworks; a frozen binary's executable takes no `-c`."""
+    monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setattr(sys, "frozen", frozen, raising=False)
+    assert spawning.start_method() == method
