@@ -4,11 +4,13 @@ throughput-latency front in results.json and report.html (looked at in headless 
 `sark-node submit` runs one black-box job whose random dataset (exact token lengths under a real BPE
 tokenizer) is swept over two input lengths and three concurrency levels: six jobs. The server makes
 every request's first token wait longer the more requests it holds, and counts its tokens out at one
-rate per request, so more concurrency gives more throughput at more latency: each level is a point
-of the front at its length. results.json lists each front (per server and length) with every point's
-load, throughput, latency, verification, error share and cost, the front's points marked; report.html
-draws it (every point, the front joined) and lists it; the page is screenshot at 1280 px and its
-front picture must be drawn, in the page, in colour.
+rate per request, so more concurrency gives more throughput at more latency: on a quiet machine each
+level is a point of the front at its length (a level measured while the machine starves the server
+can be beaten; each point's mark is checked against the figures, not the weather). results.json
+lists each front (per server and length) with every point's load, throughput, latency,
+verification, error share and cost, the front's points marked; report.html draws it (every point,
+the front joined) and lists it; the page is screenshot at 1280 px and its front picture must be
+drawn, in the page, in colour.
 """
 
 from __future__ import annotations
@@ -109,9 +111,19 @@ def test_results_json_lists_each_front_with_every_points_figures(swept: dict[str
             [(p["load"], round(p["throughput"]), round(p["latency_ms"]), p["on_front"]) for p in points],
         )
         by_load = {p["load"]: p for p in points}
-        # the queueing server: more requests held, more throughput at more latency: each level on the front
+        # the queueing server: more requests held, more throughput (four at once against one)
         assert by_load["concurrency=4"]["throughput"] > by_load["concurrency=1"]["throughput"]
-        assert by_load["concurrency=4"]["latency_ms"] > by_load["concurrency=1"]["latency_ms"]
+        # each point is marked by its own figures: on the front where no other point beats it on both.
+        # (Not that every level is on it: on a loaded machine the server's sleeps wake late, and a
+        # level measured in such a spell is slower than the one after it, beaten; CI at e462e30 timed
+        # concurrency=1 at 159 ms, against 91 ms at concurrency=4.)
+        for p in points:
+            beaten = any(
+                q is not p and q["throughput"] >= p["throughput"] and q["latency_ms"] <= p["latency_ms"]
+                and (q["throughput"] > p["throughput"] or q["latency_ms"] < p["latency_ms"])
+                for q in points
+            )  # fmt: skip
+            assert p["on_front"] is not beaten, (p["load"], points)
 
 
 def test_the_ranking_takes_each_lengths_best_point_in_every_view(swept: dict[str, Any]) -> None:
