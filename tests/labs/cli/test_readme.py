@@ -49,7 +49,7 @@ def test_a_fresh_machine_gets_exactly_two_set_up_commands() -> None:
 
 def test_the_fast_tier_is_the_test_commands_pytest_on_the_unit_tests_alone() -> None:
     pytest_line = _command("test-command").split(" && ")[-1]
-    assert pytest_line == ".venv/bin/python -m pytest -n 4 --dist loadfile"
+    assert pytest_line == ".venv/bin/python -m pytest -n 3 --dist loadfile"
     assert _command("fast-test-command") == pytest_line + " tests/unit"
     assert (ROOT / "tests" / "unit").is_dir()
 
