@@ -23,5 +23,4 @@ import drivers.measuring.challengechild  # noqa: E402
 import drivers.measuring.child  # noqa: E402
 import drivers.measuring.costchild  # noqa: E402
 import drivers.measuring.genchild  # noqa: E402
-import drivers.measuring.peakchild  # noqa: E402
-import drivers.measuring.spawning  # noqa: E402
+import drivers.measuring.peakchild  # noqa: E402, F401 (imported for the fork server, not used here)
