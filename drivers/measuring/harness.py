@@ -156,7 +156,9 @@ def _ended(child: Child, limit_mb: int | None) -> TaskFailed:
     """The failure of a child that closed its pipe without a result: it did not start, or it died."""
     if not child.started:
         return TaskFailed(FailureReason.INTERNAL, child.ended())
-    return _exit_failure(child.process.exitcode, limit_mb)
+    failure = _exit_failure(child.process.exitcode, limit_mb)
+    site = child.crash_site() if failure.reason == FailureReason.CRASHED else ""
+    return TaskFailed(failure.reason, f"{failure.detail} {site}") if site else failure
 
 
 def _exit_failure(code: int | None, limit_mb: int | None) -> TaskFailed:

@@ -21,6 +21,9 @@ here, with `start_child`:
 - **Limits.** `Limits` are taken by the child once its entry is imported, before its job is read;
   `cap_address_space` is the one place `RLIMIT_AS` is set (a child that caps itself later, as the
   measuring child does for a task's memory limit, calls it too).
+- **A crash, located.** Once apart, the child writes Python's fault handler to a file in its own
+  folder: a child killed by a signal in a runtime's code (SIGSEGV in a native library) leaves the
+  Python frame it died in, which `Child.ended` and `Child.crash_site` name for the failure's reason.
 - **Start.** The child says `STARTED` once it is apart, capped and has imported its entry. A child
   that cannot be started, or ends before that, did not start: `NotStarted`, with the reason, never
   read as a crash or as a memory limit hit.
@@ -42,9 +45,11 @@ here, with `start_child`:
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import importlib
 import os
 import pickle
+import re
 import resource
 import shutil
 import signal
@@ -66,6 +71,9 @@ NOT_STARTED: Final = "not_started"
 MIB: Final = 1 << 20
 OURS: Final = os.path.realpath(Path(__file__).resolve().parents[2])
 """The folder our packages (drivers, protocol, ...) are imported from: kept on a child's sys.path."""
+CRASH_FILE: Final = "crash.txt"
+"""The file in a child's folder where Python's fault handler writes the stack a fatal signal met."""
+CRASH_READ: Final = 16 * 1024  # the most of that file read back
 FORKHOST: Final = "drivers.measuring.forkhost"
 """What the fork server imports before it forks its first child (see the module docstring)."""
 
@@ -142,7 +150,19 @@ class Child:
         how = f"exited with code {code}"
         if code is not None and code < 0:
             how = f"died of {signal.Signals(-code).name}"
+            site = self.crash_site()
+            how += f" {site}" if site else ""
         return f"the child {how} and no result" if self.started else f"the child did not start: it {how}"
+
+    def crash_site(self) -> str:
+        """Where a child killed by a fatal signal died, from its fault handler's file ("" when it left
+        none): the innermost Python frame of the thread that met it, as `in function (file.py:line)`."""
+        try:
+            with open(os.path.join(self.folder, CRASH_FILE), "rb") as trace:
+                text = trace.read(CRASH_READ).decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return crash_site(text)
 
     def stop(self) -> None:
         """Kill the child if it still runs, reap it, close the pipe and remove its folder (blocking:
@@ -152,6 +172,40 @@ class Child:
         self.process.join()
         self.receiver.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+
+
+def crash_site(trace: str) -> str:
+    """Where the thread that met the fatal signal was, from a fault handler's `trace` (faulthandler
+    writes that thread first, as "Current thread", most recent call first): its innermost Python
+    frame, and the innermost of ours below it when that one is a library's
+    (`in string_at (ctypes/__init__.py:519) from open_model (drivers/runtimes/gguflm.py:88)`)."""
+    frames = []
+    for line in trace.splitlines():
+        frame = _FRAME.match(line)
+        if frame:
+            frames.append(frame)
+        elif frames:
+            break  # the end of the current thread's frames
+    if not frames:
+        return ""
+    site = f"in {_frame_name(frames[0])}"
+    ours = next((frame for frame in frames if _ours(frame["file"])), None)
+    if ours is not None and ours is not frames[0]:
+        site += f" from {_frame_name(ours)}"
+    return site
+
+
+def _ours(file: str) -> bool:
+    return os.path.realpath(file).startswith(OURS + os.sep) and "site-packages" not in file
+
+
+def _frame_name(frame: re.Match[str]) -> str:
+    file = os.path.realpath(frame["file"])
+    shown = os.path.relpath(file, OURS) if _ours(file) else os.path.join(*Path(file).parts[-2:])
+    return f"{frame['function']} ({shown}:{frame['line']})"
 
 
 def start_child(
@@ -234,6 +288,8 @@ def _entry(
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         _leave_callers_folder(folder)
+        _CRASH.append(open(CRASH_FILE, "w"))  # noqa: SIM115 (open until the process ends)
+        faulthandler.enable(_CRASH[-1])
         os.environ.clear()
         os.environ.update(environ)
         function = getattr(importlib.import_module(entry.module), entry.function)
@@ -249,6 +305,9 @@ def _entry(
         return
     conn.send((STARTED,))
     function(conn, *args)
+
+
+_CRASH: list[Any] = []  # the child's fault-handler file, held open for its whole life
 
 
 def _leave_callers_folder(folder: str) -> None:

