@@ -29,6 +29,9 @@
 #                                      (llamacpp_timers.py --unit), and a campaign of the cut SmolLM2 on
 #                                      GPU (llama.cpp), CPU (llama.cpp) and GPU (PyTorch) on the
 #                                      embedded swarm
+#   bash benchmarks/gpu_run.sh llamagpu (carry .gpullama)  what `llamacpp` does after its build, with the
+#                                      CUDA build a lease brought back (gpu_wheels.sh llamacarry DIR
+#                                      here), first finding which way of loading it imports (llama_import)
 #   bash benchmarks/gpu_run.sh check   here: every step's command is well formed and each script parses
 #
 # Each step runs under its own time limit, cut to what is left of BUDGET seconds (the device call's
@@ -169,6 +172,81 @@ PYEOF
     keep
 }
 
+# which way of loading the CUDA build imports it: the first leases' children died of SIGSEGV as the
+# extension was imported (a build that linked libstdc++ statically, imported after the shared one was
+# loaded); each way in a fresh process, llama.cpp's loader's last steps kept (LD_DEBUG=libs), and the
+# first way that imports exported for the steps after
+llama_import() {
+    local torch_libs preload way rc
+    torch_libs=$(cd / && "$PY" -c "import glob, os, nvidia
+print(':'.join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(d + '/**/lib*.so*', recursive=True)})))")
+    preload=$(for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13; do
+        IFS=: read -ra dirs <<<"$torch_libs"
+        for d in "${dirs[@]}"; do [ -e "$d/$lib" ] && printf '%s ' "$d/$lib" && break; done
+    done)
+    echo "torch's CUDA libraries: $torch_libs"
+    echo "preload: $preload"
+    LD_DEBUG=libs timeout 60 "$PY" -c "import xllamacpp" 2>&1 | grep -E "calling init|find library|trying file" | tail -n 25
+    echo "-- each way, a fresh process:"
+    LLAMA_WAY=""
+    for way in "as built:$LD_LIBRARY_PATH:" "no LD_LIBRARY_PATH:$MACHINE_LD_PATH:" \
+        "torch's CUDA libraries first:$torch_libs${MACHINE_LD_PATH:+:$MACHINE_LD_PATH}:" \
+        "torch's CUDA libraries preloaded:$LD_LIBRARY_PATH:$preload"; do
+        IFS=: read -r name _ <<<"$way"
+        local path=${way#*:} && path=${path%:*} && local pre=${way##*:}
+        LD_LIBRARY_PATH=$path LD_PRELOAD=$pre timeout 60 "$PY" -X faulthandler -c \
+            "import xllamacpp; print('imported')" >/dev/null 2>&1
+        rc=$?
+        echo "  $name: exit $rc"
+        if [ "$rc" = 0 ] && [ -z "$LLAMA_WAY" ]; then
+            LLAMA_WAY=$name && echo "LD_LIBRARY_PATH='$path' LD_PRELOAD='$pre'" >"$WORK/llama_env"
+        fi
+    done
+    # the 2026-11-27 build crashed when the shared libstdc++ was loaded before it (numpy, torch load it)
+    echo "-- what was loaded first (as built):"
+    local first
+    for first in "import numpy" "import torch" "import ctypes; ctypes.CDLL('libstdc++.so.6')"; do
+        echo "  $first, then xllamacpp: exit $(timeout 60 "$PY" -c "$first; import xllamacpp" >/dev/null 2>&1; echo $?)"
+    done
+    echo "chosen: ${LLAMA_WAY:-none}"
+}
+
+# the CUDA build a lease brought back (gpu_wheels.sh llamacarry), carried in .gpullama: no build
+llamagpu_phase() {
+    MACHINE_LD_PATH=${LD_LIBRARY_PATH:-}
+    step install 120 env CARRY=.gpullama bash benchmarks/gpu_wheels.sh install
+    step unpack 120 env LLAMA=.gpullama bash benchmarks/gpu_wheels.sh llamaunpack
+    machine
+    local root
+    root=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")")
+    export LD_LIBRARY_PATH="$root/lib64:$root/lib:$root/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export SARK_PROBE_GGUF="$PWD/.gpullama/SmolLM2-cut.gguf"
+    TAIL=45 step llamaimport 300 bash -c "$(declare -f llama_import); PY=$PY WORK=$WORK MACHINE_LD_PATH='$MACHINE_LD_PATH' llama_import"
+    if [ -s "$WORK/llama_env" ]; then
+        eval "export $(cat "$WORK/llama_env")"
+        echo "the steps below load llama.cpp with LD_LIBRARY_PATH=$LD_LIBRARY_PATH LD_PRELOAD=${LD_PRELOAD:-}"
+    fi
+    TAIL=30 step llamaload 120 "$PY" -X faulthandler - <<'PYEOF'
+from pathlib import Path
+from drivers.runtimes import gguflm, llamacpp
+from protocol import ComputeUnit
+target, why = llamacpp.binding(ComputeUnit.GPU_LLAMACPP)
+print("target:", target and target.device, target and target.missing, why, flush=True)
+loaded = gguflm.open_model(target, Path(".gpullama/SmolLM2-cut.gguf"), 1, 512)
+print("placement:", loaded.placement(), flush=True)
+print("first token:", loaded.first_token(b"Hello"), flush=True)
+loaded.close()
+PYEOF
+    TAIL=16 step timers 240 "$PY" benchmarks/llamacpp_timers.py --unit "GPU (llama.cpp)" \
+        --model .gpullama/SmolLM2-cut.gguf --rounds "${LLM_ROUNDS:-3}" --prompts 8 --tokens 32 --load 0
+    step tests 120 "$PY" -m pytest -q -p no:cacheprovider -rs tests/labs/gpu
+    sed -e "s|path: models/SmolLM2-135M-Instruct.Q4_1.gguf|path: $PWD/.gpullama/SmolLM2-cut.gguf|" \
+        -e 's/^name: smollm-summaries/name: smollm-gpu/' -e 's/compute_unit: CPU (PyTorch) /compute_unit: GPU (llama.cpp)/' \
+        examples/llm.yaml >"$WORK/llm_gpu.yaml"
+    TAIL=30 step campaign 240 "${SARK[@]}" submit "$WORK/llm_gpu.yaml" --out "$WORK/llm_results"
+    keep
+}
+
 check() {  # here, with no GPU: each script parses and says why it cannot measure
     for script in gpu_challenge gpu_energy gpu_campaign peaks harness_overhead llm_fidelity; do
         .venv/bin/python benchmarks/$script.py --help >/dev/null || { echo "$script: --help failed"; exit 1; }
@@ -182,9 +260,10 @@ case "$PHASE" in
 torch) torch_phase ;;
 onnx) onnx_phase ;;
 llamacpp) llamacpp_phase ;;
+llamagpu) llamagpu_phase ;;
 check) check ;;
 *)
-    echo "usage: bash benchmarks/gpu_run.sh torch|onnx|llamacpp|check" >&2
+    echo "usage: bash benchmarks/gpu_run.sh torch|onnx|llamacpp|llamagpu|check" >&2
     exit 2
     ;;
 esac

@@ -29,7 +29,7 @@ ORT_GPU="onnxruntime-gpu==1.31.1"
 ZEUS="zeus==0.16.0"
 PIECE_MIB=55
 PIECES=.gpuwheels
-CARRY=.gpucarry
+CARRY=${CARRY:-.gpucarry}  # .gpullama's wheels instead, for the llamagpu phase
 THERE=/tmp/gpuwheels
 SITE=${GPU_SITE:-/tmp/site}
 # In the image already (KINDS.md's package list), or not needed by what runs there: not carried.
@@ -171,6 +171,13 @@ llamacpp() {  # there: xllamacpp built for the machine's GPU from the carried so
         --no-cache-dir -w "$work/wheel" .)
     python3 -m pip install -q --no-deps --no-index --no-cache-dir --upgrade --target "$SITE" "$work"/wheel/*.whl
     echo "xllamacpp built with CUDA into $SITE ($(du -m "$work"/wheel/*.whl | cut -f1) MB wheel)"
+    # The 2026-11-27 build linked libstdc++ statically (no libstdc++.so.6 among its needs, libstdc++'s
+    # GNU-unique symbols exported): imported after anything that loads the shared libstdc++ (numpy,
+    # torch) it died of SIGSEGV (benchmarks/notes/gpu_run.md). Say what this one links, and how.
+    echo "its extension needs: $(readelf -d "$SITE"/xllamacpp/*.so | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+    echo "linked by: $(python3 -c 'import sysconfig; print(sysconfig.get_config_var("LDSHARED"))') LDFLAGS=${LDFLAGS:-}"
+    readelf -d "$SITE"/xllamacpp/*.so | grep -q 'libstdc++' ||
+        echo "WARNING: libstdc++ is linked statically: importing it after numpy or torch crashes"
     # The build took 447 s of a 15-minute lease on an H100: its wheel comes back in pieces of at most
     # 15 MiB ($OUT takes 8 files of 16 MiB), for a later lease to carry instead of building again.
     local dest=${OUT:-benchmarks/out}
@@ -178,6 +185,33 @@ llamacpp() {  # there: xllamacpp built for the machine's GPU from the carried so
     (cd "$work/wheel" && sha256sum ./*.whl >"$dest/xllamacpp-cuda.sha256" &&
         split -b 15m -d -a 1 ./*.whl "$dest/xllamacpp-cuda.whl.p")
     echo "its wheel: $(ls "$dest"/xllamacpp-cuda.whl.p* | wc -l) pieces in $dest"
+}
+
+LLAMA=.gpullama  # the CUDA build a lease brought back, with what runs it, for a later lease
+
+llamacarry() {  # here: $LLAMA from the pieces of xllamacpp's CUDA wheel a lease brought back (DIR)
+    local from=${1:?name the folder the pieces came back to} tmp
+    ignore "$LLAMA"
+    rm -rf "$LLAMA" && mkdir -p "$LLAMA/whl"
+    tmp=$(mktemp -d)
+    cat "$from"/xllamacpp-cuda.whl.p* >"$tmp/$(awk '{print $2}' "$from/xllamacpp-cuda.sha256")"
+    (cd "$tmp" && sha256sum -c "$from/xllamacpp-cuda.sha256" >/dev/null) || { echo "pieces do not match"; exit 1; }
+    (cd "$tmp" && unzip -q ./*.whl -d site)
+    # its debug sections (20 MB) stripped, the rest xz'd: 146 MB of library in 13 MB, so that it, the
+    # node's wheels and the cut model fit one call's 64 MiB; llama.cpp's functions stay exported
+    strip --strip-debug "$tmp"/site/xllamacpp/*.so
+    tar -C "$tmp/site" -cf - . | xz -6 -T2 >"$LLAMA/xllamacpp-cuda.tar.xz"
+    rm -rf "$tmp"
+    cp "$CARRY"/whl/*.whl "$LLAMA/whl/" && rm -f "$LLAMA"/whl/cython-*.whl  # cython: the build's alone
+    cp "$CARRY/SmolLM2-cut.gguf" "$LLAMA/"
+    echo "carry: $LLAMA, $(du -sm "$LLAMA" | cut -f1) MB"
+}
+
+llamaunpack() {  # there: the carried CUDA build into $SITE, as pip would have put it
+    mkdir -p "$SITE"
+    rm -rf "$SITE"/xllamacpp "$SITE"/xllamacpp-*.dist-info
+    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$LLAMA/xllamacpp-cuda.tar.xz" "$SITE"
+    echo "xllamacpp's CUDA build unpacked into $SITE ($(du -sm "$SITE/xllamacpp" | cut -f1) MB)"
 }
 
 install() {
@@ -215,13 +249,15 @@ ort() {
 
 case "${1:-}" in
 prepare) prepare ;;
+llamacarry) llamacarry "${2:-}" ;;
+llamaunpack) llamaunpack ;;
 install) install ;;
 piece) piece ;;
 carry) carry ;;
 llamacpp) llamacpp ;;
 ort) ort ;;
 *)
-    echo "usage: bash benchmarks/gpu_wheels.sh prepare|carry|install|llamacpp|piece|ort" >&2
+    echo "usage: bash benchmarks/gpu_wheels.sh prepare|carry|install|llamacpp|llamacarry DIR|llamaunpack|piece|ort" >&2
     exit 2
     ;;
 esac

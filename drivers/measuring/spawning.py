@@ -199,7 +199,12 @@ def crash_site(trace: str) -> str:
 
 
 def _ours(file: str) -> bool:
-    return os.path.realpath(file).startswith(OURS + os.sep) and "site-packages" not in file
+    """A source file of this checkout's (not "<frozen importlib._bootstrap>", not an install's)."""
+    return (
+        os.path.isabs(file)
+        and os.path.realpath(file).startswith(OURS + os.sep)
+        and "site-packages" not in file
+    )
 
 
 def _frame_name(frame: re.Match[str]) -> str:

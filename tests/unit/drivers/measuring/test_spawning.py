@@ -282,6 +282,14 @@ Thread 0x00007f4f (most recent call first):
     assert spawning.crash_site(library) == (
         "in string_at (ctypes/__init__.py:519) from open_model (drivers/runtimes/gguflm.py:88)"
     )
+    frozen = trace.replace(
+        '  File "',
+        '  File "<frozen importlib._bootstrap>", line 488 in _call_with_frames_removed\n  File "',
+        1,
+    )
+    assert spawning.crash_site(frozen) == (  # a native module that crashed as it was imported
+        "in _call_with_frames_removed (<frozen importlib._bootstrap>:488) from open_model (drivers/runtimes/gguflm.py:88)"
+    )
     assert spawning.crash_site("") == ""
 
 
