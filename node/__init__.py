@@ -31,7 +31,8 @@ The daemon and its children
 The daemon and its children. `join` (and `gate`) is one long-running process that holds only the network:
 libp2p, the DHT, the negotiation, the runner's queue and the outbox. Everything that loads a runtime runs in
 a fresh child and ends with it (on Linux forked by a fork server that imported the measuring modules and no
-runtime, elsewhere spawned: `drivers/measuring/spawning.py`): the device probe, the calibration and the declared-server probes
+runtime, elsewhere spawned: `drivers/measuring/spawning.py`): the device probe, the calibration and the
+declared-server probes
 (`drivers/probe/apart.py`: the child tells its stage, then sends the `DeviceProfile` as JSON, which the
 parent parses with the protocol's model; a child that fails, dies or outlives its deadline is
 `DeviceProbeFailed` naming the stage, and `join` exits 1 with that one line), every measurement

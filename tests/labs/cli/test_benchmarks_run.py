@@ -67,7 +67,7 @@ def test_the_gpu_run_is_well_formed_and_says_why_it_measures_nothing_without_a_g
     assert "every script parses" in check.stdout
     wrong = _gpu_run("all")
     assert wrong.returncode == 2
-    assert "usage: bash benchmarks/gpu_run.sh torch|onnx|llamacpp|check" in wrong.stderr
+    assert "usage: bash benchmarks/gpu_run.sh torch|onnx|llamacpp|llamagpu|check" in wrong.stderr
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OUT": str(tmp_path), "ONLY": "energy peaks",
            "GPU_SITE": str(tmp_path / "site"), "PYTHON": sys.executable}  # fmt: skip
     dry = _gpu_run("torch", env=env)

@@ -288,7 +288,8 @@ Thread 0x00007f4f (most recent call first):
         1,
     )
     assert spawning.crash_site(frozen) == (  # a native module that crashed as it was imported
-        "in _call_with_frames_removed (<frozen importlib._bootstrap>:488) from open_model (drivers/runtimes/gguflm.py:88)"
+        "in _call_with_frames_removed (<frozen importlib._bootstrap>:488)"
+        " from open_model (drivers/runtimes/gguflm.py:88)"
     )
     assert spawning.crash_site("") == ""
 
