@@ -35,9 +35,10 @@ here, with `start_child`:
   pool, which is fork-aware. A forked child is still a process of its own that loads its model
   fresh and whose memory peak is reset before it is read (`meters.reset_peak`). It gets the parent's
   `sys.path` and current folder as a spawned one does (multiprocessing's preparation data), then
-  steps aside as above, and its first step sets the parent's environment as it is at the start (the
-  server's is the one the node had when its first child started). What Python reads only as it
-  starts (PYTHONPATH's `sitecustomize`, as the labs' paced workload uses) is the server's.
+  steps aside as above, and its first step sets the parent's environment and CPU affinity as they
+  are at the start (the server's are the ones the node had when its first child started). What
+  Python reads only as it starts (PYTHONPATH's `sitecustomize`, as the labs' paced workload uses) is
+  the server's.
   Elsewhere (macOS, where fork after the system frameworks is unsafe; a frozen binary, whose
   executable takes no `-c`), `spawn` as before.
 """
@@ -231,7 +232,7 @@ def start_child(
     payload = pickle.dumps(args)
     child = ctx.Process(
         target=_entry,
-        args=(sender, entry, payload, folder, limits or Limits(), dict(os.environ)),
+        args=(sender, entry, payload, folder, limits or Limits(), dict(os.environ), _affinity()),
         name=name,
         daemon=True,
     )
@@ -284,14 +285,31 @@ def _safe_path() -> Iterator[None]:
             os.environ["PYTHONSAFEPATH"] = before
 
 
+def _affinity() -> set[int] | None:
+    """The CPUs this process may run on (None where the system does not say: macOS)."""
+    getter = getattr(os, "sched_getaffinity", None)
+    return set(getter(0)) if getter is not None else None
+
+
 def _entry(
-    conn: Connection, entry: Entry, payload: bytes, folder: str, limits: Limits, environ: dict[str, str]
+    conn: Connection,
+    entry: Entry,
+    payload: bytes,
+    folder: str,
+    limits: Limits,
+    environ: dict[str, str],
+    affinity: set[int] | None,
 ) -> None:
     """The child's first step: apart from Ctrl-C and the caller's folder, capped, with the parent's
-    environment as it is now (a forked child has the fork server's, from its start); then its entry."""
+    environment and CPUs as they are now (a forked child has the fork server's, from its start: a
+    parent pinned to a core since then, as `taskset` or a lab pins one, pins its child too); then its
+    entry."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
+        if affinity is not None:
+            with contextlib.suppress(OSError):  # a CPU gone offline since: the server's stay
+                os.sched_setaffinity(0, affinity)
         _leave_callers_folder(folder)
         _CRASH.append(open(CRASH_FILE, "w"))  # noqa: SIM115 (open until the process ends)
         faulthandler.enable(_CRASH[-1])

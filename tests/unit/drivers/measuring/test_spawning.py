@@ -294,6 +294,26 @@ Thread 0x00007f4f (most recent call first):
     assert spawning.crash_site("") == ""
 
 
+def _cpus(conn: Connection) -> None:
+    conn.send(sorted(os.sched_getaffinity(0)))
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this system")
+def test_a_child_runs_on_the_cpus_its_parent_runs_on_now() -> None:
+    """As a spawned child would: a parent pinned to one core after the fork server started (a lab
+    that puts the measured child beside its own hog) pins the child it starts then."""
+    _answer(start_child(Entry(__name__, "_cpus"), (), name="sark-test"))  # the server runs already
+    before = os.sched_getaffinity(0)
+    one = min(before)
+    os.sched_setaffinity(0, {one})
+    try:
+        pinned = _answer(start_child(Entry(__name__, "_cpus"), (), name="sark-test"))
+    finally:
+        os.sched_setaffinity(0, before)
+    assert pinned == [one]
+    assert _answer(start_child(Entry(__name__, "_cpus"), (), name="sark-test")) == sorted(before)
+
+
 def _origin(conn: Connection) -> None:
     conn.send((os.getppid(), spawning.FORKHOST in sys.modules))
 
