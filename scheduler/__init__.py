@@ -145,6 +145,7 @@ from scheduler.verification import (
     placed_profile,
     server_floor,
     slack_for,
+    within_count,
 )
 
 __all__ = [
@@ -263,4 +264,5 @@ __all__ = [
     "task_id_of",
     "to_csv",
     "unit_problem",
+    "within_count",
 ]

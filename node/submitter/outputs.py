@@ -39,6 +39,7 @@ from scheduler.results.bundle import (
     BUNDLE_FILE,
     BUNDLE_FORMAT,
     BundleBody,
+    ServerWitness,
     SignedPart,
     body_digest,
     body_of,
@@ -195,12 +196,15 @@ def bundle_body(
     offers: Mapping[str, bytes] | None = None,
 ) -> BundleBody:
     """The bundle's body from the store's signed envelopes (and the offer specs it kept, packed, by
-    task) and the scheduler's tasks and peers."""
+    task, and what it saw of each load's server), and the scheduler's tasks and peers."""
     envelopes = {r.task_id: unpack_body(r.envelope, Envelope) for r in results if r.envelope is not None}
     processes = {i: job.spec.processes for i, job in enumerate(campaign.jobs)}
     specs = {task_id: unpack_body(packed, TaskSpec) for task_id, packed in (offers or {}).items()}
+    witnesses = {r.task_id: ServerWitness.model_validate_json(r.witness) for r in results if r.witness}
     tasks, peers = scheduler.tasks(), scheduler.peers()
-    return body_of(campaign_id, submitter, campaign_text, envelopes, tasks, peers, processes, specs)
+    return body_of(
+        campaign_id, submitter, campaign_text, envelopes, tasks, peers, processes, specs, witnesses
+    )
 
 
 def write_files(

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS results (
     samples     TEXT NOT NULL,
     received    TEXT NOT NULL,
     derived     BLOB,
+    witness     BLOB,
     PRIMARY KEY (campaign_id, task_id)
 );
 CREATE TABLE IF NOT EXISTS peer_records (
@@ -78,6 +79,7 @@ ADDED_COLUMNS: Final = (
     ("campaigns", "submitter", "TEXT"),
     ("campaigns", "secret", "BLOB"),
     ("results", "derived", "BLOB"),
+    ("results", "witness", "BLOB"),
     ("peer_records", "offsets", "INTEGER NOT NULL DEFAULT 0"),
     ("peer_records", "offset_sum", "REAL NOT NULL DEFAULT 0"),
     ("peer_records", "offset_squares", "REAL NOT NULL DEFAULT 0"),

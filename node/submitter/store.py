@@ -124,6 +124,8 @@ class ResultRecord:
         derived: the measurement the submitter derived from the envelope's raw parts
             (`outputs.pack_measurement`); None for a result stored before it was kept.
         received: when it was stored (ISO 8601): its rows' CreatedUtc.
+        witness: what the submitter saw of a load's server when it accepted the result
+            (`scheduler.results.bundle.ServerWitness` as JSON; None: no floor and no count).
     """
 
     task_id: str
@@ -134,6 +136,7 @@ class ResultRecord:
     samples: tuple[float, ...]
     derived: bytes | None = None
     received: str = ""
+    witness: bytes | None = None
 
 
 class CampaignStore:
@@ -219,7 +222,8 @@ class CampaignStore:
         with self._connect() as db:
             cur = db.execute(
                 "INSERT OR IGNORE INTO results (campaign_id, task_id, lease_id, peer_id, status, "
-                "envelope, row, samples, received, derived) VALUES (?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
+                "envelope, row, samples, received, derived, witness) "
+                "VALUES (?, ?, ?, ?, ?, ?, '{}', ?, ?, ?, ?)",
                 (
                     campaign_id,
                     result.task_id,
@@ -230,6 +234,7 @@ class CampaignStore:
                     json.dumps(list(result.samples)),
                     result.received,
                     result.derived,
+                    result.witness,
                 ),
             )
             return cur.rowcount == 1
@@ -238,12 +243,14 @@ class CampaignStore:
         """Every stored outcome of a campaign, in task order."""
         with self._connect() as db:
             rows = db.execute(
-                "SELECT task_id, lease_id, peer_id, status, envelope, samples, derived, received, row "
-                "FROM results WHERE campaign_id = ? ORDER BY task_id",
+                "SELECT task_id, lease_id, peer_id, status, envelope, samples, derived, received, row, "
+                "witness FROM results WHERE campaign_id = ? ORDER BY task_id",
                 (campaign_id,),
             ).fetchall()
         return [
-            ResultRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], _received(r[7], r[8]))
+            ResultRecord(
+                r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], _received(r[7], r[8]), r[9]
+            )
             for r in rows
         ]
 

@@ -19,7 +19,8 @@ import scheduler as sch
 from node.submitter.attempt import Attempt, Delivered
 from node.submitter.outputs import pack_envelope, pack_measurement
 from node.submitter.store import ResultRecord, utc_now
-from protocol import DeviceProfile, FailureReason, Measurement, TaskSpec
+from protocol import DeviceProfile, TaskSpec
+from scheduler.results.bundle import ServerWitness
 from scheduler.verification import replica_of
 
 
@@ -60,7 +61,7 @@ def judge(
     if not isinstance(figures, sch.Refusal):  # a load's records against the schedule it was given
         figures = sch.check_sends(figures, spec, a.spec, floor)
     if not isinstance(figures, sch.Refusal) and counted is not None:
-        figures = _within_count(figures, spec, a.spec, counted)
+        figures = sch.within_count(figures, spec, a.spec, counted.count, counted.before)
     if isinstance(figures, sch.Refusal):
         return sch.ResultRejected(a.task_id, delivered.lease_id, a.peer_id, figures.detail, figures.reason)
     record = ResultRecord(  # the outputs show the derived figures, rendered from these at output time
@@ -72,6 +73,7 @@ def judge(
         samples=figures.samples_ms,
         derived=pack_measurement(figures),
         received=utc_now(),
+        witness=_witness(floor, counted),
     )
     said = replica_of(a.peer_id, figures, spec)
     median, spread, fingerprint = said.median_ms, said.spread, said.fingerprint
@@ -81,18 +83,8 @@ def judge(
     return Accepted(record, event)
 
 
-def _within_count(
-    figures: Measurement, spec: TaskSpec, signed: TaskSpec | None, counted: Counted
-) -> Measurement | sch.Refusal:
-    """The figures unchanged when their successful records (with the job's accepted before them) claim
-    no more than the server counted, else the refusal naming the quantity (`scheduler.count_problems`)."""
-    generate = spec.generate
-    if generate is None:
-        return figures
-    deal = signed.generate.deal if signed is not None and signed.generate is not None else None
-    who = f"fleet member {deal.member} of {deal.size}" if deal is not None else ""
-    # the results accepted before were counted when they arrived: only this one's last requests race
-    slack = sch.slack_for(generate, generate.concurrency)
-    problems = sch.count_problems(sch.claimed(figures), counted.count, slack, counted.before, who)
-    problem = next(problems, None)
-    return figures if problem is None else sch.Refusal(FailureReason.INVALID, problem)
+def _witness(floor: sch.ServerFloor | None, counted: Counted | None) -> bytes | None:
+    """What this submitter saw of the server when it judged the result, for the bundle (a reader holds
+    the signed records to it again: `scheduler.results.proof`); None when it saw neither."""
+    witness = ServerWitness.of(floor, counted.count if counted else None, counted.before if counted else None)
+    return None if witness is None else witness.model_dump_json().encode()

@@ -5,7 +5,9 @@
 - each measured task's result exactly as its worker signed it (`SignedPart`: the msgpack payload,
   the signature and the worker's public key, whose libp2p peer id names the worker), so every figure
   can be derived again from its raw parts (`scheduler.check_figures`, the one deriver), and the
-  schedule its offer gave a load (`Schedule`: a fleet member's deal, an open loop's seed);
+  schedule its offer gave a load (`Schedule`: a fleet member's deal, an open loop's seed), and what the
+  submitter saw of a load's server itself when it accepted the result (`ServerWitness`: the floor it
+  measured, the rise of the server's counters between its reads);
 - each peer that ran a task as placement relied on it: its advertised device, the network its
   connection came from, its declared owner, and the claim problems (a refused challenge, physics,
   the class) that kept it from jobs;
@@ -26,7 +28,7 @@ import binascii
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field
 
@@ -36,6 +38,8 @@ from scheduler.state.placement import PeerView
 from scheduler.state.tasks import TaskView
 from scheduler.verification.classes import DeviceClass
 from scheduler.verification.networks import network_of
+from scheduler.verification.servercount import Claimed, Quantity, ServerCount
+from scheduler.verification.serverfloor import ServerFloor
 
 BUNDLE_FORMAT: Final = "sark-bundle/1"
 """The `format` of a bundle this version writes and reads."""
@@ -99,17 +103,66 @@ class Schedule(Value):
         return cls(deal=generate.deal, arrival_seed=generate.arrival_seed)
 
 
+class ServerWitness(Value):
+    """What the submitter saw of a load's server itself when it accepted the result: the floor it
+    measured before the job (`scheduler.ServerFloor`) and the rise of the server's own counters
+    between its reads (`scheduler.ServerCount`), with what the job's results accepted before this one
+    claimed. Its word (no one else read that server then): a reader holds the signed records to it as
+    the submitter did, so a result the submitter's own view refused cannot be sealed as accepted."""
+
+    floor_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    floor_said: str = Field(default="", max_length=512)
+    metrics_url: str = Field(default="", max_length=2048)
+    rises: dict[Quantity, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
+    counters: dict[Quantity, Annotated[str, Field(max_length=256)]] = Field(default_factory=dict)
+    before: dict[Quantity, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, floor: ServerFloor | None, count: ServerCount | None, before: Claimed | None
+    ) -> ServerWitness | None:
+        """The witness of a result judged with `floor` and `count` (None: neither was had)."""
+        if floor is None and count is None:
+            return None
+        return cls(
+            floor_ms=floor.floor_ms if floor is not None else None,
+            floor_said=floor.said if floor is not None else "",
+            metrics_url=count.url if count is not None else "",
+            rises=dict(count.rises) if count is not None else {},
+            counters=dict(count.names) if count is not None else {},
+            before={q: (before or Claimed()).of(q) for q in count.rises} if count is not None else {},
+        )
+
+    def floor(self) -> ServerFloor | None:
+        """The floor the result was held to, or None."""
+        return ServerFloor(self.floor_ms, self.floor_said) if self.floor_ms is not None else None
+
+    def count(self) -> ServerCount | None:
+        """The server's count the result was held to, or None (no counter read: only the floor)."""
+        if not self.rises:
+            return None
+        return ServerCount(
+            dict(self.rises), {q: self.counters.get(q, q) for q in self.rises}, self.metrics_url
+        )
+
+    def claimed_before(self) -> Claimed:
+        """What the job's results accepted before this one claimed, per quantity."""
+        return Claimed(**{q: int(n) for q, n in self.before.items()})
+
+
 class RowProof(Value):
-    """One measured task's signed result: its task, its job, the worker's envelope, and the schedule
+    """One measured task's signed result: its task, its job, the worker's envelope, the schedule
     its offer gave where it gave one (a fleet member's deal, an open loop's seed: its records are
-    checked against it, `check_sends`). `offered` is the whole offer spec, as bundles before the
-    schedule alone was kept held it (read, never written)."""
+    checked against it, `check_sends`), and what the submitter saw of its server (`server`).
+    `offered` is the whole offer spec, as bundles before the schedule alone was kept held it (read,
+    never written)."""
 
     task_id: str
     job_index: int = Field(ge=0)
     result: SignedPart
     schedule: Schedule | None = None
     offered: TaskSpec | None = None
+    server: ServerWitness | None = None
 
     def offer(self, spec: TaskSpec) -> TaskSpec | None:
         """The spec its offer gave: the job's `spec` with the kept schedule (None: none kept)."""
@@ -206,6 +259,7 @@ def body_of(
     peers: Iterable[PeerView],
     processes: Mapping[int, int],
     offers: Mapping[str, TaskSpec] | None = None,
+    witnesses: Mapping[str, ServerWitness] | None = None,
 ) -> BundleBody:
     """The body of a campaign's bundle.
 
@@ -218,15 +272,17 @@ def body_of(
         peers: the peers the scheduler knew.
         processes: each job's processes per task.
         offers: the spec each task's result answered, where the store kept one (a schedule).
+        witnesses: what the submitter saw of each load's server when it accepted its result.
     """
     tasks = list(tasks)
-    offers = offers or {}
+    offers, witnesses = offers or {}, witnesses or {}
     rows = tuple(
         RowProof(
             task_id=t.task_id,
             job_index=t.job_index,
             result=SignedPart.of(envelopes[t.task_id]),
             schedule=Schedule.of(offers.get(t.task_id)),
+            server=witnesses.get(t.task_id),
         )
         for t in tasks
         if t.task_id in envelopes

@@ -9,7 +9,10 @@ submitter, not a worker. What each check proves:
 - each row: its worker signed the raw parts for this campaign, this task and this submitter (a
   result cannot be moved from another campaign or submitter); a load's records fit the schedule its
   offer gave (a fleet member's deal, an open loop's seed: `check_sends`; that schedule is kept in the
-  bundle, the job's spec is the campaign's, and records the worker signed cannot follow another);
+  bundle, the job's spec is the campaign's, and records the worker signed cannot follow another); a
+  load's records are held to what the submitter saw of their server when it accepted them (the floor
+  it measured, the rise of the server's counters: `ServerWitness`), its word, since no one else read
+  that server then; so a result its own view refused cannot be sealed as accepted;
   every figure of results.json's row, its derived measurement and its samples are derived again from
   those parts by the submitter's own deriver (`check_figures`) and must match to the bit. A
   results.json row without a signed result, a signed result without its row, and a task twice are
@@ -57,6 +60,7 @@ from protocol import (
 )
 from protocol.records import open_envelope
 from scheduler.language import Campaign
+from scheduler.language.fleet import is_fleet
 from scheduler.results.bundle import (
     BUNDLE_FILE,
     Bundle,
@@ -67,6 +71,7 @@ from scheduler.results.bundle import (
     canonical,
     digest,
 )
+from scheduler.results.columns import FLEET_COLUMNS
 from scheduler.results.document import CampaignReport, ReportTask, ResultsFileError
 from scheduler.results.mergeproof import Member, check_derived_rows, exact, job_of
 from scheduler.results.rows import body_columns
@@ -75,6 +80,7 @@ from scheduler.verification.agreement import POOL_MIN, PRIOR, Replica, agree, ba
 from scheduler.verification.classes import device_class
 from scheduler.verification.figures import Refusal, check_figures
 from scheduler.verification.sendcheck import check_sends
+from scheduler.verification.servercount import within_count
 
 RESULTS_FILE: Final = "results.json"
 NO_WINDOW: Final = 0.0
@@ -227,8 +233,16 @@ def _check_rows(proof: Proof, body: BundleBody, report: CampaignReport) -> dict[
             proof.refuse(place, f"its row is missing from {RESULTS_FILE}")
             continue
         i, task = shown[row.task_id]
-        _compare(proof, f"{RESULTS_FILE} results[{i}] (task {row.task_id})", task, found.body)
+        generate = report.campaign.jobs[found.job_index].spec.generate
+        fleet = generate is not None and is_fleet(generate)
+        _compare(proof, f"{RESULTS_FILE} results[{i}] (task {row.task_id})", task, found.body, fleet)
     proof.rows = len(derived)
+    witnessed = sum(1 for row in body.rows if row.server is not None and row.task_id in derived)
+    if witnessed:
+        proof.notes.append(
+            f"{witnessed} load result(s) held to what the submitter saw of their server (the floor it "
+            "measured, the rise of the server's counters): its word, no one else read that server then"
+        )
     for task_id, (i, _) in shown.items():
         if not any(r.task_id == task_id for r in body.rows):
             proof.refuse(f"{RESULTS_FILE} results[{i}] (task {task_id})", "no signed result in the bundle")
@@ -267,8 +281,12 @@ def _derive_row(
     spec = campaign.jobs[row.job_index].spec
     peer = peers.get(result.worker)
     figures = check_figures(result.measurement, spec, peer.device if peer else None, result.device)
+    server = row.server
     if not isinstance(figures, Refusal):  # a load's records against the schedule it was offered
-        figures = check_sends(figures, spec, row.offer(spec))
+        figures = check_sends(figures, spec, row.offer(spec), server.floor() if server else None)
+    count = server.count() if server is not None else None
+    if not isinstance(figures, Refusal) and server is not None and count is not None:
+        figures = within_count(figures, spec, row.offer(spec), count, server.claimed_before())
     if isinstance(figures, Refusal):
         proof.refuse(f"{place} result.measurement", f"{figures.reason}: {figures.detail}")
         return None
@@ -276,13 +294,16 @@ def _derive_row(
     return Derived(result.with_(measurement=figures), replica, row.job_index)
 
 
-def _compare(proof: Proof, place: str, task: ReportTask, body: ResultBody) -> None:
+def _compare(proof: Proof, place: str, task: ReportTask, body: ResultBody, fleet: bool = False) -> None:
     """results.json's entry against the body derived again: every cell of its row that the body
-    gives, its derived measurement, its samples, its worker and device, bit for bit."""
+    gives, its derived measurement, its samples, its worker and device, bit for bit. A fleet
+    member's row shows the fleet's columns of its own records instead of its load's (a closed loop's
+    member no asked rate: `fleetrows.fleet_columns`), which `mergeproof` derives again from them."""
     signed = task.signed
     assert signed is not None
+    skipped = set(FLEET_COLUMNS) if fleet else set()
     for column, value in body_columns(body).items():
-        if column in task.row and task.row[column] != value:
+        if column in task.row and column not in skipped and task.row[column] != value:
             proof.refuse(
                 f"{place} row.{column}", f"{task.row[column]!r}, its signed raw parts give {value!r}"
             )

@@ -331,6 +331,7 @@ from scheduler.verification.servercount import (
     count_rise,
     parse_counters,
     slack_for,
+    within_count,
 )
 from scheduler.verification.serverfloor import FLOOR_SHARE, ServerFloor, server_floor
 
@@ -391,4 +392,5 @@ __all__ = [
     "voter_name",
     "vouched",
     "weigh",
+    "within_count",
 ]

@@ -68,7 +68,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from protocol import GenerateSpec, GenerationStats, Measurement
+from protocol import FailureReason, GenerateSpec, GenerationStats, Measurement, TaskSpec
+from scheduler.verification.figures import Refusal
 
 MAX_METRICS_BYTES: Final = 2 * 1024 * 1024
 """A metrics page read, at most: vLLM's with its histograms is about 40 KiB a model."""
@@ -248,6 +249,24 @@ def count_problems(
             return
 
 
+def within_count(
+    figures: Measurement, spec: TaskSpec, signed: TaskSpec | None, count: ServerCount, before: Claimed
+) -> Measurement | Refusal:
+    """The figures unchanged when their successful records, with `before` (the job's results accepted
+    before them), claim no more than the server's `count` plus the slack of this load's slots, else
+    the refusal naming the quantity; `signed`: the offer's spec (a fleet member's deal names it).
+    The submitter's verdict and a bundle's proof both judge by this."""
+    generate = spec.generate
+    if generate is None:
+        return figures
+    deal = signed.generate.deal if signed is not None and signed.generate is not None else None
+    who = f"fleet member {deal.member} of {deal.size}" if deal is not None else ""
+    # the results accepted before were counted when they arrived: only this one's last requests race
+    slack = slack_for(generate, generate.concurrency)
+    problem = next(count_problems(claimed(figures), count, slack, before, who), None)
+    return figures if problem is None else Refusal(FailureReason.INVALID, problem)
+
+
 _FIELDS: Final[dict[Quantity, str]] = {
     "requests": "generation.records (successful)",
     "generation_tokens": "generation.records[].output_tokens (summed)",
@@ -269,4 +288,5 @@ __all__ = [
     "count_rise",
     "parse_counters",
     "slack_for",
+    "within_count",
 ]

@@ -20,7 +20,8 @@ The liar runs twice on one swarm, one after the other (the two runs never share 
   counted over the run (read here, from the test's own socket): the count rule is what refuses it.
 
 And an honest fleet of two real workers on a counted server: each member is held with the one accepted
-before it, both pass, and the merged row counts no more tokens than the server generated.
+before it, both pass, and the merged row counts no more tokens than the server generated; the bundle
+keeps what the submitter saw of the server with each member, and `verify` holds them to it again.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from typing import Any
 from kit.campaignlab import ROOT, CampaignLab, Swarm, submitter_id
 from kit.extras import gemma3, module
 from kit.procs import Proc
+
+from node.report.bundles import verify_folder
 
 LOADLIAR = ROOT / "tests" / "kit" / "loadliar.py"
 DURATION_S, SLOTS, TOKENS = 3.0, 4, 4
@@ -185,3 +188,14 @@ def test_an_honest_fleet_on_a_counted_server_passes_each_member_held_with_the_ot
     assert merged["Status"] == "Complete"
     assert len([e for e in events["server_count"] if e["read"] == "after"]) == 2  # read again for each
     assert int(merged["Requests"]) * TOKENS <= rise  # no more than the server generated
+    # what the submitter saw of the server travels with each member's signed result, and a reader
+    # holds the records to it offline: the second member with the first's claims counted before it
+    folder = Path(events["outcome"][0]["files"]["csv"]).parent
+    bundle = json.loads((folder / "bundle.json").read_text())
+    witnessed = [row["server"] for row in bundle["body"]["rows"] if row.get("server")]
+    assert len(witnessed) == 2, witnessed
+    assert all(w["rises"]["generation_tokens"] > 0 and w["floor_ms"] for w in witnessed), witnessed
+    assert sorted(w["before"]["generation_tokens"] for w in witnessed)[0] == 0
+    assert sorted(w["before"]["generation_tokens"] for w in witnessed)[1] > 0
+    proof = verify_folder(folder)
+    assert proof.holds, proof.problems

@@ -17,6 +17,7 @@ from kit.golden_campaigns import CAMPAIGNS, CREATED
 
 import scheduler as sch
 from node.submitter.outputs import (
+    bundle_body,
     campaign_report,
     campaign_rows,
     pack_measurement,
@@ -27,6 +28,7 @@ from node.submitter.store import CampaignStore, ResultRecord
 from protocol import FailureReason, TaskSpec
 from protocol.codec import pack_body, unpack_body
 from scheduler.results import COLUMNS, CampaignReport, cell, cells, entries_of
+from scheduler.results.bundle import ServerWitness
 from unit.scheduler.results.test_golden import GOLDEN
 from unit.scheduler.verification.test_sendcheck import HONEST, SIGNED, SPEC, _measurement
 
@@ -65,6 +67,7 @@ def test_an_old_store_with_text_rows_opens_and_its_files_are_rebuilt_from_the_en
     golden = CAMPAIGNS[name]()
     results = store.results(golden.campaign_id)
     assert [r.derived for r in results] == [None] * len(golden.results)
+    assert [r.witness for r in results] == [None] * len(golden.results)  # a column the old store lacked
     assert {r.received for r in results} == {CREATED}  # the old row's CreatedUtc, not the insert time
     out = tmp_path / "out"
     write_outputs(out, golden.campaign_id, golden.campaign, golden.scheduler, results, CREATED)
@@ -93,6 +96,34 @@ def test_a_new_result_is_stored_as_its_parts_and_its_row_is_rendered_from_the_de
     rows = campaign_rows(golden.scheduler, [moved, *stored[1:]], CREATED, golden.campaign)
     (row,) = [row for row, result in rows if result is not None and result.task.task_id == first.task_id]
     assert row["InferenceMsMedian"] == "123.457"
+
+
+def test_what_the_submitter_saw_of_a_server_is_kept_with_the_result_and_goes_into_the_bundle(
+    tmp_path: Path,
+) -> None:
+    """Issue 50: the floor and the server's count a result was judged with are stored with it (so a
+    resumed campaign's bundle still has them) and travel in its bundle row for a reader to hold the
+    records to again (`scheduler.results.proof`)."""
+    golden = CAMPAIGNS["tensor"]()
+    store = CampaignStore(tmp_path / "campaigns.sqlite")
+    count = sch.ServerCount(
+        {"requests": 12.0}, {"requests": "vllm:request_success_total"}, "http://h/metrics"
+    )
+    witness = ServerWitness.of(sch.ServerFloor(4.5, "half the probe's first token"), count, sch.Claimed(3))
+    assert witness is not None
+    first, *rest = golden.results
+    kept = ResultRecord(**{**first.__dict__, "witness": witness.model_dump_json().encode()})
+    for record in (kept, *rest):
+        assert store.put_result(golden.campaign_id, record)
+    stored = {r.task_id: r for r in store.results(golden.campaign_id)}
+    assert stored[first.task_id].witness == kept.witness
+    assert all(stored[r.task_id].witness is None for r in rest)
+    body = bundle_body(golden.campaign_id, golden.campaign, golden.scheduler, list(stored.values()), "", "me")
+    servers = {row.task_id: row.server for row in body.rows}
+    assert servers[first.task_id] == witness
+    assert servers[first.task_id].count() == count
+    assert servers[first.task_id].claimed_before() == sch.Claimed(3)
+    assert all(servers[r.task_id] is None for r in rest)
 
 
 def test_a_fleet_members_offer_spec_is_kept_and_checks_a_reclaimed_result_against_its_deal(

@@ -101,6 +101,46 @@ def test_a_bundle_that_kept_each_whole_offer_spec_still_holds() -> None:
     assert (proof.rows, proof.derived) == (7, 5)
 
 
+def _witnessed(rises: dict[str, float], floor_ms: float | None = None) -> tuple[Doc, Doc]:
+    """The golden bundle with each fleet member's row carrying what the submitter saw of the server
+    (`ServerWitness`): the counters' rise, the first member's claims counted before the second's."""
+    bundle, results = copy.deepcopy(BUNDLE), copy.deepcopy(RESULTS)
+    before = 0
+    for suffix in MEMBERS:
+        requests = int(results["results"][_at(suffix)]["row"]["Requests"])
+        bundle["body"]["rows"][_row(suffix)]["server"] = {
+            "floor_ms": floor_ms,
+            "floor_said": "0.5 x the shortest first token of the submitter's own probe" if floor_ms else "",
+            "metrics_url": "http://127.0.0.1:8000/metrics",
+            "rises": rises,
+            "counters": {q: f"vllm:{q}_total" for q in rises},
+            "before": {"requests": before} if "requests" in rises else {},
+        }
+        before += requests
+    return bundle, results
+
+
+def test_a_loads_records_are_held_to_what_the_submitter_saw_of_its_server() -> None:
+    """Issue 50: the server's count and floor, the submitter's own view when it accepted a result,
+    travel with the row; a reader holds the signed records to them as the submitter did. A submitter
+    that seals a result its own view refused (the members claim more requests than the server
+    counted, or first tokens faster than the floor it measured) is named, even sealed."""
+    total = sum(int(RESULTS["results"][_at(m)]["row"]["Requests"]) for m in MEMBERS)
+    assert total > 2
+    proof = judge(*_witnessed({"requests": float(total)}, floor_ms=0.001), key=KEY)
+    assert proof.holds, proof.problems
+    assert any(n.startswith("2 load result(s) held to what the submitter saw") for n in proof.notes)
+    proof = judge(*_witnessed({"requests": 1.0}), key=KEY)
+    said = [str(p) for p in proof.problems]
+    assert any(
+        "result.measurement" in p and "more than the server counted: vllm:requests_total rose by 1" in p
+        for p in said
+    ), said
+    proof = judge(*_witnessed({}, floor_ms=1e6), key=KEY)
+    said = [str(p) for p in proof.problems]
+    assert any("result.measurement" in p and "0.5 x the shortest first token" in p for p in said), said
+
+
 def test_a_refused_claim_is_shown_with_its_evidence_and_refuses_nothing() -> None:
     bundle = copy.deepcopy(BUNDLE)
     bundle["body"]["peers"][0]["claim"] = ["challenge: 13 GFLOPS measured against 131 claimed"]

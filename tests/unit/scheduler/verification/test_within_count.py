@@ -1,12 +1,12 @@
-"""Issue 50: the verdict holds a counted job's result to the server's rise, with the job's results
-accepted before it, and names the member; the slack is the result's own slots' last requests."""
+"""Issue 50: `within_count` (the submitter's verdict and a bundle's proof) holds a counted job's result
+to the server's rise, with the job's results accepted before it, and names the member; the slack is
+the result's own slots' last requests."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import scheduler as sch
-from node.submitter.verdict import Counted, _within_count
 from protocol import (
     ComputeUnit,
     Endpoint,
@@ -58,8 +58,8 @@ def _measured(n: int) -> Measurement:
 
 def test_a_lone_result_within_the_rise_and_its_slots_slack_passes() -> None:
     m = _measured(27)  # 108 tokens: the rise of 100 and 2 slots x 4 tokens not yet counted
-    assert _within_count(m, LONE, LONE, Counted(RISE, sch.Claimed())) is m
-    refused = _within_count(_measured(28), LONE, LONE, Counted(RISE, sch.Claimed()))
+    assert sch.within_count(m, LONE, LONE, RISE, sch.Claimed()) is m
+    refused = sch.within_count(_measured(28), LONE, LONE, RISE, sch.Claimed())
     assert isinstance(refused, sch.Refusal)
     assert refused.reason is FailureReason.INVALID
     assert refused.detail.startswith("generation.records[].output_tokens (summed): 112, more than the server")
@@ -68,8 +68,8 @@ def test_a_lone_result_within_the_rise_and_its_slots_slack_passes() -> None:
 
 def test_a_fleet_member_is_held_with_the_members_accepted_before_it_and_named() -> None:
     m = _measured(15)  # 60 tokens: within the rise alone, not with the 60 accepted before it
-    assert _within_count(m, FLEET, SIGNED, Counted(RISE, sch.Claimed())) is m
-    refused = _within_count(m, FLEET, SIGNED, Counted(RISE, sch.Claimed(15, 60, 135)))
+    assert sch.within_count(m, FLEET, SIGNED, RISE, sch.Claimed()) is m
+    refused = sch.within_count(m, FLEET, SIGNED, RISE, sch.Claimed(15, 60, 135))
     assert isinstance(refused, sch.Refusal)
     assert "120 (with the 60 of the job's results accepted before it)" in refused.detail
     assert refused.detail.endswith("(fleet member 1 of 2)")
