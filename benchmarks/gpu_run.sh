@@ -129,6 +129,34 @@ onnx_phase() {
     keep
 }
 
+# the llama.cpp phases' measuring, on the cut SmolLM2 at GGUF: the load and one token in this process
+# (faulthandler on, stderr kept: the harness's child keeps neither, its output goes to /dev/null),
+# the harness against the binding's bare loop and llama.cpp's own timers, with the layers' placement
+# read from llama.cpp's log by each side, tests/labs/gpu, and a campaign of the model on GPU
+# (llama.cpp), GPU (PyTorch) and CPU (llama.cpp) on the embedded swarm
+llama_steps() {
+    local gguf=$1
+    TAIL=30 step llamaload 120 "$PY" -X faulthandler - "$gguf" <<'PYEOF'
+import sys
+from pathlib import Path
+from drivers.runtimes import gguflm, llamacpp
+from protocol import ComputeUnit
+target, why = llamacpp.binding(ComputeUnit.GPU_LLAMACPP)
+print("target:", target and target.device, target and target.missing, why, flush=True)
+loaded = gguflm.open_model(target, Path(sys.argv[1]), 1, 512)
+print("placement:", loaded.placement(), flush=True)
+print("first token:", loaded.first_token(b"Hello"), flush=True)
+loaded.close()
+PYEOF
+    TAIL=16 step timers 300 "$PY" benchmarks/llamacpp_timers.py --unit "GPU (llama.cpp)" \
+        --model "$gguf" --rounds "${LLM_ROUNDS:-3}" --prompts 8 --tokens 32 --load 0
+    step tests 180 "$PY" -m pytest -q -p no:cacheprovider -rs tests/labs/gpu
+    sed -e "s|path: models/SmolLM2-135M-Instruct.Q4_1.gguf|path: $PWD/$gguf|" \
+        -e 's/^name: smollm-summaries/name: smollm-gpu/' -e 's/compute_unit: CPU (PyTorch) /compute_unit: GPU (llama.cpp)/' \
+        examples/llm.yaml >"$WORK/llm_gpu.yaml"
+    TAIL=30 step campaign 300 "${SARK[@]}" submit "$WORK/llm_gpu.yaml" --out "$WORK/llm_results"
+}
+
 llamacpp_phase() {
     step install 120 bash benchmarks/gpu_wheels.sh install
     machine
@@ -148,27 +176,7 @@ for u in p["units"]:
     if "llama.cpp" in u["unit"] or u["unit"].startswith("GPU"):
         print(f"  {u['unit']:<20} usable={u['usable']!s:<5} {u.get('provider') or ''} {u.get('reason') or ''}"[:300])
 PYEOF
-    # the load and one token in this process, faulthandler on and stderr kept: the harness's child
-    # keeps neither (its output goes to /dev/null), and in the first lease it died of SIGSEGV
-    TAIL=30 step llamaload 120 "$PY" -X faulthandler - <<'PYEOF'
-from pathlib import Path
-from drivers.runtimes import gguflm, llamacpp
-from protocol import ComputeUnit
-target, why = llamacpp.binding(ComputeUnit.GPU_LLAMACPP)
-print("target:", target and target.device, target and target.missing, why, flush=True)
-loaded = gguflm.open_model(target, Path(".gpucarry/SmolLM2-cut.gguf"), 1, 512)
-print("placement:", loaded.placement(), flush=True)
-print("first token:", loaded.first_token(b"Hello"), flush=True)
-loaded.close()
-PYEOF
-    TAIL=16 step timers 300 "$PY" benchmarks/llamacpp_timers.py --unit "GPU (llama.cpp)" \
-        --model .gpucarry/SmolLM2-cut.gguf --rounds "${LLM_ROUNDS:-3}" --prompts 8 --tokens 32 --load 0
-    # the cut SmolLM2 on the embedded swarm: the GPU's two generative units and llama.cpp's CPU beside
-    sed -e "s|path: models/SmolLM2-135M-Instruct.Q4_1.gguf|path: $PWD/.gpucarry/SmolLM2-cut.gguf|" \
-        -e 's/^name: smollm-summaries/name: smollm-gpu/' -e 's/compute_unit: CPU (PyTorch) /compute_unit: GPU (llama.cpp)/' \
-        examples/llm.yaml >"$WORK/llm_gpu.yaml"
-    TAIL=30 step campaign 300 "${SARK[@]}" submit "$WORK/llm_gpu.yaml" --out "$WORK/llm_results"
-    step tests 180 "$PY" -m pytest -q -p no:cacheprovider -rs tests/labs/gpu
+    llama_steps .gpucarry/SmolLM2-cut.gguf
     keep
 }
 
@@ -226,24 +234,7 @@ llamagpu_phase() {
         eval "export $(cat "$WORK/llama_env")"
         echo "the steps below load llama.cpp with LD_LIBRARY_PATH=$LD_LIBRARY_PATH LD_PRELOAD=${LD_PRELOAD:-}"
     fi
-    TAIL=30 step llamaload 120 "$PY" -X faulthandler - <<'PYEOF'
-from pathlib import Path
-from drivers.runtimes import gguflm, llamacpp
-from protocol import ComputeUnit
-target, why = llamacpp.binding(ComputeUnit.GPU_LLAMACPP)
-print("target:", target and target.device, target and target.missing, why, flush=True)
-loaded = gguflm.open_model(target, Path(".gpullama/SmolLM2-cut.gguf"), 1, 512)
-print("placement:", loaded.placement(), flush=True)
-print("first token:", loaded.first_token(b"Hello"), flush=True)
-loaded.close()
-PYEOF
-    TAIL=16 step timers 240 "$PY" benchmarks/llamacpp_timers.py --unit "GPU (llama.cpp)" \
-        --model .gpullama/SmolLM2-cut.gguf --rounds "${LLM_ROUNDS:-3}" --prompts 8 --tokens 32 --load 0
-    step tests 120 "$PY" -m pytest -q -p no:cacheprovider -rs tests/labs/gpu
-    sed -e "s|path: models/SmolLM2-135M-Instruct.Q4_1.gguf|path: $PWD/.gpullama/SmolLM2-cut.gguf|" \
-        -e 's/^name: smollm-summaries/name: smollm-gpu/' -e 's/compute_unit: CPU (PyTorch) /compute_unit: GPU (llama.cpp)/' \
-        examples/llm.yaml >"$WORK/llm_gpu.yaml"
-    TAIL=30 step campaign 240 "${SARK[@]}" submit "$WORK/llm_gpu.yaml" --out "$WORK/llm_results"
+    llama_steps .gpullama/SmolLM2-cut.gguf
     keep
 }
 
