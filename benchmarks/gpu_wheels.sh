@@ -167,8 +167,11 @@ llamacpp() {  # there: xllamacpp built for the machine's GPU from the carried so
     export CMAKE_ARGS="$(echo $LLAMACPP_CMAKE) ${LLAMACPP_CUDA_CMAKE--DGGML_CUDA_FA=OFF -DGGML_CUDA_COMPRESSION_MODE=none} -DCMAKE_CUDA_COMPILER=$root/bin/nvcc"
     echo "CMAKE_ARGS: $CMAKE_ARGS"
     export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"  # the carried cython first
-    (cd "$work"/xllamacpp-* && python3 -m pip wheel -q --no-build-isolation --no-deps --no-index \
-        --no-cache-dir -w "$work/wheel" .)
+    # verbose, kept: the extension's own link line says how libstdc++ was linked (static in 2026-11-27's)
+    (cd "$work"/xllamacpp-* && python3 -m pip wheel -v --no-build-isolation --no-deps --no-index \
+        --no-cache-dir -w "$work/wheel" . >"$work/pip.log" 2>&1) || { tail -n 30 "$work/pip.log"; exit 1; }
+    echo "the extension's link: $(grep -E -- '-shared .*xllamacpp' "$work/pip.log" | tail -n 1 | cut -c1-600)"
+    echo "the compilers: $(g++ --version | head -1); $(g++ -v 2>&1 | grep -o -- '--enable-static[^ ]*\|--with-static[^ ]*' | tr '\n' ' ')"
     python3 -m pip install -q --no-deps --no-index --no-cache-dir --upgrade --target "$SITE" "$work"/wheel/*.whl
     echo "xllamacpp built with CUDA into $SITE ($(du -m "$work"/wheel/*.whl | cut -f1) MB wheel)"
     # The 2026-11-27 build linked libstdc++ statically (no libstdc++.so.6 among its needs, libstdc++'s
