@@ -36,7 +36,6 @@ from typing import Final
 from pydantic import ValidationError
 
 from drivers.measuring import device
-from drivers.runtimes.llamaunits import PROBE_GGUF_ENV
 from protocol import DeviceProfile
 
 FORMAT: Final = 1
@@ -54,7 +53,11 @@ GPU_ENV: Final = (
     "ONEAPI_DEVICE_SELECTOR",
     "ZE_AFFINITY_MASK",
 )
-"""Variables that hide or select GPUs (and `SARK_PROBE_GGUF`, the llama.cpp units' probe model, beside)."""
+"""Variables that hide or select GPUs."""
+PROBE_ENV: Final = ("SARK_PROBE_GGUF",)
+"""Variables that name what a unit's probe runs: the llama.cpp units' GGUF
+(`drivers.runtimes.llamaunits.PROBE_GGUF_ENV`, named here so that the daemon, which keys its probe
+cache, never imports a runtime's module)."""
 GPU_FILES: Final = ("/dev/nvidia*", "/dev/dri/*", "/dev/accel/*", "/dev/kfd")
 """Device files whose appearance or loss means a GPU or NPU came or went."""
 DRIVER_FILES: Final = (
@@ -92,7 +95,7 @@ def key_inputs(env: Mapping[str, str] | None = None) -> dict[str, str]:
         "gpu_files": " ".join(sorted(str(p) for pattern in GPU_FILES for p in _glob(pattern))),
         "drivers": " | ".join(_head(Path(f)) for f in DRIVER_FILES),
     }
-    inputs |= {f"env:{name}": env.get(name, "") for name in (*GPU_ENV, PROBE_GGUF_ENV)}
+    inputs |= {f"env:{name}": env.get(name, "") for name in (*GPU_ENV, *PROBE_ENV)}
     return inputs
 
 

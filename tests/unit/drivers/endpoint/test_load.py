@@ -273,10 +273,13 @@ async def test_open_loop_records_its_seed_and_sends_every_prompt() -> None:
     assert len(run.records) == 4
     assert len(server.seen) == 4
     assert all(r.error is None for r in run.records)
+    # each prompt at its own planned instant, in the schedule's order; the instants its sends reached
+    # the socket are the machine's (two planned 0.6 ms apart swapped at load 8), so only set apart
     by_prompt = sorted(run.records, key=lambda r: r.prompt_id)
-    starts = [r.started_s for r in by_prompt]
-    assert starts == sorted(starts)
-    assert len(set(starts)) == 4
+    planned = [r.planned_s for r in by_prompt]
+    assert planned == sorted(planned)
+    assert len(set(planned)) == 4
+    assert len({r.started_s for r in by_prompt}) == 4
 
 
 @pytest.mark.parametrize("deadline_s", [20.0, 0.6])  # every send, or a deadline that cuts the schedule

@@ -44,6 +44,9 @@ def test_the_key_reads_the_installed_versions_and_the_variables_that_hide_gpus()
     assert cache.probe_key(hidden) != cache.probe_key(inputs)
     named = cache.key_inputs({"CUDA_VISIBLE_DEVICES": "", "SARK_PROBE_GGUF": "/models/small.gguf"})
     assert cache.probe_key(named) != cache.probe_key(inputs)  # the llama.cpp units' probe model
+    from drivers.runtimes.llamaunits import PROBE_GGUF_ENV
+
+    assert PROBE_GGUF_ENV in cache.PROBE_ENV
 
 
 def test_a_kept_profile_is_read_back_without_its_calibration_and_servers(tmp_path: Path) -> None:
