@@ -23,13 +23,21 @@ rise is the `ServerCount` the result is held to (`scheduler.verification.serverc
 member with the claims of those accepted before it (`accepted`). A read that fails, a page without a
 known counter, or a counter that fell gives no count: the job goes on with the floor alone, and the
 `server_count` event and a warning on the submitter's log say why (the rows do not carry it).
+
+What a job's probe found (its floor, the counters' read before it) and the claims of the job's results
+accepted since are kept in the campaign store as they change (`keep`, `CampaignStore.put_floorbook`), and
+a resumed campaign's book starts from them (`restore`): a lease reclaimed after a submitter restart is
+judged against the floor and the count of the job's own start, and the job is not probed again while
+its loads run (a probe then would share the server with them, and a read of the counters then would
+leave out what they had already sent, refusing honest results).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Final, final
+from typing import Final, final, get_args
 
 import trio
 
@@ -38,6 +46,7 @@ import scheduler as sch
 from node.events import EventSink
 from node.submitter.fleet import FLEET_LEAD_S
 from protocol import GenerateSpec
+from scheduler.verification.servercount import Quantity
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +58,9 @@ assert METRICS_READ_S + FLOOR_PROBE_S <= FLEET_LEAD_S - 1.0
 
 Probe = Callable[[GenerateSpec, str, str | None], Awaitable[drivers.ServerTiming]]
 Read = Callable[[str], Awaitable[drivers.MetricsPage]]
+QUANTITIES: Final[tuple[Quantity, ...]] = get_args(Quantity)
+Keep = Callable[[int, str], None]
+"""Keeps a job's state (its index, the state as JSON) where a resumed campaign reads it back."""
 
 
 async def _probe(spec: GenerateSpec, url: str, api_key: str | None) -> drivers.ServerTiming:
@@ -68,12 +80,18 @@ class FloorBook:
     """The floor of each fleet's or timed closed loop's server, measured once at the job's first offer."""
 
     def __init__(
-        self, campaign: sch.Campaign, keys: Mapping[str, str], probe: Probe = _probe, read: Read = _read
+        self,
+        campaign: sch.Campaign,
+        keys: Mapping[str, str],
+        probe: Probe = _probe,
+        read: Read = _read,
+        keep: Keep | None = None,
     ) -> None:
         self._campaign = campaign
         self._keys = keys
         self._probe = probe
         self._read = read
+        self._keep = keep
         self._started: dict[int, trio.Event] = {}
         self._floors: dict[int, sch.ServerFloor] = {}
         self._before: dict[int, sch.CountRead] = {}
@@ -119,6 +137,46 @@ class FloorBook:
     def accepted(self, job_index: int, claims: sch.Claimed) -> None:
         """A counted job's result was accepted with these claims: its next results are held with them."""
         self._accepted[job_index] = self._accepted.get(job_index, sch.Claimed()) + claims
+        self._kept(job_index)
+
+    def restore(self, kept: Mapping[int, str]) -> None:
+        """Start from what a campaign's earlier run kept (job index -> its state as `keep` was given
+        it): each kept job counts as probed, with the floor, the read before and the claims it had. A
+        state this code cannot read is left out (that job is then judged as it would be unprobed)."""
+        for job_index, text in kept.items():
+            if not 0 <= job_index < len(self._campaign.jobs):
+                continue
+            try:
+                state = json.loads(text)
+                floor = state["floor"]
+                before = state["before"]
+                accepted = sch.Claimed(*(int(n) for n in state["accepted"]))
+                if floor is not None:
+                    self._floors[job_index] = sch.ServerFloor(float(floor[0]), str(floor[1]))
+                if before is not None:
+                    values = {q: (float(v), str(name)) for q, (v, name) in before.items() if q in QUANTITIES}
+                    self._before[job_index] = sch.CountRead(values)
+            except (ValueError, TypeError, KeyError) as exc:
+                log.warning("server floor of job %d not restored: %s", job_index, exc)
+                continue
+            self._accepted[job_index] = accepted
+            done = trio.Event()
+            done.set()
+            self._started[job_index] = done
+
+    def _kept(self, job_index: int) -> None:
+        """Hand the job's state to `keep` (a resumed campaign's `restore` reads it)."""
+        if self._keep is None:
+            return
+        floor = self._floors.get(job_index)
+        before = self._before.get(job_index)
+        claims = self._accepted.get(job_index, sch.Claimed())
+        state = {
+            "floor": None if floor is None else [floor.floor_ms, floor.said],
+            "before": None if before is None else {q: [v, name] for q, (v, name) in before.values.items()},
+            "accepted": [claims.requests, claims.generation_tokens, claims.prompt_tokens],
+        }
+        self._keep(job_index, json.dumps(state))
 
     def accepted_before(self, job_index: int) -> sch.Claimed:
         """The claims of the job's results accepted so far."""
@@ -157,6 +215,7 @@ class FloorBook:
     ) -> None:
         try:
             await self._probed(job_index, spec, url, key, events)
+            self._kept(job_index)  # a probe cut by the submitter's stop is not kept: a resume probes again
         finally:
             self._started[job_index].set()
 

@@ -111,7 +111,10 @@ class CampaignLoop:
         self._emit = events
         self._stop = stop if stop is not None else trio.Event()
         self._fleet = fleet or FleetBook(campaign)
-        self._floors = FloorBook(campaign, me.keys)
+        self._floors = FloorBook(
+            campaign, me.keys, keep=lambda job, state: store.put_floorbook(campaign_id, job, state)
+        )
+        self._floors.restore(store.floorbooks(campaign_id))  # a resumed campaign's, as it left them
         self._server_counts: dict[tuple[str, str], sch.ServerCount] = {}  # (task, lease) -> its count
         self._challenger = challenger
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}

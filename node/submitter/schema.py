@@ -69,6 +69,12 @@ CREATE TABLE IF NOT EXISTS offers (
     spec        BLOB NOT NULL,
     PRIMARY KEY (campaign_id, task_id, peer_id)
 );
+CREATE TABLE IF NOT EXISTS floorbooks (
+    campaign_id TEXT NOT NULL,
+    job_index   INTEGER NOT NULL,
+    state       TEXT NOT NULL,
+    PRIMARY KEY (campaign_id, job_index)
+);
 CREATE TABLE IF NOT EXISTS cancels (
     campaign_id TEXT PRIMARY KEY,
     requested   TEXT NOT NULL

@@ -9,7 +9,8 @@ keeps its secret draw key (`secret`: 32 random bytes made when it is created, re
 scheduler, never sent, never in a snapshot or an output), so a resumed campaign draws its spot checks as
 it began. The offer spec of a fleet member (its signed deal) or of a lone open loop (its schedule's
 seed) is kept too, so that a lease reclaimed after a restart is checked against the schedule that worker
-was given.
+was given, and so is what the submitter measured of each load's server (`floorbooks`), so that it is held
+to the floor and the count of the job's own start.
 """
 
 from __future__ import annotations
@@ -253,6 +254,23 @@ class CampaignStore:
             )
             for r in rows
         ]
+
+    def put_floorbook(self, campaign_id: str, job_index: int, state: str) -> None:
+        """Keep what the submitter measured of a job's server and the claims accepted against it
+        (`node.submitter.floors.FloorBook`'s state, JSON), replacing what was kept before."""
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO floorbooks (campaign_id, job_index, state) VALUES (?, ?, ?)",
+                (campaign_id, job_index, state),
+            )
+
+    def floorbooks(self, campaign_id: str) -> dict[int, str]:
+        """Each job's kept `FloorBook` state, by job index (none for a campaign that kept none)."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT job_index, state FROM floorbooks WHERE campaign_id = ?", (campaign_id,)
+            ).fetchall()
+        return {int(job): str(state) for job, state in rows}
 
     def peer_records(self, now: float = 0.0) -> dict[str, PeerRecord]:
         """Each peer's record of replicated results across campaigns (`scheduler.verification.reputation`),

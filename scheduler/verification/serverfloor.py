@@ -37,7 +37,8 @@ share the server with the probe); their records are held to physics and their le
 
 Where it has no floor, what holds the records: a gray-box server (each worker's own, unreachable
 from here and different per member, so neither a floor nor a count is taken), an address this
-submitter cannot reach, a lease reclaimed after a restart (the floor is not kept in the store). Then
+submitter cannot reach. (A lease reclaimed after a restart keeps its job's floor and count: the
+campaign store keeps them, `node.submitter.floors`.) Then
 physics (the worker's own round trip), the schedule (a deal's planned sends, an open loop's seed,
 a closed loop's slots x span / its own shortest E2E: the liar's choice), and, for a fleet, the
 other members' figures (`scheduler.results.fleetrows.apart`: a member quicker than half the

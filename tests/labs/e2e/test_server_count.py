@@ -43,6 +43,7 @@ from kit.extras import gemma3, module
 from kit.procs import Proc
 
 from node.report.bundles import verify_folder
+from node.submitter.store import CampaignStore
 
 LOADLIAR = ROOT / "tests" / "kit" / "loadliar.py"
 DURATION_S, SLOTS, TOKENS = 3.0, 4, 4
@@ -199,3 +200,9 @@ def test_an_honest_fleet_on_a_counted_server_passes_each_member_held_with_the_ot
     assert sorted(w["before"]["generation_tokens"] for w in witnessed)[1] > 0
     proof = verify_folder(folder)
     assert proof.holds, proof.problems
+    # the job's floor and its counters' read before it are kept for a resume (`FloorBook.restore`)
+    [state] = CampaignStore(swarm.submitter_dir / "campaigns.sqlite").floorbooks(folder.name).values()
+    kept = json.loads(state)
+    assert kept["floor"][0] > 0, kept
+    assert kept["before"]["generation_tokens"][1] == COUNTER, kept
+    assert kept["accepted"][0] == int(merged["Requests"]), kept  # both members' successful requests

@@ -125,6 +125,49 @@ async def test_the_servers_count_is_read_before_the_probe_and_again_for_each_res
     assert book.accepted_before(0) == sch.Claimed(4, 16, 40)
 
 
+async def test_a_resumed_campaign_starts_from_the_floor_and_the_count_its_job_began_with() -> None:
+    """What a job's probe found and the claims accepted since are kept as they change; the book of a
+    resumed campaign starts from them: the job is not probed again while its loads run (its offers do
+    not wait), and a reclaimed lease's result is held to the rise since the job's own start, with
+    the claims accepted before the restart. A state it cannot read leaves that job unprobed."""
+    kept: dict[int, str] = {}
+    calls: list[str] = []
+    pages = [LLAMA_BEFORE, LLAMA_BEFORE.replace(b" 100", b" 160")]
+
+    async def probe(spec: GenerateSpec, url: str, key: str | None) -> ServerTiming:
+        calls.append("probe")
+        return ServerTiming((50.0,), 0.4)
+
+    async def read(url: str) -> MetricsPage:
+        calls.append("read")
+        return MetricsPage(pages.pop(0))
+
+    emit = lambda name, **fields: None  # noqa: E731
+    book = FloorBook(COUNTED, {}, probe, read, keep=kept.__setitem__)
+    async with trio.open_nursery() as nursery:
+        book.start(0, nursery, emit)
+        await book.measured(0)
+    book.accepted(0, sch.Claimed(3, 12, 30))
+    assert list(kept) == [0]
+
+    resumed = FloorBook(COUNTED, {}, probe, read, keep=kept.__setitem__)
+    resumed.restore(kept)
+    async with trio.open_nursery() as nursery:
+        resumed.start(0, nursery, emit)  # probed before the restart: not again
+        await resumed.measured(0)
+    assert calls == ["read", "probe"]
+    assert resumed.floor(0) == book.floor(0)
+    assert resumed.accepted_before(0) == sch.Claimed(3, 12, 30)
+    count = await resumed.count(0, emit)
+    assert count is not None
+    assert count.rises == {"generation_tokens": 60.0}  # since the job's own start, not the restart
+
+    unreadable = FloorBook(COUNTED, {}, probe, read)
+    unreadable.restore({0: "{}", 7: kept[0]})  # a state of another shape, a job the campaign lacks
+    assert unreadable.floor(0) is None
+    assert unreadable.accepted_before(0) == sch.Claimed()
+
+
 async def test_a_failed_read_before_the_job_leaves_it_with_the_floor_alone() -> None:
     events: list[tuple[str, dict[str, Any]]] = []
 

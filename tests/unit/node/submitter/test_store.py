@@ -126,6 +126,16 @@ def test_what_the_submitter_saw_of_a_server_is_kept_with_the_result_and_goes_int
     assert all(servers[r.task_id] is None for r in rest)
 
 
+def test_each_jobs_server_floor_state_is_kept_by_campaign_and_replaced(tmp_path: Path) -> None:
+    store = CampaignStore(tmp_path / "campaigns.sqlite")
+    assert store.floorbooks("c1") == {}
+    store.put_floorbook("c1", 0, '{"a": 1}')
+    store.put_floorbook("c1", 0, '{"a": 2}')
+    store.put_floorbook("c1", 3, "{}")
+    store.put_floorbook("c2", 0, "{}")
+    assert CampaignStore(tmp_path / "campaigns.sqlite").floorbooks("c1") == {0: '{"a": 2}', 3: "{}"}
+
+
 def test_a_fleet_members_offer_spec_is_kept_and_checks_a_reclaimed_result_against_its_deal(
     tmp_path: Path,
 ) -> None:
