@@ -132,6 +132,31 @@ def test_a_duplicate_is_refused_naming_the_first() -> None:
     assert detail == f"generation.records[{len(copied)}].planned_s: {planned!r} s {again}"
 
 
+def test_two_planned_sends_under_a_nanosecond_apart_are_two_sends() -> None:
+    """5,000 sends a second for 0.4 s put two planned times within `PLAN_TOL_S` of each other in about
+    one run of a hundred (an honest saturated run was refused "repeats", CI-equivalent at 45a260d):
+    each record echoes its own time to the bit and claims that send; a copy is still a repeat."""
+    times = list(DEAL.planned_s)
+    times[3] = times[2] + 4e-10
+    close = DEAL.with_(planned_s=tuple(times))
+    signed = SPEC.with_(generate=GENERATE.with_(deal=close))
+    honest = [
+        _record(t).with_(prompt_id=GENERATE.prompts[close.prompts[k] % 2].id) for k, t in enumerate(times)
+    ]
+    figures = check_figures(_measurement(honest), SPEC)
+    assert not isinstance(figures, Refusal), figures
+    assert check_sends(figures, SPEC, signed) == figures
+    twice = [*honest[:3], honest[2], *honest[4:]]  # the first of the pair sent twice, its twin never
+    figures = check_figures(_measurement(twice), SPEC)
+    assert not isinstance(figures, Refusal), figures
+    refused = check_sends(figures, SPEC, signed)
+    assert isinstance(refused, Refusal)
+    assert (
+        refused.detail
+        == f"generation.records[3].planned_s: {times[2]!r} s repeats records[2]: each send goes once"
+    )
+
+
 @pytest.mark.parametrize(("lag", "words"), [
     (BOUND + LATE_SLACK_S + 0.01, "after its planned"),  # a replay: fired long after its time
     (-BOUND - 0.001, "before its planned"),  # sent before its time, beyond the clock bound
