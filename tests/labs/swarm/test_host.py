@@ -205,6 +205,26 @@ async def test_a_connection_broken_under_the_negotiation_is_dialled_again_once(
     assert "cannot open /sark/nobody-serves-this/1.0.0" in refused.value.detail
 
 
+async def test_a_connection_whose_muxer_opens_no_stream_is_dialled_again_once(
+    host_pair: tuple[Host, Host],
+) -> None:
+    """P41 too: a connection that still counts as open but opens no stream (its muxer fails each new
+    stream: py-libp2p's "Failed to create stream to peer") is closed and dialled again. Before, every
+    offer on it said the peer was unreachable: an embedded swarm in CI lost five of six tasks so."""
+    server, client = host_pair
+    server.set_handler(ECHO, _echo)
+    assert await _ask(client, server)
+    (stuck,) = client._lp.get_network().connections[ID.from_base58(server.peer_id)]
+
+    async def no_stream() -> None:
+        raise RuntimeError("the muxer opens no stream")
+
+    stuck.new_stream = no_stream  # type: ignore[method-assign]
+    assert not stuck.is_closed
+    assert await _ask(client, server)
+    assert stuck not in client._lp.get_network().connections.get(ID.from_base58(server.peer_id), [])
+
+
 async def test_a_crashing_handler_does_not_kill_the_host(host_pair: tuple[Host, Host]) -> None:
     server, client = host_pair
 
