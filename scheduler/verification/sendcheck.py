@@ -70,7 +70,8 @@ from scheduler.verification.serverfloor import ServerFloor, floor_problems
 
 PLAN_TOL_S: Final = 1e-9
 """A planned time travels as a float64 both ways (msgpack doubles): an honest record echoes it to the bit;
-a nanosecond absorbs another platform's last digit, far below the microseconds between two arrivals."""
+a nanosecond absorbs another platform's last digit. Two arrivals can fall closer than that (5,000 a
+second: about one run of a hundred), so a record claims the nearest planned time (`_slot`)."""
 OVERLAP_TOL_S: Final = 1e-6
 """A closed loop's slot sends its next request after its last one ended; this absorbs the rounding of
 two send times and a duration, each taken on the perf clock in nanoseconds."""
