@@ -1,7 +1,7 @@
 """A CPU hog that starts half-way through a sustained run is named as the background load that moved
 its windows (`protocol.windows`, from the measuring child's telemetry).
 
-A lab, not the fast tier: besides the measuring child it starts a process of its own (the hog, on
+A lab, not the fast tier: besides the measuring child it starts processes of its own (the hogs, on
 the same core as the child), and its point is a real timing on a real core. It holds on a quiet
 machine; on one already loaded by other work the first window can be the loaded one, and the test
 says which drifted windows must name the competition (tests/unit/drivers/measuring/test_telemetry.py
@@ -24,8 +24,15 @@ from protocol import ComputeUnit, Phase, SustainSpec, TaskSpec, ThrottleCause
 from scheduler import check_figures
 
 HOG = "import os\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n"
+HOGS = 3
+"""Spinners started on the child's core at once. One was not enough in the suite's own weather (three
+files at once on two cores): with the child at 55 % of its core before it, the kernel moved the
+others off the core as the hog came, the share stayed near half, and the runs' median rose 53 %
+"unexplained" (CI-equivalent at 8b594ab). Beside three always-runnable spinners a child that held a
+share s keeps about s / (1 + 3 s): a fall of more than a quarter from any share (0.9 -> 0.24,
+0.55 -> 0.2, 0.3 -> 0.16), whatever else shares the core."""
 QUIET_SHARE = 0.6
-"""A child share of its core this high before the hog: at most half is left beside the hog."""
+"""A child share of its core this high before the hogs: at most a quarter is left beside them."""
 
 
 @pytest.fixture
@@ -49,7 +56,7 @@ def test_a_cpu_hog_half_way_through_a_sustained_run_is_named_as_background_load(
 
     def progress(phase: Phase, done: int, total: int) -> None:
         if phase == Phase.MEASURING and done == total // 2 and not hogs:  # the 2nd window's edge: 4 s
-            hogs.append(subprocess.Popen([sys.executable, "-c", HOG]))
+            hogs.extend(subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(HOGS))
 
     try:
         m = measure(model, spec, on_progress=progress)
@@ -61,7 +68,7 @@ def test_a_cpu_hog_half_way_through_a_sustained_run_is_named_as_background_load(
     s = m.sustained
     assert s is not None
     assert len(s.windows) == 4
-    # The hog runs from the 3rd window on, pinned to the measuring child's core. Each window is
+    # The hogs run from the 3rd window on, pinned to the measuring child's core. Each window is
     # compared with the first; on a machine busy with other work (issue 41: load 3-5 on two cores)
     # the first window can be the loaded one, the kernel moves others' processes off the hog's core,
     # and a later window is faster; and runs of a few ms on a core already shared in slices can keep
@@ -69,9 +76,9 @@ def test_a_cpu_hog_half_way_through_a_sustained_run_is_named_as_background_load(
     # to 211 a window). Either way every drifted window must name the CPU competition that moved it,
     # never "unexplained". With a quiet first window, a window of the hog's drifts and names it.
     # The child's CPU share falls in the hog's windows only where it held most of its core before:
-    # sharing it with the hog alone leaves it half. On a saturated machine (the suite beside four
-    # spinners, load 9-10: shares 27 %, 23 % before the hog, 19 %, 25 % with it) the balancer moves
-    # another process off the core as the hog comes, and the share stays what it was.
+    # beside the hogs it keeps about a quarter. On a saturated machine (the suite beside four
+    # spinners, load 9-10: shares 27 %, 23 % before one hog, 19 %, 25 % with it) the balancer moves
+    # other processes off the core as the hogs come, and the share can stay near what it was.
     shares = [w.cpu_share for w in s.windows if w.cpu_share is not None]
     assert len(shares) == 4, s
     if min(shares[:2]) >= QUIET_SHARE:
