@@ -281,12 +281,12 @@ def _derive_row(
     spec = campaign.jobs[row.job_index].spec
     peer = peers.get(result.worker)
     figures = check_figures(result.measurement, spec, peer.device if peer else None, result.device)
-    server = row.server
+    server, offer = row.server, row.offer(spec)
     if not isinstance(figures, Refusal):  # a load's records against the schedule it was offered
-        figures = check_sends(figures, spec, row.offer(spec), server.floor() if server else None)
+        figures = check_sends(figures, spec, offer, server.floor() if server else None)
     count = server.count() if server is not None else None
     if not isinstance(figures, Refusal) and server is not None and count is not None:
-        figures = within_count(figures, spec, row.offer(spec), count, server.claimed_before())
+        figures = within_count(figures, spec, offer, count, server.claimed_before())
     if isinstance(figures, Refusal):
         proof.refuse(f"{place} result.measurement", f"{figures.reason}: {figures.detail}")
         return None

@@ -12,7 +12,7 @@ import trio
 import scheduler as sch
 from drivers import MetricsPage, ServerTiming
 from node.submitter.attempt import with_key
-from node.submitter.floors import FloorBook
+from node.submitter.floors import FloorBook, Probe, Read
 from protocol import GenerateSpec
 from scheduler.verification.serverfloor import PROBE_ALLOWANCE_MS
 
@@ -88,20 +88,26 @@ COUNTED = sch.parse_campaign(
 )
 
 
+def _server(pages: list[bytes], calls: list[str]) -> tuple[Probe, Read]:
+    """A server that answers the probe in 50 ms and gives `pages` as its metrics, one a read, each call
+    noted in `calls` in order."""
+
+    async def probe(spec: GenerateSpec, url: str, key: str | None) -> ServerTiming:
+        calls.append("probe")
+        return ServerTiming((50.0,), 0.4)
+
+    async def read(url: str) -> MetricsPage:
+        calls.append("read")
+        return MetricsPage(pages.pop(0))
+
+    return probe, read
+
+
 async def test_the_servers_count_is_read_before_the_probe_and_again_for_each_result() -> None:
     order: list[str] = []
     pages = [LLAMA_BEFORE, LLAMA_BEFORE.replace(b" 100", b" 140"), LLAMA_BEFORE.replace(b" 100", b" 90")]
     events: list[tuple[str, dict[str, Any]]] = []
-
-    async def probe(spec: GenerateSpec, url: str, key: str | None) -> ServerTiming:
-        order.append("probe")
-        return ServerTiming((50.0,), 0.4)
-
-    async def read(url: str) -> MetricsPage:
-        order.append("read")
-        return MetricsPage(pages.pop(0))
-
-    book = FloorBook(COUNTED, {}, probe, read)
+    book = FloorBook(COUNTED, {}, *_server(pages, order))
     assert book.counts(0)
     assert book.gates(0)
     emit = lambda name, **fields: events.append((name, fields))  # noqa: E731
@@ -132,17 +138,11 @@ async def test_a_resumed_campaign_starts_from_the_floor_and_the_count_its_job_be
     the claims accepted before the restart. A state it cannot read leaves that job unprobed."""
     kept: dict[int, str] = {}
     calls: list[str] = []
-    pages = [LLAMA_BEFORE, LLAMA_BEFORE.replace(b" 100", b" 160")]
+    probe, read = _server([LLAMA_BEFORE, LLAMA_BEFORE.replace(b" 100", b" 160")], calls)
 
-    async def probe(spec: GenerateSpec, url: str, key: str | None) -> ServerTiming:
-        calls.append("probe")
-        return ServerTiming((50.0,), 0.4)
+    def emit(name: str, **fields: Any) -> None:
+        pass
 
-    async def read(url: str) -> MetricsPage:
-        calls.append("read")
-        return MetricsPage(pages.pop(0))
-
-    emit = lambda name, **fields: None  # noqa: E731
     book = FloorBook(COUNTED, {}, probe, read, keep=kept.__setitem__)
     async with trio.open_nursery() as nursery:
         book.start(0, nursery, emit)
