@@ -56,6 +56,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing import get_all_start_methods, get_context, process, resource_tracker
@@ -77,6 +78,7 @@ CRASH_FILE: Final = "crash.txt"
 CRASH_READ: Final = 16 * 1024  # the most of that file read back
 FORKHOST: Final = "drivers.measuring.forkhost"
 """What the fork server imports before it forks its first child (see the module docstring)."""
+_STARTING: Final = threading.Lock()  # one start at a time holds the safe path: `_safe_path`
 
 
 def start_method() -> str:
@@ -272,17 +274,20 @@ def _safe_path() -> Iterator[None]:
     spawn starts the child as ``python -c ...``, which puts "" (the current folder) first on its path
     while multiprocessing's own bootstrap imports (pickle, socket, ...): a `pickle.py` in the folder the
     node was started from would run there, before `_entry` can step aside. Python 3.11's safe path
-    leaves "" out; spawn's API takes no environment, so the parent's is set around the start only.
+    leaves "" out; spawn's API takes no environment, so the parent's is set around the start only,
+    one start at a time: two that overlapped would each restore what the other set, and the last to
+    finish would leave the safe path behind for every process the parent starts later.
     """
-    before = os.environ.get("PYTHONSAFEPATH")
-    os.environ["PYTHONSAFEPATH"] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["PYTHONSAFEPATH"]
-        else:
-            os.environ["PYTHONSAFEPATH"] = before
+    with _STARTING:
+        before = os.environ.get("PYTHONSAFEPATH")
+        os.environ["PYTHONSAFEPATH"] = "1"
+        try:
+            yield
+        finally:
+            if before is None:
+                del os.environ["PYTHONSAFEPATH"]
+            else:
+                os.environ["PYTHONSAFEPATH"] = before
 
 
 def _affinity() -> set[int] | None:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -347,3 +348,27 @@ def test_children_fork_from_the_server_only_on_linux_from_source(
     monkeypatch.setattr(sys, "platform", platform)
     monkeypatch.setattr(sys, "frozen", frozen, raising=False)
     assert spawning.start_method() == method
+
+
+def test_children_started_at_once_from_many_threads_leave_the_parents_environment_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The safe path is set in the parent's environment around each start only: starts that overlap
+    in time (a node's harness and its challenge child, eight threads here) never leave it behind for
+    the processes the parent starts later."""
+    monkeypatch.setenv("PYTHONSAFEPATH", "")  # so that the undo puts back what the run had,
+    monkeypatch.delenv("PYTHONSAFEPATH")  # whatever a leak left
+    go = threading.Barrier(8)
+    answers: list[object] = []
+
+    def start() -> None:
+        go.wait()
+        answers.append(_answer(start_child(Entry(__name__, "_cpus"), (), name="sark-test")))
+
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 8
+    assert "PYTHONSAFEPATH" not in os.environ
