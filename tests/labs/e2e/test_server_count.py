@@ -22,6 +22,8 @@ The liar runs twice on one swarm, one after the other (the two runs never share 
 And an honest fleet of two real workers on a counted server: each member is held with the one accepted
 before it, both pass, and the merged row counts no more tokens than the server generated; the bundle
 keeps what the submitter saw of the server with each member, and `verify` holds them to it again.
+That fleet's submitter SIGKILLed as its members run and resumed: the resume reclaims both members and
+holds each to the floor and the read before the job that the first run kept (`FloorBook.restore`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import queue
 import re
 import socket
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -95,7 +98,7 @@ def _events(submitter: Proc, timeout: float) -> dict[str, list[dict[str, Any]]]:
 Run = tuple[int, dict[str, list[dict[str, Any]]], list[dict[str, str]]]
 
 
-def _run(swarm: Swarm, root: str, name: str, peers: list[str], *, metrics: bool) -> Run:
+def _campaign(swarm: Swarm, root: str, name: str, peers: list[str], *, metrics: bool) -> Path:
     endpoint = {"url": f"{root}/v1", "model": "gemma"}
     if metrics:
         endpoint["metrics_url"] = f"{root}/metrics"
@@ -108,13 +111,22 @@ def _run(swarm: Swarm, root: str, name: str, peers: list[str], *, metrics: bool)
         job["fleet"] = len(peers)
     path = swarm.submitter_dir.parent / f"{name}.json"
     path.write_text(json.dumps({"name": name, "jobs": [job]}))
-    out = str(path.parent / name)
-    submitter = swarm.start_submit("submit", str(path), "--wait-peers", str(len(swarm.workers)), "--out", out)
+    return path
+
+
+def _ended(submitter: Proc) -> Run:
     events = _events(submitter, 120)
     code = submitter.popen.wait(timeout=60)
     with open(events["outcome"][0]["files"]["csv"], newline="") as f:
         rows = list(csv.DictReader(f))
     return code, events, rows
+
+
+def _run(swarm: Swarm, root: str, name: str, peers: list[str], *, metrics: bool) -> Run:
+    path = _campaign(swarm, root, name, peers, metrics=metrics)
+    out = str(path.parent / name)
+    waited = str(len(swarm.workers))
+    return _ended(swarm.start_submit("submit", str(path), "--wait-peers", waited, "--out", out))
 
 
 Roles = dict[str, list[str] | None]
@@ -206,3 +218,55 @@ def test_an_honest_fleet_on_a_counted_server_passes_each_member_held_with_the_ot
     assert kept["floor"][0] > 0, kept
     assert kept["before"]["generation_tokens"][1] == COUNTER, kept
     assert kept["accepted"][0] == int(merged["Requests"]), kept  # both members' successful requests
+
+
+def _kept_books(swarm: Swarm, timeout: float) -> dict[str, str]:
+    """The campaign's id and its job's kept server state, once the running submitter stored them."""
+    path = swarm.submitter_dir / "campaigns.sqlite"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for record in CampaignStore(path).campaigns() if path.exists() else []:
+            kept = CampaignStore(path).floorbooks(record.campaign_id)
+            if kept:
+                return {record.campaign_id: kept[0]}
+        time.sleep(0.1)
+    raise AssertionError(f"no server state kept within {timeout} s")
+
+
+def test_a_killed_fleet_submitter_resumes_with_the_floor_and_count_its_job_kept(tmp_path: Path) -> None:
+    """The honest fleet's submitter is SIGKILLed once it kept its job's probe and the members run;
+    `submit --resume` probes the server no more: each member it reclaims is held to the floor and the
+    read before the job that the first run kept, and the merged row still counts no more than the
+    server generated since then."""
+    lab = CampaignLab(tmp_path, record_ttl=30.0)
+    try:
+        with _llama_server() as root:
+            swarm, peers = _swarm(lab, tmp_path, {"honest-a": None, "honest-b": None})
+            before = _predicted(root)
+            path = _campaign(swarm, root, "fleet", list(peers.values()), metrics=True)
+            out = str(path.parent / "fleet")
+            first = swarm.start_submit("submit", str(path), "--wait-peers", "2", "--out", out)
+            [(campaign_id, kept)] = _kept_books(swarm, 120).items()
+            for worker in swarm.workers.values():
+                worker.wait_event("run", 120)  # an endpoint task runs its load: no model, no "measuring"
+            lab.kill(first)  # SIGKILL: the members' results are still on their workers
+            code, events, rows = _ended(swarm.start_submit("submit", "--resume", campaign_id, "--out", out))
+            rise = _predicted(root) - before
+    finally:
+        lab.close()
+    assert code == 0, [r["Detail"] for r in rows]
+    assert "server_floor" not in events  # not probed again: its loads may be running now
+    reads = [e["read"] for e in events.get("server_count", [])]
+    assert reads == ["after", "after"]  # each member's, and no "before": the kept one is the job's
+    [merged] = [r for r in rows if r["ComputeUnits"] == "Endpoint (fleet)"]
+    members = [r for r in rows if r["ComputeUnits"] != "Endpoint (fleet)"]
+    assert [r["Status"] for r in members] == ["Complete", "Complete"]
+    assert merged["Status"] == "Complete"
+    assert int(merged["Requests"]) * TOKENS <= rise  # the kept read is the job's start, not the resume's
+    folder = Path(events["outcome"][0]["files"]["csv"]).parent
+    bundle = json.loads((folder / "bundle.json").read_text())
+    floor = json.loads(kept)["floor"][0]
+    witnessed = [row["server"] for row in bundle["body"]["rows"] if row.get("server")]
+    assert [w["floor_ms"] for w in witnessed] == [floor, floor], witnessed  # the first run's floor
+    proof = verify_folder(folder)
+    assert proof.holds, proof.problems
