@@ -1,17 +1,17 @@
 """Hostile DHT servers ground near a shard key: walks that end early, before and after issue 50.
 
-    .venv/bin/python benchmarks/swarm_hostile.py [--servers 300] [--lookups 500] [--seed 1]
+    .venv/bin/python benchmarks/swarm_hostile.py [--servers 300] [--lookups 500] [--seed 1] [--sybils 3]
 
 A seeded, in-process simulation over the node's own walk state (`node.p2p.walk.Shortlist`, through
 `swarm_net.walk`): `--servers` honest DHT servers with random ids, one shard key of the any-worker tree
 (`Shard(None, 3, 5)`) with 20 honest providers (a full key) that wrote to the k closest servers their own
 FIND_NODE walks found (`swarm_net.writers_lists`). M hostile servers (M = 0, 5, 10, 20) have ids ground
 near the key (the keys are public strings: their places are known; a 64-bit id within 2**40 of the key's
-is closer than any honest one), so they are the key's M closest servers; each drops the records it is
-sent and lists the same 3 Sybils to every reader, answers closer peers from its routing table as an
-honest one does, and answers at once (`Swarm.instant`: its timing is its choice, and the quickest
-answers are those that agree first). `--lookups` walks from random starts per rule and M, side by
-side in one run:
+is closer than any honest one), so they are the key's M closest servers; each drops the records it is sent
+and lists the same 3 Sybils to every reader (`--sybils 20`: a full key's, the count a lookup asks of a
+key), answers closer peers from its routing table as an honest one does, and answers at once
+(`Swarm.instant`: its timing is its choice, and the quickest answers are those that agree first).
+`--lookups` walks from random starts per rule and M, side by side in one run:
 
 - before: the rule before issue 50 (`Swarm.short`): three holders listing the same providers, none
   listing more, end a walk short of its count;
@@ -46,13 +46,17 @@ KEYS: Final = (SHARD_CAP, 7)
 """Honest providers of the key: a full one (its subtree read next), and one not full (a lookup reads
 it to its end, and no hostile holder may shorten what it lists)."""
 RULES: Final = ("before", "now", "now, M networks", "now, M networks, alpha 3")
-SYBILS: Final = frozenset({-1, -2, -3})  # never a server's id (negative), never an honest provider's
+SYBILS: Final = 3
+"""How many Sybils each hostile server lists (ids -1, -2, ...: never a server's id, never an honest
+provider's); 20, a full key's, is the count a lookup asks of a key."""
 GROUND: Final = 2**40
 """How near the key a ground id lands: 64-bit ids within 2**40 of the key's are closer than any honest
 server of a few thousand (their nearest is about 2**64 / n away)."""
 
 
-def run(servers: int, lookups: int, seed: int) -> dict[str, dict[str, dict[str, float]]]:
+def run(
+    servers: int, lookups: int, seed: int, sybils: int = SYBILS
+) -> dict[str, dict[str, dict[str, float]]]:
     """Each key x rule x M: the walks' figures (the module's docstring), keyed "20/now" -> "5"."""
     sizes = measure_sizes()
     key = kad_id(Shard(None, 3, 5).dht_key)
@@ -66,7 +70,8 @@ def run(servers: int, lookups: int, seed: int) -> dict[str, dict[str, dict[str, 
             hostile = frozenset(ground[:m])
             swarm = Swarm.build(honest + sorted(hostile), 0, np.random.default_rng(seed + m), slim=True)
             lists = writers_lists(swarm, sizes, key, providers)  # the honest writers' records
-            lists.update(dict.fromkeys(hostile, SYBILS))  # dropped; every reader is sent the Sybils
+            listed = frozenset(range(-sybils, 0))
+            lists.update(dict.fromkeys(hostile, listed))  # dropped; every reader is sent the Sybils
             swarm.instant = hostile  # they choose their timing: at once, before any honest answer
             for rule in RULES:
                 swarm.short = rule == "before"
@@ -113,9 +118,10 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=300)
     parser.add_argument("--lookups", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sybils", type=int, default=SYBILS, help="Sybils each hostile server lists")
     args = parser.parse_args()
-    results = run(args.servers, args.lookups, args.seed)
-    print(f"{args.servers} honest servers, {args.lookups} walks per cell")
+    results = run(args.servers, args.lookups, args.seed, args.sybils)
+    print(f"{args.servers} honest servers, {args.lookups} walks per cell, {args.sybils} Sybils listed")
     for name, by_m in results.items():
         count, rule = name.split("/")
         for m, r in by_m.items():
@@ -126,8 +132,9 @@ def main() -> None:
                 f"{r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB"
             )
     OUT.mkdir(parents=True, exist_ok=True)
-    body = {"servers": args.servers, "lookups": args.lookups, "seed": args.seed, "results": results}
-    (OUT / "swarm_hostile.json").write_text(json.dumps(body, indent=1))
+    body = {"servers": args.servers, "lookups": args.lookups, "seed": args.seed, "sybils": args.sybils}
+    name = "swarm_hostile.json" if args.sybils == SYBILS else f"swarm_hostile_{args.sybils}.json"
+    (OUT / name).write_text(json.dumps({**body, "results": results}, indent=1))
 
 
 __all__ = ["HOSTILE", "KEYS", "RULES", "run"]

@@ -45,11 +45,15 @@ class Kad:
     lack: set[ID] = field(default_factory=set)
     """Holders whose list lacks the last provider (its writer's walk did not find them)."""
     hostile: set[ID] = field(default_factory=set)
-    """Servers ground near the key that list `SYBILS` (the same three) whatever they were sent."""
+    """Servers ground near the key that list `sybils` of `SYBILS` whatever they were sent."""
+    sybils: int = 3
+    """How many Sybils a hostile server lists (the same to every reader): 3, or a full key's 20."""
     order: list[ID] = field(default_factory=list)
     """Servers in the order they were asked."""
     latency: float = 0.0
     """Seconds each answer takes (a virtual clock's, `autojump_clock`)."""
+    instant: bool = False
+    """The hostile servers answer at once, whatever `latency` (their timing is theirs to choose)."""
     liars: set[ID] = field(default_factory=set)
     """Servers that list `fakes` among their closer peers (ids a hostile server invents)."""
     fakes: list[ID] = field(default_factory=list)
@@ -67,7 +71,7 @@ class Kad:
         self.seen[peer] += 1
         self.order.append(peer)
         await trio.lowlevel.checkpoint()
-        if self.latency:
+        if self.latency and not (self.instant and peer in self.hostile):
             await trio.sleep(self.latency)
         if peer in self.dead:
             raise ConnectionError("gone")
@@ -76,7 +80,7 @@ class Kad:
         closer = sorted(self.table(peer), key=_distance)[:K]
         closer = [*self.fakes, *closer] if peer in self.liars else closer
         if peer in self.hostile:
-            return Answer(list(SYBILS), [PeerInfo(p, []) for p in closer])
+            return Answer(list(SYBILS[: self.sybils]), [PeerInfo(p, []) for p in closer])
         holders = self.holders()
         held = self.providers if peer in holders else []
         held = held[:-1] if peer in self.lack else held
@@ -86,7 +90,7 @@ class Kad:
         return Answer(list(held), [PeerInfo(p, []) for p in closer])
 
 
-SYBILS = tuple(PeerInfo(ID(b"\x00\x24" + bytes([200 + i]) * 36), []) for i in range(3))
+SYBILS = tuple(PeerInfo(ID(b"\x00\x24" + bytes([200 + i]) * 36), []) for i in range(K))
 
 
 def _networks(hostile: set[ID]) -> Callable[[ID], str]:
@@ -109,7 +113,9 @@ def _far_start(kad: Kad) -> list[ID]:
     return sorted(kad.servers[::10], key=_distance, reverse=True)[:K]
 
 
-async def test_a_walk_stops_at_the_count_or_at_the_k_closest_never_at_a_short_agreed_list() -> None:
+async def test_a_walk_stops_at_the_count_or_at_the_k_closest_never_at_a_short_agreed_list(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     with trio.fail_after(10):
         full = _kad(20)
         walked = await walk_providers(KEY, _far_start(full), full.ask, 20, timeout=1.0)
@@ -123,7 +129,9 @@ async def test_a_walk_stops_at_the_count_or_at_the_k_closest_never_at_a_short_ag
 
 
 @pytest.mark.parametrize("hostile", [5, 10, 19])
-async def test_hostile_servers_ground_near_a_key_lose_no_honest_provider(hostile: int) -> None:
+async def test_hostile_servers_ground_near_a_key_lose_no_honest_provider(
+    hostile: int, autojump_clock: trio.testing.MockClock
+) -> None:
     """Issue 50: M servers closest to the key list the same three Sybils; before, three of them agreeing
     ended 2-3 % (M = 5) to 11 % (M = 10) of the walks with no honest provider. The walk reads on to the
     k closest, where 20 - M honest holders list every provider, and waits for their answers: the
@@ -136,10 +144,42 @@ async def test_hostile_servers_ground_near_a_key_lose_no_honest_provider(hostile
                 KEY, _far_start(kad), kad.ask, 20, 1.0, random.Random(seed), network=_networks(kad.hostile)
             )
             assert {p.peer_id for p in kad.providers} <= set(walked.providers)
-            assert {p.peer_id for p in SYBILS} <= set(walked.providers)  # listed too: discovery probes them
+            assert {p.peer_id for p in SYBILS[:3]} <= set(
+                walked.providers
+            )  # listed too: discovery probes them
 
 
-async def test_holders_that_disagree_walk_on_to_the_k_closest() -> None:
+@pytest.mark.parametrize(
+    ("hostile", "apart"),
+    [(1, False), (5, False), (10, False), (1, True), (2, True)],
+    ids=["1", "5", "10", "1, a network each", "2, a network each"],
+)
+async def test_hostile_servers_listing_a_full_key_of_sybils_end_no_walk_before_its_honest_holders(
+    hostile: int, apart: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 50: M servers closest to a full key each list the same 20 Sybils (the count a lookup asks
+    of a key) at once; an honest server answers after 50 ms. Before, the count was every provider
+    listed: the first hostile answer ended the walk (in the simulator one such server lost every
+    honest provider in 24 % of the walks, five in 82 %). The count now takes only providers listed by
+    holders on `AGREED` networks: however many servers one network grinds, they vouch as one, and
+    the walk reads on to the honest holders; two networks are not enough either. The lookup's first
+    20 (what `Kad` keeps) are the providers the most networks list. What it does not stop: three
+    networks or more, listing at once (`benchmarks/notes/swarm_hostile.md`)."""
+    with trio.fail_after(60):
+        kad = _kad(20)
+        kad.hostile = set(sorted(kad.servers, key=_distance)[:hostile])
+        kad.sybils, kad.latency, kad.instant = K, 0.05, True
+        network = _networks(set()) if apart else _networks(kad.hostile)
+        honest = {p.peer_id for p in kad.providers}
+        for seed in range(10):
+            walked = await walk_providers(
+                KEY, _far_start(kad), kad.ask, 20, 1.0, random.Random(seed), network=network
+            )
+            assert honest <= set(walked.providers)
+            assert set(list(walked.providers)[:20]) == honest
+
+
+async def test_holders_that_disagree_walk_on_to_the_k_closest(autojump_clock: trio.testing.MockClock) -> None:
     with trio.fail_after(10):
         kad = _kad(20)
         kad.disagree = True  # no two lists equal: the walk cannot take one as the key's
@@ -148,9 +188,9 @@ async def test_holders_that_disagree_walk_on_to_the_k_closest() -> None:
         assert set(kad.holders()) <= set(kad.seen)  # it ended where a kad lookup ends
 
 
-async def test_reads_of_a_key_spread_over_its_holders() -> None:
-    with trio.fail_after(20):
-        kad, walks = _kad(20), 20  # a full key: a walk ends at its first holder's list
+async def test_reads_of_a_key_spread_over_its_holders(autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(20):  # virtual seconds: a hang, not a busy machine's slowness
+        kad, walks = _kad(20), 20  # a full key: a walk ends once three holders listed it
         first: list[ID] = []
         for seed in range(walks):  # the same start each time: only the draw differs
             kad.order = []
@@ -162,7 +202,9 @@ async def test_reads_of_a_key_spread_over_its_holders() -> None:
         assert len(set(first)) > walks // 4
 
 
-async def test_a_departed_server_is_a_failure_and_the_walk_goes_on() -> None:
+async def test_a_departed_server_is_a_failure_and_the_walk_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     with trio.fail_after(10):
         kad = _kad(20)
         start = _far_start(kad)
@@ -184,7 +226,9 @@ async def test_a_request_slower_than_a_hop_frees_its_slot(autojump_clock: trio.t
         assert not walked.failures  # and ended before their deadline: their slots went to others
 
 
-async def test_a_server_listing_only_itself_is_no_holder_and_the_walk_goes_on() -> None:
+async def test_a_server_listing_only_itself_is_no_holder_and_the_walk_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     with trio.fail_after(10):
         kad = _kad(20)
         start = _far_start(kad)
@@ -271,7 +315,9 @@ async def test_a_reader_waits_for_the_holders_asked_last(autojump_clock: trio.te
             assert writer in walked.providers, seed
 
 
-async def test_a_writers_read_back_reaches_every_holder_that_lacks_its_record() -> None:
+async def test_a_writers_read_back_reaches_every_holder_that_lacks_its_record(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     with trio.fail_after(10):
         kad = _kad(7)
         writer = kad.providers[-1].peer_id
