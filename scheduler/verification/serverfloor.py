@@ -53,7 +53,13 @@ probe's quickest of five, but not twice as quick; a record at half the server's 
 the server did not answer. Measured on a real server (`examples/serve_llm.py`, SmolLM2-135M under
 `transformers serve` on two loaded cores, 2026-11-26): the probe's first tokens 539-685 ms, a floor of
 269 ms; an honest closed loop of 2 slots for 20 s beside it, 11 requests, its quickest first token
-837 ms (3.1 x the floor), none under it.
+837 ms (3.1 x the floor), none under it. Refuted by the weather (2026-11-27, ca4bfb4, the suite beside
+`kit.load 4` and a lab's own load 8, load average 13): llama.cpp's server in a test's process answered
+the probe's quickest first token in about 106 ms, a floor of 52.69 ms, and an honest fleet member's
+record a few seconds later in 35.96 ms, refused `invalid` (tests/labs/e2e/test_server_count.py). A
+floor from one moment's five probes is a false positive when that moment was the busy one; a floor
+that holds in any weather (the probe repeated at the result's arrival, the least of all taken) is not
+built yet.
 """
 
 from __future__ import annotations
