@@ -46,7 +46,7 @@ The count that ends a walk takes only providers that holders on `AGREED` distinc
 (`Shortlist.vouched`), and the walk's providers come ranked by how many networks list each (`Kad`
 keeps the first `count`). Before, it was every provider any holder listed: a hostile server ground
 near a full key that listed 20 Sybils at once ended the walk at its first answer, and in the
-simulator one such server lost every honest provider in 24 % of the walks, five in 82 %
+simulator one such server lost every honest provider in 24 % of the walks, five in 79.5 %
 (`benchmarks/swarm_hostile.py --sybils 20`). The cheater's view: it chooses its list's length and
 members and answers first; it does not choose how many networks it holds. One network's servers,
 however many, vouch as one: none of its lists ends a walk, which reads on to the honest holders,
@@ -54,7 +54,7 @@ whose providers then rank first. The cost: a full key's walk now waits for three
 instead of one (at 10,000 devices `devices: 100` of a common unit p50 0.74 s instead of 0.55 s, the
 rare lookup's p95 1.99 s instead of 1.98 s, 1,259 KB a lookup instead of 1,059: `swarm_sim.py`, 30
 lookups, seed 1). What it does not stop: hostile servers on three networks or more near a key, which
-vouch for their Sybils before the honest answers come (5 networks: 33 % of the walks lost every
+vouch for their Sybils before the honest answers come (5 networks: 32 % of the walks lost every
 honest provider, `benchmarks/notes/swarm_hostile.md`).
 
 A server whose request failed (an error, or its deadline passed) leaves the k closest, and the next

@@ -226,15 +226,18 @@ def test_an_honest_fleet_on_a_counted_server_passes_each_member_held_with_the_ot
     assert kept["accepted"][0] == int(merged["Requests"]), kept  # both members' successful requests
 
 
-def _kept_books(swarm: Swarm, timeout: float) -> dict[str, str]:
-    """The campaign's id and its job's kept server state, once the running submitter stored them."""
+def _kept_book(swarm: Swarm, timeout: float) -> tuple[str, str]:
+    """The campaign's id and its job's kept server state, once the running submitter stored them: read
+    from its store, polled (the submitter says `server_floor` just before it writes, so no event of
+    its follows the write)."""
     path = swarm.submitter_dir / "campaigns.sqlite"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for record in CampaignStore(path).campaigns() if path.exists() else []:
-            kept = CampaignStore(path).floorbooks(record.campaign_id)
-            if kept:
-                return {record.campaign_id: kept[0]}
+        if path.exists():
+            store = CampaignStore(path)
+            for record in store.campaigns():
+                if kept := store.floorbooks(record.campaign_id):
+                    return record.campaign_id, kept[0]
         time.sleep(0.1)
     raise AssertionError(f"no server state kept within {timeout} s")
 
@@ -252,7 +255,7 @@ def test_a_killed_fleet_submitter_resumes_with_the_floor_and_count_its_job_kept(
             path = _campaign(swarm, root, "fleet", list(peers.values()), metrics=True)
             out = str(path.parent / "fleet")
             first = swarm.start_submit("submit", str(path), "--wait-peers", "2", "--out", out)
-            [(campaign_id, kept)] = _kept_books(swarm, 120).items()
+            campaign_id, kept = _kept_book(swarm, 120)
             for worker in swarm.workers.values():
                 worker.wait_event("run", 120)  # an endpoint task runs its load: no model, no "measuring"
             lab.kill(first)  # SIGKILL: the members' results are still on their workers
