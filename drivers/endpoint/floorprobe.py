@@ -48,11 +48,16 @@ class ServerTiming:
         ttft_ms: the first-token time of each successful probe request, in the order sent.
         rtt_ms: the median TCP connect time (one round trip), None if no connect succeeded.
         error: why no request succeeded (the last failure), "" when one did.
+        generated: the tokens the successful requests generated, as a load's records are counted
+            (the server's usage where it said it, else one for the first token seen): what a server's
+            counters rose by for the probe, so that a probe taken while a job is counted is not slack
+            for its loads (`node.submitter.floors`).
     """
 
     ttft_ms: tuple[float, ...]
     rtt_ms: float | None
     error: str = ""
+    generated: int = 0
 
 
 async def probe_floor(
@@ -70,6 +75,7 @@ async def probe_floor(
     body["max_tokens"] = 1
     body["user"] = PROBE_USER
     firsts: list[float] = []
+    generated = 0
     error = ""
     async with kernel_stamps(), open_client() as client:  # each read timed where its bytes arrived
         for _ in range(FLOOR_SAMPLES):
@@ -81,7 +87,8 @@ async def probe_floor(
                     break
                 continue
             firsts.append(record.ttft_ms if record.ttft_ms is not None else record.e2e_ms)
-    return ServerTiming(tuple(firsts), rtt.connect_ms, "" if firsts else error or rtt.error)
+            generated += 1 if record.tokens_counted else record.output_tokens
+    return ServerTiming(tuple(firsts), rtt.connect_ms, "" if firsts else error or rtt.error, generated)
 
 
 __all__ = ["FLOOR_SAMPLES", "PROBE_PROMPT", "PROBE_USER", "ServerTiming", "probe_floor"]

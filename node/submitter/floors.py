@@ -16,13 +16,29 @@ then held to physics and their deal or slots, a fleet's members to one another
 so a job whose URL names each worker's own machine (`localhost` on workers elsewhere) is measured
 against another server.
 
+A floor taken at one moment is the server at that moment: a probe that met a busy server (its machine
+loaded by others, a batch in flight) makes a floor that a quicker moment's honest records go under
+(llama.cpp's server beside the suite at load 13: a probe's quickest first token 106 ms, an honest
+member's record 36 ms a few seconds later, refused). So a result with a record under the job's floor
+is not judged at once: `again` probes the server once more, at the result's arrival (its loads are
+over then; a fleet's other members end at the same instant), and the job's floor becomes the least
+of its probes (`scheduler.verification.lower_floor`): a record the server answered quicker than any
+probe it took, by more than `FLOOR_SHARE`, is still refused; one that a quieter moment explains is
+not. A probe at a busier moment never raises the floor, and one that answered nothing leaves it.
+The cheater's view: a member sees its own records and chooses them; it does not see the probes nor
+their figures, and it cannot make the server answer this submitter quicker than it can, so the most a
+liar gains is the server's own quickest moment, which an honest record can reach too. Results with no
+record under the floor cost no probe.
+
 Where the job's endpoint names the server's metrics (`metrics_url`), the same task first reads the
 server's counters (`drivers.read_metrics`, before the probe, so the probe's requests fall inside the
 rise), and `count` reads them again when a result arrives (the loop awaits it before judging): the
 rise is the `ServerCount` the result is held to (`scheduler.verification.servercount`), each fleet
-member with the claims of those accepted before it (`accepted`). A read that fails, a page without a
-known counter, or a counter that fell gives no count: the job goes on with the floor alone, and the
-`server_count` event and a warning on the submitter's log say why (the rows do not carry it).
+member with the claims of those accepted before it (`accepted`) and the requests of this submitter's
+own later probes (`own`: taken before the counters are read, so each one counted was sent before).
+A read that fails, a page without a known counter, or a counter that fell gives no count: the job
+goes on with the floor alone, and the `server_count` event and a warning on the submitter's log say
+why (the rows do not carry it).
 
 What a job's probe found (its floor, the counters' read before it) and the claims of the job's results
 accepted since are kept in the campaign store as they change (`keep`, `CampaignStore.put_floorbook`), and
@@ -34,6 +50,7 @@ leave out what they had already sent, refusing honest results).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -45,7 +62,7 @@ import drivers
 import scheduler as sch
 from node.events import EventSink
 from node.submitter.fleet import FLEET_LEAD_S
-from protocol import GenerateSpec
+from protocol import GenerateSpec, Measurement
 from scheduler.verification.servercount import Quantity
 
 log = logging.getLogger(__name__)
@@ -96,6 +113,9 @@ class FloorBook:
         self._floors: dict[int, sch.ServerFloor] = {}
         self._before: dict[int, sch.CountRead] = {}
         self._accepted: dict[int, sch.Claimed] = {}
+        self._own: dict[int, sch.Claimed] = {}
+        self._probes: dict[int, int] = {}
+        self._again: dict[int, trio.Lock] = {}
 
     def wants(self, job_index: int) -> bool:
         """Whether the job's records are held to a floor: a fleet's, a lone closed loop's for a set
@@ -151,6 +171,8 @@ class FloorBook:
                 floor = state["floor"]
                 before = state["before"]
                 accepted = sch.Claimed(*(int(n) for n in state["accepted"]))
+                own = sch.Claimed(*(int(n) for n in state.get("own", (0, 0, 0))))
+                probes = int(state.get("probes", 1))
                 if floor is not None:
                     self._floors[job_index] = sch.ServerFloor(float(floor[0]), str(floor[1]))
                 if before is not None:
@@ -160,6 +182,8 @@ class FloorBook:
                 log.warning("server floor of job %d not restored: %s", job_index, exc)
                 continue
             self._accepted[job_index] = accepted
+            self._own[job_index] = own
+            self._probes[job_index] = probes
             done = trio.Event()
             done.set()
             self._started[job_index] = done
@@ -175,12 +199,65 @@ class FloorBook:
             "floor": None if floor is None else [floor.floor_ms, floor.said],
             "before": None if before is None else {q: [v, name] for q, (v, name) in before.values.items()},
             "accepted": [claims.requests, claims.generation_tokens, claims.prompt_tokens],
+            "own": list(dataclasses.astuple(self.own(job_index))),
+            "probes": self._probes.get(job_index, 0),
         }
         self._keep(job_index, json.dumps(state))
 
     def accepted_before(self, job_index: int) -> sch.Claimed:
         """The claims of the job's results accepted so far."""
         return self._accepted.get(job_index, sch.Claimed())
+
+    def own(self, job_index: int) -> sch.Claimed:
+        """The requests and tokens of this submitter's probes of the job's server taken after its
+        counters' first read (`again`) and finished: they are in every later read's rise."""
+        return self._own.get(job_index, sch.Claimed())
+
+    async def again(self, job_index: int, m: Measurement, events: EventSink) -> None:
+        """Where a record of `m` is under the job's floor, probe the server once more now and take the
+        least of the job's probes as its floor (module docstring). One probe at a time a job: a result
+        that waited for another's is looked at again against the floor that probe left."""
+        lock = self._again.setdefault(job_index, trio.Lock())
+        async with lock:
+            floor = self._floors.get(job_index)
+            if floor is None or next(sch.floor_problems(m, floor), None) is None:
+                return
+            timing = drivers.ServerTiming((), None, f"no answer within {FLOOR_PROBE_S + 1.0:g} s")
+            with trio.move_on_after(FLOOR_PROBE_S + 1.0):
+                timing = await self._probe(*self._target(job_index))
+            self._probes[job_index] = self._probes.get(job_index, 1) + 1
+            if self.counts(job_index):
+                probed = sch.Claimed(len(timing.ttft_ms), timing.generated, 0)
+                self._own[job_index] = self.own(job_index) + probed
+            lowered = sch.lower_floor(floor, timing.ttft_ms, timing.rtt_ms, self._probes[job_index])
+            if lowered is None:
+                del self._floors[job_index]
+            else:
+                self._floors[job_index] = lowered
+            self._kept(job_index)
+            events(
+                "server_floor",
+                job=job_index,
+                read="again",
+                floor_ms=None if lowered is None else round(lowered.floor_ms, 3),
+                ttft_ms=[round(t, 3) for t in timing.ttft_ms],
+                rtt_ms=timing.rtt_ms,
+                error=timing.error,
+            )
+            log.info(
+                "server floor of job %d probed again for a record under %.4g ms: %s",
+                job_index, floor.floor_ms, lowered.said if lowered else timing.error or "no floor left",
+            )  # fmt: skip
+
+    def _target(self, job_index: int) -> tuple[GenerateSpec, str, str | None]:
+        """The job's load, its server's URL and the key its endpoint names, for a probe."""
+        spec = self._campaign.jobs[job_index].spec.generate
+        assert spec is not None
+        endpoint = spec.endpoint
+        assert endpoint is not None
+        assert endpoint.url is not None
+        key = self._keys.get(endpoint.api_key_env) if endpoint.api_key_env else None
+        return spec, endpoint.url, key
 
     def gates(self, job_index: int) -> bool:
         """Whether the job's offers wait for the probe (a lone loop's: it loads at once)."""
@@ -197,14 +274,8 @@ class FloorBook:
         """Probe the job's server in `nursery` if the job `wants` a floor and was not probed yet."""
         if job_index in self._started or not self.wants(job_index):
             return
-        spec = self._campaign.jobs[job_index].spec.generate
-        assert spec is not None
-        endpoint = spec.endpoint
-        assert endpoint is not None
-        assert endpoint.url is not None
         self._started[job_index] = trio.Event()
-        key = self._keys.get(endpoint.api_key_env) if endpoint.api_key_env else None
-        nursery.start_soon(self._measure, job_index, spec, endpoint.url, key, events)
+        nursery.start_soon(self._measure, job_index, *self._target(job_index), events)
 
     def floor(self, job_index: int) -> sch.ServerFloor | None:
         """The job's floor, or None (not a fleet, not measured yet, or the server not reached)."""
@@ -238,9 +309,11 @@ class FloorBook:
             found = sch.server_floor(timing.ttft_ms, timing.rtt_ms)
             if found is not None:
                 self._floors[job_index] = found
+            self._probes[job_index] = 1
             events(
                 "server_floor",
                 job=job_index,
+                read="before",
                 floor_ms=None if found is None else round(found.floor_ms, 3),
                 ttft_ms=[round(t, 3) for t in timing.ttft_ms],
                 rtt_ms=timing.rtt_ms,

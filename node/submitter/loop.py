@@ -115,7 +115,8 @@ class CampaignLoop:
             campaign, me.keys, keep=lambda job, state: store.put_floorbook(campaign_id, job, state)
         )
         self._floors.restore(store.floorbooks(campaign_id))  # a resumed campaign's, as it left them
-        self._server_counts: dict[tuple[str, str], sch.ServerCount] = {}  # (task, lease) -> its count
+        # (task, lease) -> its count, with the submitter's own probes of the server finished before the read
+        self._server_counts: dict[tuple[str, str], tuple[sch.ServerCount, sch.Claimed]] = {}
         self._challenger = challenger
         self._inboxes: dict[str, trio.MemorySendChannel[sch.Command]] = {}
         self._attempts: dict[str, Attempt] = {}
@@ -364,12 +365,12 @@ class CampaignLoop:
     ) -> None:
         job_index = self._task(attempt.task_id).job_index
         try:
-            if not self._floors.counts(job_index):
+            if not self._floors.wants(job_index):
                 await run_attempt(attempt, self._me, self._open, receive, self._heard_in)
                 return
             heard_send, heard_receive = trio.open_memory_channel[Heard](16)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._counted, job_index, heard_receive)
+                nursery.start_soon(self._served, job_index, heard_receive)
                 async with heard_send:
                     await run_attempt(attempt, self._me, self._open, receive, heard_send)
         finally:
@@ -377,15 +378,19 @@ class CampaignLoop:
                 del self._inboxes[attempt.task_id]
             self._idle.set()
 
-    async def _counted(self, job_index: int, heard: trio.MemoryReceiveChannel[Heard]) -> None:
-        """An attempt's events passed on, a delivered result after the server's counters were read
-        again (`FloorBook.count`): the rise it is judged against, read from this submitter's socket."""
+    async def _served(self, job_index: int, heard: trio.MemoryReceiveChannel[Heard]) -> None:
+        """An attempt's events passed on; a delivered result after this submitter looked at the server
+        again from its own socket: probed once more where a record is under the job's floor
+        (`FloorBook.again`), then its counters read where the job counts them (`FloorBook.count`), the
+        rise the result is judged against with the submitter's own probes finished before the read."""
         async with heard:
             async for item in heard:
                 if isinstance(item.event, Delivered):
+                    await self._floors.again(job_index, item.event.body.measurement, self._emit)
+                    own = self._floors.own(job_index)
                     count = await self._floors.count(job_index, self._emit)
                     if count is not None:
-                        self._server_counts[item.attempt.task_id, item.event.lease_id] = count
+                        self._server_counts[item.attempt.task_id, item.event.lease_id] = (count, own)
                 await self._heard_in.send(item)
 
     # -- events in -----------------------------------------------------------------------------
@@ -439,7 +444,10 @@ class CampaignLoop:
         spec = self._campaign.jobs[self._task(a.task_id).job_index].spec
         profile = sch.placed_profile(self._sched.peers(), a.peer_id) or delivered.body.device
         job_index = self._task(a.task_id).job_index
-        counted = None if count is None else Counted(count, self._floors.accepted_before(job_index))
+        counted = None
+        if count is not None:
+            rise, own = count
+            counted = Counted(rise, self._floors.accepted_before(job_index) + own)
         verdict = judge(a, delivered, spec, profile, self._floors.floor(job_index), counted)
         if isinstance(verdict, sch.ResultRejected):
             log.info("refused the result for %s: %s %s", a.task_id, verdict.reason.value, verdict.detail)

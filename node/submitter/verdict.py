@@ -28,7 +28,9 @@ from scheduler.verification import replica_of
 class Counted:
     """The server's count a result is held to: the rise of its counters between this submitter's read
     before the job and its read when the result arrived, and what the job's results accepted before
-    this one claimed (a fleet's members, a job's devices or replicas: every one sent after that read)."""
+    this one claimed (a fleet's members, a job's devices or replicas: every one sent after that read)
+    and this submitter's own probes of the server finished before the second read
+    (`node.submitter.floors.FloorBook.own`)."""
 
     count: sch.ServerCount
     before: sch.Claimed

@@ -105,10 +105,12 @@ class Schedule(Value):
 
 class ServerWitness(Value):
     """What the submitter saw of a load's server itself when it accepted the result: the floor it
-    measured before the job (`scheduler.ServerFloor`) and the rise of the server's own counters
-    between its reads (`scheduler.ServerCount`), with what the job's results accepted before this one
-    claimed. Its word (no one else read that server then): a reader holds the signed records to it as
-    the submitter did, so a result the submitter's own view refused cannot be sealed as accepted."""
+    measured (`scheduler.ServerFloor`: before the job, the least of its probes where a record under it
+    made the submitter probe again) and the rise of the server's own counters between its reads
+    (`scheduler.ServerCount`), with what the job's results accepted before this one claimed and the
+    submitter's own later probes sent. Its word (no one else read that server then): a reader holds
+    the signed records to it as the submitter did, so a result the submitter's own view refused cannot
+    be sealed as accepted."""
 
     floor_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     floor_said: str = Field(default="", max_length=512)

@@ -333,7 +333,13 @@ from scheduler.verification.servercount import (
     slack_for,
     within_count,
 )
-from scheduler.verification.serverfloor import FLOOR_SHARE, ServerFloor, server_floor
+from scheduler.verification.serverfloor import (
+    FLOOR_SHARE,
+    ServerFloor,
+    floor_problems,
+    lower_floor,
+    server_floor,
+)
 
 __all__ = [
     "FLOOR_SHARE",
@@ -371,8 +377,10 @@ __all__ = [
     "device_class",
     "distrusted",
     "draws_seed",
+    "floor_problems",
     "judge",
     "judged_band",
+    "lower_floor",
     "network_of",
     "pair_error",
     "parse_counters",

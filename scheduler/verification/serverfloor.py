@@ -57,9 +57,14 @@ the server did not answer. Measured on a real server (`examples/serve_llm.py`, S
 `kit.load 4` and a lab's own load 8, load average 13): llama.cpp's server in a test's process answered
 the probe's quickest first token in about 106 ms, a floor of 52.69 ms, and an honest fleet member's
 record a few seconds later in 35.96 ms, refused `invalid` (tests/labs/e2e/test_server_count.py). A
-floor from one moment's five probes is a false positive when that moment was the busy one; a floor
-that holds in any weather (the probe repeated at the result's arrival, the least of all taken) is not
-built yet.
+floor from one moment's five probes is a false positive when that moment was the busy one. So the
+floor a result is judged by is the least of the job's probes (`lower_floor`): a result with a record
+under it has the server probed again at its arrival (`node.submitter.floors.FloorBook.again`), and
+the share is of the server's quickest at either moment. Tested with the moment set by the test (a
+stub answering the job's first probe in 200 ms and the load in 50 ms, tests/labs/e2e/
+test_fleet_floor.py): the first floor, 99.8 ms, refused both honest members (the code before);
+lowered by the probe at the first result, 24.5 ms, it accepts them and refuses the liar. What it
+does not hold: a server quicker during the load than at both probes by more than twice.
 """
 
 from __future__ import annotations
@@ -93,10 +98,12 @@ class ServerFloor:
     said: str
 
 
-def server_floor(ttft_ms: Sequence[float], rtt_ms: float | None) -> ServerFloor | None:
+def server_floor(
+    ttft_ms: Sequence[float], rtt_ms: float | None, when: str = "before the job"
+) -> ServerFloor | None:
     """The floor from the submitter's own probe: `FLOOR_SHARE` x (the shortest first token less
     `PROBE_ALLOWANCE_MS` and the probe's round trip); None without a successful probe request or when
-    nothing is left."""
+    nothing is left. `when` says the probe's moment in the floor's `said`."""
     if not ttft_ms:
         return None
     shortest, trip = min(ttft_ms), rtt_ms or 0.0
@@ -106,9 +113,28 @@ def server_floor(ttft_ms: Sequence[float], rtt_ms: float | None) -> ServerFloor 
     said = (
         f"{FLOOR_SHARE:g} x the shortest first token of {shortest:.4g} ms less {PROBE_ALLOWANCE_MS:g} ms "
         f"for the clients' own work and the {trip:.3g} ms round trip, "
-        f"which this submitter measured to the server itself in {len(ttft_ms)} requests before the job"
+        f"which this submitter measured to the server itself in {len(ttft_ms)} requests {when}"
     )
     return ServerFloor(floor, said)
+
+
+def lower_floor(
+    floor: ServerFloor, ttft_ms: Sequence[float], rtt_ms: float | None, probes: int
+) -> ServerFloor | None:
+    """The least of `floor` and the floor of a later probe (`ttft_ms`, `rtt_ms`), the `probes`-th of
+    the job, taken at a result's arrival: a probe that answered nothing leaves `floor` as it was (it
+    learned nothing of the server); one whose quickest leaves nothing of the server's own time leaves
+    no floor (None); a quicker one lowers it, and its `said` names both moments. Never raises a floor:
+    a probe at a busier moment than the first says only that the server was busy then."""
+    if not ttft_ms:
+        return floor
+    found = server_floor(ttft_ms, rtt_ms, "at a result's arrival")
+    if found is None:
+        return None
+    if found.floor_ms >= floor.floor_ms:
+        return floor
+    said = f"{found.said}; the least of the job's {probes} probes (the floor before: {floor.floor_ms:.4g} ms)"
+    return ServerFloor(found.floor_ms, said)
 
 
 def floor_problems(m: Measurement, floor: ServerFloor | None, who: str = "") -> Iterator[str]:
@@ -137,4 +163,11 @@ def _under(r: RequestRecord, floor: ServerFloor) -> str | None:
     return f"{field}: {value!r} ms, under the server's floor of {floor.floor_ms:.4g} ms ({floor.said})"
 
 
-__all__ = ["FLOOR_SHARE", "PROBE_ALLOWANCE_MS", "ServerFloor", "floor_problems", "server_floor"]
+__all__ = [
+    "FLOOR_SHARE",
+    "PROBE_ALLOWANCE_MS",
+    "ServerFloor",
+    "floor_problems",
+    "lower_floor",
+    "server_floor",
+]

@@ -1,6 +1,7 @@
 """Issue 50: which jobs the submitter measures the server of (a fleet's, a timed closed loop's, a lone open
 loop's), once a job, whose offers wait for it (a lone loop's), what a probe that answered or failed
-leaves, and the server's count read before the job and again for each result where the job names it."""
+leaves, the server's count read before the job and again for each result where the job names it, and
+the server probed again for a result with a record under its floor."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import scheduler as sch
 from drivers import MetricsPage, ServerTiming
 from node.submitter.attempt import with_key
 from node.submitter.floors import FloorBook, Probe, Read
-from protocol import GenerateSpec
+from protocol import ComputeUnit, GenerateSpec, Measurement, RequestRecord, RunConditions
+from protocol.genstats import summarize_generation
+from protocol.stats import NO_SAMPLES
 from scheduler.verification.serverfloor import PROBE_ALLOWANCE_MS
 
 URL = "http://127.0.0.1:1/v1"
@@ -195,3 +198,84 @@ def test_the_offer_leaves_the_metrics_url_out_and_puts_the_key_in() -> None:
     assert with_key(spec, {}).generate == spec.generate.with_(  # type: ignore[union-attr]
         endpoint=spec.generate.endpoint.with_(metrics_url=None)  # type: ignore[union-attr]
     )
+
+
+def _load(*ttft_ms: float) -> Measurement:
+    """A closed loop's measurement whose records' first tokens are `ttft_ms`."""
+    records = [
+        RequestRecord(
+            prompt_id="a", prompt_tokens=3, output_tokens=2, ttft_ms=t, e2e_ms=t + 10.0,
+            token_times_ms=(t, t + 10.0), started_s=i * 0.1,
+        )
+        for i, t in enumerate(ttft_ms)
+    ]  # fmt: skip
+    spec = COUNTED.jobs[0].spec.generate
+    assert spec is not None
+    stats = summarize_generation(records, 1.0, spec)
+    raw: dict[str, Any] = {
+        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
+        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
+        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
+        "conditions": RunConditions(background_cores=0.05), "generation": stats,
+    }  # fmt: skip
+    return Measurement(**raw)
+
+
+async def test_a_record_under_a_busy_moments_floor_has_the_server_probed_again_and_the_least_kept() -> None:
+    """The weather's false positive (2026-11-27, load 13): the job's probe met a busy server (106 ms at
+    its quickest), an honest record came in 36 ms. A result with a record under the floor has the
+    server probed once more before it is judged: the floor is the least of the probes, and the
+    probe's requests are the submitter's own (`own`) in the counted job's later rises. A result above
+    the floor costs no probe; a later probe at a busier moment, or one that answers nothing, raises
+    nothing; a state kept and restored carries the lowered floor and the probes' requests."""
+    timings = [
+        ServerTiming((106.0, 110.0, 108.0, 120.0, 107.0), 0.1, generated=5),  # the job's, busy
+        ServerTiming((40.0, 38.5, 41.0, 39.0, 42.0), 0.1, generated=5),  # at the result: quieter
+        ServerTiming((150.0, 160.0), 0.1, generated=2),  # busier again
+        ServerTiming((), None, "connect: refused"),
+    ]
+    calls: list[str] = []
+    events: list[tuple[str, dict[str, Any]]] = []
+    kept: dict[int, str] = {}
+
+    async def probe(spec: GenerateSpec, url: str, key: str | None) -> ServerTiming:
+        calls.append("probe")
+        await trio.lowlevel.checkpoint()
+        return timings.pop(0)
+
+    async def read(url: str) -> MetricsPage:
+        return MetricsPage(LLAMA_BEFORE)
+
+    emit = lambda name, **fields: events.append((name, fields))  # noqa: E731
+    book = FloorBook(COUNTED, {}, probe, read, keep=kept.__setitem__)
+    async with trio.open_nursery() as nursery:
+        book.start(0, nursery, emit)
+        await book.measured(0)
+    busy = book.floor(0)
+    assert busy is not None
+    assert busy.floor_ms == 0.5 * (106.0 - PROBE_ALLOWANCE_MS - 0.1)
+
+    await book.again(0, _load(60.0, 55.0), emit)  # above the floor: judged as it is
+    assert calls == ["probe"]
+    await book.again(0, _load(60.0, 36.0), emit)  # under it: the server probed again
+    assert calls == ["probe", "probe"]
+    lowered = book.floor(0)
+    assert lowered is not None
+    assert lowered.floor_ms == 0.5 * (38.5 - PROBE_ALLOWANCE_MS - 0.1) < 36.0
+    assert "the least of the job's 2 probes" in lowered.said
+    assert book.own(0) == sch.Claimed(5, 5, 0)  # the job's first probe is inside the rise's slack
+    assert [(f["read"], f["floor_ms"]) for name, f in events if name == "server_floor"] == [
+        ("before", round(busy.floor_ms, 3)),
+        ("again", round(lowered.floor_ms, 3)),
+    ]
+
+    await book.again(0, _load(60.0, 1.0), emit)  # a liar's record: probed, busier, the floor stands
+    await book.again(0, _load(60.0, 1.0), emit)  # and again: no answer, nothing learned
+    assert calls == ["probe"] * 4
+    assert book.floor(0) == lowered
+    assert book.own(0) == sch.Claimed(7, 7, 0)
+
+    resumed = FloorBook(COUNTED, {}, probe, read)
+    resumed.restore(kept)
+    assert resumed.floor(0) == lowered
+    assert resumed.own(0) == sch.Claimed(7, 7, 0)

@@ -25,7 +25,7 @@ from protocol import (
 )
 from protocol.genstats import summarize_generation
 from protocol.stats import NO_SAMPLES
-from scheduler import Refusal, ServerFloor, check_figures, check_sends, deal, server_floor
+from scheduler import Refusal, ServerFloor, check_figures, check_sends, deal, lower_floor, server_floor
 from scheduler.verification import FLOOR_SHARE
 from scheduler.verification.sendcheck import slots_problems
 from scheduler.verification.serverfloor import PROBE_ALLOWANCE_MS
@@ -155,3 +155,23 @@ def test_a_lone_closed_loop_is_held_to_the_floor_too() -> None:
     assert isinstance(refusal, Refusal)
     assert refusal.detail.startswith("generation.records[100].ttft_ms: 0.0004 ms, under the server's floor")
     assert "fleet member" not in refusal.detail
+
+
+def test_a_later_probe_only_lowers_the_floor_and_names_both_moments() -> None:
+    """The weather (2026-11-27, the suite beside load 13): a probe at a busy moment answered in 106 ms
+    at its quickest, an honest member's record a few seconds later in 36 ms. The floor a result is
+    judged by is the least of the job's probes: a quieter later probe lowers it, a busier one or one
+    that answered nothing leaves it, and one with nothing left of the server's time leaves none."""
+    busy = server_floor([106.0, 110.0, 120.0], 0.1)
+    assert busy is not None
+    assert busy.floor_ms > 36.0  # the honest record went under it
+    lowered = lower_floor(busy, [40.0, 38.5, 41.0], 0.1, 2)
+    assert lowered is not None
+    assert lowered.floor_ms == FLOOR_SHARE * (38.5 - PROBE_ALLOWANCE_MS - 0.1) < 36.0
+    assert "in 3 requests at a result's arrival; the least of the job's 2 probes" in lowered.said
+    assert f"(the floor before: {busy.floor_ms:.4g} ms)" in lowered.said
+    assert (
+        lower_floor(busy, [150.0, 140.0], 0.1, 2) is busy
+    )  # busier then: the server's quickest is not later
+    assert lower_floor(busy, [], None, 2) is busy  # no answer: nothing learned of the server
+    assert lower_floor(busy, [0.9], 0.0, 2) is None  # under a millisecond: no floor can be taken
