@@ -235,15 +235,7 @@ class FloorBook:
             else:
                 self._floors[job_index] = lowered
             self._kept(job_index)
-            events(
-                "server_floor",
-                job=job_index,
-                read="again",
-                floor_ms=None if lowered is None else round(lowered.floor_ms, 3),
-                ttft_ms=[round(t, 3) for t in timing.ttft_ms],
-                rtt_ms=timing.rtt_ms,
-                error=timing.error,
-            )
+            _said(events, job_index, "again", lowered, timing)
             log.info(
                 "server floor of job %d probed again for a record under %.4g ms: %s",
                 job_index, floor.floor_ms, lowered.said if lowered else timing.error or "no floor left",
@@ -310,16 +302,24 @@ class FloorBook:
             if found is not None:
                 self._floors[job_index] = found
             self._probes[job_index] = 1
-            events(
-                "server_floor",
-                job=job_index,
-                read="before",
-                floor_ms=None if found is None else round(found.floor_ms, 3),
-                ttft_ms=[round(t, 3) for t in timing.ttft_ms],
-                rtt_ms=timing.rtt_ms,
-                error=timing.error,
-            )
+            _said(events, job_index, "before", found, timing)
             log.info("server floor of job %d: %s", job_index, found.said if found else timing.error)
+
+
+def _said(
+    events: EventSink, job_index: int, read: str, floor: sch.ServerFloor | None, timing: drivers.ServerTiming
+) -> None:
+    """The `server_floor` event of a probe: `read` "before" the job or "again" at a result's arrival,
+    the job's floor after it (None: no floor), and what the probe measured."""
+    events(
+        "server_floor",
+        job=job_index,
+        read=read,
+        floor_ms=None if floor is None else round(floor.floor_ms, 3),
+        ttft_ms=[round(t, 3) for t in timing.ttft_ms],
+        rtt_ms=timing.rtt_ms,
+        error=timing.error,
+    )
 
 
 __all__ = ["FLOOR_PROBE_S", "METRICS_READ_S", "FloorBook"]

@@ -9,14 +9,14 @@ import json
 from typing import Any
 
 import trio
+from kit.loads import load_measurement
 
 import scheduler as sch
 from drivers import MetricsPage, ServerTiming
 from node.submitter.attempt import with_key
 from node.submitter.floors import FloorBook, Probe, Read
-from protocol import ComputeUnit, GenerateSpec, Measurement, RequestRecord, RunConditions
+from protocol import GenerateSpec, Measurement, RequestRecord
 from protocol.genstats import summarize_generation
-from protocol.stats import NO_SAMPLES
 from scheduler.verification.serverfloor import PROBE_ALLOWANCE_MS
 
 URL = "http://127.0.0.1:1/v1"
@@ -212,13 +212,7 @@ def _load(*ttft_ms: float) -> Measurement:
     spec = COUNTED.jobs[0].spec.generate
     assert spec is not None
     stats = summarize_generation(records, 1.0, spec)
-    raw: dict[str, Any] = {
-        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
-        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
-        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
-        "conditions": RunConditions(background_cores=0.05), "generation": stats,
-    }  # fmt: skip
-    return Measurement(**raw)
+    return load_measurement(stats)
 
 
 async def test_a_record_under_a_busy_moments_floor_has_the_server_probed_again_and_the_least_kept() -> None:

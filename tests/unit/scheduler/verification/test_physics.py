@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kit.loads import load_measurement
 
 from protocol import (
     ComputeUnit,
@@ -16,12 +17,10 @@ from protocol import (
     Measurement,
     Prompt,
     RequestRecord,
-    RunConditions,
     TaskSpec,
     derive,
 )
 from protocol.genstats import summarize_generation
-from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, check_figures, check_sends
 
 CLOSED = GenerateSpec(
@@ -51,13 +50,8 @@ def _honest(n: int = 20) -> list[RequestRecord]:
 def _checked(records: list[RequestRecord], rtt_ms: float | None = RTT_MS) -> Measurement | Refusal:
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in records)
     stats = summarize_generation(records, wall, CLOSED).with_(rtt_ms=rtt_ms)
-    raw: dict[str, Any] = {
-        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
-        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
-        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
-        "conditions": RunConditions(background_cores=0.05), "generation": stats,
-    }  # fmt: skip
-    figures = check_figures(derive(Measurement(**raw), SPEC), SPEC)
+    measured = load_measurement(stats)
+    figures = check_figures(derive(measured, SPEC), SPEC)
     if isinstance(figures, Refusal):
         return figures
     return check_sends(figures, SPEC, SPEC)

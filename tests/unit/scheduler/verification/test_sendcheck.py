@@ -4,9 +4,8 @@ bound; an honest client's records pass unchanged, late ones too."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from kit.loads import load_measurement
 
 from protocol import (
     CapacityLevel,
@@ -19,14 +18,12 @@ from protocol import (
     Measurement,
     Prompt,
     RequestRecord,
-    RunConditions,
     TaskSpec,
     derive,
 )
 from protocol.arrivals import open_loop
 from protocol.generation import MAX_RECORDS
 from protocol.genstats import summarize_generation
-from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, check_figures, check_sends, deal
 from scheduler.verification import LATE_SLACK_S
 
@@ -56,14 +53,8 @@ def _measurement(
 ) -> Measurement:
     """A load's measurement as the worker builds it: raw records, every figure derived from them."""
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in records)
-    raw: dict[str, Any] = {
-        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
-        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
-        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
-        "conditions": RunConditions(background_cores=0.05),
-        "generation": summarize_generation(records, wall, generate, unsent=unsent),
-    }  # fmt: skip
-    return derive(Measurement(**raw), SPEC.with_(generate=generate))
+    measured = load_measurement(summarize_generation(records, wall, generate, unsent=unsent))
+    return derive(measured, SPEC.with_(generate=generate))
 
 
 def _checked(records: list[RequestRecord], unsent: int = 0) -> Measurement | Refusal:

@@ -11,13 +11,11 @@ text: every limit and malformed page is a `CountRead` with its reason, never an 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from kit.loads import load_measurement
 
-from protocol import ComputeUnit, GenerateSpec, Measurement, Prompt, RequestRecord, RunConditions
+from protocol import GenerateSpec, Measurement, Prompt, RequestRecord
 from protocol.genstats import summarize_generation
-from protocol.stats import NO_SAMPLES
 from scheduler.verification.servercount import (
     MAX_METRICS_BYTES,
     MAX_METRICS_LINES,
@@ -169,13 +167,7 @@ def _records(n: int, *, counted: bool = False, failed: int = 0) -> Measurement:
     ]  # fmt: skip
     bad = [r.with_(error="http_status", output_tokens=0) for r in ok[:failed]]
     stats = summarize_generation([*ok, *bad], n * 0.1, SPEC)
-    raw: dict[str, Any] = {
-        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
-        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
-        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
-        "conditions": RunConditions(background_cores=0.05), "generation": stats,
-    }  # fmt: skip
-    return Measurement(**raw)
+    return load_measurement(stats)
 
 
 def test_the_claims_are_the_successful_records_and_a_client_count_is_one_token() -> None:

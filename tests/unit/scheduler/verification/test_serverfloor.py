@@ -9,7 +9,7 @@ found and the member; an honest member's records pass it; and the slot bound div
 
 from __future__ import annotations
 
-from typing import Any
+from kit.loads import load_measurement
 
 from protocol import (
     ComputeUnit,
@@ -19,12 +19,10 @@ from protocol import (
     Measurement,
     Prompt,
     RequestRecord,
-    RunConditions,
     TaskSpec,
     derive,
 )
 from protocol.genstats import summarize_generation
-from protocol.stats import NO_SAMPLES
 from scheduler import Refusal, ServerFloor, check_figures, check_sends, deal, lower_floor, server_floor
 from scheduler.verification import FLOOR_SHARE
 from scheduler.verification.sendcheck import slots_problems
@@ -67,13 +65,8 @@ def _checked(
 ) -> Measurement | Refusal:
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in records)
     stats = summarize_generation(records, wall, CLOSED).with_(rtt_ms=rtt_ms)
-    raw: dict[str, Any] = {
-        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
-        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
-        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
-        "conditions": RunConditions(background_cores=0.05), "generation": stats,
-    }  # fmt: skip
-    figures = check_figures(derive(Measurement(**raw), SPEC), SPEC)
+    measured = load_measurement(stats)
+    figures = check_figures(derive(measured, SPEC), SPEC)
     assert not isinstance(figures, Refusal), figures  # self-consistent: only the schedule can refute
     return check_sends(figures, SPEC, SIGNED, floor)
 
@@ -141,14 +134,8 @@ def test_a_lone_closed_loop_is_held_to_the_floor_too() -> None:
     spec = SPEC.with_(generate=lone)
     records = _attack(_honest())
     wall = max(r.started_s + r.e2e_ms / 1e3 for r in records)
-    raw: dict[str, Any] = {
-        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
-        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
-        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
-        "conditions": RunConditions(background_cores=0.05),
-        "generation": summarize_generation(records, wall, lone).with_(rtt_ms=0.3),
-    }  # fmt: skip
-    figures = check_figures(derive(Measurement(**raw), spec), spec)
+    measured = load_measurement(summarize_generation(records, wall, lone).with_(rtt_ms=0.3))
+    figures = check_figures(derive(measured, spec), spec)
     assert not isinstance(figures, Refusal)
     assert not isinstance(check_sends(figures, spec, spec), Refusal)  # physics alone passes it
     refusal = check_sends(figures, spec, spec, PROBED)

@@ -4,7 +4,7 @@ the result's own slots' last requests."""
 
 from __future__ import annotations
 
-from typing import Any
+from kit.loads import load_measurement
 
 import scheduler as sch
 from protocol import (
@@ -15,11 +15,9 @@ from protocol import (
     Measurement,
     Prompt,
     RequestRecord,
-    RunConditions,
     TaskSpec,
 )
 from protocol.genstats import summarize_generation
-from protocol.stats import NO_SAMPLES
 
 LOAD = GenerateSpec(
     prompts=(Prompt(id="a", text="Say OK."),),
@@ -46,14 +44,7 @@ def _measured(n: int) -> Measurement:
         )
         for i in range(n)
     ]  # fmt: skip
-    raw: dict[str, Any] = {
-        "compute_unit": ComputeUnit.CPU_ONNX, "load_ms": NO_SAMPLES, "load_first_ms": 0.0,
-        "first_inference_ms": 0.0, "warmups_used": 0, "inference_ms": NO_SAMPLES,
-        "peak_load_ram_mb": 50.0, "peak_inference_ram_mb": 60.0, "cpu_cores_used": 1.0,
-        "conditions": RunConditions(background_cores=0.05),
-        "generation": summarize_generation(records, n * 0.05, LOAD),
-    }  # fmt: skip
-    return Measurement(**raw)
+    return load_measurement(summarize_generation(records, n * 0.05, LOAD))
 
 
 def test_a_lone_result_within_the_rise_and_its_slots_slack_passes() -> None:
