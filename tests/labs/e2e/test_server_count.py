@@ -50,9 +50,10 @@ from node.report.bundles import verify_folder
 from node.submitter.store import CampaignStore
 
 pytestmark = pytest.mark.exclusive
-"""The floor compares timings measured here at two moments (the submitter's probe of the server before
-the job, the members' records during it): another lab's load between them refused an honest member
-(`scheduler.verification.serverfloor`: a floor that holds in any weather is not built yet)."""
+"""The floor compares timings measured here at different moments (the submitter's probes of the server,
+the members' records during the load): another lab's load at the probe refused an honest member
+before the floor became the least of the job's probes (`scheduler.verification.serverfloor`), and a
+load beside both probes and not beside the members' run would still turn it."""
 
 LOADLIAR = ROOT / "tests" / "kit" / "loadliar.py"
 DURATION_S, SLOTS, TOKENS = 3.0, 4, 4
