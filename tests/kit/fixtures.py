@@ -33,7 +33,8 @@ async def host_pair(tmp_path: Path) -> AsyncIterator[tuple[Host, Host]]:
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
-    lab = Lab(tmp_path, record_ttl=4.0)
+    """A process lab whose gates and workers keep records for 300 s: no listing races a republish."""
+    lab = Lab(tmp_path)
     try:
         yield lab
     finally:

@@ -163,8 +163,13 @@ class Lab:
         listen: str = LOOPBACK,
         ns: str | None = None,
         wait: bool = True,
+        record_ttl: float | None = None,
     ) -> Proc:
-        """Start a `join` worker; with `wait`, wait for its ready line (its first advert is out)."""
+        """Start a `join` worker; with `wait`, wait for its ready line (its first advert is out).
+
+        `record_ttl`: its adverts' lifetime (the lab's if None). A worker that must stay listed keeps
+        the lab's long one, so its listing never races its own republish on a starved machine; one
+        whose expiry is the point gets a short one, and only its signed advert runs out."""
         args = [
             "join",
             "--listen",
@@ -174,7 +179,7 @@ class Lab:
             "--profile",
             str(profile),
             "--record-ttl",
-            str(self.record_ttl),
+            str(self.record_ttl if record_ttl is None else record_ttl),
             "--events",
         ]
         for gate in gates:
@@ -189,7 +194,8 @@ class Lab:
         args = [*SARK, "peers", "--json", "--data-dir", str(self.root / f"peers-{len(self.procs)}")]
         for gate in gates:
             args += ["--gate", gate]
-        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=True)
+        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        assert out.returncode == 0, f"peers exited {out.returncode}: {out.stderr[-4000:]}"
         peers: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])["peers"]
         return peers
 

@@ -14,7 +14,12 @@ def _peer_ids(lab: Lab, gates: list[str]) -> set[str]:
 
 def test_peers_lists_three_workers_and_a_killed_one_expires(lab: Lab, profile_file: Path) -> None:
     gates = lab.gate().ready["addrs"]
-    workers = [lab.worker(f"w{i}", gates, profile_file, wait=False) for i in range(3)]
+    # w0 dies below: its adverts live 4 s. w1 and w2 keep the lab's 300 s, so their listing never
+    # waits on a republish that a starved machine may run late (at 4 s each, it did: "no worker found")
+    workers = [
+        lab.worker(f"w{i}", gates, profile_file, wait=False, record_ttl=4.0 if i == 0 else None)
+        for i in range(3)
+    ]
     for worker in workers:
         worker.ready = worker.wait_event("ready", 30)
     ids = {w.ready["peer_id"] for w in workers}
@@ -23,8 +28,8 @@ def test_peers_lists_three_workers_and_a_killed_one_expires(lab: Lab, profile_fi
     assert all(p["units"] == ["CPU (ONNX)"] and p["reachability"] == "direct" for p in listed)
 
     lab.kill(workers[0])
-    deadline = time.monotonic() + 30  # record lifetime is 4 s in this lab
+    deadline = time.monotonic() + 30  # its signed advert runs out 4 s after it was last signed
     while workers[0].ready["peer_id"] in _peer_ids(lab, gates):
-        assert time.monotonic() < deadline, "killed worker still listed after its records expired"
+        assert time.monotonic() < deadline, "killed worker still listed after its advert expired"
     restarted = lab.worker("w0", gates, profile_file)
     assert restarted.ready["peer_id"] == workers[0].ready["peer_id"]
