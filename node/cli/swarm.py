@@ -342,11 +342,12 @@ def peers(
     submitter (`--data-dir`, else the default one `submit` uses), so the workers that take its offers
     answer its challenge.
 
-    Exit code: 1 with the cause when no worker was found (no gate answered, the gate refused our
-    lookups, no worker advertises), 2 for bad input.
+    Exit code: 1 with the cause its own lookup met when no worker was found (no gate answered, the
+    gate refused our lookups, no worker advertises, none answered, the lookup ran past `--timeout`:
+    `node.p2p.survey.explain`), 2 for bad input.
     """
     from node.p2p.node import open_node
-    from node.p2p.survey import why_no_workers
+    from node.p2p.survey import explain
 
     # as the submitter: its identity (workers answer a challenge only from submitters they take offers
     # from) and its data folder, where the records below are too; nothing is left anywhere else
@@ -358,13 +359,13 @@ def peers(
 
     async def main() -> tuple[list[Peer], Shortfall | None, Challenged | None]:
         async with open_node(config, role="submitter") as node:
-            found: list[Peer] = await node.find_workers(timeout=timeout)
+            look = await node.look(timeout=timeout)
+            why = None if look.peers else explain(look, "any unit")  # by what this look met
             if not challenge:
-                return found, None if found else await why_no_workers(node), None
+                return look.peers, why, None
             from node.cli.peerchallenge import challenge_peers
 
-            challenged = await challenge_peers(node, found)
-            return found, None if found else await why_no_workers(node), challenged
+            return look.peers, why, await challenge_peers(node, look.peers)
 
     from node.cli.records import record_rows
     from node.datadir import data_folder

@@ -21,7 +21,7 @@ from node.p2p.closest import ClosestServers, rewalk_every
 from node.p2p.dht import Dht, provider_bound, select_record, validate_record
 from node.p2p.gates import connect_gates
 from node.p2p.host import GATE_CONNECTIONS, NODE_CONNECTIONS, Host, HostConfig, open_host
-from node.p2p.kad import Kad
+from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.kadpatch import open_kad
 from node.p2p.places import places_for
 from node.p2p.reach import ReachVerdict, dial_back_verdict
@@ -48,9 +48,9 @@ PROFILE_PROBES_AT_ONCE: Final = 16
 PROFILE_PROBE_S: Final = 3.0
 """Deadline of one such request."""
 SEEN_FROM_DHT: Final = 4
+"""A provider record's first addresses taken as where the DHT saw the peer."""
 HELPERS: Final = 20
 """Providers of the any-worker key a reachability check may ask for a dial-back (a lookup's count)."""
-"""A provider record's first addresses taken as where the DHT saw the peer."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,25 @@ class Peer:
     def dial_addrs(self) -> tuple[str, ...]:
         """Direct addresses first, then circuit addresses through a relay."""
         return self.advert.addrs + self.advert.circuit_addrs
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look for workers (`Node.look`): those found, and the lookup they came from, so that an
+    empty look is explained by what it met (`node.p2p.survey.explain`), not by another lookup at
+    another moment that may find what this one did not.
+
+    Attributes:
+        peers: the workers found, sorted by peer id.
+        lookup: the provider lookup (None: it did not end within the deadline).
+        ended: every provider's advert was read or asked for before the deadline.
+        timeout_s: the deadline of the look.
+    """
+
+    peers: list[Peer]
+    lookup: ProviderLookup | None
+    ended: bool
+    timeout_s: float
 
 
 @final
@@ -99,7 +118,25 @@ class Node:
         past_gaps: int = 0,
     ) -> list[Peer]:
         """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id
-        (`peers`' listing: what the DHT says of each, without a live probe).
+        (`look`'s workers)."""
+        look = await self.look(
+            unit, timeout=timeout, count=count, known=known, skip=skip, past_gaps=past_gaps
+        )
+        return look.peers
+
+    async def look(
+        self,
+        unit: ComputeUnit | None = None,
+        *,
+        timeout: float = 5.0,
+        count: int | None = None,
+        known: frozenset[str] = frozenset(),
+        skip: frozenset[str] = frozenset(),
+        past_gaps: int = 0,
+    ) -> Look:
+        """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id
+        (`peers`' listing: what the DHT says of each, without a live probe), with the lookup they
+        came from.
 
         The lookup stops once it has `count` providers not in `known` (None: every one): a later look
         for more reads past the workers a caller knows (`Dht.lookup`). Providers in `skip` are neither
@@ -111,14 +148,16 @@ class Node:
         `PROFILE_PROBE_S`, and the lookup returns when the last has answered or not.
         """
         found: list[Peer] = []
-        with trio.move_on_after(timeout):
-            providers = await self.dht.providers(unit, count, known | skip, past_gaps=past_gaps)
+        lookup: ProviderLookup | None = None
+        with trio.move_on_after(timeout) as deadline:
+            lookup = await self.dht.lookup(unit, count, known | skip, past_gaps=past_gaps)
             probes = trio.CapacityLimiter(PROFILE_PROBES_AT_ONCE)
             async with trio.open_nursery() as nursery:
-                for peer_id, addrs in providers.items():
+                for peer_id, addrs in lookup.providers.items():
                     if peer_id not in skip:
                         nursery.start_soon(self._collect, peer_id, addrs, unit, found, probes)
-        return sorted(found, key=lambda p: p.peer_id)
+        peers = sorted(found, key=lambda p: p.peer_id)
+        return Look(peers, lookup, not deadline.cancelled_caught, timeout)
 
     async def find_providers(
         self,
@@ -292,4 +331,4 @@ async def check_reachability(node: Node, askers: Sequence[str] = ()) -> ReachVer
     return await dial_back_verdict(node.host, node.gates, helpers)
 
 
-__all__ = ["Node", "Peer", "Role", "check_reachability", "connection_cap", "open_node"]
+__all__ = ["Look", "Node", "Peer", "Role", "check_reachability", "connection_cap", "open_node"]

@@ -1,7 +1,9 @@
 """Why a lookup found no worker: a reason code and a detail, so `peers` and `submit` never fail silently.
 
 "No gate answered" is `open_node`'s `PeerUnreachable`; once connected, a lookup that found nobody
-is one of the `NoWorkers` reasons below, built from what each DHT server said.
+is one of the `NoWorkers` reasons below, built from what each DHT server said. A look that found
+nobody (`Node.look`: `peers`) is explained by its own lookup (`explain`); one explained by a second
+lookup said "none answered /sark/profile" of providers that lookup found and nobody had asked.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from typing import final
 
 from node.p2p.kad import ProviderLookup
-from node.p2p.node import Node
+from node.p2p.node import Look, Node
 from protocol import ComputeUnit
 
 
@@ -25,6 +27,8 @@ class NoWorkers(enum.StrEnum):
     """The servers answered, with no provider of the key."""
     NO_ANSWER = "no_answer"
     """Workers are listed as providers, but none gave a valid profile."""
+    TIMED_OUT = "timed_out"
+    """The provider lookup itself did not end within the look's deadline."""
 
 
 @dataclass(frozen=True)
@@ -56,10 +60,24 @@ def shortfall(lookup: ProviderLookup, what: str) -> Shortfall:
     )
 
 
+def explain(look: Look, what: str) -> Shortfall:
+    """Why `look` found nobody, from its own lookup (`what`: the unit asked for)."""
+    if look.lookup is None:
+        return Shortfall(
+            NoWorkers.TIMED_OUT,
+            f"the DHT servers did not finish the provider lookup for {what} within {look.timeout_s:g} s "
+            "(--timeout)",
+        )
+    why = shortfall(look.lookup, what)
+    if why.code is NoWorkers.NO_ANSWER and not look.ended:
+        return Shortfall(why.code, f"{why.detail} within {look.timeout_s:g} s (--timeout)")
+    return why
+
+
 async def why_no_workers(node: Node, unit: ComputeUnit | None = None) -> Shortfall:
     """Look the unit's providers up again and say why nobody was found."""
     lookup = await node.dht.lookup(unit)
     return shortfall(lookup, "any unit" if unit is None else unit.value)
 
 
-__all__ = ["NoWorkers", "Shortfall", "shortfall", "why_no_workers"]
+__all__ = ["NoWorkers", "Shortfall", "explain", "shortfall", "why_no_workers"]
