@@ -7,7 +7,7 @@ three ways, three times each:
 - `peers`: the whole `sark-node peers --json` process, from exec to exit (interpreter, imports, host,
   lookup, shutdown);
 - `fresh node`: a child process that times itself from its first line: `import` (Python + libp2p),
-  `open` (host up, gate connected, DHT bootstrapped) and `lookup` (`Node.find_workers` until every
+  `open` (host up, gate connected, DHT bootstrapped) and `lookup` (`Node.look` until every
   advert is verified); `start->all` is the sum, the issue's figure.
 
 Prints a table and writes benchmarks/out/discovery.json.
@@ -33,7 +33,7 @@ sys.path.append(str(ROOT / "tests"))
 
 
 def fresh_node(gates: list[str], data_dir: str) -> None:
-    """The child: time import, open_node and find_workers from this process's first line; print JSON."""
+    """The child: time import, open_node and look from this process's first line; print JSON."""
     import trio
 
     from node.config import NodeConfig
@@ -46,7 +46,7 @@ def fresh_node(gates: list[str], data_dir: str) -> None:
         start = time.monotonic()
         async with open_node(config, role="submitter") as node:
             opened = time.monotonic()
-            peers = await node.find_workers(timeout=30)
+            peers = (await node.look(timeout=30)).peers
             done = time.monotonic()
         return {
             "import_s": imported - T0,

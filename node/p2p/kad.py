@@ -225,7 +225,7 @@ class Kad:
         none answered (a server that stalls the stream, as a hostile one near the key may), it walked
         the same servers again under none of these deadlines (30 s against one stalling gate, where
         this returns after `LONE_QUERY_S`). A reader with no value asks the worker itself
-        (its ask over `/sark/profile`: `Node.find_workers`, `submit`'s probe).
+        (its ask over `/sark/profile`: `Node.look`, `submit`'s probe).
         """
         key_bytes = key.encode()
         values: list[bytes] = []

@@ -107,23 +107,6 @@ class Node:
         self.gates = gates
         self.kad = kad
 
-    async def find_workers(
-        self,
-        unit: ComputeUnit | None = None,
-        *,
-        timeout: float = 5.0,
-        count: int | None = None,
-        known: frozenset[str] = frozenset(),
-        skip: frozenset[str] = frozenset(),
-        past_gaps: int = 0,
-    ) -> list[Peer]:
-        """Workers providing `unit` (None: any) with a verified, unexpired advert, sorted by peer id
-        (`look`'s workers)."""
-        look = await self.look(
-            unit, timeout=timeout, count=count, known=known, skip=skip, past_gaps=past_gaps
-        )
-        return look.peers
-
     async def look(
         self,
         unit: ComputeUnit | None = None,
@@ -172,7 +155,7 @@ class Node:
         (`ask_addrs`), sorted by peer id: no advert is fetched, for the caller asks each provider itself
         (`submit`'s discovery: its live probe over `/sark/profile` returns the signed advert).
 
-        `count`, `known`, `skip` and `past_gaps` as `find_workers` reads them. The records carry what an
+        `count`, `known`, `skip` and `past_gaps` as `look` reads them. The records carry what an
         advert's addresses would (a host's own addresses, the dial-back's included, then a relayed
         worker's circuits: `Kad._announced`), so a `Kad.get` of each provider's advert (k servers
         asked and awaited, 400 requests for a key's 20 providers) would add seconds to every look and

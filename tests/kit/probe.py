@@ -35,7 +35,7 @@ async def find(node: Node, expect: int, timeout: float) -> list[Peer]:
     peers: list[Peer] = []
     with trio.move_on_after(timeout):
         while True:
-            peers = await node.find_workers(timeout=timeout)
+            peers = (await node.look(timeout=timeout)).peers
             if len(peers) >= expect:
                 break
             await trio.sleep(0.2)  # a lookup is not an event we can wait on; bounded by `timeout`

@@ -72,7 +72,7 @@ async def _put_raw(node: Node, at: Node, key: str, value: bytes) -> None:
 async def test_a_fresh_node_finds_every_worker_by_asking_only_the_gate(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with swarm(tmp_path, 6) as lab, open_node(lab.config("fresh"), role="submitter") as fresh:
-            found = await fresh.find_workers(timeout=10)
+            found = (await fresh.look(timeout=10)).peers
             assert {p.peer_id for p in found} == {w.host.peer_id for w in lab.workers}
             # P11: client-mode workers stay out of the gate's table, so nobody is told to dial them.
             gate_table = set(lab.gate.dht.kad.routing_table_peers())
