@@ -2,8 +2,9 @@
 
 "No gate answered" is `open_node`'s `PeerUnreachable`; once connected, a lookup that found nobody
 is one of the `NoWorkers` reasons below, built from what each DHT server said. A look that found
-nobody (`Node.look`: `peers`) is explained by its own lookup (`explain`); one explained by a second
-lookup said "none answered /sark/profile" of providers that lookup found and nobody had asked.
+nobody (`Node.look`: `peers`) is explained by its own lookup (`explain`), and `submit`'s discovery by
+what its own looks listed (`node.submitter.discovery`); one explained by a second lookup said "none
+answered /sark/profile" of providers that lookup found and nobody had asked.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from dataclasses import dataclass
 from typing import final
 
 from node.p2p.kad import ProviderLookup
-from node.p2p.node import Look, Node
-from protocol import ComputeUnit
+from node.p2p.node import Look
 
 
 @final
@@ -39,14 +39,18 @@ class Shortfall:
     detail: str
 
 
+def unanswered(providers: int, what: str) -> Shortfall:
+    """`providers` were listed and asked, and none gave a valid advert."""
+    return Shortfall(
+        NoWorkers.NO_ANSWER,
+        f"{providers} peer(s) advertise {what}, but none answered /sark/profile with a valid advert",
+    )
+
+
 def shortfall(lookup: ProviderLookup, what: str) -> Shortfall:
     """Explain an empty result from the provider lookup behind it (`what`: the unit asked for)."""
     if lookup.providers:
-        return Shortfall(
-            NoWorkers.NO_ANSWER,
-            f"{len(lookup.providers)} peer(s) advertise {what}, but none answered /sark/profile "
-            f"with a valid advert",
-        )
+        return unanswered(len(lookup.providers), what)
     if lookup.failures and not lookup.answered:
         refusals = "; ".join(f"{peer}: {why}" for peer, why in sorted(lookup.failures.items()))
         return Shortfall(
@@ -74,10 +78,4 @@ def explain(look: Look, what: str) -> Shortfall:
     return why
 
 
-async def why_no_workers(node: Node, unit: ComputeUnit | None = None) -> Shortfall:
-    """Look the unit's providers up again and say why nobody was found."""
-    lookup = await node.dht.lookup(unit)
-    return shortfall(lookup, "any unit" if unit is None else unit.value)
-
-
-__all__ = ["NoWorkers", "Shortfall", "explain", "shortfall", "why_no_workers"]
+__all__ = ["NoWorkers", "Shortfall", "explain", "shortfall", "unanswered"]

@@ -14,7 +14,7 @@ import trio
 import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node
-from node.p2p.survey import Shortfall, why_no_workers
+from node.p2p.survey import NoWorkers, Shortfall, shortfall, unanswered
 from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, ProtocolError, Reachability, owner_of
 from scheduler.verification import DeviceClass, claim_problems, device_class
 
@@ -157,6 +157,8 @@ class Discovery:
         (`SILENT_FIRST_S`, doubled by each miss in a row; forgotten once one answers)."""
         self._probing: set[str] = set()
         """Providers whose probe is under way (a later look skips them too)."""
+        self._listed: set[str] = set()
+        """Every provider a look listed (each was probed, or skipped as silent: it did not answer)."""
         self._late: list[sch.PeerView] = []
         """Views confirmed by probes that outlived their round (the next one takes them)."""
         self._slots = trio.CapacityLimiter(PROBE_SLOTS)
@@ -217,9 +219,24 @@ class Discovery:
             probes.cancel_scope.cancel()
         log.info("discovered %d live workers", len(confirmed))
         if not confirmed:
-            self.empty_cause = await why_no_workers(self._node)
+            self.empty_cause = await self._why_none()
             log.warning("no worker found (%s): %s", self.empty_cause.code.value, self.empty_cause.detail)
         return tuple(sorted(confirmed.values(), key=lambda v: v.peer_id))
+
+    async def _why_none(self) -> Shortfall:
+        """Why `initial` confirmed nobody, by what its own looks met: the providers they listed were
+        each asked. A lookup after them explains the rest; providers it lists came since, and nobody
+        asked them (said as such, never as "none answered")."""
+        if self._listed:
+            return unanswered(len(self._listed), "any unit")
+        lookup = await self._node.dht.lookup(None)
+        if lookup.providers:
+            return Shortfall(
+                NoWorkers.NO_PROVIDER,
+                f"no worker was listed while the discovery looked; a lookup after it lists "
+                f"{len(lookup.providers)} peer(s), come since and not asked: run again",
+            )
+        return shortfall(lookup, "any unit")
 
     @property
     def interval_s(self) -> float:
@@ -275,6 +292,7 @@ class Discovery:
                 break
             new = [(p, addrs) for p, addrs in listed.items() if p not in self._exclude and p not in seen]
             seen.update(p for p, _ in new)
+            self._listed.update(seen)
             looks += 1
             if not new and (looks > 1 or self._count is None):
                 break

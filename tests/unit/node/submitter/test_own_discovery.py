@@ -76,7 +76,7 @@ async def test_the_same_starved_worker_as_a_stranger_is_not_waited_for(
     node = _Starved(["own-0"])
     discovery = Discovery(cast(Node, node), DiscoveryConfig(timeout_s=5.0, probe_timeout_s=3.0))
     discovery.empty_cause = None
-    with trio.move_on_after(30.0):  # `why_no_workers` asks the real node's gates: not under test here
+    with trio.move_on_after(30.0):  # a deadline of the test, on the virtual clock
         await discovery.round()
     assert discovery.silent() == frozenset({"own-0"})
 

@@ -107,7 +107,7 @@ async def test_a_default_look_probes_a_silent_provider_once_and_an_answer_forget
     node = _Lossy(["flaky"], lost={"flaky": 1})
     discovery = Discovery(cast(Node, node), DiscoveryConfig(timeout_s=5.0, probe_timeout_s=PROBE_S))
     discovery.empty_cause = None
-    with trio.move_on_after(5.0):  # `initial`'s `why_no_workers` asks a real node's gates: not here
+    with trio.move_on_after(5.0):  # a deadline of the test, on the virtual clock
         await discovery.initial()
     assert len(_times(node, "flaky")) == 1
     assert discovery.silent() == frozenset({"flaky"})
