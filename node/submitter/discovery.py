@@ -292,7 +292,6 @@ class Discovery:
                 break
             new = [(p, addrs) for p, addrs in listed.items() if p not in self._exclude and p not in seen]
             seen.update(p for p, _ in new)
-            self._listed.update(seen)
             looks += 1
             if not new and (looks > 1 or self._count is None):
                 break
@@ -310,6 +309,7 @@ class Discovery:
             # stall (Sybils a few to a key, `node.p2p.places`) each look deeper costs `GRACE_S`.
             if need is None or fresh >= need:
                 break
+        self._listed |= seen
         if wait:
             for done in batch:
                 await done.wait()

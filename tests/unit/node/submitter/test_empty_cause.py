@@ -48,7 +48,6 @@ class _Node:
         self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
     ) -> tuple[AdvertBody, Load, str]:
         await trio.sleep_forever()  # the caller's deadline decides
-        raise AssertionError("unreachable")
 
 
 async def _empty_cause(node: _Node) -> tuple[NoWorkers, str]:
