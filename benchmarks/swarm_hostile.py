@@ -91,19 +91,21 @@ def _one_network(hostile: frozenset[int]) -> Callable[[int], Hashable]:
 def _walks(
     swarm: Swarm, sizes: Sizes, key: int, lists: dict[int, frozenset[int]], honest: set[int], n: int
 ) -> dict[str, float]:
-    found, lost, whole, short, asked, sent = [], 0, 0, 0, [], []
+    found, lost, lost_kept, whole, short, asked, sent = [], 0, 0, 0, 0, [], []
     for _ in range(n):
         start = int(swarm.rng.integers(0, 2**63)) * 2
         w = walk(swarm, sizes, start, key, lists, 0)
         got = len(w.providers & honest)
         found.append(got)
         lost += got == 0
+        lost_kept += not set(w.kept) & honest
         whole += got == len(honest)
         short += len(w.providers) < SHARD_CAP
         asked.append(w.asked)
         sent.append(w.bytes)
     return {
         "lost_share": lost / n,
+        "lost_kept_share": lost_kept / n,
         "all_found_share": whole / n,
         "honest_found_mean": statistics.mean(found),
         "honest_found_min": float(min(found)),
@@ -126,7 +128,8 @@ def main() -> None:
         count, rule = name.split("/")
         for m, r in by_m.items():
             print(
-                f"key of {count:>2}, {rule:>25}, M = {m:>2}: lost {100 * r['lost_share']:.1f} %, all found "
+                f"key of {count:>2}, {rule:>25}, M = {m:>2}: lost {100 * r['lost_share']:.1f} % (of the 20 "
+                f"kept {100 * r['lost_kept_share']:.1f} %), all found "
                 f"{100 * r['all_found_share']:.1f} %, honest found mean {r['honest_found_mean']:.1f} (min "
                 f"{r['honest_found_min']:.0f}), read not full {100 * r['read_not_full_share']:.1f} %, "
                 f"{r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB"

@@ -151,8 +151,8 @@ async def test_hostile_servers_ground_near_a_key_lose_no_honest_provider(
 
 @pytest.mark.parametrize(
     ("hostile", "apart"),
-    [(1, False), (5, False), (10, False), (1, True), (2, True)],
-    ids=["1", "5", "10", "1, a network each", "2, a network each"],
+    [(1, False), (5, False), (10, False), (1, True), (2, True), (5, True), (10, True)],
+    ids=["1", "5", "10", "1, a network each", "2, a network each", "5, a network each", "10, a network each"],
 )
 async def test_hostile_servers_listing_a_full_key_of_sybils_end_no_walk_before_its_honest_holders(
     hostile: int, apart: bool, autojump_clock: trio.testing.MockClock
@@ -161,10 +161,14 @@ async def test_hostile_servers_listing_a_full_key_of_sybils_end_no_walk_before_i
     of a key) at once; an honest server answers after 50 ms. Before, the count was every provider
     listed: the first hostile answer ended the walk (in the simulator one such server lost every
     honest provider in 24 % of the walks, five in 82 %). The count now takes only providers listed by
-    holders on `AGREED` networks: however many servers one network grinds, they vouch as one, and
-    the walk reads on to the honest holders; two networks are not enough either. The lookup's first
-    20 (what `Kad` keeps) are the providers the most networks list. What it does not stop: three
-    networks or more, listing at once (`benchmarks/notes/swarm_hostile.md`)."""
+    holders on `AGREED` networks, and on more networks than the key's k closest still to answer:
+    however many servers one network grinds, they vouch as one, and M networks that answer at once
+    end no walk while as many honest holders are still to answer (before that second rule, 5
+    networks lost every honest provider in 32 % of the simulator's walks, 10 in 78 %). What `Kad`
+    keeps (the first 20) holds the providers the most networks list, and a seat for every network
+    that listed any: the honest holders' network, outnumbered near the key, is never dropped. What it
+    does not stop: more networks near the key than honest holders among its k closest
+    (`benchmarks/notes/swarm_hostile.md`)."""
     with trio.fail_after(60):
         kad = _kad(20)
         kad.hostile = set(sorted(kad.servers, key=_distance)[:hostile])
@@ -176,7 +180,58 @@ async def test_hostile_servers_listing_a_full_key_of_sybils_end_no_walk_before_i
                 KEY, _far_start(kad), kad.ask, 20, 1.0, random.Random(seed), network=network
             )
             assert honest <= set(walked.providers)
-            assert set(list(walked.providers)[:20]) == honest
+            kept = set(list(walked.providers)[:20])
+            assert len(kept & honest) >= (1 if apart else 18), seed  # a share for each hostile network
+
+
+def test_networks_that_answered_first_end_no_walk_while_as_many_holders_are_still_to_answer() -> None:
+    """The count's end, on its own: five holders on five networks list 20 providers at once, fifteen of
+    the k closest still to answer (asked and within their hop, or not asked yet). Five networks vouch
+    for every one, over `AGREED`, but fewer than those to answer: the walk goes on. Once they are
+    outnumbered (past their hop, or answered with other lists), the count ends it."""
+    listed = frozenset(range(100, 120))
+    state = Shortlist(range(2 * K), lambda p: p, 20, None)
+    state.next(K)
+    for holder in range(5):
+        state.answered(holder, listed, (), took=0.0)
+    within = {p: 0.1 for p in range(5, K)}
+    assert state.vouched() == 20
+    assert state.vouched(15) == 0
+    assert not state.done(within, hop=1.0)
+    assert state.done({p: 1.5 for p in within}, hop=1.0)  # past their hop: they may not answer
+    fresh = Shortlist(range(2 * K), lambda p: p, 20, None)
+    fresh.next(10)  # half the k closest not asked yet: they may answer too
+    for holder in range(5):
+        fresh.answered(holder, listed, (), took=0.0)
+    assert not fresh.done({p: 1.5 for p in range(5, 10)}, hop=1.0)  # 10 not asked outnumber 5
+    for other in range(5, 10):
+        fresh.answered(other, frozenset({200}), (), took=0.1)  # they list another provider
+    fresh.next(K)
+    assert not fresh.done({p: 0.1 for p in range(10, K)}, hop=1.0)
+    for holder in range(10, 16):
+        fresh.answered(holder, listed, (), took=0.1)  # 11 networks now vouch; 4 still to answer
+    assert fresh.done({p: 0.1 for p in range(16, K)}, hop=1.0)
+
+
+def test_every_network_that_listed_providers_keeps_its_share_of_a_lookups_first() -> None:
+    """Five networks near a key list the same 20 Sybils; one honest holder lists the 2 honest providers.
+    Ranked by networks alone, a lookup's first 20 would be the Sybils; taken in turns, one from each
+    network a turn, the honest network's two are in the first two turns (discovery probes the Sybils
+    and reads on). Where every holder lists the same, the order is the networks' vouching."""
+    sybils, honest = list(range(100, 120)), [200, 201]
+    state = Shortlist(range(2 * K), lambda p: p, 20, None)
+    state.next(K)
+    for holder in range(5):
+        state.answered(holder, frozenset(sybils), ())
+    state.answered(5, frozenset(honest), ())
+    first = state.ranked([*sybils, *honest])[:20]
+    assert first[:12] == [*sybils[:5], honest[0], *sybils[5:10], honest[1]]  # turns, the most vouched first
+    alike = Shortlist(range(2 * K), lambda p: p, 20, None)
+    alike.next(K)
+    for holder in range(5):
+        alike.answered(holder, frozenset(range(300, 320)), ())
+    alike.answered(5, frozenset(range(300, 310)), ())  # vouched by one network more: first
+    assert alike.ranked(list(range(300, 320)))[:10] == list(range(300, 310))
 
 
 async def test_holders_that_disagree_walk_on_to_the_k_closest(autojump_clock: trio.testing.MockClock) -> None:
