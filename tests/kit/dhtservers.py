@@ -2,7 +2,7 @@
 honest providers.
 
     python tests/kit/dhtservers.py --gate MULTIADDR --data-dir DIR --servers N
-        [--hostile-near KEYHEX --bits B --sybils S] [--providers P]
+        [--hostile-near KEYHEX --bits B --sybils S [--sybil-seed HEX]] [--providers P] [--listen IP]
 
 Each server is a real node of this code (`open_node`, `dht_mode = "server"`) joined through the gate.
 With `--hostile-near`, each server's key is ground (fresh Ed25519 seeds until the first `B` bits of its
@@ -10,7 +10,9 @@ kad id are the key's: free keys, a few hundred tries) so that it is among the ke
 provider store is patched: it keeps no provider record it is sent, and answers every GET_PROVIDERS with
 the same `S` Sybil providers (fresh peer ids at a loopback port where nothing listens). These are the
 hostile servers of issue 50 scope 2: they see the key and choose their ids, their lists and how fast
-they answer (at once). With `--providers`, `P` honest worker nodes (client mode) then place their
+they answer (at once); `--sybil-seed` derives the Sybils from a seed, so that hostile servers in
+several processes (on several networks: `--listen`, an address of a lab namespace's own, loopback
+otherwise) list the same ones. With `--providers`, `P` honest worker nodes (client mode) then place their
 signed adverts and provider records with the node's own `Dht.publish`, as a `join` worker does.
 
 It prints `{"event": "ready", "servers": [...], "providers": [...], "sybils": [...], "seconds": S}`
@@ -79,11 +81,14 @@ def make_hostile(node: Node, sybils: list[Any]) -> None:
 async def main(args: argparse.Namespace) -> None:
     started = time.monotonic()
     root: Path = args.data_dir
-    sybils = [
-        PeerInfo(ID.from_base58(peer_id_of_seed(os.urandom(SEED_BYTES))), [Multiaddr(NOWHERE)])
-        for _ in range(args.sybils)
+    shared = bytes.fromhex(args.sybil_seed) if args.sybil_seed else None
+    seeds = [
+        hashlib.sha256(shared + bytes([i])).digest()[:SEED_BYTES] if shared else os.urandom(SEED_BYTES)
+        for i in range(args.sybils)
     ]
+    sybils = [PeerInfo(ID.from_base58(peer_id_of_seed(seed)), [Multiaddr(NOWHERE)]) for seed in seeds]
     near = bytes.fromhex(args.hostile_near) if args.hostile_near else None
+    listen = (f"/ip4/{args.listen}/tcp/0",) if args.listen else LOOPBACK
     async with trio.open_nursery() as nursery:
         slots = trio.CapacityLimiter(OPENING)
         opened: dict[int, Node] = {}  # index -> server, in whatever order they opened
@@ -93,7 +98,7 @@ async def main(args: argparse.Namespace) -> None:
             if near is not None:
                 write_seed(where, ground_seed(near, args.bits))
             config = NodeConfig(
-                data_dir=where, gates=(args.gate,), listen=LOOPBACK, dht_mode="server", record_ttl_s=300.0
+                data_dir=where, gates=(args.gate,), listen=listen, dht_mode="server", record_ttl_s=300.0
             )
             async with slots:
                 opened[i] = await nursery.start(serve, config, sybils if near is not None else None)
@@ -105,7 +110,7 @@ async def main(args: argparse.Namespace) -> None:
         providers: list[Node] = []
         for i in range(args.providers):  # after every server: their records go to the key's closest
             config = NodeConfig(
-                data_dir=root / f"p{i}", gates=(args.gate,), listen=LOOPBACK, record_ttl_s=300.0
+                data_dir=root / f"p{i}", gates=(args.gate,), listen=listen, record_ttl_s=300.0
             )
             node = await nursery.start(serve, config, None)
             await node.dht.publish(advert(node, 300.0), [ComputeUnit.CPU_ONNX], gates=node.gates)
@@ -139,4 +144,6 @@ if __name__ == "__main__":
     parser.add_argument("--bits", type=int, default=4)
     parser.add_argument("--sybils", type=int, default=3)
     parser.add_argument("--providers", type=int, default=0)
+    parser.add_argument("--sybil-seed", default="", help="hex: the same Sybils in every process given it")
+    parser.add_argument("--listen", default="", help="an IPv4 address to listen on (loopback otherwise)")
     trio.run(main, parser.parse_args())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Mapping
 from typing import Final
 
 from kit.netns import NetLab, NetnsRefused, _ip, _run
@@ -31,14 +32,20 @@ NETWORKS: Final = {name: f"{addr.rsplit('.', 2)[0]}.0.0/24" for name, (addr, _) 
 
 
 class RoutedNet(NetLab):
-    """Hosts `<prefix>-h1` ... `-h3` on three networks and the router `<prefix>-r` between them."""
+    """Hosts `<prefix>-h1` ... `-h3` on three networks and the router `<prefix>-r` between them
+    (`hosts`: others, each name's address and router leg on a /24 of its own, in `<prefix>-<name>`)."""
 
-    def __init__(self, prefix: str | None = None) -> None:
+    def __init__(self, prefix: str | None = None, hosts: Mapping[str, tuple[str, str]] = HOSTS) -> None:
         super().__init__(prefix)
         self.router = f"{self.prefix}-r"
+        self.hosts = dict(hosts)
+
+    def ns(self, host: str) -> str:
+        """The namespace of host `host` (a key of `hosts`)."""
+        return f"{self.prefix}-{host}"
 
     def namespaces(self) -> tuple[str, ...]:
-        return (self.h1, self.h2, self.h3, self.router)
+        return (*(self.ns(h) for h in self.hosts), self.router)
 
     def up(self) -> None:
         """Create the router and the three hosts, each on its own veth and /24.
@@ -53,15 +60,13 @@ class RoutedNet(NetLab):
         except subprocess.CalledProcessError as exc:
             raise NetnsRefused(exc.stderr.strip() or f"ip netns add exited {exc.returncode}") from exc
         self._made.append(self.router)
-        for ns in (self.h1, self.h2, self.h3):
+        for ns in self.namespaces()[:-1]:
             _ip("netns", "add", ns)
             self._made.append(ns)
         for ns in self.namespaces():
             _ip("-n", ns, "link", "set", "lo", "up")
-        for i, (ns, (addr, gateway)) in enumerate(
-            zip((self.h1, self.h2, self.h3), HOSTS.values(), strict=True)
-        ):
-            self._leg(ns, addr, gateway, f"{self.prefix}{i}")
+        for i, (host, (addr, gateway)) in enumerate(self.hosts.items()):
+            self._leg(self.ns(host), addr, gateway, f"{self.prefix}{i}")
         _run(["ip", "netns", "exec", self.router, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
 
     def _leg(self, ns: str, addr: str, gateway: str, tag: str) -> None:

@@ -1,0 +1,60 @@
+"""The asker of the hostile-networks lab: a node of this code that walks to a key, inside a lab namespace.
+
+    python tests/kit/walker.py --gate MULTIADDR --data-dir DIR --listen IP --key HEX --walks N
+
+It opens a node (client mode, as a submitter's) listening on `IP`, joins through the gate, learns the
+servers until its routing table holds more than k (so a lookup walks), then walks to the key `N` times
+under each rule (`before`: the rule before issue 50, `Kad._walk(short=True)`; `now`: the node's), then
+runs `Kad.lookup_providers` at a shard key's count (what the node keeps of a key: its first
+`SHARD_CAP`) and discovery's own lookup (`Dht.lookup(None, count=2)`). It prints one line:
+`{"event": "walked", "table": T, "networks": {server: network}, "walks": {rule: [[provider, ...], ...]},
+"kept": [...], "looked": [...]}` and exits. Nothing in the product reads this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import trio
+
+from node.config import NodeConfig
+from node.p2p.node import open_node
+from node.p2p.shards import SHARD_CAP
+from node.p2p.walk import K
+
+
+async def main(args: argparse.Namespace) -> None:
+    key = bytes.fromhex(args.key)
+    config = NodeConfig(data_dir=args.data_dir, gates=(args.gate,), listen=(f"/ip4/{args.listen}/tcp/0",))
+    async with open_node(config, role="submitter") as node:
+        kad = node.kad or node.dht.kad
+        with trio.fail_after(60):
+            while kad.routing_table_size() <= K:  # learn the servers: the walk runs past k servers
+                await kad.raw.peer_routing.find_closest_peers_network(key)
+                await trio.sleep(0.2)
+        walks: dict[str, list[list[str]]] = {"before": [], "now": []}
+        for rule, short in (("before", True), ("now", False)):
+            for _ in range(args.walks):
+                walked = await kad._walk(key, SHARD_CAP, short=short)
+                walks[rule].append([p.to_base58() for p in walked.providers])
+        kept = await kad.lookup_providers(key, SHARD_CAP)
+        looked = await node.dht.lookup(None, count=2)
+        networks = {peer.to_base58(): where for peer, where in kad._networks.items()}
+        line = {"event": "walked", "table": kad.routing_table_size(), "networks": networks, "walks": walks,
+                "kept": list(kept.providers), "looked": list(looked.providers)}  # fmt: skip
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gate", required=True)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--listen", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--walks", type=int, default=24)
+    trio.run(main, parser.parse_args())
