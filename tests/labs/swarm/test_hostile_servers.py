@@ -17,8 +17,8 @@ walks to the root key 24 times under each rule, and then runs the product's look
 
 What the hostile servers see and choose: the key (a public string), their ids, their lists, how fast
 they answer. The walk reads their agreement only across networks, which they cannot mint, and never
-their count. What this lab does not cover: hostile servers on three or more networks (the simulator's
-`benchmarks/swarm_hostile.py` places them; a namespace per network would here).
+their count. Hostile servers on several networks, each a routed /24 in a namespace, are
+tests/labs/swarm/test_hostile_networks.py.
 """
 
 from __future__ import annotations
