@@ -23,9 +23,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import trio
 
 from node.config import NodeConfig
+from node.p2p.kad import Kad
 from node.p2p.node import open_node
 from node.p2p.shards import SHARD_CAP
 from node.p2p.walk import K
+
+
+async def learn_servers(kad: Kad, key: bytes, within: float = 60.0) -> None:
+    """Ask for the servers closest to `key` until the routing table holds more than k, so that a
+    lookup walks (with at most k it asks them all at once)."""
+    with trio.fail_after(within):
+        while kad.routing_table_size() <= K:
+            await kad.raw.peer_routing.find_closest_peers_network(key)
+            await trio.sleep(0.2)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -33,10 +43,7 @@ async def main(args: argparse.Namespace) -> None:
     config = NodeConfig(data_dir=args.data_dir, gates=(args.gate,), listen=(f"/ip4/{args.listen}/tcp/0",))
     async with open_node(config, role="submitter") as node:
         kad = node.kad or node.dht.kad
-        with trio.fail_after(60):
-            while kad.routing_table_size() <= K:  # learn the servers: the walk runs past k servers
-                await kad.raw.peer_routing.find_closest_peers_network(key)
-                await trio.sleep(0.2)
+        await learn_servers(kad, key)
         walks: dict[str, list[list[str]]] = {"before": [], "now": []}
         for rule, short in (("before", True), ("now", False)):
             for _ in range(args.walks):

@@ -28,14 +28,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import trio
 from kit.campaignlab import ROOT
 from kit.procs import Lab
+from kit.walker import learn_servers
 
 from node.config import NodeConfig
 from node.p2p.node import open_node
 from node.p2p.shards import SHARD_CAP, Shard
-from node.p2p.walk import K
 
 SCRIPT = ROOT / "tests" / "kit" / "dhtservers.py"
 HOSTILE = 16
@@ -75,10 +74,7 @@ async def test_hostile_servers_near_the_root_key_end_no_walk_short_of_the_honest
     )
     async with open_node(config, role="submitter") as node:
         kad = node.kad or node.dht.kad
-        with trio.fail_after(60):
-            while kad.routing_table_size() <= K:  # learn the servers: the walk runs past k servers
-                await kad.raw.peer_routing.find_closest_peers_network(KEY)
-                await trio.sleep(0.2)
+        await learn_servers(kad, KEY)  # the walk runs past k servers
         honest = swarm["providers"]
         lost = {"before": 0, "now": 0}
         for rule, short in (("before", True), ("now", False)):
