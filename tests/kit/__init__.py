@@ -4,7 +4,12 @@ Modules:
     procs  `Lab`: start gates, workers and any command as real child processes (optionally inside a
            network namespace), wait for their events, kill them
     netns  `NetLab`: h1, h2 on a bridge and h3 behind a NAT, in network namespaces with a per-lab prefix
-    routed  `RoutedNet`: h1, h2, h3 on three /24s joined by a router namespace (the network rule's lab)
+    routed  `RoutedNet`: h1, h2, h3 (or any hosts) on /24s of their own joined by a router namespace
+           (the network rule's lab, the hostile-networks lab)
+    dhtservers  child script: honest and hostile DHT servers of this code (ids ground near a key, the
+           same Sybils listed at once) and honest providers, on loopback or an address of their own
+    walker  `learn_servers`; child script: the hostile-networks lab's asker, walking to a key in its
+           namespace under the rule before issue 50 and the node's
     probe  child script: find workers through a gate, then a `/sark/profile` round trip to each
     flood  child script: stream, malformed-frame, raw-TCP and drip flooders, and an honest pinger
     faults `Faults`: kill9, stop/cont, cgroup freeze/thaw, partition/heal, loss, delay, tbf; undoes itself
