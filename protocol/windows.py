@@ -174,14 +174,14 @@ def _causes(
         found.append(ThrottleCause.POWER_LIMIT)
     if reasons & NVML_HW_SLOWDOWN:
         found.append(ThrottleCause.HARDWARE_SLOWDOWN)
-    if _rose(slow.background_cores, fast.background_cores, BACKGROUND_RISE) or _share_fell(
+    if _rose(slow.background_cores, fast.background_cores, BACKGROUND_RISE) or _share_shows_load(
         slow.cpu_share, fast.cpu_share, slowdown
     ):
         found.append(ThrottleCause.BACKGROUND_LOAD)
     return tuple(found) or (ThrottleCause.UNEXPLAINED,)
 
 
-def _share_fell(share: float | None, calm: float | None, slowdown: float) -> bool:
+def _share_shows_load(share: float | None, calm: float | None, slowdown: float) -> bool:
     """The measuring process's CPU share was contended (at most `CONTENDED_SHARE`), or fell from `calm`
     by `SHARE_DROP`, or by enough to predict at least `SHARE_EXPLAINS` of the mean run's `slowdown` (a
     mean not slower: the first two rules alone)."""

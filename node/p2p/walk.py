@@ -102,6 +102,7 @@ import hashlib
 import math
 import random
 import statistics
+from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar, final
@@ -291,17 +292,17 @@ class Shortlist(Generic[P]):
         lists: dict[Hashable, set[Hashable]] = {}
         for where, listed in self._lists.values():
             lists.setdefault(where, set()).update(listed)
-        queues = [sorted((p for p in listed if p in rank), key=rank.__getitem__) for listed in lists.values()]
+        queues = [deque(p for p in order if p in listed) for listed in lists.values()]
         out: list[P] = []
         taken: set[P] = set()
         while any(queues):
             turn = []
             for queue in queues:
                 while queue and queue[0] in taken:
-                    queue.pop(0)
+                    queue.popleft()
                 if queue:
                     taken.add(queue[0])
-                    turn.append(queue.pop(0))
+                    turn.append(queue.popleft())
             out.extend(sorted(turn, key=rank.__getitem__))
         return out + [p for p in order if p not in taken]
 

@@ -48,7 +48,7 @@ class RoutedNet(NetLab):
         return (*(self.ns(h) for h in self.hosts), self.router)
 
     def up(self) -> None:
-        """Create the router and the three hosts, each on its own veth and /24.
+        """Create the router and the hosts, each on its own veth and /24.
 
         Raises:
             NetnsRefused: no `ip`, or the first `ip netns add` failed (no root, no namespaces).
@@ -60,7 +60,7 @@ class RoutedNet(NetLab):
         except subprocess.CalledProcessError as exc:
             raise NetnsRefused(exc.stderr.strip() or f"ip netns add exited {exc.returncode}") from exc
         self._made.append(self.router)
-        for ns in self.namespaces()[:-1]:
+        for ns in (self.ns(h) for h in self.hosts):
             _ip("netns", "add", ns)
             self._made.append(ns)
         for ns in self.namespaces():
