@@ -15,7 +15,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 from kit.procs import SARK
 from kit.sse_server import scheduled, serve_sse
 from rich.console import Console
@@ -23,13 +22,13 @@ from rich.console import Console
 from node.report.genreport import generation_table
 from scheduler.results import CampaignReport
 
-# The client's send rate and lag are timings of this machine. A lower rate only shows more clearly
-# that the asked one cannot be held. The task itself failed at load 16, and again beside the suite at
+# The client's send rate and lag are timings of this machine, and load can only lower the rate it
+# holds: a lower rate shows more clearly that the asked one cannot be held, so the lab holds beside
+# any other work and is not `exclusive`. The task failed at load 16, and again beside the suite at
 # load 4 (2026-11-27): the submitter's floor probe (issue 50) took a stub that answered "at once"
 # (its own thread's time, 1-3 ms at load) at its quickest of five, 3.08 ms, and refused the worker's
 # honest 1.0 ms records under a floor of 1.02 ms. The stub now waits `PACE_S` before it answers, so
 # the server's least time is the test's, not the machine's: no record can be under half of it.
-pytestmark = pytest.mark.exclusive
 
 RATE, DURATION_S = 5000.0, 0.4  # 2,000 sends at once to a stub (backlog 1,024); one process sent 1,964 req/s
 PACE_S = 0.02

@@ -2,14 +2,15 @@
 
 Real processes: a gate and two real `sark-node join` workers advertising written profiles (`join
 --profile`), and `sark-node plan --json` with a `verify:` block (`unverified: refuse`, the default).
-Both advertise the same calibration (half what this machine does on the challenge's kernel, so the
-CPU challenge bears it out) and peaks measured beside it (`HONEST_PEAKS`, figures of this machine's
-kind); the liar's peaks are those times 3. What refuses the liar is not timing: its fp32 peak stands
-3x over the calibration it was taken beside, past `scheduler.verification.claims.PEAK_FACTOR` (2x),
-and its memory figures past the same bound over the calibration's copy; `plan` rejects it naming the
-figure and the bound, and chooses the honest worker, whose peaks raise nothing. (The CPU challenge
-also tests the liar's fp32 peak at its own word, `Calibration.cpu_claim`; that verdict is timing and
-is pinned by tests/labs/e2e/test_challenge.py's machinery, not here.)
+Both advertise the same calibration (a twentieth of what this machine does on the challenge's kernel,
+`CLAIM_SHARE`, so the CPU challenge bears it out at any load) and peaks measured beside it
+(`HONEST_PEAKS`, figures of this machine's kind); the liar's peaks are those times 3. What refuses the
+liar is not timing: its fp32 peak stands 3x over the calibration it was taken beside, past
+`scheduler.verification.claims.PEAK_FACTOR` (2x), and its memory figures past the same bound over the
+calibration's copy; `plan` rejects it naming the figure and the bound, and chooses the honest worker,
+whose peaks raise nothing. (The CPU challenge also tests the liar's fp32 peak at its own word,
+`Calibration.cpu_claim`; that verdict is timing and is pinned by tests/labs/e2e/test_challenge.py's
+machinery, not here.)
 """
 
 from __future__ import annotations
@@ -18,15 +19,20 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from kit.campaignlab import MODEL, CampaignLab, Swarm, submitter_id, write_campaign
 
 from drivers.measuring.challengechild import chain, digests, expand
 from protocol import CPU_CHAIN_N, Calibration, ComputeUnit, DeviceProfile, Peak, UnitStatus
 from scheduler.verification import challenge
 
-pytestmark = pytest.mark.exclusive  # the honest worker's challenge times a product measured here
 FACTOR = 3.0
+CLAIM_SHARE = 0.05
+"""The calibration both workers claim, as a share of this machine's speed measured here: with the fp32
+peak (1.2x) the CPU challenge asks 0.06 of it, so the honest worker's best round passes (at 1 /
+`challenge.SLACK` of its claim) with its round up to 26 times slower than this machine's quiet best
+(`challenge.HONEST_RATIO` over 0.06 / SLACK; 3.3 times at the 0.4 it claimed while the lab was
+`exclusive`), so it holds beside any load the suite makes. What refuses the liar is its peaks over
+this calibration, not its speed: no share of the machine's speed turns the verdict."""
 HONEST_PEAKS = {"fp32": 1.2, "bf16": 2.3, "int8": 4.4, "read": 1.1, "write": 0.9, "copy": 0.9}
 """Each peak over its calibration figure (fp32 and the matmuls over `cpu_gflops`, memory over the
 copy), as `info --bench` measured them beside each other on this 2-core AVX-512 machine."""
@@ -61,7 +67,7 @@ def _profile(name: str, gflops: float, scale: float) -> DeviceProfile:
 
 
 def test_a_worker_claiming_three_times_its_peaks_is_refused_an_honest_one_chosen(tmp_path: Path) -> None:
-    claimed = 0.4 * _measured()  # with its fp32 peak (1.2x), the CPU challenge's claim is half the truth
+    claimed = CLAIM_SHARE * _measured()
     files = {}
     for name, scale in (("honest", 1.0), ("peaky", FACTOR)):
         files[name] = tmp_path / f"{name}.json"
