@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/swarm_hostile.py [--servers 300] [--lookups 500] [--seed 1] [--sybils 3]
 
-A seeded, in-process simulation over the node's own walk state (`node.p2p.walk.Shortlist`, through
+A seeded, in-process simulation over the node's own walk state (`node.p2p.shortlist.Shortlist`, through
 `swarm_net.walk`): `--servers` honest DHT servers with random ids, one shard key of the any-worker tree
 (`Shard(None, 3, 5)`) with 20 honest providers (a full key) that wrote to the k closest servers their own
 FIND_NODE walks found (`swarm_net.writers_lists`). M hostile servers (M = 0, 5, 10, 20) have ids ground
@@ -39,7 +39,7 @@ import numpy as np
 from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes, walk, writers_lists
 
 from node.p2p.shards import SHARD_CAP, Shard
-from node.p2p.walk import ALPHA
+from node.p2p.shortlist import ALPHA
 
 HOSTILE: Final = (0, 5, 10, 19, 20)
 KEYS: Final = (SHARD_CAP, 7)

@@ -2,11 +2,11 @@
 
 Model (stated, not measured):
 - Kademlia: 64-bit XOR ids (sha256 of peer id or key), k = 20, alpha = 13 (the node's walk,
-  `node.p2p.walk.ALPHA`; py-libp2p and go-libp2p-kad-dht use 10; `Swarm.alpha` for a side-by-side;
+  `node.p2p.shortlist.ALPHA`; py-libp2p and go-libp2p-kad-dht use 10; `Swarm.alpha` for a side-by-side;
   libp2p's FIND_NODE walks at py-libp2p's own, 10: they were at 3 before, an undercount), each
   routing-table bucket holds k servers drawn at random from its id range; iterative lookups, alpha
   requests in flight; a GET_PROVIDERS walk runs
-  the node's walk state (`node.p2p.walk.Shortlist`: the next server drawn among the k closest
+  the node's walk state (`node.p2p.shortlist.Shortlist`: the next server drawn among the k closest
   known; a departed server leaves the k closest once its request timed out, `Shortlist.failed`;
   it ends at the count, or when the k closest it knows were asked and answered, or, once
   three holders agree, when every request still open has been out longer than the walk's round
@@ -49,7 +49,7 @@ from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
 from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.walk import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 13)
+from node.p2p.shortlist import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 13)
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402
@@ -280,7 +280,7 @@ def walk(
 ) -> Walk:
     """Iterative Kademlia lookup from `start`. A GET_PROVIDERS walk (`holders`: the key's, each listing
     the same `n` providers; or each holder -> the providers it lists, as its writers' own walks chose
-    it, `writers_lists`) runs the node's own walk state (`node.p2p.walk.Shortlist`: the next server
+    it, `writers_lists`) runs the node's own walk state (`node.p2p.shortlist.Shortlist`: the next server
     drawn among the k closest known, ending at the count a lookup asks per key, at `AGREED` holders
     listing the same providers, or when the k closest known were asked; a request past `HOP_S` frees
     its slot), with our slim requests; libp2p's FIND_NODE walk (`holders` None) asks closest first
@@ -323,7 +323,7 @@ def walk(
             kept = tuple(state.ranked(sorted(found)))[:SHARD_CAP]
             return Walk(now, state.held, sent + extra, tuple(state.closest()), len(state.asked), found, kept)
         freed = min((at + hop for _, at, _ in flight if now < at + hop), default=math.inf)
-        if freed < flight[0][0]:  # a request past its hop bound frees its slot (`node.p2p.walk.HOP_S`)
+        if freed < flight[0][0]:  # a request past its hop bound frees its slot (`node.p2p.shortlist.HOP_S`)
             now = freed
             continue
         now, at, peer = heapq.heappop(flight)

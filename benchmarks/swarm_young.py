@@ -21,7 +21,7 @@ from swarm_check import UNIT, simulated
 from swarm_fleet import sharded_lookup
 from swarm_net import Sizes, Swarm, kad_id, measure_sizes, walk
 
-from node.p2p.walk import AGREED
+from node.p2p.shortlist import AGREED
 
 BATCH = 10
 

@@ -13,7 +13,8 @@ Modules:
     lazy      a request stream whose protocol is negotiated in the request's own flight (one round trip)
     pacing    our ADD_PROVIDERs to each server paced to the rate a py-libp2p server keeps (P34; pure)
     places    a kad server keeps a few records of a key from one network (/24, /48): Sybils (pure)
-    walk      a GET_PROVIDERS walk towards a key's holders (a large swarm's lookups)
+    shortlist a walk's rules and state: whom to ask next, when it is over, what a key keeps (pure)
+    walk      a GET_PROVIDERS walk towards a key's holders over the network (a large swarm's lookups)
     closest   the servers closest to each key we announce, reused by refreshes (pure)
     dht       advert keys, the advert validator, publishing and provider lookups
     shards    sharded capability keys: a tree of keys per unit, spillover, the lookup's levels (pure)
@@ -76,7 +77,7 @@ one network, the /24 or /48 of the connection the ADD_PROVIDER came over as the 
 tree; loopback and private addresses exempt unless the share is set; a refresh keeps its place).
 `Dht.lookup` reads the levels that hold the count asked at once, then the children of full keys, and stops
 at the count (`Kad.lookup_providers` cancels its asks once it has enough; with more than k servers in our
-table it walks instead, `node/p2p/walk.py`: alpha 13, the next
+table it walks instead, `node/p2p/walk.py` over `node/p2p/shortlist.py`'s rules: alpha 13, the next
 server drawn among the k closest known (the reads of a key spread over its holders), closer peers followed,
 a request unanswered after `HOP_S` freeing its slot, a server whose request failed leaving the k closest,
 ending at the count or when the k closest it knows that did not fail have been asked, never at holders that

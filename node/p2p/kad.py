@@ -62,8 +62,9 @@ from node.p2p.lazy import open_lazily
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.places import Places, places_for
 from node.p2p.places import network_of as place_network
+from node.p2p.shortlist import key_distance
 from node.p2p.stream import remote_ip
-from node.p2p.walk import Answer, Walked, key_distance, walk_providers
+from node.p2p.walk import Answer, Walked, walk_providers
 from protocol import KAD
 from scheduler.verification import network_of
 
@@ -71,7 +72,7 @@ log = logging.getLogger(__name__)
 
 WRITES_IN_FLIGHT: Final = 3
 """Writes (ADD_PROVIDER, PUT_VALUE) in flight at once, to the closest servers already known (py-libp2p
-sends 10). Not a walk's alpha (`node.p2p.walk.ALPHA`, 10): a read waits on its requests, a refresh's
+sends 10). Not a walk's alpha (`node.p2p.shortlist.ALPHA`, 10): a read waits on its requests, a refresh's
 writes are waited on by no one, and each server's turn is paced apart (P34)."""
 QUERIES_PER_SERVER: Final = 8
 """Concurrent kad streams a lookup opens to one server."""
@@ -367,7 +368,7 @@ class Kad:
         servers we know only (no walk however large the table). A server that stalled past the wait
         (`_ask_servers`) is a failure ("no answer within"), as one that refused: libp2p's own iterative
         lookup, which this fell back to when none answered, asked the same stalling servers again under
-        none of the walk's rules (`node.p2p.walk`: agreement across networks, a bounded round count).
+        none of the walk's rules (`node.p2p.shortlist`: agreement across networks, a bounded round count).
         """
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
@@ -419,7 +420,7 @@ class Kad:
     def _network(self, peer: ID) -> str:
         """A server's network as our last request to it reached it (its /24 or /64,
         `scheduler.verification.network_of`; "" unknown: every unknown server is one network), never
-        the addresses it announces: a walk's agreement counts networks (`node.p2p.walk`)."""
+        the addresses it announces: a walk's agreement counts networks (`node.p2p.shortlist`)."""
         return self._networks.get(peer, "")
 
     @staticmethod

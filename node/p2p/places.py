@@ -20,7 +20,7 @@ forge (it must complete the handshake from there). A Sybil then holds `per_netwo
 per network it owns, and a network costs real money (a /24 is 256 addresses routed to one place). What
 the rule does not cover: a Sybil with many networks (each holds `per_network` places of every key;
 20 / `per_network` networks fill a key), and Sybil DHT servers near a key, which keep whatever they
-like (the walk's rules, `node.p2p.walk`, keep a minority of them from ending a look). The price: a site
+like (the walk's rules, `node.p2p.shortlist`, keep a minority of them from ending a look). The price: a site
 whose workers share one public /24 (an office behind one NAT address) gets `per_network` places in
 each key of a public server; the rest stay unlisted there (docs/operators.md).
 

@@ -54,7 +54,7 @@ NOWHERE = "/ip4/127.0.0.1/tcp/9"
 
 def ground_seed(key: bytes, bits: int) -> bytes:
     """A seed whose peer's kad id (sha256 of the peer id's bytes) shares its first `bits` bits with
-    the key's (sha256 of the key), as `node.p2p.walk.key_distance` measures."""
+    the key's (sha256 of the key), as `node.p2p.shortlist.key_distance` measures."""
     target = int.from_bytes(hashlib.sha256(key).digest(), "big") >> (256 - bits)
     while True:
         seed = os.urandom(SEED_BYTES)

@@ -26,7 +26,7 @@ from node.config import NodeConfig
 from node.p2p.kad import Kad
 from node.p2p.node import open_node
 from node.p2p.shards import SHARD_CAP
-from node.p2p.walk import K
+from node.p2p.shortlist import K
 
 
 async def learn_servers(kad: Kad, key: bytes, within: float = 60.0) -> None:

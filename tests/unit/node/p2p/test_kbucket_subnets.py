@@ -2,7 +2,7 @@
 grouped by the first public address the peer itself announced; loopback and private addresses are
 never grouped (every lab here, and a LAN fleet, is exempt). The cheater's view: the address grouped is
 the peer's own claim, so a server that announces only private addresses is never capped; our own
-rule on agreeing servers (`node.p2p.walk`) reads the network we reached a server at instead."""
+rule on agreeing servers (`node.p2p.shortlist`) reads the network we reached a server at instead."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ import trio.testing
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
-from node.p2p.walk import AGREED, ALPHA, HOP_S, Answer, K, Shortlist, walk_providers
+from node.p2p.shortlist import AGREED, ALPHA, HOP_S, K, Shortlist
+from node.p2p.walk import Answer, walk_providers
 
 KEY = b"\x12\x20" + hashlib.sha256(b"sark/cap/v2/any/3/5").digest()
 
