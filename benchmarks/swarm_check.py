@@ -70,10 +70,10 @@ from swarmlab import OUT, Lab
 
 from node.config import NodeConfig
 from node.p2p.dht import Dht, capability_dht_key
-from node.p2p.kad import K
 from node.p2p.kadwire import add_provider_request, get_providers_request
 from node.p2p.node import open_node
 from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, first_levels, next_keys, path_of
+from node.p2p.shortlist import K
 from protocol import KAD, ComputeUnit
 
 UNIT = ComputeUnit.CPU_ONNX

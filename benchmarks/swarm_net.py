@@ -46,10 +46,16 @@ from libp2p.records.record import make_signed_put_record  # noqa: E402
 from multiaddr import Multiaddr  # noqa: E402
 
 from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
-from node.p2p.kad import QUERY_TIMEOUT_S, K  # noqa: E402
+from node.p2p.kad import QUERY_TIMEOUT_S  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
-from node.p2p.shortlist import AGREED, ALPHA, HOP_S, Shortlist  # noqa: E402  (ALPHA: the node's walk, 13)
+from node.p2p.shortlist import (  # noqa: E402  (ALPHA: the node's walk, 13)
+    AGREED,
+    ALPHA,
+    HOP_S,
+    K,
+    Shortlist,
+)
 from protocol import DOMAIN_ADVERT, AdvertBody, seal  # noqa: E402
 from protocol.codec import pack_body  # noqa: E402
 from protocol.records import peer_id_from_public_key, public_key_of  # noqa: E402

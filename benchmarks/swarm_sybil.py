@@ -46,11 +46,12 @@ from swarm_upkeep import NAT_SHARE
 from node.p2p.dht import capability_dht_key
 from node.p2p.gates import GATE_LINKS
 from node.p2p.host import GATE_CONNECTIONS
-from node.p2p.kad import QUERY_TIMEOUT_S, K
+from node.p2p.kad import QUERY_TIMEOUT_S
 from node.p2p.node import PROFILE_PROBE_S, PROFILE_PROBES_AT_ONCE
 from node.p2p.places import PLACES_PER_NETWORK, Places
 from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES, relay_limits
 from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, below_gaps, first_levels, next_keys, path_of
+from node.p2p.shortlist import K
 from node.submitter.discovery import (
     GAP_LEVELS,
     GRACE_S,

@@ -16,9 +16,10 @@ from swarm_net import Sizes, Swarm, kad_id, walk
 from node.config import NodeConfig
 from node.p2p.closest import MIN_KEPT, rewalk_every
 from node.p2p.dht import advert_key
-from node.p2p.kad import ADVERT_COPIES, K
+from node.p2p.kad import ADVERT_COPIES
 from node.p2p.kadpatch import ROUTING_REFRESH_S
 from node.p2p.shards import SHARD_CAP, path_of
+from node.p2p.shortlist import K
 from node.worker.advertising import REANNOUNCE_JITTER
 
 NAT_SHARE = 0.40

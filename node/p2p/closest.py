@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Final, final
 
+from node.p2p.shortlist import K
+
 REWALK_S: Final = 6000.0
 """About how long the servers a walk found are reused (100 minutes: at 10 % churn an hour, about 3 of a
 key's 20 servers leave meanwhile, each dropped after a failed write)."""
 REWALK_EVERY: Final = 36
 """Announcements of a key per walk by default (`rewalk_every` of the node's refresh period sets it)."""
-K: Final = 20
-"""kad's k: the servers a record is written to."""
 MIN_KEPT: Final = 10
 """Fewer servers left than this (half of k) and the next refresh walks."""
 

@@ -62,7 +62,7 @@ from node.p2p.lazy import open_lazily
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.places import Places, places_for
 from node.p2p.places import network_of as place_network
-from node.p2p.shortlist import key_distance
+from node.p2p.shortlist import K, key_distance
 from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, walk_providers
 from protocol import KAD
@@ -83,7 +83,6 @@ LONE_QUERY_S: Final = 10.0
 """How long direct requests wait while no server has answered yet: on a loaded machine (load 12 on
 two cores in the suite at load 4) an honest gate can take longer than `QUERY_TIMEOUT_S`, and with
 none answered there is nothing to go on without it; a caller's own deadline cuts it shorter."""
-K: Final = 20
 WALKED_ADDRS_TTL_S: Final = 600  # the addresses of a peer a walk met, kept to dial it (libp2p's walk too)
 ADVERT_COPIES: Final = 5
 """Servers that keep a copy of our advert (a cache; provider records go to all k): a PUT_VALUE and its

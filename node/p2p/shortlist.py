@@ -104,9 +104,10 @@ import random
 import statistics
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from typing import Final, Generic, TypeVar, final
+from typing import TYPE_CHECKING, Final, Generic, TypeVar, final
 
-from libp2p.peer.id import ID
+if TYPE_CHECKING:
+    from libp2p.peer.id import ID
 
 ALPHA: Final = 13
 """Requests of one walk in flight at once (go-libp2p-kad-dht's and py-libp2p's own alpha is 10). With
@@ -124,6 +125,8 @@ BEFORE_ALPHA: Final = 3
 """The walk's requests in flight before issue 50 (the `short` rule's side-by-side: with more, answers
 read together break the hostile servers' agreement more often, and the attack's baseline thins)."""
 K: Final = 20
+"""kad's k: the servers closest to a key that hold its records, and that a walk asks (the one k of
+`node.p2p`: `kad` writes to k, `closest` keeps k a key)."""
 HOP_S: Final = 1.0
 """A request unanswered this long frees its slot for the next server; it stays open until its deadline
 (`Kad`'s 3 s) and a late answer still counts. rust-libp2p's `ClosestPeersIter` does the same after its

@@ -8,8 +8,8 @@ from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
 from node.p2p.host import Host
-from node.p2p.kad import K
 from node.p2p.kadpatch import PROVIDERS_PER_KEY, patch_kad
+from node.p2p.shortlist import K
 
 
 async def test_a_server_keeps_more_than_k_providers_per_key(host_pair: tuple[Host, Host]) -> None:
