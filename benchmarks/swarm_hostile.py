@@ -25,6 +25,14 @@ key), answers closer peers from its routing table as an honest one does, and ans
 
 Per walk: how many of the 20 honest providers it found, whether it found none ("lost"), whether the
 key read full (the union of the lists holds 20: its subtree is read next), requests and bytes.
+
+Placement (`place, ...` rows, the node's rule, the same M and keys): a worker about to provide the key
+reads it with `node.p2p.dht.EVERY_PROVIDER` (every holder's answer) and spills to the next level when
+it reads full: before, when the union of the lists held 20 (with `--sybils 20` the hostile lists alone
+do, under every key: the worker spills to the bottom of its tree and is listed nowhere); now, when
+holders on more than half of the answering networks list 20 (`Shortlist.holds`,
+`node.p2p.shortlist.holding`). The honest key of 20 shows the rule's cost where no one is hostile:
+holders whose views differ (each lists what its writers' walks sent it) must still read full.
 """
 
 from __future__ import annotations
@@ -46,6 +54,9 @@ KEYS: Final = (SHARD_CAP, 7)
 """Honest providers of the key: a full one (its subtree read next), and one not full (a lookup reads
 it to its end, and no hostile holder may shorten what it lists)."""
 RULES: Final = ("before", "now", "now, M networks", "now, M networks, alpha 3")
+PLACE_RULES: Final = ("place, now", "place, now, M networks")
+EVERY: Final = 10**6
+"""A placement's read: every provider (`node.p2p.dht.EVERY_PROVIDER`)."""
 SYBILS: Final = 3
 """How many Sybils each hostile server lists (ids -1, -2, ...: never a server's id, never an honest
 provider's); 20, a full key's, is the count a lookup asks of a key."""
@@ -80,6 +91,11 @@ def run(
                 swarm.rng = np.random.default_rng(seed)  # the same starts and draws for every rule
                 cell = _walks(swarm, sizes, key, lists, set(providers), lookups)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = cell
+            for rule in PLACE_RULES:  # after the walks' cells: their draws are as before
+                swarm.short, swarm.alpha = False, ALPHA
+                swarm.network = _one_network(hostile) if rule == "place, now" else None
+                swarm.rng = np.random.default_rng(seed)
+                out.setdefault(f"{count}/{rule}", {})[str(m)] = _places(swarm, sizes, key, lists, lookups)
     return out
 
 
@@ -115,6 +131,30 @@ def _walks(
     }
 
 
+def _places(
+    swarm: Swarm, sizes: Sizes, key: int, lists: dict[int, frozenset[int]], n: int
+) -> dict[str, float]:
+    """A placement's reads of the key: how often it reads full by the union (before) and by its holders'
+    networks (now), and what the holders say it holds."""
+    union, holders, holds, asked, sent = 0, 0, [], [], []
+    for _ in range(n):
+        start = int(swarm.rng.integers(0, 2**63)) * 2
+        w = walk(swarm, sizes, start, key, lists, 0, EVERY)
+        union += len(w.providers) >= SHARD_CAP
+        holders += w.holds >= SHARD_CAP
+        holds.append(w.holds)
+        asked.append(w.asked)
+        sent.append(w.bytes)
+    return {
+        "full_by_union_share": union / n,
+        "full_by_holders_share": holders / n,
+        "holds_mean": statistics.mean(holds),
+        "holds_min": float(min(holds)),
+        "requests_mean": statistics.mean(asked),
+        "kb_mean": statistics.mean(sent) / 1e3,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--servers", type=int, default=300)
@@ -127,6 +167,14 @@ def main() -> None:
     for name, by_m in results.items():
         count, rule = name.split("/")
         for m, r in by_m.items():
+            if rule.startswith("place"):
+                print(
+                    f"key of {count:>2}, {rule:>25}, M = {m:>2}: read full by the union (before) "
+                    f"{100 * r['full_by_union_share']:.1f} %, by its holders' networks (now) "
+                    f"{100 * r['full_by_holders_share']:.1f} %, holds mean {r['holds_mean']:.1f} (min "
+                    f"{r['holds_min']:.0f}), {r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB"
+                )
+                continue
             print(
                 f"key of {count:>2}, {rule:>25}, M = {m:>2}: lost {100 * r['lost_share']:.1f} % (of the 20 "
                 f"kept {100 * r['lost_kept_share']:.1f} %), all found "
@@ -140,7 +188,7 @@ def main() -> None:
     (OUT / name).write_text(json.dumps({**body, "results": results}, indent=1))
 
 
-__all__ = ["HOSTILE", "KEYS", "RULES", "run"]
+__all__ = ["HOSTILE", "KEYS", "PLACE_RULES", "RULES", "run"]
 
 
 if __name__ == "__main__":

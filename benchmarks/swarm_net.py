@@ -274,6 +274,9 @@ class Walk:
     """The providers the holders it asked listed."""
     kept: tuple[int, ...] = ()
     """The first `SHARD_CAP` of them in the walk's rank (`Shortlist.ranked`): what `Kad` keeps of a key."""
+    holds: int = 0
+    """How many providers the key holds as most of its holders' networks say (`Shortlist.holds`): what
+    a placement reads "full" by."""
 
 
 def walk(
@@ -283,6 +286,7 @@ def walk(
     target: int,
     holders: set[int] | dict[int, frozenset[int]] | None,
     n: int,
+    count: int = SHARD_CAP,
 ) -> Walk:
     """Iterative Kademlia lookup from `start`. A GET_PROVIDERS walk (`holders`: the key's, each listing
     the same `n` providers; or each holder -> the providers it lists, as its writers' own walks chose
@@ -290,12 +294,13 @@ def walk(
     drawn among the k closest known, ending at the count a lookup asks per key, at `AGREED` holders
     listing the same providers, or when the k closest known were asked; a request past `HOP_S` frees
     its slot), with our slim requests; libp2p's FIND_NODE walk (`holders` None) asks closest first
-    until the k closest answered."""
+    until the k closest answered. `count`: the providers that end a lookup (a placement's read asks
+    for every one, `node.p2p.dht.EVERY_PROVIDER`)."""
     lookup = holders is not None
     hop = HOP_S if lookup else math.inf  # libp2p's FIND_NODE walk holds a slot until the deadline
     alpha = swarm.alpha if lookup else LIBP2P_ALPHA  # libp2p's own walk: its alpha, 10
     draw = random.Random(int(swarm.rng.integers(2**32))) if lookup else None
-    count = SHARD_CAP if lookup else 2**31
+    count = count if lookup else 2**31
     state = Shortlist(
         swarm.table(start, target), lambda p: p ^ target, count, draw,
         agreed=swarm.agreed, short=swarm.short, network=swarm.network, keep_failed=swarm.keep_failed,
@@ -327,7 +332,8 @@ def walk(
             sent += sum(exchange(p) for _, _, p in flight if not swarm.is_dead(p))
             found = frozenset(p for p in state.found if isinstance(p, int))
             kept = tuple(state.ranked(sorted(found)))[:SHARD_CAP]
-            return Walk(now, state.held, sent + extra, tuple(state.closest()), len(state.asked), found, kept)
+            closest, asked = tuple(state.closest()), len(state.asked)
+            return Walk(now, state.held, sent + extra, closest, asked, found, kept, state.holds())
         freed = min((at + hop for _, at, _ in flight if now < at + hop), default=math.inf)
         if freed < flight[0][0]:  # a request past its hop bound frees its slot (`node.p2p.shortlist.HOP_S`)
             now = freed

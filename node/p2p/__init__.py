@@ -50,7 +50,9 @@ DHT: provider records under sharded capability keys (issue 43, `node/p2p/shards.
 (sha2-256, `0x12 0x20` + digest; as a CID, v1 raw: `shard_cid`) of `sark/cap/v2/<unit or
 any>/<level>/<index>`, a binary tree per unit in which no key holds more than `SHARD_CAP` (20) providers. A
 worker's path down a tree is the hash of its peer id; `Dht.publish` places it once at the first key of its
-path not full (spillover: reads down, and again on read-back when others filled the key meanwhile), reads
+path not full (spillover: reads down, and again on read-back when others filled the key meanwhile; "full"
+is the word of most of the key's holders' networks, `ProviderLookup.holds`, never the union of their
+lists, which hostile servers near every key fill with Sybils: `Dht._place`), reads
 that key back from its k closest servers (`Kad.provide_where_missing`: a walk that does not end at agreeing
 holders, sending the record again to each that answered without it, until a server lists it), and from then
 on only re-provides it (no read-back: a refresh costs the same at any fleet size; `Kad.provide` and

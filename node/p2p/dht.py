@@ -10,11 +10,12 @@ submitter can always ask a provider itself for its advert over `/sark/profile` (
 
 Provider keys are sharded (issue 43, `node.p2p.shards`): a worker provides one key of each unit's tree
 (the any-worker tree and one per usable unit), found once by reading down its path to the first key
-that is not full, and then only re-provided: no read-back, whatever the fleet. A lookup reads the tree
-level by level and stops at the count asked; when it is still short it also reads the `sark/cap/v1/`
-key of the unit, where workers before issue 43 provide (which a new worker does not: an old submitter
-does not find new workers; upgrade submitters first). Our servers keep at most `SHARD_CAP` providers
-per key and `PROVIDERS_PER_KEY` under the old keys (`provider_bound`).
+that is not full (as most of its holders' networks say: `_place`), and then only re-provided: no
+read-back, whatever the fleet. A lookup reads the tree level by level and stops at the count asked;
+when it is still short it also reads the `sark/cap/v1/` key of the unit, where workers before issue
+43 provide (which a new worker does not: an old submitter does not find new workers; upgrade
+submitters first). Our servers keep at most `SHARD_CAP` providers per key and `PROVIDERS_PER_KEY`
+under the old keys (`provider_bound`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ ADVERT_MAX_LIFETIME_S: Final = 3600.0
 
 log = logging.getLogger(__name__)
 
+EVERY_PROVIDER: Final = 10**6
+"""The count a placement reads a key with: every holder's answer, never ended at a count that one
+holder's list reaches alone (whether a key is full is its holders' majority's word, `_place`)."""
 PROVIDE_CHECKS_S: Final = (0.2, 0.5, 1.0, 2.0, 4.0)
 """Pauses between reading our new shard keys back and providing again (ADD_PROVIDER can be lost)."""
 
@@ -198,11 +202,20 @@ class Dht:
         return self._lacking
 
     async def _place(self, me: str, unit: ComputeUnit | None, below: int = -1) -> None:
-        """Find our key of a unit's tree: the first of our path under level `below` that is not full."""
+        """Find our key of a unit's tree: the first of our path under level `below` that is not full.
+
+        A key is full when holders on more than half of the networks of its holders that answered list
+        `cap` providers (`ProviderLookup.holds`). Before, it was the union of what they listed: hostile
+        servers near the keys listing 20 Sybils under every key made every key read full, and each
+        honest worker walked its path to the bottom and was listed nowhere (`tests/labs/swarm/
+        test_hostile_places.py`). The cheater's view: it chooses its servers' ids (near every key: the
+        keys are public strings) and their lists, not the networks of the honest holders beside them.
+        What it does not stop: hostile servers on more than half of a key's holders' networks, and real
+        records (Sybils that provide a key at its honest holders fill it, at a cost per key)."""
         self.placed.pop(unit, None)
         for shard in path_of(me, unit)[below + 1 :]:
-            listed = await self.kad.find_providers(shard.dht_key, self.cap)
-            if not is_full(len(listed), me in listed, self.cap):
+            read = await self.kad.lookup_providers(shard.dht_key, EVERY_PROVIDER)
+            if not is_full(read.holds, me in read.providers, self.cap):
                 self.placed[unit] = shard
                 return
         log.warning("every key of %s's tree is full: not listed", unit or "any worker")
@@ -217,10 +230,10 @@ class Dht:
         for pause in PROVIDE_CHECKS_S:
             missing: list[bytes] = []
             for unit in [u for u in units if u in self.placed]:
-                listed = await self.kad.provide_where_missing(self.placed[unit].dht_key)
-                if me not in listed and is_full(len(listed), False, self.cap):
+                read = await self.kad.provide_where_missing(self.placed[unit].dht_key)
+                if me not in read.providers and is_full(read.holds, False, self.cap):
                     await self._place(me, unit, below=self.placed[unit].level)
-                if me not in listed and unit in self.placed:
+                if me not in read.providers and unit in self.placed:
                     missing.append(self.placed[unit].dht_key)
             any_key = self.placed[None].dht_key if None in self.placed else capability_dht_key(None)
             lacking = [g for g in gates if me not in (await self.kad.providers_at(peer_of(g), any_key) or ())]

@@ -62,7 +62,7 @@ from node.p2p.lazy import open_lazily
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.places import Places, places_for
 from node.p2p.places import network_of as place_network
-from node.p2p.shortlist import K, key_distance
+from node.p2p.shortlist import K, holding, key_distance
 from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, walk_providers
 from protocol import KAD
@@ -101,12 +101,16 @@ class ProviderLookup:
         answered: servers that answered (with or without providers).
         failures: server peer id -> why it gave no answer (refused the key, reset, timed out).
         keys: how many keys were asked.
+        holds: how many providers the key holds, as most of the networks of its holders that answered
+            say (`node.p2p.shortlist.holding`): what a placement reads "full" by, never the union of
+            the lists, which any one holder fills (`node.p2p.dht`).
     """
 
     providers: dict[str, list[str]]
     answered: int
     failures: dict[str, str]
     keys: int = 1
+    holds: int = 0
 
 
 def serves_kad(host: Any, peer_id: ID) -> bool:
@@ -260,9 +264,10 @@ class Kad:
         own = list(self._dht.host.get_addrs())
         return own + [c for c in map(Multiaddr, self.circuits) if c not in own]
 
-    async def provide_where_missing(self, key: bytes) -> frozenset[str]:
+    async def provide_where_missing(self, key: bytes) -> ProviderLookup:
         """Read our record of `key` back from its k closest servers and send it again to each that
-        answered without listing us; the providers they listed, all together.
+        answered without listing us; the providers they listed, all together, and how many the key
+        holds as most of their networks say (`ProviderLookup.holds`).
 
         Each writer sends to the k closest its own walk found, and in a young swarm those views differ:
         a key's holders list different writers, and a reader's walk that stopped waiting at holders that
@@ -272,7 +277,7 @@ class Kad:
         me = self._dht.local_peer_id
         walked = await self._walk(key, 10**6, agree=False)
         if not walked.closest:
-            return frozenset((await self.lookup_providers(key)).providers)
+            return await self.lookup_providers(key, 10**6)
         holders = tuple(p.to_base58() for p in walked.closest if p in walked.lists)  # those that answered
         self.closest.walked(key, holders, self.routing_table_size())
         lacking = set(walked.lacking(me))
@@ -285,7 +290,10 @@ class Kad:
 
         await self._at_closest(key, send, paced=lacking.__contains__)
         ours = self._dht.provider_store.get_providers(key) if self.server else []
-        return frozenset(p.to_base58() for p in [*walked.providers, *(i.peer_id for i in ours)])
+        listed: dict[str, list[str]] = {
+            p.to_base58(): [] for p in [*walked.providers, *(i.peer_id for i in ours)]
+        }
+        return ProviderLookup(listed, walked.answered, walked.failures, holds=walked.holds)
 
     async def _send(self, peer: ID, request: bytes, *, reply: bool) -> None:
         """One kad request on a new stream (raises when it cannot be sent); with `reply`, the answer is
@@ -373,18 +381,22 @@ class Kad:
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
         if walk and self.routing_table_size() > K:  # a large swarm: walk to the key's holders
             walked = await self._walk(key, count)
-            return self._found([*infos, *walked.providers.values()], walked.answered, walked.failures, count)
+            found = [*infos, *walked.providers.values()]
+            return self._found(found, walked.answered, walked.failures, count, walked.holds)
         failures: dict[str, str] = {}
         asked: set[str] = set()
         done: set[str] = set()
+        sizes: list[tuple[str, int]] = []  # each server that answered: its network, how many it listed
 
         async def ask(peer: ID) -> None:
             asked.add(peer.to_base58())
             try:
-                infos.extend(await self._get_providers(peer, key))
+                got = await self._get_providers(peer, key)
             except Exception as exc:
                 failures[peer.to_base58()] = f"{type(exc).__name__}: {exc}"[:200]
                 raise
+            infos.extend(got)
+            sizes.append((self._network(peer), len({i.peer_id for i in got} - {peer})))
             done.add(peer.to_base58())
 
         def enough() -> bool:
@@ -395,7 +407,7 @@ class Kad:
             waited = QUERY_TIMEOUT_S if answered else LONE_QUERY_S
             for peer in asked - done - failures.keys():
                 failures[peer] = f"no answer within {waited:g} s"
-        return self._found(infos, answered, failures, count)
+        return self._found(infos, answered, failures, count, holding(sizes))
 
     async def _walk(self, key: bytes, count: int, *, agree: bool = True, short: bool = False) -> Walked:
         """A GET_PROVIDERS walk (`node.p2p.walk`) from the closest servers of our routing table
@@ -423,13 +435,15 @@ class Kad:
         return self._networks.get(peer, "")
 
     @staticmethod
-    def _found(infos: list[Any], answered: int, failures: dict[str, str], count: int) -> ProviderLookup:
+    def _found(
+        infos: list[Any], answered: int, failures: dict[str, str], count: int, holds: int
+    ) -> ProviderLookup:
         """Providers de-duplicated (P9), their addresses merged, at most `count`."""
         found: dict[str, list[str]] = {}
         for info in infos:
             addrs = found.setdefault(info.peer_id.to_base58(), [])
             addrs.extend(str(a) for a in info.addrs if str(a) not in addrs)
-        return ProviderLookup(dict(list(found.items())[:count]), answered, failures)
+        return ProviderLookup(dict(list(found.items())[:count]), answered, failures, holds=holds)
 
     async def providers_at(self, peer_id: str, key: bytes) -> set[str] | None:
         """The providers one server lists for a key, or None when it did not answer."""

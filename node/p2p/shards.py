@@ -7,7 +7,8 @@ a js-libp2p one too, keeps them):
 - level 0 has one key, level l has 2**l; a peer's key at level l is the first l bits of
   sha256(peer id / unit), so its keys at successive levels are a path down the tree;
 - a worker provides at the shallowest key of its path that is not full (fewer than `SHARD_CAP`
-  providers, or already listing it): a full key spills it over to its child. It keeps that key
+  providers as holders on more than half of the networks that answered list, `node.p2p.shortlist.
+  holding`; or already listing it): a full key spills it over to its child. It keeps that key
   (`Shard`) for its later refreshes: a refresh is one ADD_PROVIDER per unit, whatever the fleet;
 - a child key holds providers only if its parent is full, so a lookup reads level by level, goes
   down only under full keys, and stops once it has the count asked: 100 devices are 7 keys
@@ -135,7 +136,10 @@ def large_swarm(placed: Shard) -> bool:
 
 
 def is_full(listed: int, me_listed: bool, cap: int = SHARD_CAP) -> bool:
-    """Does a key refuse a new provider (a key already listing us always takes us: a refresh)?"""
+    """Does a key refuse a new provider (a key already listing us always takes us: a refresh)?
+
+    `listed`: the providers the key holds as its holders say (the node gives `ProviderLookup.holds`,
+    most of their networks' word: never the union of their lists, which one hostile holder fills)."""
     return listed >= cap and not me_listed
 
 

@@ -197,6 +197,7 @@ class Shortlist(Generic[P]):
         self._lists: dict[P, tuple[Hashable, frozenset[Hashable]]] = {}  # a holder -> its network, list
         self._union: frozenset[Hashable] = frozenset()  # every provider a holder listed
         self._took: dict[P, tuple[Hashable, float]] = {}  # a server that answered -> its network, seconds
+        self._sizes: dict[P, tuple[Hashable, int]] = {}  # a server that answered -> its network, list length
         self._vouch: dict[Hashable, set[Hashable]] = {}  # a provider -> the networks of holders listing it
 
     def closest(self) -> list[P]:
@@ -225,6 +226,7 @@ class Shortlist(Generic[P]):
         where = peer if self._network is None else self._network(peer)
         if took is not None:
             self._took[peer] = (where, took)
+        self._sizes[peer] = (where, len(providers - {peer}))
         if providers - {peer}:
             self.held = True
             self._lists[peer] = (where, providers)
@@ -321,6 +323,11 @@ class Shortlist(Generic[P]):
                 slowest[where] = max(took, slowest.get(where, 0.0))
         return statistics.median(slowest.values()) if slowest else math.inf
 
+    def holds(self) -> int:
+        """How many providers the key holds, as most of its holders' networks say (`holding`, over the
+        answers of the k closest known): what a placement reads "full" by (`node.p2p.dht`)."""
+        return holding(self._sizes[p] for p in self.closest() if p in self._sizes)
+
     def _agreement(self, near: set[P] | None = None, waiting: int = 0) -> bool:
         """`agreed` holders' networks, and more than `waiting` (the requests among the k closest still
         within their hop), list every provider any holder listed (`near`: only the holders among
@@ -335,6 +342,25 @@ class Shortlist(Generic[P]):
         return len(agreeing) >= max(self._agreed, waiting + 1)
 
 
+def holding(answers: Iterable[tuple[Hashable, int]]) -> int:
+    """How many providers a key holds, as most of the networks of its holders that answered say
+    (`answers`: each holder's network and how many providers it listed; 0 when none answered).
+
+    Each network's word is its holders' upper median (one holder of a network that missed records does
+    not outvote the rest), and the key's is the lower median over networks: a count that holders on
+    more than half of the networks list at least. The cheater's view: hostile servers ground near a key
+    choose what they list (20 Sybils under every key, a full key's count) but not how many networks
+    answer beside them; their lists move this count only when they hold more than half of the key's
+    holders' networks. The union of the lists, read before, was theirs to fill.
+    """
+    by_network: dict[Hashable, list[int]] = {}
+    for where, size in answers:
+        by_network.setdefault(where, []).append(size)
+    if not by_network:
+        return 0
+    return statistics.median_low([statistics.median_high(sizes) for sizes in by_network.values()])
+
+
 def key_distance(key: bytes) -> Callable[[ID], int]:
     """A peer's kad distance to a key: sha256 of each, XOR."""
     target = int.from_bytes(hashlib.sha256(key).digest(), "big")
@@ -345,4 +371,4 @@ def key_distance(key: bytes) -> Callable[[ID], int]:
     return distance
 
 
-__all__ = ["AGREED", "ALPHA", "BEFORE_ALPHA", "HOP_S", "K", "Shortlist", "key_distance"]
+__all__ = ["AGREED", "ALPHA", "BEFORE_ALPHA", "HOP_S", "K", "Shortlist", "holding", "key_distance"]

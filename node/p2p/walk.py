@@ -31,7 +31,8 @@ class Answer:
 @dataclass(frozen=True)
 class Walked:
     """What a walk found: providers (peer id -> `PeerInfo`), servers asked and answered, failures, what
-    each server that answered listed, and the k closest servers known at the end (closest first)."""
+    each server that answered listed, the k closest servers known at the end (closest first), and how
+    many providers the key holds as most of its holders' networks say (`Shortlist.holds`)."""
 
     providers: dict[ID, Any]
     asked: int
@@ -39,6 +40,7 @@ class Walked:
     failures: dict[str, str] = field(default_factory=dict)
     lists: dict[ID, frozenset[ID]] = field(default_factory=dict)
     closest: tuple[ID, ...] = ()
+    holds: int = 0
 
     def lacking(self, provider: ID) -> tuple[ID, ...]:
         """The k closest servers that answered without listing `provider` (closest first): where a
@@ -104,8 +106,19 @@ async def walk_providers(
                 listed = lists[peer] = frozenset(info.peer_id for info in answer.providers)
                 state.answered(peer, listed, (info.peer_id for info in answer.closer), took)
         nursery.cancel_scope.cancel()
-    providers = {p: providers[p] for p in state.ranked(providers)}  # `Kad` keeps the first `count`
-    return Walked(providers, len(state.asked), answered, failures, lists, tuple(state.closest()))
+    return _walked(state, providers, answered, failures, lists)
+
+
+def _walked(
+    state: Shortlist[ID],
+    providers: dict[ID, Any],
+    answered: int,
+    failures: dict[str, str],
+    lists: dict[ID, frozenset[ID]],
+) -> Walked:
+    """What a walk found, its providers in the state's rank (`Kad` keeps the first `count`)."""
+    ranked = {p: providers[p] for p in state.ranked(providers)}
+    return Walked(ranked, len(state.asked), answered, failures, lists, tuple(state.closest()), state.holds())
 
 
 async def _ask_one(

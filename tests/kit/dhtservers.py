@@ -15,9 +15,12 @@ several processes (on several networks: `--listen`, an address of a lab namespac
 otherwise) list the same ones. With `--providers`, `P` honest worker nodes (client mode) then place their
 signed adverts and provider records with the node's own `Dht.publish`, as a `join` worker does.
 
-It prints `{"event": "ready", "servers": [...], "providers": [...], "sybils": [...], "seconds": S}`
-once every node is up and every record placed, then serves until killed. Nothing in the product reads
-this file.
+It prints `{"event": "ready", "servers": [...], "providers": [...], "sybils": [...], "seconds": S,
+"placed": {provider: {tree: level}}, "root": {provider: {"union": U, "holds": H}}}` once every node is
+up and every record placed (`placed`: the level of each tree's key each provider placed at, "any" and
+the unit's; `root`: the any-worker tree's root key as each provider reads it last, every holder's
+answer: the union of the lists and what most of the holders' networks say, `ProviderLookup.holds`),
+then serves until killed. Nothing in the product reads this file.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ from multiaddr import Multiaddr
 
 from kit.sybils import LOOPBACK, advert
 from node.config import NodeConfig
+from node.p2p.dht import EVERY_PROVIDER
 from node.p2p.identity import SEED_BYTES, peer_id_of_seed
 from node.p2p.node import Node, open_node
+from node.p2p.shards import Shard, unit_name
 from protocol import ComputeUnit
 
 OPENING = 4
@@ -115,12 +120,21 @@ async def main(args: argparse.Namespace) -> None:
             node = await nursery.start(serve, config, None)
             await node.dht.publish(advert(node, 300.0), [ComputeUnit.CPU_ONNX], gates=node.gates)
             providers.append(node)
+        root_key = Shard(None, 0, 0).dht_key
+        roots = {
+            n.host.peer_id: await n.dht.kad.lookup_providers(root_key, EVERY_PROVIDER) for n in providers
+        }
         ready = {
             "event": "ready",
             "servers": [n.host.peer_id for n in servers],
             "providers": [n.host.peer_id for n in providers],
             "sybils": [i.peer_id.to_base58() for i in sybils],
             "seconds": round(time.monotonic() - started, 2),
+            "placed": {
+                n.host.peer_id: {unit_name(u): shard.level for u, shard in n.dht.placed.items()}
+                for n in providers
+            },
+            "root": {p: {"union": len(r.providers), "holds": r.holds} for p, r in roots.items()},
         }
         print(json.dumps(ready))
         sys.stdout.flush()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Final
 
 from kit.netns import NetLab, NetnsRefused, _ip, _run
@@ -80,3 +81,21 @@ class RoutedNet(NetLab):
         _ip("-n", ns, "route", "add", "default", "via", gateway)
         _ip("-n", self.router, "addr", "add", f"{gateway}/24", "dev", router_end)
         _ip("-n", self.router, "link", "set", router_end, "up")
+
+
+DHT_SERVERS: Final = Path(__file__).with_name("dhtservers.py")
+"""The hostile-server labs' DHT servers of this code (honest, hostile, providers): a script."""
+WALKER: Final = Path(__file__).with_name("walker.py")
+"""The hostile-server labs' asker: a node of this code that walks to a key and looks up providers."""
+
+
+def swarm_hosts(honest: int, hostile: int) -> dict[str, tuple[str, str]]:
+    """The hostile-server labs' hosts (`RoutedNet(hosts=...)`), each on a /24 of its own: the gate,
+    the asker ("walker"), the honest networks `o0`... and the hostile `x0`...: each name's address and
+    router leg."""
+    return {
+        "gate": ("10.80.0.2", "10.80.0.1"),
+        "walker": ("10.81.0.2", "10.81.0.1"),
+        **{f"o{i}": (f"10.8{2 + i}.0.2", f"10.8{2 + i}.0.1") for i in range(honest)},
+        **{f"x{i}": (f"10.9{i}.0.2", f"10.9{i}.0.1") for i in range(hostile)},
+    }

@@ -22,8 +22,10 @@ runs discovery's own lookup.
 
 The honest records are placed before the hostile servers come: the walk is under test here, a reader
 of a key that honest holders hold. In a swarm this small every key's k closest hold most hostile
-servers, and a provider placing its records after them reads every key of its tree "full" of their
-Sybils and is listed nowhere (a placement the hostile servers deny, not a walk they end).
+servers, and their four networks are more than half of the seven that answer: a provider placing its
+records after them reads every key of its tree "full" of their Sybils and is listed nowhere (a
+placement the hostile servers deny, not a walk they end; as a minority of the networks they deny none:
+`test_hostile_places.py`).
 
 The cheater's view: the hostile servers see the key (a public string) and choose their ids, their
 lists and how fast they answer; they hold four networks, as many as they like but not as many as the
@@ -38,16 +40,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kit.campaignlab import ROOT
 from kit.netns import running
 from kit.procs import Lab
-from kit.routed import RoutedNet
+from kit.routed import DHT_SERVERS, WALKER, RoutedNet, swarm_hosts
 
 from node.p2p.shards import Shard
 from scheduler.verification import network_of
 
-SERVERS = ROOT / "tests" / "kit" / "dhtservers.py"
-WALKER = ROOT / "tests" / "kit" / "walker.py"
 KEY = Shard(None, 0, 0).dht_key
 HOSTILE_NETWORKS = 4
 HOSTILE_EACH = 4
@@ -55,12 +54,7 @@ HONEST_NETWORKS = 2
 HONEST_EACH = 3
 WALKS = 12
 SYBILS = 20
-HOSTS = {
-    "gate": ("10.80.0.2", "10.80.0.1"),
-    "walker": ("10.81.0.2", "10.81.0.1"),
-    **{f"o{i}": (f"10.8{2 + i}.0.2", f"10.8{2 + i}.0.1") for i in range(HONEST_NETWORKS)},
-    **{f"x{i}": (f"10.9{i}.0.2", f"10.9{i}.0.1") for i in range(HOSTILE_NETWORKS)},
-}
+HOSTS = swarm_hosts(HONEST_NETWORKS, HOSTILE_NETWORKS)
 """Each host on a /24 of its own: the gate, the asker, the honest networks `o*`, the hostile `x*`."""
 
 
@@ -75,7 +69,7 @@ def walked(net: RoutedNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     lab = Lab(root)
     try:
         gate = lab.gate("gate", listen=f"/ip4/{HOSTS['gate'][0]}/tcp/0", ns=net.ns("gate")).ready["addrs"][0]
-        base = [sys.executable, str(SERVERS), "--gate", gate]
+        base = [sys.executable, str(DHT_SERVERS), "--gate", gate]
         for role, flags in (("o", ["--servers", str(HONEST_EACH)]), ("p", ["--providers", "1"])):
             honest = [  # the servers first, then a provider on each network: placed on every honest server
                 lab.start(

@@ -283,7 +283,7 @@ async def test_a_read_back_sends_our_record_again_to_each_server_that_lacks_it(t
                 await send(peer, request, reply=reply)
 
             writer.kad._send = spied  # type: ignore[method-assign]
-            listed = await writer.kad.provide_where_missing(key)
+            listed = (await writer.kad.provide_where_missing(key)).providers
             del writer.kad._send  # back to the method
             assert writer.host.peer_id in listed  # the gate lists us
             assert sorted(sent_to) == sorted(w.host.peer_id for w in workers[:2])  # the two that lacked us

@@ -19,7 +19,7 @@ import trio.testing
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
-from node.p2p.shortlist import AGREED, ALPHA, HOP_S, K, Shortlist
+from node.p2p.shortlist import AGREED, ALPHA, HOP_S, K, Shortlist, holding
 from node.p2p.walk import Answer, walk_providers
 
 KEY = b"\x12\x20" + hashlib.sha256(b"sark/cap/v2/any/3/5").digest()
@@ -183,6 +183,42 @@ async def test_hostile_servers_listing_a_full_key_of_sybils_end_no_walk_before_i
             assert honest <= set(walked.providers)
             kept = set(list(walked.providers)[:20])
             assert len(kept & honest) >= (1 if apart else 18), seed  # a share for each hostile network
+
+
+@pytest.mark.parametrize(("hostile", "holds"), [(0, 7), (5, 7), (10, 7), (19, 20)])
+async def test_a_key_is_full_by_its_holders_networks_never_by_the_union_of_their_lists(
+    hostile: int, holds: int, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 50, placement: M servers closest to a key of 7 honest providers each list the same 20
+    Sybils (a full key's count), each on a network of its own. The union of the lists (what a placement
+    read before) holds 27: the key read full, and an honest worker spilled to the next level, under
+    every key of its tree. `Walked.holds` is what holders on more than half of the answering networks
+    list: 7 while the hostile networks are a minority of the key's holders (10 of 20 too: half is not
+    more than half); at 19 of 20 they decide it (the stated limit)."""
+    with trio.fail_after(30):
+        kad = _kad(7)
+        kad.hostile = set(sorted(kad.servers, key=_distance)[:hostile])
+        kad.sybils, kad.latency, kad.instant = K, 0.05, True
+        for seed in range(5):
+            walked = await walk_providers(
+                KEY, _far_start(kad), kad.ask, 10**6, 1.0, random.Random(seed), network=_networks(set())
+            )
+            assert len(walked.providers) == (27 if hostile else 7)
+            assert walked.holds == holds
+
+
+def test_a_keys_count_is_the_word_of_most_of_its_holders_networks() -> None:
+    """`holding`: each network's holders give their upper median, the key the lower median over
+    networks; servers of one network, however many, are one word."""
+    assert holding([]) == 0
+    assert holding([("a", 7), ("b", 7), ("c", 20)]) == 7  # one hostile network of three
+    assert holding([("a", 7), ("b", 20), ("c", 20)]) == 20  # two of three
+    assert (
+        holding([("a", 7), ("b", 7), ("x", 20), ("x", 20), ("x", 20), ("x", 20)]) == 7
+    )  # one network's four
+    assert holding([("a", 7), ("b", 20)]) == 7  # half is not more than half
+    assert holding([("a", 20), ("a", 12), ("b", 20)]) == 20  # a holder that missed records is outvoted
+    assert holding([("a", 20), ("a", 12), ("a", 12), ("b", 20)]) == 12
 
 
 def test_networks_that_answered_first_end_no_walk_while_as_many_holders_are_still_to_answer() -> None:
