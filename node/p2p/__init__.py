@@ -77,17 +77,18 @@ the old ones; an expired record holds no place), and at most `places_per_network
 one network, the /24 or /48 of the connection the ADD_PROVIDER came over as the kernel gave it
 (`node/p2p/places.py`, issue 50: 200 free keys on one network held the first three levels of the any-worker
 tree; loopback and private addresses exempt unless the share is set; a refresh keeps its place).
-`Dht.lookup` reads the levels that hold the count asked at once, then the children of full keys, and stops
-at the count (`Kad.lookup_providers` cancels its asks once it has enough; with more than k servers in our
-table it walks instead, `node/p2p/walk.py` over `node/p2p/shortlist.py`'s rules: alpha 13, the next
-server drawn among the k closest known (the reads of a key spread over its holders), closer peers followed,
-a request unanswered after `HOP_S` freeing its slot, a server whose request failed leaving the k closest,
-ending at the count or when the k closest it knows that did not fail have been asked, never at holders that
-agree on a short list (issue 50: hostile servers ground near a key);
-its state, `Shortlist`, is pure and the simulator's walk runs it too); asked for all, or still short, it
-also reads the unit's old
-`sark/cap/v1/` key (`capability_dht_key`) at the servers it knows, so a worker from before issue 43 is
-found; an old submitter does not find new workers (version rule: submitters first).
+`Dht.lookup` reads the levels that hold the count asked at once, then the children of full keys, and stops at
+the count (`Kad.lookup_providers` cancels its asks once `count` providers are each listed by servers on more
+networks than those still to answer, and keeps them in turns by network: a stranger's server that answers
+first with 20 Sybils ends no read, `tests/labs/swarm/test_hostile_first.py`; with more than k servers in our
+table it walks instead, `node/p2p/walk.py` over `node/p2p/shortlist.py`'s rules: alpha 13, the next server
+drawn among the k closest known (the reads of a key spread over its holders), closer peers followed, a request
+unanswered after `HOP_S` freeing its slot, a server whose request failed leaving the k closest, ending at the
+count or when the k closest it knows that did not fail have been asked, never at holders that agree on a short
+list (issue 50: hostile servers ground near a key); its state, `Shortlist`, is pure and the simulator's walk
+runs it too); asked for all, or still short, it also reads the unit's old `sark/cap/v1/` key
+(`capability_dht_key`) at the servers it knows, so a worker from before issue 43 is found; an old submitter
+does not find new workers (version rule: submitters first).
 `submitter.discovery.lookup_count` says what a campaign needs (2 x the most devices one plain CPU job needs,
 replicas counted; every provider for `devices: all`, another unit or a requirement, at least `--wait-peers`)
 and `submit`'s `Discovery` stops at it: each round counts only workers it has not confirmed yet

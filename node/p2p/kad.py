@@ -62,7 +62,7 @@ from node.p2p.lazy import open_lazily
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.places import Places, places_for
 from node.p2p.places import network_of as place_network
-from node.p2p.shortlist import K, holding, key_distance
+from node.p2p.shortlist import K, Shortlist, holding, key_distance
 from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, walk_providers
 from protocol import KAD
@@ -370,12 +370,17 @@ class Kad:
     async def lookup_providers(self, key: bytes, count: int = 200, *, walk: bool = True) -> ProviderLookup:
         """Providers of a key, and which servers answered or failed (a refusal is never silent).
 
-        With at most k servers in our table (each holds every record) they are all asked at once until
-        `count` distinct providers are in; with more (a large swarm) a walk (`_walk`). `walk` False: the
-        servers we know only (no walk however large the table). A server that stalled past the wait
-        (`_ask_servers`) is a failure ("no answer within"), as one that refused: libp2p's own iterative
-        lookup, which this fell back to when none answered, asked the same stalling servers again under
-        none of the walk's rules (`node.p2p.shortlist`: agreement across networks, a bounded round count).
+        With at most k servers in our table (each holds every record) they are all asked at once until `count`
+        providers are each listed by servers on more networks than the servers still to answer
+        (`Shortlist.vouched`), and the providers come in the walk's turns, one from each network that listed
+        any (`Shortlist.ranked`): before, the first `count` distinct providers ended the asks and were kept in
+        the order they came, so a stranger's DHT server that answered first with 20 Sybils (a full key's
+        count) ended every read of a key with no honest provider (`tests/labs/swarm/test_hostile_first.py`).
+        With more servers (a large swarm) a walk (`_walk`). `walk` False: the servers we know only (no walk
+        however large the table). A server that stalled past the wait (`_ask_servers`) is a failure ("no
+        answer within"), as one that refused: libp2p's own iterative lookup, which this fell back to when none
+        answered, asked the same stalling servers again under none of the walk's rules (`node.p2p.shortlist`:
+        agreement across networks, a bounded round count).
         """
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
@@ -387,6 +392,8 @@ class Kad:
         asked: set[str] = set()
         done: set[str] = set()
         sizes: list[tuple[str, int]] = []  # each server that answered: its network, how many it listed
+        listed: dict[ID, list[Any]] = {}  # each provider a server listed -> its records, as they came
+        state: Shortlist[ID] = Shortlist((), lambda _: 0, count, None, agreed=1, network=self._network)
 
         async def ask(peer: ID) -> None:
             asked.add(peer.to_base58())
@@ -395,18 +402,22 @@ class Kad:
             except Exception as exc:
                 failures[peer.to_base58()] = f"{type(exc).__name__}: {exc}"[:200]
                 raise
-            infos.extend(got)
+            for info in got:
+                listed.setdefault(info.peer_id, []).append(info)
+            state.answered(peer, frozenset(i.peer_id for i in got), ())
             sizes.append((self._network(peer), len({i.peer_id for i in got} - {peer})))
             done.add(peer.to_base58())
 
-        def enough() -> bool:
-            return len({i.peer_id for i in infos}) >= count
+        def enough(pending: int) -> bool:
+            return state.vouched(pending) >= count
 
         answered = await self._ask_servers(key, ask, enough)
-        if not enough():  # the rest were not cut short by enough answers: they stalled
+        stalled = asked - done - failures.keys()
+        if not enough(len(stalled)):  # the rest were not cut short by enough answers: they stalled
             waited = QUERY_TIMEOUT_S if answered else LONE_QUERY_S
-            for peer in asked - done - failures.keys():
+            for peer in stalled:
                 failures[peer] = f"no answer within {waited:g} s"
+        infos.extend(info for peer in state.ranked(listed) for info in listed[peer])
         return self._found(infos, answered, failures, count, holding(sizes))
 
     async def _walk(self, key: bytes, count: int, *, agree: bool = True, short: bool = False) -> Walked:
@@ -476,11 +487,15 @@ class Kad:
             await stream.close()
 
     async def _ask_servers(
-        self, key: bytes, ask: Callable[[ID], Awaitable[None]], enough: Callable[[], bool] = lambda: False
+        self,
+        key: bytes,
+        ask: Callable[[ID], Awaitable[None]],
+        enough: Callable[[int], bool] = lambda _: False,
     ) -> int:
-        """Run `ask` at the k closest servers we know, concurrently, until `enough()`, every one has
-        answered or failed, or the time is up: `QUERY_TIMEOUT_S`, or, while none has answered, the
-        first answer within `LONE_QUERY_S`. Returns how many answered."""
+        """Run `ask` at the k closest servers we know, concurrently, until `enough(pending)` (the
+        servers still to answer or fail), every one has answered or failed, or the time is up:
+        `QUERY_TIMEOUT_S`, or, while none has answered, the first answer within `LONE_QUERY_S`.
+        Returns how many answered."""
         closest = self._dht.routing_table.find_local_closest_peers(key, K)
         closest = [p for p in closest if p != self._dht.local_peer_id]
         # Peers identify has shown to serve kad first; the rest only when we know of none (P11).
@@ -499,11 +514,9 @@ class Kad:
                         first.set()
                     except Exception:  # libp2p's stream and parse errors: this server did not answer
                         log.debug("kad query to %s failed", peer, exc_info=True)
-                if enough():
-                    nursery.cancel_scope.cancel()
             finally:
                 pending -= 1
-                if pending == 0:  # every server answered or failed: nothing left to wait for
+                if pending == 0 or enough(pending):  # every server answered or failed, or enough did
                     nursery.cancel_scope.cancel()
 
         async with trio.open_nursery() as nursery:

@@ -1,14 +1,17 @@
 """The asker of the hostile-networks lab: a node of this code that walks to a key, inside a lab namespace.
 
     python tests/kit/walker.py --gate MULTIADDR --data-dir DIR --listen IP --key HEX --walks N
+        [--servers S] [--looks L]
 
 It opens a node (client mode, as a submitter's) listening on `IP`, joins through the gate, learns the
 servers until its routing table holds more than k (so a lookup walks), then walks to the key `N` times
 under each rule (`before`: the rule before issue 50, `Kad._walk(short=True)`; `now`: the node's), then
 runs `Kad.lookup_providers` at a shard key's count (what the node keeps of a key: its first
-`SHARD_CAP`) and discovery's own lookup (`Dht.lookup(None, count=2)`). It prints one line:
-`{"event": "walked", "table": T, "networks": {server: network}, "walks": {rule: [[provider, ...], ...]},
-"kept": [...], "looked": [...]}` and exits. Nothing in the product reads this file.
+`SHARD_CAP`) and discovery's own lookup (`Dht.lookup(None, count=2)`), then that lookup `--looks` times
+more. `--servers S`: learn S servers first instead (at most k: a small swarm's lookups ask every server
+at once, no walk). It prints one line: `{"event": "walked", "table": T, "networks": {server: network},
+"walks": {rule: [[provider, ...], ...]}, "kept": [...], "looked": [...], "looks": [[...], ...]}` and
+exits. Nothing in the product reads this file.
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ from node.p2p.shards import SHARD_CAP
 from node.p2p.shortlist import K
 
 
-async def learn_servers(kad: Kad, key: bytes, within: float = 60.0) -> None:
-    """Ask for the servers closest to `key` until the routing table holds more than k, so that a
-    lookup walks (with at most k it asks them all at once)."""
+async def learn_servers(kad: Kad, key: bytes, at_least: int = K + 1, within: float = 60.0) -> None:
+    """Ask for the servers closest to `key` until the routing table holds `at_least` (more than k: a
+    lookup walks; with at most k it asks them all at once)."""
     with trio.fail_after(within):
-        while kad.routing_table_size() <= K:
+        while kad.routing_table_size() < at_least:
             await kad.raw.peer_routing.find_closest_peers_network(key)
             await trio.sleep(0.2)
 
@@ -43,7 +46,7 @@ async def main(args: argparse.Namespace) -> None:
     config = NodeConfig(data_dir=args.data_dir, gates=(args.gate,), listen=(f"/ip4/{args.listen}/tcp/0",))
     async with open_node(config, role="submitter") as node:
         kad = node.kad or node.dht.kad
-        await learn_servers(kad, key)
+        await learn_servers(kad, key, args.servers)
         walks: dict[str, list[list[str]]] = {"before": [], "now": []}
         for rule, short in (("before", True), ("now", False)):
             for _ in range(args.walks):
@@ -51,9 +54,10 @@ async def main(args: argparse.Namespace) -> None:
                 walks[rule].append([p.to_base58() for p in walked.providers])
         kept = await kad.lookup_providers(key, SHARD_CAP)
         looked = await node.dht.lookup(None, count=2)
+        looks = [list((await node.dht.lookup(None, count=2)).providers) for _ in range(args.looks)]
         networks = {peer.to_base58(): where for peer, where in kad._networks.items()}
         line = {"event": "walked", "table": kad.routing_table_size(), "networks": networks, "walks": walks,
-                "kept": list(kept.providers), "looked": list(looked.providers)}  # fmt: skip
+                "kept": list(kept.providers), "looked": list(looked.providers), "looks": looks}  # fmt: skip
         print(json.dumps(line), flush=True)
 
 
@@ -64,4 +68,6 @@ if __name__ == "__main__":
     parser.add_argument("--listen", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--walks", type=int, default=24)
+    parser.add_argument("--servers", type=int, default=K + 1, help="servers to learn first (> k: a walk)")
+    parser.add_argument("--looks", type=int, default=0, help="discovery's lookups after the first")
     trio.run(main, parser.parse_args())
