@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from kit.netns import NetLab, NetnsRefused, _ip, _run
+from kit.procs import Lab, Proc
 
 HOSTS: Final = {
     "h1": ("10.77.0.11", "10.77.0.1"),
@@ -99,3 +101,33 @@ def swarm_hosts(honest: int, hostile: int) -> dict[str, tuple[str, str]]:
         **{f"o{i}": (f"10.8{2 + i}.0.2", f"10.8{2 + i}.0.1") for i in range(honest)},
         **{f"x{i}": (f"10.9{i}.0.2", f"10.9{i}.0.1") for i in range(hostile)},
     }
+
+
+class SwarmLab:
+    """The hostile-server labs' processes on a `RoutedNet` of `swarm_hosts`: a `sark-node gate` on host
+    "gate" (`gate`: its address), then DHT servers of this code (`servers`) and the asker (`walker`) on
+    the hosts named, each in its host's namespace; `close()` kills them all."""
+
+    def __init__(self, net: RoutedNet, root: Path) -> None:
+        self.net, self.root, self.lab = net, root, Lab(root)
+        try:
+            listen = f"/ip4/{net.hosts['gate'][0]}/tcp/0"
+            self.gate: str = self.lab.gate("gate", listen=listen, ns=net.ns("gate")).ready["addrs"][0]
+        except BaseException:
+            self.lab.close()
+            raise
+
+    def servers(self, name: str, host: str, *flags: str) -> Proc:
+        """A `DHT_SERVERS` process on `host` (`flags`: its own, as `--servers 4` or `--providers 2`)."""
+        data = ["--data-dir", str(self.root / name), "--listen", self.net.hosts[host][0]]
+        argv = [sys.executable, str(DHT_SERVERS), "--gate", self.gate, *data, *flags]
+        return self.lab.start(name, argv, ns=self.net.ns(host))
+
+    def walker(self, key: bytes, *flags: str) -> Proc:
+        """The asker (`WALKER`) on host "walker", to `key` (`flags`: as `--walks 12`)."""
+        data = ["--data-dir", str(self.root / "walker"), "--listen", self.net.hosts["walker"][0]]
+        argv = [sys.executable, str(WALKER), "--gate", self.gate, *data, "--key", key.hex(), *flags]
+        return self.lab.start("walker", argv, ns=self.net.ns("walker"))
+
+    def close(self) -> None:
+        self.lab.close()

@@ -26,15 +26,13 @@ this does not stop: strangers on more networks than the honest servers a reader 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kit.faults import Faults
 from kit.netns import running
-from kit.procs import Lab
-from kit.routed import DHT_SERVERS, WALKER, RoutedNet, swarm_hosts
+from kit.routed import RoutedNet, SwarmLab, swarm_hosts
 
 from node.p2p.shards import SHARD_CAP, Shard
 
@@ -55,33 +53,19 @@ def net() -> Iterator[RoutedNet]:
 
 @pytest.fixture(scope="module")
 def looked(net: RoutedNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("hostilefirst")
-    lab = Lab(root)
+    lab = SwarmLab(net, tmp_path_factory.mktemp("hostilefirst"))
     try:
-        gate = lab.gate("gate", listen=f"/ip4/{HOSTS['gate'][0]}/tcp/0", ns=net.ns("gate")).ready["addrs"][0]
-        base = [sys.executable, str(DHT_SERVERS), "--gate", gate]
-
-        def servers(name: str, host: str, *flags: str) -> Any:
-            data = ["--data-dir", str(root / name), "--listen", HOSTS[host][0]]
-            return lab.start(name, [*base, *data, *flags], ns=net.ns(host))
-
-        honest = [servers(f"o{i}", f"o{i}", "--servers", "1") for i in range(HONEST_NETWORKS)]
+        honest = [lab.servers(f"o{i}", f"o{i}", "--servers", "1") for i in range(HONEST_NETWORKS)]
         for proc in honest:
             proc.wait_event("ready", 180)
-        placed = servers("p0", "o0", "--providers", str(PROVIDERS)).wait_event("ready", 180)
+        placed = lab.servers("p0", "o0", "--providers", str(PROVIDERS)).wait_event("ready", 180)
         hostile = ["--hostile-near", ROOT_KEY.hex(), "--bits", "1", "--sybils", str(SHARD_CAP)]
-        bad = servers("x0", "x0", "--servers", "1", *hostile).wait_event("ready", 180)
+        bad = lab.servers("x0", "x0", "--servers", "1", *hostile).wait_event("ready", 180)
         with Faults() as faults:
             for host in ("gate", *(f"o{i}" for i in range(HONEST_NETWORKS))):
                 faults.delay(net.ns(host), NEARER_MS)
-            reader = lab.start(
-                "walker",
-                [sys.executable, str(WALKER), "--gate", gate, "--data-dir", str(root / "walker"),
-                 "--listen", HOSTS["walker"][0], "--key", ROOT_KEY.hex(), "--walks", "0",
-                 "--servers", str(HONEST_NETWORKS + 2), "--looks", str(LOOKS)],
-                ns=net.ns("walker"),
-            )  # fmt: skip
-            walked = reader.wait_event("walked", 240)
+            small = ["--walks", "0", "--servers", str(HONEST_NETWORKS + 2), "--looks", str(LOOKS)]
+            walked = lab.walker(ROOT_KEY, *small).wait_event("walked", 240)
         yield {**walked, "providers": placed["providers"], "sybils": bad["sybils"]}
     finally:
         lab.close()

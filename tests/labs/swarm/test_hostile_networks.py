@@ -35,14 +35,12 @@ its k closest (`benchmarks/notes/swarm_hostile.md`: 19 networks of 20).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kit.netns import running
-from kit.procs import Lab
-from kit.routed import DHT_SERVERS, WALKER, RoutedNet, swarm_hosts
+from kit.routed import RoutedNet, SwarmLab, swarm_hosts
 
 from node.p2p.shards import Shard
 from scheduler.verification import network_of
@@ -65,57 +63,21 @@ def net() -> Iterator[RoutedNet]:
 
 @pytest.fixture(scope="module")
 def walked(net: RoutedNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("hostilenets")
-    lab = Lab(root)
+    lab = SwarmLab(net, tmp_path_factory.mktemp("hostilenets"))
     try:
-        gate = lab.gate("gate", listen=f"/ip4/{HOSTS['gate'][0]}/tcp/0", ns=net.ns("gate")).ready["addrs"][0]
-        base = [sys.executable, str(DHT_SERVERS), "--gate", gate]
         for role, flags in (("o", ["--servers", str(HONEST_EACH)]), ("p", ["--providers", "1"])):
-            honest = [  # the servers first, then a provider on each network: placed on every honest server
-                lab.start(
-                    f"{role}{i}",
-                    [*base, "--data-dir", str(root / f"{role}{i}"), *flags, "--listen", HOSTS[f"o{i}"][0]],
-                    ns=net.ns(f"o{i}"),
-                )
-                for i in range(HONEST_NETWORKS)
-            ]
+            # the servers first, then a provider on each network: placed on every honest server
+            honest = [lab.servers(f"{role}{i}", f"o{i}", *flags) for i in range(HONEST_NETWORKS)]
             good = [proc.wait_event("ready", 180) for proc in honest]
-        hostile = [
-            lab.start(
-                f"x{i}",
-                [
-                    *base,
-                    "--data-dir",
-                    str(root / f"x{i}"),
-                    "--servers",
-                    str(HOSTILE_EACH),
-                    "--listen",
-                    HOSTS[f"x{i}"][0],
-                    "--hostile-near",
-                    KEY.hex(),
-                    "--bits",
-                    "8",
-                    "--sybils",
-                    str(SYBILS),
-                    "--sybil-seed",
-                    "5b",
-                ],
-                ns=net.ns(f"x{i}"),
-            )
-            for i in range(HOSTILE_NETWORKS)
-        ]
-        bad = [proc.wait_event("ready", 180) for proc in hostile]
-        asker = lab.start(
-            "walker",
-            [sys.executable, str(WALKER), "--gate", gate, "--data-dir", str(root / "walker"),
-             "--listen", HOSTS["walker"][0], "--key", KEY.hex(), "--walks", str(WALKS)],
-            ns=net.ns("walker"),
-        )  # fmt: skip
+        hostile = ["--servers", str(HOSTILE_EACH), "--hostile-near", KEY.hex(), "--bits", "8"]
+        sybils = ["--sybils", str(SYBILS), "--sybil-seed", "5b"]
+        bad = [lab.servers(f"x{i}", f"x{i}", *hostile, *sybils) for i in range(HOSTILE_NETWORKS)]
+        ready = [proc.wait_event("ready", 180) for proc in bad]
         yield {
-            **asker.wait_event("walked", 240),
-            "hostile": {s for ready in bad for s in ready["servers"]},
-            "sybils": set(bad[0]["sybils"]),
-            "providers": {p for ready in good for p in ready["providers"]},
+            **lab.walker(KEY, "--walks", str(WALKS)).wait_event("walked", 240),
+            "hostile": {s for r in ready for s in r["servers"]},
+            "sybils": set(ready[0]["sybils"]),
+            "providers": {p for r in good for p in r["providers"]},
         }
     finally:
         lab.close()

@@ -26,14 +26,12 @@ provide every key at its honest holders (a place per key, each refreshed).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kit.netns import running
-from kit.procs import Lab
-from kit.routed import DHT_SERVERS, WALKER, RoutedNet, swarm_hosts
+from kit.routed import RoutedNet, SwarmLab, swarm_hosts
 
 from node.p2p.shards import SHARD_CAP, Shard
 from protocol import ComputeUnit
@@ -55,45 +53,20 @@ def net() -> Iterator[RoutedNet]:
 
 @pytest.fixture(scope="module")
 def placed(net: RoutedNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("hostileplaces")
-    lab = Lab(root)
+    lab = SwarmLab(net, tmp_path_factory.mktemp("hostileplaces"))
     try:
-        gate = lab.gate("gate", listen=f"/ip4/{HOSTS['gate'][0]}/tcp/0", ns=net.ns("gate")).ready["addrs"][0]
-        base = [sys.executable, str(DHT_SERVERS), "--gate", gate]
-
-        def servers(name: str, host: str, *flags: str) -> Any:
-            data = ["--data-dir", str(root / name), "--listen", HOSTS[host][0]]
-            return lab.start(name, [*base, *data, *flags], ns=net.ns(host))
-
-        honest = [servers(f"o{i}", f"o{i}", "--servers", str(HONEST_EACH)) for i in range(HONEST_NETWORKS)]
+        honest = [
+            lab.servers(f"o{i}", f"o{i}", "--servers", str(HONEST_EACH)) for i in range(HONEST_NETWORKS)
+        ]
         for proc in honest:
             proc.wait_event("ready", 180)
-        hostile = [
-            servers(
-                f"x{i}",
-                f"x{i}",
-                "--servers",
-                str(HOSTILE_EACH),
-                "--hostile-near",
-                ROOT_KEY.hex(),
-                "--bits",
-                "2",
-                "--sybils",
-                str(SHARD_CAP),
-                "--sybil-seed",
-                "5c",
-            )
-            for i in range(HOSTILE_NETWORKS)
-        ]
-        bad = [proc.wait_event("ready", 180) for proc in hostile]
-        late = servers("p0", "o0", "--providers", str(PROVIDERS)).wait_event("ready", 180)
-        reader = lab.start(
-            "walker",
-            [sys.executable, str(WALKER), "--gate", gate, "--data-dir", str(root / "walker"),
-             "--listen", HOSTS["walker"][0], "--key", ROOT_KEY.hex(), "--walks", "1"],
-            ns=net.ns("walker"),
-        )  # fmt: skip
-        yield {**late, "sybils": set(bad[0]["sybils"]), "looked": reader.wait_event("walked", 240)["looked"]}
+        hostile = ["--servers", str(HOSTILE_EACH), "--hostile-near", ROOT_KEY.hex(), "--bits", "2"]
+        sybils = ["--sybils", str(SHARD_CAP), "--sybil-seed", "5c"]
+        bad = [lab.servers(f"x{i}", f"x{i}", *hostile, *sybils) for i in range(HOSTILE_NETWORKS)]
+        ready = [proc.wait_event("ready", 180) for proc in bad]
+        late = lab.servers("p0", "o0", "--providers", str(PROVIDERS)).wait_event("ready", 180)
+        looked = lab.walker(ROOT_KEY, "--walks", "1").wait_event("walked", 240)["looked"]
+        yield {**late, "sybils": set(ready[0]["sybils"]), "looked": looked}
     finally:
         lab.close()
 
