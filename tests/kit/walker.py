@@ -1,16 +1,18 @@
 """The asker of the hostile-networks lab: a node of this code that walks to a key, inside a lab namespace.
 
     python tests/kit/walker.py --gate MULTIADDR --data-dir DIR --listen IP --key HEX --walks N
-        [--servers S] [--looks L]
+        [--servers S] [--looks L] [--all]
 
 It opens a node (client mode, as a submitter's) listening on `IP`, joins through the gate, learns the
 servers until its routing table holds more than k (so a lookup walks), then walks to the key `N` times
 under each rule (`before`: the rule before issue 50, `Kad._walk(short=True)`; `now`: the node's), then
 runs `Kad.lookup_providers` at a shard key's count (what the node keeps of a key: its first
 `SHARD_CAP`) and discovery's own lookup (`Dht.lookup(None, count=2)`), then that lookup `--looks` times
-more. `--servers S`: learn S servers first instead (at most k: a small swarm's lookups ask every server
+more, and with `--all` a lookup of every worker (`Dht.lookup(None)`: its providers and the keys it
+read). `--servers S`: learn S servers first instead (at most k: a small swarm's lookups ask every server
 at once, no walk). It prints one line: `{"event": "walked", "table": T, "networks": {server: network},
-"walks": {rule: [[provider, ...], ...]}, "kept": [...], "looked": [...], "looks": [[...], ...]}` and
+"walks": {rule: [[provider, ...], ...]}, "kept": [...], "looked": [...], "looks": [[...], ...], "all":
+{"providers": [...], "keys": K} or null}` and
 exits. Nothing in the product reads this file.
 """
 
@@ -55,9 +57,12 @@ async def main(args: argparse.Namespace) -> None:
         kept = await kad.lookup_providers(key, SHARD_CAP)
         looked = await node.dht.lookup(None, count=2)
         looks = [list((await node.dht.lookup(None, count=2)).providers) for _ in range(args.looks)]
+        every = await node.dht.lookup(None) if args.all else None
         networks = {peer.to_base58(): where for peer, where in kad._networks.items()}
+        whole = None if every is None else {"providers": list(every.providers), "keys": every.keys}
         line = {"event": "walked", "table": kad.routing_table_size(), "networks": networks, "walks": walks,
-                "kept": list(kept.providers), "looked": list(looked.providers), "looks": looks}  # fmt: skip
+                "kept": list(kept.providers), "looked": list(looked.providers), "looks": looks,
+                "all": whole}  # fmt: skip
         print(json.dumps(line), flush=True)
 
 
@@ -70,4 +75,5 @@ if __name__ == "__main__":
     parser.add_argument("--walks", type=int, default=24)
     parser.add_argument("--servers", type=int, default=K + 1, help="servers to learn first (> k: a walk)")
     parser.add_argument("--looks", type=int, default=0, help="discovery's lookups after the first")
+    parser.add_argument("--all", action="store_true", help="then a lookup of every worker (`devices: all`)")
     trio.run(main, parser.parse_args())

@@ -11,11 +11,13 @@ that runs discovery's lookup. 21 servers: every key's k closest hold the eight h
 
 Before, a placement read a key "full" when the union of its holders' lists held 20: the hostile lists
 alone do, under every key of every tree, so each honest worker spilled down its path to the bottom
-(`MAX_LEVEL`) and was listed nowhere ("every key of ... tree is full: not listed"). Now a key is full
-when holders on more than half of the networks that answered list 20 (`ProviderLookup.holds`,
-`node.p2p.shortlist.holding`): the providers place at the root of both their trees, and the reader
-finds them. The lab asserts that the attack is real (the union of the root key's lists holds 20 or
-more: the rule before reads it full) and that the placement holds against it.
+(`MAX_LEVEL`) and was listed nowhere ("every key of ... tree is full: not listed"). Now a key is full when
+holders on more than half of the networks that answered list 20 (`ProviderLookup.holds`,
+`node.p2p.shortlist.holding`): the providers place at the root of both their trees, and the reader finds
+them. A look for every worker (`devices: all`) descends only under keys full by that same word: by the
+union it read 1,046 keys under the Sybils' lists (this lab on the rule before); now the first levels' 7
+keys and the unit's old key. The lab asserts that the attack is real (the union of the root key's lists
+holds 20 or more: the rule before reads it full) and that the placement holds against it.
 
 The cheater's view: the hostile servers see every key (public strings) and choose their ids and their
 lists, and answer first; they hold two networks. They do not choose the networks of the honest
@@ -33,7 +35,7 @@ import pytest
 from kit.netns import running
 from kit.routed import RoutedNet, SwarmLab, swarm_hosts
 
-from node.p2p.shards import SHARD_CAP, Shard
+from node.p2p.shards import FIRST_LEVELS, SHARD_CAP, Shard
 from protocol import ComputeUnit
 
 ROOT_KEY = Shard(None, 0, 0).dht_key
@@ -42,6 +44,8 @@ HONEST_EACH = 4
 HOSTILE_NETWORKS = 2
 HOSTILE_EACH = 4
 PROVIDERS = 2
+FIRST_KEYS = 2**FIRST_LEVELS - 1
+"""The keys a look for every worker reads at once (levels 0-2); below them only under full keys."""
 HOSTS = swarm_hosts(HONEST_NETWORKS, HOSTILE_NETWORKS)
 """Each host on a /24 of its own: the gate, the reader, the honest networks `o*`, the hostile `x*`."""
 
@@ -65,8 +69,8 @@ def placed(net: RoutedNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         bad = [lab.servers(f"x{i}", f"x{i}", *hostile, *sybils) for i in range(HOSTILE_NETWORKS)]
         ready = [proc.wait_event("ready", 180) for proc in bad]
         late = lab.servers("p0", "o0", "--providers", str(PROVIDERS)).wait_event("ready", 180)
-        looked = lab.walker(ROOT_KEY, "--walks", "1").wait_event("walked", 240)["looked"]
-        yield {**late, "sybils": set(ready[0]["sybils"]), "looked": looked}
+        read = lab.walker(ROOT_KEY, "--walks", "1", "--all").wait_event("walked", 240)
+        yield {**late, "sybils": set(ready[0]["sybils"]), "looked": read["looked"], "all": read["all"]}
     finally:
         lab.close()
 
@@ -88,3 +92,7 @@ def test_hostile_servers_listing_sybils_under_every_key_make_no_honest_key_read_
         assert root["holds"] == PROVIDERS  # most of its holders' networks list the two honest providers
         assert placed["placed"][provider] == {"any": 0, ComputeUnit.CPU_ONNX.value: 0}  # both trees' roots
     assert providers <= set(placed["looked"])  # discovery's own lookup finds them
+    every = placed["all"]
+    print(f"a look for every worker read {every['keys']} keys and found {len(every['providers'])}")
+    assert providers <= set(every["providers"])
+    assert every["keys"] <= FIRST_KEYS + 1  # the first levels and the old key: no key below read full
