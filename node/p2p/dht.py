@@ -264,7 +264,7 @@ class Dht:
         Reads the unit's tree (`shards.first_levels`, then the children of full keys: full as a placement
         reads it, `ProviderLookup.holds`, the word of most of the key's holders' networks; by the union of
         their lists, hostile servers listing 20 Sybils under every key made a look for all workers read
-        1,046 keys where 8 do now, `tests/labs/swarm/test_hostile_places.py`) until it has `count`
+        over 1,000 keys where 8 do now, `tests/labs/swarm/test_hostile_places.py`) until it has `count`
         providers not in `known` (None: all), and the unit's old key (workers before issue 43) when asked
         for all or still short. `known`: the providers a caller has already (a campaign's later look):
         they fill the first keys, so a look for `count` more reads on past them, down to where joiners

@@ -15,9 +15,10 @@ alone do, under every key of every tree, so each honest worker spilled down its 
 holders on more than half of the networks that answered list 20 (`ProviderLookup.holds`,
 `node.p2p.shortlist.holding`): the providers place at the root of both their trees, and the reader finds
 them. A look for every worker (`devices: all`) descends only under keys full by that same word: by the
-union it read 1,046 keys under the Sybils' lists (this lab on the rule before); now the first levels' 7
-keys and the unit's old key. The lab asserts that the attack is real (the union of the root key's lists
-holds 20 or more: the rule before reads it full) and that the placement holds against it.
+union it read over 1,000 keys (1,046 and 1,096 in two runs) under the Sybils' lists (this lab on the rule
+before); now the first levels' 7 keys and the unit's old key. The lab asserts that the attack is real (the
+union of the root key's lists holds 20 or more: the rule before reads it full) and that the placement
+holds against it.
 
 The cheater's view: the hostile servers see every key (public strings) and choose their ids and their
 lists, and answer first; they hold two networks. They do not choose the networks of the honest
@@ -44,6 +45,8 @@ HONEST_EACH = 4
 HOSTILE_NETWORKS = 2
 HOSTILE_EACH = 4
 PROVIDERS = 2
+SERVERS_KNOWN = 16
+"""The servers the reader learns before it reads (of 21: the lab asserts nothing of how it reads)."""
 FIRST_KEYS = 2**FIRST_LEVELS - 1
 """The keys a look for every worker reads at once (levels 0-2); below them only under full keys."""
 HOSTS = swarm_hosts(HONEST_NETWORKS, HOSTILE_NETWORKS)
@@ -69,7 +72,8 @@ def placed(net: RoutedNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         bad = [lab.servers(f"x{i}", f"x{i}", *hostile, *sybils) for i in range(HOSTILE_NETWORKS)]
         ready = [proc.wait_event("ready", 180) for proc in bad]
         late = lab.servers("p0", "o0", "--providers", str(PROVIDERS)).wait_event("ready", 180)
-        read = lab.walker(ROOT_KEY, "--walks", "1", "--all").wait_event("walked", 240)
+        known = ["--servers", str(SERVERS_KNOWN)]  # most of the 21: its reads walk, or ask all, alike
+        read = lab.walker(ROOT_KEY, "--walks", "0", *known, "--all").wait_event("walked", 240)
         yield {**late, "sybils": set(ready[0]["sybils"]), "looked": read["looked"], "all": read["all"]}
     finally:
         lab.close()
