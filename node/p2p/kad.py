@@ -102,8 +102,8 @@ class ProviderLookup:
         failures: server peer id -> why it gave no answer (refused the key, reset, timed out).
         keys: how many keys were asked.
         holds: how many providers the key holds, as most of the networks of its holders that answered
-            say (`node.p2p.shortlist.holding`): what a placement reads "full" by, never the union of
-            the lists, which any one holder fills (`node.p2p.dht`).
+            say (`node.p2p.shortlist.holding`): what a placement and a lookup read "full" by, never
+            the union of the lists, which any one holder fills (`node.p2p.dht`).
     """
 
     providers: dict[str, list[str]]
