@@ -62,7 +62,7 @@ from node.p2p.lazy import open_lazily
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.places import Places, places_for
 from node.p2p.places import network_of as place_network
-from node.p2p.shortlist import K, Shortlist, holding, key_distance
+from node.p2p.shortlist import K, Shortlist, key_distance
 from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, walk_providers
 from protocol import KAD
@@ -391,7 +391,6 @@ class Kad:
         failures: dict[str, str] = {}
         asked: set[str] = set()
         done: set[str] = set()
-        sizes: list[tuple[str, int]] = []  # each server that answered: its network, how many it listed
         listed: dict[ID, list[Any]] = {}  # each provider a server listed -> its records, as they came
         state: Shortlist[ID] = Shortlist((), lambda _: 0, count, None, agreed=1, network=self._network)
 
@@ -405,7 +404,6 @@ class Kad:
             for info in got:
                 listed.setdefault(info.peer_id, []).append(info)
             state.answered(peer, frozenset(i.peer_id for i in got), ())
-            sizes.append((self._network(peer), len({i.peer_id for i in got} - {peer})))
             done.add(peer.to_base58())
 
         def enough(pending: int) -> bool:
@@ -418,7 +416,7 @@ class Kad:
             for peer in stalled:
                 failures[peer] = f"no answer within {waited:g} s"
         infos.extend(info for peer in state.ranked(listed) for info in listed[peer])
-        return self._found(infos, answered, failures, count, holding(sizes))
+        return self._found(infos, answered, failures, count, state.holds(every=True))
 
     async def _walk(self, key: bytes, count: int, *, agree: bool = True, short: bool = False) -> Walked:
         """A GET_PROVIDERS walk (`node.p2p.walk`) from the closest servers of our routing table

@@ -323,10 +323,12 @@ class Shortlist(Generic[P]):
                 slowest[where] = max(took, slowest.get(where, 0.0))
         return statistics.median(slowest.values()) if slowest else math.inf
 
-    def holds(self) -> int:
+    def holds(self, every: bool = False) -> int:
         """How many providers the key holds, as most of its holders' networks say (`holding`, over the
-        answers of the k closest known): what a placement reads "full" by (`node.p2p.dht`)."""
-        return holding(self._sizes[p] for p in self.closest() if p in self._sizes)
+        answers of the k closest known; `every`: of every server that answered, a small swarm's, where
+        each holds every record): what a placement and a lookup read "full" by (`node.p2p.dht`)."""
+        near = self._sizes.keys() if every else self.closest()
+        return holding(self._sizes[p] for p in near if p in self._sizes)
 
     def _agreement(self, near: set[P] | None = None, waiting: int = 0) -> bool:
         """`agreed` holders' networks, and more than `waiting` (the requests among the k closest still
