@@ -41,13 +41,16 @@ class Picture(NamedTuple):
     caption: str = ""
 
 
-def svg_of(figure: Any, salt: str) -> str:
-    """A matplotlib figure as inline SVG, its ids salted so that several figures share one page."""
+def svg_of(figure: Any, salt: str, *, crop: bool = True) -> str:
+    """A matplotlib figure as inline SVG, its ids salted so that several figures share one page.
+
+    `crop` trims the page to what is drawn (`bbox_inches="tight"`), which costs matplotlib a whole
+    layout pass before the drawing; a figure laid out by fixed margins (`FIXED`) is drawn as it is."""
     import matplotlib
 
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
-        figure.savefig(buffer, format="svg", bbox_inches="tight")
+        figure.savefig(buffer, format="svg", bbox_inches="tight" if crop else None)
     text = buffer.getvalue()
     return text[text.index("<svg") :]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kit.data import make_profile, report_of
 
-from node.report.telereport import telemetry_parts
+from node.report.telereport import telemetry_parts, timeline_svg
 from protocol import (
     ComputeUnit,
     Measurement,
@@ -67,6 +68,27 @@ def test_every_task_with_telemetry_gets_a_timeline_and_a_sustained_one_its_windo
     assert "throttled: window 2 (2.0-4.0 s): median 16 ms, +60% on window 1: background load" in page
     assert "<td>background_load</td>" in page
     assert telemetry_parts(report_of([{"row": {}, "signed": None}])) == []
+
+
+def test_a_timeline_is_laid_out_by_fixed_margins_and_drawn_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what keeps report.html's timelines quick (benchmarks/report_render.py): matplotlib's constrained
+    # layout and a cropped save each measure every tick label again before the drawing itself
+    from matplotlib.figure import Figure
+
+    drawn: list[Figure] = []
+    draw = Figure.draw
+
+    def counted(self: Figure, renderer: Any) -> None:
+        drawn.append(self)
+        draw(self, renderer)
+
+    monkeypatch.setattr(Figure, "draw", counted)
+    m = _measurement(None)
+    picture = timeline_svg("box · CPU (ONNX) · c-job-0-0", m, m.samples_ms, "salt")
+    assert len(drawn) == 1
+    assert drawn[0].get_layout_engine() is None
+    assert picture.svg.startswith("<svg")
+    assert 'width="792pt" height="504pt"' in picture.svg  # the whole 11 x 7 in page, not cropped
 
 
 def test_the_diff_says_which_side_was_throttled() -> None:
