@@ -21,11 +21,13 @@ from scheduler.results import CampaignReport
 
 MAX_FIGURES: Final = 12
 """Tasks drawn at most (a campaign over many devices lists the rest by name)."""
-MARGINS: Final = {"left": 0.075, "right": 0.985, "top": 0.93, "bottom": 0.07, "hspace": 0.12}
-"""A timeline's fixed layout (figure fractions): its axes' labels are the same short words on every
+MARGINS: Final = {"left": 0.075, "right": 0.985, "top": 0.93, "bottom": 0.07, "hspace": 0.25}
+"""A timeline's fixed layout (figure fractions). Its axes' labels are the same short words on every
 page and its ticks at most a few digits, so the margins are set once instead of measured per figure
 (matplotlib's constrained layout and cropped save measured every tick label twice: 0.29 CPU-s a
-figure against 0.14, and a report draws up to `MAX_FIGURES`; benchmarks/report_render.py)."""
+figure against 0.14, and a report draws up to `MAX_FIGURES`; benchmarks/report_render.py). The gap
+between stacked axes keeps one axis' top tick label off the bottom one of the axis above
+(tests/labs/views/test_view_legibility.py reads the drawn page for overlaps)."""
 
 
 def _measured(report: CampaignReport) -> list[tuple[str, Measurement, tuple[float, ...]]]:
