@@ -6,7 +6,9 @@ test's own on the cores (`kit.load`), where a sleep alone woke a whole scheduler
 (`kit.campaignlab.paced_env`), once with the pace and once without: paced, every sample lies in
 [pace, pace x (1 + JITTER)], the processes' medians agree within the jitter, and the run's wall time
 is at least the paced inferences' (the sleep still holds it); unpaced, the figures are the model's own
-(the pacer does nothing without its variable). No timing of this machine is asserted.
+(the pacer does nothing without its variable). A paced session does not spin its intra-op threads
+(their spinning through the paced sleeps was load on every lab beside it); an unpaced one does, as
+onnxruntime's default. No timing of this machine is asserted.
 """
 
 from __future__ import annotations
@@ -73,3 +75,5 @@ def test_a_paced_inference_is_timed_at_the_pace_whatever_the_load() -> None:
     assert max(paced.process_medians_ms) / min(paced.process_medians_ms) <= 1 + jitter
     assert wall_s >= RUNS * PROCESSES * PACE_MS / 1000.0  # slept to the pace: the wall time held
     assert not all(paced_band[0] <= s <= paced_band[1] for s in own.samples_ms), own.samples_ms
+    assert paced.conditions.spinning is False  # a paced session's threads block while its run sleeps
+    assert own.conditions.spinning is True  # onnxruntime's default, what a device measures with
