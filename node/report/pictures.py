@@ -45,7 +45,8 @@ def svg_of(figure: Any, salt: str, *, crop: bool = True) -> str:
     """A matplotlib figure as inline SVG, its ids salted so that several figures share one page.
 
     `crop` trims the page to what is drawn (`bbox_inches="tight"`), which costs matplotlib a whole
-    layout pass before the drawing; a figure laid out by fixed margins (`FIXED`) is drawn as it is."""
+    layout pass before the drawing; a figure laid out by fixed margins (`telereport.MARGINS`) is drawn
+    as it is."""
     import matplotlib
 
     buffer = io.StringIO()
