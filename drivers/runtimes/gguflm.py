@@ -162,7 +162,8 @@ def open_model(target: Target, path: Path, threads: int, context: int) -> Loaded
         server = bound.module.Server(params)
     if server is None:
         raise TaskFailed(FailureReason.LOAD, f"{path.name}: llama.cpp: {_first_error(log)}")
-    where = llamacpp.placement(llamacpp.layers_on(log), target.device)
+    layers = llamacpp.layers_on(log) or llamacpp.layers_summarized(log, bound.gpus())
+    where = llamacpp.placement(layers, target.device)
     return LoadedGguf(bound, server, path.name, where, threads, params.n_ctx, header.chat_template, key)
 
 

@@ -54,11 +54,14 @@ CPU_DEVICE: Final = "CPU"
 NO_GPU_DEVICE: Final = "GPU"  # the device a GPU unit asks for when the installed build has no GPU
 ALL_LAYERS: Final = 999  # n_gpu_layers: every layer that can be offloaded
 LOAD_VERBOSITY: Final = 5  # "layer N assigned to device" is a debug line: written at 5 (none at 4, measured)
+SUMMARY_VERBOSITY: Final = 4  # the load's summary ("offloaded N/M layers to GPU", each model buffer)
 QUIET_VERBOSITY: Final = 1  # errors only (and the log paused after a load: none written)
 LOG_BYTES: Final = 4 << 20  # the load's log read back (a load writes about 40 KB)
 CALL_TIMEOUT_S: Final = 60.0  # one loopback call to the server's own handler (a millisecond or so, measured)
 ANSWER_BYTES: Final = 4 << 20  # an answer read back (a 4096-token prompt's ids: about 30 KB)
 _LAYER: Final = re.compile(r"layer\s+(\d+) assigned to device ([^\s,]+)")
+_OFFLOADED: Final = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+_BUFFER: Final = re.compile(r"load_tensors:\s+(\S+) model buffer size")
 # common/log.h's functions, as GCC and Clang mangle them
 _LOG_MAIN: Final = "_Z15common_log_mainv"
 _LOG_PAUSE: Final = "_Z16common_log_pauseP10common_log"
@@ -95,8 +98,14 @@ class Binding:
         return [(str(d["name"]), str(d["type"].name).rsplit("_", 1)[-1]) for d in listed]
 
     def verbosity(self) -> int:
-        """The verbosity a load runs at: debug where the log is read back, else llama.cpp's default."""
-        return LOAD_VERBOSITY if self.log is not None else 3
+        """The verbosity a load runs at: debug where the log can be quieted after the load, else the
+        load's summary alone (a build that does not export the log's functions keeps its verbosity for
+        every request after, and debug writes lines per token)."""
+        return LOAD_VERBOSITY if self.log is not None else SUMMARY_VERBOSITY
+
+    def gpus(self) -> tuple[str, ...]:
+        """The names of ggml's GPU devices in this build ("CUDA0"), as its load log names them."""
+        return tuple(name for name, kind in self.devices() if kind in ("GPU", "IGPU"))
 
     @contextlib.contextmanager
     def captured(self) -> Iterator[list[str]]:
@@ -203,7 +212,7 @@ def _log_functions(path: str) -> _Log | None:
 
 
 def layers_on(log: Iterable[str]) -> dict[str, int]:
-    """How many layers llama.cpp assigned to each device, read from its load log."""
+    """How many layers llama.cpp assigned to each device, read from its load log's debug lines."""
     layers: dict[int, str] = {}
     for line in log:
         found = _LAYER.search(line)
@@ -213,6 +222,25 @@ def layers_on(log: Iterable[str]) -> dict[str, int]:
     for device in layers.values():
         counts[device] = counts.get(device, 0) + 1
     return counts
+
+
+def layers_summarized(log: list[str], gpus: tuple[str, ...]) -> dict[str, int]:
+    """The layers per device from llama.cpp's summary of a load, where no debug line was written (a
+    load at `SUMMARY_VERBOSITY`): "offloaded N/M layers to GPU" (M counts the output layer, as the
+    debug lines do) and one "model buffer size" line per buffer. The N layers are on the one GPU
+    device (of `gpus`) holding a model buffer, the other M - N on the CPU. Nothing is read where the
+    summary is missing (a build with no GPU offload writes none) or where several GPU devices hold
+    buffers (a split the summary does not tell apart)."""
+    offloaded = [m for line in log if (m := _OFFLOADED.search(line))]
+    if not offloaded:
+        return {}
+    on_gpu, total = int(offloaded[-1].group(1)), int(offloaded[-1].group(2))
+    held = {m.group(1) for line in log if (m := _BUFFER.search(line))} & set(gpus)
+    if on_gpu == 0:
+        return {CPU_DEVICE: total}
+    if len(held) != 1 or on_gpu > total:
+        return {}
+    return {held.pop(): on_gpu} | ({CPU_DEVICE: total - on_gpu} if total > on_gpu else {})
 
 
 def placement(layers: dict[str, int], asked: str) -> Placement:
@@ -265,6 +293,7 @@ __all__ = [
     "binding",
     "call",
     "layers_on",
+    "layers_summarized",
     "missing_runtime",
     "placement",
     "versions",

@@ -16,7 +16,7 @@ from drivers.files.models import packaged_llm
 from drivers.probe.profile import probe_units
 from drivers.runtimes.driver import LoadOptions
 from drivers.runtimes.gguflm import open_model
-from drivers.runtimes.llamacpp import binding, layers_on, placement
+from drivers.runtimes.llamacpp import binding, layers_on, layers_summarized, placement
 from drivers.runtimes.llamaunits import LlamacppDriver, probe
 from protocol import ComputeUnit, FailureReason
 
@@ -59,6 +59,37 @@ GPU = ComputeUnit.GPU_LLAMACPP
 )
 def test_layers_are_counted_per_device_from_the_load_log(log: list[str], layers: dict[str, int]) -> None:
     assert layers_on(log) == layers
+
+
+# llama.cpp's summary of a load at INFO (src/llama-model.cpp's format strings, xllamacpp 2026.10.11549)
+SUMMARY = [
+    "0.00.021.101 I load_tensors: offloading output layer to GPU",
+    "0.00.021.102 I load_tensors: offloading 6 repeating layers to GPU",
+    "0.00.021.103 I load_tensors: offloaded 7/7 layers to GPU",
+    "0.00.021.110 I load_tensors:   CPU_Mapped model buffer size =    15.08 MiB",
+    "0.00.021.111 I load_tensors:        CUDA0 model buffer size =    60.31 MiB",
+    "0.00.022.952 I llama_context:  CUDA_Host  output buffer size =     0.02 MiB",
+]
+
+
+@pytest.mark.parametrize(
+    ("log", "gpus", "layers"),
+    [
+        (SUMMARY, ("CUDA0",), {"CUDA0": 7}),
+        ([line.replace("7/7", "5/7") for line in SUMMARY], ("CUDA0",), {"CUDA0": 5, "CPU": 2}),
+        ([SUMMARY[2].replace("7/7", "0/7"), SUMMARY[3]], ("CUDA0",), {"CPU": 7}),  # the CPU unit
+        (SUMMARY, (), {}),  # no GPU device named: the buffer is nobody's
+        ([*SUMMARY, "load_tensors:        CUDA1 model buffer size =    30.00 MiB"], ("CUDA0", "CUDA1"), {}),
+        (SUMMARY[3:], ("CUDA0",), {}),  # no summary (a build without GPU offload writes none)
+        ([line.replace("7/7", "9/7") for line in SUMMARY], ("CUDA0",), {}),
+    ],
+)
+def test_layers_are_read_from_the_load_summary_where_no_layer_line_is_written(
+    log: list[str], gpus: tuple[str, ...], layers: dict[str, int]
+) -> None:
+    """A build that does not export llama.cpp's log functions loads at INFO (no per-layer debug line)."""
+    assert layers_summarized(log, gpus) == layers
+    assert layers_on(log) == {}  # no layer's own line: gguflm reads the summary
 
 
 def test_a_gpu_run_with_fewer_layers_offloaded_than_asked_is_a_fallback() -> None:
