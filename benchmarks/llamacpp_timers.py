@@ -35,8 +35,14 @@ xllamacpp: benchmarks/gpu_run.sh llamacpp); each round records where llama.cpp p
 from its own load log by each side. `--model F.gguf` measures another GGUF (through its chat template
 when it has one). Writes benchmarks/out/llamacpp_timers.json.
 
+`--interleaved`: both sides in one fresh spawned process on one loaded model, alternating request by
+request, each pair's order flipped (the harness's request is `LoadedGguf.generate` inside the frame's
+samplers, as in `llm_fidelity.py --interleaved`): the median of the pairs' ratios, TTFT and TPOT, into
+benchmarks/out/llamacpp_interleaved.json. Fresh processes differ by 15 % on a host-bound GPU model; a
+pair's two requests share the process and the minute.
+
     .venv/bin/python benchmarks/llamacpp_timers.py [--rounds 5] [--prompts 8] [--tokens 32] [--threads 1]
-        [--load 0 2] [--models smollm2 gemma3] [--unit "CPU (llama.cpp)"] [--model F.gguf]
+        [--load 0 2] [--models smollm2 gemma3] [--unit "CPU (llama.cpp)"] [--model F.gguf] [--interleaved]
 """
 
 from __future__ import annotations
@@ -94,34 +100,103 @@ def bare_child(
         .with_(providers=where.providers, node_share=where.node_share, fallback=where.fallback)
         .placement()
     )
-    handle = loaded.server.handle_completions
-    runs = []
-    for i, text in enumerate([prompts[0], *prompts]):
-        began = time.perf_counter_ns()
-        ids = loaded.tokens(Prompt(id=str(i), text=text), chat)  # llama.cpp's template and tokenizer
-        tokenize_ms = (time.perf_counter_ns() - began) / 1e6
-        body: dict[str, object] = {"prompt": ids}
-        body |= {"n_predict": tokens, "stream": True, "temperature": 0.0, "top_k": 1, "ignore_eos": True}
-        body |= {"cache_prompt": False, "timings_per_token": True}
-        stamps: list[int] = []
-        chunks: list[str] = []
-        first: list[int] = []  # the calling thread's CPU time at the first chunk
+    requests = [
+        bare_request(loaded, Prompt(id=str(i), text=text), chat, tokens)
+        for i, text in enumerate([prompts[0], *prompts])
+    ]
+    out.send((requests[1:], placed))  # the first is the warm-up
 
-        def keep(
-            chunk: str, stamps: list[int] = stamps, chunks: list[str] = chunks, first: list[int] = first
-        ) -> None:
-            stamps.append(time.perf_counter_ns())
-            chunks.append(chunk)
-            if not first:
-                first.append(time.thread_time_ns())
 
-        request = json.dumps(body)
-        cpu = time.thread_time_ns()
-        start = time.perf_counter_ns()
-        handle(request, keep)
-        if i:  # the first is the warm-up
-            runs.append((start, stamps, chunks, (first[0] - cpu) / 1e6, tokenize_ms))
-    out.send(([_bare_request(*run[:4]) | {"tokenize_ms": run[4]} for run in runs], placed))
+def bare_request(loaded: Any, prompt: Prompt, chat: bool, tokens: int) -> dict[str, float]:
+    """One request of the binding's own loop: the prompt made into ids by llama.cpp before the clock,
+    then `handle_completions` with a callback that only stamps each chunk."""
+    began = time.perf_counter_ns()
+    ids = loaded.tokens(prompt, chat)  # llama.cpp's template and tokenizer
+    tokenize_ms = (time.perf_counter_ns() - began) / 1e6
+    body: dict[str, object] = {"prompt": ids}
+    body |= {"n_predict": tokens, "stream": True, "temperature": 0.0, "top_k": 1, "ignore_eos": True}
+    body |= {"cache_prompt": False, "timings_per_token": True}
+    stamps: list[int] = []
+    chunks: list[str] = []
+    first: list[int] = []  # the calling thread's CPU time at the first chunk
+
+    def keep(chunk: str) -> None:
+        stamps.append(time.perf_counter_ns())
+        chunks.append(chunk)
+        if not first:
+            first.append(time.thread_time_ns())
+
+    request = json.dumps(body)
+    cpu = time.thread_time_ns()
+    start = time.perf_counter_ns()
+    loaded.server.handle_completions(request, keep)
+    return _bare_request(start, stamps, chunks, (first[0] - cpu) / 1e6) | {"tokenize_ms": tokenize_ms}
+
+
+def interleaved_child(unit: str, model: str, gen: GenerateSpec, threads: int, rounds: int, out: Any) -> None:
+    """`--interleaved`: the harness's request (`LoadedGguf.generate` inside the frame's samplers) and the
+    bare request alternating on one loaded model in this fresh process, each pair's order flipped,
+    one warm-up a side: the host's drift over minutes falls on both sides of every pair."""
+    from drivers.measuring import meters, telemetry
+    from drivers.runtimes import gguflm, llamacpp
+
+    target, why = llamacpp.binding(ComputeUnit(unit))
+    assert target is not None, why
+    loaded = gguflm.open_model(target, Path(model), threads, gguflm.MAX_CONTEXT)
+
+    def harness(prompt: Prompt) -> tuple[float, float]:
+        with telemetry.Sampler(), meters.GpuSampler():
+            record = loaded.generate(prompt, gen)
+        assert record.ttft_ms is not None, record
+        assert record.output_tokens > 1, record
+        return record.ttft_ms, (record.e2e_ms - record.ttft_ms) / (record.output_tokens - 1)
+
+    def bare(prompt: Prompt) -> tuple[float, float]:
+        r = bare_request(loaded, prompt, gen.chat, gen.max_new_tokens)
+        return r["ttft_ms"], (r["e2e_ms"] - r["ttft_ms"]) / (r["tokens"] - 1)
+
+    harness(gen.prompts[0])
+    bare(gen.prompts[0])
+    pairs: list[tuple[tuple[float, float], tuple[float, float]]] = []
+    for r in range(rounds):
+        for i, prompt in enumerate(gen.prompts):
+            if (r * len(gen.prompts) + i) % 2 == 0:
+                h, b = harness(prompt), bare(prompt)
+            else:
+                b, h = bare(prompt), harness(prompt)
+            pairs.append((h, b))
+    out.send((pairs, str(loaded.placement())))
+
+
+def interleaved(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str) -> dict[str, Any]:
+    """Every model's pairs (`interleaved_child`), with the median of the pairs' ratios and its quartiles."""
+    document: dict[str, Any] = {}
+    for name, path, chat in models(args.models, args.model):
+        gen = GenerateSpec(
+            prompts=prompts, prompts_sha256=digest, max_new_tokens=args.tokens, ignore_eos=True, chat=chat
+        )
+        context = multiprocessing.get_context("spawn")
+        receive, send = context.Pipe(duplex=False)
+        child = context.Process(
+            target=interleaved_child, args=(args.unit, str(path), gen, args.threads, args.rounds, send)
+        )
+        child.start()
+        pairs, placed = receive.recv()
+        child.join()
+        figures: dict[str, Any] = {"pairs": len(pairs), "placement": placed}
+        for k, figure in enumerate(("ttft", "tpot")):
+            ratios = [h[k] / b[k] for h, b in pairs]
+            figures |= {
+                f"harness_{figure}_ms": statistics.median(h[k] for h, _ in pairs),
+                f"bare_{figure}_ms": statistics.median(b[k] for _, b in pairs),
+                f"{figure}_diff_pct": 100 * (statistics.median(ratios) - 1),
+                f"{figure}_diff_pct_iqr": [
+                    round(100 * (q - 1), 2) for q in statistics.quantiles(ratios, n=4)[::2]
+                ],
+            }
+        print(f"{name} interleaved: {json.dumps(figures)}", flush=True)
+        document[name] = figures
+    return document
 
 
 def split_ttft(start: int, stamps: list[int], chunks: list[str], handling_ms: float) -> dict[str, float]:
@@ -320,9 +395,19 @@ def main() -> None:
     units = [ComputeUnit.CPU_LLAMACPP.value, ComputeUnit.GPU_LLAMACPP.value]
     parser.add_argument("--unit", choices=units, default=units[0])
     parser.add_argument("--model", type=Path, help="another GGUF, instead of --models")
+    parser.add_argument("--interleaved", action="store_true", help="both sides in one process, pair by pair")
     args = parser.parse_args()
     builtin, digest = builtin_prompts("summaries")
     prompts: tuple[Prompt, ...] = take(builtin, args.prompts)
+    if args.interleaved:
+        out = ROOT / "benchmarks" / "out"
+        out.mkdir(parents=True, exist_ok=True)
+        paired = {
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "interleaved": interleaved(args, prompts, digest),
+        }
+        (out / "llamacpp_interleaved.json").write_text(json.dumps(paired, indent=2))
+        return
     asked = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     document: dict[str, Any] = {"args": asked, "loads": {}}
     lines = [

