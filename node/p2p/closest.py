@@ -56,19 +56,24 @@ class ClosestServers:
         self.min_kept = min_kept
         self._known: dict[bytes, Closest] = {}
 
-    def reuse(self, key: bytes, servers: int = 0) -> tuple[str, ...] | None:
-        """The servers to send a refresh of `key` to, or None when a walk is due: never walked, every
-        `rewalk_every`-th announcement, fewer than `min_kept` left (of those it found, when the walk
-        found fewer: a small swarm), or a walk that found fewer than k when our routing table now holds
-        more `servers` than it did then (a swarm whose workers began to serve: the records must move to
-        the key's closest servers, not stay on the gates for `REWALK_S`)."""
+    def due(self, key: bytes, servers: int = 0) -> bool:
+        """Is a walk due for the next announcement of `key`: never walked, every `rewalk_every`-th
+        announcement, fewer than `min_kept` left (of those it found, when the walk found fewer: a small
+        swarm), or a walk that found fewer than k when our routing table now holds more `servers` than
+        it did then (a swarm whose workers began to serve: the records must move to the key's closest
+        servers, not stay on the gates for `REWALK_S`)."""
         known = self._known.get(key)
         if known is None or not known.peers or known.reused + 1 >= self.rewalk_every:
-            return None
+            return True
         if len(known.peers) < min(self.min_kept, known.found):
+            return True
+        return known.found < K and servers > known.table
+
+    def reuse(self, key: bytes, servers: int = 0) -> tuple[str, ...] | None:
+        """The servers to send a refresh of `key` to, or None when a walk is due (`due`)."""
+        if self.due(key, servers):
             return None
-        if known.found < K and servers > known.table:
-            return None
+        known = self._known[key]
         self._known[key] = replace(known, reused=known.reused + 1)
         return known.peers
 

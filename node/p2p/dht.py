@@ -182,7 +182,8 @@ class Dht:
         A unit not yet placed is placed first (its path read down to a key with room) and its key read
         back from the servers, and the any-worker key from each gate, providing again with a growing
         pause until we are listed (ADD_PROVIDER is fire-and-forget, P9). A placed key is only
-        provided again: a refresh costs one ADD_PROVIDER per unit, whatever the fleet.
+        provided again: a refresh costs one ADD_PROVIDER per unit, whatever the fleet, except where
+        its walk is due (about every `closest.REWALK_S`): that walk reads the key back (`_read_back`).
 
         Returns:
             The gates (addresses) that did not list us when we last placed a key.
@@ -192,11 +193,15 @@ class Dht:
         fresh = [unit for unit in (None, *units) if unit not in self.placed]
         for unit in fresh:
             await self._place(me, unit)
-        keys = [self.placed[unit].dht_key for unit in (None, *units) if unit in self.placed]
+        placed = [unit for unit in (None, *units) if unit in self.placed]
+        due = [u for u in placed if u not in fresh and self.kad.walk_due(self.placed[u].dht_key)]
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.kad.put, advert_key(me), pack_body(envelope), ADVERT_COPIES)
-            for key in keys:
-                nursery.start_soon(self.kad.provide, key)
+            for unit in placed:
+                if unit in due:
+                    nursery.start_soon(self._read_back, me, unit)
+                else:
+                    nursery.start_soon(self.kad.provide, self.placed[unit].dht_key)
         if fresh and None in self.placed:
             self._lacking = await self._confirm(me, fresh, gates)
         return self._lacking
@@ -219,6 +224,27 @@ class Dht:
                 self.placed[unit] = shard
                 return
         log.warning("every key of %s's tree is full: not listed", unit or "any worker")
+
+    async def _read_back(self, me: str, unit: ComputeUnit | None) -> None:
+        """A placed key's refresh whose walk is due: the walk reads the key back from every holder and
+        sends our record to each that answered (`Kad.provide_where_missing`). When holders on more than
+        half of the networks that answered read it full and do not list us, we are placed again below
+        it, where a reader descends (`lookup`: the children of a key full by that same word).
+
+        Hostile DHT servers ground near a key after we placed there (its holders' networks now mostly
+        theirs) keep no record of ours and list Sybils: a reader's walk, which ends at a majority of
+        the k closest, lost us for as long as they stayed (`benchmarks/notes/swarm_hostile.md`). Now
+        for one walk period at most. The cheater's view: it chooses its servers' ids, lists and
+        timing, not the networks of the honest holders beside them; one honest holder that still
+        lists us among its hostile neighbours does not keep us there."""
+        level = self.placed[unit].level
+        read = await self.kad.provide_where_missing(self.placed[unit].dht_key, refresh=True)
+        if read.ours or not is_full(read.holds, False, self.cap):
+            return
+        log.info("%s's key at level %d reads full without us: placing below it", unit or "any worker", level)
+        await self._place(me, unit, below=level)
+        if unit in self.placed:
+            await self.kad.provide(self.placed[unit].dht_key)
 
     async def _confirm(
         self, me: str, units: list[ComputeUnit | None], gates: Sequence[str]

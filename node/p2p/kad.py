@@ -62,7 +62,7 @@ from node.p2p.lazy import open_lazily
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.places import Places, places_for
 from node.p2p.places import network_of as place_network
-from node.p2p.shortlist import K, Shortlist, key_distance
+from node.p2p.shortlist import K, Shortlist, holding, key_distance
 from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, walk_providers
 from protocol import KAD
@@ -111,6 +111,9 @@ class ProviderLookup:
     failures: dict[str, str]
     keys: int = 1
     holds: int = 0
+    ours: bool = True
+    """A writer's read-back (`Kad.provide_where_missing`): holders on more than half of the networks
+    that answered list us (`node.p2p.shortlist.holding`), not one honest holder among hostile ones."""
 
 
 def serves_kad(host: Any, peer_id: ID) -> bool:
@@ -166,6 +169,10 @@ class Kad:
     def routing_table_size(self) -> int:
         """Peers in our routing table."""
         return int(self._dht.get_routing_table_size())
+
+    def walk_due(self, key: bytes) -> bool:
+        """Would our next announcement of `key` walk (`ClosestServers.due`)?"""
+        return self.closest.due(key, self.routing_table_size())
 
     def bound_providers(self, bound: Callable[[bytes], int]) -> None:
         """Keep at most `bound(key)` providers per key on this server (libp2p has one global cap), and at
@@ -264,10 +271,11 @@ class Kad:
         own = list(self._dht.host.get_addrs())
         return own + [c for c in map(Multiaddr, self.circuits) if c not in own]
 
-    async def provide_where_missing(self, key: bytes) -> ProviderLookup:
+    async def provide_where_missing(self, key: bytes, *, refresh: bool = False) -> ProviderLookup:
         """Read our record of `key` back from its k closest servers and send it again to each that
-        answered without listing us; the providers they listed, all together, and how many the key
-        holds as most of their networks say (`ProviderLookup.holds`).
+        answered without listing us (`refresh`: to each that answered, as a refresh does); the
+        providers they listed, all together, how many the key holds as most of their networks say
+        (`ProviderLookup.holds`), and whether most of them list us (`ProviderLookup.ours`).
 
         Each writer sends to the k closest its own walk found, and in a young swarm those views differ:
         a key's holders list different writers, and a reader's walk that stopped waiting at holders that
@@ -278,22 +286,26 @@ class Kad:
         walked = await self._walk(key, 10**6, agree=False)
         if not walked.closest:
             return await self.lookup_providers(key, 10**6)
-        holders = tuple(p.to_base58() for p in walked.closest if p in walked.lists)  # those that answered
-        self.closest.walked(key, holders, self.routing_table_size())
+        holders = [p for p in walked.closest if p in walked.lists]  # those that answered
+        self.closest.walked(key, tuple(p.to_base58() for p in holders), self.routing_table_size())
         lacking = set(walked.lacking(me))
         request = add_provider_request(key, me, self._announced())
 
+        due = set(holders) if refresh else lacking
+
         async def send(peer: ID) -> bool:
-            if peer in lacking:
+            if peer in due:
                 await self._send(peer, request, reply=False)
             return True
 
-        await self._at_closest(key, send, paced=lacking.__contains__)
+        await self._at_closest(key, send, paced=due.__contains__, walked=holders)
         ours = self._dht.provider_store.get_providers(key) if self.server else []
         listed: dict[str, list[str]] = {
             p.to_base58(): [] for p in [*walked.providers, *(i.peer_id for i in ours)]
         }
-        return ProviderLookup(listed, walked.answered, walked.failures, holds=walked.holds)
+        said = [(self._network(p), int(me in walked.lists[p])) for p in holders]
+        mostly = not said or holding(said) > 0
+        return ProviderLookup(listed, walked.answered, walked.failures, holds=walked.holds, ours=mostly)
 
     async def _send(self, peer: ID, request: bytes, *, reply: bool) -> None:
         """One kad request on a new stream (raises when it cannot be sent); with `reply`, the answer is
@@ -315,12 +327,15 @@ class Kad:
         send: Callable[[ID], Awaitable[bool]],
         copies: int = K,
         paced: Callable[[ID], bool] = lambda _: False,
+        walked: list[ID] | None = None,
     ) -> int:
-        """`send` to the key's `copies` closest servers (alpha at once), reused or walked for; how many
-        took it. A send to a server `paced` names first waits its turn there (P34), outside the
-        request's deadline."""
-        reused = self.closest.reuse(key, self.routing_table_size())
-        if reused is None:
+        """`send` to the key's `copies` closest servers (alpha at once), reused or walked for (`walked`:
+        the ones a walk of the caller's just found, not counted as a reuse); how many took it. A send
+        to a server `paced` names first waits its turn there (P34), outside the request's deadline."""
+        reused = None if walked is not None else self.closest.reuse(key, self.routing_table_size())
+        if walked is not None:
+            peers = walked
+        elif reused is None:
             peers = await self._dht.peer_routing.find_closest_peers_network(key)
             peers = [p for p in peers if p != self._dht.local_peer_id]
             # libp2p's walk falls back to connected and peerstore peers while its table is small, other

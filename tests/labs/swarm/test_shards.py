@@ -178,7 +178,7 @@ async def test_a_workers_refresh_costs_the_same_at_two_fleet_sizes(tmp_path: Pat
             assert small == large
             assert small["provide"] == 2
             assert small["put"] == 1
-            assert small["find_providers"] == small["providers_at"] == 0  # no read-back on a refresh
+            assert small["find_providers"] == small["providers_at"] == 0  # no read-back: its walk is not due
 
 
 async def test_a_refresh_reuses_the_closest_servers_and_walks_only_every_kth_time(tmp_path: Path) -> None:
@@ -193,21 +193,28 @@ async def test_a_refresh_reuses_the_closest_servers_and_walks_only_every_kth_tim
                 before = walks[0]
                 await dht.publish(advert(node), [UNIT], gates=node.gates)
                 per_refresh.append(walks[0] - before)
-            assert per_refresh == [3, 0, 0, 0, 3, 0, 0, 0]  # the advert and two keys, walked every 4th
+            # every 4th: the advert walked for, the two keys read back (`Dht._read_back`, a walk each)
+            assert per_refresh == [3, 0, 0, 0, 3, 0, 0, 0]
             assert node.host.peer_id in lab.held()[dht.placed[UNIT].dht_key]  # and still listed
 
 
 def _walks(kad: Kad) -> list[int]:
-    """How many walks (libp2p's `find_closest_peers_network`) a Kad has run; counted, nothing replaced."""
+    """How many walks a Kad has run: libp2p's `find_closest_peers_network` and our read-backs'
+    (`Kad.provide_where_missing`); counted, nothing replaced."""
     count = [0]
     routing = kad.raw.peer_routing
-    find = routing.find_closest_peers_network
+    find, read_back = routing.find_closest_peers_network, kad.provide_where_missing
 
     async def counted(key: bytes, *args: Any) -> Any:
         count[0] += 1
         return await find(key, *args)
 
+    async def counted_read_back(key: bytes, **kwargs: Any) -> ProviderLookup:
+        count[0] += 1
+        return await read_back(key, **kwargs)
+
     routing.find_closest_peers_network = counted
+    kad.provide_where_missing = counted_read_back  # type: ignore[method-assign]
     return count
 
 
