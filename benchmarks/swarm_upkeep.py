@@ -81,7 +81,8 @@ def sharded_upkeep(
 ) -> dict[str, float]:
     """Bytes per device per hour, sharded keys on every reachable device, in parts: per refresh the
     advert at `ADVERT_COPIES` and each of its two keys at k of the closest servers found by the last
-    walk (no read-back), with the servers' echoes; a walk for `rewalk_share` of them; libp2p's routing
+    walk (no read-back), with the servers' echoes; a walk for `rewalk_share` of them (a key's is its
+    read-back, `Dht._read_back`: a walk to the k closest, as the joins' read-back); libp2p's routing
     refresh (the node's: one walk for its own id every `ROUTING_REFRESH_S`, on clients too; libp2p's
     walked for every non-empty bucket too); the joins' placement reads (a walk per level, and one
     more to the k closest for the read-back), spread by the churn. libp2p's own republish of our
