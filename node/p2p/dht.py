@@ -236,7 +236,9 @@ class Dht:
         the k closest, lost us for as long as they stayed (`benchmarks/notes/swarm_hostile.md`). Now
         for one walk period at most. The cheater's view: it chooses its servers' ids, lists and
         timing, not the networks of the honest holders beside them; one honest holder that still
-        lists us among its hostile neighbours does not keep us there."""
+        lists us among its hostile neighbours does not keep us there. Half of the networks is not
+        enough to move us: we would leave the key to the hostile half, which reads not full by its
+        networks once the honest records expire, and a reader would not descend to us."""
         level = self.placed[unit].level
         read = await self.kad.provide_where_missing(self.placed[unit].dht_key, refresh=True)
         if read.ours or not is_full(read.holds, False, self.cap):

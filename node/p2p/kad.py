@@ -112,8 +112,9 @@ class ProviderLookup:
     keys: int = 1
     holds: int = 0
     ours: bool = True
-    """A writer's read-back (`Kad.provide_where_missing`): holders on more than half of the networks
-    that answered list us (`node.p2p.shortlist.holding`), not one honest holder among hostile ones."""
+    """A writer's read-back (`Kad.provide_where_missing`): False when holders on more than half of the
+    networks that answered do not list us (`node.p2p.shortlist.holding`); one honest holder among
+    hostile ones does not make it True, nor does half of them make it False."""
 
 
 def serves_kad(host: Any, peer_id: ID) -> bool:
@@ -303,9 +304,8 @@ class Kad:
         listed: dict[str, list[str]] = {
             p.to_base58(): [] for p in [*walked.providers, *(i.peer_id for i in ours)]
         }
-        said = [(self._network(p), int(me in walked.lists[p])) for p in holders]
-        mostly = not said or holding(said) > 0
-        return ProviderLookup(listed, walked.answered, walked.failures, holds=walked.holds, ours=mostly)
+        ours = holding((self._network(p), int(me not in walked.lists[p])) for p in holders) == 0
+        return ProviderLookup(listed, walked.answered, walked.failures, holds=walked.holds, ours=ours)
 
     async def _send(self, peer: ID, request: bytes, *, reply: bool) -> None:
         """One kad request on a new stream (raises when it cannot be sent); with `reply`, the answer is
