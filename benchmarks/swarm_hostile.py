@@ -33,6 +33,12 @@ do, under every key: the worker spills to the bottom of its tree and is listed n
 holders on more than half of the answering networks list 20 (`Shortlist.holds`,
 `node.p2p.shortlist.holding`). The honest key of 20 shows the rule's cost where no one is hostile:
 holders whose views differ (each lists what its writers' walks sent it) must still read full.
+
+Read-back (`read-back, ...` rows, the same M and keys): one of the key's honest providers already placed
+there when the hostile servers came, at its refresh whose walk is due (`node.p2p.dht.Dht._read_back`):
+it reads the key from every holder and places again below it when the key reads full by its holders'
+networks and holders on more than half of those networks do not list it (`ProviderLookup.ours`): the
+share of read-backs that find it unlisted so, and that move it.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ import numpy as np
 from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes, walk, writers_lists
 
 from node.p2p.shards import SHARD_CAP, Shard
-from node.p2p.shortlist import ALPHA
+from node.p2p.shortlist import ALPHA, holding
 
 HOSTILE: Final = (0, 5, 10, 19, 20)
 KEYS: Final = (SHARD_CAP, 7)
@@ -55,6 +61,7 @@ KEYS: Final = (SHARD_CAP, 7)
 it to its end, and no hostile holder may shorten what it lists)."""
 RULES: Final = ("before", "now", "now, M networks", "now, M networks, alpha 3")
 PLACE_RULES: Final = ("place, now", "place, now, M networks")
+READ_BACK_RULES: Final = ("read-back, now", "read-back, now, M networks")
 EVERY: Final = 10**6
 """A placement's read: every provider (`node.p2p.dht.EVERY_PROVIDER`)."""
 SYBILS: Final = 3
@@ -96,6 +103,11 @@ def run(
                 swarm.network = _one_network(hostile) if rule == "place, now" else None
                 swarm.rng = np.random.default_rng(seed)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = _places(swarm, sizes, key, lists, lookups)
+            for rule in READ_BACK_RULES:
+                swarm.network = _one_network(hostile) if rule == "read-back, now" else None
+                swarm.rng = np.random.default_rng(seed)
+                cell = _read_backs(swarm, sizes, key, lists, providers[0], lookups)
+                out.setdefault(f"{count}/{rule}", {})[str(m)] = cell
     return out
 
 
@@ -155,6 +167,30 @@ def _places(
     }
 
 
+def _read_backs(
+    swarm: Swarm, sizes: Sizes, key: int, lists: dict[int, frozenset[int]], worker: int, n: int
+) -> dict[str, float]:
+    """A placed worker's read-backs of its key: how often holders on more than half of its networks do
+    not list it, and how often it is moved below (the key full by most of them too). Every holder among the k
+    closest that answered counts, one that holds no record of the key as listing nothing."""
+    network = swarm.network or (lambda server: server)
+    moved, unlisted, asked, sent = 0, 0, [], []
+    for _ in range(n):
+        start = int(swarm.rng.integers(0, 2**63)) * 2
+        w = walk(swarm, sizes, start, key, lists, 0, EVERY)
+        ours = holding((network(p), int(worker not in lists.get(p, frozenset()))) for p in w.closest) == 0
+        unlisted += not ours
+        moved += not ours and w.holds >= SHARD_CAP
+        asked.append(w.asked)
+        sent.append(w.bytes)
+    return {
+        "moved_share": moved / n,
+        "unlisted_share": unlisted / n,
+        "requests_mean": statistics.mean(asked),
+        "kb_mean": statistics.mean(sent) / 1e3,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--servers", type=int, default=300)
@@ -167,6 +203,13 @@ def main() -> None:
     for name, by_m in results.items():
         count, rule = name.split("/")
         for m, r in by_m.items():
+            if rule.startswith("read-back"):
+                print(
+                    f"key of {count:>2}, {rule:>25}, M = {m:>2}: not listed by most of its holders' networks "
+                    f"{100 * r['unlisted_share']:.1f} %, moved below {100 * r['moved_share']:.1f} %, "
+                    f"{r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB"
+                )
+                continue
             if rule.startswith("place"):
                 print(
                     f"key of {count:>2}, {rule:>25}, M = {m:>2}: read full by the union (before) "
@@ -188,7 +231,7 @@ def main() -> None:
     (OUT / name).write_text(json.dumps({**body, "results": results}, indent=1))
 
 
-__all__ = ["HOSTILE", "KEYS", "PLACE_RULES", "RULES", "run"]
+__all__ = ["HOSTILE", "KEYS", "PLACE_RULES", "READ_BACK_RULES", "RULES", "run"]
 
 
 if __name__ == "__main__":
