@@ -1,7 +1,8 @@
 """llama.cpp: the harness's white-box figures against the binding's own bare loop and against llama.cpp's
 own timers, on two GGUFs (SmolLM2-135M, llama family; Gemma 3 270M, gemma3 of 2025).
 
-Each round, per model, runs in two fresh spawned children, one after the other:
+Each round, per model, runs in two fresh spawned children, one after the other (the harness first in
+odd rounds, the bare loop first in even ones):
 
 - the harness: one `drivers.measure` of a generate task on `CPU (llama.cpp)` (the model's prompts
   through its chat template for SmolLM2, as text for Gemma 3, whose GGUF holds none; greedy,
@@ -349,9 +350,13 @@ def run_load(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: str,
                 generate=generate,
             )
             rounds = []
-            for i in range(args.rounds):
-                harness = harness_round(path, spec)
-                bare = bare_round(unit, path, texts, chat, args.tokens, args.threads)
+            for i in range(args.rounds):  # the sides' order flipped each round (the host drifts over minutes)
+                if i % 2:
+                    bare = bare_round(unit, path, texts, chat, args.tokens, args.threads)
+                    harness = harness_round(path, spec)
+                else:
+                    harness = harness_round(path, spec)
+                    bare = bare_round(unit, path, texts, chat, args.tokens, args.threads)
                 rounds.append({"harness": harness, "bare": bare, "load_average": os.getloadavg()[0]})
                 print(f"load {load} {name} round {i + 1}: {json.dumps(rounds[-1])}", flush=True)
             document[name] = {"file": path.name, "rounds": rounds, "summary": summarize(rounds)}
