@@ -62,6 +62,7 @@ ANSWER_BYTES: Final = 4 << 20  # an answer read back (a 4096-token prompt's ids:
 _LAYER: Final = re.compile(r"layer\s+(\d+) assigned to device ([^\s,]+)")
 _OFFLOADED: Final = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _BUFFER: Final = re.compile(r"load_tensors:\s+(\S+) model buffer size")
+_LAYERS_ALL: Final = re.compile(r"print_info: n_layer_all\s+=\s+(\d+)")
 # common/log.h's functions, as GCC and Clang mangle them
 _LOG_MAIN: Final = "_Z15common_log_mainv"
 _LOG_PAUSE: Final = "_Z16common_log_pauseP10common_log"
@@ -228,12 +229,15 @@ def layers_summarized(log: list[str], gpus: tuple[str, ...]) -> dict[str, int]:
     """The layers per device from llama.cpp's summary of a load, where no debug line was written (a
     load at `SUMMARY_VERBOSITY`): "offloaded N/M layers to GPU" (M counts the output layer, as the
     debug lines do) and one "model buffer size" line per buffer. The N layers are on the one GPU
-    device (of `gpus`) holding a model buffer, the other M - N on the CPU. Nothing is read where the
-    summary is missing (a build with no GPU offload writes none) or where several GPU devices hold
-    buffers (a split the summary does not tell apart)."""
+    device (of `gpus`) holding a model buffer, the other M - N on the CPU. A build with no GPU device
+    writes no such line: every layer is on the CPU, the model's "n_layer_all" and its output layer.
+    Nothing is read where the summary is missing, or where several GPU devices hold buffers (a split
+    the summary does not tell apart)."""
     offloaded = [m for line in log if (m := _OFFLOADED.search(line))]
     if not offloaded:
-        return {}
+        layers = [int(m.group(1)) for line in log if (m := _LAYERS_ALL.search(line))]
+        loaded = any(_BUFFER.search(line) for line in log)
+        return {CPU_DEVICE: layers[-1] + 1} if not gpus and layers and loaded else {}
     on_gpu, total = int(offloaded[-1].group(1)), int(offloaded[-1].group(2))
     held = {m.group(1) for line in log if (m := _BUFFER.search(line))} & set(gpus)
     if on_gpu == 0:

@@ -80,7 +80,9 @@ SUMMARY = [
         ([SUMMARY[2].replace("7/7", "0/7"), SUMMARY[3]], ("CUDA0",), {"CPU": 7}),  # the CPU unit
         (SUMMARY, (), {}),  # no GPU device named: the buffer is nobody's
         ([*SUMMARY, "load_tensors:        CUDA1 model buffer size =    30.00 MiB"], ("CUDA0", "CUDA1"), {}),
-        (SUMMARY[3:], ("CUDA0",), {}),  # no summary (a build without GPU offload writes none)
+        (SUMMARY[3:], ("CUDA0",), {}),  # a GPU build that wrote no summary: nothing read
+        (["0.00.020.390 I print_info: n_layer_all           = 6", SUMMARY[3]], (), {"CPU": 7}),  # no GPU
+        (["0.00.020.390 I print_info: n_layer_all           = 6"], (), {}),  # no model buffer: not loaded
         ([line.replace("7/7", "9/7") for line in SUMMARY], ("CUDA0",), {}),
     ],
 )
