@@ -276,7 +276,8 @@ class Kad:
         """Read our record of `key` back from its k closest servers and send it again to each that
         answered without listing us (`refresh`: to each that answered, as a refresh does); the
         providers they listed, all together, how many the key holds as most of their networks say
-        (`ProviderLookup.holds`), and whether most of them list us (`ProviderLookup.ours`).
+        (`ProviderLookup.holds`), and `ProviderLookup.ours` False when holders on more than half of
+        their networks do not list us.
 
         Each writer sends to the k closest its own walk found, and in a young swarm those views differ:
         a key's holders list different writers, and a reader's walk that stopped waiting at holders that
@@ -300,9 +301,9 @@ class Kad:
             return True
 
         await self._at_closest(key, send, paced=due.__contains__, walked=holders)
-        ours = self._dht.provider_store.get_providers(key) if self.server else []
+        stored = self._dht.provider_store.get_providers(key) if self.server else []
         listed: dict[str, list[str]] = {
-            p.to_base58(): [] for p in [*walked.providers, *(i.peer_id for i in ours)]
+            p.to_base58(): [] for p in [*walked.providers, *(i.peer_id for i in stored)]
         }
         ours = holding((self._network(p), int(me not in walked.lists[p])) for p in holders) == 0
         return ProviderLookup(listed, walked.answered, walked.failures, holds=walked.holds, ours=ours)
@@ -332,10 +333,9 @@ class Kad:
         """`send` to the key's `copies` closest servers (alpha at once), reused or walked for (`walked`:
         the ones a walk of the caller's just found, not counted as a reuse); how many took it. A send
         to a server `paced` names first waits its turn there (P34), outside the request's deadline."""
-        reused = None if walked is not None else self.closest.reuse(key, self.routing_table_size())
         if walked is not None:
             peers = walked
-        elif reused is None:
+        elif self.closest.reuse(key, self.routing_table_size()) is None:
             peers = await self._dht.peer_routing.find_closest_peers_network(key)
             peers = [p for p in peers if p != self._dht.local_peer_id]
             # libp2p's walk falls back to connected and peerstore peers while its table is small, other
