@@ -62,9 +62,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]  # spawned children too: the packages of this checkout
 sys.path.append(str(ROOT / "tests"))  # kit.load, after the packages: no tests/ folder shadows one
 
+from pairs import alternate, pair_figures  # noqa: E402
+
 from drivers import measure  # noqa: E402
 from drivers.files.models import packaged_llm  # noqa: E402
 from protocol import ComputeUnit, GenerateSpec, Measurement, Prompt, TaskSpec  # noqa: E402
+from protocol.genstats import tpot_ms  # noqa: E402
 from scheduler.language import builtin_prompts, take  # noqa: E402
 
 
@@ -148,24 +151,16 @@ def interleaved_child(unit: str, model: str, gen: GenerateSpec, threads: int, ro
     def harness(prompt: Prompt) -> tuple[float, float]:
         with telemetry.Sampler(), meters.GpuSampler():
             record = loaded.generate(prompt, gen)
+        tpot = tpot_ms(record)
         assert record.ttft_ms is not None, record
-        assert record.output_tokens > 1, record
-        return record.ttft_ms, (record.e2e_ms - record.ttft_ms) / (record.output_tokens - 1)
+        assert tpot is not None, record
+        return record.ttft_ms, tpot
 
     def bare(prompt: Prompt) -> tuple[float, float]:
         r = bare_request(loaded, prompt, gen.chat, gen.max_new_tokens)
         return r["ttft_ms"], (r["e2e_ms"] - r["ttft_ms"]) / (r["tokens"] - 1)
 
-    harness(gen.prompts[0])
-    bare(gen.prompts[0])
-    pairs: list[tuple[tuple[float, float], tuple[float, float]]] = []
-    for r in range(rounds):
-        for i, prompt in enumerate(gen.prompts):
-            if (r * len(gen.prompts) + i) % 2 == 0:
-                h, b = harness(prompt), bare(prompt)
-            else:
-                b, h = bare(prompt), harness(prompt)
-            pairs.append((h, b))
+    pairs = alternate(harness, bare, gen.prompts, rounds)
     out.send((pairs, str(loaded.placement())))
 
 
@@ -184,17 +179,7 @@ def interleaved(args: argparse.Namespace, prompts: tuple[Prompt, ...], digest: s
         child.start()
         pairs, placed = receive.recv()
         child.join()
-        figures: dict[str, Any] = {"pairs": len(pairs), "placement": placed}
-        for k, figure in enumerate(("ttft", "tpot")):
-            ratios = [h[k] / b[k] for h, b in pairs]
-            figures |= {
-                f"harness_{figure}_ms": statistics.median(h[k] for h, _ in pairs),
-                f"bare_{figure}_ms": statistics.median(b[k] for _, b in pairs),
-                f"{figure}_diff_pct": 100 * (statistics.median(ratios) - 1),
-                f"{figure}_diff_pct_iqr": [
-                    round(100 * (q - 1), 2) for q in statistics.quantiles(ratios, n=4)[::2]
-                ],
-            }
+        figures = pair_figures(pairs, "harness") | {"placement": placed}
         print(f"{name} interleaved: {json.dumps(figures)}", flush=True)
         document[name] = figures
     return document

@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # spawned children too: the repository first
 
 from kit.tinyllm import dequantized  # noqa: E402
+from pairs import alternate, pair_figures  # noqa: E402
 
 from drivers import measure  # noqa: E402  (the packages of this checkout, whatever is installed)
 from drivers.files.models import packaged_llm  # noqa: E402
@@ -158,26 +159,7 @@ def interleaved(
         pad = loaded.tokenizer.eos_token_id
         return _timed_generate(loaded.model, ids, torch.ones_like(ids), gen.max_new_tokens, pad)
 
-    harness(gen.prompts[0])  # warm-ups, one a side
-    bare_one(gen.prompts[0])
-    pairs: list[tuple[tuple[float, float], tuple[float, float]]] = []
-    for r in range(rounds):
-        for i, prompt in enumerate(gen.prompts):
-            if (r * len(gen.prompts) + i) % 2 == 0:
-                h, b = harness(prompt), bare_one(prompt)
-            else:
-                b, h = bare_one(prompt), harness(prompt)
-            pairs.append((h, b))
-    figures: dict[str, Any] = {"pairs": len(pairs)}
-    for k, name in enumerate(("ttft", "tpot")):
-        ratios = [h[k] / b[k] for h, b in pairs]
-        figures |= {
-            f"sark_{name}_ms": statistics.median(h[k] for h, _ in pairs),
-            f"bare_{name}_ms": statistics.median(b[k] for _, b in pairs),
-            f"{name}_diff_pct": 100 * (statistics.median(ratios) - 1),
-            f"{name}_diff_pct_iqr": [round(100 * (q - 1), 2) for q in statistics.quantiles(ratios, n=4)[::2]],
-        }
-    return figures
+    return pair_figures(alternate(harness, bare_one, gen.prompts, rounds), "sark")
 
 
 def with_spawned(fn: Callable[..., T], *args: Any) -> T:

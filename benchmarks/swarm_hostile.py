@@ -50,7 +50,7 @@ from collections.abc import Callable, Hashable
 from typing import Final
 
 import numpy as np
-from swarm_net import OUT, Sizes, Swarm, kad_id, measure_sizes, walk, writers_lists
+from swarm_net import OUT, Sizes, Swarm, Walk, kad_id, measure_sizes, walk, writers_lists
 
 from node.p2p.shards import SHARD_CAP, Shard
 from node.p2p.shortlist import ALPHA, holding
@@ -148,46 +148,46 @@ def _places(
 ) -> dict[str, float]:
     """A placement's reads of the key: how often it reads full by the union (before) and by its holders'
     networks (now), and what the holders say it holds."""
-    union, holders, holds, asked, sent = 0, 0, [], [], []
-    for _ in range(n):
-        start = int(swarm.rng.integers(0, 2**63)) * 2
-        w = walk(swarm, sizes, start, key, lists, 0, EVERY)
-        union += len(w.providers) >= SHARD_CAP
-        holders += w.holds >= SHARD_CAP
-        holds.append(w.holds)
-        asked.append(w.asked)
-        sent.append(w.bytes)
+    walks = _every_provider(swarm, sizes, key, lists, n)
+    holds = [w.holds for w in walks]
     return {
-        "full_by_union_share": union / n,
-        "full_by_holders_share": holders / n,
+        "full_by_union_share": sum(len(w.providers) >= SHARD_CAP for w in walks) / n,
+        "full_by_holders_share": sum(h >= SHARD_CAP for h in holds) / n,
         "holds_mean": statistics.mean(holds),
         "holds_min": float(min(holds)),
-        "requests_mean": statistics.mean(asked),
-        "kb_mean": statistics.mean(sent) / 1e3,
-    }
+    } | _cost(walks)
 
 
 def _read_backs(
     swarm: Swarm, sizes: Sizes, key: int, lists: dict[int, frozenset[int]], worker: int, n: int
 ) -> dict[str, float]:
     """A placed worker's read-backs of its key: how often holders on more than half of its networks do
-    not list it, and how often it is moved below (the key full by most of them too). Every holder among the k
-    closest that answered counts, one that holds no record of the key as listing nothing."""
+    not list it, and how often it is moved below (the key full by most of them too). Every holder
+    among the k closest that answered counts, one that holds no record of the key as listing nothing."""
     network = swarm.network or (lambda server: server)
-    moved, unlisted, asked, sent = 0, 0, [], []
-    for _ in range(n):
-        start = int(swarm.rng.integers(0, 2**63)) * 2
-        w = walk(swarm, sizes, start, key, lists, 0, EVERY)
-        ours = holding((network(p), int(worker not in lists.get(p, frozenset()))) for p in w.closest) == 0
-        unlisted += not ours
-        moved += not ours and w.holds >= SHARD_CAP
-        asked.append(w.asked)
-        sent.append(w.bytes)
+    walks = _every_provider(swarm, sizes, key, lists, n)
+    unlisted = [
+        holding((network(p), int(worker not in lists.get(p, frozenset()))) for p in w.closest) > 0
+        for w in walks
+    ]
     return {
-        "moved_share": moved / n,
-        "unlisted_share": unlisted / n,
-        "requests_mean": statistics.mean(asked),
-        "kb_mean": statistics.mean(sent) / 1e3,
+        "moved_share": sum(u and w.holds >= SHARD_CAP for u, w in zip(unlisted, walks, strict=True)) / n,
+        "unlisted_share": sum(unlisted) / n,
+    } | _cost(walks)
+
+
+def _every_provider(
+    swarm: Swarm, sizes: Sizes, key: int, lists: dict[int, frozenset[int]], n: int
+) -> list[Walk]:
+    """`n` reads of the key that wait for every holder (`EVERY`, a placement's or a read-back's), each
+    from a random start."""
+    return [walk(swarm, sizes, int(swarm.rng.integers(0, 2**63)) * 2, key, lists, 0, EVERY) for _ in range(n)]
+
+
+def _cost(walks: list[Walk]) -> dict[str, float]:
+    return {
+        "requests_mean": statistics.mean(w.asked for w in walks),
+        "kb_mean": statistics.mean(w.bytes for w in walks) / 1e3,
     }
 
 

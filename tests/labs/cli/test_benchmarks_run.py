@@ -19,11 +19,13 @@ LIBRARIES = {
     "swarm_upkeep.py",
     "swarm_sybil.py",
     "bareloops.py",
+    "pairs.py",
     "replication_fleet.py",
     "replication_claims.py",
 }
 """Imported by the scripts, not run (swarm_sim.py's parts: its messages and walks, fleet, upkeep, Sybils;
-harness_overhead.py's bare loops; replication_sim.py's fleet and its false claims)."""
+harness_overhead.py's bare loops; replication_sim.py's fleet and its false claims; the in-process pairs of
+llm_fidelity.py and llamacpp_timers.py)."""
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name not in LIBRARIES)
 
 
