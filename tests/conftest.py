@@ -34,6 +34,15 @@ for folder in (TESTS, ROOT):  # the root first
     if folder not in sys.path:
         sys.path.insert(0, folder)
 
+# Bytecode is written, whatever the environment says: the labs start some 1,500 Python processes
+# (nodes, their children, the kit's liars), and with PYTHONDONTWRITEBYTECODE set (the CI machine's
+# image sets it) each one compiled our packages from source again, 0.25 CPU-s a node's imports
+# (docs/testing.md). Set here, before xdist starts its workers, it reaches every process the suite
+# starts; Python writes each file's bytecode atomically, so the first process to import a module
+# writes it for the rest.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
+
 # Fixtures every folder may use: the process lab and a worker's profile file (kit.fixtures), the
 # campaign lab's swarms and model server (kit.campaignlab), and pytest's own `pytester` (a pytest run
 # of a test's own: tests/unit/repository/test_cores.py runs this file's lock in one).
