@@ -195,7 +195,7 @@ How a replicated task is verified
                Settlement.reference named in the label, the reference counting as independent evidence;
                else) agreement.settle over its accepted tasks (the band from the class's pool: pooled_spread
                over SettlingState.errors[pool_key: class/model], the prior before POOL_MIN; never a
-               replica's own spread; a replica over FAR x the class's spread and distrusted peers barred
+               replica's own spread; a replica over agreement.vouching_limit and distrusted peers barred
                from a majority) -> PENDING or a spot check's draw (reputation.should_check under the
                campaign's DrawKey; p = 1 until PeerRecord.trusted: a streak and a cleared mean offset): one
                more task in the group on quorum.more_peer (its class, another network, the class's reference

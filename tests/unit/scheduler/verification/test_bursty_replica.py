@@ -6,6 +6,11 @@ The figures are the ones README's one-machine lab measured beside a bursty load 
 inside a burst), worker B's figure 1.571 ms. Before, A's whole spread (119 %) was over 4x the
 class's (PRIOR at 3 processes, 5.4 %): A "cannot vouch", the pair settled `disagreed`, and README's
 recipe got no verified figure. Its figure rests on 1.63 and 1.56 (`agreement.core_spread`).
+
+The other end: a class whose processes time alike to a hundredth of a percent (the labs' paced
+workload: CI-equivalent at 087e4b8, an honest replica of 10.1 ms whose processes were 0.2 % apart
+"cannot vouch" against its class's 0.0 %) bars no replica for a scatter far inside the band
+(`agreement.vouching_limit`: FAR times the class's spread with the board's).
 """
 
 from __future__ import annotations
@@ -24,15 +29,19 @@ from scheduler import (
     parse_campaign,
 )
 from scheduler.verification.agreement import (
+    BOARD,
     FAR,
+    POOL_MIN,
     PRIOR,
     Outcome,
     Replica,
     barred,
     core_spread,
+    pooled_spread,
     process_error,
     settle,
     spread_of,
+    vouching_limit,
 )
 
 CLASS = PRIOR / math.sqrt(3)
@@ -63,6 +72,18 @@ def test_a_figure_whose_own_processes_scatter_still_cannot_vouch() -> None:
     assert "a: cannot vouch: its own spread" in settled.reason, settled.reason
     assert settled.outcome == Outcome.PENDING
     assert core_spread((1.0, 2.0)) == spread_of((1.0, 2.0))  # two processes: both are its figure's
+
+
+def test_a_quiet_class_bars_no_replica_for_a_scatter_inside_the_board() -> None:
+    quiet = pooled_spread([0.0004] * POOL_MIN, 3)  # processes that time alike to 0.04 %
+    a, b = _replica("a", (10.05, 10.1, 10.16)), _replica("b", (10.0, 10.0, 10.01))
+    assert a.vouching_spread > FAR * quiet  # what barred it before: 0.3 % against 0.09 %
+    assert vouching_limit(quiet) > FAR * BOARD > a.vouching_spread
+    assert barred([a, b], quiet, {}) == {}
+    settled = settle([a, b], wanted=2, class_spread=quiet)
+    assert settled.outcome == Outcome.REPLICATED, settled.reason
+    scattered = _replica("a", (5.0, 10.0, 15.0))  # its figure's own processes 42 % apart: barred
+    assert "a: cannot vouch: its own spread" in settle([scattered, b], wanted=2, class_spread=quiet).reason
 
 
 def test_a_liar_that_scatters_a_minority_of_its_processes_gains_nothing_over_an_even_lie() -> None:
