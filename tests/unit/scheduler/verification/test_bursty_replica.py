@@ -10,7 +10,7 @@ recipe got no verified figure. Its figure rests on 1.63 and 1.56 (`agreement.cor
 The other end: a class whose processes time alike to a hundredth of a percent (the labs' paced
 workload: CI-equivalent at 087e4b8, an honest replica of 10.1 ms whose processes were 0.2 % apart
 "cannot vouch" against its class's 0.0 %) bars no replica for a scatter far inside the band
-(`agreement.vouching_limit`: FAR times the class's spread with the board's).
+(`agreement.vouching_limit`: FAR times the class's spread, never under FAR times the board's).
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def test_a_quiet_class_bars_no_replica_for_a_scatter_inside_the_board() -> None:
     quiet = pooled_spread([0.0004] * POOL_MIN, 3)  # processes that time alike to 0.04 %
     a, b = _replica("a", (10.05, 10.1, 10.16)), _replica("b", (10.0, 10.0, 10.01))
     assert a.vouching_spread > FAR * quiet  # what barred it before: 0.3 % against 0.09 %
-    assert vouching_limit(quiet) > FAR * BOARD > a.vouching_spread
+    assert vouching_limit(quiet) == FAR * BOARD > a.vouching_spread
+    assert vouching_limit(0.02) == FAR * 0.02  # a class of 1 % or more: its own spread, as before
     assert barred([a, b], quiet, {}) == {}
     settled = settle([a, b], wanted=2, class_spread=quiet)
     assert settled.outcome == Outcome.REPLICATED, settled.reason
