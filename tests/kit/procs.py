@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit import zygote
+
 SARK = [sys.executable, "-P", "-c", "from node.cli import main; main()"]
 """`sark-node` as the console script runs it: `-P` keeps the working directory off `sys.path`, so a
 lab folder named like a package (a gate's data folder `gate/`) cannot shadow it."""
@@ -36,7 +38,7 @@ class Proc:
     """One running `sark-node` process and the events it printed."""
 
     name: str
-    popen: subprocess.Popen[str]
+    popen: subprocess.Popen[str] | zygote.Forked
     events: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
     lines: queue.Queue[str] = field(default_factory=queue.Queue)
     ready: dict[str, Any] = field(default_factory=dict)
@@ -95,27 +97,28 @@ class Lab:
         stdin: bool = False,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        fresh: bool = False,
     ) -> Proc:
         """Start any command (in network namespace `ns` if given) and read its JSON event lines.
 
         With `stdin`, the process gets a pipe on stdin (`proc.popen.stdin`); otherwise /dev/null.
         `env` replaces this process's environment (PYTHONUNBUFFERED is always set); `cwd` is its
-        working directory (this process's if not given).
+        working directory (this process's if not given). A `sark-node` outside a namespace is forked
+        from the kit's fork server (`kit.zygote`), unless `fresh` (a lab that reads the process's own
+        memory maps).
         """
         env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
-        wrap = ["ip", "netns", "exec", ns] if ns else []
         log = self.root / f"{name}.stderr"
         with log.open("w") as err:
-            popen = subprocess.Popen(
-                [*wrap, *argv],
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                text=True,
-                start_new_session=True,
-                env=env,
-                cwd=cwd,
-            )
+            streams = {"stdin": subprocess.PIPE if stdin else subprocess.DEVNULL, "stdout": subprocess.PIPE}
+            popen: subprocess.Popen[str] | zygote.Forked
+            if ns is None and not fresh and zygote.forkable(argv):
+                popen = zygote.popen(argv, **streams, stderr=err, env=env, cwd=cwd, start_new_session=True)
+            else:
+                wrap = ["ip", "netns", "exec", ns] if ns else []
+                popen = subprocess.Popen(
+                    [*wrap, *argv], **streams, stderr=err, text=True, start_new_session=True, env=env, cwd=cwd
+                )
         proc = Proc(name, popen, log=log)
         proc.reader = threading.Thread(target=_pump, args=(proc,), daemon=True)
         proc.reader.start()
@@ -194,7 +197,7 @@ class Lab:
         args = [*SARK, "peers", "--json", "--data-dir", str(self.root / f"peers-{len(self.procs)}")]
         for gate in gates:
             args += ["--gate", gate]
-        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        out = zygote.run(args, capture_output=True, text=True, timeout=timeout)
         assert out.returncode == 0, f"peers exited {out.returncode}: {out.stderr[-4000:]}"
         peers: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])["peers"]
         return peers

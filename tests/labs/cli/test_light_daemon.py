@@ -76,7 +76,7 @@ def test_a_joined_worker_maps_no_runtime_while_idle_or_after_a_task(lab: Lab, tm
     gate = lab.gate().ready["addrs"][0]
     argv = [*SARK, "join", "--gate", gate, "--allow", submitter, "--listen", "/ip4/127.0.0.1/tcp/0"]
     argv += ["--record-ttl", str(lab.record_ttl), "--data-dir", str(tmp_path / "worker"), "--events"]
-    worker = lab.start("worker", argv)
+    worker = lab.start("worker", argv, fresh=True)  # its own memory maps are read
     worker.ready = worker.wait_event("ready", 180)
 
     listed = lab.peers([gate])

@@ -1,0 +1,108 @@
+"""The labs' fork server (`kit.zygote`): a `sark-node` a lab starts is a fork of one process that
+imported py-libp2p and the node's own modules once, and is otherwise the process `python -P -c CODE`
+would be: the caller's argv, environment, working directory, session and streams, its own exit code.
+
+What makes the labs cheaper is pinned here as its cause, never as a time: the child's first line finds
+the preloads already imported (a fresh interpreter finds none of them), and its parent is the server.
+Without the server (`SARK_KIT_FRESH=1`) the same commands start fresh, as before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kit import zygote
+from kit.campaignlab import paced_env
+from kit.procs import SARK, Lab
+
+SEEN = """
+import json, os, sys
+print(json.dumps({
+    "preloaded": [name for name in sys.argv[1:] if name in sys.modules],
+    "argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("ZYGOTE_TEST"),
+    "parent": os.getppid(), "session": os.getsid(0) == os.getpid(), "me": os.getpid(),
+    "sitecustomize": getattr(sys.modules.get("sitecustomize"), "__file__", None),
+}), flush=True)
+"""
+WATCHED = ["libp2p", "trio", "node.cli", "node.p2p.node", "node.submitter.run", "gate", "torch"]
+
+
+def _seen(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, object] = json.loads(done.stdout)
+    return seen
+
+
+def test_a_forked_child_starts_with_the_node_imported_and_the_callers_settings(tmp_path: Path) -> None:
+    argv = [*zygote.PYTHON_C, SEEN, *WATCHED]
+    env = {**os.environ, "ZYGOTE_TEST": "mine"}
+    seen = _seen(zygote.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path))
+    assert seen["preloaded"] == WATCHED[:-1]  # the node's imports done; no runtime
+    assert seen["argv"] == ["-c", *WATCHED]
+    assert seen["cwd"] == str(tmp_path)
+    assert seen["env"] == "mine"
+    assert seen["parent"] != os.getpid()  # the server's child, not ours
+    fresh = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert _seen(fresh)["preloaded"] == []  # what a plain start pays for itself
+
+
+def test_without_the_server_every_process_starts_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = [*zygote.PYTHON_C, SEEN, *WATCHED]
+    assert zygote.forkable(argv)
+    assert zygote.forkable(SARK)
+    assert not zygote.forkable([sys.executable, "-c", SEEN])  # only `python -P -c` is forked
+    monkeypatch.setenv(zygote.OFF, "1")
+    assert not zygote.forkable(argv)
+    assert _seen(zygote.run(argv, capture_output=True, text=True, timeout=120))["preloaded"] == []
+
+
+def test_a_different_interpreter_setting_gets_its_own_server(tmp_path: Path) -> None:
+    """The labs' pacing hook is a `sitecustomize` on PYTHONPATH, read as an interpreter starts: a paced
+    worker is forked from a server started with it, an unpaced one from one without."""
+    argv = [*zygote.PYTHON_C, SEEN]
+    paced = _seen(zygote.run(argv, capture_output=True, text=True, timeout=120, env=paced_env(10.0)))
+    plain = _seen(zygote.run(argv, capture_output=True, text=True, timeout=120))
+    assert str(paced["sitecustomize"]).endswith("pacing/sitecustomize.py"), paced
+    assert plain["sitecustomize"] is None or "pacing" not in str(plain["sitecustomize"])
+    assert paced["parent"] != plain["parent"]
+
+
+def test_exit_codes_signals_streams_and_sessions_are_a_popens() -> None:
+    run = zygote.run
+    assert run([*zygote.PYTHON_C, "import sys; sys.exit(3)"], text=True, timeout=60).returncode == 3
+    failed = run([*zygote.PYTHON_C, "raise ValueError('x')"], capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 1
+    assert failed.stderr.rstrip().endswith("ValueError: x"), failed.stderr
+    echo = "import sys; print(sys.stdin.read().upper(), end='')"
+    assert run([*zygote.PYTHON_C, echo], input="abc", capture_output=True, text=True).stdout == "ABC"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run([*zygote.PYTHON_C, "import time; time.sleep(60)"], text=True, timeout=0.5)
+    with pytest.raises(FileNotFoundError):
+        zygote.popen([*zygote.PYTHON_C, "pass"], cwd="/nonexistent/folder")
+    sleeper = zygote.popen([*zygote.PYTHON_C, "import time; time.sleep(60)"], start_new_session=True)
+    assert sleeper.poll() is None
+    os.killpg(sleeper.pid, signal.SIGKILL)  # its own session and group, there as soon as it is returned
+    assert sleeper.wait(timeout=30) == -signal.SIGKILL
+
+
+def test_a_lab_forks_its_nodes_unless_asked_fresh(tmp_path: Path) -> None:
+    lab = Lab(tmp_path)
+    try:
+        forked = lab.start("forked", [*zygote.PYTHON_C, SEEN, *WATCHED])
+        fresh = lab.start("fresh", [*zygote.PYTHON_C, SEEN, *WATCHED], fresh=True)
+        assert isinstance(forked.popen, zygote.Forked)
+        assert isinstance(fresh.popen, subprocess.Popen)
+        seen = {p.name: json.loads(p.wait_line("{", timeout=120)) for p in (forked, fresh)}
+        assert seen["forked"]["preloaded"] == WATCHED[:-1]
+        assert seen["forked"]["session"]
+        assert seen["fresh"]["preloaded"] == []
+        assert seen["fresh"]["parent"] == os.getpid()
+        assert forked.popen.wait(timeout=60) == 0
+    finally:
+        lab.close()
