@@ -20,11 +20,11 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from kit import zygote
 from kit.knee import KneeStub
 from kit.procs import SARK, user_env
 from kit.sse_server import scheduled, serve_sse
@@ -82,7 +82,7 @@ def run_campaign(root: Path, *, calibrate: bool = True, timeout_s: float = 300.0
     knee, fleet = KneeStub(knee=2, fast_s=0.03), scheduled(["ok", "!"], first_s=0.02, usage=(3, 2))
     with serve_sse(knee) as knee_server, serve_sse(lambda body, attempt: fleet) as stub:
         (root / "campaign.yaml").write_text(CAMPAIGN.format(knee=knee_server.url, stub=stub.url))
-        done = subprocess.run(
+        done = zygote.run(
             [*SARK, "submit", "campaign.yaml", "--workers", "2", "--out", "out", *LOOPBACK],
             cwd=root,
             env=user_env(home) | ({} if calibrate else {"SARK_CALIBRATE": "false"}),

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kit import zygote
 from kit.procs import LOOPBACK, SARK, Lab, Proc
 from node.config import NodeConfig
 from node.p2p.identity import identity_peer_id
@@ -126,7 +127,7 @@ class Swarm:
 
     def run(self, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
         """Run a submitter command to its end."""
-        return subprocess.run(self.submit_args(*args), capture_output=True, text=True, timeout=timeout)
+        return zygote.run(self.submit_args(*args), capture_output=True, text=True, timeout=timeout)
 
     def drain(self) -> dict[str, list[dict[str, Any]]]:
         """Every event each worker printed since the last drain."""

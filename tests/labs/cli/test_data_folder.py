@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.procs import SARK, Lab
 
 from node.config import DataDir, load_config
@@ -35,7 +35,7 @@ def _env(home: Path, xdg: Path | None) -> dict[str, str]:
 
 
 def _sark(args: list[str], env: dict[str, str], timeout: float = 120) -> str:
-    done = subprocess.run([*SARK, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    done = zygote.run([*SARK, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -138,7 +138,7 @@ def test_id_with_a_bad_config_file_exits_2(text: str | None, says: str, tmp_path
     file = tmp_path / "sark.toml"
     if text is not None:
         file.write_text(text)
-    done = subprocess.run(
+    done = zygote.run(
         [*SARK, "id", "--config", str(file)],
         env=_env(tmp_path, None),
         capture_output=True,

@@ -15,6 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from kit import zygote
 from kit.campaignlab import CampaignLab
 from kit.procs import SARK
 
@@ -38,7 +39,7 @@ def test_peers_challenge_runs_as_the_submitter_and_every_worker_answers(tmp_path
     env = {**os.environ, "SARK_DATA_DIR": str(home), "TMPDIR": str(temp)}
 
     def sark(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=240, env=env)
+        return zygote.run([*SARK, *args], capture_output=True, text=True, timeout=240, env=env)
 
     me = sark("id").stdout.strip()
     (tmp_path / "lab").mkdir()

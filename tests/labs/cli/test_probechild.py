@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.procs import SARK
 from kit.sse_server import Reply, scheduled, serve_sse
 
@@ -88,7 +88,7 @@ def test_join_says_which_probe_stage_failed_in_one_line(tmp_path: Path) -> None:
     gate = "/ip4/127.0.0.1/tcp/9/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SARK_")}
     argv = [*SARK, "join", "--gate", gate, "--open", "--data-dir", str(data)]
-    done = subprocess.run(
+    done = zygote.run(
         [*argv, "--listen", "/ip4/127.0.0.1/tcp/0"],
         capture_output=True,
         text=True,

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.data import make_profile
 from pydantic import ValidationError
 
@@ -66,7 +67,7 @@ NOWHERE = "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWGzh9Yd6Nq4A7m8L7nbiFfXdbKsaBdSiQdFzU
 
 
 def _join(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return zygote.run(
         [*SARK, "join", "--gate", NOWHERE, "--open", *args],
         capture_output=True,
         text=True,

@@ -17,13 +17,13 @@ from __future__ import annotations
 import csv
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from kit import zygote
 from kit.campaignlab import (
     MODEL,
     ROOT,
@@ -111,7 +111,7 @@ def test_submit_writes_every_file_despite_absurd_telemetry(lab: Swarm, tmp_path:
         ["--diff", cid, cid],
     ):
         command = [*SARK, "report", *args, "--data-dir", str(lab.submitter_dir)]
-        shown = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        shown = zygote.run(command, capture_output=True, text=True, timeout=120)
         assert (shown.returncode, shown.stderr) == (0, ""), args  # `report ID` re-renders it, every view
     first = Path(outcome["files"]["html"]).read_text()
     assert again.read_text().count("<figure") == first.count("<figure")

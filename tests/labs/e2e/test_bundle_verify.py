@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.bundlelab import KEY_FILE, dump, keep_key, load, reseal, run_campaign
 from kit.procs import SARK, user_env
 from kit.sse_server import scheduled, serve_sse
@@ -47,7 +48,7 @@ OFFLINE = ["unshare", "-n"] if os.geteuid() == 0 and shutil.which("unshare") els
 def _verify(folder: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in user_env(home).items() if not k.endswith(("_proxy", "_PROXY"))}
     argv = [*OFFLINE, *SARK, "verify", str(folder)]
-    return subprocess.run(argv, cwd=home.parent, env=env, capture_output=True, text=True, timeout=60)
+    return zygote.run(argv, cwd=home.parent, env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_the_bundle_is_verified_under_another_home(folder: Path, tmp_path: Path) -> None:
@@ -66,7 +67,7 @@ def test_the_bundle_is_verified_under_another_home(folder: Path, tmp_path: Path)
             "-c",
             "import socket; socket.create_connection(('1.1.1.1', 53), 1)",
         ]
-        assert subprocess.run(probe, capture_output=True, timeout=30).returncode != 0
+        assert zygote.run(probe, capture_output=True, timeout=30).returncode != 0
 
 
 def _row_figure(bundle: Doc, results: Doc) -> None:
@@ -157,7 +158,7 @@ def _open_loop(root: Path) -> Path:
         args = [*SARK, "submit", "open.yaml", "--json", "--workers", "1", "--wait-peers", "1", "--out", "out"]
         args += ["--data-dir", "data", "--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_CALIBRATE": "false"}
-        done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=root)
+        done = zygote.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=root)
     assert done.returncode == 0, (done.stderr[-3000:], done.stdout[-3000:])
     (folder,) = {p.parent for p in (root / "out").glob("*/bundle.json")}
     keep_key(folder, root / "data")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 from pathlib import Path
 
+from kit import zygote
 from kit.campaignlab import CampaignLab, submitter_id
 from kit.knee import KneeStub
 from kit.procs import SARK
@@ -39,7 +39,7 @@ def test_capacity_finds_the_knee_and_ends_an_over_saturated_level_early(tmp_path
         args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_CALIBRATE": "false"}
-        done = subprocess.run(args, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+        done = zygote.run(args, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     with open(outcome["files"]["csv"], newline="") as f:
@@ -75,7 +75,7 @@ def test_capacity_finds_the_knee_and_ends_an_over_saturated_level_early(tmp_path
         assert len(level["generation"]["records"]) == int(row["Requests"])
     assert stub.peak >= KNEE + 1
     report = [*SARK, "report", outcome["files"]["json"], "--format", "md"]  # the level rows read back
-    shown = subprocess.run(report, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    shown = zygote.run(report, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr[-3000:]
     assert shown.stdout.count("· Endpoint (black-box) |") == 1  # the Capacity row; levels are no tasks
 
@@ -105,7 +105,7 @@ def test_gray_box_each_worker_searches_its_own_server_one_capacity_row_per_devic
             campaign.write_text(json.dumps({"name": "per-device", "jobs": [job]}))
             args = ["submit", str(campaign), "--json", "--wait-peers", "2", "--out", str(tmp_path / "out")]
             args += ["--gate", gate, "--data-dir", str(tmp_path / "submitter")]
-            done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=300)
+            done = zygote.run([*SARK, *args], capture_output=True, text=True, timeout=300)
     finally:
         lab.close()
     assert done.returncode == 0, done.stderr[-3000:]

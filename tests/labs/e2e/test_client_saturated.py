@@ -12,9 +12,9 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 from pathlib import Path
 
+from kit import zygote
 from kit.procs import SARK
 from kit.sse_server import scheduled, serve_sse
 from rich.console import Console
@@ -54,7 +54,7 @@ def test_a_rate_the_client_cannot_hold_is_said_in_every_view(tmp_path: Path) -> 
         args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_CALIBRATE": "false"}
-        done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        done = zygote.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, (done.stderr[-3000:], done.stdout[-3000:])
     files = json.loads(done.stdout.strip().splitlines()[-1])["files"]
     with open(files["csv"], newline="") as f:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.badfiles import BAD_FILES, BILLION_LAUGHS
 from kit.campaignlab import Swarm, start_swarm, submitter_id, write_campaign
 from kit.procs import SARK
@@ -111,7 +111,7 @@ def test_a_billion_laughs_campaign_exits_2_with_its_reason(swarm1: Swarm, tmp_pa
 def test_peers_exits_1_when_no_gate_answers(swarm1: Swarm, tmp_path: Path) -> None:
     stranger = submitter_id(tmp_path / "stranger")  # the gate's address, someone else's identity
     wrong = swarm1.gate.rsplit("/p2p/", 1)[0] + f"/p2p/{stranger}"
-    done = subprocess.run(
+    done = zygote.run(
         [*SARK, "peers", "--gate", wrong, "--timeout", "2", "--data-dir", str(tmp_path / "p")],
         capture_output=True,
         text=True,
@@ -121,7 +121,7 @@ def test_peers_exits_1_when_no_gate_answers(swarm1: Swarm, tmp_path: Path) -> No
     assert done.returncode == 1, done.stderr
     assert "no gate answered" in done.stderr
     assert "Traceback" not in done.stderr
-    right = subprocess.run(
+    right = zygote.run(
         [
             *SARK,
             "peers",

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import selectors
 import socket
-import subprocess
 import sys
 import threading
 from collections import Counter
@@ -26,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.campaignlab import MODEL, CampaignLab, submitter_id, write_campaign
 from kit.procs import SARK
 
@@ -103,7 +103,7 @@ def _submit_beside_a_dead_liar(lab: CampaignLab, decoys: Decoys, tmp_path: Path)
         "--out",
         str(out),
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    done = zygote.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import tfserve
+from kit import tfserve, zygote
 from kit.campaignlab import CampaignLab, submitter_id
 from kit.extras import need
 from kit.procs import SARK
@@ -73,7 +73,7 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
         generate = {**GENERATE, "concurrency": [1, 2], "slo": SLO}
         campaign.write_text(json.dumps({"name": "gray", "jobs": [{**job, "generate": generate}]}))
         args = ["submit", str(campaign), "--json", "--wait-peers", "1", "--out", str(tmp_path / "out")]
-        done = subprocess.run(
+        done = zygote.run(
             [*SARK, *args, "--gate", gate, "--data-dir", str(tmp_path / "submitter")],
             capture_output=True,
             text=True,
@@ -105,7 +105,7 @@ def test_gray_box_a_declared_server_gives_a_row_per_concurrency_level(served: st
 
 def test_info_shows_what_a_declared_server_serves(served: str, tmp_path: Path) -> None:
     args = ["info", "--json", "--no-calibrate", "--data-dir", str(tmp_path), "--endpoint", f"local={served}"]
-    done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=120)
+    done = zygote.run([*SARK, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     profile = json.loads(done.stdout)
     assert profile["endpoints"] == [
@@ -125,7 +125,7 @@ def test_black_box_from_two_vantage_points_and_the_key_is_nowhere(served: str, t
     args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
     args += ["--allow-http", "--allow-network", "127.0.0.0/8", "--verbose"]
     env = {**os.environ, "SARK_TEST_API_KEY": key, "SARK_CALIBRATE": "false"}
-    done = subprocess.run(args, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    done = zygote.run(args, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     outcome = _outcome(done)
     rows = _rows(outcome["files"]["csv"])
     assert len(rows) == 2
@@ -161,7 +161,7 @@ def test_the_key_reaches_the_server_from_the_worker_the_offer_chose(tmp_path: Pa
         args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_TEST_API_KEY": key, "SARK_CALIBRATE": "false"}
-        done = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+        done = zygote.run(args, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
         completions = [s for s in server.seen if s.path.endswith("/chat/completions")]
     (row,) = _rows(_outcome(done)["files"]["csv"])
     assert (row["Requests"], row["Errors"], row["TokensCounted"]) == ("2", "0", "False")

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import csv
 import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.campaignlab import CampaignLab, submitter_id
 from kit.extras import needs, smollm2
 from kit.procs import SARK, SCRIPT, user_env
@@ -54,7 +54,7 @@ def _litert(models: Path) -> str:
 def _executorch(models: Path) -> str:
     """Lowered in a child (`drivers.files.etmodels`): the export toolchain stays out of this process."""
     build = [sys.executable, "-m", "drivers.files.etmodels", str(models), "cumsum-tail"]
-    done = subprocess.run(build, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    done = zygote.run(build, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     return "cumsum-tail.pte"
 
@@ -82,7 +82,7 @@ def test_a_forced_fallback_is_marked_with_its_share_everywhere(
     campaign = CAMPAIGN.format(processes=processes, model=model, unit=unit)
     (tmp_path / "campaign.yaml").write_text(campaign)
     env = user_env(tmp_path / "home")
-    done = subprocess.run(
+    done = zygote.run(
         [*SCRIPT, "submit", "campaign.yaml"],
         cwd=tmp_path,
         env=env,
@@ -141,7 +141,7 @@ def test_a_gpu_llama_cpp_task_on_a_device_without_a_gpu_build_is_a_fallback(tmp_
         claim = [sys.executable, str(ROOT / "tests" / "kit" / "gpuclaim.py")]
         worker = lab.real_worker("claim", [gate], submitter_id(submitter), program=claim)
         args = ["submit", "campaign.yaml", "--gate", gate, "--data-dir", str(submitter), "--wait-peers", "1"]
-        done = subprocess.run([*SARK, *args], cwd=tmp_path, capture_output=True, text=True, timeout=400)
+        done = zygote.run([*SARK, *args], cwd=tmp_path, capture_output=True, text=True, timeout=400)
         assert worker.popen.poll() is None, worker.log_excerpt()
     finally:
         lab.close()

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from kit import zygote
 from kit.campaignlab import Swarm
 from kit.procs import SARK, Proc
 from kit.sse_server import Reply, scheduled, serve_sse
@@ -41,7 +42,7 @@ def _submit(campaign: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
     args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
     env = {**os.environ, "SARK_CALIBRATE": "false"}
-    return subprocess.run(args, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    return zygote.run(args, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
 
 
 def _rows(outcome: dict[str, Any]) -> list[dict[str, str]]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.campaignlab import ROOT
 from kit.fleet import H4, FaultNet
 from kit.netns import H1, H2, running
@@ -110,7 +111,7 @@ class ReadmeFleet:
         self, argv: list[str], node: str, ns: str | None = None, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
         wrap = ["ip", "netns", "exec", ns] if ns else []
-        done = subprocess.run(
+        done = zygote.run(
             [*wrap, *SARK, *argv],
             capture_output=True,
             text=True,

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.campaignlab import MODEL, CampaignLab, submitter_id, write_campaign
 from kit.procs import SARK
 
@@ -28,7 +29,7 @@ SMALL_JOB = {"num_inference_runs": 20, "warmup_runs": 2, "load_runs": 1, "proces
 def tmpfs(path: Path, size: str) -> Iterator[Path]:
     """A tmpfs of `size` mounted at `path` for the block; skips the test when mounting is refused."""
     path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(
+    mounted = zygote.run(
         ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
     )
     if mounted.returncode != 0:
@@ -36,7 +37,7 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
     try:
         yield path
     finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
+        zygote.run(["umount", "-l", str(path)], check=False)
 
 
 def fill(folder: Path) -> Path:
@@ -50,7 +51,7 @@ def fill(folder: Path) -> Path:
 
 
 def _sark(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=timeout)
+    return zygote.run([*SARK, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -103,7 +104,7 @@ def test_a_worker_with_a_full_cache_fails_the_task_with_disk_and_serves_on(tmp_p
             assert f"no space left on {cache} while storing model {MODEL.name}" in row["Detail"]
             assert list(cache.iterdir()) == []  # the partial model was removed
 
-            subprocess.run(["mount", "-o", "remount,size=4m", str(cache)], check=True)  # room again
+            zygote.run(["mount", "-o", "remount,size=4m", str(cache)], check=True)  # room again
             done = _sark(*args)
             assert done.returncode == 0, done.stderr
             (row,) = _rows(Path(json.loads(done.stdout.strip().splitlines()[-1])["files"]["csv"]))

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.campaignlab import MODEL, submitter_id, write_campaign
 from kit.procs import SARK
 
@@ -42,7 +43,7 @@ def _command(name: str, gate: str, tmp_path: Path) -> list[str]:
 
 
 def _run(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    return zygote.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 BAD = {

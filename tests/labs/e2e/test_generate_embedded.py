@@ -13,12 +13,12 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from kit import zygote
 from kit.extras import needs
 from kit.procs import SARK
 
@@ -63,7 +63,7 @@ def test_the_example_runs_on_the_embedded_swarm(tmp_path: Path) -> None:
     campaign = _shrunk(tmp_path)
     args = ["submit", str(campaign), "--workers", "1", "--wait-peers", "1", "--json"]
     args += ["--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
-    done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=800, cwd=tmp_path)
+    done = zygote.run([*SARK, *args], capture_output=True, text=True, timeout=800, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     # issue 24: transformers' GGUF loader drew a tqdm bar from the worker's child into submit's output
@@ -111,7 +111,7 @@ def test_a_prompts_file_with_a_bad_line_exits_2_naming_the_line(tmp_path: Path) 
     body["jobs"][0]["generate"]["prompts"] = "prompts.jsonl"
     campaign.write_text(yaml.safe_dump(body))
     args = ["submit", str(campaign), "--workers", "1", "--data-dir", str(tmp_path / "data")]
-    done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = zygote.run([*SARK, *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "prompts.jsonl" in done.stderr
     assert "line 2" in done.stderr

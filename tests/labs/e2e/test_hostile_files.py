@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import os
 import string
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.bpe import tokenizer_json
 from kit.procs import SARK
 
@@ -146,7 +146,7 @@ def test_a_hostile_file_is_exit_2_naming_it_and_nothing_runs(
     for file in source.iterdir():  # the case's own files, in a folder this command alone runs in
         os.link(file, tmp_path / file.name)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SARK_", "XDG_"))} | {"HOME": str(home)}
-    done = subprocess.run(
+    done = zygote.run(
         [*SARK, command, "campaign.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
     )
     out = done.stdout + done.stderr

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.campaignlab import MODEL, CampaignLab, Swarm, submitter_id, write_campaign
 from kit.procs import SARK
 
@@ -63,7 +64,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Swarm]:
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(args, capture_output=True, timeout=240, env=WIDE)
+    return zygote.run(args, capture_output=True, timeout=240, env=WIDE)
 
 
 def _inert(done: subprocess.CompletedProcess[bytes]) -> str:

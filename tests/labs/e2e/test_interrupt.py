@@ -9,10 +9,10 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from kit import zygote
 from kit.campaignlab import MODEL, CampaignLab, Swarm, write_campaign
 from kit.procs import SARK, Proc
 from kit.sizing import timed_job
@@ -74,7 +74,7 @@ def test_ctrl_c_mid_measurement_releases_the_lease_and_resume_completes(
     assert (stopped["kind"], stopped["reason"]) == ("failure", "cancelled")  # it stopped measuring
     status, tasks = _stored(swarm2.submitter_dir, campaign_id)
     assert status == "interrupted"
-    shown = subprocess.run(
+    shown = zygote.run(
         [*SARK, "status", "--json", "--data-dir", str(swarm2.submitter_dir)],
         capture_output=True,
         text=True,

@@ -18,10 +18,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+from kit import zygote
 from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from kit.procs import SARK
 from rich.console import Console
@@ -39,7 +39,7 @@ def _start(root: Path) -> tuple[Swarm, dict[str, str], str]:
     """The lab: workers a and b of one owner, c its own, and the forger with a's statement."""
     lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
     key = root / "owner.key"
-    minted = subprocess.run([*SARK, "owner", "new", str(key)], capture_output=True, text=True, timeout=60)
+    minted = zygote.run([*SARK, "owner", "new", str(key)], capture_output=True, text=True, timeout=60)
     assert minted.returncode == 0, minted.stderr
     owner = minted.stdout.strip()
     assert owner == owner_id_of(key)  # what `sark-node owner id` prints

@@ -17,12 +17,12 @@ from __future__ import annotations
 import csv
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kit import zygote
 from kit.campaignlab import MODEL, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from kit.procs import SARK
 from kit.sse_server import scheduled, serve_sse
@@ -64,7 +64,7 @@ def lab(tmp_path: Path) -> Iterator[Swarm]:
 
 def _report(lab: Swarm, *args: str) -> str:
     command = [*SARK, "report", *args, "--data-dir", str(lab.submitter_dir)]
-    shown = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    shown = zygote.run(command, capture_output=True, text=True, timeout=120)
     assert (shown.returncode, shown.stderr) == (0, ""), args
     return shown.stdout
 

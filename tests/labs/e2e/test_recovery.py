@@ -10,12 +10,12 @@ import csv
 import dataclasses
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.campaignlab import MODEL, Swarm, start_swarm, write_campaign
 from kit.procs import SARK, Proc
 from kit.sizing import timed_job
@@ -119,7 +119,7 @@ def test_cancel_from_another_process_stops_the_tasks_on_their_workers(kept2: Swa
     campaign_id = _wait(submitter, "campaign")["campaign"]
     for proc in kept2.workers.values():  # both measure (a task not yet dispatched has none to stop)
         _wait(proc, "measuring")
-    done = subprocess.run(
+    done = zygote.run(
         [*SARK, "cancel", campaign_id, "--data-dir", str(kept2.submitter_dir)],
         capture_output=True,
         text=True,
@@ -135,7 +135,7 @@ def test_cancel_from_another_process_stops_the_tasks_on_their_workers(kept2: Swa
     assert submitter.popen.wait(timeout=30) == 1
     for args in (["status", "--json"], ["status", campaign_id, "--json"]):  # the list, and the campaign
         argv = [*SARK, *args, "--data-dir", str(kept2.submitter_dir)]
-        shown = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        shown = zygote.run(argv, capture_output=True, text=True, timeout=60)
         document = json.loads(shown.stdout)
         assert document.get("campaigns", [document])[0]["status"] == "cancelled", shown.stdout
 

@@ -18,13 +18,13 @@ import csv
 import io
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from kit.procs import SARK
 from rich.console import Console
@@ -135,7 +135,7 @@ def _shown_in_every_view(
     assert "verification: one agreed figure per class" in said
     assert f"replicated (reference {short_peer(reference)})" in said
     wide = {**os.environ, "COLUMNS": "250"}  # rich's width off a terminal: no cell wrapped
-    diff = subprocess.run(
+    diff = zygote.run(
         [*SARK, "report", "--diff", str(results), str(results)],
         capture_output=True,
         text=True,

@@ -4,9 +4,9 @@ and a campaign with a local-path model completes on it."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
+from kit import zygote
 from kit.campaignlab import MODEL, CampaignLab, submitter_id, write_campaign
 from kit.procs import SARK
 
@@ -33,7 +33,7 @@ def test_a_restarted_worker_joins_direct_and_runs_a_campaign(tmp_path: Path) -> 
             "jobs": [{"compute_unit": "CPU (ONNX)", "devices": "all", **SMALL_JOB}],
         })  # fmt: skip
         args = ["submit", str(campaign), "--json", "--wait-peers", "1", "--out", str(tmp_path / "out")]
-        done = subprocess.run(
+        done = zygote.run(
             [*SARK, *args, "--gate", gate, "--data-dir", str(tmp_path / "submitter")],
             capture_output=True,
             text=True,

@@ -12,6 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from kit import zygote
 from kit.campaignlab import MODEL, CampaignLab, write_campaign
 from kit.procs import SARK, Proc
 from kit.sizing import timed_job
@@ -26,7 +27,7 @@ def _home(tmp_path: Path) -> dict[str, str]:
 def _sark(
     env: dict[str, str], cwd: Path, *args: str, timeout: float = 240.0
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*SARK, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return zygote.run([*SARK, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def _measuring(worker: Proc, timeout: float = 120.0) -> str:

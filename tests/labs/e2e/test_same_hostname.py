@@ -11,6 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from kit import zygote
 from kit.campaignlab import MODEL, CampaignLab, submitter_id, write_campaign
 from kit.procs import SARK
 
@@ -23,7 +24,7 @@ def _sark(*args: str | Path, columns: int | None = None) -> subprocess.Completed
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     env |= {"COLUMNS": str(columns)} if columns else {}
     argv = [*SARK, *(str(a) for a in args)]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
+    return zygote.run(argv, env=env, capture_output=True, text=True, timeout=240)
 
 
 def _submit(campaign: Path, gate: str, data_dir: Path, out: Path) -> tuple[str, Path]:

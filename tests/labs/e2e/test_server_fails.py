@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
+from kit import zygote
 from kit.procs import SARK
 from kit.sse_server import Reply, serve_sse
 
@@ -54,7 +55,7 @@ def test_a_server_that_fails_every_request_fails_the_job_naming_it(tmp_path: Pat
         args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_CALIBRATE": "false", "COLUMNS": "200"}
-        done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        done = zygote.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
         received = len([s for s in server.seen if s.path.endswith("/chat/completions")])
     assert done.returncode == 1, done.stderr[-3000:]
     assert received > 0
@@ -95,7 +96,7 @@ def test_a_server_that_fails_every_request_fails_the_job_naming_it(tmp_path: Pat
 
 def _run(args: list[str], env: dict[str, str], cwd: Path) -> str:
     """A sark-node command's standard output (it must succeed)."""
-    done = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env, cwd=cwd, check=False)
+    done = zygote.run(args, capture_output=True, text=True, timeout=60, env=env, cwd=cwd, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -120,7 +121,7 @@ def test_an_endless_stream_is_cut_by_the_workers_budget_and_named_never_a_lapsed
         args += ["--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")]
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_CALIBRATE": "false"}
-        done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        done = zygote.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
         received = json.loads(httpx.get(f"{root}/seen", timeout=10).text)["endless"]
     finally:
         assert hostile.stdin is not None

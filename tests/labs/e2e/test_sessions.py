@@ -15,12 +15,12 @@ import csv
 import itertools
 import json
 import os
-import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.campaignlab import CampaignLab, submitter_id
 from kit.procs import SARK
 from kit.sse_server import Reply, scheduled, serve_sse
@@ -91,7 +91,7 @@ def submitted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         args += ["--out", str(tmp / "out"), "--data-dir", str(tmp / "data")]
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_CALIBRATE": "false", "COLUMNS": "200"}
-        done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp)
+        done = zygote.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp)
         seen = [s for s in server.seen if s.path.endswith("/chat/completions")]
     assert done.returncode == 0, done.stderr[-3000:]
     out = tmp / "out"
@@ -151,7 +151,7 @@ def test_a_gray_box_worker_replays_the_sessions_on_its_owners_server(tmp_path: P
                 "--data-dir",
                 str(tmp_path / "submitter"),
             ]
-            done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+            done = zygote.run([*SARK, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
             seen = [s for s in server.seen if s.path.endswith("/chat/completions")]
     finally:
         lab.close()

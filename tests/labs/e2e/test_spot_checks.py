@@ -16,13 +16,13 @@ from __future__ import annotations
 import csv
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
 from kit.procs import SARK
 from kit.replicaliar import PREDICT_P, old_predicts_checked
@@ -130,7 +130,7 @@ def test_a_liar_predicting_the_old_draw_is_caught_wherever_the_secret_draw_check
     assert caught >= 1, "this campaign's key checked none of the liar's lies (about 1 in 1,000)"
     stored = ["--data-dir", str(swarm.submitter_dir)]
     for view in (["status", cid], ["report", cid, "--format", "md"]):  # the terminal and Markdown views
-        shown = subprocess.run([*SARK, *view, *stored], capture_output=True, text=True, timeout=120)
+        shown = zygote.run([*SARK, *view, *stored], capture_output=True, text=True, timeout=120)
         assert shown.returncode == 0, shown.stderr
         assert ids["liar"][-6:] in shown.stdout or cid in shown.stdout
     print(f"lies {told}, in checked groups {caught} (refused), unchecked {told - caught} (single)")

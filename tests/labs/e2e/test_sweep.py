@@ -19,13 +19,13 @@ import base64
 import io
 import json
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.bpe import tokenizer_json
 from kit.procs import SARK
 from kit.sse_server import Reply, scheduled, serve_sse
@@ -80,7 +80,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         args += ["--out", str(tmp / "out"), "--data-dir", str(tmp / "data")]
         args += ["--allow-http", "--allow-network", "127.0.0.0/8"]
         env = {**os.environ, "SARK_CALIBRATE": "false", "COLUMNS": "200"}
-        done = subprocess.run(args, capture_output=True, text=True, timeout=400, env=env, cwd=tmp)
+        done = zygote.run(args, capture_output=True, text=True, timeout=400, env=env, cwd=tmp)
     assert done.returncode == 0, done.stderr[-3000:]
     out = tmp / "out"
     return {

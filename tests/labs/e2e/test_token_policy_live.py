@@ -15,13 +15,12 @@ import csv
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import tfserve
+from kit import tfserve, zygote
 from kit.extras import need
 from kit.procs import SARK
 from kit.sse_server import scheduled, serve_sse
@@ -51,7 +50,7 @@ def _submit(campaign: Path, out: Path, data: Path) -> dict[str, Any]:
     args = [*SARK, "submit", str(campaign), "--json", "--workers", "1", "--wait-peers", "1"]
     args += ["--out", str(out), "--data-dir", str(data), "--allow-http", "--allow-network", "127.0.0.0/8"]
     env = {**os.environ, "SARK_CALIBRATE": "false"}
-    done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=campaign.parent)
+    done = zygote.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=campaign.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return outcome

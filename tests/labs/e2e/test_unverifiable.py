@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from kit import zygote
 from kit.campaignlab import MODEL, ROOT, write_campaign
 from kit.procs import SARK
 
@@ -33,7 +34,7 @@ SWITCH = "same_host: allow"
 
 def _sark(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SARK_CALIBRATE": "false"}
-    return subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    return zygote.run([*SARK, *args], capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
 
 
 def _strict(body: dict[str, Any]) -> Any:

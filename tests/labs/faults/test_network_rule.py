@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.campaignlab import PACE_MS, paced_env
 from kit.fleet import _SERVE, MODEL, ROOT
 from kit.netns import running
@@ -86,7 +86,7 @@ def _campaign(root: Path, url: str, ids: dict[str, str]) -> dict[str, Any]:
 def _api(ns: str, method: str, url: str, body: str = "") -> tuple[int, str]:
     """An HTTP request from inside namespace `ns` (serve listens on its loopback)."""
     argv = ["ip", "netns", "exec", ns, sys.executable, "-c", _POST, method, url]
-    done = subprocess.run(argv, input=body, capture_output=True, text=True, timeout=90, check=True)
+    done = zygote.run(argv, input=body, capture_output=True, text=True, timeout=90, check=True)
     status, _, text = done.stdout.partition("\n")
     return int(status), text
 
@@ -150,7 +150,7 @@ def test_two_networks_verify_and_a_sybil_pair_on_one_is_never_a_quorum(
         stored += ["--allow-http", "--allow-network", "10.77.0.0/24"]  # the model server in h1
         submit = [*SARK, "submit", str(tmp_path / "c" / "c.yaml"), "--json", "--wait-peers", "4"]
         argv = ["ip", "netns", "exec", rnet.h1, *submit, "--out", str(tmp_path / "out"), *stored]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        done = zygote.run(argv, capture_output=True, text=True, timeout=300)
         assert done.returncode == 1, done.stderr[-3000:]  # the Sybils' job: unverifiable, said
         assert "unverifiable" in done.stderr, done.stderr[-3000:]
         outcome = json.loads(done.stdout.strip().splitlines()[-1])

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kit import zygote
 from kit.campaignlab import MODEL, CampaignLab, submitter_id, write_campaign
 from kit.procs import SARK, Lab
 
@@ -22,7 +23,7 @@ SMALL_JOB = {"num_inference_runs": 20, "warmup_runs": 2, "load_runs": 1, "proces
 
 def _peers(lab: Lab, gate: str, name: str) -> subprocess.CompletedProcess[str]:
     args = [*SARK, "peers", "--json", "--gate", gate, "--data-dir", str(lab.root / name)]
-    return subprocess.run(args, capture_output=True, text=True, timeout=60)
+    return zygote.run(args, capture_output=True, text=True, timeout=60)
 
 
 def _listed(done: subprocess.CompletedProcess[str]) -> dict[str, dict[str, Any]]:
@@ -56,7 +57,7 @@ def test_js_gate_lists_every_worker_direct_and_runs_a_campaign(tmp_path: Path) -
             "jobs": [{"compute_unit": "CPU (ONNX)", "devices": "all", **SMALL_JOB}],
         })  # fmt: skip
         args = ["submit", str(campaign), "--json", "--wait-peers", "2", "--out", str(tmp_path / "out")]
-        submit = subprocess.run(
+        submit = zygote.run(
             [*SARK, *args, "--gate", gate, "--data-dir", str(tmp_path / "submitter")],
             capture_output=True,
             text=True,

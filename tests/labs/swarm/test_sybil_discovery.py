@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import zygote
 from kit.campaignlab import ROOT, CampaignLab, submitter_id, write_campaign
 from kit.procs import SARK
 
@@ -80,7 +80,7 @@ def submit(swarms: dict[str, Any], which: str, name: str) -> tuple[int, float, s
     )
     args = ["submit", str(path), "--events", "--out", str(root / name / "out")]
     args += ["--gate", swarms["gates"][which], "--data-dir", str(root / "submitter")]
-    done = subprocess.run([*SARK, *args], capture_output=True, text=True, timeout=300)
+    done = zygote.run([*SARK, *args], capture_output=True, text=True, timeout=300)
     (root / name / "stderr.txt").write_text(done.stderr)
     events = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
     (found,) = [e for e in events if e.get("event") == "discovered"]

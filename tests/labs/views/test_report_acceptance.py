@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import typer
+from kit import zygote
 from kit.campaignlab import PACE_MS, paced_env
 from kit.procs import LOOPBACK, Lab, Proc
 from typer.testing import CliRunner
@@ -43,7 +44,7 @@ def _paced(pace_ms: float) -> dict[str, str]:
 
 
 def _sark(*args: str | Path, cwd: Path, timeout: float = 240.0, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
+    done = zygote.run(
         [*SARK, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or ENV
     )
     assert done.returncode == 0, f"sark-node {args} exited {done.returncode}\n{done.stderr[-3000:]}"
@@ -95,7 +96,7 @@ class Run:
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("report")
     for depth in (4, 16):
-        subprocess.run(
+        zygote.run(
             [sys.executable, str(ROOT / "examples" / "make_model.py"), "--depth", str(depth), "--out",
              str(root / f"d{depth}.onnx")],
             check=True, capture_output=True, timeout=120,
@@ -205,7 +206,7 @@ def test_report_renders_in_headless_chromium_without_network(three_workers: Run,
         "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'profile'}",
         "--enable-logging=stderr", "--v=0",
     ]  # fmt: skip
-    dom = subprocess.run(
+    dom = zygote.run(
         [*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
     )
     for part in ("matrix-0", "heatmap-0", "distributions-0", "processes-0"):
@@ -213,7 +214,7 @@ def test_report_renders_in_headless_chromium_without_network(three_workers: Run,
     assert f"{html.escape(device_name())}-0" in dom.stdout
     problems = re.findall(r".*(?:net::ERR_|Uncaught|Failed to load resource|CONSOLE\(\d+\)).*", dom.stderr)
     assert problems == []
-    subprocess.run(
+    zygote.run(
         [*base, "--window-size=1280,2600", f"--screenshot={shot}", page.as_uri()],
         capture_output=True, timeout=120, check=True,
     )  # fmt: skip
@@ -265,7 +266,7 @@ def test_diff_of_two_runs_of_the_same_model_is_no_significant_change(pair: tuple
 
 
 def test_diff_needs_two_known_campaigns(tmp_path: Path) -> None:
-    done = subprocess.run(
+    done = zygote.run(
         [*SARK, "report", "--diff", "campaign-1", "campaign-2", "--data-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=120, env=ENV,
     )  # fmt: skip
@@ -278,7 +279,7 @@ def test_a_results_json_that_does_not_fit_is_refused_naming_the_file_and_the_fie
     document = json.loads((ROOT / "tests" / "golden" / "tensor" / "results.json").read_text())
     document["results"][0]["samples_ms"] = "many"
     bad.write_text(json.dumps(document))
-    done = subprocess.run(
+    done = zygote.run(
         [*SARK, "report", str(bad), "--format", "md", "--data-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=120, env=ENV,
     )  # fmt: skip

@@ -8,10 +8,10 @@ import csv
 import json
 import signal
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import httpx
+from kit import zygote
 from kit.sizing import runs_lasting
 
 from labs.views.test_http_api import SARK, ModelServer, model_server, start_serve
@@ -58,7 +58,7 @@ def test_ctrl_c_withdraws_the_running_campaign_and_resume_completes(
     assert status == "interrupted"
     assert [(t["state"], t["lease_id"]) for t in json.loads(snapshot)["tasks"]] == [("pending", None)]
 
-    resumed = subprocess.run(
+    resumed = zygote.run(
         [*SARK, "submit", "--resume", cid, "--data-dir", str(root), "--json"],
         capture_output=True,
         text=True,
