@@ -4,7 +4,8 @@ The layout (README's test commands run it by tier):
     unit/<package>/<room>/  the fast tier: no swarm, no child process beyond a measuring child;
                             `unit/repository/` holds the checks of the whole tree (imports, layers, sizes)
     labs/<topic>/           real processes: gates, workers and submitters, serve, browsers, namespaces
-    kit/                    what tests share: the process lab (`kit.procs`), fixtures, builders, liars
+    kit/                    what tests share: the process lab (`kit.procs`, its fork server `kit.zygote`),
+                            fixtures, builders, liars
     golden/                 results files the renderers and checks read
 
 Every test folder is a package (an `__init__.py`), so pytest puts `tests/` itself on `sys.path` and

@@ -33,6 +33,12 @@ print(json.dumps({
 WATCHED = ["libp2p", "trio", "node.cli", "node.p2p.node", "node.submitter.run", "gate", "torch"]
 
 
+@pytest.fixture(autouse=True)
+def _served(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are the server's own: they run it even in a run that turned it off (a baseline)."""
+    monkeypatch.delenv(zygote.OFF, raising=False)
+
+
 def _seen(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
     assert done.returncode == 0, done.stderr
     seen: dict[str, object] = json.loads(done.stdout)
