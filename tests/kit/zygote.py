@@ -98,7 +98,8 @@ class Forked:
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.returncode: int | None = None
         self.cpu_s: float | None = None
-        """Its CPU time (user and system), once it exited."""
+        """Its CPU time (user and system), once it exited: the server reads it as it reaps the child
+        (`os.wait4`), as a fresh child's would be read from this process's own rusage."""
         self._done = threading.Event()
 
     def _exited(self, code: int) -> None:
@@ -150,16 +151,6 @@ class Forked:
             thread.join(timeout)
         return read.get("out"), read.get("err")
 
-    def __enter__(self) -> Forked:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for f in (self.stdin, self.stdout, self.stderr):
-            if f is not None:
-                with contextlib.suppress(OSError):
-                    f.close()
-        self.wait()
-
 
 class Zygote:
     """One fork server and the children it forked for this process."""
@@ -168,7 +159,7 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         self._lock = threading.Lock()
-        self._started: queue.Queue[int] = queue.Queue()
+        self._started: queue.Queue[Forked | None] = queue.Queue()
         self._children: dict[int, Forked] = {}
         self._server = subprocess.Popen(
             [*PYTHON_C, BOOT, __file__, str(theirs.fileno())],
@@ -179,7 +170,7 @@ class Zygote:
         )
         theirs.close()
         threading.Thread(target=self._read, daemon=True).start()
-        if self._started.get(timeout=120) != self._server.pid:
+        if self._started.get(timeout=120) is None:
             raise OSError(f"the fork server did not start: it exited {self._server.wait()}")
 
     def _read(self) -> None:
@@ -195,26 +186,22 @@ class Zygote:
                 child = self._children.pop(answer["pid"])
                 child.cpu_s = answer["cpu"]
                 child._exited(answer["exit"])
-            else:  # known before its exit can be read
-                self._children[answer["pid"]] = Forked([], answer["pid"], None, None, None)
-                self._started.put(answer["pid"])
-        self._started.put(-1)
+            else:  # the server ready, or a child started: known before its exit can be read
+                child = Forked([], answer["pid"], None, None, None)
+                if "ready" not in answer:
+                    self._children[child.pid] = child
+                self._started.put(child)
+        self._started.put(None)
         for child in list(self._children.values()):  # the server is gone: no status will come
             child._exited(-signal.SIGKILL)
 
-    def fork(
-        self, argv: Sequence[str], request: dict[str, Any], fds: list[int], streams: list[Any]
-    ) -> Forked:
-        """Fork a child for `request` (`_request`) with these standard streams (`fds` are sent; `streams`
-        are this side's ends of its pipes, None where none)."""
+    def fork(self, request: dict[str, Any], fds: list[int]) -> Forked:
+        """Fork a child for `request` (`_request`) with these standard streams (`fds`, sent)."""
         with self._lock:
             socket.send_fds(self._sock, [json.dumps(request).encode()], fds)
-            pid = self._started.get(timeout=60)
-            if pid < 0:
-                raise OSError(f"the fork server exited {self._server.poll()}")
-            child = self._children.get(pid) or Forked([], pid, None, None, None)
-        child.args = list(argv)
-        child.stdin, child.stdout, child.stderr = streams
+            child = self._started.get(timeout=60)
+        if child is None:
+            raise OSError(f"the fork server exited {self._server.poll()}")
         return child
 
     def close(self) -> None:
@@ -280,10 +267,13 @@ def popen(
         ends.append(fd)
         mine.append(None)
     try:
-        return _zygote(env).fork(argv, _request(argv, env, cwd, start_new_session), ends, mine)
+        child = _zygote(env).fork(_request(argv, env, cwd, start_new_session), ends)
     finally:
         for fd in opened:
             os.close(fd)
+    child.args = list(argv)
+    child.stdin, child.stdout, child.stderr = mine
+    return child
 
 
 RUN_KWARGS: Final = frozenset({"capture_output", "text", "timeout", "env", "cwd", "input", "check"})
@@ -339,7 +329,7 @@ def serve(fd: int) -> str:
         importlib.import_module(name)
     gc.freeze()  # what was imported stays out of each child's collections (and its pages unwritten)
     sock = socket.socket(fileno=fd)
-    sock.send(json.dumps({"pid": os.getpid()}).encode())
+    sock.send(json.dumps({"pid": os.getpid(), "ready": True}).encode())
     with selectors.DefaultSelector() as selector:
         selector.register(sock, selectors.EVENT_READ, None)
         while True:
