@@ -12,8 +12,9 @@ A lab run starts some 400 node processes; each paid those imports anew, about 1 
 environment, working directory, session and standard streams are the caller's; its interpreter
 settings (`PYTHON*` variables, locale, the labs' pacing hook on PYTHONPATH, `SARK_LAB_*`) are its
 server's, which is started with the caller's; it runs CODE in `__main__` and ends as any interpreter
-does (its exit code, atexit, a traceback). Nothing imported reads its environment at import time, so
-a child reads its own when it runs.
+does (its exit code, atexit, a traceback). Nothing imported reads its environment at import time
+(the one value the server keeps, its temporary folder, each child forgets), so a child reads its own
+when it runs.
 
 The caller holds a `Forked` where it held a `subprocess.Popen` (pid, stdin, stdout, poll, wait,
 send_signal, terminate, kill, communicate). The server reaps its children and sends each exit status
@@ -60,9 +61,10 @@ when `main` runs). Not the runtimes or the measuring child: those start in the c
 pacing hook where it is set. matplotlib reads its configuration folder as it is imported: the server's
 is `MPLCONFIG` (the font cache built once for the suite), not the child's HOME."""
 MPLCONFIG: Final = Path(tempfile.gettempdir()) / f"sark-kit-matplotlib-{os.getuid()}"
-KEYS: Final = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
-"""Variables besides `PYTHON*` and `SARK_LAB_*` that an interpreter reads as it starts: a child whose
-environment differs in one of these is forked from a server started with its own."""
+KEYS: Final = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "LIBP2P_BIND", "LIBP2P_BIND_V6")
+"""Variables besides `PYTHON*` and `SARK_LAB_*` that an interpreter reads as it starts, or a preload
+as it is imported (py-libp2p's default bind addresses): a child whose environment differs in one of
+these is forked from a server started with its own."""
 PYTHON_C: Final = [sys.executable, "-P", "-c"]
 BOOT: Final = (
     "import runpy, sys\n"
@@ -385,6 +387,19 @@ def _become(request: dict[str, Any], fds: list[int]) -> str:
         os._exit(127)
     os.environ.clear()
     os.environ.update(request["env"])
+    _forget_the_servers_temp()
     sys.argv[:] = ["-c", *request["args"]]
     code: str = request["code"]
     return code
+
+
+def _forget_the_servers_temp() -> None:
+    """What the server read from its environment and keeps: the temporary folder (`tempfile` reads
+    TMPDIR once, and this module's MPLCONFIG read it in the server; multiprocessing keeps the folder
+    it made). A child reads its own TMPDIR when it first needs one, as a fresh interpreter does (a
+    child that wrote into the folder of whichever test started the server left files there)."""
+    tempfile.tempdir = None
+    if "multiprocessing.process" in sys.modules:
+        from multiprocessing import process
+
+        process.current_process()._config.pop("tempdir", None)  # type: ignore[attr-defined]

@@ -22,8 +22,9 @@ from kit.campaignlab import paced_env
 from kit.procs import SARK, Lab
 
 SEEN = """
-import json, os, sys
+import json, os, sys, tempfile
 print(json.dumps({
+    "temp": tempfile.gettempdir(),
     "preloaded": [name for name in sys.argv[1:] if name in sys.modules],
     "argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("ZYGOTE_TEST"),
     "parent": os.getppid(), "session": os.getsid(0) == os.getpid(), "me": os.getpid(),
@@ -56,6 +57,20 @@ def test_a_forked_child_starts_with_the_node_imported_and_the_callers_settings(t
     assert seen["parent"] != os.getpid()  # the server's child, not ours
     fresh = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert _seen(fresh)["preloaded"] == []  # what a plain start pays for itself
+
+
+def test_each_child_reads_its_own_temporary_folder_not_its_servers(tmp_path: Path) -> None:
+    """TMPDIR is no interpreter setting: children with different ones share a server, and each one's
+    temporary files go where its own TMPDIR says (a server that kept the first caller's wrote every
+    later child's files into that caller's folder)."""
+    argv = [*zygote.PYTHON_C, SEEN]
+    seen = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        env = {**os.environ, "TMPDIR": str(tmp_path / name)}
+        seen.append(_seen(zygote.run(argv, capture_output=True, text=True, timeout=120, env=env)))
+    assert [s["temp"] for s in seen] == [str(tmp_path / "first"), str(tmp_path / "second")]
+    assert seen[0]["parent"] == seen[1]["parent"]  # one server
 
 
 def test_without_the_server_every_process_starts_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
