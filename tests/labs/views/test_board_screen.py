@@ -9,6 +9,7 @@ hides every other campaign's rows, and one that types a text matching nothing hi
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -32,7 +33,8 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'profile'}",
         "--enable-logging=stderr", "--v=0",
     ]  # fmt: skip
-    return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120, check=True)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the folder of its singleton socket, killed or not
+    return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120, check=True, env=env)
 
 
 def _filtered(page: Path, text: str) -> Path:

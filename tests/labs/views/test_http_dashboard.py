@@ -154,7 +154,7 @@ async def page(tmp_path: Path) -> AsyncIterator[Cdp]:
             args,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env={**os.environ, "TZ": "Pacific/Kiritimati"},
+            env={**os.environ, "TZ": "Pacific/Kiritimati", "TMPDIR": str(tmp_path)},  # its singleton's folder
         )
         try:
             url = await _devtools_url(proc)

@@ -206,8 +206,9 @@ def test_report_renders_in_headless_chromium_without_network(three_workers: Run,
         "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'profile'}",
         "--enable-logging=stderr", "--v=0",
     ]  # fmt: skip
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the folder of its singleton socket
     dom = zygote.run(
-        [*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+        [*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True, env=env
     )
     for part in ("matrix-0", "heatmap-0", "distributions-0", "processes-0"):
         assert re.search(rf'<figure id="{part}"[^>]*><svg|<div id="{part}"[^>]*><table', dom.stdout)
@@ -216,7 +217,7 @@ def test_report_renders_in_headless_chromium_without_network(three_workers: Run,
     assert problems == []
     zygote.run(
         [*base, "--window-size=1280,2600", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, timeout=120, check=True,
+        capture_output=True, timeout=120, check=True, env=env,
     )  # fmt: skip
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     keep = os.environ.get("SARK_REPORT_SCREENSHOT")  # to look at the page: set it to a file path
