@@ -103,17 +103,19 @@ class Lab:
 
         With `stdin`, the process gets a pipe on stdin (`proc.popen.stdin`); otherwise /dev/null.
         `env` replaces this process's environment (PYTHONUNBUFFERED is always set); `cwd` is its
-        working directory (this process's if not given). A `sark-node` outside a namespace is forked
-        from the kit's fork server (`kit.zygote`), unless `fresh` (a lab that reads the process's own
-        memory maps).
+        working directory (this process's if not given). A `sark-node` is forked from the kit's fork
+        server (`kit.zygote`), in `ns` too, unless `fresh` (a lab that reads the process's own memory
+        maps).
         """
         env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
         log = self.root / f"{name}.stderr"
         with log.open("w") as err:
             streams = {"stdin": subprocess.PIPE if stdin else subprocess.DEVNULL, "stdout": subprocess.PIPE}
             popen: subprocess.Popen[str] | zygote.Forked
-            if ns is None and not fresh and zygote.forkable(argv):
-                popen = zygote.popen(argv, **streams, stderr=err, env=env, cwd=cwd, start_new_session=True)
+            if not fresh and zygote.forkable(argv):
+                popen = zygote.popen(
+                    argv, **streams, stderr=err, env=env, cwd=cwd, start_new_session=True, netns=ns
+                )
             else:
                 wrap = ["ip", "netns", "exec", ns] if ns else []
                 popen = subprocess.Popen(

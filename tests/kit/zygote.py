@@ -20,10 +20,10 @@ The caller holds a `Forked` where it held a `subprocess.Popen` (pid, stdin, stdo
 send_signal, terminate, kill, communicate). The server reaps its children and sends each exit status
 back on the socket it serves; it exits when its caller closes that socket or dies.
 
-Only `[this Python, -P, -c, CODE, ...]` is forked, and only outside a network namespace; anything
-else, a start with `fresh=True` (a lab that reads the process's own memory maps), or every start
-with `SARK_KIT_FRESH=1` is a plain `subprocess.Popen`. One server per distinct set of interpreter
-settings, per test process. tests/labs/kit/test_zygote.py pins it.
+Only `[this Python, -P, -c, CODE, ...]` is forked (in a lab's network namespace too: the child joins
+it, `_enter`); anything else, a start with `fresh=True` (a lab that reads the process's own memory
+maps), or every start with `SARK_KIT_FRESH=1` is a plain `subprocess.Popen`. One server per distinct
+set of interpreter settings, per test process. tests/labs/kit/test_zygote.py pins it.
 """
 
 from __future__ import annotations
@@ -239,11 +239,13 @@ def popen(
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
     start_new_session: bool = False,
+    netns: str | None = None,
 ) -> Forked:
     """`subprocess.Popen(argv, text=True, ...)` for a `forkable` argv, forked from the server.
 
     `stdin`, `stdout`, `stderr`: `subprocess.PIPE`, `subprocess.DEVNULL`, an open file, or None (this
-    process's own)."""
+    process's own). `netns`: the child runs in that named network namespace (`ip netns exec NETNS
+    argv`'s network: its interfaces, addresses and routes; `_enter`)."""
     env = dict(os.environ if env is None else env)
     if cwd is not None and not os.path.isdir(cwd):
         raise FileNotFoundError(f"no such directory: {cwd}")
@@ -269,7 +271,7 @@ def popen(
         ends.append(fd)
         mine.append(None)
     try:
-        child = _zygote(env).fork(_request(argv, env, cwd, start_new_session), ends)
+        child = _zygote(env).fork(_request(argv, env, cwd, start_new_session, netns), ends)
     finally:
         for fd in opened:
             os.close(fd)
@@ -281,11 +283,12 @@ def popen(
 RUN_KWARGS: Final = frozenset({"capture_output", "text", "timeout", "env", "cwd", "input", "check"})
 
 
-def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    """`subprocess.run(argv, **kwargs)`, forked from the server where `argv` is `forkable`, the
-    output text and the arguments among RUN_KWARGS; a plain `subprocess.run` otherwise."""
+def run(argv: list[str], *, netns: str | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(argv, **kwargs)` (in network namespace `netns`: `ip netns exec NETNS argv`),
+    forked from the server where `argv` is `forkable`, the output text and the arguments among
+    RUN_KWARGS; a plain `subprocess.run` otherwise."""
     if not (forkable(argv) and kwargs.get("text") and set(kwargs) <= RUN_KWARGS):
-        return subprocess.run(argv, **kwargs)
+        return subprocess.run([*(["ip", "netns", "exec", netns] if netns else []), *argv], **kwargs)
     pipe = subprocess.PIPE if kwargs.get("capture_output") else None
     child = popen(
         argv,
@@ -294,6 +297,7 @@ def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         stderr=pipe,
         env=kwargs.get("env"),
         cwd=kwargs.get("cwd"),
+        netns=netns,
     )
     try:
         out, err = child.communicate(kwargs.get("input"), timeout=kwargs.get("timeout"))
@@ -308,9 +312,10 @@ def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
 
 
 def _request(
-    argv: Sequence[str], env: Mapping[str, str], cwd: str | Path | None, session: bool
+    argv: Sequence[str], env: Mapping[str, str], cwd: str | Path | None, session: bool, netns: str | None
 ) -> dict[str, Any]:
     return {
+        "netns": netns,
         "code": argv[3],
         "args": list(argv[4:]),
         "env": dict(env),
@@ -380,6 +385,8 @@ def _become(request: dict[str, Any], fds: list[int]) -> str:
     for fd in fds:
         if fd > 2:
             os.close(fd)
+    if request["netns"] is not None:
+        _enter(request["netns"])
     try:
         os.chdir(request["cwd"])
     except OSError as e:
@@ -391,6 +398,30 @@ def _become(request: dict[str, Any], fds: list[int]) -> str:
     sys.argv[:] = ["-c", *request["args"]]
     code: str = request["code"]
     return code
+
+
+NETNS_RUN: Final = Path("/run/netns")
+"""Where `ip netns add NAME` keeps a namespace's handle (iproute2's NETNS_RUN_DIR)."""
+CLONE_NEWNET: Final = 0x40000000
+
+
+def _enter(name: str) -> None:
+    """Join the network namespace `ip netns add NAME` made, as `ip netns exec` does for its command's
+    network (setns(2) on its handle); not its remount of /sys, which no node reads. A child that
+    cannot enter it exits 127, as `ip netns exec` does for a namespace that is not there."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        fd = os.open(NETNS_RUN / name, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        print(f"fork server: no network namespace {name}: {e}", file=sys.stderr, flush=True)
+        os._exit(127)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        why = os.strerror(ctypes.get_errno())
+        print(f"fork server: cannot enter {name}: {why}", file=sys.stderr, flush=True)
+        os._exit(127)
+    os.close(fd)
 
 
 def _forget_the_servers_temp() -> None:

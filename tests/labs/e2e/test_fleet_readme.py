@@ -110,14 +110,14 @@ class ReadmeFleet:
     def run(
         self, argv: list[str], node: str, ns: str | None = None, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
-        wrap = ["ip", "netns", "exec", ns] if ns else []
         done = zygote.run(
-            [*wrap, *SARK, *argv],
+            [*SARK, *argv],
             capture_output=True,
             text=True,
             timeout=timeout,
             env=self.env(node),
             cwd=self.root,
+            netns=ns,
         )
         assert done.returncode == 0, (
             f"{argv}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

@@ -149,8 +149,8 @@ def test_two_networks_verify_and_a_sybil_pair_on_one_is_never_a_quorum(
         stored = ["--gate", gate, "--data-dir", str(tmp_path / "submitter")]
         stored += ["--allow-http", "--allow-network", "10.77.0.0/24"]  # the model server in h1
         submit = [*SARK, "submit", str(tmp_path / "c" / "c.yaml"), "--json", "--wait-peers", "4"]
-        argv = ["ip", "netns", "exec", rnet.h1, *submit, "--out", str(tmp_path / "out"), *stored]
-        done = zygote.run(argv, capture_output=True, text=True, timeout=300)
+        argv = [*submit, "--out", str(tmp_path / "out"), *stored]
+        done = zygote.run(argv, capture_output=True, text=True, timeout=300, netns=rnet.h1)
         assert done.returncode == 1, done.stderr[-3000:]  # the Sybils' job: unverifiable, said
         assert "unverifiable" in done.stderr, done.stderr[-3000:]
         outcome = json.loads(done.stdout.strip().splitlines()[-1])

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from kit import zygote
 from kit.campaignlab import paced_env
+from kit.netns import H1, H2, NetLab
 from kit.procs import SARK, Lab
 
 SEEN = """
@@ -71,6 +72,40 @@ def test_each_child_reads_its_own_temporary_folder_not_its_servers(tmp_path: Pat
         seen.append(_seen(zygote.run(argv, capture_output=True, text=True, timeout=120, env=env)))
     assert [s["temp"] for s in seen] == [str(tmp_path / "first"), str(tmp_path / "second")]
     assert seen[0]["parent"] == seen[1]["parent"]  # one server
+
+
+NET_SEEN = """
+import json, socket, sys, time
+probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+probe.connect((sys.argv[1], 9))  # no packet is sent: the route decides the address
+names = sorted(name for _, name in socket.if_nameindex())
+print(json.dumps({"address": probe.getsockname()[0], "interfaces": names}), flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.mark.netns
+def test_a_child_forked_into_a_lab_namespace_has_that_namespaces_network(net: NetLab, tmp_path: Path) -> None:
+    """A node a lab starts in a namespace is forked too: it joins the namespace (`ip netns exec`'s
+    network), so it has the lab host's address and interfaces, and the lab's `down` finds it there."""
+    lab = Lab(tmp_path)
+    try:
+        inside = lab.start("h1", [*zygote.PYTHON_C, NET_SEEN, H2, "60"], ns=net.h1)
+        assert isinstance(inside.popen, zygote.Forked)
+        seen = json.loads(inside.lines.get(timeout=60))
+        assert seen == {"address": H1, "interfaces": ["eth0", "lo"]}, seen
+        listed = subprocess.run(["ip", "netns", "pids", net.h1], capture_output=True, text=True, check=True)
+        assert str(inside.popen.pid) in listed.stdout.split()
+    finally:
+        lab.close()
+    ran = zygote.run(
+        [*zygote.PYTHON_C, NET_SEEN, H1, "0"], capture_output=True, text=True, timeout=60, netns=net.h2
+    )
+    assert json.loads(ran.stdout)["address"] == H2, ran.stderr
+    nowhere = zygote.popen([*zygote.PYTHON_C, "pass"], stderr=subprocess.PIPE, netns="zygote-no-such-ns")
+    assert nowhere.wait(timeout=60) == 127
+    with nowhere.stderr:
+        assert "no network namespace zygote-no-such-ns" in nowhere.stderr.read()
 
 
 def test_without_the_server_every_process_starts_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
