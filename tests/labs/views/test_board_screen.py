@@ -9,13 +9,13 @@ hides every other campaign's rows, and one that types a text matching nothing hi
 from __future__ import annotations
 
 import io
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 from kit.bundlelab import grown
+from kit.chromium import chromium_env
 from PIL import Image
 
 from node.report.board import build_board
@@ -33,8 +33,10 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'profile'}",
         "--enable-logging=stderr", "--v=0",
     ]  # fmt: skip
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the folder of its singleton socket, killed or not
-    return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120, check=True, env=env)
+    with chromium_env() as env:
+        return subprocess.run(
+            [*base, *args], capture_output=True, text=True, timeout=120, check=True, env=env
+        )
 
 
 def _filtered(page: Path, text: str) -> Path:

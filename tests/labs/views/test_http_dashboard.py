@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from kit.chromium import chromium_env
 from trio_websocket import WebSocketConnection, open_websocket_url
 
 from labs.views.test_http_api import ModelServer, Served, model_server, seeds_body, start_serve
@@ -149,33 +150,37 @@ async def page(tmp_path: Path) -> AsyncIterator[Cdp]:
         f"--user-data-dir={tmp_path / 'chromium'}",
         "about:blank",
     ]
-    async with trio.open_nursery() as nursery:
-        proc = await trio.lowlevel.open_process(  # a zone 14 h off UTC: a local clock cannot pass as UTC
-            args,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            env={**os.environ, "TZ": "Pacific/Kiritimati", "TMPDIR": str(tmp_path)},  # its singleton's folder
-        )
-        try:
-            url = await _devtools_url(proc)
-            nursery.start_soon(_drain, proc)
-            async with open_websocket_url(url, max_message_size=64 << 20) as ws:
-                cdp = Cdp(ws)
-                nursery.start_soon(cdp.pump)
-                target = await cdp.send("Target.createTarget", url="about:blank")
-                attached = await cdp.send("Target.attachToTarget", targetId=target["targetId"], flatten=True)
-                cdp.session = attached["sessionId"]
-                for domain in ("Runtime", "Log", "Page"):
-                    await cdp.send(f"{domain}.enable")
-                yield cdp
-                nursery.cancel_scope.cancel()
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            with trio.CancelScope(shield=True):
-                await proc.wait()
-                if proc.stderr is not None:
-                    await proc.stderr.aclose()
-            shutil.rmtree(tmp_path / "chromium", ignore_errors=True)
+    # a zone 14 h off UTC: a local clock cannot pass as UTC
+    with chromium_env(TZ="Pacific/Kiritimati") as env:
+        async with trio.open_nursery() as nursery:
+            proc = await trio.lowlevel.open_process(
+                args,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=env,
+            )
+            try:
+                url = await _devtools_url(proc)
+                nursery.start_soon(_drain, proc)
+                async with open_websocket_url(url, max_message_size=64 << 20) as ws:
+                    cdp = Cdp(ws)
+                    nursery.start_soon(cdp.pump)
+                    target = await cdp.send("Target.createTarget", url="about:blank")
+                    attached = await cdp.send(
+                        "Target.attachToTarget", targetId=target["targetId"], flatten=True
+                    )
+                    cdp.session = attached["sessionId"]
+                    for domain in ("Runtime", "Log", "Page"):
+                        await cdp.send(f"{domain}.enable")
+                    yield cdp
+                    nursery.cancel_scope.cancel()
+            finally:
+                os.killpg(proc.pid, signal.SIGKILL)
+                with trio.CancelScope(shield=True):
+                    await proc.wait()
+                    if proc.stderr is not None:
+                        await proc.stderr.aclose()
+                shutil.rmtree(tmp_path / "chromium", ignore_errors=True)
 
 
 @pytest.fixture
