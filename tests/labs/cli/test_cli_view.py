@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Final
 
+from kit import zygote
+from kit.procs import SARK
 from rich.console import Console
 
 import scheduler as sch
 from node.cli.live import LiveView, task_table
 from protocol import ComputeUnit, ModelRef, Phase
 
-ROOT: Final = Path(__file__).parents[3]
 MODEL = ModelRef(name="m.onnx", size=1, sha256="0" * 64)
 
 
@@ -108,9 +106,9 @@ def test_status_tells_campaigns_apart_at_80_columns(tmp_path: Path) -> None:
             "",
         )
         store.add_campaign(record)
-    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", "from node.cli import main; main()", "status", "--data-dir", str(tmp_path)],
+    env = {**os.environ, "COLUMNS": "80"}
+    done = zygote.run(
+        [*SARK, "status", "--data-dir", str(tmp_path)],
         env=env,
         capture_output=True,
         text=True,

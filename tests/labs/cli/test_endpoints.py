@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from kit import zygote
+from kit.procs import SARK
 
 from node.submitter.attempt import with_key
 from node.transfer.endpoints import checked_endpoint_address
@@ -59,8 +60,7 @@ def test_the_offer_spec_carries_the_key_the_campaign_spec_does_not() -> None:
 def _sark(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    run = [sys.executable, "-c", "from node.cli import main; main()", *args]
-    return subprocess.run(run, capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
+    return zygote.run([*SARK, *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
 
 
 @pytest.mark.parametrize("flag", ["local", "=http://127.0.0.1:8000", "local=ftp://127.0.0.1"])

@@ -17,14 +17,14 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kit import zygote
+from kit.procs import SARK
 from onnx import TensorProto, helper, save
 
-SARK = [sys.executable, "-c", "from node.cli import main; main()"]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 JOB = "  - compute_unit: CPU (ONNX)\n    num_inference_runs: 5\n    warmup_runs: 1\n    load_runs: 1\n"
 
@@ -59,7 +59,7 @@ def _campaign(folder: Path, *inputs: str) -> Path:
 def _submit(folder: Path, campaign: Path) -> subprocess.CompletedProcess[str]:
     args = ["submit", str(campaign), "--workers", "1", "--wait-peers", "1", "--json"]
     args += ["--data-dir", str(folder / "data"), "--out", str(folder / "out")]
-    return subprocess.run([*SARK, *args], cwd=folder, capture_output=True, text=True, timeout=240, env=ENV)
+    return zygote.run([*SARK, *args], cwd=folder, capture_output=True, text=True, timeout=240, env=ENV)
 
 
 def test_a_campaign_feeds_an_npz_and_refuses_wrong_and_pickled_files(tmp_path: Path) -> None:

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from kit import zygote
 from kit.data import make_profile
+from kit.procs import SARK
 from pydantic import ValidationError
 
 from node.errors import ConfigError
 from node.worker.role import checked
 from protocol import DeviceProfile, EndpointStatus, GpuInfo
-
-SARK = [sys.executable, "-c", "from node.cli import main; main()"]
 
 
 @pytest.mark.parametrize(

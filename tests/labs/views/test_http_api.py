@@ -16,7 +16,6 @@ import queue
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,8 +25,9 @@ from typing import IO, Any
 
 import httpx
 import pytest
+from kit import zygote
+from kit.procs import SARK
 
-SARK = [sys.executable, "-c", "from node.cli import main; main()"]
 MODEL = Path(__file__).resolve().parents[3] / "examples" / "models" / "tiny-convnet.onnx"
 SEED_COLUMNS = [
     "Status",
@@ -112,11 +112,10 @@ def start_serve(root: Path, *extra: str, timeout: float = 60.0, stderr: IO[str] 
         "0.5",
         *extra,
     ]
-    popen = subprocess.Popen(
+    popen = zygote.popen(
         [*SARK, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL if stderr is None else stderr,
-        text=True,
         start_new_session=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
@@ -336,7 +335,7 @@ def test_download_never_leaves_the_results_folder(served: Served, name: str) -> 
 
 
 def test_non_loopback_bind_without_token_refuses_to_start(tmp_path: Path) -> None:
-    out = subprocess.run(
+    out = zygote.run(
         [*SARK, "serve", "--http", "0.0.0.0:0", "--data-dir", str(tmp_path)],
         capture_output=True,
         text=True,

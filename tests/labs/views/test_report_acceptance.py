@@ -23,7 +23,8 @@ import pytest
 import typer
 from kit import zygote
 from kit.campaignlab import PACE_MS, paced_env
-from kit.procs import LOOPBACK, Lab, Proc
+from kit.chromium import chromium_env
+from kit.procs import LOOPBACK, SARK, Lab, Proc
 from typer.testing import CliRunner
 
 import scheduler as sch
@@ -33,7 +34,6 @@ from protocol import Stats
 from scheduler.results import decimals_for
 
 ROOT = Path(__file__).resolve().parents[3]
-SARK = [sys.executable, "-c", "from node.cli import main; main()"]
 CHROMIUM = Path("/usr/bin/chromium")
 ENV = {**os.environ, "COLUMNS": "160", "PYTHONUNBUFFERED": "1"}
 
@@ -132,12 +132,11 @@ def pair(work: Path) -> tuple[Run, Run, Run]:
     deep = _campaign(work / "deep.yaml", "d16.onnx", processes=5, runs=30)
     args = ("submit", same, "--workers", "1", "--wait-peers", "1", "--out", "out")
     procs = [
-        subprocess.Popen(
+        zygote.popen(
             [*SARK, *map(str, (*args, "--data-dir", data))],
             cwd=work,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
             env=_paced(PACE_MS),
         )
         for data in ("data-a", "data-b")
@@ -206,19 +205,25 @@ def test_report_renders_in_headless_chromium_without_network(three_workers: Run,
         "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'profile'}",
         "--enable-logging=stderr", "--v=0",
     ]  # fmt: skip
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the folder of its singleton socket
-    dom = zygote.run(
-        [*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True, env=env
-    )
+    with chromium_env() as env:
+        dom = zygote.run(
+            [*base, "--dump-dom", page.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            env=env,
+        )
     for part in ("matrix-0", "heatmap-0", "distributions-0", "processes-0"):
         assert re.search(rf'<figure id="{part}"[^>]*><svg|<div id="{part}"[^>]*><table', dom.stdout)
     assert f"{html.escape(device_name())}-0" in dom.stdout
     problems = re.findall(r".*(?:net::ERR_|Uncaught|Failed to load resource|CONSOLE\(\d+\)).*", dom.stderr)
     assert problems == []
-    zygote.run(
-        [*base, "--window-size=1280,2600", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, timeout=120, check=True, env=env,
-    )  # fmt: skip
+    with chromium_env() as env:
+        zygote.run(
+            [*base, "--window-size=1280,2600", f"--screenshot={shot}", page.as_uri()],
+            capture_output=True, timeout=120, check=True, env=env,
+        )  # fmt: skip
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     keep = os.environ.get("SARK_REPORT_SCREENSHOT")  # to look at the page: set it to a file path
     if keep:
