@@ -18,6 +18,11 @@ events over that tree, mirroring the code and taking its constants from it:
   silent (`SILENT_FIRST_S`, 10 s, longer than the 5 s look, doubled by each miss in a row up to
   `SILENT_FOR_S`: a `--wait-peers` look of 60 s reads it again), and so is one still under probe;
 - a look waits `GRACE_S` for its probes, then looks again past them until `count / LOOKUP_SLACK` answered;
+  a network one of whose providers missed the grace, or that a look lists 4 new providers of, with
+  none answered, is suspect for the round (`_Networks`): a later look counts its providers no more,
+  reads `DIG_SUSPECT` levels at once (`Dht.lookup`'s `discount`, `dig`), and probes them after the
+  others; probes dial one of each network's in turn (`by_network`; an honest device's network is
+  its own /24, a NAT'd one's too: a record through a gate names the gate's, not modelled);
   `initial` ends 1 s (`settle_s`) after its last new worker, or at 5 s.
 
 Sybils: "stall" (advert in the DHT, the probe's stream opens and nothing comes: the lab's), "gone"
@@ -50,9 +55,21 @@ from node.p2p.kad import QUERY_TIMEOUT_S
 from node.p2p.node import PROFILE_PROBE_S, PROFILE_PROBES_AT_ONCE
 from node.p2p.places import PLACES_PER_NETWORK, Places
 from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES, relay_limits
-from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, below_gaps, first_levels, next_keys, path_of
+from node.p2p.shards import (
+    DIG_KEYS,
+    MAX_LEVEL,
+    SHARD_CAP,
+    Shard,
+    below,
+    below_gaps,
+    first_levels,
+    next_levels,
+    path_of,
+)
 from node.p2p.shortlist import K
 from node.submitter.discovery import (
+    CROWD,
+    DIG_SUSPECT,
     GAP_LEVELS,
     GRACE_S,
     LOOKUP_SLACK,
@@ -60,7 +77,9 @@ from node.submitter.discovery import (
     PROBE_SLOTS,
     SILENT_FIRST_S,
     SILENT_FOR_S,
+    SUSPECT_MISSES,
     DiscoveryConfig,
+    provider_network,
     silent_span,
 )
 
@@ -106,6 +125,8 @@ class Tree:
     places: Places | None
     members: dict[Shard, list[str]] = field(default_factory=dict)
     sybils: set[str] = field(default_factory=set)
+    networks: dict[str, str | None] = field(default_factory=dict)
+    """Each provider kept -> the network its record places it on (`discovery.provider_network`)."""
 
     def admit(self, shard: Shard, provider: str, address: str) -> bool:
         """Does the key keep `provider`'s record: not full, and (rule on) its network's share not used."""
@@ -115,6 +136,7 @@ class Tree:
         if self.places is not None and not self.places.admit(shard.dht_key, provider, address, held):
             return False
         held.append(provider)
+        self.networks[provider] = provider_network([f"/ip4/{address}/tcp/4001"])
         return True
 
     def place_sybils(self, attack: Attack) -> None:
@@ -180,6 +202,11 @@ class Look:
     """Honest providers -> when their live profile came."""
     done_at: dict[str, float] = field(default_factory=dict)
     holders: dict[int, set[int]] = field(default_factory=dict)
+    suspect: set[str | None] = field(default_factory=set)
+    """This round's suspect networks (`discovery._Networks`)."""
+    missed: dict[str | None, int] = field(default_factory=dict)
+    crowded: set[str | None] = field(default_factory=set)
+    heard: set[str | None] = field(default_factory=set)
 
     def skip(self, now: float) -> set[str]:
         """What a look at `now` skips (`Discovery.silent` and the known): every provider collected,
@@ -198,14 +225,21 @@ class Look:
         found: set[str] = set()
         asked: dict[Shard, int] = {}
         frontier, took, old = first_levels(None, count + len(skip)), 0.0, False
+        dig = DIG_SUSPECT if self.suspect else 1  # `Discovery._round`'s `dig`
+        frontier += below(frontier, dig - 1, asked, DIG_KEYS - len(frontier))
+
+        def counted() -> int:  # `Dht.lookup`'s `discount`: a suspect network's providers are not counted
+            return sum(1 for p in found - skip if self.tree.networks.get(p) not in self.suspect)
+
         while True:
-            short = len(found - skip) < count
+            short = counted() < count
             old_key = not old and not frontier and short
             if not frontier and not old_key:
                 break
-            times = []
+            times, step = [], set()
             for shard in frontier:
                 listed = self.tree.members.get(shard, [])
+                step.update(listed)
                 key = kad_id(shard.dht_key)
                 if key not in self.holders:
                     self.holders[key] = self.swarm.holders(key)
@@ -218,9 +252,11 @@ class Look:
                 v1 = kad_id(capability_dht_key(None))
                 times.append(local_ask(self.swarm, self.sizes, self.start, v1)[0])
             took += max(times, default=0.0)
-            if len(found - skip) >= count:
+            if counted() >= count:
                 break
-            frontier = next_keys(asked, frontier)
+            fresh = [self.tree.networks.get(p) in self.suspect for p in step - skip]
+            dig = 2 * dig if fresh and all(fresh) else 1  # `Dht.lookup`: past a level it did not count
+            frontier = next_levels(asked, frontier, dig)
             if not frontier and gaps > 0:
                 frontier, gaps = below_gaps(asked), gaps - 1
         return sorted(found - skip, key=lambda p: kad_id(p.encode())), took  # peer-id order
@@ -281,11 +317,42 @@ class Look:
     def confirmed(self, at: float) -> int:
         return sum(1 for t in self.answers.values() if t <= at)
 
+    def turns(self, providers: list[str]) -> list[str]:
+        """`discovery.by_network`: one of each network's per turn (the probes dial in this order)."""
+        groups: dict[str, list[str]] = {}
+        for p in providers:
+            groups.setdefault(self.tree.networks.get(p) or f"peer:{p}", []).append(p)
+        rounds = max(map(len, groups.values()), default=0)
+        return [group[turn] for turn in range(rounds) for group in groups.values() if turn < len(group)]
+
+    def graced(self, probed: list[str], at: float) -> None:
+        """`_Networks.graced`: each of `probed` unanswered at `at` is a miss of its network; a network
+        with `SUSPECT_MISSES`, or crowded, and no answer this round is suspect."""
+        networks = self.tree.networks
+        for p in probed:
+            if networks.get(p) is not None and self.answers.get(p, math.inf) > at:
+                self.missed[networks.get(p)] = self.missed.get(networks.get(p), 0) + 1
+        self.heard = {networks.get(p) for p, t in self.answers.items() if t <= at}
+        self.judge()
+
+    def crowd(self, new: list[str]) -> None:
+        """`_Networks.split`: a network with `CROWD` of a look's new providers is suspect at once."""
+        counts: dict[str | None, int] = {}
+        for p in new:
+            counts[self.tree.networks.get(p)] = counts.get(self.tree.networks.get(p), 0) + 1
+        self.crowded |= {n for n, c in counts.items() if n is not None and c >= CROWD}
+        self.judge()
+
+    def judge(self) -> None:
+        missed = {n for n, misses in self.missed.items() if misses >= SUSPECT_MISSES}
+        self.suspect = (missed | self.crowded) - self.heard
+
     def round(self, now: float, count: int, until: float | None) -> float:
         """`Discovery._round`: looks until `count / LOOKUP_SLACK` fresh answers; when it returned."""
         deadline = now + self.config.timeout_s
         deadline = deadline if until is None else min(deadline, until)
         need, before, looks = -(-count // LOOKUP_SLACK), self.confirmed(now), 0
+        self.suspect, self.missed, self.crowded, self.heard = set(), {}, set(), set()
         while now < deadline:
             providers, took = self.lookup(count, GAP_LEVELS if looks else 0, now)
             now = min(now + took, deadline)
@@ -296,8 +363,15 @@ class Look:
                 break
             if not new:
                 continue
-            ends = [self.probe(p, now) for p in new]
-            now = min(max(ends), now + GRACE_S, deadline)
+            self.crowd(new)
+            first = self.turns([p for p in new if self.tree.networks.get(p) not in self.suspect])
+            later = self.turns([p for p in new if self.tree.networks.get(p) in self.suspect])
+            ends = [self.probe(p, now) for p in first]
+            if first:  # suspect providers alone: probed, and no grace waited for them
+                now = min(max(ends), now + GRACE_S, deadline)
+            for p in later:  # after the others' grace (`Discovery._round`)
+                self.probe(p, now)
+            self.graced(first, now)
             if self.confirmed(now) - before >= need:
                 break
         return now

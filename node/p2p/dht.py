@@ -24,7 +24,7 @@ import base64
 import hashlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, final
 
 import trio
@@ -32,7 +32,17 @@ import trio
 from node.p2p.addrs import peer_of
 from node.p2p.kad import ADVERT_COPIES, Kad, ProviderLookup
 from node.p2p.kadpatch import PROVIDERS_PER_KEY
-from node.p2p.shards import SHARD_CAP, Shard, below_gaps, first_levels, is_full, next_keys, path_of
+from node.p2p.shards import (
+    DIG_KEYS,
+    SHARD_CAP,
+    Shard,
+    below,
+    below_gaps,
+    first_levels,
+    is_full,
+    next_levels,
+    path_of,
+)
 from protocol import (
     DOMAIN_ADVERT,
     AdvertBody,
@@ -148,6 +158,13 @@ def validate_record(key: str, value: bytes) -> None:
 def select_record(key: str, values: list[bytes]) -> int:
     """libp2p's `select` for the `/sark/` namespace, at the current time."""
     return select_advert(key, values, time.time())
+
+
+def _counted(
+    found: dict[str, list[str]], known: frozenset[str], discount: Callable[[Sequence[str]], bool] | None
+) -> int:
+    """How many of `found` a lookup counts: neither known nor discounted (`Dht.lookup`)."""
+    return sum(1 for p in found.keys() - known if discount is None or not discount(found[p]))
 
 
 @final
@@ -286,6 +303,8 @@ class Dht:
         known: frozenset[str] = frozenset(),
         *,
         past_gaps: int = 0,
+        discount: Callable[[Sequence[str]], bool] | None = None,
+        dig: int = 1,
     ) -> ProviderLookup:
         """Providers of a unit (None: any worker), with what each server said (answered, refused).
 
@@ -297,15 +316,21 @@ class Dht:
         for all or still short. `known`: the providers a caller has already (a campaign's later look):
         they fill the first keys, so a look for `count` more reads on past them, down to where joiners
         land, and stops there. `past_gaps`: levels read on below keys that are not full while still short
-        (`shards.below_gaps`: where workers spilled under providers that left).
+        (`shards.below_gaps`: where workers spilled under providers that left). `discount`: a provider
+        whose addresses it holds true for is returned but not counted (the submitter's discovery: one
+        on a network whose providers did not answer this round, `node.submitter.discovery`), so the
+        look reads on past such providers in one go; past a level of them alone it reads the next two
+        levels at once, then four (`shards.next_levels`), as `dig` > 1 reads that many levels more
+        with its first ones: a cheater's keys cost a walk per doubling of their depth, not per level.
         """
         found: dict[str, list[str]] = {}
         answered, failures, keys, old_read = 0, dict[str, str](), 0, False
         asked: dict[Shard, int] = {}
         frontier = first_levels(unit, None if count is None else count + len(known), self.cap)
+        frontier += below(frontier, dig - 1, asked, DIG_KEYS - len(frontier))
 
         def short() -> bool:
-            return count is None or len(found.keys() - known) < count
+            return count is None or _counted(found, known, discount) < count
 
         while True:
             wants = [(shard.dht_key, self.cap, True) for shard in frontier]
@@ -317,13 +342,16 @@ class Dht:
             if not wants:
                 break
             answers = await self._ask_keys(wants, found)
+            listed = {p for a in answers for p in a.providers}
             keys += len(wants)
             asked.update((shard, a.holds) for shard, a in zip(frontier, answers, strict=False))
             answered = max([answered, *(a.answered for a in answers)])
             failures.update(f for a in answers for f in a.failures.items())
             if not short():
                 break
-            frontier = next_keys(asked, frontier, self.cap)
+            fresh = [discount(found[p]) for p in listed - known] if discount is not None else []
+            dig = 2 * dig if fresh and all(fresh) else 1  # all discounted: the next two levels at once, ...
+            frontier = next_levels(asked, frontier, dig, self.cap)
             if not frontier and past_gaps > 0 and count is not None:
                 frontier, past_gaps = below_gaps(asked), past_gaps - 1
         return ProviderLookup(found, answered, failures, keys)
@@ -353,9 +381,13 @@ class Dht:
         known: frozenset[str] = frozenset(),
         *,
         past_gaps: int = 0,
+        discount: Callable[[Sequence[str]], bool] | None = None,
+        dig: int = 1,
     ) -> dict[str, list[str]]:
         """Peers providing a unit (None: any worker), from the network, de-duplicated (`lookup`)."""
-        return (await self.lookup(unit, count, known, past_gaps=past_gaps)).providers
+        return (
+            await self.lookup(unit, count, known, past_gaps=past_gaps, discount=discount, dig=dig)
+        ).providers
 
     async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
         """A peer's verified, unexpired advert with the highest seq any server holds, or None.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Final, Literal, final
@@ -150,21 +150,25 @@ class Node:
         known: frozenset[str] = frozenset(),
         skip: frozenset[str] = frozenset(),
         past_gaps: int = 0,
+        discount: Callable[[Sequence[str]], bool] | None = None,
+        dig: int = 1,
     ) -> dict[str, tuple[str, ...]]:
         """The any-worker tree's providers from their provider records alone, each with where to ask it
         (`ask_addrs`), sorted by peer id: no advert is fetched, for the caller asks each provider itself
         (`submit`'s discovery: its live probe over `/sark/profile` returns the signed advert).
 
-        `count`, `known`, `skip` and `past_gaps` as `look` reads them. The records carry what an
-        advert's addresses would (a host's own addresses, the dial-back's included, then a relayed
-        worker's circuits: `Kad._announced`), so a `Kad.get` of each provider's advert (k servers
-        asked and awaited, 400 requests for a key's 20 providers) would add seconds to every look and
-        nothing the probe does not bring (`benchmarks/swarm_sybil.py`: 2.4-4.1 s of every look at
-        10,000 devices, three quarters of it; issue 50).
+        `count`, `known`, `skip` and `past_gaps` as `look` reads them; `discount` and `dig` as `Dht.lookup`
+        does. The records carry what an advert's addresses would (a host's own addresses, the dial-back's
+        included, then a relayed worker's circuits: `Kad._announced`), so a `Kad.get` of each provider's
+        advert (k servers asked and awaited, 400 requests for a key's 20 providers) would add seconds to
+        every look and nothing the probe does not bring (`benchmarks/swarm_sybil.py`: 2.4-4.1 s of every
+        look at 10,000 devices, three quarters of it; issue 50).
         """
         found: dict[str, tuple[str, ...]] = {}
         with trio.move_on_after(timeout):
-            providers = await self.dht.providers(None, count, known | skip, past_gaps=past_gaps)
+            providers = await self.dht.providers(
+                None, count, known | skip, past_gaps=past_gaps, discount=discount, dig=dig
+            )
             for peer_id, addrs in providers.items():
                 if peer_id not in skip and peer_id != self.host.peer_id:
                     self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first

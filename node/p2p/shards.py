@@ -106,6 +106,35 @@ def next_keys(
     return tuple(c for s in full for c in s.children() if c not in asked)
 
 
+DIG_KEYS: Final = 64
+"""The most keys `next_levels` reads at once."""
+
+
+def next_levels(
+    asked: dict[Shard, int], frontier: tuple[Shard, ...], levels: int, cap: int = SHARD_CAP
+) -> tuple[Shard, ...]:
+    """`next_keys`, and the `levels - 1` levels below them with them (each key taken as full, for the
+    read tells), within `DIG_KEYS` keys: a lookup past a level whose providers it does not count (the
+    submitter's discovery past a cheater's networks: `Dht.lookup`'s `discount`) doubles `levels` each
+    such level, so it reads down to where honest workers spilled in a few walks, not one a level."""
+    keys = next_keys(asked, frontier, cap)
+    return keys + below(keys, levels - 1, asked, DIG_KEYS - len(keys))
+
+
+def below(keys: tuple[Shard, ...], levels: int, asked: dict[Shard, int], budget: int) -> tuple[Shard, ...]:
+    """Every key of the `levels` levels under the deepest of `keys` not in `asked`, whole levels
+    within `budget` keys."""
+    deepest = max((s.level for s in keys), default=-1)
+    level = tuple(s for s in keys if s.level == deepest)
+    out: tuple[Shard, ...] = ()
+    for _ in range(levels):
+        level = tuple(c for s in level for c in s.children() if c not in asked)
+        if len(out) + len(level) > budget:
+            break
+        out += level
+    return out
+
+
 GAP_KEYS: Final = 32
 """The most keys a lookup reads below keys that are not full (`below_gaps`)."""
 

@@ -6,7 +6,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, final
 
 import trio
@@ -14,6 +14,7 @@ import trio
 import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node
+from node.p2p.places import PLACES_PER_NETWORK, is_local, network_of
 from node.p2p.survey import NoWorkers, Shortfall, shortfall, unanswered
 from protocol import AdvertBody, ComputeUnit, DeviceProfile, Load, ProtocolError, Reachability, owner_of
 from scheduler.verification import DeviceClass, claim_problems, device_class
@@ -36,6 +37,19 @@ SILENT_FIRST_S: Final = 10.0
 default 5 s (`node.cli.campaign.LOOK_S`), so one look never probes a silent provider twice."""
 SILENT_FOR_S: Final = 600.0
 """The longest a provider is silent: each miss in a row doubles its span from `SILENT_FIRST_S`."""
+DIG_SUSPECT: Final = 3
+"""A look's `dig` once a network is suspect (`Dht.lookup`): its first levels and the two below them at
+once, for the cheater filled the keys the last look read and honest workers spilled below them (at
+10,000 devices, 200 Sybils on 5 /24s: 2.48 s to the 2nd worker where 2 gave 3.89 s and 4 gave 2.69 s,
+`benchmarks/swarm_sybil.py`, the max of more walks at once costing what fewer walks in a row save)."""
+SUSPECT_MISSES: Final = 1
+"""Providers of one network (`provider_network`) unanswered at a grace's end, none of its providers
+having answered, that make a round count that network's providers no more (`_Networks`): one, as an
+honest device is alone on its network (a second one's answer clears it)."""
+CROWD: Final = PLACES_PER_NETWORK
+"""Providers of one network among a look's new ones that make it suspect before any is probed: as many
+as the servers keep of one network under one key (`node.p2p.places`), which a cheater filling keys
+from few networks lists in every key, and honest devices, each on a network of its own, rarely do."""
 
 
 def silent_span(last: float | None, first_s: float = SILENT_FIRST_S) -> float:
@@ -112,8 +126,14 @@ class Discovery:
       rounds after the first answers end at its settle deadline; a later look also reads
       `GAP_LEVELS` below keys that are not full (Sybils that filled a key and left: their records
       expired above the honest workers that spilled under them, `shards.below_gaps`);
-    - probes dial `PROBE_SLOTS` at a time, and a probe holds its slot at most `PROBE_SLOT_S`: a
-      stalling provider holds one slot half a second, once, never the budget (`_confirm`).
+    - Sybils from a few networks fill every key they can, 4 of each (`node.p2p.places`), level after
+      level: a network whose providers did not answer within a grace, or that crowds a look, is
+      suspect for the round (`_Networks`), and a later look reads past its providers at once, deeper
+      to begin with, probing them after the others (200 Sybils on 5 /24s at 10,000 devices: the 2nd
+      honest worker at 2.84 s, 7.47 s when each level cost a grace and a walk);
+    - probes dial `PROBE_SLOTS` at a time, one of each network's in turn (`by_network`, `_waves`), and
+      a probe holds its slot at most `PROBE_SLOT_S`: a stalling provider holds one slot half a second,
+      once, never the budget (`_confirm`).
 
     The cheater's view: a Sybil sees the public shard keys and can fill their places first, answer
     nothing, stall, or answer junk; it cannot choose what the round does after `GRACE_S` (a
@@ -277,6 +297,7 @@ class Discovery:
         need = None if self._count is None else -(-self._count // LOOKUP_SLACK)
         batch: list[trio.Event] = []
         looks = 0
+        networks = _Networks()
         while trio.current_time() < deadline:
             skip = self.silent() | seen
             try:
@@ -286,6 +307,8 @@ class Discovery:
                     known=known,
                     skip=skip,
                     past_gaps=GAP_LEVELS if looks else 0,
+                    discount=networks.discounted,
+                    dig=DIG_SUSPECT if networks.suspect else 1,
                 )
             except NodeError as exc:
                 log.info("DHT lookup failed: %s", exc)
@@ -297,13 +320,14 @@ class Discovery:
                 break
             if not new:  # short, and nothing new: once more, below keys that are not full
                 continue
-            batch = [trio.Event() for _ in new]
-            for (peer_id, addrs), done in zip(new, batch, strict=True):
-                self._probing.add(peer_id)
-                probes.start_soon(self._confirm, peer_id, addrs, answers, done)
-            with trio.move_on_at(min(trio.current_time() + GRACE_S, deadline)):
-                for done in batch:
-                    await done.wait()
+            first, later = networks.split(new)
+            batch = self._probe_all(probes, first, answers)
+            if first:  # a look of suspect providers alone waits for none of them: the next reads on
+                with trio.move_on_at(min(trio.current_time() + GRACE_S, deadline)):
+                    for done in batch:
+                        await done.wait()
+            batch += self._probe_all(probes, later, answers)  # after the others' grace: never dropped
+            networks.graced([p for p, _ in first], {v.peer_id for v in views})
             fresh = sum(1 for v in views if v.peer_id not in known)
             # The spares (`LOOKUP_SLACK`) are sought by later rounds, not here: past providers that
             # stall (Sybils a few to a key, `node.p2p.places`) each look deeper costs `GRACE_S`.
@@ -317,6 +341,43 @@ class Discovery:
         views = list(answers.views)
         self._known.update(v.peer_id for v in views)
         return tuple(sorted(with_claims(views), key=lambda v: v.peer_id))
+
+    def _probe_all(
+        self, probes: trio.Nursery, providers: Sequence[tuple[str, tuple[str, ...]]], answers: _Answers
+    ) -> list[trio.Event]:
+        """Probe each provider (`_confirm`), each network's in turn with the others' (`by_network`), in
+        waves of `PROBE_SLOTS` (`_waves`); the events each probe sets when it is over or will not run."""
+        ordered = by_network(providers)
+        batch = [trio.Event() for _ in ordered]
+        self._probing.update(peer_id for peer_id, _ in ordered)
+        probes.start_soon(self._waves, probes, ordered, tuple(batch), answers)
+        return batch
+
+    async def _waves(
+        self,
+        probes: trio.Nursery,
+        ordered: Sequence[tuple[str, tuple[str, ...]]],
+        batch: Sequence[trio.Event],
+        answers: _Answers,
+    ) -> None:
+        """Start `PROBE_SLOTS` probes, the next as many once those are over or held their slots
+        `PROBE_SLOT_S`, and so on: the order `by_network` gave is the order they dial in (trio starts
+        tasks in no set order, so one batch of them all would dial in none). A probe cancelled before
+        it started is over, and not under probe."""
+        started = 0
+        try:
+            for first in range(0, len(ordered), PROBE_SLOTS):
+                wave = range(first, min(first + PROBE_SLOTS, len(ordered)))
+                for i in wave:
+                    probes.start_soon(self._confirm, *ordered[i], answers, batch[i])
+                    started = i + 1
+                with trio.move_on_after(PROBE_SLOT_S):
+                    for i in wave:
+                        await batch[i].wait()
+        finally:
+            for (peer_id, _), done in zip(ordered[started:], batch[started:], strict=True):
+                self._probing.discard(peer_id)
+                done.set()
 
     def _late_answer(self, view: sch.PeerView) -> None:
         self._late.append(view)
@@ -380,6 +441,91 @@ class Discovery:
             return True
         log.warning("peer %s advertised but its profile probe timed out", peer_id)
         return False
+
+
+def by_network(providers: Sequence[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
+    """`providers` in turns, one of each network's (`provider_network`; a local or unknown one is a
+    network of its own) per turn: a cheater's hundred records on five /24s take five places of a turn,
+    an honest worker on a /24 of its own one, so the honest workers of a look are among its first
+    probes however many of the cheater's it lists (a wave holds `PROBE_SLOTS`)."""
+    groups: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for peer, addrs in providers:
+        groups.setdefault(provider_network(addrs) or f"peer:{peer}", []).append((peer, addrs))
+    rounds = max(map(len, groups.values()), default=0)
+    return [group[turn] for turn in range(rounds) for group in groups.values() if turn < len(group)]
+
+
+def provider_network(addrs: Sequence[str]) -> str | None:
+    """The network a provider record places its provider on: the /24 (/48) of its first direct IP
+    address, else of the relay its first circuit goes through (`node.p2p.places.network_of`); None for
+    a local address (a lab's loopback, an office's private /24: many honest workers share one) or none."""
+    for addr in sorted(addrs, key=lambda a: "/p2p-circuit" in a):
+        parts = addr.split("/")
+        if len(parts) > 2 and parts[1] in ("ip4", "ip6"):
+            return None if is_local(parts[2]) else network_of(parts[2])
+    return None
+
+
+@dataclass
+class _Networks:
+    """One round's word on the networks its providers are on (`provider_network`).
+
+    A network is suspect once `SUSPECT_MISSES` of its providers were unanswered at a grace's end, or
+    once a look lists `CROWD` new providers of it, and none of its providers answered in the round: a
+    later look counts its providers no more (`Dht.lookup`'s `discount`: it reads on past them at once,
+    two levels deeper to begin with, `DIG_SUSPECT`, to where honest workers spilled) and probes them
+    only after the grace of the others it found (`split`), never not at all; a look that found
+    suspect providers alone probes them and looks again without a grace. Every look's probes dial one
+    of each network's in turn (`by_network`).
+
+    The cheater's view: it chooses the addresses its records list, so it can place them on any
+    network, an honest worker's too. What it gains is at most that an honest worker on a network it
+    framed (a record that does not answer there, placed where an earlier look of the round read it)
+    is probed with the suspect ones, after the grace of the others that look found: probed still,
+    among the first of them (one a network a turn), its answer counted as any.
+    It cannot make its own networks count: the suspicion is what its providers did (not answer, read
+    at a constant time, `GRACE_S`) or how they sit (crowded: spread thinner, a key holds fewer of its
+    records and more honest ones, the places rule's cost), and one answer from a network it holds
+    would take a live worker there, which is the service it was meant to deny.
+    """
+
+    of: dict[str, str | None] = field(default_factory=dict)
+    missed: dict[str, int] = field(default_factory=dict)
+    crowded: set[str] = field(default_factory=set)
+    heard: set[str | None] = field(default_factory=set)
+    suspect: set[str] = field(default_factory=set)
+
+    def discounted(self, addrs: Sequence[str]) -> bool:
+        return bool(self.suspect) and provider_network(addrs) in self.suspect
+
+    def split(
+        self, new: Sequence[tuple[str, tuple[str, ...]]]
+    ) -> tuple[list[tuple[str, tuple[str, ...]]], list[tuple[str, tuple[str, ...]]]]:
+        """`new` as the providers to probe now and those (on suspect networks, a crowded one's too) to
+        probe after the others' grace."""
+        counts: dict[str, int] = {}
+        for peer, addrs in new:
+            network = self.of[peer] = provider_network(addrs)
+            if network is not None:
+                counts[network] = counts.get(network, 0) + 1
+        self.crowded |= {n for n, c in counts.items() if c >= CROWD}
+        self._judge()
+        first = [(p, a) for p, a in new if self.of[p] not in self.suspect]
+        later = [(p, a) for p, a in new if self.of[p] in self.suspect]
+        return first, later
+
+    def graced(self, probed: Sequence[str], answered: set[str]) -> None:
+        """At a grace's end: each of `probed` not in `answered` is a miss of its network."""
+        for peer in probed:
+            network = self.of.get(peer)
+            if network is not None and peer not in answered:
+                self.missed[network] = self.missed.get(network, 0) + 1
+        self.heard = {self.of.get(peer) for peer in answered}
+        self._judge()
+
+    def _judge(self) -> None:
+        missed = {n for n, misses in self.missed.items() if misses >= SUSPECT_MISSES}
+        self.suspect = (missed | self.crowded) - self.heard
 
 
 @dataclass

@@ -371,10 +371,9 @@ def _keys_asked(dht: Dht) -> list[int]:
         unit: ComputeUnit | None,
         count: int | None = None,
         known: frozenset[str] = frozenset(),
-        *,
-        past_gaps: int = 0,
+        **options: Any,
     ) -> ProviderLookup:
-        found = await lookup(unit, count, known, past_gaps=past_gaps)
+        found = await lookup(unit, count, known, **options)
         keys.append(found.keys)
         return found
 

@@ -10,7 +10,17 @@ import pytest
 
 from node.p2p.dht import OLD_KEYS, provider_bound, shard_cid
 from node.p2p.kadpatch import PROVIDERS_PER_KEY
-from node.p2p.shards import MAX_LEVEL, SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of
+from node.p2p.shards import (
+    DIG_KEYS,
+    MAX_LEVEL,
+    SHARD_CAP,
+    Shard,
+    first_levels,
+    is_full,
+    next_keys,
+    next_levels,
+    path_of,
+)
 from protocol import ComputeUnit
 
 
@@ -53,6 +63,18 @@ def test_a_lookup_goes_down_only_under_full_keys() -> None:
     asked = {root: SHARD_CAP, left: SHARD_CAP, right: 2}
     assert next_keys(asked, (root, left, right)) == left.children()
     assert Shard(None, MAX_LEVEL, 0).children() == ()
+
+
+def test_a_lookup_digging_past_an_uncounted_level_reads_the_levels_below_at_once_within_a_budget() -> None:
+    root = Shard(None, 0, 0)
+    left, right = root.children()
+    asked = {root: SHARD_CAP}
+    assert next_levels(asked, (root,), 1) == next_keys(asked, (root,))
+    assert next_levels(asked, (root,), 2) == (left, right, *left.children(), *right.children())
+    deep = next_levels(asked, (root,), MAX_LEVEL)
+    assert len(deep) <= DIG_KEYS
+    assert [s.level for s in deep] == sorted(s.level for s in deep)  # whole levels, shallowest first
+    assert next_levels({root: SHARD_CAP - 1}, (root,), 4) == ()  # nothing under a key that is not full
 
 
 def test_a_full_key_refuses_a_new_provider_but_not_one_it_lists() -> None:

@@ -116,14 +116,16 @@ def test_a_silent_provider_is_read_again_once_its_span_ends_each_miss_doubling_i
     assert run.spans[first] == SILENT_FIRST_S * 2 ** (len(times) - 1)
 
 
-def test_sybils_cost_a_look_its_grace_per_level_and_the_places_rule_takes_that_cost_away(
-    sizes: swarm_net.Sizes,
-) -> None:
+def test_sybils_from_few_networks_cost_a_look_a_grace_at_most(sizes: swarm_net.Sizes) -> None:
+    """200 stalling Sybils from one /24 with the places rule off, or from 5 with it on, fill levels 0-2:
+    a look each past them, a grace each (more than 3 graces over the honest look), until a network
+    crowded in a look, or whose providers did not answer, was suspect (`discovery._Networks`): the
+    next look digs past it at once (at 10,000 devices: 1.91x the honest look, 5.04x before)."""
     control, _ = time_to(look(build_tree(HONEST, None, None), sizes, "stall", 2), 4, 2)
     off, _ = time_to(look(build_tree(HONEST, Attack(200), None), sizes, "stall", 2), 4, 2)
-    on, _ = time_to(look(build_tree(HONEST, Attack(200), PLACES_PER_NETWORK), sizes, "stall", 2), 4, 2)
-    assert off > control + 3 * GRACE_S  # levels 0-2 all Sybils: a look each, past them
-    assert on < off
+    five, _ = time_to(look(build_tree(HONEST, Attack(200, 5), PLACES_PER_NETWORK), sizes, "stall", 2), 4, 2)
+    assert off < control + 2 * GRACE_S, (off, control)
+    assert five < control + 2 * GRACE_S, (five, control)
 
 
 def test_every_gate_linked_by_every_device_adds_no_relay_slot_and_gate_links_of_them_do() -> None:

@@ -1,0 +1,79 @@
+"""Issue 50, scope 1: a lookup past a level whose providers it does not count (`Dht.lookup`'s
+`discount`: the submitter's discovery past networks that did not answer this round) reads the levels
+below two, then four at once (`shards.next_levels`), not one a walk. A Kad written here lists each
+key's providers after a second of trio's virtual clock: the time a lookup takes is its walks in a row.
+
+The tree: 200 Sybils from 5 /24s (4 of each network a key, the most the servers' places rule keeps)
+fill levels 0-2 and part of 3; honest workers, each on a /24 of its own, fill level 3's rest and
+below (as `benchmarks/swarm_sybil.py` places them at 10,000 devices)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+import trio
+import trio.testing
+
+from node.p2p.dht import Dht
+from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.shards import SHARD_CAP, Shard
+from node.submitter.discovery import provider_network
+
+SUSPECT = {f"45.0.{n}.0/24" for n in range(5)}
+
+
+class _Kad:
+    def __init__(self) -> None:
+        self.keys: dict[bytes, list[str]] = {}
+        self.addrs: dict[str, list[str]] = {}
+        sybils, honest = 200, 0
+        for level in range(6):
+            for index in range(2**level):
+                names = []
+                while len(names) < SHARD_CAP and sybils:
+                    sybils -= 1
+                    name = f"s{sybils}"
+                    self.addrs[name] = [f"/ip4/45.0.{sybils % 5}.{1 + sybils // 5}/tcp/4001"]
+                    names.append(name)
+                while len(names) < SHARD_CAP:
+                    honest += 1
+                    name = f"h{honest}"
+                    self.addrs[name] = [f"/ip4/20.{honest // 256}.{honest % 256}.1/tcp/4001"]
+                    names.append(name)
+                self.keys[Shard(None, level, index).dht_key] = names
+
+    async def lookup_providers(self, key: bytes, count: int, *, walk: bool = True) -> ProviderLookup:
+        await trio.sleep(1.0)  # a walk
+        listed = self.keys.get(key, []) if walk else []
+        return ProviderLookup({p: self.addrs[p] for p in listed}, 20, {}, holds=len(listed))
+
+
+def _suspect(addrs: Sequence[str]) -> bool:
+    return provider_network(addrs) in SUSPECT
+
+
+async def test_a_lookup_past_uncounted_levels_digs_two_then_four_at_once(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    kad = _Kad()
+    root = set(kad.keys[Shard(None, 0, 0).dht_key])
+    dht = Dht(cast(Kad, kad))
+    found = await dht.providers(None, 4, frozenset(root), discount=_suspect)
+    honest = [p for p in found if p.startswith("h")]
+    assert len(honest) >= 4
+    # levels 0-1 (the root known, level 1 the cheater's), then levels 2-3 at once: two walks, where
+    # one a level took three (and the old key's read once, with the first)
+    assert trio.current_time() == 2.0
+
+
+async def test_without_a_discount_a_lookup_reads_one_level_a_walk_as_before(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    kad = _Kad()
+    root = set(kad.keys[Shard(None, 0, 0).dht_key])
+    found = await Dht(cast(Kad, kad)).providers(None, 4, frozenset(root))
+    assert len(found.keys() - root) >= 4
+    assert trio.current_time() == 1.0  # level 1's forty count: no level below read

@@ -1,0 +1,148 @@
+"""Issue 50, scope 1: 200 stalling Sybils on 5 /24s, four a key from each (the most the servers'
+places rule keeps), fill every key a look reads for ten levels; the honest workers, each on a /24
+of its own, spilled below them. A round that waited `GRACE_S` a level read its way down one level a
+grace (before: 7.47 s to the 2nd honest worker at 10,000 devices, 5.04x the swarm without Sybils,
+`benchmarks/notes/swarm_sim.md`). Now a network whose providers did not answer within the grace,
+and none of whose providers answered, is suspect for the round (`discovery._Networks`): the next look
+counts its providers no more and reads on past them at once, and probes them after the others.
+
+A node written here stands in for the DHT and the probes, on trio's virtual clock: its lookup reads
+level after level until it has `count` providers that are neither skipped, known nor discounted
+(`Dht.lookup`'s `discount`)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import trio
+import trio.testing
+from kit.providers import advertised
+
+from node.p2p.node import Node
+from node.submitter.discovery import (
+    GRACE_S,
+    LOOKUP_SLACK,
+    Discovery,
+    DiscoveryConfig,
+    provider_network,
+)
+from protocol import AdvertBody, Load
+
+LEVELS = 10
+NETWORKS = 5
+HONEST = ("h0", "h1", "h2", "h3")
+
+
+def _addr(ip: str, peer: str) -> tuple[str, ...]:
+    return (f"/ip4/{ip}/tcp/4001/p2p/{peer}",)
+
+
+class _Tree:
+    """Level l lists 20 Sybils, 4 from each of 5 cheater /24s (45.0.n.0/24); the level below the last
+    lists the honest workers, each on its own /24 (20.0.i.0/24). Sybils stall; honest workers answer.
+    `framed`: honest workers whose /24 also holds two records of the cheater's that never answer."""
+
+    def __init__(self, framed: frozenset[str] = frozenset()) -> None:
+        self.addrs: dict[str, tuple[str, ...]] = {}
+        self.levels: list[list[str]] = []
+        for level in range(LEVELS):
+            names = [f"s{level}-{n}-{i}" for n in range(NETWORKS) for i in range(4)]
+            for name in names:
+                network = int(name.split("-")[1])
+                self.addrs[name] = _addr(f"45.0.{network}.{1 + len(self.addrs) % 250}", name)
+            self.levels.append(names)
+        honest: list[str] = []
+        decoy_names: list[str] = []
+        for i, name in enumerate(HONEST):
+            self.addrs[name] = _addr(f"20.0.{i}.1", name)
+            honest.append(name)
+            if name in framed:  # two of the root's 20 places: records of the cheater's on this /24
+                for k in range(2):
+                    decoy = f"decoy-{name}-{k}"
+                    self.addrs[decoy] = _addr(f"20.0.{i}.{100 + k}", decoy)
+                    self.levels[0][len(decoy_names)] = decoy
+                    decoy_names.append(decoy)
+        self.levels.append(honest)
+        self.probes: list[tuple[float, str]] = []
+
+    async def find_providers(
+        self,
+        *,
+        count: int | None,
+        skip: frozenset[str],
+        known: frozenset[str] = frozenset(),
+        discount: Any = None,
+        **_: Any,
+    ) -> dict[str, tuple[str, ...]]:
+        found: dict[str, tuple[str, ...]] = {}
+        for level in self.levels:
+            await trio.sleep(0.05)  # a level's walk
+            found.update((p, self.addrs[p]) for p in level if p not in skip and p not in known)
+            counted = [p for p in found if discount is None or not discount(found[p])]
+            if count is not None and len(counted) >= count:
+                break
+        return found
+
+    async def profile_and_host_at(
+        self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
+    ) -> tuple[AdvertBody, Load, str]:
+        self.probes.append((trio.current_time(), peer_id))
+        if peer_id not in HONEST:
+            await trio.sleep_forever()  # a stalling Sybil: the probe's deadline ends it
+        await trio.sleep(0.05)
+        return advertised(peer_id).advert, Load(), "20.0.0.1"
+
+
+def _discovery(tree: _Tree) -> Discovery:
+    """`devices: 2` under `submit --wait-peers 2`: a lookup of 4, `initial` ends at the 2nd answer."""
+    return Discovery(cast(Node, tree), DiscoveryConfig(want=2, count=2 * LOOKUP_SLACK, timeout_s=5.0))
+
+
+async def test_a_round_reads_past_networks_that_did_not_answer_in_one_look(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    tree = _Tree()
+    found = await _discovery(tree).initial()
+    assert {v.peer_id for v in found} >= {"h0", "h1"}
+    # one level's walk and grace, then one look down to the honest level and their answers (1.15 s):
+    # not a grace a level (5 s and more, the look's whole deadline)
+    assert trio.current_time() < GRACE_S + (LEVELS + 3) * 0.05 + 0.1, trio.current_time()
+    assert not [p for _, p in tree.probes if p.startswith("s1-")]  # the deeper Sybils wait their turn
+
+
+async def test_a_suspect_networks_providers_are_probed_after_the_others_never_dropped(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A round that waits for every probe (`Discovery.round` alone, as `updates` runs it): the deeper
+    Sybils are probed once the honest workers their look found answered (or had their grace)."""
+    mock_clock.autojump_threshold = 0
+    tree = _Tree()
+    await _discovery(tree).round()
+    honest = min(t for t, p in tree.probes if p in HONEST)
+    deeper = [t for t, p in tree.probes if not p.startswith(("s0-", "h"))]  # read on the second look
+    assert len(deeper) == (LEVELS - 1) * NETWORKS * 4  # every one probed
+    assert min(deeper) > honest  # once the others answered (or had their grace)
+
+
+async def test_honest_workers_on_framed_networks_are_probed_and_found_in_the_look(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """The cheater spends 8 of the root's 20 places on records that never answer, two on each honest
+    worker's /24: every network is suspect then, so the second look reads down to the honest workers
+    at once and probes all it found together, as every look did before (in no order: 16 at a time,
+    each Sybil holding a slot `PROBE_SLOT_S`). Framing delays them; it cannot hide them."""
+    mock_clock.autojump_threshold = 0
+    tree = _Tree(framed=frozenset(HONEST))
+    found = await _discovery(tree).initial()
+    assert len({v.peer_id for v in found} & set(HONEST)) >= 2
+    assert trio.current_time() < DiscoveryConfig().timeout_s  # within the default look
+
+
+def test_a_providers_network_is_its_first_direct_address_and_local_ones_are_never_suspect() -> None:
+    direct, circuit = "/ip4/45.0.1.7/tcp/4001", "/ip4/20.0.9.1/tcp/4001/p2p/G/p2p-circuit/p2p/P"
+    assert provider_network((circuit, direct)) == "45.0.1.0/24"
+    assert provider_network((circuit,)) == "20.0.9.0/24"  # relayed only: the gate's network
+    assert provider_network(("/ip6/2a00:1450:4001:2::5/tcp/4001",)) == "2a00:1450:4001::/48"
+    assert provider_network(("/ip4/127.0.0.1/tcp/1", "/ip4/10.1.2.3/tcp/1")) is None
+    assert provider_network(("/dns4/example.org/tcp/1",)) is None
