@@ -394,7 +394,7 @@ def _become(request: dict[str, Any], fds: list[int]) -> str:
         os._exit(127)
     os.environ.clear()
     os.environ.update(request["env"])
-    _forget_the_servers_temp()
+    tempfile.tempdir = None  # read from TMPDIR once, in the server (MPLCONFIG): the child reads its own
     sys.argv[:] = ["-c", *request["args"]]
     code: str = request["code"]
     return code
@@ -422,15 +422,3 @@ def _enter(name: str) -> None:
         print(f"fork server: cannot enter {name}: {why}", file=sys.stderr, flush=True)
         os._exit(127)
     os.close(fd)
-
-
-def _forget_the_servers_temp() -> None:
-    """What the server read from its environment and keeps: the temporary folder (`tempfile` reads
-    TMPDIR once, and this module's MPLCONFIG read it in the server; multiprocessing keeps the folder
-    it made). A child reads its own TMPDIR when it first needs one, as a fresh interpreter does (a
-    child that wrote into the folder of whichever test started the server left files there)."""
-    tempfile.tempdir = None
-    if "multiprocessing.process" in sys.modules:
-        from multiprocessing import process
-
-        process.current_process()._config.pop("tempdir", None)  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ below (as `benchmarks/swarm_sybil.py` places them at 10,000 devices)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import trio
@@ -53,14 +53,18 @@ def _suspect(addrs: Sequence[str]) -> bool:
     return provider_network(addrs) in SUSPECT
 
 
+async def _look(discount: Callable[[Sequence[str]], bool] | None) -> tuple[dict[str, list[str]], set[str]]:
+    """A lookup of 4 past the root's providers (known): what it found, and the root's."""
+    kad = _Kad()
+    root = set(kad.keys[Shard(None, 0, 0).dht_key])
+    return await Dht(cast(Kad, kad)).providers(None, 4, frozenset(root), discount=discount), root
+
+
 async def test_a_lookup_past_uncounted_levels_digs_two_then_four_at_once(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     mock_clock.autojump_threshold = 0
-    kad = _Kad()
-    root = set(kad.keys[Shard(None, 0, 0).dht_key])
-    dht = Dht(cast(Kad, kad))
-    found = await dht.providers(None, 4, frozenset(root), discount=_suspect)
+    found, _ = await _look(_suspect)
     honest = [p for p in found if p.startswith("h")]
     assert len(honest) >= 4
     # levels 0-1 (the root known, level 1 the cheater's), then levels 2-3 at once: two walks, where
@@ -72,8 +76,6 @@ async def test_without_a_discount_a_lookup_reads_one_level_a_walk_as_before(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     mock_clock.autojump_threshold = 0
-    kad = _Kad()
-    root = set(kad.keys[Shard(None, 0, 0).dht_key])
-    found = await Dht(cast(Kad, kad)).providers(None, 4, frozenset(root))
+    found, root = await _look(None)
     assert len(found.keys() - root) >= 4
     assert trio.current_time() == 1.0  # level 1's forty count: no level below read
