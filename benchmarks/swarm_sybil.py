@@ -68,7 +68,6 @@ from node.p2p.shards import (
 )
 from node.p2p.shortlist import K
 from node.submitter.discovery import (
-    CROWD,
     DIG_SUSPECT,
     GAP_LEVELS,
     GRACE_S,
@@ -77,9 +76,9 @@ from node.submitter.discovery import (
     PROBE_SLOTS,
     SILENT_FIRST_S,
     SILENT_FOR_S,
-    SUSPECT_MISSES,
     DiscoveryConfig,
-    provider_network,
+    _Networks,
+    by_network,
     silent_span,
 )
 
@@ -125,8 +124,8 @@ class Tree:
     places: Places | None
     members: dict[Shard, list[str]] = field(default_factory=dict)
     sybils: set[str] = field(default_factory=set)
-    networks: dict[str, str | None] = field(default_factory=dict)
-    """Each provider kept -> the network its record places it on (`discovery.provider_network`)."""
+    addrs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each provider kept -> the addresses its record lists (its network: `discovery.provider_network`)."""
 
     def admit(self, shard: Shard, provider: str, address: str) -> bool:
         """Does the key keep `provider`'s record: not full, and (rule on) its network's share not used."""
@@ -136,7 +135,7 @@ class Tree:
         if self.places is not None and not self.places.admit(shard.dht_key, provider, address, held):
             return False
         held.append(provider)
-        self.networks[provider] = provider_network([f"/ip4/{address}/tcp/4001"])
+        self.addrs[provider] = (f"/ip4/{address}/tcp/4001",)
         return True
 
     def place_sybils(self, attack: Attack) -> None:
@@ -202,11 +201,8 @@ class Look:
     """Honest providers -> when their live profile came."""
     done_at: dict[str, float] = field(default_factory=dict)
     holders: dict[int, set[int]] = field(default_factory=dict)
-    suspect: set[str | None] = field(default_factory=set)
-    """This round's suspect networks (`discovery._Networks`)."""
-    missed: dict[str | None, int] = field(default_factory=dict)
-    crowded: set[str | None] = field(default_factory=set)
-    heard: set[str | None] = field(default_factory=set)
+    networks: _Networks = field(default_factory=_Networks)
+    """This round's word on its providers' networks: the discovery's own (`discovery._Networks`)."""
 
     def skip(self, now: float) -> set[str]:
         """What a look at `now` skips (`Discovery.silent` and the known): every provider collected,
@@ -225,11 +221,11 @@ class Look:
         found: set[str] = set()
         asked: dict[Shard, int] = {}
         frontier, took, old = first_levels(None, count + len(skip)), 0.0, False
-        dig = DIG_SUSPECT if self.suspect else 1  # `Discovery._round`'s `dig`
+        dig = DIG_SUSPECT if self.networks.suspect else 1  # `Discovery._round`'s `dig`
         frontier += below(frontier, dig - 1, asked, DIG_KEYS - len(frontier))
 
         def counted() -> int:  # `Dht.lookup`'s `discount`: a suspect network's providers are not counted
-            return sum(1 for p in found - skip if self.tree.networks.get(p) not in self.suspect)
+            return sum(1 for p in found - skip if not self.networks.discounted(self.tree.addrs[p]))
 
         while True:
             short = counted() < count
@@ -254,7 +250,7 @@ class Look:
             took += max(times, default=0.0)
             if counted() >= count:
                 break
-            fresh = [self.tree.networks.get(p) in self.suspect for p in step - skip]
+            fresh = [self.networks.discounted(self.tree.addrs[p]) for p in step - skip]
             dig = 2 * dig if fresh and all(fresh) else 1  # `Dht.lookup`: past a level it did not count
             frontier = next_levels(asked, frontier, dig)
             if not frontier and gaps > 0:
@@ -317,42 +313,12 @@ class Look:
     def confirmed(self, at: float) -> int:
         return sum(1 for t in self.answers.values() if t <= at)
 
-    def turns(self, providers: list[str]) -> list[str]:
-        """`discovery.by_network`: one of each network's per turn (the probes dial in this order)."""
-        groups: dict[str, list[str]] = {}
-        for p in providers:
-            groups.setdefault(self.tree.networks.get(p) or f"peer:{p}", []).append(p)
-        rounds = max(map(len, groups.values()), default=0)
-        return [group[turn] for turn in range(rounds) for group in groups.values() if turn < len(group)]
-
-    def graced(self, probed: list[str], at: float) -> None:
-        """`_Networks.graced`: each of `probed` unanswered at `at` is a miss of its network; a network
-        with `SUSPECT_MISSES`, or crowded, and no answer this round is suspect."""
-        networks = self.tree.networks
-        for p in probed:
-            if networks.get(p) is not None and self.answers.get(p, math.inf) > at:
-                self.missed[networks.get(p)] = self.missed.get(networks.get(p), 0) + 1
-        self.heard = {networks.get(p) for p, t in self.answers.items() if t <= at}
-        self.judge()
-
-    def crowd(self, new: list[str]) -> None:
-        """`_Networks.split`: a network with `CROWD` of a look's new providers is suspect at once."""
-        counts: dict[str | None, int] = {}
-        for p in new:
-            counts[self.tree.networks.get(p)] = counts.get(self.tree.networks.get(p), 0) + 1
-        self.crowded |= {n for n, c in counts.items() if n is not None and c >= CROWD}
-        self.judge()
-
-    def judge(self) -> None:
-        missed = {n for n, misses in self.missed.items() if misses >= SUSPECT_MISSES}
-        self.suspect = (missed | self.crowded) - self.heard
-
     def round(self, now: float, count: int, until: float | None) -> float:
         """`Discovery._round`: looks until `count / LOOKUP_SLACK` fresh answers; when it returned."""
         deadline = now + self.config.timeout_s
         deadline = deadline if until is None else min(deadline, until)
         need, before, looks = -(-count // LOOKUP_SLACK), self.confirmed(now), 0
-        self.suspect, self.missed, self.crowded, self.heard = set(), {}, set(), set()
+        self.networks = _Networks()
         while now < deadline:
             providers, took = self.lookup(count, GAP_LEVELS if looks else 0, now)
             now = min(now + took, deadline)
@@ -363,15 +329,16 @@ class Look:
                 break
             if not new:
                 continue
-            self.crowd(new)
-            first = self.turns([p for p in new if self.tree.networks.get(p) not in self.suspect])
-            later = self.turns([p for p in new if self.tree.networks.get(p) in self.suspect])
+            first, later = (
+                [p for p, _ in by_network(side)]
+                for side in self.networks.split([(p, self.tree.addrs[p]) for p in new])
+            )  # the order the probes dial in (`Discovery._waves`)
             ends = [self.probe(p, now) for p in first]
             if first:  # suspect providers alone: probed, and no grace waited for them
                 now = min(max(ends), now + GRACE_S, deadline)
             for p in later:  # after the others' grace (`Discovery._round`)
                 self.probe(p, now)
-            self.graced(first, now)
+            self.networks.graced(first, {p for p, t in self.answers.items() if t <= now})
             if self.confirmed(now) - before >= need:
                 break
         return now
