@@ -341,7 +341,7 @@ class Dht:
                 old_read = True
             if not wants:
                 break
-            answers = await self._ask_keys(wants, found)
+            answers = await self._ask_keys(wants, found, enough=lambda: not short())
             listed = {p for a in answers for p in a.providers}
             keys += len(wants)
             asked.update((shard, a.holds) for shard, a in zip(frontier, answers, strict=False))
@@ -357,21 +357,28 @@ class Dht:
         return ProviderLookup(found, answered, failures, keys)
 
     async def _ask_keys(
-        self, wants: list[tuple[bytes, int, bool]], found: dict[str, list[str]]
+        self,
+        wants: list[tuple[bytes, int, bool]],
+        found: dict[str, list[str]],
+        enough: Callable[[], bool] = lambda: False,
     ) -> list[ProviderLookup]:
-        """Look up several keys at once (key, count, walk: `Kad.lookup_providers`), merging into `found`."""
+        """Look up several keys at once (key, count, walk: `Kad.lookup_providers`), merging each answer
+        into `found` as it comes; once `enough()` holds, the walks still out are cancelled (their keys
+        answer empty): a look past levels of a cheater's keys takes the quickest walk of the level that
+        holds what it needs, not the slowest of the keys read with it."""
         answers: list[ProviderLookup] = [ProviderLookup({}, 0, {}) for _ in wants]
 
-        async def one(index: int, key: bytes, count: int, walk: bool) -> None:
-            answers[index] = await self.kad.lookup_providers(key, count, walk=walk)
-
-        async with trio.open_nursery() as nursery:
-            for index, (key, count, walk) in enumerate(wants):
-                nursery.start_soon(one, index, key, count, walk)
-        for answer in answers:
+        async def one(index: int, key: bytes, count: int, walk: bool, scope: trio.CancelScope) -> None:
+            answers[index] = answer = await self.kad.lookup_providers(key, count, walk=walk)
             for peer, addrs in answer.providers.items():
                 known = found.setdefault(peer, [])
                 known.extend(a for a in addrs if a not in known)
+            if enough():
+                scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            for index, (key, count, walk) in enumerate(wants):
+                nursery.start_soon(one, index, key, count, walk, nursery.cancel_scope)
         return answers
 
     async def providers(

@@ -5,7 +5,11 @@ key's providers after a second of trio's virtual clock: the time a lookup takes 
 
 The tree: 200 Sybils from 5 /24s (4 of each network a key, the most the servers' places rule keeps)
 fill levels 0-2 and part of 3; honest workers, each on a /24 of its own, fill level 3's rest and
-below (as `benchmarks/swarm_sybil.py` places them at 10,000 devices)."""
+below (as `benchmarks/swarm_sybil.py` places them at 10,000 devices).
+
+A look that reads several keys at once ends with the first walks that give it enough (`Dht._ask_keys`):
+a key of the cheater's whose walk is slow (its servers stall) does not hold a look that a quicker key
+has filled."""
 
 from __future__ import annotations
 
@@ -79,3 +83,23 @@ async def test_without_a_discount_a_lookup_reads_one_level_a_walk_as_before(
     found, root = await _look(None)
     assert len(found.keys() - root) >= 4
     assert trio.current_time() == 1.0  # level 1's forty count: no level below read
+
+
+class _SlowKeys(_Kad):
+    """`_Kad` where the Sybils' keys (levels 0-2) take 3 s a walk and the others 1 s."""
+
+    async def lookup_providers(self, key: bytes, count: int, *, walk: bool = True) -> ProviderLookup:
+        listed = self.keys.get(key, []) if walk else []
+        await trio.sleep(3.0 if listed and all(p.startswith("s") for p in listed) else 1.0)
+        return ProviderLookup({p: self.addrs[p] for p in listed}, 20, {}, holds=len(listed))
+
+
+async def test_a_look_of_several_keys_ends_with_the_quickest_that_fills_it(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    kad = _SlowKeys()
+    # levels 0-3 at once (the discovery's first look past suspect networks digs so): level 3 holds honest
+    found = await Dht(cast(Kad, kad)).lookup(None, 4, discount=_suspect, dig=4)
+    assert len([p for p in found.providers if p.startswith("h")]) >= 4
+    assert trio.current_time() == 1.0  # not the 3 s of the cheater's slow keys read with it
