@@ -203,12 +203,33 @@ class Look:
     holders: dict[int, set[int]] = field(default_factory=dict)
     networks: _Networks = field(default_factory=_Networks)
     """This round's word on its providers' networks: the discovery's own (`discovery._Networks`)."""
+    verdicts: list[tuple[float, str, bool]] = field(default_factory=list)
+    """Probes' words on their networks not yet given: (when, provider, heard), `Discovery._confirm`:
+    a miss once a probe held its slot `PROBE_SLOT_S` unanswered (or ended so), heard when it answers."""
+
+    pending: list[tuple[str, float]] = field(default_factory=list)
+    """Suspect networks' providers waiting for a slot behind every other probe (`discovery._Slots`),
+    and since when: each takes the first slot free once no other probe waits."""
+
+    def drain(self, until: float) -> None:
+        """Start the suspect networks' probes that a slot takes by `until` (the others booked first)."""
+        while self.pending and max(min(self.slots), self.pending[0][1]) <= until:
+            provider, since = self.pending.pop(0)
+            self.probe(provider, since)
+
+    def judge(self, now: float) -> None:
+        """Give the round's networks every probe's word due by `now`."""
+        self.drain(now)
+        due = [v for v in self.verdicts if v[0] <= now]
+        self.verdicts = [v for v in self.verdicts if v[0] > now]
+        for _, provider, heard in sorted(due):
+            (self.networks.hear if heard else self.networks.miss)(provider)
 
     def skip(self, now: float) -> set[str]:
         """What a look at `now` skips (`Discovery.silent` and the known): every provider collected,
         less those silent whose span has ended."""
         back = {p for p, span in self.spans.items() if self.done_at[p] + span <= now}
-        return self.seen - back
+        return (self.seen - back) | {p for p, _ in self.pending}  # and those waiting for a slot
 
     def miss(self, provider: str, first_s: float = SILENT_FIRST_S) -> None:
         """`Discovery._silence`: a provider that did not answer is silent for its next span."""
@@ -232,22 +253,28 @@ class Look:
             old_key = not old and not frontier and short
             if not frontier and not old_key:
                 break
-            times, step = [], set()
+            walks: list[tuple[float, list[str]]] = []
             for shard in frontier:
                 listed = self.tree.members.get(shard, [])
-                step.update(listed)
                 key = kad_id(shard.dht_key)
                 if key not in self.holders:
                     self.holders[key] = self.swarm.holders(key)
                 holders = self.holders[key]
-                times.append(walk(self.swarm, self.sizes, self.start, key, holders, len(listed)).t)
+                walks.append((walk(self.swarm, self.sizes, self.start, key, holders, len(listed)).t, listed))
                 asked[shard] = len(listed)
-                found.update(listed)
             if old_key:  # the old `v1` key, at the servers we know (no worker of before issue 43)
                 old = True
                 v1 = kad_id(capability_dht_key(None))
-                times.append(local_ask(self.swarm, self.sizes, self.start, v1)[0])
-            took += max(times, default=0.0)
+                walks.append((local_ask(self.swarm, self.sizes, self.start, v1)[0], []))
+            step: set[str] = set()
+            last = 0.0
+            for at, listed in sorted(walks, key=lambda w: w[0]):  # `Dht._ask_keys`: ends once enough
+                step.update(listed)
+                found.update(listed)
+                last = at
+                if counted() >= count:
+                    break
+            took += last
             if counted() >= count:
                 break
             fresh = [self.networks.discounted(self.tree.addrs[p]) for p in step - skip]
@@ -301,16 +328,21 @@ class Look:
                 self.behaviour, trip
             )
             self.miss(provider)
+            self.verdicts.append((min(over, begin + PROBE_SLOT_S), provider, False))
         else:
             if provider in self.nat:  # through a gate's circuit: two legs
                 trip += rtt(self.swarm) * (OPEN_RTTS + CONNECT_RTTS)
             over = begin + trip
             self.answers[provider] = over
+            if over > begin + PROBE_SLOT_S:
+                self.verdicts.append((begin + PROBE_SLOT_S, provider, False))
+            self.verdicts.append((over, provider, True))
         self.slots[i] = min(over, begin + PROBE_SLOT_S)
         self.done_at[provider] = over
         return over
 
     def confirmed(self, at: float) -> int:
+        self.drain(at)
         return sum(1 for t in self.answers.values() if t <= at)
 
     def round(self, now: float, count: int, until: float | None) -> float:
@@ -318,8 +350,10 @@ class Look:
         deadline = now + self.config.timeout_s
         deadline = deadline if until is None else min(deadline, until)
         need, before, looks = -(-count // LOOKUP_SLACK), self.confirmed(now), 0
-        self.networks = _Networks()
+        self.networks, self.verdicts = _Networks(), []
+        self.drain(now)
         while now < deadline:
+            self.judge(now)
             providers, took = self.lookup(count, GAP_LEVELS if looks else 0, now)
             now = min(now + took, deadline)
             new, now = self.collect(providers, now, deadline)
@@ -333,12 +367,13 @@ class Look:
                 [p for p, _ in by_network(side)]
                 for side in self.networks.split([(p, self.tree.addrs[p]) for p in new])
             )  # the order the probes dial in (`Discovery._waves`)
+            self.drain(now)
             ends = [self.probe(p, now) for p in first]
             if first:  # suspect providers alone: probed, and no grace waited for them
-                now = min(max(ends), now + GRACE_S, deadline)
-            for p in later:  # after the others' grace (`Discovery._round`)
-                self.probe(p, now)
-            self.networks.graced(first, {p for p, t in self.answers.items() if t <= now})
+                wave = [min(t for t, q, _ in self.verdicts if q == p) for p in first[:PROBE_SLOTS]]
+                now = min(max(min(max(ends), now + GRACE_S), *wave), deadline)  # and the first wave's word
+            self.judge(now)
+            self.pending += [(p, now) for p in later]  # after the others' grace, behind their probes
             if self.confirmed(now) - before >= need:
                 break
         return now

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -127,13 +128,16 @@ class Discovery:
       `GAP_LEVELS` below keys that are not full (Sybils that filled a key and left: their records
       expired above the honest workers that spilled under them, `shards.below_gaps`);
     - Sybils from a few networks fill every key they can, 4 of each (`node.p2p.places`), level after
-      level: a network whose providers did not answer within a grace, or that crowds a look, is
-      suspect for the round (`_Networks`), and a later look reads past its providers at once, deeper
-      to begin with, probing them after the others (200 Sybils on 5 /24s at 10,000 devices: the 2nd
-      honest worker at 2.84 s, 7.47 s when each level cost a grace and a walk);
+      level: a network whose provider's probe held its slot a whole `PROBE_SLOT_S` unanswered, or that
+      crowds a look, is suspect for the round (`_Networks`), and a later look reads past its
+      providers at once, deeper to begin with (`Dht.lookup` ends with the quickest walks that fill
+      it), probing them after the others; their probes wait for a slot behind every other's (`_Slots`)
+      (200 Sybils on 5 /24s at 10,000 devices: the 2nd honest worker at 2.08 s, 1.40x the swarm
+      without them; 7.47 s when each level cost a grace and a walk);
     - probes dial `PROBE_SLOTS` at a time, one of each network's in turn (`by_network`, `_waves`), and
       a probe holds its slot at most `PROBE_SLOT_S`: a stalling provider holds one slot half a second,
-      once, never the budget (`_confirm`).
+      once, never the budget (`_confirm`); the look's grace ends when the first wave's probes have
+      each answered or held their slots that long.
 
     The cheater's view: a Sybil sees the public shard keys and can fill their places first, answer
     nothing, stall, or answer junk; it cannot choose what the round does after `GRACE_S` (a
@@ -181,7 +185,7 @@ class Discovery:
         """Every provider a look listed (each was probed, or skipped as silent: it did not answer)."""
         self._late: list[sch.PeerView] = []
         """Views confirmed by probes that outlived their round (the next one takes them)."""
-        self._slots = trio.CapacityLimiter(PROBE_SLOTS)
+        self._slots = _Slots(PROBE_SLOTS)
         self._in_flight = trio.CapacityLimiter(PROBES_IN_FLIGHT)
         self.empty_cause: Shortfall | None = None
         """Why `initial` found no worker (None when it found some)."""
@@ -287,7 +291,8 @@ class Discovery:
         self, probes: trio.Nursery, *, wait: bool, until: float | None = None
     ) -> tuple[sch.PeerView, ...]:
         known = frozenset(self._known | self._exclude)
-        answers = _Answers(self._late, self._late_answer)
+        networks = _Networks()
+        answers = _Answers(self._late, self._late_answer, networks)
         self._late = []
         views = answers.views
         seen: set[str] = set()
@@ -295,9 +300,8 @@ class Discovery:
         if until is not None:
             deadline = min(deadline, until)
         need = None if self._count is None else -(-self._count // LOOKUP_SLACK)
-        batch: list[trio.Event] = []
+        batch: list[_Probe] = []
         looks = 0
-        networks = _Networks()
         while trio.current_time() < deadline:
             skip = self.silent() | seen
             try:
@@ -324,10 +328,12 @@ class Discovery:
             batch = self._probe_all(probes, first, answers)
             if first:  # a look of suspect providers alone waits for none of them: the next reads on
                 with trio.move_on_at(min(trio.current_time() + GRACE_S, deadline)):
-                    for done in batch:
-                        await done.wait()
-            batch += self._probe_all(probes, later, answers)  # after the others' grace: never dropped
-            networks.graced([p for p, _ in first], {v.peer_id for v in views})
+                    for probe in batch:
+                        await probe.over.wait()
+                with trio.move_on_at(deadline):  # and for the first wave's word on their networks
+                    for probe in batch[:PROBE_SLOTS]:
+                        await probe.judged.wait()
+            batch += self._probe_all(probes, later, answers, suspect=True)  # after the others' grace
             fresh = sum(1 for v in views if v.peer_id not in known)
             # The spares (`LOOKUP_SLACK`) are sought by later rounds, not here: past providers that
             # stall (Sybils a few to a key, `node.p2p.places`) each look deeper costs `GRACE_S`.
@@ -335,20 +341,26 @@ class Discovery:
                 break
         self._listed |= seen
         if wait:
-            for done in batch:
-                await done.wait()
+            for probe in batch:
+                await probe.over.wait()
         answers.ended = True  # an answer from now on joins the next round (`_late`)
         views = list(answers.views)
         self._known.update(v.peer_id for v in views)
         return tuple(sorted(with_claims(views), key=lambda v: v.peer_id))
 
     def _probe_all(
-        self, probes: trio.Nursery, providers: Sequence[tuple[str, tuple[str, ...]]], answers: _Answers
-    ) -> list[trio.Event]:
+        self,
+        probes: trio.Nursery,
+        providers: Sequence[tuple[str, tuple[str, ...]]],
+        answers: _Answers,
+        *,
+        suspect: bool = False,
+    ) -> list[_Probe]:
         """Probe each provider (`_confirm`), each network's in turn with the others' (`by_network`), in
-        waves of `PROBE_SLOTS` (`_waves`); the events each probe sets when it is over or will not run."""
+        waves of `PROBE_SLOTS` (`_waves`); the events each probe sets (`_Probe`). `suspect`: providers
+        of suspect networks, whose probes wait for a slot behind every other's (`_Slots`)."""
         ordered = by_network(providers)
-        batch = [trio.Event() for _ in ordered]
+        batch = [_Probe(suspect) for _ in ordered]
         self._probing.update(peer_id for peer_id, _ in ordered)
         probes.start_soon(self._waves, probes, ordered, tuple(batch), answers)
         return batch
@@ -357,7 +369,7 @@ class Discovery:
         self,
         probes: trio.Nursery,
         ordered: Sequence[tuple[str, tuple[str, ...]]],
-        batch: Sequence[trio.Event],
+        batch: Sequence[_Probe],
         answers: _Answers,
     ) -> None:
         """Start `PROBE_SLOTS` probes, the next as many once those are over or held their slots
@@ -373,11 +385,11 @@ class Discovery:
                     started = i + 1
                 with trio.move_on_after(PROBE_SLOT_S):
                     for i in wave:
-                        await batch[i].wait()
+                        await batch[i].over.wait()
         finally:
-            for (peer_id, _), done in zip(ordered[started:], batch[started:], strict=True):
+            for (peer_id, _), probe in zip(ordered[started:], batch[started:], strict=True):
                 self._probing.discard(peer_id)
-                done.set()
+                probe.end()
 
     def _late_answer(self, view: sch.PeerView) -> None:
         self._late.append(view)
@@ -393,26 +405,38 @@ class Discovery:
             return  # silent already: one miss a span
         self._silent[peer] = (now, silent_span(None if last is None else last[1]))
 
-    async def _confirm(self, peer_id: str, addrs: tuple[str, ...], views: _Answers, done: trio.Event) -> None:
-        """Probe one provider: a slot while it dials, for at most `PROBE_SLOT_S`, then on without it."""
+    async def _confirm(self, peer_id: str, addrs: tuple[str, ...], views: _Answers, probe: _Probe) -> None:
+        """Probe one provider: a slot while it dials, for at most `PROBE_SLOT_S`, then on without it;
+        one that has not answered by then is a miss of its network (`_Answers.judge`)."""
         try:
-            async with self._in_flight:
-                await self._slots.acquire()
-                held = True
-                try:
-                    async with trio.open_nursery() as nursery:
-                        answered = trio.Event()
-                        nursery.start_soon(self._probe_then, peer_id, addrs, views, answered)
-                        with trio.move_on_after(PROBE_SLOT_S):
-                            await answered.wait()
-                        self._slots.release()
-                        held = False
-                finally:
-                    if held:
-                        self._slots.release()
+            async with self._in_flight, self._slot(probe.suspect) as release, trio.open_nursery() as nursery:
+                answered = trio.Event()
+                nursery.start_soon(self._probe_then, peer_id, addrs, views, answered)
+                with trio.move_on_after(PROBE_SLOT_S):
+                    await answered.wait()
+                release()
+                views.judge(peer_id)
+                probe.judged.set()
         finally:
             self._probing.discard(peer_id)
-            done.set()
+            probe.end()
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, suspect: bool) -> AsyncIterator[Callable[[], None]]:
+        """A probe's slot for the block, or until the `release` it yields is called."""
+        await self._slots.acquire(suspect)
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self._slots.release()
+
+        try:
+            yield release
+        finally:
+            release()
 
     async def _probe_then(
         self, peer_id: str, addrs: tuple[str, ...], views: _Answers, answered: trio.Event
@@ -470,8 +494,10 @@ def provider_network(addrs: Sequence[str]) -> str | None:
 class _Networks:
     """One round's word on the networks its providers are on (`provider_network`).
 
-    A network is suspect once `SUSPECT_MISSES` of its providers were unanswered at a grace's end, or
-    once a look lists `CROWD` new providers of it, and none of its providers answered in the round: a
+    A network is suspect once `SUSPECT_MISSES` of its providers had not answered when their probes had
+    held a slot `PROBE_SLOT_S` (a probe still waiting for its wave is judged when it has: an honest
+    worker queued behind a look's first wave is no miss), or once a look lists `CROWD` new providers
+    of it, and none of its providers answered in the round: a
     later look counts its providers no more (`Dht.lookup`'s `discount`: it reads on past them at once,
     two levels deeper to begin with, `DIG_SUSPECT`, to where honest workers spilled) and probes them
     only after the grace of the others it found (`split`), never not at all; a look that found
@@ -514,34 +540,107 @@ class _Networks:
         later = [(p, a) for p, a in new if self.of[p] in self.suspect]
         return first, later
 
-    def graced(self, probed: Sequence[str], answered: set[str]) -> None:
-        """At a grace's end: each of `probed` not in `answered` is a miss of its network."""
-        for peer in probed:
-            network = self.of.get(peer)
-            if network is not None and peer not in answered:
-                self.missed[network] = self.missed.get(network, 0) + 1
-        self.heard = {self.of.get(peer) for peer in answered}
+    def miss(self, peer: str) -> None:
+        """`peer` had not answered when its probe's slot time was over: a miss of its network."""
+        network = self.of.get(peer)
+        if network is not None:
+            self.missed[network] = self.missed.get(network, 0) + 1
+            self._judge()
+
+    def hear(self, peer: str) -> None:
+        """`peer` answered (in its slot time or after): its network is heard for the round."""
+        self.heard.add(self.of.get(peer))
         self._judge()
 
     def _judge(self) -> None:
         missed = {n for n, misses in self.missed.items() if misses >= SUSPECT_MISSES}
-        self.suspect = (missed | self.crowded) - self.heard
+        suspect = (missed | self.crowded) - self.heard
+        for network in sorted(suspect - self.suspect):
+            why = f"{CROWD} or more new providers in one look" if network in self.crowded else "unanswered"
+            log.warning(
+                "network %s is suspect for this round (%s): its providers are probed last", network, why
+            )
+        self.suspect = suspect
 
 
 @dataclass
 class _Answers:
-    """A round's confirmed views; once the round has `ended`, a probe that answers late hands its view
-    to `late` (the discovery's, for the next round)."""
+    """A round's confirmed views, each heard by the round's `networks`; once the round has `ended`, a
+    probe that answers late hands its view to `late` (the discovery's, for the next round)."""
 
     views: list[sch.PeerView]
     late: Callable[[sch.PeerView], None]
+    networks: _Networks
     ended: bool = False
+    answered: set[str] = field(default_factory=set)
 
     def add(self, view: sch.PeerView) -> None:
+        self.answered.add(view.peer_id)
+        self.networks.hear(view.peer_id)
         if self.ended:
             self.late(view)
         else:
             self.views.append(view)
+
+    def judge(self, peer: str) -> None:
+        """`peer`'s probe held its slot as long as a probe may (or is over): unanswered, a miss."""
+        if peer not in self.answered:
+            self.networks.miss(peer)
+
+
+class _Slots:
+    """`total` probe slots; a probe of a suspect network's provider waiting for one is served after
+    every other waiting probe (each kind first come, first served). A suspect network's providers are
+    probed still, never dropped, with every slot when nothing else waits (a framed honest worker is
+    not slowed), but a cheater's hundreds queued after one look's grace do not hold the slots for
+    seconds ahead of the honest providers the next look finds (at 10,000 devices, `devices: 100` under
+    200 Sybils on 5 /24s: `benchmarks/swarm_sybil.py`)."""
+
+    def __init__(self, total: int) -> None:
+        self.free = total
+        self._first = trio.lowlevel.ParkingLot()
+        self._later = trio.lowlevel.ParkingLot()
+
+    def _may(self, suspect: bool) -> bool:
+        return self.free > 0 and (not suspect or not self._first)
+
+    async def acquire(self, suspect: bool) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._may(suspect) and not (self._later if suspect else self._first):
+            self.free -= 1
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        try:
+            while not self._may(suspect):
+                await (self._later if suspect else self._first).park()
+        except BaseException:
+            self._wake()  # a wake-up this probe took, handed on
+            raise
+        self.free -= 1
+        self._wake()  # more free slots than this one: the next waiting probe too
+
+    def release(self) -> None:
+        self.free += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.free > 0:
+            (self._first if self._first else self._later).unpark()
+
+
+@dataclass
+class _Probe:
+    """One probe's events: `judged` once it answered or held its slot `PROBE_SLOT_S` (its network's
+    word given, `_Answers.judge`), `over` once it ended or will not run."""
+
+    suspect: bool = False
+    """A suspect network's provider: it waits for a slot behind the others' (`_Slots`)."""
+    judged: trio.Event = field(default_factory=trio.Event)
+    over: trio.Event = field(default_factory=trio.Event)
+
+    def end(self) -> None:
+        self.judged.set()
+        self.over.set()
 
 
 def _view(advert: AdvertBody, load: Load, host: str = "") -> sch.PeerView:

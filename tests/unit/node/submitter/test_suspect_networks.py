@@ -25,6 +25,7 @@ from node.submitter.discovery import (
     LOOKUP_SLACK,
     Discovery,
     DiscoveryConfig,
+    _Slots,
     provider_network,
 )
 from protocol import AdvertBody, Load
@@ -149,3 +150,82 @@ def test_a_providers_network_is_its_first_direct_address_and_local_ones_are_neve
     assert provider_network(("/ip6/2a00:1450:4001:2::5/tcp/4001",)) == "2a00:1450:4001::/48"
     assert provider_network(("/ip4/127.0.0.1/tcp/1", "/ip4/10.1.2.3/tcp/1")) is None
     assert provider_network(("/dns4/example.org/tcp/1",)) is None
+
+
+class _Queued(_Tree):
+    """One level: 16 Sybils, each on a /24 of its own (none crowded), listed before 8 honest workers
+    on theirs: the look's first wave is the Sybils', the honest workers wait for its slots. Records
+    each look's word on the honest workers' networks (`discount`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        sybils = [f"q{i}" for i in range(16)]
+        honest = [f"h{i}" for i in range(8)]
+        self.addrs = {p: _addr(f"45.0.{i}.1", p) for i, p in enumerate(sybils)}
+        self.addrs |= {p: _addr(f"20.0.{i}.1", p) for i, p in enumerate(honest)}
+        self.levels = [sybils + honest]
+        self.discounted: list[bool] = []
+
+    async def find_providers(self, *, discount: Any = None, **kwargs: Any) -> dict[str, tuple[str, ...]]:
+        if discount is not None:
+            self.discounted += [discount(self.addrs[p]) for p in self.addrs if p.startswith("h")]
+        return await super().find_providers(discount=discount, **kwargs)
+
+    async def profile_and_host_at(
+        self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
+    ) -> tuple[AdvertBody, Load, str]:
+        if peer_id.startswith("q"):
+            self.probes.append((trio.current_time(), peer_id))
+            await trio.sleep_forever()
+        await trio.sleep(0.05)
+        return advertised(peer_id).advert, Load(), "20.0.0.1"
+
+
+async def test_an_honest_worker_queued_behind_a_stalling_wave_is_no_miss_of_its_network(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """The Sybils hold the first wave's 16 slots for `PROBE_SLOT_S`; the honest workers are probed in
+    the next wave, after the look's grace. A probe is judged when it has held its slot as long as a
+    probe may: theirs had not started at the grace's end, so their networks are not suspect and a
+    later look counts them (before, every provider unanswered at the grace's end was a miss: a look of
+    more providers than a wave's slots made honest networks suspect by the hundred at 10,000 devices)."""
+    mock_clock.autojump_threshold = 0
+    tree = _Queued()
+    discovery = Discovery(cast(Node, tree), DiscoveryConfig(want=8, count=8 * LOOKUP_SLACK, timeout_s=5.0))
+    found = await discovery.round()
+    assert {v.peer_id for v in found} >= {f"h{i}" for i in range(8)}
+    assert tree.discounted
+    assert not any(tree.discounted)
+
+
+async def test_a_suspect_networks_probe_waits_for_a_slot_behind_every_other() -> None:
+    """`_Slots`: a probe of a suspect network's provider queued first is served after one queued later
+    for a provider of another network; each kind in its turn; a waiter cancelled hands its wake-up on."""
+    slots = _Slots(1)
+    order: list[str] = []
+
+    async def probe(name: str, suspect: bool) -> None:
+        await slots.acquire(suspect)
+        order.append(name)
+        await trio.sleep(0.1)
+        slots.release()
+
+    await slots.acquire(False)  # every slot held
+    async with trio.open_nursery() as nursery:
+        for name, suspect in (("s1", True), ("s2", True), ("h1", False), ("h2", False)):
+            nursery.start_soon(probe, name, suspect)
+            await trio.testing.wait_all_tasks_blocked()
+        cancelled = trio.CancelScope()
+
+        async def gives_up() -> None:
+            with cancelled:
+                await slots.acquire(False)
+                order.append("never")
+
+        nursery.start_soon(gives_up)
+        await trio.testing.wait_all_tasks_blocked()
+        cancelled.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        slots.release()
+    assert order == ["h1", "h2", "s1", "s2"]
+    assert slots.free == 1
