@@ -22,6 +22,7 @@ import functools
 import inspect
 import os
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "trio_deadline(seconds): the trio deadline of this test body (default 240 s)"
     )
     _set_probe_cache(config)
+    _set_tmpdir(config)
 
 
 # A test that compares timings measured here (replicas of one device class must agree within a band
@@ -154,6 +156,18 @@ def _set_probe_cache(config: pytest.Config) -> None:
     base: Path = getattr(config, "_tmp_path_factory").getbasetemp()  # noqa: B009  (pytest's own, no public name)
     folder = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
     os.environ[PROBE_CACHE_ENV] = str(folder / "probe-cache")
+
+
+def _set_tmpdir(config: pytest.Config) -> None:
+    """Every process the suite starts keeps its temporary files in the run's own folder, which pytest
+    removes with the run's other folders (it keeps the last three). A node killed by a lab (SIGKILL,
+    as a fault lab means it) leaves its measuring child's folder and multiprocessing's fork-server
+    folder behind; in /tmp that was some 600 folders a run (`sark-child-*`, `pymp-*`)."""
+    base: Path = getattr(config, "_tmp_path_factory").getbasetemp()  # noqa: B009  (as above)
+    folder = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "tmp"
+    folder.mkdir(exist_ok=True)
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None  # read again from TMPDIR by this process's next temporary file
 
 
 def _under_deadline(test: Callable[..., Awaitable[None]], seconds: float) -> Callable[..., Awaitable[None]]:

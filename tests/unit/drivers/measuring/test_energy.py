@@ -117,7 +117,8 @@ SETPRIV = shutil.which("setpriv")
 @pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0, reason="needs root and setpriv to drop to nobody")
 def test_counters_only_root_may_read_are_named() -> None:
     assert SETPRIV is not None
-    root = Path(tempfile.mkdtemp(prefix="sark-powercap-"))  # a folder an unprivileged user may enter
+    # a folder an unprivileged user may enter: in /tmp, not the run's TMPDIR (root's alone, tests/conftest.py)
+    root = Path(tempfile.mkdtemp(prefix="sark-powercap-", dir="/tmp"))
     try:
         root.chmod(0o755)
         zone(root, "intel-rapl:0", "package-0", PACKAGE_RANGE_UJ)
