@@ -501,7 +501,8 @@ class Kad:
         try:
             return bytes(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
         finally:
-            with trio.move_on_after(CLOSE_S, shield=True):  # a walk cancelled mid-read ends its stream
+            with trio.move_on_after(CLOSE_S) as closing:
+                closing.shield = True  # a walk cancelled mid-read ends its stream still
                 await stream.close()
 
     async def _ask_servers(
