@@ -594,7 +594,14 @@ class _Slots:
     probed still, never dropped, with every slot when nothing else waits (a framed honest worker is
     not slowed), but a cheater's hundreds queued after one look's grace do not hold the slots for
     seconds ahead of the honest providers the next look finds (at 10,000 devices, `devices: 100` under
-    200 Sybils on 5 /24s: `benchmarks/swarm_sybil.py`)."""
+    200 Sybils on 5 /24s: `benchmarks/swarm_sybil.py`).
+
+    The cheater's view: it chooses which networks its records name, an honest worker's too (framed:
+    that worker's probe then waits here). What such a probe waits behind is the probes of providers on
+    networks not suspect when their look listed them: fewer than `CROWD` of each network a look, and
+    each network of the cheater's suspect once one of its providers held a slot `PROBE_SLOT_S`
+    unanswered. So it holds a framed worker back by at most about (`CROWD` - 1) x its networks x
+    `PROBE_SLOT_S` / `PROBE_SLOTS` (20 /24s: under 2 s), and never drops it."""
 
     def __init__(self, total: int) -> None:
         self.free = total
