@@ -9,7 +9,7 @@ node a lab starts.
 A lab run starts some 400 node processes; each paid those imports anew, about 1 of its CPU-seconds
 (a `peers` that finds no gate: 1.05 CPU-s started fresh, 0.2 forked). A forked child is the process
 `python -P -c CODE` would be from the point those imports end: its argv (`-c` and its arguments),
-environment, working directory, session and standard streams are the caller's; its interpreter
+environment, working directory, session, standard streams and CPU affinity are the caller's; its interpreter
 settings (`PYTHON*` variables, locale, the labs' pacing hook on PYTHONPATH, `SARK_LAB_*`) are its
 server's, which is started with the caller's; it runs CODE in `__main__` and ends as any interpreter
 does (its exit code, atexit, a traceback). Nothing imported reads its environment at import time
@@ -321,6 +321,7 @@ def _request(
         "env": dict(env),
         "cwd": str(cwd if cwd is not None else os.getcwd()),
         "session": session,
+        "cpus": sorted(os.sched_getaffinity(0)),  # as a spawned child inherits them (`kit.load`'s cores)
     }
 
 
@@ -387,6 +388,7 @@ def _become(request: dict[str, Any], fds: list[int]) -> str:
             os.close(fd)
     if request["netns"] is not None:
         _enter(request["netns"])
+    os.sched_setaffinity(0, request["cpus"])
     try:
         os.chdir(request["cwd"])
     except OSError as e:

@@ -1,6 +1,7 @@
 """The labs' fork server (`kit.zygote`): a `sark-node` a lab starts is a fork of one process that
 imported py-libp2p and the node's own modules once, and is otherwise the process `python -P -c CODE`
-would be: the caller's argv, environment, working directory, session and streams, its own exit code.
+would be: the caller's argv, environment, working directory, session, streams and CPU affinity, its own
+exit code.
 
 What makes the labs cheaper is pinned here as its cause, never as a time: the child's first line finds
 the preloads already imported (a fresh interpreter finds none of them), and its parent is the server.
@@ -30,6 +31,7 @@ print(json.dumps({
     "argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("ZYGOTE_TEST"),
     "parent": os.getppid(), "session": os.getsid(0) == os.getpid(), "me": os.getpid(),
     "sitecustomize": getattr(sys.modules.get("sitecustomize"), "__file__", None),
+    "cpus": sorted(os.sched_getaffinity(0)),
 }), flush=True)
 """
 WATCHED = ["libp2p", "trio", "node.cli", "node.p2p.node", "node.submitter.run", "gate", "torch"]
@@ -72,6 +74,20 @@ def test_each_child_reads_its_own_temporary_folder_not_its_servers(tmp_path: Pat
         seen.append(_seen(zygote.run(argv, capture_output=True, text=True, timeout=120, env=env)))
     assert [s["temp"] for s in seen] == [str(tmp_path / "first"), str(tmp_path / "second")]
     assert seen[0]["parent"] == seen[1]["parent"]  # one server
+
+
+def test_a_child_runs_on_the_callers_cores(tmp_path: Path) -> None:
+    """A spawned process inherits its parent's CPU affinity, and so does a forked one: a lab that keeps
+    its load and its nodes on one core (`kit.load.Load`'s `cores`) keeps its forked nodes there too."""
+    argv = [*zygote.PYTHON_C, SEEN]
+    everyone = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, everyone[-1:])
+    try:
+        seen = _seen(zygote.run(argv, capture_output=True, text=True, timeout=120))
+    finally:
+        os.sched_setaffinity(0, everyone)
+    assert seen["cpus"] == everyone[-1:]
+    assert _seen(zygote.run(argv, capture_output=True, text=True, timeout=120))["cpus"] == everyone
 
 
 NET_SEEN = """
