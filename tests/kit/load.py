@@ -7,6 +7,9 @@ user's busy machine has instead of whatever the machine happens to be doing.
     with Bursts(4):      # the same four, each busy and idle in turns of a few hundred ms
         run_the_lab()
 
+    with Load(4, cores=own_core()):   # four on one core, the lab's processes there with them
+        run_the_lab()
+
 `python -m kit.load N SECONDS [bursty]` (from tests/) holds the same load from a shell, to time a
 command beside it (README's fast tier and full suite at load 4 were measured so). `Bursts` is the
 weather of a machine shared with other sessions' work (test runs, builds): a spell of every core
@@ -14,6 +17,13 @@ busy, then a spell of none, each of `ON_S`/`OFF_S` on average, drawn anew each t
 measurement of a few hundred ms is hit whole, in part or not at all. Each spinner is a plain
 busy loop in its own process at the caller's priority, as another user's work would be; they stop
 when the block ends, when the caller dies (each watches its parent), or after `most_s` at the latest.
+
+`cores`: the caller's thread and everything it starts in the block (its spinners, the lab's processes,
+the kit's forked nodes: `kit.zygote` gives a child its caller's affinity) run on those cores alone.
+A lab's weather is then its own: four spinners on one core press the lab's processes as eight on
+two did, and the suite's other tests run on the other core beside it instead of under it (eight
+spinners on both cores took some 270 of a suite's 2,760 CPU-seconds, docs/testing.md). `own_core()`
+is one core of this process's, a different one for each xdist worker where there are enough.
 """
 
 from __future__ import annotations
@@ -61,10 +71,12 @@ def _burst(parent: int, until: float, on_s: float, off_s: float, seed: int) -> N
 class Load:
     """`processes` busy-looping processes for the `with` block (see the module docstring)."""
 
-    def __init__(self, processes: int, most_s: float = MOST_S) -> None:
+    def __init__(self, processes: int, most_s: float = MOST_S, cores: set[int] | None = None) -> None:
         self.processes = processes
         self.most_s = most_s
+        self.cores = cores
         self._procs: list[multiprocessing.process.BaseProcess] = []
+        self._before: set[int] | None = None
 
     @property
     def pids(self) -> list[int]:
@@ -72,6 +84,9 @@ class Load:
         return [p.pid for p in self._procs if p.pid is not None]
 
     def __enter__(self) -> Load:
+        if self.cores is not None:
+            self._before = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, self.cores)  # this thread's: what it starts inherits it
         context = multiprocessing.get_context("spawn")
         until = time.monotonic() + self.most_s
         for _ in range(self.processes):
@@ -93,6 +108,9 @@ class Load:
         for proc in self._procs:
             proc.join(10)
         self._procs.clear()
+        if self._before is not None:
+            os.sched_setaffinity(0, self._before)
+            self._before = None
 
 
 class Bursts(Load):
@@ -109,6 +127,15 @@ class Bursts(Load):
 
     def _args(self, parent: int, until: float) -> tuple[object, ...]:
         return parent, until, self.on_s, self.off_s, self.seed
+
+
+def own_core() -> set[int]:
+    """One core of this process's: the xdist worker's index-th (gw0 the first, gw1 the second, ...,
+    round the cores), so that two labs with loads of their own on two workers take two cores."""
+    cores = sorted(os.sched_getaffinity(0))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    return {cores[index % len(cores)]}
 
 
 def main(argv: list[str]) -> None:

@@ -7,11 +7,12 @@ exactly, ran into pytest-timeout's 300 s (the CI run at 897da93 lost an xdist wo
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
 import psutil
-from kit.load import Bursts, Load
+from kit.load import Bursts, Load, own_core
 
 LOOKS = 4000
 """Looks at most, `LOOK_S` apart: a bound on observations, not a timing (spells last 25-75 ms)."""
@@ -58,3 +59,16 @@ def test_bursts_run_their_spinners_in_turns_and_stop_them_after() -> None:
         assert _until(both), seen
         assert _grows(spinners)
     assert not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in spinners)
+
+
+def test_a_load_on_one_core_keeps_its_caller_and_spinners_there_and_gives_the_cores_back() -> None:
+    everyone = os.sched_getaffinity(0)
+    core = own_core()
+    assert len(core) == 1
+    assert core <= everyone
+    with Load(2, cores=core) as load:
+        assert os.sched_getaffinity(0) == core
+        spinners = [psutil.Process(pid) for pid in load.pids]
+        assert all(set(s.cpu_affinity()) == core for s in spinners)
+        assert _grows(spinners)
+    assert os.sched_getaffinity(0) == everyone
