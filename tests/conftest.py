@@ -150,12 +150,15 @@ def _cores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 PROBE_CACHE_ENV = "SARK_PROBE_CACHE"
 
 
-def _set_probe_cache(config: pytest.Config) -> None:
-    if PROBE_CACHE_ENV in os.environ:
-        return
+def _run_folder(config: pytest.Config) -> Path:
+    """The run's own temporary folder: pytest's base folder, shared by the xdist workers of one run."""
     base: Path = getattr(config, "_tmp_path_factory").getbasetemp()  # noqa: B009  (pytest's own, no public name)
-    folder = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
-    os.environ[PROBE_CACHE_ENV] = str(folder / "probe-cache")
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
+def _set_probe_cache(config: pytest.Config) -> None:
+    if PROBE_CACHE_ENV not in os.environ:
+        os.environ[PROBE_CACHE_ENV] = str(_run_folder(config) / "probe-cache")
 
 
 def _set_tmpdir(config: pytest.Config) -> None:
@@ -163,8 +166,7 @@ def _set_tmpdir(config: pytest.Config) -> None:
     removes with the run's other folders (it keeps the last three). A node killed by a lab (SIGKILL,
     as a fault lab means it) leaves its measuring child's folder and multiprocessing's fork-server
     folder behind; in /tmp that was some 600 folders a run (`sark-child-*`, `pymp-*`)."""
-    base: Path = getattr(config, "_tmp_path_factory").getbasetemp()  # noqa: B009  (as above)
-    folder = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "tmp"
+    folder = _run_folder(config) / "tmp"
     folder.mkdir(exist_ok=True)
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # read again from TMPDIR by this process's next temporary file

@@ -6,6 +6,7 @@ lab's submitter, may fetch models over plain http from loopback, and use short h
 
 from __future__ import annotations
 
+import csv
 import http.server
 import json
 import os
@@ -187,6 +188,39 @@ def write_campaign(path: Path, body: dict[str, Any]) -> Path:
     shutil.copy(MODEL, path.parent / MODEL.name)
     path.write_text(json.dumps(body))
     return path
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What a discovery lab reads of one `submit` (`submit_devices`)."""
+
+    code: int
+    seconds: float
+    """To discovery: its `discovered` event."""
+    ran: set[str]
+    """The peers its rows completed on."""
+    stderr: str
+
+
+def submit_devices(root: Path, name: str, gate: str, *, netns: str | None = None) -> Submitted:
+    """`submit --events` of a `devices: 2` campaign of the example model on `gate` (in network namespace
+    `netns` if given), as the identity in `root / "submitter"`, its files and stderr in `root / name`."""
+    (root / name).mkdir()
+    job = {"compute_unit": "CPU (ONNX)", "devices": 2, "num_inference_runs": 3, "warmup_runs": 1,
+           "load_runs": 1, "processes": 1, "threads": 1}  # fmt: skip
+    body = {"name": name, "model": {"path": MODEL.name}, "jobs": [job]}
+    path = write_campaign(root / name / "c.yaml", body)
+    args = ["submit", str(path), "--events", "--out", str(root / name / "out"), "--gate", gate]
+    args += ["--data-dir", str(root / "submitter")]
+    done = zygote.run([*SARK, *args], capture_output=True, text=True, timeout=300, netns=netns)
+    (root / name / "stderr.txt").write_text(done.stderr)
+    events = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    (found,) = [e for e in events if e.get("event") == "discovered"]
+    ran: set[str] = set()
+    for csv_path in (root / name / "out").rglob("results.csv"):
+        with csv_path.open(newline="") as f:
+            ran |= {r["WorkerPeerId"] for r in csv.DictReader(f) if r["Status"] == "Complete"}
+    return Submitted(done.returncode, float(found["seconds"]), ran, done.stderr)
 
 
 @pytest.fixture

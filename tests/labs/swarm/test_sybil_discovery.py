@@ -21,17 +21,12 @@ answer" line), not by the lookup.
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import zygote
-from kit.campaignlab import ROOT, CampaignLab, submitter_id, write_campaign
-from kit.procs import SARK
+from kit.campaignlab import ROOT, CampaignLab, submit_devices, submitter_id
 
 SYBILS = 20
 SCRIPT = ROOT / "tests" / "kit" / "sybils.py"
@@ -70,25 +65,9 @@ def swarms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 
 def submit(swarms: dict[str, Any], which: str, name: str) -> tuple[int, float, set[str], str]:
     """`submit` of a `devices: 2` campaign on one gate: its exit code, the seconds to discovery, the
-    peers its rows ran on, and its stderr's last lines."""
-    root: Path = swarms["root"]
-    (root / name).mkdir()
-    job = {"compute_unit": "CPU (ONNX)", "devices": 2, "num_inference_runs": 3, "warmup_runs": 1,
-           "load_runs": 1, "processes": 1, "threads": 1}  # fmt: skip
-    path = write_campaign(
-        root / name / "c.yaml", {"name": name, "model": {"path": "tiny-convnet.onnx"}, "jobs": [job]}
-    )
-    args = ["submit", str(path), "--events", "--out", str(root / name / "out")]
-    args += ["--gate", swarms["gates"][which], "--data-dir", str(root / "submitter")]
-    done = zygote.run([*SARK, *args], capture_output=True, text=True, timeout=300)
-    (root / name / "stderr.txt").write_text(done.stderr)
-    events = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
-    (found,) = [e for e in events if e.get("event") == "discovered"]
-    ran: set[str] = set()
-    for csv_path in (root / name / "out").rglob("results.csv"):
-        with csv_path.open(newline="") as f:
-            ran |= {r["WorkerPeerId"] for r in csv.DictReader(f) if r["Status"] == "Complete"}
-    return done.returncode, float(found["seconds"]), ran, done.stderr
+    peers its rows ran on, and its stderr."""
+    done = submit_devices(swarms["root"], name, swarms["gates"][which])
+    return done.code, done.seconds, done.ran, done.stderr
 
 
 def stalling_then_gone(swarms: dict[str, Any], gate: str, sybils: str, minted: str) -> str:

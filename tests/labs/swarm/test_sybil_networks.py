@@ -20,16 +20,12 @@ probes had ended before the campaign had its workers, are printed (figures, neve
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import zygote
-from kit.campaignlab import ROOT, submitter_id, write_campaign
+from kit.campaignlab import ROOT, submit_devices, submitter_id
 from kit.netns import running
 from kit.procs import SARK, Lab, Proc
 from kit.routed import RoutedNet
@@ -80,31 +76,6 @@ def _worker(lab: Lab, net: RoutedNet, name: str, gate: str, me: str) -> Proc:
     return lab.start(name, [*SARK, *args], ns=net.ns(name))
 
 
-def _submit(swarm: dict[str, Any], name: str) -> tuple[int, float, set[str], str]:
-    """`submit` of a `devices: 2` campaign from the gate's host: its exit code, the seconds to
-    discovery, the peers its rows completed on, and its stderr."""
-    root: Path = swarm["root"]
-    (root / name).mkdir()
-    job = {"compute_unit": "CPU (ONNX)", "devices": 2, "num_inference_runs": 3, "warmup_runs": 1,
-           "load_runs": 1, "processes": 1, "threads": 1}  # fmt: skip
-    path = write_campaign(
-        root / name / "c.yaml", {"name": name, "model": {"path": "tiny-convnet.onnx"}, "jobs": [job]}
-    )
-    args = ["submit", str(path), "--events", "--out", str(root / name / "out"), "--gate", swarm["gate"]]
-    args += ["--data-dir", str(root / "submitter")]
-    done = zygote.run(
-        [*SARK, *args], capture_output=True, text=True, timeout=300, netns=swarm["net"].ns("gate")
-    )
-    (root / name / "stderr.txt").write_text(done.stderr)
-    events = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
-    (found,) = [e for e in events if e.get("event") == "discovered"]
-    ran: set[str] = set()
-    for csv_path in (root / name / "out").rglob("results.csv"):
-        with csv_path.open(newline="") as f:
-            ran |= {r["WorkerPeerId"] for r in csv.DictReader(f) if r["Status"] == "Complete"}
-    return done.returncode, float(found["seconds"]), ran, done.stderr
-
-
 def _suspect(stderr: str) -> set[str]:
     """The networks a run's log says were suspect."""
     return {
@@ -126,10 +97,11 @@ def test_sybils_of_five_networks_are_read_by_network_and_probed_last_stalling_th
         if run == "gone":
             for proc in swarm["sybils"]:
                 swarm["lab"].kill(proc)  # their records stay listed, every dial is refused
-        code, figures[run], ran, err = _submit(swarm, run)
-        assert (code, ran) == (0, swarm["honest"]), err[-3000:]
-        assert _suspect(err) == cheaters, err[-3000:]  # the five, by their records; no honest /24
-        reads[run] = sum(f"peer {p} advertised but" in err for p in swarm["sybil_ids"])
+        done = submit_devices(swarm["root"], run, swarm["gate"], netns=swarm["net"].ns("gate"))
+        assert (done.code, done.ran) == (0, swarm["honest"]), done.stderr[-3000:]
+        assert _suspect(done.stderr) == cheaters, done.stderr[-3000:]  # the five, by their records
+        figures[run] = done.seconds
+        reads[run] = sum(f"peer {p} advertised but" in done.stderr for p in swarm["sybil_ids"])
     print(
         f"\nseconds to discovery: stalling {figures['stalling']:.2f}, gone {figures['gone']:.2f};"
         f" Sybils whose probe ended before the campaign had its workers: {reads}"
