@@ -19,7 +19,7 @@ events over that tree, mirroring the code and taking its constants from it:
   `SILENT_FOR_S`: a `--wait-peers` look of 60 s reads it again), and so is one still under probe;
 - a look waits `GRACE_S` for its probes, then looks again past them until `count / LOOKUP_SLACK` answered;
   a network one of whose providers missed the grace, or that a look lists 4 new providers of, with
-  none answered, is suspect for the round (`_Networks`): a later look counts its providers no more,
+  none answered, is suspect for the round (`networks.Networks`): a later look counts its providers no more,
   reads `DIG_SUSPECT` levels at once (`Dht.lookup`'s `discount`, `dig`), and probes them after the
   others; probes dial one of each network's in turn (`by_network`; an honest device's network is
   its own /24, a NAT'd one's too: a record through a gate names the gate's, not modelled);
@@ -72,15 +72,12 @@ from node.submitter.discovery import (
     GAP_LEVELS,
     GRACE_S,
     LOOKUP_SLACK,
-    PROBE_SLOT_S,
-    PROBE_SLOTS,
     SILENT_FIRST_S,
     SILENT_FOR_S,
     DiscoveryConfig,
-    _Networks,
-    by_network,
     silent_span,
 )
+from node.submitter.networks import PROBE_SLOT_S, PROBE_SLOTS, Networks, by_network
 
 BEHAVIOURS: Final = ("stall", "gone", "junk", "stall, no advert")
 ROUND_GAP_S: Final = 0.2
@@ -201,14 +198,14 @@ class Look:
     """Honest providers -> when their live profile came."""
     done_at: dict[str, float] = field(default_factory=dict)
     holders: dict[int, set[int]] = field(default_factory=dict)
-    networks: _Networks = field(default_factory=_Networks)
-    """This round's word on its providers' networks: the discovery's own (`discovery._Networks`)."""
+    networks: Networks = field(default_factory=Networks)
+    """This round's word on its providers' networks: the discovery's own (`networks.Networks`)."""
     verdicts: list[tuple[float, str, bool]] = field(default_factory=list)
     """Probes' words on their networks not yet given: (when, provider, heard), `Discovery._confirm`:
     a miss once a probe held its slot `PROBE_SLOT_S` unanswered (or ended so), heard when it answers."""
 
     pending: list[tuple[str, float]] = field(default_factory=list)
-    """Suspect networks' providers waiting for a slot behind every other probe (`discovery._Slots`),
+    """Suspect networks' providers waiting for a slot behind every other probe (`networks.ProbeSlots`),
     and since when: each takes the first slot free once no other probe waits."""
 
     def drain(self, until: float) -> None:
@@ -350,7 +347,7 @@ class Look:
         deadline = now + self.config.timeout_s
         deadline = deadline if until is None else min(deadline, until)
         need, before, looks = -(-count // LOOKUP_SLACK), self.confirmed(now), 0
-        self.networks, self.verdicts = _Networks(), []
+        self.networks, self.verdicts = Networks(), []
         self.drain(now)
         while now < deadline:
             self.judge(now)

@@ -13,6 +13,7 @@ Modules:
     fleet      a fleet job's seed, start instant and member deals; the /sark/clock/1.0.0 offset probe
     floors     a fleet's or timed closed loop's server measured by the submitter itself: the records' floor
     discovery  finding workers: DHT provider records, each confirmed by a live /sark/profile answer
+    networks   a discovery round's suspect networks and the probe slots that serve their providers last
     challenge  each new peer's claimed CPU and GPU speeds challenged (/sark/challenge/1.2.0, 1.1.0)
                before its first task; `measure` for `peers --challenge`
     store      the SQLite campaign store
@@ -96,6 +97,7 @@ __all__ = [
     "floors",
     "loop",
     "models",
+    "networks",
     "outputs",
     "run",
     "schema",

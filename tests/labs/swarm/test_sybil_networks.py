@@ -14,7 +14,7 @@ A campaign with `devices: 2` runs under `submit` from the gate's host, with the 
 gone (killed: their records stay listed, every dial refused). Each run exits 0 with both honest workers
 Complete; its log names each of the five cheater /24s suspect (crowded: four new providers of each in
 the first look), never an honest worker's. Their providers are probed in the slots the honest
-workers' probes do not wait for (`discovery._Slots`); the seconds to discovery, and how many Sybils'
+workers' probes do not wait for (`networks.ProbeSlots`); the seconds to discovery, and how many Sybils'
 probes had ended before the campaign had its workers, are printed (figures, never asserted).
 """
 

@@ -22,7 +22,7 @@ import trio.testing
 from node.p2p.dht import Dht
 from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.shards import SHARD_CAP, Shard
-from node.submitter.discovery import provider_network
+from node.submitter.networks import provider_network
 
 SUSPECT = {f"45.0.{n}.0/24" for n in range(5)}
 

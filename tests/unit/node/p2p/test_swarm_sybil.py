@@ -119,7 +119,7 @@ def test_a_silent_provider_is_read_again_once_its_span_ends_each_miss_doubling_i
 def test_sybils_from_few_networks_cost_a_look_a_grace_at_most(sizes: swarm_net.Sizes) -> None:
     """200 stalling Sybils from one /24 with the places rule off, or from 5 with it on, fill levels 0-2:
     a look each past them, a grace each (more than 3 graces over the honest look), until a network
-    crowded in a look, or whose providers did not answer, was suspect (`discovery._Networks`): the
+    crowded in a look, or whose providers did not answer, was suspect (`networks.Networks`): the
     next look digs past it at once (at 10,000 devices: 1.40x the honest look, 5.04x before)."""
     control, _ = time_to(look(build_tree(HONEST, None, None), sizes, "stall", 2), 4, 2)
     off, _ = time_to(look(build_tree(HONEST, Attack(200), None), sizes, "stall", 2), 4, 2)

@@ -4,7 +4,7 @@ of its own, spilled below them. A round that waited `GRACE_S` a level read its w
 grace (before: 7.47 s to the 2nd honest worker at 10,000 devices, 5.04x the swarm without Sybils,
 `benchmarks/notes/swarm_sim.md`). Now a network crowded in a look (4 new providers of it) or whose
 provider did not answer within the grace, none of its providers answering, is suspect for the round
-(`discovery._Networks`): the next look counts its providers no more and reads on past them at once,
+(`networks.Networks`): the next look counts its providers no more and reads on past them at once,
 and probes them after the others.
 
 A node written here stands in for the DHT and the probes, on trio's virtual clock: its lookup reads
@@ -20,14 +20,8 @@ import trio.testing
 from kit.providers import advertised
 
 from node.p2p.node import Node
-from node.submitter.discovery import (
-    GRACE_S,
-    LOOKUP_SLACK,
-    Discovery,
-    DiscoveryConfig,
-    _Slots,
-    provider_network,
-)
+from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, Discovery, DiscoveryConfig
+from node.submitter.networks import ProbeSlots, provider_network
 from protocol import AdvertBody, Load
 
 LEVELS = 10
@@ -199,9 +193,9 @@ async def test_an_honest_worker_queued_behind_a_stalling_wave_is_no_miss_of_its_
 
 
 async def test_a_suspect_networks_probe_waits_for_a_slot_behind_every_other() -> None:
-    """`_Slots`: a probe of a suspect network's provider queued first is served after one queued later
+    """`ProbeSlots`: a probe of a suspect network's provider queued first is served after one queued later
     for a provider of another network; each kind in its turn; a waiter cancelled hands its wake-up on."""
-    slots = _Slots(1)
+    slots = ProbeSlots(1)
     order: list[str] = []
 
     async def probe(name: str, suspect: bool) -> None:
