@@ -67,8 +67,11 @@ def _profile(root: Path) -> Path:
 
 
 def _worker(lab: Lab, name: str, ns: str, ip: str, gate: str, me: str, liar: bool) -> Proc:
+    """A `join` in its namespace; the profile is written once, before the first (rewriting it per
+    worker raced a worker reading it: 'EOF while parsing', CI-equivalent at 489f6484)."""
+    profile = lab.root / "profile.json"
     args = ["join", "--listen", f"/ip4/{ip}/tcp/0", "--data-dir", str(lab.root / name), "--allow", me]
-    args += ["--record-ttl", "30", "--profile", str(_profile(lab.root)), "--allow-http"]
+    args += ["--record-ttl", "30", "--profile", str(profile), "--allow-http"]
     args += ["--allow-network", "10.77.0.0/24", "--heartbeat", "0.5", "--lease-ttl", "3", "--events"]
     program = [sys.executable, str(LIAR), "norun"] if liar else SARK
     return lab.start(name, [*program, *args, "--gate", gate], ns=ns, env=paced_env(PACE_MS))
@@ -141,6 +144,7 @@ def test_two_networks_verify_and_a_sybil_pair_on_one_is_never_a_quorum(
         url = f"http://{H1}:{port['port']}/{MODEL.name}"
         where = {"w1": (rnet.h1, H1, False), "w2": (rnet.h2, H2, False), "s1": (rnet.h3, H3, True),
                  "s2": (rnet.h3, H3, True)}  # fmt: skip
+        _profile(lab.root)
         started = {n: _worker(lab, n, ns, ip, gate, me, liar) for n, (ns, ip, liar) in where.items()}
         ids = {n: p.wait_event("ready", 90)["peer_id"] for n, p in started.items()}
         body = json.dumps(_campaign(tmp_path, url, ids))
