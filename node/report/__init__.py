@@ -17,6 +17,7 @@ Modules:
     rankreport the campaign's ranking of its fronts (rank:): report.html, Markdown, the terminal
     endreport  report.html's model-server sections: TTFT and TPOT against concurrency, vantage points
     telereport report.html's telemetry over time (latency, clock, temperature, power) and sustained windows
+    stacked    stacked line panels on one time axis written as SVG by hand (the telemetry timelines)
     matrix     the device x unit matrix's cells: median with p90/p99/max and count, or the ending and why
     roofline   report.html's roofline per device: each row's achieved FLOP/s against its unit's measured peaks
     provenance report.html's provenance: each task's worker, signature, verification, class, claim
@@ -44,6 +45,7 @@ __all__ = [
     "rankreport",
     "render",
     "roofline",
+    "stacked",
     "tables",
     "telereport",
     "verifyreport",

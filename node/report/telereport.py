@@ -14,20 +14,16 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Final
 
-from node.report.pictures import LEGIBLE, Picture, drawn, left_out, plottable, svg_of
+from node.report.pictures import Picture, drawn, left_out, plottable
+from node.report.stacked import Line, Panel, stacked_svg
 from protocol import Measurement, Window, for_html, visible
 from protocol.windows import windows
 from scheduler.results import CampaignReport
 
 MAX_FIGURES: Final = 12
 """Tasks drawn at most (a campaign over many devices lists the rest by name)."""
-MARGINS: Final = {"left": 0.075, "right": 0.985, "top": 0.93, "bottom": 0.07, "hspace": 0.25}
-"""A timeline's fixed layout (figure fractions). Its axes' labels are the same short words on every
-page and its ticks at most a few digits, so the margins are set once instead of measured per figure
-(matplotlib's constrained layout and cropped save measured every tick label twice: 0.29 CPU-s a
-figure against 0.14, and a report draws up to `MAX_FIGURES`; benchmarks/report_render.py). The gap
-between stacked axes keeps one axis' top tick label off the bottom one of the axis above
-(tests/labs/views/test_view_legibility.py reads the drawn page for overlaps)."""
+PANELS: Final = ("clock MHz", "temp °C", "power W", "load")
+"""The panels below the latency's, in order (`_series` numbers them 1 to 4)."""
 
 
 def _measured(report: CampaignReport) -> list[tuple[str, Measurement, tuple[float, ...]]]:
@@ -55,38 +51,31 @@ def _stretches(m: Measurement, samples: Sequence[float]) -> tuple[Window, ...]:
 
 def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str) -> Picture:
     """Latency, clock, temperature, power and background load against time (s), stacked, x shared;
-    a reading a picture cannot place is a gap in its line, counted in the caption."""
-    from matplotlib.figure import Figure
-
+    a reading a picture cannot place is a gap in its line, counted in the caption. Drawn by hand
+    (`node.report.stacked`), not by matplotlib: a report draws up to `MAX_FIGURES` of them. `salt` is
+    kept for the page's other pictures' sake (this one names no ids)."""
+    del salt
     assert m.telemetry is not None
-    points = m.telemetry.points
-    t, dropped = plottable(p.t_ms / 1000 for p in points)
-    fig = Figure(figsize=(11.0, 7.0))
-    fig.subplots_adjust(**MARGINS)
-    axes = fig.subplots(5, 1, sharex=True)
+    t, dropped = plottable(p.t_ms / 1000 for p in m.telemetry.points)
+    latency = Panel("median ms", legend=False)
     spans = [w for w in _stretches(m, samples) if w.median_ms is not None]
     if spans:  # each stretch's median held from its start to its end
         edges, bad_edges = plottable([w.start_ms / 1000 for w in spans] + [spans[-1].end_ms / 1000])
         medians, bad_medians = plottable([w.median_ms for w in spans] + [spans[-1].median_ms])
-        axes[0].step(edges, medians, where="post")
+        latency.lines.append(Line("median ms", edges, medians, step=True))
         dropped += bad_edges + bad_medians
-    axes[0].set_ylabel("median ms")
-    axes[0].set_title(f"{label}: every {m.telemetry.period_ms:g} ms", fontsize=10, wrap=True)
+    panels = [
+        latency,
+        *(Panel(what, empty=f"no {what.split()[0]} reading on this device") for what in PANELS),
+    ]
     for row, name, readings in _series(m):
         ys, bad = plottable(readings)
         dropped += bad
         if any(y is not None for y in readings):  # a reading this device does not give draws no line
-            axes[row].plot(t, ys, label=name)
-    for ax, what in zip(axes[1:], ("clock MHz", "temp °C", "power W", "load"), strict=True):
-        ax.set_ylabel(what)
-        if ax.get_lines():
-            ax.legend(loc="best", fontsize=LEGIBLE, ncols=3)
-        else:
-            ax.text(
-                0.5, 0.5, f"no {what.split()[0]} reading on this device", transform=ax.transAxes, ha="center"
-            )
-    axes[4].set_xlabel("time since the timed phase began (s; processes back to back)")
-    return Picture(svg_of(fig, salt, crop=False), left_out(dropped, "readings"))
+            panels[row].lines.append(Line(name, t, ys))
+    title = f"{label}: every {m.telemetry.period_ms:g} ms"
+    svg = stacked_svg(title, "time since the timed phase began (s; processes back to back)", panels)
+    return Picture(svg, left_out(dropped, "readings"))
 
 
 def _series(m: Measurement) -> list[tuple[int, str, list[float | None]]]:
