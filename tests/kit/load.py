@@ -19,7 +19,9 @@ busy loop in its own process at the caller's priority, as another user's work wo
 when the block ends, when the caller dies (each watches its parent), or after `most_s` at the latest.
 
 `cores`: the caller's thread and everything it starts in the block (its spinners, the lab's processes,
-the kit's forked nodes: `kit.zygote` gives a child its caller's affinity) run on those cores alone.
+the kit's forked nodes: `kit.zygote` gives a child its caller's affinity) run on those cores alone,
+with every thread of the processes `joining` names (already running, a lab's model server) for the
+block.
 A lab's weather is then its own: four spinners on one core press the lab's processes as eight on
 two did, and the suite's other tests run on the other core beside it instead of under it (eight
 spinners on both cores took some 270 of a suite's 2,760 CPU-seconds, docs/testing.md). `own_core()`
@@ -34,6 +36,8 @@ import os
 import random
 import sys
 import time
+from collections.abc import Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Final
 
@@ -68,15 +72,36 @@ def _burst(parent: int, until: float, on_s: float, off_s: float, seed: int) -> N
             return
 
 
+def _move(pids: Sequence[int], cores: set[int]) -> dict[int, set[int]]:
+    """Every thread of `pids` (processes already running: a lab's server) onto `cores`; each thread's
+    cores before, to give back. A thread they start later inherits its starter's cores."""
+    before = {}
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError):  # a thread that ended meanwhile
+                thread = int(task.name)
+                before[thread] = os.sched_getaffinity(thread)
+                os.sched_setaffinity(thread, cores)
+    return before
+
+
 class Load:
     """`processes` busy-looping processes for the `with` block (see the module docstring)."""
 
-    def __init__(self, processes: int, most_s: float = MOST_S, cores: set[int] | None = None) -> None:
+    def __init__(
+        self,
+        processes: int,
+        most_s: float = MOST_S,
+        cores: set[int] | None = None,
+        joining: Sequence[int] = (),
+    ) -> None:
         self.processes = processes
         self.most_s = most_s
         self.cores = cores
+        self.joining = joining
         self._procs: list[multiprocessing.process.BaseProcess] = []
         self._before: set[int] | None = None
+        self._threads: dict[int, set[int]] = {}
 
     @property
     def pids(self) -> list[int]:
@@ -87,6 +112,7 @@ class Load:
         if self.cores is not None:
             self._before = os.sched_getaffinity(0)
             os.sched_setaffinity(0, self.cores)  # this thread's: what it starts inherits it
+            self._threads = _move(self.joining, self.cores)
         context = multiprocessing.get_context("spawn")
         until = time.monotonic() + self.most_s
         for _ in range(self.processes):
@@ -111,6 +137,10 @@ class Load:
         if self._before is not None:
             os.sched_setaffinity(0, self._before)
             self._before = None
+        for thread, cores in self._threads.items():
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                os.sched_setaffinity(thread, cores)
+        self._threads = {}
 
 
 class Bursts(Load):

@@ -8,6 +8,8 @@ exactly, ran into pytest-timeout's 300 s (the CI run at 897da93 lost an xdist wo
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -72,3 +74,22 @@ def test_a_load_on_one_core_keeps_its_caller_and_spinners_there_and_gives_the_co
         assert all(set(s.cpu_affinity()) == core for s in spinners)
         assert _grows(spinners)
     assert os.sched_getaffinity(0) == everyone
+
+
+def test_a_running_process_joins_the_loads_core_for_the_block_thread_by_thread() -> None:
+    """A lab's server started before the block (a module fixture) meets the block's load: each of its
+    threads runs on the load's core for the block, and on the cores it had after it."""
+    code = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()\ntime.sleep(60)"
+    server = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        threads = psutil.Process(server.pid)
+        assert _until(lambda: threads.num_threads() == 2)
+        everyone = set(threads.cpu_affinity())
+        core = own_core()
+        with Load(1, cores=core, joining=[server.pid]):
+            tids = [t.id for t in threads.threads()]
+            assert [os.sched_getaffinity(t) for t in tids] == [core, core]
+        assert [os.sched_getaffinity(t) for t in tids] == [everyone, everyone]
+    finally:
+        server.kill()
+        server.wait()
