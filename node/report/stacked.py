@@ -51,10 +51,11 @@ class Line:
     step: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass
 class Panel:
-    """One panel: its y label, its lines, whether the lines get a legend, and the note it shows in
-    their place when it has none ("no power reading on this device")."""
+    """One panel: its y label, its lines (the caller adds them as it reads the telemetry), whether
+    they get a legend, and the note it shows in their place when it has none ("no power reading on
+    this device")."""
 
     label: str
     lines: list[Line] = field(default_factory=list)
