@@ -128,6 +128,10 @@ class Networks:
             log.warning(
                 "network %s is suspect for this round (%s): its providers are probed last", network, why
             )
+        for network in sorted(n for n in self.suspect - suspect if n is not None):
+            # an answer clears it: said as loudly as the suspicion, which a slow honest answer on a
+            # busy machine also raises (its probe held a slot `PROBE_SLOT_S` before it answered)
+            log.warning("network %s answered: no longer suspect, its providers are probed as any", network)
         self.suspect = suspect
 
 

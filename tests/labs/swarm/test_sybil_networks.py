@@ -77,12 +77,15 @@ def _worker(lab: Lab, net: RoutedNet, name: str, gate: str, me: str) -> Proc:
 
 
 def _suspect(stderr: str) -> set[str]:
-    """The networks a run's log says were suspect."""
-    return {
-        line.split("network ", 1)[1].split(" ", 1)[0]
-        for line in stderr.splitlines()
-        if " is suspect for this round " in line
-    }
+    """The networks a run's log left suspect: said suspect, and not said to have answered after. On a
+    busy machine an honest worker can answer after its probe held a slot `PROBE_SLOT_S`, and its
+    network is suspect until it does (found at load 4: both honest /24s); the cheaters' never answer."""
+    left: dict[str, bool] = {}
+    for line in stderr.splitlines():
+        if " is suspect for this round " in line or " answered: no longer suspect" in line:
+            network = line.split("network ", 1)[1].split(" ", 1)[0]
+            left[network] = " is suspect for this round " in line
+    return {network for network, suspect in left.items() if suspect}
 
 
 @pytest.mark.netns
