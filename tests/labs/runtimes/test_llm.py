@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from kit.extras import need, smollm2
-from kit.powercap import COUNTED_W, advancing_powercap
+from kit.powercap import COUNTED_W, advancing_powercap, counter_slack_j
 from kit.tinyllm import smollm2_cut
 
 from drivers import TaskFailed, measure
@@ -71,23 +71,29 @@ def cut(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 TOKENS = 192
-"""The shared measurement's tokens a request: the powercap writer steps every 10 ms, so the timed window
-must last seconds for its joules to match power x window within 1 % (the cut model's six tokens took
-0.07 s to 1 s on two cores, which failed it; 192 take about 5 s)."""
+"""The shared measurement's tokens a request: the meter's window (its threads started and stopped around
+the timed requests) must last seconds to match the requests' wall within 5 % (the cut model's six tokens
+took 0.07 s to 1 s on two cores; 192 take about 5 s)."""
 
 
 @pytest.fixture(scope="module")
-def measured(cut: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Measurement]:
+def powercap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A RAPL powercap tree a writer advances (read where `SARK_POWERCAP_ROOT` points at it)."""
+    with advancing_powercap(tmp_path_factory.mktemp("energy") / "powercap") as root:
+        yield root
+
+
+@pytest.fixture(scope="module")
+def measured(cut: Path, powercap: Path) -> Measurement:
     """One generation of the cut model (two prompts, `TOKENS` each) measured while a RAPL powercap tree
     advances (drivers.measuring.energy reads it as it would /sys/class/powercap): its energy per token
     covers the timed requests."""
     spec = _spec()
     assert spec.generate is not None
     spec = spec.with_(generate=spec.generate.with_(max_new_tokens=TOKENS))
-    root = tmp_path_factory.mktemp("energy") / "powercap"
-    with pytest.MonkeyPatch.context() as patch, advancing_powercap(root):
-        patch.setenv("SARK_POWERCAP_ROOT", str(root))
-        yield measure(cut, spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SARK_POWERCAP_ROOT", str(powercap))
+        return measure(cut, spec)
 
 
 def test_every_request_timed_token_by_token(measured: Measurement, cut: Path) -> None:
@@ -136,14 +142,16 @@ def test_tensor_fields_filled_for_existing_columns(measured: Measurement) -> Non
     assert "transformers" in measured.conditions.runtime_versions
 
 
-def test_energy_per_output_token_over_the_timed_requests(measured: Measurement) -> None:
+def test_energy_per_output_token_over_the_timed_requests(measured: Measurement, powercap: Path) -> None:
     (reading,) = measured.energy_readings
     assert reading.method == "rapl-package+dram"
     assert reading.joules is not None
     assert reading.window_s == pytest.approx(
         measured.generation.wall_s if measured.generation else 0, rel=0.05
     )
-    assert reading.joules == pytest.approx(COUNTED_W * reading.window_s, rel=0.01)
+    assert reading.joules == pytest.approx(
+        COUNTED_W * reading.window_s, abs=counter_slack_j(powercap, COUNTED_W)
+    )
     figures = measured.energy
     assert figures is not None
     assert figures.idle_power_w is not None

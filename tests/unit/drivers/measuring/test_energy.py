@@ -10,16 +10,34 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pynvml
 import pytest
-from kit.powercap import DRAM_RANGE_UJ, DRAM_W, PACKAGE_RANGE_UJ, PACKAGE_W, advancing_powercap, zone
+from kit.powercap import (
+    COUNTED_W,
+    DRAM_RANGE_UJ,
+    DRAM_W,
+    PACKAGE_RANGE_UJ,
+    PACKAGE_W,
+    advancing_powercap,
+    counter_slack_j,
+    zone,
+)
 
 from drivers import measure
 from drivers.files.models import write_convnet
-from drivers.measuring.energy import EnergyMeter, nvml_offer, offer_for, rapl_offer, rapl_zones
+from drivers.measuring.energy import (
+    EnergyMeter,
+    RaplSource,
+    nvml_offer,
+    offer_for,
+    rapl_offer,
+    rapl_zones,
+    timed_read,
+)
 from drivers.measuring.offers import MACHINE, machine_telemetry, unit_offers
 from protocol import (
     ComputeUnit,
@@ -66,31 +84,65 @@ def test_rapl_joules_of_a_real_measured_run_through_wrap_arounds(tmp_path: Path,
     m = measure(model, spec)
     (reading,) = m.energy_readings
     watts = PACKAGE_W + DRAM_W
+    slack = counter_slack_j(powercap, watts)  # the writer's lateness, never a share of the window
     assert reading.method == "rapl-package+dram"
     assert reading.joules is not None
     assert reading.idle_joules is not None
     assert reading.window_s >= 3.9
     assert watts * reading.window_s > PACKAGE_RANGE_UJ / 1e6
-    assert reading.joules == pytest.approx(watts * reading.window_s, rel=0.01)
-    assert reading.idle_joules == pytest.approx(watts * reading.idle_s, rel=0.01)
+    assert reading.joules == pytest.approx(watts * reading.window_s, abs=slack)
+    assert reading.idle_joules == pytest.approx(watts * reading.idle_s, abs=slack)
     figures = m.energy
     assert figures is not None
     assert figures.avg_power_w is not None
     assert figures.idle_power_w is not None
-    assert figures.avg_power_w == pytest.approx(watts, rel=0.01)
-    assert figures.idle_power_w == pytest.approx(watts, rel=0.01)
+    assert figures.avg_power_w == pytest.approx(watts, abs=slack / reading.window_s)
+    assert figures.idle_power_w == pytest.approx(watts, abs=slack / reading.idle_s)
     runs = sum(m.process_runs)
     net = reading.joules - figures.idle_power_w * reading.window_s  # the writer's power never changed
     assert figures.joules_per_inference == pytest.approx(net / runs)
-    assert abs(net) <= 0.02 * reading.joules
+    assert abs(net) <= slack * (1 + reading.window_s / reading.idle_s)
     row = energy_columns(figures)
     assert row["EnergyMethod"] == "rapl-package+dram"
-    assert float(row["AvgPowerW"]) == pytest.approx(watts, rel=0.01)
+    assert float(row["AvgPowerW"]) == pytest.approx(figures.avg_power_w, rel=1e-4)  # five digits
     assert check_figures(m, spec) == m  # the submitter derives the same figures from the readings
     doctored = m.with_(energy=figures.with_(joules_per_inference=1.0))
     refused = check_figures(doctored, spec)
     assert isinstance(refused, Refusal)
     assert "energy.joules_per_inference" in refused.detail
+
+
+def test_a_reading_is_timed_by_its_tightest_bracket() -> None:
+    ticks = iter([0.0, 0.050, 1.0, 1.0002])  # a reader descheduled 50 ms in its first try, not its second
+    values = iter(["stalled", "tight"])
+    assert timed_read(lambda: next(values), clock=lambda: next(ticks)) == ("tight", 1.0001)
+    ticks = iter([0.0, 0.004, 1.0, 1.003, 2.0, 2.005])
+    values = iter("abc")
+    assert timed_read(lambda: next(values), clock=lambda: next(ticks), tries=3) == ("b", 1.0015)  # tightest
+
+
+def test_a_reader_descheduled_between_counter_and_clock_keeps_window_and_joules_together(
+    powercap: Path,
+) -> None:
+    """A reading late to its clock by 50 ms (as a busy machine or another thread holding the GIL makes
+    it) is taken again: the window still spans the joules, 0.33 J over 0.3 s had it not been."""
+
+    class Stalling(RaplSource):
+        stalls = 1
+
+        def read(self) -> list[int]:
+            now = super().read()
+            if self.stalls:
+                self.stalls -= 1
+                time.sleep(0.05)
+            return now
+
+    source = Stalling(rapl_zones(powercap))
+    source.start()
+    time.sleep(0.3)
+    joules, window_s = source.stop()
+    assert source.stalls == 0
+    assert joules == pytest.approx(COUNTED_W * window_s, abs=counter_slack_j(powercap, COUNTED_W))
 
 
 def test_no_counter_here_gives_empty_figures_and_names_the_cause(
