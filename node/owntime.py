@@ -31,6 +31,7 @@ says so.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -51,26 +52,27 @@ def run_delay_reader() -> Callable[[], float] | None:
     The file is opened at each read (a few microseconds, at most once per `REREAD_S`): no descriptor is
     held past a run. A read that fails later (the thread is gone) gives the last value again."""
     path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
-    last = 0.0
+    try:
+        last = _run_delay(path)
+    except (OSError, ValueError, IndexError):
+        return None
 
     def read() -> float:
         nonlocal last
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                last = int(os.read(fd, 128).split()[1]) / 1e9
-            finally:
-                os.close(fd)
-        except (OSError, ValueError, IndexError):
-            pass
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            last = _run_delay(path)
         return last
 
-    try:
-        with open(path, "rb") as f:
-            int(f.read(128).split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
     return read
+
+
+def _run_delay(path: str) -> float:
+    """The second field of a schedstat file (nanoseconds runnable and waiting), in seconds."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return int(os.read(fd, 128).split()[1]) / 1e9
+    finally:
+        os.close(fd)
 
 
 class OwnClock(trio.abc.Clock):
@@ -104,10 +106,6 @@ class OwnClock(trio.abc.Clock):
     def deadline_to_sleep_time(self, deadline: float) -> float:
         """Real seconds to sleep: at most the own seconds left (a wait meanwhile leaves some, slept next)."""
         return deadline - self.current_time()
-
-    def waited_s(self) -> float:
-        """The seconds counted out so far (since the thread started)."""
-        return self._waited
 
     def real_time(self) -> float:
         """This clock's time with no wait counted out: the real seconds, on the same origin."""

@@ -63,14 +63,14 @@ def timed_read(
     """`read()` and the clock's time it was taken at: the middle of the tightest bracket of up to `tries`
     (the first whose bracket is under `TIMED_READ_S` ends the tries)."""
     best: tuple[T, float] | None = None
-    widest = float("inf")
+    tightest = float("inf")
     for _ in range(tries):
         before = clock()
         value = read()
         after = clock()
-        if after - before < widest:
-            best, widest = (value, (before + after) / 2), after - before
-        if widest < TIMED_READ_S:
+        if after - before < tightest:
+            best, tightest = (value, (before + after) / 2), after - before
+        if tightest < TIMED_READ_S:
             break
     assert best is not None, "tries must be at least 1"
     return best

@@ -77,9 +77,9 @@ STARVED = """
 import os, subprocess, sys, time
 core = min(os.sched_getaffinity(0))
 os.sched_setaffinity(0, {core})
-spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-os.sched_setaffinity(spinner.pid, {core})
-time.sleep(0.2)
+spinner = subprocess.Popen([sys.executable, "-c", "print(flush=True)\\nwhile True: pass"],
+                           stdout=subprocess.PIPE)  # on this process's one core, as it inherits it
+spinner.stdout.readline()  # spinning from here on
 import trio
 from node.owntime import OwnClock, run_delay_reader
 read = run_delay_reader()
