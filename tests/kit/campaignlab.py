@@ -127,8 +127,14 @@ class Swarm:
         )
 
     def run(self, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-        """Run a submitter command to its end."""
-        return zygote.run(self.submit_args(*args), capture_output=True, text=True, timeout=timeout)
+        """Run a submitter command to its end; past `timeout`, AssertionError with what it and the
+        workers printed (a stuck campaign is told by both sides)."""
+        try:
+            return zygote.run(self.submit_args(*args), capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            said = "\n".join(proc.last_said() for proc in self.workers.values())
+            tail = "\n".join((exc.stderr or "").splitlines()[-40:])
+            raise AssertionError(f"{' '.join(args)}: not done within {timeout} s\n{tail}\n{said}") from None
 
     def drain(self) -> dict[str, list[dict[str, Any]]]:
         """Every event each worker printed since the last drain."""

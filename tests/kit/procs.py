@@ -79,6 +79,13 @@ class Proc:
             return "\n".join(text)
         return "\n".join([*text[:lines], f"[... {len(text) - 2 * lines} lines ...]", *text[-lines:]])
 
+    def last_said(self, lines: int = 15) -> str:
+        """Its last stdout lines (events, each timed on the monotonic clock) and its stderr excerpt:
+        where a process was when a lab gave up on it."""
+        trail = self.log.with_suffix(".stdout") if self.log is not None else None
+        said = trail.read_text(errors="replace").splitlines()[-lines:] if trail and trail.exists() else []
+        return "\n".join([f"{self.name} (now {time.monotonic():.3f}):", *said, self.log_excerpt()])
+
 
 class Lab:
     """Gates and workers as child processes in their own sessions; `close()` kills them all."""

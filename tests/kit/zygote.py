@@ -103,6 +103,8 @@ class Forked:
         """Its CPU time (user and system), once it exited: the server reads it as it reaps the child
         (`os.wait4`), as a fresh child's would be read from this process's own rusage."""
         self._done = threading.Event()
+        self._drains: list[threading.Thread] | None = None
+        self._read: dict[str, Any] = {}
 
     def _exited(self, code: int) -> None:
         self.returncode = code
@@ -129,29 +131,29 @@ class Forked:
         self.send_signal(signal.SIGKILL)
 
     def communicate(self, input: str | None = None, timeout: float | None = None) -> tuple[Any, Any]:
-        """Write `input`, read stdout and stderr to their ends (each piped one) and wait."""
-        read: dict[str, Any] = {}
-
-        def drain(name: str, f: Any) -> None:
-            with f:
-                read[name] = f.read()
-
-        threads = [
-            threading.Thread(target=drain, args=(name, f), daemon=True)
-            for name, f in (("out", self.stdout), ("err", self.stderr))
-            if f is not None
-        ]
-        for thread in threads:
-            thread.start()
-        if self.stdin is not None:
-            with contextlib.suppress(BrokenPipeError):
-                if input:
-                    self.stdin.write(input)
-                self.stdin.close()
+        """Write `input`, read stdout and stderr to their ends (each piped one) and wait. After a
+        timeout, a second call (the child killed) gives what the first one read, as `Popen`'s does."""
+        if self._drains is None:
+            self._drains = [
+                threading.Thread(target=self._drain, args=(name, f), daemon=True)
+                for name, f in (("out", self.stdout), ("err", self.stderr))
+                if f is not None
+            ]
+            for thread in self._drains:
+                thread.start()
+            if self.stdin is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    if input:
+                        self.stdin.write(input)
+                    self.stdin.close()
         self.wait(timeout)
-        for thread in threads:
+        for thread in self._drains:
             thread.join(timeout)
-        return read.get("out"), read.get("err")
+        return self._read.get("out"), self._read.get("err")
+
+    def _drain(self, name: str, f: Any) -> None:
+        with f:
+            self._read[name] = f.read()
 
 
 class Zygote:
@@ -301,9 +303,9 @@ def run(argv: list[str], *, netns: str | None = None, **kwargs: Any) -> subproce
     )
     try:
         out, err = child.communicate(kwargs.get("input"), timeout=kwargs.get("timeout"))
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         child.kill()
-        child.wait()
+        exc.stdout, exc.stderr = child.communicate(timeout=30)  # what it printed: the evidence
         raise
     done = subprocess.CompletedProcess(argv, child.wait(), out, err)
     if kwargs.get("check"):

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,21 @@ def test_exit_codes_signals_streams_and_sessions_are_a_popens() -> None:
     assert sleeper.poll() is None
     os.killpg(sleeper.pid, signal.SIGKILL)  # its own session and group, there as soon as it is returned
     assert sleeper.wait(timeout=30) == -signal.SIGKILL
+
+
+def test_a_child_that_timed_out_gives_what_it_printed(tmp_path: Path) -> None:
+    """`communicate` after a timeout and a kill gives the output read so far, as `Popen`'s does (and
+    `zygote.run`'s TimeoutExpired carries it: a stuck lab's evidence)."""
+    said = tmp_path / "said"
+    stuck = "import sys, time; print('here'); print('there', file=sys.stderr); sys.stdout.flush(); "
+    stuck += f"open({str(said)!r}, 'w').close(); time.sleep(600)"
+    child = zygote.popen([*zygote.PYTHON_C, stuck], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while not said.exists() and child.poll() is None:
+        time.sleep(0.05)
+    with pytest.raises(subprocess.TimeoutExpired):
+        child.communicate(timeout=0.1)
+    child.kill()
+    assert child.communicate(timeout=60) == ("here\n", "there\n")
 
 
 def test_a_lab_forks_its_nodes_unless_asked_fresh(tmp_path: Path) -> None:
