@@ -133,7 +133,8 @@ class Swarm:
             return zygote.run(self.submit_args(*args), capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             said = "\n".join(proc.last_said() for proc in self.workers.values())
-            tail = "\n".join((exc.stderr or "").splitlines()[-40:])
+            printed = [*(exc.stdout or "").splitlines()[-10:], *(exc.stderr or "").splitlines()[-40:]]
+            tail = "\n".join(printed)  # its last output (a stuck exit shows it after its answer)
             raise AssertionError(f"{' '.join(args)}: not done within {timeout} s\n{tail}\n{said}") from None
 
     def drain(self) -> dict[str, list[dict[str, Any]]]:
