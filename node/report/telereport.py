@@ -49,12 +49,10 @@ def _stretches(m: Measurement, samples: Sequence[float]) -> tuple[Window, ...]:
     return windows(samples, m.mark_runs, m.mark_ms)
 
 
-def timeline_svg(label: str, m: Measurement, samples: Sequence[float], salt: str) -> Picture:
+def timeline_svg(label: str, m: Measurement, samples: Sequence[float]) -> Picture:
     """Latency, clock, temperature, power and background load against time (s), stacked, x shared;
     a reading a picture cannot place is a gap in its line, counted in the caption. Drawn by hand
-    (`node.report.stacked`), not by matplotlib: a report draws up to `MAX_FIGURES` of them. `salt` is
-    kept for the page's other pictures' sake (this one names no ids)."""
-    del salt
+    (`node.report.stacked`), not by matplotlib: a report draws up to `MAX_FIGURES` of them."""
     assert m.telemetry is not None
     t, dropped = plottable(p.t_ms / 1000 for p in m.telemetry.points)
     latency = Panel("median ms", legend=False)
@@ -141,7 +139,7 @@ def telemetry_parts(report: CampaignReport) -> list[str]:
         return []
     parts = ["<h2>Telemetry over time</h2>"]
     for k, (label, m, samples) in enumerate(measured[:MAX_FIGURES]):
-        draw = partial(timeline_svg, label, m, samples, f"t{k}")
+        draw = partial(timeline_svg, label, m, samples)
         parts.append(drawn(f"telemetry of {label}", draw, element_id=f"telemetry-{k}", css_class="telemetry"))
     if len(measured) > MAX_FIGURES:
         rest = ", ".join(label for label, _, _ in measured[MAX_FIGURES:])

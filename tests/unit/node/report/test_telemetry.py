@@ -80,7 +80,7 @@ def test_a_timeline_is_written_by_hand_without_matplotlib(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(Figure, "__init__", refused)
     m = _measurement(None)
-    picture = timeline_svg("box<1> · CPU (ONNX) · c-job-0-0", m, m.samples_ms, "salt")
+    picture = timeline_svg("box<1> · CPU (ONNX) · c-job-0-0", m, m.samples_ms)
     assert picture.svg.startswith("<svg")
     assert 'width="792pt" height="504pt"' in picture.svg  # the whole 11 x 7 in page, as before
     assert "box&lt;1&gt; · CPU (ONNX) · c-job-0-0: every 250 ms" in picture.svg
