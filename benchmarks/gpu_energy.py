@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from drivers.measuring.energy import NvmlCounter, NvmlPowerSampled  # noqa: E402
+from drivers.measuring.counters import NvmlCounter, NvmlPowerSampled  # noqa: E402
 from drivers.measuring.telemetry import Sampler  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "gpu_energy.json"

@@ -13,6 +13,8 @@ Modules:
     genchild       the spawned child's side of a generate task (load timed, warm-up, one request per prompt)
     harness        measure: the parent side, spawned children, timeout, cancel, the processes pooled
     meters         the Meter shape; peak memory, CPU, NVML sampler, placement, thermal and power state
+    counters       the energy counters (RAPL's powercap tree, NVML's counter or power samples), each
+                   reading paired with the clock (timed_read)
     energy         EnergyMeter (and IdleEnergy): idle and measured-phase energy from NVML or RAPL (a
                    declared method, never an estimate), or the reason there is none
     telemetry      the sampler thread: CPU clock per core group, temperatures, CPU use and share, NVML GPU
@@ -125,7 +127,8 @@ Energy, telemetry, sustained runs, calibration
 Energy (`drivers/measuring/energy.py`): the measuring child picks a source by unit (`offer_for`: NVML's
 total-energy counter, else NVML power sampled every 100 ms and integrated, for GPU units; RAPL `package-N`
 zones plus their `dram` subzone under the powercap tree for CPU units on Linux, read every 0.5 s on a thread
-so a wrap at `max_energy_range_uj` is never missed; macOS and others: none, with the reason), reads it for
+so a wrap at `max_energy_range_uj` is never missed; macOS and others: none, with the reason; the counters,
+each reading timed by the clock on both its sides, are `counters.py`), reads it for
 `IDLE_S` (3 s) after the load and before the first inference, then around the timed loop (`child.py`) or the
 timed requests (`genchild.py`), and sends an `EnergyReading` (joules and seconds of both windows, method,
 note). The powercap root is `SARK_POWERCAP_ROOT` when set (tests point it at a tree a writer process

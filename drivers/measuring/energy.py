@@ -1,27 +1,17 @@
 """Energy around a measured phase, from a declared source only: never an estimate.
 
-Sources, chosen by the compute unit that measures:
+Sources, chosen by the compute unit that measures (`offer_for`; the counters themselves, each reading
+timed by its clock brackets: `drivers.measuring.counters`):
 
-- GPU units: NVML's total-energy counter (`nvmlDeviceGetTotalEnergyConsumption`, millijoules since
-  the driver loaded, Volta and later) read before and after (`nvml-energy-counter`); where the board
-  lacks it, `nvmlDeviceGetPowerUsage` (milliwatts) sampled every 100 ms on a thread and integrated
-  by the trapezoid rule (`nvml-power-sampled@100ms`). Either covers the GPU board only, and only a
-  phase of at least `protocol.energy.NVML_LEAST_WINDOW_S` (1 s): a shorter one gets no joules and
-  says why. On an H100 and an H200 (benchmarks/gpu_energy.py), over 5 s windows, the counter read
-  what zeus's `ZeusMonitor` read (its own source) and the sampled integral 0.97 of it.
-- CPU units on Linux: RAPL through the powercap tree (`energy_uj` of each `package-N` zone and its
-  `dram` subzone; core and uncore are inside the package and not added again; `psys` is not a
-  package), Intel and AMD alike. Each counter wraps at its `max_energy_range_uj`, so a thread reads
-  them every `RAPL_POLL_S` and adds the steps, one wrap at most between two reads. Since Linux 5.10
-  `energy_uj` is readable by root only: the note says so. The tree's root is `/sys/class/powercap`,
-  or `SARK_POWERCAP_ROOT` (tests point it at a tree a writer process advances).
+- GPU units: NVML's total-energy counter read before and after (`nvml-energy-counter`); where the board
+  lacks it, NVML's power sampled every 100 ms and integrated (`nvml-power-sampled@100ms`). Either
+  covers the GPU board only, and only a phase of at least `protocol.energy.NVML_LEAST_WINDOW_S` (1 s):
+  a shorter one gets no joules and says why. On an H100 and an H200 (benchmarks/gpu_energy.py), over
+  5 s windows, the counter read what zeus's `ZeusMonitor` read (its own source) and the sampled
+  integral 0.97 of it.
+- CPU units on Linux: RAPL through the powercap tree (each package and its DRAM, polled so that no
+  wrap is missed). Since Linux 5.10 `energy_uj` is readable by root only: the note says so.
 - macOS: unavailable with the reason (powermetrics needs root, IOReport is a private interface).
-
-Each counter reading is paired with the clock by `timed_read`: the clock read on both sides of the
-counter, the reading taken again (up to `TIMED_READ_TRIES` times) while the two are more than
-`TIMED_READ_S` apart, and timed at their middle. A reader descheduled between its counter and its clock
-(a busy machine, another thread holding the GIL) would otherwise shift the window against the joules:
-43 ms of 4 s read 1.07 % over on a loaded run.
 
 `EnergyMeter` reads the source over `IDLE_S` idle seconds before the phase, then over the phase,
 and returns an `EnergyReading`; the per-inference and per-token figures are derived from it
@@ -31,63 +21,28 @@ and returns an `EnergyReading`; the per-inference and per-token figures are deri
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final
 
+from drivers.measuring.counters import (
+    EnergySource,
+    NvmlCounter,
+    NvmlPowerSampled,
+    RaplSource,
+    powercap_root,
+    rapl_zones,
+)
 from protocol import ComputeUnit, EnergyReading, Measurement
-from protocol.energy import NVML_LEAST_WINDOW_S
 from protocol.units import GPU_UNITS
 
 IDLE_S: Final = 3.0  # idle seconds read before the measured phase
-RAPL_POLL_S: Final = 0.5  # RAPL read period: well under a wrap (at 400 W, a 2^32 uJ counter wraps in 10 s)
-NVML_SAMPLE_S: Final = 0.1
-TIMED_READ_S: Final = 0.001  # a counter reading whose clock brackets it tighter than this is kept
-TIMED_READ_TRIES: Final = 8  # else the tightest of this many
-DEFAULT_POWERCAP: Final = "/sys/class/powercap"
 NO_TDP: Final = "no estimate is made from TDP or a model of the chip"
-
-T = TypeVar("T")
-
-
-def timed_read(
-    read: Callable[[], T], clock: Callable[[], float] = time.perf_counter, tries: int = TIMED_READ_TRIES
-) -> tuple[T, float]:
-    """`read()` and the clock's time it was taken at: the middle of the tightest bracket of up to `tries`
-    (the first whose bracket is under `TIMED_READ_S` ends the tries)."""
-    best: tuple[T, float] | None = None
-    tightest = float("inf")
-    for _ in range(tries):
-        before = clock()
-        value = read()
-        after = clock()
-        if after - before < tightest:
-            best, tightest = (value, (before + after) / 2), after - before
-        if tightest < TIMED_READ_S:
-            break
-    assert best is not None, "tries must be at least 1"
-    return best
-
-
-class EnergySource(Protocol):
-    """Energy from `start` to `stop`: `stop` returns the joules and the seconds between the source's own
-    first and last readings (the window the joules cover)."""
-
-    method: str
-    covers: str
-    least_window_s: float
-    """The shortest window the source reads truly (`protocol.energy.NVML_LEAST_WINDOW_S` for NVML)."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> tuple[float, float]: ...
 
 
 @dataclass(frozen=True)
@@ -97,159 +52,6 @@ class Offer:
     method: str
     note: str
     source: EnergySource | None = None
-
-
-def powercap_root() -> Path:
-    """The powercap tree RAPL is read from: `SARK_POWERCAP_ROOT`, else /sys/class/powercap."""
-    return Path(os.environ.get("SARK_POWERCAP_ROOT") or DEFAULT_POWERCAP)
-
-
-@dataclass(frozen=True)
-class Zone:
-    """One RAPL counter: its file, its name and where it wraps."""
-
-    energy: Path
-    name: str
-    range_uj: int
-
-
-def rapl_zones(root: Path) -> list[Zone]:
-    """The package zones and their DRAM subzones under a powercap tree (intel-rapl is also AMD's)."""
-    zones = []
-    for package in sorted(root.glob("intel-rapl:*")):
-        name = _text(package / "name")
-        if package.name.count(":") != 1 or not name.startswith("package"):
-            continue
-        zones.append(_zone(package, name))
-        for sub in sorted(package.glob(f"{package.name}:*")):
-            if _text(sub / "name") == "dram":
-                zones.append(_zone(sub, f"{name}/dram"))
-    return zones
-
-
-def _zone(folder: Path, name: str) -> Zone:
-    return Zone(folder / "energy_uj", name, int(_text(folder / "max_energy_range_uj") or 0))
-
-
-def _text(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return ""
-
-
-class RaplSource:
-    """RAPL counters summed, read on a thread every `RAPL_POLL_S` so that no wrap is missed."""
-
-    covers = "CPU packages (RAPL), not the GPU or the rest of the machine"
-    least_window_s = 0.0  # polled and summed: any window (the check of a short one is the submitter's)
-
-    def __init__(self, zones: list[Zone], poll_s: float = RAPL_POLL_S) -> None:
-        self.zones, self._poll = zones, poll_s
-        has_dram = any(z.name.endswith("/dram") for z in zones)
-        self.method = "rapl-package+dram" if has_dram else "rapl-package"
-        if has_dram:
-            self.covers = "CPU packages and DRAM (RAPL), not the GPU or the rest of the machine"
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._last: list[int] = []
-        self._uj = 0
-
-    def read(self) -> list[int]:
-        """Every zone's counter now, in microjoules (OSError where one cannot be read)."""
-        return [int(z.energy.read_text()) for z in self.zones]
-
-    def _step(self) -> float:
-        with self._lock:
-            now, at = timed_read(self.read)
-            for zone, before, after in zip(self.zones, self._last, now, strict=True):
-                self._uj += after - before if after >= before else after + zone.range_uj - before
-            self._last = now
-        return at
-
-    def start(self) -> None:
-        (self._last, self._t0), self._uj = timed_read(self.read), 0
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="rapl-reader", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._poll):
-            self._step()
-
-    def stop(self) -> tuple[float, float]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        at = self._step()
-        return self._uj / 1e6, at - self._t0
-
-
-class NvmlCounter:
-    """NVML's total-energy counter (millijoules, Volta and later) of one GPU."""
-
-    method = "nvml-energy-counter"
-    covers = "the GPU board (NVML), not the CPU or the rest of the machine"
-    least_window_s = NVML_LEAST_WINDOW_S
-
-    def __init__(self, nvml: Any, handle: Any) -> None:
-        self._nvml, self._handle, self._mj0, self._t0 = nvml, handle, 0, 0.0
-
-    def _read(self) -> int:
-        return int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
-
-    def start(self) -> None:
-        self._mj0, self._t0 = timed_read(self._read)
-
-    def stop(self) -> tuple[float, float]:
-        mj, at = timed_read(self._read)
-        return (mj - self._mj0) / 1e3, at - self._t0
-
-
-class NvmlPowerSampled:
-    """NVML power draw (milliwatts) sampled every `period_s` on a thread, integrated (trapezoids)."""
-
-    covers = "the GPU board (NVML power samples), not the CPU or the rest of the machine"
-    least_window_s = NVML_LEAST_WINDOW_S
-
-    def __init__(self, nvml: Any, handle: Any, period_s: float = NVML_SAMPLE_S) -> None:
-        self._nvml, self._handle, self._period = nvml, handle, period_s
-        self.method = f"nvml-power-sampled@{round(period_s * 1000)}ms"
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._j = 0.0
-        self._last = (0.0, 0.0)
-
-    def _watts(self) -> tuple[float, float]:
-        return timed_read(lambda: self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3)
-
-    def _sample(self) -> None:
-        with self._lock:
-            watts, now = self._watts()
-            then, before = self._last
-            self._j += (now - then) * (watts + before) / 2
-            self._last = (now, watts)
-
-    def start(self) -> None:
-        self._j = 0.0
-        watts, self._t0 = self._watts()
-        self._last = (self._t0, watts)
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="nvml-power", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._period):
-            self._sample()
-
-    def stop(self) -> tuple[float, float]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._sample()
-        return self._j, self._last[0] - self._t0
 
 
 def rapl_offer(root: Path | None = None) -> Offer:
@@ -434,15 +236,9 @@ class IdleEnergy:
 __all__ = [
     "IDLE_S",
     "EnergyMeter",
-    "EnergySource",
     "IdleEnergy",
-    "NvmlCounter",
-    "NvmlPowerSampled",
     "Offer",
-    "RaplSource",
     "nvml_offer",
     "offer_for",
-    "powercap_root",
     "rapl_offer",
-    "rapl_zones",
 ]

@@ -85,7 +85,7 @@ Checked against what the submitter knows:
   larger than the window's. A window shorter than `METER_PERIOD_S` is not held to it: a counter that
   updates less often than the window lasts can honestly read 0 J over it (a gray-box endpoint run of
   5 ms read 0 J on the lab's tree; NVML's counter updates about every 100 ms, the RAPL reader polls
-  every `drivers.measuring.energy.RAPL_POLL_S` = 0.5 s).
+  every `drivers.measuring.counters.RAPL_POLL_S` = 0.5 s).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from drivers.measuring.energy import TIMED_READ_S
+from drivers.measuring.counters import TIMED_READ_S
 
 PACKAGE_W: Final = 5.0
 DRAM_W: Final = 1.5

@@ -29,15 +29,8 @@ from kit.powercap import (
 
 from drivers import measure
 from drivers.files.models import write_convnet
-from drivers.measuring.energy import (
-    EnergyMeter,
-    RaplSource,
-    nvml_offer,
-    offer_for,
-    rapl_offer,
-    rapl_zones,
-    timed_read,
-)
+from drivers.measuring.counters import RaplSource, rapl_zones, timed_read
+from drivers.measuring.energy import EnergyMeter, nvml_offer, offer_for, rapl_offer
 from drivers.measuring.offers import MACHINE, machine_telemetry, unit_offers
 from protocol import (
     ComputeUnit,
