@@ -11,7 +11,6 @@ Packages and modules:
                process the node can kill; its one answer (`Answer`)
     isolation  how a child that reads untrusted files starts: `-I`, an empty folder, a scrubbed environment
     ownerkey   an owner key (a device owner's Ed25519 seed in a file) and the statement it signs per device
-    owntime    OwnClock, every command's trio clock: the seconds the node waited for a CPU counted out
     service    the worker as a user service: systemd unit and launchd agent paths and text (pure)
     p2p        the libp2p edge: host, kad, dht, wire, identity, open_node (the only libp2p importers)
     transfer   model bytes: cache, /sark/blob serving and fetching, URL policy, download
@@ -98,7 +97,6 @@ __all__ = [
     "intake",
     "isolation",
     "ownerkey",
-    "owntime",
     "p2p",
     "service",
     "submitter",

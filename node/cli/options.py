@@ -200,11 +200,9 @@ def run(
     first, cancels it too. With `own_signals` the command receives SIGINT itself (`join`: the graceful
     leave, as on SIGTERM) and no watch is set over it: trio delivers a signal only to the receiver
     opened last, and a watch started beside the command would open after it and take its Ctrl-C.
-    Its timeouts count the node's own seconds, not those it waited for a CPU (`node.owntime`).
     """
     import trio
 
-    from node.owntime import OwnClock
     from protocol import ProtocolError
 
     logging.basicConfig(
@@ -213,7 +211,7 @@ def run(
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        finished: list[T] = trio.run(_interruptible, main, stop, not own_signals, clock=OwnClock())
+        finished: list[T] = trio.run(_interruptible, main, stop, not own_signals)
     except Interrupted as exc:
         interrupted(f"interrupted: {exc.detail}")
     except ConfigError as exc:

@@ -60,7 +60,6 @@ import trio
 import scheduler as sch
 from node.errors import NodeError, PeerTimeout
 from node.events import EventSink, quiet
-from node.owntime import real_time
 from node.p2p.host import Host
 from node.p2p.wire import Channel
 from protocol import (
@@ -427,7 +426,7 @@ class Challenger:
         """One round: its measured GFLOPS, why it fails now ("" when its rows are yet to be checked),
         whether the figure is only a bound (no commitment by the deadline), and its rows to check."""
         seed = challenge.seed_of(self._key, subject)
-        sent = real_time()  # a measurement: the real clock, never the node's own (`node.owntime`)
+        sent = trio.current_time()
         await channel.send(ChallengeChainSeed(round=r, n=sizing.n, steps=sizing.steps, seed=seed))
         waited = late_wait_s(sizing)
         try:  # a commitment past the deadline still counts, timed: the next round may bear the claim out
@@ -436,7 +435,7 @@ class Challenger:
             bound = challenge.gflops(sizing.n, waited, sizing.credit_s, sizing.steps)
             late = f"no commitment within {waited:.3g} s: under {bound:.3g} GFLOPS"
             return bound, f"{late} against {target.claimed_gflops:.3g} claimed", True, None
-        elapsed = real_time() - sent
+        elapsed = trio.current_time() - sent
         problem = challenge.commit_problem(commit.digests, sizing.n)
         if problem or commit.round != r:
             return 0.0, problem or f"a commitment for round {commit.round} in round {r}", False, None
@@ -538,12 +537,12 @@ async def _fastest_ping(channel: Channel, r: int) -> float:
     fastest = float("inf")
     for k in range(CHALLENGE_PINGS):
         number = r * CHALLENGE_PINGS + k
-        sent = real_time()  # a measurement: the real clock (`node.owntime`)
+        sent = trio.current_time()
         await channel.send(ChallengePing(round=number))
         pong = _expect(await channel.receive(timeout=STEP_S), ChallengePong)
         if pong.round != number:
             raise Unanswered(f"pong {pong.round} for ping {number}")
-        fastest = min(fastest, real_time() - sent)
+        fastest = min(fastest, trio.current_time() - sent)
     return fastest
 
 

@@ -24,7 +24,6 @@ import trio
 import scheduler as sch
 from node.errors import CampaignInterrupted
 from node.events import EventSink, quiet
-from node.owntime import real_time
 from node.submitter.attempt import Attempt, Delivered, Heard, Identity, OpenChannel, run_attempt
 from node.submitter.challenge import Challenger
 from node.submitter.discovery import Discovery
@@ -58,8 +57,7 @@ async def heard_within(receive: Callable[[], Awaitable[_T]], timeout: float) -> 
     the loop listens as long again as it was late before it judges any silence: a lease lapses only
     for silence while this submitter was listening. The cheater's view: the wait is this process's
     own lateness on its own clock, nothing a worker reports; a worker that is gone still lapses, one
-    stall later. (Under `node.owntime` a wait for a CPU is counted out of the deadline already; this holds
-    where the kernel does not count it.)"""
+    stall later."""
     asked = trio.current_time() + timeout
     with trio.move_on_after(timeout):
         return await receive()
@@ -146,11 +144,11 @@ class CampaignLoop:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._watch_stop)
-            started = real_time()  # the seconds a user waited (trio's are the node's own, `node.owntime`)
+            started = trio.current_time()
             records = await trio.to_thread.run_sync(self._store.peer_records, time.time())
             self._sched.know_records(records, await trio.to_thread.run_sync(self._store.class_errors))
             peers = await self._vouched(await self._discovery.initial())
-            self._emit("discovered", peers=len(peers), seconds=round(real_time() - started, 3))
+            self._emit("discovered", peers=len(peers), seconds=round(trio.current_time() - started, 3))
             if not self._stop.is_set():  # stopped while looking: nothing went out, nothing to withdraw
                 self._apply(self._sched.handle(sch.PeersDiscovered(peers=peers), time.time()))
                 self._save()

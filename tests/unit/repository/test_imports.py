@@ -162,8 +162,7 @@ def test_each_scheduler_package_imports_only_those_before_it() -> None:
 # node's subpackages and top modules, each built only on those before it (node/__init__.py says why),
 # with the gate role between node's host and the CLI that composes it
 NODE_ORDER = (
-    "errors", "build", "isolation", "events", "datadir", "config", "service", "ownerkey", "owntime",
-    "campaignfiles",
+    "errors", "build", "isolation", "events", "datadir", "config", "service", "ownerkey", "campaignfiles",
     "intake", "p2p", "transfer", "report", "submitter", "worker", "http", "GATE", "cli",
 )  # fmt: skip
 
