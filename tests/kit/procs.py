@@ -212,9 +212,11 @@ class Lab:
         return peers
 
     def kill(self, proc: Proc) -> None:
-        """SIGKILL a process group and reap it."""
+        """SIGKILL a process group, reap it and close its pipes. A group already gone (the process exited
+        by itself, and its exit was not heard yet) is reaped and closed all the same."""
         if proc.popen.poll() is None:
-            os.killpg(proc.popen.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.popen.pid, signal.SIGKILL)
         proc.popen.wait(timeout=10)
         if proc.reader is not None:
             proc.reader.join(timeout=10)
