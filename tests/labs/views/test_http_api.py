@@ -6,6 +6,7 @@ HTTP server this test runs on 127.0.0.1. Waits are on the child's event lines, e
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import http.server
@@ -75,8 +76,9 @@ class Served:
                 return event
 
     def stop(self) -> None:
-        if self.popen.poll() is None:
-            os.killpg(self.popen.pid, signal.SIGTERM)
+        if self.popen.poll() is None:  # a group already gone (its exit not heard yet) is reaped all the same
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGTERM)
             try:
                 self.popen.wait(timeout=15)
             except subprocess.TimeoutExpired:
