@@ -112,21 +112,47 @@ def _text(path: Path) -> str:
         return ""
 
 
-class RaplSource:
+class _Polled:
+    """A source read by `_step` on a daemon thread every `period_s` from `_poll` to `_unpoll` (the caller
+    steps once more at each end), under one lock, so that the thread and the caller never read at once."""
+
+    def __init__(self, period_s: float, name: str) -> None:
+        self._period, self._name = period_s, name
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _step(self) -> float:
+        raise NotImplementedError
+
+    def _poll(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._period):
+            self._step()
+
+    def _unpoll(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+class RaplSource(_Polled):
     """RAPL counters summed, read on a thread every `RAPL_POLL_S` so that no wrap is missed."""
 
     covers = "CPU packages (RAPL), not the GPU or the rest of the machine"
     least_window_s = 0.0  # polled and summed: any window (the check of a short one is the submitter's)
 
     def __init__(self, zones: list[Zone], poll_s: float = RAPL_POLL_S) -> None:
-        self.zones, self._poll = zones, poll_s
+        super().__init__(poll_s, "rapl-reader")
+        self.zones = zones
         has_dram = any(z.name.endswith("/dram") for z in zones)
         self.method = "rapl-package+dram" if has_dram else "rapl-package"
         if has_dram:
             self.covers = "CPU packages and DRAM (RAPL), not the GPU or the rest of the machine"
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._last: list[int] = []
         self._uj = 0
 
@@ -144,18 +170,10 @@ class RaplSource:
 
     def start(self) -> None:
         (self._last, self._t0), self._uj = timed_read(self.read), 0
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="rapl-reader", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._poll):
-            self._step()
+        self._poll()
 
     def stop(self) -> tuple[float, float]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._unpoll()
         at = self._step()
         return self._uj / 1e6, at - self._t0
 
@@ -181,49 +199,40 @@ class NvmlCounter:
         return (mj - self._mj0) / 1e3, at - self._t0
 
 
-class NvmlPowerSampled:
+class NvmlPowerSampled(_Polled):
     """NVML power draw (milliwatts) sampled every `period_s` on a thread, integrated (trapezoids)."""
 
     covers = "the GPU board (NVML power samples), not the CPU or the rest of the machine"
     least_window_s = NVML_LEAST_WINDOW_S
 
     def __init__(self, nvml: Any, handle: Any, period_s: float = NVML_SAMPLE_S) -> None:
-        self._nvml, self._handle, self._period = nvml, handle, period_s
+        super().__init__(period_s, "nvml-power")
+        self._nvml, self._handle = nvml, handle
         self.method = f"nvml-power-sampled@{round(period_s * 1000)}ms"
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
         self._j = 0.0
         self._last = (0.0, 0.0)
 
     def _watts(self) -> tuple[float, float]:
         return timed_read(lambda: self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3)
 
-    def _sample(self) -> None:
+    def _step(self) -> float:
         with self._lock:
             watts, now = self._watts()
             then, before = self._last
             self._j += (now - then) * (watts + before) / 2
             self._last = (now, watts)
+        return now
 
     def start(self) -> None:
         self._j = 0.0
         watts, self._t0 = self._watts()
         self._last = (self._t0, watts)
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="nvml-power", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._period):
-            self._sample()
+        self._poll()
 
     def stop(self) -> tuple[float, float]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._sample()
-        return self._j, self._last[0] - self._t0
+        self._unpoll()
+        at = self._step()
+        return self._j, at - self._t0
 
 
 __all__ = [

@@ -228,8 +228,7 @@ class Lab:
     def close(self) -> None:
         """Kill every process this lab started."""
         for proc in self.procs:
-            with contextlib.suppress(ProcessLookupError):
-                self.kill(proc)
+            self.kill(proc)
 
 
 def _pump(proc: Proc) -> None:
