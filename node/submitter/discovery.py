@@ -16,6 +16,7 @@ import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node
 from node.p2p.survey import NoWorkers, Shortfall, shortfall, unanswered
+from node.submitter.looktime import LookTime, no_delay, run_delay_reader
 from node.submitter.networks import (
     PROBE_SLOT_S,
     PROBE_SLOTS,
@@ -141,6 +142,8 @@ class Discovery:
     workers for good after one 3 s miss) is probed again after 10 s, 20 s, 40 s ..., never refused
     for the campaign.
     `initial` ends with the probes still waiting cancelled (they are neither confirmed nor silent).
+    A look's `timeout_s` are its own seconds: those the machine kept the process waiting for a CPU
+    are given back, up to `looktime.STRETCH_MAX` times them in all (`node.submitter.looktime`).
 
     This submitter's own embedded workers (`own`: `submit --workers N`, in its process) are waited
     for, not probed like strangers: on a starved machine (2 cores at load 8, the process given a
@@ -160,8 +163,11 @@ class Discovery:
         *,
         exclude: frozenset[str] = frozenset(),
         own: frozenset[str] = frozenset(),
+        waited: Callable[[], float] | None = None,
     ) -> None:
         self._node = node
+        self._waited = waited
+        """The run delay of the thread running trio (`node.submitter.looktime`); read at the first look."""
         self._config = config
         self._exclude = exclude
         self._own = own
@@ -211,7 +217,7 @@ class Discovery:
         answer into the next; those still waiting at the end are cancelled.
         """
         started = trio.current_time()
-        deadline = started + self._config.timeout_s
+        look = self._look()
         confirmed: dict[str, sch.PeerView] = {}
         stable_since = trio.current_time()
         async with trio.open_nursery() as probes:
@@ -225,7 +231,7 @@ class Discovery:
                 if self._own - confirmed.keys() and trio.current_time() < started + OWN_PROBE_S:
                     await trio.sleep(0.2)
                     continue  # an own worker not heard yet: it is coming, not a stranger stalling
-                if trio.current_time() >= deadline:
+                if look.over():
                     break
                 want = self._config.want
                 if want is not None and len(confirmed) >= want:
@@ -289,17 +295,19 @@ class Discovery:
         self._late = []
         views = answers.views
         seen: set[str] = set()
-        deadline = trio.current_time() + self._config.timeout_s
-        if until is not None:
-            deadline = min(deadline, until)
+        look = self._look()
+
+        def left() -> float:
+            return look.left() if until is None else min(look.left(), max(0.0, until - trio.current_time()))
+
         need = None if self._count is None else -(-self._count // LOOKUP_SLACK)
         batch: list[_Probe] = []
         looks = 0
-        while trio.current_time() < deadline:
+        while left() > 0:
             skip = self.silent() | seen
             try:
                 listed = await self._node.find_providers(
-                    timeout=deadline - trio.current_time(),
+                    timeout=left(),
                     count=self._count,
                     known=known,
                     skip=skip,
@@ -320,12 +328,7 @@ class Discovery:
             first, later = networks.split(new)
             batch = self._probe_all(probes, first, answers)
             if first:  # a look of suspect providers alone waits for none of them: the next reads on
-                with trio.move_on_at(min(trio.current_time() + GRACE_S, deadline)):
-                    for probe in batch:
-                        await probe.over.wait()
-                with trio.move_on_at(deadline):  # and for the first wave's word on their networks
-                    for probe in batch[:PROBE_SLOTS]:
-                        await probe.judged.wait()
+                await _grace(batch, left)
             batch += self._probe_all(probes, later, answers, suspect=True)  # after the others' grace
             fresh = sum(1 for v in views if v.peer_id not in known)
             # The spares (`LOOKUP_SLACK`) are sought by later rounds, not here: past providers that
@@ -383,6 +386,12 @@ class Discovery:
             for (peer_id, _), probe in zip(ordered[started:], batch[started:], strict=True):
                 self._probing.discard(peer_id)
                 probe.end()
+
+    def _look(self) -> LookTime:
+        """A look's `timeout_s`, counted in the submitter's own seconds (`node.submitter.looktime`)."""
+        if self._waited is None:  # read here, in the thread running trio
+            self._waited = run_delay_reader() or no_delay
+        return LookTime(self._config.timeout_s, self._waited)
 
     def _late_answer(self, view: sch.PeerView) -> None:
         self._late.append(view)
@@ -458,6 +467,17 @@ class Discovery:
             return True
         log.warning("peer %s advertised but its profile probe timed out", peer_id)
         return False
+
+
+async def _grace(batch: Sequence[_Probe], left: Callable[[], float]) -> None:
+    """A look's wait for its probes: `GRACE_S` for them all to end, then for the first wave's word on
+    their networks, neither past the look's end (`left`: its own seconds left)."""
+    with trio.move_on_after(min(GRACE_S, left())):
+        for probe in batch:
+            await probe.over.wait()
+    with trio.move_on_after(left()):
+        for probe in batch[:PROBE_SLOTS]:
+            await probe.judged.wait()
 
 
 @dataclass

@@ -1,0 +1,97 @@
+"""A look's seconds: trio's clock less the seconds the submitter's trio thread waited, runnable, for a CPU.
+
+A look for workers (`Discovery.initial`, and each round it runs) is given `timeout_s` seconds: 5 by
+default (`node.cli.campaign.LOOK_S`), 60 with `--wait-peers`. Past Sybils a look reads level after
+level of keys, each read a walk, a dial and a Noise handshake done by this process. On a busy laptop the
+kernel can leave the process runnable and waiting for a core: at a small share of one (the Sybil-networks
+lab's `submit` at nice 10 beside two spinners on its core) the 5 s ran out before the walks reached the
+honest level, exit 1, "no worker found (no_answer): 20 peer(s) advertise any unit, but none answered",
+while the workers were there and answering. What the machine took from the process is not time the
+look had.
+
+So a look counts its own seconds (`LookTime`): the real ones less the thread's run delay since the look
+began, the kernel's count of the nanoseconds it was runnable on a run queue and not running
+(`/proc/self/task/TID/schedstat`, its second field; sleeping in epoll is not counted, so a look that
+waits for answers spends its seconds as before). Idle, the two are the same seconds. Only the look:
+every other wait of the node stays on trio's clock. The whole node on such a clock (every timeout,
+libp2p's own) cost the suite a quarter of its time, measured side by side (docs/testing.md), and a
+lease or a probe's slot must not stretch with this machine's weather: a peer is judged by its answers
+in real time.
+
+Bounded whatever the machine: a look lasts at most `STRETCH_MAX` times its seconds of real time (a
+process that gets no CPU at all still ends its look, and says why it found none).
+
+The cheater's view: a peer cannot make this process wait for a CPU. It can make it work (answer junk,
+stall a probe, fill keys), and work and waits for answers are the look's own seconds, spent as before.
+Where the kernel does not say (macOS, a kernel without schedstats), a look's seconds are real ones.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Final, final
+
+import trio
+
+STRETCH_MAX: Final = 6.0
+"""A look's real seconds are at most this many times its own: 30 s for the default 5 s look."""
+
+
+def run_delay_reader() -> Callable[[], float] | None:
+    """A reader of the calling thread's run delay in seconds, or None where the kernel does not say.
+
+    The file is opened at each read (a few microseconds; a look reads it a few times a second): no
+    descriptor is held past a look. A read that fails later (the thread is gone) gives the last value."""
+    path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+    last = 0.0
+
+    def read() -> float:
+        nonlocal last
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                last = int(os.read(fd, 128).split()[1]) / 1e9
+            finally:
+                os.close(fd)
+        except (OSError, ValueError, IndexError):
+            pass
+        return last
+
+    try:
+        with open(path, "rb") as f:
+            int(f.read(128).split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return read
+
+
+def no_delay() -> float:
+    """The run delay where the kernel does not say: none (a look's seconds are real ones)."""
+    return 0.0
+
+
+@final
+class LookTime:
+    """`seconds` of a look, counted from now on trio's clock less the seconds `waited` grew by (the run
+    delay of the thread running trio), and at most `STRETCH_MAX` times them in real time."""
+
+    def __init__(self, seconds: float, waited: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self._waited = waited
+        self._began = trio.current_time()
+        self._waited_before = waited()
+
+    def spent(self) -> float:
+        """The look's own seconds so far (never fewer than its real ones over `STRETCH_MAX`)."""
+        real = trio.current_time() - self._began
+        return max(real - (self._waited() - self._waited_before), real / STRETCH_MAX)
+
+    def left(self) -> float:
+        """The look's own seconds left (0 once over): also the fewest real seconds left, so a wait of
+        this long never outlasts the look, and one read again after it may find more."""
+        return max(0.0, self.seconds - self.spent())
+
+    def over(self) -> bool:
+        return self.left() <= 0.0

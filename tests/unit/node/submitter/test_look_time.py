@@ -1,0 +1,124 @@
+"""A look's seconds are its own (`node.submitter.looktime`): the seconds the machine kept the submitter
+waiting for a CPU are given back, up to `STRETCH_MAX` times the look in all.
+
+A node written here stands in for the DHT and the probes, on trio's virtual clock: each level of the tree
+lists 4 stalling Sybils, and the two honest workers are at level `HONEST_LEVEL`. Each lookup is work
+of `LOOKUP_S` seconds, of which the machine takes `STARVED` (a count the test keeps, as the kernel's
+run delay counts it): the process waits, runnable, for a core. On the real clock the 5 s look runs out
+before the walks reach the honest level; on its own seconds it finds both. A process the machine
+starves wholly still ends its look, at `STRETCH_MAX` times its seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+import trio
+import trio.testing
+from kit.providers import advertised, at
+
+from node.p2p.node import Node
+from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig
+from node.submitter.looktime import STRETCH_MAX, LookTime, no_delay, run_delay_reader
+from protocol import AdvertBody, Load
+
+HONEST = ("h0", "h1")
+HONEST_LEVEL = 6
+LOOKUP_S = 0.5
+STARVED = 0.9
+"""The share of each lookup's seconds the machine keeps the process waiting for a core."""
+LOOK_S = 5.0
+
+
+class _StarvedTree:
+    """Level l lists Sybils s{4l}..s{4l+3} (level `HONEST_LEVEL` also the honest workers); a look returns
+    the shallowest level with a provider not skipped nor known, after `LOOKUP_S` of work of which the
+    machine took `starved` (added to `waited`, the run delay)."""
+
+    def __init__(self, starved: float) -> None:
+        self.levels = [[f"s{4 * level + i}" for i in range(4)] for level in range(40)]
+        self.levels[HONEST_LEVEL] += HONEST
+        self.starved = starved
+        self.waited = 0.0
+        self.looks = 0
+
+    def run_delay(self) -> float:
+        return self.waited
+
+    async def find_providers(
+        self, *, skip: frozenset[str], known: frozenset[str] = frozenset(), **_: Any
+    ) -> dict[str, tuple[str, ...]]:
+        self.looks += 1
+        await trio.sleep(LOOKUP_S)
+        self.waited += self.starved * LOOKUP_S
+        for level in self.levels:
+            new = [p for p in level if p not in skip and p not in known]
+            if new:
+                return {p: at(p) for p in new}
+        return {}
+
+    async def profile_and_host_at(
+        self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
+    ) -> tuple[AdvertBody, Load, str]:
+        if peer_id not in HONEST:
+            await trio.sleep_forever()  # a stalling Sybil: the probe's deadline ends it
+        await trio.sleep(0.01)
+        return advertised(peer_id).advert, Load(), "127.0.0.1"
+
+
+def _discovery(tree: _StarvedTree, *, counted: bool) -> Discovery:
+    config = DiscoveryConfig(want=len(HONEST), count=len(HONEST) * LOOKUP_SLACK, timeout_s=LOOK_S)
+    waited = tree.run_delay if counted else no_delay
+    return Discovery(cast(Node, tree), config, waited=waited)
+
+
+@pytest.mark.parametrize("counted", [True, False], ids=["own-seconds", "real-seconds"])
+async def test_a_starved_look_gets_back_the_seconds_the_machine_took(
+    mock_clock: trio.testing.MockClock, counted: bool
+) -> None:
+    mock_clock.autojump_threshold = 0
+    tree = _StarvedTree(STARVED)
+    found = await _discovery(tree, counted=counted).initial()
+    real = trio.current_time()
+    if counted:  # the walks reached the honest level: both found, past the look's 5 real seconds
+        assert {v.peer_id for v in found} == set(HONEST)
+        assert LOOK_S < real < LOOK_S * STRETCH_MAX
+    else:  # the machine's seconds counted as the look's: it ran out above the honest level
+        assert found == ()
+        assert tree.looks <= HONEST_LEVEL
+
+
+async def test_a_look_the_machine_is_not_starving_spends_real_seconds(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    tree = _StarvedTree(0.0)
+    tree.levels[HONEST_LEVEL] = tree.levels[HONEST_LEVEL][:4]  # no honest worker: the look runs out
+    found = await _discovery(tree, counted=True).initial()
+    assert found == ()
+    assert LOOK_S <= trio.current_time() < LOOK_S + 1.5  # its last look and probes end past the 5 s
+
+
+async def test_a_process_starved_wholly_ends_its_look_at_the_stretch_bound(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    waited = 0.0
+
+    def run_delay() -> float:
+        return waited
+
+    look = LookTime(LOOK_S, run_delay)
+    while not look.over():
+        await trio.sleep(0.25)
+        waited += 0.25  # every second of it the machine's
+    assert trio.current_time() == pytest.approx(LOOK_S * STRETCH_MAX)
+
+
+def test_the_kernel_counts_this_threads_run_delay_here() -> None:
+    """Linux with schedstats (this machine, CI's): the reader reads; a count that never goes back."""
+    read = run_delay_reader()
+    assert read is not None
+    first = read()
+    assert 0.0 <= first <= read()
