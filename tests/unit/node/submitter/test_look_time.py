@@ -11,6 +11,7 @@ starves wholly still ends its look, at `STRETCH_MAX` times its seconds.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -118,6 +119,8 @@ async def test_a_process_starved_wholly_ends_its_look_at_the_stretch_bound(
 
 def test_the_kernel_counts_this_threads_run_delay_here() -> None:
     """Linux with schedstats (this machine, CI's): the reader reads; a count that never goes back."""
+    if not Path("/proc/self/schedstat").exists():
+        pytest.skip("this kernel counts no run delay (no /proc/self/schedstat): a look's seconds are real")
     read = run_delay_reader()
     assert read is not None
     first = read()
