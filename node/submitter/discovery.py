@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final, final
 
 import trio
@@ -16,7 +17,7 @@ import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node
 from node.p2p.survey import NoWorkers, Shortfall, shortfall, unanswered
-from node.submitter.looktime import LookTime, no_delay, run_delay_reader
+from node.submitter.looktime import STRETCH_MAX, LookTime, no_delay, run_delay_reader, within
 from node.submitter.networks import (
     PROBE_SLOT_S,
     PROBE_SLOTS,
@@ -142,8 +143,9 @@ class Discovery:
     workers for good after one 3 s miss) is probed again after 10 s, 20 s, 40 s ..., never refused
     for the campaign.
     `initial` ends with the probes still waiting cancelled (they are neither confirmed nor silent).
-    A look's `timeout_s` are its own seconds: those the machine kept the process waiting for a CPU
-    are given back, up to `looktime.STRETCH_MAX` times them in all (`node.submitter.looktime`).
+    A look's `timeout_s`, and each probe's wait, are the submitter's own seconds: those the machine
+    kept the process waiting for a CPU are given back, up to `looktime.STRETCH_MAX` times them in all
+    (`node.submitter.looktime`).
 
     This submitter's own embedded workers (`own`: `submit --workers N`, in its process) are waited
     for, not probed like strangers: on a starved machine (2 cores at load 8, the process given a
@@ -452,21 +454,23 @@ class Discovery:
     async def _probe(self, peer_id: str, addrs: tuple[str, ...], views: _Answers) -> bool:
         """Ask a provider at `addrs` for its live profile; whether it answered with a valid one."""
         wait_s = OWN_PROBE_S if peer_id in self._own else self._config.probe_timeout_s
-        with trio.move_on_after(wait_s):
-            try:
-                advert, load, host = await self._node.profile_and_host_at(peer_id, addrs, timeout=wait_s)
-            except (NodeError, ProtocolError) as exc:  # no answer, or junk (a bad signature, another's)
-                log.warning("peer %s advertised but did not answer: %s", peer_id, exc)
-                return False
-            self._adverts[peer_id] = advert
-            self._silent.pop(peer_id, None)  # it answered: a later miss starts the backoff again
-            view = _view(advert, load, host)
-            if view.owner.refused and peer_id not in self._known:  # said once, not every round
-                log.warning("peer %s: owner_refused: %s", peer_id, view.owner.refused)
-            views.add(view)
-            return True
-        log.warning("peer %s advertised but its profile probe timed out", peer_id)
-        return False
+        ask = partial(self._node.profile_and_host_at, peer_id, addrs, timeout=wait_s * STRETCH_MAX)
+        try:  # the wait in the submitter's own seconds (`looktime.within`)
+            answer = await within(wait_s, self._waited or no_delay, ask)
+        except (NodeError, ProtocolError) as exc:  # no answer, or junk (a bad signature, another's)
+            log.warning("peer %s advertised but did not answer: %s", peer_id, exc)
+            return False
+        if answer is None:
+            log.warning("peer %s advertised but its profile probe timed out", peer_id)
+            return False
+        advert, load, host = answer
+        self._adverts[peer_id] = advert
+        self._silent.pop(peer_id, None)  # it answered: a later miss starts the backoff again
+        view = _view(advert, load, host)
+        if view.owner.refused and peer_id not in self._known:  # said once, not every round
+            log.warning("peer %s: owner_refused: %s", peer_id, view.owner.refused)
+        views.add(view)
+        return True
 
 
 async def _grace(batch: Sequence[_Probe], left: Callable[[], float]) -> None:

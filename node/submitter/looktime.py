@@ -12,17 +12,20 @@ look had.
 So a look counts its own seconds (`LookTime`): the real ones less the thread's run delay since the look
 began, the kernel's count of the nanoseconds it was runnable on a run queue and not running
 (`/proc/self/task/TID/schedstat`, its second field; sleeping in epoll is not counted, so a look that
-waits for answers spends its seconds as before). Idle, the two are the same seconds. Only the look:
-every other wait of the node stays on trio's clock. The whole node on such a clock (every timeout,
-libp2p's own) cost the suite a quarter of its time, measured side by side (docs/testing.md), and a
-lease or a probe's slot must not stretch with this machine's weather: a peer is judged by its answers
-in real time.
+waits for answers spends its seconds as before). Idle, the two are the same seconds. A probe's wait
+for a provider's answer is counted so too (`within`): the dial and the handshake are this process's
+work. Only the look and its probes: a probe's slot (`networks.PROBE_SLOT_S`, which orders probes, never
+drops one), leases, heartbeats and every other wait of the node stay on trio's clock. The whole node on
+such a clock (every timeout, libp2p's own) cost the suite a quarter of its time, measured side by side
+(docs/testing.md).
 
 Bounded whatever the machine: a look lasts at most `STRETCH_MAX` times its seconds of real time (a
 process that gets no CPU at all still ends its look, and says why it found none).
 
 The cheater's view: a peer cannot make this process wait for a CPU. It can make it work (answer junk,
 stall a probe, fill keys), and work and waits for answers are the look's own seconds, spent as before.
+On a starved submitter a stalling Sybil's probe holds its in-flight place (of 256) longer, as an honest
+worker's may: at most `STRETCH_MAX` times the probe's 3 s, its slot still released at `PROBE_SLOT_S`.
 Where the kernel does not say (macOS, a kernel without schedstats), a look's seconds are real ones.
 """
 
@@ -30,10 +33,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
-from typing import Final, final
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar, final
 
 import trio
+
+T = TypeVar("T")
 
 STRETCH_MAX: Final = 6.0
 """A look's real seconds are at most this many times its own: 30 s for the default 5 s look."""
@@ -95,3 +100,35 @@ class LookTime:
 
     def over(self) -> bool:
         return self.left() <= 0.0
+
+
+async def within(seconds: float, waited: Callable[[], float], run: Callable[[], Awaitable[T]]) -> T | None:
+    """`run()` given `seconds` of this process's own (a `LookTime`): its value, or None once they ran out.
+
+    A probe's wait is the look's too: a starved submitter's dial and handshake with an honest worker
+    are this process's work, and a probe timed out by the machine silenced the worker (the Sybil-networks
+    lab's `submit` at nice 10 beside two spinners: the look's own 35 s ran out with both honest workers
+    listed and silenced, their probes' 3 s spent waiting for a core). `run` is given the real seconds
+    the wait may last (`seconds` x `STRETCH_MAX`) as its own timeout."""
+    time = LookTime(seconds, waited)
+    value: T | None = None
+    failed: Exception | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def bound() -> None:
+            while True:  # a wait of the seconds left is at least as long: read them again after it
+                left = time.left()
+                if left <= 0:
+                    break
+                await trio.sleep(left)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(bound)
+        try:
+            value = await run()
+        except Exception as exc:  # raised as it is, not in the nursery's group
+            failed = exc
+        nursery.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    return value

@@ -125,3 +125,44 @@ def test_the_kernel_counts_this_threads_run_delay_here() -> None:
     assert read is not None
     first = read()
     assert 0.0 <= first <= read()
+
+
+PROBE_REAL_S = 4.0
+"""The real seconds an honest worker's probe takes when the machine keeps the submitter waiting for a core
+90 % of the time: its dial and handshake are the submitter's work (past the probe's 3 s)."""
+
+
+class _StarvedProbes:
+    """Two honest providers at the root key; each probe answers after `PROBE_REAL_S` of real time; the
+    machine takes `STARVED` of every second of the submitter's (its run delay grows so)."""
+
+    async def find_providers(
+        self, *, skip: frozenset[str], known: frozenset[str] = frozenset(), **_: Any
+    ) -> dict[str, tuple[str, ...]]:
+        return {p: at(p) for p in HONEST if p not in skip and p not in known}
+
+    async def profile_and_host_at(
+        self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
+    ) -> tuple[AdvertBody, Load, str]:
+        assert timeout >= PROBE_REAL_S  # the node's own timeout does not cut the probe's own seconds
+        await trio.sleep(PROBE_REAL_S)
+        return advertised(peer_id).advert, Load(), "127.0.0.1"
+
+
+def starved_run_delay() -> float:
+    return STARVED * trio.current_time()
+
+
+@pytest.mark.parametrize("counted", [True, False], ids=["own-seconds", "real-seconds"])
+async def test_a_starved_submitters_probe_waits_its_own_seconds(
+    mock_clock: trio.testing.MockClock, counted: bool
+) -> None:
+    mock_clock.autojump_threshold = 0
+    config = DiscoveryConfig(want=len(HONEST), timeout_s=LOOK_S, probe_timeout_s=3.0)
+    waited = starved_run_delay if counted else no_delay
+    found = await Discovery(cast(Node, _StarvedProbes()), config, waited=waited).initial()
+    if counted:  # 4 real seconds are 0.4 of its own: both answered within the probe's 3
+        assert {v.peer_id for v in found} == set(HONEST)
+        assert PROBE_REAL_S <= trio.current_time() < PROBE_REAL_S + 1.0  # `initial` reads in 0.2 s steps
+    else:  # the machine's seconds ran the probes out: both silenced, none found in the look
+        assert found == ()
