@@ -17,7 +17,7 @@ import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node
 from node.p2p.survey import NoWorkers, Shortfall, shortfall, unanswered
-from node.submitter.looktime import STRETCH_MAX, LookTime, no_delay, run_delay_reader, within
+from node.submitter.looktime import STRETCH_MAX, LookTime, machine_run_delay, no_delay, within
 from node.submitter.networks import (
     PROBE_SLOT_S,
     PROBE_SLOTS,
@@ -392,7 +392,7 @@ class Discovery:
     def _look(self) -> LookTime:
         """A look's `timeout_s`, counted in the submitter's own seconds (`node.submitter.looktime`)."""
         if self._waited is None:  # read here, in the thread running trio
-            self._waited = run_delay_reader() or no_delay
+            self._waited = machine_run_delay()
         return LookTime(self._config.timeout_s, self._waited)
 
     def _late_answer(self, view: sch.PeerView) -> None:

@@ -77,6 +77,18 @@ def no_delay() -> float:
     return 0.0
 
 
+def machine_run_delay() -> Callable[[], float]:
+    """The reader of the run delay of the calling thread (the one running trio) where it means
+    something: trio's clock is the machine's, and the kernel counts it. On a test's virtual clock
+    (`trio.testing.MockClock`) the machine takes none of its seconds: `no_delay` (a reading there made
+    the virtual seconds of a test depend on the machine's load)."""
+    from trio.testing import MockClock  # light: the check runs once a discovery
+
+    if isinstance(trio.lowlevel.current_clock(), MockClock):
+        return no_delay
+    return run_delay_reader() or no_delay
+
+
 @final
 class LookTime:
     """`seconds` of a look, counted from now on trio's clock less the seconds `waited` grew by (the run

@@ -21,7 +21,7 @@ from kit.providers import advertised, at
 
 from node.p2p.node import Node
 from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig
-from node.submitter.looktime import STRETCH_MAX, LookTime, no_delay, run_delay_reader
+from node.submitter.looktime import STRETCH_MAX, LookTime, machine_run_delay, no_delay, run_delay_reader
 from protocol import AdvertBody, Load
 
 HONEST = ("h0", "h1")
@@ -166,3 +166,19 @@ async def test_a_starved_submitters_probe_waits_its_own_seconds(
         assert PROBE_REAL_S <= trio.current_time() < PROBE_REAL_S + 1.0  # `initial` reads in 0.2 s steps
     else:  # the machine's seconds ran the probes out: both silenced, none found in the look
         assert found == ()
+
+
+async def test_a_virtual_clock_reads_no_run_delay(mock_clock: trio.testing.MockClock) -> None:
+    """A test's virtual seconds are not the machine's: a discovery on one reads no run delay (it did, and
+    the unit tests of discovery beside the labs at load read their virtual looks cut short)."""
+    assert machine_run_delay() is no_delay
+
+
+def test_the_machines_clock_reads_the_kernels_run_delay() -> None:
+    if not Path("/proc/self/schedstat").exists():
+        pytest.skip("this kernel counts no run delay (no /proc/self/schedstat): a look's seconds are real")
+
+    async def reader() -> bool:
+        return machine_run_delay() is not no_delay
+
+    assert trio.run(reader)
