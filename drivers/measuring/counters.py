@@ -21,6 +21,7 @@ Which source a unit gets, and the meter around a measured phase: `drivers.measur
 
 from __future__ import annotations
 
+import abc
 import os
 import threading
 import time
@@ -112,7 +113,7 @@ def _text(path: Path) -> str:
         return ""
 
 
-class _Polled:
+class _Polled(abc.ABC):
     """A source read by `_step` on a daemon thread every `period_s` from `_poll` to `_unpoll` (the caller
     steps once more at each end), under one lock, so that the thread and the caller never read at once."""
 
@@ -122,8 +123,9 @@ class _Polled:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @abc.abstractmethod
     def _step(self) -> float:
-        raise NotImplementedError
+        """One reading (under the lock): what the subclass's counter gives now."""
 
     def _poll(self) -> None:
         self._stop.clear()

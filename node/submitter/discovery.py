@@ -17,7 +17,7 @@ import scheduler as sch
 from node.errors import NodeError
 from node.p2p.node import Node
 from node.p2p.survey import NoWorkers, Shortfall, shortfall, unanswered
-from node.submitter.looktime import STRETCH_MAX, LookTime, machine_run_delay, no_delay, within
+from node.submitter.looktime import STRETCH_MAX, LookTime, machine_run_delay, within
 from node.submitter.networks import (
     PROBE_SLOT_S,
     PROBE_SLOTS,
@@ -389,11 +389,16 @@ class Discovery:
                 self._probing.discard(peer_id)
                 probe.end()
 
-    def _look(self) -> LookTime:
-        """A look's `timeout_s`, counted in the submitter's own seconds (`node.submitter.looktime`)."""
-        if self._waited is None:  # read here, in the thread running trio
+    def _run_delay(self) -> Callable[[], float]:
+        """The run delay a look and its probes count out (`node.submitter.looktime`), found at the first
+        ask, in the thread running trio."""
+        if self._waited is None:
             self._waited = machine_run_delay()
-        return LookTime(self._config.timeout_s, self._waited)
+        return self._waited
+
+    def _look(self) -> LookTime:
+        """A look's `timeout_s`, counted in the submitter's own seconds."""
+        return LookTime(self._config.timeout_s, self._run_delay())
 
     def _late_answer(self, view: sch.PeerView) -> None:
         self._late.append(view)
@@ -456,7 +461,7 @@ class Discovery:
         wait_s = OWN_PROBE_S if peer_id in self._own else self._config.probe_timeout_s
         ask = partial(self._node.profile_and_host_at, peer_id, addrs, timeout=wait_s * STRETCH_MAX)
         try:  # the wait in the submitter's own seconds (`looktime.within`)
-            answer = await within(wait_s, self._waited or no_delay, ask)
+            answer = await within(wait_s, self._run_delay(), ask)
         except (NodeError, ProtocolError) as exc:  # no answer, or junk (a bad signature, another's)
             log.warning("peer %s advertised but did not answer: %s", peer_id, exc)
             return False

@@ -31,6 +31,7 @@ Where the kernel does not say (macOS, a kernel without schedstats), a look's sec
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Awaitable, Callable
@@ -50,25 +51,25 @@ def run_delay_reader() -> Callable[[], float] | None:
     The file is opened at each read (a few microseconds; a look reads it a few times a second): no
     descriptor is held past a look. A read that fails later (the thread is gone) gives the last value."""
     path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
-    last = 0.0
+
+    def read_once() -> float:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return int(os.read(fd, 128).split()[1]) / 1e9
+        finally:
+            os.close(fd)
+
+    try:
+        last = read_once()
+    except (OSError, ValueError, IndexError):
+        return None
 
     def read() -> float:
         nonlocal last
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                last = int(os.read(fd, 128).split()[1]) / 1e9
-            finally:
-                os.close(fd)
-        except (OSError, ValueError, IndexError):
-            pass
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            last = read_once()
         return last
 
-    try:
-        with open(path, "rb") as f:
-            int(f.read(128).split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
     return read
 
 

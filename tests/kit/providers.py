@@ -17,3 +17,15 @@ def advertised(peer_id: str) -> Peer:
 def at(peer_id: str) -> tuple[str, ...]:
     """Where `find_providers` says to ask a provider: its record's address (one, on a LAN)."""
     return (f"/ip4/10.0.0.1/tcp/4001/p2p/{peer_id}",)
+
+
+def shallowest(
+    levels: list[list[str]], skip: frozenset[str], known: frozenset[str]
+) -> dict[str, tuple[str, ...]]:
+    """A look in a tree written as levels of provider ids: the shallowest level's providers neither
+    skipped nor known, each at its record's address (`at`); none when every level is read."""
+    for level in levels:
+        new = [p for p in level if p not in skip and p not in known]
+        if new:
+            return {p: at(p) for p in new}
+    return {}

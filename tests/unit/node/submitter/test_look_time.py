@@ -17,7 +17,7 @@ from typing import Any, cast
 import pytest
 import trio
 import trio.testing
-from kit.providers import advertised, at
+from kit.providers import advertised, at, shallowest
 
 from node.p2p.node import Node
 from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig
@@ -53,11 +53,7 @@ class _StarvedTree:
         self.looks += 1
         await trio.sleep(LOOKUP_S)
         self.waited += self.starved * LOOKUP_S
-        for level in self.levels:
-            new = [p for p in level if p not in skip and p not in known]
-            if new:
-                return {p: at(p) for p in new}
-        return {}
+        return shallowest(self.levels, skip, known)
 
     async def profile_and_host_at(
         self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0

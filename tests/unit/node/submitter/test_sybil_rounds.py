@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import trio
 import trio.testing
-from kit.providers import advertised, at
+from kit.providers import advertised, shallowest
 
 from node.p2p.node import Node
 from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, Discovery, DiscoveryConfig
@@ -33,11 +33,7 @@ class _Tree:
     async def find_providers(
         self, *, skip: frozenset[str], known: frozenset[str] = frozenset(), **_: Any
     ) -> dict[str, tuple[str, ...]]:
-        for level in self.levels:
-            new = [p for p in level if p not in skip and p not in known]
-            if new:
-                return {p: at(p) for p in new}
-        return {}
+        return shallowest(self.levels, skip, known)
 
     async def profile_and_host_at(
         self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
