@@ -45,6 +45,16 @@ for folder in (TESTS, ROOT):  # the root first
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
 
+# The runtimes' OpenMP threads wait passively in every process the suite starts (libgomp, which
+# torch's wheels carry, reads OMP_WAIT_POLICY as it loads: PASSIVE sets its spin count from 300,000
+# to 0). README's command runs three test processes on two cores, so a waiting thread that spins
+# takes a core from a lab's other processes and its own sibling thread: beside the suite at load 4,
+# tests/labs/runtimes/test_llm.py took 57.5 and 40.5 CPU-s with torch's two threads spinning, 23.0
+# and 22.8 waiting passively (one thread: 23.2, 22.6), tests/labs/e2e/test_generate.py 71.5 and 49.2.
+# examples/serve_llm.py waits passively for the same reason. tests/unit/repository/test_passive_wait.py
+# pins it on a child started as the labs start theirs.
+os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
 # Fixtures every folder may use: the process lab and a worker's profile file (kit.fixtures), the
 # campaign lab's swarms and model server (kit.campaignlab), and pytest's own `pytester` (a pytest run
 # of a test's own: tests/unit/repository/test_cores.py runs this file's lock in one).
