@@ -15,6 +15,7 @@ Modules:
     places    a kad server keeps a few records of a key from one network (/24, /48): Sybils (pure)
     shortlist a walk's rules and state: whom to ask next, when it is over, what a key keeps (pure)
     walk      a GET_PROVIDERS walk towards a key's holders over the network (a large swarm's lookups)
+    looktime  a look's seconds: those the machine kept the process waiting for a CPU given back (no libp2p)
     closest   the servers closest to each key we announce, reused by refreshes (pure)
     dht       advert keys, the advert validator, publishing and provider lookups
     shards    sharded capability keys: a tree of keys per unit, spillover, the lookup's levels (pure)
@@ -151,6 +152,7 @@ __all__ = [
     "kad",
     "kadpatch",
     "kadwire",
+    "looktime",
     "node",
     "places",
     "reach",

@@ -14,7 +14,6 @@ Modules:
     floors     a fleet's or timed closed loop's server measured by the submitter itself: the records' floor
     discovery  finding workers: DHT provider records, each confirmed by a live /sark/profile answer
     networks   a discovery round's suspect networks and the probe slots that serve their providers last
-    looktime   a look's seconds: those the machine kept the submitter waiting for a CPU given back
     challenge  each new peer's claimed CPU and GPU speeds challenged (/sark/challenge/1.2.0, 1.1.0)
                before its first task; `measure` for `peers --challenge`
     store      the SQLite campaign store
@@ -46,9 +45,10 @@ One campaign, from its file to its files
       -> node/submitter/run.start, once the submitter's node reached a gate (a submit that reached none
          stores nothing: nothing to resume): CampaignRecord in SQLite (its out folder absolute), a fresh
          Scheduler; `--resume` emits `resumed` with what it takes over (done, leases to reclaim, queued)
-      -> discovery: DHT providers per capability key, each confirmed by a live /sark/profile answer, for 5 s
-         of its own (`looktime`) (until `--wait-peers` N answered, up to 60 s; `--discover-timeout` sets
-         either); none found: exit 1 with the cause (node/p2p/survey.py: gate_refused, no_provider, no_answer)
+      -> discovery: DHT providers per capability key, each confirmed by a live /sark/profile answer, for
+         5 s of its own (`node.p2p.looktime`; until `--wait-peers` N answered, up to 60 s;
+         `--discover-timeout` sets either); none found: exit 1 with the cause (node/p2p/survey.py:
+         gate_refused, no_provider, no_answer)
       -> Scheduler.handle(event, now) -> commands; placement keeps every rejection as a code + detail
       -> attempt.py: one /sark/negotiate stream per task attempt; each wire message becomes a scheduler
          event where it is read (OfferCommitted, OfferDeclined, ProgressReported, TaskFailedRemotely, ...)
@@ -96,7 +96,6 @@ __all__ = [
     "eventlines",
     "fleet",
     "floors",
-    "looktime",
     "loop",
     "models",
     "networks",

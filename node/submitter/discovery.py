@@ -15,9 +15,9 @@ import trio
 
 import scheduler as sch
 from node.errors import NodeError
+from node.p2p.looktime import STRETCH_MAX, LookTime, machine_run_delay, within
 from node.p2p.node import Node
 from node.p2p.survey import NoWorkers, Shortfall, shortfall, unanswered
-from node.submitter.looktime import STRETCH_MAX, LookTime, machine_run_delay, within
 from node.submitter.networks import (
     PROBE_SLOT_S,
     PROBE_SLOTS,
@@ -145,7 +145,7 @@ class Discovery:
     `initial` ends with the probes still waiting cancelled (they are neither confirmed nor silent).
     A look's `timeout_s`, and each probe's wait, are the submitter's own seconds: those the machine
     kept the process waiting for a CPU are given back, up to `looktime.STRETCH_MAX` times them in all
-    (`node.submitter.looktime`).
+    (`node.p2p.looktime`).
 
     This submitter's own embedded workers (`own`: `submit --workers N`, in its process) are waited
     for, not probed like strangers: on a starved machine (2 cores at load 8, the process given a
@@ -169,7 +169,7 @@ class Discovery:
     ) -> None:
         self._node = node
         self._waited = waited
-        """The run delay of the thread running trio (`node.submitter.looktime`); read at the first look."""
+        """The run delay of the thread running trio (`node.p2p.looktime`); read at the first look."""
         self._config = config
         self._exclude = exclude
         self._own = own
@@ -390,7 +390,7 @@ class Discovery:
                 probe.end()
 
     def _run_delay(self) -> Callable[[], float]:
-        """The run delay a look and its probes count out (`node.submitter.looktime`), found at the first
+        """The run delay a look and its probes count out (`node.p2p.looktime`), found at the first
         ask, in the thread running trio."""
         if self._waited is None:
             self._waited = machine_run_delay()

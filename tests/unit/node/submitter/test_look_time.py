@@ -1,4 +1,4 @@
-"""A look's seconds are its own (`node.submitter.looktime`): the seconds the machine kept the submitter
+"""A look's seconds are its own (`node.p2p.looktime`): the seconds the machine kept the submitter
 waiting for a CPU are given back, up to `STRETCH_MAX` times the look in all.
 
 A node written here stands in for the DHT and the probes, on trio's virtual clock: each level of the tree
@@ -19,9 +19,9 @@ import trio
 import trio.testing
 from kit.providers import advertised, at, shallowest
 
+from node.p2p.looktime import STRETCH_MAX, LookTime, machine_run_delay, no_delay, run_delay_reader
 from node.p2p.node import Node
 from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig
-from node.submitter.looktime import STRETCH_MAX, LookTime, machine_run_delay, no_delay, run_delay_reader
 from protocol import AdvertBody, Load
 
 HONEST = ("h0", "h1")
