@@ -32,6 +32,7 @@ import trio
 from node.p2p.addrs import peer_of
 from node.p2p.kad import ADVERT_COPIES, Kad, ProviderLookup
 from node.p2p.kadpatch import PROVIDERS_PER_KEY
+from node.p2p.looktime import no_delay
 from node.p2p.shards import (
     DIG_KEYS,
     SHARD_CAP,
@@ -158,6 +159,13 @@ def validate_record(key: str, value: bytes) -> None:
 def select_record(key: str, values: list[bytes]) -> int:
     """libp2p's `select` for the `/sark/` namespace, at the current time."""
     return select_advert(key, values, time.time())
+
+
+def _old_key(unit: ComputeUnit | None) -> tuple[bytes, int, bool]:
+    """The unit's key before issue 43, as `Dht._ask_keys` reads it: at the servers we know only (no
+    walk), for old workers live where the gates are the servers, and an empty old key walked by every
+    lookup would make its closest servers hot."""
+    return capability_dht_key(unit), PROVIDERS_PER_KEY, False
 
 
 def _counted(
@@ -305,23 +313,25 @@ class Dht:
         past_gaps: int = 0,
         discount: Callable[[Sequence[str]], bool] | None = None,
         dig: int = 1,
+        run_delay: Callable[[], float] = no_delay,
     ) -> ProviderLookup:
         """Providers of a unit (None: any worker), with what each server said (answered, refused).
 
         Reads the unit's tree (`shards.first_levels`, then the children of full keys: full as a placement
         reads it, `ProviderLookup.holds`, the word of most of the key's holders' networks; by the union of
-        their lists, hostile servers listing 20 Sybils under every key made a look for all workers read
-        over 1,000 keys where 8 do now, `tests/labs/swarm/test_hostile_places.py`) until it has `count`
-        providers not in `known` (None: all), and the unit's old key (workers before issue 43) when asked
-        for all or still short. `known`: the providers a caller has already (a campaign's later look):
-        they fill the first keys, so a look for `count` more reads on past them, down to where joiners
-        land, and stops there. `past_gaps`: levels read on below keys that are not full while still short
-        (`shards.below_gaps`: where workers spilled under providers that left). `discount`: a provider
-        whose addresses it holds true for is returned but not counted (the submitter's discovery: one
-        on a network whose providers did not answer this round, `node.submitter.discovery`), so the
-        look reads on past such providers in one go; past a level of them alone it reads the next two
-        levels at once, then four (`shards.next_levels`), as `dig` > 1 reads that many levels more
-        with its first ones: a cheater's keys cost a walk per doubling of their depth, not per level.
+        their lists, hostile servers listing 20 Sybils under every key made a look for all workers read over
+        1,000 keys where 8 do now, `tests/labs/swarm/test_hostile_places.py`) until it has `count` providers
+        not in `known` (None: all), and the unit's old key (workers before issue 43) when asked for all or
+        still short. `known`: the providers a caller has already (a campaign's later look): they fill the
+        first keys, so a look for `count` more reads on past them, down to where joiners land, and stops
+        there. `past_gaps`: levels read on below keys that are not full while still short
+        (`shards.below_gaps`: where workers spilled under providers that left). `discount`: a provider whose
+        addresses it holds true for is returned but not counted (the submitter's discovery: one on a network
+        whose providers did not answer this round, `node.submitter.discovery`), so the look reads on past such
+        providers in one go; past a level of them alone it reads the next two levels at once, then four
+        (`shards.next_levels`), as `dig` > 1 reads that many levels more with its first ones: a cheater's keys
+        cost a walk per doubling of their depth, not per level. `run_delay`: a look's (`node.p2p.looktime`):
+        its walks' waits are its own seconds (`node.p2p.walk`).
         """
         found: dict[str, list[str]] = {}
         answered, failures, keys, old_read = 0, dict[str, str](), 0, False
@@ -335,13 +345,11 @@ class Dht:
         while True:
             wants = [(shard.dht_key, self.cap, True) for shard in frontier]
             if not old_read and (count is None or (not frontier and short())):
-                # Only the servers we know: old workers live where the gates are the servers, and an
-                # empty old key walked by every lookup would make its closest servers hot.
-                wants.append((capability_dht_key(unit), PROVIDERS_PER_KEY, False))
+                wants.append(_old_key(unit))
                 old_read = True
             if not wants:
                 break
-            answers = await self._ask_keys(wants, found, enough=lambda: not short())
+            answers = await self._ask_keys(wants, found, enough=lambda: not short(), run_delay=run_delay)
             listed = {p for a in answers for p in a.providers}
             keys += len(wants)
             asked.update((shard, a.holds) for shard, a in zip(frontier, answers, strict=False))
@@ -361,6 +369,7 @@ class Dht:
         wants: list[tuple[bytes, int, bool]],
         found: dict[str, list[str]],
         enough: Callable[[], bool] = lambda: False,
+        run_delay: Callable[[], float] = no_delay,
     ) -> list[ProviderLookup]:
         """Look up several keys at once (key, count, walk: `Kad.lookup_providers`), merging each answer
         into `found` as it comes; once `enough()` holds, the walks still out are cancelled (their keys
@@ -369,7 +378,9 @@ class Dht:
         answers: list[ProviderLookup] = [ProviderLookup({}, 0, {}) for _ in wants]
 
         async def one(index: int, key: bytes, count: int, walk: bool, scope: trio.CancelScope) -> None:
-            answers[index] = answer = await self.kad.lookup_providers(key, count, walk=walk)
+            answers[index] = answer = await self.kad.lookup_providers(
+                key, count, walk=walk, run_delay=run_delay
+            )
             for peer, addrs in answer.providers.items():
                 known = found.setdefault(peer, [])
                 known.extend(a for a in addrs if a not in known)
@@ -390,11 +401,13 @@ class Dht:
         past_gaps: int = 0,
         discount: Callable[[Sequence[str]], bool] | None = None,
         dig: int = 1,
+        run_delay: Callable[[], float] = no_delay,
     ) -> dict[str, list[str]]:
         """Peers providing a unit (None: any worker), from the network, de-duplicated (`lookup`)."""
-        return (
-            await self.lookup(unit, count, known, past_gaps=past_gaps, discount=discount, dig=dig)
-        ).providers
+        found = await self.lookup(
+            unit, count, known, past_gaps=past_gaps, discount=discount, dig=dig, run_delay=run_delay
+        )
+        return found.providers
 
     async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
         """A peer's verified, unexpired advert with the highest seq any server holds, or None.

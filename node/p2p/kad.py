@@ -59,6 +59,7 @@ from node.p2p.kadwire import (
     put_value_request,
 )
 from node.p2p.lazy import open_lazily
+from node.p2p.looktime import no_delay, within
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.places import Places, places_for
 from node.p2p.places import network_of as place_network
@@ -386,27 +387,38 @@ class Kad:
         """
         return (await self.lookup_providers(key, count)).providers
 
-    async def lookup_providers(self, key: bytes, count: int = 200, *, walk: bool = True) -> ProviderLookup:
+    async def lookup_providers(
+        self, key: bytes, count: int = 200, *, walk: bool = True, run_delay: Callable[[], float] = no_delay
+    ) -> ProviderLookup:
         """Providers of a key, and which servers answered or failed (a refusal is never silent).
 
-        With at most k servers in our table (each holds every record) they are all asked at once until `count`
-        providers are each listed by servers on more networks than the servers still to answer
-        (`Shortlist.vouched`), and the providers come in the walk's turns, one from each network that listed
-        any (`Shortlist.ranked`): before, the first `count` distinct providers ended the asks and were kept in
-        the order they came, so a stranger's DHT server that answered first with 20 Sybils (a full key's
-        count) ended every read of a key with no honest provider (`tests/labs/swarm/test_hostile_first.py`).
-        With more servers (a large swarm) a walk (`_walk`). `walk` False: the servers we know only (no walk
-        however large the table). A server that stalled past the wait (`_ask_servers`) is a failure ("no
-        answer within"), as one that refused: libp2p's own iterative lookup, which this fell back to when none
-        answered, asked the same stalling servers again under none of the walk's rules (`node.p2p.shortlist`:
-        agreement across networks, a bounded round count).
+        With at most k servers in our table (each holds every record) those we know (`_ask_known`);
+        with more (a large swarm) a walk (`_walk`). `walk` False: the servers we know only (no walk
+        however large the table). `run_delay`: a look's (`node.p2p.looktime`): the waits are then its own
+        seconds, the machine's waits for a CPU given back (`node.p2p.walk`).
         """
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
         if walk and self.routing_table_size() > K:  # a large swarm: walk to the key's holders
-            walked = await self._walk(key, count)
+            walked = await self._walk(key, count, run_delay=run_delay)
             found = [*infos, *walked.providers.values()]
             return self._found(found, walked.answered, walked.failures, count, walked.holds)
+        return await self._ask_known(key, count, infos, run_delay)
+
+    async def _ask_known(
+        self, key: bytes, count: int, infos: list[Any], run_delay: Callable[[], float]
+    ) -> ProviderLookup:
+        """Providers of a key from the servers we know (`infos`: our own records of it), all asked at once
+        until `count` providers are each listed by servers on more networks than the servers still to
+        answer (`Shortlist.vouched`); the providers come in the walk's turns, one from each network that
+        listed any (`Shortlist.ranked`). Before, the first `count` distinct providers ended the asks and
+        were kept in the order they came, so a stranger's DHT server that answered first with 20 Sybils (a
+        full key's count) ended every read of a key with no honest provider
+        (`tests/labs/swarm/test_hostile_first.py`). A server that stalled past the wait (`_ask_servers`)
+        is a failure ("no answer within"), as one that refused: libp2p's own iterative lookup, which this
+        fell back to when none answered, asked the same stalling servers again under none of the walk's
+        rules (`node.p2p.shortlist`: agreement across networks, a bounded round count).
+        """
         failures: dict[str, str] = {}
         asked: set[str] = set()
         done: set[str] = set()
@@ -428,7 +440,7 @@ class Kad:
         def enough(pending: int) -> bool:
             return state.vouched(pending) >= count
 
-        answered = await self._ask_servers(key, ask, enough)
+        answered = await self._ask_servers(key, ask, enough, run_delay)
         stalled = asked - done - failures.keys()
         if not enough(len(stalled)):  # the rest were not cut short by enough answers: they stalled
             waited = QUERY_TIMEOUT_S if answered else LONE_QUERY_S
@@ -437,7 +449,15 @@ class Kad:
         infos.extend(info for peer in state.ranked(listed) for info in listed[peer])
         return self._found(infos, answered, failures, count, state.holds(every=True))
 
-    async def _walk(self, key: bytes, count: int, *, agree: bool = True, short: bool = False) -> Walked:
+    async def _walk(
+        self,
+        key: bytes,
+        count: int,
+        *,
+        agree: bool = True,
+        short: bool = False,
+        run_delay: Callable[[], float] = no_delay,
+    ) -> Walked:
         """A GET_PROVIDERS walk (`node.p2p.walk`) from the closest servers of our routing table
         (`short`: the rule before issue 50, for a lab's side-by-side only)."""
         me = self._dht.local_peer_id
@@ -453,7 +473,15 @@ class Kad:
 
         network = self._network
         return await walk_providers(
-            key, start, ask, count, QUERY_TIMEOUT_S, agree=agree, network=network, short=short
+            key,
+            start,
+            ask,
+            count,
+            QUERY_TIMEOUT_S,
+            agree=agree,
+            network=network,
+            short=short,
+            run_delay=run_delay,
         )
 
     def _network(self, peer: ID) -> str:
@@ -510,11 +538,12 @@ class Kad:
         key: bytes,
         ask: Callable[[ID], Awaitable[None]],
         enough: Callable[[int], bool] = lambda _: False,
+        run_delay: Callable[[], float] = no_delay,
     ) -> int:
         """Run `ask` at the k closest servers we know, concurrently, until `enough(pending)` (the
         servers still to answer or fail), every one has answered or failed, or the time is up:
-        `QUERY_TIMEOUT_S`, or, while none has answered, the first answer within `LONE_QUERY_S`.
-        Returns how many answered."""
+        `QUERY_TIMEOUT_S`, or, while none has answered, the first answer within `LONE_QUERY_S`
+        (seconds of a look's own with its `run_delay`, `node.p2p.looktime`). Returns how many answered."""
         closest = self._dht.routing_table.find_local_closest_peers(key, K)
         closest = [p for p in closest if p != self._dht.local_peer_id]
         # Peers identify has shown to serve kad first; the rest only when we know of none (P11).
@@ -541,9 +570,8 @@ class Kad:
         async with trio.open_nursery() as nursery:
             for peer in peers:
                 nursery.start_soon(one, peer)
-            await trio.sleep(QUERY_TIMEOUT_S)
-            with trio.move_on_after(LONE_QUERY_S - QUERY_TIMEOUT_S):
-                await first.wait()
+            await within(QUERY_TIMEOUT_S, run_delay, trio.sleep_forever)
+            await within(LONE_QUERY_S - QUERY_TIMEOUT_S, run_delay, first.wait)
             nursery.cancel_scope.cancel()
         return answered
 

@@ -14,7 +14,10 @@ began, the kernel's count of the nanoseconds it was runnable on a run queue and 
 (`/proc/self/task/TID/schedstat`, its second field; sleeping in epoll is not counted, so a look that
 waits for answers spends its seconds as before). Idle, the two are the same seconds. A probe's wait
 for a provider's answer is counted so too (`within`): the dial and the handshake are this process's
-work. Only the look and its probes: a probe's slot (`networks.PROBE_SLOT_S`, which orders probes, never
+work; and the look's reads of the DHT (`run_delay` of `Node.find_providers`: each request's deadline
+and each hop of a walk, `node.p2p.walk`, and the asks of a small swarm's servers, `Kad.lookup_providers`),
+where the walks past twenty Sybils' keys timed their requests out on real seconds. Only the look, its
+reads and its probes: a probe's slot (`networks.PROBE_SLOT_S`, which orders probes, never
 drops one), leases, heartbeats and every other wait of the node stay on trio's clock. The whole node on
 such a clock (every timeout, libp2p's own) cost the suite a quarter of its time, measured side by side
 (docs/testing.md).

@@ -23,6 +23,7 @@ from node.p2p.gates import connect_gates
 from node.p2p.host import GATE_CONNECTIONS, NODE_CONNECTIONS, Host, HostConfig, open_host
 from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.kadpatch import open_kad
+from node.p2p.looktime import no_delay, within
 from node.p2p.places import places_for
 from node.p2p.reach import ReachVerdict, dial_back_verdict
 from node.p2p.relay import GATE_RESERVATIONS
@@ -152,6 +153,7 @@ class Node:
         past_gaps: int = 0,
         discount: Callable[[Sequence[str]], bool] | None = None,
         dig: int = 1,
+        run_delay: Callable[[], float] = no_delay,
     ) -> dict[str, tuple[str, ...]]:
         """The any-worker tree's providers from their provider records alone, each with where to ask it
         (`ask_addrs`), sorted by peer id: no advert is fetched, for the caller asks each provider itself
@@ -162,17 +164,27 @@ class Node:
         included, then a relayed worker's circuits: `Kad._announced`), so a `Kad.get` of each provider's
         advert (k servers asked and awaited, 400 requests for a key's 20 providers) would add seconds to
         every look and nothing the probe does not bring (`benchmarks/swarm_sybil.py`: 2.4-4.1 s of every
-        look at 10,000 devices, three quarters of it; issue 50).
+        look at 10,000 devices, three quarters of it; issue 50). `run_delay`: the look's
+        (`node.p2p.looktime`): `timeout` and the walks' waits are then its own seconds.
         """
         found: dict[str, tuple[str, ...]] = {}
-        with trio.move_on_after(timeout):
+
+        async def read() -> None:
             providers = await self.dht.providers(
-                None, count, known | skip, past_gaps=past_gaps, discount=discount, dig=dig
+                None,
+                count,
+                known | skip,
+                past_gaps=past_gaps,
+                discount=discount,
+                dig=dig,
+                run_delay=run_delay,
             )
             for peer_id, addrs in providers.items():
                 if peer_id not in skip and peer_id != self.host.peer_id:
                     self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
                     found[peer_id] = self.ask_addrs(peer_id, addrs)
+
+        await within(timeout, run_delay, read)  # `timeout` of the look's own seconds
         return dict(sorted(found.items()))
 
     async def _collect(

@@ -4,6 +4,13 @@
 (`HOP_S`) while it stays open to its deadline, hands each answer or failure to the walk's state, and
 stops when the state says the walk is done; what ends a walk, what counts as agreement and which
 providers a key keeps are the state's rules, with their figures, in `node.p2p.shortlist`.
+
+A walk for a submitter's look counts its hops and its requests' deadlines in the look's own seconds
+(`run_delay`, `node.p2p.looktime`): each request's dial, handshake and answer are this process's
+work, and at a twentieth of a core (the Sybil-networks lab's `submit` at nice 10 beside two spinners
+on its core) the walks past twenty Sybils' keys timed their hops out on real seconds and the look
+ended with the honest level unread. Every other walk (a worker's read-back, a gate's) counts real
+seconds, as `run_delay`'s default (`no_delay`) makes them.
 """
 
 from __future__ import annotations
@@ -12,11 +19,13 @@ import math
 import random
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import trio
 from libp2p.peer.id import ID
 
+from node.p2p.looktime import LookTime, no_delay, within
 from node.p2p.shortlist import ALPHA, BEFORE_ALPHA, HOP_S, Shortlist, key_distance
 
 
@@ -59,6 +68,7 @@ async def walk_providers(
     agree: bool = True,
     network: Callable[[ID], Hashable] | None = None,
     short: bool = False,
+    run_delay: Callable[[], float] = no_delay,
 ) -> Walked:
     """Walk towards `key` from the servers `start` (`Shortlist`; `draw`: a seeded generator for tests).
 
@@ -66,7 +76,9 @@ async def walk_providers(
     False walks on to the k closest past holders that agree (a writer's read-back); `network`: a
     server's network, read when it answered (`Shortlist`). `short`: the rule before issue 50 (`AGREED`
     holders that agree end the walk, each holder counted alone, whatever its network, `BEFORE_ALPHA`
-    in flight), for the side-by-side of the hostile-server lab (`test_hostile_servers.py`)."""
+    in flight), for the side-by-side of the hostile-server lab (`test_hostile_servers.py`). `run_delay`:
+    the run delay of the thread running the walk (`node.p2p.looktime`): its hops and `timeout` are then
+    the walk's own seconds, the machine's waits for a CPU given back."""
     where = None if short else network
     state = Shortlist(
         start, key_distance(key), count, draw or random.Random(), agree, short=short, network=where
@@ -77,26 +89,21 @@ async def walk_providers(
     lists: dict[ID, frozenset[ID]] = {}
     answered = 0
     alpha = BEFORE_ALPHA if short else ALPHA
+    clock = LookTime(math.inf, run_delay)  # the walk's own seconds: `clock.spent()`
     send, receive = trio.open_memory_channel[tuple[ID, Answer | str]](alpha)
     async with trio.open_nursery() as nursery:
         while True:
-            now = trio.current_time()
+            now = clock.spent()
             active = sum(1 for at in sent.values() if now < at + hop)
             for peer in state.next(alpha - active):
                 sent[peer] = now
-                nursery.start_soon(_ask_one, ask, peer, timeout, send)
+                nursery.start_soon(_ask_one, ask, peer, timeout, run_delay, send)
             if state.done({p: now - at for p, at in sent.items()}, hop):
                 break
-            came: list[tuple[ID, Answer | str]] = []
-            with trio.move_on_at(min((at + hop for at in sent.values() if now < at + hop), default=math.inf)):
-                came.append(await receive.receive())
-            while True:  # every answer already here, before the next decision
-                try:
-                    came.append(receive.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            for peer, answer in came:
-                took = trio.current_time() - sent.pop(peer)
+            # the first open hop's own seconds left, waited as real ones (at least as long), then read again
+            wait = min((at + hop - now for at in sent.values() if now < at + hop), default=math.inf)
+            for peer, answer in await _answers(receive, wait):
+                took = clock.spent() - sent.pop(peer)
                 if isinstance(answer, str):
                     failures[peer.to_base58()] = answer
                     state.failed(peer)
@@ -121,18 +128,33 @@ def _walked(
     return Walked(ranked, len(state.asked), answered, failures, lists, tuple(state.closest()), state.holds())
 
 
+async def _answers(
+    receive: trio.MemoryReceiveChannel[tuple[ID, Answer | str]], wait: float
+) -> list[tuple[ID, Answer | str]]:
+    """The first answer within `wait` seconds, and every other already here, before the next decision."""
+    came: list[tuple[ID, Answer | str]] = []
+    with trio.move_on_after(wait):
+        came.append(await receive.receive())
+    while True:
+        try:
+            came.append(receive.receive_nowait())
+        except trio.WouldBlock:
+            return came
+
+
 async def _ask_one(
     ask: Callable[[ID], Awaitable[Answer]],
     peer: ID,
     timeout: float,
+    run_delay: Callable[[], float],
     send: trio.MemorySendChannel[tuple[ID, Answer | str]],
 ) -> None:
     answer: Answer | str = "timed out"
-    with trio.move_on_after(timeout):
-        try:
-            answer = await ask(peer)
-        except Exception as exc:  # libp2p's stream and parse errors: this server did not answer
-            answer = f"{type(exc).__name__}: {exc}"[:200]
+    try:
+        got = await within(timeout, run_delay, partial(ask, peer))  # `timeout` of the walk's own seconds
+        answer = answer if got is None else got
+    except Exception as exc:  # libp2p's stream and parse errors: this server did not answer
+        answer = f"{type(exc).__name__}: {exc}"[:200]
     await send.send((peer, answer))
 
 

@@ -143,9 +143,9 @@ class Discovery:
     workers for good after one 3 s miss) is probed again after 10 s, 20 s, 40 s ..., never refused
     for the campaign.
     `initial` ends with the probes still waiting cancelled (they are neither confirmed nor silent).
-    A look's `timeout_s`, and each probe's wait, are the submitter's own seconds: those the machine
-    kept the process waiting for a CPU are given back, up to `looktime.STRETCH_MAX` times them in all
-    (`node.p2p.looktime`).
+    A look's `timeout_s`, the waits of its reads of the DHT and each probe's wait are the submitter's
+    own seconds: those the machine kept the process waiting for a CPU are given back, up to
+    `looktime.STRETCH_MAX` times them in all (`node.p2p.looktime`).
 
     This submitter's own embedded workers (`own`: `submit --workers N`, in its process) are waited
     for, not probed like strangers: on a starved machine (2 cores at load 8, the process given a
@@ -316,6 +316,7 @@ class Discovery:
                     past_gaps=GAP_LEVELS if looks else 0,
                     discount=networks.discounted,
                     dig=DIG_SUSPECT if networks.suspect else 1,
+                    run_delay=self._run_delay(),
                 )
             except NodeError as exc:
                 log.info("DHT lookup failed: %s", exc)

@@ -14,7 +14,7 @@ has filled."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import cast
+from typing import Any, cast
 
 import trio
 import trio.testing
@@ -47,7 +47,9 @@ class _Kad:
                     names.append(name)
                 self.keys[Shard(None, level, index).dht_key] = names
 
-    async def lookup_providers(self, key: bytes, count: int, *, walk: bool = True) -> ProviderLookup:
+    async def lookup_providers(
+        self, key: bytes, count: int, *, walk: bool = True, **_: Any
+    ) -> ProviderLookup:
         await trio.sleep(1.0)  # a walk
         listed = self.keys.get(key, []) if walk else []
         return ProviderLookup({p: self.addrs[p] for p in listed}, 20, {}, holds=len(listed))
@@ -88,7 +90,9 @@ async def test_without_a_discount_a_lookup_reads_one_level_a_walk_as_before(
 class _SlowKeys(_Kad):
     """`_Kad` where the Sybils' keys (levels 0-2) take 3 s a walk and the others 1 s."""
 
-    async def lookup_providers(self, key: bytes, count: int, *, walk: bool = True) -> ProviderLookup:
+    async def lookup_providers(
+        self, key: bytes, count: int, *, walk: bool = True, **_: Any
+    ) -> ProviderLookup:
         listed = self.keys.get(key, []) if walk else []
         await trio.sleep(3.0 if listed and all(p.startswith("s") for p in listed) else 1.0)
         return ProviderLookup({p: self.addrs[p] for p in listed}, 20, {}, holds=len(listed))
