@@ -400,7 +400,7 @@ class GenerationStats(Value):
     reasoning_tokens_mean: float = Field(default=0.0, ge=0)
     dataset_seed: int | None = None
     rouge: Rouge | None = None
-    rtt_ms: float | None = Field(default=None, ge=0)  # endpoint only: TCP connect time (median)
+    rtt_ms: float | None = Field(default=None, ge=0)  # endpoint only: TCP's handshake round trip (median)
     tls_ms: float | None = Field(default=None, ge=0)  # endpoint only, https: TLS handshake (median)
     client_overhead_ms: float | None = Field(default=None, ge=0)
     client_cpu_pct: float | None = Field(default=None, ge=0)  # endpoint: the client's CPU over the run

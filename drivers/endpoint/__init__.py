@@ -12,7 +12,7 @@ Modules:
     sender     the one request loop: closed, open (protocol.arrivals), a fleet deal, a capacity level;
                sessions (a dataset's `turns:`): each send a conversation replayed turn by turn, each
                turn carrying the earlier ones with the server's own answers (`Prompt.turn`)
-    rtt        the vantage point's TCP connect (and TLS handshake) time to a server
+    rtt        the vantage point's round trip to a server (TCP's handshake as the kernel timed it; TLS's)
     floorprobe the submitter's own view of a server: its round trip and its shortest answer (a floor)
     metricsread a server's Prometheus metrics page, read by the submitter itself within limits
     load       load against a model server through `sender`; `run_endpoint` for the spawned child
@@ -84,7 +84,7 @@ checked address) and runs `drivers.measure_endpoint` in the worker's own trio lo
 the bytes are decoded as they arrive under the run's memory budget, with a checkpoint every 2 ms of work
 ("The client, and what a server sends" above), so no server can pause the loop that carries the heartbeats
 (the target still says a child should parse untrusted bytes: a gap, narrowed). The measurement's
-`generation` has the round trip (`rtt_ms`, TCP connect), goodput under the SLOs, errors by kind, and token
+`generation` has the round trip (`rtt_ms`, TCP's handshake), goodput under the SLOs, errors by kind, and token
 counts from the usage chunk (else counted and flagged). A capacity search (`generate.capacity`,
 `drivers/endpoint/capacity.py` over the pure `protocol/capacity.py`) runs one `drive_endpoint` load per
 level that `next_level` picks (doubling, then bisecting between the highest passing and the lowest failing

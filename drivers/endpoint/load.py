@@ -36,7 +36,7 @@ class EndpointRun:
     Attributes:
         records: one per request sent, in the order they ended.
         wall_s: from the first request sent to the last one ended.
-        rtt: TCP connect (and TLS handshake) medians from here to the server.
+        rtt: TCP handshake (and TLS handshake) medians from here to the server (`drivers.endpoint.rtt`).
         client_overhead_ms: median over requests of this client's own parse time per request.
         read_overhead_ms: median parse time of one read (chunk) of a stream.
         retries: 429 / 5xx retries over the run.

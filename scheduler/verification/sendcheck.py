@@ -86,9 +86,10 @@ assert LATE_SLACK_S * 1e3 >= 100 * SATURATED_LAG_MS
 RTT_SHARE: Final = 0.5
 """A successful request's TTFT is at least this share of its worker's median round trip to the server,"""
 RTT_SLACK_MS: Final = 1.0
-"""less this: a loaded client's connect times carry its own scheduling delay (milliseconds on loopback),
-which a kernel-stamped first byte does not, so a round trip of a few ms can be the client's, not the
-network's; over a real network the floor stays most of the trip."""
+"""less this: where the worker's kernel does not time its handshake (`drivers.endpoint.rtt`), a loaded
+client's connect times carry its own scheduling delay (milliseconds on loopback), which a kernel-stamped
+first byte does not, so a round trip of a few ms can be the client's, not the network's; over a real
+network the floor stays most of the trip."""
 
 
 def check_sends(

@@ -2,7 +2,7 @@
 
 The floor of a record (`floor_problems`) is what this submitter measured of the server itself, from its
 own vantage point, before the job was dealt (`drivers.endpoint.floorprobe`): the shortest first token of
-a few one-token requests less the round trip of that vantage point (its own TCP connect time), which
+a few one-token requests less the round trip of that vantage point (its TCP handshake's), which
 is the least the server took to answer anyone; the floor is `FLOOR_SHARE` of it. A successful record's
 TTFT (its E2E where it has none) under the floor is refused naming the record, the member, its figure
 and how the floor was found; a closed loop's count is bounded by its slots x (span / the floor + 1)
