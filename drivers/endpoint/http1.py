@@ -16,7 +16,7 @@ import ssl
 import struct
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Final
@@ -166,15 +166,26 @@ def _stamped_pair(option: int) -> tuple[socket.socket, socket.socket] | None:
     return sender, receiver
 
 
-def _arrival(ancdata: list[tuple[int, int, bytes]], read_ns: int) -> int:
-    """The kernel's receive time of a read's last packet on the perf clock (`read_ns`, without one)."""
-    wall_ns = time.time_ns()
+def _arrival(
+    ancdata: list[tuple[int, int, bytes]], read_ns: int, wall: Callable[[], int] = time.time_ns
+) -> int:
+    """The kernel's receive time of a read's last packet on the perf clock (`read_ns`, without one).
+
+    The kernel stamps on the wall clock; the stamp is moved onto the perf clock by how long ago it was,
+    the two clocks read one after the other, the wall's first (`wall`: its reader). A pause of this
+    process between the two reads (a busy machine's) then makes the arrival later than it was, never
+    earlier. Read the other way round (the perf clock as the read returned, the wall's after), a worker
+    beside the suite at load 4 paused some 18 ms between them and stamped a first token that much early:
+    1.6 ms after its send, from a stub that waits 20 ms before it answers, refused under the server's
+    floor (tests/labs/e2e/test_client_saturated.py; tests/unit/drivers/endpoint/test_kernel_stamps.py)."""
     for level, kind, raw in ancdata:
         if level == socket.SOL_SOCKET and kind == _TIMESTAMPNS and len(raw) >= 16:
             seconds, nanos = struct.unpack("qq", raw[:16])
+            wall_ns = wall()
+            now_ns = time.perf_counter_ns()
             lag: int = wall_ns - (seconds * 10**9 + nanos)
             if 0 <= lag < MAX_STAMP_LAG_NS:
-                return read_ns - lag
+                return now_ns - lag
     return read_ns
 
 

@@ -10,6 +10,7 @@ comes back stamped; inside it, a fresh connection's first read is stamped.
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 import trio
@@ -50,3 +51,33 @@ async def test_its_own_sockets_are_closed_when_the_block_ends() -> None:
     async with http1.kernel_stamps():
         assert len(psutil.Process().net_connections(kind="tcp")) == before + 2
     assert len(psutil.Process().net_connections(kind="tcp")) == before
+
+
+PAUSE_S = 0.05
+"""A pause of the reading process (a busy machine's) before it reads the wall clock."""
+
+
+async def test_a_pause_before_the_clocks_are_read_never_makes_an_arrival_early() -> None:
+    """A packet cannot arrive before it was sent: its arrival on the perf clock is after the send's
+    perf time whatever this process did between the read and the clocks' reads (CI-like weather, the
+    suite at load 4: a first token stamped 18 ms early and refused under a server's floor)."""
+
+    def paused_wall() -> int:
+        time.sleep(PAUSE_S)  # the process held before it reads the clock
+        return time.time_ns()
+
+    option = http1._TIMESTAMPNS
+    assert option is not None
+    async with http1.kernel_stamps():
+        pair = http1._stamped_pair(option)
+        assert pair is not None
+        sender, receiver = pair
+        with sender, receiver:
+            sent_ns = time.perf_counter_ns()
+            sender.send(b"first token")
+            await trio.lowlevel.wait_readable(receiver.fileno())
+            _, ancdata, _, _ = receiver.recvmsg(64, http1._STAMP_SPACE)
+            read_ns = time.perf_counter_ns()
+    assert _stamped(ancdata)
+    arrived_ns = http1._arrival(ancdata, read_ns, paused_wall)
+    assert sent_ns <= arrived_ns <= read_ns + PAUSE_S * 1e9 * 2
