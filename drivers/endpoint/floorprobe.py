@@ -1,14 +1,14 @@
 """The submitter's own view of a model server: its round trip and the least time it takes to answer.
 
-Before a fleet or a closed loop is dealt, the submitter measures the server itself, from its own vantage
-point, through the same client the workers use: the TCP handshake's round trip (`drivers.endpoint.rtt`)
-and `FLOOR_SAMPLES` streamed completions of one token, one after another, of the shortest prompt a worker
-could send (`PROBE_PROMPT`, "Say OK."), each carrying `PROBE_USER` in the body's `user` field (OpenAI's
-end-user id, which servers accept and ignore) so a server's log can tell them from the load. A request's
-first token needs one round trip and the server's own work; the shortest first token less this vantage
-point's round trip is the least the server took to answer anyone, which
-`scheduler.verification.serverfloor` turns into the floor no worker's record may go under. Nothing here
-reads a worker's figures.
+Before a fleet or a closed loop is dealt, the submitter measures the server itself, from its own
+vantage point, through the same client the workers use: the round trip of TCP's handshake
+(`drivers.endpoint.rtt`) and `FLOOR_SAMPLES` streamed completions of one token, one after another,
+of the shortest prompt a worker could send (`PROBE_PROMPT`, "Say OK."), each carrying `PROBE_USER`
+in the body's `user` field (OpenAI's end-user id, which servers accept and ignore) so a server's log
+can tell them from the load. A request's first token needs one round trip and the server's own work;
+the shortest first token less this vantage point's round trip is the least the server took to answer
+anyone, which `scheduler.verification.serverfloor` turns into the floor no worker's record may go
+under. Nothing here reads a worker's figures.
 
 Its reads are timed as the workers' are: by the kernel, where each packet arrived
 (`http1.kernel_stamps`, Linux), not when this process got to read it. A submitter is often the busy

@@ -319,19 +319,19 @@ class Dht:
 
         Reads the unit's tree (`shards.first_levels`, then the children of full keys: full as a placement
         reads it, `ProviderLookup.holds`, the word of most of the key's holders' networks; by the union of
-        their lists, hostile servers listing 20 Sybils under every key made a look for all workers read over
-        1,000 keys where 8 do now, `tests/labs/swarm/test_hostile_places.py`) until it has `count` providers
-        not in `known` (None: all), and the unit's old key (workers before issue 43) when asked for all or
-        still short. `known`: the providers a caller has already (a campaign's later look): they fill the
-        first keys, so a look for `count` more reads on past them, down to where joiners land, and stops
-        there. `past_gaps`: levels read on below keys that are not full while still short
-        (`shards.below_gaps`: where workers spilled under providers that left). `discount`: a provider whose
-        addresses it holds true for is returned but not counted (the submitter's discovery: one on a network
-        whose providers did not answer this round, `node.submitter.discovery`), so the look reads on past such
-        providers in one go; past a level of them alone it reads the next two levels at once, then four
-        (`shards.next_levels`), as `dig` > 1 reads that many levels more with its first ones: a cheater's keys
-        cost a walk per doubling of their depth, not per level. `run_delay`: a look's (`node.p2p.looktime`):
-        its walks' waits are its own seconds (`node.p2p.walk`).
+        their lists, hostile servers listing 20 Sybils under every key made a look for all workers read
+        over 1,000 keys where 8 do now, `tests/labs/swarm/test_hostile_places.py`) until it has `count`
+        providers not in `known` (None: all), and the unit's old key (workers before issue 43) when asked
+        for all or still short. `known`: the providers a caller has already (a campaign's later look):
+        they fill the first keys, so a look for `count` more reads on past them, down to where joiners
+        land, and stops there. `past_gaps`: levels read on below keys that are not full while still short
+        (`shards.below_gaps`: where workers spilled under providers that left). `discount`: a provider
+        whose addresses it holds true for is returned but not counted (the submitter's discovery: one
+        on a network whose providers did not answer this round, `node.submitter.discovery`), so the
+        look reads on past such providers in one go; past a level of them alone it reads the next two
+        levels at once, then four (`shards.next_levels`), as `dig` > 1 reads that many levels more
+        with its first ones: a cheater's keys cost a walk per doubling of their depth, not per level.
+        `run_delay`: a look's (`node.p2p.looktime`): its walks' waits are its own seconds (`node.p2p.walk`).
         """
         found: dict[str, list[str]] = {}
         answered, failures, keys, old_read = 0, dict[str, str](), 0, False

@@ -124,8 +124,14 @@ async def within(seconds: float, waited: Callable[[], float], run: Callable[[], 
     A probe's wait is the look's too: a starved submitter's dial and handshake with an honest worker
     are this process's work, and a probe timed out by the machine silenced the worker (the Sybil-networks
     lab's `submit` at nice 10 beside two spinners: the look's own 35 s ran out with both honest workers
-    listed and silenced, their probes' 3 s spent waiting for a core). `run` is given the real seconds
-    the wait may last (`seconds` x `STRETCH_MAX`) as its own timeout."""
+    listed and silenced, their probes' 3 s spent waiting for a core); so is each read of the DHT a look
+    makes (`node.p2p.walk`, `node.p2p.kad`). The wait lasts at most `seconds` x `STRETCH_MAX` real ones
+    (a caller whose `run` takes a timeout of its own gives it that). With `no_delay` (every wait but a
+    look's) it is trio's own deadline, with no task to keep it."""
+    if waited is no_delay:
+        with trio.move_on_after(seconds):
+            return await run()
+        return None
     time = LookTime(seconds, waited)
     value: T | None = None
     failed: Exception | None = None
