@@ -1,4 +1,9 @@
-"""A fleet member's side against the scripted loopback server: its deal sent on the submitter's clock."""
+"""A fleet member's side against the scripted loopback server: its deal sent on the submitter's clock.
+
+Real clocks and a real socket: what holds here holds whatever the machine's load (nothing sent before
+its time, each planned send recorded with its lag). That each send is on time, to the instant, is
+pinned on trio's virtual clock (tests/unit/drivers/endpoint/test_fleet_clock.py): a bound on the lag
+here would read the machine's weather."""
 
 from __future__ import annotations
 
@@ -41,16 +46,13 @@ async def test_a_member_waits_for_the_instant_and_sends_each_request_at_its_plan
     with serve_sse(_script) as server:
         began = trio.current_time()
         run = await drive_endpoint(spec, server.url, 20.0, EndpointOptions(rtt_samples=1))
-        first_sent = min(r.started_s for r in run.records)
     assert trio.current_time() - began >= lead + planned[-1]  # nothing went before its time
     assert sorted(r.planned_s or 0.0 for r in run.records) == list(planned)
     assert sorted(r.prompt_id for r in run.records) == ["p0", "p1", "p1", "p2"]  # 1, 3, 5, 7 mod 3
     assert [r.error for r in run.records] == [None] * 4
     for record in run.records:
         assert record.planned_s is not None
-        assert record.started_s >= record.planned_s  # never early
-        assert record.started_s - record.planned_s < 0.25  # on time, within a busy machine's slack
-    assert first_sent < 0.25  # seconds after the instant, not after the call
+        assert record.started_s >= record.planned_s  # never early; late by what the machine made it
     assert run.cpu_pct is not None
     assert len([s for s in server.seen if s.path.endswith("/chat/completions")]) == 4
 
@@ -61,5 +63,5 @@ async def test_a_closed_loop_member_keeps_its_slots_busy_from_the_instant_for_th
     with serve_sse(_script) as server:
         run = await drive_endpoint(spec, server.url, 20.0, EndpointOptions(rtt_samples=1))
     assert len(run.records) >= 4
-    assert all(r.planned_s is None and r.started_s <= 0.6 for r in run.records)
+    assert all(r.planned_s is None for r in run.records)
     assert len([s for s in server.seen if s.path.endswith("/chat/completions")]) == len(run.records)
