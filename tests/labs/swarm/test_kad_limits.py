@@ -86,10 +86,10 @@ async def test_a_server_that_stalls_a_lookup_is_named_as_a_failure(tmp_path: Pat
     used to read none answered and none failed as "try libp2p's own iterative lookup", which asked
     the same servers again under none of the walk's rules (23 s against one stalling gate here)."""
     async with gate_and_worker(tmp_path) as (gate, worker):
-        stalled = trio.Event()
+        asked: list[Any] = []
 
         async def stall(stream: Any) -> None:  # the hostile server's whole kad: read nothing, say nothing
-            stalled.set()
+            asked.append(stream)
             await trio.sleep_forever()
 
         gate.host._lp.set_stream_handler(TProtocol(KAD), stall)
@@ -97,11 +97,11 @@ async def test_a_server_that_stalls_a_lookup_is_named_as_a_failure(tmp_path: Pat
         started = trio.current_time()
         found = await worker.dht.kad.lookup_providers(KEYS[0])
         took = trio.current_time() - started
-        assert stalled.is_set()
+        assert len(asked) == 1  # one wait for the stalling server, no second lookup
         assert found.providers == {}
         assert found.answered == 0
         assert found.failures == {gate.host.peer_id: f"no answer within {LONE_QUERY_S:g} s"}
-        assert took < LONE_QUERY_S + QUERY_TIMEOUT_S  # one wait for the stalling server, no second lookup
+        assert took >= LONE_QUERY_S  # its whole wait (a trio deadline never fires early)
 
 
 async def test_a_lone_server_slower_than_a_query_s_deadline_is_waited_for(tmp_path: Path) -> None:
@@ -133,10 +133,10 @@ async def test_a_server_that_stalls_an_advert_read_costs_one_wait_and_no_other_l
     "try libp2p's own `get_value`", which walked the same stalling server again under none of the
     query's deadlines."""
     async with gate_and_worker(tmp_path) as (gate, worker):
-        stalled = trio.Event()
+        asked: list[Any] = []
 
         async def stall(stream: Any) -> None:
-            stalled.set()
+            asked.append(stream)
             await trio.sleep_forever()
 
         gate.host._lp.set_stream_handler(TProtocol(KAD), stall)
@@ -144,6 +144,6 @@ async def test_a_server_that_stalls_an_advert_read_costs_one_wait_and_no_other_l
         started = trio.current_time()
         values = await worker.dht.kad.get(advert_key(gate.host.peer_id))
         took = trio.current_time() - started
-        assert stalled.is_set()
+        assert len(asked) == 1  # one wait for the stalling server, no second lookup
         assert values == []
-        assert took < LONE_QUERY_S + QUERY_TIMEOUT_S  # one wait for the stalling server, no second lookup
+        assert took >= LONE_QUERY_S  # its whole wait (a trio deadline never fires early)
