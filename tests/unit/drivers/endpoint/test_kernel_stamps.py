@@ -80,4 +80,6 @@ async def test_a_pause_before_the_clocks_are_read_never_makes_an_arrival_early()
             read_ns = time.perf_counter_ns()
     assert _stamped(ancdata)
     arrived_ns = http1._arrival(ancdata, read_ns, paused_wall)
-    assert sent_ns <= arrived_ns <= read_ns + PAUSE_S * 1e9 * 2
+    after_ns = time.perf_counter_ns()
+    # and never in the future: no bound from the pause's length, which a busy machine stretches
+    assert sent_ns <= arrived_ns <= after_ns
