@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +38,10 @@ PACE_MS = 10.0
 the pacer's jitter, whatever the load (tests/kit/pacing/sitecustomize.py)."""
 
 
-def paced_env(pace_ms: float) -> dict[str, str]:
-    """This process's environment for a worker whose every ONNX inference takes `pace_ms`."""
-    path = os.pathsep.join(p for p in (str(PACING), os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path, "SARK_LAB_PACE_MS": str(pace_ms)}
+def paced_env(pace_ms: float, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """`env` (this process's) for a worker whose every ONNX inference takes `pace_ms`."""
+    path = os.pathsep.join(p for p in (str(PACING), env.get("PYTHONPATH", "")) if p)
+    return {**env, "PYTHONPATH": path, "SARK_LAB_PACE_MS": str(pace_ms)}
 
 
 class CampaignLab(Lab):

@@ -22,10 +22,21 @@ when the block ends, when the caller dies (each watches its parent), or after `m
 the kit's forked nodes: `kit.zygote` gives a child its caller's affinity) run on those cores alone,
 with every thread of the processes `joining` names (already running, a lab's model server) for the
 block.
-A lab's weather is then its own: four spinners on one core press the lab's processes as eight on
-two did, and the suite's other tests run on the other core beside it instead of under it (eight
-spinners on both cores took some 270 of a suite's 2,760 CPU-seconds, docs/testing.md). `own_core()`
-is one core of this process's, a different one for each xdist worker where there are enough.
+A lab's weather is then its own: four spinners on one core press the lab's processes in the caller's
+session as eight on two did (those of other sessions, less: below), and the suite's other tests run
+on the other core beside it instead of under it (eight spinners on both cores took some 270 of a
+suite's 2,760 CPU-seconds, docs/testing.md). `own_core()` is one core of this process's, a
+different one for each xdist worker where there are enough.
+
+The spinners run in the caller's session, and Linux's autogroup (on where
+`/proc/sys/kernel/sched_autogroup_enabled` is 1, as on the machines this suite runs on) shares a core
+among sessions first, then among a session's processes: a process of the caller's session (a
+command the test runs with `subprocess.run`) meets the four spinners one by one and has a fifth of
+the core, but a process in a session of its own (every node `kit.procs` starts) meets them as one
+competitor and has half (measured 2026-11-30: a busy loop beside `Load(4, cores={0})` had 0.20 of
+the core in the caller's session, 0.50 in its own). A lab that compares two processes' speeds under
+a load runs them in like sessions, or takes the figure it compares against without the load
+(tests/labs/e2e/test_verify_example.py).
 """
 
 from __future__ import annotations

@@ -10,17 +10,37 @@ are the submitter's own (its process, its own probe's profile) and are not chall
 submitter's discovery waits for its own workers however starved the process is
 (`node.submitter.discovery.Discovery`'s `own`).
 
-In the same lab, a `join` worker whose profile claims 2.5 times the CPU speed that run's probe
+In the same lab, a `join` worker whose profile claims 2.5 times the CPU speed the recipe's probe
 measured on this machine (its calibration, read from the fresh HOME's cache) is refused by its
 challenge: its only campaign exits 1 with one line naming the rule (`claim_unverified: challenge:`).
 Its margin is by design, not by this machine's weather: the line sits at the geometric midpoint
 of an honest round and a 2.5x liar's best (`scheduler.verification.challenge.SLACK`), so the liar
 passes only on a device 1.58x faster than its own calibration; load only makes it slower.
 
-Both hold with four processes of the test's own spinning on one core, the lab's processes confined
-there with them (`kit.load.Load`'s `cores`: the pressure a core of load 8 on 2 cores, the suite's other
-tests running on the other core), and without them. Before 2026-11-29 the load was eight spinners on
-both cores, figures below. Here (2 cores, 2026-11-26): quiet 26-29 s; at load 8 102 s
+Quiet, on the real model, the test is `exclusive`: that a real model's replicas agree on this
+machine is the point (a device measuring alone is what the class's band is sized for), and the
+calibration the liar's claim is 2.5 times must be what this machine can do, not what a busy moment
+let it measure. The same claim is then refused again with four processes of the test's own spinning
+on one core, the liar's processes confined there with them (`kit.load.Load`'s `cores`). The claim
+was once 2.5 times a calibration the recipe took at load, and a liar at load passed (2026-11-30, the
+lab alone: the recipe's probe measured 16.2 GFLOPS against 139.5 quiet, so the "liar" claimed 40.5,
+under half of what one core does): the recipe ran in the test's session, where Linux's autogroup
+(`/proc/sys/kernel/sched_autogroup_enabled`) shares a core among sessions first and the four spinners
+took four fifths of it, while the liar's worker, a session of its own as every `kit.procs` node is,
+met the spinners' session as one competitor and took half.
+
+At load the recipe runs on the paced workload (`kit.campaignlab.paced_env`: each ONNX inference of
+its processes timed at `PACE_MS`, tests/kit/pacing), in its own test, not `exclusive`. Real timings
+measured a minute apart on a core whose share changes do not agree, and the product says so: in CI at
+b43f2c52 (and beside the suite at fb25290e) the suite's other processes, which the kernel balances
+onto the lab's core too, took a changing share of it; the replicas' process medians were 35.1, 38.5,
+30.5, 22.7 and 18.0 ms against 14.0-16.0 ms, one replica could not vouch for its own spread,
+`disagreed`, exit 1. What the paced run pins is the rest of the recipe on a starved machine: its
+embedded workers found, the replicas measured one at a time, agreeing through their processes'
+medians, and the `✓2/2` verdict.
+
+Figures of the real model at load, before
+2026-11-30 (2 cores, 2026-11-26): quiet 26-29 s; at load 8 102 s
 with the machine otherwise idle, 237-294 s beside other sessions' work (load 15-22). The liar's
 campaign waits for its re-challenges before it ends (issue 49: a task short of a refused peer waits
 for its next challenge; `--rediscover 1`, one every 3 s, up to 3): beside other sessions' work
@@ -56,7 +76,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kit.campaignlab import MODEL, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, PACE_MS, CampaignLab, Swarm, paced_env, submitter_id, write_campaign
 from kit.load import Load, own_core
 from kit.procs import SCRIPT, user_env
 
@@ -82,38 +102,62 @@ def test_the_example_asks_for_replicas_with_the_lab_switch() -> None:
     assert _command() == [".venv/bin/sark-node", "submit", "examples/verify.yaml", "--workers", "2"]
 
 
-@pytest.mark.timeout(1200)  # a deadline on a loaded machine, not a speed
-@pytest.mark.parametrize("load", [0, 4], ids=["quiet", "load4-one-core"])
-def test_readmes_verification_verifies_every_row_and_a_2_5x_claim_is_refused(
-    tmp_path: Path, load: int
-) -> None:
-    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("hub"))
-    started = time.monotonic()
-    with Load(load, cores=own_core() if load else None):
-        done = subprocess.run(
-            [*SCRIPT, *_command()[1:]],
-            cwd=tmp_path,
-            env=user_env(tmp_path / "home"),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        measured, recipe_s = _measured(tmp_path / "home"), time.monotonic() - started
-        liar = _liar_refused(tmp_path, measured * challenge.LIAR_FACTOR)
-    seconds = f"recipe {recipe_s:.0f} s, liar {time.monotonic() - started - recipe_s:.0f} s"
+def _recipe(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """README's verification command, run as written in a copy of examples/ under `root`."""
+    shutil.copytree(ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("hub"))
+    return subprocess.run(
+        [*SCRIPT, *_command()[1:]], cwd=root, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def _verified(root: Path, done: subprocess.CompletedProcess[str]) -> None:
+    """The recipe exited 0 with every row Complete and verified by its two replicas."""
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (results,) = (tmp_path / "sark-results").glob("*/results.csv")
+    (results,) = (root / "sark-results").glob("*/results.csv")
     with results.open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert "verification: 2 verified, 0 unverifiable" in done.stdout
     assert "\u27132/2" in done.stdout, done.stdout[-3000:]  # each cell says how it was verified
     assert [row["Status"] for row in rows] == ["Complete", "Complete"], rows
     assert [row["Verified"] for row in rows] == ["replicated 2/2 (same host)"] * 2, rows
+
+
+def _refused(liar: subprocess.CompletedProcess[str]) -> str:
+    """The liar's campaign exited 1 with one line naming the challenge; that line."""
     assert liar.returncode == 1, liar.stdout[-3000:] + liar.stderr[-3000:]
     (error,) = [line for line in liar.stderr.splitlines() if line.startswith("error:")]
-    print(f"load {load}: {seconds}; calibration {measured:.4g} GFLOPS; liar: {error}")  # for the record
     assert "refused by verification: claim_unverified: challenge: " in error, error
     assert "verification: 0 verified, 1 unverifiable" in liar.stdout, liar.stdout[-3000:]
+    return error
+
+
+@pytest.mark.exclusive  # the real model's replicas, and the speed this machine can do, measured alone
+@pytest.mark.timeout(1200)  # a deadline on a loaded machine, not a speed
+def test_readmes_verification_verifies_the_real_model_and_a_2_5x_claim_is_refused_quiet_and_loaded(
+    tmp_path: Path,
+) -> None:
+    started = time.monotonic()
+    done = _recipe(tmp_path, user_env(tmp_path / "home"))
+    measured, recipe_s = _measured(tmp_path / "home"), time.monotonic() - started
+    _verified(tmp_path, done)
+    claimed = measured * challenge.LIAR_FACTOR  # over what this machine can do, measured quiet
+    quiet = _refused(_liar(tmp_path / "quiet", claimed))
+    liar_s = time.monotonic() - started - recipe_s
+    with Load(4, cores=own_core()):  # the same claim on a busy core: load only makes the liar slower
+        loaded = _refused(_liar(tmp_path / "loaded", claimed))
+    loaded_s = time.monotonic() - started - recipe_s - liar_s
+    print(f"recipe {recipe_s:.0f} s; calibration {measured:.4g} GFLOPS; liar quiet {liar_s:.0f} s: {quiet}")
+    print(f"liar at load 4 {loaded_s:.0f} s: {loaded}")  # for the record
+
+
+@pytest.mark.timeout(1200)  # a deadline on a loaded machine, not a speed
+def test_readmes_verification_verifies_every_row_at_load_on_a_paced_workload(tmp_path: Path) -> None:
+    started = time.monotonic()
+    # replicas' timings compare on a loaded machine only on a workload whose time the test sets
+    with Load(4, cores=own_core()):
+        done = _recipe(tmp_path, paced_env(PACE_MS, user_env(tmp_path / "home")))
+    print(f"load 4, paced: recipe {time.monotonic() - started:.0f} s")  # for the record
+    _verified(tmp_path, done)
 
 
 def _measured(home: Path) -> float:
@@ -122,9 +166,10 @@ def _measured(home: Path) -> float:
     return Calibration.model_validate_json(cached.read_text()).cpu_gflops
 
 
-def _liar_refused(root: Path, claimed: float) -> subprocess.CompletedProcess[str]:
+def _liar(root: Path, claimed: float) -> subprocess.CompletedProcess[str]:
     """A `join` worker on this machine whose profile claims `claimed` GFLOPS, and a verified campaign
     that only it may run (`require.peers`): `submit`'s end."""
+    root.mkdir()
     lab = CampaignLab(root / "liar", record_ttl=30.0)
     try:
         me = submitter_id(root / "liar" / "submitter")
