@@ -28,15 +28,17 @@ on the other core beside it instead of under it (eight spinners on both cores to
 suite's 2,760 CPU-seconds, docs/testing.md). `own_core()` is one core of this process's, a
 different one for each xdist worker where there are enough.
 
-The spinners run in the caller's session, and Linux's autogroup (on where
+Each spinner is a session of its own. Linux's autogroup (on where
 `/proc/sys/kernel/sched_autogroup_enabled` is 1, as on the machines this suite runs on) shares a core
-among sessions first, then among a session's processes: a process of the caller's session (a
-command the test runs with `subprocess.run`) meets the four spinners one by one and has a fifth of
-the core, but a process in a session of its own (every node `kit.procs` starts) meets them as one
-competitor and has half (measured 2026-11-30: a busy loop beside `Load(4, cores={0})` had 0.20 of
-the core in the caller's session, 0.50 in its own). A lab that compares two processes' speeds under
-a load runs them in like sessions, or takes the figure it compares against without the load
-(tests/labs/e2e/test_verify_example.py).
+among sessions first, then among a session's processes, and every node `kit.procs` starts is a
+session of its own too. With the spinners in the caller's session (before 2026-11-30) a process of
+that session (a command the test runs with `subprocess.run`) met the four one by one and had a fifth
+of the core, but a lab node met them as one competitor and had half: a busy loop beside
+`Load(4, cores={0})` had 0.20 of the core in the caller's session and 0.50 in its own, and a 2.5x
+liar's challenge, run by a node, passed against a calibration the recipe took in the caller's
+session (tests/labs/e2e/test_verify_example.py). Now every process meets each spinner as one
+competitor; the caller's session, all its processes together (an xdist run's workers and what they
+start without a session of their own), is one more.
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ OFF_S: Final = 0.4
 
 
 def _spin(parent: int, until: float) -> None:
-    """Busy until `until` (monotonic) or until `parent` is gone, checking a few times a second."""
+    """Busy until `until` (monotonic) or until `parent` is gone, checking a few times a second, in a
+    session of its own (another user's work: the kernel's autogroup shares a core among sessions)."""
+    os.setsid()
     while time.monotonic() < until:
         deadline = time.monotonic() + 0.25
         while time.monotonic() < deadline:
@@ -73,6 +77,7 @@ def _spin(parent: int, until: float) -> None:
 def _burst(parent: int, until: float, on_s: float, off_s: float, seed: int) -> None:
     """Busy for a drawn spell, idle for a drawn spell, in turns, until `until` or `parent` is gone.
     Every spinner of one `Bursts` draws the same spells (one seed): the cores are busy together."""
+    os.setsid()
     draw = random.Random(seed)
     while time.monotonic() < until:
         deadline = time.monotonic() + on_s * draw.uniform(0.5, 1.5)

@@ -27,7 +27,8 @@ lab alone: the recipe's probe measured 16.2 GFLOPS against 139.5 quiet, so the "
 under half of what one core does): the recipe ran in the test's session, where Linux's autogroup
 (`/proc/sys/kernel/sched_autogroup_enabled`) shares a core among sessions first and the four spinners
 took four fifths of it, while the liar's worker, a session of its own as every `kit.procs` node is,
-met the spinners' session as one competitor and took half.
+met the spinners' session as one competitor and took half (each spinner is a session of its own
+since: `kit.load`).
 
 At load the recipe runs on the paced workload (`kit.campaignlab.paced_env`: each ONNX inference of
 its processes timed at `PACE_MS`, tests/kit/pacing), in its own test, not `exclusive`. Real timings

@@ -46,6 +46,15 @@ def test_a_load_runs_its_spinners_for_the_block_and_stops_them_after() -> None:
     assert not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in spinners)
 
 
+def test_each_spinner_is_a_session_of_its_own_as_another_users_work() -> None:
+    """Linux's autogroup shares a core among sessions first: spinners in the caller's session pressed
+    only that session's processes, and a lab node (a session of its own) met all of them as one."""
+    for kind in (Load(2), Bursts(2, on_s=0.05, off_s=0.05)):
+        with kind as load:
+            assert _until(lambda: all(os.getsid(pid) == pid for pid in load.pids))
+            assert os.getsid(0) not in load.pids
+
+
 def test_bursts_run_their_spinners_in_turns_and_stop_them_after() -> None:
     me = psutil.Process()
     with Bursts(2, on_s=0.05, off_s=0.05) as load:
