@@ -22,10 +22,10 @@ when the block ends, when the caller dies (each watches its parent), or after `m
 the kit's forked nodes: `kit.zygote` gives a child its caller's affinity) run on those cores alone,
 with every thread of the processes `joining` names (already running, a lab's model server) for the
 block.
-A lab's weather is then its own: four spinners on one core press the lab's processes in the caller's
-session as eight on two did (those of other sessions, less: below), and the suite's other tests run
-on the other core beside it instead of under it (eight spinners on both cores took some 270 of a
-suite's 2,760 CPU-seconds, docs/testing.md). `own_core()` is one core of this process's, a
+A lab's weather is then its own: four spinners on one core press the lab's processes as eight on
+two did (each spinner a session of its own: below), and the suite's other tests run on the other
+core beside it instead of under it (eight spinners on both cores took some 270 of a suite's 2,760
+CPU-seconds, docs/testing.md). `own_core()` is one core of this process's, a
 different one for each xdist worker where there are enough.
 
 Each spinner is a session of its own. Linux's autogroup (on where
