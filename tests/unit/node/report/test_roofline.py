@@ -12,7 +12,6 @@ import pytest
 from kit.reports import ROOF_MODELS, roof_peaks, roofline_report
 from matplotlib.text import Text
 
-from node.report.render import render_html
 from node.report.roofline import (
     Costs,
     Point,
@@ -39,9 +38,25 @@ class Cost:
 Counted = tuple[CampaignReport, Costs]
 
 
+@dataclass(frozen=True)
+class Written:
+    """The counted report written as `submit` writes it, once without its costs and once with them."""
+
+    plain: dict[str, Path]
+    roofed: dict[str, Path]
+
+
 @pytest.fixture(scope="module")
 def counted() -> Counted:
     return roofline_report()
+
+
+@pytest.fixture(scope="module")
+def written(counted: Counted, tmp_path_factory: pytest.TempPathFactory) -> Written:
+    """Both pages drawn once for the module: each draws every figure of five models (about 5 s)."""
+    report, costs = counted
+    folder = tmp_path_factory.mktemp("roofline")
+    return Written(write_files(folder / "a", report), write_files(folder / "b", report, costs=costs))
 
 
 def test_a_roof_is_its_best_bandwidth_and_a_ceiling_per_precision() -> None:
@@ -117,10 +132,10 @@ def test_the_drawn_labels_do_not_overlap(count: int) -> None:
 
 
 def test_the_section_holds_a_roofline_per_device_and_says_where_there_is_none(
-    counted: Counted,
+    counted: Counted, written: Written
 ) -> None:
-    report, costs = counted
-    html = render_html(report, costs=costs)
+    report, _ = counted
+    html = written.roofed["html"].read_text()
     section = html[html.index("<h2>Roofline</h2>") :]
     assert '<figure id="roofline-0" class="roofline"><svg' in section  # cpu0: its peaks are in its profile
     assert "No roof drawn for cpu1: no measured peaks" in section  # cpu1's profile has none
@@ -128,14 +143,14 @@ def test_the_section_holds_a_roofline_per_device_and_says_where_there_is_none(
     assert ">1000<" in section  # a tick, as text
     for name in ROOF_MODELS[:-1]:
         assert section.count(f"{name}.onnx · CPU (ONNX)") >= 2  # a table row on each device
-    assert "silero_vad.onnx · CPU (ONNX)</td><td class=\"num\">no MatMul, Gemm or Conv counted" in section
+    assert 'silero_vad.onnx · CPU (ONNX)</td><td class="num">no MatMul, Gemm or Conv counted' in section
     # resnet50: 8.18 GFLOP and 189 MB per inference counted (43 FLOP/B: past the 20 FLOP/B ridge), at
     # 12.5 ms 654 GFLOP/s, 54.5 % of cpu0's fp32 roof of 1,200 GFLOPS
     row = re.search(r"light_resnet50\.onnx · CPU \(ONNX\).*?</tr>", section)
     assert row is not None
     cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(0))
     assert (cells[0], cells[1], cells[4], cells[6], cells[7]) == ("8.178", "189.1", "654.3", "1200", "54.5")
-    assert render_html(report).count("<h2>Roofline</h2>") == 0  # no costs (results.json alone): no section
+    assert written.plain["html"].read_text().count("<h2>Roofline</h2>") == 0  # no costs (results.json alone)
     assert roofline_parts(entries_of(report), Costs()) == []  # no counted model (an LLM's): no section
 
 
@@ -148,14 +163,9 @@ def test_a_model_that_could_not_be_counted_says_why(counted: Counted) -> None:
     assert 'class="roofline"' not in html
 
 
-def test_results_json_is_the_same_with_or_without_costs(
-    counted: Counted, tmp_path: Path
-) -> None:
-    report, costs = counted
-    plain = write_files(tmp_path / "a", report)
-    roofed = write_files(tmp_path / "b", report, costs=costs)
-    assert plain["json"].read_bytes() == roofed["json"].read_bytes()
-    assert "<h2>Roofline</h2>" in roofed["html"].read_text()
+def test_results_json_is_the_same_with_or_without_costs(written: Written) -> None:
+    assert written.plain["json"].read_bytes() == written.roofed["json"].read_bytes()
+    assert "<h2>Roofline</h2>" in written.roofed["html"].read_text()
 
 
 def test_a_device_whose_claims_were_not_believed_draws_no_roof(counted: Counted) -> None:
