@@ -139,9 +139,7 @@ class Prompt(Value):
         for i, answer in enumerate(answers):
             said.append(ChatMessage(role="assistant", content=answer[:MAX_PROMPT_CHARS]))
             said.append(ChatMessage(role="user", content=questions[i + 1]))
-        return first.with_(
-            text=questions[k - 1], messages=tuple(said), reference=None, input_tokens=None
-        )
+        return first.with_(text=questions[k - 1], messages=tuple(said), reference=None, input_tokens=None)
 
 
 class TokenizerPin(Value):
@@ -213,6 +211,7 @@ class Endpoint(Value):
     url: str | None = Field(default=None, max_length=2048)
     api_key_env: str | None = Field(default=None, max_length=128)
     metrics_url: str | None = Field(default=None, max_length=2048)
+    api_key: str | None = Field(default=None, max_length=4096, repr=False)
 
     @model_serializer(mode="wrap")
     def _without_metrics(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
@@ -221,7 +220,6 @@ class Endpoint(Value):
         if self.metrics_url is None:
             data.pop("metrics_url", None)
         return data
-    api_key: str | None = Field(default=None, max_length=4096, repr=False)
 
 
 class GenerateSpec(Value):

@@ -50,7 +50,9 @@ def parse_endpoint(raw: object, where: str, problems: Problems) -> Endpoint | No
     elif env is not None and url is None:
         problems.add(f"{where}.api_key_env", "a key goes with a url: a declared server needs none")
     metrics = raw.get("metrics_url")
-    if metrics is not None and (not isinstance(metrics, str) or not metrics.startswith(("http://", "https://"))):
+    if metrics is not None and (
+        not isinstance(metrics, str) or not metrics.startswith(("http://", "https://"))
+    ):
         got = describe(metrics)
         problems.add(f"{where}.metrics_url", f"expected an http(s) URL of the server's metrics, got {got}")
     elif metrics is not None and url is None:

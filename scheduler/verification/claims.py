@@ -108,9 +108,7 @@ def _peak_bound(profile: DeviceProfile, unit: str, precision: str) -> tuple[floa
 def _peak_class(
     name: str, unit: str, precision: str, value: float, class_peers: Sequence[DeviceProfile]
 ) -> list[str]:
-    others = [
-        p.calibration.peak(unit, precision) for p in class_peers if p.calibration is not None
-    ]
+    others = [p.calibration.peak(unit, precision) for p in class_peers if p.calibration is not None]
     figures = [o.per_s for o in others if o is not None]
     if len(figures) < PEERS_FOR_CLASS:
         return []

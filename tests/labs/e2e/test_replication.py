@@ -83,9 +83,7 @@ def submit(swarm: Swarm, path: Path) -> tuple[list[dict[str, str]], CampaignRepo
     return rows, document
 
 
-def check_caught(
-    rows: list[dict[str, str]], document: CampaignReport, liar: str, why: str
-) -> None:
+def check_caught(rows: list[dict[str, str]], document: CampaignReport, liar: str, why: str) -> None:
     """No row of the liar is a figure: each is an outlier of its group with `why`, its figures kept,
     flagged. Every honest row is replicated, 2 of 2 or 2 of 3 (the liar's group asked a third
     replica), at the pace the lab set: the workload is paced (`kit.campaignlab.PACE_MS`), so honest

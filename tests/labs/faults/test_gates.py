@@ -86,6 +86,7 @@ def test_natd_workers_hold_relay_gates_slots_and_replace_a_lost_gates(
         now = _circuit_gates(_probe_at(fleet, left, f"probe{attempt}"), expect=2)
         if all(gates == set(left) for gates in now.values()):
             break
+
     def named(by_peer: dict[str, set[str]]) -> list[list[int]]:
         return [sorted(fleet.gates.index(g) for g in gates) for gates in by_peer.values()]
 

@@ -101,4 +101,3 @@ async def test_a_wait_past_the_budget_or_the_deadline_is_reported_at_once_never_
     assert outcome.retries == 0
     assert outcome.record.error == "server_error"
     assert why in outcome.record.error_detail
-

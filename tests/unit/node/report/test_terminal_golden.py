@@ -59,9 +59,7 @@ def test_a_throughput_run_is_named_beside_its_runtime_with_its_hint() -> None:
     report = read_report(GOLDEN / "runtimes_results.json")
     ran = {"ThroughputPerS": "2356.8", "AsyncRequests": "1", "RuntimeSettings": "hint=LATENCY"}
     tasks = [
-        t.with_(row={**t.row, **ran})
-        if t.row["ComputeUnits"] == "CPU (OpenVINO)"
-        else t
+        t.with_(row={**t.row, **ran}) if t.row["ComputeUnits"] == "CPU (OpenVINO)" else t
         for t in report.results
     ]
     table = runtime_table(report.with_(results=tuple(tasks)))

@@ -64,9 +64,7 @@ def test_a_peak_far_above_its_class_median_is_named_even_within_the_isa_bounds()
     peers = [_profile(_honest_peaks(f)) for f in (0.9, 1.0, 1.1)]
     inflated = (*_honest_peaks()[:2], _peak("int8", 3 * 830.0))  # within 32x fp32: only its class refutes it
     problems = peak_problems(_profile(inflated), peers)
-    assert problems == [
-        "peaks[CPU int8] 2490 GOPS is 3.00x its class's median 830 (at most 1.5x)"
-    ], problems
+    assert problems == ["peaks[CPU int8] 2490 GOPS is 3.00x its class's median 830 (at most 1.5x)"], problems
 
 
 def test_a_gpu_peak_on_a_profile_with_no_gpu_is_a_claim_with_nothing_behind_it() -> None:
