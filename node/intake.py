@@ -3,7 +3,7 @@
 Run as ``python -m node.intake``: reads the campaign's text on stdin, validates it with
 `scheduler.parse_campaign` under a memory and CPU limit, and writes its `Answer` on stdout. YAML
 aliases can make a few hundred bytes expand to billions of items ("billion laughs"); here that only
-costs this process, which the parent kills at its deadline. Imports stay light (no libp2p, no web
+costs this process, stopped at its CPU or memory cap. Imports stay light (no libp2p, no web
 stack, no trio) so that the child starts fast.
 
 Run as ``python -m node.intake --folder DIR SOURCE`` (for `submit` and `plan`): the campaign file's
@@ -35,8 +35,10 @@ from protocol import Value
 
 MEMORY_BYTES: Final = 512 << 20
 """Address-space cap of the child: a valid campaign needs a few MiB, the interpreter about 60."""
-CPU_S: Final = 15
-"""CPU-time cap of the child (the parent's wall-clock deadline is usually hit first)."""
+CPU_S: Final = 10
+"""CPU-time cap of the child: what a posted campaign may cost (a valid one takes well under a second;
+a YAML alias bomb is stopped here, SIGXCPU). CPU time, not wall time: on a busy machine a valid
+campaign's child waits for a core, and a wall-clock cap refused it (`node.http.vetting`)."""
 LOCAL_MEMORY_BYTES: Final = 3 << 30
 """Address-space cap with the campaign's files: up to 64 MiB each, parsed (JSON, a tokenizer's
 vocabulary); a mapped model file's size is added while it is inspected."""

@@ -2,8 +2,12 @@
 
 `vet_campaign` hands the text to the intake child (`node.intake`, started isolated by the one
 launcher, `node.submitter.vetting.run_intake`) and waits for it off the event loop, at most
-`VET_DEADLINE_S`, at most `limiter`'s count at once; the child is killed on timeout or cancel, so a
-YAML bomb costs one child, never the loop. A child that could not start is the server's fault (503),
+`limiter`'s count at once. What a campaign may cost is the child's own CPU and memory caps
+(`node.intake.CPU_S`, `MEMORY_BYTES`), so a YAML bomb costs one child, never the loop. Those caps do
+not read the machine's load; a wall-clock deadline did: on a busy machine (the suite beside it, load
+average 6) a valid campaign's child waited past 10 s for a core and the campaign was refused
+`too_costly`. `VET_DEADLINE_S` is now a backstop only for a child that does not run at all; the
+child is killed at it or on cancel. A child that could not start is the server's fault (503),
 not the campaign's. `model_problems` turns a model the URL policy refuses into a problem at the
 model's field, with the `serve` options that would allow it.
 """
@@ -21,14 +25,16 @@ import trio
 import scheduler as sch
 from node.errors import ChildNotStarted
 from node.http.errors import ApiError, BadRequest, Problem, Rule
+from node.intake import CPU_S, MEMORY_BYTES
 from node.submitter.vetting import Limit, Stopped, run_intake
 from node.transfer.urls import FetchError, UrlPolicy
 from protocol import FailureReason
 
 MAX_VETTING: Final = 2
 """How many campaigns are validated at once; more posts wait their turn (the loop does not)."""
-VET_DEADLINE_S: Final = 10.0
-"""Wall-clock limit of one validation child (a valid campaign takes well under a second)."""
+VET_DEADLINE_S: Final = 120.0
+"""Wall-clock backstop of one validation child: 12 times its CPU cap (`node.intake.CPU_S`), so only a
+child that does not run (stopped, or starved twelve times over) reaches it."""
 _AVOID_ALIASES: Final = "write the campaign without YAML anchors and aliases (&name / *name)"
 
 
@@ -54,7 +60,8 @@ async def vet_campaign(text: str, limiter: trio.CapacityLimiter) -> Vetted:
 
     Raises:
         BadRequest: the campaign is invalid (every problem at its field), or validating it took
-            more than `VET_DEADLINE_S` or more memory than the child may use (rule too_costly).
+            more CPU time or memory than the child may use, or it did not end by the backstop
+            `VET_DEADLINE_S` (rule too_costly).
         ApiError: 503, the child could not start (a broken install, not the campaign).
     """
     try:
@@ -74,7 +81,10 @@ def _why(stopped: Stopped) -> str:
     """The limit that stopped the validation child, in words."""
     if stopped.limit is Limit.DEADLINE:
         return f"validation did not finish within {VET_DEADLINE_S:g} s"
-    return f"validation stopped (exit code {stopped.returncode}): it needs too much memory or CPU"
+    return (
+        f"validation stopped (exit code {stopped.returncode}): it needs more than {CPU_S} s of CPU or "
+        f"{MEMORY_BYTES >> 20} MiB of memory"
+    )
 
 
 def endpoint_keys(

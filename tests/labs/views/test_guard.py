@@ -7,18 +7,21 @@ where every refused request must leave the campaign store as it was. The seeds' 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any, Final
 
 import httpx
+import psutil
 import pytest
 
 from labs.views.test_http_api import ModelServer, Served, model_server, seeds_body, start_serve
 from node.errors import ConfigError
 from node.http import Admission, Rule, admission
 from node.http.vetting import Vetted, url_problems
+from node.intake import CPU_S
 from node.transfer.urls import UrlPolicy
 from scheduler import parse_campaign
 
@@ -259,6 +262,48 @@ def test_a_yaml_campaign_is_accepted(guarded: Served, model_server: ModelServer)
     )
     assert r.status_code == 201, r.text
     assert r.json()["campaign_id"] in _campaign_ids(guarded)
+
+
+def _intake_child(serve: psutil.Process, posting: threading.Thread) -> psutil.Process:
+    """The validation child `serve` started for the post in flight, caught while it starts (its
+    imports alone take some 0.3 CPU-s; polled every millisecond)."""
+    while posting.is_alive():
+        for child in serve.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if "'node.intake'" in " ".join(child.cmdline()):
+                    return child
+        time.sleep(0.001)
+    raise AssertionError("the post was answered before its validation child was seen")
+
+
+def test_a_valid_campaign_whose_validation_waits_for_a_core_is_accepted(
+    guarded: Served, model_server: ModelServer
+) -> None:
+    """A busy machine, made certain: the validation child is given no CPU for longer than its whole CPU
+    cap (stopped, SIGSTOP, for `CPU_S` + 2 s), and the campaign is accepted once it runs. What a
+    posted campaign may cost is the child's own CPU time, which waiting does not spend; a wall-clock
+    deadline of 10 s refused this campaign `too_costly` beside a suite run at load 6."""
+    posted: dict[str, httpx.Response] = {}
+
+    def post() -> None:
+        posted["r"] = httpx.post(
+            f"{guarded.api}/campaigns", json=seeds_body(model_server.model_url), timeout=120
+        )
+
+    thread = threading.Thread(target=post)
+    thread.start()
+    try:
+        child = _intake_child(psutil.Process(guarded.popen.pid), thread)
+        child.suspend()
+        try:
+            time.sleep(CPU_S + 2)
+            assert child.status() == psutil.STATUS_STOPPED  # still waiting: no answer was sent meanwhile
+            assert thread.is_alive()
+        finally:
+            child.resume()
+    finally:
+        thread.join(timeout=120)
+    assert posted["r"].status_code == 201, posted["r"].text
 
 
 def test_400_names_the_field_and_the_flag(guarded: Served) -> None:

@@ -39,7 +39,8 @@ async def test_a_child_killed_at_its_cap_is_too_costly(monkeypatch: pytest.Monke
         await vetting.vet_campaign(VALID, trio.CapacityLimiter(1))
     (problem,) = info.value.problems
     assert problem.rule is Rule.TOO_COSTLY
-    assert problem.message == "validation stopped (exit code -9): it needs too much memory or CPU"
+    said = "validation stopped (exit code -9): it needs more than 10 s of CPU or 512 MiB of memory"
+    assert problem.message == said
 
 
 async def test_a_child_that_cannot_start_is_the_servers_fault(monkeypatch: pytest.MonkeyPatch) -> None:
