@@ -7,6 +7,7 @@ servers sharing its first bits with the key, then some others). A departed serve
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections import Counter
@@ -25,6 +26,7 @@ from node.p2p.walk import Answer, walk_providers
 KEY = b"\x12\x20" + hashlib.sha256(b"sark/cap/v2/any/3/5").digest()
 
 
+@functools.cache  # the in-memory kad sorts its 300 servers by it at every answer (a million calls a file)
 def _distance(peer: ID, key: bytes = KEY) -> int:
     return int.from_bytes(hashlib.sha256(key).digest(), "big") ^ int.from_bytes(
         hashlib.sha256(peer.to_bytes()).digest(), "big"
