@@ -51,6 +51,7 @@ it is caught; only `replicated` rows are verified figures.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -254,13 +255,15 @@ class PeerRecord:
         """Counted against more than it agreed, at least `OUTVOTED_MIN` times, by independent partners."""
         return self.disagreed >= OUTVOTED_MIN and self.disagreed > self.agreed and self.independent("against")
 
-    @property
+    @functools.cached_property
     def distrusted(self) -> bool:
         """Its replicas no longer count towards a majority (`agreement.settle`): it was counted
         against more often than it agreed, at least `OUTVOTED_MIN` times (`outvoted`), or it is
         `biased`; either only on evidence from `WITNESSES_MIN` partners over `NETWORKS_MIN`
         networks. An honest peer is an outlier by noise a few times in a hundred and agrees the
-        rest; a peer that reports a false speed is an outlier nearly every time it meets honest ones."""
+        rest; a peer that reports a false speed is an outlier nearly every time it meets honest ones.
+        Read once per record (a record never changes; a settlement asks it of every peer for each
+        of its groups)."""
         return self.outvoted or self.biased
 
     def why_distrusted(self) -> str:
