@@ -85,8 +85,9 @@ def report(folder: Path, top: int) -> str:
         rows += [tuple(row) for row in json.loads(path.read_text())]
     files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for test, cpu, wall in rows:
-        files[test.split("::")[0]][0] += cpu
-        files[test.split("::")[0]][1] += wall
+        file = files[test.split("::")[0]]
+        file[0] += cpu
+        file[1] += wall
     lines = [f"{len(rows)} tests, {sum(r[1] for r in rows):.0f} CPU-s"]
     for tier in ("tests/unit", "tests/labs"):
         lines.append(f"{tier}: {sum(c for f, (c, _) in files.items() if f.startswith(tier)):.0f} CPU-s")
