@@ -51,13 +51,13 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
 # takes a core from a lab's other processes and its own sibling thread: beside the suite at load 4,
 # tests/labs/runtimes/test_llm.py took 57.5 and 40.5 CPU-s with torch's two threads spinning, 23.0
 # and 22.8 waiting passively (one thread: 23.2, 22.6), tests/labs/e2e/test_generate.py 71.5 and 49.2.
-# examples/serve_llm.py waits passively for the same reason. tests/unit/repository/test_passive_wait.py
+# examples/serve_llm.py waits passively for the same reason. tests/labs/kit/test_passive_wait.py
 # pins it on a child started as the labs start theirs.
 os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 # Fixtures every folder may use: the process lab and a worker's profile file (kit.fixtures), the
 # campaign lab's swarms and model server (kit.campaignlab), and pytest's own `pytester` (a pytest run
-# of a test's own: tests/unit/repository/test_cores.py runs this file's lock in one).
+# of a test's own: tests/labs/kit/test_cores.py runs this file's lock in one).
 pytest_plugins = ("kit.fixtures", "kit.campaignlab", "pytester")
 
 
