@@ -28,6 +28,8 @@ from protocol import (
 )
 from protocol.codec import MAX_ARRAY_LEN, MAX_STR_LEN
 
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
+
 
 def test_every_message_kind_has_a_strategy() -> None:
     assert set(MESSAGES) == ALL_KINDS

@@ -27,3 +27,15 @@ def test_the_cuda_checks_import_no_torch_without_an_nvidia_driver() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_unit_tiers_heavy_files_are_handed_out_before_its_others(request: pytest.FixtureRequest) -> None:
+    """This run's own collection order, which `--dist loadfile` hands files out in (tests/conftest.py
+    `_handed_out`): the labs, then the unit tier's files marked `heavy`, then its others; a heavy file
+    last was the fast tier's tail."""
+    unit = TESTS / "unit"
+    order: dict[Path, tuple[bool, bool]] = {}
+    for item in request.session.items:
+        heavy = item.get_closest_marker("heavy") is not None
+        order.setdefault(item.path, (item.path.is_relative_to(unit), not heavy))
+    assert list(order.values()) == sorted(order.values())

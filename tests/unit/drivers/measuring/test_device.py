@@ -6,12 +6,15 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from drivers import detect_profile
 from drivers.measuring.calibrate import calibrate, calibration_key
 from drivers.measuring.device import detect_gpus, fingerprint, parse_smi, runtime_versions
 from drivers.measuring.meters import CpuMeter, GpuSampler, peak_mb, reset_peak
 from protocol import ComputeUnit, DeviceProfile, GpuInfo
+
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
 
 
 def test_nvidia_smi_output_is_parsed() -> None:

@@ -20,6 +20,8 @@ from drivers.measuring.harness import _exit_failure
 from drivers.runtimes.onnx import OnnxDriver
 from protocol import ComputeUnit, FailureReason, ModelFormat, Phase, Stage, TaskSpec
 
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
+
 CPU = ComputeUnit.CPU_ONNX
 ROOT: Final = Path(__file__).resolve().parents[4]
 

@@ -22,6 +22,8 @@ import pytest
 from drivers.measuring import spawning
 from drivers.measuring.spawning import STARTED, Child, Entry, Limits, NotStarted, start_child
 
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
+
 ROOT: Final = Path(__file__).resolve().parents[4]
 HERE: Final = Path(__file__).resolve().parent
 

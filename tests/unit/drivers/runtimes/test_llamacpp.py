@@ -20,6 +20,8 @@ from drivers.runtimes.llamacpp import binding, layers_on, layers_summarized, pla
 from drivers.runtimes.llamaunits import LlamacppDriver, probe
 from protocol import ComputeUnit, FailureReason
 
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
+
 CPU = ComputeUnit.CPU_LLAMACPP
 GPU = ComputeUnit.GPU_LLAMACPP
 

@@ -51,6 +51,8 @@ from protocol import (
 )
 from scheduler.verification import challenge
 
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
+
 KEY = sch.DrawKey(bytes(range(32)))
 UNITS = (UnitStatus(unit=ComputeUnit.CPU_ONNX, usable=True, provider="CPUExecutionProvider"),)
 

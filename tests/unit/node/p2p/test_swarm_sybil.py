@@ -26,6 +26,8 @@ from node.p2p.relay import RELAY_GATES
 from node.p2p.shards import SHARD_CAP, Shard
 from node.submitter.discovery import GRACE_S, LOOKUP_SLACK, SILENT_FIRST_S, DiscoveryConfig
 
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
+
 ROOT_KEY = Shard(None, 0, 0)
 HONEST = [f"honest-{i}" for i in range(300)]
 

@@ -26,6 +26,8 @@ from node.submitter.outputs import write_files
 from protocol import Peak, for_html
 from scheduler.results import CampaignReport, entries_of
 
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
+
 
 @dataclass(frozen=True)
 class Cost:

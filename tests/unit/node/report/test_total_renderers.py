@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
@@ -45,6 +46,8 @@ from node.submitter.outputs import write_files
 from protocol import ComputeUnit, DeviceProfile, Measurement, ModelRef
 from protocol.values import Load
 from scheduler.results import CampaignReport, ReportTask, agreed_changes, diff_entries, entries_of
+
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
 
 HERE: Final = Path(__file__).resolve().parents[3] / "golden" / "reports"
 TENSOR: Final = json.loads((HERE / "tensor_results.json").read_text())

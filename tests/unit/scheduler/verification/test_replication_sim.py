@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "benchmarks"))
 
 import replication_claims
@@ -20,6 +22,8 @@ import replication_sim
 
 from scheduler.language import Draws
 from scheduler.verification import Candidate, challenge, pick_replicas
+
+pytestmark = pytest.mark.heavy  # many CPU-seconds: handed out first (tests/conftest.py)
 
 
 def test_full_replication_shows_no_cheating_result_at_this_machines_worst_noise() -> None:
