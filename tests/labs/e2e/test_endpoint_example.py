@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import pytest
 from kit.load import Load, own_core
-from kit.procs import SCRIPT
+from kit.procs import SCRIPT, probed
 from kit.sse_server import Reply, serve_sse
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -110,8 +110,8 @@ def test_readme_endpoint_example_gives_complete_rows_offline(
     argv, variables = _submit_command()
     _example_against(f"http://{server.address}", tmp_path)
     weather = Load(load, cores=own_core(), joining=[server.pid]) if load else contextlib.nullcontext()
-    with weather:
-        done = _submit(argv, variables, tmp_path)
+    with weather:  # at load, the device probed already (`kit.procs.probed`): the quiet run is the first start
+        done = _submit(argv, variables, tmp_path, probe=bool(load))
     assert done.returncode == 0, done.stderr[-3000:]
     (results,) = (tmp_path / "sark-results").glob("*/results.csv")
     with results.open(newline="") as f:
@@ -139,10 +139,14 @@ def _example_against(root: str, tmp_path: Path) -> None:
     campaign.write_text(campaign.read_text().replace("http://127.0.0.1:8000", root))
 
 
-def _submit(argv: list[str], variables: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """README's submit command in `tmp_path` with a fresh HOME, as the console script."""
+def _submit(
+    argv: list[str], variables: dict[str, str], tmp_path: Path, *, probe: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """README's submit command in `tmp_path` with a fresh HOME, as the console script; with `probe`,
+    the device's facts and units from the run's probe (`kit.procs.probed`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SARK_", "XDG_", "HF_"))}
     env |= {"HOME": str(tmp_path / "home"), **variables}
+    env = probed(env) if probe else env
     return subprocess.run(
         [*SCRIPT, *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=540
     )

@@ -80,7 +80,7 @@ import pytest
 import yaml
 from kit.campaignlab import MODEL, PACE_MS, CampaignLab, Swarm, paced_env, submitter_id, write_campaign
 from kit.load import Load, own_core
-from kit.procs import SCRIPT, user_env
+from kit.procs import SCRIPT, probed, user_env
 
 from protocol import Calibration, ComputeUnit, DeviceProfile, UnitStatus
 from scheduler.verification import challenge
@@ -158,8 +158,10 @@ def test_readmes_verification_verifies_the_real_model_and_a_2_5x_claim_is_refuse
 def test_readmes_verification_verifies_every_row_at_load_on_a_paced_workload(tmp_path: Path) -> None:
     started = time.monotonic()
     # replicas' timings compare on a loaded machine only on a workload whose time the test sets
-    with Load(4, cores=own_core()):
-        done = _recipe(tmp_path, paced_env(PACE_MS, user_env(tmp_path / "home")))
+    with Load(
+        4, cores=own_core()
+    ):  # the device probed already (`kit.procs.probed`): quiet, the recipe's first start
+        done = _recipe(tmp_path, paced_env(PACE_MS, probed(user_env(tmp_path / "home"))))
     print(f"load 4, paced: recipe {time.monotonic() - started:.0f} s")  # for the record
     _verified(tmp_path, done)
 
