@@ -118,6 +118,9 @@ class SseServer:
     seen: list[Seen] = field(default_factory=list)
     probes: list[Seen] = field(default_factory=list)  # the submitter's floor probes (`PROBE_USER`)
     stop: threading.Event = field(default_factory=threading.Event)
+    nodelay: list[bool] = field(default_factory=list)
+    """Per request answered, whether its connection sends a write at once (TCP_NODELAY, read from
+    the kernel): what keeps a token from waiting for the client's delayed ACK of the last one."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -179,6 +182,7 @@ def serve_sse(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[Sse
                 attempt = asked[key]
                 asked[key] += 1
             reply = script(body, attempt)
+            state.nodelay.append(bool(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)))
             self.send_response(reply.status)
             for name, value in reply.headers:
                 self.send_header(name, value)

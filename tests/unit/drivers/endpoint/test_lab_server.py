@@ -5,7 +5,6 @@ taken even while the machine is slow to accept (a real listen backlog)."""
 from __future__ import annotations
 
 import socket
-import statistics
 import time
 
 from kit.sse_server import scheduled, serve_sse
@@ -17,7 +16,9 @@ from protocol import Endpoint, GenerateSpec, Prompt
 
 def test_tokens_leave_when_written() -> None:
     """Without TCP_NODELAY every token after the headers waited for the client's delayed ACK (40 ms
-    on Linux) on a kept-alive connection: first tokens read 43 ms for 20."""
+    on Linux) on a kept-alive connection: first tokens read 43 ms for 20. The kernel's word on each
+    connection is the check (`SseServer.nodelay`): a band on the first token's time read the
+    machine's load instead (36 ms for 20 at load 4, 2026-11-30)."""
     reply = scheduled(["a", "b", "c", "d"], first_s=0.02, every_s=0.005, usage=(3, 4))
     prompts = tuple(Prompt(id=f"p{i}", text=f"prompt {i}") for i in range(12))
     spec = GenerateSpec(
@@ -30,8 +31,9 @@ def test_tokens_leave_when_written() -> None:
     with serve_sse(lambda body, attempt: reply) as server:
         options = EndpointOptions(retry=RetryPolicy(max_retries=0), rtt_samples=1)
         run = run_endpoint(spec, server.url, deadline_s=60.0, options=options)
-    ttft = statistics.median(r.ttft_ms or 0.0 for r in run.records)
-    assert 19.0 < ttft < 32.0, ttft
+    assert [r.output_tokens for r in run.records] == [4] * len(prompts)
+    assert len(server.nodelay) >= len(prompts)  # every request answered, each on a connection that
+    assert all(server.nodelay)  # sends a write at once
 
 
 def test_a_burst_of_connections_waits_for_no_retry() -> None:
