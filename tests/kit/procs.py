@@ -37,8 +37,9 @@ def probed(env: dict[str, str]) -> dict[str, str]:
     """`env` with the run's device probe (`SARK_PROBE_CACHE`, tests/conftest.py): the facts and units
     the suite's first `sark-node` found on this machine, as a user's second start finds its own. For a
     lab under a load of its own whose point is not the first start: a fresh probe imports every runtime
-    (some 13 CPU-s), at a fifth of a core a minute of the lab's spinners. The calibration is still
-    taken in the fresh HOME (`drivers.probe.cache`)."""
+    and runs a tiny model on each, at a fifth of a core a long while of the lab's spinners (README's
+    verification at load 4, alone: its campaign began at 61.1 s fresh, 37.9 s so). The calibration is
+    still taken in the fresh HOME (`drivers.probe.cache`)."""
     shared = os.environ.get("SARK_PROBE_CACHE")
     return env if shared is None else env | {"SARK_PROBE_CACHE": shared}
 
