@@ -80,7 +80,15 @@ def judge(
     said = replica_of(a.peer_id, figures, spec)
     median, spread, fingerprint = said.median_ms, said.spread, said.fingerprint
     event = sch.ResultAccepted(
-        a.task_id, delivered.lease_id, a.peer_id, median, spread, fingerprint, said.core
+        a.task_id,
+        delivered.lease_id,
+        a.peer_id,
+        median,
+        spread,
+        fingerprint,
+        said.core,
+        said.pace_ms,
+        said.pace_cut,
     )
     return Accepted(record, event)
 

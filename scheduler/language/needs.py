@@ -67,6 +67,14 @@ class Needs(Value):
     endpoint: Endpoint | None = None
     allow_unverified: bool = False
 
+    @property
+    def replicable(self) -> bool:
+        """Whether replicas on peers of one class can check each other's figures: a model's, and a
+        gray-box server's (each worker's own, serving the job's model on its device). Not a black-box
+        URL: one server that every worker reaches from where it is, whose records the submitter holds
+        to its own probe of it and the server's count instead (`scheduler.verification.serverfloor`)."""
+        return self.endpoint is None or self.endpoint.url is None
+
 
 def needs_of(job: Job, model: ModelRef) -> Needs:
     """Derive a job's needs from its spec, requirements and pinned model (the module docstring's rule)."""

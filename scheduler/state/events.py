@@ -83,6 +83,8 @@ class ResultAccepted:
     core_spread: float | None = (
         None  # the same of the processes its figure rests on (`agreement.core_spread`)
     )
+    pace_ms: float | None = None  # a timed closed loop's slot time a request (`agreement.pace_of`)
+    pace_cut: float = 0.0  # what the duration's cut moves it by (`agreement.Pace.cut`)
 
 
 @dataclass(frozen=True)

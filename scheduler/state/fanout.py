@@ -72,7 +72,7 @@ def fan_out(campaign_id: str, plan: JobPlan, model: ModelRef) -> tuple[list[Task
     """
     unit = plan.job.spec.compute_unit
     size = plan.verify.replicas
-    grouped = plan.verify.replicated and plan.needs.endpoint is None
+    grouped = plan.verify.replicated and plan.needs.replicable
     placed = [
         TaskView(
             task_id=task_id_of(campaign_id, plan.job.index, n),

@@ -337,7 +337,13 @@ class Scheduler:
             stale = "stale lease: result not accepted"
             return [SendCancel(event.task_id, event.peer_id, event.lease_id, stale)]
         final = task.progress.finished(event.median_ms)
-        said = {"spread": event.spread, "core_spread": event.core_spread, "fingerprint": event.fingerprint}
+        said = {
+            "spread": event.spread,
+            "core_spread": event.core_spread,
+            "fingerprint": event.fingerprint,
+            "pace_ms": event.pace_ms,
+            "pace_cut": event.pace_cut,
+        }
         task = self._put(task, progress=final, **said)
         out = self._end(task, TaskState.DONE, None, "")
         return [*out, SendAck(event.task_id, event.lease_id)]

@@ -385,7 +385,7 @@ def plan_job(
     )
     unit = job.spec.compute_unit
     gap = reference_gap(peers, [r.peer for r in matching], unit, verify) if verify.replicated else NO_GAP
-    if verify.replicas > 1 and needs.endpoint is None and matching:
+    if verify.replicas > 1 and needs.replicable and matching:
         groups = place_groups(matching, job.devices, unit, verify, gap)
         short = groups.shortfall  # peers fit, but too few independent ones: unverifiable
         waits = open_refusals(rejected, peers, now) if short else ()
@@ -398,7 +398,7 @@ def plan_job(
     else:
         wanted = job.devices
     pool = matching
-    if verify.spot_check > 0 and needs.endpoint is None and matching:
+    if verify.spot_check > 0 and needs.replicable and matching:
         pool, why = spot_checkable(matching, unit, verify, gap)
         if len(pool) < wanted:  # peers fit, but none could check some: unverifiable
             waits = open_refusals(rejected, peers, now)

@@ -342,7 +342,15 @@ def verdict(
             _labels(done, Settlement(Outcome.UNVERIFIABLE, reason=missing), verify), _nothing(missing)
         )
     replicas = [
-        Replica(t.peer_id or "", t.progress.median_ms or 0.0, t.spread, t.fingerprint, t.core_spread)
+        Replica(
+            t.peer_id or "",
+            t.progress.median_ms or 0.0,
+            t.spread,
+            t.fingerprint,
+            t.core_spread,
+            t.pace_ms,
+            t.pace_cut,
+        )
         for t in done
     ]
     settled = judge(replicas, wanted, class_spread, distrusted(records), verify.reference)

@@ -184,6 +184,8 @@ class TaskView(Value):
         core_spread: the same of the processes its figure rests on (`agreement.core_spread`): what says
             whether it can vouch; None for a result accepted before it was kept.
         fingerprint: its accepted result's output fingerprints, joined ("" none).
+        pace_ms: its accepted result's slot time a request, a timed closed loop's (`agreement.pace_of`);
+            None for any other task. pace_cut: what the duration's cut moves it by (`agreement.Pace`).
         verified: how its group settled it, as the row says: `replicated k/n`, `outlier`, `single`,
             `disagreed` ("" while unsettled or not verified).
         verify_detail: the settlement's reason (who disagreed, the band).
@@ -220,6 +222,8 @@ class TaskView(Value):
     spread: float = 0.0
     core_spread: float | None = None
     fingerprint: str = ""
+    pace_ms: float | None = None
+    pace_cut: float = 0.0
     verified: str = ""
     verify_detail: str = ""
     quorum_networks: tuple[str, ...] = ()

@@ -24,7 +24,8 @@ Modules:
     classes    device classes: the profile parts two peers share exactly when their timings should agree
     replicas   pick_replicas: N peers of one class, distinct identity, owner, network; checkable; voter_name
     networks   network_of: a host's network (IPv4 /24, IPv6 /64, mapped v4 as v4, loopback one, relayed "")
-    agreement  when replicas agree (a band from their pooled spread), settle: replicated k/n, disagreed
+    agreement  when replicas agree (a band from their pooled spread; a timed closed loop's pace too), settle:
+               replicated k/n, disagreed
     references judge: a group with a reference device (the submitter's own) settled against its figure
     reputation a peer's record of agreements, whose evidence it holds, decaying; adaptive spot checks
     offsets    ReferenceOffsets: a peer's offsets against reference devices, judged by its class's error

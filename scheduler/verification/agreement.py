@@ -52,6 +52,21 @@ honest one and a cheater agrees with both, and sits closer to the honest one); i
 the task is `disagreed` and no figure is shown as verified. A peer caught more often than it agreed
 (`reputation.PeerRecord.distrusted`) is never a member of a majority: two cheaters of one class that
 meet cannot outvote the truth once either has met an honest peer before.
+
+A timed closed loop's replicas agree on its pace too (`pace_of`): the slot time each recorded request
+took, its slots x the run's duration (the task's, not the worker's) over its records. A gray-box
+closed loop's records are held by nothing else of the worker's choosing alone: its server is its own,
+so no floor or count is taken of it (`serverfloor`), and the slot bound divides by its records' own
+shortest E2E. Padding such a loop while keeping its median (as many records of half a microsecond as
+it has real ones: none is in flight as long as the overlap tolerance, so the slots hold them) doubled
+its count and passed replication on the median alone. Its pace is then half the honest replica's, a
+figure its worker cannot move without sending the requests: its slots and duration are the task's,
+and each record it adds lowers it. The cheater's view: it sees its own records and deal, not the other
+replica's, and chooses its count; a count within the band of the class's (plus one request a slot, the
+loop's last being cut at the duration by either) is all padding can buy. The paces of two honest
+servers of one class differ as their mean E2E do (a slow request moves the mean, not the median): a
+replica slowed so is an outlier of a third replica's majority, or the task `disagreed`, never verified
+on a count no one else reached.
 """
 
 from __future__ import annotations
@@ -61,8 +76,8 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, replace
+from typing import Final, NamedTuple
 
 from protocol import Measurement, TaskSpec
 from protocol.genstats import outputs_fingerprint
@@ -103,6 +118,9 @@ class Replica:
         spread: the relative standard error of its figure from all its process medians (`spread_of`).
         fingerprint: its outputs' fingerprint ("" when the task has none).
         core: the same from the processes its figure rests on (`core_spread`); None: `spread`.
+        pace_ms: a timed closed loop's slot time a recorded request (`pace_of`); None for any other
+            task, or a result accepted before it was kept.
+        pace_cut: how much the duration's cut can move that pace, relatively (`Pace.cut`).
     """
 
     peer_id: str
@@ -110,6 +128,8 @@ class Replica:
     spread: float
     fingerprint: str = ""
     core: float | None = None
+    pace_ms: float | None = None
+    pace_cut: float = 0.0
 
     @property
     def vouching_spread(self) -> float:
@@ -153,7 +173,34 @@ def replica_of(peer_id: str, m: Measurement, spec: TaskSpec) -> Replica:
     if run is not None and run.peak.per_s > 0:  # a peaks figure: ms per 10^12 operations or bytes, so
         return Replica(peer_id, 1e3 / run.peak.per_s, 0.0, fingerprint)  # replicas agree on the figure
     medians = m.process_medians_ms
-    return Replica(peer_id, m.inference_ms.median, spread_of(medians), fingerprint, core_spread(medians))
+    figure, spread, core = m.inference_ms.median, spread_of(medians), core_spread(medians)
+    pace = pace_of(m, spec)
+    if pace is None:
+        return Replica(peer_id, figure, spread, fingerprint, core)
+    return Replica(peer_id, figure, spread, fingerprint, core, pace.ms, pace.cut)
+
+
+class Pace(NamedTuple):
+    """A timed closed loop's slot time per recorded request (ms), and how much the duration's cut can
+    move it: each slot's last request starts before the end or does not, one request a slot, so
+    `cut` is its slots over its records, relatively."""
+
+    ms: float
+    cut: float
+
+
+def pace_of(m: Measurement, spec: TaskSpec) -> Pace | None:
+    """A timed closed loop's pace: its slots x its duration, both as the task asks (a lone loop of
+    `concurrency` slots for `duration_s`), over its records (each a request its worker says it sent,
+    failed ones too). None for any other load (an open loop's count is its schedule's, a search's
+    levels are its own, a fleet's members are held to each other) and for a task with no load."""
+    load = spec.generate
+    if load is None or m.generation is None or load.duration_s is None or not m.generation.records:
+        return None
+    if load.request_rate is not None or load.capacity is not None or load.fleet_size is not None:
+        return None
+    requests = len(m.generation.records)
+    return Pace(load.concurrency * load.duration_s * 1e3 / requests, load.concurrency / requests)
 
 
 def comparison_error(class_spread: float) -> float:
@@ -170,11 +217,25 @@ def band(class_spread: float) -> float:
 
 
 def agree(a: Replica, b: Replica, class_spread: float) -> bool:
-    """Whether two replicas agree on the figure and on the outputs."""
+    """Whether two replicas agree on the figure, on the outputs and, for a timed closed loop, on its
+    pace (`paces_agree`)."""
     if a.fingerprint != b.fingerprint:
         return False
     low = min(a.median_ms, b.median_ms)
-    return low > 0 and abs(a.median_ms - b.median_ms) / low <= band(class_spread)
+    on_figure = low > 0 and abs(a.median_ms - b.median_ms) / low <= band(class_spread)
+    return on_figure and paces_agree(a, b, class_spread)
+
+
+def paces_agree(a: Replica, b: Replica, class_spread: float) -> bool:
+    """Whether two replicas' paces (`pace_of`) are within the class's band of each other, plus what the
+    duration's cut can move the smaller count by (`Pace.cut`: of the two, the larger; a padded count
+    only makes its own smaller). Replicas without a pace (any other task) agree on it."""
+    if a.pace_ms is None or b.pace_ms is None:
+        return True
+    low = min(a.pace_ms, b.pace_ms)
+    if low <= 0:
+        return False
+    return abs(a.pace_ms - b.pace_ms) / low <= band(class_spread) + max(a.pace_cut, b.pace_cut)
 
 
 class Outcome(enum.StrEnum):
@@ -427,6 +488,9 @@ def _outlier_reason(
     if r.fingerprint != member.fingerprint:
         return f"{r.peer_id}: outputs differ from the majority's"
     against = f"{r.median_ms:.4g} ms against the agreed {figure:.4g} ms (band {band(class_spread):.1%})"
+    timed = agree(replace(r, pace_ms=None), replace(member, pace_ms=None), class_spread)
+    if timed and not paces_agree(r, member, class_spread):  # its figure agrees, its count does not
+        against = _pace_against(r, member, class_spread)
     barred_by = distrusted.get(r.peer_id)
     if not barred_by:
         return f"{r.peer_id}: {against}"
@@ -435,6 +499,19 @@ def _outlier_reason(
     return f"{r.peer_id}: {against}, {barred_by}"
 
 
+def _pace_against(r: Replica, member: Replica, class_spread: float) -> str:
+    """A replica apart by its pace alone, as its reason says it (both paces are set)."""
+    cut = max(r.pace_cut, member.pace_cut)
+    return (
+        f"{r.pace_ms:.4g} ms of its slots' time a request against {member.pace_ms:.4g} ms (its count, for "
+        f"its figure {r.median_ms:.4g} ms agrees; band {band(class_spread):.1%} and the cut {cut:.1%})"
+    )
+
+
 def _disagreement(replicas: Sequence[Replica]) -> str:
-    said = ", ".join(f"{r.peer_id} {r.median_ms:.4g} ms" for r in replicas)
+    said = ", ".join(f"{r.peer_id} {r.median_ms:.4g} ms{_paced(r)}" for r in replicas)
     return f"no majority within the band: {said}"
+
+
+def _paced(r: Replica) -> str:
+    return "" if r.pace_ms is None else f" ({r.pace_ms:.4g} ms of its slots' time a request)"

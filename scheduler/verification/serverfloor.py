@@ -42,11 +42,14 @@ campaign store keeps them, `node.submitter.floors`.) Then
 physics (the worker's own round trip), the schedule (a deal's planned sends, an open loop's seed,
 a closed loop's slots x span / its own shortest E2E: the liar's choice), and, for a fleet, the
 other members' figures (`scheduler.results.fleetrows.apart`: a member quicker than half the
-others' lower median is kept out of the merged row). No bound independent of the worker's choices
-was found for a gray-box closed loop's count: the submitter sees only the lease's own timing (the
-offer and the result), which bounds the run's length, not its requests. That stays missing: a
-gray-box closed loop padded with records at its own quickest passes, held only by the others in a
-fleet.
+others' lower median is kept out of the merged row). A gray-box closed loop's count is bounded by
+no view of this submitter's own: it sees only the lease's timing (the offer and the result), which
+bounds the run's length, not its requests. Where `verify:` asks replicas, the other replicas' counts
+bound it: a timed closed loop's replicas agree on their pace too, slots x the task's duration over
+the records (`agreement.pace_of`), so a loop padded under its median (as many records of half a
+microsecond as real ones: its count doubled, its median one of its real records) is an outlier
+(tests/labs/e2e/test_padded_gray_loop.py). Without replicas such a count is the worker's word, as its
+row's `single` says.
 
 `FLOOR_SHARE` is one half: a prompt cache or a quieter server can answer a member quicker than the
 probe's quickest of five, but not twice as quick; a record at half the server's least time is one

@@ -21,6 +21,10 @@ honest client does, then, by MODE:
 - `tiny` (a closed loop, a fleet member's slots): as `zero`, but each record 0.5 us long (TTFT 0.4 us):
   above zero, under half any LAN round trip less 1 ms, so physics passes it and only a floor the
   member does not set refutes it (issue 50: 4,900 merged as 5,015 requests while the server saw 229).
+- `double` (a lone closed loop for `duration_s`, gray-box): as `tiny`, but as many such records as it has
+  real ones, less one, so that its median is still one of its real records: its count doubles and its
+  figure stays (issue 50: replicas compared on the median alone agreed; their paces do not,
+  `scheduler.verification.agreement.pace_of`).
 - `pad` (a lone closed loop for `duration_s`): replaces its records by copies of its quickest real one,
   back to back in each slot from the run's start to its end plus `LATE_SLACK_S`, up to the slot
   bound: plausible records (real first tokens, at or above the server's floor, never
@@ -96,8 +100,9 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
         lying = [*records, *(r.with_(started_s=r.started_s + 0.001) for r in records)]
     elif mode == "pad":
         lying = _padded(records, spec.generate.concurrency, (spec.generate.duration_s or 1.0) + LATE_SLACK_S)
-    elif mode in ("zero", "tiny"):
+    elif mode in ("zero", "tiny", "double"):
         at, most = records[-1].started_s, min(ZERO_BURST, MAX_RECORDS - len(records))
+        most = len(records) - 1 if mode == "double" else most
         first, last = (0.0, 0.0) if mode == "zero" else (0.0004, 0.0005)
         short = records[0].with_(
             started_s=at, ttft_ms=first, e2e_ms=last, ttfo_ms=first, token_times_ms=(first, last)
