@@ -40,8 +40,13 @@ MAPS = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *DOCS, *BENCHMARKS]
 RUNNABLE = ("sark-node", ".venv/bin/sark-node", "bash ", "python")
 NEEDS = ("<!-- needs: gpu -->", "<!-- needs: macos -->")
 READERS = sorted(
-    p for folder in ("tests", ".ci") for p in (ROOT / folder).rglob("*") if p.is_file() and p.suffix != ".pyc"
+    p
+    for folder in ("tests", ".ci")
+    for p in (ROOT / folder).rglob("*")
+    if p.is_file() and "__pycache__" not in p.parts
 )
+"""Every file under tests/ and .ci/ but Python's caches: another xdist worker's assertion rewriter writes
+`X.pyc.PID` there and renames it while this one collects (a fresh clone's run failed to collect on one)."""
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 TICKED = re.compile(
     r"`((?:node|scheduler|protocol|drivers|gate|tests|benchmarks|docs|examples|\.ci)/[^`\s]*)`"
@@ -61,7 +66,7 @@ def _readers() -> dict[Path, str]:
             continue
         try:
             texts[path] = path.read_text()
-        except UnicodeDecodeError:
+        except (UnicodeDecodeError, FileNotFoundError):  # binary, or a file some run removed since
             continue
     return texts
 
