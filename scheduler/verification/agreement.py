@@ -488,9 +488,7 @@ def _outlier_reason(
     if r.fingerprint != member.fingerprint:
         return f"{r.peer_id}: outputs differ from the majority's"
     against = f"{r.median_ms:.4g} ms against the agreed {figure:.4g} ms (band {band(class_spread):.1%})"
-    timed = agree(replace(r, pace_ms=None), replace(member, pace_ms=None), class_spread)
-    if timed and not paces_agree(r, member, class_spread):  # its figure agrees, its count does not
-        against = _pace_against(r, member, class_spread)
+    against = apart_by_pace(r, member, class_spread) or against  # its figure agrees, its count does not
     barred_by = distrusted.get(r.peer_id)
     if not barred_by:
         return f"{r.peer_id}: {against}"
@@ -499,11 +497,15 @@ def _outlier_reason(
     return f"{r.peer_id}: {against}, {barred_by}"
 
 
-def _pace_against(r: Replica, member: Replica, class_spread: float) -> str:
-    """A replica apart by its pace alone, as its reason says it (both paces are set)."""
-    cut = max(r.pace_cut, member.pace_cut)
+def apart_by_pace(r: Replica, other: Replica, class_spread: float) -> str | None:
+    """Why `r` is apart from `other` when its pace alone is (its outputs and figure agree), as its
+    reason says it; None when it is not apart so."""
+    figure_agrees = agree(replace(r, pace_ms=None), replace(other, pace_ms=None), class_spread)
+    if not figure_agrees or paces_agree(r, other, class_spread):
+        return None
+    cut = max(r.pace_cut, other.pace_cut)
     return (
-        f"{r.pace_ms:.4g} ms of its slots' time a request against {member.pace_ms:.4g} ms (its count, for "
+        f"{r.pace_ms:.4g} ms of its slots' time a request against {other.pace_ms:.4g} ms (its count, for "
         f"its figure {r.median_ms:.4g} ms agrees; band {band(class_spread):.1%} and the cut {cut:.1%})"
     )
 

@@ -34,6 +34,7 @@ from scheduler.verification.agreement import (
     Replica,
     Settlement,
     agree,
+    apart_by_pace,
     band,
     barred,
     comparison_error,
@@ -97,6 +98,9 @@ def _outlier(r: Replica, reference: Replica, class_spread: float, kept_out: Mapp
         return f"{r.peer_id}: outputs differ from the reference's ({reference.peer_id})"
     if r.peer_id in kept_out:
         return f"{r.peer_id}: {r.median_ms:.4g} ms, {kept_out[r.peer_id]}"
+    by_pace = apart_by_pace(r, reference, class_spread)
+    if by_pace is not None:
+        return f"{r.peer_id} against the reference {reference.peer_id}: {by_pace}"
     return (
         f"{r.peer_id}: {r.median_ms:.4g} ms against the reference {reference.peer_id}'s "
         f"{reference.median_ms:.4g} ms (band {band(class_spread):.1%})"

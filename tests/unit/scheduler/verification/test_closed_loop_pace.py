@@ -32,6 +32,7 @@ from scheduler.verification.agreement import (
     replica_of,
     settle,
 )
+from scheduler.verification.references import judge
 
 SLOTS, DURATION_S, E2E_MS = 2, 4.0, 60.0
 GRAY = GenerateSpec(
@@ -167,3 +168,13 @@ def test_a_gray_box_job_is_replicated_and_a_black_box_url_is_not() -> None:
         model_sha256="0" * 64, model_size=1, transfer="direct",
     )  # fmt: skip
     assert model.replicable  # a model's job, as ever
+
+
+def test_a_reference_device_judges_the_pace_too_and_the_reason_names_the_count() -> None:
+    reference = replica_of("ref", _accepted(_honest()), SPEC)
+    liar = replica_of("liar", _accepted(_padded(_honest())), SPEC)
+    settled = judge([reference, liar], wanted=2, class_spread=SPREAD, distrusted={}, references={"ref"})
+    assert settled.agreed == ("ref",)  # the reference alone: the liar is out
+    assert settled.outliers == (("liar", E2E_MS),)
+    assert settled.reason.startswith("liar against the reference ref: ")
+    assert "ms of its slots' time a request against" in settled.reason
