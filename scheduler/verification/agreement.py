@@ -76,7 +76,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from protocol import Measurement, TaskSpec
@@ -219,11 +219,15 @@ def band(class_spread: float) -> float:
 def agree(a: Replica, b: Replica, class_spread: float) -> bool:
     """Whether two replicas agree on the figure, on the outputs and, for a timed closed loop, on its
     pace (`paces_agree`)."""
+    return _same_figure(a, b, class_spread) and paces_agree(a, b, class_spread)
+
+
+def _same_figure(a: Replica, b: Replica, class_spread: float) -> bool:
+    """Whether two replicas agree on the outputs and on the figure, within the class's band."""
     if a.fingerprint != b.fingerprint:
         return False
     low = min(a.median_ms, b.median_ms)
-    on_figure = low > 0 and abs(a.median_ms - b.median_ms) / low <= band(class_spread)
-    return on_figure and paces_agree(a, b, class_spread)
+    return low > 0 and abs(a.median_ms - b.median_ms) / low <= band(class_spread)
 
 
 def paces_agree(a: Replica, b: Replica, class_spread: float) -> bool:
@@ -500,8 +504,7 @@ def _outlier_reason(
 def apart_by_pace(r: Replica, other: Replica, class_spread: float) -> str | None:
     """Why `r` is apart from `other` when its pace alone is (its outputs and figure agree), as its
     reason says it; None when it is not apart so."""
-    figure_agrees = agree(replace(r, pace_ms=None), replace(other, pace_ms=None), class_spread)
-    if not figure_agrees or paces_agree(r, other, class_spread):
+    if not _same_figure(r, other, class_spread) or paces_agree(r, other, class_spread):
         return None
     cut = max(r.pace_cut, other.pace_cut)
     return (

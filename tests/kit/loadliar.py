@@ -101,8 +101,8 @@ def _lie(m: Measurement, spec: TaskSpec, mode: str) -> Measurement:
     elif mode == "pad":
         lying = _padded(records, spec.generate.concurrency, (spec.generate.duration_s or 1.0) + LATE_SLACK_S)
     elif mode in ("zero", "tiny", "double"):
-        at, most = records[-1].started_s, min(ZERO_BURST, MAX_RECORDS - len(records))
-        most = len(records) - 1 if mode == "double" else most
+        at = records[-1].started_s
+        most = len(records) - 1 if mode == "double" else min(ZERO_BURST, MAX_RECORDS - len(records))
         first, last = (0.0, 0.0) if mode == "zero" else (0.0004, 0.0005)
         short = records[0].with_(
             started_s=at, ttft_ms=first, e2e_ms=last, ttfo_ms=first, token_times_ms=(first, last)
