@@ -172,8 +172,8 @@ def parse_campaign(
     processes = _bounded_int(data, "processes", DEFAULT_PROCESSES, (1, 20), problems)
     max_inflight = _bounded_int(data, "max_inflight", 0, (0, 100_000), problems)
     models = [] if only_endpoint_jobs(data) else parse_models(data, problems)
-    jobs = _jobs(data, [m.key for m in models], processes, files or {}, problems)
     verify = verify_field(data, "verify", problems) or Verify()
+    jobs = _jobs(data, [m.key for m in models], (processes, verify), files or {}, problems)
     prices = parse_prices(data, problems)
     rank = parse_rank(data, problems)
     if rank is not None and rank.by == "goodput" and not any(_has_slo(job) for job in jobs):
@@ -234,10 +234,12 @@ def _bounded_int(
 def _jobs(
     data: Mapping[str, object],
     model_keys: Sequence[str],
-    processes: int,
+    defaults: tuple[int, Verify],
     files: Mapping[str, bytes],
     problems: Problems,
 ) -> list[Job]:
+    """The expanded jobs; `defaults` are the campaign's `processes` and `verify:` block."""
+    processes, campaign_verify = defaults
     raw = data.get("jobs")
     if not isinstance(raw, list) or not raw:
         problems.add("jobs", f"expected a non-empty list of jobs, got {describe(raw)}")
@@ -258,6 +260,8 @@ def _jobs(
             keys: list[object] = [fields["model"]] if "model" in fields else [*model_keys] or [None]
             for key in [endpoint_key(endpoint)] if endpoint else keys:
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
+                if job is not None and endpoint is not None and endpoint.url is not None:
+                    _black_box_verify(campaign_verify, job.verify, path, problems)
                 spec = extend_spec(job.spec, fields, paths, files, problems) if job is not None else None
                 job = job.with_(spec=spec) if job is not None and spec is not None else None
                 specs = generate_specs(job.spec if job else None, fields, path, files, problems)
@@ -265,6 +269,27 @@ def _jobs(
                     suffix = f" model={key}" if len(model_keys) > 1 and not endpoint else ""
                     jobs.extend(_levels(job.with_(label=label + suffix), specs, endpoint, len(jobs)))
     return jobs
+
+
+def _black_box_verify(campaign: Verify, own: Verify | None, path: str, problems: Problems) -> None:
+    """A black-box job's `verify:` asks no replicas: its URL is one server every worker reaches, so
+    replicas would measure the same server from two places, not check each other (its records are held
+    to the submitter's own probe of the server and, with `metrics_url`, the server's count). Refused
+    here, before anything runs, rather than ending each of its tasks `Unverifiable` after it ran."""
+    if not verify_of(campaign, own).replicated:
+        return
+    why = (
+        "is one server every worker reaches: it cannot be replicated or spot-checked (its records are "
+        "held to the submitter's own probe of it and, with metrics_url, to the server's count)"
+    )
+    if own is not None:
+        problems.add(f"{path}.verify", f"a black-box endpoint (url:) {why}; give it verify: {{replicas: 1}}")
+    else:
+        problems.add(
+            "verify",
+            f"applies to {path}, whose black-box endpoint (url:) {why}; give {path} "
+            "its own verify: {replicas: 1}",
+        )
 
 
 _NOT_WITH_PEAKS: Final = ("model", "generate", "quality", "input_data", "endpoint", "fleet", "sustain")

@@ -72,7 +72,8 @@ class Needs(Value):
         """Whether replicas on peers of one class can check each other's figures: a model's, and a
         gray-box server's (each worker's own, serving the job's model on its device). Not a black-box
         URL: one server that every worker reaches from where it is, whose records the submitter holds
-        to its own probe of it and the server's count instead (`scheduler.verification.serverfloor`)."""
+        to its own probe of it and the server's count instead (`scheduler.verification.serverfloor`);
+        a campaign whose `verify:` would replicate one is refused when it is parsed."""
         return self.endpoint is None or self.endpoint.url is None
 
 

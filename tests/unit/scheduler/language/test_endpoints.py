@@ -119,6 +119,24 @@ def test_slo_fields_are_checked_by_name() -> None:
     assert any(p.startswith("jobs[0].generate.slo.tpot:") for p in _problems(text))
 
 
+def test_verify_on_a_black_box_job_is_refused_before_anything_runs() -> None:
+    """One server every worker reaches is not replicated: a black-box job under `verify:` ended
+    `single` and `submit` exited 0, verification asked and not obtained. Now the file is refused, the
+    field named (the campaign's block or the job's own) and the way out with it; a gray-box job, each
+    worker's own server, is replicated as a model's job is."""
+    campaign_wide = BLACK.replace("name: hosted", "name: hosted\nverify: {replicas: 2}")
+    (problem,) = _problems(campaign_wide)
+    assert problem.startswith("verify: applies to jobs[0], whose black-box endpoint (url:) is one server")
+    assert problem.endswith("give jobs[0] its own verify: {replicas: 1}")
+    spot = BLACK.replace("    devices: all", "    devices: all\n    verify: {spot_check: 0.5}")
+    (problem,) = _problems(spot)
+    assert problem.startswith("jobs[0].verify: a black-box endpoint (url:) is one server")
+    own = campaign_wide.replace("    devices: all", "    devices: all\n    verify: {replicas: 1}")
+    assert sch.parse_campaign(own).verify_of(sch.parse_campaign(own).jobs[0]).replicas == 1
+    gray = GRAY.replace("name: served", "name: served\nverify: {replicas: 2}")
+    assert sch.parse_campaign(gray).verify.replicas == 2
+
+
 def test_load_levels_on_a_white_box_job_are_refused() -> None:
     text = """
 model: {path: ./smol.gguf}

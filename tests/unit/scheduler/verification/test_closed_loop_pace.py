@@ -152,12 +152,14 @@ def test_only_a_lone_timed_closed_loop_has_a_pace() -> None:
 def test_a_gray_box_job_is_replicated_and_a_black_box_url_is_not() -> None:
     """`verify:` left every endpoint job `single`: a gray-box server (each worker's own) is compared
     across peers of one class now; a black-box URL, one server every worker reaches, is held to the
-    submitter's own probe and the server's count instead."""
+    submitter's own probe and the server's count instead (and `verify:` asking replicas of one is
+    refused with the file: tests/unit/scheduler/language/test_endpoints.py)."""
     jobs = [
         {"endpoint": {"model": "m"}, "generate": {"prompts": "builtin:summaries"}},
         {
             "endpoint": {"model": "m", "url": "https://example.org/v1"},
             "generate": {"prompts": "builtin:summaries"},
+            "verify": {"replicas": 1},
         },
     ]
     campaign = parse_campaign(json.dumps({"name": "x", "verify": {"replicas": 2}, "jobs": jobs}))
