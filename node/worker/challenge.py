@@ -46,20 +46,20 @@ the same way. A reader that stops but keeps its window open costs at most the ro
 (bounded by the worker's claim above) and the reveal's window. One `challenge_ended` event per
 challenge says how it ended and the child's exit code (`events`).
 
-A CPU child is made ready before it is asked (`keep_spare`, beside the daemon): spawned when the
-daemon starts, it imports numpy, starts its BLAS threads and waits, idle (59 MiB resident, 31 MiB of
-it its own; 64 and 37 once it has computed a round), for
-a challenge; each challenge begins with the child's thread trial (`challengechild.Kernel.warm`,
-timed then, not at the spawn), and a child whose challenge ended with it idle (every round it was
-asked answered: done, the asker closed the stream, a window passed) is kept for the next one, its
-last result forgotten before the next challenge's first seed. A child stopped mid-round (the asker
-gone, a stranger preempted, a failure) is killed as before, and a new spare is made once no
-challenge has run for `SPARE_AFTER_S`, so that its spawn does not share the cores with a
-neighbour's timed round on the same host. A spawn and numpy's import were most of what a
-challenge cost a campaign's start on a busy machine (`benchmarks/challenge_cost.py`). The cheater's
-view: nothing in the spare depends on a seed (it has none until one is sent); a worker that
-precomputes in its own child gains nothing, since every round's inputs come from a seed drawn only
-as it is sent.
+A CPU child is made ready before it is asked (`keep_spare`, beside the daemon of a worker that `claims`
+a speed: one with no calibration is never challenged by an honest submitter, and a stranger's challenge
+of it starts its child then, as a stopped spare's would): spawned when the daemon starts, it imports
+numpy, starts its BLAS threads and waits, idle (59 MiB resident, 31 MiB of it its own; 64 and 37 once it
+has computed a round), for a challenge; each challenge begins with the child's thread trial
+(`challengechild.Kernel.warm`, timed then, not at the spawn), and a child whose challenge ended with it
+idle (every round it was asked answered: done, the asker closed the stream, a window passed) is kept for
+the next one, its last result forgotten before the next challenge's first seed. A child stopped
+mid-round (the asker gone, a stranger preempted, a failure) is killed as before, and a new spare is made
+once no challenge has run for `SPARE_AFTER_S`, so that its spawn does not share the cores with a
+neighbour's timed round on the same host. A spawn and numpy's import were most of what a challenge cost
+a campaign's start on a busy machine (`benchmarks/challenge_cost.py`). The cheater's view: nothing in
+the spare depends on a seed (it has none until one is sent); a worker that precomputes in its own child
+gains nothing, since every round's inputs come from a seed drawn only as it is sent.
 
 `/sark/challenge/1.1.0` (`serve_unit`) is the same relay for a GPU claim: opened with the unit and the
 device its `gpu_tflops` names, it starts `drivers/measuring/chainchild.py` on that device (torch, CUDA
@@ -206,6 +206,12 @@ class Challenges:
         self._spare_wanted = trio.Event()
         self._keeping = False
         """Whether `keep_spare` runs (else a challenge's child is stopped with it, as none would reap it)."""
+
+    @property
+    def claims(self) -> bool:
+        """Whether this worker claims a speed a submitter challenges (its CPU's, or a CUDA device's):
+        without one no honest submitter asks (`node.submitter.challenge.targets`), so no spare waits."""
+        return self._claimed is not None or bool(self._gpu_claims)
 
     @property
     def spare_pid(self) -> int | None:

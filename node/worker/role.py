@@ -147,7 +147,8 @@ async def open_worker(
         }
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
-            nursery.start_soon(challenges.keep_spare)  # a CPU challenge child ready before it is asked
+            if challenges.claims:  # a claim is challenged: a CPU challenge child ready before it is asked
+                nursery.start_soon(challenges.keep_spare)
             owner = owner_statement(owner_seed, node.host.peer_id)
             advertised = await nursery.start(
                 partial(serve_worker, handlers=handlers, live=live.get, owner=owner),
