@@ -244,13 +244,8 @@ class Runner:
                 return await self._peak(job)
             if endpoint is not None:  # a model server: no model bytes, the requests are the task
                 job.phase = Phase.MEASURING
-                return signed_result(
-                    job,
-                    self._peer_id,
-                    self._key,
-                    self._profile,
-                    await self._targets.measure(job.offer.spec, endpoint, job.stop),
-                )
+                measured = await self._targets.measure(job.offer.spec, endpoint, job.stop)
+                return await sealed(job, self._peer_id, self._key, self._profile, measured)
             path = await self._acquire_model(job)
             async with self._alone(job):
                 job.phase = Phase.LOADING
@@ -273,7 +268,7 @@ class Runner:
             stage = Stage.FETCH if job.phase == Phase.FETCHING else Stage.LOAD
             cause = f"internal error: {type(exc).__name__}: {exc}"
             return failure(job, FailureReason.INTERNAL, stage, cause)
-        return signed_result(job, self._peer_id, self._key, self._profile, measurement)
+        return await sealed(job, self._peer_id, self._key, self._profile, measurement)
 
     async def _peak(self, job: Job) -> Outcome:
         """A peaks task's figure (`drivers.measure_peak`), measured with no upload from this worker."""
@@ -281,7 +276,7 @@ class Runner:
             job.phase = Phase.MEASURING
             with job.stop:
                 measurement = await drivers.measure_peak(job.offer.spec)
-                return signed_result(job, self._peer_id, self._key, self._profile, measurement)
+                return await sealed(job, self._peer_id, self._key, self._profile, measurement)
         return failure(job, FailureReason.CANCELLED, Stage.RUN, "cancelled by the submitter")
 
     @asynccontextmanager
@@ -365,3 +360,15 @@ async def _killable(measure: Callable[[], Measurement], cancel: threading.Event)
     except trio.Cancelled:
         cancel.set()
         raise
+
+
+async def sealed(
+    job: Job, worker: str, key: bytes, profile: DeviceProfile, measurement: Measurement
+) -> Outcome:
+    """`signed_result` in a thread, off the node's loop. A result of thousands of request records is
+    validated, cut to fit one envelope and sealed in seconds of CPU on a busy machine, and on the loop
+    that silenced the lease's heartbeats: a fleet member's 3 s lease lapsed at load 9 with its result in
+    hand (`tests/labs/e2e/test_fleet_floor.py`, a fresh clone's suite beside `kit.load 4`). In a thread
+    the loop gets the interpreter at every switch interval (5 ms), as the endpoint client's own loop
+    does (`node.worker.targets.in_own_loop`); the heartbeats go on until the outcome is set."""
+    return await trio.to_thread.run_sync(partial(signed_result, job, worker, key, profile, measurement))
