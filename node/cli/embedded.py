@@ -59,6 +59,9 @@ async def embedded_swarm(config: NodeConfig, workers: int) -> AsyncIterator[Node
             for i in range(workers):
                 name = f"{base}-{i}"  # the same names whatever `workers` is: reports of runs compare
                 worker_config = embedded_worker(config, i, gates, me, name)
-                await stack.enter_async_context(open_worker(worker_config, profile.with_(device_name=name)))
+                # its only submitter is this process, which does not challenge its own workers
+                # (`node.submitter.run.own_workers`): no challenge child waits beside it
+                worker = open_worker(worker_config, profile.with_(device_name=name), challenged=False)
+                await stack.enter_async_context(worker)
             yield config.with_(gates=gates, listen=loopback)
         nursery.cancel_scope.cancel()

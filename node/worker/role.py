@@ -103,10 +103,15 @@ def offer_policy(config: NodeConfig) -> OfferPolicy:
 
 @asynccontextmanager
 async def open_worker(
-    config: NodeConfig, profile: DeviceProfile | None = None, *, events: EventSink = quiet
+    config: NodeConfig,
+    profile: DeviceProfile | None = None,
+    *,
+    events: EventSink = quiet,
+    challenged: bool = True,
 ) -> AsyncIterator[WorkerHandle]:
     """Start a worker: detect the device (unless given), advertise (with its owner's statement when
-    an owner key is set), take offers; stop on exit."""
+    an owner key is set), take offers; stop on exit. `challenged`: whether a submitter may challenge
+    its claims (an embedded worker's only submitter, its own process, never does: no spare child)."""
     owner_seed = read_owner_key(config.owner_key) if config.owner_key is not None else None
     profile = await device_profile(config, profile)
     live = LiveProfile(profile)
@@ -147,7 +152,7 @@ async def open_worker(
         }
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
-            if challenges.claims:  # a claim is challenged: a CPU challenge child ready before it is asked
+            if challenged and challenges.claims:  # a CPU challenge child ready before it is asked
                 nursery.start_soon(challenges.keep_spare)
             owner = owner_statement(owner_seed, node.host.peer_id)
             advertised = await nursery.start(

@@ -43,8 +43,8 @@ class OverBudget(AssertionError):
         self.stdout, self.stderr = stdout, stderr
 
 
-def tree(root: int) -> dict[int, float]:
-    """`root` and its live descendants: pid -> CPU seconds (its own and its reaped children's)."""
+def _table() -> tuple[dict[int, int], dict[int, float]]:
+    """Every process: pid -> its parent, and pid -> its CPU seconds (its own and its reaped children's)."""
     parents: dict[int, int] = {}
     spent: dict[int, float] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -55,15 +55,26 @@ def tree(root: int) -> dict[int, float]:
         pid = int(stat.parent.name)
         parents[pid] = int(fields[1])
         spent[pid] = sum(int(f) for f in fields[11:15]) / _TICK  # utime, stime, cutime, cstime
-    children: dict[int, list[int]] = defaultdict(list)
+    return parents, spent
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid`."""
+    return [child for child, parent in _table()[0].items() if parent == pid]
+
+
+def tree(root: int) -> dict[int, float]:
+    """`root` and its live descendants: pid -> CPU seconds (its own and its reaped children's)."""
+    parents, spent = _table()
+    below: dict[int, list[int]] = defaultdict(list)
     for pid, parent in parents.items():
-        children[parent].append(pid)
+        below[parent].append(pid)
     found: dict[int, float] = {}
     frontier = [root] if root in spent else []
     while frontier:
         pid = frontier.pop()
         found[pid] = spent[pid]
-        frontier.extend(c for c in children[pid] if c not in found)
+        frontier.extend(c for c in below[pid] if c not in found)
     return found
 
 

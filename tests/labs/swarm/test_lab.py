@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from kit.cpubound import children
 from kit.data import make_profile
 from kit.procs import Lab
 
@@ -19,19 +20,6 @@ from protocol import Calibration
 
 def _peer_ids(lab: Lab, gates: list[str]) -> set[str]:
     return {p["peer_id"] for p in lab.peers(gates)}
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid`."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def test_peers_lists_three_workers_and_a_killed_one_expires(lab: Lab, profile_file: Path) -> None:
@@ -53,7 +41,7 @@ def test_peers_lists_three_workers_and_a_killed_one_expires(lab: Lab, profile_fi
     ]
     for worker in workers:
         worker.ready = worker.wait_event("ready", 30)
-    assert [bool(_children(w.popen.pid)) for w in workers] == [False, False, True]  # the claim's spare
+    assert [bool(children(w.popen.pid)) for w in workers] == [False, False, True]  # the claim's spare
     ids = {w.ready["peer_id"] for w in workers}
     listed = lab.peers(gates)
     assert {p["peer_id"] for p in listed} == ids

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 import httpx
 import pytest
-from kit import zygote
+from kit import cpubound, zygote
 from kit.procs import SARK
 
 MODEL = Path(__file__).resolve().parents[3] / "examples" / "models" / "tiny-convnet.onnx"
@@ -191,6 +191,19 @@ def run_campaign(served: Served, body: dict[str, Any]) -> dict[str, Any]:
     created: dict[str, Any] = r.json()
     served.wait_event("campaign_done", 90, campaign=created["campaign_id"])
     return created
+
+
+def test_the_embedded_workers_keep_no_challenge_child(served: Served) -> None:
+    """`serve`'s embedded workers take offers from its own process alone, which does not challenge
+    them: no CPU challenge child waits beside them for the server's life (each one 59 MiB). Its fork
+    server (the probe's) has no child between campaigns; before, one spare a worker."""
+    forkservers = [
+        pid
+        for pid in cpubound.children(served.popen.pid)
+        if b"multiprocessing.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    assert forkservers  # the probe forked from it
+    assert [cpubound.children(pid) for pid in forkservers] == [[]]
 
 
 def test_curl_examples_of_the_seeds(served: Served, model_server: ModelServer) -> None:
