@@ -19,7 +19,7 @@ from node.ownerkey import owner_statement, read_owner_key
 from node.p2p.node import Node, open_node
 from node.p2p.wire import Channel
 from node.transfer.blob import UploadSlots, blob_handler
-from node.transfer.cache import model_cache
+from node.transfer.cache import ModelCache, model_cache
 from node.transfer.urls import url_policy
 from node.worker.advertising import Advertised, serve_worker
 from node.worker.challenge import Challenges
@@ -118,20 +118,7 @@ async def open_worker(
     cache = model_cache(config)
     async with open_node(config, role="worker") as node:
         uploads = UploadSlots(config.upload_peers)  # shared: no upload while a measurement runs
-        runner = Runner(
-            peer_id=node.host.peer_id,
-            private_key=node.host.private_key,
-            profile=profile,
-            cache=cache,
-            outbox=Outbox(config.data.outbox),
-            policy=url_policy(config),
-            open_blob=lambda peer, addrs: _open_blob(node, peer, addrs),
-            max_queue=config.max_queue,
-            allow_code_models=config.allow_code_models,
-            events=events,
-            uploads=uploads,
-            targets=Targets(url_policy(config), config.endpoints, live, config.endpoints_on_device),
-        )
+        runner = _runner(config, node, (profile, live), cache, uploads, events)
         negotiator = Negotiator(
             peer_id=node.host.peer_id,
             profile=profile,
@@ -166,6 +153,32 @@ async def open_worker(
             log.info("worker %s ready (%s)", node.host.peer_id, advertised.reachability)
             yield WorkerHandle(node=node, profile=profile, runner=runner, advertised=advertised)
             nursery.cancel_scope.cancel()
+
+
+def _runner(
+    config: NodeConfig,
+    node: Node,
+    profiles: tuple[DeviceProfile, LiveProfile],
+    cache: ModelCache,
+    uploads: UploadSlots,
+    events: EventSink,
+) -> Runner:
+    """The worker's task runner: its queue, the model cache, the outbox and the declared servers."""
+    profile, live = profiles
+    return Runner(
+        peer_id=node.host.peer_id,
+        private_key=node.host.private_key,
+        profile=profile,
+        cache=cache,
+        outbox=Outbox(config.data.outbox),
+        policy=url_policy(config),
+        open_blob=lambda peer, addrs: _open_blob(node, peer, addrs),
+        max_queue=config.max_queue,
+        allow_code_models=config.allow_code_models,
+        events=events,
+        uploads=uploads,
+        targets=Targets(url_policy(config), config.endpoints, live, config.endpoints_on_device),
+    )
 
 
 def _challenges(config: NodeConfig, profile: DeviceProfile, events: EventSink) -> Challenges:
