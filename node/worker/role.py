@@ -118,7 +118,7 @@ async def open_worker(
     cache = model_cache(config)
     async with open_node(config, role="worker") as node:
         uploads = UploadSlots(config.upload_peers)  # shared: no upload while a measurement runs
-        runner = _runner(config, node, (profile, live), cache, uploads, events)
+        runner = _runner(config, node, profile, live, cache, uploads, events)
         negotiator = Negotiator(
             peer_id=node.host.peer_id,
             profile=profile,
@@ -158,13 +158,13 @@ async def open_worker(
 def _runner(
     config: NodeConfig,
     node: Node,
-    profiles: tuple[DeviceProfile, LiveProfile],
+    profile: DeviceProfile,
+    live: LiveProfile,
     cache: ModelCache,
     uploads: UploadSlots,
     events: EventSink,
 ) -> Runner:
     """The worker's task runner: its queue, the model cache, the outbox and the declared servers."""
-    profile, live = profiles
     return Runner(
         peer_id=node.host.peer_id,
         private_key=node.host.private_key,

@@ -173,7 +173,7 @@ def parse_campaign(
     max_inflight = _bounded_int(data, "max_inflight", 0, (0, 100_000), problems)
     models = [] if only_endpoint_jobs(data) else parse_models(data, problems)
     verify = verify_field(data, "verify", problems) or Verify()
-    jobs = _jobs(data, [m.key for m in models], (processes, verify), files or {}, problems)
+    jobs = _jobs(data, [m.key for m in models], processes, verify, files or {}, problems)
     prices = parse_prices(data, problems)
     rank = parse_rank(data, problems)
     if rank is not None and rank.by == "goodput" and not any(_has_slo(job) for job in jobs):
@@ -234,12 +234,12 @@ def _bounded_int(
 def _jobs(
     data: Mapping[str, object],
     model_keys: Sequence[str],
-    defaults: tuple[int, Verify],
+    processes: int,
+    campaign_verify: Verify,
     files: Mapping[str, bytes],
     problems: Problems,
 ) -> list[Job]:
-    """The expanded jobs; `defaults` are the campaign's `processes` and `verify:` block."""
-    processes, campaign_verify = defaults
+    """The expanded jobs, under the campaign's `processes` and `verify:` block."""
     raw = data.get("jobs")
     if not isinstance(raw, list) or not raw:
         problems.add("jobs", f"expected a non-empty list of jobs, got {describe(raw)}")

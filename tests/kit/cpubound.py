@@ -8,8 +8,8 @@ must catch is a command that spins (more CPU than its work can take: `cpu_s`) or
 CPU spent by any of its processes for `idle_s`). A starved command still spends CPU, a hung one none,
 whatever else runs: neither bound reads the load.
 
-The command's processes are the tree under it (each live descendant by its parent, and what each has
-reaped), read from `/proc` every `POLL_S`; a process that leaves the tree (reparented) is not counted
+The command's processes are the tree under it (each live descendant, and what each has reaped), read
+by psutil every `POLL_S`; a process that leaves the tree (reparented) is not counted
 after it left, so a budget is a lower bound on what the command spent, never a higher one.
 """
 
@@ -21,10 +21,11 @@ import signal
 import subprocess
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
+
+import psutil
 
 from kit import zygote
 
@@ -32,7 +33,6 @@ POLL_S: Final = 0.5
 IDLE_S: Final = 120.0
 """No CPU spent by the command's processes for this long: it is hung (a starved one spends some at
 every turn the kernel gives it, milliseconds a second at load 20 on 2 cores)."""
-_TICK: Final = os.sysconf("SC_CLK_TCK")
 
 
 class OverBudget(AssertionError):
@@ -43,38 +43,22 @@ class OverBudget(AssertionError):
         self.stdout, self.stderr = stdout, stderr
 
 
-def _table() -> tuple[dict[int, int], dict[int, float]]:
-    """Every process: pid -> its parent, and pid -> its CPU seconds (its own and its reaped children's)."""
-    parents: dict[int, int] = {}
-    spent: dict[int, float] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        pid = int(stat.parent.name)
-        parents[pid] = int(fields[1])
-        spent[pid] = sum(int(f) for f in fields[11:15]) / _TICK  # utime, stime, cutime, cstime
-    return parents, spent
-
-
 def children(pid: int) -> list[int]:
     """The live processes whose parent is `pid`."""
-    return [child for child, parent in _table()[0].items() if parent == pid]
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return [child.pid for child in psutil.Process(pid).children()]
+    return []
 
 
 def tree(root: int) -> dict[int, float]:
     """`root` and its live descendants: pid -> CPU seconds (its own and its reaped children's)."""
-    parents, spent = _table()
-    below: dict[int, list[int]] = defaultdict(list)
-    for pid, parent in parents.items():
-        below[parent].append(pid)
     found: dict[int, float] = {}
-    frontier = [root] if root in spent else []
-    while frontier:
-        pid = frontier.pop()
-        found[pid] = spent[pid]
-        frontier.extend(c for c in below[pid] if c not in found)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        top = psutil.Process(root)
+        for process in [top, *top.children(recursive=True)]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = process.cpu_times()
+                found[process.pid] = times.user + times.system + times.children_user + times.children_system
     return found
 
 
