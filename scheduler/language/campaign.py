@@ -41,7 +41,7 @@ from scheduler.language.ranking import Rank, parse_rank
 from scheduler.language.requirements import Requirements, parse_requirements
 from scheduler.language.sources import ModelSource, parse_models
 from scheduler.language.sustain import extend_spec
-from scheduler.language.verify import Verify, verify_field, verify_of
+from scheduler.language.verify import Verify, black_box_verify, verify_field, verify_of
 
 
 class Job(Value):
@@ -261,7 +261,7 @@ def _jobs(
             for key in [endpoint_key(endpoint)] if endpoint else keys:
                 job = _job(len(jobs), fields, paths, key, model_keys, processes, problems)
                 if job is not None and endpoint is not None and endpoint.url is not None:
-                    _black_box_verify(campaign_verify, job.verify, path, problems)
+                    black_box_verify(campaign_verify, job.verify, path, problems)
                 spec = extend_spec(job.spec, fields, paths, files, problems) if job is not None else None
                 job = job.with_(spec=spec) if job is not None and spec is not None else None
                 specs = generate_specs(job.spec if job else None, fields, path, files, problems)
@@ -269,27 +269,6 @@ def _jobs(
                     suffix = f" model={key}" if len(model_keys) > 1 and not endpoint else ""
                     jobs.extend(_levels(job.with_(label=label + suffix), specs, endpoint, len(jobs)))
     return jobs
-
-
-def _black_box_verify(campaign: Verify, own: Verify | None, path: str, problems: Problems) -> None:
-    """A black-box job's `verify:` asks no replicas: its URL is one server every worker reaches, so
-    replicas would measure the same server from two places, not check each other (its records are held
-    to the submitter's own probe of the server and, with `metrics_url`, the server's count). Refused
-    here, before anything runs, rather than ending each of its tasks `Unverifiable` after it ran."""
-    if not verify_of(campaign, own).replicated:
-        return
-    why = (
-        "is one server every worker reaches: it cannot be replicated or spot-checked (its records are "
-        "held to the submitter's own probe of it and, with metrics_url, to the server's count)"
-    )
-    if own is not None:
-        problems.add(f"{path}.verify", f"a black-box endpoint (url:) {why}; give it verify: {{replicas: 1}}")
-    else:
-        problems.add(
-            "verify",
-            f"applies to {path}, whose black-box endpoint (url:) {why}; give {path} "
-            "its own verify: {replicas: 1}",
-        )
 
 
 _NOT_WITH_PEAKS: Final = ("model", "generate", "quality", "input_data", "endpoint", "fleet", "sustain")

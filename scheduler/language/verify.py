@@ -162,3 +162,24 @@ def verify_of(campaign_verify: Verify, job_verify: Verify | None) -> Verify:
 def verify_field(data: Mapping[str, object], path: str, problems: Problems) -> Verify | None:
     """A `verify:` key of a mapping parsed, or None when absent (or wrong: recorded)."""
     return parse_verify(data["verify"], path, problems) if "verify" in data else None
+
+
+def black_box_verify(campaign: Verify, own: Verify | None, path: str, problems: Problems) -> None:
+    """A black-box job's `verify:` asks no replicas: its URL is one server every worker reaches, so
+    replicas would measure the same server from two places, not check each other (its records are held
+    to the submitter's own probe of the server and, with `metrics_url`, the server's count). Refused
+    here, before anything runs, rather than ending each of its tasks `Unverifiable` after it ran."""
+    if not verify_of(campaign, own).replicated:
+        return
+    why = (
+        "is one server every worker reaches: it cannot be replicated or spot-checked (its records are "
+        "held to the submitter's own probe of it and, with metrics_url, to the server's count)"
+    )
+    if own is not None:
+        problems.add(f"{path}.verify", f"a black-box endpoint (url:) {why}; give it verify: {{replicas: 1}}")
+    else:
+        problems.add(
+            "verify",
+            f"applies to {path}, whose black-box endpoint (url:) {why}; give {path} "
+            "its own verify: {replicas: 1}",
+        )
