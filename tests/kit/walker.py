@@ -12,8 +12,9 @@ more, and with `--all` a lookup of every worker (`Dht.lookup(None)`: its provide
 read). `--servers S`: learn S servers first instead (at most k: a small swarm's lookups ask every server
 at once, no walk). It prints one line: `{"event": "walked", "table": T, "networks": {server: network},
 "walks": {rule: [[provider, ...], ...]}, "kept": [...], "looked": [...], "looks": [[...], ...], "all":
-{"providers": [...], "keys": K} or null}` and
-exits. Nothing in the product reads this file.
+{"providers": [...], "keys": K, "answered": A, "failures": {server: why}} or null}` and exits. Its
+walks and lookups count their own seconds, as discovery's (`run_delay`, `node.p2p.looktime`). Nothing
+in the product reads this file.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import trio
 
 from node.config import NodeConfig
 from node.p2p.kad import Kad
+from node.p2p.looktime import machine_run_delay
 from node.p2p.node import open_node
 from node.p2p.shards import SHARD_CAP
 from node.p2p.shortlist import K
@@ -49,17 +51,30 @@ async def main(args: argparse.Namespace) -> None:
     async with open_node(config, role="submitter") as node:
         kad = node.kad or node.dht.kad
         await learn_servers(kad, key, args.servers)
+        waited = machine_run_delay()  # discovery's: a look's seconds are its own (`node.p2p.looktime`)
         walks: dict[str, list[list[str]]] = {"before": [], "now": []}
         for rule, short in (("before", True), ("now", False)):
             for _ in range(args.walks):
-                walked = await kad._walk(key, SHARD_CAP, short=short)
+                walked = await kad._walk(key, SHARD_CAP, short=short, run_delay=waited)
                 walks[rule].append([p.to_base58() for p in walked.providers])
-        kept = await kad.lookup_providers(key, SHARD_CAP)
-        looked = await node.dht.lookup(None, count=2)
-        looks = [list((await node.dht.lookup(None, count=2)).providers) for _ in range(args.looks)]
-        every = await node.dht.lookup(None) if args.all else None
+        kept = await kad.lookup_providers(key, SHARD_CAP, run_delay=waited)
+        looked = await node.dht.lookup(None, count=2, run_delay=waited)
+        looks = [
+            list((await node.dht.lookup(None, count=2, run_delay=waited)).providers)
+            for _ in range(args.looks)
+        ]
+        every = await node.dht.lookup(None, run_delay=waited) if args.all else None
         networks = {peer.to_base58(): where for peer, where in kad._networks.items()}
-        whole = None if every is None else {"providers": list(every.providers), "keys": every.keys}
+        whole = (
+            None
+            if every is None
+            else {
+                "providers": list(every.providers),
+                "keys": every.keys,
+                "answered": every.answered,
+                "failures": every.failures,
+            }
+        )
         line = {"event": "walked", "table": kad.routing_table_size(), "networks": networks, "walks": walks,
                 "kept": list(kept.providers), "looked": list(looked.providers), "looks": looks,
                 "all": whole}  # fmt: skip

@@ -97,6 +97,9 @@ def test_hostile_servers_listing_sybils_under_every_key_make_no_honest_key_read_
         assert placed["placed"][provider] == {"any": 0, ComputeUnit.CPU_ONNX.value: 0}  # both trees' roots
     assert providers <= set(placed["looked"])  # discovery's own lookup finds them
     every = placed["all"]
-    print(f"a look for every worker read {every['keys']} keys and found {len(every['providers'])}")
+    print(
+        f"a look for every worker read {every['keys']} keys, {every['answered']} servers answered, "
+        f"found {len(every['providers'])}; failed: {every['failures']}"
+    )
     assert providers <= set(every["providers"])
     assert every["keys"] <= FIRST_KEYS + 1  # the first levels and the old key: no key below read full

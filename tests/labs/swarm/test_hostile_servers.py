@@ -33,6 +33,7 @@ from kit.procs import Lab
 from kit.walker import learn_servers
 
 from node.config import NodeConfig
+from node.p2p.looktime import machine_run_delay
 from node.p2p.node import open_node
 from node.p2p.shards import SHARD_CAP, Shard
 
@@ -77,13 +78,14 @@ async def test_hostile_servers_near_the_root_key_end_no_walk_short_of_the_honest
         await learn_servers(kad, KEY)  # the walk runs past k servers
         honest = swarm["providers"]
         lost = {"before": 0, "now": 0}
+        waited = machine_run_delay()  # discovery's: a look's seconds are its own (`node.p2p.looktime`)
         for rule, short in (("before", True), ("now", False)):
             for _ in range(WALKS):
-                walked = await kad._walk(KEY, SHARD_CAP, short=short)
+                walked = await kad._walk(KEY, SHARD_CAP, short=short, run_delay=waited)
                 found = {p.to_base58() for p in walked.providers}
                 assert found <= honest | swarm["sybils"]
                 lost[rule] += not honest <= found
-        looked = await node.dht.lookup(None, count=2)
+        looked = await node.dht.lookup(None, count=2, run_delay=waited)
         print(
             f"\n{HOSTILE} hostile servers near the root key, {kad.routing_table_size()} in the table; "
             f"walks losing an honest provider: before {lost['before']}/{WALKS}, now {lost['now']}/{WALKS}"

@@ -28,6 +28,7 @@ from node.p2p.dht import Dht, capability_dht_key
 from node.p2p.identity import load_seed
 from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.kadpatch import become_server
+from node.p2p.looktime import machine_run_delay
 from node.p2p.node import Node, open_node
 from node.p2p.shards import SERVE_FROM_LEVEL, Shard, path_of
 from node.p2p.wire import Channel
@@ -133,12 +134,13 @@ async def test_a_lookup_stops_at_the_count_asked(tmp_path: Path) -> None:
             await lab.add(7)
             async with open_node(lab.config("submitter"), role="submitter") as fresh:
                 dht = Dht(fresh.dht.kad, cap=CAP)
-                few = await dht.lookup(UNIT, count=CAP)
+                waited = machine_run_delay()  # discovery's: the look's own seconds, the gate in this thread
+                few = await dht.lookup(UNIT, count=CAP, run_delay=waited)
                 assert (len(few.providers), few.keys) == (CAP, 1)  # the root answered CAP: no deeper key
-                more = await dht.lookup(UNIT, count=CAP + 1)
+                more = await dht.lookup(UNIT, count=CAP + 1, run_delay=waited)
                 assert len(more.providers) >= CAP + 1
                 assert more.keys == 3
-                every = await dht.lookup(UNIT)
+                every = await dht.lookup(UNIT, run_delay=waited)
                 assert set(every.providers) == {n.host.peer_id for n, _ in lab.workers}
                 assert every.keys > more.keys
 
@@ -293,7 +295,7 @@ async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path)
                     capability_dht_key(UNIT)
                 )  # what a worker did before issue 43
                 async with open_node(lab.config("submitter"), role="submitter") as fresh:
-                    found = await Dht(fresh.dht.kad, cap=CAP).lookup(UNIT)
+                    found = await Dht(fresh.dht.kad, cap=CAP).lookup(UNIT, run_delay=machine_run_delay())
                     assert set(found.providers) == {old.host.peer_id, lab.workers[0][0].host.peer_id}
 
 
