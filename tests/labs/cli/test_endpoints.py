@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kit import zygote
+from kit import owntime, zygote
 from kit.procs import SARK
 
 from node.submitter.attempt import with_key
@@ -115,7 +115,7 @@ async def test_a_cancelled_endpoint_task_sends_nothing_more_and_fails_cancelled(
             prompts=(Prompt(id="p", text="hi"),), prompts_sha256="0" * 64, endpoint=endpoint
         )
         spec = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=generate, timeout_s=60)
-        with trio.fail_after(20), pytest.raises(TaskFailed) as caught:
+        with owntime.fail_after(20), pytest.raises(TaskFailed) as caught:
             await Targets(OPEN_LOOPBACK).measure(spec, endpoint, stop)
         seen = list(server.seen)
     assert caught.value.reason == FailureReason.CANCELLED

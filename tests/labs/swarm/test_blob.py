@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from kit import owntime
 
 from node.errors import PeerGone
 from node.p2p.host import HostConfig, open_host
@@ -111,7 +112,7 @@ async def test_full_transfer_then_cache_hit(
     link = _link(nursery, holder)
     seen: list[int] = []
     sha = _sha(model)
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         path = await fetch_blob(
             link.open, sha, len(model), fetcher, max_bytes=1 << 30, on_bytes=lambda n, _: seen.append(n)
         )
@@ -129,7 +130,7 @@ async def test_resumes_after_a_mid_transfer_reset(
 ) -> None:
     link = _link(nursery, holder, 5, None)
     seen: list[int] = []
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         path = await fetch_blob(
             link.open,
             _sha(model),
@@ -153,7 +154,7 @@ async def test_parallel_streams_fetch_ranges_and_recover_from_a_cut(
     holder = ModelCache(tmp_path / "big-holder")
     sha, _ = holder.add_file(src)
     link = _link(nursery, holder, None, 2, chunk=1 << 20)
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         path = await fetch_blob(link.open, sha, len(data), fetcher, max_bytes=1 << 30, streams=4)
     assert set(link.offsets[:2]) == {0, len(data) // 2}  # two ranges: each at least MIN_SEGMENT
     assert len(link.offsets) >= 3  # one stream was cut: a second attempt ran
@@ -166,7 +167,7 @@ async def test_partial_file_outlives_a_failed_fetch(
 ) -> None:
     sha = _sha(model)
     link = _link(nursery, holder, 1, 1, 1, None)
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         with pytest.raises(FetchError) as info:
             await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30, attempts=3)
         assert info.value.reason is FailureReason.FETCH
@@ -183,7 +184,7 @@ async def test_a_corrupt_partial_file_is_caught_by_the_digest_of_the_bytes_on_di
     sha = _sha(model)
     await trio.Path(fetcher.temp_path(sha)).write_bytes(bytes(b ^ 0xFF for b in model[:CHUNK]))
     link = _link(nursery, holder)
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         with pytest.raises(FetchError) as info:
             await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30)
         assert info.value.reason is FailureReason.DIGEST_MISMATCH
@@ -196,7 +197,7 @@ async def test_a_corrupt_partial_file_is_caught_by_the_digest_of_the_bytes_on_di
 async def test_missing_digest(nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache) -> None:
     link = _link(nursery, holder)
     unknown = _sha(b"a model nobody has")
-    with trio.fail_after(DEADLINE), pytest.raises(FetchError) as info:
+    with owntime.fail_after(DEADLINE), pytest.raises(FetchError) as info:
         await fetch_blob(link.open, unknown, 1000, fetcher, max_bytes=1 << 30)
     assert info.value.reason is FailureReason.FETCH
     assert "not in this node's cache" in info.value.detail
@@ -208,7 +209,7 @@ async def test_relayed_peer_is_refused(
     nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
 ) -> None:
     link = _link(nursery, holder, relayed=True)
-    with trio.fail_after(DEADLINE), pytest.raises(FetchError) as info:
+    with owntime.fail_after(DEADLINE), pytest.raises(FetchError) as info:
         await fetch_blob(link.open, _sha(model), len(model), fetcher, max_bytes=1 << 30)
     assert info.value.reason is FailureReason.FETCH
     assert NO_RELAY in info.value.detail
@@ -229,7 +230,7 @@ async def test_tampered_bytes_fail_the_digest_and_leave_nothing(
         f.write(bytes([model[7 * CHUNK] ^ 1]))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     link = _link(nursery, holder)
-    with trio.fail_after(DEADLINE), pytest.raises(FetchError) as info:
+    with owntime.fail_after(DEADLINE), pytest.raises(FetchError) as info:
         await fetch_blob(link.open, sha, len(model), fetcher, max_bytes=1 << 30)
     assert info.value.reason is FailureReason.DIGEST_MISMATCH
     assert await _listing(fetcher) == []
@@ -249,7 +250,7 @@ async def test_size_disagreeing_with_the_offer_is_refused(
     nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
 ) -> None:
     link = _link(nursery, holder)
-    with trio.fail_after(DEADLINE), pytest.raises(FetchError) as info:
+    with owntime.fail_after(DEADLINE), pytest.raises(FetchError) as info:
         await fetch_blob(link.open, _sha(model), len(model) + 1, fetcher, max_bytes=1 << 30)
     assert info.value.reason is FailureReason.FETCH
     assert "the offer says" in info.value.detail
@@ -259,7 +260,7 @@ async def test_transfer_between_two_libp2p_hosts(
     holder: ModelCache, fetcher: ModelCache, model: bytes
 ) -> None:
     sha = _sha(model)
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         async with open_host(HostConfig(key_file=None)) as a, open_host(HostConfig(key_file=None)) as b:
             a.set_handler(BLOB, blob_handler(holder, is_relayed=a.is_relayed))
 
@@ -277,7 +278,7 @@ async def test_streams_over_the_holders_per_peer_cap_are_dropped(tmp_path: Path,
     src.write_bytes(data)
     holder = ModelCache(tmp_path / "capped-holder")
     sha, _ = holder.add_file(src)
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         async with open_host(HostConfig(key_file=None)) as a, open_host(HostConfig(key_file=None)) as b:
             a.set_handler(BLOB, blob_handler(holder), max_per_peer=1)
 
@@ -289,7 +290,7 @@ async def test_streams_over_the_holders_per_peer_cap_are_dropped(tmp_path: Path,
 
 
 async def test_a_holder_that_cannot_be_reached_is_named_so(fetcher: ModelCache, model: bytes) -> None:
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         async with open_host(HostConfig(key_file=None)) as gone:
             gone_id, gone_addrs = gone.peer_id, gone.addrs()
         async with open_host(HostConfig(key_file=None)) as b:
@@ -305,7 +306,7 @@ async def test_a_holder_that_cannot_be_reached_is_named_so(fetcher: ModelCache, 
 async def test_a_holder_that_refuses_every_stream_is_named_busy(
     holder: ModelCache, fetcher: ModelCache, model: bytes
 ) -> None:
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         async with open_host(HostConfig(key_file=None)) as a, open_host(HostConfig(key_file=None)) as b:
             a.set_handler(BLOB, blob_handler(holder), max_per_peer=0)
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kit import owntime
 from kit.sybils import advert
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
@@ -102,7 +103,7 @@ def levels(dht: Dht) -> dict[ComputeUnit | None, int]:
 
 
 async def test_a_key_taken_after_placement_is_left_at_the_refresh_whose_walk_is_due(tmp_path: Path) -> None:
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         async with swarm(tmp_path) as lab:
             me = lab.worker.host.peer_id
             assert levels(lab.dht) == {None: 0, UNIT: 0}

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 
 import trio
+from kit import owntime
 from kit.data import make_profile
 from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.peer.id import ID
@@ -70,7 +71,7 @@ async def _put_raw(node: Node, at: Node, key: str, value: bytes) -> None:
 
 
 async def test_a_fresh_node_finds_every_worker_by_asking_only_the_gate(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with swarm(tmp_path, 6) as lab, open_node(lab.config("fresh"), role="submitter") as fresh:
             found = (await fresh.look(timeout=10)).peers
             assert {p.peer_id for p in found} == {w.host.peer_id for w in lab.workers}
@@ -82,7 +83,7 @@ async def test_a_fresh_node_finds_every_worker_by_asking_only_the_gate(tmp_path:
 
 async def test_a_kad_server_answers_more_than_twelve_requests_at_once(tmp_path: Path) -> None:
     # P23: libp2p's kad server resets every inbound kad stream past 12 in flight, host-wide.
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with swarm(tmp_path, 1) as lab, open_node(lab.config("client"), role="submitter") as client:
             key = advert_key(lab.workers[0].host.peer_id).encode()
             gate = ID.from_base58(lab.gate.host.peer_id)
@@ -99,7 +100,7 @@ async def test_a_kad_server_answers_more_than_twelve_requests_at_once(tmp_path: 
 
 
 async def test_forged_expired_oversized_and_older_adverts_are_refused_on_put(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with swarm(tmp_path, 1) as lab, open_node(lab.config("attacker"), role="submitter") as attacker:
             victim = lab.workers[0].host
             key = advert_key(victim.peer_id)
@@ -123,7 +124,7 @@ async def test_forged_expired_oversized_and_older_adverts_are_refused_on_put(tmp
 
 
 async def test_invalid_values_a_server_hands_out_are_not_selected_on_get(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with (
             swarm(tmp_path, 1) as lab,
             open_gate(lab.config("rogue")) as rogue,
@@ -166,7 +167,7 @@ async def test_a_gate_that_comes_up_late_is_still_joined(tmp_path: Path) -> None
         async with open_gate(gate_config):
             await trio.sleep_forever()
 
-    with trio.fail_after(30):
+    with owntime.fail_after(30):
         async with trio.open_nursery() as nursery:
             await nursery.start(late_gate)
             config = NodeConfig(data_dir=tmp_path / "n", gates=(gate_addr,), listen=LOOPBACK)

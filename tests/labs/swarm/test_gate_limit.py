@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 import trio
+from kit import owntime
 from kit.fixtures import LOOPBACK
 from kit.procs import LOOPBACK as LISTEN
 from kit.procs import SARK, Lab
@@ -81,7 +82,7 @@ async def test_one_address_holds_at_most_its_share_and_a_closed_connection_frees
         assert gate.is_connected(hosts[-1].peer_id)
         assert manager.held("127.0.0.1") == share
         await hosts[0].disconnect(peer)
-        with trio.fail_after(10):
+        with owntime.fail_after(10):
             while manager.held("127.0.0.1") == share:  # noqa: ASYNC110 (the swarm's close has no event)
                 await trio.sleep(0.05)
         late = await stack.enter_async_context(open_host(HostConfig(key_file=None, listen=LOOPBACK)))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
+from kit import owntime
 from kit.data import make_profile
 
 from gate import open_gate
@@ -38,7 +39,7 @@ async def run_gate(config: NodeConfig, stop: trio.Event, task_status: TaskStatus
 
 
 async def test_a_worker_joins_gate_links_of_its_gates_and_a_spare_for_one_lost(tmp_path: Path) -> None:
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         async with trio.open_nursery() as gates_running:
             stops = [trio.Event() for _ in range(GATE_LINKS + 1)]
             gates: list[Node] = []

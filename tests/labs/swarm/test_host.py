@@ -9,6 +9,7 @@ from pathlib import Path
 import multiaddr
 import pytest
 import trio
+from kit import owntime
 from libp2p import new_host
 from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.custom_types import TProtocol
@@ -107,7 +108,7 @@ async def test_noise_only_refuses_a_plaintext_dialer_with_an_allowed_key(
         sec_opt={TProtocol(PLAINTEXT_PROTOCOL_ID): InsecureTransport(victim)},
     )
     async with spoof.run(listen):
-        with pytest.raises(Exception), trio.fail_after(20):  # noqa: B017, PT011 (libp2p raises its own zoo)
+        with pytest.raises(Exception), owntime.fail_after(20):  # noqa: B017, PT011 (libp2p raises its own zoo)
             await spoof.connect(info_from_p2p_addr(multiaddr.Multiaddr(server.addrs()[0])))
         await spoof.close()
     assert await _ask(honest, server)
@@ -126,7 +127,7 @@ async def test_a_handshake_that_never_finishes_is_cut_at_our_deadline(host_pair:
     ip, port = server.addrs()[0].split("/")[2], int(server.addrs()[0].split("/")[4])
     stream = await trio.open_tcp_stream(ip, port)
     await stream.send_all(b"\xff\xff\xff\xff\x0f")
-    with trio.fail_after(HANDSHAKE_TIMEOUT_S + 5):
+    with owntime.fail_after(HANDSHAKE_TIMEOUT_S + 5):
         while await stream.receive_some(4096):
             pass
     await stream.aclose()
@@ -157,7 +158,7 @@ async def test_bulk_writes_go_out_in_frames_larger_than_64_kib(
         done.set()
 
     server.set_handler(ECHO, sink)
-    with trio.fail_after(30):
+    with owntime.fail_after(30):
         channel = await client.open_channel(server.peer_id, ECHO, addrs=server.addrs(), timeout=5)
         await channel.send_raw(payload)
         await channel.close()
@@ -326,7 +327,7 @@ async def test_a_protocol_the_peer_does_not_speak_is_unreachable_not_a_libp2p_er
     host_pair: tuple[Host, Host],
 ) -> None:
     server, client = host_pair
-    with trio.fail_after(10), pytest.raises(PeerUnreachable) as info:
+    with owntime.fail_after(10), pytest.raises(PeerUnreachable) as info:
         await client.open_channel(
             server.peer_id, "/sark/nobody-speaks/1.0.0", addrs=server.addrs(), timeout=5
         )

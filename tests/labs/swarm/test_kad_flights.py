@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import trio
+from kit import owntime
 from kit.delayrelay import DelayRelay
 from libp2p.peer.id import ID
 from libp2p.utils.varint import encode_uvarint
@@ -71,7 +72,7 @@ async def test_a_kad_request_reaches_the_server_before_anything_came_back(tmp_pa
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ask)
-            with trio.fail_after(20):  # with py-libp2p's new_stream the request waits for the echoes
+            with owntime.fail_after(20):  # with py-libp2p's new_stream the request waits for the echoes
                 await asked.wait()
             assert not answers  # and multistream's echoes are held too: the request did not wait for them
             relay.release_back()
@@ -82,5 +83,5 @@ async def test_a_protocol_the_server_does_not_speak_is_refused_not_hung(tmp_path
     async with relayed(tmp_path) as (_, me, _, peer, _):
         raw: Any = me.host.raw
         first = encode_uvarint(len(REQUEST)) + REQUEST
-        with trio.fail_after(20), pytest.raises(LazyRefused, match=r"/sark/nothing/1\.0\.0"):
+        with owntime.fail_after(20), pytest.raises(LazyRefused, match=r"/sark/nothing/1\.0\.0"):
             await open_lazily(raw, peer, "/sark/nothing/1.0.0", first)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kit import owntime
 from libp2p.custom_types import TProtocol
 from libp2p.peer.id import ID
 
@@ -54,7 +55,7 @@ def kept(gate: Node, worker: Node) -> int:
 
 
 async def test_a_libp2p_server_drops_a_peers_add_providers_past_its_rate_in_silence(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with gate_and_worker(tmp_path) as (gate, worker):
             raw = gate.dht.kad.raw
             assert (raw._provider_rate_max, raw._provider_rate_window) == (PROVIDES_PER_WINDOW, 10.0)
@@ -68,7 +69,7 @@ async def test_a_libp2p_server_drops_a_peers_add_providers_past_its_rate_in_sile
 
 
 async def test_our_provides_wait_their_turn_and_every_record_is_kept(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with gate_and_worker(tmp_path) as (gate, worker):
             gate.dht.kad.raw._provider_rate_window = 2.0
             worker.dht.kad.pacer = ProvidePacer(PROVIDES_PER_WINDOW, 2.0, margin_s=2.0)

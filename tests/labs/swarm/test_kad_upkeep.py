@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from kit import owntime
 from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.pb.kademlia_pb2 import Message
 from libp2p.peer.id import ID
@@ -80,7 +81,7 @@ async def _refresh(node: Node) -> Counter[str]:
 
 
 async def test_a_refresh_sends_the_same_bytes_at_two_fleet_sizes_and_no_signed_record(tmp_path: Path) -> None:
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         async with swarm(tmp_path / "small", 2) as (gate, workers):
             small = await _refresh(workers[0])
             held = gate.dht.kad.raw.provider_store
@@ -97,7 +98,7 @@ async def test_a_refresh_sends_the_same_bytes_at_two_fleet_sizes_and_no_signed_r
 
 
 async def test_a_refresh_writes_to_servers_only_and_walks_once_among_client_workers(tmp_path: Path) -> None:
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         async with swarm(tmp_path, 3) as (gate, workers):
             worker = workers[0]
             assert worker.kad is not None
@@ -112,7 +113,7 @@ async def test_a_refresh_writes_to_servers_only_and_walks_once_among_client_work
 
 
 async def test_libp2p_does_not_republish_our_advert_on_its_own(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with swarm(tmp_path, 1) as (_, workers):
             worker = workers[0]
             assert worker.kad is not None
@@ -135,7 +136,7 @@ async def test_libp2p_does_not_republish_our_advert_on_its_own(tmp_path: Path) -
 async def test_an_add_provider_without_a_signed_record_is_kept_and_is_smaller_than_libp2ps(
     tmp_path: Path,
 ) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with swarm(tmp_path, 1) as (gate, workers):
             worker = workers[0]
             assert worker.kad is not None
@@ -161,7 +162,7 @@ async def test_an_add_provider_without_a_signed_record_is_kept_and_is_smaller_th
 
 
 async def test_our_advert_goes_to_at_most_advert_copies_servers(tmp_path: Path) -> None:
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         async with swarm(tmp_path, ADVERT_COPIES + 2) as (gate, workers):
             for node in workers:
                 assert node.kad is not None
@@ -176,7 +177,7 @@ async def test_our_advert_goes_to_at_most_advert_copies_servers(tmp_path: Path) 
 
 
 async def test_our_servers_list_closer_peers_and_providers_without_signed_records(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with swarm(tmp_path, 3) as (gate, workers):
             for node in workers[:2]:
                 assert node.kad is not None
@@ -200,7 +201,7 @@ async def test_our_servers_list_closer_peers_and_providers_without_signed_record
 
 
 async def test_the_routing_refresh_walks_once_and_an_expired_provider_frees_its_place(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with swarm(tmp_path, 2) as (gate, workers):
             first, second = workers
             assert first.kad is not None
@@ -264,7 +265,7 @@ async def _ask(host: Any, server: ID, key: bytes, kind: str = "GET_PROVIDERS") -
 
 
 async def test_a_read_back_sends_our_record_again_to_each_server_that_lacks_it(tmp_path: Path) -> None:
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         async with swarm(tmp_path, 3) as (gate, workers):
             for node in workers[:2]:
                 assert node.kad is not None

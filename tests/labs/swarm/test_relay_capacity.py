@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from kit import owntime
 from kit.sybils import advert as signed_advert
 from libp2p.relay.circuit_v2.pb.circuit_pb2 import HopMessage
 from libp2p.relay.circuit_v2.protocol_buffer import StatusCode, to_proto_status
@@ -45,7 +46,7 @@ async def nodes_at_a_gate(root: Path, slots: int, *roles: Role) -> AsyncIterator
 
 
 async def test_a_full_relay_refuses_the_next_worker_and_says_it_is_full(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with nodes_at_a_gate(tmp_path, 2, "worker", "worker", "worker") as (addr, (a, b, c)):
             for worker in (a, b):
                 circuit = await worker.host.reserve_relay(addr)
@@ -62,7 +63,7 @@ async def test_dialling_a_circuit_takes_no_slot_at_the_gate(tmp_path: Path) -> N
     role reserved a slot at the relay before each circuit dial (held for the reservation's TTL, 600 s at
     our gates), so probes and submitters filled a gate's slots and a worker that lost its gate found no
     room."""
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with nodes_at_a_gate(tmp_path, 2, "worker", "submitter", "worker") as (addr, (a, dialler, b)):
             circuit = await a.host.reserve_relay(addr)
             assert await dialler.host.connect(circuit) == a.host.peer_id
@@ -73,7 +74,7 @@ async def test_dialling_a_circuit_takes_no_slot_at_the_gate(tmp_path: Path) -> N
 async def test_a_slot_is_free_again_once_its_worker_hangs_up(tmp_path: Path) -> None:
     """A gate of one slot: a worker reserves it and leaves; the next worker gets it at once, not after
     the reservation's TTL (600 s) as py-libp2p's relay counted it."""
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with open_gate(config(tmp_path, "gate", max_reservations=1)) as gate:
             (addr,) = gate.host.addrs()[:1]
             async with open_node(config(tmp_path, "gone", gates=(addr,)), role="worker") as gone:
@@ -88,7 +89,7 @@ async def test_a_slot_is_free_again_once_its_worker_hangs_up(tmp_path: Path) -> 
 
 
 async def test_a_worker_off_the_gates_relay_list_is_told_so(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with open_gate(config(tmp_path, "gate"), relay_allow=frozenset({"12D3KooWnobody"})) as gate:
             (addr,) = gate.host.addrs()[:1]
             async with open_node(config(tmp_path, "w", gates=(addr,)), role="worker") as worker:
@@ -115,7 +116,7 @@ async def _three_workers_reserve(root: Path, want: int) -> list[Reserved]:
 
 
 async def test_natd_workers_listing_the_same_gates_all_get_a_slot(tmp_path: Path) -> None:
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         every = await _three_workers_reserve(tmp_path / "every", want=3)
         spread = await _three_workers_reserve(tmp_path / "spread", want=RELAY_GATES)
     print(f"\nslots held, a slot at every gate: {[len(r.circuits) for r in every]}; "
@@ -152,7 +153,7 @@ async def test_a_relayed_workers_provider_record_carries_its_circuit_for_a_reade
     the provider itself at its provider record's addresses, and before these carried the worker's
     circuits it guessed circuits through its own gates: a reader listing another gate than the worker's
     relay found nothing to dial. Gate A relays for the worker; the reader lists gate B only."""
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         async with open_gate(config(tmp_path, "a")) as gate_a:
             (a,) = gate_a.host.addrs()[:1]
             async with (

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import trio
+from kit import owntime
 from kit.data import make_profile
 
 from gate import open_gate
@@ -103,7 +104,7 @@ async def fleet(root: Path) -> AsyncIterator[Fleet]:
 
 
 async def test_no_key_holds_more_than_the_bound_and_every_worker_is_listed(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(8)
             held = lab.held()
@@ -129,7 +130,7 @@ async def test_no_key_holds_more_than_the_bound_and_every_worker_is_listed(tmp_p
 
 
 async def test_a_lookup_stops_at_the_count_asked(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(7)
             async with open_node(lab.config("submitter"), role="submitter") as fresh:
@@ -170,7 +171,7 @@ async def _counted(dht: Dht, run: Callable[[], Awaitable[Any]]) -> Counter[str]:
 
 
 async def test_a_workers_refresh_costs_the_same_at_two_fleet_sizes(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(2)
             node, dht = lab.workers[0]
@@ -184,7 +185,7 @@ async def test_a_workers_refresh_costs_the_same_at_two_fleet_sizes(tmp_path: Pat
 
 
 async def test_a_refresh_reuses_the_closest_servers_and_walks_only_every_kth_time(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(2)
             node, dht = lab.workers[0]
@@ -221,7 +222,7 @@ def _walks(kad: Kad) -> list[int]:
 
 
 async def test_a_reachable_worker_becomes_a_bounded_dht_server(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(1)
             worker, _ = lab.workers[0]
@@ -237,7 +238,7 @@ async def test_a_reachable_worker_becomes_a_bounded_dht_server(tmp_path: Path) -
 async def test_a_worker_that_begins_to_serve_is_in_the_servers_tables_at_once(tmp_path: Path) -> None:
     """P32: workers that switch to server mode are admitted by the gate (and each other) at once, not
     at their next refresh, so a fresh submitter's first walk finds them."""
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(3)
             assert lab.gate.kad is not None
@@ -253,7 +254,7 @@ async def test_a_worker_that_begins_to_serve_is_in_the_servers_tables_at_once(tm
 
 
 async def test_a_worker_a_dial_back_reached_serves_the_dht_when_configured(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             config = lab.config("reachable").model_copy(update={"dht_mode": "reachable"})
             async with open_node(config, role="worker") as worker, trio.open_nursery() as nursery:
@@ -266,7 +267,7 @@ async def test_a_worker_a_dial_back_reached_serves_the_dht_when_configured(tmp_p
 
 
 async def test_by_default_a_reachable_worker_serves_the_dht_once_the_swarm_is_large(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             for name, level, serves in (
                 ("small", SERVE_FROM_LEVEL - 1, False),
@@ -287,7 +288,7 @@ async def test_by_default_a_reachable_worker_serves_the_dht_once_the_swarm_is_la
 
 
 async def test_an_old_worker_on_the_unsharded_key_is_still_found(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(1)
             async with open_node(lab.config("old"), role="worker") as old:
@@ -319,7 +320,7 @@ async def test_a_campaigns_discovery_asks_for_the_devices_it_needs(
     # busy process, get as long as they need (a level that answers within `GRACE_S` reads no deeper;
     # CI-equivalent at 5d9e2b5, four files at once: they answered later, and the look read on, 5 found).
     monkeypatch.setattr(discovery, "GRACE_S", 30.0)
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(5)
             for node, _ in lab.workers:  # each worker answers /sark/profile with its signed advert
@@ -335,7 +336,7 @@ async def test_a_campaigns_discovery_asks_for_the_devices_it_needs(
 
 
 async def test_a_campaigns_later_look_stops_at_its_count_and_sees_joiners(tmp_path: Path) -> None:
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(CAP)  # the root keys full: joiners spill under them
             # on the fleet's stack: the joiners added later close before it
@@ -409,7 +410,7 @@ async def test_sybils_that_filled_the_root_first_and_stall_are_stepped_over_once
     would do) finds both (the deeper keys read in the same round, once the root's providers had
     `GRACE_S`); each Sybil is probed once, remembered silent, and neither counted nor probed again by
     the next round."""
-    with trio.fail_after(90):
+    with owntime.fail_after(90):
         async with fleet(tmp_path) as lab:
             await lab.add(CAP)
             calls: Counter[str] = Counter()
@@ -436,7 +437,7 @@ async def test_workers_under_a_key_emptied_by_expired_sybils_are_still_found(tmp
     """Issue 50, scope 1: the Sybils left and their records expired: the root is no longer full, the
     honest workers stay where they spilled, and a look that read only under full keys found nobody.
     A round short of its count reads on below the gap (`shards.below_gaps`)."""
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:
             await lab.add(CAP)
             sybils = {n.host.peer_id for n, _ in lab.workers}

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import trio
+from kit import owntime
 from kit.data import make_profile
 
 from node.errors import PeerGone, StreamRefused
@@ -170,7 +171,7 @@ async def _two_workers_one_measuring(tmp_path: Path, nursery: trio.Nursery, *, e
         await channel.send(BlobGet(sha256=sha, offset=0, length=10))
         assert isinstance(await channel.receive(), BlobMeta)
         await channel.close()
-        with trio.fail_after(10):
+        with owntime.fail_after(10):
             await a.events.wait("upload")
         [after] = a.events.of("upload")
         assert after["started"] >= measured[0]["ended"]
@@ -180,7 +181,7 @@ async def _two_workers_one_measuring(tmp_path: Path, nursery: trio.Nursery, *, e
 async def test_a_measuring_holder_answers_busy_and_the_other_worker_fetches_from_the_submitter(
     tmp_path: Path, nursery: trio.Nursery
 ) -> None:
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         await _two_workers_one_measuring(tmp_path, nursery, exclusion=True)
 
 
@@ -243,7 +244,7 @@ async def test_a_streaming_upload_is_finished_before_the_measurement_starts(
     tmp_path: Path, nursery: trio.Nursery
 ) -> None:
     holder, entered = _holder(tmp_path, nursery, drain_s=60.0), []
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         channel = await holder.start_upload()
         async with trio.open_nursery() as inner:
             inner.start_soon(_measure, holder.slots, entered)
@@ -261,7 +262,7 @@ async def test_an_upload_still_streaming_after_the_drain_time_is_cut_before_the_
     tmp_path: Path, nursery: trio.Nursery
 ) -> None:
     holder, entered = _holder(tmp_path, nursery, drain_s=0.3), []
-    with trio.fail_after(DEADLINE):
+    with owntime.fail_after(DEADLINE):
         channel = await holder.start_upload()  # and not read again until it is cut
         async with trio.open_nursery() as inner:
             inner.start_soon(_measure, holder.slots, entered)

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from kit import owntime
 from kit.chromium import chromium_env
 from trio_websocket import WebSocketConnection, open_websocket_url
 
@@ -94,7 +95,7 @@ class Cdp:
 
     async def wait_for(self, selector: str, seconds: float) -> str:
         """The outerHTML of the first element matching `selector`, once the page shows one."""
-        with trio.fail_after(seconds):
+        with owntime.fail_after(seconds):
             reply = await self.send(
                 "Runtime.evaluate",
                 expression=f"({WAIT_FOR})({json.dumps(selector)})",
@@ -114,14 +115,14 @@ class Cdp:
         """Navigate and wait for the page's load event."""
         self.loaded = trio.Event()
         await self.send("Page.navigate", url=url)
-        with trio.fail_after(seconds):
+        with owntime.fail_after(seconds):
             await self.loaded.wait()
 
 
 async def _devtools_url(proc: trio.Process) -> str:
     assert proc.stderr is not None
     seen = b""
-    with trio.fail_after(30):
+    with owntime.fail_after(30):
         async for chunk in proc.stderr:
             seen += chunk
             found = re.search(rb"DevTools listening on (ws://\S+)", seen)
@@ -294,7 +295,7 @@ async def test_a_page_of_another_origin_cannot_reset_or_create(
     other = model_server.model_url.rsplit("/", 1)[0] + "/"  # 127.0.0.1 on another port: another origin
     await page.open(other, 30)
     body = json.dumps(seeds_body(model_server.model_url))
-    with trio.fail_after(60):
+    with owntime.fail_after(60):
         reply = await page.send(
             "Runtime.evaluate",
             expression=f"({CROSS_SITE})({json.dumps(served.api)}, {json.dumps(body)})",
