@@ -69,7 +69,12 @@ def test_two_workers_hold_one_schedule_and_merge_into_one_row(tmp_path: Path) ->
     assert abs(int(merged["Requests"]) - RATE * DURATION_S) <= 0.15 * RATE * DURATION_S
     assert abs(float(merged["RequestRateAchieved"]) - RATE) <= 0.10 * RATE
     assert merged["Errors"] == "0"
-    assert FIRST_S * 1e3 <= float(merged["TtftMsMedian"]) <= FIRST_S * 1e3 + 30  # the stub's TTFT
+    # the stub's TTFT: never before its first token, and the first token's time, not the answer's (each
+    # answer's last token comes (tokens - 1) x EVERY_S after its first at the least); bounds a busy
+    # machine cannot cross (beside kit.load 4 the median was 85.6 ms, over the 50 + 30 ms once asserted)
+    ttft, e2e = float(merged["TtftMsMedian"]), float(merged["E2eMsMedian"])
+    assert ttft >= FIRST_S * 1e3
+    assert e2e - ttft >= (len(TEXTS) - 1) * EVERY_S * 1e3
     assert float(merged["ScheduleLagMsP99"]) >= 0
     assert merged["ClientSaturated"] in ("True", "False")
     assert float(merged["ClientCpuMaxPct"]) >= 0
