@@ -65,16 +65,10 @@ async def main(args: argparse.Namespace) -> None:
         ]
         every = await node.dht.lookup(None, run_delay=waited) if args.all else None
         networks = {peer.to_base58(): where for peer, where in kad._networks.items()}
-        whole = (
-            None
-            if every is None
-            else {
-                "providers": list(every.providers),
-                "keys": every.keys,
-                "answered": every.answered,
-                "failures": every.failures,
-            }
-        )
+        whole = None
+        if every is not None:
+            whole = {"providers": list(every.providers), "keys": every.keys, "answered": every.answered,
+                     "failures": every.failures}  # fmt: skip
         line = {"event": "walked", "table": kad.routing_table_size(), "networks": networks, "walks": walks,
                 "kept": list(kept.providers), "looked": list(looked.providers), "looks": looks,
                 "all": whole}  # fmt: skip
