@@ -110,7 +110,8 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     A tensor or white-box generate task: the inference statistics are over all samples (a generate
     task's are its requests' end-to-end times), their median the median of the process medians;
     loads, first loads and first inferences come from the raw ones, the stability verdict from
-    those and the background load (a generate task's from its requests' TPOT instead:
+    those, the background load and a throughput run its timed runs cannot give (its figure withheld:
+    `Measurement.async_over`; a generate task's from its requests' TPOT instead:
     `per_token_instability`). An endpoint task: its requests' end-to-end latency is its
     inference figure; a capacity search's levels are derived again and the search replayed
     (`protocol.capacity.derive_capacity`), its generation figures the knee level's. The raw parts
@@ -131,7 +132,7 @@ def derive(m: Measurement, spec: TaskSpec) -> Measurement:
     inference = summarize(samples).with_(median=median(medians))
     loads = split(m.load_samples_ms, [spec.load_runs] * len(m.process_runs))
     reasons = (
-        instability(inference, medians, m.conditions.background_cores)
+        (*instability(inference, medians, m.conditions.background_cores), *m.async_over())
         if generation is None
         else per_token_instability(generation, m.process_runs, m.conditions.background_cores)
     )

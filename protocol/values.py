@@ -408,6 +408,16 @@ class InputFed(Value):
 MAX_ASYNC_REQUESTS: Final = 1024
 
 
+ASYNC_SLACK: Final = 3.0
+"""A throughput run's rate may be at most this x its requests over its process's fastest timed run:
+a request in flight with others is no faster than one alone on the same compiled model, save the
+sync call's own cost (inputs copied, the caller's hand-off), which the queue does not pay: an honest
+one-request queue ran 1.14-1.22 x the fastest sync run on a 35 us OpenVINO model (2026-11-26). Past
+it the figure is withheld (`Measurement.async_over`), never the result: the machine's speed moved
+between the timed runs and the throughput run after them (on a busy machine, 4.5 x one afternoon),
+or the rate is not this model's."""
+
+
 class AsyncRun(Value):
     """One process's throughput run (OpenVINO): `inferences` run through `requests` infer requests in
     flight at once, as the compiled model's performance hint sizes them
@@ -501,8 +511,31 @@ class Measurement(Value):
     @property
     def throughput_per_s(self) -> float | None:
         """Inferences per second with the runtime's own requests in flight: the median of the processes'
-        throughput runs (None without one)."""
-        return median([run.per_s for run in self.async_runs]) if self.async_runs else None
+        throughput runs (None without one, or withheld: `async_over`)."""
+        if not self.async_runs or self.async_over():
+            return None
+        return median([run.per_s for run in self.async_runs])
+
+    def async_over(self) -> tuple[str, ...]:
+        """Why the throughput figure is withheld, one line per run over `ASYNC_SLACK` x its requests
+        over its process's fastest timed run (empty: shown, or no throughput runs). `protocol.derive`
+        adds them to the stability verdict's reasons; the timed figures, which replicas and references
+        check, stand. Runs that do not pair one to a process are refused before this reads them
+        (`scheduler.verification.figures`)."""
+        if len(self.async_runs) != len(self.process_runs):
+            return ()
+        reasons, start = [], 0
+        for i, (run, count) in enumerate(zip(self.async_runs, self.process_runs, strict=True)):
+            fastest = min(self.samples_ms[start : start + count], default=0.0)
+            start += count
+            if fastest > 0 and run.per_s > ASYNC_SLACK * run.requests * 1000.0 / fastest:
+                reasons.append(
+                    f"throughput run {i} at {run.per_s:.4g}/s with {run.requests} request(s) is over "
+                    f"{ASYNC_SLACK:g} x its requests over its process's fastest timed run "
+                    f"({fastest:.4g} ms): withheld (the machine's speed moved between them, "
+                    "or it is not this model's rate)"
+                )
+        return tuple(reasons)
 
     @property
     def inputs_defaulted(self) -> bool:

@@ -15,7 +15,8 @@ of another platform's float library. Refused, as a `Refusal`:
   (processes, loads, runs per process, samples, records, energy readings; a capacity search's
   levels for a task that asked for none, more records over its levels than a result keeps; a
   throughput run per process, an inference per request at least, no more requests than a CPU unit's
-  placed profile has cores, at most `ASYNC_SLACK` x its requests over its fastest run), a
+  placed profile has cores; one faster than its timed runs can give is withheld, not refused:
+  `protocol.values.ASYNC_SLACK`), a
   request ending after the run (or its level) did, an energy window longer than the timeout
   (negative joules fail the schema); and every reading no raw part re-derives outside what physics,
   the worker's profile and the task allow (`scheduler.verification.bounds`: power, energy and its method,
@@ -38,7 +39,7 @@ from typing import Final
 from pydantic import BaseModel
 
 from protocol import DeviceProfile, FailureReason, GenerationStats, Measurement, TaskSpec, derive
-from protocol.aggregate import is_endpoint, split
+from protocol.aggregate import is_endpoint
 from protocol.capacity import MAX_SEARCH_RECORDS as MAX_SEARCH
 from protocol.generation import MAX_RECORDS
 from scheduler.verification.bounds import OVERRUN, out_of_bounds
@@ -48,11 +49,6 @@ REL_TOL: Final = 1e-9
 ABS_TOL: Final = 1e-9
 SHOWN: Final = 3  # differences named in one refusal
 _REPR: Final = 80  # characters of a value in a refusal's detail
-ASYNC_SLACK: Final = 3.0
-"""A throughput run's rate may be at most this x its requests over its process's fastest timed run:
-a request in flight with others is no faster than one alone on the same compiled model, save the
-sync call's own cost (inputs copied, the caller's hand-off), which the queue does not pay: an honest
-one-request queue ran 1.14-1.22 x the fastest sync run on a 35 us OpenVINO model (2026-11-26)."""
 
 
 @dataclass(frozen=True)
@@ -172,9 +168,9 @@ def _shape(m: Measurement, spec: TaskSpec) -> Iterator[str]:
 def _async_runs(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None) -> Iterator[str]:
     """Throughput runs that are not one per process, keep more requests in flight than a CPU unit's
     placed profile has logical cores (a CPU plugin runs one request per stream, at most one stream a
-    core), ran fewer inferences than their requests, or claim more than `ASYNC_SLACK` x their
-    requests over the process's fastest timed run (the timed runs are what replicas and references
-    check, so the rate is bound to them)."""
+    core), or ran fewer inferences than their requests. A rate its process's timed runs cannot give is
+    not refused: `protocol.derive` withholds the figure and says why (`Measurement.async_over`), and
+    the timed figures, which replicas check, stand."""
     runs = m.async_runs
     if not runs:
         return
@@ -185,15 +181,9 @@ def _async_runs(m: Measurement, spec: TaskSpec, profile: DeviceProfile | None) -
     if len(runs) != len(m.process_runs):
         yield f"async_runs: {len(runs)} throughput runs for {len(m.process_runs)} processes"
         return
-    for i, (run, part) in enumerate(zip(runs, split(m.samples_ms, m.process_runs), strict=True)):
-        fastest = min(part, default=0.0)
+    for i, run in enumerate(runs):
         if run.inferences < run.requests:
             yield f"async_runs[{i}]: {run.inferences} inferences, fewer than its {run.requests} requests"
-        elif fastest > 0 and run.per_s > ASYNC_SLACK * run.requests * 1000.0 / fastest:
-            yield (
-                f"async_runs[{i}]: {run.per_s:.4g}/s with {run.requests} requests, over {ASYNC_SLACK:g} x "
-                f"its requests over its fastest run ({fastest:.4g} ms)"
-            )
 
 
 def _marks(m: Measurement) -> Iterator[str]:

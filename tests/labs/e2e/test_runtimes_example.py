@@ -83,5 +83,9 @@ def test_readmes_runtimes_command_gives_a_complete_row_per_runtime_with_its_shar
     assert re.fullmatch(r"\d+\.\d\dx \(\d+\.\d\d-(\d+\.\d\d|∞)\) vs CPU \(ONNX\)", openvino["SpeedupVsCpu"])
     assert rows["CPU (ONNX)"]["SpeedupVsCpu"] == ""  # the baseline
     assert "hint=LATENCY" in openvino["RuntimeSettings"]
-    assert (float(openvino["ThroughputPerS"]) > 0, openvino["AsyncRequests"]) == (True, "1")
+    assert openvino["AsyncRequests"] == "1"
+    if openvino["ThroughputPerS"]:
+        assert float(openvino["ThroughputPerS"]) > 0
+    else:  # a throughput run in a quieter spell than every timed run (a busy machine): withheld, and said
+        assert "withheld (the machine's speed moved" in openvino["UnstableReasons"], openvino
     assert "speed-up " in done.stdout  # under its figure in the terminal's matrix
