@@ -4,7 +4,8 @@ Each read of the body is stamped where its bytes arrived (`drivers.endpoint.http
 (`drivers.endpoint.sse`, linear in the bytes), so what the attempt keeps between reads is only the line in
 progress, the event's data lines, its text and one time per delta, never the body. After every read
 the attempt sets its hold on the run's budget (`drivers.endpoint.budget`) to what it keeps; a read that would
-take the run past it ends the attempt (`TooLarge`). Every read is an await on the socket, a trio
+take the run past it ends the attempt (`TooLarge`), as does an answer past what its request's
+`max_tokens` can carry (`MAX_TOKEN_CHARS`). Every read is an await on the socket, a trio
 checkpoint, and so is every `STEP_NS` of work between them (h11 hands out a read's tiny chunks one
 event each, with no read between): the run's deadline (the attempt's cancel scope) is checked there,
 and the event loop waits at most that long, plus the decoding of one read, for any one request.
@@ -28,11 +29,18 @@ MAX_BODY_BYTES: Final = 64 << 20  # one response's bytes read, kept or not
 MAX_TEXT_CHARS: Final = 200_000  # answer text kept (as much reasoning text): the rest is counted, not kept
 MAX_PARSE_SAMPLES: Final = 256  # parse times of single reads kept per attempt (their total is kept whole)
 DRAIN_S: Final = 0.5  # after [DONE], how long the body may take to end before the connection is dropped
+MAX_TOKEN_CHARS: Final = 256
+"""Characters one output token may carry, for an answer's bound: a 2025 vocabulary's longest tokens
+are runs of spaces, `#` or `=` (SmolLM2's longest, 81). An answer past its request's `max_tokens` x
+this is no answer to that request, whatever the machine's speed: the attempt ends there,
+`response_too_large` (reasoning is not held to it: some APIs count it apart from `max_tokens`; the
+run's budget bounds it)."""
 _PER_TIME: Final = 1  # each delta's time is one piece
 
 
 class TooLarge(Exception):
-    """A response past `MAX_BODY_BYTES`, or one that would take the run past its budget."""
+    """A response past `MAX_BODY_BYTES`, an answer past its request's `max_tokens` (`MAX_TOKEN_CHARS`),
+    or one that would take the run past its budget."""
 
 
 @dataclass
@@ -43,8 +51,10 @@ class Attempt:
     server received, a connection refused does not).
     """
 
+    max_tokens: int | None = None  # the request's; None: its answer is bound by the budgets alone
     sent_ns: int = field(default_factory=time.perf_counter_ns)
     written: bool = False
+    answer_chars: int = 0  # every answer character streamed, kept or not
     times_ms: list[float] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     text_chars: int = 0
@@ -156,7 +166,11 @@ class _Body:
 
 def take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
     """Fold one read's events into the attempt: every answer or reasoning delta is timed at the read's
-    arrival; text past `MAX_TEXT_CHARS` is counted by its delta's time, not kept."""
+    arrival; text past `MAX_TEXT_CHARS` is counted by its delta's time, not kept.
+
+    Raises:
+        TooLarge: the answer passed what its request's `max_tokens` can carry (`MAX_TOKEN_CHARS`).
+    """
     for event in events:
         chunk = read_chunk(event)
         if chunk.text or chunk.reasoning:
@@ -166,6 +180,12 @@ def take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
                 attempt.reasoning.append(chunk.reasoning)
                 attempt.reasoning_chars += len(chunk.reasoning)
         if chunk.text:
+            attempt.answer_chars += len(chunk.text)
+            if attempt.max_tokens is not None and attempt.answer_chars > attempt.max_tokens * MAX_TOKEN_CHARS:
+                raise TooLarge(
+                    f"its answer passed {attempt.max_tokens * MAX_TOKEN_CHARS} characters, more than the "
+                    f"request's max_tokens ({attempt.max_tokens}) can carry"
+                )
             if attempt.text_chars < MAX_TEXT_CHARS:
                 attempt.text.append(chunk.text)
                 attempt.text_chars += len(chunk.text)
@@ -176,4 +196,4 @@ def take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
         attempt.finished = attempt.finished or chunk.finished
 
 
-__all__ = ["MAX_TEXT_CHARS", "Attempt", "TooLarge", "read_body", "take"]
+__all__ = ["MAX_TEXT_CHARS", "MAX_TOKEN_CHARS", "Attempt", "TooLarge", "read_body", "take"]

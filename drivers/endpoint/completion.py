@@ -132,8 +132,9 @@ async def complete(
     """
     retries, waited, first_sent, written = 0, 0.0, 0, 0
     hold = (budget or Budget()).hold()
+    asked = body.get("max_tokens")
     while True:
-        attempt = Attempt()
+        attempt = Attempt(max_tokens=asked if isinstance(asked, int) else None)
         failure: _Failed | None = None
         with trio.move_on_at(deadline) as scope:
             try:

@@ -5,8 +5,8 @@ loopback server that answers 500 every time (its own count and clock kept). `sub
 is `Failed` with reason `server` naming HTTP 500 and the server's own count of what it received,
 retries included; no figure of 0 ms appears in results.csv, results.json, the terminal or
 report.html; and the worker's last request came within the job's duration plus its retries' back-off
-(3.5 s), not after a lapsed lease. An endless stream (tests/kit/hostile.py) is cut by the worker's
-run budget and named the same way, its heartbeats never missed.
+(3.5 s), not after a lapsed lease. An endless stream (tests/kit/hostile.py) is cut where its answer
+passes what the request's `max_tokens` can carry and named the same way, its heartbeats never missed.
 """
 
 from __future__ import annotations
@@ -105,8 +105,11 @@ def test_an_endless_stream_is_cut_by_the_workers_budget_and_named_never_a_lapsed
     tmp_path: Path,
 ) -> None:
     """A closed loop of 4 against a server whose every answer is an endless valid stream
-    (tests/kit/hostile.py): the worker's run budget cuts each one, its loop (and heartbeats) go on,
-    and the job ends Failed `server` naming `response_too_large`, counted as the server counted."""
+    (tests/kit/hostile.py): each is cut where its answer passes what 4 tokens can carry
+    (`drivers.endpoint.attempt.MAX_TOKEN_CHARS`), however slowly a busy machine reads it (the run's
+    budget, a million pieces, was not reached in the duration and drain at load 4, and the job ended
+    `timeout`), its loop (and heartbeats) go on, and the job ends Failed `server` naming
+    `response_too_large`, counted as the server counted."""
     hostile = subprocess.Popen(
         [sys.executable, "-P", str(HOSTILE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -136,8 +139,8 @@ def test_an_endless_stream_is_cut_by_the_workers_budget_and_named_never_a_lapsed
         [row] = list(csv.DictReader(f))
     print(row["Detail"], f"(the server counted {received})")
     assert (row["Status"], row["FailureReason"]) == ("Failed", "server"), row
-    # the budget cuts the streams; on a loaded machine one may still be running at the duration's end
-    # plus the drain (drivers.endpoint.options.DRAIN_S) and end `deadline`: the server's fault either way
+    # each stream is cut at its answer's bound; one still being read at the duration's end plus the
+    # drain (drivers.endpoint.options.DRAIN_S) would end `deadline`: the server's fault either way
     said = re.match(r"all (\d+) requests failed: ([a-z_ x\d,]+); the server received", row["Detail"])
     assert said, row
     kinds = dict(part.rsplit(" x", 1) for part in said.group(2).split(", "))

@@ -99,12 +99,13 @@ def _spec(concurrency: int) -> GenerateSpec:
     )
 
 
-async def _drive(url: str, concurrency: int) -> tuple[EndpointRun, Watch]:
+async def _drive(url: str, concurrency: int, max_new_tokens: int = 64) -> tuple[EndpointRun, Watch]:
     options = EndpointOptions(retry=RETRY, rtt_samples=1, budget=BUDGET)
     watch = Watch(base_rss=psutil.Process().memory_info().rss)
+    spec = _spec(concurrency).with_(max_new_tokens=max_new_tokens)
     async with trio.open_nursery() as nursery:
         await nursery.start(_tick, watch)
-        run = await drive_endpoint(_spec(concurrency), url, DEADLINE_S, options)
+        run = await drive_endpoint(spec, url, DEADLINE_S, options)
         nursery.cancel_scope.cancel()
     return run, watch
 
@@ -163,7 +164,9 @@ async def test_a_hostile_server_never_stalls_the_loop_nor_passes_the_budget(host
 
 
 async def test_a_run_past_its_budget_cuts_the_response_naming_the_server(hostile: str) -> None:
-    run, _ = await _drive(f"{hostile}/endless/v1", 8)
+    """The run's budget, with answers that `max_tokens` allows to be long (at the largest a job may
+    ask, a stream's answer may pass 8 MiB: `MAX_TOKEN_CHARS`)."""
+    run, _ = await _drive(f"{hostile}/endless/v1", 8, max_new_tokens=32_768)
     cut = [r for r in run.records if r.error == "response_too_large"]
     assert cut, [(r.error, r.error_detail) for r in run.records]
     assert "past its budget of 8388608 bytes and 65536 pieces" in cut[0].error_detail

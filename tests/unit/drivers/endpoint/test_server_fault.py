@@ -9,6 +9,7 @@ import pytest
 from kit.sse_server import Reply, prompt_of, scheduled, serve_sse
 
 import drivers
+from drivers.endpoint.attempt import MAX_TOKEN_CHARS
 from drivers.endpoint.completion import RetryPolicy
 from drivers.endpoint.load import EndpointOptions, drive_endpoint
 from drivers.endpoint.task import measure_endpoint
@@ -134,6 +135,30 @@ async def test_the_token_times_ended_requests_keep_are_held_to_the_runs_budget()
     assert [len(r.token_times_ms) for r in run.records] == [3, 3, 0, 0]
     assert "server 127.0.0.1:" in run.records[2].error_detail
     assert "past its budget of 7" in run.records[2].error_detail
+
+
+async def test_an_answer_past_what_its_max_tokens_can_carry_is_the_servers_fault_whatever_the_speed() -> None:
+    """An endless valid stream is cut when its answer passes `max_tokens` x `MAX_TOKEN_CHARS`, not
+    when the run's budget or deadline comes (which a busy machine's slow reads put off past the
+    drain: 58,816 tokens in 33 s, a `timeout` once): the task fails `server`, naming the bound. An
+    answer at the bound (two tokens of the longest kind) is an answer."""
+    spec = _task(3).generate
+    assert spec is not None
+    task = _task(3).with_(generate=spec.with_(max_new_tokens=2))
+    at_bound = ["y" * MAX_TOKEN_CHARS] * 2
+    with serve_sse(lambda body, attempt: scheduled(at_bound, usage=(2, 2))) as server:
+        m = await measure_endpoint(task, server.url, OPTIONS)
+    assert m.generation is not None
+    assert m.generation.errors == 0
+    past = ["x" * 64] * (2 * MAX_TOKEN_CHARS // 64 + 1)  # one delta past the bound: the rest never read
+    with (
+        serve_sse(lambda body, attempt: scheduled(past, usage=(2, 2))) as server,
+        pytest.raises(drivers.TaskFailed) as caught,
+    ):
+        await measure_endpoint(task, server.url, OPTIONS)
+    assert caught.value.reason == FailureReason.SERVER
+    said = caught.value.detail
+    assert said.startswith("all 3 requests failed: response_too_large x3;"), said
 
 
 async def test_requests_that_only_waited_past_the_clients_deadline_are_a_timeout_not_the_servers() -> None:
