@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from typing import Final
 
 import trio
 from kit.sse_server import DONE_EVENT, Reply, chunk_event, scheduled, serve_sse
@@ -142,8 +143,15 @@ def test_an_open_loop_sends_session_arrivals_on_its_schedule_and_passes_the_send
     assert next(session_problems(run.records, spec), None) is None
 
 
+HUGE_TOKENS: Final = 512
+"""The hostile labs' `max_new_tokens`: c1's 100,000 characters are an answer such a request may get
+(512 x 256 characters), so the prompt limit and the run's budget are what cut them, not the answer's
+bound (at the default 64 tokens, 16,384 characters, it ends the first turn `response_too_large`)."""
+
+
 def _hostile(body: dict[str, object], attempt: int) -> Reply:
-    """c0: an empty first answer; c1: a huge one (in 1,000-character deltas); c2: turn 2 breaks off
+    """c0: an empty first answer; c1: a huge one (100,000 characters in 1,000-character deltas, what
+    `HUGE_TOKENS` may carry: `drivers.endpoint.attempt.MAX_TOKEN_CHARS`); c2: turn 2 breaks off
     mid-stream; c3: an honest one."""
     messages = body["messages"]
     assert isinstance(messages, list)
@@ -161,7 +169,10 @@ def _hostile(body: dict[str, object], attempt: int) -> Reply:
 def test_hostile_answers_stay_bounded_and_a_broken_turn_ends_its_session() -> None:
     with serve_sse(_hostile) as server:
         run = run_endpoint(
-            _spec(concurrency=4), server.url, deadline_s=60.0, options=EndpointOptions(rtt_samples=1)
+            _spec(concurrency=4, max_new_tokens=HUGE_TOKENS),
+            server.url,
+            deadline_s=60.0,
+            options=EndpointOptions(rtt_samples=1),
         )
     carried: dict[str, list[str]] = {}
     for seen in server.seen:
@@ -178,7 +189,7 @@ def test_hostile_answers_stay_bounded_and_a_broken_turn_ends_its_session() -> No
         by_prompt.setdefault(r.prompt_id, []).append(r)
     broken = sorted(by_prompt["c2"], key=lambda r: r.turn or 0)
     assert [(r.turn, r.error) for r in broken] == [(1, None), (2, "stream_error")]  # no turn 3
-    stats = summarize_generation(run.records, run.wall_s, _spec(concurrency=4))
+    stats = summarize_generation(run.records, run.wall_s, _spec(concurrency=4, max_new_tokens=HUGE_TOKENS))
     assert stats.sessions is not None
     assert (stats.sessions.sessions, stats.sessions.completed) == (4, 3)
     assert stats.by_turn[1].errors == 1
@@ -187,7 +198,8 @@ def test_hostile_answers_stay_bounded_and_a_broken_turn_ends_its_session() -> No
 def test_a_session_past_the_runs_memory_budget_ends_as_response_too_large() -> None:
     small = EndpointOptions(rtt_samples=1, budget=(40_000, 1 << 20, 1 << 25, 1 << 23))
     with serve_sse(_hostile) as server:
-        run = run_endpoint(_spec(concurrency=1), server.url, deadline_s=60.0, options=small)
+        spec = _spec(concurrency=1, max_new_tokens=HUGE_TOKENS)
+        run = run_endpoint(spec, server.url, deadline_s=60.0, options=small)
     huge = [r for r in run.records if r.prompt_id == "c1"]
     assert [(r.turn, r.error) for r in huge] == [(1, "response_too_large")]  # and its session ended
     assert [r.turn for r in run.records if r.prompt_id == "c3"] == [1, 2, 3]
