@@ -23,7 +23,7 @@ import inspect
 import os
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Generator, Iterator
+from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -115,40 +115,40 @@ class _Cores:
 
 
 _CORES = _Cores()
-_NEXT_EXCLUSIVE: dict[str, bool] = {}
-"""Test id -> whether the test this worker runs after it is `exclusive` (`pytest_runtest_protocol`)."""
 
 
 def _is_exclusive(item: pytest.Item | None) -> bool:
     return item is not None and item.get_closest_marker("exclusive") is not None
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
-    _NEXT_EXCLUSIVE[item.nodeid] = _is_exclusive(nextitem)
+    """The cores' lock around the test's whole protocol (its set-up, call and tear-down), taken
+    outside pytest-timeout's timer: `tryfirst` makes this wrapper the outer one, so the timer starts
+    once the lock is held. A shared test waiting while an exclusive one waited for the cores and ran
+    (over 300 s beside `kit.load 2`: the real-model verification's set-up waited 275 s, then ran
+    133 s) is timed for its own work, never for that wait; the wait is bounded by the tests it waits
+    for, each under its own timeout. Without xdist one process runs the tests one at a time."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    exclusive = _is_exclusive(item)
+    if not (exclusive and _CORES.exclusive):  # held already for this one by the exclusive test before
+        _CORES.release()
+        _CORES.take(_shared(item.config), exclusive)
     try:
         return (yield)
     finally:
-        _NEXT_EXCLUSIVE.pop(item.nodeid, None)
-
-
-@pytest.fixture(autouse=True)
-def _cores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        yield  # one process runs the tests one at a time
-        return
-    shared = tmp_path_factory.getbasetemp().parent  # one folder per run, shared by its xdist workers
-    exclusive = _is_exclusive(request.node)
-    if not (exclusive and _CORES.exclusive):  # held already for this one by the exclusive test before
-        _CORES.release()
-        _CORES.take(shared, exclusive)
-    try:
-        yield
-    finally:
-        if not (exclusive and _NEXT_EXCLUSIVE.get(request.node.nodeid, False)):
+        if not (exclusive and _is_exclusive(nextitem)):
             _CORES.release()
+
+
+def _shared(config: pytest.Config) -> Path:
+    """One folder per run, shared by its xdist workers: the parent of this worker's base temporary
+    folder (what the `tmp_path_factory` fixture returns is `config._tmp_path_factory`)."""
+    factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
+    return factory.getbasetemp().parent
 
 
 # Every `sark-node` the tests start keeps its device probe in one folder of the run's, shared by its
