@@ -142,7 +142,8 @@ async def test_a_lookup_stops_at_the_count_asked(tmp_path: Path) -> None:
                 assert len(more.providers) >= CAP + 1
                 assert more.keys == 3
                 every = await dht.lookup(UNIT, run_delay=waited)
-                assert set(every.providers) == {n.host.peer_id for n, _ in lab.workers}
+                how = f"{every.answered} answered, {every.keys} keys, failures {every.failures}"
+                assert set(every.providers) == {n.host.peer_id for n, _ in lab.workers}, how
                 assert every.keys > more.keys
 
 
