@@ -18,20 +18,11 @@ from protocol.capacity import derive_capacity, headline
 from protocol.energy import energy_figures
 from protocol.generation import GenerateSpec, GenerationStats, RequestRecord, RuntimeRates
 from protocol.genstats import summarize_generation, tpot_ms
-from protocol.stats import NO_SAMPLES, instability, median, spread_pct, summarize
+from protocol.stats import NO_SAMPLES, instability, median, split, spread_pct, summarize
 from protocol.values import BANDWIDTHS, Measurement, PeakRun, TaskSpec
 from protocol.windows import sustained
 
 TIMER_TOL: Final = 1e-9  # a runtime's timer and the harness's clock rounded apart (ms)
-
-
-def split(values: Sequence[float], counts: Sequence[int]) -> tuple[tuple[float, ...], ...]:
-    """`values` cut into consecutive parts of the given lengths (one per process)."""
-    parts, start = [], 0
-    for count in counts:
-        parts.append(tuple(values[start : start + count]))
-        start += count
-    return tuple(parts)
 
 
 def is_endpoint(spec: TaskSpec) -> bool:

@@ -131,3 +131,12 @@ def instability(
     if spread > MAX_PROCESS_SPREAD_PCT:
         reasons.append(f"{what}process medians {spread:.1f}% apart (> {MAX_PROCESS_SPREAD_PCT:.0f}%)")
     return tuple(reasons)
+
+
+def split(values: Sequence[float], counts: Sequence[int]) -> tuple[tuple[float, ...], ...]:
+    """`values` cut into consecutive parts of the given lengths (one per process)."""
+    parts, start = [], 0
+    for count in counts:
+        parts.append(tuple(values[start : start + count]))
+        start += count
+    return tuple(parts)

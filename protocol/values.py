@@ -11,7 +11,7 @@ from protocol.base import SHA256_PATTERN, Stats, Value
 from protocol.capacity import CapacityResult
 from protocol.energy import EnergyFigures, EnergyReading
 from protocol.generation import GenerateSpec, GenerationStats
-from protocol.stats import NO_SAMPLES, median
+from protocol.stats import NO_SAMPLES, median, split
 from protocol.telemetry import Sustained, SustainSpec, Telemetry
 from protocol.text import control_characters
 from protocol.units import ComputeUnit
@@ -524,10 +524,10 @@ class Measurement(Value):
         (`scheduler.verification.figures`)."""
         if len(self.async_runs) != len(self.process_runs):
             return ()
-        reasons, start = [], 0
-        for i, (run, count) in enumerate(zip(self.async_runs, self.process_runs, strict=True)):
-            fastest = min(self.samples_ms[start : start + count], default=0.0)
-            start += count
+        reasons = []
+        parts = split(self.samples_ms, self.process_runs)
+        for i, (run, part) in enumerate(zip(self.async_runs, parts, strict=True)):
+            fastest = min(part, default=0.0)
             if fastest > 0 and run.per_s > ASYNC_SLACK * run.requests * 1000.0 / fastest:
                 reasons.append(
                     f"throughput run {i} at {run.per_s:.4g}/s with {run.requests} request(s) is over "

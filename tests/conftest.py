@@ -146,7 +146,8 @@ def pytest_runtest_protocol(
 
 def _shared(config: pytest.Config) -> Path:
     """One folder per run, shared by its xdist workers: the parent of this worker's base temporary
-    folder (what the `tmp_path_factory` fixture returns is `config._tmp_path_factory`)."""
+    folder. A hook is given no fixtures; the `tmp_path_factory` fixture itself returns
+    `config._tmp_path_factory`, the one pytest keeps (a factory made anew would number a new folder)."""
     factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
     return factory.getbasetemp().parent
 

@@ -181,10 +181,11 @@ def take(events: list[SseEvent], attempt: Attempt, arrived_ns: int) -> None:
                 attempt.reasoning_chars += len(chunk.reasoning)
         if chunk.text:
             attempt.answer_chars += len(chunk.text)
-            if attempt.max_tokens is not None and attempt.answer_chars > attempt.max_tokens * MAX_TOKEN_CHARS:
+            cap = None if attempt.max_tokens is None else attempt.max_tokens * MAX_TOKEN_CHARS
+            if cap is not None and attempt.answer_chars > cap:
                 raise TooLarge(
-                    f"its answer passed {attempt.max_tokens * MAX_TOKEN_CHARS} characters, more than the "
-                    f"request's max_tokens ({attempt.max_tokens}) can carry"
+                    f"its answer passed {cap} characters, more than the request's max_tokens "
+                    f"({attempt.max_tokens}) can carry"
                 )
             if attempt.text_chars < MAX_TEXT_CHARS:
                 attempt.text.append(chunk.text)

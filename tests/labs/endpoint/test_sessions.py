@@ -167,13 +167,9 @@ def _hostile(body: dict[str, object], attempt: int) -> Reply:
 
 
 def test_hostile_answers_stay_bounded_and_a_broken_turn_ends_its_session() -> None:
+    spec = _spec(concurrency=4, max_new_tokens=HUGE_TOKENS)
     with serve_sse(_hostile) as server:
-        run = run_endpoint(
-            _spec(concurrency=4, max_new_tokens=HUGE_TOKENS),
-            server.url,
-            deadline_s=60.0,
-            options=EndpointOptions(rtt_samples=1),
-        )
+        run = run_endpoint(spec, server.url, deadline_s=60.0, options=EndpointOptions(rtt_samples=1))
     carried: dict[str, list[str]] = {}
     for seen in server.seen:
         if seen.path.endswith("/chat/completions"):
@@ -189,7 +185,7 @@ def test_hostile_answers_stay_bounded_and_a_broken_turn_ends_its_session() -> No
         by_prompt.setdefault(r.prompt_id, []).append(r)
     broken = sorted(by_prompt["c2"], key=lambda r: r.turn or 0)
     assert [(r.turn, r.error) for r in broken] == [(1, None), (2, "stream_error")]  # no turn 3
-    stats = summarize_generation(run.records, run.wall_s, _spec(concurrency=4, max_new_tokens=HUGE_TOKENS))
+    stats = summarize_generation(run.records, run.wall_s, spec)
     assert stats.sessions is not None
     assert (stats.sessions.sessions, stats.sessions.completed) == (4, 3)
     assert stats.by_turn[1].errors == 1
