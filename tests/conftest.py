@@ -184,6 +184,35 @@ def _set_tmpdir(config: pytest.Config) -> None:
     tempfile.tempdir = None  # read again from TMPDIR by this process's next temporary file
 
 
+# The product writes a campaign's files to `sark-results/` under its working directory unless told
+# `--out`. A lab's processes run in the lab's own folder (`kit.procs.Lab.start`, `Swarm.run`); before,
+# they ran in the caller's, this checkout, and a resumed fleet campaign (tests/labs/e2e/test_recovery.py)
+# and a resumed swarm campaign (tests/labs/e2e/test_resume_swarm.py) left their folders in it. The
+# run's controller fails the run when a campaign folder appeared in the checkout during it.
+CHECKOUT_RESULTS = Path(ROOT) / "sark-results"
+_RESULTS_BEFORE = pytest.StashKey[frozenset[str]]()
+
+
+def _checkout_results() -> frozenset[str]:
+    return frozenset(os.listdir(CHECKOUT_RESULTS)) if CHECKOUT_RESULTS.is_dir() else frozenset()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        session.config.stash[_RESULTS_BEFORE] = _checkout_results()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    before = session.config.stash.get(_RESULTS_BEFORE, None)
+    left = sorted(_checkout_results() - before) if before is not None else []
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("")  # xdist's progress line does not end itself
+            reporter.write_line(f"error: tests wrote campaign folders into {CHECKOUT_RESULTS}: {left}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def _under_deadline(test: Callable[..., Awaitable[None]], seconds: float) -> Callable[..., Awaitable[None]]:
     @functools.wraps(test)
     async def bounded(*args: Any, **kwargs: Any) -> None:

@@ -127,10 +127,13 @@ class Swarm:
         )
 
     def run(self, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-        """Run a submitter command to its end; past `timeout`, AssertionError with what it and the
-        workers printed (a stuck campaign is told by both sides)."""
+        """Run a submitter command to its end, in the lab's root (a `submit` without `--out` writes
+        there); past `timeout`, AssertionError with what it and the workers printed (a stuck campaign
+        is told by both sides)."""
         try:
-            return zygote.run(self.submit_args(*args), capture_output=True, text=True, timeout=timeout)
+            return zygote.run(
+                self.submit_args(*args), capture_output=True, text=True, timeout=timeout, cwd=self.root
+            )
         except subprocess.TimeoutExpired as exc:
             said = "\n".join(proc.last_said() for proc in self.workers.values())
             printed = [*(exc.stdout or "").splitlines()[-10:], *(exc.stderr or "").splitlines()[-40:]]

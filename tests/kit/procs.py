@@ -121,11 +121,13 @@ class Lab:
 
         With `stdin`, the process gets a pipe on stdin (`proc.popen.stdin`); otherwise /dev/null.
         `env` replaces this process's environment (PYTHONUNBUFFERED is always set); `cwd` is its
-        working directory (this process's if not given). A `sark-node` is forked from the kit's fork
-        server (`kit.zygote`), in `ns` too, unless `fresh` (a lab that reads the process's own memory
-        maps).
+        working directory (the lab's root if not given: a `submit` without `--out` writes its
+        `sark-results/` there, not into the checkout the suite runs from). A `sark-node` is forked
+        from the kit's fork server (`kit.zygote`), in `ns` too, unless `fresh` (a lab that reads the
+        process's own memory maps).
         """
         env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
+        cwd = self.root if cwd is None else cwd
         log = self.root / f"{name}.stderr"
         with log.open("w") as err:
             streams = {"stdin": subprocess.PIPE if stdin else subprocess.DEVNULL, "stdout": subprocess.PIPE}
