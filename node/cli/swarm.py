@@ -252,6 +252,7 @@ def _announce(worker: WorkerHandle, config: NodeConfig, events: bool) -> None:
     """The `ready` event line (or the `joined` line for people), after a warning per refusing gate and
     one when no submitter could dial this worker."""
     from node.p2p.addrs import undialable
+    from node.p2p.node import connection_cap
 
     adv = worker.advertised
     for gate_addr in adv.refused_by:
@@ -278,6 +279,7 @@ def _announce(worker: WorkerHandle, config: NodeConfig, events: bool) -> None:
             reachability=adv.reachability,
             refused_by=list(adv.refused_by),
             endpoints=[e.model_dump(mode="json") for e in worker.profile.endpoints],
+            max_connections=connection_cap(config, "worker"),  # P33: its cap, as a gate's line says
         )
     else:
         print(

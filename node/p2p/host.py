@@ -109,8 +109,8 @@ HANDSHAKE_TIMEOUT_S: Final = 5.0
 MAX_PENDING: Final = 64
 """Handshakes a host lets run at once, in and out (py-libp2p's own default)."""
 NODE_CONNECTIONS: Final = 512
-"""A worker's or a submitter's connection cap (P33): a serving worker held about 67 KiB per connection
-(60 real workers, issue 50), so about 34 MiB at the cap."""
+"""A worker's or a submitter's connection cap (P33; a worker's ready line says it): a real `join` at
+this cap held 58.2 KiB a connection, about 29 MiB (`benchmarks/gate_cap.py --role worker`)."""
 GATE_CONNECTIONS: Final = 2048
 """A gate's connection cap by default (`gate --max-connections`, P33): a worker holds one or two
 connections to each of its gates (its own dial, and the gate's when it dials back or relays), so about

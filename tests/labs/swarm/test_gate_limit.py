@@ -27,7 +27,7 @@ from kit.procs import SARK, Lab
 
 from node.errors import ClosedAtHandshake, NodeError, error_chain
 from node.p2p.gates import cause
-from node.p2p.host import Host, HostConfig, open_host
+from node.p2p.host import NODE_CONNECTIONS, Host, HostConfig, open_host
 
 CAP = 3
 FULL = "closed it before the handshake (a libp2p host at its connection limit does so: a full gate"
@@ -108,6 +108,7 @@ def test_a_full_gate_says_its_cap_and_its_refused_workers_join_through_another(
         assert other.ready["max_connections"] == 2048  # the default, said
         a, b = full.ready["addrs"][0], other.ready["addrs"][0]
         workers = [lab.worker(f"w{i}", [a, b], profile_file, timeout=120) for i in range(CAP + 2)]
+        assert {w.ready["max_connections"] for w in workers} == {NODE_CONNECTIONS}  # a worker's cap, said
         told = [w for w in workers if "not joined" in _log(w)]
         assert [w.name for w in told] == ["w3", "w4"], [(w.name, _log(w)[-400:]) for w in workers]
         for w in told:
