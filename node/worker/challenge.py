@@ -46,6 +46,13 @@ the same way. A reader that stops but keeps its window open costs at most the ro
 (bounded by the worker's claim above) and the reveal's window. One `challenge_ended` event per
 challenge says how it ended and the child's exit code (`events`).
 
+On real processes (`tests/labs/e2e/test_challenge_strangers.py`: a `join --open --allow ME` worker and a
+stranger with a key of its own, `tests/kit/challenge_stranger.py`): a stranger that only pings is closed
+5.2 s after its ready, and a submitter the worker does not know, busy meanwhile, asks again and is
+borne out (`peers --challenge` 5.9-8.4 s); the allowed submitter ends a stranger's hold at once (the
+stranger's child killed, exit -9); a round of the GPU chain's size on the CPU stream is refused within
+2-9 ms with no child computing; a fourth challenge within the minute is refused by the pace.
+
 A CPU child is made ready before it is asked (`keep_spare`, beside the daemon of a worker that `claims`
 a speed: one with no calibration is never challenged by an honest submitter, and a stranger's challenge
 of it starts its child then, as a stopped spare's would): spawned when the daemon starts, it imports
