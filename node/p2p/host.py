@@ -135,7 +135,7 @@ class _ReadTap:
         return getattr(self._stream, name)
 
 
-def _broken(exc: BaseException) -> bool:
+def broken(exc: BaseException) -> bool:
     """Whether an error opening a stream says the connection itself is broken (P41)."""
     if isinstance(exc, MultiselectCommunicatorError):
         return True
@@ -303,7 +303,7 @@ class Host:
         try:
             return await self._negotiate(peer_id, protocol, addrs, timeout)
         except PeerUnreachable as exc:
-            if not any(_broken(e) for e in error_chain(exc)):
+            if not any(broken(e) for e in error_chain(exc)):
                 raise
             log.info("the connection to %s broke opening %s: dialled again", peer_id, protocol)
             await self.disconnect(peer_id)

@@ -36,6 +36,7 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -49,8 +50,9 @@ from libp2p.peer.peerinfo import PeerInfo
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
 from multiaddr import Multiaddr
 
+from node.errors import error_chain
 from node.p2p.closest import ClosestServers
-from node.p2p.host import Host
+from node.p2p.host import Host, broken
 from node.p2p.kadwire import (
     add_provider_request,
     answer_of,
@@ -77,6 +79,9 @@ sends 10). Not a walk's alpha (`node.p2p.shortlist.ALPHA`, 10): a read waits on 
 writes are waited on by no one, and each server's turn is paced apart (P34)."""
 QUERIES_PER_SERVER: Final = 8
 """Concurrent kad streams a lookup opens to one server."""
+REPAIRS_KEPT_S: Final = 60.0
+"""How long `Kad._repair` remembers closing a broken connection to a server (requests that met it
+began within their deadline, seconds before)."""
 QUERY_TIMEOUT_S: Final = 3.0
 """Deadline of one direct kad request while another server has answered (a dead server must not hold
 a lookup up)."""
@@ -143,6 +148,8 @@ class Kad:
         self.closest = ClosestServers()
         """The servers closest to each key we announce, reused by refreshes (issue 43)."""
         self._networks: dict[ID, str] = {}  # each server's network as our last request reached it
+        self._repairing = trio.Lock()
+        self._repaired: dict[ID, float] = {}  # a server -> when we last closed a broken connection to it
         self.places: Places = places_for(None)
         """Records of a key this server keeps from one network (`node.p2p.places`; the node sets it)."""
         self.circuits: tuple[str, ...] = ()
@@ -523,8 +530,23 @@ class Kad:
 
     async def _request(self, peer: ID, request: bytes) -> bytes:
         """One kad request on a new stream and its answer, the protocol negotiated in the request's
-        own flight (`node.p2p.lazy`: one round trip, not three); raises when either fails."""
-        stream = await open_lazily(self._dht.host, peer, KAD, encode_uvarint(len(request)) + request)
+        own flight (`node.p2p.lazy`: one round trip, not three); raises when either fails.
+
+        P41, as `Host._new_stream` does it: a connection whose muxer opens no stream while it still
+        counts as open ("Failed to create stream to peer"), or that broke under the negotiation, is
+        closed and dialled again, once (`_repair`). Before, a look's eight asks at once to its gate all
+        failed on such a connection and the look found no worker (beside a loaded suite run,
+        `tests/labs/swarm/test_shards.py`: "0 answered, 8 keys, failures {gate: SwarmException: Failed to
+        create stream to peer ...}")."""
+        first = encode_uvarint(len(request)) + request
+        began = trio.current_time()
+        try:
+            stream = await open_lazily(self._dht.host, peer, KAD, first)
+        except Exception as exc:
+            if not any(broken(e) for e in error_chain(exc)):
+                raise
+            await self._repair(peer, began)
+            stream = await open_lazily(self._dht.host, peer, KAD, first)
         self._networks[peer] = network_of(remote_ip(stream) or "")
         try:
             return bytes(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
@@ -574,6 +596,19 @@ class Kad:
             await within(LONE_QUERY_S - QUERY_TIMEOUT_S, run_delay, first.wait)
             nursery.cancel_scope.cancel()
         return answered
+
+    async def _repair(self, peer: ID, since: float) -> None:
+        """Close our broken connection to `peer` once for every request that met it: a request whose
+        attempt began before the last repair goes again on the connection that repair left (the next
+        stream dials anew), so that asks at once do not close each other's fresh connection."""
+        async with self._repairing:
+            if self._repaired.get(peer, -math.inf) >= since:
+                return
+            log.info("the connection to %s broke opening a kad stream: dialled again", peer)
+            await self._host.disconnect(peer.to_base58())
+            now = trio.current_time()
+            self._repaired = {p: t for p, t in self._repaired.items() if now - t < REPAIRS_KEPT_S}
+            self._repaired[peer] = now
 
     def _limit(self, peer: ID) -> trio.Semaphore:
         limit = self._per_server.get(peer)

@@ -21,6 +21,7 @@ import pytest
 import trio
 from kit import owntime
 from kit.data import make_profile
+from libp2p.peer.id import ID
 
 from gate import open_gate
 from node.config import NodeConfig
@@ -145,6 +146,41 @@ async def test_a_lookup_stops_at_the_count_asked(tmp_path: Path) -> None:
                 how = f"{every.answered} answered, {every.keys} keys, failures {every.failures}"
                 assert set(every.providers) == {n.host.peer_id for n, _ in lab.workers}, how
                 assert every.keys > more.keys
+
+
+async def test_a_look_on_a_connection_that_opens_no_stream_dials_again_once(tmp_path: Path) -> None:
+    """P41 in kad's requests: the look of every provider beside a loaded suite run found none, "0
+    answered, 8 keys, failures {gate: SwarmException: Failed to create stream to peer ...}": its eight
+    asks at once met a connection to the gate that still counted as open but opened no stream. Now the
+    first to meet it closes it and each ask goes again on a fresh one (`Kad._repair`): one
+    disconnect for the eight, every worker found."""
+    with owntime.fail_after(60):
+        async with fleet(tmp_path) as lab:
+            await lab.add(3)
+            async with open_node(lab.config("submitter"), role="submitter") as fresh:
+                dht = Dht(fresh.dht.kad, cap=CAP)
+                waited = machine_run_delay()
+                assert (await dht.lookup(UNIT, count=1, run_delay=waited)).providers  # connected
+                gate = ID.from_base58(lab.gate.host.peer_id)
+                (stuck,) = fresh.host._lp.get_network().connections[gate]
+
+                async def no_stream() -> None:
+                    raise RuntimeError("the muxer opens no stream")
+
+                stuck.new_stream = no_stream  # as py-libp2p's muxer did: "Failed to create stream"
+                closed: list[str] = []
+                disconnect = fresh.host.disconnect
+
+                async def counted(peer_id: str) -> None:  # counted on its way, nothing replaced
+                    closed.append(peer_id)
+                    await disconnect(peer_id)
+
+                fresh.host.disconnect = counted  # type: ignore[method-assign]
+                every = await dht.lookup(UNIT, run_delay=waited)
+                how = f"{every.answered} answered, {every.keys} keys, failures {every.failures}"
+                assert set(every.providers) == {n.host.peer_id for n, _ in lab.workers}, how
+                assert closed == [lab.gate.host.peer_id]  # once, for the eight asks that met it
+                assert stuck not in fresh.host._lp.get_network().connections.get(gate, [])
 
 
 async def _counted(dht: Dht, run: Callable[[], Awaitable[Any]]) -> Counter[str]:
