@@ -148,8 +148,8 @@ class Kad:
         self.closest = ClosestServers()
         """The servers closest to each key we announce, reused by refreshes (issue 43)."""
         self._networks: dict[ID, str] = {}  # each server's network as our last request reached it
-        self._repairing = trio.Lock()
         self._repaired: dict[ID, float] = {}  # a server -> when we last closed a broken connection to it
+        self._repairing: dict[ID, trio.Lock] = {}
         self.places: Places = places_for(None)
         """Records of a key this server keeps from one network (`node.p2p.places`; the node sets it)."""
         self.circuits: tuple[str, ...] = ()
@@ -599,9 +599,11 @@ class Kad:
 
     async def _repair(self, peer: ID, since: float) -> None:
         """Close our broken connection to `peer` once for every request that met it: a request whose
-        attempt began before the last repair goes again on the connection that repair left (the next
-        stream dials anew), so that asks at once do not close each other's fresh connection."""
-        async with self._repairing:
+        attempt began before the last repair goes again on the connection that repair left (its next
+        stream dials anew), so that asks at once do not close each other's fresh connection. One lock a
+        server: a server whose close stalls (at most `Host.disconnect`'s 2 s) holds up no other's."""
+        lock = self._repairing.setdefault(peer, trio.Lock())
+        async with lock:
             if self._repaired.get(peer, -math.inf) >= since:
                 return
             log.info("the connection to %s broke opening a kad stream: dialled again", peer)
@@ -609,6 +611,7 @@ class Kad:
             now = trio.current_time()
             self._repaired = {p: t for p, t in self._repaired.items() if now - t < REPAIRS_KEPT_S}
             self._repaired[peer] = now
+            self._repairing = {p: k for p, k in self._repairing.items() if p in self._repaired or k.locked()}
 
     def _limit(self, peer: ID) -> trio.Semaphore:
         limit = self._per_server.get(peer)
