@@ -198,7 +198,7 @@ def _checkout_results() -> frozenset[str]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if "PYTEST_XDIST_WORKER" not in os.environ:
+    if not hasattr(session.config, "workerinput"):  # the controller (a pytester run inherits the env)
         session.config.stash[_RESULTS_BEFORE] = _checkout_results()
 
 
