@@ -39,7 +39,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, final
 
 import trio
@@ -136,6 +136,15 @@ def serves_kad(host: Any, peer_id: ID) -> bool:
     return KAD in {str(p) for p in protocols or ()}
 
 
+@dataclass
+class _Repair:
+    """`Kad._repair`'s record of one server: when we last closed a broken connection to it, and the
+    lock its requests take to close one."""
+
+    at: float = -math.inf
+    lock: trio.Lock = field(default_factory=trio.Lock)
+
+
 @final
 class Kad:
     """A running kad-dht on our host: raw puts, gets, provides and lookups on byte keys."""
@@ -148,8 +157,7 @@ class Kad:
         self.closest = ClosestServers()
         """The servers closest to each key we announce, reused by refreshes (issue 43)."""
         self._networks: dict[ID, str] = {}  # each server's network as our last request reached it
-        self._repaired: dict[ID, float] = {}  # a server -> when we last closed a broken connection to it
-        self._repairing: dict[ID, trio.Lock] = {}
+        self._repairs: dict[ID, _Repair] = {}  # a server -> our last close of a broken connection to it
         self.places: Places = places_for(None)
         """Records of a key this server keeps from one network (`node.p2p.places`; the node sets it)."""
         self.circuits: tuple[str, ...] = ()
@@ -602,16 +610,15 @@ class Kad:
         attempt began before the last repair goes again on the connection that repair left (its next
         stream dials anew), so that asks at once do not close each other's fresh connection. One lock a
         server: a server whose close stalls (at most `Host.disconnect`'s 2 s) holds up no other's."""
-        lock = self._repairing.setdefault(peer, trio.Lock())
-        async with lock:
-            if self._repaired.get(peer, -math.inf) >= since:
+        repair = self._repairs.setdefault(peer, _Repair())
+        async with repair.lock:
+            if repair.at >= since:
                 return
             log.info("the connection to %s broke opening a kad stream: dialled again", peer)
             await self._host.disconnect(peer.to_base58())
-            now = trio.current_time()
-            self._repaired = {p: t for p, t in self._repaired.items() if now - t < REPAIRS_KEPT_S}
-            self._repaired[peer] = now
-            self._repairing = {p: k for p, k in self._repairing.items() if p in self._repaired or k.locked()}
+            repair.at = now = trio.current_time()
+            kept = {p: r for p, r in self._repairs.items() if now - r.at < REPAIRS_KEPT_S or r.lock.locked()}
+            self._repairs = kept
 
     def _limit(self, peer: ID) -> trio.Semaphore:
         limit = self._per_server.get(peer)
