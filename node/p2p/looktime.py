@@ -16,8 +16,9 @@ waits for answers spends its seconds as before). Idle, the two are the same seco
 for a provider's answer is counted so too (`within`): the dial and the handshake are this process's
 work; and the look's reads of the DHT (`run_delay` of `Node.find_providers`: each request's deadline
 and each hop of a walk, `node.p2p.walk`, and the asks of a small swarm's servers, `Kad.lookup_providers`),
-where the walks past twenty Sybils' keys timed their requests out on real seconds. Only the look, its
-reads and its probes: a probe's slot (`networks.PROBE_SLOT_S`, which orders probes, never
+where the walks past twenty Sybils' keys timed their requests out on real seconds. So does a
+reachability dial-back (`node.p2p.reach`: the prober's dial, and the asker's wait for its answer), where
+a busy gate called a reachable worker "relayed". Only these: a probe's slot (`networks.PROBE_SLOT_S`, which orders probes, never
 drops one), leases, heartbeats and every other wait of the node stay on trio's clock. The whole node on
 such a clock (every timeout, libp2p's own) cost the suite a quarter of its time, measured side by side
 (docs/testing.md).

@@ -12,6 +12,15 @@ dial-backs were tried and all failed, and "unknown" when nobody could try.
 The claimed addresses are the ones we advertise (`Host.addrs`: a wildcard listen address expanded,
 P29), never `0.0.0.0`; the address a gate reached us at is what it observed of us, and the worker
 advertises it too (`ReachVerdict.addr`), so "direct" always comes with an address that was dialled.
+
+A dial-back is the prober's work (a dial, a Noise handshake), so its `PROBE_TIMEOUT_S` are the prober's
+own seconds (`node.p2p.looktime.within`: real ones less the run delay of its trio thread), as a
+submitter's look counts its probes, and so is the asker's wait for the answer. On real seconds a busy
+gate called a reachable worker "relayed" (a CI run beside `kit.load 2`, load 5-8: a gate, a worker and
+their dial-back in one test process, the reach lab of tests/labs/swarm/test_shards.py): the machine's
+time, not the network's. The cheater's view: a worker cannot make the gate wait for a CPU, and one that
+stalls its handshake is timed on the gate's own seconds, spent as on a quiet machine (at most
+`STRETCH_MAX` times them in real time).
 """
 
 from __future__ import annotations
@@ -19,13 +28,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 import trio
 
-from node.errors import ConfigError, NodeError, PeerUnreachable
+from node.errors import ConfigError, NodeError, PeerTimeout, PeerUnreachable
 from node.p2p.addrs import parse_multiaddr, peer_of
 from node.p2p.host import Host, HostConfig, open_host
+from node.p2p.looktime import STRETCH_MAX, machine_run_delay, within
 from node.p2p.wire import Channel, Handler
 from protocol import REACH, ProtocolError, Reachability, ReachGet, ReachReply
 
@@ -56,15 +67,23 @@ def dial_back_addrs(observed_ip: str, peer_id: str, claimed: tuple[str, ...]) ->
     return out[:MAX_PROBES]
 
 
-def reach_handler(probe: Host) -> Handler:
-    """The handler for `/sark/reach/1.0.0`, dialling back with `probe` (a second, throwaway host)."""
+RunDelay = Callable[[], float]
+"""A reader of the run delay of the thread running trio, in seconds (`node.p2p.looktime`)."""
+
+
+def reach_handler(probe: Host, run_delay: Callable[[], RunDelay] = machine_run_delay) -> Handler:
+    """The handler for `/sark/reach/1.0.0`, dialling back with `probe` (a second, throwaway host).
+
+    `run_delay()` gives the reader each request's dial-backs count their own seconds by (a test's
+    starved machine; by default the kernel's count for the trio thread)."""
 
     async def handle(channel: Channel) -> None:
         request = await channel.receive()
         if not isinstance(request, ReachGet) or channel.remote_ip is None:
             await channel.reset()
             return
-        await channel.send(await _probe(probe, channel.peer_id, channel.remote_ip, request.addrs))
+        reply = await _probe(probe, channel.peer_id, channel.remote_ip, request.addrs, run_delay())
+        await channel.send(reply)
         await channel.close()
 
     return handle
@@ -85,13 +104,20 @@ def throwaway_reach_handler(on_asked: Callable[[str], None]) -> Handler:
     return handle
 
 
-async def _probe(probe: Host, peer_id: str, ip: str, claimed: tuple[str, ...]) -> ReachReply:
+async def _probe(
+    probe: Host, peer_id: str, ip: str, claimed: tuple[str, ...], waited: RunDelay
+) -> ReachReply:
+    """Dial `peer_id` back at each claimed port on `ip`, each dial given `PROBE_TIMEOUT_S` of our own."""
     failures: list[str] = []
     for addr in dial_back_addrs(ip, peer_id, claimed):
+        dial = partial(probe.connect, addr, timeout=PROBE_TIMEOUT_S * STRETCH_MAX)
         try:
-            await probe.connect(addr, timeout=PROBE_TIMEOUT_S)
+            reached = await within(PROBE_TIMEOUT_S, waited, dial)
         except NodeError as exc:
             failures.append(f"{addr}: {exc.detail}"[:300])
+            continue
+        if reached is None:
+            failures.append(f"{addr}: no connection within {PROBE_TIMEOUT_S:g} s")
             continue
         await probe.disconnect(peer_id)
         return ReachReply(reachable=True, addr=addr)
@@ -115,20 +141,33 @@ class ReachVerdict:
 
 
 async def ask_reach(
-    host: Host, peer_id: str, addrs: Sequence[str], seconds: float = ASK_TIMEOUT_S
+    host: Host,
+    peer_id: str,
+    addrs: Sequence[str],
+    seconds: float = ASK_TIMEOUT_S,
+    waited: RunDelay | None = None,
 ) -> ReachReply:
-    """Ask one peer to dial us back at our listen addresses.
+    """Ask one peer to dial us back at our listen addresses, waiting `seconds` of our own (`waited`: the
+    run delay they leave out; by default the kernel's count for the trio thread).
 
     Raises:
-        NodeError: the peer cannot be reached or serves no `/sark/reach`.
+        NodeError: the peer cannot be reached, serves no `/sark/reach` or did not answer in time.
         ProtocolError: it answered something unreadable.
     """
-    channel = await host.open_channel(peer_id, REACH, addrs=addrs, timeout=seconds, read_timeout=seconds)
-    async with channel:
-        await channel.send(ReachGet(addrs=tuple(host.addrs()[:16])))
-        reply = await channel.receive()
-    if not isinstance(reply, ReachReply):
-        raise PeerUnreachable(peer_id, f"answered {reply.kind} to reach_get")
+
+    async def ask() -> ReachReply:
+        real = seconds * STRETCH_MAX
+        channel = await host.open_channel(peer_id, REACH, addrs=addrs, timeout=real, read_timeout=real)
+        async with channel:
+            await channel.send(ReachGet(addrs=tuple(host.addrs()[:16])))
+            reply = await channel.receive()
+        if not isinstance(reply, ReachReply):
+            raise PeerUnreachable(peer_id, f"answered {reply.kind} to reach_get")
+        return reply
+
+    reply = await within(seconds, waited or machine_run_delay(), ask)
+    if reply is None:
+        raise PeerTimeout(peer_id, f"no answer to reach_get within {seconds:g} s")
     return reply
 
 
