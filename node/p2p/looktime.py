@@ -12,16 +12,16 @@ look had.
 So a look counts its own seconds (`LookTime`): the real ones less the thread's run delay since the look
 began, the kernel's count of the nanoseconds it was runnable on a run queue and not running
 (`/proc/self/task/TID/schedstat`, its second field; sleeping in epoll is not counted, so a look that
-waits for answers spends its seconds as before). Idle, the two are the same seconds. A probe's wait
-for a provider's answer is counted so too (`within`): the dial and the handshake are this process's
-work; and the look's reads of the DHT (`run_delay` of `Node.find_providers`: each request's deadline
-and each hop of a walk, `node.p2p.walk`, and the asks of a small swarm's servers, `Kad.lookup_providers`),
-where the walks past twenty Sybils' keys timed their requests out on real seconds. So does a
-reachability dial-back (`node.p2p.reach`: the prober's dial, and the asker's wait for its answer), where
-a busy gate called a reachable worker "relayed". Only these: a probe's slot (`networks.PROBE_SLOT_S`, which orders probes, never
-drops one), leases, heartbeats and every other wait of the node stay on trio's clock. The whole node on
-such a clock (every timeout, libp2p's own) cost the suite a quarter of its time, measured side by side
-(docs/testing.md).
+waits for answers spends its seconds as before). Idle, the two are the same seconds. A probe's wait for
+a provider's answer is counted so too (`within`): the dial and the handshake are this process's work;
+and the look's reads of the DHT (`run_delay` of `Node.find_providers`: each request's deadline and each
+hop of a walk, `node.p2p.walk`, and the asks of a small swarm's servers, `Kad.lookup_providers`), where
+the walks past twenty Sybils' keys timed their requests out on real seconds. So does a reachability
+dial-back (`node.p2p.reach`: the prober's dial, and the asker's wait for its answer), where a busy gate
+called a reachable worker "relayed". Only these: a probe's slot (`networks.PROBE_SLOT_S`, which orders
+probes, never drops one), leases, heartbeats and every other wait of the node stay on trio's clock. The
+whole node on such a clock (every timeout, libp2p's own) cost the suite a quarter of its time, measured
+side by side (docs/testing.md).
 
 Bounded whatever the machine: a look lasts at most `STRETCH_MAX` times its seconds of real time (a
 process that gets no CPU at all still ends its look, and says why it found none).
