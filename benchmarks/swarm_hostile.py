@@ -21,7 +21,10 @@ key), answers closer peers from its routing table as an honest one does, and ans
   (`Swarm.network`): the M hostile servers on one network (ids are free, a network is not), every
   honest one on its own;
 - now, M networks: the same, each hostile server on a network of its own (an attacker who holds M
-  networks); and with 3 requests in flight (the node's `ALPHA` before), side by side.
+  networks); and with 3 requests in flight (the node's `ALPHA` before), side by side;
+- majority, M networks: the end of 2026-11-26 (`Swarm.majority`): networks that outnumber the key's k
+  closest still to answer end the walk at its count, or the wait past the walk's round trip; now a walk
+  waits for every one of the k closest within its hop, whatever the first answers say.
 
 Per walk: how many of the 20 honest providers it found, whether it found none ("lost"), whether the
 key read full (the union of the lists holds 20: its subtree is read next), requests and bytes.
@@ -55,11 +58,11 @@ from swarm_net import OUT, Sizes, Swarm, Walk, kad_id, measure_sizes, walk, writ
 from node.p2p.shards import SHARD_CAP, Shard
 from node.p2p.shortlist import ALPHA, holding
 
-HOSTILE: Final = (0, 5, 10, 19, 20)
+HOSTILE: Final = (0, 5, 10, 11, 15, 19, 20)
 KEYS: Final = (SHARD_CAP, 7)
 """Honest providers of the key: a full one (its subtree read next), and one not full (a lookup reads
 it to its end, and no hostile holder may shorten what it lists)."""
-RULES: Final = ("before", "now", "now, M networks", "now, M networks, alpha 3")
+RULES: Final = ("before", "majority, M networks", "now", "now, M networks", "now, M networks, alpha 3")
 PLACE_RULES: Final = ("place, now", "place, now, M networks")
 READ_BACK_RULES: Final = ("read-back, now", "read-back, now, M networks")
 EVERY: Final = 10**6
@@ -94,12 +97,13 @@ def run(
             for rule in RULES:
                 swarm.short = rule == "before"
                 swarm.network = _one_network(hostile) if rule == "now" else None
+                swarm.majority = rule.startswith("majority")
                 swarm.alpha = 3 if rule.endswith("alpha 3") else ALPHA
                 swarm.rng = np.random.default_rng(seed)  # the same starts and draws for every rule
                 cell = _walks(swarm, sizes, key, lists, set(providers), lookups)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = cell
             for rule in PLACE_RULES:  # after the walks' cells: their draws are as before
-                swarm.short, swarm.alpha = False, ALPHA
+                swarm.short, swarm.alpha, swarm.majority = False, ALPHA, False
                 swarm.network = _one_network(hostile) if rule == "place, now" else None
                 swarm.rng = np.random.default_rng(seed)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = _places(swarm, sizes, key, lists, lookups)
@@ -119,7 +123,7 @@ def _one_network(hostile: frozenset[int]) -> Callable[[int], Hashable]:
 def _walks(
     swarm: Swarm, sizes: Sizes, key: int, lists: dict[int, frozenset[int]], honest: set[int], n: int
 ) -> dict[str, float]:
-    found, lost, lost_kept, whole, short, asked, sent = [], 0, 0, 0, 0, [], []
+    found, lost, lost_kept, whole, short, asked, sent, took = [], 0, 0, 0, 0, [], [], []
     for _ in range(n):
         start = int(swarm.rng.integers(0, 2**63)) * 2
         w = walk(swarm, sizes, start, key, lists, 0)
@@ -131,6 +135,7 @@ def _walks(
         short += len(w.providers) < SHARD_CAP
         asked.append(w.asked)
         sent.append(w.bytes)
+        took.append(w.t)
     return {
         "lost_share": lost / n,
         "lost_kept_share": lost_kept / n,
@@ -140,6 +145,8 @@ def _walks(
         "read_not_full_share": short / n,
         "requests_mean": statistics.mean(asked),
         "kb_mean": statistics.mean(sent) / 1e3,
+        "seconds_p50": float(np.percentile(took, 50)),
+        "seconds_p95": float(np.percentile(took, 95)),
     }
 
 
@@ -223,7 +230,8 @@ def main() -> None:
                 f"kept {100 * r['lost_kept_share']:.1f} %), all found "
                 f"{100 * r['all_found_share']:.1f} %, honest found mean {r['honest_found_mean']:.1f} (min "
                 f"{r['honest_found_min']:.0f}), read not full {100 * r['read_not_full_share']:.1f} %, "
-                f"{r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB"
+                f"{r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB, "
+                f"{r['seconds_p50']:.2f}/{r['seconds_p95']:.2f} s p50/p95"
             )
     OUT.mkdir(parents=True, exist_ok=True)
     body = {"servers": args.servers, "lookups": args.lookups, "seed": args.seed, "sybils": args.sybils}
