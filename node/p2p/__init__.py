@@ -132,9 +132,11 @@ full or silent; the rest are spares, and a gate lost later is replaced by the ne
 (`gates.Links`, from `node/worker/advertising.py`; the spares of a worker short of gates tried again 1 s
 to 30 s apart). A command connects to every gate it is given.
 Connection caps (`host.py`, P33): a gate holds `GATE_CONNECTIONS` (2,048; `gate --max-connections`),
-another node `NODE_CONNECTIONS` (512); py-libp2p's pruning mark and resource manager are set to the cap,
-so past it a new connection is closed before its handshake, which the dialler names
-(`node.errors.ClosedAtHandshake`: "a full gate").
+another node `NODE_CONNECTIONS` (512); the resource manager sits above the cap, so past it a new
+connection is closed before its handshake, which the dialler names (`node.errors.ClosedAtHandshake`:
+"a full gate"). A worker or a submitter (not a gate) closes idle connections past `PRUNE_FROM` (3/4)
+of its cap down to `PRUNE_TO` (half), never its gates' (`Host.protect`) nor one with a stream open,
+and makes that room before a dial of its own (`Host.make_room`, P42).
 """
 
 from __future__ import annotations

@@ -118,6 +118,20 @@ connections to each of its gates (its own dial, and the gate's when it dials bac
 before its handshake, which the dialler's `gates.cause` names, and says so once in its log."""
 
 
+PRUNE_FROM: Final = 0.75
+"""P42: a worker or a submitter holding this share of its cap closes idle connections, down to
+`PRUNE_TO` (py-libp2p's pruner: never one with a stream open, one younger than `PRUNE_GRACE_S`, nor a
+protected peer's: our gates). Each lookup at 10,000 devices opens a connection to some 300 DHT servers
+(`benchmarks/swarm_sim.py`) and nothing closed them: a submitter reached its cap of 512 within two
+looks, a serving worker within a few hours of others' walks, and every dial past it failed
+("Maximum connections limit reached"), the dial to a worker with a task as much as a kad request."""
+PRUNE_TO: Final = 0.5
+"""The share of its cap a worker's or a submitter's pruning closes idle connections down to (P42)."""
+PRUNE_GRACE_S: Final = 20.0
+"""How young a connection is never closed to make room (py-libp2p's own `GRACE_PERIOD`): one dialled
+for a request is used within it."""
+
+
 class _ReadTap:
     """A libp2p stream that keeps the bytes read from it (a relay's answer to a reservation)."""
 
@@ -157,6 +171,9 @@ class HostConfig:
         max_per_address: inbound connections one address may hold (None: `per_address_default`).
         max_streams: stream cap of the whole host.
         first_frame_s: how long an inbound stream of ours may take to send its first whole frame.
+        prune_idle: close idle connections past `PRUNE_FROM` of the cap (P42; a gate does not: a NAT'd
+            worker's relay slot lives on a connection that carries nothing between circuits).
+        prune_grace_s: the age under which no connection is closed to make room (`PRUNE_GRACE_S`).
     """
 
     key_file: Path | None
@@ -168,6 +185,16 @@ class HostConfig:
     max_per_address: int | None = None
     max_streams: int = 4096
     first_frame_s: float = FIRST_FRAME_S
+    prune_idle: bool = True
+    prune_grace_s: float = PRUNE_GRACE_S
+
+    def marks(self) -> tuple[int, int]:
+        """py-libp2p's pruning marks for this host (P33, P42): past the high one, idle connections close
+        down to the low one; a host that does not prune has its cap as its high mark (the count
+        never passes it) and 0 as its low one."""
+        if not self.prune_idle:
+            return self.max_connections, 0
+        return int(self.max_connections * PRUNE_FROM), int(self.max_connections * PRUNE_TO)
 
 
 def _identity(key_file: Path | None) -> KeyPair:
@@ -220,6 +247,7 @@ class Host:
         self._relay = relay
         self._book = book
         self._inflight: dict[tuple[str, str], int] = {}
+        self._prunes = config.prune_idle
         self.sightings = Sightings()  # where peers were reached or listed: dialled there first
         self.peer_id: str = lp.get_id().to_base58()
         self.private_key: bytes = key_pair.private_key.to_bytes()
@@ -314,6 +342,22 @@ class Host:
         with map_exceptions(peer_id, f"cannot open {protocol}"):
             return await self._lp.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
 
+    def protect(self, peer_id: str, tag: str) -> None:
+        """Never close our connections to `peer_id` to make room (P42): our gates. `tag` names why."""
+        self._lp.get_network().protect(ID.from_base58(peer_id), tag)
+
+    def connection_count(self) -> int:
+        """The connections we hold, in and out."""
+        return len(self._lp.get_network().get_connections())
+
+    async def make_room(self) -> None:
+        """P42: past the pruning mark, close idle connections before a dial of ours. py-libp2p prunes
+        after a new connection, at most once a second: a look's burst of dials passed its high mark
+        within that second and reached the cap, where every dial fails."""
+        network = self._lp.get_network()
+        if self._prunes and self.connection_count() >= network.connection_config.high_watermark:
+            await network.connection_pruner.maybe_prune_connections()
+
     def is_connected(self, peer_id: str) -> bool:
         """Do we hold a live connection to the peer?"""
         return bool(self._connections(peer_id))
@@ -372,6 +416,7 @@ class Host:
         capped (P30)."""
         self._drop_closed(peer_id)
         if not self.is_connected(peer_id):
+            await self.make_room()
             plan = dial_plan(addrs, self._book.interfaces(), self.sightings.of(peer_id))
             reached = await dial_in_turn(peer_id, plan, seconds, partial(self._dial_one, peer_id))
             self.sightings.saw(peer_id, reached)
@@ -440,8 +485,9 @@ def _new_libp2p_host(
         max_connections=config.max_connections,
         # libp2p's auto-connector dials known peers until 50-100 connections exist: off.
         min_connections=0,
-        low_watermark=0,
-        high_watermark=config.max_connections,  # P33: pruning starts at our cap, not at py-libp2p's 300
+        high_watermark=config.marks()[0],  # P33, P42: ours, not py-libp2p's 300
+        low_watermark=config.marks()[1],
+        grace_period=config.prune_grace_s,
         dial_timeout=10.0,
         inbound_upgrade_timeout=HANDSHAKE_TIMEOUT_S,
     )

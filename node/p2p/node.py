@@ -6,6 +6,7 @@ peer itself over Noise.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -16,7 +17,8 @@ from typing import Final, Literal, final
 import trio
 
 from node.config import NodeConfig
-from node.errors import NodeError, PeerUnreachable
+from node.errors import ConfigError, NodeError, PeerUnreachable
+from node.p2p.addrs import peer_of
 from node.p2p.closest import ClosestServers, rewalk_every
 from node.p2p.dht import Dht, provider_bound, select_record, validate_record
 from node.p2p.gates import connect_gates
@@ -295,8 +297,12 @@ async def open_node(
         first_frame_s=config.first_frame_s,
         max_connections=connection_cap(config, role),
         max_per_address=config.max_per_address,
+        prune_idle=role != "gate",  # P42: a relay slot lives on a connection that carries nothing
     )
     async with open_host(host_config) as host:
+        for gate in config.gates:  # P42: never closed to make room (spares too: a swap dials them)
+            with contextlib.suppress(ConfigError, ValueError):  # a bad address: `connect_gates` names it
+                host.protect(peer_of(gate), "gate")
         gates = await connect_gates(host, config.gates, patient=role == "worker")
         server = role == "gate" or config.dht_mode == "server"
         async with open_kad(

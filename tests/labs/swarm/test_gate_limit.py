@@ -51,7 +51,7 @@ async def dial_from_new_hosts(
 
 async def test_a_host_holds_exactly_its_cap_and_refuses_the_rest_before_the_handshake() -> None:
     async with (
-        open_host(HostConfig(key_file=None, listen=LOOPBACK, max_connections=CAP)) as gate,
+        open_host(HostConfig(key_file=None, listen=LOOPBACK, max_connections=CAP, prune_idle=False)) as gate,
         AsyncExitStack() as stack,
     ):
         addr = gate.addrs()[0]
@@ -68,7 +68,9 @@ async def test_one_address_holds_at_most_its_share_and_a_closed_connection_frees
     """Every dial here comes from 127.0.0.1: past `max_per_address` the host refuses the next before its
     handshake, as at a full host, though far under its cap; the host's own dials are not counted."""
     share = 2
-    config = HostConfig(key_file=None, listen=LOOPBACK, max_connections=64, max_per_address=share)
+    config = HostConfig(
+        key_file=None, listen=LOOPBACK, max_connections=64, max_per_address=share, prune_idle=False
+    )
     async with open_host(config) as gate, AsyncExitStack() as stack:
         addr = gate.addrs()[0]
         peer = addr.rsplit("/p2p/", 1)[-1]
