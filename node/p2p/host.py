@@ -121,10 +121,11 @@ before its handshake, which the dialler's `gates.cause` names, and says so once 
 PRUNE_FROM: Final = 0.75
 """P42: a worker or a submitter holding this share of its cap closes idle connections, down to
 `PRUNE_TO` (py-libp2p's pruner: never one with a stream open, one younger than `PRUNE_GRACE_S`, nor a
-protected peer's: our gates). Each lookup at 10,000 devices opens a connection to some 300 DHT servers
-(`benchmarks/swarm_sim.py`) and nothing closed them: a submitter reached its cap of 512 within two
-looks, a serving worker within a few hours of others' walks, and every dial past it failed
-("Maximum connections limit reached"), the dial to a worker with a task as much as a kad request."""
+protected peer's: our gates). A walk asks about 30 DHT servers (`benchmarks/swarm_hostile.py`), a look
+reads several keys, a worker rewalks its keys and a serving worker is asked by everyone's walks, each
+over a connection of its own, and nothing closed them: at 512 every dial fails ("Maximum connections
+limit reached"), the dial to a worker with a task as much as a kad request (an estimate from the
+simulator's walks; no swarm here is large enough to fill a cap)."""
 PRUNE_TO: Final = 0.5
 """The share of its cap a worker's or a submitter's pruning closes idle connections down to (P42)."""
 PRUNE_GRACE_S: Final = 20.0

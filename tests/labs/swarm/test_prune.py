@@ -3,11 +3,11 @@ connections, never its gates' nor one with a stream open; a gate, whose relay sl
 connections, does not, and at its cap refuses as before.
 
 py-libp2p 0.8.1 holds a hard cap in both directions ("Maximum connections limit reached") and prunes
-only past its high mark, which the node had set to the cap itself: nothing was ever pruned, and a
-lookup at 10,000 devices opens connections to some 300 DHT servers. A submitter at its cap could dial
-no worker. Now a node's dial past `PRUNE_FROM` of its cap first closes idle connections down to
-`PRUNE_TO` (`Host.make_room`, py-libp2p's own pruner: the oldest idle first, none younger than the
-grace, none protected, none with a stream), and its gates are protected (`open_node`).
+only past its high mark, which the node had set to the cap itself: nothing was ever pruned, and each
+walk of the DHT opens connections to about 30 servers. A node at its cap can dial no one. Now a node's
+dial past `PRUNE_FROM` of its cap first closes idle connections down to `PRUNE_TO` (`Host.make_room`,
+py-libp2p's own pruner: the oldest idle first, none younger than the grace, none protected, none with a
+stream), and its gates are protected (`open_node`).
 
 In-process hosts on loopback, a cap of 16 (pruning from 12 down to 8) and a grace of 0.2 s.
 """
