@@ -249,6 +249,7 @@ class Host:
         self._book = book
         self._inflight: dict[tuple[str, str], int] = {}
         self._prunes = config.prune_idle
+        self._room = trio.Lock()  # one prune at a time: a walk's dials at once would each sort and close
         self.sightings = Sightings()  # where peers were reached or listed: dialled there first
         self.peer_id: str = lp.get_id().to_base58()
         self.private_key: bytes = key_pair.private_key.to_bytes()
@@ -356,8 +357,11 @@ class Host:
         after a new connection, at most once a second: a look's burst of dials passed its high mark
         within that second and reached the cap, where every dial fails."""
         network = self._lp.get_network()
-        if self._prunes and self.connection_count() >= network.connection_config.high_watermark:
-            await network.connection_pruner.maybe_prune_connections()
+        if not self._prunes:
+            return
+        async with self._room:  # the dials that waited find the room made
+            if self.connection_count() >= network.connection_config.high_watermark:
+                await network.connection_pruner.maybe_prune_connections()
 
     def is_connected(self, peer_id: str) -> bool:
         """Do we hold a live connection to the peer?"""
