@@ -22,9 +22,8 @@ key), answers closer peers from its routing table as an honest one does, and ans
   honest one on its own;
 - now, M networks: the same, each hostile server on a network of its own (an attacker who holds M
   networks); and with 3 requests in flight (the node's `ALPHA` before), side by side;
-- majority, M networks: the end of 2026-11-26 (`Swarm.majority`): networks that outnumber the key's k
-  closest still to answer end the walk at its count, or the wait past the walk's round trip; now a walk
-  waits for every one of the k closest within its hop, whatever the first answers say.
+- every, M networks: walks that wait for every one of the key's k closest within its hop, whatever the
+  first answers say (`Swarm.every`, `Shortlist`'s `every`: not the node's rule, for its cost).
 
 Per walk: how many of the 20 honest providers it found, whether it found none ("lost"), whether the
 key read full (the union of the lists holds 20: its subtree is read next), requests and bytes.
@@ -62,7 +61,7 @@ HOSTILE: Final = (0, 5, 10, 11, 15, 19, 20)
 KEYS: Final = (SHARD_CAP, 7)
 """Honest providers of the key: a full one (its subtree read next), and one not full (a lookup reads
 it to its end, and no hostile holder may shorten what it lists)."""
-RULES: Final = ("before", "majority, M networks", "now", "now, M networks", "now, M networks, alpha 3")
+RULES: Final = ("before", "now", "now, M networks", "now, M networks, alpha 3", "every, M networks")
 PLACE_RULES: Final = ("place, now", "place, now, M networks")
 READ_BACK_RULES: Final = ("read-back, now", "read-back, now, M networks")
 EVERY: Final = 10**6
@@ -97,13 +96,13 @@ def run(
             for rule in RULES:
                 swarm.short = rule == "before"
                 swarm.network = _one_network(hostile) if rule == "now" else None
-                swarm.majority = rule.startswith("majority")
+                swarm.every = rule.startswith("every")
                 swarm.alpha = 3 if rule.endswith("alpha 3") else ALPHA
                 swarm.rng = np.random.default_rng(seed)  # the same starts and draws for every rule
                 cell = _walks(swarm, sizes, key, lists, set(providers), lookups)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = cell
             for rule in PLACE_RULES:  # after the walks' cells: their draws are as before
-                swarm.short, swarm.alpha, swarm.majority = False, ALPHA, False
+                swarm.short, swarm.alpha, swarm.every = False, ALPHA, False
                 swarm.network = _one_network(hostile) if rule == "place, now" else None
                 swarm.rng = np.random.default_rng(seed)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = _places(swarm, sizes, key, lists, lookups)

@@ -186,9 +186,10 @@ class Swarm:
     keep_failed: bool = False
     """Departed servers stay among a walk's k closest once their request failed (`Shortlist`'s
     `keep_failed`: the rule before; now they leave it and the next live server is asked)."""
-    majority: bool = False
-    """Networks that outnumber the k closest still to answer end a walk (`Shortlist`'s `majority`: the
-    rule of 2026-11-26; now a walk waits for every one of the k closest within its hop)."""
+    every: bool = False
+    """A walk waits for every one of the k closest within its hop (`Shortlist`'s `every`), where the
+    node's rule lets networks that outnumber those still to answer end it (`swarm_hostile.py`,
+    `swarm_sim.py`: side by side)."""
     connections: bool = False
     """Each request costs the round trips measured on real hosts (`OPEN_RTTS`), and one to a server
     the asker holds no connection to (`connected`) `CONNECT_RTTS` more and `CONNECT_BYTES`; False:
@@ -307,7 +308,7 @@ def walk(
     state = Shortlist(
         swarm.table(start, target), lambda p: p ^ target, count, draw,
         agreed=swarm.agreed, short=swarm.short, network=swarm.network, keep_failed=swarm.keep_failed,
-        majority=swarm.majority,
+        every=swarm.every,
     )  # fmt: skip
     same = frozenset(range(-n, 0))  # a holder's providers (negative: never a server's id)
     lists = holders if isinstance(holders, dict) else dict.fromkeys(holders or (), same)

@@ -83,15 +83,15 @@ SCHEMES = (
     "sharded_auto",
     "sharded_auto_conn",
     "sharded_auto_conn_alpha3",
-    "sharded_auto_conn_majority",
+    "sharded_auto_conn_every",
 )
 """`sharded_auto_conn`: the default scheme again over the same devices, each request at the round
 trips and bytes measured on real hosts (`conn_cost.py`: `OPEN_RTTS`, and `CONNECT_RTTS` and
 `CONNECT_BYTES` more to a server the asker holds no connection to: a fresh submitter holds only its
 gates'); the others at one round trip a request, the model before. `sharded_auto_conn_alpha3`: the
 same with 3 requests of a walk in flight (the node's `ALPHA` before: 13 now), side by side;
-`sharded_auto_conn_majority`: the same with the walk's end of 2026-11-26 (networks that outnumber the
-key's k closest still to answer end it: `Shortlist`'s `majority`), the cost of waiting for all of them."""
+`sharded_auto_conn_every`: the same with walks that wait for every one of a key's k closest
+(`Shortlist`'s `every`): what no minority of hostile servers near a key can end, and its cost."""
 
 
 def lookups_of(name: str, swarm: Swarm, fleet: Fleet, sizes: Sizes, lookups: int) -> dict[str, float]:
@@ -158,7 +158,7 @@ def run_size(
         swarm = Swarm.build(servers, stale if auto_scheme else 0, rng, slim=ours)
         swarm.gates, swarm.connections = frozenset(gate_ids), name.startswith("sharded_auto_conn")
         swarm.alpha = 3 if name.endswith("_alpha3") else swarm.alpha
-        swarm.majority = name.endswith("_majority")
+        swarm.every = name.endswith("_every")
         out[name] = lookups_of(name, swarm, fleet, sizes, lookups)
         parts = upkeep_of(name, swarm, fleet, sizes, config)
         upkeep = sum(parts.values())

@@ -257,10 +257,9 @@ class Dht:
         it, where a reader descends (`lookup`: the children of a key full by that same word).
 
         Hostile DHT servers ground near a key after we placed there (its holders' networks now mostly
-        theirs) keep no record of ours and list Sybils: a reader's walk, which then ended at a majority
-        of the k closest, lost us for as long as they stayed (`benchmarks/notes/swarm_hostile.md`; it
-        now waits for all of them, `node.p2p.shortlist`), and the key read full by their word. Now we
-        move below within one walk period. The cheater's view: it chooses its servers' ids, lists and
+        theirs) keep no record of ours and list Sybils: a reader's walk, which ends at a majority of
+        the k closest, lost us for as long as they stayed (`benchmarks/notes/swarm_hostile.md`). Now
+        for one walk period at most. The cheater's view: it chooses its servers' ids, lists and
         timing, not the networks of the honest holders beside them; one honest holder that still
         lists us among its hostile neighbours does not keep us there. Half of the networks is not
         enough to move us: we would leave the key to the hostile half, which reads not full by its

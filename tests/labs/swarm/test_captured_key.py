@@ -8,9 +8,8 @@ of them and list `CAP` Sybils under them. Holders on two of the key's three netw
 without the worker; the gate still lists it.
 
 Before, a placed key was only provided again at each refresh and never read back: the worker stayed
-under the captured keys (a reader's walk, which then ended at a majority of the k closest, lost it for
-as long as the hostile servers stayed: `benchmarks/notes/swarm_hostile.md`; it now waits for all of
-them, and the key's "full" is still its holders' networks' word). Now the refresh whose walk is
+under the captured keys (a reader's walk, which ends at a majority of the k closest, lost it for as
+long as the hostile servers stayed: `benchmarks/notes/swarm_hostile.md`). Now the refresh whose walk is
 due (`ClosestServers.due`) reads the key back (`Dht._read_back`): most of its holders' networks read it
 full without us (`ProviderLookup.ours`), so the worker places again below it, where a reader descends.
 A refresh before the capture, with its walk due too, stays, and so does one with a single server

@@ -29,9 +29,8 @@ placement the hostile servers deny, not a walk they end; as a minority of the ne
 
 The cheater's view: the hostile servers see the key (a public string) and choose their ids, their
 lists and how fast they answer; they hold four networks, as many as they like but not as many as the
-key's k closest. What this does not stop: all of the key's k closest hostile (20 networks of 20,
-`benchmarks/notes/swarm_hostile.md`); honest networks outnumbered near the key keep only their share
-of its first 20.
+key's k closest. What this lab does not stop: more networks near the key than honest holders among
+its k closest (`benchmarks/notes/swarm_hostile.md`: 19 networks of 20).
 """
 
 from __future__ import annotations
