@@ -352,13 +352,14 @@ class Host:
         """The connections we hold, in and out."""
         return len(self._lp.get_network().get_connections())
 
-    async def make_room(self) -> None:
-        """P42: past the pruning mark, close idle connections before a dial of ours. py-libp2p prunes
-        after a new connection, at most once a second: a look's burst of dials passed its high mark
-        within that second and reached the cap, where every dial fails."""
-        network = self._lp.get_network()
-        if not self._prunes:
+    async def make_room(self, peer_id: str) -> None:
+        """P42: before a dial of ours to `peer_id` (none when we hold a connection to it), past the
+        pruning mark, close idle connections. py-libp2p prunes after a new connection, at most once a
+        second: a look's burst of dials passed its high mark within that second and reached the cap,
+        where every dial fails."""
+        if not self._prunes or self.is_connected(peer_id):
             return
+        network = self._lp.get_network()
         async with self._room:  # the dials that waited find the room made
             if self.connection_count() >= network.connection_config.high_watermark:
                 await network.connection_pruner.maybe_prune_connections()
@@ -421,7 +422,7 @@ class Host:
         capped (P30)."""
         self._drop_closed(peer_id)
         if not self.is_connected(peer_id):
-            await self.make_room()
+            await self.make_room(peer_id)
             plan = dial_plan(addrs, self._book.interfaces(), self.sightings.of(peer_id))
             reached = await dial_in_turn(peer_id, plan, seconds, partial(self._dial_one, peer_id))
             self.sightings.saw(peer_id, reached)
@@ -485,13 +486,14 @@ def _answered_id(exc: BaseException) -> str | None:
 def _new_libp2p_host(
     key_pair: KeyPair, listen: list[multiaddr.Multiaddr], config: HostConfig, book: AddressBook
 ) -> Any:
+    high, low = config.marks()
     connection_config = ConnectionConfig(
         max_connections_per_peer=1,  # P2: the dial-delay fix
         max_connections=config.max_connections,
         # libp2p's auto-connector dials known peers until 50-100 connections exist: off.
         min_connections=0,
-        high_watermark=config.marks()[0],  # P33, P42: ours, not py-libp2p's 300
-        low_watermark=config.marks()[1],
+        high_watermark=high,  # P33, P42: ours, not py-libp2p's 300
+        low_watermark=low,
         grace_period=config.prune_grace_s,
         dial_timeout=10.0,
         inbound_upgrade_timeout=HANDSHAKE_TIMEOUT_S,

@@ -548,8 +548,7 @@ class Kad:
         create stream to peer ...}")."""
         first = encode_uvarint(len(request)) + request
         began = trio.current_time()
-        if not self._host.is_connected(peer.to_base58()):
-            await self._host.make_room()  # P42: a walk's burst of dials past the pruning mark
+        await self._host.make_room(peer.to_base58())  # P42: a walk's burst of dials past the mark
         try:
             stream = await open_lazily(self._dht.host, peer, KAD, first)
         except Exception as exc:

@@ -1,7 +1,8 @@
 """A dial-back counts the prober's own seconds (`node.p2p.reach`, `node.p2p.looktime`): a gate the
-machine starves (its run delay grows by `STARVED` of every real second) still reaches a worker whose
-handshake took `DIAL_S` of real time, where on real seconds the same dial timed out and the worker was
-told "relayed"; and a worker starved so still reads the gate's answer past `ASK_TIMEOUT_S` of real time.
+machine starves (its run delay grows by 0.9 of every real second: `test_walk_own_time._starving`)
+still reaches a worker whose handshake took `DIAL_S` of real time, where on real seconds the same dial
+timed out and the worker was told "relayed"; and a worker starved so still reads the gate's answer
+past `ASK_TIMEOUT_S` of real time.
 
 On trio's virtual clock, with the two ends a dial-back touches: the prober's throwaway host (its
 `connect`) and the stream the asker reads; the dial itself is a real one in the reach labs
@@ -23,18 +24,11 @@ from node.p2p.looktime import no_delay
 from node.p2p.reach import ASK_TIMEOUT_S, PROBE_TIMEOUT_S, ask_reach, reach_handler
 from node.p2p.wire import Channel
 from protocol import ReachGet, ReachReply
+from unit.node.p2p.test_walk_own_time import _starving
 
-STARVED = 0.9
-"""The share of every real second the machine keeps the starved process waiting for a CPU."""
 DIAL_S = 2 * PROBE_TIMEOUT_S
 """Real seconds the dial-back's connection takes: 0.6 s of the starved prober's own."""
 WORKER = "12D3KooWorker"
-
-
-def _starving() -> Callable[[], float]:
-    """A run delay that grows by `STARVED` of every second of trio's clock from now."""
-    began = trio.current_time()
-    return lambda: STARVED * (trio.current_time() - began)
 
 
 class _Probe:
