@@ -7,6 +7,7 @@ import json
 import math
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -61,8 +62,11 @@ async def _run(
     *,
     request_timeout_s: float | None = None,
     deadline_s: float = 20.0,
+    max_requests: int | None = None,
 ) -> tuple[EndpointRun, SseServer]:
-    options = EndpointOptions(request_timeout_s=request_timeout_s, retry=QUICK, rtt_samples=3, seed=11)
+    options = EndpointOptions(
+        request_timeout_s=request_timeout_s, retry=QUICK, rtt_samples=3, seed=11, max_requests=max_requests
+    )
     with serve_sse(script) as server:
         run = await drive_endpoint(spec, server.url, deadline_s, options)
     return run, server
@@ -316,27 +320,39 @@ async def test_an_open_loop_sends_the_submitters_schedule_and_passes_its_check(d
 
 async def test_a_closed_loops_records_keep_its_slots_through_retries() -> None:
     """A real closed loop of 3 (each prompt's first ask answered 429, then retried) never has more
-    than 3 requests in flight by its records, which the submitter's check holds it to."""
-    spec = _spec("a", "b", "c", "d", concurrency=3, duration_s=0.6)
+    than 3 requests in flight by its records, which the submitter's check holds it to. Nine sends
+    (`max_requests`) end the loop, not its duration: how many fit in a duration is the machine's."""
+    spec = _spec("a", "b", "c", "d", concurrency=3, duration_s=30.0)
 
     def script(body: dict[str, object], attempt: int) -> Reply:
         if attempt == 0:
             return _limited(429, "0", ok_after=None)(body, attempt)
         return scheduled(["x", "y"], first_s=0.01, every_s=0.005, usage=(1, 2))
 
-    run, _ = await _run(script, spec)
-    assert run.retries >= 4
-    assert len(run.records) > 6
+    run, _ = await _run(script, spec, max_requests=9)
+    assert len(run.records) == 9
+    assert run.retries == 4  # each prompt's first ask (the server counts asks by prompt)
     task = TaskSpec(compute_unit=ComputeUnit.CPU_ONNX, generate=spec, timeout_s=30.0)
     m = derive(_endpoint_measurement(summarize_generation(run.records, run.wall_s, spec)), task)
     assert check_sends(m, task, None) == m
 
 
 async def test_a_duration_cycles_the_prompts_until_it_ends() -> None:
-    spec = _spec("a", "b", duration_s=0.5, concurrency=2)
-    run, _ = await _run(lambda b, a: scheduled(["x"], every_s=0.01, usage=(1, 1)), spec)
-    assert len(run.records) > 2
-    assert {r.prompt_id for r in run.records} == {"p0", "p1"}
+    """A closed loop with a duration takes the prompts again and again (five sends of two prompts, the
+    loop ended by `max_requests`), and ends no sooner than its duration. How many sends a duration
+    holds is the machine's on real clocks; on trio's virtual clock it is pinned
+    (test_fleet_clock.py: each slot sends again as its answer ends, until the duration)."""
+
+    def reply(body: dict[str, object], attempt: int) -> Reply:
+        return scheduled(["x"], every_s=0.01, usage=(1, 1))
+
+    run, _ = await _run(reply, _spec("a", "b", duration_s=30.0, concurrency=2), max_requests=5)
+    assert Counter(r.prompt_id for r in run.records) == {"p0": 3, "p1": 2}
+    assert all(r.error is None for r in run.records)
+    began = trio.current_time()
+    run, _ = await _run(reply, _spec("a", "b", duration_s=0.5, concurrency=2))
+    assert trio.current_time() - began >= 0.5
+    assert len(run.records) >= 2  # each slot sent, however late the machine let it begin
     assert all(r.error is None for r in run.records)
 
 
