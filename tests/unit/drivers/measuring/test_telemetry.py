@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,14 +95,18 @@ def test_counters_that_jump_past_what_the_cpus_could_run_give_no_reading(
     import drivers.measuring.telemetry as telemetry
 
     real, calls = psutil.cpu_times, itertools.count()
+    read = threading.Event()  # set at the eighth reading: the block lasts readings, not seconds
 
     def jumping() -> object:
         times = real()
-        return times._replace(user=times.user + 30.0) if next(calls) == 2 else times
+        n = next(calls)
+        if n == 7:
+            read.set()
+        return times._replace(user=times.user + 30.0) if n == 2 else times
 
     monkeypatch.setattr(telemetry.psutil, "cpu_times", jumping)
     with Sampler(period_s=0.05) as sampler:
-        time.sleep(0.5)
+        assert read.wait(60)
     points = sampler.telemetry().points
     assert len(points) >= 4
     cores = os.cpu_count() or 1
