@@ -25,6 +25,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Final, final
 
 import trio
@@ -161,11 +162,83 @@ def select_record(key: str, values: list[bytes]) -> int:
     return select_advert(key, values, time.time())
 
 
-def _old_key(unit: ComputeUnit | None) -> tuple[bytes, int, bool]:
+def _old_key(unit: ComputeUnit | None) -> tuple[bytes, int, bool, bool]:
     """The unit's key before issue 43, as `Dht._ask_keys` reads it: at the servers we know only (no
     walk), for old workers live where the gates are the servers, and an empty old key walked by every
     lookup would make its closest servers hot."""
-    return capability_dht_key(unit), PROVIDERS_PER_KEY, False
+    return capability_dht_key(unit), PROVIDERS_PER_KEY, False, False
+
+
+@dataclass
+class _Reading:
+    """One lookup's state between its batches of keys (`Dht.lookup`, whose arguments these are): what it
+    found and counts, how full each key it read was, which keys it read again."""
+
+    count: int | None
+    known: frozenset[str]
+    discount: Callable[[Sequence[str]], bool] | None
+    unanswered: frozenset[str]
+    cap: int
+    dig: int
+    past_gaps: int
+    found: dict[str, list[str]]
+    asked: dict[Shard, int] = field(default_factory=dict)
+    reread: set[Shard] = field(default_factory=set)
+
+    def short(self) -> bool:
+        return self.count is None or _counted(self.found, self.known, self.discount) < self.count
+
+    def enough(self) -> bool:
+        return not self.short()
+
+    def useless(self, peer: str) -> bool:
+        """A provider the caller cannot count: it did not answer, or it is discounted."""
+        return peer in self.unanswered or (self.discount is not None and self.discount(self.found[peer]))
+
+    def after(
+        self, frontier: tuple[Shard, ...], answers: Sequence[ProviderLookup]
+    ) -> tuple[tuple[Shard, ...], list[Shard]]:
+        """The keys to read next after a batch (`frontier` first in `answers`), and those to read again
+        to every one of their k closest (`_reread`)."""
+        self.asked.update((shard, a.holds) for shard, a in zip(frontier, answers, strict=False))
+        again = _reread(frontier, answers, self.useless, self.reread) if self.count is not None else []
+        self.reread.update(again)
+        listed = {p for a in answers for p in a.providers}
+        fresh = [self.discount(self.found[p]) for p in listed - self.known] if self.discount else []
+        self.dig = 2 * self.dig if fresh and all(fresh) else 1  # all discounted: two levels at once, ...
+        frontier = next_levels(self.asked, frontier, self.dig, self.cap)
+        if not frontier and self.past_gaps > 0 and self.count is not None:
+            frontier, self.past_gaps = below_gaps(self.asked), self.past_gaps - 1
+        return frontier, again
+
+
+def _reread(
+    frontier: Sequence[Shard],
+    answers: Sequence[ProviderLookup],
+    useless: Callable[[str], bool],
+    done: set[Shard],
+) -> list[Shard]:
+    """The keys of `frontier` to read once more, waiting for every one of their k closest (`Dht.lookup`):
+    those most of whose listed providers are `useless` (did not answer the caller, or discounted), each
+    once a lookup (`done`).
+
+    Hostile servers ground near a key on more networks than the key's honest holders still to answer,
+    all listing the same Sybils at once, end a walk by its count before the honest holders answer
+    (`node.p2p.shortlist`: on 11, 15 and 19 networks of a key's 20 closest, 15.5, 72.5 and 99 % of the
+    walks listed no honest provider). A walk that waits for every one of the k closest loses none below
+    20, but costs every look that waits on it (`benchmarks/notes/swarm_hostile.md`), so only a key whose
+    providers failed the caller is read so: the look after the probes (`node.submitter.discovery`).
+    The cheater's view: it chooses its servers' ids, lists and timing, and its Sybils' answers; it does
+    not choose whether its Sybils answer a probe as live workers would (then they are workers the
+    campaign may use, judged by verification), and every Sybil that does not makes the key read again
+    to its end, where the honest holders' lists count. An honest key with a few departed workers
+    (fewer than half of what it lists) is not read again."""
+    again = []
+    for shard, answer in zip(frontier, answers, strict=False):
+        listed = list(answer.providers)
+        if shard not in done and listed and 2 * sum(map(useless, listed)) > len(listed):
+            again.append(shard)
+    return again
 
 
 def _counted(
@@ -313,6 +386,8 @@ class Dht:
         past_gaps: int = 0,
         discount: Callable[[Sequence[str]], bool] | None = None,
         dig: int = 1,
+        unanswered: frozenset[str] = frozenset(),
+        into: dict[str, list[str]] | None = None,
         run_delay: Callable[[], float] = no_delay,
     ) -> ProviderLookup:
         """Providers of a unit (None: any worker), with what each server said (answered, refused).
@@ -331,55 +406,53 @@ class Dht:
         look reads on past such providers in one go; past a level of them alone it reads the next two
         levels at once, then four (`shards.next_levels`), as `dig` > 1 reads that many levels more
         with its first ones: a cheater's keys cost a walk per doubling of their depth, not per level.
+        `unanswered`: providers that did not answer the caller (the discovery's probes this round); a key
+        read this look most of whose providers did not answer, or are discounted, is read once more, with
+        the next levels, by a walk that waits for every one of its k closest (`_reread`).
+        `into`: the dict the providers are gathered in as each walk answers (the lookup's own when None), so
+        that a caller whose deadline cuts the lookup keeps what it found (`Node.find_providers`).
         `run_delay`: a look's (`node.p2p.looktime`): its walks' waits are its own seconds (`node.p2p.walk`).
         """
-        found: dict[str, list[str]] = {}
-        answered, failures, keys, old_read = 0, dict[str, str](), 0, False
-        asked: dict[Shard, int] = {}
+        found: dict[str, list[str]] = {} if into is None else into
+        reading = _Reading(count, known, discount, unanswered, self.cap, dig, past_gaps, found)
         frontier = first_levels(unit, None if count is None else count + len(known), self.cap)
-        frontier += below(frontier, dig - 1, asked, DIG_KEYS - len(frontier))
-
-        def short() -> bool:
-            return count is None or _counted(found, known, discount) < count
-
+        frontier += below(frontier, dig - 1, reading.asked, DIG_KEYS - len(frontier))
+        again: list[Shard] = []
+        answered, failures, keys, old_read = 0, dict[str, str](), 0, False
         while True:
-            wants = [(shard.dht_key, self.cap, True) for shard in frontier]
-            if not old_read and (count is None or (not frontier and short())):
+            wants = [(shard.dht_key, self.cap, True, False) for shard in frontier]
+            wants += [(shard.dht_key, self.cap, True, True) for shard in again]
+            if not old_read and (count is None or (not frontier and reading.short())):
                 wants.append(_old_key(unit))
                 old_read = True
             if not wants:
                 break
-            answers = await self._ask_keys(wants, found, enough=lambda: not short(), run_delay=run_delay)
-            listed = {p for a in answers for p in a.providers}
+            answers = await self._ask_keys(wants, found, enough=reading.enough, run_delay=run_delay)
             keys += len(wants)
-            asked.update((shard, a.holds) for shard, a in zip(frontier, answers, strict=False))
             answered = max([answered, *(a.answered for a in answers)])
             failures.update(f for a in answers for f in a.failures.items())
-            if not short():
+            if not reading.short():
                 break
-            fresh = [discount(found[p]) for p in listed - known] if discount is not None else []
-            dig = 2 * dig if fresh and all(fresh) else 1  # all discounted: the next two levels at once, ...
-            frontier = next_levels(asked, frontier, dig, self.cap)
-            if not frontier and past_gaps > 0 and count is not None:
-                frontier, past_gaps = below_gaps(asked), past_gaps - 1
+            frontier, again = reading.after(frontier, answers)
         return ProviderLookup(found, answered, failures, keys)
 
     async def _ask_keys(
         self,
-        wants: list[tuple[bytes, int, bool]],
+        wants: list[tuple[bytes, int, bool, bool]],
         found: dict[str, list[str]],
         enough: Callable[[], bool] = lambda: False,
         run_delay: Callable[[], float] = no_delay,
     ) -> list[ProviderLookup]:
-        """Look up several keys at once (key, count, walk: `Kad.lookup_providers`), merging each answer
+        """Look up several keys at once (key, count, walk, every: `Kad.lookup_providers`), merging each answer
         into `found` as it comes; once `enough()` holds, the walks still out are cancelled (their keys
         answer empty): a look past levels of a cheater's keys takes the quickest walk of the level that
         holds what it needs, not the slowest of the keys read with it."""
         answers: list[ProviderLookup] = [ProviderLookup({}, 0, {}) for _ in wants]
 
-        async def one(index: int, key: bytes, count: int, walk: bool, scope: trio.CancelScope) -> None:
+        async def one(index: int, want: tuple[bytes, int, bool, bool], scope: trio.CancelScope) -> None:
+            key, count, walk, every = want
             answers[index] = answer = await self.kad.lookup_providers(
-                key, count, walk=walk, run_delay=run_delay
+                key, count, walk=walk, every=every, run_delay=run_delay
             )
             for peer, addrs in answer.providers.items():
                 known = found.setdefault(peer, [])
@@ -388,8 +461,8 @@ class Dht:
                 scope.cancel()
 
         async with trio.open_nursery() as nursery:
-            for index, (key, count, walk) in enumerate(wants):
-                nursery.start_soon(one, index, key, count, walk, nursery.cancel_scope)
+            for index, want in enumerate(wants):
+                nursery.start_soon(one, index, want, nursery.cancel_scope)
         return answers
 
     async def providers(
@@ -401,11 +474,21 @@ class Dht:
         past_gaps: int = 0,
         discount: Callable[[Sequence[str]], bool] | None = None,
         dig: int = 1,
+        unanswered: frozenset[str] = frozenset(),
+        into: dict[str, list[str]] | None = None,
         run_delay: Callable[[], float] = no_delay,
     ) -> dict[str, list[str]]:
         """Peers providing a unit (None: any worker), from the network, de-duplicated (`lookup`)."""
         found = await self.lookup(
-            unit, count, known, past_gaps=past_gaps, discount=discount, dig=dig, run_delay=run_delay
+            unit,
+            count,
+            known,
+            past_gaps=past_gaps,
+            discount=discount,
+            dig=dig,
+            unanswered=unanswered,
+            into=into,
+            run_delay=run_delay,
         )
         return found.providers
 

@@ -403,25 +403,34 @@ class Kad:
         return (await self.lookup_providers(key, count)).providers
 
     async def lookup_providers(
-        self, key: bytes, count: int = 200, *, walk: bool = True, run_delay: Callable[[], float] = no_delay
+        self,
+        key: bytes,
+        count: int = 200,
+        *,
+        walk: bool = True,
+        every: bool = False,
+        run_delay: Callable[[], float] = no_delay,
     ) -> ProviderLookup:
         """Providers of a key, and which servers answered or failed (a refusal is never silent).
 
         With at most k servers in our table (each holds every record) those we know (`_ask_known`);
         with more (a large swarm) a walk (`_walk`). `walk` False: the servers we know only (no walk
-        however large the table). `run_delay`: a look's (`node.p2p.looktime`): the waits are then its own
-        seconds, the machine's waits for a CPU given back (`node.p2p.walk`).
+        however large the table). `every`: no count of answers ends the read while one of the key's k
+        closest (the servers we know, in a small swarm) may still answer (`Shortlist`'s `every`): a look's
+        second read of a key whose first listed providers that did not answer (`Dht.lookup`).
+        `run_delay`: a look's (`node.p2p.looktime`): the waits are then its own seconds, the machine's
+        waits for a CPU given back (`node.p2p.walk`).
         """
         store = self._dht.provider_store
         infos: list[Any] = list(store.get_providers(key)) if self.server else []
         if walk and self.routing_table_size() > K:  # a large swarm: walk to the key's holders
-            walked = await self._walk(key, count, run_delay=run_delay)
+            walked = await self._walk(key, count, every=every, run_delay=run_delay)
             found = [*infos, *walked.providers.values()]
             return self._found(found, walked.answered, walked.failures, count, walked.holds)
-        return await self._ask_known(key, count, infos, run_delay)
+        return await self._ask_known(key, count, infos, run_delay, every=every)
 
     async def _ask_known(
-        self, key: bytes, count: int, infos: list[Any], run_delay: Callable[[], float]
+        self, key: bytes, count: int, infos: list[Any], run_delay: Callable[[], float], *, every: bool = False
     ) -> ProviderLookup:
         """Providers of a key from the servers we know (`infos`: our own records of it), all asked at once
         until `count` providers are each listed by servers on more networks than the servers still to
@@ -453,7 +462,7 @@ class Kad:
             done.add(peer.to_base58())
 
         def enough(pending: int) -> bool:
-            return state.vouched(pending) >= count
+            return not every and state.vouched(pending) >= count
 
         answered = await self._ask_servers(key, ask, enough, run_delay)
         stalled = asked - done - failures.keys()
@@ -471,10 +480,11 @@ class Kad:
         *,
         agree: bool = True,
         short: bool = False,
+        every: bool = False,
         run_delay: Callable[[], float] = no_delay,
     ) -> Walked:
         """A GET_PROVIDERS walk (`node.p2p.walk`) from the closest servers of our routing table
-        (`short`: the rule before issue 50, for a lab's side-by-side only)."""
+        (`short`: the rule before issue 50, for a lab's side-by-side only; `every` as `walk_providers`)."""
         me = self._dht.local_peer_id
         start = [p for p in self._dht.routing_table.find_local_closest_peers(key, K) if p != me]
 
@@ -497,6 +507,7 @@ class Kad:
             network=network,
             short=short,
             run_delay=run_delay,
+            every=every,
         )
 
     def _network(self, peer: ID) -> str:

@@ -155,38 +155,44 @@ class Node:
         past_gaps: int = 0,
         discount: Callable[[Sequence[str]], bool] | None = None,
         dig: int = 1,
+        unanswered: frozenset[str] = frozenset(),
         run_delay: Callable[[], float] = no_delay,
     ) -> dict[str, tuple[str, ...]]:
         """The any-worker tree's providers from their provider records alone, each with where to ask it
         (`ask_addrs`), sorted by peer id: no advert is fetched, for the caller asks each provider itself
         (`submit`'s discovery: its live probe over `/sark/profile` returns the signed advert).
 
-        `count`, `known`, `skip` and `past_gaps` as `look` reads them; `discount` and `dig` as `Dht.lookup`
-        does. The records carry what an advert's addresses would (a host's own addresses, the dial-back's
-        included, then a relayed worker's circuits: `Kad._announced`), so a `Kad.get` of each provider's
-        advert (k servers asked and awaited, 400 requests for a key's 20 providers) would add seconds to
-        every look and nothing the probe does not bring (`benchmarks/swarm_sybil.py`: 2.4-4.1 s of every
-        look at 10,000 devices, three quarters of it; issue 50). `run_delay`: the look's
-        (`node.p2p.looktime`): `timeout` and the walks' waits are then its own seconds.
+        `count`, `known`, `skip` and `past_gaps` as `look` reads them; `discount`, `dig` and `unanswered`
+        as `Dht.lookup` does. The records carry what an advert's addresses would (a host's own addresses,
+        the dial-back's included, then a relayed worker's circuits: `Kad._announced`), so a `Kad.get` of
+        each provider's advert (k servers asked and awaited, 400 requests for a key's 20 providers) would
+        add seconds to every look and nothing the probe does not bring (`benchmarks/swarm_sybil.py`:
+        2.4-4.1 s of every look at 10,000 devices, three quarters of it; issue 50). `run_delay`: the look's
+        (`node.p2p.looktime`): `timeout` and the walks' waits are then its own seconds. A lookup cut by
+        `timeout` returns the providers its walks had listed by then (before, none: a look that had
+        found live workers and read on for more lost them at its deadline).
         """
         found: dict[str, tuple[str, ...]] = {}
+        gathered: dict[str, list[str]] = {}  # as each walk answers: a lookup cut by `timeout` keeps them
 
         async def read() -> None:
-            providers = await self.dht.providers(
+            await self.dht.providers(
                 None,
                 count,
                 known | skip,
                 past_gaps=past_gaps,
                 discount=discount,
                 dig=dig,
+                unanswered=unanswered,
+                into=gathered,
                 run_delay=run_delay,
             )
-            for peer_id, addrs in providers.items():
-                if peer_id not in skip and peer_id != self.host.peer_id:
-                    self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
-                    found[peer_id] = self.ask_addrs(peer_id, addrs)
 
         await within(timeout, run_delay, read)  # `timeout` of the look's own seconds
+        for peer_id, addrs in gathered.items():
+            if peer_id not in skip and peer_id != self.host.peer_id:
+                self.host.sightings.saw(peer_id, *addrs[:SEEN_FROM_DHT])  # the DHT's view: dialled first
+                found[peer_id] = self.ask_addrs(peer_id, addrs)
         return dict(sorted(found.items()))
 
     async def _collect(

@@ -70,19 +70,21 @@ the 2 s target). What it does not stop: more networks near a key than honest hol
 closest (19 networks of 20: 99 % lost), and honest networks outnumbered near the key keep only
 their share of its first 20.
 
-Waiting for every one of the k closest (`every`, 2026-12-01) would stop that: no honest provider lost
+Waiting for every one of the k closest (`every`, 2026-12-01) stops that: no honest provider lost
 to hostile servers on 11, 15 or 19 networks of a key's 20 closest, where this rule loses every one in
 15.5, 72.5 and 99 % of the walks (`benchmarks/swarm_hostile.py --sybils 20`, seed 1, both in one run).
-It is not the node's rule, for what it costs honest users: each walk then waits for the slowest of
+It is not the rule of every walk, for what it costs honest users: each walk then waits for the slowest of
 its key's 20 closest, or a departed one's hop (one key's walk p50 / p95 0.34 / 0.61 s instead of 0.18 /
 0.23 s); at 10,000 devices with real connections' costs all 100 rare devices p95 3.48 s instead of
 1.97 s (`swarm_sim.py`, both in one run), and a campaign's discovery of `devices: 100` with no
 attacker at all found them within the default look's 5 s in 55 % of the trials, p50 4.98 s
 (`swarm_sim.py --sybils`; 100 %, 4.22 s, at 8025c42). Hostile servers near a key cost an honest
 provider its place there for one walk period at most (the read-back moves it below,
-`Dht._read_back`); a default look that misses every second campaign costs every user. A look that
-takes providers as a walk lists them, probes them, and waits for the rest of the k closest only when
-those fail would have both: not built.
+`Dht._read_back`); a default look that misses every second campaign costs every user. So a look
+takes the providers this rule's walk lists, probes them, and reads a key again with `every` only when
+most of its providers did not answer (`node.p2p.dht.Dht.lookup`'s `unanswered`, `_reread`): an honest
+swarm's looks cost what they did, and a look past hostile servers on 11 to 19 networks of a key's 20
+closest pays a probe's grace and one walk of every holder (`benchmarks/notes/swarm_hostile.md`).
 
 A server whose request failed (an error, or its deadline passed) leaves the k closest, and the next
 closest takes its place, to be asked in turn: the walk ends when the k closest servers that did not

@@ -69,6 +69,7 @@ async def walk_providers(
     network: Callable[[ID], Hashable] | None = None,
     short: bool = False,
     run_delay: Callable[[], float] = no_delay,
+    every: bool = False,
 ) -> Walked:
     """Walk towards `key` from the servers `start` (`Shortlist`; `draw`: a seeded generator for tests).
 
@@ -78,11 +79,12 @@ async def walk_providers(
     holders that agree end the walk, each holder counted alone, whatever its network, `BEFORE_ALPHA`
     in flight), for the side-by-side of the hostile-server lab (`test_hostile_servers.py`). `run_delay`:
     the run delay of the thread running the walk (`node.p2p.looktime`): its hops and `timeout` are then
-    the walk's own seconds, the machine's waits for a CPU given back."""
+    the walk's own seconds, the machine's waits for a CPU given back. `every`: the walk ends only when
+    none of the key's k closest may still answer (`Shortlist`'s `every`: a look's second read of a key
+    whose first one listed providers that did not answer, `node.p2p.dht.Dht.lookup`)."""
     where = None if short else network
-    state = Shortlist(
-        start, key_distance(key), count, draw or random.Random(), agree, short=short, network=where
-    )
+    draw = draw or random.Random()
+    state = Shortlist(start, key_distance(key), count, draw, agree, short=short, network=where, every=every)
     providers: dict[ID, Any] = {}
     failures: dict[str, str] = {}
     sent: dict[ID, float] = {}  # open requests: when each was sent

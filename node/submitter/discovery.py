@@ -129,6 +129,10 @@ class Discovery:
       it), probing them after the others; their probes wait for a slot behind every other's (`ProbeSlots`)
       (200 Sybils on 5 /24s at 10,000 devices: the 2nd honest worker at 2.08 s, 1.40x the swarm
       without them; 7.47 s when each level cost a grace and a walk);
+    - a look names the providers whose probes failed or held their slots unanswered (`unanswered`): a
+      key most of whose providers are such is read once more in that look, by a walk that waits for
+      every one of its k closest (`Dht.lookup`): hostile DHT servers ground near a key on more networks
+      than its honest holders still to answer end the first walk with their Sybils alone;
     - probes dial `PROBE_SLOTS` at a time, one of each network's in turn (`by_network`, `_waves`), and
       a probe holds its slot at most `PROBE_SLOT_S`: a stalling provider holds one slot half a second,
       once, never the budget (`_confirm`); the look's grace ends when the first wave's probes have
@@ -208,8 +212,12 @@ class Discovery:
 
     def silent(self) -> frozenset[str]:
         """The providers skipped now: silent within their span, or with a probe under way."""
+        return self._silenced() | self._probing
+
+    def _silenced(self) -> frozenset[str]:
+        """The providers silent within their span (their probe failed, `_silence`)."""
         now = trio.current_time()
-        return frozenset({p for p, (t, span) in self._silent.items() if now - t < span} | self._probing)
+        return frozenset(p for p, (t, span) in self._silent.items() if now - t < span)
 
     async def initial(self) -> tuple[sch.PeerView, ...]:
         """Look until `want` live workers answered (or the timeout), or until the count settles.
@@ -316,6 +324,7 @@ class Discovery:
                     past_gaps=GAP_LEVELS if looks else 0,
                     discount=networks.discounted,
                     dig=DIG_SUSPECT if networks.suspect else 1,
+                    unanswered=self._silenced() | answers.unanswered(),
                     run_delay=self._run_delay(),
                 )
             except NodeError as exc:
@@ -500,6 +509,7 @@ class _Answers:
     networks: Networks
     ended: bool = False
     answered: set[str] = field(default_factory=set)
+    missed: set[str] = field(default_factory=set)
 
     def add(self, view: sch.PeerView) -> None:
         self.answered.add(view.peer_id)
@@ -512,7 +522,12 @@ class _Answers:
     def judge(self, peer: str) -> None:
         """`peer`'s probe held its slot as long as a probe may (or is over): unanswered, a miss."""
         if peer not in self.answered:
+            self.missed.add(peer)
             self.networks.miss(peer)
+
+    def unanswered(self) -> frozenset[str]:
+        """The providers whose probes this round held their slot and had not answered (nor since)."""
+        return frozenset(self.missed - self.answered)
 
 
 @dataclass

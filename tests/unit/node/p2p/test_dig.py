@@ -107,3 +107,20 @@ async def test_a_look_of_several_keys_ends_with_the_quickest_that_fills_it(
     found = await Dht(cast(Kad, kad)).lookup(None, 4, discount=_suspect, dig=4)
     assert len([p for p in found.providers if p.startswith("h")]) >= 4
     assert trio.current_time() == 1.0  # not the 3 s of the cheater's slow keys read with it
+
+
+async def test_a_lookup_cut_by_its_callers_deadline_keeps_what_its_walks_listed(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """`into`: the providers are the caller's as each walk answers, so a look whose deadline cuts the
+    lookup while it reads on for more (`Node.find_providers`' `timeout`) keeps those it had found;
+    before, it returned none of them."""
+    mock_clock.autojump_threshold = 0
+    kad = _Kad()
+    root = set(kad.keys[Shard(None, 0, 0).dht_key])
+    level1 = set(kad.keys[Shard(None, 1, 0).dht_key])
+    into: dict[str, list[str]] = {}
+    with trio.move_on_after(1.5) as cut:  # levels 0-1 answered at 1 s; levels 2-3 are out (`_look`: 2 s)
+        await Dht(cast(Kad, kad)).providers(None, 4, frozenset(root), discount=_suspect, into=into)
+    assert cut.cancelled_caught
+    assert root | level1 <= set(into)

@@ -187,6 +187,32 @@ async def test_hostile_servers_listing_a_full_key_of_sybils_end_no_walk_before_i
             assert len(kept & honest) >= (1 if apart else 18), seed  # a share for each hostile network
 
 
+@pytest.mark.parametrize("hostile", [11, 15, 19])
+async def test_a_walk_of_every_one_of_the_k_closest_loses_no_honest_provider_to_a_majority_of_networks(
+    hostile: int, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 50, scope 2: M servers closest to a full key on M networks of their own, more than the
+    key's honest holders, list the same 20 Sybils at once; an honest server answers after 50 ms. The
+    node's rule ends walks at the count those networks vouch for before the honest holders answer
+    (the stated limit, above); `every`, the walk a look makes of a key whose providers did not answer
+    (`Dht.lookup`'s `unanswered`), ends only when none of the key's k closest may still answer, and
+    lists every honest provider, each honest holder's network a share of the key's first 20."""
+    with trio.fail_after(60):
+        kad = _kad(20)
+        kad.hostile = set(sorted(kad.servers, key=_distance)[:hostile])
+        kad.sybils, kad.latency, kad.instant = K, 0.05, True
+        honest = {p.peer_id for p in kad.providers}
+        quick_lost = 0
+        for seed in range(10):
+            args = (KEY, _far_start(kad), kad.ask, 20, 1.0, random.Random(seed))
+            quick = await walk_providers(*args, network=_networks(set()))
+            quick_lost += not honest & set(quick.providers)
+            walked = await walk_providers(*args, network=_networks(set()), every=True)
+            assert honest <= set(walked.providers), seed
+            assert honest & set(list(walked.providers)[:20]), seed
+        assert quick_lost > 0  # the attack is real: the node's quick rule lost walks to it
+
+
 @pytest.mark.parametrize(("hostile", "holds"), [(0, 7), (5, 7), (10, 7), (19, 20)])
 async def test_a_key_is_full_by_its_holders_networks_never_by_the_union_of_their_lists(
     hostile: int, holds: int, autojump_clock: trio.testing.MockClock
