@@ -3,6 +3,7 @@ honest providers.
 
     python tests/kit/dhtservers.py --gate MULTIADDR --data-dir DIR --servers N
         [--hostile-near KEYHEX --bits B --sybils S [--sybil-seed HEX]] [--providers P] [--listen IP]
+        [--answer-delay S] [--ground-near KEYHEX --bits B]
 
 Each server is a real node of this code (`open_node`, `dht_mode = "server"`) joined through the gate.
 With `--hostile-near`, each server's key is ground (fresh Ed25519 seeds until the first `B` bits of its
@@ -13,7 +14,11 @@ hostile servers of issue 50 scope 2: they see the key and choose their ids, thei
 they answer (at once); `--sybil-seed` derives the Sybils from a seed, so that hostile servers in
 several processes (on several networks: `--listen`, an address of a lab namespace's own, loopback
 otherwise) list the same ones. With `--providers`, `P` honest worker nodes (client mode) then place their
-signed adverts and provider records with the node's own `Dht.publish`, as a `join` worker does.
+signed adverts and provider records with the node's own `Dht.publish`, as a `join` worker does, and
+answer `/sark/profile` as a worker does (a submitter's discovery probe). `--answer-delay S`: on
+SIGUSR1 after `ready`, honest servers answer every kad request S seconds late (a wide-area round trip
+away) and it prints `{"event": "late"}`. `--ground-near`: honest servers whose ids are ground near a
+key as the hostile ones are (`--bits`), so that they are its closest after the hostile ones.
 
 It prints `{"event": "ready", "servers": [...], "providers": [...], "sybils": [...], "seconds": S,
 "placed": {provider: {tree: level}}, "root": {provider: {"union": U, "holds": H}}}` once every node is
@@ -29,6 +34,7 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -38,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import trio
+from libp2p.custom_types import TProtocol
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 from multiaddr import Multiaddr
@@ -48,13 +55,26 @@ from node.p2p.dht import EVERY_PROVIDER
 from node.p2p.identity import SEED_BYTES, peer_id_of_seed
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard, unit_name
-from protocol import ComputeUnit
+from node.p2p.wire import Channel
+from protocol import KAD, PROFILE, ComputeUnit, Load, ProfileReply
 
 OPENING = 4
 """Nodes opening at once: each one's bootstrap asks the servers already up (one after another, the
 sixteenth hostile server took seconds to open)."""
 NOWHERE = "/ip4/127.0.0.1/tcp/9"
 """The Sybils' address: the discard port, where nothing of the lab listens (every dial is refused)."""
+
+
+def answer_profile(node: Node) -> Any:
+    """An honest provider's `/sark/profile` answer, as a worker's (`node.worker.advertising`): its
+    signed advert and load, so that a submitter's discovery probe finds it live."""
+
+    async def profile(channel: Channel) -> None:
+        await channel.receive()
+        await channel.send(ProfileReply(advert=advert(node, 300.0), load=Load()))
+        await channel.close()
+
+    return profile
 
 
 def ground_seed(key: bytes, bits: int) -> bytes:
@@ -68,12 +88,47 @@ def ground_seed(key: bytes, bits: int) -> bytes:
             return seed
 
 
+def far_seed(key: bytes) -> bytes:
+    """A seed whose peer's kad id differs from the key's in its first bit: farther from the key than
+    every id that shares it (half of all ids)."""
+    first = hashlib.sha256(key).digest()[0] >> 7
+    while True:
+        seed = os.urandom(SEED_BYTES)
+        raw = ID.from_base58(peer_id_of_seed(seed)).to_bytes()
+        if hashlib.sha256(raw).digest()[0] >> 7 != first:
+            return seed
+
+
 def write_seed(root: Path, seed: bytes) -> None:
     """The node's key file, as `load_seed` wants it (mode 0600)."""
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / "identity.key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(seed)
+
+
+def answer_late(node: Node, delay: float) -> None:
+    """Answer every kad request `delay` seconds late (from now on): an honest server a wide-area round
+    trip away, where hostile servers ground near a key answer at once (their timing is their choice;
+    netem, which would delay the link itself, does not exist on this kernel)."""
+    raw = node.dht.kad.raw
+
+    async def late(stream: Any) -> None:
+        await trio.sleep(delay)
+        await raw.handle_stream(stream)
+
+    raw.host.set_stream_handler(TProtocol(KAD), late)
+
+
+async def late_on_signal(servers: list[Node], delay: float, *, task_status: Any) -> None:
+    """On SIGUSR1, the servers answer `delay` seconds late (`answer_late`); then print `{"event": "late"}`."""
+    with trio.open_signal_receiver(signal.SIGUSR1) as signals:
+        task_status.started()
+        async for _ in signals:
+            for node in servers:
+                answer_late(node, delay)
+            print(json.dumps({"event": "late"}), flush=True)
+            return
 
 
 def make_hostile(node: Node, sybils: list[Any]) -> None:
@@ -100,8 +155,8 @@ async def main(args: argparse.Namespace) -> None:
 
         async def server(i: int) -> None:
             where = root / f"s{i}"
-            if near is not None:
-                write_seed(where, ground_seed(near, args.bits))
+            if near is not None or args.ground_near:
+                write_seed(where, ground_seed(near or bytes.fromhex(args.ground_near), args.bits))
             config = NodeConfig(
                 data_dir=where, gates=(args.gate,), listen=listen, dht_mode="server", record_ttl_s=300.0
             )
@@ -118,12 +173,15 @@ async def main(args: argparse.Namespace) -> None:
                 data_dir=root / f"p{i}", gates=(args.gate,), listen=listen, record_ttl_s=300.0
             )
             node = await nursery.start(serve, config, None)
+            node.host.set_handler(PROFILE, answer_profile(node), deadline=10.0)
             await node.dht.publish(advert(node, 300.0), [ComputeUnit.CPU_ONNX], gates=node.gates)
             providers.append(node)
         root_key = Shard(None, 0, 0).dht_key
         roots = {
             n.host.peer_id: await n.dht.kad.lookup_providers(root_key, EVERY_PROVIDER) for n in providers
         }
+        if near is None and args.answer_delay:
+            await nursery.start(late_on_signal, servers, args.answer_delay)
         ready = {
             "event": "ready",
             "servers": [n.host.peer_id for n in servers],
@@ -158,6 +216,8 @@ if __name__ == "__main__":
     parser.add_argument("--bits", type=int, default=4)
     parser.add_argument("--sybils", type=int, default=3)
     parser.add_argument("--providers", type=int, default=0)
+    parser.add_argument("--ground-near", default="", help="honest servers' ids ground near this key (--bits)")
+    parser.add_argument("--answer-delay", type=float, default=0.0, help="on SIGUSR1, kad answers this late")
     parser.add_argument("--sybil-seed", default="", help="hex: the same Sybils in every process given it")
     parser.add_argument("--listen", default="", help="an IPv4 address to listen on (loopback otherwise)")
     trio.run(main, parser.parse_args())

@@ -108,8 +108,14 @@ class SwarmLab:
     "gate" (`gate`: its address), then DHT servers of this code (`servers`) and the asker (`walker`) on
     the hosts named, each in its host's namespace; `close()` kills them all."""
 
-    def __init__(self, net: RoutedNet, root: Path) -> None:
+    def __init__(self, net: RoutedNet, root: Path, gate_seed: bytes | None = None) -> None:
+        """`gate_seed`: the gate's identity (its key file written first; a fresh one when None)."""
         self.net, self.root, self.lab = net, root, Lab(root)
+        if gate_seed is not None:
+            (root / "gate").mkdir(parents=True, exist_ok=True)
+            key = root / "gate" / "identity.key"
+            key.write_bytes(gate_seed)
+            key.chmod(0o600)
         try:
             listen = f"/ip4/{net.hosts['gate'][0]}/tcp/0"
             self.gate: str = self.lab.gate("gate", listen=listen, ns=net.ns("gate")).ready["addrs"][0]
@@ -123,11 +129,12 @@ class SwarmLab:
         argv = [sys.executable, str(DHT_SERVERS), "--gate", self.gate, *data, *flags]
         return self.lab.start(name, argv, ns=self.net.ns(host))
 
-    def walker(self, key: bytes, *flags: str) -> Proc:
-        """The asker (`WALKER`) on host "walker", to `key` (`flags`: as `--walks 12`)."""
-        data = ["--data-dir", str(self.root / "walker"), "--listen", self.net.hosts["walker"][0]]
+    def walker(self, key: bytes, *flags: str, name: str = "walker") -> Proc:
+        """The asker (`WALKER`) on host "walker", to `key` (`flags`: as `--walks 12`; `name`: its process's
+        and data folder's, a fresh one for each asker of a lab)."""
+        data = ["--data-dir", str(self.root / name), "--listen", self.net.hosts["walker"][0]]
         argv = [sys.executable, str(WALKER), "--gate", self.gate, *data, "--key", key.hex(), *flags]
-        return self.lab.start("walker", argv, ns=self.net.ns("walker"))
+        return self.lab.start(name, argv, ns=self.net.ns("walker"))
 
     def close(self) -> None:
         self.lab.close()

@@ -27,19 +27,37 @@ records after them reads every key of its tree "full" of their Sybils and is lis
 placement the hostile servers deny, not a walk they end; as a minority of the networks they deny none:
 `test_hostile_places.py`).
 
+The honest servers' ids share the key's first 2 bits, the gate's differs in its first (all ground:
+`--ground-near`, `far_seed`), so that the key's closest after the hostile servers are honest servers,
+never the gate. Then the honest servers answer 0.5 s late (a wide-area round trip away,
+`--answer-delay`: netem does not exist on this kernel) and two hostile networks more come, one server
+each: six networks of the key's 20 closest, more than its two honest holders there, which end the
+node's walk with their Sybils alone (the stated limit of `node.p2p.shortlist`). A second asker runs a
+submitter's discovery of two workers: its probes find the Sybils dead, and its next look reads the key
+again by a walk that waits for every one of the key's k closest (`Dht.lookup`'s `unanswered`), where
+the honest holders list both workers. Its look asks for 2, not a campaign's 4 (`LOOKUP_SLACK`): in a
+swarm this small the hostile servers are most of every key's holders, every key reads full of their
+Sybils, and a look for 4 reads the whole tree past its deadline (what it found by then is kept,
+`Node.find_providers`, but the look has no time left to probe it): a limit of a tiny swarm, where
+hostile servers near every key are most of all servers. Without the second read (checked): every
+walk lost both, and the discovery confirmed neither.
+
 The cheater's view: the hostile servers see the key (a public string) and choose their ids, their
-lists and how fast they answer; they hold four networks, as many as they like but not as many as the
-key's k closest. What this lab does not stop: more networks near the key than honest holders among
-its k closest (`benchmarks/notes/swarm_hostile.md`: 19 networks of 20).
+lists and how fast they answer; they hold four networks, then six, as many as they like but not all
+of the key's k closest. What this lab does not stop: every one of the key's 20 closest hostile (no
+reader's rule recovers records the writers sent only to them: `benchmarks/notes/swarm_hostile.md`).
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kit.dhtservers import far_seed
 from kit.netns import running
+from kit.procs import Proc
 from kit.routed import RoutedNet, SwarmLab, swarm_hosts
 
 from node.p2p.shards import Shard
@@ -52,8 +70,16 @@ HONEST_NETWORKS = 2
 HONEST_EACH = 3
 WALKS = 12
 SYBILS = 20
-HOSTS = swarm_hosts(HONEST_NETWORKS, HOSTILE_NETWORKS)
+HONEST_DELAY_S = 0.5
+"""How late an honest server answers (a wide-area round trip away); hostile ones answer at once."""
+MORE_NETWORKS = 2
+"""Hostile networks that come after the first asker (one server each): six networks of the key's 20
+closest, more than its honest holders there (two)."""
+HOSTS = swarm_hosts(HONEST_NETWORKS, HOSTILE_NETWORKS + MORE_NETWORKS)
 """Each host on a /24 of its own: the gate, the asker, the honest networks `o*`, the hostile `x*`."""
+Placed = tuple[SwarmLab, dict[str, Any], list[Proc]]
+"""The lab, what it placed before the first asker, and the honest servers' processes."""
+HOSTILE_FLAGS = ("--hostile-near", KEY.hex(), "--bits", "8", "--sybils", str(SYBILS), "--sybil-seed", "5b")
 
 
 @pytest.fixture(scope="module")
@@ -62,25 +88,54 @@ def net() -> Iterator[RoutedNet]:
 
 
 @pytest.fixture(scope="module")
-def walked(net: RoutedNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    lab = SwarmLab(net, tmp_path_factory.mktemp("hostilenets"))
+def lab(net: RoutedNet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Placed]:
+    """The gate, the honest servers and providers, the four hostile networks: the lab and what it
+    placed (the honest providers, the hostile servers, the Sybils; "late": the honest servers'
+    processes, which answer `HONEST_DELAY_S` late once signalled)."""
+    lab = SwarmLab(net, tmp_path_factory.mktemp("hostilenets"), gate_seed=far_seed(KEY))
     try:
-        for role, flags in (("o", ["--servers", str(HONEST_EACH)]), ("p", ["--providers", "1"])):
-            # the servers first, then a provider on each network: placed on every honest server
-            honest = [lab.servers(f"{role}{i}", f"o{i}", *flags) for i in range(HONEST_NETWORKS)]
-            good = [proc.wait_event("ready", 180) for proc in honest]
-        hostile = ["--servers", str(HOSTILE_EACH), "--hostile-near", KEY.hex(), "--bits", "8"]
-        sybils = ["--sybils", str(SYBILS), "--sybil-seed", "5b"]
-        bad = [lab.servers(f"x{i}", f"x{i}", *hostile, *sybils) for i in range(HOSTILE_NETWORKS)]
+        servers = ["--servers", str(HONEST_EACH), "--answer-delay", str(HONEST_DELAY_S)]
+        servers += ["--ground-near", KEY.hex(), "--bits", "2"]  # the key's closest after the hostile
+        late = [lab.servers(f"o{i}", f"o{i}", *servers) for i in range(HONEST_NETWORKS)]
+        for proc in late:
+            proc.wait_event("ready", 180)
+        # then a provider on each network: placed on every honest server
+        honest = [lab.servers(f"p{i}", f"o{i}", "--providers", "1") for i in range(HONEST_NETWORKS)]
+        good = [proc.wait_event("ready", 180) for proc in honest]
+        hostile = ["--servers", str(HOSTILE_EACH), *HOSTILE_FLAGS]
+        bad = [lab.servers(f"x{i}", f"x{i}", *hostile) for i in range(HOSTILE_NETWORKS)]
         ready = [proc.wait_event("ready", 180) for proc in bad]
-        yield {
-            **lab.walker(KEY, "--walks", str(WALKS)).wait_event("walked", 240),
+        placed = {
             "hostile": {s for r in ready for s in r["servers"]},
             "sybils": set(ready[0]["sybils"]),
             "providers": {p for r in good for p in r["providers"]},
         }
+        yield lab, placed, late
     finally:
         lab.close()
+
+
+@pytest.fixture(scope="module")
+def walked(lab: Placed) -> dict[str, Any]:
+    swarm, placed, _ = lab
+    return {**swarm.walker(KEY, "--walks", str(WALKS)).wait_event("walked", 240), **placed}
+
+
+@pytest.fixture(scope="module")
+def outnumbered(lab: Placed, walked: dict[str, Any]) -> dict[str, Any]:
+    """After the first asker: two hostile networks more, one server each (18 hostile servers on six
+    networks among the key's 20 closest), and a second asker that walks and runs a submitter's
+    discovery of two workers (`walker.py --discover`)."""
+    swarm, placed, honest = lab
+    for proc in honest:  # from now on a wide-area round trip away: the hostile servers answer first
+        proc.popen.send_signal(signal.SIGUSR1)
+        proc.wait_event("late", 30)
+    more = ["--servers", "1", *HOSTILE_FLAGS]
+    hosts = [f"x{HOSTILE_NETWORKS + i}" for i in range(MORE_NETWORKS)]
+    late = [swarm.servers(host, host, *more) for host in hosts]
+    ready = [proc.wait_event("ready", 180) for proc in late]
+    asker = swarm.walker(KEY, "--walks", str(WALKS), "--discover", name="walker2")
+    return {**asker.wait_event("walked", 240), **placed, "late": {s for r in ready for s in r["servers"]}}
 
 
 def test_hostile_servers_on_four_networks_near_a_key_end_no_walk_before_its_honest_holders(
@@ -107,3 +162,29 @@ def test_hostile_servers_on_four_networks_near_a_key_end_no_walk_before_its_hone
     assert lost["before"] > 0  # the attack is real: the rule before lost walks to it
     assert honest <= kept  # each network keeps its share of the key's first 20, in turns
     assert honest <= set(walked["looked"])  # discovery's own lookup finds both
+
+
+def test_hostile_servers_on_more_networks_than_a_keys_honest_holders_deny_no_discovery(
+    outnumbered: dict[str, Any],
+) -> None:
+    """Six hostile networks of the key's 20 closest, two honest holders among them: the node's walk
+    ends at the count the hostile networks vouch for before the honest holders answer (the stated
+    limit of `node.p2p.shortlist`): the asker's walks lose both honest providers (12 of 12 in the runs
+    here). A submitter's discovery probes what its first look found (the Sybils, where nothing
+    listens), and its next look reads the key again by a walk that waits for every one of its k
+    closest (`Dht.lookup`'s `unanswered`): it confirms both honest workers. Without that second read
+    (its looks read below the key, where no one is: 64 walks) it confirmed neither."""
+    honest, found = outnumbered["providers"], outnumbered["discovered"]
+    networks = {outnumbered["networks"][s] for s in outnumbered["late"] if s in outnumbered["networks"]}
+    assert len(networks) == MORE_NETWORKS  # the late hostile servers, as the asker saw them
+    lost = sum(not honest & set(f) for f in outnumbered["walks"]["now"])
+    print(
+        f"\n{HOSTILE_NETWORKS + MORE_NETWORKS} hostile networks near the root key: walks with no honest "
+        f"provider {lost}/{WALKS}; discovery confirmed {len(set(found['workers']) & honest)} of "
+        f"{len(honest)} honest workers, {found['every']} of {found['walks']} walks to every holder"
+    )
+    # each walk: key, every, began, ended, honest listed, listed, answered, failures
+    trace = [(*t[:4], len(set(t[4]) & honest), len(t[4]), *t[5:]) for t in found["trace"]]
+    assert honest <= set(found["workers"]), trace
+    if lost == WALKS:  # every quick walk listed Sybils alone: only the second read found them
+        assert found["every"] >= 1
