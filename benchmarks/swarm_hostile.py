@@ -23,7 +23,12 @@ key), answers closer peers from its routing table as an honest one does, and ans
 - now, M networks: the same, each hostile server on a network of its own (an attacker who holds M
   networks); and with 3 requests in flight (the node's `ALPHA` before), side by side;
 - every, M networks: walks that wait for every one of the key's k closest within its hop, whatever the
-  first answers say (`Swarm.every`, `Shortlist`'s `every`: not the node's rule, for its cost).
+  first answers say (`Swarm.every`, `Shortlist`'s `every`);
+- look, M networks: what a submitter's discovery does (`node.p2p.dht.Dht.lookup`'s `unanswered`): the
+  node's walk (the same draws as "now, M networks"), its first 20 probed, and when most of them did
+  not answer (Sybils: none does), a second walk of the key that waits for every one of its k closest;
+  lost when neither walk's first 20 holds an honest provider; its seconds are the first walk's, plus
+  the probes' grace (`GRACE_S`) and the second walk's when it ran.
 
 Per walk: how many of the 20 honest providers it found, whether it found none ("lost"), whether the
 key read full (the union of the lists holds 20: its subtree is read next), requests and bytes.
@@ -56,12 +61,15 @@ from swarm_net import OUT, Sizes, Swarm, Walk, kad_id, measure_sizes, walk, writ
 
 from node.p2p.shards import SHARD_CAP, Shard
 from node.p2p.shortlist import ALPHA, holding
+from node.submitter.discovery import GRACE_S
 
 HOSTILE: Final = (0, 5, 10, 11, 15, 19, 20)
 KEYS: Final = (SHARD_CAP, 7)
 """Honest providers of the key: a full one (its subtree read next), and one not full (a lookup reads
 it to its end, and no hostile holder may shorten what it lists)."""
-RULES: Final = ("before", "now", "now, M networks", "now, M networks, alpha 3", "every, M networks")
+RULES: Final = (
+    "before", "now", "now, M networks", "now, M networks, alpha 3", "every, M networks", "look, M networks"
+)  # fmt: skip
 PLACE_RULES: Final = ("place, now", "place, now, M networks")
 READ_BACK_RULES: Final = ("read-back, now", "read-back, now, M networks")
 EVERY: Final = 10**6
@@ -99,7 +107,10 @@ def run(
                 swarm.every = rule.startswith("every")
                 swarm.alpha = 3 if rule.endswith("alpha 3") else ALPHA
                 swarm.rng = np.random.default_rng(seed)  # the same starts and draws for every rule
-                cell = _walks(swarm, sizes, key, lists, set(providers), lookups)
+                if rule.startswith("look"):
+                    cell = _looks(swarm, sizes, key, lists, set(providers), lookups, seed)
+                else:
+                    cell = _walks(swarm, sizes, key, lists, set(providers), lookups)
                 out.setdefault(f"{count}/{rule}", {})[str(m)] = cell
             for rule in PLACE_RULES:  # after the walks' cells: their draws are as before
                 swarm.short, swarm.alpha, swarm.every = False, ALPHA, False
@@ -142,6 +153,46 @@ def _walks(
         "honest_found_mean": statistics.mean(found),
         "honest_found_min": float(min(found)),
         "read_not_full_share": short / n,
+        "requests_mean": statistics.mean(asked),
+        "kb_mean": statistics.mean(sent) / 1e3,
+        "seconds_p50": float(np.percentile(took, 50)),
+        "seconds_p95": float(np.percentile(took, 95)),
+    }
+
+
+def _looks(
+    swarm: Swarm,
+    sizes: Sizes,
+    key: int,
+    lists: dict[int, frozenset[int]],
+    honest: set[int],
+    n: int,
+    seed: int,
+) -> dict[str, float]:
+    """The discovery's reads of the key (the module's docstring): the node's walk, then, when most of
+    its first 20 did not answer their probes, a walk of every one of the k closest, drawn from a
+    generator of its own (the first walks are those of "now, M networks")."""
+    second = np.random.default_rng(seed + 1)
+    lost, reread, asked, sent, took = 0, 0, [], [], []
+    for _ in range(n):
+        start = int(swarm.rng.integers(0, 2**63)) * 2
+        w = walk(swarm, sizes, start, key, lists, 0)
+        kept, t, requests, size = set(w.kept), w.t, w.asked, w.bytes
+        if 2 * len(set(w.kept) - honest) > len(w.kept):  # Sybils never answer a probe
+            first, swarm.rng, swarm.every = swarm.rng, second, True
+            again = walk(swarm, sizes, start, key, lists, 0)
+            swarm.rng, swarm.every = first, False
+            kept |= set(again.kept)
+            t, requests, size = t + GRACE_S + again.t, requests + again.asked, size + again.bytes
+            reread += 1
+        lost += not kept & honest
+        asked.append(requests)
+        sent.append(size)
+        took.append(t)
+    return {
+        "lost_share": lost / n,
+        "lost_kept_share": lost / n,
+        "reread_share": reread / n,
         "requests_mean": statistics.mean(asked),
         "kb_mean": statistics.mean(sent) / 1e3,
         "seconds_p50": float(np.percentile(took, 50)),
@@ -222,6 +273,13 @@ def main() -> None:
                     f"{100 * r['full_by_union_share']:.1f} %, by its holders' networks (now) "
                     f"{100 * r['full_by_holders_share']:.1f} %, holds mean {r['holds_mean']:.1f} (min "
                     f"{r['holds_min']:.0f}), {r['requests_mean']:.1f} requests, {r['kb_mean']:.1f} KB"
+                )
+                continue
+            if rule.startswith("look"):
+                print(
+                    f"key of {count:>2}, {rule:>25}, M = {m:>2}: lost {100 * r['lost_share']:.1f} %, read "
+                    f"again {100 * r['reread_share']:.1f} %, {r['requests_mean']:.1f} requests, "
+                    f"{r['kb_mean']:.1f} KB, {r['seconds_p50']:.2f}/{r['seconds_p95']:.2f} s p50/p95"
                 )
                 continue
             print(

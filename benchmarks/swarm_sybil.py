@@ -204,6 +204,9 @@ class Look:
     """Probes' words on their networks not yet given: (when, provider, heard), `Discovery._confirm`:
     a miss once a probe held its slot `PROBE_SLOT_S` unanswered (or ended so), heard when it answers."""
 
+    missed: set[str] = field(default_factory=set)
+    """Providers a probe's word called unanswered (`Discovery`'s `unanswered`, with the silent ones): a
+    look reads a key most of whose providers are such once more, by a walk of every holder."""
     pending: list[tuple[str, float]] = field(default_factory=list)
     """Suspect networks' providers waiting for a slot behind every other probe (`networks.ProbeSlots`),
     and since when: each takes the first slot free once no other probe waits."""
@@ -221,6 +224,8 @@ class Look:
         self.verdicts = [v for v in self.verdicts if v[0] > now]
         for _, provider, heard in sorted(due):
             (self.networks.hear if heard else self.networks.miss)(provider)
+            if not heard:
+                self.missed.add(provider)
 
     def skip(self, now: float) -> set[str]:
         """What a look at `now` skips (`Discovery.silent` and the known): every provider collected,
@@ -245,19 +250,27 @@ class Look:
         def counted() -> int:  # `Dht.lookup`'s `discount`: a suspect network's providers are not counted
             return sum(1 for p in found - skip if not self.networks.discounted(self.tree.addrs[p]))
 
+        def useless(p: str) -> bool:  # `Dht.lookup`'s `unanswered` (no answer by `now`) or discounted
+            unanswered = p in self.missed and self.answers.get(p, math.inf) > now
+            return unanswered or self.networks.discounted(self.tree.addrs[p])
+
+        again: list[Shard] = []
+        reread: set[Shard] = set()
         while True:
             short = counted() < count
             old_key = not old and not frontier and short
-            if not frontier and not old_key:
+            if not frontier and not old_key and not again:
                 break
             walks: list[tuple[float, list[str]]] = []
-            for shard in frontier:
+            for shard, every in [*((s, False) for s in frontier), *((s, True) for s in again)]:
                 listed = self.tree.members.get(shard, [])
                 key = kad_id(shard.dht_key)
                 if key not in self.holders:
                     self.holders[key] = self.swarm.holders(key)
                 holders = self.holders[key]
+                self.swarm.every = every  # `Dht._reread`: a walk of every one of the k closest
                 walks.append((walk(self.swarm, self.sizes, self.start, key, holders, len(listed)).t, listed))
+                self.swarm.every = False
                 asked[shard] = len(listed)
             if old_key:  # the old `v1` key, at the servers we know (no worker of before issue 43)
                 old = True
@@ -274,6 +287,14 @@ class Look:
             took += last
             if counted() >= count:
                 break
+            again = [
+                shard
+                for shard in frontier
+                if shard not in reread
+                and (listed := self.tree.members.get(shard, []))
+                and 2 * sum(map(useless, listed)) > len(listed)
+            ]  # `Dht._reread`
+            reread.update(again)
             fresh = [self.networks.discounted(self.tree.addrs[p]) for p in step - skip]
             dig = 2 * dig if fresh and all(fresh) else 1  # `Dht.lookup`: past a level it did not count
             frontier = next_levels(asked, frontier, dig)
