@@ -15,8 +15,11 @@ from typing import Any, cast
 
 import trio
 import trio.testing
+from libp2p.peer.id import ID
+from libp2p.peer.peerinfo import PeerInfo
 
 from node.p2p.dht import Dht
+from node.p2p.host import Host
 from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.shards import Shard
 
@@ -81,3 +84,58 @@ async def test_a_key_read_again_is_read_so_once_a_lookup(mock_clock: trio.testin
     found = await Dht(cast(Kad, kad)).providers(None, 2, frozenset(SYBILS), unanswered=frozenset(SYBILS))
     assert not set(found) - set(SYBILS)
     assert _everys(kad) == [ROOT]
+
+
+HOSTILE = [ID(b"\x00\x24" + bytes([n]) * 36) for n in (1, 2, 3)]
+HOLDER = ID(b"\x00\x24" + bytes([4]) * 36)
+SYBIL_IDS = [ID(b"\x00\x24" + bytes([100 + n]) * 36) for n in range(20)]
+WORKER = ID(b"\x00\x24" + bytes([200]) * 36)
+
+
+class _Table:
+    def find_local_closest_peers(self, key: bytes, count: int) -> list[ID]:
+        return [*HOSTILE, HOLDER]
+
+
+class _NoPeerstore:
+    def get_peerstore(self) -> Any:
+        raise KeyError("no identify yet")  # no server known to serve kad: every one asked all the same
+
+
+class _Servers:
+    """A small swarm's kad (at most k servers: a lookup asks every one at once, `Kad._ask_known`):
+    three hostile servers, each on a network of its own, listing 20 Sybils at once, and the key's
+    honest holder, 0.5 s away, listing the worker."""
+
+    routing_table = _Table()
+    host = _NoPeerstore()
+    local_peer_id = ID(b"\x00\x24" + bytes([9]) * 36)
+    provider_store = None
+
+
+def _small_swarm() -> Kad:
+    kad = Kad(_Servers(), cast(Host, None), server=False)
+    kad._networks.update({p: f"45.0.{i}.0/24" for i, p in enumerate([*HOSTILE, HOLDER])})
+
+    async def get_providers(peer: ID, key: bytes) -> list[PeerInfo]:
+        if peer == HOLDER:
+            await trio.sleep(0.5)
+            return [PeerInfo(WORKER, [])]
+        return [PeerInfo(s, []) for s in SYBIL_IDS]
+
+    setattr(kad, "_get_providers", get_providers)  # noqa: B010 (the one request the test answers itself)
+    return kad
+
+
+async def test_a_small_swarms_read_of_every_server_waits_for_the_holder_the_quick_one_cut_off(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Three hostile networks answer at once and vouch for 20 Sybils, more networks than the one server
+    still to answer: the quick read ends without the honest holder; `every` waits for it, and its
+    worker is among the key's first 20 (each network a turn)."""
+    key = b"\x01" * 32
+    quick = await _small_swarm().lookup_providers(key, 20, walk=False)
+    assert WORKER.to_base58() not in quick.providers
+    whole = await _small_swarm().lookup_providers(key, 20, walk=False, every=True)
+    assert WORKER.to_base58() in whole.providers
+    assert whole.answered == 4
