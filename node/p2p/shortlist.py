@@ -39,7 +39,8 @@ round trip is measured on the way to the key, outside its k closest, so quick an
 do not shorten the wait; answering late only lengthens a walk by at most a hop, as a departed server
 does. What it does not stop: an attacker holding about as many networks as the key's k closest, all
 agreeing at once, ends the wait for an honest holder slower than the median round trip
-(`benchmarks/notes/swarm_hostile.md`: 19 networks near one key). The rule before is kept for the
+(`benchmarks/notes/swarm_hostile.md`: 19 networks near one key); a look then reads the key again with
+`every` once its Sybils failed their probes (below). The rule before is kept for the
 simulator's side-by-side (`short`) and its figures are in `benchmarks/notes/swarm_hostile.md`.
 
 The count that ends a walk takes only providers that holders on `AGREED` distinct networks list, and
@@ -66,9 +67,9 @@ networks of real servers in namespaces, 0 of 12 walks lost, both honest provider
 and none kept on the rule before). The cost: a full key's walk waits for a majority of its k
 closest, not three (at 10,000 devices `devices: 100` of a common unit p50 / p95 1.19 / 1.30 s
 instead of 0.74 / 0.88 s, 1,564 KB a lookup instead of 1,259; the rare lookup's p95 1.88 s, under
-the 2 s target). What it does not stop: more networks near a key than honest holders among its k
-closest (19 networks of 20: 99 % lost), and honest networks outnumbered near the key keep only
-their share of its first 20.
+the 2 s target). What it does not stop alone: more networks near a key than honest holders among its
+k closest (19 networks of 20: 99 % lost; the look's second read with `every`, below, loses none), and
+honest networks outnumbered near the key keep only their share of its first 20.
 
 Waiting for every one of the k closest (`every`, 2026-12-01) stops that: no honest provider lost
 to hostile servers on 11, 15 or 19 networks of a key's 20 closest, where this rule loses every one in
@@ -184,8 +185,9 @@ class Shortlist(Generic[P]):
             departed server, or a fake closer id a hostile server lists, kept a live holder out of
             the set the walk must ask; the simulator's side-by-side).
         every: end only when none of the k closest may still answer (each answered, failed or past
-            its hop), at the count as at the wait: no minority of the k closest ends a walk (measured
-            side by side in the simulators, not the node's rule: its cost in the module's docstring).
+            its hop), at the count as at the wait: no minority of the k closest ends a walk (a look's
+            second read of a key whose providers did not answer, `node.p2p.dht.Dht.lookup`; not every
+            walk's rule: its cost in the module's docstring).
     """
 
     def __init__(
