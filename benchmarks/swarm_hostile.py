@@ -59,6 +59,7 @@ from typing import Final
 import numpy as np
 from swarm_net import OUT, Sizes, Swarm, Walk, kad_id, measure_sizes, walk, writers_lists
 
+from node.p2p.dht import read_again
 from node.p2p.shards import SHARD_CAP, Shard
 from node.p2p.shortlist import ALPHA, holding
 from node.submitter.discovery import GRACE_S
@@ -178,7 +179,7 @@ def _looks(
         start = int(swarm.rng.integers(0, 2**63)) * 2
         w = walk(swarm, sizes, start, key, lists, 0)
         kept, t, requests, size = set(w.kept), w.t, w.asked, w.bytes
-        if 2 * len(set(w.kept) - honest) > len(w.kept):  # Sybils never answer a probe
+        if read_again(w.kept, lambda p: p not in honest):  # Sybils never answer a probe
             first, swarm.rng, swarm.every = swarm.rng, second, True
             again = walk(swarm, sizes, start, key, lists, 0)
             swarm.rng, swarm.every = first, False

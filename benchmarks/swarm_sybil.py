@@ -48,7 +48,7 @@ from swarm_fleet import local_ask
 from swarm_net import CONNECT_RTTS, OPEN_RTTS, Sizes, Swarm, kad_id, rtt, walk
 from swarm_upkeep import NAT_SHARE
 
-from node.p2p.dht import capability_dht_key
+from node.p2p.dht import capability_dht_key, read_again
 from node.p2p.gates import GATE_LINKS
 from node.p2p.host import GATE_CONNECTIONS
 from node.p2p.kad import QUERY_TIMEOUT_S
@@ -268,7 +268,7 @@ class Look:
                 if key not in self.holders:
                     self.holders[key] = self.swarm.holders(key)
                 holders = self.holders[key]
-                self.swarm.every = every  # `Dht._reread`: a walk of every one of the k closest
+                self.swarm.every = every  # `Dht.lookup`'s second read: a walk of every one of the k closest
                 walks.append((walk(self.swarm, self.sizes, self.start, key, holders, len(listed)).t, listed))
                 self.swarm.every = False
                 asked[shard] = len(listed)
@@ -287,13 +287,9 @@ class Look:
             took += last
             if counted() >= count:
                 break
-            again = [
-                shard
-                for shard in frontier
-                if shard not in reread
-                and (listed := self.tree.members.get(shard, []))
-                and 2 * sum(map(useless, listed)) > len(listed)
-            ]  # `Dht._reread`
+            again = [  # `Dht.lookup`'s `_Reading.again`
+                s for s in frontier if s not in reread and read_again(self.tree.members.get(s, []), useless)
+            ]
             reread.update(again)
             fresh = [self.networks.discounted(self.tree.addrs[p]) for p in step - skip]
             dig = 2 * dig if fresh and all(fresh) else 1  # `Dht.lookup`: past a level it did not count

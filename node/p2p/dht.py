@@ -24,9 +24,9 @@ import base64
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, final
+from typing import Final, TypeVar, final
 
 import trio
 
@@ -61,6 +61,8 @@ ADVERT_MAX_BYTES: Final = 8192
 ADVERT_MAX_LIFETIME_S: Final = 3600.0
 
 log = logging.getLogger(__name__)
+
+H = TypeVar("H", bound=Hashable)
 
 EVERY_PROVIDER: Final = 10**6
 """The count a placement reads a key with: every holder's answer, never ended at a count that one
@@ -199,10 +201,9 @@ class _Reading:
         self, frontier: tuple[Shard, ...], answers: Sequence[ProviderLookup]
     ) -> tuple[tuple[Shard, ...], list[Shard]]:
         """The keys to read next after a batch (`frontier` first in `answers`), and those to read again
-        to every one of their k closest (`_reread`)."""
+        to every one of their k closest (`again`)."""
         self.asked.update((shard, a.holds) for shard, a in zip(frontier, answers, strict=False))
-        again = _reread(frontier, answers, self.useless, self.reread) if self.count is not None else []
-        self.reread.update(again)
+        again = self.again(frontier, answers) if self.count is not None else []
         listed = {p for a in answers for p in a.providers}
         fresh = [self.discount(self.found[p]) for p in listed - self.known] if self.discount else []
         self.dig = 2 * self.dig if fresh and all(fresh) else 1  # all discounted: two levels at once, ...
@@ -211,34 +212,35 @@ class _Reading:
             frontier, self.past_gaps = below_gaps(self.asked), self.past_gaps - 1
         return frontier, again
 
+    def again(self, frontier: Sequence[Shard], answers: Sequence[ProviderLookup]) -> list[Shard]:
+        """The keys of `frontier` to read once more, waiting for every one of their k closest: those
+        `read_again` names, each once a lookup.
 
-def _reread(
-    frontier: Sequence[Shard],
-    answers: Sequence[ProviderLookup],
-    useless: Callable[[str], bool],
-    done: set[Shard],
-) -> list[Shard]:
-    """The keys of `frontier` to read once more, waiting for every one of their k closest (`Dht.lookup`):
-    those most of whose listed providers are `useless` (did not answer the caller, or discounted), each
-    once a lookup (`done`).
+        Hostile servers ground near a key on more networks than the key's honest holders still to answer,
+        all listing the same Sybils at once, end a walk by its count before the honest holders answer
+        (`node.p2p.shortlist`: on 11, 15 and 19 networks of a key's 20 closest, 15.5, 72.5 and 99 % of the
+        walks listed no honest provider). A walk that waits for every one of the k closest loses none below
+        20, but costs every look that waits on it (`benchmarks/notes/swarm_hostile.md`), so only a key whose
+        providers failed the caller is read so: the look after the probes (`node.submitter.discovery`).
+        The cheater's view: it chooses its servers' ids, lists and timing, and its Sybils' answers; it does
+        not choose whether its Sybils answer a probe as live workers would (then they are workers the
+        campaign may use, judged by verification), and every Sybil that does not makes the key read again
+        to its end, where the honest holders' lists count. An honest key with a few departed workers
+        (fewer than half of what it lists) is not read again."""
+        again = [
+            shard
+            for shard, answer in zip(frontier, answers, strict=False)
+            if shard not in self.reread and read_again(list(answer.providers), self.useless)
+        ]
+        self.reread.update(again)
+        return again
 
-    Hostile servers ground near a key on more networks than the key's honest holders still to answer,
-    all listing the same Sybils at once, end a walk by its count before the honest holders answer
-    (`node.p2p.shortlist`: on 11, 15 and 19 networks of a key's 20 closest, 15.5, 72.5 and 99 % of the
-    walks listed no honest provider). A walk that waits for every one of the k closest loses none below
-    20, but costs every look that waits on it (`benchmarks/notes/swarm_hostile.md`), so only a key whose
-    providers failed the caller is read so: the look after the probes (`node.submitter.discovery`).
-    The cheater's view: it chooses its servers' ids, lists and timing, and its Sybils' answers; it does
-    not choose whether its Sybils answer a probe as live workers would (then they are workers the
-    campaign may use, judged by verification), and every Sybil that does not makes the key read again
-    to its end, where the honest holders' lists count. An honest key with a few departed workers
-    (fewer than half of what it lists) is not read again."""
-    again = []
-    for shard, answer in zip(frontier, answers, strict=False):
-        listed = list(answer.providers)
-        if shard not in done and listed and 2 * sum(map(useless, listed)) > len(listed):
-            again.append(shard)
-    return again
+
+def read_again(listed: Sequence[H], useless: Callable[[H], bool]) -> bool:
+    """Whether a key whose read listed `listed` is read again to every one of its k closest: most of its
+    providers are `useless` to the caller (did not answer its probe, or discounted). `Dht.lookup`'s rule,
+    and the simulators' (`benchmarks/swarm_hostile.py`, `benchmarks/swarm_sybil.py`)."""
+    return 2 * sum(map(useless, listed)) > len(listed)
 
 
 def _counted(
@@ -408,7 +410,7 @@ class Dht:
         with its first ones: a cheater's keys cost a walk per doubling of their depth, not per level.
         `unanswered`: providers that did not answer the caller (the discovery's probes this round); a key
         read this look most of whose providers did not answer, or are discounted, is read once more, with
-        the next levels, by a walk that waits for every one of its k closest (`_reread`).
+        the next levels, by a walk that waits for every one of its k closest (`_Reading.again`).
         `into`: the dict the providers are gathered in as each walk answers (the lookup's own when None), so
         that a caller whose deadline cuts the lookup keeps what it found (`Node.find_providers`).
         `run_delay`: a look's (`node.p2p.looktime`): its walks' waits are its own seconds (`node.p2p.walk`).
@@ -521,6 +523,7 @@ __all__ = [
     "capability_dht_key",
     "check_advert",
     "provider_bound",
+    "read_again",
     "select_advert",
     "select_record",
     "shard_cid",

@@ -37,6 +37,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from node.p2p.dht import EVERY_PROVIDER
 from node.p2p.identity import SEED_BYTES, peer_id_of_seed
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard, unit_name
+from node.p2p.shortlist import key_distance
 from node.p2p.wire import Channel
 from protocol import KAD, PROFILE, ComputeUnit, Load, ProfileReply
 
@@ -80,22 +82,21 @@ def answer_profile(node: Node) -> Any:
 def ground_seed(key: bytes, bits: int) -> bytes:
     """A seed whose peer's kad id (sha256 of the peer id's bytes) shares its first `bits` bits with
     the key's (sha256 of the key), as `node.p2p.shortlist.key_distance` measures."""
-    target = int.from_bytes(hashlib.sha256(key).digest(), "big") >> (256 - bits)
-    while True:
-        seed = os.urandom(SEED_BYTES)
-        raw = ID.from_base58(peer_id_of_seed(seed)).to_bytes()
-        if int.from_bytes(hashlib.sha256(raw).digest(), "big") >> (256 - bits) == target:
-            return seed
+    return _seed_at(key, lambda distance: distance >> (256 - bits) == 0)
 
 
 def far_seed(key: bytes) -> bytes:
     """A seed whose peer's kad id differs from the key's in its first bit: farther from the key than
     every id that shares it (half of all ids)."""
-    first = hashlib.sha256(key).digest()[0] >> 7
+    return _seed_at(key, lambda distance: distance >> 255 == 1)
+
+
+def _seed_at(key: bytes, accept: Callable[[int], bool]) -> bytes:
+    """Fresh seeds until one's peer is at a kad distance from `key` that `accept`s."""
+    distance = key_distance(key)
     while True:
         seed = os.urandom(SEED_BYTES)
-        raw = ID.from_base58(peer_id_of_seed(seed)).to_bytes()
-        if hashlib.sha256(raw).digest()[0] >> 7 != first:
+        if accept(distance(ID.from_base58(peer_id_of_seed(seed)))):
             return seed
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from kit.dhtservers import write_seed
 from kit.netns import NetLab, NetnsRefused, _ip, _run
 from kit.procs import Lab, Proc
 
@@ -112,10 +113,7 @@ class SwarmLab:
         """`gate_seed`: the gate's identity (its key file written first; a fresh one when None)."""
         self.net, self.root, self.lab = net, root, Lab(root)
         if gate_seed is not None:
-            (root / "gate").mkdir(parents=True, exist_ok=True)
-            key = root / "gate" / "identity.key"
-            key.write_bytes(gate_seed)
-            key.chmod(0o600)
+            write_seed(root / "gate", gate_seed)
         try:
             listen = f"/ip4/{net.hosts['gate'][0]}/tcp/0"
             self.gate: str = self.lab.gate("gate", listen=listen, ns=net.ns("gate")).ready["addrs"][0]

@@ -66,6 +66,7 @@ async def discover(node: Node, kad: Kad) -> dict[str, Any]:
                       list(got.providers), got.answered, len(got.failures)])  # fmt: skip
         return got
 
+    # the product has no hook for a look's walks: this asker wraps its own Kad's method for the run
     kad.lookup_providers = counted  # type: ignore[method-assign]
     try:
         # a look for 2 (`devices: 2` asks for twice that, `LOOKUP_SLACK`): in a swarm of 25 servers the
