@@ -59,7 +59,7 @@ from typing import Final
 import numpy as np
 from swarm_net import OUT, Sizes, Swarm, Walk, kad_id, measure_sizes, walk, writers_lists
 
-from node.p2p.dht import read_again
+from node.p2p.lookup import read_again
 from node.p2p.shards import SHARD_CAP, Shard
 from node.p2p.shortlist import ALPHA, holding
 from node.submitter.discovery import GRACE_S

@@ -48,10 +48,11 @@ from swarm_fleet import local_ask
 from swarm_net import CONNECT_RTTS, OPEN_RTTS, Sizes, Swarm, kad_id, rtt, walk
 from swarm_upkeep import NAT_SHARE
 
-from node.p2p.dht import capability_dht_key, read_again
+from node.p2p.dht import capability_dht_key
 from node.p2p.gates import GATE_LINKS
 from node.p2p.host import GATE_CONNECTIONS
 from node.p2p.kad import QUERY_TIMEOUT_S
+from node.p2p.lookup import read_again
 from node.p2p.node import PROFILE_PROBE_S, PROFILE_PROBES_AT_ONCE
 from node.p2p.places import PLACES_PER_NETWORK, Places
 from node.p2p.relay import GATE_RESERVATIONS, RELAY_GATES, relay_limits
@@ -278,7 +279,7 @@ class Look:
                 walks.append((local_ask(self.swarm, self.sizes, self.start, v1)[0], []))
             step: set[str] = set()
             last = 0.0
-            for at, listed in sorted(walks, key=lambda w: w[0]):  # `Dht._ask_keys`: ends once enough
+            for at, listed in sorted(walks, key=lambda w: w[0]):  # `lookup.ask_keys`: ends once enough
                 step.update(listed)
                 found.update(listed)
                 last = at
@@ -287,7 +288,7 @@ class Look:
             took += last
             if counted() >= count:
                 break
-            again = [  # `Dht.lookup`'s `_Reading.again`
+            again = [  # `node.p2p.lookup.Reading.again`
                 s for s in frontier if s not in reread and read_again(self.tree.members.get(s, []), useless)
             ]
             reread.update(again)

@@ -17,7 +17,8 @@ Modules:
     walk      a GET_PROVIDERS walk towards a key's holders over the network (a large swarm's lookups)
     looktime  a look's seconds: those the machine kept the process waiting for a CPU given back (no libp2p)
     closest   the servers closest to each key we announce, reused by refreshes (pure)
-    dht       advert keys, the advert validator, publishing and provider lookups
+    dht       advert keys, the advert validator, publishing; provider lookups (`Dht.lookup`)
+    lookup    a lookup's read of a unit's tree of keys: levels, counts, digging, keys read again
     shards    sharded capability keys: a tree of keys per unit, spillover, the lookup's levels (pure)
     wire      the seam to the pure protocol: a byte stream and a framed message channel
     identity  the persistent Ed25519 seed and peer id (no libp2p or protocol import: `id` starts at once)
@@ -155,6 +156,7 @@ __all__ = [
     "kadpatch",
     "kadwire",
     "looktime",
+    "lookup",
     "node",
     "places",
     "reach",
