@@ -24,7 +24,7 @@ key), answers closer peers from its routing table as an honest one does, and ans
   networks); and with 3 requests in flight (the node's `ALPHA` before), side by side;
 - every, M networks: walks that wait for every one of the key's k closest within its hop, whatever the
   first answers say (`Swarm.every`, `Shortlist`'s `every`);
-- look, M networks: what a submitter's discovery does (`node.p2p.dht.Dht.lookup`'s `unanswered`): the
+- look, M networks: what a submitter's discovery does (`node.p2p.lookup.Hints.unanswered`): the
   node's walk (the same draws as "now, M networks"), its first 20 probed, and when most of them did
   not answer (Sybils: none does), a second walk of the key that waits for every one of its k closest;
   lost when neither walk's first 20 holds an honest provider; its seconds are the first walk's, plus

@@ -20,7 +20,7 @@ events over that tree, mirroring the code and taking its constants from it:
 - a look waits `GRACE_S` for its probes, then looks again past them until `count / LOOKUP_SLACK` answered;
   a network one of whose providers missed the grace, or that a look lists 4 new providers of, with
   none answered, is suspect for the round (`networks.Networks`): a later look counts its providers no more,
-  reads `DIG_SUSPECT` levels at once (`Dht.lookup`'s `discount`, `dig`), and probes them after the
+  reads `DIG_SUSPECT` levels at once (`Hints.discount`, `dig`), and probes them after the
   others; probes dial one of each network's in turn (`by_network`; an honest device's network is
   its own /24, a NAT'd one's too: a record through a gate names the gate's, not modelled);
   `initial` ends 1 s (`settle_s`) after its last new worker, or at 5 s.
@@ -248,10 +248,10 @@ class Look:
         dig = DIG_SUSPECT if self.networks.suspect else 1  # `Discovery._round`'s `dig`
         frontier += below(frontier, dig - 1, asked, DIG_KEYS - len(frontier))
 
-        def counted() -> int:  # `Dht.lookup`'s `discount`: a suspect network's providers are not counted
+        def counted() -> int:  # `Hints.discount`: a suspect network's providers are not counted
             return sum(1 for p in found - skip if not self.networks.discounted(self.tree.addrs[p]))
 
-        def useless(p: str) -> bool:  # `Dht.lookup`'s `unanswered` (no answer by `now`) or discounted
+        def useless(p: str) -> bool:  # `Hints.unanswered` (no answer by `now`) or discounted
             unanswered = p in self.missed and self.answers.get(p, math.inf) > now
             return unanswered or self.networks.discounted(self.tree.addrs[p])
 

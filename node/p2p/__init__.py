@@ -94,7 +94,7 @@ does not find new workers (version rule: submitters first).
 `submitter.discovery.lookup_count` says what a campaign needs (2 x the most devices one plain CPU job needs,
 replicas counted; every provider for `devices: all`, another unit or a requirement, at least `--wait-peers`)
 and `submit`'s `Discovery` stops at it: each round counts only workers it has not confirmed yet
-(`Dht.lookup(known=...)`), so a later round reads past the known ones down to where joiners landed (the
+(`Hints.known`), so a later round reads past the known ones down to where joiners landed (the
 churn lab), and doubles the count only when providers it was given did not answer. How it scales, today's
 scheme beside it: `benchmarks/swarm_sim.py` (a seeded simulator over this code's keys, message sizes, TTLs
 and refresh period). Adverts come from the worker itself over `/sark/profile` (at its provider addresses,

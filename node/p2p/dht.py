@@ -33,7 +33,7 @@ from node.p2p.addrs import peer_of
 from node.p2p.kad import ADVERT_COPIES, Kad, ProviderLookup
 from node.p2p.kadpatch import PROVIDERS_PER_KEY
 from node.p2p.looktime import no_delay
-from node.p2p.lookup import read_tree
+from node.p2p.lookup import NO_HINTS, Hints, read_tree
 from node.p2p.shards import SHARD_CAP, Shard, is_full, path_of
 from protocol import (
     DOMAIN_ADVERT,
@@ -285,59 +285,18 @@ class Dht:
         self,
         unit: ComputeUnit | None,
         count: int | None = None,
-        known: frozenset[str] = frozenset(),
+        hints: Hints = NO_HINTS,
         *,
-        past_gaps: int = 0,
-        discount: Callable[[Sequence[str]], bool] | None = None,
-        dig: int = 1,
-        unanswered: frozenset[str] = frozenset(),
         into: dict[str, list[str]] | None = None,
         run_delay: Callable[[], float] = no_delay,
     ) -> ProviderLookup:
-        """Providers of a unit (None: any worker), with what each server said (answered, refused):
-        its tree read over our kad at our cap, and its key from before issue 43
-        (`node.p2p.lookup.read_tree`, whose arguments these are)."""
+        """Providers of a unit (None: any worker), with what each server said (answered, refused): its
+        tree read over our kad at our cap until `count` providers not in `hints.known` (None: all), and
+        its key from before issue 43 (`node.p2p.lookup.read_tree`, whose arguments these are)."""
+        key = capability_dht_key(unit)
         return await read_tree(
-            self.kad,
-            unit,
-            capability_dht_key(unit),
-            count,
-            known,
-            past_gaps=past_gaps,
-            discount=discount,
-            dig=dig,
-            unanswered=unanswered,
-            into=into,
-            cap=self.cap,
-            run_delay=run_delay,
+            self.kad, unit, key, count, hints, into=into, cap=self.cap, run_delay=run_delay
         )
-
-    async def providers(
-        self,
-        unit: ComputeUnit | None,
-        count: int | None = None,
-        known: frozenset[str] = frozenset(),
-        *,
-        past_gaps: int = 0,
-        discount: Callable[[Sequence[str]], bool] | None = None,
-        dig: int = 1,
-        unanswered: frozenset[str] = frozenset(),
-        into: dict[str, list[str]] | None = None,
-        run_delay: Callable[[], float] = no_delay,
-    ) -> dict[str, list[str]]:
-        """Peers providing a unit (None: any worker), from the network, de-duplicated (`lookup`)."""
-        found = await self.lookup(
-            unit,
-            count,
-            known,
-            past_gaps=past_gaps,
-            discount=discount,
-            dig=dig,
-            unanswered=unanswered,
-            into=into,
-            run_delay=run_delay,
-        )
-        return found.providers
 
     async def advert(self, peer_id: str, now: float) -> tuple[Envelope, AdvertBody] | None:
         """A peer's verified, unexpired advert with the highest seq any server holds, or None.

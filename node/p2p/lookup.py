@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import trio
 
@@ -28,13 +28,12 @@ from protocol import ComputeUnit
 H = TypeVar("H", bound=Hashable)
 
 
-@dataclass
-class Reading:
-    """One lookup's state between its batches of keys (`read_tree`, whose arguments these are): what it
-    found and counts, how full each key it read was, which keys it read again.
+@dataclass(frozen=True)
+class Hints:
+    """What a caller knows of a unit's providers that shapes its lookup (`read_tree`) besides the count:
+    whom it has, whom it cannot count, who did not answer it, and how deep to read.
 
     Attributes:
-        count: the providers the caller asks for, not in `known` (None: all).
         known: the providers a caller has already (a campaign's later look): they fill the first keys,
             so a look for `count` more reads on past them, down to where joiners land, and stops there.
         discount: a provider whose addresses it holds true for is returned but not counted (the
@@ -42,39 +41,65 @@ class Reading:
             `node.submitter.discovery`), so the look reads on past such providers in one go.
         unanswered: providers that did not answer the caller (the discovery's probes this round); a key
             read this look most of whose providers did not answer, or are discounted, is read once more,
-            with the next levels, by a walk that waits for every one of its k closest (`again`).
-        cap: the providers a shard key holds.
-        dig: levels read at once below the first ones; past a level of discounted providers alone it
-            doubles (the next two levels at once, then four: `shards.next_levels`), so a cheater's keys
-            cost a walk per doubling of their depth, not per level.
+            with the next levels, by a walk that waits for every one of its k closest (`Reading.again`).
+        dig: levels read at once below the first ones; past a level of discounted providers alone the
+            lookup doubles it (the next two levels at once, then four: `shards.next_levels`), so a
+            cheater's keys cost a walk per doubling of their depth, not per level.
         past_gaps: levels read on below keys that are not full while still short (`shards.below_gaps`:
             where workers spilled under providers that left).
+    """
+
+    known: frozenset[str] = frozenset()
+    discount: Callable[[Sequence[str]], bool] | None = None
+    unanswered: frozenset[str] = frozenset()
+    dig: int = 1
+    past_gaps: int = 0
+
+
+NO_HINTS: Final = Hints()
+"""A lookup whose caller knows nothing yet (its first look)."""
+
+
+@dataclass
+class Reading:
+    """One lookup's state between its batches of keys (`read_tree`): what it found and counts, how
+    deep it digs, how full each key it read was, which keys it read again.
+
+    Attributes:
+        count: the providers the caller asks for, not in its `hints.known` (None: all).
+        hints: the caller's (`Hints`).
+        cap: the providers a shard key holds.
         found: the providers gathered as each walk answers (`read_tree`'s `into`), so that a caller
             whose deadline cuts the lookup keeps what it found (`Node.find_providers`).
+        dig: the levels the next batch reads below its first ones (from `hints.dig`, doubled past a
+            level of discounted providers alone).
+        past_gaps: the levels still to read below keys that are not full (from `hints.past_gaps`).
         asked: how full each key read was (`ProviderLookup.holds`).
         reread: the keys read again this lookup (each once).
     """
 
     count: int | None
-    known: frozenset[str]
-    discount: Callable[[Sequence[str]], bool] | None
-    unanswered: frozenset[str]
+    hints: Hints
     cap: int
-    dig: int
-    past_gaps: int
     found: dict[str, list[str]]
+    dig: int = field(init=False)
+    past_gaps: int = field(init=False)
     asked: dict[Shard, int] = field(default_factory=dict)
     reread: set[Shard] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        self.dig, self.past_gaps = self.hints.dig, self.hints.past_gaps
+
     def short(self) -> bool:
-        return self.count is None or counted(self.found, self.known, self.discount) < self.count
+        return self.count is None or counted(self.found, self.hints) < self.count
 
     def enough(self) -> bool:
         return not self.short()
 
     def useless(self, peer: str) -> bool:
         """A provider the caller cannot count: it did not answer, or it is discounted."""
-        return peer in self.unanswered or (self.discount is not None and self.discount(self.found[peer]))
+        discount = self.hints.discount
+        return peer in self.hints.unanswered or (discount is not None and discount(self.found[peer]))
 
     def after(
         self, frontier: tuple[Shard, ...], answers: Sequence[ProviderLookup]
@@ -84,7 +109,8 @@ class Reading:
         self.asked.update((shard, a.holds) for shard, a in zip(frontier, answers, strict=False))
         again = self.again(frontier, answers) if self.count is not None else []
         listed = {p for a in answers for p in a.providers}
-        fresh = [self.discount(self.found[p]) for p in listed - self.known] if self.discount else []
+        discount = self.hints.discount
+        fresh = [discount(self.found[p]) for p in listed - self.hints.known] if discount else []
         self.dig = 2 * self.dig if fresh and all(fresh) else 1  # all discounted: two levels at once, ...
         frontier = next_levels(self.asked, frontier, self.dig, self.cap)
         if not frontier and self.past_gaps > 0 and self.count is not None:
@@ -122,11 +148,10 @@ def read_again(listed: Sequence[H], useless: Callable[[H], bool]) -> bool:
     return 2 * sum(map(useless, listed)) > len(listed)
 
 
-def counted(
-    found: dict[str, list[str]], known: frozenset[str], discount: Callable[[Sequence[str]], bool] | None
-) -> int:
+def counted(found: dict[str, list[str]], hints: Hints) -> int:
     """How many of `found` a lookup counts: neither known nor discounted (`read_tree`)."""
-    return sum(1 for p in found.keys() - known if discount is None or not discount(found[p]))
+    discount = hints.discount
+    return sum(1 for p in found.keys() - hints.known if discount is None or not discount(found[p]))
 
 
 async def read_tree(
@@ -134,12 +159,8 @@ async def read_tree(
     unit: ComputeUnit | None,
     old_key: bytes,
     count: int | None = None,
-    known: frozenset[str] = frozenset(),
+    hints: Hints = NO_HINTS,
     *,
-    past_gaps: int = 0,
-    discount: Callable[[Sequence[str]], bool] | None = None,
-    dig: int = 1,
-    unanswered: frozenset[str] = frozenset(),
     into: dict[str, list[str]] | None = None,
     cap: int = SHARD_CAP,
     run_delay: Callable[[], float] = no_delay,
@@ -150,16 +171,17 @@ async def read_tree(
     reads it, `ProviderLookup.holds`, the word of most of the key's holders' networks; by the union of
     their lists, hostile servers listing 20 Sybils under every key made a look for all workers read over
     1,000 keys where 8 do now, `tests/labs/swarm/test_hostile_places.py`) until it has `count` providers
-    not in `known`, and `old_key` (the unit's key before issue 43, `dht.capability_dht_key`) when asked
-    for all or still short: at the servers we know only, no walk (old workers live where the gates are
-    the servers, and an empty old key walked by every lookup would make its closest servers hot). The
-    other arguments are `Reading`'s fields (`into`: its `found`, the lookup's own when None).
+    not in `hints.known` (None: all; `Hints` shapes the rest), and `old_key` (the unit's key before issue
+    43, `dht.capability_dht_key`) when asked for all or still short: at the servers we know only, no walk
+    (old workers live where the gates are the servers, and an empty old key walked by every lookup would
+    make its closest servers hot). `into`: `Reading.found` (the lookup's own when None); `cap`: the
+    providers a shard key holds.
     `run_delay`: a look's (`node.p2p.looktime`): its walks' waits are its own seconds (`node.p2p.walk`).
     """
     found: dict[str, list[str]] = {} if into is None else into
-    reading = Reading(count, known, discount, unanswered, cap, dig, past_gaps, found)
-    frontier = first_levels(unit, None if count is None else count + len(known), cap)
-    frontier += below(frontier, dig - 1, reading.asked, DIG_KEYS - len(frontier))
+    reading = Reading(count, hints, cap, found)
+    frontier = first_levels(unit, None if count is None else count + len(hints.known), cap)
+    frontier += below(frontier, hints.dig - 1, reading.asked, DIG_KEYS - len(frontier))
     again: list[Shard] = []
     answered, failures, keys, old_read = 0, dict[str, str](), 0, False
     while True:
@@ -210,4 +232,4 @@ async def ask_keys(
     return answers
 
 
-__all__ = ["Reading", "ask_keys", "counted", "read_again", "read_tree"]
+__all__ = ["NO_HINTS", "Hints", "Reading", "ask_keys", "counted", "read_again", "read_tree"]

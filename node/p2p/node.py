@@ -26,6 +26,7 @@ from node.p2p.host import GATE_CONNECTIONS, NODE_CONNECTIONS, Host, HostConfig, 
 from node.p2p.kad import Kad, ProviderLookup
 from node.p2p.kadpatch import open_kad
 from node.p2p.looktime import no_delay, within
+from node.p2p.lookup import Hints
 from node.p2p.places import places_for
 from node.p2p.reach import ReachVerdict, dial_back_verdict
 from node.p2p.relay import GATE_RESERVATIONS
@@ -136,7 +137,7 @@ class Node:
         found: list[Peer] = []
         lookup: ProviderLookup | None = None
         with trio.move_on_after(timeout) as deadline:
-            lookup = await self.dht.lookup(unit, count, known | skip, past_gaps=past_gaps)
+            lookup = await self.dht.lookup(unit, count, Hints(known | skip, past_gaps=past_gaps))
             probes = trio.CapacityLimiter(PROFILE_PROBES_AT_ONCE)
             async with trio.open_nursery() as nursery:
                 for peer_id, addrs in lookup.providers.items():
@@ -162,31 +163,22 @@ class Node:
         (`ask_addrs`), sorted by peer id: no advert is fetched, for the caller asks each provider itself
         (`submit`'s discovery: its live probe over `/sark/profile` returns the signed advert).
 
-        `count`, `known`, `skip` and `past_gaps` as `look` reads them; `discount`, `dig` and `unanswered`
-        as `Dht.lookup` does. The records carry what an advert's addresses would (a host's own addresses,
-        the dial-back's included, then a relayed worker's circuits: `Kad._announced`), so a `Kad.get` of
-        each provider's advert (k servers asked and awaited, 400 requests for a key's 20 providers) would
-        add seconds to every look and nothing the probe does not bring (`benchmarks/swarm_sybil.py`:
-        2.4-4.1 s of every look at 10,000 devices, three quarters of it; issue 50). `run_delay`: the look's
-        (`node.p2p.looktime`): `timeout` and the walks' waits are then its own seconds. A lookup cut by
-        `timeout` returns the providers its walks had listed by then (before, none: a look that had
-        found live workers and read on for more lost them at its deadline).
+        `count`, `known`, `skip` and `past_gaps` as `look` reads them; `discount`, `dig` and `unanswered` as
+        `node.p2p.lookup.Hints` says. The records carry what an advert's addresses would (a host's own
+        addresses, the dial-back's included, then a relayed worker's circuits: `Kad._announced`), so a
+        `Kad.get` of each provider's advert (k servers asked and awaited, 400 requests for a key's 20
+        providers) would add seconds to every look and nothing the probe does not bring
+        (`benchmarks/swarm_sybil.py`: 2.4-4.1 s of every look at 10,000 devices, three quarters of it; issue
+        50). `run_delay`: the look's (`node.p2p.looktime`): `timeout` and the walks' waits are then its own
+        seconds. A lookup cut by `timeout` returns the providers its walks had listed by then (before, none: a
+        look that had found live workers and read on for more lost them at its deadline).
         """
         found: dict[str, tuple[str, ...]] = {}
         gathered: dict[str, list[str]] = {}  # as each walk answers: a lookup cut by `timeout` keeps them
 
         async def read() -> None:
-            await self.dht.providers(
-                None,
-                count,
-                known | skip,
-                past_gaps=past_gaps,
-                discount=discount,
-                dig=dig,
-                unanswered=unanswered,
-                into=gathered,
-                run_delay=run_delay,
-            )
+            hints = Hints(known | skip, discount, unanswered, dig, past_gaps)
+            await self.dht.lookup(None, count, hints, into=gathered, run_delay=run_delay)
 
         await within(timeout, run_delay, read)  # `timeout` of the look's own seconds
         for peer_id, addrs in gathered.items():
@@ -336,7 +328,7 @@ async def check_reachability(node: Node, askers: Sequence[str] = ()) -> ReachVer
     """
 
     async def helpers() -> list[tuple[str, tuple[str, ...]]]:
-        found = await node.dht.providers(None, HELPERS)
+        found = (await node.dht.lookup(None, HELPERS)).providers
         return [*((p, ()) for p in askers), *((p, tuple(a)) for p, a in found.items() if p not in askers)]
 
     return await dial_back_verdict(node.host, node.gates, helpers)

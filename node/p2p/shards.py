@@ -115,7 +115,7 @@ def next_levels(
 ) -> tuple[Shard, ...]:
     """`next_keys`, and the `levels - 1` levels below them with them (each key taken as full, for the
     read tells), within `DIG_KEYS` keys: a lookup past a level whose providers it does not count (the
-    submitter's discovery past a cheater's networks: `Dht.lookup`'s `discount`) doubles `levels` each
+    submitter's discovery past a cheater's networks: `Hints.discount`) doubles `levels` each
     such level, so it reads down to where honest workers spilled in a few walks, not one a level."""
     keys = next_keys(asked, frontier, cap)
     return keys + below(keys, levels - 1, asked, DIG_KEYS - len(keys))

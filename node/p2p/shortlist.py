@@ -83,7 +83,7 @@ attacker at all found them within the default look's 5 s in 55 % of the trials, 
 provider its place there for one walk period at most (the read-back moves it below,
 `Dht._read_back`); a default look that misses every second campaign costs every user. So a look
 takes the providers this rule's walk lists, probes them, and reads a key again with `every` only when
-most of its providers did not answer (`Dht.lookup`'s `unanswered`, `node.p2p.lookup.read_again`): an honest
+most of its providers did not answer (`Hints.unanswered`, `node.p2p.lookup.read_again`): an honest
 swarm's looks cost what they did, and a look past hostile servers on 11 to 19 networks of a key's 20
 closest pays a probe's grace and one walk of every holder (`benchmarks/notes/swarm_hostile.md`).
 

@@ -66,7 +66,7 @@ class Networks:
     held a slot `PROBE_SLOT_S` (a probe still waiting for its wave is judged when it has: an honest
     worker queued behind a look's first wave is no miss), or once a look lists `CROWD` new providers
     of it, and none of its providers answered in the round: a
-    later look counts its providers no more (`Dht.lookup`'s `discount`: it reads on past them at once,
+    later look counts its providers no more (`Hints.discount`: it reads on past them at once,
     two levels deeper to begin with, `DIG_SUSPECT`, to where honest workers spilled) and probes them
     only after the grace of the others it found (`split`), never not at all; a look that found
     suspect providers alone probes them and looks again without a grace. Every look's probes dial one

@@ -34,7 +34,7 @@ never the gate. Then the honest servers answer 0.5 s late (a wide-area round tri
 each: six networks of the key's 20 closest, more than its two honest holders there, which end the
 node's walk with their Sybils alone (the stated limit of `node.p2p.shortlist`). A second asker runs a
 submitter's discovery of two workers: its probes find the Sybils dead, and its next look reads the key
-again by a walk that waits for every one of the key's k closest (`Dht.lookup`'s `unanswered`), where
+again by a walk that waits for every one of the key's k closest (`Hints.unanswered`), where
 the honest holders list both workers. Its look asks for 2, not a campaign's 4 (`LOOKUP_SLACK`): in a
 swarm this small the hostile servers are most of every key's holders, every key reads full of their
 Sybils, and a look for 4 reads the whole tree past its deadline (what it found by then is kept,
@@ -172,7 +172,7 @@ def test_hostile_servers_on_more_networks_than_a_keys_honest_holders_deny_no_dis
     limit of `node.p2p.shortlist`): the asker's walks lose both honest providers (12 of 12 in the runs
     here). A submitter's discovery probes what its first look found (the Sybils, where nothing
     listens), and its next look reads the key again by a walk that waits for every one of its k
-    closest (`Dht.lookup`'s `unanswered`): it confirms both honest workers. Without that second read
+    closest (`Hints.unanswered`): it confirms both honest workers. Without that second read
     (its looks read below the key, where no one is: 64 walks) it confirmed neither."""
     honest, found = outnumbered["providers"], outnumbered["discovered"]
     networks = {outnumbered["networks"][s] for s in outnumbered["late"] if s in outnumbered["networks"]}

@@ -21,6 +21,7 @@ import trio.testing
 
 from node.p2p.dht import Dht
 from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.lookup import Hints
 from node.p2p.shards import SHARD_CAP, Shard
 from node.submitter.networks import provider_network
 
@@ -63,7 +64,7 @@ async def _look(discount: Callable[[Sequence[str]], bool] | None) -> tuple[dict[
     """A lookup of 4 past the root's providers (known): what it found, and the root's."""
     kad = _Kad()
     root = set(kad.keys[Shard(None, 0, 0).dht_key])
-    return await Dht(cast(Kad, kad)).providers(None, 4, frozenset(root), discount=discount), root
+    return (await Dht(cast(Kad, kad)).lookup(None, 4, Hints(frozenset(root), discount))).providers, root
 
 
 async def test_a_lookup_past_uncounted_levels_digs_two_then_four_at_once(
@@ -104,7 +105,7 @@ async def test_a_look_of_several_keys_ends_with_the_quickest_that_fills_it(
     mock_clock.autojump_threshold = 0
     kad = _SlowKeys()
     # levels 0-3 at once (the discovery's first look past suspect networks digs so): level 3 holds honest
-    found = await Dht(cast(Kad, kad)).lookup(None, 4, discount=_suspect, dig=4)
+    found = await Dht(cast(Kad, kad)).lookup(None, 4, Hints(discount=_suspect, dig=4))
     assert len([p for p in found.providers if p.startswith("h")]) >= 4
     assert trio.current_time() == 1.0  # not the 3 s of the cheater's slow keys read with it
 
@@ -121,6 +122,6 @@ async def test_a_lookup_cut_by_its_callers_deadline_keeps_what_its_walks_listed(
     level1 = set(kad.keys[Shard(None, 1, 0).dht_key])
     into: dict[str, list[str]] = {}
     with trio.move_on_after(1.5) as cut:  # levels 0-1 answered at 1 s; levels 2-3 are out (`_look`: 2 s)
-        await Dht(cast(Kad, kad)).providers(None, 4, frozenset(root), discount=_suspect, into=into)
+        await Dht(cast(Kad, kad)).lookup(None, 4, Hints(frozenset(root), _suspect), into=into)
     assert cut.cancelled_caught
     assert root | level1 <= set(into)

@@ -1,5 +1,5 @@
 """Issue 50, scope 2: a key whose first read listed providers that did not answer is read again, in
-the same lookup, by a walk that waits for every one of its k closest (`Dht.lookup`'s `unanswered`).
+the same lookup, by a walk that waits for every one of its k closest (`Hints.unanswered`).
 
 Hostile DHT servers ground near a key on more networks than its honest holders still to answer end
 a walk at its count with their Sybils alone (`node.p2p.shortlist`); a walk that waits for every one
@@ -21,11 +21,13 @@ from libp2p.peer.peerinfo import PeerInfo
 from node.p2p.dht import Dht
 from node.p2p.host import Host
 from node.p2p.kad import Kad, ProviderLookup
+from node.p2p.lookup import Hints
 from node.p2p.shards import Shard
 
 ROOT = Shard(None, 0, 0).dht_key
 SYBILS = [f"s{i}" for i in range(20)]
 HONEST = ["h0", "h1"]
+_UNANSWERED = Hints(frozenset(SYBILS), unanswered=frozenset(SYBILS))  # the probes: no Sybil answered
 
 
 class _Kad:
@@ -55,7 +57,7 @@ async def test_a_key_whose_providers_did_not_answer_is_read_again_to_its_k_close
     root is read again, with the level below, by a walk of every holder; its honest providers count."""
     mock_clock.autojump_threshold = 0
     kad = _Kad(SYBILS, SYBILS + HONEST)
-    found = await Dht(cast(Kad, kad)).providers(None, 2, frozenset(SYBILS), unanswered=frozenset(SYBILS))
+    found = (await Dht(cast(Kad, kad)).lookup(None, 2, _UNANSWERED)).providers
     assert set(HONEST) <= set(found)
     assert _everys(kad) == [ROOT]  # once
     assert trio.current_time() == 3.0  # the root, then its children and its second read (2 s) at once
@@ -68,11 +70,11 @@ async def test_a_first_look_and_a_key_that_answered_are_never_read_again(
     departed worker among 20 live ones): no walk waits for every holder, and a look costs what it did."""
     mock_clock.autojump_threshold = 0
     kad = _Kad(SYBILS, SYBILS + HONEST)
-    found = await Dht(cast(Kad, kad)).providers(None, 2)
+    found = (await Dht(cast(Kad, kad)).lookup(None, 2)).providers
     assert set(found) <= set(SYBILS)  # the quick walk's: counted until probed
     live = [f"w{i}" for i in range(19)]
     departed = _Kad([*live, "gone"], [*live, "gone"])
-    await Dht(cast(Kad, departed)).providers(None, 2, frozenset(live), unanswered=frozenset({"gone"}))
+    await Dht(cast(Kad, departed)).lookup(None, 2, Hints(frozenset(live), unanswered=frozenset({"gone"})))
     assert _everys(kad) == _everys(departed) == []
 
 
@@ -81,7 +83,7 @@ async def test_a_key_read_again_is_read_so_once_a_lookup(mock_clock: trio.testin
     that announced first, not hostile servers): the lookup reads on below, never the key a third time."""
     mock_clock.autojump_threshold = 0
     kad = _Kad(SYBILS, SYBILS)
-    found = await Dht(cast(Kad, kad)).providers(None, 2, frozenset(SYBILS), unanswered=frozenset(SYBILS))
+    found = (await Dht(cast(Kad, kad)).lookup(None, 2, _UNANSWERED)).providers
     assert not set(found) - set(SYBILS)
     assert _everys(kad) == [ROOT]
 

@@ -195,7 +195,7 @@ async def test_a_walk_of_every_one_of_the_k_closest_loses_no_honest_provider_to_
     key's honest holders, list the same 20 Sybils at once; an honest server answers after 50 ms. The
     node's rule ends walks at the count those networks vouch for before the honest holders answer
     (the stated limit, above); `every`, the walk a look makes of a key whose providers did not answer
-    (`Dht.lookup`'s `unanswered`), ends only when none of the key's k closest may still answer, and
+    (`Hints.unanswered`), ends only when none of the key's k closest may still answer, and
     lists every honest provider, each honest holder's network a share of the key's first 20."""
     with trio.fail_after(60):
         kad = _kad(20)

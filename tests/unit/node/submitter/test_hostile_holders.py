@@ -1,7 +1,7 @@
 """Issue 50, scope 2, in the submitter's discovery: hostile DHT servers near the root key on more
 networks than its honest holders end the quick walk with their 20 Sybils alone; the discovery's probes
 name those that did not answer, and the round's next look reads the key again by a walk that waits for
-every one of its k closest (`Dht.lookup`'s `unanswered`), where the honest holders list the two
+every one of its k closest (`Hints.unanswered`), where the honest holders list the two
 honest workers.
 
 The node written here runs the real `Dht.lookup` over a Kad of that one key (`test_reread.py`'s: a
@@ -22,6 +22,7 @@ from kit.providers import advertised
 from node.errors import NodeError
 from node.p2p.dht import Dht
 from node.p2p.kad import Kad
+from node.p2p.lookup import Hints
 from node.p2p.node import Node
 from node.submitter.discovery import LOOKUP_SLACK, Discovery, DiscoveryConfig
 from protocol import AdvertBody, Load
@@ -37,9 +38,9 @@ class _Node:
     async def find_providers(
         self, *, skip: frozenset[str], known: frozenset[str] = frozenset(), count: int | None, **kw: Any
     ) -> dict[str, tuple[str, ...]]:
-        kw.pop("timeout", None)
-        found = await self.dht.providers(None, count, known | skip, **kw)  # as `Node.find_providers`
-        return {p: tuple(addrs) for p, addrs in found.items() if p not in skip}
+        hints = Hints(known | skip, kw["discount"], kw["unanswered"], kw["dig"], kw["past_gaps"])  # `Node`'s
+        found = await self.dht.lookup(None, count, hints, run_delay=kw["run_delay"])
+        return {p: tuple(addrs) for p, addrs in found.providers.items() if p not in skip}
 
     async def profile_and_host_at(
         self, peer_id: str, addrs: tuple[str, ...], timeout: float = 5.0
@@ -59,7 +60,7 @@ async def test_a_round_reads_a_key_again_past_its_hostile_holders_when_its_provi
 ) -> None:
     """`devices: 2`: the first look's 20 Sybils are probed and do not answer; the next look reads the
     root again to its k closest and finds both honest workers, in the same round. On public addresses
-    each Sybil's /24 is suspect then (`Dht.lookup`'s `discount`); on local ones (a lab's loopback, an
+    each Sybil's /24 is suspect then (`Hints.discount`); on local ones (a lab's loopback, an
     office's LAN) no network is, and the probes' own word (`unanswered`) is what reads the key again."""
     mock_clock.autojump_threshold = 0
     node = _Node(gone, local)

@@ -9,7 +9,7 @@ and probes them after the others.
 
 A node written here stands in for the DHT and the probes, on trio's virtual clock: its lookup reads
 level after level until it has `count` providers that are neither skipped, known nor discounted
-(`Dht.lookup`'s `discount`)."""
+(`Hints.discount`)."""
 
 from __future__ import annotations
 
