@@ -173,7 +173,14 @@ def test_hostile_servers_on_more_networks_than_a_keys_honest_holders_deny_no_dis
     here). A submitter's discovery probes what its first look found (the Sybils, where nothing
     listens), and its next look reads the key again by a walk that waits for every one of its k
     closest (`Hints.unanswered`): it confirms both honest workers. Without that second read
-    (its looks read below the key, where no one is: 64 walks) it confirmed neither."""
+    (its looks read below the key, where no one is: 64 walks) it confirmed neither.
+
+    Whether the discovery's own quick walks lose as the asker's did is the machine's to say: on a
+    loaded one the hostile servers' processes wait for a CPU as the honest ones do, and a quick walk
+    may hear the honest holders first (a loaded run at 528b7f90: the asker's walks lost 12 of 12, the
+    discovery's first look listed both). So the second read is asserted where the discovery's own
+    quick walks listed Sybils alone, never inferred from the asker's walks; the unit tests pin it on
+    trio's virtual clock (`tests/unit/node/submitter/test_hostile_holders.py`)."""
     honest, found = outnumbered["providers"], outnumbered["discovered"]
     networks = {outnumbered["networks"][s] for s in outnumbered["late"] if s in outnumbered["networks"]}
     assert len(networks) == MORE_NETWORKS  # the late hostile servers, as the asker saw them
@@ -186,5 +193,5 @@ def test_hostile_servers_on_more_networks_than_a_keys_honest_holders_deny_no_dis
     # each walk: key, every, began, ended, honest listed, listed, answered, failures
     trace = [(*t[:4], len(set(t[4]) & honest), len(t[4]), *t[5:]) for t in found["trace"]]
     assert honest <= set(found["workers"]), trace
-    if lost == WALKS:  # every quick walk listed Sybils alone: only the second read found them
-        assert found["every"] >= 1
+    if not any(honest & set(t[4]) for t in found["trace"] if not t[1]):  # its quick walks: Sybils alone
+        assert any(honest & set(t[4]) for t in found["trace"] if t[1]), trace  # its second read found them
