@@ -279,7 +279,7 @@ class Look:
                 walks.append((local_ask(self.swarm, self.sizes, self.start, v1)[0], []))
             step: set[str] = set()
             last = 0.0
-            for at, listed in sorted(walks, key=lambda w: w[0]):  # `lookup.ask_keys`: ends once enough
+            for at, listed in sorted(walks, key=lambda w: w[0]):  # `lookup._ask_keys`: ends once enough
                 step.update(listed)
                 found.update(listed)
                 last = at
@@ -288,7 +288,7 @@ class Look:
             took += last
             if counted() >= count:
                 break
-            again = [  # `node.p2p.lookup.Reading.again`
+            again = [  # `node.p2p.lookup._Reading.again`
                 s for s in frontier if s not in reread and read_again(self.tree.members.get(s, []), useless)
             ]
             reread.update(again)

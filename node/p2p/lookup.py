@@ -4,8 +4,8 @@ A lookup reads the levels of the unit's tree that hold the count asked at once (
 then the children of full keys, and stops at the count asked; when it is still short it also reads the
 unit's key from before issue 43 (`old_key`, at the servers it knows: no walk), where old workers
 provide. A key is full as a placement reads it (`ProviderLookup.holds`: the word of most of its holders'
-networks), never by the union of their lists. The keys of one level are walked at once (`ask_keys`),
-and the walks still out end when the lookup holds enough. `Reading` is a lookup's state between its
+networks), never by the union of their lists. The keys of one level are walked at once (`_ask_keys`),
+and the walks still out end when the lookup holds enough. `_Reading` is a lookup's state between its
 batches: what it found and counts, how deep it digs past discounted providers, which keys it reads
 again, to every one of their k closest, because most of their providers failed the caller
 (`read_again`). `node.p2p.dht.Dht.lookup` is the entry point (its kad and its cap).
@@ -41,7 +41,7 @@ class Hints:
             `node.submitter.discovery`), so the look reads on past such providers in one go.
         unanswered: providers that did not answer the caller (the discovery's probes this round); a key
             read this look most of whose providers did not answer, or are discounted, is read once more,
-            with the next levels, by a walk that waits for every one of its k closest (`Reading.again`).
+            with the next levels, by a walk that waits for every one of its k closest (`_Reading.again`).
         dig: levels read at once below the first ones; past a level of discounted providers alone the
             lookup doubles it (the next two levels at once, then four: `shards.next_levels`), so a
             cheater's keys cost a walk per doubling of their depth, not per level.
@@ -61,7 +61,7 @@ NO_HINTS: Final = Hints()
 
 
 @dataclass
-class Reading:
+class _Reading:
     """One lookup's state between its batches of keys (`read_tree`): what it found and counts, how
     deep it digs, how full each key it read was, which keys it read again.
 
@@ -90,8 +90,15 @@ class Reading:
     def __post_init__(self) -> None:
         self.dig, self.past_gaps = self.hints.dig, self.hints.past_gaps
 
+    def counted(self) -> int:
+        """How many of the providers found this lookup counts: neither known nor discounted."""
+        discount = self.hints.discount
+        return sum(
+            1 for p in self.found.keys() - self.hints.known if discount is None or not discount(self.found[p])
+        )
+
     def short(self) -> bool:
-        return self.count is None or counted(self.found, self.hints) < self.count
+        return self.count is None or self.counted() < self.count
 
     def enough(self) -> bool:
         return not self.short()
@@ -148,12 +155,6 @@ def read_again(listed: Sequence[H], useless: Callable[[H], bool]) -> bool:
     return 2 * sum(map(useless, listed)) > len(listed)
 
 
-def counted(found: dict[str, list[str]], hints: Hints) -> int:
-    """How many of `found` a lookup counts: neither known nor discounted (`read_tree`)."""
-    discount = hints.discount
-    return sum(1 for p in found.keys() - hints.known if discount is None or not discount(found[p]))
-
-
 async def read_tree(
     kad: Kad,
     unit: ComputeUnit | None,
@@ -174,12 +175,12 @@ async def read_tree(
     not in `hints.known` (None: all; `Hints` shapes the rest), and `old_key` (the unit's key before issue
     43, `dht.capability_dht_key`) when asked for all or still short: at the servers we know only, no walk
     (old workers live where the gates are the servers, and an empty old key walked by every lookup would
-    make its closest servers hot). `into`: `Reading.found` (the lookup's own when None); `cap`: the
+    make its closest servers hot). `into`: `_Reading.found` (the lookup's own when None); `cap`: the
     providers a shard key holds.
     `run_delay`: a look's (`node.p2p.looktime`): its walks' waits are its own seconds (`node.p2p.walk`).
     """
     found: dict[str, list[str]] = {} if into is None else into
-    reading = Reading(count, hints, cap, found)
+    reading = _Reading(count, hints, cap, found)
     frontier = first_levels(unit, None if count is None else count + len(hints.known), cap)
     frontier += below(frontier, hints.dig - 1, reading.asked, DIG_KEYS - len(frontier))
     again: list[Shard] = []
@@ -192,7 +193,7 @@ async def read_tree(
             old_read = True
         if not wants:
             break
-        answers = await ask_keys(kad, wants, found, enough=reading.enough, run_delay=run_delay)
+        answers = await _ask_keys(kad, wants, found, enough=reading.enough, run_delay=run_delay)
         keys += len(wants)
         answered = max([answered, *(a.answered for a in answers)])
         failures.update(f for a in answers for f in a.failures.items())
@@ -202,7 +203,7 @@ async def read_tree(
     return ProviderLookup(found, answered, failures, keys)
 
 
-async def ask_keys(
+async def _ask_keys(
     kad: Kad,
     wants: list[tuple[bytes, int, bool, bool]],
     found: dict[str, list[str]],
@@ -232,4 +233,4 @@ async def ask_keys(
     return answers
 
 
-__all__ = ["NO_HINTS", "Hints", "Reading", "ask_keys", "counted", "read_again", "read_tree"]
+__all__ = ["NO_HINTS", "Hints", "read_again", "read_tree"]

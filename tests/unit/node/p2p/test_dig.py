@@ -8,7 +8,7 @@ fill levels 0-2 and part of 3; honest workers, each on a /24 of its own, fill le
 below (as `benchmarks/swarm_sybil.py` places them at 10,000 devices).
 
 A look that reads several keys at once ends with the first walks that give it enough
-(`node.p2p.lookup.ask_keys`): a key of the cheater's whose walk is slow (its servers stall) does not
+(`node.p2p.lookup._ask_keys`): a key of the cheater's whose walk is slow (its servers stall) does not
 hold a look that a quicker key has filled."""
 
 from __future__ import annotations
