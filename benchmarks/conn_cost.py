@@ -9,11 +9,11 @@ in order; this kernel has no netem), and each relay counts the bytes both ways (
 framing, Noise, yamux, multistream, kad; no TCP/IP headers).
 
 Per round, at each relay, side by side:
-- open: one GET_PROVIDERS (the node's own `Kad._request`) on a connection already up;
+- open: one GET_PROVIDERS (the node's own `KadLink.request`) on a connection already up;
 - new: the connection closed first, then the same request: TCP's handshake, multistream for the
   security protocol, Noise XX, multistream for the muxer, then the stream and the request;
 - negotiated, the baseline: the request on an open connection through py-libp2p's `new_stream`,
-  which waits for multistream's two echoes before the request goes (`Kad._request` before).
+  which waits for multistream's two echoes before the request goes (`KadLink.request` before).
 The round trips are the slope over the two relays, (time at the longer delay - time at the shorter) /
 (the round trips' difference), so the hosts' own processing, which the delay does not change (and a
 loaded machine lengthens), drops out; bytes: what crossed the longer delay's relay.
@@ -44,7 +44,7 @@ from libp2p.peer.id import ID  # noqa: E402
 from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited  # noqa: E402
 
 from node.config import NodeConfig  # noqa: E402
-from node.p2p.kad import get_providers_request  # noqa: E402
+from node.p2p.kadwire import get_providers_request  # noqa: E402
 from node.p2p.node import open_node  # noqa: E402
 from node.p2p.shards import Shard  # noqa: E402
 from protocol import KAD  # noqa: E402
@@ -53,11 +53,11 @@ OUT = ROOT / "benchmarks" / "out"
 LOOPBACK = ("/ip4/127.0.0.1/tcp/0",)
 KINDS = ("new", "open", "negotiated")
 """negotiated: the baseline, the same request on an open connection through py-libp2p's `new_stream`
-(it waits for multistream's echoes before the request goes), as `Kad._request` sent it before."""
+(it waits for multistream's echoes before the request goes), as `KadLink.request` sent it before."""
 
 
 async def negotiated(raw_host: Any, peer: ID, request: bytes) -> bytes:
-    """One kad request through libp2p's own negotiation, as `Kad._request` sent it before."""
+    """One kad request through libp2p's own negotiation, as `KadLink.request` sent it before."""
     stream = await raw_host.new_stream(peer, [TProtocol(KAD)])
     try:
         await stream.write(encode_uvarint(len(request)) + request)
@@ -101,7 +101,7 @@ async def measure(delays_s: tuple[float, float], rounds: int) -> dict[str, Any]:
                             if kind == "negotiated":
                                 await negotiated(me.host.raw, peer, get_providers_request(key))
                             else:
-                                await kad._request(peer, get_providers_request(key))
+                                await kad.link.request(peer, get_providers_request(key))
                             took = time.perf_counter() - start
                             row = {"seconds": took, "bytes": relay.bytes - before}
                             rows[f"{kind}@{relay.delay * 1000:g}"].append(row)

@@ -129,13 +129,13 @@ async def lookups(node: Any, counts: list[int | None]) -> list[dict[str, float]]
     """A submitter's `Dht.lookup` of each count: keys, requests (GET_PROVIDERS sent), found, wire bytes."""
     dht, kad = Dht(node.kad), node.kad
     requests = [0]
-    ask = kad._request
+    ask = kad.link.request
 
     async def counted(peer: ID, request: bytes) -> Any:
         requests[0] += 1
         return await ask(peer, request)
 
-    kad._request = counted
+    kad.link.request = counted
     out: list[dict[str, float]] = []
     for count in counts:
         requests[0] = 0
@@ -163,11 +163,11 @@ async def calibrate(node: Any, gate: str, rounds: int = 40) -> dict[str, float]:
         for i in range(rounds):
             key = Shard(None, MAX_LEVEL, i).dht_key  # keys nobody provides
             if name == "get_providers":  # the answer as it came: closer peers too, once workers serve
-                reply = await kad._request(gate_id, get_providers_request(key))
+                reply = await kad.link.request(gate_id, get_providers_request(key))
                 answers += len(reply) + len(encode_uvarint(len(reply)))
             else:
                 request = add_provider_request(key, dht.host.get_id(), list(dht.host.get_addrs()))
-                await kad._send(gate_id, request, reply=True)
+                await kad.link.send(gate_id, request, reply=True)
         wire = (socket_bytes({me}).get(me, 0) - before) / rounds
         out[f"{name}_stream_bytes"] = wire - messages - answers / rounds
     return out

@@ -25,7 +25,7 @@ from swarm_net import (
 
 from node.config import NodeConfig
 from node.p2p.dht import capability_dht_key
-from node.p2p.kad import QUERY_TIMEOUT_S
+from node.p2p.kadlink import QUERY_TIMEOUT_S
 from node.p2p.shards import SHARD_CAP, Shard, first_levels, is_full, next_keys, path_of
 from node.p2p.shortlist import K
 from protocol import ComputeUnit

@@ -46,7 +46,7 @@ from libp2p.records.record import make_signed_put_record  # noqa: E402
 from multiaddr import Multiaddr  # noqa: E402
 
 from node.p2p.dht import advert_key, capability_dht_key  # noqa: E402
-from node.p2p.kad import QUERY_TIMEOUT_S  # noqa: E402
+from node.p2p.kadlink import QUERY_TIMEOUT_S  # noqa: E402
 from node.p2p.kadwire import add_provider_request, put_value_request  # noqa: E402
 from node.p2p.shards import SHARD_CAP  # noqa: E402
 from node.p2p.shortlist import (  # noqa: E402  (ALPHA: the node's walk, 13)
@@ -67,7 +67,7 @@ OPEN_RTTS = 1.0
 """Round trips of one kad request on a connection already up, measured on real hosts of this code
 (`conn_cost.py`, the slope over two delays, 12 rounds: 1.02, the protocol negotiated in the request's
 own flight, `node.p2p.lazy`; 3.03 through py-libp2p's `new_stream`, which waits for multistream's two
-echoes first, as `Kad._request` did before)."""
+echoes first, as `KadLink.request` did before)."""
 CONNECT_RTTS = 4.4
 """Round trips a new connection adds before that (`conn_cost.py`: 5.42 in all against 1.02 open:
 TCP, multistream for the security protocol, Noise XX, multistream for the muxer)."""

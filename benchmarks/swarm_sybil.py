@@ -51,7 +51,7 @@ from swarm_upkeep import NAT_SHARE
 from node.p2p.dht import capability_dht_key
 from node.p2p.gates import GATE_LINKS
 from node.p2p.host import GATE_CONNECTIONS
-from node.p2p.kad import QUERY_TIMEOUT_S
+from node.p2p.kadlink import QUERY_TIMEOUT_S
 from node.p2p.lookup import read_again
 from node.p2p.node import PROFILE_PROBE_S, PROFILE_PROBES_AT_ONCE
 from node.p2p.places import PLACES_PER_NETWORK, Places

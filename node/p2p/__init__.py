@@ -9,6 +9,8 @@ Modules:
     dial      a peer's addresses dialled in turn, each but the last under a short deadline (no libp2p)
     kadpatch  libp2p's kad-dht on /sark/kad/1.0.0, patched (protocol id, TTLs, caps, server-only), opened
     kad       queries on the running kad-dht: direct asks, bounded keys, checked lookups, provides and puts
+    kadlink   one kad request to one server and its answer (a few streams a server, a broken connection
+              dialled again once, the network it reached), and the k closest known asked at once
     kadwire   the kad messages we build and read ourselves: no signed peer record, refusals told apart
     lazy      a request stream whose protocol is negotiated in the request's own flight (one round trip)
     pacing    our ADD_PROVIDERs to each server paced to the rate a py-libp2p server keeps (P34; pure)

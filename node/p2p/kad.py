@@ -6,7 +6,8 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   `find_providers` here never calls it (it asks the servers itself, `lookup_providers`) and
   de-duplicates.
 - P20 connecting does not fill the routing table: `bootstrap` adds the gates and runs a self-lookup.
-- P23 (client side): at most `QUERIES_PER_SERVER` kad streams open to one server.
+- How one request reaches one server and comes back is `node.p2p.kadlink` (P23 client side: a few
+  streams open to a server; P41: a broken connection dialled again once; the network each reached).
 - Lookups ask the servers in our routing table directly and concurrently, one round trip per key
   (with only servers in the tables, they hold every record of a swarm of up to k servers); a server
   that stalls is a failure like one that refuses, never a cue for libp2p's own iterative lookup (nor,
@@ -36,40 +37,26 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, final
 
 import trio
-from libp2p.custom_types import TProtocol
-from libp2p.kad_dht.common import MAX_DHT_MESSAGE_SIZE
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
-from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
 from multiaddr import Multiaddr
 
-from node.errors import error_chain
 from node.p2p.closest import ClosestServers
-from node.p2p.host import Host, broken
-from node.p2p.kadwire import (
-    add_provider_request,
-    answer_of,
-    get_providers_request,
-    providers_of,
-    put_value_request,
-)
-from node.p2p.lazy import open_lazily
-from node.p2p.looktime import no_delay, within
+from node.p2p.host import Host
+from node.p2p.kadlink import LONE_QUERY_S, QUERY_TIMEOUT_S, KadLink, serves_kad
+from node.p2p.kadwire import add_provider_request, answer_of, get_providers_request, put_value_request
+from node.p2p.looktime import no_delay
 from node.p2p.pacing import PROVIDES_PER_WINDOW, WINDOW_S, ProvidePacer
 from node.p2p.places import Places, places_for
 from node.p2p.places import network_of as place_network
 from node.p2p.shortlist import K, Shortlist, holding, key_distance
-from node.p2p.stream import remote_ip
 from node.p2p.walk import Answer, Walked, walk_providers
-from protocol import KAD
-from scheduler.verification import network_of
 
 log = logging.getLogger(__name__)
 
@@ -77,22 +64,6 @@ WRITES_IN_FLIGHT: Final = 3
 """Writes (ADD_PROVIDER, PUT_VALUE) in flight at once, to the closest servers already known (py-libp2p
 sends 10). Not a walk's alpha (`node.p2p.shortlist.ALPHA`, 10): a read waits on its requests, a refresh's
 writes are waited on by no one, and each server's turn is paced apart (P34)."""
-QUERIES_PER_SERVER: Final = 8
-"""Concurrent kad streams a lookup opens to one server."""
-REPAIRS_KEPT_S: Final = 60.0
-"""How long `Kad._repair` remembers closing a broken connection to a server (requests that met it
-began within their deadline, seconds before)."""
-QUERY_TIMEOUT_S: Final = 3.0
-"""Deadline of one direct kad request while another server has answered (a dead server must not hold
-a lookup up)."""
-LONE_QUERY_S: Final = 10.0
-"""How long direct requests wait while no server has answered yet: on a loaded machine (load 12 on
-two cores in the suite at load 4) an honest gate can take longer than `QUERY_TIMEOUT_S`, and with
-none answered there is nothing to go on without it; a caller's own deadline cuts it shorter."""
-CLOSE_S: Final = 1.0
-"""The most a request's stream takes to close, even when its walk was cancelled (`Dht.lookup` ends a
-look with the first walks that fill it): with the streams of a cut walk left open, the next lookup of
-all providers in the same swarm missed some (`tests/labs/swarm/test_shards.py`, 5 runs of 8)."""
 WALKED_ADDRS_TTL_S: Final = 600  # the addresses of a peer a walk met, kept to dial it (libp2p's walk too)
 ADVERT_COPIES: Final = 5
 """Servers that keep a copy of our advert (a cache; provider records go to all k): a PUT_VALUE and its
@@ -127,24 +98,6 @@ class ProviderLookup:
     hostile ones does not make it True, nor does half of them make it False."""
 
 
-def serves_kad(host: Any, peer_id: ID) -> bool:
-    """Has identify told us that this peer serves our kad protocol (a DHT server)?"""
-    try:
-        protocols = host.get_peerstore().get_protocols(peer_id)
-    except Exception:  # libp2p raises PeerStoreError for a peer it has no entry for
-        return False
-    return KAD in {str(p) for p in protocols or ()}
-
-
-@dataclass
-class _Repair:
-    """`Kad._repair`'s record of one server: when we last closed a broken connection to it, and the
-    lock its requests take to close one."""
-
-    at: float = -math.inf
-    lock: trio.Lock = field(default_factory=trio.Lock)
-
-
 @final
 class Kad:
     """A running kad-dht on our host: raw puts, gets, provides and lookups on byte keys."""
@@ -153,11 +106,10 @@ class Kad:
         self._dht = dht
         self._host = host
         self.server = server
-        self._per_server: dict[ID, trio.Semaphore] = {}
+        self.link = KadLink(dht, host)
+        """Our requests to the servers (`node.p2p.kadlink`)."""
         self.closest = ClosestServers()
         """The servers closest to each key we announce, reused by refreshes (issue 43)."""
-        self._networks: dict[ID, str] = {}  # each server's network as our last request reached it
-        self._repairs: dict[ID, _Repair] = {}  # a server -> our last close of a broken connection to it
         self.places: Places = places_for(None)
         """Records of a key this server keeps from one network (`node.p2p.places`; the node sets it)."""
         self.circuits: tuple[str, ...] = ()
@@ -235,7 +187,7 @@ class Kad:
         async def send(peer: ID) -> bool:
             # Only a failed send counts as a failure: py-libp2p 0.8.1 echoes PUT_VALUEs it stored in a
             # form its own client reads as False, and resets one whose record is not newer than its own.
-            await self._send(peer, request, reply=True)
+            await self.link.send(peer, request, reply=True)
             return True
 
         await self._at_closest(key_bytes, send, copies)
@@ -253,7 +205,7 @@ class Kad:
         """Every value held for a key: ours, then each server's (unvalidated: the caller checks them).
 
         One direct GET_VALUE to each of the k closest servers in our routing table, concurrently, for
-        as long as `_ask_servers` waits; nothing else. libp2p's own `get_value` is no fallback: when
+        as long as `KadLink.ask_servers` waits; nothing else. libp2p's own `get_value` is no fallback: when
         none answered (a server that stalls the stream, as a hostile one near the key may), it walked
         the same servers again under none of these deadlines (30 s against one stalling gate, where
         this returns after `LONE_QUERY_S`). A reader with no value asks the worker itself
@@ -270,7 +222,7 @@ class Kad:
             if record is not None and record.value:
                 values.append(bytes(record.value))
 
-        await self._ask_servers(key_bytes, ask)
+        await self.link.ask_servers(key_bytes, ask)
         return values
 
     async def provide(self, key: bytes) -> bool:
@@ -282,7 +234,7 @@ class Kad:
         request = add_provider_request(key, me, addrs)
 
         async def send(peer: ID) -> bool:
-            await self._send(peer, request, reply=False)  # fire-and-forget, as libp2p and Kubo send it
+            await self.link.send(peer, request, reply=False)  # fire-and-forget, as libp2p and Kubo send it
             return True
 
         return await self._at_closest(key, send, paced=lambda _: True) > 0
@@ -317,7 +269,7 @@ class Kad:
 
         async def send(peer: ID) -> bool:
             if peer in due:
-                await self._send(peer, request, reply=False)
+                await self.link.send(peer, request, reply=False)
             return True
 
         await self._at_closest(key, send, paced=due.__contains__, walked=holders)
@@ -325,22 +277,8 @@ class Kad:
         listed: dict[str, list[str]] = {
             p.to_base58(): [] for p in [*walked.providers, *(i.peer_id for i in stored)]
         }
-        ours = holding((self._network(p), int(me not in walked.lists[p])) for p in holders) == 0
+        ours = holding((self.link.network(p), int(me not in walked.lists[p])) for p in holders) == 0
         return ProviderLookup(listed, walked.answered, walked.failures, holds=walked.holds, ours=ours)
-
-    async def _send(self, peer: ID, request: bytes, *, reply: bool) -> None:
-        """One kad request on a new stream (raises when it cannot be sent); with `reply`, the answer is
-        awaited and dropped, a reset one too (py-libp2p resets a PUT_VALUE not newer than its own)."""
-        stream = await self._dht.host.new_stream(peer, [TProtocol(KAD)])
-        try:
-            await stream.write(encode_uvarint(len(request)) + request)
-            if reply:
-                try:
-                    await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE)
-                except Exception:  # libp2p's stream errors: the request went out, the answer is not judged
-                    log.debug("kad answer from %s not read", peer, exc_info=True)
-        finally:
-            await stream.close()
 
     async def _at_closest(
         self,
@@ -438,21 +376,22 @@ class Kad:
         listed any (`Shortlist.ranked`). Before, the first `count` distinct providers ended the asks and
         were kept in the order they came, so a stranger's DHT server that answered first with 20 Sybils (a
         full key's count) ended every read of a key with no honest provider
-        (`tests/labs/swarm/test_hostile_first.py`). A server that stalled past the wait (`_ask_servers`)
-        is a failure ("no answer within"), as one that refused: libp2p's own iterative lookup, which this
-        fell back to when none answered, asked the same stalling servers again under none of the walk's
-        rules (`node.p2p.shortlist`: agreement across networks, a bounded round count).
+        (`tests/labs/swarm/test_hostile_first.py`). A server that stalled past the wait
+        (`KadLink.ask_servers`) is a failure ("no answer within"), as one that refused: libp2p's own
+        iterative lookup, which this fell back to when none answered, asked the same stalling servers
+        again under none of the walk's rules (`node.p2p.shortlist`: agreement across networks, a
+        bounded round count).
         """
         failures: dict[str, str] = {}
         asked: set[str] = set()
         done: set[str] = set()
         listed: dict[ID, list[Any]] = {}  # each provider a server listed -> its records, as they came
-        state: Shortlist[ID] = Shortlist((), lambda _: 0, count, None, agreed=1, network=self._network)
+        state: Shortlist[ID] = Shortlist((), lambda _: 0, count, None, agreed=1, network=self.link.network)
 
         async def ask(peer: ID) -> None:
             asked.add(peer.to_base58())
             try:
-                got = await self._get_providers(peer, key)
+                got = await self.link.get_providers(peer, key)
             except Exception as exc:
                 failures[peer.to_base58()] = f"{type(exc).__name__}: {exc}"[:200]
                 raise
@@ -464,7 +403,7 @@ class Kad:
         def enough(pending: int) -> bool:
             return not every and state.vouched(pending) >= count
 
-        answered = await self._ask_servers(key, ask, enough, run_delay)
+        answered = await self.link.ask_servers(key, ask, enough, run_delay)
         stalled = asked - done - failures.keys()
         if not enough(len(stalled)):  # the rest were not cut short by enough answers: they stalled
             waited = QUERY_TIMEOUT_S if answered else LONE_QUERY_S
@@ -489,14 +428,14 @@ class Kad:
         start = [p for p in self._dht.routing_table.find_local_closest_peers(key, K) if p != me]
 
         async def ask(peer: ID) -> Answer:
-            async with self._limit(peer):
-                providers, closer = answer_of(await self._request(peer, get_providers_request(key)))
+            async with self.link.limit(peer):
+                providers, closer = answer_of(await self.link.request(peer, get_providers_request(key)))
             closer = [(p, a) for p, a in closer if p != me.to_bytes() and a]
             for raw, addrs in closer:  # to dial them next, as libp2p's own walk does
                 self._dht.host.get_peerstore().add_addrs(ID(raw), addrs, WALKED_ADDRS_TTL_S)
             return Answer([PeerInfo(ID(p), a) for p, a in providers], [PeerInfo(ID(p), a) for p, a in closer])
 
-        network = self._network
+        network = self.link.network
         return await walk_providers(
             key,
             start,
@@ -509,12 +448,6 @@ class Kad:
             run_delay=run_delay,
             every=every,
         )
-
-    def _network(self, peer: ID) -> str:
-        """A server's network as our last request to it reached it (its /24 or /64,
-        `scheduler.verification.network_of`; "" unknown: every unknown server is one network), never
-        the addresses it announces: a walk's agreement counts networks (`node.p2p.shortlist`)."""
-        return self._networks.get(peer, "")
 
     @staticmethod
     def _found(
@@ -531,115 +464,14 @@ class Kad:
         """The providers one server lists for a key, or None when it did not answer."""
         with trio.move_on_after(QUERY_TIMEOUT_S):
             try:
-                infos = await self._get_providers(ID.from_base58(peer_id), key)
+                infos = await self.link.get_providers(ID.from_base58(peer_id), key)
             except Exception:  # libp2p's stream and parse errors: this server did not answer
                 log.debug("GET_PROVIDERS at %s failed", peer_id, exc_info=True)
                 return None
             return {i.peer_id.to_base58() for i in infos}
         return None
 
-    async def _get_providers(self, peer: ID, key: bytes) -> list[Any]:
-        """One GET_PROVIDERS at one server; raises when it refused or failed.
-
-        libp2p's own call returns an empty list for a refusal (a server that resets the stream on a
-        key it cannot read) as for "no providers": discovery must tell the two apart.
-        """
-        reply = await self._request(peer, get_providers_request(key))
-        return [PeerInfo(ID(provider), addrs) for provider, addrs in providers_of(reply)]
-
-    async def _request(self, peer: ID, request: bytes) -> bytes:
-        """One kad request on a new stream and its answer, the protocol negotiated in the request's
-        own flight (`node.p2p.lazy`: one round trip, not three); raises when either fails.
-
-        P41, as `Host._new_stream` does it: a connection whose muxer opens no stream while it still
-        counts as open ("Failed to create stream to peer"), or that broke under the negotiation, is
-        closed and dialled again, once (`_repair`). Before, a look's eight asks at once to its gate all
-        failed on such a connection and the look found no worker (beside a loaded suite run,
-        `tests/labs/swarm/test_shards.py`: "0 answered, 8 keys, failures {gate: SwarmException: Failed to
-        create stream to peer ...}")."""
-        first = encode_uvarint(len(request)) + request
-        began = trio.current_time()
-        await self._host.make_room(peer.to_base58())  # P42: a walk's burst of dials past the mark
-        try:
-            stream = await open_lazily(self._dht.host, peer, KAD, first)
-        except Exception as exc:
-            if not any(broken(e) for e in error_chain(exc)):
-                raise
-            await self._repair(peer, began)
-            stream = await open_lazily(self._dht.host, peer, KAD, first)
-        self._networks[peer] = network_of(remote_ip(stream) or "")
-        try:
-            return bytes(await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE))
-        finally:
-            with trio.move_on_after(CLOSE_S) as closing:
-                closing.shield = True  # a walk cancelled mid-read ends its stream still
-                await stream.close()
-
-    async def _ask_servers(
-        self,
-        key: bytes,
-        ask: Callable[[ID], Awaitable[None]],
-        enough: Callable[[int], bool] = lambda _: False,
-        run_delay: Callable[[], float] = no_delay,
-    ) -> int:
-        """Run `ask` at the k closest servers we know, concurrently, until `enough(pending)` (the
-        servers still to answer or fail), every one has answered or failed, or the time is up:
-        `QUERY_TIMEOUT_S`, or, while none has answered, the first answer within `LONE_QUERY_S`
-        (seconds of a look's own with its `run_delay`, `node.p2p.looktime`). Returns how many answered."""
-        closest = self._dht.routing_table.find_local_closest_peers(key, K)
-        closest = [p for p in closest if p != self._dht.local_peer_id]
-        # Peers identify has shown to serve kad first; the rest only when we know of none (P11).
-        peers = [p for p in closest if serves_kad(self._dht.host, p)] or closest
-        answered, pending, first = 0, len(peers), trio.Event()
-        if not peers:
-            return 0
-
-        async def one(peer: ID) -> None:
-            nonlocal answered, pending
-            try:
-                async with self._limit(peer):
-                    try:
-                        await ask(peer)
-                        answered += 1
-                        first.set()
-                    except Exception:  # libp2p's stream and parse errors: this server did not answer
-                        log.debug("kad query to %s failed", peer, exc_info=True)
-            finally:
-                pending -= 1
-                if pending == 0 or enough(pending):  # every server answered or failed, or enough did
-                    nursery.cancel_scope.cancel()
-
-        async with trio.open_nursery() as nursery:
-            for peer in peers:
-                nursery.start_soon(one, peer)
-            await within(QUERY_TIMEOUT_S, run_delay, trio.sleep_forever)
-            await within(LONE_QUERY_S - QUERY_TIMEOUT_S, run_delay, first.wait)
-            nursery.cancel_scope.cancel()
-        return answered
-
-    async def _repair(self, peer: ID, since: float) -> None:
-        """Close our broken connection to `peer` once for every request that met it: a request whose
-        attempt began before the last repair goes again on the connection that repair left (its next
-        stream dials anew), so that asks at once do not close each other's fresh connection. One lock a
-        server: a server whose close stalls (at most `Host.disconnect`'s 2 s) holds up no other's."""
-        repair = self._repairs.setdefault(peer, _Repair())
-        async with repair.lock:
-            if repair.at >= since:
-                return
-            log.info("the connection to %s broke opening a kad stream: dialled again", peer)
-            await self._host.disconnect(peer.to_base58())
-            repair.at = now = trio.current_time()
-            kept = {p: r for p, r in self._repairs.items() if now - r.at < REPAIRS_KEPT_S or r.lock.locked()}
-            self._repairs = kept
-
-    def _limit(self, peer: ID) -> trio.Semaphore:
-        limit = self._per_server.get(peer)
-        if limit is None:
-            limit = self._per_server[peer] = trio.Semaphore(QUERIES_PER_SERVER)
-        return limit
-
 
 __all__ = [
-    "ADVERT_COPIES", "LONE_QUERY_S", "QUERIES_PER_SERVER", "QUERY_TIMEOUT_S", "WALKED_ADDRS_TTL_S",
-    "WRITES_IN_FLIGHT", "K", "Kad", "ProviderLookup", "serves_kad",
+    "ADVERT_COPIES", "WALKED_ADDRS_TTL_S", "WRITES_IN_FLIGHT", "K", "Kad", "ProviderLookup",
 ]  # fmt: skip

@@ -13,7 +13,7 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   out of the k closest. `_ServerOnlyKadDHT` admits such a peer only once identify lists our kad protocol.
 - P23 a kad server resets every inbound kad stream beyond 12 in flight, host-wide: a lookup of 20
   adverts at once lost 8 of them. Servers get `INBOUND_KAD_STREAMS` (clients keep at most
-  `node.p2p.kad.QUERIES_PER_SERVER` streams open to one server). Those tokens are held while libp2p
+  `node.p2p.kadlink.QUERIES_PER_SERVER` streams open to one server). Those tokens are held while libp2p
   waits, with no deadline, for a request: each must come within `FIRST_FRAME_S` of the stream's
   opening or of our last answer (`PacedStream`), so silent streams cannot take them all (issue 23).
 - P24 a provider store keeps at most k (20) providers per key and silently ignores the rest: with
@@ -53,7 +53,8 @@ from libp2p.records.validator import NamespacedValidator, Validator
 from libp2p.tools.anyio_service import background_trio_service
 
 from node.p2p.host import Host
-from node.p2p.kad import SENDER, Kad, serves_kad
+from node.p2p.kad import SENDER, Kad
+from node.p2p.kadlink import serves_kad
 from node.p2p.stream import FIRST_FRAME_S, PacedStream, remote_ip
 from protocol import KAD
 

@@ -99,7 +99,7 @@ async def main(args: argparse.Namespace) -> None:
         ]
         every = await node.dht.lookup(None, run_delay=waited) if args.all else None
         discovered = await discover(node, kad) if args.discover else None
-        networks = {peer.to_base58(): where for peer, where in kad._networks.items()}
+        networks = {peer.to_base58(): where for peer, where in kad.link.networks.items()}
         whole = None
         if every is not None:
             whole = {"providers": list(every.providers), "keys": every.keys, "answered": every.answered,

@@ -23,7 +23,8 @@ from libp2p.peer.id import ID
 from libp2p.utils.varint import encode_uvarint
 
 from node.config import NodeConfig
-from node.p2p.kad import Kad, get_providers_request
+from node.p2p.kad import Kad
+from node.p2p.kadwire import get_providers_request
 from node.p2p.lazy import LazyRefused, open_lazily
 from node.p2p.node import Node, open_node
 from node.p2p.shards import Shard
@@ -47,7 +48,7 @@ async def relayed(root: Path) -> AsyncIterator[tuple[Node, Node, Kad, ID, DelayR
         kad = me.kad or me.dht.kad
         assert kad is not None
         peer = ID.from_base58(server.host.peer_id)
-        await kad._request(peer, REQUEST)  # identify and the connection's own first frames are over
+        await kad.link.request(peer, REQUEST)  # identify and the connection's own first frames are over
         yield server, me, kad, peer, relay
         relay.release_back()
         await me.host.disconnect(server.host.peer_id)  # closed in order before the relay goes
@@ -68,7 +69,7 @@ async def test_a_kad_request_reaches_the_server_before_anything_came_back(tmp_pa
         answers: list[bytes] = []
 
         async def ask() -> None:
-            answers.append(await kad._request(peer, REQUEST))
+            answers.append(await kad.link.request(peer, REQUEST))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ask)

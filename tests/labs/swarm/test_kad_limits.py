@@ -21,7 +21,7 @@ from libp2p.peer.id import ID
 from gate import open_gate
 from node.config import NodeConfig
 from node.p2p.dht import advert_key
-from node.p2p.kad import LONE_QUERY_S, QUERY_TIMEOUT_S
+from node.p2p.kadlink import LONE_QUERY_S, QUERY_TIMEOUT_S
 from node.p2p.kadwire import add_provider_request
 from node.p2p.node import Node, open_node
 from node.p2p.pacing import PROVIDES_PER_WINDOW, ProvidePacer
@@ -62,7 +62,7 @@ async def test_a_libp2p_server_drops_a_peers_add_providers_past_its_rate_in_sile
             kad, to = worker.dht.kad, ID.from_base58(gate.host.peer_id)
             me, addrs = ID.from_base58(worker.host.peer_id), list(worker.host.raw.get_addrs())
             for key in KEYS:  # unpaced, one after another: each send "succeeds"
-                await kad._send(to, add_provider_request(key, me, addrs), reply=False)
+                await kad.link.send(to, add_provider_request(key, me, addrs), reply=False)
             await settled(gate, worker, PROVIDES_PER_WINDOW)
             await trio.sleep(0.5)  # the last ones have arrived too (and been dropped)
             assert kept(gate, worker) == PROVIDES_PER_WINDOW

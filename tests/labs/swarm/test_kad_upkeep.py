@@ -53,9 +53,9 @@ async def swarm(root: Path, workers: int) -> AsyncIterator[tuple[Node, list[Node
 
 
 def _sent(kad: Kad) -> Counter[str]:
-    """The kad requests a Kad sends (`Kad._send`), by type, with their bytes; counted, nothing replaced."""
+    """The kad requests a Kad sends (`KadLink.send`), by type, with their bytes; counted, nothing replaced."""
     sent: Counter[str] = Counter()
-    send = kad._send
+    send = kad.link.send
 
     async def counted(peer: ID, request: bytes, *, reply: bool) -> None:
         message = Message()
@@ -68,7 +68,7 @@ def _sent(kad: Kad) -> Counter[str]:
         )
         await send(peer, request, reply=reply)
 
-    kad._send = counted  # type: ignore[method-assign]
+    kad.link.send = counted  # type: ignore[method-assign]
     return sent
 
 
@@ -76,7 +76,7 @@ async def _refresh(node: Node) -> Counter[str]:
     assert node.kad is not None
     sent = _sent(node.kad)
     await node.dht.publish(advert(node), [UNIT], gates=node.gates)
-    del node.kad._send  # back to the method
+    del node.kad.link.send  # back to the method
     return sent
 
 
@@ -228,7 +228,7 @@ async def test_the_routing_refresh_walks_once_and_an_expired_provider_frees_its_
             async def provide(node: Node) -> set[str]:
                 assert node.kad is not None
                 me, addrs = node.kad.raw.host.get_id(), node.kad.raw.host.get_addrs()
-                await node.kad._send(
+                await node.kad.link.send(
                     ID.from_base58(gate.host.peer_id), add_provider_request(key, me, addrs), reply=True
                 )
                 return {
@@ -275,17 +275,18 @@ async def test_a_read_back_sends_our_record_again_to_each_server_that_lacks_it(t
             assert writer.kad is not None
             key, me = Shard(UNIT, 5, 1).dht_key, writer.host.raw.get_id()
             request = add_provider_request(key, me, list(writer.host.raw.get_addrs()))
-            await writer.kad._send(ID.from_base58(gate.host.peer_id), request, reply=True)  # the gate alone
+            gate_id = ID.from_base58(gate.host.peer_id)
+            await writer.kad.link.send(gate_id, request, reply=True)  # the gate alone
             sent_to: list[str] = []
-            send = writer.kad._send
+            send = writer.kad.link.send
 
             async def spied(peer: ID, request: bytes, *, reply: bool) -> None:
                 sent_to.append(peer.to_base58())
                 await send(peer, request, reply=reply)
 
-            writer.kad._send = spied  # type: ignore[method-assign]
+            writer.kad.link.send = spied  # type: ignore[method-assign]
             listed = (await writer.kad.provide_where_missing(key)).providers
-            del writer.kad._send  # back to the method
+            del writer.kad.link.send  # back to the method
             assert writer.host.peer_id in listed  # the gate lists us
             assert sorted(sent_to) == sorted(w.host.peer_id for w in workers[:2])  # the two that lacked us
             kept = writer.kad.closest.reuse(key)  # and our refreshes go to the servers the read-back met

@@ -152,7 +152,7 @@ async def test_a_look_on_a_connection_that_opens_no_stream_dials_again_once(tmp_
     """P41 in kad's requests: the look of every provider beside a loaded suite run found none, "0
     answered, 8 keys, failures {gate: SwarmException: Failed to create stream to peer ...}": its eight
     asks at once met a connection to the gate that still counted as open but opened no stream. Now the
-    first to meet it closes it and each ask goes again on a fresh one (`Kad._repair`): one
+    first to meet it closes it and each ask goes again on a fresh one (`KadLink._repair`): one
     disconnect for the eight, every worker found."""
     with owntime.fail_after(60):
         async with fleet(tmp_path) as lab:

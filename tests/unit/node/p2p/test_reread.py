@@ -117,7 +117,7 @@ class _Servers:
 
 def _small_swarm() -> Kad:
     kad = Kad(_Servers(), cast(Host, None), server=False)
-    kad._networks.update({p: f"45.0.{i}.0/24" for i, p in enumerate([*HOSTILE, HOLDER])})
+    kad.link.networks.update({p: f"45.0.{i}.0/24" for i, p in enumerate([*HOSTILE, HOLDER])})
 
     async def get_providers(peer: ID, key: bytes) -> list[PeerInfo]:
         if peer == HOLDER:
@@ -125,7 +125,7 @@ def _small_swarm() -> Kad:
             return [PeerInfo(WORKER, [])]
         return [PeerInfo(s, []) for s in SYBIL_IDS]
 
-    setattr(kad, "_get_providers", get_providers)  # noqa: B010 (the one request the test answers itself)
+    setattr(kad.link, "get_providers", get_providers)  # noqa: B010 (the one request the test answers itself)
     return kad
 
 

@@ -21,7 +21,8 @@ from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo
 
 from node.p2p.host import Host
-from node.p2p.kad import QUERY_TIMEOUT_S, Kad
+from node.p2p.kad import Kad
+from node.p2p.kadlink import QUERY_TIMEOUT_S
 from node.p2p.walk import walk_providers
 from unit.node.p2p.test_walk import KEY, _far_start, _kad
 
@@ -85,7 +86,7 @@ def _small_swarm() -> Kad:
         await trio.sleep(ANSWERS_S[peer])
         return [PeerInfo(ID(b"\x00\x24" + bytes([100 + int(ANSWERS_S[peer])]) * 36), [])]
 
-    setattr(kad, "_get_providers", get_providers)  # noqa: B010 (the one request the test answers itself)
+    setattr(kad.link, "get_providers", get_providers)  # noqa: B010 (the one request the test answers itself)
     return kad
 
 
