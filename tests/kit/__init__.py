@@ -29,8 +29,9 @@ Modules:
     loadliar   child script: a `join` load client that signs lying records (a fleet member's fabricated or
                repeated ones, a lone open loop's own schedule or hidden backlog, a closed loop's
                crowded or zero-length ones)
-    replicaliar  child script: a `join` replica that halves its samples, never runs the model, or
-           advertises a calibration its CPU cannot reach (MODE: halve, norun, claim)
+    replicaliar  child script: a `join` replica that halves or shaves (0.72x) its samples, never runs the
+           model, advertises a calibration its CPU cannot reach, scatters its processes or predicts
+           spot checks (MODE: halve, shave, norun, claim, scatter, predict)
     gpuclaim  child script: a real `join` whose profile claims `GPU (llama.cpp)` usable on a machine with
            no GPU build of llama.cpp (the forced llama.cpp fallback)
     gpuliar  child script: a real `join` that advertises a GPU (`--profile`) and answers its GPU

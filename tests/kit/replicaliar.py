@@ -6,6 +6,9 @@ speaking the real protocol; by MODE:
 - `halve`: `drivers.measure` is wrapped in this process: every timed sample and first inference is
   halved and every figure derived again from them (`protocol.derive`), so the result is
   self-consistent (the submitter's own check passes) and only another replica can refute it;
+- `shave`: the same at `SHAVE` (0.72x): 38.9 % off an honest figure, inside the band a fresh class's
+  single-process replicas are judged with (the prior's, 46.3 %) and outside the band the class learns
+  from its honest single-process replicas (issue 50, scope 5);
 - `norun`: the measuring children (spawned: they import this file as `__mp_main__`) load the model
   but never run it: the runner returns zeros of each output's shape, so the timings are of nothing
   and the outputs are not the model's;
@@ -30,12 +33,15 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import drivers
 from protocol import Calibration, DeviceProfile, Measurement, TaskSpec, derive
 
-MODES = ("halve", "norun", "claim", "predict", "scatter")
+MODES = ("halve", "shave", "norun", "claim", "predict", "scatter")
+SHAVE = 0.72
+"""The `shave` liar's factor on every sample."""
 SCATTER = (0.5, 0.7, 1.0)
 """The `scatter` liar's factor for each process in turn: its figure (the median) is 0.7x."""
 PREDICT_P = 0.5
@@ -44,14 +50,19 @@ _honest_measure = drivers.measure
 _honest_profile = drivers.detect_profile_apart
 
 
-def halving_measure(model_path: Any, spec: TaskSpec, *args: Any, **kwargs: Any) -> Measurement:
-    """The real measurement with its samples halved and every figure derived again."""
-    m = _honest_measure(model_path, spec, *args, **kwargs)
-    half = m.with_(
-        samples_ms=tuple(s / 2 for s in m.samples_ms),
-        first_inferences_ms=tuple(s / 2 for s in m.first_inferences_ms),
-    )
-    return derive(half, spec)
+def scaling(factor: float) -> Callable[..., Measurement]:
+    """`drivers.measure` with every sample and first inference scaled by `factor` and every figure
+    derived again."""
+
+    def measure(model_path: Any, spec: TaskSpec, *args: Any, **kwargs: Any) -> Measurement:
+        m = _honest_measure(model_path, spec, *args, **kwargs)
+        scaled = m.with_(
+            samples_ms=tuple(s * factor for s in m.samples_ms),
+            first_inferences_ms=tuple(s * factor for s in m.first_inferences_ms),
+        )
+        return derive(scaled, spec)
+
+    return measure
 
 
 def scattering_measure(model_path: Any, spec: TaskSpec, *args: Any, **kwargs: Any) -> Measurement:
@@ -127,8 +138,8 @@ if __name__ == "__main__":
     assert mode in MODES, mode
     if mode == "norun":
         os.environ[NORUN_ENV] = "1"
-    if mode == "halve":
-        drivers.measure = halving_measure
+    if mode in ("halve", "shave"):
+        drivers.measure = scaling(0.5 if mode == "halve" else SHAVE)
     elif mode == "scatter":
         drivers.measure = scattering_measure
     elif mode == "claim":
