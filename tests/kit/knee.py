@@ -15,6 +15,13 @@ cache pressure outlast one request). A closed loop of `c` requests never holds m
 so this never slows a level at or below the knee; above it, a loaded client's turnaround gaps (the
 ms between one request's end and its slot's next send) no longer let most requests arrive to a
 momentarily emptier server and pass as fast.
+
+With `refuse`, the server holds at most `knee` requests and answers any more at once with 429 and a
+`Retry-After` past any client's retry budget (text-generation-inference's `max_concurrent_requests`
+answers 429 so): its knee is a count, not a time. A closed loop of `c` never holds more than `c`, so a
+level at or below the knee sees no refusal however slowly a loaded machine lets it run, and a level
+above it sees refusals at once; a search whose SLO no answered request comes near finds the knee
+exactly, on any machine. A first token still comes `fast_s` after its request.
 """
 
 from __future__ import annotations
@@ -32,11 +39,14 @@ from typing import Any
 from kit.sse_server import Reply, scheduled, serve_sse
 
 JSON = (("content-type", "application/json"),)
+REFUSED = (*JSON, ("retry-after", "3600"))
+"""An hour: past `RetryPolicy.max_wait_s`, so the client reports the 429 at once instead of waiting."""
 
 
 @dataclass
 class KneeStub:
-    """The script: call it as `serve_sse`'s script. `peak` is the most requests it held at once."""
+    """The script: call it as `serve_sse`'s script. `peak` is the most requests it held at once,
+    `refused` how many it answered with 429 (with `refuse`)."""
 
     knee: int
     model: str = "knee"
@@ -45,7 +55,9 @@ class KneeStub:
     tokens: int = 4
     every_s: float = 0.005
     memory_s: float = 0.1
+    refuse: bool = False
     peak: int = 0
+    refused: int = 0
     _ends: list[float] = field(default_factory=list)
     _busy: list[tuple[float, int]] = field(default_factory=list)  # (arrival, held then), last memory_s
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -62,6 +74,9 @@ class KneeStub:
         with self._lock:
             self._ends = [end for end in self._ends if end > now]
             in_flight = len(self._ends) + 1
+            if self.refuse and in_flight > self.knee:
+                self.refused += 1
+                return Reply(429, REFUSED, ((0.0, b'{"error":"Model is overloaded"}'),))
             self.peak = max(self.peak, in_flight)
             self._busy = [(at, held) for at, held in self._busy if at > now - self.memory_s]
             self._busy.append((now, in_flight))
