@@ -6,6 +6,7 @@ lab's submitter, may fetch models over plain http from loopback, and use short h
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import http.server
 import json
@@ -13,6 +14,7 @@ import os
 import queue
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -30,6 +32,7 @@ from node.p2p.identity import identity_peer_id
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples" / "models" / "tiny-convnet.onnx"
+LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 
 
 PACING = Path(__file__).resolve().parent / "pacing"
@@ -154,6 +157,33 @@ class Swarm:
 def submitter_id(data_dir: Path) -> str:
     """The peer id of the identity in `data_dir` (created if missing), as `sark-node id` prints it."""
     return identity_peer_id(NodeConfig(data_dir=data_dir).key_file())
+
+
+def liar(mode: str) -> list[str]:
+    """A replica liar's program (tests/kit/replicaliar.py in `mode`), as `real_worker`'s `program`."""
+    return [sys.executable, str(LIAR), mode]
+
+
+@contextlib.contextmanager
+def named_swarm(
+    root: Path, programs: Mapping[str, list[str] | None], *, pace_ms: float | None = PACE_MS
+) -> Iterator[tuple[Swarm, dict[str, str]]]:
+    """A gate and a `join` worker for each name of `programs` (its program instead of `sark-node` where
+    one is given: a hostile worker), started at once, ready, on a paced workload; the swarm and each
+    name's peer id, for the block (the lab is closed at its end)."""
+    lab = CampaignLab(root, record_ttl=30.0, pace_ms=pace_ms)
+    try:
+        submitter_dir = root / "submitter"
+        me = submitter_id(submitter_dir)
+        gate = lab.gate().ready["addrs"][0]
+        started = {n: lab.real_worker(n, [gate], me, wait=False, program=p) for n, p in programs.items()}
+        ids: dict[str, str] = {}
+        for name, proc in started.items():  # started at once: a start-up is mostly imports
+            proc.ready = proc.wait_event("ready", 120)
+            ids[name] = proc.ready["peer_id"]
+        yield Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, root, ids), ids
+    finally:
+        lab.close()
 
 
 def start_swarm(root: Path, workers: int) -> Swarm:

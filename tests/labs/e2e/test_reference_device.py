@@ -18,41 +18,27 @@ import csv
 import io
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kit import zygote
-from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, Swarm, liar, named_swarm, write_campaign
 from kit.procs import SARK
 from rich.console import Console
 
 from node.cli.campaign import end_tables
 from scheduler.results import CampaignReport, entries_of, short_peer
 
-LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 NAMES = ("reference", "liar0", "liar1")
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
-    root = tmp_path_factory.mktemp("reference")
-    lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
-    try:
-        submitter_dir = root / "submitter"
-        me = submitter_id(submitter_dir)
-        gate = lab.gate().ready["addrs"][0]
-        liar = [sys.executable, str(LIAR), "halve"]
-        started = {
-            n: lab.real_worker(n, [gate], me, wait=False, program=None if n == "reference" else liar)
-            for n in NAMES
-        }
-        ids = {n: proc.wait_event("ready", 120)["peer_id"] for n, proc in started.items()}
-        yield Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, root), ids
-    finally:
-        lab.close()
+    programs = {n: None if n == "reference" else liar("halve") for n in NAMES}
+    with named_swarm(tmp_path_factory.mktemp("reference"), programs) as lab:
+        yield lab
 
 
 def campaign(root: Path, ids: dict[str, str]) -> Path:

@@ -14,51 +14,26 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, PACE_MS, Swarm, liar, named_swarm, write_campaign
 
 from node.submitter.store import CampaignStore
 from scheduler.results import CampaignReport, entries_of
 
-LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 HONEST = ("h0", "h1", "h2")
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
-    root = tmp_path_factory.mktemp("replication")
-    lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
-    try:
-        submitter_dir = root / "submitter"
-        me = submitter_id(submitter_dir)
-        gate = lab.gate().ready["addrs"][0]
-        names = [*HONEST, "halve", "norun", "claim", "sybil"]
-        modes = {"sybil": "halve"}  # a second key lying as `halve` does: two Sybils on this host
-        started = [
-            lab.real_worker(
-                n,
-                [gate],
-                me,
-                wait=False,
-                program=None if n in HONEST else [sys.executable, str(LIAR), modes.get(n, n)],
-            )
-            for n in names
-        ]
-        ids: dict[str, str] = {}
-        for name, proc in zip(names, started, strict=True):
-            proc.ready = proc.wait_event("ready", 120)
-            ids[name] = proc.ready["peer_id"]
-        swarm = Swarm(
-            lab, gate, {ids[n]: p for n, p in zip(names, started, strict=True)}, submitter_dir, root
-        )
-        yield swarm, ids
-    finally:
-        lab.close()
+    modes = {"sybil": "halve"}  # a second key lying as `halve` does: two Sybils on this host
+    names = [*HONEST, "halve", "norun", "claim", "sybil"]
+    programs = {n: None if n in HONEST else liar(modes.get(n, n)) for n in names}
+    with named_swarm(tmp_path_factory.mktemp("replication"), programs) as lab:
+        yield lab
 
 
 def campaign(root: Path, name: str, peers: list[str], verify: dict[str, Any]) -> Path:

@@ -16,40 +16,24 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, PACE_MS, Swarm, liar, named_swarm, write_campaign
 
 from node.submitter.store import CampaignStore
 from scheduler.results import CampaignReport, entries_of
 from scheduler.verification.agreement import FAR, PRIOR
 
-LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 HONEST = ("h0", "h1", "h2")
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
-    root = tmp_path_factory.mktemp("scattered")
-    lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
-    try:
-        submitter_dir = root / "submitter"
-        me = submitter_id(submitter_dir)
-        gate = lab.gate().ready["addrs"][0]
-        names = [*HONEST, "scatter"]
-        started = {
-            n: lab.real_worker(
-                n, [gate], me, wait=False, program=None if n in HONEST else [sys.executable, str(LIAR), n]
-            )
-            for n in names
-        }
-        ids = {n: proc.wait_event("ready", 120)["peer_id"] for n, proc in started.items()}
-        yield Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, root), ids
-    finally:
-        lab.close()
+    programs = {**dict.fromkeys(HONEST), "scatter": liar("scatter")}
+    with named_swarm(tmp_path_factory.mktemp("scattered"), programs) as lab:
+        yield lab
 
 
 def test_a_liar_that_scatters_its_processes_to_widen_its_band_is_refused(

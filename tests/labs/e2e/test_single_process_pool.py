@@ -30,18 +30,16 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, PACE_MS, Swarm, liar, named_swarm, write_campaign
 
 from scheduler.results import CampaignReport, entries_of
 from scheduler.verification.agreement import POOL_MIN
 
-LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 SHAVED = 0.72
 """replicaliar's `SHAVE`: the liar's figure over the honest one's."""
 OFF = 1 / SHAVED - 1
@@ -50,23 +48,10 @@ OFF = 1 / SHAVED - 1
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
-    root = tmp_path_factory.mktemp("single")
-    lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
-    try:
-        submitter_dir = root / "submitter"
-        me = submitter_id(submitter_dir)
-        gate = lab.gate().ready["addrs"][0]
-        names = ("h0", "h1", "shave")
-        started = {
-            n: lab.real_worker(
-                n, [gate], me, wait=False, program=[sys.executable, str(LIAR), n] if n == "shave" else None
-            )
-            for n in names
-        }
-        ids = {n: proc.wait_event("ready", 120)["peer_id"] for n, proc in started.items()}
-        yield Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, root), ids
-    finally:
-        lab.close()
+    with named_swarm(
+        tmp_path_factory.mktemp("single"), {"h0": None, "h1": None, "shave": liar("shave")}
+    ) as lab:
+        yield lab
 
 
 def _campaign(swarm: Swarm, name: str, peers: list[str], runs: tuple[int, ...]) -> Path:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from typing import Any
 import pytest
 import trio
 from kit import zygote
-from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.campaignlab import MODEL, Swarm, liar, named_swarm, write_campaign
 from kit.procs import SARK
 from kit.replicaliar import PREDICT_P, old_predicts_checked
 
@@ -42,7 +41,6 @@ from scheduler import DrawKey, TaskView, task_id_of
 from scheduler.results import CampaignReport, entries_of
 from scheduler.verification import Evidence, Purpose
 
-LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 JOBS = 24
 """Tasks asked: each lands a lie in a checked group with a chance of about 1/4, and is sure to
 (whichever worker takes its first task) with 1/8: a campaign with two such is kept (`sure_campaign`)."""
@@ -50,25 +48,12 @@ JOBS = 24
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Swarm, dict[str, str]]]:
-    root = tmp_path_factory.mktemp("spotchecks")
-    lab = CampaignLab(root, record_ttl=30.0, pace_ms=PACE_MS)
-    try:
-        submitter_dir = root / "submitter"
-        me = submitter_id(submitter_dir)
-        gate = lab.gate().ready["addrs"][0]
-        started = {
-            "honest": lab.real_worker("honest", [gate], me, wait=False),
-            "liar": lab.real_worker(
-                "liar", [gate], me, wait=False, program=[sys.executable, str(LIAR), "predict"]
-            ),
-        }
-        ids = {name: proc.wait_event("ready", 120)["peer_id"] for name, proc in started.items()}
-        store = CampaignStore(submitter_dir / "campaigns.sqlite")
+    programs = {"honest": None, "liar": liar("predict")}
+    with named_swarm(tmp_path_factory.mktemp("spotchecks"), programs) as (swarm, ids):
+        store = CampaignStore(swarm.submitter_dir / "campaigns.sqlite")
         for _ in range(6):  # both earned spot checks in earlier campaigns (a clean streak)
             store.settled([(ids["honest"], Evidence(True)), (ids["liar"], Evidence(True))])
-        yield Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, root), ids
-    finally:
-        lab.close()
+        yield swarm, ids
 
 
 def campaign(root: Path) -> Path:
