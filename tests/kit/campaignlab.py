@@ -164,43 +164,43 @@ def liar(mode: str) -> list[str]:
     return [sys.executable, str(LIAR), mode]
 
 
+def _start(
+    lab: CampaignLab, programs: Mapping[str, list[str] | None], timeout: float
+) -> tuple[Swarm, dict[str, str]]:
+    """The lab's gate and a `join` worker for each name of `programs` (its program instead of
+    `sark-node` where one is given: a hostile worker), started at once and ready; each name's peer id."""
+    submitter_dir = lab.root / "submitter"
+    me = submitter_id(submitter_dir)
+    gate = lab.gate().ready["addrs"][0]
+    started = {n: lab.real_worker(n, [gate], me, wait=False, program=p) for n, p in programs.items()}
+    ids: dict[str, str] = {}
+    for name, proc in started.items():  # started at once: a start-up is mostly imports
+        proc.ready = proc.wait_event("ready", timeout)
+        ids[name] = proc.ready["peer_id"]
+    return Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, lab.root, ids), ids
+
+
 @contextlib.contextmanager
 def named_swarm(
     root: Path, programs: Mapping[str, list[str] | None], *, pace_ms: float | None = PACE_MS
 ) -> Iterator[tuple[Swarm, dict[str, str]]]:
-    """A gate and a `join` worker for each name of `programs` (its program instead of `sark-node` where
-    one is given: a hostile worker), started at once, ready, on a paced workload; the swarm and each
-    name's peer id, for the block (the lab is closed at its end)."""
+    """`_start`'s swarm on a paced workload, and each name's peer id, for the block (the lab is closed
+    at its end)."""
     lab = CampaignLab(root, record_ttl=30.0, pace_ms=pace_ms)
     try:
-        submitter_dir = root / "submitter"
-        me = submitter_id(submitter_dir)
-        gate = lab.gate().ready["addrs"][0]
-        started = {n: lab.real_worker(n, [gate], me, wait=False, program=p) for n, p in programs.items()}
-        ids: dict[str, str] = {}
-        for name, proc in started.items():  # started at once: a start-up is mostly imports
-            proc.ready = proc.wait_event("ready", 120)
-            ids[name] = proc.ready["peer_id"]
-        yield Swarm(lab, gate, {ids[n]: p for n, p in started.items()}, submitter_dir, root, ids), ids
+        yield _start(lab, programs, 120)
     finally:
         lab.close()
 
 
 def start_swarm(root: Path, workers: int) -> Swarm:
+    """A gate and `workers` honest workers (w0, w1, ...); the caller closes its lab."""
     lab = CampaignLab(root, record_ttl=30.0)
     try:
-        submitter_dir = root / "submitter"
-        me = submitter_id(submitter_dir)
-        gate = lab.gate().ready["addrs"][0]
-        procs: dict[str, Proc] = {}
-        started = [lab.real_worker(f"w{i}", [gate], me, wait=False) for i in range(workers)]
-        for proc in started:  # started at once: a start-up is mostly imports
-            proc.ready = proc.wait_event("ready", 60)
-            procs[proc.ready["peer_id"]] = proc
+        return _start(lab, dict.fromkeys(f"w{i}" for i in range(workers)), 60)[0]
     except BaseException:
         lab.close()
         raise
-    return Swarm(lab, gate, procs, submitter_dir, root)
 
 
 @pytest.fixture(scope="module")

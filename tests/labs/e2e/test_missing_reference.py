@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.campaignlab import ROOT, CampaignLab, Swarm, submitter_id, write_campaign
-
-LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
+from kit.campaignlab import LIAR, CampaignLab, Swarm, submitter_id, write_campaign
 
 
 @pytest.fixture(scope="module")

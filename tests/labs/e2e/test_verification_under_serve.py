@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 import pytest
-from kit.campaignlab import MODEL, PACE_MS, ROOT, CampaignLab, Swarm, campaign_end, submitter_id
+from kit.campaignlab import LIAR, MODEL, PACE_MS, ROOT, CampaignLab, Swarm, campaign_end, submitter_id
 from kit.fleet import _SERVE
 from kit.replicaliar import old_predicts_checked
 
@@ -46,7 +46,6 @@ from scheduler import DrawKey, TaskView
 from scheduler.results import CampaignReport, entries_of
 from scheduler.verification import Evidence, Purpose
 
-LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 GPU_LIAR = ROOT / "tests" / "kit" / "gpuliar.py"
 FORGER = ROOT / "tests" / "kit" / "ownerforger.py"
 HONEST = ("h0", "h1", "h2")

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 from kit import zygote
-from kit.campaignlab import PACE_MS, paced_env
-from kit.fleet import _SERVE, MODEL, ROOT
+from kit.campaignlab import LIAR, PACE_MS, paced_env
+from kit.fleet import _SERVE, MODEL
 from kit.netns import running
 from kit.procs import SARK, Lab, Proc
 from kit.routed import HOSTS, NETWORKS, RoutedNet
@@ -37,7 +37,6 @@ from node.config import NodeConfig
 from node.p2p.identity import identity_peer_id
 from protocol import ComputeUnit, DeviceProfile, UnitStatus
 
-LIAR = ROOT / "tests" / "kit" / "replicaliar.py"
 H1, H2, H3 = (HOSTS[h][0] for h in ("h1", "h2", "h3"))
 _POST = """\
 import httpx, sys
