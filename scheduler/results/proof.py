@@ -18,7 +18,8 @@ submitter, not a worker. What each check proves:
   results.json row without a signed result, a signed result without its row, and a task twice are
   named; so is a result whose bundle job is not its signed task id's.
 - each verification group: every replica's figure is derived again from its signed parts; each
-  replica's signed device must fall in the group's class (`device_class`); the band must be the one
+  replica's signed device must fall in the group's class (`device_class`), one class compared
+  whole among them (the short name is 32 bits); the band must be the one
   the class's spread gives (`agreement.band`), and that spread PRIOR's for the job's processes when
   the pool was under POOL_MIN (a reader checks it; above, the spread is the submitter's store's word
   and is shown so); the agreeing majority must be a strict majority of at least two, pairwise within
@@ -77,7 +78,7 @@ from scheduler.results.mergeproof import Member, check_derived_rows, exact, job_
 from scheduler.results.rows import body_columns
 from scheduler.results.verifygroups import GroupVerification
 from scheduler.verification.agreement import POOL_MIN, PRIOR, Replica, agree, band, replica_of
-from scheduler.verification.classes import device_class
+from scheduler.verification.classes import DeviceClass, device_class
 from scheduler.verification.figures import Refusal, check_figures
 from scheduler.verification.sendcheck import check_sends
 from scheduler.verification.servercount import within_count
@@ -349,8 +350,12 @@ def _check_groups(
 def _replicas(
     proof: Proof, place: str, group: GroupProof, campaign: Campaign, derived: Mapping[str, Derived]
 ) -> dict[str, Replica]:
-    """The group's replicas by peer, each from its derived figures, each of the group's class."""
+    """The group's replicas by peer, each from its derived figures, each of the group's class: one
+    class compared whole among them (the group keeps the short name, for display: a twin ground to
+    share its 32 bits, about 2^32 hashes, or a birthday pair of two colluding boards, 2^16, shares
+    the name and not the key), and that class's short name the group's."""
     out: dict[str, Replica] = {}
+    first: tuple[str, DeviceClass] | None = None
     for task_id in group.tasks:
         found = derived.get(task_id)
         if found is None:
@@ -360,11 +365,17 @@ def _replicas(
         unit = (
             campaign.jobs[group.job_index].spec.compute_unit if group.job_index < len(campaign.jobs) else None
         )
-        cls = device_class(found.body.device, unit).name if unit is not None else ""
-        if group.device_class and cls != group.device_class:
+        cls = device_class(found.body.device, unit) if unit is not None else None
+        if cls is not None and group.device_class and cls.name != group.device_class:
+            said = f"{task_id}'s signed device is of {cls.name}, not {group.device_class}"
+            proof.refuse(f"{place} device_class", said)
+        elif cls is not None and first is not None and cls.key != first[1].key:
             proof.refuse(
-                f"{place} device_class", f"{task_id}'s signed device is of {cls}, not {group.device_class}"
+                f"{place} device_class",
+                f"{task_id}'s signed device is of {cls.id}, {first[0]}'s of {first[1].id}: two classes "
+                f"that share the short name {cls.name}",
             )
+        first = first or ((task_id, cls) if cls is not None else None)
         if found.replica.peer_id in out:
             proof.refuse(f"{place} tasks", f"{found.replica.peer_id} is two replicas of the group")
         out[found.replica.peer_id] = found.replica

@@ -16,14 +16,13 @@ sees the short names in any report. The rule compares the 256-bit id, which no g
 from __future__ import annotations
 
 import csv
-import hashlib
-import os
 import re
 from pathlib import Path
 
 from kit.campaignlab import MODEL, CampaignLab, Swarm, submitter_id, write_campaign
+from kit.twins import colliding
 
-from protocol import Calibration, ComputeUnit, DeviceProfile, UnitStatus
+from protocol import ComputeUnit, DeviceProfile
 from scheduler.verification.classes import DeviceClass, device_class
 
 PRICE = 2.0
@@ -36,34 +35,12 @@ JOB = {
 }
 
 
-def _board(soc: str) -> DeviceProfile:
-    cores = os.cpu_count() or 1
-    return DeviceProfile(
-        device_name=soc, soc=soc, cores_physical=cores, cores_logical=cores, ram_mb=1024, os="Linux",
-        os_version="6", fingerprint=hashlib.sha256(soc.encode()).hexdigest()[:16],
-        units=(UnitStatus(unit=ComputeUnit.CPU_ONNX, usable=True, provider="CPUExecutionProvider"),),
-        calibration=Calibration(cpu_gflops=5.0, mem_bandwidth_gbs=10.0, seconds=1.0),
-    )  # fmt: skip
-
-
-def _colliding() -> tuple[DeviceProfile, DeviceProfile]:
-    """Two boards whose classes share a short name and differ whole (a birthday search over SoC strings)."""
-    seen: dict[str, DeviceProfile] = {}
-    for i in range(1 << 22):
-        board = _board(f"board-{i}")
-        cls = device_class(board, ComputeUnit.CPU_ONNX)
-        if cls.name in seen:
-            return seen[cls.name], board
-        seen[cls.name] = board
-    raise AssertionError("no pair of short names met")
-
-
 def _class(profile: DeviceProfile) -> DeviceClass:
     return device_class(profile, ComputeUnit.CPU_ONNX)
 
 
 def test_a_class_priced_by_its_whole_id_keeps_its_price_from_a_ground_twin(tmp_path: Path) -> None:
-    first, twin = _colliding()
+    first, twin = colliding()
     assert _class(first).name == _class(twin).name
     assert _class(first).id != _class(twin).id
     lab = CampaignLab(tmp_path, record_ttl=30.0)

@@ -57,3 +57,26 @@ def test_plan_says_beforehand_that_refused_peers_are_challenged_again(
     assert "waits: 2 peer(s) its challenge refused are challenged again later in the campaign" in said, said
     assert "unverifiable if none passes: " in said
     assert "claim_unverified: challenge: n=512" in said
+
+
+def test_plan_keeps_two_classes_that_share_a_short_name_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50, scope 7: two boards whose classes share the 32-bit short name (`kit.twins`) are two
+    classes in `plan`: each its own band and owners, named by its whole id, as the rules name them."""
+    from kit.twins import colliding
+
+    boards = colliding()
+    peers = [
+        dataclasses.replace(peer(n), host=f"10.0.{i}.1", profile=board)
+        for i, (n, board) in enumerate(zip(("a", "b"), boards, strict=True))
+    ]
+    plan = explain(parse_campaign(YAML), {"m": MODEL, MODEL.name: MODEL}, peers)
+    (job,) = plan.jobs
+    assert len(job.matching) == 2
+    classes = [device_class(p.profile, job.job.spec.compute_unit) for p in peers]
+    assert classes[0].name == classes[1].name
+    said = plan_json(plan)["jobs"][0]
+    assert said["classes"] == {p.peer_id: c.id for p, c in zip(peers, classes, strict=True)}
+    assert sorted(b["class"] for b in said["bands"]) == sorted(c.id for c in classes)
+    print_plan(plan)
+    out = capsys.readouterr().out
+    assert all(f"class {c.id}: judged within" in out for c in classes), out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -548,3 +549,41 @@ def test_a_file_that_is_no_bundle_is_named_with_its_stage(
             results_text or (GOLDEN / "results.json").read_bytes(),
         )
     assert said in str(caught.value)
+
+
+def test_a_groups_replicas_of_two_classes_that_share_a_short_name_are_refused() -> None:
+    """Issue 50, scope 7: a group names its class by the short name (for display), so a reader
+    compares its replicas' classes whole. The cheater is the submitter with two colluding boards
+    whose classes share the 32-bit name (a birthday pair, `kit.twins`): each replica's device is of
+    the group's short name, and the two are still two classes."""
+    from kit.twins import colliding
+
+    from scheduler.results.proof import _check_rows, _replicas, read_bundle
+    from scheduler.verification.classes import device_class
+
+    bundle, _, report = read_bundle(
+        (GOLDEN / "bundle.json").read_bytes(), (GOLDEN / "results.json").read_bytes()
+    )
+    derived = _check_rows(Proof(), bundle.body, report)
+    group = bundle.body.groups[0]
+    unit = report.campaign.jobs[group.job_index].spec.compute_unit
+    first, twin = colliding()
+    assert device_class(first, unit).name == device_class(twin, unit).name
+
+    def judged(boards: tuple[Any, Any]) -> Proof:
+        proof = Proof()
+        held = {t: derived[t] for t in group.tasks}
+        for task, board in zip(group.tasks, boards, strict=True):
+            held[task] = dataclasses.replace(
+                held[task], body=held[task].body.model_copy(update={"device": board})
+            )
+        named = group.model_copy(update={"device_class": device_class(first, unit).name})
+        assert len(_replicas(proof, "groups[0]", named, report.campaign, held)) == 2
+        return proof
+
+    assert judged((first, first)).holds  # one class, whole: as the golden group is
+    said = [str(p) for p in judged((first, twin)).problems]
+    assert len(said) == 1, said
+    assert "two classes that share the short name" in said[0]
+    assert device_class(first, unit).id in said[0]
+    assert device_class(twin, unit).id in said[0]
