@@ -120,12 +120,28 @@ before its handshake, which the dialler's `gates.cause` names, and says so once 
 
 PRUNE_FROM: Final = 0.75
 """P42: a worker or a submitter holding this share of its cap closes idle connections, down to
-`PRUNE_TO` (py-libp2p's pruner: never one with a stream open, one younger than `PRUNE_GRACE_S`, nor a
-protected peer's: our gates). A walk asks about 30 DHT servers (`benchmarks/swarm_hostile.py`), a look
-reads several keys, a worker rewalks its keys and a serving worker is asked by everyone's walks, each
-over a connection of its own, and nothing closed them: at 512 every dial fails ("Maximum connections
-limit reached"), the dial to a worker with a task as much as a kad request (an estimate from the
-simulator's walks; no swarm here is large enough to fill a cap)."""
+`PRUNE_TO`, at most 20 a pass (py-libp2p's pruner: never one with a stream open, one younger than
+`PRUNE_GRACE_S`, nor a protected peer's: our gates). A walk asks about 30 DHT servers
+(`benchmarks/swarm_hostile.py`), a look reads several keys, a worker rewalks its keys and a serving
+worker is asked by everyone's walks, each over a connection of its own, and nothing closed them: at 512
+every dial fails ("Maximum connections limit reached"), the dial to a worker with a task as much as a
+kad request (an estimate from the simulator's walks; no swarm here is large enough to fill a cap).
+
+The cheater's view: an open stream is the other side's to keep. An inbound stream counts from its
+opening until its handler returns, and multistream waits 10 s for a stream that names no protocol
+(py-libp2p's `inbound_stream_protocol_negotiation_timeout`); a stranger that opens its next stream
+before its last ends, keeps one that never ends (libp2p's ping: a 32-byte ping within every 10 s; a
+serving worker's kad: a request within every `FIRST_FRAME_S`), or reconnects within `PRUNE_GRACE_S`, is
+never pruned, whatever each protocol's deadline. So the pruner closes what nobody holds, and nothing
+rests on it against a stranger: the address bounds it, not the stream. An address holds at most its
+share of inbound connections (`node.p2p.addresscap`: 32 of 512), and past the cap a connection is
+closed before its handshake (P33): 16 addresses at most (an IPv6 /64 holds any number) fill a worker's
+or a submitter's cap, each connection a Noise handshake and a stream every 10 s, for as long as the
+stranger pays. While full, no new peer reaches the host and its own dials fail (a submitter not yet
+connected offers it nothing); what it holds lives on (its gates, a task's stream). Without pruning,
+idle connections filled it for a handshake each. A connection we dialled counts in no address's share:
+a stranger's DHT servers that our walks dial may hold those so, as many as our walks choose of them
+(the k closest to each key walked), not as many as it runs."""
 PRUNE_TO: Final = 0.5
 """The share of its cap a worker's or a submitter's pruning closes idle connections down to (P42)."""
 PRUNE_GRACE_S: Final = 20.0
