@@ -24,7 +24,10 @@ class OfferPolicy:
     """Which submitters a worker takes offers from, and what it will take on.
 
     An offer valid for longer than `max_offer_lifetime_s` is declined `lifetime` before its nonce is
-    remembered; each submitter may hold `nonce_share` of the `nonce_capacity` remembered nonces.
+    remembered; each submitter may hold `nonce_share` of the `nonce_capacity` remembered nonces. A
+    commit whose dispatch has not come within `dispatch_s` gives its place back (an honest submitter
+    dispatches as it reads the commit); an outcome not acknowledged within `ack_s` ends its stream (the
+    outbox keeps a result for a reclaim): neither a place nor a stream is a stranger's to hold.
     """
 
     allow: frozenset[str] = frozenset()
@@ -34,6 +37,8 @@ class OfferPolicy:
     lease_ttl_s: float = 10.0
     heartbeat_s: float = 2.0
     first_message_s: float = 10.0
+    dispatch_s: float = 10.0
+    ack_s: float = 300.0
     max_offer_lifetime_s: float = 600.0
     nonce_capacity: int = 100_000
     nonce_share: int = 10_000

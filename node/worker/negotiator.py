@@ -170,8 +170,9 @@ class Negotiator:
         return body, self._fit(submitter, body)
 
     def _fit(self, submitter: str, body: OfferBody) -> tuple[DeclineReason, str] | None:
+        stranger = self._policy.open_mode and bool(self._policy.allow) and submitter not in self._policy.allow
         load = WorkerLoad(
-            has_room=self._runner.has_room(),
+            has_room=self._runner.has_room(keep=int(stranger)),  # the allowed submitters' last place
             has_model=self._has_model(body.model.sha256),
             submitter_relayed=self._is_relayed(submitter),
             leaving=self._runner.leaving,
@@ -213,18 +214,50 @@ class Negotiator:
     # -- after the commit --------------------------------------------------------------------------
 
     async def _follow(self, channel: Channel, conv: Conversation, job: Job) -> None:
-        """Heartbeats out, dispatch/cancel/ack in, then the outcome, until acknowledged."""
+        """Heartbeats out, dispatch/cancel/ack in, then the outcome, until acknowledged.
+
+        Two waits are bounded by what an honest submitter does, not by the submitter's word: the
+        dispatch (sent as it reads the commit) within `dispatch_s`, else the place is given back at
+        once; the ack of an outcome within `ack_s`, else the stream ends (a result stays in the outbox
+        for a reclaim). The cheater's view: on an `--open` worker a stranger's offer is committed like
+        anyone's; it chooses to send nothing after the commit, or nothing after the outcome, and held a
+        queue place (one of `max_queue` + 1) or a stream, and so its connection, for as long as it
+        kept the stream open. It now holds a place `dispatch_s` a commit, and pays a whole offer, its
+        signature and a fresh nonce for the next; a stream past an outcome, a measurement it had run.
+        """
+        wait = math.inf if job.dispatched else self._policy.dispatch_s  # a reclaim's is dispatched
+        listen = trio.CancelScope(deadline=trio.current_time() + wait)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._heartbeats, channel, conv, job, nursery.cancel_scope)
-                await self._listen(channel, conv, job)
+                nursery.start_soon(self._heartbeats, channel, conv, job, nursery.cancel_scope, listen)
+                with listen:
+                    await self._listen(channel, conv, job, listen)
+                if listen.cancelled_caught:
+                    raise NodeError(self._overdue(channel.peer_id, job))
                 nursery.cancel_scope.cancel()
         finally:
-            if not job.dispatched:
+            if not job.dispatched and listen.cancelled_caught and job.outcome is None:
+                self._runner.drop(job)  # the stream is alive and sent no dispatch: no reclaim to wait for
+            elif not job.dispatched:
                 self._runner.orphan(job, self._policy.lease_ttl_s)
 
+    def _overdue(self, submitter: str, job: Job) -> str:
+        """Why a stream ended on a deadline (`_follow`), said in the log and as an event."""
+        if job.outcome is None:
+            why = f"no dispatch within {self._policy.dispatch_s:g} s of the commit: its place is given back"
+            self._emit("undispatched", task=job.task_id, submitter=submitter, lease=job.lease_id)
+        else:
+            why = f"no ack within {self._policy.ack_s:g} s of the outcome: the stream ends"
+            self._emit("unacknowledged", task=job.task_id, submitter=submitter, lease=job.lease_id)
+        return f"task {job.task_id} from {submitter}: {why}"
+
     async def _heartbeats(
-        self, channel: Channel, conv: Conversation, job: Job, scope: trio.CancelScope
+        self,
+        channel: Channel,
+        conv: Conversation,
+        job: Job,
+        scope: trio.CancelScope,
+        listen: trio.CancelScope,
     ) -> None:
         while job.outcome is None:
             with trio.move_on_after(self._policy.heartbeat_s):
@@ -246,12 +279,15 @@ class Negotiator:
         job.sent.set()
         if isinstance(job.outcome, Release):  # final: no ack follows, the stream ends here
             scope.cancel()
+        listen.deadline = trio.current_time() + self._policy.ack_s
 
-    async def _listen(self, channel: Channel, conv: Conversation, job: Job) -> None:
+    async def _listen(self, channel: Channel, conv: Conversation, job: Job, listen: trio.CancelScope) -> None:
         while True:
             for message in await self._receive(channel, conv, timeout=math.inf):
                 if isinstance(message, Dispatch):
                     self._runner.dispatch(job)
+                    if job.outcome is None:  # the measurement's own timeout bounds it from here
+                        listen.deadline = math.inf
                 elif isinstance(message, Cancel):
                     self._on_cancel(channel.peer_id, message, job)
                 elif isinstance(message, Ack):

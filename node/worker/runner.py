@@ -123,8 +123,10 @@ class Runner:
         jobs = self._jobs.values()
         return [j for j in jobs if j.outcome is not None and not j.sent.is_set() and j.orphaned_at is None]
 
-    def has_room(self) -> bool:
-        return sum(1 for j in self._jobs.values() if j.outcome is None) < self._max_queue + 1
+    def has_room(self, keep: int = 0) -> bool:
+        """Is a place free in the queue (the running job's and `max_queue` more), `keep` of them left
+        aside (a stranger's offer leaves the last place to the worker's own submitters)?"""
+        return sum(1 for j in self._jobs.values() if j.outcome is None) < self._max_queue + 1 - keep
 
     def commit(self, offer: OfferBody) -> Job:
         """Reserve a place for an accepted offer and grant it a fresh lease."""
@@ -155,6 +157,11 @@ class Runner:
         comes back and reclaims it, then forget it."""
         job.orphaned_at = trio.current_time() + grace_s
         self._wakeup.set()
+
+    def drop(self, job: Job) -> None:
+        """Give back the place of a commit that was never dispatched, at once."""
+        if not job.dispatched:
+            self._jobs.pop(job.lease_id, None)
 
     def _sweep(self) -> None:
         now = trio.current_time()

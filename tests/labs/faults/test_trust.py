@@ -7,6 +7,7 @@ Noise-authenticated peer id. Its runner is real but never started, so nothing it
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from protocol import (
     Decline,
     DeclineReason,
     DeviceProfile,
+    Dispatch,
     Envelope,
     Failure,
     FailureReason,
@@ -379,3 +381,70 @@ async def test_one_submitter_flooding_offers_cannot_lock_out_another(worker: Wor
     assert reasons[:8] == [DeclineReason.UNSUPPORTED_UNIT] * 8
     assert reasons[8:] == [DeclineReason.BUSY] * 4  # its share is full: declined before its nonce
     assert isinstance(await worker.ask(honest.peer_id, offer(honest, worker.key.peer_id)), Commit)
+
+
+def _open_worker(worker: Worker, policy: OfferPolicy | None = None) -> None:
+    """`worker` as `join --open --allow ALLOWED` serves it: strangers' offers are taken too."""
+    policy = dataclasses.replace(
+        policy or OfferPolicy(), allow=frozenset({ALLOWED.peer_id}), open_mode=True, heartbeat_s=0.2
+    )
+    worker.negotiator = Negotiator(
+        peer_id=worker.key.peer_id, profile=_profile(), runner=worker.runner, policy=policy,
+        is_relayed=lambda _: False, has_model=lambda _: False,
+        events=lambda event, /, **fields: worker.events.append((event, fields)),
+    )  # fmt: skip
+
+
+async def _commit(worker: Worker, who: Key, task: str) -> tuple[Channel, Any]:
+    """An offer of `who`'s on a stream it keeps open: the stream and the worker's answer."""
+    channel = await worker.stream(who.peer_id)
+    await channel.send(offer(who, worker.key.peer_id, task=task))
+    return channel, await channel.receive(timeout=10)
+
+
+async def test_strangers_commits_left_undispatched_give_their_places_back_and_leave_the_owners_last(
+    worker: Worker, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 50: on an `--open` worker a stranger's offer is committed like anyone's, and a stranger
+    that sent nothing after the commit held its queue place for as long as it kept the stream open
+    (five keys: the worker denied to everyone). Now strangers take all places but the last, which
+    is the allowed submitters', and a commit with no dispatch within `dispatch_s` (virtual time
+    here) gives its place back, said as an `undispatched` event; a dispatched task keeps its place."""
+    _open_worker(worker)
+    strangers = [_key() for _ in range(5)]
+    held = [await _commit(worker, s, f"s{i}") for i, s in enumerate(strangers[:4])]
+    assert all(isinstance(reply, Commit) for _, reply in held)  # 4 of the 5 places (max_queue 4, running 1)
+    _, full = await _commit(worker, strangers[4], "s4")
+    assert isinstance(full, Decline)
+    assert full.reason == DeclineReason.QUEUE_FULL
+    mine, commit = await _commit(worker, ALLOWED, "mine")
+    assert isinstance(commit, Commit)  # the last place: the owner's
+    await mine.send(Dispatch(task_id="mine", lease_id=commit.lease_id))
+    await trio.sleep(OfferPolicy().dispatch_s + 1)
+    assert all(worker.runner.job(reply.lease_id) is None for _, reply in held)
+    job = worker.runner.job(commit.lease_id)
+    assert job is not None
+    assert job.dispatched
+    dropped = [f["submitter"] for e, f in worker.events if e == "undispatched"]
+    assert sorted(dropped) == sorted(s.peer_id for s in strangers[:4])
+    _, again = await _commit(worker, strangers[4], "s5")
+    assert isinstance(again, Commit)  # the places are free again
+
+
+async def test_an_outcome_left_unacknowledged_ends_its_stream(
+    worker: Worker, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 50: the ack of an outcome is awaited `ack_s` (virtual time here; 30 s in place of 300 to
+    stay within the test's deadline), not for as long as the submitter keeps the stream open; the
+    stream's end is said (`unacknowledged`)."""
+    policy = OfferPolicy(ack_s=30.0)
+    _open_worker(worker, policy)
+    stranger = _key()
+    channel, commit = await _commit(worker, stranger, "t1")
+    assert isinstance(commit, Commit)
+    await channel.send(cancel(stranger, worker.key.peer_id, commit.lease_id))
+    assert isinstance(await _outcome(channel), Failure)
+    await trio.sleep(policy.ack_s - 1)
+    assert not [e for e, _ in worker.events if e == "unacknowledged"]
+    await trio.sleep(2)
+    assert [f["task"] for e, f in worker.events if e == "unacknowledged"] == ["t1"]
