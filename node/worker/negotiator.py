@@ -222,8 +222,10 @@ class Negotiator:
         for a reclaim). The cheater's view: on an `--open` worker a stranger's offer is committed like
         anyone's; it chooses to send nothing after the commit, or nothing after the outcome, and held a
         queue place (one of `max_queue` + 1) or a stream, and so its connection, for as long as it
-        kept the stream open. It now holds a place `dispatch_s` a commit, and pays a whole offer, its
-        signature and a fresh nonce for the next; a stream past an outcome, a measurement it had run.
+        kept the stream open. It now holds a place `dispatch_s` a commit and a stream past an outcome
+        `ack_s`. What stays its choice: offers are free to sign, so keys that offer again each
+        `dispatch_s` keep the strangers' places full; the last place is the allowed submitters'
+        (`_fit`), so the owner's own campaigns are never denied by strangers.
         """
         wait = math.inf if job.dispatched else self._policy.dispatch_s  # a reclaim's is dispatched
         listen = trio.CancelScope(deadline=trio.current_time() + wait)
