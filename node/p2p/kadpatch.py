@@ -16,6 +16,10 @@ Workarounds (py-libp2p 0.8.1, shared/notes/libp2p.md):
   `node.p2p.kadlink.QUERIES_PER_SERVER` streams open to one server). Those tokens are held while libp2p
   waits, with no deadline, for a request: each must come within `FIRST_FRAME_S` of the stream's
   opening or of our last answer (`PacedStream`), so silent streams cannot take them all (issue 23).
+  A stream that asks again within each `FIRST_FRAME_S` is not silent, and libp2p reset every stream
+  past the tokens: a stranger's `INBOUND_KAD_STREAMS` paced streams denied the server to every walk
+  (issue 50). A stream that finds them all taken ends the one held longest, once it is older than
+  `EVICT_AFTER_S` (`_ServerOnlyKadDHT.handle_stream`).
 - P24 a provider store keeps at most k (20) providers per key and silently ignores the rest: with
   more than 20 workers, discovery found 20. `patch_kad` lifts the per-key cap to `PROVIDERS_PER_KEY`
   (a GET_PROVIDERS answer of 10,000 providers is ~1 MB, inside the 4 MiB message cap); the sharded
@@ -39,6 +43,7 @@ The queries on the running DHT (direct asks, bounded keys, reused closest server
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal, final
@@ -58,10 +63,22 @@ from node.p2p.kadlink import serves_kad
 from node.p2p.stream import FIRST_FRAME_S, PacedStream, remote_ip
 from protocol import KAD
 
+log = logging.getLogger(__name__)
+
 KAD_MODULES: Final = ("common", "kad_dht", "peer_routing", "provider_store", "value_store")
 NAMESPACE: Final = "sark"
 INBOUND_KAD_STREAMS: Final = 128
 """Concurrent inbound kad streams a server accepts, host-wide (libp2p: 12, P23)."""
+EVICT_AFTER_S: Final = 5.0
+"""How long an inbound kad stream is held before a newcomer that finds every token taken may end it.
+
+Ours ask once a stream and close it within a second (`node.p2p.kadlink.KadLink.request`); go's and
+js's reuse a stream for their next request and open another when it was closed. The cheater's view:
+it chooses how many streams it opens and how often each asks, and a paced stream kept its token for
+as long as it asked; the eviction reads only how long each stream has held its token, so holding is
+worth nothing past this age: to keep every token it must open them anew faster than `tokens /
+EVICT_AFTER_S` a second (26 a second for 128), each a negotiation the server answers, a flood that
+costs it what it costs the server, not a slot held."""
 PROVIDERS_PER_KEY: Final = 10_000
 """Providers a server keeps per key (libp2p: k = 20, P24): every worker of a large swarm is found."""
 ROUTING_REFRESH_S: Final = 1200
@@ -151,12 +168,54 @@ class _ServerOnlyKadDHT(KadDHT):
             if addrs:
                 await self.routing_table.add_peer(PeerInfo(peer_id, addrs))
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._held: dict[Any, tuple[float, trio.CancelScope]] = {}  # each stream holding a token
+
     async def handle_stream(self, stream: Any) -> None:
         # libp2p reads a kad stream's requests with no deadline while it holds one of the server's
         # INBOUND_KAD_STREAMS tokens: silent streams would take them all. Each request must come in time.
         # The connection's remote address, for the places each network may hold under a key (issue 50).
+        if self.mode == DHTMode.CLIENT:
+            await stream.close()
+            return
         SENDER.set((remote_ip(stream),))
-        await super().handle_stream(PacedStream(stream, FIRST_FRAME_S))  # type: ignore[arg-type]
+        paced, scope = PacedStream(stream, FIRST_FRAME_S), trio.CancelScope()
+        limiter = self._inbound_limiter
+        wait = 1.0 if limiter.borrowed_tokens < limiter.total_tokens or self._evict_oldest() else 0
+        with trio.move_on_after(wait):  # an evicted stream gives its token back as its handler unwinds
+            await limiter.acquire_on_behalf_of(paced)
+            self._held[paced] = (trio.current_time(), scope)
+        if paced not in self._held:
+            await _reset(stream)  # every token held, none past EVICT_AFTER_S: libp2p's own answer
+            return
+        try:
+            with scope:
+                await self._do_handle_stream(paced)  # type: ignore[arg-type]
+            if scope.cancelled_caught:
+                await _reset(stream)
+        finally:
+            self._held.pop(paced, None)
+            limiter.release_on_behalf_of(paced)
+
+    def _evict_oldest(self) -> bool:
+        """End the inbound kad stream that has held its token longest, if past `EVICT_AFTER_S` (its
+        handler is cancelled: a reset alone does not wake py-libp2p's pending read)."""
+        if not self._held:
+            return False
+        oldest, (since, scope) = min(self._held.items(), key=lambda item: item[1][0])
+        if trio.current_time() - since < EVICT_AFTER_S:
+            return False
+        self._held.pop(oldest, None)
+        scope.cancel()
+        return True
+
+
+async def _reset(stream: Any) -> None:
+    try:
+        await stream.reset()
+    except Exception:  # libp2p's stream errors: a stream already gone is ended
+        log.debug("kad stream reset failed", exc_info=True)
 
 
 @asynccontextmanager
@@ -205,6 +264,7 @@ async def become_server(kad: Kad, bound: Callable[[bytes], int]) -> None:
 
 
 __all__ = [
+    "EVICT_AFTER_S",
     "INBOUND_KAD_STREAMS",
     "KAD_MODULES",
     "PROVIDERS_PER_KEY",

@@ -14,15 +14,20 @@ import trio
 from kit import owntime
 from kit.data import make_profile
 from libp2p.crypto.ed25519 import create_new_key_pair
+from libp2p.custom_types import TProtocol
+from libp2p.kad_dht.common import MAX_DHT_MESSAGE_SIZE
 from libp2p.peer.id import ID
+from libp2p.utils.varint import encode_uvarint, read_varint_prefixed_bytes_limited
 
 from gate import open_gate
 from node.config import NodeConfig
 from node.p2p.dht import ADVERT_MAX_BYTES, advert_key
 from node.p2p.identity import identity_peer_id
+from node.p2p.kadpatch import EVICT_AFTER_S
+from node.p2p.kadwire import get_providers_request
 from node.p2p.node import Node, open_node
 from node.worker.advertising import serve_worker
-from protocol import DOMAIN_ADVERT, AdvertBody, Load
+from protocol import DOMAIN_ADVERT, KAD, AdvertBody, Load
 from protocol.codec import pack_body
 from protocol.records import seal
 
@@ -175,3 +180,49 @@ async def test_a_gate_that_comes_up_late_is_still_joined(tmp_path: Path) -> None
                 assert node.gates == (gate_addr,)
                 assert node.host.is_connected(gate_addr.rsplit("/p2p/", 1)[1])
             nursery.cancel_scope.cancel()
+
+
+async def test_a_strangers_paced_kad_streams_cannot_hold_every_token(tmp_path: Path) -> None:
+    """Issue 50: a kad stream that asks again within each `FIRST_FRAME_S` is not silent, and libp2p
+    reset every stream past the server's tokens: a stranger's paced streams, as many as the tokens,
+    denied the server to every walk. Now a stream that finds every token taken ends the one held
+    longest once it is past `EVICT_AFTER_S`. The gate's tokens are lowered to 3 for the lab; three
+    streams of a stranger each ask every second; past the age, an honest GET_PROVIDERS is answered
+    and one of the stranger's streams is the one ended."""
+    with owntime.fail_after(60):
+        async with (
+            swarm(tmp_path, 1) as lab,
+            open_node(lab.config("stranger"), role="submitter") as stranger,
+            open_node(lab.config("client"), role="submitter") as client,
+        ):
+            lab.gate.dht.kad.raw._inbound_limiter = limiter = trio.CapacityLimiter(3)
+            gate = ID.from_base58(lab.gate.host.peer_id)
+            key = advert_key(lab.workers[0].host.peer_id).encode()
+            ask = get_providers_request(key)
+            ended: list[str] = []
+            one_ended = trio.Event()
+
+            async def hold(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+                stream = await stranger.host.raw.new_stream(gate, [TProtocol(KAD)])
+                try:
+                    while True:
+                        await stream.write(encode_uvarint(len(ask)) + ask)
+                        await read_varint_prefixed_bytes_limited(stream, MAX_DHT_MESSAGE_SIZE)
+                        task_status.started()
+                        task_status = trio.TASK_STATUS_IGNORED
+                        await trio.sleep(1.0)  # well within FIRST_FRAME_S: never silent
+                except Exception as exc:  # libp2p's stream errors: the server ended it
+                    ended.append(type(exc).__name__)
+                    one_ended.set()
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(3):
+                    await nursery.start(hold)
+                assert limiter.borrowed_tokens == 3
+                await trio.sleep(EVICT_AFTER_S + 1)
+                assert not ended  # paced: none of them was silent
+                await client.dht.kad.link.get_providers(gate, key)  # raised when it was reset
+                with trio.fail_after(10):
+                    await one_ended.wait()
+                nursery.cancel_scope.cancel()
+            assert len(ended) == 1
