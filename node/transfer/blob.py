@@ -44,6 +44,14 @@ NO_RELAY: Final = "model bytes never cross a relay"
 
 DRAIN_S: Final = 30.0
 """How long a measurement about to start waits for uploads already streaming before it cuts them."""
+HOLD_S: Final = 60.0
+"""How long a peer's uploads keep its slot against a newcomer: when every slot is taken, a new peer
+takes the slot of the one served longest past this (its uploads are cut; its fetcher keeps the prefix
+and resumes). A 2 GiB model at 50 MB/s is 40 s. The cheater's view: any peer that names a model this
+node holds is served (the sha256 is in every offer of a campaign), and it chooses how fast it reads;
+a reader granting a few bytes every few seconds held its slot for as long as it liked, and four of
+them denied the node's uploads to everyone. The eviction reads only how long a slot was held, so a
+slow reader keeps it until someone else asks, past `HOLD_S`."""
 
 
 @final
@@ -57,11 +65,15 @@ class UploadSlots:
     then (their fetchers keep the prefix they received and resume it from another source).
     """
 
-    def __init__(self, peers: int | None, *, drain_s: float = DRAIN_S) -> None:
+    def __init__(self, peers: int | None, *, drain_s: float = DRAIN_S, hold_s: float = HOLD_S) -> None:
         self._limit = peers
         self._drain_s = drain_s
+        self.hold_s = hold_s
         self._active: dict[str, int] = {}
+        self._since: dict[str, float] = {}  # when each active peer took its slot
         self._streaming: set[trio.CancelScope] = set()
+        self._uploads: dict[trio.CancelScope, str] = {}  # each streaming upload's peer
+        self.evicted: set[trio.CancelScope] = set()
         self._idle = trio.Event()
         self._idle.set()
         self._measuring = 0
@@ -72,9 +84,27 @@ class UploadSlots:
         return self._measuring > 0
 
     def take(self, peer_id: str) -> bool:
-        if self._limit is not None and peer_id not in self._active and len(self._active) >= self._limit:
+        """A slot for `peer_id` (its streams share one); when every slot is taken, the slot of the peer
+        served longest past `hold_s`, whose uploads are cut (`HOLD_S`); False: none is free."""
+        full = self._limit is not None and peer_id not in self._active and len(self._active) >= self._limit
+        if full and not self._evict_oldest():
             return False
+        self._since.setdefault(peer_id, trio.current_time())
         self._active[peer_id] = self._active.get(peer_id, 0) + 1
+        return True
+
+    def _evict_oldest(self) -> bool:
+        if not self._since:
+            return False
+        peer, since = min(self._since.items(), key=lambda item: item[1])
+        if trio.current_time() - since < self.hold_s:
+            return False
+        for scope, holder in list(self._uploads.items()):
+            if holder == peer:
+                self.evicted.add(scope)
+                scope.cancel()
+        self._active.pop(peer, None)
+        self._since.pop(peer, None)
         return True
 
     def give_back(self, peer_id: str) -> None:
@@ -83,21 +113,25 @@ class UploadSlots:
             self._active[peer_id] = left
         else:
             self._active.pop(peer_id, None)
+            self._since.pop(peer_id, None)
 
     def count(self, sha256: str, size: int) -> None:
         self.served_bytes[sha256] = self.served_bytes.get(sha256, 0) + size
 
     @contextmanager
-    def streaming(self) -> Iterator[trio.CancelScope]:
-        """One upload's lifetime, with the scope (for the upload to enter) that `measuring` may cancel;
-        a measurement starts only after every such block was left."""
+    def streaming(self, peer_id: str = "") -> Iterator[trio.CancelScope]:
+        """One upload's lifetime, with the scope (for the upload to enter) that `measuring` or a
+        newcomer past `hold_s` may cancel; a measurement starts only after every such block was left."""
         scope = trio.CancelScope()
         self._streaming.add(scope)
+        self._uploads[scope] = peer_id
         self._idle = trio.Event() if len(self._streaming) == 1 else self._idle
         try:
             yield scope
         finally:
             self._streaming.discard(scope)
+            self._uploads.pop(scope, None)
+            self.evicted.discard(scope)
             if not self._streaming:
                 self._idle.set()
 
@@ -182,7 +216,7 @@ async def _upload(
 ) -> None:
     """Serve one request inside an upload scope that a starting measurement may cut."""
     started, sent = time.time(), 0
-    with uploads.streaming() as scope:
+    with uploads.streaming(channel.peer_id) as scope:
         with scope:
             try:
                 sent = await _serve(channel, path, request, chunk_size)
@@ -191,7 +225,10 @@ async def _upload(
                 log.info("blob: %s went away mid-transfer: %s", channel.peer_id, exc.detail)
                 await channel.reset()
         if scope.cancelled_caught:
-            log.info("blob: upload to %s cut: a measurement starts", channel.peer_id)
+            why = (
+                f"held its slot past {HOLD_S:g} s and another peer asked" if scope in uploads.evicted else ""
+            )
+            log.info("blob: upload to %s cut: %s", channel.peer_id, why or "a measurement starts")
             with trio.CancelScope(shield=True):
                 await channel.reset()
         events(

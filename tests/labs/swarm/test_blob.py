@@ -7,16 +7,17 @@ import contextlib
 import hashlib
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pytest
 import trio
 from kit import owntime
 
-from node.errors import PeerGone
+from node.errors import PeerGone, PeerTimeout
 from node.p2p.host import HostConfig, open_host
 from node.p2p.wire import Channel, Handler, memory_channel_pair
-from node.transfer.blob import NO_RELAY, blob_handler
+from node.transfer.blob import NO_RELAY, UploadSlots, blob_handler
 from node.transfer.blob_fetch import MIN_SEGMENT, fetch_blob
 from node.transfer.cache import ModelCache
 from node.transfer.fetch import FetchError
@@ -316,3 +317,55 @@ async def test_a_holder_that_refuses_every_stream_is_named_busy(
             with pytest.raises(FetchError) as info:
                 await fetch_blob(open_to_a, _sha(model), len(model), fetcher, max_bytes=1 << 30)
     assert (info.value.reason, info.value.peer) == (FailureReason.FETCH, PeerTrouble.BUSY)
+
+
+async def test_a_slow_reader_keeps_its_upload_slot_only_until_another_peer_asks_past_the_hold(
+    nursery: trio.Nursery, holder: ModelCache, fetcher: ModelCache, model: bytes
+) -> None:
+    """Issue 50: any peer that names a model the holder has is served, and chooses how fast it reads.
+    A stranger reading a chunk now and then held its upload slot for as long as it liked (four such
+    denied the node's uploads to everyone). Now, with every slot taken, a newcomer takes the slot of
+    the peer served longest past `hold_s`, and that upload is cut. The hold is set, not waited for:
+    an hour first (the newcomer is told busy), then none (it fetches the whole model)."""
+    events: list[dict[str, object]] = []
+    slots = UploadSlots(1, hold_s=3600.0)
+    handler = blob_handler(
+        holder,
+        chunk_size=1024,
+        slots=slots,
+        events=lambda event, /, **f: events.append({"event": event, **f}),
+    )
+    sha = _sha(model)
+
+    async def serve(channel: Channel) -> None:
+        with contextlib.suppress(PeerGone):  # a fetcher told busy hangs up first: the host's wrapper's
+            await handler(channel)
+
+    async def open_as(peer: str, *, lockstep: bool = False) -> Channel:
+        mine, theirs = memory_channel_pair(peer, "holder", lockstep=lockstep)
+        nursery.start_soon(serve, theirs)
+        return mine
+
+    async def trickle(
+        channel: Channel, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        await channel.send(BlobGet(sha256=sha, offset=0))
+        await channel.receive()  # its meta: the upload is streaming
+        task_status.started()
+        with contextlib.suppress(PeerGone, PeerTimeout):  # the holder cut it (memory: it reads nothing)
+            while True:  # a chunk now and then: within every read deadline, never done
+                await channel.receive()
+                await trio.sleep(0.5)
+
+    with owntime.fail_after(DEADLINE):
+        await nursery.start(trickle, await open_as("slow", lockstep=True))
+        with pytest.raises(FetchError) as busy:  # within the hold: the slot is the slow reader's
+            await fetch_blob(partial(open_as, "honest"), sha, len(model), fetcher, max_bytes=1 << 30)
+        assert busy.value.peer == PeerTrouble.BUSY
+        slots.hold_s = 0.0  # the slow reader is now past its hold
+        path = await fetch_blob(partial(open_as, "honest"), sha, len(model), fetcher, max_bytes=1 << 30)
+        assert await trio.Path(path).read_bytes() == model
+    cut = [e for e in events if e["event"] == "upload" and e["peer"] == "slow"]
+    assert [e["cut"] for e in cut] == [True]
+    assert isinstance(cut[0]["bytes"], int)
+    assert cut[0]["bytes"] < len(model)
