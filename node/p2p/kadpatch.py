@@ -191,6 +191,7 @@ class _ServerOnlyKadDHT(KadDHT):
             return
         try:
             with scope:
+                # PacedStream is no INetStream subclass: it delegates every call to the one it wraps
                 await self._do_handle_stream(paced)  # type: ignore[arg-type]
             if scope.cancelled_caught:
                 await _reset(stream)

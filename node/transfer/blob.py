@@ -71,8 +71,7 @@ class UploadSlots:
         self.hold_s = hold_s
         self._active: dict[str, int] = {}
         self._since: dict[str, float] = {}  # when each active peer took its slot
-        self._streaming: set[trio.CancelScope] = set()
-        self._uploads: dict[trio.CancelScope, str] = {}  # each streaming upload's peer
+        self._streaming: dict[trio.CancelScope, str] = {}  # each streaming upload's scope: its peer
         self.evicted: set[trio.CancelScope] = set()
         self._idle = trio.Event()
         self._idle.set()
@@ -99,7 +98,7 @@ class UploadSlots:
         peer, since = min(self._since.items(), key=lambda item: item[1])
         if trio.current_time() - since < self.hold_s:
             return False
-        for scope, holder in list(self._uploads.items()):
+        for scope, holder in list(self._streaming.items()):
             if holder == peer:
                 self.evicted.add(scope)
                 scope.cancel()
@@ -123,14 +122,12 @@ class UploadSlots:
         """One upload's lifetime, with the scope (for the upload to enter) that `measuring` or a
         newcomer past `hold_s` may cancel; a measurement starts only after every such block was left."""
         scope = trio.CancelScope()
-        self._streaming.add(scope)
-        self._uploads[scope] = peer_id
+        self._streaming[scope] = peer_id
         self._idle = trio.Event() if len(self._streaming) == 1 else self._idle
         try:
             yield scope
         finally:
-            self._streaming.discard(scope)
-            self._uploads.pop(scope, None)
+            self._streaming.pop(scope, None)
             self.evicted.discard(scope)
             if not self._streaming:
                 self._idle.set()
@@ -226,7 +223,9 @@ async def _upload(
                 await channel.reset()
         if scope.cancelled_caught:
             why = (
-                f"held its slot past {HOLD_S:g} s and another peer asked" if scope in uploads.evicted else ""
+                f"held its slot past {uploads.hold_s:g} s and another peer asked"
+                if scope in uploads.evicted
+                else ""
             )
             log.info("blob: upload to %s cut: %s", channel.peer_id, why or "a measurement starts")
             with trio.CancelScope(shield=True):
