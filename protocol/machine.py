@@ -193,6 +193,11 @@ class Conversation:
         """The current lease, once granted (or reclaimed)."""
         return self._lease_id
 
+    @property
+    def lease_ttl_s(self) -> float | None:
+        """The lease's ttl: how long it holds with nothing heard, once known."""
+        return self._ttl
+
     def send(self, message: NegotiateMessage, now: float) -> bytes:
         """Check that we may send a message now, apply it, and return its frame.
 
@@ -218,13 +223,22 @@ class Conversation:
             raise
         return data
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes, now: float | None = None) -> None:
         """Feed bytes read from the stream; `next_event` takes messages out.
+
+        Bytes are the peer's word that it is there: with `now`, while a lease runs, any that arrive move
+        its deadline as a heartbeat does. A result of megabytes is one frame on a slow or busy link, and
+        no heartbeat can pass it on the stream. The cheater's view: a peer that trickles a frame keeps
+        the lease no longer than one that sends heartbeats; a frame has its size bound (`MAX_FRAME`) and
+        the submitter's lease its end whatever it hears (`scheduler.state.leases`).
 
         Args:
             data: any slice of the stream.
+            now: the current time (seconds), when the bytes are to count as the peer's heartbeat.
         """
         self._decoder.feed(data)
+        if now is not None and data and self._state in _LEASED and self._ttl is not None:
+            self._deadline = now + self._ttl
 
     def next_event(self, now: float) -> NegotiateMessage | None:
         """Take the next whole incoming message, checked against the table, and apply it.

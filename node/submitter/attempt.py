@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 
 OFFER_LIFETIME_S = 300.0
 OFFER_ANSWER_S = 10.0
+ARRIVING_EVERY_S = 1.0
+"""How often at most a message arriving in parts is told to the scheduler (and four times a ttl)."""
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,11 @@ _ENDED = frozenset(
 async def _read(
     attempt: Attempt, me: Identity, conv: Conversation, channel: Channel, heard: trio.MemorySendChannel[Heard]
 ) -> None:
-    """Read until the conversation ends; a lapsed lease ends it too, and a zombie's late result is stale."""
+    """Read until the conversation ends; a lapsed lease ends it too, and a zombie's late result is stale.
+
+    Any bytes heard on a leased stream keep the lease (`Conversation.receive_data`): the scheduler hears
+    of a message in part as `MessageArriving`, at most every `ARRIVING_EVERY_S` (or ttl / 4)."""
+    told = -math.inf
     while conv.state not in _ENDED:
         deadline = conv.next_deadline()
         # A lease holds at its deadline and is lost past it: wait to the first instant past it (on a
@@ -288,9 +294,16 @@ async def _read(
             if conv.state in _ENDED:
                 return
             raise NodeError(f"{attempt.peer_id} closed the stream")
-        conv.receive_data(data)
+        now = trio.current_time()
+        conv.receive_data(data, now)
+        whole = False
         while (message := conv.next_event(trio.current_time())) is not None:
+            whole = True
             await heard.send(Heard(attempt, _event(attempt, me, message)))
+        every = min(ARRIVING_EVERY_S, (conv.lease_ttl_s or math.inf) / 4)
+        if not whole and conv.lease_id is not None and now - told >= every:
+            told = now  # part of a message: the scheduler's lease hears it too, a few times a ttl at most
+            await heard.send(Heard(attempt, sch.MessageArriving(attempt.task_id, conv.lease_id)))
 
 
 async def _drain_zombie(

@@ -49,22 +49,31 @@ STALL_S: Final = 0.5
 _T = TypeVar("_T")
 
 
-async def heard_within(receive: Callable[[], Awaitable[_T]], timeout: float) -> _T | None:
+async def heard_within(heard: trio.MemoryReceiveChannel[_T], timeout: float) -> _T | None:
     """The next event within `timeout`, or None (the loop then acts on its deadlines: a lease with no
-    heartbeat lapses). When this process wakes for the deadline `STALL_S` or more after it asked, it
+    heartbeat lapses). What is already heard comes first: a result read while this loop was busy past
+    its lease's deadline is the worker's word, not its silence (a wait of no time is cancelled before
+    it takes what is queued). When this process wakes for the deadline `STALL_S` or more after it asked, it
     was not running meanwhile (at load 20 on 2 cores its one thread got a tenth of a core): a worker's
     heartbeat may be waiting unread in its stream, behind the very deadline it would have moved. So
     the loop listens as long again as it was late before it judges any silence: a lease lapses only
     for silence while this submitter was listening. The cheater's view: the wait is this process's
     own lateness on its own clock, nothing a worker reports; a worker that is gone still lapses, one
     stall later."""
+    try:
+        item = heard.receive_nowait()
+    except trio.WouldBlock:
+        pass
+    else:
+        await trio.lowlevel.checkpoint()
+        return item
     asked = trio.current_time() + timeout
     with trio.move_on_after(timeout):
-        return await receive()
+        return await heard.receive()
     late = trio.current_time() - asked
     if late >= STALL_S:
         with trio.move_on_after(late):
-            return await receive()
+            return await heard.receive()
     return None
 
 
@@ -181,13 +190,13 @@ class CampaignLoop:
                 continue
             self._cancelled |= isinstance(sched_event, sch.CancelRequested)
             self._apply(self._sched.handle(sched_event, now))
-            if not isinstance(sched_event, sch.ProgressReported):
+            if not isinstance(sched_event, sch.ProgressReported | sch.MessageArriving):
                 self._save()
         self._view(self._sched.tasks())
 
     async def _next(self, deadline: float | None) -> Heard | Injected | None:
         timeout = math.inf if deadline is None else max(0.0, deadline - time.time())
-        return await heard_within(self._heard_out.receive, timeout)
+        return await heard_within(self._heard_out, timeout)
 
     async def _watch_cancel(self) -> None:
         """`sark-node cancel` (another process) leaves a mark in the store: act on it."""

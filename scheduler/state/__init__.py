@@ -39,8 +39,10 @@ Leases, releases and causes
 
 `protocol/machine.py` holds every legal move; an illegal one is a Local/RemoteProtocolError and the
 conversation is in ERROR for good. Offers are signed, carry a nonce, an expiry and the recipient; a worker
-declines with a closed reason. A commit grants a lease; progress messages are heartbeats; a lease with no
-heartbeat past its deadline lapses and the task is offered elsewhere within its retry budget. A lease also
+declines with a closed reason. A commit grants a lease; progress messages are heartbeats, and so are the
+bytes of a message still arriving (`MessageArriving`: a result of megabytes is one frame, and no heartbeat
+passes it on the stream); a lease with nothing heard past its deadline lapses and the task is offered
+elsewhere within its retry budget. A lease also
 ends, whatever its heartbeats say, at dispatch + the model's transfer allowance (15 s plus its bytes at 1
 MiB/s, a slow link's rate) + `timeout_s` x 1.05 (`scheduler/state/leases.py`; `TaskView.lease_ends_at`,
 which caps every heartbeat's deadline): cause `Lapse.LEASE_OVERRUN`, a `SendCancel` to the worker, a retry
@@ -74,6 +76,7 @@ from scheduler.state.events import (
     LeaseLapsed,
     LeaseReleased,
     MarkUnschedulable,
+    MessageArriving,
     OfferCommitted,
     OfferDeclined,
     OfferLost,
@@ -157,6 +160,7 @@ __all__ = [
     "LeaseLapsed",
     "LeaseReleased",
     "MarkUnschedulable",
+    "MessageArriving",
     "Misfit",
     "OfferCommitted",
     "OfferDeclined",

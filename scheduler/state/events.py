@@ -71,6 +71,16 @@ class ProgressReported:
 
 
 @dataclass(frozen=True)
+class MessageArriving:
+    """Bytes of a leased worker's next message are arriving, the message not yet whole: the worker is
+    there. A result of megabytes (a closed loop's thousands of records) is one frame on a slow or busy
+    link, and no heartbeat can pass it on the stream; its bytes keep the lease as a heartbeat does."""
+
+    task_id: str
+    lease_id: str
+
+
+@dataclass(frozen=True)
 class ResultAccepted:
     """The node verified a result's signature and that its lease is `current_lease(task_id)`."""
 
@@ -163,6 +173,7 @@ Event = (
     | OfferDeclined
     | OfferLost
     | ProgressReported
+    | MessageArriving
     | ResultAccepted
     | ResultRejected
     | TaskFailedRemotely

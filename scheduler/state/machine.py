@@ -34,6 +34,7 @@ from scheduler.state.events import (
     FinishCampaign,
     LeaseLapsed,
     LeaseReleased,
+    MessageArriving,
     OfferCommitted,
     OfferDeclined,
     OfferLost,
@@ -211,6 +212,8 @@ class Scheduler:
                 return self._on_lost(event, now)
             case ProgressReported():
                 return self._on_progress(event, now)
+            case MessageArriving():
+                return self._on_arriving(event, now)
             case ResultAccepted():
                 return self._on_result(event)
             case TaskFailedRemotely(task_id=task, lease_id=lease, reason=reason, detail=detail, stage=stage):
@@ -327,6 +330,13 @@ class Scheduler:
             queue_position=event.queue_position,
         )
         self._put(task, progress=progress, deadline=lease_deadline(task, now))  # never past the lease's end
+        return []
+
+    def _on_arriving(self, event: MessageArriving, now: float) -> list[Command]:
+        """A message's bytes keep the lease as a heartbeat does (never past its end); the progress stays."""
+        task = leased_task(self._tasks, event.task_id, event.lease_id)
+        if task is not None:
+            self._put(task, deadline=lease_deadline(task, now))
         return []
 
     def _on_result(self, event: ResultAccepted) -> list[Command]:

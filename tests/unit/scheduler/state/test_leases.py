@@ -10,6 +10,7 @@ from protocol import Phase
 from scheduler import (
     FinishCampaign,
     Lapse,
+    MessageArriving,
     ProgressReported,
     Scheduler,
     SendCancel,
@@ -77,6 +78,29 @@ def test_an_overrun_lease_is_retried_elsewhere_within_the_budget() -> None:
     assert task.state in (TaskState.PENDING, TaskState.OFFERED)
     assert task.peer_id != node.scheduler.tasks()[0].attempts[0].peer_id
     assert task.attempts[0].cause == Lapse.LEASE_OVERRUN
+
+
+def test_a_message_arriving_keeps_the_lease_as_a_heartbeat_and_never_past_its_end() -> None:
+    """A result of megabytes is one frame: its bytes move the lease's deadline as a heartbeat does, and
+    a worker that trickles a frame forever is held to the lease's end like one that beats forever."""
+    node, task_id, lease, dispatched = _leased()
+    ends = lease_end(MODEL, TIMEOUT_S, dispatched)
+    node.now += 2.5
+    node.feed(MessageArriving(task_id, lease))
+    assert node.scheduler.next_deadline() == node.now + 3.0
+    assert node.scheduler.tasks()[0].progress.phase is None  # the progress stays what the worker said
+    node.now += 2.9
+    node.feed(Tick())
+    assert node.scheduler.tasks()[0].state == TaskState.LEASED  # 5.4 s after the commit, ttl 3 s
+    node.feed(MessageArriving(task_id, "another-lease"))  # another lease's bytes move nothing
+    assert node.scheduler.next_deadline() == node.now - 2.9 + 3.0
+    while node.now + 1.0 < ends:
+        node.now += 1.0
+        node.feed(MessageArriving(task_id, lease))
+        assert node.scheduler.next_deadline() == min(node.now + 3.0, ends)
+    node.now = ends
+    node.feed(Tick())
+    assert node.scheduler.tasks()[0].failure_reason == Lapse.LEASE_OVERRUN
 
 
 def test_a_silent_lease_still_lapses_as_before() -> None:
