@@ -42,26 +42,25 @@ conversation is in ERROR for good. Offers are signed, carry a nonce, an expiry a
 declines with a closed reason. A commit grants a lease; progress messages are heartbeats, and so are the
 bytes of a message still arriving (`MessageArriving`: a result of megabytes is one frame, and no heartbeat
 passes it on the stream); a lease with nothing heard past its deadline lapses and the task is offered
-elsewhere within its retry budget. A lease also
-ends, whatever its heartbeats say, at dispatch + the model's transfer allowance (15 s plus its bytes at 1
-MiB/s, a slow link's rate) + `timeout_s` x 1.05 (`scheduler/state/leases.py`; `TaskView.lease_ends_at`,
-which caps every heartbeat's deadline): cause `Lapse.LEASE_OVERRUN`, a `SendCancel` to the worker, a retry
-elsewhere within the budget, so a worker that commits and reports "queued" forever holds the task no longer
-than that. A task's wait in a worker's queue counts; a restored lease keeps its end but gets one ttl to be
-reclaimed. Only a result carrying the current lease id is accepted. A worker that leaves (SIGTERM or SIGINT,
-`node/worker/leave.py`) declines new offers `shutting_down` and sends each lease it holds unfinished a
-`release` (after commit or dispatch; final, no ack; a `ReleaseBody` signed under `sark/release/v1` naming
-campaign, task, lease, worker and submitter); the submitter verifies it like a result
-(`attempt.verify_release`; one that does not verify counts as a lapse) and the scheduler gets
-`LeaseReleased`, cause `Lapse.RELEASED`: the task goes to the next peer at once, or back to the same one
-after a backoff when nobody else fits (a restarted service); each peer's first release of a task spends no
-retry budget, and the releasing peer becomes a last resort like a lapsed one. The leaving worker kills its
-measuring child, stops republishing, puts a last advert that expires within 2 s (kad-dht has no unprovide;
-provider records lapse with their TTL and `/sark/profile` stops with the host) and closes the host. Every
-attempt and every ending keeps its cause from one closed vocabulary, `scheduler.Cause`: the worker's
-`FailureReason` and `DeclineReason`, and the scheduler's own `Lapse` (offer_lost, lease_lapsed,
-lease_overrun, no_feasible_peer, cancelled, done, released); the retry rules and the tests compare these,
-and a stored snapshot with any other cause is refused.
+elsewhere within its retry budget. A lease also ends, whatever its heartbeats say, at dispatch + the model's
+transfer allowance (15 s plus its bytes at 1 MiB/s, a slow link's rate) + `timeout_s` x 1.05
+(`scheduler/state/leases.py`; `TaskView.lease_ends_at`, which caps every heartbeat's deadline): cause
+`Lapse.LEASE_OVERRUN`, a `SendCancel` to the worker, a retry elsewhere within the budget, so a worker that
+commits and reports "queued" forever holds the task no longer than that. A task's wait in a worker's queue
+counts; a restored lease keeps its end but gets one ttl to be reclaimed. Only a result carrying the current
+lease id is accepted. A worker that leaves (SIGTERM or SIGINT, `node/worker/leave.py`) declines new offers
+`shutting_down` and sends each lease it holds unfinished a `release` (after commit or dispatch; final, no
+ack; a `ReleaseBody` signed under `sark/release/v1` naming campaign, task, lease, worker and submitter); the
+submitter verifies it like a result (`attempt.verify_release`; one that does not verify counts as a lapse)
+and the scheduler gets `LeaseReleased`, cause `Lapse.RELEASED`: the task goes to the next peer at once, or
+back to the same one after a backoff when nobody else fits (a restarted service); each peer's first release
+of a task spends no retry budget, and the releasing peer becomes a last resort like a lapsed one. The
+leaving worker kills its measuring child, stops republishing, puts a last advert that expires within 2 s
+(kad-dht has no unprovide; provider records lapse with their TTL and `/sark/profile` stops with the host)
+and closes the host. Every attempt and every ending keeps its cause from one closed vocabulary,
+`scheduler.Cause`: the worker's `FailureReason` and `DeclineReason`, and the scheduler's own `Lapse`
+(offer_lost, lease_lapsed, lease_overrun, no_feasible_peer, cancelled, done, released); the retry rules and
+the tests compare these, and a stored snapshot with any other cause is refused.
 """
 
 from __future__ import annotations
